@@ -1,0 +1,45 @@
+"""gunicorn settings for the relay: `gunicorn wsgi:app` reads this file from the working directory.
+
+Command-line options (-b, -w, ...) still override anything set here.
+"""
+
+import os
+import sys
+from typing import Any
+
+from relay_app import retrier
+from relay_app.config import ConfigError, Settings
+
+bind = os.environ.get("RELAY_BIND", "127.0.0.1:8000")
+
+# Threads, not sync workers: while Telegram hangs, each webhook holds a thread for up to
+# RELAY_SEND_TIMEOUT, and the other threads keep answering GlitchTip meanwhile.
+worker_class = "gthread"
+threads = 32
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+
+# Background retries sleep in the worker process; a graceful stop wakes them for one last
+# attempt (bounded by RELAY_SEND_TIMEOUT) well inside this.
+graceful_timeout = 30
+
+# gunicorn's control socket lives at one path per user: a second relay on the host would fight
+# over it, and the relay has no use for it.
+control_socket_disable = True
+
+accesslog = "-"
+# The request line holds the webhook secret; relay_app redacts it from every log record.
+access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
+
+
+def on_starting(server: Any) -> None:
+    # Checked in the master, once: a bad variable stops gunicorn with a clear message instead of
+    # every worker failing to boot with a traceback.
+    try:
+        Settings.from_env(os.environ)
+    except ConfigError as exc:
+        server.log.error("relay_app cannot start: %s", exc)
+        sys.exit(2)
+
+
+def worker_exit(server: Any, worker: Any) -> None:
+    retrier.shutdown()

@@ -1,0 +1,169 @@
+"""The relay's configuration: environment variables in, one frozen Settings out.
+
+A relay that starts half-configured loses alerts quietly, so every problem is fatal at start and
+names the variable to fix. Secret values are never echoed back in these messages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
+
+# GlitchTip gives up on us after 10 s; one attempt must leave time to answer.
+MAX_SEND_TIMEOUT = 9.0
+
+_BOT_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]{20,}")
+_CHANNEL_USERNAME = re.compile(r"@[A-Za-z][A-Za-z0-9_]{3,31}")
+_URL_SAFE = re.compile(r"[A-Za-z0-9._~-]+")
+MIN_SECRET_LENGTH = 16
+_SECRET_HINT = "generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"  # noqa: S105 (a hint, not a password)
+
+
+class ConfigError(ValueError):
+    """A configuration variable is missing or malformed; the relay must not start."""
+
+    def __init__(self, variable: str, problem: str) -> None:
+        super().__init__(f"{variable}: {problem}")
+        self.variable = variable
+
+
+ChatId = int | str
+
+
+@dataclass(frozen=True)
+class Settings:
+    telegram_bot_token: str = field(repr=False)
+    telegram_chat_id: ChatId
+    webhook_secret: str = field(repr=False)
+    telegram_thread_id: int | None = None
+    telegram_api_url: str = DEFAULT_TELEGRAM_API_URL
+    send_timeout: float = 5.0
+    retry_attempts: int = 3
+    retry_wait: float = 30.0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        return cls(
+            telegram_bot_token=_bot_token(environ),
+            telegram_chat_id=_chat_id(environ),
+            webhook_secret=_webhook_secret(environ),
+            telegram_thread_id=_optional_positive_int(environ, "TELEGRAM_THREAD_ID"),
+            telegram_api_url=_api_url(environ),
+            send_timeout=_number(
+                environ,
+                "RELAY_SEND_TIMEOUT",
+                default=5.0,
+                low=0.1,
+                high=MAX_SEND_TIMEOUT,
+                why="GlitchTip waits at most 10 s for our answer",
+            ),
+            retry_attempts=int(
+                _number(
+                    environ,
+                    "RELAY_RETRY_ATTEMPTS",
+                    default=3,
+                    low=1,
+                    high=100,
+                    integer=True,
+                )
+            ),
+            retry_wait=_number(environ, "RELAY_RETRY_WAIT", default=30.0, low=0.0, high=3600.0),
+        )
+
+
+def _required(environ: Mapping[str, str], name: str, hint: str) -> str:
+    value = environ.get(name, "").strip()
+    if not value:
+        raise ConfigError(name, f"is not set; {hint}")
+    return value
+
+
+def _bot_token(environ: Mapping[str, str]) -> str:
+    name = "TELEGRAM_BOT_TOKEN"
+    token = _required(environ, name, "set it to the token @BotFather gave your bot")
+    if not _BOT_TOKEN.fullmatch(token):
+        raise ConfigError(
+            name,
+            "does not look like a bot token (expected '<digits>:<secret>' as @BotFather prints it)",
+        )
+    return token
+
+
+def _chat_id(environ: Mapping[str, str]) -> ChatId:
+    name = "TELEGRAM_CHAT_ID"
+    raw = _required(
+        environ, name, "set it to the numeric chat id (negative for groups) or @channelname"
+    )
+    if _CHANNEL_USERNAME.fullmatch(raw):
+        return raw
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(
+            name,
+            f"{raw!r} is neither an integer chat id (like -1001234567890) nor an @channelname",
+        ) from None
+
+
+def _webhook_secret(environ: Mapping[str, str]) -> str:
+    name = "RELAY_WEBHOOK_SECRET"
+    secret = _required(environ, name, _SECRET_HINT)
+    if len(secret) < MIN_SECRET_LENGTH or not _URL_SAFE.fullmatch(secret):
+        raise ConfigError(
+            name,
+            f"must be at least {MIN_SECRET_LENGTH} URL-safe characters "
+            f"(letters, digits, '-', '_', '.', '~'); {_SECRET_HINT}",
+        )
+    return secret
+
+
+def _optional_positive_int(environ: Mapping[str, str], name: str) -> int | None:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) <= 0:
+        raise ConfigError(name, f"{raw!r} is not a positive integer (the forum topic's id)")
+    return int(raw)
+
+
+def _api_url(environ: Mapping[str, str]) -> str:
+    name = "TELEGRAM_API_URL"
+    raw = environ.get(name, "").strip() or DEFAULT_TELEGRAM_API_URL
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(
+            name, f"{raw!r} is not an http(s) URL; leave it unset for {DEFAULT_TELEGRAM_API_URL}"
+        )
+    if parts.query or parts.fragment:
+        raise ConfigError(name, f"{raw!r} must be a base URL without '?' or '#' parts")
+    return raw.rstrip("/")
+
+
+def _number(
+    environ: Mapping[str, str],
+    name: str,
+    *,
+    default: float,
+    low: float,
+    high: float,
+    integer: bool = False,
+    why: str = "",
+) -> float:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    kind = "an integer" if integer else "a number of seconds"
+    try:
+        value = float(int(raw)) if integer else float(raw)
+    except ValueError:
+        raise ConfigError(name, f"{raw!r} is not {kind}") from None
+    if not low <= value <= high:
+        reason = f" ({why})" if why else ""
+        raise ConfigError(
+            name, f"{raw} is out of range; use {kind} from {low:g} to {high:g}{reason}"
+        )
+    return value

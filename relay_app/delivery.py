@@ -1,0 +1,93 @@
+"""One delivery attempt of a prebuilt message, with the two recoveries that must not lose it.
+
+Used alike by the webhook's synchronous attempt and by each background retry. Within one
+attempt (one deadline): Telegram rejecting our HTML or its length gets the plain-text fallback;
+a group upgraded to a supergroup gets the message at its new id. Any other error is the caller's
+to handle.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from .config import ChatId
+from .errors import ChatMigrated, MarkupRejected
+from .formatting import Message
+from .telegram import TelegramClient
+
+log = logging.getLogger(__name__)
+
+
+class Courier:
+    def __init__(
+        self,
+        client: TelegramClient,
+        chat_id: ChatId,
+        *,
+        thread_id: int | None,
+        attempt_timeout: float,
+    ) -> None:
+        self._client = client
+        self._chat_id = chat_id
+        self._thread_id = thread_id
+        self._attempt_timeout = attempt_timeout
+        self._lock = threading.Lock()
+
+    @property
+    def chat_id(self) -> ChatId:
+        return self._chat_id
+
+    def deliver(self, message: Message) -> None:
+        """One attempt, finished within the attempt timeout; raises DeliveryError on failure."""
+        deadline = time.monotonic() + self._attempt_timeout
+        chat_id, text, html = self._chat_id, message.html, True
+        tried_chats = {chat_id}
+        while True:
+            try:
+                self._client.send_message(
+                    chat_id, text, html=html, thread_id=self._thread_id, deadline=deadline
+                )
+                return
+            except MarkupRejected as exc:
+                if not html:
+                    raise
+                log.warning(
+                    "Telegram rejected the alert's HTML (%s); sending it as plain text", exc
+                )
+                text, html = message.fallback, False
+            except ChatMigrated as exc:
+                if exc.new_chat_id in tried_chats:
+                    raise
+                chat_id = self._follow_migration(chat_id, exc.new_chat_id)
+                tried_chats.add(chat_id)
+
+    def _follow_migration(self, old: ChatId, new: ChatId) -> ChatId:
+        with self._lock:
+            # Later alerts from this process go straight to the new id; after a restart the old
+            # id is tried first again until the operator updates the variable.
+            if self._chat_id == old:
+                self._chat_id = new
+        log.warning(
+            "Telegram chat %s was upgraded to a supergroup with id %s; sending there. "
+            "Set TELEGRAM_CHAT_ID=%s to stop relying on this redirect.",
+            old,
+            new,
+            new,
+        )
+        return new
+
+
+def log_undelivered(
+    message: Message, reason: str, error: BaseException | None, *, exc_info: bool = False
+) -> None:
+    """The one record that says an alert did not reach Telegram, holding everything it said."""
+    last_error = f"; last error: {error}" if error is not None else ""
+    log.error(
+        "ALERT NOT DELIVERED: %s%s\n--- alert text ---\n%s\n--- end of alert ---",
+        reason,
+        last_error,
+        message.text,
+        exc_info=error if exc_info else None,
+    )

@@ -1,0 +1,45 @@
+"""What can go wrong when delivering to Telegram, said in the relay's own terms.
+
+`telegram.py` is the one place that turns requests' exceptions and Telegram's replies into these;
+everything above it decides only between "try again later" and "never going to work".
+"""
+
+from __future__ import annotations
+
+from .config import ChatId
+
+
+class DeliveryError(Exception):
+    """Telegram did not accept the message."""
+
+
+class RetryableDeliveryError(DeliveryError):
+    """Worth another attempt: network trouble, a timeout, a 5xx, a garbled reply or a 429."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        # Telegram's own minimum pause (from a 429); retrying sooner only earns another 429.
+        self.retry_after = retry_after
+
+
+class PermanentDeliveryError(DeliveryError):
+    """Telegram refused the request and will refuse it again (bad token, bot kicked, ...)."""
+
+    def __init__(self, message: str, *, error_code: int, description: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.description = description
+
+
+class MarkupRejected(PermanentDeliveryError):
+    """Telegram could not parse our HTML or found it too long; plain text will still go through."""
+
+
+class ChatMigrated(PermanentDeliveryError):
+    """The group became a supergroup with a new id; the same message goes through there."""
+
+    def __init__(
+        self, message: str, *, error_code: int, description: str, new_chat_id: ChatId
+    ) -> None:
+        super().__init__(message, error_code=error_code, description=description)
+        self.new_chat_id = new_chat_id

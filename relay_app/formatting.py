@@ -1,0 +1,247 @@
+"""Turns a parsed alert into the Telegram message: pure functions, no I/O.
+
+A message is first built as spans of visible text, each with its markup as data. Shortening to
+Telegram's 4096-character limit happens on those spans, before any HTML exists, so a cut can
+never land inside a tag or an entity; the HTML and the plain text are both rendered from the
+same spans and always agree. Rules: ../shared/reference/telegram-bot-api.md.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
+
+from .glitchtip import Alert, Issue, IssueAlert, MonitorChange, UptimeAlert
+
+TELEGRAM_TEXT_LIMIT = 4096
+# Sent when Telegram rejects our HTML or its length: well inside the limit, so a disagreement
+# about how characters are counted cannot make the fallback fail too.
+PLAIN_FALLBACK_LIMIT = 3000
+MAX_LINK_LENGTH = 2048
+ELLIPSIS = "…"
+# Values are not shortened below this; past that point whole issues move into "and N more".
+MIN_VALUE_LENGTH = 40
+
+SEVERITY_BY_COLOR = {"#e52b50": "🔴", "#4b60b4": "🔵"}
+SEVERITY_NO_COLOR = "🟠"  # GlitchTip sends no colour for warnings (and other non-error levels)
+SEVERITY_OTHER_COLOR = "⚪"
+_SEVERITY_RANK = ["🔴", "🟠", "⚪", "🔵"]
+MONITOR_MARKERS = {"down": ("🔴", "DOWN"), "up": ("✅", "UP"), "unknown": ("ℹ️", "UPTIME")}
+
+_LONE_SURROGATES = re.compile(r"[\ud800-\udfff]")
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One alert, built once, ready for Telegram; retries send exactly this, never a rebuild."""
+
+    html: str
+    text: str  # the visible text of `html`: what Telegram shows, and what an ERROR log holds
+    fallback: str  # plain text for when Telegram rejects the HTML or its length
+
+
+@dataclass(frozen=True)
+class Span:
+    text: str
+    bold: bool = False
+    code: bool = False
+    pre: bool = False
+    href: str | None = None
+    value: bool = False  # user data, which may be shortened to fit; labels never are
+
+
+def format_alert(alert: Alert) -> Message:
+    if isinstance(alert, IssueAlert):
+        spans = _fit_items(
+            header=_issue_header(alert),
+            items=[_issue_block(issue, numbered=len(alert.issues) > 1) for issue in alert.issues],
+            footer=lambda shown: _hidden_issues(alert.total - shown),
+        )
+    elif isinstance(alert, UptimeAlert):
+        spans = _fit_items(
+            header=[],
+            items=[_monitor_block(monitor) for monitor in alert.monitors],
+            footer=lambda shown: _hidden_monitors(len(alert.monitors) - shown),
+        )
+    else:
+        dump = json.dumps(alert.payload, ensure_ascii=False, indent=1, default=str)
+        header = [Span("⚠️ "), Span("Webhook payload in a shape the relay does not know", bold=True)]
+        spans = _fit_items(header, [[Span("\n"), Span(_clean(dump), pre=True, value=True)]])
+    return render(spans)
+
+
+def render(spans: Sequence[Span]) -> Message:
+    text = "".join(span.text for span in spans)
+    return Message(
+        html="".join(_span_html(span) for span in spans),
+        text=text,
+        fallback=shorten(text, PLAIN_FALLBACK_LIMIT),
+    )
+
+
+def visible_length(text: str) -> int:
+    """Length as Telegram may count it: UTF-16 code units, never less than code points."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` within `limit` visible units, ending in an ellipsis where it was cut."""
+    if visible_length(text) <= limit:
+        return text
+    kept, used = [], visible_length(ELLIPSIS)
+    for char in text:
+        used += visible_length(char)
+        if used > limit:
+            break
+        kept.append(char)
+    return "".join(kept).rstrip() + ELLIPSIS
+
+
+# --- the pieces of a message -------------------------------------------------------------
+
+
+def _issue_header(alert: IssueAlert) -> list[Span]:
+    markers = [_severity(issue.color) for issue in alert.issues]
+    worst = min(markers, key=_SEVERITY_RANK.index)
+    return [Span(f"{worst} "), _value(alert.heading or "GlitchTip Alert", bold=True)]
+
+
+def _issue_block(issue: Issue, *, numbered: bool) -> list[Span]:
+    spans = [Span("\n\n")]
+    if numbered:
+        spans.append(Span(f"{_severity(issue.color)} "))
+    spans.append(_value(issue.title or "(untitled issue)", bold=True, href=_safe_link(issue.link)))
+    if issue.culprit:
+        spans += [Span("\nin "), _value(issue.culprit, code=True)]
+    details: list[list[Span]] = []
+    if issue.short_id:
+        details.append([_value(issue.short_id, bold=True)])
+    for field in issue.fields:
+        if field.title:
+            details.append([_value(field.title), Span(": "), _value(field.value)])
+        else:
+            details.append([_value(field.value)])
+    for index, detail in enumerate(details):
+        spans.append(Span("\n" if index == 0 else " · "))
+        spans += detail
+    return spans
+
+
+def _hidden_issues(count: int) -> list[Span]:
+    if count <= 0:
+        return []
+    noun = "issue" if count == 1 else "issues"
+    return [Span(f"\n\n…and {count} more {noun} not shown here")]
+
+
+def _monitor_block(monitor: MonitorChange) -> list[Span]:
+    marker, label = MONITOR_MARKERS[monitor.state]
+    spans = [
+        Span(f"{marker} "),
+        Span(label, bold=True),
+        Span(" · "),
+        _value(monitor.name or "(unnamed monitor)", bold=True, href=_safe_link(monitor.link)),
+    ]
+    if monitor.sentence:
+        spans += [Span("\n"), _value(monitor.sentence)]
+    return spans
+
+
+def _hidden_monitors(count: int) -> list[Span]:
+    return [Span(f"\n\n…and {count} more monitors not shown here")] if count > 0 else []
+
+
+def _severity(color: str | None) -> str:
+    if color is None:
+        return SEVERITY_NO_COLOR
+    return SEVERITY_BY_COLOR.get(color, SEVERITY_OTHER_COLOR)
+
+
+def _value(raw: str, *, bold: bool = False, code: bool = False, href: str | None = None) -> Span:
+    return Span(_clean(raw, single_line=True), bold=bold, code=code, href=href, value=True)
+
+
+def _clean(raw: str, *, single_line: bool = False) -> str:
+    """User data made safe to send: no lone surrogates (unencodable), no control characters."""
+    text = _CONTROL_CHARACTERS.sub("", _LONE_SURROGATES.sub("\ufffd", raw))
+    return " ".join(text.split()) if single_line else text.strip()
+
+
+def _safe_link(url: str | None) -> str | None:
+    if not url or len(url) > MAX_LINK_LENGTH or url != "".join(url.split()):
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None
+    return _clean(url)
+
+
+# --- fitting into Telegram's limit ---------------------------------------------------------
+
+
+def _fit_items(
+    header: list[Span],
+    items: list[list[Span]],
+    footer: Callable[[int], list[Span]] = lambda shown: [],
+) -> list[Span]:
+    """Header, items and footer within the limit: long values shortened evenly first; only when
+    that would leave values unreadably short do trailing items give way to the footer's count."""
+    for shown in range(len(items), 0, -1):
+        spans = [*header, *(span for item in items[:shown] for span in item), *footer(shown)]
+        fitted = _shorten_values(spans, TELEGRAM_TEXT_LIMIT)
+        if fitted is not None:
+            return fitted
+    # Even one item does not fit with readable values: accept values shorter than usual.
+    spans = [*header, *(items[0] if items else []), *footer(1 if items else 0)]
+    return _shorten_values(spans, TELEGRAM_TEXT_LIMIT, min_value_length=2) or spans
+
+
+def _shorten_values(
+    spans: list[Span], limit: int, *, min_value_length: int = MIN_VALUE_LENGTH
+) -> list[Span] | None:
+    """Cap every value at one common length, as long as the whole fits: the longest values
+    lose the most and short ones keep every character. None when the cap would go below
+    `min_value_length`."""
+    lengths = [visible_length(span.text) for span in spans]
+    if sum(lengths) <= limit:
+        return spans
+    budget = limit - sum(n for span, n in zip(spans, lengths, strict=True) if not span.value)
+    value_lengths = [n for span, n in zip(spans, lengths, strict=True) if span.value]
+
+    def total_at(cap: int) -> int:
+        return sum(min(n, cap) for n in value_lengths)
+
+    low, high = 0, max(value_lengths, default=0)
+    while low < high:  # the largest cap whose total still fits
+        middle = (low + high + 1) // 2
+        if total_at(middle) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    if low < min_value_length:
+        return None
+    return [
+        replace(span, text=shorten(span.text, low)) if span.value and n > low else span
+        for span, n in zip(spans, lengths, strict=True)
+    ]
+
+
+def _span_html(span: Span) -> str:
+    markup = html.escape(span.text, quote=False)
+    if span.code:
+        markup = f"<code>{markup}</code>"
+    if span.pre:
+        markup = f"<pre>{markup}</pre>"
+    if span.href:
+        markup = f'<a href="{html.escape(span.href, quote=True)}">{markup}</a>'
+    if span.bold:
+        markup = f"<b>{markup}</b>"
+    return markup

@@ -1,0 +1,135 @@
+"""A hard wall-clock deadline for one HTTP exchange made with requests.
+
+requests' timeouts bound each socket operation, not the exchange: a server that answers one
+byte every few seconds keeps a call alive indefinitely, and GlitchTip stops waiting for us after
+10 s. Here every socket used inside a `Deadline` block is registered with it, and when time is
+up a timer shuts those sockets down, which wakes the blocked read at once with an error.
+
+Sockets are registered from urllib3's connection classes (on connect, and on each request over a
+kept-alive connection), installed into the session by `DeadlineAdapter`. Behind a SOCKS proxy
+urllib3 uses its own classes; there only requests' per-operation timeouts apply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from types import TracebackType
+from typing import Any
+
+from requests.adapters import HTTPAdapter
+from urllib3 import poolmanager
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+_current = threading.local()
+
+
+class Deadline:
+    """`with Deadline(seconds) as deadline:` aborts the block's sockets after `seconds`."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._done = False
+        self._timer = threading.Timer(max(seconds, 0.0), self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> Deadline:
+        _current.deadline = self
+        self._timer.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        _current.deadline = None
+        with self._lock:
+            self._done = True
+            self._sockets.clear()
+        self._timer.cancel()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            if self._done:
+                return
+            if self.expired:
+                _abort(sock)
+            else:
+                self._sockets.append(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.expired = True
+            for sock in self._sockets:
+                _abort(sock)
+
+
+def _abort(sock: socket.socket) -> None:
+    # OSError: already closed, nothing left to abort.
+    with contextlib.suppress(OSError):
+        # The base class method on purpose: SSLSocket.shutdown would also drop its SSL object
+        # under the feet of the thread that is reading from it.
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def _watch_current(sock: socket.socket | None) -> None:
+    deadline: Deadline | None = getattr(_current, "deadline", None)
+    if deadline is not None and sock is not None:
+        deadline.watch(sock)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        _watch_current(self.sock)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _watch_current(self.sock)  # a kept-alive connection: connect() is not called again
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        _watch_current(self.sock)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _watch_current(self.sock)
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPConnectionPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSConnectionPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+def _use_watched_pools(manager: poolmanager.PoolManager) -> None:
+    if manager.pool_classes_by_scheme is poolmanager.pool_classes_by_scheme:
+        manager.pool_classes_by_scheme = {
+            "http": _WatchedHTTPConnectionPool,
+            "https": _WatchedHTTPSConnectionPool,
+        }
+
+
+class DeadlineAdapter(HTTPAdapter):
+    """An HTTPAdapter whose connections can be aborted by an enclosing `Deadline`."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        _use_watched_pools(self.poolmanager)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        _use_watched_pools(manager)
+        return manager

@@ -1,0 +1,152 @@
+"""The Telegram Bot API client: one `sendMessage` call, and the one place where requests'
+exceptions and Telegram's replies become the relay's delivery errors.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import requests
+
+from .config import ChatId
+from .errors import (
+    ChatMigrated,
+    DeliveryError,
+    MarkupRejected,
+    PermanentDeliveryError,
+    RetryableDeliveryError,
+)
+from .http_deadline import Deadline, DeadlineAdapter
+from .logs import redact, register_secret
+
+# Descriptions (lower-cased) of 400s that plain text cures: our markup or our length.
+_MARKUP_PROBLEMS = ("can't parse entities", "message is too long", "text is too long")
+# Enough for gunicorn's request threads plus the background retrier's, so connections to
+# Telegram are reused rather than discarded with a "pool is full" warning.
+CONNECTION_POOL_SIZE = 160
+
+
+class TelegramClient:
+    def __init__(
+        self, api_url: str, token: str, *, session: requests.Session | None = None
+    ) -> None:
+        # The token travels in the URL, so every requests error carries it: from here on, no
+        # message or log line in this process can show it.
+        register_secret(token)
+        self._send_url = f"{api_url}/bot{token}/sendMessage"
+        self._session = session or requests.Session()
+        adapter = DeadlineAdapter(
+            pool_connections=4, pool_maxsize=CONNECTION_POOL_SIZE, max_retries=0
+        )
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+
+    def send_message(
+        self,
+        chat_id: ChatId,
+        text: str,
+        *,
+        html: bool,
+        thread_id: int | None,
+        deadline: float,
+    ) -> dict[str, Any]:
+        """Send `text`, finishing by `deadline` (a time.monotonic() value) whatever the network
+        does. Returns Telegram's `result`; raises a DeliveryError subclass otherwise."""
+        body: dict[str, Any] = {
+            "chat_id": chat_id,
+            "text": text,
+            "link_preview_options": {"is_disabled": True},
+        }
+        if html:
+            body["parse_mode"] = "HTML"
+        if thread_id is not None:
+            body["message_thread_id"] = thread_id
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise RetryableDeliveryError("no time left for another request to Telegram")
+        with Deadline(remaining) as watchdog:
+            try:
+                response = self._session.post(
+                    self._send_url, json=body, timeout=(remaining, remaining)
+                )
+            except requests.RequestException as exc:
+                raise _network_error(exc, watchdog.expired, remaining) from None
+        return _result_or_error(response, watchdog.expired, remaining)
+
+    def close(self) -> None:
+        self._session.close()
+
+
+def _network_error(exc: requests.RequestException, expired: bool, seconds: float) -> DeliveryError:
+    # `from None` above and redact() here: requests' messages and chained exceptions carry the
+    # URL, and with it the bot token.
+    if expired or isinstance(exc, requests.Timeout):
+        return RetryableDeliveryError(f"Telegram did not answer within {seconds:.1f} s")
+    if isinstance(exc, requests.ConnectionError):
+        return RetryableDeliveryError(f"cannot reach Telegram: {_short(redact(str(exc)))}")
+    return RetryableDeliveryError(f"request to Telegram failed: {_short(redact(str(exc)))}")
+
+
+def _result_or_error(response: requests.Response, expired: bool, seconds: float) -> dict[str, Any]:
+    try:
+        reply = response.json()
+    except ValueError:
+        reply = None
+    if not isinstance(reply, dict):
+        # A proxy's HTML error page, or a body cut off by the deadline: nothing says the
+        # message was refused, so it is worth another attempt.
+        if expired:
+            raise RetryableDeliveryError(
+                f"Telegram did not finish answering within {seconds:.1f} s"
+            )
+        raise RetryableDeliveryError(
+            f"Telegram answered HTTP {response.status_code} without a Bot API reply"
+        )
+    if reply.get("ok") is True and response.status_code < 300:
+        result = reply.get("result")
+        return result if isinstance(result, dict) else {}
+    raise _refusal(response, reply)
+
+
+def _refusal(response: requests.Response, reply: dict[str, Any]) -> DeliveryError:
+    status = response.status_code
+    # Telegram documents error_code as subject to change: the HTTP status and the description
+    # are read too.
+    error_code = reply.get("error_code")
+    if not isinstance(error_code, int):
+        error_code = status
+    description = redact(str(reply.get("description") or f"HTTP {status}"))
+    parameters = reply.get("parameters")
+    parameters = parameters if isinstance(parameters, dict) else {}
+    summary = f"Telegram refused the message ({error_code}): {_short(description)}"
+
+    if 429 in (error_code, status):
+        retry_after = _seconds(parameters.get("retry_after"))
+        if retry_after is None:
+            retry_after = _seconds(response.headers.get("Retry-After"))
+        return RetryableDeliveryError(summary, retry_after=retry_after)
+    if error_code >= 500 or status >= 500:
+        return RetryableDeliveryError(summary)
+    new_chat_id = parameters.get("migrate_to_chat_id")
+    if isinstance(new_chat_id, int) and not isinstance(new_chat_id, bool):
+        return ChatMigrated(
+            summary, error_code=error_code, description=description, new_chat_id=new_chat_id
+        )
+    if any(problem in description.lower() for problem in _MARKUP_PROBLEMS):
+        return MarkupRejected(summary, error_code=error_code, description=description)
+    return PermanentDeliveryError(summary, error_code=error_code, description=description)
+
+
+def _seconds(value: object) -> float | None:
+    if not isinstance(value, int | float | str) or isinstance(value, bool):
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if 0 < seconds < 86400 else None
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"

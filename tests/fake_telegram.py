@@ -1,0 +1,203 @@
+"""A local stand-in for the Telegram Bot API's sendMessage, on 127.0.0.1, that can misbehave.
+
+It applies Telegram's text rules (tests/telegram_rules.py) to what it receives, records every
+request and every accepted message, and fails on demand the ways the real service and the
+network do: errors, 429 with retry_after, hangs, bodies dripped a byte at a time, dropped
+requests. Used by the end-to-end tests and by bench/.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+from tests.telegram_rules import TelegramRejection, visible_text
+
+TOKEN = "123456789:TEST-fake-token-abcdefghijklmnopqrstuv"
+# Every misbehaviour ends by itself within this, so no test can hang on the fake.
+MAX_STALL_SECONDS = 30.0
+
+Mode = Literal["ok", "error", "hang", "drip", "drop", "html_error_page"]
+
+
+@dataclass(frozen=True)
+class Received:
+    at: float  # time.monotonic()
+    body: dict[str, Any]
+    outcome: str  # "accepted", "dropped", "hung", "dripped" or the error description
+
+
+@dataclass
+class Behaviour:
+    mode: Mode = "ok"
+    status: int = 500
+    description: str = "Internal Server Error"
+    parameters: dict[str, Any] = field(default_factory=dict)
+    drop_rate: float = 0.0  # in "ok" mode, this share of requests is dropped unanswered
+
+
+class FakeTelegram:
+    def __init__(self, *, token: str = TOKEN, seed: int = 1) -> None:
+        self.token = token
+        self.behaviour = Behaviour()
+        self.received: list[Received] = []
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self._release = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        self._server.fake = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> FakeTelegram:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._release.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def set(self, mode: Mode = "ok", **kwargs: Any) -> None:
+        """Change how the next requests are answered; hung requests are let go."""
+        with self._lock:
+            self.behaviour = Behaviour(mode, **kwargs)
+            self._release.set()
+            self._release = threading.Event()
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The bodies of accepted messages, in order."""
+        with self._lock:
+            return [r.body for r in self.received if r.outcome == "accepted"]
+
+    def texts(self) -> list[str]:
+        return [visible_text(m["text"], parse_mode=m.get("parse_mode")) for m in self.messages]
+
+    def wait_for_messages(self, count: int, timeout: float) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and len(self.messages) < count:
+            time.sleep(0.05)
+        return self.messages
+
+    # --- called from the handler's thread ---
+
+    def _decide(self, body: dict[str, Any], path: str) -> tuple[Behaviour, threading.Event]:
+        """How to answer this request, and the event that lets a stalled answer go."""
+        with self._lock:
+            behaviour, release = self.behaviour, self._release
+            dropped = behaviour.mode == "ok" and self._random.random() < behaviour.drop_rate
+        if path != f"/bot{self.token}/sendMessage":
+            return Behaviour("error", status=401, description="Unauthorized"), release
+        if dropped:
+            return Behaviour("drop"), release
+        if behaviour.mode != "ok":
+            return behaviour, release
+        try:
+            visible_text(str(body.get("text", "")), parse_mode=body.get("parse_mode"))
+        except TelegramRejection as exc:
+            return Behaviour("error", status=400, description=str(exc)), release
+        return behaviour, release
+
+    def _record(self, body: dict[str, Any], outcome: str) -> None:
+        with self._lock:
+            self.received.append(Received(time.monotonic(), body, outcome))
+
+
+@contextmanager
+def running_fake_telegram(**kwargs: Any) -> Iterator[FakeTelegram]:
+    fake = FakeTelegram(**kwargs).start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output for the relay's own logs
+
+    def do_POST(self) -> None:
+        fake: FakeTelegram = self.server.fake  # type: ignore[attr-defined]
+        length = int(self.headers.get("Content-Length", "0"))
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            body = {}
+        behaviour, release = fake._decide(body, self.path)
+        mode = behaviour.mode
+        if mode == "ok":
+            fake._record(body, "accepted")
+            self._reply(200, {"ok": True, "result": {"message_id": len(fake.received)}})
+        elif mode == "error":
+            fake._record(body, behaviour.description)
+            reply: dict[str, Any] = {
+                "ok": False,
+                "error_code": behaviour.status,
+                "description": behaviour.description,
+            }
+            if behaviour.parameters:
+                reply["parameters"] = behaviour.parameters
+            self._reply(behaviour.status, reply)
+        elif mode == "html_error_page":
+            fake._record(body, "html_error_page")
+            self._send(502, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+        elif mode == "hang":
+            fake._record(body, "hung")
+            release.wait(MAX_STALL_SECONDS)
+            self._abort()
+        elif mode == "drip":
+            fake._record(body, "dripped")
+            self._drip(release)
+        else:
+            fake._record(body, "dropped")
+            self._abort()
+
+    def _reply(self, status: int, reply: dict[str, Any]) -> None:
+        self._send(status, json.dumps(reply).encode(), "application/json")
+
+    def _send(self, status: int, payload: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _drip(self, release: threading.Event) -> None:
+        """Headers at once, then the body one byte every half second: no single read times out."""
+        self.close_connection = True
+        payload = json.dumps({"ok": True, "result": {"message_id": 1}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload) * 100))
+        self.end_headers()
+        stop_at = time.monotonic() + MAX_STALL_SECONDS
+        try:
+            while time.monotonic() < stop_at and not release.wait(0.5):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+        except OSError:
+            return  # the client gave up, as it should
+        self._abort()
+
+    def _abort(self) -> None:
+        """Close with a reset and no answer, as a lost request looks to the client."""
+        self.close_connection = True
+        with suppress(OSError):
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

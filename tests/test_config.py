@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import pytest
+
+from relay_app.config import ConfigError, Settings
+
+TOKEN = "123456789:AAE-config-test-token_abcdefghij"
+SECRET = "config-test-secret-0123456789"
+
+
+def env(**overrides: str) -> dict[str, str]:
+    base = {
+        "TELEGRAM_BOT_TOKEN": TOKEN,
+        "TELEGRAM_CHAT_ID": "-1001234567890",
+        "RELAY_WEBHOOK_SECRET": SECRET,
+    }
+    base.update(overrides)
+    return {key: value for key, value in base.items() if value != "<unset>"}
+
+
+def test_defaults_fill_everything_but_the_three_required_variables() -> None:
+    settings = Settings.from_env(env())
+    assert settings == Settings(
+        telegram_bot_token=TOKEN,
+        telegram_chat_id=-1001234567890,
+        webhook_secret=SECRET,
+        telegram_thread_id=None,
+        telegram_api_url="https://api.telegram.org",
+        send_timeout=5.0,
+        retry_attempts=3,
+        retry_wait=30.0,
+    )
+
+
+def test_every_variable_is_read() -> None:
+    settings = Settings.from_env(
+        env(
+            TELEGRAM_CHAT_ID="@alerts_channel",
+            TELEGRAM_THREAD_ID="42",
+            TELEGRAM_API_URL="http://127.0.0.1:8081/",
+            RELAY_SEND_TIMEOUT="2.5",
+            RELAY_RETRY_ATTEMPTS="7",
+            RELAY_RETRY_WAIT="0.5",
+        )
+    )
+    assert settings.telegram_chat_id == "@alerts_channel"
+    assert settings.telegram_thread_id == 42
+    assert settings.telegram_api_url == "http://127.0.0.1:8081"
+    assert (settings.send_timeout, settings.retry_attempts, settings.retry_wait) == (2.5, 7, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("TELEGRAM_BOT_TOKEN", "<unset>", "is not set"),
+        ("TELEGRAM_BOT_TOKEN", "not-a-token", "does not look like a bot token"),
+        ("TELEGRAM_CHAT_ID", "<unset>", "is not set"),
+        ("TELEGRAM_CHAT_ID", "my group", "neither an integer chat id"),
+        ("RELAY_WEBHOOK_SECRET", "<unset>", "is not set"),
+        ("RELAY_WEBHOOK_SECRET", "short", "at least 16"),
+        ("RELAY_WEBHOOK_SECRET", "has/a/slash/in/it/too", "URL-safe"),
+        ("TELEGRAM_THREAD_ID", "-3", "positive integer"),
+        ("TELEGRAM_API_URL", "api.telegram.org", "not an http(s) URL"),
+        ("TELEGRAM_API_URL", "https://proxy.example/?x=1", "without '?'"),
+        ("RELAY_SEND_TIMEOUT", "ten", "not a number"),
+        ("RELAY_SEND_TIMEOUT", "12", "10 s"),
+        ("RELAY_SEND_TIMEOUT", "nan", "out of range"),
+        ("RELAY_RETRY_ATTEMPTS", "2.5", "not an integer"),
+        ("RELAY_RETRY_ATTEMPTS", "0", "out of range"),
+        ("RELAY_RETRY_WAIT", "-1", "out of range"),
+    ],
+)
+def test_a_bad_variable_is_named_with_how_to_fix_it(variable: str, value: str, says: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(env(**{variable: value}))
+    assert raised.value.variable == variable
+    assert str(raised.value).startswith(f"{variable}: ")
+    assert says in str(raised.value)
+
+
+def test_secrets_stay_out_of_errors_and_repr() -> None:
+    bad_token = "123456789:short"
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(env(TELEGRAM_BOT_TOKEN=bad_token))
+    assert bad_token not in str(raised.value)
+    shown = repr(Settings.from_env(env()))
+    assert TOKEN not in shown
+    assert SECRET not in shown
+
+
+def test_settings_are_frozen() -> None:
+    settings = Settings.from_env(env())
+    with pytest.raises(AttributeError):
+        settings.retry_attempts = 5  # type: ignore[misc]

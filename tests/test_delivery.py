@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from relay_app.config import ChatId
+from relay_app.delivery import Courier
+from relay_app.errors import (
+    ChatMigrated,
+    DeliveryError,
+    MarkupRejected,
+    PermanentDeliveryError,
+    RetryableDeliveryError,
+)
+from relay_app.formatting import format_alert
+from relay_app.glitchtip import parse_alert
+from relay_app.telegram import TelegramClient
+from tests.conftest import API_URL, TOKEN
+from tests.payloads import issue, issue_alert
+
+MESSAGE = format_alert(parse_alert(issue_alert(issue(1, title="T" * 5000))))
+
+
+class ScriptedTelegram(TelegramClient):
+    """Answers each send with the next scripted error, or success once the script runs out."""
+
+    def __init__(self, *errors: DeliveryError) -> None:
+        super().__init__(API_URL, TOKEN)
+        self.errors = list(errors)
+        self.sent: list[dict[str, Any]] = []
+
+    def send_message(
+        self, chat_id: ChatId, text: str, *, html: bool, thread_id: int | None, deadline: float
+    ) -> dict[str, Any]:
+        self.sent.append({"chat_id": chat_id, "text": text, "html": html, "thread": thread_id})
+        if self.errors:
+            raise self.errors.pop(0)
+        return {}
+
+
+def courier(telegram: ScriptedTelegram) -> Courier:
+    return Courier(telegram, -100, thread_id=5, attempt_timeout=2.0)
+
+
+def markup_rejected(description: str) -> MarkupRejected:
+    return MarkupRejected(description, error_code=400, description=description)
+
+
+def migrated(new_chat_id: int) -> ChatMigrated:
+    return ChatMigrated(
+        "upgraded", error_code=400, description="group chat was upgraded", new_chat_id=new_chat_id
+    )
+
+
+def test_the_html_goes_to_the_configured_chat_and_topic() -> None:
+    telegram = ScriptedTelegram()
+    courier(telegram).deliver(MESSAGE)
+    assert telegram.sent == [{"chat_id": -100, "text": MESSAGE.html, "html": True, "thread": 5}]
+
+
+@pytest.mark.parametrize(
+    "description", ["Bad Request: can't parse entities: x", "Bad Request: message is too long"]
+)
+def test_rejected_markup_is_resent_once_as_shortened_plain_text(
+    description: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram = ScriptedTelegram(markup_rejected(description))
+    courier(telegram).deliver(MESSAGE)
+    assert [(s["text"], s["html"]) for s in telegram.sent] == [
+        (MESSAGE.html, True),
+        (MESSAGE.fallback, False),
+    ]
+    assert len(MESSAGE.fallback) < len(MESSAGE.text)
+    assert "sending it as plain text" in caplog.text
+
+
+def test_plain_text_rejected_too_is_an_error_not_a_loop() -> None:
+    telegram = ScriptedTelegram(markup_rejected("too long"), markup_rejected("too long"))
+    with pytest.raises(MarkupRejected):
+        courier(telegram).deliver(MESSAGE)
+    assert len(telegram.sent) == 2
+
+
+def test_an_upgraded_group_gets_the_message_at_its_new_id_and_the_operator_is_told(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    telegram = ScriptedTelegram(migrated(-100999))
+    relay = courier(telegram)
+    with caplog.at_level(logging.WARNING):
+        relay.deliver(MESSAGE)
+        relay.deliver(MESSAGE)
+    assert [s["chat_id"] for s in telegram.sent] == [-100, -100999, -100999]
+    assert relay.chat_id == -100999
+    warnings = [r for r in caplog.records if "Set TELEGRAM_CHAT_ID=-100999" in r.getMessage()]
+    assert len(warnings) == 1
+    assert warnings[0].levelno == logging.WARNING
+
+
+def test_migration_and_markup_recoveries_combine() -> None:
+    telegram = ScriptedTelegram(migrated(-100999), markup_rejected("can't parse entities"))
+    courier(telegram).deliver(MESSAGE)
+    assert [(s["chat_id"], s["html"]) for s in telegram.sent] == [
+        (-100, True),
+        (-100999, True),
+        (-100999, False),
+    ]
+
+
+def test_a_migration_loop_stops() -> None:
+    telegram = ScriptedTelegram(migrated(-2), migrated(-100))
+    with pytest.raises(ChatMigrated):
+        courier(telegram).deliver(MESSAGE)
+    assert len(telegram.sent) == 2
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        RetryableDeliveryError("down"),
+        PermanentDeliveryError("kicked", error_code=403, description="Forbidden"),
+    ],
+)
+def test_other_errors_reach_the_caller_after_one_request(error: DeliveryError) -> None:
+    telegram = ScriptedTelegram(error)
+    with pytest.raises(type(error)):
+        courier(telegram).deliver(MESSAGE)
+    assert len(telegram.sent) == 1

@@ -1,0 +1,269 @@
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import requests
+import responses
+
+from relay_app.errors import (
+    ChatMigrated,
+    MarkupRejected,
+    PermanentDeliveryError,
+    RetryableDeliveryError,
+)
+from relay_app.telegram import TelegramClient
+from tests.conftest import API_URL, SEND_URL, TOKEN
+
+
+def send(client: TelegramClient, *, seconds: float = 2.0, thread_id: int | None = None) -> Any:
+    return client.send_message(
+        -100, "<b>hi</b>", html=True, thread_id=thread_id, deadline=time.monotonic() + seconds
+    )
+
+
+@pytest.fixture
+def client() -> TelegramClient:
+    return TelegramClient(API_URL, TOKEN)
+
+
+def test_a_message_goes_out_as_telegram_expects(
+    client: TelegramClient, telegram: responses.RequestsMock
+) -> None:
+    telegram.post(SEND_URL, json={"ok": True, "result": {"message_id": 7}})
+    assert send(client, thread_id=12) == {"message_id": 7}
+    call = telegram.calls[0]
+    assert json.loads(call.request.body or b"") == {
+        "chat_id": -100,
+        "text": "<b>hi</b>",
+        "parse_mode": "HTML",
+        "link_preview_options": {"is_disabled": True},
+        "message_thread_id": 12,
+    }
+    connect, read = vars(call.request)["req_kwargs"]["timeout"]
+    assert 0 < connect <= 2.0
+    assert 0 < read <= 2.0
+
+
+def test_plain_text_has_no_parse_mode(
+    client: TelegramClient, telegram: responses.RequestsMock
+) -> None:
+    telegram.post(SEND_URL, json={"ok": True, "result": {}})
+    client.send_message(-100, "plain", html=False, thread_id=None, deadline=time.monotonic() + 1)
+    body = json.loads(telegram.calls[0].request.body or b"")
+    assert "parse_mode" not in body
+    assert "message_thread_id" not in body
+
+
+def refusal(status: int, description: str, **parameters: Any) -> dict[str, Any]:
+    reply: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+    if parameters:
+        reply["parameters"] = parameters
+    return reply
+
+
+def test_429_is_retryable_with_telegrams_pause(
+    client: TelegramClient, telegram: responses.RequestsMock
+) -> None:
+    telegram.post(
+        SEND_URL, status=429, json=refusal(429, "Too Many Requests: retry after 7", retry_after=7)
+    )
+    with pytest.raises(RetryableDeliveryError) as raised:
+        send(client)
+    assert raised.value.retry_after == 7
+    assert "retry after 7" in str(raised.value)
+
+
+def test_429_pause_from_the_header_when_the_body_has_none(
+    client: TelegramClient, telegram: responses.RequestsMock
+) -> None:
+    telegram.post(
+        SEND_URL, status=429, json=refusal(429, "Too Many Requests"), headers={"Retry-After": "3"}
+    )
+    with pytest.raises(RetryableDeliveryError) as raised:
+        send(client)
+    assert raised.value.retry_after == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "content_type"),
+    [
+        (500, json.dumps(refusal(500, "Internal Server Error")), "application/json"),
+        (502, "<html>Bad Gateway</html>", "text/html"),
+        (200, "not json at all", "text/plain"),
+        (200, "[1, 2]", "application/json"),
+    ],
+)
+def test_server_errors_and_garbled_replies_are_retryable(
+    client: TelegramClient,
+    telegram: responses.RequestsMock,
+    status: int,
+    body: str,
+    content_type: str,
+) -> None:
+    telegram.post(SEND_URL, status=status, body=body, content_type=content_type)
+    with pytest.raises(RetryableDeliveryError) as raised:
+        send(client)
+    assert raised.value.retry_after is None
+
+
+@pytest.mark.parametrize(
+    ("status", "description", "error_type"),
+    [
+        (403, "Forbidden: bot was kicked from the supergroup chat", PermanentDeliveryError),
+        (401, "Unauthorized", PermanentDeliveryError),
+        (400, "Bad Request: chat not found", PermanentDeliveryError),
+        (400, "Bad Request: message thread not found", PermanentDeliveryError),
+        (400, "Bad Request: can't parse entities: Unsupported start tag", MarkupRejected),
+        (400, "Bad Request: message is too long", MarkupRejected),
+    ],
+)
+def test_other_4xx_are_permanent(
+    client: TelegramClient,
+    telegram: responses.RequestsMock,
+    status: int,
+    description: str,
+    error_type: type[PermanentDeliveryError],
+) -> None:
+    telegram.post(SEND_URL, status=status, json=refusal(status, description))
+    with pytest.raises(PermanentDeliveryError) as raised:
+        send(client)
+    assert type(raised.value) is error_type
+    assert raised.value.error_code == status
+    assert description in str(raised.value)
+
+
+def test_an_upgraded_group_names_its_new_id(
+    client: TelegramClient, telegram: responses.RequestsMock
+) -> None:
+    telegram.post(
+        SEND_URL,
+        status=400,
+        json=refusal(
+            400,
+            "Bad Request: group chat was upgraded to a supergroup chat",
+            migrate_to_chat_id=-1009876543210,
+        ),
+    )
+    with pytest.raises(ChatMigrated) as raised:
+        send(client)
+    assert raised.value.new_chat_id == -1009876543210
+
+
+@pytest.mark.parametrize(
+    ("error", "says"),
+    [
+        (
+            requests.ConnectionError(
+                f"HTTPSConnectionPool: Max retries exceeded with url: {SEND_URL}"
+            ),
+            "cannot reach Telegram",
+        ),
+        (requests.ReadTimeout(f"Read timed out: {SEND_URL}"), "did not answer within"),
+        (requests.ConnectTimeout(f"Connect timed out: {SEND_URL}"), "did not answer within"),
+        (
+            requests.exceptions.ChunkedEncodingError(f"broken: {SEND_URL}"),
+            "request to Telegram failed",
+        ),
+    ],
+)
+def test_network_errors_are_retryable_and_never_carry_the_token(
+    client: TelegramClient, telegram: responses.RequestsMock, error: Exception, says: str
+) -> None:
+    telegram.post(SEND_URL, body=error)
+    with pytest.raises(RetryableDeliveryError) as raised:
+        send(client)
+    assert says in str(raised.value)
+    assert TOKEN not in str(raised.value)
+    assert raised.value.__cause__ is None
+    assert raised.value.__suppress_context__
+
+
+def test_no_time_left_means_no_request(
+    client: TelegramClient, telegram: responses.RequestsMock
+) -> None:
+    with pytest.raises(RetryableDeliveryError):
+        send(client, seconds=-1)
+    assert len(telegram.calls) == 0
+
+
+def test_a_refused_connection_is_retryable_without_the_token() -> None:
+    with socket.socket() as placeholder:  # a port that nothing listens on
+        placeholder.bind(("127.0.0.1", 0))
+        port = placeholder.getsockname()[1]
+    client = TelegramClient(f"http://127.0.0.1:{port}", TOKEN)
+    with pytest.raises(RetryableDeliveryError) as raised:
+        send(client)
+    assert "cannot reach Telegram" in str(raised.value)
+    assert TOKEN not in str(raised.value)
+
+
+# --- the hard deadline, against a real socket that misbehaves ------------------------------
+
+
+@contextmanager
+def misbehaving_server(reply: bytes, drip: bytes, *, seconds: float) -> Iterator[str]:
+    """Answers each request with `reply`, then `drip` one byte every 0.1 s for `seconds`."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                connection.recv(65536)
+                connection.sendall(reply)
+                until = time.monotonic() + seconds
+                try:
+                    for byte in drip:
+                        if stop.wait(0.1) or time.monotonic() > until:
+                            break
+                        connection.sendall(bytes([byte]))
+                    stop.wait(max(0.0, until - time.monotonic()))  # then hold the line open
+                except OSError:
+                    pass
+
+    worker = threading.Thread(target=serve, daemon=True)
+    worker.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
+        worker.join(timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("reply", "drip"),
+    [
+        # the body a byte at a time
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n",
+            b" " * 200,
+        ),
+        # the headers a byte at a time
+        (b"HTTP/1.1 200 OK\r\n", b"X-Slow: " + b"a" * 200 + b"\r\n\r\n"),
+        # nothing at all
+        (b"", b""),
+    ],
+    ids=["slow-body", "slow-headers", "silent"],
+)
+def test_the_deadline_holds_however_slowly_telegram_answers(reply: bytes, drip: bytes) -> None:
+    with misbehaving_server(reply, drip, seconds=10) as url:
+        client = TelegramClient(url, TOKEN)
+        started = time.monotonic()
+        with pytest.raises(RetryableDeliveryError) as raised:
+            send(client, seconds=0.5)
+        took = time.monotonic() - started
+        assert took < 0.5 + 0.3
+        assert "within 0.5 s" in str(raised.value)
+        client.close()
