@@ -3,18 +3,21 @@
 requests' timeouts bound each socket operation, not the exchange: a server that answers one
 byte every few seconds keeps a call alive indefinitely, and GlitchTip stops waiting for us after
 10 s. Here every socket used inside a `Deadline` block is registered with it, and when time is
-up a timer shuts those sockets down, which wakes the blocked read at once with an error.
+up a watchdog thread (one per process) shuts those sockets down, which wakes the blocked read at
+once with an error.
 
-Sockets are registered from urllib3's connection classes (on connect, and on each request over a
-kept-alive connection), installed into the session by `DeadlineAdapter`. Behind a SOCKS proxy
+Sockets are registered from urllib3's connection classes (on connect, and on each request over
+a kept-alive connection), installed into the session by `DeadlineAdapter`. Behind a SOCKS proxy
 urllib3 uses its own classes; there only requests' per-operation timeouts apply.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
+import time
 from types import TracebackType
 from typing import Any
 
@@ -30,16 +33,15 @@ class Deadline:
     """`with Deadline(seconds) as deadline:` aborts the block's sockets after `seconds`."""
 
     def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
         self.expired = False
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._done = False
-        self._timer = threading.Timer(max(seconds, 0.0), self._expire)
-        self._timer.daemon = True
 
     def __enter__(self) -> Deadline:
         _current.deadline = self
-        self._timer.start()
+        _watchdog.watch(self)
         return self
 
     def __exit__(
@@ -49,10 +51,10 @@ class Deadline:
         traceback: TracebackType | None,
     ) -> None:
         _current.deadline = None
+        _watchdog.forget(self)
         with self._lock:
             self._done = True
             self._sockets.clear()
-        self._timer.cancel()
 
     def watch(self, sock: socket.socket) -> None:
         with self._lock:
@@ -63,13 +65,65 @@ class Deadline:
             else:
                 self._sockets.append(sock)
 
-    def _expire(self) -> None:
+    def expire(self) -> None:
         with self._lock:
             if self._done:
                 return
             self.expired = True
             for sock in self._sockets:
                 _abort(sock)
+
+
+class _Watchdog:
+    """One thread per process expires deadlines: a timer thread per request would cost more
+    than the relay's own work on it. Precision is one tick, far below what GlitchTip notices."""
+
+    TICK = 0.02
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active: set[Deadline] = set()
+        self._busy = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, deadline: Deadline) -> None:
+        with self._lock:
+            self._active.add(deadline)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="relay-deadline-watchdog", daemon=True
+                )
+                self._thread.start()
+        self._busy.set()
+
+    def forget(self, deadline: Deadline) -> None:
+        with self._lock:
+            self._active.discard(deadline)
+
+    def _run(self) -> None:
+        while True:
+            self._busy.wait()  # idle, costing nothing, while no request is in flight
+            time.sleep(self.TICK)
+            now = time.monotonic()
+            with self._lock:
+                expired = [deadline for deadline in self._active if deadline.at <= now]
+                self._active.difference_update(expired)
+                if not self._active:
+                    self._busy.clear()
+            for deadline in expired:
+                deadline.expire()
+
+
+_watchdog = _Watchdog()
+
+
+def _new_watchdog_after_fork() -> None:
+    # The thread does not survive a fork (gunicorn forks its workers); its lock might not either.
+    global _watchdog
+    _watchdog = _Watchdog()
+
+
+os.register_at_fork(after_in_child=_new_watchdog_after_fork)
 
 
 def _abort(sock: socket.socket) -> None:

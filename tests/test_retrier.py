@@ -128,7 +128,11 @@ def test_an_overflowing_queue_refuses_loudly(
 ) -> None:
     monkeypatch.setattr(retrier, "MAX_PENDING_RETRIES", 2)
     release = threading.Event()
-    background = Retrier(FlakyTelegram(), attempts=3, wait=0, sleep=lambda _: release.wait(10))
+
+    def pause(_: float) -> None:
+        release.wait(10)
+
+    background = Retrier(FlakyTelegram(), attempts=3, wait=0, sleep=pause)
     assert background.submit(MESSAGE, DOWN) is not None
     assert background.submit(MESSAGE, DOWN) is not None
     assert background.submit(MESSAGE, DOWN) is None

@@ -88,7 +88,8 @@ def test_a_permanent_refusal_is_not_retried_and_is_logged_with_the_text(
     assert reply.status_code == 502
     assert reply.json == {
         "status": "failed",
-        "error": "Telegram refused the message (403): Forbidden: bot was kicked from the group chat",
+        "error": "Telegram refused the message (403): "
+        "Forbidden: bot was kicked from the group chat",
     }
     assert app_retrier.wait_idle(timeout=0)
     assert len(telegram.calls) == 1

@@ -1,0 +1,185 @@
+"""How fast the relay takes GlitchTip's webhooks, against the floor its design can reach.
+
+Starts the relay under gunicorn with the project's own gunicorn.conf.py against a local fake
+Telegram, then a bare Flask endpoint (bench/floor_app.py) under the same settings that only makes
+the same requests.post, and drives both with real GlitchTip payloads at concurrency 1 and 16,
+with Telegram healthy and with Telegram hanging. Prints a table. Run by hand:
+
+    .venv/bin/python bench/intake.py
+
+Targets (issue 2): relay throughput at least 0.8x the floor's with Telegram healthy; p99 answer
+while Telegram hangs at most RELAY_SEND_TIMEOUT + 0.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import requests  # noqa: E402
+
+from bench.payload import PAYLOAD  # noqa: E402
+from tests.e2e.conftest import relay_env  # noqa: E402
+from tests.e2e.relay_process import RelayProcess  # noqa: E402
+from tests.fake_telegram import FakeTelegram, running_fake_telegram  # noqa: E402
+
+MAX_SECONDS_PER_RUN = 60.0
+
+
+@dataclass(frozen=True)
+class Run:
+    app: str
+    telegram: str
+    concurrency: int
+    latencies: list[float]
+    statuses: dict[int, int]
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return len(self.latencies) / self.seconds
+
+    def percentile(self, share: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def drive(url: str, concurrency: int, count: int) -> tuple[list[float], list[int], float]:
+    """In its own process, so the load generator does not share a GIL with the fake Telegram."""
+    latencies: list[float] = []
+    statuses: list[int] = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + MAX_SECONDS_PER_RUN
+    remaining = iter(range(count))
+
+    def client() -> None:
+        session = requests.Session()
+        while time.monotonic() < stop_at:
+            with lock:
+                if next(remaining, None) is None:
+                    return
+            started = time.monotonic()
+            reply = session.post(url, json=PAYLOAD, timeout=15)
+            took = time.monotonic() - started
+            with lock:
+                latencies.append(took)
+                statuses.append(reply.status_code)
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=client) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return latencies, statuses, time.monotonic() - started
+
+
+def measure(
+    name: str,
+    app: str,
+    fake: FakeTelegram,
+    env: dict[str, str],
+    per_client: int,
+    logs: Path,
+    load: ProcessPoolExecutor,
+) -> list[Run]:
+    server = RelayProcess(env, logs / f"{name}.log", app=app).wait_ready()
+    runs = []
+    try:
+        for telegram in ("healthy", "hanging"):
+            fake.set("ok" if telegram == "healthy" else "hang")
+            for concurrency in (1, 16):
+                if telegram == "healthy":
+                    load.submit(drive, server.webhook_url, 1, 5).result()  # warm up
+                    count = per_client * concurrency
+                else:  # every answer takes the whole timeout: two rounds tell enough
+                    count = 2 * concurrency
+                latencies, statuses, seconds = load.submit(
+                    drive, server.webhook_url, concurrency, count
+                ).result()
+                tally: dict[int, int] = {}
+                for status in statuses:
+                    tally[status] = tally.get(status, 0) + 1
+                runs.append(Run(name, telegram, concurrency, latencies, tally, seconds))
+    finally:
+        fake.set("ok")
+        server.stop()
+    return runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=200,
+        help="webhooks per client with Telegram healthy (default 200)",
+    )
+    parser.add_argument(
+        "--send-timeout",
+        default="5",
+        help="RELAY_SEND_TIMEOUT for both apps (default 5, the relay's default)",
+    )
+    args = parser.parse_args()
+    send_timeout = float(args.send_timeout)
+
+    runs: list[Run] = []
+    with (
+        running_fake_telegram() as fake,
+        ProcessPoolExecutor(1) as load,
+        tempfile.TemporaryDirectory() as logs,
+    ):
+        env = relay_env(fake, RELAY_SEND_TIMEOUT=args.send_timeout, RELAY_RETRY_WAIT="30")
+        env.pop("TELEGRAM_THREAD_ID")
+        for name, app in (("relay", "wsgi:app"), ("floor", "bench.floor_app:app")):
+            runs += measure(name, app, fake, env, args.requests, Path(logs), load)
+
+    print_table(runs, send_timeout)
+
+
+def print_table(runs: list[Run], send_timeout: float) -> None:
+    print(f"gunicorn wsgi:app, project gunicorn.conf.py; RELAY_SEND_TIMEOUT={send_timeout:g} s")
+    print()
+    print(
+        "| telegram | clients | app | webhooks | webhooks/s | p50 ms | p99 ms | max ms | answers |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|---:|---|")
+    for run in sorted(runs, key=lambda r: (r.telegram, r.concurrency, r.app != "relay")):
+        statuses = ", ".join(f"{code}x{n}" for code, n in sorted(run.statuses.items()))
+        print(
+            f"| {run.telegram} | {run.concurrency} | {run.app} | {len(run.latencies)} "
+            f"| {run.rate:.0f} | {run.percentile(0.5) * 1000:.1f} "
+            f"| {run.percentile(0.99) * 1000:.1f} | {max(run.latencies) * 1000:.0f} | {statuses} |"
+        )
+    print()
+    by_key = {(r.app, r.telegram, r.concurrency): r for r in runs}
+    for concurrency in (1, 16):
+        relay = by_key[("relay", "healthy", concurrency)]
+        floor = by_key[("floor", "healthy", concurrency)]
+        ratio = relay.rate / floor.rate
+        verdict = "meets" if ratio >= 0.8 else "MISSES"
+        print(
+            f"healthy, concurrency {concurrency}: relay/floor throughput {ratio:.2f}x "
+            f"({verdict} the 0.8x target)"
+        )
+    bound = send_timeout + 0.5
+    for concurrency in (1, 16):
+        p99 = by_key[("relay", "hanging", concurrency)].percentile(0.99)
+        verdict = "meets" if p99 <= bound else "MISSES"
+        print(
+            f"hanging, concurrency {concurrency}: relay p99 {p99:.2f} s "
+            f"({verdict} the {bound:g} s bound)"
+        )
+
+
+if __name__ == "__main__":
+    main()

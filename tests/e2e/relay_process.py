@@ -1,0 +1,79 @@
+"""Starts the real `gunicorn wsgi:app`, with the project's gunicorn.conf.py, as a user would.
+
+Shared by the end-to-end tests and bench/.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "e2e-webhook-secret-0123456789abcdef"
+BOOT_TIMEOUT = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def gunicorn_command(app: str = "wsgi:app") -> list[str]:
+    script = Path(sys.executable).with_name("gunicorn")
+    return [str(script) if script.exists() else "gunicorn", app]
+
+
+class RelayProcess:
+    def __init__(self, env: dict[str, str], log_path: Path, *, app: str = "wsgi:app") -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.webhook_url = f"{self.url}/webhook/{env.get('RELAY_WEBHOOK_SECRET', SECRET)}"
+        self.log_path = log_path
+        self._log: IO[bytes] = log_path.open("wb")
+        self.process = subprocess.Popen(
+            gunicorn_command(app),
+            cwd=ROOT,
+            env={**os.environ, "RELAY_BIND": f"127.0.0.1:{self.port}", **env},
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_ready(self) -> RelayProcess:
+        deadline = time.monotonic() + BOOT_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited at start:\n{self.logs()}")
+            try:
+                if requests.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"gunicorn did not become ready:\n{self.logs()}")
+
+    def logs(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 40.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(5)
+        self._log.close()
+        return self.process.returncode

@@ -1,0 +1,235 @@
+"""The real `gunicorn wsgi:app` against a fake Telegram on 127.0.0.1, with GlitchTip's payloads."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import requests
+
+from relay_app.formatting import format_alert
+from relay_app.glitchtip import parse_alert
+from tests.e2e.conftest import CHAT_ID, StartRelay, relay_env
+from tests.e2e.relay_process import ROOT, SECRET, free_port, gunicorn_command
+from tests.fake_telegram import TOKEN, FakeTelegram
+from tests.payloads import issue, issue_alert, uptime_alert
+
+SEND_TIMEOUT = 1.0  # RELAY_SEND_TIMEOUT in relay_env
+# GlitchTip waits 10 s; the relay promises its answer within the send timeout plus a little.
+ANSWER_BOUND = SEND_TIMEOUT + 0.5
+
+
+def post(url: str, payload: dict[str, Any]) -> tuple[requests.Response, float]:
+    started = time.monotonic()
+    reply = requests.post(url, json=payload, timeout=10)
+    return reply, time.monotonic() - started
+
+
+def titled(title: str) -> dict[str, Any]:
+    return issue_alert(issue(1, title=title))
+
+
+def delivered_titles(fake: FakeTelegram) -> list[str]:
+    return [text.split("\n")[2] for text in fake.texts()]
+
+
+def wait_until(condition: Any, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())
+
+
+def test_an_alert_arrives_as_formatted(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay()
+    payload = issue_alert(issue(1), issue(2), issue(3), total=12)
+    reply, _ = post(relay.webhook_url, payload)
+    assert (reply.status_code, reply.json()) == (200, {"status": "sent"})
+    [message] = fake_telegram.messages
+    assert message["chat_id"] == int(CHAT_ID)
+    assert message["message_thread_id"] == 77
+    assert message["parse_mode"] == "HTML"
+    assert message["link_preview_options"] == {"is_disabled": True}
+    assert message["text"] == format_alert(parse_alert(payload)).html
+
+    uptime, _ = post(relay.webhook_url, uptime_alert(down=False))
+    assert uptime.status_code == 200
+    assert fake_telegram.texts()[-1].startswith("✅ UP · My API")
+
+    garbage = requests.post(relay.webhook_url, data=b"{oops", timeout=5)
+    assert garbage.status_code == 400
+    assert (
+        requests.get(f"{relay.url}/webhook/wrong-secret-0123456789", timeout=5).status_code == 405
+    )
+    assert requests.post(f"{relay.url}/webhook/wrong-secret", json={}, timeout=5).status_code == 404
+    assert requests.get(f"{relay.url}/healthz", timeout=5).json() == {"status": "ok"}
+    assert len(fake_telegram.messages) == 2
+
+
+def test_an_outage_then_recovery_delivers_every_alert_once(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(RELAY_RETRY_ATTEMPTS="6")
+    fake_telegram.set("error", status=500, description="Internal Server Error")
+    titles = [f"Outage alert {n}" for n in range(5)]
+    for title in titles:
+        reply, took = post(relay.webhook_url, titled(title))
+        assert reply.status_code == 502
+        assert reply.json()["status"] == "queued"
+        assert took < ANSWER_BOUND
+    # The outage lasts through at least one background attempt of every alert.
+    assert wait_until(lambda: len(fake_telegram.received) >= 2 * len(titles), timeout=10)
+    fake_telegram.set("ok")
+    assert wait_until(lambda: len(fake_telegram.messages) >= len(titles), timeout=10)
+    time.sleep(1)  # a duplicate would arrive in this time
+    assert sorted(delivered_titles(fake_telegram)) == titles
+
+
+@pytest.mark.parametrize("misbehaviour", ["hang", "drip"])
+def test_a_hanging_telegram_cannot_hold_the_answer(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, misbehaviour: Any
+) -> None:
+    relay = start_relay(RELAY_RETRY_WAIT="1.5")
+    fake_telegram.set(misbehaviour)
+    with ThreadPoolExecutor(8) as pool:  # several at once, so threads are what keeps answering
+        answers = list(pool.map(lambda n: post(relay.webhook_url, titled(f"Hang {n}")), range(8)))
+    for reply, took in answers:
+        assert reply.status_code == 502
+        assert reply.json()["status"] == "queued"
+        assert took < ANSWER_BOUND
+    fake_telegram.set("ok")
+    assert wait_until(lambda: len(fake_telegram.messages) >= 8, timeout=15)
+    assert sorted(delivered_titles(fake_telegram)) == sorted(f"Hang {n}" for n in range(8))
+
+
+def test_429_waits_at_least_retry_after(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay()
+    fake_telegram.set(
+        "error",
+        status=429,
+        description="Too Many Requests: retry after 2",
+        parameters={"retry_after": 2},
+    )
+    reply, _ = post(relay.webhook_url, titled("Rate limited"))
+    assert reply.status_code == 502
+    assert reply.json()["status"] == "queued"
+    fake_telegram.set("ok")
+    assert wait_until(lambda: fake_telegram.messages, timeout=10)
+    first, retried = fake_telegram.received[0], fake_telegram.received[-1]
+    assert retried.outcome == "accepted"
+    assert retried.at - first.at >= 2.0  # RELAY_RETRY_WAIT is 0.3: Telegram's pause won
+
+
+def test_a_permanent_403_is_not_retried_and_the_text_is_logged(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay()
+    fake_telegram.set(
+        "error", status=403, description="Forbidden: bot was kicked from the supergroup chat"
+    )
+    reply, _ = post(relay.webhook_url, titled("Kicked <alert> & co"))
+    assert reply.status_code == 502
+    assert reply.json()["status"] == "failed"
+    time.sleep(1.5)  # five RELAY_RETRY_WAITs: any retry would have come
+    assert len(fake_telegram.received) == 1
+    logs = relay.logs()
+    assert "[ERROR] relay_app.delivery: ALERT NOT DELIVERED" in logs
+    assert "Kicked <alert> & co" in logs
+
+
+def test_a_lossy_network_loses_no_alert(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    # Every attempt has a 1 in 4 chance to be lost; 10 retries make losing an alert a
+    # 1-in-4-million event, so a missing alert here is a relay bug, not bad luck.
+    relay = start_relay(RELAY_RETRY_ATTEMPTS="10", RELAY_RETRY_WAIT="0.2")
+    fake_telegram.set("ok", drop_rate=0.25)
+    titles = [f"Lossy alert {n}" for n in range(40)]
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda t: post(relay.webhook_url, titled(t))[0], titles))
+    assert {a.status_code for a in answers} <= {200, 502}
+    assert all(a.json()["status"] in ("sent", "queued") for a in answers)
+    assert wait_until(lambda: set(delivered_titles(fake_telegram)) == set(titles), timeout=30)
+    dropped = [r for r in fake_telegram.received if r.outcome == "dropped"]
+    assert dropped  # the network really was lossy
+
+
+def test_logs_never_show_the_token_or_the_secret(
+    start_relay: StartRelay,
+) -> None:
+    # Telegram unreachable: requests' errors, which carry the URL and so the token, get logged.
+    nobody_listens = free_port()
+    relay = start_relay(
+        TELEGRAM_API_URL=f"http://127.0.0.1:{nobody_listens}", RELAY_RETRY_ATTEMPTS="2"
+    )
+    reply, _ = post(relay.webhook_url, titled("Unreachable"))
+    assert reply.status_code == 502
+    assert TOKEN not in reply.text
+    assert wait_until(lambda: "ALERT NOT DELIVERED" in relay.logs(), timeout=10)
+    logs = relay.logs()
+    assert "cannot reach Telegram" in logs
+    assert '"POST /webhook/[REDACTED] HTTP/1.1" 502' in logs  # the access log, redacted
+    assert TOKEN not in logs
+    assert SECRET not in logs
+
+
+def test_sigterm_gives_pending_retries_a_last_attempt(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(RELAY_RETRY_WAIT="600")
+    fake_telegram.set("error", status=502, description="Bad Gateway")
+    for n in range(3):
+        assert post(relay.webhook_url, titled(f"Pending {n}"))[0].status_code == 502
+    fake_telegram.set("ok")
+    started = time.monotonic()
+    assert relay.stop(signal.SIGTERM) == 0
+    assert time.monotonic() - started < 10  # not the 600 s wait
+    assert sorted(delivered_titles(fake_telegram)) == [f"Pending {n}" for n in range(3)]
+
+
+def test_sigterm_logs_the_text_of_retries_it_could_not_deliver(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(RELAY_RETRY_WAIT="600")
+    fake_telegram.set("error", status=502, description="Bad Gateway")
+    for n in range(3):
+        assert post(relay.webhook_url, titled(f"Doomed {n}"))[0].status_code == 502
+    assert relay.stop(signal.SIGTERM) == 0
+    logs = relay.logs()
+    assert logs.count("ALERT NOT DELIVERED: retry") == 3
+    assert logs.count("the relay is shutting down") == 3
+    for n in range(3):
+        assert f"Doomed {n}" in logs
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("TELEGRAM_CHAT_ID", ""), ("RELAY_SEND_TIMEOUT", "soon"), ("TELEGRAM_BOT_TOKEN", "nope")],
+)
+def test_a_bad_variable_stops_gunicorn_at_start(
+    fake_telegram: FakeTelegram, variable: str, value: str
+) -> None:
+    env = {**relay_env(fake_telegram), variable: value, "RELAY_BIND": "127.0.0.1:0"}
+    finished = subprocess.run(
+        gunicorn_command(),
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert finished.returncode != 0
+    output = finished.stdout + finished.stderr
+    assert f"relay_app cannot start: {variable}:" in output
+    assert "Booting worker" not in output
