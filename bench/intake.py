@@ -28,8 +28,7 @@ sys.path.insert(0, str(ROOT))
 import requests  # noqa: E402
 
 from bench.payload import PAYLOAD  # noqa: E402
-from tests.e2e.conftest import relay_env  # noqa: E402
-from tests.e2e.relay_process import RelayProcess  # noqa: E402
+from tests.e2e.relay_process import RelayProcess, relay_env  # noqa: E402
 from tests.fake_telegram import FakeTelegram, running_fake_telegram  # noqa: E402
 
 MAX_SECONDS_PER_RUN = 60.0
@@ -101,8 +100,8 @@ def measure(
                 if telegram == "healthy":
                     load.submit(drive, server.webhook_url, 1, 5).result()  # warm up
                     count = per_client * concurrency
-                else:  # every answer takes the whole timeout: two rounds tell enough
-                    count = 2 * concurrency
+                else:  # every answer takes the whole timeout: a few rounds tell enough
+                    count = max(5, 3 * concurrency)
                 latencies, statuses, seconds = load.submit(
                     drive, server.webhook_url, concurrency, count
                 ).result()
@@ -157,7 +156,7 @@ def print_table(runs: list[Run], send_timeout: float) -> None:
         statuses = ", ".join(f"{code}x{n}" for code, n in sorted(run.statuses.items()))
         print(
             f"| {run.telegram} | {run.concurrency} | {run.app} | {len(run.latencies)} "
-            f"| {run.rate:.0f} | {run.percentile(0.5) * 1000:.1f} "
+            f"| {run.rate:.3g} | {run.percentile(0.5) * 1000:.1f} "
             f"| {run.percentile(0.99) * 1000:.1f} | {max(run.latencies) * 1000:.0f} | {statuses} |"
         )
     print()

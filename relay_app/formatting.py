@@ -168,7 +168,13 @@ def _value(raw: str, *, bold: bool = False, code: bool = False, href: str | None
 
 def _clean(raw: str, *, single_line: bool = False) -> str:
     """User data made safe to send: no lone surrogates (unencodable), no control characters."""
-    text = _CONTROL_CHARACTERS.sub("", _LONE_SURROGATES.sub("\ufffd", raw))
+    # isprintable() rules out control characters, lone surrogates and line breaks at once: the
+    # common case skips both substitutions.
+    text = (
+        raw
+        if raw.isprintable()
+        else _CONTROL_CHARACTERS.sub("", _LONE_SURROGATES.sub("\ufffd", raw))
+    )
     return " ".join(text.split()) if single_line else text.strip()
 
 
@@ -210,9 +216,9 @@ def _shorten_values(
     """Cap every value at one common length, as long as the whole fits: the longest values
     lose the most and short ones keep every character. None when the cap would go below
     `min_value_length`."""
-    lengths = [visible_length(span.text) for span in spans]
-    if sum(lengths) <= limit:
+    if visible_length("".join(span.text for span in spans)) <= limit:
         return spans
+    lengths = [visible_length(span.text) for span in spans]
     budget = limit - sum(n for span, n in zip(spans, lengths, strict=True) if not span.value)
     value_lengths = [n for span, n in zip(spans, lengths, strict=True) if span.value]
 

@@ -46,6 +46,9 @@ def create_blueprint(*, webhook_secret: str, courier: Courier, retrier: Retrier)
         except PermanentDeliveryError as exc:
             log_undelivered(message, "Telegram refused it permanently", exc)
             return jsonify(status="failed", error=str(exc)), 502
+        except Exception as exc:  # a bug in the relay: the alert's text must still be logged
+            log_undelivered(message, "the relay failed while sending it", exc, exc_info=True)
+            return jsonify(status="failed", error="internal error; see the relay's log"), 500
         return jsonify(status="sent"), 200
 
     return blueprint

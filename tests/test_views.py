@@ -201,3 +201,15 @@ def test_a_formatting_bug_forwards_the_payload_raw(
     [text] = sent_texts(telegram)
     assert "ZeroDivisionError: division by zero #1" in text
     assert "forwarding it raw" in caplog.text
+
+
+def test_a_relay_bug_while_sending_still_logs_the_alert(
+    client: FlaskClient, telegram: responses.RequestsMock, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram.post(SEND_URL, body=RuntimeError("not a requests error"))
+    reply = client.post(WEBHOOK, json=issue_alert())
+    assert reply.status_code == 500
+    assert reply.json == {"status": "failed", "error": "internal error; see the relay's log"}
+    [lost] = [r for r in caplog.records if "ALERT NOT DELIVERED" in r.getMessage()]
+    assert "ZeroDivisionError: division by zero #1" in lost.getMessage()
+    assert lost.exc_info is not None

@@ -5,10 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.relay_process import SECRET, RelayProcess
+from tests.e2e.relay_process import SECRET, RelayProcess, relay_env
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
-
-CHAT_ID = "-1001234567890"
 
 StartRelay = Callable[..., RelayProcess]
 
@@ -17,20 +15,6 @@ StartRelay = Callable[..., RelayProcess]
 def fake_telegram() -> Iterator[FakeTelegram]:
     with running_fake_telegram() as fake:
         yield fake
-
-
-def relay_env(fake: FakeTelegram, **overrides: str) -> dict[str, str]:
-    return {
-        "TELEGRAM_BOT_TOKEN": TOKEN,
-        "TELEGRAM_CHAT_ID": CHAT_ID,
-        "TELEGRAM_THREAD_ID": "77",
-        "TELEGRAM_API_URL": fake.url,
-        "RELAY_WEBHOOK_SECRET": SECRET,
-        "RELAY_SEND_TIMEOUT": "1",
-        "RELAY_RETRY_ATTEMPTS": "3",
-        "RELAY_RETRY_WAIT": "0.3",
-        **overrides,
-    }
 
 
 @pytest.fixture

@@ -16,9 +16,26 @@ from typing import IO
 
 import requests
 
+from tests.fake_telegram import TOKEN, FakeTelegram
+
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "e2e-webhook-secret-0123456789abcdef"
+CHAT_ID = "-1001234567890"
 BOOT_TIMEOUT = 20.0
+
+
+def relay_env(fake: FakeTelegram, **overrides: str) -> dict[str, str]:
+    return {
+        "TELEGRAM_BOT_TOKEN": TOKEN,
+        "TELEGRAM_CHAT_ID": CHAT_ID,
+        "TELEGRAM_THREAD_ID": "77",
+        "TELEGRAM_API_URL": fake.url,
+        "RELAY_WEBHOOK_SECRET": SECRET,
+        "RELAY_SEND_TIMEOUT": "1",
+        "RELAY_RETRY_ATTEMPTS": "3",
+        "RELAY_RETRY_WAIT": "0.3",
+        **overrides,
+    }
 
 
 def free_port() -> int:

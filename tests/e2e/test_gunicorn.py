@@ -13,8 +13,8 @@ import requests
 
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
-from tests.e2e.conftest import CHAT_ID, StartRelay, relay_env
-from tests.e2e.relay_process import ROOT, SECRET, free_port, gunicorn_command
+from tests.e2e.conftest import StartRelay
+from tests.e2e.relay_process import CHAT_ID, ROOT, SECRET, free_port, gunicorn_command, relay_env
 from tests.fake_telegram import TOKEN, FakeTelegram
 from tests.payloads import issue, issue_alert, uptime_alert
 
