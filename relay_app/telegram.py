@@ -84,8 +84,21 @@ def _network_error(exc: requests.RequestException, expired: bool, seconds: float
     if expired or isinstance(exc, requests.Timeout):
         return RetryableDeliveryError(f"Telegram did not answer within {seconds:.1f} s")
     if isinstance(exc, requests.ConnectionError):
-        return RetryableDeliveryError(f"cannot reach Telegram: {_short(redact(str(exc)))}")
-    return RetryableDeliveryError(f"request to Telegram failed: {_short(redact(str(exc)))}")
+        return RetryableDeliveryError(f"connection to Telegram failed: {_root_cause(exc)}")
+    return RetryableDeliveryError(f"request to Telegram failed: {_root_cause(exc)}")
+
+
+def _root_cause(exc: requests.RequestException) -> str:
+    """'Connection refused' rather than three layers of urllib3's pool and retry wrappers."""
+    cause: BaseException = exc
+    wrapped = exc.args[0] if exc.args else None
+    if isinstance(wrapped, BaseException):
+        cause = getattr(wrapped, "reason", None) or wrapped  # urllib3's MaxRetryError
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    if isinstance(cause, OSError) and cause.strerror:
+        return cause.strerror
+    return _short(redact(str(cause)))
 
 
 def _result_or_error(response: requests.Response, expired: bool, seconds: float) -> dict[str, Any]:

@@ -163,7 +163,7 @@ def test_an_upgraded_group_names_its_new_id(
             requests.ConnectionError(
                 f"HTTPSConnectionPool: Max retries exceeded with url: {SEND_URL}"
             ),
-            "cannot reach Telegram",
+            "connection to Telegram failed",
         ),
         (requests.ReadTimeout(f"Read timed out: {SEND_URL}"), "did not answer within"),
         (requests.ConnectTimeout(f"Connect timed out: {SEND_URL}"), "did not answer within"),
@@ -200,8 +200,7 @@ def test_a_refused_connection_is_retryable_without_the_token() -> None:
     client = TelegramClient(f"http://127.0.0.1:{port}", TOKEN)
     with pytest.raises(RetryableDeliveryError) as raised:
         send(client)
-    assert "cannot reach Telegram" in str(raised.value)
-    assert TOKEN not in str(raised.value)
+    assert str(raised.value) == "connection to Telegram failed: Connection refused"
 
 
 # --- the hard deadline, against a real socket that misbehaves ------------------------------

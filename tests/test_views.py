@@ -46,7 +46,7 @@ def test_a_failed_attempt_queues_the_prebuilt_text_and_still_answers_502(
     assert reply.status_code == 502
     assert reply.json is not None
     assert reply.json["status"] == "queued"
-    assert "cannot reach Telegram" in reply.json["error"]
+    assert "connection to Telegram failed" in reply.json["error"]
     assert app_retrier.wait_idle(timeout=10)
     first, retried = sent_texts(telegram)
     assert retried == first  # the very same text, never rebuilt
