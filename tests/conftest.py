@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import responses
@@ -16,6 +17,13 @@ SECRET = "unit-test-webhook-secret-0123456789"
 API_URL = "https://telegram.test"
 SEND_URL = f"{API_URL}/bot{TOKEN}/sendMessage"
 CHAT_ID = -1001234567890
+
+
+def refusal(status: int, description: str, **parameters: Any) -> dict[str, Any]:
+    reply: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+    if parameters:
+        reply["parameters"] = parameters
+    return reply
 
 
 class RecordingSleep:

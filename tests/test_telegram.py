@@ -19,7 +19,7 @@ from relay_app.errors import (
     RetryableDeliveryError,
 )
 from relay_app.telegram import TelegramClient
-from tests.conftest import API_URL, SEND_URL, TOKEN
+from tests.conftest import API_URL, SEND_URL, TOKEN, refusal
 
 
 def send(client: TelegramClient, *, seconds: float = 2.0, thread_id: int | None = None) -> Any:
@@ -59,13 +59,6 @@ def test_plain_text_has_no_parse_mode(
     body = json.loads(telegram.calls[0].request.body or b"")
     assert "parse_mode" not in body
     assert "message_thread_id" not in body
-
-
-def refusal(status: int, description: str, **parameters: Any) -> dict[str, Any]:
-    reply: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
-    if parameters:
-        reply["parameters"] = parameters
-    return reply
 
 
 def test_429_is_retryable_with_telegrams_pause(

@@ -9,7 +9,7 @@ import responses
 from flask.testing import FlaskClient
 
 from relay_app.retrier import Retrier
-from tests.conftest import SECRET, SEND_URL, RecordingSleep
+from tests.conftest import SECRET, SEND_URL, RecordingSleep, refusal
 from tests.payloads import issue, issue_alert, uptime_alert
 
 WEBHOOK = f"/webhook/{SECRET}"
@@ -59,7 +59,7 @@ def test_retries_at_the_ceiling_give_up_with_an_error_holding_the_text(
     app_retrier: Retrier,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    telegram.post(SEND_URL, status=500, json={"ok": False, "error_code": 500, "description": "x"})
+    telegram.post(SEND_URL, status=500, json=refusal(500, "Internal Server Error"))
     reply = client.post(WEBHOOK, json=uptime_alert(down=True, name="Checkout API"))
     assert reply.status_code == 502
     assert app_retrier.wait_idle(timeout=10)
@@ -78,11 +78,7 @@ def test_a_permanent_refusal_is_not_retried_and_is_logged_with_the_text(
     telegram.post(
         SEND_URL,
         status=403,
-        json={
-            "ok": False,
-            "error_code": 403,
-            "description": "Forbidden: bot was kicked from the group chat",
-        },
+        json=refusal(403, "Forbidden: bot was kicked from the group chat"),
     )
     reply = client.post(WEBHOOK, json=issue_alert())
     assert reply.status_code == 502
@@ -103,11 +99,7 @@ def test_rejected_html_still_arrives_as_plain_text_in_the_same_request(
     telegram.post(
         SEND_URL,
         status=400,
-        json={
-            "ok": False,
-            "error_code": 400,
-            "description": "Bad Request: can't parse entities: x",
-        },
+        json=refusal(400, "Bad Request: can't parse entities: x"),
     )
     telegram.post(SEND_URL, json=OK)
     reply = client.post(WEBHOOK, json=issue_alert())

@@ -14,7 +14,15 @@ import requests
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
 from tests.e2e.conftest import StartRelay
-from tests.e2e.relay_process import CHAT_ID, ROOT, SECRET, free_port, gunicorn_command, relay_env
+from tests.e2e.relay_process import (
+    CHAT_ID,
+    ROOT,
+    SECRET,
+    RelayProcess,
+    free_port,
+    gunicorn_command,
+    relay_env,
+)
 from tests.fake_telegram import TOKEN, FakeTelegram
 from tests.payloads import issue, issue_alert, uptime_alert
 
@@ -183,33 +191,40 @@ def test_logs_never_show_the_token_or_the_secret(
     assert SECRET not in logs
 
 
+def queue_retries_during_an_outage(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, titles: list[str]
+) -> RelayProcess:
+    """A relay whose retries for `titles` are all waiting out a 600 s pause."""
+    relay = start_relay(RELAY_RETRY_WAIT="600")
+    fake_telegram.set("error", status=502, description="Bad Gateway")
+    for title in titles:
+        assert post(relay.webhook_url, titled(title))[0].status_code == 502
+    return relay
+
+
 def test_sigterm_gives_pending_retries_a_last_attempt(
     start_relay: StartRelay, fake_telegram: FakeTelegram
 ) -> None:
-    relay = start_relay(RELAY_RETRY_WAIT="600")
-    fake_telegram.set("error", status=502, description="Bad Gateway")
-    for n in range(3):
-        assert post(relay.webhook_url, titled(f"Pending {n}"))[0].status_code == 502
+    titles = [f"Pending {n}" for n in range(3)]
+    relay = queue_retries_during_an_outage(start_relay, fake_telegram, titles)
     fake_telegram.set("ok")
     started = time.monotonic()
     assert relay.stop(signal.SIGTERM) == 0
     assert time.monotonic() - started < 10  # not the 600 s wait
-    assert sorted(delivered_titles(fake_telegram)) == [f"Pending {n}" for n in range(3)]
+    assert sorted(delivered_titles(fake_telegram)) == titles
 
 
 def test_sigterm_logs_the_text_of_retries_it_could_not_deliver(
     start_relay: StartRelay, fake_telegram: FakeTelegram
 ) -> None:
-    relay = start_relay(RELAY_RETRY_WAIT="600")
-    fake_telegram.set("error", status=502, description="Bad Gateway")
-    for n in range(3):
-        assert post(relay.webhook_url, titled(f"Doomed {n}"))[0].status_code == 502
+    titles = [f"Doomed {n}" for n in range(3)]
+    relay = queue_retries_during_an_outage(start_relay, fake_telegram, titles)
     assert relay.stop(signal.SIGTERM) == 0
     logs = relay.logs()
     assert logs.count("ALERT NOT DELIVERED: retry") == 3
     assert logs.count("the relay is shutting down") == 3
-    for n in range(3):
-        assert f"Doomed {n}" in logs
+    for title in titles:
+        assert title in logs
 
 
 @pytest.mark.parametrize(
