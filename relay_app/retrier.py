@@ -26,7 +26,7 @@ from tenacity import (
 )
 
 from .delivery import log_undelivered
-from .errors import DeliveryError, RetryableDeliveryError
+from .errors import DeliveryError, PermanentDeliveryError, RetryableDeliveryError
 from .formatting import Message
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ class Retrier:
             return None
         with self._futures_lock:
             self._futures.add(future)
-        future.add_done_callback(lambda done: self._finished(done, message))
+        future.add_done_callback(lambda done: self._finished(done, job_id, message))
         log.info("retry %s queued after: %s", job_id, first_error)
         return job_id
 
@@ -129,14 +129,16 @@ class Retrier:
         _, not_done = wait_for_futures(futures, timeout=timeout)
         return not not_done
 
-    def _finished(self, future: Future[None], message: Message) -> None:
+    def _finished(self, future: Future[None], job_id: str, message: Message) -> None:
         global _pending
         with _lock:
             _pending -= 1
         with self._futures_lock:
             self._futures.discard(future)
         if future.cancelled():
-            log_undelivered(message, "the relay shut down before its retry could start", None)
+            log_undelivered(
+                message, f"retry {job_id}: the relay shut down before it could start", None
+            )
 
     def _policy(self) -> Retrying:
         return Retrying(
@@ -148,22 +150,27 @@ class Retrier:
             reraise=True,
         )
 
-    def pause_after(self, error: BaseException | None) -> float:
+    def _pause_after(self, error: BaseException | None) -> float:
         """Seconds before the next attempt: the configured wait, or longer if Telegram asked."""
         retry_after = error.retry_after if isinstance(error, RetryableDeliveryError) else None
         return max(self._wait, retry_after or 0.0)
 
     def _pause_after_attempt(self, state: RetryCallState) -> float:
-        return self.pause_after(state.outcome.exception() if state.outcome else None)
+        return self._pause_after(state.outcome.exception() if state.outcome else None)
 
     def _run(self, job_id: str, message: Message, first_error: RetryableDeliveryError) -> None:
         policy = self._policy()
         try:
-            self._sleep(self.pause_after(first_error))
+            self._sleep(self._pause_after(first_error))
             policy(self._deliver, message)
         except DeliveryError as exc:
             attempts = policy.statistics.get("attempt_number", 0)
-            reason = "the relay is shutting down" if _stopping.is_set() else "giving up"
+            if isinstance(exc, PermanentDeliveryError):
+                reason = "Telegram refused it permanently"
+            elif _stopping.is_set():
+                reason = "the relay is shutting down"
+            else:
+                reason = "giving up"
             log_undelivered(
                 message, f"retry {job_id}: {reason} after {attempts} background attempt(s)", exc
             )

@@ -93,6 +93,7 @@ def test_a_permanent_error_stops_the_retries_at_once(
     assert telegram.calls == 1
     [record] = lost_alert_records(caplog)
     assert MESSAGE.text in record.getMessage()
+    assert "Telegram refused it permanently after 1 background attempt" in record.getMessage()
 
 
 def test_a_crashing_job_logs_the_alert_and_the_traceback(
@@ -160,7 +161,7 @@ def test_shutdown_wakes_sleeping_retries_for_a_last_attempt_and_logs_what_is_lef
     assert len(records) == 4
     assert all(MESSAGE.text in r.getMessage() for r in records)
     reasons = sorted(r.getMessage().split("\n")[0] for r in records)
-    assert sum("shut down before its retry could start" in r for r in reasons) == 2
+    assert sum("the relay shut down before it could start" in r for r in reasons) == 2
     assert sum("the relay is shutting down after 1 background attempt" in r for r in reasons) == 2
 
 
