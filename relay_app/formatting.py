@@ -65,7 +65,10 @@ def format_alert(alert: Alert) -> Message:
     elif isinstance(alert, UptimeAlert):
         spans = _fit_items(
             header=[],
-            items=[_monitor_block(monitor) for monitor in alert.monitors],
+            items=[
+                _monitor_block(monitor, first=index == 0)
+                for index, monitor in enumerate(alert.monitors)
+            ],
             footer=lambda shown: _hidden_monitors(len(alert.monitors) - shown),
         )
     else:
@@ -139,10 +142,11 @@ def _hidden_issues(count: int) -> list[Span]:
     return [Span(f"\n\n…and {count} more {noun} not shown here")]
 
 
-def _monitor_block(monitor: MonitorChange) -> list[Span]:
+def _monitor_block(monitor: MonitorChange, *, first: bool) -> list[Span]:
     marker, label = MONITOR_MARKERS[monitor.state]
+    separator = "" if first else "\n\n"
     spans = [
-        Span(f"{marker} "),
+        Span(f"{separator}{marker} "),
         Span(label, bold=True),
         Span(" · "),
         _value(monitor.name or "(unnamed monitor)", bold=True, href=_safe_link(monitor.link)),

@@ -28,14 +28,12 @@ CONNECTION_POOL_SIZE = 160
 
 
 class TelegramClient:
-    def __init__(
-        self, api_url: str, token: str, *, session: requests.Session | None = None
-    ) -> None:
+    def __init__(self, api_url: str, token: str) -> None:
         # The token travels in the URL, so every requests error carries it: from here on, no
         # message or log line in this process can show it.
         register_secret(token)
         self._send_url = f"{api_url}/bot{token}/sendMessage"
-        self._session = session or requests.Session()
+        self._session = requests.Session()
         adapter = DeadlineAdapter(
             pool_connections=4, pool_maxsize=CONNECTION_POOL_SIZE, max_retries=0
         )

@@ -218,3 +218,12 @@ def test_fallback_is_the_same_text_shortened() -> None:
     message = message_for(issue_alert(issue(1, title="T" * 10_000)))
     assert message.fallback.endswith("…")
     assert message.text.startswith(message.fallback[:-1])
+
+
+def test_several_monitors_in_one_uptime_alert_each_get_their_paragraph() -> None:
+    payload = uptime_alert(down=True, name="API")
+    payload["attachments"].append({**uptime_alert(down=False, name="Web")["attachments"][0]})
+    assert message_for(payload).text == (
+        "🔴 DOWN · API\nThe monitored site has gone down.\n\n"
+        "✅ UP · Web\nThe monitored site is back up."
+    )
