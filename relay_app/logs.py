@@ -16,7 +16,9 @@ from urllib.parse import quote
 
 REDACTED = "[REDACTED]"
 LOGGER_NAME = "relay_app"
-LOG_FORMAT = "%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s"
+# gunicorn's own layout, so the relay's lines and gunicorn's read as one log.
+LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
+LOG_DATE_FORMAT = "%Y-%m-%d %H:%M:%S %z"
 
 # A tuple swapped whole, so a logging thread never iterates while another registers.
 _secrets: tuple[str, ...] = ()
@@ -52,7 +54,7 @@ def configure_logging(*secrets: str) -> None:
     # records would vanish or lose their timestamps. A user's own config takes precedence.
     if not logger.handlers and not logging.getLogger().handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT))
         logger.addHandler(handler)
 
 
