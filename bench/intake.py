@@ -1,9 +1,10 @@
 """How fast the relay takes GlitchTip's webhooks, against the floor its design can reach.
 
 Starts the relay under gunicorn with the project's own gunicorn.conf.py against a local fake
-Telegram, then a bare Flask endpoint (bench/floor_app.py) under the same settings that only makes
-the same requests.post, and drives both with real GlitchTip payloads at concurrency 1 and 16,
-with Telegram healthy and with Telegram hanging. Prints a table. Run by hand:
+Telegram, and beside it a bare Flask endpoint (bench/floor_app.py) under the same settings that
+only makes the same requests.post, and drives both with a real GlitchTip payload at concurrency
+1 and 16, with Telegram healthy and hanging, in rounds alternating between the two. Prints a
+table. Run by hand:
 
     .venv/bin/python bench/intake.py
 
@@ -83,35 +84,40 @@ def drive(url: str, concurrency: int, count: int) -> tuple[list[float], list[int
 
 
 def measure(
-    name: str,
-    app: str,
+    servers: dict[str, RelayProcess],
     fake: FakeTelegram,
-    env: dict[str, str],
     per_client: int,
-    logs: Path,
+    rounds: int,
     load: ProcessPoolExecutor,
 ) -> list[Run]:
-    server = RelayProcess(env, logs / f"{name}.log", app=app).wait_ready()
+    """Each scenario in rounds that alternate between the apps, so a slow spell of this shared
+    machine costs both alike rather than whichever happened to run then."""
     runs = []
-    try:
-        for telegram in ("healthy", "hanging"):
-            fake.set("ok" if telegram == "healthy" else "hang")
-            for concurrency in (1, 16):
-                if telegram == "healthy":
-                    load.submit(drive, server.webhook_url, 1, 5).result()  # warm up
-                    count = per_client * concurrency
-                else:  # every answer takes the whole timeout: a few rounds tell enough
-                    count = max(5, 3 * concurrency)
-                latencies, statuses, seconds = load.submit(
-                    drive, server.webhook_url, concurrency, count
-                ).result()
+    for telegram in ("healthy", "hanging"):
+        fake.set("ok" if telegram == "healthy" else "hang")
+        for concurrency in (1, 16):
+            if telegram == "healthy":
+                count, repeat = per_client * concurrency, rounds
+            else:  # every answer takes the whole timeout: a few tell enough
+                count, repeat = max(5, 3 * concurrency), 1
+            results: dict[str, list[tuple[list[float], list[int], float]]] = {
+                name: [] for name in servers
+            }
+            for _ in range(repeat):
+                for name, server in servers.items():
+                    if telegram == "healthy":
+                        load.submit(drive, server.webhook_url, 1, 5).result()  # warm up
+                    results[name].append(
+                        load.submit(drive, server.webhook_url, concurrency, count).result()
+                    )
+            for name, rounds_done in results.items():
+                latencies = [t for done in rounds_done for t in done[0]]
                 tally: dict[int, int] = {}
-                for status in statuses:
+                for status in (code for done in rounds_done for code in done[1]):
                     tally[status] = tally.get(status, 0) + 1
+                seconds = sum(done[2] for done in rounds_done)
                 runs.append(Run(name, telegram, concurrency, latencies, tally, seconds))
-    finally:
-        fake.set("ok")
-        server.stop()
+    fake.set("ok")
     return runs
 
 
@@ -121,7 +127,13 @@ def main() -> None:
         "--requests",
         type=int,
         default=200,
-        help="webhooks per client with Telegram healthy (default 200)",
+        help="webhooks per client and round with Telegram healthy (default 200)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds per app with Telegram healthy, alternating between the apps (default 3)",
     )
     parser.add_argument(
         "--send-timeout",
@@ -131,7 +143,6 @@ def main() -> None:
     args = parser.parse_args()
     send_timeout = float(args.send_timeout)
 
-    runs: list[Run] = []
     with (
         running_fake_telegram() as fake,
         ProcessPoolExecutor(1) as load,
@@ -139,8 +150,17 @@ def main() -> None:
     ):
         env = relay_env(fake, RELAY_SEND_TIMEOUT=args.send_timeout, RELAY_RETRY_WAIT="30")
         env.pop("TELEGRAM_THREAD_ID")
-        for name, app in (("relay", "wsgi:app"), ("floor", "bench.floor_app:app")):
-            runs += measure(name, app, fake, env, args.requests, Path(logs), load)
+        servers = {
+            name: RelayProcess(env, Path(logs) / f"{name}.log", app=app)
+            for name, app in (("relay", "wsgi:app"), ("floor", "bench.floor_app:app"))
+        }
+        try:
+            for server in servers.values():
+                server.wait_ready()
+            runs = measure(servers, fake, args.requests, args.rounds, load)
+        finally:
+            for server in servers.values():
+                server.stop()
 
     print_table(runs, send_timeout)
 

@@ -53,7 +53,7 @@ class FakeTelegram:
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._release = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.fake = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -116,6 +116,12 @@ class FakeTelegram:
     def _record(self, body: dict[str, Any], outcome: str) -> None:
         with self._lock:
             self.received.append(Received(time.monotonic(), body, outcome))
+
+
+class _Server(ThreadingHTTPServer):
+    # The default backlog of 5 overflows when many requests hang at once, and the kernel then
+    # delays new connections by a second: a fault of the fake, not of the relay under test.
+    request_queue_size = 128
 
 
 @contextmanager
