@@ -212,9 +212,29 @@ def _fit_items(
         fitted = _shorten_values(spans, TELEGRAM_TEXT_LIMIT)
         if fitted is not None:
             return fitted
-    # Even one item does not fit with readable values: accept values shorter than usual.
+    # Even one item does not fit with readable values: accept values shorter than usual, and
+    # when its labels alone are too many (thousands of fields), cut the item itself short.
     spans = [*header, *(items[0] if items else []), *footer(1 if items else 0)]
-    return _shorten_values(spans, TELEGRAM_TEXT_LIMIT, min_value_length=2) or spans
+    fitted = _shorten_values(spans, TELEGRAM_TEXT_LIMIT, min_value_length=2)
+    return fitted if fitted is not None else _cut_spans(spans, TELEGRAM_TEXT_LIMIT)
+
+
+def _cut_spans(spans: list[Span], limit: int) -> list[Span]:
+    """The spans that fit whole, the next one shortened, and an ellipsis: a cut between spans,
+    never inside markup."""
+    kept: list[Span] = []
+    room = limit - visible_length(ELLIPSIS)
+    for span in spans:
+        length = visible_length(span.text)
+        if length > room:
+            if room > 1:
+                kept.append(span._replace(text=shorten(span.text, room)))
+            else:
+                kept.append(Span(ELLIPSIS))
+            break
+        kept.append(span)
+        room -= length
+    return kept
 
 
 def _shorten_values(

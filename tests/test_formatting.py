@@ -227,3 +227,11 @@ def test_several_monitors_in_one_uptime_alert_each_get_their_paragraph() -> None
         "🔴 DOWN · API\nThe monitored site has gone down.\n\n"
         "✅ UP · Web\nThe monitored site is back up."
     )
+
+
+def test_thousands_of_fields_on_one_issue_are_cut_between_spans() -> None:
+    fields = [{"title": f"Tag{n}", "value": f"value {n}"} for n in range(2000)]
+    message = message_for(issue_alert(issue(1, fields=fields)))
+    assert message.text.startswith("🔴 GlitchTip Alert\n\nZeroDivisionError: division by zero #1")
+    assert message.text.endswith("…")
+    assert "Tag100: value 100" in message.text
