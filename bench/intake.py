@@ -19,8 +19,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,14 +36,21 @@ from tests.fake_telegram import FakeTelegram, running_fake_telegram  # noqa: E40
 MAX_SECONDS_PER_RUN = 60.0
 
 
-@dataclass(frozen=True)
+@dataclass
 class Run:
+    """One app in one scenario, over all its rounds."""
+
     app: str
     telegram: str
     concurrency: int
-    latencies: list[float]
-    statuses: dict[int, int]
-    seconds: float
+    latencies: list[float] = field(default_factory=list)
+    statuses: Counter[int] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    def add(self, latencies: list[float], statuses: list[int], seconds: float) -> None:
+        self.latencies += latencies
+        self.statuses.update(statuses)
+        self.seconds += seconds
 
     @property
     def rate(self) -> float:
@@ -92,7 +100,7 @@ def measure(
 ) -> list[Run]:
     """Each scenario in rounds that alternate between the apps, so a slow spell of this shared
     machine costs both alike rather than whichever happened to run then."""
-    runs = []
+    runs: list[Run] = []
     for telegram in ("healthy", "hanging"):
         fake.set("ok" if telegram == "healthy" else "hang")
         for concurrency in (1, 16):
@@ -100,23 +108,15 @@ def measure(
                 count, repeat = per_client * concurrency, rounds
             else:  # every answer takes the whole timeout: a few tell enough
                 count, repeat = max(5, 3 * concurrency), 1
-            results: dict[str, list[tuple[list[float], list[int], float]]] = {
-                name: [] for name in servers
-            }
+            scenario = {name: Run(name, telegram, concurrency) for name in servers}
             for _ in range(repeat):
                 for name, server in servers.items():
                     if telegram == "healthy":
                         load.submit(drive, server.webhook_url, 1, 5).result()  # warm up
-                    results[name].append(
-                        load.submit(drive, server.webhook_url, concurrency, count).result()
+                    scenario[name].add(
+                        *load.submit(drive, server.webhook_url, concurrency, count).result()
                     )
-            for name, rounds_done in results.items():
-                latencies = [t for done in rounds_done for t in done[0]]
-                tally: dict[int, int] = {}
-                for status in (code for done in rounds_done for code in done[1]):
-                    tally[status] = tally.get(status, 0) + 1
-                seconds = sum(done[2] for done in rounds_done)
-                runs.append(Run(name, telegram, concurrency, latencies, tally, seconds))
+            runs += scenario.values()
     fake.set("ok")
     return runs
 

@@ -21,6 +21,7 @@ from tests.fake_telegram import TOKEN, FakeTelegram
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "e2e-webhook-secret-0123456789abcdef"
 CHAT_ID = "-1001234567890"
+SEND_TIMEOUT = 1.0  # short, so the tests that wait it out stay quick
 BOOT_TIMEOUT = 20.0
 
 
@@ -31,7 +32,7 @@ def relay_env(fake: FakeTelegram, **overrides: str) -> dict[str, str]:
         "TELEGRAM_THREAD_ID": "77",
         "TELEGRAM_API_URL": fake.url,
         "RELAY_WEBHOOK_SECRET": SECRET,
-        "RELAY_SEND_TIMEOUT": "1",
+        "RELAY_SEND_TIMEOUT": str(SEND_TIMEOUT),
         "RELAY_RETRY_ATTEMPTS": "3",
         "RELAY_RETRY_WAIT": "0.3",
         **overrides,

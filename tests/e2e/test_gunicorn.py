@@ -18,6 +18,7 @@ from tests.e2e.relay_process import (
     CHAT_ID,
     ROOT,
     SECRET,
+    SEND_TIMEOUT,
     RelayProcess,
     free_port,
     gunicorn_command,
@@ -26,7 +27,6 @@ from tests.e2e.relay_process import (
 from tests.fake_telegram import TOKEN, FakeTelegram
 from tests.payloads import issue, issue_alert, uptime_alert
 
-SEND_TIMEOUT = 1.0  # RELAY_SEND_TIMEOUT in relay_env
 # GlitchTip waits 10 s; the relay promises its answer within the send timeout plus a little.
 ANSWER_BOUND = SEND_TIMEOUT + 0.5
 
