@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from relay_app import retrier
+from relay_app import retrier, start_background_work
 from relay_app.config import ConfigError, Settings
 
 bind = os.environ.get("RELAY_BIND", "127.0.0.1:8000")
@@ -18,8 +18,8 @@ worker_class = "gthread"
 threads = 32
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 
-# Background retries sleep in the worker process; a graceful stop wakes them for one last
-# attempt (bounded by RELAY_SEND_TIMEOUT) well inside this.
+# Background retries sleep in the worker process. A graceful stop lets running attempts finish
+# (each within RELAY_SEND_TIMEOUT) and gives spooled alerts back at once, well inside this.
 graceful_timeout = 30
 
 # gunicorn's control socket lives at one path per user: a second relay on the host would fight
@@ -41,5 +41,11 @@ def on_starting(server: Any) -> None:
         sys.exit(2)
 
 
+def post_worker_init(worker: Any) -> None:
+    # In each worker, after the fork: threads started in the master would not survive it.
+    start_background_work(worker.wsgi)
+
+
 def worker_exit(server: Any, worker: Any) -> None:
+    # Also called in the master for a worker that is already gone; there it has nothing to do.
     retrier.shutdown()

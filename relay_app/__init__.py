@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
@@ -10,7 +11,8 @@ from werkzeug.exceptions import HTTPException
 from .config import Settings
 from .delivery import Courier
 from .logs import configure_logging
-from .retrier import Retrier, Sleep
+from .retrier import Clock, Retrier, Sleep, start_resuming
+from .spool import Spool
 from .telegram import TelegramClient
 from .views import create_blueprint
 
@@ -18,9 +20,15 @@ from .views import create_blueprint
 MAX_BODY_BYTES = 1024 * 1024
 
 
-def create_app(settings: Settings | None = None, *, retry_sleep: Sleep | None = None) -> Flask:
+def create_app(
+    settings: Settings | None = None,
+    *,
+    retry_sleep: Sleep | None = None,
+    clock: Clock = time.time,
+) -> Flask:
     """The WSGI app. Settings come from the environment unless given (tests build them);
-    `retry_sleep` replaces the retrier's real pauses, so tests run without waiting."""
+    `retry_sleep` and `clock` replace real pauses and time, so tests run without waiting.
+    Background work starts separately, in each worker: `start_background_work`."""
     if settings is None:
         settings = Settings.from_env(os.environ)
     configure_logging(settings.telegram_bot_token, settings.webhook_secret)
@@ -35,11 +43,19 @@ def create_app(settings: Settings | None = None, *, retry_sleep: Sleep | None = 
         thread_id=settings.telegram_thread_id,
         attempt_timeout=settings.send_timeout,
     )
+    spool = None
+    if settings.spool_path is not None:
+        spool = Spool(settings.spool_path, max_pending=settings.spool_max_pending, clock=clock)
     retrier = Retrier(
         courier.deliver,
+        spool=spool,
         attempts=settings.retry_attempts,
         wait=settings.retry_wait,
+        max_age=settings.retry_max_age,
+        attempt_timeout=settings.send_timeout,
+        late_after=settings.late_after,
         sleep=retry_sleep,
+        clock=clock,
     )
     app.extensions["relay_retrier"] = retrier
     app.register_blueprint(
@@ -51,3 +67,11 @@ def create_app(settings: Settings | None = None, *, retry_sleep: Sleep | None = 
         return jsonify(error=error.description), error.code or 500
 
     return app
+
+
+def start_background_work(app: Flask) -> None:
+    """Start taking up spooled alerts in this process (gunicorn's post_worker_init): those a
+    stopped or crashed process left behind, and those waiting for a free thread."""
+    retrier = app.extensions["relay_retrier"]
+    if isinstance(retrier, Retrier):
+        start_resuming(retrier)

@@ -6,6 +6,7 @@ names the variable to fix. Secret values are never echoed back in these messages
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +16,10 @@ DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
 
 # GlitchTip gives up on us after 10 s; one attempt must leave time to answer.
 MAX_SEND_TIMEOUT = 9.0
+
+DEFAULT_SPOOL_PATH = "relay-spool.sqlite3"
+# RELAY_SPOOL_PATH=off: no spool, retries held in memory only (lost with the process).
+SPOOL_OFF = "off"
 
 _BOT_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]{20,}")
 _CHANNEL_USERNAME = re.compile(r"@[A-Za-z][A-Za-z0-9_]{3,31}")
@@ -44,6 +49,11 @@ class Settings:
     send_timeout: float = 5.0
     retry_attempts: int = 3
     retry_wait: float = 30.0
+    retry_max_age: float = 21600.0
+    # None when RELAY_SPOOL_PATH=off.
+    spool_path: str | None = DEFAULT_SPOOL_PATH
+    spool_max_pending: int = 10000
+    late_after: float = 60.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -71,8 +81,38 @@ class Settings:
                     integer=True,
                 )
             ),
-            retry_wait=_number(environ, "RELAY_RETRY_WAIT", default=30.0, low=0.0, high=3600.0),
+            # Not below 0.1 s: an attempt refused at once would otherwise spin for hours.
+            retry_wait=_number(environ, "RELAY_RETRY_WAIT", default=30.0, low=0.1, high=3600.0),
+            retry_max_age=_number(
+                environ, "RELAY_RETRY_MAX_AGE", default=21600.0, low=1.0, high=30 * 86400.0
+            ),
+            spool_path=spool_path_from_env(environ),
+            spool_max_pending=int(
+                _number(
+                    environ,
+                    "RELAY_SPOOL_MAX_PENDING",
+                    default=10000,
+                    low=1,
+                    high=1_000_000,
+                    integer=True,
+                )
+            ),
+            late_after=_number(environ, "RELAY_LATE_AFTER", default=60.0, low=1.0, high=86400.0),
         )
+
+
+def spool_path_from_env(environ: Mapping[str, str]) -> str | None:
+    """RELAY_SPOOL_PATH as the service reads it (the CLI reads it the same way)."""
+    raw = environ.get("RELAY_SPOOL_PATH", "").strip()
+    if not raw:
+        return DEFAULT_SPOOL_PATH
+    if raw.lower() == SPOOL_OFF:
+        return None
+    if raw.endswith(("/", os.sep)):
+        raise ConfigError(
+            "RELAY_SPOOL_PATH", f"{raw!r} names a directory; name a file in it instead"
+        )
+    return raw
 
 
 def _required(environ: Mapping[str, str], name: str, hint: str) -> str:

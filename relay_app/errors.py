@@ -16,10 +16,17 @@ class DeliveryError(Exception):
 class RetryableDeliveryError(DeliveryError):
     """Worth another attempt: network trouble, a timeout, a 5xx, a garbled reply or a 429."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, maybe_delivered: bool = True
+    ) -> None:
         super().__init__(message)
         # Telegram's own minimum pause (from a 429); retrying sooner only earns another 429.
         self.retry_after = retry_after
+        # sendMessage is not idempotent: a request that was sent and then timed out or lost its
+        # connection may have been posted, and retrying it may post it twice. False only when
+        # the request certainly never reached Telegram (refused, unresolvable, connect timeout,
+        # 429), which makes a retry free of that risk.
+        self.maybe_delivered = maybe_delivered
 
 
 class PermanentDeliveryError(DeliveryError):

@@ -13,12 +13,17 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from .glitchtip import Alert, Issue, IssueAlert, MonitorChange, UptimeAlert
 
 TELEGRAM_TEXT_LIMIT = 4096
+# Kept free in every message for the line a late delivery adds (`with_late_note`), so adding it
+# never means shortening, that is rebuilding, a message that was already accepted.
+LATE_NOTE_ROOM = 100
+MESSAGE_LIMIT = TELEGRAM_TEXT_LIMIT - LATE_NOTE_ROOM
 # Sent when Telegram rejects our HTML or its length: well inside the limit, so a disagreement
 # about how characters are counted cannot make the fallback fail too.
 PLAIN_FALLBACK_LIMIT = 3000
@@ -88,6 +93,39 @@ def render(spans: Sequence[Span]) -> Message:
         text=text,
         fallback=shorten(text, PLAIN_FALLBACK_LIMIT),
     )
+
+
+def with_late_note(message: Message, *, received_at: float, now: float) -> Message:
+    """`message` with a last line saying when GlitchTip sent it and how late it arrives;
+    `received_at` and `now` are Unix times."""
+    note = late_note(received_at, now)
+    return Message(
+        html=f"{message.html}\n\n{html.escape(note, quote=False)}",
+        text=f"{message.text}\n\n{note}",
+        fallback=f"{message.fallback}\n\n{note}",
+    )
+
+
+def late_note(received_at: float, now: float) -> str:
+    sent = datetime.fromtimestamp(received_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    delay = _duration(now - received_at)
+    return f"⏳ Late: GlitchTip sent this at {sent}; delivered {delay} later."
+
+
+def _duration(seconds: float) -> str:
+    """'48 s', '3 min 12 s', '2 h 5 min', '1 d 3 h': two units are enough to judge a delay."""
+    total = max(0, round(seconds))
+    units = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
+    for index, (unit, size) in enumerate(units):
+        if total >= size or unit == "s":
+            words = f"{total // size} {unit}"
+            if index + 1 < len(units):
+                next_unit, next_size = units[index + 1]
+                remainder = total % size // next_size
+                if remainder:
+                    words += f" {remainder} {next_unit}"
+            return words
+    raise AssertionError("unreachable: the loop returns at 's'")
 
 
 def visible_length(text: str) -> int:
@@ -209,14 +247,14 @@ def _fit_items(
     that would leave values unreadably short do trailing items give way to the footer's count."""
     for shown in range(len(items), 0, -1):
         spans = [*header, *(span for item in items[:shown] for span in item), *footer(shown)]
-        fitted = _shorten_values(spans, TELEGRAM_TEXT_LIMIT)
+        fitted = _shorten_values(spans, MESSAGE_LIMIT)
         if fitted is not None:
             return fitted
     # Even one item does not fit with readable values: accept values shorter than usual, and
     # when its labels alone are too many (thousands of fields), cut the item itself short.
     spans = [*header, *(items[0] if items else []), *footer(1 if items else 0)]
-    fitted = _shorten_values(spans, TELEGRAM_TEXT_LIMIT, min_value_length=2)
-    return fitted if fitted is not None else _cut_spans(spans, TELEGRAM_TEXT_LIMIT)
+    fitted = _shorten_values(spans, MESSAGE_LIMIT, min_value_length=2)
+    return fitted if fitted is not None else _cut_spans(spans, MESSAGE_LIMIT)
 
 
 def _cut_spans(spans: list[Span], limit: int) -> list[Span]:

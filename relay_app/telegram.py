@@ -4,10 +4,12 @@ exceptions and Telegram's replies become the relay's delivery errors.
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Any
 
 import requests
+import urllib3
 
 from .config import ChatId
 from .errors import (
@@ -62,7 +64,9 @@ class TelegramClient:
             body["message_thread_id"] = thread_id
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise RetryableDeliveryError("no time left for another request to Telegram")
+            raise RetryableDeliveryError(
+                "no time left for another request to Telegram", maybe_delivered=False
+            )
         with Deadline(remaining) as watchdog:
             try:
                 response = self._session.post(
@@ -79,11 +83,55 @@ class TelegramClient:
 def _network_error(exc: requests.RequestException, expired: bool, seconds: float) -> DeliveryError:
     # `from None` above and redact() here: requests' messages and chained exceptions carry the
     # URL, and with it the bot token.
+    never_sent = _never_connected(exc)
     if expired or isinstance(exc, requests.Timeout):
-        return RetryableDeliveryError(f"Telegram did not answer within {seconds:.1f} s")
+        return RetryableDeliveryError(
+            f"Telegram did not answer within {seconds:.1f} s", maybe_delivered=not never_sent
+        )
     if isinstance(exc, requests.ConnectionError):
-        return RetryableDeliveryError(f"connection to Telegram failed: {_root_cause(exc)}")
-    return RetryableDeliveryError(f"request to Telegram failed: {_root_cause(exc)}")
+        return RetryableDeliveryError(
+            f"connection to Telegram failed: {_root_cause(exc)}", maybe_delivered=not never_sent
+        )
+    return RetryableDeliveryError(
+        f"request to Telegram failed: {_root_cause(exc)}", maybe_delivered=not never_sent
+    )
+
+
+def _never_connected(exc: requests.RequestException) -> bool:
+    """True when the request failed before a connection existed (refused, DNS, unreachable,
+    connect timeout), so not one byte of it can have reached Telegram."""
+    if isinstance(exc, requests.ConnectTimeout):
+        return True
+    return any(
+        isinstance(cause, _BEFORE_CONNECTING | ConnectionRefusedError | socket.gaierror)
+        for cause in _causes(exc)
+    )
+
+
+# urllib3's NewConnectionError (refused, unreachable) and NameResolutionError derive from it.
+_BEFORE_CONNECTING = urllib3.exceptions.ConnectTimeoutError
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exception and everything it wraps: urllib3's MaxRetryError keeps its cause in
+    `reason`, a ProxyError in `original_error`, requests in `args[0]`."""
+    found: list[BaseException] = []
+    pending: list[object] = [exc]
+    while pending and len(found) < 20:
+        cause = pending.pop()
+        if not isinstance(cause, BaseException) or any(cause is seen for seen in found):
+            continue
+        found.append(cause)
+        pending.extend(
+            (
+                cause.__cause__,
+                cause.__context__,
+                getattr(cause, "reason", None),
+                getattr(cause, "original_error", None),
+                cause.args[0] if cause.args else None,
+            )
+        )
+    return found
 
 
 def _root_cause(exc: requests.RequestException) -> str:
@@ -136,7 +184,8 @@ def _refusal(response: requests.Response, reply: dict[str, Any]) -> DeliveryErro
         retry_after = _seconds(parameters.get("retry_after"))
         if retry_after is None:
             retry_after = _seconds(response.headers.get("Retry-After"))
-        return RetryableDeliveryError(summary, retry_after=retry_after)
+        # Telegram turned the request away: it certainly posted nothing.
+        return RetryableDeliveryError(summary, retry_after=retry_after, maybe_delivered=False)
     if error_code >= 500 or status >= 500:
         return RetryableDeliveryError(summary)
     new_chat_id = parameters.get("migrate_to_chat_id")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,18 +27,29 @@ def refusal(status: int, description: str, **parameters: Any) -> dict[str, Any]:
     return reply
 
 
-class RecordingSleep:
-    """Stands in for the retrier's pauses: remembers them and returns at once."""
+class FakeTime:
+    """A clock and a sleep in one: sleeping advances the clock at once, so hours of backoff
+    run instantly and the retry horizon can be reached."""
 
-    def __init__(self) -> None:
-        self.calls: list[float] = []
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
 
-    def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
 
 
 @pytest.fixture
-def settings() -> Settings:
+def spool_path(tmp_path: Path) -> str:
+    return str(tmp_path / "spool.sqlite3")
+
+
+@pytest.fixture
+def settings(spool_path: str) -> Settings:
     return Settings(
         telegram_bot_token=TOKEN,
         telegram_chat_id=CHAT_ID,
@@ -46,12 +58,13 @@ def settings() -> Settings:
         send_timeout=2.0,
         retry_attempts=3,
         retry_wait=30.0,
+        spool_path=spool_path,
     )
 
 
 @pytest.fixture
-def sleeps() -> RecordingSleep:
-    return RecordingSleep()
+def fake_time() -> FakeTime:
+    return FakeTime()
 
 
 @pytest.fixture
@@ -62,8 +75,8 @@ def telegram() -> Iterator[responses.RequestsMock]:
 
 
 @pytest.fixture
-def app(settings: Settings, sleeps: RecordingSleep) -> Iterator[Flask]:
-    app = create_app(settings, retry_sleep=sleeps)
+def app(settings: Settings, fake_time: FakeTime) -> Iterator[Flask]:
+    app = create_app(settings, retry_sleep=fake_time.sleep, clock=fake_time)
     yield app
     retrier.shutdown()
 

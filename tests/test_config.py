@@ -29,6 +29,10 @@ def test_defaults_fill_everything_but_the_three_required_variables() -> None:
         send_timeout=5.0,
         retry_attempts=3,
         retry_wait=30.0,
+        retry_max_age=21600.0,
+        spool_path="relay-spool.sqlite3",
+        spool_max_pending=10000,
+        late_after=60.0,
     )
 
 
@@ -41,12 +45,24 @@ def test_every_variable_is_read() -> None:
             RELAY_SEND_TIMEOUT="2.5",
             RELAY_RETRY_ATTEMPTS="7",
             RELAY_RETRY_WAIT="0.5",
+            RELAY_RETRY_MAX_AGE="3600",
+            RELAY_SPOOL_PATH="/var/lib/relay/spool.sqlite3",
+            RELAY_SPOOL_MAX_PENDING="50",
+            RELAY_LATE_AFTER="120",
         )
     )
     assert settings.telegram_chat_id == "@alerts_channel"
     assert settings.telegram_thread_id == 42
     assert settings.telegram_api_url == "http://127.0.0.1:8081"
     assert (settings.send_timeout, settings.retry_attempts, settings.retry_wait) == (2.5, 7, 0.5)
+    assert settings.retry_max_age == 3600
+    assert settings.spool_path == "/var/lib/relay/spool.sqlite3"
+    assert settings.spool_max_pending == 50
+    assert settings.late_after == 120
+
+
+def test_the_spool_can_be_switched_off() -> None:
+    assert Settings.from_env(env(RELAY_SPOOL_PATH="off")).spool_path is None
 
 
 @pytest.mark.parametrize(
@@ -68,6 +84,12 @@ def test_every_variable_is_read() -> None:
         ("RELAY_RETRY_ATTEMPTS", "2.5", "not an integer"),
         ("RELAY_RETRY_ATTEMPTS", "0", "out of range"),
         ("RELAY_RETRY_WAIT", "-1", "out of range"),
+        ("RELAY_RETRY_WAIT", "0", "out of range"),
+        ("RELAY_RETRY_MAX_AGE", "six hours", "is not a number"),
+        ("RELAY_SPOOL_PATH", "/var/lib/relay/", "names a directory"),
+        ("RELAY_SPOOL_MAX_PENDING", "0", "out of range"),
+        ("RELAY_SPOOL_MAX_PENDING", "1.5", "is not an integer"),
+        ("RELAY_LATE_AFTER", "0", "out of range"),
     ],
 )
 def test_a_bad_variable_is_named_with_how_to_fix_it(variable: str, value: str, says: str) -> None:

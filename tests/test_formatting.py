@@ -6,11 +6,14 @@ from typing import Any
 import pytest
 
 from relay_app.formatting import (
+    MESSAGE_LIMIT,
     PLAIN_FALLBACK_LIMIT,
     TELEGRAM_TEXT_LIMIT,
     Message,
     format_alert,
+    late_note,
     visible_length,
+    with_late_note,
 )
 from relay_app.glitchtip import IssueAlert, UnrecognizedPayload, UptimeAlert, parse_alert
 from tests import payloads
@@ -27,7 +30,39 @@ def message_for(payload: dict[str, Any]) -> Message:
     assert shown == message.text
     assert visible_length(message.text) <= TELEGRAM_TEXT_LIMIT
     assert visible_length(message.fallback) <= PLAIN_FALLBACK_LIMIT
+    # Whatever the message, a late delivery's note still fits: the longest note there is.
+    late = with_late_note(message, received_at=0, now=99 * 86400 + 86399)
+    assert visible_text(late.html, parse_mode="HTML") == late.text
+    assert visible_length(late.text) <= TELEGRAM_TEXT_LIMIT
+    assert visible_length(late.fallback) <= PLAIN_FALLBACK_LIMIT + 100
     return message
+
+
+def test_a_late_message_says_when_glitchtip_sent_it_and_how_late_it_is() -> None:
+    message = message_for(issue_alert(issue(1, title="<b>tags</b> & all")))
+    sent = 1_764_499_948.0  # 2025-11-30 10:52:28 UTC
+    late = with_late_note(message, received_at=sent, now=sent + 2 * 3600 + 5 * 60 + 9)
+    note = "⏳ Late: GlitchTip sent this at 2025-11-30 10:52:28 UTC; delivered 2 h 5 min later."
+    assert late.text == f"{message.text}\n\n{note}"
+    assert late.fallback == f"{message.fallback}\n\n{note}"
+    assert late.html.startswith(message.html)
+    assert visible_text(late.html, parse_mode="HTML") == late.text
+
+
+@pytest.mark.parametrize(
+    ("delay", "says"),
+    [
+        (0.4, "0 s"),
+        (48, "48 s"),
+        (61, "1 min 1 s"),
+        (3 * 60, "3 min"),
+        (3600 + 59, "1 h"),
+        (3600 + 60 * 7 + 3, "1 h 7 min"),
+        (86400 * 2 + 3600 * 3 + 60, "2 d 3 h"),
+    ],
+)
+def test_the_delay_is_said_in_at_most_two_units(delay: float, says: str) -> None:
+    assert late_note(1000.0, 1000.0 + delay).endswith(f"delivered {says} later.")
 
 
 def test_one_issue_shows_everything_glitchtip_sent() -> None:
@@ -125,7 +160,7 @@ def test_huge_values_are_shortened_evenly_and_every_issue_stays() -> None:
         total=5,
     )
     message = message_for(alert)
-    assert visible_length(message.text) > TELEGRAM_TEXT_LIMIT - 50  # uses the room it has
+    assert visible_length(message.text) > MESSAGE_LIMIT - 50  # uses the room it has
     assert "short title three" in message.text  # short values keep every character
     for letter in "AB":
         assert f"{letter * 100}" in message.text

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import requests
 import responses
+import urllib3
 
 from relay_app.errors import (
     ChatMigrated,
@@ -71,6 +72,7 @@ def test_429_is_retryable_with_telegrams_pause(
         send(client)
     assert raised.value.retry_after == 7
     assert "retry after 7" in str(raised.value)
+    assert not raised.value.maybe_delivered  # turned away: nothing was posted
 
 
 def test_429_pause_from_the_header_when_the_body_has_none(
@@ -104,6 +106,8 @@ def test_server_errors_and_garbled_replies_are_retryable(
     with pytest.raises(RetryableDeliveryError) as raised:
         send(client)
     assert raised.value.retry_after is None
+    # An error page can come from a proxy after Telegram took the message.
+    assert raised.value.maybe_delivered
 
 
 @pytest.mark.parametrize(
@@ -149,30 +153,70 @@ def test_an_upgraded_group_names_its_new_id(
     assert raised.value.new_chat_id == -1009876543210
 
 
+def _wrapped_by_urllib3(reason: Exception) -> requests.ConnectionError:
+    """What requests raises when urllib3 gives up: the cause sits two wrappers deep."""
+    pool_error = urllib3.exceptions.MaxRetryError(None, SEND_URL, reason)  # type: ignore[arg-type]
+    return requests.ConnectionError(pool_error)
+
+
 @pytest.mark.parametrize(
-    ("error", "says"),
+    ("error", "says", "maybe_delivered"),
     [
         (
             requests.ConnectionError(
                 f"HTTPSConnectionPool: Max retries exceeded with url: {SEND_URL}"
             ),
             "connection to Telegram failed",
+            True,
         ),
-        (requests.ReadTimeout(f"Read timed out: {SEND_URL}"), "did not answer within"),
-        (requests.ConnectTimeout(f"Connect timed out: {SEND_URL}"), "did not answer within"),
+        (
+            _wrapped_by_urllib3(urllib3.exceptions.ProtocolError("Connection aborted.")),
+            "connection to Telegram failed",
+            True,
+        ),
+        (
+            _wrapped_by_urllib3(
+                urllib3.exceptions.NameResolutionError(
+                    "api.telegram.org",
+                    None,  # type: ignore[arg-type]
+                    socket.gaierror(-2, "Name or service not known"),
+                )
+            ),
+            "connection to Telegram failed",
+            False,
+        ),
+        (
+            _wrapped_by_urllib3(
+                urllib3.exceptions.NewConnectionError(None, "[Errno 113] No route to host")  # type: ignore[arg-type]
+            ),
+            "connection to Telegram failed",
+            False,
+        ),
+        (requests.ReadTimeout(f"Read timed out: {SEND_URL}"), "did not answer within", True),
+        (
+            requests.ConnectTimeout(f"Connect timed out: {SEND_URL}"),
+            "did not answer within",
+            False,
+        ),
         (
             requests.exceptions.ChunkedEncodingError(f"broken: {SEND_URL}"),
             "request to Telegram failed",
+            True,
         ),
     ],
 )
 def test_network_errors_are_retryable_and_never_carry_the_token(
-    client: TelegramClient, telegram: responses.RequestsMock, error: Exception, says: str
+    client: TelegramClient,
+    telegram: responses.RequestsMock,
+    error: Exception,
+    says: str,
+    maybe_delivered: bool,
 ) -> None:
     telegram.post(SEND_URL, body=error)
     with pytest.raises(RetryableDeliveryError) as raised:
         send(client)
     assert says in str(raised.value)
+    assert raised.value.maybe_delivered is maybe_delivered
     assert TOKEN not in str(raised.value)
     assert raised.value.__cause__ is None
     assert raised.value.__suppress_context__
@@ -181,9 +225,10 @@ def test_network_errors_are_retryable_and_never_carry_the_token(
 def test_no_time_left_means_no_request(
     client: TelegramClient, telegram: responses.RequestsMock
 ) -> None:
-    with pytest.raises(RetryableDeliveryError):
+    with pytest.raises(RetryableDeliveryError) as raised:
         send(client, seconds=-1)
     assert len(telegram.calls) == 0
+    assert not raised.value.maybe_delivered
 
 
 def test_a_refused_connection_is_retryable_without_the_token() -> None:
@@ -194,6 +239,7 @@ def test_a_refused_connection_is_retryable_without_the_token() -> None:
     with pytest.raises(RetryableDeliveryError) as raised:
         send(client)
     assert str(raised.value) == "connection to Telegram failed: Connection refused"
+    assert not raised.value.maybe_delivered
 
 
 # --- the hard deadline, against a real socket that misbehaves ------------------------------
@@ -258,4 +304,5 @@ def test_the_deadline_holds_however_slowly_telegram_answers(reply: bytes, drip: 
         took = time.monotonic() - started
         assert took < 0.5 + 0.3
         assert "within 0.5 s" in str(raised.value)
+        assert raised.value.maybe_delivered  # the request went out before the silence
         client.close()

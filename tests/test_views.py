@@ -2,14 +2,22 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import requests
 import responses
 from flask.testing import FlaskClient
+from requests import PreparedRequest
 
+from relay_app import create_app
+from relay_app.config import Settings
+from relay_app.formatting import format_alert
+from relay_app.glitchtip import parse_alert
 from relay_app.retrier import Retrier
-from tests.conftest import SECRET, SEND_URL, RecordingSleep, refusal
+from relay_app.spool import Spool
+from tests.conftest import SECRET, SEND_URL, FakeTime, refusal
 from tests.payloads import issue, issue_alert, uptime_alert
 
 WEBHOOK = f"/webhook/{SECRET}"
@@ -24,21 +32,21 @@ def test_a_delivered_alert_answers_200_and_queues_nothing(
     client: FlaskClient,
     telegram: responses.RequestsMock,
     app_retrier: Retrier,
-    sleeps: RecordingSleep,
+    fake_time: FakeTime,
 ) -> None:
     telegram.post(SEND_URL, json=OK)
     reply = client.post(WEBHOOK, json=issue_alert())
     assert (reply.status_code, reply.json) == (200, {"status": "sent"})
     assert len(telegram.calls) == 1
     assert app_retrier.wait_idle(timeout=0)  # no job was ever queued
-    assert sleeps.calls == []
+    assert fake_time.sleeps == []
 
 
 def test_a_failed_attempt_queues_the_prebuilt_text_and_still_answers_502(
     client: FlaskClient,
     telegram: responses.RequestsMock,
     app_retrier: Retrier,
-    sleeps: RecordingSleep,
+    fake_time: FakeTime,
 ) -> None:
     telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))
     telegram.post(SEND_URL, json=OK)
@@ -50,7 +58,7 @@ def test_a_failed_attempt_queues_the_prebuilt_text_and_still_answers_502(
     assert app_retrier.wait_idle(timeout=10)
     first, retried = sent_texts(telegram)
     assert retried == first  # the very same text, never rebuilt
-    assert sleeps.calls == [30.0]
+    assert fake_time.sleeps == [30.0]
 
 
 def test_retries_at_the_ceiling_give_up_with_an_error_holding_the_text(
@@ -205,3 +213,107 @@ def test_a_relay_bug_while_sending_still_logs_the_alert(
     [lost] = [r for r in caplog.records if "ALERT NOT DELIVERED" in r.getMessage()]
     assert "ZeroDivisionError: division by zero #1" in lost.getMessage()
     assert lost.exc_info is not None
+
+
+# --- the spool ------------------------------------------------------------------------------
+
+
+def test_the_alert_is_on_disk_before_the_first_attempt_and_gone_once_delivered(
+    client: FlaskClient, telegram: responses.RequestsMock, spool_path: str
+) -> None:
+    seen_during_the_attempt: list[int] = []
+
+    def telegram_accepts(request: PreparedRequest) -> tuple[int, dict[str, str], str]:
+        # Read through a connection of its own, as a process resuming the spool would.
+        seen_during_the_attempt.append(Spool(spool_path).counts()["pending"])
+        return 200, {}, json.dumps(OK)
+
+    telegram.add_callback(responses.POST, SEND_URL, callback=telegram_accepts)
+    assert client.post(WEBHOOK, json=issue_alert()).status_code == 200
+    assert seen_during_the_attempt == [1]
+    assert Spool(spool_path).counts() == {"pending": 0, "dead": 0}
+
+
+def test_a_permanent_refusal_is_kept_as_a_dead_letter(
+    client: FlaskClient, telegram: responses.RequestsMock, spool_path: str
+) -> None:
+    telegram.post(SEND_URL, status=403, json=refusal(403, "Forbidden: bot is not a member"))
+    assert client.post(WEBHOOK, json=issue_alert()).status_code == 502
+    [dead] = Spool(spool_path).alerts("dead")
+    assert dead.last_error == "Telegram refused the message (403): Forbidden: bot is not a member"
+    assert dead.message.text.startswith("🔴 GlitchTip Alert\n")
+
+
+def test_readyz_is_200_while_the_spool_works(client: FlaskClient) -> None:
+    reply = client.get("/readyz")
+    assert (reply.status_code, reply.json) == (200, {"status": "ready"})
+
+
+def test_an_unusable_spool_is_not_ready_yet_alerts_still_go_through(
+    settings: Settings,
+    fake_time: FakeTime,
+    telegram: responses.RequestsMock,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    missing = tmp_path / "not-mounted"
+    app = create_app(
+        replace(settings, spool_path=str(missing / "spool.sqlite3")),
+        retry_sleep=fake_time.sleep,
+        clock=fake_time,
+    )
+    client = app.test_client()
+    reply = client.get("/readyz")
+    assert reply.status_code == 503
+    assert reply.json == {
+        "status": "not ready",
+        "reason": f"spool unusable: the directory {missing} does not exist",
+    }
+    assert client.get("/healthz").status_code == 200
+    telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))
+    telegram.post(SEND_URL, json=OK)
+    reply = client.post(WEBHOOK, json=issue_alert())
+    assert reply.status_code == 502
+    assert reply.json is not None
+    assert reply.json["status"] == "queued"
+    retrier_of_app = app.extensions["relay_retrier"]
+    assert retrier_of_app.wait_idle(timeout=10)
+    assert len(telegram.calls) == 2  # retried from memory
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert any(m.startswith("DURABILITY LOST") for m in errors)
+    assert any("retried from memory only" in m for m in errors)
+
+    missing.mkdir()  # the volume is back
+    assert client.get("/readyz").status_code == 200
+    assert "works again" in caplog.text
+
+
+def test_with_the_spool_switched_off_the_relay_is_ready(
+    settings: Settings, fake_time: FakeTime
+) -> None:
+    app = create_app(replace(settings, spool_path=None), retry_sleep=fake_time.sleep)
+    assert app.test_client().get("/readyz").status_code == 200
+
+
+def test_past_the_pending_limit_an_alert_is_still_tried_but_never_silently_dropped(
+    settings: Settings,
+    fake_time: FakeTime,
+    telegram: responses.RequestsMock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app = create_app(
+        replace(settings, spool_max_pending=1), retry_sleep=fake_time.sleep, clock=fake_time
+    )
+    client = app.test_client()
+    waiting = format_alert(parse_alert(issue_alert(issue(9))))
+    Spool(settings.spool_path or "").add(waiting, received_at=0, lease_until=0)
+    telegram.post(SEND_URL, json=OK)
+    assert client.post(WEBHOOK, json=issue_alert(issue(2))).status_code == 200  # tried anyway
+    telegram.post(SEND_URL, status=500, json=refusal(500, "Internal Server Error"))
+    reply = client.post(WEBHOOK, json=issue_alert(issue(3)))
+    assert reply.status_code == 502
+    assert reply.json is not None
+    assert reply.json["status"] == "failed"
+    [lost] = [r for r in caplog.records if "ALERT NOT DELIVERED" in r.getMessage()]
+    assert "the spool is full" in lost.getMessage()
+    assert "division by zero #3" in lost.getMessage()

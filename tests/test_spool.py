@@ -1,0 +1,189 @@
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from relay_app.formatting import format_alert
+from relay_app.glitchtip import parse_alert
+from relay_app.spool import Spool, SpoolError, SpoolFull
+from tests.conftest import FakeTime
+from tests.payloads import issue, issue_alert
+
+MESSAGE = format_alert(parse_alert(issue_alert(issue(1))))
+
+
+@pytest.fixture
+def clock() -> FakeTime:
+    return FakeTime()
+
+
+@pytest.fixture
+def spool(spool_path: str, clock: FakeTime) -> Spool:
+    return Spool(spool_path, clock=clock)
+
+
+def add(spool: Spool, clock: FakeTime, *, lease: float = 10.0) -> int:
+    alert = spool.add(MESSAGE, received_at=clock.now, lease_until=clock.now + lease)
+    assert alert.id is not None
+    return alert.id
+
+
+def test_an_added_alert_is_held_by_its_process_until_the_lease_expires(
+    spool: Spool, spool_path: str, clock: FakeTime
+) -> None:
+    alert_id = add(spool, clock)
+    other_process = Spool(spool_path, clock=clock)
+    assert other_process.claim(10, due_by=clock.now, lease_for=35) == []
+    clock.now += 10.5
+    [claimed] = other_process.claim(10, due_by=clock.now, lease_for=35)
+    assert (claimed.id, claimed.message, claimed.lease_owner) == (
+        alert_id,
+        MESSAGE,
+        other_process.owner,
+    )
+    assert claimed.lease_until == pytest.approx(clock.now + 35)
+    assert (claimed.attempts, claimed.unsure_attempts) == (1, 1)  # the one that was in flight
+
+
+def test_a_lease_given_back_is_claimable_at_once(
+    spool: Spool, spool_path: str, clock: FakeTime
+) -> None:
+    add(spool, clock, lease=3600)
+    assert spool.release_all() == 1
+    assert len(Spool(spool_path, clock=clock).claim(10, due_by=clock.now, lease_for=35)) == 1
+
+
+def test_only_due_alerts_are_claimed(spool: Spool, spool_path: str, clock: FakeTime) -> None:
+    [alert] = [spool.add(MESSAGE, received_at=clock.now, lease_until=clock.now)]
+    alert.next_attempt_at = clock.now + 60
+    spool.save(alert, lease_until=None)
+    other_process = Spool(spool_path, clock=clock)
+    assert other_process.claim(10, due_by=clock.now + 1, lease_for=35) == []
+    assert len(other_process.claim(10, due_by=clock.now + 60, lease_for=35)) == 1
+
+
+def test_workers_claiming_at_once_never_share_a_row(spool_path: str, clock: FakeTime) -> None:
+    writer = Spool(spool_path, clock=clock)
+    for _ in range(300):
+        writer.add(MESSAGE, received_at=clock.now, lease_until=clock.now - 1)
+    workers = [Spool(spool_path, clock=clock) for _ in range(6)]
+    claimed: dict[str, list[int]] = {w.owner: [] for w in workers}
+    start = threading.Barrier(len(workers))
+
+    def claim_all(worker: Spool) -> None:
+        start.wait(timeout=10)
+        for _ in range(100):
+            got = worker.claim(7, due_by=clock.now, lease_for=60)
+            claimed[worker.owner].extend(alert.id for alert in got if alert.id is not None)
+
+    threads = [threading.Thread(target=claim_all, args=(w,)) for w in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    every_claim = [alert_id for ids in claimed.values() for alert_id in ids]
+    assert sorted(every_claim) == list(range(1, 301))  # each row exactly once
+
+
+def test_saving_fails_once_another_worker_holds_the_row(
+    spool: Spool, spool_path: str, clock: FakeTime
+) -> None:
+    alert = spool.add(MESSAGE, received_at=clock.now, lease_until=clock.now + 10)
+    clock.now += 11
+    Spool(spool_path, clock=clock).claim(1, due_by=clock.now, lease_for=35)
+    assert spool.save(alert, lease_until=clock.now + 35) is False
+
+
+def test_the_pending_limit_is_enforced(spool_path: str, clock: FakeTime) -> None:
+    spool = Spool(spool_path, max_pending=2, clock=clock)
+    add(spool, clock)
+    add(spool, clock)
+    with pytest.raises(SpoolFull):
+        add(spool, clock)
+
+
+def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
+    spool: Spool, clock: FakeTime
+) -> None:
+    ids = [add(spool, clock, lease=-1) for _ in range(3)]
+    for alert in spool.claim(3, due_by=clock.now, lease_for=35):
+        alert.last_error = "Connection refused"
+        spool.bury(alert)
+    clock.now += 86400
+    assert spool.requeue([ids[0], ids[0] + 100]) == {ids[0]: "dead", ids[0] + 100: None}
+    [again] = spool.alerts("pending")
+    assert (again.id, again.retry_from, again.attempts, again.lease_owner) == (
+        ids[0],
+        clock.now,
+        0,
+        None,
+    )
+    assert spool.requeue([ids[0]]) == {ids[0]: "pending"}
+    assert spool.purge_dead(received_before=clock.now - 3600) == 2
+    assert spool.counts() == {"pending": 1, "dead": 0}
+    assert spool.purge_dead(received_before=clock.now) == 0  # pending ones are never purged
+
+
+def test_a_corrupt_file_is_moved_aside_and_a_fresh_spool_started(
+    spool_path: str, clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    garbage = b"this is not a database, whatever the name says\n" * 200
+    Path(spool_path).write_bytes(garbage)
+    spool = Spool(spool_path, clock=clock)
+    assert spool.problem() is None
+    add(spool, clock)
+    [aside] = Path(spool_path).parent.glob("spool.sqlite3.corrupt-*")
+    assert aside.read_bytes() == garbage  # kept as it was, for a person to look at
+    [record] = [r for r in caplog.records if "was corrupt" in r.getMessage()]
+    assert record.levelno == logging.ERROR
+    assert str(aside) in record.getMessage()
+
+
+def test_a_full_disk_is_reported_once_and_recovery_noticed(
+    spool: Spool, clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    add(spool, clock)
+    with spool._statement() as db:  # a disk that is full from this page on, for this connection
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        db.execute(f"PRAGMA max_page_count = {pages}")
+    big = MESSAGE.__class__(html="x" * 100_000, text="x" * 100_000, fallback="x")
+    for _ in range(2):
+        with pytest.raises(SpoolError, match="database or disk is full"):
+            spool.add(big, received_at=clock.now, lease_until=clock.now)
+        with spool._statement() as db:  # the failed connection was dropped: the next one too
+            assert db.execute("SELECT count(*) FROM alerts").fetchone()[0] == 1  # reads work
+            db.execute(f"PRAGMA max_page_count = {pages}")
+    errors = [r for r in caplog.records if r.getMessage().startswith("DURABILITY LOST")]
+    assert len(errors) == 1  # on becoming unusable, not on every failure
+    assert errors[0].levelno == logging.ERROR
+    assert "database or disk is full" in errors[0].getMessage()
+    assert spool.problem() is None  # a fresh connection has room: it works again
+    assert "works again" in caplog.text
+    add(spool, clock)
+
+
+def test_a_missing_directory_is_reported_and_recovered_from(tmp_path: Path) -> None:
+    spool = Spool(str(tmp_path / "volume" / "spool.sqlite3"))
+    assert spool.problem() == f"the directory {tmp_path / 'volume'} does not exist"
+    (tmp_path / "volume").mkdir()
+    assert spool.problem() is None
+
+
+def test_a_spool_from_a_newer_relay_is_left_alone(spool_path: str) -> None:
+    with sqlite3.connect(spool_path) as db:
+        db.execute("PRAGMA user_version = 99")
+    db.close()
+    problem = Spool(spool_path).problem()
+    assert problem is not None
+    assert "newer relay_app" in problem
+
+
+def test_the_cli_never_creates_a_spool(tmp_path: Path) -> None:
+    path = tmp_path / "typo.sqlite3"
+    with pytest.raises(SpoolError, match="there is no spool at"):
+        Spool(str(path), create=False).counts()
+    assert not path.exists()
