@@ -119,12 +119,14 @@ class Spool:
         *,
         max_pending: int = 10000,
         clock: Clock = time.time,
-        create: bool = True,
+        for_service: bool = True,
     ) -> None:
+        """`for_service=False` is a person's tool (relay-app): it never creates or repairs the
+        file, and leaves reporting to the tool, since no alert depends on it."""
         self.path = path
         self.max_pending = max_pending
         self._clock = clock
-        self._create = create
+        self._for_service = for_service
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._owner = _new_owner()
@@ -344,7 +346,7 @@ class Spool:
         self._problem = None
 
     def _became_unusable(self, reason: str) -> None:
-        if self._problem is None:
+        if self._problem is None and self._for_service:
             log.error(
                 "DURABILITY LOST: the spool %s cannot be used: %s. Alerts are still delivered, "
                 "but a failed one is retried from memory only and is lost if this process stops. "
@@ -367,7 +369,7 @@ class Spool:
         directory = os.path.dirname(os.path.abspath(self.path))
         if not os.path.isdir(directory):
             raise SpoolError(f"the directory {directory} does not exist")
-        if not self._create and not os.path.exists(self.path):
+        if not self._for_service and not os.path.exists(self.path):
             raise SpoolError(f"there is no spool at {self.path}")
         # Workers start together: only one at a time may find the file corrupt and replace it,
         # or a second could move aside the fresh file the first just made.
@@ -375,7 +377,7 @@ class Spool:
             try:
                 return self._connect()
             except sqlite3.DatabaseError as exc:
-                if not _is_corruption(exc) or not self._create:
+                if not _is_corruption(exc) or not self._for_service:
                     raise
                 problem = _describe(exc)
             aside = self._move_aside()
@@ -390,7 +392,7 @@ class Spool:
         return connection
 
     def _connect(self) -> sqlite3.Connection:
-        uri = f"file:{_uri_path(self.path)}?mode={'rwc' if self._create else 'rw'}"
+        uri = f"file:{_uri_path(self.path)}?mode={'rwc' if self._for_service else 'rw'}"
         connection = sqlite3.connect(
             uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
         )

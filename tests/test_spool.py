@@ -185,5 +185,5 @@ def test_a_spool_from_a_newer_relay_is_left_alone(spool_path: str) -> None:
 def test_the_cli_never_creates_a_spool(tmp_path: Path) -> None:
     path = tmp_path / "typo.sqlite3"
     with pytest.raises(SpoolError, match="there is no spool at"):
-        Spool(str(path), create=False).counts()
+        Spool(str(path), for_service=False).counts()
     assert not path.exists()

@@ -1,0 +1,196 @@
+"""`relay-app`: the relay's command line, for the people who run it.
+
+`relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay. It
+reads the same environment as the service (RELAY_SPOOL_PATH), never creates a spool, and never
+touches an alert that is still pending except to say so. Exit codes: 0 done, 1 something could
+not be done (no spool, unknown id), 2 wrong usage or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TextIO
+
+from .config import ConfigError, spool_path_from_env
+from .spool import Spool, SpooledAlert, SpoolError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(s|m|h|d|w)")
+_SECONDS_PER_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+class _Failed(Exception):
+    """Reported on stderr; exit code 1."""
+
+
+class _Usage(Exception):
+    """Reported on stderr; exit code 2."""
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse has already printed the usage and the problem
+        return EXIT_USAGE if exit_.code else EXIT_OK
+    try:
+        spool = _open_spool(os.environ if environ is None else environ)
+        return int(args.run(spool, args, out))
+    except _Usage as exc:
+        print(f"relay-app: error: {exc}", file=err)
+        return EXIT_USAGE
+    except (_Failed, SpoolError) as exc:
+        print(f"relay-app: error: {exc}", file=err)
+        return EXIT_FAILED
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="relay-app",
+        description="Look after the relay's spool: alerts waiting for Telegram, and dead ones.",
+    )
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    spool = commands.add_parser("spool", help="list, resend or purge spooled alerts")
+    actions = spool.add_subparsers(required=True, metavar="ACTION")
+
+    listing = actions.add_parser("list", help="list pending alerts (or dead ones with --dead)")
+    listing.add_argument("--dead", action="store_true", help="list dead letters instead")
+    listing.set_defaults(run=_list)
+
+    retry = actions.add_parser(
+        "retry", help="make dead alerts pending again; a running relay resends them"
+    )
+    which = retry.add_mutually_exclusive_group(required=True)
+    which.add_argument("ids", nargs="*", type=_alert_id, default=[], metavar="ID")
+    which.add_argument("--all-dead", action="store_true", help="every dead alert")
+    retry.set_defaults(run=_retry)
+
+    purge = actions.add_parser("purge", help="delete dead alerts older than a duration")
+    purge.add_argument(
+        "--dead", action="store_true", required=True, help="required: only dead alerts go"
+    )
+    purge.add_argument(
+        "--older-than",
+        required=True,
+        type=parse_duration,
+        metavar="DURATION",
+        help="received longer ago than this: 3600, 90s, 15m, 12h, 7d, 2w, 1d12h",
+    )
+    purge.set_defaults(run=_purge)
+    return parser
+
+
+def parse_duration(raw: str) -> float:
+    """'7d', '12h', '1d12h', '90s' or plain seconds."""
+    text = raw.strip().lower()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(text)
+    if not text or "".join(number + unit for number, unit in parts) != text:
+        raise argparse.ArgumentTypeError(
+            f"{raw!r} is not a duration; use seconds or a number with s, m, h, d or w (like 7d)"
+        )
+    return sum(float(number) * _SECONDS_PER_UNIT[unit] for number, unit in parts)
+
+
+def _alert_id(raw: str) -> int:
+    value = raw.lstrip("#")
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"{raw!r} is not an alert id (a number, as listed)")
+    return int(value)
+
+
+def _open_spool(environ: Mapping[str, str]) -> Spool:
+    try:
+        path = spool_path_from_env(environ)
+    except ConfigError as exc:
+        raise _Usage(str(exc)) from None
+    if path is None:
+        raise _Usage("RELAY_SPOOL_PATH is 'off': this relay keeps no spool")
+    return Spool(path, for_service=False)
+
+
+def _list(spool: Spool, args: argparse.Namespace, out: TextIO) -> int:
+    alerts = spool.alerts("dead" if args.dead else "pending")
+    when = "DIED (UTC)" if args.dead else "NEXT ATTEMPT (UTC)"
+    rows = [("ID", "RECEIVED (UTC)", "TRIES", when, "LAST ERROR", "ALERT")]
+    rows += [_row(alert) for alert in alerts]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print("  ".join([*cells, row[-1]]).rstrip(), file=out)
+    counts = spool.counts()
+    print(f"\n{counts['pending']} pending, {counts['dead']} dead in {spool.path}", file=out)
+    return EXIT_OK
+
+
+def _row(alert: SpooledAlert) -> tuple[str, str, str, str, str, str]:
+    when = alert.dead_at if alert.state == "dead" else alert.next_attempt_at
+    return (
+        str(alert.id),
+        _utc(alert.received_at),
+        str(alert.attempts),
+        _utc(when) if when is not None else "-",
+        _clip(alert.last_error or "-", 48),
+        _clip(_summary(alert.message.text), 100),
+    )
+
+
+def _retry(spool: Spool, args: argparse.Namespace, out: TextIO) -> int:
+    if args.all_dead:
+        count = spool.requeue_all_dead()
+        print(f"{count} dead alert(s) are pending again.", file=out)
+    else:
+        before = spool.requeue(args.ids)
+        for alert_id, state in before.items():
+            if state == "dead":
+                print(f"#{alert_id}: pending again", file=out)
+            elif state == "pending":
+                print(f"#{alert_id}: already pending; left as it is", file=out)
+        missing = [alert_id for alert_id, state in before.items() if state is None]
+        if missing:
+            names = ", ".join(f"#{alert_id}" for alert_id in missing)
+            raise _Failed(f"no such alert in {spool.path}: {names}")
+    print("A running relay sends them within a couple of seconds.", file=out)
+    return EXIT_OK
+
+
+def _purge(spool: Spool, args: argparse.Namespace, out: TextIO) -> int:
+    before = time.time() - args.older_than
+    count = spool.purge_dead(received_before=before)
+    print(f"Deleted {count} dead alert(s) received before {_utc(before)} UTC.", file=out)
+    return EXIT_OK
+
+
+def _utc(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _summary(text: str) -> str:
+    """The first lines that say something: header, title, culprit."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " · ".join(lines[:3])
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
