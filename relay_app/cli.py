@@ -132,7 +132,7 @@ def _open_spool(environ: Mapping[str, str]) -> Spool:
 def _list(spool: Spool, args: argparse.Namespace, out: TextIO) -> int:
     alerts = spool.alerts("dead" if args.dead else "pending")
     when = "DIED (UTC)" if args.dead else "NEXT ATTEMPT (UTC)"
-    rows = [("ID", "RECEIVED (UTC)", "TRIES", when, "LAST ERROR", "ALERT")]
+    rows = [("ID", "RECEIVED (UTC)", "TRIES", when, "ALERT", "LAST ERROR")]
     rows += [_row(alert) for alert in alerts]
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
     for row in rows:
@@ -150,8 +150,8 @@ def _row(alert: SpooledAlert) -> tuple[str, str, str, str, str, str]:
         _utc(alert.received_at),
         str(alert.attempts),
         _utc(when) if when is not None else "-",
-        _clip(alert.last_error or "-", 48),
-        _clip(_summary(alert.message.text), 100),
+        _clip(_summary(alert.message.text), 60),
+        _clip(alert.last_error or "-", 200),
     )
 
 

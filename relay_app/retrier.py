@@ -61,14 +61,16 @@ _active = 0  # jobs submitted and not yet finished
 _memory_jobs = 0
 _stopping = threading.Event()
 _resumer: threading.Thread | None = None
+_given_back = 0  # spooled alerts whose jobs stopped for the shutdown, left for the next start
 _retriers: weakref.WeakSet[Retrier] = weakref.WeakSet()
 
 
 def _reset_after_fork() -> None:
     # A forked child inherits the parent's pool object but none of its threads, and possibly a
     # lock some other thread held at fork time: start from nothing.
-    global _lock, _executor, _active, _memory_jobs, _stopping, _resumer
+    global _lock, _executor, _active, _memory_jobs, _stopping, _resumer, _given_back
     _lock = threading.Lock()
+    _given_back = 0
     _executor = None
     _active = 0
     _memory_jobs = 0
@@ -112,7 +114,7 @@ def shutdown() -> None:
     finish (each within RELAY_SEND_TIMEOUT), give every spooled alert's lease back so the next
     process takes it up at once, and give in-memory alerts one last attempt, logging the text of
     any that still fail."""
-    global _executor, _resumer
+    global _executor, _resumer, _given_back
     with _lock:
         executor, _executor = _executor, None
         resumer, _resumer = _resumer, None
@@ -124,6 +126,12 @@ def shutdown() -> None:
             executor.shutdown(wait=True, cancel_futures=True)
         for retrier in list(_retriers):
             retrier.release_leases()
+        with _lock:
+            given_back, _given_back = _given_back, 0
+        if given_back:
+            log.info(
+                "stopping: %d spooled alert(s) left in the spool for the next start", given_back
+            )
     finally:
         _stopping.clear()
 
@@ -272,8 +280,9 @@ class Retrier:
             released = self._spool.release_all()
         except SpoolError:
             return  # the leases expire by themselves
-        if released:
-            log.info("gave %d spooled alert(s) back for the next process", released)
+        global _given_back
+        with _lock:
+            _given_back += released
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until every job of this retrier has ended; True if they all did in time."""
@@ -351,7 +360,7 @@ class Retrier:
             self._futures.discard(future)
         if future.cancelled():
             if alert.id is not None:
-                self._save(alert, lease_until=None)
+                self._hand_back(alert)
             else:
                 log_undelivered(
                     alert.message,
@@ -376,7 +385,7 @@ class Retrier:
             self._sleep(max(0.0, alert.next_attempt_at - self._clock()))
             self._policy()(self._attempt, alert)
         except _Interrupted:
-            self._save(alert, lease_until=None)
+            self._hand_back(alert)
         except _LeaseLost:
             log.warning(
                 "alert %s was taken over by another worker after its lease here expired; "
@@ -387,7 +396,7 @@ class Retrier:
             self.give_up(alert, str(exc), None)
         except RetryableDeliveryError as exc:
             if _stopping.is_set() and alert.id is not None:
-                self._save(alert, lease_until=None)
+                self._hand_back(alert)
             else:
                 self.give_up(alert, self._why_stopped(alert), exc)
         except PermanentDeliveryError as exc:
@@ -425,6 +434,13 @@ class Retrier:
         except DeliveryError as exc:
             alert.last_error = str(exc)
             raise
+
+    def _hand_back(self, alert: SpooledAlert) -> None:
+        """The process is stopping: give the lease back so the next process need not wait."""
+        global _given_back
+        self._save(alert, lease_until=None)
+        with _lock:
+            _given_back += 1
 
     def _count_failure(self, alert: SpooledAlert, error: RetryableDeliveryError) -> None:
         if not error.maybe_delivered:

@@ -53,24 +53,32 @@ class FakeTelegram:
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._release = threading.Event()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
-        self._server.fake = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._server: _Server | None = None
+        self._port = 0  # chosen by the system at the first start, then kept
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"http://127.0.0.1:{self._port}"
 
     def start(self) -> FakeTelegram:
-        self._thread.start()
+        server = _Server(("127.0.0.1", self._port), _Handler)
+        server.daemon_threads = True
+        server.fake = self  # type: ignore[attr-defined]
+        self._port = server.server_address[1]
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self._server = server
         return self
 
     def stop(self) -> None:
-        self._release.set()
-        self._server.shutdown()
-        self._server.server_close()
+        """Stop listening: from now on connections are refused, as when Telegram is blocked
+        or down. `start()` listens again on the same port."""
+        with self._lock:
+            self._release.set()
+            self._release = threading.Event()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
 
     def set(self, mode: Mode = "ok", **kwargs: Any) -> None:
         """Change how the next requests are answered; hung requests are let go."""

@@ -18,15 +18,17 @@ def fake_telegram() -> Iterator[FakeTelegram]:
 
 
 @pytest.fixture
-def start_relay(fake_telegram: FakeTelegram, tmp_path: Path) -> Iterator[StartRelay]:
-    """Starts gunicorn against the fake; on teardown stops it and checks that its whole log,
-    access log included, never shows the bot token or the webhook secret."""
+def start_relay(
+    fake_telegram: FakeTelegram, tmp_path: Path, spool_path: str
+) -> Iterator[StartRelay]:
+    """Starts gunicorn against the fake, with a spool in the test's directory (shared by the
+    relays a test starts, as after a restart); on teardown stops it and checks that its whole
+    log, access log included, never shows the bot token or the webhook secret."""
     started: list[RelayProcess] = []
 
-    def start(**overrides: str) -> RelayProcess:
-        relay = RelayProcess(
-            relay_env(fake_telegram, **overrides), tmp_path / f"relay-{len(started)}.log"
-        )
+    def start(prefix: list[str] | None = None, **overrides: str) -> RelayProcess:
+        env = relay_env(fake_telegram, **{"RELAY_SPOOL_PATH": spool_path, **overrides})
+        relay = RelayProcess(env, tmp_path / f"relay-{len(started)}.log", prefix=prefix)
         started.append(relay)
         return relay.wait_ready()
 

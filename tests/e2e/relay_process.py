@@ -6,6 +6,7 @@ Shared by the end-to-end tests and bench/.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -51,15 +52,33 @@ def gunicorn_command(app: str = "wsgi:app") -> list[str]:
     return [str(script) if script.exists() else "gunicorn", app]
 
 
+def without_file_permission_override() -> list[str]:
+    """A command prefix that makes even root respect file permissions (it drops the
+    capabilities that override them), so a read-only directory is read-only in the test."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        raise RuntimeError("running as root needs setpriv (util-linux) to test a read-only spool")
+    return [setpriv, "--bounding-set", "-dac_override,-dac_read_search,-fowner", "--"]
+
+
 class RelayProcess:
-    def __init__(self, env: dict[str, str], log_path: Path, *, app: str = "wsgi:app") -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        log_path: Path,
+        *,
+        app: str = "wsgi:app",
+        prefix: list[str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.webhook_url = f"{self.url}/webhook/{env.get('RELAY_WEBHOOK_SECRET', SECRET)}"
         self.log_path = log_path
         self._log: IO[bytes] = log_path.open("wb")
         self.process = subprocess.Popen(
-            gunicorn_command(app),
+            [*(prefix or []), *gunicorn_command(app)],
             cwd=ROOT,
             env={**os.environ, "RELAY_BIND": f"127.0.0.1:{self.port}", **env},
             stdout=self._log,
@@ -84,6 +103,14 @@ class RelayProcess:
         if not self._log.closed:
             self._log.flush()
         return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def crash(self) -> None:
+        """SIGKILL the master and its workers at once, as an OOM kill or a power cut would:
+        no hook runs, nothing is given back."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(5)
+        self._log.close()
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 40.0) -> int:
         if self.process.poll() is None:

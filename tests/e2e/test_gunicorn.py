@@ -14,11 +14,11 @@ import requests
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
 from tests.e2e.conftest import StartRelay
+from tests.e2e.helpers import ANSWER_BOUND, delivered_titles, post, titled, wait_until
 from tests.e2e.relay_process import (
     CHAT_ID,
     ROOT,
     SECRET,
-    SEND_TIMEOUT,
     RelayProcess,
     free_port,
     gunicorn_command,
@@ -26,32 +26,6 @@ from tests.e2e.relay_process import (
 )
 from tests.fake_telegram import TOKEN, FakeTelegram
 from tests.payloads import issue, issue_alert, uptime_alert
-
-# GlitchTip waits 10 s; the relay promises its answer within the send timeout plus a little.
-ANSWER_BOUND = SEND_TIMEOUT + 0.5
-
-
-def post(url: str, payload: dict[str, Any]) -> tuple[requests.Response, float]:
-    started = time.monotonic()
-    reply = requests.post(url, json=payload, timeout=10)
-    return reply, time.monotonic() - started
-
-
-def titled(title: str) -> dict[str, Any]:
-    return issue_alert(issue(1, title=title))
-
-
-def delivered_titles(fake: FakeTelegram) -> list[str]:
-    return [text.split("\n")[2] for text in fake.texts()]
-
-
-def wait_until(condition: Any, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return bool(condition())
 
 
 def test_an_alert_arrives_as_formatted(
@@ -178,7 +152,7 @@ def test_logs_never_show_the_token_or_the_secret(
     # Telegram unreachable: requests' errors, which carry the URL and so the token, get logged.
     nobody_listens = free_port()
     relay = start_relay(
-        TELEGRAM_API_URL=f"http://127.0.0.1:{nobody_listens}", RELAY_RETRY_ATTEMPTS="2"
+        TELEGRAM_API_URL=f"http://127.0.0.1:{nobody_listens}", RELAY_RETRY_MAX_AGE="2"
     )
     reply, _ = post(relay.webhook_url, titled("Unreachable"))
     assert reply.status_code == 502
@@ -191,22 +165,23 @@ def test_logs_never_show_the_token_or_the_secret(
     assert SECRET not in logs
 
 
-def queue_retries_during_an_outage(
+def queue_retries_in_memory_during_an_outage(
     start_relay: StartRelay, fake_telegram: FakeTelegram, titles: list[str]
 ) -> RelayProcess:
-    """A relay whose retries for `titles` are all waiting out a 600 s pause."""
-    relay = start_relay(RELAY_RETRY_WAIT="600")
+    """A relay without a spool whose retries for `titles` are all waiting out a 600 s pause.
+    (With the spool, SIGTERM leaves them there for the next start: see test_durability.py.)"""
+    relay = start_relay(RELAY_RETRY_WAIT="600", RELAY_SPOOL_PATH="off")
     fake_telegram.set("error", status=502, description="Bad Gateway")
     for title in titles:
         assert post(relay.webhook_url, titled(title))[0].status_code == 502
     return relay
 
 
-def test_sigterm_gives_pending_retries_a_last_attempt(
+def test_without_a_spool_sigterm_gives_pending_retries_a_last_attempt(
     start_relay: StartRelay, fake_telegram: FakeTelegram
 ) -> None:
     titles = [f"Pending {n}" for n in range(3)]
-    relay = queue_retries_during_an_outage(start_relay, fake_telegram, titles)
+    relay = queue_retries_in_memory_during_an_outage(start_relay, fake_telegram, titles)
     fake_telegram.set("ok")
     started = time.monotonic()
     assert relay.stop(signal.SIGTERM) == 0
@@ -214,14 +189,14 @@ def test_sigterm_gives_pending_retries_a_last_attempt(
     assert sorted(delivered_titles(fake_telegram)) == titles
 
 
-def test_sigterm_logs_the_text_of_retries_it_could_not_deliver(
+def test_without_a_spool_sigterm_logs_the_text_of_retries_it_could_not_deliver(
     start_relay: StartRelay, fake_telegram: FakeTelegram
 ) -> None:
     titles = [f"Doomed {n}" for n in range(3)]
-    relay = queue_retries_during_an_outage(start_relay, fake_telegram, titles)
+    relay = queue_retries_in_memory_during_an_outage(start_relay, fake_telegram, titles)
     assert relay.stop(signal.SIGTERM) == 0
     logs = relay.logs()
-    assert logs.count("ALERT NOT DELIVERED: retry") == 3
+    assert logs.count("ALERT NOT DELIVERED: alert mem-") == 3
     assert logs.count("the relay is shutting down") == 3
     for title in titles:
         assert title in logs
