@@ -148,7 +148,12 @@ def main() -> None:
         ProcessPoolExecutor(1) as load,
         tempfile.TemporaryDirectory() as logs,
     ):
-        env = relay_env(fake, RELAY_SEND_TIMEOUT=args.send_timeout, RELAY_RETRY_WAIT="30")
+        env = relay_env(
+            fake,
+            RELAY_SEND_TIMEOUT=args.send_timeout,
+            RELAY_RETRY_WAIT="30",
+            RELAY_SPOOL_PATH=str(Path(logs) / "spool.sqlite3"),
+        )
         env.pop("TELEGRAM_THREAD_ID")
         servers = {
             name: RelayProcess(env, Path(logs) / f"{name}.log", app=app)

@@ -450,8 +450,8 @@ class Retrier:
     def _beyond_ceiling(self, alert: SpooledAlert) -> str | None:
         if alert.unsure_attempts > self._attempts:
             return (
-                f"{alert.unsure_attempts} attempts may have reached Telegram already "
-                f"(RELAY_RETRY_ATTEMPTS={self._attempts} after the first); another could post "
+                f"giving up: {alert.unsure_attempts} attempts may have reached Telegram (the "
+                f"first and RELAY_RETRY_ATTEMPTS={self._attempts} more), and another could post "
                 "it twice"
             )
         return None
@@ -468,7 +468,7 @@ class Retrier:
         if _stopping.is_set():
             return "the relay is shutting down"
         if (beyond := self._beyond_ceiling(alert)) is not None:
-            return f"giving up after {alert.attempts} attempts: {beyond}"
+            return beyond
         return (
             f"giving up after {alert.attempts} attempts: it is older than "
             f"RELAY_RETRY_MAX_AGE ({self._max_age:g} s)"

@@ -61,13 +61,27 @@ class FakeTelegram:
         return f"http://127.0.0.1:{self._port}"
 
     def start(self) -> FakeTelegram:
-        server = _Server(("127.0.0.1", self._port), _Handler)
+        server = self._bind()
         server.daemon_threads = True
         server.fake = self  # type: ignore[attr-defined]
         self._port = server.server_address[1]
         threading.Thread(target=server.serve_forever, daemon=True).start()
         self._server = server
         return self
+
+    def _bind(self) -> _Server:
+        if self._port:
+            return _Server(("127.0.0.1", self._port), _Handler)
+        # Below the kernel's ephemeral range (32768 and up): while the fake is down, the
+        # relay's connection attempts take ephemeral ports, and one that happened to take this
+        # port would connect to itself and keep the fake from listening again.
+        for _ in range(100):
+            try:
+                port = random.SystemRandom().randrange(20000, 32000)
+                return _Server(("127.0.0.1", port), _Handler)
+            except OSError:
+                continue
+        raise RuntimeError("no free port for the fake Telegram between 20000 and 32000")
 
     def stop(self) -> None:
         """Stop listening: from now on connections are refused, as when Telegram is blocked

@@ -131,7 +131,7 @@ def test_attempts_that_may_have_arrived_stop_at_the_ceiling_and_leave_a_dead_let
     assert dead.message == MESSAGE
     [record] = lost_alert_records(caplog)
     assert MESSAGE.text in record.getMessage()
-    assert "giving up after 4 attempts" in record.getMessage()
+    assert "giving up: 4 attempts may have reached Telegram (the first and" in record.getMessage()
     assert f"relay-app spool retry {alert.id}" in record.getMessage()
     assert str(last) in record.getMessage()
 

@@ -1,0 +1,240 @@
+"""What the durable spool costs on the webhook's path, and what it saves in an outage.
+
+1. Telegram healthy: the relay with its spool against the same relay with RELAY_SPOOL_PATH=off,
+   in rounds alternating between the two, at concurrency 1 and 16.
+2. Outage drill: Telegram refuses connections while 1000 webhooks arrive at concurrency 16,
+   stays down a while longer, then comes back. Reports the answer times, the time until every
+   alert was delivered, and duplicates.
+
+Both use the real `gunicorn wsgi:app` with the project's gunicorn.conf.py and the relay's
+default settings (2 workers, RELAY_SEND_TIMEOUT=5, RELAY_RETRY_WAIT=30) against a local fake
+Telegram. Prints tables. Run by hand:
+
+    .venv/bin/python bench/spool.py
+
+Targets (issue 3): at most +2 ms p50 with the spool at one client; in the drill, 1000
+delivered, 0 duplicates, no answer slower than RELAY_SEND_TIMEOUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import multiprocessing
+import re
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import requests  # noqa: E402
+
+from bench.intake import Run, drive  # noqa: E402
+from bench.payload import PAYLOAD  # noqa: E402
+from tests.e2e.relay_process import RelayProcess, relay_env  # noqa: E402
+from tests.fake_telegram import FakeTelegram, running_fake_telegram  # noqa: E402
+
+SEND_TIMEOUT = 5.0
+MAX_DRILL_SECONDS = 600.0
+DRILL_TITLE = re.compile(r"Drill alert \d{4}")
+
+
+def numbered(n: int) -> dict[str, Any]:
+    """The bench payload with a title of its own, so duplicates can be told apart."""
+    payload = copy.deepcopy(PAYLOAD)
+    payload["attachments"][0]["title"] = f"Drill alert {n:04d}"
+    return payload
+
+
+def drive_numbered(url: str, concurrency: int, count: int) -> tuple[list[float], list[int]]:
+    """Posts `count` distinct alerts; in its own process, away from the fake's GIL."""
+    latencies: list[float] = []
+    statuses: list[int] = []
+    lock = threading.Lock()
+    remaining = iter(range(count))
+    stop_at = time.monotonic() + MAX_DRILL_SECONDS
+
+    def client() -> None:
+        session = requests.Session()
+        while time.monotonic() < stop_at:
+            with lock:
+                n = next(remaining, None)
+            if n is None:
+                return
+            started = time.monotonic()
+            reply = session.post(url, json=numbered(n), timeout=15)
+            with lock:
+                latencies.append(time.monotonic() - started)
+                statuses.append(reply.status_code)
+
+    threads = [threading.Thread(target=client) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return latencies, statuses
+
+
+def compare_on_and_off(
+    fake: FakeTelegram, logs: Path, per_client: int, rounds: int, load: ProcessPoolExecutor
+) -> list[Run]:
+    env = relay_env(fake, RELAY_SPOOL_PATH=str(logs / "spool.sqlite3"))
+    env.pop("TELEGRAM_THREAD_ID")
+    servers = {
+        "spool on": RelayProcess(env, logs / "on.log"),
+        "spool off": RelayProcess({**env, "RELAY_SPOOL_PATH": "off"}, logs / "off.log"),
+    }
+    runs: list[Run] = []
+    try:
+        for server in servers.values():
+            server.wait_ready()
+        fake.set("ok")
+        for concurrency in (1, 16):
+            scenario = {name: Run(name, "healthy", concurrency) for name in servers}
+            for _ in range(rounds):
+                for name, server in servers.items():
+                    load.submit(drive, server.webhook_url, 1, 5).result()  # warm up
+                    count = per_client * concurrency
+                    scenario[name].add(
+                        *load.submit(drive, server.webhook_url, concurrency, count).result()
+                    )
+            runs += scenario.values()
+    finally:
+        for server in servers.values():
+            server.stop()
+    return runs
+
+
+def outage_drill(
+    fake: FakeTelegram, logs: Path, alerts: int, outage: float, load: ProcessPoolExecutor
+) -> dict[str, Any]:
+    env = relay_env(
+        fake,
+        RELAY_SPOOL_PATH=str(logs / "drill.sqlite3"),
+        RELAY_SEND_TIMEOUT=f"{SEND_TIMEOUT:g}",
+        RELAY_RETRY_WAIT="30",
+    )
+    env.pop("TELEGRAM_THREAD_ID")
+    relay = RelayProcess(env, logs / "drill.log").wait_ready()
+    try:
+        delivered_before = len(fake.messages)
+        fake.stop()  # connections refused from here on
+        down_at = time.monotonic()
+        latencies, statuses = load.submit(drive_numbered, relay.webhook_url, 16, alerts).result()
+        intake_seconds = time.monotonic() - down_at
+        time.sleep(max(0.0, outage - intake_seconds))
+        fake.start()
+        up_at = time.monotonic()
+        deadline = up_at + MAX_DRILL_SECONDS
+        while len(fake.messages) - delivered_before < alerts and time.monotonic() < deadline:
+            time.sleep(0.1)
+        all_delivered_at = time.monotonic()
+        time.sleep(3)  # room for duplicates to show
+        drill_titles = Counter(
+            found.group(0)
+            for text in fake.texts()[delivered_before:]
+            if (found := DRILL_TITLE.search(text)) is not None
+        )
+    finally:
+        relay.stop()
+    return {
+        "alerts": alerts,
+        "statuses": Counter(statuses),
+        "p50": sorted(latencies)[len(latencies) // 2],
+        "p99": sorted(latencies)[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        "max": max(latencies),
+        "intake_seconds": intake_seconds,
+        "outage_seconds": up_at - down_at,
+        "deliver_seconds": all_delivered_at - up_at,
+        "delivered": len(drill_titles),
+        "duplicates": sum(n - 1 for n in drill_titles.values()),
+        "lost_logged": relay.logs().count("ALERT NOT DELIVERED"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=200, help="per client and round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per setting, alternating")
+    parser.add_argument("--alerts", type=int, default=1000, help="webhooks in the outage drill")
+    parser.add_argument("--outage", type=float, default=60.0, help="seconds Telegram is down")
+    args = parser.parse_args()
+
+    with (
+        # Spawned, not forked: a forked load process would inherit the fake's listening socket
+        # and keep it open while the drill needs Telegram to refuse connections.
+        ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as load,
+        running_fake_telegram() as fake,
+        tempfile.TemporaryDirectory() as directory,
+    ):
+        logs = Path(directory)
+        runs = compare_on_and_off(fake, logs, args.requests, args.rounds, load)
+        drill = outage_drill(fake, logs, args.alerts, args.outage, load)
+    print_tables(runs, drill)
+
+
+def print_tables(runs: list[Run], drill: dict[str, Any]) -> None:
+    print("Telegram healthy; gunicorn wsgi:app, project gunicorn.conf.py, 2 workers")
+    print()
+    print("| clients | relay | webhooks | webhooks/s | p50 ms | p99 ms | max ms | answers |")
+    print("|---:|---|---:|---:|---:|---:|---:|---|")
+    for run in sorted(runs, key=lambda r: (r.concurrency, r.app != "spool on")):
+        statuses = ", ".join(f"{code}x{n}" for code, n in sorted(run.statuses.items()))
+        print(
+            f"| {run.concurrency} | {run.app} | {len(run.latencies)} | {run.rate:.3g} "
+            f"| {run.percentile(0.5) * 1000:.1f} | {run.percentile(0.99) * 1000:.1f} "
+            f"| {max(run.latencies) * 1000:.0f} | {statuses} |"
+        )
+    print()
+    by_key = {(r.app, r.concurrency): r for r in runs}
+    for concurrency in (1, 16):
+        on, off = by_key[("spool on", concurrency)], by_key[("spool off", concurrency)]
+        delta = (on.percentile(0.5) - off.percentile(0.5)) * 1000
+        p99_delta = (on.percentile(0.99) - off.percentile(0.99)) * 1000
+        verdict = "" if concurrency != 1 else (" (meets" if delta <= 2 else " (MISSES") + " +2 ms)"
+        print(
+            f"concurrency {concurrency}: the spool adds {delta:+.2f} ms at p50{verdict}, "
+            f"{p99_delta:+.2f} ms at p99"
+        )
+    print()
+    statuses = ", ".join(f"{code}x{n}" for code, n in sorted(drill["statuses"].items()))
+    print(
+        f"Outage drill: {drill['alerts']} webhooks at concurrency 16 while Telegram refuses "
+        f"connections for {drill['outage_seconds']:.0f} s, then recovers"
+    )
+    print()
+    print("| measure | value |")
+    print("|---|---:|")
+    print(f"| answers | {statuses} |")
+    print(
+        f"| answer p50 / p99 / max | {drill['p50'] * 1000:.1f} / {drill['p99'] * 1000:.1f} / "
+        f"{drill['max'] * 1000:.0f} ms |"
+    )
+    print(f"| intake of all webhooks | {drill['intake_seconds']:.1f} s |")
+    print(f"| recovery until all delivered | {drill['deliver_seconds']:.1f} s |")
+    print(f"| delivered | {drill['delivered']} of {drill['alerts']} |")
+    print(f"| duplicates | {drill['duplicates']} |")
+    print(f"| 'ALERT NOT DELIVERED' in the log | {drill['lost_logged']} |")
+    print()
+    met = (
+        drill["delivered"] == drill["alerts"]
+        and drill["duplicates"] == 0
+        and drill["max"] <= SEND_TIMEOUT
+    )
+    print(
+        "drill: "
+        + ("meets" if met else "MISSES")
+        + f" the target ({drill['alerts']} delivered, 0 duplicates, no answer over "
+        f"{SEND_TIMEOUT:g} s)"
+    )
+
+
+if __name__ == "__main__":
+    main()
