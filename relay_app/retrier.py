@@ -301,7 +301,8 @@ class Retrier:
                 return False
             _active += 1  # the thread is ours while we take the lease
         # Hold the row through the wait and the next attempt, before another worker looks.
-        if self._save(alert, lease_until=alert.next_attempt_at + self._lease_for) is False:
+        attempt_at = max(alert.next_attempt_at, self._clock())  # overdue after waiting for us
+        if self._save(alert, lease_until=attempt_at + self._lease_for) is False:
             with _lock:
                 _active -= 1
             return True  # another worker has it now: nothing left for us to do

@@ -40,6 +40,8 @@ SCHEMA_VERSION = 1
 # Statements take microseconds; a lock held this long means something is wrong, and the
 # webhook has GlitchTip waiting.
 BUSY_TIMEOUT = 1.0
+# Opening (and repairing) the file is serialized between processes by a lock file.
+OPEN_LOCK_TIMEOUT = 2.0
 _CORRUPTION_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
 _SCHEMA = """
@@ -479,7 +481,19 @@ def _file_lock(path: str) -> Iterator[None]:
         directory = os.path.dirname(path)
         raise SpoolError(f"cannot create files in {directory}: {exc.strerror}") from None
     with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        # Bounded: a webhook is waiting, and a process stuck while holding this (stopped, not
+        # dead: the kernel frees a dead one's lock) must not stall every other one for good.
+        give_up_at = time.monotonic() + OPEN_LOCK_TIMEOUT
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= give_up_at:
+                    raise SpoolError(
+                        f"another process has held {path} for over {OPEN_LOCK_TIMEOUT:g} s"
+                    ) from None
+                time.sleep(0.01)
         try:
             yield
         finally:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import fcntl
 import logging
 import sqlite3
 import threading
@@ -187,3 +188,15 @@ def test_the_cli_never_creates_a_spool(tmp_path: Path) -> None:
     with pytest.raises(SpoolError, match="there is no spool at"):
         Spool(str(path), for_service=False).counts()
     assert not path.exists()
+
+
+def test_opening_waits_for_the_lock_only_so_long(
+    spool_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("relay_app.spool.OPEN_LOCK_TIMEOUT", 0.2)
+    with open(f"{spool_path}.lock", "a") as held:  # a process stopped while opening the spool
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert Spool(spool_path).problem() == (
+            f"another process has held {spool_path}.lock for over 0.2 s"
+        )
+    assert Spool(spool_path).problem() is None
