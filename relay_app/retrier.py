@@ -136,6 +136,16 @@ def shutdown() -> None:
         _stopping.clear()
 
 
+def _pool() -> ThreadPoolExecutor:
+    """This process's pool, created on first use (call with _lock held)."""
+    global _executor
+    if _executor is None:
+        _executor = ThreadPoolExecutor(
+            max_workers=MAX_RETRY_THREADS, thread_name_prefix="relay-retry"
+        )
+    return _executor
+
+
 class _Interrupted(Exception):
     """The process is stopping: a spooled alert goes back to the spool, not to Telegram."""
 
@@ -295,7 +305,7 @@ class Retrier:
 
     def _submit(self, alert: SpooledAlert) -> bool:
         """Start a job for a spooled alert if this process has a free thread for it."""
-        global _executor, _active
+        global _active
         with _lock:
             if _stopping.is_set() or _active >= MAX_RETRY_THREADS:
                 return False
@@ -310,16 +320,12 @@ class Retrier:
             if _stopping.is_set():
                 _active -= 1
                 return False
-            if _executor is None:
-                _executor = ThreadPoolExecutor(
-                    max_workers=MAX_RETRY_THREADS, thread_name_prefix="relay-retry"
-                )
-            future = _executor.submit(self._run, alert)
+            future = _pool().submit(self._run, alert)
         self._track(future, alert)
         return True
 
     def _submit_from_memory(self, alert: SpooledAlert, error: RetryableDeliveryError) -> str | None:
-        global _executor, _active, _memory_jobs
+        global _active, _memory_jobs
         with _lock:
             refusal = None
             if _stopping.is_set():
@@ -327,21 +333,20 @@ class Retrier:
             elif _memory_jobs >= MAX_MEMORY_RETRIES:
                 refusal = f"{MAX_MEMORY_RETRIES} alerts are already waiting for a retry in memory"
             else:
-                if _executor is None:
-                    _executor = ThreadPoolExecutor(
-                        max_workers=MAX_RETRY_THREADS, thread_name_prefix="relay-retry"
-                    )
-                future = _executor.submit(self._run, alert)
+                future = _pool().submit(self._run, alert)
                 _active += 1
                 _memory_jobs += 1
         if refusal is not None:
             log_undelivered(alert.message, f"no retry possible: {refusal}", error)
             return None
         self._track(future, alert)
-        log.error(
-            "alert %s is retried from memory only (no usable spool): it is lost if this "
-            "process stops first; last error: %s",
+        # An unusable spool is a fault (ERROR); a spool switched off is the operator's choice.
+        log.log(
+            logging.WARNING if self._spool is None else logging.ERROR,
+            "alert %s is retried from memory only (%s): it is lost if this process stops "
+            "first; last error: %s",
             alert.label,
+            "RELAY_SPOOL_PATH=off" if self._spool is None else "the spool is unusable",
             error,
         )
         return alert.label

@@ -102,7 +102,9 @@ class SpooledAlert:
 
     # Why this alert gets no background retry, when it gets none (the spool was full).
     retry_refused: str | None = None
-    _memory_label: str = field(default_factory=lambda: f"mem-{secrets.token_hex(3)}")
+    _memory_label: str = field(
+        default_factory=lambda: f"mem-{secrets.token_hex(3)}", compare=False, repr=False
+    )
 
     @property
     def label(self) -> str:

@@ -402,10 +402,9 @@ def test_without_a_spool_a_failed_alert_is_retried_from_memory_and_says_so(
     telegram = FlakyTelegram(DOWN)
     fail_synchronously(make_retrier(telegram, None, clock))
     assert telegram.delivered == [MESSAGE]
-    assert any(
-        r.levelno == logging.ERROR and "retried from memory only" in r.getMessage()
-        for r in caplog.records
-    )
+    [warning] = [r for r in caplog.records if "retried from memory only" in r.getMessage()]
+    assert warning.levelno == logging.WARNING  # the operator's choice, not a fault
+    assert "(RELAY_SPOOL_PATH=off)" in warning.getMessage()
 
 
 def test_an_unusable_spool_falls_back_to_memory(
@@ -421,6 +420,7 @@ def test_an_unusable_spool_falls_back_to_memory(
     assert "does not exist" in (background.spool_problem() or "")
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any(m.startswith("DURABILITY LOST") for m in errors)
+    assert any("retried from memory only (the spool is unusable)" in m for m in errors)
 
 
 def test_a_full_spool_still_tries_but_cannot_retry(
