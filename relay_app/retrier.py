@@ -103,6 +103,7 @@ def _resume_periodically(retrier: Retrier) -> None:
     while True:
         try:
             retrier.resume_once()
+            retrier.tidy_spool()
         except Exception:  # the loop must outlive any one bad pass
             log.exception("taking up spooled alerts failed; trying again shortly")
         if _stopping.wait(RESUME_INTERVAL):
@@ -187,16 +188,15 @@ class Retrier:
         """Write the alert ahead of its first attempt. Never fails: when the spool cannot take
         it, the alert is held in memory, and its record says why."""
         now = self._clock()
-        memory_only = SpooledAlert(message, received_at=now, retry_from=now)
-        if self._spool is None:
-            return memory_only
-        try:
-            return self._spool.add(message, received_at=now, lease_until=now + self._lease_for)
-        except SpoolFull as exc:
-            memory_only.retry_refused = f"the spool is full ({exc})"
-        except SpoolError:
-            pass  # the spool logged that durability is lost; memory is what is left
-        return memory_only
+        refused = None
+        if self._spool is not None:
+            try:
+                return self._spool.add(message, received_at=now, lease_until=now + self._lease_for)
+            except SpoolFull as exc:
+                refused = f"the spool is full ({exc})"
+            except SpoolError:
+                pass  # the spool logged that durability is lost; memory is what is left
+        return SpooledAlert(message, received_at=now, retry_from=now, retry_refused=refused)
 
     def delivered(self, alert: SpooledAlert) -> None:
         if self._spool is None or alert.id is None:
@@ -282,6 +282,11 @@ class Retrier:
                 ", ".join(alert.label for alert in claimed),
             )
         return len(claimed)
+
+    def tidy_spool(self) -> None:
+        """The spool's upkeep, off the webhooks' path: its checkpoint."""
+        if self._spool is not None:
+            self._spool.checkpoint()
 
     def release_leases(self) -> None:
         if self._spool is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import logging
 import os
 import secrets
@@ -42,6 +43,12 @@ SCHEMA_VERSION = 1
 BUSY_TIMEOUT = 1.0
 # Opening (and repairing) the file is serialized between processes by a lock file.
 OPEN_LOCK_TIMEOUT = 2.0
+# A checkpoint copies the WAL back into the file and flushes it: milliseconds. Left to SQLite it
+# runs inside whichever commit crosses its threshold, a webhook's, while that worker's other
+# threads wait for the connection. So each worker's resumer thread runs one a second on a
+# connection of its own (`checkpoint`), and SQLite's own stays only as a backstop.
+BACKSTOP_CHECKPOINT_PAGES = 10000
+WAL_SIZE_LIMIT = 16 * 1024 * 1024
 _CORRUPTION_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
 _SCHEMA = """
@@ -82,6 +89,9 @@ class SpoolFull(Exception):
     """RELAY_SPOOL_MAX_PENDING alerts are already pending."""
 
 
+_memory_numbers = itertools.count(1)
+
+
 @dataclass
 class SpooledAlert:
     """An alert on its way: what the retrier works on, and what a spool row holds. `id` is None
@@ -102,15 +112,14 @@ class SpooledAlert:
 
     # Why this alert gets no background retry, when it gets none (the spool was full).
     retry_refused: str | None = None
-    _memory_label: str = field(
-        default_factory=lambda: f"mem-{secrets.token_hex(3)}", compare=False, repr=False
-    )
+    # A cheap counter, not random bytes: this is built on every webhook's path.
+    _memory_number: int = field(default_factory=lambda: next(_memory_numbers), compare=False)
 
     @property
     def label(self) -> str:
         """How logs name the alert: '#12', the spool id that `relay-app spool` takes too, or
-        'mem-…' for one held in memory only."""
-        return f"#{self.id}" if self.id is not None else self._memory_label
+        'mem-3' for one held in memory only (numbered per process; the log line has the pid)."""
+        return f"#{self.id}" if self.id is not None else f"mem-{self._memory_number}"
 
 
 class Spool:
@@ -133,6 +142,7 @@ class Spool:
         self._for_service = for_service
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
+        self._checkpointer: sqlite3.Connection | None = None
         self._owner = _new_owner()
         self._problem: str | None = None
         # Connections inherited through fork are never used or closed in the child (closing
@@ -310,11 +320,36 @@ class Spool:
                 "DELETE FROM alerts WHERE state = 'dead' AND received_at < ?", (received_before,)
             ).rowcount
 
+    def checkpoint(self) -> None:
+        """Copy the WAL back into the file, off the webhooks' connection (see
+        BACKSTOP_CHECKPOINT_PAGES). PASSIVE: it never waits for, nor blocks, a writer."""
+        if self._connection is None:
+            return  # not opened (yet) in this process: nothing written here to copy back
+        try:
+            if self._checkpointer is None:
+                self._checkpointer = sqlite3.connect(
+                    f"file:{_uri_path(self.path)}?mode=rw",
+                    uri=True,
+                    timeout=BUSY_TIMEOUT,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:
+            # The webhooks' own writes report a failing disk; this one only retries next time.
+            log.debug("spool checkpoint failed: %s", exc)
+            if self._checkpointer is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._checkpointer.close()
+            self._checkpointer = None
+
     def close(self) -> None:
         with self._lock:
-            if self._connection is not None:
-                self._connection.close()
+            for connection in (self._connection, self._checkpointer):
+                if connection is not None:
+                    connection.close()
             self._connection = None
+            self._checkpointer = None
 
     # --- the connection ----------------------------------------------------------------------
 
@@ -364,9 +399,11 @@ class Spool:
         # The child has none of the parent's threads, and maybe a copy of a lock one of them
         # held: start over with a new lock, connection and lease owner.
         self._lock = threading.Lock()
-        if self._connection is not None:
-            self._inherited.append(self._connection)
+        for inherited in (self._connection, self._checkpointer):
+            if inherited is not None:
+                self._inherited.append(inherited)
         self._connection = None
+        self._checkpointer = None
         self._owner = _new_owner()
 
     def _open(self) -> sqlite3.Connection:
@@ -404,6 +441,8 @@ class Spool:
         try:
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_CHECKPOINT_PAGES}")
+            connection.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
             version = connection.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 raise SpoolError(

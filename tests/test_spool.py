@@ -200,3 +200,15 @@ def test_opening_waits_for_the_lock_only_so_long(
             f"another process has held {spool_path}.lock for over 0.2 s"
         )
     assert Spool(spool_path).problem() is None
+
+
+def test_the_checkpoint_copies_the_log_back_off_the_webhooks_path(
+    spool: Spool, spool_path: str, clock: FakeTime
+) -> None:
+    for _ in range(200):
+        add(spool, clock)
+    before = Path(spool_path).stat().st_size
+    assert before <= 8 * 4096  # the rows are still in the write-ahead log only
+    spool.checkpoint()
+    assert Path(spool_path).stat().st_size >= before + 30 * 4096
+    assert spool.counts()["pending"] == 200
