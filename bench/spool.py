@@ -165,6 +165,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per setting, alternating")
     parser.add_argument("--alerts", type=int, default=1000, help="webhooks in the outage drill")
     parser.add_argument("--outage", type=float, default=60.0, help="seconds Telegram is down")
+    parser.add_argument("--drill-only", action="store_true", help="skip the on/off comparison")
     args = parser.parse_args()
 
     with (
@@ -175,12 +176,18 @@ def main() -> None:
         tempfile.TemporaryDirectory() as directory,
     ):
         logs = Path(directory)
-        runs = compare_on_and_off(fake, logs, args.requests, args.rounds, load)
+        runs = (
+            []
+            if args.drill_only
+            else compare_on_and_off(fake, logs, args.requests, args.rounds, load)
+        )
         drill = outage_drill(fake, logs, args.alerts, args.outage, load)
-    print_tables(runs, drill)
+    if runs:
+        print_healthy_table(runs)
+    print_drill_table(drill)
 
 
-def print_tables(runs: list[Run], drill: dict[str, Any]) -> None:
+def print_healthy_table(runs: list[Run]) -> None:
     print("Telegram healthy; gunicorn wsgi:app, project gunicorn.conf.py, 2 workers")
     print()
     print("| clients | relay | webhooks | webhooks/s | p50 ms | p99 ms | max ms | answers |")
@@ -204,6 +211,9 @@ def print_tables(runs: list[Run], drill: dict[str, Any]) -> None:
             f"{p99_delta:+.2f} ms at p99"
         )
     print()
+
+
+def print_drill_table(drill: dict[str, Any]) -> None:
     statuses = ", ".join(f"{code}x{n}" for code, n in sorted(drill["statuses"].items()))
     print(
         f"Outage drill: {drill['alerts']} webhooks at concurrency 16 while Telegram refuses "
