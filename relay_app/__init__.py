@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -69,9 +70,16 @@ def create_app(
     return app
 
 
-def start_background_work(app: Flask) -> None:
+def start_background_work(app: object) -> None:
     """Start taking up spooled alerts in this process (gunicorn's post_worker_init): those a
     stopped or crashed process left behind, and those waiting for a free thread."""
-    retrier = app.extensions["relay_retrier"]
+    extensions = getattr(app, "extensions", None)
+    retrier = extensions.get("relay_retrier") if isinstance(extensions, dict) else None
     if isinstance(retrier, Retrier):
         start_resuming(retrier)
+    else:  # wrapped in middleware, say: the hook cannot find the relay inside
+        logging.getLogger(__name__).warning(
+            "the WSGI app is not relay_app's own (%s): alerts left in the spool by an earlier "
+            "process will not be taken up by this worker",
+            type(app).__name__,
+        )

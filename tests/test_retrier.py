@@ -2,18 +2,21 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import responses
 
-from relay_app import retrier
+from relay_app import create_app, retrier, start_background_work
+from relay_app.config import Settings
 from relay_app.errors import PermanentDeliveryError, RetryableDeliveryError
 from relay_app.formatting import Message, format_alert
 from relay_app.glitchtip import parse_alert
 from relay_app.retrier import Retrier
 from relay_app.spool import Spool, SpooledAlert
-from tests.conftest import FakeTime
+from tests.conftest import SEND_URL, FakeTime
 from tests.payloads import issue, issue_alert
 
 MESSAGE = format_alert(parse_alert(issue_alert(issue(1))))
@@ -486,3 +489,29 @@ def test_an_overflowing_memory_queue_refuses_loudly(
     release.set()
     assert background.wait_idle(timeout=10)
     assert background.retry_later(background.admit(MESSAGE), DOWN) is not None
+
+
+def test_each_worker_takes_up_spooled_alerts_as_it_starts(
+    settings: Settings,
+    telegram: responses.RequestsMock,
+    clock: FakeTime,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert settings.spool_path is not None
+    left_by_a_dead_process(settings.spool_path, clock, count=3)
+    clock.now += 11
+    telegram.post(SEND_URL, json={"ok": True, "result": {"message_id": 1}})
+    app = create_app(settings, retry_sleep=clock.sleep, clock=clock)
+    start_background_work(app)  # what gunicorn's post_worker_init does in each worker
+    deadline = time.monotonic() + 5
+    while len(telegram.calls) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(telegram.calls) == 3
+    assert "took up 3 spooled alert(s): #1, #2, #3" in caplog.text
+
+
+def test_a_wrapped_app_is_reported_rather_than_silently_not_resumed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    start_background_work(object())
+    assert "alerts left in the spool by an earlier process will not be taken up" in caplog.text
