@@ -19,8 +19,10 @@ delivered, 0 duplicates, no answer slower than RELAY_SEND_TIMEOUT.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import multiprocessing
+import os
 import re
 import sys
 import tempfile
@@ -82,9 +84,25 @@ def drive_numbered(url: str, concurrency: int, count: int) -> tuple[list[float],
     return latencies, statuses
 
 
+def workers_cpu_seconds(relay: RelayProcess) -> float:
+    """CPU time (user + system) used so far by the relay's gunicorn workers, from /proc."""
+    total = 0.0
+    for pid in re.findall(r"Booting worker with pid: (\d+)", relay.logs()):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def compare_on_and_off(
-    fake: FakeTelegram, logs: Path, per_client: int, rounds: int, load: ProcessPoolExecutor
+    fake: FakeTelegram,
+    logs: Path,
+    per_client: int,
+    rounds: int,
+    load: ProcessPoolExecutor,
+    cpu: dict[tuple[str, int], float],
 ) -> list[Run]:
+    """The two relays in alternating rounds; `cpu` receives each run's worker CPU seconds."""
     env = relay_env(fake, RELAY_SPOOL_PATH=str(logs / "spool.sqlite3"))
     env.pop("TELEGRAM_THREAD_ID")
     servers = {
@@ -102,9 +120,12 @@ def compare_on_and_off(
                 for name, server in servers.items():
                     load.submit(drive, server.webhook_url, 1, 5).result()  # warm up
                     count = per_client * concurrency
+                    cpu_before = workers_cpu_seconds(server)
                     scenario[name].add(
                         *load.submit(drive, server.webhook_url, concurrency, count).result()
                     )
+                    cpu_used = workers_cpu_seconds(server) - cpu_before
+                    cpu[(name, concurrency)] = cpu.get((name, concurrency), 0.0) + cpu_used
             runs += scenario.values()
     finally:
         for server in servers.values():
@@ -176,28 +197,33 @@ def main() -> None:
         tempfile.TemporaryDirectory() as directory,
     ):
         logs = Path(directory)
+        cpu: dict[tuple[str, int], float] = {}
         runs = (
             []
             if args.drill_only
-            else compare_on_and_off(fake, logs, args.requests, args.rounds, load)
+            else compare_on_and_off(fake, logs, args.requests, args.rounds, load, cpu)
         )
         drill = outage_drill(fake, logs, args.alerts, args.outage, load)
     if runs:
-        print_healthy_table(runs)
+        print_healthy_table(runs, cpu)
     print_drill_table(drill)
 
 
-def print_healthy_table(runs: list[Run]) -> None:
+def print_healthy_table(runs: list[Run], cpu: dict[tuple[str, int], float]) -> None:
     print("Telegram healthy; gunicorn wsgi:app, project gunicorn.conf.py, 2 workers")
     print()
-    print("| clients | relay | webhooks | webhooks/s | p50 ms | p99 ms | max ms | answers |")
-    print("|---:|---|---:|---:|---:|---:|---:|---|")
+    print(
+        "| clients | relay | webhooks | webhooks/s | p50 ms | p99 ms | max ms "
+        "| worker CPU ms per webhook | answers |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---|")
     for run in sorted(runs, key=lambda r: (r.concurrency, r.app != "spool on")):
         statuses = ", ".join(f"{code}x{n}" for code, n in sorted(run.statuses.items()))
+        cpu_ms = cpu[(run.app, run.concurrency)] / len(run.latencies) * 1000
         print(
             f"| {run.concurrency} | {run.app} | {len(run.latencies)} | {run.rate:.3g} "
             f"| {run.percentile(0.5) * 1000:.1f} | {run.percentile(0.99) * 1000:.1f} "
-            f"| {max(run.latencies) * 1000:.0f} | {statuses} |"
+            f"| {max(run.latencies) * 1000:.0f} | {cpu_ms:.2f} | {statuses} |"
         )
     print()
     by_key = {(r.app, r.concurrency): r for r in runs}
@@ -206,9 +232,13 @@ def print_healthy_table(runs: list[Run]) -> None:
         delta = (on.percentile(0.5) - off.percentile(0.5)) * 1000
         p99_delta = (on.percentile(0.99) - off.percentile(0.99)) * 1000
         verdict = "" if concurrency != 1 else (" (meets" if delta <= 2 else " (MISSES") + " +2 ms)"
+        cpu_delta = (
+            cpu[("spool on", concurrency)] / len(on.latencies)
+            - cpu[("spool off", concurrency)] / len(off.latencies)
+        ) * 1000
         print(
             f"concurrency {concurrency}: the spool adds {delta:+.2f} ms at p50{verdict}, "
-            f"{p99_delta:+.2f} ms at p99"
+            f"{p99_delta:+.2f} ms at p99, {cpu_delta:+.2f} ms of worker CPU per webhook"
         )
     print()
 
