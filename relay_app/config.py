@@ -71,31 +71,15 @@ class Settings:
                 high=MAX_SEND_TIMEOUT,
                 why="GlitchTip waits at most 10 s for our answer",
             ),
-            retry_attempts=int(
-                _number(
-                    environ,
-                    "RELAY_RETRY_ATTEMPTS",
-                    default=3,
-                    low=1,
-                    high=100,
-                    integer=True,
-                )
-            ),
+            retry_attempts=_integer(environ, "RELAY_RETRY_ATTEMPTS", default=3, low=1, high=100),
             # Not below 0.1 s: an attempt refused at once would otherwise spin for hours.
             retry_wait=_number(environ, "RELAY_RETRY_WAIT", default=30.0, low=0.1, high=3600.0),
             retry_max_age=_number(
                 environ, "RELAY_RETRY_MAX_AGE", default=21600.0, low=1.0, high=30 * 86400.0
             ),
             spool_path=spool_path_from_env(environ),
-            spool_max_pending=int(
-                _number(
-                    environ,
-                    "RELAY_SPOOL_MAX_PENDING",
-                    default=10000,
-                    low=1,
-                    high=1_000_000,
-                    integer=True,
-                )
+            spool_max_pending=_integer(
+                environ, "RELAY_SPOOL_MAX_PENDING", default=10000, low=1, high=1_000_000
             ),
             late_after=_number(environ, "RELAY_LATE_AFTER", default=60.0, low=1.0, high=86400.0),
         )
@@ -207,3 +191,7 @@ def _number(
             name, f"{raw} is out of range; use {kind} from {low:g} to {high:g}{reason}"
         )
     return value
+
+
+def _integer(environ: Mapping[str, str], name: str, *, default: int, low: int, high: int) -> int:
+    return int(_number(environ, name, default=default, low=low, high=high, integer=True))

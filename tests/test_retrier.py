@@ -65,20 +65,24 @@ def spool(tmp_path: Path, clock: FakeTime) -> Spool:
 def make_retrier(
     telegram: FlakyTelegram,
     spool: Spool | None,
-    clock: FakeTime,
+    clock: FakeTime | None = None,
     *,
     attempts: int = 3,
+    wait: float = 30.0,
     max_age: float = 21600.0,
+    sleep: Callable[[float], None] | None = None,
 ) -> Retrier:
+    """A retrier on fake time by default; `sleep` alone for one whose pauses a test holds,
+    neither for real time and real pauses."""
     return Retrier(
         telegram,
         spool=spool,
         attempts=attempts,
-        wait=30.0,
+        wait=wait,
         max_age=max_age,
         attempt_timeout=5.0,
-        sleep=clock.sleep,
-        clock=clock,
+        sleep=sleep or (clock.sleep if clock is not None else None),
+        clock=clock or time.time,
     )
 
 
@@ -299,16 +303,7 @@ def test_a_worker_without_free_threads_leaves_alerts_in_the_spool_for_later(
     monkeypatch.setattr(retrier, "MAX_RETRY_THREADS", 2)
     release = threading.Event()
     telegram = FlakyTelegram()
-    background = Retrier(
-        telegram,
-        spool=spool,
-        attempts=3,
-        wait=30.0,
-        max_age=21600.0,
-        attempt_timeout=5.0,
-        sleep=paused_until(release),
-        clock=clock,
-    )
+    background = make_retrier(telegram, spool, clock, sleep=paused_until(release))
     alerts = [background.admit(MESSAGE) for _ in range(4)]
     for alert in alerts:
         assert background.retry_later(alert, DOWN) == alert.label
@@ -347,9 +342,7 @@ def test_shutdown_gives_spooled_alerts_back_without_a_last_attempt(
     monkeypatch.setattr(retrier, "MAX_RETRY_THREADS", 2)
     telegram = FlakyTelegram(forever=DOWN)
     # Real time and the real pause: 30 minutes, which only shutdown can cut short.
-    background = Retrier(
-        telegram, spool=spool, attempts=3, wait=1800.0, max_age=21600.0, attempt_timeout=5.0
-    )
+    background = make_retrier(telegram, spool, wait=1800.0)
     alerts = [background.admit(MESSAGE) for _ in range(3)]
     for alert in alerts:
         background.retry_later(alert, DOWN)  # two sleeping, one waiting in the spool
@@ -367,9 +360,7 @@ def test_shutdown_gives_in_memory_retries_a_last_attempt_and_logs_what_is_left(
 ) -> None:
     monkeypatch.setattr(retrier, "MAX_RETRY_THREADS", 2)
     telegram = FlakyTelegram(forever=DOWN)
-    background = Retrier(
-        telegram, spool=None, attempts=3, wait=1800.0, max_age=21600.0, attempt_timeout=5.0
-    )
+    background = make_retrier(telegram, None, wait=1800.0)
     for _ in range(4):  # two running, two waiting in the queue
         background.retry_later(background.admit(MESSAGE), DOWN)
     retrier.shutdown()
@@ -450,15 +441,7 @@ def test_a_hundred_failing_alerts_are_retried_side_by_side(spool: Spool) -> None
             everyone_waiting.wait()
 
     telegram = FlakyTelegram()
-    background = Retrier(
-        telegram,
-        spool=spool,
-        attempts=3,
-        wait=30.0,
-        max_age=21600.0,
-        attempt_timeout=5.0,
-        sleep=pause,
-    )
+    background = make_retrier(telegram, spool, sleep=pause)
     for _ in range(100):
         background.retry_later(background.admit(MESSAGE), DOWN)
     assert background.wait_idle(timeout=20)
@@ -471,15 +454,7 @@ def test_an_overflowing_memory_queue_refuses_loudly(
 ) -> None:
     monkeypatch.setattr(retrier, "MAX_MEMORY_RETRIES", 2)
     release = threading.Event()
-    background = Retrier(
-        FlakyTelegram(),
-        spool=None,
-        attempts=3,
-        wait=1.0,
-        max_age=21600.0,
-        attempt_timeout=5.0,
-        sleep=paused_until(release),
-    )
+    background = make_retrier(FlakyTelegram(), None, wait=1.0, sleep=paused_until(release))
     assert background.retry_later(background.admit(MESSAGE), DOWN) is not None
     assert background.retry_later(background.admit(MESSAGE), DOWN) is not None
     assert background.retry_later(background.admit(MESSAGE), DOWN) is None
