@@ -116,16 +116,14 @@ def _duration(seconds: float) -> str:
     """'48 s', '3 min 12 s', '2 h 5 min', '1 d 3 h': two units are enough to judge a delay."""
     total = max(0, round(seconds))
     units = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
-    for index, (unit, size) in enumerate(units):
-        if total >= size or unit == "s":
-            words = f"{total // size} {unit}"
-            if index + 1 < len(units):
-                next_unit, next_size = units[index + 1]
-                remainder = total % size // next_size
-                if remainder:
-                    words += f" {remainder} {next_unit}"
-            return words
-    raise AssertionError("unreachable: the loop returns at 's'")
+    index = next(i for i, (_, size) in enumerate(units) if total >= size or size == 1)
+    unit, size = units[index]
+    words = f"{total // size} {unit}"
+    if index + 1 < len(units):
+        next_unit, next_size = units[index + 1]
+        if remainder := total % size // next_size:
+            words += f" {remainder} {next_unit}"
+    return words
 
 
 def visible_length(text: str) -> int:
