@@ -59,7 +59,8 @@ _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
 _active = 0  # jobs submitted and not yet finished
 _memory_jobs = 0
-_stopping = threading.Event()
+_stopping = threading.Event()  # wakes sleeping jobs: set once the queue is cancelled
+_closing = False  # no new job: set first, so nothing starts between cancelling and waking
 _resumer: threading.Thread | None = None
 _given_back = 0  # spooled alerts whose jobs stopped for the shutdown, left for the next start
 _retriers: weakref.WeakSet[Retrier] = weakref.WeakSet()
@@ -68,8 +69,9 @@ _retriers: weakref.WeakSet[Retrier] = weakref.WeakSet()
 def _reset_after_fork() -> None:
     # A forked child inherits the parent's pool object but none of its threads, and possibly a
     # lock some other thread held at fork time: start from nothing.
-    global _lock, _executor, _active, _memory_jobs, _stopping, _resumer, _given_back
+    global _lock, _executor, _active, _memory_jobs, _stopping, _closing, _resumer, _given_back
     _lock = threading.Lock()
+    _closing = False
     _given_back = 0
     _executor = None
     _active = 0
@@ -91,7 +93,7 @@ def start_resuming(retrier: Retrier) -> None:
     """Take up spooled alerts now and every RESUME_INTERVAL (gunicorn's post_worker_init)."""
     global _resumer
     with _lock:
-        if _resumer is not None or _stopping.is_set():
+        if _resumer is not None or _refusing():
             return
         _resumer = threading.Thread(
             target=_resume_periodically, args=(retrier,), name="relay-resume", daemon=True
@@ -115,16 +117,21 @@ def shutdown() -> None:
     finish (each within RELAY_SEND_TIMEOUT), give every spooled alert's lease back so the next
     process takes it up at once, and give in-memory alerts one last attempt, logging the text of
     any that still fail."""
-    global _executor, _resumer, _given_back
+    global _executor, _resumer, _given_back, _closing
     with _lock:
         executor, _executor = _executor, None
         resumer, _resumer = _resumer, None
-        _stopping.set()
+        _closing = True
     try:
+        # Queued jobs are cancelled before the sleeping ones wake: a woken job that finished
+        # quickly would otherwise free its thread for a queued one, which would then start.
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+        _stopping.set()
         if resumer is not None:
             resumer.join()
         if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)
+            executor.shutdown(wait=True)
         for retrier in list(_retriers):
             retrier.release_leases()
         with _lock:
@@ -134,7 +141,14 @@ def shutdown() -> None:
                 "stopping: %d spooled alert(s) left in the spool for the next start", given_back
             )
     finally:
+        with _lock:
+            _closing = False
         _stopping.clear()
+
+
+def _refusing() -> bool:
+    """No new job may start: the process is stopping (call with _lock held)."""
+    return _closing or _stopping.is_set()
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -263,7 +277,7 @@ class Retrier:
         if self._spool is None:
             return 0
         with _lock:
-            free = 0 if _stopping.is_set() else MAX_RETRY_THREADS - _active
+            free = 0 if _refusing() else MAX_RETRY_THREADS - _active
         if free <= 0:
             return 0
         try:
@@ -312,7 +326,7 @@ class Retrier:
         """Start a job for a spooled alert if this process has a free thread for it."""
         global _active
         with _lock:
-            if _stopping.is_set() or _active >= MAX_RETRY_THREADS:
+            if _refusing() or _active >= MAX_RETRY_THREADS:
                 return False
             _active += 1  # the thread is ours while we take the lease
         # Hold the row through the wait and the next attempt, before another worker looks.
@@ -322,7 +336,7 @@ class Retrier:
                 _active -= 1
             return True  # another worker has it now: nothing left for us to do
         with _lock:
-            if _stopping.is_set():
+            if _refusing():
                 _active -= 1
                 return False
             future = _pool().submit(self._run, alert)
@@ -333,7 +347,7 @@ class Retrier:
         global _active, _memory_jobs
         with _lock:
             refusal = None
-            if _stopping.is_set():
+            if _refusing():
                 refusal = "the relay is shutting down"
             elif _memory_jobs >= MAX_MEMORY_RETRIES:
                 refusal = f"{MAX_MEMORY_RETRIES} alerts are already waiting for a retry in memory"
