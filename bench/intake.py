@@ -20,9 +20,11 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -61,8 +63,18 @@ class Run:
         return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def drive(url: str, concurrency: int, count: int) -> tuple[list[float], list[int], float]:
-    """In its own process, so the load generator does not share a GIL with the fake Telegram."""
+def the_payload(_: int) -> dict[str, Any]:
+    return PAYLOAD
+
+
+def drive(
+    url: str,
+    concurrency: int,
+    count: int,
+    payload_for: Callable[[int], dict[str, Any]] = the_payload,
+) -> tuple[list[float], list[int], float]:
+    """Posts `payload_for(n)` for n in range(count). In its own process, so the load generator
+    does not share a GIL with the fake Telegram."""
     latencies: list[float] = []
     statuses: list[int] = []
     lock = threading.Lock()
@@ -73,10 +85,11 @@ def drive(url: str, concurrency: int, count: int) -> tuple[list[float], list[int
         session = requests.Session()
         while time.monotonic() < stop_at:
             with lock:
-                if next(remaining, None) is None:
-                    return
+                n = next(remaining, None)
+            if n is None:
+                return
             started = time.monotonic()
-            reply = session.post(url, json=PAYLOAD, timeout=15)
+            reply = session.post(url, json=payload_for(n), timeout=15)
             took = time.monotonic() - started
             with lock:
                 latencies.append(took)

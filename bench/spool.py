@@ -26,7 +26,6 @@ import os
 import re
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -36,7 +35,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import requests  # noqa: E402
 
 from bench.intake import Run, drive  # noqa: E402
 from bench.payload import PAYLOAD  # noqa: E402
@@ -53,35 +51,6 @@ def numbered(n: int) -> dict[str, Any]:
     payload = copy.deepcopy(PAYLOAD)
     payload["attachments"][0]["title"] = f"Drill alert {n:04d}"
     return payload
-
-
-def drive_numbered(url: str, concurrency: int, count: int) -> tuple[list[float], list[int]]:
-    """Posts `count` distinct alerts; in its own process, away from the fake's GIL."""
-    latencies: list[float] = []
-    statuses: list[int] = []
-    lock = threading.Lock()
-    remaining = iter(range(count))
-    stop_at = time.monotonic() + MAX_DRILL_SECONDS
-
-    def client() -> None:
-        session = requests.Session()
-        while time.monotonic() < stop_at:
-            with lock:
-                n = next(remaining, None)
-            if n is None:
-                return
-            started = time.monotonic()
-            reply = session.post(url, json=numbered(n), timeout=15)
-            with lock:
-                latencies.append(time.monotonic() - started)
-                statuses.append(reply.status_code)
-
-    threads = [threading.Thread(target=client) for _ in range(concurrency)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return latencies, statuses
 
 
 def workers_cpu_seconds(relay: RelayProcess) -> float:
@@ -148,7 +117,9 @@ def outage_drill(
         delivered_before = len(fake.messages)
         fake.stop()  # connections refused from here on
         down_at = time.monotonic()
-        latencies, statuses = load.submit(drive_numbered, relay.webhook_url, 16, alerts).result()
+        latencies, statuses, _ = load.submit(
+            drive, relay.webhook_url, 16, alerts, numbered
+        ).result()
         intake_seconds = time.monotonic() - down_at
         time.sleep(max(0.0, outage - intake_seconds))
         fake.start()

@@ -14,10 +14,10 @@ import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import TextIO
 
 from .config import ConfigError, spool_path_from_env
+from .formatting import utc_time
 from .spool import Spool, SpooledAlert, SpoolError
 
 EXIT_OK = 0
@@ -147,9 +147,9 @@ def _row(alert: SpooledAlert) -> tuple[str, str, str, str, str, str]:
     when = alert.dead_at if alert.state == "dead" else alert.next_attempt_at
     return (
         str(alert.id),
-        _utc(alert.received_at),
+        utc_time(alert.received_at),
         str(alert.attempts),
-        _utc(when) if when is not None else "-",
+        utc_time(when) if when is not None else "-",
         _clip(_summary(alert.message.text), 60),
         _clip(alert.last_error or "-", 200),
     )
@@ -177,12 +177,8 @@ def _retry(spool: Spool, args: argparse.Namespace, out: TextIO) -> int:
 def _purge(spool: Spool, args: argparse.Namespace, out: TextIO) -> int:
     before = time.time() - args.older_than
     count = spool.purge_dead(received_before=before)
-    print(f"Deleted {count} dead alert(s) received before {_utc(before)} UTC.", file=out)
+    print(f"Deleted {count} dead alert(s) received before {utc_time(before)} UTC.", file=out)
     return EXIT_OK
-
-
-def _utc(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _summary(text: str) -> str:

@@ -107,9 +107,13 @@ def with_late_note(message: Message, *, received_at: float, now: float) -> Messa
 
 
 def late_note(received_at: float, now: float) -> str:
-    sent = datetime.fromtimestamp(received_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     delay = _duration(now - received_at)
-    return f"⏳ Late: GlitchTip sent this at {sent}; delivered {delay} later."
+    return f"⏳ Late: GlitchTip sent this at {utc_time(received_at)} UTC; delivered {delay} later."
+
+
+def utc_time(timestamp: float) -> str:
+    """A Unix time as people read it in the relay's messages and tools: '2026-11-30 10:52:28'."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _duration(seconds: float) -> str:

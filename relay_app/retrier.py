@@ -287,7 +287,7 @@ class Retrier:
         except SpoolError:
             return 0  # logged by the spool; the next pass tries again
         for alert in claimed:
-            if not self._submit(alert):
+            if not self._submit(alert, leased=True):
                 self._save(alert, lease_until=None)
         if claimed:
             log.info(
@@ -322,19 +322,21 @@ class Retrier:
 
     # --- jobs --------------------------------------------------------------------------------
 
-    def _submit(self, alert: SpooledAlert) -> bool:
-        """Start a job for a spooled alert if this process has a free thread for it."""
+    def _submit(self, alert: SpooledAlert, *, leased: bool = False) -> bool:
+        """Start a job for a spooled alert if this process has a free thread for it. `leased`:
+        the claim already holds the row through the wait and the next attempt."""
         global _active
         with _lock:
             if _refusing() or _active >= MAX_RETRY_THREADS:
                 return False
             _active += 1  # the thread is ours while we take the lease
-        # Hold the row through the wait and the next attempt, before another worker looks.
-        attempt_at = max(alert.next_attempt_at, self._clock())  # overdue after waiting for us
-        if self._save(alert, lease_until=attempt_at + self._lease_for) is False:
-            with _lock:
-                _active -= 1
-            return True  # another worker has it now: nothing left for us to do
+        if not leased:
+            # Hold the row through the wait and the next attempt, before another worker looks.
+            attempt_at = max(alert.next_attempt_at, self._clock())
+            if self._save(alert, lease_until=attempt_at + self._lease_for) is False:
+                with _lock:
+                    _active -= 1
+                return True  # another worker has it now: nothing left for us to do
         with _lock:
             if _refusing():
                 _active -= 1
@@ -404,9 +406,10 @@ class Retrier:
         )
 
     def _run(self, alert: SpooledAlert) -> None:
+        if (beyond := self._beyond_ceiling(alert)) is not None:
+            self.give_up(alert, beyond, None)  # resumed with no attempt left that is safe
+            return
         try:
-            if (beyond := self._beyond_ceiling(alert)) is not None:
-                raise _BeyondCeiling(beyond)
             self._sleep(max(0.0, alert.next_attempt_at - self._clock()))
             self._policy()(self._attempt, alert)
         except _Interrupted:
@@ -417,8 +420,6 @@ class Retrier:
                 "leaving it to that one",
                 alert.label,
             )
-        except _BeyondCeiling as exc:
-            self.give_up(alert, str(exc), None)
         except RetryableDeliveryError as exc:
             if _stopping.is_set() and alert.id is not None:
                 self._hand_back(alert)
@@ -553,7 +554,3 @@ class Retrier:
                 exc,
             )
             return None
-
-
-class _BeyondCeiling(Exception):
-    """A resumed alert has already had all the attempts that risk a duplicate."""
