@@ -1,0 +1,119 @@
+"""The spool's own operations, without HTTP: what the webhook's write-ahead and delete cost.
+
+1. One thread, one process: writing an alert ahead and deleting it, and claiming 128 alerts,
+   with 0, 1000 and 10000 alerts already pending.
+2. Contention as in production: 2 processes x 8 threads each writing ahead and deleting, with
+   a pause between (the rest of a webhook's work), and each process's checkpoint once a second
+   as the resumer thread runs it. Prints the latency of the pair.
+
+Run by hand:
+
+    .venv/bin/python bench/spool_ops.py
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.payload import PAYLOAD  # noqa: E402
+from relay_app.formatting import format_alert  # noqa: E402
+from relay_app.glitchtip import parse_alert  # noqa: E402
+from relay_app.spool import Spool  # noqa: E402
+
+MESSAGE = format_alert(parse_alert(PAYLOAD))
+PAIRS = 300
+CONTENTION_SECONDS = 3.0
+THREADS_PER_PROCESS = 8
+PAUSE_BETWEEN = 0.025  # about 600 pairs/s over the 16 threads, as at the relay's saturation
+
+
+def single_thread(path: str) -> list[tuple[int, float, float]]:
+    spool = Spool(path, max_pending=20000)
+    rows = []
+    for pending in (0, 1000, 10000):
+        while spool.counts()["pending"] < pending:
+            spool.add(MESSAGE, received_at=time.time(), lease_until=0)
+        started = time.perf_counter()
+        for _ in range(PAIRS):
+            spool.delivered(spool.add(MESSAGE, received_at=time.time(), lease_until=0))
+        pair = (time.perf_counter() - started) / PAIRS
+        started = time.perf_counter()
+        spool.claim(128, due_by=time.time() + 1, lease_for=10)
+        claim = time.perf_counter() - started
+        spool.release_all()
+        rows.append((pending, pair, claim))
+    return rows
+
+
+def contending_process(path: str, results: multiprocessing.Queue[list[float]]) -> None:
+    spool = Spool(path)
+    latencies: list[float] = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + CONTENTION_SECONDS
+
+    def webhooks() -> None:
+        while time.monotonic() < stop_at:
+            started = time.perf_counter()
+            spool.delivered(spool.add(MESSAGE, received_at=time.time(), lease_until=0))
+            took = time.perf_counter() - started
+            with lock:
+                latencies.append(took)
+            time.sleep(PAUSE_BETWEEN)
+
+    def resumer() -> None:
+        while time.monotonic() < stop_at:
+            time.sleep(1.0)
+            spool.checkpoint()
+
+    threads = [threading.Thread(target=webhooks) for _ in range(THREADS_PER_PROCESS)]
+    threads.append(threading.Thread(target=resumer))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    results.put(latencies)
+
+
+def contention(path: str) -> list[float]:
+    Spool(path).counts()  # create the file before the processes race to
+    context = multiprocessing.get_context("spawn")
+    results: multiprocessing.Queue[list[float]] = context.Queue()
+    processes = [context.Process(target=contending_process, args=(path, results)) for _ in "ab"]
+    for process in processes:
+        process.start()
+    latencies = results.get(timeout=60) + results.get(timeout=60)
+    for process in processes:
+        process.join(timeout=10)
+    return sorted(latencies)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        rows = single_thread(str(Path(directory) / "single.sqlite3"))
+        latencies = contention(str(Path(directory) / "contended.sqlite3"))
+    print("One thread: write ahead + delete one alert, and claim 128")
+    print()
+    print("| already pending | write ahead + delete µs | claim 128 ms |")
+    print("|---:|---:|---:|")
+    for pending, pair, claim in rows:
+        print(f"| {pending} | {pair * 1e6:.0f} | {claim * 1e3:.1f} |")
+    print()
+    count = len(latencies)
+    print(
+        f"2 processes x {THREADS_PER_PROCESS} threads, {count / CONTENTION_SECONDS:.0f} pairs/s, "
+        "checkpoint once a second per process: write ahead + delete "
+        f"p50 {latencies[count // 2] * 1e3:.2f} ms, p90 {latencies[int(count * 0.9)] * 1e3:.2f} "
+        f"ms, p99 {latencies[int(count * 0.99)] * 1e3:.2f} ms, max {latencies[-1] * 1e3:.1f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()
