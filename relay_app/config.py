@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from .routing import ChatId, Destination, chat_key, parse_chat_id
+
 DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
 
 # GlitchTip gives up on us after 10 s; one attempt must leave time to answer.
@@ -22,7 +24,6 @@ DEFAULT_SPOOL_PATH = "relay-spool.sqlite3"
 SPOOL_OFF = "off"
 
 _BOT_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]{20,}")
-_CHANNEL_USERNAME = re.compile(r"@[A-Za-z][A-Za-z0-9_]{3,31}")
 _URL_SAFE = re.compile(r"[A-Za-z0-9._~-]+")
 MIN_SECRET_LENGTH = 16
 _SECRET_HINT = "generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"  # noqa: S105 (a hint, not a password)
@@ -36,7 +37,7 @@ class ConfigError(ValueError):
         self.variable = variable
 
 
-ChatId = int | str
+__all__ = ["ChatId", "ConfigError", "Settings", "spool_path_from_env"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,14 @@ class Settings:
     spool_path: str | None = DEFAULT_SPOOL_PATH
     spool_max_pending: int = 10000
     late_after: float = 60.0
+    # Chats a webhook URL may name with ?chat_id= besides the default one, as chat_key()s.
+    allowed_chat_ids: frozenset[str] = frozenset()
+    # Merge alerts waiting for the same destination into digest messages.
+    coalesce: bool = True
+
+    @property
+    def default_destination(self) -> Destination:
+        return Destination(self.telegram_chat_id, self.telegram_thread_id)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -82,6 +91,8 @@ class Settings:
                 environ, "RELAY_SPOOL_MAX_PENDING", default=10000, low=1, high=1_000_000
             ),
             late_after=_number(environ, "RELAY_LATE_AFTER", default=60.0, low=1.0, high=86400.0),
+            allowed_chat_ids=_allowed_chat_ids(environ),
+            coalesce=_switch(environ, "RELAY_COALESCE", default=True),
         )
 
 
@@ -122,15 +133,41 @@ def _chat_id(environ: Mapping[str, str]) -> ChatId:
     raw = _required(
         environ, name, "set it to the numeric chat id (negative for groups) or @channelname"
     )
-    if _CHANNEL_USERNAME.fullmatch(raw):
-        return raw
-    try:
-        return int(raw)
-    except ValueError:
+    chat = parse_chat_id(raw)
+    if chat is None:
         raise ConfigError(
             name,
             f"{raw!r} is neither an integer chat id (like -1001234567890) nor an @channelname",
-        ) from None
+        )
+    return chat
+
+
+def _allowed_chat_ids(environ: Mapping[str, str]) -> frozenset[str]:
+    name = "TELEGRAM_ALLOWED_CHAT_IDS"
+    allowed = set()
+    for raw in environ.get(name, "").split(","):
+        if not raw.strip():
+            continue
+        chat = parse_chat_id(raw)
+        if chat is None:
+            raise ConfigError(
+                name,
+                f"{raw.strip()!r} is neither an integer chat id nor an @channelname; list chat "
+                "ids separated by commas, like -1001234567890,-1009876543210",
+            )
+        allowed.add(chat_key(chat))
+    return frozenset(allowed)
+
+
+def _switch(environ: Mapping[str, str], name: str, *, default: bool) -> bool:
+    raw = environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(name, f"{raw!r} is not a switch; use 1 or 0")
 
 
 def _webhook_secret(environ: Mapping[str, str]) -> str:

@@ -33,6 +33,8 @@ def test_defaults_fill_everything_but_the_three_required_variables() -> None:
         spool_path="relay-spool.sqlite3",
         spool_max_pending=10000,
         late_after=60.0,
+        allowed_chat_ids=frozenset(),
+        coalesce=True,
     )
 
 
@@ -49,6 +51,8 @@ def test_every_variable_is_read() -> None:
             RELAY_SPOOL_PATH="/var/lib/relay/spool.sqlite3",
             RELAY_SPOOL_MAX_PENDING="50",
             RELAY_LATE_AFTER="120",
+            TELEGRAM_ALLOWED_CHAT_IDS=" -1001111111111, @Ops_Room ,,-42",
+            RELAY_COALESCE="0",
         )
     )
     assert settings.telegram_chat_id == "@alerts_channel"
@@ -59,6 +63,8 @@ def test_every_variable_is_read() -> None:
     assert settings.spool_path == "/var/lib/relay/spool.sqlite3"
     assert settings.spool_max_pending == 50
     assert settings.late_after == 120
+    assert settings.allowed_chat_ids == frozenset({"-1001111111111", "@ops_room", "-42"})
+    assert settings.coalesce is False
 
 
 def test_the_spool_can_be_switched_off() -> None:
@@ -90,6 +96,9 @@ def test_the_spool_can_be_switched_off() -> None:
         ("RELAY_SPOOL_MAX_PENDING", "0", "out of range"),
         ("RELAY_SPOOL_MAX_PENDING", "1.5", "is not an integer"),
         ("RELAY_LATE_AFTER", "0", "out of range"),
+        ("TELEGRAM_ALLOWED_CHAT_IDS", "-100111, ops room", "'ops room' is neither"),
+        ("TELEGRAM_ALLOWED_CHAT_IDS", "-100111;-100222", "separated by commas"),
+        ("RELAY_COALESCE", "maybe", "use 1 or 0"),
     ],
 )
 def test_a_bad_variable_is_named_with_how_to_fix_it(variable: str, value: str, says: str) -> None:
