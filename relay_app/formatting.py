@@ -12,7 +12,7 @@ import html
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -31,6 +31,9 @@ MAX_LINK_LENGTH = 2048
 ELLIPSIS = "…"
 # Values are not shortened below this; past that point whole issues move into "and N more".
 MIN_VALUE_LENGTH = 40
+# An alert's part of a digest (see digest.py) is the same message, built again within this
+# when the whole is longer, so that one long alert leaves room in a digest for others.
+DIGEST_ENTRY_LIMIT = 1000
 
 SEVERITY_BY_COLOR = {"#e52b50": "🔴", "#4b60b4": "🔵"}
 SEVERITY_NO_COLOR = "🟠"  # GlitchTip sends no colour for warnings (and other non-error levels)
@@ -43,12 +46,26 @@ _CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
+class Entry:
+    """An alert as one part of a digest: HTML complete in itself, and its visible text."""
+
+    html: str
+    text: str
+
+
+@dataclass(frozen=True)
 class Message:
     """One alert, built once, ready for Telegram; retries send exactly this, never a rebuild."""
 
     html: str
     text: str  # the visible text of `html`: what Telegram shows, and what an ERROR log holds
     fallback: str  # plain text for when Telegram rejects the HTML or its length
+    # Its part of a digest when shorter than the message; None when it is the message itself.
+    short_entry: Entry | None = None
+
+    @property
+    def entry(self) -> Entry:
+        return self.short_entry or Entry(self.html, self.text)
 
 
 class Span(NamedTuple):
@@ -64,26 +81,34 @@ class Span(NamedTuple):
 
 
 def format_alert(alert: Alert) -> Message:
+    message = render(_alert_spans(alert, MESSAGE_LIMIT))
+    if visible_length(message.text) <= DIGEST_ENTRY_LIMIT:
+        return message
+    entry = render(_alert_spans(alert, DIGEST_ENTRY_LIMIT))
+    return replace(message, short_entry=Entry(entry.html, entry.text))
+
+
+def _alert_spans(alert: Alert, limit: int) -> list[Span]:
     if isinstance(alert, IssueAlert):
-        spans = _fit_items(
+        return _fit_items(
             header=_issue_header(alert),
             items=[_issue_block(issue, numbered=len(alert.issues) > 1) for issue in alert.issues],
             footer=lambda shown: _hidden_issues(alert.total - shown),
+            limit=limit,
         )
-    elif isinstance(alert, UptimeAlert):
-        spans = _fit_items(
+    if isinstance(alert, UptimeAlert):
+        return _fit_items(
             header=[],
             items=[
                 _monitor_block(monitor, first=index == 0)
                 for index, monitor in enumerate(alert.monitors)
             ],
             footer=lambda shown: _hidden_monitors(len(alert.monitors) - shown),
+            limit=limit,
         )
-    else:
-        dump = json.dumps(alert.payload, ensure_ascii=False, indent=1, default=str)
-        header = [Span("⚠️ "), Span("Webhook payload in a shape the relay does not know", bold=True)]
-        spans = _fit_items(header, [[Span("\n"), Span(_clean(dump), pre=True, value=True)]])
-    return render(spans)
+    dump = json.dumps(alert.payload, ensure_ascii=False, indent=1, default=str)
+    header = [Span("⚠️ "), Span("Webhook payload in a shape the relay does not know", bold=True)]
+    return _fit_items(header, [[Span("\n"), Span(_clean(dump), pre=True, value=True)]], limit=limit)
 
 
 def render(spans: Sequence[Span]) -> Message:
@@ -107,7 +132,7 @@ def with_late_note(message: Message, *, received_at: float, now: float) -> Messa
 
 
 def late_note(received_at: float, now: float) -> str:
-    delay = _duration(now - received_at)
+    delay = duration(now - received_at)
     return f"⏳ Late: GlitchTip sent this at {utc_time(received_at)} UTC; delivered {delay} later."
 
 
@@ -116,7 +141,7 @@ def utc_time(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     """'48 s', '3 min 12 s', '2 h 5 min', '1 d 3 h': two units are enough to judge a delay."""
     total = max(0, round(seconds))
     units = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
@@ -244,19 +269,21 @@ def _fit_items(
     header: list[Span],
     items: list[list[Span]],
     footer: Callable[[int], list[Span]] = lambda shown: [],
+    *,
+    limit: int = MESSAGE_LIMIT,
 ) -> list[Span]:
     """Header, items and footer within the limit: long values shortened evenly first; only when
     that would leave values unreadably short do trailing items give way to the footer's count."""
     for shown in range(len(items), 0, -1):
         spans = [*header, *(span for item in items[:shown] for span in item), *footer(shown)]
-        fitted = _shorten_values(spans, MESSAGE_LIMIT)
+        fitted = _shorten_values(spans, limit)
         if fitted is not None:
             return fitted
     # Even one item does not fit with readable values: accept values shorter than usual, and
     # when its labels alone are too many (thousands of fields), cut the item itself short.
     spans = [*header, *(items[0] if items else []), *footer(1 if items else 0)]
-    fitted = _shorten_values(spans, MESSAGE_LIMIT, min_value_length=2)
-    return fitted if fitted is not None else _cut_spans(spans, MESSAGE_LIMIT)
+    fitted = _shorten_values(spans, limit, min_value_length=2)
+    return fitted if fitted is not None else _cut_spans(spans, limit)
 
 
 def _cut_spans(spans: list[Span], limit: int) -> list[Span]:

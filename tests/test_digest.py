@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import pytest
+
+from relay_app.digest import HEADER_ROOM, MAX_ALERTS_PER_DIGEST, compose, header, how_many_fit
+from relay_app.formatting import (
+    DIGEST_ENTRY_LIMIT,
+    TELEGRAM_TEXT_LIMIT,
+    format_alert,
+    visible_length,
+)
+from relay_app.glitchtip import parse_alert
+from tests.payloads import issue, issue_alert, uptime_alert
+from tests.telegram_rules import visible_text
+
+START = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC
+
+
+def test_as_many_oldest_alerts_as_fit_go_into_one_digest_and_never_none() -> None:
+    room = TELEGRAM_TEXT_LIMIT - HEADER_ROOM
+    assert how_many_fit([]) == 0
+    assert how_many_fit([100] * 10) == 10
+    assert how_many_fit([room // 2 - 2] * 3) == 2
+    assert how_many_fit([5000, 10]) == 1  # too long to share: it goes alone, as built
+    assert how_many_fit([1] * 500) == MAX_ALERTS_PER_DIGEST
+
+
+def test_an_alert_alone_goes_as_it_was_built_with_a_note_when_late() -> None:
+    message = format_alert(parse_alert(issue_alert(issue(1))))
+    assert compose([message], [START], now=START + 10, late_after=60) == message
+    late = compose([message], [START], now=START + 90, late_after=60)
+    note = "⏳ Late: GlitchTip sent this at 2027-01-15 08:00:00 UTC; delivered 1 min 30 s later."
+    assert late.text == f"{message.text}\n\n{note}"
+
+
+def test_a_digest_says_how_many_and_when_then_holds_each_alert_whole_oldest_first() -> None:
+    messages = [
+        format_alert(parse_alert(issue_alert(issue(1, title="First <b>&")))),
+        format_alert(parse_alert(uptime_alert(down=True, name="Checkout"))),
+        format_alert(parse_alert(issue_alert(issue(3)))),
+    ]
+    digest = compose(messages, [START, START + 4, START + 11], now=START + 12, late_after=60)
+    assert visible_text(digest.html, parse_mode="HTML") == digest.text
+    first_line, rest = digest.text.split("\n\n", 1)
+    assert first_line == "🗂 3 alerts, received 2027-01-15 08:00:00 to 08:00:11 UTC (over 11 s)"
+    assert rest == "\n\n".join(m.text for m in messages)
+    assert digest.html.startswith(f"<b>{first_line}</b>\n\n")
+    assert digest.fallback == digest.text  # no alert is cut off the plain text
+
+
+def test_a_late_digest_says_so_in_its_first_line() -> None:
+    line = header(2, START, START + 3, now=START + 125, late_after=60)
+    assert line.endswith("(over 3 s); sent 2 min 5 s after the first")
+    assert len(line) < HEADER_ROOM
+    across_midnight = header(2, START - 8 * 3600 - 1, START, now=START, late_after=1e9)
+    assert "2027-01-14 23:59:59 to 2027-01-15 08:00:00 UTC" in across_midnight
+
+
+def test_a_long_alert_keeps_a_shorter_entry_for_digests() -> None:
+    fields = [{"title": f"Tag {n}", "value": "v" * 300} for n in range(20)]
+    message = format_alert(parse_alert(issue_alert(issue(1, fields=fields))))
+    assert visible_length(message.text) > DIGEST_ENTRY_LIMIT
+    entry = message.entry
+    assert visible_length(entry.text) <= DIGEST_ENTRY_LIMIT
+    assert visible_text(entry.html, parse_mode="HTML") == entry.text
+    # Header, title (linked) and fields all stay, the values shortened alike.
+    assert entry.text.startswith("🔴 GlitchTip Alert\n\nZeroDivisionError: div")
+    assert '<a href="https://glitchtip.example.org/acme/issues/1">' in entry.html
+    assert "Tag 19: vvv" in entry.text
+
+
+def test_alerts_that_do_not_fit_are_refused_rather_than_cut() -> None:
+    fields = [{"title": "Tag", "value": "v" * 900}]
+    message = format_alert(parse_alert(issue_alert(issue(1, fields=fields))))
+    with pytest.raises(ValueError, match="how_many_fit"):
+        compose([message] * 6, [START] * 6, now=START, late_after=60)
