@@ -12,7 +12,7 @@ from werkzeug.exceptions import HTTPException
 from .config import Settings
 from .delivery import Courier
 from .logs import configure_logging
-from .retrier import Clock, Retrier, Sleep, start_resuming
+from .retrier import Clock, Retrier, Sleep, start_dispatching
 from .spool import Spool
 from .telegram import TelegramClient
 from .views import create_blueprint
@@ -38,15 +38,15 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
     client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
-    courier = Courier(
-        client,
-        settings.telegram_chat_id,
-        thread_id=settings.telegram_thread_id,
-        attempt_timeout=settings.send_timeout,
-    )
+    courier = Courier(client, attempt_timeout=settings.send_timeout)
     spool = None
     if settings.spool_path is not None:
-        spool = Spool(settings.spool_path, max_pending=settings.spool_max_pending, clock=clock)
+        spool = Spool(
+            settings.spool_path,
+            max_pending=settings.spool_max_pending,
+            clock=clock,
+            default_destination=settings.default_destination,
+        )
     retrier = Retrier(
         courier.deliver,
         spool=spool,
@@ -55,12 +55,19 @@ def create_app(
         max_age=settings.retry_max_age,
         attempt_timeout=settings.send_timeout,
         late_after=settings.late_after,
+        coalesce=settings.coalesce,
         sleep=retry_sleep,
         clock=clock,
     )
     app.extensions["relay_retrier"] = retrier
     app.register_blueprint(
-        create_blueprint(webhook_secret=settings.webhook_secret, courier=courier, retrier=retrier)
+        create_blueprint(
+            webhook_secret=settings.webhook_secret,
+            courier=courier,
+            retrier=retrier,
+            default_destination=settings.default_destination,
+            allowed_chats=settings.allowed_chat_ids,
+        )
     )
 
     @app.errorhandler(HTTPException)
@@ -71,12 +78,12 @@ def create_app(
 
 
 def start_background_work(app: object) -> None:
-    """Start taking up spooled alerts in this process (gunicorn's post_worker_init): those a
-    stopped or crashed process left behind, and those waiting for a free thread."""
+    """Start sending waiting alerts from this process (gunicorn's post_worker_init): those
+    waiting for their chat's turn or a retry, and those a stopped or crashed process left."""
     extensions = getattr(app, "extensions", None)
     retrier = extensions.get("relay_retrier") if isinstance(extensions, dict) else None
     if isinstance(retrier, Retrier):
-        start_resuming(retrier)
+        start_dispatching(retrier)
     else:  # wrapped in middleware, say: the hook cannot find the relay inside
         logging.getLogger(__name__).warning(
             "the WSGI app is not relay_app's own (%s): alerts left in the spool by an earlier "

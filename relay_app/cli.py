@@ -132,7 +132,9 @@ def _open_spool(environ: Mapping[str, str]) -> Spool:
 def _list(spool: Spool, args: argparse.Namespace, out: TextIO) -> int:
     alerts = spool.alerts("dead" if args.dead else "pending")
     when = "DIED (UTC)" if args.dead else "NEXT ATTEMPT (UTC)"
-    rows = [("ID", "RECEIVED (UTC)", "TRIES", when, "ALERT", "LAST ERROR")]
+    rows: list[tuple[str, ...]] = [
+        ("ID", "RECEIVED (UTC)", "TRIES", when, "TO", "ALERT", "LAST ERROR")
+    ]
     rows += [_row(alert) for alert in alerts]
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
     for row in rows:
@@ -143,13 +145,15 @@ def _list(spool: Spool, args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _row(alert: SpooledAlert) -> tuple[str, str, str, str, str, str]:
+def _row(alert: SpooledAlert) -> tuple[str, ...]:
     when = alert.dead_at if alert.state == "dead" else alert.next_attempt_at
+    topic = alert.destination.thread
     return (
         str(alert.id),
         utc_time(alert.received_at),
         str(alert.attempts),
         utc_time(when) if when is not None else "-",
+        f"{alert.destination.chat}" + (f"/{topic}" if topic is not None else ""),
         _clip(_summary(alert.message.text), 60),
         _clip(alert.last_error or "-", 200),
     )

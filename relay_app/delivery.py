@@ -12,42 +12,33 @@ import logging
 import threading
 import time
 
-from .config import ChatId
 from .errors import ChatMigrated, MarkupRejected
 from .formatting import Message
+from .routing import ChatId, Destination
 from .telegram import TelegramClient
 
 log = logging.getLogger(__name__)
 
 
 class Courier:
-    def __init__(
-        self,
-        client: TelegramClient,
-        chat_id: ChatId,
-        *,
-        thread_id: int | None,
-        attempt_timeout: float,
-    ) -> None:
+    def __init__(self, client: TelegramClient, *, attempt_timeout: float) -> None:
         self._client = client
-        self._chat_id = chat_id
-        self._thread_id = thread_id
         self._attempt_timeout = attempt_timeout
         self._lock = threading.Lock()
+        # Groups seen upgraded to supergroups, old id to new, for this process's lifetime.
+        self._migrated: dict[ChatId, ChatId] = {}
 
-    @property
-    def chat_id(self) -> ChatId:
-        return self._chat_id
-
-    def deliver(self, message: Message) -> None:
+    def deliver(self, message: Message, destination: Destination) -> None:
         """One attempt, finished within the attempt timeout; raises DeliveryError on failure."""
         deadline = time.monotonic() + self._attempt_timeout
-        chat_id, text, html = self._chat_id, message.html, True
+        with self._lock:
+            chat_id = self._migrated.get(destination.chat, destination.chat)
+        text, html = message.html, True
         tried_chats = {chat_id}
         while True:
             try:
                 self._client.send_message(
-                    chat_id, text, html=html, thread_id=self._thread_id, deadline=deadline
+                    chat_id, text, html=html, thread_id=destination.thread, deadline=deadline
                 )
                 return
             except MarkupRejected as exc:
@@ -60,18 +51,18 @@ class Courier:
             except ChatMigrated as exc:
                 if exc.new_chat_id in tried_chats:
                     raise
-                chat_id = self._follow_migration(chat_id, exc.new_chat_id)
+                chat_id = self._follow_migration(destination.chat, exc.new_chat_id)
                 tried_chats.add(chat_id)
 
     def _follow_migration(self, old: ChatId, new: ChatId) -> ChatId:
         with self._lock:
             # Later alerts from this process go straight to the new id; after a restart the old
             # id is tried first again until the operator updates the variable.
-            if self._chat_id == old:
-                self._chat_id = new
+            self._migrated[old] = new
         log.warning(
             "Telegram chat %s was upgraded to a supergroup with id %s; sending there. "
-            "Set TELEGRAM_CHAT_ID=%s to stop relying on this redirect.",
+            "Set TELEGRAM_CHAT_ID (or the webhook URL's chat_id, and TELEGRAM_ALLOWED_CHAT_IDS) "
+            "to %s to stop relying on this redirect.",
             old,
             new,
             new,

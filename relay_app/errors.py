@@ -6,7 +6,7 @@ everything above it decides only between "try again later" and "never going to w
 
 from __future__ import annotations
 
-from .config import ChatId
+from .routing import ChatId
 
 
 class DeliveryError(Exception):
@@ -27,6 +27,13 @@ class RetryableDeliveryError(DeliveryError):
         # the request certainly never reached Telegram (refused, unresolvable, connect timeout,
         # 429), which makes a retry free of that risk.
         self.maybe_delivered = maybe_delivered
+
+
+class RateLimited(RetryableDeliveryError):
+    """Telegram's 429: too many messages; nothing was posted, and it names the pause it wants."""
+
+    def __init__(self, message: str, *, retry_after: float | None) -> None:
+        super().__init__(message, retry_after=retry_after, maybe_delivered=False)
 
 
 class PermanentDeliveryError(DeliveryError):
@@ -50,3 +57,7 @@ class ChatMigrated(PermanentDeliveryError):
     ) -> None:
         super().__init__(message, error_code=error_code, description=description)
         self.new_chat_id = new_chat_id
+
+
+class ThreadNotFound(PermanentDeliveryError):
+    """The forum topic does not exist (deleted, or a wrong id): the chat itself still works."""

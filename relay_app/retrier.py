@@ -1,58 +1,72 @@
-"""Background delivery: retries for alerts whose synchronous attempt failed, and the resumption
-of alerts that another process left in the spool.
+"""Background delivery: every send the webhook did not make itself, or made and failed.
 
-GlitchTip never resends, so these retries are the only ones an alert gets. Each alert being
-retried is one job on a module-level thread pool, created lazily in each process (gunicorn
-forks its workers after import), and retried by a tenacity policy declared once, in
-`Retrier._policy`. The job works from the alert's spool row, so when the process dies the row
-is still there: its lease expires and another worker, or the next start, takes it up.
+GlitchTip never resends, so these are the only retries an alert gets. The spool is the queue:
+an alert whose chat's turn had not come (pacing.py), or whose first attempt failed, waits there
+for its destination (chat and topic). In each process a dispatcher thread starts, for every
+destination with alerts waiting, one drain job on a module-level thread pool (created lazily per
+process: gunicorn forks its workers after import). The job waits for the chat's turn, claims the
+oldest waiting alerts that fit in one message (one alert alone, several as a digest, digest.py)
+and sends them; when that fails, it retries the same alerts under the tenacity policy declared
+once, in `Retrier._policy`. A job works from spool rows, so when its process dies the rows are
+still there: their leases expire and another worker, or the next start, takes them up.
 
 The retry horizon: `sendMessage` is not idempotent, so attempts that may have reached Telegram
-(timeouts, lost connections, 5xx) are limited to RELAY_RETRY_ATTEMPTS after the first, as
-before. Attempts that certainly did not reach it (refused, DNS, connect timeout, 429) risk no
-duplicate and go on, with capped exponential backoff, until the alert is RELAY_RETRY_MAX_AGE
-old. An alert that ends without delivery is kept as a dead letter and logged at ERROR with its
-full text, whatever the reason.
+(timeouts, lost connections, 5xx) are limited to RELAY_RETRY_ATTEMPTS after the first. Attempts
+that certainly did not (refused, DNS, connect timeout) risk no duplicate and go on, with capped
+exponential backoff, until the alert is RELAY_RETRY_MAX_AGE old. Waiting for a turn, and a 429's
+pause, are not attempts at all. An alert that ends without delivery is kept as a dead letter and
+logged at ERROR with its full text, whatever the reason.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
+from dataclasses import dataclass
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
 from .delivery import log_undelivered
-from .errors import DeliveryError, PermanentDeliveryError, RetryableDeliveryError
-from .formatting import Message, with_late_note
-from .spool import Spool, SpooledAlert, SpoolError, SpoolFull
+from .digest import compose, how_many_fit
+from .errors import (
+    DeliveryError,
+    PermanentDeliveryError,
+    RateLimited,
+    RetryableDeliveryError,
+    ThreadNotFound,
+)
+from .formatting import Message
+from .pacing import MemoryPacer, Pacer
+from .routing import Destination
+from .spool import Admission, Spool, SpooledAlert, SpoolError, SpoolFull
 
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], float]
-Deliver = Callable[[Message], None]
+Deliver = Callable[[Message, Destination], None]
 
-# One thread per alert being retried, so a hundred alerts failing together each keep their own
-# schedule instead of queueing behind each other's sleeps. Spooled alerts beyond the threads
-# wait in the spool, where any worker with a free thread claims them.
+# One thread per job, so alerts failing together each keep their own schedule instead of
+# queueing behind each other's sleeps. Alerts beyond the threads wait in the spool, where any
+# worker with a free thread takes them up.
 MAX_RETRY_THREADS = 128
 # Alerts retried from memory only (spool unusable or off) wait in the pool's queue up to this;
 # past it, new ones are refused, with their text logged.
 MAX_MEMORY_RETRIES = 1000
-# How often each worker looks for spooled alerts whose lease is free or expired.
-RESUME_INTERVAL = 1.0
+# How often each worker looks for waiting alerts when nothing tells it sooner.
+DISPATCH_INTERVAL = 1.0
 # A lease covers one attempt (at most RELAY_SEND_TIMEOUT) plus this, for the spool writes around
 # it; an attempt never outlives its lease, so no two workers ever send the same row at once.
 LEASE_MARGIN = 5.0
 # Backoff for attempts that certainly never reached Telegram: 1, 2, 4, ... s up to
-# RELAY_RETRY_WAIT.
+# RELAY_RETRY_WAIT; also the pause after a 429 that names none.
 FIRST_BACKOFF = 1.0
 
 _lock = threading.Lock()
@@ -61,7 +75,9 @@ _active = 0  # jobs submitted and not yet finished
 _memory_jobs = 0
 _stopping = threading.Event()  # wakes sleeping jobs: set once the queue is cancelled
 _closing = False  # no new job: set first, so nothing starts between cancelling and waking
-_resumer: threading.Thread | None = None
+_dispatcher: threading.Thread | None = None
+_wake = threading.Event()  # the dispatcher looks again at once (or at _wake_at)
+_wake_at = math.inf
 _given_back = 0  # spooled alerts whose jobs stopped for the shutdown, left for the next start
 _retriers: weakref.WeakSet[Retrier] = weakref.WeakSet()
 
@@ -69,7 +85,8 @@ _retriers: weakref.WeakSet[Retrier] = weakref.WeakSet()
 def _reset_after_fork() -> None:
     # A forked child inherits the parent's pool object but none of its threads, and possibly a
     # lock some other thread held at fork time: start from nothing.
-    global _lock, _executor, _active, _memory_jobs, _stopping, _closing, _resumer, _given_back
+    global _lock, _executor, _active, _memory_jobs, _stopping, _closing, _dispatcher
+    global _given_back, _wake, _wake_at
     _lock = threading.Lock()
     _closing = False
     _given_back = 0
@@ -77,7 +94,11 @@ def _reset_after_fork() -> None:
     _active = 0
     _memory_jobs = 0
     _stopping = threading.Event()
-    _resumer = None
+    _dispatcher = None
+    _wake = threading.Event()
+    _wake_at = math.inf
+    for retrier in list(_retriers):
+        retrier._collecting.clear()
 
 
 os.register_at_fork(after_in_child=_reset_after_fork)
@@ -89,27 +110,46 @@ def _sleep_unless_stopping(seconds: float) -> None:
     _stopping.wait(seconds)
 
 
-def start_resuming(retrier: Retrier) -> None:
-    """Take up spooled alerts now and every RESUME_INTERVAL (gunicorn's post_worker_init)."""
-    global _resumer
+def start_dispatching(retrier: Retrier) -> None:
+    """Start this process's dispatcher (gunicorn's post_worker_init): it takes up waiting
+    alerts now, those a stopped or crashed process left included, and whenever more are due."""
+    global _dispatcher
     with _lock:
-        if _resumer is not None or _refusing():
+        if _dispatcher is not None or _refusing():
             return
-        _resumer = threading.Thread(
-            target=_resume_periodically, args=(retrier,), name="relay-resume", daemon=True
+        _dispatcher = threading.Thread(
+            target=_dispatch_continually, args=(retrier,), name="relay-dispatch", daemon=True
         )
-        _resumer.start()
+        _dispatcher.start()
 
 
-def _resume_periodically(retrier: Retrier) -> None:
-    while True:
+def _dispatch_continually(retrier: Retrier) -> None:
+    global _wake_at
+    while not _stopping.is_set():
+        soonest = None
         try:
-            retrier.resume_once()
+            soonest = retrier.dispatch_once()
             retrier.tidy_spool()
         except Exception:  # the loop must outlive any one bad pass
-            log.exception("taking up spooled alerts failed; trying again shortly")
-        if _stopping.wait(RESUME_INTERVAL):
-            return
+            log.exception("taking up waiting alerts failed; trying again shortly")
+        with _lock:
+            wake_at, _wake_at = _wake_at, math.inf
+        # Real time, not the retrier's clock: this thread only runs in a real process.
+        now = time.time()
+        timeout = min(DISPATCH_INTERVAL, wake_at - now, (soonest or math.inf) - now)
+        _wake.wait(max(0.0, timeout))
+        _wake.clear()
+
+
+def _wake_dispatcher(at: float | None = None) -> None:
+    """Have the dispatcher look for waiting alerts at `at` (a Unix time), or now."""
+    global _wake_at
+    with _lock:
+        if at is None or at <= time.time():
+            _wake.set()
+        else:
+            _wake_at = min(_wake_at, at)
+            _wake.set()  # to take the earlier time into account
 
 
 def shutdown() -> None:
@@ -117,10 +157,10 @@ def shutdown() -> None:
     finish (each within RELAY_SEND_TIMEOUT), give every spooled alert's lease back so the next
     process takes it up at once, and give in-memory alerts one last attempt, logging the text of
     any that still fail."""
-    global _executor, _resumer, _given_back, _closing
+    global _executor, _dispatcher, _given_back, _closing
     with _lock:
         executor, _executor = _executor, None
-        resumer, _resumer = _resumer, None
+        dispatcher, _dispatcher = _dispatcher, None
         _closing = True
     try:
         # Queued jobs are cancelled before the sleeping ones wake: a woken job that finished
@@ -128,8 +168,9 @@ def shutdown() -> None:
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
         _stopping.set()
-        if resumer is not None:
-            resumer.join()
+        _wake.set()
+        if dispatcher is not None:
+            dispatcher.join()
         if executor is not None:
             executor.shutdown(wait=True)
         for retrier in list(_retriers):
@@ -144,6 +185,7 @@ def shutdown() -> None:
         with _lock:
             _closing = False
         _stopping.clear()
+        _wake.clear()
 
 
 def _refusing() -> bool:
@@ -161,12 +203,45 @@ def _pool() -> ThreadPoolExecutor:
     return _executor
 
 
+@dataclass
+class Batch:
+    """Alerts for one destination, sent together: one alert, or several as a digest."""
+
+    destination: Destination
+    alerts: list[SpooledAlert]
+    # The chat's turn for the next attempt is already taken (the drain job took it to claim).
+    turn_taken: bool = False
+
+    def __post_init__(self) -> None:
+        # Fixed at the start: alerts given up along the way leave the list.
+        self.spooled = self.alerts[0].id is not None
+
+    @property
+    def labels(self) -> str:
+        return ", ".join(alert.label for alert in self.alerts)
+
+
 class _Interrupted(Exception):
-    """The process is stopping: a spooled alert goes back to the spool, not to Telegram."""
+    """The process is stopping: spooled alerts go back to the spool, not to Telegram."""
 
 
 class _LeaseLost(Exception):
-    """Another worker took the alert over (our lease expired): it is that worker's now."""
+    """Another worker took alerts over (our lease expired): they are that worker's now."""
+
+
+class _Emptied(Exception):
+    """Every alert of the batch reached the end of its horizon before this attempt."""
+
+
+class _NotYourTurn(RetryableDeliveryError):
+    """Pacing: the chat's next turn is later. Not an attempt; the wait is exact."""
+
+    def __init__(self, destination: Destination, wait: float) -> None:
+        super().__init__(
+            f"waiting {wait:.1f} s for a turn to send to {destination.describe()}",
+            retry_after=wait,
+            maybe_delivered=False,
+        )
 
 
 class Retrier:
@@ -180,6 +255,7 @@ class Retrier:
         max_age: float,
         attempt_timeout: float,
         late_after: float = 60.0,
+        coalesce: bool = True,
         sleep: Sleep | None = None,
         clock: Clock = time.time,
     ) -> None:
@@ -190,38 +266,68 @@ class Retrier:
         self._max_age = max_age
         self._lease_for = attempt_timeout + LEASE_MARGIN
         self._late_after = late_after
+        self._how_many: Callable[[list[int]], int] = (
+            how_many_fit if coalesce else lambda lengths: min(1, len(lengths))
+        )
         self._sleep: Sleep = sleep or _sleep_unless_stopping
         self._clock = clock
+        self._memory_pacer = MemoryPacer()
+        # Destinations whose drain job in this process is still taking its turn: one at a time.
+        self._collecting: set[Destination] = set()
         self._futures: set[Future[None]] = set()
         self._futures_lock = threading.Lock()
         _retriers.add(self)
 
+    @property
+    def spool(self) -> Spool | None:
+        return self._spool
+
     # --- the webhook's side ------------------------------------------------------------------
 
-    def admit(self, message: Message) -> SpooledAlert:
-        """Write the alert ahead of its first attempt. Never fails: when the spool cannot take
-        it, the alert is held in memory, and its record says why."""
+    def admit(self, message: Message, destination: Destination) -> Admission:
+        """Write the alert ahead of its first attempt, and say whether the webhook may make that
+        attempt now. Never fails: when the spool cannot take the alert, it is held in memory
+        (paced by this process alone), and its record says why."""
         now = self._clock()
         refused = None
         if self._spool is not None:
             try:
-                return self._spool.add(message, received_at=now, lease_until=now + self._lease_for)
+                return self._spool.add(
+                    message, destination, received_at=now, lease_for=self._lease_for
+                )
             except SpoolFull as exc:
                 refused = f"the spool is full ({exc})"
             except SpoolError:
                 pass  # the spool logged that durability is lost; memory is what is left
-        return SpooledAlert(message, received_at=now, retry_from=now, retry_refused=refused)
+        alert = SpooledAlert(message, destination, now, now, retry_refused=refused)
+        turn = self._memory_pacer.reserve(destination.chat_key, group=destination.is_group, now=now)
+        alert.next_attempt_at = turn
+        if turn <= now:
+            alert.attempts = alert.unsure_attempts = 1
+        return Admission(alert, send_now=turn <= now)
 
-    def delivered(self, alert: SpooledAlert) -> None:
-        if self._spool is None or alert.id is None:
+    def queue(self, alert: SpooledAlert) -> str | None:
+        """An alert whose turn has not come: the background sends it when it comes. Returns its
+        label, or None when it cannot wait anywhere, in which case its text has been logged."""
+        if alert.retry_refused is not None:
+            log_undelivered(alert.message, f"it cannot wait: {alert.retry_refused}", None)
+            return None
+        if alert.id is None:
+            return self._submit_from_memory(alert, None)
+        _wake_dispatcher(alert.next_attempt_at)
+        return alert.label
+
+    def delivered(self, alerts: Sequence[SpooledAlert]) -> None:
+        spooled = [alert for alert in alerts if alert.id is not None]
+        if self._spool is None or not spooled:
             return
         try:
-            self._spool.delivered(alert)
+            self._spool.delivered(spooled)
         except SpoolError as exc:
             log.error(
-                "alert %s was delivered but could not be removed from the spool (%s): "
-                "it may be sent again",
-                alert.label,
+                "alert(s) %s were delivered but could not be removed from the spool (%s): "
+                "they may be sent again",
+                ", ".join(alert.label for alert in spooled),
                 exc,
             )
 
@@ -246,7 +352,10 @@ class Retrier:
             except SpoolError as exc:
                 kept = f"; could not be kept as a dead letter ({exc})"
         log_undelivered(
-            alert.message, f"alert {alert.label}: {reason}{kept}", error, exc_info=exc_info
+            alert.message,
+            f"alert {alert.label} for {alert.destination.describe()}: {reason}{kept}",
+            error,
+            exc_info=exc_info,
         )
 
     def retry_later(self, alert: SpooledAlert, error: RetryableDeliveryError) -> str | None:
@@ -255,47 +364,40 @@ class Retrier:
         if alert.retry_refused is not None:
             log_undelivered(alert.message, f"no retry possible: {alert.retry_refused}", error)
             return None
+        now = self._clock()
         self._count_failure(alert, error)
-        alert.next_attempt_at = self._clock() + self._pause_after(alert, error)
-        if alert.id is None:
-            return self._submit_from_memory(alert, error)
-        if not self._submit(alert):
-            # No free thread here (or stopping): the row waits, unleased, for any worker.
-            self._save(alert, lease_until=None)
+        if isinstance(error, RateLimited):
+            self._pause_chat(alert.destination, error, now)
+        alert.next_attempt_at = now + self._pause_after([alert], error)
         log.info("alert %s will be retried in the background after: %s", alert.label, error)
-        return alert.label
+        return self._wait_in_background(alert, error)
+
+    def without_topic(self, alert: SpooledAlert, error: ThreadNotFound) -> str | None:
+        """The synchronous attempt found the topic gone: log the alert, and send it once to the
+        chat itself, in the background."""
+        self._count_failure(alert, error)
+        self._reroute([alert], error)
+        alert.next_attempt_at = self._clock()
+        return self._wait_in_background(alert, error)
 
     def spool_problem(self) -> str | None:
         """Why the spool is unusable, or None (also when it is switched off)."""
         return self._spool.problem() if self._spool is not None else None
 
-    # --- resuming and stopping ---------------------------------------------------------------
+    # --- dispatching and stopping --------------------------------------------------------------
 
-    def resume_once(self) -> int:
-        """Claim the spooled alerts that are due and unleased (left by a stopped or dead
-        process, or waiting for a free thread) and start their jobs. Returns how many."""
+    def dispatch_once(self) -> float | None:
+        """Start a drain job for each destination with alerts waiting, unless this process
+        has one taking its turn already. Returns when the next alert not yet due will be."""
         if self._spool is None:
-            return 0
-        with _lock:
-            free = 0 if _refusing() else MAX_RETRY_THREADS - _active
-        if free <= 0:
-            return 0
+            return None
         try:
-            claimed = self._spool.claim(
-                free, due_by=self._clock() + RESUME_INTERVAL, lease_for=self._lease_for
-            )
+            destinations, soonest = self._spool.waiting(now=self._clock())
         except SpoolError:
-            return 0  # logged by the spool; the next pass tries again
-        for alert in claimed:
-            if not self._submit(alert, leased=True):
-                self._save(alert, lease_until=None)
-        if claimed:
-            log.info(
-                "took up %d spooled alert(s): %s",
-                len(claimed),
-                ", ".join(alert.label for alert in claimed),
-            )
-        return len(claimed)
+            return None  # logged by the spool; the next pass tries again
+        for destination in destinations:
+            self._start_drain(destination)
+        return soonest
 
     def tidy_spool(self) -> None:
         """The spool's upkeep, off the webhooks' path: its checkpoint."""
@@ -322,30 +424,60 @@ class Retrier:
 
     # --- jobs --------------------------------------------------------------------------------
 
-    def _submit(self, alert: SpooledAlert, *, leased: bool = False) -> bool:
-        """Start a job for a spooled alert if this process has a free thread for it. `leased`:
-        the claim already holds the row through the wait and the next attempt."""
+    def _wait_in_background(self, alert: SpooledAlert, error: DeliveryError) -> str | None:
+        if alert.id is None:
+            return self._submit_from_memory(alert, error)
+        # The row waits, unleased, for the dispatcher of any worker.
+        self._save([alert], lease_until=None)
+        _wake_dispatcher(alert.next_attempt_at)
+        return alert.label
+
+    def _start_drain(self, destination: Destination) -> None:
         global _active
         with _lock:
-            if _refusing() or _active >= MAX_RETRY_THREADS:
-                return False
-            _active += 1  # the thread is ours while we take the lease
-        if not leased:
-            # Hold the row through the wait and the next attempt, before another worker looks.
-            attempt_at = max(alert.next_attempt_at, self._clock())
-            if self._save(alert, lease_until=attempt_at + self._lease_for) is False:
-                with _lock:
-                    _active -= 1
-                return True  # another worker has it now: nothing left for us to do
-        with _lock:
-            if _refusing():
-                _active -= 1
-                return False
-            future = _pool().submit(self._run, alert)
-        self._track(future, alert)
-        return True
+            if destination in self._collecting or _refusing() or _active >= MAX_RETRY_THREADS:
+                return
+            _active += 1
+            self._collecting.add(destination)
+            future = _pool().submit(self._drain, destination)
+        self._track(future, None)
 
-    def _submit_from_memory(self, alert: SpooledAlert, error: RetryableDeliveryError) -> str | None:
+    def _drain(self, destination: Destination) -> None:
+        try:
+            batch = self._take_turn(destination)
+        finally:
+            with _lock:
+                self._collecting.discard(destination)
+        if batch is not None:
+            _wake_dispatcher()  # more may be waiting already: the next turn's job can start
+            self._run(batch)
+
+    def _take_turn(self, destination: Destination) -> Batch | None:
+        """Wait for the chat's turn, then claim the oldest alerts waiting for the destination
+        that fit in one message. None when there were none left (another worker took them)."""
+        assert self._spool is not None
+        chat = destination.chat_key
+        while True:
+            with _lock:
+                if _refusing():
+                    return None
+            now = self._clock()
+            try:
+                turn = self._spool.reserve(chat, group=destination.is_group, now=now)
+                if turn > now:
+                    self._sleep(turn - now)
+                    continue
+                alerts = self._spool.claim(
+                    destination, lease_for=self._lease_for, how_many=self._how_many
+                )
+                if not alerts:
+                    self._spool.give_back(chat, now)
+                    return None
+            except SpoolError:
+                return None  # logged by the spool; the rows wait for the next pass
+            return Batch(destination, alerts, turn_taken=True)
+
+    def _submit_from_memory(self, alert: SpooledAlert, error: DeliveryError | None) -> str | None:
         global _active, _memory_jobs
         with _lock:
             refusal = None
@@ -354,41 +486,39 @@ class Retrier:
             elif _memory_jobs >= MAX_MEMORY_RETRIES:
                 refusal = f"{MAX_MEMORY_RETRIES} alerts are already waiting for a retry in memory"
             else:
-                future = _pool().submit(self._run, alert)
+                batch = Batch(alert.destination, [alert])
+                future = _pool().submit(self._run, batch)
                 _active += 1
                 _memory_jobs += 1
         if refusal is not None:
             log_undelivered(alert.message, f"no retry possible: {refusal}", error)
             return None
-        self._track(future, alert)
+        self._track(future, batch)
         # An unusable spool is a fault (ERROR); a spool switched off is the operator's choice.
         log.log(
             logging.WARNING if self._spool is None else logging.ERROR,
-            "alert %s is retried from memory only (%s): it is lost if this process stops "
-            "first; last error: %s",
+            "alert %s is kept in memory only (%s): it is lost if this process stops first; %s",
             alert.label,
             "RELAY_SPOOL_PATH=off" if self._spool is None else "the spool is unusable",
-            error,
+            f"last error: {error}" if error is not None else "waiting for its chat's turn",
         )
         return alert.label
 
-    def _track(self, future: Future[None], alert: SpooledAlert) -> None:
+    def _track(self, future: Future[None], batch: Batch | None) -> None:
         with self._futures_lock:
             self._futures.add(future)
-        future.add_done_callback(lambda done: self._finished(done, alert))
+        future.add_done_callback(lambda done: self._finished(done, batch))
 
-    def _finished(self, future: Future[None], alert: SpooledAlert) -> None:
+    def _finished(self, future: Future[None], batch: Batch | None) -> None:
         global _active, _memory_jobs
         with _lock:
             _active -= 1
-            if alert.id is None:
+            if batch is not None and not batch.spooled:
                 _memory_jobs -= 1
         with self._futures_lock:
             self._futures.discard(future)
-        if future.cancelled():
-            if alert.id is not None:
-                self._hand_back(alert)
-            else:
+        if future.cancelled() and batch is not None:  # only memory jobs wait in the queue
+            for alert in batch.alerts:
                 log_undelivered(
                     alert.message,
                     f"alert {alert.label}: the relay shut down before retrying it",
@@ -405,152 +535,236 @@ class Retrier:
             reraise=True,
         )
 
-    def _run(self, alert: SpooledAlert) -> None:
-        if (beyond := self._beyond_ceiling(alert)) is not None:
-            self.give_up(alert, beyond, None)  # resumed with no attempt left that is safe
-            return
+    def _run(self, batch: Batch) -> None:
         try:
-            self._sleep(max(0.0, alert.next_attempt_at - self._clock()))
-            self._policy()(self._attempt, alert)
+            first_due = min(alert.next_attempt_at for alert in batch.alerts)
+            self._sleep(max(0.0, first_due - self._clock()))
+            self._policy()(self._attempt, batch)
         except _Interrupted:
-            self._hand_back(alert)
+            self._hand_back(batch.alerts)
+        except _Emptied:
+            pass  # each alert was given up, and logged, on its own
         except _LeaseLost:
             log.warning(
-                "alert %s was taken over by another worker after its lease here expired; "
-                "leaving it to that one",
-                alert.label,
+                "alert(s) %s were taken over by another worker after their lease here expired; "
+                "leaving them to that one",
+                batch.labels,
             )
         except RetryableDeliveryError as exc:
-            if _stopping.is_set() and alert.id is not None:
-                self._hand_back(alert)
+            if _stopping.is_set() and batch.spooled:
+                self._hand_back(batch.alerts)
             else:
-                self.give_up(alert, self._why_stopped(alert), exc)
+                for alert in batch.alerts:
+                    self.give_up(alert, self._why_stopped(alert), exc)
         except PermanentDeliveryError as exc:
-            self.give_up(alert, "Telegram refused it permanently", exc)
-        except Exception as exc:  # a bug must not swallow the alert: log it with its text
-            self.give_up(alert, "the relay failed while retrying it", exc, exc_info=True)
+            for alert in batch.alerts:
+                self.give_up(alert, "Telegram refused it permanently", exc)
+        except Exception as exc:  # a bug must not swallow the alerts: log them with their text
+            for alert in batch.alerts:
+                self.give_up(alert, "the relay failed while sending it", exc, exc_info=True)
         else:
-            self.delivered(alert)
-            late = self._clock() - alert.received_at
+            self.delivered(batch.alerts)
+            first_received = min(alert.received_at for alert in batch.alerts)
             log.info(
-                "alert %s delivered on attempt %d, %.1f s after it arrived",
-                alert.label,
-                alert.attempts,
-                late,
+                "alert(s) %s delivered to %s%s, %.1f s after the first arrived",
+                batch.labels,
+                batch.destination.describe(),
+                f" in one digest of {len(batch.alerts)}" if len(batch.alerts) > 1 else "",
+                self._clock() - first_received,
             )
 
-    def _attempt(self, alert: SpooledAlert) -> None:
-        if alert.id is not None and _stopping.is_set():
+    def _attempt(self, batch: Batch) -> None:
+        if batch.spooled and _stopping.is_set():
             raise _Interrupted
+        self._retire_finished(batch)
         now = self._clock()
-        alert.attempts += 1
-        # Counted before sending: if the process dies mid-attempt, whoever resumes the alert
-        # must assume this attempt may have reached Telegram.
-        alert.unsure_attempts += 1
-        if self._save(alert, lease_until=now + self._lease_for) is False:
+        # In-memory alerts get one last attempt as the process stops: a 429 would cost them
+        # nothing, waiting for a turn would cost them everything.
+        last_chance = _stopping.is_set() and not batch.spooled
+        if not batch.turn_taken and not last_chance:
+            chat, group = batch.destination.chat_key, batch.destination.is_group
+            turn = self._pacer_for(batch).reserve(chat, group=group, now=now)
+            if turn > now:
+                raise _NotYourTurn(batch.destination, turn - now)
+        batch.turn_taken = False
+        for alert in batch.alerts:
+            alert.attempts += 1
+            # Counted before sending: if the process dies mid-attempt, whoever resumes the
+            # alert must assume this attempt may have reached Telegram.
+            alert.unsure_attempts += 1
+        if self._save(batch.alerts, lease_until=now + self._lease_for) is False:
             raise _LeaseLost
-        message = alert.message
-        if now - alert.received_at > self._late_after:
-            message = with_late_note(message, received_at=alert.received_at, now=now)
+        message = compose(
+            [alert.message for alert in batch.alerts],
+            [alert.received_at for alert in batch.alerts],
+            now=now,
+            late_after=self._late_after,
+        )
         try:
-            self._deliver(message)
+            self._deliver(message, batch.destination)
         except RetryableDeliveryError as exc:
-            self._count_failure(alert, exc)
+            for alert in batch.alerts:
+                self._count_failure(alert, exc)
+            if isinstance(exc, RateLimited):
+                self._pause_chat(batch.destination, exc, now)
             raise
+        except ThreadNotFound as exc:
+            if batch.destination.thread is None:
+                raise
+            for alert in batch.alerts:
+                self._count_failure(alert, exc)
+            self._reroute(batch.alerts, exc)
+            batch.destination = batch.destination.without_topic()
+            raise _NotYourTurn(batch.destination, 0.0) from None
         except DeliveryError as exc:
-            alert.last_error = str(exc)
+            for alert in batch.alerts:
+                alert.last_error = str(exc)
             raise
 
-    def _hand_back(self, alert: SpooledAlert) -> None:
-        """The process is stopping: give the lease back so the next process need not wait."""
-        global _given_back
-        self._save(alert, lease_until=None)
-        with _lock:
-            _given_back += 1
+    def _retire_finished(self, batch: Batch) -> None:
+        """Give up, one by one, the alerts that reached the end of their horizon (a batch
+        retried, or resumed after a crash, holds alerts with different histories)."""
+        for alert in list(batch.alerts):
+            if (reason := self._horizon_reached(alert)) is not None:
+                self.give_up(alert, reason, None)
+                batch.alerts.remove(alert)
+        if not batch.alerts:
+            raise _Emptied
 
-    def _count_failure(self, alert: SpooledAlert, error: RetryableDeliveryError) -> None:
-        if not error.maybe_delivered:
+    def _reroute(self, alerts: Sequence[SpooledAlert], error: ThreadNotFound) -> None:
+        for alert in alerts:
+            log.error(
+                "TOPIC NOT FOUND: alert %s could not be posted in %s (%s); sending it once to "
+                "the chat itself instead. Fix the topic id (TELEGRAM_THREAD_ID or the webhook "
+                "URL's thread_id).\n--- alert text ---\n%s\n--- end of alert ---",
+                alert.label,
+                alert.destination.describe(),
+                error,
+                alert.message.text,
+            )
+            # Saved by the caller, with the lease it holds or without one.
+            alert.destination = alert.destination.without_topic()
+
+    def _pacer_for(self, batch: Batch) -> Pacer:
+        return self._spool if self._spool is not None and batch.spooled else self._memory_pacer
+
+    def _pause_chat(self, destination: Destination, error: RateLimited, now: float) -> None:
+        """Telegram's 429 holds for every worker: no one sends to the chat until it is over."""
+        until = now + (error.retry_after or FIRST_BACKOFF)
+        log.warning(
+            "Telegram asked for a pause of %.0f s in %s (429): holding every alert for it",
+            until - now,
+            destination.describe(),
+        )
+        try:
+            if self._spool is not None:
+                self._spool.pause(destination.chat_key, until)
+                return
+        except SpoolError:
+            pass  # logged by the spool; this process at least keeps the pause
+        self._memory_pacer.pause(destination.chat_key, until)
+
+    def _hand_back(self, alerts: Sequence[SpooledAlert]) -> None:
+        """The process is stopping: give the leases back so the next process need not wait."""
+        global _given_back
+        self._save(alerts, lease_until=None)
+        with _lock:
+            _given_back += len(alerts)
+
+    def _count_failure(self, alert: SpooledAlert, error: DeliveryError) -> None:
+        if isinstance(error, RateLimited):
+            # Telegram's pause is not the alert's failure: the attempt is not spent at all.
+            alert.attempts -= 1
             alert.unsure_attempts -= 1
+        elif not getattr(error, "maybe_delivered", False):
+            alert.unsure_attempts -= 1  # refused, or a 400 for the topic: nothing was posted
         alert.last_error = str(error)
 
-    def _beyond_ceiling(self, alert: SpooledAlert) -> str | None:
+    def _horizon_reached(self, alert: SpooledAlert) -> str | None:
         if alert.unsure_attempts > self._attempts:
             return (
                 f"giving up: {alert.unsure_attempts} attempts may have reached Telegram (the "
                 f"first and RELAY_RETRY_ATTEMPTS={self._attempts} more), and another could post "
                 "it twice"
             )
+        if self._clock() - alert.retry_from >= self._max_age:
+            return (
+                f"giving up after {alert.attempts} attempts: it is older than "
+                f"RELAY_RETRY_MAX_AGE ({self._max_age:g} s)"
+            )
         return None
 
     def _should_stop(self, state: RetryCallState) -> bool:
-        alert: SpooledAlert = state.args[0]
-        return (
-            _stopping.is_set()
-            or self._beyond_ceiling(alert) is not None
-            or self._clock() - alert.retry_from >= self._max_age
+        batch: Batch = state.args[0]
+        return _stopping.is_set() or all(
+            self._horizon_reached(alert) is not None for alert in batch.alerts
         )
 
     def _why_stopped(self, alert: SpooledAlert) -> str:
         if _stopping.is_set():
             return "the relay is shutting down"
-        if (beyond := self._beyond_ceiling(alert)) is not None:
-            return beyond
-        return (
-            f"giving up after {alert.attempts} attempts: it is older than "
-            f"RELAY_RETRY_MAX_AGE ({self._max_age:g} s)"
-        )
+        return self._horizon_reached(alert) or "giving up"
 
-    def _pause_after(self, alert: SpooledAlert, error: BaseException | None) -> float:
-        """Seconds before the next attempt: RELAY_RETRY_WAIT after one that may have reached
-        Telegram; doubling up to it after ones that certainly did not; never sooner than
-        Telegram asked; and never past the end of the retry horizon unless Telegram asked."""
+    def _pause_after(self, alerts: Sequence[SpooledAlert], error: BaseException | None) -> float:
+        """Seconds before the next attempt: exactly the wait for a turn or for Telegram's pause;
+        RELAY_RETRY_WAIT after an attempt that may have reached Telegram; doubling up to it
+        after ones that certainly did not; never sooner than Telegram asked; and never past the
+        end of the retry horizon unless Telegram asked."""
+        if isinstance(error, _NotYourTurn | RateLimited):
+            return max(0.0, error.retry_after if error.retry_after is not None else FIRST_BACKOFF)
         if not isinstance(error, RetryableDeliveryError):
             return self._wait
         if error.maybe_delivered:
             pause = self._wait
         else:
-            never_sent = max(1, alert.attempts - alert.unsure_attempts)
+            never_sent = max(1, *(alert.attempts - alert.unsure_attempts for alert in alerts))
             pause = min(self._wait, FIRST_BACKOFF * 2 ** min(never_sent - 1, 30))
-        retry_after = error.retry_after or 0.0
-        horizon_left = alert.retry_from + self._max_age - self._clock()
-        return max(0.0, retry_after, min(pause, horizon_left))
+        horizon_left = min(alert.retry_from for alert in alerts) + self._max_age - self._clock()
+        return max(0.0, error.retry_after or 0.0, min(pause, horizon_left))
 
     def _pause_after_attempt(self, state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome else None
-        return self._pause_after(state.args[0], error)
+        return self._pause_after(state.args[0].alerts, error)
 
     def _before_sleep(self, state: RetryCallState) -> None:
-        alert: SpooledAlert = state.args[0]
+        batch: Batch = state.args[0]
         error = state.outcome.exception() if state.outcome else None
         pause = state.next_action.sleep if state.next_action else 0.0
-        alert.next_attempt_at = self._clock() + pause
-        if self._save(alert, lease_until=alert.next_attempt_at + self._lease_for) is False:
+        next_attempt_at = self._clock() + pause
+        for alert in batch.alerts:
+            alert.next_attempt_at = next_attempt_at
+        if self._save(batch.alerts, lease_until=next_attempt_at + self._lease_for) is False:
             raise _LeaseLost
-        never_sent = alert.attempts - alert.unsure_attempts
+        if isinstance(error, _NotYourTurn):
+            log.debug("alert(s) %s: %s", batch.labels, error)
+            return
+        attempts = max(alert.attempts for alert in batch.alerts)
+        never_sent = max(alert.attempts - alert.unsure_attempts for alert in batch.alerts)
         # During a long outage an alert is tried hundreds of times; only attempts that risk a
         # duplicate, and every doubling of the others, are worth a WARNING each.
         noteworthy = getattr(error, "maybe_delivered", True) or never_sent & (never_sent - 1) == 0
         log.log(
             logging.WARNING if noteworthy else logging.DEBUG,
-            "alert %s: attempt %d failed: %s; next attempt in %.1f s",
-            alert.label,
-            alert.attempts,
+            "alert(s) %s: attempt %d failed: %s; next attempt in %.1f s",
+            batch.labels,
+            attempts,
             error,
             pause,
         )
 
-    def _save(self, alert: SpooledAlert, *, lease_until: float | None) -> bool | None:
-        """Persist a spooled alert's state; None when there is no spool to persist to (the
-        error is logged and the alert carries on from memory)."""
-        if self._spool is None or alert.id is None:
+    def _save(self, alerts: Sequence[SpooledAlert], *, lease_until: float | None) -> bool | None:
+        """Persist spooled alerts' state; None when there is no spool to persist to (the error
+        is logged and the alerts carry on from memory)."""
+        spooled = [alert for alert in alerts if alert.id is not None]
+        if self._spool is None or not spooled:
             return None
         try:
-            return self._spool.save(alert, lease_until=lease_until)
+            return self._spool.save(spooled, lease_until=lease_until)
         except SpoolError as exc:
             log.error(
-                "alert %s: could not record its progress in the spool (%s); it carries on from "
-                "memory, and may be sent again by the process that resumes it",
-                alert.label,
+                "alert(s) %s: could not record their progress in the spool (%s); they carry on "
+                "from memory, and may be sent again by the process that resumes them",
+                ", ".join(alert.label for alert in spooled),
                 exc,
             )
             return None

@@ -5,7 +5,12 @@ The view writes an alert here before its first attempt (write-ahead) and deletes
 Telegram accepts it, so a crash at any point leaves the alert on disk. Rows are leased: a worker
 that works on a row owns it until `lease_until`, and other workers (of this gunicorn, or of
 another relay on the host) claim only rows whose lease is free or expired. Every change is one
-short statement, so several processes share the file through SQLite's own locking (WAL mode).
+short statement or transaction, so several processes share the file through SQLite's own
+locking (WAL mode).
+
+The spool is also the queue that pacing and digests work from: each alert records its
+destination (chat and topic), and the recent sends and Telegram's pauses are kept here too, so
+every process that shares the file keeps to Telegram's limits together (pacing.py).
 
 Durability is against process death (crash, SIGKILL, OOM, deploy): with `synchronous=NORMAL`
 a commit is not flushed to the disk itself, so a power cut or kernel crash can lose the last
@@ -25,19 +30,22 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from .formatting import Message
+from .digest import MAX_ALERTS_PER_DIGEST
+from .formatting import Entry, Message, visible_length
+from .pacing import BOT_LIMIT, BOT_WINDOW, GROUP_LIMIT, REMEMBERED_FOR, next_send_at
+from .routing import Destination, parse_chat_id
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 State = Literal["pending", "dead"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Statements take microseconds; a lock held this long means something is wrong, and the
 # webhook has GlitchTip waiting.
 BUSY_TIMEOUT = 1.0
@@ -50,8 +58,12 @@ OPEN_LOCK_TIMEOUT = 2.0
 BACKSTOP_CHECKPOINT_PAGES = 10000
 WAL_SIZE_LIMIT = 16 * 1024 * 1024
 _CORRUPTION_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+# A claim never needs more rows than one digest holds.
+MAX_CLAIM = MAX_ALERTS_PER_DIGEST
 
-_SCHEMA = """
+# Each step takes the file from the version before it to its own; a fresh file takes them all.
+_SCHEMA_STEPS = {
+    1: """
 CREATE TABLE IF NOT EXISTS alerts (
     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused, so an id in a log stays unambiguous
     state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'dead')),
@@ -69,15 +81,39 @@ CREATE TABLE IF NOT EXISTS alerts (
     dead_at REAL
 );
 CREATE INDEX IF NOT EXISTS alerts_by_state_and_due ON alerts (state, next_attempt_at);
-"""
+""",
+    2: """
+ALTER TABLE alerts ADD COLUMN chat TEXT;      -- the destination, as routing.chat_key spells it
+ALTER TABLE alerts ADD COLUMN thread INTEGER;  -- its forum topic, or NULL
+ALTER TABLE alerts ADD COLUMN entry_html TEXT;  -- its part of a digest (NULL: the message itself)
+ALTER TABLE alerts ADD COLUMN entry_text TEXT;
+CREATE INDEX IF NOT EXISTS alerts_by_destination ON alerts (chat, thread, state, next_attempt_at);
+CREATE INDEX IF NOT EXISTS alerts_oldest_first
+    ON alerts (chat, thread, state, received_at, id, next_attempt_at, lease_until);
+-- Pacing, shared by every process on the file (see pacing.py): recent sends and 429 pauses.
+CREATE TABLE IF NOT EXISTS sends (chat TEXT NOT NULL, at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS sends_by_chat ON sends (chat, at);
+CREATE INDEX IF NOT EXISTS sends_by_time ON sends (at);
+CREATE TABLE IF NOT EXISTS pauses (chat TEXT PRIMARY KEY, until REAL NOT NULL);
+""",
+}
 
-# One statement: SQLite runs it under the write lock, so two workers never claim the same row.
-_CLAIM = (
-    "UPDATE alerts SET lease_owner = ?, lease_until = max(next_attempt_at, ?) + ?"
-    " WHERE id IN (SELECT id FROM alerts WHERE state = 'pending'"
-    " AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)"
-    " ORDER BY next_attempt_at, id LIMIT ?)"
-    " RETURNING *"
+# Pending alerts no process is working on ("waiting"): due by :due_by, with no lease or an
+# expired one. Written out in each query, so that every query is one constant string. The
+# indexes make each of these stop early: the first found, the oldest hundred.
+_ANY_WAITING_FOR_DESTINATION = (
+    "SELECT 1 FROM alerts WHERE chat = :chat AND thread IS :thread AND state = 'pending'"
+    " AND next_attempt_at <= :due_by AND (lease_until IS NULL OR lease_until < :now) LIMIT 1"
+)
+_WAITING_FOR_DESTINATION = (
+    "SELECT * FROM alerts INDEXED BY alerts_oldest_first"
+    " WHERE chat = :chat AND thread IS :thread AND state = 'pending'"
+    " AND next_attempt_at <= :due_by AND (lease_until IS NULL OR lease_until < :now)"
+    " ORDER BY received_at, id LIMIT :limit"
+)
+_DESTINATIONS_WAITING = (
+    "SELECT DISTINCT chat, thread FROM alerts WHERE state = 'pending'"
+    " AND next_attempt_at <= :due_by AND (lease_until IS NULL OR lease_until < :now)"
 )
 
 
@@ -98,11 +134,12 @@ class SpooledAlert:
     for an alert kept in memory only (the spool was unusable or full)."""
 
     message: Message
+    destination: Destination
     received_at: float
     retry_from: float
     id: int | None = None
-    attempts: int = 1
-    unsure_attempts: int = 1
+    attempts: int = 0
+    unsure_attempts: int = 0
     next_attempt_at: float = 0.0
     last_error: str | None = None
     state: State = "pending"
@@ -122,6 +159,16 @@ class SpooledAlert:
         return f"#{self.id}" if self.id is not None else f"mem-{self._memory_number}"
 
 
+@dataclass(frozen=True)
+class Admission:
+    """A new alert on disk, and whether the webhook may send it now: its chat's turn has come
+    (pacing) and no older alert is waiting for the same destination. When it may not, the
+    alert waits in the spool, due at `alert.next_attempt_at`."""
+
+    alert: SpooledAlert
+    send_now: bool
+
+
 class Spool:
     """One SQLite file shared by every worker. Each process opens its own connection lazily
     (gunicorn forks after import) and uses it under a lock, one short statement at a time."""
@@ -133,10 +180,13 @@ class Spool:
         max_pending: int = 10000,
         clock: Clock = time.time,
         for_service: bool = True,
+        default_destination: Destination | None = None,
     ) -> None:
-        """`for_service=False` is a person's tool (relay-app): it never creates or repairs the
-        file, and leaves reporting to the tool, since no alert depends on it."""
+        """`for_service=False` is a person's tool (relay-app): it never creates, upgrades or
+        repairs the file, and leaves reporting to the tool, since no alert depends on it.
+        `default_destination` is where alerts spooled by a relay that had no routing go."""
         self.path = path
+        self._default_destination = default_destination
         self.max_pending = max_pending
         self._clock = clock
         self._for_service = for_service
@@ -168,53 +218,80 @@ class Spool:
 
     # --- the service's path ------------------------------------------------------------------
 
-    def add(self, message: Message, *, received_at: float, lease_until: float) -> SpooledAlert:
-        """Write-ahead: the alert, leased to this process for its synchronous attempt. Raises
-        SpoolFull past max_pending, SpoolError when the spool is unusable."""
-        with self._statement() as db:
-            cursor = db.execute(
-                "INSERT INTO alerts (received_at, retry_from, html, text, fallback, attempts,"
-                " unsure_attempts, next_attempt_at, lease_owner, lease_until)"
-                " SELECT ?, ?, ?, ?, ?, 1, 1, ?, ?, ?"
-                " WHERE (SELECT count(*) FROM alerts WHERE state = 'pending') < ?",
+    def add(
+        self, message: Message, destination: Destination, *, received_at: float, lease_for: float
+    ) -> Admission:
+        """Write-ahead, and the webhook's turn, in one transaction. When the alert may go now,
+        its send is recorded for pacing, its attempt counted (before it is made, as every
+        attempt is) and the row leased to this process until `received_at + lease_for`.
+        Raises SpoolFull past max_pending, SpoolError when the spool is unusable."""
+        now = received_at
+        chat = destination.chat_key
+        with self._transaction() as db:
+            db.execute("DELETE FROM sends WHERE at < ?", (now - REMEMBERED_FOR,))
+            pending = db.execute("SELECT count(*) FROM alerts WHERE state = 'pending'")
+            if pending.fetchone()[0] >= self.max_pending:
+                raise SpoolFull(f"{self.max_pending} alerts are already pending")
+            waiting = db.execute(
+                _ANY_WAITING_FOR_DESTINATION,
+                {"chat": chat, "thread": destination.thread, "due_by": now, "now": now},
+            ).fetchone()
+            turn = now if waiting else _turn(db, chat, group=destination.is_group, now=now)
+            send_now = turn <= now and not waiting
+            if send_now:
+                db.execute("INSERT INTO sends (chat, at) VALUES (?, ?)", (chat, now))
+            entry = message.short_entry
+            alert_id = db.execute(
+                "INSERT INTO alerts (received_at, retry_from, html, text, fallback, entry_html,"
+                " entry_text, chat, thread, attempts, unsure_attempts, next_attempt_at,"
+                " lease_owner, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     received_at,
                     received_at,
                     message.html,
                     message.text,
                     message.fallback,
-                    received_at,
-                    self._owner,
-                    lease_until,
-                    self.max_pending,
+                    entry.html if entry else None,
+                    entry.text if entry else None,
+                    chat,
+                    destination.thread,
+                    int(send_now),
+                    int(send_now),
+                    turn,
+                    self._owner if send_now else None,
+                    now + lease_for if send_now else None,
                 ),
-            )
-            if cursor.rowcount == 0:
-                raise SpoolFull(f"{self.max_pending} alerts are already pending")
-            alert_id = cursor.lastrowid
-        return SpooledAlert(
+            ).lastrowid
+        alert = SpooledAlert(
             message,
+            destination,
             received_at,
             received_at,
             id=alert_id,
-            next_attempt_at=received_at,
-            lease_owner=self._owner,
-            lease_until=lease_until,
+            attempts=int(send_now),
+            unsure_attempts=int(send_now),
+            next_attempt_at=turn,
+            lease_owner=self._owner if send_now else None,
+            lease_until=now + lease_for if send_now else None,
         )
+        return Admission(alert, send_now)
 
-    def delivered(self, alert: SpooledAlert) -> None:
+    def delivered(self, alerts: Sequence[SpooledAlert]) -> None:
         with self._statement() as db:
-            db.execute("DELETE FROM alerts WHERE id = ?", (alert.id,))
+            db.executemany("DELETE FROM alerts WHERE id = ?", [(a.id,) for a in alerts])
 
-    def save(self, alert: SpooledAlert, *, lease_until: float | None) -> bool:
-        """Record the alert's attempts and schedule, and hold its lease until `lease_until`
-        (None gives it back). False when the row is no longer ours: its lease expired and
-        another worker claimed it, or it left the pending set."""
-        with self._statement() as db:
-            return (
-                db.execute(
+    def save(self, alerts: Sequence[SpooledAlert], *, lease_until: float | None) -> bool:
+        """Record the alerts' attempts, schedule and destination, and hold their leases until
+        `lease_until` (None gives them back). False when some row is no longer ours: its lease
+        expired and another worker claimed it, or it left the pending set."""
+        now = self._clock()
+        owner = self._owner if lease_until is not None else None
+        with self._transaction() as db:
+            saved = 0
+            for alert in alerts:
+                saved += db.execute(
                     "UPDATE alerts SET attempts = ?, unsure_attempts = ?, last_error = ?,"
-                    " next_attempt_at = ?, lease_owner = ?, lease_until = ?"
+                    " next_attempt_at = ?, chat = ?, thread = ?, lease_owner = ?, lease_until = ?"
                     " WHERE id = ? AND state = 'pending'"
                     " AND (lease_owner IS NULL OR lease_owner = ? OR lease_until < ?)",
                     (
@@ -222,15 +299,16 @@ class Spool:
                         alert.unsure_attempts,
                         alert.last_error,
                         alert.next_attempt_at,
-                        self._owner if lease_until is not None else None,
+                        alert.destination.chat_key,
+                        alert.destination.thread,
+                        owner,
                         lease_until,
                         alert.id,
                         self._owner,
-                        self._clock(),
+                        now,
                     ),
                 ).rowcount
-                == 1
-            )
+        return saved == len(alerts)
 
     def bury(self, alert: SpooledAlert) -> None:
         """Keep the alert as a dead letter, with its last error, for a person to look at."""
@@ -248,18 +326,78 @@ class Spool:
                 ),
             )
 
-    def claim(self, limit: int, *, due_by: float, lease_for: float) -> list[SpooledAlert]:
-        """Atomically lease up to `limit` pending alerts due by `due_by` whose lease is free or
-        expired: one statement, so two workers can never claim the same row."""
-        if limit <= 0:
-            return []
-        now = self._clock()
+    def waiting(self, *, now: float) -> tuple[list[Destination], float | None]:
+        """The destinations that have alerts due and free now, and when the next free alert
+        that is not yet due will be."""
         with self._statement() as db:
             rows = db.execute(
-                _CLAIM,
-                (self._owner, now, lease_for, due_by, now, limit),
+                _DESTINATIONS_WAITING,
+                {"due_by": now, "now": now},
             ).fetchall()
-        return sorted((_alert(row) for row in rows), key=lambda a: (a.next_attempt_at, a.id))
+            soonest = db.execute(
+                "SELECT min(next_attempt_at) FROM alerts WHERE state = 'pending'"
+                " AND next_attempt_at > :now AND (lease_until IS NULL OR lease_until < :now)",
+                {"now": now},
+            ).fetchone()[0]
+        return [self._destination(chat, thread) for chat, thread in rows], soonest
+
+    def claim(
+        self,
+        destination: Destination,
+        *,
+        lease_for: float,
+        how_many: Callable[[list[int]], int],
+    ) -> list[SpooledAlert]:
+        """Lease the oldest waiting alerts for `destination` to this process, as many as
+        `how_many` picks from their digest entries' visible lengths: one transaction, so two
+        workers never claim the same row."""
+        now = self._clock()
+        with self._transaction() as db:
+            rows = db.execute(
+                _WAITING_FOR_DESTINATION,
+                {
+                    "chat": destination.chat_key,
+                    "thread": destination.thread,
+                    "due_by": now,
+                    "now": now,
+                    "limit": MAX_CLAIM,
+                },
+            ).fetchall()
+            alerts = [self._alert(row) for row in rows]
+            alerts = alerts[: how_many([visible_length(a.message.entry.text) for a in alerts])]
+            db.executemany(
+                "UPDATE alerts SET lease_owner = ?, lease_until = ? WHERE id = ?",
+                [(self._owner, now + lease_for, a.id) for a in alerts],
+            )
+        for alert in alerts:
+            alert.lease_owner, alert.lease_until = self._owner, now + lease_for
+        return alerts
+
+    # --- pacing (pacing.Pacer), shared through the file ----------------------------------------
+
+    def reserve(self, chat: str, *, group: bool, now: float) -> float:
+        with self._transaction() as db:
+            db.execute("DELETE FROM sends WHERE at < ?", (now - REMEMBERED_FOR,))
+            turn = _turn(db, chat, group=group, now=now)
+            if turn <= now:
+                db.execute("INSERT INTO sends (chat, at) VALUES (?, ?)", (chat, now))
+        return turn
+
+    def give_back(self, chat: str, at: float) -> None:
+        with self._statement() as db:
+            db.execute(
+                "DELETE FROM sends WHERE rowid = (SELECT rowid FROM sends WHERE chat = ? AND at = ?"
+                " LIMIT 1)",
+                (chat, at),
+            )
+
+    def pause(self, chat: str, until: float) -> None:
+        with self._statement() as db:
+            db.execute(
+                "INSERT INTO pauses (chat, until) VALUES (?, ?) ON CONFLICT (chat)"
+                " DO UPDATE SET until = max(until, excluded.until)",
+                (chat, until),
+            )
 
     def release_all(self) -> int:
         """Give back every lease this process holds, so the next process need not wait."""
@@ -279,7 +417,7 @@ class Spool:
                 "SELECT * FROM alerts WHERE state = ? ORDER BY id",
                 (state,),
             ).fetchall()
-        return [_alert(row) for row in rows]
+        return [self._alert(row) for row in rows]
 
     def counts(self) -> dict[State, int]:
         with self._statement() as db:
@@ -292,20 +430,12 @@ class Spool:
         before: 'dead' (requeued), 'pending' (left alone) or None (no such alert)."""
         before: dict[int, State | None] = {}
         now = self._clock()
-        with self._statement() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for alert_id in alert_ids:
-                    row = db.execute(
-                        "SELECT state FROM alerts WHERE id = ?", (alert_id,)
-                    ).fetchone()
-                    before[alert_id] = row[0] if row else None
-                    if before[alert_id] == "dead":
-                        _requeue(db, now, alert_id)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        with self._transaction() as db:
+            for alert_id in alert_ids:
+                row = db.execute("SELECT state FROM alerts WHERE id = ?", (alert_id,)).fetchone()
+                before[alert_id] = row[0] if row else None
+                if before[alert_id] == "dead":
+                    _requeue(db, now, alert_id)
         return before
 
     def requeue_all_dead(self) -> int:
@@ -380,6 +510,46 @@ class Spool:
             if self._problem is not None and connection.total_changes > changes_before:
                 self._works_again()
 
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """`_statement` for several statements that must see and change the file as one: the
+        write lock is taken first (IMMEDIATE), so no other process slips in between."""
+        with self._statement() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                if db.in_transaction:  # SQLite itself rolls back on some errors (a full disk)
+                    db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def _alert(self, row: sqlite3.Row) -> SpooledAlert:
+        entry = None
+        if row["entry_html"] is not None:
+            entry = Entry(row["entry_html"], row["entry_text"])
+        return SpooledAlert(
+            Message(row["html"], row["text"], row["fallback"], short_entry=entry),
+            self._destination(row["chat"], row["thread"]),
+            received_at=row["received_at"],
+            retry_from=row["retry_from"],
+            id=row["id"],
+            attempts=row["attempts"],
+            unsure_attempts=row["unsure_attempts"],
+            next_attempt_at=row["next_attempt_at"],
+            last_error=row["last_error"],
+            state=row["state"],
+            lease_owner=row["lease_owner"],
+            lease_until=row["lease_until"],
+            dead_at=row["dead_at"],
+        )
+
+    def _destination(self, chat: str, thread: int | None) -> Destination:
+        parsed = parse_chat_id(chat)
+        if parsed is None:  # not written by this code: a person's edit, say
+            raise SpoolError(f"an alert in {self.path} has an unreadable chat id {chat!r}")
+        return Destination(parsed, thread)
+
     def _works_again(self) -> None:
         log.warning("the spool %s works again (it had: %s)", self.path, self._problem)
         self._problem = None
@@ -453,13 +623,45 @@ class Spool:
             if checked != "ok":
                 raise sqlite3.DatabaseError(f"database disk image is malformed: {checked}")
             if version < SCHEMA_VERSION:
-                connection.executescript(
-                    f"BEGIN IMMEDIATE; {_SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-                )
+                self._upgrade(connection, version)
         except BaseException:
             connection.close()
             raise
         return connection
+
+    def _upgrade(self, connection: sqlite3.Connection, version: int) -> None:
+        if not self._for_service:
+            raise SpoolError(
+                f"{self.path} was written by an older relay_app (schema {version}); start the "
+                "relay once to upgrade it"
+            )
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            # Another worker may have upgraded it since this one looked.
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _SCHEMA_STEPS[step].split(";"):
+                    if statement.strip():
+                        connection.execute(statement)
+            self._route_old_alerts(connection)
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+
+    def _route_old_alerts(self, connection: sqlite3.Connection) -> None:
+        """Alerts spooled before routing existed were all for the default destination."""
+        unrouted = connection.execute("SELECT count(*) FROM alerts WHERE chat IS NULL")
+        if unrouted.fetchone()[0] == 0:
+            return
+        if self._default_destination is None:
+            raise SpoolError(f"{self.path} holds alerts with no destination, and none was given")
+        connection.execute(
+            "UPDATE alerts SET chat = ?, thread = ? WHERE chat IS NULL",
+            (self._default_destination.chat_key, self._default_destination.thread),
+        )
 
     def _move_aside(self) -> str:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -497,20 +699,21 @@ def _requeue(db: sqlite3.Connection, now: float, alert_id: int | None = None) ->
     return db.execute(_REQUEUE + " AND id = ?", (now, now, alert_id)).rowcount
 
 
-def _alert(row: sqlite3.Row) -> SpooledAlert:
-    return SpooledAlert(
-        Message(html=row["html"], text=row["text"], fallback=row["fallback"]),
-        received_at=row["received_at"],
-        retry_from=row["retry_from"],
-        id=row["id"],
-        attempts=row["attempts"],
-        unsure_attempts=row["unsure_attempts"],
-        next_attempt_at=row["next_attempt_at"],
-        last_error=row["last_error"],
-        state=row["state"],
-        lease_owner=row["lease_owner"],
-        lease_until=row["lease_until"],
-        dead_at=row["dead_at"],
+def _turn(db: sqlite3.Connection, chat: str, *, group: bool, now: float) -> float:
+    """When the chat's next turn is, from the sends and pauses every process recorded."""
+    paused = db.execute("SELECT until FROM pauses WHERE chat = ?", (chat,)).fetchone()
+    to_chat = db.execute(
+        "SELECT at FROM sends WHERE chat = ? ORDER BY at DESC LIMIT ?", (chat, GROUP_LIMIT)
+    ).fetchall()
+    by_bot = db.execute(
+        "SELECT at FROM sends WHERE at > ? ORDER BY at DESC LIMIT ?", (now - BOT_WINDOW, BOT_LIMIT)
+    ).fetchall()
+    return next_send_at(
+        now,
+        to_chat=[at for (at,) in to_chat],
+        by_bot=[at for (at,) in by_bot],
+        paused_until=paused[0] if paused else None,
+        group=group,
     )
 
 

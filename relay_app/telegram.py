@@ -11,16 +11,18 @@ from typing import Any
 import requests
 import urllib3
 
-from .config import ChatId
 from .errors import (
     ChatMigrated,
     DeliveryError,
     MarkupRejected,
     PermanentDeliveryError,
+    RateLimited,
     RetryableDeliveryError,
+    ThreadNotFound,
 )
 from .http_deadline import Deadline, DeadlineAdapter
 from .logs import redact, register_secret
+from .routing import ChatId
 
 # Descriptions (lower-cased) of 400s that plain text cures: our markup or our length.
 _MARKUP_PROBLEMS = ("can't parse entities", "message is too long", "text is too long")
@@ -185,7 +187,7 @@ def _refusal(response: requests.Response, reply: dict[str, Any]) -> DeliveryErro
         if retry_after is None:
             retry_after = _seconds(response.headers.get("Retry-After"))
         # Telegram turned the request away: it certainly posted nothing.
-        return RetryableDeliveryError(summary, retry_after=retry_after, maybe_delivered=False)
+        return RateLimited(summary, retry_after=retry_after)
     if error_code >= 500 or status >= 500:
         return RetryableDeliveryError(summary)
     new_chat_id = parameters.get("migrate_to_chat_id")
@@ -195,6 +197,8 @@ def _refusal(response: requests.Response, reply: dict[str, Any]) -> DeliveryErro
         )
     if any(problem in description.lower() for problem in _MARKUP_PROBLEMS):
         return MarkupRejected(summary, error_code=error_code, description=description)
+    if "message thread not found" in description.lower():
+        return ThreadNotFound(summary, error_code=error_code, description=description)
     return PermanentDeliveryError(summary, error_code=error_code, description=description)
 
 

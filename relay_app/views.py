@@ -2,7 +2,9 @@
 
 GlitchTip ignores our status code and never resends, so the answer is for the operator's logs;
 what protects the alert is that it is in the spool before the first attempt, and that a failed
-attempt hands the prebuilt message to the retrier before the answer goes out.
+attempt hands the prebuilt message to the retrier before the answer goes out. The answers:
+200 sent; 202 queued (the chat's turn has not come: pacing, not failure); 502 the attempt
+failed (queued for retry, or given up and logged); 400 a body or URL the relay cannot use.
 """
 
 from __future__ import annotations
@@ -15,16 +17,24 @@ from typing import Any
 from flask import Blueprint, Response, abort, jsonify, request
 from werkzeug.exceptions import BadRequest
 
-from .delivery import Courier
-from .errors import PermanentDeliveryError, RetryableDeliveryError
+from .delivery import Courier, log_undelivered
+from .errors import PermanentDeliveryError, RetryableDeliveryError, ThreadNotFound
 from .formatting import Message, format_alert
 from .glitchtip import UnrecognizedPayload, parse_alert
 from .retrier import Retrier
+from .routing import Destination, RouteError, destination_from_query
 
 log = logging.getLogger(__name__)
 
 
-def create_blueprint(*, webhook_secret: str, courier: Courier, retrier: Retrier) -> Blueprint:
+def create_blueprint(
+    *,
+    webhook_secret: str,
+    courier: Courier,
+    retrier: Retrier,
+    default_destination: Destination,
+    allowed_chats: frozenset[str],
+) -> Blueprint:
     blueprint = Blueprint("relay", __name__)
     expected_secret = webhook_secret.encode()
 
@@ -45,21 +55,45 @@ def create_blueprint(*, webhook_secret: str, courier: Courier, retrier: Retrier)
     def webhook(secret: str) -> tuple[Response, int]:
         if not hmac.compare_digest(secret.encode(), expected_secret):
             abort(404)
-        message = _build_message(_json_object_body())
-        alert = retrier.admit(message)  # on disk before the first attempt
+        payload = _json_object_body()
         try:
-            courier.deliver(message)
+            destination = destination_from_query(
+                request.args.items(multi=True),
+                default=default_destination,
+                allowed_chats=allowed_chats,
+            )
+        except RouteError as exc:
+            # GlitchTip ignores the 400 and never resends: the log is the alert's last trace.
+            log_undelivered(_build_message(payload), f"the webhook URL was refused: {exc}", None)
+            raise BadRequest(str(exc)) from None
+        message = _build_message(payload)
+        admission = retrier.admit(message, destination)  # on disk before the first attempt
+        alert = admission.alert
+        if not admission.send_now:
+            # Pacing, not failure: the chat had a message too recently, or older alerts for it
+            # are waiting, and this one joins them.
+            if retrier.queue(alert) is None:
+                return jsonify(status="failed", error="the alert could not be queued"), 503
+            return jsonify(status="queued", alert=alert.label), 202
+        try:
+            courier.deliver(message, destination)
         except RetryableDeliveryError as exc:
             if retrier.retry_later(alert, exc) is None:
                 return jsonify(status="failed", error=f"{exc}; no retry could be queued"), 502
-            return jsonify(status="queued", error=str(exc)), 502
+            return jsonify(status="queued", alert=alert.label, error=str(exc)), 502
+        except ThreadNotFound as exc:
+            if destination.thread is None:
+                retrier.give_up(alert, "Telegram refused it permanently", exc)
+                return jsonify(status="failed", error=str(exc)), 502
+            retrier.without_topic(alert, exc)
+            return jsonify(status="queued", alert=alert.label, error=str(exc)), 502
         except PermanentDeliveryError as exc:
             retrier.give_up(alert, "Telegram refused it permanently", exc)
             return jsonify(status="failed", error=str(exc)), 502
         except Exception as exc:  # a bug in the relay: the alert's text must still be logged
             retrier.give_up(alert, "the relay failed while sending it", exc, exc_info=True)
             return jsonify(status="failed", error="internal error; see the relay's log"), 500
-        retrier.delivered(alert)
+        retrier.delivered([alert])
         return jsonify(status="sent"), 200
 
     return blueprint

@@ -12,12 +12,14 @@ from flask.testing import FlaskClient
 from relay_app import create_app, retrier
 from relay_app.config import Settings
 from relay_app.retrier import Retrier
+from relay_app.routing import Destination
 
 TOKEN = "123456789:unit-test-token-abcdefghijklmnop"
 SECRET = "unit-test-webhook-secret-0123456789"
 API_URL = "https://telegram.test"
 SEND_URL = f"{API_URL}/bot{TOKEN}/sendMessage"
 CHAT_ID = -1001234567890
+DESTINATION = Destination(CHAT_ID)
 
 
 def refusal(status: int, description: str, **parameters: Any) -> dict[str, Any]:
@@ -91,3 +93,18 @@ def app_retrier(app: Flask) -> Retrier:
     found = app.extensions["relay_retrier"]
     assert isinstance(found, Retrier)
     return found
+
+
+def run_background(background: Retrier, clock: FakeTime, *, rounds: int = 100) -> None:
+    """What each worker's dispatcher does, on fake time: start drain jobs for the alerts that
+    are waiting, let them finish, move the clock to the next alert due, until none is left."""
+    assert background.spool is not None
+    for _ in range(rounds):
+        background.dispatch_once()
+        assert background.wait_idle(timeout=10)
+        waiting, soonest = background.spool.waiting(now=clock.now)
+        if not waiting and soonest is None:
+            return
+        if not waiting and soonest is not None:
+            clock.now = max(clock.now, soonest)
+    raise AssertionError(f"alerts still waiting after {rounds} rounds")

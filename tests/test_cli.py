@@ -10,6 +10,7 @@ from relay_app.cli import main, parse_duration
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
 from relay_app.spool import Spool
+from tests.conftest import CHAT_ID, DESTINATION
 from tests.payloads import issue, issue_alert, uptime_alert
 
 
@@ -24,14 +25,16 @@ def spool(spool_path: str) -> Spool:
     """One pending alert (#1) and two dead ones (#2 received a day ago, #3 now)."""
     spool = Spool(spool_path)
     now = time.time()
-    spool.add(format_alert(parse_alert(issue_alert(issue(1)))), received_at=now, lease_until=0)
+    spool.add(
+        format_alert(parse_alert(issue_alert(issue(1)))), DESTINATION, received_at=now, lease_for=0
+    )
     for received_at, payload in (
         (now - 86400, issue_alert(issue(2, title="Old <dead> alert"))),
         (now, uptime_alert(down=True, name="Checkout API")),
     ):
         alert = spool.add(
-            format_alert(parse_alert(payload)), received_at=received_at, lease_until=0
-        )
+            format_alert(parse_alert(payload)), DESTINATION, received_at=received_at, lease_for=0
+        ).alert
         alert.last_error = "Telegram refused the message (403): Forbidden: bot was kicked"
         spool.bury(alert)
     return spool
@@ -43,6 +46,7 @@ def test_list_shows_pending_alerts_by_default(spool: Spool) -> None:
     header, first, blank, summary = out.splitlines()
     assert header.split()[:3] == ["ID", "RECEIVED", "(UTC)"]
     assert first.startswith("1  ")
+    assert f"  {CHAT_ID}  " in first  # where it goes
     assert "🔴 GlitchTip Alert · ZeroDivisionError: division by zero #1…  -" in first
     assert blank == ""
     assert summary == f"1 pending, 2 dead in {spool.path}"

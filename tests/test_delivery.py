@@ -5,7 +5,6 @@ from typing import Any
 
 import pytest
 
-from relay_app.config import ChatId
 from relay_app.delivery import Courier
 from relay_app.errors import (
     ChatMigrated,
@@ -16,6 +15,7 @@ from relay_app.errors import (
 )
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
+from relay_app.routing import ChatId, Destination
 from relay_app.telegram import TelegramClient
 from tests.conftest import API_URL, TOKEN
 from tests.payloads import issue, issue_alert
@@ -40,8 +40,11 @@ class ScriptedTelegram(TelegramClient):
         return {}
 
 
+TOPIC_5 = Destination(-100, 5)
+
+
 def courier(telegram: ScriptedTelegram) -> Courier:
-    return Courier(telegram, -100, thread_id=5, attempt_timeout=2.0)
+    return Courier(telegram, attempt_timeout=2.0)
 
 
 def markup_rejected(description: str) -> MarkupRejected:
@@ -56,7 +59,7 @@ def migrated(new_chat_id: int) -> ChatMigrated:
 
 def test_the_html_goes_to_the_configured_chat_and_topic() -> None:
     telegram = ScriptedTelegram()
-    courier(telegram).deliver(MESSAGE)
+    courier(telegram).deliver(MESSAGE, TOPIC_5)
     assert telegram.sent == [{"chat_id": -100, "text": MESSAGE.html, "html": True, "thread": 5}]
 
 
@@ -67,7 +70,7 @@ def test_rejected_markup_is_resent_once_as_shortened_plain_text(
     description: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     telegram = ScriptedTelegram(markup_rejected(description))
-    courier(telegram).deliver(MESSAGE)
+    courier(telegram).deliver(MESSAGE, TOPIC_5)
     assert [(s["text"], s["html"]) for s in telegram.sent] == [
         (MESSAGE.html, True),
         (MESSAGE.fallback, False),
@@ -79,7 +82,7 @@ def test_rejected_markup_is_resent_once_as_shortened_plain_text(
 def test_plain_text_rejected_too_is_an_error_not_a_loop() -> None:
     telegram = ScriptedTelegram(markup_rejected("too long"), markup_rejected("too long"))
     with pytest.raises(MarkupRejected):
-        courier(telegram).deliver(MESSAGE)
+        courier(telegram).deliver(MESSAGE, TOPIC_5)
     assert len(telegram.sent) == 2
 
 
@@ -89,18 +92,18 @@ def test_an_upgraded_group_gets_the_message_at_its_new_id_and_the_operator_is_to
     telegram = ScriptedTelegram(migrated(-100999))
     relay = courier(telegram)
     with caplog.at_level(logging.WARNING):
-        relay.deliver(MESSAGE)
-        relay.deliver(MESSAGE)
-    assert [s["chat_id"] for s in telegram.sent] == [-100, -100999, -100999]
-    assert relay.chat_id == -100999
-    warnings = [r for r in caplog.records if "Set TELEGRAM_CHAT_ID=-100999" in r.getMessage()]
+        relay.deliver(MESSAGE, TOPIC_5)
+        relay.deliver(MESSAGE, TOPIC_5)
+        relay.deliver(MESSAGE, Destination(-200))  # another chat is not redirected
+    assert [s["chat_id"] for s in telegram.sent] == [-100, -100999, -100999, -200]
+    warnings = [r for r in caplog.records if "to -100999 to stop relying" in r.getMessage()]
     assert len(warnings) == 1
     assert warnings[0].levelno == logging.WARNING
 
 
 def test_migration_and_markup_recoveries_combine() -> None:
     telegram = ScriptedTelegram(migrated(-100999), markup_rejected("can't parse entities"))
-    courier(telegram).deliver(MESSAGE)
+    courier(telegram).deliver(MESSAGE, TOPIC_5)
     assert [(s["chat_id"], s["html"]) for s in telegram.sent] == [
         (-100, True),
         (-100999, True),
@@ -111,7 +114,7 @@ def test_migration_and_markup_recoveries_combine() -> None:
 def test_a_migration_loop_stops() -> None:
     telegram = ScriptedTelegram(migrated(-2), migrated(-100))
     with pytest.raises(ChatMigrated):
-        courier(telegram).deliver(MESSAGE)
+        courier(telegram).deliver(MESSAGE, TOPIC_5)
     assert len(telegram.sent) == 2
 
 
@@ -125,5 +128,5 @@ def test_a_migration_loop_stops() -> None:
 def test_other_errors_reach_the_caller_after_one_request(error: DeliveryError) -> None:
     telegram = ScriptedTelegram(error)
     with pytest.raises(type(error)):
-        courier(telegram).deliver(MESSAGE)
+        courier(telegram).deliver(MESSAGE, TOPIC_5)
     assert len(telegram.sent) == 1

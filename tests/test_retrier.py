@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import itertools
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,13 +13,21 @@ import responses
 
 from relay_app import create_app, retrier, start_background_work
 from relay_app.config import Settings
-from relay_app.errors import PermanentDeliveryError, RetryableDeliveryError
+from relay_app.errors import (
+    PermanentDeliveryError,
+    RateLimited,
+    RetryableDeliveryError,
+    ThreadNotFound,
+)
 from relay_app.formatting import Message, format_alert
 from relay_app.glitchtip import parse_alert
+from relay_app.pacing import CHAT_INTERVAL
 from relay_app.retrier import Retrier
+from relay_app.routing import Destination
 from relay_app.spool import Spool, SpooledAlert
-from tests.conftest import SEND_URL, FakeTime
+from tests.conftest import DESTINATION, SEND_URL, FakeTime, run_background
 from tests.payloads import issue, issue_alert
+from tests.telegram_rules import visible_text
 
 MESSAGE = format_alert(parse_alert(issue_alert(issue(1))))
 # May have reached Telegram: counts toward RELAY_RETRY_ATTEMPTS.
@@ -29,21 +39,35 @@ REFUSED = RetryableDeliveryError(
 
 
 class FlakyTelegram:
-    """A delivery function that fails with the scripted errors, then succeeds."""
+    """A delivery function that fails with the scripted errors, then succeeds; it notes when
+    each call came, on the test's clock."""
 
-    def __init__(self, *errors: BaseException, forever: BaseException | None = None) -> None:
+    def __init__(
+        self,
+        *errors: BaseException,
+        forever: BaseException | None = None,
+        clock: FakeTime | None = None,
+    ) -> None:
         self.errors = list(errors)
         self.forever = forever
+        self.clock = clock
         self.delivered: list[Message] = []
+        self.destinations: list[Destination] = []
+        self.times: list[float] = []
         self.calls = 0
+        self._lock = threading.Lock()
 
-    def __call__(self, message: Message) -> None:
-        self.calls += 1
-        if self.errors:
-            raise self.errors.pop(0)
-        if self.forever is not None:
-            raise self.forever
-        self.delivered.append(message)
+    def __call__(self, message: Message, destination: Destination) -> None:
+        with self._lock:
+            self.calls += 1
+            self.destinations.append(destination)
+            if self.clock is not None:
+                self.times.append(self.clock.now)
+            if self.errors:
+                raise self.errors.pop(0)
+            if self.forever is not None:
+                raise self.forever
+            self.delivered.append(message)
 
 
 @pytest.fixture(autouse=True)
@@ -70,6 +94,7 @@ def make_retrier(
     attempts: int = 3,
     wait: float = 30.0,
     max_age: float = 21600.0,
+    coalesce: bool = True,
     sleep: Callable[[float], None] | None = None,
 ) -> Retrier:
     """A retrier on fake time by default; `sleep` alone for one whose pauses a test holds,
@@ -81,20 +106,35 @@ def make_retrier(
         wait=wait,
         max_age=max_age,
         attempt_timeout=5.0,
+        coalesce=coalesce,
         sleep=sleep or (clock.sleep if clock is not None else None),
         clock=clock or time.time,
     )
 
 
+def admit(background: Retrier, to: Destination = DESTINATION) -> SpooledAlert:
+    return background.admit(MESSAGE, to).alert
+
+
 def fail_synchronously(
-    background: Retrier, first_error: RetryableDeliveryError = DOWN
+    background: Retrier, clock: FakeTime, first_error: RetryableDeliveryError = DOWN
 ) -> SpooledAlert:
-    """What the webhook does: write ahead, fail the first attempt, hand over, then wait here
-    until the background is done."""
-    alert = background.admit(MESSAGE)
-    assert background.retry_later(alert, first_error) is not None
-    assert background.wait_idle(timeout=10)
-    return alert
+    """What the webhook does: write ahead, fail the first attempt, hand over; then what the
+    dispatchers do, until the alert has been delivered or given up."""
+    admission = background.admit(MESSAGE, DESTINATION)
+    assert admission.send_now
+    assert background.retry_later(admission.alert, first_error) is not None
+    if admission.alert.id is None:
+        assert background.wait_idle(timeout=10)
+    else:
+        run_background(background, clock)
+    return admission.alert
+
+
+def waits(telegram: FlakyTelegram, since: float) -> list[float]:
+    """The pauses before each background attempt, the first one counted from `since`."""
+    times = [since, *telegram.times]
+    return [round(later - earlier, 3) for earlier, later in itertools.pairwise(times)]
 
 
 def paused_until(release: threading.Event) -> Callable[[float], None]:
@@ -117,11 +157,12 @@ def lost_alert_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogReco
 def test_a_retry_delivers_the_prebuilt_message_and_empties_the_spool(
     spool: Spool, clock: FakeTime
 ) -> None:
-    telegram = FlakyTelegram(DOWN)
-    fail_synchronously(make_retrier(telegram, spool, clock))
+    telegram = FlakyTelegram(DOWN, clock=clock)
+    arrived = clock.now
+    fail_synchronously(make_retrier(telegram, spool, clock), clock)
     assert telegram.delivered == [MESSAGE]
-    assert telegram.calls == 2
-    assert clock.sleeps == [30.0, 30.0]  # after the failed synchronous attempt, then between
+    assert telegram.destinations == [DESTINATION, DESTINATION]
+    assert waits(telegram, arrived) == [30.0, 30.0]  # after the synchronous attempt, then between
     assert spool.counts() == {"pending": 0, "dead": 0}
 
 
@@ -130,7 +171,7 @@ def test_attempts_that_may_have_arrived_stop_at_the_ceiling_and_leave_a_dead_let
 ) -> None:
     last = RetryableDeliveryError("Telegram answered HTTP 502 without a Bot API reply")
     telegram = FlakyTelegram(DOWN, DOWN, last, DOWN)
-    alert = fail_synchronously(make_retrier(telegram, spool, clock))
+    alert = fail_synchronously(make_retrier(telegram, spool, clock), clock)
     assert telegram.calls == 3  # RELAY_RETRY_ATTEMPTS after the synchronous one
     assert telegram.delivered == []
     [dead] = spool.alerts("dead")
@@ -146,11 +187,13 @@ def test_attempts_that_may_have_arrived_stop_at_the_ceiling_and_leave_a_dead_let
 def test_attempts_that_never_reached_telegram_go_on_with_capped_backoff(
     spool: Spool, clock: FakeTime
 ) -> None:
-    telegram = FlakyTelegram(*[REFUSED] * 12)
-    fail_synchronously(make_retrier(telegram, spool, clock), REFUSED)
+    telegram = FlakyTelegram(*[REFUSED] * 12, clock=clock)
+    arrived = clock.now
+    fail_synchronously(make_retrier(telegram, spool, clock), clock, REFUSED)
     [delivered] = telegram.delivered  # 13 attempts, far past RELAY_RETRY_ATTEMPTS=3
     assert delivered.text.startswith(MESSAGE.text)
-    assert clock.sleeps == [1, 2, 4, 8, 16, 30, 30, 30, 30, 30, 30, 30, 30]
+    # The first wait is the chat's turn (pacing), a little over the one second of backoff.
+    assert waits(telegram, arrived) == [CHAT_INTERVAL, 2, 4, 8, 16, 30, 30, 30, 30, 30, 30, 30, 30]
 
 
 def test_only_the_uncertain_attempts_count_toward_the_ceiling(
@@ -159,7 +202,7 @@ def test_only_the_uncertain_attempts_count_toward_the_ceiling(
     # At most 1 + RELAY_RETRY_ATTEMPTS attempts in all may reach Telegram: that many copies
     # at worst, as before the spool. Here the synchronous attempt was certainly not one.
     telegram = FlakyTelegram(REFUSED, DOWN, REFUSED, REFUSED, DOWN, REFUSED, DOWN, DOWN)
-    fail_synchronously(make_retrier(telegram, spool, clock), REFUSED)
+    fail_synchronously(make_retrier(telegram, spool, clock), clock, REFUSED)
     assert telegram.calls == 8
     assert telegram.delivered == []
     [dead] = spool.alerts("dead")
@@ -169,33 +212,47 @@ def test_only_the_uncertain_attempts_count_toward_the_ceiling(
 def test_a_long_outage_ends_at_the_maximum_age_not_sooner(
     spool: Spool, clock: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
-    telegram = FlakyTelegram(forever=REFUSED)
+    telegram = FlakyTelegram(forever=REFUSED, clock=clock)
     started = clock.now
-    fail_synchronously(make_retrier(telegram, spool, clock, max_age=3600.0), REFUSED)
+    fail_synchronously(make_retrier(telegram, spool, clock, max_age=3600.0), clock, REFUSED)
     assert clock.now - started == pytest.approx(3600.0)  # the last wait is cut to the horizon
-    # After waits of 1, 2, 4, 8 and 16 s, one attempt every 30 s, and a last one at the horizon.
-    assert telegram.calls == 5 + (3600 - 31) // 30 + 1
+    # Waits of 1.1, 2, 4, 8 and 16 s, then one attempt every 30 s while the alert is younger.
+    assert telegram.calls == 5 + (3600 - 31) // 30
     [record] = lost_alert_records(caplog)
     assert "older than RELAY_RETRY_MAX_AGE (3600 s)" in record.getMessage()
+    assert "Connection refused" in record.getMessage()  # its last error
     assert spool.counts() == {"pending": 0, "dead": 1}
 
 
-def test_telegrams_retry_after_lengthens_the_wait_and_costs_no_attempt(
+def test_telegrams_pause_is_honoured_exactly_and_costs_no_attempt(
     spool: Spool, clock: FakeTime
 ) -> None:
-    too_many = RetryableDeliveryError("429", retry_after=90, maybe_delivered=False)
-    telegram = FlakyTelegram(*[too_many] * 5)
-    first = RetryableDeliveryError("429", retry_after=45, maybe_delivered=False)
-    fail_synchronously(make_retrier(telegram, spool, clock, attempts=1), first)
-    assert clock.sleeps == [45.0, 90.0, 90.0, 90.0, 90.0, 90.0]
+    telegram = FlakyTelegram(*[RateLimited("429", retry_after=90)] * 5, clock=clock)
+    background = make_retrier(telegram, spool, clock, attempts=1)
+    arrived = clock.now
+    fail_synchronously(background, clock, RateLimited("429", retry_after=45))
+    assert waits(telegram, arrived) == [45.0, 90.0, 90.0, 90.0, 90.0, 90.0]
     assert len(telegram.delivered) == 1
+
+
+def test_a_429_pauses_the_chat_for_every_process_on_the_spool(
+    spool: Spool, clock: FakeTime
+) -> None:
+    background = make_retrier(FlakyTelegram(), spool, clock)
+    alert = admit(background)
+    background.retry_later(alert, RateLimited("429", retry_after=120))
+    other_process = Spool(spool.path, clock=clock)
+    chat = DESTINATION.chat_key
+    assert other_process.reserve(chat, group=True, now=clock.now + 5) == clock.now + 120
+    [waiting] = other_process.alerts("pending")
+    assert (waiting.attempts, waiting.unsure_attempts) == (0, 0)  # no attempt was spent
 
 
 def test_a_message_delivered_after_a_minute_says_when_it_was_sent(
     spool: Spool, clock: FakeTime
 ) -> None:
     telegram = FlakyTelegram(DOWN, DOWN)
-    alert = fail_synchronously(make_retrier(telegram, spool, clock))
+    alert = fail_synchronously(make_retrier(telegram, spool, clock), clock)
     [delivered] = telegram.delivered
     assert delivered.text.startswith(MESSAGE.text)
     assert delivered.text.endswith("UTC; delivered 1 min 30 s later.")
@@ -207,7 +264,7 @@ def test_a_message_delivered_within_a_minute_is_sent_as_built(
     spool: Spool, clock: FakeTime
 ) -> None:
     telegram = FlakyTelegram()
-    fail_synchronously(make_retrier(telegram, spool, clock))
+    fail_synchronously(make_retrier(telegram, spool, clock), clock)
     assert telegram.delivered == [MESSAGE]  # 30 s late: no note
 
 
@@ -216,7 +273,7 @@ def test_a_permanent_error_stops_the_retries_at_once(
 ) -> None:
     kicked = PermanentDeliveryError("kicked", error_code=403, description="Forbidden")
     telegram = FlakyTelegram(kicked, DOWN)
-    fail_synchronously(make_retrier(telegram, spool, clock))
+    fail_synchronously(make_retrier(telegram, spool, clock), clock)
     assert telegram.calls == 1
     [record] = lost_alert_records(caplog)
     assert MESSAGE.text in record.getMessage()
@@ -227,7 +284,7 @@ def test_a_permanent_error_stops_the_retries_at_once(
 def test_a_crashing_job_logs_the_alert_and_the_traceback(
     spool: Spool, clock: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
-    fail_synchronously(make_retrier(FlakyTelegram(ZeroDivisionError("bug")), spool, clock))
+    fail_synchronously(make_retrier(FlakyTelegram(ZeroDivisionError("bug")), spool, clock), clock)
     [record] = lost_alert_records(caplog)
     assert MESSAGE.text in record.getMessage()
     assert record.exc_info is not None
@@ -235,14 +292,160 @@ def test_a_crashing_job_logs_the_alert_and_the_traceback(
     assert spool.counts()["dead"] == 1
 
 
+# --- digests --------------------------------------------------------------------------------
+
+
+def queue_alerts(background: Retrier, clock: FakeTime, messages: list[Message]) -> None:
+    """Webhooks arriving faster than the chat's turns: all but the first wait."""
+    for message in messages:
+        admission = background.admit(message, DESTINATION)
+        if admission.send_now:  # the webhook's own attempt, which succeeds
+            background.delivered([admission.alert])
+        else:
+            assert background.queue(admission.alert) is not None
+        clock.now += 0.05
+
+
+def numbered(count: int, *, title_length: int = 0) -> list[Message]:
+    return [
+        format_alert(parse_alert(issue_alert(issue(n, title=f"Error {n} " + "x" * title_length))))
+        for n in range(1, count + 1)
+    ]
+
+
+def test_waiting_alerts_become_digests_within_telegrams_limit_none_split_none_lost(
+    spool: Spool, clock: FakeTime
+) -> None:
+    telegram = FlakyTelegram()
+    background = make_retrier(telegram, spool, clock)
+    queue_alerts(background, clock, numbered(61, title_length=400))
+    run_background(background, clock)
+    digests = telegram.delivered
+    assert len(digests) >= 3  # 60 alerts of about 550 characters do not fit in two
+    seen = []
+    for digest in digests:
+        visible = visible_text(digest.html, parse_mode="HTML")  # Telegram's own checks
+        assert visible == digest.text
+        count = int(visible.split()[1])
+        assert visible.startswith(f"🗂 {count} alerts, received ")
+        found = [int(n) for n in re.findall(r"Error (\d+) x", visible)]
+        assert len(found) == count
+        seen += found
+    assert seen == list(range(2, 62))  # each exactly once, oldest first
+    assert spool.counts() == {"pending": 0, "dead": 0}
+
+
+def test_an_alert_leaves_the_spool_only_with_its_digest(spool: Spool, clock: FakeTime) -> None:
+    telegram = FlakyTelegram(DOWN)
+    pending_at_each_send: list[int] = []
+
+    def deliver(message: Message, destination: Destination) -> None:
+        pending_at_each_send.append(spool.counts()["pending"])
+        telegram(message, destination)
+
+    background = Retrier(
+        deliver,
+        spool=spool,
+        attempts=1,
+        wait=30.0,
+        max_age=21600.0,
+        attempt_timeout=5.0,
+        sleep=clock.sleep,
+        clock=clock,
+    )
+    queue_alerts(background, clock, numbered(4))
+    run_background(background, clock)
+    # One digest of three failed; its retry, of the same three, delivered them.
+    assert pending_at_each_send == [3, 3]
+    [digest] = telegram.delivered
+    assert digest.text.startswith("🗂 3 alerts")
+    assert spool.counts() == {"pending": 0, "dead": 0}
+
+
+def test_without_coalescing_each_alert_is_its_own_message_on_its_own_turn(
+    spool: Spool, clock: FakeTime
+) -> None:
+    telegram = FlakyTelegram(clock=clock)
+    background = make_retrier(telegram, spool, clock, coalesce=False)
+    arrived = clock.now
+    queue_alerts(background, clock, numbered(4))
+    run_background(background, clock)
+    assert [m.text.split("\n")[2] for m in telegram.delivered] == [
+        f"Error {n} " for n in range(2, 5)
+    ] or [m.text.split("\n")[2].strip() for m in telegram.delivered] == [
+        f"Error {n}" for n in range(2, 5)
+    ]
+    assert waits(telegram, arrived) == [CHAT_INTERVAL] * 3
+
+
+def test_an_alert_past_its_ceiling_is_given_up_alone_and_its_digest_goes_on(
+    spool: Spool, clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram = FlakyTelegram(DOWN, clock=clock)
+    background = make_retrier(telegram, spool, clock, attempts=1)
+    failed = admit(background)
+    background.retry_later(failed, DOWN)  # its one retry is all it has left
+    clock.now += 0.5
+    queue_alerts(background, clock, numbered(2))
+    clock.now += 30  # all three are waiting now
+    run_background(background, clock)
+    assert telegram.calls == 2
+    assert telegram.times[0] == telegram.times[1] - 30
+    [delivered] = telegram.delivered  # the second attempt: the two younger ones only
+    assert delivered.text.startswith("🗂 2 alerts")
+    [record] = lost_alert_records(caplog)
+    assert f"alert #{failed.id}" in record.getMessage()
+    assert spool.counts() == {"pending": 0, "dead": 1}
+
+
+def test_a_missing_topic_sends_the_digest_once_to_the_chat_itself(
+    spool: Spool, clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    gone = ThreadNotFound(
+        "Telegram refused the message (400): Bad Request: message thread not found",
+        error_code=400,
+        description="Bad Request: message thread not found",
+    )
+    telegram = FlakyTelegram(gone)
+    background = make_retrier(telegram, spool, clock)
+    topic = Destination(DESTINATION.chat, 404)
+    first = background.admit(MESSAGE, topic)
+    background.delivered([first.alert])
+    for _ in range(2):
+        assert background.queue(background.admit(MESSAGE, topic).alert) is not None
+    run_background(background, clock)
+    assert telegram.destinations == [topic, DESTINATION]
+    assert telegram.delivered[0].text.startswith("🗂 2 alerts")
+    records = [r for r in caplog.records if "TOPIC NOT FOUND" in r.getMessage()]
+    assert len(records) == 2
+    assert all(r.levelno == logging.ERROR and MESSAGE.text in r.getMessage() for r in records)
+    assert lost_alert_records(caplog) == []
+
+
+def test_a_permanent_refusal_of_a_digest_keeps_every_alert_as_a_dead_letter(
+    spool: Spool, clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    kicked = PermanentDeliveryError("kicked", error_code=403, description="Forbidden")
+    background = make_retrier(FlakyTelegram(kicked), spool, clock)
+    queue_alerts(background, clock, numbered(3))
+    run_background(background, clock)
+    assert spool.counts() == {"pending": 0, "dead": 2}
+    records = lost_alert_records(caplog)
+    assert len(records) == 2
+    assert {"division" not in r.getMessage() and "Error 2" in r.getMessage() for r in records} | {
+        "Error 3" in r.getMessage() for r in records
+    } == {True, False}
+
+
 # --- resuming what another process left -----------------------------------------------------
 
 
 def left_by_a_dead_process(spool_path: str, clock: FakeTime, count: int = 1) -> list[int]:
-    """Alerts written ahead by a process that died during the synchronous attempt."""
+    """Alerts written ahead by a process that died, one during its synchronous attempt and
+    the others while they waited for their turn."""
     other_process = Spool(spool_path, clock=clock)
     ids = [
-        other_process.add(MESSAGE, received_at=clock.now, lease_until=clock.now + 10).id
+        other_process.add(MESSAGE, DESTINATION, received_at=clock.now, lease_for=10).alert.id
         for _ in range(count)
     ]
     other_process.close()
@@ -255,10 +458,11 @@ def test_an_alert_left_by_a_dead_process_is_taken_up_once_its_lease_expires(
     [alert_id] = left_by_a_dead_process(spool.path, clock)
     telegram = FlakyTelegram()
     background = make_retrier(telegram, spool, clock)
-    assert background.resume_once() == 0  # its lease still runs: it may still be in flight
-    clock.now += 11
-    assert background.resume_once() == 1
+    background.dispatch_once()  # its lease still runs: it may still be in flight
     assert background.wait_idle(timeout=10)
+    assert telegram.calls == 0
+    clock.now += 11
+    run_background(background, clock)
     assert telegram.delivered == [MESSAGE]
     assert spool.counts() == {"pending": 0, "dead": 0}
     assert alert_id == 1
@@ -271,8 +475,7 @@ def test_an_interrupted_attempt_counts_as_one_that_may_have_arrived(
     clock.now += 11
     telegram = FlakyTelegram(forever=DOWN)
     background = make_retrier(telegram, spool, clock, attempts=2)
-    background.resume_once()
-    assert background.wait_idle(timeout=10)
+    run_background(background, clock)
     assert telegram.calls == 2  # the dead process's attempt was the first of three
     [dead] = spool.alerts("dead")
     assert dead.unsure_attempts == 3
@@ -284,50 +487,49 @@ def test_an_alert_resumed_at_its_ceiling_is_not_sent_again(
     [alert_id] = left_by_a_dead_process(spool.path, clock)
     clock.now += 11
     # Another process worked it up to the ceiling and died before recording the outcome.
-    [alert] = spool.claim(1, due_by=clock.now, lease_for=5)
+    [alert] = spool.claim(DESTINATION, lease_for=5, how_many=len)
     alert.unsure_attempts = 4
-    spool.save(alert, lease_until=None)
+    spool.save([alert], lease_until=None)
     telegram = FlakyTelegram()
     background = make_retrier(telegram, spool, clock, attempts=3)
-    background.resume_once()
-    assert background.wait_idle(timeout=10)
+    run_background(background, clock)
     assert telegram.calls == 0
     assert [dead.id for dead in spool.alerts("dead")] == [alert_id]
     [record] = lost_alert_records(caplog)
     assert "another could post it twice" in record.getMessage()
 
 
-def test_a_worker_without_free_threads_leaves_alerts_in_the_spool_for_later(
+def test_a_worker_without_free_threads_leaves_destinations_waiting_for_later(
     spool: Spool, clock: FakeTime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(retrier, "MAX_RETRY_THREADS", 2)
     release = threading.Event()
     telegram = FlakyTelegram()
     background = make_retrier(telegram, spool, clock, sleep=paused_until(release))
-    alerts = [background.admit(MESSAGE) for _ in range(4)]
-    for alert in alerts:
-        assert background.retry_later(alert, DOWN) == alert.label
-    waiting = [a for a in spool.alerts("pending") if a.lease_owner is None]
-    assert [a.id for a in waiting] == [alerts[2].id, alerts[3].id]
+    for chat in (-1, -2, -3, -4):
+        background.retry_later(admit(background, Destination(chat)), REFUSED)
+    clock.now += 2
+    background.dispatch_once()
+    time.sleep(0.2)
+    unleased = [a for a in spool.alerts("pending") if a.lease_owner is None]
+    assert len(unleased) == 2  # two threads, two destinations taken up
     release.set()
-    assert background.wait_idle(timeout=10)
-    clock.now += 30
-    assert background.resume_once() == 2
-    assert background.wait_idle(timeout=10)
+    run_background(background, clock)
     assert len(telegram.delivered) == 4
     assert spool.counts() == {"pending": 0, "dead": 0}
 
 
 def test_a_worker_never_works_an_alert_another_has_taken_over(
-    spool: Spool, clock: FakeTime, caplog: pytest.LogCaptureFixture
+    spool: Spool, clock: FakeTime
 ) -> None:
     telegram = FlakyTelegram()
     background = make_retrier(telegram, spool, clock)
-    alert = background.admit(MESSAGE)
+    alert = admit(background)
     clock.now += 60  # this worker stalled past its lease...
     other_worker = Spool(spool.path, clock=clock)
-    assert len(other_worker.claim(1, due_by=clock.now, lease_for=35)) == 1  # ...and lost it
+    assert len(other_worker.claim(DESTINATION, lease_for=35, how_many=len)) == 1  # ...lost it
     background.retry_later(alert, DOWN)
+    background.dispatch_once()
     assert background.wait_idle(timeout=10)
     assert telegram.calls == 0
     assert spool.alerts("pending")[0].lease_owner == other_worker.owner
@@ -336,23 +538,31 @@ def test_a_worker_never_works_an_alert_another_has_taken_over(
 # --- stopping ------------------------------------------------------------------------------
 
 
-def test_shutdown_gives_spooled_alerts_back_without_a_last_attempt(
-    spool: Spool, monkeypatch: pytest.MonkeyPatch
+def test_shutdown_gives_spooled_alerts_back_without_another_attempt(
+    spool: Spool, clock: FakeTime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(retrier, "MAX_RETRY_THREADS", 2)
     telegram = FlakyTelegram(forever=DOWN)
-    # Real time and the real pause: 30 minutes, which only shutdown can cut short.
-    background = make_retrier(telegram, spool, wait=1800.0)
-    alerts = [background.admit(MESSAGE) for _ in range(3)]
-    for alert in alerts:
-        background.retry_later(alert, DOWN)  # two sleeping, one waiting in the spool
+    # Fake time for scheduling, the real pause (30 minutes) for waiting: only shutdown can
+    # cut it short.
+    background = make_retrier(
+        telegram, spool, clock, wait=1800.0, sleep=retrier._sleep_unless_stopping
+    )
+    for chat in (-1, -2, -3):
+        background.retry_later(admit(background, Destination(chat)), DOWN)
+    clock.now += 1800
+    background.dispatch_once()  # two jobs; the third destination waits in the spool
+    deadline = time.monotonic() + 5
+    while telegram.calls < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)  # both are in their 30-minute pause now
     retrier.shutdown()
     assert background.wait_idle(timeout=0)
-    assert telegram.calls == 0
+    assert telegram.calls == 2
     pending = spool.alerts("pending")
     assert len(pending) == 3
     assert all(a.lease_owner is None and a.lease_until is None for a in pending)
-    assert all(a.unsure_attempts == 1 for a in pending)  # the synchronous attempt is remembered
+    assert sorted(a.unsure_attempts for a in pending) == [1, 2, 2]  # every attempt remembered
 
 
 def test_shutdown_gives_in_memory_retries_a_last_attempt_and_logs_what_is_left(
@@ -361,8 +571,8 @@ def test_shutdown_gives_in_memory_retries_a_last_attempt_and_logs_what_is_left(
     monkeypatch.setattr(retrier, "MAX_RETRY_THREADS", 2)
     telegram = FlakyTelegram(forever=DOWN)
     background = make_retrier(telegram, None, wait=1800.0)
-    for _ in range(4):  # two running, two waiting in the queue
-        background.retry_later(background.admit(MESSAGE), DOWN)
+    for chat in (-1, -2, -3, -4):  # two running, two waiting in the queue
+        background.retry_later(admit(background, Destination(chat)), DOWN)
     retrier.shutdown()
     assert background.wait_idle(timeout=0)
     assert telegram.calls == 2  # one last attempt each for the two that were running
@@ -380,7 +590,7 @@ def test_an_alert_failing_while_the_relay_stops_stays_in_the_spool(
     background = make_retrier(FlakyTelegram(), spool, clock)
     retrier._stopping.set()
     try:
-        assert background.retry_later(background.admit(MESSAGE), DOWN) is not None
+        assert background.retry_later(admit(background), DOWN) is not None
     finally:
         retrier._stopping.clear()
     [pending] = spool.alerts("pending")
@@ -394,11 +604,25 @@ def test_without_a_spool_a_failed_alert_is_retried_from_memory_and_says_so(
     clock: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
     telegram = FlakyTelegram(DOWN)
-    fail_synchronously(make_retrier(telegram, None, clock))
+    fail_synchronously(make_retrier(telegram, None, clock), clock)
     assert telegram.delivered == [MESSAGE]
-    [warning] = [r for r in caplog.records if "retried from memory only" in r.getMessage()]
+    [warning] = [r for r in caplog.records if "kept in memory only" in r.getMessage()]
     assert warning.levelno == logging.WARNING  # the operator's choice, not a fault
     assert "(RELAY_SPOOL_PATH=off)" in warning.getMessage()
+
+
+def test_without_a_spool_alerts_are_still_paced(
+    clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram = FlakyTelegram(clock=clock)
+    background = make_retrier(telegram, None, clock)
+    arrived = clock.now
+    assert background.admit(MESSAGE, DESTINATION).send_now
+    later = background.admit(MESSAGE, DESTINATION)
+    assert not later.send_now
+    assert background.queue(later.alert) == later.alert.label
+    assert background.wait_idle(timeout=10)
+    assert waits(telegram, arrived) == [CHAT_INTERVAL]
 
 
 def test_an_unusable_spool_falls_back_to_memory(
@@ -407,14 +631,14 @@ def test_an_unusable_spool_falls_back_to_memory(
     broken = Spool(str(tmp_path / "missing-directory" / "spool.sqlite3"), clock=clock)
     telegram = FlakyTelegram(DOWN)
     background = make_retrier(telegram, broken, clock)
-    alert = fail_synchronously(background)
+    alert = fail_synchronously(background, clock)
     assert alert.id is None
     assert telegram.delivered == [MESSAGE]
     assert background.spool_problem() is not None
     assert "does not exist" in (background.spool_problem() or "")
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any(m.startswith("DURABILITY LOST") for m in errors)
-    assert any("retried from memory only (the spool is unusable)" in m for m in errors)
+    assert any("kept in memory only (the spool is unusable)" in m for m in errors)
 
 
 def test_a_full_spool_still_tries_but_cannot_retry(
@@ -422,8 +646,8 @@ def test_a_full_spool_still_tries_but_cannot_retry(
 ) -> None:
     spool = Spool(str(tmp_path / "spool.sqlite3"), max_pending=1, clock=clock)
     background = make_retrier(FlakyTelegram(), spool, clock)
-    background.admit(MESSAGE)
-    over = background.admit(MESSAGE)
+    admit(background)
+    over = admit(background, Destination(-5))
     assert over.id is None
     assert background.retry_later(over, DOWN) is None
     [record] = lost_alert_records(caplog)
@@ -431,22 +655,27 @@ def test_a_full_spool_still_tries_but_cannot_retry(
     assert MESSAGE.text in record.getMessage()
 
 
-def test_a_hundred_failing_alerts_are_retried_side_by_side(spool: Spool) -> None:
-    # Each job's first pause waits for all hundred to be pausing at once: if jobs queued
-    # behind each other, the barrier would break instead.
-    everyone_waiting = threading.Barrier(100, timeout=10)
+def test_failing_destinations_are_retried_side_by_side(spool: Spool, clock: FakeTime) -> None:
+    # Each job's pause after its failed attempt waits for all of them to be pausing at once:
+    # if jobs queued behind each other, the barrier would break instead. (25 chats: within
+    # the bot's 30 messages a second, so that every chat has its turn at once.)
+    chats = 25
+    everyone_waiting = threading.Barrier(chats, timeout=10)
 
     def pause(seconds: float) -> None:
-        if seconds > 0:
+        if seconds >= 30:  # the pause after the failed attempt, not a wait for a turn
             everyone_waiting.wait()
+        clock.sleep(seconds)
 
-    telegram = FlakyTelegram()
-    background = make_retrier(telegram, spool, sleep=pause)
-    for _ in range(100):
-        background.retry_later(background.admit(MESSAGE), DOWN)
+    telegram = FlakyTelegram(*[DOWN] * chats)
+    background = make_retrier(telegram, spool, clock, sleep=pause)
+    for chat in range(1, chats + 1):
+        background.retry_later(admit(background, Destination(-chat)), REFUSED)
+    clock.now += 2  # every chat's turn has come
+    background.dispatch_once()
     assert background.wait_idle(timeout=20)
     assert not everyone_waiting.broken
-    assert len(telegram.delivered) == 100
+    assert len(telegram.delivered) == chats
 
 
 def test_an_overflowing_memory_queue_refuses_loudly(
@@ -455,15 +684,15 @@ def test_an_overflowing_memory_queue_refuses_loudly(
     monkeypatch.setattr(retrier, "MAX_MEMORY_RETRIES", 2)
     release = threading.Event()
     background = make_retrier(FlakyTelegram(), None, wait=1.0, sleep=paused_until(release))
-    assert background.retry_later(background.admit(MESSAGE), DOWN) is not None
-    assert background.retry_later(background.admit(MESSAGE), DOWN) is not None
-    assert background.retry_later(background.admit(MESSAGE), DOWN) is None
+    assert background.retry_later(admit(background), DOWN) is not None
+    assert background.retry_later(admit(background), DOWN) is not None
+    assert background.retry_later(admit(background), DOWN) is None
     [record] = lost_alert_records(caplog)
     assert "2 alerts are already waiting for a retry in memory" in record.getMessage()
     assert MESSAGE.text in record.getMessage()
     release.set()
     assert background.wait_idle(timeout=10)
-    assert background.retry_later(background.admit(MESSAGE), DOWN) is not None
+    assert background.retry_later(admit(background), DOWN) is not None
 
 
 def test_each_worker_takes_up_spooled_alerts_as_it_starts(
@@ -479,10 +708,11 @@ def test_each_worker_takes_up_spooled_alerts_as_it_starts(
     app = create_app(settings, retry_sleep=clock.sleep, clock=clock)
     start_background_work(app)  # what gunicorn's post_worker_init does in each worker
     deadline = time.monotonic() + 5
-    while len(telegram.calls) < 3 and time.monotonic() < deadline:
+    while "delivered" not in caplog.text and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert len(telegram.calls) == 3
-    assert "took up 3 spooled alert(s): #1, #2, #3" in caplog.text
+    assert len(telegram.calls) == 1
+    assert "alert(s) #1, #2, #3 delivered to chat" in caplog.text
+    assert "in one digest of 3" in caplog.text
 
 
 def test_a_wrapped_app_is_reported_rather_than_silently_not_resumed(

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import fcntl
+import itertools
 import logging
 import sqlite3
 import threading
@@ -10,8 +11,10 @@ import pytest
 
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
-from relay_app.spool import Spool, SpoolError, SpoolFull
-from tests.conftest import FakeTime
+from relay_app.pacing import CHAT_INTERVAL, GROUP_LIMIT, GROUP_WINDOW
+from relay_app.routing import Destination
+from relay_app.spool import _SCHEMA_STEPS, Spool, SpooledAlert, SpoolError, SpoolFull
+from tests.conftest import CHAT_ID, DESTINATION, FakeTime
 from tests.payloads import issue, issue_alert
 
 MESSAGE = format_alert(parse_alert(issue_alert(issue(1))))
@@ -27,27 +30,92 @@ def spool(spool_path: str, clock: FakeTime) -> Spool:
     return Spool(spool_path, clock=clock)
 
 
-def add(spool: Spool, clock: FakeTime, *, lease: float = 10.0) -> int:
-    alert = spool.add(MESSAGE, received_at=clock.now, lease_until=clock.now + lease)
-    assert alert.id is not None
-    return alert.id
+def add(
+    spool: Spool, clock: FakeTime, *, lease: float = 10.0, to: Destination = DESTINATION
+) -> SpooledAlert:
+    return spool.add(MESSAGE, to, received_at=clock.now, lease_for=lease).alert
 
 
-def test_an_added_alert_is_held_by_its_process_until_the_lease_expires(
+def add_id(spool: Spool, clock: FakeTime, *, lease: float = 10.0) -> int:
+    alert_id = add(spool, clock, lease=lease).id
+    assert alert_id is not None
+    return alert_id
+
+
+def claim(spool: Spool, destination: Destination = DESTINATION, most: int = 100) -> list[int]:
+    alerts = spool.claim(
+        destination, lease_for=35, how_many=lambda lengths: min(most, len(lengths))
+    )
+    return [alert.id for alert in alerts if alert.id is not None]
+
+
+def test_an_alert_sent_at_once_is_held_by_its_process_until_the_lease_expires(
     spool: Spool, spool_path: str, clock: FakeTime
 ) -> None:
-    alert_id = add(spool, clock)
+    admission = spool.add(MESSAGE, DESTINATION, received_at=clock.now, lease_for=10)
+    assert admission.send_now
     other_process = Spool(spool_path, clock=clock)
-    assert other_process.claim(10, due_by=clock.now, lease_for=35) == []
+    assert claim(other_process) == []
     clock.now += 10.5
-    [claimed] = other_process.claim(10, due_by=clock.now, lease_for=35)
-    assert (claimed.id, claimed.message, claimed.lease_owner) == (
-        alert_id,
+    [claimed] = other_process.claim(DESTINATION, lease_for=35, how_many=len)
+    assert (claimed.id, claimed.message, claimed.lease_owner, claimed.destination) == (
+        admission.alert.id,
         MESSAGE,
         other_process.owner,
+        DESTINATION,
     )
     assert claimed.lease_until == pytest.approx(clock.now + 35)
     assert (claimed.attempts, claimed.unsure_attempts) == (1, 1)  # the one that was in flight
+
+
+def test_an_alert_whose_turn_has_not_come_waits_unleased_and_uncounted(
+    spool: Spool, clock: FakeTime
+) -> None:
+    add(spool, clock)
+    second = spool.add(MESSAGE, DESTINATION, received_at=clock.now + 0.2, lease_for=10)
+    assert not second.send_now
+    assert second.alert.next_attempt_at == pytest.approx(clock.now + CHAT_INTERVAL)
+    assert (second.alert.attempts, second.alert.lease_owner) == (0, None)
+    # Another topic of the same chat shares the chat's pace; another chat has its own.
+    assert not spool.add(
+        MESSAGE, Destination(CHAT_ID, 7), received_at=clock.now, lease_for=10
+    ).send_now
+    assert spool.add(MESSAGE, Destination(-42), received_at=clock.now, lease_for=10).send_now
+
+
+def test_a_new_alert_queues_behind_older_ones_waiting_for_the_same_destination(
+    spool: Spool, clock: FakeTime
+) -> None:
+    add(spool, clock)
+    add(spool, clock)  # waits for the next turn
+    clock.now += 5  # the chat's turn has long come, but an older alert is waiting
+    assert not spool.add(MESSAGE, DESTINATION, received_at=clock.now, lease_for=10).send_now
+    assert claim(spool) == [2, 3]
+
+
+def test_turns_are_shared_by_every_process_on_the_file(spool_path: str, clock: FakeTime) -> None:
+    first, second = Spool(spool_path, clock=clock), Spool(spool_path, clock=clock)
+    chat = DESTINATION.chat_key
+    assert first.reserve(chat, group=True, now=clock.now) == clock.now
+    assert second.reserve(chat, group=True, now=clock.now) == pytest.approx(
+        clock.now + CHAT_INTERVAL
+    )
+    second.pause(chat, clock.now + 30)
+    assert first.reserve(chat, group=True, now=clock.now + 2) == clock.now + 30
+    first.give_back(chat, clock.now)
+    assert second.reserve("-42", group=True, now=clock.now) == clock.now  # chats are apart
+
+
+def test_a_group_gets_twenty_turns_a_minute(spool: Spool, clock: FakeTime) -> None:
+    turns: list[float] = []
+    now = clock.now
+    while len(turns) < GROUP_LIMIT + 1:
+        turn = spool.reserve("-100", group=True, now=now)
+        if turn <= now:
+            turns.append(now)
+        now = max(now, turn)
+    assert turns[GROUP_LIMIT] - turns[0] >= GROUP_WINDOW - 1e-6
+    assert all(b - a >= CHAT_INTERVAL - 1e-6 for a, b in itertools.pairwise(turns))
 
 
 def test_a_lease_given_back_is_claimable_at_once(
@@ -55,22 +123,40 @@ def test_a_lease_given_back_is_claimable_at_once(
 ) -> None:
     add(spool, clock, lease=3600)
     assert spool.release_all() == 1
-    assert len(Spool(spool_path, clock=clock).claim(10, due_by=clock.now, lease_for=35)) == 1
+    assert claim(Spool(spool_path, clock=clock)) == [1]
 
 
-def test_only_due_alerts_are_claimed(spool: Spool, spool_path: str, clock: FakeTime) -> None:
-    [alert] = [spool.add(MESSAGE, received_at=clock.now, lease_until=clock.now)]
-    alert.next_attempt_at = clock.now + 60
-    spool.save(alert, lease_until=None)
-    other_process = Spool(spool_path, clock=clock)
-    assert other_process.claim(10, due_by=clock.now + 1, lease_for=35) == []
-    assert len(other_process.claim(10, due_by=clock.now + 60, lease_for=35)) == 1
+def test_only_due_alerts_for_the_destination_are_claimed_oldest_first(
+    spool: Spool, clock: FakeTime
+) -> None:
+    ids = [add(spool, clock, lease=0).id for _ in range(4)]
+    later = add(spool, clock, to=Destination(CHAT_ID, 9))
+    later.next_attempt_at = clock.now + 60
+    spool.save([later], lease_until=None)
+    clock.now += 2
+    assert claim(spool, Destination(CHAT_ID, 9)) == []
+    assert claim(spool, most=3) == ids[:3]  # as many as the digest takes
+    assert claim(spool) == ids[3:]
+
+
+def test_waiting_names_the_destinations_and_the_next_due_time(
+    spool: Spool, clock: FakeTime
+) -> None:
+    add(spool, clock, lease=0)
+    queued = add(spool, clock, to=Destination("@Alerts", 3))
+    queued.next_attempt_at = clock.now + 60
+    spool.save([queued], lease_until=None)
+    clock.now += 1
+    assert spool.waiting(now=clock.now) == ([DESTINATION], clock.now + 59)
+    clock.now += 60
+    destinations, _ = spool.waiting(now=clock.now)
+    assert set(destinations) == {DESTINATION, Destination("@alerts", 3)}
 
 
 def test_workers_claiming_at_once_never_share_a_row(spool_path: str, clock: FakeTime) -> None:
     writer = Spool(spool_path, clock=clock)
     for _ in range(300):
-        writer.add(MESSAGE, received_at=clock.now, lease_until=clock.now - 1)
+        writer.add(MESSAGE, DESTINATION, received_at=clock.now - 100, lease_for=0)
     workers = [Spool(spool_path, clock=clock) for _ in range(6)]
     claimed: dict[str, list[int]] = {w.owner: [] for w in workers}
     start = threading.Barrier(len(workers))
@@ -78,8 +164,7 @@ def test_workers_claiming_at_once_never_share_a_row(spool_path: str, clock: Fake
     def claim_all(worker: Spool) -> None:
         start.wait(timeout=10)
         for _ in range(100):
-            got = worker.claim(7, due_by=clock.now, lease_for=60)
-            claimed[worker.owner].extend(alert.id for alert in got if alert.id is not None)
+            claimed[worker.owner].extend(claim(worker, most=7))
 
     threads = [threading.Thread(target=claim_all, args=(w,)) for w in workers]
     for thread in threads:
@@ -93,10 +178,10 @@ def test_workers_claiming_at_once_never_share_a_row(spool_path: str, clock: Fake
 def test_saving_fails_once_another_worker_holds_the_row(
     spool: Spool, spool_path: str, clock: FakeTime
 ) -> None:
-    alert = spool.add(MESSAGE, received_at=clock.now, lease_until=clock.now + 10)
+    alert = add(spool, clock)
     clock.now += 11
-    Spool(spool_path, clock=clock).claim(1, due_by=clock.now, lease_for=35)
-    assert spool.save(alert, lease_until=clock.now + 35) is False
+    assert claim(Spool(spool_path, clock=clock)) == [alert.id]
+    assert spool.save([alert], lease_until=clock.now + 35) is False
 
 
 def test_the_pending_limit_is_enforced(spool_path: str, clock: FakeTime) -> None:
@@ -107,11 +192,31 @@ def test_the_pending_limit_is_enforced(spool_path: str, clock: FakeTime) -> None
         add(spool, clock)
 
 
+def test_a_spool_from_before_routing_is_upgraded_and_its_alerts_keep_their_chat(
+    spool_path: str, clock: FakeTime
+) -> None:
+    with sqlite3.connect(spool_path) as db:
+        db.executescript(_SCHEMA_STEPS[1] + "PRAGMA user_version = 1;")
+        db.execute(
+            "INSERT INTO alerts (received_at, retry_from, html, text, fallback, attempts,"
+            " unsure_attempts, next_attempt_at) VALUES (?, ?, ?, ?, ?, 1, 1, ?)",
+            (clock.now, clock.now, MESSAGE.html, MESSAGE.text, MESSAGE.fallback, clock.now),
+        )
+    db.close()
+    with pytest.raises(SpoolError, match="start the relay once to upgrade it"):
+        Spool(spool_path, for_service=False).counts()
+    upgraded = Spool(spool_path, clock=clock, default_destination=Destination(CHAT_ID, 5))
+    [old] = upgraded.alerts("pending")
+    assert (old.destination, old.message) == (Destination(CHAT_ID, 5), MESSAGE)
+    assert Spool(spool_path, for_service=False).counts() == {"pending": 1, "dead": 0}
+
+
 def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
     spool: Spool, clock: FakeTime
 ) -> None:
-    ids = [add(spool, clock, lease=-1) for _ in range(3)]
-    for alert in spool.claim(3, due_by=clock.now, lease_for=35):
+    ids = [add_id(spool, clock, lease=-1) for _ in range(3)]
+    clock.now += 5
+    for alert in spool.claim(DESTINATION, lease_for=35, how_many=len):
         alert.last_error = "Connection refused"
         spool.bury(alert)
     clock.now += 86400
@@ -154,7 +259,7 @@ def test_a_full_disk_is_reported_once_and_recovery_noticed(
     big = MESSAGE.__class__(html="x" * 100_000, text="x" * 100_000, fallback="x")
     for _ in range(2):
         with pytest.raises(SpoolError, match="database or disk is full"):
-            spool.add(big, received_at=clock.now, lease_until=clock.now)
+            spool.add(big, DESTINATION, received_at=clock.now, lease_for=0)
         with spool._statement() as db:  # the failed connection was dropped: the next one too
             assert db.execute("SELECT count(*) FROM alerts").fetchone()[0] == 1  # reads work
             db.execute(f"PRAGMA max_page_count = {pages}")

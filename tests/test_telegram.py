@@ -17,7 +17,9 @@ from relay_app.errors import (
     ChatMigrated,
     MarkupRejected,
     PermanentDeliveryError,
+    RateLimited,
     RetryableDeliveryError,
+    ThreadNotFound,
 )
 from relay_app.telegram import TelegramClient
 from tests.conftest import API_URL, SEND_URL, TOKEN, refusal
@@ -68,7 +70,7 @@ def test_429_is_retryable_with_telegrams_pause(
     telegram.post(
         SEND_URL, status=429, json=refusal(429, "Too Many Requests: retry after 7", retry_after=7)
     )
-    with pytest.raises(RetryableDeliveryError) as raised:
+    with pytest.raises(RateLimited) as raised:
         send(client)
     assert raised.value.retry_after == 7
     assert "retry after 7" in str(raised.value)
@@ -116,7 +118,7 @@ def test_server_errors_and_garbled_replies_are_retryable(
         (403, "Forbidden: bot was kicked from the supergroup chat", PermanentDeliveryError),
         (401, "Unauthorized", PermanentDeliveryError),
         (400, "Bad Request: chat not found", PermanentDeliveryError),
-        (400, "Bad Request: message thread not found", PermanentDeliveryError),
+        (400, "Bad Request: message thread not found", ThreadNotFound),
         (400, "Bad Request: can't parse entities: Unsupported start tag", MarkupRejected),
         (400, "Bad Request: message is too long", MarkupRejected),
     ],

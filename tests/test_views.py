@@ -15,9 +15,11 @@ from relay_app import create_app
 from relay_app.config import Settings
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
+from relay_app.pacing import CHAT_INTERVAL
 from relay_app.retrier import Retrier
+from relay_app.routing import Destination
 from relay_app.spool import Spool
-from tests.conftest import SECRET, SEND_URL, FakeTime, refusal
+from tests.conftest import CHAT_ID, SECRET, SEND_URL, FakeTime, refusal, run_background
 from tests.payloads import issue, issue_alert, uptime_alert
 
 WEBHOOK = f"/webhook/{SECRET}"
@@ -55,22 +57,24 @@ def test_a_failed_attempt_queues_the_prebuilt_text_and_still_answers_502(
     assert reply.json is not None
     assert reply.json["status"] == "queued"
     assert "connection to Telegram failed" in reply.json["error"]
-    assert app_retrier.wait_idle(timeout=10)
+    arrived = fake_time.now
+    run_background(app_retrier, fake_time)
     first, retried = sent_texts(telegram)
     assert retried == first  # the very same text, never rebuilt
-    assert fake_time.sleeps == [30.0]
+    assert fake_time.now == arrived + 30.0  # RELAY_RETRY_WAIT: it may have been posted
 
 
 def test_retries_at_the_ceiling_give_up_with_an_error_holding_the_text(
     client: FlaskClient,
     telegram: responses.RequestsMock,
     app_retrier: Retrier,
+    fake_time: FakeTime,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     telegram.post(SEND_URL, status=500, json=refusal(500, "Internal Server Error"))
     reply = client.post(WEBHOOK, json=uptime_alert(down=True, name="Checkout API"))
     assert reply.status_code == 502
-    assert app_retrier.wait_idle(timeout=10)
+    run_background(app_retrier, fake_time)
     assert len(telegram.calls) == 1 + 3  # the synchronous attempt and RELAY_RETRY_ATTEMPTS
     [lost] = [r for r in caplog.records if "ALERT NOT DELIVERED" in r.getMessage()]
     assert lost.levelno == logging.ERROR
@@ -281,7 +285,7 @@ def test_an_unusable_spool_is_not_ready_yet_alerts_still_go_through(
     assert len(telegram.calls) == 2  # retried from memory
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any(m.startswith("DURABILITY LOST") for m in errors)
-    assert any("retried from memory only" in m for m in errors)
+    assert any("kept in memory only" in m for m in errors)
 
     missing.mkdir()  # the volume is back
     assert client.get("/readyz").status_code == 200
@@ -306,9 +310,10 @@ def test_past_the_pending_limit_an_alert_is_still_tried_but_never_silently_dropp
     )
     client = app.test_client()
     waiting = format_alert(parse_alert(issue_alert(issue(9))))
-    Spool(settings.spool_path or "").add(waiting, received_at=0, lease_until=0)
+    Spool(settings.spool_path or "").add(waiting, Destination(-1), received_at=0, lease_for=0)
     telegram.post(SEND_URL, json=OK)
     assert client.post(WEBHOOK, json=issue_alert(issue(2))).status_code == 200  # tried anyway
+    fake_time.now += 2  # the chat's next turn
     telegram.post(SEND_URL, status=500, json=refusal(500, "Internal Server Error"))
     reply = client.post(WEBHOOK, json=issue_alert(issue(3)))
     assert reply.status_code == 502
@@ -317,3 +322,151 @@ def test_past_the_pending_limit_an_alert_is_still_tried_but_never_silently_dropp
     [lost] = [r for r in caplog.records if "ALERT NOT DELIVERED" in r.getMessage()]
     assert "the spool is full" in lost.getMessage()
     assert "division by zero #3" in lost.getMessage()
+
+
+# --- pacing, digests and routing ------------------------------------------------------------
+
+
+def sent_bodies(telegram: responses.RequestsMock) -> list[dict[str, object]]:
+    return [json.loads(call.request.body or b"") for call in telegram.calls]
+
+
+def test_an_alert_whose_chat_is_not_due_is_queued_with_202_and_sent_on_its_turn(
+    client: FlaskClient,
+    telegram: responses.RequestsMock,
+    app_retrier: Retrier,
+    fake_time: FakeTime,
+) -> None:
+    telegram.post(SEND_URL, json=OK)
+    arrived = fake_time.now
+    assert client.post(WEBHOOK, json=issue_alert(issue(1))).status_code == 200
+    reply = client.post(WEBHOOK, json=issue_alert(issue(2)))
+    assert (reply.status_code, reply.json) == (202, {"status": "queued", "alert": "#2"})
+    assert len(telegram.calls) == 1  # the webhook did not wait, and did not send
+    run_background(app_retrier, fake_time)
+    _, second = sent_texts(telegram)
+    assert "division by zero #2" in second
+    assert "alerts, received" not in second  # alone, it goes as it was built
+    assert fake_time.now == pytest.approx(arrived + CHAT_INTERVAL)
+
+
+def test_alerts_waiting_for_the_same_chat_go_out_as_one_digest_oldest_first(
+    client: FlaskClient,
+    telegram: responses.RequestsMock,
+    app_retrier: Retrier,
+    fake_time: FakeTime,
+) -> None:
+    telegram.post(SEND_URL, json=OK)
+    for number in range(1, 6):
+        client.post(WEBHOOK, json=issue_alert(issue(number)))
+        fake_time.now += 0.1
+    run_background(app_retrier, fake_time)
+    [(_, digest)] = [(b, b["text"]) for b in sent_bodies(telegram)[1:]]
+    assert isinstance(digest, str)
+    assert digest.startswith("<b>🗂 4 alerts, received ")
+    positions = [digest.index(f"division by zero #{n}<") for n in range(2, 6)]
+    assert positions == sorted(positions)
+    assert Spool(app_retrier.spool.path if app_retrier.spool else "").counts()["pending"] == 0
+
+
+def test_a_429_pauses_the_chat_and_costs_the_alert_no_attempt(
+    settings: Settings,
+    fake_time: FakeTime,
+    telegram: responses.RequestsMock,
+) -> None:
+    app = create_app(
+        replace(settings, retry_attempts=1), retry_sleep=fake_time.sleep, clock=fake_time
+    )
+    background = app.extensions["relay_retrier"]
+    telegram.post(SEND_URL, status=504, json=refusal(504, "Gateway Timeout"))
+    telegram.post(SEND_URL, status=429, json=refusal(429, "Too Many Requests", retry_after=40))
+    telegram.post(SEND_URL, json=OK)
+    arrived = fake_time.now
+    assert app.test_client().post(WEBHOOK, json=issue_alert()).status_code == 502
+    run_background(background, fake_time)
+    # 504 then 429 then delivered: with RELAY_RETRY_ATTEMPTS=1 only the 429 being free allows it.
+    assert len(telegram.calls) == 3
+    assert fake_time.now >= arrived + 30 + 40
+    assert background.spool.counts() == {"pending": 0, "dead": 0}
+
+
+def test_a_thread_id_in_the_url_picks_the_topic_of_the_default_chat(
+    client: FlaskClient, telegram: responses.RequestsMock
+) -> None:
+    telegram.post(SEND_URL, json=OK)
+    assert client.post(f"{WEBHOOK}?thread_id=12", json=issue_alert()).status_code == 200
+    [body] = sent_bodies(telegram)
+    assert (body["chat_id"], body["message_thread_id"]) == (CHAT_ID, 12)
+
+
+def test_a_chat_on_the_allowlist_can_be_chosen_with_its_own_topic(
+    settings: Settings, fake_time: FakeTime, telegram: responses.RequestsMock
+) -> None:
+    allowed = replace(settings, allowed_chat_ids=frozenset({"-100555", "@ops_alerts"}))
+    client = create_app(allowed, retry_sleep=fake_time.sleep, clock=fake_time).test_client()
+    telegram.post(SEND_URL, json=OK)
+    assert (
+        client.post(f"{WEBHOOK}?chat_id=-100555&thread_id=3", json=issue_alert()).status_code == 200
+    )
+    assert client.post(f"{WEBHOOK}?chat_id=@Ops_Alerts", json=issue_alert()).status_code == 200
+    first, second = sent_bodies(telegram)
+    assert (first["chat_id"], first["message_thread_id"]) == (-100555, 3)
+    assert second["chat_id"] == "@Ops_Alerts"
+    assert "message_thread_id" not in second  # the default topic belongs to the default chat
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("chat_id=-100999", "chat_id=-100999 is not in TELEGRAM_ALLOWED_CHAT_IDS"),
+        ("chat_id=general", "chat_id='general' is neither an integer chat id"),
+        ("chat_id=0", "is neither an integer chat id"),
+        ("thread_id=abc", "thread_id='abc' is not a positive integer"),
+        ("thread_id=0", "is not a positive integer"),
+        ("thread_id=-4", "is not a positive integer"),
+        ("thread_id=", "is not a positive integer"),
+        ("thread=12", "unknown query parameter 'thread'"),
+        ("thread_id=1&thread_id=2", "given more than once"),
+    ],
+)
+def test_a_destination_the_relay_may_not_use_is_400_and_the_alert_is_logged(
+    client: FlaskClient,
+    telegram: responses.RequestsMock,
+    caplog: pytest.LogCaptureFixture,
+    spool_path: str,
+    query: str,
+    says: str,
+) -> None:
+    reply = client.post(f"{WEBHOOK}?{query}", json=issue_alert())
+    assert reply.status_code == 400
+    assert reply.json is not None
+    assert says in reply.json["error"]
+    assert len(telegram.calls) == 0
+    assert Spool(spool_path).counts() == {"pending": 0, "dead": 0}
+    [lost] = [r for r in caplog.records if "ALERT NOT DELIVERED" in r.getMessage()]
+    assert says in lost.getMessage()
+    assert "division by zero #1" in lost.getMessage()
+
+
+def test_a_missing_topic_is_logged_and_the_alert_sent_once_to_the_chat_itself(
+    client: FlaskClient,
+    telegram: responses.RequestsMock,
+    app_retrier: Retrier,
+    fake_time: FakeTime,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    telegram.post(SEND_URL, status=400, json=refusal(400, "Bad Request: message thread not found"))
+    telegram.post(SEND_URL, json=OK)
+    reply = client.post(f"{WEBHOOK}?thread_id=404", json=issue_alert())
+    assert reply.status_code == 502
+    assert reply.json is not None
+    assert reply.json["status"] == "queued"
+    [topic_lost] = [r for r in caplog.records if "TOPIC NOT FOUND" in r.getMessage()]
+    assert topic_lost.levelno == logging.ERROR
+    assert "division by zero #1" in topic_lost.getMessage()
+    run_background(app_retrier, fake_time)
+    first, second = sent_bodies(telegram)
+    assert first["message_thread_id"] == 404
+    assert "message_thread_id" not in second
+    assert second["text"] == first["text"]
+    assert "ALERT NOT DELIVERED" not in caplog.text

@@ -25,8 +25,20 @@ def titled(title: str) -> dict[str, Any]:
     return issue_alert(issue(1, title=title))
 
 
+# How the webhook answers an alert it did not send at once: 202 when its chat's turn had not
+# come (pacing), 502 when its attempt failed; either way it is queued.
+QUEUED = {202, 502}
+
+
+def titles_in(text: str) -> list[str]:
+    """The issue titles in a message's visible text: one for an alert sent alone, several for
+    a digest (each alert in it starts with its header, then a blank line, then its title)."""
+    lines = text.split("\n")
+    return [lines[i + 2] for i, line in enumerate(lines[:-2]) if line.endswith("GlitchTip Alert")]
+
+
 def delivered_titles(fake: FakeTelegram) -> list[str]:
-    return [text.split("\n")[2] for text in fake.texts()]
+    return [title for text in fake.texts() for title in titles_in(text)]
 
 
 def wait_until(condition: Any, timeout: float) -> bool:

@@ -21,7 +21,15 @@ from pathlib import Path
 import requests
 
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import ANSWER_BOUND, delivered_titles, post, titled, wait_until
+from tests.e2e.helpers import (
+    ANSWER_BOUND,
+    QUEUED,
+    delivered_titles,
+    post,
+    titled,
+    titles_in,
+    wait_until,
+)
 from tests.e2e.relay_process import ROOT, without_file_permission_override
 from tests.fake_telegram import FakeTelegram
 from tests.telegram_rules import visible_text
@@ -47,7 +55,8 @@ def requests_by_title(fake: FakeTelegram) -> dict[str, list[float]]:
     seen: dict[str, list[float]] = collections.defaultdict(list)
     for received in list(fake.received):
         text = visible_text(received.body["text"], parse_mode=received.body.get("parse_mode"))
-        seen[text.split("\n")[2]].append(received.at)
+        for title in titles_in(text):
+            seen[title].append(received.at)
     return seen
 
 
@@ -58,13 +67,14 @@ def test_alerts_accepted_during_an_outage_survive_sigkill(
     fake_telegram.stop()  # connections refused
     titles = [f"Killed {n}" for n in range(50)]
     answers = post_all(relay.webhook_url, titles)
-    assert {(a.status_code, a.json()["status"]) for a in answers} == {(502, "queued")}
+    assert {a.status_code for a in answers} <= QUEUED
+    assert {a.json()["status"] for a in answers} == {"queued"}
     assert len(spool_rows(spool_path)) == 50
     relay.crash()
 
     fake_telegram.start()
     start_relay()
-    assert wait_until(lambda: len(fake_telegram.messages) >= 50, timeout=30)
+    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 50, timeout=30)
     time.sleep(1)  # a duplicate would arrive in this time
     assert sorted(delivered_titles(fake_telegram)) == sorted(titles)
     assert spool_rows(spool_path) == []
@@ -85,14 +95,15 @@ def test_sigterm_mid_retry_gives_leases_back_for_the_next_start(
     rows = spool_rows(spool_path)
     assert len(rows) == 20
     assert all(row["lease_owner"] is None and row["lease_until"] is None for row in rows)
+    # Each worker says how many it held and gave back; the others were waiting unheld.
     left = re.findall(r"stopping: (\d+) spooled alert\(s\) left in the spool", relay.logs())
-    assert sum(int(count) for count in left) == 20  # said by each worker, for its own
+    assert 1 <= sum(int(count) for count in left) <= 20
 
     fake_telegram.start()
     start_relay(RELAY_RETRY_WAIT="600")
     # The next attempts were due within seconds; without the leases given back, the new
     # relay would wait for them to expire: over 600 s.
-    assert wait_until(lambda: len(fake_telegram.messages) >= 20, timeout=20)
+    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 20, timeout=20)
     time.sleep(0.5)
     assert sorted(delivered_titles(fake_telegram)) == sorted(titles)
 
@@ -106,13 +117,13 @@ def test_two_workers_and_a_lossy_telegram_deliver_every_alert_once(
     fake_telegram.set("ok", drop_rate=0.25)
     titles = [f"Lossy {n}" for n in range(100)]
     post_all(relay.webhook_url, titles, concurrency=8)
-    assert wait_until(lambda: len(fake_telegram.messages) >= 100, timeout=40)
+    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 100, timeout=40)
     time.sleep(1)
     # The fake posts a dropped request nowhere, so each alert was posted exactly once...
     assert sorted(delivered_titles(fake_telegram)) == sorted(titles)
     assert any(r.outcome == "dropped" for r in fake_telegram.received)
     # ...and no alert was worked by two workers at once: its attempts came one after another,
-    # each RELAY_RETRY_WAIT after the last.
+    # each RELAY_RETRY_WAIT (or its chat's next turn) after the last.
     for title, times in requests_by_title(fake_telegram).items():
         gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
         assert all(gap >= 0.25 for gap in gaps), (title, gaps)
@@ -158,15 +169,18 @@ def test_a_long_outage_is_delivered_late_and_says_so(
     post_all(relay.webhook_url, titles)
     time.sleep(3)  # ten times RELAY_RETRY_ATTEMPTS x RELAY_RETRY_WAIT
     fake_telegram.start()
-    assert wait_until(lambda: len(fake_telegram.messages) >= 3, timeout=10)
+    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 3, timeout=10)
     time.sleep(0.5)
     assert sorted(delivered_titles(fake_telegram)) == titles
     for text in fake_telegram.texts():
-        *_, note = text.split("\n")
+        first_line, *_, last_line = text.split("\n")
+        # Sent alone, an alert ends with a line saying how late it is; in a digest, the
+        # digest's first line says it for all.
         late = re.fullmatch(
-            r"⏳ Late: GlitchTip sent this at [\d-]+ [\d:]+ UTC; delivered (\d) s later\.", note
-        )
-        assert late is not None, note
+            r"⏳ Late: GlitchTip sent this at [\d-]+ [\d:]+ UTC; delivered (\d) s later\.",
+            last_line,
+        ) or re.search(r"; sent (\d) s after the first$", first_line)
+        assert late is not None, text
         assert 3 <= int(late.group(1)) <= 5
     assert "ALERT NOT DELIVERED" not in relay.logs()
 
@@ -207,6 +221,7 @@ def test_a_read_only_spool_directory_costs_durability_not_delivery(
         assert requests.get(f"{relay.url}/healthz", timeout=5).status_code == 200
 
         assert post(relay.webhook_url, titled("Straight through"))[0].status_code == 200
+        time.sleep(1.2)  # the chat's next turn
         fake_telegram.set("error", status=502, description="Bad Gateway")
         reply, _ = post(relay.webhook_url, titled("From memory"))
         assert (reply.status_code, reply.json()["status"]) == (502, "queued")
@@ -215,7 +230,7 @@ def test_a_read_only_spool_directory_costs_durability_not_delivery(
         assert sorted(delivered_titles(fake_telegram)) == ["From memory", "Straight through"]
         logs = relay.logs()
         assert "[ERROR] relay_app.spool: DURABILITY LOST" in logs
-        assert "is retried from memory only" in logs
+        assert "is kept in memory only" in logs
         assert corrupt.read_bytes() == b"not a database\n" * 100  # untouched
         assert sorted(p.name for p in directory.iterdir()) == ["spool.sqlite3"]
     finally:
@@ -260,7 +275,9 @@ def test_dead_letters_are_listed_resent_and_purged_by_hand(
     relay = start_relay()
     fake_telegram.set("error", status=403, description="Forbidden: bot is not a member")
     for title in ("Kicked once", "Kicked twice"):
-        assert post(relay.webhook_url, titled(title))[0].status_code == 502
+        assert post(relay.webhook_url, titled(title))[0].status_code in QUEUED
+    # The second waited for the chat's turn, and was refused then.
+    assert wait_until(lambda: all(row["state"] == "dead" for row in spool_rows(spool_path)), 10)
 
     listed = relay_app_cli(spool_path, "spool", "list", "--dead")
     assert listed.returncode == 0, listed.stderr

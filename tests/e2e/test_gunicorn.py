@@ -14,7 +14,14 @@ import requests
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import ANSWER_BOUND, delivered_titles, post, titled, wait_until
+from tests.e2e.helpers import (
+    ANSWER_BOUND,
+    QUEUED,
+    delivered_titles,
+    post,
+    titled,
+    wait_until,
+)
 from tests.e2e.relay_process import (
     CHAT_ID,
     ROOT,
@@ -43,7 +50,8 @@ def test_an_alert_arrives_as_formatted(
     assert message["text"] == format_alert(parse_alert(payload)).html
 
     uptime, _ = post(relay.webhook_url, uptime_alert(down=False))
-    assert uptime.status_code == 200
+    assert (uptime.status_code, uptime.json()) == (202, {"status": "queued", "alert": "#2"})
+    assert wait_until(lambda: len(fake_telegram.messages) == 2, timeout=5)  # on its turn
     assert fake_telegram.texts()[-1].startswith("✅ UP · My API")
 
     garbage = requests.post(relay.webhook_url, data=b"{oops", timeout=5)
@@ -64,13 +72,13 @@ def test_an_outage_then_recovery_delivers_every_alert_once(
     titles = [f"Outage alert {n}" for n in range(5)]
     for title in titles:
         reply, took = post(relay.webhook_url, titled(title))
-        assert reply.status_code == 502
+        assert reply.status_code in QUEUED
         assert reply.json()["status"] == "queued"
         assert took < ANSWER_BOUND
-    # The outage lasts through at least one background attempt of every alert.
-    assert wait_until(lambda: len(fake_telegram.received) >= 2 * len(titles), timeout=10)
+    # The outage lasts through background attempts too.
+    assert wait_until(lambda: len(fake_telegram.received) >= 3, timeout=10)
     fake_telegram.set("ok")
-    assert wait_until(lambda: len(fake_telegram.messages) >= len(titles), timeout=10)
+    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= len(titles), timeout=10)
     time.sleep(1)  # a duplicate would arrive in this time
     assert sorted(delivered_titles(fake_telegram)) == titles
 
@@ -84,11 +92,11 @@ def test_a_hanging_telegram_cannot_hold_the_answer(
     with ThreadPoolExecutor(8) as pool:  # several at once, so threads are what keeps answering
         answers = list(pool.map(lambda n: post(relay.webhook_url, titled(f"Hang {n}")), range(8)))
     for reply, took in answers:
-        assert reply.status_code == 502
+        assert reply.status_code in QUEUED
         assert reply.json()["status"] == "queued"
         assert took < ANSWER_BOUND
     fake_telegram.set("ok")
-    assert wait_until(lambda: len(fake_telegram.messages) >= 8, timeout=15)
+    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 8, timeout=15)
     assert sorted(delivered_titles(fake_telegram)) == sorted(f"Hang {n}" for n in range(8))
 
 
@@ -139,7 +147,7 @@ def test_a_lossy_network_loses_no_alert(
     titles = [f"Lossy alert {n}" for n in range(40)]
     with ThreadPoolExecutor(4) as pool:
         answers = list(pool.map(lambda t: post(relay.webhook_url, titled(t))[0], titles))
-    assert {a.status_code for a in answers} <= {200, 502}
+    assert {a.status_code for a in answers} <= {200} | QUEUED
     assert all(a.json()["status"] in ("sent", "queued") for a in answers)
     assert wait_until(lambda: set(delivered_titles(fake_telegram)) == set(titles), timeout=30)
     dropped = [r for r in fake_telegram.received if r.outcome == "dropped"]
@@ -173,7 +181,7 @@ def queue_retries_in_memory_during_an_outage(
     relay = start_relay(RELAY_RETRY_WAIT="600", RELAY_SPOOL_PATH="off")
     fake_telegram.set("error", status=502, description="Bad Gateway")
     for title in titles:
-        assert post(relay.webhook_url, titled(title))[0].status_code == 502
+        assert post(relay.webhook_url, titled(title))[0].status_code in QUEUED
     return relay
 
 
