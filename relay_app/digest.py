@@ -3,8 +3,9 @@
 Telegram lets a bot post about twenty messages a minute in a group, and a broken deploy fires
 more alerts than that. Sent one by one they would queue for minutes; merged, the chat sees the
 whole storm at once. Each alert keeps its own prebuilt part (`Message.entry`: header, linked
-title and fields, built when the webhook arrived), whole: an alert is never split between
-digests, so the digest that holds it is the one whose delivery takes it out of the spool.
+title and fields, built when the webhook arrived, or its shorter `Message.brief` while a
+backlog builds up), whole: an alert is never split between digests, so the digest that holds
+it is the one whose delivery takes it out of the spool.
 Pure functions, no I/O.
 """
 
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 
 from .formatting import (
     TELEGRAM_TEXT_LIMIT,
+    Entry,
     Message,
     duration,
     utc_time,
@@ -29,18 +31,24 @@ SEPARATOR = "\n\n"
 MAX_ALERTS_PER_DIGEST = 100
 
 
-def how_many_fit(entry_lengths: Sequence[int]) -> int:
-    """How many of the oldest alerts, given their entries' visible lengths, go into the next
-    message: as many as fit in one digest, and always at least one (an alert too long to share
-    a digest goes alone, as its own message)."""
+def how_many_fit(messages: Sequence[Message]) -> int:
+    """How many of these waiting alerts, oldest first, go into the next message: all of them
+    when their entries fit in one digest; otherwise as many as fit as briefs. Always at least
+    one (an alert too long to share a digest goes alone, as its own message)."""
+    if _fitting([m.entry for m in messages]) == len(messages):
+        return len(messages)
+    return max(_fitting([m.brief for m in messages]), 1) if messages else 0
+
+
+def _fitting(entries: Sequence[Entry]) -> int:
     used = HEADER_ROOM
     count = 0
-    for length in entry_lengths[:MAX_ALERTS_PER_DIGEST]:
-        used += len(SEPARATOR) + length
+    for entry in entries[:MAX_ALERTS_PER_DIGEST]:
+        used += len(SEPARATOR) + visible_length(entry.text)
         if used > TELEGRAM_TEXT_LIMIT:
             break
         count += 1
-    return max(count, 1) if entry_lengths else 0
+    return count
 
 
 def compose(
@@ -61,6 +69,8 @@ def compose(
         return messages[0]
     heading = header(len(messages), first, last, now=now, late_after=late_after)
     entries = [message.entry for message in messages]
+    if _fitting(entries) < len(entries):  # a backlog: how_many_fit counted briefs
+        entries = [message.brief for message in messages]
     text = SEPARATOR.join([heading, *(entry.text for entry in entries)])
     if visible_length(text) > TELEGRAM_TEXT_LIMIT:
         raise ValueError("these alerts do not fit in one digest; pack them with how_many_fit")

@@ -32,8 +32,11 @@ ELLIPSIS = "…"
 # Values are not shortened below this; past that point whole issues move into "and N more".
 MIN_VALUE_LENGTH = 40
 # An alert's part of a digest (see digest.py) is the same message, built again within this
-# when the whole is longer, so that one long alert leaves room in a digest for others.
+# when the whole is longer, so that one long alert leaves room in a digest for others...
 DIGEST_ENTRY_LIMIT = 1000
+# ...and its brief, for digests sent while a backlog builds up: twelve or more to a message,
+# so that a storm of 200 alerts fits in the twenty messages a minute a group allows.
+BRIEF_ENTRY_LIMIT = 320
 
 SEVERITY_BY_COLOR = {"#e52b50": "🔴", "#4b60b4": "🔵"}
 SEVERITY_NO_COLOR = "🟠"  # GlitchTip sends no colour for warnings (and other non-error levels)
@@ -62,10 +65,16 @@ class Message:
     fallback: str  # plain text for when Telegram rejects the HTML or its length
     # Its part of a digest when shorter than the message; None when it is the message itself.
     short_entry: Entry | None = None
+    # Its part of a digest in a backlog, when shorter than the entry; None: the entry itself.
+    brief_entry: Entry | None = None
 
     @property
     def entry(self) -> Entry:
         return self.short_entry or Entry(self.html, self.text)
+
+    @property
+    def brief(self) -> Entry:
+        return self.brief_entry or self.entry
 
 
 class Span(NamedTuple):
@@ -81,11 +90,17 @@ class Span(NamedTuple):
 
 
 def format_alert(alert: Alert) -> Message:
+    """The alert's message, and its shorter parts for digests when it is long (most are not:
+    one issue is about 150 characters)."""
     message = render(_alert_spans(alert, MESSAGE_LIMIT))
-    if visible_length(message.text) <= DIGEST_ENTRY_LIMIT:
-        return message
-    entry = render(_alert_spans(alert, DIGEST_ENTRY_LIMIT))
-    return replace(message, short_entry=Entry(entry.html, entry.text))
+    length = visible_length(message.text)
+    if length > DIGEST_ENTRY_LIMIT:
+        entry = render(_alert_spans(alert, DIGEST_ENTRY_LIMIT))
+        message = replace(message, short_entry=Entry(entry.html, entry.text))
+    if length > BRIEF_ENTRY_LIMIT:
+        brief = render(_alert_spans(alert, BRIEF_ENTRY_LIMIT))
+        message = replace(message, brief_entry=Entry(brief.html, brief.text))
+    return message
 
 
 def _alert_spans(alert: Alert, limit: int) -> list[Span]:
@@ -279,11 +294,19 @@ def _fit_items(
         fitted = _shorten_values(spans, limit)
         if fitted is not None:
             return fitted
+    spans = [*header, *(items[0] if items else []), *footer(1 if items else 0)]
+    if limit < MESSAGE_LIMIT:
+        # A digest's part of the alert, where the whole message cannot be: its header and
+        # title stay readable and the fields that do not fit are cut off the end.
+        return _cut_spans(_capped_values(spans, MIN_VALUE_LENGTH), limit)
     # Even one item does not fit with readable values: accept values shorter than usual, and
     # when its labels alone are too many (thousands of fields), cut the item itself short.
-    spans = [*header, *(items[0] if items else []), *footer(1 if items else 0)]
     fitted = _shorten_values(spans, limit, min_value_length=2)
     return fitted if fitted is not None else _cut_spans(spans, limit)
+
+
+def _capped_values(spans: list[Span], cap: int) -> list[Span]:
+    return [span._replace(text=shorten(span.text, cap)) if span.value else span for span in spans]
 
 
 def _cut_spans(spans: list[Span], limit: int) -> list[Span]:
@@ -294,9 +317,10 @@ def _cut_spans(spans: list[Span], limit: int) -> list[Span]:
     for span in spans:
         length = visible_length(span.text)
         if length > room:
-            if room > 1:
-                kept.append(span._replace(text=shorten(span.text, room)))
-            else:
+            cut = shorten(span.text, room) if room > 1 else ELLIPSIS
+            if cut != ELLIPSIS:
+                kept.append(span._replace(text=cut))
+            elif not (kept and kept[-1].text.endswith(ELLIPSIS)):  # one ellipsis is enough
                 kept.append(Span(ELLIPSIS))
             break
         kept.append(span)

@@ -266,8 +266,8 @@ class Retrier:
         self._max_age = max_age
         self._lease_for = attempt_timeout + LEASE_MARGIN
         self._late_after = late_after
-        self._how_many: Callable[[list[int]], int] = (
-            how_many_fit if coalesce else lambda lengths: min(1, len(lengths))
+        self._how_many: Callable[[list[Message]], int] = (
+            how_many_fit if coalesce else lambda waiting: min(1, len(waiting))
         )
         self._sleep: Sleep = sleep or _sleep_unless_stopping
         self._clock = clock

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from .digest import MAX_ALERTS_PER_DIGEST
-from .formatting import Entry, Message, visible_length
+from .formatting import Entry, Message
 from .pacing import BOT_LIMIT, BOT_WINDOW, GROUP_LIMIT, REMEMBERED_FOR, next_send_at
 from .routing import Destination, parse_chat_id
 
@@ -87,6 +87,8 @@ ALTER TABLE alerts ADD COLUMN chat TEXT;      -- the destination, as routing.cha
 ALTER TABLE alerts ADD COLUMN thread INTEGER;  -- its forum topic, or NULL
 ALTER TABLE alerts ADD COLUMN entry_html TEXT;  -- its part of a digest (NULL: the message itself)
 ALTER TABLE alerts ADD COLUMN entry_text TEXT;
+ALTER TABLE alerts ADD COLUMN brief_html TEXT;  -- its part of a digest in a backlog (NULL: entry)
+ALTER TABLE alerts ADD COLUMN brief_text TEXT;
 CREATE INDEX IF NOT EXISTS alerts_by_destination ON alerts (chat, thread, state, next_attempt_at);
 CREATE INDEX IF NOT EXISTS alerts_oldest_first
     ON alerts (chat, thread, state, received_at, id, next_attempt_at, lease_until);
@@ -240,11 +242,12 @@ class Spool:
             send_now = turn <= now and not waiting
             if send_now:
                 db.execute("INSERT INTO sends (chat, at) VALUES (?, ?)", (chat, now))
-            entry = message.short_entry
+            entry, brief = message.short_entry, message.brief_entry
             alert_id = db.execute(
                 "INSERT INTO alerts (received_at, retry_from, html, text, fallback, entry_html,"
-                " entry_text, chat, thread, attempts, unsure_attempts, next_attempt_at,"
-                " lease_owner, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " entry_text, brief_html, brief_text, chat, thread, attempts, unsure_attempts,"
+                " next_attempt_at, lease_owner, lease_until)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     received_at,
                     received_at,
@@ -253,6 +256,8 @@ class Spool:
                     message.fallback,
                     entry.html if entry else None,
                     entry.text if entry else None,
+                    brief.html if brief else None,
+                    brief.text if brief else None,
                     chat,
                     destination.thread,
                     int(send_now),
@@ -346,10 +351,10 @@ class Spool:
         destination: Destination,
         *,
         lease_for: float,
-        how_many: Callable[[list[int]], int],
+        how_many: Callable[[list[Message]], int],
     ) -> list[SpooledAlert]:
         """Lease the oldest waiting alerts for `destination` to this process, as many as
-        `how_many` picks from their digest entries' visible lengths: one transaction, so two
+        `how_many` picks from their messages (digest.how_many_fit): one transaction, so two
         workers never claim the same row."""
         now = self._clock()
         with self._transaction() as db:
@@ -364,7 +369,7 @@ class Spool:
                 },
             ).fetchall()
             alerts = [self._alert(row) for row in rows]
-            alerts = alerts[: how_many([visible_length(a.message.entry.text) for a in alerts])]
+            alerts = alerts[: how_many([alert.message for alert in alerts])]
             db.executemany(
                 "UPDATE alerts SET lease_owner = ?, lease_until = ? WHERE id = ?",
                 [(self._owner, now + lease_for, a.id) for a in alerts],
@@ -525,11 +530,13 @@ class Spool:
             db.execute("COMMIT")
 
     def _alert(self, row: sqlite3.Row) -> SpooledAlert:
-        entry = None
+        entry = brief = None
         if row["entry_html"] is not None:
             entry = Entry(row["entry_html"], row["entry_text"])
+        if row["brief_html"] is not None:
+            brief = Entry(row["brief_html"], row["brief_text"])
         return SpooledAlert(
-            Message(row["html"], row["text"], row["fallback"], short_entry=entry),
+            Message(row["html"], row["text"], row["fallback"], entry, brief),
             self._destination(row["chat"], row["thread"]),
             received_at=row["received_at"],
             retry_from=row["retry_from"],

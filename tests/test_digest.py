@@ -4,8 +4,11 @@ import pytest
 
 from relay_app.digest import HEADER_ROOM, MAX_ALERTS_PER_DIGEST, compose, header, how_many_fit
 from relay_app.formatting import (
+    BRIEF_ENTRY_LIMIT,
     DIGEST_ENTRY_LIMIT,
     TELEGRAM_TEXT_LIMIT,
+    Entry,
+    Message,
     format_alert,
     visible_length,
 )
@@ -16,13 +19,30 @@ from tests.telegram_rules import visible_text
 START = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC
 
 
+def sized(length: int, brief: int | None = None) -> Message:
+    """A message of `length` visible characters, with a brief of `brief` if given."""
+    short = Entry("b" * brief, "b" * brief) if brief is not None else None
+    return Message("x" * length, "x" * length, "x", brief_entry=short)
+
+
 def test_as_many_oldest_alerts_as_fit_go_into_one_digest_and_never_none() -> None:
     room = TELEGRAM_TEXT_LIMIT - HEADER_ROOM
     assert how_many_fit([]) == 0
-    assert how_many_fit([100] * 10) == 10
-    assert how_many_fit([room // 2 - 2] * 3) == 2
-    assert how_many_fit([5000, 10]) == 1  # too long to share: it goes alone, as built
-    assert how_many_fit([1] * 500) == MAX_ALERTS_PER_DIGEST
+    assert how_many_fit([sized(100)] * 10) == 10
+    assert how_many_fit([sized(room // 2 - 2)] * 3) == 2
+    assert how_many_fit([sized(5000), sized(10)]) == 1  # too long to share: it goes alone
+    assert how_many_fit([sized(1)] * 500) == MAX_ALERTS_PER_DIGEST
+
+
+def test_a_backlog_goes_out_as_briefs_and_what_fits_goes_out_in_full() -> None:
+    assert how_many_fit([sized(500, brief=300)] * 7) == 7  # all fit: in full
+    assert how_many_fit([sized(500, brief=300)] * 30) == 12  # a backlog: as briefs
+    full = [format_alert(parse_alert(issue_alert(issue(1), issue(2), issue(3))))] * 7
+    assert compose(full, [START] * 7, now=START, late_after=60).text.count(full[0].text) == 7
+    twelve = full * 2
+    digest = compose(twelve[:12], [START] * 12, now=START, late_after=60)
+    assert digest.text.count(full[0].brief.text) == 12
+    assert visible_text(digest.html, parse_mode="HTML") == digest.text
 
 
 def test_an_alert_alone_goes_as_it_was_built_with_a_note_when_late() -> None:
@@ -63,14 +83,21 @@ def test_a_long_alert_keeps_a_shorter_entry_for_digests() -> None:
     entry = message.entry
     assert visible_length(entry.text) <= DIGEST_ENTRY_LIMIT
     assert visible_text(entry.html, parse_mode="HTML") == entry.text
-    # Header, title (linked) and fields all stay, the values shortened alike.
-    assert entry.text.startswith("🔴 GlitchTip Alert\n\nZeroDivisionError: div")
+    brief = message.brief
+    assert visible_length(brief.text) <= BRIEF_ENTRY_LIMIT
+    assert visible_text(brief.html, parse_mode="HTML") == brief.text
+    assert brief.text.startswith("🔴 GlitchTip Alert\n\nZeroDivisionError: division by zero #1")
+    assert "Tag 0: vvv" in brief.text  # the first fields, the rest cut off
+    assert brief.text.endswith("…")
+    # Header and title (linked) stay readable; fields shortened, those that do not fit cut.
     assert '<a href="https://glitchtip.example.org/acme/issues/1">' in entry.html
-    assert "Tag 19: vvv" in entry.text
+    assert entry.text.startswith("🔴 GlitchTip Alert\n\nZeroDivisionError: division by zero #1")
+    assert "Tag 15: vvv" in entry.text
+    assert entry.text.endswith("v…")  # the fields that did not fit, cut off once
 
 
 def test_alerts_that_do_not_fit_are_refused_rather_than_cut() -> None:
     fields = [{"title": "Tag", "value": "v" * 900}]
     message = format_alert(parse_alert(issue_alert(issue(1, fields=fields))))
     with pytest.raises(ValueError, match="how_many_fit"):
-        compose([message] * 6, [START] * 6, now=START, late_after=60)
+        compose([message] * 20, [START] * 20, now=START, late_after=60)  # even as briefs

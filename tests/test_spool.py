@@ -44,7 +44,7 @@ def add_id(spool: Spool, clock: FakeTime, *, lease: float = 10.0) -> int:
 
 def claim(spool: Spool, destination: Destination = DESTINATION, most: int = 100) -> list[int]:
     alerts = spool.claim(
-        destination, lease_for=35, how_many=lambda lengths: min(most, len(lengths))
+        destination, lease_for=35, how_many=lambda waiting: min(most, len(waiting))
     )
     return [alert.id for alert in alerts if alert.id is not None]
 
