@@ -3,12 +3,16 @@
 It applies Telegram's text rules (tests/telegram_rules.py) to what it receives, records every
 request and every accepted message, and fails on demand the ways the real service and the
 network do: errors, 429 with retry_after, hangs, bodies dripped a byte at a time, dropped
-requests. Used by the end-to-end tests and by bench/.
+requests. With `limits=True` it enforces Telegram's rate limits as a 429 with retry_after:
+one message a second per chat, twenty a minute per group (negative ids and @names), and any
+flood wait a test imposes on a chat. Used by the end-to-end tests and by bench/.
 """
 
 from __future__ import annotations
 
+import collections
 import json
+import math
 import random
 import socket
 import struct
@@ -25,6 +29,11 @@ from tests.telegram_rules import TelegramRejection, visible_text
 TOKEN = "123456789:TEST-fake-token-abcdefghijklmnopqrstuv"
 # Every misbehaviour ends by itself within this, so no test can hang on the fake.
 MAX_STALL_SECONDS = 30.0
+# Telegram's limits as the fake enforces them (and as its FAQ states them, without margin).
+CHAT_INTERVAL = 1.0
+GROUP_LIMIT = 20
+GROUP_WINDOW = 60.0
+TOO_MANY = "Too Many Requests: retry after"
 
 Mode = Literal["ok", "error", "hang", "drip", "drop", "html_error_page"]
 
@@ -46,8 +55,15 @@ class Behaviour:
 
 
 class FakeTelegram:
-    def __init__(self, *, token: str = TOKEN, seed: int = 1) -> None:
+    def __init__(self, *, token: str = TOKEN, seed: int = 1, limits: bool = False) -> None:
         self.token = token
+        self.limits = limits
+        # Forum topics that do not exist: 400 "message thread not found".
+        self.missing_threads: set[int] = set()
+        self._accepted_at: dict[str, collections.deque[float]] = collections.defaultdict(
+            collections.deque
+        )
+        self._flood_until: dict[str, float] = {}
         self.behaviour = Behaviour()
         self.received: list[Received] = []
         self._random = random.Random(seed)
@@ -107,6 +123,24 @@ class FakeTelegram:
         with self._lock:
             return [r.body for r in self.received if r.outcome == "accepted"]
 
+    def messages_to(self, chat: int | str) -> list[Received]:
+        """Accepted messages for one chat, in order."""
+        with self._lock:
+            return [
+                r
+                for r in self.received
+                if r.outcome == "accepted" and str(r.body.get("chat_id")) == str(chat)
+            ]
+
+    def too_many_requests(self) -> list[Received]:
+        with self._lock:
+            return [r for r in self.received if r.outcome.startswith(TOO_MANY)]
+
+    def flood(self, chat: int | str, seconds: float) -> None:
+        """Answer every message to `chat` with 429 until `seconds` from now (a flood wait)."""
+        with self._lock:
+            self._flood_until[str(chat)] = time.monotonic() + seconds
+
     def texts(self) -> list[str]:
         return [visible_text(m["text"], parse_mode=m.get("parse_mode")) for m in self.messages]
 
@@ -133,7 +167,41 @@ class FakeTelegram:
             visible_text(str(body.get("text", "")), parse_mode=body.get("parse_mode"))
         except TelegramRejection as exc:
             return Behaviour("error", status=400, description=str(exc)), release
+        if body.get("message_thread_id") in self.missing_threads:
+            return (
+                Behaviour("error", status=400, description="Bad Request: message thread not found"),
+                release,
+            )
+        if self.limits and (wait := self._rate_limited(str(body.get("chat_id")))) is not None:
+            return (
+                Behaviour(
+                    "error",
+                    status=429,
+                    description=f"{TOO_MANY} {wait}",
+                    parameters={"retry_after": wait},
+                ),
+                release,
+            )
         return behaviour, release
+
+    def _rate_limited(self, chat: str) -> int | None:
+        """Seconds to wait (as Telegram rounds them, up) if this message would break a limit;
+        None, and the message counted, if not."""
+        now = time.monotonic()
+        with self._lock:
+            sent = self._accepted_at[chat]
+            while sent and sent[0] <= now - GROUP_WINDOW:
+                sent.popleft()
+            earliest = self._flood_until.get(chat, now)
+            if sent:
+                earliest = max(earliest, sent[-1] + CHAT_INTERVAL)
+            group = chat.startswith(("-", "@"))
+            if group and len(sent) >= GROUP_LIMIT:
+                earliest = max(earliest, sent[-GROUP_LIMIT] + GROUP_WINDOW)
+            if earliest > now:
+                return max(1, math.ceil(earliest - now))
+            sent.append(now)
+            return None
 
     def _record(self, body: dict[str, Any], outcome: str) -> None:
         with self._lock:

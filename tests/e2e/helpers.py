@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import requests
@@ -19,6 +20,23 @@ def post(url: str, payload: dict[str, Any]) -> tuple[requests.Response, float]:
     started = time.monotonic()
     reply = requests.post(url, json=payload, timeout=10)
     return reply, time.monotonic() - started
+
+
+def post_paced(
+    url: str, payloads: list[dict[str, Any]], *, seconds: float
+) -> list[tuple[requests.Response, float]]:
+    """Post the payloads evenly over `seconds`, as GlitchTip's workers would in a storm; each
+    answer with how long it took."""
+    started = time.monotonic()
+    gap = seconds / len(payloads)
+
+    def send(numbered: tuple[int, dict[str, Any]]) -> tuple[requests.Response, float]:
+        number, payload = numbered
+        time.sleep(max(0.0, started + number * gap - time.monotonic()))
+        return post(url, payload)
+
+    with ThreadPoolExecutor(16) as pool:
+        return list(pool.map(send, enumerate(payloads)))
 
 
 def titled(title: str) -> dict[str, Any]:

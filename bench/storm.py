@@ -1,0 +1,153 @@
+"""An alert storm into one Telegram group, with and without digests.
+
+200 alerts posted evenly over 10 s to the relay's default chat, a group, while a fake Telegram
+enforces one message a second per chat and twenty a minute per group (429 with retry_after
+beyond them). Reports, for RELAY_COALESCE=1 (the default) and RELAY_COALESCE=0: the time until
+every alert was visible in the chat, the messages used, the 429s received, duplicates and
+alerts still missing, and the webhooks' answer times.
+
+The real `gunicorn wsgi:app` with the project's gunicorn.conf.py and the relay's defaults
+(2 workers, RELAY_SEND_TIMEOUT=5), a fresh spool each run. Without digests, 200 messages at
+twenty a minute take ten minutes; the run stops watching after --watch seconds (default 90)
+and reports what had arrived, unless --full waits for all of it. Run by hand:
+
+    .venv/bin/python bench/storm.py [--full] [--watch SECONDS] [--only on|off]
+
+Target (issue 4): with digests, all 200 visible within 60 s, in at most 20 messages, none
+lost, none duplicated, every webhook answered within RELAY_SEND_TIMEOUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import re
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.payload import PAYLOAD  # noqa: E402
+from tests.e2e.helpers import post_paced  # noqa: E402
+from tests.e2e.relay_process import RelayProcess, relay_env  # noqa: E402
+from tests.fake_telegram import FakeTelegram, running_fake_telegram  # noqa: E402
+
+ALERTS = 200
+STORM_SECONDS = 10.0
+SEND_TIMEOUT = 5.0
+FULL_WATCH_SECONDS = 900.0  # ten minutes of 20 messages a minute, and margin
+STORM_TITLE = re.compile(r"Storm alert \d{3}")
+
+
+@dataclass
+class Result:
+    mode: str
+    visible_after: float | None  # seconds from the first webhook until the last alert was seen
+    watched: float
+    delivered: int
+    duplicates: int
+    messages: int
+    too_many: int
+    answer_p50: float
+    answer_p99: float
+    answer_max: float
+    statuses: collections.Counter[int]
+
+
+def delivered_titles(fake: FakeTelegram) -> list[str]:
+    """Every storm alert's title in the chat, once per time it was posted."""
+    return [title for text in fake.texts() for title in STORM_TITLE.findall(text)]
+
+
+def storm_payload(n: int) -> dict[str, Any]:
+    payload = copy.deepcopy(PAYLOAD)
+    payload["attachments"][0]["title"] = f"Storm alert {n:03d}"
+    return payload
+
+
+def run(coalesce: bool, watch: float, workdir: Path) -> Result:
+    mode = "digests (RELAY_COALESCE=1)" if coalesce else "one message each (RELAY_COALESCE=0)"
+    titles = {f"Storm alert {n:03d}" for n in range(ALERTS)}
+    with running_fake_telegram(limits=True) as fake:
+        env = relay_env(
+            fake,
+            RELAY_SPOOL_PATH=str(workdir / f"spool-{int(coalesce)}.sqlite3"),
+            RELAY_SEND_TIMEOUT=str(SEND_TIMEOUT),
+            RELAY_RETRY_WAIT="30",
+            RELAY_COALESCE="1" if coalesce else "0",
+        )
+        env.pop("TELEGRAM_THREAD_ID")
+        relay = RelayProcess(env, workdir / f"relay-{int(coalesce)}.log").wait_ready()
+        try:
+            started = time.monotonic()
+            answers = post_paced(
+                relay.webhook_url,
+                [storm_payload(n) for n in range(ALERTS)],
+                seconds=STORM_SECONDS,
+            )
+            visible_after = None
+            while time.monotonic() - started < watch:
+                if set(delivered_titles(fake)) >= titles:
+                    visible_after = time.monotonic() - started
+                    break
+                time.sleep(0.1)
+            time.sleep(2)  # a duplicate would arrive in this time
+            watched = time.monotonic() - started
+            seen = collections.Counter(delivered_titles(fake))
+        finally:
+            relay.stop()
+        times = sorted(took for _, took in answers)
+        return Result(
+            mode=mode,
+            visible_after=visible_after,
+            watched=watched,
+            delivered=len(set(seen) & titles),
+            duplicates=sum(count - 1 for count in seen.values()),
+            messages=len(fake.messages),
+            too_many=len(fake.too_many_requests()),
+            answer_p50=statistics.median(times),
+            answer_p99=times[int(len(times) * 0.99) - 1],
+            answer_max=times[-1],
+            statuses=collections.Counter(reply.status_code for reply, _ in answers),
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--watch", type=float, default=90.0, help="seconds to watch the chat")
+    parser.add_argument("--full", action="store_true", help="wait until every alert arrived")
+    parser.add_argument("--only", choices=("on", "off"), help="run one mode only")
+    args = parser.parse_args()
+    watch = FULL_WATCH_SECONDS if args.full else args.watch
+    modes = {"on": [True], "off": [False]}.get(args.only or "", [True, False])
+    with tempfile.TemporaryDirectory() as directory:
+        results = [run(coalesce, watch, Path(directory)) for coalesce in modes]
+    print(f"\n{ALERTS} alerts over {STORM_SECONDS:g} s into one group; fake Telegram enforces")
+    print("1 message/s per chat and 20/min per group. 2 workers, RELAY_SEND_TIMEOUT=5.\n")
+    print(
+        "| mode | all visible after | alerts seen | messages | 429s | duplicates "
+        "| answers | webhook p50 / p99 / max ms |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---|---:|")
+    for r in results:
+        visible = f"{r.visible_after:.1f} s" if r.visible_after is not None else "not yet"
+        answers = ", ".join(f"{n}x {code}" for code, n in sorted(r.statuses.items()))
+        print(
+            f"| {r.mode} | {visible} | {r.delivered}/{ALERTS} after {r.watched:.0f} s "
+            f"| {r.messages} | {r.too_many} | {r.duplicates} | {answers} "
+            f"| {r.answer_p50 * 1000:.1f} / {r.answer_p99 * 1000:.1f} / {r.answer_max * 1000:.1f} |"
+        )
+        if r.visible_after is None and r.delivered < ALERTS:
+            rest = ALERTS - r.delivered
+            print(f"|  | (the other {rest} need about {rest / 20:.0f} more minutes at 20/min) |")
+
+
+if __name__ == "__main__":
+    main()
