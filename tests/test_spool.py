@@ -184,19 +184,33 @@ def test_saving_fails_once_another_worker_holds_the_row(
     assert spool.save([alert], lease_until=clock.now + 35) is False
 
 
-def test_the_pending_limit_is_enforced(spool_path: str, clock: FakeTime) -> None:
+def test_the_pending_limit_is_enforced_and_freed_by_delivery_and_death(
+    spool_path: str, clock: FakeTime
+) -> None:
     spool = Spool(spool_path, max_pending=2, clock=clock)
-    add(spool, clock)
+    first, second = add(spool, clock), add(spool, clock)
+    with pytest.raises(SpoolFull):
+        add(spool, clock)
+    spool.delivered([first])
+    third = add(spool, clock)
+    spool.bury(second)
     add(spool, clock)
     with pytest.raises(SpoolFull):
         add(spool, clock)
+    assert spool.requeue([second.id or 0]) == {second.id: "dead"}  # pending again: 3 of 2
+    spool.delivered([third])
+    with pytest.raises(SpoolFull):
+        add(spool, clock)
+    assert spool.counts() == {"pending": 2, "dead": 0}
 
 
 def test_a_spool_from_before_routing_is_upgraded_and_its_alerts_keep_their_chat(
     spool_path: str, clock: FakeTime
 ) -> None:
     with sqlite3.connect(spool_path) as db:
-        db.executescript(_SCHEMA_STEPS[1] + "PRAGMA user_version = 1;")
+        for statement in _SCHEMA_STEPS[1]:
+            db.execute(statement)
+        db.execute("PRAGMA user_version = 1")
         db.execute(
             "INSERT INTO alerts (received_at, retry_from, html, text, fallback, attempts,"
             " unsure_attempts, next_attempt_at) VALUES (?, ?, ?, ?, ?, 1, 1, ?)",
@@ -209,6 +223,10 @@ def test_a_spool_from_before_routing_is_upgraded_and_its_alerts_keep_their_chat(
     [old] = upgraded.alerts("pending")
     assert (old.destination, old.message) == (Destination(CHAT_ID, 5), MESSAGE)
     assert Spool(spool_path, for_service=False).counts() == {"pending": 1, "dead": 0}
+    with pytest.raises(SpoolFull):  # the old alert counts toward the limit
+        Spool(spool_path, max_pending=1, clock=clock).add(
+            MESSAGE, DESTINATION, received_at=clock.now, lease_for=10
+        )
 
 
 def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
