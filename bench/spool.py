@@ -42,6 +42,7 @@ from tests.e2e.relay_process import RelayProcess, relay_env  # noqa: E402
 from tests.fake_telegram import FakeTelegram, running_fake_telegram  # noqa: E402
 
 SEND_TIMEOUT = 5.0
+# At twenty messages a minute, a thousand alerts in digests of twenty take about 2.5 minutes.
 MAX_DRILL_SECONDS = 600.0
 DRILL_TITLE = re.compile(r"Drill alert \d{4}")
 
@@ -102,6 +103,12 @@ def compare_on_and_off(
     return runs
 
 
+def drill_titles(fake: FakeTelegram, skip: int) -> Counter[str]:
+    """How often each drill alert was posted, in messages after the first `skip`: one alert
+    alone, or many in a digest."""
+    return Counter(title for text in fake.texts()[skip:] for title in DRILL_TITLE.findall(text))
+
+
 def outage_drill(
     fake: FakeTelegram, logs: Path, alerts: int, outage: float, load: ProcessPoolExecutor
 ) -> dict[str, Any]:
@@ -125,15 +132,12 @@ def outage_drill(
         fake.start()
         up_at = time.monotonic()
         deadline = up_at + MAX_DRILL_SECONDS
-        while len(fake.messages) - delivered_before < alerts and time.monotonic() < deadline:
+        while len(drill_titles(fake, delivered_before)) < alerts and time.monotonic() < deadline:
             time.sleep(0.1)
         all_delivered_at = time.monotonic()
         time.sleep(3)  # room for duplicates to show
-        drill_titles = Counter(
-            found.group(0)
-            for text in fake.texts()[delivered_before:]
-            if (found := DRILL_TITLE.search(text)) is not None
-        )
+        titles = drill_titles(fake, delivered_before)
+        messages = len(fake.messages) - delivered_before
     finally:
         relay.stop()
     return {
@@ -145,8 +149,9 @@ def outage_drill(
         "intake_seconds": intake_seconds,
         "outage_seconds": up_at - down_at,
         "deliver_seconds": all_delivered_at - up_at,
-        "delivered": len(drill_titles),
-        "duplicates": sum(n - 1 for n in drill_titles.values()),
+        "delivered": len(titles),
+        "messages": messages,
+        "duplicates": sum(n - 1 for n in titles.values()),
         "lost_logged": relay.logs().count("ALERT NOT DELIVERED"),
     }
 
@@ -231,6 +236,7 @@ def print_drill_table(drill: dict[str, Any]) -> None:
     print(f"| intake of all webhooks | {drill['intake_seconds']:.1f} s |")
     print(f"| recovery until all delivered | {drill['deliver_seconds']:.1f} s |")
     print(f"| delivered | {drill['delivered']} of {drill['alerts']} |")
+    print(f"| messages used | {drill['messages']} |")
     print(f"| duplicates | {drill['duplicates']} |")
     print(f"| 'ALERT NOT DELIVERED' in the log | {drill['lost_logged']} |")
     print()

@@ -216,7 +216,8 @@ def test_a_long_outage_ends_at_the_maximum_age_not_sooner(
     started = clock.now
     fail_synchronously(make_retrier(telegram, spool, clock, max_age=3600.0), clock, REFUSED)
     assert clock.now - started == pytest.approx(3600.0)  # the last wait is cut to the horizon
-    # Waits of 1.1, 2, 4, 8 and 16 s, then one attempt every 30 s while the alert is younger.
+    # Waits of CHAT_INTERVAL (the first turn), 2, 4, 8 and 16 s, then one every 30 s while the
+    # alert is younger than the horizon.
     assert telegram.calls == 5 + (3600 - 31) // 30
     [record] = lost_alert_records(caplog)
     assert "older than RELAY_RETRY_MAX_AGE (3600 s)" in record.getMessage()

@@ -11,7 +11,7 @@ import pytest
 
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
-from relay_app.pacing import CHAT_INTERVAL, GROUP_LIMIT, GROUP_WINDOW
+from relay_app.pacing import BOT_LIMIT, BOT_WINDOW, CHAT_INTERVAL, GROUP_LIMIT, GROUP_WINDOW
 from relay_app.routing import Destination
 from relay_app.spool import _SCHEMA_STEPS, Spool, SpooledAlert, SpoolError, SpoolFull
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime
@@ -104,6 +104,20 @@ def test_turns_are_shared_by_every_process_on_the_file(spool_path: str, clock: F
     assert first.reserve(chat, group=True, now=clock.now + 2) == clock.now + 30
     first.give_back(chat, clock.now)
     assert second.reserve("-42", group=True, now=clock.now) == clock.now  # chats are apart
+
+
+def test_the_bot_gets_thirty_turns_a_second_across_chats_and_processes(
+    spool_path: str, clock: FakeTime
+) -> None:
+    processes = [Spool(spool_path, clock=clock) for _ in range(3)]
+    granted = [
+        processes[n % 3].reserve(f"-{n}", group=True, now=clock.now) == clock.now
+        for n in range(BOT_LIMIT + 5)
+    ]
+    assert granted == [True] * BOT_LIMIT + [False] * 5
+    assert processes[0].reserve("-999", group=True, now=clock.now) == pytest.approx(
+        clock.now + BOT_WINDOW
+    )
 
 
 def test_a_group_gets_twenty_turns_a_minute(spool: Spool, clock: FakeTime) -> None:
