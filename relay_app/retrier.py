@@ -78,6 +78,7 @@ _closing = False  # no new job: set first, so nothing starts between cancelling 
 _dispatcher: threading.Thread | None = None
 _wake = threading.Event()  # the dispatcher looks again at once (or at _wake_at)
 _wake_at = math.inf
+_next_pass_at = 0.0  # when the dispatcher will look next unless woken sooner
 _given_back = 0  # spooled alerts whose jobs stopped for the shutdown, left for the next start
 _retriers: weakref.WeakSet[Retrier] = weakref.WeakSet()
 
@@ -86,7 +87,7 @@ def _reset_after_fork() -> None:
     # A forked child inherits the parent's pool object but none of its threads, and possibly a
     # lock some other thread held at fork time: start from nothing.
     global _lock, _executor, _active, _memory_jobs, _stopping, _closing, _dispatcher
-    global _given_back, _wake, _wake_at
+    global _given_back, _wake, _wake_at, _next_pass_at
     _lock = threading.Lock()
     _closing = False
     _given_back = 0
@@ -97,6 +98,7 @@ def _reset_after_fork() -> None:
     _dispatcher = None
     _wake = threading.Event()
     _wake_at = math.inf
+    _next_pass_at = 0.0
     for retrier in list(_retriers):
         retrier._collecting.clear()
 
@@ -124,32 +126,35 @@ def start_dispatching(retrier: Retrier) -> None:
 
 
 def _dispatch_continually(retrier: Retrier) -> None:
-    global _wake_at
+    global _wake_at, _next_pass_at
     while not _stopping.is_set():
+        with _lock:
+            _next_pass_at = math.inf  # a pass is running: a wake now may come too late for it
         soonest = None
         try:
             soonest = retrier.dispatch_once()
             retrier.tidy_spool()
         except Exception:  # the loop must outlive any one bad pass
             log.exception("taking up waiting alerts failed; trying again shortly")
-        with _lock:
-            wake_at, _wake_at = _wake_at, math.inf
         # Real time, not the retrier's clock: this thread only runs in a real process.
         now = time.time()
-        timeout = min(DISPATCH_INTERVAL, wake_at - now, (soonest or math.inf) - now)
-        _wake.wait(max(0.0, timeout))
-        _wake.clear()
+        with _lock:
+            _wake.clear()  # wakes until now are in _wake_at; later ones set it again
+            wake_at, _wake_at = _wake_at, math.inf
+            _next_pass_at = min(now + DISPATCH_INTERVAL, wake_at, soonest or math.inf)
+            timeout = _next_pass_at - now
+        if not _stopping.is_set():
+            _wake.wait(max(0.0, timeout))
 
 
 def _wake_dispatcher(at: float | None = None) -> None:
     """Have the dispatcher look for waiting alerts at `at` (a Unix time), or now."""
     global _wake_at
     with _lock:
-        if at is None or at <= time.time():
-            _wake.set()
-        else:
-            _wake_at = min(_wake_at, at)
-            _wake.set()  # to take the earlier time into account
+        if at is not None and at >= min(_wake_at, _next_pass_at):
+            return  # a pass is planned by then anyway
+        _wake_at = min(_wake_at, at if at is not None else 0.0)
+        _wake.set()  # to plan for the earlier time
 
 
 def shutdown() -> None:
@@ -314,7 +319,12 @@ class Retrier:
             return None
         if alert.id is None:
             return self._submit_from_memory(alert, None)
-        _wake_dispatcher(alert.next_attempt_at)
+        with _lock:
+            # In a storm, a drain job here is already waiting for the chat's turn and will take
+            # this alert with the others; a dispatcher pass per webhook would only cost CPU.
+            collecting = alert.destination in self._collecting
+        if not collecting:
+            _wake_dispatcher(alert.next_attempt_at)
         return alert.label
 
     def delivered(self, alerts: Sequence[SpooledAlert]) -> None:
