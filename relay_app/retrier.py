@@ -223,7 +223,12 @@ class Batch:
 
     @property
     def labels(self) -> str:
-        return ", ".join(alert.label for alert in self.alerts)
+        return _labels(self.alerts)
+
+
+def _labels(alerts: Sequence[SpooledAlert]) -> str:
+    """'#3, #4, #9': how logs name several alerts at once."""
+    return ", ".join(alert.label for alert in alerts)
 
 
 class _Interrupted(Exception):
@@ -337,7 +342,7 @@ class Retrier:
             log.error(
                 "alert(s) %s were delivered but could not be removed from the spool (%s): "
                 "they may be sent again",
-                ", ".join(alert.label for alert in spooled),
+                _labels(spooled),
                 exc,
             )
 
@@ -774,7 +779,7 @@ class Retrier:
             log.error(
                 "alert(s) %s: could not record their progress in the spool (%s); they carry on "
                 "from memory, and may be sent again by the process that resumes them",
-                ", ".join(alert.label for alert in spooled),
+                _labels(spooled),
                 exc,
             )
             return None

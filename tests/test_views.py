@@ -4,6 +4,7 @@ import json
 import logging
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -26,8 +27,12 @@ WEBHOOK = f"/webhook/{SECRET}"
 OK = {"ok": True, "result": {"message_id": 1}}
 
 
+def sent_bodies(telegram: responses.RequestsMock) -> list[dict[str, Any]]:
+    return [json.loads(call.request.body or b"") for call in telegram.calls]
+
+
 def sent_texts(telegram: responses.RequestsMock) -> list[str]:
-    return [json.loads(call.request.body or b"")["text"] for call in telegram.calls]
+    return [body["text"] for body in sent_bodies(telegram)]
 
 
 def test_a_delivered_alert_answers_200_and_queues_nothing(
@@ -325,10 +330,6 @@ def test_past_the_pending_limit_an_alert_is_still_tried_but_never_silently_dropp
 
 
 # --- pacing, digests and routing ------------------------------------------------------------
-
-
-def sent_bodies(telegram: responses.RequestsMock) -> list[dict[str, object]]:
-    return [json.loads(call.request.body or b"") for call in telegram.calls]
 
 
 def test_an_alert_whose_chat_is_not_due_is_queued_with_202_and_sent_on_its_turn(
