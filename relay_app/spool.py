@@ -53,7 +53,7 @@ BUSY_TIMEOUT = 1.0
 OPEN_LOCK_TIMEOUT = 2.0
 # A checkpoint copies the WAL back into the file and flushes it: milliseconds. Left to SQLite it
 # runs inside whichever commit crosses its threshold, a webhook's, while that worker's other
-# threads wait for the connection. So each worker's resumer thread runs one a second on a
+# threads wait for the connection. So each worker's dispatcher thread runs one a second on a
 # connection of its own (`checkpoint`), and SQLite's own stays only as a backstop.
 BACKSTOP_CHECKPOINT_PAGES = 10000
 WAL_SIZE_LIMIT = 16 * 1024 * 1024
