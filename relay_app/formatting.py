@@ -91,39 +91,42 @@ class Span(NamedTuple):
 
 def format_alert(alert: Alert) -> Message:
     """The alert's message, and its shorter parts for digests when it is long (most are not:
-    one issue is about 150 characters)."""
-    message = render(_alert_spans(alert, MESSAGE_LIMIT))
+    one issue is about 150 characters). Its spans are built once and fitted to each limit."""
+    parts = _parts(alert)
+    message = render(_fit_items(*parts, limit=MESSAGE_LIMIT))
     length = visible_length(message.text)
     if length > DIGEST_ENTRY_LIMIT:
-        entry = render(_alert_spans(alert, DIGEST_ENTRY_LIMIT))
+        entry = render(_fit_items(*parts, limit=DIGEST_ENTRY_LIMIT))
         message = replace(message, short_entry=Entry(entry.html, entry.text))
     if length > BRIEF_ENTRY_LIMIT:
-        brief = render(_alert_spans(alert, BRIEF_ENTRY_LIMIT))
+        brief = render(_fit_items(*parts, limit=BRIEF_ENTRY_LIMIT))
         message = replace(message, brief_entry=Entry(brief.html, brief.text))
     return message
 
 
-def _alert_spans(alert: Alert, limit: int) -> list[Span]:
+Footer = Callable[[int], list[Span]]
+
+
+def _parts(alert: Alert) -> tuple[list[Span], list[list[Span]], Footer]:
+    """Header, items (issues or monitors) and the footer for however many items are shown."""
     if isinstance(alert, IssueAlert):
-        return _fit_items(
-            header=_issue_header(alert),
-            items=[_issue_block(issue, numbered=len(alert.issues) > 1) for issue in alert.issues],
-            footer=lambda shown: _hidden_issues(alert.total - shown),
-            limit=limit,
+        return (
+            _issue_header(alert),
+            [_issue_block(issue, numbered=len(alert.issues) > 1) for issue in alert.issues],
+            lambda shown: _hidden_issues(alert.total - shown),
         )
     if isinstance(alert, UptimeAlert):
-        return _fit_items(
-            header=[],
-            items=[
+        return (
+            [],
+            [
                 _monitor_block(monitor, first=index == 0)
                 for index, monitor in enumerate(alert.monitors)
             ],
-            footer=lambda shown: _hidden_monitors(len(alert.monitors) - shown),
-            limit=limit,
+            lambda shown: _hidden_monitors(len(alert.monitors) - shown),
         )
     dump = json.dumps(alert.payload, ensure_ascii=False, indent=1, default=str)
     header = [Span("⚠️ "), Span("Webhook payload in a shape the relay does not know", bold=True)]
-    return _fit_items(header, [[Span("\n"), Span(_clean(dump), pre=True, value=True)]], limit=limit)
+    return header, [[Span("\n"), Span(_clean(dump), pre=True, value=True)]], lambda shown: []
 
 
 def render(spans: Sequence[Span]) -> Message:
@@ -283,9 +286,9 @@ def _safe_link(url: str | None) -> str | None:
 def _fit_items(
     header: list[Span],
     items: list[list[Span]],
-    footer: Callable[[int], list[Span]] = lambda shown: [],
+    footer: Footer,
     *,
-    limit: int = MESSAGE_LIMIT,
+    limit: int,
 ) -> list[Span]:
     """Header, items and footer within the limit: long values shortened evenly first; only when
     that would leave values unreadably short do trailing items give way to the footer's count."""

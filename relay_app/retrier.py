@@ -226,6 +226,11 @@ class Batch:
         return _labels(self.alerts)
 
 
+def _telegrams_pause(error: RetryableDeliveryError) -> float:
+    """The exact wait a turn or a 429 asks for (a 429 that names none: FIRST_BACKOFF)."""
+    return max(0.0, error.retry_after if error.retry_after is not None else FIRST_BACKOFF)
+
+
 def _labels(alerts: Sequence[SpooledAlert]) -> str:
     """'#3, #4, #9': how logs name several alerts at once."""
     return ", ".join(alert.label for alert in alerts)
@@ -380,9 +385,7 @@ class Retrier:
             log_undelivered(alert.message, f"no retry possible: {alert.retry_refused}", error)
             return None
         now = self._clock()
-        self._count_failure(alert, error)
-        if isinstance(error, RateLimited):
-            self._pause_chat(alert.destination, error, now)
+        self._failed([alert], alert.destination, error, now)
         alert.next_attempt_at = now + self._pause_after([alert], error)
         log.info("alert %s will be retried in the background after: %s", alert.label, error)
         return self._wait_in_background(alert, error)
@@ -618,10 +621,7 @@ class Retrier:
         try:
             self._deliver(message, batch.destination)
         except RetryableDeliveryError as exc:
-            for alert in batch.alerts:
-                self._count_failure(alert, exc)
-            if isinstance(exc, RateLimited):
-                self._pause_chat(batch.destination, exc, now)
+            self._failed(batch.alerts, batch.destination, exc, now)
             raise
         except ThreadNotFound as exc:
             if batch.destination.thread is None:
@@ -663,9 +663,23 @@ class Retrier:
     def _pacer_for(self, batch: Batch) -> Pacer:
         return self._spool if self._spool is not None and batch.spooled else self._memory_pacer
 
+    def _failed(
+        self,
+        alerts: Sequence[SpooledAlert],
+        destination: Destination,
+        error: RetryableDeliveryError,
+        now: float,
+    ) -> None:
+        """What a failed attempt leaves behind, the webhook's or a background one's: each
+        alert's count, and after a 429 the chat's pause."""
+        for alert in alerts:
+            self._count_failure(alert, error)
+        if isinstance(error, RateLimited):
+            self._pause_chat(destination, error, now)
+
     def _pause_chat(self, destination: Destination, error: RateLimited, now: float) -> None:
         """Telegram's 429 holds for every worker: no one sends to the chat until it is over."""
-        until = now + (error.retry_after or FIRST_BACKOFF)
+        until = now + _telegrams_pause(error)
         log.warning(
             "Telegram asked for a pause of %.0f s in %s (429): holding every alert for it",
             until - now,
@@ -726,7 +740,7 @@ class Retrier:
         after ones that certainly did not; never sooner than Telegram asked; and never past the
         end of the retry horizon unless Telegram asked."""
         if isinstance(error, _NotYourTurn | RateLimited):
-            return max(0.0, error.retry_after if error.retry_after is not None else FIRST_BACKOFF)
+            return _telegrams_pause(error)
         if not isinstance(error, RetryableDeliveryError):
             return self._wait
         if error.maybe_delivered:

@@ -250,7 +250,6 @@ class Spool:
         now = received_at
         chat = destination.chat_key
         with self._transaction() as db:
-            db.execute("DELETE FROM sends WHERE at < ?", (now - REMEMBERED_FOR,))
             pending = db.execute("SELECT alerts FROM pending_count")
             if pending.fetchone()[0] >= self.max_pending:
                 raise SpoolFull(f"{self.max_pending} alerts are already pending")
@@ -258,10 +257,8 @@ class Spool:
                 _ANY_WAITING_FOR_DESTINATION,
                 {"chat": chat, "thread": destination.thread, "due_by": now, "now": now},
             ).fetchone()
-            turn = now if waiting else _turn(db, chat, group=destination.is_group, now=now)
+            turn = now if waiting else _take_turn(db, chat, group=destination.is_group, now=now)
             send_now = turn <= now and not waiting
-            if send_now:
-                db.execute("INSERT INTO sends (chat, at) VALUES (?, ?)", (chat, now))
             entry, brief = message.short_entry, message.brief_entry
             alert_id = db.execute(
                 "INSERT INTO alerts (received_at, retry_from, html, text, fallback, entry_html,"
@@ -402,11 +399,7 @@ class Spool:
 
     def reserve(self, chat: str, *, group: bool, now: float) -> float:
         with self._transaction() as db:
-            db.execute("DELETE FROM sends WHERE at < ?", (now - REMEMBERED_FOR,))
-            turn = _turn(db, chat, group=group, now=now)
-            if turn <= now:
-                db.execute("INSERT INTO sends (chat, at) VALUES (?, ?)", (chat, now))
-        return turn
+            return _take_turn(db, chat, group=group, now=now)
 
     def give_back(self, chat: str, at: float) -> None:
         with self._statement() as db:
@@ -723,6 +716,16 @@ def _requeue(db: sqlite3.Connection, now: float, alert_id: int | None = None) ->
     if alert_id is None:
         return db.execute(_REQUEUE, (now, now)).rowcount
     return db.execute(_REQUEUE + " AND id = ?", (now, now, alert_id)).rowcount
+
+
+def _take_turn(db: sqlite3.Connection, chat: str, *, group: bool, now: float) -> float:
+    """Within a transaction: take the chat's turn if it is `now`, recording the send, and
+    return `now`; otherwise return when the turn will be. Forgets sends too old to count."""
+    db.execute("DELETE FROM sends WHERE at < ?", (now - REMEMBERED_FOR,))
+    turn = _turn(db, chat, group=group, now=now)
+    if turn <= now:
+        db.execute("INSERT INTO sends (chat, at) VALUES (?, ?)", (chat, now))
+    return turn
 
 
 def _turn(db: sqlite3.Connection, chat: str, *, group: bool, now: float) -> float:

@@ -81,13 +81,10 @@ def create_blueprint(
             if retrier.retry_later(alert, exc) is None:
                 return jsonify(status="failed", error=f"{exc}; no retry could be queued"), 502
             return jsonify(status="queued", alert=alert.label, error=str(exc)), 502
-        except ThreadNotFound as exc:
-            if destination.thread is None:
-                retrier.give_up(alert, "Telegram refused it permanently", exc)
-                return jsonify(status="failed", error=str(exc)), 502
-            retrier.without_topic(alert, exc)
-            return jsonify(status="queued", alert=alert.label, error=str(exc)), 502
         except PermanentDeliveryError as exc:
+            if isinstance(exc, ThreadNotFound) and destination.thread is not None:
+                retrier.without_topic(alert, exc)  # logged, and sent once to the chat itself
+                return jsonify(status="queued", alert=alert.label, error=str(exc)), 502
             retrier.give_up(alert, "Telegram refused it permanently", exc)
             return jsonify(status="failed", error=str(exc)), 502
         except Exception as exc:  # a bug in the relay: the alert's text must still be logged
