@@ -7,8 +7,17 @@ import os
 import sys
 from typing import Any
 
-from relay_app import retrier, start_background_work
-from relay_app.config import ConfigError, Settings
+from relay_app import metrics, retrier, start_background_work
+from relay_app.config import ConfigError, Settings, metrics_enabled
+
+# Here, in the master, before any worker imports prometheus_client: every worker then writes
+# its counts to files in one directory, and /metrics, answered by any of them, adds them up.
+try:
+    _metrics_dir = (
+        metrics.share_between_workers(os.environ) if metrics_enabled(os.environ) else None
+    )
+except ConfigError:
+    _metrics_dir = None  # on_starting reports the variable and stops gunicorn
 
 bind = os.environ.get("RELAY_BIND", "127.0.0.1:8000")
 
@@ -30,6 +39,26 @@ accesslog = "-"
 # The request line holds the webhook secret; relay_app redacts it from every log record.
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
 
+if os.environ.get("RELAY_LOG_FORMAT", "").strip().lower() == "json":
+    # gunicorn's own records (its error log and the access log) as JSON lines too, and the
+    # relay's through the root logger's handler: one format on stderr for the log shipper.
+    _json_handler = {
+        "class": "logging.StreamHandler",
+        "formatter": "json",
+        "stream": "ext://sys.stderr",
+    }
+    logconfig_dict = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "relay_app.logs.JsonFormatter"}},
+        "handlers": {"console": _json_handler, "error_console": _json_handler},
+        "root": {"level": "INFO", "handlers": ["console"]},
+        "loggers": {
+            "gunicorn.error": {"level": "INFO", "handlers": ["error_console"], "propagate": False},
+            "gunicorn.access": {"level": "INFO", "handlers": ["console"], "propagate": False},
+        },
+    }
+
 
 def on_starting(server: Any) -> None:
     # Checked in the master, once: a bad variable stops gunicorn with a clear message instead of
@@ -39,6 +68,12 @@ def on_starting(server: Any) -> None:
     except ConfigError as exc:
         server.log.error("relay_app cannot start: %s", exc)
         sys.exit(2)
+    # A directory the user named may hold an earlier run's counts.
+    metrics.clear_stale_files(os.environ)
+
+
+def on_exit(server: Any) -> None:
+    metrics.remove_directory(_metrics_dir)
 
 
 def post_worker_init(worker: Any) -> None:

@@ -12,6 +12,7 @@ from werkzeug.exceptions import HTTPException
 from .config import Settings
 from .delivery import Courier
 from .logs import configure_logging
+from .metrics import Metrics
 from .retrier import Clock, Retrier, Sleep, start_dispatching
 from .spool import Spool
 from .telegram import TelegramClient
@@ -32,7 +33,9 @@ def create_app(
     Background work starts separately, in each worker: `start_background_work`."""
     if settings is None:
         settings = Settings.from_env(os.environ)
-    configure_logging(settings.telegram_bot_token, settings.webhook_secret)
+    configure_logging(
+        settings.telegram_bot_token, settings.webhook_secret, log_format=settings.log_format
+    )
 
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
@@ -47,6 +50,7 @@ def create_app(
             clock=clock,
             default_destination=settings.default_destination,
         )
+    metrics = Metrics(spool)
     retrier = Retrier(
         courier.deliver,
         spool=spool,
@@ -56,6 +60,7 @@ def create_app(
         attempt_timeout=settings.send_timeout,
         late_after=settings.late_after,
         coalesce=settings.coalesce,
+        metrics=metrics,
         sleep=retry_sleep,
         clock=clock,
     )
@@ -63,8 +68,9 @@ def create_app(
     app.register_blueprint(
         create_blueprint(
             webhook_secret=settings.webhook_secret,
-            courier=courier,
             retrier=retrier,
+            metrics=metrics,
+            serve_metrics=settings.metrics,
             default_destination=settings.default_destination,
             allowed_chats=settings.allowed_chat_ids,
         )

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from .logs import LogFormat
 from .routing import ChatId, Destination, chat_key, parse_chat_id
 
 DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
@@ -37,7 +38,7 @@ class ConfigError(ValueError):
         self.variable = variable
 
 
-__all__ = ["ChatId", "ConfigError", "Settings", "spool_path_from_env"]
+__all__ = ["ChatId", "ConfigError", "Settings", "metrics_enabled", "spool_path_from_env"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class Settings:
     allowed_chat_ids: frozenset[str] = frozenset()
     # Merge alerts waiting for the same destination into digest messages.
     coalesce: bool = True
+    # Serve GET /metrics (Prometheus).
+    metrics: bool = True
+    log_format: LogFormat = "text"
 
     @property
     def default_destination(self) -> Destination:
@@ -93,7 +97,24 @@ class Settings:
             late_after=_number(environ, "RELAY_LATE_AFTER", default=60.0, low=1.0, high=86400.0),
             allowed_chat_ids=_allowed_chat_ids(environ),
             coalesce=_switch(environ, "RELAY_COALESCE", default=True),
+            metrics=metrics_enabled(environ),
+            log_format=_log_format(environ),
         )
+
+
+def metrics_enabled(environ: Mapping[str, str]) -> bool:
+    """RELAY_METRICS, which gunicorn.conf.py reads before anything else too."""
+    return _switch(environ, "RELAY_METRICS", default=True)
+
+
+def _log_format(environ: Mapping[str, str]) -> LogFormat:
+    name = "RELAY_LOG_FORMAT"
+    raw = environ.get(name, "").strip().lower()
+    if raw in ("", "text"):
+        return "text"
+    if raw == "json":
+        return "json"
+    raise ConfigError(name, f"{raw!r} is not a log format; use text (the default) or json")
 
 
 def spool_path_from_env(environ: Mapping[str, str]) -> str | None:

@@ -14,6 +14,7 @@ import time
 
 from .errors import ChatMigrated, MarkupRejected
 from .formatting import Message
+from .logs import event
 from .routing import ChatId, Destination
 from .telegram import TelegramClient
 
@@ -71,14 +72,34 @@ class Courier:
 
 
 def log_undelivered(
-    message: Message, reason: str, error: BaseException | None, *, exc_info: bool = False
+    message: Message,
+    reason: str,
+    error: BaseException | None,
+    *,
+    alert: str | None = None,
+    destination: Destination | None = None,
+    exc_info: bool = False,
 ) -> None:
-    """The one record that says an alert did not reach Telegram, holding everything it said."""
+    """The one record that says an alert did not reach Telegram, holding everything it said.
+    `alert` is its label, when it got one."""
     last_error = f"; last error: {error}" if error is not None else ""
+    which = ""
+    if alert is not None:
+        which = f"alert {alert}" + (f" for {destination.describe()}" if destination else "") + ": "
     log.error(
-        "ALERT NOT DELIVERED: %s%s\n--- alert text ---\n%s\n--- end of alert ---",
+        "ALERT NOT DELIVERED: %s%s%s\n--- alert text ---\n%s\n--- end of alert ---",
+        which,
         reason,
         last_error,
         message.text,
         exc_info=error if exc_info else None,
+        extra=event(
+            event="undelivered",
+            alerts=[alert] if alert is not None else [],
+            destination=destination.describe() if destination is not None else None,
+            reason=reason,
+            error=str(error) if error is not None else None,
+            error_code=getattr(error, "error_code", None),
+            text=message.text,
+        ),
     )

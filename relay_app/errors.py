@@ -12,14 +12,24 @@ from .routing import ChatId
 class DeliveryError(Exception):
     """Telegram did not accept the message."""
 
+    # Telegram's error_code when Telegram itself answered (429, 500, 400, ...); None when the
+    # network failed first. Metrics and logs report it.
+    error_code: int | None = None
+
 
 class RetryableDeliveryError(DeliveryError):
     """Worth another attempt: network trouble, a timeout, a 5xx, a garbled reply or a 429."""
 
     def __init__(
-        self, message: str, *, retry_after: float | None = None, maybe_delivered: bool = True
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        maybe_delivered: bool = True,
+        error_code: int | None = None,
     ) -> None:
         super().__init__(message)
+        self.error_code = error_code
         # Telegram's own minimum pause (from a 429); retrying sooner only earns another 429.
         self.retry_after = retry_after
         # sendMessage is not idempotent: a request that was sent and then timed out or lost its
@@ -33,7 +43,7 @@ class RateLimited(RetryableDeliveryError):
     """Telegram's 429: too many messages; nothing was posted, and it names the pause it wants."""
 
     def __init__(self, message: str, *, retry_after: float | None) -> None:
-        super().__init__(message, retry_after=retry_after, maybe_delivered=False)
+        super().__init__(message, retry_after=retry_after, maybe_delivered=False, error_code=429)
 
 
 class PermanentDeliveryError(DeliveryError):

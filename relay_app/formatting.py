@@ -1,4 +1,5 @@
-"""Turns a parsed alert into the Telegram message: pure functions, no I/O.
+"""Turns a parsed alert into the Telegram message: pure functions, no I/O (but for the one
+log record that says a payload could not be read as an alert).
 
 A message is first built as spans of visible text, each with its markup as data. Shortening to
 Telegram's 4096-character limit happens on those spans, before any HTML exists, so a cut can
@@ -10,14 +11,23 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from .glitchtip import Alert, Issue, IssueAlert, MonitorChange, UptimeAlert
+from .glitchtip import (
+    Alert,
+    Issue,
+    IssueAlert,
+    MonitorChange,
+    UnrecognizedPayload,
+    UptimeAlert,
+    parse_alert,
+)
 
 TELEGRAM_TEXT_LIMIT = 4096
 # Kept free in every message for the line a late delivery adds (`with_late_note`), so adding it
@@ -87,6 +97,19 @@ class Span(NamedTuple):
     pre: bool = False
     href: str | None = None
     value: bool = False  # user data, which may be shortened to fit; labels never are
+
+
+def message_for(payload: dict[str, Any]) -> Message:
+    """The message for a GlitchTip payload, as the webhook builds it and `relay-app preview`
+    shows it."""
+    try:
+        return format_alert(parse_alert(payload))
+    except Exception:
+        # A bug in reading one payload shape must not cost the alert: forward it raw instead.
+        logging.getLogger(__name__).exception(
+            "could not format this payload as a GlitchTip alert; forwarding it raw"
+        )
+        return format_alert(UnrecognizedPayload(payload))
 
 
 def format_alert(alert: Alert) -> Message:

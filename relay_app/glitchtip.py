@@ -7,6 +7,7 @@ still reach the chat. Shapes: ../shared/reference/glitchtip-webhooks.md.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -61,6 +62,33 @@ class UnrecognizedPayload:
 
 
 Alert = IssueAlert | UptimeAlert | UnrecognizedPayload
+
+
+class PayloadError(ValueError):
+    """The webhook's body is not a JSON object: nothing the relay can forward."""
+
+
+def payload_from_json(body: bytes) -> dict[str, Any]:
+    """The webhook's body as a JSON object (GlitchTip always posts one)."""
+    if not body.strip():
+        raise PayloadError("the body is empty; expected a JSON object from GlitchTip")
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PayloadError(f"the body is not valid JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise PayloadError(f"expected a JSON object, got a JSON {_json_kind(payload)}")
+    return payload
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool) or value is None:
+        return "literal"
+    return "number"
 
 
 def parse_alert(payload: dict[str, Any]) -> Alert:

@@ -8,10 +8,12 @@ rather than only the handlers we happen to know about.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import threading
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Literal
 from urllib.parse import quote
 
 REDACTED = "[REDACTED]"
@@ -19,6 +21,10 @@ LOGGER_NAME = "relay_app"
 # gunicorn's own layout, so the relay's lines and gunicorn's read as one log.
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
 LOG_DATE_FORMAT = "%Y-%m-%d %H:%M:%S %z"
+LogFormat = Literal["text", "json"]
+# The attribute that carries a record's structured fields (alert ids, outcome, latency, ...),
+# set with `extra=event(...)`; the JSON format writes them out as keys of their own.
+EVENT_ATTRIBUTE = "relay_event"
 
 # A tuple swapped whole, so a logging thread never iterates while another registers.
 _secrets: tuple[str, ...] = ()
@@ -42,8 +48,15 @@ def register_secret(secret: str) -> None:
         _secrets = tuple(sorted((*_secrets, *forms), key=len, reverse=True))
 
 
-def configure_logging(*secrets: str) -> None:
-    """Register the secrets to redact and make sure the relay's records reach stderr."""
+def event(**fields: object) -> dict[str, Any]:
+    """`log.info(..., extra=event(alerts=["#12"], outcome="sent"))`: fields for the JSON format.
+    The message itself still says everything, for the text format."""
+    return {EVENT_ATTRIBUTE: fields}
+
+
+def configure_logging(*secrets: str, log_format: LogFormat = "text") -> None:
+    """Register the secrets to redact and make sure the relay's records reach stderr, one line
+    each in the chosen format."""
     for secret in secrets:
         register_secret(secret)
     _install_redacting_record_factory()
@@ -51,11 +64,41 @@ def configure_logging(*secrets: str) -> None:
     if logger.level == logging.NOTSET:
         logger.setLevel(logging.INFO)
     # Under gunicorn nobody configures the root logger; without a handler our INFO and WARNING
-    # records would vanish or lose their timestamps. A user's own config takes precedence.
+    # records would vanish or lose their timestamps. A user's own config takes precedence
+    # (gunicorn.conf.py configures the root logger itself for RELAY_LOG_FORMAT=json).
     if not logger.handlers and not logging.getLogger().handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT))
+        handler.setFormatter(
+            JsonFormatter()
+            if log_format == "json"
+            else logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT)
+        )
         logger.addHandler(handler)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, pid, message, the record's event fields,
+    and the traceback if any. Redacted as a whole, since event fields are added to a record
+    after the redacting factory has seen it."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "pid": record.process,
+            "message": record.getMessage(),
+        }
+        fields = getattr(record, EVENT_ATTRIBUTE, None)
+        if isinstance(fields, dict):
+            entry.update({key: value for key, value in fields.items() if key not in entry})
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            entry["exception"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = record.stack_info
+        return redact(json.dumps(entry, ensure_ascii=False, default=str))
 
 
 def _install_redacting_record_factory() -> None:

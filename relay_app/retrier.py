@@ -43,6 +43,8 @@ from .errors import (
     ThreadNotFound,
 )
 from .formatting import Message
+from .logs import event
+from .metrics import AttemptKind, Metrics
 from .pacing import MemoryPacer, Pacer
 from .routing import Destination
 from .spool import Admission, Spool, SpooledAlert, SpoolError, SpoolFull
@@ -271,10 +273,12 @@ class Retrier:
         attempt_timeout: float,
         late_after: float = 60.0,
         coalesce: bool = True,
+        metrics: Metrics | None = None,
         sleep: Sleep | None = None,
         clock: Clock = time.time,
     ) -> None:
         self._deliver = deliver
+        self.metrics = metrics or Metrics(spool)
         self._spool = spool
         self._attempts = attempts
         self._wait = wait
@@ -325,7 +329,7 @@ class Retrier:
         """An alert whose turn has not come: the background sends it when it comes. Returns its
         label, or None when it cannot wait anywhere, in which case its text has been logged."""
         if alert.retry_refused is not None:
-            log_undelivered(alert.message, f"it cannot wait: {alert.retry_refused}", None)
+            self._undelivered(alert, f"it cannot wait: {alert.retry_refused}", None)
             return None
         if alert.id is None:
             return self._submit_from_memory(alert, None)
@@ -371,10 +375,28 @@ class Retrier:
                 kept = f"; kept as a dead letter (resend: relay-app spool retry {alert.id})"
             except SpoolError as exc:
                 kept = f"; could not be kept as a dead letter ({exc})"
+        self._undelivered(
+            alert,
+            f"{reason}{kept}",
+            error,
+            exc_info=exc_info,
+        )
+
+    def _undelivered(
+        self,
+        alert: SpooledAlert,
+        reason: str,
+        error: BaseException | None,
+        *,
+        exc_info: bool = False,
+    ) -> None:
+        self.metrics.undelivered.inc()
         log_undelivered(
             alert.message,
-            f"alert {alert.label} for {alert.destination.describe()}: {reason}{kept}",
+            reason,
             error,
+            alert=alert.label,
+            destination=alert.destination,
             exc_info=exc_info,
         )
 
@@ -382,12 +404,11 @@ class Retrier:
         """Schedule background attempts after a failed synchronous one. Returns the alert's
         label, or None when no retry is possible, in which case its text has been logged."""
         if alert.retry_refused is not None:
-            log_undelivered(alert.message, f"no retry possible: {alert.retry_refused}", error)
+            self._undelivered(alert, f"no retry possible: {alert.retry_refused}", error)
             return None
         now = self._clock()
         self._failed([alert], alert.destination, error, now)
         alert.next_attempt_at = now + self._pause_after([alert], error)
-        log.info("alert %s will be retried in the background after: %s", alert.label, error)
         return self._wait_in_background(alert, error)
 
     def without_topic(self, alert: SpooledAlert, error: ThreadNotFound) -> str | None:
@@ -397,6 +418,10 @@ class Retrier:
         self._reroute([alert], error)
         alert.next_attempt_at = self._clock()
         return self._wait_in_background(alert, error)
+
+    def send_now(self, alert: SpooledAlert) -> None:
+        """The webhook's own attempt, for an alert admitted with its turn taken."""
+        self._send([alert], alert.message, alert.destination, kind="sync")
 
     def spool_problem(self) -> str | None:
         """Why the spool is unusable, or None (also when it is switched off)."""
@@ -509,7 +534,7 @@ class Retrier:
                 _active += 1
                 _memory_jobs += 1
         if refusal is not None:
-            log_undelivered(alert.message, f"no retry possible: {refusal}", error)
+            self._undelivered(alert, f"no retry possible: {refusal}", error)
             return None
         self._track(future, batch)
         # An unusable spool is a fault (ERROR); a spool switched off is the operator's choice.
@@ -537,11 +562,7 @@ class Retrier:
             self._futures.discard(future)
         if future.cancelled() and batch is not None:  # only memory jobs wait in the queue
             for alert in batch.alerts:
-                log_undelivered(
-                    alert.message,
-                    f"alert {alert.label}: the relay shut down before retrying it",
-                    None,
-                )
+                self._undelivered(alert, "the relay shut down before retrying it", None)
 
     def _policy(self) -> Retrying:
         return Retrying(
@@ -582,14 +603,6 @@ class Retrier:
                 self.give_up(alert, "the relay failed while sending it", exc, exc_info=True)
         else:
             self.delivered(batch.alerts)
-            first_received = min(alert.received_at for alert in batch.alerts)
-            log.info(
-                "alert(s) %s delivered to %s%s, %.1f s after the first arrived",
-                batch.labels,
-                batch.destination.describe(),
-                f" in one digest of {len(batch.alerts)}" if len(batch.alerts) > 1 else "",
-                self._clock() - first_received,
-            )
 
     def _attempt(self, batch: Batch) -> None:
         if batch.spooled and _stopping.is_set():
@@ -619,7 +632,7 @@ class Retrier:
             late_after=self._late_after,
         )
         try:
-            self._deliver(message, batch.destination)
+            self._send(batch.alerts, message, batch.destination, kind="background")
         except RetryableDeliveryError as exc:
             self._failed(batch.alerts, batch.destination, exc, now)
             raise
@@ -635,6 +648,78 @@ class Retrier:
             for alert in batch.alerts:
                 alert.last_error = str(exc)
             raise
+
+    def _send(
+        self,
+        alerts: Sequence[SpooledAlert],
+        message: Message,
+        destination: Destination,
+        *,
+        kind: AttemptKind,
+    ) -> None:
+        """One attempt, the webhook's or a background one: counted, and logged in one record
+        that names every alert in it, so an alert's whole story greps by its label."""
+        started = time.monotonic()
+        error: BaseException | None = None
+        try:
+            self._deliver(message, destination)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            self._attempt_made(alerts, destination, kind, error, time.monotonic() - started)
+
+    def _attempt_made(
+        self,
+        alerts: Sequence[SpooledAlert],
+        destination: Destination,
+        kind: AttemptKind,
+        error: BaseException | None,
+        seconds: float,
+    ) -> None:
+        error_code = getattr(error, "error_code", None)
+        attempt = max(alert.attempts for alert in alerts)
+        waited = self._clock() - min(alert.received_at for alert in alerts)
+        if error is None:
+            self.metrics.attempt(kind, "delivered", None)
+            self.metrics.delivered([alert.received_at for alert in alerts], self._clock())
+            level, outcome = logging.INFO, "delivered"
+            said = f"delivered {waited:.1f} s after {'the first' if alerts[1:] else 'it'} arrived"
+        elif isinstance(error, RetryableDeliveryError):
+            self.metrics.attempt(kind, "retryable_error", error_code)
+            never_sent = max(alert.attempts - alert.unsure_attempts for alert in alerts)
+            # In a long outage an alert is tried hundreds of times; attempts that risk a
+            # duplicate, and every doubling of the others, are worth a WARNING each.
+            noteworthy = error.maybe_delivered or never_sent & (never_sent - 1) == 0
+            level = logging.WARNING if noteworthy else logging.INFO
+            outcome, said = "retryable_error", f"failed, to be retried: {error}"
+        else:
+            self.metrics.attempt(kind, "permanent_error", error_code)
+            level, outcome, said = logging.WARNING, "permanent_error", f"failed for good: {error}"
+        digest = f" (a digest of {len(alerts)})" if len(alerts) > 1 else ""
+        log.log(
+            level,
+            "attempt %d of alert(s) %s to %s%s (%s, %.0f ms): %s",
+            attempt,
+            _labels(alerts),
+            destination.describe(),
+            digest,
+            kind,
+            seconds * 1000,
+            said,
+            extra=event(
+                event="attempt",
+                alerts=[alert.label for alert in alerts],
+                destination=destination.describe(),
+                kind=kind,
+                attempt=attempt,
+                outcome=outcome,
+                latency_ms=round(seconds * 1000, 1),
+                since_arrival_s=round(waited, 3),
+                error=str(error) if error is not None else None,
+                error_code=error_code,
+            ),
+        )
 
     def _retire_finished(self, batch: Batch) -> None:
         """Give up, one by one, the alerts that reached the end of their horizon (a batch
@@ -764,21 +849,13 @@ class Retrier:
             alert.next_attempt_at = next_attempt_at
         if self._save(batch.alerts, lease_until=next_attempt_at + self._lease_for) is False:
             raise _LeaseLost
-        if isinstance(error, _NotYourTurn):
-            log.debug("alert(s) %s: %s", batch.labels, error)
-            return
-        attempts = max(alert.attempts for alert in batch.alerts)
-        never_sent = max(alert.attempts - alert.unsure_attempts for alert in batch.alerts)
-        # During a long outage an alert is tried hundreds of times; only attempts that risk a
-        # duplicate, and every doubling of the others, are worth a WARNING each.
-        noteworthy = getattr(error, "maybe_delivered", True) or never_sent & (never_sent - 1) == 0
-        log.log(
-            logging.WARNING if noteworthy else logging.DEBUG,
-            "alert(s) %s: attempt %d failed: %s; next attempt in %.1f s",
+        # The attempt itself was logged as it ended (_attempt_made); this is only the plan.
+        log.debug(
+            "alert(s) %s: next attempt in %.1f s (%s)",
             batch.labels,
-            attempts,
-            error,
             pause,
+            error,
+            extra=event(event="wait", alerts=[a.label for a in batch.alerts], seconds=pause),
         )
 
     def _save(self, alerts: Sequence[SpooledAlert], *, lease_until: float | None) -> bool | None:

@@ -443,6 +443,14 @@ class Spool:
         found = {"pending": 0, "dead": 0, **dict(rows)}
         return {"pending": found["pending"], "dead": found["dead"]}
 
+    def oldest_pending(self) -> float | None:
+        """When the oldest pending alert arrived (Unix time), or None when none is pending."""
+        with self._statement() as db:
+            oldest: float | None = db.execute(
+                "SELECT min(received_at) FROM alerts WHERE state = 'pending'"
+            ).fetchone()[0]
+        return oldest
+
     def requeue(self, alert_ids: Iterable[int]) -> dict[int, State | None]:
         """Make dead alerts pending again with a fresh retry horizon. Returns each id's state
         before: 'dead' (requeued), 'pending' (left alone) or None (no such alert)."""

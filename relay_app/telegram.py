@@ -1,5 +1,6 @@
-"""The Telegram Bot API client: one `sendMessage` call, and the one place where requests'
-exceptions and Telegram's replies become the relay's delivery errors.
+"""The Telegram Bot API client: `sendMessage` for the relay, `getMe`, `getChat` and
+`sendChatAction` for `relay-app check`, and the one place where requests' exceptions and
+Telegram's replies become the relay's delivery errors.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class TelegramClient:
         # The token travels in the URL, so every requests error carries it: from here on, no
         # message or log line in this process can show it.
         register_secret(token)
-        self._send_url = f"{api_url}/bot{token}/sendMessage"
+        self._method_url = f"{api_url}/bot{token}/"
         self._session = requests.Session()
         adapter = DeadlineAdapter(
             pool_connections=4, pool_maxsize=CONNECTION_POOL_SIZE, max_retries=0
@@ -64,6 +65,27 @@ class TelegramClient:
             body["parse_mode"] = "HTML"
         if thread_id is not None:
             body["message_thread_id"] = thread_id
+        return self.call("sendMessage", body, deadline=deadline)
+
+    def get_me(self, *, deadline: float) -> dict[str, Any]:
+        return self.call("getMe", {}, deadline=deadline)
+
+    def get_chat(self, chat_id: ChatId, *, deadline: float) -> dict[str, Any]:
+        return self.call("getChat", {"chat_id": chat_id}, deadline=deadline)
+
+    def send_chat_action(
+        self, chat_id: ChatId, *, thread_id: int | None, deadline: float
+    ) -> dict[str, Any]:
+        """'typing…' for a few seconds: the one way to ask whether a forum topic exists
+        without posting in it."""
+        body: dict[str, Any] = {"chat_id": chat_id, "action": "typing"}
+        if thread_id is not None:
+            body["message_thread_id"] = thread_id
+        return self.call("sendChatAction", body, deadline=deadline)
+
+    def call(self, method: str, body: dict[str, Any], *, deadline: float) -> dict[str, Any]:
+        """One Bot API call, finished by `deadline`. Returns Telegram's `result` (an object;
+        {} for a bare `true`); raises a DeliveryError subclass otherwise."""
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise RetryableDeliveryError(
@@ -72,7 +94,7 @@ class TelegramClient:
         with Deadline(remaining) as watchdog:
             try:
                 response = self._session.post(
-                    self._send_url, json=body, timeout=(remaining, remaining)
+                    self._method_url + method, json=body, timeout=(remaining, remaining)
                 )
             except requests.RequestException as exc:
                 raise _network_error(exc, watchdog.expired, remaining) from None
@@ -189,7 +211,7 @@ def _refusal(response: requests.Response, reply: dict[str, Any]) -> DeliveryErro
         # Telegram turned the request away: it certainly posted nothing.
         return RateLimited(summary, retry_after=retry_after)
     if error_code >= 500 or status >= 500:
-        return RetryableDeliveryError(summary)
+        return RetryableDeliveryError(summary, error_code=error_code)
     new_chat_id = parameters.get("migrate_to_chat_id")
     if isinstance(new_chat_id, int) and not isinstance(new_chat_id, bool):
         return ChatMigrated(

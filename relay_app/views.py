@@ -10,28 +10,40 @@ failed (queued for retry, or given up and logged); 400 a body or URL the relay c
 from __future__ import annotations
 
 import hmac
-import json
 import logging
+import time
 from typing import Any
 
-from flask import Blueprint, Response, abort, jsonify, request
-from werkzeug.exceptions import BadRequest
+from flask import Blueprint, Response, jsonify, request
+from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
-from .delivery import Courier, log_undelivered
+from .delivery import log_undelivered
 from .errors import PermanentDeliveryError, RetryableDeliveryError, ThreadNotFound
-from .formatting import Message, format_alert
-from .glitchtip import UnrecognizedPayload, parse_alert
+from .formatting import message_for
+from .glitchtip import PayloadError, payload_from_json
+from .logs import event
+from .metrics import CONTENT_TYPE, Metrics, WebhookOutcome
 from .retrier import Retrier
 from .routing import Destination, RouteError, destination_from_query
+from .spool import SpooledAlert
 
 log = logging.getLogger(__name__)
+
+# The logged status of each outcome: failures and refusals are worth a look, the rest is flow.
+_LEVELS: dict[WebhookOutcome, int] = {
+    "sent": logging.INFO,
+    "queued": logging.INFO,
+    "failed": logging.WARNING,
+    "rejected": logging.WARNING,
+}
 
 
 def create_blueprint(
     *,
     webhook_secret: str,
-    courier: Courier,
     retrier: Retrier,
+    metrics: Metrics,
+    serve_metrics: bool,
     default_destination: Destination,
     allowed_chats: frozenset[str],
 ) -> Blueprint:
@@ -51,11 +63,65 @@ def create_blueprint(
             return jsonify(status="not ready", reason=f"spool unusable: {problem}"), 503
         return jsonify(status="ready"), 200
 
+    if serve_metrics:
+
+        @blueprint.get("/metrics")
+        def metrics_page() -> Response:
+            return Response(metrics.exposition(), content_type=CONTENT_TYPE)
+
     @blueprint.post("/webhook/<secret>")
     def webhook(secret: str) -> tuple[Response, int]:
+        started = time.monotonic()
+
+        def answer(
+            outcome: WebhookOutcome,
+            reason: str,
+            status: int,
+            alert: SpooledAlert | None = None,
+            **body: Any,
+        ) -> tuple[Response, int]:
+            """Count the webhook and log its one record, then answer GlitchTip."""
+            metrics.webhook(outcome, reason)
+            seconds = time.monotonic() - started
+            label = alert.label if alert is not None else None
+            error = body.get("error")
+            log.log(
+                _LEVELS[outcome],
+                "webhook%s %s (%d, %s)%s in %.1f ms%s",
+                f" for alert {label}" if label else "",
+                outcome,
+                status,
+                reason,
+                f" for {alert.destination.describe()}" if alert is not None else "",
+                seconds * 1000,
+                f": {error}" if error else "",
+                extra=event(
+                    event="webhook",
+                    alerts=[label] if label else [],
+                    destination=alert.destination.describe() if alert is not None else None,
+                    outcome=outcome,
+                    reason=reason,
+                    status=status,
+                    latency_ms=round(seconds * 1000, 1),
+                    error=error,
+                ),
+            )
+            if outcome == "rejected":
+                return jsonify(error=error), status  # as every other HTTP error of the relay
+            if alert is not None and outcome == "queued":
+                body.setdefault("alert", label)
+            return jsonify(status=outcome, **body), status
+
         if not hmac.compare_digest(secret.encode(), expected_secret):
-            abort(404)
-        payload = _json_object_body()
+            # Not logged with the path: a near miss may be an old secret, still worth hiding.
+            answer("rejected", "wrong_secret", 404)
+            raise NotFound()
+        try:
+            payload = payload_from_json(request.get_data(cache=False))
+        except RequestEntityTooLarge as exc:
+            return answer("rejected", "too_large", 413, error=exc.description)
+        except PayloadError as exc:
+            return answer("rejected", "bad_body", 400, error=str(exc))
         try:
             destination = destination_from_query(
                 request.args.items(multi=True),
@@ -64,65 +130,39 @@ def create_blueprint(
             )
         except RouteError as exc:
             # GlitchTip ignores the 400 and never resends: the log is the alert's last trace.
-            log_undelivered(_build_message(payload), f"the webhook URL was refused: {exc}", None)
-            raise BadRequest(str(exc)) from None
-        message = _build_message(payload)
-        admission = retrier.admit(message, destination)  # on disk before the first attempt
+            metrics.undelivered.inc()
+            log_undelivered(message_for(payload), f"the webhook URL was refused: {exc}", None)
+            return answer("rejected", "bad_route", 400, error=str(exc))
+        admission = retrier.admit(message_for(payload), destination)  # on disk before sending
         alert = admission.alert
         if not admission.send_now:
             # Pacing, not failure: the chat had a message too recently, or older alerts for it
             # are waiting, and this one joins them.
             if retrier.queue(alert) is None:
-                return jsonify(status="failed", error="the alert could not be queued"), 503
-            return jsonify(status="queued", alert=alert.label), 202
+                return answer(
+                    "failed", "cannot_queue", 503, alert, error="the alert could not be queued"
+                )
+            return answer("queued", "paced", 202, alert)
         try:
-            courier.deliver(message, destination)
+            retrier.send_now(alert)
         except RetryableDeliveryError as exc:
             if retrier.retry_later(alert, exc) is None:
-                return jsonify(status="failed", error=f"{exc}; no retry could be queued"), 502
-            return jsonify(status="queued", alert=alert.label, error=str(exc)), 502
+                return answer(
+                    "failed", "cannot_queue", 502, alert, error=f"{exc}; no retry could be queued"
+                )
+            return answer("queued", "attempt_failed", 502, alert, error=str(exc))
         except PermanentDeliveryError as exc:
             if isinstance(exc, ThreadNotFound) and destination.thread is not None:
                 retrier.without_topic(alert, exc)  # logged, and sent once to the chat itself
-                return jsonify(status="queued", alert=alert.label, error=str(exc)), 502
+                return answer("queued", "topic_not_found", 502, alert, error=str(exc))
             retrier.give_up(alert, "Telegram refused it permanently", exc)
-            return jsonify(status="failed", error=str(exc)), 502
+            return answer("failed", "refused", 502, alert, error=str(exc))
         except Exception as exc:  # a bug in the relay: the alert's text must still be logged
             retrier.give_up(alert, "the relay failed while sending it", exc, exc_info=True)
-            return jsonify(status="failed", error="internal error; see the relay's log"), 500
+            return answer(
+                "failed", "internal_error", 500, alert, error="internal error; see the relay's log"
+            )
         retrier.delivered([alert])
-        return jsonify(status="sent"), 200
+        return answer("sent", "delivered", 200, alert)
 
     return blueprint
-
-
-def _json_object_body() -> dict[str, Any]:
-    body = request.get_data(cache=False)  # over MAX_CONTENT_LENGTH: 413 from here
-    if not body.strip():
-        raise BadRequest("the body is empty; expected a JSON object from GlitchTip")
-    try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"the body is not valid JSON: {exc}") from None
-    if not isinstance(payload, dict):
-        raise BadRequest(f"expected a JSON object, got a JSON {_json_kind(payload)}")
-    return payload
-
-
-def _build_message(payload: dict[str, Any]) -> Message:
-    try:
-        return format_alert(parse_alert(payload))
-    except Exception:
-        # A bug in reading one payload shape must not cost the alert: forward it raw instead.
-        log.exception("could not format this payload as a GlitchTip alert; forwarding it raw")
-        return format_alert(UnrecognizedPayload(payload))
-
-
-def _json_kind(value: object) -> str:
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool) or value is None:
-        return "literal"
-    return "number"

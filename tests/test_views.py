@@ -203,7 +203,7 @@ def test_a_formatting_bug_forwards_the_payload_raw(
     def broken(payload: object) -> object:
         raise KeyError("a bug")
 
-    monkeypatch.setattr("relay_app.views.parse_alert", broken)
+    monkeypatch.setattr("relay_app.formatting.parse_alert", broken)
     telegram.post(SEND_URL, json=OK)
     reply = client.post(WEBHOOK, json=issue_alert())
     assert reply.status_code == 200
