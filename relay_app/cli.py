@@ -1,9 +1,13 @@
-"""`relay-app`: the relay's command line, for the people who run it.
+"""`relay-app`: the relay's command line, for the people who run it. It reads the same
+environment as the service.
 
-`relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay. It
-reads the same environment as the service (RELAY_SPOOL_PATH), never creates a spool, and never
-touches an alert that is still pending except to say so. Exit codes: 0 done, 1 something could
-not be done (no spool, unknown id), 2 wrong usage or configuration.
+- `relay-app check [--send]`: is the configuration one that delivers (selfcheck.py)?
+- `relay-app preview [FILE.json]`: the exact HTML the relay would send for a GlitchTip payload.
+- `relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay. It
+  never creates a spool, and never touches an alert that is still pending except to say so.
+
+Exit codes: 0 done (every check passed), 1 something could not be done (a check failed, no
+spool, unknown id, a payload that is not JSON), 2 wrong usage or configuration.
 """
 
 from __future__ import annotations
@@ -13,11 +17,15 @@ import os
 import re
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TextIO
 
 from .config import ConfigError, spool_path_from_env
-from .formatting import utc_time
+from .formatting import TELEGRAM_TEXT_LIMIT, message_for, utc_time, visible_length
+from .glitchtip import PayloadError, payload_from_json
+from .logs import redact
+from .selfcheck import Verdict, run_checks
 from .spool import Spool, SpooledAlert, SpoolError
 
 EXIT_OK = 0
@@ -36,23 +44,36 @@ class _Usage(Exception):
     """Reported on stderr; exit code 2."""
 
 
+@dataclass(frozen=True)
+class _Console:
+    environ: Mapping[str, str]
+    out: TextIO
+    err: TextIO
+    stdin: TextIO
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
     environ: Mapping[str, str] | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    stdin: TextIO | None = None,
 ) -> int:
-    out = out or sys.stdout
-    err = err or sys.stderr
+    console = _Console(
+        os.environ if environ is None else environ,
+        out or sys.stdout,
+        err or sys.stderr,
+        stdin or sys.stdin,
+    )
+    err = console.err
     parser = _parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse has already printed the usage and the problem
         return EXIT_USAGE if exit_.code else EXIT_OK
     try:
-        spool = _open_spool(os.environ if environ is None else environ)
-        return int(args.run(spool, args, out))
+        return int(args.run(args, console))
     except _Usage as exc:
         print(f"relay-app: error: {exc}", file=err)
         return EXIT_USAGE
@@ -64,15 +85,32 @@ def main(
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relay-app",
-        description="Look after the relay's spool: alerts waiting for Telegram, and dead ones.",
+        description="Check the relay's configuration, preview its messages, and look after "
+        "its spool. Reads the same environment variables as the relay.",
     )
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    check = commands.add_parser(
+        "check", help="check the token, the chats and topic, and the spool; exit 0 if all pass"
+    )
+    check.add_argument(
+        "--send", action="store_true", help="also post a test message to the default chat"
+    )
+    check.set_defaults(run=_check)
+
+    preview = commands.add_parser(
+        "preview", help="print the HTML the relay would send for a GlitchTip payload"
+    )
+    preview.add_argument(
+        "file", nargs="?", default="-", metavar="FILE.json", help="the payload; '-' or none: stdin"
+    )
+    preview.set_defaults(run=_preview)
+
     spool = commands.add_parser("spool", help="list, resend or purge spooled alerts")
     actions = spool.add_subparsers(required=True, metavar="ACTION")
 
     listing = actions.add_parser("list", help="list pending alerts (or dead ones with --dead)")
     listing.add_argument("--dead", action="store_true", help="list dead letters instead")
-    listing.set_defaults(run=_list)
+    listing.set_defaults(run=_with_spool(_list))
 
     retry = actions.add_parser(
         "retry", help="make dead alerts pending again; a running relay resends them"
@@ -80,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     which = retry.add_mutually_exclusive_group(required=True)
     which.add_argument("ids", nargs="*", type=_alert_id, default=[], metavar="ID")
     which.add_argument("--all-dead", action="store_true", help="every dead alert")
-    retry.set_defaults(run=_retry)
+    retry.set_defaults(run=_with_spool(_retry))
 
     purge = actions.add_parser("purge", help="delete dead alerts older than a duration")
     purge.add_argument(
@@ -93,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="received longer ago than this: 3600, 90s, 15m, 12h, 7d, 2w, 1d12h",
     )
-    purge.set_defaults(run=_purge)
+    purge.set_defaults(run=_with_spool(_purge))
     return parser
 
 
@@ -117,6 +155,53 @@ def _alert_id(raw: str) -> int:
     if not value.isdigit():
         raise argparse.ArgumentTypeError(f"{raw!r} is not an alert id (a number, as listed)")
     return int(value)
+
+
+def _check(args: argparse.Namespace, console: _Console) -> int:
+    passed = True
+    for verdict in run_checks(console.environ, send=args.send):
+        passed = passed and verdict.passed
+        # Redacted again here: whatever Telegram or a proxy echoes back, never the token.
+        print(redact(_verdict_line(verdict)), file=console.out, flush=True)
+    return EXIT_OK if passed else EXIT_FAILED
+
+
+def _verdict_line(verdict: Verdict) -> str:
+    line = f"{'ok  ' if verdict.passed else 'FAIL'}  {verdict.check}: {verdict.found}"
+    return f"{line} (hint: {verdict.hint})" if verdict.hint else line
+
+
+def _preview(args: argparse.Namespace, console: _Console) -> int:
+    try:
+        if args.file == "-":
+            stream = console.stdin
+            body = stream.buffer.read() if hasattr(stream, "buffer") else stream.read().encode()
+        else:
+            with open(args.file, "rb") as payload_file:
+                body = payload_file.read()
+    except OSError as exc:
+        raise _Failed(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    try:
+        message = message_for(payload_from_json(body))
+    except PayloadError as exc:
+        raise _Failed(str(exc)) from None
+    # stdout holds exactly the text field the relay posts; the rest goes to stderr.
+    console.out.write(message.html + "\n")
+    console.err.write(
+        f"visible length: {visible_length(message.text)} of {TELEGRAM_TEXT_LIMIT} characters "
+        "(parse_mode HTML, link previews off)\n"
+    )
+    return EXIT_OK
+
+
+SpoolCommand = Callable[[Spool, argparse.Namespace, TextIO], int]
+
+
+def _with_spool(command: SpoolCommand) -> Callable[[argparse.Namespace, _Console], int]:
+    def run(args: argparse.Namespace, console: _Console) -> int:
+        return command(_open_spool(console.environ), args, console.out)
+
+    return run
 
 
 def _open_spool(environ: Mapping[str, str]) -> Spool:

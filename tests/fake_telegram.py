@@ -1,4 +1,5 @@
-"""A local stand-in for the Telegram Bot API's sendMessage, on 127.0.0.1, that can misbehave.
+"""A local stand-in for the Telegram Bot API on 127.0.0.1, that can misbehave: sendMessage, and
+the calls `relay-app check` makes (getMe, getChat, getChatMember, sendChatAction).
 
 It applies Telegram's text rules (tests/telegram_rules.py) to what it receives, records every
 request and every accepted message, and fails on demand the ways the real service and the
@@ -35,7 +36,15 @@ GROUP_LIMIT = 20
 GROUP_WINDOW = 60.0
 TOO_MANY = "Too Many Requests: retry after"
 
-Mode = Literal["ok", "error", "hang", "drip", "drop", "html_error_page"]
+Mode = Literal["ok", "result", "error", "hang", "drip", "drop", "html_error_page"]
+BOT = {
+    "id": int(TOKEN.split(":")[0]),
+    "is_bot": True,
+    "first_name": "Relay",
+    "username": "relay_bot",
+}
+CHAT_NOT_FOUND = "Bad Request: chat not found"
+UPGRADED = "Bad Request: group chat was upgraded to a supergroup chat"
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,7 @@ class Behaviour:
     description: str = "Internal Server Error"
     parameters: dict[str, Any] = field(default_factory=dict)
     drop_rate: float = 0.0  # in "ok" mode, this share of requests is dropped unanswered
+    result: dict[str, Any] | bool = True  # what a "result" answer carries
 
 
 class FakeTelegram:
@@ -60,6 +70,12 @@ class FakeTelegram:
         self.limits = limits
         # Forum topics that do not exist: 400 "message thread not found".
         self.missing_threads: set[int] = set()
+        # The chats the bot is in, as getChat describes them; any other chat is "not found".
+        # The bot's membership status in each (getChatMember) is in `bot_status`.
+        self.chats: dict[str, dict[str, Any]] = {}
+        self.bot_status: dict[str, str] = {}
+        # Groups upgraded to supergroups: old id to new; every call naming the old id fails.
+        self.migrated: dict[str, int] = {}
         self._accepted_at: dict[str, collections.deque[float]] = collections.defaultdict(
             collections.deque
         )
@@ -141,6 +157,24 @@ class FakeTelegram:
         with self._lock:
             self._flood_until[str(chat)] = time.monotonic() + seconds
 
+    def add_chat(
+        self,
+        chat: int | str,
+        *,
+        forum: bool = True,
+        kind: str = "supergroup",
+        status: str = "member",
+    ) -> None:
+        """Put the bot in a chat, so that getChat and getChatMember know it."""
+        with self._lock:
+            self.chats[str(chat)] = {
+                "id": chat,
+                "type": kind,
+                "title": f"Chat {chat}",
+                "is_forum": forum,
+            }
+            self.bot_status[str(chat)] = status
+
     def texts(self) -> list[str]:
         return [visible_text(m["text"], parse_mode=m.get("parse_mode")) for m in self.messages]
 
@@ -157,12 +191,27 @@ class FakeTelegram:
         with self._lock:
             behaviour, release = self.behaviour, self._release
             dropped = behaviour.mode == "ok" and self._random.random() < behaviour.drop_rate
-        if path != f"/bot{self.token}/sendMessage":
+        method = path.removeprefix(f"/bot{self.token}/")
+        if method == path:
             return Behaviour("error", status=401, description="Unauthorized"), release
         if dropped:
             return Behaviour("drop"), release
         if behaviour.mode != "ok":
             return behaviour, release
+        chat = str(body.get("chat_id"))
+        if chat in self.migrated:
+            new_id = self.migrated[chat]
+            return (
+                Behaviour(
+                    "error",
+                    status=400,
+                    description=UPGRADED,
+                    parameters={"migrate_to_chat_id": new_id},
+                ),
+                release,
+            )
+        if method != "sendMessage":
+            return self._answer(method, body), release
         try:
             visible_text(str(body.get("text", "")), parse_mode=body.get("parse_mode"))
         except TelegramRejection as exc:
@@ -183,6 +232,34 @@ class FakeTelegram:
                 release,
             )
         return behaviour, release
+
+    def _answer(self, method: str, body: dict[str, Any]) -> Behaviour:
+        """The calls `relay-app check` makes, answered from what the test set up."""
+        chat = str(body.get("chat_id"))
+        with self._lock:
+            known = self.chats.get(chat)
+            status = self.bot_status.get(chat, "left")
+        if method == "getMe":
+            return Behaviour("result", result=BOT)
+        if method not in ("getChat", "getChatMember", "sendChatAction"):
+            return Behaviour("error", status=404, description="Not Found")
+        if known is None:
+            return Behaviour("error", status=400, description=CHAT_NOT_FOUND)
+        if method == "getChat":
+            return Behaviour("result", result=known)
+        if method == "getChatMember":
+            return Behaviour("result", result={"user": BOT, "status": status})
+        if status in ("left", "kicked"):
+            return Behaviour(
+                "error",
+                status=403,
+                description="Forbidden: bot is not a member of the supergroup chat",
+            )
+        if body.get("message_thread_id") in self.missing_threads:
+            return Behaviour(
+                "error", status=400, description="Bad Request: message thread not found"
+            )
+        return Behaviour("result", result=True)
 
     def _rate_limited(self, chat: str) -> int | None:
         """Seconds to wait (as Telegram rounds them, up) if this message would break a limit;
@@ -244,6 +321,9 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "ok":
             fake._record(body, "accepted")
             self._reply(200, {"ok": True, "result": {"message_id": len(fake.received)}})
+        elif mode == "result":
+            fake._record(body, f"answered {self.path.rsplit('/', 1)[-1]}")
+            self._reply(200, {"ok": True, "result": behaviour.result})
         elif mode == "error":
             fake._record(body, behaviour.description)
             reply: dict[str, Any] = {

@@ -1,0 +1,243 @@
+"""`relay-app check`: is this relay's configuration one that delivers?
+
+Run with the service's environment before trusting a new token or chat. Each check is one
+`Verdict`, printed as one line; a failure says what Telegram (or the disk) said and what to do.
+Telegram is asked, never guessed at: `getMe` for the token, `getChat` and `getChatMember` for
+each chat the relay may post to, `sendChatAction` for the forum topic (the one call that names
+a topic without posting in it), and with `--send`, `sendMessage`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .config import ConfigError, Settings
+from .errors import ChatMigrated, DeliveryError, ThreadNotFound
+from .routing import ChatId, Destination, parse_chat_id
+from .spool import Spool, SpoolError
+from .telegram import TelegramClient
+
+TEST_MESSAGE = (
+    "✅ <b>relay_app test message</b>\n"
+    "Sent by <code>relay-app check --send</code>: GlitchTip alerts for this chat will arrive here."
+)
+# Member statuses that may post in a group (a restricted member only if allowed to send).
+_POSTING_STATUSES = {"creator", "administrator", "member", "restricted"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    check: str  # what was checked: "token", "chat -1001234567890", ...
+    passed: bool
+    found: str  # what was found, or what went wrong
+    hint: str | None = None  # for a failure: what to do about it
+
+
+def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
+    """Every check, in order; those that need something that failed say so and fail too."""
+    try:
+        settings = Settings.from_env(environ)
+    except ConfigError as exc:
+        yield Verdict("configuration", False, str(exc), "fix that variable and run this again")
+        return
+    yield Verdict("configuration", True, "every variable is set and well-formed")
+    yield _spool_verdict(settings.spool_path)
+
+    client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
+    try:
+        yield from _telegram_verdicts(client, settings, send=send)
+    finally:
+        client.close()
+
+
+def _telegram_verdicts(
+    client: TelegramClient, settings: Settings, *, send: bool
+) -> Iterator[Verdict]:
+    def deadline() -> float:
+        return time.monotonic() + settings.send_timeout
+
+    api = settings.telegram_api_url
+    try:
+        me = client.get_me(deadline=deadline())
+    except DeliveryError as exc:
+        yield Verdict("token", False, str(exc), _hint(exc, api, "token"))
+        yield Verdict("chats", False, "not checked: Telegram did not accept the token")
+        return
+    bot_id = me.get("id")
+    yield Verdict("token", True, f"the bot is @{me.get('username')} (id {bot_id})")
+
+    default = settings.default_destination
+    chats: list[ChatId] = [default.chat]
+    chats += sorted(
+        (chat for key in settings.allowed_chat_ids if (chat := parse_chat_id(key)) is not None),
+        key=str,
+    )
+    default_chat_works = False
+    for chat in chats:
+        verdict, chat_info = _chat_verdict(client, chat, bot_id, deadline, api)
+        yield verdict
+        if chat == default.chat:
+            default_chat_works = verdict.passed
+            if verdict.passed and default.thread is not None:
+                yield _topic_verdict(client, default, chat_info, deadline, api)
+    if send:
+        if not default_chat_works:
+            yield Verdict("test message", False, "not sent: the default chat failed its check")
+            return
+        try:
+            sent = client.send_message(
+                default.chat, TEST_MESSAGE, html=True, thread_id=default.thread, deadline=deadline()
+            )
+        except DeliveryError as exc:
+            yield Verdict("test message", False, str(exc), _hint(exc, api, "send"))
+            return
+        where = default.describe()
+        yield Verdict("test message", True, f"posted to {where} (message {sent.get('message_id')})")
+
+
+def _chat_verdict(
+    client: TelegramClient,
+    chat: ChatId,
+    bot_id: object,
+    deadline: Callable[[], float],
+    api: str,
+) -> tuple[Verdict, dict[str, Any]]:
+    name = f"chat {chat}"
+    try:
+        info = client.get_chat(chat, deadline=deadline())
+        member = client.call(
+            "getChatMember", {"chat_id": chat, "user_id": bot_id}, deadline=deadline()
+        )
+    except DeliveryError as exc:
+        return Verdict(name, False, str(exc), _hint(exc, api, "chat")), {}
+    kind = str(info.get("type", "chat"))
+    title = info.get("title") or info.get("username") or info.get("first_name") or ""
+    described = f"{kind} {title!r}" + (" (forum)" if info.get("is_forum") else "")
+    status = str(member.get("status", "unknown"))
+    if kind == "channel" and not (status == "creator" or member.get("can_post_messages")):
+        return (
+            Verdict(
+                name,
+                False,
+                f"{described}: the bot is {status}, and cannot post in the channel",
+                "make the bot an administrator of the channel with the right to post messages",
+            ),
+            info,
+        )
+    if status not in _POSTING_STATUSES or member.get("can_send_messages") is False:
+        return (
+            Verdict(
+                name,
+                False,
+                f"{described}: the bot is {status} there, and cannot post",
+                "add the bot to the group again (Group info → Add members), or lift its "
+                "restriction on sending messages",
+            ),
+            info,
+        )
+    return Verdict(name, True, f"{described}; the bot is {status} there"), info
+
+
+def _topic_verdict(
+    client: TelegramClient,
+    destination: Destination,
+    chat_info: dict[str, Any],
+    deadline: Callable[[], float],
+    api: str,
+) -> Verdict:
+    name = f"topic {destination.thread} of chat {destination.chat}"
+    if not chat_info.get("is_forum"):
+        return Verdict(
+            name,
+            False,
+            "the chat is not a forum, so it has no topics",
+            "turn on Topics in the group's settings, or unset TELEGRAM_THREAD_ID",
+        )
+    try:
+        client.send_chat_action(destination.chat, thread_id=destination.thread, deadline=deadline())
+    except DeliveryError as exc:
+        return Verdict(name, False, str(exc), _hint(exc, api, "topic"))
+    return Verdict(name, True, "the topic exists")
+
+
+def _spool_verdict(path: str | None) -> Verdict:
+    if path is None:
+        return Verdict(
+            "spool",
+            True,
+            "off (RELAY_SPOOL_PATH=off): alerts waiting for a retry are lost if the relay stops",
+        )
+    spool = Spool(path, for_service=False)
+    try:
+        counts = spool.counts()
+    except SpoolError as exc:
+        problem = str(exc)
+        if "older relay_app" in problem:
+            return Verdict("spool", True, f"{path}: the relay upgrades it when it next starts")
+        if "there is no spool" in problem:
+            directory = os.path.dirname(os.path.abspath(path))
+            if os.access(directory, os.W_OK):
+                return Verdict("spool", True, f"{path} does not exist yet; the relay creates it")
+            return Verdict(
+                "spool",
+                False,
+                f"{path} does not exist, and {directory} is not writable by this user",
+                "run the relay as a user who may write there, or set RELAY_SPOOL_PATH to a "
+                "file in a writable directory",
+            )
+        return Verdict(
+            "spool",
+            False,
+            problem,
+            "fix the file's permissions, or set RELAY_SPOOL_PATH to a file in a writable directory",
+        )
+    finally:
+        spool.close()
+    found = f"{path}: {counts['pending']} pending, {counts['dead']} dead"
+    if counts["dead"]:
+        found += "; see them with: relay-app spool list --dead"
+    return Verdict("spool", True, found)
+
+
+def _hint(error: DeliveryError, api: str, doing: str) -> str:
+    """What to do about the known failures; for the rest, Telegram's own words must do."""
+    description = str(getattr(error, "description", "")).lower()
+    code = error.error_code
+    if code is None:
+        return (
+            f"Telegram is unreachable at {api} from this host: if it reaches the internet "
+            "through a proxy, set HTTPS_PROXY; or point TELEGRAM_API_URL at a Bot API server "
+            "or reverse proxy it can reach"
+        )
+    if isinstance(error, ChatMigrated):
+        return (
+            f"the group became a supergroup with id {error.new_chat_id}: set TELEGRAM_CHAT_ID "
+            f"(or TELEGRAM_ALLOWED_CHAT_IDS and GlitchTip's ?chat_id=) to {error.new_chat_id}"
+        )
+    if code in (401, 404) and doing == "token":
+        return (
+            "Telegram does not know this token: copy it again from @BotFather (/mybots → your "
+            "bot → API Token) into TELEGRAM_BOT_TOKEN; a revoked token stops working"
+        )
+    if isinstance(error, ThreadNotFound) or "thread not found" in description:
+        return (
+            "the forum topic does not exist: open it in Telegram, copy a message link "
+            "(t.me/c/<chat>/<topic>/<message>) and set TELEGRAM_THREAD_ID to its <topic> number"
+        )
+    if "chat not found" in description:
+        return (
+            "the bot cannot see this chat: add the bot to the group (or make it an admin of "
+            "the channel), and check the id (groups are negative; supergroups start with -100)"
+        )
+    if code == 403:
+        return (
+            "the bot was removed from the group or blocked: add it to the group again (or "
+            "unblock it in the private chat)"
+        )
+    if code == 429:
+        return "Telegram asks this bot to slow down: run the check again in a minute"
+    return "Telegram's own description above says what it refused"

@@ -1,0 +1,243 @@
+"""`relay-app check` and `relay-app preview`, against the fake Telegram on 127.0.0.1."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from relay_app.cli import main
+from relay_app.formatting import format_alert, visible_length
+from relay_app.glitchtip import parse_alert
+from relay_app.selfcheck import TEST_MESSAGE
+from relay_app.spool import Spool
+from tests.conftest import DESTINATION
+from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
+from tests.payloads import issue, issue_alert
+
+CHAT = "-1001234567890"
+OTHER_CHAT = "-1009876543210"
+TOPIC = 77
+SECRET = "check-test-webhook-secret-0123456789"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeTelegram]:
+    """The bot is in both chats; the default one is a forum with topic 77."""
+    with running_fake_telegram() as fake:
+        fake.add_chat(CHAT)
+        fake.add_chat(OTHER_CHAT, forum=False)
+        yield fake
+
+
+def environment(fake: FakeTelegram, spool_path: str, **overrides: str) -> dict[str, str]:
+    return {
+        "TELEGRAM_BOT_TOKEN": TOKEN,
+        "TELEGRAM_CHAT_ID": CHAT,
+        "TELEGRAM_THREAD_ID": str(TOPIC),
+        "TELEGRAM_ALLOWED_CHAT_IDS": OTHER_CHAT,
+        "TELEGRAM_API_URL": fake.url,
+        "RELAY_WEBHOOK_SECRET": SECRET,
+        "RELAY_SEND_TIMEOUT": "2",
+        "RELAY_SPOOL_PATH": spool_path,
+        **overrides,
+    }
+
+
+def check(environ: dict[str, str], *argv: str) -> tuple[int, list[str]]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["check", *argv], environ=environ, out=out, err=err)
+    output = out.getvalue() + err.getvalue()
+    assert TOKEN not in output
+    assert environ.get("TELEGRAM_BOT_TOKEN", TOKEN) not in output
+    return code, output.splitlines()
+
+
+def line_for(lines: list[str], check_name: str) -> str:
+    [line] = [line for line in lines if line.split(None, 1)[1].startswith(f"{check_name}:")]
+    return line
+
+
+def test_a_working_configuration_passes_every_check(fake: FakeTelegram, spool_path: str) -> None:
+    code, lines = check(environment(fake, spool_path))
+    assert code == 0
+    assert [line.split(":")[0] for line in lines] == [
+        "ok    configuration",
+        "ok    spool",
+        "ok    token",
+        f"ok    chat {CHAT}",
+        f"ok    topic {TOPIC} of chat {CHAT}",
+        f"ok    chat {OTHER_CHAT}",
+    ]
+    assert "the bot is @relay_bot" in line_for(lines, "token")
+    assert "does not exist yet; the relay creates it" in line_for(lines, "spool")
+    assert fake.messages == []  # nothing is posted without --send
+
+
+def test_send_posts_a_test_message_to_the_default_topic(
+    fake: FakeTelegram, spool_path: str
+) -> None:
+    code, lines = check(environment(fake, spool_path), "--send")
+    assert code == 0
+    assert lines[-1].startswith(f"ok    test message: posted to chat {CHAT} topic {TOPIC}")
+    [message] = fake.messages
+    assert (message["chat_id"], message["message_thread_id"]) == (int(CHAT), TOPIC)
+    assert message["text"] == TEST_MESSAGE
+
+
+def test_a_wrong_token_fails_with_a_hint_and_never_shows_the_token(
+    fake: FakeTelegram, spool_path: str
+) -> None:
+    wrong = "987654321:another-token-abcdefghijklmnopq"
+    code, lines = check(environment(fake, spool_path, TELEGRAM_BOT_TOKEN=wrong))
+    assert code == 1
+    token = line_for(lines, "token")
+    assert token.startswith("FAIL  token: Telegram refused the message (401): Unauthorized")
+    assert "copy it again from @BotFather" in token
+    assert line_for(lines, "chats").startswith("FAIL  chats: not checked")
+
+
+def test_a_chat_the_bot_is_not_in_fails_with_a_hint(fake: FakeTelegram, spool_path: str) -> None:
+    stranger = "-1005555555555"
+    code, lines = check(environment(fake, spool_path, TELEGRAM_ALLOWED_CHAT_IDS=stranger))
+    assert code == 1
+    line = line_for(lines, f"chat {stranger}")
+    assert line.startswith(f"FAIL  chat {stranger}: Telegram refused the message (400): ")
+    assert "chat not found" in line
+    assert "add the bot to the group" in line
+
+
+def test_a_bot_that_left_a_public_group_fails(fake: FakeTelegram, spool_path: str) -> None:
+    fake.add_chat(OTHER_CHAT, status="left")  # getChat still answers for public groups
+    code, lines = check(environment(fake, spool_path))
+    assert code == 1
+    line = line_for(lines, f"chat {OTHER_CHAT}")
+    assert "the bot is left there, and cannot post" in line
+    assert "add the bot to the group again" in line
+
+
+def test_a_channel_needs_the_bot_as_an_admin(fake: FakeTelegram, spool_path: str) -> None:
+    fake.add_chat(OTHER_CHAT, kind="channel", forum=False, status="member")
+    code, lines = check(environment(fake, spool_path))
+    assert code == 1
+    assert "make the bot an administrator of the channel" in line_for(lines, f"chat {OTHER_CHAT}")
+
+
+def test_a_migrated_group_names_its_new_id(fake: FakeTelegram, spool_path: str) -> None:
+    old = "-4001234"
+    fake.migrated[old] = -1004001234
+    code, lines = check(environment(fake, spool_path, TELEGRAM_ALLOWED_CHAT_IDS=old))
+    assert code == 1
+    line = line_for(lines, f"chat {old}")
+    assert "upgraded to a supergroup" in line
+    assert "set TELEGRAM_CHAT_ID (or TELEGRAM_ALLOWED_CHAT_IDS and GlitchTip's ?chat_id=) to " in (
+        line
+    )
+    assert line.endswith("-1004001234)")
+
+
+def test_a_missing_topic_fails_with_a_hint(fake: FakeTelegram, spool_path: str) -> None:
+    fake.missing_threads.add(TOPIC)
+    code, lines = check(environment(fake, spool_path))
+    assert code == 1
+    line = line_for(lines, f"topic {TOPIC} of chat {CHAT}")
+    assert "message thread not found" in line
+    assert "set TELEGRAM_THREAD_ID" in line
+
+
+def test_a_topic_in_a_chat_without_topics_fails(fake: FakeTelegram, spool_path: str) -> None:
+    fake.add_chat(CHAT, forum=False)
+    code, lines = check(environment(fake, spool_path))
+    assert code == 1
+    assert "the chat is not a forum" in line_for(lines, f"topic {TOPIC} of chat {CHAT}")
+
+
+def test_unreachable_telegram_suggests_a_proxy_or_another_api_url(
+    fake: FakeTelegram, spool_path: str
+) -> None:
+    fake.stop()
+    code, lines = check(environment(fake, spool_path))
+    assert code == 1
+    line = line_for(lines, "token")
+    assert "connection to Telegram failed" in line
+    assert "set HTTPS_PROXY" in line
+    assert "TELEGRAM_API_URL" in line
+
+
+def test_a_bad_variable_fails_the_first_check(fake: FakeTelegram, spool_path: str) -> None:
+    code, lines = check(environment(fake, spool_path, TELEGRAM_CHAT_ID="general"))
+    assert code == 1
+    assert lines == [
+        "FAIL  configuration: TELEGRAM_CHAT_ID: 'general' is neither an integer chat id (like "
+        "-1001234567890) nor an @channelname (hint: fix that variable and run this again)"
+    ]
+
+
+def test_the_spool_check_reports_what_is_in_it(fake: FakeTelegram, spool_path: str) -> None:
+    spool = Spool(spool_path)
+    alert = spool.add(
+        format_alert(parse_alert(issue_alert(issue(1)))), DESTINATION, received_at=0, lease_for=0
+    ).alert
+    spool.bury(alert)
+    code, lines = check(environment(fake, spool_path))
+    assert code == 0
+    assert line_for(lines, "spool") == (
+        f"ok    spool: {spool_path}: 0 pending, 1 dead; see them with: relay-app spool list --dead"
+    )
+
+
+def test_a_spool_that_cannot_be_read_fails(
+    fake: FakeTelegram, spool_path: str, tmp_path: Path
+) -> None:
+    Path(spool_path).write_bytes(b"this is not a database" * 100)
+    code, lines = check(environment(fake, spool_path))
+    assert code == 1
+    assert line_for(lines, "spool").startswith("FAIL  spool: ")
+
+
+# --- preview ---------------------------------------------------------------------------------
+
+
+def preview(*argv: str, stdin: str = "") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["preview", *argv], environ={}, out=out, err=err, stdin=io.StringIO(stdin))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_preview_prints_the_exact_html_and_its_visible_length(tmp_path: Path) -> None:
+    payload = issue_alert(issue(1, title="Crash <in> checkout & co"), issue(2), total=5)
+    expected = format_alert(parse_alert(payload))
+    path = tmp_path / "alert.json"
+    path.write_text(json.dumps(payload))
+    for code, out, err in (preview(str(path)), preview(stdin=json.dumps(payload))):
+        assert (code, out) == (0, expected.html + "\n")
+        assert err == (
+            f"visible length: {visible_length(expected.text)} of 4096 characters "
+            "(parse_mode HTML, link previews off)\n"
+        )
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ("", "the body is empty"),
+        ("{oops", "the body is not valid JSON"),
+        ("[1, 2]", "expected a JSON object, got a JSON array"),
+    ],
+)
+def test_preview_refuses_what_the_webhook_refuses(body: str, problem: str) -> None:
+    code, out, err = preview(stdin=body)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"relay-app: error: {problem}")
+
+
+def test_preview_of_a_missing_file_fails(tmp_path: Path) -> None:
+    code, _, err = preview(str(tmp_path / "nope.json"))
+    assert code == 1
+    assert (
+        err
+        == f"relay-app: error: cannot read {tmp_path / 'nope.json'}: No such file or directory\n"
+    )
