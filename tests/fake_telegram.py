@@ -86,6 +86,9 @@ class FakeTelegram:
         self._lock = threading.Lock()
         self._release = threading.Event()
         self._server: _Server | None = None
+        # Open client connections: stopping closes them too, or a relay's kept-alive
+        # connection would go on being answered by a fake that is supposed to be down.
+        self._connections: set[socket.socket] = set()
         self._port = 0  # chosen by the system at the first start, then kept
 
     @property
@@ -125,6 +128,11 @@ class FakeTelegram:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        with self._lock:
+            connections, self._connections = self._connections, set()
+        for connection in connections:
+            with suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
     def set(self, mode: Mode = "ok", **kwargs: Any) -> None:
         """Change how the next requests are answered; hung requests are let go."""
@@ -308,6 +316,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output for the relay's own logs
+
+    def setup(self) -> None:
+        super().setup()
+        fake: FakeTelegram = self.server.fake  # type: ignore[attr-defined]
+        with fake._lock:
+            fake._connections.add(self.connection)
+
+    def finish(self) -> None:
+        fake: FakeTelegram = self.server.fake  # type: ignore[attr-defined]
+        with fake._lock:
+            fake._connections.discard(self.connection)
+        super().finish()
 
     def do_POST(self) -> None:
         fake: FakeTelegram = self.server.fake  # type: ignore[attr-defined]

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
+import os
 from collections.abc import Iterator
+from datetime import datetime
 from urllib.parse import quote
 
 import pytest
 
-from relay_app.logs import REDACTED, configure_logging, redact
+from relay_app.logs import REDACTED, JsonFormatter, configure_logging, event, redact
 
 TOKEN = "987654321:logs-test-token-abcdefghijklmnop"
 SECRET = "logs-test-secret~with.odd_chars-01"
@@ -52,3 +55,62 @@ def test_tracebacks_are_redacted(output: io.StringIO) -> None:
 def test_redact_leaves_other_text_alone() -> None:
     configure_logging(TOKEN)
     assert redact("nothing secret here") == "nothing secret here"
+
+
+@pytest.fixture
+def json_output() -> Iterator[io.StringIO]:
+    configure_logging(TOKEN, SECRET, log_format="json")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("some.library")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield stream
+    logger.removeHandler(handler)
+    logger.setLevel(logging.NOTSET)
+
+
+def test_json_records_are_one_object_per_line_with_their_event_fields(
+    json_output: io.StringIO,
+) -> None:
+    logger = logging.getLogger("some.library")
+    logger.info(
+        "attempt %d of alert(s) %s",
+        2,
+        "#12",
+        extra=event(event="attempt", alerts=["#12"], attempt=2, latency_ms=12.5, error=None),
+    )
+    logger.warning("multi\nline\ntext")
+    first, second = (json.loads(line) for line in json_output.getvalue().splitlines())
+    assert first["message"] == "attempt 2 of alert(s) #12"
+    assert (first["level"], first["logger"]) == ("INFO", "some.library")
+    assert first["pid"] == os.getpid()
+    assert datetime.fromisoformat(first["time"]).tzinfo is not None
+    assert {key: first[key] for key in ("event", "alerts", "attempt", "latency_ms", "error")} == {
+        "event": "attempt",
+        "alerts": ["#12"],
+        "attempt": 2,
+        "latency_ms": 12.5,
+        "error": None,
+    }
+    assert second["message"] == "multi\nline\ntext"
+    assert "event" not in second
+
+
+def test_json_records_are_redacted_fields_and_tracebacks_included(
+    json_output: io.StringIO,
+) -> None:
+    logger = logging.getLogger("some.library")
+    try:
+        raise ConnectionError(f"Max retries exceeded with url: /bot{TOKEN}/sendMessage")
+    except ConnectionError as exc:
+        logger.exception("send to /webhook/%s failed", SECRET, extra=event(error=str(exc)))
+    text = json_output.getvalue()
+    assert TOKEN not in text
+    assert SECRET not in text
+    record = json.loads(text)
+    assert record["error"] == f"Max retries exceeded with url: /bot{REDACTED}/sendMessage"
+    assert record["message"] == f"send to /webhook/{REDACTED} failed"
+    assert "Traceback" in record["exception"]
+    assert f"/bot{REDACTED}/sendMessage" in record["exception"]

@@ -1,0 +1,232 @@
+"""Operating the relay, end to end: /metrics added up over two gunicorn workers, JSON logs that
+follow an alert, and the `relay-app` command against the fake Telegram."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.e2e.conftest import StartRelay
+from tests.e2e.helpers import delivered_titles, post, titled, wait_until
+from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env
+from tests.fake_telegram import TOKEN, FakeTelegram
+from tests.payloads import issue, issue_alert
+
+RELAY_APP = Path(sys.executable).with_name("relay-app")
+# Longer than the relay's per-chat interval (1.2 s): the next webhook finds the chat's turn free.
+NEXT_TURN = 1.4
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(relay: RelayProcess) -> Samples:
+    reply = requests.get(f"{relay.url}/metrics", timeout=5)
+    assert reply.status_code == 200
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(reply.text)
+        for sample in family.samples
+    }
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def json_records(relay: RelayProcess) -> list[dict[str, Any]]:
+    """Every line of the log, gunicorn's own and its access log included, as JSON."""
+    return [json.loads(line) for line in relay.logs().splitlines() if line.strip()]
+
+
+def all_delivered(fake: FakeTelegram, titles: list[str]) -> bool:
+    return sorted(delivered_titles(fake)) == sorted(titles)
+
+
+def records_for(records: list[dict[str, Any]], label: str) -> list[dict[str, Any]]:
+    return [record for record in records if label in record.get("alerts", [])]
+
+
+def test_metrics_add_up_over_two_workers_through_success_outage_and_give_up(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(WEB_CONCURRENCY="2", RELAY_LOG_FORMAT="json")
+    fake = fake_telegram
+
+    # Success: alerts in bursts, until both workers have answered some (gunicorn decides who
+    # takes a connection; bursts make both busy). Each burst is sent at once or as a digest.
+    titles: list[str] = []
+    for burst in range(6):
+        batch = [f"Burst {burst}.{n}" for n in range(8)]
+        titles += batch
+        with ThreadPoolExecutor(8) as pool:
+            replies = list(pool.map(lambda title: post(relay.webhook_url, titled(title)), batch))
+        assert {reply.status_code for reply, _ in replies} <= {200, 202}
+        assert wait_until(functools.partial(all_delivered, fake, list(titles)), timeout=20)
+        webhooks = [r for r in json_records(relay) if r.get("event") == "webhook"]
+        if len({record["pid"] for record in webhooks}) == 2:
+            break
+        time.sleep(NEXT_TURN)
+    assert len({record["pid"] for record in webhooks}) == 2, "one worker answered every burst"
+    bursts = len(titles)
+
+    # Outage: the webhook's attempt is refused, and so are background retries, until it ends.
+    time.sleep(NEXT_TURN)
+    fake.stop()
+    reply, _ = post(relay.webhook_url, titled("During the outage"))
+    assert (reply.status_code, reply.json()["status"]) == (502, "queued")
+    label = reply.json()["alert"]
+
+    def retried_in_background() -> bool:
+        return any(r.get("kind") == "background" for r in records_for(json_records(relay), label))
+
+    assert wait_until(retried_in_background, timeout=10)
+    fake.start()
+    assert wait_until(lambda: "During the outage" in delivered_titles(fake), timeout=20)
+
+    # Give-up: Telegram refuses for good.
+    time.sleep(NEXT_TURN)
+    fake.set("error", status=403, description="Forbidden: bot was kicked from the supergroup chat")
+    reply, _ = post(relay.webhook_url, titled("Refused"))
+    assert (reply.status_code, reply.json()["status"]) == (502, "failed")
+
+    # Any worker may answer a scrape: every one must give the same totals.
+    scrapes = [scrape(relay) for _ in range(6)]
+    assert all(samples == scrapes[0] for samples in scrapes)
+    samples = scrapes[0]
+    records = json_records(relay)
+    answered = collections.Counter(
+        (r["outcome"], r["reason"]) for r in records if r.get("event") == "webhook"
+    )
+    assert sum(answered.values()) == bursts + 2
+    assert answered[("queued", "attempt_failed")] == 1
+    assert answered[("failed", "refused")] == 1
+    for (outcome, reason), count in answered.items():
+        assert value(samples, "relay_webhooks_total", outcome=outcome, reason=reason) == count
+
+    attempts = "relay_delivery_attempts_total"
+    sync_sent = answered[("sent", "delivered")]
+    assert value(samples, attempts, kind="sync", result="delivered", error_code="") == sync_sent
+    assert value(samples, attempts, kind="sync", result="retryable_error", error_code="") == 1
+    assert value(samples, attempts, kind="background", result="retryable_error", error_code="") >= 1
+    assert value(samples, attempts, kind="sync", result="permanent_error", error_code="403") == 1
+    background_attempts = [
+        r for r in records if r.get("event") == "attempt" and r["kind"] == "background"
+    ]
+    assert value(samples, attempts, kind="background", result="delivered", error_code="") == sum(
+        r["outcome"] == "delivered" for r in background_attempts
+    )
+
+    delivered = bursts + 1
+    assert value(samples, "relay_delivery_seconds_count") == delivered
+    digests = [r for r in background_attempts if r["outcome"] == "delivered" and r["alerts"][1:]]
+    assert value(samples, "relay_digest_alerts_count") == len(digests)
+    assert value(samples, "relay_digest_alerts_sum") == sum(len(r["alerts"]) for r in digests)
+    assert value(samples, "relay_spool_alerts", state="pending") == 0
+    assert value(samples, "relay_spool_alerts", state="dead") == 1
+    assert value(samples, "relay_spool_oldest_pending_age_seconds") == 0
+    assert value(samples, "relay_alerts_undelivered_total") == 1
+    assert value(samples, "relay_telegram_rate_limited_total") == 0
+
+
+def test_json_logs_tell_each_alerts_story_by_its_label(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(RELAY_LOG_FORMAT="json")
+    fake_telegram.stop()
+    reply, _ = post(relay.webhook_url, titled("Retried"))
+    assert reply.status_code == 502
+    label = reply.json()["alert"]
+    assert wait_until(lambda: len(records_for(json_records(relay), label)) >= 3, timeout=10)
+    fake_telegram.start()
+
+    def delivered() -> bool:
+        return any(r.get("outcome") == "delivered" for r in records_for(json_records(relay), label))
+
+    assert wait_until(delivered, timeout=20)
+    story = records_for(json_records(relay), label)
+    webhook, *attempts = [r for r in story if r.get("event") in ("webhook", "attempt")]
+    # The sync attempt is logged as it ends, before the webhook's own record.
+    sync, webhook = webhook, attempts.pop(0)
+    assert (sync["event"], sync["kind"], sync["attempt"], sync["outcome"]) == (
+        "attempt",
+        "sync",
+        1,
+        "retryable_error",
+    )
+    assert "connection to Telegram failed" in sync["error"]
+    assert (webhook["event"], webhook["status"], webhook["outcome"]) == ("webhook", 502, "queued")
+    assert webhook["destination"] == f"chat {CHAT_ID} topic 77"
+    assert [a["kind"] for a in attempts] == ["background"] * len(attempts)
+    assert [a["attempt"] for a in attempts] == list(range(2, len(attempts) + 2))
+    assert [a["outcome"] for a in attempts] == ["retryable_error"] * (len(attempts) - 1) + [
+        "delivered"
+    ]
+    assert all(isinstance(a["latency_ms"], float) for a in [sync, *attempts])
+
+    fake_telegram.set("error", status=403, description="Forbidden: bot was kicked")
+    time.sleep(NEXT_TURN)
+    reply, _ = post(relay.webhook_url, titled("Dead"))
+    dead = [r for r in json_records(relay) if r.get("event") == "undelivered"]
+    assert [r["alerts"] for r in dead] == [[f"#{int(label[1:]) + 1}"]]
+    assert dead[0]["level"] == "ERROR"
+    assert "Dead" in dead[0]["text"]
+    assert dead[0]["error_code"] == 403
+
+
+def test_relay_app_check_with_the_services_environment(fake_telegram: FakeTelegram) -> None:
+    fake_telegram.add_chat(CHAT_ID)
+    env = {"PATH": "/usr/bin:/bin", **relay_env(fake_telegram, RELAY_SPOOL_PATH="off")}
+    passed = subprocess.run(
+        [str(RELAY_APP), "check", "--send"], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert [line.split(":")[0] for line in passed.stdout.splitlines()] == [
+        "ok    configuration",
+        "ok    spool",
+        "ok    token",
+        f"ok    chat {CHAT_ID}",
+        f"ok    topic 77 of chat {CHAT_ID}",
+        "ok    test message",
+    ]
+    fake_telegram.stop()
+    failed = subprocess.run(
+        [str(RELAY_APP), "check"], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert failed.returncode == 1
+    assert "FAIL  token: connection to Telegram failed" in failed.stdout
+    for output in (passed.stdout, passed.stderr, failed.stdout, failed.stderr):
+        assert TOKEN not in output
+        assert SECRET not in output
+
+
+def test_preview_shows_exactly_what_telegram_receives(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    payload = issue_alert(
+        issue(1, title="KeyError: 'user' <in> checkout & payments"), issue(2), total=7
+    )
+    preview = subprocess.run(
+        [str(RELAY_APP), "preview"],
+        input=json.dumps(payload),
+        env={"PATH": "/usr/bin:/bin"},  # needs no configuration at all
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert preview.returncode == 0, preview.stderr
+    relay = start_relay()
+    reply, _ = post(relay.webhook_url, payload)
+    assert reply.status_code == 200
+    [message] = fake_telegram.messages
+    assert preview.stdout == message["text"] + "\n"
+    assert preview.stderr.startswith("visible length: ")
