@@ -1,0 +1,31 @@
+# The relay as a container: `docker build -t relay_app .`, then see README.md (Container).
+FROM python:3.11-slim-bookworm
+
+# The spool lives on the volume; everything else in the image is read-only to the relay.
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    RELAY_BIND=0.0.0.0:8000 \
+    RELAY_SPOOL_PATH=/data/relay-spool.sqlite3 \
+    PATH=/app/.venv/bin:$PATH
+
+WORKDIR /app
+COPY pyproject.toml README.md wsgi.py gunicorn.conf.py ./
+COPY relay_app ./relay_app
+
+# The README's install steps, word for word (tests/e2e/test_container.py runs this line).
+RUN python3 -m venv .venv && .venv/bin/pip install .
+
+RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin relay \
+    && mkdir /data \
+    && chown relay /data
+USER 10001
+VOLUME ["/data"]
+EXPOSE 8000
+
+# Liveness only: /readyz is the one that reports an unusable spool.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["python3", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ['RELAY_BIND'].rsplit(':', 1)[1] + '/healthz', timeout=4)"]
+
+CMD ["gunicorn", "wsgi:app"]
