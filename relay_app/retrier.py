@@ -692,10 +692,14 @@ class Retrier:
             # duplicate, and every doubling of the others, are worth a WARNING each.
             noteworthy = error.maybe_delivered or never_sent & (never_sent - 1) == 0
             level = logging.WARNING if noteworthy else logging.INFO
-            outcome, said = "retryable_error", f"failed, to be retried: {error}"
+            outcome, said = "retryable_error", f"failed (retryable): {error}"
         else:
             self.metrics.attempt(kind, "permanent_error", error_code)
-            level, outcome, said = logging.WARNING, "permanent_error", f"failed for good: {error}"
+            level, outcome, said = (
+                logging.WARNING,
+                "permanent_error",
+                f"failed (permanent): {error}",
+            )
         digest = f" (a digest of {len(alerts)})" if len(alerts) > 1 else ""
         log.log(
             level,

@@ -108,8 +108,8 @@ def create_blueprint(
             )
             if outcome == "rejected":
                 return jsonify(error=error), status  # as every other HTTP error of the relay
-            if alert is not None and outcome == "queued":
-                body.setdefault("alert", label)
+            if alert is not None and outcome != "sent":
+                body.setdefault("alert", label)  # the id its log records and the spool carry
             return jsonify(status=outcome, **body), status
 
         if not hmac.compare_digest(secret.encode(), expected_secret):

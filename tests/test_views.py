@@ -101,6 +101,7 @@ def test_a_permanent_refusal_is_not_retried_and_is_logged_with_the_text(
     assert reply.status_code == 502
     assert reply.json == {
         "status": "failed",
+        "alert": "#1",  # its dead letter's id
         "error": "Telegram refused the message (403): "
         "Forbidden: bot was kicked from the group chat",
     }
@@ -218,7 +219,11 @@ def test_a_relay_bug_while_sending_still_logs_the_alert(
     telegram.post(SEND_URL, body=RuntimeError("not a requests error"))
     reply = client.post(WEBHOOK, json=issue_alert())
     assert reply.status_code == 500
-    assert reply.json == {"status": "failed", "error": "internal error; see the relay's log"}
+    assert reply.json == {
+        "status": "failed",
+        "alert": "#1",
+        "error": "internal error; see the relay's log",
+    }
     [lost] = [r for r in caplog.records if "ALERT NOT DELIVERED" in r.getMessage()]
     assert "ZeroDivisionError: division by zero #1" in lost.getMessage()
     assert lost.exc_info is not None
