@@ -687,9 +687,10 @@ class Retrier:
             said = f"delivered {waited:.1f} s after {'the first' if alerts[1:] else 'it'} arrived"
         elif isinstance(error, RetryableDeliveryError):
             self.metrics.attempt(kind, "retryable_error", error_code)
-            never_sent = max(alert.attempts - alert.unsure_attempts for alert in alerts)
             # In a long outage an alert is tried hundreds of times; attempts that risk a
-            # duplicate, and every doubling of the others, are worth a WARNING each.
+            # duplicate, and every doubling of the others, are worth a WARNING each. (This
+            # attempt is not yet counted as one that posted nothing: that comes after.)
+            never_sent = 1 + max(alert.attempts - alert.unsure_attempts for alert in alerts)
             noteworthy = error.maybe_delivered or never_sent & (never_sent - 1) == 0
             level = logging.WARNING if noteworthy else logging.INFO
             outcome, said = "retryable_error", f"failed (retryable): {error}"

@@ -25,7 +25,16 @@ TEST_MESSAGE = (
     "✅ <b>relay_app test message</b>\n"
     "Sent by <code>relay-app check --send</code>: GlitchTip alerts for this chat will arrive here."
 )
-# Member statuses that may post in a group (a restricted member only if allowed to send).
+# getChatMember's statuses, said plainly; the first four may post in a group (a restricted
+# member only if allowed to send).
+_STATUSES = {
+    "creator": "the bot created it",
+    "administrator": "the bot is an administrator",
+    "member": "the bot is a member",
+    "restricted": "the bot is a restricted member",
+    "left": "the bot is not a member",
+    "kicked": "the bot was removed from it",
+}
 _POSTING_STATUSES = {"creator", "administrator", "member", "restricted"}
 
 
@@ -118,12 +127,13 @@ def _chat_verdict(
     title = info.get("title") or info.get("username") or info.get("first_name") or ""
     described = f"{kind} {title!r}" + (" (forum)" if info.get("is_forum") else "")
     status = str(member.get("status", "unknown"))
+    standing = _STATUSES.get(status, f"the bot's status is {status!r}")
     if kind == "channel" and not (status == "creator" or member.get("can_post_messages")):
         return (
             Verdict(
                 name,
                 False,
-                f"{described}: the bot is {status}, and cannot post in the channel",
+                f"{described}: {standing}, and cannot post in the channel",
                 "make the bot an administrator of the channel with the right to post messages",
             ),
             info,
@@ -133,13 +143,13 @@ def _chat_verdict(
             Verdict(
                 name,
                 False,
-                f"{described}: the bot is {status} there, and cannot post",
+                f"{described}: {standing}, and cannot post there",
                 "add the bot to the group again (Group info → Add members), or lift its "
                 "restriction on sending messages",
             ),
             info,
         )
-    return Verdict(name, True, f"{described}; the bot is {status} there"), info
+    return Verdict(name, True, f"{described}; {standing}"), info
 
 
 def _topic_verdict(

@@ -98,7 +98,7 @@ class TelegramClient:
                 )
             except requests.RequestException as exc:
                 raise _network_error(exc, watchdog.expired, remaining) from None
-        return _result_or_error(response, watchdog.expired, remaining)
+        return _result_or_error(response, watchdog.expired, remaining, method)
 
     def close(self) -> None:
         self._session.close()
@@ -171,7 +171,9 @@ def _root_cause(exc: requests.RequestException) -> str:
     return _short(redact(str(cause)))
 
 
-def _result_or_error(response: requests.Response, expired: bool, seconds: float) -> dict[str, Any]:
+def _result_or_error(
+    response: requests.Response, expired: bool, seconds: float, method: str
+) -> dict[str, Any]:
     try:
         reply = response.json()
     except ValueError:
@@ -189,10 +191,10 @@ def _result_or_error(response: requests.Response, expired: bool, seconds: float)
     if reply.get("ok") is True and response.status_code < 300:
         result = reply.get("result")
         return result if isinstance(result, dict) else {}
-    raise _refusal(response, reply)
+    raise _refusal(response, reply, method)
 
 
-def _refusal(response: requests.Response, reply: dict[str, Any]) -> DeliveryError:
+def _refusal(response: requests.Response, reply: dict[str, Any], method: str) -> DeliveryError:
     status = response.status_code
     # Telegram documents error_code as subject to change: the HTTP status and the description
     # are read too.
@@ -202,7 +204,8 @@ def _refusal(response: requests.Response, reply: dict[str, Any]) -> DeliveryErro
     description = redact(str(reply.get("description") or f"HTTP {status}"))
     parameters = reply.get("parameters")
     parameters = parameters if isinstance(parameters, dict) else {}
-    summary = f"Telegram refused the message ({error_code}): {_short(description)}"
+    refused = "the message" if method == "sendMessage" else method
+    summary = f"Telegram refused {refused} ({error_code}): {_short(description)}"
 
     if 429 in (error_code, status):
         retry_after = _seconds(parameters.get("retry_after"))

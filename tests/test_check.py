@@ -95,7 +95,7 @@ def test_a_wrong_token_fails_with_a_hint_and_never_shows_the_token(
     code, lines = check(environment(fake, spool_path, TELEGRAM_BOT_TOKEN=wrong))
     assert code == 1
     token = line_for(lines, "token")
-    assert token.startswith("FAIL  token: Telegram refused the message (401): Unauthorized")
+    assert token.startswith("FAIL  token: Telegram refused getMe (401): Unauthorized")
     assert "copy it again from @BotFather" in token
     assert line_for(lines, "chats").startswith("FAIL  chats: not checked")
 
@@ -105,7 +105,7 @@ def test_a_chat_the_bot_is_not_in_fails_with_a_hint(fake: FakeTelegram, spool_pa
     code, lines = check(environment(fake, spool_path, TELEGRAM_ALLOWED_CHAT_IDS=stranger))
     assert code == 1
     line = line_for(lines, f"chat {stranger}")
-    assert line.startswith(f"FAIL  chat {stranger}: Telegram refused the message (400): ")
+    assert line.startswith(f"FAIL  chat {stranger}: Telegram refused getChat (400): ")
     assert "chat not found" in line
     assert "add the bot to the group" in line
 
@@ -115,7 +115,7 @@ def test_a_bot_that_left_a_public_group_fails(fake: FakeTelegram, spool_path: st
     code, lines = check(environment(fake, spool_path))
     assert code == 1
     line = line_for(lines, f"chat {OTHER_CHAT}")
-    assert "the bot is left there, and cannot post" in line
+    assert "the bot is not a member, and cannot post there" in line
     assert "add the bot to the group again" in line
 
 

@@ -21,6 +21,7 @@ from relay_app.errors import (
 )
 from relay_app.formatting import Message, format_alert
 from relay_app.glitchtip import parse_alert
+from relay_app.logs import EVENT_ATTRIBUTE
 from relay_app.pacing import CHAT_INTERVAL
 from relay_app.retrier import Deliver, Retrier
 from relay_app.routing import Destination
@@ -712,3 +713,28 @@ def test_a_wrapped_app_is_reported_rather_than_silently_not_resumed(
 ) -> None:
     start_background_work(object())
     assert "alerts left in the spool by an earlier process will not be taken up" in caplog.text
+
+
+def test_each_attempt_logs_one_record_and_a_long_outage_warns_at_each_doubling(
+    spool: Spool, clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="relay_app")
+    telegram = FlakyTelegram(*[REFUSED] * 10, clock=clock)
+    background = make_retrier(telegram, spool, clock)
+    alert = admit(background)
+    with pytest.raises(RetryableDeliveryError):
+        background.send_now(alert)  # the webhook's own attempt
+    background.retry_later(alert, REFUSED)
+    run_background(background, clock)
+    attempts = [
+        (r.levelno, fields)
+        for r in caplog.records
+        if (fields := getattr(r, EVENT_ATTRIBUTE, {})).get("event") == "attempt"
+    ]
+    assert [fields["attempt"] for _, fields in attempts] == list(range(1, 12))
+    assert [fields["kind"] for _, fields in attempts] == ["sync"] + ["background"] * 10
+    outcomes = [fields["outcome"] for _, fields in attempts]
+    assert outcomes == ["retryable_error"] * 10 + ["delivered"]
+    assert all(fields["alerts"] == [alert.label] for _, fields in attempts)
+    warned = [fields["attempt"] for level, fields in attempts if level == logging.WARNING]
+    assert warned == [1, 2, 4, 8]  # posted nothing: the rest are INFO
