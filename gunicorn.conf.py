@@ -5,19 +5,25 @@ Command-line options (-b, -w, ...) still override anything set here.
 
 import os
 import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from relay_app import metrics, retrier, start_background_work
-from relay_app.config import ConfigError, Settings, metrics_enabled
+from relay_app.config import ConfigError, Settings, log_format_from_env, metrics_enabled
+
+
+def _wanted(read: Callable[[Mapping[str, str]], object], default: object) -> object:
+    # A bad variable is on_starting's to report, with the others; until then, the default.
+    try:
+        return read(os.environ)
+    except ConfigError:
+        return default
+
 
 # Here, in the master, before any worker imports prometheus_client: every worker then writes
 # its counts to files in one directory, and /metrics, answered by any of them, adds them up.
-try:
-    _metrics_dir = (
-        metrics.share_between_workers(os.environ) if metrics_enabled(os.environ) else None
-    )
-except ConfigError:
-    _metrics_dir = None  # on_starting reports the variable and stops gunicorn
+if _wanted(metrics_enabled, default=False):
+    metrics.share_between_workers(os.environ)
 
 bind = os.environ.get("RELAY_BIND", "127.0.0.1:8000")
 
@@ -39,7 +45,7 @@ accesslog = "-"
 # The request line holds the webhook secret; relay_app redacts it from every log record.
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
 
-if os.environ.get("RELAY_LOG_FORMAT", "").strip().lower() == "json":
+if _wanted(log_format_from_env, default="text") == "json":
     # gunicorn's own records (its error log and the access log) as JSON lines too, and the
     # relay's through the root logger's handler: one format on stderr for the log shipper.
     _json_handler = {
@@ -73,7 +79,7 @@ def on_starting(server: Any) -> None:
 
 
 def on_exit(server: Any) -> None:
-    metrics.remove_directory(_metrics_dir)
+    metrics.remove_directory()
 
 
 def post_worker_init(worker: Any) -> None:

@@ -38,7 +38,14 @@ class ConfigError(ValueError):
         self.variable = variable
 
 
-__all__ = ["ChatId", "ConfigError", "Settings", "metrics_enabled", "spool_path_from_env"]
+__all__ = [
+    "ChatId",
+    "ConfigError",
+    "Settings",
+    "log_format_from_env",
+    "metrics_enabled",
+    "spool_path_from_env",
+]
 
 
 @dataclass(frozen=True)
@@ -98,7 +105,7 @@ class Settings:
             allowed_chat_ids=_allowed_chat_ids(environ),
             coalesce=_switch(environ, "RELAY_COALESCE", default=True),
             metrics=metrics_enabled(environ),
-            log_format=_log_format(environ),
+            log_format=log_format_from_env(environ),
         )
 
 
@@ -107,7 +114,8 @@ def metrics_enabled(environ: Mapping[str, str]) -> bool:
     return _switch(environ, "RELAY_METRICS", default=True)
 
 
-def _log_format(environ: Mapping[str, str]) -> LogFormat:
+def log_format_from_env(environ: Mapping[str, str]) -> LogFormat:
+    """RELAY_LOG_FORMAT, which gunicorn.conf.py reads to configure gunicorn's own logs."""
     name = "RELAY_LOG_FORMAT"
     raw = environ.get(name, "").strip().lower()
     if raw in ("", "text"):

@@ -41,7 +41,7 @@ AttemptResult = Literal["delivered", "retryable_error", "permanent_error"]
 
 
 class Metrics:
-    """The relay's counters. One per app; tests give each app its own registry."""
+    """The relay's counters: one per app, each with a registry of its own."""
 
     def __init__(self, spool: Spool | None) -> None:
         # Imported here, not at the top: see the module's docstring.
@@ -160,15 +160,19 @@ class _SpoolCollector:
         yield age
 
 
-def share_between_workers(environ: MutableMapping[str, str]) -> str | None:
+# The directory share_between_workers made, kept here rather than in gunicorn.conf.py: gunicorn
+# reads its config file again on SIGHUP, and the second reading finds the variable already set.
+_made_directory: str | None = None
+
+
+def share_between_workers(environ: MutableMapping[str, str]) -> None:
     """Give gunicorn's workers one directory for their metric files, in the master, before
-    any worker imports prometheus_client. Returns the directory this made (to remove at exit),
-    or None when the user named one (or metrics are off)."""
+    any worker imports prometheus_client; unless the user named one."""
+    global _made_directory
     if environ.get(MULTIPROC_DIR):
-        return None
-    made = tempfile.mkdtemp(prefix="relay-metrics-")
-    environ[MULTIPROC_DIR] = made
-    return made
+        return
+    _made_directory = tempfile.mkdtemp(prefix="relay-metrics-")
+    environ[MULTIPROC_DIR] = _made_directory
 
 
 def clear_stale_files(environ: Mapping[str, str]) -> None:
@@ -179,6 +183,7 @@ def clear_stale_files(environ: Mapping[str, str]) -> None:
             os.remove(stale)
 
 
-def remove_directory(directory: str | None) -> None:
-    if directory is not None:
-        shutil.rmtree(directory, ignore_errors=True)
+def remove_directory() -> None:
+    """Remove the directory share_between_workers made, if it made one (gunicorn's on_exit)."""
+    if _made_directory is not None:
+        shutil.rmtree(_made_directory, ignore_errors=True)

@@ -278,7 +278,7 @@ class Retrier:
         clock: Clock = time.time,
     ) -> None:
         self._deliver = deliver
-        self.metrics = metrics or Metrics(spool)
+        self._metrics = metrics or Metrics(spool)
         self._spool = spool
         self._attempts = attempts
         self._wait = wait
@@ -375,10 +375,26 @@ class Retrier:
                 kept = f"; kept as a dead letter (resend: relay-app spool retry {alert.id})"
             except SpoolError as exc:
                 kept = f"; could not be kept as a dead letter ({exc})"
-        self._undelivered(
-            alert,
-            f"{reason}{kept}",
+        self._undelivered(alert, f"{reason}{kept}", error, exc_info=exc_info)
+
+    def undelivered(
+        self,
+        message: Message,
+        reason: str,
+        error: BaseException | None,
+        *,
+        alert: SpooledAlert | None = None,
+        exc_info: bool = False,
+    ) -> None:
+        """Count an alert that will not reach Telegram, and log it with its text: the one way
+        every such alert is recorded, whether or not it ever got an id."""
+        self._metrics.undelivered.inc()
+        log_undelivered(
+            message,
+            reason,
             error,
+            alert=alert.label if alert is not None else None,
+            destination=alert.destination if alert is not None else None,
             exc_info=exc_info,
         )
 
@@ -390,15 +406,7 @@ class Retrier:
         *,
         exc_info: bool = False,
     ) -> None:
-        self.metrics.undelivered.inc()
-        log_undelivered(
-            alert.message,
-            reason,
-            error,
-            alert=alert.label,
-            destination=alert.destination,
-            exc_info=exc_info,
-        )
+        self.undelivered(alert.message, reason, error, alert=alert, exc_info=exc_info)
 
     def retry_later(self, alert: SpooledAlert, error: RetryableDeliveryError) -> str | None:
         """Schedule background attempts after a failed synchronous one. Returns the alert's
@@ -681,12 +689,12 @@ class Retrier:
         attempt = max(alert.attempts for alert in alerts)
         waited = self._clock() - min(alert.received_at for alert in alerts)
         if error is None:
-            self.metrics.attempt(kind, "delivered", None)
-            self.metrics.delivered([alert.received_at for alert in alerts], self._clock())
+            self._metrics.attempt(kind, "delivered", None)
+            self._metrics.delivered([alert.received_at for alert in alerts], self._clock())
             level, outcome = logging.INFO, "delivered"
             said = f"delivered {waited:.1f} s after {'the first' if alerts[1:] else 'it'} arrived"
         elif isinstance(error, RetryableDeliveryError):
-            self.metrics.attempt(kind, "retryable_error", error_code)
+            self._metrics.attempt(kind, "retryable_error", error_code)
             # In a long outage an alert is tried hundreds of times; attempts that risk a
             # duplicate, and every doubling of the others, are worth a WARNING each. (This
             # attempt is not yet counted as one that posted nothing: that comes after.)
@@ -695,7 +703,7 @@ class Retrier:
             level = logging.WARNING if noteworthy else logging.INFO
             outcome, said = "retryable_error", f"failed (retryable): {error}"
         else:
-            self.metrics.attempt(kind, "permanent_error", error_code)
+            self._metrics.attempt(kind, "permanent_error", error_code)
             level, outcome, said = (
                 logging.WARNING,
                 "permanent_error",

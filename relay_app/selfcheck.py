@@ -76,7 +76,7 @@ def _telegram_verdicts(
         yield Verdict("token", False, str(exc), _hint(exc, api, "token"))
         yield Verdict("chats", False, "not checked: Telegram did not accept the token")
         return
-    bot_id = me.get("id")
+    bot_id = int(me.get("id", 0))
     yield Verdict("token", True, f"the bot is @{me.get('username')} (id {bot_id})")
 
     default = settings.default_destination
@@ -111,16 +111,14 @@ def _telegram_verdicts(
 def _chat_verdict(
     client: TelegramClient,
     chat: ChatId,
-    bot_id: object,
+    bot_id: int,
     deadline: Callable[[], float],
     api: str,
 ) -> tuple[Verdict, dict[str, Any]]:
     name = f"chat {chat}"
     try:
         info = client.get_chat(chat, deadline=deadline())
-        member = client.call(
-            "getChatMember", {"chat_id": chat, "user_id": bot_id}, deadline=deadline()
-        )
+        member = client.get_chat_member(chat, bot_id, deadline=deadline())
     except DeliveryError as exc:
         return Verdict(name, False, str(exc), _hint(exc, api, "chat")), {}
     kind = str(info.get("type", "chat"))

@@ -1,6 +1,6 @@
-"""The Telegram Bot API client: `sendMessage` for the relay, `getMe`, `getChat` and
-`sendChatAction` for `relay-app check`, and the one place where requests' exceptions and
-Telegram's replies become the relay's delivery errors.
+"""The Telegram Bot API client: `sendMessage` for the relay, `getMe`, `getChat`,
+`getChatMember` and `sendChatAction` for `relay-app check`, and the one place where requests'
+exceptions and Telegram's replies become the relay's delivery errors.
 """
 
 from __future__ import annotations
@@ -72,6 +72,10 @@ class TelegramClient:
 
     def get_chat(self, chat_id: ChatId, *, deadline: float) -> dict[str, Any]:
         return self.call("getChat", {"chat_id": chat_id}, deadline=deadline)
+
+    def get_chat_member(self, chat_id: ChatId, user_id: int, *, deadline: float) -> dict[str, Any]:
+        body = {"chat_id": chat_id, "user_id": user_id}
+        return self.call("getChatMember", body, deadline=deadline)
 
     def send_chat_action(
         self, chat_id: ChatId, *, thread_id: int | None, deadline: float

@@ -17,7 +17,6 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
-from .delivery import log_undelivered
 from .errors import PermanentDeliveryError, RetryableDeliveryError, ThreadNotFound
 from .formatting import message_for
 from .glitchtip import PayloadError, payload_from_json
@@ -73,18 +72,17 @@ def create_blueprint(
     def webhook(secret: str) -> tuple[Response, int]:
         started = time.monotonic()
 
-        def answer(
+        def record(
             outcome: WebhookOutcome,
             reason: str,
             status: int,
-            alert: SpooledAlert | None = None,
-            **body: Any,
-        ) -> tuple[Response, int]:
-            """Count the webhook and log its one record, then answer GlitchTip."""
+            alert: SpooledAlert | None,
+            error: str | None,
+        ) -> None:
+            """Count the webhook, and log its one record."""
             metrics.webhook(outcome, reason)
             seconds = time.monotonic() - started
             label = alert.label if alert is not None else None
-            error = body.get("error")
             log.log(
                 _LEVELS[outcome],
                 "webhook%s %s (%d, %s)%s in %.1f ms%s",
@@ -106,15 +104,25 @@ def create_blueprint(
                     error=error,
                 ),
             )
+
+        def answer(
+            outcome: WebhookOutcome,
+            reason: str,
+            status: int,
+            alert: SpooledAlert | None = None,
+            **body: Any,
+        ) -> tuple[Response, int]:
+            """Record the webhook, then answer GlitchTip."""
+            record(outcome, reason, status, alert, body.get("error"))
             if outcome == "rejected":
-                return jsonify(error=error), status  # as every other HTTP error of the relay
+                return jsonify(error=body.get("error")), status  # as the relay's other errors
             if alert is not None and outcome != "sent":
-                body.setdefault("alert", label)  # the id its log records and the spool carry
+                body["alert"] = alert.label  # the id its log records and the spool carry
             return jsonify(status=outcome, **body), status
 
         if not hmac.compare_digest(secret.encode(), expected_secret):
             # Not logged with the path: a near miss may be an old secret, still worth hiding.
-            answer("rejected", "wrong_secret", 404)
+            record("rejected", "wrong_secret", 404, None, None)
             raise NotFound()
         try:
             payload = payload_from_json(request.get_data(cache=False))
@@ -130,8 +138,7 @@ def create_blueprint(
             )
         except RouteError as exc:
             # GlitchTip ignores the 400 and never resends: the log is the alert's last trace.
-            metrics.undelivered.inc()
-            log_undelivered(message_for(payload), f"the webhook URL was refused: {exc}", None)
+            retrier.undelivered(message_for(payload), f"the webhook URL was refused: {exc}", None)
             return answer("rejected", "bad_route", 400, error=str(exc))
         admission = retrier.admit(message_for(payload), destination)  # on disk before sending
         alert = admission.alert
