@@ -35,6 +35,8 @@ def test_defaults_fill_everything_but_the_three_required_variables() -> None:
         late_after=60.0,
         allowed_chat_ids=frozenset(),
         coalesce=True,
+        metrics=True,
+        log_format="text",
     )
 
 
@@ -53,6 +55,8 @@ def test_every_variable_is_read() -> None:
             RELAY_LATE_AFTER="120",
             TELEGRAM_ALLOWED_CHAT_IDS=" -1001111111111, @Ops_Room ,,-42",
             RELAY_COALESCE="0",
+            RELAY_METRICS="off",
+            RELAY_LOG_FORMAT=" JSON ",
         )
     )
     assert settings.telegram_chat_id == "@alerts_channel"
@@ -65,6 +69,7 @@ def test_every_variable_is_read() -> None:
     assert settings.late_after == 120
     assert settings.allowed_chat_ids == frozenset({"-1001111111111", "@ops_room", "-42"})
     assert settings.coalesce is False
+    assert (settings.metrics, settings.log_format) == (False, "json")
 
 
 def test_the_spool_can_be_switched_off() -> None:
@@ -99,6 +104,8 @@ def test_the_spool_can_be_switched_off() -> None:
         ("TELEGRAM_ALLOWED_CHAT_IDS", "-100111, ops room", "'ops room' is neither"),
         ("TELEGRAM_ALLOWED_CHAT_IDS", "-100111;-100222", "separated by commas"),
         ("RELAY_COALESCE", "maybe", "use 1 or 0"),
+        ("RELAY_METRICS", "no thanks", "use 1 or 0"),
+        ("RELAY_LOG_FORMAT", "logfmt", "use text (the default) or json"),
     ],
 )
 def test_a_bad_variable_is_named_with_how_to_fix_it(variable: str, value: str, says: str) -> None:

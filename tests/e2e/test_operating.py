@@ -8,6 +8,7 @@ import functools
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -100,6 +101,7 @@ def test_metrics_add_up_over_two_workers_through_success_outage_and_give_up(
     assert (reply.status_code, reply.json()["status"]) == (502, "failed")
 
     # Any worker may answer a scrape: every one must give the same totals.
+    assert TOKEN not in requests.get(f"{relay.url}/metrics", timeout=5).text
     scrapes = [scrape(relay) for _ in range(6)]
     assert all(samples == scrapes[0] for samples in scrapes)
     samples = scrapes[0]
@@ -230,3 +232,24 @@ def test_preview_shows_exactly_what_telegram_receives(
     [message] = fake_telegram.messages
     assert preview.stdout == message["text"] + "\n"
     assert preview.stderr.startswith("visible length: ")
+
+
+def test_gunicorn_makes_the_metrics_directory_and_removes_it_at_exit(
+    start_relay: StartRelay,
+) -> None:
+    before = set(Path(tempfile.gettempdir()).glob("relay-metrics-*"))
+    relay = start_relay()
+    [made] = set(Path(tempfile.gettempdir()).glob("relay-metrics-*")) - before
+    assert requests.get(f"{relay.url}/metrics", timeout=5).status_code == 200
+    assert list(made.glob("*.db"))  # the workers' files
+    relay.stop()
+    assert not made.exists()
+
+
+def test_relay_metrics_0_serves_no_metrics_and_makes_no_directory(
+    start_relay: StartRelay,
+) -> None:
+    before = set(Path(tempfile.gettempdir()).glob("relay-metrics-*"))
+    relay = start_relay(RELAY_METRICS="0")
+    assert requests.get(f"{relay.url}/metrics", timeout=5).status_code == 404
+    assert set(Path(tempfile.gettempdir()).glob("relay-metrics-*")) == before
