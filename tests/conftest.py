@@ -18,6 +18,8 @@ TOKEN = "123456789:unit-test-token-abcdefghijklmnop"
 SECRET = "unit-test-webhook-secret-0123456789"
 API_URL = "https://telegram.test"
 SEND_URL = f"{API_URL}/bot{TOKEN}/sendMessage"
+WEBHOOK = f"/webhook/{SECRET}"
+OK = {"ok": True, "result": {"message_id": 1}}  # Telegram's answer to an accepted message
 CHAT_ID = -1001234567890
 DESTINATION = Destination(CHAT_ID)
 

@@ -15,11 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from relay_app import create_app, retrier
 from relay_app.config import Settings
 from relay_app.retrier import Retrier
-from tests.conftest import SECRET, SEND_URL, FakeTime, refusal, run_background
+from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, refusal, run_background
 from tests.payloads import issue, issue_alert
-
-WEBHOOK = f"/webhook/{SECRET}"
-OK = {"ok": True, "result": {"message_id": 1}}
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

@@ -20,11 +20,8 @@ from relay_app.pacing import CHAT_INTERVAL
 from relay_app.retrier import Retrier
 from relay_app.routing import Destination
 from relay_app.spool import Spool
-from tests.conftest import CHAT_ID, SECRET, SEND_URL, FakeTime, refusal, run_background
+from tests.conftest import CHAT_ID, OK, SECRET, SEND_URL, WEBHOOK, FakeTime, refusal, run_background
 from tests.payloads import issue, issue_alert, uptime_alert
-
-WEBHOOK = f"/webhook/{SECRET}"
-OK = {"ok": True, "result": {"message_id": 1}}
 
 
 def sent_bodies(telegram: responses.RequestsMock) -> list[dict[str, Any]]:
