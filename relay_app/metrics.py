@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Literal
 
-from .spool import Spool, SpoolError
+from .spool import Spool, SpoolError, State
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
@@ -124,6 +124,15 @@ class _SpoolCollector:
     def __init__(self, spool: Spool | None) -> None:
         self._spool = spool
 
+    def _readings(self) -> tuple[dict[State, int], float | None] | None:
+        """The counts and the oldest pending alert's arrival; None without a usable spool."""
+        if self._spool is None:
+            return None
+        try:
+            return self._spool.counts(), self._spool.oldest_pending()
+        except SpoolError:
+            return None
+
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily
 
@@ -131,19 +140,12 @@ class _SpoolCollector:
             "relay_spool_usable",
             "1 when the spool can be read now; 0 when it cannot, or RELAY_SPOOL_PATH=off",
         )
-        if self._spool is None:
-            usable.add_metric([], 0)
-            yield usable
-            return
-        try:
-            counts = self._spool.counts()
-            oldest = self._spool.oldest_pending()
-        except SpoolError:
-            usable.add_metric([], 0)
-            yield usable
-            return
-        usable.add_metric([], 1)
+        readings = self._readings()
+        usable.add_metric([], 0 if readings is None else 1)
         yield usable
+        if readings is None:
+            return
+        counts, oldest = readings
         alerts = GaugeMetricFamily(
             "relay_spool_alerts",
             "Alerts in the spool by state: pending (waiting to be sent) or dead (given up)",

@@ -687,10 +687,11 @@ class Retrier:
     ) -> None:
         error_code = getattr(error, "error_code", None)
         attempt = max(alert.attempts for alert in alerts)
-        waited = self._clock() - min(alert.received_at for alert in alerts)
+        now = self._clock()
+        waited = now - min(alert.received_at for alert in alerts)
         if error is None:
             self._metrics.attempt(kind, "delivered", None)
-            self._metrics.delivered([alert.received_at for alert in alerts], self._clock())
+            self._metrics.delivered([alert.received_at for alert in alerts], now)
             level, outcome = logging.INFO, "delivered"
             said = f"delivered {waited:.1f} s after {'the first' if alerts[1:] else 'it'} arrived"
         elif isinstance(error, RetryableDeliveryError):

@@ -18,7 +18,7 @@ from typing import Any
 from .config import ConfigError, Settings
 from .errors import ChatMigrated, DeliveryError, ThreadNotFound
 from .routing import ChatId, Destination, parse_chat_id
-from .spool import Spool, SpoolError
+from .spool import Spool, SpoolError, SpoolOutdated
 from .telegram import TelegramClient
 
 TEST_MESSAGE = (
@@ -179,28 +179,27 @@ def _spool_verdict(path: str | None) -> Verdict:
             True,
             "off (RELAY_SPOOL_PATH=off): alerts waiting for a retry are lost if the relay stops",
         )
-    spool = Spool(path, for_service=False)
-    try:
-        counts = spool.counts()
-    except SpoolError as exc:
-        problem = str(exc)
-        if "older relay_app" in problem:
-            return Verdict("spool", True, f"{path}: the relay upgrades it when it next starts")
-        if "there is no spool" in problem:
-            directory = os.path.dirname(os.path.abspath(path))
-            if os.access(directory, os.W_OK):
-                return Verdict("spool", True, f"{path} does not exist yet; the relay creates it")
-            return Verdict(
-                "spool",
-                False,
-                f"{path} does not exist, and {directory} is not writable by this user",
-                "run the relay as a user who may write there, or set RELAY_SPOOL_PATH to a "
-                "file in a writable directory",
-            )
+    if not os.path.exists(path):
+        directory = os.path.dirname(os.path.abspath(path))
+        if os.access(directory, os.W_OK):
+            return Verdict("spool", True, f"{path} does not exist yet; the relay creates it")
         return Verdict(
             "spool",
             False,
-            problem,
+            f"{path} does not exist, and {directory} is not writable by this user",
+            "run the relay as a user who may write there, or set RELAY_SPOOL_PATH to a "
+            "file in a writable directory",
+        )
+    spool = Spool(path, for_service=False)
+    try:
+        counts = spool.counts()
+    except SpoolOutdated:
+        return Verdict("spool", True, f"{path}: the relay upgrades it when it next starts")
+    except SpoolError as exc:
+        return Verdict(
+            "spool",
+            False,
+            str(exc),
             "fix the file's permissions, or set RELAY_SPOOL_PATH to a file in a writable directory",
         )
     finally:
@@ -231,7 +230,7 @@ def _hint(error: DeliveryError, api: str, doing: str) -> str:
             "Telegram does not know this token: copy it again from @BotFather (/mybots → your "
             "bot → API Token) into TELEGRAM_BOT_TOKEN; a revoked token stops working"
         )
-    if isinstance(error, ThreadNotFound) or "thread not found" in description:
+    if isinstance(error, ThreadNotFound):
         return (
             "the forum topic does not exist: open it in Telegram, copy a message link "
             "(t.me/c/<chat>/<topic>/<message>) and set TELEGRAM_THREAD_ID to its <topic> number"

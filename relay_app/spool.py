@@ -143,6 +143,10 @@ class SpoolError(Exception):
     """The spool cannot be used right now: not openable, read-only, full disk, corrupt."""
 
 
+class SpoolOutdated(SpoolError):
+    """An older relay_app wrote the file; only the service upgrades it (relay-app does not)."""
+
+
 class SpoolFull(Exception):
     """RELAY_SPOOL_MAX_PENDING alerts are already pending."""
 
@@ -666,7 +670,7 @@ class Spool:
 
     def _upgrade(self, connection: sqlite3.Connection, version: int) -> None:
         if not self._for_service:
-            raise SpoolError(
+            raise SpoolOutdated(
                 f"{self.path} was written by an older relay_app (schema {version}); start the "
                 "relay once to upgrade it"
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from relay_app.cli import main
 from relay_app.formatting import format_alert, visible_length
 from relay_app.glitchtip import parse_alert
 from relay_app.selfcheck import TEST_MESSAGE
-from relay_app.spool import Spool
+from relay_app.spool import _SCHEMA_STEPS, Spool
 from tests.conftest import DESTINATION
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 from tests.payloads import issue, issue_alert
@@ -189,9 +190,22 @@ def test_the_spool_check_reports_what_is_in_it(fake: FakeTelegram, spool_path: s
     )
 
 
-def test_a_spool_that_cannot_be_read_fails(
-    fake: FakeTelegram, spool_path: str, tmp_path: Path
+def test_a_spool_from_an_older_relay_passes_since_the_relay_upgrades_it(
+    fake: FakeTelegram, spool_path: str
 ) -> None:
+    with sqlite3.connect(spool_path) as db:
+        for statement in _SCHEMA_STEPS[1]:
+            db.execute(statement)
+        db.execute("PRAGMA user_version = 1")
+    db.close()
+    code, lines = check(environment(fake, spool_path))
+    assert code == 0
+    assert line_for(lines, "spool") == (
+        f"ok    spool: {spool_path}: the relay upgrades it when it next starts"
+    )
+
+
+def test_a_spool_that_cannot_be_read_fails(fake: FakeTelegram, spool_path: str) -> None:
     Path(spool_path).write_bytes(b"this is not a database" * 100)
     code, lines = check(environment(fake, spool_path))
     assert code == 1
