@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from relay_app import metrics, retrier, start_background_work
+from relay_app import metrics, start_background_work, stop_background_work
 from relay_app.config import ConfigError, Settings, log_format_from_env, metrics_enabled
 
 
@@ -33,8 +33,8 @@ worker_class = "gthread"
 threads = 32
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 
-# Background retries sleep in the worker process. A graceful stop lets running attempts finish
-# (each within RELAY_SEND_TIMEOUT) and gives spooled alerts back at once, well inside this.
+# A graceful stop lets running attempts finish (each within RELAY_SEND_TIMEOUT) and gives the
+# alerts held in memory (without a usable spool) a last attempt, well inside this.
 graceful_timeout = 30
 
 # gunicorn's control socket lives at one path per user: a second relay on the host would fight
@@ -89,4 +89,4 @@ def post_worker_init(worker: Any) -> None:
 
 def worker_exit(server: Any, worker: Any) -> None:
     # Also called in the master for a worker that is already gone; there it has nothing to do.
-    retrier.shutdown()
+    stop_background_work(getattr(worker, "wsgi", None))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import random
+import secrets
 import sys
 import tempfile
 import threading
@@ -29,9 +30,11 @@ from bench.payload import PAYLOAD  # noqa: E402
 from relay_app.digest import how_many_fit  # noqa: E402
 from relay_app.formatting import format_alert  # noqa: E402
 from relay_app.glitchtip import parse_alert  # noqa: E402
+from relay_app.outcomes import Delivered, Settlement  # noqa: E402
 from relay_app.pacing import CHAT_INTERVAL  # noqa: E402
 from relay_app.routing import Destination  # noqa: E402
-from relay_app.spool import Spool  # noqa: E402
+from relay_app.spool import Claim, Database, SqliteQueue, this_process  # noqa: E402
+from relay_app.spool.admin import SpoolAdmin  # noqa: E402
 
 MESSAGE = format_alert(parse_alert(PAYLOAD))
 PAIRS = 300
@@ -41,36 +44,65 @@ THREADS_PER_PROCESS = 8
 PAUSE_BETWEEN = 0.025  # about 600 pairs/s over the 16 threads, as at the relay's saturation
 
 
-def write_ahead_and_delete(spool: Spool) -> None:
+def admit(queue: SqliteQueue, destination: Destination, *, telegram_up: bool) -> Claim | None:
+    token = secrets.token_hex(8)
+    return queue.admit(
+        MESSAGE,
+        destination,
+        now=time.time(),
+        holder=this_process(),
+        token=token,
+        in_flight={token},
+        telegram_up=telegram_up,
+        attempt_by=float("inf"),
+    ).claim
+
+
+def write_ahead_and_delete(queue: SqliteQueue) -> None:
     """A webhook's own spool work when Telegram accepts at once: the write-ahead, with the
-    chat's turn, and the delete. Each to a chat of its own, so that pacing lets it go."""
-    chat = -random.randrange(1, 10**12)
-    spool.delivered(
-        [spool.add(MESSAGE, Destination(chat), received_at=time.time(), lease_for=0).alert]
-    )
+    chat's turn and the lease, and the settlement that deletes it. Each to a chat of its own,
+    so that pacing lets it go."""
+    claim = admit(queue, Destination(-random.randrange(1, 10**12)), telegram_up=True)
+    assert claim is not None
+    queue.settle(claim, Settlement([(claim.alerts[0], Delivered())], "answered"), now=time.time())
 
 
 def single_thread(path: str) -> list[tuple[int, float, float]]:
-    spool = Spool(path, max_pending=20000)
+    queue = SqliteQueue(Database(path), max_pending=20000)
     rows = []
     for pending in (0, 1000, 10000):
-        while spool.counts()["pending"] < pending:
-            spool.add(MESSAGE, WAITING, received_at=time.time(), lease_for=0)
+        while queue.pending() < pending:
+            admit(queue, WAITING, telegram_up=False)  # waiting, as behind a failing Telegram
         started = time.perf_counter()
         for _ in range(PAIRS):
-            write_ahead_and_delete(spool)
+            write_ahead_and_delete(queue)
         pair = (time.perf_counter() - started) / PAIRS
         time.sleep(CHAT_INTERVAL)  # the waiting alerts' turn
+        [lane] = [
+            lane
+            for lane in queue.lanes(now=time.time(), holder=this_process(), in_flight=())
+            if lane.destination == WAITING
+        ]
         started = time.perf_counter()
-        spool.claim(WAITING, lease_for=10, how_many=how_many_fit)
+        queue.claim(
+            lane,
+            now=time.time(),
+            holder=this_process(),
+            token="bench",
+            in_flight=(),
+            fit=lambda alerts: how_many_fit([alert.message for alert in alerts]),
+            retire=lambda alert, now: None,
+            send=True,
+            lease_for=10,
+        )
         claim = time.perf_counter() - started
-        spool.release_all()
+        queue.release(this_process())
         rows.append((pending, pair, claim))
     return rows
 
 
 def contending_process(path: str, results: multiprocessing.Queue[list[float]]) -> None:
-    spool = Spool(path)
+    queue = SqliteQueue(Database(path))
     latencies: list[float] = []
     lock = threading.Lock()
     stop_at = time.monotonic() + CONTENTION_SECONDS
@@ -78,7 +110,7 @@ def contending_process(path: str, results: multiprocessing.Queue[list[float]]) -
     def webhooks() -> None:
         while time.monotonic() < stop_at:
             started = time.perf_counter()
-            write_ahead_and_delete(spool)
+            write_ahead_and_delete(queue)
             took = time.perf_counter() - started
             with lock:
                 latencies.append(took)
@@ -87,7 +119,7 @@ def contending_process(path: str, results: multiprocessing.Queue[list[float]]) -
     def dispatcher() -> None:
         while time.monotonic() < stop_at:
             time.sleep(1.0)
-            spool.checkpoint()
+            queue.database.checkpoint()
 
     threads = [threading.Thread(target=webhooks) for _ in range(THREADS_PER_PROCESS)]
     threads.append(threading.Thread(target=dispatcher))
@@ -99,7 +131,7 @@ def contending_process(path: str, results: multiprocessing.Queue[list[float]]) -
 
 
 def contention(path: str) -> list[float]:
-    Spool(path).counts()  # create the file before the processes race to
+    SpoolAdmin(Database(path)).counts()  # create the file before the processes race to
     context = multiprocessing.get_context("spawn")
     results: multiprocessing.Queue[list[float]] = context.Queue()
     processes = [context.Process(target=contending_process, args=(path, results)) for _ in "ab"]

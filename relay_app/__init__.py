@@ -5,71 +5,64 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
 from .config import Settings
-from .delivery import Courier
+from .delivery import Courier, Telegram
+from .dispatcher import Dispatcher
+from .health import Health, HealthStore, MemoryHealthStore
+from .intake import Intake
+from .job import Jobs
 from .logs import configure_logging
 from .metrics import Metrics
-from .retrier import Clock, Retrier, Sleep, start_dispatching
-from .spool import Spool
+from .policy import RetryPolicy
+from .spool import Database, MemoryQueue, Queue, SpoolAdmin, SqliteHealthStore, SqliteQueue
 from .telegram import TelegramClient
 from .views import create_blueprint
 
 # GlitchTip's payloads are a few kilobytes; anything near this is not an alert.
 MAX_BODY_BYTES = 1024 * 1024
+EXTENSION = "relay_app"
+
+Clock = Callable[[], float]
 
 
-def create_app(
-    settings: Settings | None = None,
-    *,
-    retry_sleep: Sleep | None = None,
-    clock: Clock = time.time,
-) -> Flask:
+@dataclass(frozen=True)
+class Relay:
+    """The parts of one app that the views, gunicorn's hooks and tests reach."""
+
+    intake: Intake
+    dispatcher: Dispatcher
+    jobs: Jobs
+    metrics: Metrics
+    health: Health
+    spool: SqliteQueue | None
+    admin: SpoolAdmin | None
+    memory: MemoryQueue
+
+
+def create_app(settings: Settings | None = None, *, clock: Clock = time.time) -> Flask:
     """The WSGI app. Settings come from the environment unless given (tests build them);
-    `retry_sleep` and `clock` replace real pauses and time, so tests run without waiting.
-    Background work starts separately, in each worker: `start_background_work`."""
+    `clock` replaces wall-clock time, so tests can move it. Background work starts separately,
+    in each worker: `start_background_work`."""
     if settings is None:
         settings = Settings.from_env(os.environ)
     configure_logging(
         settings.telegram_bot_token, settings.webhook_secret, log_format=settings.log_format
     )
-
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
-    client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
-    courier = Courier(client, attempt_timeout=settings.send_timeout)
-    spool = None
-    if settings.spool_path is not None:
-        spool = Spool(
-            settings.spool_path,
-            max_pending=settings.spool_max_pending,
-            clock=clock,
-            default_destination=settings.default_destination,
-        )
-    metrics = Metrics(spool)
-    retrier = Retrier(
-        courier.deliver,
-        spool=spool,
-        attempts=settings.retry_attempts,
-        wait=settings.retry_wait,
-        max_age=settings.retry_max_age,
-        attempt_timeout=settings.send_timeout,
-        late_after=settings.late_after,
-        coalesce=settings.coalesce,
-        metrics=metrics,
-        sleep=retry_sleep,
-        clock=clock,
-    )
-    app.extensions["relay_retrier"] = retrier
+    relay = assemble(settings, clock=clock)
+    app.extensions[EXTENSION] = relay
     app.register_blueprint(
         create_blueprint(
             webhook_secret=settings.webhook_secret,
-            retrier=retrier,
-            metrics=metrics,
+            relay=relay,
             serve_metrics=settings.metrics,
             default_destination=settings.default_destination,
             allowed_chats=settings.allowed_chat_ids,
@@ -83,16 +76,86 @@ def create_app(
     return app
 
 
+def assemble(
+    settings: Settings, *, clock: Clock = time.time, telegram: Telegram | None = None
+) -> Relay:
+    """The relay's parts, wired: what `create_app` serves. `telegram` replaces the Bot API
+    (tests script its answers)."""
+    if telegram is None:
+        client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
+        telegram = Courier(client, attempt_timeout=settings.send_timeout)
+    memory = MemoryQueue()
+    spool = admin = None
+    health_store: HealthStore = MemoryHealthStore()
+    if settings.spool_path is not None:
+        database = Database(settings.spool_path, default_destination=settings.default_destination)
+        spool = SqliteQueue(database, max_pending=settings.spool_max_pending)
+        admin = SpoolAdmin(database, clock=clock)
+        health_store = SqliteHealthStore(database)
+    queues: list[Queue] = [queue for queue in (spool, memory) if queue is not None]
+    health = Health(health_store, queues=queues)
+    metrics = Metrics(admin, health)
+    if spool is not None:
+        spool.database.on_lock_wait = metrics.lock_wait
+    jobs = Jobs(
+        telegram.deliver,
+        policy=RetryPolicy(
+            attempts=settings.retry_attempts,
+            wait=settings.retry_wait,
+            max_age=settings.retry_max_age,
+        ),
+        health=health,
+        metrics=metrics,
+        clock=clock,
+        late_after=settings.late_after,
+        coalesce=settings.coalesce,
+        second_chance=settings.second_chance,
+    )
+    dispatcher = Dispatcher(
+        queues=queues,
+        jobs=jobs,
+        health=health,
+        probe=telegram.probe,
+        metrics=metrics,
+        attempt_timeout=settings.send_timeout,
+        clock=clock,
+    )
+    intake = Intake(
+        spool=spool,
+        memory=memory,
+        jobs=jobs,
+        dispatcher=dispatcher,
+        health=health,
+        attempt_timeout=settings.send_timeout,
+        clock=clock,
+    )
+    return Relay(intake, dispatcher, jobs, metrics, health, spool, admin, memory)
+
+
+def relay_of(app: object) -> Relay | None:
+    """The relay inside a WSGI app, or None when it is not relay_app's own (wrapped in
+    middleware, say)."""
+    extensions = getattr(app, "extensions", None)
+    relay = extensions.get(EXTENSION) if isinstance(extensions, dict) else None
+    return relay if isinstance(relay, Relay) else None
+
+
 def start_background_work(app: object) -> None:
     """Start sending waiting alerts from this process (gunicorn's post_worker_init): those
-    waiting for their chat's turn or a retry, and those a stopped or crashed process left."""
-    extensions = getattr(app, "extensions", None)
-    retrier = extensions.get("relay_retrier") if isinstance(extensions, dict) else None
-    if isinstance(retrier, Retrier):
-        start_dispatching(retrier)
-    else:  # wrapped in middleware, say: the hook cannot find the relay inside
+    due for a retry or their chat's turn, and those a stopped or crashed process left."""
+    relay = relay_of(app)
+    if relay is not None:
+        relay.dispatcher.start()
+    else:
         logging.getLogger(__name__).warning(
             "the WSGI app is not relay_app's own (%s): alerts left in the spool by an earlier "
             "process will not be taken up by this worker",
             type(app).__name__,
         )
+
+
+def stop_background_work(app: object) -> None:
+    """Stop deliberately (gunicorn's worker_exit hook); see Dispatcher.shutdown."""
+    relay = relay_of(app)
+    if relay is not None:
+        relay.dispatcher.shutdown()

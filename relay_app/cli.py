@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from .config import ConfigError, spool_path_from_env
+from .errors import SpoolError
 from .formatting import TELEGRAM_TEXT_LIMIT, message_for, utc_time, visible_length
 from .glitchtip import PayloadError, payload_from_json
 from .logs import redact
 from .selfcheck import Verdict, run_checks
-from .spool import Spool, SpooledAlert, SpoolError
+from .spool import Database, SpoolAdmin, SpooledAlert
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -194,7 +195,7 @@ def _preview(args: argparse.Namespace, console: _Console) -> int:
     return EXIT_OK
 
 
-SpoolCommand = Callable[[Spool, argparse.Namespace, TextIO], int]
+SpoolCommand = Callable[[SpoolAdmin, argparse.Namespace, TextIO], int]
 
 
 def _with_spool(command: SpoolCommand) -> Callable[[argparse.Namespace, _Console], int]:
@@ -204,17 +205,17 @@ def _with_spool(command: SpoolCommand) -> Callable[[argparse.Namespace, _Console
     return run
 
 
-def _open_spool(environ: Mapping[str, str]) -> Spool:
+def _open_spool(environ: Mapping[str, str]) -> SpoolAdmin:
     try:
         path = spool_path_from_env(environ)
     except ConfigError as exc:
         raise _Usage(str(exc)) from None
     if path is None:
         raise _Usage("RELAY_SPOOL_PATH is 'off': this relay keeps no spool")
-    return Spool(path, for_service=False)
+    return SpoolAdmin(Database(path, for_service=False))
 
 
-def _list(spool: Spool, args: argparse.Namespace, out: TextIO) -> int:
+def _list(spool: SpoolAdmin, args: argparse.Namespace, out: TextIO) -> int:
     alerts = spool.alerts("dead" if args.dead else "pending")
     when = "DIED (UTC)" if args.dead else "NEXT ATTEMPT (UTC)"
     rows: list[tuple[str, ...]] = [
@@ -244,7 +245,7 @@ def _row(alert: SpooledAlert) -> tuple[str, ...]:
     )
 
 
-def _retry(spool: Spool, args: argparse.Namespace, out: TextIO) -> int:
+def _retry(spool: SpoolAdmin, args: argparse.Namespace, out: TextIO) -> int:
     if args.all_dead:
         count = spool.requeue_all_dead()
         print(f"{count} dead alert(s) are pending again.", file=out)
@@ -263,7 +264,7 @@ def _retry(spool: Spool, args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _purge(spool: Spool, args: argparse.Namespace, out: TextIO) -> int:
+def _purge(spool: SpoolAdmin, args: argparse.Namespace, out: TextIO) -> int:
     before = time.time() - args.older_than
     count = spool.purge_dead(received_before=before)
     print(f"Deleted {count} dead alert(s) received before {utc_time(before)} UTC.", file=out)

@@ -67,6 +67,9 @@ class Settings:
     allowed_chat_ids: frozenset[str] = frozenset()
     # Merge alerts waiting for the same destination into digest messages.
     coalesce: bool = True
+    # Send a dead letter once more when its chat accepts a message again, if it died only
+    # because its attempts that may have reached Telegram ran out.
+    second_chance: bool = True
     # Serve GET /metrics (Prometheus).
     metrics: bool = True
     log_format: LogFormat = "text"
@@ -104,6 +107,7 @@ class Settings:
             late_after=_number(environ, "RELAY_LATE_AFTER", default=60.0, low=1.0, high=86400.0),
             allowed_chat_ids=_allowed_chat_ids(environ),
             coalesce=_switch(environ, "RELAY_COALESCE", default=True),
+            second_chance=_switch(environ, "RELAY_SECOND_CHANCE", default=True),
             metrics=metrics_enabled(environ),
             log_format=log_format_from_env(environ),
         )

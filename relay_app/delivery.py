@@ -1,4 +1,5 @@
-"""One delivery attempt of a prebuilt message, with the two recoveries that must not lose it.
+"""One delivery attempt of a prebuilt message, with the two recoveries that must not lose it;
+and the question that tells whether Telegram answers at all (`probe`).
 
 Used alike by the webhook's synchronous attempt and by each background retry. Within one
 attempt (one deadline): Telegram rejecting our HTML or its length gets the plain-text fallback;
@@ -11,14 +12,25 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Protocol
 
-from .errors import ChatMigrated, MarkupRejected
+from .errors import ChatMigrated, DeliveryError, MarkupRejected, says_telegram_is_failing
 from .formatting import Message
 from .logs import event
 from .routing import ChatId, Destination
 from .telegram import TelegramClient
 
 log = logging.getLogger(__name__)
+
+
+class Telegram(Protocol):
+    """What the relay needs of Telegram: `Courier` over the Bot API, or a test's stand-in."""
+
+    def deliver(self, message: Message, destination: Destination) -> None:
+        """One attempt, within the attempt timeout; raises DeliveryError on failure."""
+
+    def probe(self) -> bool:
+        """Whether Telegram answers a question that posts nothing."""
 
 
 class Courier:
@@ -54,6 +66,15 @@ class Courier:
                     raise
                 chat_id = self._follow_migration(destination.chat, exc.new_chat_id)
                 tried_chats.add(chat_id)
+
+    def probe(self) -> bool:
+        """Ask Telegram something that can never post anything (getMe), within the attempt
+        timeout: True when it answered, whatever it said."""
+        try:
+            self._client.get_me(deadline=time.monotonic() + self._attempt_timeout)
+        except DeliveryError as exc:
+            return not says_telegram_is_failing(exc)
+        return True
 
     def _follow_migration(self, old: ChatId, new: ChatId) -> ChatId:
         with self._lock:

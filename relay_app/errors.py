@@ -1,7 +1,8 @@
-"""What can go wrong when delivering to Telegram, said in the relay's own terms.
+"""What can go wrong, said in the relay's own terms: delivering to Telegram, and keeping alerts.
 
-`telegram.py` is the one place that turns requests' exceptions and Telegram's replies into these;
-everything above it decides only between "try again later" and "never going to work".
+`telegram.py` is the one place that turns requests' exceptions and Telegram's replies into the
+delivery errors, and `spool/database.py` the one place that turns SQLite's into the spool
+errors; everything above them decides only between "try again later" and "never going to work".
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ class RateLimited(RetryableDeliveryError):
         super().__init__(message, retry_after=retry_after, maybe_delivered=False, error_code=429)
 
 
+def says_telegram_is_failing(error: BaseException) -> bool:
+    """Network trouble, a timeout, a 5xx: Telegram may be down. A 429 or a refusal is Telegram
+    answering, however unwelcome the answer."""
+    return isinstance(error, RetryableDeliveryError) and not isinstance(error, RateLimited)
+
+
 class PermanentDeliveryError(DeliveryError):
     """Telegram refused the request and will refuse it again (bad token, bot kicked, ...)."""
 
@@ -71,3 +78,21 @@ class ChatMigrated(PermanentDeliveryError):
 
 class ThreadNotFound(PermanentDeliveryError):
     """The forum topic does not exist (deleted, or a wrong id): the chat itself still works."""
+
+
+class SpoolError(Exception):
+    """The spool cannot be used right now: not openable, read-only, full disk, corrupt."""
+
+
+class SpoolBusy(SpoolError):
+    """Another connection held the spool's lock past the caller's budget. Contention, not
+    damage: the spool still counts as usable."""
+
+
+class SpoolOutdated(SpoolError):
+    """An older relay_app wrote the file; only the service upgrades it (relay-app does not)."""
+
+
+class QueueFull(Exception):
+    """The queue holds as many pending alerts as it may (RELAY_SPOOL_MAX_PENDING on disk,
+    MAX_MEMORY_ALERTS in memory)."""

@@ -30,10 +30,13 @@ from .glitchtip import (
 )
 
 TELEGRAM_TEXT_LIMIT = 4096
-# Kept free in every message for the line a late delivery adds (`with_late_note`), so adding it
-# never means shortening, that is rebuilding, a message that was already accepted.
-LATE_NOTE_ROOM = 100
-MESSAGE_LIMIT = TELEGRAM_TEXT_LIMIT - LATE_NOTE_ROOM
+# Kept free in every message for the lines a late delivery and a second chance add
+# (`with_note`), so adding them never means shortening, that is rebuilding, a message that was
+# already accepted.
+NOTES_ROOM = 200
+MESSAGE_LIMIT = TELEGRAM_TEXT_LIMIT - NOTES_ROOM
+# Said by an alert sent once more after its attempts ran out (one of them may have arrived).
+REPEAT_NOTE = "↩️ Sent again: this alert may repeat an earlier message."
 # Sent when Telegram rejects our HTML or its length: well inside the limit, so a disagreement
 # about how characters are counted cannot make the fallback fail too.
 PLAIN_FALLBACK_LIMIT = 3000
@@ -164,7 +167,11 @@ def render(spans: Sequence[Span]) -> Message:
 def with_late_note(message: Message, *, received_at: float, now: float) -> Message:
     """`message` with a last line saying when GlitchTip sent it and how late it arrives;
     `received_at` and `now` are Unix times."""
-    note = late_note(received_at, now)
+    return with_note(message, late_note(received_at, now))
+
+
+def with_note(message: Message, note: str) -> Message:
+    """`message` with `note` as its last line, within the room every message keeps for it."""
     return Message(
         html=f"{message.html}\n\n{html.escape(note, quote=False)}",
         text=f"{message.text}\n\n{note}",

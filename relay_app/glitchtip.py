@@ -64,6 +64,11 @@ class UnrecognizedPayload:
 Alert = IssueAlert | UptimeAlert | UnrecognizedPayload
 
 
+# GlitchTip's payloads nest four deep; anything past this is not an alert.
+MAX_JSON_DEPTH = 64
+_TOO_DEEP = f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels; GlitchTip's payloads do not"
+
+
 class PayloadError(ValueError):
     """The webhook's body is not a JSON object: nothing the relay can forward."""
 
@@ -76,9 +81,29 @@ def payload_from_json(body: bytes) -> dict[str, Any]:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise PayloadError(f"the body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise PayloadError(_TOO_DEEP) from None
     if not isinstance(payload, dict):
         raise PayloadError(f"expected a JSON object, got a JSON {_json_kind(payload)}")
+    if _depth_over(payload, MAX_JSON_DEPTH):
+        # Shallow enough for the parser, still too deep for what renders a payload it does
+        # not know (recursive, as json.dumps is): refused here, with a reason, not a crash.
+        raise PayloadError(_TOO_DEEP)
     return payload
+
+
+def _depth_over(value: dict[str, Any], limit: int) -> bool:
+    """Whether `value` nests objects and arrays more than `limit` deep (without recursion)."""
+    level: list[Any] = [value]
+    for _ in range(limit):
+        children: list[Any] = []
+        for container in level:
+            items = container.values() if isinstance(container, dict) else container
+            children += [item for item in items if isinstance(item, dict | list)]
+        if not children:
+            return False
+        level = children
+    return True
 
 
 def _json_kind(value: object) -> str:

@@ -21,10 +21,14 @@ import time
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Literal
 
-from .spool import Spool, SpoolError, State
+from .errors import SpoolError
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
+
+    from .health import Health
+    from .spool.admin import SpoolAdmin
+    from .spool.model import State
 
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -34,6 +38,8 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 DELIVERY_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 21600)
 # A digest holds 2 to 100 alerts (digest.MAX_ALERTS_PER_DIGEST).
 DIGEST_BUCKETS = (2, 3, 5, 10, 20, 50, 100)
+# A wait for the spool's lock: milliseconds when it is contended, seconds when a tool holds it.
+LOCK_WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10)
 
 WebhookOutcome = Literal["sent", "queued", "failed", "rejected"]
 AttemptKind = Literal["sync", "background"]
@@ -43,7 +49,7 @@ AttemptResult = Literal["delivered", "retryable_error", "permanent_error"]
 class Metrics:
     """The relay's counters: one per app, each with a registry of its own."""
 
-    def __init__(self, spool: Spool | None) -> None:
+    def __init__(self, spool: SpoolAdmin | None, health: Health | None = None) -> None:
         # Imported here, not at the top: see the module's docstring.
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -87,7 +93,26 @@ class Metrics:
             "text (dead letters, refused webhook URLs, alerts that could not be queued)",
             registry=self.registry,
         )
-        self._spool_collector = _SpoolCollector(spool)
+        self.lock_waits = Histogram(
+            "relay_spool_lock_wait_seconds",
+            "Waits for the spool's lock held by another connection (a busy spool, not a "
+            "broken one), in seconds",
+            buckets=LOCK_WAIT_BUCKETS,
+            registry=self.registry,
+        )
+        self.probes = Counter(
+            "relay_telegram_probes",
+            "Questions that post nothing (getMe) asked while Telegram was failing, by result "
+            "(answered, failed)",
+            ["result"],
+            registry=self.registry,
+        )
+        self.second_chances = Counter(
+            "relay_alerts_second_chance",
+            "Dead letters sent once more because their chat accepted a message again",
+            registry=self.registry,
+        )
+        self._spool_collector = _SpoolCollector(spool, health)
         self.registry.register(self._spool_collector)
 
     def webhook(self, outcome: WebhookOutcome, reason: str) -> None:
@@ -97,6 +122,12 @@ class Metrics:
         self.attempts.labels(kind, result, "" if error_code is None else str(error_code)).inc()
         if error_code == 429:
             self.rate_limited.inc()
+
+    def probe(self, answered: bool) -> None:
+        self.probes.labels("answered" if answered else "failed").inc()
+
+    def lock_wait(self, seconds: float) -> None:
+        self.lock_waits.observe(seconds)
 
     def delivered(self, received_at: list[float], now: float) -> None:
         for arrived in received_at:
@@ -119,10 +150,12 @@ class Metrics:
 
 
 class _SpoolCollector:
-    """Gauges read from the spool at scrape time, so every worker reports the same numbers."""
+    """Gauges read at scrape time from what every worker shares (the spool, Telegram's
+    health as the relay sees it), so every worker reports the same numbers."""
 
-    def __init__(self, spool: Spool | None) -> None:
+    def __init__(self, spool: SpoolAdmin | None, health: Health | None) -> None:
         self._spool = spool
+        self._health = health
 
     def _readings(self) -> tuple[dict[State, int], float | None] | None:
         """The counts and the oldest pending alert's arrival; None without a usable spool."""
@@ -136,6 +169,14 @@ class _SpoolCollector:
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily
 
+        if self._health is not None:
+            up = GaugeMetricFamily(
+                "relay_telegram_up",
+                "1 while Telegram answers; 0 from a failed send until it answers again (alerts "
+                "wait meanwhile, and the relay asks with getMe every 2 s)",
+            )
+            up.add_metric([], 1 if self._health.current().sending else 0)
+            yield up
         usable = GaugeMetricFamily(
             "relay_spool_usable",
             "1 when the spool can be read now; 0 when it cannot, or RELAY_SPOOL_PATH=off",

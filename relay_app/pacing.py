@@ -5,7 +5,7 @@ minute to a group, or thirty a second overall with 429 and a pause (`retry_after
 hits those limits in an alert storm spends its time being told to wait. So every send, the
 webhook's own and every background one, first takes a turn here. The rules are pure functions
 over the recent sends; the spool keeps those sends for all workers and processes that share it
-(`Spool.reserve`), and `MemoryPacer` keeps them for a process without a usable spool.
+(spool/pacer.py), and `MemoryPacer` keeps them for alerts held in memory.
 
 Each limit carries a margin: Telegram counts arrivals, and two requests that leave 1.0 s apart
 can arrive closer than that.
@@ -16,8 +16,6 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Sequence
-from contextlib import suppress
-from typing import Protocol
 
 # About one message a second per chat. The margin covers a request that leaves on time but
 # arrives late (a busy host, a slow proxy) right before one that does not.
@@ -42,7 +40,10 @@ def next_send_at(
 ) -> float:
     """The earliest time, `now` or later, when one more message may go to the chat.
     `to_chat` holds the chat's recent send times and `by_bot` the bot's, newest first; only
-    the newest GROUP_LIMIT and BOT_LIMIT of each matter."""
+    the newest GROUP_LIMIT and BOT_LIMIT of each matter. A send time after `now` (the clock
+    stepped back since it was recorded) counts as a send now: a step back never stalls a chat."""
+    to_chat = [min(at, now) for at in to_chat]
+    by_bot = [min(at, now) for at in by_bot]
     earliest = now
     if paused_until is not None:
         earliest = max(earliest, paused_until)
@@ -55,28 +56,14 @@ def next_send_at(
     return earliest
 
 
-class Pacer(Protocol):
-    """Turns for sending, shared by everyone who sends as this bot."""
-
-    def reserve(self, chat: str, *, group: bool, now: float) -> float:
-        """Take the chat's next turn if it is `now` and return `now`; otherwise take nothing
-        and return when the turn will be."""
-
-    def give_back(self, chat: str, at: float) -> None:
-        """Return a turn taken at `at` that was not used."""
-
-    def pause(self, chat: str, until: float) -> None:
-        """Telegram asked for a pause (429): no turn for the chat before `until`."""
-
-
 class MemoryPacer:
-    """Pacing for one process: used while the spool is switched off or unusable, when there
-    is nowhere to share it. Several workers then each pace on their own."""
+    """Pacing for one process, for the alerts it holds in memory (the spool switched off or
+    unusable): there is nowhere to share it, so several workers then each pace on their own."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sends: deque[tuple[float, str]] = deque()  # oldest first
-        self._pauses: dict[str, float] = {}
+        self._pauses: dict[str, tuple[float, float]] = {}  # chat: (until, decided at)
 
     def reserve(self, chat: str, *, group: bool, now: float) -> float:
         with self._lock:
@@ -88,17 +75,22 @@ class MemoryPacer:
                 now,
                 to_chat=to_chat,
                 by_bot=by_bot[:BOT_LIMIT],
-                paused_until=self._pauses.get(chat),
+                paused_until=self._paused_until(chat, now),
                 group=group,
             )
             if earliest <= now:
                 self._sends.append((now, chat))
             return earliest
 
-    def give_back(self, chat: str, at: float) -> None:
-        with self._lock, suppress(ValueError):  # already forgotten
-            self._sends.remove((at, chat))
-
-    def pause(self, chat: str, until: float) -> None:
+    def pause(self, chat: str, until: float, *, now: float) -> None:
+        """Telegram asked for a pause (429): no turn for the chat before `until`."""
         with self._lock:
-            self._pauses[chat] = max(until, self._pauses.get(chat, 0.0))
+            until = max(until, self._paused_until(chat, now) or until)
+            self._pauses[chat] = (until, now)
+
+    def _paused_until(self, chat: str, now: float) -> float | None:
+        if chat not in self._pauses:
+            return None
+        until, decided_at = self._pauses[chat]
+        # Decided "in the future": the clock stepped back since; the pause starts now.
+        return now + (until - decided_at) if decided_at > now else until

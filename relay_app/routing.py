@@ -40,6 +40,11 @@ class Destination:
         paced as one; channels pay only in a storm, where digests absorb it."""
         return isinstance(self.chat, str) or self.chat < 0
 
+    @property
+    def lane(self) -> str:
+        """Chat and topic in one key: the destination's own queue, whose alerts go in order."""
+        return f"{self.chat_key}/{'' if self.thread is None else self.thread}"
+
     def without_topic(self) -> Destination:
         return Destination(self.chat)
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import ConfigError, Settings
-from .errors import ChatMigrated, DeliveryError, ThreadNotFound
+from .errors import ChatMigrated, DeliveryError, SpoolError, SpoolOutdated, ThreadNotFound
 from .routing import ChatId, Destination, parse_chat_id
-from .spool import Spool, SpoolError, SpoolOutdated
+from .spool import Database, SpoolAdmin
 from .telegram import TelegramClient
 
 TEST_MESSAGE = (
@@ -190,7 +190,7 @@ def _spool_verdict(path: str | None) -> Verdict:
             "run the relay as a user who may write there, or set RELAY_SPOOL_PATH to a "
             "file in a writable directory",
         )
-    spool = Spool(path, for_service=False)
+    spool = SpoolAdmin(Database(path, for_service=False))
     try:
         counts = spool.counts()
     except SpoolOutdated:

@@ -2,9 +2,10 @@
 
 GlitchTip ignores our status code and never resends, so the answer is for the operator's logs;
 what protects the alert is that it is in the spool before the first attempt, and that a failed
-attempt hands the prebuilt message to the retrier before the answer goes out. The answers:
-200 sent; 202 queued (the chat's turn has not come: pacing, not failure); 502 the attempt
-failed (queued for retry, or given up and logged); 400 a body or URL the relay cannot use.
+attempt has left the prebuilt message to the retrier (its row, due again) before the answer
+goes out. The answers: 200 sent; 202 queued (it waits its turn: older alerts for its chat go
+first, the chat's pacing, or Telegram is failing); 502 the attempt failed (queued for retry, or
+given up and logged); 400 a body or URL the relay cannot use.
 """
 
 from __future__ import annotations
@@ -12,19 +13,21 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
-from .errors import PermanentDeliveryError, RetryableDeliveryError, ThreadNotFound
 from .formatting import message_for
 from .glitchtip import PayloadError, payload_from_json
 from .logs import event
-from .metrics import CONTENT_TYPE, Metrics, WebhookOutcome
-from .retrier import Retrier
+from .metrics import CONTENT_TYPE, WebhookOutcome
+from .outcomes import Dead, Delivered, RetryAt
 from .routing import Destination, RouteError, destination_from_query
-from .spool import SpooledAlert
+from .spool.model import SpooledAlert
+
+if TYPE_CHECKING:
+    from . import Relay
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +43,14 @@ _LEVELS: dict[WebhookOutcome, int] = {
 def create_blueprint(
     *,
     webhook_secret: str,
-    retrier: Retrier,
-    metrics: Metrics,
+    relay: Relay,
     serve_metrics: bool,
     default_destination: Destination,
     allowed_chats: frozenset[str],
 ) -> Blueprint:
     blueprint = Blueprint("relay", __name__)
     expected_secret = webhook_secret.encode()
+    intake, metrics = relay.intake, relay.metrics
 
     @blueprint.get("/healthz")
     def healthz() -> Response:
@@ -57,7 +60,7 @@ def create_blueprint(
     def readyz() -> tuple[Response, int]:
         # Liveness is /healthz: an unusable spool is no reason to restart the relay, which still
         # delivers; it is a reason to look, and to stop routing to this instance if others work.
-        problem = retrier.spool_problem()
+        problem = relay.spool.database.problem() if relay.spool is not None else None
         if problem is not None:
             return jsonify(status="not ready", reason=f"spool unusable: {problem}"), 503
         return jsonify(status="ready"), 200
@@ -138,38 +141,30 @@ def create_blueprint(
             )
         except RouteError as exc:
             # GlitchTip ignores the 400 and never resends: the log is the alert's last trace.
-            retrier.undelivered(message_for(payload), f"the webhook URL was refused: {exc}", None)
+            relay.jobs.undelivered(
+                message_for(payload), f"the webhook URL was refused: {exc}", None
+            )
             return answer("rejected", "bad_route", 400, error=str(exc))
-        admission = retrier.admit(message_for(payload), destination)  # on disk before sending
+        admission = intake.admit(message_for(payload), destination, started=started)
+        if admission is None:  # it could wait nowhere; its text is logged
+            return answer("failed", "cannot_queue", 503, error="the alert could not be queued")
         alert = admission.alert
-        if not admission.send_now:
-            # Pacing, not failure: the chat had a message too recently, or older alerts for it
-            # are waiting, and this one joins them.
-            if retrier.queue(alert) is None:
-                return answer(
-                    "failed", "cannot_queue", 503, alert, error="the alert could not be queued"
-                )
-            return answer("queued", "paced", 202, alert)
-        try:
-            retrier.send_now(alert)
-        except RetryableDeliveryError as exc:
-            if retrier.retry_later(alert, exc) is None:
-                return answer(
-                    "failed", "cannot_queue", 502, alert, error=f"{exc}; no retry could be queued"
-                )
-            return answer("queued", "attempt_failed", 502, alert, error=str(exc))
-        except PermanentDeliveryError as exc:
-            if isinstance(exc, ThreadNotFound) and destination.thread is not None:
-                retrier.without_topic(alert, exc)  # logged, and sent once to the chat itself
-                return answer("queued", "topic_not_found", 502, alert, error=str(exc))
-            retrier.give_up(alert, "Telegram refused it permanently", exc)
-            return answer("failed", "refused", 502, alert, error=str(exc))
-        except Exception as exc:  # a bug in the relay: the alert's text must still be logged
-            retrier.give_up(alert, "the relay failed while sending it", exc, exc_info=True)
+        if admission.claim is None:
+            # Not a failure: older alerts for its chat go first, its chat's turn has not come,
+            # or Telegram is failing. It waits in the queue; the retrier sends it.
+            return answer("queued", admission.waiting or "paced", 202, alert)
+        attempted = intake.attempt(admission, started=started)
+        outcome, error = attempted.outcome, attempted.error
+        if isinstance(outcome, Delivered):
+            return answer("sent", "delivered", 200, alert)
+        if isinstance(outcome, RetryAt):  # already with the retrier: its row is due again
+            reason = "topic_not_found" if outcome.destination is not None else "attempt_failed"
+            return answer("queued", reason, 502, alert, error=error)
+        assert isinstance(outcome, Dead)  # kept as a dead letter, and logged with its text
+        if outcome.kind == "internal":
             return answer(
                 "failed", "internal_error", 500, alert, error="internal error; see the relay's log"
             )
-        retrier.delivered([alert])
-        return answer("sent", "delivered", 200, alert)
+        return answer("failed", "refused", 502, alert, error=error)
 
     return blueprint

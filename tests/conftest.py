@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,17 +10,25 @@ import responses
 from flask import Flask
 from flask.testing import FlaskClient
 
-from relay_app import create_app, retrier
+from relay_app import Relay, create_app, relay_of
 from relay_app.config import Settings
-from relay_app.retrier import Retrier
+from relay_app.dispatcher import POLL_INTERVAL, Dispatcher
+from relay_app.errors import SpoolError
+from relay_app.formatting import Message
+from relay_app.outcomes import Dead
 from relay_app.routing import Destination
+from relay_app.spool import Database, SqliteQueue, this_process
+from relay_app.spool.queue import bury
+from tests.prometheus import Samples, parse
 
 TOKEN = "123456789:unit-test-token-abcdefghijklmnop"
 SECRET = "unit-test-webhook-secret-0123456789"
 API_URL = "https://telegram.test"
 SEND_URL = f"{API_URL}/bot{TOKEN}/sendMessage"
+GET_ME_URL = f"{API_URL}/bot{TOKEN}/getMe"
 WEBHOOK = f"/webhook/{SECRET}"
 OK = {"ok": True, "result": {"message_id": 1}}  # Telegram's answer to an accepted message
+ME = {"ok": True, "result": {"id": 123456789, "is_bot": True, "username": "relay_bot"}}
 CHAT_ID = -1001234567890
 DESTINATION = Destination(CHAT_ID)
 
@@ -32,19 +41,13 @@ def refusal(status: int, description: str, **parameters: Any) -> dict[str, Any]:
 
 
 class FakeTime:
-    """A clock and a sleep in one: sleeping advances the clock at once, so hours of backoff
-    run instantly and the retry horizon can be reached."""
+    """A wall clock a test moves by hand."""
 
     def __init__(self, start: float = 1_800_000_000.0) -> None:
         self.now = start
-        self.sleeps: list[float] = []
 
     def __call__(self) -> float:
         return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 @pytest.fixture
@@ -73,16 +76,20 @@ def fake_time() -> FakeTime:
 
 @pytest.fixture
 def telegram() -> Iterator[responses.RequestsMock]:
-    """Telegram's HTTP layer; a test registers the replies it needs on SEND_URL."""
+    """Telegram's HTTP layer: a test registers the replies it needs on SEND_URL. getMe, the
+    question the relay asks after a failure, answers unless a test registers otherwise."""
     with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        mock.post(GET_ME_URL, json=ME)
         yield mock
 
 
 @pytest.fixture
 def app(settings: Settings, fake_time: FakeTime) -> Iterator[Flask]:
-    app = create_app(settings, retry_sleep=fake_time.sleep, clock=fake_time)
+    app = create_app(settings, clock=fake_time)
     yield app
-    retrier.shutdown()
+    relay = relay_of(app)
+    assert relay is not None
+    relay.dispatcher.shutdown()
 
 
 @pytest.fixture
@@ -91,22 +98,76 @@ def client(app: Flask) -> FlaskClient:
 
 
 @pytest.fixture
-def app_retrier(app: Flask) -> Retrier:
-    found = app.extensions["relay_retrier"]
-    assert isinstance(found, Retrier)
+def relay(app: Flask) -> Relay:
+    found = relay_of(app)
+    assert found is not None
     return found
 
 
-def run_background(background: Retrier, clock: FakeTime, *, rounds: int = 100) -> None:
-    """What each worker's dispatcher does, on fake time: start drain jobs for the alerts that
-    are waiting, let them finish, move the clock to the next alert due, until none is left."""
-    assert background.spool is not None
+def run_background(dispatcher: Dispatcher, clock: FakeTime, *, rounds: int = 5000) -> None:
+    """What each worker's dispatcher thread does, on fake time: claim what is due and run its
+    jobs, then move the clock to when something is next due, until every queue is empty (and
+    Telegram has been asked, once, whether it is back, as the thread would)."""
     for _ in range(rounds):
-        background.dispatch_once()
-        assert background.wait_idle(timeout=10)
-        waiting, soonest = background.spool.waiting(now=clock.now)
-        if not waiting and soonest is None:
+        soonest = dispatcher.pass_once()
+        assert dispatcher.wait_idle(timeout=10)
+        if _pending(dispatcher) == 0:
+            health = dispatcher.health.current()
+            if not health.sending:
+                clock.now = max(clock.now, health.next_probe_at)
+                dispatcher.pass_once()
+                assert dispatcher.wait_idle(timeout=10)
             return
-        if not waiting and soonest is not None:
-            clock.now = max(clock.now, soonest)
+        if soonest is None or soonest <= clock.now:
+            # Nothing planned, or just claimed: look again, a poll later at most.
+            soonest = clock.now + (POLL_INTERVAL if soonest is None else 0.0)
+        clock.now = soonest
     raise AssertionError(f"alerts still waiting after {rounds} rounds")
+
+
+def _pending(dispatcher: Dispatcher) -> int:
+    pending = 0
+    for queue in dispatcher.queues:
+        with contextlib.suppress(SpoolError):  # an unusable spool holds nothing it can send
+            pending += queue.pending()
+    return pending
+
+
+def put_in_spool(
+    spool_path: str,
+    message: Message,
+    destination: Destination = DESTINATION,
+    *,
+    received_at: float,
+    dead_because: str | None = None,
+) -> int:
+    """An alert in the spool as a relay leaves it: waiting (Telegram was failing), or a dead
+    letter refused with `dead_because` as its last error. Returns its id."""
+    queue = SqliteQueue(Database(spool_path))
+    admission = queue.admit(
+        message,
+        destination,
+        now=received_at,
+        holder=this_process(),
+        token="setting-up",
+        in_flight=(),
+        telegram_up=False,
+        attempt_by=0.0,
+    )
+    alert = admission.alert
+    assert alert.id is not None
+    if dead_because is not None:
+        alert.last_error = dead_because
+        queue.database.write(
+            lambda db: bury(db, alert, Dead("refused", dead_because), now=received_at)
+        )
+    queue.database.close()
+    return alert.id
+
+
+def metric_samples(client: FlaskClient) -> Samples:
+    """GET /metrics, parsed; look samples up with tests.prometheus.value."""
+    reply = client.get("/metrics")
+    assert reply.status_code == 200
+    assert reply.content_type.startswith("text/plain; version=0.0.4")
+    return parse(reply.get_data(as_text=True))

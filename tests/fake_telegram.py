@@ -52,6 +52,7 @@ class Received:
     at: float  # time.monotonic()
     body: dict[str, Any]
     outcome: str  # "accepted", "dropped", "hung", "dripped" or the error description
+    method: str = "sendMessage"
 
 
 @dataclass
@@ -62,6 +63,9 @@ class Behaviour:
     parameters: dict[str, Any] = field(default_factory=dict)
     drop_rate: float = 0.0  # in "ok" mode, this share of requests is dropped unanswered
     result: dict[str, Any] | bool = True  # what a "result" answer carries
+    # The Bot API methods this behaviour applies to (None: all); the others answer as usual,
+    # as when sendMessage fails while getMe works.
+    methods: frozenset[str] | None = None
 
 
 class FakeTelegram:
@@ -134,10 +138,12 @@ class FakeTelegram:
             with suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
 
-    def set(self, mode: Mode = "ok", **kwargs: Any) -> None:
-        """Change how the next requests are answered; hung requests are let go."""
+    def set(self, mode: Mode = "ok", *, methods: set[str] | None = None, **kwargs: Any) -> None:
+        """Change how the next requests are answered (those to `methods` only, when given);
+        hung requests are let go."""
+        only = frozenset(methods) if methods is not None else None
         with self._lock:
-            self.behaviour = Behaviour(mode, **kwargs)
+            self.behaviour = Behaviour(mode, methods=only, **kwargs)
             self._release.set()
             self._release = threading.Event()
 
@@ -183,6 +189,16 @@ class FakeTelegram:
             }
             self.bot_status[str(chat)] = status
 
+    def sends(self) -> list[Received]:
+        """Every sendMessage request, whatever became of it."""
+        with self._lock:
+            return [r for r in self.received if r.method == "sendMessage"]
+
+    def questions(self) -> list[Received]:
+        """Every getMe request: the relay asking whether Telegram answers at all."""
+        with self._lock:
+            return [r for r in self.received if r.method == "getMe"]
+
     def texts(self) -> list[str]:
         return [visible_text(m["text"], parse_mode=m.get("parse_mode")) for m in self.messages]
 
@@ -196,10 +212,12 @@ class FakeTelegram:
 
     def _decide(self, body: dict[str, Any], path: str) -> tuple[Behaviour, threading.Event]:
         """How to answer this request, and the event that lets a stalled answer go."""
+        method = path.removeprefix(f"/bot{self.token}/")
         with self._lock:
             behaviour, release = self.behaviour, self._release
+            if behaviour.methods is not None and method not in behaviour.methods:
+                behaviour = Behaviour()
             dropped = behaviour.mode == "ok" and self._random.random() < behaviour.drop_rate
-        method = path.removeprefix(f"/bot{self.token}/")
         if method == path:
             return Behaviour("error", status=401, description="Unauthorized"), release
         if dropped:
@@ -288,9 +306,10 @@ class FakeTelegram:
             sent.append(now)
             return None
 
-    def _record(self, body: dict[str, Any], outcome: str) -> None:
+    def _record(self, body: dict[str, Any], outcome: str, path: str) -> None:
+        method = path.rsplit("/", 1)[-1]
         with self._lock:
-            self.received.append(Received(time.monotonic(), body, outcome))
+            self.received.append(Received(time.monotonic(), body, outcome, method))
 
 
 class _Server(ThreadingHTTPServer):
@@ -339,13 +358,13 @@ class _Handler(BaseHTTPRequestHandler):
         behaviour, release = fake._decide(body, self.path)
         mode = behaviour.mode
         if mode == "ok":
-            fake._record(body, "accepted")
+            fake._record(body, "accepted", self.path)
             self._reply(200, {"ok": True, "result": {"message_id": len(fake.received)}})
         elif mode == "result":
-            fake._record(body, f"answered {self.path.rsplit('/', 1)[-1]}")
+            fake._record(body, f"answered {self.path.rsplit('/', 1)[-1]}", self.path)
             self._reply(200, {"ok": True, "result": behaviour.result})
         elif mode == "error":
-            fake._record(body, behaviour.description)
+            fake._record(body, behaviour.description, self.path)
             reply: dict[str, Any] = {
                 "ok": False,
                 "error_code": behaviour.status,
@@ -355,17 +374,17 @@ class _Handler(BaseHTTPRequestHandler):
                 reply["parameters"] = behaviour.parameters
             self._reply(behaviour.status, reply)
         elif mode == "html_error_page":
-            fake._record(body, "html_error_page")
+            fake._record(body, "html_error_page", self.path)
             self._send(502, b"<html><body>502 Bad Gateway</body></html>", "text/html")
         elif mode == "hang":
-            fake._record(body, "hung")
+            fake._record(body, "hung", self.path)
             release.wait(MAX_STALL_SECONDS)
             self._abort()
         elif mode == "drip":
-            fake._record(body, "dripped")
+            fake._record(body, "dripped", self.path)
             self._drip(release)
         else:
-            fake._record(body, "dropped")
+            fake._record(body, "dropped", self.path)
             self._abort()
 
     def _reply(self, status: int, reply: dict[str, Any]) -> None:

@@ -14,8 +14,8 @@ from relay_app.cli import main
 from relay_app.formatting import format_alert, visible_length
 from relay_app.glitchtip import parse_alert
 from relay_app.selfcheck import TEST_MESSAGE
-from relay_app.spool import _SCHEMA_STEPS, Spool
-from tests.conftest import DESTINATION
+from relay_app.spool.schema import STEPS
+from tests.conftest import put_in_spool
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 from tests.payloads import issue, issue_alert
 
@@ -178,11 +178,12 @@ def test_a_bad_variable_fails_the_first_check(fake: FakeTelegram, spool_path: st
 
 
 def test_the_spool_check_reports_what_is_in_it(fake: FakeTelegram, spool_path: str) -> None:
-    spool = Spool(spool_path)
-    alert = spool.add(
-        format_alert(parse_alert(issue_alert(issue(1)))), DESTINATION, received_at=0, lease_for=0
-    ).alert
-    spool.bury(alert)
+    put_in_spool(
+        spool_path,
+        format_alert(parse_alert(issue_alert(issue(1)))),
+        received_at=0,
+        dead_because="Forbidden",
+    )
     code, lines = check(environment(fake, spool_path))
     assert code == 0
     assert line_for(lines, "spool") == (
@@ -194,7 +195,8 @@ def test_a_spool_from_an_older_relay_passes_since_the_relay_upgrades_it(
     fake: FakeTelegram, spool_path: str
 ) -> None:
     with sqlite3.connect(spool_path) as db:
-        for statement in _SCHEMA_STEPS[1]:
+        for statement in STEPS[1]:
+            assert isinstance(statement, str)
             db.execute(statement)
         db.execute("PRAGMA user_version = 1")
     db.close()

@@ -9,8 +9,8 @@ import pytest
 from relay_app.cli import main, parse_duration
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
-from relay_app.spool import Spool
-from tests.conftest import CHAT_ID, DESTINATION
+from relay_app.spool import Database, SpoolAdmin
+from tests.conftest import CHAT_ID, put_in_spool
 from tests.payloads import issue, issue_alert, uptime_alert
 
 
@@ -21,26 +21,24 @@ def run(spool_path: str, *argv: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture
-def spool(spool_path: str) -> Spool:
+def spool(spool_path: str) -> SpoolAdmin:
     """One pending alert (#1) and two dead ones (#2 received a day ago, #3 now)."""
-    spool = Spool(spool_path)
     now = time.time()
-    spool.add(
-        format_alert(parse_alert(issue_alert(issue(1)))), DESTINATION, received_at=now, lease_for=0
-    )
+    put_in_spool(spool_path, format_alert(parse_alert(issue_alert(issue(1)))), received_at=now)
     for received_at, payload in (
         (now - 86400, issue_alert(issue(2, title="Old <dead> alert"))),
         (now, uptime_alert(down=True, name="Checkout API")),
     ):
-        alert = spool.add(
-            format_alert(parse_alert(payload)), DESTINATION, received_at=received_at, lease_for=0
-        ).alert
-        alert.last_error = "Telegram refused the message (403): Forbidden: bot was kicked"
-        spool.bury(alert)
-    return spool
+        put_in_spool(
+            spool_path,
+            format_alert(parse_alert(payload)),
+            received_at=received_at,
+            dead_because="Telegram refused the message (403): Forbidden: bot was kicked",
+        )
+    return SpoolAdmin(Database(spool_path, for_service=False))
 
 
-def test_list_shows_pending_alerts_by_default(spool: Spool) -> None:
+def test_list_shows_pending_alerts_by_default(spool: SpoolAdmin) -> None:
     code, out, _ = run(spool.path, "spool", "list")
     assert code == 0
     header, first, blank, summary = out.splitlines()
@@ -52,7 +50,7 @@ def test_list_shows_pending_alerts_by_default(spool: Spool) -> None:
     assert summary == f"1 pending, 2 dead in {spool.path}"
 
 
-def test_list_dead_shows_the_last_error(spool: Spool) -> None:
+def test_list_dead_shows_the_last_error(spool: SpoolAdmin) -> None:
     code, out, _ = run(spool.path, "spool", "list", "--dead")
     assert code == 0
     lines = out.splitlines()
@@ -64,7 +62,7 @@ def test_list_dead_shows_the_last_error(spool: Spool) -> None:
     assert "🔴 DOWN · Checkout API" in lines[2]
 
 
-def test_retry_makes_dead_alerts_pending_again(spool: Spool) -> None:
+def test_retry_makes_dead_alerts_pending_again(spool: SpoolAdmin) -> None:
     code, out, err = run(spool.path, "spool", "retry", "2", "#1")
     assert (code, err) == (0, "")
     assert "#2: pending again" in out
@@ -73,21 +71,21 @@ def test_retry_makes_dead_alerts_pending_again(spool: Spool) -> None:
     assert spool.alerts("pending")[1].attempts == 0  # a fresh start, horizon included
 
 
-def test_retry_of_an_unknown_id_fails_and_says_which(spool: Spool) -> None:
+def test_retry_of_an_unknown_id_fails_and_says_which(spool: SpoolAdmin) -> None:
     code, out, err = run(spool.path, "spool", "retry", "3", "42")
     assert code == 1
     assert "#3: pending again" in out
     assert err == f"relay-app: error: no such alert in {spool.path}: #42\n"
 
 
-def test_retry_all_dead(spool: Spool) -> None:
+def test_retry_all_dead(spool: SpoolAdmin) -> None:
     code, out, _ = run(spool.path, "spool", "retry", "--all-dead")
     assert code == 0
     assert out.startswith("2 dead alert(s) are pending again.")
     assert spool.counts() == {"pending": 3, "dead": 0}
 
 
-def test_purge_deletes_only_dead_alerts_older_than_asked(spool: Spool) -> None:
+def test_purge_deletes_only_dead_alerts_older_than_asked(spool: SpoolAdmin) -> None:
     code, out, _ = run(spool.path, "spool", "purge", "--dead", "--older-than", "12h")
     assert code == 0
     assert out.startswith("Deleted 1 dead alert(s) received before ")
@@ -109,7 +107,7 @@ def test_purge_deletes_only_dead_alerts_older_than_asked(spool: Spool) -> None:
     ],
 )
 def test_wrong_usage_exits_2(
-    spool: Spool, argv: list[str], capsys: pytest.CaptureFixture[str]
+    spool: SpoolAdmin, argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(spool.path, *argv)[0] == 2
     assert "usage: relay-app" in capsys.readouterr().err

@@ -10,30 +10,33 @@ import requests
 import responses
 from flask import Flask
 from flask.testing import FlaskClient
-from prometheus_client.parser import text_string_to_metric_families
 
-from relay_app import create_app, retrier
+from relay_app import Relay, create_app, relay_of
 from relay_app.config import Settings
-from relay_app.retrier import Retrier
-from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, refusal, run_background
+from relay_app.pacing import CHAT_INTERVAL
+from tests.conftest import (
+    GET_ME_URL,
+    ME,
+    OK,
+    SEND_URL,
+    WEBHOOK,
+    FakeTime,
+    metric_samples,
+    refusal,
+    run_background,
+)
 from tests.payloads import issue, issue_alert
-
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def scrape(client: FlaskClient) -> Samples:
-    reply = client.get("/metrics")
-    assert reply.status_code == 200
-    assert reply.content_type.startswith("text/plain; version=0.0.4")
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(reply.get_data(as_text=True))
-        for sample in family.samples
-    }
+from tests.prometheus import value
 
 
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+def scrape(client: FlaskClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return metric_samples(client)
+
+
+def stop(app: Flask) -> None:
+    relay = relay_of(app)
+    assert relay is not None
+    relay.dispatcher.shutdown()
 
 
 def test_a_fresh_relay_reports_an_empty_spool(client: FlaskClient) -> None:
@@ -43,12 +46,17 @@ def test_a_fresh_relay_reports_an_empty_spool(client: FlaskClient) -> None:
     assert value(samples, "relay_spool_alerts", state="dead") == 0
     assert value(samples, "relay_spool_oldest_pending_age_seconds") == 0
     assert value(samples, "relay_delivery_seconds_count") == 0
+    assert value(samples, "relay_telegram_up") == 1
+    assert value(samples, "relay_spool_lock_wait_seconds_count") == 0
+    assert value(samples, "relay_alerts_second_chance_total") == 0
+    with pytest.raises(AssertionError, match="no sample"):  # a lookup that cannot fail, fails
+        value(samples, "relay_telegram_probes_total", result="answered")
 
 
 def test_each_outcome_is_counted(
     client: FlaskClient,
     telegram: responses.RequestsMock,
-    app_retrier: Retrier,
+    relay: Relay,
     fake_time: FakeTime,
 ) -> None:
     # Sent at once.
@@ -59,7 +67,7 @@ def test_each_outcome_is_counted(
     telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))
     assert client.post(WEBHOOK, json=issue_alert(issue(2))).status_code == 502
     telegram.post(SEND_URL, json=OK)
-    run_background(app_retrier, fake_time)
+    run_background(relay.dispatcher, fake_time)
     # Refused for good: a dead letter.
     fake_time.now += 10
     telegram.post(SEND_URL, status=403, json=refusal(403, "Forbidden: bot was kicked"))
@@ -83,13 +91,14 @@ def test_each_outcome_is_counted(
     assert value(samples, attempts, kind="background", result="delivered", error_code="") == 1
     assert value(samples, attempts, kind="sync", result="permanent_error", error_code="403") == 1
 
-    # Two delivered: one at once, one RELAY_RETRY_WAIT (30 s) later on fake time: a bare
-    # ConnectionError may have reached Telegram, so it waits the full pause.
+    # Two delivered: one at once, one on the chat's next turn on fake time, once Telegram
+    # answered getMe (a bare ConnectionError may have reached Telegram).
     assert value(samples, "relay_delivery_seconds_count") == 2
-    assert value(samples, "relay_delivery_seconds_sum") == 30
+    assert value(samples, "relay_delivery_seconds_sum") == pytest.approx(CHAT_INTERVAL)
     assert value(samples, "relay_delivery_seconds_bucket", le="0.1") == 1
-    assert value(samples, "relay_delivery_seconds_bucket", le="10.0") == 1
-    assert value(samples, "relay_delivery_seconds_bucket", le="30.0") == 2
+    assert value(samples, "relay_delivery_seconds_bucket", le="1.0") == 1
+    assert value(samples, "relay_delivery_seconds_bucket", le="2.5") == 2
+    assert value(samples, "relay_telegram_probes_total", result="answered") == 1
     assert value(samples, "relay_spool_alerts", state="pending") == 0
     assert value(samples, "relay_spool_alerts", state="dead") == 1
     # The dead letter and the refused webhook URL's alert.
@@ -100,7 +109,7 @@ def test_each_outcome_is_counted(
 def test_429s_pending_alerts_and_digests(
     client: FlaskClient,
     telegram: responses.RequestsMock,
-    app_retrier: Retrier,
+    relay: Relay,
     fake_time: FakeTime,
 ) -> None:
     telegram.post(
@@ -125,7 +134,7 @@ def test_429s_pending_alerts_and_digests(
     assert ("relay_spool_oldest_pending_age_seconds", ()) in samples
 
     telegram.post(SEND_URL, json=OK)
-    run_background(app_retrier, fake_time)
+    run_background(relay.dispatcher, fake_time)
     samples = scrape(client)
     assert value(samples, "relay_digest_alerts_count") == 1
     assert value(samples, "relay_digest_alerts_sum") == 3
@@ -136,7 +145,10 @@ def test_429s_pending_alerts_and_digests(
 def test_the_age_of_the_oldest_pending_alert(settings: Settings) -> None:
     app = create_app(settings)  # the real clock, so that the age is measured against it
     try:
-        spool = app.extensions["relay_retrier"].spool
+        relay = relay_of(app)
+        assert relay is not None
+        assert relay.admin is not None
+        spool = relay.admin
         client = app.test_client()
         with responses.RequestsMock() as telegram:
             telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))
@@ -145,7 +157,7 @@ def test_the_age_of_the_oldest_pending_alert(settings: Settings) -> None:
         age = value(scrape(client), "relay_spool_oldest_pending_age_seconds")
         assert 0 < age < 60
     finally:
-        retrier.shutdown()
+        stop(app)
 
 
 def test_relay_metrics_0_turns_the_endpoint_off(settings: Settings) -> None:
@@ -153,7 +165,7 @@ def test_relay_metrics_0_turns_the_endpoint_off(settings: Settings) -> None:
     try:
         assert app.test_client().get("/metrics").status_code == 404
     finally:
-        retrier.shutdown()
+        stop(app)
 
 
 @pytest.mark.parametrize("spool_path", [None])
@@ -166,4 +178,30 @@ def test_without_a_spool_the_spool_is_reported_unusable(
         assert value(samples, "relay_spool_usable") == 0
         assert ("relay_spool_alerts", (("state", "pending"),)) not in samples
     finally:
-        retrier.shutdown()
+        stop(app)
+
+
+def test_an_outage_shows_as_telegram_down_and_the_questions_asked(
+    client: FlaskClient,
+    telegram: responses.RequestsMock,
+    relay: Relay,
+    fake_time: FakeTime,
+) -> None:
+    telegram.replace(responses.POST, GET_ME_URL, status=502, body="<html>Bad Gateway</html>")
+    telegram.post(SEND_URL, status=502, body="<html>Bad Gateway</html>")
+    assert client.post(WEBHOOK, json=issue_alert()).status_code == 502
+    assert value(scrape(client), "relay_telegram_up") == 0  # nothing is sent meanwhile
+    for _ in range(3):
+        fake_time.now += 2
+        relay.dispatcher.pass_once()
+        assert relay.dispatcher.wait_idle(10)
+    samples = scrape(client)
+    assert value(samples, "relay_telegram_probes_total", result="failed") == 3
+    assert value(samples, "relay_telegram_up") == 0
+    telegram.replace(responses.POST, GET_ME_URL, json=ME)
+    telegram.replace(responses.POST, SEND_URL, json=OK)
+    run_background(relay.dispatcher, fake_time)
+    samples = scrape(client)
+    assert value(samples, "relay_telegram_up") == 1
+    assert value(samples, "relay_telegram_probes_total", result="answered") == 1
+    assert value(samples, "relay_spool_alerts", state="pending") == 0

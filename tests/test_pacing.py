@@ -51,13 +51,18 @@ def test_telegrams_pause_holds_whatever_the_rest_says() -> None:
     assert turn(paused_until=NOW - 30) == NOW
 
 
-def test_the_memory_pacer_takes_turns_gives_them_back_and_keeps_pauses() -> None:
+def test_a_send_recorded_in_the_future_counts_as_now() -> None:
+    # The clock stepped back an hour since: the chat waits a second, not an hour.
+    assert turn(to_chat=[NOW + 3600]) == NOW + CHAT_INTERVAL
+
+
+def test_the_memory_pacer_takes_turns_and_keeps_pauses() -> None:
     pacer = MemoryPacer()
     assert pacer.reserve("-1", group=True, now=NOW) == NOW
     assert pacer.reserve("-1", group=True, now=NOW + 0.5) == NOW + CHAT_INTERVAL
     assert pacer.reserve("-2", group=True, now=NOW + 0.5) == NOW + 0.5  # chats are apart
-    pacer.give_back("-1", NOW)
-    assert pacer.reserve("-1", group=True, now=NOW + 0.6) == NOW + 0.6
-    pacer.pause("-1", NOW + 100)
-    pacer.pause("-1", NOW + 50)  # a shorter pause never shortens a longer one
+    pacer.pause("-1", NOW + 100, now=NOW)
+    pacer.pause("-1", NOW + 50, now=NOW)  # a shorter pause never shortens a longer one
     assert pacer.reserve("-1", group=True, now=NOW + 10) == NOW + 100
+    # Decided before the clock stepped back an hour: it still lasts 100 s, from now.
+    assert pacer.reserve("-1", group=True, now=NOW - 3600) == NOW - 3600 + 100

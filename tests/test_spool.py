@@ -1,3 +1,7 @@
+"""The spool file itself (spool/database.py, schema.py, pacer.py, admin.py): opening, upgrading
+and repairing it, a busy or broken disk, and Telegram's limits shared through it. The queue's
+own behaviour is tests/test_queue.py."""
+
 from __future__ import annotations
 
 import fcntl
@@ -5,15 +9,19 @@ import itertools
 import logging
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from relay_app.formatting import format_alert
+from relay_app.errors import QueueFull, SpoolBusy, SpoolError
+from relay_app.formatting import Message, format_alert
 from relay_app.glitchtip import parse_alert
 from relay_app.pacing import BOT_LIMIT, BOT_WINDOW, CHAT_INTERVAL, GROUP_LIMIT, GROUP_WINDOW
 from relay_app.routing import Destination
-from relay_app.spool import _SCHEMA_STEPS, Spool, SpooledAlert, SpoolError, SpoolFull
+from relay_app.spool import Database, SpoolAdmin, SqliteQueue, this_process
+from relay_app.spool.pacer import pause, take_turn
+from relay_app.spool.schema import STEPS
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime
 from tests.payloads import issue, issue_alert
 
@@ -26,244 +34,141 @@ def clock() -> FakeTime:
 
 
 @pytest.fixture
-def spool(spool_path: str, clock: FakeTime) -> Spool:
-    return Spool(spool_path, clock=clock)
+def database(spool_path: str) -> Database:
+    return Database(spool_path)
 
 
-def add(
-    spool: Spool, clock: FakeTime, *, lease: float = 10.0, to: Destination = DESTINATION
-) -> SpooledAlert:
-    return spool.add(MESSAGE, to, received_at=clock.now, lease_for=lease).alert
-
-
-def add_id(spool: Spool, clock: FakeTime, *, lease: float = 10.0) -> int:
-    alert_id = add(spool, clock, lease=lease).id
-    assert alert_id is not None
-    return alert_id
-
-
-def claim(spool: Spool, destination: Destination = DESTINATION, most: int = 100) -> list[int]:
-    alerts = spool.claim(
-        destination, lease_for=35, how_many=lambda waiting: min(most, len(waiting))
-    )
-    return [alert.id for alert in alerts if alert.id is not None]
-
-
-def test_an_alert_sent_at_once_is_held_by_its_process_until_the_lease_expires(
-    spool: Spool, spool_path: str, clock: FakeTime
-) -> None:
-    admission = spool.add(MESSAGE, DESTINATION, received_at=clock.now, lease_for=10)
-    assert admission.send_now
-    other_process = Spool(spool_path, clock=clock)
-    assert claim(other_process) == []
-    clock.now += 10.5
-    [claimed] = other_process.claim(DESTINATION, lease_for=35, how_many=len)
-    assert (claimed.id, claimed.message, claimed.lease_owner, claimed.destination) == (
-        admission.alert.id,
-        MESSAGE,
-        other_process.owner,
+def add(database: Database, clock: FakeTime, message: Message = MESSAGE) -> None:
+    """An alert queued behind a Telegram that fails: no turn taken, nothing leased."""
+    SqliteQueue(database).admit(
+        message,
         DESTINATION,
+        now=clock.now,
+        holder=this_process(),
+        token="t",
+        in_flight=(),
+        telegram_up=False,
+        attempt_by=0.0,
     )
-    assert claimed.lease_until == pytest.approx(clock.now + 35)
-    assert (claimed.attempts, claimed.unsure_attempts) == (1, 1)  # the one that was in flight
 
 
-def test_an_alert_whose_turn_has_not_come_waits_unleased_and_uncounted(
-    spool: Spool, clock: FakeTime
-) -> None:
-    add(spool, clock)
-    second = spool.add(MESSAGE, DESTINATION, received_at=clock.now + 0.2, lease_for=10)
-    assert not second.send_now
-    assert second.alert.next_attempt_at == pytest.approx(clock.now + CHAT_INTERVAL)
-    assert (second.alert.attempts, second.alert.lease_owner) == (0, None)
-    # Another topic of the same chat shares the chat's pace; another chat has its own.
-    assert not spool.add(
-        MESSAGE, Destination(CHAT_ID, 7), received_at=clock.now, lease_for=10
-    ).send_now
-    assert spool.add(MESSAGE, Destination(-42), received_at=clock.now, lease_for=10).send_now
+def turn(database: Database, chat: str, now: float, *, group: bool = True) -> float:
+    return database.write(lambda db: take_turn(db, chat, group=group, now=now))
 
 
-def test_a_new_alert_queues_behind_older_ones_waiting_for_the_same_destination(
-    spool: Spool, clock: FakeTime
-) -> None:
-    add(spool, clock)
-    add(spool, clock)  # waits for the next turn
-    clock.now += 5  # the chat's turn has long come, but an older alert is waiting
-    assert not spool.add(MESSAGE, DESTINATION, received_at=clock.now, lease_for=10).send_now
-    assert claim(spool) == [2, 3]
+# --- pacing shared through the file -----------------------------------------------------------
 
 
 def test_turns_are_shared_by_every_process_on_the_file(spool_path: str, clock: FakeTime) -> None:
-    first, second = Spool(spool_path, clock=clock), Spool(spool_path, clock=clock)
+    first, second = Database(spool_path), Database(spool_path)
     chat = DESTINATION.chat_key
-    assert first.reserve(chat, group=True, now=clock.now) == clock.now
-    assert second.reserve(chat, group=True, now=clock.now) == pytest.approx(
-        clock.now + CHAT_INTERVAL
-    )
-    second.pause(chat, clock.now + 30)
-    assert first.reserve(chat, group=True, now=clock.now + 2) == clock.now + 30
-    first.give_back(chat, clock.now)
-    assert second.reserve("-42", group=True, now=clock.now) == clock.now  # chats are apart
+    assert turn(first, chat, clock.now) == clock.now
+    assert turn(second, chat, clock.now) == pytest.approx(clock.now + CHAT_INTERVAL)
+    second.write(lambda db: pause(db, chat, clock.now + 30, now=clock.now))
+    assert turn(first, chat, clock.now + 2) == clock.now + 30
+    assert turn(second, "-42", clock.now) == clock.now  # chats are apart
 
 
 def test_the_bot_gets_thirty_turns_a_second_across_chats_and_processes(
     spool_path: str, clock: FakeTime
 ) -> None:
-    processes = [Spool(spool_path, clock=clock) for _ in range(3)]
+    processes = [Database(spool_path) for _ in range(3)]
     granted = [
-        processes[n % 3].reserve(f"-{n}", group=True, now=clock.now) == clock.now
-        for n in range(BOT_LIMIT + 5)
+        turn(processes[n % 3], f"-{n}", clock.now) == clock.now for n in range(BOT_LIMIT + 5)
     ]
     assert granted == [True] * BOT_LIMIT + [False] * 5
-    assert processes[0].reserve("-999", group=True, now=clock.now) == pytest.approx(
-        clock.now + BOT_WINDOW
-    )
+    assert turn(processes[0], "-999", clock.now) == pytest.approx(clock.now + BOT_WINDOW)
 
 
-def test_a_group_gets_twenty_turns_a_minute(spool: Spool, clock: FakeTime) -> None:
+def test_a_group_gets_twenty_turns_a_minute(database: Database, clock: FakeTime) -> None:
     turns: list[float] = []
     now = clock.now
     while len(turns) < GROUP_LIMIT + 1:
-        turn = spool.reserve("-100", group=True, now=now)
-        if turn <= now:
+        next_turn = turn(database, "-100", now)
+        if next_turn <= now:
             turns.append(now)
-        now = max(now, turn)
+        now = max(now, next_turn)
     assert turns[GROUP_LIMIT] - turns[0] >= GROUP_WINDOW - 1e-6
     assert all(b - a >= CHAT_INTERVAL - 1e-6 for a, b in itertools.pairwise(turns))
 
 
-def test_a_lease_given_back_is_claimable_at_once(
-    spool: Spool, spool_path: str, clock: FakeTime
+def test_a_pause_decided_before_the_clock_stepped_back_lasts_as_long_and_no_longer(
+    database: Database, clock: FakeTime
 ) -> None:
-    add(spool, clock, lease=3600)
-    assert spool.release_all() == 1
-    assert claim(Spool(spool_path, clock=clock)) == [1]
+    database.write(lambda db: pause(db, "-100", clock.now + 30, now=clock.now))
+    stepped_back = clock.now - 3600
+    assert turn(database, "-100", stepped_back) == stepped_back + 30
 
 
-def test_only_due_alerts_for_the_destination_are_claimed_oldest_first(
-    spool: Spool, clock: FakeTime
-) -> None:
-    ids = [add(spool, clock, lease=0).id for _ in range(4)]
-    later = add(spool, clock, to=Destination(CHAT_ID, 9))
-    later.next_attempt_at = clock.now + 60
-    spool.save([later], lease_until=None)
-    clock.now += 2
-    assert claim(spool, Destination(CHAT_ID, 9)) == []
-    assert claim(spool, most=3) == ids[:3]  # as many as the digest takes
-    assert claim(spool) == ids[3:]
+# --- the file ---------------------------------------------------------------------------------
 
 
-def test_waiting_names_the_destinations_and_the_next_due_time(
-    spool: Spool, clock: FakeTime
-) -> None:
-    add(spool, clock, lease=0)
-    queued = add(spool, clock, to=Destination("@Alerts", 3))
-    queued.next_attempt_at = clock.now + 60
-    spool.save([queued], lease_until=None)
-    clock.now += 1
-    assert spool.waiting(now=clock.now) == ([DESTINATION], clock.now + 59)
-    clock.now += 60
-    destinations, _ = spool.waiting(now=clock.now)
-    assert set(destinations) == {DESTINATION, Destination("@alerts", 3)}
+def test_the_pending_limit_counts_what_is_already_on_disk(spool_path: str, clock: FakeTime) -> None:
+    add(Database(spool_path), clock)
+    with pytest.raises(QueueFull):
+        SqliteQueue(Database(spool_path), max_pending=1).admit(
+            MESSAGE,
+            DESTINATION,
+            now=clock.now,
+            holder=this_process(),
+            token="t",
+            in_flight=(),
+            telegram_up=True,
+            attempt_by=float("inf"),
+        )
 
 
-def test_workers_claiming_at_once_never_share_a_row(spool_path: str, clock: FakeTime) -> None:
-    writer = Spool(spool_path, clock=clock)
-    for _ in range(300):
-        writer.add(MESSAGE, DESTINATION, received_at=clock.now - 100, lease_for=0)
-    workers = [Spool(spool_path, clock=clock) for _ in range(6)]
-    claimed: dict[str, list[int]] = {w.owner: [] for w in workers}
-    start = threading.Barrier(len(workers))
-
-    def claim_all(worker: Spool) -> None:
-        start.wait(timeout=10)
-        for _ in range(100):
-            claimed[worker.owner].extend(claim(worker, most=7))
-
-    threads = [threading.Thread(target=claim_all, args=(w,)) for w in workers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    every_claim = [alert_id for ids in claimed.values() for alert_id in ids]
-    assert sorted(every_claim) == list(range(1, 301))  # each row exactly once
-
-
-def test_saving_fails_once_another_worker_holds_the_row(
-    spool: Spool, spool_path: str, clock: FakeTime
-) -> None:
-    alert = add(spool, clock)
-    clock.now += 11
-    assert claim(Spool(spool_path, clock=clock)) == [alert.id]
-    assert spool.save([alert], lease_until=clock.now + 35) is False
-
-
-def test_the_pending_limit_is_enforced_and_freed_by_delivery_and_death(
-    spool_path: str, clock: FakeTime
-) -> None:
-    spool = Spool(spool_path, max_pending=2, clock=clock)
-    first, second = add(spool, clock), add(spool, clock)
-    with pytest.raises(SpoolFull):
-        add(spool, clock)
-    spool.delivered([first])
-    third = add(spool, clock)
-    spool.bury(second)
-    add(spool, clock)
-    with pytest.raises(SpoolFull):
-        add(spool, clock)
-    assert spool.requeue([second.id or 0]) == {second.id: "dead"}  # pending again: 3 of 2
-    spool.delivered([third])
-    with pytest.raises(SpoolFull):
-        add(spool, clock)
-    assert spool.counts() == {"pending": 2, "dead": 0}
-
-
-def test_a_spool_from_before_routing_is_upgraded_and_its_alerts_keep_their_chat(
-    spool_path: str, clock: FakeTime
-) -> None:
+def old_spool(spool_path: str, clock: FakeTime, version: int) -> None:
+    """A file as an older relay_app wrote it, with one alert."""
     with sqlite3.connect(spool_path) as db:
-        for statement in _SCHEMA_STEPS[1]:
-            db.execute(statement)
-        db.execute("PRAGMA user_version = 1")
+        for step in range(1, version + 1):
+            for item in STEPS[step]:
+                if isinstance(item, str):
+                    db.execute(item)
+        db.execute(f"PRAGMA user_version = {version}")
+        columns, values = "", ""
+        if version >= 2:
+            columns, values = ", chat, thread", f", '{CHAT_ID}', 3"
         db.execute(
             "INSERT INTO alerts (received_at, retry_from, html, text, fallback, attempts,"
-            " unsure_attempts, next_attempt_at) VALUES (?, ?, ?, ?, ?, 1, 1, ?)",
-            (clock.now, clock.now, MESSAGE.html, MESSAGE.text, MESSAGE.fallback, clock.now),
+            f" unsure_attempts, next_attempt_at, lease_owner, lease_until{columns})"
+            f" VALUES (?, ?, ?, ?, ?, 1, 1, ?, 'gone:1:ab', ?{values})",
+            (
+                clock.now,
+                clock.now,
+                MESSAGE.html,
+                MESSAGE.text,
+                MESSAGE.fallback,
+                clock.now,
+                clock.now + 9,
+            ),
         )
+        db.execute("DELETE FROM alerts WHERE id > 1")
     db.close()
-    with pytest.raises(SpoolError, match="start the relay once to upgrade it"):
-        Spool(spool_path, for_service=False).counts()
-    upgraded = Spool(spool_path, clock=clock, default_destination=Destination(CHAT_ID, 5))
-    [old] = upgraded.alerts("pending")
-    assert (old.destination, old.message) == (Destination(CHAT_ID, 5), MESSAGE)
-    assert Spool(spool_path, for_service=False).counts() == {"pending": 1, "dead": 0}
-    with pytest.raises(SpoolFull):  # the old alert counts toward the limit
-        Spool(spool_path, max_pending=1, clock=clock).add(
-            MESSAGE, DESTINATION, received_at=clock.now, lease_for=10
-        )
 
 
-def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
-    spool: Spool, clock: FakeTime
+@pytest.mark.parametrize(
+    ("version", "destination"), [(1, Destination(CHAT_ID, 5)), (2, Destination(CHAT_ID, 3))]
+)
+def test_a_spool_from_an_older_relay_is_upgraded_with_its_alerts_intact(
+    spool_path: str, clock: FakeTime, version: int, destination: Destination
 ) -> None:
-    ids = [add_id(spool, clock, lease=-1) for _ in range(3)]
-    clock.now += 5
-    for alert in spool.claim(DESTINATION, lease_for=35, how_many=len):
-        alert.last_error = "Connection refused"
-        spool.bury(alert)
-    clock.now += 86400
-    assert spool.requeue([ids[0], ids[0] + 100]) == {ids[0]: "dead", ids[0] + 100: None}
-    [again] = spool.alerts("pending")
-    assert (again.id, again.retry_from, again.attempts, again.lease_owner) == (
-        ids[0],
-        clock.now,
-        0,
-        None,
-    )
-    assert spool.requeue([ids[0]]) == {ids[0]: "pending"}
-    assert spool.purge_dead(received_before=clock.now - 3600) == 2
-    assert spool.counts() == {"pending": 1, "dead": 0}
-    assert spool.purge_dead(received_before=clock.now) == 0  # pending ones are never purged
+    old_spool(spool_path, clock, version)
+    with pytest.raises(SpoolError, match="start the relay once to upgrade it"):
+        SpoolAdmin(Database(spool_path, for_service=False)).counts()
+    upgraded = Database(spool_path, default_destination=Destination(CHAT_ID, 5))
+    [old] = SpoolAdmin(upgraded).alerts("pending")
+    assert (old.id, old.destination, old.message) == (1, destination, MESSAGE)
+    assert (old.attempts, old.unsure_attempts) == (1, 1)  # its attempt may have arrived
+    assert SpoolAdmin(Database(spool_path, for_service=False)).counts() == {
+        "pending": 1,
+        "dead": 0,
+    }
+    queue = SqliteQueue(upgraded)
+    [lane] = queue.lanes(now=clock.now, holder=this_process(), in_flight=())
+    assert (lane.destination, lane.due_at, lane.free) == (destination, clock.now, True)
+    add(upgraded, clock)
+    assert [alert.id for alert in SpoolAdmin(upgraded).alerts("pending")] == [1, 2]
 
 
 def test_a_corrupt_file_is_moved_aside_and_a_fresh_spool_started(
@@ -271,9 +176,9 @@ def test_a_corrupt_file_is_moved_aside_and_a_fresh_spool_started(
 ) -> None:
     garbage = b"this is not a database, whatever the name says\n" * 200
     Path(spool_path).write_bytes(garbage)
-    spool = Spool(spool_path, clock=clock)
-    assert spool.problem() is None
-    add(spool, clock)
+    database = Database(spool_path)
+    assert database.problem() is None
+    add(database, clock)
     [aside] = Path(spool_path).parent.glob("spool.sqlite3.corrupt-*")
     assert aside.read_bytes() == garbage  # kept as it was, for a person to look at
     [record] = [r for r in caplog.records if "was corrupt" in r.getMessage()]
@@ -282,40 +187,45 @@ def test_a_corrupt_file_is_moved_aside_and_a_fresh_spool_started(
 
 
 def test_a_full_disk_is_reported_once_and_recovery_noticed(
-    spool: Spool, clock: FakeTime, caplog: pytest.LogCaptureFixture
+    database: Database, clock: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
-    add(spool, clock)
-    with spool._statement() as db:  # a disk that is full from this page on, for this connection
+    add(database, clock)
+
+    def fill_the_disk(db: sqlite3.Connection) -> None:
+        # A disk that is full from this page on, for this connection.
         pages = db.execute("PRAGMA page_count").fetchone()[0]
         db.execute(f"PRAGMA max_page_count = {pages}")
-    big = MESSAGE.__class__(html="x" * 100_000, text="x" * 100_000, fallback="x")
+
+    database.read(fill_the_disk)
+    big = Message(html="x" * 100_000, text="x" * 100_000, fallback="x")
     for _ in range(2):
         with pytest.raises(SpoolError, match="database or disk is full"):
-            spool.add(big, DESTINATION, received_at=clock.now, lease_for=0)
-        with spool._statement() as db:  # the failed connection was dropped: the next one too
-            assert db.execute("SELECT count(*) FROM alerts").fetchone()[0] == 1  # reads work
-            db.execute(f"PRAGMA max_page_count = {pages}")
+            add(database, clock, big)
+        # The failed connection was dropped; reads work on the next one, which is full too.
+        assert SpoolAdmin(database).counts()["pending"] == 1
+        database.read(fill_the_disk)
     errors = [r for r in caplog.records if r.getMessage().startswith("DURABILITY LOST")]
     assert len(errors) == 1  # on becoming unusable, not on every failure
     assert errors[0].levelno == logging.ERROR
     assert "database or disk is full" in errors[0].getMessage()
-    assert spool.problem() is None  # a fresh connection has room: it works again
+    database.close()
+    assert database.problem() is None  # a fresh connection has room: it works again
     assert "works again" in caplog.text
-    add(spool, clock)
+    add(database, clock)
 
 
 def test_a_missing_directory_is_reported_and_recovered_from(tmp_path: Path) -> None:
-    spool = Spool(str(tmp_path / "volume" / "spool.sqlite3"))
-    assert spool.problem() == f"the directory {tmp_path / 'volume'} does not exist"
+    database = Database(str(tmp_path / "volume" / "spool.sqlite3"))
+    assert database.problem() == f"the directory {tmp_path / 'volume'} does not exist"
     (tmp_path / "volume").mkdir()
-    assert spool.problem() is None
+    assert database.problem() is None
 
 
 def test_a_spool_from_a_newer_relay_is_left_alone(spool_path: str) -> None:
     with sqlite3.connect(spool_path) as db:
         db.execute("PRAGMA user_version = 99")
     db.close()
-    problem = Spool(spool_path).problem()
+    problem = Database(spool_path).problem()
     assert problem is not None
     assert "newer relay_app" in problem
 
@@ -323,29 +233,81 @@ def test_a_spool_from_a_newer_relay_is_left_alone(spool_path: str) -> None:
 def test_the_cli_never_creates_a_spool(tmp_path: Path) -> None:
     path = tmp_path / "typo.sqlite3"
     with pytest.raises(SpoolError, match="there is no spool at"):
-        Spool(str(path), for_service=False).counts()
+        SpoolAdmin(Database(str(path), for_service=False)).counts()
     assert not path.exists()
 
 
 def test_opening_waits_for_the_lock_only_so_long(
     spool_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("relay_app.spool.OPEN_LOCK_TIMEOUT", 0.2)
+    monkeypatch.setattr("relay_app.spool.database.OPEN_LOCK_TIMEOUT", 0.2)
     with open(f"{spool_path}.lock", "a") as held:  # a process stopped while opening the spool
         fcntl.flock(held, fcntl.LOCK_EX)
-        assert Spool(spool_path).problem() == (
+        assert Database(spool_path).problem() == (
             f"another process has held {spool_path}.lock for over 0.2 s"
         )
-    assert Spool(spool_path).problem() is None
+    assert Database(spool_path).problem() is None
 
 
 def test_the_checkpoint_copies_the_log_back_off_the_webhooks_path(
-    spool: Spool, spool_path: str, clock: FakeTime
+    database: Database, spool_path: str, clock: FakeTime
 ) -> None:
     for _ in range(200):
-        add(spool, clock)
+        add(database, clock)
     before = Path(spool_path).stat().st_size
     assert before <= 8 * 4096  # the rows are still in the write-ahead log only
-    spool.checkpoint()
+    database.checkpoint()
     assert Path(spool_path).stat().st_size >= before + 30 * 4096
-    assert spool.counts()["pending"] == 200
+    assert SpoolAdmin(database).counts()["pending"] == 200
+
+
+# --- a busy spool is not a broken one ---------------------------------------------------------
+
+
+def hold_the_lock(spool_path: str, seconds: float) -> threading.Thread:
+    """Another process (a backup, `sqlite3` by hand) holding the write lock for a while."""
+    held = threading.Event()
+
+    def hold() -> None:
+        other = sqlite3.connect(spool_path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        held.set()
+        time.sleep(seconds)
+        other.execute("COMMIT")
+        other.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert held.wait(5)
+    return thread
+
+
+def test_a_write_waits_for_another_connections_lock_and_the_wait_is_counted(
+    database: Database, spool_path: str, clock: FakeTime
+) -> None:
+    add(database, clock)  # the file exists, in WAL mode
+    waits: list[float] = []
+    database.on_lock_wait = waits.append
+    holder = hold_the_lock(spool_path, 0.6)
+    started = time.monotonic()
+    add(database, clock)
+    holder.join()
+    assert time.monotonic() - started >= 0.5
+    [waited] = waits
+    assert waited >= 0.5
+    assert database.problem() is None  # busy, not broken
+    assert SpoolAdmin(database).counts()["pending"] == 2
+
+
+def test_a_lock_held_past_the_callers_budget_is_busy_not_broken(
+    database: Database, spool_path: str, clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    add(database, clock)
+    holder = hold_the_lock(spool_path, 1.0)
+    try:
+        with pytest.raises(SpoolBusy, match=r"held the spool .* locked for over 0\.3 s"):
+            database.write(lambda db: None, wait_until=time.monotonic() + 0.3)
+    finally:
+        holder.join()
+    assert database.problem() is None
+    assert "DURABILITY LOST" not in caplog.text

@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,20 +15,44 @@ import responses
 from flask.testing import FlaskClient
 from requests import PreparedRequest
 
-from relay_app import create_app
+from relay_app import Relay, create_app, relay_of
 from relay_app.config import Settings
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
+from relay_app.logs import EVENT_ATTRIBUTE
 from relay_app.pacing import CHAT_INTERVAL
-from relay_app.retrier import Retrier
 from relay_app.routing import Destination
-from relay_app.spool import Spool
-from tests.conftest import CHAT_ID, OK, SECRET, SEND_URL, WEBHOOK, FakeTime, refusal, run_background
+from relay_app.spool import Database, SpoolAdmin
+from tests.conftest import (
+    CHAT_ID,
+    GET_ME_URL,
+    ME,
+    OK,
+    SECRET,
+    SEND_URL,
+    WEBHOOK,
+    FakeTime,
+    metric_samples,
+    put_in_spool,
+    refusal,
+    run_background,
+)
 from tests.payloads import issue, issue_alert, uptime_alert
+from tests.prometheus import value
+
+
+def spool_at(path: str) -> SpoolAdmin:
+    """The spool through a connection of its own, as another process sees it."""
+    return SpoolAdmin(Database(path))
 
 
 def sent_bodies(telegram: responses.RequestsMock) -> list[dict[str, Any]]:
-    return [json.loads(call.request.body or b"") for call in telegram.calls]
+    """What went to sendMessage (getMe, the relay's question after a failure, is not here)."""
+    return [
+        json.loads(call.request.body or b"")
+        for call in telegram.calls
+        if call.request.url == SEND_URL
+    ]
 
 
 def sent_texts(telegram: responses.RequestsMock) -> list[str]:
@@ -35,21 +62,22 @@ def sent_texts(telegram: responses.RequestsMock) -> list[str]:
 def test_a_delivered_alert_answers_200_and_queues_nothing(
     client: FlaskClient,
     telegram: responses.RequestsMock,
-    app_retrier: Retrier,
+    relay: Relay,
     fake_time: FakeTime,
 ) -> None:
     telegram.post(SEND_URL, json=OK)
     reply = client.post(WEBHOOK, json=issue_alert())
     assert (reply.status_code, reply.json) == (200, {"status": "sent"})
     assert len(telegram.calls) == 1
-    assert app_retrier.wait_idle(timeout=0)  # no job was ever queued
-    assert fake_time.sleeps == []
+    assert relay.dispatcher.wait_idle(timeout=0)  # no job was ever queued
+    assert relay.admin is not None
+    assert relay.admin.counts() == {"pending": 0, "dead": 0}
 
 
 def test_a_failed_attempt_queues_the_prebuilt_text_and_still_answers_502(
     client: FlaskClient,
     telegram: responses.RequestsMock,
-    app_retrier: Retrier,
+    relay: Relay,
     fake_time: FakeTime,
 ) -> None:
     telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))
@@ -60,24 +88,25 @@ def test_a_failed_attempt_queues_the_prebuilt_text_and_still_answers_502(
     assert reply.json["status"] == "queued"
     assert "connection to Telegram failed" in reply.json["error"]
     arrived = fake_time.now
-    run_background(app_retrier, fake_time)
+    run_background(relay.dispatcher, fake_time)
     first, retried = sent_texts(telegram)
     assert retried == first  # the very same text, never rebuilt
-    assert fake_time.now == arrived + 30.0  # RELAY_RETRY_WAIT: it may have been posted
+    # Retried once Telegram answered getMe a second later, on the chat's next turn.
+    assert fake_time.now == arrived + CHAT_INTERVAL
 
 
 def test_retries_at_the_ceiling_give_up_with_an_error_holding_the_text(
     client: FlaskClient,
     telegram: responses.RequestsMock,
-    app_retrier: Retrier,
+    relay: Relay,
     fake_time: FakeTime,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     telegram.post(SEND_URL, status=500, json=refusal(500, "Internal Server Error"))
     reply = client.post(WEBHOOK, json=uptime_alert(down=True, name="Checkout API"))
     assert reply.status_code == 502
-    run_background(app_retrier, fake_time)
-    assert len(telegram.calls) == 1 + 3  # the synchronous attempt and RELAY_RETRY_ATTEMPTS
+    run_background(relay.dispatcher, fake_time)
+    assert len(sent_bodies(telegram)) == 1 + 3  # the webhook's attempt and RELAY_RETRY_ATTEMPTS
     [lost] = [r for r in caplog.records if "ALERT NOT DELIVERED" in r.getMessage()]
     assert lost.levelno == logging.ERROR
     assert "🔴 DOWN · Checkout API\nThe monitored site has gone down." in lost.getMessage()
@@ -86,7 +115,7 @@ def test_retries_at_the_ceiling_give_up_with_an_error_holding_the_text(
 def test_a_permanent_refusal_is_not_retried_and_is_logged_with_the_text(
     client: FlaskClient,
     telegram: responses.RequestsMock,
-    app_retrier: Retrier,
+    relay: Relay,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     telegram.post(
@@ -102,7 +131,7 @@ def test_a_permanent_refusal_is_not_retried_and_is_logged_with_the_text(
         "error": "Telegram refused the message (403): "
         "Forbidden: bot was kicked from the group chat",
     }
-    assert app_retrier.wait_idle(timeout=0)
+    assert relay.dispatcher.wait_idle(timeout=0)
     assert len(telegram.calls) == 1
     [lost] = [r for r in caplog.records if "ALERT NOT DELIVERED" in r.getMessage()]
     assert "ZeroDivisionError: division by zero #1" in lost.getMessage()
@@ -146,10 +175,16 @@ def test_a_wrong_secret_is_404_and_sends_nothing(
         (b"42", "got a JSON number"),
         (b"null", "got a JSON literal"),
         (b"\xff\xfe{", "not valid JSON"),
+        (b"[" * 5000 + b"]" * 5000, "nests deeper than 64 levels"),  # past the parser's own
+        (b'{"a":' * 100 + b"1" + b"}" * 100, "nests deeper than 64 levels"),  # within it
     ],
 )
 def test_a_body_that_is_not_a_json_object_is_400_and_says_why(
-    client: FlaskClient, telegram: responses.RequestsMock, body: bytes, says: str
+    client: FlaskClient,
+    telegram: responses.RequestsMock,
+    caplog: pytest.LogCaptureFixture,
+    body: bytes,
+    says: str,
 ) -> None:
     reply = client.post(WEBHOOK, data=body, content_type="application/json")
     assert reply.status_code == 400
@@ -157,6 +192,8 @@ def test_a_body_that_is_not_a_json_object_is_400_and_says_why(
     assert says in reply.json["error"]
     assert len(telegram.calls) == 0
     assert client.get("/healthz").status_code == 200  # still serving
+    [record] = [r for r in caplog.records if getattr(r, EVENT_ATTRIBUTE, {}).get("event")]
+    assert getattr(record, EVENT_ATTRIBUTE)["reason"] == "bad_body"  # recorded like any other
 
 
 def test_a_body_over_one_mebibyte_is_413(
@@ -236,13 +273,13 @@ def test_the_alert_is_on_disk_before_the_first_attempt_and_gone_once_delivered(
 
     def telegram_accepts(request: PreparedRequest) -> tuple[int, dict[str, str], str]:
         # Read through a connection of its own, as a process resuming the spool would.
-        seen_during_the_attempt.append(Spool(spool_path).counts()["pending"])
+        seen_during_the_attempt.append(spool_at(spool_path).counts()["pending"])
         return 200, {}, json.dumps(OK)
 
     telegram.add_callback(responses.POST, SEND_URL, callback=telegram_accepts)
     assert client.post(WEBHOOK, json=issue_alert()).status_code == 200
     assert seen_during_the_attempt == [1]
-    assert Spool(spool_path).counts() == {"pending": 0, "dead": 0}
+    assert spool_at(spool_path).counts() == {"pending": 0, "dead": 0}
 
 
 def test_a_permanent_refusal_is_kept_as_a_dead_letter(
@@ -250,7 +287,7 @@ def test_a_permanent_refusal_is_kept_as_a_dead_letter(
 ) -> None:
     telegram.post(SEND_URL, status=403, json=refusal(403, "Forbidden: bot is not a member"))
     assert client.post(WEBHOOK, json=issue_alert()).status_code == 502
-    [dead] = Spool(spool_path).alerts("dead")
+    [dead] = spool_at(spool_path).alerts("dead")
     assert dead.last_error == "Telegram refused the message (403): Forbidden: bot is not a member"
     assert dead.message.text.startswith("🔴 GlitchTip Alert\n")
 
@@ -270,7 +307,6 @@ def test_an_unusable_spool_is_not_ready_yet_alerts_still_go_through(
     missing = tmp_path / "not-mounted"
     app = create_app(
         replace(settings, spool_path=str(missing / "spool.sqlite3")),
-        retry_sleep=fake_time.sleep,
         clock=fake_time,
     )
     client = app.test_client()
@@ -287,12 +323,14 @@ def test_an_unusable_spool_is_not_ready_yet_alerts_still_go_through(
     assert reply.status_code == 502
     assert reply.json is not None
     assert reply.json["status"] == "queued"
-    retrier_of_app = app.extensions["relay_retrier"]
-    assert retrier_of_app.wait_idle(timeout=10)
-    assert len(telegram.calls) == 2  # retried from memory
+    relay = relay_of(app)
+    assert relay is not None
+    run_background(relay.dispatcher, fake_time)
+    assert len(sent_bodies(telegram)) == 2  # retried from memory
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any(m.startswith("DURABILITY LOST") for m in errors)
     assert any("kept in memory only" in m for m in errors)
+    relay.dispatcher.shutdown()
 
     missing.mkdir()  # the volume is back
     assert client.get("/readyz").status_code == 200
@@ -302,22 +340,20 @@ def test_an_unusable_spool_is_not_ready_yet_alerts_still_go_through(
 def test_with_the_spool_switched_off_the_relay_is_ready(
     settings: Settings, fake_time: FakeTime
 ) -> None:
-    app = create_app(replace(settings, spool_path=None), retry_sleep=fake_time.sleep)
+    app = create_app(replace(settings, spool_path=None), clock=fake_time)
     assert app.test_client().get("/readyz").status_code == 200
 
 
-def test_past_the_pending_limit_an_alert_is_still_tried_but_never_silently_dropped(
+def test_past_the_pending_limit_an_alert_is_still_tried_and_kept_in_memory(
     settings: Settings,
     fake_time: FakeTime,
     telegram: responses.RequestsMock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    app = create_app(
-        replace(settings, spool_max_pending=1), retry_sleep=fake_time.sleep, clock=fake_time
-    )
+    app = create_app(replace(settings, spool_max_pending=1), clock=fake_time)
     client = app.test_client()
     waiting = format_alert(parse_alert(issue_alert(issue(9))))
-    Spool(settings.spool_path or "").add(waiting, Destination(-1), received_at=0, lease_for=0)
+    put_in_spool(settings.spool_path or "", waiting, Destination(-1), received_at=0)
     telegram.post(SEND_URL, json=OK)
     assert client.post(WEBHOOK, json=issue_alert(issue(2))).status_code == 200  # tried anyway
     fake_time.now += 2  # the chat's next turn
@@ -325,10 +361,20 @@ def test_past_the_pending_limit_an_alert_is_still_tried_but_never_silently_dropp
     reply = client.post(WEBHOOK, json=issue_alert(issue(3)))
     assert reply.status_code == 502
     assert reply.json is not None
-    assert reply.json["status"] == "failed"
-    [lost] = [r for r in caplog.records if "ALERT NOT DELIVERED" in r.getMessage()]
-    assert "the spool is full" in lost.getMessage()
-    assert "division by zero #3" in lost.getMessage()
+    assert reply.json["status"] == "queued"
+    assert reply.json["alert"].startswith("mem-")
+    label = reply.json["alert"]
+    [kept] = [
+        r
+        for r in caplog.records
+        if f"alert {label} could not be written to the spool" in r.getMessage()
+    ]
+    assert kept.levelno == logging.ERROR
+    assert "the spool is full: 1 alerts are already pending" in kept.getMessage()
+    relay = relay_of(app)
+    assert relay is not None
+    assert relay.memory.pending() == 1
+    relay.dispatcher.shutdown()
 
 
 # --- pacing, digests and routing ------------------------------------------------------------
@@ -337,7 +383,7 @@ def test_past_the_pending_limit_an_alert_is_still_tried_but_never_silently_dropp
 def test_an_alert_whose_chat_is_not_due_is_queued_with_202_and_sent_on_its_turn(
     client: FlaskClient,
     telegram: responses.RequestsMock,
-    app_retrier: Retrier,
+    relay: Relay,
     fake_time: FakeTime,
 ) -> None:
     telegram.post(SEND_URL, json=OK)
@@ -346,7 +392,7 @@ def test_an_alert_whose_chat_is_not_due_is_queued_with_202_and_sent_on_its_turn(
     reply = client.post(WEBHOOK, json=issue_alert(issue(2)))
     assert (reply.status_code, reply.json) == (202, {"status": "queued", "alert": "#2"})
     assert len(telegram.calls) == 1  # the webhook did not wait, and did not send
-    run_background(app_retrier, fake_time)
+    run_background(relay.dispatcher, fake_time)
     _, second = sent_texts(telegram)
     assert "division by zero #2" in second
     assert "alerts, received" not in second  # alone, it goes as it was built
@@ -356,20 +402,21 @@ def test_an_alert_whose_chat_is_not_due_is_queued_with_202_and_sent_on_its_turn(
 def test_alerts_waiting_for_the_same_chat_go_out_as_one_digest_oldest_first(
     client: FlaskClient,
     telegram: responses.RequestsMock,
-    app_retrier: Retrier,
+    relay: Relay,
     fake_time: FakeTime,
 ) -> None:
     telegram.post(SEND_URL, json=OK)
     for number in range(1, 6):
         client.post(WEBHOOK, json=issue_alert(issue(number)))
         fake_time.now += 0.1
-    run_background(app_retrier, fake_time)
+    run_background(relay.dispatcher, fake_time)
     [(_, digest)] = [(b, b["text"]) for b in sent_bodies(telegram)[1:]]
     assert isinstance(digest, str)
     assert digest.startswith("<b>🗂 4 alerts, received ")
     positions = [digest.index(f"division by zero #{n}<") for n in range(2, 6)]
     assert positions == sorted(positions)
-    assert Spool(app_retrier.spool.path if app_retrier.spool else "").counts()["pending"] == 0
+    assert relay.admin is not None
+    assert relay.admin.counts()["pending"] == 0
 
 
 def test_a_429_pauses_the_chat_and_costs_the_alert_no_attempt(
@@ -377,20 +424,21 @@ def test_a_429_pauses_the_chat_and_costs_the_alert_no_attempt(
     fake_time: FakeTime,
     telegram: responses.RequestsMock,
 ) -> None:
-    app = create_app(
-        replace(settings, retry_attempts=1), retry_sleep=fake_time.sleep, clock=fake_time
-    )
-    background = app.extensions["relay_retrier"]
+    app = create_app(replace(settings, retry_attempts=1), clock=fake_time)
+    relay = relay_of(app)
+    assert relay is not None
     telegram.post(SEND_URL, status=504, json=refusal(504, "Gateway Timeout"))
     telegram.post(SEND_URL, status=429, json=refusal(429, "Too Many Requests", retry_after=40))
     telegram.post(SEND_URL, json=OK)
     arrived = fake_time.now
     assert app.test_client().post(WEBHOOK, json=issue_alert()).status_code == 502
-    run_background(background, fake_time)
+    run_background(relay.dispatcher, fake_time)
     # 504 then 429 then delivered: with RELAY_RETRY_ATTEMPTS=1 only the 429 being free allows it.
-    assert len(telegram.calls) == 3
-    assert fake_time.now >= arrived + 30 + 40
-    assert background.spool.counts() == {"pending": 0, "dead": 0}
+    assert len(sent_bodies(telegram)) == 3
+    assert fake_time.now >= arrived + CHAT_INTERVAL + 40
+    assert relay.admin is not None
+    assert relay.admin.counts() == {"pending": 0, "dead": 0}
+    relay.dispatcher.shutdown()
 
 
 def test_a_thread_id_in_the_url_picks_the_topic_of_the_default_chat(
@@ -406,7 +454,7 @@ def test_a_chat_on_the_allowlist_can_be_chosen_with_its_own_topic(
     settings: Settings, fake_time: FakeTime, telegram: responses.RequestsMock
 ) -> None:
     allowed = replace(settings, allowed_chat_ids=frozenset({"-100555", "@ops_alerts"}))
-    client = create_app(allowed, retry_sleep=fake_time.sleep, clock=fake_time).test_client()
+    client = create_app(allowed, clock=fake_time).test_client()
     telegram.post(SEND_URL, json=OK)
     assert (
         client.post(f"{WEBHOOK}?chat_id=-100555&thread_id=3", json=issue_alert()).status_code == 200
@@ -445,7 +493,7 @@ def test_a_destination_the_relay_may_not_use_is_400_and_the_alert_is_logged(
     assert reply.json is not None
     assert says in reply.json["error"]
     assert len(telegram.calls) == 0
-    assert Spool(spool_path).counts() == {"pending": 0, "dead": 0}
+    assert spool_at(spool_path).counts() == {"pending": 0, "dead": 0}
     [lost] = [r for r in caplog.records if "ALERT NOT DELIVERED" in r.getMessage()]
     assert says in lost.getMessage()
     assert "division by zero #1" in lost.getMessage()
@@ -454,7 +502,7 @@ def test_a_destination_the_relay_may_not_use_is_400_and_the_alert_is_logged(
 def test_a_missing_topic_is_logged_and_the_alert_sent_once_to_the_chat_itself(
     client: FlaskClient,
     telegram: responses.RequestsMock,
-    app_retrier: Retrier,
+    relay: Relay,
     fake_time: FakeTime,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -467,9 +515,79 @@ def test_a_missing_topic_is_logged_and_the_alert_sent_once_to_the_chat_itself(
     [topic_lost] = [r for r in caplog.records if "TOPIC NOT FOUND" in r.getMessage()]
     assert topic_lost.levelno == logging.ERROR
     assert "division by zero #1" in topic_lost.getMessage()
-    run_background(app_retrier, fake_time)
+    run_background(relay.dispatcher, fake_time)
     first, second = sent_bodies(telegram)
     assert first["message_thread_id"] == 404
     assert "message_thread_id" not in second
     assert second["text"] == first["text"]
     assert "ALERT NOT DELIVERED" not in caplog.text
+
+
+# --- a busy spool, a failing Telegram -------------------------------------------------------------
+
+
+def test_a_spool_locked_by_another_process_is_waited_for_and_stays_durable(
+    client: FlaskClient,
+    telegram: responses.RequestsMock,
+    fake_time: FakeTime,
+    spool_path: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    telegram.post(SEND_URL, json=OK)
+    assert client.post(WEBHOOK, json=issue_alert(issue(1))).status_code == 200  # the file exists
+    fake_time.now += CHAT_INTERVAL
+    seen: list[int] = []
+
+    def telegram_accepts(request: PreparedRequest) -> tuple[int, dict[str, str], str]:
+        seen.append(spool_at(spool_path).counts()["pending"])
+        return 200, {}, json.dumps(OK)
+
+    telegram.add_callback(responses.POST, SEND_URL, callback=telegram_accepts)
+    locked, release = threading.Event(), threading.Event()
+
+    def another_process_holds_the_lock() -> None:
+        other = sqlite3.connect(spool_path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        locked.set()
+        release.wait(5)
+        other.execute("COMMIT")
+        other.close()
+
+    holder = threading.Thread(target=another_process_holds_the_lock)
+    holder.start()
+    assert locked.wait(5)
+    threading.Timer(1.0, release.set).start()
+    started = time.monotonic()
+    reply = client.post(WEBHOOK, json=issue_alert(issue(2)))
+    holder.join()
+    assert reply.status_code == 200
+    assert 1.0 <= time.monotonic() - started < 9.5  # inside GlitchTip's 10 s
+    assert seen == [1]  # on disk before its attempt, as always
+    assert "DURABILITY LOST" not in caplog.text
+    samples = metric_samples(client)
+    assert value(samples, "relay_spool_lock_wait_seconds_count") == 1
+    assert value(samples, "relay_spool_lock_wait_seconds_sum") >= 1.0
+
+
+def test_while_telegram_fails_a_webhook_waits_in_the_queue_without_an_attempt(
+    client: FlaskClient,
+    telegram: responses.RequestsMock,
+    relay: Relay,
+    fake_time: FakeTime,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    telegram.replace(responses.POST, GET_ME_URL, body=requests.ConnectionError("refused"))
+    telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))
+    assert client.post(WEBHOOK, json=issue_alert(issue(1))).status_code == 502
+    fake_time.now += 2  # the chat's next turn has come; getMe is due
+    relay.dispatcher.pass_once()  # asks getMe: no answer, Telegram is down
+    assert relay.dispatcher.wait_idle(10)
+    reply = client.post(f"{WEBHOOK}?thread_id=9", json=issue_alert(issue(2)))
+    assert (reply.status_code, reply.json) == (202, {"status": "queued", "alert": "#2"})
+    [record] = [r for r in caplog.records if "webhook for alert #2" in r.getMessage()]
+    assert getattr(record, EVENT_ATTRIBUTE)["reason"] == "telegram_down"
+    assert len(sent_bodies(telegram)) == 1  # no attempt that could only fail
+    telegram.replace(responses.POST, GET_ME_URL, json=ME)
+    telegram.replace(responses.POST, SEND_URL, json=OK)
+    run_background(relay.dispatcher, fake_time)
+    assert len(sent_bodies(telegram)) == 3

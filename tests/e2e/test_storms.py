@@ -169,11 +169,11 @@ def test_a_missing_topic_is_logged_and_the_alert_sent_to_the_chat_itself(
     assert (reply.status_code, reply.json()["status"]) == (502, "queued")
     assert wait_until(lambda: fake_telegram.messages, timeout=10)
     time.sleep(1.5)
-    [(first, outcome), (second, accepted)] = [(r.body, r.outcome) for r in fake_telegram.received]
+    [(first, outcome), (second, accepted)] = [(r.body, r.outcome) for r in fake_telegram.sends()]
     assert (first["message_thread_id"], outcome) == (404, "Bad Request: message thread not found")
     assert "message_thread_id" not in second
     assert accepted == "accepted"
     assert delivered_titles(fake_telegram) == ["Topic deleted"]
     logs = relay.logs()
-    assert "[ERROR] relay_app.retrier: TOPIC NOT FOUND: alert #1" in logs
+    assert "[ERROR] relay_app.job: TOPIC NOT FOUND: alert #1" in logs
     assert "Topic deleted" in logs

@@ -1,0 +1,339 @@
+"""The retrier: this process's background delivery, one object that owns its thread, its job
+pool and its stop event (as sentry-python's BackgroundWorker does).
+
+The thread looks at the queues whenever something may have become due (a webhook queued an
+alert, a job ended, a time came) and at least once a second; for each destination whose oldest
+alert is due and whose lease is free, it claims what fits one message and hands the claim to
+the pool, where a job (job.py) makes one attempt and ends. Nothing waits in a thread: a failed
+alert's wait is its due time in the queue, so the alerts of a chat that came back are claimed
+together, oldest first. While Telegram fails (health.py), the thread only asks whether it is
+back, and retires alerts that pass their horizon.
+
+The pool is created lazily, in the process that uses it: gunicorn creates the app in each
+worker, and a fork would not carry threads over anyway. gunicorn's worker_exit hook stops it
+deliberately (`shutdown`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_futures
+
+from .errors import SpoolError
+from .health import Health, TelegramHealth
+from .job import Jobs
+from .metrics import Metrics
+from .spool.holders import Holder, this_process
+from .spool.memory import MemoryQueue
+from .spool.model import Claim, Later
+from .spool.queue import Queue
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+# Asks Telegram a question that posts nothing; True when it answered.
+Probe = Callable[[], bool]
+
+# Jobs running at once in one process: one per destination at most, each within
+# RELAY_SEND_TIMEOUT. Destinations beyond it wait for a free thread, in the queue.
+MAX_JOB_THREADS = 32
+# How often the thread looks when nothing tells it sooner: work queued by another process.
+POLL_INTERVAL = 1.0
+# Past this, a lease held by a process on another host is taken over: an attempt never
+# outlives RELAY_SEND_TIMEOUT, and this covers the writes around it.
+LEASE_MARGIN = 5.0
+# At shutdown, the alerts held in memory get one last attempt each, within this.
+LAST_CHANCE_SECONDS = 15.0
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        *,
+        queues: Sequence[Queue],
+        jobs: Jobs,
+        health: Health,
+        probe: Probe,
+        metrics: Metrics,
+        attempt_timeout: float,
+        clock: Clock = time.time,
+    ) -> None:
+        self.queues = list(queues)
+        self._jobs = jobs
+        self.health = health
+        self._probe = probe
+        self._metrics = metrics
+        self._lease_for = attempt_timeout + LEASE_MARGIN
+        self._clock = clock
+        self._reset()
+        _dispatchers.add(self)
+
+    def _reset(self) -> None:
+        """Everything that belongs to one process: a fork starts it over."""
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._next_pass_at = 0.0  # wall clock; a wake for a later time changes nothing
+        # Tokens of the claims this process is working on, the webhooks' own included: a
+        # lease in this set is never taken over, whatever the clock says.
+        self._in_flight: set[str] = set()
+        self._jobs_running = 0
+        self._futures: set[Future[None]] = set()
+
+    # --- for the rest of the relay -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start this process's thread (gunicorn's post_worker_init): it takes up waiting
+        alerts at once, those a stopped or crashed process left included."""
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._thread = threading.Thread(target=self._loop, name="relay-dispatch", daemon=True)
+            self._thread.start()
+
+    def wake(self, at: float | None = None) -> None:
+        """Have the thread look at `at` (a wall-clock time), or now."""
+        with self._lock:
+            if at is not None and at >= self._next_pass_at:
+                return  # a pass is planned by then anyway
+            self._next_pass_at = min(self._next_pass_at, at if at is not None else 0.0)
+        self._wake.set()
+
+    def hold(self) -> str:
+        """A fresh claim token, in flight in this process until `release`: made before the
+        claim it names, so no pass of this dispatcher can take that claim over meanwhile."""
+        token = secrets.token_hex(8)
+        with self._lock:
+            self._in_flight.add(token)
+        return token
+
+    def release(self, token: str) -> None:
+        with self._lock:
+            self._in_flight.discard(token)
+
+    def in_flight(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._in_flight)
+
+    def shutdown(self) -> None:
+        """Stop deliberately (gunicorn's worker_exit hook): claim nothing more, let running
+        jobs finish (each within RELAY_SEND_TIMEOUT), give the alerts held in memory one last
+        attempt, and log what is left. Spooled alerts simply stay for the next start."""
+        with self._lock:
+            self._stop.set()
+            thread, pool = self._thread, self._pool
+        self._wake.set()
+        if thread is not None:
+            thread.join()
+        if pool is not None:
+            pool.shutdown(wait=True)
+        for queue in self.queues:
+            if isinstance(queue, MemoryQueue):
+                self._last_chance(queue)
+            else:
+                self._leave_for_next_start(queue)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until every job this dispatcher started has ended; True if they did in time."""
+        with self._lock:
+            futures = list(self._futures)
+        _, not_done = wait_for_futures(futures, timeout=timeout)
+        return not not_done
+
+    # --- one pass ------------------------------------------------------------------------------
+
+    def pass_once(self) -> float | None:
+        """Claim what is due and start a job for each claim; probe Telegram when that is due.
+        Returns the soonest time something known becomes due (None: nothing is planned)."""
+        now = self._clock()
+        health = self.health.current()
+        soonest: float | None = None
+        if not health.sending:
+            self._maybe_probe(now, health)
+            soonest = health.next_probe_at
+        holder = this_process()
+        for queue in self.queues:
+            try:
+                lanes = queue.lanes(now=now, holder=holder, in_flight=self.in_flight())
+            except SpoolError:
+                continue  # logged by the spool; the next pass tries again
+            for lane in lanes:
+                if not lane.free:
+                    continue
+                if lane.due_at > now:
+                    soonest = _earliest(soonest, lane.due_at)
+                    continue
+                if health.sending and not self._thread_free():
+                    break  # a job that ends wakes the thread
+                token = self.hold()
+                try:
+                    claimed = queue.claim(
+                        lane,
+                        now=now,
+                        holder=holder,
+                        token=token,
+                        in_flight=self.in_flight(),
+                        fit=self._jobs.fit,
+                        retire=self._jobs.policy.before_attempt,
+                        send=health.sending,
+                        lease_for=self._lease_for,
+                    )
+                except SpoolError:
+                    claimed = None
+                if isinstance(claimed, Claim) and claimed.alerts:
+                    self._submit(queue, claimed)  # the job lets the token go when it ends
+                    continue
+                self.release(token)
+                if isinstance(claimed, Later):
+                    soonest = _earliest(soonest, claimed.at)
+                elif claimed is not None:
+                    self._jobs.report_retired(queue, claimed)
+        return soonest
+
+    def _loop(self) -> None:
+        checkpointed_at = 0.0
+        while not self._stop.is_set():
+            with self._lock:
+                self._next_pass_at = float("inf")  # a pass runs: a wake now may be too late for it
+            soonest = None
+            try:
+                soonest = self.pass_once()
+                if time.monotonic() - checkpointed_at >= POLL_INTERVAL:
+                    checkpointed_at = time.monotonic()
+                    self._tidy()
+            except Exception:  # the loop must outlive any one bad pass
+                log.exception("taking up waiting alerts failed; trying again shortly")
+            now = self._clock()
+            with self._lock:
+                self._wake.clear()  # wakes until now are in _next_pass_at; later ones set it
+                self._next_pass_at = min(
+                    self._next_pass_at, now + POLL_INTERVAL, soonest or float("inf")
+                )
+                # Waits are monotonic: a wall-clock step changes when things are due, not how
+                # long this sleeps (at most POLL_INTERVAL).
+                timeout = max(0.0, self._next_pass_at - now)
+            if not self._stop.is_set():
+                self._wake.wait(timeout)
+
+    # --- jobs ----------------------------------------------------------------------------------
+
+    def _thread_free(self) -> bool:
+        with self._lock:
+            return self._jobs_running < MAX_JOB_THREADS
+
+    def _submit(self, queue: Queue, claim: Claim) -> None:
+        with self._lock:
+            self._jobs_running += 1
+            future = self._executor().submit(self._run, queue, claim)
+            self._futures.add(future)
+        future.add_done_callback(self._forget)
+
+    def _run(self, queue: Queue, claim: Claim) -> None:
+        try:
+            self._jobs.run(queue, claim, kind="background")
+        except Exception as exc:  # a bug must not lose the alerts: log them with their text
+            for alert in claim.alerts:
+                self._jobs.undelivered(
+                    alert.message,
+                    "the relay failed while sending it",
+                    exc,
+                    alert=alert,
+                    exc_info=True,
+                )
+        finally:
+            with self._lock:
+                self._in_flight.discard(claim.token)
+                self._jobs_running -= 1
+            self.wake()  # the lane is free: its next alerts, and destinations left for a thread
+
+    def _forget(self, future: Future[None]) -> None:
+        with self._lock:
+            self._futures.discard(future)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        """This process's pool, created on first use (call with _lock held)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                max_workers=MAX_JOB_THREADS + 1, thread_name_prefix="relay-job"
+            )
+        return self._pool
+
+    # --- Telegram's health -------------------------------------------------------------------
+
+    def _maybe_probe(self, now: float, health: TelegramHealth) -> None:
+        """Ask Telegram whether it is back, if that is due and no other process is asking."""
+        prober = Holder.parse(health.prober)
+        me = this_process()
+        gone = prober is not None and prober.is_here(me) and prober.is_gone()
+        if not self.health.take_probe(now, str(me), now + self._lease_for, prober_gone=gone):
+            return
+        with self._lock:
+            future = self._executor().submit(self._ask_telegram)
+            self._futures.add(future)
+        future.add_done_callback(self._forget)
+
+    def _ask_telegram(self) -> None:
+        answered = False
+        try:
+            answered = self._probe()
+        finally:
+            self._metrics.probe(answered)
+            self.health.probed(answered, self._clock())
+            self.wake()
+
+    # --- upkeep and stopping -------------------------------------------------------------------
+
+    def _tidy(self) -> None:
+        for queue in self.queues:
+            checkpoint = getattr(getattr(queue, "database", None), "checkpoint", None)
+            if checkpoint is not None:
+                checkpoint()
+
+    def _last_chance(self, queue: MemoryQueue) -> None:
+        """The alerts held in memory are lost with the process: one last attempt each, in as
+        few messages as fit, whatever their schedule; the text of any still left is logged."""
+        give_up_at = time.monotonic() + LAST_CHANCE_SECONDS
+        for claim in queue.last_claims(self._jobs.fit):
+            if time.monotonic() < give_up_at:
+                self._jobs.run(queue, claim, kind="background")
+        for alert in queue.take_all():
+            self._jobs.undelivered(alert.message, "the relay is shutting down", None, alert=alert)
+
+    def _leave_for_next_start(self, queue: Queue) -> None:
+        try:
+            queue.release(this_process())
+            pending = queue.pending()
+        except SpoolError:
+            return  # the leases name this process, which the next start finds gone
+        if pending:
+            log.info(
+                "stopping: %d alert(s) wait in the spool %s for the next start",
+                pending,
+                queue.name,
+            )
+
+
+def _earliest(soonest: float | None, at: float) -> float:
+    return at if soonest is None else min(soonest, at)
+
+
+_dispatchers: weakref.WeakSet[Dispatcher] = weakref.WeakSet()
+
+
+def _reset_after_fork() -> None:
+    # A forked child inherits the parent's objects but none of its threads, and possibly a lock
+    # some other thread held at fork time: each dispatcher starts over.
+    for dispatcher in list(_dispatchers):
+        dispatcher._reset()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)

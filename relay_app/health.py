@@ -1,0 +1,185 @@
+"""Is Telegram answering? The relay's one view of it, and how it finds out that Telegram is back.
+
+A wait after a failure is only a guess about Telegram's health. So after a send fails in a way
+that says Telegram may be down (network trouble, a timeout, a 5xx), the relay stops sending
+and asks with one cheap request that can never post anything (`getMe`): a second after the
+failure, then every two seconds while that fails too. One relay asks once, whatever the number
+of its processes: the state lives in the spool they share. When Telegram answers again after
+having failed to, every alert waiting because of a failure is due at once, so the backlog goes
+out together, oldest first, instead of each on its own backoff.
+
+The transitions are pure functions of `TelegramHealth`; `Health` keeps the state in a store
+and tells the queues when Telegram is back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol
+
+from .errors import SpoolError
+
+log = logging.getLogger(__name__)
+
+State = Literal["up", "suspect", "down"]
+# The first question a second after a failure; then every two seconds while Telegram fails.
+FIRST_PROBE_AFTER = 1.0
+PROBE_INTERVAL = 2.0
+
+
+@dataclass(frozen=True)
+class TelegramHealth:
+    state: State = "up"
+    # When the next probe is due, and when that was decided (both wall clock; the second
+    # guards against the clock stepping back, see `probe_due`).
+    next_probe_at: float = 0.0
+    decided_at: float = 0.0
+    # The process making the current probe, and until when it may ("" and 0: nobody).
+    prober: str = ""
+    probe_until: float = 0.0
+
+    @property
+    def sending(self) -> bool:
+        """Whether alerts may be sent: not while a failure is unexplained."""
+        return self.state == "up"
+
+
+def after_send_failed(health: TelegramHealth, now: float) -> TelegramHealth:
+    if health.state != "up":
+        return health
+    return TelegramHealth("suspect", now + FIRST_PROBE_AFTER, now)
+
+
+def after_answer(health: TelegramHealth) -> TelegramHealth:
+    """Telegram answered (a send or a probe): up again."""
+    return TelegramHealth()
+
+
+def after_probe_failed(health: TelegramHealth, now: float) -> TelegramHealth:
+    return TelegramHealth("down", now + PROBE_INTERVAL, now)
+
+
+def probe_due(health: TelegramHealth, now: float, *, prober_gone: bool) -> bool:
+    """Whether a probe should start now: Telegram is not known to be up, the time has come
+    (or the clock stepped back past when it was set), and nobody else is probing."""
+    if health.sending:
+        return False
+    if health.prober and health.probe_until >= now and not prober_gone:
+        return False
+    return health.next_probe_at <= now or health.decided_at > now
+
+
+def probing(health: TelegramHealth, prober: str, until: float) -> TelegramHealth:
+    return replace(health, prober=prober, probe_until=until)
+
+
+class HealthStore(Protocol):
+    def update(
+        self, change: Callable[[TelegramHealth], TelegramHealth]
+    ) -> tuple[TelegramHealth, TelegramHealth]:
+        """Apply `change` atomically for every process sharing the store; (before, after)."""
+
+    def read(self) -> TelegramHealth: ...
+
+
+class MemoryHealthStore:
+    """The state for one process: without a spool, or while the spool is unusable."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._health = TelegramHealth()
+
+    def update(
+        self, change: Callable[[TelegramHealth], TelegramHealth]
+    ) -> tuple[TelegramHealth, TelegramHealth]:
+        with self._lock:
+            before = self._health
+            self._health = change(before)
+            return before, self._health
+
+    def read(self) -> TelegramHealth:
+        with self._lock:
+            return self._health
+
+
+class Recovers(Protocol):
+    def after_recovery(self, now: float) -> int:
+        """Make every alert waiting because of a failure due `now`; returns how many."""
+
+
+class Health:
+    """Telegram's health as this relay sees it, kept in `store` (the spool's when there is
+    one, so every process shares it); `local` takes over while that store cannot be used."""
+
+    def __init__(self, store: HealthStore, *, queues: Sequence[Recovers] = ()) -> None:
+        self._store = store
+        self._local = MemoryHealthStore()
+        self._queues = list(queues)
+
+    def current(self) -> TelegramHealth:
+        try:
+            return self._store.read()
+        except SpoolError:
+            return self._local.read()
+
+    def send_failed(self, now: float) -> None:
+        before, after = self._update(lambda health: after_send_failed(health, now))
+        if before.state == "up" and after.state == "suspect":
+            log.warning(
+                "a send to Telegram failed: holding every alert until Telegram answers a "
+                "question that posts nothing (getMe)"
+            )
+
+    def answered(self, now: float) -> None:
+        """Telegram answered a request: if it had been failing, it is back."""
+        if self.current().sending:
+            return  # the common case costs one read, no write
+        before, _ = self._update(after_answer)
+        self._back(before, now)
+
+    def take_probe(self, now: float, prober: str, until: float, *, prober_gone: bool) -> bool:
+        """Whether this process makes the next probe now (and so nobody else does)."""
+        taken = False
+
+        def take(health: TelegramHealth) -> TelegramHealth:
+            nonlocal taken
+            taken = probe_due(health, now, prober_gone=prober_gone)
+            return probing(health, prober, until) if taken else health
+
+        self._update(take)
+        return taken
+
+    def probed(self, answered: bool, now: float) -> None:
+        if answered:
+            before, _ = self._update(after_answer)
+            self._back(before, now)
+        else:
+            before, _ = self._update(lambda health: after_probe_failed(health, now))
+            if before.state == "suspect":
+                log.error(
+                    "Telegram is not answering (getMe failed too): alerts wait in the queue, "
+                    "and the relay asks again every %.0f s",
+                    PROBE_INTERVAL,
+                )
+
+    def _back(self, before: TelegramHealth, now: float) -> None:
+        if before.state != "down":
+            return  # a lone failure (a lost reply, say): each alert keeps its own schedule
+        due = 0
+        for queue in self._queues:
+            # A spool error is logged by the spool; those alerts keep their own due times.
+            with contextlib.suppress(SpoolError):
+                due += queue.after_recovery(now)
+        log.warning("Telegram answers again: the %d alert(s) that waited for it go now", due)
+
+    def _update(
+        self, change: Callable[[TelegramHealth], TelegramHealth]
+    ) -> tuple[TelegramHealth, TelegramHealth]:
+        try:
+            return self._store.update(change)
+        except SpoolError:
+            return self._local.update(change)

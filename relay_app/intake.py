@@ -1,0 +1,159 @@
+"""The webhook's side of delivery: admit an alert to the queue (on disk before any attempt),
+attempt it at once when it may go now, and leave it to the retrier when it may not or when the
+attempt fails. GlitchTip waits at most 10 s for the answer, so everything here keeps to a
+budget well inside that: waiting for the spool's lock, the attempt, and recording its outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .dispatcher import Dispatcher
+from .errors import QueueFull, SpoolBusy, SpoolError
+from .formatting import Message
+from .health import Health
+from .job import Jobs
+from .outcomes import Delivered, Outcome, RetryAt
+from .routing import Destination
+from .spool.holders import this_process
+from .spool.model import Admission
+from .spool.queue import Queue
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+# Past this much time since the webhook arrived, it is answered: GlitchTip waits 10 s.
+ANSWER_BUDGET = 9.5
+# Kept back from the budget for recording an attempt's outcome after it.
+SETTLE_RESERVE = 0.5
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """The webhook's own attempt: the alert's outcome, and Telegram's error when it failed."""
+
+    outcome: Outcome
+    error: str | None
+
+
+class Intake:
+    def __init__(
+        self,
+        *,
+        spool: Queue | None,
+        memory: Queue,
+        jobs: Jobs,
+        dispatcher: Dispatcher,
+        health: Health,
+        attempt_timeout: float,
+        clock: Clock = time.time,
+    ) -> None:
+        self._spool = spool
+        self._memory = memory
+        self._jobs = jobs
+        self._dispatcher = dispatcher
+        self._health = health
+        self._attempt_timeout = attempt_timeout
+        self._clock = clock
+
+    def admit(
+        self, message: Message, destination: Destination, *, started: float
+    ) -> Admission | None:
+        """Write the alert ahead of its first attempt, in the spool or, when the spool cannot
+        take it, in memory (and say so). None when it can wait nowhere: its text is logged.
+        `started` is when the webhook arrived (monotonic)."""
+        answer_by = started + ANSWER_BUDGET
+        problem = None
+        if self._spool is not None:
+            try:
+                admission = self._admit(self._spool, message, destination, answer_by)
+            except QueueFull as exc:
+                problem = f"the spool is full: {exc}"
+            except SpoolBusy as exc:
+                problem = f"the spool stayed busy: {exc}"
+            except SpoolError as exc:
+                problem = f"the spool is unusable: {exc}"
+            else:
+                self._queued(admission)
+                return admission
+        try:
+            admission = self._admit(self._memory, message, destination, answer_by)
+        except QueueFull as exc:
+            reason = f"it cannot wait anywhere: {problem + '; ' if problem else ''}{exc}"
+            self._jobs.undelivered(message, reason, None)
+            return None
+        if problem is not None:
+            log.error(
+                "alert %s could not be written to the spool (%s): it is kept in memory only, "
+                "and lost if this process stops before it is delivered",
+                admission.alert.label,
+                problem,
+            )
+        elif admission.claim is None:
+            self._kept_in_memory(admission, None)
+        self._queued(admission)
+        return admission
+
+    def attempt(self, admission: Admission, *, started: float) -> Attempted:
+        """The webhook's own attempt, for an alert admitted with its claim. When it fails, the
+        alert is back in its queue, due when the retry policy says, before this returns."""
+        claim, alert = admission.claim, admission.alert
+        assert claim is not None
+        queue = self._spool if alert.id is not None else self._memory
+        assert queue is not None
+        try:
+            settlement = self._jobs.run(
+                queue, claim, kind="sync", wait_until=started + ANSWER_BUDGET
+            )
+        finally:
+            self._dispatcher.release(claim.token)
+        assert settlement is not None
+        outcome = next(outcome for each, outcome in settlement.outcomes if each is alert)
+        if isinstance(outcome, RetryAt):
+            if self._spool is None:
+                self._kept_in_memory(admission, alert.last_error)
+            self._dispatcher.wake(outcome.at)
+        return Attempted(outcome, None if isinstance(outcome, Delivered) else alert.last_error)
+
+    def _admit(
+        self, queue: Queue, message: Message, destination: Destination, answer_by: float
+    ) -> Admission:
+        telegram = self._health.current()
+        token = self._dispatcher.hold()
+        try:
+            admission = queue.admit(
+                message,
+                destination,
+                now=self._clock(),
+                holder=this_process(),
+                token=token,
+                in_flight=self._dispatcher.in_flight(),
+                telegram_up=telegram.sending,
+                # A lock held for seconds (a backup, another tool) is waited out, durably;
+                # when that leaves no time for the attempt, the retrier makes it.
+                attempt_by=answer_by - self._attempt_timeout - SETTLE_RESERVE,
+                wait_until=answer_by - SETTLE_RESERVE,
+            )
+        except BaseException:
+            self._dispatcher.release(token)
+            raise
+        if admission.claim is None:
+            self._dispatcher.release(token)
+        return admission
+
+    def _queued(self, admission: Admission) -> None:
+        if admission.claim is None and admission.waiting != "telegram_down":
+            self._dispatcher.wake(admission.wake_at)
+
+    def _kept_in_memory(self, admission: Admission, error: str | None) -> None:
+        """RELAY_SPOOL_PATH=off: the operator's choice, so a WARNING when an alert must wait."""
+        log.warning(
+            "alert %s is kept in memory only (RELAY_SPOOL_PATH=off): it is lost if this process "
+            "stops first; %s",
+            admission.alert.label,
+            f"last error: {error}" if error is not None else "waiting for its turn",
+        )

@@ -1,0 +1,323 @@
+"""A delivery job: one attempt for the alerts a claim holds, an outcome for each
+(`Delivered | RetryAt | Dead`, outcomes.py), recorded by the queue as one change, then told:
+one log record per attempt, and ERROR records for the alerts that will not arrive.
+
+The webhook runs the first job of an alert itself, on its request thread; the dispatcher runs
+every later one on its pool. Either way a job never waits: when the attempt fails, the alerts
+go back to the queue due at the time the policy says, and the job ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from itertools import takewhile
+from typing import Literal
+
+from .delivery import log_undelivered
+from .digest import compose, how_many_fit
+from .errors import (
+    PermanentDeliveryError,
+    RateLimited,
+    RetryableDeliveryError,
+    SpoolError,
+    ThreadNotFound,
+)
+from .formatting import REPEAT_NOTE, Message, with_note
+from .health import Health
+from .logs import event
+from .metrics import AttemptKind, Metrics
+from .outcomes import Dead, Delivered, Outcome, RetryAt, Settled, Settlement
+from .policy import RetryPolicy
+from .routing import Destination
+from .spool.model import Claim, SpooledAlert
+from .spool.queue import Queue
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+Deliver = Callable[[Message, Destination], None]
+
+
+class Jobs:
+    def __init__(
+        self,
+        deliver: Deliver,
+        *,
+        policy: RetryPolicy,
+        health: Health,
+        metrics: Metrics,
+        clock: Clock = time.time,
+        late_after: float = 60.0,
+        coalesce: bool = True,
+        second_chance: bool = True,
+    ) -> None:
+        self._deliver = deliver
+        self.policy = policy
+        self._health = health
+        self._metrics = metrics
+        self._clock = clock
+        self._late_after = late_after
+        self._coalesce = coalesce
+        self._second_chance = second_chance
+
+    def fit(self, alerts: list[SpooledAlert]) -> int:
+        """How many of these waiting alerts, oldest first, go into the next message: as many
+        as fit one digest; one when coalescing is off. An alert on its second chance goes
+        alone, with a line saying it may repeat an earlier message."""
+        if not self._coalesce or alerts[0].second_chance:
+            return 1
+        fresh = list(takewhile(lambda alert: not alert.second_chance, alerts))
+        return how_many_fit([alert.message for alert in fresh])
+
+    def run(
+        self,
+        queue: Queue,
+        claim: Claim,
+        *,
+        kind: AttemptKind,
+        wait_until: float | None = None,
+    ) -> Settlement | None:
+        """The claim's one attempt, settled in `queue`. None when there was nothing to send
+        (every claimed alert had reached the end of its horizon)."""
+        self.report_retired(queue, claim)
+        if not claim.alerts:
+            return None
+        started, now = time.monotonic(), self._clock()
+        error: Exception | None = None
+        try:
+            self._deliver(self._message(claim.alerts, now), claim.destination)
+        except Exception as exc:  # sorted below: Telegram's refusals, the network, a bug
+            error = exc
+        self._attempt_made(claim, kind, error, time.monotonic() - started)
+        now = self._clock()
+        settlement = self._settlement(claim, error, now)
+        try:
+            settled = queue.settle(claim, settlement, now=now, wait_until=wait_until)
+        except SpoolError as exc:
+            settled = None
+            log.error(
+                "alert(s) %s: the outcome of their attempt (%s) could not be recorded in the "
+                "spool (%s); this process takes them up again, and may send them twice",
+                _labels(claim.alerts),
+                "delivered" if settlement.delivered else "not delivered",
+                exc,
+            )
+        if settlement.telegram == "failing":
+            self._health.send_failed(now)
+        elif settlement.telegram == "answered":
+            self._health.answered(now)
+        self._report(queue, claim, settlement, settled, error)
+        return settlement
+
+    def report_retired(self, queue: Queue, claim: Claim) -> None:
+        for alert, dead in claim.retired:
+            self._dead(queue, alert, dead, settled=True)
+
+    def undelivered(
+        self,
+        message: Message,
+        reason: str,
+        error: BaseException | None,
+        *,
+        alert: SpooledAlert | None = None,
+        exc_info: bool = False,
+    ) -> None:
+        """Count an alert that will not reach Telegram, and log it with its text: the one way
+        every such alert is recorded, whether or not it ever got an id."""
+        self._metrics.undelivered.inc()
+        log_undelivered(
+            message,
+            reason,
+            error,
+            alert=alert.label if alert is not None else None,
+            destination=alert.destination if alert is not None else None,
+            exc_info=exc_info,
+        )
+
+    # --- the attempt's outcome ---------------------------------------------------------------
+
+    def _message(self, alerts: Sequence[SpooledAlert], now: float) -> Message:
+        message = compose(
+            [alert.message for alert in alerts],
+            [alert.received_at for alert in alerts],
+            now=now,
+            late_after=self._late_after,
+        )
+        return with_note(message, REPEAT_NOTE) if alerts[0].second_chance else message
+
+    def _settlement(self, claim: Claim, error: Exception | None, now: float) -> Settlement:
+        alerts = claim.alerts
+        for alert in alerts:
+            alert.last_error = str(error) if error is not None else alert.last_error
+        if error is None:
+            since = now - self.policy.max_age if self._second_chance else None
+            return Settlement(
+                [(alert, Delivered()) for alert in alerts], "answered", second_chance_since=since
+            )
+        if isinstance(error, RateLimited):
+            for alert in alerts:  # Telegram's pause is not the alert's failure
+                alert.attempts -= 1
+                alert.unsure_attempts -= 1
+            outcomes = self._after_failure(alerts, error, now)
+            pause = max(outcome.at for _, outcome in outcomes if isinstance(outcome, RetryAt))
+            return Settlement(outcomes, "answered", pause_chat_until=pause)
+        if isinstance(error, RetryableDeliveryError):
+            if not error.maybe_delivered:
+                for alert in alerts:
+                    alert.unsure_attempts -= 1
+            return Settlement(self._after_failure(alerts, error, now), "failing")
+        if isinstance(error, ThreadNotFound) and claim.destination.thread is not None:
+            for alert in alerts:
+                alert.unsure_attempts -= 1  # a 400: nothing was posted
+            chat = claim.destination.without_topic()
+            return Settlement(
+                [(alert, RetryAt(now, after_failure=False, destination=chat)) for alert in alerts],
+                "answered",
+            )
+        if isinstance(error, PermanentDeliveryError):
+            for alert in alerts:
+                alert.unsure_attempts -= 1
+            dead = Dead("refused", "Telegram refused it permanently")
+            return Settlement([(alert, dead) for alert in alerts], "answered")
+        dead = Dead("internal", "the relay failed while sending it")
+        return Settlement([(alert, dead) for alert in alerts])
+
+    def _after_failure(
+        self, alerts: Sequence[SpooledAlert], error: RetryableDeliveryError, now: float
+    ) -> list[tuple[SpooledAlert, Outcome]]:
+        return [(alert, self.policy.after_failure(alert, error, now)) for alert in alerts]
+
+    # --- telling it ----------------------------------------------------------------------------
+
+    def _report(
+        self,
+        queue: Queue,
+        claim: Claim,
+        settlement: Settlement,
+        settled: Settled | None,
+        error: Exception | None,
+    ) -> None:
+        if settled is not None and settled.lease_lost:
+            log.warning(
+                "alert(s) %s were taken over by another worker while this one attempted them; "
+                "leaving them to that one",
+                _labels(claim.alerts),
+            )
+            return
+        if settlement.pause_chat_until is not None:
+            log.warning(
+                "Telegram asked for a pause of %.0f s in %s (429): holding every alert for it",
+                settlement.pause_chat_until - self._clock(),
+                claim.destination.describe(),
+            )
+        for alert, outcome in settlement.outcomes:
+            if isinstance(outcome, Dead):
+                self._dead(
+                    queue,
+                    alert,
+                    outcome,
+                    settled=settled is not None,
+                    error=error,
+                    exc_info=outcome.kind == "internal",
+                )
+            elif isinstance(outcome, RetryAt) and outcome.destination is not None:
+                log.error(
+                    "TOPIC NOT FOUND: alert %s could not be posted in %s (%s); sending it once to "
+                    "the chat itself instead. Fix the topic id (TELEGRAM_THREAD_ID or the "
+                    "webhook URL's thread_id).\n--- alert text ---\n%s\n--- end of alert ---",
+                    alert.label,
+                    claim.destination.describe(),
+                    error,
+                    alert.message.text,
+                )
+        if settled is not None and settled.revived:
+            self._metrics.second_chances.inc(settled.revived)
+            log.warning(
+                "%d dead letter(s) for chat %s get a second chance now that it accepts "
+                "messages again: each is sent once more, saying it may repeat an earlier message",
+                settled.revived,
+                claim.destination.chat,
+            )
+
+    def _dead(
+        self,
+        queue: Queue,
+        alert: SpooledAlert,
+        dead: Dead,
+        *,
+        settled: bool,
+        error: BaseException | None = None,
+        exc_info: bool = False,
+    ) -> None:
+        reason = dead.reason
+        if error is None and alert.last_error is not None:
+            reason = f"{reason}; last error: {alert.last_error}"
+        if queue.durable and settled:
+            reason += f"; kept as a dead letter (resend: relay-app spool retry {alert.id})"
+            if dead.kind == "exhausted" and self._second_chance and not alert.second_chance:
+                reason += "; it is sent once more when its chat next accepts a message"
+        elif queue.durable:
+            reason += "; it could not be kept as a dead letter"
+        self.undelivered(alert.message, reason, error, alert=alert, exc_info=exc_info)
+
+    def _attempt_made(
+        self,
+        claim: Claim,
+        kind: AttemptKind,
+        error: BaseException | None,
+        seconds: float,
+    ) -> None:
+        """One record per attempt, the webhook's or a background one, naming every alert in
+        it, so an alert's whole story greps by its label; and its counts."""
+        alerts, destination = claim.alerts, claim.destination
+        error_code = getattr(error, "error_code", None)
+        attempt = max(alert.attempts for alert in alerts)
+        now = self._clock()
+        waited = now - min(alert.received_at for alert in alerts)
+        level = logging.WARNING
+        outcome: Literal["delivered", "retryable_error", "permanent_error"]
+        if error is None:
+            self._metrics.delivered([alert.received_at for alert in alerts], now)
+            level, outcome = logging.INFO, "delivered"
+            said = f"delivered {waited:.1f} s after {'the first' if alerts[1:] else 'it'} arrived"
+        elif isinstance(error, RetryableDeliveryError):
+            # In a long outage an alert is tried many times; attempts that risk a duplicate,
+            # and every doubling of the others, are worth a WARNING each.
+            never_sent = 1 + max(alert.attempts - alert.unsure_attempts for alert in alerts)
+            if not (error.maybe_delivered or never_sent & (never_sent - 1) == 0):
+                level = logging.INFO
+            outcome, said = "retryable_error", f"failed (retryable): {error}"
+        else:
+            outcome, said = "permanent_error", f"failed (permanent): {error}"
+        self._metrics.attempt(kind, outcome, error_code)
+        digest = f" (a digest of {len(alerts)})" if len(alerts) > 1 else ""
+        log.log(
+            level,
+            "attempt %d of alert(s) %s to %s%s (%s, %.0f ms): %s",
+            attempt,
+            _labels(alerts),
+            destination.describe(),
+            digest,
+            kind,
+            seconds * 1000,
+            said,
+            extra=event(
+                event="attempt",
+                alerts=[alert.label for alert in alerts],
+                destination=destination.describe(),
+                kind=kind,
+                attempt=attempt,
+                outcome=outcome,
+                latency_ms=round(seconds * 1000, 1),
+                since_arrival_s=round(waited, 3),
+                error=str(error) if error is not None else None,
+                error_code=error_code,
+            ),
+        )
+
+
+def _labels(alerts: Sequence[SpooledAlert]) -> str:
+    """'#3, #4, #9': how logs name several alerts at once."""
+    return ", ".join(alert.label for alert in alerts)

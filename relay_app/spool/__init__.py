@@ -1,0 +1,38 @@
+"""The spool: every accepted alert, from the webhook until Telegram has it or it is declared dead.
+
+- `database.py`: the SQLite file (open, upgrade, repair, fork) and every unit of work on it;
+- `queue.py`: the scheduled queue (admit, claim, settle), its interface, and its SQLite form;
+- `memory.py`: the same queue in one process's memory, when the file cannot be used;
+- `pacer.py`: Telegram's rate limits shared through the file;
+- `health_store.py`: Telegram's health shared through the file;
+- `admin.py`: what `relay-app spool` and the metrics read;
+- `holders.py`: who holds a lease, and whether it still can;
+- `model.py`, `schema.py`: the data and the file's schema.
+"""
+
+from __future__ import annotations
+
+from .admin import SpoolAdmin
+from .database import Database
+from .health_store import SqliteHealthStore
+from .holders import Holder, this_process
+from .memory import MemoryQueue
+from .model import Admission, Claim, Lane, Later, SpooledAlert, State
+from .queue import Queue, SqliteQueue
+
+__all__ = [
+    "Admission",
+    "Claim",
+    "Database",
+    "Holder",
+    "Lane",
+    "Later",
+    "MemoryQueue",
+    "Queue",
+    "SpoolAdmin",
+    "SpooledAlert",
+    "SqliteHealthStore",
+    "SqliteQueue",
+    "State",
+    "this_process",
+]

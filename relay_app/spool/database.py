@@ -1,0 +1,390 @@
+"""The spool's SQLite file: opening it (and repairing, upgrading), one connection per process,
+and every unit of work run on it; the one place SQLite's errors become the spool errors.
+
+Several processes share the file through SQLite's own locking (WAL mode), each with a
+connection of its own, opened lazily (gunicorn forks after import) and used under a lock, one
+short unit of work at a time. A writer waits for another's lock within the caller's budget (a
+webhook's is well inside GlitchTip's 10 s), and every such wait is counted: a busy spool is not
+a broken one. Only I/O errors, corruption and a read-only disk mean durability is lost.
+
+Durability is against process death (crash, SIGKILL, OOM, deploy): with `synchronous=NORMAL` a
+commit is not flushed to the disk itself, so a power cut or kernel crash can lose the last
+moments. Flushing every commit would cost an fsync on every webhook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import secrets
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from ..errors import SpoolBusy, SpoolError, SpoolOutdated
+from ..routing import Destination
+from .schema import SCHEMA_VERSION, upgrade
+
+log = logging.getLogger("relay_app.spool")
+
+T = TypeVar("T")
+
+# How long a unit of work waits for another connection's lock unless its caller says: long
+# enough for a backup or a vacuum by hand, short enough that a stuck lock shows.
+LOCK_WAIT = 5.0
+# SQLite's own busy handler waits this long before handing back to the loop here, which then
+# checks the caller's budget and tries again.
+BUSY_SLICE = 0.05
+# Opening (and repairing) the file is serialized between processes by a lock file.
+OPEN_LOCK_TIMEOUT = 2.0
+# A checkpoint copies the WAL back into the file and flushes it: milliseconds. Left to SQLite it
+# runs inside whichever commit crosses its threshold, a webhook's, while that worker's other
+# threads wait for the connection. So each worker's dispatcher runs one a second on a
+# connection of its own (`checkpoint`), and SQLite's own stays only as a backstop.
+BACKSTOP_CHECKPOINT_PAGES = 10000
+WAL_SIZE_LIMIT = 16 * 1024 * 1024
+_CORRUPTION_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+_BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+
+
+class Database:
+    def __init__(
+        self,
+        path: str,
+        *,
+        for_service: bool = True,
+        default_destination: Destination | None = None,
+    ) -> None:
+        """`for_service=False` is a person's tool (relay-app): it never creates, upgrades or
+        repairs the file, and leaves reporting to the tool, since no alert depends on it.
+        `default_destination` is where alerts spooled by a relay that had no routing go."""
+        self.path = path
+        self._for_service = for_service
+        self._default_destination = default_destination
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._checkpointer: sqlite3.Connection | None = None
+        self._problem: str | None = None
+        # Told of every wait for another connection's lock, in seconds (metrics count them).
+        self.on_lock_wait: Callable[[float], None] = lambda seconds: None
+        # Connections inherited through fork are never used or closed in the child (closing
+        # could disturb the parent's locks); they are kept here so the GC does not close them.
+        self._inherited: list[sqlite3.Connection] = []
+        _databases.add(self)
+
+    # --- units of work -------------------------------------------------------------------------
+
+    def write(
+        self, work: Callable[[sqlite3.Connection], T], *, wait_until: float | None = None
+    ) -> T:
+        """Run `work` in one transaction that holds the write lock from its start (IMMEDIATE),
+        so no other process slips in between its reads and writes. `wait_until` (monotonic)
+        bounds the wait for another's lock; past it, SpoolBusy."""
+        return self._run(work, wait_until, transaction=True)
+
+    def read(
+        self, work: Callable[[sqlite3.Connection], T], *, wait_until: float | None = None
+    ) -> T:
+        return self._run(work, wait_until, transaction=False)
+
+    def _run(
+        self,
+        work: Callable[[sqlite3.Connection], T],
+        wait_until: float | None,
+        *,
+        transaction: bool,
+    ) -> T:
+        started = time.monotonic()
+        deadline = started + LOCK_WAIT if wait_until is None else wait_until
+        waited = False
+        try:
+            while True:
+                if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                    waited = True
+                    raise SpoolBusy(f"the spool {self.path} was busy for too long")
+                try:
+                    return self._once(work, transaction=transaction)
+                except _Locked:
+                    waited = True
+                    if time.monotonic() >= deadline:
+                        raise SpoolBusy(
+                            f"another process held the spool {self.path} locked for over "
+                            f"{deadline - started:.1f} s"
+                        ) from None
+                finally:
+                    self._lock.release()
+        finally:
+            if waited:
+                self.on_lock_wait(time.monotonic() - started)
+
+    def _once(self, work: Callable[[sqlite3.Connection], T], *, transaction: bool) -> T:
+        """One try, under the process's lock. Any SQLite or file system error becomes
+        SpoolError and marks the spool unusable until a later unit writes successfully (a read
+        proves nothing on a full disk); the next use after an error reopens the file."""
+        try:
+            if self._connection is None:
+                self._connection = self._open()
+            db = self._connection
+            changes_before = db.total_changes
+            if not transaction:
+                result = work(db)
+            else:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    result = work(db)
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:  # SQLite itself rolls back on some errors
+                        db.execute("ROLLBACK")
+                    raise
+        except (sqlite3.Error, OSError) as exc:
+            if _is_busy(exc):
+                raise _Locked from None
+            reason = _describe(exc)
+            if self._connection is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._connection.close()
+                self._connection = None
+            self._became_unusable(reason)
+            raise SpoolError(reason) from None
+        except SpoolError as exc:
+            self._became_unusable(str(exc))
+            raise
+        if self._problem is not None and db.total_changes > changes_before:
+            self._works_again()
+        return result
+
+    # --- health ------------------------------------------------------------------------------
+
+    @property
+    def opened(self) -> bool:
+        """Whether this process has used the file (a CLI or a fresh worker may not have)."""
+        return self._connection is not None
+
+    def problem(self) -> str | None:
+        """Why the spool is unusable, or None when it works. After a failure, it takes a
+        successful write (a fresh connection's) to count as working again."""
+        with contextlib.suppress(SpoolError):
+            if self._problem is None:
+                self.read(lambda db: None)  # opens the file on first use: a missing one shows
+            else:
+                # A write, to the header: the one thing that proves the disk takes writes.
+                self.write(lambda db: db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}"))
+                if self._problem is not None:
+                    self._works_again()
+        return self._problem
+
+    def _works_again(self) -> None:
+        log.warning("the spool %s works again (it had: %s)", self.path, self._problem)
+        self._problem = None
+
+    def _became_unusable(self, reason: str) -> None:
+        if self._problem is None and self._for_service:
+            log.error(
+                "DURABILITY LOST: the spool %s cannot be used: %s. Alerts are still delivered, "
+                "but a failed one is retried from memory only and is lost if this process stops. "
+                "GET /readyz answers 503 until the spool works again.",
+                self.path,
+                reason,
+            )
+        self._problem = reason
+
+    # --- upkeep ------------------------------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Copy the WAL back into the file, off the webhooks' connection (see
+        BACKSTOP_CHECKPOINT_PAGES). PASSIVE: it never waits for, nor blocks, a writer."""
+        if self._connection is None:
+            return  # not opened (yet) in this process: nothing written here to copy back
+        try:
+            if self._checkpointer is None:
+                self._checkpointer = sqlite3.connect(
+                    f"file:{_uri_path(self.path)}?mode=rw",
+                    uri=True,
+                    timeout=BUSY_SLICE,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:
+            # The webhooks' own writes report a failing disk; this one only retries next time.
+            log.debug("spool checkpoint failed: %s", exc)
+            if self._checkpointer is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._checkpointer.close()
+            self._checkpointer = None
+
+    def close(self) -> None:
+        with self._lock:
+            for connection in (self._connection, self._checkpointer):
+                if connection is not None:
+                    connection.close()
+            self._connection = None
+            self._checkpointer = None
+
+    def _reset_after_fork(self) -> None:
+        # The child has none of the parent's threads, and maybe a copy of a lock one of them
+        # held: start over with a new lock and connection.
+        self._lock = threading.Lock()
+        for inherited in (self._connection, self._checkpointer):
+            if inherited is not None:
+                self._inherited.append(inherited)
+        self._connection = None
+        self._checkpointer = None
+
+    # --- opening -----------------------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        directory = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(directory):
+            raise SpoolError(f"the directory {directory} does not exist")
+        if not self._for_service and not os.path.exists(self.path):
+            raise SpoolError(f"there is no spool at {self.path}")
+        # Workers start together: only one at a time may find the file corrupt and replace it,
+        # or a second could move aside the fresh file the first just made.
+        with _file_lock(f"{self.path}.lock"):
+            try:
+                return self._connect()
+            except sqlite3.DatabaseError as exc:
+                if not _is_corruption(exc) or not self._for_service:
+                    raise
+                problem = _describe(exc)
+            aside = self._move_aside()
+            connection = self._connect()
+        log.error(
+            "the spool file %s was corrupt (%s): moved it aside to %s (kept, not deleted) and "
+            "started a fresh spool; alerts that were pending in it are not retried",
+            self.path,
+            problem,
+            aside,
+        )
+        return connection
+
+    def _connect(self) -> sqlite3.Connection:
+        uri = f"file:{_uri_path(self.path)}?mode={'rwc' if self._for_service else 'rw'}"
+        connection = sqlite3.connect(
+            uri, uri=True, timeout=BUSY_SLICE, isolation_level=None, check_same_thread=False
+        )
+        connection.row_factory = sqlite3.Row
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_CHECKPOINT_PAGES}")
+            connection.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise SpoolError(
+                    f"{self.path} was written by a newer relay_app (schema {version}); "
+                    "upgrade this one or point RELAY_SPOOL_PATH elsewhere"
+                )
+            checked = connection.execute("PRAGMA quick_check").fetchone()[0]
+            if checked != "ok":
+                raise sqlite3.DatabaseError(f"database disk image is malformed: {checked}")
+            if version < SCHEMA_VERSION:
+                self._upgrade(connection, version)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _upgrade(self, connection: sqlite3.Connection, version: int) -> None:
+        if not self._for_service:
+            raise SpoolOutdated(
+                f"{self.path} was written by an older relay_app (schema {version}); start the "
+                "relay once to upgrade it"
+            )
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            # Another worker may have upgraded it since this one looked.
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            if version < SCHEMA_VERSION:
+                upgrade(connection, version, self._default_destination)
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+
+    def _move_aside(self) -> str:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        aside = f"{self.path}.corrupt-{stamp}-{secrets.token_hex(2)}"
+        # The WAL and shared-memory files belong to the corrupt file: next to a fresh one they
+        # would be replayed into it.
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.path + suffix):
+                os.rename(self.path + suffix, aside + suffix)
+        return aside
+
+
+class _Locked(Exception):
+    """Another connection holds the lock: try again, within the budget."""
+
+
+_databases: weakref.WeakSet[Database] = weakref.WeakSet()
+
+
+def _reset_after_fork() -> None:
+    for database in list(_databases):
+        database._reset_after_fork()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+@contextlib.contextmanager
+def _file_lock(path: str) -> Iterator[None]:
+    try:
+        handle = open(path, "a")  # noqa: SIM115 (closed below, after the lock's errors are told)
+    except OSError as exc:
+        directory = os.path.dirname(path)
+        raise SpoolError(f"cannot create files in {directory}: {exc.strerror}") from None
+    with handle:
+        # Bounded: a webhook is waiting, and a process stuck while holding this (stopped, not
+        # dead: the kernel frees a dead one's lock) must not stall every other one for good.
+        give_up_at = time.monotonic() + OPEN_LOCK_TIMEOUT
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= give_up_at:
+                    raise SpoolError(
+                        f"another process has held {path} for over {OPEN_LOCK_TIMEOUT:g} s"
+                    ) from None
+                time.sleep(0.01)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _uri_path(path: str) -> str:
+    # '?' and '#' would end the path inside a URI; '%' would start an escape.
+    return os.path.abspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+
+
+def _is_busy(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _BUSY_CODES
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
+def _is_corruption(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in _CORRUPTION_CODES:
+        return True
+    return "malformed" in str(exc) or "not a database" in str(exc)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,47 @@
+"""Telegram's health (health.py) kept in the spool, so every process of the relay shares one
+view of it and one of them at a time asks Telegram whether it is back."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from ..health import TelegramHealth
+from .database import Database
+
+
+class SqliteHealthStore:
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    def read(self) -> TelegramHealth:
+        return self._database.read(_read)
+
+    def update(
+        self, change: Callable[[TelegramHealth], TelegramHealth]
+    ) -> tuple[TelegramHealth, TelegramHealth]:
+        def update(db: sqlite3.Connection) -> tuple[TelegramHealth, TelegramHealth]:
+            before = _read(db)
+            after = change(before)
+            if after != before:
+                db.execute(
+                    "UPDATE telegram_health SET state = ?, next_probe_at = ?, decided_at = ?,"
+                    " prober = ?, probe_until = ?",
+                    (
+                        after.state,
+                        after.next_probe_at,
+                        after.decided_at,
+                        after.prober,
+                        after.probe_until,
+                    ),
+                )
+            return before, after
+
+        return self._database.write(update)
+
+
+def _read(db: sqlite3.Connection) -> TelegramHealth:
+    row = db.execute(
+        "SELECT state, next_probe_at, decided_at, prober, probe_until FROM telegram_health"
+    ).fetchone()
+    return TelegramHealth(*row) if row is not None else TelegramHealth()

@@ -1,0 +1,91 @@
+"""What the queues hand out: alerts with their ledger, and the claims, admissions and lanes
+that jobs and the dispatcher work with. Plain data."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..formatting import Message
+from ..outcomes import Dead
+from ..routing import Destination
+
+State = Literal["pending", "dead"]
+# Why a new alert was not sent by its webhook at once: older alerts for its destination wait
+# (it joins them), its chat's turn has not come (pacing), Telegram is failing, or the webhook's
+# time went on waiting for the spool's lock.
+WaitReason = Literal["behind_older", "paced", "telegram_down", "spool_busy"]
+
+_memory_numbers = itertools.count(1)
+
+
+@dataclass
+class SpooledAlert:
+    """An alert on its way: a queue row, and the ledger `policy` reads. `id` is None for an
+    alert kept in memory only."""
+
+    message: Message
+    destination: Destination
+    received_at: float
+    retry_from: float
+    id: int | None = None
+    attempts: int = 0
+    unsure_attempts: int = 0
+    next_attempt_at: float = 0.0
+    last_error: str | None = None
+    state: State = "pending"
+    dead_at: float | None = None
+    # Dead once for its used-up attempts, and sent once more when its chat accepted a message.
+    second_chance: bool = False
+    # A cheap counter, not random bytes: this is built on every webhook's path.
+    memory_number: int = field(default_factory=lambda: next(_memory_numbers), compare=False)
+
+    @property
+    def label(self) -> str:
+        """How logs name the alert: '#12', the spool id that `relay-app spool` takes too, or
+        'mem-3' for one held in memory only (numbered per process; the log line has the pid)."""
+        return f"#{self.id}" if self.id is not None else f"mem-{self.memory_number}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A job's lease on one destination: the oldest due alerts that fit in one message, each
+    with this attempt already counted as one that may reach Telegram (a process that dies
+    mid-attempt leaves that count behind), and the chat's turn taken. `retired` are alerts
+    found past their horizon when claimed: already dead letters, to be reported."""
+
+    destination: Destination
+    token: str
+    alerts: list[SpooledAlert]
+    retired: list[tuple[SpooledAlert, Dead]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Later:
+    """The destination has due alerts, but its chat's next turn is at `at`."""
+
+    at: float
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A new alert in a queue, and what happens to it now: `claim` when the webhook may send it
+    at once (the lease and the chat's turn are taken), or why it waits. `wake_at`: when the
+    dispatcher should look (the chat's turn), when that is for this alert to say."""
+
+    alert: SpooledAlert
+    claim: Claim | None
+    waiting: WaitReason | None = None
+    wake_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One destination's queue as the dispatcher sees it: when its oldest alert is due (the
+    clock guard applied), and whether its lease is free for this process to take."""
+
+    name: str
+    destination: Destination
+    due_at: float
+    free: bool

@@ -1,0 +1,474 @@
+"""The scheduled queue: every accepted alert waits here, with the time it is next due, until
+Telegram has it or it is a dead letter. `Queue` is what the intake, the jobs and the dispatcher
+use; `SqliteQueue` keeps it in the spool file (durable, shared by every process on the host),
+`memory.MemoryQueue` in one process's memory.
+
+Alerts wait per destination (a lane: chat and topic), oldest first. A job claims the oldest due
+alerts of one lane, as many as fit one message, with the chat's turn and the lane's lease,
+makes one attempt, and settles the outcome. A lane has at most one attempt in flight, and its
+oldest alert goes first: alerts reach a chat in the order they arrived, after a retry, a 429 or
+a crash alike.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Container
+from typing import Protocol
+
+from ..errors import QueueFull
+from ..formatting import Entry, Message
+from ..outcomes import Dead, Delivered, RetryAt, Settled, Settlement
+from ..routing import Destination, parse_chat_id
+from .database import Database
+from .holders import Holder, lease_is_free
+from .model import Admission, Claim, Lane, Later, SpooledAlert, WaitReason
+from .pacer import next_turn, pause, take_turn
+
+# A claim never needs more rows than one digest holds.
+MAX_CLAIM = 100
+
+# How many of these alerts, oldest first, go into one message (at least one).
+Fit = Callable[[list[SpooledAlert]], int]
+Retire = Callable[[SpooledAlert, float], Dead | None]
+
+
+class Queue(Protocol):
+    """Alerts waiting for Telegram, scheduled by due time, leased per destination."""
+
+    @property
+    def name(self) -> str:
+        """For logs: the spool's path, or 'memory'."""
+
+    @property
+    def durable(self) -> bool:
+        """Whether its alerts outlive this process."""
+
+    def admit(
+        self,
+        message: Message,
+        destination: Destination,
+        *,
+        now: float,
+        holder: Holder,
+        token: str,
+        in_flight: Container[str],
+        telegram_up: bool,
+        attempt_by: float,
+        wait_until: float | None = None,
+    ) -> Admission:
+        """Write the alert ahead of its first attempt, and claim it for the webhook when it
+        may go now: nothing older waits for its destination, Telegram is up, its chat's turn
+        has come, and (monotonic) it is not yet `attempt_by`. `token` is the claim's, already
+        in `in_flight`, so no pass of this process's dispatcher takes it over. Raises
+        QueueFull."""
+
+    def lanes(self, *, now: float, holder: Holder, in_flight: Container[str]) -> list[Lane]:
+        """Every destination with alerts pending."""
+
+    def claim(
+        self,
+        lane: Lane,
+        *,
+        now: float,
+        holder: Holder,
+        token: str,
+        in_flight: Container[str],
+        fit: Fit,
+        retire: Retire,
+        send: bool,
+        lease_for: float,
+    ) -> Claim | Later | None:
+        """Claim the lane's oldest due alerts that fit one message, taking the chat's turn:
+        a Claim, Later when the turn has not come, None when there is nothing to claim.
+        Alerts `retire` rules out die on the way (Claim.retired); with `send` False only that
+        happens."""
+
+    def settle(
+        self, claim: Claim, settlement: Settlement, *, now: float, wait_until: float | None = None
+    ) -> Settled:
+        """Record an attempt's outcomes and free the lane, in one change."""
+
+    def after_recovery(self, now: float) -> int:
+        """Telegram answers again: every alert waiting because of a failure is due now."""
+
+    def release(self, holder: Holder) -> int:
+        """Free every lane this process holds (it is stopping); how many."""
+
+    def pending(self) -> int: ...
+
+
+class SqliteQueue:
+    """The queue in the spool file."""
+
+    durable = True
+
+    def __init__(self, database: Database, *, max_pending: int = 10000) -> None:
+        self.database = database
+        self.max_pending = max_pending
+
+    @property
+    def name(self) -> str:
+        return self.database.path
+
+    def admit(
+        self,
+        message: Message,
+        destination: Destination,
+        *,
+        now: float,
+        holder: Holder,
+        token: str,
+        in_flight: Container[str],
+        telegram_up: bool,
+        attempt_by: float,
+        wait_until: float | None = None,
+    ) -> Admission:
+        lane = destination.lane
+
+        def admit(db: sqlite3.Connection) -> Admission:
+            if db.execute("SELECT alerts FROM pending_count").fetchone()[0] >= self.max_pending:
+                raise QueueFull(f"{self.max_pending} alerts are already pending")
+            db.execute(
+                "INSERT OR IGNORE INTO lanes (lane, chat, thread) VALUES (?, ?, ?)",
+                (lane, destination.chat_key, destination.thread),
+            )
+            lease = db.execute(
+                "SELECT holder, token, until FROM lanes WHERE lane = ?", (lane,)
+            ).fetchone()
+            ahead = db.execute(
+                "SELECT 1 FROM alerts WHERE lane = ? AND state = 'pending' LIMIT 1", (lane,)
+            ).fetchone()
+            free = lease_is_free(*lease, now=now, me=holder, in_flight=in_flight)
+            turn = None
+            waiting: WaitReason | None = None
+            if ahead is not None or not free:
+                waiting = "behind_older"
+            elif not telegram_up:
+                waiting = "telegram_down"
+            elif time.monotonic() > attempt_by:
+                waiting = "spool_busy"
+            else:
+                turn = take_turn(db, destination.chat_key, group=destination.is_group, now=now)
+                if turn > now:
+                    waiting = "paced"
+            alert = SpooledAlert(
+                message, destination, received_at=now, retry_from=now, next_attempt_at=now
+            )
+            if waiting is not None:
+                alert.id = _insert(db, alert)
+                return Admission(alert, None, waiting, turn if waiting == "paced" else None)
+            alert.attempts = alert.unsure_attempts = 1  # counted before it is made
+            alert.id = _insert(db, alert)
+            _lease(db, lane, holder, token, until=now)
+            return Admission(alert, Claim(destination, token, [alert]))
+
+        return self.database.write(admit, wait_until=wait_until)
+
+    def lanes(self, *, now: float, holder: Holder, in_flight: Container[str]) -> list[Lane]:
+        def read(db: sqlite3.Connection) -> list[Lane]:
+            rows = db.execute(
+                "SELECT l.lane, l.chat, l.thread, l.holder, l.token, l.until,"
+                " h.next_attempt_at, h.scheduled_at FROM lanes l JOIN alerts h ON h.id ="
+                " (SELECT id FROM alerts WHERE lane = l.lane AND state = 'pending'"
+                " ORDER BY id LIMIT 1)"
+            ).fetchall()
+            return [
+                Lane(
+                    row["lane"],
+                    self._destination(row["chat"], row["thread"]),
+                    _due(row["next_attempt_at"], row["scheduled_at"], now),
+                    lease_is_free(
+                        row["holder"],
+                        row["token"],
+                        row["until"],
+                        now=now,
+                        me=holder,
+                        in_flight=in_flight,
+                    ),
+                )
+                for row in rows
+            ]
+
+        return self.database.read(read)
+
+    def claim(
+        self,
+        lane: Lane,
+        *,
+        now: float,
+        holder: Holder,
+        token: str,
+        in_flight: Container[str],
+        fit: Fit,
+        retire: Retire,
+        send: bool,
+        lease_for: float,
+    ) -> Claim | Later | None:
+        destination = lane.destination
+
+        def claim(db: sqlite3.Connection) -> Claim | Later | None:
+            lease = db.execute(
+                "SELECT holder, token, until FROM lanes WHERE lane = ?", (lane.name,)
+            ).fetchone()
+            if lease is None or not lease_is_free(*lease, now=now, me=holder, in_flight=in_flight):
+                return None
+            rows = db.execute(
+                "SELECT * FROM alerts WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT ?",
+                (lane.name, MAX_CLAIM),
+            ).fetchall()
+            due = []
+            for row in rows:  # the oldest first, up to the first one not yet due
+                if _due(row["next_attempt_at"], row["scheduled_at"], now) > now:
+                    break
+                due.append(self._alert(row))
+            retired: list[tuple[SpooledAlert, Dead]] = []
+            alive: list[SpooledAlert] = []
+            for alert in due:
+                if (dead := retire(alert, now)) is not None:
+                    bury(db, alert, dead, now=now)
+                    retired.append((alert, dead))
+                else:
+                    alive.append(alert)
+            if not send or not alive:
+                return Claim(destination, "", [], retired) if retired else None
+            turn = take_turn(db, destination.chat_key, group=destination.is_group, now=now)
+            if turn > now:
+                return Claim(destination, "", [], retired) if retired else Later(turn)
+            taken = alive[: max(1, fit(alive))]
+            db.executemany(
+                "UPDATE alerts SET attempts = attempts + 1, unsure_attempts = unsure_attempts + 1,"
+                " after_failure = 0 WHERE id = ?",
+                [(alert.id,) for alert in taken],
+            )
+            for alert in taken:
+                alert.attempts += 1
+                alert.unsure_attempts += 1
+            _lease(db, lane.name, holder, token, until=now + lease_for)
+            return Claim(destination, token, taken, retired)
+
+        return self.database.write(claim)
+
+    def settle(
+        self, claim: Claim, settlement: Settlement, *, now: float, wait_until: float | None = None
+    ) -> Settled:
+        lane = claim.destination.lane
+        chat = claim.destination.chat_key
+
+        def settle(db: sqlite3.Connection) -> Settled:
+            lease = db.execute("SELECT token FROM lanes WHERE lane = ?", (lane,)).fetchone()
+            ours = lease is not None and lease["token"] == claim.token
+            for alert, outcome in settlement.outcomes:
+                if isinstance(outcome, Delivered):
+                    # Whoever holds the lane now: a delivered alert must never go again.
+                    db.execute("DELETE FROM alerts WHERE id = ?", (alert.id,))
+                elif ours and isinstance(outcome, RetryAt):
+                    _reschedule(db, alert, outcome, now=now)
+                elif ours and isinstance(outcome, Dead):
+                    bury(db, alert, outcome, now=now)
+            if not ours:
+                return Settled(lease_lost=True)
+            db.execute(
+                "UPDATE lanes SET holder = NULL, token = NULL, until = NULL WHERE lane = ?",
+                (lane,),
+            )
+            if settlement.pause_chat_until is not None:
+                pause(db, chat, settlement.pause_chat_until, now=now)
+            revived = 0
+            if settlement.delivered:
+                # The chat accepts messages: what waits for it because of a failure goes now.
+                db.execute(
+                    "UPDATE alerts SET next_attempt_at = ?, scheduled_at = ?"
+                    " WHERE chat = ? AND state = 'pending' AND after_failure = 1",
+                    (now, now, chat),
+                )
+                if settlement.second_chance_since is not None:
+                    revived = _revive(db, chat, settlement.second_chance_since, now=now)
+            return Settled(revived=revived)
+
+        return self.database.write(settle, wait_until=wait_until)
+
+    def after_recovery(self, now: float) -> int:
+        return self.database.write(
+            lambda db: (
+                db.execute(
+                    "UPDATE alerts SET next_attempt_at = min(next_attempt_at, ?),"
+                    " scheduled_at = ? WHERE state = 'pending' AND after_failure = 1",
+                    (now, now),
+                ).rowcount
+            )
+        )
+
+    def release(self, holder: Holder) -> int:
+        if not self.database.opened:
+            return 0  # never opened here: nothing held
+        return self.database.write(
+            lambda db: (
+                db.execute(
+                    "UPDATE lanes SET holder = NULL, token = NULL, until = NULL WHERE holder = ?",
+                    (str(holder),),
+                ).rowcount
+            )
+        )
+
+    def pending(self) -> int:
+        return int(
+            self.database.read(
+                lambda db: db.execute("SELECT alerts FROM pending_count").fetchone()[0]
+            )
+        )
+
+    def next_turn(self, destination: Destination, *, now: float) -> float:
+        """When the chat's next turn is (for tests and tools: nothing is taken)."""
+        return self.database.read(
+            lambda db: next_turn(db, destination.chat_key, group=destination.is_group, now=now)
+        )
+
+    def _alert(self, row: sqlite3.Row) -> SpooledAlert:
+        return alert_from_row(row, self._destination(row["chat"], row["thread"]))
+
+    def _destination(self, chat: str, thread: int | None) -> Destination:
+        return destination_of(self.database.path, chat, thread)
+
+
+def destination_of(path: str, chat: str, thread: int | None) -> Destination:
+    from ..errors import SpoolError
+
+    parsed = parse_chat_id(chat)
+    if parsed is None:  # not written by this code: a person's edit, say
+        raise SpoolError(f"an alert in {path} has an unreadable chat id {chat!r}")
+    return Destination(parsed, thread)
+
+
+def alert_from_row(row: sqlite3.Row, destination: Destination) -> SpooledAlert:
+    entry = brief = None
+    if row["entry_html"] is not None:
+        entry = Entry(row["entry_html"], row["entry_text"])
+    if row["brief_html"] is not None:
+        brief = Entry(row["brief_html"], row["brief_text"])
+    return SpooledAlert(
+        Message(row["html"], row["text"], row["fallback"], entry, brief),
+        destination,
+        received_at=row["received_at"],
+        retry_from=row["retry_from"],
+        id=row["id"],
+        attempts=row["attempts"],
+        unsure_attempts=row["unsure_attempts"],
+        next_attempt_at=row["next_attempt_at"],
+        last_error=row["last_error"],
+        state=row["state"],
+        dead_at=row["dead_at"],
+        second_chance=bool(row["second_chance"]),
+    )
+
+
+def _due(next_attempt_at: float, scheduled_at: float, now: float) -> float:
+    """When an alert is due, guarded: decided "in the future" means the clock stepped back
+    since, and then it is due now rather than an hour late."""
+    return now if scheduled_at > now else next_attempt_at
+
+
+def _insert(db: sqlite3.Connection, alert: SpooledAlert) -> int:
+    message, destination = alert.message, alert.destination
+    entry, brief = message.short_entry, message.brief_entry
+    cursor = db.execute(
+        "INSERT INTO alerts (chat, thread, lane, received_at, retry_from, html, text, fallback,"
+        " entry_html, entry_text, brief_html, brief_text, attempts, unsure_attempts,"
+        " next_attempt_at, scheduled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            destination.chat_key,
+            destination.thread,
+            destination.lane,
+            alert.received_at,
+            alert.retry_from,
+            message.html,
+            message.text,
+            message.fallback,
+            entry.html if entry else None,
+            entry.text if entry else None,
+            brief.html if brief else None,
+            brief.text if brief else None,
+            alert.attempts,
+            alert.unsure_attempts,
+            alert.next_attempt_at,
+            alert.received_at,
+        ),
+    )
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def _lease(db: sqlite3.Connection, lane: str, holder: Holder, token: str, *, until: float) -> None:
+    db.execute(
+        "UPDATE lanes SET holder = ?, token = ?, until = ? WHERE lane = ?",
+        (str(holder), token, until, lane),
+    )
+
+
+def _reschedule(db: sqlite3.Connection, alert: SpooledAlert, retry: RetryAt, *, now: float) -> None:
+    destination = retry.destination or alert.destination
+    if retry.destination is not None:
+        db.execute(
+            "INSERT OR IGNORE INTO lanes (lane, chat, thread) VALUES (?, ?, ?)",
+            (destination.lane, destination.chat_key, destination.thread),
+        )
+    db.execute(
+        "UPDATE alerts SET attempts = ?, unsure_attempts = ?, last_error = ?,"
+        " next_attempt_at = ?, scheduled_at = ?, after_failure = ?, chat = ?, thread = ?,"
+        " lane = ? WHERE id = ? AND state = 'pending'",
+        (
+            alert.attempts,
+            alert.unsure_attempts,
+            alert.last_error,
+            retry.at,
+            now,
+            int(retry.after_failure),
+            destination.chat_key,
+            destination.thread,
+            destination.lane,
+            alert.id,
+        ),
+    )
+
+
+def bury(db: sqlite3.Connection, alert: SpooledAlert, dead: Dead, *, now: float) -> None:
+    db.execute(
+        "UPDATE alerts SET state = 'dead', dead_at = ?, dead_kind = ?, attempts = ?,"
+        " unsure_attempts = ?, last_error = ? WHERE id = ?",
+        (now, dead.kind, alert.attempts, alert.unsure_attempts, alert.last_error, alert.id),
+    )
+    alert.state, alert.dead_at = "dead", now
+
+
+def _revive(db: sqlite3.Connection, chat: str, since: float, *, now: float) -> int:
+    """The chat's dead letters that died only of their used-up attempts, young enough, pending
+    once more: their second chance."""
+    return int(
+        db.execute(
+            "UPDATE alerts SET state = 'pending', second_chance = 1, dead_at = NULL,"
+            " dead_kind = NULL, next_attempt_at = ?, scheduled_at = ?, after_failure = 0"
+            " WHERE chat = ? AND state = 'dead' AND dead_kind = 'exhausted'"
+            " AND second_chance = 0 AND retry_from >= ?",
+            (now, now, chat, since),
+        ).rowcount
+    )
+
+
+def requeue(db: sqlite3.Connection, now: float, alert_id: int | None = None) -> int:
+    """Dead alerts pending again, with a fresh retry horizon: `alert_id`, or all of them."""
+    which = {"now": now, "id": alert_id}
+    db.execute(
+        "INSERT OR IGNORE INTO lanes (lane, chat, thread) SELECT DISTINCT lane, chat, thread"
+        " FROM alerts WHERE state = 'dead' AND (:id IS NULL OR id = :id)",
+        which,
+    )
+    return int(
+        db.execute(
+            "UPDATE alerts SET state = 'pending', dead_at = NULL, dead_kind = NULL, attempts = 0,"
+            " unsure_attempts = 0, second_chance = 0, after_failure = 0, retry_from = :now,"
+            " next_attempt_at = :now, scheduled_at = :now"
+            " WHERE state = 'dead' AND (:id IS NULL OR id = :id)",
+            which,
+        ).rowcount
+    )

@@ -1,0 +1,834 @@
+"""Delivery after the webhook, on fake time: the intake, the dispatcher, the jobs, the policy
+and the spool together, against a scripted Telegram. Every wait is a due time in the queue, so
+hours of retries run in milliseconds."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from relay_app import Relay, assemble, create_app, relay_of, start_background_work
+from relay_app.config import Settings
+from relay_app.errors import (
+    PermanentDeliveryError,
+    RateLimited,
+    RetryableDeliveryError,
+    ThreadNotFound,
+)
+from relay_app.formatting import REPEAT_NOTE, Message, format_alert
+from relay_app.glitchtip import parse_alert
+from relay_app.health import PROBE_INTERVAL
+from relay_app.logs import EVENT_ATTRIBUTE
+from relay_app.outcomes import Delivered, Outcome, RetryAt
+from relay_app.pacing import CHAT_INTERVAL
+from relay_app.routing import Destination
+from relay_app.spool import Database, Holder, SpoolAdmin, SqliteQueue, this_process
+from tests.conftest import CHAT_ID, DESTINATION, SECRET, TOKEN, FakeTime, run_background
+from tests.payloads import issue, issue_alert
+from tests.telegram_rules import visible_text
+
+MESSAGE = format_alert(parse_alert(issue_alert(issue(1))))
+# May have reached Telegram: counts toward RELAY_RETRY_ATTEMPTS.
+DOWN = RetryableDeliveryError("Telegram did not answer within 5.0 s")
+SERVER_ERROR = RetryableDeliveryError(
+    "Telegram refused the message (500): Internal Server Error", error_code=500
+)
+# Certainly did not: goes on until RELAY_RETRY_MAX_AGE.
+REFUSED = RetryableDeliveryError(
+    "connection to Telegram failed: Connection refused", maybe_delivered=False
+)
+KICKED = PermanentDeliveryError("kicked", error_code=403, description="Forbidden")
+
+
+class ScriptedTelegram:
+    """Telegram as a test scripts it: sendMessage fails with the given errors, then succeeds
+    (or fails `forever`); getMe answers while `answers` says so. Notes when each call came,
+    on the test's clock."""
+
+    def __init__(
+        self,
+        *errors: BaseException,
+        forever: BaseException | None = None,
+        clock: FakeTime | None = None,
+        answers: bool | Callable[[], bool] = True,
+    ) -> None:
+        self.errors = list(errors)
+        self.forever = forever
+        self.clock = clock
+        self.answers = answers
+        self.delivered: list[Message] = []
+        self.destinations: list[Destination] = []
+        self.times: list[float] = []
+        self.probe_times: list[float] = []
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def deliver(self, message: Message, destination: Destination) -> None:
+        with self._lock:
+            self.calls += 1
+            self.destinations.append(destination)
+            if self.clock is not None:
+                self.times.append(self.clock.now)
+            if self.errors:
+                raise self.errors.pop(0)
+            if self.forever is not None:
+                raise self.forever
+            self.delivered.append(message)
+
+    def probe(self) -> bool:
+        with self._lock:
+            if self.clock is not None:
+                self.probe_times.append(self.clock.now)
+        return self.answers() if callable(self.answers) else self.answers
+
+
+@pytest.fixture
+def clock() -> FakeTime:
+    return FakeTime()
+
+
+@pytest.fixture
+def built(settings: Settings, clock: FakeTime) -> Iterator[Callable[..., Relay]]:
+    """Relays on the test's settings, clock and scripted Telegram; stopped at the end."""
+    relays: list[Relay] = []
+
+    def build(telegram: ScriptedTelegram, **overrides: object) -> Relay:
+        relay = assemble(replace(settings, **overrides), clock=clock, telegram=telegram)  # type: ignore[arg-type]
+        relays.append(relay)
+        return relay
+
+    yield build
+    for relay in relays:
+        relay.dispatcher.shutdown()
+
+
+def webhook(
+    relay: Relay, message: Message = MESSAGE, to: Destination = DESTINATION
+) -> Outcome | None:
+    """What the view does: admit, and attempt when the alert may go now. None: it waits."""
+    started = time.monotonic()
+    admission = relay.intake.admit(message, to, started=started)
+    assert admission is not None
+    if admission.claim is None:
+        return None
+    return relay.intake.attempt(admission, started=started).outcome
+
+
+def waits(telegram: ScriptedTelegram, since: float) -> list[float]:
+    """The pauses before each attempt, the first counted from `since`."""
+    times = [since, *telegram.times]
+    return [round(later - earlier, 3) for earlier, later in itertools.pairwise(times)]
+
+
+def lost_alert_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [
+        r
+        for r in caplog.records
+        if r.levelno == logging.ERROR and "ALERT NOT DELIVERED" in r.getMessage()
+    ]
+
+
+def admin(relay: Relay) -> SpoolAdmin:
+    assert relay.admin is not None
+    return relay.admin
+
+
+def numbered(count: int, *, title_length: int = 0) -> list[Message]:
+    return [
+        format_alert(parse_alert(issue_alert(issue(n, title=f"Error {n} " + "x" * title_length))))
+        for n in range(1, count + 1)
+    ]
+
+
+def title_numbers(text: str) -> list[int]:
+    return [int(n) for n in re.findall(r"Error (\d+)\b", text)]
+
+
+# --- retries ----------------------------------------------------------------------------------
+
+
+def test_a_retry_delivers_the_prebuilt_message_and_empties_the_spool(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(DOWN, clock=clock)
+    relay = built(telegram)
+    arrived = clock.now
+    assert isinstance(webhook(relay), RetryAt)
+    run_background(relay.dispatcher, clock)
+    assert telegram.delivered == [MESSAGE]  # the very text, never rebuilt
+    assert telegram.destinations == [DESTINATION, DESTINATION]
+    # Its first retry once Telegram answered the question a second after the failure, on
+    # the chat's next turn.
+    assert telegram.probe_times == [arrived + 1]
+    assert waits(telegram, arrived) == [0.0, CHAT_INTERVAL]
+    assert admin(relay).counts() == {"pending": 0, "dead": 0}
+
+
+def test_attempts_that_may_have_arrived_stop_at_the_ceiling_and_leave_a_dead_letter(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    last = RetryableDeliveryError("Telegram answered HTTP 502 without a Bot API reply")
+    telegram = ScriptedTelegram(DOWN, DOWN, DOWN, last, DOWN, clock=clock)
+    relay = built(telegram, second_chance=False)
+    arrived = clock.now
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    assert telegram.calls == 4  # the webhook's, and RELAY_RETRY_ATTEMPTS more
+    # Telegram answers getMe: sendMessage keeps failing, so after the first quick retry the
+    # attempts keep RELAY_RETRY_WAIT apart.
+    assert waits(telegram, arrived) == [0.0, CHAT_INTERVAL, 30.0, 30.0]
+    [dead] = admin(relay).alerts("dead")
+    assert (dead.last_error, dead.unsure_attempts, dead.message) == (str(last), 4, MESSAGE)
+    [record] = lost_alert_records(caplog)
+    assert MESSAGE.text in record.getMessage()
+    assert "giving up: 4 attempts may have reached Telegram (the first and" in record.getMessage()
+    assert f"relay-app spool retry {dead.id}" in record.getMessage()
+    assert str(last) in record.getMessage()
+
+
+def test_attempts_that_never_reached_telegram_go_on_with_capped_backoff(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(*[REFUSED] * 12, clock=clock)
+    relay = built(telegram)
+    arrived = clock.now
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    [delivered] = telegram.delivered  # 13 attempts, far past RELAY_RETRY_ATTEMPTS=3
+    assert delivered.text.startswith(MESSAGE.text)
+    assert waits(telegram, arrived) == [0.0, CHAT_INTERVAL, 2, 4, 8, 16] + [30.0] * 7
+
+
+def test_only_the_uncertain_attempts_count_toward_the_ceiling(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    # At most 1 + RELAY_RETRY_ATTEMPTS attempts in all may reach Telegram: that many copies
+    # at worst. Here the webhook's attempt certainly was not one.
+    telegram = ScriptedTelegram(REFUSED, REFUSED, DOWN, REFUSED, REFUSED, DOWN, REFUSED, DOWN, DOWN)
+    relay = built(telegram, second_chance=False)
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    assert telegram.calls == 9
+    assert telegram.delivered == []
+    [dead] = admin(relay).alerts("dead")
+    assert (dead.attempts, dead.unsure_attempts) == (9, 4)
+
+
+def test_while_telegram_is_down_only_the_question_goes_and_the_horizon_ends_it(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram = ScriptedTelegram(forever=REFUSED, clock=clock, answers=False)
+    relay = built(telegram, retry_max_age=600.0)
+    started = clock.now
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    assert telegram.calls == 1  # the webhook's: after that, nothing that could post
+    [dead] = admin(relay).alerts("dead")
+    assert dead.dead_at is not None
+    assert dead.dead_at - started == pytest.approx(600.0, abs=PROBE_INTERVAL)
+    gaps = [b - a for a, b in itertools.pairwise([started, *telegram.probe_times])]
+    assert gaps[0] == 1.0  # a second after the failure, then every two seconds
+    assert all(gap == pytest.approx(PROBE_INTERVAL) for gap in gaps[1:])
+    [record] = lost_alert_records(caplog)
+    assert "older than RELAY_RETRY_MAX_AGE (600 s)" in record.getMessage()
+    assert "Connection refused" in record.getMessage()  # its last error
+    assert admin(relay).counts() == {"pending": 0, "dead": 1}
+
+
+def test_telegrams_pause_is_honoured_exactly_and_costs_no_attempt(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(
+        RateLimited("429", retry_after=45), *[RateLimited("429", retry_after=90)] * 5, clock=clock
+    )
+    relay = built(telegram, retry_attempts=1)
+    arrived = clock.now
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    assert waits(telegram, arrived) == [0.0, 45.0, 90.0, 90.0, 90.0, 90.0, 90.0]
+    assert len(telegram.delivered) == 1
+    assert telegram.probe_times == []  # a 429 is Telegram answering
+
+
+def test_a_429_pauses_the_chat_for_every_process_on_the_spool(
+    built: Callable[..., Relay], clock: FakeTime, spool_path: str
+) -> None:
+    relay = built(ScriptedTelegram(RateLimited("429", retry_after=120)))
+    webhook(relay)
+    other_process = SqliteQueue(Database(spool_path))
+    assert other_process.next_turn(DESTINATION, now=clock.now + 5) == clock.now + 120
+    [waiting] = admin(relay).alerts("pending")
+    assert (waiting.attempts, waiting.unsure_attempts) == (0, 0)  # no attempt was spent
+
+
+def test_a_message_delivered_after_a_minute_says_when_it_was_sent(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(DOWN, DOWN, DOWN)
+    relay = built(telegram)
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    [delivered] = telegram.delivered
+    assert delivered.text.startswith(MESSAGE.text)
+    assert delivered.text.endswith("UTC; delivered 1 min 1 s later.")
+    assert "⏳ Late: GlitchTip sent this at 2027-01-15 08:00:00 UTC" in delivered.html
+
+
+def test_a_message_delivered_within_a_minute_is_sent_as_built(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(DOWN, DOWN)
+    relay = built(telegram)
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    assert telegram.delivered == [MESSAGE]  # 31 s late: no note
+
+
+def test_a_permanent_error_stops_the_retries_at_once(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram = ScriptedTelegram(DOWN, KICKED, DOWN)
+    relay = built(telegram)
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    assert telegram.calls == 2
+    [record] = lost_alert_records(caplog)
+    assert MESSAGE.text in record.getMessage()
+    assert "Telegram refused it permanently" in record.getMessage()
+    assert "sent once more" not in record.getMessage()  # a refusal gets no second chance
+    assert [dead.last_error for dead in admin(relay).alerts("dead")] == ["kicked"]
+
+
+def test_a_crashing_attempt_logs_the_alert_and_the_traceback(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    relay = built(ScriptedTelegram(DOWN, ZeroDivisionError("bug")))
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    [record] = lost_alert_records(caplog)
+    assert MESSAGE.text in record.getMessage()
+    assert record.exc_info is not None
+    assert record.exc_info[0] is ZeroDivisionError
+    assert admin(relay).counts()["dead"] == 1
+
+
+# --- order and recovery -------------------------------------------------------------------------
+
+
+def test_a_webhook_joins_older_alerts_for_its_chat_instead_of_going_first(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(DOWN, clock=clock)
+    relay = built(telegram)
+    first, second, third = numbered(3)
+    assert isinstance(webhook(relay, first), RetryAt)
+    clock.now += 0.5  # Telegram answers again, but the first alert waits for its retry
+    assert webhook(relay, second) is None  # no attempt of its own, ahead of the first
+    assert webhook(relay, third) is None
+    run_background(relay.dispatcher, clock)
+    [digest] = telegram.delivered
+    assert title_numbers(digest.text) == [1, 2, 3]
+    assert telegram.calls == 2
+
+
+def test_after_a_429_the_alerts_go_oldest_first(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(RateLimited("429", retry_after=5), clock=clock)
+    relay = built(telegram, coalesce=False)
+    for message in numbered(6):
+        webhook(relay, message)
+        clock.now += 0.3
+    run_background(relay.dispatcher, clock)
+    assert [title_numbers(m.text) for m in telegram.delivered] == [[n] for n in range(1, 7)]
+
+
+def test_an_outage_costs_one_request_then_one_question_per_two_seconds_and_ends_in_a_digest(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    # Telegram answers 500 to everything for 30 s while ten alerts arrive 3 s apart.
+    recovered_at = clock.now + 30
+    telegram = ScriptedTelegram(
+        forever=SERVER_ERROR, clock=clock, answers=lambda: clock.now >= recovered_at
+    )
+    relay = built(telegram)
+    for n, message in enumerate(numbered(10)):
+        clock.now = recovered_at - 30 + 3 * n
+        webhook(relay, message)
+        relay.dispatcher.pass_once()
+        assert relay.dispatcher.wait_idle(10)
+    while clock.now < recovered_at:  # the rest of the outage, pass by pass
+        clock.now = min(relay.dispatcher.pass_once() or clock.now + 1, recovered_at)
+        assert relay.dispatcher.wait_idle(10)
+    telegram.forever = None
+    run_background(relay.dispatcher, clock)
+    assert telegram.calls == 2  # the first alert's webhook, then the digest after recovery
+    assert len(telegram.probe_times) <= 1 + 30 / PROBE_INTERVAL
+    assert telegram.times[-1] - recovered_at <= PROBE_INTERVAL  # at the first answer
+    [digest] = telegram.delivered
+    assert title_numbers(digest.text) == list(range(1, 11))
+
+
+# --- digests ----------------------------------------------------------------------------------
+
+
+def queue_alerts(relay: Relay, clock: FakeTime, messages: list[Message]) -> None:
+    """Webhooks arriving faster than the chat's turns: the first is attempted, the rest wait."""
+    for message in messages:
+        webhook(relay, message)
+        clock.now += 0.05
+
+
+def test_waiting_alerts_become_digests_within_telegrams_limit_none_split_none_lost(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram()
+    relay = built(telegram)
+    queue_alerts(relay, clock, numbered(61, title_length=400))
+    run_background(relay.dispatcher, clock)
+    digests = telegram.delivered[1:]
+    assert len(digests) >= 3  # 60 alerts of about 550 characters do not fit in two
+    seen = []
+    for digest in digests:
+        visible = visible_text(digest.html, parse_mode="HTML")  # Telegram's own checks
+        assert visible == digest.text
+        count = int(visible.split()[1])
+        assert visible.startswith(f"🗂 {count} alerts, received ")
+        found = [int(n) for n in re.findall(r"Error (\d+) x", visible)]
+        assert len(found) == count
+        seen += found
+    assert seen == list(range(2, 62))  # each exactly once, oldest first
+    assert admin(relay).counts() == {"pending": 0, "dead": 0}
+
+
+def test_an_alert_leaves_the_spool_only_with_its_digest(
+    built: Callable[..., Relay], clock: FakeTime, spool_path: str
+) -> None:
+    pending_at_each_send: list[int] = []
+    spool = SpoolAdmin(Database(spool_path))
+
+    class Counting(ScriptedTelegram):
+        def deliver(self, message: Message, destination: Destination) -> None:
+            pending_at_each_send.append(spool.counts()["pending"])
+            super().deliver(message, destination)
+
+    telegram = Counting()
+    relay = built(telegram, retry_attempts=1)
+    queue_alerts(relay, clock, numbered(4))
+    telegram.errors = [DOWN]
+    run_background(relay.dispatcher, clock)
+    # The first alone (delivered); a digest of the other three failed, and its retry, of the
+    # same three, delivered them.
+    assert pending_at_each_send == [1, 3, 3]
+    assert telegram.delivered[-1].text.startswith("🗂 3 alerts")
+    assert spool.counts() == {"pending": 0, "dead": 0}
+
+
+def test_without_coalescing_each_alert_is_its_own_message_on_its_own_turn(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(clock=clock)
+    relay = built(telegram, coalesce=False)
+    arrived = clock.now
+    queue_alerts(relay, clock, numbered(4))
+    run_background(relay.dispatcher, clock)
+    assert [title_numbers(m.text) for m in telegram.delivered] == [[1], [2], [3], [4]]
+    assert waits(telegram, arrived) == [0.0, CHAT_INTERVAL, CHAT_INTERVAL, CHAT_INTERVAL]
+
+
+def test_an_alert_past_its_ceiling_is_given_up_alone_and_its_digest_goes_on(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram = ScriptedTelegram(DOWN, DOWN, clock=clock)
+    relay = built(telegram, retry_attempts=1, second_chance=False)
+    queue_alerts(relay, clock, numbered(3))  # the first fails; the others wait behind it
+    run_background(relay.dispatcher, clock)
+    # The digest of all three failed: the first had used its one retry, the others go on.
+    assert telegram.calls == 3
+    [delivered] = telegram.delivered
+    assert delivered.text.startswith("🗂 2 alerts")
+    assert title_numbers(delivered.text) == [2, 3]
+    [record] = lost_alert_records(caplog)
+    assert "alert #1 " in record.getMessage()
+    assert admin(relay).counts() == {"pending": 0, "dead": 1}
+
+
+def test_a_missing_topic_sends_the_digest_once_to_the_chat_itself(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    gone = ThreadNotFound(
+        "Telegram refused the message (400): Bad Request: message thread not found",
+        error_code=400,
+        description="Bad Request: message thread not found",
+    )
+    telegram = ScriptedTelegram(gone, gone)
+    relay = built(telegram)
+    topic = Destination(CHAT_ID, 404)
+    webhook(relay, MESSAGE, topic)
+    for _ in range(2):
+        assert webhook(relay, MESSAGE, topic) is None
+    run_background(relay.dispatcher, clock)
+    assert telegram.destinations == [topic, topic, DESTINATION]
+    assert telegram.delivered[0].text.startswith("🗂 3 alerts")
+    records = [r for r in caplog.records if "TOPIC NOT FOUND" in r.getMessage()]
+    assert len(records) == 3
+    assert all(r.levelno == logging.ERROR and MESSAGE.text in r.getMessage() for r in records)
+    assert lost_alert_records(caplog) == []
+
+
+def test_a_permanent_refusal_of_a_digest_keeps_every_alert_as_a_dead_letter(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    relay = built(ScriptedTelegram(forever=KICKED))
+    queue_alerts(relay, clock, numbered(3))
+    run_background(relay.dispatcher, clock)
+    assert admin(relay).counts() == {"pending": 0, "dead": 3}
+    records = lost_alert_records(caplog)
+    # One record per alert, each holding that alert's own text.
+    assert sorted(title_numbers(r.getMessage()) for r in records) == [[1], [2], [3]]
+
+
+# --- a second chance --------------------------------------------------------------------------
+
+
+def test_an_alert_that_used_up_its_attempts_is_sent_once_more_when_its_chat_accepts_one(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram = ScriptedTelegram(*[SERVER_ERROR] * 4, clock=clock)  # getMe works meanwhile
+    relay = built(telegram)
+    first, second = numbered(2)
+    webhook(relay, first)
+    run_background(relay.dispatcher, clock)
+    [record] = lost_alert_records(caplog)  # it died, and says so with its text
+    assert first.text in record.getMessage()
+    assert "it is sent once more when its chat next accepts a message" in record.getMessage()
+    clock.now += 600
+    assert isinstance(webhook(relay, second), Delivered)
+    run_background(relay.dispatcher, clock)
+    again = telegram.delivered[-1]
+    assert again.text.startswith(f"{first.text}\n\n⏳ Late: GlitchTip sent this at ")
+    assert again.text.endswith(f"later.\n\n{REPEAT_NOTE}")
+    assert admin(relay).counts() == {"pending": 0, "dead": 0}
+    assert "1 dead letter(s) for chat" in caplog.text
+
+
+def test_without_a_second_chance_a_dead_letter_stays_dead(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(*[SERVER_ERROR] * 4, clock=clock)
+    relay = built(telegram, second_chance=False)
+    first, second = numbered(2)
+    webhook(relay, first)
+    run_background(relay.dispatcher, clock)
+    clock.now += 600
+    webhook(relay, second)
+    run_background(relay.dispatcher, clock)
+    assert len(telegram.delivered) == 1
+    assert admin(relay).counts() == {"pending": 0, "dead": 1}
+
+
+# --- what another process left ------------------------------------------------------------------
+
+
+def left_by_a_dead_process(spool_path: str, clock: FakeTime, count: int = 1) -> list[int]:
+    """Alerts written ahead by a process that died: one during its webhook's attempt, the
+    others while they waited for their turn."""
+    gone = Holder(this_process().host, this_process().boot, 2**22 + 7, "1")
+    queue = SqliteQueue(Database(spool_path))
+    ids = []
+    for n in range(count):
+        admission = queue.admit(
+            MESSAGE,
+            DESTINATION,
+            now=clock.now,
+            holder=gone,
+            token=f"theirs-{n}",
+            in_flight={f"theirs-{n}"},
+            telegram_up=True,
+            attempt_by=float("inf"),
+        )
+        assert admission.alert.id is not None
+        ids.append(admission.alert.id)
+    return ids
+
+
+def test_alerts_left_by_a_dead_process_are_taken_up_at_once_and_sent_once(
+    built: Callable[..., Relay], clock: FakeTime, spool_path: str
+) -> None:
+    left_by_a_dead_process(spool_path, clock, count=3)
+    clock.now += CHAT_INTERVAL  # its webhook took the chat's turn before it died
+    telegram = ScriptedTelegram()
+    relay = built(telegram)
+    relay.dispatcher.pass_once()  # no waiting for the dead process's lease to run out
+    assert relay.dispatcher.wait_idle(10)
+    [digest] = telegram.delivered
+    assert digest.text.startswith("🗂 3 alerts")
+    assert admin(relay).counts() == {"pending": 0, "dead": 0}
+
+
+def test_an_interrupted_attempt_counts_as_one_that_may_have_arrived(
+    built: Callable[..., Relay], clock: FakeTime, spool_path: str
+) -> None:
+    left_by_a_dead_process(spool_path, clock)
+    clock.now += CHAT_INTERVAL
+    telegram = ScriptedTelegram(forever=DOWN)
+    relay = built(telegram, retry_attempts=2, second_chance=False)
+    run_background(relay.dispatcher, clock)
+    assert telegram.calls == 2  # the dead process's attempt was the first of three
+    [dead] = admin(relay).alerts("dead")
+    assert dead.unsure_attempts == 3
+
+
+def test_an_alert_resumed_at_its_ceiling_is_not_sent_again(
+    built: Callable[..., Relay],
+    clock: FakeTime,
+    spool_path: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    [alert_id] = left_by_a_dead_process(spool_path, clock)
+    # Another process worked it up to the ceiling and died before recording the outcome.
+    with Database(spool_path).write(lambda db: db) as db:
+        db.execute("UPDATE alerts SET unsure_attempts = 4, attempts = 4")
+    clock.now += CHAT_INTERVAL
+    telegram = ScriptedTelegram()
+    relay = built(telegram)
+    run_background(relay.dispatcher, clock)
+    assert telegram.calls == 0
+    assert [dead.id for dead in admin(relay).alerts("dead")] == [alert_id]
+    [record] = lost_alert_records(caplog)
+    assert "another could post it twice" in record.getMessage()
+
+
+# --- clocks -----------------------------------------------------------------------------------
+
+
+def test_a_clock_stepped_back_an_hour_stalls_nothing(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(DOWN, clock=clock)
+    relay = built(telegram)
+    first, second = numbered(2)
+    webhook(relay, first)  # fails: due again in a second, in the stepped-off future
+    clock.now -= 3600  # NTP, or a VM resumed
+    webhook(relay, second)
+    run_background(relay.dispatcher, clock)
+    assert telegram.times[-1] - clock.now <= CHAT_INTERVAL + PROBE_INTERVAL
+    assert title_numbers(telegram.delivered[-1].text) == [1, 2]
+
+
+def test_a_clock_stepped_forward_during_a_slow_attempt_never_sends_it_twice(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    class Slow(ScriptedTelegram):
+        def deliver(self, message: Message, destination: Destination) -> None:
+            entered.set()
+            assert release.wait(10)
+            super().deliver(message, destination)
+
+    telegram = Slow()
+    relay = built(telegram)
+    admission = relay.intake.admit(MESSAGE, DESTINATION, started=time.monotonic())
+    assert admission is not None
+    assert admission.claim is not None
+    sending = threading.Thread(
+        target=relay.intake.attempt, args=(admission,), kwargs={"started": time.monotonic()}
+    )
+    sending.start()
+    assert entered.wait(10)
+    clock.now += 600  # ten minutes "pass" while the attempt runs: its lease has "run out"
+    relay.dispatcher.pass_once()
+    release.set()
+    sending.join(10)
+    assert relay.dispatcher.wait_idle(10)
+    assert telegram.calls == 1
+
+
+# --- Telegram's health, shared ------------------------------------------------------------------
+
+
+def test_one_relay_asks_once_however_many_workers_it_has(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(forever=REFUSED, clock=clock, answers=False)
+    workers = [built(telegram), built(telegram)]  # two workers on one spool
+    webhook(workers[0])
+    for _ in range(20):
+        clock.now += 0.5
+        for worker in workers:
+            worker.dispatcher.pass_once()
+            assert worker.dispatcher.wait_idle(10)
+    gaps = [b - a for a, b in itertools.pairwise(telegram.probe_times)]
+    assert len(telegram.probe_times) == 5  # 10 s: at 1, then every 2
+    assert all(gap >= PROBE_INTERVAL for gap in gaps)
+    assert telegram.calls == 1
+
+
+# --- stopping, and alerts held in memory --------------------------------------------------------
+
+
+def test_stopping_leaves_spooled_alerts_for_the_next_start_unleased(
+    built: Callable[..., Relay], clock: FakeTime, spool_path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="relay_app")
+    telegram = ScriptedTelegram(forever=DOWN)
+    relay = built(telegram)
+    for chat in (-1, -2, -3):
+        webhook(relay, MESSAGE, Destination(chat))  # the first fails: the others wait
+    relay.dispatcher.shutdown()
+    assert telegram.calls == 1  # no attempt more for the shutdown
+    queue = SqliteQueue(Database(spool_path))
+    lanes = queue.lanes(now=clock.now, holder=Holder("other", "b", 1, "1"), in_flight=())
+    assert len(lanes) == 3
+    assert all(lane.free for lane in lanes)
+    assert "stopping: 3 alert(s) wait in the spool" in caplog.text
+
+
+def test_stopping_gives_alerts_in_memory_a_last_attempt_and_logs_what_is_left(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram = ScriptedTelegram(forever=DOWN)
+    relay = built(telegram, spool_path=None, retry_wait=1800.0)
+    for chat in (-1, -2):
+        for message in numbered(2):
+            webhook(relay, message, Destination(chat))  # the first fails: the others wait
+    assert telegram.calls == 1
+    relay.dispatcher.shutdown()
+    assert telegram.calls == 3  # one last attempt per chat, as a digest of its two alerts
+    records = lost_alert_records(caplog)
+    assert len(records) == 4
+    assert all("the relay is shutting down" in r.getMessage() for r in records)
+    assert all(MESSAGE.text.split("\n")[0] in r.getMessage() for r in records)
+
+
+def test_without_a_spool_a_failed_alert_is_retried_from_memory_and_says_so(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram = ScriptedTelegram(DOWN)
+    relay = built(telegram, spool_path=None)
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    assert telegram.delivered == [MESSAGE]
+    [warning] = [r for r in caplog.records if "kept in memory only" in r.getMessage()]
+    assert warning.levelno == logging.WARNING  # the operator's choice, not a fault
+    assert "(RELAY_SPOOL_PATH=off)" in warning.getMessage()
+
+
+def test_without_a_spool_alerts_are_still_paced(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(clock=clock)
+    relay = built(telegram, spool_path=None)
+    arrived = clock.now
+    queue_alerts(relay, clock, numbered(2))
+    run_background(relay.dispatcher, clock)
+    assert waits(telegram, arrived) == [0.0, CHAT_INTERVAL]
+
+
+def test_an_unusable_spool_falls_back_to_memory(
+    built: Callable[..., Relay], clock: FakeTime, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram = ScriptedTelegram(DOWN)
+    relay = built(telegram, spool_path=str(tmp_path / "missing-directory" / "spool.sqlite3"))
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    assert telegram.delivered == [MESSAGE]
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert any(m.startswith("DURABILITY LOST") for m in errors)
+    assert any(
+        "could not be written to the spool" in m and "kept in memory only" in m for m in errors
+    )
+
+
+def test_a_full_spool_keeps_the_alert_in_memory_and_says_so(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram = ScriptedTelegram(forever=DOWN)
+    relay = built(telegram, spool_max_pending=1)
+    webhook(relay)
+    webhook(relay, MESSAGE, Destination(-5))
+    [record] = [r for r in caplog.records if "could not be written to the spool" in r.getMessage()]
+    assert "the spool is full: 1 alerts are already pending" in record.getMessage()
+    assert relay.memory.pending() == 1
+
+
+def test_an_overflowing_memory_refuses_loudly(
+    built: Callable[..., Relay],
+    clock: FakeTime,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    relay = built(ScriptedTelegram(forever=DOWN), spool_path=None)
+    relay.memory.max_alerts = 2
+    webhook(relay)
+    webhook(relay)
+    assert relay.intake.admit(MESSAGE, DESTINATION, started=time.monotonic()) is None
+    [record] = lost_alert_records(caplog)
+    assert "2 alerts are already waiting in memory" in record.getMessage()
+    assert MESSAGE.text in record.getMessage()
+
+
+# --- starting, and the records an alert leaves ----------------------------------------------------
+
+
+def test_each_worker_takes_up_spooled_alerts_as_it_starts(
+    settings: Settings, clock: FakeTime, spool_path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import responses
+
+    left_by_a_dead_process(spool_path, clock, count=3)
+    clock.now += 11
+    with responses.RequestsMock() as telegram:
+        telegram.post(f"{settings.telegram_api_url}/bot{TOKEN}/sendMessage", json={"ok": True})
+        app = create_app(settings, clock=clock)
+        start_background_work(app)  # what gunicorn's post_worker_init does in each worker
+        deadline = time.monotonic() + 5
+        while "delivered" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.02)
+        relay = relay_of(app)
+        assert relay is not None
+        relay.dispatcher.shutdown()
+        assert len(telegram.calls) == 1
+    digest = "of alert(s) #1, #2, #3 to chat -1001234567890 (a digest of 3) (background, "
+    assert re.search(
+        re.escape(digest) + r"\d+ ms\): delivered 11\.0 s after the first", caplog.text
+    )
+    assert SECRET not in caplog.text
+
+
+def test_a_wrapped_app_is_reported_rather_than_silently_not_resumed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    start_background_work(object())
+    assert "alerts left in the spool by an earlier process will not be taken up" in caplog.text
+
+
+def test_each_attempt_logs_one_record_and_a_long_outage_warns_at_each_doubling(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="relay_app")
+    telegram = ScriptedTelegram(*[REFUSED] * 10, clock=clock)
+    relay = built(telegram)
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    attempts = [
+        (r.levelno, fields)
+        for r in caplog.records
+        if (fields := getattr(r, EVENT_ATTRIBUTE, {})).get("event") == "attempt"
+    ]
+    assert [fields["attempt"] for _, fields in attempts] == list(range(1, 12))
+    assert [fields["kind"] for _, fields in attempts] == ["sync"] + ["background"] * 10
+    outcomes = [fields["outcome"] for _, fields in attempts]
+    assert outcomes == ["retryable_error"] * 10 + ["delivered"]
+    assert all(fields["alerts"] == ["#1"] for _, fields in attempts)
+    warned = [fields["attempt"] for level, fields in attempts if level == logging.WARNING]
+    assert warned == [1, 2, 4, 8]  # posted nothing: the rest are INFO

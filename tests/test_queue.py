@@ -1,0 +1,630 @@
+"""The scheduled queue's contract (spool/queue.py), held by every backend: the spool file and
+memory. A second backend runs these same tests."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from relay_app.errors import QueueFull
+from relay_app.formatting import Message, format_alert
+from relay_app.glitchtip import parse_alert
+from relay_app.outcomes import Dead, Delivered, Outcome, RetryAt, Settlement
+from relay_app.pacing import CHAT_INTERVAL
+from relay_app.routing import Destination
+from relay_app.spool import (
+    Admission,
+    Claim,
+    Database,
+    Holder,
+    Lane,
+    Later,
+    MemoryQueue,
+    Queue,
+    SpoolAdmin,
+    SpooledAlert,
+    SqliteQueue,
+    this_process,
+)
+from relay_app.spool.holders import _start_time
+from tests.conftest import CHAT_ID, DESTINATION, FakeTime
+from tests.payloads import issue, issue_alert
+
+TOPIC = Destination(CHAT_ID, 7)
+OTHER_CHAT = Destination(-1009999)
+ME = this_process()
+
+
+def message(number: int = 1) -> Message:
+    return format_alert(parse_alert(issue_alert(issue(number))))
+
+
+class Tokens:
+    """This process's claims in flight, as the dispatcher keeps them."""
+
+    def __init__(self) -> None:
+        self.in_flight: set[str] = set()
+        self._next = 0
+
+    def new(self) -> str:
+        self._next += 1
+        token = f"token-{self._next}"
+        self.in_flight.add(token)
+        return token
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def queue(request: pytest.FixtureRequest, spool_path: str) -> Queue:
+    if request.param == "sqlite":
+        return SqliteQueue(Database(spool_path))
+    return MemoryQueue()
+
+
+@pytest.fixture
+def spool(spool_path: str) -> SqliteQueue:
+    return SqliteQueue(Database(spool_path))
+
+
+@pytest.fixture
+def clock() -> FakeTime:
+    return FakeTime()
+
+
+@pytest.fixture
+def tokens() -> Tokens:
+    return Tokens()
+
+
+def admit(
+    queue: Queue,
+    clock: FakeTime,
+    tokens: Tokens,
+    to: Destination = DESTINATION,
+    *,
+    number: int = 1,
+    telegram_up: bool = True,
+    attempt_by: float = float("inf"),
+) -> Admission:
+    return queue.admit(
+        message(number),
+        to,
+        now=clock.now,
+        holder=ME,
+        token=tokens.new(),
+        in_flight=tokens.in_flight,
+        telegram_up=telegram_up,
+        attempt_by=attempt_by,
+    )
+
+
+def lane_of(queue: Queue, clock: FakeTime, tokens: Tokens, to: Destination = DESTINATION) -> Lane:
+    [lane] = [
+        lane
+        for lane in queue.lanes(now=clock.now, holder=ME, in_flight=tokens.in_flight)
+        if lane.destination == to
+    ]
+    return lane
+
+
+def claim(
+    queue: Queue,
+    clock: FakeTime,
+    tokens: Tokens,
+    to: Destination = DESTINATION,
+    *,
+    fit: Callable[[list[SpooledAlert]], int] = len,
+    retire: Callable[[SpooledAlert, float], Dead | None] = lambda alert, now: None,
+    send: bool = True,
+    holder: Holder = ME,
+) -> Claim | Later | None:
+    return queue.claim(
+        lane_of(queue, clock, tokens, to),
+        now=clock.now,
+        holder=holder,
+        token=tokens.new(),
+        in_flight=tokens.in_flight,
+        fit=fit,
+        retire=retire,
+        send=send,
+        lease_for=10.0,
+    )
+
+
+def claimed(queue: Queue, clock: FakeTime, tokens: Tokens, **kwargs: object) -> Claim:
+    result = claim(queue, clock, tokens, **kwargs)  # type: ignore[arg-type]
+    assert isinstance(result, Claim), result
+    return result
+
+
+def numbers(claim: Claim) -> list[int]:
+    return [int(alert.message.text.split("#")[1].split()[0]) for alert in claim.alerts]
+
+
+def settle(
+    queue: Queue,
+    clock: FakeTime,
+    tokens: Tokens,
+    claim: Claim,
+    outcome: Outcome,
+    *,
+    pause_chat_until: float | None = None,
+) -> None:
+    queue.settle(
+        claim,
+        Settlement([(alert, outcome) for alert in claim.alerts], pause_chat_until=pause_chat_until),
+        now=clock.now,
+    )
+    tokens.in_flight.discard(claim.token)
+
+
+def send_first(
+    queue: Queue, clock: FakeTime, tokens: Tokens, to: Destination = DESTINATION
+) -> None:
+    """An alert the webhook sends at once and Telegram accepts: the chat's turn is used."""
+    first = admit(queue, clock, tokens, to)
+    assert first.claim is not None
+    settle(queue, clock, tokens, first.claim, Delivered())
+
+
+# --- admission --------------------------------------------------------------------------------
+
+
+def test_a_new_alert_for_a_quiet_destination_is_claimed_for_its_webhook(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    admission = admit(queue, clock, tokens)
+    assert admission.claim is not None
+    assert admission.claim.alerts == [admission.alert]
+    assert (admission.alert.attempts, admission.alert.unsure_attempts) == (1, 1)  # counted first
+    assert queue.pending() == 1  # written ahead of the attempt
+    assert not lane_of(queue, clock, tokens).free  # its attempt is in flight
+
+
+def test_a_new_alert_joins_older_ones_waiting_for_its_destination(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    first = admit(queue, clock, tokens)
+    assert first.claim is not None
+    settle(queue, clock, tokens, first.claim, RetryAt(clock.now + 30))
+    clock.now += 5  # the chat's turn has long come; the older alert still waits
+    later = admit(queue, clock, tokens)
+    assert (later.claim, later.waiting) == (None, "behind_older")
+    other_topic = admit(queue, clock, tokens, TOPIC)
+    assert other_topic.claim is not None  # a destination of its own
+
+
+def test_a_new_alert_waits_for_its_chats_turn_and_says_when_that_is(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    send_first(queue, clock, tokens)
+    clock.now += 0.5
+    paced = admit(queue, clock, tokens, TOPIC)  # another topic of the same chat
+    assert (paced.claim, paced.waiting) == (None, "paced")
+    assert paced.wake_at == pytest.approx(clock.now - 0.5 + CHAT_INTERVAL)
+
+
+def test_while_telegram_fails_or_time_is_short_a_new_alert_waits(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    down = admit(queue, clock, tokens, telegram_up=False)
+    assert (down.claim, down.waiting) == (None, "telegram_down")
+    late = admit(queue, clock, tokens, OTHER_CHAT, attempt_by=0.0)
+    assert (late.claim, late.waiting) == (None, "spool_busy")
+    assert queue.pending() == 2  # both safely queued
+
+
+def test_the_pending_limit_is_enforced_and_freed_by_delivery(
+    spool_path: str, clock: FakeTime, tokens: Tokens
+) -> None:
+    for queue in (SqliteQueue(Database(spool_path), max_pending=2), MemoryQueue(max_alerts=2)):
+        first = admit(queue, clock, tokens)
+        admit(queue, clock, tokens)
+        with pytest.raises(QueueFull):
+            admit(queue, clock, tokens)
+        assert first.claim is not None
+        settle(queue, clock, tokens, first.claim, Delivered())
+        admit(queue, clock, tokens, OTHER_CHAT)
+        assert queue.pending() == 2
+
+
+# --- claims -----------------------------------------------------------------------------------
+
+
+def test_a_claim_takes_the_oldest_due_alerts_that_fit_and_counts_the_attempt(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    send_first(queue, clock, tokens)
+    for number in range(2, 7):
+        admit(queue, clock, tokens, number=number)
+    assert claim(queue, clock, tokens) == Later(clock.now + CHAT_INTERVAL)
+    clock.now += CHAT_INTERVAL
+    first = claimed(queue, clock, tokens, fit=lambda alerts: 3)
+    assert numbers(first) == [2, 3, 4]
+    assert [(a.attempts, a.unsure_attempts) for a in first.alerts] == [(1, 1)] * 3
+    assert claim(queue, clock, tokens) is None  # one attempt per destination at a time
+    settle(queue, clock, tokens, first, Delivered())
+    clock.now += CHAT_INTERVAL
+    assert numbers(claimed(queue, clock, tokens)) == [5, 6]
+
+
+def test_a_waiting_oldest_alert_holds_back_the_ones_behind_it(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    head = admit(queue, clock, tokens)
+    assert head.claim is not None
+    settle(queue, clock, tokens, head.claim, RetryAt(clock.now + 30))
+    admit(queue, clock, tokens, number=2)
+    clock.now += 10
+    lane = lane_of(queue, clock, tokens)
+    assert (lane.due_at, lane.free) == (head.alert.received_at + 30, True)
+    assert claim(queue, clock, tokens) is None  # the newer alert is due, the oldest is not
+    clock.now += 20
+    assert numbers(claimed(queue, clock, tokens)) == [1, 2]  # together, oldest first
+
+
+def test_alerts_past_their_horizon_die_when_claimed_even_while_nothing_is_sent(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    admit(queue, clock, tokens, telegram_up=False)
+    admit(queue, clock, tokens, number=2, telegram_up=False)
+    too_old = Dead("too_old", "older than RELAY_RETRY_MAX_AGE")
+
+    def retire(alert: SpooledAlert, now: float) -> Dead | None:
+        return too_old if "#1" in alert.message.text else None
+
+    result = claimed(queue, clock, tokens, retire=retire, send=False)
+    assert (result.alerts, [(a.label, d) for a, d in result.retired]) == (
+        [],
+        [(result.retired[0][0].label, too_old)],
+    )
+    assert queue.pending() == 1
+    assert claim(queue, clock, tokens, send=False) is None  # nothing more to retire
+
+
+def test_a_settled_attempt_frees_its_destination_with_each_alerts_outcome(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    send_first(queue, clock, tokens)
+    for number in (2, 3, 4):
+        admit(queue, clock, tokens, number=number)
+    clock.now += CHAT_INTERVAL
+    digest = claimed(queue, clock, tokens)
+    two, three, four = digest.alerts
+    queue.settle(
+        digest,
+        Settlement(
+            [
+                (two, Dead("exhausted", "used up")),
+                (three, RetryAt(clock.now + 1)),
+                (four, RetryAt(clock.now + 1)),
+            ]
+        ),
+        now=clock.now,
+    )
+    assert queue.pending() == 2
+    lane = lane_of(queue, clock, tokens)
+    assert (lane.free, lane.due_at) == (True, clock.now + 1)
+
+
+def test_a_429_pauses_the_chat(queue: Queue, clock: FakeTime, tokens: Tokens) -> None:
+    first = admit(queue, clock, tokens)
+    assert first.claim is not None
+    settle(
+        queue,
+        clock,
+        tokens,
+        first.claim,
+        RetryAt(clock.now + 40, after_failure=False),
+        pause_chat_until=clock.now + 40,
+    )
+    admit(queue, clock, tokens, TOPIC)
+    clock.now += 5
+    assert claim(queue, clock, tokens, TOPIC) == Later(clock.now + 35)
+
+
+def test_a_moved_alert_goes_first_in_its_new_destination(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    in_topic = admit(queue, clock, tokens, TOPIC)
+    admit(queue, clock, tokens, DESTINATION, number=2)  # the chat itself, paced
+    assert in_topic.claim is not None
+    settle(
+        queue,
+        clock,
+        tokens,
+        in_topic.claim,
+        RetryAt(clock.now, after_failure=False, destination=DESTINATION),
+    )
+    clock.now += CHAT_INTERVAL
+    assert numbers(claimed(queue, clock, tokens)) == [1, 2]
+    assert [lane.destination for lane in queue.lanes(now=clock.now, holder=ME, in_flight=())] == [
+        DESTINATION
+    ]
+
+
+def test_a_delivery_makes_what_waits_for_its_chat_due_now(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    failed = admit(queue, clock, tokens, TOPIC)
+    assert failed.claim is not None
+    settle(queue, clock, tokens, failed.claim, RetryAt(clock.now + 30))
+    elsewhere = admit(queue, clock, tokens, OTHER_CHAT)
+    assert elsewhere.claim is not None
+    settle(queue, clock, tokens, elsewhere.claim, RetryAt(clock.now + 30))
+    clock.now += 2
+    send_first(queue, clock, tokens)  # the chat itself: Telegram accepts a message there
+    assert lane_of(queue, clock, tokens, TOPIC).due_at == clock.now
+    assert lane_of(queue, clock, tokens, OTHER_CHAT).due_at == clock.now + 28  # another chat
+
+
+def test_when_telegram_is_back_every_alert_that_waited_for_it_is_due(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    failed = admit(queue, clock, tokens)
+    assert failed.claim is not None
+    settle(queue, clock, tokens, failed.claim, RetryAt(clock.now + 30))
+    paused = admit(queue, clock, tokens, OTHER_CHAT)
+    assert paused.claim is not None
+    settle(queue, clock, tokens, paused.claim, RetryAt(clock.now + 40, after_failure=False))
+    clock.now += 3
+    assert queue.after_recovery(clock.now) == 1
+    assert lane_of(queue, clock, tokens).due_at == clock.now
+    assert lane_of(queue, clock, tokens, OTHER_CHAT).due_at == clock.now + 37  # a 429 stands
+
+
+def test_a_clock_stepped_back_never_stalls_a_destination(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    send_first(queue, clock, tokens)
+    failed = admit(queue, clock, tokens, OTHER_CHAT)
+    assert failed.claim is not None
+    settle(queue, clock, tokens, failed.claim, RetryAt(clock.now + 30))
+    clock.now -= 3600  # NTP, a VM resumed: every stored time is "an hour in the future"
+    assert lane_of(queue, clock, tokens, OTHER_CHAT).due_at == clock.now
+    admit(queue, clock, tokens, number=2)
+    # The last send to the chat counts as now: its next turn is a second away, not an hour.
+    assert claim(queue, clock, tokens) == Later(clock.now + CHAT_INTERVAL)
+
+
+def test_in_flight_claims_are_never_taken_over_whatever_the_clock_says(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    admission = admit(queue, clock, tokens)
+    clock.now += 600  # stepped forward during a slow attempt
+    assert not lane_of(queue, clock, tokens).free
+    assert claim(queue, clock, tokens) is None
+    assert admission.claim is not None
+    tokens.in_flight.discard(admission.claim.token)  # ended without settling (a spool error)
+    assert lane_of(queue, clock, tokens).free  # this process takes its lease back
+
+
+def test_stopping_frees_what_this_process_holds(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    admit(queue, clock, tokens)
+    admit(queue, clock, tokens, OTHER_CHAT)
+    assert queue.release(ME) == 2
+    assert all(lane.free for lane in queue.lanes(now=clock.now, holder=ME, in_flight=()))
+
+
+# --- the spool file: shared by processes ------------------------------------------------------
+
+
+def another_process(spool: SqliteQueue) -> SqliteQueue:
+    """The same file through a connection of its own, as another worker has it."""
+    return SqliteQueue(Database(spool.database.path))
+
+
+def holder_on_this_host(pid: int) -> Holder:
+    return Holder(ME.host, ME.boot, pid, _start_time(pid))
+
+
+def test_a_lease_of_a_process_that_is_gone_is_free_at_once(
+    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+) -> None:
+    gone = Holder(ME.host, ME.boot, 2**22 + 12345, "1")  # past the kernel's highest pid
+    admission = another_process(spool).admit(
+        message(),
+        DESTINATION,
+        now=clock.now,
+        holder=gone,
+        token="theirs",
+        in_flight={"theirs"},
+        telegram_up=True,
+        attempt_by=float("inf"),
+    )
+    assert admission.claim is not None  # it was mid-attempt when it died
+    assert lane_of(spool, clock, tokens).free  # no waiting for its lease to run out
+    clock.now += CHAT_INTERVAL
+    [alert] = claimed(spool, clock, tokens).alerts
+    assert (alert.attempts, alert.unsure_attempts) == (2, 2)  # its attempt may have arrived
+
+
+def test_a_live_process_on_this_host_keeps_its_lease_past_any_time(
+    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+) -> None:
+    parent = holder_on_this_host(os.getppid())
+    another_process(spool).admit(
+        message(),
+        DESTINATION,
+        now=clock.now,
+        holder=parent,
+        token="theirs",
+        in_flight={"theirs"},
+        telegram_up=True,
+        attempt_by=float("inf"),
+    )
+    clock.now += 86400
+    assert not lane_of(spool, clock, tokens).free
+
+
+def test_a_lease_from_another_host_runs_out_with_its_time(
+    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+) -> None:
+    elsewhere = Holder("another-host", "boot", 1, "1")
+    admit(spool, clock, tokens, telegram_up=False)
+    clock.now += 1
+    assert claimed(another_process(spool), clock, tokens, holder=elsewhere).alerts
+    clock.now += 10  # its lease_for
+    assert not lane_of(spool, clock, tokens).free
+    clock.now += 0.1
+    assert lane_of(spool, clock, tokens).free
+
+
+def test_a_settlement_without_the_lease_records_only_deliveries(
+    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+) -> None:
+    admission = admit(spool, clock, tokens)
+    admit(spool, clock, tokens, OTHER_CHAT, number=2)
+    assert admission.claim is not None
+    spool.release(ME)  # a person's tool, or a stop, freed it: the claim no longer holds
+    settled = spool.settle(
+        admission.claim,
+        Settlement([(admission.alert, RetryAt(clock.now + 30))]),
+        now=clock.now,
+    )
+    assert settled.lease_lost
+    assert lane_of(spool, clock, tokens).due_at == clock.now  # untouched
+    lost = spool.settle(admission.claim, Settlement([(admission.alert, Delivered())]), now=0)
+    assert lost.lease_lost
+    assert spool.pending() == 1  # but a delivered alert goes, whoever holds it
+
+
+def test_workers_claiming_at_once_never_share_an_alert(
+    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+) -> None:
+    destinations = [Destination(-100 - n) for n in range(20)]
+    for destination in destinations:
+        for number in range(3):
+            admit(spool, clock, tokens, destination, number=number, telegram_up=False)
+    claims: list[Claim] = []
+    lock = threading.Lock()
+
+    def worker(n: int) -> None:
+        mine = another_process(spool)
+        holder = Holder(f"host-{n}", "boot", n, "1")  # each its own: never "this process"
+        for lane in mine.lanes(now=clock.now, holder=holder, in_flight=()):
+            result = mine.claim(
+                lane,
+                now=clock.now,
+                holder=holder,
+                token=f"{n}-{lane.name}",
+                in_flight=(),
+                fit=len,
+                retire=lambda alert, now: None,
+                send=True,
+                lease_for=10,
+            )
+            if isinstance(result, Claim):
+                with lock:
+                    claims.append(result)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    ids = [alert.id or 0 for claim in claims for alert in claim.alerts]
+    assert sorted(ids) == list(range(1, 61))  # every alert claimed, and only once
+
+
+def test_a_dead_letter_of_used_up_attempts_gets_a_second_chance_when_its_chat_accepts_one(
+    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+) -> None:
+    admin = SpoolAdmin(spool.database)
+    admitted = []
+    for to, dead in (
+        (TOPIC, Dead("exhausted", "used up")),
+        (OTHER_CHAT, Dead("refused", "403")),
+        (DESTINATION, Dead("exhausted", "used up")),
+    ):
+        clock.now += CHAT_INTERVAL
+        admission = admit(spool, clock, tokens, to)
+        assert admission.claim is not None
+        settle(spool, clock, tokens, admission.claim, dead)
+        admitted.append(admission)
+    refused = admitted[1]
+    clock.now += 60
+    send_first(spool, clock, tokens, OTHER_CHAT)  # another chat: nothing revived
+    assert admin.counts() == {"pending": 0, "dead": 3}
+    clock.now += CHAT_INTERVAL
+    accepted = admit(spool, clock, tokens, Destination(CHAT_ID, 99))
+    assert accepted.claim is not None
+    settled = spool.settle(
+        accepted.claim,
+        Settlement([(accepted.alert, Delivered())], "answered", second_chance_since=clock.now - 30),
+        now=clock.now,
+    )
+    assert settled.revived == 0  # their horizons began too long ago
+    clock.now += CHAT_INTERVAL
+    again = admit(spool, clock, tokens, Destination(CHAT_ID, 98))
+    assert again.claim is not None
+    revived = spool.settle(
+        again.claim,
+        Settlement([(again.alert, Delivered())], "answered", second_chance_since=clock.now - 3600),
+        now=clock.now,
+    )
+    assert revived.revived == 2  # the chat's exhausted ones, never the refused one
+    clock.now += CHAT_INTERVAL
+    [back] = claimed(spool, clock, tokens, to=TOPIC).alerts
+    assert back.second_chance
+    assert [a.id for a in admin.alerts("dead")] == [refused.alert.id]
+
+
+def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
+    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+) -> None:
+    admin = SpoolAdmin(spool.database, clock=clock)
+    ids = []
+    for to in (DESTINATION, TOPIC, OTHER_CHAT):
+        clock.now += CHAT_INTERVAL
+        admission = admit(spool, clock, tokens, to)
+        assert admission.claim is not None
+        assert admission.alert.id is not None
+        admission.alert.last_error = "Connection refused"
+        settle(spool, clock, tokens, admission.claim, Dead("too_old", "too old"))
+        ids.append(admission.alert.id)
+    clock.now += 86400
+    assert admin.requeue([ids[0], ids[0] + 100]) == {ids[0]: "dead", ids[0] + 100: None}
+    [again] = admin.alerts("pending")
+    assert (again.id, again.retry_from, again.attempts, again.last_error) == (
+        ids[0],
+        clock.now,
+        0,
+        "Connection refused",
+    )
+    assert lane_of(spool, clock, tokens).due_at == clock.now
+    assert admin.requeue([ids[0]]) == {ids[0]: "pending"}
+    assert admin.purge_dead(received_before=clock.now - 3600) == 2  # the other two
+    assert admin.counts() == {"pending": 1, "dead": 0}
+    assert admin.purge_dead(received_before=clock.now) == 0  # pending ones are never purged
+    assert admin.requeue_all_dead() == 0
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_threads() -> Iterator[None]:
+    before = threading.active_count()
+    yield
+    assert threading.active_count() <= before
+
+
+def test_alerts_from_another_process_are_read_as_written(
+    spool: SqliteQueue, clock: FakeTime, tokens: Tokens, tmp_path: Path
+) -> None:
+    long_one = format_alert(parse_alert(issue_alert(issue(1, title="x" * 3000))))
+    spool.admit(
+        long_one,
+        TOPIC,
+        now=clock.now,
+        holder=ME,
+        token=tokens.new(),
+        in_flight=tokens.in_flight,
+        telegram_up=False,
+        attempt_by=0,
+    )
+    [alert] = claimed(another_process(spool), clock, tokens, to=TOPIC).alerts
+    assert (alert.message, alert.destination, alert.received_at) == (long_one, TOPIC, clock.now)
