@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
+from .clock import guarded
 from .errors import SpoolError
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ PROBE_INTERVAL = 2.0
 class TelegramHealth:
     state: State = "up"
     # When the next probe is due, and when that was decided (both wall clock; the second
-    # guards against the clock stepping back, see `probe_due`).
+    # guards against the clock stepping back: clock.py).
     next_probe_at: float = 0.0
     decided_at: float = 0.0
     # The process making the current probe, and until when it may ("" and 0: nobody).
@@ -70,7 +71,7 @@ def probe_due(health: TelegramHealth, now: float, *, prober_gone: bool) -> bool:
         return False
     if health.prober and health.probe_until >= now and not prober_gone:
         return False
-    return health.next_probe_at <= now or health.decided_at > now
+    return guarded(health.next_probe_at, health.decided_at, now) <= now
 
 
 def probing(health: TelegramHealth, prober: str, until: float) -> TelegramHealth:

@@ -17,6 +17,8 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 
+from .clock import stepped_back
+
 # About one message a second per chat. The margin covers a request that leaves on time but
 # arrives late (a busy host, a slow proxy) right before one that does not.
 CHAT_INTERVAL = 1.2
@@ -40,10 +42,11 @@ def next_send_at(
 ) -> float:
     """The earliest time, `now` or later, when one more message may go to the chat.
     `to_chat` holds the chat's recent send times and `by_bot` the bot's, newest first; only
-    the newest GROUP_LIMIT and BOT_LIMIT of each matter. A send time after `now` (the clock
-    stepped back since it was recorded) counts as a send now: a step back never stalls a chat."""
-    to_chat = [min(at, now) for at in to_chat]
-    by_bot = [min(at, now) for at in by_bot]
+    the newest GROUP_LIMIT and BOT_LIMIT of each matter. A send time well after `now` (the
+    clock stepped back since it was recorded) no longer counts: a step back never stalls a
+    chat."""
+    to_chat = [at for at in to_chat if not stepped_back(at, now)]
+    by_bot = [at for at in by_bot if not stepped_back(at, now)]
     earliest = now
     if paused_until is not None:
         earliest = max(earliest, paused_until)
@@ -92,5 +95,4 @@ class MemoryPacer:
         if chat not in self._pauses:
             return None
         until, decided_at = self._pauses[chat]
-        # Decided "in the future": the clock stepped back since; the pause starts now.
-        return now + (until - decided_at) if decided_at > now else until
+        return None if stepped_back(decided_at, now) else until

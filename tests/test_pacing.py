@@ -51,9 +51,11 @@ def test_telegrams_pause_holds_whatever_the_rest_says() -> None:
     assert turn(paused_until=NOW - 30) == NOW
 
 
-def test_a_send_recorded_in_the_future_counts_as_now() -> None:
-    # The clock stepped back an hour since: the chat waits a second, not an hour.
-    assert turn(to_chat=[NOW + 3600]) == NOW + CHAT_INTERVAL
+def test_a_send_recorded_well_in_the_future_no_longer_counts() -> None:
+    # The clock stepped back an hour since: the chat does not wait an hour (nor, ever after,
+    # "a second from now").
+    assert turn(to_chat=[NOW + 3600]) == NOW
+    assert turn(to_chat=[NOW + 1]) == NOW + 1 + CHAT_INTERVAL  # a moment's difference counts
 
 
 def test_the_memory_pacer_takes_turns_and_keeps_pauses() -> None:
@@ -64,5 +66,5 @@ def test_the_memory_pacer_takes_turns_and_keeps_pauses() -> None:
     pacer.pause("-1", NOW + 100, now=NOW)
     pacer.pause("-1", NOW + 50, now=NOW)  # a shorter pause never shortens a longer one
     assert pacer.reserve("-1", group=True, now=NOW + 10) == NOW + 100
-    # Decided before the clock stepped back an hour: it still lasts 100 s, from now.
-    assert pacer.reserve("-1", group=True, now=NOW - 3600) == NOW - 3600 + 100
+    # Decided before the clock stepped back an hour: over.
+    assert pacer.reserve("-1", group=True, now=NOW - 3600) == NOW - 3600

@@ -12,6 +12,7 @@ import time
 from collections.abc import Container
 from dataclasses import dataclass, field
 
+from ..clock import guarded
 from ..errors import QueueFull
 from ..formatting import Message
 from ..outcomes import Dead, Delivered, RetryAt, Settled, Settlement
@@ -237,5 +238,4 @@ def _free(lane: _Lane, in_flight: Container[str]) -> bool:
 
 
 def _due(waiting: _Waiting, now: float) -> float:
-    # As in the spool: decided "in the future" means the clock stepped back; due now.
-    return now if waiting.scheduled_at > now else waiting.alert.next_attempt_at
+    return guarded(waiting.alert.next_attempt_at, waiting.scheduled_at, now)

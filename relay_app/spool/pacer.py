@@ -3,15 +3,15 @@ process that shares the file sees them, so together they keep to Telegram's limi
 has the rules). Functions of an open transaction: a claim or an admission takes its chat's turn
 in the same transaction that leases its alerts.
 
-Stored times are wall-clock, so they are guarded: a send recorded "in the future" (the clock
-stepped back since) counts as sent now, and a pause decided in the future is shifted to start
-now, so a step back never stalls a chat.
+Stored times are wall-clock, so they are guarded (clock.py): a send or a pause recorded "in the
+future" (the clock stepped back since) no longer holds, so a step back never stalls a chat.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
+from ..clock import stepped_back
 from ..pacing import BOT_LIMIT, BOT_WINDOW, GROUP_LIMIT, REMEMBERED_FOR, next_send_at
 
 
@@ -47,8 +47,8 @@ def paused_until(db: sqlite3.Connection, chat: str, *, now: float) -> float | No
     if row is None:
         return None
     until, paused_at = row
-    if paused_at is not None and paused_at > now:
-        return float(now + (until - paused_at))  # decided before the clock stepped back
+    if paused_at is not None and stepped_back(paused_at, now):
+        return None  # decided before the clock stepped back: over
     return float(until)
 
 

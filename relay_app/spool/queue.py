@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Container
 from typing import Protocol
 
+from ..clock import guarded
 from ..errors import QueueFull
 from ..formatting import Entry, Message
 from ..outcomes import Dead, Delivered, RetryAt, Settled, Settlement
@@ -364,9 +365,8 @@ def alert_from_row(row: sqlite3.Row, destination: Destination) -> SpooledAlert:
 
 
 def _due(next_attempt_at: float, scheduled_at: float, now: float) -> float:
-    """When an alert is due, guarded: decided "in the future" means the clock stepped back
-    since, and then it is due now rather than an hour late."""
-    return now if scheduled_at > now else next_attempt_at
+    """When an alert is due, guarded: after the clock stepped back, now, not an hour late."""
+    return guarded(next_attempt_at, scheduled_at, now)
 
 
 def _insert(db: sqlite3.Connection, alert: SpooledAlert) -> int:
