@@ -3,10 +3,11 @@ the calls `relay-app check` makes (getMe, getChat, getChatMember, sendChatAction
 
 It applies Telegram's text rules (tests/telegram_rules.py) to what it receives, records every
 request and every accepted message, and fails on demand the ways the real service and the
-network do: errors, 429 with retry_after, hangs, bodies dripped a byte at a time, dropped
-requests. With `limits=True` it enforces Telegram's rate limits as a 429 with retry_after:
-one message a second per chat, twenty a minute per group (negative ids and @names), and any
-flood wait a test imposes on a chat. Used by the end-to-end tests and by bench/.
+network do: errors, 429 with retry_after, hangs, bodies dripped a byte at a time, requests
+lost before Telegram saw them, and replies lost after it posted the message. With
+`limits=True` it enforces Telegram's rate limits as a 429 with retry_after: one message a
+second per chat, twenty a minute per group (negative ids and @names), and any flood wait a
+test imposes on a chat. Used by the end-to-end tests and by bench/.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ GROUP_LIMIT = 20
 GROUP_WINDOW = 60.0
 TOO_MANY = "Too Many Requests: retry after"
 
-Mode = Literal["ok", "result", "error", "hang", "drip", "drop", "html_error_page"]
+Mode = Literal["ok", "result", "error", "hang", "drip", "drop", "lose_reply", "html_error_page"]
 BOT = {
     "id": int(TOKEN.split(":")[0]),
     "is_bot": True,
@@ -53,6 +54,7 @@ class Received:
     body: dict[str, Any]
     outcome: str  # "accepted", "dropped", "hung", "dripped" or the error description
     method: str = "sendMessage"
+    reply_lost: bool = False  # accepted (posted), but the relay never heard so
 
 
 @dataclass
@@ -62,6 +64,9 @@ class Behaviour:
     description: str = "Internal Server Error"
     parameters: dict[str, Any] = field(default_factory=dict)
     drop_rate: float = 0.0  # in "ok" mode, this share of requests is dropped unanswered
+    # In "ok" mode, this share of messages is posted, and the reply lost on its way back: the
+    # relay cannot tell it from a dropped request, and a retry posts it twice.
+    lost_reply_rate: float = 0.0
     result: dict[str, Any] | bool = True  # what a "result" answer carries
     # The Bot API methods this behaviour applies to (None: all); the others answer as usual,
     # as when sendMessage fails while getMe works.
@@ -217,11 +222,19 @@ class FakeTelegram:
             behaviour, release = self.behaviour, self._release
             if behaviour.methods is not None and method not in behaviour.methods:
                 behaviour = Behaviour()
-            dropped = behaviour.mode == "ok" and self._random.random() < behaviour.drop_rate
+            chance = self._random.random() if behaviour.mode == "ok" else 1.0
+            dropped = chance < behaviour.drop_rate
+            reply_lost = (
+                method == "sendMessage"
+                and not dropped
+                and (chance < behaviour.drop_rate + behaviour.lost_reply_rate)
+            )
         if method == path:
             return Behaviour("error", status=401, description="Unauthorized"), release
         if dropped:
             return Behaviour("drop"), release
+        if reply_lost:
+            return Behaviour("lose_reply"), release
         if behaviour.mode != "ok":
             return behaviour, release
         chat = str(body.get("chat_id"))
@@ -306,10 +319,12 @@ class FakeTelegram:
             sent.append(now)
             return None
 
-    def _record(self, body: dict[str, Any], outcome: str, path: str) -> None:
+    def _record(
+        self, body: dict[str, Any], outcome: str, path: str, *, reply_lost: bool = False
+    ) -> None:
         method = path.rsplit("/", 1)[-1]
         with self._lock:
-            self.received.append(Received(time.monotonic(), body, outcome, method))
+            self.received.append(Received(time.monotonic(), body, outcome, method, reply_lost))
 
 
 class _Server(ThreadingHTTPServer):
@@ -360,6 +375,9 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "ok":
             fake._record(body, "accepted", self.path)
             self._reply(200, {"ok": True, "result": {"message_id": len(fake.received)}})
+        elif mode == "lose_reply":
+            fake._record(body, "accepted", self.path, reply_lost=True)
+            self._abort()
         elif mode == "result":
             fake._record(body, f"answered {self.path.rsplit('/', 1)[-1]}", self.path)
             self._reply(200, {"ok": True, "result": behaviour.result})

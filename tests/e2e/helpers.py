@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -11,6 +12,7 @@ import requests
 from tests.e2e.relay_process import SEND_TIMEOUT
 from tests.fake_telegram import FakeTelegram
 from tests.payloads import issue, issue_alert
+from tests.telegram_rules import visible_text
 
 # GlitchTip waits 10 s; the relay promises its answer within the send timeout plus a little.
 ANSWER_BOUND = SEND_TIMEOUT + 0.5
@@ -57,6 +59,40 @@ def titles_in(text: str) -> list[str]:
 
 def delivered_titles(fake: FakeTelegram) -> list[str]:
     return [title for text in fake.texts() for title in titles_in(text)]
+
+
+def first_seen(fake: FakeTelegram) -> dict[str, float]:
+    """When each alert first reached the chat (its message was posted), by title."""
+    seen: dict[str, float] = {}
+    for received in fake.sends():
+        if received.outcome == "accepted":
+            for title in titles_in(_visible(received.body)):
+                seen.setdefault(title, received.at)
+    return seen
+
+
+def posted_in_order(fake: FakeTelegram) -> list[str]:
+    """The titles in the order they first reached the chat."""
+    seen = first_seen(fake)
+    return sorted(seen, key=lambda title: seen[title])
+
+
+def copies(fake: FakeTelegram) -> collections.Counter[str]:
+    """How many times each alert was posted: more than once only where a reply was lost."""
+    counted: collections.Counter[str] = collections.Counter()
+    for received in fake.sends():
+        if received.outcome == "accepted":
+            counted.update(titles_in(_visible(received.body)))
+    return counted
+
+
+def accepted_since(fake: FakeTelegram, since: float) -> int:
+    """Messages posted since `since` (time.monotonic())."""
+    return sum(1 for r in fake.sends() if r.outcome == "accepted" and r.at >= since)
+
+
+def _visible(body: dict[str, Any]) -> str:
+    return visible_text(body["text"], parse_mode=body.get("parse_mode"))
 
 
 def wait_until(condition: Any, timeout: float) -> bool:

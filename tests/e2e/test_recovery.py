@@ -1,0 +1,235 @@
+"""When Telegram comes back: the real `gunicorn wsgi:app`, with 2 and with 4 workers, against a
+fake Telegram that fails, hangs, loses packets, rate-limits, or is gone while the relay is
+killed. Every alert arrives once (or twice only where Telegram posted it and its reply was
+lost), oldest first, within seconds of Telegram answering again."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+from relay_app.formatting import REPEAT_NOTE
+from tests.e2e.conftest import StartRelay
+from tests.e2e.helpers import (
+    ANSWER_BOUND,
+    QUEUED,
+    accepted_since,
+    copies,
+    first_seen,
+    post,
+    posted_in_order,
+    titled,
+    wait_until,
+)
+from tests.e2e.relay_process import CHAT_ID
+from tests.fake_telegram import FakeTelegram
+from tests.prometheus import parse, value
+
+WORKERS = pytest.mark.parametrize("workers", ["2", "4"])
+# From Telegram answering again to the last alert in the chat: the issue's target.
+RECOVERY_BOUND = 3.0
+
+
+@WORKERS
+def test_telegram_failing_then_back_costs_one_request_and_ends_in_one_digest(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, workers: str
+) -> None:
+    relay = start_relay(WEB_CONCURRENCY=workers)
+    fake_telegram.set("error", status=500, description="Internal Server Error")
+    titles = [f"Outage {n}" for n in range(6)]
+    outage_started = time.monotonic()
+    for title in titles:  # one a second, as GlitchTip's rule runs would post them
+        reply, took = post(relay.webhook_url, titled(title))
+        assert reply.status_code in QUEUED
+        assert took < ANSWER_BOUND
+        time.sleep(1.0)
+    outage = time.monotonic() - outage_started
+    # The first alert's attempt, then only the relay's question, once per relay every 2 s.
+    assert len(fake_telegram.sends()) == 1
+    assert len(fake_telegram.questions()) <= 1 + outage / 2
+    fake_telegram.set("ok")
+    back = time.monotonic()
+    assert wait_until(lambda: len(first_seen(fake_telegram)) == len(titles), timeout=10)
+    assert max(first_seen(fake_telegram).values()) - back <= RECOVERY_BOUND
+    assert posted_in_order(fake_telegram) == titles
+    assert accepted_since(fake_telegram, back) <= 3
+    time.sleep(1)  # a duplicate would arrive in this time
+    assert max(copies(fake_telegram).values()) == 1
+
+
+@WORKERS
+def test_a_hanging_telegram_released_gets_the_backlog_within_seconds(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, workers: str
+) -> None:
+    relay = start_relay(WEB_CONCURRENCY=workers)
+    fake_telegram.set("hang")
+    titles = [f"Hung {n}" for n in range(5)]
+    with ThreadPoolExecutor(5) as pool:
+        answers = list(pool.map(lambda title: post(relay.webhook_url, titled(title)), titles))
+    assert all(took < ANSWER_BOUND for _, took in answers)
+    assert {reply.json()["status"] for reply, _ in answers} == {"queued"}
+    assert wait_until(lambda: "Telegram is not answering" in relay.logs(), timeout=10)
+    fake_telegram.set("ok")  # let go
+    released = time.monotonic()
+    assert wait_until(lambda: len(first_seen(fake_telegram)) == len(titles), timeout=10)
+    assert max(first_seen(fake_telegram).values()) - released <= RECOVERY_BOUND
+    time.sleep(1)
+    # A hung request may have been posted (the fake never posts one): each once here.
+    assert sorted(copies(fake_telegram)) == sorted(titles)
+    assert max(copies(fake_telegram).values()) == 1
+
+
+@WORKERS
+def test_a_lossy_network_delivers_all_oldest_first_repeating_only_where_a_reply_was_lost(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, workers: str
+) -> None:
+    relay = start_relay(WEB_CONCURRENCY=workers, RELAY_RETRY_ATTEMPTS="10")
+    # 25% of requests lost: half before Telegram saw them, half on the way back.
+    fake_telegram.set("ok", drop_rate=0.125, lost_reply_rate=0.125)
+    titles = [f"Lossy {n:02}" for n in range(40)]
+    started = time.monotonic()
+    for title in titles:
+        reply, _ = post(relay.webhook_url, titled(title))
+        assert reply.status_code in {200} | QUEUED
+    assert wait_until(lambda: len(first_seen(fake_telegram)) == len(titles), timeout=35)
+    assert time.monotonic() - started < 35
+    assert posted_in_order(fake_telegram) == titles
+    time.sleep(1)
+    repeated = sum(count - 1 for count in copies(fake_telegram).values())
+    lost_replies = sum(1 for r in fake_telegram.sends() if r.reply_lost)
+    lost = [r for r in fake_telegram.received if r.outcome == "dropped" or r.reply_lost]
+    assert lost  # it really was lossy
+    assert repeated <= lost_replies
+
+
+@WORKERS
+def test_after_sigkill_the_alerts_go_within_seconds_of_the_restart_and_none_twice(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, workers: str
+) -> None:
+    relay = start_relay(WEB_CONCURRENCY=workers)
+    fake_telegram.stop()  # connections refused
+    titles = [f"Killed {n:02}" for n in range(20)]
+    for title in titles:
+        assert post(relay.webhook_url, titled(title))[0].status_code in QUEUED
+    assert wait_until(lambda: "Telegram is not answering" in relay.logs(), timeout=10)
+    relay.crash()  # SIGKILL, every process at once
+    fake_telegram.start()
+    start_relay(WEB_CONCURRENCY=workers)
+    ready = time.monotonic()
+    assert wait_until(lambda: len(first_seen(fake_telegram)) == len(titles), timeout=10)
+    assert max(first_seen(fake_telegram).values()) - ready <= RECOVERY_BOUND
+    assert posted_in_order(fake_telegram) == titles
+    time.sleep(1)
+    assert max(copies(fake_telegram).values()) == 1
+
+
+@WORKERS
+def test_after_a_429_the_alerts_go_oldest_first(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, workers: str
+) -> None:
+    fake_telegram.limits = True
+    relay = start_relay(WEB_CONCURRENCY=workers)
+    fake_telegram.flood(CHAT_ID, 2.0)  # 429 with retry_after to every message for 2 s
+    titles = [f"Flooded {n}" for n in range(6)]
+    for title in titles:
+        assert post(relay.webhook_url, titled(title))[0].status_code in QUEUED
+        time.sleep(0.3)
+    assert wait_until(lambda: len(first_seen(fake_telegram)) == len(titles), timeout=15)
+    assert posted_in_order(fake_telegram) == titles
+    assert len(fake_telegram.too_many_requests()) == 1  # the pause was kept by every worker
+
+
+def test_a_backlog_from_an_outage_is_claimed_together_oldest_first(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(WEB_CONCURRENCY="4")
+    fake_telegram.stop()
+    titles = [f"Backlog {n:02}" for n in range(30)]
+    with ThreadPoolExecutor(4) as pool:  # several at once, as GlitchTip's workers post
+        for title in titles:  # in order of arrival, four at a time at most
+            pool.submit(post, relay.webhook_url, titled(title)).result()
+    assert wait_until(lambda: "Telegram is not answering" in relay.logs(), timeout=10)
+    fake_telegram.start()
+    back = time.monotonic()
+    assert wait_until(lambda: len(first_seen(fake_telegram)) == len(titles), timeout=15)
+    assert posted_in_order(fake_telegram) == titles
+    # 30 alerts fit in a few digests, claimed one after another on the chat's turns.
+    assert accepted_since(fake_telegram, back) <= 4
+    assert max(first_seen(fake_telegram).values()) - back <= RECOVERY_BOUND + 3 * 1.2
+
+
+def test_a_spool_locked_by_another_process_for_3_s_is_waited_for(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str
+) -> None:
+    relay = start_relay()
+    assert post(relay.webhook_url, titled("Before"))[0].status_code == 200  # the file exists
+    time.sleep(1.2)  # the chat's next turn
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_lock() -> None:  # a backup, or sqlite3 by hand
+        other = sqlite3.connect(spool_path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        locked.set()
+        release.wait(10)
+        other.execute("COMMIT")
+        other.close()
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    assert locked.wait(5)
+    threading.Timer(3.0, release.set).start()
+    reply, took = post(relay.webhook_url, titled("While locked"))
+    holder.join()
+    assert reply.status_code in {200, 202}
+    assert 3.0 <= took < 9.5  # waited for the lock, well inside GlitchTip's 10 s
+    assert wait_until(lambda: "While locked" in first_seen(fake_telegram), timeout=10)
+    logs = relay.logs()
+    assert "DURABILITY LOST" not in logs
+    assert "kept in memory only" not in logs
+    samples = parse(requests.get(f"{relay.url}/metrics", timeout=5).text)
+    assert value(samples, "relay_spool_lock_wait_seconds_count") >= 1
+    assert value(samples, "relay_spool_lock_wait_seconds_sum") >= 3.0
+
+
+def test_a_body_nested_5000_deep_is_refused_with_a_reason(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(RELAY_LOG_FORMAT="json")
+    deep = b'{"a":' + b"[" * 5000 + b"]" * 5000 + b"}"
+    reply = requests.post(
+        relay.webhook_url, data=deep, headers={"Content-Type": "application/json"}, timeout=5
+    )
+    assert reply.status_code == 400
+    assert "nests deeper than 64 levels" in reply.json()["error"]
+    samples = parse(requests.get(f"{relay.url}/metrics", timeout=5).text)
+    assert value(samples, "relay_webhooks_total", outcome="rejected", reason="bad_body") == 1
+    records = [json.loads(line) for line in relay.logs().splitlines() if line.startswith("{")]
+    [record] = [r for r in records if r.get("event") == "webhook"]
+    assert (record["status"], record["reason"]) == (400, "bad_body")
+    assert "Traceback" not in relay.logs()
+
+
+def test_an_alert_that_used_up_its_attempts_is_sent_once_more_when_telegram_accepts_again(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(RELAY_RETRY_ATTEMPTS="1")
+    # A run of 5xx for sendMessage, while getMe answers: the attempts go on, and run out.
+    fake_telegram.set(
+        "error", status=500, description="Internal Server Error", methods={"sendMessage"}
+    )
+    assert post(relay.webhook_url, titled("Maybe lost"))[0].status_code == 502
+    assert wait_until(lambda: "ALERT NOT DELIVERED" in relay.logs(), timeout=10)
+    assert "Maybe lost" in relay.logs()  # its text, in the ERROR record
+    fake_telegram.set("ok")
+    time.sleep(1.2)
+    assert post(relay.webhook_url, titled("Fine again"))[0].status_code == 200
+    assert wait_until(lambda: "Maybe lost" in first_seen(fake_telegram), timeout=10)
+    [again] = [text for text in fake_telegram.texts() if "Maybe lost" in text]
+    assert again.endswith(REPEAT_NOTE)
+    assert "get a second chance" in relay.logs()
