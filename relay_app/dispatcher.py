@@ -27,7 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
 
 from .errors import SpoolError
-from .health import Health, TelegramHealth
+from .health import Health, TelegramHealth, probe_due
 from .job import Jobs
 from .metrics import Metrics
 from .spool.holders import Holder, this_process
@@ -158,8 +158,10 @@ class Dispatcher:
         health = self.health.current()
         soonest: float | None = None
         if not health.sending:
-            self._maybe_probe(now, health)
-            soonest = health.next_probe_at
+            if self._maybe_probe(now, health):
+                soonest = now  # what its answer makes due: the probe's end wakes the thread
+            elif health.next_probe_at > now:
+                soonest = health.next_probe_at
         holder = this_process()
         for queue in self.queues:
             try:
@@ -269,17 +271,21 @@ class Dispatcher:
 
     # --- Telegram's health -------------------------------------------------------------------
 
-    def _maybe_probe(self, now: float, health: TelegramHealth) -> None:
-        """Ask Telegram whether it is back, if that is due and no other process is asking."""
+    def _maybe_probe(self, now: float, health: TelegramHealth) -> bool:
+        """Ask Telegram whether it is back, if that is due and no other process is asking;
+        True when this process asks."""
         prober = Holder.parse(health.prober)
         me = this_process()
         gone = prober is not None and prober.is_here(me) and prober.is_gone()
+        if not probe_due(health, now, prober_gone=gone):
+            return False  # as this pass read it: not worth a write to the spool to ask again
         if not self.health.take_probe(now, str(me), now + self._lease_for, prober_gone=gone):
-            return
+            return False
         with self._lock:
             future = self._executor().submit(self._ask_telegram)
             self._futures.add(future)
         future.add_done_callback(self._forget)
+        return True
 
     def _ask_telegram(self) -> None:
         answered = False
@@ -294,9 +300,7 @@ class Dispatcher:
 
     def _tidy(self) -> None:
         for queue in self.queues:
-            checkpoint = getattr(getattr(queue, "database", None), "checkpoint", None)
-            if checkpoint is not None:
-                checkpoint()
+            queue.tidy()
 
     def _last_chance(self, queue: MemoryQueue) -> None:
         """The alerts held in memory are lost with the process: one last attempt each, in as

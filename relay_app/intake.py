@@ -113,10 +113,10 @@ class Intake:
             self._dispatcher.release(claim.token)
         assert settlement is not None
         outcome = next(outcome for each, outcome in settlement.outcomes if each is alert)
-        if isinstance(outcome, RetryAt):
-            if self._spool is None:
-                self._kept_in_memory(admission, alert.last_error)
-            self._dispatcher.wake(outcome.at)
+        if isinstance(outcome, RetryAt) and self._spool is None:
+            self._kept_in_memory(admission, alert.last_error)
+        # As after any job: its destination is free, and what waited behind it may go.
+        self._dispatcher.wake()
         return Attempted(outcome, None if isinstance(outcome, Delivered) else alert.last_error)
 
     def _admit(
@@ -146,8 +146,14 @@ class Intake:
         return admission
 
     def _queued(self, admission: Admission) -> None:
-        if admission.claim is None and admission.waiting != "telegram_down":
+        """Tell the dispatcher when a queued alert needs it. One that joins older alerts needs
+        nothing: their destination is planned for already, or busy and woken when its job
+        ends; in a storm, a pass per webhook would only compete with the webhooks. One
+        waiting for Telegram waits for the question the dispatcher asks anyway."""
+        if admission.waiting == "paced":
             self._dispatcher.wake(admission.wake_at)
+        elif admission.waiting == "spool_busy":
+            self._dispatcher.wake()
 
     def _kept_in_memory(self, admission: Admission, error: str | None) -> None:
         """RELAY_SPOOL_PATH=off: the operator's choice, so a WARNING when an alert must wait."""

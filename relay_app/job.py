@@ -149,13 +149,13 @@ class Jobs:
 
     def _settlement(self, claim: Claim, error: Exception | None, now: float) -> Settlement:
         alerts = claim.alerts
-        for alert in alerts:
-            alert.last_error = str(error) if error is not None else alert.last_error
         if error is None:
             since = now - self.policy.max_age if self._second_chance else None
             return Settlement(
                 [(alert, Delivered()) for alert in alerts], "answered", second_chance_since=since
             )
+        for alert in alerts:
+            alert.last_error = str(error)
         if isinstance(error, RateLimited):
             for alert in alerts:  # Telegram's pause is not the alert's failure
                 alert.attempts -= 1

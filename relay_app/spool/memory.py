@@ -217,6 +217,9 @@ class MemoryQueue:
         with self._lock:
             return self._count()
 
+    def tidy(self) -> None:
+        pass  # nothing to copy back or forget
+
     def _due_now(self, now: float, *, chat: str | None = None) -> int:
         due = 0
         for lane in self._lanes.values():

@@ -99,6 +99,9 @@ class Queue(Protocol):
 
     def pending(self) -> int: ...
 
+    def tidy(self) -> None:
+        """Upkeep, off the webhooks' path: the dispatcher calls it once a second."""
+
 
 class SqliteQueue:
     """The queue in the spool file."""
@@ -319,6 +322,9 @@ class SqliteQueue:
                 lambda db: db.execute("SELECT alerts FROM pending_count").fetchone()[0]
             )
         )
+
+    def tidy(self) -> None:
+        self.database.checkpoint()
 
     def next_turn(self, destination: Destination, *, now: float) -> float:
         """When the chat's next turn is (for tests and tools: nothing is taken)."""
