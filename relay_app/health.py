@@ -120,12 +120,14 @@ class Health:
         self._store = store
         self._local = MemoryHealthStore()
         self._queues = list(queues)
+        self._last = TelegramHealth()  # the state last read or written, whichever store
 
     def current(self) -> TelegramHealth:
-        try:
-            return self._store.read()
-        except SpoolError:
-            return self._local.read()
+        """The state every process shares; the last one known when the store cannot be read
+        at once (a busy spool must not make a failing Telegram look up, nor keep a webhook)."""
+        with contextlib.suppress(SpoolError):
+            self._last = self._store.read()
+        return self._last
 
     def send_failed(self, now: float) -> None:
         before, after = self._update(lambda health: after_send_failed(health, now))
@@ -181,6 +183,8 @@ class Health:
         self, change: Callable[[TelegramHealth], TelegramHealth]
     ) -> tuple[TelegramHealth, TelegramHealth]:
         try:
-            return self._store.update(change)
+            before, after = self._store.update(change)
         except SpoolError:
-            return self._local.update(change)
+            before, after = self._local.update(change)
+        self._last = after
+        return before, after

@@ -4,10 +4,14 @@ view of it and one of them at a time asks Telegram whether it is back."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 
 from ..health import TelegramHealth
 from .database import Database
+
+# A webhook reads the state before it admits an alert: it must not wait long for it.
+READ_BUDGET = 0.25
 
 
 class SqliteHealthStore:
@@ -15,7 +19,7 @@ class SqliteHealthStore:
         self._database = database
 
     def read(self) -> TelegramHealth:
-        return self._database.read(_read)
+        return self._database.read(_read, wait_until=time.monotonic() + READ_BUDGET)
 
     def update(
         self, change: Callable[[TelegramHealth], TelegramHealth]
