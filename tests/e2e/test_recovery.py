@@ -74,11 +74,15 @@ def test_a_hanging_telegram_released_gets_the_backlog_within_seconds(
         answers = list(pool.map(lambda title: post(relay.webhook_url, titled(title)), titles))
     assert all(took < ANSWER_BOUND for _, took in answers)
     assert {reply.json()["status"] for reply, _ in answers} == {"queued"}
+    # Posted at once: they arrived in the order of their spool ids.
+    ids = [int(reply.json()["alert"].lstrip("#")) for reply, _ in answers]
+    arrived = [title for _, title in sorted(zip(ids, titles, strict=True))]
     assert wait_until(lambda: "Telegram is not answering" in relay.logs(), timeout=10)
     fake_telegram.set("ok")  # let go
     released = time.monotonic()
     assert wait_until(lambda: len(first_seen(fake_telegram)) == len(titles), timeout=10)
     assert max(first_seen(fake_telegram).values()) - released <= RECOVERY_BOUND
+    assert posted_in_order(fake_telegram) == arrived
     time.sleep(1)
     # A hung request may have been posted (the fake never posts one): each once here.
     assert sorted(copies(fake_telegram)) == sorted(titles)
