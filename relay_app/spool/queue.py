@@ -134,20 +134,13 @@ class SqliteQueue:
         def admit(db: sqlite3.Connection) -> Admission:
             if db.execute("SELECT alerts FROM pending_count").fetchone()[0] >= self.max_pending:
                 raise QueueFull(f"{self.max_pending} alerts are already pending")
-            db.execute(
-                "INSERT OR IGNORE INTO lanes (lane, chat, thread) VALUES (?, ?, ?)",
-                (lane, destination.chat_key, destination.thread),
-            )
-            lease = db.execute(
-                "SELECT holder, token, until FROM lanes WHERE lane = ?", (lane,)
-            ).fetchone()
             ahead = db.execute(
                 "SELECT 1 FROM alerts WHERE lane = ? AND state = 'pending' LIMIT 1", (lane,)
             ).fetchone()
-            free = lease_is_free(*lease, now=now, me=holder, in_flight=in_flight)
             turn = None
             waiting: WaitReason | None = None
-            if ahead is not None or not free:
+            # In a storm nearly every webhook joins older alerts: that path stays short.
+            if ahead is not None or not self._lane_free(db, destination, now, holder, in_flight):
                 waiting = "behind_older"
             elif not telegram_up:
                 waiting = "telegram_down"
@@ -169,6 +162,26 @@ class SqliteQueue:
             return Admission(alert, Claim(destination, token, [alert]))
 
         return self.database.write(admit, wait_until=wait_until)
+
+    def _lane_free(
+        self,
+        db: sqlite3.Connection,
+        destination: Destination,
+        now: float,
+        holder: Holder,
+        in_flight: Container[str],
+    ) -> bool:
+        """Whether the destination's lease is free, making its row when it has none yet."""
+        lease = db.execute(
+            "SELECT holder, token, until FROM lanes WHERE lane = ?", (destination.lane,)
+        ).fetchone()
+        if lease is None:
+            db.execute(
+                "INSERT INTO lanes (lane, chat, thread) VALUES (?, ?, ?)",
+                (destination.lane, destination.chat_key, destination.thread),
+            )
+            return True
+        return lease_is_free(*lease, now=now, me=holder, in_flight=in_flight)
 
     def lanes(self, *, now: float, holder: Holder, in_flight: Container[str]) -> list[Lane]:
         def read(db: sqlite3.Connection) -> list[Lane]:
