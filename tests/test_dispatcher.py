@@ -461,26 +461,40 @@ def test_an_alert_past_its_ceiling_is_given_up_alone_and_its_digest_goes_on(
     assert admin(relay).counts() == {"pending": 0, "dead": 1}
 
 
-def test_a_missing_topic_sends_the_digest_once_to_the_chat_itself(
+def test_a_missing_topic_sends_its_alerts_once_to_the_chat_itself_oldest_first(
     built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
-    gone = ThreadNotFound(
-        "Telegram refused the message (400): Bad Request: message thread not found",
-        error_code=400,
-        description="Bad Request: message thread not found",
-    )
-    telegram = ScriptedTelegram(gone, gone)
-    relay = built(telegram)
     topic = Destination(CHAT_ID, 404)
-    webhook(relay, MESSAGE, topic)
-    for _ in range(2):
-        assert webhook(relay, MESSAGE, topic) is None
+
+    class WithoutTheTopic(ScriptedTelegram):
+        def deliver(self, message: Message, destination: Destination) -> None:
+            if destination == topic:
+                self.destinations.append(destination)
+                raise ThreadNotFound(
+                    "Telegram refused the message (400): Bad Request: message thread not found",
+                    error_code=400,
+                    description="Bad Request: message thread not found",
+                )
+            super().deliver(message, destination)
+
+    telegram = WithoutTheTopic()
+    relay = built(telegram)
+    first, second, third = numbered(3)
+    webhook(relay, first, topic)  # tried in the topic: gone, so it moves to the chat
+    assert webhook(relay, second, topic) is None
+    assert webhook(relay, third, topic) is None
     run_background(relay.dispatcher, clock)
-    assert telegram.destinations == [topic, topic, DESTINATION]
-    assert telegram.delivered[0].text.startswith("🗂 3 alerts")
+    assert set(telegram.destinations) == {topic, DESTINATION}
+    delivered = [n for message in telegram.delivered for n in title_numbers(message.text)]
+    assert delivered == [1, 2, 3]  # in the chat itself, each once, oldest first
     records = [r for r in caplog.records if "TOPIC NOT FOUND" in r.getMessage()]
     assert len(records) == 3
-    assert all(r.levelno == logging.ERROR and MESSAGE.text in r.getMessage() for r in records)
+    assert sorted(title_numbers(r.getMessage())[0] for r in records) == [
+        1,
+        2,
+        3,
+    ]  # each, text and all
+    assert all(r.levelno == logging.ERROR for r in records)
     assert lost_alert_records(caplog) == []
 
 

@@ -285,6 +285,18 @@ def test_alerts_past_their_horizon_die_when_claimed_even_while_nothing_is_sent(
     assert claim(queue, clock, tokens, send=False) is None  # nothing more to retire
 
 
+def test_topics_of_one_chat_take_its_turns_in_the_order_their_alerts_arrived(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    for thread in (2, 1, 3):  # each topic had an alert before, in another order
+        clock.now += CHAT_INTERVAL
+        send_first(queue, clock, tokens, Destination(CHAT_ID, thread))
+    for thread in (3, 1, 2):
+        assert admit(queue, clock, tokens, Destination(CHAT_ID, thread)).waiting == "paced"
+    lanes = queue.lanes(now=clock.now, holder=ME, in_flight=())
+    assert [lane.destination.thread for lane in lanes] == [3, 1, 2]  # the oldest alert's first
+
+
 def test_a_settled_attempt_frees_its_destination_with_each_alerts_outcome(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:

@@ -93,10 +93,14 @@ class MemoryQueue:
 
     def lanes(self, *, now: float, holder: Holder, in_flight: Container[str]) -> list[Lane]:
         with self._lock:
-            return [
-                Lane(name, lane.destination, _due(lane.waiting[0], now), _free(lane, in_flight))
+            lanes = sorted(
+                (lane.waiting[0].alert.memory_number, name, lane)
                 for name, lane in self._lanes.items()
                 if lane.waiting
+            )
+            return [
+                Lane(name, lane.destination, _due(lane.waiting[0], now), _free(lane, in_flight))
+                for _, name, lane in lanes
             ]
 
     def claim(

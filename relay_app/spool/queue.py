@@ -66,7 +66,8 @@ class Queue(Protocol):
         QueueFull."""
 
     def lanes(self, *, now: float, holder: Holder, in_flight: Container[str]) -> list[Lane]:
-        """Every destination with alerts pending."""
+        """Every destination with alerts pending, the one with the oldest alert first: topics
+        of one chat take its turns in the order their alerts arrived."""
 
     def claim(
         self,
@@ -189,7 +190,7 @@ class SqliteQueue:
                 "SELECT l.lane, l.chat, l.thread, l.holder, l.token, l.until,"
                 " h.next_attempt_at, h.scheduled_at FROM lanes l JOIN alerts h ON h.id ="
                 " (SELECT id FROM alerts WHERE lane = l.lane AND state = 'pending'"
-                " ORDER BY id LIMIT 1)"
+                " ORDER BY id LIMIT 1) ORDER BY h.id"
             ).fetchall()
             return [
                 Lane(
