@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import sqlite3
+import threading
+import time
+from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ from relay_app.errors import SpoolError
 from relay_app.formatting import Message
 from relay_app.outcomes import Dead
 from relay_app.routing import Destination
-from relay_app.spool import Database, SqliteQueue, this_process
+from relay_app.spool import Admission, Database, Holder, Queue, SqliteQueue, this_process
 from relay_app.spool.queue import bury
 from tests.prometheus import Samples, parse
 
@@ -144,17 +147,7 @@ def put_in_spool(
     """An alert in the spool as a relay leaves it: waiting (Telegram was failing), or a dead
     letter refused with `dead_because` as its last error. Returns its id."""
     queue = SqliteQueue(Database(spool_path))
-    admission = queue.admit(
-        message,
-        destination,
-        now=received_at,
-        holder=this_process(),
-        token="setting-up",
-        in_flight=(),
-        telegram_up=False,
-        attempt_by=0.0,
-    )
-    alert = admission.alert
+    alert = admit_to(queue, message, destination, now=received_at, telegram_up=False).alert
     assert alert.id is not None
     if dead_because is not None:
         alert.last_error = dead_because
@@ -171,3 +164,48 @@ def metric_samples(client: FlaskClient) -> Samples:
     assert reply.status_code == 200
     assert reply.content_type.startswith("text/plain; version=0.0.4")
     return parse(reply.get_data(as_text=True))
+
+
+def admit_to(
+    queue: Queue,
+    message: Message,
+    destination: Destination = DESTINATION,
+    *,
+    now: float,
+    holder: Holder | None = None,
+    token: str = "a-webhook",
+    in_flight: Container[str] | None = None,
+    telegram_up: bool = True,
+    attempt_by: float = float("inf"),
+) -> Admission:
+    """An alert admitted as a webhook of `holder` (this process) admits it, its claim's
+    token in flight there."""
+    return queue.admit(
+        message,
+        destination,
+        now=now,
+        holder=holder or this_process(),
+        token=token,
+        in_flight={token} if in_flight is None else in_flight,
+        telegram_up=telegram_up,
+        attempt_by=attempt_by,
+    )
+
+
+def hold_the_lock(spool_path: str, seconds: float) -> threading.Thread:
+    """Another process (a backup, `sqlite3` by hand) holding the spool's write lock for
+    `seconds`, from before this returns; join the thread to know it let go."""
+    held = threading.Event()
+
+    def hold() -> None:
+        other = sqlite3.connect(spool_path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        held.set()
+        time.sleep(seconds)
+        other.execute("COMMIT")
+        other.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert held.wait(5)
+    return thread

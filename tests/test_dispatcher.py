@@ -31,7 +31,15 @@ from relay_app.outcomes import Delivered, Outcome, RetryAt
 from relay_app.pacing import CHAT_INTERVAL
 from relay_app.routing import Destination
 from relay_app.spool import Database, Holder, SpoolAdmin, SqliteQueue, this_process
-from tests.conftest import CHAT_ID, DESTINATION, SECRET, TOKEN, FakeTime, run_background
+from tests.conftest import (
+    CHAT_ID,
+    DESTINATION,
+    SECRET,
+    TOKEN,
+    FakeTime,
+    admit_to,
+    run_background,
+)
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import visible_text
 
@@ -559,16 +567,7 @@ def left_by_a_dead_process(spool_path: str, clock: FakeTime, count: int = 1) -> 
     queue = SqliteQueue(Database(spool_path))
     ids = []
     for n in range(count):
-        admission = queue.admit(
-            MESSAGE,
-            DESTINATION,
-            now=clock.now,
-            holder=gone,
-            token=f"theirs-{n}",
-            in_flight={f"theirs-{n}"},
-            telegram_up=True,
-            attempt_by=float("inf"),
-        )
+        admission = admit_to(queue, MESSAGE, now=clock.now, holder=gone, token=f"theirs-{n}")
         assert admission.alert.id is not None
         ids.append(admission.alert.id)
     return ids

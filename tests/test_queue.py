@@ -31,7 +31,7 @@ from relay_app.spool import (
     this_process,
 )
 from relay_app.spool.holders import _start_time
-from tests.conftest import CHAT_ID, DESTINATION, FakeTime
+from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to
 from tests.payloads import issue, issue_alert
 
 TOPIC = Destination(CHAT_ID, 7)
@@ -89,11 +89,11 @@ def admit(
     telegram_up: bool = True,
     attempt_by: float = float("inf"),
 ) -> Admission:
-    return queue.admit(
+    return admit_to(
+        queue,
         message(number),
         to,
         now=clock.now,
-        holder=ME,
         token=tokens.new(),
         in_flight=tokens.in_flight,
         telegram_up=telegram_up,
@@ -440,16 +440,7 @@ def test_a_lease_of_a_process_that_is_gone_is_free_at_once(
     spool: SqliteQueue, clock: FakeTime, tokens: Tokens
 ) -> None:
     gone = Holder(ME.host, ME.boot, 2**22 + 12345, "1")  # past the kernel's highest pid
-    admission = another_process(spool).admit(
-        message(),
-        DESTINATION,
-        now=clock.now,
-        holder=gone,
-        token="theirs",
-        in_flight={"theirs"},
-        telegram_up=True,
-        attempt_by=float("inf"),
-    )
+    admission = admit_to(another_process(spool), message(), now=clock.now, holder=gone)
     assert admission.claim is not None  # it was mid-attempt when it died
     assert lane_of(spool, clock, tokens).free  # no waiting for its lease to run out
     clock.now += CHAT_INTERVAL
@@ -461,16 +452,7 @@ def test_a_live_process_on_this_host_keeps_its_lease_past_any_time(
     spool: SqliteQueue, clock: FakeTime, tokens: Tokens
 ) -> None:
     parent = holder_on_this_host(os.getppid())
-    another_process(spool).admit(
-        message(),
-        DESTINATION,
-        now=clock.now,
-        holder=parent,
-        token="theirs",
-        in_flight={"theirs"},
-        telegram_up=True,
-        attempt_by=float("inf"),
-    )
+    admit_to(another_process(spool), message(), now=clock.now, holder=parent)
     clock.now += 86400
     assert not lane_of(spool, clock, tokens).free
 
@@ -629,15 +611,6 @@ def test_alerts_from_another_process_are_read_as_written(
     spool: SqliteQueue, clock: FakeTime, tokens: Tokens, tmp_path: Path
 ) -> None:
     long_one = format_alert(parse_alert(issue_alert(issue(1, title="x" * 3000))))
-    spool.admit(
-        long_one,
-        TOPIC,
-        now=clock.now,
-        holder=ME,
-        token=tokens.new(),
-        in_flight=tokens.in_flight,
-        telegram_up=False,
-        attempt_by=0,
-    )
+    admit_to(spool, long_one, TOPIC, now=clock.now, telegram_up=False)
     [alert] = claimed(another_process(spool), clock, tokens, to=TOPIC).alerts
     assert (alert.message, alert.destination, alert.received_at) == (long_one, TOPIC, clock.now)

@@ -8,7 +8,6 @@ import fcntl
 import itertools
 import logging
 import sqlite3
-import threading
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from relay_app.routing import Destination
 from relay_app.spool import Database, SpoolAdmin, SqliteQueue, this_process
 from relay_app.spool.pacer import pause, take_turn
 from relay_app.spool.schema import STEPS
-from tests.conftest import CHAT_ID, DESTINATION, FakeTime
+from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to, hold_the_lock
 from tests.payloads import issue, issue_alert
 
 MESSAGE = format_alert(parse_alert(issue_alert(issue(1))))
@@ -40,16 +39,7 @@ def database(spool_path: str) -> Database:
 
 def add(database: Database, clock: FakeTime, message: Message = MESSAGE) -> None:
     """An alert queued behind a Telegram that fails: no turn taken, nothing leased."""
-    SqliteQueue(database).admit(
-        message,
-        DESTINATION,
-        now=clock.now,
-        holder=this_process(),
-        token="t",
-        in_flight=(),
-        telegram_up=False,
-        attempt_by=0.0,
-    )
+    admit_to(SqliteQueue(database), message, now=clock.now, telegram_up=False)
 
 
 def turn(database: Database, chat: str, now: float, *, group: bool = True) -> float:
@@ -107,16 +97,7 @@ def test_a_pause_decided_before_the_clock_stepped_back_no_longer_holds(
 def test_the_pending_limit_counts_what_is_already_on_disk(spool_path: str, clock: FakeTime) -> None:
     add(Database(spool_path), clock)
     with pytest.raises(QueueFull):
-        SqliteQueue(Database(spool_path), max_pending=1).admit(
-            MESSAGE,
-            DESTINATION,
-            now=clock.now,
-            holder=this_process(),
-            token="t",
-            in_flight=(),
-            telegram_up=True,
-            attempt_by=float("inf"),
-        )
+        admit_to(SqliteQueue(Database(spool_path), max_pending=1), MESSAGE, now=clock.now)
 
 
 def old_spool(spool_path: str, clock: FakeTime, version: int) -> None:
@@ -263,24 +244,6 @@ def test_the_checkpoint_copies_the_log_back_off_the_webhooks_path(
 
 
 # --- a busy spool is not a broken one ---------------------------------------------------------
-
-
-def hold_the_lock(spool_path: str, seconds: float) -> threading.Thread:
-    """Another process (a backup, `sqlite3` by hand) holding the write lock for a while."""
-    held = threading.Event()
-
-    def hold() -> None:
-        other = sqlite3.connect(spool_path, isolation_level=None)
-        other.execute("BEGIN IMMEDIATE")
-        held.set()
-        time.sleep(seconds)
-        other.execute("COMMIT")
-        other.close()
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    assert held.wait(5)
-    return thread
 
 
 def test_a_write_waits_for_another_connections_lock_and_the_wait_is_counted(
