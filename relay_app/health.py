@@ -61,6 +61,8 @@ def after_answer(health: TelegramHealth) -> TelegramHealth:
 
 
 def after_probe_failed(health: TelegramHealth, now: float) -> TelegramHealth:
+    if health.sending:
+        return health  # a send came through meanwhile: that answer stands
     return TelegramHealth("down", now + PROBE_INTERVAL, now)
 
 

@@ -82,6 +82,15 @@ def test_any_answer_from_telegram_ends_an_outage() -> None:
     assert queue.told == [NOW + 2]
 
 
+def test_a_probe_that_fails_after_a_send_came_through_changes_nothing() -> None:
+    health = Health(MemoryHealthStore())
+    health.send_failed(NOW)
+    assert health.take_probe(NOW + 1, "me", NOW + 10, prober_gone=False)
+    health.answered(NOW + 1.5)  # another worker's attempt, under way before, delivered
+    health.probed(False, NOW + 2)  # this question was lost on the way
+    assert health.current().sending
+
+
 def test_one_process_probes_at_a_time_unless_the_prober_is_gone(tmp_path: object) -> None:
     database = Database(f"{tmp_path}/spool.sqlite3")
     worker_1 = Health(SqliteHealthStore(database))
