@@ -552,7 +552,7 @@ def test_a_spool_locked_by_another_process_is_waited_for_and_stays_durable(
     assert "DURABILITY LOST" not in caplog.text
     samples = metric_samples(client)
     assert value(samples, "relay_spool_lock_wait_seconds_count") == 1
-    assert value(samples, "relay_spool_lock_wait_seconds_sum") >= 1.0
+    assert value(samples, "relay_spool_lock_wait_seconds_sum") >= 0.8  # about the 1 s held
 
 
 def test_while_telegram_fails_a_webhook_waits_in_the_queue_without_an_attempt(

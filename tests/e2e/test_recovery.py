@@ -184,7 +184,7 @@ def test_a_spool_locked_by_another_process_for_3_s_is_waited_for(
     assert "kept in memory only" not in logs
     samples = parse(requests.get(f"{relay.url}/metrics", timeout=5).text)
     assert value(samples, "relay_spool_lock_wait_seconds_count") >= 1
-    assert value(samples, "relay_spool_lock_wait_seconds_sum") >= 3.0
+    assert value(samples, "relay_spool_lock_wait_seconds_sum") >= 2.5  # about the 3 s held
 
 
 def test_a_body_nested_5000_deep_is_refused_with_a_reason(
