@@ -39,7 +39,6 @@ class Relay:
     dispatcher: Dispatcher
     jobs: Jobs
     metrics: Metrics
-    health: Health
     spool: SqliteQueue | None
     admin: SpoolAdmin | None
     memory: MemoryQueue
@@ -129,7 +128,7 @@ def assemble(
         attempt_timeout=settings.send_timeout,
         clock=clock,
     )
-    return Relay(intake, dispatcher, jobs, metrics, health, spool, admin, memory)
+    return Relay(intake, dispatcher, jobs, metrics, spool, admin, memory)
 
 
 def relay_of(app: object) -> Relay | None:

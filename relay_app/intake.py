@@ -111,7 +111,6 @@ class Intake:
             )
         finally:
             self._dispatcher.release(claim.token)
-        assert settlement is not None
         outcome = next(outcome for each, outcome in settlement.outcomes if each is alert)
         if isinstance(outcome, RetryAt) and self._spool is None:
             self._kept_in_memory(admission, alert.last_error)

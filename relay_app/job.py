@@ -78,12 +78,10 @@ class Jobs:
         *,
         kind: AttemptKind,
         wait_until: float | None = None,
-    ) -> Settlement | None:
-        """The claim's one attempt, settled in `queue`. None when there was nothing to send
-        (every claimed alert had reached the end of its horizon)."""
+    ) -> Settlement:
+        """The claim's one attempt, settled in `queue` (a claim holds at least one alert;
+        the dispatcher reports one whose alerts were all retired with `report_retired`)."""
         self.report_retired(queue, claim)
-        if not claim.alerts:
-            return None
         started, now = time.monotonic(), self._clock()
         error: Exception | None = None
         try:

@@ -775,10 +775,7 @@ def test_a_full_spool_keeps_the_alert_in_memory_and_says_so(
 
 
 def test_an_overflowing_memory_refuses_loudly(
-    built: Callable[..., Relay],
-    clock: FakeTime,
-    caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
     relay = built(ScriptedTelegram(forever=DOWN), spool_path=None)
     relay.memory.max_alerts = 2

@@ -29,10 +29,6 @@ from tests.payloads import issue, issue_alert
 from tests.prometheus import value
 
 
-def scrape(client: FlaskClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return metric_samples(client)
-
-
 def stop(app: Flask) -> None:
     relay = relay_of(app)
     assert relay is not None
@@ -40,7 +36,7 @@ def stop(app: Flask) -> None:
 
 
 def test_a_fresh_relay_reports_an_empty_spool(client: FlaskClient) -> None:
-    samples = scrape(client)
+    samples = metric_samples(client)
     assert value(samples, "relay_spool_usable") == 1
     assert value(samples, "relay_spool_alerts", state="pending") == 0
     assert value(samples, "relay_spool_alerts", state="dead") == 0
@@ -77,7 +73,7 @@ def test_each_outcome_is_counted(
     assert client.post(WEBHOOK, data=b"{oops").status_code == 400
     assert client.post(f"{WEBHOOK}?chat_id=-42", json=issue_alert()).status_code == 400
 
-    samples = scrape(client)
+    samples = metric_samples(client)
     assert value(samples, "relay_webhooks_total", outcome="sent", reason="delivered") == 1
     assert value(samples, "relay_webhooks_total", outcome="queued", reason="attempt_failed") == 1
     assert value(samples, "relay_webhooks_total", outcome="failed", reason="refused") == 1
@@ -118,7 +114,7 @@ def test_429s_pending_alerts_and_digests(
     for number in range(1, 4):  # the first gets the 429; the others wait their turn behind it
         assert client.post(WEBHOOK, json=issue_alert(issue(number))).status_code in (202, 502)
     fake_time.now += 30
-    samples = scrape(client)
+    samples = metric_samples(client)
     assert value(samples, "relay_telegram_rate_limited_total") == 1
     assert (
         value(
@@ -135,7 +131,7 @@ def test_429s_pending_alerts_and_digests(
 
     telegram.post(SEND_URL, json=OK)
     run_background(relay.dispatcher, fake_time)
-    samples = scrape(client)
+    samples = metric_samples(client)
     assert value(samples, "relay_digest_alerts_count") == 1
     assert value(samples, "relay_digest_alerts_sum") == 3
     assert value(samples, "relay_delivery_seconds_count") == 3
@@ -154,7 +150,7 @@ def test_the_age_of_the_oldest_pending_alert(settings: Settings) -> None:
             telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))
             assert client.post(WEBHOOK, json=issue_alert()).status_code == 502
         assert len(spool.alerts("pending")) == 1
-        age = value(scrape(client), "relay_spool_oldest_pending_age_seconds")
+        age = value(metric_samples(client), "relay_spool_oldest_pending_age_seconds")
         assert 0 < age < 60
     finally:
         stop(app)
@@ -174,7 +170,7 @@ def test_without_a_spool_the_spool_is_reported_unusable(
 ) -> None:
     app = create_app(replace(settings, spool_path=spool_path))
     try:
-        samples = scrape(app.test_client())
+        samples = metric_samples(app.test_client())
         assert value(samples, "relay_spool_usable") == 0
         assert ("relay_spool_alerts", (("state", "pending"),)) not in samples
     finally:
@@ -190,18 +186,18 @@ def test_an_outage_shows_as_telegram_down_and_the_questions_asked(
     telegram.replace(responses.POST, GET_ME_URL, status=502, body="<html>Bad Gateway</html>")
     telegram.post(SEND_URL, status=502, body="<html>Bad Gateway</html>")
     assert client.post(WEBHOOK, json=issue_alert()).status_code == 502
-    assert value(scrape(client), "relay_telegram_up") == 0  # nothing is sent meanwhile
+    assert value(metric_samples(client), "relay_telegram_up") == 0  # nothing is sent meanwhile
     for _ in range(3):
         fake_time.now += 2
         relay.dispatcher.pass_once()
         assert relay.dispatcher.wait_idle(10)
-    samples = scrape(client)
+    samples = metric_samples(client)
     assert value(samples, "relay_telegram_probes_total", result="failed") == 3
     assert value(samples, "relay_telegram_up") == 0
     telegram.replace(responses.POST, GET_ME_URL, json=ME)
     telegram.replace(responses.POST, SEND_URL, json=OK)
     run_background(relay.dispatcher, fake_time)
-    samples = scrape(client)
+    samples = metric_samples(client)
     assert value(samples, "relay_telegram_up") == 1
     assert value(samples, "relay_telegram_probes_total", result="answered") == 1
     assert value(samples, "relay_spool_alerts", state="pending") == 0

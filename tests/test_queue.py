@@ -507,7 +507,7 @@ def test_workers_claiming_at_once_never_share_an_alert(
                 lane,
                 now=clock.now,
                 holder=holder,
-                token=f"{n}-{lane.name}",
+                token=f"{n}-{lane.destination.lane}",
                 in_flight=(),
                 fit=len,
                 retire=lambda alert, now: None,

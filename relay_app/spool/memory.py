@@ -93,14 +93,13 @@ class MemoryQueue:
 
     def lanes(self, *, now: float, holder: Holder, in_flight: Container[str]) -> list[Lane]:
         with self._lock:
-            lanes = sorted(
-                (lane.waiting[0].alert.memory_number, name, lane)
-                for name, lane in self._lanes.items()
-                if lane.waiting
+            waiting = sorted(
+                (lane for lane in self._lanes.values() if lane.waiting),
+                key=lambda lane: lane.waiting[0].alert.memory_number,
             )
             return [
-                Lane(name, lane.destination, _due(lane.waiting[0], now), _free(lane, in_flight))
-                for _, name, lane in lanes
+                Lane(lane.destination, _due(lane.waiting[0], now), _free(lane, in_flight))
+                for lane in waiting
             ]
 
     def claim(
@@ -117,7 +116,7 @@ class MemoryQueue:
         lease_for: float,
     ) -> Claim | Later | None:
         with self._lock:
-            held = self._lanes.get(lane.name)
+            held = self._lanes.get(lane.destination.lane)
             if held is None or not _free(held, in_flight):
                 return None
             due = []

@@ -85,7 +85,6 @@ class Lane:
     """One destination's queue as the dispatcher sees it: when its oldest alert is due (the
     clock guard applied), and whether its lease is free for this process to take."""
 
-    name: str
     destination: Destination
     due_at: float
     free: bool

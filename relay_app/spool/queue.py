@@ -18,7 +18,7 @@ from collections.abc import Callable, Container
 from typing import Protocol
 
 from ..clock import guarded
-from ..errors import QueueFull
+from ..errors import QueueFull, SpoolError
 from ..formatting import Entry, Message
 from ..outcomes import Dead, Delivered, RetryAt, Settled, Settlement
 from ..routing import Destination, parse_chat_id
@@ -187,14 +187,13 @@ class SqliteQueue:
     def lanes(self, *, now: float, holder: Holder, in_flight: Container[str]) -> list[Lane]:
         def read(db: sqlite3.Connection) -> list[Lane]:
             rows = db.execute(
-                "SELECT l.lane, l.chat, l.thread, l.holder, l.token, l.until,"
+                "SELECT l.chat, l.thread, l.holder, l.token, l.until,"
                 " h.next_attempt_at, h.scheduled_at FROM lanes l JOIN alerts h ON h.id ="
                 " (SELECT id FROM alerts WHERE lane = l.lane AND state = 'pending'"
                 " ORDER BY id LIMIT 1) ORDER BY h.id"
             ).fetchall()
             return [
                 Lane(
-                    row["lane"],
                     self._destination(row["chat"], row["thread"]),
                     _due(row["next_attempt_at"], row["scheduled_at"], now),
                     lease_is_free(
@@ -228,13 +227,13 @@ class SqliteQueue:
 
         def claim(db: sqlite3.Connection) -> Claim | Later | None:
             lease = db.execute(
-                "SELECT holder, token, until FROM lanes WHERE lane = ?", (lane.name,)
+                "SELECT holder, token, until FROM lanes WHERE lane = ?", (destination.lane,)
             ).fetchone()
             if lease is None or not lease_is_free(*lease, now=now, me=holder, in_flight=in_flight):
                 return None
             rows = db.execute(
                 "SELECT * FROM alerts WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT ?",
-                (lane.name, MAX_CLAIM),
+                (destination.lane, MAX_CLAIM),
             ).fetchall()
             due = []
             for row in rows:  # the oldest first, up to the first one not yet due
@@ -263,7 +262,7 @@ class SqliteQueue:
             for alert in taken:
                 alert.attempts += 1
                 alert.unsure_attempts += 1
-            _lease(db, lane.name, holder, token, until=now + lease_for)
+            _lease(db, destination.lane, holder, token, until=now + lease_for)
             return Claim(destination, token, taken, retired)
 
         return self.database.write(claim)
@@ -354,8 +353,6 @@ class SqliteQueue:
 
 
 def destination_of(path: str, chat: str, thread: int | None) -> Destination:
-    from ..errors import SpoolError
-
     parsed = parse_chat_id(chat)
     if parsed is None:  # not written by this code: a person's edit, say
         raise SpoolError(f"an alert in {path} has an unreadable chat id {chat!r}")
