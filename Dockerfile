@@ -11,7 +11,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PATH=/app/.venv/bin:$PATH
 
 WORKDIR /app
-COPY pyproject.toml README.md wsgi.py gunicorn.conf.py ./
+COPY pyproject.toml README.md LICENSE wsgi.py gunicorn.conf.py ./
 COPY relay_app ./relay_app
 
 # The README's install steps, word for word (tests/e2e/test_container.py runs this line).
