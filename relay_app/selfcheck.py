@@ -51,7 +51,10 @@ def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
     try:
         settings = Settings.from_env(environ)
     except ConfigError as exc:
-        yield Verdict("configuration", False, str(exc), "fix that variable and run this again")
+        for variable, problem in exc.problems:
+            yield Verdict(
+                "configuration", False, f"{variable}: {problem}", "fix it and run this again"
+            )
         return
     yield Verdict("configuration", True, "every variable is set and well-formed")
     yield _spool_verdict(settings.spool_path)
@@ -74,7 +77,12 @@ def _telegram_verdicts(
         me = client.get_me(deadline=deadline())
     except DeliveryError as exc:
         yield Verdict("token", False, str(exc), _hint(exc, api, "token"))
-        yield Verdict("chats", False, "not checked: Telegram did not accept the token")
+        why = (
+            "Telegram could not be reached"
+            if exc.error_code is None
+            else "Telegram did not accept the token"
+        )
+        yield Verdict("chats", False, f"not checked: {why}")
         return
     bot_id = int(me.get("id", 0))
     yield Verdict("token", True, f"the bot is @{me.get('username')} (id {bot_id})")
@@ -181,6 +189,14 @@ def _spool_verdict(path: str | None) -> Verdict:
         )
     if not os.path.exists(path):
         directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            return Verdict(
+                "spool",
+                False,
+                f"{path} cannot be created: the directory {directory} does not exist",
+                f"create it (mkdir -p {directory}) and let the relay's user write there, or set "
+                "RELAY_SPOOL_PATH to a file in a directory that exists",
+            )
         if os.access(directory, os.W_OK):
             return Verdict("spool", True, f"{path} does not exist yet; the relay creates it")
         return Verdict(

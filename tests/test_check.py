@@ -166,6 +166,20 @@ def test_unreachable_telegram_suggests_a_proxy_or_another_api_url(
     assert "connection to Telegram failed" in line
     assert "set HTTPS_PROXY" in line
     assert "TELEGRAM_API_URL" in line
+    # Unreachable is not refused: nothing was said about the token.
+    assert line_for(lines, "chats") == "FAIL  chats: not checked: Telegram could not be reached"
+    assert not any("accept" in line for line in lines)
+
+
+def test_a_refused_token_is_why_the_chats_were_not_checked(
+    fake: FakeTelegram, spool_path: str
+) -> None:
+    wrong = "987654321:AAE-not-the-token-the-fake-knows_xyz"
+    code, lines = check(environment(fake, spool_path, TELEGRAM_BOT_TOKEN=wrong))
+    assert code == 1
+    assert line_for(lines, "chats") == (
+        "FAIL  chats: not checked: Telegram did not accept the token"
+    )
 
 
 def test_a_bad_variable_fails_the_first_check(fake: FakeTelegram, spool_path: str) -> None:
@@ -173,8 +187,33 @@ def test_a_bad_variable_fails_the_first_check(fake: FakeTelegram, spool_path: st
     assert code == 1
     assert lines == [
         "FAIL  configuration: TELEGRAM_CHAT_ID: 'general' is neither an integer chat id (like "
-        "-1001234567890) nor an @channelname (hint: fix that variable and run this again)"
+        "-1001234567890) nor an @channelname (hint: fix it and run this again)"
     ]
+
+
+def test_every_bad_variable_gets_its_own_line(fake: FakeTelegram, spool_path: str) -> None:
+    code, lines = check({"TELEGRAM_API_URL": fake.url, "RELAY_SEND_TIMEOUT": "forever"})
+    assert code == 1
+    assert [line.split(":", 2)[1].strip() for line in lines] == [
+        "TELEGRAM_BOT_TOKEN",
+        "TELEGRAM_CHAT_ID",
+        "RELAY_WEBHOOK_SECRET",
+        "RELAY_SEND_TIMEOUT",
+    ]
+    assert all(line.startswith("FAIL  configuration: ") for line in lines)
+
+
+def test_a_spool_directory_that_does_not_exist_is_called_missing(
+    fake: FakeTelegram, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-dir"
+    code, lines = check(environment(fake, str(missing / "spool.sqlite3")))
+    assert code == 1
+    assert line_for(lines, "spool") == (
+        f"FAIL  spool: {missing / 'spool.sqlite3'} cannot be created: the directory {missing} "
+        f"does not exist (hint: create it (mkdir -p {missing}) and let the relay's user write "
+        "there, or set RELAY_SPOOL_PATH to a file in a directory that exists)"
+    )
 
 
 def test_the_spool_check_reports_what_is_in_it(fake: FakeTelegram, spool_path: str) -> None:

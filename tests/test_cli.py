@@ -121,6 +121,19 @@ def test_a_missing_spool_is_an_error_and_is_not_created(tmp_path: Path) -> None:
     assert not path.exists()
 
 
+def test_a_relative_spool_path_that_finds_nothing_names_the_directory_it_looked_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run("relay-spool.sqlite3", "spool", "list")
+    assert code == 1
+    assert err == (
+        f"relay-app: error: there is no spool at {tmp_path / 'relay-spool.sqlite3'} "
+        f"(relay-spool.sqlite3 in {tmp_path}): run this in the relay's working directory, or set "
+        "RELAY_SPOOL_PATH to the spool's full path\n"
+    )
+
+
 def test_a_switched_off_spool_is_a_configuration_error() -> None:
     code, _, err = run("off", "spool", "list")
     assert code == 2

@@ -245,7 +245,16 @@ class Database:
         if not os.path.isdir(directory):
             raise SpoolError(f"the directory {directory} does not exist")
         if not self._for_service and not os.path.exists(self.path):
-            raise SpoolError(f"there is no spool at {self.path}")
+            where = os.path.abspath(self.path)
+            if where != self.path:
+                # A relative RELAY_SPOOL_PATH names a file in the relay's working directory, which
+                # need not be this command's.
+                raise SpoolError(
+                    f"there is no spool at {where} ({self.path} in {os.getcwd()}): run this in "
+                    "the relay's working directory, or set RELAY_SPOOL_PATH to the spool's full "
+                    "path"
+                )
+            raise SpoolError(f"there is no spool at {where}")
         # Workers start together: only one at a time may find the file corrupt and replace it,
         # or a second could move aside the fresh file the first just made.
         with _file_lock(f"{self.path}.lock"):
