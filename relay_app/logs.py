@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import threading
 from datetime import UTC, datetime
@@ -17,6 +18,10 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 REDACTED = "[REDACTED]"
+WEBHOOK_PATH = "/webhook/"
+# The segment up to the query, a space, a quote or the next slash: the request line in
+# gunicorn's access log ends in ' HTTP/1.1"'.
+_WEBHOOK_SEGMENT = re.compile(re.escape(WEBHOOK_PATH) + r"(?!\[REDACTED\])[^/?\s\"']+")
 LOGGER_NAME = "relay_app"
 # gunicorn's own layout, so the relay's lines and gunicorn's read as one log.
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
@@ -33,10 +38,13 @@ _installed = False
 
 
 def redact(text: str) -> str:
-    """Replace every registered secret (raw or percent-encoded) in `text`."""
+    """Replace every registered secret (raw or percent-encoded) in `text`, and whatever path
+    segment follows /webhook/: a wrong secret there may be an old one, or a near miss."""
     for secret in _secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
+    if WEBHOOK_PATH in text:
+        text = _WEBHOOK_SEGMENT.sub(WEBHOOK_PATH + REDACTED, text)
     return text
 
 

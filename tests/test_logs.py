@@ -41,6 +41,20 @@ def test_secrets_in_messages_and_arguments_are_redacted(output: io.StringIO) -> 
     assert text.count(REDACTED) == 4
 
 
+def test_any_webhook_path_segment_is_redacted_wrong_secrets_too(output: io.StringIO) -> None:
+    logger = logging.getLogger("some.library")
+    logger.warning(
+        "access %(r)s", {"r": "POST /webhook/last-years-secret-0123456789?chat_id=-5 HTTP/1.1"}
+    )
+    logger.warning("access %(r)s", {"r": "POST /webhook/x/y HTTP/1.1"})
+    logger.warning("access %(r)s", {"r": "GET /metrics HTTP/1.1"})
+    assert output.getvalue().splitlines() == [
+        "WARNING access POST /webhook/[REDACTED]?chat_id=-5 HTTP/1.1",
+        "WARNING access POST /webhook/[REDACTED]/y HTTP/1.1",
+        "WARNING access GET /metrics HTTP/1.1",
+    ]
+
+
 def test_tracebacks_are_redacted(output: io.StringIO) -> None:
     try:
         raise ConnectionError(f"Max retries exceeded with url: /bot{TOKEN}/sendMessage")
