@@ -9,7 +9,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from relay_app import metrics, start_background_work, stop_background_work
-from relay_app.config import ConfigError, Settings, log_format_from_env, metrics_enabled
+from relay_app.config import (
+    DEFAULT_BIND,
+    ConfigError,
+    Settings,
+    admin_bind_from_env,
+    bind_from_env,
+    log_format_from_env,
+    metrics_enabled,
+)
 
 
 def _wanted(read: Callable[[Mapping[str, str]], object], default: object) -> object:
@@ -25,7 +33,11 @@ def _wanted(read: Callable[[Mapping[str, str]], object], default: object) -> obj
 if _wanted(metrics_enabled, default=False):
     metrics.share_between_workers(os.environ)
 
-bind = os.environ.get("RELAY_BIND", "127.0.0.1:8000")
+# The webhook's listener, and with RELAY_ADMIN_BIND a second one for /metrics, /readyz and
+# /healthz; the app tells them apart by the port a request came in on.
+bind = [str(_wanted(bind_from_env, default=DEFAULT_BIND))]
+if admin_bind := _wanted(admin_bind_from_env, default=None):
+    bind.append(str(admin_bind))
 
 # Threads, not sync workers: while Telegram hangs, each webhook holds a thread for up to
 # RELAY_SEND_TIMEOUT, and the other threads keep answering GlitchTip meanwhile.

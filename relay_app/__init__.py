@@ -65,6 +65,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
             serve_metrics=settings.metrics,
             default_destination=settings.default_destination,
             allowed_chats=settings.allowed_chat_ids,
+            admin_port=settings.admin_port,
         )
     )
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from .logs import LogFormat
@@ -20,6 +21,9 @@ DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
 # GlitchTip gives up on us after 10 s; one attempt must leave time to answer.
 MAX_SEND_TIMEOUT = 9.0
 
+# Not 8000: that is GlitchTip's own port, and the two often share a host.
+DEFAULT_BIND = "127.0.0.1:8780"
+
 DEFAULT_SPOOL_PATH = "relay-spool.sqlite3"
 # RELAY_SPOOL_PATH=off: no spool, retries held in memory only (lost with the process).
 SPOOL_OFF = "off"
@@ -27,21 +31,46 @@ SPOOL_OFF = "off"
 _BOT_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]{20,}")
 _URL_SAFE = re.compile(r"[A-Za-z0-9._~-]+")
 MIN_SECRET_LENGTH = 16
+T = TypeVar("T")
+# What a variable that failed stands in for while the others are read.
+_NO_CHAT: ChatId = 0
+_DEFAULT_SPOOL: str | None = DEFAULT_SPOOL_PATH
+
 _SECRET_HINT = "generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"  # noqa: S105 (a hint, not a password)
 
 
 class ConfigError(ValueError):
-    """A configuration variable is missing or malformed; the relay must not start."""
+    """Configuration variables are missing or malformed; the relay must not start.
+
+    Raised by one reader with one problem; `Settings.from_env` gathers every reader's problems
+    into one, so a first run names everything there is to fix at once."""
 
     def __init__(self, variable: str, problem: str) -> None:
         super().__init__(f"{variable}: {problem}")
         self.variable = variable
+        self.problems: tuple[tuple[str, str], ...] = ((variable, problem),)
+
+    @classmethod
+    def gathered(cls, errors: Sequence[ConfigError]) -> ConfigError:
+        if len(errors) == 1:
+            return errors[0]
+        combined = cls(errors[0].variable, errors[0].problems[0][1])
+        combined.problems = tuple(problem for error in errors for problem in error.problems)
+        lines = [f"{variable}: {problem}" for variable, problem in combined.problems]
+        combined.args = (f"{len(lines)} problems:\n  " + "\n  ".join(lines),)
+        return combined
+
+    @property
+    def variables(self) -> list[str]:
+        return [variable for variable, _ in self.problems]
 
 
 __all__ = [
     "ChatId",
     "ConfigError",
     "Settings",
+    "admin_bind_from_env",
+    "bind_from_env",
     "log_format_from_env",
     "metrics_enabled",
     "spool_path_from_env",
@@ -73,44 +102,133 @@ class Settings:
     # Serve GET /metrics (Prometheus).
     metrics: bool = True
     log_format: LogFormat = "text"
+    # Where gunicorn listens for GlitchTip (read by gunicorn.conf.py, checked here with the rest).
+    bind: str = DEFAULT_BIND
+    # A second listener for /metrics, /readyz and /healthz, which then leave the webhook's.
+    admin_bind: str | None = None
 
     @property
     def default_destination(self) -> Destination:
         return Destination(self.telegram_chat_id, self.telegram_thread_id)
 
+    @property
+    def admin_port(self) -> int | None:
+        return _port_of(self.admin_bind) if self.admin_bind is not None else None
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        return cls(
-            telegram_bot_token=_bot_token(environ),
-            telegram_chat_id=_chat_id(environ),
-            webhook_secret=_webhook_secret(environ),
-            telegram_thread_id=_optional_positive_int(environ, "TELEGRAM_THREAD_ID"),
-            telegram_api_url=_api_url(environ),
-            send_timeout=_number(
-                environ,
-                "RELAY_SEND_TIMEOUT",
-                default=5.0,
-                low=0.1,
-                high=MAX_SEND_TIMEOUT,
-                why="GlitchTip waits at most 10 s for our answer",
+        """Every variable read; every problem found is reported at once, in one ConfigError."""
+        problems: list[ConfigError] = []
+
+        def read(reader: Callable[[], T], fallback: T) -> T:
+            try:
+                return reader()
+            except ConfigError as exc:
+                problems.append(exc)
+                return fallback
+
+        bind = read(lambda: bind_from_env(environ), DEFAULT_BIND)
+        admin_bind = read(lambda: admin_bind_from_env(environ, bind), None)
+        settings = cls(
+            telegram_bot_token=read(lambda: bot_token_from_env(environ), ""),
+            telegram_chat_id=read(lambda: _chat_id(environ), _NO_CHAT),
+            webhook_secret=read(lambda: _webhook_secret(environ), ""),
+            telegram_thread_id=read(
+                lambda: _optional_positive_int(environ, "TELEGRAM_THREAD_ID"), None
             ),
-            retry_attempts=_integer(environ, "RELAY_RETRY_ATTEMPTS", default=3, low=1, high=100),
+            telegram_api_url=read(lambda: api_url_from_env(environ), DEFAULT_TELEGRAM_API_URL),
+            send_timeout=read(
+                lambda: _number(
+                    environ,
+                    "RELAY_SEND_TIMEOUT",
+                    default=5.0,
+                    low=0.1,
+                    high=MAX_SEND_TIMEOUT,
+                    why="GlitchTip waits at most 10 s for our answer",
+                ),
+                5.0,
+            ),
+            retry_attempts=read(
+                lambda: _integer(environ, "RELAY_RETRY_ATTEMPTS", default=3, low=1, high=100), 3
+            ),
             # Not below 0.1 s: an attempt refused at once would otherwise spin for hours.
-            retry_wait=_number(environ, "RELAY_RETRY_WAIT", default=30.0, low=0.1, high=3600.0),
-            retry_max_age=_number(
-                environ, "RELAY_RETRY_MAX_AGE", default=21600.0, low=1.0, high=30 * 86400.0
+            retry_wait=read(
+                lambda: _number(environ, "RELAY_RETRY_WAIT", default=30.0, low=0.1, high=3600.0),
+                30.0,
             ),
-            spool_path=spool_path_from_env(environ),
-            spool_max_pending=_integer(
-                environ, "RELAY_SPOOL_MAX_PENDING", default=10000, low=1, high=1_000_000
+            retry_max_age=read(
+                lambda: _number(
+                    environ, "RELAY_RETRY_MAX_AGE", default=21600.0, low=1.0, high=30 * 86400.0
+                ),
+                21600.0,
             ),
-            late_after=_number(environ, "RELAY_LATE_AFTER", default=60.0, low=1.0, high=86400.0),
-            allowed_chat_ids=_allowed_chat_ids(environ),
-            coalesce=_switch(environ, "RELAY_COALESCE", default=True),
-            second_chance=_switch(environ, "RELAY_SECOND_CHANCE", default=True),
-            metrics=metrics_enabled(environ),
-            log_format=log_format_from_env(environ),
+            spool_path=read(lambda: spool_path_from_env(environ), _DEFAULT_SPOOL),
+            spool_max_pending=read(
+                lambda: _integer(
+                    environ, "RELAY_SPOOL_MAX_PENDING", default=10000, low=1, high=1_000_000
+                ),
+                10000,
+            ),
+            late_after=read(
+                lambda: _number(environ, "RELAY_LATE_AFTER", default=60.0, low=1.0, high=86400.0),
+                60.0,
+            ),
+            allowed_chat_ids=read(lambda: _allowed_chat_ids(environ), frozenset()),
+            coalesce=read(lambda: _switch(environ, "RELAY_COALESCE", default=True), True),
+            second_chance=read(lambda: _switch(environ, "RELAY_SECOND_CHANCE", default=True), True),
+            metrics=read(lambda: metrics_enabled(environ), True),
+            log_format=read(lambda: log_format_from_env(environ), "text"),
+            bind=bind,
+            admin_bind=admin_bind,
         )
+        if problems:
+            raise ConfigError.gathered(problems)
+        return settings
+
+
+def bind_from_env(environ: Mapping[str, str]) -> str:
+    """RELAY_BIND: where gunicorn listens for GlitchTip's webhooks."""
+    raw = environ.get("RELAY_BIND", "").strip() or DEFAULT_BIND
+    _port_or_error("RELAY_BIND", raw, example=DEFAULT_BIND)
+    return raw
+
+
+def admin_bind_from_env(environ: Mapping[str, str], bind: str | None = None) -> str | None:
+    """RELAY_ADMIN_BIND: the listener for /metrics, /readyz and /healthz, if they have their
+    own; it must not share the webhook listener's port, since the port is what tells them
+    apart."""
+    name = "RELAY_ADMIN_BIND"
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    port = _port_or_error(name, raw, example="127.0.0.1:9187")
+    if port == 0:
+        # The app tells the listeners apart by port, so this one's must be known in advance.
+        raise ConfigError(name, f"{raw!r} needs a fixed port; for example 127.0.0.1:9187")
+    webhook_bind = bind if bind is not None else environ.get("RELAY_BIND", "").strip()
+    if _port_of(webhook_bind or DEFAULT_BIND) == port:
+        raise ConfigError(
+            name,
+            f"{raw!r} uses the webhook listener's port ({port}, from RELAY_BIND); give it a "
+            "port of its own, like 127.0.0.1:9187",
+        )
+    return raw
+
+
+def _port_or_error(name: str, raw: str, *, example: str) -> int:
+    port = _port_of(raw)
+    if port is None:
+        raise ConfigError(
+            name, f"{raw!r} is not HOST:PORT with a port up to 65535; for example {example}"
+        )
+    return port
+
+
+def _port_of(bind: str) -> int | None:
+    host, colon, port = bind.rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        return None
+    return int(port)
 
 
 def metrics_enabled(environ: Mapping[str, str]) -> bool:
@@ -150,7 +268,8 @@ def _required(environ: Mapping[str, str], name: str, hint: str) -> str:
     return value
 
 
-def _bot_token(environ: Mapping[str, str]) -> str:
+def bot_token_from_env(environ: Mapping[str, str]) -> str:
+    """TELEGRAM_BOT_TOKEN, which `relay-app chats` reads without the rest."""
     name = "TELEGRAM_BOT_TOKEN"
     token = _required(environ, name, "set it to the token @BotFather gave your bot")
     if not _BOT_TOKEN.fullmatch(token):
@@ -224,7 +343,8 @@ def _optional_positive_int(environ: Mapping[str, str], name: str) -> int | None:
     return int(raw)
 
 
-def _api_url(environ: Mapping[str, str]) -> str:
+def api_url_from_env(environ: Mapping[str, str]) -> str:
+    """TELEGRAM_API_URL, which `relay-app chats` reads without the rest."""
     name = "TELEGRAM_API_URL"
     raw = environ.get(name, "").strip() or DEFAULT_TELEGRAM_API_URL
     parts = urlsplit(raw)

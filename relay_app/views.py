@@ -40,6 +40,23 @@ _LEVELS: dict[WebhookOutcome, int] = {
 }
 
 
+# The endpoints that RELAY_ADMIN_BIND moves to a listener of their own.
+_ADMIN_ENDPOINTS = frozenset({"relay.healthz", "relay.readyz", "relay.metrics_page"})
+
+
+def _local_port(environ: dict[str, Any]) -> int | None:
+    """The port this request came in on: the accepted socket's own address under gunicorn, which
+    a client cannot forge (a Host header can say anything); elsewhere the server's word."""
+    sock = environ.get("gunicorn.socket")
+    if sock is not None:
+        try:
+            return int(sock.getsockname()[1])
+        except (OSError, IndexError, TypeError, ValueError):
+            return None
+    port = str(environ.get("SERVER_PORT", ""))
+    return int(port) if port.isdigit() else None
+
+
 def create_blueprint(
     *,
     webhook_secret: str,
@@ -47,10 +64,21 @@ def create_blueprint(
     serve_metrics: bool,
     default_destination: Destination,
     allowed_chats: frozenset[str],
+    admin_port: int | None = None,
 ) -> Blueprint:
     blueprint = Blueprint("relay", __name__)
     expected_secret = webhook_secret.encode()
     intake, metrics = relay.intake, relay.metrics
+
+    if admin_port is not None:
+
+        @blueprint.before_request
+        def one_listener_each() -> None:
+            # The metrics say how much fails and readiness says what: for the operator's network,
+            # not for whoever can reach the webhook. And the admin port takes no alerts.
+            on_admin_listener = _local_port(request.environ) == admin_port
+            if (request.endpoint in _ADMIN_ENDPOINTS) != on_admin_listener:
+                raise NotFound()
 
     @blueprint.get("/healthz")
     def healthz() -> Response:

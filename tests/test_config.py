@@ -37,7 +37,10 @@ def test_defaults_fill_everything_but_the_three_required_variables() -> None:
         coalesce=True,
         metrics=True,
         log_format="text",
+        bind="127.0.0.1:8780",
+        admin_bind=None,
     )
+    assert settings.admin_port is None
 
 
 def test_every_variable_is_read() -> None:
@@ -57,6 +60,8 @@ def test_every_variable_is_read() -> None:
             RELAY_COALESCE="0",
             RELAY_METRICS="off",
             RELAY_LOG_FORMAT=" JSON ",
+            RELAY_BIND="0.0.0.0:8780",
+            RELAY_ADMIN_BIND="127.0.0.1:9187",
         )
     )
     assert settings.telegram_chat_id == "@alerts_channel"
@@ -70,6 +75,11 @@ def test_every_variable_is_read() -> None:
     assert settings.allowed_chat_ids == frozenset({"-1001111111111", "@ops_room", "-42"})
     assert settings.coalesce is False
     assert (settings.metrics, settings.log_format) == (False, "json")
+    assert (settings.bind, settings.admin_bind, settings.admin_port) == (
+        "0.0.0.0:8780",
+        "127.0.0.1:9187",
+        9187,
+    )
 
 
 def test_the_spool_can_be_switched_off() -> None:
@@ -106,6 +116,11 @@ def test_the_spool_can_be_switched_off() -> None:
         ("RELAY_COALESCE", "maybe", "use 1 or 0"),
         ("RELAY_METRICS", "no thanks", "use 1 or 0"),
         ("RELAY_LOG_FORMAT", "logfmt", "use text (the default) or json"),
+        ("RELAY_BIND", "8780", "not HOST:PORT"),
+        ("RELAY_BIND", "0.0.0.0:99999", "up to 65535"),
+        ("RELAY_ADMIN_BIND", "127.0.0.1:0", "needs a fixed port"),
+        ("RELAY_ADMIN_BIND", "localhost", "not HOST:PORT"),
+        ("RELAY_ADMIN_BIND", "0.0.0.0:8780", "uses the webhook listener's port"),
     ],
 )
 def test_a_bad_variable_is_named_with_how_to_fix_it(variable: str, value: str, says: str) -> None:
@@ -130,3 +145,48 @@ def test_settings_are_frozen() -> None:
     settings = Settings.from_env(env())
     with pytest.raises(AttributeError):
         settings.retry_attempts = 5  # type: ignore[misc]
+
+
+def test_with_nothing_set_every_required_variable_is_named_at_once() -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env({})
+    assert raised.value.variables == [
+        "TELEGRAM_BOT_TOKEN",
+        "TELEGRAM_CHAT_ID",
+        "RELAY_WEBHOOK_SECRET",
+    ]
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "3 problems:"
+    assert lines[1].startswith("  TELEGRAM_BOT_TOKEN: is not set; set it to the token @BotFather")
+    assert lines[2].startswith("  TELEGRAM_CHAT_ID: is not set; set it to the numeric chat id")
+    assert lines[3].startswith("  RELAY_WEBHOOK_SECRET: is not set; generate one with:")
+
+
+def test_bad_values_are_all_reported_with_the_missing_ones() -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(
+            env(
+                TELEGRAM_CHAT_ID="<unset>",
+                RELAY_SEND_TIMEOUT="soon",
+                RELAY_COALESCE="maybe",
+                RELAY_ADMIN_BIND="0.0.0.0:8780",
+            )
+        )
+    assert raised.value.variables == [
+        "RELAY_ADMIN_BIND",
+        "TELEGRAM_CHAT_ID",
+        "RELAY_SEND_TIMEOUT",
+        "RELAY_COALESCE",
+    ]
+    message = str(raised.value)
+    assert message.startswith("4 problems:\n")
+    assert "RELAY_SEND_TIMEOUT: 'soon' is not a number of seconds" in message
+    assert "RELAY_COALESCE: 'maybe' is not a switch; use 1 or 0" in message
+
+
+def test_the_admin_listener_must_differ_from_the_webhook_listener_given_in_relay_bind() -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(env(RELAY_BIND="0.0.0.0:9000", RELAY_ADMIN_BIND="127.0.0.1:9000"))
+    assert raised.value.variables == ["RELAY_ADMIN_BIND"]
+    settings = Settings.from_env(env(RELAY_BIND="0.0.0.0:9000", RELAY_ADMIN_BIND="[::1]:9187"))
+    assert settings.admin_port == 9187

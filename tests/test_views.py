@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -216,6 +217,45 @@ def test_healthz_answers_without_calling_telegram(
     reply = client.get("/healthz")
     assert (reply.status_code, reply.json) == (200, {"status": "ok"})
     assert len(telegram.calls) == 0
+
+
+@pytest.fixture
+def two_listeners(settings: Settings) -> Iterator[FlaskClient]:
+    """A relay with RELAY_ADMIN_BIND=127.0.0.1:9187 beside its webhook listener on 8780."""
+    app = create_app(replace(settings, bind="127.0.0.1:8780", admin_bind="127.0.0.1:9187"))
+    yield app.test_client()
+    relay = relay_of(app)
+    assert relay is not None
+    relay.dispatcher.shutdown()
+
+
+PUBLIC = "http://127.0.0.1:8780"
+ADMIN = "http://127.0.0.1:9187"
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/readyz", "/healthz"])
+def test_with_an_admin_listener_its_pages_are_served_there_and_only_there(
+    two_listeners: FlaskClient, path: str
+) -> None:
+    assert two_listeners.get(path, base_url=ADMIN).status_code == 200
+    assert two_listeners.get(path, base_url=PUBLIC).status_code == 404
+
+
+def test_the_admin_listener_takes_no_webhooks(
+    two_listeners: FlaskClient, telegram: responses.RequestsMock
+) -> None:
+    telegram.post(SEND_URL, json=OK)
+    refused = two_listeners.post(WEBHOOK, json=issue_alert(issue(1)), base_url=ADMIN)
+    assert refused.status_code == 404
+    assert sent_texts(telegram) == []
+    sent = two_listeners.post(WEBHOOK, json=issue_alert(issue(1)), base_url=PUBLIC)
+    assert sent.status_code == 200
+    assert len(sent_texts(telegram)) == 1
+
+
+def test_a_host_header_naming_the_admin_port_does_not_open_it(two_listeners: FlaskClient) -> None:
+    reply = two_listeners.get("/metrics", base_url=PUBLIC, headers={"Host": "127.0.0.1:9187"})
+    assert reply.status_code == 404
 
 
 def test_an_unknown_json_object_is_still_forwarded(

@@ -75,6 +75,9 @@ class RelayProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.webhook_url = f"{self.url}/webhook/{env.get('RELAY_WEBHOOK_SECRET', SECRET)}"
+        # /healthz, /readyz and /metrics: on the admin listener when the relay has one.
+        admin_bind = env.get("RELAY_ADMIN_BIND")
+        self.admin_url = f"http://{admin_bind}" if admin_bind else self.url
         self.log_path = log_path
         self._log: IO[bytes] = log_path.open("wb")
         self.process = subprocess.Popen(
@@ -92,7 +95,7 @@ class RelayProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited at start:\n{self.logs()}")
             try:
-                if requests.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                if requests.get(f"{self.admin_url}/healthz", timeout=1).status_code == 200:
                     return self
             except requests.ConnectionError:
                 pass
