@@ -2,6 +2,7 @@
 environment as the service.
 
 - `relay-app check [--send]`: is the configuration one that delivers (selfcheck.py)?
+- `relay-app chats`: the chats and forum topics the bot has seen, and the ids to set.
 - `relay-app preview [FILE.json]`: the exact HTML the relay would send for a GlitchTip payload.
 - `relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay. It
   never creates a spool, and never touches an alert that is still pending except to say so.
@@ -21,13 +22,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from .config import ConfigError, spool_path_from_env
+from .chats import SeenChat, find_chats
+from .config import ConfigError, api_url_from_env, bot_token_from_env, spool_path_from_env
 from .errors import SpoolError
 from .formatting import TELEGRAM_TEXT_LIMIT, message_for, utc_time, visible_length
 from .glitchtip import PayloadError, payload_from_json
 from .logs import redact
 from .selfcheck import Verdict, run_checks
 from .spool import Database, SpoolAdmin, SpooledAlert
+from .telegram import TelegramClient
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -97,6 +100,13 @@ def _parser() -> argparse.ArgumentParser:
         "--send", action="store_true", help="also post a test message to the default chat"
     )
     check.set_defaults(run=_check)
+
+    chats = commands.add_parser(
+        "chats",
+        help="list the chats and forum topics the bot has seen, with the ids to set "
+        "(needs only TELEGRAM_BOT_TOKEN)",
+    )
+    chats.set_defaults(run=_chats)
 
     preview = commands.add_parser(
         "preview", help="print the HTML the relay would send for a GlitchTip payload"
@@ -170,6 +180,90 @@ def _check(args: argparse.Namespace, console: _Console) -> int:
 def _verdict_line(verdict: Verdict) -> str:
     line = f"{'ok  ' if verdict.passed else 'FAIL'}  {verdict.check}: {verdict.found}"
     return f"{line} (hint: {verdict.hint})" if verdict.hint else line
+
+
+# getMe, getUpdates and perhaps getWebhookInfo, each within this.
+CHATS_TIMEOUT = 10.0
+
+
+def _chats(args: argparse.Namespace, console: _Console) -> int:
+    problems = []
+    token = api_url = ""
+    try:
+        token = bot_token_from_env(console.environ)
+    except ConfigError as exc:
+        problems.append(str(exc))
+    try:
+        api_url = api_url_from_env(console.environ)
+    except ConfigError as exc:
+        problems.append(str(exc))
+    if problems:
+        raise _Usage("; ".join(problems))
+    client = TelegramClient(api_url, token)
+    try:
+        found = find_chats(client, timeout=CHATS_TIMEOUT)
+    finally:
+        client.close()
+    if found.problem is not None:
+        hint = f"\nhint: {found.hint}" if found.hint else ""
+        raise _Failed(redact(f"{found.problem}{hint}"))
+    out, bot = console.out, f"@{found.bot_username}" if found.bot_username else "the bot"
+    if not found.chats:
+        print(_NOTHING_SEEN.format(bot=bot), file=out)
+        return EXIT_FAILED
+    print(f"Chats {bot} has seen (Telegram keeps a bot's updates for 24 hours):\n", file=out)
+    rows = [("ID", "TYPE", "TITLE")]
+    for chat in found.chats:
+        rows.append((str(chat.id), chat.type, _chat_title(chat) + _chat_note(chat)))
+        rows += [
+            ("", f"topic {thread}", name or "(name not seen)")
+            for thread, name in sorted(chat.topics.items())
+        ]
+    widths = [max(len(row[column]) for row in rows) for column in range(2)]
+    for row in rows:
+        print(
+            f"  {row[0].ljust(widths[0])}  {row[1].ljust(widths[1])}  {row[2]}".rstrip(), file=out
+        )
+    usable = [chat for chat in found.chats if not chat.bot_is_gone and chat.migrated_to is None]
+    if not usable:
+        print(f"\n{bot} can post in none of them now.", file=out)
+        return EXIT_FAILED
+    print("\nTo send GlitchTip's alerts to one of them, set one of these blocks:", file=out)
+    for chat in usable:
+        title = _chat_title(chat)
+        for thread, name in sorted(chat.topics.items()):
+            print(f"\n  # {title}, topic {name or thread}", file=out)
+            print(f"  TELEGRAM_CHAT_ID={chat.id}\n  TELEGRAM_THREAD_ID={thread}", file=out)
+        general = " (its General topic)" if chat.is_forum else ""
+        print(f"\n  # {title}{general}{_KIND_NOTES.get(chat.type, '')}", file=out)
+        print(f"  TELEGRAM_CHAT_ID={chat.id}", file=out)
+    return EXIT_OK
+
+
+_NOTHING_SEEN = """\
+{bot} has seen no chat in the last 24 hours, so there is no id to show yet. Make it see yours:
+  - a group: add the bot (group info → Add members → {bot}); if it is already in, send a
+    message in the group that mentions {bot} (a bot in a group sees only what is addressed
+    to it);
+  - a forum topic: send a message mentioning {bot} in that topic;
+  - a channel: make the bot an administrator allowed to post, then post something there.
+Then run this again."""
+_KIND_NOTES = {
+    "channel": " (a channel: the bot must be an administrator allowed to post)",
+    "private": " (a private chat with the bot)",
+}
+
+
+def _chat_title(chat: SeenChat) -> str:
+    return chat.title or f"chat {chat.id}"
+
+
+def _chat_note(chat: SeenChat) -> str:
+    if chat.migrated_to is not None:
+        return f" (became a supergroup: its id is now {chat.migrated_to})"
+    if chat.bot_is_gone:
+        return " (the bot is no longer in it: add it again)"
+    return " (forum)" if chat.is_forum else ""
 
 
 def _preview(args: argparse.Namespace, console: _Console) -> int:

@@ -1,6 +1,7 @@
 """The Telegram Bot API client: `sendMessage` for the relay, `getMe`, `getChat`,
-`getChatMember` and `sendChatAction` for `relay-app check`, and the one place where requests'
-exceptions and Telegram's replies become the relay's delivery errors.
+`getChatMember` and `sendChatAction` for `relay-app check`, `getUpdates` and `getWebhookInfo`
+for `relay-app chats`, and the one place where requests' exceptions and Telegram's replies
+become the relay's delivery errors.
 """
 
 from __future__ import annotations
@@ -87,9 +88,28 @@ class TelegramClient:
             body["message_thread_id"] = thread_id
         return self.call("sendChatAction", body, deadline=deadline)
 
+    def get_updates(self, *, deadline: float) -> list[dict[str, Any]]:
+        """The updates Telegram holds for the bot (up to 24 h of them), without confirming any:
+        with no offset, the next caller sees them all again. No allowed_updates either: Telegram
+        would keep that filter for every later call, the relay's own included."""
+        result = self.call_for_any("getUpdates", {"timeout": 0, "limit": 100}, deadline=deadline)
+        return (
+            [update for update in result if isinstance(update, dict)]
+            if isinstance(result, list)
+            else []
+        )
+
+    def get_webhook_info(self, *, deadline: float) -> dict[str, Any]:
+        return self.call("getWebhookInfo", {}, deadline=deadline)
+
     def call(self, method: str, body: dict[str, Any], *, deadline: float) -> dict[str, Any]:
         """One Bot API call, finished by `deadline`. Returns Telegram's `result` (an object;
         {} for a bare `true`); raises a DeliveryError subclass otherwise."""
+        result = self.call_for_any(method, body, deadline=deadline)
+        return result if isinstance(result, dict) else {}
+
+    def call_for_any(self, method: str, body: dict[str, Any], *, deadline: float) -> object:
+        """`call` for the methods whose `result` is not an object (getUpdates: a list)."""
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise RetryableDeliveryError(
@@ -177,7 +197,7 @@ def _root_cause(exc: requests.RequestException) -> str:
 
 def _result_or_error(
     response: requests.Response, expired: bool, seconds: float, method: str
-) -> dict[str, Any]:
+) -> object:
     try:
         reply = response.json()
     except ValueError:
@@ -193,8 +213,7 @@ def _result_or_error(
             f"Telegram answered HTTP {response.status_code} without a Bot API reply"
         )
     if reply.get("ok") is True and response.status_code < 300:
-        result = reply.get("result")
-        return result if isinstance(result, dict) else {}
+        return reply.get("result")
     raise _refusal(response, reply, method)
 
 

@@ -46,6 +46,10 @@ BOT = {
 }
 CHAT_NOT_FOUND = "Bad Request: chat not found"
 UPGRADED = "Bad Request: group chat was upgraded to a supergroup chat"
+WEBHOOK_ACTIVE = (
+    "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete "
+    "the webhook first"
+)
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class Behaviour:
     # In "ok" mode, this share of messages is posted, and the reply lost on its way back: the
     # relay cannot tell it from a dropped request, and a retry posts it twice.
     lost_reply_rate: float = 0.0
-    result: dict[str, Any] | bool = True  # what a "result" answer carries
+    result: dict[str, Any] | list[dict[str, Any]] | bool = True  # what a "result" answer carries
     # The Bot API methods this behaviour applies to (None: all); the others answer as usual,
     # as when sendMessage fails while getMe works.
     methods: frozenset[str] | None = None
@@ -85,6 +89,10 @@ class FakeTelegram:
         self.bot_status: dict[str, str] = {}
         # Groups upgraded to supergroups: old id to new; every call naming the old id fails.
         self.migrated: dict[str, int] = {}
+        # What getUpdates answers (each update as Telegram sends it), unless a webhook is set:
+        # then getUpdates answers 409, and getWebhookInfo names this URL.
+        self.updates: list[dict[str, Any]] = []
+        self.webhook_url = ""
         self._accepted_at: dict[str, collections.deque[float]] = collections.defaultdict(
             collections.deque
         )
@@ -280,6 +288,11 @@ class FakeTelegram:
             status = self.bot_status.get(chat, "left")
         if method == "getMe":
             return Behaviour("result", result=BOT)
+        if method == "getUpdates":
+            return self._updates(body)
+        if method == "getWebhookInfo":
+            with self._lock:
+                return Behaviour("result", result={"url": self.webhook_url})
         if method not in ("getChat", "getChatMember", "sendChatAction"):
             return Behaviour("error", status=404, description="Not Found")
         if known is None:
@@ -299,6 +312,17 @@ class FakeTelegram:
                 "error", status=400, description="Bad Request: message thread not found"
             )
         return Behaviour("result", result=True)
+
+    def _updates(self, body: dict[str, Any]) -> Behaviour:
+        with self._lock:
+            if self.webhook_url:
+                return Behaviour("error", status=409, description=WEBHOOK_ACTIVE)
+            # As Telegram: an offset confirms (and forgets) every update before it.
+            offset = int(body.get("offset") or 0)
+            if offset:
+                self.updates = [u for u in self.updates if u["update_id"] >= offset]
+            limit = int(body.get("limit") or 100)
+            return Behaviour("result", result=self.updates[:limit])
 
     def _rate_limited(self, chat: str) -> int | None:
         """Seconds to wait (as Telegram rounds them, up) if this message would break a limit;
