@@ -42,6 +42,11 @@ REPEAT_NOTE = "↩️ Sent again: this alert may repeat an earlier message."
 PLAIN_FALLBACK_LIMIT = 3000
 MAX_LINK_LENGTH = 2048
 ELLIPSIS = "…"
+# An alert's heading is cut to this once, when it is read, and never shortened after: the
+# message and its digest entries then all begin with the very same line.
+HEADING_LIMIT = 100
+# Between an alert's parts (heading, issues, footer), and between alerts in a digest.
+PARAGRAPH = "\n\n"
 # Values are not shortened below this; past that point whole issues move into "and N more".
 MIN_VALUE_LENGTH = 40
 # An alert's part of a digest (see digest.py) is the same message, built again within this
@@ -80,6 +85,9 @@ class Message:
     short_entry: Entry | None = None
     # Its part of a digest in a backlog, when shorter than the entry; None: the entry itself.
     brief_entry: Entry | None = None
+    # An issue alert's first line (severity and GlitchTip's heading), with which its message
+    # and both entries begin: a digest of several such alerts shows it once, not per alert.
+    heading: Entry | None = None
 
     @property
     def entry(self) -> Entry:
@@ -120,6 +128,9 @@ def format_alert(alert: Alert) -> Message:
     one issue is about 150 characters). Its spans are built once and fitted to each limit."""
     parts = _parts(alert)
     message = render(_fit_items(*parts, limit=MESSAGE_LIMIT))
+    if isinstance(alert, IssueAlert):
+        heading = render(parts[0])
+        message = replace(message, heading=Entry(heading.html, heading.text))
     length = visible_length(message.text)
     if length > DIGEST_ENTRY_LIMIT:
         entry = render(_fit_items(*parts, limit=DIGEST_ENTRY_LIMIT))
@@ -227,7 +238,9 @@ def shorten(text: str, limit: int) -> str:
 def _issue_header(alert: IssueAlert) -> list[Span]:
     markers = [_severity(issue.color) for issue in alert.issues]
     worst = min(markers, key=_SEVERITY_RANK.index)
-    return [Span(f"{worst} "), _value(alert.heading or "GlitchTip Alert", bold=True)]
+    # Not a value span: shortened here once, so that no fitting below shortens it differently.
+    heading = shorten(_clean(alert.heading or "GlitchTip Alert", single_line=True), HEADING_LIMIT)
+    return [Span(f"{worst} "), Span(heading, bold=True)]
 
 
 def _issue_block(issue: Issue, *, numbered: bool) -> list[Span]:

@@ -38,10 +38,13 @@ def test_a_backlog_goes_out_as_briefs_and_what_fits_goes_out_in_full() -> None:
     assert how_many_fit([sized(500, brief=300)] * 7) == 7  # all fit: in full
     assert how_many_fit([sized(500, brief=300)] * 30) == 12  # a backlog: as briefs
     full = [format_alert(parse_alert(issue_alert(issue(1), issue(2), issue(3))))] * 7
-    assert compose(full, [START] * 7, now=START, late_after=60).text.count(full[0].text) == 7
+    assert full[0].heading is not None
+    heading = full[0].heading.text + "\n\n"
+    body = full[0].text.removeprefix(heading)
+    assert compose(full, [START] * 7, now=START, late_after=60).text.count(body) == 7
     twelve = full * 2
     digest = compose(twelve[:12], [START] * 12, now=START, late_after=60)
-    assert digest.text.count(full[0].brief.text) == 12
+    assert digest.text.count(full[0].brief.text.removeprefix(heading)) == 12
     assert visible_text(digest.html, parse_mode="HTML") == digest.text
 
 
@@ -58,7 +61,7 @@ def test_a_digest_says_how_many_and_when_then_holds_each_alert_whole_oldest_firs
         format_alert(parse_alert(issue_alert(issue(1, title="First <b>&")))),
         format_alert(parse_alert(uptime_alert(down=True, name="Checkout"))),
         format_alert(parse_alert(issue_alert(issue(3)))),
-    ]
+    ]  # no two issue alerts in a row: each keeps its own heading
     digest = compose(messages, [START, START + 4, START + 11], now=START + 12, late_after=60)
     assert visible_text(digest.html, parse_mode="HTML") == digest.text
     first_line, rest = digest.text.split("\n\n", 1)
@@ -101,3 +104,42 @@ def test_alerts_that_do_not_fit_are_refused_rather_than_cut() -> None:
     message = format_alert(parse_alert(issue_alert(issue(1, fields=fields))))
     with pytest.raises(ValueError, match="how_many_fit"):
         compose([message] * 20, [START] * 20, now=START, late_after=60)  # even as briefs
+
+
+def test_issue_alerts_in_a_row_share_one_heading_with_their_count() -> None:
+    def alert(number: int, color: str = "#e52b50") -> Message:
+        return format_alert(parse_alert(issue_alert(issue(number, color=color))))
+
+    messages = [
+        alert(1),
+        alert(2),
+        alert(3),
+        format_alert(parse_alert(uptime_alert(down=True, name="Checkout"))),
+        alert(5),
+        alert(6, color="#4b60b4"),  # info: another severity, another heading
+        alert(7, color="#4b60b4"),
+    ]
+    digest = compose(messages, [START] * 7, now=START, late_after=60)
+    assert visible_text(digest.html, parse_mode="HTML") == digest.text
+    paragraphs = digest.text.split("\n\n")
+    headings = [p for p in paragraphs if "GlitchTip Alert" in p]
+    assert headings == [
+        "🔴 GlitchTip Alert · 3 alerts",
+        "🔴 GlitchTip Alert",
+        "🔵 GlitchTip Alert · 2 alerts",
+    ]
+    titles = [p.split("\n")[0] for p in paragraphs if p.startswith("ZeroDivisionError")]
+    assert titles == [f"ZeroDivisionError: division by zero #{n}" for n in (1, 2, 3, 5, 6, 7)]
+    assert paragraphs[1] == "🔴 GlitchTip Alert · 3 alerts"
+    assert paragraphs[2].startswith("ZeroDivisionError: division by zero #1\nin app.views.divide")
+    assert "<b>🔴 GlitchTip Alert</b>" not in digest.html  # the marker is outside the bold
+    assert "🔴 <b>GlitchTip Alert</b> · 3 alerts" in digest.html
+
+
+def test_a_storm_of_one_heading_shows_it_once_and_fits_more_alerts() -> None:
+    storm = [format_alert(parse_alert(issue_alert(issue(n)))) for n in range(40)]
+    digest = compose(storm[: how_many_fit(storm)], [START] * 40, now=START, late_after=60)
+    assert digest.text.count("GlitchTip Alert") == 1
+    each_with_its_heading = len("\n\n") + visible_length(storm[0].entry.text)
+    would_fit = (TELEGRAM_TEXT_LIMIT - HEADER_ROOM) // each_with_its_heading
+    assert how_many_fit(storm) > would_fit

@@ -9,6 +9,7 @@ import itertools
 import logging
 import sqlite3
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -140,7 +141,12 @@ def test_a_spool_from_an_older_relay_is_upgraded_with_its_alerts_intact(
         SpoolAdmin(Database(spool_path, for_service=False)).counts()
     upgraded = Database(spool_path, default_destination=Destination(CHAT_ID, 5))
     [old] = SpoolAdmin(upgraded).alerts("pending")
-    assert (old.id, old.destination, old.message) == (1, destination, MESSAGE)
+    # Spooled before headings were kept: a digest shows its entry whole.
+    assert (old.id, old.destination, old.message) == (
+        1,
+        destination,
+        replace(MESSAGE, heading=None),
+    )
     assert (old.attempts, old.unsure_attempts) == (1, 1)  # its attempt may have arrived
     assert SpoolAdmin(Database(spool_path, for_service=False)).counts() == {
         "pending": 1,

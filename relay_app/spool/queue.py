@@ -360,13 +360,15 @@ def destination_of(path: str, chat: str, thread: int | None) -> Destination:
 
 
 def alert_from_row(row: sqlite3.Row, destination: Destination) -> SpooledAlert:
-    entry = brief = None
+    entry = brief = heading = None
     if row["entry_html"] is not None:
         entry = Entry(row["entry_html"], row["entry_text"])
     if row["brief_html"] is not None:
         brief = Entry(row["brief_html"], row["brief_text"])
+    if row["heading_html"] is not None:
+        heading = Entry(row["heading_html"], row["heading_text"])
     return SpooledAlert(
-        Message(row["html"], row["text"], row["fallback"], entry, brief),
+        Message(row["html"], row["text"], row["fallback"], entry, brief, heading),
         destination,
         received_at=row["received_at"],
         retry_from=row["retry_from"],
@@ -388,11 +390,12 @@ def _due(next_attempt_at: float, scheduled_at: float, now: float) -> float:
 
 def _insert(db: sqlite3.Connection, alert: SpooledAlert) -> int:
     message, destination = alert.message, alert.destination
-    entry, brief = message.short_entry, message.brief_entry
+    entry, brief, heading = message.short_entry, message.brief_entry, message.heading
     cursor = db.execute(
         "INSERT INTO alerts (chat, thread, lane, received_at, retry_from, html, text, fallback,"
-        " entry_html, entry_text, brief_html, brief_text, attempts, unsure_attempts,"
-        " next_attempt_at, scheduled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " entry_html, entry_text, brief_html, brief_text, heading_html, heading_text, attempts,"
+        " unsure_attempts, next_attempt_at, scheduled_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             destination.chat_key,
             destination.thread,
@@ -406,6 +409,8 @@ def _insert(db: sqlite3.Connection, alert: SpooledAlert) -> int:
             entry.text if entry else None,
             brief.html if brief else None,
             brief.text if brief else None,
+            heading.html if heading else None,
+            heading.text if heading else None,
             alert.attempts,
             alert.unsure_attempts,
             alert.next_attempt_at,

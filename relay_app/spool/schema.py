@@ -13,7 +13,7 @@ from collections.abc import Callable
 from ..errors import SpoolError
 from ..routing import Destination
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 Step = str | Callable[[sqlite3.Connection, Destination | None], None]
 
@@ -149,6 +149,12 @@ STEPS: dict[int, list[Step]] = {
     probe_until REAL NOT NULL
 )""",
         "INSERT INTO telegram_health VALUES (1, 'up', 0, 0, '', 0)",
+    ],
+    # An issue alert's heading, which a digest shows once for the alerts that share it. NULL
+    # (alerts from before, and uptime alerts): the alert's entry is shown whole.
+    4: [
+        "ALTER TABLE alerts ADD COLUMN heading_html TEXT",
+        "ALTER TABLE alerts ADD COLUMN heading_text TEXT",
     ],
 }
 
