@@ -52,9 +52,9 @@ QUEUED = {202, 502}
 
 def titles_in(text: str) -> list[str]:
     """The issue titles in a message's visible text: one for an alert sent alone, several for
-    a digest (each alert in it starts with its header, then a blank line, then its title)."""
-    lines = text.split("\n")
-    return [lines[i + 2] for i, line in enumerate(lines[:-2]) if line.endswith("GlitchTip Alert")]
+    a digest. Each issue is a paragraph of its own: its title, then 'in <culprit>'."""
+    paragraphs = [paragraph.split("\n") for paragraph in text.split("\n\n")]
+    return [lines[0] for lines in paragraphs if len(lines) > 1 and lines[1].startswith("in ")]
 
 
 def delivered_titles(fake: FakeTelegram) -> list[str]:
