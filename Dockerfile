@@ -6,7 +6,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    RELAY_BIND=0.0.0.0:8000 \
+    RELAY_BIND=0.0.0.0:8780 \
     RELAY_SPOOL_PATH=/data/relay-spool.sqlite3 \
     PATH=/app/.venv/bin:$PATH
 
@@ -22,10 +22,12 @@ RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin rela
     && chown relay /data
 USER 10001
 VOLUME ["/data"]
-EXPOSE 8000
+EXPOSE 8780
 
-# Liveness only: /readyz is the one that reports an unusable spool.
+# Readiness, not mere liveness: a spool the relay cannot write (a /data volume it may not
+# write to, a full disk) keeps alerts in memory only, and turns the container unhealthy.
+# relay-app ready asks /readyz on RELAY_ADMIN_BIND when it is set, else on RELAY_BIND.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
-    CMD ["python3", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ['RELAY_BIND'].rsplit(':', 1)[1] + '/healthz', timeout=4)"]
+    CMD ["relay-app", "ready"]
 
 CMD ["gunicorn", "wsgi:app"]

@@ -3,6 +3,7 @@ environment as the service.
 
 - `relay-app check [--send]`: is the configuration one that delivers (selfcheck.py)?
 - `relay-app chats`: the chats and forum topics the bot has seen, and the ids to set.
+- `relay-app ready`: is the relay on this host ready (its /readyz)? For container health checks.
 - `relay-app preview [FILE.json]`: the exact HTML the relay would send for a GlitchTip payload.
 - `relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay. It
   never creates a spool, and never touches an alert that is still pending except to say so.
@@ -22,8 +23,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+import requests
+
 from .chats import SeenChat, find_chats
-from .config import ConfigError, api_url_from_env, bot_token_from_env, spool_path_from_env
+from .config import (
+    ConfigError,
+    admin_bind_from_env,
+    api_url_from_env,
+    bind_from_env,
+    bot_token_from_env,
+    spool_path_from_env,
+)
 from .errors import SpoolError
 from .formatting import TELEGRAM_TEXT_LIMIT, message_for, utc_time, visible_length
 from .glitchtip import PayloadError, payload_from_json
@@ -107,6 +117,13 @@ def _parser() -> argparse.ArgumentParser:
         "(needs only TELEGRAM_BOT_TOKEN)",
     )
     chats.set_defaults(run=_chats)
+
+    ready = commands.add_parser(
+        "ready",
+        help="ask the relay running on this host whether it is ready (GET /readyz on "
+        "RELAY_ADMIN_BIND, or RELAY_BIND); exit 0 if so: a container health check",
+    )
+    ready.set_defaults(run=_ready)
 
     preview = commands.add_parser(
         "preview", help="print the HTML the relay would send for a GlitchTip payload"
@@ -264,6 +281,35 @@ def _chat_note(chat: SeenChat) -> str:
     if chat.bot_is_gone:
         return " (the bot is no longer in it: add it again)"
     return " (forum)" if chat.is_forum else ""
+
+
+# The Dockerfile's HEALTHCHECK gives the command 5 s.
+READY_TIMEOUT = 4.0
+# Addresses a listener binds to mean "every interface"; they are not addresses to ask.
+_ANY_ADDRESS = {"0.0.0.0", "::", "[::]", ""}  # noqa: S104
+
+
+def _ready(args: argparse.Namespace, console: _Console) -> int:
+    try:
+        bind = admin_bind_from_env(console.environ) or bind_from_env(console.environ)
+    except ConfigError as exc:
+        raise _Usage(str(exc)) from None
+    host, _, port = bind.rpartition(":")
+    # A relay listening on every address answers on loopback too.
+    url = f"http://{'127.0.0.1' if host in _ANY_ADDRESS else host}:{port}/readyz"
+    try:
+        reply = requests.get(url, timeout=READY_TIMEOUT)
+    except requests.RequestException as exc:
+        raise _Failed(f"the relay does not answer at {url}: {type(exc).__name__}") from None
+    try:
+        body = reply.json()
+    except ValueError:
+        body = {}
+    if reply.status_code == 200:
+        print(f"ready ({url})", file=console.out)
+        return EXIT_OK
+    reason = body.get("reason") if isinstance(body, dict) else None
+    raise _Failed(f"not ready ({reply.status_code} from {url}): {reason or reply.text[:200]}")
 
 
 def _preview(args: argparse.Namespace, console: _Console) -> int:

@@ -11,8 +11,12 @@ import re
 import shlex
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import requests
 
 from tests.e2e.helpers import post, titled, wait_until
@@ -54,10 +58,17 @@ def test_the_images_install_step_is_the_readmes() -> None:
     assert readme_run_command().endswith(" .venv/bin/gunicorn wsgi:app")
 
 
-def test_the_image_recipe_makes_a_relay_that_passes_its_healthcheck(
-    tmp_path: Path, fake_telegram: FakeTelegram
-) -> None:
-    app = tmp_path / "app"
+@dataclass(frozen=True)
+class Image:
+    """The image's files, installed by its own RUN step, and its environment."""
+
+    app: Path
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory: pytest.TempPathFactory) -> Image:
+    app = tmp_path_factory.mktemp("image") / "app"
     app.mkdir()
     for arguments in (a for k, a in instructions() if k == "COPY"):
         *sources, destination = arguments.split()
@@ -72,14 +83,7 @@ def test_the_image_recipe_makes_a_relay_that_passes_its_healthcheck(
     for name, value in (pair.split("=", 1) for pair in shlex.split(only("ENV"))):
         image_env[name] = value.replace("$PATH", image_env.get("PATH", ""))
     image_env["PATH"] = image_env["PATH"].replace("/app/", f"{app}/")
-    # The image's own places and port, moved to the test's.
-    data = tmp_path / "data"
-    data.mkdir()
-    port = free_port()
-    image_env["RELAY_BIND"] = f"127.0.0.1:{port}"
-    image_env["RELAY_SPOOL_PATH"] = str(data / "relay-spool.sqlite3")
     image_env.pop("VIRTUAL_ENV", None)
-
     subprocess.run(
         ["bash", "-c", only("RUN", "pip install")],
         cwd=app,
@@ -88,31 +92,88 @@ def test_the_image_recipe_makes_a_relay_that_passes_its_healthcheck(
         timeout=INSTALL_TIMEOUT,
         capture_output=True,
     )
+    return Image(app, image_env)
+
+
+@contextmanager
+def container(
+    image: Image, fake_telegram: FakeTelegram, tmp_path: Path, spool_path: Path
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """The image's CMD running with its environment, its port and volume moved to the test's;
+    yields its URL and that environment, once it answers."""
     command = json.loads(only("CMD"))
-    assert shutil.which(command[0], path=image_env["PATH"]) == str(app / ".venv/bin/gunicorn")
-    service_env = {**image_env, **relay_env(fake_telegram)}
-    service_env["RELAY_SPOOL_PATH"] = image_env["RELAY_SPOOL_PATH"]
-    log = (tmp_path / "relay.log").open("wb")
+    assert shutil.which(command[0], path=image.env["PATH"]) == str(image.app / ".venv/bin/gunicorn")
+    port = free_port()
+    service_env = {
+        **image.env,
+        **relay_env(fake_telegram),
+        "RELAY_BIND": f"127.0.0.1:{port}",
+        "RELAY_SPOOL_PATH": str(spool_path),
+    }
+    log_path = tmp_path / "relay.log"
+    log = log_path.open("wb")
     relay = subprocess.Popen(
-        command, cwd=app, env=service_env, stdout=log, stderr=subprocess.STDOUT
+        command, cwd=image.app, env=service_env, stdout=log, stderr=subprocess.STDOUT
     )
+    url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            return requests.get(f"{url}/healthz", timeout=1).status_code == 200
+        except requests.ConnectionError:
+            return False
+
     try:
-        url = f"http://127.0.0.1:{port}"
-
-        def healthy() -> bool:
-            try:
-                return requests.get(f"{url}/healthz", timeout=1).status_code == 200
-            except requests.ConnectionError:
-                return False
-
-        assert wait_until(healthy, timeout=20), (tmp_path / "relay.log").read_text()
-        healthcheck = only("HEALTHCHECK")
-        probe = json.loads(healthcheck[healthcheck.index("CMD ") + 4 :])
-        assert subprocess.run(probe, env=service_env, timeout=10).returncode == 0
-        reply, _ = post(f"{url}/webhook/{SECRET}", titled("From the image recipe"))
-        assert reply.status_code == 200
-        assert (data / "relay-spool.sqlite3").exists()  # on the volume
+        assert wait_until(answers, timeout=20), log_path.read_text()
+        yield url, service_env
     finally:
         relay.terminate()
         relay.wait(40)
         log.close()
+
+
+def healthcheck(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The image's HEALTHCHECK command, run as Docker runs it."""
+    instruction = only("HEALTHCHECK")
+    probe = json.loads(instruction[instruction.index("CMD ") + 4 :])
+    return subprocess.run(probe, env=env, timeout=10, capture_output=True, text=True, check=False)
+
+
+def test_the_image_recipe_makes_a_relay_that_passes_its_healthcheck(
+    image: Image, tmp_path: Path, fake_telegram: FakeTelegram
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    with container(image, fake_telegram, tmp_path, data / "relay-spool.sqlite3") as (url, env):
+        checked = healthcheck(env)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        reply, _ = post(f"{url}/webhook/{SECRET}", titled("From the image recipe"))
+        assert reply.status_code == 200
+        assert (data / "relay-spool.sqlite3").exists()  # on the volume
+
+
+def test_the_image_turns_unhealthy_when_its_spool_is_unusable(
+    image: Image, tmp_path: Path, fake_telegram: FakeTelegram
+) -> None:
+    # A /data that was never mounted, or mounted where the relay may not write: the relay
+    # starts and delivers, but every waiting alert would live in memory only.
+    missing = tmp_path / "no-volume" / "relay-spool.sqlite3"
+    with container(image, fake_telegram, tmp_path, missing) as (url, env):
+        checked = healthcheck(env)
+        assert checked.returncode == 1
+        assert "not ready (503 from" in checked.stderr
+        assert f"spool unusable: the directory {missing.parent} does not exist" in checked.stderr
+        reply, _ = post(f"{url}/webhook/{SECRET}", titled("Still delivered"))
+        assert reply.status_code == 200
+
+
+def test_the_healthcheck_asks_the_admin_listener_when_there_is_one(
+    image: Image, tmp_path: Path, fake_telegram: FakeTelegram
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    with container(image, fake_telegram, tmp_path, data / "relay-spool.sqlite3") as (_, env):
+        nobody = free_port()
+        checked = healthcheck({**env, "RELAY_ADMIN_BIND": f"127.0.0.1:{nobody}"})
+        assert checked.returncode == 1
+        assert f"the relay does not answer at http://127.0.0.1:{nobody}/readyz" in checked.stderr
