@@ -125,3 +125,23 @@ def test_every_panel_queries_prometheus_through_the_imported_data_source() -> No
     for panel in dashboard["panels"]:
         assert panel["datasource"]["uid"] == "${DS_PROMETHEUS}", panel["title"]
         assert panel["targets"], panel["title"]
+
+
+def test_the_compose_example_lists_every_variable_it_needs_in_its_header() -> None:
+    path = ROOT / "compose.example.yaml"
+    text = path.read_text()
+    required = set(re.findall(r"\$\{([A-Z_]+):\?", text))
+    optional = set(re.findall(r"\$\{([A-Z_]+):-", text))
+    assert {"GLITCHTIP_DOMAIN", "GLITCHTIP_SECRET_KEY", "TELEGRAM_BOT_TOKEN"} <= required
+    header = text.split("\n\n", 1)[0]
+    listed = set(re.findall(r"^#\s+([A-Z_]+)=", header, re.MULTILINE))
+    assert listed == required | optional
+    compose = yaml.safe_load(text)
+    relay = compose["services"]["relay"]
+    # The URL the header tells users to paste into GlitchTip is where the image listens.
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    [port] = re.findall(r"RELAY_BIND=0\.0\.0\.0:(\d+)", dockerfile)
+    assert f"http://relay:{port}/webhook/<RELAY_WEBHOOK_SECRET>" in header
+    admin_port = relay["environment"]["RELAY_ADMIN_BIND"].rsplit(":", 1)[1]
+    assert f"http://relay:{admin_port}/metrics" in header
+    assert relay["stop_grace_period"] == "40s"
