@@ -1,4 +1,4 @@
-# The relay as a container: `docker build -t relay_app .`, then see README.md (Container).
+# The relay as a container: `docker build -t relay_app .`, then see docs/container.md.
 FROM python:3.11-slim-bookworm
 
 # The spool lives on the volume; everything else in the image is read-only to the relay.
