@@ -20,7 +20,16 @@ from .job import Jobs
 from .logs import configure_logging
 from .metrics import Metrics
 from .policy import RetryPolicy
-from .spool import Database, MemoryQueue, Queue, SpoolAdmin, SqliteHealthStore, SqliteQueue
+from .spool import (
+    Admin,
+    Database,
+    MemoryQueue,
+    Queue,
+    SpoolAdmin,
+    SqliteHealthStore,
+    SqliteQueue,
+)
+from .spool.postgres import PgDatabase, PgHealthStore, PgQueue, PgSpoolAdmin
 from .telegram import TelegramClient
 from .views import create_blueprint
 
@@ -39,8 +48,8 @@ class Relay:
     dispatcher: Dispatcher
     jobs: Jobs
     metrics: Metrics
-    spool: SqliteQueue | None
-    admin: SpoolAdmin | None
+    spool: SqliteQueue | PgQueue | None
+    admin: Admin | None
     memory: MemoryQueue
 
 
@@ -85,9 +94,15 @@ def assemble(
         client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
         telegram = Courier(client, attempt_timeout=settings.send_timeout)
     memory = MemoryQueue()
-    spool = admin = None
+    spool: SqliteQueue | PgQueue | None = None
+    admin: Admin | None = None
     health_store: HealthStore = MemoryHealthStore()
-    if settings.spool_path is not None:
+    if settings.spool_url is not None:
+        shared = PgDatabase(settings.spool_url)
+        spool = PgQueue(shared, max_pending=settings.spool_max_pending)
+        admin = PgSpoolAdmin(shared, clock=clock)
+        health_store = PgHealthStore(shared)
+    elif settings.spool_path is not None:
         database = Database(settings.spool_path, default_destination=settings.default_destination)
         spool = SqliteQueue(database, max_pending=settings.spool_max_pending)
         admin = SpoolAdmin(database, clock=clock)

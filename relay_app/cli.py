@@ -33,13 +33,15 @@ from .config import (
     bind_from_env,
     bot_token_from_env,
     spool_path_from_env,
+    spool_url_from_env,
 )
 from .errors import SpoolError
 from .formatting import TELEGRAM_TEXT_LIMIT, message_for, utc_time, visible_length
 from .glitchtip import PayloadError, payload_from_json
 from .logs import redact
 from .selfcheck import Verdict, run_checks
-from .spool import Database, SpoolAdmin, SpooledAlert
+from .spool import Admin, Database, SpoolAdmin, SpooledAlert
+from .spool.postgres import PgDatabase, PgSpoolAdmin
 from .telegram import TelegramClient
 
 EXIT_OK = 0
@@ -335,27 +337,34 @@ def _preview(args: argparse.Namespace, console: _Console) -> int:
     return EXIT_OK
 
 
-SpoolCommand = Callable[[SpoolAdmin, argparse.Namespace, TextIO], int]
+SpoolCommand = Callable[[Admin, argparse.Namespace, TextIO], int]
 
 
 def _with_spool(command: SpoolCommand) -> Callable[[argparse.Namespace, _Console], int]:
     def run(args: argparse.Namespace, console: _Console) -> int:
-        return command(_open_spool(console.environ), args, console.out)
+        spool = _open_spool(console.environ)
+        try:
+            return command(spool, args, console.out)
+        finally:
+            spool.close()
 
     return run
 
 
-def _open_spool(environ: Mapping[str, str]) -> SpoolAdmin:
+def _open_spool(environ: Mapping[str, str]) -> Admin:
     try:
+        url = spool_url_from_env(environ)
         path = spool_path_from_env(environ)
     except ConfigError as exc:
         raise _Usage(str(exc)) from None
+    if url is not None:
+        return PgSpoolAdmin(PgDatabase(url, for_service=False))
     if path is None:
         raise _Usage("RELAY_SPOOL_PATH is 'off': this relay keeps no spool")
     return SpoolAdmin(Database(path, for_service=False))
 
 
-def _list(spool: SpoolAdmin, args: argparse.Namespace, out: TextIO) -> int:
+def _list(spool: Admin, args: argparse.Namespace, out: TextIO) -> int:
     alerts = spool.alerts("dead" if args.dead else "pending")
     when = "DIED (UTC)" if args.dead else "NEXT ATTEMPT (UTC)"
     rows: list[tuple[str, ...]] = [
@@ -385,7 +394,7 @@ def _row(alert: SpooledAlert) -> tuple[str, ...]:
     )
 
 
-def _retry(spool: SpoolAdmin, args: argparse.Namespace, out: TextIO) -> int:
+def _retry(spool: Admin, args: argparse.Namespace, out: TextIO) -> int:
     if args.all_dead:
         count = spool.requeue_all_dead()
         print(f"{count} dead alert(s) are pending again.", file=out)
@@ -404,7 +413,7 @@ def _retry(spool: SpoolAdmin, args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _purge(spool: SpoolAdmin, args: argparse.Namespace, out: TextIO) -> int:
+def _purge(spool: Admin, args: argparse.Namespace, out: TextIO) -> int:
     before = time.time() - args.older_than
     count = spool.purge_dead(received_before=before)
     print(f"Deleted {count} dead alert(s) received before {utc_time(before)} UTC.", file=out)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 from urllib.parse import urlsplit
 
@@ -74,6 +74,7 @@ __all__ = [
     "log_format_from_env",
     "metrics_enabled",
     "spool_path_from_env",
+    "spool_url_from_env",
 ]
 
 
@@ -88,8 +89,10 @@ class Settings:
     retry_attempts: int = 3
     retry_wait: float = 30.0
     retry_max_age: float = 21600.0
-    # None when RELAY_SPOOL_PATH=off.
+    # None when RELAY_SPOOL_PATH=off, or when the spool is in PostgreSQL.
     spool_path: str | None = DEFAULT_SPOOL_PATH
+    # RELAY_SPOOL_URL: the spool in PostgreSQL, shared by every relay pointed at it.
+    spool_url: str | None = field(default=None, repr=False)
     spool_max_pending: int = 10000
     late_after: float = 60.0
     # Chats a webhook URL may name with ?chat_id= besides the default one, as chat_key()s.
@@ -163,6 +166,7 @@ class Settings:
                 21600.0,
             ),
             spool_path=read(lambda: spool_path_from_env(environ), _DEFAULT_SPOOL),
+            spool_url=read(lambda: spool_url_from_env(environ), None),
             spool_max_pending=read(
                 lambda: _integer(
                     environ, "RELAY_SPOOL_MAX_PENDING", default=10000, low=1, high=1_000_000
@@ -183,6 +187,9 @@ class Settings:
         )
         if problems:
             raise ConfigError.gathered(problems)
+        if settings.spool_url is not None:
+            # One spool: the database's. The file's default does not apply.
+            settings = replace(settings, spool_path=None)
         return settings
 
 
@@ -245,6 +252,28 @@ def log_format_from_env(environ: Mapping[str, str]) -> LogFormat:
     if raw == "json":
         return "json"
     raise ConfigError(name, f"{raw!r} is not a log format; use text (the default) or json")
+
+
+def spool_url_from_env(environ: Mapping[str, str]) -> str | None:
+    """RELAY_SPOOL_URL: postgresql://user:password@host:5432/dbname (or postgres://). Never
+    echoed in an error: it holds a password."""
+    name = "RELAY_SPOOL_URL"
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    parts = urlsplit(raw)
+    if parts.scheme not in ("postgresql", "postgres") or not parts.hostname:
+        raise ConfigError(
+            name,
+            "is not a PostgreSQL URL; use postgresql://user:password@host:5432/dbname",
+        )
+    if not parts.path.strip("/"):
+        raise ConfigError(name, "names no database; end it with /dbname")
+    if environ.get("RELAY_SPOOL_PATH", "").strip():
+        raise ConfigError(
+            name, "and RELAY_SPOOL_PATH are both set; the relay keeps one spool: unset one"
+        )
+    return raw
 
 
 def spool_path_from_env(environ: Mapping[str, str]) -> str | None:

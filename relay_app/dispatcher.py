@@ -99,6 +99,9 @@ class Dispatcher:
                 return
             self._thread = threading.Thread(target=self._loop, name="relay-dispatch", daemon=True)
             self._thread.start()
+        # Other relays sharing a database say when they queue work or free a lane.
+        for queue in self.queues:
+            queue.subscribe(self.wake)
 
     def wake(self, at: float | None = None) -> None:
         """Have the thread look at `at` (a wall-clock time), or now."""
@@ -132,6 +135,8 @@ class Dispatcher:
             self._stop.set()
             thread, pool = self._thread, self._pool
         self._wake.set()
+        for queue in self.queues:
+            queue.unsubscribe()
         if thread is not None:
             thread.join()
         if pool is not None:

@@ -89,6 +89,10 @@ class SpoolBusy(SpoolError):
     damage: the spool still counts as usable."""
 
 
+class SpoolMissing(SpoolError):
+    """There is no spool where a person's tool looked (relay-app never creates one)."""
+
+
 class SpoolOutdated(SpoolError):
     """An older relay_app wrote the file; only the service upgrades it (relay-app does not)."""
 

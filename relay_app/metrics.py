@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from prometheus_client.core import Metric
 
     from .health import Health
-    from .spool.admin import SpoolAdmin
+    from .spool.admin import Admin
     from .spool.model import State
 
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
@@ -49,7 +49,7 @@ AttemptResult = Literal["delivered", "retryable_error", "permanent_error"]
 class Metrics:
     """The relay's counters: one per app, each with a registry of its own."""
 
-    def __init__(self, spool: SpoolAdmin | None, health: Health | None = None) -> None:
+    def __init__(self, spool: Admin | None, health: Health | None = None) -> None:
         # Imported here, not at the top: see the module's docstring.
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -153,7 +153,7 @@ class _SpoolCollector:
     """Gauges read at scrape time from what every worker shares (the spool, Telegram's
     health as the relay sees it), so every worker reports the same numbers."""
 
-    def __init__(self, spool: SpoolAdmin | None, health: Health | None) -> None:
+    def __init__(self, spool: Admin | None, health: Health | None) -> None:
         self._spool = spool
         self._health = health
 

@@ -16,9 +16,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import ConfigError, Settings
-from .errors import ChatMigrated, DeliveryError, SpoolError, SpoolOutdated, ThreadNotFound
+from .errors import (
+    ChatMigrated,
+    DeliveryError,
+    SpoolError,
+    SpoolMissing,
+    SpoolOutdated,
+    ThreadNotFound,
+)
 from .routing import ChatId, Destination, parse_chat_id
 from .spool import Database, SpoolAdmin
+from .spool.postgres import PgDatabase, PgSpoolAdmin
 from .telegram import TelegramClient
 
 TEST_MESSAGE = (
@@ -57,7 +65,10 @@ def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
             )
         return
     yield Verdict("configuration", True, "every variable is set and well-formed")
-    yield _spool_verdict(settings.spool_path)
+    if settings.spool_url is not None:
+        yield _database_verdict(settings.spool_url)
+    else:
+        yield _spool_verdict(settings.spool_path)
 
     client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
     try:
@@ -221,6 +232,32 @@ def _spool_verdict(path: str | None) -> Verdict:
     finally:
         spool.close()
     found = f"{path}: {counts['pending']} pending, {counts['dead']} dead"
+    if counts["dead"]:
+        found += "; see them with: relay-app spool list --dead"
+    return Verdict("spool", True, found)
+
+
+def _database_verdict(url: str) -> Verdict:
+    spool = PgSpoolAdmin(PgDatabase(url, for_service=False))
+    try:
+        counts = spool.counts()
+    except SpoolMissing:
+        return Verdict(
+            "spool", True, f"{spool.path}: no spool yet; the relay creates it when it starts"
+        )
+    except SpoolOutdated:
+        return Verdict("spool", True, f"{spool.path}: the relay upgrades it when it next starts")
+    except SpoolError as exc:
+        return Verdict(
+            "spool",
+            False,
+            str(exc),
+            "check RELAY_SPOOL_URL (host, port, user, password, database), that the database "
+            "exists (CREATE DATABASE), and that PostgreSQL accepts this host (pg_hba.conf)",
+        )
+    finally:
+        spool.close()
+    found = f"{spool.path}: {counts['pending']} pending, {counts['dead']} dead"
     if counts["dead"]:
         found += "; see them with: relay-app spool list --dead"
     return Verdict("spool", True, found)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
@@ -22,6 +23,8 @@ from relay_app.outcomes import Dead
 from relay_app.routing import Destination
 from relay_app.spool import Admission, Database, Holder, Queue, SqliteQueue, this_process
 from relay_app.spool.queue import bury
+from tests import postgres
+from tests.postgres import PostgresServer
 from tests.prometheus import Samples, parse
 
 TOKEN = "123456789:unit-test-token-abcdefghijklmnop"
@@ -56,6 +59,24 @@ class FakeTime:
 @pytest.fixture
 def spool_path(tmp_path: Path) -> str:
     return str(tmp_path / "spool.sqlite3")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the session (tests/postgres.py)."""
+    if not postgres.available():
+        if os.environ.get("RELAY_REQUIRE_POSTGRES") == "1":
+            pytest.fail("PostgreSQL is not installed; CI installs Debian's postgresql package")
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql); CI runs this")
+    server = PostgresServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def pg_url(postgres_server: PostgresServer) -> str:
+    """A fresh, empty database on it."""
+    return postgres_server.new_database()
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from relay_app.logs import EVENT_ATTRIBUTE
 from relay_app.outcomes import Delivered, Outcome, RetryAt
 from relay_app.pacing import CHAT_INTERVAL
 from relay_app.routing import Destination
-from relay_app.spool import Database, Holder, SpoolAdmin, SqliteQueue, this_process
+from relay_app.spool import Admin, Database, Holder, SpoolAdmin, SqliteQueue, this_process
 from tests.conftest import (
     CHAT_ID,
     DESTINATION,
@@ -144,7 +144,7 @@ def lost_alert_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogReco
     ]
 
 
-def admin(relay: Relay) -> SpoolAdmin:
+def admin(relay: Relay) -> Admin:
     assert relay.admin is not None
     return relay.admin
 

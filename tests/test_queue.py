@@ -31,6 +31,7 @@ from relay_app.spool import (
     this_process,
 )
 from relay_app.spool.holders import _start_time
+from relay_app.spool.postgres import PgDatabase, PgQueue, PgSpoolAdmin
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to
 from tests.payloads import issue, issue_alert
 
@@ -57,16 +58,35 @@ class Tokens:
         return token
 
 
-@pytest.fixture(params=["sqlite", "memory"])
-def queue(request: pytest.FixtureRequest, spool_path: str) -> Queue:
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def queue(request: pytest.FixtureRequest, spool_path: str) -> Iterator[Queue]:
     if request.param == "sqlite":
-        return SqliteQueue(Database(spool_path))
-    return MemoryQueue()
+        yield SqliteQueue(Database(spool_path))
+    elif request.param == "postgres":
+        # The test's fake clock stands in for the database's, as it does for the file's.
+        database = PgDatabase(request.getfixturevalue("pg_url"), clock_source="caller")
+        yield PgQueue(database)
+        database.close()
+    else:
+        yield MemoryQueue()
 
 
-@pytest.fixture
-def spool(spool_path: str) -> SqliteQueue:
-    return SqliteQueue(Database(spool_path))
+SharedQueue = SqliteQueue | PgQueue
+# Every queue a test opened on a shared store, closed when it ends.
+_opened: list[SharedQueue] = []
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def spool(request: pytest.FixtureRequest, spool_path: str) -> Iterator[SharedQueue]:
+    """A queue that several processes share: the spool file, or the database."""
+    if request.param == "sqlite":
+        yield SqliteQueue(Database(spool_path))
+        return
+    first = PgQueue(PgDatabase(request.getfixturevalue("pg_url"), clock_source="caller"))
+    _opened.append(first)
+    yield first
+    while _opened:
+        _opened.pop().database.close()
 
 
 @pytest.fixture
@@ -427,9 +447,21 @@ def test_stopping_frees_what_this_process_holds(
 # --- the spool file: shared by processes ------------------------------------------------------
 
 
-def another_process(spool: SqliteQueue) -> SqliteQueue:
-    """The same file through a connection of its own, as another worker has it."""
+def another_process(spool: SharedQueue) -> SharedQueue:
+    """The same store through a connection of its own, as another worker has it."""
+    if isinstance(spool, PgQueue):
+        other = PgQueue(PgDatabase(spool.database.url, clock_source="caller"))
+        _opened.append(other)
+        return other
     return SqliteQueue(Database(spool.database.path))
+
+
+def admin_of(spool: SharedQueue, clock: FakeTime | None = None) -> SpoolAdmin | PgSpoolAdmin:
+    """What `relay-app spool` and the metrics read, for the same store."""
+    now = clock if clock is not None else FakeTime()
+    if isinstance(spool, PgQueue):
+        return PgSpoolAdmin(spool.database, clock=now)
+    return SpoolAdmin(spool.database, clock=now)
 
 
 def holder_on_this_host(pid: int) -> Holder:
@@ -437,7 +469,7 @@ def holder_on_this_host(pid: int) -> Holder:
 
 
 def test_a_lease_of_a_process_that_is_gone_is_free_at_once(
-    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+    spool: SharedQueue, clock: FakeTime, tokens: Tokens
 ) -> None:
     gone = Holder(ME.host, ME.boot, 2**22 + 12345, "1")  # past the kernel's highest pid
     admission = admit_to(another_process(spool), message(), now=clock.now, holder=gone)
@@ -449,7 +481,7 @@ def test_a_lease_of_a_process_that_is_gone_is_free_at_once(
 
 
 def test_a_live_process_on_this_host_keeps_its_lease_past_any_time(
-    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+    spool: SharedQueue, clock: FakeTime, tokens: Tokens
 ) -> None:
     parent = holder_on_this_host(os.getppid())
     admit_to(another_process(spool), message(), now=clock.now, holder=parent)
@@ -458,7 +490,7 @@ def test_a_live_process_on_this_host_keeps_its_lease_past_any_time(
 
 
 def test_a_lease_from_another_host_runs_out_with_its_time(
-    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+    spool: SharedQueue, clock: FakeTime, tokens: Tokens
 ) -> None:
     elsewhere = Holder("another-host", "boot", 1, "1")
     admit(spool, clock, tokens, telegram_up=False)
@@ -471,7 +503,7 @@ def test_a_lease_from_another_host_runs_out_with_its_time(
 
 
 def test_a_settlement_without_the_lease_records_only_deliveries(
-    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+    spool: SharedQueue, clock: FakeTime, tokens: Tokens
 ) -> None:
     admission = admit(spool, clock, tokens)
     admit(spool, clock, tokens, OTHER_CHAT, number=2)
@@ -490,7 +522,7 @@ def test_a_settlement_without_the_lease_records_only_deliveries(
 
 
 def test_workers_claiming_at_once_never_share_an_alert(
-    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+    spool: SharedQueue, clock: FakeTime, tokens: Tokens
 ) -> None:
     destinations = [Destination(-100 - n) for n in range(20)]
     for destination in destinations:
@@ -528,9 +560,9 @@ def test_workers_claiming_at_once_never_share_an_alert(
 
 
 def test_a_dead_letter_of_used_up_attempts_gets_a_second_chance_when_its_chat_accepts_one(
-    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+    spool: SharedQueue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    admin = SpoolAdmin(spool.database)
+    admin = admin_of(spool, clock)
     admitted = []
     for to, dead in (
         (TOPIC, Dead("exhausted", "used up")),
@@ -571,9 +603,9 @@ def test_a_dead_letter_of_used_up_attempts_gets_a_second_chance_when_its_chat_ac
 
 
 def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
-    spool: SqliteQueue, clock: FakeTime, tokens: Tokens
+    spool: SharedQueue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    admin = SpoolAdmin(spool.database, clock=clock)
+    admin = admin_of(spool, clock)
     ids = []
     for to in (DESTINATION, TOPIC, OTHER_CHAT):
         clock.now += CHAT_INTERVAL
@@ -608,7 +640,7 @@ def _no_leaked_threads() -> Iterator[None]:
 
 
 def test_alerts_from_another_process_are_read_as_written(
-    spool: SqliteQueue, clock: FakeTime, tokens: Tokens, tmp_path: Path
+    spool: SharedQueue, clock: FakeTime, tokens: Tokens, tmp_path: Path
 ) -> None:
     long_one = format_alert(parse_alert(issue_alert(issue(1, title="x" * 3000))))
     admit_to(spool, long_one, TOPIC, now=clock.now, telegram_up=False)

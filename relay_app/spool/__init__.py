@@ -7,12 +7,13 @@
 - `health_store.py`: Telegram's health shared through the file;
 - `admin.py`: what `relay-app spool` and the metrics read;
 - `holders.py`: who holds a lease, and whether it still can;
-- `model.py`, `schema.py`: the data and the file's schema.
+- `model.py`, `schema.py`: the data and the file's schema;
+- `postgres/`: the same spool in PostgreSQL, shared by several relays (RELAY_SPOOL_URL).
 """
 
 from __future__ import annotations
 
-from .admin import SpoolAdmin
+from .admin import Admin, SpoolAdmin
 from .database import Database
 from .health_store import SqliteHealthStore
 from .holders import Holder, this_process
@@ -21,6 +22,7 @@ from .model import Admission, Claim, Lane, Later, SpooledAlert, State
 from .queue import Queue, SqliteQueue
 
 __all__ = [
+    "Admin",
     "Admission",
     "Claim",
     "Database",

@@ -6,12 +6,36 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from .database import Database
 from .model import SpooledAlert, State
 from .queue import alert_from_row, destination_of, requeue
 
 Clock = Callable[[], float]
+
+
+class Admin(Protocol):
+    """What `relay-app spool` and the metrics use, of either spool (this file's `SpoolAdmin`,
+    or `postgres.PgSpoolAdmin`)."""
+
+    @property
+    def path(self) -> str:
+        """The spool's name for people: its file, or its database URL without the password."""
+
+    def alerts(self, state: State) -> list[SpooledAlert]: ...
+
+    def counts(self) -> dict[State, int]: ...
+
+    def oldest_pending(self) -> float | None: ...
+
+    def requeue(self, alert_ids: Iterable[int]) -> dict[int, State | None]: ...
+
+    def requeue_all_dead(self) -> int: ...
+
+    def purge_dead(self, *, received_before: float) -> int: ...
+
+    def close(self) -> None: ...
 
 
 class SpoolAdmin:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from ..errors import SpoolBusy, SpoolError, SpoolOutdated
+from ..errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
 from ..routing import Destination
 from .schema import SCHEMA_VERSION, upgrade
 
@@ -249,12 +249,12 @@ class Database:
             if where != self.path:
                 # A relative RELAY_SPOOL_PATH names a file in the relay's working directory, which
                 # need not be this command's.
-                raise SpoolError(
+                raise SpoolMissing(
                     f"there is no spool at {where} ({self.path} in {os.getcwd()}): run this in "
                     "the relay's working directory, or set RELAY_SPOOL_PATH to the spool's full "
                     "path"
                 )
-            raise SpoolError(f"there is no spool at {where}")
+            raise SpoolMissing(f"there is no spool at {where}")
         # Workers start together: only one at a time may find the file corrupt and replace it,
         # or a second could move aside the fresh file the first just made.
         with _file_lock(f"{self.path}.lock"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 
 from ..clock import guarded
@@ -222,6 +222,12 @@ class MemoryQueue:
 
     def tidy(self) -> None:
         pass  # nothing to copy back or forget
+
+    def subscribe(self, on_news: Callable[[], None]) -> None:
+        pass  # one process's memory: nobody else queues here
+
+    def unsubscribe(self) -> None:
+        pass
 
     def _due_now(self, now: float, *, chat: str | None = None) -> int:
         due = 0

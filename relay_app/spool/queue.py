@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Container
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..clock import guarded
 from ..errors import QueueFull, SpoolError
@@ -102,6 +102,12 @@ class Queue(Protocol):
 
     def tidy(self) -> None:
         """Upkeep, off the webhooks' path: the dispatcher calls it once a second."""
+
+    def subscribe(self, on_news: Callable[[], None]) -> None:
+        """Call `on_news` when another process queues work or frees a lane, where the queue
+        can tell (PostgreSQL's NOTIFY); the dispatcher polls anyway."""
+
+    def unsubscribe(self) -> None: ...
 
 
 class SqliteQueue:
@@ -195,7 +201,7 @@ class SqliteQueue:
             return [
                 Lane(
                     self._destination(row["chat"], row["thread"]),
-                    _due(row["next_attempt_at"], row["scheduled_at"], now),
+                    due_at(row["next_attempt_at"], row["scheduled_at"], now),
                     lease_is_free(
                         row["holder"],
                         row["token"],
@@ -237,7 +243,7 @@ class SqliteQueue:
             ).fetchall()
             due = []
             for row in rows:  # the oldest first, up to the first one not yet due
-                if _due(row["next_attempt_at"], row["scheduled_at"], now) > now:
+                if due_at(row["next_attempt_at"], row["scheduled_at"], now) > now:
                     break
                 due.append(self._alert(row))
             retired: list[tuple[SpooledAlert, Dead]] = []
@@ -339,6 +345,12 @@ class SqliteQueue:
     def tidy(self) -> None:
         self.database.checkpoint()
 
+    def subscribe(self, on_news: Callable[[], None]) -> None:
+        """Nothing to hear: the processes sharing the file find its work by polling."""
+
+    def unsubscribe(self) -> None:
+        """Nothing to stop."""
+
     def next_turn(self, destination: Destination, *, now: float) -> float:
         """When the chat's next turn is (for tests and tools: nothing is taken)."""
         return self.database.read(
@@ -359,7 +371,13 @@ def destination_of(path: str, chat: str, thread: int | None) -> Destination:
     return Destination(parsed, thread)
 
 
-def alert_from_row(row: sqlite3.Row, destination: Destination) -> SpooledAlert:
+class Row(Protocol):
+    """A row by column name: sqlite3.Row, or psycopg's dict rows."""
+
+    def __getitem__(self, column: str, /) -> Any: ...
+
+
+def alert_from_row(row: Row, destination: Destination) -> SpooledAlert:
     entry = brief = heading = None
     if row["entry_html"] is not None:
         entry = Entry(row["entry_html"], row["entry_text"])
@@ -383,7 +401,7 @@ def alert_from_row(row: sqlite3.Row, destination: Destination) -> SpooledAlert:
     )
 
 
-def _due(next_attempt_at: float, scheduled_at: float, now: float) -> float:
+def due_at(next_attempt_at: float, scheduled_at: float, now: float) -> float:
     """When an alert is due, guarded: after the clock stepped back, now, not an hour late."""
     return guarded(next_attempt_at, scheduled_at, now)
 

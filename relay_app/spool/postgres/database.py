@@ -1,0 +1,292 @@
+"""The spool in PostgreSQL: the connection pool, the schema, every unit of work, the database's
+clock, and the one place psycopg's errors become the spool errors.
+
+Several relays (and each one's gunicorn workers) share the database. Each process has its own
+pool, made lazily (gunicorn forks after import) and again in a forked child. A unit of work is
+one transaction, bounded by the caller's budget (a webhook's is well inside GlitchTip's 10 s)
+through `statement_timeout` and `lock_timeout`: a busy database is not a broken one. A database
+that cannot be reached is: the caller falls back to memory, and the next unit of work tries the
+database again, so the relay returns to it without a restart.
+
+Times are the database's (`clock_timestamp()`), so replicas whose clocks disagree still agree
+on leases, turns and due times. Each unit of work reads the database's time once and hands the
+work a `Now` that converts between it and the caller's clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ...errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
+from ...logs import register_secret
+from .schema import SCHEMA_LOCK, SCHEMA_VERSION, STEPS
+
+log = logging.getLogger("relay_app.spool")
+
+T = TypeVar("T")
+Cursor = psycopg.Cursor[dict[str, Any]]
+
+# As the SQLite spool: how long a unit of work may wait unless its caller says.
+LOCK_WAIT = 5.0
+# Connections per process: a transaction holds one for milliseconds, never during a Telegram
+# request, so a few serve 32 request threads; three replicas of two workers stay well inside
+# PostgreSQL's default 100 connections.
+POOL_SIZE = 8
+CONNECT_TIMEOUT = 3
+# The channel a relay notifies when it queues work, so the others need not wait to poll.
+CHANNEL = "relay_queue"
+# How long the listener waits for a notification before looking at its stop event.
+LISTEN_SLICE = 1.0
+ClockSource = Literal["database", "caller"]
+
+
+@dataclass(frozen=True)
+class Now:
+    """One unit of work's time: the database's clock, and the caller's at the same moment."""
+
+    db: float
+    local: float
+
+    def to_local(self, at: float) -> float:
+        return at - self.db + self.local
+
+    def to_db(self, at: float) -> float:
+        return at - self.local + self.db
+
+
+def redacted_url(url: str) -> str:
+    """The URL as logs and tools may show it: the password replaced."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+class PgDatabase:
+    def __init__(
+        self,
+        url: str,
+        *,
+        for_service: bool = True,
+        clock_source: ClockSource = "database",
+    ) -> None:
+        """`for_service=False` is a person's tool (relay-app): it never creates or upgrades the
+        schema. `clock_source="caller"` takes the caller's clock as the database's (the queue's
+        contract tests, which move a fake clock; every relay uses the database's)."""
+        self.url = url
+        self.path = redacted_url(url)  # the name logs and tools show
+        password = urlsplit(url).password
+        if password:
+            register_secret(password)
+        self._for_service = for_service
+        self._clock_source = clock_source
+        self._lock = threading.Lock()
+        self._pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] | None = None
+        self._pool_pid = 0
+        self._schema_ready = False
+        self._listener: _Listener | None = None
+        self.on_lock_wait: Callable[[float], None] = lambda seconds: None
+
+    @property
+    def opened(self) -> bool:
+        return self._pool is not None and self._pool_pid == os.getpid()
+
+    # --- units of work -----------------------------------------------------------------------
+
+    def write(
+        self,
+        work: Callable[[Cursor, Now], T],
+        *,
+        now: float | None = None,
+        wait_until: float | None = None,
+    ) -> T:
+        """Run `work` in one transaction, within `wait_until` (monotonic). `now` is the caller's
+        clock, for `Now`; unset, time.time()."""
+        started = time.monotonic()
+        deadline = started + LOCK_WAIT if wait_until is None else wait_until
+        remaining = deadline - started
+        if remaining <= 0:
+            raise SpoolBusy(f"no time was left to reach the spool {self.path}")
+        pool = self._ready_pool()
+        try:
+            with pool.connection(timeout=remaining) as connection:
+                self._ensure_schema(connection)
+                with connection.transaction(), connection.cursor() as cursor:
+                    budget_ms = max(1, int((deadline - time.monotonic()) * 1000))
+                    cursor.execute(f"SET LOCAL statement_timeout = {budget_ms}")
+                    cursor.execute(f"SET LOCAL lock_timeout = {budget_ms}")
+                    moment = self._now(cursor, time.time() if now is None else now)
+                    return work(cursor, moment)
+        except PoolTimeout:
+            raise self._pool_timeout(pool, remaining) from None
+        except (pg_errors.LockNotAvailable, pg_errors.QueryCanceled, pg_errors.DeadlockDetected):
+            self.on_lock_wait(time.monotonic() - started)
+            raise SpoolBusy(
+                f"the spool {self.path} stayed locked for {time.monotonic() - started:.1f} s"
+            ) from None
+        except psycopg.Error as exc:
+            raise SpoolError(f"the spool {self.path} failed: {_said(exc)}") from None
+
+    read = write
+
+    def _now(self, cursor: Cursor, local: float) -> Now:
+        if self._clock_source == "caller":
+            return Now(local, local)
+        row = cursor.execute("SELECT extract(epoch FROM clock_timestamp())::float8 AS now")
+        found = row.fetchone()
+        assert found is not None
+        return Now(float(found["now"]), local)
+
+    def problem(self) -> str | None:
+        """Why the spool cannot be used now, or None: a quick question to the database."""
+        try:
+            self.write(lambda cursor, now: None, wait_until=time.monotonic() + 2.0)
+        except SpoolBusy:
+            return None  # it answers; it is busy
+        except (SpoolError, SpoolOutdated) as exc:
+            return str(exc)
+        return None
+
+    def checkpoint(self) -> None:
+        """Nothing to do: PostgreSQL keeps its own log."""
+
+    def notify(self, cursor: Cursor) -> None:
+        """Tell every relay's listener, when this transaction commits, that work was queued."""
+        cursor.execute(f"NOTIFY {CHANNEL}")
+
+    def listen(self, on_news: Callable[[], None]) -> None:
+        """Call `on_news` (from a thread of its own) whenever any relay queues work."""
+        with self._lock:
+            if self._listener is None or not self._listener.alive:
+                self._listener = _Listener(self.url, on_news)
+
+    def stop_listening(self) -> None:
+        with self._lock:
+            listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.stop()
+
+    def close(self) -> None:
+        self.stop_listening()
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None and self._pool_pid == os.getpid():
+            pool.close(timeout=2)
+
+    # --- the pool and the schema -------------------------------------------------------------
+
+    def _ready_pool(self) -> ConnectionPool[psycopg.Connection[dict[str, Any]]]:
+        with self._lock:
+            if self._pool is None or self._pool_pid != os.getpid():
+                # A pool inherited through fork is the parent's: never used or closed here.
+                self._pool = ConnectionPool(
+                    self.url,
+                    min_size=1,
+                    max_size=POOL_SIZE,
+                    kwargs={"row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT},
+                    check=ConnectionPool.check_connection,
+                    reconnect_timeout=0,  # keep trying: the database comes back
+                    open=False,
+                    name="relay-spool",
+                )
+                self._pool.open(wait=False)
+                self._pool_pid = os.getpid()
+                self._schema_ready = False
+            return self._pool
+
+    def _pool_timeout(
+        self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]], waited: float
+    ) -> SpoolError:
+        stats = pool.get_stats()
+        if stats.get("pool_size", 0) >= POOL_SIZE and stats.get("connections_errors", 0) == 0:
+            self.on_lock_wait(waited)
+            return SpoolBusy(f"every connection to the spool {self.path} stayed busy")
+        return SpoolError(f"the database {self.path} cannot be reached")
+
+    def _ensure_schema(self, connection: psycopg.Connection[dict[str, Any]]) -> None:
+        if self._schema_ready:
+            return
+        with connection.transaction(), connection.cursor() as cursor:
+            if self._for_service:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                cursor.execute("CREATE TABLE IF NOT EXISTS relay_schema (version INTEGER NOT NULL)")
+            row = cursor.execute("SELECT to_regclass('relay_schema') AS found").fetchone()
+            if row is None or row["found"] is None:
+                raise SpoolMissing(f"there is no relay spool in the database {self.path}")
+            found = cursor.execute("SELECT version FROM relay_schema").fetchone()
+            version = int(found["version"]) if found is not None else 0
+            if version > SCHEMA_VERSION:
+                raise SpoolError(
+                    f"the spool {self.path} is from a newer relay (schema {version}); "
+                    "upgrade this relay"
+                )
+            if version < SCHEMA_VERSION:
+                if not self._for_service:
+                    raise SpoolOutdated(
+                        f"the spool {self.path} is from an older relay: start the relay once "
+                        "to upgrade it"
+                    )
+                for step in range(version + 1, SCHEMA_VERSION + 1):
+                    for statement in STEPS[step]:
+                        cursor.execute(statement)
+                cursor.execute("DELETE FROM relay_schema")
+                cursor.execute("INSERT INTO relay_schema VALUES (%s)", (SCHEMA_VERSION,))
+                log.info("the spool %s is at schema %d", self.path, SCHEMA_VERSION)
+        self._schema_ready = True
+
+
+class _Listener:
+    """One connection that LISTENs, on a thread of its own; reconnects until stopped."""
+
+    def __init__(self, url: str, on_news: Callable[[], None]) -> None:
+        self._url = url
+        self._on_news = on_news
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="relay-spool-listener", daemon=True)
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(LISTEN_SLICE + CONNECT_TIMEOUT + 1)
+
+    def _run(self) -> None:
+        pause = 0.5
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(
+                    self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT
+                ) as connection:
+                    connection.execute(f"LISTEN {CHANNEL}")
+                    pause = 0.5
+                    self._on_news()  # anything queued while not listening
+                    while not self._stop.is_set():
+                        if any(True for _ in connection.notifies(timeout=LISTEN_SLICE)):
+                            self._on_news()
+            except psycopg.Error:
+                # The poll goes on meanwhile; the next connection catches up.
+                self._stop.wait(pause)
+                pause = min(pause * 2, 5.0)
+
+
+def _said(exc: psycopg.Error) -> str:
+    """What PostgreSQL (or the connection) said, in one line."""
+    text = " ".join(str(exc).split())
+    return text[:300] or type(exc).__name__

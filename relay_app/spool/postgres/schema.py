@@ -1,0 +1,77 @@
+"""The PostgreSQL spool's schema, and the steps that bring an older database up to it.
+
+The same data as the SQLite spool's (spool/schema.py), shared by every relay pointed at the
+database. Times are Unix seconds on the database's clock. Each chat has a row (`chats`) that a
+relay locks to take the chat's turn, and the bot one (`bot`) for its overall limit, always in
+that order, so the whole fleet keeps Telegram's limits together without deadlocks.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+# Any fixed number: every relay takes this advisory lock to create or upgrade the schema, so
+# three replicas starting at once on an empty database do it one after another.
+SCHEMA_LOCK = 0x72656C6179  # "relay"
+
+STEPS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE alerts (
+    id BIGSERIAL PRIMARY KEY,       -- never reused, so an id in a log stays unambiguous
+    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'dead')),
+    chat TEXT NOT NULL,
+    thread BIGINT,
+    lane TEXT NOT NULL,
+    received_at DOUBLE PRECISION NOT NULL,
+    retry_from DOUBLE PRECISION NOT NULL,
+    html TEXT NOT NULL,
+    text TEXT NOT NULL,
+    fallback TEXT NOT NULL,
+    entry_html TEXT,
+    entry_text TEXT,
+    brief_html TEXT,
+    brief_text TEXT,
+    heading_html TEXT,
+    heading_text TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    unsure_attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at DOUBLE PRECISION NOT NULL,
+    scheduled_at DOUBLE PRECISION NOT NULL,
+    after_failure BOOLEAN NOT NULL DEFAULT FALSE,
+    second_chance BOOLEAN NOT NULL DEFAULT FALSE,
+    last_error TEXT,
+    dead_at DOUBLE PRECISION,
+    dead_kind TEXT
+)""",
+        "CREATE INDEX alerts_in_lane ON alerts (lane, state, id)",
+        "CREATE INDEX alerts_by_state ON alerts (state, id)",
+        "CREATE INDEX alerts_by_chat ON alerts (chat, state, after_failure)",
+        """CREATE TABLE lanes (
+    lane TEXT PRIMARY KEY,
+    chat TEXT NOT NULL,
+    thread BIGINT,
+    holder TEXT,
+    token TEXT,
+    until DOUBLE PRECISION
+)""",
+        """CREATE TABLE chats (
+    chat TEXT PRIMARY KEY,
+    paused_until DOUBLE PRECISION,
+    paused_at DOUBLE PRECISION
+)""",
+        "CREATE TABLE bot (id INTEGER PRIMARY KEY CHECK (id = 1))",
+        "INSERT INTO bot VALUES (1)",
+        "CREATE TABLE sends (chat TEXT NOT NULL, at DOUBLE PRECISION NOT NULL)",
+        "CREATE INDEX sends_by_chat ON sends (chat, at)",
+        "CREATE INDEX sends_by_time ON sends (at)",
+        """CREATE TABLE telegram_health (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    state TEXT NOT NULL,
+    next_probe_at DOUBLE PRECISION NOT NULL,
+    decided_at DOUBLE PRECISION NOT NULL,
+    prober TEXT NOT NULL,
+    probe_until DOUBLE PRECISION NOT NULL
+)""",
+        "INSERT INTO telegram_health VALUES (1, 'up', 0, 0, '', 0)",
+    ],
+}

@@ -1,0 +1,116 @@
+"""A real PostgreSQL server for the tests: `initdb` in a temporary directory, `pg_ctl` on a free
+port of 127.0.0.1, a fresh database per test. Debian's `postgresql` package provides the
+programs (.ci/run installs it when `pg_ctl` is missing). As root, the server runs as the
+`postgres` user, since PostgreSQL refuses to run as root."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import psycopg
+
+PASSWORD = "pg-test-password-never-logged"  # a throwaway test server's
+USER = "relay"
+_databases = itertools.count(1)
+
+
+def _programs() -> Path | None:
+    found = shutil.which("pg_ctl")
+    if found is not None:
+        return Path(found).resolve().parent
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+    return versions[-1].parent if versions else None
+
+
+def available() -> bool:
+    return _programs() is not None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class PostgresServer:
+    def __init__(self) -> None:
+        bin_dir = _programs()
+        if bin_dir is None:
+            raise RuntimeError("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+        self._bin = bin_dir
+        self.port = _free_port()
+        self._root = Path(tempfile.mkdtemp(prefix="relay-pg-"))
+        self.data = self._root / "data"
+        self.socket_dir = self._root / "sockets"
+        self.socket_dir.mkdir()
+        self.log = self._root / "server.log"
+        self._as_user: list[str] = []
+        if os.geteuid() == 0:
+            shutil.chown(self._root, "postgres", "postgres")
+            shutil.chown(self.socket_dir, "postgres", "postgres")
+            self._as_user = ["runuser", "-u", "postgres", "--"]
+        password_file = self._root / "password"
+        password_file.write_text(PASSWORD + "\n")
+        if self._as_user:
+            shutil.chown(password_file, "postgres", "postgres")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            USER,
+            "--auth=scram-sha-256",
+            f"--pwfile={password_file}",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        )
+        with (self.data / "postgresql.conf").open("a") as conf:
+            conf.write(
+                f"port = {self.port}\nlisten_addresses = '127.0.0.1'\n"
+                f"unix_socket_directories = '{self.socket_dir}'\n"
+                "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+                "max_connections = 200\n"
+            )
+        self.start()
+
+    def _run(self, program: str, *args: str) -> None:
+        subprocess.run(
+            [*self._as_user, str(self._bin / program), *args],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+
+    def start(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "30", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "30", "stop")
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """A fresh, empty database; its URL."""
+        name = f"relay_test_{os.getpid()}_{next(_databases)}"
+        with psycopg.connect(self.url(), autocommit=True) as connection:
+            connection.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def close(self) -> None:
+        with contextlib.suppress(subprocess.SubprocessError):
+            self.stop("immediate")
+        shutil.rmtree(self._root, ignore_errors=True)
