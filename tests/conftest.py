@@ -22,6 +22,7 @@ from relay_app.formatting import Message
 from relay_app.outcomes import Dead
 from relay_app.routing import Destination
 from relay_app.spool import Admission, Database, Holder, Queue, SqliteQueue, this_process
+from relay_app.spool.postgres import PgDatabase, PgQueue
 from relay_app.spool.queue import bury
 from tests import postgres
 from tests.postgres import PostgresServer
@@ -158,7 +159,7 @@ def _pending(dispatcher: Dispatcher) -> int:
 
 
 def put_in_spool(
-    spool_path: str,
+    spool: str,
     message: Message,
     destination: Destination = DESTINATION,
     *,
@@ -166,8 +167,11 @@ def put_in_spool(
     dead_because: str | None = None,
 ) -> int:
     """An alert in the spool as a relay leaves it: waiting (Telegram was failing), or a dead
-    letter refused with `dead_because` as its last error. Returns its id."""
-    queue = SqliteQueue(Database(spool_path))
+    letter refused with `dead_because` as its last error. `spool` is the SQLite file's path or
+    the PostgreSQL URL. Returns its id."""
+    if spool.startswith(("postgresql://", "postgres://")):
+        return _put_in_database(spool, message, destination, received_at, dead_because)
+    queue = SqliteQueue(Database(spool))
     alert = admit_to(queue, message, destination, now=received_at, telegram_up=False).alert
     assert alert.id is not None
     if dead_because is not None:
@@ -177,6 +181,32 @@ def put_in_spool(
         )
     queue.database.close()
     return alert.id
+
+
+def _put_in_database(
+    url: str,
+    message: Message,
+    destination: Destination,
+    received_at: float,
+    dead_because: str | None,
+) -> int:
+    # The caller's clock as the database's, so the alert is received when the test says.
+    queue = PgQueue(PgDatabase(url, clock_source="caller"))
+    try:
+        alert = admit_to(queue, message, destination, now=received_at, telegram_up=False).alert
+        assert alert.id is not None
+        if dead_because is not None:
+            queue.database.write(
+                lambda cursor, at: cursor.execute(
+                    "UPDATE alerts SET state = 'dead', dead_at = %s, dead_kind = 'refused',"
+                    " last_error = %s WHERE id = %s",
+                    (received_at, dead_because, alert.id),
+                ),
+                now=received_at,
+            )
+        return alert.id
+    finally:
+        queue.database.close()
 
 
 def metric_samples(client: FlaskClient) -> Samples:

@@ -14,10 +14,13 @@ from relay_app.cli import main
 from relay_app.formatting import format_alert, visible_length
 from relay_app.glitchtip import parse_alert
 from relay_app.selfcheck import TEST_MESSAGE
+from relay_app.spool.postgres import redacted_url
 from relay_app.spool.schema import STEPS
 from tests.conftest import put_in_spool
+from tests.e2e.relay_process import free_port
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 from tests.payloads import issue, issue_alert
+from tests.postgres import PASSWORD
 
 CHAT = "-1001234567890"
 OTHER_CHAT = "-1009876543210"
@@ -244,6 +247,33 @@ def test_a_spool_from_an_older_relay_passes_since_the_relay_upgrades_it(
     assert line_for(lines, "spool") == (
         f"ok    spool: {spool_path}: the relay upgrades it when it next starts"
     )
+
+
+def test_the_spool_check_asks_a_postgresql_spool(fake: FakeTelegram, pg_url: str) -> None:
+    environ = environment(fake, "", RELAY_SPOOL_URL=pg_url)
+    del environ["RELAY_SPOOL_PATH"]
+    shown = redacted_url(pg_url)
+    code, lines = check(environ)
+    assert code == 0
+    assert line_for(lines, "spool") == (
+        f"ok    spool: {shown}: no spool yet; the relay creates it when it starts"
+    )
+    put_in_spool(pg_url, format_alert(parse_alert(issue_alert(issue(1)))), received_at=0)
+    code, lines = check(environ)
+    assert line_for(lines, "spool") == f"ok    spool: {shown}: 1 pending, 0 dead"
+    assert not any(PASSWORD in line for line in lines)
+
+
+def test_an_unreachable_database_fails_the_spool_check_with_a_hint(fake: FakeTelegram) -> None:
+    url = f"postgresql://relay:{PASSWORD}@127.0.0.1:{free_port()}/relay"
+    environ = environment(fake, "", RELAY_SPOOL_URL=url)
+    del environ["RELAY_SPOOL_PATH"]
+    code, lines = check(environ)
+    assert code == 1
+    line = line_for(lines, "spool")
+    assert line.startswith(f"FAIL  spool: the database {redacted_url(url)} cannot be reached")
+    assert "check RELAY_SPOOL_URL" in line
+    assert not any(PASSWORD in line for line in lines)
 
 
 def test_a_spool_that_cannot_be_read_fails(fake: FakeTelegram, spool_path: str) -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import io
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -9,37 +10,52 @@ import pytest
 from relay_app.cli import main, parse_duration
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
-from relay_app.spool import Database, SpoolAdmin
+from relay_app.spool import Admin, Database, SpoolAdmin
+from relay_app.spool.postgres import PgDatabase, PgSpoolAdmin, redacted_url
 from tests.conftest import CHAT_ID, put_in_spool
 from tests.payloads import issue, issue_alert, uptime_alert
+from tests.postgres import PASSWORD
 
 
-def run(spool_path: str, *argv: str) -> tuple[int, str, str]:
+def run(spool: Admin | str, *argv: str) -> tuple[int, str, str]:
+    """relay-app with the environment that names `spool`: a path, or a spool's admin."""
+    if isinstance(spool, PgSpoolAdmin):
+        environ = {"RELAY_SPOOL_URL": spool.database.url}
+    else:
+        environ = {"RELAY_SPOOL_PATH": spool if isinstance(spool, str) else spool.path}
     out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), environ={"RELAY_SPOOL_PATH": spool_path}, out=out, err=err)
+    code = main(list(argv), environ=environ, out=out, err=err)
     return code, out.getvalue(), err.getvalue()
 
 
-@pytest.fixture
-def spool(spool_path: str) -> SpoolAdmin:
-    """One pending alert (#1) and two dead ones (#2 received a day ago, #3 now)."""
+@pytest.fixture(params=["sqlite", "postgres"])
+def spool(request: pytest.FixtureRequest, spool_path: str) -> Iterator[Admin]:
+    """One pending alert (#1) and two dead ones (#2 received a day ago, #3 now), in the spool
+    file or in PostgreSQL."""
+    where = spool_path if request.param == "sqlite" else request.getfixturevalue("pg_url")
     now = time.time()
-    put_in_spool(spool_path, format_alert(parse_alert(issue_alert(issue(1)))), received_at=now)
+    put_in_spool(where, format_alert(parse_alert(issue_alert(issue(1)))), received_at=now)
     for received_at, payload in (
         (now - 86400, issue_alert(issue(2, title="Old <dead> alert"))),
         (now, uptime_alert(down=True, name="Checkout API")),
     ):
         put_in_spool(
-            spool_path,
+            where,
             format_alert(parse_alert(payload)),
             received_at=received_at,
             dead_because="Telegram refused the message (403): Forbidden: bot was kicked",
         )
-    return SpoolAdmin(Database(spool_path, for_service=False))
+    admin: Admin
+    if request.param == "sqlite":
+        admin = SpoolAdmin(Database(spool_path, for_service=False))
+    else:
+        admin = PgSpoolAdmin(PgDatabase(where, for_service=False))
+    yield admin
+    admin.close()
 
 
-def test_list_shows_pending_alerts_by_default(spool: SpoolAdmin) -> None:
-    code, out, _ = run(spool.path, "spool", "list")
+def test_list_shows_pending_alerts_by_default(spool: Admin) -> None:
+    code, out, _ = run(spool, "spool", "list")
     assert code == 0
     header, first, blank, summary = out.splitlines()
     assert header.split()[:3] == ["ID", "RECEIVED", "(UTC)"]
@@ -50,8 +66,8 @@ def test_list_shows_pending_alerts_by_default(spool: SpoolAdmin) -> None:
     assert summary == f"1 pending, 2 dead in {spool.path}"
 
 
-def test_list_dead_shows_the_last_error(spool: SpoolAdmin) -> None:
-    code, out, _ = run(spool.path, "spool", "list", "--dead")
+def test_list_dead_shows_the_last_error(spool: Admin) -> None:
+    code, out, _ = run(spool, "spool", "list", "--dead")
     assert code == 0
     lines = out.splitlines()
     assert "DIED (UTC)" in lines[0]
@@ -62,8 +78,8 @@ def test_list_dead_shows_the_last_error(spool: SpoolAdmin) -> None:
     assert "🔴 DOWN · Checkout API" in lines[2]
 
 
-def test_retry_makes_dead_alerts_pending_again(spool: SpoolAdmin) -> None:
-    code, out, err = run(spool.path, "spool", "retry", "2", "#1")
+def test_retry_makes_dead_alerts_pending_again(spool: Admin) -> None:
+    code, out, err = run(spool, "spool", "retry", "2", "#1")
     assert (code, err) == (0, "")
     assert "#2: pending again" in out
     assert "#1: already pending; left as it is" in out
@@ -71,26 +87,26 @@ def test_retry_makes_dead_alerts_pending_again(spool: SpoolAdmin) -> None:
     assert spool.alerts("pending")[1].attempts == 0  # a fresh start, horizon included
 
 
-def test_retry_of_an_unknown_id_fails_and_says_which(spool: SpoolAdmin) -> None:
-    code, out, err = run(spool.path, "spool", "retry", "3", "42")
+def test_retry_of_an_unknown_id_fails_and_says_which(spool: Admin) -> None:
+    code, out, err = run(spool, "spool", "retry", "3", "42")
     assert code == 1
     assert "#3: pending again" in out
     assert err == f"relay-app: error: no such alert in {spool.path}: #42\n"
 
 
-def test_retry_all_dead(spool: SpoolAdmin) -> None:
-    code, out, _ = run(spool.path, "spool", "retry", "--all-dead")
+def test_retry_all_dead(spool: Admin) -> None:
+    code, out, _ = run(spool, "spool", "retry", "--all-dead")
     assert code == 0
     assert out.startswith("2 dead alert(s) are pending again.")
     assert spool.counts() == {"pending": 3, "dead": 0}
 
 
-def test_purge_deletes_only_dead_alerts_older_than_asked(spool: SpoolAdmin) -> None:
-    code, out, _ = run(spool.path, "spool", "purge", "--dead", "--older-than", "12h")
+def test_purge_deletes_only_dead_alerts_older_than_asked(spool: Admin) -> None:
+    code, out, _ = run(spool, "spool", "purge", "--dead", "--older-than", "12h")
     assert code == 0
     assert out.startswith("Deleted 1 dead alert(s) received before ")
     assert [a.id for a in spool.alerts("dead")] == [3]
-    run(spool.path, "spool", "purge", "--dead", "--older-than", "0")
+    run(spool, "spool", "purge", "--dead", "--older-than", "0")
     assert spool.counts() == {"pending": 1, "dead": 0}
 
 
@@ -107,9 +123,9 @@ def test_purge_deletes_only_dead_alerts_older_than_asked(spool: SpoolAdmin) -> N
     ],
 )
 def test_wrong_usage_exits_2(
-    spool: SpoolAdmin, argv: list[str], capsys: pytest.CaptureFixture[str]
+    spool: Admin, argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run(spool.path, *argv)[0] == 2
+    assert run(spool, *argv)[0] == 2
     assert "usage: relay-app" in capsys.readouterr().err
 
 
@@ -146,3 +162,13 @@ def test_a_switched_off_spool_is_a_configuration_error() -> None:
 )
 def test_durations(raw: str, seconds: float) -> None:
     assert parse_duration(raw) == seconds
+
+
+def test_a_database_without_a_spool_says_so_and_never_shows_the_password(pg_url: str) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["spool", "list"], environ={"RELAY_SPOOL_URL": pg_url}, out=out, err=err)
+    assert code == 1
+    shown = redacted_url(pg_url)
+    assert err.getvalue() == f"relay-app: error: there is no relay spool in the database {shown}\n"
+    assert ":***@" in shown
+    assert PASSWORD not in out.getvalue() + err.getvalue()

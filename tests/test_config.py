@@ -119,6 +119,8 @@ def test_the_spool_can_be_switched_off() -> None:
         ("RELAY_BIND", "8780", "not HOST:PORT"),
         ("RELAY_BIND", "0.0.0.0:99999", "up to 65535"),
         ("RELAY_ADMIN_BIND", "127.0.0.1:0", "needs a fixed port"),
+        ("RELAY_SPOOL_URL", "mysql://u:p@db/relay", "is not a PostgreSQL URL"),
+        ("RELAY_SPOOL_URL", "postgresql://u:p@db:5432", "names no database"),
         ("RELAY_ADMIN_BIND", "localhost", "not HOST:PORT"),
         ("RELAY_ADMIN_BIND", "0.0.0.0:8780", "uses the webhook listener's port"),
     ],
@@ -190,3 +192,23 @@ def test_the_admin_listener_must_differ_from_the_webhook_listener_given_in_relay
     assert raised.value.variables == ["RELAY_ADMIN_BIND"]
     settings = Settings.from_env(env(RELAY_BIND="0.0.0.0:9000", RELAY_ADMIN_BIND="[::1]:9187"))
     assert settings.admin_port == 9187
+
+
+def test_a_postgresql_url_replaces_the_spool_file_and_never_shows_its_password() -> None:
+    url = "postgresql://relay:s3cret-pw@db.internal:5432/relay"
+    settings = Settings.from_env(env(RELAY_SPOOL_URL=url))
+    assert (settings.spool_url, settings.spool_path) == (url, None)
+    assert "s3cret-pw" not in repr(settings)
+    other = Settings.from_env(env(RELAY_SPOOL_URL="postgres://relay:pw@db/relay"))
+    assert other.spool_url == "postgres://relay:pw@db/relay"
+
+
+def test_a_spool_url_and_a_spool_path_together_are_refused_without_showing_the_url() -> None:
+    url = "postgresql://relay:s3cret-pw@db.internal:5432/relay"
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(env(RELAY_SPOOL_URL=url, RELAY_SPOOL_PATH="/data/spool.sqlite3"))
+    assert raised.value.variables == ["RELAY_SPOOL_URL"]
+    assert "both set" in str(raised.value)
+    with pytest.raises(ConfigError) as bad:
+        Settings.from_env(env(RELAY_SPOOL_URL="mysql://relay:s3cret-pw@db/relay"))
+    assert "s3cret-pw" not in str(bad.value)

@@ -44,7 +44,14 @@ LOCK_WAIT = 5.0
 # request, so a few serve 32 request threads; three replicas of two workers stay well inside
 # PostgreSQL's default 100 connections.
 POOL_SIZE = 8
-CONNECT_TIMEOUT = 3
+CONNECT_TIMEOUT = 2
+# How long a unit of work waits for one of the pool's connections before asking whether the
+# database can be reached at all: a webhook must learn it cannot with time left to attempt
+# its alert, so it is tried at once and kept in memory.
+CONNECTION_WAIT = 1.0
+# After the database could not be reached, units of work fail at once for this long, rather
+# than each waiting to learn it again; then the next one tries it again.
+UNREACHABLE_FOR = 1.0
 # The channel a relay notifies when it queues work, so the others need not wait to poll.
 CHANNEL = "relay_queue"
 # How long the listener waits for a notification before looking at its stop event.
@@ -99,6 +106,8 @@ class PgDatabase:
         self._pool_pid = 0
         self._schema_ready = False
         self._listener: _Listener | None = None
+        self._unreachable_until = 0.0
+        self._problem: str | None = None
         self.on_lock_wait: Callable[[float], None] = lambda seconds: None
 
     @property
@@ -122,8 +131,29 @@ class PgDatabase:
         if remaining <= 0:
             raise SpoolBusy(f"no time was left to reach the spool {self.path}")
         pool = self._ready_pool()
+        if time.monotonic() < self._unreachable_until:
+            raise SpoolError(f"the database {self.path} cannot be reached")
         try:
-            with pool.connection(timeout=remaining) as connection:
+            result = self._work(pool, work, now, deadline, started)
+        except SpoolBusy:
+            raise
+        except SpoolError as exc:
+            self._became_unusable(str(exc))
+            raise
+        self._usable_again()
+        return result
+
+    def _work(
+        self,
+        pool: ConnectionPool[psycopg.Connection[dict[str, Any]]],
+        work: Callable[[Cursor, Now], T],
+        now: float | None,
+        deadline: float,
+        started: float,
+    ) -> T:
+        remaining = deadline - time.monotonic()
+        try:
+            with pool.connection(timeout=min(remaining, CONNECTION_WAIT)) as connection:
                 self._ensure_schema(connection)
                 with connection.transaction(), connection.cursor() as cursor:
                     budget_ms = max(1, int((deadline - time.monotonic()) * 1000))
@@ -132,7 +162,13 @@ class PgDatabase:
                     moment = self._now(cursor, time.time() if now is None else now)
                     return work(cursor, moment)
         except PoolTimeout:
-            raise self._pool_timeout(pool, remaining) from None
+            if not self._reachable():
+                self._unreachable_until = time.monotonic() + UNREACHABLE_FOR
+                raise SpoolError(f"the database {self.path} cannot be reached") from None
+            if time.monotonic() < deadline:
+                return self._work(pool, work, now, deadline, started)  # busy: wait on
+            self.on_lock_wait(time.monotonic() - started)
+            raise SpoolBusy(f"every connection to the spool {self.path} stayed busy") from None
         except (pg_errors.LockNotAvailable, pg_errors.QueryCanceled, pg_errors.DeadlockDetected):
             self.on_lock_wait(time.monotonic() - started)
             raise SpoolBusy(
@@ -208,14 +244,30 @@ class PgDatabase:
                 self._schema_ready = False
             return self._pool
 
-    def _pool_timeout(
-        self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]], waited: float
-    ) -> SpoolError:
-        stats = pool.get_stats()
-        if stats.get("pool_size", 0) >= POOL_SIZE and stats.get("connections_errors", 0) == 0:
-            self.on_lock_wait(waited)
-            return SpoolBusy(f"every connection to the spool {self.path} stayed busy")
-        return SpoolError(f"the database {self.path} cannot be reached")
+    def _became_unusable(self, reason: str) -> None:
+        if self._problem is None and self._for_service:
+            log.error(
+                "DURABILITY LOST: the spool %s cannot be used: %s. Alerts are still delivered, "
+                "but a failed one is retried from memory only and is lost if this process "
+                "stops. GET /readyz answers 503 until the database works again.",
+                self.path,
+                reason,
+            )
+        self._problem = reason
+
+    def _usable_again(self) -> None:
+        if self._problem is not None and self._for_service:
+            log.warning("the spool %s works again: new alerts are kept in it", self.path)
+        self._problem = None
+
+    def _reachable(self) -> bool:
+        """Whether the database takes a connection now: tells a pool that is busy from one
+        that cannot connect."""
+        try:
+            with psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT):
+                return True
+        except psycopg.Error:
+            return False
 
     def _ensure_schema(self, connection: psycopg.Connection[dict[str, Any]]) -> None:
         if self._schema_ready:

@@ -1,0 +1,110 @@
+"""The relay with its spool in PostgreSQL (RELAY_SPOOL_URL), through its app: alerts kept in
+the database, seen by every relay on it, reported by /metrics and /readyz, and a database that
+cannot be reached costing durability, never an alert. The queue's own contract runs on
+PostgreSQL in test_queue.py; several real relays in tests/e2e/test_fleet.py."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+import requests
+import responses
+from flask import Flask
+
+from relay_app import create_app, relay_of
+from relay_app.config import Settings
+from relay_app.spool import State
+from relay_app.spool.postgres import PgDatabase, PgSpoolAdmin, redacted_url
+from tests.conftest import OK, SEND_URL, WEBHOOK, metric_samples
+from tests.e2e.relay_process import free_port
+from tests.payloads import issue, issue_alert
+from tests.postgres import PASSWORD
+from tests.prometheus import value
+
+
+def stop(app: Flask) -> None:
+    relay = relay_of(app)
+    assert relay is not None
+    relay.dispatcher.shutdown()
+    if relay.spool is not None:
+        relay.spool.database.close()
+
+
+@pytest.fixture
+def pg_settings(settings: Settings, pg_url: str) -> Settings:
+    return replace(settings, spool_path=None, spool_url=pg_url)
+
+
+@pytest.fixture
+def pg_app(pg_settings: Settings) -> Iterator[Flask]:
+    app = create_app(pg_settings)
+    yield app
+    stop(app)
+
+
+def database_counts(url: str) -> dict[State, int]:
+    admin = PgSpoolAdmin(PgDatabase(url, for_service=False))
+    try:
+        return admin.counts()
+    finally:
+        admin.close()
+
+
+def test_a_webhook_is_delivered_and_leaves_nothing_in_the_database(
+    pg_app: Flask, pg_url: str, telegram: responses.RequestsMock
+) -> None:
+    telegram.post(SEND_URL, json=OK)
+    reply = pg_app.test_client().post(WEBHOOK, json=issue_alert(issue(1)))
+    assert (reply.status_code, reply.json) == (200, {"status": "sent"})
+    assert database_counts(pg_url) == {"pending": 0, "dead": 0}
+
+
+def test_an_alert_telegram_did_not_take_waits_in_the_database_for_every_relay(
+    pg_app: Flask, pg_settings: Settings, pg_url: str, telegram: responses.RequestsMock
+) -> None:
+    telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))
+    reply = pg_app.test_client().post(WEBHOOK, json=issue_alert(issue(1)))
+    assert reply.status_code == 502
+    assert reply.json is not None
+    assert (reply.json["status"], reply.json["alert"]) == ("queued", "#1")
+    assert database_counts(pg_url) == {"pending": 1, "dead": 0}
+    # Another relay on the same database reports it too.
+    other = create_app(pg_settings)
+    try:
+        samples = metric_samples(other.test_client())
+        assert value(samples, "relay_spool_alerts", state="pending") == 1
+        assert value(samples, "relay_spool_usable") == 1
+        assert other.test_client().get("/readyz").status_code == 200
+    finally:
+        stop(other)
+
+
+def test_an_unreachable_database_is_not_ready_yet_each_alert_is_still_tried_at_once(
+    settings: Settings, telegram: responses.RequestsMock, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"postgresql://relay:{PASSWORD}@127.0.0.1:{free_port()}/relay"
+    app = create_app(replace(settings, spool_path=None, spool_url=url))
+    try:
+        client = app.test_client()
+        ready = client.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.json == {
+            "status": "not ready",
+            "reason": f"spool unusable: the database {redacted_url(url)} cannot be reached",
+        }
+        telegram.post(SEND_URL, json=OK)
+        started = time.monotonic()
+        reply = client.post(WEBHOOK, json=issue_alert(issue(1)))
+        assert (reply.status_code, reply.json) == (200, {"status": "sent"})
+        assert time.monotonic() - started < 5  # well inside GlitchTip's 10 s
+        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert any(m.startswith("DURABILITY LOST: the spool ") for m in errors)
+        assert PASSWORD not in caplog.text
+        assert PASSWORD not in client.get("/metrics").get_data(as_text=True)
+        assert value(metric_samples(client), "relay_spool_usable") == 0
+    finally:
+        stop(app)
