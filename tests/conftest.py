@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -62,13 +63,22 @@ def spool_path(tmp_path: Path) -> str:
     return str(tmp_path / "spool.sqlite3")
 
 
+def required_tool(program: str, debian_package: str) -> str:
+    """The path of a program some tests need. Missing, those tests are skipped on a developer's
+    machine, and fail in CI (RELAY_CI=1), which installs every one (.ci/run)."""
+    found = shutil.which(program)
+    if found is None:
+        if os.environ.get("RELAY_CI") == "1":
+            pytest.fail(f"{program} is not installed; .ci/run installs Debian's {debian_package}")
+        pytest.skip(f"{program} is not installed (apt-get install {debian_package}); CI runs this")
+    return found
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """One real PostgreSQL server for the session (tests/postgres.py)."""
     if not postgres.available():
-        if os.environ.get("RELAY_REQUIRE_POSTGRES") == "1":
-            pytest.fail("PostgreSQL is not installed; CI installs Debian's postgresql package")
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql); CI runs this")
+        required_tool("pg_ctl", "postgresql")
     server = PostgresServer()
     yield server
     server.close()

@@ -6,17 +6,16 @@ must be one the relay's /metrics exports."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import required_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "deploy" / "prometheus-rules.yml"
@@ -28,12 +27,7 @@ GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": 
 
 
 def promtool() -> str:
-    found = shutil.which("promtool")
-    if found is None:
-        if os.environ.get("RELAY_REQUIRE_PROMTOOL") == "1":
-            pytest.fail("promtool is not installed; CI installs Debian's prometheus package")
-        pytest.skip("promtool is not installed (apt-get install prometheus); CI runs this")
-    return found
+    return required_tool("promtool", "prometheus")
 
 
 def run_promtool(*args: str) -> subprocess.CompletedProcess[str]:

@@ -25,17 +25,25 @@ def post(url: str, payload: dict[str, Any]) -> tuple[requests.Response, float]:
 
 
 def post_paced(
-    url: str, payloads: list[dict[str, Any]], *, seconds: float
+    url: str | list[str], payloads: list[dict[str, Any]], *, seconds: float
 ) -> list[tuple[requests.Response, float]]:
     """Post the payloads evenly over `seconds`, as GlitchTip's workers would in a storm; each
-    answer with how long it took."""
+    answer with how long it took. Several URLs take turns, as behind a round-robin load
+    balancer, which sends a webhook a replica refuses to the next one."""
     started = time.monotonic()
     gap = seconds / len(payloads)
+    urls = [url] if isinstance(url, str) else url
 
     def send(numbered: tuple[int, dict[str, Any]]) -> tuple[requests.Response, float]:
         number, payload = numbered
         time.sleep(max(0.0, started + number * gap - time.monotonic()))
-        return post(url, payload)
+        for turn in range(len(urls)):
+            try:
+                return post(urls[(number + turn) % len(urls)], payload)
+            except requests.ConnectionError:
+                if turn == len(urls) - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     with ThreadPoolExecutor(16) as pool:
         return list(pool.map(send, enumerate(payloads)))

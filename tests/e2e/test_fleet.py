@@ -1,0 +1,132 @@
+"""Several relays, one queue: three real `gunicorn wsgi:app` masters (two workers each) on one
+PostgreSQL database, behind a round-robin client, against the fake Telegram enforcing its
+per-chat limits (one message a second per chat, twenty a minute per group, 429 beyond).
+
+The fleet must keep the limits together, survive a replica's SIGKILL and the database's
+restart without losing an accepted alert, and agree on leases and turns however their clocks
+disagree (each replica's clock moved with libfaketime, from Debian's faketime package)."""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.conftest import required_tool
+from tests.e2e.helpers import delivered_titles, post_paced, titled, wait_until
+from tests.e2e.relay_process import RelayProcess, relay_env
+from tests.fake_telegram import FakeTelegram
+from tests.postgres import PostgresServer
+
+StartFleet = Callable[..., list[RelayProcess]]
+# The answers an accepted alert gets: sent, queued, or queued after its attempt failed.
+ACCEPTED = {200, 202, 502}
+
+
+@pytest.fixture
+def fleet(fake_telegram: FakeTelegram, pg_url: str, tmp_path: Path) -> Iterator[StartFleet]:
+    started: list[RelayProcess] = []
+
+    def start(count: int = 3, *, prefixes: list[list[str]] | None = None) -> list[RelayProcess]:
+        relays = []
+        for number in range(count):
+            env = relay_env(fake_telegram, RELAY_SPOOL_URL=pg_url, WEB_CONCURRENCY="2")
+            prefix = prefixes[number] if prefixes else None
+            relay = RelayProcess(env, tmp_path / f"replica-{number}.log", prefix=prefix)
+            started.append(relay)
+            relays.append(relay)
+        return [relay.wait_ready() for relay in relays]
+
+    yield start
+    for relay in started:
+        relay.stop()
+        assert "pg-test-password" not in relay.logs()
+
+
+def each_once(fake: FakeTelegram, titles: list[str]) -> collections.Counter[str]:
+    counts = collections.Counter(delivered_titles(fake))
+    assert sorted(counts) == sorted(titles), "lost or unexpected alerts"
+    return counts
+
+
+def accepted(answers: Sequence[tuple[requests.Response, float]], titles: list[str]) -> list[str]:
+    return [
+        title
+        for title, (reply, _) in zip(titles, answers, strict=True)
+        if reply.status_code in ACCEPTED
+    ]
+
+
+def test_three_relays_deliver_a_storm_once_within_telegrams_limits(
+    fleet: StartFleet, fake_telegram: FakeTelegram
+) -> None:
+    fake_telegram.limits = True
+    relays = fleet()
+    titles = [f"Fleet storm {n}" for n in range(200)]
+    started = time.monotonic()
+    answers = post_paced([r.webhook_url for r in relays], [titled(t) for t in titles], seconds=10)
+    assert accepted(answers, titles) == titles
+    assert max(took for _, took in answers) < 5
+    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 200, timeout=60)
+    assert time.monotonic() - started < 60
+    time.sleep(1.5)  # a duplicate would arrive in this time
+    assert max(each_once(fake_telegram, titles).values()) == 1
+    assert fake_telegram.too_many_requests() == []  # the fleet kept the limits together
+    assert len(fake_telegram.messages) <= 20
+
+
+def test_a_killed_replicas_alerts_are_delivered_by_the_others_none_twice(
+    fleet: StartFleet, fake_telegram: FakeTelegram
+) -> None:
+    relays = fleet()
+    # Telegram hangs for sendMessage (and posts nothing): every replica's attempts are in
+    # flight or waiting when one replica is killed.
+    fake_telegram.set("hang", methods={"sendMessage"})
+    titles = [f"Before the kill {n}" for n in range(30)]
+    answers = post_paced([r.webhook_url for r in relays], [titled(t) for t in titles], seconds=3)
+    assert accepted(answers, titles) == titles
+    relays[0].crash()  # SIGKILL, master and workers: no hook runs, nothing is given back
+    fake_telegram.set("ok")
+    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 30, timeout=60)
+    time.sleep(1.5)
+    assert max(each_once(fake_telegram, titles).values()) == 1
+
+
+def test_a_postgresql_restart_mid_stream_loses_no_accepted_alert(
+    fleet: StartFleet, fake_telegram: FakeTelegram, postgres_server: PostgresServer
+) -> None:
+    relays = fleet()
+    titles = [f"Through the restart {n}" for n in range(60)]
+    restart = threading.Timer(2.0, postgres_server.restart)
+    restart.start()
+    try:
+        answers = post_paced(
+            [r.webhook_url for r in relays], [titled(t) for t in titles], seconds=6
+        )
+    finally:
+        restart.join()
+    assert accepted(answers, titles) == titles
+    assert max(took for _, took in answers) < 9.5  # inside GlitchTip's 10 s, restart and all
+    assert wait_until(lambda: set(delivered_titles(fake_telegram)) >= set(titles), timeout=60)
+    each_once_or_more = collections.Counter(delivered_titles(fake_telegram))
+    assert set(each_once_or_more) == set(titles)
+
+
+def test_replicas_whose_clocks_differ_by_30_s_send_once_and_keep_the_pace(
+    fleet: StartFleet, fake_telegram: FakeTelegram
+) -> None:
+    fake_telegram.limits = True
+    faketime = required_tool("faketime", "faketime")
+    relays = fleet(prefixes=[[faketime, "-f", "+30s"], [faketime, "-f", "-30s"], []])
+    titles = [f"Skewed {n}" for n in range(90)]
+    answers = post_paced([r.webhook_url for r in relays], [titled(t) for t in titles], seconds=6)
+    assert accepted(answers, titles) == titles
+    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 90, timeout=60)
+    time.sleep(1.5)
+    assert max(each_once(fake_telegram, titles).values()) == 1
+    assert fake_telegram.too_many_requests() == []
