@@ -1,7 +1,7 @@
-"""The files an operator loads rather than reads: deploy/prometheus-rules.yml and
-deploy/grafana-dashboard.json. promtool (Debian's `prometheus` package; .ci/run installs it)
-checks the rules and their unit tests, and the dashboard's PromQL; every metric either names
-must be one the relay's /metrics exports."""
+"""The files an operator loads rather than reads: deploy/prometheus-rules.yml,
+deploy/grafana-dashboard.json and the compose files. promtool (Debian's `prometheus` package;
+.ci/run installs it) checks the rules and their unit tests, and the dashboard's PromQL; every
+metric either names must be one the relay's /metrics exports."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -121,9 +122,9 @@ def test_every_panel_queries_prometheus_through_the_imported_data_source() -> No
         assert panel["targets"], panel["title"]
 
 
-def test_the_compose_example_lists_every_variable_it_needs_in_its_header() -> None:
-    path = ROOT / "compose.example.yaml"
-    text = path.read_text()
+@pytest.mark.parametrize("name", ["compose.example.yaml", "deploy/compose.postgres.yaml"])
+def test_a_compose_file_lists_every_variable_it_needs_in_its_header(name: str) -> None:
+    text = (ROOT / name).read_text()
     required = set(re.findall(r"\$\{([A-Z_]+):\?", text))
     optional = set(re.findall(r"\$\{([A-Z_]+):-", text))
     assert {"GLITCHTIP_DOMAIN", "GLITCHTIP_SECRET_KEY", "TELEGRAM_BOT_TOKEN"} <= required
@@ -137,5 +138,14 @@ def test_the_compose_example_lists_every_variable_it_needs_in_its_header() -> No
     [port] = re.findall(r"RELAY_BIND=0\.0\.0\.0:(\d+)", dockerfile)
     assert f"http://relay:{port}/webhook/<RELAY_WEBHOOK_SECRET>" in header
     admin_port = relay["environment"]["RELAY_ADMIN_BIND"].rsplit(":", 1)[1]
-    assert f"http://relay:{admin_port}/metrics" in header
+    if relay.get("deploy", {}).get("replicas", 1) > 1:
+        # Every replica scraped, not whichever one the name resolves to.
+        assert f"dns_sd_configs: names [relay], type A, port {admin_port}" in header
+    else:
+        assert f"http://relay:{admin_port}/metrics" in header
     assert relay["stop_grace_period"] == "40s"
+    if "RELAY_SPOOL_URL" in relay["environment"]:
+        # Replicas share the database; the file spool's volume would be one replica's only.
+        assert relay["deploy"]["replicas"] >= 2
+        assert "volumes" not in relay
+        assert (ROOT / "deploy" / relay["build"] / "Dockerfile").exists()
