@@ -4,11 +4,13 @@ per-chat limits (one message a second per chat, twenty a minute per group, 429 b
 
 The fleet must keep the limits together, survive a replica's SIGKILL and the database's
 restart without losing an accepted alert, and agree on leases and turns however their clocks
-disagree (each replica's clock moved with libfaketime, from Debian's faketime package)."""
+disagree (each replica's clock moved with libfaketime, from Debian's faketime package). And as
+with the file spool, alerts accepted during an outage outlive every relay, killed or stopped."""
 
 from __future__ import annotations
 
 import collections
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from relay_app.spool.postgres import PgDatabase, PgSpoolAdmin
 from tests.conftest import required_tool
 from tests.e2e.helpers import delivered_titles, post_paced, titled, wait_until
 from tests.e2e.relay_process import RelayProcess, relay_env
@@ -130,3 +133,61 @@ def test_replicas_whose_clocks_differ_by_30_s_send_once_and_keep_the_pace(
     time.sleep(1.5)
     assert max(each_once(fake_telegram, titles).values()) == 1
     assert fake_telegram.too_many_requests() == []
+
+
+def pending_in(url: str) -> int:
+    admin = PgSpoolAdmin(PgDatabase(url, for_service=False))
+    try:
+        return admin.counts()["pending"]
+    finally:
+        admin.close()
+
+
+def free_lanes(url: str) -> bool:
+    database = PgDatabase(url, for_service=False)
+    try:
+        rows = database.read(
+            lambda cursor, now: cursor.execute("SELECT token FROM lanes").fetchall()
+        )
+    finally:
+        database.close()
+    return all(row["token"] is None for row in rows)
+
+
+def test_alerts_accepted_during_an_outage_survive_sigkill_of_every_relay(
+    fleet: StartFleet, fake_telegram: FakeTelegram, pg_url: str
+) -> None:
+    relays = fleet(2)
+    fake_telegram.stop()  # connections refused
+    titles = [f"Killed {n}" for n in range(40)]
+    answers = post_paced([r.webhook_url for r in relays], [titled(t) for t in titles], seconds=2)
+    assert {reply.json()["status"] for reply, _ in answers} == {"queued"}
+    assert pending_in(pg_url) == 40
+    for relay in relays:
+        relay.crash()
+    fake_telegram.start()
+    fleet(1)
+    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 40, timeout=30)
+    time.sleep(1)  # a duplicate would arrive in this time
+    assert max(each_once(fake_telegram, titles).values()) == 1
+    assert pending_in(pg_url) == 0
+
+
+def test_sigterm_during_an_outage_leaves_every_alert_free_for_the_next_relay(
+    fleet: StartFleet, fake_telegram: FakeTelegram, pg_url: str
+) -> None:
+    [relay] = fleet(1)
+    fake_telegram.stop()
+    titles = [f"Deployed {n}" for n in range(20)]
+    post_paced(relay.webhook_url, [titled(t) for t in titles], seconds=1)
+    assert wait_until(lambda: "Telegram is not answering" in relay.logs(), timeout=10)
+    assert relay.stop(signal.SIGTERM) == 0
+    assert pending_in(pg_url) == 20
+    assert free_lanes(pg_url)
+    fake_telegram.start()
+    started = time.monotonic()
+    fleet(1)
+    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 20, timeout=20)
+    assert time.monotonic() - started < 10  # no lease to wait out
+    time.sleep(0.5)
+    assert max(each_once(fake_telegram, titles).values()) == 1
