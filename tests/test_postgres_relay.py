@@ -6,6 +6,7 @@ PostgreSQL in test_queue.py; several real relays in tests/e2e/test_fleet.py."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -17,12 +18,16 @@ from flask import Flask
 
 from relay_app import create_app, relay_of
 from relay_app.config import Settings
+from relay_app.formatting import format_alert
+from relay_app.glitchtip import parse_alert
 from relay_app.spool import State
-from relay_app.spool.postgres import PgDatabase, PgSpoolAdmin, redacted_url
-from tests.conftest import OK, SEND_URL, WEBHOOK, metric_samples
+from relay_app.spool.postgres import PgDatabase, PgQueue, PgSpoolAdmin, redacted_url
+from relay_app.spool.postgres.schema import SCHEMA_VERSION
+from tests.conftest import OK, SEND_URL, WEBHOOK, admit_to, metric_samples
+from tests.e2e.helpers import wait_until
 from tests.e2e.relay_process import free_port
 from tests.payloads import issue, issue_alert
-from tests.postgres import PASSWORD
+from tests.postgres import PASSWORD, PostgresServer
 from tests.prometheus import value
 
 
@@ -108,3 +113,75 @@ def test_an_unreachable_database_is_not_ready_yet_each_alert_is_still_tried_at_o
         assert value(metric_samples(client), "relay_spool_usable") == 0
     finally:
         stop(app)
+
+
+def test_three_relays_starting_at_once_on_an_empty_database_all_come_up(pg_url: str) -> None:
+    databases = [PgDatabase(pg_url) for _ in range(3)]
+    barrier = threading.Barrier(3)
+    errors: list[BaseException] = []
+
+    def first_work(database: PgDatabase) -> None:
+        barrier.wait()
+        try:
+            database.write(lambda cursor, now: cursor.execute("SELECT count(*) FROM alerts"))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first_work, args=(d,)) for d in databases]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    try:
+        assert errors == []
+        versions = databases[0].read(
+            lambda cursor, now: cursor.execute("SELECT version FROM relay_schema").fetchall()
+        )
+        assert [row["version"] for row in versions] == [SCHEMA_VERSION]
+    finally:
+        for database in databases:
+            database.close()
+
+
+def test_queuing_work_wakes_the_other_relays_at_once(pg_url: str) -> None:
+    listening, queuing = PgQueue(PgDatabase(pg_url)), PgQueue(PgDatabase(pg_url))
+    woken = threading.Event()
+    try:
+        queuing.pending()  # the schema exists before anyone listens
+        listening.subscribe(woken.set)
+        assert woken.wait(5)  # told once when it starts listening: anything queued before
+        woken.clear()
+        admit_to(
+            queuing,
+            format_alert(parse_alert(issue_alert(issue(1)))),
+            now=time.time(),
+            telegram_up=False,
+        )
+        assert woken.wait(5)
+    finally:
+        listening.unsubscribe()
+        listening.database.close()
+        queuing.database.close()
+
+
+def test_the_relay_goes_back_to_the_database_when_it_returns_without_a_restart(
+    pg_app: Flask,
+    pg_url: str,
+    postgres_server: PostgresServer,
+    telegram: responses.RequestsMock,
+) -> None:
+    client = pg_app.test_client()
+    telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))
+    postgres_server.stop()
+    try:
+        assert client.get("/readyz").status_code == 503
+        reply = client.post(WEBHOOK, json=issue_alert(issue(1)))
+        assert reply.status_code == 502  # tried at once, kept in memory
+    finally:
+        postgres_server.start()
+    assert wait_until(lambda: client.get("/readyz").status_code == 200, timeout=10)
+    reply = client.post(WEBHOOK, json=issue_alert(issue(2)))
+    assert reply.status_code in (202, 502)
+    assert reply.json is not None
+    assert reply.json["alert"].startswith("#")  # a spool id: in the database again
+    assert database_counts(pg_url)["pending"] == 1
