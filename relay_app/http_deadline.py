@@ -1,4 +1,5 @@
-"""A hard wall-clock deadline for one HTTP exchange made with requests.
+"""A hard wall-clock deadline for one HTTP exchange made with requests (and, through
+`Deadline.watch`, for one unit of work on the PostgreSQL spool's connection).
 
 requests' timeouts bound each socket operation, not the exchange: a server that answers one
 byte every few seconds keeps a call alive indefinitely, and GlitchTip stops waiting for us after

@@ -18,11 +18,14 @@ from flask import Flask
 
 from relay_app import create_app, relay_of
 from relay_app.config import Settings
+from relay_app.errors import SpoolBusy, SpoolError
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
 from relay_app.spool import State
 from relay_app.spool.postgres import PgDatabase, PgQueue, PgSpoolAdmin, redacted_url
+from relay_app.spool.postgres.database import Cursor, Now
 from relay_app.spool.postgres.schema import SCHEMA_VERSION
+from tests.blackhole import Blackhole
 from tests.conftest import OK, SEND_URL, WEBHOOK, admit_to, metric_samples
 from tests.e2e.helpers import wait_until
 from tests.e2e.relay_process import free_port
@@ -185,3 +188,42 @@ def test_the_relay_goes_back_to_the_database_when_it_returns_without_a_restart(
     assert reply.json is not None
     assert reply.json["alert"].startswith("#")  # a spool id: in the database again
     assert database_counts(pg_url)["pending"] == 1
+
+
+def test_a_database_that_stops_answering_mid_transaction_costs_a_bounded_wait(
+    postgres_server: PostgresServer, pg_url: str
+) -> None:
+    database_name = pg_url.rsplit("/", 1)[1]
+    proxy = Blackhole(postgres_server.port)
+    url = f"postgresql://relay:{PASSWORD}@127.0.0.1:{proxy.port}/{database_name}"
+    database = PgDatabase(url)
+    try:
+        assert database.read(lambda cursor, now: 1) == 1  # through the proxy, answered
+
+        def partitioned(cursor: Cursor, now: Now) -> object:
+            proxy.freeze()  # the connection stays open; no answer ever comes
+            return cursor.execute("SELECT 1")
+
+        started = time.monotonic()
+        with pytest.raises(SpoolError, match="did not answer within") as raised:
+            database.write(partitioned, wait_until=time.monotonic() + 2.0)
+        assert time.monotonic() - started < 3.0  # its budget, and the server's grace
+        assert not isinstance(raised.value, SpoolBusy)
+        # A new unit of work meanwhile: the idle connections' check and a new connection are
+        # bounded too.
+        started = time.monotonic()
+        with pytest.raises(SpoolError, match="cannot be reached"):
+            database.write(lambda cursor, now: None, wait_until=time.monotonic() + 5.0)
+        assert time.monotonic() - started < 5.0
+        proxy.thaw()
+        assert wait_until(lambda: _answers(database), timeout=10)  # and back, no restart
+    finally:
+        proxy.close()
+        database.close()
+
+
+def _answers(database: PgDatabase) -> bool:
+    try:
+        return database.read(lambda cursor, now: True, wait_until=time.monotonic() + 2)
+    except SpoolError:
+        return False

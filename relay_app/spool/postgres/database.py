@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -30,6 +32,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
+from ...http_deadline import Deadline
 from ...logs import register_secret
 from .schema import SCHEMA_LOCK, SCHEMA_VERSION, STEPS
 
@@ -45,6 +48,11 @@ LOCK_WAIT = 5.0
 # PostgreSQL's default 100 connections.
 POOL_SIZE = 8
 CONNECT_TIMEOUT = 2
+# How long the pool's check of an idle connection may take before it is given up as broken.
+CHECK_TIMEOUT = 1.0
+# Past a unit of work's budget, how long PostgreSQL's own statement_timeout has to end it
+# before the socket is shut down under it.
+SERVER_TIMEOUT_GRACE = 0.5
 # How long a unit of work waits for one of the pool's connections before asking whether the
 # database can be reached at all: a webhook must learn it cannot with time left to attempt
 # its alert, so it is tried at once and kept in memory.
@@ -152,15 +160,24 @@ class PgDatabase:
         started: float,
     ) -> T:
         remaining = deadline - time.monotonic()
+        watchdog: Deadline | None = None
         try:
             with pool.connection(timeout=min(remaining, CONNECTION_WAIT)) as connection:
-                self._ensure_schema(connection)
-                with connection.transaction(), connection.cursor() as cursor:
-                    budget_ms = max(1, int((deadline - time.monotonic()) * 1000))
-                    cursor.execute(f"SET LOCAL statement_timeout = {budget_ms}")
-                    cursor.execute(f"SET LOCAL lock_timeout = {budget_ms}")
-                    moment = self._now(cursor, time.time() if now is None else now)
-                    return work(cursor, moment)
+                # PostgreSQL's statement_timeout ends a slow statement cleanly; a server that
+                # vanished (a partition, a dead host) cannot, so the watchdog shuts the socket
+                # down a little later and the blocked read fails at once.
+                budget = max(0.001, deadline - time.monotonic())
+                with (
+                    Deadline(budget + SERVER_TIMEOUT_GRACE) as watchdog,
+                    _watched(connection, watchdog),
+                ):
+                    self._ensure_schema(connection)
+                    with connection.transaction(), connection.cursor() as cursor:
+                        budget_ms = max(1, int((deadline - time.monotonic()) * 1000))
+                        cursor.execute(f"SET LOCAL statement_timeout = {budget_ms}")
+                        cursor.execute(f"SET LOCAL lock_timeout = {budget_ms}")
+                        moment = self._now(cursor, time.time() if now is None else now)
+                        return work(cursor, moment)
         except PoolTimeout:
             if not self._reachable():
                 self._unreachable_until = time.monotonic() + UNREACHABLE_FOR
@@ -175,6 +192,12 @@ class PgDatabase:
                 f"the spool {self.path} stayed locked for {time.monotonic() - started:.1f} s"
             ) from None
         except psycopg.Error as exc:
+            if watchdog is not None and watchdog.expired:
+                self._unreachable_until = time.monotonic() + UNREACHABLE_FOR
+                raise SpoolError(
+                    f"the database {self.path} did not answer within "
+                    f"{time.monotonic() - started:.1f} s"
+                ) from None
             raise SpoolError(f"the spool {self.path} failed: {_said(exc)}") from None
 
     read = write
@@ -234,8 +257,7 @@ class PgDatabase:
                     min_size=1,
                     max_size=POOL_SIZE,
                     kwargs={"row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT},
-                    check=ConnectionPool.check_connection,
-                    reconnect_timeout=0,  # keep trying: the database comes back
+                    check=_check_connection,
                     open=False,
                     name="relay-spool",
                 )
@@ -336,6 +358,25 @@ class _Listener:
                 # The poll goes on meanwhile; the next connection catches up.
                 self._stop.wait(pause)
                 pause = min(pause * 2, 5.0)
+
+
+def _check_connection(connection: psycopg.Connection[Any]) -> None:
+    """The pool's check before handing out a connection (one a restart broke is replaced), with
+    a deadline: the check's own query would wait forever on a server that vanished."""
+    with Deadline(CHECK_TIMEOUT) as deadline, _watched(connection, deadline):
+        ConnectionPool.check_connection(connection)
+
+
+@contextmanager
+def _watched(connection: psycopg.Connection[Any], deadline: Deadline) -> Iterator[None]:
+    """Let `deadline` shut the connection's socket down; through a duplicate of its descriptor,
+    closed afterwards, so nothing ever closes the connection's own under psycopg."""
+    sock = socket.socket(fileno=os.dup(connection.fileno()))
+    try:
+        deadline.watch(sock)
+        yield
+    finally:
+        sock.close()
 
 
 def _said(exc: psycopg.Error) -> str:
