@@ -227,3 +227,16 @@ def _answers(database: PgDatabase) -> bool:
         return database.read(lambda cursor, now: True, wait_until=time.monotonic() + 2)
     except SpoolError:
         return False
+
+
+def test_connections_a_restart_broke_are_replaced_without_failing_the_work(
+    postgres_server: PostgresServer, pg_url: str
+) -> None:
+    database = PgDatabase(pg_url)
+    try:
+        assert database.read(lambda cursor, now: True)  # a connection waits in the pool
+        postgres_server.restart()
+        assert database.write(lambda cursor, now: True, wait_until=time.monotonic() + 5)
+        assert database.problem() is None
+    finally:
+        database.close()

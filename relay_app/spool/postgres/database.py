@@ -15,6 +15,7 @@ work a `Now` that converts between it and the caller's clock.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -48,8 +49,9 @@ LOCK_WAIT = 5.0
 # PostgreSQL's default 100 connections.
 POOL_SIZE = 8
 CONNECT_TIMEOUT = 2
-# How long the pool's check of an idle connection may take before it is given up as broken.
-CHECK_TIMEOUT = 1.0
+# How long a unit of work's first statement may wait for the database's answer: it is a few
+# milliseconds' work, so no answer means a database that went away.
+FIRST_ANSWER = 1.0
 # Past a unit of work's budget, how long PostgreSQL's own statement_timeout has to end it
 # before the socket is shut down under it.
 SERVER_TIMEOUT_GRACE = 0.5
@@ -158,6 +160,7 @@ class PgDatabase:
         now: float | None,
         deadline: float,
         started: float,
+        stale_left: int = POOL_SIZE,
     ) -> T:
         remaining = deadline - time.monotonic()
         watchdog: Deadline | None = None
@@ -172,18 +175,39 @@ class PgDatabase:
                     _watched(connection, watchdog),
                 ):
                     self._ensure_schema(connection)
-                    with connection.transaction(), connection.cursor() as cursor:
-                        budget_ms = max(1, int((deadline - time.monotonic()) * 1000))
-                        cursor.execute(f"SET LOCAL statement_timeout = {budget_ms}")
-                        cursor.execute(f"SET LOCAL lock_timeout = {budget_ms}")
-                        moment = self._now(cursor, time.time() if now is None else now)
-                        return work(cursor, moment)
+                    with connection.cursor() as cursor:
+                        # The first statement opens the transaction (psycopg's implicit
+                        # BEGIN), so a broken connection shows before any work is done.
+                        moment = self._begin(
+                            connection, cursor, deadline, time.time() if now is None else now
+                        )
+                        try:
+                            result = work(cursor, moment)
+                            connection.commit()
+                        except BaseException:
+                            with contextlib.suppress(psycopg.Error):
+                                connection.rollback()
+                            raise
+                        return result
+        except _Silent:
+            self._unreachable_until = time.monotonic() + UNREACHABLE_FOR
+            raise SpoolError(
+                f"the database {self.path} did not answer within {FIRST_ANSWER:g} s"
+            ) from None
+        except _Stale:
+            # A pooled connection a restart or failover broke, found at the unit's first
+            # statement, before any of its work: the pool drops it, and the work runs on
+            # another. (Checking each one as it leaves the pool would cost a round trip on
+            # every unit of work.)
+            if stale_left > 0:
+                return self._work(pool, work, now, deadline, started, stale_left - 1)
+            raise SpoolError(f"the database {self.path} cannot be reached") from None
         except PoolTimeout:
             if not self._reachable():
                 self._unreachable_until = time.monotonic() + UNREACHABLE_FOR
                 raise SpoolError(f"the database {self.path} cannot be reached") from None
             if time.monotonic() < deadline:
-                return self._work(pool, work, now, deadline, started)  # busy: wait on
+                return self._work(pool, work, now, deadline, started, stale_left)  # busy
             self.on_lock_wait(time.monotonic() - started)
             raise SpoolBusy(f"every connection to the spool {self.path} stayed busy") from None
         except (pg_errors.LockNotAvailable, pg_errors.QueryCanceled, pg_errors.DeadlockDetected):
@@ -202,13 +226,37 @@ class PgDatabase:
 
     read = write
 
-    def _now(self, cursor: Cursor, local: float) -> Now:
+    def _begin(
+        self,
+        connection: psycopg.Connection[dict[str, Any]],
+        cursor: Cursor,
+        deadline: float,
+        local: float,
+    ) -> Now:
+        """Bound the transaction by the caller's budget, and read the database's clock: one
+        round trip, on every unit of work's path. _Stale when the connection turns out broken."""
+        seconds = max(0.001, deadline - time.monotonic())
+        budget = f"{max(1, int(seconds * 1000))}ms"
+        # Quick, or the server is not answering: an idle connection's first statement must not
+        # hold a webhook for its whole budget when the database went away meanwhile.
+        with Deadline(min(seconds, FIRST_ANSWER)) as first, _watched(connection, first):
+            try:
+                row = cursor.execute(
+                    "SELECT set_config('statement_timeout', %(budget)s, true),"
+                    " set_config('lock_timeout', %(budget)s, true),"
+                    " extract(epoch FROM clock_timestamp())::float8 AS now",
+                    {"budget": budget},
+                ).fetchone()
+            except psycopg.OperationalError as exc:
+                if first.expired:
+                    raise _Silent() from None
+                if connection.broken or connection.closed or isinstance(exc, _SERVER_WENT_AWAY):
+                    raise _Stale() from None
+                raise
+        assert row is not None
         if self._clock_source == "caller":
             return Now(local, local)
-        row = cursor.execute("SELECT extract(epoch FROM clock_timestamp())::float8 AS now")
-        found = row.fetchone()
-        assert found is not None
-        return Now(float(found["now"]), local)
+        return Now(float(row["now"]), local)
 
     def problem(self) -> str | None:
         """Why the spool cannot be used now, or None: a quick question to the database."""
@@ -257,7 +305,6 @@ class PgDatabase:
                     min_size=1,
                     max_size=POOL_SIZE,
                     kwargs={"row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT},
-                    check=_check_connection,
                     open=False,
                     name="relay-spool",
                 )
@@ -323,6 +370,22 @@ class PgDatabase:
         self._schema_ready = True
 
 
+# What a pooled connection says first after the server behind it restarted or failed over.
+_SERVER_WENT_AWAY = (
+    pg_errors.AdminShutdown,
+    pg_errors.CrashShutdown,
+    pg_errors.CannotConnectNow,
+)
+
+
+class _Stale(Exception):
+    """A pooled connection was found broken before any work was done on it."""
+
+
+class _Silent(Exception):
+    """The database did not answer a unit of work's first statement in time."""
+
+
 class _Listener:
     """One connection that LISTENs, on a thread of its own; reconnects until stopped."""
 
@@ -358,13 +421,6 @@ class _Listener:
                 # The poll goes on meanwhile; the next connection catches up.
                 self._stop.wait(pause)
                 pause = min(pause * 2, 5.0)
-
-
-def _check_connection(connection: psycopg.Connection[Any]) -> None:
-    """The pool's check before handing out a connection (one a restart broke is replaced), with
-    a deadline: the check's own query would wait forever on a server that vanished."""
-    with Deadline(CHECK_TIMEOUT) as deadline, _watched(connection, deadline):
-        ConnectionPool.check_connection(connection)
 
 
 @contextmanager

@@ -56,14 +56,15 @@ class PgQueue:
         lane = destination.lane
 
         def admit(cursor: Cursor, at: Now) -> Admission:
-            pending = cursor.execute(
-                "SELECT count(*) AS n FROM alerts WHERE state = 'pending'"
+            found = cursor.execute(
+                "SELECT (SELECT count(*) FROM alerts WHERE state = 'pending') AS pending,"
+                " EXISTS (SELECT 1 FROM alerts WHERE lane = %s AND state = 'pending') AS ahead",
+                (lane,),
             ).fetchone()
-            if pending is not None and pending["n"] >= self.max_pending:
+            assert found is not None
+            if found["pending"] >= self.max_pending:
                 raise QueueFull(f"{self.max_pending} alerts are already pending")
-            ahead = cursor.execute(
-                "SELECT 1 FROM alerts WHERE lane = %s AND state = 'pending' LIMIT 1", (lane,)
-            ).fetchone()
+            ahead = found["ahead"] or None
             turn = None
             waiting: WaitReason | None = None
             if ahead is not None or not _lane_free(cursor, destination, at, holder, in_flight):
