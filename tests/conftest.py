@@ -24,7 +24,7 @@ from relay_app.outcomes import Dead
 from relay_app.routing import Destination
 from relay_app.spool import Admission, Database, Holder, Queue, SqliteQueue, this_process
 from relay_app.spool.postgres import PgDatabase, PgQueue
-from relay_app.spool.queue import bury
+from relay_app.spool.sqlite_queue import bury
 from tests import postgres
 from tests.postgres import PostgresServer
 from tests.prometheus import Samples, parse

@@ -10,7 +10,8 @@ from typing import Protocol
 
 from .database import Database
 from .model import SpooledAlert, State
-from .queue import alert_from_row, destination_of, requeue
+from .queue import alert_from_row, destination_of
+from .sqlite_queue import requeue
 
 Clock = Callable[[], float]
 
