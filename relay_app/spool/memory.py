@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import secrets
 import threading
-import time
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 
@@ -19,8 +18,8 @@ from ..outcomes import Dead, Delivered, RetryAt, Settled, Settlement
 from ..pacing import MemoryPacer
 from ..routing import Destination
 from .holders import Holder
-from .model import Admission, Claim, Lane, Later, SpooledAlert, WaitReason
-from .queue import MAX_CLAIM, Fit, Retire
+from .model import Admission, Claim, Lane, Later, SpooledAlert
+from .queue import MAX_CLAIM, Fit, Retire, due_now, why_wait
 
 # Per process; past it, an alert that cannot be written to the spool cannot wait anywhere.
 MAX_MEMORY_ALERTS = 1000
@@ -70,23 +69,18 @@ class MemoryQueue:
             alert = SpooledAlert(
                 message, destination, received_at=now, retry_from=now, next_attempt_at=now
             )
-            turn = None
-            waiting: WaitReason | None = None
-            if lane.waiting or not _free(lane, in_flight):
-                waiting = "behind_older"
-            elif not telegram_up:
-                waiting = "telegram_down"
-            elif time.monotonic() > attempt_by:
-                waiting = "spool_busy"
-            else:
-                turn = self._pacer.reserve(
+            waiting, turn = why_wait(
+                behind=lambda: bool(lane.waiting) or not _free(lane, in_flight),
+                telegram_up=telegram_up,
+                attempt_by=attempt_by,
+                take_turn=lambda: self._pacer.reserve(
                     destination.chat_key, group=destination.is_group, now=now
-                )
-                if turn > now:
-                    waiting = "paced"
+                ),
+                now=now,
+            )
             lane.waiting.append(_Waiting(alert, now))
             if waiting is not None:
-                return Admission(alert, None, waiting, turn if waiting == "paced" else None)
+                return Admission(alert, None, waiting, turn)
             alert.attempts = alert.unsure_attempts = 1
             lane.token = token
             return Admission(alert, Claim(destination, token, [alert]))
@@ -119,11 +113,7 @@ class MemoryQueue:
             held = self._lanes.get(lane.destination.lane)
             if held is None or not _free(held, in_flight):
                 return None
-            due = []
-            for waiting in held.waiting[:MAX_CLAIM]:
-                if _due(waiting, now) > now:
-                    break
-                due.append(waiting)
+            due = due_now(((w, _due(w, now)) for w in held.waiting[:MAX_CLAIM]), now)
             retired: list[tuple[SpooledAlert, Dead]] = []
             alive: list[_Waiting] = []
             for waiting in due:

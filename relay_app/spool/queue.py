@@ -13,8 +13,9 @@ a crash alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container
-from typing import Any, Protocol
+import time
+from collections.abc import Callable, Container, Iterable
+from typing import Any, Protocol, TypeVar
 
 from ..clock import guarded
 from ..errors import SpoolError
@@ -22,7 +23,9 @@ from ..formatting import Entry, Message
 from ..outcomes import Dead, Settled, Settlement
 from ..routing import Destination, parse_chat_id
 from .holders import Holder
-from .model import Admission, Claim, Lane, Later, SpooledAlert
+from .model import Admission, Claim, Lane, Later, SpooledAlert, WaitReason
+
+T = TypeVar("T")
 
 # A claim never needs more rows than one digest holds.
 MAX_CLAIM = 100
@@ -105,6 +108,39 @@ class Queue(Protocol):
         can tell (PostgreSQL's NOTIFY); the dispatcher polls anyway."""
 
     def unsubscribe(self) -> None: ...
+
+
+def why_wait(
+    *,
+    behind: Callable[[], bool],
+    telegram_up: bool,
+    attempt_by: float,
+    take_turn: Callable[[], float],
+    now: float,
+) -> tuple[WaitReason | None, float | None]:
+    """Why a new alert waits instead of going with its webhook (None: it goes), and its chat's
+    turn when the chat's pace is why. In this order, as every backend decides: older alerts or
+    a held destination (`behind`), Telegram failing, no time left for an attempt (monotonic
+    `attempt_by`), then the chat's turn, which `take_turn` takes only when all else allows."""
+    if behind():
+        return "behind_older", None
+    if not telegram_up:
+        return "telegram_down", None
+    if time.monotonic() > attempt_by:
+        return "spool_busy", None
+    turn = take_turn()
+    return ("paced", turn) if turn > now else (None, None)
+
+
+def due_now(candidates: Iterable[tuple[T, float]], now: float) -> list[T]:
+    """Of a destination's waiting alerts (each with its due time), oldest first, those due:
+    up to the first one that is not, since a lane's alerts go in order."""
+    due = []
+    for candidate, at in candidates:
+        if at > now:
+            break
+        due.append(candidate)
+    return due
 
 
 def destination_of(path: str, chat: str, thread: int | None) -> Destination:

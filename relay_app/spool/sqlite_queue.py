@@ -5,7 +5,6 @@ one IMMEDIATE transaction, so no other process slips in between their reads and 
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Container
 
 from ..errors import QueueFull
@@ -14,9 +13,18 @@ from ..outcomes import Dead, Delivered, RetryAt, Settled, Settlement
 from ..routing import Destination
 from .database import Database
 from .holders import Holder, lease_is_free
-from .model import Admission, Claim, Lane, Later, SpooledAlert, WaitReason
+from .model import Admission, Claim, Lane, Later, SpooledAlert
 from .pacer import next_turn, pause, take_turn
-from .queue import MAX_CLAIM, Fit, Retire, alert_from_row, destination_of, due_at
+from .queue import (
+    MAX_CLAIM,
+    Fit,
+    Retire,
+    alert_from_row,
+    destination_of,
+    due_at,
+    due_now,
+    why_wait,
+)
 
 
 class SqliteQueue:
@@ -53,25 +61,25 @@ class SqliteQueue:
             ahead = db.execute(
                 "SELECT 1 FROM alerts WHERE lane = ? AND state = 'pending' LIMIT 1", (lane,)
             ).fetchone()
-            turn = None
-            waiting: WaitReason | None = None
             # In a storm nearly every webhook joins older alerts: that path stays short.
-            if ahead is not None or not self._lane_free(db, destination, now, holder, in_flight):
-                waiting = "behind_older"
-            elif not telegram_up:
-                waiting = "telegram_down"
-            elif time.monotonic() > attempt_by:
-                waiting = "spool_busy"
-            else:
-                turn = take_turn(db, destination.chat_key, group=destination.is_group, now=now)
-                if turn > now:
-                    waiting = "paced"
+            waiting, turn = why_wait(
+                behind=lambda: (
+                    ahead is not None
+                    or not self._lane_free(db, destination, now, holder, in_flight)
+                ),
+                telegram_up=telegram_up,
+                attempt_by=attempt_by,
+                take_turn=lambda: take_turn(
+                    db, destination.chat_key, group=destination.is_group, now=now
+                ),
+                now=now,
+            )
             alert = SpooledAlert(
                 message, destination, received_at=now, retry_from=now, next_attempt_at=now
             )
             if waiting is not None:
                 alert.id = _insert(db, alert)
-                return Admission(alert, None, waiting, turn if waiting == "paced" else None)
+                return Admission(alert, None, waiting, turn)
             alert.attempts = alert.unsure_attempts = 1  # counted before it is made
             alert.id = _insert(db, alert)
             _lease(db, lane, holder, token, until=now)
@@ -150,14 +158,13 @@ class SqliteQueue:
                 "SELECT * FROM alerts WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT ?",
                 (destination.lane, MAX_CLAIM),
             ).fetchall()
-            due = []
-            for row in rows:  # the oldest first, up to the first one not yet due
-                if due_at(row["next_attempt_at"], row["scheduled_at"], now) > now:
-                    break
-                due.append(self._alert(row))
+            due = due_now(
+                ((row, due_at(row["next_attempt_at"], row["scheduled_at"], now)) for row in rows),
+                now,
+            )
             retired: list[tuple[SpooledAlert, Dead]] = []
             alive: list[SpooledAlert] = []
-            for alert in due:
+            for alert in map(self._alert, due):
                 if (dead := retire(alert, now)) is not None:
                     bury(db, alert, dead, now=now)
                     retired.append((alert, dead))

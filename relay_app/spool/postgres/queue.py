@@ -11,7 +11,6 @@ whose clocks disagree never both hold a lane. Queuing work notifies the other re
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Container, Mapping
 from dataclasses import replace
 from typing import Any
@@ -21,8 +20,17 @@ from ...formatting import Message
 from ...outcomes import Dead, Delivered, RetryAt, Settled, Settlement
 from ...routing import Destination
 from ..holders import Holder, lease_is_free
-from ..model import Admission, Claim, Lane, Later, SpooledAlert, WaitReason
-from ..queue import MAX_CLAIM, Fit, Retire, alert_from_row, destination_of, due_at
+from ..model import Admission, Claim, Lane, Later, SpooledAlert
+from ..queue import (
+    MAX_CLAIM,
+    Fit,
+    Retire,
+    alert_from_row,
+    destination_of,
+    due_at,
+    due_now,
+    why_wait,
+)
 from .database import Cursor, Now, PgDatabase
 from .pacer import next_turn, pause, take_turn
 
@@ -65,20 +73,17 @@ class PgQueue:
             if found["pending"] >= self.max_pending:
                 raise QueueFull(f"{self.max_pending} alerts are already pending")
             ahead = found["ahead"] or None
-            turn = None
-            waiting: WaitReason | None = None
-            if ahead is not None or not _lane_free(cursor, destination, at, holder, in_flight):
-                waiting = "behind_older"
-            elif not telegram_up:
-                waiting = "telegram_down"
-            elif time.monotonic() > attempt_by:
-                waiting = "spool_busy"
-            else:
-                turn = take_turn(
+            waiting, turn = why_wait(
+                behind=lambda: (
+                    ahead is not None or not _lane_free(cursor, destination, at, holder, in_flight)
+                ),
+                telegram_up=telegram_up,
+                attempt_by=attempt_by,
+                take_turn=lambda: take_turn(
                     cursor, destination.chat_key, group=destination.is_group, now=at.db
-                )
-                if turn > at.db:
-                    waiting = "paced"
+                ),
+                now=at.db,
+            )
             alert = SpooledAlert(
                 message, destination, received_at=at.db, retry_from=at.db, next_attempt_at=at.db
             )
@@ -86,7 +91,7 @@ class PgQueue:
                 alert.id = _insert(cursor, alert, at)
                 if waiting != "behind_older":
                     self.database.notify(cursor)
-                wake_at = at.to_local(turn) if waiting == "paced" and turn is not None else None
+                wake_at = at.to_local(turn) if turn is not None else None
                 return Admission(_local(alert, at), None, waiting, wake_at)
             alert.attempts = alert.unsure_attempts = 1  # counted before it is made
             alert.id = _insert(cursor, alert, at)
@@ -156,14 +161,13 @@ class PgQueue:
                 "SELECT * FROM alerts WHERE lane = %s AND state = 'pending' ORDER BY id LIMIT %s",
                 (destination.lane, MAX_CLAIM),
             ).fetchall()
-            due = []
-            for row in rows:  # the oldest first, up to the first one not yet due
-                if due_at(row["next_attempt_at"], row["scheduled_at"], at.db) > at.db:
-                    break
-                due.append(self._alert(row, at))
+            due = due_now(
+                ((row, due_at(row["next_attempt_at"], row["scheduled_at"], at.db)) for row in rows),
+                at.db,
+            )
             retired: list[tuple[SpooledAlert, Dead]] = []
             alive: list[SpooledAlert] = []
-            for alert in due:
+            for alert in (self._alert(row, at) for row in due):
                 if (dead := retire(alert, at.local)) is not None:
                     _bury(cursor, alert, dead, at)
                     retired.append((alert, dead))
