@@ -19,7 +19,7 @@ from ..pacing import MemoryPacer
 from ..routing import Destination
 from .holders import Holder
 from .model import Admission, Claim, Lane, Later, SpooledAlert
-from .queue import MAX_CLAIM, Fit, Retire, due_now, why_wait
+from .queue import MAX_CLAIM, Fit, Retire, claim_due, due_now, why_wait
 
 # Per process; past it, an alert that cannot be written to the spool cannot wait anywhere.
 MAX_MEMORY_ALERTS = 1000
@@ -114,30 +114,37 @@ class MemoryQueue:
             if held is None or not _free(held, in_flight):
                 return None
             due = due_now(((w, _due(w, now)) for w in held.waiting[:MAX_CLAIM]), now)
-            retired: list[tuple[SpooledAlert, Dead]] = []
-            alive: list[_Waiting] = []
-            for waiting in due:
-                if (dead := retire(waiting.alert, now)) is not None:
-                    held.waiting.remove(waiting)
-                    waiting.alert.state = "dead"
-                    retired.append((waiting.alert, dead))
-                else:
-                    alive.append(waiting)
             destination = held.destination
-            if not send or not alive:
-                return Claim(destination, "", [], retired) if retired else None
-            chat = destination.chat_key
-            turn = self._pacer.reserve(chat, group=destination.is_group, now=now)
-            if turn > now:
-                return Claim(destination, "", [], retired) if retired else Later(turn)
-            taken = [w.alert for w in alive][: max(1, fit([w.alert for w in alive]))]
-            for alert in taken:
-                alert.attempts += 1
-                alert.unsure_attempts += 1
-            for waiting in alive:
-                waiting.after_failure = False
-            held.token = token
-            return Claim(destination, token, taken, retired)
+            by_alert = {id(waiting.alert): waiting for waiting in due}
+
+            def bury(alert: SpooledAlert, dead: Dead) -> None:
+                held.waiting.remove(by_alert[id(alert)])
+                alert.state = "dead"
+
+            def turn_later() -> float | None:
+                turn = self._pacer.reserve(
+                    destination.chat_key, group=destination.is_group, now=now
+                )
+                return turn if turn > now else None
+
+            def take(taken: list[SpooledAlert]) -> None:
+                for waiting in due:  # due and alive: none waits for Telegram to come back now
+                    if waiting.alert.state != "dead":
+                        waiting.after_failure = False
+                held.token = token
+
+            return claim_due(
+                destination,
+                token,
+                [waiting.alert for waiting in due],
+                now=now,
+                retire=retire,
+                bury=bury,
+                send=send,
+                turn_later=turn_later,
+                fit=fit,
+                take=take,
+            )
 
     def last_claims(self, fit: Fit) -> list[Claim]:
         """The process is stopping: every alert, due or not, paced or not, claimed for one

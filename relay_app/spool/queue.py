@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 from ..clock import guarded
 from ..errors import SpoolError
 from ..formatting import Entry, Message
-from ..outcomes import Dead, Settled, Settlement
+from ..outcomes import Dead, Delivered, RetryAt, Settled, Settlement
 from ..routing import Destination, parse_chat_id
 from .holders import Holder
 from .model import Admission, Claim, Lane, Later, SpooledAlert, WaitReason
@@ -141,6 +141,64 @@ def due_now(candidates: Iterable[tuple[T, float]], now: float) -> list[T]:
             break
         due.append(candidate)
     return due
+
+
+def claim_due(
+    destination: Destination,
+    token: str,
+    due: Iterable[SpooledAlert],
+    *,
+    now: float,
+    retire: Retire,
+    bury: Callable[[SpooledAlert, Dead], None],
+    send: bool,
+    turn_later: Callable[[], float | None],
+    fit: Fit,
+    take: Callable[[list[SpooledAlert]], None],
+) -> Claim | Later | None:
+    """A lane's claim, as every backend makes it from its due alerts (oldest first): those
+    `retire` rules out die on the way (`bury`); the rest go when `send` allows and the chat's
+    turn has come (`turn_later` takes it, or says when it comes), as many as fit one message,
+    counted as attempts here and recorded by `take` (the backend's attempts and lease)."""
+    retired: list[tuple[SpooledAlert, Dead]] = []
+    alive: list[SpooledAlert] = []
+    for alert in due:
+        if (dead := retire(alert, now)) is not None:
+            bury(alert, dead)
+            retired.append((alert, dead))
+        else:
+            alive.append(alert)
+    if not send or not alive:
+        return Claim(destination, "", [], retired) if retired else None
+    later = turn_later()
+    if later is not None:
+        return Claim(destination, "", [], retired) if retired else Later(later)
+    taken = alive[: max(1, fit(alive))]
+    take(taken)
+    for alert in taken:
+        alert.attempts += 1
+        alert.unsure_attempts += 1
+    return Claim(destination, token, taken, retired)
+
+
+def record_outcomes(
+    settlement: Settlement,
+    *,
+    ours: bool,
+    delete: Callable[[SpooledAlert], object],
+    reschedule: Callable[[SpooledAlert, RetryAt], None],
+    bury: Callable[[SpooledAlert, Dead], None],
+) -> None:
+    """An attempt's outcomes, as the stored queues record them: a delivered alert is deleted
+    whoever holds its lane now (it must never go again); the others change only while the
+    claim still holds the lane (`ours`)."""
+    for alert, outcome in settlement.outcomes:
+        if isinstance(outcome, Delivered):
+            delete(alert)
+        elif ours and isinstance(outcome, RetryAt):
+            reschedule(alert, outcome)
+        elif ours and isinstance(outcome, Dead):
+            bury(alert, outcome)
 
 
 def destination_of(path: str, chat: str, thread: int | None) -> Destination:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Container
 
 from ..errors import QueueFull
 from ..formatting import Message
-from ..outcomes import Dead, Delivered, RetryAt, Settled, Settlement
+from ..outcomes import Dead, RetryAt, Settled, Settlement
 from ..routing import Destination
 from .database import Database
 from .holders import Holder, lease_is_free
@@ -20,9 +20,11 @@ from .queue import (
     Fit,
     Retire,
     alert_from_row,
+    claim_due,
     destination_of,
     due_at,
     due_now,
+    record_outcomes,
     why_wait,
 )
 
@@ -162,30 +164,31 @@ class SqliteQueue:
                 ((row, due_at(row["next_attempt_at"], row["scheduled_at"], now)) for row in rows),
                 now,
             )
-            retired: list[tuple[SpooledAlert, Dead]] = []
-            alive: list[SpooledAlert] = []
-            for alert in map(self._alert, due):
-                if (dead := retire(alert, now)) is not None:
-                    bury(db, alert, dead, now=now)
-                    retired.append((alert, dead))
-                else:
-                    alive.append(alert)
-            if not send or not alive:
-                return Claim(destination, "", [], retired) if retired else None
-            turn = take_turn(db, destination.chat_key, group=destination.is_group, now=now)
-            if turn > now:
-                return Claim(destination, "", [], retired) if retired else Later(turn)
-            taken = alive[: max(1, fit(alive))]
-            db.executemany(
-                "UPDATE alerts SET attempts = attempts + 1, unsure_attempts = unsure_attempts + 1,"
-                " after_failure = 0 WHERE id = ?",
-                [(alert.id,) for alert in taken],
+
+            def turn_later() -> float | None:
+                turn = take_turn(db, destination.chat_key, group=destination.is_group, now=now)
+                return turn if turn > now else None
+
+            def take(taken: list[SpooledAlert]) -> None:
+                db.executemany(
+                    "UPDATE alerts SET attempts = attempts + 1,"
+                    " unsure_attempts = unsure_attempts + 1, after_failure = 0 WHERE id = ?",
+                    [(alert.id,) for alert in taken],
+                )
+                _lease(db, destination.lane, holder, token, until=now + lease_for)
+
+            return claim_due(
+                destination,
+                token,
+                map(self._alert, due),
+                now=now,
+                retire=retire,
+                bury=lambda alert, dead: bury(db, alert, dead, now=now),
+                send=send,
+                turn_later=turn_later,
+                fit=fit,
+                take=take,
             )
-            for alert in taken:
-                alert.attempts += 1
-                alert.unsure_attempts += 1
-            _lease(db, destination.lane, holder, token, until=now + lease_for)
-            return Claim(destination, token, taken, retired)
 
         return self.database.write(claim)
 
@@ -198,14 +201,13 @@ class SqliteQueue:
         def settle(db: sqlite3.Connection) -> Settled:
             lease = db.execute("SELECT token FROM lanes WHERE lane = ?", (lane,)).fetchone()
             ours = lease is not None and lease["token"] == claim.token
-            for alert, outcome in settlement.outcomes:
-                if isinstance(outcome, Delivered):
-                    # Whoever holds the lane now: a delivered alert must never go again.
-                    db.execute("DELETE FROM alerts WHERE id = ?", (alert.id,))
-                elif ours and isinstance(outcome, RetryAt):
-                    _reschedule(db, alert, outcome, now=now)
-                elif ours and isinstance(outcome, Dead):
-                    bury(db, alert, outcome, now=now)
+            record_outcomes(
+                settlement,
+                ours=ours,
+                delete=lambda alert: db.execute("DELETE FROM alerts WHERE id = ?", (alert.id,)),
+                reschedule=lambda alert, retry: _reschedule(db, alert, retry, now=now),
+                bury=lambda alert, dead: bury(db, alert, dead, now=now),
+            )
             if not ours:
                 return Settled(lease_lost=True)
             db.execute(

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...errors import QueueFull
 from ...formatting import Message
-from ...outcomes import Dead, Delivered, RetryAt, Settled, Settlement
+from ...outcomes import Dead, RetryAt, Settled, Settlement
 from ...routing import Destination
 from ..holders import Holder, lease_is_free
 from ..model import Admission, Claim, Lane, Later, SpooledAlert
@@ -26,9 +26,11 @@ from ..queue import (
     Fit,
     Retire,
     alert_from_row,
+    claim_due,
     destination_of,
     due_at,
     due_now,
+    record_outcomes,
     why_wait,
 )
 from .database import Cursor, Now, PgDatabase
@@ -165,30 +167,34 @@ class PgQueue:
                 ((row, due_at(row["next_attempt_at"], row["scheduled_at"], at.db)) for row in rows),
                 at.db,
             )
-            retired: list[tuple[SpooledAlert, Dead]] = []
-            alive: list[SpooledAlert] = []
-            for alert in (self._alert(row, at) for row in due):
-                if (dead := retire(alert, at.local)) is not None:
-                    _bury(cursor, alert, dead, at)
-                    retired.append((alert, dead))
-                else:
-                    alive.append(alert)
-            if not send or not alive:
-                return Claim(destination, "", [], retired) if retired else None
-            turn = take_turn(cursor, destination.chat_key, group=destination.is_group, now=at.db)
-            if turn > at.db:
-                return Claim(destination, "", [], retired) if retired else Later(at.to_local(turn))
-            taken = alive[: max(1, fit(alive))]
-            cursor.execute(
-                "UPDATE alerts SET attempts = attempts + 1, unsure_attempts = unsure_attempts + 1,"
-                " after_failure = FALSE WHERE id = ANY(%s)",
-                ([alert.id for alert in taken],),
+
+            def turn_later() -> float | None:
+                turn = take_turn(
+                    cursor, destination.chat_key, group=destination.is_group, now=at.db
+                )
+                return at.to_local(turn) if turn > at.db else None
+
+            def take(taken: list[SpooledAlert]) -> None:
+                cursor.execute(
+                    "UPDATE alerts SET attempts = attempts + 1,"
+                    " unsure_attempts = unsure_attempts + 1, after_failure = FALSE"
+                    " WHERE id = ANY(%s)",
+                    ([alert.id for alert in taken],),
+                )
+                _lease(cursor, destination.lane, holder, token, until=at.db + lease_for)
+
+            return claim_due(
+                destination,
+                token,
+                (self._alert(row, at) for row in due),
+                now=at.local,
+                retire=retire,
+                bury=lambda alert, dead: _bury(cursor, alert, dead, at),
+                send=send,
+                turn_later=turn_later,
+                fit=fit,
+                take=take,
             )
-            for alert in taken:
-                alert.attempts += 1
-                alert.unsure_attempts += 1
-            _lease(cursor, destination.lane, holder, token, until=at.db + lease_for)
-            return Claim(destination, token, taken, retired)
 
         return self.database.write(claim, now=now)
 
@@ -203,14 +209,15 @@ class PgQueue:
                 "SELECT token FROM lanes WHERE lane = %s FOR UPDATE", (lane,)
             ).fetchone()
             ours = lease is not None and lease["token"] == claim.token
-            for alert, outcome in settlement.outcomes:
-                if isinstance(outcome, Delivered):
-                    # Whoever holds the lane now: a delivered alert must never go again.
-                    cursor.execute("DELETE FROM alerts WHERE id = %s", (alert.id,))
-                elif ours and isinstance(outcome, RetryAt):
-                    _reschedule(cursor, alert, outcome, at)
-                elif ours and isinstance(outcome, Dead):
-                    _bury(cursor, alert, outcome, at)
+            record_outcomes(
+                settlement,
+                ours=ours,
+                delete=lambda alert: cursor.execute(
+                    "DELETE FROM alerts WHERE id = %s", (alert.id,)
+                ),
+                reschedule=lambda alert, retry: _reschedule(cursor, alert, retry, at),
+                bury=lambda alert, dead: _bury(cursor, alert, dead, at),
+            )
             if not ours:
                 return Settled(lease_lost=True)
             cursor.execute(
