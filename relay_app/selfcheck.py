@@ -25,7 +25,7 @@ from .errors import (
     ThreadNotFound,
 )
 from .routing import ChatId, Destination, parse_chat_id
-from .spool import Database, SpoolAdmin
+from .spool import Admin, Database, SpoolAdmin
 from .spool.postgres import PgDatabase, PgSpoolAdmin
 from .telegram import TelegramClient
 
@@ -217,28 +217,22 @@ def _spool_verdict(path: str | None) -> Verdict:
             "run the relay as a user who may write there, or set RELAY_SPOOL_PATH to a "
             "file in a writable directory",
         )
-    spool = SpoolAdmin(Database(path, for_service=False))
-    try:
-        counts = spool.counts()
-    except SpoolOutdated:
-        return Verdict("spool", True, f"{path}: the relay upgrades it when it next starts")
-    except SpoolError as exc:
-        return Verdict(
-            "spool",
-            False,
-            str(exc),
-            "fix the file's permissions, or set RELAY_SPOOL_PATH to a file in a writable directory",
-        )
-    finally:
-        spool.close()
-    found = f"{path}: {counts['pending']} pending, {counts['dead']} dead"
-    if counts["dead"]:
-        found += "; see them with: relay-app spool list --dead"
-    return Verdict("spool", True, found)
+    return _counts_verdict(
+        SpoolAdmin(Database(path, for_service=False)),
+        "fix the file's permissions, or set RELAY_SPOOL_PATH to a file in a writable directory",
+    )
 
 
 def _database_verdict(url: str) -> Verdict:
-    spool = PgSpoolAdmin(PgDatabase(url, for_service=False))
+    return _counts_verdict(
+        PgSpoolAdmin(PgDatabase(url, for_service=False)),
+        "check RELAY_SPOOL_URL (host, port, user, password, database), that the database "
+        "exists (CREATE DATABASE), and that PostgreSQL accepts this host (pg_hba.conf)",
+    )
+
+
+def _counts_verdict(spool: Admin, hint: str) -> Verdict:
+    """What the spool holds, either kind; `hint` for when it cannot be read."""
     try:
         counts = spool.counts()
     except SpoolMissing:
@@ -248,13 +242,7 @@ def _database_verdict(url: str) -> Verdict:
     except SpoolOutdated:
         return Verdict("spool", True, f"{spool.path}: the relay upgrades it when it next starts")
     except SpoolError as exc:
-        return Verdict(
-            "spool",
-            False,
-            str(exc),
-            "check RELAY_SPOOL_URL (host, port, user, password, database), that the database "
-            "exists (CREATE DATABASE), and that PostgreSQL accepts this host (pg_hba.conf)",
-        )
+        return Verdict("spool", False, str(exc), hint)
     finally:
         spool.close()
     found = f"{spool.path}: {counts['pending']} pending, {counts['dead']} dead"

@@ -24,6 +24,7 @@ from relay_app.outcomes import Dead
 from relay_app.routing import Destination
 from relay_app.spool import Admission, Database, Holder, Queue, SqliteQueue, this_process
 from relay_app.spool.postgres import PgDatabase, PgQueue
+from relay_app.spool.postgres.queue import bury as pg_bury
 from relay_app.spool.sqlite_queue import bury
 from tests import postgres
 from tests.postgres import PostgresServer
@@ -206,12 +207,9 @@ def _put_in_database(
         alert = admit_to(queue, message, destination, now=received_at, telegram_up=False).alert
         assert alert.id is not None
         if dead_because is not None:
+            alert.last_error = dead_because
             queue.database.write(
-                lambda cursor, at: cursor.execute(
-                    "UPDATE alerts SET state = 'dead', dead_at = %s, dead_kind = 'refused',"
-                    " last_error = %s WHERE id = %s",
-                    (received_at, dead_because, alert.id),
-                ),
+                lambda cursor, at: pg_bury(cursor, alert, Dead("refused", dead_because), at),
                 now=received_at,
             )
         return alert.id

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 
 from ..model import SpooledAlert, State
 from ..queue import alert_from_row, destination_of
 from .database import Cursor, Now, PgDatabase
-from .queue import requeue
+from .queue import on_caller_clock, requeue
 
 Clock = Callable[[], float]
 
@@ -30,18 +29,12 @@ class PgSpoolAdmin:
             rows = cursor.execute(
                 "SELECT * FROM alerts WHERE state = %s ORDER BY id", (state,)
             ).fetchall()
-            alerts = []
-            for row in rows:
-                alert = alert_from_row(row, destination_of(self.path, row["chat"], row["thread"]))
-                alerts.append(
-                    replace(
-                        alert,
-                        received_at=at.to_local(alert.received_at),
-                        next_attempt_at=at.to_local(alert.next_attempt_at),
-                        dead_at=at.to_local(alert.dead_at) if alert.dead_at is not None else None,
-                    )
+            return [
+                on_caller_clock(
+                    alert_from_row(row, destination_of(self.path, row["chat"], row["thread"])), at
                 )
-            return alerts
+                for row in rows
+            ]
 
         return self.database.read(read, now=self._clock())
 

@@ -172,14 +172,14 @@ class PgDatabase:
                 budget = max(0.001, deadline - time.monotonic())
                 with (
                     Deadline(budget + SERVER_TIMEOUT_GRACE) as watchdog,
-                    _watched(connection, watchdog),
+                    _watched(connection, watchdog) as sock,
                 ):
                     self._ensure_schema(connection)
                     with connection.cursor() as cursor:
                         # The first statement opens the transaction (psycopg's implicit
                         # BEGIN), so a broken connection shows before any work is done.
                         moment = self._begin(
-                            connection, cursor, deadline, time.time() if now is None else now
+                            connection, cursor, sock, deadline, time.time() if now is None else now
                         )
                         try:
                             result = work(cursor, moment)
@@ -230,6 +230,7 @@ class PgDatabase:
         self,
         connection: psycopg.Connection[dict[str, Any]],
         cursor: Cursor,
+        sock: socket.socket,
         deadline: float,
         local: float,
     ) -> Now:
@@ -239,7 +240,8 @@ class PgDatabase:
         budget = f"{max(1, int(seconds * 1000))}ms"
         # Quick, or the server is not answering: an idle connection's first statement must not
         # hold a webhook for its whole budget when the database went away meanwhile.
-        with Deadline(min(seconds, FIRST_ANSWER)) as first, _watched(connection, first):
+        with Deadline(min(seconds, FIRST_ANSWER)) as first:
+            first.watch(sock)
             try:
                 row = cursor.execute(
                     "SELECT set_config('statement_timeout', %(budget)s, true),"
@@ -424,13 +426,14 @@ class _Listener:
 
 
 @contextmanager
-def _watched(connection: psycopg.Connection[Any], deadline: Deadline) -> Iterator[None]:
+def _watched(connection: psycopg.Connection[Any], deadline: Deadline) -> Iterator[socket.socket]:
     """Let `deadline` shut the connection's socket down; through a duplicate of its descriptor,
-    closed afterwards, so nothing ever closes the connection's own under psycopg."""
+    closed afterwards, so nothing ever closes the connection's own under psycopg. Yields the
+    duplicate, for a shorter deadline within."""
     sock = socket.socket(fileno=os.dup(connection.fileno()))
     try:
         deadline.watch(sock)
-        yield
+        yield sock
     finally:
         sock.close()
 

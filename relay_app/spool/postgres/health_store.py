@@ -9,10 +9,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ...health import TelegramHealth
+from ..health_store import READ_BUDGET
 from .database import Cursor, Now, PgDatabase
-
-# A webhook reads the state before it admits an alert: it must not wait long for it.
-READ_BUDGET = 0.25
 
 
 class PgHealthStore:

@@ -94,11 +94,11 @@ class PgQueue:
                 if waiting != "behind_older":
                     self.database.notify(cursor)
                 wake_at = at.to_local(turn) if turn is not None else None
-                return Admission(_local(alert, at), None, waiting, wake_at)
+                return Admission(on_caller_clock(alert, at), None, waiting, wake_at)
             alert.attempts = alert.unsure_attempts = 1  # counted before it is made
             alert.id = _insert(cursor, alert, at)
             _lease(cursor, lane, holder, token, until=at.db)
-            local = _local(alert, at)
+            local = on_caller_clock(alert, at)
             return Admission(local, Claim(destination, token, [local]))
 
         return self.database.write(admit, now=now, wait_until=wait_until)
@@ -189,7 +189,7 @@ class PgQueue:
                 (self._alert(row, at) for row in due),
                 now=at.local,
                 retire=retire,
-                bury=lambda alert, dead: _bury(cursor, alert, dead, at),
+                bury=lambda alert, dead: bury(cursor, alert, dead, at),
                 send=send,
                 turn_later=turn_later,
                 fit=fit,
@@ -216,7 +216,7 @@ class PgQueue:
                     "DELETE FROM alerts WHERE id = %s", (alert.id,)
                 ),
                 reschedule=lambda alert, retry: _reschedule(cursor, alert, retry, at),
-                bury=lambda alert, dead: _bury(cursor, alert, dead, at),
+                bury=lambda alert, dead: bury(cursor, alert, dead, at),
             )
             if not ours:
                 return Settled(lease_lost=True)
@@ -296,22 +296,21 @@ class PgQueue:
 
     def _alert(self, row: Mapping[str, Any], at: Now) -> SpooledAlert:
         alert = alert_from_row(row, self._destination(row["chat"], row["thread"]))
-        return _local(alert, at)
+        return on_caller_clock(alert, at)
 
     def _destination(self, chat: str, thread: int | None) -> Destination:
         return destination_of(self.database.path, chat, thread)
 
 
-def _local(alert: SpooledAlert, at: Now) -> SpooledAlert:
-    """The alert with its times on the caller's clock (its id and ledger shared)."""
-    local = replace(
+def on_caller_clock(alert: SpooledAlert, at: Now) -> SpooledAlert:
+    """The alert with its times on the caller's clock (the same id and ledger)."""
+    return replace(
         alert,
         received_at=at.to_local(alert.received_at),
         retry_from=at.to_local(alert.retry_from),
         next_attempt_at=at.to_local(alert.next_attempt_at),
         dead_at=at.to_local(alert.dead_at) if alert.dead_at is not None else None,
     )
-    return local
 
 
 def _lane_free(
@@ -401,7 +400,7 @@ def _reschedule(cursor: Cursor, alert: SpooledAlert, retry: RetryAt, at: Now) ->
     )
 
 
-def _bury(cursor: Cursor, alert: SpooledAlert, dead: Dead, at: Now) -> None:
+def bury(cursor: Cursor, alert: SpooledAlert, dead: Dead, at: Now) -> None:
     cursor.execute(
         "UPDATE alerts SET state = 'dead', dead_at = %s, dead_kind = %s, attempts = %s,"
         " unsure_attempts = %s, last_error = %s WHERE id = %s",
