@@ -28,6 +28,7 @@ from .glitchtip import (
     UptimeAlert,
     parse_alert,
 )
+from .subjects import NO_SUBJECTS, Subjects, subjects_of
 
 TELEGRAM_TEXT_LIMIT = 4096
 # Kept free in every message for the lines a late delivery and a second chance add
@@ -88,6 +89,8 @@ class Message:
     # An issue alert's first line (severity and GlitchTip's heading), with which its message
     # and both entries begin: a digest of several such alerts shows it once, not per alert.
     heading: Entry | None = None
+    # The issues and monitors it is about, for the buttons and threads that go with it.
+    subjects: Subjects = NO_SUBJECTS
 
     @property
     def entry(self) -> Entry:
@@ -114,7 +117,8 @@ def message_for(payload: dict[str, Any]) -> Message:
     """The message for a GlitchTip payload, as the webhook builds it and `relay-app preview`
     shows it."""
     try:
-        return format_alert(parse_alert(payload))
+        alert = parse_alert(payload)
+        return replace(format_alert(alert), subjects=subjects_of(alert))
     except Exception:
         # A bug in reading one payload shape must not cost the alert: forward it raw instead.
         logging.getLogger(__name__).exception(

@@ -22,6 +22,7 @@ from ..errors import SpoolError
 from ..formatting import Entry, Message
 from ..outcomes import Dead, Delivered, RetryAt, Settled, Settlement
 from ..routing import Destination, parse_chat_id
+from ..subjects import Subjects
 from .holders import Holder
 from .model import Admission, Claim, Lane, Later, SpooledAlert, WaitReason
 
@@ -222,8 +223,9 @@ def alert_from_row(row: Row, destination: Destination) -> SpooledAlert:
         brief = Entry(row["brief_html"], row["brief_text"])
     if row["heading_html"] is not None:
         heading = Entry(row["heading_html"], row["heading_text"])
+    subjects = Subjects.from_json(row["subjects"])
     return SpooledAlert(
-        Message(row["html"], row["text"], row["fallback"], entry, brief, heading),
+        Message(row["html"], row["text"], row["fallback"], entry, brief, heading, subjects),
         destination,
         received_at=row["received_at"],
         retry_from=row["retry_from"],

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from ..errors import SpoolError
 from ..routing import Destination
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 Step = str | Callable[[sqlite3.Connection, Destination | None], None]
 
@@ -155,6 +155,50 @@ STEPS: dict[int, list[Step]] = {
     4: [
         "ALTER TABLE alerts ADD COLUMN heading_html TEXT",
         "ALTER TABLE alerts ADD COLUMN heading_text TEXT",
+    ],
+    # Acting on alerts from the chat (spool/sent.py, spool/poller.py): what each alert is about
+    # (subjects.py), the sent messages the relay may edit later, their issues' buttons, each
+    # uptime monitor's last outage message, and who reads Telegram's updates.
+    5: [
+        "ALTER TABLE alerts ADD COLUMN subjects TEXT",
+        """CREATE TABLE sent_messages (
+    chat TEXT NOT NULL,             -- the chat's id as Telegram answered it
+    message_id INTEGER NOT NULL,
+    html TEXT NOT NULL,             -- as sent, for the edits that add to it
+    notes TEXT NOT NULL DEFAULT '', -- lines added since (a recovery), one per line
+    sent_at REAL NOT NULL,
+    PRIMARY KEY (chat, message_id)
+)""",
+        "CREATE INDEX sent_messages_by_time ON sent_messages (sent_at)",
+        """CREATE TABLE issue_buttons (
+    key TEXT PRIMARY KEY,           -- what the button's callback data names: nothing else
+    chat TEXT NOT NULL,
+    message_id INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    issue_id TEXT NOT NULL,
+    origin TEXT NOT NULL,           -- of the alert's issue link
+    label TEXT NOT NULL,
+    status TEXT,                    -- as the last press set it in GlitchTip
+    acted_by TEXT,
+    acted_at REAL
+)""",
+        "CREATE INDEX issue_buttons_by_message ON issue_buttons (chat, message_id, position)",
+        """CREATE TABLE outages (
+    lane TEXT NOT NULL,
+    link TEXT NOT NULL,             -- the monitor's
+    chat TEXT NOT NULL,
+    message_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    down_at REAL NOT NULL,          -- when GlitchTip said it went down
+    PRIMARY KEY (lane, link)
+)""",
+        """CREATE TABLE updates_poller (
+    only INTEGER PRIMARY KEY CHECK (only = 1),
+    holder TEXT,                    -- holders.Holder of the one process polling
+    until REAL,
+    next_update INTEGER NOT NULL DEFAULT 0  -- getUpdates' offset: the first unconfirmed
+)""",
+        "INSERT INTO updates_poller (only) VALUES (1)",
     ],
 }
 

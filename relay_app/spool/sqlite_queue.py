@@ -287,9 +287,9 @@ def _insert(db: sqlite3.Connection, alert: SpooledAlert) -> int:
     entry, brief, heading = message.short_entry, message.brief_entry, message.heading
     cursor = db.execute(
         "INSERT INTO alerts (chat, thread, lane, received_at, retry_from, html, text, fallback,"
-        " entry_html, entry_text, brief_html, brief_text, heading_html, heading_text, attempts,"
-        " unsure_attempts, next_attempt_at, scheduled_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " entry_html, entry_text, brief_html, brief_text, heading_html, heading_text, subjects,"
+        " attempts, unsure_attempts, next_attempt_at, scheduled_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             destination.chat_key,
             destination.thread,
@@ -305,6 +305,7 @@ def _insert(db: sqlite3.Connection, alert: SpooledAlert) -> int:
             brief.text if brief else None,
             heading.html if heading else None,
             heading.text if heading else None,
+            message.subjects.to_json(),
             alert.attempts,
             alert.unsure_attempts,
             alert.next_attempt_at,

@@ -338,9 +338,9 @@ def _insert(cursor: Cursor, alert: SpooledAlert, at: Now) -> int:
     entry, brief, heading = message.short_entry, message.brief_entry, message.heading
     row = cursor.execute(
         "INSERT INTO alerts (chat, thread, lane, received_at, retry_from, html, text, fallback,"
-        " entry_html, entry_text, brief_html, brief_text, heading_html, heading_text, attempts,"
-        " unsure_attempts, next_attempt_at, scheduled_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        " entry_html, entry_text, brief_html, brief_text, heading_html, heading_text, subjects,"
+        " attempts, unsure_attempts, next_attempt_at, scheduled_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
         " RETURNING id",
         (
             destination.chat_key,
@@ -357,6 +357,7 @@ def _insert(cursor: Cursor, alert: SpooledAlert, at: Now) -> int:
             brief.text if brief else None,
             heading.html if heading else None,
             heading.text if heading else None,
+            message.subjects.to_json(),
             alert.attempts,
             alert.unsure_attempts,
             alert.next_attempt_at,

@@ -8,7 +8,7 @@ that order, so the whole fleet keeps Telegram's limits together without deadlock
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Any fixed number: every relay takes this advisory lock to create or upgrade the schema, so
 # three replicas starting at once on an empty database do it one after another.
@@ -73,5 +73,47 @@ STEPS: dict[int, list[str]] = {
     probe_until DOUBLE PRECISION NOT NULL
 )""",
         "INSERT INTO telegram_health VALUES (1, 'up', 0, 0, '', 0)",
+    ],
+    # Acting on alerts from the chat: as the SQLite spool's step 5 (spool/schema.py).
+    2: [
+        "ALTER TABLE alerts ADD COLUMN subjects TEXT",
+        """CREATE TABLE sent_messages (
+    chat TEXT NOT NULL,
+    message_id BIGINT NOT NULL,
+    html TEXT NOT NULL,
+    notes TEXT NOT NULL DEFAULT '',
+    sent_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (chat, message_id)
+)""",
+        "CREATE INDEX sent_messages_by_time ON sent_messages (sent_at)",
+        """CREATE TABLE issue_buttons (
+    key TEXT PRIMARY KEY,
+    chat TEXT NOT NULL,
+    message_id BIGINT NOT NULL,
+    position INTEGER NOT NULL,
+    issue_id TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    label TEXT NOT NULL,
+    status TEXT,
+    acted_by TEXT,
+    acted_at DOUBLE PRECISION
+)""",
+        "CREATE INDEX issue_buttons_by_message ON issue_buttons (chat, message_id, position)",
+        """CREATE TABLE outages (
+    lane TEXT NOT NULL,
+    link TEXT NOT NULL,
+    chat TEXT NOT NULL,
+    message_id BIGINT NOT NULL,
+    name TEXT NOT NULL,
+    down_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (lane, link)
+)""",
+        """CREATE TABLE updates_poller (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    holder TEXT,
+    until DOUBLE PRECISION,
+    next_update BIGINT NOT NULL DEFAULT 0
+)""",
+        "INSERT INTO updates_poller (id) VALUES (1)",
     ],
 }

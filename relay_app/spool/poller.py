@@ -1,0 +1,69 @@
+"""Who reads Telegram's updates (TELEGRAM_UPDATES=poll): one process of the whole relay, chosen
+by a lease in the spool that every process, and every relay sharing a database, sees. Telegram
+answers a second concurrent `getUpdates` with 409 Conflict, so two pollers would only cut each
+other off. The lease also keeps the offset: whoever takes over reads on from the first update
+the last poller did not confirm.
+
+The lease names its holder as the queue's leases do (holders.py): on the same host a holder that
+no longer exists is replaced at once, and a live one keeps it whatever the wall clock says; a
+holder on another host keeps it until its lease runs out.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Protocol
+
+from .database import Database
+from .holders import Holder, lease_is_free
+
+
+class PollerLease(Protocol):
+    def take(self, holder: Holder, *, now: float, hold_for: float) -> int | None:
+        """Take or renew the right to poll, until `now + hold_for`: the offset to poll from,
+        or None when another process polls."""
+
+    def confirm(self, holder: Holder, next_update: int) -> None:
+        """Every update before `next_update` is handled (only while `holder` polls)."""
+
+    def release(self, holder: Holder) -> None:
+        """Stop polling now, so another process takes over at once."""
+
+
+def lease_free(holder_text: str | None, until: float | None, *, now: float, me: Holder) -> bool:
+    """Whether `me` may take the poller's lease: nobody's, its own, or a holder's that lapsed.
+    (The holder's name is its token: a poller has no claim of its own to tell apart.)"""
+    return lease_is_free(holder_text, holder_text, until, now=now, me=me, in_flight=())
+
+
+class SqlitePollerLease:
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    def take(self, holder: Holder, *, now: float, hold_for: float) -> int | None:
+        def take(db: sqlite3.Connection) -> int | None:
+            row = db.execute("SELECT holder, until, next_update FROM updates_poller").fetchone()
+            if row is None or not lease_free(row["holder"], row["until"], now=now, me=holder):
+                return None
+            db.execute(
+                "UPDATE updates_poller SET holder = ?, until = ?", (str(holder), now + hold_for)
+            )
+            return int(row["next_update"])
+
+        return self._database.write(take)
+
+    def confirm(self, holder: Holder, next_update: int) -> None:
+        self._database.write(
+            lambda db: db.execute(
+                "UPDATE updates_poller SET next_update = max(next_update, ?) WHERE holder = ?",
+                (next_update, str(holder)),
+            )
+        )
+
+    def release(self, holder: Holder) -> None:
+        self._database.write(
+            lambda db: db.execute(
+                "UPDATE updates_poller SET holder = NULL, until = NULL WHERE holder = ?",
+                (str(holder),),
+            )
+        )

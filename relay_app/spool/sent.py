@@ -1,0 +1,227 @@
+"""The sent messages the relay may change later, kept in the spool: those with issue buttons
+(a press edits them), and each uptime monitor's last outage message (its recovery replies to it
+and edits it). A button's callback data names only a key here; the issue it acts on, and the
+chat and message it belongs to, are read from this record, never from the client.
+
+Kept for RELAY_RETRY_MAX_AGE or a week, whichever is longer (`prune`); a press on an older
+message is answered with a notice, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol
+
+from .database import Database
+
+IssueStatus = Literal["resolved", "ignored", "unresolved"]
+ISSUE_STATUSES: tuple[IssueStatus, ...] = ("resolved", "ignored", "unresolved")
+# The shortest the records are kept; RELAY_RETRY_MAX_AGE when longer.
+KEPT_AT_LEAST = 7 * 86400.0
+
+
+@dataclass(frozen=True)
+class IssueButton:
+    """One issue's buttons under one sent message, and what the last press did."""
+
+    key: str
+    issue_id: str
+    origin: str  # of the alert's issue link: GlitchTip's API, unless GLITCHTIP_URL says
+    label: str  # 'BACKEND-1A': named on the buttons when a message has several issues
+    status: IssueStatus | None = None
+    acted_by: str | None = None
+    acted_at: float | None = None
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    chat: str  # the chat's id as Telegram answered it, as text
+    message_id: int
+    html: str  # as sent
+    sent_at: float
+    notes: tuple[str, ...] = ()  # plain-text lines added since
+    buttons: tuple[IssueButton, ...] = ()
+
+
+@dataclass(frozen=True)
+class Outage:
+    """A monitor's last "down" message in one destination (lane)."""
+
+    lane: str
+    link: str
+    chat: str
+    message_id: int
+    name: str
+    down_at: float
+
+
+class SentStore(Protocol):
+    def keep(self, message: SentMessage, outages: Sequence[Outage]) -> None:
+        """Record a message just sent, with its buttons, and the outages it announced."""
+
+    def pressed(self, key: str) -> tuple[SentMessage, IssueButton] | None:
+        """The message a button belongs to, and the button; None when not (or no longer) kept."""
+
+    def acted(self, key: str, status: IssueStatus, *, by: str, at: float) -> SentMessage | None:
+        """Record what a press did; the message as it now stands."""
+
+    def outage(self, lane: str, link: str) -> Outage | None: ...
+
+    def recovered(self, outage: Outage, note: str) -> SentMessage | None:
+        """The monitor is back up: forget the outage, and add `note` to its message; that
+        message as it now stands (None when it is not kept)."""
+
+    def prune(self, *, before: float) -> int:
+        """Forget messages sent, and outages begun, before `before`; how many messages."""
+
+
+class SqliteSentStore:
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    def keep(self, message: SentMessage, outages: Sequence[Outage]) -> None:
+        def keep(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT OR REPLACE INTO sent_messages (chat, message_id, html, notes, sent_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (
+                    message.chat,
+                    message.message_id,
+                    message.html,
+                    "\n".join(message.notes),
+                    message.sent_at,
+                ),
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO issue_buttons (key, chat, message_id, position,"
+                " issue_id, origin, label) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (b.key, message.chat, message.message_id, n, b.issue_id, b.origin, b.label)
+                    for n, b in enumerate(message.buttons)
+                ],
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO outages (lane, link, chat, message_id, name, down_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [(o.lane, o.link, o.chat, o.message_id, o.name, o.down_at) for o in outages],
+            )
+
+        self._database.write(keep)
+
+    def pressed(self, key: str) -> tuple[SentMessage, IssueButton] | None:
+        def read(db: sqlite3.Connection) -> tuple[SentMessage, IssueButton] | None:
+            row = db.execute(
+                "SELECT chat, message_id FROM issue_buttons WHERE key = ?", (key,)
+            ).fetchone()
+            message = _message(db, row["chat"], row["message_id"]) if row else None
+            if message is None:
+                return None
+            return message, next(b for b in message.buttons if b.key == key)
+
+        return self._database.read(read)
+
+    def acted(self, key: str, status: IssueStatus, *, by: str, at: float) -> SentMessage | None:
+        def act(db: sqlite3.Connection) -> SentMessage | None:
+            row = db.execute(
+                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ? WHERE key = ?"
+                " RETURNING chat, message_id",
+                (status, by, at, key),
+            ).fetchone()
+            return _message(db, row["chat"], row["message_id"]) if row else None
+
+        return self._database.write(act)
+
+    def outage(self, lane: str, link: str) -> Outage | None:
+        row = self._database.read(
+            lambda db: db.execute(
+                "SELECT * FROM outages WHERE lane = ? AND link = ?", (lane, link)
+            ).fetchone()
+        )
+        return outage_from_row(row) if row is not None else None
+
+    def recovered(self, outage: Outage, note: str) -> SentMessage | None:
+        def recover(db: sqlite3.Connection) -> SentMessage | None:
+            db.execute(
+                "DELETE FROM outages WHERE lane = ? AND link = ? AND message_id = ?",
+                (outage.lane, outage.link, outage.message_id),
+            )
+            message = _message(db, outage.chat, outage.message_id)
+            if message is None:
+                return None
+            db.execute(
+                "UPDATE sent_messages SET notes = ? WHERE chat = ? AND message_id = ?",
+                ("\n".join((*message.notes, note)), message.chat, message.message_id),
+            )
+            return replace(message, notes=(*message.notes, note))
+
+        return self._database.write(recover)
+
+    def prune(self, *, before: float) -> int:
+        def prune(db: sqlite3.Connection) -> int:
+            db.execute("DELETE FROM outages WHERE down_at < ?", (before,))
+            db.execute(
+                "DELETE FROM issue_buttons WHERE (chat, message_id) IN"
+                " (SELECT chat, message_id FROM sent_messages WHERE sent_at < ?)",
+                (before,),
+            )
+            return int(
+                db.execute("DELETE FROM sent_messages WHERE sent_at < ?", (before,)).rowcount
+            )
+
+        return self._database.write(prune)
+
+
+def _message(db: sqlite3.Connection, chat: str, message_id: int) -> SentMessage | None:
+    row = db.execute(
+        "SELECT * FROM sent_messages WHERE chat = ? AND message_id = ?", (chat, message_id)
+    ).fetchone()
+    if row is None:
+        return None
+    buttons = db.execute(
+        "SELECT * FROM issue_buttons WHERE chat = ? AND message_id = ? ORDER BY position",
+        (chat, message_id),
+    ).fetchall()
+    return message_from_rows(row, buttons)
+
+
+class Row(Protocol):
+    def __getitem__(self, column: str, /) -> object: ...
+
+
+def message_from_rows(row: Row, buttons: Sequence[Row]) -> SentMessage:
+    notes = str(row["notes"])
+    return SentMessage(
+        chat=str(row["chat"]),
+        message_id=int(str(row["message_id"])),
+        html=str(row["html"]),
+        sent_at=float(str(row["sent_at"])),
+        notes=tuple(notes.split("\n")) if notes else (),
+        buttons=tuple(_button(button) for button in buttons),
+    )
+
+
+def _button(row: Row) -> IssueButton:
+    status = row["status"]
+    acted_at = row["acted_at"]
+    return IssueButton(
+        key=str(row["key"]),
+        issue_id=str(row["issue_id"]),
+        origin=str(row["origin"]),
+        label=str(row["label"]),
+        status=next((known for known in ISSUE_STATUSES if known == status), None),
+        acted_by=str(row["acted_by"]) if row["acted_by"] is not None else None,
+        acted_at=float(str(acted_at)) if acted_at is not None else None,
+    )
+
+
+def outage_from_row(row: Row) -> Outage:
+    return Outage(
+        lane=str(row["lane"]),
+        link=str(row["link"]),
+        chat=str(row["chat"]),
+        message_id=int(str(row["message_id"])),
+        name=str(row["name"]),
+        down_at=float(str(row["down_at"])),
+    )

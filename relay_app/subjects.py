@@ -1,0 +1,114 @@
+"""What an alert is about: the GlitchTip issues and uptime monitors it names, read from the
+payload once, when the webhook arrives, and kept with the alert's message. The relay needs them
+after the message is sent: to put Resolve and Ignore buttons under each issue, and to thread an
+uptime monitor's recovery under its outage. Pure data, and the JSON the spool stores it as.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from .glitchtip import Alert, IssueAlert, MonitorState, UptimeAlert
+
+# GlitchTip's issue links end in the issue's id: <domain>/<org_slug>/issues/<id>.
+_ISSUE_PATH = re.compile(r"/issues/([0-9]{1,20})/?$")
+
+
+@dataclass(frozen=True)
+class IssueRef:
+    """An issue GlitchTip's API can change: `id` as its API names it, and the origin of the
+    alert's link (where that API is, unless GLITCHTIP_URL says otherwise)."""
+
+    id: str
+    origin: str
+    short_id: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How buttons and notices name it: 'BACKEND-1A', or '#4' without a short id."""
+        return self.short_id or f"#{self.id}"
+
+
+@dataclass(frozen=True)
+class MonitorRef:
+    """An uptime monitor's change. Monitors are told apart by their link."""
+
+    link: str
+    name: str
+    state: MonitorState
+
+
+@dataclass(frozen=True)
+class Subjects:
+    issues: tuple[IssueRef, ...] = ()
+    monitors: tuple[MonitorRef, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.issues or self.monitors)
+
+    @property
+    def recovery(self) -> bool:
+        """An uptime alert saying a monitor is back up: it is sent as a reply to the outage."""
+        return any(monitor.state == "up" for monitor in self.monitors)
+
+    def to_json(self) -> str | None:
+        """As the spool stores it; None when there is nothing (most alerts' column stays NULL)."""
+        if not self:
+            return None
+        return json.dumps(
+            {
+                "issues": [[issue.id, issue.origin, issue.short_id] for issue in self.issues],
+                "monitors": [[m.link, m.name, m.state] for m in self.monitors],
+            },
+            ensure_ascii=False,
+        )
+
+    @classmethod
+    def from_json(cls, raw: str | None) -> Subjects:
+        """Read back what `to_json` wrote; anything else (a person's edit) reads as nothing."""
+        if not raw:
+            return NO_SUBJECTS
+        try:
+            data = json.loads(raw)
+            issues = tuple(IssueRef(str(i), str(o), s) for i, o, s in data.get("issues", []))
+            monitors = tuple(
+                MonitorRef(str(link), str(name), state if state in ("down", "up") else "unknown")
+                for link, name, state in data.get("monitors", [])
+            )
+        except (ValueError, TypeError, AttributeError):
+            return NO_SUBJECTS
+        return cls(issues, monitors)
+
+
+NO_SUBJECTS = Subjects()
+
+
+def subjects_of(alert: Alert) -> Subjects:
+    if isinstance(alert, IssueAlert):
+        refs = (_issue_ref(issue.link, issue.short_id) for issue in alert.issues)
+        return Subjects(issues=tuple(ref for ref in refs if ref is not None))
+    if isinstance(alert, UptimeAlert):
+        return Subjects(
+            monitors=tuple(
+                MonitorRef(monitor.link, monitor.name, monitor.state)
+                for monitor in alert.monitors
+                if monitor.link
+            )
+        )
+    return NO_SUBJECTS
+
+
+def _issue_ref(link: str | None, short_id: str | None) -> IssueRef | None:
+    if not link:
+        return None
+    try:
+        parts = urlsplit(link)
+    except ValueError:
+        return None
+    found = _ISSUE_PATH.search(parts.path)
+    if parts.scheme not in ("http", "https") or not parts.netloc or found is None:
+        return None
+    return IssueRef(found.group(1), f"{parts.scheme}://{parts.netloc}", short_id)
