@@ -1,5 +1,6 @@
 """One delivery attempt of a prebuilt message, with the two recoveries that must not lose it;
-and the question that tells whether Telegram answers at all (`probe`).
+the question that tells whether Telegram answers at all (`probe`); and the later changes to a
+sent message that acting on alerts makes (`edit`, `answer`).
 
 Used alike by the webhook's synchronous attempt and by each background retry. Within one
 attempt (one deadline): Telegram rejecting our HTML or its length gets the plain-text fallback;
@@ -9,28 +10,72 @@ to handle.
 
 from __future__ import annotations
 
+import html
 import logging
 import threading
 import time
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from .errors import ChatMigrated, DeliveryError, MarkupRejected, says_telegram_is_failing
+from .errors import (
+    ChatMigrated,
+    DeliveryError,
+    MarkupRejected,
+    PermanentDeliveryError,
+    says_telegram_is_failing,
+)
 from .formatting import Message
 from .logs import event
-from .routing import ChatId, Destination
+from .routing import ChatId, Destination, parse_chat_id
 from .telegram import TelegramClient
 
 log = logging.getLogger(__name__)
 
 
+# What Telegram says of an edit that changes nothing: the change is there already.
+_NOT_MODIFIED = "message is not modified"
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A message Telegram accepted: where it is, and its HTML as the chat shows it (the plain
+    fallback, escaped, when Telegram refused the HTML), for the edits that add to it."""
+
+    chat: str  # the chat's id as Telegram answered it
+    message_id: int
+    html: str
+
+
+@dataclass(frozen=True)
+class Extras:
+    """What a message carries besides its text: inline buttons, and the message it replies to."""
+
+    keyboard: dict[str, Any] | None = None
+    reply_to: int | None = None
+
+
+NO_EXTRAS = Extras()
+
+
 class Telegram(Protocol):
     """What the relay needs of Telegram: `Courier` over the Bot API, or a test's stand-in."""
 
-    def deliver(self, message: Message, destination: Destination) -> None:
-        """One attempt, within the attempt timeout; raises DeliveryError on failure."""
+    def deliver(
+        self, message: Message, destination: Destination, extras: Extras = NO_EXTRAS
+    ) -> Sent | None:
+        """One attempt, within the attempt timeout; raises DeliveryError on failure. Returns
+        where the message is (None: a stand-in that does not say)."""
 
     def probe(self) -> bool:
         """Whether Telegram answers a question that posts nothing."""
+
+    def edit(
+        self, chat: str, message_id: int, html_text: str, keyboard: dict[str, Any] | None
+    ) -> None:
+        """Replace a sent message's text and buttons; raises DeliveryError."""
+
+    def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None:
+        """Answer a press on a button with a notice; raises DeliveryError."""
 
 
 class Courier:
@@ -41,26 +86,35 @@ class Courier:
         # Groups seen upgraded to supergroups, old id to new, for this process's lifetime.
         self._migrated: dict[ChatId, ChatId] = {}
 
-    def deliver(self, message: Message, destination: Destination) -> None:
+    def deliver(
+        self, message: Message, destination: Destination, extras: Extras = NO_EXTRAS
+    ) -> Sent:
         """One attempt, finished within the attempt timeout; raises DeliveryError on failure."""
         deadline = time.monotonic() + self._attempt_timeout
         with self._lock:
             chat_id = self._migrated.get(destination.chat, destination.chat)
-        text, html = message.html, True
+        text, as_html = message.html, True
         tried_chats = {chat_id}
         while True:
             try:
-                self._client.send_message(
-                    chat_id, text, html=html, thread_id=destination.thread, deadline=deadline
+                result = self._client.send_message(
+                    chat_id,
+                    text,
+                    html=as_html,
+                    thread_id=destination.thread,
+                    deadline=deadline,
+                    keyboard=extras.keyboard,
+                    reply_to=extras.reply_to,
                 )
-                return
+                shown = text if as_html else html.escape(text, quote=False)
+                return _sent(result, chat_id, shown)
             except MarkupRejected as exc:
-                if not html:
+                if not as_html:
                     raise
                 log.warning(
                     "Telegram rejected the alert's HTML (%s); sending it as plain text", exc
                 )
-                text, html = message.fallback, False
+                text, as_html = message.fallback, False
             except ChatMigrated as exc:
                 if exc.new_chat_id in tried_chats:
                     raise
@@ -76,6 +130,32 @@ class Courier:
             return not says_telegram_is_failing(exc)
         return True
 
+    def edit(
+        self, chat: str, message_id: int, html_text: str, keyboard: dict[str, Any] | None
+    ) -> None:
+        """Replace a sent message's text and buttons, within the attempt timeout; raises
+        DeliveryError (an edit that changes nothing is no error)."""
+        try:
+            self._client.edit_message_text(
+                parse_chat_id(chat) or chat,
+                message_id,
+                html_text,
+                keyboard=keyboard,
+                deadline=time.monotonic() + self._attempt_timeout,
+            )
+        except PermanentDeliveryError as exc:
+            if _NOT_MODIFIED not in exc.description.lower():
+                raise
+
+    def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None:
+        """Answer a press with a notice; raises DeliveryError."""
+        self._client.answer_callback_query(
+            callback_query_id,
+            text,
+            alert=alert,
+            deadline=time.monotonic() + self._attempt_timeout,
+        )
+
     def _follow_migration(self, old: ChatId, new: ChatId) -> ChatId:
         with self._lock:
             # Later alerts from this process go straight to the new id; after a restart the old
@@ -90,6 +170,17 @@ class Courier:
             new,
         )
         return new
+
+
+def _sent(result: dict[str, Any], chat_id: ChatId, shown: str) -> Sent:
+    chat = result.get("chat")
+    answered_chat = chat.get("id") if isinstance(chat, dict) else None
+    message_id = result.get("message_id")
+    return Sent(
+        str(answered_chat if answered_chat is not None else chat_id),
+        message_id if isinstance(message_id, int) else 0,
+        shown,
+    )
 
 
 def log_undelivered(

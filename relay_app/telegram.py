@@ -1,13 +1,15 @@
-"""The Telegram Bot API client: `sendMessage` for the relay, `getMe`, `getChat`,
-`getChatMember` and `sendChatAction` for `relay-app check`, `getUpdates` and `getWebhookInfo`
-for `relay-app chats`, and the one place where requests' exceptions and Telegram's replies
-become the relay's delivery errors.
+"""The Telegram Bot API client: `sendMessage` for the relay, and for acting on alerts from the
+chat `editMessageText`, `answerCallbackQuery`, a long-polling `getUpdates`, `setWebhook` and
+`deleteWebhook`; `getMe`, `getChat`, `getChatMember` and `sendChatAction` for `relay-app check`,
+`getUpdates` and `getWebhookInfo` for `relay-app chats`; and the one place where requests'
+exceptions and Telegram's replies become the relay's delivery errors.
 """
 
 from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -54,9 +56,13 @@ class TelegramClient:
         html: bool,
         thread_id: int | None,
         deadline: float,
+        keyboard: dict[str, Any] | None = None,
+        reply_to: int | None = None,
     ) -> dict[str, Any]:
         """Send `text`, finishing by `deadline` (a time.monotonic() value) whatever the network
-        does. Returns Telegram's `result`; raises a DeliveryError subclass otherwise."""
+        does, with inline buttons (`keyboard`) and as a reply to a message of the chat when
+        given (sent plainly when that message is gone). Returns Telegram's `result` (the
+        Message); raises a DeliveryError subclass otherwise."""
         body: dict[str, Any] = {
             "chat_id": chat_id,
             "text": text,
@@ -66,7 +72,66 @@ class TelegramClient:
             body["parse_mode"] = "HTML"
         if thread_id is not None:
             body["message_thread_id"] = thread_id
+        if keyboard is not None:
+            body["reply_markup"] = keyboard
+        if reply_to is not None:
+            body["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
         return self.call("sendMessage", body, deadline=deadline)
+
+    def edit_message_text(
+        self,
+        chat_id: ChatId,
+        message_id: int,
+        html: str,
+        *,
+        keyboard: dict[str, Any] | None,
+        deadline: float,
+    ) -> None:
+        """Replace a message's text (HTML) and its buttons: without `keyboard`, it has none."""
+        body: dict[str, Any] = {
+            "chat_id": chat_id,
+            "message_id": message_id,
+            "text": html,
+            "parse_mode": "HTML",
+            "link_preview_options": {"is_disabled": True},
+        }
+        if keyboard is not None:
+            body["reply_markup"] = keyboard
+        self.call_for_any("editMessageText", body, deadline=deadline)
+
+    def answer_callback_query(
+        self, callback_query_id: str, text: str, *, alert: bool, deadline: float
+    ) -> None:
+        """Answer a press: `text` (at most 200 characters) as a brief notice, or with `alert`
+        as a box the person closes."""
+        body = {"callback_query_id": callback_query_id, "text": text[:200], "show_alert": alert}
+        self.call_for_any("answerCallbackQuery", body, deadline=deadline)
+
+    def poll_updates(
+        self,
+        offset: int,
+        *,
+        timeout: int,
+        deadline: float,
+        watch: Callable[[Deadline], None] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Updates from `offset` on (confirming every one before it), waiting up to `timeout`
+        seconds for one to come. `watch` is handed the request's Deadline, so another thread can
+        end the wait at once (a stopping relay must not leave a poll behind it)."""
+        body = {"offset": offset, "timeout": timeout}
+        result = self.call_for_any("getUpdates", body, deadline=deadline, watch=watch)
+        return (
+            [update for update in result if isinstance(update, dict)]
+            if isinstance(result, list)
+            else []
+        )
+
+    def set_webhook(self, url: str, *, secret_token: str, deadline: float) -> None:
+        body = {"url": url, "secret_token": secret_token}
+        self.call_for_any("setWebhook", body, deadline=deadline)
+
+    def delete_webhook(self, *, deadline: float) -> None:
+        self.call_for_any("deleteWebhook", {}, deadline=deadline)
 
     def get_me(self, *, deadline: float) -> dict[str, Any]:
         return self.call("getMe", {}, deadline=deadline)
@@ -108,7 +173,14 @@ class TelegramClient:
         result = self.call_for_any(method, body, deadline=deadline)
         return result if isinstance(result, dict) else {}
 
-    def call_for_any(self, method: str, body: dict[str, Any], *, deadline: float) -> object:
+    def call_for_any(
+        self,
+        method: str,
+        body: dict[str, Any],
+        *,
+        deadline: float,
+        watch: Callable[[Deadline], None] | None = None,
+    ) -> object:
         """`call` for the methods whose `result` is not an object (getUpdates: a list)."""
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -116,6 +188,8 @@ class TelegramClient:
                 "no time left for another request to Telegram", maybe_delivered=False
             )
         with Deadline(remaining) as watchdog:
+            if watch is not None:
+                watch(watchdog)
             try:
                 response = self._session.post(
                     self._method_url + method, json=body, timeout=(remaining, remaining)

@@ -32,12 +32,20 @@ class ScriptedTelegram(TelegramClient):
         self.sent: list[dict[str, Any]] = []
 
     def send_message(
-        self, chat_id: ChatId, text: str, *, html: bool, thread_id: int | None, deadline: float
+        self,
+        chat_id: ChatId,
+        text: str,
+        *,
+        html: bool,
+        thread_id: int | None,
+        deadline: float,
+        keyboard: dict[str, Any] | None = None,
+        reply_to: int | None = None,
     ) -> dict[str, Any]:
         self.sent.append({"chat_id": chat_id, "text": text, "html": html, "thread": thread_id})
         if self.errors:
             raise self.errors.pop(0)
-        return {}
+        return {"message_id": len(self.sent), "chat": {"id": chat_id}}
 
 
 TOPIC_5 = Destination(-100, 5)

@@ -79,7 +79,7 @@ class ScriptedTelegram:
         self.calls = 0
         self._lock = threading.Lock()
 
-    def deliver(self, message: Message, destination: Destination) -> None:
+    def deliver(self, message: Message, destination: Destination, extras: object = None) -> None:
         with self._lock:
             self.calls += 1
             self.destinations.append(destination)
@@ -96,6 +96,12 @@ class ScriptedTelegram:
             if self.clock is not None:
                 self.probe_times.append(self.clock.now)
         return self.answers() if callable(self.answers) else self.answers
+
+    def edit(self, chat: str, message_id: int, html_text: str, keyboard: object) -> None:
+        raise AssertionError("these tests send nothing that is edited later")
+
+    def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None:
+        raise AssertionError("these tests have no buttons to press")
 
 
 @pytest.fixture
@@ -424,7 +430,9 @@ def test_an_alert_leaves_the_spool_only_with_its_digest(
     spool = SpoolAdmin(Database(spool_path))
 
     class Counting(ScriptedTelegram):
-        def deliver(self, message: Message, destination: Destination) -> None:
+        def deliver(
+            self, message: Message, destination: Destination, extras: object = None
+        ) -> None:
             pending_at_each_send.append(spool.counts()["pending"])
             super().deliver(message, destination)
 
@@ -475,7 +483,9 @@ def test_a_missing_topic_sends_its_alerts_once_to_the_chat_itself_oldest_first(
     topic = Destination(CHAT_ID, 404)
 
     class WithoutTheTopic(ScriptedTelegram):
-        def deliver(self, message: Message, destination: Destination) -> None:
+        def deliver(
+            self, message: Message, destination: Destination, extras: object = None
+        ) -> None:
             if destination == topic:
                 self.destinations.append(destination)
                 raise ThreadNotFound(
@@ -643,7 +653,9 @@ def test_a_clock_stepped_forward_during_a_slow_attempt_never_sends_it_twice(
     entered, release = threading.Event(), threading.Event()
 
     class Slow(ScriptedTelegram):
-        def deliver(self, message: Message, destination: Destination) -> None:
+        def deliver(
+            self, message: Message, destination: Destination, extras: object = None
+        ) -> None:
             entered.set()
             assert release.wait(10)
             super().deliver(message, destination)
