@@ -100,3 +100,30 @@ class SpoolOutdated(SpoolError):
 class QueueFull(Exception):
     """The queue holds as many pending alerts as it may (RELAY_SPOOL_MAX_PENDING on disk,
     MAX_MEMORY_ALERTS in memory)."""
+
+
+class GlitchTipError(Exception):
+    """GlitchTip's API did not make a change a press asked for. `notice` says so to the person
+    who pressed, with what to do about it; the message itself is for the relay's log."""
+
+    def __init__(self, message: str, *, notice: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.notice = notice
+        self.status = status
+
+
+class GlitchTipUnreachable(GlitchTipError):
+    """GlitchTip is down, restarting, slow, or behind a proxy that failed: try again later."""
+
+
+class GlitchTipTokenRefused(GlitchTipError):
+    """GLITCHTIP_API_TOKEN is wrong or revoked (GlitchTip answers a bad token's PUT with 403
+    "CSRF check Failed", its GET with 401)."""
+
+
+class GlitchTipScopeMissing(GlitchTipError):
+    """The token is valid but lacks the event:write scope a status change needs."""
+
+
+class GlitchTipIssueGone(GlitchTipError):
+    """No such issue for the token's user: deleted, or in an organization it is not in."""
