@@ -14,12 +14,15 @@ from werkzeug.exceptions import HTTPException
 from .config import Settings
 from .delivery import Courier, Telegram
 from .dispatcher import Dispatcher
+from .glitchtip_api import GlitchTipApi
 from .health import Health, HealthStore, MemoryHealthStore
 from .intake import Intake
 from .job import Jobs
 from .logs import configure_logging
 from .metrics import Metrics
+from .outgoing import Outgoing
 from .policy import RetryPolicy
+from .presses import Presses
 from .spool import (
     Admin,
     Database,
@@ -29,8 +32,13 @@ from .spool import (
     SqliteHealthStore,
     SqliteQueue,
 )
+from .spool.poller import PollerLease, SqlitePollerLease
 from .spool.postgres import PgDatabase, PgHealthStore, PgQueue, PgSpoolAdmin
+from .spool.postgres.poller import PgPollerLease
+from .spool.postgres.sent import PgSentStore
+from .spool.sent import SentStore, SqliteSentStore
 from .telegram import TelegramClient
+from .updates import Poller
 from .views import create_blueprint
 
 # GlitchTip's payloads are a few kilobytes; anything near this is not an alert.
@@ -51,6 +59,10 @@ class Relay:
     spool: SqliteQueue | PgQueue | None
     admin: Admin | None
     memory: MemoryQueue
+    # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles a press, and this
+    # process's poller for them (TELEGRAM_UPDATES=poll).
+    presses: Presses | None = None
+    poller: Poller | None = None
 
 
 def create_app(settings: Settings | None = None, *, clock: Clock = time.time) -> Flask:
@@ -59,9 +71,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     in each worker: `start_background_work`."""
     if settings is None:
         settings = Settings.from_env(os.environ)
-    configure_logging(
-        settings.telegram_bot_token, settings.webhook_secret, log_format=settings.log_format
-    )
+    secrets = [settings.telegram_bot_token, settings.webhook_secret]
+    if settings.glitchtip_api_token is not None:
+        secrets.append(settings.glitchtip_api_token)
+    configure_logging(*secrets, log_format=settings.log_format)
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
@@ -75,6 +88,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
             default_destination=settings.default_destination,
             allowed_chats=settings.allowed_chat_ids,
             admin_port=settings.admin_port,
+            telegram_updates=settings.telegram_updates,
         )
     )
 
@@ -97,21 +111,32 @@ def assemble(
     spool: SqliteQueue | PgQueue | None = None
     admin: Admin | None = None
     health_store: HealthStore = MemoryHealthStore()
+    sent: SentStore | None = None
+    poller_lease: PollerLease | None = None
     if settings.spool_url is not None:
         shared = PgDatabase(settings.spool_url)
         spool = PgQueue(shared, max_pending=settings.spool_max_pending)
         admin = PgSpoolAdmin(shared, clock=clock)
         health_store = PgHealthStore(shared)
+        sent, poller_lease = PgSentStore(shared), PgPollerLease(shared)
     elif settings.spool_path is not None:
         database = Database(settings.spool_path, default_destination=settings.default_destination)
         spool = SqliteQueue(database, max_pending=settings.spool_max_pending)
         admin = SpoolAdmin(database, clock=clock)
         health_store = SqliteHealthStore(database)
+        sent, poller_lease = SqliteSentStore(database), SqlitePollerLease(database)
     queues: list[Queue] = [queue for queue in (spool, memory) if queue is not None]
     health = Health(health_store, queues=queues)
     metrics = Metrics(admin, health)
     if spool is not None:
         spool.database.on_lock_wait = metrics.lock_wait
+    outgoing = Outgoing(
+        sent,
+        edit=telegram.edit,
+        buttons=settings.glitchtip_api_token is not None,
+        keep_for=settings.retry_max_age,
+        clock=clock,
+    )
     jobs = Jobs(
         telegram.deliver,
         policy=RetryPolicy(
@@ -125,6 +150,7 @@ def assemble(
         late_after=settings.late_after,
         coalesce=settings.coalesce,
         second_chance=settings.second_chance,
+        outgoing=outgoing,
     )
     dispatcher = Dispatcher(
         queues=queues,
@@ -134,6 +160,7 @@ def assemble(
         metrics=metrics,
         attempt_timeout=settings.send_timeout,
         clock=clock,
+        upkeep=outgoing.tidy,
     )
     intake = Intake(
         spool=spool,
@@ -144,7 +171,25 @@ def assemble(
         attempt_timeout=settings.send_timeout,
         clock=clock,
     )
-    return Relay(intake, dispatcher, jobs, metrics, spool, admin, memory)
+    presses = poller = None
+    if settings.glitchtip_api_token is not None and sent is not None:
+        presses = Presses(
+            store=sent,
+            glitchtip=GlitchTipApi(settings.glitchtip_api_token, timeout=settings.send_timeout),
+            chat=telegram,
+            allowed_users=settings.action_user_ids,
+            glitchtip_url=settings.glitchtip_url,
+            clock=clock,
+        )
+        if settings.telegram_updates == "poll" and poller_lease is not None:
+            poller = Poller(
+                client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
+                lease=poller_lease,
+                handle_press=presses.handle,
+                attempt_timeout=settings.send_timeout,
+                clock=clock,
+            )
+    return Relay(intake, dispatcher, jobs, metrics, spool, admin, memory, presses, poller)
 
 
 def relay_of(app: object) -> Relay | None:
@@ -157,10 +202,13 @@ def relay_of(app: object) -> Relay | None:
 
 def start_background_work(app: object) -> None:
     """Start sending waiting alerts from this process (gunicorn's post_worker_init): those
-    due for a retry or their chat's turn, and those a stopped or crashed process left."""
+    due for a retry or their chat's turn, and those a stopped or crashed process left; and,
+    with TELEGRAM_UPDATES=poll, be ready to read the presses on their buttons."""
     relay = relay_of(app)
     if relay is not None:
         relay.dispatcher.start()
+        if relay.poller is not None:
+            relay.poller.start()
     else:
         logging.getLogger(__name__).warning(
             "the WSGI app is not relay_app's own (%s): alerts left in the spool by an earlier "
@@ -170,7 +218,10 @@ def start_background_work(app: object) -> None:
 
 
 def stop_background_work(app: object) -> None:
-    """Stop deliberately (gunicorn's worker_exit hook); see Dispatcher.shutdown."""
+    """Stop deliberately (gunicorn's worker_exit hook): the poller first, so another process
+    takes over at once (Poller.shutdown), then Dispatcher.shutdown."""
     relay = relay_of(app)
     if relay is not None:
+        if relay.poller is not None:
+            relay.poller.shutdown()
         relay.dispatcher.shutdown()

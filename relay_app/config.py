@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
 from .logs import LogFormat
@@ -35,6 +35,9 @@ T = TypeVar("T")
 # What a variable that failed stands in for while the others are read.
 _NO_CHAT: ChatId = 0
 _DEFAULT_SPOOL: str | None = DEFAULT_SPOOL_PATH
+
+UpdatesMode = Literal["poll", "webhook", "off"]
+_UPDATES_MODES: dict[str, UpdatesMode] = {"poll": "poll", "webhook": "webhook", "off": "off"}
 
 _SECRET_HINT = "generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"  # noqa: S105 (a hint, not a password)
 
@@ -71,6 +74,8 @@ __all__ = [
     "Settings",
     "admin_bind_from_env",
     "bind_from_env",
+    "glitchtip_token_from_env",
+    "glitchtip_url_from_env",
     "log_format_from_env",
     "metrics_enabled",
     "spool_path_from_env",
@@ -109,6 +114,14 @@ class Settings:
     bind: str = DEFAULT_BIND
     # A second listener for /metrics, /readyz and /healthz, which then leave the webhook's.
     admin_bind: str | None = None
+    # Acting on alerts from the chat: a GlitchTip API token (event:write) puts Resolve and
+    # Ignore buttons under each issue; GlitchTip's URL, unless it is each alert's link's origin.
+    glitchtip_api_token: str | None = field(default=None, repr=False)
+    glitchtip_url: str | None = None
+    # How the presses on those buttons reach the relay.
+    telegram_updates: UpdatesMode = "off"
+    # Telegram user ids that may press them; empty: anyone in the chat.
+    action_user_ids: frozenset[int] = frozenset()
 
     @property
     def default_destination(self) -> Destination:
@@ -132,6 +145,7 @@ class Settings:
 
         bind = read(lambda: bind_from_env(environ), DEFAULT_BIND)
         admin_bind = read(lambda: admin_bind_from_env(environ, bind), None)
+        glitchtip_token = read(lambda: glitchtip_token_from_env(environ), None)
         settings = cls(
             telegram_bot_token=read(lambda: bot_token_from_env(environ), ""),
             telegram_chat_id=read(lambda: _chat_id(environ), _NO_CHAT),
@@ -184,7 +198,23 @@ class Settings:
             log_format=read(lambda: log_format_from_env(environ), "text"),
             bind=bind,
             admin_bind=admin_bind,
+            glitchtip_api_token=glitchtip_token,
+            glitchtip_url=read(lambda: glitchtip_url_from_env(environ), None),
+            telegram_updates=read(lambda: _updates_mode(environ, glitchtip_token), "off"),
+            action_user_ids=read(lambda: _user_ids(environ), frozenset()),
         )
+        if (
+            glitchtip_token is not None
+            and environ.get("RELAY_SPOOL_PATH", "").strip().lower() == SPOOL_OFF
+        ):
+            problems.append(
+                ConfigError(
+                    "GLITCHTIP_API_TOKEN",
+                    "buttons need the spool, which keeps what each one acts on, and "
+                    "RELAY_SPOOL_PATH=off has none: set RELAY_SPOOL_PATH (or RELAY_SPOOL_URL), or "
+                    "unset GLITCHTIP_API_TOKEN",
+                )
+            )
         if problems:
             raise ConfigError.gathered(problems)
         if settings.spool_url is not None:
@@ -288,6 +318,68 @@ def spool_path_from_env(environ: Mapping[str, str]) -> str | None:
             "RELAY_SPOOL_PATH", f"{raw!r} names a directory; name a file in it instead"
         )
     return raw
+
+
+def glitchtip_token_from_env(environ: Mapping[str, str]) -> str | None:
+    """GLITCHTIP_API_TOKEN, which `relay-app check` checks too. Never echoed."""
+    name = "GLITCHTIP_API_TOKEN"
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isascii() or not raw.isprintable() or " " in raw:
+        raise ConfigError(
+            name,
+            "does not look like a GlitchTip API token (64 hex characters, from Profile → "
+            "Auth Tokens in GlitchTip)",
+        )
+    return raw
+
+
+def glitchtip_url_from_env(environ: Mapping[str, str]) -> str | None:
+    """GLITCHTIP_URL: where GlitchTip's API is, when not at the origin of the alerts' links."""
+    name = "GLITCHTIP_URL"
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise ConfigError(
+            name, f"{raw!r} is not GlitchTip's base URL; for example https://glitchtip.example.org"
+        )
+    return raw.rstrip("/")
+
+
+def _updates_mode(environ: Mapping[str, str], glitchtip_token: str | None) -> UpdatesMode:
+    name = "TELEGRAM_UPDATES"
+    raw = environ.get(name, "").strip().lower()
+    if not raw:
+        return "poll" if glitchtip_token is not None else "off"
+    mode = _UPDATES_MODES.get(raw)
+    if mode is None:
+        raise ConfigError(name, f"{raw!r} is not one of poll, webhook or off")
+    if mode != "off" and glitchtip_token is None:
+        raise ConfigError(
+            name,
+            f"{raw} reads presses on the alerts' buttons, and there are none without "
+            "GLITCHTIP_API_TOKEN: set that too, or leave TELEGRAM_UPDATES unset",
+        )
+    return mode
+
+
+def _user_ids(environ: Mapping[str, str]) -> frozenset[int]:
+    name = "TELEGRAM_ACTION_USER_IDS"
+    ids = set()
+    for raw in environ.get(name, "").split(","):
+        if not raw.strip():
+            continue
+        if not raw.strip().isdigit() or int(raw) <= 0:
+            raise ConfigError(
+                name,
+                f"{raw.strip()!r} is not a Telegram user id; list numeric user ids separated by "
+                "commas, like 12345678,87654321",
+            )
+        ids.add(int(raw))
+    return frozenset(ids)
 
 
 def _required(environ: Mapping[str, str], name: str, hint: str) -> str:

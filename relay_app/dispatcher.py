@@ -64,8 +64,11 @@ class Dispatcher:
         metrics: Metrics,
         attempt_timeout: float,
         clock: Clock = time.time,
+        upkeep: Callable[[], None] = lambda: None,
     ) -> None:
+        """`upkeep` runs with the queues' own, once a second, off the webhooks' path."""
         self.queues = list(queues)
+        self._upkeep = upkeep
         self._jobs = jobs
         self.health = health
         self._probe = probe
@@ -110,6 +113,18 @@ class Dispatcher:
                 return  # a pass is planned by then anyway
             self._next_pass_at = min(self._next_pass_at, at if at is not None else 0.0)
         self._wake.set()
+
+    def soon(self, work: Callable[[], None]) -> None:
+        """Run `work` on this process's pool, off the caller's thread (a webhook's, which must
+        answer GlitchTip): what follows a delivery. Inline once the pool has stopped."""
+        with self._lock:
+            future = None if self._stop.is_set() else self._executor().submit(_logged, work)
+            if future is not None:
+                self._futures.add(future)
+        if future is None:
+            _logged(work)
+        else:
+            future.add_done_callback(self._forget)  # at once if done: not under the lock
 
     def hold(self) -> str:
         """A fresh claim token, in flight in this process until `release`: made before the
@@ -306,6 +321,7 @@ class Dispatcher:
     def _tidy(self) -> None:
         for queue in self.queues:
             queue.tidy()
+        self._upkeep()
 
     def _last_chance(self, queue: MemoryQueue) -> None:
         """The alerts held in memory are lost with the process: one last attempt each, in as
@@ -329,6 +345,13 @@ class Dispatcher:
                 pending,
                 queue.name,
             )
+
+
+def _logged(work: Callable[[], None]) -> None:
+    try:
+        work()
+    except Exception:  # a pool's future would keep it to itself
+        log.exception("work after a delivery failed")
 
 
 def _earliest(soonest: float | None, at: float) -> float:

@@ -107,7 +107,11 @@ class Intake:
         assert queue is not None
         try:
             settlement = self._jobs.run(
-                queue, claim, kind="sync", wait_until=started + ANSWER_BUDGET
+                queue,
+                claim,
+                kind="sync",
+                wait_until=started + ANSWER_BUDGET,
+                later=self._dispatcher.soon,
             )
         finally:
             self._dispatcher.release(claim.token)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from itertools import takewhile
 from typing import Literal
 
-from .delivery import log_undelivered
+from .delivery import Extras, Sent, log_undelivered
 from .digest import compose, how_many_fit
 from .errors import (
     PermanentDeliveryError,
@@ -29,6 +29,7 @@ from .health import Health
 from .logs import event
 from .metrics import AttemptKind, Metrics
 from .outcomes import Dead, Delivered, Outcome, RetryAt, Settled, Settlement
+from .outgoing import Outgoing
 from .policy import RetryPolicy
 from .routing import Destination
 from .spool.model import Claim, SpooledAlert
@@ -37,7 +38,10 @@ from .spool.queue import Queue
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-Deliver = Callable[[Message, Destination], None]
+Deliver = Callable[[Message, Destination, Extras], Sent | None]
+# Runs work after the job, off the caller's thread (the dispatcher's pool): the webhook's own
+# attempt must not spend GlitchTip's 10 s on what follows a delivery.
+Later = Callable[[Callable[[], None]], None]
 
 
 class Jobs:
@@ -52,8 +56,10 @@ class Jobs:
         late_after: float = 60.0,
         coalesce: bool = True,
         second_chance: bool = True,
+        outgoing: Outgoing | None = None,
     ) -> None:
         self._deliver = deliver
+        self._outgoing = outgoing
         self.policy = policy
         self._health = health
         self._metrics = metrics
@@ -65,10 +71,11 @@ class Jobs:
     def fit(self, alerts: list[SpooledAlert]) -> int:
         """How many of these waiting alerts, oldest first, go into the next message: as many
         as fit one digest; one when coalescing is off. An alert on its second chance goes
-        alone, with a line saying it may repeat an earlier message."""
-        if not self._coalesce or alerts[0].second_chance:
+        alone, with a line saying it may repeat an earlier message; so does an uptime
+        monitor's recovery, a reply to the message that announced its outage."""
+        if not self._coalesce or _alone(alerts[0]):
             return 1
-        fresh = list(takewhile(lambda alert: not alert.second_chance, alerts))
+        fresh = list(takewhile(lambda alert: not _alone(alert), alerts))
         return how_many_fit([alert.message for alert in fresh])
 
     def run(
@@ -78,14 +85,22 @@ class Jobs:
         *,
         kind: AttemptKind,
         wait_until: float | None = None,
+        later: Later | None = None,
     ) -> Settlement:
         """The claim's one attempt, settled in `queue` (a claim holds at least one alert;
-        the dispatcher reports one whose alerts were all retired with `report_retired`)."""
+        the dispatcher reports one whose alerts were all retired with `report_retired`).
+        What follows a delivery (outgoing.py) runs through `later` when given."""
         self.report_retired(queue, claim)
+        plan = self._outgoing.plan(claim.alerts, claim.destination) if self._outgoing else None
         started, now = time.monotonic(), self._clock()
         error: Exception | None = None
+        sent: Sent | None = None
         try:
-            self._deliver(self._message(claim.alerts, now), claim.destination)
+            sent = self._deliver(
+                self._message(claim.alerts, now),
+                claim.destination,
+                plan.extras if plan is not None else Extras(),
+            )
         except Exception as exc:  # sorted below: Telegram's refusals, the network, a bug
             error = exc
         self._attempt_made(claim, kind, error, time.monotonic() - started)
@@ -107,6 +122,10 @@ class Jobs:
         elif settlement.telegram == "answered":
             self._health.answered(now)
         self._report(queue, claim, settlement, settled, error)
+        if plan is not None and sent is not None and self._outgoing is not None:
+            follow_up = self._outgoing.delivered(plan, sent, claim.alerts, claim.destination)
+            if follow_up is not None:
+                (later or _now)(follow_up)
         return settlement
 
     def report_retired(self, queue: Queue, claim: Claim) -> None:
@@ -314,6 +333,14 @@ class Jobs:
                 error_code=error_code,
             ),
         )
+
+
+def _alone(alert: SpooledAlert) -> bool:
+    return alert.second_chance or alert.message.subjects.recovery
+
+
+def _now(work: Callable[[], None]) -> None:
+    work()
 
 
 def _labels(alerts: Sequence[SpooledAlert]) -> str:

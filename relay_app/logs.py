@@ -18,10 +18,13 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 REDACTED = "[REDACTED]"
-WEBHOOK_PATH = "/webhook/"
+# The paths whose next segment is a secret: GlitchTip's webhook, and Telegram's updates.
+SECRET_PATHS = ("/webhook/", "/telegram/")
 # The segment up to the query, a space, a quote or the next slash: the request line in
 # gunicorn's access log ends in ' HTTP/1.1"'.
-_WEBHOOK_SEGMENT = re.compile(re.escape(WEBHOOK_PATH) + r"(?!\[REDACTED\])[^/?\s\"']+")
+_SECRET_SEGMENT = re.compile(
+    "(" + "|".join(map(re.escape, SECRET_PATHS)) + r")(?!\[REDACTED\])[^/?\s\"']+"
+)
 LOGGER_NAME = "relay_app"
 # gunicorn's own layout, so the relay's lines and gunicorn's read as one log.
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
@@ -39,12 +42,13 @@ _installed = False
 
 def redact(text: str) -> str:
     """Replace every registered secret (raw or percent-encoded) in `text`, and whatever path
-    segment follows /webhook/: a wrong secret there may be an old one, or a near miss."""
+    segment follows /webhook/ or /telegram/: a wrong secret there may be an old one, or a near
+    miss."""
     for secret in _secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    if WEBHOOK_PATH in text:
-        text = _WEBHOOK_SEGMENT.sub(WEBHOOK_PATH + REDACTED, text)
+    if any(path in text for path in SECRET_PATHS):
+        text = _SECRET_SEGMENT.sub(lambda found: found.group(1) + REDACTED, text)
     return text
 
 

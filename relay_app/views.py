@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
+from .config import UpdatesMode
 from .formatting import message_for
 from .glitchtip import PayloadError, payload_from_json
 from .logs import event
@@ -25,6 +26,7 @@ from .metrics import CONTENT_TYPE, WebhookOutcome
 from .outcomes import Dead, Delivered, RetryAt
 from .routing import Destination, RouteError, destination_from_query
 from .spool.model import SpooledAlert
+from .updates import SECRET_HEADER, handle_update, telegram_secret_token
 
 if TYPE_CHECKING:
     from . import Relay
@@ -65,6 +67,7 @@ def create_blueprint(
     default_destination: Destination,
     allowed_chats: frozenset[str],
     admin_port: int | None = None,
+    telegram_updates: UpdatesMode = "off",
 ) -> Blueprint:
     blueprint = Blueprint("relay", __name__)
     expected_secret = webhook_secret.encode()
@@ -194,5 +197,29 @@ def create_blueprint(
                 "failed", "internal_error", 500, alert, error="internal error; see the relay's log"
             )
         return answer("failed", "refused", 502, alert, error=error)
+
+    presses = relay.presses
+    if telegram_updates == "webhook" and presses is not None:
+        expected_header = telegram_secret_token(webhook_secret).encode()
+
+        @blueprint.post("/telegram/<secret>")
+        def telegram_update(secret: str) -> tuple[Response, int]:
+            """Telegram's updates (TELEGRAM_UPDATES=webhook): presses on the alerts' buttons."""
+            if not hmac.compare_digest(secret.encode(), expected_secret):
+                raise NotFound()
+            header = request.headers.get(SECRET_HEADER, "").encode()
+            if not hmac.compare_digest(header, expected_header):
+                # Whoever knows GlitchTip's URL knows this path; only Telegram knows the header.
+                log.warning(
+                    "an update was posted without Telegram's secret header: refused (register "
+                    "the webhook with 'relay-app telegram-webhook set')"
+                )
+                return jsonify(error="missing or wrong X-Telegram-Bot-Api-Secret-Token"), 403
+            try:
+                update = payload_from_json(request.get_data(cache=False))
+            except PayloadError as exc:
+                return jsonify(error=str(exc)), 400
+            handle_update(update, presses.handle)
+            return jsonify(ok=True), 200
 
     return blueprint

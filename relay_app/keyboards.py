@@ -1,0 +1,135 @@
+"""Inline buttons under an alert, and the message as presses and recoveries change it: pure
+functions, no I/O.
+
+Each issue of an issue alert gets a row: Resolve and Ignore, or Reopen once it is resolved or
+ignored. A button's callback data is a verb and a key the relay keeps (spool/sent.py), never an
+issue id. An edited message is the message as sent, the lines added since (an uptime monitor
+back up), and one line per issue that a press changed, saying what, by whom and when.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from .formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT, visible_length
+from .spool.sent import IssueButton, IssueStatus, SentMessage
+from .subjects import IssueRef
+
+Verb = Literal["resolve", "ignore", "reopen"]
+STATUS_FOR: dict[Verb, IssueStatus] = {
+    "resolve": "resolved",
+    "ignore": "ignored",
+    "reopen": "unresolved",
+}
+_CODES: dict[Verb, str] = {"resolve": "r", "ignore": "i", "reopen": "o"}
+_VERBS: dict[str, Verb] = {code: verb for verb, code in _CODES.items()}
+# Telegram takes at most 100 inline buttons (8 to a row) and about 10 KB of markup: two a row
+# for this many issues stays well inside both. Issues past it in one message get none.
+MAX_ISSUES_WITH_BUTTONS = 40
+# What each status says, in the edited message and the press's notice.
+_DONE: dict[IssueStatus, tuple[str, str]] = {
+    "resolved": ("✅", "Resolved"),
+    "ignored": ("🔕", "Ignored"),
+    "unresolved": ("↩️", "Reopened"),
+}
+
+
+def callback_data(verb: Verb, key: str) -> str:
+    return f"{_CODES[verb]}:{key}"
+
+
+def parse_callback(data: object) -> tuple[Verb, str] | None:
+    """The verb and key of a button's data; None for anything this relay did not write."""
+    if not isinstance(data, str):
+        return None
+    code, colon, key = data.partition(":")
+    verb = _VERBS.get(code)
+    if not colon or verb is None or not key or len(key) > 32 or not key.isascii():
+        return None
+    return verb, key
+
+
+def new_buttons(issues: Iterable[IssueRef], keys: Iterable[str]) -> tuple[IssueButton, ...]:
+    """One button record per issue (each with a fresh key), within Telegram's limits."""
+    buttons: list[IssueButton] = []
+    for issue, key in zip(issues, keys, strict=False):
+        if len(buttons) == MAX_ISSUES_WITH_BUTTONS:
+            break
+        buttons.append(IssueButton(key, issue.id, issue.origin, issue.label))
+    return tuple(buttons)
+
+
+def keyboard(buttons: Sequence[IssueButton]) -> dict[str, Any] | None:
+    """The inline keyboard for these issues' buttons; None when there are none. Labels name
+    each issue only when there are several to tell apart."""
+    if not buttons:
+        return None
+    several = len(buttons) > 1
+    rows = []
+    for button in buttons:
+        named = f" {button.label}" if several else ""
+        if button.status in ("resolved", "ignored"):
+            rows.append([_button(f"↩️ Reopen{named}", "reopen", button.key)])
+        else:
+            rows.append(
+                [
+                    _button(f"✅ Resolve{named}", "resolve", button.key),
+                    _button(f"🔕 Ignore{named}", "ignore", button.key),
+                ]
+            )
+    return {"inline_keyboard": rows}
+
+
+def _button(text: str, verb: Verb, key: str) -> dict[str, str]:
+    return {"text": text, "callback_data": callback_data(verb, key)}
+
+
+def done_line(button: IssueButton, *, several: bool) -> str | None:
+    """'✅ Resolved by @ada at 12:04 UTC' (with the issue's label when there are several);
+    None for an issue nobody acted on."""
+    if button.status is None or button.acted_at is None:
+        return None
+    marker, word = _DONE[button.status]
+    what = f"{button.label} {word.lower()}" if several else word
+    when = datetime.fromtimestamp(button.acted_at, UTC).strftime("%H:%M UTC")
+    return f"{marker} {what} by {button.acted_by or 'someone'} at {when}"
+
+
+def notice(button: IssueButton, status: IssueStatus) -> str:
+    """The press's answer when GlitchTip made the change: 'Resolved BACKEND-1A in GlitchTip'."""
+    return f"{_DONE[status][1]} {button.label} in GlitchTip"
+
+
+def rendered(message: SentMessage) -> str:
+    """The message's HTML as it now stands: as sent, then its added lines, then what presses
+    did. Within Telegram's limit: when the lines do not all fit, the oldest ones give way."""
+    several = len(message.buttons) > 1
+    done = [
+        (button.acted_at or 0.0, line)
+        for button in message.buttons
+        if (line := done_line(button, several=several)) is not None
+    ]
+    lines = [*message.notes, *(line for _, line in sorted(done))]
+    base = visible_length(_visible(message.html)) + len(PARAGRAPH)
+    while lines:
+        text = "\n".join(lines)
+        if base + visible_length(text) <= TELEGRAM_TEXT_LIMIT:
+            return f"{message.html}{PARAGRAPH}{html.escape(text, quote=False)}"
+        lines = lines[1:]  # the oldest gives way
+    return message.html
+
+
+def _visible(markup: str) -> str:
+    """The visible text of HTML the relay itself wrote: tags dropped, entities read."""
+    out, inside = [], False
+    for char in markup:
+        if char == "<":
+            inside = True
+        elif char == ">":
+            inside = False
+        elif not inside:
+            out.append(char)
+    return html.unescape("".join(out))

@@ -1,0 +1,172 @@
+"""What a message carries besides its text, and what its delivery leaves behind.
+
+Before an attempt (`plan`): Resolve and Ignore buttons for each issue of its issue alerts (when
+GLITCHTIP_API_TOKEN is set), and, for an uptime monitor's recovery, the message announcing its
+outage to reply to. After delivery (`delivered`): the record of what the buttons act on and of
+each outage announced (spool/sent.py), and the outage's message edited to say it is over.
+
+Nothing here may cost an alert: a record that cannot be kept, or an edit Telegram refuses, is
+logged, and the alert stays delivered.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .delivery import NO_EXTRAS, Extras, Sent
+from .errors import DeliveryError, SpoolError
+from .formatting import duration
+from .keyboards import keyboard, new_buttons, rendered
+from .routing import Destination
+from .spool.model import SpooledAlert
+from .spool.sent import KEPT_AT_LEAST, IssueButton, Outage, SentMessage, SentStore
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+PRUNE_EVERY = 60.0
+# Replaces a sent message's HTML and buttons (delivery.Courier.edit).
+Edit = Callable[[str, int, str, dict[str, Any] | None], None]
+
+
+@dataclass(frozen=True)
+class Plan:
+    extras: Extras = NO_EXTRAS
+    buttons: tuple[IssueButton, ...] = ()
+    # Each recovery in the message, with the outage it ends.
+    recoveries: tuple[tuple[SpooledAlert, Outage], ...] = ()
+
+
+NOTHING = Plan()
+
+
+class Outgoing:
+    def __init__(
+        self,
+        store: SentStore | None,
+        *,
+        edit: Edit,
+        buttons: bool,
+        keep_for: float = KEPT_AT_LEAST,
+        clock: Clock = time.time,
+    ) -> None:
+        """`store` None: nothing is kept (no spool), so there are neither buttons nor threads.
+        Records are kept `keep_for` seconds after their message was sent (at least a week)."""
+        self._store = store
+        self._edit = edit
+        self._buttons = buttons and store is not None
+        self._keep_for = max(keep_for, KEPT_AT_LEAST)
+        self._clock = clock
+        self._pruned_at: float | None = None
+
+    def tidy(self) -> None:
+        """Forget records past their time (the dispatcher's upkeep: at most once a minute)."""
+        if self._store is None:
+            return
+        if self._pruned_at is not None and time.monotonic() - self._pruned_at < PRUNE_EVERY:
+            return
+        self._pruned_at = time.monotonic()
+        try:
+            self._store.prune(before=self._clock() - self._keep_for)
+        except SpoolError as exc:
+            log.debug("old sent-message records could not be pruned: %s", exc)
+
+    def plan(self, alerts: Sequence[SpooledAlert], destination: Destination) -> Plan:
+        if self._store is None:
+            return NOTHING
+        buttons: tuple[IssueButton, ...] = ()
+        if self._buttons:
+            issues = (issue for alert in alerts for issue in alert.message.subjects.issues)
+            buttons = new_buttons(issues, _fresh_keys())
+        recoveries = tuple(self._outages_ended(alerts, destination))
+        reply_to = recoveries[-1][1].message_id if recoveries else None
+        if not buttons and reply_to is None:
+            return NOTHING
+        return Plan(Extras(keyboard(buttons), reply_to), buttons, recoveries)
+
+    def delivered(
+        self, plan: Plan, sent: Sent, alerts: Sequence[SpooledAlert], destination: Destination
+    ) -> Callable[[], None] | None:
+        """Keep what later changes to this message need, at once (a press may come any moment);
+        returns what is left to tell Telegram (each outage it ends is over), if anything."""
+        if self._store is None:
+            return None
+        outages = [
+            Outage(
+                destination.lane,
+                monitor.link,
+                sent.chat,
+                sent.message_id,
+                monitor.name,
+                alert.received_at,
+            )
+            for alert in alerts
+            for monitor in alert.message.subjects.monitors
+            if monitor.state == "down"
+        ]
+        if plan.buttons or outages:
+            message = SentMessage(
+                sent.chat, sent.message_id, sent.html, self._clock(), (), plan.buttons
+            )
+            try:
+                self._store.keep(message, outages)
+            except SpoolError as exc:
+                log.warning(
+                    "message %d in chat %s was sent, but what its buttons and outages refer to "
+                    "could not be kept (%s): presses on it will be refused, and its monitors' "
+                    "recoveries sent without a reply",
+                    sent.message_id,
+                    sent.chat,
+                    exc,
+                )
+        if not plan.recoveries:
+            return None
+
+        def say_over() -> None:
+            for alert, outage in plan.recoveries:
+                self._say_over(outage, alert.received_at - outage.down_at)
+
+        return say_over
+
+    def _outages_ended(
+        self, alerts: Sequence[SpooledAlert], destination: Destination
+    ) -> Iterator[tuple[SpooledAlert, Outage]]:
+        assert self._store is not None
+        for alert in alerts:
+            for monitor in alert.message.subjects.monitors:
+                if monitor.state != "up":
+                    continue
+                try:
+                    outage = self._store.outage(destination.lane, monitor.link)
+                except SpoolError:
+                    outage = None  # sent plainly, as when its outage was never seen
+                if outage is not None:
+                    yield alert, outage
+
+    def _say_over(self, outage: Outage, lasted: float) -> None:
+        assert self._store is not None
+        note = f"✅ {outage.name} back up after {duration(lasted)}"
+        try:
+            message = self._store.recovered(outage, note)
+            if message is not None:
+                self._edit(
+                    message.chat, message.message_id, rendered(message), keyboard(message.buttons)
+                )
+        except (SpoolError, DeliveryError) as exc:
+            log.warning(
+                "the outage message %d of monitor %s could not be marked as over (%s)",
+                outage.message_id,
+                outage.link,
+                exc,
+            )
+
+
+def _fresh_keys() -> Iterator[str]:
+    """Keys no client can guess: a button's data names one, and only what it names counts."""
+    while True:
+        yield secrets.token_urlsafe(9)

@@ -1,0 +1,178 @@
+"""A press on an alert's button: the issue's status changed in GlitchTip, the message edited to
+say what happened, by whom and when, and the press answered with a short notice.
+
+Only presses on messages this relay sent count: the button's data names a key the relay keeps
+(spool/sent.py), and that record must belong to the very message and chat the press came from.
+The issue acted on is the record's, never anything the client sent. With
+TELEGRAM_ACTION_USER_IDS set, anyone else is refused and GlitchTip is not called. When GlitchTip
+fails, the press is answered with what went wrong and how to fix it, the message is left as it
+is, and a WARNING is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .errors import DeliveryError, GlitchTipError, SpoolError
+from .glitchtip_api import GlitchTipApi
+from .keyboards import STATUS_FOR, keyboard, notice, parse_callback, rendered
+from .logs import event
+from .spool.sent import SentStore
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+UNKNOWN = (
+    "This button is not one this relay knows: the message is older than the relay keeps "
+    "buttons for, or it was not sent by this relay."
+)
+NOT_ALLOWED = "You may not act on alerts here: your Telegram user id is not in the relay's list."
+UNAVAILABLE = "The relay cannot read its records right now; nothing was changed. Try again."
+
+
+class Chat(Protocol):
+    """What a press needs of Telegram (delivery.Courier)."""
+
+    def edit(
+        self, chat: str, message_id: int, html_text: str, keyboard: dict[str, Any] | None
+    ) -> None: ...
+
+    def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None: ...
+
+
+@dataclass(frozen=True)
+class Press:
+    """A callback query, as far as the relay reads it."""
+
+    id: str
+    user_id: int | None
+    user: str  # '@ada', or the person's first name without a username
+    chat: str | None
+    message_id: int | None
+    data: object
+
+    @classmethod
+    def of(cls, query: dict[str, Any]) -> Press:
+        sender, message = _object(query.get("from")), _object(query.get("message"))
+        chat = _object(message.get("chat"))
+        user_id = sender.get("id")
+        username = sender.get("username")
+        name = f"@{username}" if username else str(sender.get("first_name") or "someone")
+        message_id = message.get("message_id")
+        return cls(
+            id=str(query.get("id", "")),
+            user_id=user_id if isinstance(user_id, int) else None,
+            user=name[:64],
+            chat=str(chat["id"]) if chat.get("id") is not None else None,
+            message_id=message_id if isinstance(message_id, int) else None,
+            data=query.get("data"),
+        )
+
+
+class Presses:
+    def __init__(
+        self,
+        *,
+        store: SentStore,
+        glitchtip: GlitchTipApi,
+        chat: Chat,
+        allowed_users: frozenset[int],
+        glitchtip_url: str | None,
+        clock: Clock = time.time,
+    ) -> None:
+        self._store = store
+        self._glitchtip = glitchtip
+        self._chat = chat
+        self._allowed_users = allowed_users
+        self._glitchtip_url = glitchtip_url
+        self._clock = clock
+
+    def handle(self, query: dict[str, Any]) -> None:
+        press = Press.of(query)
+        parsed = parse_callback(press.data)
+        try:
+            found = self._store.pressed(parsed[1]) if parsed is not None else None
+        except SpoolError as exc:
+            log.warning("a press by %s could not be looked up: %s", press.user, exc)
+            self._answer(press, UNAVAILABLE, alert=True)
+            return
+        if (
+            parsed is None
+            or found is None
+            or found[0].chat != press.chat
+            or found[0].message_id != press.message_id
+        ):
+            log.info("a press by %s on a button this relay does not know: ignored", press.user)
+            self._answer(press, UNKNOWN, alert=True)
+            return
+        verb, key = parsed
+        message, button = found
+        if self._allowed_users and press.user_id not in self._allowed_users:
+            log.warning(
+                "a press by %s (user id %s) to %s %s was refused: not in TELEGRAM_ACTION_USER_IDS",
+                press.user,
+                press.user_id,
+                verb,
+                button.label,
+            )
+            self._answer(press, NOT_ALLOWED, alert=True)
+            return
+        status = STATUS_FOR[verb]
+        started = time.monotonic()
+        try:
+            self._glitchtip.set_status(
+                self._glitchtip_url or button.origin, button.issue_id, status
+            )
+        except GlitchTipError as exc:
+            log.warning(
+                "a press by %s to %s %s failed: %s",
+                press.user,
+                verb,
+                button.label,
+                exc,
+                extra=event(event="press", issue=button.label, outcome="failed", error=str(exc)),
+            )
+            self._answer(press, exc.notice, alert=True)
+            return
+        changed = time.monotonic() - started
+        said = notice(button, status)
+        try:
+            updated = self._store.acted(key, status, by=press.user, at=self._clock())
+            if updated is not None:
+                self._chat.edit(
+                    updated.chat, updated.message_id, rendered(updated), keyboard(updated.buttons)
+                )
+        except (SpoolError, DeliveryError) as exc:
+            log.warning(
+                "%s by %s in GlitchTip, but message %d in chat %s could not be updated: %s",
+                said,
+                press.user,
+                message.message_id,
+                message.chat,
+                exc,
+            )
+            said += " (the message could not be updated)"
+        log.info(
+            "%s by %s (GlitchTip answered in %.0f ms)",
+            said,
+            press.user,
+            changed * 1000,
+            extra=event(event="press", issue=button.label, outcome=status, user=press.user),
+        )
+        self._answer(press, said, alert=False)
+
+    def _answer(self, press: Press, text: str, *, alert: bool) -> None:
+        try:
+            self._chat.answer(press.id, text, alert=alert)
+        except DeliveryError as exc:
+            # Telegram forgets a press after a while; the change, if any, stands.
+            log.info("the press by %s could not be answered: %s", press.user, exc)
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,198 @@
+"""Reading Telegram's updates, for the presses on alerts' buttons (presses.py).
+
+`TELEGRAM_UPDATES=poll`: every process has a `Poller` (one object owning its thread and stop
+event, created with the app and started by gunicorn's post_worker_init), and the one holding the
+spool's poller lease (spool/poller.py) long-polls `getUpdates`; the others look once a second
+whether it is theirs to take. Telegram answers a second concurrent poller with 409 Conflict, so
+a stopping process ends its poll before it lets the lease go, and another takes over at once.
+
+`TELEGRAM_UPDATES=webhook`: Telegram posts each update to `POST /telegram/<secret>` (views.py),
+with a header only the relay and Telegram know (`secret_token`, registered by `relay-app
+telegram-webhook set`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .errors import DeliveryError, PermanentDeliveryError, SpoolError
+from .http_deadline import Deadline
+from .spool.holders import this_process
+from .spool.poller import PollerLease
+from .telegram import TelegramClient
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+Handle = Callable[[dict[str, Any]], None]
+
+# How long one getUpdates waits for an update to come (Telegram's long poll).
+POLL_SECONDS = 10
+# How often a process that does not poll looks whether the lease is free.
+TAKEOVER_LOOK = 1.0
+# After a failed poll, the next waits 1 s, doubling up to this.
+MAX_BACKOFF = 30.0
+# Telegram's header on the updates it posts to a webhook.
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 (a header's name)
+
+
+def telegram_secret_token(webhook_secret: str) -> str:
+    """The header value Telegram sends with every update to the relay's webhook: derived from
+    RELAY_WEBHOOK_SECRET (Telegram takes only letters, digits, '_' and '-' there), and not the
+    secret itself, which GlitchTip's URL shows to everyone who can read its alerts."""
+    return hmac.new(webhook_secret.encode(), b"telegram-updates", hashlib.sha256).hexdigest()
+
+
+def handle_update(update: dict[str, Any], handle_press: Handle) -> None:
+    """One update, of whichever way it came: a press is handled; anything else is not ours."""
+    query = update.get("callback_query")
+    if not isinstance(query, dict):
+        return
+    try:
+        handle_press(query)
+    except Exception:  # one bad update must not stop the others
+        log.exception("handling a press failed")
+
+
+class Poller:
+    def __init__(
+        self,
+        *,
+        client: TelegramClient,
+        lease: PollerLease,
+        handle_press: Handle,
+        attempt_timeout: float,
+        clock: Clock = time.time,
+    ) -> None:
+        self._client = client
+        self._lease = lease
+        self._handle_press = handle_press
+        # Long enough to poll and then handle what came (each press within a few timeouts);
+        # renewed before every poll.
+        self._hold_for = POLL_SECONDS + 4 * attempt_timeout + 5.0
+        self._attempt_timeout = attempt_timeout
+        self._clock = clock
+        self._reset()
+        _pollers.add(self)
+
+    def _reset(self) -> None:
+        """Everything that belongs to one process: a fork starts it over."""
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._current: Deadline | None = None
+        self._holding = False
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._thread = threading.Thread(target=self._loop, name="relay-updates", daemon=True)
+            self._thread.start()
+
+    def shutdown(self) -> None:
+        """End the poll in flight (so Telegram sees no poller left behind), then let the lease
+        go, so another process takes over at once."""
+        with self._lock:
+            self._stop.set()
+            thread, current = self._thread, self._current
+        if current is not None:
+            current.expire()
+        if thread is not None:
+            thread.join(self._hold_for)
+        if self._holding:
+            # On failure the lease still names this process, which the others find gone.
+            with contextlib.suppress(SpoolError):
+                self._lease.release(this_process())
+
+    def _watching(self, deadline: Deadline) -> None:
+        with self._lock:
+            self._current = deadline
+            if self._stop.is_set():
+                deadline.expire()
+
+    def _loop(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                offset = self._lease.take(
+                    this_process(), now=self._clock(), hold_for=self._hold_for
+                )
+            except SpoolError as exc:
+                log.debug("the poller's lease could not be read: %s", exc)
+                offset = None
+            if offset is None:
+                self._holding = False
+                self._stop.wait(TAKEOVER_LOOK)
+                continue
+            if not self._holding:
+                log.info("this process reads Telegram's updates now (button presses)")
+                self._holding = True
+            try:
+                updates = self._client.poll_updates(
+                    offset,
+                    timeout=POLL_SECONDS,
+                    deadline=time.monotonic() + POLL_SECONDS + self._attempt_timeout,
+                    watch=self._watching,
+                )
+            except DeliveryError as exc:
+                if self._stop.is_set():
+                    break
+                failures += 1
+                self._stop.wait(self._after_failure(exc, failures))
+                continue
+            finally:
+                with self._lock:
+                    self._current = None
+            failures = 0
+            for update in updates:
+                handle_update(update, self._handle_press)
+                update_id = update.get("update_id")
+                if isinstance(update_id, int):
+                    try:
+                        self._lease.confirm(this_process(), update_id + 1)
+                    except SpoolError as exc:
+                        log.warning("a handled update could not be confirmed: %s", exc)
+
+    def _after_failure(self, error: DeliveryError, failures: int) -> float:
+        """How long to wait after a failed poll, and the log line that says why."""
+        backoff = min(MAX_BACKOFF, 2.0 ** (failures - 1))
+        if isinstance(error, PermanentDeliveryError) and error.error_code == 409:
+            if "webhook" in error.description.lower():
+                if failures == 1:
+                    log.error(
+                        "Telegram has a webhook set for this bot, so button presses cannot be "
+                        "polled (TELEGRAM_UPDATES=poll): run 'relay-app telegram-webhook "
+                        "delete', or set TELEGRAM_UPDATES=webhook"
+                    )
+                return MAX_BACKOFF
+            log.warning(
+                "another program polls Telegram's updates for this bot (%s): only one may; "
+                "this relay tries again in %.0f s",
+                error,
+                backoff,
+            )
+            return backoff
+        if failures == 1 or failures & (failures - 1) == 0:
+            log.warning("reading Telegram's updates failed (%s); trying again", error)
+        return backoff
+
+
+_pollers: weakref.WeakSet[Poller] = weakref.WeakSet()
+
+
+def _reset_after_fork() -> None:
+    for poller in list(_pollers):
+        poller._reset()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
