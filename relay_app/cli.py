@@ -5,6 +5,8 @@ environment as the service.
 - `relay-app chats`: the chats and forum topics the bot has seen, and the ids to set.
 - `relay-app ready`: is the relay on this host ready (its /readyz)? For container health checks.
 - `relay-app preview [FILE.json]`: the exact HTML the relay would send for a GlitchTip payload.
+- `relay-app telegram-webhook set URL|delete`: have Telegram post presses on the alerts' buttons
+  to the relay at URL (TELEGRAM_UPDATES=webhook), or stop it.
 - `relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay. It
   never creates a spool, and never touches an alert that is still pending except to say so.
 
@@ -22,12 +24,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TextIO
+from urllib.parse import urlsplit
 
 import requests
 
 from .chats import SeenChat, find_chats
 from .config import (
     ConfigError,
+    Settings,
     admin_bind_from_env,
     api_url_from_env,
     bind_from_env,
@@ -35,14 +39,15 @@ from .config import (
     spool_path_from_env,
     spool_url_from_env,
 )
-from .errors import SpoolError
+from .errors import DeliveryError, SpoolError
 from .formatting import TELEGRAM_TEXT_LIMIT, message_for, utc_time, visible_length
 from .glitchtip import PayloadError, payload_from_json
-from .logs import redact
+from .logs import redact, register_secret
 from .selfcheck import Verdict, run_checks
 from .spool import Admin, Database, SpoolAdmin, SpooledAlert
 from .spool.postgres import PgDatabase, PgSpoolAdmin
 from .telegram import TelegramClient
+from .updates import telegram_secret_token
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -134,6 +139,24 @@ def _parser() -> argparse.ArgumentParser:
         "file", nargs="?", default="-", metavar="FILE.json", help="the payload; '-' or none: stdin"
     )
     preview.set_defaults(run=_preview)
+
+    webhook = commands.add_parser(
+        "telegram-webhook",
+        help="have Telegram post presses on the alerts' buttons to the relay "
+        "(TELEGRAM_UPDATES=webhook), or stop it",
+    )
+    webhook_actions = webhook.add_subparsers(required=True, metavar="ACTION")
+    webhook_set = webhook_actions.add_parser(
+        "set", help="register https://<relay>/telegram/<RELAY_WEBHOOK_SECRET> with Telegram"
+    )
+    webhook_set.add_argument(
+        "url", metavar="URL", help="the relay's public address, as Telegram reaches it"
+    )
+    webhook_set.set_defaults(run=_set_telegram_webhook)
+    webhook_delete = webhook_actions.add_parser(
+        "delete", help="stop Telegram posting updates (polling works again)"
+    )
+    webhook_delete.set_defaults(run=_delete_telegram_webhook)
 
     spool = commands.add_parser("spool", help="list, resend or purge spooled alerts")
     actions = spool.add_subparsers(required=True, metavar="ACTION")
@@ -283,6 +306,60 @@ def _chat_note(chat: SeenChat) -> str:
     if chat.bot_is_gone:
         return " (the bot is no longer in it: add it again)"
     return " (forum)" if chat.is_forum else ""
+
+
+def _settings(console: _Console) -> Settings:
+    try:
+        settings = Settings.from_env(console.environ)
+    except ConfigError as exc:
+        raise _Usage(str(exc)) from None
+    register_secret(settings.webhook_secret)  # what this command prints is redacted
+    return settings
+
+
+def _set_telegram_webhook(args: argparse.Namespace, console: _Console) -> int:
+    settings = _settings(console)
+    base = args.url.strip().rstrip("/")
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
+        raise _Usage(
+            f"{args.url!r} is not the relay's address; for example https://relay.example.com"
+        )
+    url = f"{base}/telegram/{settings.webhook_secret}"
+    client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
+    try:
+        client.set_webhook(
+            url,
+            secret_token=telegram_secret_token(settings.webhook_secret),
+            deadline=time.monotonic() + CHATS_TIMEOUT,
+        )
+    except DeliveryError as exc:
+        raise _Failed(redact(f"Telegram did not set the webhook: {exc}")) from None
+    finally:
+        client.close()
+    print(
+        redact(f"Telegram now posts this bot's updates to {url}.\n")
+        + "Run the relay with TELEGRAM_UPDATES=webhook; 'relay-app check' checks it.",
+        file=console.out,
+    )
+    return EXIT_OK
+
+
+def _delete_telegram_webhook(args: argparse.Namespace, console: _Console) -> int:
+    settings = _settings(console)
+    client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
+    try:
+        client.delete_webhook(deadline=time.monotonic() + CHATS_TIMEOUT)
+    except DeliveryError as exc:
+        raise _Failed(redact(f"Telegram did not delete the webhook: {exc}")) from None
+    finally:
+        client.close()
+    print(
+        "Telegram no longer posts this bot's updates anywhere; a relay with "
+        "TELEGRAM_UPDATES=poll (the default) reads them.",
+        file=console.out,
+    )
+    return EXIT_OK
 
 
 # The Dockerfile's HEALTHCHECK gives the command 5 s.

@@ -4,7 +4,8 @@ Run with the service's environment before trusting a new token or chat. Each che
 `Verdict`, printed as one line; a failure says what Telegram (or the disk) said and what to do.
 Telegram is asked, never guessed at: `getMe` for the token, `getChat` and `getChatMember` for
 each chat the relay may post to, `sendChatAction` for the forum topic (the one call that names
-a topic without posting in it), and with `--send`, `sendMessage`.
+a topic without posting in it), and with `--send`, `sendMessage`. With GLITCHTIP_API_TOKEN set,
+GlitchTip is asked whether it accepts the token, and Telegram how presses will reach the relay.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from .config import ConfigError, Settings
 from .errors import (
     ChatMigrated,
     DeliveryError,
+    GlitchTipError,
+    GlitchTipUnreachable,
     SpoolError,
     SpoolMissing,
     SpoolOutdated,
     ThreadNotFound,
 )
+from .glitchtip_api import GlitchTipApi
 from .routing import ChatId, Destination, parse_chat_id
 from .spool import Admin, Database, SpoolAdmin
 from .spool.postgres import PgDatabase, PgSpoolAdmin
@@ -73,8 +77,67 @@ def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
     client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
     try:
         yield from _telegram_verdicts(client, settings, send=send)
+        if settings.glitchtip_api_token is not None:
+            yield _glitchtip_verdict(settings, settings.glitchtip_api_token)
+            yield _presses_verdict(client, settings)
     finally:
         client.close()
+
+
+def _glitchtip_verdict(settings: Settings, token: str) -> Verdict:
+    name = "GlitchTip token"
+    if settings.glitchtip_url is None:
+        return Verdict(
+            name,
+            True,
+            "not checked: the relay calls GlitchTip at each alert's link, and no alert is at hand",
+            "set GLITCHTIP_URL to GlitchTip's address to have this check it",
+        )
+    api = GlitchTipApi(token, timeout=settings.send_timeout)
+    try:
+        user = api.whoami(settings.glitchtip_url)
+    except GlitchTipUnreachable as exc:
+        return Verdict(name, False, str(exc), f"check GLITCHTIP_URL ({settings.glitchtip_url})")
+    except GlitchTipError as exc:
+        return Verdict(name, False, str(exc), exc.notice)
+    who = user.get("username") or user.get("email") or "its user"
+    return Verdict(
+        name,
+        True,
+        f"accepted at {settings.glitchtip_url} ({who}); presses need its event:write scope, "
+        "which only a press can show",
+    )
+
+
+def _presses_verdict(client: TelegramClient, settings: Settings) -> Verdict:
+    """Whether Telegram will hand the presses on the buttons to the relay the way it reads them."""
+    name = "button presses"
+    if settings.telegram_updates == "off":
+        return Verdict(name, True, "off (TELEGRAM_UPDATES=off): buttons are sent, presses unread")
+    try:
+        info = client.get_webhook_info(deadline=time.monotonic() + settings.send_timeout)
+    except DeliveryError as exc:
+        return Verdict(name, False, str(exc), _hint(exc, settings.telegram_api_url, "updates"))
+    url = str(info.get("url") or "")
+    expected = f"/telegram/{settings.webhook_secret}"
+    if settings.telegram_updates == "poll":
+        if url:
+            return Verdict(
+                name,
+                False,
+                "TELEGRAM_UPDATES=poll, but Telegram posts this bot's updates to a webhook",
+                "run 'relay-app telegram-webhook delete', or set TELEGRAM_UPDATES=webhook",
+            )
+        return Verdict(name, True, "read by polling (getUpdates), one relay process at a time")
+    if not url.endswith(expected):
+        return Verdict(
+            name,
+            False,
+            "TELEGRAM_UPDATES=webhook, but Telegram does not post this bot's updates to the relay"
+            + (f" (it posts them to {url})" if url else ""),
+            "run 'relay-app telegram-webhook set https://<the relay's public address>'",
+        )
+    return Verdict(name, True, f"Telegram posts them to {url}")
 
 
 def _telegram_verdicts(
