@@ -1,5 +1,9 @@
-"""A local stand-in for the Telegram Bot API on 127.0.0.1, that can misbehave: sendMessage, and
-the calls `relay-app check` makes (getMe, getChat, getChatMember, sendChatAction).
+"""A local stand-in for the Telegram Bot API on 127.0.0.1, that can misbehave: sendMessage (with
+inline keyboards and replies), the calls `relay-app check` makes (getMe, getChat,
+getChatMember, sendChatAction), and what acting on alerts from the chat needs: getUpdates (a
+long poll with offsets, and 409 Conflict for the earlier of two concurrent pollers, as Telegram
+answers), answerCallbackQuery, editMessageText, editMessageReplyMarkup, setWebhook,
+deleteWebhook and getWebhookInfo. A test presses a button with `press`.
 
 It applies Telegram's text rules (tests/telegram_rules.py) to what it receives, records every
 request and every accepted message, and fails on demand the ways the real service and the
@@ -13,9 +17,12 @@ test imposes on a chat. Used by the end-to-end tests and by bench/.
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import math
 import random
+import re
+import select
 import socket
 import struct
 import threading
@@ -25,6 +32,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
+
+import requests
 
 from tests.telegram_rules import TelegramRejection, visible_text
 
@@ -50,6 +59,40 @@ WEBHOOK_ACTIVE = (
     "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete "
     "the webhook first"
 )
+TERMINATED = (
+    "Conflict: terminated by other getUpdates request; make sure that only one bot instance is "
+    "running"
+)
+NOT_MODIFIED = (
+    "Bad Request: message is not modified: specified new message content and reply markup are "
+    "exactly the same as a current content and reply markup of the message"
+)
+QUERY_TOO_OLD = "Bad Request: query is too old and response timeout expired or query ID is invalid"
+# Telegram's limits on inline keyboards.
+MAX_BUTTONS = 100
+MAX_BUTTONS_PER_ROW = 8
+MAX_MARKUP_BYTES = 10 * 1024
+_SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
+
+
+@dataclass
+class Posted:
+    """A message in a chat, as the fake holds it (and edits change it)."""
+
+    chat: str
+    message_id: int
+    text: str
+    parse_mode: str | None
+    keyboard: dict[str, Any] | None
+    thread: int | None
+    reply_to: int | None
+
+    def visible(self) -> str:
+        return visible_text(self.text, parse_mode=self.parse_mode)
+
+    def buttons(self) -> list[dict[str, str]]:
+        rows = (self.keyboard or {}).get("inline_keyboard", [])
+        return [button for row in rows for button in row]
 
 
 @dataclass(frozen=True)
@@ -93,6 +136,22 @@ class FakeTelegram:
         # then getUpdates answers 409, and getWebhookInfo names this URL.
         self.updates: list[dict[str, Any]] = []
         self.webhook_url = ""
+        self.webhook_secret_token = ""
+        # What the relay posted, by chat and message id; edits change it.
+        self.posted: dict[tuple[str, int], Posted] = {}
+        self._message_ids = itertools.count(1)
+        self._update_ids = itertools.count(1)
+        # Presses not yet answered, and the answers (answerCallbackQuery) by press.
+        self._unanswered: set[str] = set()
+        self.press_answers: dict[str, dict[str, Any]] = {}
+        # Accepted edits (editMessageText, editMessageReplyMarkup), in order.
+        self.edits: list[dict[str, Any]] = []
+        # Long polls cut short by a later one (Telegram's 409 to the earlier poller), and the
+        # statuses the relay's webhook answered the updates `press` posted to it.
+        self.conflicts = 0
+        self.webhook_statuses: list[int] = []
+        self._updates_changed = threading.Condition(threading.Lock())
+        self._waiting_poll: threading.Event | None = None
         self._accepted_at: dict[str, collections.deque[float]] = collections.defaultdict(
             collections.deque
         )
@@ -202,6 +261,86 @@ class FakeTelegram:
             }
             self.bot_status[str(chat)] = status
 
+    def press(
+        self,
+        posted: Posted,
+        label: str,
+        *,
+        user_id: int = 4242,
+        username: str | None = "ada",
+    ) -> str:
+        """Press the button labelled `label` (its text, or the start of it) under a posted
+        message, as a person in the chat would: a callback query goes to the bot, by its webhook
+        when one is set (the relay's answer is in `webhook_statuses`), else to its next
+        getUpdates. Returns the press's id, under which `press_answers` will hold the answer."""
+        button = next(
+            (b for b in posted.buttons() if b["text"] == label or b["text"].startswith(label)),
+            None,
+        )
+        if button is None:
+            raise AssertionError(f"no button {label!r} under the message: {posted.buttons()}")
+        press_id = f"press-{random.randrange(10**12)}"
+        sender: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": "Ada"}
+        if username is not None:
+            sender["username"] = username
+        query = {
+            "id": press_id,
+            "from": sender,
+            "message": {
+                "message_id": posted.message_id,
+                "chat": {"id": _chat_number(posted.chat), "type": "supergroup"},
+                "date": int(time.time()),
+                "text": posted.visible(),
+            },
+            "chat_instance": "-123",
+            "data": button["callback_data"],
+        }
+        with self._lock:
+            self._unanswered.add(press_id)
+            webhook, token = self.webhook_url, self.webhook_secret_token
+        update = {"update_id": next(self._update_ids), "callback_query": query}
+        if webhook:
+            reply = requests.post(
+                webhook,
+                json=update,
+                headers={"X-Telegram-Bot-Api-Secret-Token": token} if token else {},
+                timeout=30,
+            )
+            with self._lock:
+                self.webhook_statuses.append(reply.status_code)
+        else:
+            with self._updates_changed:
+                self.updates.append(update)
+                self._updates_changed.notify_all()
+        return press_id
+
+    def wait_for_answer(self, press_id: str, timeout: float) -> dict[str, Any] | None:
+        """The answer to a press, once the relay has given it (None if not within `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if press_id in self.press_answers:
+                    return self.press_answers[press_id]
+            time.sleep(0.02)
+        return None
+
+    def message(self, chat: int | str, message_id: int) -> Posted:
+        with self._lock:
+            return self.posted[(str(chat), message_id)]
+
+    def posted_to(self, chat: int | str) -> list[Posted]:
+        """The messages in a chat, oldest first, as they stand now."""
+        with self._lock:
+            return sorted(
+                (p for p in self.posted.values() if p.chat == str(chat)),
+                key=lambda p: p.message_id,
+            )
+
+    def polls(self) -> list[Received]:
+        """Every getUpdates request."""
+        with self._lock:
+            return [r for r in self.received if r.method == "getUpdates"]
+
     def sends(self) -> list[Received]:
         """Every sendMessage request, whatever became of it."""
         with self._lock:
@@ -223,7 +362,9 @@ class FakeTelegram:
 
     # --- called from the handler's thread ---
 
-    def _decide(self, body: dict[str, Any], path: str) -> tuple[Behaviour, threading.Event]:
+    def _decide(
+        self, body: dict[str, Any], path: str, connection: socket.socket | None = None
+    ) -> tuple[Behaviour, threading.Event]:
         """How to answer this request, and the event that lets a stalled answer go."""
         method = path.removeprefix(f"/bot{self.token}/")
         with self._lock:
@@ -258,11 +399,22 @@ class FakeTelegram:
                 release,
             )
         if method != "sendMessage":
-            return self._answer(method, body), release
+            return self._answer(method, body, connection), release
         try:
             visible_text(str(body.get("text", "")), parse_mode=body.get("parse_mode"))
+            _check_keyboard(body.get("reply_markup"))
         except TelegramRejection as exc:
             return Behaviour("error", status=400, description=str(exc)), release
+        replied = _object(body.get("reply_parameters")).get("message_id")
+        with self._lock:
+            missing = replied is not None and (chat, replied) not in self.posted
+        if missing and not _object(body.get("reply_parameters")).get("allow_sending_without_reply"):
+            return (
+                Behaviour(
+                    "error", status=400, description="Bad Request: message to be replied not found"
+                ),
+                release,
+            )
         if body.get("message_thread_id") in self.missing_threads:
             return (
                 Behaviour("error", status=400, description="Bad Request: message thread not found"),
@@ -280,8 +432,10 @@ class FakeTelegram:
             )
         return behaviour, release
 
-    def _answer(self, method: str, body: dict[str, Any]) -> Behaviour:
-        """The calls `relay-app check` makes, answered from what the test set up."""
+    def _answer(
+        self, method: str, body: dict[str, Any], connection: socket.socket | None = None
+    ) -> Behaviour:
+        """Every method but sendMessage, answered from what the test set up."""
         chat = str(body.get("chat_id"))
         with self._lock:
             known = self.chats.get(chat)
@@ -289,10 +443,16 @@ class FakeTelegram:
         if method == "getMe":
             return Behaviour("result", result=BOT)
         if method == "getUpdates":
-            return self._updates(body)
+            return self._updates(body, connection)
         if method == "getWebhookInfo":
             with self._lock:
                 return Behaviour("result", result={"url": self.webhook_url})
+        if method in ("setWebhook", "deleteWebhook"):
+            return self._set_webhook(body if method == "setWebhook" else {})
+        if method in ("editMessageText", "editMessageReplyMarkup"):
+            return self._edit(method, body)
+        if method == "answerCallbackQuery":
+            return self._answer_press(body)
         if method not in ("getChat", "getChatMember", "sendChatAction"):
             return Behaviour("error", status=404, description="Not Found")
         if known is None:
@@ -313,16 +473,109 @@ class FakeTelegram:
             )
         return Behaviour("result", result=True)
 
-    def _updates(self, body: dict[str, Any]) -> Behaviour:
+    def _updates(self, body: dict[str, Any], connection: socket.socket | None) -> Behaviour:
+        """As Telegram: an offset confirms (and forgets) every update before it; with a timeout
+        the answer waits until an update comes; a second poll cuts the waiting one short with
+        409 Conflict; a poller that hangs up stops waiting."""
         with self._lock:
             if self.webhook_url:
                 return Behaviour("error", status=409, description=WEBHOOK_ACTIVE)
-            # As Telegram: an offset confirms (and forgets) every update before it.
-            offset = int(body.get("offset") or 0)
-            if offset:
-                self.updates = [u for u in self.updates if u["update_id"] >= offset]
-            limit = int(body.get("limit") or 100)
-            return Behaviour("result", result=self.updates[:limit])
+        offset = int(body.get("offset") or 0)
+        limit = int(body.get("limit") or 100)
+        wait = min(float(body.get("timeout") or 0), MAX_STALL_SECONDS)
+        cut_short = threading.Event()
+        with self._updates_changed:
+            if self._waiting_poll is not None:
+                self._waiting_poll.set()
+            self._waiting_poll = cut_short
+            give_up_at = time.monotonic() + wait
+            while True:
+                if offset:
+                    self.updates = [u for u in self.updates if u["update_id"] >= offset]
+                if self.updates or cut_short.is_set() or time.monotonic() >= give_up_at:
+                    break
+                self._updates_changed.wait(0.05)
+                if connection is not None and _hung_up(connection):
+                    break
+            if self._waiting_poll is cut_short:
+                self._waiting_poll = None
+            found = self.updates[:limit]
+        if cut_short.is_set():
+            with self._lock:
+                self.conflicts += 1
+            return Behaviour("error", status=409, description=TERMINATED)
+        return Behaviour("result", result=found)
+
+    def _set_webhook(self, body: dict[str, Any]) -> Behaviour:
+        token = str(body.get("secret_token") or "")
+        if token and not _SECRET_TOKEN.fullmatch(token):
+            return Behaviour(
+                "error",
+                status=400,
+                description="Bad Request: secret token contains unallowed characters",
+            )
+        with self._lock:
+            self.webhook_url = str(body.get("url") or "")
+            self.webhook_secret_token = token
+        return Behaviour("result", result=True)
+
+    def _edit(self, method: str, body: dict[str, Any]) -> Behaviour:
+        key = (str(body.get("chat_id")), int(body.get("message_id") or 0))
+        try:
+            if method == "editMessageText":
+                visible_text(str(body.get("text", "")), parse_mode=body.get("parse_mode"))
+            _check_keyboard(body.get("reply_markup"))
+        except TelegramRejection as exc:
+            return Behaviour("error", status=400, description=str(exc))
+        with self._lock:
+            posted = self.posted.get(key)
+            if posted is None:
+                return Behaviour(
+                    "error", status=400, description="Bad Request: message to edit not found"
+                )
+            text = str(body["text"]) if method == "editMessageText" else posted.text
+            mode = body.get("parse_mode") if method == "editMessageText" else posted.parse_mode
+            keyboard = body.get("reply_markup")
+            if (text, mode, keyboard) == (posted.text, posted.parse_mode, posted.keyboard):
+                return Behaviour("error", status=400, description=NOT_MODIFIED)
+            posted.text, posted.parse_mode, posted.keyboard = text, mode, keyboard
+            self.edits.append({"method": method, "at": time.monotonic(), **body})
+        return Behaviour("result", result=True)
+
+    def _answer_press(self, body: dict[str, Any]) -> Behaviour:
+        press_id = str(body.get("callback_query_id"))
+        text = str(body.get("text") or "")
+        with self._lock:
+            if press_id not in self._unanswered:
+                return Behaviour("error", status=400, description=QUERY_TOO_OLD)
+            if len(text) > 200:
+                return Behaviour("error", status=400, description="Bad Request: MESSAGE_TOO_LONG")
+            self._unanswered.discard(press_id)
+            self.press_answers[press_id] = {"at": time.monotonic(), **body}
+        return Behaviour("result", result=True)
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Hold a message the relay posted; Telegram's Message for it."""
+        chat = str(body.get("chat_id"))
+        reply_to = _object(body.get("reply_parameters")).get("message_id")
+        with self._lock:
+            message_id = next(self._message_ids)
+            if (chat, reply_to) not in self.posted:
+                reply_to = None  # allow_sending_without_reply: sent plainly
+            self.posted[(chat, message_id)] = Posted(
+                chat,
+                message_id,
+                str(body.get("text", "")),
+                body.get("parse_mode"),
+                body.get("reply_markup"),
+                body.get("message_thread_id"),
+                reply_to,
+            )
+        return {
+            "message_id": message_id,
+            "chat": {"id": _chat_number(chat), "type": "supergroup"},
+            "date": int(time.time()),
+        }
 
     def _rate_limited(self, chat: str) -> int | None:
         """Seconds to wait (as Telegram rounds them, up) if this message would break a limit;
@@ -349,6 +602,49 @@ class FakeTelegram:
         method = path.rsplit("/", 1)[-1]
         with self._lock:
             self.received.append(Received(time.monotonic(), body, outcome, method, reply_lost))
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _chat_number(chat: str) -> int | str:
+    """The chat's id as Telegram's replies give it: a number (an @name stays as it is here)."""
+    return int(chat) if chat.lstrip("-").isdigit() else chat
+
+
+def _check_keyboard(markup: object) -> None:
+    """Telegram's rules for an inline keyboard: at most 100 buttons, 8 to a row, about 10 KB in
+    all, and each button's callback data 1 to 64 bytes."""
+    if markup is None:
+        return
+    rows = _object(markup).get("inline_keyboard")
+    if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+        raise TelegramRejection(
+            "Bad Request: can't parse inline keyboard: inline_keyboard must be an array of arrays"
+        )
+    if len(json.dumps(markup).encode()) > MAX_MARKUP_BYTES:
+        raise TelegramRejection("Bad Request: reply markup is too long")
+    buttons = [button for row in rows for button in row]
+    if len(buttons) > MAX_BUTTONS or any(len(row) > MAX_BUTTONS_PER_ROW for row in rows):
+        raise TelegramRejection("Bad Request: reply markup is too long")
+    for button in buttons:
+        data = _object(button).get("callback_data")
+        if not _object(button).get("text"):
+            raise TelegramRejection(
+                "Bad Request: text buttons are unallowed in the inline keyboard"
+            )
+        if not isinstance(data, str) or not 1 <= len(data.encode()) <= 64:
+            raise TelegramRejection("Bad Request: BUTTON_DATA_INVALID")
+
+
+def _hung_up(connection: socket.socket) -> bool:
+    """Whether the client closed its end (a poller that gave up, or a relay stopping)."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 class _Server(ThreadingHTTPServer):
@@ -394,13 +690,14 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"{}")
         except ValueError:
             body = {}
-        behaviour, release = fake._decide(body, self.path)
+        behaviour, release = fake._decide(body, self.path, self.connection)
         mode = behaviour.mode
         if mode == "ok":
             fake._record(body, "accepted", self.path)
-            self._reply(200, {"ok": True, "result": {"message_id": len(fake.received)}})
+            self._reply(200, {"ok": True, "result": fake._post(body)})
         elif mode == "lose_reply":
             fake._record(body, "accepted", self.path, reply_lost=True)
+            fake._post(body)
             self._abort()
         elif mode == "result":
             fake._record(body, f"answered {self.path.rsplit('/', 1)[-1]}", self.path)

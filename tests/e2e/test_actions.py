@@ -1,0 +1,288 @@
+"""Acting on an alert from the chat, end to end: the real `gunicorn wsgi:app` with 2 workers,
+the fake Telegram (buttons, presses, long polls, edits, webhooks) and the fake GlitchTip API.
+A press resolves or reopens the issue in GlitchTip and edits the message; a press by someone
+not on the list, or one GlitchTip fails, changes nothing and says why; one process polls for
+the whole relay, and another takes over when it dies; a monitor's recovery is threaded under
+its outage."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from relay_app.presses import NOT_ALLOWED
+from tests.e2e.conftest import StartRelay
+from tests.e2e.helpers import post, wait_until
+from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env
+from tests.fake_glitchtip import READ_ONLY_TOKEN, TOKEN, FakeGlitchTip
+from tests.fake_telegram import FakeTelegram, Posted
+from tests.payloads import issue, issue_alert, uptime_alert
+
+# From a press to its answer: a poll that is waiting hands the press over at once; the relay
+# then asks GlitchTip, edits the message and answers, each a local round trip.
+ANSWER_WITHIN = 10.0
+# What a finished action says at the end of the message.
+DONE_LINE = r"{} by @ada at \d\d:\d\d UTC$"
+
+
+def alert_for(fake_glitchtip: FakeGlitchTip, *numbers: int) -> dict[str, Any]:
+    """An issue alert for issues GlitchTip has, numbered as given, short ids BACKEND-<n>A."""
+    links = [fake_glitchtip.add_issue(n, f"BACKEND-{n}A") for n in numbers]
+    payload = issue_alert(*(issue(n, link=link) for n, link in zip(numbers, links, strict=True)))
+    for section, n, link in zip(payload["sections"], numbers, links, strict=True):
+        section["activitySubtitle"] = f"[View Issue BACKEND-{n}A]({link})"
+    return payload
+
+
+def only_message(fake: FakeTelegram) -> Posted:
+    assert wait_until(lambda: len(fake.posted_to(CHAT_ID)) == 1, timeout=10)
+    [posted] = fake.posted_to(CHAT_ID)
+    return posted
+
+
+def labels(posted: Posted) -> list[str]:
+    return [button["text"] for button in posted.buttons()]
+
+
+def answered(fake: FakeTelegram, press_id: str) -> dict[str, Any]:
+    answer = fake.wait_for_answer(press_id, timeout=ANSWER_WITHIN)
+    assert answer is not None, "the press was never answered"
+    return answer
+
+
+def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_message(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN)
+    reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 4))
+    assert reply.status_code == 200
+    posted = only_message(fake_telegram)
+    assert labels(posted) == ["✅ Resolve", "🔕 Ignore"]
+
+    answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve"))
+    assert answer["text"] == "Resolved BACKEND-4A in GlitchTip"
+    assert not answer["show_alert"]
+    assert fake_glitchtip.status(4) == "resolved"
+    assert [change.body for change in fake_glitchtip.changes()] == [{"status": "resolved"}]
+    edited = fake_telegram.message(CHAT_ID, posted.message_id)
+    assert edited.visible().startswith(posted.visible())
+    assert re.search(DONE_LINE.format("✅ Resolved"), edited.visible())
+    assert labels(edited) == ["↩️ Reopen"]
+
+    answer = answered(fake_telegram, fake_telegram.press(edited, "↩️ Reopen"))
+    assert answer["text"] == "Reopened BACKEND-4A in GlitchTip"
+    assert fake_glitchtip.status(4) == "unresolved"
+    reopened = fake_telegram.message(CHAT_ID, posted.message_id)
+    assert re.search(DONE_LINE.format("↩️ Reopened"), reopened.visible())
+    assert "Resolved by" not in reopened.visible()  # one line per issue: what it is now
+    assert labels(reopened) == ["✅ Resolve", "🔕 Ignore"]
+
+
+def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN)
+    # The first goes at once; the next two wait for the chat's next turn, and go together.
+    for number in (1, 2, 3):
+        post(relay.webhook_url, alert_for(fake_glitchtip, number))
+    assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 2, timeout=15)
+    digest = fake_telegram.posted_to(CHAT_ID)[1]
+    assert labels(digest) == [
+        "✅ Resolve BACKEND-2A",
+        "🔕 Ignore BACKEND-2A",
+        "✅ Resolve BACKEND-3A",
+        "🔕 Ignore BACKEND-3A",
+    ]
+    rows = digest.keyboard["inline_keyboard"] if digest.keyboard else []
+    assert [len(row) for row in rows] == [2, 2]
+
+    answer = answered(fake_telegram, fake_telegram.press(digest, "🔕 Ignore BACKEND-2A"))
+    assert answer["text"] == "Ignored BACKEND-2A in GlitchTip"
+    assert (fake_glitchtip.status(2), fake_glitchtip.status(3)) == ("ignored", "unresolved")
+    edited = fake_telegram.message(CHAT_ID, digest.message_id)
+    assert re.search(DONE_LINE.format("🔕 BACKEND-2A ignored"), edited.visible())
+    edited_rows = edited.keyboard["inline_keyboard"] if edited.keyboard else []
+    assert [[b["text"] for b in row] for row in edited_rows] == [
+        ["↩️ Reopen BACKEND-2A"],
+        ["✅ Resolve BACKEND-3A", "🔕 Ignore BACKEND-3A"],
+    ]
+
+
+def test_a_press_by_someone_not_on_the_list_is_refused_and_glitchtip_is_not_called(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN, TELEGRAM_ACTION_USER_IDS="1111,2222")
+    post(relay.webhook_url, alert_for(fake_glitchtip, 7))
+    posted = only_message(fake_telegram)
+
+    answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve", user_id=4242))
+    assert (answer["text"], answer["show_alert"]) == (NOT_ALLOWED, True)
+    assert fake_glitchtip.requests == []
+    unchanged = fake_telegram.message(CHAT_ID, posted.message_id)
+    assert (unchanged.text, unchanged.keyboard) == (posted.text, posted.keyboard)
+
+    answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve", user_id=2222))
+    assert answer["text"] == "Resolved BACKEND-7A in GlitchTip"
+    assert fake_glitchtip.status(7) == "resolved"
+
+
+@pytest.mark.parametrize(
+    ("failure", "notice"),
+    [
+        ("down", "GlitchTip could not be reached"),
+        ("bad token", "GlitchTip refused the relay's token (wrong or revoked)"),
+        ("missing scope", "it needs the event:write scope"),
+    ],
+)
+def test_when_glitchtip_fails_the_press_says_what_to_do_and_the_message_stays(
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    failure: str,
+    notice: str,
+) -> None:
+    token = {"bad token": "9" * 64, "missing scope": READ_ONLY_TOKEN}.get(failure, TOKEN)
+    relay = start_relay(GLITCHTIP_API_TOKEN=token)
+    post(relay.webhook_url, alert_for(fake_glitchtip, 9))
+    posted = only_message(fake_telegram)
+    if failure == "down":
+        fake_glitchtip.stop()
+
+    answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve"))
+    assert notice in answer["text"]
+    assert answer["show_alert"]
+    if failure != "down":
+        assert "Profile → Auth Tokens" in answer["text"]  # where to make a new one
+        assert fake_glitchtip.status(9) == "unresolved"
+    unchanged = fake_telegram.message(CHAT_ID, posted.message_id)
+    assert (unchanged.text, unchanged.keyboard) == (posted.text, posted.keyboard)
+    assert fake_telegram.edits == []
+    relay.stop()
+    logs = relay.logs()
+    assert re.search(
+        r"\[WARNING\] relay_app.presses: a press by @ada to resolve BACKEND-9A failed", logs
+    )
+    assert token not in logs
+
+
+def holder_pid(spool_path: str) -> int | None:
+    """The process that holds the poller's lease, as the spool names it."""
+    with sqlite3.connect(spool_path) as db:
+        row = db.execute("SELECT holder FROM updates_poller").fetchone()
+    holder = row[0] if row else None
+    return int(holder.rsplit("/", 3)[2]) if holder else None
+
+
+def test_one_process_polls_for_the_whole_relay_and_another_takes_over_when_it_dies(
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    spool_path: str,
+) -> None:
+    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN, WEB_CONCURRENCY="2")
+    post(relay.webhook_url, alert_for(fake_glitchtip, 5))
+    posted = only_message(fake_telegram)
+    # Over a minute of polling by two workers, with a press every ten seconds: Telegram never
+    # sees two pollers at once (it would cut the earlier one short with 409 Conflict).
+    started = time.monotonic()
+    presses = 0
+    while time.monotonic() - started < 62:
+        verb = "✅ Resolve" if presses % 2 == 0 else "↩️ Reopen"
+        current = fake_telegram.message(CHAT_ID, posted.message_id)
+        answered(fake_telegram, fake_telegram.press(current, verb))
+        presses += 1
+        time.sleep(10)
+    assert fake_telegram.conflicts == 0
+    assert len(fake_glitchtip.changes()) == presses
+    assert len(fake_telegram.polls()) >= 62 / 10  # long polls, one after another
+
+    pid = holder_pid(spool_path)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    current = fake_telegram.message(CHAT_ID, posted.message_id)
+    answered(fake_telegram, fake_telegram.press(current, labels(current)[0]))
+    assert time.monotonic() - killed < 5.0  # the other worker took over within seconds
+    assert wait_until(lambda: holder_pid(spool_path) not in (None, pid), timeout=5)
+    assert fake_telegram.conflicts == 0
+
+
+def relay_app_command(fake: FakeTelegram, *args: str) -> subprocess.CompletedProcess[str]:
+    script = Path(sys.executable).with_name("relay-app")
+    return subprocess.run(
+        [str(script), *args],
+        env={**os.environ, **relay_env(fake, GLITCHTIP_API_TOKEN=TOKEN)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def test_webhook_mode_takes_presses_with_telegrams_secret_header_and_refuses_them_without(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN, TELEGRAM_UPDATES="webhook")
+    registered = relay_app_command(fake_telegram, "telegram-webhook", "set", relay.url)
+    assert registered.returncode == 0, registered.stderr
+    assert "/telegram/[REDACTED]" in registered.stdout
+    assert SECRET not in registered.stdout + registered.stderr
+    assert fake_telegram.webhook_url == f"{relay.url}/telegram/{SECRET}"
+    post(relay.webhook_url, alert_for(fake_glitchtip, 6))
+    posted = only_message(fake_telegram)
+
+    answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve"))
+    assert answer["text"] == "Resolved BACKEND-6A in GlitchTip"
+    assert fake_telegram.webhook_statuses == [200]
+    assert fake_glitchtip.status(6) == "resolved"
+    assert fake_telegram.polls() == []  # nothing polls in this mode
+
+    # Whoever has GlitchTip's URL knows the path; without Telegram's header nothing happens.
+    update = {"update_id": 99, "callback_query": {"id": "forged", "data": "o:abc"}}
+    forged = requests.post(f"{relay.url}/telegram/{SECRET}", json=update, timeout=10)
+    assert forged.status_code == 403
+    wrong_path = requests.post(f"{relay.url}/telegram/not-the-secret", json=update, timeout=10)
+    assert wrong_path.status_code == 404
+    assert len(fake_glitchtip.changes()) == 1
+
+    removed = relay_app_command(fake_telegram, "telegram-webhook", "delete")
+    assert removed.returncode == 0, removed.stderr
+    assert fake_telegram.webhook_url == ""
+
+
+def test_a_monitor_back_up_is_a_reply_to_its_outage_which_says_how_long_it_lasted(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay()  # no GlitchTip token needed for this
+    post(relay.webhook_url, uptime_alert(down=True, name="Checkout API"))
+    down = only_message(fake_telegram)
+    post(relay.webhook_url, uptime_alert(down=False, name="Checkout API"))
+    assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 2, timeout=10)
+    up = fake_telegram.posted_to(CHAT_ID)[1]
+    assert up.visible().startswith("✅ UP · Checkout API")
+    assert up.reply_to == down.message_id
+
+    def marked_over() -> bool:
+        return (
+            "✅ Checkout API back up after"
+            in fake_telegram.message(CHAT_ID, down.message_id).visible()
+        )
+
+    assert wait_until(marked_over, timeout=10)
+    assert re.search(
+        r"back up after \d+ s$", fake_telegram.message(CHAT_ID, down.message_id).visible()
+    )
+    # A second recovery without a new outage is sent plainly.
+    post(relay.webhook_url, uptime_alert(down=False, name="Checkout API"))
+    assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 3, timeout=10)
+    assert fake_telegram.posted_to(CHAT_ID)[2].reply_to is None
