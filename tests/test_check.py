@@ -16,8 +16,10 @@ from relay_app.glitchtip import parse_alert
 from relay_app.selfcheck import TEST_MESSAGE
 from relay_app.spool.postgres import redacted_url
 from relay_app.spool.schema import STEPS
+from relay_app.updates import telegram_secret_token
 from tests.conftest import put_in_spool
 from tests.e2e.relay_process import free_port
+from tests.fake_glitchtip import running_fake_glitchtip
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 from tests.payloads import issue, issue_alert
 from tests.postgres import PASSWORD
@@ -325,4 +327,65 @@ def test_preview_of_a_missing_file_fails(tmp_path: Path) -> None:
     assert (
         err
         == f"relay-app: error: cannot read {tmp_path / 'nope.json'}: No such file or directory\n"
+    )
+
+
+GLITCHTIP_TOKEN = "0123456789abcdef" * 4
+
+
+def test_check_asks_glitchtip_about_the_token_and_telegram_how_presses_arrive(
+    fake: FakeTelegram, spool_path: str
+) -> None:
+    with running_fake_glitchtip() as glitchtip:
+        environ = environment(
+            fake, spool_path, GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, GLITCHTIP_URL=glitchtip.url
+        )
+        code, lines = check(environ)
+        assert code == 0
+        assert "accepted at" in line_for(lines, "GlitchTip token")
+        assert "read by polling" in line_for(lines, "button presses")
+
+        glitchtip.tokens.clear()  # GlitchTip no longer knows the token
+        fake.webhook_url = "https://elsewhere.example/hook"
+        code, lines = check(environ)
+        assert code == 1
+        assert line_for(lines, "GlitchTip token").startswith("FAIL")
+        assert "Profile → Auth Tokens" in line_for(lines, "GlitchTip token")
+        assert "relay-app telegram-webhook delete" in line_for(lines, "button presses")
+        assert all(GLITCHTIP_TOKEN not in line for line in lines)
+
+
+def test_check_of_webhook_mode_wants_the_relays_own_address_registered(
+    fake: FakeTelegram, spool_path: str
+) -> None:
+    environ = environment(
+        fake, spool_path, GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, TELEGRAM_UPDATES="webhook"
+    )
+    code, lines = check(environ)
+    assert code == 1
+    assert "not checked" in line_for(lines, "GlitchTip token")  # no GLITCHTIP_URL: passes
+    assert "relay-app telegram-webhook set" in line_for(lines, "button presses")
+
+    out, err = io.StringIO(), io.StringIO()
+    assert (
+        main(
+            ["telegram-webhook", "set", "https://relay.example.com/"],
+            environ=environ,
+            out=out,
+            err=err,
+        )
+        == 0
+    )
+    assert fake.webhook_url == f"https://relay.example.com/telegram/{SECRET}"
+    assert fake.webhook_secret_token == telegram_secret_token(SECRET)
+    assert SECRET not in out.getvalue() + err.getvalue()
+    code, lines = check(environ)
+    assert code == 0
+    assert "https://relay.example.com/telegram/[REDACTED]" in line_for(lines, "button presses")
+
+    assert main(["telegram-webhook", "delete"], environ=environ, out=out, err=err) == 0
+    assert fake.webhook_url == ""
+    assert (
+        main(["telegram-webhook", "set", "relay.example.com"], environ=environ, out=out, err=err)
+        == 2
     )

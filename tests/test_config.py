@@ -212,3 +212,63 @@ def test_a_spool_url_and_a_spool_path_together_are_refused_without_showing_the_u
     with pytest.raises(ConfigError) as bad:
         Settings.from_env(env(RELAY_SPOOL_URL="mysql://relay:s3cret-pw@db/relay"))
     assert "s3cret-pw" not in str(bad.value)
+
+
+GLITCHTIP_TOKEN = "0123456789abcdef" * 4
+
+
+def test_a_glitchtip_token_turns_buttons_on_and_polls_for_their_presses() -> None:
+    settings = Settings.from_env(env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN))
+    assert settings.glitchtip_api_token == GLITCHTIP_TOKEN
+    assert GLITCHTIP_TOKEN not in repr(settings)
+    assert (settings.telegram_updates, settings.glitchtip_url) == ("poll", None)
+    assert settings.action_user_ids == frozenset()
+    assert Settings.from_env(env()).telegram_updates == "off"
+
+
+def test_every_variable_for_acting_on_alerts_is_read() -> None:
+    settings = Settings.from_env(
+        env(
+            GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN,
+            GLITCHTIP_URL="https://glitchtip.internal:8000/",
+            TELEGRAM_UPDATES="Webhook",
+            TELEGRAM_ACTION_USER_IDS="12345678, 87654321,,",
+        )
+    )
+    assert settings.glitchtip_url == "https://glitchtip.internal:8000"
+    assert settings.telegram_updates == "webhook"
+    assert settings.action_user_ids == frozenset({12345678, 87654321})
+
+
+def test_every_problem_with_acting_on_alerts_is_named_at_once() -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(
+            env(
+                GLITCHTIP_API_TOKEN="a token with spaces",
+                GLITCHTIP_URL="glitchtip.example.org",
+                TELEGRAM_UPDATES="sometimes",
+                TELEGRAM_ACTION_USER_IDS="@ada",
+            )
+        )
+    assert raised.value.variables == [
+        "GLITCHTIP_API_TOKEN",
+        "GLITCHTIP_URL",
+        "TELEGRAM_UPDATES",
+        "TELEGRAM_ACTION_USER_IDS",
+    ]
+    assert "a token with spaces" not in str(raised.value)
+
+
+@pytest.mark.parametrize("mode", ["poll", "webhook"])
+def test_reading_presses_without_buttons_is_a_mistake_said_plainly(mode: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(env(TELEGRAM_UPDATES=mode))
+    assert raised.value.variables == ["TELEGRAM_UPDATES"]
+    assert "GLITCHTIP_API_TOKEN" in str(raised.value)
+
+
+def test_buttons_need_a_spool_to_keep_what_they_act_on() -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, RELAY_SPOOL_PATH="off"))
+    assert raised.value.variables == ["GLITCHTIP_API_TOKEN"]
+    assert "RELAY_SPOOL_PATH=off" in str(raised.value)

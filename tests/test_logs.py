@@ -48,10 +48,12 @@ def test_any_webhook_path_segment_is_redacted_wrong_secrets_too(output: io.Strin
     )
     logger.warning("access %(r)s", {"r": "POST /webhook/x/y HTTP/1.1"})
     logger.warning("access %(r)s", {"r": "GET /metrics HTTP/1.1"})
+    logger.warning("access %(r)s", {"r": "POST /telegram/a-guess-at-the-secret HTTP/1.1"})
     assert output.getvalue().splitlines() == [
         "WARNING access POST /webhook/[REDACTED]?chat_id=-5 HTTP/1.1",
         "WARNING access POST /webhook/[REDACTED]/y HTTP/1.1",
         "WARNING access GET /metrics HTTP/1.1",
+        "WARNING access POST /telegram/[REDACTED] HTTP/1.1",
     ]
 
 

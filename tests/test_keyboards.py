@@ -1,0 +1,82 @@
+"""The buttons under an alert and the message as presses change it (keyboards.py)."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import replace
+
+from relay_app.formatting import TELEGRAM_TEXT_LIMIT, visible_length
+from relay_app.keyboards import (
+    MAX_ISSUES_WITH_BUTTONS,
+    callback_data,
+    keyboard,
+    new_buttons,
+    parse_callback,
+    rendered,
+)
+from relay_app.spool.sent import IssueButton, SentMessage
+from relay_app.subjects import IssueRef
+from tests.telegram_rules import visible_text
+
+AT_0804 = 1_800_000_240.0  # 2027-01-15 08:04 UTC
+ISSUE = IssueButton("k1", "4", "https://gt", "BACKEND-4A")
+
+
+def texts(markup: dict[str, object] | None) -> list[list[str]]:
+    assert markup is not None
+    rows = markup["inline_keyboard"]
+    assert isinstance(rows, list)
+    return [[button["text"] for button in row] for row in rows]
+
+
+def test_one_issue_gets_resolve_and_ignore_without_its_name() -> None:
+    assert texts(keyboard([ISSUE])) == [["✅ Resolve", "🔕 Ignore"]]
+
+
+def test_several_issues_are_named_and_an_acted_one_offers_reopen() -> None:
+    resolved = IssueButton("k2", "5", "https://gt", "BACKEND-5A", "resolved", "@ada", AT_0804)
+    assert texts(keyboard([ISSUE, resolved])) == [
+        ["✅ Resolve BACKEND-4A", "🔕 Ignore BACKEND-4A"],
+        ["↩️ Reopen BACKEND-5A"],
+    ]
+    assert keyboard([]) is None
+
+
+def test_the_data_names_a_key_and_only_what_the_relay_wrote_parses() -> None:
+    data = callback_data("resolve", "Ab_c-12345678")
+    assert len(data.encode()) <= 64  # Telegram's limit
+    assert parse_callback(data) == ("resolve", "Ab_c-12345678")
+    assert parse_callback(callback_data("reopen", "k")) == ("reopen", "k")
+    for foreign in (None, 4, "", "resolve", "x:key", "r:", "r:" + "k" * 40, "r:ключ"):
+        assert parse_callback(foreign) is None
+
+
+def test_buttons_stop_at_telegrams_limits() -> None:
+    issues = [IssueRef(str(n), "https://gt", f"B-{n}") for n in range(60)]
+    buttons = new_buttons(issues, (f"key{n}" for n in range(60)))
+    assert len(buttons) == MAX_ISSUES_WITH_BUTTONS
+    rows = texts(keyboard(buttons))
+    assert sum(len(row) for row in rows) <= 100
+    assert max(len(row) for row in rows) <= 8
+
+
+def test_the_edited_message_says_what_was_done_by_whom_and_when() -> None:
+    message = SentMessage("-100", 1, "<b>🔴 GlitchTip Alert</b>", AT_0804)
+    acted = IssueButton("k1", "4", "https://gt", "BACKEND-4A", "resolved", "@ada", AT_0804)
+    shown = visible_text(rendered(replace(message, buttons=(acted,))), parse_mode="HTML")
+    assert shown == "🔴 GlitchTip Alert\n\n✅ Resolved by @ada at 08:04 UTC"
+
+
+def test_added_lines_and_names_are_escaped_and_the_oldest_give_way_at_the_limit() -> None:
+    long_html = "x" * (TELEGRAM_TEXT_LIMIT - 60)
+    buttons = tuple(
+        IssueButton(f"k{n}", str(n), "https://gt", f"B-{n}", "ignored", "<Eve & co>", AT_0804 + n)
+        for n in range(3)
+    )
+    message = SentMessage("-100", 1, long_html, AT_0804, ("✅ API back up after 3 s",), buttons)
+    out = rendered(message)
+    shown = visible_text(out, parse_mode="HTML")
+    assert visible_length(shown) <= TELEGRAM_TEXT_LIMIT
+    assert shown.endswith("🔕 B-2 ignored by <Eve & co> at 08:04 UTC")  # the newest stays
+    assert "back up" not in shown  # the oldest line gave way
+    assert html.escape("<Eve & co>", quote=False) in out

@@ -1,0 +1,51 @@
+"""What an alert is about (subjects.py): the issues GlitchTip's API can change, read from the
+alert's links, and the monitors whose recoveries are threaded; kept in the spool as JSON."""
+
+from __future__ import annotations
+
+from relay_app.formatting import message_for
+from relay_app.subjects import IssueRef, MonitorRef, Subjects
+from tests.payloads import issue, issue_alert, uptime_alert
+
+
+def test_each_issue_is_named_by_its_links_id_and_origin() -> None:
+    payload = issue_alert(
+        issue(1, link="https://gt.example.org/acme/issues/1234"),
+        issue(2, link="http://10.0.0.5:8000/other-org/issues/77/"),
+    )
+    subjects = message_for(payload).subjects
+    assert subjects.issues == (
+        IssueRef("1234", "https://gt.example.org", "BACKEND-1A"),
+        IssueRef("77", "http://10.0.0.5:8000", "BACKEND-2A"),
+    )
+    assert [ref.label for ref in subjects.issues] == ["BACKEND-1A", "BACKEND-2A"]
+
+
+def test_an_issue_without_a_usable_link_has_nothing_to_act_on() -> None:
+    payload = issue_alert(
+        issue(1, link="https://gt.example.org/acme/releases/3"),
+        issue(2, link="javascript:alert(1)/issues/4"),
+        issue(3, link=""),
+    )
+    assert message_for(payload).subjects.issues == ()
+
+
+def test_an_uptime_alert_names_its_monitor_and_whether_it_went_down_or_came_back() -> None:
+    down = message_for(uptime_alert(down=True)).subjects
+    up = message_for(uptime_alert(down=False)).subjects
+    link = "https://glitchtip.example.org/acme/uptime-monitors/42"
+    assert down.monitors == (MonitorRef(link, "My API", "down"),)
+    assert up.monitors == (MonitorRef(link, "My API", "up"),)
+    assert (down.recovery, up.recovery) == (False, True)
+
+
+def test_what_the_spool_keeps_reads_back_the_same_and_nothing_reads_as_nothing() -> None:
+    subjects = Subjects(
+        issues=(IssueRef("4", "https://gt", None),),
+        monitors=(MonitorRef("https://gt/m/1", "API", "down"),),
+    )
+    assert Subjects.from_json(subjects.to_json()) == subjects
+    assert Subjects().to_json() is None  # most alerts' column stays NULL
+    assert Subjects.from_json(None) == Subjects()
+    assert Subjects.from_json('{"issues": 5}') == Subjects()  # a person's edit: nothing
+    assert IssueRef("4", "https://gt", None).label == "#4"
