@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ class Request:
     path: str
     token: str | None
     body: dict[str, Any] | None
+    at: float  # time.monotonic() when it arrived
 
 
 class FakeGlitchTip:
@@ -91,7 +93,7 @@ class FakeGlitchTip:
         self, method: str, path: str, token: str | None, body: dict[str, Any] | None
     ) -> tuple[int, dict[str, Any]]:
         with self._lock:
-            self.requests.append(Request(method, path, token, body))
+            self.requests.append(Request(method, path, token, body, time.monotonic()))
             scopes = self.tokens.get(token or "")
             if path == "/api/0/users/me/" and method == "GET":
                 if scopes is None:

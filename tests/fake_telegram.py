@@ -484,6 +484,7 @@ class FakeTelegram:
         limit = int(body.get("limit") or 100)
         wait = min(float(body.get("timeout") or 0), MAX_STALL_SECONDS)
         cut_short = threading.Event()
+        hung_up = False
         with self._updates_changed:
             if self._waiting_poll is not None:
                 self._waiting_poll.set()
@@ -496,10 +497,13 @@ class FakeTelegram:
                     break
                 self._updates_changed.wait(0.05)
                 if connection is not None and _hung_up(connection):
+                    hung_up = True
                     break
             if self._waiting_poll is cut_short:
                 self._waiting_poll = None
             found = self.updates[:limit]
+        if hung_up:
+            return Behaviour("drop")  # nobody is left to answer
         if cut_short.is_set():
             with self._lock:
                 self.conflicts += 1

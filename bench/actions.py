@@ -1,0 +1,113 @@
+"""Acting on an alert from the chat: how long from a press on a button to GlitchTip's change,
+to the edited message, and to the press's answer.
+
+The real `gunicorn wsgi:app` (2 workers, the relay's defaults) against the fake Telegram and the
+fake GlitchTip API on 127.0.0.1, once with presses read by polling (TELEGRAM_UPDATES=poll, the
+default) and once posted to the relay's webhook (TELEGRAM_UPDATES=webhook). One alert is sent,
+then its button is pressed N times (Resolve, Reopen, Resolve, ...), each press waiting for the
+last one's answer, as a person would. Both fakes answer at once, so this measures the relay's
+own part: a real Telegram and GlitchTip add their round trips. Run by hand (about a minute):
+
+    .venv/bin/python bench/actions.py [--presses N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from relay_app.updates import telegram_secret_token  # noqa: E402
+from tests.e2e.helpers import post, wait_until  # noqa: E402
+from tests.e2e.relay_process import CHAT_ID, RelayProcess, relay_env  # noqa: E402
+from tests.fake_glitchtip import TOKEN, FakeGlitchTip, running_fake_glitchtip  # noqa: E402
+from tests.fake_telegram import FakeTelegram, running_fake_telegram  # noqa: E402
+from tests.payloads import issue, issue_alert  # noqa: E402
+
+DEFAULTS = {"RELAY_SEND_TIMEOUT": "5", "WEB_CONCURRENCY": "2"}
+ANSWER_WITHIN = 15.0
+
+
+def measure(mode: str, presses: int, workdir: Path) -> list[tuple[float, float, float]]:
+    """Per press: seconds to GlitchTip's change, to the edit, and to the answer."""
+    timings = []
+    with running_fake_telegram() as telegram, running_fake_glitchtip() as glitchtip:
+        env = relay_env(
+            telegram,
+            GLITCHTIP_API_TOKEN=TOKEN,
+            TELEGRAM_UPDATES=mode,
+            RELAY_SPOOL_PATH=str(workdir / f"{mode}.sqlite3"),
+            **DEFAULTS,
+        )
+        relay = RelayProcess(env, workdir / f"{mode}.log").wait_ready()
+        try:
+            if mode == "webhook":  # as 'relay-app telegram-webhook set' registers it
+                secret = env["RELAY_WEBHOOK_SECRET"]
+                telegram.webhook_url = f"{relay.url}/telegram/{secret}"
+                telegram.webhook_secret_token = telegram_secret_token(secret)
+            posted = send_one_alert(relay, telegram, glitchtip)
+            for number in range(presses):
+                timings.append(one_press(telegram, glitchtip, posted, number))
+        finally:
+            relay.stop()
+    return timings
+
+
+def send_one_alert(relay: RelayProcess, telegram: FakeTelegram, glitchtip: FakeGlitchTip) -> int:
+    link = glitchtip.add_issue(4, "BACKEND-4A")
+    post(relay.webhook_url, issue_alert(issue(4, link=link)))
+    if not wait_until(lambda: len(telegram.posted_to(CHAT_ID)) == 1, timeout=10):
+        raise SystemExit("the alert never reached the fake Telegram")
+    return telegram.posted_to(CHAT_ID)[0].message_id
+
+
+def one_press(
+    telegram: FakeTelegram, glitchtip: FakeGlitchTip, message_id: int, number: int
+) -> tuple[float, float, float]:
+    current = telegram.message(CHAT_ID, message_id)
+    label = "✅ Resolve" if number % 2 == 0 else "↩️ Reopen"
+    changes, edits = len(glitchtip.changes()), len(telegram.edits)
+    pressed = time.monotonic()
+    press_id = telegram.press(current, label)
+    answer = telegram.wait_for_answer(press_id, timeout=ANSWER_WITHIN)
+    if (
+        answer is None
+        or len(glitchtip.changes()) != changes + 1
+        or len(telegram.edits) != edits + 1
+    ):
+        raise SystemExit(f"press {number} was not carried out: {answer}")
+    changed = glitchtip.changes()[-1].at
+    edited = telegram.edits[-1]["at"]
+    return changed - pressed, edited - pressed, answer["at"] - pressed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--presses", type=int, default=30)
+    args = parser.parse_args()
+    print(
+        "| updates | presses | to GlitchTip's change p50 / p95 / max ms "
+        "| to the edited message p50 / p95 / max ms | to the answer p50 / p95 / max ms |"
+    )
+    print("|---|---:|---|---|---|")
+    with tempfile.TemporaryDirectory() as directory:
+        for mode in ("poll", "webhook"):
+            timings = measure(mode, args.presses, Path(directory))
+            columns = [summary([t[i] for t in timings]) for i in range(3)]
+            print(f"| {mode} | {len(timings)} | " + " | ".join(columns) + " |", flush=True)
+
+
+def summary(seconds: list[float]) -> str:
+    ordered = sorted(seconds)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"{statistics.median(ordered) * 1000:.1f} / {p95 * 1000:.1f} / {ordered[-1] * 1000:.1f}"
+
+
+if __name__ == "__main__":
+    main()
