@@ -179,6 +179,7 @@ def assemble(
             chat=telegram,
             allowed_users=settings.action_user_ids,
             glitchtip_url=settings.glitchtip_url,
+            metrics=metrics,
             clock=clock,
         )
         if settings.telegram_updates == "poll" and poller_lease is not None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from itertools import takewhile
 from typing import Literal
 
-from .delivery import Extras, Sent, log_undelivered
+from .delivery import NO_EXTRAS, Extras, Sent, log_undelivered
 from .digest import compose, how_many_fit
 from .errors import (
     PermanentDeliveryError,
@@ -99,7 +99,7 @@ class Jobs:
             sent = self._deliver(
                 self._message(claim.alerts, now),
                 claim.destination,
-                plan.extras if plan is not None else Extras(),
+                plan.extras if plan is not None else NO_EXTRAS,
             )
         except Exception as exc:  # sorted below: Telegram's refusals, the network, a bug
             error = exc

@@ -44,6 +44,9 @@ LOCK_WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10)
 WebhookOutcome = Literal["sent", "queued", "failed", "rejected"]
 AttemptKind = Literal["sync", "background"]
 AttemptResult = Literal["delivered", "retryable_error", "permanent_error"]
+# What became of a press on an alert's button: the status GlitchTip now has, or why nothing
+# changed (someone not allowed, a button the relay does not know, GlitchTip failed).
+PressOutcome = Literal["resolved", "ignored", "unresolved", "refused", "unknown", "failed"]
 
 
 class Metrics:
@@ -112,6 +115,13 @@ class Metrics:
             "Dead letters sent once more because their chat accepted a message again",
             registry=self.registry,
         )
+        self.presses = Counter(
+            "relay_button_presses",
+            "Presses on alerts' buttons, by outcome: the status GlitchTip now has (resolved, "
+            "ignored, unresolved), or why nothing changed (refused, unknown, failed)",
+            ["outcome"],
+            registry=self.registry,
+        )
         self._spool_collector = _SpoolCollector(spool, health)
         self.registry.register(self._spool_collector)
 
@@ -122,6 +132,9 @@ class Metrics:
         self.attempts.labels(kind, result, "" if error_code is None else str(error_code)).inc()
         if error_code == 429:
             self.rate_limited.inc()
+
+    def press(self, outcome: PressOutcome) -> None:
+        self.presses.labels(outcome).inc()
 
     def probe(self, answered: bool) -> None:
         self.probes.labels("answered" if answered else "failed").inc()

@@ -21,6 +21,7 @@ from .errors import DeliveryError, GlitchTipError, SpoolError
 from .glitchtip_api import GlitchTipApi
 from .keyboards import STATUS_FOR, keyboard, notice, parse_callback, rendered
 from .logs import event
+from .metrics import Metrics, PressOutcome
 from .spool.sent import SentStore
 
 log = logging.getLogger(__name__)
@@ -83,9 +84,11 @@ class Presses:
         chat: Chat,
         allowed_users: frozenset[int],
         glitchtip_url: str | None,
+        metrics: Metrics | None = None,
         clock: Clock = time.time,
     ) -> None:
         self._store = store
+        self._metrics = metrics
         self._glitchtip = glitchtip
         self._chat = chat
         self._allowed_users = allowed_users
@@ -99,6 +102,7 @@ class Presses:
             found = self._store.pressed(parsed[1]) if parsed is not None else None
         except SpoolError as exc:
             log.warning("a press by %s could not be looked up: %s", press.user, exc)
+            self._count("failed")
             self._answer(press, UNAVAILABLE, alert=True)
             return
         if (
@@ -108,6 +112,7 @@ class Presses:
             or found[0].message_id != press.message_id
         ):
             log.info("a press by %s on a button this relay does not know: ignored", press.user)
+            self._count("unknown")
             self._answer(press, UNKNOWN, alert=True)
             return
         verb, key = parsed
@@ -120,6 +125,7 @@ class Presses:
                 verb,
                 button.label,
             )
+            self._count("refused")
             self._answer(press, NOT_ALLOWED, alert=True)
             return
         status = STATUS_FOR[verb]
@@ -137,6 +143,7 @@ class Presses:
                 exc,
                 extra=event(event="press", issue=button.label, outcome="failed", error=str(exc)),
             )
+            self._count("failed")
             self._answer(press, exc.notice, alert=True)
             return
         changed = time.monotonic() - started
@@ -164,7 +171,12 @@ class Presses:
             changed * 1000,
             extra=event(event="press", issue=button.label, outcome=status, user=press.user),
         )
+        self._count(status)
         self._answer(press, said, alert=False)
+
+    def _count(self, outcome: PressOutcome) -> None:
+        if self._metrics is not None:
+            self._metrics.press(outcome)
 
     def _answer(self, press: Press, text: str, *, alert: bool) -> None:
         try:

@@ -23,9 +23,11 @@ from relay_app.errors import (
 from relay_app.glitchtip_api import GlitchTipApi
 from relay_app.keyboards import callback_data
 from relay_app.logs import configure_logging
+from relay_app.metrics import Metrics
 from relay_app.presses import NOT_ALLOWED, UNKNOWN, Presses
 from relay_app.spool import Database
 from relay_app.spool.sent import IssueButton, SentMessage, SqliteSentStore
+from tests.prometheus import parse, value
 
 GLITCHTIP = "https://gt.example.org"
 ISSUE_URL = f"{GLITCHTIP}/api/0/issues/4/"
@@ -81,6 +83,7 @@ def presses(store: SqliteSentStore, chat: RecordingChat, **overrides: Any) -> Pr
         chat=chat,
         allowed_users=overrides.get("allowed_users", frozenset()),
         glitchtip_url=overrides.get("glitchtip_url"),
+        metrics=overrides.get("metrics"),
         clock=lambda: 1_800_000_240.0,
     )
 
@@ -222,3 +225,19 @@ def test_the_token_check_tells_a_bad_token_from_a_good_one(
     glitchtip.replace(responses.GET, me, status=401, json={"detail": "Unauthorized"})
     with pytest.raises(GlitchTipTokenRefused):
         GlitchTipApi(GT_TOKEN, timeout=2.0).whoami(GLITCHTIP)
+
+
+def test_each_press_is_counted_by_what_became_of_it(
+    store: SqliteSentStore, glitchtip: responses.RequestsMock
+) -> None:
+    glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
+    metrics = Metrics(None)
+    handle = presses(store, RecordingChat(), metrics=metrics).handle
+    handle(press(callback_data("resolve", "the-key")))
+    handle(press(callback_data("reopen", "the-key")))
+    handle(press(callback_data("resolve", "no-such-key")))
+    glitchtip.replace(responses.PUT, ISSUE_URL, status=404, json={"detail": "Not Found"})
+    handle(press(callback_data("ignore", "the-key")))
+    samples = parse(metrics.exposition().decode())
+    for outcome, count in (("resolved", 1), ("unresolved", 1), ("unknown", 1), ("failed", 1)):
+        assert value(samples, "relay_button_presses_total", outcome=outcome) == count

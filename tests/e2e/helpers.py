@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import collections
+import os
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import requests
 
-from tests.e2e.relay_process import SEND_TIMEOUT
+from tests.e2e.relay_process import ROOT, SEND_TIMEOUT
 from tests.fake_telegram import FakeTelegram
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import visible_text
@@ -110,3 +114,18 @@ def wait_until(condition: Any, timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return bool(condition())
+
+
+def run_relay_app(environ: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed `relay-app` command, run from the project's directory as an operator
+    would, with these variables on top of the test's own environment."""
+    script = Path(sys.executable).with_name("relay-app")
+    return subprocess.run(
+        [str(script), *args],
+        cwd=ROOT,
+        env={**os.environ, **environ},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )

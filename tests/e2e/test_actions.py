@@ -12,9 +12,7 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +20,7 @@ import requests
 
 from relay_app.presses import NOT_ALLOWED
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import post, wait_until
+from tests.e2e.helpers import post, run_relay_app, wait_until
 from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env
 from tests.fake_glitchtip import READ_ONLY_TOKEN, TOKEN, FakeGlitchTip
 from tests.fake_telegram import FakeTelegram, Posted
@@ -218,15 +216,7 @@ def test_one_process_polls_for_the_whole_relay_and_another_takes_over_when_it_di
 
 
 def relay_app_command(fake: FakeTelegram, *args: str) -> subprocess.CompletedProcess[str]:
-    script = Path(sys.executable).with_name("relay-app")
-    return subprocess.run(
-        [str(script), *args],
-        env={**os.environ, **relay_env(fake, GLITCHTIP_API_TOKEN=TOKEN)},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    return run_relay_app(relay_env(fake, GLITCHTIP_API_TOKEN=TOKEN), *args)
 
 
 def test_webhook_mode_takes_presses_with_telegrams_secret_header_and_refuses_them_without(

@@ -12,7 +12,6 @@ import signal
 import sqlite3
 import stat
 import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,11 +25,12 @@ from tests.e2e.helpers import (
     QUEUED,
     delivered_titles,
     post,
+    run_relay_app,
     titled,
     titles_in,
     wait_until,
 )
-from tests.e2e.relay_process import ROOT, without_file_permission_override
+from tests.e2e.relay_process import without_file_permission_override
 from tests.fake_telegram import FakeTelegram
 from tests.telegram_rules import visible_text
 
@@ -263,16 +263,7 @@ def test_a_corrupt_spool_is_moved_aside_and_a_fresh_one_started(
 
 
 def relay_app_cli(spool_path: str, *args: str) -> subprocess.CompletedProcess[str]:
-    script = Path(sys.executable).with_name("relay-app")
-    return subprocess.run(
-        [str(script), *args],
-        cwd=ROOT,
-        env={**os.environ, "RELAY_SPOOL_PATH": spool_path},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    return run_relay_app({"RELAY_SPOOL_PATH": spool_path}, *args)
 
 
 def test_dead_letters_are_listed_resent_and_purged_by_hand(
