@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from .errors import DeliveryError
@@ -174,8 +174,72 @@ def _webhook_hint(client: TelegramClient, deadline: float) -> str:
         where = f" (to {urlsplit(url).netloc})"
     return (
         f"this bot has a Telegram webhook set{where}, so Telegram gives its updates to that "
-        "URL and not to getUpdates. If nothing needs that webhook, delete it: curl "
-        "'https://api.telegram.org/bot<TOKEN>/deleteWebhook', then run this again. If something "
+        "URL and not to getUpdates. If nothing needs that webhook (or it is this relay's own, "
+        "for its buttons), delete it: relay-app telegram-webhook delete, then run this again. "
+        "If something "
         "does, give the relay a bot of its own (@BotFather → /newbot): a bot can have one "
         "webhook or be polled, not both"
     )
+
+
+def report(found: Found, out: TextIO) -> bool:
+    """Print what was found for a person: each chat and topic, then the lines to set; False
+    when there is nothing the bot can post in."""
+    bot = f"@{found.bot_username}" if found.bot_username else "the bot"
+    if not found.chats:
+        print(_NOTHING_SEEN.format(bot=bot), file=out)
+        return False
+    print(f"Chats {bot} has seen (Telegram keeps a bot's updates for 24 hours):\n", file=out)
+    rows = [("ID", "TYPE", "TITLE")]
+    for chat in found.chats:
+        rows.append((str(chat.id), chat.type, _chat_title(chat) + _chat_note(chat)))
+        rows += [
+            ("", f"topic {thread}", name or "(name not seen)")
+            for thread, name in sorted(chat.topics.items())
+        ]
+    widths = [max(len(row[column]) for row in rows) for column in range(2)]
+    for row in rows:
+        print(
+            f"  {row[0].ljust(widths[0])}  {row[1].ljust(widths[1])}  {row[2]}".rstrip(), file=out
+        )
+    usable = [chat for chat in found.chats if not chat.bot_is_gone and chat.migrated_to is None]
+    if not usable:
+        print(f"\n{bot} can post in none of them now.", file=out)
+        return False
+    print("\nTo send GlitchTip's alerts to one of them, set one of these blocks:", file=out)
+    for chat in usable:
+        title = _chat_title(chat)
+        for thread, name in sorted(chat.topics.items()):
+            print(f"\n  # {title}, topic {name or thread}", file=out)
+            print(f"  TELEGRAM_CHAT_ID={chat.id}\n  TELEGRAM_THREAD_ID={thread}", file=out)
+        general = " (its General topic)" if chat.is_forum else ""
+        print(f"\n  # {title}{general}{_KIND_NOTES.get(chat.type, '')}", file=out)
+        print(f"  TELEGRAM_CHAT_ID={chat.id}", file=out)
+    return True
+
+
+_NOTHING_SEEN = """\
+{bot} has seen no chat in the last 24 hours, so there is no id to show yet. Make it see yours:
+  - a group: add the bot (group info → Add members → {bot}); if it is already in, send a
+    message in the group that mentions {bot} (a bot in a group sees only what is addressed
+    to it);
+  - a forum topic: send a message mentioning {bot} in that topic;
+  - a channel: make the bot an administrator allowed to post, then post something there.
+Then run this again. A relay running with GLITCHTIP_API_TOKEN reads (and so takes) the bot's
+updates itself: stop it, or run it with TELEGRAM_UPDATES=off, while you look."""
+_KIND_NOTES = {
+    "channel": " (a channel: the bot must be an administrator allowed to post)",
+    "private": " (a private chat with the bot)",
+}
+
+
+def _chat_title(chat: SeenChat) -> str:
+    return chat.title or f"chat {chat.id}"
+
+
+def _chat_note(chat: SeenChat) -> str:
+    if chat.migrated_to is not None:
+        return f" (became a supergroup: its id is now {chat.migrated_to})"
+    if chat.bot_is_gone:
+        return " (the bot is no longer in it: add it again)"
+    return " (forum)" if chat.is_forum else ""

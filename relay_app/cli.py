@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from .chats import SeenChat, find_chats
+from .chats import find_chats, report
 from .config import (
     ConfigError,
     Settings,
@@ -249,63 +249,7 @@ def _chats(args: argparse.Namespace, console: _Console) -> int:
     if found.problem is not None:
         hint = f"\nhint: {found.hint}" if found.hint else ""
         raise _Failed(redact(f"{found.problem}{hint}"))
-    out, bot = console.out, f"@{found.bot_username}" if found.bot_username else "the bot"
-    if not found.chats:
-        print(_NOTHING_SEEN.format(bot=bot), file=out)
-        return EXIT_FAILED
-    print(f"Chats {bot} has seen (Telegram keeps a bot's updates for 24 hours):\n", file=out)
-    rows = [("ID", "TYPE", "TITLE")]
-    for chat in found.chats:
-        rows.append((str(chat.id), chat.type, _chat_title(chat) + _chat_note(chat)))
-        rows += [
-            ("", f"topic {thread}", name or "(name not seen)")
-            for thread, name in sorted(chat.topics.items())
-        ]
-    widths = [max(len(row[column]) for row in rows) for column in range(2)]
-    for row in rows:
-        print(
-            f"  {row[0].ljust(widths[0])}  {row[1].ljust(widths[1])}  {row[2]}".rstrip(), file=out
-        )
-    usable = [chat for chat in found.chats if not chat.bot_is_gone and chat.migrated_to is None]
-    if not usable:
-        print(f"\n{bot} can post in none of them now.", file=out)
-        return EXIT_FAILED
-    print("\nTo send GlitchTip's alerts to one of them, set one of these blocks:", file=out)
-    for chat in usable:
-        title = _chat_title(chat)
-        for thread, name in sorted(chat.topics.items()):
-            print(f"\n  # {title}, topic {name or thread}", file=out)
-            print(f"  TELEGRAM_CHAT_ID={chat.id}\n  TELEGRAM_THREAD_ID={thread}", file=out)
-        general = " (its General topic)" if chat.is_forum else ""
-        print(f"\n  # {title}{general}{_KIND_NOTES.get(chat.type, '')}", file=out)
-        print(f"  TELEGRAM_CHAT_ID={chat.id}", file=out)
-    return EXIT_OK
-
-
-_NOTHING_SEEN = """\
-{bot} has seen no chat in the last 24 hours, so there is no id to show yet. Make it see yours:
-  - a group: add the bot (group info → Add members → {bot}); if it is already in, send a
-    message in the group that mentions {bot} (a bot in a group sees only what is addressed
-    to it);
-  - a forum topic: send a message mentioning {bot} in that topic;
-  - a channel: make the bot an administrator allowed to post, then post something there.
-Then run this again."""
-_KIND_NOTES = {
-    "channel": " (a channel: the bot must be an administrator allowed to post)",
-    "private": " (a private chat with the bot)",
-}
-
-
-def _chat_title(chat: SeenChat) -> str:
-    return chat.title or f"chat {chat.id}"
-
-
-def _chat_note(chat: SeenChat) -> str:
-    if chat.migrated_to is not None:
-        return f" (became a supergroup: its id is now {chat.migrated_to})"
-    if chat.bot_is_gone:
-        return " (the bot is no longer in it: add it again)"
-    return " (forum)" if chat.is_forum else ""
+    return EXIT_OK if report(found, console.out) else EXIT_FAILED
 
 
 def _settings(console: _Console) -> Settings:
