@@ -47,7 +47,7 @@ from .selfcheck import Verdict, run_checks
 from .spool import Admin, Database, SpoolAdmin, SpooledAlert
 from .spool.postgres import PgDatabase, PgSpoolAdmin
 from .telegram import TelegramClient
-from .updates import telegram_secret_token
+from .updates import telegram_secret_token, webhook_path
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -269,7 +269,7 @@ def _set_telegram_webhook(args: argparse.Namespace, console: _Console) -> int:
         raise _Usage(
             f"{args.url!r} is not the relay's address; for example https://relay.example.com"
         )
-    url = f"{base}/telegram/{settings.webhook_secret}"
+    url = base + webhook_path(settings.webhook_secret)
     client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
     try:
         client.set_webhook(

@@ -74,8 +74,6 @@ __all__ = [
     "Settings",
     "admin_bind_from_env",
     "bind_from_env",
-    "glitchtip_token_from_env",
-    "glitchtip_url_from_env",
     "log_format_from_env",
     "metrics_enabled",
     "spool_path_from_env",
@@ -145,7 +143,7 @@ class Settings:
 
         bind = read(lambda: bind_from_env(environ), DEFAULT_BIND)
         admin_bind = read(lambda: admin_bind_from_env(environ, bind), None)
-        glitchtip_token = read(lambda: glitchtip_token_from_env(environ), None)
+        glitchtip_token = read(lambda: _glitchtip_token(environ), None)
         settings = cls(
             telegram_bot_token=read(lambda: bot_token_from_env(environ), ""),
             telegram_chat_id=read(lambda: _chat_id(environ), _NO_CHAT),
@@ -199,14 +197,11 @@ class Settings:
             bind=bind,
             admin_bind=admin_bind,
             glitchtip_api_token=glitchtip_token,
-            glitchtip_url=read(lambda: glitchtip_url_from_env(environ), None),
+            glitchtip_url=read(lambda: _glitchtip_url(environ), None),
             telegram_updates=read(lambda: _updates_mode(environ, glitchtip_token), "off"),
             action_user_ids=read(lambda: _user_ids(environ), frozenset()),
         )
-        if (
-            glitchtip_token is not None
-            and environ.get("RELAY_SPOOL_PATH", "").strip().lower() == SPOOL_OFF
-        ):
+        if glitchtip_token is not None and settings.spool_path is None and not settings.spool_url:
             problems.append(
                 ConfigError(
                     "GLITCHTIP_API_TOKEN",
@@ -320,8 +315,8 @@ def spool_path_from_env(environ: Mapping[str, str]) -> str | None:
     return raw
 
 
-def glitchtip_token_from_env(environ: Mapping[str, str]) -> str | None:
-    """GLITCHTIP_API_TOKEN, which `relay-app check` checks too. Never echoed."""
+def _glitchtip_token(environ: Mapping[str, str]) -> str | None:
+    """GLITCHTIP_API_TOKEN. Never echoed."""
     name = "GLITCHTIP_API_TOKEN"
     raw = environ.get(name, "").strip()
     if not raw:
@@ -335,18 +330,9 @@ def glitchtip_token_from_env(environ: Mapping[str, str]) -> str | None:
     return raw
 
 
-def glitchtip_url_from_env(environ: Mapping[str, str]) -> str | None:
+def _glitchtip_url(environ: Mapping[str, str]) -> str | None:
     """GLITCHTIP_URL: where GlitchTip's API is, when not at the origin of the alerts' links."""
-    name = "GLITCHTIP_URL"
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return None
-    parts = urlsplit(raw)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise ConfigError(
-            name, f"{raw!r} is not GlitchTip's base URL; for example https://glitchtip.example.org"
-        )
-    return raw.rstrip("/")
+    return _base_url(environ, "GLITCHTIP_URL", "for example https://glitchtip.example.org")
 
 
 def _updates_mode(environ: Mapping[str, str], glitchtip_token: str | None) -> UpdatesMode:
@@ -367,18 +353,13 @@ def _updates_mode(environ: Mapping[str, str], glitchtip_token: str | None) -> Up
 
 
 def _user_ids(environ: Mapping[str, str]) -> frozenset[int]:
-    name = "TELEGRAM_ACTION_USER_IDS"
-    ids = set()
-    for raw in environ.get(name, "").split(","):
-        if not raw.strip():
-            continue
-        if not raw.strip().isdigit() or int(raw) <= 0:
-            raise ConfigError(
-                name,
-                f"{raw.strip()!r} is not a Telegram user id; list numeric user ids separated by "
-                "commas, like 12345678,87654321",
-            )
-        ids.add(int(raw))
+    ids = _listed(
+        environ,
+        "TELEGRAM_ACTION_USER_IDS",
+        lambda raw: int(raw) if raw.isascii() and raw.isdigit() and int(raw) > 0 else None,
+        "is not a Telegram user id; list numeric user ids separated by commas, like "
+        "12345678,87654321",
+    )
     return frozenset(ids)
 
 
@@ -416,20 +397,30 @@ def _chat_id(environ: Mapping[str, str]) -> ChatId:
 
 
 def _allowed_chat_ids(environ: Mapping[str, str]) -> frozenset[str]:
-    name = "TELEGRAM_ALLOWED_CHAT_IDS"
-    allowed = set()
+    chats: list[ChatId] = _listed(
+        environ,
+        "TELEGRAM_ALLOWED_CHAT_IDS",
+        parse_chat_id,
+        "is neither an integer chat id nor an @channelname; list chat ids separated by "
+        "commas, like -1001234567890,-1009876543210",
+    )
+    return frozenset(chat_key(chat) for chat in chats)
+
+
+def _listed(
+    environ: Mapping[str, str], name: str, parse: Callable[[str], T | None], problem: str
+) -> list[T]:
+    """A comma-separated variable, each item read by `parse` (None: not one), empty ones
+    skipped; the first bad item is named with `problem`."""
+    found = []
     for raw in environ.get(name, "").split(","):
         if not raw.strip():
             continue
-        chat = parse_chat_id(raw)
-        if chat is None:
-            raise ConfigError(
-                name,
-                f"{raw.strip()!r} is neither an integer chat id nor an @channelname; list chat "
-                "ids separated by commas, like -1001234567890,-1009876543210",
-            )
-        allowed.add(chat_key(chat))
-    return frozenset(allowed)
+        item = parse(raw.strip())
+        if item is None:
+            raise ConfigError(name, f"{raw.strip()!r} {problem}")
+        found.append(item)
+    return found
 
 
 def _switch(environ: Mapping[str, str], name: str, *, default: bool) -> bool:
@@ -466,13 +457,18 @@ def _optional_positive_int(environ: Mapping[str, str], name: str) -> int | None:
 
 def api_url_from_env(environ: Mapping[str, str]) -> str:
     """TELEGRAM_API_URL, which `relay-app chats` reads without the rest."""
-    name = "TELEGRAM_API_URL"
-    raw = environ.get(name, "").strip() or DEFAULT_TELEGRAM_API_URL
+    url = _base_url(environ, "TELEGRAM_API_URL", f"leave it unset for {DEFAULT_TELEGRAM_API_URL}")
+    return url or DEFAULT_TELEGRAM_API_URL
+
+
+def _base_url(environ: Mapping[str, str], name: str, otherwise: str) -> str | None:
+    """An http(s) base URL without '?' or '#' parts and its trailing '/'; None when unset."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
     parts = urlsplit(raw)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(
-            name, f"{raw!r} is not an http(s) URL; leave it unset for {DEFAULT_TELEGRAM_API_URL}"
-        )
+        raise ConfigError(name, f"{raw!r} is not an http(s) URL; {otherwise}")
     if parts.query or parts.fragment:
         raise ConfigError(name, f"{raw!r} must be a base URL without '?' or '#' parts")
     return raw.rstrip("/")

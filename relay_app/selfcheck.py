@@ -32,6 +32,7 @@ from .routing import ChatId, Destination, parse_chat_id
 from .spool import Admin, Database, SpoolAdmin
 from .spool.postgres import PgDatabase, PgSpoolAdmin
 from .telegram import TelegramClient
+from .updates import webhook_path
 
 TEST_MESSAGE = (
     "✅ <b>relay_app test message</b>\n"
@@ -119,7 +120,7 @@ def _presses_verdict(client: TelegramClient, settings: Settings) -> Verdict:
     except DeliveryError as exc:
         return Verdict(name, False, str(exc), _hint(exc, settings.telegram_api_url, "updates"))
     url = str(info.get("url") or "")
-    expected = f"/telegram/{settings.webhook_secret}"
+    expected = webhook_path(settings.webhook_secret)
     if settings.telegram_updates == "poll":
         if url:
             return Verdict(

@@ -45,6 +45,11 @@ MAX_BACKOFF = 30.0
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 (a header's name)
 
 
+def webhook_path(webhook_secret: str) -> str:
+    """Where Telegram posts updates on the relay's webhook listener (views.py serves it)."""
+    return f"/telegram/{webhook_secret}"
+
+
 def telegram_secret_token(webhook_secret: str) -> str:
     """The header value Telegram sends with every update to the relay's webhook: derived from
     RELAY_WEBHOOK_SECRET (Telegram takes only letters, digits, '_' and '-' there), and not the

@@ -26,7 +26,7 @@ from .metrics import CONTENT_TYPE, WebhookOutcome
 from .outcomes import Dead, Delivered, RetryAt
 from .routing import Destination, RouteError, destination_from_query
 from .spool.model import SpooledAlert
-from .updates import SECRET_HEADER, handle_update, telegram_secret_token
+from .updates import SECRET_HEADER, handle_update, telegram_secret_token, webhook_path
 
 if TYPE_CHECKING:
     from . import Relay
@@ -202,7 +202,7 @@ def create_blueprint(
     if telegram_updates == "webhook" and presses is not None:
         expected_header = telegram_secret_token(webhook_secret).encode()
 
-        @blueprint.post("/telegram/<secret>")
+        @blueprint.post(webhook_path("<secret>"))
         def telegram_update(secret: str) -> tuple[Response, int]:
             """Telegram's updates (TELEGRAM_UPDATES=webhook): presses on the alerts' buttons."""
             if not hmac.compare_digest(secret.encode(), expected_secret):
