@@ -199,7 +199,8 @@ def log_undelivered(
     if alert is not None:
         which = f"alert {alert}" + (f" for {destination.describe()}" if destination else "") + ": "
     log.error(
-        "ALERT NOT DELIVERED: %s%s%s\n--- alert text ---\n%s\n--- end of alert ---",
+        # One line: the text's line breaks are escaped (logs.py), as every value's are.
+        "ALERT NOT DELIVERED: %s%s%s; alert text: %s",
         which,
         reason,
         last_error,

@@ -243,7 +243,7 @@ class Jobs:
                 log.error(
                     "TOPIC NOT FOUND: alert %s could not be posted in %s (%s); sending it once to "
                     "the chat itself instead. Fix the topic id (TELEGRAM_THREAD_ID or the "
-                    "webhook URL's thread_id).\n--- alert text ---\n%s\n--- end of alert ---",
+                    "webhook URL's thread_id). Alert text: %s",
                     alert.label,
                     claim.destination.describe(),
                     error,

@@ -4,6 +4,10 @@ The token sits in Telegram's URL, so requests' exceptions carry it; the secret s
 URL, so gunicorn's access log carries it. Redacting at record creation (a log record factory)
 covers every logger and handler in the process, including gunicorn's and any a user configures,
 rather than only the handlers we happen to know about.
+
+The same factory keeps the relay's records one line each: the values a record is made of
+(its arguments: titles, names, alert texts, errors, most of which a client chose) have their
+control characters escaped, so no value can start a line that looks like a record of its own.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import logging
 import re
 import sys
 import threading
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import quote
@@ -34,6 +39,10 @@ LogFormat = Literal["text", "json"]
 # set with `extra=event(...)`; the JSON format writes them out as keys of their own.
 EVENT_ATTRIBUTE = "relay_event"
 
+# C0 and C1 controls, and the Unicode line and paragraph separators some viewers break on.
+_CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
 # A tuple swapped whole, so a logging thread never iterates while another registers.
 _secrets: tuple[str, ...] = ()
 _secrets_lock = threading.Lock()
@@ -50,6 +59,22 @@ def redact(text: str) -> str:
     if any(path in text for path in SECRET_PATHS):
         text = _SECRET_SEGMENT.sub(lambda found: found.group(1) + REDACTED, text)
     return text
+
+
+def escape_controls(text: str) -> str:
+    """`text` with line breaks and other control characters written as escapes ('\\n', ...)."""
+    if text.isprintable():  # the common case: nothing to escape
+        return text
+    return _CONTROL_CHARACTERS.sub(_escaped, text)
+
+
+def _escaped(found: re.Match[str]) -> str:
+    char = found.group()
+    named = _NAMED_ESCAPES.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def register_secret(secret: str) -> None:
@@ -132,7 +157,25 @@ def _install_redacting_record_factory() -> None:
 _exception_formatter = logging.Formatter()
 
 
+def _escaped_args(args: tuple[object, ...] | Mapping[str, object]) -> Any:
+    """A record's arguments with their text escaped; numbers and the like as they are, so
+    '%d' and '%.1f' still format them."""
+    if isinstance(args, Mapping):
+        return {key: _escaped_value(value) for key, value in args.items()}
+    return tuple(_escaped_value(value) for value in args)
+
+
+def _escaped_value(value: object) -> object:
+    if isinstance(value, str):
+        return escape_controls(value)
+    if isinstance(value, BaseException):
+        return escape_controls(str(value))
+    return value
+
+
 def _redact_record(record: logging.LogRecord) -> None:
+    if record.args and record.name.startswith(LOGGER_NAME):
+        record.args = _escaped_args(record.args)
     try:
         message = record.getMessage()
     except Exception:  # a malformed format string: let logging report it as it usually does

@@ -26,7 +26,7 @@ from relay_app.errors import (
 from relay_app.formatting import REPEAT_NOTE, Message, format_alert
 from relay_app.glitchtip import parse_alert
 from relay_app.health import PROBE_INTERVAL
-from relay_app.logs import EVENT_ATTRIBUTE
+from relay_app.logs import EVENT_ATTRIBUTE, escape_controls
 from relay_app.outcomes import Delivered, Outcome, RetryAt
 from relay_app.pacing import CHAT_INTERVAL
 from relay_app.routing import Destination
@@ -202,7 +202,7 @@ def test_attempts_that_may_have_arrived_stop_at_the_ceiling_and_leave_a_dead_let
     [dead] = admin(relay).alerts("dead")
     assert (dead.last_error, dead.unsure_attempts, dead.message) == (str(last), 4, MESSAGE)
     [record] = lost_alert_records(caplog)
-    assert MESSAGE.text in record.getMessage()
+    assert escape_controls(MESSAGE.text) in record.getMessage()  # one line: logs.py
     assert "giving up: 4 attempts may have reached Telegram (the first and" in record.getMessage()
     assert f"relay-app spool retry {dead.id}" in record.getMessage()
     assert str(last) in record.getMessage()
@@ -315,7 +315,7 @@ def test_a_permanent_error_stops_the_retries_at_once(
     run_background(relay.dispatcher, clock)
     assert telegram.calls == 2
     [record] = lost_alert_records(caplog)
-    assert MESSAGE.text in record.getMessage()
+    assert escape_controls(MESSAGE.text) in record.getMessage()  # one line: logs.py
     assert "Telegram refused it permanently" in record.getMessage()
     assert "sent once more" not in record.getMessage()  # a refusal gets no second chance
     assert [dead.last_error for dead in admin(relay).alerts("dead")] == ["kicked"]
@@ -328,7 +328,7 @@ def test_a_crashing_attempt_logs_the_alert_and_the_traceback(
     webhook(relay)
     run_background(relay.dispatcher, clock)
     [record] = lost_alert_records(caplog)
-    assert MESSAGE.text in record.getMessage()
+    assert escape_controls(MESSAGE.text) in record.getMessage()  # one line: logs.py
     assert record.exc_info is not None
     assert record.exc_info[0] is ZeroDivisionError
     assert admin(relay).counts()["dead"] == 1
@@ -540,7 +540,7 @@ def test_an_alert_that_used_up_its_attempts_is_sent_once_more_when_its_chat_acce
     webhook(relay, first)
     run_background(relay.dispatcher, clock)
     [record] = lost_alert_records(caplog)  # it died, and says so with its text
-    assert first.text in record.getMessage()
+    assert escape_controls(first.text) in record.getMessage()
     assert "it is sent once more when its chat next accepts a message" in record.getMessage()
     clock.now += 600
     assert isinstance(webhook(relay, second), Delivered)
@@ -796,7 +796,7 @@ def test_an_overflowing_memory_refuses_loudly(
     assert relay.intake.admit(MESSAGE, DESTINATION, started=time.monotonic()) is None
     [record] = lost_alert_records(caplog)
     assert "2 alerts are already waiting in memory" in record.getMessage()
-    assert MESSAGE.text in record.getMessage()
+    assert escape_controls(MESSAGE.text) in record.getMessage()  # one line: logs.py
 
 
 # --- starting, and the records an alert leaves ----------------------------------------------------

@@ -10,7 +10,14 @@ from urllib.parse import quote
 
 import pytest
 
-from relay_app.logs import REDACTED, JsonFormatter, configure_logging, event, redact
+from relay_app.logs import (
+    REDACTED,
+    JsonFormatter,
+    configure_logging,
+    escape_controls,
+    event,
+    redact,
+)
 
 TOKEN = "987654321:logs-test-token-abcdefghijklmnop"
 SECRET = "logs-test-secret~with.odd_chars-01"
@@ -130,3 +137,47 @@ def test_json_records_are_redacted_fields_and_tracebacks_included(
     assert record["message"] == f"send to /webhook/{REDACTED} failed"
     assert "Traceback" in record["exception"]
     assert f"/bot{REDACTED}/sendMessage" in record["exception"]
+
+
+FORGED = "ada\n[2026-12-01 10:00:00 +0000] [1] [INFO] relay_app.presses: Resolved by the boss"
+
+
+def test_a_value_from_a_client_cannot_start_a_line_of_its_own(output: io.StringIO) -> None:
+    handler = logging.StreamHandler(output)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    ours = logging.getLogger("relay_app.presses")
+    ours.addHandler(handler)
+    try:
+        ours.warning("a press by %s failed: %s", FORGED, ValueError("bad\r\nthing\x1b[31m"))
+        ours.warning("%(who)s pressed", {"who": "eve\u2028mallory"})
+        ours.info("attempt %d took %.1f ms", 2, 12.25)  # numbers as they are
+    finally:
+        ours.removeHandler(handler)
+    assert output.getvalue().splitlines() == [
+        "WARNING a press by ada\\n[2026-12-01 10:00:00 +0000] [1] [INFO] relay_app.presses: "
+        "Resolved by the boss failed: bad\\r\\nthing\\x1b[31m",
+        "WARNING eve\\u2028mallory pressed",
+        "INFO attempt 2 took 12.2 ms",
+    ]
+
+
+def test_json_records_escape_a_clients_values_as_well() -> None:
+    configure_logging(TOKEN, SECRET, log_format="json")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    ours = logging.getLogger("relay_app.presses")
+    ours.addHandler(handler)
+    try:
+        ours.warning("a press by %s failed", FORGED, extra=event(user=FORGED))
+    finally:
+        ours.removeHandler(handler)
+    [line] = stream.getvalue().splitlines()
+    record = json.loads(line)
+    assert record["message"] == f"a press by {escape_controls(FORGED)} failed"
+    assert record["user"] == FORGED  # a JSON string: its line break is written \n
+
+
+def test_escaping_leaves_printable_text_alone() -> None:
+    assert escape_controls("Ошибка: деление на ноль · 🔴 <b>") == "Ошибка: деление на ноль · 🔴 <b>"
+    assert escape_controls("tab\there\x00\x7f\x85") == "tab\\there\\x00\\x7f\\x85"

@@ -109,7 +109,7 @@ def test_retries_at_the_ceiling_give_up_with_an_error_holding_the_text(
     assert len(sent_bodies(telegram)) == 1 + 3  # the webhook's attempt and RELAY_RETRY_ATTEMPTS
     [lost] = [r for r in caplog.records if "ALERT NOT DELIVERED" in r.getMessage()]
     assert lost.levelno == logging.ERROR
-    assert "🔴 DOWN · Checkout API\nThe monitored site has gone down." in lost.getMessage()
+    assert "🔴 DOWN · Checkout API\\nThe monitored site has gone down." in lost.getMessage()
 
 
 def test_a_permanent_refusal_is_not_retried_and_is_logged_with_the_text(
