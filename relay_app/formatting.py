@@ -129,18 +129,19 @@ def message_for(payload: dict[str, Any]) -> Message:
 
 def format_alert(alert: Alert) -> Message:
     """The alert's message, and its shorter parts for digests when it is long (most are not:
-    one issue is about 150 characters). Its spans are built once and fitted to each limit."""
-    parts = _parts(alert)
-    message = render(_fit_items(*parts, limit=MESSAGE_LIMIT))
+    one issue is about 150 characters). Its spans are built and measured once, and fitted to
+    each limit."""
+    parts = _Parts(*_parts(alert))
+    message = render(parts.fit(MESSAGE_LIMIT))
     if isinstance(alert, IssueAlert):
-        heading = render(parts[0])
+        heading = render(parts.header)
         message = replace(message, heading=Entry(heading.html, heading.text))
     length = visible_length(message.text)
     if length > DIGEST_ENTRY_LIMIT:
-        entry = render(_fit_items(*parts, limit=DIGEST_ENTRY_LIMIT))
+        entry = render(parts.fit(DIGEST_ENTRY_LIMIT))
         message = replace(message, short_entry=Entry(entry.html, entry.text))
     if length > BRIEF_ENTRY_LIMIT:
-        brief = render(_fit_items(*parts, limit=BRIEF_ENTRY_LIMIT))
+        brief = render(parts.fit(BRIEF_ENTRY_LIMIT))
         message = replace(message, brief_entry=Entry(brief.html, brief.text))
     return message
 
@@ -163,7 +164,7 @@ def _parts(alert: Alert) -> tuple[list[Span], list[list[Span]], Footer]:
                 _monitor_block(monitor, first=index == 0)
                 for index, monitor in enumerate(alert.monitors)
             ],
-            lambda shown: _hidden_monitors(len(alert.monitors) - shown),
+            lambda shown: _hidden_monitors(alert.total - shown),
         )
     dump = json.dumps(alert.payload, ensure_ascii=False, indent=1, default=str)
     header = [Span("⚠️ "), Span("Webhook payload in a shape the relay does not know", bold=True)]
@@ -228,7 +229,7 @@ def shorten(text: str, limit: int) -> str:
     if visible_length(text) <= limit:
         return text
     kept, used = [], visible_length(ELLIPSIS)
-    for char in text:
+    for char in text[:limit]:  # a character is at least one unit: no more can be kept
         used += visible_length(char)
         if used > limit:
             break
@@ -330,29 +331,60 @@ def _safe_link(url: str | None) -> str | None:
 # --- fitting into Telegram's limit ---------------------------------------------------------
 
 
-def _fit_items(
-    header: list[Span],
-    items: list[list[Span]],
-    footer: Footer,
-    *,
-    limit: int,
-) -> list[Span]:
-    """Header, items and footer within the limit: long values shortened evenly first; only when
-    that would leave values unreadably short do trailing items give way to the footer's count."""
-    for shown in range(len(items), 0, -1):
-        spans = [*header, *(span for item in items[:shown] for span in item), *footer(shown)]
-        fitted = _shorten_values(spans, limit)
-        if fitted is not None:
-            return fitted
-    spans = [*header, *(items[0] if items else []), *footer(1 if items else 0)]
-    if limit < MESSAGE_LIMIT:
-        # A digest's part of the alert, where the whole message cannot be: its header and
-        # title stay readable and the fields that do not fit are cut off the end.
-        return _cut_spans(_capped_values(spans, MIN_VALUE_LENGTH), limit)
-    # Even one item does not fit with readable values: accept values shorter than usual, and
-    # when its labels alone are too many (thousands of fields), cut the item itself short.
-    fitted = _shorten_values(spans, limit, min_value_length=2)
-    return fitted if fitted is not None else _cut_spans(spans, limit)
+class _Parts:
+    """Header, items (issues or monitors) and the footer for however many items are shown,
+    measured once: fitting them to a limit then costs time linear in their size, however many
+    items there are (a webhook can name thousands)."""
+
+    def __init__(self, header: list[Span], items: list[list[Span]], footer: Footer) -> None:
+        self.header, self.items, self.footer = header, items, footer
+        # Each part's length with every value capped at MIN_VALUE_LENGTH: the shortest it gets
+        # while its values stay readable.
+        self._header_least = _least_length(header)
+        self._item_least = [_least_length(item) for item in items]
+
+    def fit(self, limit: int) -> list[Span]:
+        """Header, items and footer within the limit: long values shortened evenly first; only
+        when that would leave values unreadably short do trailing items give way to the
+        footer's count."""
+        for shown in self._most_shown(limit):
+            spans = [*self.header, *self._spans_of(shown), *self.footer(shown)]
+            fitted = _shorten_values(spans, limit)
+            if fitted is not None:
+                return fitted
+        items = self.items
+        spans = [*self.header, *(items[0] if items else []), *self.footer(1 if items else 0)]
+        if limit < MESSAGE_LIMIT:
+            # A digest's part of the alert, where the whole message cannot be: its header and
+            # title stay readable and the fields that do not fit are cut off the end.
+            return _cut_spans(_capped_values(spans, MIN_VALUE_LENGTH), limit)
+        # Even one item does not fit with readable values: accept values shorter than usual,
+        # and when its labels alone are too many (thousands of fields), cut the item short.
+        fitted = _shorten_values(spans, limit, min_value_length=2)
+        return fitted if fitted is not None else _cut_spans(spans, limit)
+
+    def _most_shown(self, limit: int) -> list[int]:
+        """How many items to try showing, most first: the counts whose parts fit with values
+        of readable length (at which `_shorten_values` succeeds), in one pass over them."""
+        fitting, used = [], self._header_least
+        for count, least in enumerate(self._item_least, start=1):
+            used += least
+            if used > limit:
+                break  # longer with every item: no more can fit
+            if used + _least_length(self.footer(count)) <= limit:
+                fitting.append(count)
+        return fitting[::-1]
+
+    def _spans_of(self, shown: int) -> list[Span]:
+        return [span for item in self.items[:shown] for span in item]
+
+
+def _least_length(spans: Sequence[Span]) -> int:
+    total = 0
+    for span in spans:
+        length = visible_length(span.text)
+        total += min(length, MIN_VALUE_LENGTH) if span.value else length
+    return total
 
 
 def _capped_values(spans: list[Span], cap: int) -> list[Span]:

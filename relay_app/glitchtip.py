@@ -37,8 +37,9 @@ class Issue:
 @dataclass(frozen=True)
 class IssueAlert:
     heading: str
-    issues: tuple[Issue, ...]
-    # GlitchTip attaches at most MAX_ISSUES_PER_ALERT issues but counts all of them here.
+    issues: tuple[Issue, ...]  # the first MAX_ITEMS_READ of the payload's
+    # GlitchTip attaches at most MAX_ISSUES_PER_ALERT issues but counts all of them here; so
+    # does the relay, for those past MAX_ITEMS_READ.
     total: int
 
 
@@ -53,7 +54,8 @@ class MonitorChange:
 @dataclass(frozen=True)
 class UptimeAlert:
     heading: str
-    monitors: tuple[MonitorChange, ...]
+    monitors: tuple[MonitorChange, ...]  # the first MAX_ITEMS_READ of the payload's
+    total: int
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,13 @@ class UnrecognizedPayload:
 Alert = IssueAlert | UptimeAlert | UnrecognizedPayload
 
 
+# GlitchTip's payloads are a few kilobytes; anything near this is not an alert (nor one of
+# Telegram's updates). Larger bodies are answered 413, however they are sent.
+MAX_BODY_BYTES = 1024 * 1024
+# Issues (or monitors) read from one webhook. GlitchTip sends 3 by default (its
+# MAX_ISSUES_PER_ALERT) and a message shows a few dozen at most; the rest are counted ("…and
+# 1900 more issues not shown here"), so a huge webhook costs no more than this many.
+MAX_ITEMS_READ = 100
 # GlitchTip's payloads nest four deep; anything past this is not an alert.
 MAX_JSON_DEPTH = 64
 _TOO_DEEP = f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels; GlitchTip's payloads do not"
@@ -127,23 +136,26 @@ def parse_alert(payload: dict[str, Any]) -> Alert:
     ):
         return UnrecognizedPayload(payload)
     heading = heading or ""
+    read = attachments[:MAX_ITEMS_READ]
     if "uptime" in heading.lower():
-        return UptimeAlert(heading, tuple(_monitor_change(item) for item in attachments))
-    sections = _sections(payload.get("sections"))
-    issues = tuple(_issue(item, index, sections) for index, item in enumerate(attachments))
+        return UptimeAlert(heading, tuple(_monitor_change(item) for item in read), len(attachments))
+    short_ids = _ShortIds(payload.get("sections"))
+    issues = tuple(_issue(item, index, short_ids) for index, item in enumerate(read))
     total_match = _ISSUE_TOTAL.search(heading)
-    total = max(int(total_match.group(1)), len(issues)) if total_match else len(issues)
+    total = len(attachments)
+    if total_match:
+        total = max(int(total_match.group(1)), total)
     return IssueAlert(heading, issues, total)
 
 
-def _issue(item: dict[str, Any], index: int, sections: list[dict[str, Any]]) -> Issue:
+def _issue(item: dict[str, Any], index: int, short_ids: _ShortIds) -> Issue:
     title = _text(item.get("title"))
     return Issue(
         title=title,
         link=_text(item.get("title_link")) or None,
         culprit=_text(item.get("text")) or None,
         color=_text(item.get("color")).lower() or None,
-        short_id=_short_id_for(title, index, sections),
+        short_id=short_ids.of(title, index),
         fields=_fields(item.get("fields")),
     )
 
@@ -176,25 +188,31 @@ def _fields(raw: object) -> tuple[Field, ...]:
     return tuple(field for field in fields if field.title or field.value)
 
 
-def _sections(raw: object) -> list[dict[str, Any]]:
-    if not isinstance(raw, list):
-        return []
-    return [section for section in raw if isinstance(section, dict)]
+class _ShortIds:
+    """Each issue's short id, from the `sections` GlitchTip writes for Microsoft Teams: one per
+    attachment, in the same order; the title check guards against payloads where the two lists
+    do not line up, and then the first section with the issue's title is used."""
 
+    def __init__(self, raw: object) -> None:
+        self._sections = [s for s in raw if isinstance(s, dict)] if isinstance(raw, list) else []
+        self._by_title: dict[str, dict[str, Any]] | None = None
 
-def _short_id(section: dict[str, Any]) -> str | None:
-    match = _SHORT_ID.search(_text(section.get("activitySubtitle")))
-    return match.group(1) if match else None
+    def of(self, title: str, index: int) -> str | None:
+        if index < len(self._sections):
+            aligned = self._sections[index]
+            if _text(aligned.get("activityTitle")) == title:
+                return self._short_id(aligned)
+        if self._by_title is None:  # built once, and only for payloads that need it
+            self._by_title = {}
+            for section in self._sections:
+                self._by_title.setdefault(_text(section.get("activityTitle")), section)
+        found = self._by_title.get(title)
+        return self._short_id(found) if found is not None else None
 
-
-def _short_id_for(title: str, index: int, sections: list[dict[str, Any]]) -> str | None:
-    # GlitchTip writes one section per attachment, in the same order; the title check guards
-    # against payloads where the two lists do not line up.
-    candidates = sections[index : index + 1] + sections
-    for section in candidates:
-        if _text(section.get("activityTitle")) == title:
-            return _short_id(section)
-    return None
+    @staticmethod
+    def _short_id(section: dict[str, Any]) -> str | None:
+        match = _SHORT_ID.search(_text(section.get("activitySubtitle")))
+        return match.group(1) if match else None
 
 
 def _text(value: object) -> str:

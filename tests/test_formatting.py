@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from relay_app import formatting
 from relay_app.formatting import (
     MESSAGE_LIMIT,
     PLAIN_FALLBACK_LIMIT,
@@ -15,7 +16,13 @@ from relay_app.formatting import (
     visible_length,
     with_late_note,
 )
-from relay_app.glitchtip import IssueAlert, UnrecognizedPayload, UptimeAlert, parse_alert
+from relay_app.glitchtip import (
+    MAX_ITEMS_READ,
+    IssueAlert,
+    UnrecognizedPayload,
+    UptimeAlert,
+    parse_alert,
+)
 from tests import payloads
 from tests.payloads import INFO_COLOR, issue, issue_alert, uptime_alert
 from tests.telegram_rules import visible_text
@@ -270,3 +277,37 @@ def test_thousands_of_fields_on_one_issue_are_cut_between_spans() -> None:
     assert message.text.startswith("🔴 GlitchTip Alert\n\nZeroDivisionError: division by zero #1")
     assert message.text.endswith("…")
     assert "Tag100: value 100" in message.text
+
+
+def test_a_webhook_naming_thousands_of_issues_reads_the_first_and_counts_the_rest() -> None:
+    payload = issue_alert(*(issue(n, fields=[]) for n in range(1, 2001)))
+    alert = parse_alert(payload)
+    assert isinstance(alert, IssueAlert)
+    assert (len(alert.issues), alert.total) == (MAX_ITEMS_READ, 2000)
+    message = message_for(payload)
+    shown = message.text.count("ZeroDivisionError")
+    assert 10 < shown < MAX_ITEMS_READ
+    assert message.text.endswith(f"…and {2000 - shown} more issues not shown here")
+    # The short ids still come from GlitchTip's sections, also when they do not line up.
+    payload["sections"] = payload["sections"][1:] + payload["sections"][:1]
+    issues = parse_alert(payload).issues  # type: ignore[union-attr]
+    assert [i.short_id for i in issues[:3]] == ["BACKEND-1A", "BACKEND-2A", "BACKEND-3A"]
+
+
+def test_fitting_a_message_measures_each_part_once_however_many_issues_there_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Shortening to a limit is tried once per limit (message, digest entry, brief), not once
+    per candidate number of issues: the cost is linear in the webhook's size."""
+    calls = []
+    shorten_values = formatting._shorten_values
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return shorten_values(*args, **kwargs)
+
+    monkeypatch.setattr(formatting, "_shorten_values", counted)
+    for count in (3, 30, MAX_ITEMS_READ):
+        calls.clear()
+        message_for(issue_alert(*(issue(n) for n in range(1, count + 1))))
+        assert len(calls) <= 3, count
