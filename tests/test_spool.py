@@ -7,7 +7,9 @@ from __future__ import annotations
 import fcntl
 import itertools
 import logging
+import os
 import sqlite3
+import stat
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +22,7 @@ from relay_app.glitchtip import parse_alert
 from relay_app.pacing import BOT_LIMIT, BOT_WINDOW, CHAT_INTERVAL, GROUP_LIMIT, GROUP_WINDOW
 from relay_app.routing import Destination
 from relay_app.spool import Database, SpoolAdmin, SqliteQueue, this_process
+from relay_app.spool.database import readable_by_others
 from relay_app.spool.pacer import pause, take_turn
 from relay_app.spool.schema import STEPS
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to, hold_the_lock
@@ -281,3 +284,30 @@ def test_a_lock_held_past_the_callers_budget_is_busy_not_broken(
         holder.join()
     assert database.problem() is None
     assert "DURABILITY LOST" not in caplog.text
+
+
+def test_a_new_spool_is_readable_by_its_owner_only(spool_path: str, clock: FakeTime) -> None:
+    previous = os.umask(0o022)  # the usual umask, under which files are made world-readable
+    try:
+        database = Database(spool_path)
+        add(database, clock)
+        files = [spool_path, f"{spool_path}-wal", f"{spool_path}-shm", f"{spool_path}.lock"]
+        assert {name: stat.S_IMODE(os.stat(name).st_mode) for name in files} == dict.fromkeys(
+            files, 0o600
+        )
+        database.close()
+    finally:
+        os.umask(previous)
+    assert readable_by_others(spool_path) is None
+
+
+def test_a_spool_others_can_read_is_named_with_its_fix(spool_path: str, clock: FakeTime) -> None:
+    database = Database(spool_path)
+    add(database, clock)
+    os.chmod(spool_path, 0o644)
+    os.chmod(f"{spool_path}-wal", 0o660)
+    warning = readable_by_others(spool_path)
+    database.close()
+    assert warning is not None
+    assert f"{spool_path} (mode 0644), {spool_path}-wal (mode 0660)" in warning
+    assert warning.endswith(f"chmod 600 {spool_path} {spool_path}-wal")

@@ -276,6 +276,8 @@ class Database:
         return connection
 
     def _connect(self) -> sqlite3.Connection:
+        if self._for_service:
+            _create_private(self.path)
         uri = f"file:{_uri_path(self.path)}?mode={'rwc' if self._for_service else 'rw'}"
         connection = sqlite3.connect(
             uri, uri=True, timeout=BUSY_SLICE, isolation_level=None, check_same_thread=False
@@ -346,10 +348,46 @@ def _reset_after_fork() -> None:
 os.register_at_fork(after_in_child=_reset_after_fork)
 
 
+# The spool holds alert texts, chat ids and what each button acts on: for the relay's user only.
+PRIVATE_MODE = 0o600
+# The files SQLite keeps beside the spool, which hold the same data; they take its mode.
+COMPANION_SUFFIXES = ("-wal", "-shm")
+
+
+def _create_private(path: str) -> None:
+    """Create the spool file readable by its owner only, if it does not exist: SQLite would
+    create it (and then its WAL and shared-memory files, which copy its mode) as the umask
+    allows, usually readable by every user."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE))
+
+
+def readable_by_others(path: str) -> str | None:
+    """A warning when the spool's files can be read or written by other users than their owner
+    (made by an older relay, or by hand); None when they cannot, or do not exist."""
+    loose = []
+    for name in (path, *(path + suffix for suffix in COMPANION_SUFFIXES)):
+        try:
+            mode = os.stat(name).st_mode & 0o777
+        except OSError:
+            continue
+        if mode & 0o077:
+            loose.append((name, mode))
+    if not loose:
+        return None
+    listed = ", ".join(f"{name} (mode {mode:04o})" for name, mode in loose)
+    names = " ".join(name for name, _ in loose)
+    return (
+        f"the spool's files can be read by other users than the relay's: {listed}. They hold "
+        f"alert texts, chat ids and what the buttons act on; run: chmod 600 {names}"
+    )
+
+
 @contextlib.contextmanager
 def _file_lock(path: str) -> Iterator[None]:
     try:
-        handle = open(path, "a")  # noqa: SIM115 (closed below, after the lock's errors are told)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_MODE)
+        handle = os.fdopen(descriptor, "a")
     except OSError as exc:
         directory = os.path.dirname(path)
         raise SpoolError(f"cannot create files in {directory}: {exc.strerror}") from None
