@@ -41,6 +41,7 @@ def measure(mode: str, presses: int, workdir: Path) -> list[tuple[float, float, 
         env = relay_env(
             telegram,
             GLITCHTIP_API_TOKEN=TOKEN,
+            GLITCHTIP_URL=glitchtip.url,
             TELEGRAM_UPDATES=mode,
             RELAY_SPOOL_PATH=str(workdir / f"{mode}.sqlite3"),
             **DEFAULTS,
@@ -50,7 +51,7 @@ def measure(mode: str, presses: int, workdir: Path) -> list[tuple[float, float, 
             if mode == "webhook":  # as 'relay-app telegram-webhook set' registers it
                 secret = env["RELAY_WEBHOOK_SECRET"]
                 telegram.webhook_url = f"{relay.url}/telegram/{secret}"
-                telegram.webhook_secret_token = telegram_secret_token(secret)
+                telegram.webhook_secret_token = telegram_secret_token(env["TELEGRAM_BOT_TOKEN"])
             posted = send_one_alert(relay, telegram, glitchtip)
             for number in range(presses):
                 timings.append(one_press(telegram, glitchtip, posted, number))

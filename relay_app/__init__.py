@@ -14,6 +14,7 @@ from werkzeug.exceptions import HTTPException
 from .config import Settings
 from .delivery import Courier, Telegram
 from .dispatcher import Dispatcher
+from .glitchtip import MAX_BODY_BYTES
 from .glitchtip_api import GlitchTipApi
 from .health import Health, HealthStore, MemoryHealthStore
 from .intake import Intake
@@ -41,8 +42,6 @@ from .telegram import TelegramClient
 from .updates import Poller
 from .views import create_blueprint
 
-# GlitchTip's payloads are a few kilobytes; anything near this is not an alert.
-MAX_BODY_BYTES = 1024 * 1024
 EXTENSION = "relay_app"
 
 Clock = Callable[[], float]
@@ -59,6 +58,7 @@ class Relay:
     spool: SqliteQueue | PgQueue | None
     admin: Admin | None
     memory: MemoryQueue
+    outgoing: Outgoing
     # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles a press, and this
     # process's poller for them (TELEGRAM_UPDATES=poll).
     presses: Presses | None = None
@@ -71,10 +71,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     in each worker: `start_background_work`."""
     if settings is None:
         settings = Settings.from_env(os.environ)
-    secrets = [settings.telegram_bot_token, settings.webhook_secret]
-    if settings.glitchtip_api_token is not None:
-        secrets.append(settings.glitchtip_api_token)
-    configure_logging(*secrets, log_format=settings.log_format)
+    configure_logging(*settings.secrets, log_format=settings.log_format)
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
@@ -89,6 +86,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
             allowed_chats=settings.allowed_chat_ids,
             admin_port=settings.admin_port,
             telegram_updates=settings.telegram_updates,
+            bot_token=settings.telegram_bot_token,
         )
     )
 
@@ -134,6 +132,7 @@ def assemble(
         sent,
         edit=telegram.edit,
         buttons=settings.glitchtip_api_token is not None,
+        glitchtip_links=settings.glitchtip_links,
         keep_for=settings.retry_max_age,
         clock=clock,
     )
@@ -172,13 +171,13 @@ def assemble(
         clock=clock,
     )
     presses = poller = None
-    if settings.glitchtip_api_token is not None and sent is not None:
+    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
+    if token is not None and glitchtip_url is not None and sent is not None:
         presses = Presses(
             store=sent,
-            glitchtip=GlitchTipApi(settings.glitchtip_api_token, timeout=settings.send_timeout),
+            glitchtip=GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout),
             chat=telegram,
             allowed_users=settings.action_user_ids,
-            glitchtip_url=settings.glitchtip_url,
             metrics=metrics,
             clock=clock,
         )
@@ -186,11 +185,11 @@ def assemble(
             poller = Poller(
                 client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
                 lease=poller_lease,
-                handle_press=presses.handle,
+                handle=presses.handle_update,
                 attempt_timeout=settings.send_timeout,
                 clock=clock,
             )
-    return Relay(intake, dispatcher, jobs, metrics, spool, admin, memory, presses, poller)
+    return Relay(intake, dispatcher, jobs, metrics, spool, admin, memory, outgoing, presses, poller)
 
 
 def relay_of(app: object) -> Relay | None:

@@ -257,7 +257,8 @@ def _settings(console: _Console) -> Settings:
         settings = Settings.from_env(console.environ)
     except ConfigError as exc:
         raise _Usage(str(exc)) from None
-    register_secret(settings.webhook_secret)  # what this command prints is redacted
+    for secret in settings.secrets:
+        register_secret(secret)  # what this command prints is redacted
     return settings
 
 
@@ -274,7 +275,7 @@ def _set_telegram_webhook(args: argparse.Namespace, console: _Console) -> int:
     try:
         client.set_webhook(
             url,
-            secret_token=telegram_secret_token(settings.webhook_secret),
+            secret_token=telegram_secret_token(settings.telegram_bot_token),
             deadline=time.monotonic() + CHATS_TIMEOUT,
         )
     except DeliveryError as exc:

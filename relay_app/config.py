@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from .logs import LogFormat
 from .routing import ChatId, Destination, chat_key, parse_chat_id
+from .subjects import origin_of
 
 DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
 
@@ -113,9 +114,12 @@ class Settings:
     # A second listener for /metrics, /readyz and /healthz, which then leave the webhook's.
     admin_bind: str | None = None
     # Acting on alerts from the chat: a GlitchTip API token (event:write) puts Resolve and
-    # Ignore buttons under each issue; GlitchTip's URL, unless it is each alert's link's origin.
+    # Ignore buttons under each issue. The token goes to GlitchTip's API at GLITCHTIP_URL and
+    # nowhere else; only issues whose links are under GLITCHTIP_PUBLIC_URL (GlitchTip's own
+    # GLITCHTIP_DOMAIN, when the relay reaches it by another address) get buttons.
     glitchtip_api_token: str | None = field(default=None, repr=False)
     glitchtip_url: str | None = None
+    glitchtip_public_url: str | None = None
     # How the presses on those buttons reach the relay.
     telegram_updates: UpdatesMode = "off"
     # Telegram user ids that may press them; empty: anyone in the chat.
@@ -128,6 +132,19 @@ class Settings:
     @property
     def admin_port(self) -> int | None:
         return _port_of(self.admin_bind) if self.admin_bind is not None else None
+
+    @property
+    def glitchtip_links(self) -> str | None:
+        """The origin GlitchTip's issue links must have for an issue to get buttons."""
+        public = self.glitchtip_public_url or self.glitchtip_url
+        return origin_of(public) if public is not None else None
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values no log line or command output may show (the database password is
+        registered by the PostgreSQL spool, which reads it out of RELAY_SPOOL_URL)."""
+        values = (self.telegram_bot_token, self.webhook_secret, self.glitchtip_api_token)
+        return tuple(value for value in values if value)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -197,7 +214,8 @@ class Settings:
             bind=bind,
             admin_bind=admin_bind,
             glitchtip_api_token=glitchtip_token,
-            glitchtip_url=read(lambda: _glitchtip_url(environ), None),
+            glitchtip_url=read(lambda: _glitchtip_url(environ, glitchtip_token), None),
+            glitchtip_public_url=read(lambda: _glitchtip_public_url(environ), None),
             telegram_updates=read(lambda: _updates_mode(environ, glitchtip_token), "off"),
             action_user_ids=read(lambda: _user_ids(environ), frozenset()),
         )
@@ -330,9 +348,38 @@ def _glitchtip_token(environ: Mapping[str, str]) -> str | None:
     return raw
 
 
-def _glitchtip_url(environ: Mapping[str, str]) -> str | None:
-    """GLITCHTIP_URL: where GlitchTip's API is, when not at the origin of the alerts' links."""
-    return _base_url(environ, "GLITCHTIP_URL", "for example https://glitchtip.example.org")
+def _glitchtip_url(environ: Mapping[str, str], glitchtip_token: str | None) -> str | None:
+    """GLITCHTIP_URL: where the relay reaches GlitchTip's API, the one place its token goes.
+    Required with the token: a token sent wherever an alert's link pointed would go to any
+    host whoever knows the webhook URL names."""
+    name = "GLITCHTIP_URL"
+    url = _credential_free(
+        name, _base_url(environ, name, "for example https://glitchtip.example.org")
+    )
+    if url is None and glitchtip_token is not None:
+        raise ConfigError(
+            name,
+            "is not set, and GLITCHTIP_API_TOKEN is: set it to the address where the relay "
+            "reaches GlitchTip (https://glitchtip.example.org, or http://web:8000 beside it in "
+            "Docker); the token is sent there and nowhere else",
+        )
+    return url
+
+
+def _glitchtip_public_url(environ: Mapping[str, str]) -> str | None:
+    """GLITCHTIP_PUBLIC_URL: the address in GlitchTip's issue links (its GLITCHTIP_DOMAIN), when
+    the relay reaches GlitchTip by another (GLITCHTIP_URL)."""
+    name = "GLITCHTIP_PUBLIC_URL"
+    return _credential_free(
+        name, _base_url(environ, name, "set it to GlitchTip's GLITCHTIP_DOMAIN")
+    )
+
+
+def _credential_free(name: str, url: str | None) -> str | None:
+    # requests would send a user and password in the URL as Basic auth, over the token.
+    if url is not None and urlsplit(url).username is not None:
+        raise ConfigError(name, "must not hold a user name or password; the token is the login")
+    return url
 
 
 def _updates_mode(environ: Mapping[str, str], glitchtip_token: str | None) -> UpdatesMode:

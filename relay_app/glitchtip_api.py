@@ -7,6 +7,7 @@ The one place where requests' exceptions and GlitchTip's answers become the Glit
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import requests
@@ -22,6 +23,8 @@ from .http_deadline import Deadline, DeadlineAdapter
 from .logs import redact, register_secret
 from .spool.sent import IssueStatus
 
+# GlitchTip's answers here are a few kilobytes; a larger one is not its API answering.
+MAX_ANSWER_BYTES = 1024 * 1024
 _NEW_TOKEN_HOWTO = (
     "make a new token in GlitchTip (Profile → Auth Tokens) with the event:write scope and set "  # noqa: S105 (a hint, not a password)
     "GLITCHTIP_API_TOKEN to it"
@@ -29,30 +32,49 @@ _NEW_TOKEN_HOWTO = (
 
 
 class GlitchTipApi:
-    def __init__(self, token: str, *, timeout: float) -> None:
+    def __init__(self, token: str, base_url: str, *, timeout: float) -> None:
+        """The token and the one address it is sent to (GLITCHTIP_URL) are bound here, so no
+        call can name another."""
         register_secret(token)
         self._token = token
+        self._base_url = base_url.rstrip("/")
         self._timeout = timeout
         self._session = requests.Session()
         adapter = DeadlineAdapter(pool_connections=4, pool_maxsize=8, max_retries=0)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
 
-    def set_status(self, base_url: str, issue_id: str, status: IssueStatus) -> dict[str, Any]:
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    def set_status(self, issue_id: str, status: IssueStatus) -> dict[str, Any]:
         """Set the issue's status; GlitchTip's issue JSON, or a GlitchTipError."""
-        return self._call("PUT", f"{base_url}/api/0/issues/{issue_id}/", {"status": status})
+        if not issue_id.isdigit():  # the id is the path: nothing else may ride along
+            raise ValueError(f"not a GlitchTip issue id: {issue_id!r}")
+        return self._call("PUT", f"/api/0/issues/{issue_id}/", {"status": status})
 
-    def whoami(self, base_url: str) -> dict[str, Any]:
+    def whoami(self) -> dict[str, Any]:
         """The token's user: the cheap check that GlitchTip accepts the token."""
-        return self._call("GET", f"{base_url}/api/0/users/me/", None)
+        return self._call("GET", "/api/0/users/me/", None)
 
-    def _call(self, method: str, url: str, body: dict[str, Any] | None) -> dict[str, Any]:
+    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        url = self._base_url + path
         headers = {"Authorization": f"Bearer {self._token}"}
         with Deadline(self._timeout) as watchdog:
             try:
-                response = self._session.request(
-                    method, url, json=body, headers=headers, timeout=self._timeout
-                )
+                # No redirects: the token goes to GLITCHTIP_URL, not wherever an answer points.
+                with self._session.request(
+                    method,
+                    url,
+                    json=body,
+                    headers=headers,
+                    timeout=self._timeout,
+                    allow_redirects=False,
+                    stream=True,
+                ) as response:
+                    status, location = response.status_code, response.headers.get("Location")
+                    answer = _bounded(response)
             except requests.RequestException as exc:
                 said = "did not answer in time" if watchdog.expired else _cause(exc)
                 raise GlitchTipUnreachable(
@@ -60,13 +82,37 @@ class GlitchTipApi:
                     notice=f"GlitchTip could not be reached ({said}); nothing was changed. "
                     "Try again in a while.",
                 ) from None
-            try:
-                reply = response.json()
-            except ValueError:
-                reply = None
-        if response.status_code < 300 and isinstance(reply, dict):
+        if 300 <= status < 400:
+            raise _redirected(method, url, status, location)
+        try:
+            reply = json.loads(answer) if answer is not None else None
+        except ValueError:
+            reply = None
+        if status < 300 and isinstance(reply, dict):
             return reply
-        raise _refusal(method, url, response.status_code, reply)
+        raise _refusal(method, url, status, reply)
+
+
+def _bounded(response: requests.Response) -> bytes | None:
+    """The answer's body, or None when it is larger than any answer of GlitchTip's API: read no
+    further than that."""
+    body = bytearray()
+    for chunk in response.iter_content(chunk_size=65536):
+        body += chunk
+        if len(body) > MAX_ANSWER_BYTES:
+            return None
+    return bytes(body)
+
+
+def _redirected(method: str, url: str, status: int, location: str | None) -> GlitchTipError:
+    where = redact(location)[:200] if location else "nowhere"
+    return GlitchTipError(
+        f"{method} {url}: GlitchTip answered {status}, a redirect to {where}, which the relay "
+        "does not follow: set GLITCHTIP_URL to GlitchTip's own address",
+        notice=f"GLITCHTIP_URL points at an address that redirects (to {where}); nothing was "
+        "changed. The relay's operator must set GLITCHTIP_URL to GlitchTip's own address.",
+        status=status,
+    )
 
 
 def _refusal(method: str, url: str, status: int, reply: object) -> GlitchTipError:

@@ -26,6 +26,7 @@ STATUS_FOR: dict[Verb, IssueStatus] = {
 }
 _CODES: dict[Verb, str] = {"resolve": "r", "ignore": "i", "reopen": "o"}
 _VERBS: dict[str, Verb] = {code: verb for verb, code in _CODES.items()}
+_LABELS: dict[Verb, str] = {"resolve": "✅ Resolve", "ignore": "🔕 Ignore", "reopen": "↩️ Reopen"}
 # Telegram takes at most 100 inline buttons (8 to a row) and about 10 KB of markup: two a row
 # for this many issues stays well inside both. Issues past it in one message get none.
 MAX_ISSUES_WITH_BUTTONS = 40
@@ -35,6 +36,13 @@ _DONE: dict[IssueStatus, tuple[str, str]] = {
     "ignored": ("🔕", "Ignored"),
     "unresolved": ("↩️", "Reopened"),
 }
+
+
+def verbs_for(status: IssueStatus | None) -> tuple[Verb, ...]:
+    """The buttons an issue shows in this status: what a press may do now."""
+    if status in ("resolved", "ignored"):
+        return ("reopen",)
+    return ("resolve", "ignore")
 
 
 def callback_data(verb: Verb, key: str) -> str:
@@ -71,20 +79,13 @@ def keyboard(buttons: Sequence[IssueButton]) -> dict[str, Any] | None:
     rows = []
     for button in buttons:
         named = f" {button.label}" if several else ""
-        if button.status in ("resolved", "ignored"):
-            rows.append([_button(f"↩️ Reopen{named}", "reopen", button.key)])
-        else:
-            rows.append(
-                [
-                    _button(f"✅ Resolve{named}", "resolve", button.key),
-                    _button(f"🔕 Ignore{named}", "ignore", button.key),
-                ]
-            )
+        rows.append(
+            [
+                {"text": _LABELS[verb] + named, "callback_data": callback_data(verb, button.key)}
+                for verb in verbs_for(button.status)
+            ]
+        )
     return {"inline_keyboard": rows}
-
-
-def _button(text: str, verb: Verb, key: str) -> dict[str, str]:
-    return {"text": text, "callback_data": callback_data(verb, key)}
 
 
 def done_line(button: IssueButton, *, several: bool) -> str | None:

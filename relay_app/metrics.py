@@ -45,8 +45,11 @@ WebhookOutcome = Literal["sent", "queued", "failed", "rejected"]
 AttemptKind = Literal["sync", "background"]
 AttemptResult = Literal["delivered", "retryable_error", "permanent_error"]
 # What became of a press on an alert's button: the status GlitchTip now has, or why nothing
-# changed (someone not allowed, a button the relay does not know, GlitchTip failed).
-PressOutcome = Literal["resolved", "ignored", "unresolved", "refused", "unknown", "failed"]
+# changed (someone not allowed, a button the relay does not know, one no longer shown, an update
+# handled before, GlitchTip or the spool failed).
+PressOutcome = Literal[
+    "resolved", "ignored", "unresolved", "refused", "unknown", "stale", "repeated", "failed"
+]
 
 
 class Metrics:
@@ -118,7 +121,8 @@ class Metrics:
         self.presses = Counter(
             "relay_button_presses",
             "Presses on alerts' buttons, by outcome: the status GlitchTip now has (resolved, "
-            "ignored, unresolved), or why nothing changed (refused, unknown, failed)",
+            "ignored, unresolved), or why nothing changed (refused, unknown, stale, repeated, "
+            "failed)",
             ["outcome"],
             registry=self.registry,
         )

@@ -15,16 +15,17 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .delivery import NO_EXTRAS, Extras, Sent
 from .errors import DeliveryError, SpoolError
-from .formatting import duration
+from .formatting import Message, duration
 from .keyboards import keyboard, new_buttons, rendered
 from .routing import Destination
 from .spool.model import SpooledAlert
 from .spool.sent import KEPT_AT_LEAST, IssueButton, Outage, SentMessage, SentStore
+from .subjects import split_by_origin
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +53,17 @@ class Outgoing:
         *,
         edit: Edit,
         buttons: bool,
+        glitchtip_links: str | None = None,
         keep_for: float = KEPT_AT_LEAST,
         clock: Clock = time.time,
     ) -> None:
         """`store` None: nothing is kept (no spool), so there are neither buttons nor threads.
+        Only issues whose links are at `glitchtip_links` (GlitchTip's origin) get buttons.
         Records are kept `keep_for` seconds after their message was sent (at least a week)."""
         self._store = store
         self._edit = edit
         self._buttons = buttons and store is not None
+        self._glitchtip_links = glitchtip_links
         self._keep_for = max(keep_for, KEPT_AT_LEAST)
         self._clock = clock
         self._pruned_at: float | None = None
@@ -75,6 +79,26 @@ class Outgoing:
             self._store.prune(before=self._clock() - self._keep_for)
         except SpoolError as exc:
             log.debug("old sent-message records could not be pruned: %s", exc)
+
+    def vetted(self, message: Message) -> Message:
+        """The message as it may be kept: the issues it names whose links are not GlitchTip's
+        own (GLITCHTIP_PUBLIC_URL, or GLITCHTIP_URL) get no buttons, and one WARNING says so.
+        Called once, as the webhook arrives."""
+        if not self._buttons:
+            return message
+        subjects, left_out = split_by_origin(message.subjects, self._glitchtip_links)
+        if left_out:
+            origins = sorted({issue.origin for issue in left_out})
+            log.warning(
+                "an alert names %d issue(s) whose link is not at GlitchTip's address (%s): they "
+                "get no buttons. Their links are at %s; if that is GlitchTip, set "
+                "GLITCHTIP_PUBLIC_URL to it",
+                len(left_out),
+                self._glitchtip_links,
+                ", ".join(origins[:3]) + (" and others" if len(origins) > 3 else ""),
+            )
+            return replace(message, subjects=subjects)
+        return message
 
     def plan(self, alerts: Sequence[SpooledAlert], destination: Destination) -> Plan:
         if self._store is None:

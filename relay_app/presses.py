@@ -3,10 +3,12 @@ say what happened, by whom and when, and the press answered with a short notice.
 
 Only presses on messages this relay sent count: the button's data names a key the relay keeps
 (spool/sent.py), and that record must belong to the very message and chat the press came from.
-The issue acted on is the record's, never anything the client sent. With
-TELEGRAM_ACTION_USER_IDS set, anyone else is refused and GlitchTip is not called. When GlitchTip
-fails, the press is answered with what went wrong and how to fix it, the message is left as it
-is, and a WARNING is logged.
+The issue acted on is the record's, never anything the client sent, and the verb must be one
+the message shows now (a Resolve left on a stale keyboard after the issue was resolved does
+nothing). Each update acts once: one Telegram delivers again, or anyone replays, is recorded
+as handled and ignored. With TELEGRAM_ACTION_USER_IDS set, anyone else is refused and GlitchTip
+is not called. When GlitchTip fails, the press is answered with what went wrong and how to fix
+it, the message is left as it is, and a WARNING is logged.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Protocol
 
 from .errors import DeliveryError, GlitchTipError, SpoolError
 from .glitchtip_api import GlitchTipApi
-from .keyboards import STATUS_FOR, keyboard, notice, parse_callback, rendered
+from .keyboards import STATUS_FOR, keyboard, notice, parse_callback, rendered, verbs_for
 from .logs import event
 from .metrics import Metrics, PressOutcome
 from .spool.sent import SentStore
@@ -34,6 +36,10 @@ UNKNOWN = (
 )
 NOT_ALLOWED = "You may not act on alerts here: your Telegram user id is not in the relay's list."
 UNAVAILABLE = "The relay cannot read its records right now; nothing was changed. Try again."
+OUT_OF_DATE = (
+    "This button is out of date: the issue was changed since it was shown. Nothing was done; "
+    "the message shows what can be done now."
+)
 
 
 class Chat(Protocol):
@@ -83,7 +89,6 @@ class Presses:
         glitchtip: GlitchTipApi,
         chat: Chat,
         allowed_users: frozenset[int],
-        glitchtip_url: str | None,
         metrics: Metrics | None = None,
         clock: Clock = time.time,
     ) -> None:
@@ -92,11 +97,39 @@ class Presses:
         self._glitchtip = glitchtip
         self._chat = chat
         self._allowed_users = allowed_users
-        self._glitchtip_url = glitchtip_url
         self._clock = clock
 
-    def handle(self, query: dict[str, Any]) -> None:
+    def handle_update(self, update: dict[str, Any]) -> None:
+        """One of Telegram's updates, polled or posted to the webhook: a press is handled, once;
+        anything else is not the relay's."""
+        query = update.get("callback_query")
+        if not isinstance(query, dict):
+            return
         press = Press.of(query)
+        update_id = update.get("update_id")
+        keys = [f"update:{update_id}"] if isinstance(update_id, int) else []
+        if press.id:
+            keys.append(f"press:{press.id}")
+        if not keys:
+            log.info("an update without an update id or press id from %s: ignored", press.user)
+            self._count("unknown")
+            return
+        try:
+            first = self._store.first_time(keys, at=self._clock())
+        except SpoolError as exc:
+            log.warning("a press by %s could not be recorded as handled: %s", press.user, exc)
+            self._count("failed")
+            self._answer(press, UNAVAILABLE, alert=True)
+            return
+        if not first:
+            # Telegram delivers an update again when its webhook's answer was slow or lost; the
+            # first delivery has answered the press already.
+            log.info("update %s, a press by %s, was handled before: ignored", update_id, press.user)
+            self._count("repeated")
+            return
+        self._handle(press)
+
+    def _handle(self, press: Press) -> None:
         parsed = parse_callback(press.data)
         try:
             found = self._store.pressed(parsed[1]) if parsed is not None else None
@@ -128,12 +161,22 @@ class Presses:
             self._count("refused")
             self._answer(press, NOT_ALLOWED, alert=True)
             return
+        if verb not in verbs_for(button.status):
+            log.info(
+                "a press by %s to %s %s came from an out-of-date button (the issue is %s): "
+                "nothing done",
+                press.user,
+                verb,
+                button.label,
+                button.status or "unresolved",
+            )
+            self._count("stale")
+            self._answer(press, OUT_OF_DATE, alert=True)
+            return
         status = STATUS_FOR[verb]
         started = time.monotonic()
         try:
-            self._glitchtip.set_status(
-                self._glitchtip_url or button.origin, button.issue_id, status
-            )
+            self._glitchtip.set_status(button.issue_id, status)
         except GlitchTipError as exc:
             log.warning(
                 "a press by %s to %s %s failed: %s",

@@ -28,6 +28,7 @@ from .errors import (
     ThreadNotFound,
 )
 from .glitchtip_api import GlitchTipApi
+from .logs import register_secret
 from .routing import ChatId, Destination, parse_chat_id
 from .spool import Admin, Database, SpoolAdmin
 from .spool.postgres import PgDatabase, PgSpoolAdmin
@@ -69,6 +70,8 @@ def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
                 "configuration", False, f"{variable}: {problem}", "fix it and run this again"
             )
         return
+    for secret in settings.secrets:
+        register_secret(secret)  # nothing this command prints shows them
     yield Verdict("configuration", True, "every variable is set and well-formed")
     if settings.spool_url is not None:
         yield _database_verdict(settings.spool_url)
@@ -78,34 +81,28 @@ def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
     client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
     try:
         yield from _telegram_verdicts(client, settings, send=send)
-        if settings.glitchtip_api_token is not None:
-            yield _glitchtip_verdict(settings, settings.glitchtip_api_token)
+        token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
+        if token is not None and glitchtip_url is not None:
+            yield _glitchtip_verdict(settings, token, glitchtip_url)
             yield _presses_verdict(client, settings)
     finally:
         client.close()
 
 
-def _glitchtip_verdict(settings: Settings, token: str) -> Verdict:
+def _glitchtip_verdict(settings: Settings, token: str, glitchtip_url: str) -> Verdict:
     name = "GlitchTip token"
-    if settings.glitchtip_url is None:
-        return Verdict(
-            name,
-            True,
-            "not checked: the relay calls GlitchTip at each alert's link, and no alert is at hand",
-            "set GLITCHTIP_URL to GlitchTip's address to have this check it",
-        )
-    api = GlitchTipApi(token, timeout=settings.send_timeout)
+    api = GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout)
     try:
-        user = api.whoami(settings.glitchtip_url)
+        user = api.whoami()
     except GlitchTipUnreachable as exc:
-        return Verdict(name, False, str(exc), f"check GLITCHTIP_URL ({settings.glitchtip_url})")
+        return Verdict(name, False, str(exc), f"check GLITCHTIP_URL ({glitchtip_url})")
     except GlitchTipError as exc:
         return Verdict(name, False, str(exc), exc.notice)
     who = user.get("username") or user.get("email") or "its user"
     return Verdict(
         name,
         True,
-        f"accepted at {settings.glitchtip_url} ({who}); presses need its event:write scope, "
+        f"accepted at {glitchtip_url} ({who}); presses need its event:write scope, "
         "which only a press can show",
     )
 

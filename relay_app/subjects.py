@@ -15,12 +15,13 @@ from .glitchtip import Alert, IssueAlert, MonitorState, UptimeAlert
 
 # GlitchTip's issue links end in the issue's id: <domain>/<org_slug>/issues/<id>.
 _ISSUE_PATH = re.compile(r"/issues/([0-9]{1,20})/?$")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True)
 class IssueRef:
     """An issue GlitchTip's API can change: `id` as its API names it, and the origin of the
-    alert's link (where that API is, unless GLITCHTIP_URL says otherwise)."""
+    alert's link, which must be GlitchTip's own for the issue to get buttons."""
 
     id: str
     origin: str
@@ -109,6 +110,38 @@ def _issue_ref(link: str | None, short_id: str | None) -> IssueRef | None:
     except ValueError:
         return None
     found = _ISSUE_PATH.search(parts.path)
-    if parts.scheme not in ("http", "https") or not parts.netloc or found is None:
+    origin = origin_of(link)
+    if origin is None or found is None:
         return None
-    return IssueRef(found.group(1), f"{parts.scheme}://{parts.netloc}", short_id)
+    return IssueRef(found.group(1), origin, short_id)
+
+
+def origin_of(url: str) -> str | None:
+    """'https://glitchtip.example.org' for any http(s) URL there: scheme, host and port, as a
+    browser compares them (lower case, the scheme's default port left out, and never a user
+    or password). None for anything else."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if scheme not in _DEFAULT_PORTS or not host:
+        return None
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 address
+    shown_port = f":{port}" if port is not None and port != _DEFAULT_PORTS[scheme] else ""
+    return f"{scheme}://{host}{shown_port}"
+
+
+def split_by_origin(
+    subjects: Subjects, origin: str | None
+) -> tuple[Subjects, tuple[IssueRef, ...]]:
+    """The subjects with only the issues whose links are at GlitchTip's `origin`, and the issues
+    left out. A webhook can name any link, and a press acts on the issue a link names: only
+    GlitchTip's own links may become buttons. `origin` None: none may."""
+    kept = tuple(issue for issue in subjects.issues if issue.origin == origin)
+    if len(kept) == len(subjects.issues):
+        return subjects, ()
+    left_out = tuple(issue for issue in subjects.issues if issue.origin != origin)
+    return Subjects(kept, subjects.monitors), left_out

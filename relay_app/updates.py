@@ -8,7 +8,9 @@ a stopping process ends its poll before it lets the lease go, and another takes 
 
 `TELEGRAM_UPDATES=webhook`: Telegram posts each update to `POST /telegram/<secret>` (views.py),
 with a header only the relay and Telegram know (`secret_token`, registered by `relay-app
-telegram-webhook set`).
+telegram-webhook set`). The path's secret is GlitchTip's webhook secret, which everyone who can
+read GlitchTip's alert settings knows; the header is derived from the bot token, which only the
+relay and Telegram hold.
 """
 
 from __future__ import annotations
@@ -50,22 +52,21 @@ def webhook_path(webhook_secret: str) -> str:
     return f"/telegram/{webhook_secret}"
 
 
-def telegram_secret_token(webhook_secret: str) -> str:
-    """The header value Telegram sends with every update to the relay's webhook: derived from
-    RELAY_WEBHOOK_SECRET (Telegram takes only letters, digits, '_' and '-' there), and not the
-    secret itself, which GlitchTip's URL shows to everyone who can read its alerts."""
-    return hmac.new(webhook_secret.encode(), b"telegram-updates", hashlib.sha256).hexdigest()
+def telegram_secret_token(bot_token: str) -> str:
+    """The header value Telegram sends with every update to the relay's webhook. Derived from
+    the bot token, which only the relay and Telegram hold (Telegram takes only letters, digits,
+    '_' and '-' there); not from RELAY_WEBHOOK_SECRET, which GlitchTip's webhook URL shows to
+    everyone who can read its alert settings."""
+    key = bot_token.encode()
+    return hmac.new(key, b"relay_app telegram-updates secret_token", hashlib.sha256).hexdigest()
 
 
-def handle_update(update: dict[str, Any], handle_press: Handle) -> None:
-    """One update, of whichever way it came: a press is handled; anything else is not ours."""
-    query = update.get("callback_query")
-    if not isinstance(query, dict):
-        return
+def handle_update(update: dict[str, Any], handle: Handle) -> None:
+    """One update, of whichever way it came (presses.Presses.handle_update)."""
     try:
-        handle_press(query)
+        handle(update)
     except Exception:  # one bad update must not stop the others
-        log.exception("handling a press failed")
+        log.exception("handling an update failed")
 
 
 class Poller:
@@ -74,13 +75,13 @@ class Poller:
         *,
         client: TelegramClient,
         lease: PollerLease,
-        handle_press: Handle,
+        handle: Handle,
         attempt_timeout: float,
         clock: Clock = time.time,
     ) -> None:
         self._client = client
         self._lease = lease
-        self._handle_press = handle_press
+        self._handle = handle
         # Long enough to poll and then handle what came (each press within a few timeouts);
         # renewed before every poll.
         self._hold_for = POLL_SECONDS + 4 * attempt_timeout + 5.0
@@ -160,7 +161,7 @@ class Poller:
                     self._current = None
             failures = 0
             for update in updates:
-                handle_update(update, self._handle_press)
+                handle_update(update, self._handle)
                 update_id = update.get("update_id")
                 if isinstance(update_id, int):
                     try:

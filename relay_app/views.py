@@ -20,7 +20,7 @@ from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
 from .config import UpdatesMode
 from .formatting import message_for
-from .glitchtip import PayloadError, payload_from_json
+from .glitchtip import MAX_BODY_BYTES, PayloadError, payload_from_json
 from .logs import event
 from .metrics import CONTENT_TYPE, WebhookOutcome
 from .outcomes import Dead, Delivered, RetryAt
@@ -59,6 +59,23 @@ def _local_port(environ: dict[str, Any]) -> int | None:
     return int(port) if port.isdigit() else None
 
 
+def _body() -> bytes:
+    """The request's body, refused (413) past MAX_BODY_BYTES however it is sent. With a
+    Content-Length, Flask refuses a larger one before reading it; a chunked body is read one
+    byte past the limit to tell, since Flask would cut it at the limit and read on."""
+    if request.content_length is not None:
+        return request.get_data(cache=False)
+    terminated = request.environ.get("wsgi.input_terminated")
+    stream = request.environ["wsgi.input"] if terminated else request.stream
+    try:
+        body: bytes = stream.read(MAX_BODY_BYTES + 1)
+    except Exception as exc:  # the server's own errors, for a chunked body that is broken
+        raise PayloadError(f"the body could not be read: {exc or type(exc).__name__}") from None
+    if len(body) > MAX_BODY_BYTES:
+        raise RequestEntityTooLarge()
+    return body
+
+
 def create_blueprint(
     *,
     webhook_secret: str,
@@ -68,6 +85,7 @@ def create_blueprint(
     allowed_chats: frozenset[str],
     admin_port: int | None = None,
     telegram_updates: UpdatesMode = "off",
+    bot_token: str,
 ) -> Blueprint:
     blueprint = Blueprint("relay", __name__)
     expected_secret = webhook_secret.encode()
@@ -159,7 +177,7 @@ def create_blueprint(
             record("rejected", "wrong_secret", 404, None, None)
             raise NotFound()
         try:
-            payload = payload_from_json(request.get_data(cache=False))
+            payload = payload_from_json(_body())
         except RequestEntityTooLarge as exc:
             return answer("rejected", "too_large", 413, error=exc.description)
         except PayloadError as exc:
@@ -176,7 +194,8 @@ def create_blueprint(
                 message_for(payload), f"the webhook URL was refused: {exc}", None
             )
             return answer("rejected", "bad_route", 400, error=str(exc))
-        admission = intake.admit(message_for(payload), destination, started=started)
+        message = relay.outgoing.vetted(message_for(payload))
+        admission = intake.admit(message, destination, started=started)
         if admission is None:  # it could wait nowhere; its text is logged
             return answer("failed", "cannot_queue", 503, error="the alert could not be queued")
         alert = admission.alert
@@ -200,7 +219,7 @@ def create_blueprint(
 
     presses = relay.presses
     if telegram_updates == "webhook" and presses is not None:
-        expected_header = telegram_secret_token(webhook_secret).encode()
+        expected_header = telegram_secret_token(bot_token).encode()
 
         @blueprint.post(webhook_path("<secret>"))
         def telegram_update(secret: str) -> tuple[Response, int]:
@@ -211,15 +230,16 @@ def create_blueprint(
             if not hmac.compare_digest(header, expected_header):
                 # Whoever knows GlitchTip's URL knows this path; only Telegram knows the header.
                 log.warning(
-                    "an update was posted without Telegram's secret header: refused (register "
-                    "the webhook with 'relay-app telegram-webhook set')"
+                    "an update was posted without Telegram's secret header: refused. If "
+                    "Telegram sent it, its registration is older than this relay or the bot "
+                    "token changed: run 'relay-app telegram-webhook set' again"
                 )
                 return jsonify(error="missing or wrong X-Telegram-Bot-Api-Secret-Token"), 403
             try:
-                update = payload_from_json(request.get_data(cache=False))
+                update = payload_from_json(_body())
             except PayloadError as exc:
                 return jsonify(error=str(exc)), 400
-            handle_update(update, presses.handle)
+            handle_update(update, presses.handle_update)
             return jsonify(ok=True), 200
 
     return blueprint

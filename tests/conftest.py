@@ -20,6 +20,7 @@ from relay_app.config import Settings
 from relay_app.dispatcher import POLL_INTERVAL, Dispatcher
 from relay_app.errors import SpoolError
 from relay_app.formatting import Message
+from relay_app.logs import configure_logging
 from relay_app.outcomes import Dead
 from relay_app.routing import Destination
 from relay_app.spool import Admission, Database, Holder, Queue, SqliteQueue, this_process
@@ -27,6 +28,7 @@ from relay_app.spool.postgres import PgDatabase, PgQueue
 from relay_app.spool.postgres.queue import bury as pg_bury
 from relay_app.spool.sqlite_queue import bury
 from tests import postgres
+from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
 from tests.postgres import PostgresServer
 from tests.prometheus import Samples, parse
 
@@ -59,6 +61,13 @@ class FakeTime:
         return self.now
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _records_as_the_relay_makes_them() -> None:
+    """Every log record made as in the service, whichever test runs first: redacted, and its
+    values' control characters escaped (logs.py)."""
+    configure_logging()
+
+
 @pytest.fixture
 def spool_path(tmp_path: Path) -> str:
     return str(tmp_path / "spool.sqlite3")
@@ -89,6 +98,13 @@ def postgres_server() -> Iterator[PostgresServer]:
 def pg_url(postgres_server: PostgresServer) -> str:
     """A fresh, empty database on it."""
     return postgres_server.new_database()
+
+
+@pytest.fixture
+def fake_glitchtip() -> Iterator[FakeGlitchTip]:
+    """GlitchTip's API on 127.0.0.1 (tests/fake_glitchtip.py)."""
+    with running_fake_glitchtip() as fake:
+        yield fake
 
 
 @pytest.fixture

@@ -150,6 +150,8 @@ class FakeTelegram:
         # statuses the relay's webhook answered the updates `press` posted to it.
         self.conflicts = 0
         self.webhook_statuses: list[int] = []
+        # Each press's update as it was delivered, for `deliver_again`.
+        self._pressed: dict[str, dict[str, Any]] = {}
         self._updates_changed = threading.Condition(threading.Lock())
         self._waiting_poll: threading.Event | None = None
         self._accepted_at: dict[str, collections.deque[float]] = collections.defaultdict(
@@ -297,22 +299,36 @@ class FakeTelegram:
         }
         with self._lock:
             self._unanswered.add(press_id)
-            webhook, token = self.webhook_url, self.webhook_secret_token
         update = {"update_id": next(self._update_ids), "callback_query": query}
-        if webhook:
-            reply = requests.post(
-                webhook,
-                json=update,
-                headers={"X-Telegram-Bot-Api-Secret-Token": token} if token else {},
-                timeout=30,
-            )
-            with self._lock:
-                self.webhook_statuses.append(reply.status_code)
-        else:
+        self._pressed[press_id] = update
+        if not self._post_to_webhook(update):
             with self._updates_changed:
                 self.updates.append(update)
                 self._updates_changed.notify_all()
         return press_id
+
+    def deliver_again(self, press_id: str) -> int:
+        """Post a press's update to the webhook once more, as Telegram does when the relay's
+        answer to it was slow or lost; the relay's answer's status."""
+        if not self._post_to_webhook(self._pressed[press_id]):
+            raise AssertionError("no webhook is set: Telegram redelivers only to a webhook")
+        with self._lock:
+            return self.webhook_statuses[-1]
+
+    def _post_to_webhook(self, update: dict[str, Any]) -> bool:
+        with self._lock:
+            webhook, token = self.webhook_url, self.webhook_secret_token
+        if not webhook:
+            return False
+        reply = requests.post(
+            webhook,
+            json=update,
+            headers={"X-Telegram-Bot-Api-Secret-Token": token} if token else {},
+            timeout=30,
+        )
+        with self._lock:
+            self.webhook_statuses.append(reply.status_code)
+        return True
 
     def wait_for_answer(self, press_id: str, timeout: float) -> dict[str, Any] | None:
         """The answer to a press, once the relay has given it (None if not within `timeout`)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import secrets
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,13 +14,14 @@ import pytest
 from relay_app.cli import main
 from relay_app.formatting import format_alert, visible_length
 from relay_app.glitchtip import parse_alert
+from relay_app.logs import REDACTED, redact
 from relay_app.selfcheck import TEST_MESSAGE
 from relay_app.spool.postgres import redacted_url
 from relay_app.spool.schema import STEPS
 from relay_app.updates import telegram_secret_token
 from tests.conftest import put_in_spool
 from tests.e2e.relay_process import free_port
-from tests.fake_glitchtip import running_fake_glitchtip
+from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 from tests.payloads import issue, issue_alert
 from tests.postgres import PASSWORD
@@ -355,15 +357,29 @@ def test_check_asks_glitchtip_about_the_token_and_telegram_how_presses_arrive(
         assert all(GLITCHTIP_TOKEN not in line for line in lines)
 
 
-def test_check_of_webhook_mode_wants_the_relays_own_address_registered(
+def test_check_wants_glitchtip_url_with_a_glitchtip_token_and_never_shows_the_token(
     fake: FakeTelegram, spool_path: str
 ) -> None:
+    code, lines = check(environment(fake, spool_path, GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN))
+    assert code == 1
+    [line] = lines
+    assert line.startswith("FAIL  configuration: GLITCHTIP_URL: is not set")
+    assert GLITCHTIP_TOKEN not in line
+
+
+def test_check_of_webhook_mode_wants_the_relays_own_address_registered(
+    fake: FakeTelegram, spool_path: str, fake_glitchtip: FakeGlitchTip
+) -> None:
     environ = environment(
-        fake, spool_path, GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, TELEGRAM_UPDATES="webhook"
+        fake,
+        spool_path,
+        GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN,
+        GLITCHTIP_URL=fake_glitchtip.url,
+        TELEGRAM_UPDATES="webhook",
     )
     code, lines = check(environ)
     assert code == 1
-    assert "not checked" in line_for(lines, "GlitchTip token")  # no GLITCHTIP_URL: passes
+    assert "accepted at" in line_for(lines, "GlitchTip token")
     assert "relay-app telegram-webhook set" in line_for(lines, "button presses")
 
     out, err = io.StringIO(), io.StringIO()
@@ -377,7 +393,9 @@ def test_check_of_webhook_mode_wants_the_relays_own_address_registered(
         == 0
     )
     assert fake.webhook_url == f"https://relay.example.com/telegram/{SECRET}"
-    assert fake.webhook_secret_token == telegram_secret_token(SECRET)
+    # Derived from the bot token: whoever reads GlitchTip's webhook URL cannot compute it.
+    assert fake.webhook_secret_token == telegram_secret_token(TOKEN)
+    assert fake.webhook_secret_token != telegram_secret_token(SECRET)
     assert SECRET not in out.getvalue() + err.getvalue()
     code, lines = check(environ)
     assert code == 0
@@ -389,3 +407,16 @@ def test_check_of_webhook_mode_wants_the_relays_own_address_registered(
         main(["telegram-webhook", "set", "relay.example.com"], environ=environ, out=out, err=err)
         == 2
     )
+
+
+def test_a_command_that_reads_the_settings_redacts_the_glitchtip_token_from_its_output(
+    fake: FakeTelegram, spool_path: str, fake_glitchtip: FakeGlitchTip
+) -> None:
+    token = secrets.token_hex(32)  # one that nothing in this process has registered yet
+    environ = environment(
+        fake, spool_path, GLITCHTIP_API_TOKEN=token, GLITCHTIP_URL=fake_glitchtip.url
+    )
+    assert redact(f"token {token}") == f"token {token}"
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["telegram-webhook", "delete"], environ=environ, out=out, err=err) == 0
+    assert redact(f"token {token}") == f"token {REDACTED}"

@@ -65,6 +65,28 @@ def test_every_issue_of_every_alert_in_a_message_gets_its_buttons(store: SqliteS
     assert (found[0].message_id, found[1].issue_id) == (5, "3")
 
 
+def test_issues_whose_links_are_not_glitchtips_get_no_buttons_and_one_warning(
+    store: SqliteSentStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    outgoing = Outgoing(store, edit=Edits(), buttons=True, glitchtip_links="https://gt.example.org")
+    payload = issue_alert(
+        issue(1, link="https://gt.example.org/acme/issues/1"),
+        issue(2, link="http://169.254.169.254/latest/issues/2"),  # a webhook may name anything
+        issue(3, link="https://attacker.example/acme/issues/3"),
+    )
+    with caplog.at_level(logging.WARNING):
+        message = outgoing.vetted(message_for(payload))
+    assert [issue.id for issue in message.subjects.issues] == ["1"]
+    assert message.html == message_for(payload).html  # the alert itself is as it was
+    [warning] = caplog.records
+    assert "2 issue(s) whose link is not at GlitchTip's address" in warning.getMessage()
+    assert "http://169.254.169.254, https://attacker.example" in warning.getMessage()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert outgoing.vetted(message) is message  # GlitchTip's own: nothing to say
+    assert caplog.records == []
+
+
 def test_without_a_token_there_are_no_buttons_and_nothing_to_keep(store: SqliteSentStore) -> None:
     outgoing = Outgoing(store, edit=Edits(), buttons=False)
     alerts = [alert(issue_alert(issue(1)))]

@@ -4,6 +4,7 @@ in a real SQLite spool, and a small recording stand-in for Telegram."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,16 +16,17 @@ import responses
 
 from relay_app.errors import (
     DeliveryError,
+    GlitchTipError,
     GlitchTipIssueGone,
     GlitchTipScopeMissing,
     GlitchTipTokenRefused,
     GlitchTipUnreachable,
 )
-from relay_app.glitchtip_api import GlitchTipApi
+from relay_app.glitchtip_api import MAX_ANSWER_BYTES, GlitchTipApi
 from relay_app.keyboards import callback_data
 from relay_app.logs import configure_logging
 from relay_app.metrics import Metrics
-from relay_app.presses import NOT_ALLOWED, UNKNOWN, Presses
+from relay_app.presses import NOT_ALLOWED, OUT_OF_DATE, UNKNOWN, Presses
 from relay_app.spool import Database
 from relay_app.spool.sent import IssueButton, SentMessage, SqliteSentStore
 from tests.prometheus import parse, value
@@ -33,13 +35,16 @@ GLITCHTIP = "https://gt.example.org"
 ISSUE_URL = f"{GLITCHTIP}/api/0/issues/4/"
 GT_TOKEN = "a1" * 32
 CHAT = "-1001234567890"
+# The link's origin as the webhook named it: where the token must not go, whatever it says.
+ATTACKER = "http://attacker.example:8081"
 SENT = SentMessage(
     CHAT,
     41,
     "<b>🔴 GlitchTip Alert</b>",
     1_800_000_000.0,
-    buttons=(IssueButton("the-key", "4", GLITCHTIP, "BACKEND-4A"),),
+    buttons=(IssueButton("the-key", "4", ATTACKER, "BACKEND-4A"),),
 )
+_update_ids = itertools.count(1000)
 
 
 class RecordingChat:
@@ -76,25 +81,46 @@ def glitchtip() -> Iterator[responses.RequestsMock]:
         yield mock
 
 
+def api() -> GlitchTipApi:
+    return GlitchTipApi(GT_TOKEN, GLITCHTIP, timeout=2.0)
+
+
 def presses(store: SqliteSentStore, chat: RecordingChat, **overrides: Any) -> Presses:
     return Presses(
         store=store,
-        glitchtip=GlitchTipApi(GT_TOKEN, timeout=2.0),
+        glitchtip=api(),
         chat=chat,
         allowed_users=overrides.get("allowed_users", frozenset()),
-        glitchtip_url=overrides.get("glitchtip_url"),
         metrics=overrides.get("metrics"),
         clock=lambda: 1_800_000_240.0,
     )
 
 
-def press(data: str, *, chat: str = CHAT, message_id: int = 41, user_id: int = 7) -> dict[str, Any]:
+def press(
+    data: str,
+    *,
+    chat: str = CHAT,
+    message_id: int = 41,
+    user_id: int = 7,
+    press_id: str | None = None,
+    update_id: int | None = None,
+) -> dict[str, Any]:
+    """A press as Telegram sends it: an update holding a callback query. Each has ids of its
+    own unless given."""
+    update = next(_update_ids) if update_id is None else update_id
     return {
-        "id": "press-1",
-        "from": {"id": user_id, "is_bot": False, "first_name": "Ada", "username": "ada"},
-        "message": {"message_id": message_id, "chat": {"id": int(chat)}},
-        "data": data,
+        "update_id": update,
+        "callback_query": {
+            "id": press_id or f"press-{update}",
+            "from": {"id": user_id, "is_bot": False, "first_name": "Ada", "username": "ada"},
+            "message": {"message_id": message_id, "chat": {"id": int(chat)}},
+            "data": data,
+        },
     }
+
+
+def answered(chat: RecordingChat) -> list[tuple[str, bool]]:
+    return [(text, alert) for _, text, alert in chat.answers]
 
 
 def test_a_press_changes_the_issue_edits_the_message_and_is_answered(
@@ -102,27 +128,56 @@ def test_a_press_changes_the_issue_edits_the_message_and_is_answered(
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
     chat = RecordingChat()
-    presses(store, chat).handle(press(callback_data("resolve", "the-key")))
+    presses(store, chat).handle_update(press(callback_data("resolve", "the-key")))
     [call] = glitchtip.calls
+    assert call.request.url == ISSUE_URL  # GLITCHTIP_URL's, never the link's (ATTACKER)
     assert call.request.headers["Authorization"] == f"Bearer {GT_TOKEN}"
     assert call.request.body == b'{"status": "resolved"}'
     [(edited_chat, message_id, html_text, keyboard)] = chat.edits
     assert (edited_chat, message_id) == (CHAT, 41)
     assert html_text == "<b>🔴 GlitchTip Alert</b>\n\n✅ Resolved by @ada at 08:04 UTC"
     assert keyboard == {"inline_keyboard": [[{"text": "↩️ Reopen", "callback_data": "o:the-key"}]]}
-    assert chat.answers == [("press-1", "Resolved BACKEND-4A in GlitchTip", False)]
+    assert answered(chat) == [("Resolved BACKEND-4A in GlitchTip", False)]
 
 
-def test_glitchtip_url_overrides_the_links_origin(
+def test_an_update_acts_once_however_often_it_arrives(
     store: SqliteSentStore, glitchtip: responses.RequestsMock
 ) -> None:
-    glitchtip.put("http://glitchtip.internal:8000/api/0/issues/4/", json={"id": "4"})
+    glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
+    metrics = Metrics(None)
     chat = RecordingChat()
-    presses(store, chat, glitchtip_url="http://glitchtip.internal:8000").handle(
-        press(callback_data("ignore", "the-key"))
-    )
+    first = press(callback_data("resolve", "the-key"))
+    presses(store, chat, metrics=metrics).handle_update(first)
+    # Telegram again (its webhook's answer was lost), and a replay under a new update id.
+    another_process = presses(store, chat, metrics=metrics)
+    another_process.handle_update(first)
+    replayed = press(callback_data("resolve", "the-key"), press_id=first["callback_query"]["id"])
+    another_process.handle_update(replayed)
     assert len(glitchtip.calls) == 1
-    assert chat.answers[0][1] == "Ignored BACKEND-4A in GlitchTip"
+    assert len(chat.edits) == 1
+    assert len(chat.answers) == 1  # the first delivery answered it
+    samples = parse(metrics.exposition().decode())
+    assert value(samples, "relay_button_presses_total", outcome="repeated") == 2
+
+
+def test_a_button_no_longer_shown_does_nothing(
+    store: SqliteSentStore, glitchtip: responses.RequestsMock
+) -> None:
+    glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
+    metrics = Metrics(None)
+    chat = RecordingChat()
+    handle = presses(store, chat, metrics=metrics).handle_update
+    handle(press(callback_data("resolve", "the-key")))
+    # The keyboard shows only Reopen now; Resolve and Ignore from the old one are stale.
+    handle(press(callback_data("ignore", "the-key")))
+    handle(press(callback_data("resolve", "the-key")))
+    assert len(glitchtip.calls) == 1
+    assert answered(chat)[1:] == [(OUT_OF_DATE, True), (OUT_OF_DATE, True)]
+    found = store.pressed("the-key")
+    assert found is not None
+    assert found[1].status == "resolved"
+    samples = parse(metrics.exposition().decode())
+    assert value(samples, "relay_button_presses_total", outcome="stale") == 2
 
 
 @pytest.mark.parametrize(
@@ -138,10 +193,10 @@ def test_only_a_press_on_the_message_a_record_belongs_to_counts(
     store: SqliteSentStore, glitchtip: responses.RequestsMock, forged: dict[str, Any]
 ) -> None:
     chat = RecordingChat()
-    presses(store, chat).handle(forged)
+    presses(store, chat).handle_update(forged)
     assert len(glitchtip.calls) == 0
     assert chat.edits == []
-    assert chat.answers == [("press-1", UNKNOWN, True)]
+    assert answered(chat) == [(UNKNOWN, True)]
 
 
 def test_someone_not_on_the_list_is_refused(
@@ -149,11 +204,11 @@ def test_someone_not_on_the_list_is_refused(
 ) -> None:
     chat = RecordingChat()
     with caplog.at_level(logging.WARNING):
-        presses(store, chat, allowed_users=frozenset({1, 2})).handle(
+        presses(store, chat, allowed_users=frozenset({1, 2})).handle_update(
             press(callback_data("resolve", "the-key"), user_id=7)
         )
     assert len(glitchtip.calls) == 0
-    assert chat.answers == [("press-1", NOT_ALLOWED, True)]
+    assert answered(chat) == [(NOT_ALLOWED, True)]
     assert "not in TELEGRAM_ACTION_USER_IDS" in caplog.text
 
 
@@ -189,11 +244,11 @@ def test_each_glitchtip_failure_is_named_and_leaves_the_message_alone(
     else:
         glitchtip.put(ISSUE_URL, status=status, body=str(body))
     with pytest.raises(error) as raised:
-        GlitchTipApi(GT_TOKEN, timeout=2.0).set_status(GLITCHTIP, "4", "resolved")
+        api().set_status("4", "resolved")
     assert notice in raised.value.notice  # type: ignore[attr-defined]
     chat = RecordingChat()
     with caplog.at_level(logging.WARNING):
-        presses(store, chat).handle(press(callback_data("resolve", "the-key")))
+        presses(store, chat).handle_update(press(callback_data("resolve", "the-key")))
     assert chat.edits == []
     [(_, said, alert)] = chat.answers
     assert notice in said
@@ -210,9 +265,9 @@ def test_a_change_made_but_not_shown_is_still_answered_as_made(
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
     chat = RecordingChat(edit_fails=True)
-    presses(store, chat).handle(press(callback_data("resolve", "the-key")))
-    assert chat.answers == [
-        ("press-1", "Resolved BACKEND-4A in GlitchTip (the message could not be updated)", False)
+    presses(store, chat).handle_update(press(callback_data("resolve", "the-key")))
+    assert answered(chat) == [
+        ("Resolved BACKEND-4A in GlitchTip (the message could not be updated)", False)
     ]
 
 
@@ -221,10 +276,39 @@ def test_the_token_check_tells_a_bad_token_from_a_good_one(
 ) -> None:
     me = f"{GLITCHTIP}/api/0/users/me/"
     glitchtip.get(me, json={"id": "1", "username": "ada"})
-    assert GlitchTipApi(GT_TOKEN, timeout=2.0).whoami(GLITCHTIP)["username"] == "ada"
+    assert api().whoami()["username"] == "ada"
     glitchtip.replace(responses.GET, me, status=401, json={"detail": "Unauthorized"})
     with pytest.raises(GlitchTipTokenRefused):
-        GlitchTipApi(GT_TOKEN, timeout=2.0).whoami(GLITCHTIP)
+        api().whoami()
+
+
+def test_a_redirect_is_not_followed_and_its_location_is_named(
+    glitchtip: responses.RequestsMock,
+) -> None:
+    elsewhere = "http://attacker.example/api/0/issues/4/"
+    glitchtip.put(ISSUE_URL, status=302, headers={"Location": elsewhere})
+    glitchtip.put(elsewhere, json={"id": "4", "status": "resolved"})
+    with pytest.raises(GlitchTipError) as raised:
+        api().set_status("4", "resolved")
+    assert [call.request.url for call in glitchtip.calls] == [ISSUE_URL]
+    assert elsewhere in str(raised.value)
+    assert "GLITCHTIP_URL" in raised.value.notice
+
+
+def test_an_answer_larger_than_glitchtip_gives_is_not_read_to_its_end(
+    glitchtip: responses.RequestsMock,
+) -> None:
+    huge = b'{"id": "4", "status": "resolved", "padding": "' + b"x" * MAX_ANSWER_BYTES + b'"}'
+    glitchtip.put(ISSUE_URL, body=huge, content_type="application/json")
+    with pytest.raises(GlitchTipUnreachable) as raised:
+        api().set_status("4", "resolved")
+    assert "GlitchTip is failing" in raised.value.notice
+
+
+def test_an_issue_id_is_digits_only(glitchtip: responses.RequestsMock) -> None:
+    with pytest.raises(ValueError, match="not a GlitchTip issue id"):
+        api().set_status("4/../../users/me", "resolved")
+    assert len(glitchtip.calls) == 0
 
 
 def test_each_press_is_counted_by_what_became_of_it(
@@ -232,7 +316,7 @@ def test_each_press_is_counted_by_what_became_of_it(
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
     metrics = Metrics(None)
-    handle = presses(store, RecordingChat(), metrics=metrics).handle
+    handle = presses(store, RecordingChat(), metrics=metrics).handle_update
     handle(press(callback_data("resolve", "the-key")))
     handle(press(callback_data("reopen", "the-key")))
     handle(press(callback_data("resolve", "no-such-key")))

@@ -4,18 +4,22 @@ Telegram's updates (spool/poller.py), in both spools: the SQLite file and Postgr
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from relay_app.spool import Database, Holder, this_process
 from relay_app.spool.poller import PollerLease, SqlitePollerLease
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.postgres.poller import PgPollerLease
+from relay_app.spool.postgres.schema import STEPS as pg_steps
 from relay_app.spool.postgres.sent import PgSentStore
+from relay_app.spool.schema import STEPS as sqlite_steps
 from relay_app.spool.sent import IssueButton, Outage, SentMessage, SentStore, SqliteSentStore
 
 NOW = 1_800_000_000.0
@@ -116,6 +120,59 @@ def test_records_older_than_the_cutoff_are_forgotten(store: SentStore) -> None:
     assert store.pressed("key-one") is None
     assert store.outage(OUTAGE.lane, OUTAGE.link) is None
     assert store.pressed("key-new") is not None
+
+
+def test_an_update_is_handled_once_and_forgotten_with_the_rest(store: SentStore) -> None:
+    assert store.first_time(["update:7", "press:a"], at=NOW)
+    assert not store.first_time(["update:7", "press:a"], at=NOW + 1)  # delivered again
+    assert not store.first_time(["update:8", "press:a"], at=NOW + 1)  # the press, replayed
+    assert not store.first_time(["update:7", "press:b"], at=NOW + 1)
+    assert store.first_time(["update:9", "press:c"], at=NOW + 1)
+    store.prune(before=NOW + 0.5)  # past Telegram's 24 hours, a week in fact
+    assert store.first_time(["update:7", "press:a"], at=NOW + 2)
+    assert not store.first_time(["update:9"], at=NOW + 2)
+
+
+def test_a_spool_from_before_handled_updates_is_upgraded_with_its_buttons(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    button = ("key-one", "-1001234567890", 41, 0, "4", "https://gt.example.org", "BACKEND-4A")
+    message = ("-1001234567890", 41, "<b>alert</b>", NOW)
+    insert_message = "INSERT INTO sent_messages (chat, message_id, html, sent_at) VALUES "
+    insert_button = (
+        "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin, label)"
+        " VALUES "
+    )
+    path = str(tmp_path / "spool.sqlite3")
+    with sqlite3.connect(path) as db:  # as the relay before this one left it: schema 5
+        for step in range(1, 6):
+            for item in sqlite_steps[step]:
+                if isinstance(item, str):
+                    db.execute(item)
+        db.execute("PRAGMA user_version = 5")
+        db.execute(insert_message + "(?, ?, ?, ?)", message)
+        db.execute(insert_button + "(?, ?, ?, ?, ?, ?, ?)", button)
+    db.close()
+    url = request.getfixturevalue("pg_url")
+    with psycopg.connect(url, autocommit=True) as pg:  # ... and the PostgreSQL one: schema 2
+        for step in range(1, 3):
+            for statement in pg_steps[step]:
+                pg.execute(statement)
+        pg.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
+        pg.execute("INSERT INTO relay_schema VALUES (2)")
+        pg.execute(insert_message + "(%s, %s, %s, %s)", message)
+        pg.execute(insert_button + "(%s, %s, %s, %s, %s, %s, %s)", button)
+    database, shared = Database(path), PgDatabase(url, clock_source="caller")
+    try:
+        for upgraded in (SqliteSentStore(database), PgSentStore(shared)):
+            found = upgraded.pressed("key-one")
+            assert found is not None
+            assert found[1].label == "BACKEND-4A"
+            assert upgraded.first_time(["update:1"], at=NOW)
+            assert not upgraded.first_time(["update:1"], at=NOW)
+    finally:
+        database.close()
+        shared.close()
 
 
 @pytest.fixture

@@ -3,8 +3,10 @@ alert's links, and the monitors whose recoveries are threaded; kept in the spool
 
 from __future__ import annotations
 
+import pytest
+
 from relay_app.formatting import message_for
-from relay_app.subjects import IssueRef, MonitorRef, Subjects
+from relay_app.subjects import IssueRef, MonitorRef, Subjects, origin_of, split_by_origin
 from tests.payloads import issue, issue_alert, uptime_alert
 
 
@@ -19,6 +21,41 @@ def test_each_issue_is_named_by_its_links_id_and_origin() -> None:
         IssueRef("77", "http://10.0.0.5:8000", "BACKEND-2A"),
     )
     assert [ref.label for ref in subjects.issues] == ["BACKEND-1A", "BACKEND-2A"]
+
+
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("https://GT.Example.org/acme/issues/4", "https://gt.example.org"),
+        ("https://gt.example.org:443/x", "https://gt.example.org"),
+        ("http://gt.example.org:8000", "http://gt.example.org:8000"),
+        ("http://ada:hunter2@gt.example.org/acme/issues/4", "http://gt.example.org"),
+        ("http://[::1]:8000/", "http://[::1]:8000"),
+        ("ftp://gt.example.org/", None),
+        ("http://gt.example.org:99999/", None),
+        ("https:///acme/issues/4", None),
+    ],
+)
+def test_an_origin_is_scheme_host_and_port_as_a_browser_compares_them(
+    url: str, origin: str | None
+) -> None:
+    assert origin_of(url) == origin
+
+
+def test_only_issues_at_glitchtips_own_origin_are_kept_for_buttons() -> None:
+    payload = issue_alert(
+        issue(1, link="https://gt.example.org/acme/issues/1"),
+        issue(2, link="https://attacker.example/acme/issues/2"),
+        issue(3, link="https://ada:pw@gt.example.org:443/acme/issues/3"),
+        issue(4, link="http://gt.example.org/acme/issues/4"),  # another scheme: another origin
+    )
+    subjects = message_for(payload).subjects
+    kept, left_out = split_by_origin(subjects, "https://gt.example.org")
+    assert [issue.id for issue in kept.issues] == ["1", "3"]
+    assert [issue.id for issue in left_out] == ["2", "4"]
+    assert split_by_origin(subjects, None)[0].issues == ()
+    everything = split_by_origin(kept, "https://gt.example.org")
+    assert everything == (kept, ())
 
 
 def test_an_issue_without_a_usable_link_has_nothing_to_act_on() -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from ..errors import SpoolError
 from ..routing import Destination
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 Step = str | Callable[[sqlite3.Connection, Destination | None], None]
 
@@ -199,6 +199,14 @@ STEPS: dict[int, list[Step]] = {
     next_update INTEGER NOT NULL DEFAULT 0  -- getUpdates' offset: the first unconfirmed
 )""",
         "INSERT INTO updates_poller (only) VALUES (1)",
+    ],
+    # Each of Telegram's updates acts once (spool/sent.py): the updates and presses handled.
+    6: [
+        """CREATE TABLE handled_updates (
+    key TEXT PRIMARY KEY,           -- 'update:<update_id>' or 'press:<callback query id>'
+    at REAL NOT NULL                -- when it was handled
+)""",
+        "CREATE INDEX handled_updates_by_time ON handled_updates (at)",
     ],
 }
 

@@ -5,6 +5,10 @@ chat and message it belongs to, are read from this record, never from the client
 
 Kept for RELAY_RETRY_MAX_AGE or a week, whichever is longer (`prune`); a press on an older
 message is answered with a notice, and changes nothing.
+
+Also kept here, as long: which of Telegram's updates were handled (`first_time`), so that an
+update Telegram delivers again, or anyone replays, acts once, whichever process or relay it
+reaches. Telegram keeps an update for at most 24 hours.
 """
 
 from __future__ import annotations
@@ -73,8 +77,12 @@ class SentStore(Protocol):
         """The monitor is back up: forget the outage, and add `note` to its message; that
         message as it now stands (None when it is not kept)."""
 
+    def first_time(self, keys: Sequence[str], *, at: float) -> bool:
+        """Record these updates (and presses) as handled: whether none of them was before."""
+
     def prune(self, *, before: float) -> int:
-        """Forget messages sent, and outages begun, before `before`; how many messages."""
+        """Forget messages sent, outages begun and updates handled before `before`; how many
+        messages."""
 
 
 class SqliteSentStore:
@@ -158,8 +166,22 @@ class SqliteSentStore:
 
         return self._database.write(recover)
 
+    def first_time(self, keys: Sequence[str], *, at: float) -> bool:
+        def record(db: sqlite3.Connection) -> bool:
+            added = sum(
+                db.execute(
+                    "INSERT INTO handled_updates (key, at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    (key, at),
+                ).rowcount
+                for key in keys
+            )
+            return added == len(keys)
+
+        return self._database.write(record)
+
     def prune(self, *, before: float) -> int:
         def prune(db: sqlite3.Connection) -> int:
+            db.execute("DELETE FROM handled_updates WHERE at < ?", (before,))
             db.execute("DELETE FROM outages WHERE down_at < ?", (before,))
             db.execute(
                 "DELETE FROM issue_buttons WHERE (chat, message_id) IN"

@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.relay_process import SECRET, RelayProcess, relay_env
-from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 
 StartRelay = Callable[..., RelayProcess]
@@ -15,12 +14,6 @@ StartRelay = Callable[..., RelayProcess]
 @pytest.fixture
 def fake_telegram() -> Iterator[FakeTelegram]:
     with running_fake_telegram() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake_glitchtip() -> Iterator[FakeGlitchTip]:
-    with running_fake_glitchtip() as fake:
         yield fake
 
 

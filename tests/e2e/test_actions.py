@@ -61,7 +61,7 @@ def answered(fake: FakeTelegram, press_id: str) -> dict[str, Any]:
 def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_message(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
-    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN)
+    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url)
     reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 4))
     assert reply.status_code == 200
     posted = only_message(fake_telegram)
@@ -89,7 +89,7 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
 def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
-    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN)
+    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url)
     # The first goes at once; the next two wait for the chat's next turn, and go together.
     for number in (1, 2, 3):
         post(relay.webhook_url, alert_for(fake_glitchtip, number))
@@ -119,7 +119,11 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
 def test_a_press_by_someone_not_on_the_list_is_refused_and_glitchtip_is_not_called(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
-    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN, TELEGRAM_ACTION_USER_IDS="1111,2222")
+    relay = start_relay(
+        GLITCHTIP_API_TOKEN=TOKEN,
+        GLITCHTIP_URL=fake_glitchtip.url,
+        TELEGRAM_ACTION_USER_IDS="1111,2222",
+    )
     post(relay.webhook_url, alert_for(fake_glitchtip, 7))
     posted = only_message(fake_telegram)
 
@@ -150,7 +154,7 @@ def test_when_glitchtip_fails_the_press_says_what_to_do_and_the_message_stays(
     notice: str,
 ) -> None:
     token = {"bad token": "9" * 64, "missing scope": READ_ONLY_TOKEN}.get(failure, TOKEN)
-    relay = start_relay(GLITCHTIP_API_TOKEN=token)
+    relay = start_relay(GLITCHTIP_API_TOKEN=token, GLITCHTIP_URL=fake_glitchtip.url)
     post(relay.webhook_url, alert_for(fake_glitchtip, 9))
     posted = only_message(fake_telegram)
     if failure == "down":
@@ -187,7 +191,9 @@ def test_one_process_polls_for_the_whole_relay_and_another_takes_over_when_it_di
     fake_glitchtip: FakeGlitchTip,
     spool_path: str,
 ) -> None:
-    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN, WEB_CONCURRENCY="2")
+    relay = start_relay(
+        GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url, WEB_CONCURRENCY="2"
+    )
     post(relay.webhook_url, alert_for(fake_glitchtip, 5))
     posted = only_message(fake_telegram)
     # Over a minute of polling by two workers, with a press every ten seconds: Telegram never
@@ -215,15 +221,22 @@ def test_one_process_polls_for_the_whole_relay_and_another_takes_over_when_it_di
     assert fake_telegram.conflicts == 0
 
 
-def relay_app_command(fake: FakeTelegram, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_relay_app(relay_env(fake, GLITCHTIP_API_TOKEN=TOKEN), *args)
+def relay_app_command(
+    fake: FakeTelegram, glitchtip: FakeGlitchTip, *args: str
+) -> subprocess.CompletedProcess[str]:
+    environ = relay_env(fake, GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=glitchtip.url)
+    return run_relay_app(environ, *args)
 
 
 def test_webhook_mode_takes_presses_with_telegrams_secret_header_and_refuses_them_without(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
-    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN, TELEGRAM_UPDATES="webhook")
-    registered = relay_app_command(fake_telegram, "telegram-webhook", "set", relay.url)
+    relay = start_relay(
+        GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url, TELEGRAM_UPDATES="webhook"
+    )
+    registered = relay_app_command(
+        fake_telegram, fake_glitchtip, "telegram-webhook", "set", relay.url
+    )
     assert registered.returncode == 0, registered.stderr
     assert "/telegram/[REDACTED]" in registered.stdout
     assert SECRET not in registered.stdout + registered.stderr
@@ -245,7 +258,7 @@ def test_webhook_mode_takes_presses_with_telegrams_secret_header_and_refuses_the
     assert wrong_path.status_code == 404
     assert len(fake_glitchtip.changes()) == 1
 
-    removed = relay_app_command(fake_telegram, "telegram-webhook", "delete")
+    removed = relay_app_command(fake_telegram, fake_glitchtip, "telegram-webhook", "delete")
     assert removed.returncode == 0, removed.stderr
     assert fake_telegram.webhook_url == ""
 

@@ -8,7 +8,7 @@ that order, so the whole fleet keeps Telegram's limits together without deadlock
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Any fixed number: every relay takes this advisory lock to create or upgrade the schema, so
 # three replicas starting at once on an empty database do it one after another.
@@ -115,5 +115,13 @@ STEPS: dict[int, list[str]] = {
     next_update BIGINT NOT NULL DEFAULT 0
 )""",
         "INSERT INTO updates_poller (id) VALUES (1)",
+    ],
+    # Each of Telegram's updates acts once: as the SQLite spool's step 6.
+    3: [
+        """CREATE TABLE handled_updates (
+    key TEXT PRIMARY KEY,
+    at DOUBLE PRECISION NOT NULL
+)""",
+        "CREATE INDEX handled_updates_by_time ON handled_updates (at)",
     ],
 }

@@ -102,9 +102,23 @@ class PgSentStore:
 
         return self._database.write(recover)
 
+    def first_time(self, keys: Sequence[str], *, at: float) -> bool:
+        def record(cursor: Cursor, now: Now) -> bool:
+            added = sum(
+                cursor.execute(
+                    "INSERT INTO handled_updates (key, at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                    (key, now.to_db(at)),
+                ).rowcount
+                for key in keys
+            )
+            return added == len(keys)
+
+        return self._database.write(record, now=at)
+
     def prune(self, *, before: float) -> int:
         def prune(cursor: Cursor, at: Now) -> int:
             cutoff = at.to_db(before)
+            cursor.execute("DELETE FROM handled_updates WHERE at < %s", (cutoff,))
             cursor.execute("DELETE FROM outages WHERE down_at < %s", (cutoff,))
             cursor.execute(
                 "DELETE FROM issue_buttons b USING sent_messages m WHERE b.chat = m.chat"
