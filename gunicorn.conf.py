@@ -18,6 +18,7 @@ from relay_app.config import (
     log_format_from_env,
     metrics_enabled,
 )
+from relay_app.spool.database import readable_by_others
 
 
 def _wanted(read: Callable[[Mapping[str, str]], object], default: object) -> object:
@@ -40,8 +41,10 @@ if admin_bind := _wanted(admin_bind_from_env, default=None):
     bind.append(str(admin_bind))
 
 # Threads, not sync workers: while Telegram hangs, each webhook holds a thread for up to
-# RELAY_SEND_TIMEOUT, and the other threads keep answering GlitchTip meanwhile.
-worker_class = "gthread"
+# RELAY_SEND_TIMEOUT, and the other threads keep answering GlitchTip meanwhile. gthread, with
+# each request read whole before a thread takes it (http_worker.py): a client that sends slowly
+# is closed after a few seconds and never holds a thread meanwhile.
+worker_class = "relay_app.http_worker.WholeRequestWorker"
 threads = 32
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 
@@ -82,10 +85,13 @@ def on_starting(server: Any) -> None:
     # Checked in the master, once: a bad variable stops gunicorn with a clear message instead of
     # every worker failing to boot with a traceback.
     try:
-        Settings.from_env(os.environ)
+        settings = Settings.from_env(os.environ)
     except ConfigError as exc:
         server.log.error("relay_app cannot start: %s", exc)
         sys.exit(2)
+    # Once for the relay, here, rather than once in each worker that opens the file.
+    if settings.spool_path is not None and (loose := readable_by_others(settings.spool_path)):
+        server.log.warning("relay_app: %s", loose)
     # A directory the user named may hold an earlier run's counts.
     metrics.clear_stale_files(os.environ)
 
