@@ -1,0 +1,291 @@
+"""The relay tried as an attacker would, end to end under the real `gunicorn wsgi:app` (2
+workers): one who knows GlitchTip's webhook URL, and one who can merely reach the port.
+docs/security.md holds the threat model these tests hold the relay to."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import json
+import os
+import re
+import socket
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from relay_app.http_worker import REQUEST_READ_TIMEOUT
+from relay_app.presses import OUT_OF_DATE
+from relay_app.updates import SECRET_HEADER
+from tests.e2e.conftest import StartRelay
+from tests.e2e.helpers import post, run_relay_app, wait_until
+from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env
+from tests.fake_glitchtip import TOKEN as GLITCHTIP_TOKEN
+from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
+from tests.fake_telegram import FakeTelegram, Posted
+from tests.payloads import issue, issue_alert
+
+# GlitchTip waits this long for an answer, and never sends the alert again.
+GLITCHTIP_PATIENCE = 10.0
+ANSWER_WITHIN = 10.0
+
+
+def acting(glitchtip: FakeGlitchTip, **overrides: str) -> dict[str, str]:
+    """The variables for buttons that act in this GlitchTip."""
+    return {"GLITCHTIP_API_TOKEN": GLITCHTIP_TOKEN, "GLITCHTIP_URL": glitchtip.url, **overrides}
+
+
+def alert_on(glitchtip: FakeGlitchTip, number: int) -> dict[str, Any]:
+    return issue_alert(issue(number, link=glitchtip.add_issue(number, f"BACKEND-{number}A")))
+
+
+def only_message(fake: FakeTelegram) -> Posted:
+    """The one message in the chat, as first posted (the fake's own copy changes with edits,
+    as the chat does)."""
+    assert wait_until(lambda: len(fake.posted_to(CHAT_ID)) == 1, timeout=10)
+    [posted] = fake.posted_to(CHAT_ID)
+    return dataclasses.replace(posted)
+
+
+def labels(posted: Posted) -> list[str]:
+    return [button["text"] for button in posted.buttons()]
+
+
+def register_webhook(fake: FakeTelegram, glitchtip: FakeGlitchTip, relay_url: str) -> None:
+    """As the operator does: 'relay-app telegram-webhook set'."""
+    environ = relay_env(fake, **acting(glitchtip))
+    registered = run_relay_app(environ, "telegram-webhook", "set", relay_url)
+    assert registered.returncode == 0, registered.stderr
+    assert fake.webhook_url == f"{relay_url}/telegram/{SECRET}"
+
+
+def test_the_token_goes_only_to_glitchtip_url_whatever_an_alert_links_to(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(**acting(fake_glitchtip))
+    with running_fake_glitchtip() as elsewhere:
+        port = elsewhere.url.rsplit(":", 1)[1]
+        payload = issue_alert(
+            issue(4, link=fake_glitchtip.add_issue(4, "BACKEND-4A")),
+            issue(5, link=elsewhere.add_issue(5, "BACKEND-5A")),  # another host, as a webhook says
+            issue(6, link=f"http://ada:hunter2@127.0.0.1:{port}/acme/issues/6"),
+        )
+        reply, _ = post(relay.webhook_url, payload)
+        assert reply.status_code == 200
+        posted = only_message(fake_telegram)
+        # Buttons for GlitchTip's own issue only (named without a label: it is the only one).
+        assert labels(posted) == ["✅ Resolve", "🔕 Ignore"]
+        press = fake_telegram.press(posted, "✅ Resolve")
+        assert fake_telegram.wait_for_answer(press, timeout=ANSWER_WITHIN) is not None
+        assert fake_glitchtip.status(4) == "resolved"
+        assert elsewhere.requests == []  # no token, no request: not even a look
+    relay.stop()
+    logs = relay.logs()
+    assert logs.count("whose link is not at GlitchTip's address") == 1
+    assert "GLITCHTIP_PUBLIC_URL" in logs
+    assert "hunter2" not in logs
+
+
+def forged_press(posted: Posted, verb: str, *, update_id: int, user_id: int) -> dict[str, Any]:
+    [data] = [b["callback_data"] for b in posted.buttons() if b["text"].startswith(verb)]
+    return {
+        "update_id": update_id,
+        "callback_query": {
+            "id": f"forged-{update_id}",
+            "from": {"id": user_id, "is_bot": False, "first_name": "Ada", "username": "ada"},
+            "message": {"message_id": posted.message_id, "chat": {"id": int(CHAT_ID)}},
+            "data": data,
+        },
+    }
+
+
+def test_only_telegram_can_press_a_header_derived_from_the_webhook_secret_is_refused(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(
+        **acting(fake_glitchtip, TELEGRAM_UPDATES="webhook", TELEGRAM_ACTION_USER_IDS="1111")
+    )
+    register_webhook(fake_telegram, fake_glitchtip, relay.url)
+    post(relay.webhook_url, alert_on(fake_glitchtip, 4))
+    posted = only_message(fake_telegram)
+
+    # Everything an attacker with GlitchTip's webhook URL can compute: the path, and the header
+    # as older relays derived it from RELAY_WEBHOOK_SECRET; and an allowed user's id.
+    derived = hmac.new(SECRET.encode(), b"telegram-updates", hashlib.sha256).hexdigest()
+    assert fake_telegram.webhook_secret_token not in (derived, "")
+    update = forged_press(posted, "✅ Resolve", update_id=5000, user_id=1111)
+    for header in ({SECRET_HEADER: derived}, {SECRET_HEADER: SECRET}, {}):
+        forged = requests.post(
+            f"{relay.url}/telegram/{SECRET}", json=update, headers=header, timeout=10
+        )
+        assert forged.status_code == 403
+    assert fake_glitchtip.requests == []
+    assert fake_telegram.edits == []
+
+    # Telegram's own press, with its header, by the allowed user, does act.
+    press = fake_telegram.press(posted, "✅ Resolve", user_id=1111)
+    assert fake_telegram.wait_for_answer(press, timeout=ANSWER_WITHIN) is not None
+    assert fake_glitchtip.status(4) == "resolved"
+
+
+def test_an_update_delivered_again_or_replayed_acts_once(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(**acting(fake_glitchtip, TELEGRAM_UPDATES="webhook"))
+    register_webhook(fake_telegram, fake_glitchtip, relay.url)
+    post(relay.webhook_url, alert_on(fake_glitchtip, 4))
+    posted = only_message(fake_telegram)
+    press = fake_telegram.press(posted, "✅ Resolve")
+    assert fake_telegram.wait_for_answer(press, timeout=ANSWER_WITHIN) is not None
+    edited = fake_telegram.message(CHAT_ID, posted.message_id)
+
+    # Telegram delivers it again (its answer was slow or lost), to one worker or the other.
+    for _ in range(4):
+        assert fake_telegram.deliver_again(press) == 200
+    # Reopen and Resolve again in GlitchTip meanwhile: a replay must not resolve it a 2nd time.
+    fake_glitchtip.issues["4"]["status"] = "unresolved"
+    replayed = forged_press(posted, "✅ Resolve", update_id=9999, user_id=4242)
+    replayed["callback_query"]["id"] = press  # the same press under a new update id
+    headers = {SECRET_HEADER: fake_telegram.webhook_secret_token}
+    reply = requests.post(fake_telegram.webhook_url, json=replayed, headers=headers, timeout=10)
+    assert reply.status_code == 200
+    assert len(fake_glitchtip.changes()) == 1
+    assert fake_glitchtip.status(4) == "unresolved"
+    assert fake_telegram.message(CHAT_ID, posted.message_id).text == edited.text
+
+
+def test_a_button_the_message_no_longer_shows_changes_nothing(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(**acting(fake_glitchtip))  # presses by polling
+    post(relay.webhook_url, alert_on(fake_glitchtip, 4))
+    posted = only_message(fake_telegram)
+    resolved = fake_telegram.press(posted, "✅ Resolve")
+    assert fake_telegram.wait_for_answer(resolved, timeout=ANSWER_WITHIN) is not None
+    assert labels(fake_telegram.message(CHAT_ID, posted.message_id)) == ["↩️ Reopen"]
+
+    # A client that still shows the first keyboard (or a forged press) sends Ignore.
+    stale = fake_telegram.press(posted, "🔕 Ignore")
+    answer = fake_telegram.wait_for_answer(stale, timeout=ANSWER_WITHIN)
+    assert answer is not None
+    assert (answer["text"], answer["show_alert"]) == (OUT_OF_DATE, True)
+    assert fake_glitchtip.status(4) == "resolved"
+    assert len(fake_glitchtip.changes()) == 1
+
+
+@contextmanager
+def dripping(port: int, connections: int, *, seconds: float) -> Iterator[list[int]]:
+    """`connections` clients that each send a request line and then one byte a second, and
+    connect again when the relay closes them, for at most `seconds`; yields the count of
+    closings the relay made so far (in a list, updated as it goes)."""
+    stop = threading.Event()
+    closed = [0]
+    give_up_at = time.monotonic() + seconds
+
+    def drip() -> None:
+        while not stop.is_set() and time.monotonic() < give_up_at:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+                    sock.sendall(b"POST /webhook/guess HTTP/1.1\r\nHost: relay\r\n")
+                    while not stop.wait(1.0) and time.monotonic() < give_up_at:
+                        sock.sendall(b"X")
+            except OSError:  # closed by the relay: connect again
+                closed[0] += 1
+
+    threads = [threading.Thread(target=drip, daemon=True) for _ in range(connections)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield closed
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(5)
+
+
+def test_slow_clients_cannot_hold_the_webhook_from_glitchtip(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(WEB_CONCURRENCY="2")  # 2 x 32 threads: fewer than the slow clients
+    with dripping(relay.port, 80, seconds=25) as closed:
+        time.sleep(1.0)  # every slow client connected and sending
+        for number in (1, 2, 3):
+            reply, seconds = post(relay.webhook_url, issue_alert(issue(number)))
+            assert reply.status_code in (200, 202)
+            assert seconds < GLITCHTIP_PATIENCE
+            time.sleep(REQUEST_READ_TIMEOUT)  # the slow ones are closed and come back meanwhile
+        # Closed after REQUEST_READ_TIMEOUT, not left to drip for as long as they like.
+        assert wait_until(lambda: closed[0] >= 80, timeout=REQUEST_READ_TIMEOUT + 3)
+    assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 3, timeout=10)
+    relay.stop()
+    assert "did not arrive whole within 5 s" in relay.logs()
+
+
+def test_a_2000_issue_webhook_is_answered_at_once_and_says_how_many_it_does_not_show(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay()
+    issues = [issue(n, culprit=None, fields=[]) for n in range(1, 2001)]
+    reply, seconds = post(relay.webhook_url, issue_alert(*issues))
+    assert reply.status_code == 200
+    # Fitting a message is linear in the webhook's size and stops at 100 issues: milliseconds.
+    # Before, this took 7 to 8 s of a pinned core, close to GlitchTip's 10.
+    assert seconds < 2.0
+    [text] = fake_telegram.texts()
+    shown = len(re.findall(r"ZeroDivisionError: division by zero #\d+", text))
+    hidden = re.search(r"…and (\d+) more issues not shown here", text)
+    assert hidden is not None
+    assert shown + int(hidden.group(1)) == 2000
+
+
+def test_a_chunked_body_over_a_mib_is_refused_as_one_with_a_length_is(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay()
+    # A real alert, padded past 1 MiB with white space: its first MiB parses, and used to be
+    # sent as if it were the whole body.
+    payload = issue_alert(issue(1))
+    body = json.dumps(payload).encode() + b" " * (2 * 1024 * 1024)
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, len(body), 65536):
+            yield body[start : start + 65536]
+
+    chunked = requests.post(relay.webhook_url, data=chunks(), timeout=10)
+    assert chunked.status_code == 413
+    with_length = requests.post(relay.webhook_url, data=body, timeout=10)
+    assert with_length.status_code == 413
+    small, _ = post(relay.webhook_url, payload)  # the relay is none the worse for it
+    assert small.status_code == 200
+    assert len(fake_telegram.posted_to(CHAT_ID)) == 1
+
+
+def test_the_spool_is_private_to_the_relays_user(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str, tmp_path: Path
+) -> None:
+    relay = start_relay()
+    post(relay.webhook_url, issue_alert(issue(1)))
+    relay.stop()
+    for name in (spool_path, f"{spool_path}-wal", f"{spool_path}-shm", f"{spool_path}.lock"):
+        if os.path.exists(name):
+            assert stat.S_IMODE(os.stat(name).st_mode) == 0o600, name
+    assert "can be read by other users" not in relay.logs()
+
+    # A spool an older relay made under umask 022: one WARNING at start, with the fix.
+    older = tmp_path / "older.sqlite3"
+    os.rename(spool_path, older)
+    os.chmod(older, 0o644)
+    again = start_relay(RELAY_SPOOL_PATH=str(older), WEB_CONCURRENCY="2")
+    post(again.webhook_url, issue_alert(issue(2)))
+    again.stop()
+    warnings = [line for line in again.logs().splitlines() if "can be read by other" in line]
+    assert len(warnings) == 1
+    assert "[WARNING]" in warnings[0]
+    assert f"chmod 600 {older}" in warnings[0]
