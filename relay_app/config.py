@@ -8,11 +8,23 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
+from .env_values import (
+    ConfigError,
+    base_url,
+    credential_free,
+    integer,
+    listed,
+    number,
+    port_of,
+    port_or_error,
+    required,
+    switch,
+)
 from .logs import LogFormat
 from .routing import ChatId, Destination, chat_key, parse_chat_id
 from .subjects import origin_of
@@ -29,10 +41,10 @@ DEFAULT_SPOOL_PATH = "relay-spool.sqlite3"
 # RELAY_SPOOL_PATH=off: no spool, retries held in memory only (lost with the process).
 SPOOL_OFF = "off"
 
+T = TypeVar("T")
 _BOT_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]{20,}")
 _URL_SAFE = re.compile(r"[A-Za-z0-9._~-]+")
 MIN_SECRET_LENGTH = 16
-T = TypeVar("T")
 # What a variable that failed stands in for while the others are read.
 _NO_CHAT: ChatId = 0
 _DEFAULT_SPOOL: str | None = DEFAULT_SPOOL_PATH
@@ -41,32 +53,6 @@ UpdatesMode = Literal["poll", "webhook", "off"]
 _UPDATES_MODES: dict[str, UpdatesMode] = {"poll": "poll", "webhook": "webhook", "off": "off"}
 
 _SECRET_HINT = "generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"  # noqa: S105 (a hint, not a password)
-
-
-class ConfigError(ValueError):
-    """Configuration variables are missing or malformed; the relay must not start.
-
-    Raised by one reader with one problem; `Settings.from_env` gathers every reader's problems
-    into one, so a first run names everything there is to fix at once."""
-
-    def __init__(self, variable: str, problem: str) -> None:
-        super().__init__(f"{variable}: {problem}")
-        self.variable = variable
-        self.problems: tuple[tuple[str, str], ...] = ((variable, problem),)
-
-    @classmethod
-    def gathered(cls, errors: Sequence[ConfigError]) -> ConfigError:
-        if len(errors) == 1:
-            return errors[0]
-        combined = cls(errors[0].variable, errors[0].problems[0][1])
-        combined.problems = tuple(problem for error in errors for problem in error.problems)
-        lines = [f"{variable}: {problem}" for variable, problem in combined.problems]
-        combined.args = (f"{len(lines)} problems:\n  " + "\n  ".join(lines),)
-        return combined
-
-    @property
-    def variables(self) -> list[str]:
-        return [variable for variable, _ in self.problems]
 
 
 __all__ = [
@@ -131,7 +117,7 @@ class Settings:
 
     @property
     def admin_port(self) -> int | None:
-        return _port_of(self.admin_bind) if self.admin_bind is not None else None
+        return port_of(self.admin_bind) if self.admin_bind is not None else None
 
     @property
     def glitchtip_links(self) -> str | None:
@@ -170,7 +156,7 @@ class Settings:
             ),
             telegram_api_url=read(lambda: api_url_from_env(environ), DEFAULT_TELEGRAM_API_URL),
             send_timeout=read(
-                lambda: _number(
+                lambda: number(
                     environ,
                     "RELAY_SEND_TIMEOUT",
                     default=5.0,
@@ -181,15 +167,15 @@ class Settings:
                 5.0,
             ),
             retry_attempts=read(
-                lambda: _integer(environ, "RELAY_RETRY_ATTEMPTS", default=3, low=1, high=100), 3
+                lambda: integer(environ, "RELAY_RETRY_ATTEMPTS", default=3, low=1, high=100), 3
             ),
             # Not below 0.1 s: an attempt refused at once would otherwise spin for hours.
             retry_wait=read(
-                lambda: _number(environ, "RELAY_RETRY_WAIT", default=30.0, low=0.1, high=3600.0),
+                lambda: number(environ, "RELAY_RETRY_WAIT", default=30.0, low=0.1, high=3600.0),
                 30.0,
             ),
             retry_max_age=read(
-                lambda: _number(
+                lambda: number(
                     environ, "RELAY_RETRY_MAX_AGE", default=21600.0, low=1.0, high=30 * 86400.0
                 ),
                 21600.0,
@@ -197,18 +183,18 @@ class Settings:
             spool_path=read(lambda: spool_path_from_env(environ), _DEFAULT_SPOOL),
             spool_url=read(lambda: spool_url_from_env(environ), None),
             spool_max_pending=read(
-                lambda: _integer(
+                lambda: integer(
                     environ, "RELAY_SPOOL_MAX_PENDING", default=10000, low=1, high=1_000_000
                 ),
                 10000,
             ),
             late_after=read(
-                lambda: _number(environ, "RELAY_LATE_AFTER", default=60.0, low=1.0, high=86400.0),
+                lambda: number(environ, "RELAY_LATE_AFTER", default=60.0, low=1.0, high=86400.0),
                 60.0,
             ),
             allowed_chat_ids=read(lambda: _allowed_chat_ids(environ), frozenset()),
-            coalesce=read(lambda: _switch(environ, "RELAY_COALESCE", default=True), True),
-            second_chance=read(lambda: _switch(environ, "RELAY_SECOND_CHANCE", default=True), True),
+            coalesce=read(lambda: switch(environ, "RELAY_COALESCE", default=True), True),
+            second_chance=read(lambda: switch(environ, "RELAY_SECOND_CHANCE", default=True), True),
             metrics=read(lambda: metrics_enabled(environ), True),
             log_format=read(lambda: log_format_from_env(environ), "text"),
             bind=bind,
@@ -239,7 +225,7 @@ class Settings:
 def bind_from_env(environ: Mapping[str, str]) -> str:
     """RELAY_BIND: where gunicorn listens for GlitchTip's webhooks."""
     raw = environ.get("RELAY_BIND", "").strip() or DEFAULT_BIND
-    _port_or_error("RELAY_BIND", raw, example=DEFAULT_BIND)
+    port_or_error("RELAY_BIND", raw, example=DEFAULT_BIND)
     return raw
 
 
@@ -251,12 +237,12 @@ def admin_bind_from_env(environ: Mapping[str, str], bind: str | None = None) -> 
     raw = environ.get(name, "").strip()
     if not raw:
         return None
-    port = _port_or_error(name, raw, example="127.0.0.1:9187")
+    port = port_or_error(name, raw, example="127.0.0.1:9187")
     if port == 0:
         # The app tells the listeners apart by port, so this one's must be known in advance.
         raise ConfigError(name, f"{raw!r} needs a fixed port; for example 127.0.0.1:9187")
     webhook_bind = bind if bind is not None else environ.get("RELAY_BIND", "").strip()
-    if _port_of(webhook_bind or DEFAULT_BIND) == port:
+    if port_of(webhook_bind or DEFAULT_BIND) == port:
         raise ConfigError(
             name,
             f"{raw!r} uses the webhook listener's port ({port}, from RELAY_BIND); give it a "
@@ -265,25 +251,9 @@ def admin_bind_from_env(environ: Mapping[str, str], bind: str | None = None) -> 
     return raw
 
 
-def _port_or_error(name: str, raw: str, *, example: str) -> int:
-    port = _port_of(raw)
-    if port is None:
-        raise ConfigError(
-            name, f"{raw!r} is not HOST:PORT with a port up to 65535; for example {example}"
-        )
-    return port
-
-
-def _port_of(bind: str) -> int | None:
-    host, colon, port = bind.rpartition(":")
-    if not colon or not host or not port.isdigit() or not 0 <= int(port) < 65536:
-        return None
-    return int(port)
-
-
 def metrics_enabled(environ: Mapping[str, str]) -> bool:
     """RELAY_METRICS, which gunicorn.conf.py reads before anything else too."""
-    return _switch(environ, "RELAY_METRICS", default=True)
+    return switch(environ, "RELAY_METRICS", default=True)
 
 
 def log_format_from_env(environ: Mapping[str, str]) -> LogFormat:
@@ -353,8 +323,8 @@ def _glitchtip_url(environ: Mapping[str, str], glitchtip_token: str | None) -> s
     Required with the token: a token sent wherever an alert's link pointed would go to any
     host whoever knows the webhook URL names."""
     name = "GLITCHTIP_URL"
-    url = _credential_free(
-        name, _base_url(environ, name, "for example https://glitchtip.example.org")
+    url = credential_free(
+        name, base_url(environ, name, "for example https://glitchtip.example.org")
     )
     if url is None and glitchtip_token is not None:
         raise ConfigError(
@@ -370,16 +340,7 @@ def _glitchtip_public_url(environ: Mapping[str, str]) -> str | None:
     """GLITCHTIP_PUBLIC_URL: the address in GlitchTip's issue links (its GLITCHTIP_DOMAIN), when
     the relay reaches GlitchTip by another (GLITCHTIP_URL)."""
     name = "GLITCHTIP_PUBLIC_URL"
-    return _credential_free(
-        name, _base_url(environ, name, "set it to GlitchTip's GLITCHTIP_DOMAIN")
-    )
-
-
-def _credential_free(name: str, url: str | None) -> str | None:
-    # requests would send a user and password in the URL as Basic auth, over the token.
-    if url is not None and urlsplit(url).username is not None:
-        raise ConfigError(name, "must not hold a user name or password; the token is the login")
-    return url
+    return credential_free(name, base_url(environ, name, "set it to GlitchTip's GLITCHTIP_DOMAIN"))
 
 
 def _updates_mode(environ: Mapping[str, str], glitchtip_token: str | None) -> UpdatesMode:
@@ -400,7 +361,7 @@ def _updates_mode(environ: Mapping[str, str], glitchtip_token: str | None) -> Up
 
 
 def _user_ids(environ: Mapping[str, str]) -> frozenset[int]:
-    ids = _listed(
+    ids = listed(
         environ,
         "TELEGRAM_ACTION_USER_IDS",
         lambda raw: int(raw) if raw.isascii() and raw.isdigit() and int(raw) > 0 else None,
@@ -410,17 +371,10 @@ def _user_ids(environ: Mapping[str, str]) -> frozenset[int]:
     return frozenset(ids)
 
 
-def _required(environ: Mapping[str, str], name: str, hint: str) -> str:
-    value = environ.get(name, "").strip()
-    if not value:
-        raise ConfigError(name, f"is not set; {hint}")
-    return value
-
-
 def bot_token_from_env(environ: Mapping[str, str]) -> str:
     """TELEGRAM_BOT_TOKEN, which `relay-app chats` reads without the rest."""
     name = "TELEGRAM_BOT_TOKEN"
-    token = _required(environ, name, "set it to the token @BotFather gave your bot")
+    token = required(environ, name, "set it to the token @BotFather gave your bot")
     if not _BOT_TOKEN.fullmatch(token):
         raise ConfigError(
             name,
@@ -431,7 +385,7 @@ def bot_token_from_env(environ: Mapping[str, str]) -> str:
 
 def _chat_id(environ: Mapping[str, str]) -> ChatId:
     name = "TELEGRAM_CHAT_ID"
-    raw = _required(
+    raw = required(
         environ, name, "set it to the numeric chat id (negative for groups) or @channelname"
     )
     chat = parse_chat_id(raw)
@@ -444,7 +398,7 @@ def _chat_id(environ: Mapping[str, str]) -> ChatId:
 
 
 def _allowed_chat_ids(environ: Mapping[str, str]) -> frozenset[str]:
-    chats: list[ChatId] = _listed(
+    chats: list[ChatId] = listed(
         environ,
         "TELEGRAM_ALLOWED_CHAT_IDS",
         parse_chat_id,
@@ -454,36 +408,9 @@ def _allowed_chat_ids(environ: Mapping[str, str]) -> frozenset[str]:
     return frozenset(chat_key(chat) for chat in chats)
 
 
-def _listed(
-    environ: Mapping[str, str], name: str, parse: Callable[[str], T | None], problem: str
-) -> list[T]:
-    """A comma-separated variable, each item read by `parse` (None: not one), empty ones
-    skipped; the first bad item is named with `problem`."""
-    found = []
-    for raw in environ.get(name, "").split(","):
-        if not raw.strip():
-            continue
-        item = parse(raw.strip())
-        if item is None:
-            raise ConfigError(name, f"{raw.strip()!r} {problem}")
-        found.append(item)
-    return found
-
-
-def _switch(environ: Mapping[str, str], name: str, *, default: bool) -> bool:
-    raw = environ.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(name, f"{raw!r} is not a switch; use 1 or 0")
-
-
 def _webhook_secret(environ: Mapping[str, str]) -> str:
     name = "RELAY_WEBHOOK_SECRET"
-    secret = _required(environ, name, _SECRET_HINT)
+    secret = required(environ, name, _SECRET_HINT)
     if len(secret) < MIN_SECRET_LENGTH or not _URL_SAFE.fullmatch(secret):
         raise ConfigError(
             name,
@@ -504,48 +431,5 @@ def _optional_positive_int(environ: Mapping[str, str], name: str) -> int | None:
 
 def api_url_from_env(environ: Mapping[str, str]) -> str:
     """TELEGRAM_API_URL, which `relay-app chats` reads without the rest."""
-    url = _base_url(environ, "TELEGRAM_API_URL", f"leave it unset for {DEFAULT_TELEGRAM_API_URL}")
+    url = base_url(environ, "TELEGRAM_API_URL", f"leave it unset for {DEFAULT_TELEGRAM_API_URL}")
     return url or DEFAULT_TELEGRAM_API_URL
-
-
-def _base_url(environ: Mapping[str, str], name: str, otherwise: str) -> str | None:
-    """An http(s) base URL without '?' or '#' parts and its trailing '/'; None when unset."""
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return None
-    parts = urlsplit(raw)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(name, f"{raw!r} is not an http(s) URL; {otherwise}")
-    if parts.query or parts.fragment:
-        raise ConfigError(name, f"{raw!r} must be a base URL without '?' or '#' parts")
-    return raw.rstrip("/")
-
-
-def _number(
-    environ: Mapping[str, str],
-    name: str,
-    *,
-    default: float,
-    low: float,
-    high: float,
-    integer: bool = False,
-    why: str = "",
-) -> float:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    kind = "an integer" if integer else "a number of seconds"
-    try:
-        value = float(int(raw)) if integer else float(raw)
-    except ValueError:
-        raise ConfigError(name, f"{raw!r} is not {kind}") from None
-    if not low <= value <= high:
-        reason = f" ({why})" if why else ""
-        raise ConfigError(
-            name, f"{raw} is out of range; use {kind} from {low:g} to {high:g}{reason}"
-        )
-    return value
-
-
-def _integer(environ: Mapping[str, str], name: str, *, default: int, low: int, high: int) -> int:
-    return int(_number(environ, name, default=default, low=low, high=high, integer=True))

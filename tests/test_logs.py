@@ -5,6 +5,7 @@ import json
 import logging
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from urllib.parse import quote
 
@@ -23,16 +24,31 @@ TOKEN = "987654321:logs-test-token-abcdefghijklmnop"
 SECRET = "logs-test-secret~with.odd_chars-01"
 
 
+TEXT = logging.Formatter("%(levelname)s %(message)s")
+
+
+@contextmanager
+def captured(name: str, formatter: logging.Formatter) -> Iterator[io.StringIO]:
+    """What the logger `name` writes, in `formatter`'s format, INFO and above."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter)
+    logger = logging.getLogger(name)
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield stream
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 @pytest.fixture
 def output() -> Iterator[io.StringIO]:
     configure_logging(TOKEN, SECRET)
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
-    logger = logging.getLogger("some.library")  # not ours: redaction covers every logger
-    logger.addHandler(handler)
-    yield stream
-    logger.removeHandler(handler)
+    with captured("some.library", TEXT) as stream:  # not ours: redaction covers every logger
+        yield stream
 
 
 def test_secrets_in_messages_and_arguments_are_redacted(output: io.StringIO) -> None:
@@ -83,15 +99,8 @@ def test_redact_leaves_other_text_alone() -> None:
 @pytest.fixture
 def json_output() -> Iterator[io.StringIO]:
     configure_logging(TOKEN, SECRET, log_format="json")
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
-    logger = logging.getLogger("some.library")
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield stream
-    logger.removeHandler(handler)
-    logger.setLevel(logging.NOTSET)
+    with captured("some.library", JsonFormatter()) as stream:
+        yield stream
 
 
 def test_json_records_are_one_object_per_line_with_their_event_fields(
@@ -142,17 +151,12 @@ def test_json_records_are_redacted_fields_and_tracebacks_included(
 FORGED = "ada\n[2026-12-01 10:00:00 +0000] [1] [INFO] relay_app.presses: Resolved by the boss"
 
 
-def test_a_value_from_a_client_cannot_start_a_line_of_its_own(output: io.StringIO) -> None:
-    handler = logging.StreamHandler(output)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+def test_a_value_from_a_client_cannot_start_a_line_of_its_own() -> None:
     ours = logging.getLogger("relay_app.presses")
-    ours.addHandler(handler)
-    try:
+    with captured(ours.name, TEXT) as output:
         ours.warning("a press by %s failed: %s", FORGED, ValueError("bad\r\nthing\x1b[31m"))
         ours.warning("%(who)s pressed", {"who": "eve\u2028mallory"})
         ours.info("attempt %d took %.1f ms", 2, 12.25)  # numbers as they are
-    finally:
-        ours.removeHandler(handler)
     assert output.getvalue().splitlines() == [
         "WARNING a press by ada\\n[2026-12-01 10:00:00 +0000] [1] [INFO] relay_app.presses: "
         "Resolved by the boss failed: bad\\r\\nthing\\x1b[31m",
@@ -162,16 +166,9 @@ def test_a_value_from_a_client_cannot_start_a_line_of_its_own(output: io.StringI
 
 
 def test_json_records_escape_a_clients_values_as_well() -> None:
-    configure_logging(TOKEN, SECRET, log_format="json")
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
     ours = logging.getLogger("relay_app.presses")
-    ours.addHandler(handler)
-    try:
+    with captured(ours.name, JsonFormatter()) as stream:
         ours.warning("a press by %s failed", FORGED, extra=event(user=FORGED))
-    finally:
-        ours.removeHandler(handler)
     [line] = stream.getvalue().splitlines()
     record = json.loads(line)
     assert record["message"] == f"a press by {escape_controls(FORGED)} failed"
