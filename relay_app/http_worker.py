@@ -27,7 +27,7 @@ import socket
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from gunicorn.http2 import negotiation
 from gunicorn.workers.gthread import ThreadWorker
@@ -45,6 +45,8 @@ SLOW_LOG_EVERY = 60.0
 _RECV_SIZE = 65536
 # A chunk's size line, or a trailer field: longer is not HTTP the relay takes.
 _MAX_CHUNK_LINE = 8192
+# What a connection's request is, after what could be read now.
+Arrived = Literal["in part", "whole", "gone"]
 _TIMED_OUT = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
@@ -67,10 +69,12 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
         leftover = conn.parser.unreader.take_buffered() if conn.parser is not None else b""
         conn.relay_request = _ArrivingRequest(time.monotonic() + REQUEST_READ_TIMEOUT, leftover)
         conn.sock.setblocking(False)
-        if self._read(conn):  # all there already (a pipelined request, a fast client)
-            return
-        self._reading[conn] = None
-        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_readable, conn))
+        arrived = self._read(conn)
+        if arrived == "in part":
+            self._reading[conn] = None
+            self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_readable, conn))
+        else:  # all there already (a fast client, a pipelined request), or gone
+            self._leave_loop(conn, arrived)
 
     def _reads_itself(self, conn: Any) -> bool:
         return not (
@@ -81,32 +85,38 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
         )
 
     def _on_readable(self, conn: Any, _sock: socket.socket) -> None:
-        if self._read(conn):
-            self._reading.pop(conn, None)
-            with contextlib.suppress(KeyError, ValueError, OSError):
-                self.poller.unregister(conn.sock)
+        arrived = self._read(conn)
+        if arrived != "in part":
+            del self._reading[conn]
+            self.poller.unregister(conn.sock)  # before it may close: the selector maps its fd
+            self._leave_loop(conn, arrived)
 
-    def _read(self, conn: Any) -> bool:
-        """Read what has arrived; True when the connection has left the event loop: its request
-        is whole and with a thread, or it was closed."""
+    def _read(self, conn: Any) -> Arrived:
+        """Read what has arrived, without waiting for more."""
         request: _ArrivingRequest = conn.relay_request
         while not request.whole:
             try:
                 data = conn.sock.recv(_RECV_SIZE)
             except (BlockingIOError, InterruptedError):
-                return False
+                return "in part"
             except OSError:
                 data = b""
-            if not data:  # the client went away before its request was whole
-                self._close(conn)
-                return True
+            if not data:
+                return "gone"
             request.add(data, answer=partial(_send_quietly, conn.sock))
-        if request.refused:
+        return "whole"
+
+    def _leave_loop(self, conn: Any, arrived: Arrived) -> None:
+        """A whole request goes to a thread; a client gone before its request was whole is
+        closed."""
+        if arrived == "gone":
+            self._close(conn)
+            return
+        if conn.relay_request.refused:
             # The app refuses it from what arrived; nothing more is read from this client.
             with contextlib.suppress(OSError):
                 conn.sock.shutdown(socket.SHUT_RD)
         super().enqueue_req(conn)
-        return True
 
     def handle(self, conn: Any) -> Any:
         """In the thread: the request is whole in memory; gthread parses it from there."""
