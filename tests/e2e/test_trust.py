@@ -289,3 +289,18 @@ def test_the_spool_is_private_to_the_relays_user(
     assert len(warnings) == 1
     assert "[WARNING]" in warnings[0]
     assert f"chmod 600 {older}" in warnings[0]
+
+
+def test_clients_that_hang_up_mid_request_leave_the_worker_as_it_was(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(WEB_CONCURRENCY="1")  # one worker: every connection meets the same loop
+    for _ in range(300):
+        with socket.create_connection(("127.0.0.1", relay.port), timeout=2) as sock:
+            sock.sendall(b"POST /webhook/guess HTTP/1.1\r\nContent-Length: 100\r\n\r\n{")
+    for number in range(1, 21):
+        reply, _ = post(relay.webhook_url, issue_alert(issue(number)))
+        assert reply.status_code in (200, 202)
+    relay.stop()
+    assert "Traceback" not in relay.logs()
+    assert relay.logs().count("Booting worker") == 1  # never restarted
