@@ -44,10 +44,6 @@ class GlitchTipApi:
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
 
-    @property
-    def base_url(self) -> str:
-        return self._base_url
-
     def set_status(self, issue_id: str, status: IssueStatus) -> dict[str, Any]:
         """Set the issue's status; GlitchTip's issue JSON, or a GlitchTipError."""
         if not issue_id.isdigit():  # the id is the path: nothing else may ride along
