@@ -5,6 +5,7 @@ Shared by the end-to-end tests and bench/.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -79,6 +80,9 @@ class RelayProcess:
         admin_bind = env.get("RELAY_ADMIN_BIND")
         self.admin_url = f"http://{admin_bind}" if admin_bind else self.url
         self.log_path = log_path
+        # A wrapper (faketime, setpriv) may not pass a signal on to gunicorn: it then gets the
+        # whole process group's.
+        self._wrapped = bool(prefix)
         self._log: IO[bytes] = log_path.open("wb")
         self.process = subprocess.Popen(
             [*(prefix or []), *gunicorn_command(app)],
@@ -117,11 +121,41 @@ class RelayProcess:
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 40.0) -> int:
         if self.process.poll() is None:
-            self.process.send_signal(sig)
+            if self._wrapped:
+                os.killpg(self.process.pid, sig)
+            else:
+                self.process.send_signal(sig)
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(5)
+        if self._wrapped:
+            self._wait_for_the_group(timeout)
         self._log.close()
         return self.process.returncode
+
+    def _wait_for_the_group(self, timeout: float) -> None:
+        """Until gunicorn, under its wrapper, has gone too: nothing of a test's relay may outlive
+        it (SIGKILL past `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not _running_in_group(self.process.pid):
+                return
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def _running_in_group(group: int) -> bool:
+    """Whether a process of this group still runs. Not `killpg(group, 0)`: that finds zombies
+    too, and gunicorn's, orphaned by its wrapper, may never be reaped here."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        state, process_group = fields[0], int(fields[2])
+        if process_group == group and state != "Z":
+            return True
+    return False
