@@ -119,6 +119,7 @@ def hold(queue: SqliteQueue) -> None:
         in_flight={"held"},
         telegram_up=True,
         attempt_by=float("inf"),
+        lease_for=10.0,
     )
 
 

@@ -55,6 +55,7 @@ def admit(queue: SqliteQueue, destination: Destination, *, telegram_up: bool) ->
         in_flight={token},
         telegram_up=telegram_up,
         attempt_by=float("inf"),
+        lease_for=10.0,
     )
 
 

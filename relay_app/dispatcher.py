@@ -126,6 +126,11 @@ class Dispatcher:
         else:
             future.add_done_callback(self._forget)  # at once if done: not under the lock
 
+    @property
+    def lease_for(self) -> float:
+        """How long a claim's lease lasts: past the end of any attempt made under it."""
+        return self._lease_for
+
     def hold(self) -> str:
         """A fresh claim token, in flight in this process until `release`: made before the
         claim it names, so no pass of this dispatcher can take that claim over meanwhile."""

@@ -139,6 +139,7 @@ class Intake:
                 # A lock held for seconds (a backup, another tool) is waited out, durably;
                 # when that leaves no time for the attempt, the retrier makes it.
                 attempt_by=answer_by - self._attempt_timeout - SETTLE_RESERVE,
+                lease_for=self._dispatcher.lease_for,
                 wait_until=answer_by - SETTLE_RESERVE,
             )
         except BaseException:

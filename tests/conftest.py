@@ -252,6 +252,7 @@ def admit_to(
     in_flight: Container[str] | None = None,
     telegram_up: bool = True,
     attempt_by: float = float("inf"),
+    lease_for: float = 7.0,
 ) -> Admission:
     """An alert admitted as a webhook of `holder` (this process) admits it, its claim's
     token in flight there."""
@@ -264,6 +265,7 @@ def admit_to(
         in_flight={token} if in_flight is None else in_flight,
         telegram_up=telegram_up,
         attempt_by=attempt_by,
+        lease_for=lease_for,
     )
 
 

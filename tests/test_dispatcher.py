@@ -573,7 +573,7 @@ def test_without_a_second_chance_a_dead_letter_stays_dead(
 def left_by_a_dead_process(spool_path: str, clock: FakeTime, count: int = 1) -> list[int]:
     """Alerts written ahead by a process that died: one during its webhook's attempt, the
     others while they waited for their turn."""
-    gone = Holder(this_process().host, this_process().boot, 2**22 + 7, "1")
+    gone = replace(this_process(), pid=2**22 + 7, started="1")
     queue = SqliteQueue(Database(spool_path))
     ids = []
     for n in range(count):

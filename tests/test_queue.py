@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -465,13 +466,13 @@ def admin_of(spool: SharedQueue, clock: FakeTime | None = None) -> SpoolAdmin | 
 
 
 def holder_on_this_host(pid: int) -> Holder:
-    return Holder(ME.host, ME.boot, pid, _start_time(pid))
+    return replace(ME, pid=pid, started=_start_time(pid))
 
 
 def test_a_lease_of_a_process_that_is_gone_is_free_at_once(
     spool: SharedQueue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    gone = Holder(ME.host, ME.boot, 2**22 + 12345, "1")  # past the kernel's highest pid
+    gone = replace(ME, pid=2**22 + 12345, started="1")  # past the kernel's highest pid
     admission = admit_to(another_process(spool), message(), now=clock.now, holder=gone)
     assert admission.claim is not None  # it was mid-attempt when it died
     assert lane_of(spool, clock, tokens).free  # no waiting for its lease to run out
@@ -500,6 +501,47 @@ def test_a_lease_from_another_host_runs_out_with_its_time(
     assert not lane_of(spool, clock, tokens).free
     clock.now += 0.1
     assert lane_of(spool, clock, tokens).free
+
+
+def test_a_webhooks_own_claim_holds_off_another_host_while_its_attempt_can_run(
+    spool: SharedQueue, clock: FakeTime, tokens: Tokens
+) -> None:
+    """Telegram slow (3 s, inside a 5 s timeout): the other relay must not take the lane over
+    at the chat's next turn, a second later, and send the alert a second time."""
+    elsewhere = Holder("another-host", "boot", 1, "1")
+    admission = admit_to(another_process(spool), message(), now=clock.now, holder=elsewhere)
+    assert admission.claim is not None
+    clock.now += CHAT_INTERVAL + 2.0
+    assert not lane_of(spool, clock, tokens).free
+    assert claim(spool, clock, tokens) is None  # nothing to claim: the lane is held
+    clock.now += 7.0  # past its lease_for (admit_to's): the attempt cannot be running any more
+    assert lane_of(spool, clock, tokens).free
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        replace(ME, pidns="4026531999"),  # another container, given the same hostname
+        replace(ME, pidns=""),  # named by a relay that did not record its namespace
+    ],
+)
+def test_the_same_pid_in_another_pid_namespace_is_judged_by_time(
+    spool: SharedQueue, clock: FakeTime, tokens: Tokens, other: Holder
+) -> None:
+    # Our own pid, alive here: "here", it would keep the lane for good; "gone", lose it at once.
+    admit_to(another_process(spool), message(), now=clock.now, holder=other)
+    clock.now += 1
+    assert not lane_of(spool, clock, tokens).free
+    clock.now += 7.0
+    assert lane_of(spool, clock, tokens).free
+
+
+def test_a_holder_reads_back_as_written_and_as_older_relays_wrote_it() -> None:
+    assert Holder.parse(str(ME)) == ME
+    assert ME.pidns.isdigit()
+    assert Holder.parse("web-1/ab12cd34/4242/98765") == Holder("web-1", "ab12cd34", 4242, "98765")
+    assert not Holder.parse("web-1/ab12cd34/4242/98765").is_here(ME)  # type: ignore[union-attr]
+    assert Holder.parse("not a holder") is None
 
 
 def test_a_settlement_without_the_lease_records_only_deliveries(

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import psycopg
@@ -180,7 +181,7 @@ def other_process() -> Iterator[tuple[Holder, subprocess.Popen[bytes]]]:
     """A live process on this host other than this one, as a lease names it."""
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     me = this_process()
-    yield Holder(me.host, me.boot, child.pid, ""), child
+    yield replace(me, pid=child.pid, started=""), child
     child.kill()
     child.wait()
 

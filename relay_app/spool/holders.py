@@ -1,11 +1,14 @@
 """Who holds a lease, precisely enough to tell whether it can still be working on it.
 
-A lease names its holder by host, boot, process id and the process's start time. On the same
-host the relay can then ask the kernel: a holder that no longer exists (crashed, killed,
-restarted) has its leases freed at once instead of when they expire, and a holder that does
-exist keeps them whatever the wall clock says, so a clock stepped forward during a slow
-attempt never lets a second job send the same alert. Only a holder on another host is judged
-by the time its lease runs out.
+A lease names its holder by host, boot, PID namespace, process id and the process's start time.
+On the same host, in the same PID namespace, the relay can then ask the kernel: a holder that no
+longer exists (crashed, killed, restarted) has its leases freed at once instead of when they
+expire, and a holder that does exist keeps them whatever the wall clock says, so a clock stepped
+forward during a slow attempt never lets a second job send the same alert. Any other holder is
+judged by the time its lease runs out: on another host, or in another container (two
+containers can be given one hostname, but each has a PID namespace of its own, where a pid
+names some other process or none), or named by an older relay that did not record its
+namespace.
 """
 
 from __future__ import annotations
@@ -24,21 +27,31 @@ class Holder:
     boot: str  # the kernel's boot id: a pid from before a reboot names nobody now
     pid: int
     started: str  # the process's start time in clock ticks since boot; "" where unknown
+    pidns: str = ""  # the PID namespace the pid is in; "" where unknown
 
     def __str__(self) -> str:
-        return f"{self.host}/{self.boot}/{self.pid}/{self.started}"
+        return f"{self.host}/{self.boot}/{self.pid}/{self.started}/{self.pidns}"
 
     @classmethod
     def parse(cls, text: str) -> Holder | None:
-        parts = text.rsplit("/", 3)
-        if len(parts) != 4 or not parts[2].isdigit():
+        """A holder as `str` wrote it, or as an older relay did (without its PID namespace)."""
+        parts = text.split("/")
+        if len(parts) == 4:
+            parts.append("")
+        if len(parts) != 5 or not parts[2].isdigit():
             return None
-        host, boot, pid, started = parts
-        return cls(host, boot, int(pid), started)
+        host, boot, pid, started, pidns = parts
+        return cls(host, boot, int(pid), started, pidns)
 
     def is_here(self, other: Holder) -> bool:
-        """On the same host, in the same boot, as `other`."""
-        return self.host == other.host and self.boot == other.boot
+        """On the same host, in the same boot and PID namespace, as `other`: where this
+        process's pid names the same process for both."""
+        return (
+            self.host == other.host
+            and self.boot == other.boot
+            and self.pidns == other.pidns
+            and self.pidns != ""
+        )
 
     def is_gone(self) -> bool:
         """This process no longer exists. Only meaningful for a holder on this host."""
@@ -61,7 +74,9 @@ def this_process() -> Holder:
     global _this_process
     if _this_process is None or _this_process.pid != os.getpid():
         pid = os.getpid()
-        _this_process = Holder(socket.gethostname(), _boot_id(), pid, _start_time(pid))
+        _this_process = Holder(
+            socket.gethostname(), _boot_id(), pid, _start_time(pid), _pid_namespace()
+        )
     return _this_process
 
 
@@ -95,6 +110,15 @@ def _boot_id() -> str:
             return boot.read().strip()[:8]
     except OSError:
         return ""
+
+
+def _pid_namespace() -> str:
+    """This process's PID namespace, as the kernel numbers it ('4026531836')."""
+    try:
+        link = os.readlink(f"{_PROC}/self/ns/pid")  # 'pid:[4026531836]'
+    except OSError:
+        return ""
+    return "".join(char for char in link if char.isdigit())
 
 
 def _start_time(pid: int) -> str:

@@ -60,6 +60,7 @@ class MemoryQueue:
         in_flight: Container[str],
         telegram_up: bool,
         attempt_by: float,
+        lease_for: float,
         wait_until: float | None = None,
     ) -> Admission:
         with self._lock:

@@ -58,13 +58,15 @@ class Queue(Protocol):
         in_flight: Container[str],
         telegram_up: bool,
         attempt_by: float,
+        lease_for: float,
         wait_until: float | None = None,
     ) -> Admission:
         """Write the alert ahead of its first attempt, and claim it for the webhook when it
         may go now: nothing older waits for its destination, Telegram is up, its chat's turn
         has come, and (monotonic) it is not yet `attempt_by`. `token` is the claim's, already
-        in `in_flight`, so no pass of this process's dispatcher takes it over. Raises
-        QueueFull."""
+        in `in_flight`, so no pass of this process's dispatcher takes it over; the lease lasts
+        `lease_for`, past the end of any attempt the webhook can make, so that no relay on
+        another host takes the lane over while it runs. Raises QueueFull."""
 
     def lanes(self, *, now: float, holder: Holder, in_flight: Container[str]) -> list[Lane]:
         """Every destination with alerts pending, the one with the oldest alert first: topics

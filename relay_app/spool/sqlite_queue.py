@@ -53,6 +53,7 @@ class SqliteQueue:
         in_flight: Container[str],
         telegram_up: bool,
         attempt_by: float,
+        lease_for: float,
         wait_until: float | None = None,
     ) -> Admission:
         lane = destination.lane
@@ -84,7 +85,7 @@ class SqliteQueue:
                 return Admission(alert, None, waiting, turn)
             alert.attempts = alert.unsure_attempts = 1  # counted before it is made
             alert.id = _insert(db, alert)
-            _lease(db, lane, holder, token, until=now)
+            _lease(db, lane, holder, token, until=now + lease_for)
             return Admission(alert, Claim(destination, token, [alert]))
 
         return self.database.write(admit, wait_until=wait_until)

@@ -19,6 +19,7 @@ import pytest
 import requests
 
 from relay_app.presses import NOT_ALLOWED
+from relay_app.spool.holders import Holder
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import post, run_relay_app, wait_until
 from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env
@@ -181,8 +182,8 @@ def holder_pid(spool_path: str) -> int | None:
     """The process that holds the poller's lease, as the spool names it."""
     with sqlite3.connect(spool_path) as db:
         row = db.execute("SELECT holder FROM updates_poller").fetchone()
-    holder = row[0] if row else None
-    return int(holder.rsplit("/", 3)[2]) if holder else None
+    holder = Holder.parse(row[0]) if row and row[0] else None
+    return holder.pid if holder is not None else None
 
 
 def test_one_process_polls_for_the_whole_relay_and_another_takes_over_when_it_dies(

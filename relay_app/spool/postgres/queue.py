@@ -61,6 +61,7 @@ class PgQueue:
         in_flight: Container[str],
         telegram_up: bool,
         attempt_by: float,
+        lease_for: float,
         wait_until: float | None = None,
     ) -> Admission:
         lane = destination.lane
@@ -97,7 +98,7 @@ class PgQueue:
                 return Admission(on_caller_clock(alert, at), None, waiting, wake_at)
             alert.attempts = alert.unsure_attempts = 1  # counted before it is made
             alert.id = _insert(cursor, alert, at)
-            _lease(cursor, lane, holder, token, until=at.db)
+            _lease(cursor, lane, holder, token, until=at.db + lease_for)
             local = on_caller_clock(alert, at)
             return Admission(local, Claim(destination, token, [local]))
 
