@@ -115,6 +115,8 @@ class Behaviour:
     # relay cannot tell it from a dropped request, and a retry posts it twice.
     lost_reply_rate: float = 0.0
     result: dict[str, Any] | list[dict[str, Any]] | bool = True  # what a "result" answer carries
+    # In "ok" mode, seconds Telegram takes over each request before it posts and answers.
+    delay: float = 0.0
     # The Bot API methods this behaviour applies to (None: all); the others answer as usual,
     # as when sendMessage fails while getMe works.
     methods: frozenset[str] | None = None
@@ -713,7 +715,8 @@ class _Handler(BaseHTTPRequestHandler):
         behaviour, release = fake._decide(body, self.path, self.connection)
         mode = behaviour.mode
         if mode == "ok":
-            fake._record(body, "accepted", self.path)
+            fake._record(body, "accepted", self.path)  # as it arrives, before any delay
+            time.sleep(min(behaviour.delay, MAX_STALL_SECONDS))
             self._reply(200, {"ok": True, "result": fake._post(body)})
         elif mode == "lose_reply":
             fake._record(body, "accepted", self.path, reply_lost=True)
