@@ -94,11 +94,17 @@ def base_url(environ: Mapping[str, str], name: str, otherwise: str) -> str | Non
     raw = environ.get(name, "").strip()
     if not raw:
         return None
-    parts = urlsplit(raw)
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 (a port past 65535, or not a number, raises here)
+    except ValueError:
+        raise ConfigError(name, f"is not a URL that can be read; {otherwise}") from None
+    # Echoed without its password: the problem is never the password.
+    shown = raw.replace(f":{parts.password}@", ":***@") if parts.password else raw
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(name, f"{raw!r} is not an http(s) URL; {otherwise}")
+        raise ConfigError(name, f"{shown!r} is not an http(s) URL; {otherwise}")
     if parts.query or parts.fragment:
-        raise ConfigError(name, f"{raw!r} must be a base URL without '?' or '#' parts")
+        raise ConfigError(name, f"{shown!r} must be a base URL without '?' or '#' parts")
     return raw.rstrip("/")
 
 

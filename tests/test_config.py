@@ -254,6 +254,16 @@ def test_glitchtip_addresses_may_not_carry_a_login(variable: str) -> None:
     assert "hunter2" not in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    "url", ["https://ada:hunter2@gt.example/?x=1", "ftp://ada:hunter2@gt.example", "http://[::1"]
+)
+def test_a_url_that_is_refused_is_named_without_its_password(url: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, GLITCHTIP_URL=url))
+    assert raised.value.variables == ["GLITCHTIP_URL"]
+    assert "hunter2" not in str(raised.value)
+
+
 def test_glitchtips_public_address_is_where_the_links_must_point() -> None:
     settings = Settings.from_env(
         env(
