@@ -34,7 +34,8 @@ from relay_app.formatting import format_alert  # noqa: E402
 from relay_app.glitchtip import parse_alert  # noqa: E402
 from relay_app.logs import LOG_DATE_FORMAT, LOG_FORMAT, JsonFormatter, event  # noqa: E402
 from relay_app.routing import Destination  # noqa: E402
-from relay_app.spool import Database, SqliteQueue, this_process  # noqa: E402
+from relay_app.spool import Queue, on_store, this_process  # noqa: E402
+from relay_app.spool.database import Database  # noqa: E402
 from tests.e2e.relay_process import RelayProcess, relay_env  # noqa: E402
 from tests.fake_telegram import running_fake_telegram  # noqa: E402
 
@@ -107,7 +108,7 @@ def logging_cost(formatter: logging.Formatter) -> float:
     return min(timeit.repeat(two_records, number=REPEAT // 4, repeat=5)) / (REPEAT // 4) * 1e6
 
 
-def hold(queue: SqliteQueue) -> None:
+def hold(queue: Queue) -> None:
     """One more alert for HELD, whose lane this process leases (it takes the lease with the
     first alert: a webhook's claim, never settled)."""
     queue.admit(
@@ -133,7 +134,7 @@ def scrape_latencies(workdir: Path) -> list[tuple[int, float, float, int]]:
         )
         try:
             relay.wait_ready()
-            queue = SqliteQueue(Database(spool_path), max_pending=20000)
+            queue = on_store(Database(spool_path), max_pending=20000).queue
             for backlog in BACKLOGS:
                 for _ in range(backlog - queue.pending()):
                     hold(queue)

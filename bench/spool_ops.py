@@ -33,8 +33,8 @@ from relay_app.glitchtip import parse_alert  # noqa: E402
 from relay_app.outcomes import Delivered, Settlement  # noqa: E402
 from relay_app.pacing import CHAT_INTERVAL  # noqa: E402
 from relay_app.routing import Destination  # noqa: E402
-from relay_app.spool import Admission, Claim, Database, SqliteQueue, this_process  # noqa: E402
-from relay_app.spool.admin import SpoolAdmin  # noqa: E402
+from relay_app.spool import Admin, Admission, Claim, Queue, on_store, this_process  # noqa: E402
+from relay_app.spool.database import Database  # noqa: E402
 
 MESSAGE = format_alert(parse_alert(PAYLOAD))
 PAIRS = 300
@@ -44,7 +44,7 @@ THREADS_PER_PROCESS = 8
 PAUSE_BETWEEN = 0.025  # about 600 pairs/s over the 16 threads, as at the relay's saturation
 
 
-def admit(queue: SqliteQueue, destination: Destination, *, telegram_up: bool) -> Admission:
+def admit(queue: Queue, destination: Destination, *, telegram_up: bool) -> Admission:
     token = secrets.token_hex(8)
     return queue.admit(
         MESSAGE,
@@ -59,7 +59,7 @@ def admit(queue: SqliteQueue, destination: Destination, *, telegram_up: bool) ->
     )
 
 
-def write_ahead_and_delete(queue: SqliteQueue) -> None:
+def write_ahead_and_delete(queue: Queue) -> None:
     """A webhook's own spool work when Telegram accepts at once: the write-ahead, with the
     chat's turn and the lease, and the settlement that deletes it. Each to a chat of its own;
     past the bot's thirty turns a second an alert waits instead, and is deleted the same way
@@ -71,14 +71,14 @@ def write_ahead_and_delete(queue: SqliteQueue) -> None:
 
 
 def single_thread(path: str) -> list[tuple[int, float, float]]:
-    queue = SqliteQueue(Database(path), max_pending=20000)
+    queue = on_store(Database(path), max_pending=20000).queue
     rows = []
     for pending in (0, 1000, 10000):
         while queue.pending() < pending:
             admit(queue, WAITING, telegram_up=False)  # waiting, as behind a failing Telegram
         # As each worker's dispatcher does once a second: a write-ahead log of thousands of
         # frames would otherwise slow every statement after it.
-        queue.database.checkpoint()
+        queue.tidy()
         started = time.perf_counter()
         for _ in range(PAIRS):
             write_ahead_and_delete(queue)
@@ -106,7 +106,7 @@ def single_thread(path: str) -> list[tuple[int, float, float]]:
 
 
 def contending_process(path: str, results: multiprocessing.Queue[list[float]]) -> None:
-    queue = SqliteQueue(Database(path))
+    queue = on_store(Database(path)).queue
     latencies: list[float] = []
     lock = threading.Lock()
     stop_at = time.monotonic() + CONTENTION_SECONDS
@@ -123,7 +123,7 @@ def contending_process(path: str, results: multiprocessing.Queue[list[float]]) -
     def dispatcher() -> None:
         while time.monotonic() < stop_at:
             time.sleep(1.0)
-            queue.database.checkpoint()
+            queue.tidy()
 
     threads = [threading.Thread(target=webhooks) for _ in range(THREADS_PER_PROCESS)]
     threads.append(threading.Thread(target=dispatcher))
@@ -135,7 +135,7 @@ def contending_process(path: str, results: multiprocessing.Queue[list[float]]) -
 
 
 def contention(path: str) -> list[float]:
-    SpoolAdmin(Database(path)).counts()  # create the file before the processes race to
+    Admin(Database(path)).counts()  # create the file before the processes race to
     context = multiprocessing.get_context("spawn")
     results: multiprocessing.Queue[list[float]] = context.Queue()
     processes = [context.Process(target=contending_process, args=(path, results)) for _ in "ab"]

@@ -24,20 +24,7 @@ from .metrics import Metrics
 from .outgoing import Outgoing
 from .policy import RetryPolicy
 from .presses import Presses
-from .spool import (
-    Admin,
-    Database,
-    MemoryQueue,
-    Queue,
-    SpoolAdmin,
-    SqliteHealthStore,
-    SqliteQueue,
-)
-from .spool.poller import PollerLease, SqlitePollerLease
-from .spool.postgres import PgDatabase, PgHealthStore, PgQueue, PgSpoolAdmin
-from .spool.postgres.poller import PgPollerLease
-from .spool.postgres.sent import PgSentStore
-from .spool.sent import SentStore, SqliteSentStore
+from .spool import Queue, Spool, open_memory, open_spool
 from .telegram import TelegramClient
 from .updates import Poller
 from .views import create_blueprint
@@ -55,9 +42,10 @@ class Relay:
     dispatcher: Dispatcher
     jobs: Jobs
     metrics: Metrics
-    spool: SqliteQueue | PgQueue | None
-    admin: Admin | None
-    memory: MemoryQueue
+    # Where alerts wait: the spool (None: RELAY_SPOOL_PATH=off), and this process's memory
+    # when the spool cannot take them.
+    spool: Spool | None
+    memory: Spool
     outgoing: Outgoing
     # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles a press, and this
     # process's poller for them (TELEGRAM_UPDATES=poll).
@@ -105,29 +93,21 @@ def assemble(
     if telegram is None:
         client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
         telegram = Courier(client, attempt_timeout=settings.send_timeout)
-    memory = MemoryQueue()
-    spool: SqliteQueue | PgQueue | None = None
-    admin: Admin | None = None
-    health_store: HealthStore = MemoryHealthStore()
-    sent: SentStore | None = None
-    poller_lease: PollerLease | None = None
-    if settings.spool_url is not None:
-        shared = PgDatabase(settings.spool_url)
-        spool = PgQueue(shared, max_pending=settings.spool_max_pending)
-        admin = PgSpoolAdmin(shared, clock=clock)
-        health_store = PgHealthStore(shared)
-        sent, poller_lease = PgSentStore(shared), PgPollerLease(shared)
-    elif settings.spool_path is not None:
-        database = Database(settings.spool_path, default_destination=settings.default_destination)
-        spool = SqliteQueue(database, max_pending=settings.spool_max_pending)
-        admin = SpoolAdmin(database, clock=clock)
-        health_store = SqliteHealthStore(database)
-        sent, poller_lease = SqliteSentStore(database), SqlitePollerLease(database)
-    queues: list[Queue] = [queue for queue in (spool, memory) if queue is not None]
+    memory = open_memory()
+    spool = open_spool(
+        path=settings.spool_path,
+        url=settings.spool_url,
+        max_pending=settings.spool_max_pending,
+        default_destination=settings.default_destination,
+        clock=clock,
+    )
+    queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
+    health_store: HealthStore = spool.health if spool is not None else MemoryHealthStore()
     health = Health(health_store, queues=queues)
-    metrics = Metrics(admin, health)
+    metrics = Metrics(spool.admin if spool is not None else None, health)
     if spool is not None:
-        spool.database.on_lock_wait = metrics.lock_wait
+        spool.count_lock_waits(metrics.lock_wait)
+    sent = spool.sent if spool is not None else None
     outgoing = Outgoing(
         sent,
         edit=telegram.edit,
@@ -162,8 +142,8 @@ def assemble(
         upkeep=outgoing.tidy,
     )
     intake = Intake(
-        spool=spool,
-        memory=memory,
+        spool=spool.queue if spool is not None else None,
+        memory=memory.queue,
         jobs=jobs,
         dispatcher=dispatcher,
         health=health,
@@ -181,15 +161,15 @@ def assemble(
             metrics=metrics,
             clock=clock,
         )
-        if settings.telegram_updates == "poll" and poller_lease is not None:
+        if settings.telegram_updates == "poll" and spool is not None:
             poller = Poller(
                 client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
-                lease=poller_lease,
+                lease=spool.poller_lease,
                 handle=presses.handle_update,
                 attempt_timeout=settings.send_timeout,
                 clock=clock,
             )
-    return Relay(intake, dispatcher, jobs, metrics, spool, admin, memory, outgoing, presses, poller)
+    return Relay(intake, dispatcher, jobs, metrics, spool, memory, outgoing, presses, poller)
 
 
 def relay_of(app: object) -> Relay | None:

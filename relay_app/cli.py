@@ -44,8 +44,7 @@ from .formatting import TELEGRAM_TEXT_LIMIT, message_for, utc_time, visible_leng
 from .glitchtip import PayloadError, payload_from_json
 from .logs import redact, register_secret
 from .selfcheck import Verdict, run_checks
-from .spool import Admin, Database, SpoolAdmin, SpooledAlert
-from .spool.postgres import PgDatabase, PgSpoolAdmin
+from .spool import Admin, SpooledAlert, open_spool
 from .telegram import TelegramClient
 from .updates import telegram_secret_token, webhook_path
 
@@ -379,11 +378,10 @@ def _open_spool(environ: Mapping[str, str]) -> Admin:
         path = spool_path_from_env(environ)
     except ConfigError as exc:
         raise _Usage(str(exc)) from None
-    if url is not None:
-        return PgSpoolAdmin(PgDatabase(url, for_service=False))
-    if path is None:
+    spool = open_spool(path=path, url=url, for_service=False)
+    if spool is None:
         raise _Usage("RELAY_SPOOL_PATH is 'off': this relay keeps no spool")
-    return SpoolAdmin(Database(path, for_service=False))
+    return spool.admin
 
 
 def _list(spool: Admin, args: argparse.Namespace, out: TextIO) -> int:

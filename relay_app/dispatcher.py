@@ -9,8 +9,10 @@ alert's wait is its due time in the queue, so the alerts of a chat that came bac
 together, oldest first. While Telegram fails (health.py), the thread only asks whether it is
 back, and retires alerts that pass their horizon.
 
-The pool is created lazily, in the process that uses it: gunicorn creates the app in each
-worker, and a fork would not carry threads over anyway. gunicorn's worker_exit hook stops it
+The pool is created lazily, in the process that uses it: gunicorn creates the app before it
+forks its workers, and a fork carries no threads over, so a dispatcher used in a process other
+than the one it was made in starts over there (the one fork rule: objects that own threads or
+connections check the pid they were made in). gunicorn's worker_exit hook stops it
 deliberately (`shutdown`).
 """
 
@@ -21,7 +23,6 @@ import os
 import secrets
 import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
@@ -31,7 +32,6 @@ from .health import Health, TelegramHealth, probe_due
 from .job import Jobs
 from .metrics import Metrics
 from .spool.holders import Holder, this_process
-from .spool.memory import MemoryQueue
 from .spool.model import Claim, Later
 from .spool.queue import Queue
 
@@ -76,10 +76,10 @@ class Dispatcher:
         self._lease_for = attempt_timeout + LEASE_MARGIN
         self._clock = clock
         self._reset()
-        _dispatchers.add(self)
 
     def _reset(self) -> None:
-        """Everything that belongs to one process: a fork starts it over."""
+        """Everything that belongs to one process: a fork starts it over (`_here`)."""
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -92,11 +92,18 @@ class Dispatcher:
         self._jobs_running = 0
         self._futures: set[Future[None]] = set()
 
+    def _here(self) -> None:
+        # A forked child has none of the parent's threads, and maybe a copy of a lock some
+        # other thread held at fork time: it starts over.
+        if self._pid != os.getpid():
+            self._reset()
+
     # --- for the rest of the relay -------------------------------------------------------------
 
     def start(self) -> None:
         """Start this process's thread (gunicorn's post_worker_init): it takes up waiting
         alerts at once, those a stopped or crashed process left included."""
+        self._here()
         with self._lock:
             if self._thread is not None or self._stop.is_set():
                 return
@@ -108,6 +115,7 @@ class Dispatcher:
 
     def wake(self, at: float | None = None) -> None:
         """Have the thread look at `at` (a wall-clock time), or now."""
+        self._here()
         with self._lock:
             if at is not None and at >= self._next_pass_at:
                 return  # a pass is planned by then anyway
@@ -117,6 +125,7 @@ class Dispatcher:
     def soon(self, work: Callable[[], None]) -> None:
         """Run `work` on this process's pool, off the caller's thread (a webhook's, which must
         answer GlitchTip): what follows a delivery. Inline once the pool has stopped."""
+        self._here()
         with self._lock:
             future = None if self._stop.is_set() else self._executor().submit(_logged, work)
             if future is not None:
@@ -134,16 +143,19 @@ class Dispatcher:
     def hold(self) -> str:
         """A fresh claim token, in flight in this process until `release`: made before the
         claim it names, so no pass of this dispatcher can take that claim over meanwhile."""
+        self._here()
         token = secrets.token_hex(8)
         with self._lock:
             self._in_flight.add(token)
         return token
 
     def release(self, token: str) -> None:
+        self._here()
         with self._lock:
             self._in_flight.discard(token)
 
     def in_flight(self) -> frozenset[str]:
+        self._here()
         with self._lock:
             return frozenset(self._in_flight)
 
@@ -151,6 +163,7 @@ class Dispatcher:
         """Stop deliberately (gunicorn's worker_exit hook): claim nothing more, let running
         jobs finish (each within RELAY_SEND_TIMEOUT), give the alerts held in memory one last
         attempt, and log what is left. Spooled alerts simply stay for the next start."""
+        self._here()
         with self._lock:
             self._stop.set()
             thread, pool = self._thread, self._pool
@@ -162,13 +175,14 @@ class Dispatcher:
         if pool is not None:
             pool.shutdown(wait=True)
         for queue in self.queues:
-            if isinstance(queue, MemoryQueue):
-                self._last_chance(queue)
-            else:
+            if queue.durable:
                 self._leave_for_next_start(queue)
+            else:
+                self._last_chance(queue)
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until every job this dispatcher started has ended; True if they did in time."""
+        self._here()
         with self._lock:
             futures = list(self._futures)
         _, not_done = wait_for_futures(futures, timeout=timeout)
@@ -179,6 +193,7 @@ class Dispatcher:
     def pass_once(self) -> float | None:
         """Claim what is due and start a job for each claim; probe Telegram when that is due.
         Returns the soonest time something known becomes due (None: nothing is planned)."""
+        self._here()
         now = self._clock()
         health = self.health.current()
         soonest: float | None = None
@@ -328,11 +343,17 @@ class Dispatcher:
             queue.tidy()
         self._upkeep()
 
-    def _last_chance(self, queue: MemoryQueue) -> None:
+    def _last_chance(self, queue: Queue) -> None:
         """The alerts held in memory are lost with the process: one last attempt each, in as
         few messages as fit, whatever their schedule; the text of any still left is logged."""
         give_up_at = time.monotonic() + LAST_CHANCE_SECONDS
-        for claim in queue.last_claims(self._jobs.fit):
+        try:
+            claims = queue.last_claims(
+                self._jobs.fit, holder=this_process(), new_token=lambda: secrets.token_hex(8)
+            )
+        except SpoolError:
+            claims = []  # nothing to claim from: the text of what it held is lost with it
+        for claim in claims:
             if time.monotonic() < give_up_at:
                 self._jobs.run(queue, claim, kind="background")
         for alert in queue.take_all():
@@ -361,16 +382,3 @@ def _logged(work: Callable[[], None]) -> None:
 
 def _earliest(soonest: float | None, at: float) -> float:
     return at if soonest is None else min(soonest, at)
-
-
-_dispatchers: weakref.WeakSet[Dispatcher] = weakref.WeakSet()
-
-
-def _reset_after_fork() -> None:
-    # A forked child inherits the parent's objects but none of its threads, and possibly a lock
-    # some other thread held at fork time: each dispatcher starts over.
-    for dispatcher in list(_dispatchers):
-        dispatcher._reset()
-
-
-os.register_at_fork(after_in_child=_reset_after_fork)

@@ -103,7 +103,7 @@ class Intake:
         alert is back in its queue, due when the retry policy says, before this returns."""
         claim, alert = admission.claim, admission.alert
         assert claim is not None
-        queue = self._spool if alert.id is not None else self._memory
+        queue = self._memory if alert.in_memory else self._spool
         assert queue is not None
         try:
             settlement = self._jobs.run(
@@ -117,10 +117,10 @@ class Intake:
             self._dispatcher.release(claim.token)
         outcome = next(outcome for each, outcome in settlement.outcomes if each is alert)
         if isinstance(outcome, RetryAt) and self._spool is None:
-            self._kept_in_memory(admission, alert.last_error)
+            self._kept_in_memory(admission, settlement.error)
         # As after any job: its destination is free, and what waited behind it may go.
         self._dispatcher.wake()
-        return Attempted(outcome, None if isinstance(outcome, Delivered) else alert.last_error)
+        return Attempted(outcome, None if isinstance(outcome, Delivered) else settlement.error)
 
     def _admit(
         self, queue: Queue, message: Message, destination: Destination, answer_by: float

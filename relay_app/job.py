@@ -28,7 +28,7 @@ from .formatting import REPEAT_NOTE, Message, with_note
 from .health import Health
 from .logs import event
 from .metrics import AttemptKind, Metrics
-from .outcomes import Dead, Delivered, Outcome, RetryAt, Settled, Settlement
+from .outcomes import Dead, Delivered, Outcome, Refund, RetryAt, Settled, Settlement, refunded
 from .outgoing import Outgoing
 from .policy import RetryPolicy
 from .routing import Destination
@@ -171,40 +171,43 @@ class Jobs:
             return Settlement(
                 [(alert, Delivered()) for alert in alerts], "answered", second_chance_since=since
             )
-        for alert in alerts:
-            alert.last_error = str(error)
+        said = str(error)
         if isinstance(error, RateLimited):
-            for alert in alerts:  # Telegram's pause is not the alert's failure
-                alert.attempts -= 1
-                alert.unsure_attempts -= 1
-            outcomes = self._after_failure(alerts, error, now)
+            # Telegram's pause is not the alert's failure: the attempt is given back.
+            outcomes = self._after_failure(alerts, error, now, "attempt")
             pause = max(outcome.at for _, outcome in outcomes if isinstance(outcome, RetryAt))
-            return Settlement(outcomes, "answered", pause_chat_until=pause)
+            return Settlement(outcomes, "answered", "attempt", said, pause_chat_until=pause)
         if isinstance(error, RetryableDeliveryError):
-            if not error.maybe_delivered:
-                for alert in alerts:
-                    alert.unsure_attempts -= 1
-            return Settlement(self._after_failure(alerts, error, now), "failing")
+            refund: Refund = "none" if error.maybe_delivered else "unsure"
+            return Settlement(
+                self._after_failure(alerts, error, now, refund), "failing", refund, said
+            )
         if isinstance(error, ThreadNotFound) and claim.destination.thread is not None:
-            for alert in alerts:
-                alert.unsure_attempts -= 1  # a 400: nothing was posted
-            chat = claim.destination.without_topic()
+            chat = claim.destination.without_topic()  # a 400: nothing was posted
             return Settlement(
                 [(alert, RetryAt(now, after_failure=False, destination=chat)) for alert in alerts],
                 "answered",
+                "unsure",
+                said,
             )
         if isinstance(error, PermanentDeliveryError):
-            for alert in alerts:
-                alert.unsure_attempts -= 1
             dead = Dead("refused", "Telegram refused it permanently")
-            return Settlement([(alert, dead) for alert in alerts], "answered")
+            return Settlement([(alert, dead) for alert in alerts], "answered", "unsure", said)
         dead = Dead("internal", "the relay failed while sending it")
-        return Settlement([(alert, dead) for alert in alerts])
+        return Settlement([(alert, dead) for alert in alerts], error=said)
 
     def _after_failure(
-        self, alerts: Sequence[SpooledAlert], error: RetryableDeliveryError, now: float
+        self,
+        alerts: Sequence[SpooledAlert],
+        error: RetryableDeliveryError,
+        now: float,
+        refund: Refund,
     ) -> list[tuple[SpooledAlert, Outcome]]:
-        return [(alert, self.policy.after_failure(alert, error, now)) for alert in alerts]
+        """Each alert's outcome, as the policy decides on its ledger after this attempt."""
+        return [
+            (alert, self.policy.after_failure(refunded(alert, refund, str(error)), error, now))
+            for alert in alerts
+        ]
 
     # --- telling it ----------------------------------------------------------------------------
 
@@ -273,9 +276,9 @@ class Jobs:
             reason = f"{reason}; last error: {alert.last_error}"
         if queue.durable and settled:
             reason += f"; kept as a dead letter (resend: relay-app spool retry {alert.id})"
-            if dead.kind == "exhausted" and self._second_chance and not alert.second_chance:
-                reason += "; it is sent once more when its chat next accepts a message"
-        elif queue.durable:
+        if settled and dead.kind == "exhausted" and self._second_chance and not alert.second_chance:
+            reason += "; it is sent once more when its chat next accepts a message"
+        elif queue.durable and not settled:
             reason += "; it could not be kept as a dead letter"
         self.undelivered(alert.message, reason, error, alert=alert, exc_info=exc_info)
 

@@ -9,7 +9,7 @@ records them in one go (`Queue.settle`). Nothing here does anything.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from .routing import Destination
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 # Why an alert died. Only "exhausted" ones (every attempt that may have reached Telegram used
 # up) get a second chance: Telegram never refused them, it only failed to answer.
 DeathKind = Literal["exhausted", "too_old", "refused", "internal", "shutdown"]
+# What an attempt gives back of the count its claim took: nothing (it may have reached
+# Telegram), the unsure part (it surely did not: refused before anything was posted, or failed
+# before a byte was sent), or the whole attempt (Telegram's 429 is a pause, not a failure).
+Refund = Literal["none", "unsure", "attempt"]
 # What an attempt says about Telegram: it answered (even with a refusal), it is failing
 # (network trouble, timeouts, 5xx), or nothing (no request was made).
 TelegramVerdict = Literal["answered", "failing", "unknown"]
@@ -55,6 +59,10 @@ class Settlement:
 
     outcomes: Sequence[tuple[SpooledAlert, Outcome]]
     telegram: TelegramVerdict = "unknown"
+    # What changes in the ledger of every alert that is not delivered: the queue applies it in
+    # its statements (the one writer of the counts).
+    refund: Refund = "none"
+    error: str | None = None
     # Telegram's 429: no message to the chat before this (a wall-clock time).
     pause_chat_until: float | None = None
     # When a message reached the chat: its dead letters whose horizon started at or after this
@@ -64,6 +72,19 @@ class Settlement:
     @property
     def delivered(self) -> bool:
         return any(isinstance(outcome, Delivered) for _, outcome in self.outcomes)
+
+
+def refunded(alert: SpooledAlert, refund: Refund, error: str | None) -> SpooledAlert:
+    """The alert's ledger as the queue will hold it after a settlement with this refund: what
+    the retry policy decides on. (The queue makes the same change in its own statements.)"""
+    attempts = 1 if refund == "attempt" else 0
+    unsure = 1 if refund != "none" else 0
+    return replace(
+        alert,
+        attempts=alert.attempts - attempts,
+        unsure_attempts=alert.unsure_attempts - unsure,
+        last_error=error,
+    )
 
 
 @dataclass(frozen=True)

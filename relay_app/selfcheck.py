@@ -30,8 +30,7 @@ from .errors import (
 from .glitchtip_api import GlitchTipApi
 from .logs import register_secret
 from .routing import ChatId, Destination, parse_chat_id
-from .spool import Admin, Database, SpoolAdmin
-from .spool.postgres import PgDatabase, PgSpoolAdmin
+from .spool import Admin, open_spool
 from .telegram import TelegramClient
 from .updates import webhook_path
 
@@ -279,17 +278,23 @@ def _spool_verdict(path: str | None) -> Verdict:
             "file in a writable directory",
         )
     return _counts_verdict(
-        SpoolAdmin(Database(path, for_service=False)),
+        _admin(path=path),
         "fix the file's permissions, or set RELAY_SPOOL_PATH to a file in a writable directory",
     )
 
 
 def _database_verdict(url: str) -> Verdict:
     return _counts_verdict(
-        PgSpoolAdmin(PgDatabase(url, for_service=False)),
+        _admin(url=url),
         "check RELAY_SPOOL_URL (host, port, user, password, database), that the database "
         "exists (CREATE DATABASE), and that PostgreSQL accepts this host (pg_hba.conf)",
     )
+
+
+def _admin(*, path: str | None = None, url: str | None = None) -> Admin:
+    spool = open_spool(path=path, url=url, for_service=False)
+    assert spool is not None  # one of the two is given
+    return spool.admin
 
 
 def _counts_verdict(spool: Admin, hint: str) -> Verdict:

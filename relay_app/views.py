@@ -109,7 +109,7 @@ def create_blueprint(
     def readyz() -> tuple[Response, int]:
         # Liveness is /healthz: an unusable spool is no reason to restart the relay, which still
         # delivers; it is a reason to look, and to stop routing to this instance if others work.
-        problem = relay.spool.database.problem() if relay.spool is not None else None
+        problem = relay.spool.problem() if relay.spool is not None else None
         if problem is not None:
             return jsonify(status="not ready", reason=f"spool unusable: {problem}"), 503
         return jsonify(status="ready"), 200

@@ -23,10 +23,11 @@ from relay_app.formatting import Message
 from relay_app.logs import configure_logging
 from relay_app.outcomes import Dead
 from relay_app.routing import Destination
-from relay_app.spool import Admission, Database, Holder, Queue, SqliteQueue, this_process
-from relay_app.spool.postgres import PgDatabase, PgQueue
-from relay_app.spool.postgres.queue import bury as pg_bury
-from relay_app.spool.sqlite_queue import bury
+from relay_app.spool import Admission, Holder, Queue, on_store, this_process
+from relay_app.spool.alert_rows import bury
+from relay_app.spool.database import Database
+from relay_app.spool.postgres import PgDatabase
+from relay_app.spool.store import Store
 from tests import postgres
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
 from tests.postgres import PostgresServer
@@ -196,41 +197,24 @@ def put_in_spool(
     """An alert in the spool as a relay leaves it: waiting (Telegram was failing), or a dead
     letter refused with `dead_because` as its last error. `spool` is the SQLite file's path or
     the PostgreSQL URL. Returns its id."""
-    if spool.startswith(("postgresql://", "postgres://")):
-        return _put_in_database(spool, message, destination, received_at, dead_because)
-    queue = SqliteQueue(Database(spool))
-    alert = admit_to(queue, message, destination, now=received_at, telegram_up=False).alert
-    assert alert.id is not None
-    if dead_because is not None:
-        alert.last_error = dead_because
-        queue.database.write(
-            lambda db: bury(db, alert, Dead("refused", dead_because), now=received_at)
-        )
-    queue.database.close()
-    return alert.id
-
-
-def _put_in_database(
-    url: str,
-    message: Message,
-    destination: Destination,
-    received_at: float,
-    dead_because: str | None,
-) -> int:
-    # The caller's clock as the database's, so the alert is received when the test says.
-    queue = PgQueue(PgDatabase(url, clock_source="caller"))
+    store = store_at(spool)
     try:
+        queue = on_store(store).queue
         alert = admit_to(queue, message, destination, now=received_at, telegram_up=False).alert
-        assert alert.id is not None
         if dead_because is not None:
-            alert.last_error = dead_because
-            queue.database.write(
-                lambda cursor, at: pg_bury(cursor, alert, Dead("refused", dead_because), at),
-                now=received_at,
-            )
+            dead = Dead("refused", "Telegram refused it permanently")
+            store.write(lambda tx: bury(tx, alert, dead, error=dead_because), now=received_at)
         return alert.id
     finally:
-        queue.database.close()
+        store.close()
+
+
+def store_at(where: str) -> Store:
+    """The spool file (a path) or database (a URL) at `where`, with the caller's clock as its
+    own, so that what a test puts there happens when the test says."""
+    if where.startswith(("postgresql://", "postgres://")):
+        return PgDatabase(where, caller_skew=0.0)
+    return Database(where)
 
 
 def metric_samples(client: FlaskClient) -> Samples:

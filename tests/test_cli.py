@@ -10,8 +10,9 @@ import pytest
 from relay_app.cli import main, parse_duration
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
-from relay_app.spool import Admin, Database, SpoolAdmin
-from relay_app.spool.postgres import PgDatabase, PgSpoolAdmin, redacted_url
+from relay_app.spool import Admin
+from relay_app.spool.database import Database
+from relay_app.spool.postgres import PgDatabase, redacted_url
 from tests.conftest import CHAT_ID, put_in_spool
 from tests.payloads import issue, issue_alert, uptime_alert
 from tests.postgres import PASSWORD
@@ -19,8 +20,9 @@ from tests.postgres import PASSWORD
 
 def run(spool: Admin | str, *argv: str) -> tuple[int, str, str]:
     """relay-app with the environment that names `spool`: a path, or a spool's admin."""
-    if isinstance(spool, PgSpoolAdmin):
-        environ = {"RELAY_SPOOL_URL": spool.database.url}
+    if isinstance(spool, Admin) and "://" in spool.path:
+        # The admin names the database without its password, as every tool shows it.
+        environ = {"RELAY_SPOOL_URL": spool.path.replace(":***@", f":{PASSWORD}@")}
     else:
         environ = {"RELAY_SPOOL_PATH": spool if isinstance(spool, str) else spool.path}
     out, err = io.StringIO(), io.StringIO()
@@ -47,9 +49,9 @@ def spool(request: pytest.FixtureRequest, spool_path: str) -> Iterator[Admin]:
         )
     admin: Admin
     if request.param == "sqlite":
-        admin = SpoolAdmin(Database(spool_path, for_service=False))
+        admin = Admin(Database(spool_path, for_service=False))
     else:
-        admin = PgSpoolAdmin(PgDatabase(where, for_service=False))
+        admin = Admin(PgDatabase(where, for_service=False))
     yield admin
     admin.close()
 

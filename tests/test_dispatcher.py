@@ -30,7 +30,8 @@ from relay_app.logs import EVENT_ATTRIBUTE, escape_controls
 from relay_app.outcomes import Delivered, Outcome, RetryAt
 from relay_app.pacing import CHAT_INTERVAL
 from relay_app.routing import Destination
-from relay_app.spool import Admin, Database, Holder, SpoolAdmin, SqliteQueue, this_process
+from relay_app.spool import Admin, Holder, on_store, this_process
+from relay_app.spool.database import Database
 from tests.conftest import (
     CHAT_ID,
     DESTINATION,
@@ -151,8 +152,8 @@ def lost_alert_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogReco
 
 
 def admin(relay: Relay) -> Admin:
-    assert relay.admin is not None
-    return relay.admin
+    assert relay.spool is not None
+    return relay.spool.admin
 
 
 def numbered(count: int, *, title_length: int = 0) -> list[Message]:
@@ -277,7 +278,7 @@ def test_a_429_pauses_the_chat_for_every_process_on_the_spool(
 ) -> None:
     relay = built(ScriptedTelegram(RateLimited("429", retry_after=120)))
     webhook(relay)
-    other_process = SqliteQueue(Database(spool_path))
+    other_process = on_store(Database(spool_path)).queue
     assert other_process.next_turn(DESTINATION, now=clock.now + 5) == clock.now + 120
     [waiting] = admin(relay).alerts("pending")
     assert (waiting.attempts, waiting.unsure_attempts) == (0, 0)  # no attempt was spent
@@ -427,7 +428,7 @@ def test_an_alert_leaves_the_spool_only_with_its_digest(
     built: Callable[..., Relay], clock: FakeTime, spool_path: str
 ) -> None:
     pending_at_each_send: list[int] = []
-    spool = SpoolAdmin(Database(spool_path))
+    spool = Admin(Database(spool_path))
 
     class Counting(ScriptedTelegram):
         def deliver(
@@ -574,7 +575,7 @@ def left_by_a_dead_process(spool_path: str, clock: FakeTime, count: int = 1) -> 
     """Alerts written ahead by a process that died: one during its webhook's attempt, the
     others while they waited for their turn."""
     gone = replace(this_process(), pid=2**22 + 7, started="1")
-    queue = SqliteQueue(Database(spool_path))
+    queue = on_store(Database(spool_path)).queue
     ids = []
     for n in range(count):
         admission = admit_to(queue, MESSAGE, now=clock.now, holder=gone, token=f"theirs-{n}")
@@ -618,8 +619,9 @@ def test_an_alert_resumed_at_its_ceiling_is_not_sent_again(
 ) -> None:
     [alert_id] = left_by_a_dead_process(spool_path, clock)
     # Another process worked it up to the ceiling and died before recording the outcome.
-    with Database(spool_path).write(lambda db: db) as db:
-        db.execute("UPDATE alerts SET unsure_attempts = 4, attempts = 4")
+    Database(spool_path).write(
+        lambda tx: tx.execute("UPDATE alerts SET unsure_attempts = 4, attempts = 4")
+    )
     clock.now += CHAT_INTERVAL
     telegram = ScriptedTelegram()
     relay = built(telegram)
@@ -711,7 +713,7 @@ def test_stopping_leaves_spooled_alerts_for_the_next_start_unleased(
         webhook(relay, MESSAGE, Destination(chat))  # the first fails: the others wait
     relay.dispatcher.shutdown()
     assert telegram.calls == 1  # no attempt more for the shutdown
-    queue = SqliteQueue(Database(spool_path))
+    queue = on_store(Database(spool_path)).queue
     lanes = queue.lanes(now=clock.now, holder=Holder("other", "b", 1, "1"), in_flight=())
     assert len(lanes) == 3
     assert all(lane.free for lane in lanes)
@@ -783,14 +785,14 @@ def test_a_full_spool_keeps_the_alert_in_memory_and_says_so(
     webhook(relay, MESSAGE, Destination(-5))
     [record] = [r for r in caplog.records if "could not be written to the spool" in r.getMessage()]
     assert "the spool is full: 1 alerts are already pending" in record.getMessage()
-    assert relay.memory.pending() == 1
+    assert relay.memory.queue.pending() == 1
 
 
 def test_an_overflowing_memory_refuses_loudly(
     built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
     relay = built(ScriptedTelegram(forever=DOWN), spool_path=None)
-    relay.memory.max_alerts = 2
+    relay.memory.queue.max_pending = 2
     webhook(relay)
     webhook(relay)
     assert relay.intake.admit(MESSAGE, DESTINATION, started=time.monotonic()) is None

@@ -16,7 +16,8 @@ from relay_app.health import (
     after_send_failed,
     probe_due,
 )
-from relay_app.spool import Database, SqliteHealthStore
+from relay_app.spool.database import Database
+from relay_app.spool.health_store import SpoolHealthStore
 
 NOW = 1_800_000_000.0
 
@@ -93,8 +94,8 @@ def test_a_probe_that_fails_after_a_send_came_through_changes_nothing() -> None:
 
 def test_one_process_probes_at_a_time_unless_the_prober_is_gone(tmp_path: object) -> None:
     database = Database(f"{tmp_path}/spool.sqlite3")
-    worker_1 = Health(SqliteHealthStore(database))
-    worker_2 = Health(SqliteHealthStore(Database(database.path)))
+    worker_1 = Health(SpoolHealthStore(database))
+    worker_2 = Health(SpoolHealthStore(Database(database.path)))
     worker_1.send_failed(NOW)
     assert not worker_2.current().sending  # one view for every process on the spool
     assert worker_1.take_probe(NOW + 1, "worker-1", NOW + 7, prober_gone=False)

@@ -143,8 +143,8 @@ def test_the_age_of_the_oldest_pending_alert(settings: Settings) -> None:
     try:
         relay = relay_of(app)
         assert relay is not None
-        assert relay.admin is not None
-        spool = relay.admin
+        assert relay.spool is not None
+        spool = relay.spool.admin
         client = app.test_client()
         with responses.RequestsMock() as telegram:
             telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))

@@ -20,8 +20,9 @@ from relay_app.metrics import Metrics
 from relay_app.outgoing import Outgoing
 from relay_app.policy import RetryPolicy
 from relay_app.routing import Destination
-from relay_app.spool import Database, SpooledAlert
-from relay_app.spool.sent import SqliteSentStore
+from relay_app.spool import SpooledAlert
+from relay_app.spool.database import Database
+from relay_app.spool.sent import SpoolSentStore
 from tests.payloads import issue, issue_alert, uptime_alert
 
 NOW = 1_800_000_000.0
@@ -30,7 +31,7 @@ TOPIC = Destination(-1001234567890, 77)
 
 def alert(payload: dict[str, Any], *, received_at: float = NOW) -> SpooledAlert:
     return SpooledAlert(
-        message_for(payload), TOPIC, received_at=received_at, retry_from=received_at
+        message_for(payload), TOPIC, received_at=received_at, retry_from=received_at, id=1
     )
 
 
@@ -43,13 +44,13 @@ class Edits:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteSentStore]:
+def store(tmp_path: Path) -> Iterator[SpoolSentStore]:
     database = Database(str(tmp_path / "spool.sqlite3"))
-    yield SqliteSentStore(database)
+    yield SpoolSentStore(database)
     database.close()
 
 
-def test_every_issue_of_every_alert_in_a_message_gets_its_buttons(store: SqliteSentStore) -> None:
+def test_every_issue_of_every_alert_in_a_message_gets_its_buttons(store: SpoolSentStore) -> None:
     outgoing = Outgoing(store, edit=Edits(), buttons=True, clock=lambda: NOW)
     alerts = [alert(issue_alert(issue(1), issue(2))), alert(issue_alert(issue(3)))]
     plan = outgoing.plan(alerts, TOPIC)
@@ -66,7 +67,7 @@ def test_every_issue_of_every_alert_in_a_message_gets_its_buttons(store: SqliteS
 
 
 def test_issues_whose_links_are_not_glitchtips_get_no_buttons_and_one_warning(
-    store: SqliteSentStore, caplog: pytest.LogCaptureFixture
+    store: SpoolSentStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     outgoing = Outgoing(store, edit=Edits(), buttons=True, glitchtip_links="https://gt.example.org")
     payload = issue_alert(
@@ -87,7 +88,7 @@ def test_issues_whose_links_are_not_glitchtips_get_no_buttons_and_one_warning(
     assert caplog.records == []
 
 
-def test_without_a_token_there_are_no_buttons_and_nothing_to_keep(store: SqliteSentStore) -> None:
+def test_without_a_token_there_are_no_buttons_and_nothing_to_keep(store: SpoolSentStore) -> None:
     outgoing = Outgoing(store, edit=Edits(), buttons=False)
     alerts = [alert(issue_alert(issue(1)))]
     plan = outgoing.plan(alerts, TOPIC)
@@ -96,7 +97,7 @@ def test_without_a_token_there_are_no_buttons_and_nothing_to_keep(store: SqliteS
     assert store.prune(before=NOW * 2) == 0  # nothing was kept
 
 
-def test_a_recovery_replies_to_its_outage_and_then_marks_it_over(store: SqliteSentStore) -> None:
+def test_a_recovery_replies_to_its_outage_and_then_marks_it_over(store: SpoolSentStore) -> None:
     edits = Edits()
     outgoing = Outgoing(store, edit=edits, buttons=False, clock=lambda: NOW)
     down = [alert(uptime_alert(down=True), received_at=NOW)]
@@ -119,7 +120,7 @@ def test_a_recovery_replies_to_its_outage_and_then_marks_it_over(store: SqliteSe
     assert outgoing.plan(up, TOPIC).extras.reply_to is None  # that outage is over
 
 
-class BrokenStore(SqliteSentStore):
+class BrokenStore(SpoolSentStore):
     def keep(self, *args: object) -> None:
         raise SpoolError("disk I/O error")
 

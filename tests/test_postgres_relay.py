@@ -21,10 +21,10 @@ from relay_app.config import Settings
 from relay_app.errors import SpoolBusy, SpoolError
 from relay_app.formatting import format_alert
 from relay_app.glitchtip import parse_alert
-from relay_app.spool import State
-from relay_app.spool.postgres import PgDatabase, PgQueue, PgSpoolAdmin, redacted_url
-from relay_app.spool.postgres.database import Cursor, Now
+from relay_app.spool import Admin, State, on_store
+from relay_app.spool.postgres import PgDatabase, redacted_url
 from relay_app.spool.postgres.schema import SCHEMA_VERSION
+from relay_app.spool.store import Tx
 from tests.blackhole import Blackhole
 from tests.conftest import OK, SEND_URL, WEBHOOK, admit_to, metric_samples
 from tests.e2e.helpers import wait_until
@@ -39,7 +39,7 @@ def stop(app: Flask) -> None:
     assert relay is not None
     relay.dispatcher.shutdown()
     if relay.spool is not None:
-        relay.spool.database.close()
+        relay.spool.close()
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def pg_app(pg_settings: Settings) -> Iterator[Flask]:
 
 
 def database_counts(url: str) -> dict[State, int]:
-    admin = PgSpoolAdmin(PgDatabase(url, for_service=False))
+    admin = Admin(PgDatabase(url, for_service=False))
     try:
         return admin.counts()
     finally:
@@ -126,7 +126,7 @@ def test_three_relays_starting_at_once_on_an_empty_database_all_come_up(pg_url: 
     def first_work(database: PgDatabase) -> None:
         barrier.wait()
         try:
-            database.write(lambda cursor, now: cursor.execute("SELECT count(*) FROM alerts"))
+            database.write(lambda tx: tx.execute("SELECT count(*) FROM alerts"))
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -137,9 +137,7 @@ def test_three_relays_starting_at_once_on_an_empty_database_all_come_up(pg_url: 
         thread.join(timeout=30)
     try:
         assert errors == []
-        versions = databases[0].read(
-            lambda cursor, now: cursor.execute("SELECT version FROM relay_schema").fetchall()
-        )
+        versions = databases[0].read(lambda tx: tx.all("SELECT version FROM relay_schema"))
         assert [row["version"] for row in versions] == [SCHEMA_VERSION]
     finally:
         for database in databases:
@@ -147,24 +145,24 @@ def test_three_relays_starting_at_once_on_an_empty_database_all_come_up(pg_url: 
 
 
 def test_queuing_work_wakes_the_other_relays_at_once(pg_url: str) -> None:
-    listening, queuing = PgQueue(PgDatabase(pg_url)), PgQueue(PgDatabase(pg_url))
+    listening, queuing = on_store(PgDatabase(pg_url)), on_store(PgDatabase(pg_url))
     woken = threading.Event()
     try:
-        queuing.pending()  # the schema exists before anyone listens
-        listening.subscribe(woken.set)
+        queuing.queue.pending()  # the schema exists before anyone listens
+        listening.queue.subscribe(woken.set)
         assert woken.wait(5)  # told once when it starts listening: anything queued before
         woken.clear()
         admit_to(
-            queuing,
+            queuing.queue,
             format_alert(parse_alert(issue_alert(issue(1)))),
             now=time.time(),
             telegram_up=False,
         )
         assert woken.wait(5)
     finally:
-        listening.unsubscribe()
-        listening.database.close()
-        queuing.database.close()
+        listening.queue.unsubscribe()
+        listening.close()
+        queuing.close()
 
 
 def test_the_relay_goes_back_to_the_database_when_it_returns_without_a_restart(
@@ -198,11 +196,11 @@ def test_a_database_that_stops_answering_mid_transaction_costs_a_bounded_wait(
     url = f"postgresql://relay:{PASSWORD}@127.0.0.1:{proxy.port}/{database_name}"
     database = PgDatabase(url)
     try:
-        assert database.read(lambda cursor, now: 1) == 1  # through the proxy, answered
+        assert database.read(lambda tx: 1) == 1  # through the proxy, answered
 
-        def partitioned(cursor: Cursor, now: Now) -> object:
+        def partitioned(tx: Tx) -> object:
             proxy.freeze()  # the connection stays open; no answer ever comes
-            return cursor.execute("SELECT 1")
+            return tx.execute("SELECT 1")
 
         started = time.monotonic()
         with pytest.raises(SpoolError, match="did not answer within") as raised:
@@ -213,7 +211,7 @@ def test_a_database_that_stops_answering_mid_transaction_costs_a_bounded_wait(
         # bounded too.
         started = time.monotonic()
         with pytest.raises(SpoolError, match="cannot be reached"):
-            database.write(lambda cursor, now: None, wait_until=time.monotonic() + 5.0)
+            database.write(lambda tx: None, wait_until=time.monotonic() + 5.0)
         assert time.monotonic() - started < 5.0
         proxy.thaw()
         assert wait_until(lambda: _answers(database), timeout=10)  # and back, no restart
@@ -224,7 +222,7 @@ def test_a_database_that_stops_answering_mid_transaction_costs_a_bounded_wait(
 
 def _answers(database: PgDatabase) -> bool:
     try:
-        return database.read(lambda cursor, now: True, wait_until=time.monotonic() + 2)
+        return database.read(lambda tx: True, wait_until=time.monotonic() + 2)
     except SpoolError:
         return False
 
@@ -234,9 +232,9 @@ def test_connections_a_restart_broke_are_replaced_without_failing_the_work(
 ) -> None:
     database = PgDatabase(pg_url)
     try:
-        assert database.read(lambda cursor, now: True)  # a connection waits in the pool
+        assert database.read(lambda tx: True)  # a connection waits in the pool
         postgres_server.restart()
-        assert database.write(lambda cursor, now: True, wait_until=time.monotonic() + 5)
+        assert database.write(lambda tx: True, wait_until=time.monotonic() + 5)
         assert database.problem() is None
     finally:
         database.close()

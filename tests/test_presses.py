@@ -27,8 +27,8 @@ from relay_app.keyboards import callback_data
 from relay_app.logs import configure_logging
 from relay_app.metrics import Metrics
 from relay_app.presses import NOT_ALLOWED, OUT_OF_DATE, UNKNOWN, Presses
-from relay_app.spool import Database
-from relay_app.spool.sent import IssueButton, SentMessage, SqliteSentStore
+from relay_app.spool.database import Database
+from relay_app.spool.sent import IssueButton, SentMessage, SpoolSentStore
 from tests.prometheus import parse, value
 
 GLITCHTIP = "https://gt.example.org"
@@ -67,9 +67,9 @@ class RecordingChat:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteSentStore]:
+def store(tmp_path: Path) -> Iterator[SpoolSentStore]:
     database = Database(str(tmp_path / "spool.sqlite3"))
-    kept = SqliteSentStore(database)
+    kept = SpoolSentStore(database)
     kept.keep(SENT, [])
     yield kept
     database.close()
@@ -85,7 +85,7 @@ def api() -> GlitchTipApi:
     return GlitchTipApi(GT_TOKEN, GLITCHTIP, timeout=2.0)
 
 
-def presses(store: SqliteSentStore, chat: RecordingChat, **overrides: Any) -> Presses:
+def presses(store: SpoolSentStore, chat: RecordingChat, **overrides: Any) -> Presses:
     return Presses(
         store=store,
         glitchtip=api(),
@@ -124,7 +124,7 @@ def answered(chat: RecordingChat) -> list[tuple[str, bool]]:
 
 
 def test_a_press_changes_the_issue_edits_the_message_and_is_answered(
-    store: SqliteSentStore, glitchtip: responses.RequestsMock
+    store: SpoolSentStore, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
     chat = RecordingChat()
@@ -141,7 +141,7 @@ def test_a_press_changes_the_issue_edits_the_message_and_is_answered(
 
 
 def test_an_update_acts_once_however_often_it_arrives(
-    store: SqliteSentStore, glitchtip: responses.RequestsMock
+    store: SpoolSentStore, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
     metrics = Metrics(None)
@@ -161,7 +161,7 @@ def test_an_update_acts_once_however_often_it_arrives(
 
 
 def test_a_button_no_longer_shown_does_nothing(
-    store: SqliteSentStore, glitchtip: responses.RequestsMock
+    store: SpoolSentStore, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
     metrics = Metrics(None)
@@ -190,7 +190,7 @@ def test_a_button_no_longer_shown_does_nothing(
     ],
 )
 def test_only_a_press_on_the_message_a_record_belongs_to_counts(
-    store: SqliteSentStore, glitchtip: responses.RequestsMock, forged: dict[str, Any]
+    store: SpoolSentStore, glitchtip: responses.RequestsMock, forged: dict[str, Any]
 ) -> None:
     chat = RecordingChat()
     presses(store, chat).handle_update(forged)
@@ -200,7 +200,7 @@ def test_only_a_press_on_the_message_a_record_belongs_to_counts(
 
 
 def test_someone_not_on_the_list_is_refused(
-    store: SqliteSentStore, glitchtip: responses.RequestsMock, caplog: pytest.LogCaptureFixture
+    store: SpoolSentStore, glitchtip: responses.RequestsMock, caplog: pytest.LogCaptureFixture
 ) -> None:
     chat = RecordingChat()
     with caplog.at_level(logging.WARNING):
@@ -228,7 +228,7 @@ def test_someone_not_on_the_list_is_refused(
     ],
 )
 def test_each_glitchtip_failure_is_named_and_leaves_the_message_alone(
-    store: SqliteSentStore,
+    store: SpoolSentStore,
     glitchtip: responses.RequestsMock,
     caplog: pytest.LogCaptureFixture,
     status: int | None,
@@ -261,7 +261,7 @@ def test_each_glitchtip_failure_is_named_and_leaves_the_message_alone(
 
 
 def test_a_change_made_but_not_shown_is_still_answered_as_made(
-    store: SqliteSentStore, glitchtip: responses.RequestsMock
+    store: SpoolSentStore, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
     chat = RecordingChat(edit_fails=True)
@@ -312,7 +312,7 @@ def test_an_issue_id_is_digits_only(glitchtip: responses.RequestsMock) -> None:
 
 
 def test_each_press_is_counted_by_what_became_of_it(
-    store: SqliteSentStore, glitchtip: responses.RequestsMock
+    store: SpoolSentStore, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
     metrics = Metrics(None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -18,21 +18,21 @@ from relay_app.outcomes import Dead, Delivered, Outcome, RetryAt, Settlement
 from relay_app.pacing import CHAT_INTERVAL
 from relay_app.routing import Destination
 from relay_app.spool import (
+    Admin,
     Admission,
     Claim,
-    Database,
     Holder,
     Lane,
     Later,
-    MemoryQueue,
     Queue,
-    SpoolAdmin,
     SpooledAlert,
-    SqliteQueue,
+    on_store,
     this_process,
 )
+from relay_app.spool.database import MEMORY, Database
 from relay_app.spool.holders import _start_time
-from relay_app.spool.postgres import PgDatabase, PgQueue, PgSpoolAdmin
+from relay_app.spool.postgres import PgDatabase
+from relay_app.spool.store import Store
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to
 from tests.payloads import issue, issue_alert
 
@@ -59,35 +59,57 @@ class Tokens:
         return token
 
 
-@pytest.fixture(params=["sqlite", "memory", "postgres"])
-def queue(request: pytest.FixtureRequest, spool_path: str) -> Iterator[Queue]:
-    if request.param == "sqlite":
-        yield SqliteQueue(Database(spool_path))
-    elif request.param == "postgres":
-        # The test's fake clock stands in for the database's, as it does for the file's.
-        database = PgDatabase(request.getfixturevalue("pg_url"), clock_source="caller")
-        yield PgQueue(database)
-        database.close()
-    else:
-        yield MemoryQueue()
+# The store's clock is the caller's (the test's fake one), or 30 s ahead of it: a queue that
+# mixed up the two clocks anywhere would fail these tests in the second case.
+SKEWS = {"": 0.0, "-30s-off": 30.0}
 
 
-SharedQueue = SqliteQueue | PgQueue
-# Every queue a test opened on a shared store, closed when it ends.
-_opened: list[SharedQueue] = []
+@dataclass(frozen=True)
+class Place:
+    """Where a test's queue keeps its alerts, to open it again as another process does."""
+
+    where: str
+    skew: float
+
+    def store(self) -> Store:
+        store: Store
+        if self.where.startswith("postgresql://"):
+            store = PgDatabase(self.where, caller_skew=self.skew)
+        else:
+            store = Database(self.where, skew=self.skew)
+        _opened.append(store)
+        return store
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def spool(request: pytest.FixtureRequest, spool_path: str) -> Iterator[SharedQueue]:
-    """A queue that several processes share: the spool file, or the database."""
-    if request.param == "sqlite":
-        yield SqliteQueue(Database(spool_path))
-        return
-    first = PgQueue(PgDatabase(request.getfixturevalue("pg_url"), clock_source="caller"))
-    _opened.append(first)
-    yield first
+# Every store a test opened, closed when it ends; and where each queue keeps its alerts.
+_opened: list[Store] = []
+_places: dict[int, Place] = {}
+
+
+def _queue_at(request: pytest.FixtureRequest, spool_path: str) -> Iterator[Queue]:
+    kind, _, off = str(request.param).partition("-")
+    where = {"sqlite": spool_path, "memory": MEMORY}.get(kind) or request.getfixturevalue("pg_url")
+    place = Place(where, SKEWS["-" + off if off else ""])
+    queue = on_store(place.store()).queue
+    _places[id(queue)] = place
+    yield queue
+    _places.clear()
     while _opened:
-        _opened.pop().database.close()
+        _opened.pop().close()
+
+
+@pytest.fixture(
+    params=["sqlite", "memory", "postgres", "sqlite-30s-off", "memory-30s-off", "postgres-30s-off"]
+)
+def queue(request: pytest.FixtureRequest, spool_path: str) -> Iterator[Queue]:
+    """The queue on every store: the spool file, memory, and PostgreSQL."""
+    yield from _queue_at(request, spool_path)
+
+
+@pytest.fixture(params=["sqlite", "postgres", "sqlite-30s-off", "postgres-30s-off"])
+def spool(request: pytest.FixtureRequest, spool_path: str) -> Iterator[Queue]:
+    """A queue that several processes share: the spool file, or the database."""
+    yield from _queue_at(request, spool_path)
 
 
 @pytest.fixture
@@ -173,10 +195,15 @@ def settle(
     outcome: Outcome,
     *,
     pause_chat_until: float | None = None,
+    error: str | None = None,
 ) -> None:
     queue.settle(
         claim,
-        Settlement([(alert, outcome) for alert in claim.alerts], pause_chat_until=pause_chat_until),
+        Settlement(
+            [(alert, outcome) for alert in claim.alerts],
+            error=error,
+            pause_chat_until=pause_chat_until,
+        ),
         now=clock.now,
     )
     tokens.in_flight.discard(claim.token)
@@ -239,17 +266,17 @@ def test_while_telegram_fails_or_time_is_short_a_new_alert_waits(
 
 
 def test_the_pending_limit_is_enforced_and_freed_by_delivery(
-    spool_path: str, clock: FakeTime, tokens: Tokens
+    queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    for queue in (SqliteQueue(Database(spool_path), max_pending=2), MemoryQueue(max_alerts=2)):
-        first = admit(queue, clock, tokens)
+    queue.max_pending = 2
+    first = admit(queue, clock, tokens)
+    admit(queue, clock, tokens)
+    with pytest.raises(QueueFull):
         admit(queue, clock, tokens)
-        with pytest.raises(QueueFull):
-            admit(queue, clock, tokens)
-        assert first.claim is not None
-        settle(queue, clock, tokens, first.claim, Delivered())
-        admit(queue, clock, tokens, OTHER_CHAT)
-        assert queue.pending() == 2
+    assert first.claim is not None
+    settle(queue, clock, tokens, first.claim, Delivered())
+    admit(queue, clock, tokens, OTHER_CHAT)
+    assert queue.pending() == 2
 
 
 # --- claims -----------------------------------------------------------------------------------
@@ -448,21 +475,15 @@ def test_stopping_frees_what_this_process_holds(
 # --- the spool file: shared by processes ------------------------------------------------------
 
 
-def another_process(spool: SharedQueue) -> SharedQueue:
+def another_process(spool: Queue) -> Queue:
     """The same store through a connection of its own, as another worker has it."""
-    if isinstance(spool, PgQueue):
-        other = PgQueue(PgDatabase(spool.database.url, clock_source="caller"))
-        _opened.append(other)
-        return other
-    return SqliteQueue(Database(spool.database.path))
+    return on_store(_places[id(spool)].store()).queue
 
 
-def admin_of(spool: SharedQueue, clock: FakeTime | None = None) -> SpoolAdmin | PgSpoolAdmin:
+def admin_of(spool: Queue, clock: FakeTime | None = None) -> Admin:
     """What `relay-app spool` and the metrics read, for the same store."""
     now = clock if clock is not None else FakeTime()
-    if isinstance(spool, PgQueue):
-        return PgSpoolAdmin(spool.database, clock=now)
-    return SpoolAdmin(spool.database, clock=now)
+    return Admin(_places[id(spool)].store(), clock=now)
 
 
 def holder_on_this_host(pid: int) -> Holder:
@@ -470,7 +491,7 @@ def holder_on_this_host(pid: int) -> Holder:
 
 
 def test_a_lease_of_a_process_that_is_gone_is_free_at_once(
-    spool: SharedQueue, clock: FakeTime, tokens: Tokens
+    spool: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     gone = replace(ME, pid=2**22 + 12345, started="1")  # past the kernel's highest pid
     admission = admit_to(another_process(spool), message(), now=clock.now, holder=gone)
@@ -482,7 +503,7 @@ def test_a_lease_of_a_process_that_is_gone_is_free_at_once(
 
 
 def test_a_live_process_on_this_host_keeps_its_lease_past_any_time(
-    spool: SharedQueue, clock: FakeTime, tokens: Tokens
+    spool: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     parent = holder_on_this_host(os.getppid())
     admit_to(another_process(spool), message(), now=clock.now, holder=parent)
@@ -491,7 +512,7 @@ def test_a_live_process_on_this_host_keeps_its_lease_past_any_time(
 
 
 def test_a_lease_from_another_host_runs_out_with_its_time(
-    spool: SharedQueue, clock: FakeTime, tokens: Tokens
+    spool: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     elsewhere = Holder("another-host", "boot", 1, "1")
     admit(spool, clock, tokens, telegram_up=False)
@@ -504,7 +525,7 @@ def test_a_lease_from_another_host_runs_out_with_its_time(
 
 
 def test_a_webhooks_own_claim_holds_off_another_host_while_its_attempt_can_run(
-    spool: SharedQueue, clock: FakeTime, tokens: Tokens
+    spool: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     """Telegram slow (3 s, inside a 5 s timeout): the other relay must not take the lane over
     at the chat's next turn, a second later, and send the alert a second time."""
@@ -526,7 +547,7 @@ def test_a_webhooks_own_claim_holds_off_another_host_while_its_attempt_can_run(
     ],
 )
 def test_the_same_pid_in_another_pid_namespace_is_judged_by_time(
-    spool: SharedQueue, clock: FakeTime, tokens: Tokens, other: Holder
+    spool: Queue, clock: FakeTime, tokens: Tokens, other: Holder
 ) -> None:
     # Our own pid, alive here: "here", it would keep the lane for good; "gone", lose it at once.
     admit_to(another_process(spool), message(), now=clock.now, holder=other)
@@ -545,7 +566,7 @@ def test_a_holder_reads_back_as_written_and_as_older_relays_wrote_it() -> None:
 
 
 def test_a_settlement_without_the_lease_records_only_deliveries(
-    spool: SharedQueue, clock: FakeTime, tokens: Tokens
+    spool: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     admission = admit(spool, clock, tokens)
     admit(spool, clock, tokens, OTHER_CHAT, number=2)
@@ -564,7 +585,7 @@ def test_a_settlement_without_the_lease_records_only_deliveries(
 
 
 def test_workers_claiming_at_once_never_share_an_alert(
-    spool: SharedQueue, clock: FakeTime, tokens: Tokens
+    spool: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     destinations = [Destination(-100 - n) for n in range(20)]
     for destination in destinations:
@@ -602,7 +623,7 @@ def test_workers_claiming_at_once_never_share_an_alert(
 
 
 def test_a_dead_letter_of_used_up_attempts_gets_a_second_chance_when_its_chat_accepts_one(
-    spool: SharedQueue, clock: FakeTime, tokens: Tokens
+    spool: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     admin = admin_of(spool, clock)
     admitted = []
@@ -645,7 +666,7 @@ def test_a_dead_letter_of_used_up_attempts_gets_a_second_chance_when_its_chat_ac
 
 
 def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
-    spool: SharedQueue, clock: FakeTime, tokens: Tokens
+    spool: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     admin = admin_of(spool, clock)
     ids = []
@@ -654,8 +675,8 @@ def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
         admission = admit(spool, clock, tokens, to)
         assert admission.claim is not None
         assert admission.alert.id is not None
-        admission.alert.last_error = "Connection refused"
-        settle(spool, clock, tokens, admission.claim, Dead("too_old", "too old"))
+        dead = Dead("too_old", "too old")
+        settle(spool, clock, tokens, admission.claim, dead, error="Connection refused")
         ids.append(admission.alert.id)
     clock.now += 86400
     assert admin.requeue([ids[0], ids[0] + 100]) == {ids[0]: "dead", ids[0] + 100: None}
@@ -686,7 +707,7 @@ def _no_leaked_threads() -> Iterator[None]:
 
 
 def test_alerts_from_another_process_are_read_as_written(
-    spool: SharedQueue, clock: FakeTime, tokens: Tokens, tmp_path: Path
+    spool: Queue, clock: FakeTime, tokens: Tokens, tmp_path: Path
 ) -> None:
     long_one = format_alert(parse_alert(issue_alert(issue(1, title="x" * 3000))))
     admit_to(spool, long_one, TOPIC, now=clock.now, telegram_up=False)

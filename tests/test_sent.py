@@ -14,14 +14,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from relay_app.spool import Database, Holder, this_process
-from relay_app.spool.poller import PollerLease, SqlitePollerLease
+from relay_app.spool import Holder, this_process
+from relay_app.spool.database import Database
+from relay_app.spool.poller import PollerLease, SpoolPollerLease
 from relay_app.spool.postgres import PgDatabase
-from relay_app.spool.postgres.poller import PgPollerLease
 from relay_app.spool.postgres.schema import STEPS as pg_steps
-from relay_app.spool.postgres.sent import PgSentStore
 from relay_app.spool.schema import STEPS as sqlite_steps
-from relay_app.spool.sent import IssueButton, Outage, SentMessage, SentStore, SqliteSentStore
+from relay_app.spool.sent import IssueButton, Outage, SentMessage, SentStore, SpoolSentStore
 
 NOW = 1_800_000_000.0
 MESSAGE = SentMessage(
@@ -50,11 +49,11 @@ def backend(
 ) -> Iterator[tuple[SentStore, PollerLease]]:
     if request.param == "sqlite":
         database = Database(str(tmp_path / "spool.sqlite3"))
-        yield SqliteSentStore(database), SqlitePollerLease(database)
+        yield SpoolSentStore(database), SpoolPollerLease(database)
         database.close()
     else:
-        shared = PgDatabase(request.getfixturevalue("pg_url"), clock_source="caller")
-        yield PgSentStore(shared), PgPollerLease(shared)
+        shared = PgDatabase(request.getfixturevalue("pg_url"), caller_skew=0.0)
+        yield SpoolSentStore(shared), SpoolPollerLease(shared)
         shared.close()
 
 
@@ -163,9 +162,9 @@ def test_a_spool_from_before_handled_updates_is_upgraded_with_its_buttons(
         pg.execute("INSERT INTO relay_schema VALUES (2)")
         pg.execute(insert_message + "(%s, %s, %s, %s)", message)
         pg.execute(insert_button + "(%s, %s, %s, %s, %s, %s, %s)", button)
-    database, shared = Database(path), PgDatabase(url, clock_source="caller")
+    database, shared = Database(path), PgDatabase(url, caller_skew=0.0)
     try:
-        for upgraded in (SqliteSentStore(database), PgSentStore(shared)):
+        for upgraded in (SpoolSentStore(database), SpoolSentStore(shared)):
             found = upgraded.pressed("key-one")
             assert found is not None
             assert found[1].label == "BACKEND-4A"

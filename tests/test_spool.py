@@ -21,10 +21,11 @@ from relay_app.formatting import Message, format_alert
 from relay_app.glitchtip import parse_alert
 from relay_app.pacing import BOT_LIMIT, BOT_WINDOW, CHAT_INTERVAL, GROUP_LIMIT, GROUP_WINDOW
 from relay_app.routing import Destination
-from relay_app.spool import Database, SpoolAdmin, SqliteQueue, this_process
-from relay_app.spool.database import readable_by_others
+from relay_app.spool import Admin, on_store, this_process
+from relay_app.spool.database import Database, readable_by_others
 from relay_app.spool.pacer import pause, take_turn
 from relay_app.spool.schema import STEPS
+from relay_app.spool.store import Tx
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to, hold_the_lock
 from tests.payloads import issue, issue_alert
 
@@ -43,11 +44,11 @@ def database(spool_path: str) -> Database:
 
 def add(database: Database, clock: FakeTime, message: Message = MESSAGE) -> None:
     """An alert queued behind a Telegram that fails: no turn taken, nothing leased."""
-    admit_to(SqliteQueue(database), message, now=clock.now, telegram_up=False)
+    admit_to(on_store(database).queue, message, now=clock.now, telegram_up=False)
 
 
 def turn(database: Database, chat: str, now: float, *, group: bool = True) -> float:
-    return database.write(lambda db: take_turn(db, chat, group=group, now=now))
+    return database.write(lambda tx: take_turn(tx, chat, group=group, now=now), now=now)
 
 
 # --- pacing shared through the file -----------------------------------------------------------
@@ -58,7 +59,7 @@ def test_turns_are_shared_by_every_process_on_the_file(spool_path: str, clock: F
     chat = DESTINATION.chat_key
     assert turn(first, chat, clock.now) == clock.now
     assert turn(second, chat, clock.now) == pytest.approx(clock.now + CHAT_INTERVAL)
-    second.write(lambda db: pause(db, chat, clock.now + 30, now=clock.now))
+    second.write(lambda tx: pause(tx, chat, clock.now + 30, now=clock.now))
     assert turn(first, chat, clock.now + 2) == clock.now + 30
     assert turn(second, "-42", clock.now) == clock.now  # chats are apart
 
@@ -89,7 +90,7 @@ def test_a_group_gets_twenty_turns_a_minute(database: Database, clock: FakeTime)
 def test_a_pause_decided_before_the_clock_stepped_back_no_longer_holds(
     database: Database, clock: FakeTime
 ) -> None:
-    database.write(lambda db: pause(db, "-100", clock.now + 30, now=clock.now))
+    database.write(lambda tx: pause(tx, "-100", clock.now + 30, now=clock.now))
     assert turn(database, "-100", clock.now + 5) == clock.now + 30
     stepped_back = clock.now - 3600
     assert turn(database, "-100", stepped_back) == stepped_back  # not an hour and 30 s
@@ -101,7 +102,7 @@ def test_a_pause_decided_before_the_clock_stepped_back_no_longer_holds(
 def test_the_pending_limit_counts_what_is_already_on_disk(spool_path: str, clock: FakeTime) -> None:
     add(Database(spool_path), clock)
     with pytest.raises(QueueFull):
-        admit_to(SqliteQueue(Database(spool_path), max_pending=1), MESSAGE, now=clock.now)
+        admit_to(on_store(Database(spool_path), max_pending=1).queue, MESSAGE, now=clock.now)
 
 
 def old_spool(spool_path: str, clock: FakeTime, version: int) -> None:
@@ -141,9 +142,9 @@ def test_a_spool_from_an_older_relay_is_upgraded_with_its_alerts_intact(
 ) -> None:
     old_spool(spool_path, clock, version)
     with pytest.raises(SpoolError, match="start the relay once to upgrade it"):
-        SpoolAdmin(Database(spool_path, for_service=False)).counts()
+        Admin(Database(spool_path, for_service=False)).counts()
     upgraded = Database(spool_path, default_destination=Destination(CHAT_ID, 5))
-    [old] = SpoolAdmin(upgraded).alerts("pending")
+    [old] = Admin(upgraded).alerts("pending")
     # Spooled before headings were kept: a digest shows its entry whole.
     assert (old.id, old.destination, old.message) == (
         1,
@@ -151,15 +152,15 @@ def test_a_spool_from_an_older_relay_is_upgraded_with_its_alerts_intact(
         replace(MESSAGE, heading=None),
     )
     assert (old.attempts, old.unsure_attempts) == (1, 1)  # its attempt may have arrived
-    assert SpoolAdmin(Database(spool_path, for_service=False)).counts() == {
+    assert Admin(Database(spool_path, for_service=False)).counts() == {
         "pending": 1,
         "dead": 0,
     }
-    queue = SqliteQueue(upgraded)
+    queue = on_store(upgraded).queue
     [lane] = queue.lanes(now=clock.now, holder=this_process(), in_flight=())
     assert (lane.destination, lane.due_at, lane.free) == (destination, clock.now, True)
     add(upgraded, clock)
-    assert [alert.id for alert in SpoolAdmin(upgraded).alerts("pending")] == [1, 2]
+    assert [alert.id for alert in Admin(upgraded).alerts("pending")] == [1, 2]
 
 
 def test_a_corrupt_file_is_moved_aside_and_a_fresh_spool_started(
@@ -182,10 +183,10 @@ def test_a_full_disk_is_reported_once_and_recovery_noticed(
 ) -> None:
     add(database, clock)
 
-    def fill_the_disk(db: sqlite3.Connection) -> None:
+    def fill_the_disk(tx: Tx) -> None:
         # A disk that is full from this page on, for this connection.
-        pages = db.execute("PRAGMA page_count").fetchone()[0]
-        db.execute(f"PRAGMA max_page_count = {pages}")
+        pages = tx.one("PRAGMA page_count")[0]
+        tx.execute(f"PRAGMA max_page_count = {pages}")
 
     database.read(fill_the_disk)
     big = Message(html="x" * 100_000, text="x" * 100_000, fallback="x")
@@ -193,7 +194,7 @@ def test_a_full_disk_is_reported_once_and_recovery_noticed(
         with pytest.raises(SpoolError, match="database or disk is full"):
             add(database, clock, big)
         # The failed connection was dropped; reads work on the next one, which is full too.
-        assert SpoolAdmin(database).counts()["pending"] == 1
+        assert Admin(database).counts()["pending"] == 1
         database.read(fill_the_disk)
     errors = [r for r in caplog.records if r.getMessage().startswith("DURABILITY LOST")]
     assert len(errors) == 1  # on becoming unusable, not on every failure
@@ -224,7 +225,7 @@ def test_a_spool_from_a_newer_relay_is_left_alone(spool_path: str) -> None:
 def test_the_cli_never_creates_a_spool(tmp_path: Path) -> None:
     path = tmp_path / "typo.sqlite3"
     with pytest.raises(SpoolError, match="there is no spool at"):
-        SpoolAdmin(Database(str(path), for_service=False)).counts()
+        Admin(Database(str(path), for_service=False)).counts()
     assert not path.exists()
 
 
@@ -247,9 +248,9 @@ def test_the_checkpoint_copies_the_log_back_off_the_webhooks_path(
         add(database, clock)
     before = Path(spool_path).stat().st_size
     assert before <= 8 * 4096  # the rows are still in the write-ahead log only
-    database.checkpoint()
+    database.tidy()
     assert Path(spool_path).stat().st_size >= before + 30 * 4096
-    assert SpoolAdmin(database).counts()["pending"] == 200
+    assert Admin(database).counts()["pending"] == 200
 
 
 # --- a busy spool is not a broken one ---------------------------------------------------------
@@ -269,7 +270,7 @@ def test_a_write_waits_for_another_connections_lock_and_the_wait_is_counted(
     [waited] = waits
     assert waited >= 0.5
     assert database.problem() is None  # busy, not broken
-    assert SpoolAdmin(database).counts()["pending"] == 2
+    assert Admin(database).counts()["pending"] == 2
 
 
 def test_a_lock_held_past_the_callers_budget_is_busy_not_broken(
@@ -279,7 +280,7 @@ def test_a_lock_held_past_the_callers_budget_is_busy_not_broken(
     holder = hold_the_lock(spool_path, 1.0)
     try:
         with pytest.raises(SpoolBusy, match=r"held the spool .* locked for over 0\.3 s"):
-            database.write(lambda db: None, wait_until=time.monotonic() + 0.3)
+            database.write(lambda tx: None, wait_until=time.monotonic() + 0.3)
     finally:
         holder.join()
     assert database.problem() is None

@@ -21,7 +21,8 @@ from relay_app.glitchtip import parse_alert
 from relay_app.logs import EVENT_ATTRIBUTE
 from relay_app.pacing import CHAT_INTERVAL
 from relay_app.routing import Destination
-from relay_app.spool import Database, SpoolAdmin
+from relay_app.spool import Admin
+from relay_app.spool.database import Database
 from tests.conftest import (
     CHAT_ID,
     GET_ME_URL,
@@ -41,9 +42,9 @@ from tests.payloads import issue, issue_alert, uptime_alert
 from tests.prometheus import value
 
 
-def spool_at(path: str) -> SpoolAdmin:
+def spool_at(path: str) -> Admin:
     """The spool through a connection of its own, as another process sees it."""
-    return SpoolAdmin(Database(path))
+    return Admin(Database(path))
 
 
 def sent_bodies(telegram: responses.RequestsMock) -> list[dict[str, Any]]:
@@ -70,8 +71,8 @@ def test_a_delivered_alert_answers_200_and_queues_nothing(
     assert (reply.status_code, reply.json) == (200, {"status": "sent"})
     assert len(telegram.calls) == 1
     assert relay.dispatcher.wait_idle(timeout=0)  # no job was ever queued
-    assert relay.admin is not None
-    assert relay.admin.counts() == {"pending": 0, "dead": 0}
+    assert relay.spool is not None
+    assert relay.spool.admin.counts() == {"pending": 0, "dead": 0}
 
 
 def test_a_failed_attempt_queues_the_prebuilt_text_and_still_answers_502(
@@ -412,7 +413,7 @@ def test_past_the_pending_limit_an_alert_is_still_tried_and_kept_in_memory(
     assert "the spool is full: 1 alerts are already pending" in kept.getMessage()
     relay = relay_of(app)
     assert relay is not None
-    assert relay.memory.pending() == 1
+    assert relay.memory.queue.pending() == 1
     relay.dispatcher.shutdown()
 
 
@@ -454,8 +455,8 @@ def test_alerts_waiting_for_the_same_chat_go_out_as_one_digest_oldest_first(
     assert digest.startswith("<b>🗂 4 alerts, received ")
     positions = [digest.index(f"division by zero #{n}<") for n in range(2, 6)]
     assert positions == sorted(positions)
-    assert relay.admin is not None
-    assert relay.admin.counts()["pending"] == 0
+    assert relay.spool is not None
+    assert relay.spool.admin.counts()["pending"] == 0
 
 
 def test_a_429_pauses_the_chat_and_costs_the_alert_no_attempt(
@@ -475,8 +476,8 @@ def test_a_429_pauses_the_chat_and_costs_the_alert_no_attempt(
     # 504 then 429 then delivered: with RELAY_RETRY_ATTEMPTS=1 only the 429 being free allows it.
     assert len(sent_bodies(telegram)) == 3
     assert fake_time.now >= arrived + CHAT_INTERVAL + 40
-    assert relay.admin is not None
-    assert relay.admin.counts() == {"pending": 0, "dead": 0}
+    assert relay.spool is not None
+    assert relay.spool.admin.counts() == {"pending": 0, "dead": 0}
     relay.dispatcher.shutdown()
 
 

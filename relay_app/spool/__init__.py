@@ -1,42 +1,42 @@
 """The spool: every accepted alert, from the webhook until Telegram has it or it is declared dead.
 
-- `database.py`: the SQLite file (open, upgrade, repair, fork) and every unit of work on it;
-- `queue.py`: the scheduled queue's interface (admit, claim, settle), and what backends share;
-- `sqlite_queue.py`: the queue in the file;
-- `memory.py`: the same queue in one process's memory, when the file cannot be used;
-- `pacer.py`: Telegram's rate limits shared through the file;
-- `health_store.py`: Telegram's health shared through the file;
+- `opening.py`: the one place a spool is opened, from the settings (`open_spool`), or in
+  memory when it cannot be used (`open_memory`);
+- `queue.py`: the scheduled queue (admit, claim, settle), written once for every store;
+- `alert_rows.py`: the alerts table, and every change to an alert's ledger;
+- `store.py`: what those statements run on (a unit of work, the store's time, the dialect);
+- `database.py`: the SQLite file, or a private in-memory database (open, upgrade, repair);
+- `postgres/`: the database several relays share (RELAY_SPOOL_URL);
+- `pacer.py`: Telegram's rate limits shared through the spool;
+- `health_store.py`: Telegram's health shared through the spool;
+- `sent.py`: the sent messages a press or a recovery changes later;
+- `poller.py`: which process reads Telegram's updates;
 - `admin.py`: what `relay-app spool` and the metrics read;
 - `holders.py`: who holds a lease, and whether it still can;
-- `model.py`, `schema.py`: the data and the file's schema;
-- `postgres/`: the same spool in PostgreSQL, shared by several relays (RELAY_SPOOL_URL).
+- `model.py`, `schema.py`: the data and the file's schema.
 """
 
 from __future__ import annotations
 
-from .admin import Admin, SpoolAdmin
-from .database import Database
-from .health_store import SqliteHealthStore
+from .admin import Admin
 from .holders import Holder, this_process
-from .memory import MemoryQueue
 from .model import Admission, Claim, Lane, Later, SpooledAlert, State
+from .opening import Spool, on_store, open_memory, open_spool
 from .queue import Queue
-from .sqlite_queue import SqliteQueue
 
 __all__ = [
     "Admin",
     "Admission",
     "Claim",
-    "Database",
     "Holder",
     "Lane",
     "Later",
-    "MemoryQueue",
     "Queue",
-    "SpoolAdmin",
+    "Spool",
     "SpooledAlert",
-    "SqliteHealthStore",
-    "SqliteQueue",
     "State",
+    "on_store",
+    "open_memory",
+    "open_spool",
     "this_process",
 ]

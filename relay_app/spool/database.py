@@ -1,5 +1,7 @@
 """The spool's SQLite file: opening it (and repairing, upgrading), one connection per process,
-and every unit of work run on it; the one place SQLite's errors become the spool errors.
+and every unit of work run on it; the one place SQLite's errors become the spool errors. The
+same code keeps a private in-memory database (path `:memory:`): where alerts wait when the
+spool cannot be used, by the same statements and rules.
 
 Several processes share the file through SQLite's own locking (WAL mode), each with a
 connection of its own, opened lazily (gunicorn forks after import) and used under a lock, one
@@ -22,7 +24,6 @@ import secrets
 import sqlite3
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -30,6 +31,7 @@ from typing import TypeVar
 from ..errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
 from ..routing import Destination
 from .schema import SCHEMA_VERSION, upgrade
+from .store import SQLITE, Now, Tx, Work
 
 log = logging.getLogger("relay_app.spool")
 
@@ -46,11 +48,14 @@ OPEN_LOCK_TIMEOUT = 2.0
 # A checkpoint copies the WAL back into the file and flushes it: milliseconds. Left to SQLite it
 # runs inside whichever commit crosses its threshold, a webhook's, while that worker's other
 # threads wait for the connection. So each worker's dispatcher runs one a second on a
-# connection of its own (`checkpoint`), and SQLite's own stays only as a backstop.
+# connection of its own (`tidy`), and SQLite's own stays only as a backstop.
 BACKSTOP_CHECKPOINT_PAGES = 10000
 WAL_SIZE_LIMIT = 16 * 1024 * 1024
 _CORRUPTION_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 _BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+MEMORY = ":memory:"
+# RETURNING and ON CONFLICT, which the spool's statements use (Debian 12 has 3.40).
+OLDEST_SQLITE = (3, 35, 0)
 
 
 class Database:
@@ -60,14 +65,20 @@ class Database:
         *,
         for_service: bool = True,
         default_destination: Destination | None = None,
+        skew: float = 0.0,
     ) -> None:
         """`for_service=False` is a person's tool (relay-app): it never creates, upgrades or
         repairs the file, and leaves reporting to the tool, since no alert depends on it.
-        `default_destination` is where alerts spooled by a relay that had no routing go."""
+        `default_destination` is where alerts spooled by a relay that had no routing go.
+        The store's clock is the caller's, `skew` seconds ahead (tests: code that mixes the
+        two clocks up fails)."""
         self.path = path
+        self.durable = path != MEMORY
         self._for_service = for_service
         self._default_destination = default_destination
+        self._skew = skew
         self._lock = threading.Lock()
+        self._pid = os.getpid()
         self._connection: sqlite3.Connection | None = None
         self._checkpointer: sqlite3.Connection | None = None
         self._problem: str | None = None
@@ -76,32 +87,35 @@ class Database:
         # Connections inherited through fork are never used or closed in the child (closing
         # could disturb the parent's locks); they are kept here so the GC does not close them.
         self._inherited: list[sqlite3.Connection] = []
-        _databases.add(self)
 
     # --- units of work -------------------------------------------------------------------------
 
     def write(
-        self, work: Callable[[sqlite3.Connection], T], *, wait_until: float | None = None
+        self, work: Work[T], *, now: float | None = None, wait_until: float | None = None
     ) -> T:
         """Run `work` in one transaction that holds the write lock from its start (IMMEDIATE),
         so no other process slips in between its reads and writes. `wait_until` (monotonic)
         bounds the wait for another's lock; past it, SpoolBusy."""
-        return self._run(work, wait_until, transaction=True)
+        return self._run(work, now, wait_until, transaction=True)
 
     def read(
-        self, work: Callable[[sqlite3.Connection], T], *, wait_until: float | None = None
+        self, work: Work[T], *, now: float | None = None, wait_until: float | None = None
     ) -> T:
-        return self._run(work, wait_until, transaction=False)
+        return self._run(work, now, wait_until, transaction=False)
 
     def _run(
         self,
-        work: Callable[[sqlite3.Connection], T],
+        work: Work[T],
+        now: float | None,
         wait_until: float | None,
         *,
         transaction: bool,
     ) -> T:
+        self._after_fork()
         started = time.monotonic()
         deadline = started + LOCK_WAIT if wait_until is None else wait_until
+        local = time.time() if now is None else now
+        at = Now(local + self._skew, local)
         waited = False
         try:
             while True:
@@ -109,7 +123,7 @@ class Database:
                     waited = True
                     raise SpoolBusy(f"the spool {self.path} was busy for too long")
                 try:
-                    return self._once(work, transaction=transaction)
+                    return self._once(work, at, transaction=transaction)
                 except _Locked:
                     waited = True
                     if time.monotonic() >= deadline:
@@ -123,7 +137,7 @@ class Database:
             if waited:
                 self.on_lock_wait(time.monotonic() - started)
 
-    def _once(self, work: Callable[[sqlite3.Connection], T], *, transaction: bool) -> T:
+    def _once(self, work: Work[T], at: Now, *, transaction: bool) -> T:
         """One try, under the process's lock. Any SQLite or file system error becomes
         SpoolError and marks the spool unusable until a later unit writes successfully (a read
         proves nothing on a full disk); the next use after an error reopens the file."""
@@ -133,11 +147,11 @@ class Database:
             db = self._connection
             changes_before = db.total_changes
             if not transaction:
-                result = work(db)
+                result = work(Tx(db, SQLITE, at))
             else:
                 db.execute("BEGIN IMMEDIATE")
                 try:
-                    result = work(db)
+                    result = work(Tx(db, SQLITE, at))
                     db.execute("COMMIT")
                 except BaseException:
                     if db.in_transaction:  # SQLite itself rolls back on some errors
@@ -165,17 +179,17 @@ class Database:
     @property
     def opened(self) -> bool:
         """Whether this process has used the file (a CLI or a fresh worker may not have)."""
-        return self._connection is not None
+        return self._connection is not None and self._pid == os.getpid()
 
     def problem(self) -> str | None:
         """Why the spool is unusable, or None when it works. After a failure, it takes a
         successful write (a fresh connection's) to count as working again."""
         with contextlib.suppress(SpoolError):
             if self._problem is None:
-                self.read(lambda db: None)  # opens the file on first use: a missing one shows
+                self.read(lambda tx: None)  # opens the file on first use: a missing one shows
             else:
                 # A write, to the header: the one thing that proves the disk takes writes.
-                self.write(lambda db: db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}"))
+                self.write(lambda tx: tx.execute(f"PRAGMA user_version = {SCHEMA_VERSION}"))
                 if self._problem is not None:
                     self._works_again()
         return self._problem
@@ -185,7 +199,7 @@ class Database:
         self._problem = None
 
     def _became_unusable(self, reason: str) -> None:
-        if self._problem is None and self._for_service:
+        if self._problem is None and self._for_service and self.durable:
             log.error(
                 "DURABILITY LOST: the spool %s cannot be used: %s. Alerts are still delivered, "
                 "but a failed one is retried from memory only and is lost if this process stops. "
@@ -197,10 +211,11 @@ class Database:
 
     # --- upkeep ------------------------------------------------------------------------------
 
-    def checkpoint(self) -> None:
+    def tidy(self) -> None:
         """Copy the WAL back into the file, off the webhooks' connection (see
         BACKSTOP_CHECKPOINT_PAGES). PASSIVE: it never waits for, nor blocks, a writer."""
-        if self._connection is None:
+        self._after_fork()
+        if self._connection is None or not self.durable:
             return  # not opened (yet) in this process: nothing written here to copy back
         try:
             if self._checkpointer is None:
@@ -220,7 +235,14 @@ class Database:
                     self._checkpointer.close()
             self._checkpointer = None
 
+    def listen(self, on_news: Callable[[], None]) -> None:
+        """Nothing to hear: the processes sharing the file find its work by polling."""
+
+    def stop_listening(self) -> None:
+        """Nothing to stop."""
+
     def close(self) -> None:
+        self._after_fork()
         with self._lock:
             for connection in (self._connection, self._checkpointer):
                 if connection is not None:
@@ -228,9 +250,13 @@ class Database:
             self._connection = None
             self._checkpointer = None
 
-    def _reset_after_fork(self) -> None:
-        # The child has none of the parent's threads, and maybe a copy of a lock one of them
-        # held: start over with a new lock and connection.
+    def _after_fork(self) -> None:
+        """In a forked child (gunicorn's workers), start over with a new lock and connection:
+        the child has none of the parent's threads, and maybe a copy of a lock one of them held.
+        An in-memory database starts empty: what the parent held in memory is the parent's."""
+        if self._pid == os.getpid():
+            return
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         for inherited in (self._connection, self._checkpointer):
             if inherited is not None:
@@ -241,6 +267,13 @@ class Database:
     # --- opening -----------------------------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        if sqlite3.sqlite_version_info < OLDEST_SQLITE:
+            raise SpoolError(
+                f"SQLite {sqlite3.sqlite_version} is too old for the spool: it needs "
+                f"{'.'.join(map(str, OLDEST_SQLITE))} or newer"
+            )
+        if not self.durable:
+            return self._open_memory()
         directory = os.path.dirname(os.path.abspath(self.path))
         if not os.path.isdir(directory):
             raise SpoolError(f"the directory {directory} does not exist")
@@ -273,6 +306,12 @@ class Database:
             problem,
             aside,
         )
+        return connection
+
+    def _open_memory(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(MEMORY, isolation_level=None, check_same_thread=False)
+        connection.row_factory = sqlite3.Row
+        upgrade(connection, 0, self._default_destination)
         return connection
 
     def _connect(self) -> sqlite3.Connection:
@@ -335,17 +374,6 @@ class Database:
 
 class _Locked(Exception):
     """Another connection holds the lock: try again, within the budget."""
-
-
-_databases: weakref.WeakSet[Database] = weakref.WeakSet()
-
-
-def _reset_after_fork() -> None:
-    for database in list(_databases):
-        database._reset_after_fork()
-
-
-os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 # The spool holds alert texts, chat ids and what each button acts on: for the relay's user only.

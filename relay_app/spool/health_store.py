@@ -1,51 +1,74 @@
-"""Telegram's health (health.py) kept in the spool, so every process of the relay shares one
-view of it and one of them at a time asks Telegram whether it is back."""
+"""Telegram's health (health.py) kept in the spool, so every process of the relay (and every
+relay on a shared database) has one view of it, and one of them at a time asks Telegram whether
+it is back. Stored on the store's clock, handed to health.py on the caller's, so replicas
+whose clocks disagree agree on whose probe it is."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from ..health import TelegramHealth
-from .database import Database
+from .store import Store, Tx
 
 # A webhook reads the state before it admits an alert: it must not wait long for it.
 READ_BUDGET = 0.25
 
 
-class SqliteHealthStore:
-    def __init__(self, database: Database) -> None:
-        self._database = database
+class SpoolHealthStore:
+    def __init__(self, store: Store) -> None:
+        self._store = store
 
     def read(self) -> TelegramHealth:
-        return self._database.read(_read, wait_until=time.monotonic() + READ_BUDGET)
+        return self._store.read(_read, wait_until=time.monotonic() + READ_BUDGET)
 
     def update(
         self, change: Callable[[TelegramHealth], TelegramHealth]
     ) -> tuple[TelegramHealth, TelegramHealth]:
-        def update(db: sqlite3.Connection) -> tuple[TelegramHealth, TelegramHealth]:
-            before = _read(db)
+        def update(tx: Tx) -> tuple[TelegramHealth, TelegramHealth]:
+            tx.execute("SELECT 1 FROM telegram_health FOR UPDATE")
+            before = _read(tx)
             after = change(before)
             if after != before:
-                db.execute(
+                stored = _on(after, tx.at.to_db)
+                tx.execute(
                     "UPDATE telegram_health SET state = ?, next_probe_at = ?, decided_at = ?,"
                     " prober = ?, probe_until = ?",
                     (
-                        after.state,
-                        after.next_probe_at,
-                        after.decided_at,
-                        after.prober,
-                        after.probe_until,
+                        stored.state,
+                        stored.next_probe_at,
+                        stored.decided_at,
+                        stored.prober,
+                        stored.probe_until,
                     ),
                 )
             return before, after
 
-        return self._database.write(update)
+        return self._store.write(update)
 
 
-def _read(db: sqlite3.Connection) -> TelegramHealth:
-    row = db.execute(
+def _read(tx: Tx) -> TelegramHealth:
+    row = tx.one(
         "SELECT state, next_probe_at, decided_at, prober, probe_until FROM telegram_health"
-    ).fetchone()
-    return TelegramHealth(*row) if row is not None else TelegramHealth()
+    )
+    if row is None:
+        return TelegramHealth()
+    stored = TelegramHealth(
+        row["state"], row["next_probe_at"], row["decided_at"], row["prober"], row["probe_until"]
+    )
+    return _on(stored, tx.at.to_local)
+
+
+def _on(health: TelegramHealth, clock: Callable[[float], float]) -> TelegramHealth:
+    """The same health with its times moved to another clock (0 means none, on any clock)."""
+
+    def moved(at: float) -> float:
+        return clock(at) if at else 0.0
+
+    return replace(
+        health,
+        next_probe_at=moved(health.next_probe_at),
+        decided_at=moved(health.decided_at),
+        probe_until=moved(health.probe_until),
+    )

@@ -1,9 +1,9 @@
-"""What the queues hand out: alerts with their ledger, and the claims, admissions and lanes
-that jobs and the dispatcher work with. Plain data."""
+"""What the queue hands out: alerts with their ledger, and the claims, admissions and lanes
+that jobs and the dispatcher work with. Plain, immutable data: the ledger changes in the
+queue's statements only, from what an attempt's settlement says (outcomes.py)."""
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -17,19 +17,16 @@ State = Literal["pending", "dead"]
 # time went on waiting for the spool's lock.
 WaitReason = Literal["behind_older", "paced", "telegram_down", "spool_busy"]
 
-_memory_numbers = itertools.count(1)
 
-
-@dataclass
+@dataclass(frozen=True)
 class SpooledAlert:
-    """An alert on its way: a queue row, and the ledger `policy` reads. `id` is None for an
-    alert kept in memory only."""
+    """An alert on its way: a queue row as it was read, and the ledger `policy` reads."""
 
     message: Message
     destination: Destination
     received_at: float
     retry_from: float
-    id: int | None = None
+    id: int
     attempts: int = 0
     unsure_attempts: int = 0
     next_attempt_at: float = 0.0
@@ -38,14 +35,14 @@ class SpooledAlert:
     dead_at: float | None = None
     # Dead once for its used-up attempts, and sent once more when its chat accepted a message.
     second_chance: bool = False
-    # A cheap counter, not random bytes: this is built on every webhook's path.
-    memory_number: int = field(default_factory=lambda: next(_memory_numbers), compare=False)
+    # Kept in this process's memory only (the spool could not take it).
+    in_memory: bool = False
 
     @property
     def label(self) -> str:
         """How logs name the alert: '#12', the spool id that `relay-app spool` takes too, or
         'mem-3' for one held in memory only (numbered per process; the log line has the pid)."""
-        return f"#{self.id}" if self.id is not None else f"mem-{self.memory_number}"
+        return f"mem-{self.id}" if self.in_memory else f"#{self.id}"
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,10 @@ holder on another host keeps it until its lease runs out.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Protocol
 
-from .database import Database
 from .holders import Holder, lease_is_free
+from .store import Store, Tx
 
 
 class PollerLease(Protocol):
@@ -36,33 +35,37 @@ def lease_free(holder_text: str | None, until: float | None, *, now: float, me: 
     return lease_is_free(holder_text, holder_text, until, now=now, me=me, in_flight=())
 
 
-class SqlitePollerLease:
-    def __init__(self, database: Database) -> None:
-        self._database = database
+class SpoolPollerLease:
+    """The lease in the spool, under its row's lock, on the store's clock."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
 
     def take(self, holder: Holder, *, now: float, hold_for: float) -> int | None:
-        def take(db: sqlite3.Connection) -> int | None:
-            row = db.execute("SELECT holder, until, next_update FROM updates_poller").fetchone()
-            if row is None or not lease_free(row["holder"], row["until"], now=now, me=holder):
+        def take(tx: Tx) -> int | None:
+            row = tx.one("SELECT holder, until, next_update FROM updates_poller FOR UPDATE")
+            if row is None or not lease_free(row["holder"], row["until"], now=tx.at.db, me=holder):
                 return None
-            db.execute(
-                "UPDATE updates_poller SET holder = ?, until = ?", (str(holder), now + hold_for)
+            tx.execute(
+                "UPDATE updates_poller SET holder = ?, until = ?",
+                (str(holder), tx.at.db + hold_for),
             )
             return int(row["next_update"])
 
-        return self._database.write(take)
+        return self._store.write(take, now=now)
 
     def confirm(self, holder: Holder, next_update: int) -> None:
-        self._database.write(
-            lambda db: db.execute(
-                "UPDATE updates_poller SET next_update = max(next_update, ?) WHERE holder = ?",
-                (next_update, str(holder)),
+        self._store.write(
+            lambda tx: tx.execute(
+                "UPDATE updates_poller SET next_update = CASE WHEN next_update > ?"
+                " THEN next_update ELSE ? END WHERE holder = ?",
+                (next_update, next_update, str(holder)),
             )
         )
 
     def release(self, holder: Holder) -> None:
-        self._database.write(
-            lambda db: db.execute(
+        self._store.write(
+            lambda tx: tx.execute(
                 "UPDATE updates_poller SET holder = NULL, until = NULL WHERE holder = ?",
                 (str(holder),),
             )

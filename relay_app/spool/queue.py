@@ -1,51 +1,66 @@
 """The scheduled queue: every accepted alert waits here, with the time it is next due, until
-Telegram has it or it is a dead letter. `Queue` is what the intake, the jobs and the dispatcher
-use; `sqlite_queue.SqliteQueue` keeps it in the spool file (durable, shared by every process on
-the host), `postgres.PgQueue` in a database several relays share, `memory.MemoryQueue` in one
-process's memory. This module holds the contract and what the backends share.
+Telegram has it or it is a dead letter. One set of statements for every store (store.py): the
+spool file (durable, shared by every process on the host), a PostgreSQL database several relays
+share, or a private in-memory database when neither can be used, with the same rules.
 
 Alerts wait per destination (a lane: chat and topic), oldest first. A job claims the oldest due
 alerts of one lane, as many as fit one message, with the chat's turn and the lane's lease,
 makes one attempt, and settles the outcome. A lane has at most one attempt in flight, and its
 oldest alert goes first: alerts reach a chat in the order they arrived, after a retry, a 429 or
 a crash alike.
+
+Fenced leases: every claim, the webhook's own included, is leased until its attempt cannot be
+running any more (`lease_for`), on the store's clock, under a token of its own; every write of
+a claim's outcome presents that token, and a write whose token no longer holds the lane
+records only deliveries (an alert Telegram has must never go again) and is reported. A lane's
+row is claimed with `FOR UPDATE SKIP LOCKED` on PostgreSQL (a lane another relay is claiming
+is skipped, not waited for); SQLite's write transaction holds the whole file.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Container, Iterable
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Container
+from dataclasses import replace
+from typing import Any
 
 from ..clock import guarded
-from ..errors import SpoolError
-from ..formatting import Entry, Message
+from ..errors import QueueFull
+from ..formatting import Message
 from ..outcomes import Dead, Delivered, RetryAt, Settled, Settlement
-from ..routing import Destination, parse_chat_id
-from ..subjects import Subjects
-from .holders import Holder
+from ..routing import Destination
+from . import alert_rows as rows
+from .holders import Holder, lease_is_free
 from .model import Admission, Claim, Lane, Later, SpooledAlert, WaitReason
-
-T = TypeVar("T")
+from .pacer import next_turn, pause, take_turn
+from .store import Store, Tx
 
 # A claim never needs more rows than one digest holds.
 MAX_CLAIM = 100
+# How many dead letters an in-memory queue keeps: the newest.
+MEMORY_DEAD_KEPT = 1000
 
 # How many of these alerts, oldest first, go into one message (at least one).
 Fit = Callable[[list[SpooledAlert]], int]
 Retire = Callable[[SpooledAlert, float], Dead | None]
 
 
-class Queue(Protocol):
+class Queue:
     """Alerts waiting for Telegram, scheduled by due time, leased per destination."""
+
+    def __init__(self, store: Store, *, max_pending: int = 10000) -> None:
+        self._store = store
+        self.max_pending = max_pending
 
     @property
     def name(self) -> str:
-        """For logs: the spool's path, or 'memory'."""
+        """For logs: the spool's path, its URL without password, or 'memory'."""
+        return self._store.path
 
     @property
     def durable(self) -> bool:
         """Whether its alerts outlive this process."""
+        return self._store.durable
 
     def admit(
         self,
@@ -68,9 +83,90 @@ class Queue(Protocol):
         `lease_for`, past the end of any attempt the webhook can make, so that no relay on
         another host takes the lane over while it runs. Raises QueueFull."""
 
+        def admit(tx: Tx) -> Admission:
+            found = tx.one(
+                "SELECT (SELECT alerts FROM pending_count) AS pending, EXISTS"
+                " (SELECT 1 FROM alerts WHERE lane = ? AND state = 'pending') AS ahead",
+                (destination.lane,),
+            )
+            if found["pending"] >= self.max_pending:
+                where = "pending" if self.durable else "waiting in memory"
+                raise QueueFull(f"{self.max_pending} alerts are already {where}")
+            waiting, turn = self._why_wait(
+                tx, destination, bool(found["ahead"]), holder, in_flight, telegram_up, attempt_by
+            )
+            in_memory = not self.durable
+            if waiting is not None:
+                alert = rows.insert(tx, message, destination, attempts=0, in_memory=in_memory)
+                if waiting != "behind_older":
+                    tx.notify()
+                wake_at = tx.at.to_local(turn) if turn is not None else None
+                return Admission(alert, None, waiting, wake_at)
+            # Its attempt is counted before it is made.
+            alert = rows.insert(tx, message, destination, attempts=1, in_memory=in_memory)
+            self._lease(tx, destination, holder, token, lease_for)
+            return Admission(alert, Claim(destination, token, [alert]))
+
+        return self._store.write(admit, now=now, wait_until=wait_until)
+
+    def _why_wait(
+        self,
+        tx: Tx,
+        destination: Destination,
+        ahead: bool,
+        holder: Holder,
+        in_flight: Container[str],
+        telegram_up: bool,
+        attempt_by: float,
+    ) -> tuple[WaitReason | None, float | None]:
+        """Why a new alert waits instead of going with its webhook (None: it goes), and its
+        chat's turn (the store's time) when the chat's pace is why. In this order: older alerts
+        or a held destination, Telegram failing, no time left for an attempt (monotonic
+        `attempt_by`), then the chat's turn, taken only when all else allows. In a storm nearly
+        every webhook joins older alerts: that path stays short."""
+        if ahead or not self._lane_free(tx, destination, holder, in_flight):
+            return "behind_older", None
+        if not telegram_up:
+            return "telegram_down", None
+        if time.monotonic() > attempt_by:
+            return "spool_busy", None
+        now = tx.at.db
+        turn = take_turn(tx, destination.chat_key, group=destination.is_group, now=now)
+        return ("paced", turn) if turn > now else (None, None)
+
+    def _lane_free(
+        self, tx: Tx, destination: Destination, holder: Holder, in_flight: Container[str]
+    ) -> bool:
+        """Whether the destination's lease is free, making its row when it has none yet. A lane
+        another relay is claiming this moment is not."""
+        rows.ensure_lane(tx, destination)
+        lease = tx.one(
+            "SELECT holder, token, until FROM lanes WHERE lane = ? FOR UPDATE SKIP LOCKED",
+            (destination.lane,),
+        )
+        return lease is not None and _free(lease, tx, holder, in_flight)
+
     def lanes(self, *, now: float, holder: Holder, in_flight: Container[str]) -> list[Lane]:
         """Every destination with alerts pending, the one with the oldest alert first: topics
         of one chat take its turns in the order their alerts arrived."""
+
+        def read(tx: Tx) -> list[Lane]:
+            found = tx.all(
+                "SELECT l.chat, l.thread, l.holder, l.token, l.until,"
+                " h.next_attempt_at, h.scheduled_at FROM lanes l JOIN alerts h ON h.id ="
+                " (SELECT id FROM alerts WHERE lane = l.lane AND state = 'pending'"
+                " ORDER BY id LIMIT 1) ORDER BY h.id"
+            )
+            return [
+                Lane(
+                    rows.destination_of(self.name, row["chat"], row["thread"]),
+                    tx.at.to_local(_due_at(row, tx)),
+                    _free(row, tx, holder, in_flight),
+                )
+                for row in found
+            ]
+
+        return self._store.read(read, now=now)
 
     def claim(
         self,
@@ -89,159 +185,229 @@ class Queue(Protocol):
         a Claim, Later when the turn has not come, None when there is nothing to claim.
         Alerts `retire` rules out die on the way (Claim.retired); with `send` False only that
         happens."""
+        destination = lane.destination
+
+        def claim(tx: Tx) -> Claim | Later | None:
+            lease = tx.one(
+                "SELECT holder, token, until FROM lanes WHERE lane = ? FOR UPDATE SKIP LOCKED",
+                (destination.lane,),
+            )
+            if lease is None or not _free(lease, tx, holder, in_flight):
+                return None  # another relay is claiming it, or someone holds it
+            retired: list[tuple[SpooledAlert, Dead]] = []
+            alive: list[SpooledAlert] = []
+            for alert in self._due(tx, destination):
+                if (dead := retire(alert, tx.at.local)) is not None:
+                    rows.bury(tx, alert, dead)
+                    retired.append((alert, dead))
+                else:
+                    alive.append(alert)
+            if not send or not alive:
+                return Claim(destination, "", [], retired) if retired else None
+            turn = take_turn(tx, destination.chat_key, group=destination.is_group, now=tx.at.db)
+            if turn > tx.at.db:
+                return (
+                    Claim(destination, "", [], retired) if retired else Later(tx.at.to_local(turn))
+                )
+            taken = alive[: max(1, fit(alive))]
+            rows.count_attempt(tx, [alert.id for alert in taken])
+            self._lease(tx, destination, holder, token, lease_for)
+            counted = [_counted(alert) for alert in taken]
+            return Claim(destination, token, counted, retired)
+
+        return self._store.write(claim, now=now)
+
+    def _due(self, tx: Tx, destination: Destination) -> list[SpooledAlert]:
+        """The lane's due alerts, oldest first: up to the first one that is not, since a lane's
+        alerts go in order."""
+        due = []
+        for row in tx.all(
+            "SELECT * FROM alerts WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT ?",
+            (destination.lane, MAX_CLAIM),
+        ):
+            if _due_at(row, tx) > tx.at.db:
+                break
+            due.append(self._alert(row, tx))
+        return due
 
     def settle(
         self, claim: Claim, settlement: Settlement, *, now: float, wait_until: float | None = None
     ) -> Settled:
-        """Record an attempt's outcomes and free the lane, in one change."""
+        """Record an attempt's outcomes and free the lane, in one change. A delivered alert
+        is deleted whoever holds its lane now (it must never go again); the rest change only
+        while the claim's token still holds the lane."""
+        lane = claim.destination.lane
+        chat = claim.destination.chat_key
+
+        def settle(tx: Tx) -> Settled:
+            lease = tx.one("SELECT token FROM lanes WHERE lane = ? FOR UPDATE", (lane,))
+            ours = lease is not None and lease["token"] == claim.token
+            for alert, outcome in settlement.outcomes:
+                if isinstance(outcome, Delivered):
+                    tx.execute("DELETE FROM alerts WHERE id = ?", (alert.id,))
+                elif ours and isinstance(outcome, RetryAt):
+                    rows.reschedule(
+                        tx, alert, outcome, refund=settlement.refund, error=settlement.error
+                    )
+                elif ours and isinstance(outcome, Dead):
+                    rows.bury(tx, alert, outcome, refund=settlement.refund, error=settlement.error)
+            if not ours:
+                return Settled(lease_lost=True)
+            tx.execute(
+                "UPDATE lanes SET holder = NULL, token = NULL, until = NULL WHERE lane = ?",
+                (lane,),
+            )
+            if settlement.pause_chat_until is not None:
+                pause(tx, chat, tx.at.to_db(settlement.pause_chat_until), now=tx.at.db)
+            revived = 0
+            if settlement.delivered:
+                # The chat accepts messages: what waits for it because of a failure goes now.
+                tx.execute(
+                    "UPDATE alerts SET next_attempt_at = ?, scheduled_at = ?"
+                    " WHERE chat = ? AND state = 'pending' AND after_failure",
+                    (tx.at.db, tx.at.db, chat),
+                )
+                if settlement.second_chance_since is not None:
+                    revived = rows.revive(tx, chat, tx.at.to_db(settlement.second_chance_since))
+            # The lane is free, and may hold more: any relay may take it up now.
+            tx.notify()
+            return Settled(revived=revived)
+
+        return self._store.write(settle, now=now, wait_until=wait_until)
 
     def after_recovery(self, now: float) -> int:
         """Telegram answers again: every alert waiting because of a failure is due now."""
 
+        def recover(tx: Tx) -> int:
+            count = tx.execute(
+                "UPDATE alerts SET next_attempt_at = CASE WHEN next_attempt_at < ?"
+                " THEN next_attempt_at ELSE ? END, scheduled_at = ?"
+                " WHERE state = 'pending' AND after_failure",
+                (tx.at.db, tx.at.db, tx.at.db),
+            ).rowcount
+            if count:
+                tx.notify()
+            return int(count)
+
+        return self._store.write(recover, now=now)
+
     def release(self, holder: Holder) -> int:
         """Free every lane this process holds (it is stopping); how many."""
+        if not self._store.opened:
+            return 0  # never opened here: nothing held
+        return int(
+            self._store.write(
+                lambda tx: (
+                    tx.execute(
+                        "UPDATE lanes SET holder = NULL, token = NULL, until = NULL"
+                        " WHERE holder = ?",
+                        (str(holder),),
+                    ).rowcount
+                )
+            )
+        )
 
-    def pending(self) -> int: ...
+    def pending(self) -> int:
+        return int(
+            self._store.read(lambda tx: tx.one("SELECT alerts FROM pending_count")["alerts"])
+        )
+
+    def last_claims(self, fit: Fit, *, holder: Holder, new_token: Callable[[], str]) -> list[Claim]:
+        """The process is stopping, and these alerts go with it (an in-memory queue): every
+        one, due or not, paced or not, claimed for one last attempt, in as few messages as
+        fit."""
+
+        def claim_all(tx: Tx) -> list[Claim]:
+            claims = []
+            for lane in tx.all("SELECT DISTINCT lane FROM alerts WHERE state = 'pending'"):
+                waiting = [
+                    self._alert(row, tx)
+                    for row in tx.all(
+                        "SELECT * FROM alerts WHERE lane = ? AND state = 'pending' ORDER BY id",
+                        (lane["lane"],),
+                    )
+                ]
+                while waiting:
+                    taken = waiting[: max(1, fit(waiting[:MAX_CLAIM]))]
+                    waiting = waiting[len(taken) :]
+                    rows.count_attempt(tx, [alert.id for alert in taken])
+                    token = new_token()
+                    self._lease(tx, taken[0].destination, holder, token, 0.0)
+                    claims.append(Claim(taken[0].destination, token, [_counted(a) for a in taken]))
+            return claims
+
+        return self._store.write(claim_all)
+
+    def take_all(self) -> list[SpooledAlert]:
+        """Empty the queue of what is pending, returning it, oldest first."""
+
+        def take(tx: Tx) -> list[SpooledAlert]:
+            found = tx.all("SELECT * FROM alerts WHERE state = 'pending' ORDER BY id")
+            tx.execute("DELETE FROM alerts WHERE state = 'pending'")
+            return [self._alert(row, tx) for row in found]
+
+        return self._store.write(take)
 
     def tidy(self) -> None:
         """Upkeep, off the webhooks' path: the dispatcher calls it once a second."""
+        self._store.tidy()
+        if not self.durable and self._store.opened:
+            self._store.write(
+                lambda tx: tx.execute(
+                    "DELETE FROM alerts WHERE state = 'dead' AND id <= (SELECT id FROM alerts"
+                    " WHERE state = 'dead' ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                    (MEMORY_DEAD_KEPT,),
+                )
+            )
 
     def subscribe(self, on_news: Callable[[], None]) -> None:
-        """Call `on_news` when another process queues work or frees a lane, where the queue
+        """Call `on_news` when another process queues work or frees a lane, where the store
         can tell (PostgreSQL's NOTIFY); the dispatcher polls anyway."""
+        self._store.listen(on_news)
 
-    def unsubscribe(self) -> None: ...
+    def unsubscribe(self) -> None:
+        self._store.stop_listening()
 
+    def next_turn(self, destination: Destination, *, now: float) -> float:
+        """When the chat's next turn is (for tests and tools: nothing is taken)."""
+        return self._store.read(
+            lambda tx: tx.at.to_local(
+                next_turn(tx, destination.chat_key, group=destination.is_group, now=tx.at.db)
+            ),
+            now=now,
+        )
 
-def why_wait(
-    *,
-    behind: Callable[[], bool],
-    telegram_up: bool,
-    attempt_by: float,
-    take_turn: Callable[[], float],
-    now: float,
-) -> tuple[WaitReason | None, float | None]:
-    """Why a new alert waits instead of going with its webhook (None: it goes), and its chat's
-    turn when the chat's pace is why. In this order, as every backend decides: older alerts or
-    a held destination (`behind`), Telegram failing, no time left for an attempt (monotonic
-    `attempt_by`), then the chat's turn, which `take_turn` takes only when all else allows."""
-    if behind():
-        return "behind_older", None
-    if not telegram_up:
-        return "telegram_down", None
-    if time.monotonic() > attempt_by:
-        return "spool_busy", None
-    turn = take_turn()
-    return ("paced", turn) if turn > now else (None, None)
+    # --- rows ------------------------------------------------------------------------------------
 
+    def _lease(
+        self, tx: Tx, destination: Destination, holder: Holder, token: str, lease_for: float
+    ) -> None:
+        tx.execute(
+            "UPDATE lanes SET holder = ?, token = ?, until = ? WHERE lane = ?",
+            (str(holder), token, tx.at.db + lease_for, destination.lane),
+        )
 
-def due_now(candidates: Iterable[tuple[T, float]], now: float) -> list[T]:
-    """Of a destination's waiting alerts (each with its due time), oldest first, those due:
-    up to the first one that is not, since a lane's alerts go in order."""
-    due = []
-    for candidate, at in candidates:
-        if at > now:
-            break
-        due.append(candidate)
-    return due
+    def _alert(self, row: Any, tx: Tx) -> SpooledAlert:
+        return rows.alert_from_row(row, tx.at, store=self.name, in_memory=not self.durable)
 
 
-def claim_due(
-    destination: Destination,
-    token: str,
-    due: Iterable[SpooledAlert],
-    *,
-    now: float,
-    retire: Retire,
-    bury: Callable[[SpooledAlert, Dead], None],
-    send: bool,
-    turn_later: Callable[[], float | None],
-    fit: Fit,
-    take: Callable[[list[SpooledAlert]], None],
-) -> Claim | Later | None:
-    """A lane's claim, as every backend makes it from its due alerts (oldest first): those
-    `retire` rules out die on the way (`bury`); the rest go when `send` allows and the chat's
-    turn has come (`turn_later` takes it, or says when it comes), as many as fit one message,
-    counted as attempts here and recorded by `take` (the backend's attempts and lease)."""
-    retired: list[tuple[SpooledAlert, Dead]] = []
-    alive: list[SpooledAlert] = []
-    for alert in due:
-        if (dead := retire(alert, now)) is not None:
-            bury(alert, dead)
-            retired.append((alert, dead))
-        else:
-            alive.append(alert)
-    if not send or not alive:
-        return Claim(destination, "", [], retired) if retired else None
-    later = turn_later()
-    if later is not None:
-        return Claim(destination, "", [], retired) if retired else Later(later)
-    taken = alive[: max(1, fit(alive))]
-    take(taken)
-    for alert in taken:
-        alert.attempts += 1
-        alert.unsure_attempts += 1
-    return Claim(destination, token, taken, retired)
-
-
-def record_outcomes(
-    settlement: Settlement,
-    *,
-    ours: bool,
-    delete: Callable[[SpooledAlert], object],
-    reschedule: Callable[[SpooledAlert, RetryAt], None],
-    bury: Callable[[SpooledAlert, Dead], None],
-) -> None:
-    """An attempt's outcomes, as the stored queues record them: a delivered alert is deleted
-    whoever holds its lane now (it must never go again); the others change only while the
-    claim still holds the lane (`ours`)."""
-    for alert, outcome in settlement.outcomes:
-        if isinstance(outcome, Delivered):
-            delete(alert)
-        elif ours and isinstance(outcome, RetryAt):
-            reschedule(alert, outcome)
-        elif ours and isinstance(outcome, Dead):
-            bury(alert, outcome)
-
-
-def destination_of(path: str, chat: str, thread: int | None) -> Destination:
-    parsed = parse_chat_id(chat)
-    if parsed is None:  # not written by this code: a person's edit, say
-        raise SpoolError(f"an alert in {path} has an unreadable chat id {chat!r}")
-    return Destination(parsed, thread)
-
-
-class Row(Protocol):
-    """A row by column name: sqlite3.Row, or psycopg's dict rows."""
-
-    def __getitem__(self, column: str, /) -> Any: ...
-
-
-def alert_from_row(row: Row, destination: Destination) -> SpooledAlert:
-    entry = brief = heading = None
-    if row["entry_html"] is not None:
-        entry = Entry(row["entry_html"], row["entry_text"])
-    if row["brief_html"] is not None:
-        brief = Entry(row["brief_html"], row["brief_text"])
-    if row["heading_html"] is not None:
-        heading = Entry(row["heading_html"], row["heading_text"])
-    subjects = Subjects.from_json(row["subjects"])
-    return SpooledAlert(
-        Message(row["html"], row["text"], row["fallback"], entry, brief, heading, subjects),
-        destination,
-        received_at=row["received_at"],
-        retry_from=row["retry_from"],
-        id=row["id"],
-        attempts=row["attempts"],
-        unsure_attempts=row["unsure_attempts"],
-        next_attempt_at=row["next_attempt_at"],
-        last_error=row["last_error"],
-        state=row["state"],
-        dead_at=row["dead_at"],
-        second_chance=bool(row["second_chance"]),
+def _free(lease: Any, tx: Tx, holder: Holder, in_flight: Container[str]) -> bool:
+    return lease_is_free(
+        lease["holder"],
+        lease["token"],
+        lease["until"],
+        now=tx.at.db,
+        me=holder,
+        in_flight=in_flight,
     )
 
 
-def due_at(next_attempt_at: float, scheduled_at: float, now: float) -> float:
-    """When an alert is due, guarded: after the clock stepped back, now, not an hour late."""
-    return guarded(next_attempt_at, scheduled_at, now)
+def _due_at(row: Any, tx: Tx) -> float:
+    """When an alert is due (the store's time), guarded: after the clock stepped back, now,
+    not an hour late."""
+    return guarded(row["next_attempt_at"], row["scheduled_at"], tx.at.db)
+
+
+def _counted(alert: SpooledAlert) -> SpooledAlert:
+    """The alert as its claim left it: one more attempt, as the claim's statement counted."""
+    return replace(alert, attempts=alert.attempts + 1, unsure_attempts=alert.unsure_attempts + 1)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from ..errors import SpoolError
 from ..routing import Destination
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 Step = str | Callable[[sqlite3.Connection, Destination | None], None]
 
@@ -207,6 +207,20 @@ STEPS: dict[int, list[Step]] = {
     at REAL NOT NULL                -- when it was handled
 )""",
         "CREATE INDEX handled_updates_by_time ON handled_updates (at)",
+    ],
+    # The same tables as PostgreSQL's (postgres/schema.py), so one set of statements serves
+    # both: each chat's pause on a row of its own, and the bot's row that PostgreSQL locks.
+    7: [
+        """CREATE TABLE chats (
+    chat TEXT PRIMARY KEY,
+    paused_until REAL,              -- Telegram's 429: no message to the chat before this
+    paused_at REAL                  -- when that was decided, for the clock guard
+)""",
+        "INSERT INTO chats (chat, paused_until, paused_at)"
+        " SELECT chat, until, paused_at FROM pauses",
+        "DROP TABLE pauses",
+        "CREATE TABLE bot (id INTEGER PRIMARY KEY CHECK (id = 1))",
+        "INSERT INTO bot VALUES (1)",
     ],
 }
 

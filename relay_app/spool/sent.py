@@ -13,12 +13,11 @@ reaches. Telegram keeps an update for at most 24 hours.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
-from .database import Database
+from .store import Row, Store, Tx
 
 IssueStatus = Literal["resolved", "ignored", "unresolved"]
 ISSUE_STATUSES: tuple[IssueStatus, ...] = ("resolved", "ignored", "unresolved")
@@ -85,131 +84,145 @@ class SentStore(Protocol):
         messages."""
 
 
-class SqliteSentStore:
-    def __init__(self, database: Database) -> None:
-        self._database = database
+class SpoolSentStore:
+    """The records in the spool (store.py): times stored on the store's clock, handed out on
+    the caller's."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
 
     def keep(self, message: SentMessage, outages: Sequence[Outage]) -> None:
-        def keep(db: sqlite3.Connection) -> None:
-            db.execute(
-                "INSERT OR REPLACE INTO sent_messages (chat, message_id, html, notes, sent_at)"
-                " VALUES (?, ?, ?, ?, ?)",
+        def keep(tx: Tx) -> None:
+            tx.execute(
+                "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat, message_id) DO UPDATE"
+                " SET html = excluded.html, notes = excluded.notes, sent_at = excluded.sent_at",
                 (
                     message.chat,
                     message.message_id,
                     message.html,
                     "\n".join(message.notes),
-                    message.sent_at,
+                    tx.at.to_db(message.sent_at),
                 ),
             )
-            db.executemany(
-                "INSERT OR REPLACE INTO issue_buttons (key, chat, message_id, position,"
-                " issue_id, origin, label) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            tx.executemany(
+                "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin,"
+                " label) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
                 [
                     (b.key, message.chat, message.message_id, n, b.issue_id, b.origin, b.label)
                     for n, b in enumerate(message.buttons)
                 ],
             )
-            db.executemany(
-                "INSERT OR REPLACE INTO outages (lane, link, chat, message_id, name, down_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                [(o.lane, o.link, o.chat, o.message_id, o.name, o.down_at) for o in outages],
+            tx.executemany(
+                "INSERT INTO outages (lane, link, chat, message_id, name, down_at)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (lane, link) DO UPDATE"
+                " SET chat = excluded.chat, message_id = excluded.message_id,"
+                " name = excluded.name, down_at = excluded.down_at",
+                [
+                    (o.lane, o.link, o.chat, o.message_id, o.name, tx.at.to_db(o.down_at))
+                    for o in outages
+                ],
             )
 
-        self._database.write(keep)
+        self._store.write(keep)
 
     def pressed(self, key: str) -> tuple[SentMessage, IssueButton] | None:
-        def read(db: sqlite3.Connection) -> tuple[SentMessage, IssueButton] | None:
-            row = db.execute(
-                "SELECT chat, message_id FROM issue_buttons WHERE key = ?", (key,)
-            ).fetchone()
-            message = _message(db, row["chat"], row["message_id"]) if row else None
+        def read(tx: Tx) -> tuple[SentMessage, IssueButton] | None:
+            row = tx.one("SELECT chat, message_id FROM issue_buttons WHERE key = ?", (key,))
+            message = _message(tx, row["chat"], row["message_id"]) if row else None
             if message is None:
                 return None
             return message, next(b for b in message.buttons if b.key == key)
 
-        return self._database.read(read)
+        return self._store.read(read)
 
     def acted(self, key: str, status: IssueStatus, *, by: str, at: float) -> SentMessage | None:
-        def act(db: sqlite3.Connection) -> SentMessage | None:
-            row = db.execute(
-                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ? WHERE key = ?"
-                " RETURNING chat, message_id",
-                (status, by, at, key),
-            ).fetchone()
-            return _message(db, row["chat"], row["message_id"]) if row else None
+        def act(tx: Tx) -> SentMessage | None:
+            row = tx.one(
+                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?"
+                " WHERE key = ? RETURNING chat, message_id",
+                (status, by, tx.at.db, key),
+            )
+            return _message(tx, row["chat"], row["message_id"]) if row else None
 
-        return self._database.write(act)
+        return self._store.write(act, now=at)
 
     def outage(self, lane: str, link: str) -> Outage | None:
-        row = self._database.read(
-            lambda db: db.execute(
-                "SELECT * FROM outages WHERE lane = ? AND link = ?", (lane, link)
-            ).fetchone()
-        )
-        return outage_from_row(row) if row is not None else None
+        def read(tx: Tx) -> Outage | None:
+            row = tx.one("SELECT * FROM outages WHERE lane = ? AND link = ?", (lane, link))
+            if row is None:
+                return None
+            outage = outage_from_row(row)
+            return replace(outage, down_at=tx.at.to_local(outage.down_at))
+
+        return self._store.read(read)
 
     def recovered(self, outage: Outage, note: str) -> SentMessage | None:
-        def recover(db: sqlite3.Connection) -> SentMessage | None:
-            db.execute(
+        def recover(tx: Tx) -> SentMessage | None:
+            tx.execute(
                 "DELETE FROM outages WHERE lane = ? AND link = ? AND message_id = ?",
                 (outage.lane, outage.link, outage.message_id),
             )
-            message = _message(db, outage.chat, outage.message_id)
+            message = _message(tx, outage.chat, outage.message_id)
             if message is None:
                 return None
-            db.execute(
+            tx.execute(
                 "UPDATE sent_messages SET notes = ? WHERE chat = ? AND message_id = ?",
                 ("\n".join((*message.notes, note)), message.chat, message.message_id),
             )
             return replace(message, notes=(*message.notes, note))
 
-        return self._database.write(recover)
+        return self._store.write(recover)
 
     def first_time(self, keys: Sequence[str], *, at: float) -> bool:
-        def record(db: sqlite3.Connection) -> bool:
+        def record(tx: Tx) -> bool:
             added = sum(
-                db.execute(
+                tx.execute(
                     "INSERT INTO handled_updates (key, at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                    (key, at),
+                    (key, tx.at.db),
                 ).rowcount
                 for key in keys
             )
             return added == len(keys)
 
-        return self._database.write(record)
+        return self._store.write(record, now=at)
 
     def prune(self, *, before: float) -> int:
-        def prune(db: sqlite3.Connection) -> int:
-            db.execute("DELETE FROM handled_updates WHERE at < ?", (before,))
-            db.execute("DELETE FROM outages WHERE down_at < ?", (before,))
-            db.execute(
+        def prune(tx: Tx) -> int:
+            cutoff = tx.at.to_db(before)
+            tx.execute("DELETE FROM handled_updates WHERE at < ?", (cutoff,))
+            tx.execute("DELETE FROM outages WHERE down_at < ?", (cutoff,))
+            tx.execute(
                 "DELETE FROM issue_buttons WHERE (chat, message_id) IN"
                 " (SELECT chat, message_id FROM sent_messages WHERE sent_at < ?)",
-                (before,),
+                (cutoff,),
             )
             return int(
-                db.execute("DELETE FROM sent_messages WHERE sent_at < ?", (before,)).rowcount
+                tx.execute("DELETE FROM sent_messages WHERE sent_at < ?", (cutoff,)).rowcount
             )
 
-        return self._database.write(prune)
+        return self._store.write(prune)
 
 
-def _message(db: sqlite3.Connection, chat: str, message_id: int) -> SentMessage | None:
-    row = db.execute(
+def _message(tx: Tx, chat: str, message_id: int) -> SentMessage | None:
+    row = tx.one(
         "SELECT * FROM sent_messages WHERE chat = ? AND message_id = ?", (chat, message_id)
-    ).fetchone()
+    )
     if row is None:
         return None
-    buttons = db.execute(
+    buttons = tx.all(
         "SELECT * FROM issue_buttons WHERE chat = ? AND message_id = ? ORDER BY position",
         (chat, message_id),
-    ).fetchall()
-    return message_from_rows(row, buttons)
-
-
-class Row(Protocol):
-    def __getitem__(self, column: str, /) -> object: ...
+    )
+    message = message_from_rows(row, buttons)
+    return replace(
+        message,
+        sent_at=tx.at.to_local(message.sent_at),
+        buttons=tuple(
+            replace(b, acted_at=tx.at.to_local(b.acted_at) if b.acted_at is not None else None)
+            for b in message.buttons
+        ),
+    )
 
 
 def message_from_rows(row: Row, buttons: Sequence[Row]) -> SentMessage:

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from relay_app.spool.postgres import PgDatabase, PgSpoolAdmin
+from relay_app.spool import Admin
+from relay_app.spool.postgres import PgDatabase
 from tests.conftest import required_tool
 from tests.e2e.helpers import delivered_titles, post_paced, titled, wait_until
 from tests.e2e.relay_process import RelayProcess, relay_env
@@ -136,7 +137,7 @@ def test_replicas_whose_clocks_differ_by_30_s_send_once_and_keep_the_pace(
 
 
 def pending_in(url: str) -> int:
-    admin = PgSpoolAdmin(PgDatabase(url, for_service=False))
+    admin = Admin(PgDatabase(url, for_service=False))
     try:
         return admin.counts()["pending"]
     finally:
@@ -146,9 +147,7 @@ def pending_in(url: str) -> int:
 def free_lanes(url: str) -> bool:
     database = PgDatabase(url, for_service=False)
     try:
-        rows = database.read(
-            lambda cursor, now: cursor.execute("SELECT token FROM lanes").fetchall()
-        )
+        rows = database.read(lambda tx: tx.all("SELECT token FROM lanes"))
     finally:
         database.close()
     return all(row["token"] is None for row in rows)

@@ -1,12 +1,9 @@
-"""The spool in PostgreSQL (`RELAY_SPOOL_URL`), shared by every relay pointed at the database:
-`database.py` (pool, schema, the database's clock, errors), `queue.py` (the scheduled queue),
-`pacer.py` (the fleet's turns), `health_store.py`, `admin.py`, `schema.py`."""
+"""The spool's store in PostgreSQL (`RELAY_SPOOL_URL`), shared by every relay pointed at the
+database: `database.py` (pool, schema, the database's clock, notifications, errors) and
+`schema.py`. The spool's statements are the same as for the file (spool/queue.py and beside)."""
 
 from __future__ import annotations
 
-from .admin import PgSpoolAdmin
 from .database import PgDatabase, redacted_url
-from .health_store import PgHealthStore
-from .queue import PgQueue
 
-__all__ = ["PgDatabase", "PgHealthStore", "PgQueue", "PgSpoolAdmin", "redacted_url"]
+__all__ = ["PgDatabase", "redacted_url"]

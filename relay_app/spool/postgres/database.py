@@ -10,7 +10,7 @@ database again, so the relay returns to it without a restart.
 
 Times are the database's (`clock_timestamp()`), so replicas whose clocks disagree still agree
 on leases, turns and due times. Each unit of work reads the database's time once and hands the
-work a `Now` that converts between it and the caller's clock.
+work a `Now` (store.py) that converts between it and the caller's clock.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -35,6 +34,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ...errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
 from ...http_deadline import Deadline
 from ...logs import register_secret
+from ..store import POSTGRESQL, Now, Tx, Work
 from .schema import SCHEMA_LOCK, SCHEMA_VERSION, STEPS
 
 log = logging.getLogger("relay_app.spool")
@@ -66,21 +66,6 @@ UNREACHABLE_FOR = 1.0
 CHANNEL = "relay_queue"
 # How long the listener waits for a notification before looking at its stop event.
 LISTEN_SLICE = 1.0
-ClockSource = Literal["database", "caller"]
-
-
-@dataclass(frozen=True)
-class Now:
-    """One unit of work's time: the database's clock, and the caller's at the same moment."""
-
-    db: float
-    local: float
-
-    def to_local(self, at: float) -> float:
-        return at - self.db + self.local
-
-    def to_db(self, at: float) -> float:
-        return at - self.local + self.db
 
 
 def redacted_url(url: str) -> str:
@@ -94,23 +79,26 @@ def redacted_url(url: str) -> str:
 
 
 class PgDatabase:
+    durable = True
+
     def __init__(
         self,
         url: str,
         *,
         for_service: bool = True,
-        clock_source: ClockSource = "database",
+        caller_skew: float | None = None,
     ) -> None:
         """`for_service=False` is a person's tool (relay-app): it never creates or upgrades the
-        schema. `clock_source="caller"` takes the caller's clock as the database's (the queue's
-        contract tests, which move a fake clock; every relay uses the database's)."""
+        schema. With `caller_skew` the store's clock is the caller's, that many seconds ahead,
+        instead of the database's (the contract tests, which move a fake clock; every relay
+        uses the database's)."""
         self.url = url
         self.path = redacted_url(url)  # the name logs and tools show
         password = urlsplit(url).password
         if password:
             register_secret(password)
         self._for_service = for_service
-        self._clock_source = clock_source
+        self._caller_skew = caller_skew
         self._lock = threading.Lock()
         self._pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] | None = None
         self._pool_pid = 0
@@ -128,7 +116,7 @@ class PgDatabase:
 
     def write(
         self,
-        work: Callable[[Cursor, Now], T],
+        work: Work[T],
         *,
         now: float | None = None,
         wait_until: float | None = None,
@@ -156,7 +144,7 @@ class PgDatabase:
     def _work(
         self,
         pool: ConnectionPool[psycopg.Connection[dict[str, Any]]],
-        work: Callable[[Cursor, Now], T],
+        work: Work[T],
         now: float | None,
         deadline: float,
         started: float,
@@ -182,7 +170,11 @@ class PgDatabase:
                             connection, cursor, sock, deadline, time.time() if now is None else now
                         )
                         try:
-                            result = work(cursor, moment)
+                            tx = Tx(cursor, POSTGRESQL, moment)
+                            result = work(tx)
+                            if tx.news:
+                                # Delivered to every listener when (and only if) this commits.
+                                cursor.execute(f"NOTIFY {CHANNEL}")
                             connection.commit()
                         except BaseException:
                             with contextlib.suppress(psycopg.Error):
@@ -256,26 +248,22 @@ class PgDatabase:
                     raise _Stale() from None
                 raise
         assert row is not None
-        if self._clock_source == "caller":
-            return Now(local, local)
+        if self._caller_skew is not None:
+            return Now(local + self._caller_skew, local)
         return Now(float(row["now"]), local)
 
     def problem(self) -> str | None:
         """Why the spool cannot be used now, or None: a quick question to the database."""
         try:
-            self.write(lambda cursor, now: None, wait_until=time.monotonic() + 2.0)
+            self.write(lambda tx: None, wait_until=time.monotonic() + 2.0)
         except SpoolBusy:
             return None  # it answers; it is busy
         except (SpoolError, SpoolOutdated) as exc:
             return str(exc)
         return None
 
-    def checkpoint(self) -> None:
-        """Nothing to do: PostgreSQL keeps its own log."""
-
-    def notify(self, cursor: Cursor) -> None:
-        """Tell every relay's listener, when this transaction commits, that work was queued."""
-        cursor.execute(f"NOTIFY {CHANNEL}")
+    def tidy(self) -> None:
+        """Nothing to do: PostgreSQL keeps its own log, and vacuums on its own."""
 
     def listen(self, on_news: Callable[[], None]) -> None:
         """Call `on_news` (from a thread of its own) whenever any relay queues work."""

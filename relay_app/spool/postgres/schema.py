@@ -8,7 +8,7 @@ that order, so the whole fleet keeps Telegram's limits together without deadlock
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Any fixed number: every relay takes this advisory lock to create or upgrade the schema, so
 # three replicas starting at once on an empty database do it one after another.
@@ -123,5 +123,23 @@ STEPS: dict[int, list[str]] = {
     at DOUBLE PRECISION NOT NULL
 )""",
         "CREATE INDEX handled_updates_by_time ON handled_updates (at)",
+    ],
+    # The pending alerts counted as SQLite's spool counts them (one row a trigger keeps), so a
+    # webhook checks RELAY_SPOOL_MAX_PENDING without counting every pending row.
+    4: [
+        """CREATE TABLE pending_count (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    alerts BIGINT NOT NULL
+)""",
+        "INSERT INTO pending_count SELECT 1, count(*) FROM alerts WHERE state = 'pending'",
+        """CREATE FUNCTION relay_count_pending() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE pending_count SET alerts = alerts
+        + (CASE WHEN TG_OP <> 'DELETE' AND NEW.state = 'pending' THEN 1 ELSE 0 END)
+        - (CASE WHEN TG_OP <> 'INSERT' AND OLD.state = 'pending' THEN 1 ELSE 0 END);
+    RETURN NULL;
+END $$""",
+        "CREATE TRIGGER pending_counted AFTER INSERT OR DELETE OR UPDATE OF state ON alerts"
+        " FOR EACH ROW EXECUTE FUNCTION relay_count_pending()",
     ],
 }

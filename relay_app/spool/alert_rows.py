@@ -1,0 +1,193 @@
+"""The `alerts` table: an alert as a row and back, and the statements that change one. Every
+count in an alert's ledger changes here, in SQL: at a claim (one more attempt, counted before
+it is made), and at a settlement (what the attempt gives back: outcomes.Refund). Times in rows
+are the store's; alerts handed out carry the caller's (`Now.to_local`)."""
+
+from __future__ import annotations
+
+from ..errors import SpoolError
+from ..formatting import Entry, Message
+from ..outcomes import Dead, Refund, RetryAt
+from ..routing import Destination, parse_chat_id
+from ..subjects import Subjects
+from .model import SpooledAlert
+from .store import Now, Row, Tx
+
+_REFUNDS: dict[Refund, tuple[int, int]] = {"none": (0, 0), "unsure": (0, 1), "attempt": (1, 1)}
+
+
+def destination_of(store: str, chat: str, thread: int | None) -> Destination:
+    parsed = parse_chat_id(chat)
+    if parsed is None:  # not written by this code: a person's edit, say
+        raise SpoolError(f"an alert in {store} has an unreadable chat id {chat!r}")
+    return Destination(parsed, thread)
+
+
+def alert_from_row(row: Row, at: Now, *, store: str, in_memory: bool = False) -> SpooledAlert:
+    entry = brief = heading = None
+    if row["entry_html"] is not None:
+        entry = Entry(row["entry_html"], row["entry_text"])
+    if row["brief_html"] is not None:
+        brief = Entry(row["brief_html"], row["brief_text"])
+    if row["heading_html"] is not None:
+        heading = Entry(row["heading_html"], row["heading_text"])
+    subjects = Subjects.from_json(row["subjects"])
+    return SpooledAlert(
+        Message(row["html"], row["text"], row["fallback"], entry, brief, heading, subjects),
+        destination_of(store, row["chat"], row["thread"]),
+        received_at=at.to_local(row["received_at"]),
+        retry_from=at.to_local(row["retry_from"]),
+        id=int(row["id"]),
+        attempts=row["attempts"],
+        unsure_attempts=row["unsure_attempts"],
+        next_attempt_at=at.to_local(row["next_attempt_at"]),
+        last_error=row["last_error"],
+        state=row["state"],
+        dead_at=at.to_local(row["dead_at"]) if row["dead_at"] is not None else None,
+        second_chance=bool(row["second_chance"]),
+        in_memory=in_memory,
+    )
+
+
+def insert(
+    tx: Tx, message: Message, destination: Destination, *, attempts: int, in_memory: bool
+) -> SpooledAlert:
+    """A new alert, due now, with `attempts` already counted (1: the webhook attempts it)."""
+    entry, brief, heading = message.short_entry, message.brief_entry, message.heading
+    now = tx.at.db
+    row = tx.one(
+        "INSERT INTO alerts (chat, thread, lane, received_at, retry_from, html, text, fallback,"
+        " entry_html, entry_text, brief_html, brief_text, heading_html, heading_text, subjects,"
+        " attempts, unsure_attempts, next_attempt_at, scheduled_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        (
+            destination.chat_key,
+            destination.thread,
+            destination.lane,
+            now,
+            now,
+            message.html,
+            message.text,
+            message.fallback,
+            entry.html if entry else None,
+            entry.text if entry else None,
+            brief.html if brief else None,
+            brief.text if brief else None,
+            heading.html if heading else None,
+            heading.text if heading else None,
+            message.subjects.to_json(),
+            attempts,
+            attempts,
+            now,
+            now,
+        ),
+    )
+    local = tx.at.local
+    return SpooledAlert(
+        message,
+        destination,
+        received_at=local,
+        retry_from=local,
+        id=int(row["id"]),
+        attempts=attempts,
+        unsure_attempts=attempts,
+        next_attempt_at=local,
+        in_memory=in_memory,
+    )
+
+
+def count_attempt(tx: Tx, alert_ids: list[int]) -> None:
+    """A claim's attempt, counted before it is made as one that may reach Telegram (a process
+    that dies mid-attempt leaves that count behind)."""
+    tx.executemany(
+        "UPDATE alerts SET attempts = attempts + 1, unsure_attempts = unsure_attempts + 1,"
+        " after_failure = FALSE WHERE id = ?",
+        [(alert_id,) for alert_id in alert_ids],
+    )
+
+
+def ensure_lane(tx: Tx, destination: Destination) -> None:
+    tx.execute(
+        "INSERT INTO lanes (lane, chat, thread) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        (destination.lane, destination.chat_key, destination.thread),
+    )
+
+
+def reschedule(
+    tx: Tx, alert: SpooledAlert, retry: RetryAt, *, refund: Refund, error: str | None
+) -> None:
+    destination = retry.destination or alert.destination
+    if retry.destination is not None:
+        ensure_lane(tx, destination)
+    attempts, unsure = _REFUNDS[refund]
+    tx.execute(
+        "UPDATE alerts SET attempts = attempts - ?, unsure_attempts = unsure_attempts - ?,"
+        " last_error = ?, next_attempt_at = ?, scheduled_at = ?, after_failure = ?, chat = ?,"
+        " thread = ?, lane = ? WHERE id = ? AND state = 'pending'",
+        (
+            attempts,
+            unsure,
+            error,
+            tx.at.to_db(retry.at),
+            tx.at.db,
+            retry.after_failure,
+            destination.chat_key,
+            destination.thread,
+            destination.lane,
+            alert.id,
+        ),
+    )
+
+
+def bury(
+    tx: Tx, alert: SpooledAlert, dead: Dead, *, refund: Refund = "none", error: str | None = None
+) -> None:
+    """A dead letter: kept, with why it died. `error` None keeps the last one recorded."""
+    attempts, unsure = _REFUNDS[refund]
+    tx.execute(
+        "UPDATE alerts SET state = 'dead', dead_at = ?, dead_kind = ?,"
+        " attempts = attempts - ?, unsure_attempts = unsure_attempts - ?,"
+        " last_error = coalesce(?, last_error) WHERE id = ?",
+        (tx.at.db, dead.kind, attempts, unsure, error, alert.id),
+    )
+
+
+def revive(tx: Tx, chat: str, since: float) -> int:
+    """The chat's dead letters that died only of their used-up attempts, young enough (`since`,
+    the store's time), pending once more: their second chance."""
+    now = tx.at.db
+    return int(
+        tx.execute(
+            "UPDATE alerts SET state = 'pending', second_chance = TRUE, dead_at = NULL,"
+            " dead_kind = NULL, next_attempt_at = ?, scheduled_at = ?, after_failure = FALSE"
+            " WHERE chat = ? AND state = 'dead' AND dead_kind = 'exhausted'"
+            " AND NOT second_chance AND retry_from >= ?",
+            (now, now, chat, since),
+        ).rowcount
+    )
+
+
+def requeue(tx: Tx, alert_id: int | None = None) -> int:
+    """Dead alerts pending again, with a fresh retry horizon: `alert_id`, or all of them."""
+    now = tx.at.db
+    if alert_id is None:
+        tx.execute(_REQUEUE_LANES + " ON CONFLICT DO NOTHING")
+        count = tx.execute(_REQUEUE, (now, now, now)).rowcount
+    else:
+        tx.execute(_REQUEUE_LANES + " AND id = ? ON CONFLICT DO NOTHING", (alert_id,))
+        count = tx.execute(_REQUEUE + " AND id = ?", (now, now, now, alert_id)).rowcount
+    if count:
+        tx.notify()
+    return int(count)
+
+
+# Every dead letter, or (with "AND id = ?") one.
+_REQUEUE_LANES = (
+    "INSERT INTO lanes (lane, chat, thread) SELECT DISTINCT lane, chat, thread FROM alerts"
+    " WHERE state = 'dead'"
+)
+_REQUEUE = (
+    "UPDATE alerts SET state = 'pending', dead_at = NULL, dead_kind = NULL, attempts = 0,"
+    " unsure_attempts = 0, second_chance = FALSE, after_failure = FALSE, retry_from = ?,"
+    " next_attempt_at = ?, scheduled_at = ? WHERE state = 'dead'"
+)

@@ -1,0 +1,94 @@
+"""The one place a spool is opened, from where the settings say it is, for the relay, the
+`relay-app` tools and `check` alike: a `Spool` with everything its users need, so nothing
+reaches through it to the store underneath."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..routing import Destination
+from .admin import Admin
+from .database import MEMORY, Database
+from .health_store import SpoolHealthStore
+from .poller import SpoolPollerLease
+from .postgres.database import PgDatabase
+from .queue import Queue
+from .sent import SpoolSentStore
+from .store import Store
+
+# Per process, for alerts the spool cannot take: past it, one can wait nowhere.
+MAX_MEMORY_ALERTS = 1000
+
+
+@dataclass(frozen=True)
+class Spool:
+    queue: Queue
+    admin: Admin
+    health: SpoolHealthStore
+    sent: SpoolSentStore
+    poller_lease: SpoolPollerLease
+    _store: Store
+
+    @property
+    def name(self) -> str:
+        return self._store.path
+
+    @property
+    def durable(self) -> bool:
+        return self._store.durable
+
+    def problem(self) -> str | None:
+        """Why the spool cannot be used now (GET /readyz), or None."""
+        return self._store.problem()
+
+    def count_lock_waits(self, observe: Callable[[float], None]) -> None:
+        """Tell `observe` of every wait for another process's lock, in seconds."""
+        self._store.on_lock_wait = observe
+
+    def close(self) -> None:
+        self._store.close()
+
+
+def open_spool(
+    *,
+    path: str | None = None,
+    url: str | None = None,
+    for_service: bool = True,
+    max_pending: int = 10000,
+    default_destination: Destination | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Spool | None:
+    """The spool in PostgreSQL (`url`, RELAY_SPOOL_URL) or in a file (`path`,
+    RELAY_SPOOL_PATH); None when neither is set (RELAY_SPOOL_PATH=off). Nothing is read
+    until first used: gunicorn forks after the app is made. `for_service=False` is a person's
+    tool: it never creates, upgrades or repairs."""
+    store: Store
+    if url is not None:
+        store = PgDatabase(url, for_service=for_service)
+    elif path is not None:
+        store = Database(path, for_service=for_service, default_destination=default_destination)
+    else:
+        return None
+    return on_store(store, max_pending=max_pending, clock=clock)
+
+
+def open_memory(*, max_alerts: int = MAX_MEMORY_ALERTS) -> Spool:
+    """A private in-memory database, this process's: where alerts wait, by the same rules,
+    when the spool cannot take them."""
+    return on_store(Database(MEMORY), max_pending=max_alerts)
+
+
+def on_store(
+    store: Store, *, max_pending: int = 10000, clock: Callable[[], float] = time.time
+) -> Spool:
+    """A spool on a store already made (the tests make theirs with a skewed clock)."""
+    return Spool(
+        queue=Queue(store, max_pending=max_pending),
+        admin=Admin(store, clock=clock),
+        health=SpoolHealthStore(store),
+        sent=SpoolSentStore(store),
+        poller_lease=SpoolPollerLease(store),
+        _store=store,
+    )
