@@ -97,7 +97,7 @@ def on_starting(server: Any) -> None:
 
 
 def on_exit(server: Any) -> None:
-    metrics.remove_directory()
+    metrics.remove_directory(os.environ)
 
 
 def post_worker_init(worker: Any) -> None:

@@ -58,7 +58,7 @@ def counting_cost(multiprocess_dir: str | None) -> float:
 import sys, time, timeit
 sys.path.insert(0, {str(ROOT)!r})
 from relay_app.metrics import Metrics
-metrics = Metrics(None)
+metrics = Metrics()
 def one_webhook():
     metrics.webhook("sent", "delivered")
     metrics.attempt("sync", "delivered", None)

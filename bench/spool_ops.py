@@ -30,11 +30,12 @@ from bench.payload import PAYLOAD  # noqa: E402
 from relay_app.digest import how_many_fit  # noqa: E402
 from relay_app.formatting import format_alert  # noqa: E402
 from relay_app.glitchtip import parse_alert  # noqa: E402
-from relay_app.outcomes import Delivered, Settlement  # noqa: E402
+from relay_app.outcomes import Delivered  # noqa: E402
 from relay_app.pacing import CHAT_INTERVAL  # noqa: E402
 from relay_app.routing import Destination  # noqa: E402
 from relay_app.spool import Admin, Admission, Claim, Queue, on_store, this_process  # noqa: E402
 from relay_app.spool.database import Database  # noqa: E402
+from relay_app.spool.model import Settlement  # noqa: E402
 
 MESSAGE = format_alert(parse_alert(PAYLOAD))
 PAIRS = 300

@@ -14,6 +14,7 @@ from werkzeug.exceptions import HTTPException
 from .config import Settings
 from .delivery import Courier, Telegram
 from .dispatcher import Dispatcher
+from .gauges import SpoolGauges
 from .glitchtip import MAX_BODY_BYTES
 from .glitchtip_api import GlitchTipApi
 from .health import Health, HealthStore, MemoryHealthStore
@@ -68,7 +69,12 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     app.register_blueprint(
         create_blueprint(
             webhook_secret=settings.webhook_secret,
-            relay=relay,
+            intake=relay.intake,
+            jobs=relay.jobs,
+            metrics=relay.metrics,
+            outgoing=relay.outgoing,
+            presses=relay.presses,
+            spool_problem=relay.spool.problem if relay.spool is not None else lambda: None,
             serve_metrics=settings.metrics,
             default_destination=settings.default_destination,
             allowed_chats=settings.allowed_chat_ids,
@@ -104,7 +110,7 @@ def assemble(
     queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
     health_store: HealthStore = spool.health if spool is not None else MemoryHealthStore()
     health = Health(health_store, queues=queues)
-    metrics = Metrics(spool.admin if spool is not None else None, health)
+    metrics = Metrics(SpoolGauges(spool.admin if spool is not None else None, health))
     if spool is not None:
         spool.count_lock_waits(metrics.lock_wait)
     sent = spool.sent if spool is not None else None

@@ -28,9 +28,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
 
 from .errors import SpoolError
-from .health import Health, TelegramHealth, probe_due
+from .health import Health, probe_due
 from .job import Jobs
 from .metrics import Metrics
+from .spool.health_store import TelegramHealth
 from .spool.holders import Holder, this_process
 from .spool.model import Claim, Later
 from .spool.queue import Queue

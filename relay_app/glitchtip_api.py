@@ -8,7 +8,7 @@ The one place where requests' exceptions and GlitchTip's answers become the Glit
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import requests
 
@@ -21,7 +21,6 @@ from .errors import (
 )
 from .http_deadline import Deadline, DeadlineAdapter
 from .logs import redact, register_secret
-from .spool.sent import IssueStatus
 
 # GlitchTip's answers here are a few kilobytes; a larger one is not its API answering.
 MAX_ANSWER_BYTES = 1024 * 1024
@@ -29,6 +28,10 @@ _NEW_TOKEN_HOWTO = (
     "make a new token in GlitchTip (Profile → Auth Tokens) with the event:write scope and set "  # noqa: S105 (a hint, not a password)
     "GLITCHTIP_API_TOKEN to it"
 )
+
+# What a button sets an issue to in GlitchTip.
+IssueStatus = Literal["resolved", "ignored", "unresolved"]
+ISSUE_STATUSES: tuple[IssueStatus, ...] = ("resolved", "ignored", "unresolved")
 
 
 class GlitchTipApi:

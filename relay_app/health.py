@@ -18,35 +18,18 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Literal, Protocol
+from dataclasses import replace
+from typing import Protocol
 
 from .clock import guarded
 from .errors import SpoolError
+from .spool.health_store import TelegramHealth
 
 log = logging.getLogger(__name__)
 
-State = Literal["up", "suspect", "down"]
 # The first question a second after a failure; then every two seconds while Telegram fails.
 FIRST_PROBE_AFTER = 1.0
 PROBE_INTERVAL = 2.0
-
-
-@dataclass(frozen=True)
-class TelegramHealth:
-    state: State = "up"
-    # When the next probe is due, and when that was decided (both wall clock; the second
-    # guards against the clock stepping back: clock.py).
-    next_probe_at: float = 0.0
-    decided_at: float = 0.0
-    # The process making the current probe, and until when it may ("" and 0: nobody).
-    prober: str = ""
-    probe_until: float = 0.0
-
-    @property
-    def sending(self) -> bool:
-        """Whether alerts may be sent: not while a failure is unexplained."""
-        return self.state == "up"
 
 
 def after_send_failed(health: TelegramHealth, now: float) -> TelegramHealth:

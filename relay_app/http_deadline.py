@@ -82,12 +82,20 @@ class _Watchdog:
     TICK = 0.02
 
     def __init__(self) -> None:
+        self._start_over()
+
+    def _start_over(self) -> None:
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._active: set[Deadline] = set()
         self._busy = threading.Event()
         self._thread: threading.Thread | None = None
 
     def watch(self, deadline: Deadline) -> None:
+        if self._pid != os.getpid():
+            # A forked child (gunicorn's worker) has none of the parent's threads, and maybe a
+            # copy of a lock one of them held: it starts over.
+            self._start_over()
         with self._lock:
             self._active.add(deadline)
             if self._thread is None:
@@ -98,6 +106,8 @@ class _Watchdog:
         self._busy.set()
 
     def forget(self, deadline: Deadline) -> None:
+        if self._pid != os.getpid():
+            return  # the parent's deadline: never watched here
         with self._lock:
             self._active.discard(deadline)
 
@@ -116,15 +126,6 @@ class _Watchdog:
 
 
 _watchdog = _Watchdog()
-
-
-def _new_watchdog_after_fork() -> None:
-    # The thread does not survive a fork (gunicorn forks its workers); its lock might not either.
-    global _watchdog
-    _watchdog = _Watchdog()
-
-
-os.register_at_fork(after_in_child=_new_watchdog_after_fork)
 
 
 def _abort(sock: socket.socket) -> None:

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from itertools import takewhile
-from typing import Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from .delivery import NO_EXTRAS, Extras, Sent, log_undelivered
 from .digest import compose, how_many_fit
@@ -28,17 +28,35 @@ from .formatting import REPEAT_NOTE, Message, with_note
 from .health import Health
 from .logs import event
 from .metrics import AttemptKind, Metrics
-from .outcomes import Dead, Delivered, Outcome, Refund, RetryAt, Settled, Settlement, refunded
-from .outgoing import Outgoing
+from .outcomes import Dead, Delivered, Outcome, Refund, RetryAt
 from .policy import RetryPolicy
 from .routing import Destination
-from .spool.model import Claim, SpooledAlert
+from .spool.model import Claim, Settled, Settlement, SpooledAlert, refunded
 from .spool.queue import Queue
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 Deliver = Callable[[Message, Destination, Extras], Sent | None]
+Plan = TypeVar("Plan", bound="Planned")
+
+
+class Planned(Protocol):
+    @property
+    def extras(self) -> Extras: ...
+
+
+class AroundDelivery(Protocol[Plan]):
+    """What the relay does around a delivery, beyond it (outgoing.py, which the app's wiring
+    gives the jobs): what to send with the message, and what to keep and tell after it."""
+
+    def plan(self, alerts: Sequence[SpooledAlert], destination: Destination) -> Plan: ...
+
+    def delivered(
+        self, plan: Plan, sent: Sent, alerts: Sequence[SpooledAlert], destination: Destination
+    ) -> Callable[[], None] | None: ...
+
+
 # Runs work after the job, off the caller's thread (the dispatcher's pool): the webhook's own
 # attempt must not spend GlitchTip's 10 s on what follows a delivery.
 Later = Callable[[Callable[[], None]], None]
@@ -56,7 +74,7 @@ class Jobs:
         late_after: float = 60.0,
         coalesce: bool = True,
         second_chance: bool = True,
-        outgoing: Outgoing | None = None,
+        outgoing: AroundDelivery[Any] | None = None,
     ) -> None:
         self._deliver = deliver
         self._outgoing = outgoing

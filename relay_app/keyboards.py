@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT, visible_length
-from .spool.sent import IssueButton, IssueStatus, SentMessage
+from .glitchtip_api import IssueStatus
+from .spool.sent import IssueButton, SentMessage
 from .subjects import IssueRef
 
 Verb = Literal["resolve", "ignore", "reopen"]

@@ -43,17 +43,25 @@ EVENT_ATTRIBUTE = "relay_event"
 _CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
-# A tuple swapped whole, so a logging thread never iterates while another registers.
-_secrets: tuple[str, ...] = ()
-_secrets_lock = threading.Lock()
-_installed = False
+
+class _Secrets:
+    """The secrets registered in this process (the record factory is the process's too)."""
+
+    def __init__(self) -> None:
+        # A tuple swapped whole, so a logging thread never iterates while another registers.
+        self.forms: tuple[str, ...] = ()
+        self.lock = threading.Lock()
+        self.factory_installed = False
+
+
+_registered = _Secrets()
 
 
 def redact(text: str) -> str:
     """Replace every registered secret (raw or percent-encoded) in `text`, and whatever path
     segment follows /webhook/ or /telegram/: a wrong secret there may be an old one, or a near
     miss."""
-    for secret in _secrets:
+    for secret in _registered.forms:
         if secret in text:
             text = text.replace(secret, REDACTED)
     if any(path in text for path in SECRET_PATHS):
@@ -78,11 +86,11 @@ def _escaped(found: re.Match[str]) -> str:
 
 
 def register_secret(secret: str) -> None:
-    global _secrets
-    with _secrets_lock:
-        forms = {secret, quote(secret, safe=""), quote(secret)} - set(_secrets)
+    with _registered.lock:
+        known = _registered.forms
+        forms = {secret, quote(secret, safe=""), quote(secret)} - set(known)
         # Longest first, so a secret that contains another is replaced whole.
-        _secrets = tuple(sorted((*_secrets, *forms), key=len, reverse=True))
+        _registered.forms = tuple(sorted((*known, *forms), key=len, reverse=True))
 
 
 def event(**fields: object) -> dict[str, Any]:
@@ -139,9 +147,8 @@ class JsonFormatter(logging.Formatter):
 
 
 def _install_redacting_record_factory() -> None:
-    global _installed
-    with _secrets_lock:
-        if _installed:
+    with _registered.lock:
+        if _registered.factory_installed:
             return
         make_record = logging.getLogRecordFactory()
 
@@ -151,7 +158,7 @@ def _install_redacting_record_factory() -> None:
             return record
 
         logging.setLogRecordFactory(redacting_record_factory)
-        _installed = True
+        _registered.factory_installed = True
 
 
 _exception_formatter = logging.Formatter()

@@ -4,7 +4,7 @@ Counters and histograms are prometheus_client's, in its multiprocess mode under 
 worker writes its values to files in PROMETHEUS_MULTIPROC_DIR and a scrape, answered by any
 worker, adds them all up. gunicorn.conf.py makes that directory (`share_between_workers`), so
 nobody has to. The spool's gauges (pending, dead, oldest pending) are not counted at all: they are
-read from the spool, which every worker shares, when Prometheus scrapes.
+read from the spool, which every worker shares, when Prometheus scrapes (gauges.py).
 
 prometheus_client chooses between in-process and file-backed values when it is first imported,
 from the environment. So this module imports it only when the first `Metrics` is built, and the
@@ -17,18 +17,11 @@ import glob
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Literal
-
-from .errors import SpoolError
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
-
-    from .health import Health
-    from .spool.admin import Admin
-    from .spool.model import State
 
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -52,10 +45,17 @@ PressOutcome = Literal[
 ]
 
 
+class Collector(Protocol):
+    """Gauges read when Prometheus scrapes (prometheus_client's custom collectors)."""
+
+    def collect(self) -> Iterator[Metric]: ...
+
+
 class Metrics:
     """The relay's counters: one per app, each with a registry of its own."""
 
-    def __init__(self, spool: Admin | None, health: Health | None = None) -> None:
+    def __init__(self, gauges: Collector | None = None) -> None:
+        """`gauges` are read at each scrape (gauges.py: the spool and Telegram's health)."""
         # Imported here, not at the top: see the module's docstring.
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -126,8 +126,9 @@ class Metrics:
             ["outcome"],
             registry=self.registry,
         )
-        self._spool_collector = _SpoolCollector(spool, health)
-        self.registry.register(self._spool_collector)
+        self._gauges = gauges
+        if gauges is not None:
+            self.registry.register(gauges)
 
     def webhook(self, outcome: WebhookOutcome, reason: str) -> None:
         self.webhooks.labels(outcome, reason).inc()
@@ -162,77 +163,24 @@ class Metrics:
         # files are read afresh each time.
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
-        registry.register(self._spool_collector)
+        if self._gauges is not None:
+            registry.register(self._gauges)
         return generate_latest(registry)
 
 
-class _SpoolCollector:
-    """Gauges read at scrape time from what every worker shares (the spool, Telegram's
-    health as the relay sees it), so every worker reports the same numbers."""
-
-    def __init__(self, spool: Admin | None, health: Health | None) -> None:
-        self._spool = spool
-        self._health = health
-
-    def _readings(self) -> tuple[dict[State, int], float | None] | None:
-        """The counts and the oldest pending alert's arrival; None without a usable spool."""
-        if self._spool is None:
-            return None
-        try:
-            return self._spool.counts(), self._spool.oldest_pending()
-        except SpoolError:
-            return None
-
-    def collect(self) -> Iterator[Metric]:
-        from prometheus_client.core import GaugeMetricFamily
-
-        if self._health is not None:
-            up = GaugeMetricFamily(
-                "relay_telegram_up",
-                "1 while Telegram answers; 0 from a failed send until it answers again (alerts "
-                "wait meanwhile, and the relay asks with getMe every 2 s)",
-            )
-            up.add_metric([], 1 if self._health.current().sending else 0)
-            yield up
-        usable = GaugeMetricFamily(
-            "relay_spool_usable",
-            "1 when the spool can be read now; 0 when it cannot, or RELAY_SPOOL_PATH=off",
-        )
-        readings = self._readings()
-        usable.add_metric([], 0 if readings is None else 1)
-        yield usable
-        if readings is None:
-            return
-        counts, oldest = readings
-        alerts = GaugeMetricFamily(
-            "relay_spool_alerts",
-            "Alerts in the spool by state: pending (waiting to be sent) or dead (given up)",
-            labels=["state"],
-        )
-        for state in ("pending", "dead"):
-            alerts.add_metric([state], counts[state])
-        yield alerts
-        age = GaugeMetricFamily(
-            "relay_spool_oldest_pending_age_seconds",
-            "Age of the oldest pending alert in seconds; 0 when none is pending",
-        )
-        age.add_metric([], 0.0 if oldest is None else max(0.0, time.time() - oldest))
-        yield age
-
-
-# The directory share_between_workers made, kept here rather than in gunicorn.conf.py: gunicorn
-# reads its config file again on SIGHUP, and the second reading finds the variable already set.
-_made_directory: str | None = None
+# Names the process that made the directory, beside it in the environment rather than in a
+# variable of gunicorn.conf.py: gunicorn reads its config file again on SIGHUP, and the second
+# reading finds the directory already set.
+MADE_BY = "RELAY_METRICS_DIR_MADE_BY"
 
 
 def share_between_workers(environ: MutableMapping[str, str]) -> None:
     """Give gunicorn's workers one directory for their metric files, in the master, before
     any worker imports prometheus_client; unless the user named one."""
-    global _made_directory
     if environ.get(MULTIPROC_DIR):
         return
-    _made_directory = tempfile.mkdtemp(prefix="relay-metrics-")
-    environ[MULTIPROC_DIR] = _made_directory
+    environ[MULTIPROC_DIR] = tempfile.mkdtemp(prefix="relay-metrics-")
+    environ[MADE_BY] = str(os.getpid())
 
 
 def clear_stale_files(environ: Mapping[str, str]) -> None:
@@ -243,7 +191,9 @@ def clear_stale_files(environ: Mapping[str, str]) -> None:
             os.remove(stale)
 
 
-def remove_directory() -> None:
-    """Remove the directory share_between_workers made, if it made one (gunicorn's on_exit)."""
-    if _made_directory is not None:
-        shutil.rmtree(_made_directory, ignore_errors=True)
+def remove_directory(environ: Mapping[str, str]) -> None:
+    """Remove the directory share_between_workers made in this process, if it made one
+    (gunicorn's on_exit)."""
+    directory = environ.get(MULTIPROC_DIR)
+    if directory and environ.get(MADE_BY) == str(os.getpid()):
+        shutil.rmtree(directory, ignore_errors=True)

@@ -1,5 +1,6 @@
-"""What one attempt decides for each alert in it, as values: the job computes them, a queue
-records them in one go (`Queue.settle`). Nothing here does anything.
+"""What one attempt decides for each alert in it, as values: the job computes them, the queue
+records them in one go (`Queue.settle`, with the rest of the attempt's `Settlement`: see
+spool/model.py). Nothing here does anything.
 
 - `Delivered`: Telegram has it; it leaves the queue.
 - `RetryAt(at)`: it waits, in the queue, until `at`; no thread waits with it.
@@ -8,14 +9,10 @@ records them in one go (`Queue.settle`). Nothing here does anything.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 from .routing import Destination
-
-if TYPE_CHECKING:
-    from .spool.model import SpooledAlert
 
 # Why an alert died. Only "exhausted" ones (every attempt that may have reached Telegram used
 # up) get a second chance: Telegram never refused them, it only failed to answer.
@@ -51,48 +48,3 @@ class Dead:
 
 
 Outcome = Delivered | RetryAt | Dead
-
-
-@dataclass(frozen=True)
-class Settlement:
-    """Everything one attempt leaves behind, recorded by the queue as one change."""
-
-    outcomes: Sequence[tuple[SpooledAlert, Outcome]]
-    telegram: TelegramVerdict = "unknown"
-    # What changes in the ledger of every alert that is not delivered: the queue applies it in
-    # its statements (the one writer of the counts).
-    refund: Refund = "none"
-    error: str | None = None
-    # Telegram's 429: no message to the chat before this (a wall-clock time).
-    pause_chat_until: float | None = None
-    # When a message reached the chat: its dead letters whose horizon started at or after this
-    # get their second chance (None: RELAY_SECOND_CHANCE=0).
-    second_chance_since: float | None = None
-
-    @property
-    def delivered(self) -> bool:
-        return any(isinstance(outcome, Delivered) for _, outcome in self.outcomes)
-
-
-def refunded(alert: SpooledAlert, refund: Refund, error: str | None) -> SpooledAlert:
-    """The alert's ledger as the queue will hold it after a settlement with this refund: what
-    the retry policy decides on. (The queue makes the same change in its own statements.)"""
-    attempts = 1 if refund == "attempt" else 0
-    unsure = 1 if refund != "none" else 0
-    return replace(
-        alert,
-        attempts=alert.attempts - attempts,
-        unsure_attempts=alert.unsure_attempts - unsure,
-        last_error=error,
-    )
-
-
-@dataclass(frozen=True)
-class Settled:
-    """What the queue did with a settlement."""
-
-    # Another worker took the destination over (our lease was freed): only deliveries were
-    # recorded, the rest is that worker's.
-    lease_lost: bool = False
-    # Dead letters of the chat that are pending again for their second chance.
-    revived: int = 0

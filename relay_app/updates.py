@@ -22,7 +22,6 @@ import logging
 import os
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -88,17 +87,24 @@ class Poller:
         self._attempt_timeout = attempt_timeout
         self._clock = clock
         self._reset()
-        _pollers.add(self)
 
     def _reset(self) -> None:
-        """Everything that belongs to one process: a fork starts it over."""
+        """Everything that belongs to one process: a fork starts it over (`_here`)."""
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._current: Deadline | None = None
         self._holding = False
 
+    def _here(self) -> None:
+        # A forked child has none of the parent's threads, and maybe a copy of a lock some
+        # other thread held at fork time: it starts over.
+        if self._pid != os.getpid():
+            self._reset()
+
     def start(self) -> None:
+        self._here()
         with self._lock:
             if self._thread is not None or self._stop.is_set():
                 return
@@ -108,6 +114,7 @@ class Poller:
     def shutdown(self) -> None:
         """End the poll in flight (so Telegram sees no poller left behind), then let the lease
         go, so another process takes over at once."""
+        self._here()
         with self._lock:
             self._stop.set()
             thread, current = self._thread, self._current
@@ -191,14 +198,3 @@ class Poller:
         if failures == 1 or failures & (failures - 1) == 0:
             log.warning("reading Telegram's updates failed (%s); trying again", error)
         return backoff
-
-
-_pollers: weakref.WeakSet[Poller] = weakref.WeakSet()
-
-
-def _reset_after_fork() -> None:
-    for poller in list(_pollers):
-        poller._reset()
-
-
-os.register_at_fork(after_in_child=_reset_after_fork)

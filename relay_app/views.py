@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Response, jsonify, request
@@ -22,14 +23,17 @@ from .config import UpdatesMode
 from .formatting import message_for
 from .glitchtip import MAX_BODY_BYTES, PayloadError, payload_from_json
 from .logs import event
-from .metrics import CONTENT_TYPE, WebhookOutcome
+from .metrics import CONTENT_TYPE, Metrics, WebhookOutcome
 from .outcomes import Dead, Delivered, RetryAt
 from .routing import Destination, RouteError, destination_from_query
 from .spool.model import SpooledAlert
 from .updates import SECRET_HEADER, handle_update, telegram_secret_token, webhook_path
 
 if TYPE_CHECKING:
-    from . import Relay
+    from .intake import Intake
+    from .job import Jobs
+    from .outgoing import Outgoing
+    from .presses import Presses
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +83,12 @@ def _body() -> bytes:
 def create_blueprint(
     *,
     webhook_secret: str,
-    relay: Relay,
+    intake: Intake,
+    jobs: Jobs,
+    metrics: Metrics,
+    outgoing: Outgoing,
+    presses: Presses | None,
+    spool_problem: Callable[[], str | None],
     serve_metrics: bool,
     default_destination: Destination,
     allowed_chats: frozenset[str],
@@ -89,7 +98,6 @@ def create_blueprint(
 ) -> Blueprint:
     blueprint = Blueprint("relay", __name__)
     expected_secret = webhook_secret.encode()
-    intake, metrics = relay.intake, relay.metrics
 
     if admin_port is not None:
 
@@ -109,7 +117,7 @@ def create_blueprint(
     def readyz() -> tuple[Response, int]:
         # Liveness is /healthz: an unusable spool is no reason to restart the relay, which still
         # delivers; it is a reason to look, and to stop routing to this instance if others work.
-        problem = relay.spool.problem() if relay.spool is not None else None
+        problem = spool_problem()
         if problem is not None:
             return jsonify(status="not ready", reason=f"spool unusable: {problem}"), 503
         return jsonify(status="ready"), 200
@@ -190,11 +198,9 @@ def create_blueprint(
             )
         except RouteError as exc:
             # GlitchTip ignores the 400 and never resends: the log is the alert's last trace.
-            relay.jobs.undelivered(
-                message_for(payload), f"the webhook URL was refused: {exc}", None
-            )
+            jobs.undelivered(message_for(payload), f"the webhook URL was refused: {exc}", None)
             return answer("rejected", "bad_route", 400, error=str(exc))
-        message = relay.outgoing.vetted(message_for(payload))
+        message = outgoing.vetted(message_for(payload))
         admission = intake.admit(message, destination, started=started)
         if admission is None:  # it could wait nowhere; its text is logged
             return answer("failed", "cannot_queue", 503, error="the alert could not be queued")
@@ -217,7 +223,6 @@ def create_blueprint(
             )
         return answer("failed", "refused", 502, alert, error=error)
 
-    presses = relay.presses
     if telegram_updates == "webhook" and presses is not None:
         expected_header = telegram_secret_token(bot_token).encode()
 

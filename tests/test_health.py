@@ -12,12 +12,11 @@ from relay_app.health import (
     PROBE_INTERVAL,
     Health,
     MemoryHealthStore,
-    TelegramHealth,
     after_send_failed,
     probe_due,
 )
 from relay_app.spool.database import Database
-from relay_app.spool.health_store import SpoolHealthStore
+from relay_app.spool.health_store import SpoolHealthStore, TelegramHealth
 
 NOW = 1_800_000_000.0
 

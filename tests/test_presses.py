@@ -144,7 +144,7 @@ def test_an_update_acts_once_however_often_it_arrives(
     store: SpoolSentStore, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
-    metrics = Metrics(None)
+    metrics = Metrics()
     chat = RecordingChat()
     first = press(callback_data("resolve", "the-key"))
     presses(store, chat, metrics=metrics).handle_update(first)
@@ -164,7 +164,7 @@ def test_a_button_no_longer_shown_does_nothing(
     store: SpoolSentStore, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
-    metrics = Metrics(None)
+    metrics = Metrics()
     chat = RecordingChat()
     handle = presses(store, chat, metrics=metrics).handle_update
     handle(press(callback_data("resolve", "the-key")))
@@ -315,7 +315,7 @@ def test_each_press_is_counted_by_what_became_of_it(
     store: SpoolSentStore, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
-    metrics = Metrics(None)
+    metrics = Metrics()
     handle = presses(store, RecordingChat(), metrics=metrics).handle_update
     handle(press(callback_data("resolve", "the-key")))
     handle(press(callback_data("reopen", "the-key")))

@@ -14,7 +14,7 @@ import pytest
 from relay_app.errors import QueueFull
 from relay_app.formatting import Message, format_alert
 from relay_app.glitchtip import parse_alert
-from relay_app.outcomes import Dead, Delivered, Outcome, RetryAt, Settlement
+from relay_app.outcomes import Dead, Delivered, Outcome, RetryAt
 from relay_app.pacing import CHAT_INTERVAL
 from relay_app.routing import Destination
 from relay_app.spool import (
@@ -25,6 +25,7 @@ from relay_app.spool import (
     Lane,
     Later,
     Queue,
+    Settlement,
     SpooledAlert,
     on_store,
     this_process,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .admin import Admin
 from .holders import Holder, this_process
-from .model import Admission, Claim, Lane, Later, SpooledAlert, State
+from .model import Admission, Claim, Lane, Later, Settled, Settlement, SpooledAlert, State
 from .opening import Spool, on_store, open_memory, open_spool
 from .queue import Queue
 
@@ -32,6 +32,8 @@ __all__ = [
     "Lane",
     "Later",
     "Queue",
+    "Settled",
+    "Settlement",
     "Spool",
     "SpooledAlert",
     "State",

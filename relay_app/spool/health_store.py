@@ -7,13 +7,35 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Literal
 
-from ..health import TelegramHealth
 from .store import Store, Tx
 
 # A webhook reads the state before it admits an alert: it must not wait long for it.
 READ_BUDGET = 0.25
+
+HealthState = Literal["up", "suspect", "down"]
+
+
+@dataclass(frozen=True)
+class TelegramHealth:
+    """What every process sharing the spool knows of Telegram's health (health.py has the
+    rules that change it)."""
+
+    state: HealthState = "up"
+    # When the next probe is due, and when that was decided (both wall clock; the second
+    # guards against the clock stepping back: clock.py).
+    next_probe_at: float = 0.0
+    decided_at: float = 0.0
+    # The process making the current probe, and until when it may ("" and 0: nobody).
+    prober: str = ""
+    probe_until: float = 0.0
+
+    @property
+    def sending(self) -> bool:
+        """Whether alerts may be sent: not while a failure is unexplained."""
+        return self.state == "up"
 
 
 class SpoolHealthStore:

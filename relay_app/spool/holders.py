@@ -17,6 +17,7 @@ import os
 import socket
 from collections.abc import Container
 from dataclasses import dataclass
+from functools import lru_cache
 
 _PROC = "/proc"
 
@@ -66,18 +67,14 @@ class Holder:
         return False
 
 
-_this_process: Holder | None = None
-
-
 def this_process() -> Holder:
     """This process's name on the leases it holds; a forked child gets its own."""
-    global _this_process
-    if _this_process is None or _this_process.pid != os.getpid():
-        pid = os.getpid()
-        _this_process = Holder(
-            socket.gethostname(), _boot_id(), pid, _start_time(pid), _pid_namespace()
-        )
-    return _this_process
+    return _holder(os.getpid())
+
+
+@lru_cache(maxsize=1)
+def _holder(pid: int) -> Holder:
+    return Holder(socket.gethostname(), _boot_id(), pid, _start_time(pid), _pid_namespace())
 
 
 def lease_is_free(

@@ -4,11 +4,12 @@ queue's statements only, from what an attempt's settlement says (outcomes.py).""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ..formatting import Message
-from ..outcomes import Dead
+from ..outcomes import Dead, Delivered, Outcome, Refund, TelegramVerdict
 from ..routing import Destination
 
 State = Literal["pending", "dead"]
@@ -85,3 +86,48 @@ class Lane:
     destination: Destination
     due_at: float
     free: bool
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """Everything one attempt leaves behind, recorded by the queue as one change."""
+
+    outcomes: Sequence[tuple[SpooledAlert, Outcome]]
+    telegram: TelegramVerdict = "unknown"
+    # What changes in the ledger of every alert that is not delivered: the queue applies it in
+    # its statements (the one writer of the counts).
+    refund: Refund = "none"
+    error: str | None = None
+    # Telegram's 429: no message to the chat before this (a wall-clock time).
+    pause_chat_until: float | None = None
+    # When a message reached the chat: its dead letters whose horizon started at or after this
+    # get their second chance (None: RELAY_SECOND_CHANCE=0).
+    second_chance_since: float | None = None
+
+    @property
+    def delivered(self) -> bool:
+        return any(isinstance(outcome, Delivered) for _, outcome in self.outcomes)
+
+
+def refunded(alert: SpooledAlert, refund: Refund, error: str | None) -> SpooledAlert:
+    """The alert's ledger as the queue will hold it after a settlement with this refund: what
+    the retry policy decides on. (The queue makes the same change in its own statements.)"""
+    attempts = 1 if refund == "attempt" else 0
+    unsure = 1 if refund != "none" else 0
+    return replace(
+        alert,
+        attempts=alert.attempts - attempts,
+        unsure_attempts=alert.unsure_attempts - unsure,
+        last_error=error,
+    )
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What the queue did with a settlement."""
+
+    # Another worker took the destination over (our lease was freed): only deliveries were
+    # recorded, the rest is that worker's.
+    lease_lost: bool = False
+    # Dead letters of the chat that are pending again for their second chance.
+    revived: int = 0

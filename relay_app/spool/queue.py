@@ -27,11 +27,20 @@ from typing import Any
 from ..clock import guarded
 from ..errors import QueueFull
 from ..formatting import Message
-from ..outcomes import Dead, Delivered, RetryAt, Settled, Settlement
+from ..outcomes import Dead, Delivered, RetryAt
 from ..routing import Destination
 from . import alert_rows as rows
 from .holders import Holder, lease_is_free
-from .model import Admission, Claim, Lane, Later, SpooledAlert, WaitReason
+from .model import (
+    Admission,
+    Claim,
+    Lane,
+    Later,
+    Settled,
+    Settlement,
+    SpooledAlert,
+    WaitReason,
+)
 from .pacer import next_turn, pause, take_turn
 from .store import Store, Tx
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Protocol
+from typing import Protocol
 
+from ..glitchtip_api import ISSUE_STATUSES, IssueStatus
 from .store import Row, Store, Tx
 
-IssueStatus = Literal["resolved", "ignored", "unresolved"]
-ISSUE_STATUSES: tuple[IssueStatus, ...] = ("resolved", "ignored", "unresolved")
 # The shortest the records are kept; RELAY_RETRY_MAX_AGE when longer.
 KEPT_AT_LEAST = 7 * 86400.0
 
