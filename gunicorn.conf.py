@@ -8,8 +8,9 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from relay_app import metrics, start_background_work, stop_background_work
-from relay_app.config import (
+from relay_app import start_background_work, stop_background_work
+from relay_app.core import metrics
+from relay_app.operating.config import (
     DEFAULT_BIND,
     ConfigError,
     Settings,
@@ -44,7 +45,7 @@ if admin_bind := _wanted(admin_bind_from_env, default=None):
 # RELAY_SEND_TIMEOUT, and the other threads keep answering GlitchTip meanwhile. gthread, with
 # each request read whole before a thread takes it (http_worker.py): a client that sends slowly
 # is closed after a few seconds and never holds a thread meanwhile.
-worker_class = "relay_app.http_worker.WholeRequestWorker"
+worker_class = "relay_app.web.http_worker.WholeRequestWorker"
 threads = 32
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 
@@ -71,7 +72,7 @@ if _wanted(log_format_from_env, default="text") == "json":
     logconfig_dict = {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": "relay_app.logs.JsonFormatter"}},
+        "formatters": {"json": {"()": "relay_app.core.logs.JsonFormatter"}},
         "handlers": {"console": _json_handler, "error_console": _json_handler},
         "root": {"level": "INFO", "handlers": ["console"]},
         "loggers": {

@@ -13,8 +13,8 @@ import requests
 from flask import Flask
 
 from bench.payload import PAYLOAD
-from relay_app.formatting import format_alert
-from relay_app.glitchtip import parse_alert
+from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.formatting import format_alert
 
 SEND_URL = f"{os.environ['TELEGRAM_API_URL']}/bot{os.environ['TELEGRAM_BOT_TOKEN']}/sendMessage"
 TIMEOUT = float(os.environ.get("RELAY_SEND_TIMEOUT", "5"))

@@ -30,10 +30,10 @@ sys.path.insert(0, str(ROOT))
 import requests  # noqa: E402
 
 from bench.payload import PAYLOAD  # noqa: E402
-from relay_app.formatting import format_alert  # noqa: E402
-from relay_app.glitchtip import parse_alert  # noqa: E402
-from relay_app.logs import LOG_DATE_FORMAT, LOG_FORMAT, JsonFormatter, event  # noqa: E402
-from relay_app.routing import Destination  # noqa: E402
+from relay_app.core.logs import LOG_DATE_FORMAT, LOG_FORMAT, JsonFormatter, event  # noqa: E402
+from relay_app.core.routing import Destination  # noqa: E402
+from relay_app.glitchtip.webhook import parse_alert  # noqa: E402
+from relay_app.message.formatting import format_alert  # noqa: E402
 from relay_app.spool import Queue, on_store, this_process  # noqa: E402
 from relay_app.spool.database import Database  # noqa: E402
 from tests.e2e.relay_process import RelayProcess, relay_env  # noqa: E402
@@ -57,7 +57,7 @@ def counting_cost(multiprocess_dir: str | None) -> float:
     code = f"""
 import sys, time, timeit
 sys.path.insert(0, {str(ROOT)!r})
-from relay_app.metrics import Metrics
+from relay_app.core.metrics import Metrics
 metrics = Metrics()
 def one_webhook():
     metrics.webhook("sent", "delivered")

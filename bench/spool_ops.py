@@ -27,12 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.payload import PAYLOAD  # noqa: E402
-from relay_app.digest import how_many_fit  # noqa: E402
-from relay_app.formatting import format_alert  # noqa: E402
-from relay_app.glitchtip import parse_alert  # noqa: E402
-from relay_app.outcomes import Delivered  # noqa: E402
-from relay_app.pacing import CHAT_INTERVAL  # noqa: E402
-from relay_app.routing import Destination  # noqa: E402
+from relay_app.core.outcomes import Delivered  # noqa: E402
+from relay_app.core.pacing import CHAT_INTERVAL  # noqa: E402
+from relay_app.core.routing import Destination  # noqa: E402
+from relay_app.glitchtip.webhook import parse_alert  # noqa: E402
+from relay_app.message.digest import how_many_fit  # noqa: E402
+from relay_app.message.formatting import format_alert  # noqa: E402
 from relay_app.spool import Admin, Admission, Claim, Queue, on_store, this_process  # noqa: E402
 from relay_app.spool.database import Database  # noqa: E402
 from relay_app.spool.model import Settlement  # noqa: E402

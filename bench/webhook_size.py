@@ -32,8 +32,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from relay_app.formatting import message_for  # noqa: E402
-from relay_app.glitchtip import payload_from_json  # noqa: E402
+from relay_app.glitchtip.webhook import payload_from_json  # noqa: E402
+from relay_app.message.formatting import message_for  # noqa: E402
 from tests.e2e.helpers import post  # noqa: E402
 from tests.e2e.relay_process import RelayProcess, relay_env  # noqa: E402
 from tests.fake_telegram import running_fake_telegram  # noqa: E402

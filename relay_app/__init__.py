@@ -11,24 +11,24 @@ from dataclasses import dataclass
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
-from .config import Settings
-from .delivery import Courier, Telegram
-from .dispatcher import Dispatcher
-from .gauges import SpoolGauges
-from .glitchtip import MAX_BODY_BYTES
-from .glitchtip_api import GlitchTipApi
-from .health import Health, HealthStore, MemoryHealthStore
-from .intake import Intake
-from .job import Jobs
-from .logs import configure_logging
-from .metrics import Metrics
-from .outgoing import Outgoing
-from .policy import RetryPolicy
-from .presses import Presses
+from .acting.outgoing import Outgoing
+from .acting.presses import Presses
+from .acting.updates import Poller
+from .core.logs import configure_logging
+from .core.metrics import Metrics
+from .delivery.dispatcher import Dispatcher
+from .delivery.health import Health, HealthStore, MemoryHealthStore
+from .delivery.intake import Intake
+from .delivery.job import Jobs
+from .delivery.policy import RetryPolicy
+from .glitchtip.api import GlitchTipApi
+from .glitchtip.webhook import MAX_BODY_BYTES
+from .operating.config import Settings
+from .operating.gauges import SpoolGauges
 from .spool import Queue, Spool, open_memory, open_spool
-from .telegram import TelegramClient
-from .updates import Poller
-from .views import create_blueprint
+from .telegram.client import TelegramClient
+from .telegram.courier import Courier, Telegram
+from .web.views import create_blueprint
 
 EXTENSION = "relay_app"
 

@@ -16,13 +16,13 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from relay_app import Relay, create_app, relay_of
-from relay_app.config import Settings
-from relay_app.dispatcher import POLL_INTERVAL, Dispatcher
-from relay_app.errors import SpoolError
-from relay_app.formatting import Message
-from relay_app.logs import configure_logging
-from relay_app.outcomes import Dead
-from relay_app.routing import Destination
+from relay_app.core.errors import SpoolError
+from relay_app.core.logs import configure_logging
+from relay_app.core.outcomes import Dead
+from relay_app.core.routing import Destination
+from relay_app.delivery.dispatcher import POLL_INTERVAL, Dispatcher
+from relay_app.message.formatting import Message
+from relay_app.operating.config import Settings
 from relay_app.spool import Admission, Holder, Queue, on_store, this_process
 from relay_app.spool.alert_rows import bury
 from relay_app.spool.database import Database

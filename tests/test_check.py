@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from relay_app.cli import main
-from relay_app.formatting import format_alert, visible_length
-from relay_app.glitchtip import parse_alert
-from relay_app.logs import REDACTED, redact
-from relay_app.selfcheck import TEST_MESSAGE
+from relay_app.acting.updates import telegram_secret_token
+from relay_app.core.logs import REDACTED, redact
+from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.formatting import format_alert, visible_length
+from relay_app.operating.cli import main
+from relay_app.operating.selfcheck import TEST_MESSAGE
 from relay_app.spool.postgres import redacted_url
 from relay_app.spool.schema import STEPS
-from relay_app.updates import telegram_secret_token
 from tests.conftest import put_in_spool
 from tests.e2e.relay_process import free_port
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from relay_app.cli import main, parse_duration
-from relay_app.formatting import format_alert
-from relay_app.glitchtip import parse_alert
+from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.formatting import format_alert
+from relay_app.operating.cli import main, parse_duration
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase, redacted_url

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from relay_app.config import ConfigError, Settings
+from relay_app.operating.config import ConfigError, Settings
 
 TOKEN = "123456789:AAE-config-test-token_abcdefghij"
 SECRET = "config-test-secret-0123456789"

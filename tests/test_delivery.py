@@ -5,18 +5,18 @@ from typing import Any
 
 import pytest
 
-from relay_app.delivery import Courier
-from relay_app.errors import (
+from relay_app.core.errors import (
     ChatMigrated,
     DeliveryError,
     MarkupRejected,
     PermanentDeliveryError,
     RetryableDeliveryError,
 )
-from relay_app.formatting import format_alert
-from relay_app.glitchtip import parse_alert
-from relay_app.routing import ChatId, Destination
-from relay_app.telegram import TelegramClient
+from relay_app.core.routing import ChatId, Destination
+from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.formatting import format_alert
+from relay_app.telegram.client import TelegramClient
+from relay_app.telegram.courier import Courier
 from tests.conftest import API_URL, TOKEN
 from tests.payloads import issue, issue_alert
 

@@ -2,8 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from relay_app.digest import HEADER_ROOM, MAX_ALERTS_PER_DIGEST, compose, header, how_many_fit
-from relay_app.formatting import (
+from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.digest import (
+    HEADER_ROOM,
+    MAX_ALERTS_PER_DIGEST,
+    compose,
+    header,
+    how_many_fit,
+)
+from relay_app.message.formatting import (
     BRIEF_ENTRY_LIMIT,
     DIGEST_ENTRY_LIMIT,
     TELEGRAM_TEXT_LIMIT,
@@ -12,7 +19,6 @@ from relay_app.formatting import (
     format_alert,
     visible_length,
 )
-from relay_app.glitchtip import parse_alert
 from tests.payloads import issue, issue_alert, uptime_alert
 from tests.telegram_rules import visible_text
 

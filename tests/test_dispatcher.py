@@ -16,20 +16,20 @@ from pathlib import Path
 import pytest
 
 from relay_app import Relay, assemble, create_app, relay_of, start_background_work
-from relay_app.config import Settings
-from relay_app.errors import (
+from relay_app.core.errors import (
     PermanentDeliveryError,
     RateLimited,
     RetryableDeliveryError,
     ThreadNotFound,
 )
-from relay_app.formatting import REPEAT_NOTE, Message, format_alert
-from relay_app.glitchtip import parse_alert
-from relay_app.health import PROBE_INTERVAL
-from relay_app.logs import EVENT_ATTRIBUTE, escape_controls
-from relay_app.outcomes import Delivered, Outcome, RetryAt
-from relay_app.pacing import CHAT_INTERVAL
-from relay_app.routing import Destination
+from relay_app.core.logs import EVENT_ATTRIBUTE, escape_controls
+from relay_app.core.outcomes import Delivered, Outcome, RetryAt
+from relay_app.core.pacing import CHAT_INTERVAL
+from relay_app.core.routing import Destination
+from relay_app.delivery.health import PROBE_INTERVAL
+from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.formatting import REPEAT_NOTE, Message, format_alert
+from relay_app.operating.config import Settings
 from relay_app.spool import Admin, Holder, on_store, this_process
 from relay_app.spool.database import Database
 from tests.conftest import (

@@ -10,8 +10,8 @@ import pytest
 import responses
 from flask.testing import FlaskClient
 
-from relay_app.formatting import message_for
-from relay_app.glitchtip import IssueAlert, UptimeAlert, parse_alert, payload_from_json
+from relay_app.glitchtip.webhook import IssueAlert, UptimeAlert, parse_alert, payload_from_json
+from relay_app.message.formatting import message_for
 from tests.conftest import OK, SEND_URL, WEBHOOK
 from tests.payloads import issue, issue_alert, uptime_alert
 

@@ -5,8 +5,15 @@ from typing import Any
 
 import pytest
 
-from relay_app import formatting
-from relay_app.formatting import (
+from relay_app.glitchtip.webhook import (
+    MAX_ITEMS_READ,
+    IssueAlert,
+    UnrecognizedPayload,
+    UptimeAlert,
+    parse_alert,
+)
+from relay_app.message import formatting
+from relay_app.message.formatting import (
     MESSAGE_LIMIT,
     PLAIN_FALLBACK_LIMIT,
     TELEGRAM_TEXT_LIMIT,
@@ -15,13 +22,6 @@ from relay_app.formatting import (
     late_note,
     visible_length,
     with_late_note,
-)
-from relay_app.glitchtip import (
-    MAX_ITEMS_READ,
-    IssueAlert,
-    UnrecognizedPayload,
-    UptimeAlert,
-    parse_alert,
 )
 from tests import payloads
 from tests.payloads import INFO_COLOR, issue, issue_alert, uptime_alert

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from relay_app.health import (
+from relay_app.delivery.health import (
     FIRST_PROBE_AFTER,
     PROBE_INTERVAL,
     Health,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from relay_app.glitchtip import MAX_BODY_BYTES
-from relay_app.http_worker import MAX_HEAD_BYTES, _ArrivingRequest
+from relay_app.glitchtip.webhook import MAX_BODY_BYTES
+from relay_app.web.http_worker import MAX_HEAD_BYTES, _ArrivingRequest
 
 HEAD = b"POST /webhook/s HTTP/1.1\r\nHost: relay\r\n"
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import html
 from dataclasses import replace
 
-from relay_app.formatting import TELEGRAM_TEXT_LIMIT, visible_length
-from relay_app.keyboards import (
+from relay_app.acting.keyboards import (
     MAX_ISSUES_WITH_BUTTONS,
     callback_data,
     keyboard,
@@ -14,8 +13,9 @@ from relay_app.keyboards import (
     parse_callback,
     rendered,
 )
+from relay_app.message.formatting import TELEGRAM_TEXT_LIMIT, visible_length
+from relay_app.message.subjects import IssueRef
 from relay_app.spool.sent import IssueButton, SentMessage
-from relay_app.subjects import IssueRef
 from tests.telegram_rules import visible_text
 
 AT_0804 = 1_800_000_240.0  # 2027-01-15 08:04 UTC

@@ -12,8 +12,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from relay_app import Relay, create_app, relay_of
-from relay_app.config import Settings
-from relay_app.pacing import CHAT_INTERVAL
+from relay_app.core.pacing import CHAT_INTERVAL
+from relay_app.operating.config import Settings
 from tests.conftest import (
     GET_ME_URL,
     ME,

@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from relay_app.delivery import Sent
-from relay_app.errors import SpoolError
-from relay_app.formatting import message_for
-from relay_app.health import Health, MemoryHealthStore
-from relay_app.job import Jobs
-from relay_app.metrics import Metrics
-from relay_app.outgoing import Outgoing
-from relay_app.policy import RetryPolicy
-from relay_app.routing import Destination
+from relay_app.acting.outgoing import Outgoing
+from relay_app.core.errors import SpoolError
+from relay_app.core.metrics import Metrics
+from relay_app.core.routing import Destination
+from relay_app.delivery.health import Health, MemoryHealthStore
+from relay_app.delivery.job import Jobs
+from relay_app.delivery.policy import RetryPolicy
+from relay_app.message.formatting import message_for
 from relay_app.spool import SpooledAlert
 from relay_app.spool.database import Database
 from relay_app.spool.sent import SpoolSentStore
+from relay_app.telegram.courier import Sent
 from tests.payloads import issue, issue_alert, uptime_alert
 
 NOW = 1_800_000_000.0

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from relay_app.pacing import (
+from relay_app.core.pacing import (
     BOT_LIMIT,
     BOT_WINDOW,
     CHAT_INTERVAL,

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from relay_app.errors import RateLimited, RetryableDeliveryError
-from relay_app.outcomes import Dead, RetryAt
-from relay_app.policy import RetryPolicy
+from relay_app.core.errors import RateLimited, RetryableDeliveryError
+from relay_app.core.outcomes import Dead, RetryAt
+from relay_app.delivery.policy import RetryPolicy
 
 NOW = 1_800_000_000.0
 TIMED_OUT = RetryableDeliveryError("Telegram did not answer within 5.0 s")

@@ -17,10 +17,10 @@ import responses
 from flask import Flask
 
 from relay_app import create_app, relay_of
-from relay_app.config import Settings
-from relay_app.errors import SpoolBusy, SpoolError
-from relay_app.formatting import format_alert
-from relay_app.glitchtip import parse_alert
+from relay_app.core.errors import SpoolBusy, SpoolError
+from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.formatting import format_alert
+from relay_app.operating.config import Settings
 from relay_app.spool import Admin, State, on_store
 from relay_app.spool.postgres import PgDatabase, redacted_url
 from relay_app.spool.postgres.schema import SCHEMA_VERSION

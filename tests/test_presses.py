@@ -14,7 +14,9 @@ import pytest
 import requests
 import responses
 
-from relay_app.errors import (
+from relay_app.acting.keyboards import callback_data
+from relay_app.acting.presses import NOT_ALLOWED, OUT_OF_DATE, UNKNOWN, Presses
+from relay_app.core.errors import (
     DeliveryError,
     GlitchTipError,
     GlitchTipIssueGone,
@@ -22,11 +24,9 @@ from relay_app.errors import (
     GlitchTipTokenRefused,
     GlitchTipUnreachable,
 )
-from relay_app.glitchtip_api import MAX_ANSWER_BYTES, GlitchTipApi
-from relay_app.keyboards import callback_data
-from relay_app.logs import configure_logging
-from relay_app.metrics import Metrics
-from relay_app.presses import NOT_ALLOWED, OUT_OF_DATE, UNKNOWN, Presses
+from relay_app.core.logs import configure_logging
+from relay_app.core.metrics import Metrics
+from relay_app.glitchtip.api import MAX_ANSWER_BYTES, GlitchTipApi
 from relay_app.spool.database import Database
 from relay_app.spool.sent import IssueButton, SentMessage, SpoolSentStore
 from tests.prometheus import parse, value

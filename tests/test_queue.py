@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from relay_app.errors import QueueFull
-from relay_app.formatting import Message, format_alert
-from relay_app.glitchtip import parse_alert
-from relay_app.outcomes import Dead, Delivered, Outcome, RetryAt
-from relay_app.pacing import CHAT_INTERVAL
-from relay_app.routing import Destination
+from relay_app.core.errors import QueueFull
+from relay_app.core.outcomes import Dead, Delivered, Outcome, RetryAt
+from relay_app.core.pacing import CHAT_INTERVAL
+from relay_app.core.routing import Destination
+from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.formatting import Message, format_alert
 from relay_app.spool import (
     Admin,
     Admission,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from relay_app.routing import Destination, RouteError, destination_from_query, parse_chat_id
+from relay_app.core.routing import Destination, RouteError, destination_from_query, parse_chat_id
 
 DEFAULT = Destination(-1001234567890, 77)
 ALLOWED = frozenset({"-100555", "@ops_room"})

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from relay_app.errors import QueueFull, SpoolBusy, SpoolError
-from relay_app.formatting import Message, format_alert
-from relay_app.glitchtip import parse_alert
-from relay_app.pacing import BOT_LIMIT, BOT_WINDOW, CHAT_INTERVAL, GROUP_LIMIT, GROUP_WINDOW
-from relay_app.routing import Destination
+from relay_app.core.errors import QueueFull, SpoolBusy, SpoolError
+from relay_app.core.pacing import BOT_LIMIT, BOT_WINDOW, CHAT_INTERVAL, GROUP_LIMIT, GROUP_WINDOW
+from relay_app.core.routing import Destination
+from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.formatting import Message, format_alert
 from relay_app.spool import Admin, on_store, this_process
 from relay_app.spool.database import Database, readable_by_others
 from relay_app.spool.pacer import pause, take_turn

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from relay_app.formatting import message_for
-from relay_app.subjects import IssueRef, MonitorRef, Subjects, origin_of, split_by_origin
+from relay_app.message.formatting import message_for
+from relay_app.message.subjects import IssueRef, MonitorRef, Subjects, origin_of, split_by_origin
 from tests.payloads import issue, issue_alert, uptime_alert
 
 

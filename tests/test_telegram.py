@@ -13,7 +13,7 @@ import requests
 import responses
 import urllib3
 
-from relay_app.errors import (
+from relay_app.core.errors import (
     ChatMigrated,
     MarkupRejected,
     PermanentDeliveryError,
@@ -21,7 +21,7 @@ from relay_app.errors import (
     RetryableDeliveryError,
     ThreadNotFound,
 )
-from relay_app.telegram import TelegramClient
+from relay_app.telegram.client import TelegramClient
 from tests.conftest import API_URL, SEND_URL, TOKEN, refusal
 
 

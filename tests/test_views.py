@@ -15,12 +15,12 @@ from flask.testing import FlaskClient
 from requests import PreparedRequest
 
 from relay_app import Relay, create_app, relay_of
-from relay_app.config import Settings
-from relay_app.formatting import format_alert
-from relay_app.glitchtip import parse_alert
-from relay_app.logs import EVENT_ATTRIBUTE
-from relay_app.pacing import CHAT_INTERVAL
-from relay_app.routing import Destination
+from relay_app.core.logs import EVENT_ATTRIBUTE
+from relay_app.core.pacing import CHAT_INTERVAL
+from relay_app.core.routing import Destination
+from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.formatting import format_alert
+from relay_app.operating.config import Settings
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
 from tests.conftest import (
@@ -278,7 +278,7 @@ def test_a_formatting_bug_forwards_the_payload_raw(
     def broken(payload: object) -> object:
         raise KeyError("a bug")
 
-    monkeypatch.setattr("relay_app.formatting.parse_alert", broken)
+    monkeypatch.setattr("relay_app.message.formatting.parse_alert", broken)
     telegram.post(SEND_URL, json=OK)
     reply = client.post(WEBHOOK, json=issue_alert())
     assert reply.status_code == 200

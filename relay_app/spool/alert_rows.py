@@ -5,11 +5,11 @@ are the store's; alerts handed out carry the caller's (`Now.to_local`)."""
 
 from __future__ import annotations
 
-from ..errors import SpoolError
-from ..formatting import Entry, Message
-from ..outcomes import Dead, Refund, RetryAt
-from ..routing import Destination, parse_chat_id
-from ..subjects import Subjects
+from ..core.errors import SpoolError
+from ..core.outcomes import Dead, Refund, RetryAt
+from ..core.routing import Destination, parse_chat_id
+from ..message.formatting import Entry, Message
+from ..message.subjects import Subjects
 from .model import SpooledAlert
 from .store import Now, Row, Tx
 

@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from ..errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
-from ..routing import Destination
+from ..core.errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
+from ..core.routing import Destination
 from .schema import SCHEMA_VERSION, upgrade
 from .store import SQLITE, Now, Tx, Work
 

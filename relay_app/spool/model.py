@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ..formatting import Message
-from ..outcomes import Dead, Delivered, Outcome, Refund, TelegramVerdict
-from ..routing import Destination
+from ..core.outcomes import Dead, Delivered, Outcome, Refund, TelegramVerdict
+from ..core.routing import Destination
+from ..message.formatting import Message
 
 State = Literal["pending", "dead"]
 # Why a new alert was not sent by its webhook at once: older alerts for its destination wait

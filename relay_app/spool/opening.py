@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..routing import Destination
+from ..core.routing import Destination
 from .admin import Admin
 from .database import MEMORY, Database
 from .health_store import SpoolHealthStore

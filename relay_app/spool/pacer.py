@@ -13,8 +13,8 @@ future" (the clock stepped back since) no longer holds, so a step back never sta
 
 from __future__ import annotations
 
-from ..clock import stepped_back
-from ..pacing import BOT_LIMIT, BOT_WINDOW, GROUP_LIMIT, REMEMBERED_FOR, next_send_at
+from ..core.clock import stepped_back
+from ..core.pacing import BOT_LIMIT, BOT_WINDOW, GROUP_LIMIT, REMEMBERED_FOR, next_send_at
 from .store import Tx
 
 

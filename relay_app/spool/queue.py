@@ -24,11 +24,11 @@ from collections.abc import Callable, Container
 from dataclasses import replace
 from typing import Any
 
-from ..clock import guarded
-from ..errors import QueueFull
-from ..formatting import Message
-from ..outcomes import Dead, Delivered, RetryAt
-from ..routing import Destination
+from ..core.clock import guarded
+from ..core.errors import QueueFull
+from ..core.outcomes import Dead, Delivered, RetryAt
+from ..core.routing import Destination
+from ..message.formatting import Message
 from . import alert_rows as rows
 from .holders import Holder, lease_is_free
 from .model import (

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from ..errors import SpoolError
-from ..routing import Destination
+from ..core.errors import SpoolError
+from ..core.routing import Destination
 
 SCHEMA_VERSION = 7
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from ..glitchtip_api import ISSUE_STATUSES, IssueStatus
+from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
 from .store import Row, Store, Tx
 
 # The shortest the records are kept; RELAY_RETRY_MAX_AGE when longer.

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import requests
 
-from relay_app.presses import NOT_ALLOWED
+from relay_app.acting.presses import NOT_ALLOWED
 from relay_app.spool.holders import Holder
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import post, run_relay_app, wait_until
@@ -173,7 +173,7 @@ def test_when_glitchtip_fails_the_press_says_what_to_do_and_the_message_stays(
     relay.stop()
     logs = relay.logs()
     assert re.search(
-        r"\[WARNING\] relay_app.presses: a press by @ada to resolve BACKEND-9A failed", logs
+        r"\[WARNING\] relay_app.acting.presses: a press by @ada to resolve BACKEND-9A failed", logs
     )
     assert token not in logs
 

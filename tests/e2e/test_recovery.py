@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from relay_app.formatting import REPEAT_NOTE
+from relay_app.message.formatting import REPEAT_NOTE
 from tests.conftest import hold_the_lock
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import (

@@ -175,5 +175,5 @@ def test_a_missing_topic_is_logged_and_the_alert_sent_to_the_chat_itself(
     assert accepted == "accepted"
     assert delivered_titles(fake_telegram) == ["Topic deleted"]
     logs = relay.logs()
-    assert "[ERROR] relay_app.job: TOPIC NOT FOUND: alert #1" in logs
+    assert "[ERROR] relay_app.delivery.job: TOPIC NOT FOUND: alert #1" in logs
     assert "Topic deleted" in logs

@@ -21,9 +21,9 @@ from typing import Any
 
 import requests
 
-from relay_app.http_worker import REQUEST_READ_TIMEOUT
-from relay_app.presses import OUT_OF_DATE
-from relay_app.updates import SECRET_HEADER
+from relay_app.acting.presses import OUT_OF_DATE
+from relay_app.acting.updates import SECRET_HEADER
+from relay_app.web.http_worker import REQUEST_READ_TIMEOUT
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import post, run_relay_app, wait_until
 from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env

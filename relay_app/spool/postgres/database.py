@@ -31,9 +31,9 @@ from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ...errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
-from ...http_deadline import Deadline
-from ...logs import register_secret
+from ...core.errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
+from ...core.http_deadline import Deadline
+from ...core.logs import register_secret
 from ..store import POSTGRESQL, Now, Tx, Work
 from .schema import SCHEMA_LOCK, SCHEMA_VERSION, STEPS
 

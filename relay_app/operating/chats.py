@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from .errors import DeliveryError
-from .telegram import TelegramClient
+from ..core.errors import DeliveryError
+from ..telegram.client import TelegramClient
 
 # The kinds of update that carry a message, and so a chat and perhaps a topic.
 _MESSAGE_KEYS = ("message", "edited_message", "channel_post", "edited_channel_post")

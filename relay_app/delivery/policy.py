@@ -30,8 +30,8 @@ from tenacity import (
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
-from .errors import RateLimited, RetryableDeliveryError
-from .outcomes import Dead, RetryAt
+from ..core.errors import RateLimited, RetryableDeliveryError
+from ..core.outcomes import Dead, RetryAt
 
 # The first wait after a failure, and the pause after a 429 that names none.
 FIRST_BACKOFF = 1.0

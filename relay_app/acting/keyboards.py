@@ -14,10 +14,10 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from .formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT, visible_length
-from .glitchtip_api import IssueStatus
-from .spool.sent import IssueButton, SentMessage
-from .subjects import IssueRef
+from ..glitchtip.api import IssueStatus
+from ..message.formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT, visible_length
+from ..message.subjects import IssueRef
+from ..spool.sent import IssueButton, SentMessage
 
 Verb = Literal["resolve", "ignore", "reopen"]
 STATUS_FOR: dict[Verb, IssueStatus] = {

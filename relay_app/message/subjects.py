@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from .glitchtip import Alert, IssueAlert, MonitorState, UptimeAlert
+from ..glitchtip.webhook import Alert, IssueAlert, MonitorState, UptimeAlert
 
 # GlitchTip's issue links end in the issue's id: <domain>/<org_slug>/issues/<id>.
 _ISSUE_PATH = re.compile(r"/issues/([0-9]{1,20})/?$")

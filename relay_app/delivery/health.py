@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from .clock import guarded
-from .errors import SpoolError
-from .spool.health_store import TelegramHealth
+from ..core.clock import guarded
+from ..core.errors import SpoolError
+from ..spool.health_store import TelegramHealth
 
 log = logging.getLogger(__name__)
 

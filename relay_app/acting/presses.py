@@ -19,12 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import DeliveryError, GlitchTipError, SpoolError
-from .glitchtip_api import GlitchTipApi
+from ..core.errors import DeliveryError, GlitchTipError, SpoolError
+from ..core.logs import event
+from ..core.metrics import Metrics, PressOutcome
+from ..glitchtip.api import GlitchTipApi
+from ..spool.sent import SentStore
 from .keyboards import STATUS_FOR, keyboard, notice, parse_callback, rendered, verbs_for
-from .logs import event
-from .metrics import Metrics, PressOutcome
-from .spool.sent import SentStore
 
 log = logging.getLogger(__name__)
 

@@ -27,14 +27,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
 
-from .errors import SpoolError
+from ..core.errors import SpoolError
+from ..core.metrics import Metrics
+from ..spool.health_store import TelegramHealth
+from ..spool.holders import Holder, this_process
+from ..spool.model import Claim, Later
+from ..spool.queue import Queue
 from .health import Health, probe_due
 from .job import Jobs
-from .metrics import Metrics
-from .spool.health_store import TelegramHealth
-from .spool.holders import Holder, this_process
-from .spool.model import Claim, Later
-from .spool.queue import Queue
 
 log = logging.getLogger(__name__)
 

@@ -25,11 +25,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .errors import DeliveryError, PermanentDeliveryError, SpoolError
-from .http_deadline import Deadline
-from .spool.holders import this_process
-from .spool.poller import PollerLease
-from .telegram import TelegramClient
+from ..core.errors import DeliveryError, PermanentDeliveryError, SpoolError
+from ..core.http_deadline import Deadline
+from ..spool.holders import this_process
+from ..spool.poller import PollerLease
+from ..telegram.client import TelegramClient
 
 log = logging.getLogger(__name__)
 

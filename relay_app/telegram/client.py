@@ -15,7 +15,7 @@ from typing import Any
 import requests
 import urllib3
 
-from .errors import (
+from ..core.errors import (
     ChatMigrated,
     DeliveryError,
     MarkupRejected,
@@ -24,9 +24,9 @@ from .errors import (
     RetryableDeliveryError,
     ThreadNotFound,
 )
-from .http_deadline import Deadline, DeadlineAdapter
-from .logs import redact, register_secret
-from .routing import ChatId
+from ..core.http_deadline import Deadline, DeadlineAdapter
+from ..core.logs import redact, register_secret
+from ..core.routing import ChatId
 
 # Descriptions (lower-cased) of 400s that plain text cures: our markup or our length.
 _MARKUP_PROBLEMS = ("can't parse entities", "message is too long", "text is too long")

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
+from ..core.logs import LogFormat
+from ..core.routing import ChatId, Destination, chat_key, parse_chat_id
+from ..message.subjects import origin_of
 from .env_values import (
     ConfigError,
     base_url,
@@ -25,9 +28,6 @@ from .env_values import (
     required,
     switch,
 )
-from .logs import LogFormat
-from .routing import ChatId, Destination, chat_key, parse_chat_id
-from .subjects import origin_of
 
 DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from .glitchtip import (
+from ..glitchtip.webhook import (
     Alert,
     Issue,
     IssueAlert,

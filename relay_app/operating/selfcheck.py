@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .config import ConfigError, Settings
-from .errors import (
+from ..acting.updates import webhook_path
+from ..core.errors import (
     ChatMigrated,
     DeliveryError,
     GlitchTipError,
@@ -27,12 +27,12 @@ from .errors import (
     SpoolOutdated,
     ThreadNotFound,
 )
-from .glitchtip_api import GlitchTipApi
-from .logs import register_secret
-from .routing import ChatId, Destination, parse_chat_id
-from .spool import Admin, open_spool
-from .telegram import TelegramClient
-from .updates import webhook_path
+from ..core.logs import register_secret
+from ..core.routing import ChatId, Destination, parse_chat_id
+from ..glitchtip.api import GlitchTipApi
+from ..spool import Admin, open_spool
+from ..telegram.client import TelegramClient
+from .config import ConfigError, Settings
 
 TEST_MESSAGE = (
     "✅ <b>relay_app test message</b>\n"

@@ -19,21 +19,21 @@ from typing import TYPE_CHECKING, Any
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
-from .config import UpdatesMode
-from .formatting import message_for
-from .glitchtip import MAX_BODY_BYTES, PayloadError, payload_from_json
-from .logs import event
-from .metrics import CONTENT_TYPE, Metrics, WebhookOutcome
-from .outcomes import Dead, Delivered, RetryAt
-from .routing import Destination, RouteError, destination_from_query
-from .spool.model import SpooledAlert
-from .updates import SECRET_HEADER, handle_update, telegram_secret_token, webhook_path
+from ..acting.updates import SECRET_HEADER, handle_update, telegram_secret_token, webhook_path
+from ..core.logs import event
+from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
+from ..core.outcomes import Dead, Delivered, RetryAt
+from ..core.routing import Destination, RouteError, destination_from_query
+from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, payload_from_json
+from ..message.formatting import message_for
+from ..operating.config import UpdatesMode
+from ..spool.model import SpooledAlert
 
 if TYPE_CHECKING:
-    from .intake import Intake
-    from .job import Jobs
-    from .outgoing import Outgoing
-    from .presses import Presses
+    from ..acting.outgoing import Outgoing
+    from ..acting.presses import Presses
+    from ..delivery.intake import Intake
+    from ..delivery.job import Jobs
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,10 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from .errors import SpoolError
-from .health import Health
-from .spool.admin import Admin
-from .spool.model import State
+from ..core.errors import SpoolError
+from ..delivery.health import Health
+from ..spool.admin import Admin
+from ..spool.model import State
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric

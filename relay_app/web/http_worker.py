@@ -32,7 +32,7 @@ from typing import Any, Literal
 from gunicorn.http2 import negotiation
 from gunicorn.workers.gthread import ThreadWorker
 
-from .glitchtip import MAX_BODY_BYTES
+from ..glitchtip.webhook import MAX_BODY_BYTES
 
 # From a request's first byte (a new connection's opening) to its last. GlitchTip sends a few
 # kilobytes at once; a client that cannot in this long is not an alert worth a thread.

@@ -28,6 +28,13 @@ from urllib.parse import urlsplit
 
 import requests
 
+from ..acting.updates import telegram_secret_token, webhook_path
+from ..core.errors import DeliveryError, SpoolError
+from ..core.logs import redact, register_secret
+from ..glitchtip.webhook import PayloadError, payload_from_json
+from ..message.formatting import TELEGRAM_TEXT_LIMIT, message_for, utc_time, visible_length
+from ..spool import Admin, SpooledAlert, open_spool
+from ..telegram.client import TelegramClient
 from .chats import find_chats, report
 from .config import (
     ConfigError,
@@ -39,14 +46,7 @@ from .config import (
     spool_path_from_env,
     spool_url_from_env,
 )
-from .errors import DeliveryError, SpoolError
-from .formatting import TELEGRAM_TEXT_LIMIT, message_for, utc_time, visible_length
-from .glitchtip import PayloadError, payload_from_json
-from .logs import redact, register_secret
 from .selfcheck import Verdict, run_checks
-from .spool import Admin, SpooledAlert, open_spool
-from .telegram import TelegramClient
-from .updates import telegram_secret_token, webhook_path
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -17,17 +17,17 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import (
+from ..core.errors import (
     ChatMigrated,
     DeliveryError,
     MarkupRejected,
     PermanentDeliveryError,
     says_telegram_is_failing,
 )
-from .formatting import Message
-from .logs import event
-from .routing import ChatId, Destination, parse_chat_id
-from .telegram import TelegramClient
+from ..core.logs import event
+from ..core.routing import ChatId, Destination, parse_chat_id
+from ..message.formatting import Message
+from .client import TelegramClient
 
 log = logging.getLogger(__name__)
 

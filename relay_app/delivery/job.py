@@ -15,24 +15,24 @@ from collections.abc import Callable, Sequence
 from itertools import takewhile
 from typing import Any, Literal, Protocol, TypeVar
 
-from .delivery import NO_EXTRAS, Extras, Sent, log_undelivered
-from .digest import compose, how_many_fit
-from .errors import (
+from ..core.errors import (
     PermanentDeliveryError,
     RateLimited,
     RetryableDeliveryError,
     SpoolError,
     ThreadNotFound,
 )
-from .formatting import REPEAT_NOTE, Message, with_note
+from ..core.logs import event
+from ..core.metrics import AttemptKind, Metrics
+from ..core.outcomes import Dead, Delivered, Outcome, Refund, RetryAt
+from ..core.routing import Destination
+from ..message.digest import compose, how_many_fit
+from ..message.formatting import REPEAT_NOTE, Message, with_note
+from ..spool.model import Claim, Settled, Settlement, SpooledAlert, refunded
+from ..spool.queue import Queue
+from ..telegram.courier import NO_EXTRAS, Extras, Sent, log_undelivered
 from .health import Health
-from .logs import event
-from .metrics import AttemptKind, Metrics
-from .outcomes import Dead, Delivered, Outcome, Refund, RetryAt
 from .policy import RetryPolicy
-from .routing import Destination
-from .spool.model import Claim, Settled, Settlement, SpooledAlert, refunded
-from .spool.queue import Queue
 
 log = logging.getLogger(__name__)
 

@@ -18,14 +18,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .delivery import NO_EXTRAS, Extras, Sent
-from .errors import DeliveryError, SpoolError
-from .formatting import Message, duration
+from ..core.errors import DeliveryError, SpoolError
+from ..core.routing import Destination
+from ..message.formatting import Message, duration
+from ..message.subjects import split_by_origin
+from ..spool.model import SpooledAlert
+from ..spool.sent import KEPT_AT_LEAST, IssueButton, Outage, SentMessage, SentStore
+from ..telegram.courier import NO_EXTRAS, Extras, Sent
 from .keyboards import keyboard, new_buttons, rendered
-from .routing import Destination
-from .spool.model import SpooledAlert
-from .spool.sent import KEPT_AT_LEAST, IssueButton, Outage, SentMessage, SentStore
-from .subjects import split_by_origin
 
 log = logging.getLogger(__name__)
 

@@ -12,15 +12,15 @@ from typing import Any, Literal
 
 import requests
 
-from .errors import (
+from ..core.errors import (
     GlitchTipError,
     GlitchTipIssueGone,
     GlitchTipScopeMissing,
     GlitchTipTokenRefused,
     GlitchTipUnreachable,
 )
-from .http_deadline import Deadline, DeadlineAdapter
-from .logs import redact, register_secret
+from ..core.http_deadline import Deadline, DeadlineAdapter
+from ..core.logs import redact, register_secret
 
 # GlitchTip's answers here are a few kilobytes; a larger one is not its API answering.
 MAX_ANSWER_BYTES = 1024 * 1024

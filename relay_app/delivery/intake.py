@@ -11,16 +11,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..core.errors import QueueFull, SpoolBusy, SpoolError
+from ..core.outcomes import Delivered, Outcome, RetryAt
+from ..core.routing import Destination
+from ..message.formatting import Message
+from ..spool.holders import this_process
+from ..spool.model import Admission
+from ..spool.queue import Queue
 from .dispatcher import Dispatcher
-from .errors import QueueFull, SpoolBusy, SpoolError
-from .formatting import Message
 from .health import Health
 from .job import Jobs
-from .outcomes import Delivered, Outcome, RetryAt
-from .routing import Destination
-from .spool.holders import this_process
-from .spool.model import Admission
-from .spool.queue import Queue
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,2 @@
+"""The web side: the Flask views (`views.py`: the webhook, presses by webhook, health,
+metrics) and the gunicorn worker that reads each request whole (`http_worker.py`)."""
