@@ -17,7 +17,7 @@ from .acting.updates import Poller
 from .core.logs import configure_logging
 from .core.metrics import Metrics
 from .delivery.dispatcher import Dispatcher
-from .delivery.health import Health, HealthStore, MemoryHealthStore
+from .delivery.health import Health, MemoryHealthStore
 from .delivery.intake import Intake
 from .delivery.job import Jobs
 from .delivery.policy import RetryPolicy
@@ -108,14 +108,9 @@ def assemble(
         clock=clock,
     )
     queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
-    health_store: HealthStore = spool.health if spool is not None else MemoryHealthStore()
-    health = Health(health_store, queues=queues)
-    metrics = Metrics(SpoolGauges(spool.admin if spool is not None else None, health))
-    if spool is not None:
-        spool.count_lock_waits(metrics.lock_wait)
-    sent = spool.sent if spool is not None else None
+    health, metrics = _health_and_metrics(spool, queues)
     outgoing = Outgoing(
-        sent,
+        spool.sent if spool is not None else None,
         edit=telegram.edit,
         buttons=settings.glitchtip_api_token is not None,
         glitchtip_links=settings.glitchtip_links,
@@ -156,26 +151,48 @@ def assemble(
         attempt_timeout=settings.send_timeout,
         clock=clock,
     )
-    presses = poller = None
-    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
-    if token is not None and glitchtip_url is not None and sent is not None:
-        presses = Presses(
-            store=sent,
-            glitchtip=GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout),
-            chat=telegram,
-            allowed_users=settings.action_user_ids,
-            metrics=metrics,
-            clock=clock,
-        )
-        if settings.telegram_updates == "poll" and spool is not None:
-            poller = Poller(
-                client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
-                lease=spool.poller_lease,
-                handle=presses.handle_update,
-                attempt_timeout=settings.send_timeout,
-                clock=clock,
-            )
+    presses, poller = _acting_from_the_chat(settings, spool, telegram, metrics, clock)
     return Relay(intake, dispatcher, jobs, metrics, spool, memory, outgoing, presses, poller)
+
+
+def _health_and_metrics(spool: Spool | None, queues: list[Queue]) -> tuple[Health, Metrics]:
+    """Telegram's health, kept in the spool when there is one (every process shares it), and
+    the counters, with the gauges read from both."""
+    if spool is None:
+        health = Health(MemoryHealthStore(), queues=queues)
+        return health, Metrics(SpoolGauges(None, health))
+    health = Health(spool.health, queues=queues)
+    metrics = Metrics(SpoolGauges(spool.admin, health))
+    spool.count_lock_waits(metrics.lock_wait)
+    return health, metrics
+
+
+def _acting_from_the_chat(
+    settings: Settings, spool: Spool | None, telegram: Telegram, metrics: Metrics, clock: Clock
+) -> tuple[Presses | None, Poller | None]:
+    """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles a
+    press, and with TELEGRAM_UPDATES=poll this process's poller for them."""
+    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
+    if token is None or glitchtip_url is None or spool is None:
+        return None, None
+    presses = Presses(
+        store=spool.sent,
+        glitchtip=GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout),
+        chat=telegram,
+        allowed_users=settings.action_user_ids,
+        metrics=metrics,
+        clock=clock,
+    )
+    if settings.telegram_updates != "poll":
+        return presses, None
+    poller = Poller(
+        client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
+        lease=spool.poller_lease,
+        handle=presses.handle_update,
+        attempt_timeout=settings.send_timeout,
+        clock=clock,
+    )
+    return presses, poller
 
 
 def relay_of(app: object) -> Relay | None:

@@ -22,9 +22,17 @@ from typing import Any, Protocol
 from ..core.errors import DeliveryError, GlitchTipError, SpoolError
 from ..core.logs import event
 from ..core.metrics import Metrics, PressOutcome
-from ..glitchtip.api import GlitchTipApi
-from ..spool.sent import SentStore
-from .keyboards import STATUS_FOR, keyboard, notice, parse_callback, rendered, verbs_for
+from ..glitchtip.api import GlitchTipApi, IssueStatus
+from ..spool.sent import IssueButton, SentMessage, SentStore
+from .keyboards import (
+    STATUS_FOR,
+    Verb,
+    keyboard,
+    notice,
+    parse_callback,
+    rendered,
+    verbs_for,
+)
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +138,16 @@ class Presses:
         self._handle(press)
 
     def _handle(self, press: Press) -> None:
+        found = self._look_up(press)
+        if found is None:
+            return
+        verb, key, message, button = found
+        if self._may_act(press, verb, button):
+            self._act(press, verb, key, message, button)
+
+    def _look_up(self, press: Press) -> tuple[Verb, str, SentMessage, IssueButton] | None:
+        """The verb and key the button names, and the message and button kept for it; None
+        (answered) when the relay does not know it."""
         parsed = parse_callback(press.data)
         try:
             found = self._store.pressed(parsed[1]) if parsed is not None else None
@@ -137,7 +155,7 @@ class Presses:
             log.warning("a press by %s could not be looked up: %s", press.user, exc)
             self._count("failed")
             self._answer(press, UNAVAILABLE, alert=True)
-            return
+            return None
         if (
             parsed is None
             or found is None
@@ -147,9 +165,12 @@ class Presses:
             log.info("a press by %s on a button this relay does not know: ignored", press.user)
             self._count("unknown")
             self._answer(press, UNKNOWN, alert=True)
-            return
-        verb, key = parsed
-        message, button = found
+            return None
+        return parsed[0], parsed[1], found[0], found[1]
+
+    def _may_act(self, press: Press, verb: Verb, button: IssueButton) -> bool:
+        """Whether the press may act: someone allowed, on a button the message still shows
+        (otherwise it is answered here)."""
         if self._allowed_users and press.user_id not in self._allowed_users:
             log.warning(
                 "a press by %s (user id %s) to %s %s was refused: not in TELEGRAM_ACTION_USER_IDS",
@@ -160,7 +181,7 @@ class Presses:
             )
             self._count("refused")
             self._answer(press, NOT_ALLOWED, alert=True)
-            return
+            return False
         if verb not in verbs_for(button.status):
             log.info(
                 "a press by %s to %s %s came from an out-of-date button (the issue is %s): "
@@ -172,7 +193,13 @@ class Presses:
             )
             self._count("stale")
             self._answer(press, OUT_OF_DATE, alert=True)
-            return
+            return False
+        return True
+
+    def _act(
+        self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
+    ) -> None:
+        """Change the issue in GlitchTip, then the message; answer the press."""
         status = STATUS_FOR[verb]
         started = time.monotonic()
         try:
@@ -191,6 +218,21 @@ class Presses:
             return
         changed = time.monotonic() - started
         said = notice(button, status)
+        if not self._update_message(key, status, press, message, said):
+            said += " (the message could not be updated)"
+        log.info(
+            "%s by %s (GlitchTip answered in %.0f ms)",
+            said,
+            press.user,
+            changed * 1000,
+            extra=event(event="press", issue=button.label, outcome=status, user=press.user),
+        )
+        self._count(status)
+        self._answer(press, said, alert=False)
+
+    def _update_message(
+        self, key: str, status: IssueStatus, press: Press, message: SentMessage, said: str
+    ) -> bool:
         try:
             updated = self._store.acted(key, status, by=press.user, at=self._clock())
             if updated is not None:
@@ -206,16 +248,8 @@ class Presses:
                 message.chat,
                 exc,
             )
-            said += " (the message could not be updated)"
-        log.info(
-            "%s by %s (GlitchTip answered in %.0f ms)",
-            said,
-            press.user,
-            changed * 1000,
-            extra=event(event="press", issue=button.label, outcome=status, user=press.user),
-        )
-        self._count(status)
-        self._answer(press, said, alert=False)
+            return False
+        return True
 
     def _count(self, outcome: PressOutcome) -> None:
         if self._metrics is not None:

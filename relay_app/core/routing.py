@@ -83,9 +83,26 @@ def destination_from_query(
 ) -> Destination:
     """The destination a webhook URL's query string asks for. Raises RouteError naming the
     problem: an unknown, repeated or malformed parameter, or a chat that is not allowed."""
-    items = list(query.items() if isinstance(query, Mapping) else query)
+    values = _parameters(query)
+    chat: ChatId = default.chat
+    thread = default.thread
+    if "chat_id" in values:
+        asked = _allowed_chat(values["chat_id"], default=default, allowed_chats=allowed_chats)
+        if chat_key(asked) != default.chat_key:
+            # The default topic belongs to the default chat; another chat has its own.
+            chat, thread = asked, None
+    if "thread_id" in values:
+        thread = parse_thread_id(values["thread_id"])
+        if thread is None:
+            raise RouteError(
+                f"thread_id={values['thread_id']!r} is not a positive integer (a forum topic's id)"
+            )
+    return Destination(chat, thread)
+
+
+def _parameters(query: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
     values: dict[str, str] = {}
-    for name, value in items:
+    for name, value in query.items() if isinstance(query, Mapping) else query:
         if name not in QUERY_PARAMETERS:
             raise RouteError(
                 f"unknown query parameter {name!r}; the webhook URL takes only chat_id and "
@@ -94,28 +111,19 @@ def destination_from_query(
         if name in values:
             raise RouteError(f"the query parameter {name} is given more than once")
         values[name] = value
+    return values
 
-    chat: ChatId = default.chat
-    thread = default.thread
-    if "chat_id" in values:
-        parsed_chat = parse_chat_id(values["chat_id"])
-        if parsed_chat is None:
-            raise RouteError(
-                f"chat_id={values['chat_id']!r} is neither an integer chat id (like "
-                "-1001234567890) nor an @channelname"
-            )
-        if chat_key(parsed_chat) != default.chat_key and chat_key(parsed_chat) not in allowed_chats:
-            raise RouteError(
-                f"chat_id={parsed_chat} is not in TELEGRAM_ALLOWED_CHAT_IDS; add it there to let "
-                "webhooks send to it"
-            )
-        if chat_key(parsed_chat) != default.chat_key:
-            # The default topic belongs to the default chat; another chat has its own.
-            chat, thread = parsed_chat, None
-    if "thread_id" in values:
-        thread = parse_thread_id(values["thread_id"])
-        if thread is None:
-            raise RouteError(
-                f"thread_id={values['thread_id']!r} is not a positive integer (a forum topic's id)"
-            )
-    return Destination(chat, thread)
+
+def _allowed_chat(text: str, *, default: Destination, allowed_chats: frozenset[str]) -> ChatId:
+    chat = parse_chat_id(text)
+    if chat is None:
+        raise RouteError(
+            f"chat_id={text!r} is neither an integer chat id (like -1001234567890) nor an "
+            "@channelname"
+        )
+    if chat_key(chat) != default.chat_key and chat_key(chat) not in allowed_chats:
+        raise RouteError(
+            f"chat_id={chat} is not in TELEGRAM_ALLOWED_CHAT_IDS; add it there to let webhooks "
+            "send to it"
+        )
+    return chat

@@ -23,7 +23,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
 
@@ -31,7 +31,7 @@ from ..core.errors import SpoolError
 from ..core.metrics import Metrics
 from ..spool.health_store import TelegramHealth
 from ..spool.holders import Holder, this_process
-from ..spool.model import Claim, Later
+from ..spool.model import Claim, Lane, Later
 from ..spool.queue import Queue
 from .health import Health, probe_due
 from .job import Jobs
@@ -203,44 +203,56 @@ class Dispatcher:
                 soonest = now  # what its answer makes due: the probe's end wakes the thread
             elif health.next_probe_at > now:
                 soonest = health.next_probe_at
-        holder = this_process()
         for queue in self.queues:
-            try:
-                lanes = queue.lanes(now=now, holder=holder, in_flight=self.in_flight())
-            except SpoolError:
-                continue  # logged by the spool; the next pass tries again
-            for lane in lanes:
-                if not lane.free:
-                    continue
-                if lane.due_at > now:
-                    soonest = _earliest(soonest, lane.due_at)
-                    continue
-                if health.sending and not self._thread_free():
-                    break  # a job that ends wakes the thread
-                token = self.hold()
-                try:
-                    claimed = queue.claim(
-                        lane,
-                        now=now,
-                        holder=holder,
-                        token=token,
-                        in_flight=self.in_flight(),
-                        fit=self._jobs.fit,
-                        retire=self._jobs.policy.before_attempt,
-                        send=health.sending,
-                        lease_for=self._lease_for,
-                    )
-                except SpoolError:
-                    claimed = None
-                if isinstance(claimed, Claim) and claimed.alerts:
-                    self._submit(queue, claimed)  # the job lets the token go when it ends
-                    continue
-                self.release(token)
-                if isinstance(claimed, Later):
-                    soonest = _earliest(soonest, claimed.at)
-                elif claimed is not None:
-                    self._jobs.report_retired(queue, claimed)
+            for due_at in self._take_up(queue, now, send=health.sending):
+                soonest = _earliest(soonest, due_at)
         return soonest
+
+    def _take_up(self, queue: Queue, now: float, *, send: bool) -> Iterator[float]:
+        """Claim the queue's due lanes that are free, and start their jobs; yields when each
+        lane that is not due yet will be."""
+        try:
+            lanes = queue.lanes(now=now, holder=this_process(), in_flight=self.in_flight())
+        except SpoolError:
+            return  # logged by the spool; the next pass tries again
+        for lane in lanes:
+            if not lane.free:
+                continue
+            if lane.due_at > now:
+                yield lane.due_at
+            elif send and not self._thread_free():
+                return  # a job that ends wakes the thread
+            else:
+                later = self._claim(queue, lane, now, send=send)
+                if later is not None:
+                    yield later
+
+    def _claim(self, queue: Queue, lane: Lane, now: float, *, send: bool) -> float | None:
+        """Claim the lane and start its job; when its chat's turn comes, if that is later."""
+        token = self.hold()
+        try:
+            claimed = queue.claim(
+                lane,
+                now=now,
+                holder=this_process(),
+                token=token,
+                in_flight=self.in_flight(),
+                fit=self._jobs.fit,
+                retire=self._jobs.policy.before_attempt,
+                send=send,
+                lease_for=self._lease_for,
+            )
+        except SpoolError:
+            claimed = None
+        if isinstance(claimed, Claim) and claimed.alerts:
+            self._submit(queue, claimed)  # the job lets the token go when it ends
+            return None
+        self.release(token)
+        if isinstance(claimed, Later):
+            return claimed.at
+        if claimed is not None:
+            self._jobs.report_retired(queue, claimed)
+        return None
 
     def _loop(self) -> None:
         checkpointed_at = 0.0

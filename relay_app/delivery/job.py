@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import takewhile
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..core.errors import (
     PermanentDeliveryError,
@@ -23,7 +24,7 @@ from ..core.errors import (
     ThreadNotFound,
 )
 from ..core.logs import event
-from ..core.metrics import AttemptKind, Metrics
+from ..core.metrics import AttemptKind, AttemptResult, Metrics
 from ..core.outcomes import Dead, Delivered, Outcome, Refund, RetryAt
 from ..core.routing import Destination
 from ..message.digest import compose, how_many_fit
@@ -77,7 +78,7 @@ class Jobs:
         outgoing: AroundDelivery[Any] | None = None,
     ) -> None:
         self._deliver = deliver
-        self._outgoing = outgoing
+        self._outgoing: AroundDelivery[Any] = outgoing or _NothingAround()
         self.policy = policy
         self._health = health
         self._metrics = metrics
@@ -109,25 +110,47 @@ class Jobs:
         the dispatcher reports one whose alerts were all retired with `report_retired`).
         What follows a delivery (outgoing.py) runs through `later` when given."""
         self.report_retired(queue, claim)
-        plan = self._outgoing.plan(claim.alerts, claim.destination) if self._outgoing else None
-        started, now = time.monotonic(), self._clock()
-        error: Exception | None = None
-        sent: Sent | None = None
-        try:
-            sent = self._deliver(
-                self._message(claim.alerts, now),
-                claim.destination,
-                plan.extras if plan is not None else NO_EXTRAS,
-            )
-        except Exception as exc:  # sorted below: Telegram's refusals, the network, a bug
-            error = exc
-        self._attempt_made(claim, kind, error, time.monotonic() - started)
+        plan = self._outgoing.plan(claim.alerts, claim.destination)
+        sent, error = self._attempt(claim, plan.extras, kind)
         now = self._clock()
         settlement = self._settlement(claim, error, now)
+        settled = self._record(queue, claim, settlement, wait_until, now)
+        self._report(queue, claim, settlement, settled, error)
+        if sent is not None:
+            follow_up = self._outgoing.delivered(plan, sent, claim.alerts, claim.destination)
+            if follow_up is not None:
+                (later or _now)(follow_up)
+        return settlement
+
+    def _attempt(
+        self, claim: Claim, extras: Extras, kind: AttemptKind
+    ) -> tuple[Sent | None, Exception | None]:
+        """The one attempt: what Telegram answered, or why it failed."""
+        started = time.monotonic()
+        sent = error = None
+        try:
+            sent = self._deliver(
+                self._message(claim.alerts, self._clock()), claim.destination, extras
+            )
+        except Exception as exc:  # sorted later: Telegram's refusals, the network, a bug
+            error = exc
+        self._attempt_made(claim, kind, error, time.monotonic() - started)
+        return sent, error
+
+    def _record(
+        self,
+        queue: Queue,
+        claim: Claim,
+        settlement: Settlement,
+        wait_until: float | None,
+        now: float,
+    ) -> Settled | None:
+        """The settlement in the queue, and what it says of Telegram in its health; None when
+        the queue could not take it."""
+        settled = None
         try:
             settled = queue.settle(claim, settlement, now=now, wait_until=wait_until)
         except SpoolError as exc:
-            settled = None
             log.error(
                 "alert(s) %s: the outcome of their attempt (%s) could not be recorded in the "
                 "spool (%s); this process takes them up again, and may send them twice",
@@ -139,12 +162,7 @@ class Jobs:
             self._health.send_failed(now)
         elif settlement.telegram == "answered":
             self._health.answered(now)
-        self._report(queue, claim, settlement, settled, error)
-        if plan is not None and sent is not None and self._outgoing is not None:
-            follow_up = self._outgoing.delivered(plan, sent, claim.alerts, claim.destination)
-            if follow_up is not None:
-                (later or _now)(follow_up)
-        return settlement
+        return settled
 
     def report_retired(self, queue: Queue, claim: Claim) -> None:
         for alert, dead in claim.retired:
@@ -183,36 +201,36 @@ class Jobs:
         return with_note(message, REPEAT_NOTE) if alerts[0].second_chance else message
 
     def _settlement(self, claim: Claim, error: Exception | None, now: float) -> Settlement:
+        """What the attempt decided for each alert, and what it says of Telegram."""
         alerts = claim.alerts
         if error is None:
             since = now - self.policy.max_age if self._second_chance else None
+            return Settlement(_each(alerts, Delivered()), "answered", second_chance_since=since)
+        if isinstance(error, RetryableDeliveryError):
+            return self._to_retry(alerts, error, now)
+        if isinstance(error, ThreadNotFound) and claim.destination.thread is not None:
+            chat = claim.destination.without_topic()  # a 400: nothing was posted
+            moved = RetryAt(now, after_failure=False, destination=chat)
             return Settlement(
-                [(alert, Delivered()) for alert in alerts], "answered", second_chance_since=since
+                [(alert, moved) for alert in alerts], "answered", "unsure", str(error)
             )
-        said = str(error)
+        if isinstance(error, PermanentDeliveryError):
+            dead = Dead("refused", "Telegram refused it permanently")
+            return Settlement(_each(alerts, dead), "answered", "unsure", str(error))
+        dead = Dead("internal", "the relay failed while sending it")
+        return Settlement(_each(alerts, dead), error=str(error))
+
+    def _to_retry(
+        self, alerts: Sequence[SpooledAlert], error: RetryableDeliveryError, now: float
+    ) -> Settlement:
         if isinstance(error, RateLimited):
             # Telegram's pause is not the alert's failure: the attempt is given back.
             outcomes = self._after_failure(alerts, error, now, "attempt")
             pause = max(outcome.at for _, outcome in outcomes if isinstance(outcome, RetryAt))
-            return Settlement(outcomes, "answered", "attempt", said, pause_chat_until=pause)
-        if isinstance(error, RetryableDeliveryError):
-            refund: Refund = "none" if error.maybe_delivered else "unsure"
-            return Settlement(
-                self._after_failure(alerts, error, now, refund), "failing", refund, said
-            )
-        if isinstance(error, ThreadNotFound) and claim.destination.thread is not None:
-            chat = claim.destination.without_topic()  # a 400: nothing was posted
-            return Settlement(
-                [(alert, RetryAt(now, after_failure=False, destination=chat)) for alert in alerts],
-                "answered",
-                "unsure",
-                said,
-            )
-        if isinstance(error, PermanentDeliveryError):
-            dead = Dead("refused", "Telegram refused it permanently")
-            return Settlement([(alert, dead) for alert in alerts], "answered", "unsure", said)
-        dead = Dead("internal", "the relay failed while sending it")
-        return Settlement([(alert, dead) for alert in alerts], error=said)
+            return Settlement(outcomes, "answered", "attempt", str(error), pause_chat_until=pause)
+        refund: Refund = "none" if error.maybe_delivered else "unsure"
+        outcomes = self._after_failure(alerts, error, now, refund)
+        return Settlement(outcomes, "failing", refund, str(error))
 
     def _after_failure(
         self,
@@ -292,13 +310,19 @@ class Jobs:
         reason = dead.reason
         if error is None and alert.last_error is not None:
             reason = f"{reason}; last error: {alert.last_error}"
-        if queue.durable and settled:
-            reason += f"; kept as a dead letter (resend: relay-app spool retry {alert.id})"
-        if settled and dead.kind == "exhausted" and self._second_chance and not alert.second_chance:
-            reason += "; it is sent once more when its chat next accepts a message"
-        elif queue.durable and not settled:
-            reason += "; it could not be kept as a dead letter"
+        reason += self._where_it_stays(queue, alert, dead, settled=settled)
         self.undelivered(alert.message, reason, error, alert=alert, exc_info=exc_info)
+
+    def _where_it_stays(
+        self, queue: Queue, alert: SpooledAlert, dead: Dead, *, settled: bool
+    ) -> str:
+        if not settled:
+            return "; it could not be kept as a dead letter" if queue.durable else ""
+        kept = f"; kept as a dead letter (resend: relay-app spool retry {alert.id})"
+        again = dead.kind == "exhausted" and self._second_chance and not alert.second_chance
+        return (kept if queue.durable else "") + (
+            "; it is sent once more when its chat next accepts a message" if again else ""
+        )
 
     def _attempt_made(
         self,
@@ -314,21 +338,9 @@ class Jobs:
         attempt = max(alert.attempts for alert in alerts)
         now = self._clock()
         waited = now - min(alert.received_at for alert in alerts)
-        level = logging.WARNING
-        outcome: Literal["delivered", "retryable_error", "permanent_error"]
         if error is None:
             self._metrics.delivered([alert.received_at for alert in alerts], now)
-            level, outcome = logging.INFO, "delivered"
-            said = f"delivered {waited:.1f} s after {'the first' if alerts[1:] else 'it'} arrived"
-        elif isinstance(error, RetryableDeliveryError):
-            # In a long outage an alert is tried many times; attempts that risk a duplicate,
-            # and every doubling of the others, are worth a WARNING each.
-            never_sent = 1 + max(alert.attempts - alert.unsure_attempts for alert in alerts)
-            if not (error.maybe_delivered or never_sent & (never_sent - 1) == 0):
-                level = logging.INFO
-            outcome, said = "retryable_error", f"failed (retryable): {error}"
-        else:
-            outcome, said = "permanent_error", f"failed (permanent): {error}"
+        level, outcome, said = _verdict(alerts, error, waited)
         self._metrics.attempt(kind, outcome, error_code)
         digest = f" (a digest of {len(alerts)})" if len(alerts) > 1 else ""
         log.log(
@@ -354,6 +366,47 @@ class Jobs:
                 error_code=error_code,
             ),
         )
+
+
+def _verdict(
+    alerts: Sequence[SpooledAlert], error: BaseException | None, waited: float
+) -> tuple[int, AttemptResult, str]:
+    """How an attempt is logged: its level, its outcome, and what it says."""
+    if error is None:
+        first = "the first" if alerts[1:] else "it"
+        return logging.INFO, "delivered", f"delivered {waited:.1f} s after {first} arrived"
+    if not isinstance(error, RetryableDeliveryError):
+        return logging.WARNING, "permanent_error", f"failed (permanent): {error}"
+    # In a long outage an alert is tried many times; attempts that risk a duplicate, and every
+    # doubling of the others, are worth a WARNING each.
+    never_sent = 1 + max(alert.attempts - alert.unsure_attempts for alert in alerts)
+    loud = error.maybe_delivered or never_sent & (never_sent - 1) == 0
+    level = logging.WARNING if loud else logging.INFO
+    return level, "retryable_error", f"failed (retryable): {error}"
+
+
+def _each(alerts: Sequence[SpooledAlert], outcome: Outcome) -> list[tuple[SpooledAlert, Outcome]]:
+    return [(alert, outcome) for alert in alerts]
+
+
+class _NothingAround:
+    """No buttons to add, nothing to keep: the relay without a spool's records."""
+
+    def plan(self, alerts: Sequence[SpooledAlert], destination: Destination) -> Planned:
+        return _NO_PLAN
+
+    def delivered(
+        self, plan: Planned, sent: Sent, alerts: Sequence[SpooledAlert], destination: Destination
+    ) -> Callable[[], None] | None:
+        return None
+
+
+@dataclass(frozen=True)
+class _NoPlan:
+    extras: Extras = NO_EXTRAS
+
+
+_NO_PLAN = _NoPlan()
 
 
 def _alone(alert: SpooledAlert) -> bool:

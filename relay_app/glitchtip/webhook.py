@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 _ISSUE_TOTAL = re.compile(r"\((\d+) issues?\)")
 _SHORT_ID = re.compile(r"\[View Issue ([^\]]+)\]")
@@ -128,12 +128,7 @@ def _json_kind(value: object) -> str:
 def parse_alert(payload: dict[str, Any]) -> Alert:
     attachments = payload.get("attachments")
     heading = payload.get("text")
-    if (
-        not isinstance(attachments, list)
-        or not attachments
-        or not all(isinstance(item, dict) for item in attachments)
-        or not isinstance(heading, str | None)
-    ):
+    if not _items(attachments) or not isinstance(heading, str | None):
         return UnrecognizedPayload(payload)
     heading = heading or ""
     read = attachments[:MAX_ITEMS_READ]
@@ -146,6 +141,15 @@ def parse_alert(payload: dict[str, Any]) -> Alert:
     if total_match:
         total = max(int(total_match.group(1)), total)
     return IssueAlert(heading, issues, total)
+
+
+def _items(attachments: object) -> TypeGuard[list[dict[str, Any]]]:
+    """Whether GlitchTip's attachments are as it sends them: a list of objects, not empty."""
+    return (
+        isinstance(attachments, list)
+        and bool(attachments)
+        and all(isinstance(item, dict) for item in attachments)
+    )
 
 
 def _issue(item: dict[str, Any], index: int, short_ids: _ShortIds) -> Issue:

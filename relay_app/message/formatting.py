@@ -419,25 +419,26 @@ def _shorten_values(
     if visible_length("".join(span.text for span in spans)) <= limit:
         return spans
     lengths = [visible_length(span.text) for span in spans]
-    budget = limit - sum(n for span, n in zip(spans, lengths, strict=True) if not span.value)
-    value_lengths = [n for span, n in zip(spans, lengths, strict=True) if span.value]
+    values = [n for span, n in zip(spans, lengths, strict=True) if span.value]
+    cap = _largest_cap(values, limit - (sum(lengths) - sum(values)))
+    if cap < min_value_length:
+        return None
+    return [
+        span._replace(text=shorten(span.text, cap)) if span.value and n > cap else span
+        for span, n in zip(spans, lengths, strict=True)
+    ]
 
-    def total_at(cap: int) -> int:
-        return sum(min(n, cap) for n in value_lengths)
 
-    low, high = 0, max(value_lengths, default=0)
-    while low < high:  # the largest cap whose total still fits
+def _largest_cap(lengths: list[int], budget: int) -> int:
+    """The largest length that, capping each of `lengths`, keeps their sum within `budget`."""
+    low, high = 0, max(lengths, default=0)
+    while low < high:
         middle = (low + high + 1) // 2
-        if total_at(middle) <= budget:
+        if sum(min(n, middle) for n in lengths) <= budget:
             low = middle
         else:
             high = middle - 1
-    if low < min_value_length:
-        return None
-    return [
-        span._replace(text=shorten(span.text, low)) if span.value and n > low else span
-        for span, n in zip(spans, lengths, strict=True)
-    ]
+    return low
 
 
 def _span_html(span: Span) -> str:

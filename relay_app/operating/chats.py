@@ -52,23 +52,30 @@ def seen_chats(updates: Iterable[dict[str, Any]]) -> list[SeenChat]:
     chats: dict[int, SeenChat] = {}
     for update in sorted(updates, key=lambda u: int(u.get("update_id", 0))):
         for message in _messages(update):
-            chat = _note_chat(chats, message.get("chat"))
-            if chat is None:
-                continue
-            _note_topic(chat, message)
-            migrated_to = message.get("migrate_to_chat_id")
-            if isinstance(migrated_to, int):
-                chat.migrated_to = migrated_to
+            _note_message(chats, message)
         for key in _CHAT_KEYS:
             change = update.get(key)
-            if not isinstance(change, dict):
-                continue
-            chat = _note_chat(chats, change.get("chat"))
-            if chat is not None and key == "my_chat_member":
-                member = change.get("new_chat_member")
-                if isinstance(member, dict) and isinstance(member.get("status"), str):
-                    chat.bot_status = member["status"]
+            if isinstance(change, dict):
+                _note_membership(chats, key, change)
     return list(chats.values())
+
+
+def _note_message(chats: dict[int, SeenChat], message: dict[str, Any]) -> None:
+    chat = _note_chat(chats, message.get("chat"))
+    if chat is None:
+        return
+    _note_topic(chat, message)
+    migrated_to = message.get("migrate_to_chat_id")
+    if isinstance(migrated_to, int):
+        chat.migrated_to = migrated_to
+
+
+def _note_membership(chats: dict[int, SeenChat], key: str, change: dict[str, Any]) -> None:
+    chat = _note_chat(chats, change.get("chat"))
+    if chat is not None and key == "my_chat_member":
+        member = change.get("new_chat_member")
+        if isinstance(member, dict) and isinstance(member.get("status"), str):
+            chat.bot_status = member["status"]
 
 
 def _messages(update: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -84,11 +91,7 @@ def _note_chat(chats: dict[int, SeenChat], raw: object) -> SeenChat | None:
     if not isinstance(raw, dict) or not isinstance(raw.get("id"), int):
         return None
     chat_id = raw["id"]
-    title = str(
-        raw.get("title")
-        or " ".join(str(raw[k]) for k in ("first_name", "last_name") if raw.get(k))
-        or (f"@{raw['username']}" if raw.get("username") else "")
-    )
+    title = _title_of(raw)
     seen = chats.get(chat_id)
     if seen is None:
         seen = chats[chat_id] = SeenChat(chat_id, str(raw.get("type", "chat")), title)
@@ -97,6 +100,13 @@ def _note_chat(chats: dict[int, SeenChat], raw: object) -> SeenChat | None:
     if raw.get("is_forum"):
         seen.is_forum = True
     return seen
+
+
+def _title_of(raw: dict[str, Any]) -> str:
+    """A group's title, a person's name, or a username."""
+    name = " ".join(str(raw[k]) for k in ("first_name", "last_name") if raw.get(k))
+    username = f"@{raw['username']}" if raw.get("username") else ""
+    return str(raw.get("title") or name or username)
 
 
 def _note_topic(chat: SeenChat, message: dict[str, Any]) -> None:
@@ -190,8 +200,20 @@ def report(found: Found, out: TextIO) -> bool:
         print(_NOTHING_SEEN.format(bot=bot), file=out)
         return False
     print(f"Chats {bot} has seen (Telegram keeps a bot's updates for 24 hours):\n", file=out)
+    _print_table(found.chats, out)
+    usable = [chat for chat in found.chats if not chat.bot_is_gone and chat.migrated_to is None]
+    if not usable:
+        print(f"\n{bot} can post in none of them now.", file=out)
+        return False
+    print("\nTo send GlitchTip's alerts to one of them, set one of these blocks:", file=out)
+    for chat in usable:
+        _print_settings(chat, out)
+    return True
+
+
+def _print_table(chats: list[SeenChat], out: TextIO) -> None:
     rows = [("ID", "TYPE", "TITLE")]
-    for chat in found.chats:
+    for chat in chats:
         rows.append((str(chat.id), chat.type, _chat_title(chat) + _chat_note(chat)))
         rows += [
             ("", f"topic {thread}", name or "(name not seen)")
@@ -199,23 +221,19 @@ def report(found: Found, out: TextIO) -> bool:
         ]
     widths = [max(len(row[column]) for row in rows) for column in range(2)]
     for row in rows:
-        print(
-            f"  {row[0].ljust(widths[0])}  {row[1].ljust(widths[1])}  {row[2]}".rstrip(), file=out
-        )
-    usable = [chat for chat in found.chats if not chat.bot_is_gone and chat.migrated_to is None]
-    if not usable:
-        print(f"\n{bot} can post in none of them now.", file=out)
-        return False
-    print("\nTo send GlitchTip's alerts to one of them, set one of these blocks:", file=out)
-    for chat in usable:
-        title = _chat_title(chat)
-        for thread, name in sorted(chat.topics.items()):
-            print(f"\n  # {title}, topic {name or thread}", file=out)
-            print(f"  TELEGRAM_CHAT_ID={chat.id}\n  TELEGRAM_THREAD_ID={thread}", file=out)
-        general = " (its General topic)" if chat.is_forum else ""
-        print(f"\n  # {title}{general}{_KIND_NOTES.get(chat.type, '')}", file=out)
-        print(f"  TELEGRAM_CHAT_ID={chat.id}", file=out)
-    return True
+        line = f"  {row[0].ljust(widths[0])}  {row[1].ljust(widths[1])}  {row[2]}"
+        print(line.rstrip(), file=out)
+
+
+def _print_settings(chat: SeenChat, out: TextIO) -> None:
+    """The lines that send alerts to the chat, and to each of its topics."""
+    title = _chat_title(chat)
+    for thread, name in sorted(chat.topics.items()):
+        print(f"\n  # {title}, topic {name or thread}", file=out)
+        print(f"  TELEGRAM_CHAT_ID={chat.id}\n  TELEGRAM_THREAD_ID={thread}", file=out)
+    general = " (its General topic)" if chat.is_forum else ""
+    print(f"\n  # {title}{general}{_KIND_NOTES.get(chat.type, '')}", file=out)
+    print(f"  TELEGRAM_CHAT_ID={chat.id}", file=out)
 
 
 _NOTHING_SEEN = """\

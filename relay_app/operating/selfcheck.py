@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,34 +157,49 @@ def _telegram_verdicts(
         return
     bot_id = int(me.get("id", 0))
     yield Verdict("token", True, f"the bot is @{me.get('username')} (id {bot_id})")
+    default_works = yield from _chat_verdicts(client, settings, bot_id, deadline)
+    if not send:
+        return
+    if not default_works:
+        yield Verdict("test message", False, "not sent: the default chat failed its check")
+        return
+    yield _test_message_verdict(client, settings.default_destination, deadline, api)
 
+
+def _chat_verdicts(
+    client: TelegramClient, settings: Settings, bot_id: int, deadline: Callable[[], float]
+) -> Generator[Verdict, None, bool]:
+    """Each configured chat's verdict (and the default topic's); whether the default chat
+    works."""
     default = settings.default_destination
     chats: list[ChatId] = [default.chat]
     chats += sorted(
         (chat for key in settings.allowed_chat_ids if (chat := parse_chat_id(key)) is not None),
         key=str,
     )
-    default_chat_works = False
+    default_works = False
     for chat in chats:
-        verdict, chat_info = _chat_verdict(client, chat, bot_id, deadline, api)
+        verdict, info = _chat_verdict(client, chat, bot_id, deadline, settings.telegram_api_url)
         yield verdict
-        if chat == default.chat:
-            default_chat_works = verdict.passed
-            if verdict.passed and default.thread is not None:
-                yield _topic_verdict(client, default, chat_info, deadline, api)
-    if send:
-        if not default_chat_works:
-            yield Verdict("test message", False, "not sent: the default chat failed its check")
-            return
-        try:
-            sent = client.send_message(
-                default.chat, TEST_MESSAGE, html=True, thread_id=default.thread, deadline=deadline()
-            )
-        except DeliveryError as exc:
-            yield Verdict("test message", False, str(exc), _hint(exc, api, "send"))
-            return
-        where = default.describe()
-        yield Verdict("test message", True, f"posted to {where} (message {sent.get('message_id')})")
+        if chat != default.chat:
+            continue
+        default_works = verdict.passed
+        if verdict.passed and default.thread is not None:
+            yield _topic_verdict(client, default, info, deadline, settings.telegram_api_url)
+    return default_works
+
+
+def _test_message_verdict(
+    client: TelegramClient, default: Destination, deadline: Callable[[], float], api: str
+) -> Verdict:
+    try:
+        sent = client.send_message(
+            default.chat, TEST_MESSAGE, html=True, thread_id=default.thread, deadline=deadline()
+        )
+    except DeliveryError as exc:
+        return Verdict("test message", False, str(exc), _hint(exc, api, "send"))
+    where = default.describe()
+    return Verdict("test message", True, f"posted to {where} (message {sent.get('message_id')})")
 
 
 def _chat_verdict(
@@ -205,28 +220,27 @@ def _chat_verdict(
     described = f"{kind} {title!r}" + (" (forum)" if info.get("is_forum") else "")
     status = str(member.get("status", "unknown"))
     standing = _STATUSES.get(status, f"the bot's status is {status!r}")
+    cannot = _cannot_post(kind, status, member)
+    if cannot is not None:
+        where, fix = cannot
+        return Verdict(name, False, f"{described}: {standing}, and cannot post {where}", fix), info
+    return Verdict(name, True, f"{described}; {standing}"), info
+
+
+def _cannot_post(kind: str, status: str, member: dict[str, Any]) -> tuple[str, str] | None:
+    """Where the bot cannot post, and the fix; None when it can."""
     if kind == "channel" and not (status == "creator" or member.get("can_post_messages")):
         return (
-            Verdict(
-                name,
-                False,
-                f"{described}: {standing}, and cannot post in the channel",
-                "make the bot an administrator of the channel with the right to post messages",
-            ),
-            info,
+            "in the channel",
+            "make the bot an administrator of the channel with the right to post messages",
         )
     if status not in _POSTING_STATUSES or member.get("can_send_messages") is False:
         return (
-            Verdict(
-                name,
-                False,
-                f"{described}: {standing}, and cannot post there",
-                "add the bot to the group again (Group info → Add members), or lift its "
-                "restriction on sending messages",
-            ),
-            info,
+            "there",
+            "add the bot to the group again (Group info → Add members), or lift its "
+            "restriction on sending messages",
         )
-    return Verdict(name, True, f"{described}; {standing}"), info
+    return None
 
 
 def _topic_verdict(

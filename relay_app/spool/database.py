@@ -146,17 +146,8 @@ class Database:
                 self._connection = self._open()
             db = self._connection
             changes_before = db.total_changes
-            if not transaction:
-                result = work(Tx(db, SQLITE, at))
-            else:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    result = work(Tx(db, SQLITE, at))
-                    db.execute("COMMIT")
-                except BaseException:
-                    if db.in_transaction:  # SQLite itself rolls back on some errors
-                        db.execute("ROLLBACK")
-                    raise
+            run = _in_transaction if transaction else _alone
+            result = run(db, work, at)
         except (sqlite3.Error, OSError) as exc:
             if _is_busy(exc):
                 raise _Locked from None
@@ -370,6 +361,24 @@ class Database:
             if os.path.exists(self.path + suffix):
                 os.rename(self.path + suffix, aside + suffix)
         return aside
+
+
+def _alone(db: sqlite3.Connection, work: Work[T], at: Now) -> T:
+    """`work` that only reads, outside a transaction: it waits for no writer."""
+    return work(Tx(db, SQLITE, at))
+
+
+def _in_transaction(db: sqlite3.Connection, work: Work[T], at: Now) -> T:
+    """`work` in one transaction that holds the write lock from its start."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        result = work(Tx(db, SQLITE, at))
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:  # SQLite itself rolls back on some errors
+            db.execute("ROLLBACK")
+        raise
+    return result
 
 
 class _Locked(Exception):

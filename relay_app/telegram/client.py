@@ -303,7 +303,6 @@ def _refusal(response: requests.Response, reply: dict[str, Any], method: str) ->
     parameters = parameters if isinstance(parameters, dict) else {}
     refused = "the message" if method == "sendMessage" else method
     summary = f"Telegram refused {refused} ({error_code}): {_short(description)}"
-
     if 429 in (error_code, status):
         retry_after = _seconds(parameters.get("retry_after"))
         if retry_after is None:
@@ -312,6 +311,13 @@ def _refusal(response: requests.Response, reply: dict[str, Any], method: str) ->
         return RateLimited(summary, retry_after=retry_after)
     if error_code >= 500 or status >= 500:
         return RetryableDeliveryError(summary, error_code=error_code)
+    return _permanent(summary, error_code, description, parameters)
+
+
+def _permanent(
+    summary: str, error_code: int, description: str, parameters: dict[str, Any]
+) -> PermanentDeliveryError:
+    """Which of Telegram's permanent refusals this is: each has a remedy of its own."""
     new_chat_id = parameters.get("migrate_to_chat_id")
     if isinstance(new_chat_id, int) and not isinstance(new_chat_id, bool):
         return ChatMigrated(

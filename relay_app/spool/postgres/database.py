@@ -328,6 +328,18 @@ class PgDatabase:
         except psycopg.Error:
             return False
 
+    def _upgrade(self, cursor: Cursor, version: int) -> None:
+        if not self._for_service:
+            raise SpoolOutdated(
+                f"the spool {self.path} is from an older relay: start the relay once to upgrade it"
+            )
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in STEPS[step]:
+                cursor.execute(statement)
+        cursor.execute("DELETE FROM relay_schema")
+        cursor.execute("INSERT INTO relay_schema VALUES (%s)", (SCHEMA_VERSION,))
+        log.info("the spool %s is at schema %d", self.path, SCHEMA_VERSION)
+
     def _ensure_schema(self, connection: psycopg.Connection[dict[str, Any]]) -> None:
         if self._schema_ready:
             return
@@ -346,17 +358,7 @@ class PgDatabase:
                     "upgrade this relay"
                 )
             if version < SCHEMA_VERSION:
-                if not self._for_service:
-                    raise SpoolOutdated(
-                        f"the spool {self.path} is from an older relay: start the relay once "
-                        "to upgrade it"
-                    )
-                for step in range(version + 1, SCHEMA_VERSION + 1):
-                    for statement in STEPS[step]:
-                        cursor.execute(statement)
-                cursor.execute("DELETE FROM relay_schema")
-                cursor.execute("INSERT INTO relay_schema VALUES (%s)", (SCHEMA_VERSION,))
-                log.info("the spool %s is at schema %d", self.path, SCHEMA_VERSION)
+                self._upgrade(cursor, version)
         self._schema_ready = True
 
 
