@@ -73,18 +73,24 @@ class Place:
     skew: float
 
     def store(self) -> Store:
+        """A connection of its own; in memory, the one database there is (this process's)."""
         store: Store
+        if self.where == MEMORY and self in _memory:
+            return _memory[self]
         if self.where.startswith("postgresql://"):
             store = PgDatabase(self.where, caller_skew=self.skew)
         else:
             store = Database(self.where, skew=self.skew)
         _opened.append(store)
+        if self.where == MEMORY:
+            _memory[self] = store
         return store
 
 
 # Every store a test opened, closed when it ends; and where each queue keeps its alerts.
 _opened: list[Store] = []
 _places: dict[int, Place] = {}
+_memory: dict[Place, Store] = {}
 
 
 def _queue_at(request: pytest.FixtureRequest, spool_path: str) -> Iterator[Queue]:
@@ -95,6 +101,7 @@ def _queue_at(request: pytest.FixtureRequest, spool_path: str) -> Iterator[Queue
     _places[id(queue)] = place
     yield queue
     _places.clear()
+    _memory.clear()
     while _opened:
         _opened.pop().close()
 
@@ -567,22 +574,22 @@ def test_a_holder_reads_back_as_written_and_as_older_relays_wrote_it() -> None:
 
 
 def test_a_settlement_without_the_lease_records_only_deliveries(
-    spool: Queue, clock: FakeTime, tokens: Tokens
+    queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    admission = admit(spool, clock, tokens)
-    admit(spool, clock, tokens, OTHER_CHAT, number=2)
+    admission = admit(queue, clock, tokens)
+    admit(queue, clock, tokens, OTHER_CHAT, number=2)
     assert admission.claim is not None
-    spool.release(ME)  # a person's tool, or a stop, freed it: the claim no longer holds
-    settled = spool.settle(
+    queue.release(ME)  # a person's tool, or a stop, freed it: the claim no longer holds
+    settled = queue.settle(
         admission.claim,
         Settlement([(admission.alert, RetryAt(clock.now + 30))]),
         now=clock.now,
     )
     assert settled.lease_lost
-    assert lane_of(spool, clock, tokens).due_at == clock.now  # untouched
-    lost = spool.settle(admission.claim, Settlement([(admission.alert, Delivered())]), now=0)
+    assert lane_of(queue, clock, tokens).due_at == clock.now  # untouched
+    lost = queue.settle(admission.claim, Settlement([(admission.alert, Delivered())]), now=0)
     assert lost.lease_lost
-    assert spool.pending() == 1  # but a delivered alert goes, whoever holds it
+    assert queue.pending() == 1  # but a delivered alert goes, whoever holds it
 
 
 def test_workers_claiming_at_once_never_share_an_alert(
@@ -624,9 +631,9 @@ def test_workers_claiming_at_once_never_share_an_alert(
 
 
 def test_a_dead_letter_of_used_up_attempts_gets_a_second_chance_when_its_chat_accepts_one(
-    spool: Queue, clock: FakeTime, tokens: Tokens
+    queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    admin = admin_of(spool, clock)
+    admin = admin_of(queue, clock)
     admitted = []
     for to, dead in (
         (TOPIC, Dead("exhausted", "used up")),
@@ -634,50 +641,50 @@ def test_a_dead_letter_of_used_up_attempts_gets_a_second_chance_when_its_chat_ac
         (DESTINATION, Dead("exhausted", "used up")),
     ):
         clock.now += CHAT_INTERVAL
-        admission = admit(spool, clock, tokens, to)
+        admission = admit(queue, clock, tokens, to)
         assert admission.claim is not None
-        settle(spool, clock, tokens, admission.claim, dead)
+        settle(queue, clock, tokens, admission.claim, dead)
         admitted.append(admission)
     refused = admitted[1]
     clock.now += 60
-    send_first(spool, clock, tokens, OTHER_CHAT)  # another chat: nothing revived
+    send_first(queue, clock, tokens, OTHER_CHAT)  # another chat: nothing revived
     assert admin.counts() == {"pending": 0, "dead": 3}
     clock.now += CHAT_INTERVAL
-    accepted = admit(spool, clock, tokens, Destination(CHAT_ID, 99))
+    accepted = admit(queue, clock, tokens, Destination(CHAT_ID, 99))
     assert accepted.claim is not None
-    settled = spool.settle(
+    settled = queue.settle(
         accepted.claim,
         Settlement([(accepted.alert, Delivered())], "answered", second_chance_since=clock.now - 30),
         now=clock.now,
     )
     assert settled.revived == 0  # their horizons began too long ago
     clock.now += CHAT_INTERVAL
-    again = admit(spool, clock, tokens, Destination(CHAT_ID, 98))
+    again = admit(queue, clock, tokens, Destination(CHAT_ID, 98))
     assert again.claim is not None
-    revived = spool.settle(
+    revived = queue.settle(
         again.claim,
         Settlement([(again.alert, Delivered())], "answered", second_chance_since=clock.now - 3600),
         now=clock.now,
     )
     assert revived.revived == 2  # the chat's exhausted ones, never the refused one
     clock.now += CHAT_INTERVAL
-    [back] = claimed(spool, clock, tokens, to=TOPIC).alerts
+    [back] = claimed(queue, clock, tokens, to=TOPIC).alerts
     assert back.second_chance
     assert [a.id for a in admin.alerts("dead")] == [refused.alert.id]
 
 
 def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
-    spool: Queue, clock: FakeTime, tokens: Tokens
+    queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    admin = admin_of(spool, clock)
+    admin = admin_of(queue, clock)
     ids = []
     for to in (DESTINATION, TOPIC, OTHER_CHAT):
         clock.now += CHAT_INTERVAL
-        admission = admit(spool, clock, tokens, to)
+        admission = admit(queue, clock, tokens, to)
         assert admission.claim is not None
         assert admission.alert.id is not None
         dead = Dead("too_old", "too old")
-        settle(spool, clock, tokens, admission.claim, dead, error="Connection refused")
+        settle(queue, clock, tokens, admission.claim, dead, error="Connection refused")
         ids.append(admission.alert.id)
     clock.now += 86400
     assert admin.requeue([ids[0], ids[0] + 100]) == {ids[0]: "dead", ids[0] + 100: None}
@@ -688,7 +695,7 @@ def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
         0,
         "Connection refused",
     )
-    assert lane_of(spool, clock, tokens).due_at == clock.now
+    assert lane_of(queue, clock, tokens).due_at == clock.now
     assert admin.requeue([ids[0]]) == {ids[0]: "pending"}
     assert admin.purge_dead(received_before=clock.now - 3600) == 2  # the other two
     assert admin.counts() == {"pending": 1, "dead": 0}

@@ -31,7 +31,7 @@ from ..message.digest import compose, how_many_fit
 from ..message.formatting import REPEAT_NOTE, Message, with_note
 from ..spool.model import Claim, Settled, Settlement, SpooledAlert, refunded
 from ..spool.queue import Queue
-from ..telegram.courier import NO_EXTRAS, Extras, Sent, log_undelivered
+from ..telegram.courier import NO_EXTRAS, Extras, Sent
 from .health import Health
 from .policy import RetryPolicy
 
@@ -387,6 +387,41 @@ def _verdict(
 
 def _each(alerts: Sequence[SpooledAlert], outcome: Outcome) -> list[tuple[SpooledAlert, Outcome]]:
     return [(alert, outcome) for alert in alerts]
+
+
+def log_undelivered(
+    message: Message,
+    reason: str,
+    error: BaseException | None,
+    *,
+    alert: str | None = None,
+    destination: Destination | None = None,
+    exc_info: bool = False,
+) -> None:
+    """The one record that says an alert did not reach Telegram, holding everything it said.
+    `alert` is its label, when it got one."""
+    last_error = f"; last error: {error}" if error is not None else ""
+    which = ""
+    if alert is not None:
+        which = f"alert {alert}" + (f" for {destination.describe()}" if destination else "") + ": "
+    log.error(
+        # One line: the text's line breaks are escaped (logs.py), as every value's are.
+        "ALERT NOT DELIVERED: %s%s%s; alert text: %s",
+        which,
+        reason,
+        last_error,
+        message.text,
+        exc_info=error if exc_info else None,
+        extra=event(
+            event="undelivered",
+            alerts=[alert] if alert is not None else [],
+            destination=destination.describe() if destination is not None else None,
+            reason=reason,
+            error=str(error) if error is not None else None,
+            error_code=getattr(error, "error_code", None),
+            text=message.text,
+        ),
+    )
 
 
 class _NothingAround:

@@ -24,7 +24,6 @@ from ..core.errors import (
     PermanentDeliveryError,
     says_telegram_is_failing,
 )
-from ..core.logs import event
 from ..core.routing import ChatId, Destination, parse_chat_id
 from ..message.formatting import Message
 from .client import TelegramClient
@@ -180,39 +179,4 @@ def _sent(result: dict[str, Any], chat_id: ChatId, shown: str) -> Sent:
         str(answered_chat if answered_chat is not None else chat_id),
         message_id if isinstance(message_id, int) else 0,
         shown,
-    )
-
-
-def log_undelivered(
-    message: Message,
-    reason: str,
-    error: BaseException | None,
-    *,
-    alert: str | None = None,
-    destination: Destination | None = None,
-    exc_info: bool = False,
-) -> None:
-    """The one record that says an alert did not reach Telegram, holding everything it said.
-    `alert` is its label, when it got one."""
-    last_error = f"; last error: {error}" if error is not None else ""
-    which = ""
-    if alert is not None:
-        which = f"alert {alert}" + (f" for {destination.describe()}" if destination else "") + ": "
-    log.error(
-        # One line: the text's line breaks are escaped (logs.py), as every value's are.
-        "ALERT NOT DELIVERED: %s%s%s; alert text: %s",
-        which,
-        reason,
-        last_error,
-        message.text,
-        exc_info=error if exc_info else None,
-        extra=event(
-            event="undelivered",
-            alerts=[alert] if alert is not None else [],
-            destination=destination.describe() if destination is not None else None,
-            reason=reason,
-            error=str(error) if error is not None else None,
-            error_code=getattr(error, "error_code", None),
-            text=message.text,
-        ),
     )

@@ -134,7 +134,7 @@ def test_a_permanent_403_is_not_retried_and_the_text_is_logged(
     time.sleep(1.5)  # five RELAY_RETRY_WAITs: any retry would have come
     assert len(fake_telegram.received) == 1  # a refusal is an answer: nothing more is asked
     logs = relay.logs()
-    assert "[ERROR] relay_app.telegram.courier: ALERT NOT DELIVERED" in logs
+    assert "[ERROR] relay_app.delivery.job: ALERT NOT DELIVERED" in logs
     assert "Kicked <alert> & co" in logs
 
 
