@@ -4,11 +4,13 @@ memory. A second backend runs these same tests."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from relay_app.core.errors import QueueFull
@@ -33,6 +35,8 @@ from relay_app.spool import (
 from relay_app.spool.database import MEMORY, Database
 from relay_app.spool.holders import _start_time
 from relay_app.spool.postgres import PgDatabase
+from relay_app.spool.postgres.schema import STEPS as PG_STEPS
+from relay_app.spool.schema import STEPS as SQLITE_STEPS
 from relay_app.spool.store import Store
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to
 from tests.payloads import issue, issue_alert
@@ -721,3 +725,70 @@ def test_alerts_from_another_process_are_read_as_written(
     admit_to(spool, long_one, TOPIC, now=clock.now, telegram_up=False)
     [alert] = claimed(another_process(spool), clock, tokens, to=TOPIC).alerts
     assert (alert.message, alert.destination, alert.received_at) == (long_one, TOPIC, clock.now)
+
+
+# --- stores from before one set of statements ---------------------------------------------------
+
+
+def _old_sqlite(path: str, now: float) -> None:
+    """A spool file as the relay before left it (schema 6): one alert pending, a 429's pause."""
+    with sqlite3.connect(path) as db:
+        for step in range(1, 7):
+            for item in SQLITE_STEPS[step]:
+                if isinstance(item, str):
+                    db.execute(item)
+                else:
+                    item(db, None)
+        db.execute("PRAGMA user_version = 6")
+        db.execute(OLD_ALERT, old_values(now))
+        db.execute("INSERT INTO lanes (lane, chat, thread) VALUES (?, ?, NULL)", (LANE, CHAT))
+        db.execute("INSERT INTO pauses VALUES (?, ?, ?)", (CHAT, now + 30, now))
+    db.close()
+
+
+def _old_postgres(url: str, now: float) -> None:
+    """A database as the relay before left it (schema 3), with the same."""
+    with psycopg.connect(url, autocommit=True) as pg:
+        for step in range(1, 4):
+            for statement in PG_STEPS[step]:
+                pg.execute(statement)
+        pg.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
+        pg.execute("INSERT INTO relay_schema VALUES (3)")
+        pg.execute(OLD_ALERT.replace("?", "%s"), old_values(now))
+        pg.execute("INSERT INTO lanes (lane, chat, thread) VALUES (%s, %s, NULL)", (LANE, CHAT))
+        pg.execute("INSERT INTO chats VALUES (%s, %s, %s)", (CHAT, now + 30, now))
+
+
+LANE, CHAT = DESTINATION.lane, DESTINATION.chat_key
+OLD_ALERT = (
+    "INSERT INTO alerts (chat, thread, lane, received_at, retry_from, html, text, fallback,"
+    " attempts, unsure_attempts, next_attempt_at, scheduled_at)"
+    " VALUES (?, NULL, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?)"
+)
+
+
+def old_values(now: float) -> tuple[object, ...]:
+    text = message().text
+    return (CHAT, LANE, now, now, message().html, text, text, now, now)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_spool_from_the_relay_before_is_upgraded_in_place(
+    kind: str, request: pytest.FixtureRequest, spool_path: str, clock: FakeTime, tokens: Tokens
+) -> None:
+    where = spool_path if kind == "sqlite" else request.getfixturevalue("pg_url")
+    (_old_sqlite if kind == "sqlite" else _old_postgres)(where, clock.now)
+    queue = on_store(Place(where, 0.0).store()).queue
+    try:
+        assert queue.pending() == 1  # counted where the limit is checked
+        assert queue.next_turn(DESTINATION, now=clock.now) == clock.now + 30  # the 429 holds
+        [lane] = queue.lanes(now=clock.now, holder=ME, in_flight=())
+        assert (lane.destination, lane.due_at, lane.free) == (DESTINATION, clock.now, True)
+        assert admit(queue, clock, tokens).waiting == "behind_older"
+        assert queue.pending() == 2
+        clock.now += 30
+        [old, new] = claimed(queue, clock, tokens).alerts
+        assert (old.attempts, old.unsure_attempts, new.attempts) == (2, 2, 1)
+    finally:
+        while _opened:
+            _opened.pop().close()

@@ -31,14 +31,6 @@ class Spool:
     poller_lease: SpoolPollerLease
     _store: Store
 
-    @property
-    def name(self) -> str:
-        return self._store.path
-
-    @property
-    def durable(self) -> bool:
-        return self._store.durable
-
     def problem(self) -> str | None:
         """Why the spool cannot be used now (GET /readyz), or None."""
         return self._store.problem()
