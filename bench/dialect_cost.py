@@ -208,9 +208,15 @@ def with_sqlalchemy(engine: Any, upsert: Callable[[Any], Any]) -> Callable[[floa
 def sqlite_engine(path: str) -> Any:
     engine = sa.create_engine(f"sqlite:///{path}", connect_args={"isolation_level": None})
 
+    def as_the_spool(dbapi_connection: Any, record: Any) -> None:
+        # The spool's own settings (spool/database.py): without them each commit is flushed.
+        dbapi_connection.execute("PRAGMA journal_mode = WAL")
+        dbapi_connection.execute("PRAGMA synchronous = NORMAL")
+
     def begin_immediate(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
+    sa.event.listen(engine, "connect", as_the_spool)
     # SQLAlchemy's documented way to get SQLite's write lock at BEGIN, as the spool takes it.
     sa.event.listen(engine, "begin", begin_immediate)
     return engine

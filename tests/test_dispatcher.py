@@ -737,6 +737,19 @@ def test_stopping_gives_alerts_in_memory_a_last_attempt_and_logs_what_is_left(
     assert all(MESSAGE.text.split("\n")[0] in r.getMessage() for r in records)
 
 
+def test_a_last_attempt_sends_a_chats_alerts_in_as_many_messages_as_they_need(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    telegram = ScriptedTelegram(DOWN)  # the first fails; the rest are accepted
+    relay = built(telegram, spool_path=None, retry_wait=1800.0, coalesce=False)
+    for message in numbered(3):
+        webhook(relay, message)  # the first fails: the others wait
+    relay.dispatcher.shutdown()
+    assert telegram.delivered == numbered(3)  # one message each, oldest first
+    assert lost_alert_records(caplog) == []
+    assert "taken over by another worker" not in caplog.text
+
+
 def test_without_a_spool_a_failed_alert_is_retried_from_memory_and_says_so(
     built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -360,17 +360,28 @@ class Dispatcher:
         """The alerts held in memory are lost with the process: one last attempt each, in as
         few messages as fit, whatever their schedule; the text of any still left is logged."""
         give_up_at = time.monotonic() + LAST_CHANCE_SECONDS
-        try:
-            claims = queue.last_claims(
-                self._jobs.fit, holder=this_process(), new_token=lambda: secrets.token_hex(8)
-            )
-        except SpoolError:
-            claims = []  # nothing to claim from: the text of what it held is lost with it
-        for claim in claims:
-            if time.monotonic() < give_up_at:
-                self._jobs.run(queue, claim, kind="background")
+        tried: set[int] = set()
+        while time.monotonic() < give_up_at and self._one_last_attempt(queue, tried):
+            pass
         for alert in queue.take_all():
             self._jobs.undelivered(alert.message, "the relay is shutting down", None, alert=alert)
+
+    def _one_last_attempt(self, queue: Queue, tried: set[int]) -> bool:
+        """One message of alerts not `tried` yet; False when none is left to try."""
+        token = self.hold()
+        try:
+            claim = queue.last_claim(
+                self._jobs.fit, holder=this_process(), token=token, tried=tried
+            )
+            if claim is None:
+                return False
+            tried.update(alert.id for alert in claim.alerts)
+            self._jobs.run(queue, claim, kind="background")
+        except SpoolError:
+            return False  # nothing to claim from: what it held is logged next, if it can be read
+        finally:
+            self.release(token)
+        return True
 
     def _leave_for_next_start(self, queue: Queue) -> None:
         try:

@@ -321,31 +321,26 @@ class Queue:
             self._store.read(lambda tx: tx.one("SELECT alerts FROM pending_count")["alerts"])
         )
 
-    def last_claims(self, fit: Fit, *, holder: Holder, new_token: Callable[[], str]) -> list[Claim]:
-        """The process is stopping, and these alerts go with it (an in-memory queue): every
-        one, due or not, paced or not, claimed for one last attempt, in as few messages as
-        fit."""
+    def last_claim(
+        self, fit: Fit, *, holder: Holder, token: str, tried: Container[int]
+    ) -> Claim | None:
+        """The process is stopping, and these alerts go with it (an in-memory queue): the
+        oldest alerts not `tried` yet, of one destination, as many as fit one message, due or
+        not, paced or not, claimed for one last attempt. None when every one was tried."""
 
-        def claim_all(tx: Tx) -> list[Claim]:
-            claims = []
-            for lane in tx.all("SELECT DISTINCT lane FROM alerts WHERE state = 'pending'"):
-                waiting = [
-                    self._alert(row, tx)
-                    for row in tx.all(
-                        "SELECT * FROM alerts WHERE lane = ? AND state = 'pending' ORDER BY id",
-                        (lane["lane"],),
-                    )
-                ]
-                while waiting:
-                    taken = waiting[: max(1, fit(waiting[:MAX_CLAIM]))]
-                    waiting = waiting[len(taken) :]
-                    rows.count_attempt(tx, [alert.id for alert in taken])
-                    token = new_token()
-                    self._lease(tx, taken[0].destination, holder, token, 0.0)
-                    claims.append(Claim(taken[0].destination, token, [_counted(a) for a in taken]))
-            return claims
+        def claim(tx: Tx) -> Claim | None:
+            found = tx.all("SELECT * FROM alerts WHERE state = 'pending' ORDER BY id")
+            waiting = [self._alert(row, tx) for row in found if row["id"] not in tried]
+            if not waiting:
+                return None
+            destination = waiting[0].destination
+            lane = [alert for alert in waiting if alert.destination == destination][:MAX_CLAIM]
+            taken = lane[: max(1, fit(lane))]
+            rows.count_attempt(tx, [alert.id for alert in taken])
+            self._lease(tx, destination, holder, token, 0.0)
+            return Claim(destination, token, [_counted(alert) for alert in taken])
 
-        return self._store.write(claim_all)
+        return self._store.write(claim)
 
     def take_all(self) -> list[SpooledAlert]:
         """Empty the queue of what is pending, returning it, oldest first."""
