@@ -19,7 +19,6 @@ import contextlib
 import hashlib
 import hmac
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from typing import Any
 
 from ..core.errors import DeliveryError, PermanentDeliveryError, SpoolError
 from ..core.http_deadline import Deadline
+from ..core.process import PerProcess
 from ..spool.holders import this_process
 from ..spool.poller import PollerLease
 from ..telegram.client import TelegramClient
@@ -68,7 +68,7 @@ def handle_update(update: dict[str, Any], handle: Handle) -> None:
         log.exception("handling an update failed")
 
 
-class Poller:
+class Poller(PerProcess):
     def __init__(
         self,
         *,
@@ -86,22 +86,15 @@ class Poller:
         self._hold_for = POLL_SECONDS + 4 * attempt_timeout + 5.0
         self._attempt_timeout = attempt_timeout
         self._clock = clock
-        self._reset()
+        self._begin()
 
-    def _reset(self) -> None:
-        """Everything that belongs to one process: a fork starts it over (`_here`)."""
-        self._pid = os.getpid()
+    def _start_over(self) -> None:
+        """Everything that belongs to one process (core/process.py)."""
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._current: Deadline | None = None
         self._holding = False
-
-    def _here(self) -> None:
-        # A forked child has none of the parent's threads, and maybe a copy of a lock some
-        # other thread held at fork time: it starts over.
-        if self._pid != os.getpid():
-            self._reset()
 
     def start(self) -> None:
         self._here()

@@ -27,6 +27,8 @@ from urllib3 import poolmanager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from .process import PerProcess
+
 _current = threading.local()
 
 
@@ -75,27 +77,23 @@ class Deadline:
                 _abort(sock)
 
 
-class _Watchdog:
+class _Watchdog(PerProcess):
     """One thread per process expires deadlines: a timer thread per request would cost more
     than the relay's own work on it. Precision is one tick, far below what GlitchTip notices."""
 
     TICK = 0.02
 
     def __init__(self) -> None:
-        self._start_over()
+        self._begin()
 
     def _start_over(self) -> None:
-        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._active: set[Deadline] = set()
         self._busy = threading.Event()
         self._thread: threading.Thread | None = None
 
     def watch(self, deadline: Deadline) -> None:
-        if self._pid != os.getpid():
-            # A forked child (gunicorn's worker) has none of the parent's threads, and maybe a
-            # copy of a lock one of them held: it starts over.
-            self._start_over()
+        self._here()
         with self._lock:
             self._active.add(deadline)
             if self._thread is None:

@@ -19,7 +19,6 @@ deliberately (`shutdown`).
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import threading
 import time
@@ -29,6 +28,7 @@ from concurrent.futures import wait as wait_for_futures
 
 from ..core.errors import SpoolError
 from ..core.metrics import Metrics
+from ..core.process import PerProcess
 from ..spool.health_store import TelegramHealth
 from ..spool.holders import Holder, this_process
 from ..spool.model import Claim, Lane, Later
@@ -54,7 +54,7 @@ LEASE_MARGIN = 5.0
 LAST_CHANCE_SECONDS = 15.0
 
 
-class Dispatcher:
+class Dispatcher(PerProcess):
     def __init__(
         self,
         *,
@@ -76,11 +76,10 @@ class Dispatcher:
         self._metrics = metrics
         self._lease_for = attempt_timeout + LEASE_MARGIN
         self._clock = clock
-        self._reset()
+        self._begin()
 
-    def _reset(self) -> None:
-        """Everything that belongs to one process: a fork starts it over (`_here`)."""
-        self._pid = os.getpid()
+    def _start_over(self) -> None:
+        """Everything that belongs to one process (core/process.py)."""
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -92,12 +91,6 @@ class Dispatcher:
         self._in_flight: set[str] = set()
         self._jobs_running = 0
         self._futures: set[Future[None]] = set()
-
-    def _here(self) -> None:
-        # A forked child has none of the parent's threads, and maybe a copy of a lock some
-        # other thread held at fork time: it starts over.
-        if self._pid != os.getpid():
-            self._reset()
 
     # --- for the rest of the relay -------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 from ..core.errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
+from ..core.process import PerProcess
 from ..core.routing import Destination
 from .schema import SCHEMA_VERSION, upgrade
 from .store import SQLITE, Now, Tx, Work
@@ -58,7 +59,7 @@ MEMORY = ":memory:"
 OLDEST_SQLITE = (3, 35, 0)
 
 
-class Database:
+class Database(PerProcess):
     def __init__(
         self,
         path: str,
@@ -77,8 +78,6 @@ class Database:
         self._for_service = for_service
         self._default_destination = default_destination
         self._skew = skew
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
         self._connection: sqlite3.Connection | None = None
         self._checkpointer: sqlite3.Connection | None = None
         self._problem: str | None = None
@@ -87,6 +86,7 @@ class Database:
         # Connections inherited through fork are never used or closed in the child (closing
         # could disturb the parent's locks); they are kept here so the GC does not close them.
         self._inherited: list[sqlite3.Connection] = []
+        self._begin()
 
     # --- units of work -------------------------------------------------------------------------
 
@@ -111,7 +111,7 @@ class Database:
         *,
         transaction: bool,
     ) -> T:
-        self._after_fork()
+        self._here()
         started = time.monotonic()
         deadline = started + LOCK_WAIT if wait_until is None else wait_until
         local = time.time() if now is None else now
@@ -205,7 +205,7 @@ class Database:
     def tidy(self) -> None:
         """Copy the WAL back into the file, off the webhooks' connection (see
         BACKSTOP_CHECKPOINT_PAGES). PASSIVE: it never waits for, nor blocks, a writer."""
-        self._after_fork()
+        self._here()
         if self._connection is None or not self.durable:
             return  # not opened (yet) in this process: nothing written here to copy back
         try:
@@ -233,7 +233,7 @@ class Database:
         """Nothing to stop."""
 
     def close(self) -> None:
-        self._after_fork()
+        self._here()
         with self._lock:
             for connection in (self._connection, self._checkpointer):
                 if connection is not None:
@@ -241,13 +241,9 @@ class Database:
             self._connection = None
             self._checkpointer = None
 
-    def _after_fork(self) -> None:
-        """In a forked child (gunicorn's workers), start over with a new lock and connection:
-        the child has none of the parent's threads, and maybe a copy of a lock one of them held.
-        An in-memory database starts empty: what the parent held in memory is the parent's."""
-        if self._pid == os.getpid():
-            return
-        self._pid = os.getpid()
+    def _start_over(self) -> None:
+        """A new lock and connection in this process (core/process.py); an in-memory database
+        starts empty: what the parent held in memory is the parent's."""
         self._lock = threading.Lock()
         for inherited in (self._connection, self._checkpointer):
             if inherited is not None:
