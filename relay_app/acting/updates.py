@@ -86,7 +86,7 @@ class Poller(PerProcess):
         self._hold_for = POLL_SECONDS + 4 * attempt_timeout + 5.0
         self._attempt_timeout = attempt_timeout
         self._clock = clock
-        self._begin()
+        self._start_in_this_process()
 
     def _start_over(self) -> None:
         """Everything that belongs to one process (core/process.py)."""

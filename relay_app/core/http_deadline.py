@@ -84,7 +84,7 @@ class _Watchdog(PerProcess):
     TICK = 0.02
 
     def __init__(self) -> None:
-        self._begin()
+        self._start_in_this_process()
 
     def _start_over(self) -> None:
         self._lock = threading.Lock()

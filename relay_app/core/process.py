@@ -10,17 +10,17 @@ import os
 
 class PerProcess:
     """A base for such objects: `_here()` before touching what the process owns;
-    `_start_over()` makes it afresh (it also runs once, from `__init__`, via `_begin`)."""
+    `_start_over()` makes it afresh (from `__init__` too, via `_start_in_this_process`)."""
 
     _pid: int
 
-    def _begin(self) -> None:
+    def _start_in_this_process(self) -> None:
         self._pid = os.getpid()
         self._start_over()
 
     def _here(self) -> None:
         if self._pid != os.getpid():
-            self._begin()
+            self._start_in_this_process()
 
     def _start_over(self) -> None:
         raise NotImplementedError

@@ -76,7 +76,7 @@ class Dispatcher(PerProcess):
         self._metrics = metrics
         self._lease_for = attempt_timeout + LEASE_MARGIN
         self._clock = clock
-        self._begin()
+        self._start_in_this_process()
 
     def _start_over(self) -> None:
         """Everything that belongs to one process (core/process.py)."""

@@ -86,7 +86,7 @@ class Database(PerProcess):
         # Connections inherited through fork are never used or closed in the child (closing
         # could disturb the parent's locks); they are kept here so the GC does not close them.
         self._inherited: list[sqlite3.Connection] = []
-        self._begin()
+        self._start_in_this_process()
 
     # --- units of work -------------------------------------------------------------------------
 

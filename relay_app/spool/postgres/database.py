@@ -34,6 +34,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ...core.errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
 from ...core.http_deadline import Deadline
 from ...core.logs import register_secret
+from ...core.process import PerProcess
 from ..store import POSTGRESQL, Now, Tx, Work
 from .schema import SCHEMA_LOCK, SCHEMA_VERSION, STEPS
 
@@ -78,7 +79,7 @@ def redacted_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
-class PgDatabase:
+class PgDatabase(PerProcess):
     durable = True
 
     def __init__(
@@ -99,18 +100,19 @@ class PgDatabase:
             register_secret(password)
         self._for_service = for_service
         self._caller_skew = caller_skew
-        self._lock = threading.Lock()
         self._pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] | None = None
-        self._pool_pid = 0
-        self._schema_ready = False
         self._listener: _Listener | None = None
+        # A pool inherited through fork is the parent's: never used or closed here, and kept
+        # referenced, so that the garbage collector does not end the parent's sessions.
+        self._inherited: list[object] = []
+        self._start_in_this_process()
         self._unreachable_until = 0.0
         self._problem: str | None = None
         self.on_lock_wait: Callable[[float], None] = lambda seconds: None
 
     @property
     def opened(self) -> bool:
-        return self._pool is not None and self._pool_pid == os.getpid()
+        return self._pool is not None and self._pid == os.getpid()
 
     # --- units of work -----------------------------------------------------------------------
 
@@ -267,11 +269,13 @@ class PgDatabase:
 
     def listen(self, on_news: Callable[[], None]) -> None:
         """Call `on_news` (from a thread of its own) whenever any relay queues work."""
+        self._here()
         with self._lock:
             if self._listener is None or not self._listener.alive:
                 self._listener = _Listener(self.url, on_news)
 
     def stop_listening(self) -> None:
+        self._here()
         with self._lock:
             listener, self._listener = self._listener, None
         if listener is not None:
@@ -281,15 +285,23 @@ class PgDatabase:
         self.stop_listening()
         with self._lock:
             pool, self._pool = self._pool, None
-        if pool is not None and self._pool_pid == os.getpid():
+        if pool is not None:
             pool.close(timeout=2)
 
     # --- the pool and the schema -------------------------------------------------------------
 
+    def _start_over(self) -> None:
+        """This process's own lock, pool and listener (core/process.py)."""
+        self._lock = threading.Lock()
+        self._inherited += [each for each in (self._pool, self._listener) if each is not None]
+        self._pool = None
+        self._listener = None
+        self._schema_ready = False
+
     def _ready_pool(self) -> ConnectionPool[psycopg.Connection[dict[str, Any]]]:
+        self._here()
         with self._lock:
-            if self._pool is None or self._pool_pid != os.getpid():
-                # A pool inherited through fork is the parent's: never used or closed here.
+            if self._pool is None:
                 self._pool = ConnectionPool(
                     self.url,
                     min_size=1,
@@ -299,7 +311,6 @@ class PgDatabase:
                     name="relay-spool",
                 )
                 self._pool.open(wait=False)
-                self._pool_pid = os.getpid()
                 self._schema_ready = False
             return self._pool
 
