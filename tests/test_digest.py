@@ -13,11 +13,14 @@ from relay_app.message.digest import (
 from relay_app.message.formatting import (
     BRIEF_ENTRY_LIMIT,
     DIGEST_ENTRY_LIMIT,
+    REPEAT_NOTE,
+    REPEAT_NOTE_DIGEST,
     TELEGRAM_TEXT_LIMIT,
     Entry,
     Message,
     format_alert,
     visible_length,
+    with_first_line,
 )
 from tests.payloads import issue, issue_alert, uptime_alert
 from tests.telegram_rules import visible_text
@@ -149,3 +152,21 @@ def test_a_storm_of_one_heading_shows_it_once_and_fits_more_alerts() -> None:
     each_with_its_heading = len("\n\n") + visible_length(storm[0].entry.text)
     would_fit = (TELEGRAM_TEXT_LIMIT - HEADER_ROOM) // each_with_its_heading
     assert how_many_fit(storm) > would_fit
+
+
+def test_the_fullest_message_late_and_sent_again_stays_within_telegrams_limit() -> None:
+    """The first line of a resend and the line of a late delivery go into the room every
+    message keeps: adding them never means rebuilding a message that was already accepted."""
+    much_later = START + 3 * 86400 + 3599
+    issues = [issue(n, title="x" * 300) for n in range(1, 100)]
+    fullest = format_alert(parse_alert(issue_alert(*issues)))
+    alone = compose([fullest], [START], now=much_later, late_after=60)
+    assert visible_length(with_first_line(alone, REPEAT_NOTE).text) <= TELEGRAM_TEXT_LIMIT
+    for count in (2, 12, MAX_ALERTS_PER_DIGEST):
+        room = (TELEGRAM_TEXT_LIMIT - HEADER_ROOM) // count - 2
+        messages = [sized(room)] * count
+        assert how_many_fit(messages) == count
+        arrived = [START, *[much_later - 1] * (count - 1)]
+        digest = compose(messages, arrived, now=much_later, late_after=60)
+        resent = with_first_line(digest, REPEAT_NOTE_DIGEST)
+        assert visible_length(resent.text) <= TELEGRAM_TEXT_LIMIT

@@ -28,7 +28,13 @@ from relay_app.core.pacing import CHAT_INTERVAL
 from relay_app.core.routing import Destination
 from relay_app.delivery.health import PROBE_INTERVAL
 from relay_app.glitchtip.webhook import parse_alert
-from relay_app.message.formatting import REPEAT_NOTE, Message, format_alert
+from relay_app.message.formatting import (
+    REPEAT_NOTE,
+    REPEAT_NOTE_DIGEST,
+    Message,
+    format_alert,
+    with_first_line,
+)
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin, Holder, on_store, this_process
 from relay_app.spool.database import Database
@@ -173,7 +179,7 @@ def title_numbers(text: str) -> list[int]:
 def test_a_retry_delivers_the_prebuilt_message_and_empties_the_spool(
     built: Callable[..., Relay], clock: FakeTime
 ) -> None:
-    telegram = ScriptedTelegram(DOWN, clock=clock)
+    telegram = ScriptedTelegram(REFUSED, clock=clock)  # nothing of it reached Telegram
     relay = built(telegram)
     arrived = clock.now
     assert isinstance(webhook(relay), RetryAt)
@@ -284,6 +290,19 @@ def test_a_429_pauses_the_chat_for_every_process_on_the_spool(
     assert (waiting.attempts, waiting.unsure_attempts) == (0, 0)  # no attempt was spent
 
 
+def test_a_retry_after_an_attempt_that_may_have_arrived_says_so_first(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    # A timeout after the request went out: Telegram may have posted it, and only its reply
+    # was lost.
+    telegram = ScriptedTelegram(DOWN, clock=clock)
+    relay = built(telegram)
+    webhook(relay)
+    run_background(relay.dispatcher, clock)
+    assert telegram.delivered == [with_first_line(MESSAGE, REPEAT_NOTE)]
+    assert telegram.delivered[0].html.endswith(MESSAGE.html)  # the prebuilt text below it
+
+
 def test_a_message_delivered_after_a_minute_says_when_it_was_sent(
     built: Callable[..., Relay], clock: FakeTime
 ) -> None:
@@ -292,7 +311,8 @@ def test_a_message_delivered_after_a_minute_says_when_it_was_sent(
     webhook(relay)
     run_background(relay.dispatcher, clock)
     [delivered] = telegram.delivered
-    assert delivered.text.startswith(MESSAGE.text)
+    # Each attempt timed out, and may have posted it: the retry says so first.
+    assert delivered.text.startswith(f"{REPEAT_NOTE}\n\n{MESSAGE.text}")
     assert delivered.text.endswith("UTC; delivered 1 min 1 s later.")
     assert "⏳ Late: GlitchTip sent this at 2027-01-15 08:00:00 UTC" in delivered.html
 
@@ -304,7 +324,8 @@ def test_a_message_delivered_within_a_minute_is_sent_as_built(
     relay = built(telegram)
     webhook(relay)
     run_background(relay.dispatcher, clock)
-    assert telegram.delivered == [MESSAGE]  # 31 s late: no note
+    # 31 s late: no line about it; the timeouts' line only
+    assert telegram.delivered == [with_first_line(MESSAGE, REPEAT_NOTE)]
 
 
 def test_a_permanent_error_stops_the_retries_at_once(
@@ -445,7 +466,7 @@ def test_an_alert_leaves_the_spool_only_with_its_digest(
     # The first alone (delivered); a digest of the other three failed, and its retry, of the
     # same three, delivered them.
     assert pending_at_each_send == [1, 3, 3]
-    assert telegram.delivered[-1].text.startswith("🗂 3 alerts")
+    assert telegram.delivered[-1].text.startswith(f"{REPEAT_NOTE_DIGEST}\n\n🗂 3 alerts")
     assert spool.counts() == {"pending": 0, "dead": 0}
 
 
@@ -471,7 +492,7 @@ def test_an_alert_past_its_ceiling_is_given_up_alone_and_its_digest_goes_on(
     # The digest of all three failed: the first had used its one retry, the others go on.
     assert telegram.calls == 3
     [delivered] = telegram.delivered
-    assert delivered.text.startswith("🗂 2 alerts")
+    assert delivered.text.startswith(f"{REPEAT_NOTE_DIGEST}\n\n🗂 2 alerts")
     assert title_numbers(delivered.text) == [2, 3]
     [record] = lost_alert_records(caplog)
     assert "alert #1 " in record.getMessage()
@@ -547,8 +568,8 @@ def test_an_alert_that_used_up_its_attempts_is_sent_once_more_when_its_chat_acce
     assert isinstance(webhook(relay, second), Delivered)
     run_background(relay.dispatcher, clock)
     again = telegram.delivered[-1]
-    assert again.text.startswith(f"{first.text}\n\n⏳ Late: GlitchTip sent this at ")
-    assert again.text.endswith(f"later.\n\n{REPEAT_NOTE}")
+    assert again.text.startswith(f"{REPEAT_NOTE}\n\n{first.text}\n\n⏳ Late: GlitchTip sent ")
+    assert again.text.endswith("later.")
     assert admin(relay).counts() == {"pending": 0, "dead": 0}
     assert "1 dead letter(s) for chat" in caplog.text
 
@@ -594,7 +615,8 @@ def test_alerts_left_by_a_dead_process_are_taken_up_at_once_and_sent_once(
     relay.dispatcher.pass_once()  # no waiting for the dead process's lease to run out
     assert relay.dispatcher.wait_idle(10)
     [digest] = telegram.delivered
-    assert digest.text.startswith("🗂 3 alerts")
+    # Its attempt was under way when the process died: it may have posted them.
+    assert digest.text.startswith(f"{REPEAT_NOTE_DIGEST}\n\n🗂 3 alerts")
     assert admin(relay).counts() == {"pending": 0, "dead": 0}
 
 
@@ -740,7 +762,7 @@ def test_stopping_gives_alerts_in_memory_a_last_attempt_and_logs_what_is_left(
 def test_a_last_attempt_sends_a_chats_alerts_in_as_many_messages_as_they_need(
     built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
-    telegram = ScriptedTelegram(DOWN)  # the first fails; the rest are accepted
+    telegram = ScriptedTelegram(REFUSED)  # the first fails; the rest are accepted
     relay = built(telegram, spool_path=None, retry_wait=1800.0, coalesce=False)
     for message in numbered(3):
         webhook(relay, message)  # the first fails: the others wait
@@ -753,7 +775,7 @@ def test_a_last_attempt_sends_a_chats_alerts_in_as_many_messages_as_they_need(
 def test_without_a_spool_a_failed_alert_is_retried_from_memory_and_says_so(
     built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
-    telegram = ScriptedTelegram(DOWN)
+    telegram = ScriptedTelegram(REFUSED)
     relay = built(telegram, spool_path=None)
     webhook(relay)
     run_background(relay.dispatcher, clock)
@@ -777,7 +799,7 @@ def test_without_a_spool_alerts_are_still_paced(
 def test_an_unusable_spool_falls_back_to_memory(
     built: Callable[..., Relay], clock: FakeTime, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    telegram = ScriptedTelegram(DOWN)
+    telegram = ScriptedTelegram(REFUSED)
     relay = built(telegram, spool_path=str(tmp_path / "missing-directory" / "spool.sqlite3"))
     webhook(relay)
     run_background(relay.dispatcher, clock)

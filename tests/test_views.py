@@ -81,7 +81,8 @@ def test_a_failed_attempt_queues_the_prebuilt_text_and_still_answers_502(
     relay: Relay,
     fake_time: FakeTime,
 ) -> None:
-    telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))
+    # Refused: nothing of it reached Telegram.
+    telegram.post(SEND_URL, body=requests.ConnectionError(ConnectionRefusedError("refused")))
     telegram.post(SEND_URL, json=OK)
     reply = client.post(WEBHOOK, json=issue_alert(issue(1), issue(2), total=5))
     assert reply.status_code == 502

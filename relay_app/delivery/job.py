@@ -28,7 +28,7 @@ from ..core.metrics import AttemptKind, AttemptResult, Metrics
 from ..core.outcomes import Dead, Delivered, Outcome, Refund, RetryAt
 from ..core.routing import Destination
 from ..message.digest import compose, how_many_fit
-from ..message.formatting import REPEAT_NOTE, Message, with_note
+from ..message.formatting import REPEAT_NOTE, REPEAT_NOTE_DIGEST, Message, with_first_line
 from ..spool.model import Claim, Settled, Settlement, SpooledAlert, refunded
 from ..spool.queue import Queue
 from ..telegram.courier import NO_EXTRAS, Extras, Sent
@@ -198,7 +198,9 @@ class Jobs:
             now=now,
             late_after=self._late_after,
         )
-        return with_note(message, REPEAT_NOTE) if alerts[0].second_chance else message
+        if not any(_maybe_seen(alert) for alert in alerts):
+            return message
+        return with_first_line(message, REPEAT_NOTE if len(alerts) == 1 else REPEAT_NOTE_DIGEST)
 
     def _settlement(self, claim: Claim, error: Exception | None, now: float) -> Settlement:
         """What the attempt decided for each alert, and what it says of Telegram."""
@@ -442,6 +444,12 @@ class _NoPlan:
 
 
 _NO_PLAN = _NoPlan()
+
+
+def _maybe_seen(alert: SpooledAlert) -> bool:
+    """Whether an earlier attempt of the alert may have reached the chat: more attempts that may
+    have (this one included) than this one, or its second chance."""
+    return alert.second_chance or alert.unsure_attempts > 1
 
 
 def _alone(alert: SpooledAlert) -> bool:

@@ -36,8 +36,11 @@ TELEGRAM_TEXT_LIMIT = 4096
 # already accepted.
 NOTES_ROOM = 200
 MESSAGE_LIMIT = TELEGRAM_TEXT_LIMIT - NOTES_ROOM
-# Said by an alert sent once more after its attempts ran out (one of them may have arrived).
+# The first line of a message sent again after an attempt that may have reached the chat (its
+# reply was lost, it timed out mid-send, its process died mid-attempt, or its attempts ran out
+# before its second chance): a reader knows what they may have seen already.
 REPEAT_NOTE = "↩️ Sent again: this alert may repeat an earlier message."
+REPEAT_NOTE_DIGEST = "↩️ Sent again: some of these alerts may repeat an earlier message."
 # Sent when Telegram rejects our HTML or its length: well inside the limit, so a disagreement
 # about how characters are counted cannot make the fallback fail too.
 PLAIN_FALLBACK_LIMIT = 3000
@@ -192,6 +195,15 @@ def with_note(message: Message, note: str) -> Message:
         html=f"{message.html}\n\n{html.escape(note, quote=False)}",
         text=f"{message.text}\n\n{note}",
         fallback=f"{message.fallback}\n\n{note}",
+    )
+
+
+def with_first_line(message: Message, line: str) -> Message:
+    """`message` with `line` above it, within the room every message keeps for its notes."""
+    return Message(
+        html=f"{html.escape(line, quote=False)}\n\n{message.html}",
+        text=f"{line}\n\n{message.text}",
+        fallback=f"{line}\n\n{message.fallback}",
     )
 
 

@@ -223,5 +223,5 @@ def test_an_alert_that_used_up_its_attempts_is_sent_once_more_when_telegram_acce
     assert wait_until(lambda: "Fine again" in first_seen(fake_telegram), timeout=10)
     assert wait_until(lambda: "Maybe lost" in first_seen(fake_telegram), timeout=10)
     [again] = [text for text in fake_telegram.texts() if "Maybe lost" in text]
-    assert again.endswith(REPEAT_NOTE)
+    assert again.startswith(f"{REPEAT_NOTE}\n\n")
     assert "get a second chance" in relay.logs()
