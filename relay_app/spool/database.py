@@ -73,8 +73,8 @@ class Database(PerProcess):
         `default_destination` is where alerts spooled by a relay that had no routing go.
         The store's clock is the caller's, `skew` seconds ahead (tests: code that mixes the
         two clocks up fails)."""
-        self.path = path
         self.durable = path != MEMORY
+        self.path = path if self.durable else "memory"  # how logs name it
         self._for_service = for_service
         self._default_destination = default_destination
         self._skew = skew
