@@ -225,3 +225,21 @@ def test_an_alert_that_used_up_its_attempts_is_sent_once_more_when_telegram_acce
     [again] = [text for text in fake_telegram.texts() if "Maybe lost" in text]
     assert again.startswith(f"{REPEAT_NOTE}\n\n")
     assert "get a second chance" in relay.logs()
+
+
+def test_a_message_whose_reply_was_lost_is_sent_again_saying_so(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay()
+    # Telegram posts the message, and the connection breaks before its answer: the relay
+    # cannot know it arrived, so it sends it again.
+    fake_telegram.set("lose_reply", methods={"sendMessage"})
+    assert post(relay.webhook_url, titled("Posted, reply lost"))[0].status_code == 502
+    fake_telegram.set("ok")
+    assert wait_until(
+        lambda: len([t for t in fake_telegram.texts() if "Posted, reply lost" in t]) == 2,
+        timeout=10,
+    )
+    first, again = [t for t in fake_telegram.texts() if "Posted, reply lost" in t]
+    assert not first.startswith(REPEAT_NOTE)
+    assert again == f"{REPEAT_NOTE}\n\n{first}"  # the same text, under a line that says so
