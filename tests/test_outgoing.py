@@ -143,6 +143,7 @@ def test_a_recovery_goes_alone_and_ends_a_digest_before_it() -> None:
         policy=RetryPolicy(attempts=3, wait=30, max_age=3600),
         health=Health(MemoryHealthStore()),
         metrics=Metrics(),
+        outgoing=Outgoing(None, edit=Edits(), buttons=False),
     )
     issues = [alert(issue_alert(issue(n))) for n in range(3)]
     recovery = alert(uptime_alert(down=False))

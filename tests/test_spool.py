@@ -22,7 +22,7 @@ from relay_app.core.routing import Destination
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import Message, format_alert
 from relay_app.spool import Admin, on_store, this_process
-from relay_app.spool.database import Database, readable_by_others
+from relay_app.spool.database import MEMORY, Database, readable_by_others
 from relay_app.spool.pacer import pause, take_turn
 from relay_app.spool.schema import STEPS
 from relay_app.spool.store import Tx
@@ -312,3 +312,12 @@ def test_a_spool_others_can_read_is_named_with_its_fix(spool_path: str, clock: F
     assert warning is not None
     assert f"{spool_path} (mode 0644), {spool_path}-wal (mode 0660)" in warning
     assert warning.endswith(f"chmod 600 {spool_path} {spool_path}-wal")
+
+
+def test_a_failed_unit_of_work_in_memory_keeps_what_memory_holds(clock: FakeTime) -> None:
+    memory = Database(MEMORY)
+    queue = on_store(memory).queue
+    admit_to(queue, MESSAGE, now=clock.now, telegram_up=False)
+    with pytest.raises(SpoolError, match="no such table"):
+        memory.write(lambda tx: tx.execute("SELECT 1 FROM nowhere"))
+    assert queue.pending() == 1  # the file would be reopened; memory is its alerts

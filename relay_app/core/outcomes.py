@@ -21,6 +21,8 @@ DeathKind = Literal["exhausted", "too_old", "refused", "internal", "shutdown"]
 # Telegram), the unsure part (it surely did not: refused before anything was posted, or failed
 # before a byte was sent), or the whole attempt (Telegram's 429 is a pause, not a failure).
 Refund = Literal["none", "unsure", "attempt"]
+# What each gives back: (attempts, attempts that may have reached Telegram).
+REFUNDED: dict[Refund, tuple[int, int]] = {"none": (0, 0), "unsure": (0, 1), "attempt": (1, 1)}
 # What an attempt says about Telegram: it answered (even with a refusal), it is failing
 # (network trouble, timeouts, 5xx), or nothing (no request was made).
 TelegramVerdict = Literal["answered", "failing", "unknown"]

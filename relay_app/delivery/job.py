@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import takewhile
 from typing import Any, Protocol, TypeVar
 
@@ -31,7 +30,7 @@ from ..message.digest import compose, how_many_fit
 from ..message.formatting import REPEAT_NOTE, REPEAT_NOTE_DIGEST, Message, with_first_line
 from ..spool.model import Claim, Settled, Settlement, SpooledAlert, refunded
 from ..spool.queue import Queue
-from ..telegram.courier import NO_EXTRAS, Extras, Sent
+from ..telegram.courier import Extras, Sent
 from .health import Health
 from .policy import RetryPolicy
 
@@ -71,14 +70,14 @@ class Jobs:
         policy: RetryPolicy,
         health: Health,
         metrics: Metrics,
+        outgoing: AroundDelivery[Any],
         clock: Clock = time.time,
         late_after: float = 60.0,
         coalesce: bool = True,
         second_chance: bool = True,
-        outgoing: AroundDelivery[Any] | None = None,
     ) -> None:
         self._deliver = deliver
-        self._outgoing: AroundDelivery[Any] = outgoing or _NothingAround()
+        self._outgoing = outgoing
         self.policy = policy
         self._health = health
         self._metrics = metrics
@@ -424,26 +423,6 @@ def log_undelivered(
             text=message.text,
         ),
     )
-
-
-class _NothingAround:
-    """No buttons to add, nothing to keep: the relay without a spool's records."""
-
-    def plan(self, alerts: Sequence[SpooledAlert], destination: Destination) -> Planned:
-        return _NO_PLAN
-
-    def delivered(
-        self, plan: Planned, sent: Sent, alerts: Sequence[SpooledAlert], destination: Destination
-    ) -> Callable[[], None] | None:
-        return None
-
-
-@dataclass(frozen=True)
-class _NoPlan:
-    extras: Extras = NO_EXTRAS
-
-
-_NO_PLAN = _NoPlan()
 
 
 def _maybe_seen(alert: SpooledAlert) -> bool:

@@ -6,14 +6,12 @@ are the store's; alerts handed out carry the caller's (`Now.to_local`)."""
 from __future__ import annotations
 
 from ..core.errors import SpoolError
-from ..core.outcomes import Dead, Refund, RetryAt
+from ..core.outcomes import REFUNDED, Dead, Refund, RetryAt
 from ..core.routing import Destination, parse_chat_id
 from ..message.formatting import Entry, Message
 from ..message.subjects import Subjects
 from .model import SpooledAlert
 from .store import Now, Row, Tx
-
-_REFUNDS: dict[Refund, tuple[int, int]] = {"none": (0, 0), "unsure": (0, 1), "attempt": (1, 1)}
 
 
 def destination_of(store: str, chat: str, thread: int | None) -> Destination:
@@ -119,7 +117,7 @@ def reschedule(
     destination = retry.destination or alert.destination
     if retry.destination is not None:
         ensure_lane(tx, destination)
-    attempts, unsure = _REFUNDS[refund]
+    attempts, unsure = REFUNDED[refund]
     tx.execute(
         "UPDATE alerts SET attempts = attempts - ?, unsure_attempts = unsure_attempts - ?,"
         " last_error = ?, next_attempt_at = ?, scheduled_at = ?, after_failure = ?, chat = ?,"
@@ -143,7 +141,7 @@ def bury(
     tx: Tx, alert: SpooledAlert, dead: Dead, *, refund: Refund = "none", error: str | None = None
 ) -> None:
     """A dead letter: kept, with why it died. `error` None keeps the last one recorded."""
-    attempts, unsure = _REFUNDS[refund]
+    attempts, unsure = REFUNDED[refund]
     tx.execute(
         "UPDATE alerts SET state = 'dead', dead_at = ?, dead_kind = ?,"
         " attempts = attempts - ?, unsure_attempts = unsure_attempts - ?,"

@@ -140,7 +140,8 @@ class Database(PerProcess):
     def _once(self, work: Work[T], at: Now, *, transaction: bool) -> T:
         """One try, under the process's lock. Any SQLite or file system error becomes
         SpoolError and marks the spool unusable until a later unit writes successfully (a read
-        proves nothing on a full disk); the next use after an error reopens the file."""
+        proves nothing on a full disk); the next use after an error reopens the file (an
+        in-memory database is kept: closing it would lose what it holds)."""
         try:
             if self._connection is None:
                 self._connection = self._open()
@@ -152,7 +153,8 @@ class Database(PerProcess):
             if _is_busy(exc):
                 raise _Locked from None
             reason = _describe(exc)
-            if self._connection is not None:
+            # A file is reopened with its alerts; an in-memory database is its alerts.
+            if self._connection is not None and self.durable:
                 with contextlib.suppress(sqlite3.Error):
                     self._connection.close()
                 self._connection = None
@@ -186,7 +188,8 @@ class Database(PerProcess):
         return self._problem
 
     def _works_again(self) -> None:
-        log.warning("the spool %s works again (it had: %s)", self.path, self._problem)
+        if self.durable:
+            log.warning("the spool %s works again (it had: %s)", self.path, self._problem)
         self._problem = None
 
     def _became_unusable(self, reason: str) -> None:

@@ -49,7 +49,7 @@ class SpoolHealthStore:
         self, change: Callable[[TelegramHealth], TelegramHealth]
     ) -> tuple[TelegramHealth, TelegramHealth]:
         def update(tx: Tx) -> tuple[TelegramHealth, TelegramHealth]:
-            tx.execute("SELECT 1 FROM telegram_health FOR UPDATE")
+            tx.lock("SELECT 1 FROM telegram_health FOR UPDATE")
             before = _read(tx)
             after = change(before)
             if after != before:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ..core.outcomes import Dead, Delivered, Outcome, Refund, TelegramVerdict
+from ..core.outcomes import REFUNDED, Dead, Delivered, Outcome, Refund, TelegramVerdict
 from ..core.routing import Destination
 from ..message.formatting import Message
 
@@ -112,8 +112,7 @@ class Settlement:
 def refunded(alert: SpooledAlert, refund: Refund, error: str | None) -> SpooledAlert:
     """The alert's ledger as the queue will hold it after a settlement with this refund: what
     the retry policy decides on. (The queue makes the same change in its own statements.)"""
-    attempts = 1 if refund == "attempt" else 0
-    unsure = 1 if refund != "none" else 0
+    attempts, unsure = REFUNDED[refund]
     return replace(
         alert,
         attempts=alert.attempts - attempts,

@@ -5,7 +5,7 @@ takes its chat's turn in the same transaction that leases its alerts.
 
 A turn is taken under the chat's row lock, then the bot's, always in that order, so relays on
 one PostgreSQL database never take a turn from the same sends, and never deadlock (in SQLite
-the transaction holds the whole file anyway). Times are the store's.
+the transaction holds the whole file anyway, so no row is locked: `Tx.lock`). Times are the store's.
 
 Stored times are wall-clock, so they are guarded (clock.py): a send or a pause recorded "in the
 future" (the clock stepped back since) no longer holds, so a step back never stalls a chat.
@@ -21,9 +21,9 @@ from .store import Tx
 def take_turn(tx: Tx, chat: str, *, group: bool, now: float) -> float:
     """Take the chat's turn if it is `now` (the store's time), recording the send, and return
     `now`; otherwise return when the turn will be. Forgets sends too old to count."""
-    tx.execute("INSERT INTO chats (chat) VALUES (?) ON CONFLICT DO NOTHING", (chat,))
-    tx.execute("SELECT 1 FROM chats WHERE chat = ? FOR UPDATE", (chat,))
-    tx.execute("SELECT 1 FROM bot FOR UPDATE")
+    tx.lock("INSERT INTO chats (chat) VALUES (?) ON CONFLICT DO NOTHING", (chat,))
+    tx.lock("SELECT 1 FROM chats WHERE chat = ? FOR UPDATE", (chat,))
+    tx.lock("SELECT 1 FROM bot FOR UPDATE")
     tx.execute("DELETE FROM sends WHERE at < ?", (now - REMEMBERED_FOR,))
     turn = next_turn(tx, chat, group=group, now=now)
     if turn <= now:

@@ -219,10 +219,7 @@ class Queue:
                     Claim(destination, "", [], retired) if retired else Later(tx.at.to_local(turn))
                 )
             taken = alive[: max(1, fit(alive))]
-            rows.count_attempt(tx, [alert.id for alert in taken])
-            self._lease(tx, destination, holder, token, lease_for)
-            counted = [_counted(alert) for alert in taken]
-            return Claim(destination, token, counted, retired)
+            return self._take(tx, destination, taken, holder, token, lease_for, retired)
 
         return self._store.write(claim, now=now)
 
@@ -335,10 +332,7 @@ class Queue:
                 return None
             destination = waiting[0].destination
             lane = [alert for alert in waiting if alert.destination == destination][:MAX_CLAIM]
-            taken = lane[: max(1, fit(lane))]
-            rows.count_attempt(tx, [alert.id for alert in taken])
-            self._lease(tx, destination, holder, token, 0.0)
-            return Claim(destination, token, [_counted(alert) for alert in taken])
+            return self._take(tx, destination, lane[: max(1, fit(lane))], holder, token, 0.0)
 
         return self._store.write(claim)
 
@@ -382,6 +376,23 @@ class Queue:
         )
 
     # --- rows ------------------------------------------------------------------------------------
+
+    def _take(
+        self,
+        tx: Tx,
+        destination: Destination,
+        taken: list[SpooledAlert],
+        holder: Holder,
+        token: str,
+        lease_for: float,
+        retired: list[tuple[SpooledAlert, Dead]] | None = None,
+    ) -> Claim:
+        """The claim of `taken`: their attempt counted before it is made (a process that dies
+        mid-attempt leaves that count behind), and the lane leased under `token`."""
+        rows.count_attempt(tx, [alert.id for alert in taken])
+        self._lease(tx, destination, holder, token, lease_for)
+        counted = [_counted(alert) for alert in taken]
+        return Claim(destination, token, counted, retired or [])
 
     def _lease(
         self, tx: Tx, destination: Destination, holder: Holder, token: str, lease_for: float

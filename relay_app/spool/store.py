@@ -119,6 +119,14 @@ class Tx:
     def all(self, sql: str, params: Params = ()) -> list[Any]:
         return self.execute(sql, params).fetchall()
 
+    def lock(self, sql: str, params: Params = ()) -> None:
+        """A statement that only makes or locks a row for the rest of the transaction, so that
+        no other relay's transaction slips in (PostgreSQL); nothing to do where the transaction
+        holds the whole store from its start (SQLite), and none of its cost on the webhook's
+        path there."""
+        if self.dialect.locks_rows:
+            self.execute(sql, params)
+
     def notify(self) -> None:
         self.news = True
 
