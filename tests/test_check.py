@@ -14,7 +14,8 @@ import pytest
 from relay_app.acting.updates import telegram_secret_token
 from relay_app.core.logs import REDACTED, redact
 from relay_app.glitchtip.webhook import parse_alert
-from relay_app.message.formatting import format_alert, visible_length
+from relay_app.message.formatting import format_alert
+from relay_app.message.spans import visible_length
 from relay_app.operating.cli import main
 from relay_app.operating.selfcheck import TEST_MESSAGE
 from relay_app.spool.postgres import redacted_url

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.digest import (
+    CUT_NOTE,
     HEADER_ROOM,
     MAX_ALERTS_PER_DIGEST,
     compose,
@@ -11,27 +14,33 @@ from relay_app.message.digest import (
     how_many_fit,
 )
 from relay_app.message.formatting import (
-    BRIEF_ENTRY_LIMIT,
     DIGEST_ENTRY_LIMIT,
     REPEAT_NOTE,
     REPEAT_NOTE_DIGEST,
     TELEGRAM_TEXT_LIMIT,
-    Entry,
     Message,
     format_alert,
-    visible_length,
     with_first_line,
 )
+from relay_app.message.spans import visible_length
 from tests.payloads import issue, issue_alert, uptime_alert
 from tests.telegram_rules import visible_text
 
 START = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC
 
 
-def sized(length: int, brief: int | None = None) -> Message:
-    """A message of `length` visible characters, with a brief of `brief` if given."""
-    short = Entry("b" * brief, "b" * brief) if brief is not None else None
-    return Message("x" * length, "x" * length, "x", brief_entry=short)
+def sized(length: int) -> Message:
+    """A message of `length` visible characters, without lines (as an unknown payload's)."""
+    return Message("x" * length, "x" * length, "x")
+
+
+def numbered(number: int, **changes: Any) -> Message:
+    """An issue alert about issue `number`, short id BACKEND-<number>."""
+    payload = issue_alert(issue(number, **changes))
+    payload["sections"][0]["activitySubtitle"] = (
+        f"[View Issue BACKEND-{number}]({payload['attachments'][0]['title_link']})"
+    )
+    return format_alert(parse_alert(payload))
 
 
 def test_as_many_oldest_alerts_as_fit_go_into_one_digest_and_never_none() -> None:
@@ -43,18 +52,87 @@ def test_as_many_oldest_alerts_as_fit_go_into_one_digest_and_never_none() -> Non
     assert how_many_fit([sized(1)] * 500) == MAX_ALERTS_PER_DIGEST
 
 
-def test_a_backlog_goes_out_as_briefs_and_what_fits_goes_out_in_full() -> None:
-    assert how_many_fit([sized(500, brief=300)] * 7) == 7  # all fit: in full
-    assert how_many_fit([sized(500, brief=300)] * 30) == 12  # a backlog: as briefs
-    full = [format_alert(parse_alert(issue_alert(issue(1), issue(2), issue(3))))] * 7
-    assert full[0].heading is not None
-    heading = full[0].heading.text + "\n\n"
-    body = full[0].text.removeprefix(heading)
-    assert compose(full, [START] * 7, now=START, late_after=60).text.count(body) == 7
-    twelve = full * 2
-    digest = compose(twelve[:12], [START] * 12, now=START, late_after=60)
-    assert digest.text.count(full[0].brief.text.removeprefix(heading)) == 12
+def test_a_backlog_goes_out_as_lines_and_what_fits_goes_out_in_full() -> None:
+    full = [numbered(n) for n in range(1, 8)]
+    assert how_many_fit(full) == 7  # all fit: in full
+    digest = compose(full, [START] * 7, now=START, late_after=60)
+    assert all(message.entry.text.split("\n\n", 1)[1] in digest.text for message in full)
+    backlog = [numbered(n) for n in range(1, 1001)]
+    first = how_many_fit(backlog)
+    assert first >= 60  # a thousand alerts in twenty messages, with room
+    digest = compose(backlog[:first], [START] * first, now=START, late_after=60)
+    assert visible_length(digest.text) <= TELEGRAM_TEXT_LIMIT - len(REPEAT_NOTE_DIGEST) - 2
     assert visible_text(digest.html, parse_mode="HTML") == digest.text
+    heading, shared, lines = digest.text.split("\n\n")[:3]
+    assert heading.startswith(f"🗂 {first} alerts, received")
+    # What every alert shares, once; then one line each, oldest first.
+    assert shared == (
+        "Project: backend · Environment: production · Server Name: web-1 · Release: 1.4.2"
+    )
+    rows = lines.split("\n")
+    assert len(rows) == first
+    assert [row.split(" ")[1] for row in rows] == [f"BACKEND-{n}" for n in range(1, first + 1)]
+    assert rows[0].startswith("🔴 BACKEND-1 ZeroDivisionError: di")  # cut to fit sixty
+    assert rows[0].endswith("… · app.views.divide")  # and where, whole
+    assert digest.text.endswith(CUT_NOTE)
+    assert '<b><a href="https://glitchtip.example.org/acme/issues/1">BACKEND-1</a></b>' in (
+        digest.html
+    )
+    assert digest.fallback == digest.text
+
+
+def test_a_backlogs_lines_are_cut_to_fit_and_say_where_to_read_them_whole() -> None:
+    long = [numbered(n, title=f"ValueError: {'x' * 300} {n}") for n in range(1, 201)]
+    count = how_many_fit(long)
+    digest = compose(long[:count], [START] * count, now=START, late_after=60)
+    assert visible_length(digest.text) <= TELEGRAM_TEXT_LIMIT
+    assert digest.text.endswith(CUT_NOTE)
+    assert "ValueError: xxx" in digest.text
+    assert "…" in digest.text
+    # Nothing is cut where there is room: a few alerts keep their titles whole.
+    few = [numbered(n, title=f"KeyError {'y' * 60}") for n in range(1, 31)]
+    assert how_many_fit(few) == 30
+    digest = compose(few, [START] * 30, now=START, late_after=60)
+    assert "\nin app.views.divide" not in digest.text  # lines, not entries
+    assert f"KeyError {'y' * 60}" in digest.text
+    assert CUT_NOTE not in digest.text
+
+
+def test_the_same_issue_waiting_several_times_shows_once_with_its_count() -> None:
+    repeated = [numbered(n % 3 + 1) for n in range(90)] + [numbered(4)]
+    count = how_many_fit(repeated)
+    assert count == len(repeated)
+    digest = compose(repeated, [START] * count, now=START, late_after=60)
+    rows = digest.text.split("\n\n")[2].split("\n")
+    assert [row.split(" ")[1] for row in rows] == [
+        "BACKEND-1",
+        "BACKEND-2",
+        "BACKEND-3",
+        "BACKEND-4",
+    ]
+    assert rows[0].endswith(" ×30")
+    assert not rows[3].endswith("×1")
+
+
+def test_facts_not_shared_by_every_alert_stay_on_their_lines() -> None:
+    staging = [{"title": "Environment", "value": "staging"}]
+    mixed = [numbered(n) for n in range(1, 40)] + [numbered(40, fields=staging)] * 30
+    count = how_many_fit(mixed)
+    digest = compose(mixed[:count], [START] * count, now=START, late_after=60)
+    shared = digest.text.split("\n\n")[1]
+    assert not shared.startswith("Project")  # no fact is in every line: straight to the lines
+    assert "· staging ×30" in digest.text
+    assert "· production · web-1 · 1.4.2" in digest.text
+
+
+def test_alerts_without_lines_pack_as_entries_and_an_uptime_alert_gets_a_line() -> None:
+    assert how_many_fit([sized(1900)] * 3) == 2
+    down = format_alert(parse_alert(uptime_alert(down=True, name="Checkout")))
+    backlog = [numbered(n) for n in range(1, 50)] + [down] + [sized(10)]
+    count = how_many_fit(backlog)
+    assert count == 50  # up to the alert without lines, which goes on its own
+    digest = compose(backlog[:count], [START] * count, now=START, late_after=60)
+    assert digest.text.split("\n")[-1].startswith("🔴 DOWN Checkout")
 
 
 def test_an_alert_alone_goes_as_it_was_built_with_a_note_when_late() -> None:
@@ -95,12 +173,6 @@ def test_a_long_alert_keeps_a_shorter_entry_for_digests() -> None:
     entry = message.entry
     assert visible_length(entry.text) <= DIGEST_ENTRY_LIMIT
     assert visible_text(entry.html, parse_mode="HTML") == entry.text
-    brief = message.brief
-    assert visible_length(brief.text) <= BRIEF_ENTRY_LIMIT
-    assert visible_text(brief.html, parse_mode="HTML") == brief.text
-    assert brief.text.startswith("🔴 GlitchTip Alert\n\nZeroDivisionError: division by zero #1")
-    assert "Tag 0: vvv" in brief.text  # the first fields, the rest cut off
-    assert brief.text.endswith("…")
     # Header and title (linked) stay readable; fields shortened, those that do not fit cut.
     assert '<a href="https://glitchtip.example.org/acme/issues/1">' in entry.html
     assert entry.text.startswith("🔴 GlitchTip Alert\n\nZeroDivisionError: division by zero #1")
@@ -109,10 +181,8 @@ def test_a_long_alert_keeps_a_shorter_entry_for_digests() -> None:
 
 
 def test_alerts_that_do_not_fit_are_refused_rather_than_cut() -> None:
-    fields = [{"title": "Tag", "value": "v" * 900}]
-    message = format_alert(parse_alert(issue_alert(issue(1, fields=fields))))
     with pytest.raises(ValueError, match="how_many_fit"):
-        compose([message] * 20, [START] * 20, now=START, late_after=60)  # even as briefs
+        compose([sized(900)] * 20, [START] * 20, now=START, late_after=60)
 
 
 def test_issue_alerts_in_a_row_share_one_heading_with_their_count() -> None:
@@ -146,12 +216,14 @@ def test_issue_alerts_in_a_row_share_one_heading_with_their_count() -> None:
 
 
 def test_a_storm_of_one_heading_shows_it_once_and_fits_more_alerts() -> None:
-    storm = [format_alert(parse_alert(issue_alert(issue(n)))) for n in range(40)]
-    digest = compose(storm[: how_many_fit(storm)], [START] * 40, now=START, late_after=60)
-    assert digest.text.count("GlitchTip Alert") == 1
+    storm = [format_alert(parse_alert(issue_alert(issue(n)))) for n in range(24)]
     each_with_its_heading = len("\n\n") + visible_length(storm[0].entry.text)
     would_fit = (TELEGRAM_TEXT_LIMIT - HEADER_ROOM) // each_with_its_heading
-    assert how_many_fit(storm) > would_fit
+    assert would_fit < len(storm)
+    assert how_many_fit(storm) == len(storm)
+    digest = compose(storm, [START] * 24, now=START, late_after=60)
+    assert digest.text.count("GlitchTip Alert") == 1
+    assert digest.text.count("\nin app.views.divide") == 24  # whole entries, not lines
 
 
 def test_the_fullest_message_late_and_sent_again_stays_within_telegrams_limit() -> None:

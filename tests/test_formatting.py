@@ -20,9 +20,9 @@ from relay_app.message.formatting import (
     Message,
     format_alert,
     late_note,
-    visible_length,
     with_late_note,
 )
+from relay_app.message.spans import visible_length
 from tests import payloads
 from tests.payloads import INFO_COLOR, issue, issue_alert, uptime_alert
 from tests.telegram_rules import visible_text
@@ -297,17 +297,17 @@ def test_a_webhook_naming_thousands_of_issues_reads_the_first_and_counts_the_res
 def test_fitting_a_message_measures_each_part_once_however_many_issues_there_are(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Shortening to a limit is tried once per limit (message, digest entry, brief), not once
-    per candidate number of issues: the cost is linear in the webhook's size."""
+    """Shortening to a limit is tried once per limit (message, digest entry), not once per
+    candidate number of issues: the cost is linear in the webhook's size."""
     calls = []
-    shorten_values = formatting._shorten_values
+    shorten_values = formatting.shorten_values
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)
         return shorten_values(*args, **kwargs)
 
-    monkeypatch.setattr(formatting, "_shorten_values", counted)
+    monkeypatch.setattr(formatting, "shorten_values", counted)
     for count in (3, 30, MAX_ITEMS_READ):
         calls.clear()
         message_for(issue_alert(*(issue(n) for n in range(1, count + 1))))
-        assert len(calls) <= 3, count
+        assert len(calls) <= 2, count

@@ -13,7 +13,8 @@ from relay_app.acting.keyboards import (
     parse_callback,
     rendered,
 )
-from relay_app.message.formatting import TELEGRAM_TEXT_LIMIT, visible_length
+from relay_app.message.formatting import TELEGRAM_TEXT_LIMIT
+from relay_app.message.spans import visible_length
 from relay_app.message.subjects import IssueRef
 from relay_app.spool.sent import IssueButton, SentMessage
 from tests.telegram_rules import visible_text

@@ -145,11 +145,11 @@ def test_a_spool_from_an_older_relay_is_upgraded_with_its_alerts_intact(
         Admin(Database(spool_path, for_service=False)).counts()
     upgraded = Database(spool_path, default_destination=Destination(CHAT_ID, 5))
     [old] = Admin(upgraded).alerts("pending")
-    # Spooled before headings were kept: a digest shows its entry whole.
+    # Spooled before headings and lines were kept: a digest shows its entry whole.
     assert (old.id, old.destination, old.message) == (
         1,
         destination,
-        replace(MESSAGE, heading=None),
+        replace(MESSAGE, heading=None, lines=()),
     )
     assert (old.attempts, old.unsure_attempts) == (1, 1)  # its attempt may have arrived
     assert Admin(Database(spool_path, for_service=False)).counts() == {

@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ..glitchtip.api import IssueStatus
-from ..message.formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT, visible_length
+from ..message.formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT
+from ..message.spans import visible_length
 from ..message.subjects import IssueRef
 from ..spool.sent import IssueButton, SentMessage
 

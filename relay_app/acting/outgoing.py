@@ -20,7 +20,8 @@ from typing import Any
 
 from ..core.errors import DeliveryError, SpoolError
 from ..core.routing import Destination
-from ..message.formatting import Message, duration
+from ..message.formatting import Message
+from ..message.spans import duration
 from ..message.subjects import split_by_origin
 from ..spool.model import SpooledAlert
 from ..spool.sent import KEPT_AT_LEAST, IssueButton, Outage, SentMessage, SentStore

@@ -1,5 +1,7 @@
-"""GlitchTip's API, for the one change a press asks for: an issue's status (`PUT
-/api/0/issues/<id>/`), and the token check `relay-app check` makes (`GET /api/0/users/me/`).
+"""GlitchTip's API: the one change a press asks for, an issue's status (`PUT
+/api/0/issues/<id>/`); what an alert's message adds about its issue (`GET` the issue and its
+latest event, details.py); and the token check `relay-app check` makes (`GET
+/api/0/users/me/`).
 The one place where requests' exceptions and GlitchTip's answers become the GlitchTip errors
 (errors.py), each with a notice for the person who pressed. Facts:
 ../shared/reference/glitchtip-api.md.
@@ -21,6 +23,7 @@ from ..core.errors import (
 )
 from ..core.http_deadline import Deadline, DeadlineAdapter
 from ..core.logs import redact, register_secret
+from .details import IssueDetails, details_from
 
 # GlitchTip's answers here are a few kilobytes; a larger one is not its API answering.
 MAX_ANSWER_BYTES = 1024 * 1024
@@ -49,9 +52,19 @@ class GlitchTipApi:
 
     def set_status(self, issue_id: str, status: IssueStatus) -> dict[str, Any]:
         """Set the issue's status; GlitchTip's issue JSON, or a GlitchTipError."""
-        if not issue_id.isdigit():  # the id is the path: nothing else may ride along
-            raise ValueError(f"not a GlitchTip issue id: {issue_id!r}")
+        _check_id(issue_id)
         return self._call("PUT", f"/api/0/issues/{issue_id}/", {"status": status})
+
+    def details(self, issue_id: str) -> IssueDetails:
+        """What the issue and its latest event say (details.py), or a GlitchTipError. An issue
+        without events yet still has its count and first sighting."""
+        _check_id(issue_id)
+        issue = self._call("GET", f"/api/0/issues/{issue_id}/", None)
+        try:
+            event = self._call("GET", f"/api/0/issues/{issue_id}/events/latest/", None)
+        except GlitchTipIssueGone:
+            event = None
+        return details_from(issue, event)
 
     def whoami(self) -> dict[str, Any]:
         """The token's user: the cheap check that GlitchTip accepts the token."""
@@ -90,6 +103,11 @@ class GlitchTipApi:
         if status < 300 and isinstance(reply, dict):
             return reply
         raise _refusal(method, url, status, reply)
+
+
+def _check_id(issue_id: str) -> None:
+    if not issue_id.isdigit():  # the id is the path: nothing else may ride along
+        raise ValueError(f"not a GlitchTip issue id: {issue_id!r}")
 
 
 def _bounded(response: requests.Response) -> bytes | None:

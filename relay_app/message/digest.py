@@ -2,55 +2,86 @@
 
 Telegram lets a bot post about twenty messages a minute in a group, and a broken deploy fires
 more alerts than that. Sent one by one they would queue for minutes; merged, the chat sees the
-whole storm at once. Each alert keeps its own prebuilt part (`Message.entry`: header, linked
-title and fields, built when the webhook arrived, or its shorter `Message.brief` while a
-backlog builds up), whole: an alert is never split between digests, so the digest that holds
-it is the one whose delivery takes it out of the spool. Issue alerts in a row with the same
-heading (GlitchTip's "GlitchTip Alert", and the severity) share one heading line with their
-count, rather than repeating it before each.
+whole storm at once. When every waiting alert's prebuilt part (`Message.entry`: header, linked
+title, details and fields, built when the webhook arrived) fits in one message, the digest holds
+them all, whole. Issue alerts in a row with the same heading (GlitchTip's "GlitchTip Alert", and
+the severity) share one heading line with their count, rather than repeating it before each.
+
+A backlog, more than that, goes as lines (lines.py): what its alerts share once, then one short
+line per issue, each linked to GlitchTip, so that sixty and more alerts fit in a message and a
+thousand reach a group's chat within a minute. An alert is never split between digests, so the
+digest that holds it is the one whose delivery takes it out of the spool.
 Pure functions, no I/O.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import takewhile
 
-from .formatting import (
-    PARAGRAPH,
-    TELEGRAM_TEXT_LIMIT,
-    Entry,
-    Message,
+from .formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT, Entry, Message, with_late_note
+from .lines import backlog_spans
+from .spans import (
+    Span,
+    cut_spans,
     duration,
+    least_length,
+    shorten_values,
+    span_html,
     utc_time,
     visible_length,
-    with_late_note,
 )
 
 # Kept free for the first line, whatever its numbers say.
 HEADER_ROOM = 200
 SEPARATOR = PARAGRAPH
-# Enough to drain a storm in a few messages; more would only make one failed send cost more.
-MAX_ALERTS_PER_DIGEST = 100
+# Enough to drain a backlog of a thousand alerts in a minute's twenty messages, with room;
+# more would only make one failed send cost more.
+MAX_ALERTS_PER_DIGEST = 200
+# A backlog's lines are not cut below this (a title, where it was raised) to fit more alerts.
+LINE_MIN_VALUE = 22
+CUT_NOTE = "✂️ Cut to fit: each short id links to the whole issue in GlitchTip."
+# What a backlog's lines may take: the rest is the first line's, and the note's when needed.
+LINES_LIMIT = TELEGRAM_TEXT_LIMIT - HEADER_ROOM - len(CUT_NOTE) - 2 * len(SEPARATOR)
 
 
 def how_many_fit(messages: Sequence[Message]) -> int:
     """How many of these waiting alerts, oldest first, go into the next message: all of them
-    when their entries fit in one digest; otherwise as many as fit as briefs. Always at least
-    one (an alert too long to share a digest goes alone, as its own message)."""
-    if _fitting(messages, briefs=False) == len(messages):
+    when their entries fit in one digest; otherwise as many as fit as lines. Always at least
+    one (an alert without lines, or too long to share a digest, goes alone, as its own
+    message)."""
+    if not messages:
+        return 0
+    if _entries_fitting(messages) == len(messages):
         return len(messages)
-    return max(_fitting(messages, briefs=True), 1) if messages else 0
+    lined = list(takewhile(lambda message: bool(message.lines), messages))
+    if not lined:  # an unknown payload's, or from before lines: as many entries as fit
+        return max(_entries_fitting(messages), 1)
+    return max(_most(lined, _lines_fit), 1)
 
 
-def _fitting(messages: Sequence[Message], *, briefs: bool) -> int:
-    """The most of these, oldest first, whose parts fit in one digest. A digest only grows
-    with each alert added, so the count is found by halving."""
+def _entries_fitting(messages: Sequence[Message]) -> int:
+    return _most(messages, _entries_fit)
+
+
+def _entries_fit(messages: Sequence[Message]) -> bool:
+    parts = _parts(messages)
+    used = HEADER_ROOM + sum(len(SEPARATOR) + visible_length(p.text) for p in parts)
+    return used <= TELEGRAM_TEXT_LIMIT
+
+
+def _lines_fit(messages: Sequence[Message]) -> bool:
+    spans = backlog_spans([message.lines for message in messages])
+    return least_length(spans, LINE_MIN_VALUE) <= LINES_LIMIT
+
+
+def _most(messages: Sequence[Message], fit: Callable[[Sequence[Message]], bool]) -> int:
+    """The most of these, oldest first, that `fit` one digest. A digest only grows with each
+    alert added, so the count is found by halving."""
 
     def fits(count: int) -> bool:
-        parts = _parts(messages[:count], briefs=briefs)
-        used = HEADER_ROOM + sum(len(SEPARATOR) + visible_length(p.text) for p in parts)
-        return used <= TELEGRAM_TEXT_LIMIT
+        return fit(messages[:count])
 
     low, high = 0, min(len(messages), MAX_ALERTS_PER_DIGEST)
     while low < high:
@@ -62,8 +93,8 @@ def _fitting(messages: Sequence[Message], *, briefs: bool) -> int:
     return low
 
 
-def _parts(messages: Sequence[Message], *, briefs: bool) -> list[Entry]:
-    """The digest's parts after its first line: each alert's entry (or brief), except that
+def _parts(messages: Sequence[Message]) -> list[Entry]:
+    """The digest's parts after its first line: each alert's entry, except that
     alerts in a row with the same heading share it, shown once with their count."""
     parts: list[Entry] = []
     run: list[Entry] = []
@@ -79,7 +110,7 @@ def _parts(messages: Sequence[Message], *, briefs: bool) -> list[Entry]:
         run.clear()
 
     for message in messages:
-        entry = message.brief if briefs else message.entry
+        entry = message.entry
         heading = message.heading
         if heading is not None and _without_heading(entry, heading) is entry:
             heading = None  # not begun by its heading after all: shown whole
@@ -116,9 +147,10 @@ def compose(
             return with_late_note(messages[0], received_at=first, now=now)
         return messages[0]
     heading = header(len(messages), first, last, now=now, late_after=late_after)
-    # A backlog (how_many_fit counted briefs): every alert as its brief.
-    briefs = _fitting(messages, briefs=False) < len(messages)
-    parts = _parts(messages, briefs=briefs)
+    if _entries_fitting(messages) < len(messages) and all(m.lines for m in messages):
+        parts = [_backlog(messages)]
+    else:
+        parts = _parts(messages)
     text = SEPARATOR.join([heading, *(part.text for part in parts)])
     if visible_length(text) > TELEGRAM_TEXT_LIMIT:
         raise ValueError("these alerts do not fit in one digest; pack them with how_many_fit")
@@ -130,6 +162,16 @@ def compose(
         # the plain text needs no shortening: shortening it would drop alerts.
         fallback=text,
     )
+
+
+def _backlog(messages: Sequence[Message]) -> Entry:
+    """The alerts as a backlog's lines, their values cut evenly to fit; when anything was
+    cut, a last line says where to read it whole."""
+    spans = backlog_spans([message.lines for message in messages])
+    fitted = shorten_values(spans, LINES_LIMIT, min_value_length=2) or cut_spans(spans, LINES_LIMIT)
+    if fitted != spans:
+        fitted = [*fitted, Span(SEPARATOR + CUT_NOTE)]
+    return Entry("".join(span_html(span) for span in fitted), "".join(s.text for s in fitted))
 
 
 def header(count: int, first: float, last: float, *, now: float, late_after: float) -> str:

@@ -26,6 +26,9 @@ class IssueRef:
     id: str
     origin: str
     short_id: str | None = None
+    # Its details from GlitchTip's API had not arrived when the message was built: the sent
+    # message is edited to add them once they do (acting/outgoing.py).
+    details_later: bool = False
 
     @property
     def label(self) -> str:
@@ -61,7 +64,10 @@ class Subjects:
             return None
         return json.dumps(
             {
-                "issues": [[issue.id, issue.origin, issue.short_id] for issue in self.issues],
+                "issues": [
+                    [issue.id, issue.origin, issue.short_id, issue.details_later]
+                    for issue in self.issues
+                ],
                 "monitors": [[m.link, m.name, m.state] for m in self.monitors],
             },
             ensure_ascii=False,
@@ -74,7 +80,10 @@ class Subjects:
             return NO_SUBJECTS
         try:
             data = json.loads(raw)
-            issues = tuple(IssueRef(str(i), str(o), s) for i, o, s in data.get("issues", []))
+            issues = tuple(
+                IssueRef(str(i), str(o), s, bool(later[0]) if later else False)
+                for i, o, s, *later in data.get("issues", [])
+            )
             monitors = tuple(
                 MonitorRef(str(link), str(name), state if state in ("down", "up") else "unknown")
                 for link, name, state in data.get("monitors", [])
@@ -89,7 +98,7 @@ NO_SUBJECTS = Subjects()
 
 def subjects_of(alert: Alert) -> Subjects:
     if isinstance(alert, IssueAlert):
-        refs = (_issue_ref(issue.link, issue.short_id) for issue in alert.issues)
+        refs = (issue_ref(issue.link, issue.short_id) for issue in alert.issues)
         return Subjects(issues=tuple(ref for ref in refs if ref is not None))
     if isinstance(alert, UptimeAlert):
         return Subjects(
@@ -102,7 +111,7 @@ def subjects_of(alert: Alert) -> Subjects:
     return NO_SUBJECTS
 
 
-def _issue_ref(link: str | None, short_id: str | None) -> IssueRef | None:
+def issue_ref(link: str | None, short_id: str | None) -> IssueRef | None:
     if not link:
         return None
     try:

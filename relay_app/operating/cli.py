@@ -32,7 +32,8 @@ from ..acting.updates import telegram_secret_token, webhook_path
 from ..core.errors import DeliveryError, SpoolError
 from ..core.logs import redact, register_secret
 from ..glitchtip.webhook import PayloadError, payload_from_json
-from ..message.formatting import TELEGRAM_TEXT_LIMIT, message_for, utc_time, visible_length
+from ..message.formatting import TELEGRAM_TEXT_LIMIT, message_for
+from ..message.spans import utc_time, visible_length
 from ..spool import Admin, SpooledAlert, open_spool
 from ..telegram.client import TelegramClient
 from .chats import find_chats, report

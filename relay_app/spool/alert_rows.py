@@ -9,6 +9,8 @@ from ..core.errors import SpoolError
 from ..core.outcomes import REFUNDED, Dead, Refund, RetryAt
 from ..core.routing import Destination, parse_chat_id
 from ..message.formatting import Entry, Message
+from ..message.lines import from_json as lines_from_json
+from ..message.lines import to_json as lines_to_json
 from ..message.subjects import Subjects
 from .model import SpooledAlert
 from .store import Now, Row, Tx
@@ -22,16 +24,15 @@ def destination_of(store: str, chat: str, thread: int | None) -> Destination:
 
 
 def alert_from_row(row: Row, at: Now, *, store: str, in_memory: bool = False) -> SpooledAlert:
-    entry = brief = heading = None
+    entry = heading = None
     if row["entry_html"] is not None:
         entry = Entry(row["entry_html"], row["entry_text"])
-    if row["brief_html"] is not None:
-        brief = Entry(row["brief_html"], row["brief_text"])
     if row["heading_html"] is not None:
         heading = Entry(row["heading_html"], row["heading_text"])
     subjects = Subjects.from_json(row["subjects"])
+    lines = lines_from_json(row["lines"])
     return SpooledAlert(
-        Message(row["html"], row["text"], row["fallback"], entry, brief, heading, subjects),
+        Message(row["html"], row["text"], row["fallback"], entry, heading, subjects, lines),
         destination_of(store, row["chat"], row["thread"]),
         received_at=at.to_local(row["received_at"]),
         retry_from=at.to_local(row["retry_from"]),
@@ -51,13 +52,13 @@ def insert(
     tx: Tx, message: Message, destination: Destination, *, attempts: int, in_memory: bool
 ) -> SpooledAlert:
     """A new alert, due now, with `attempts` already counted (1: the webhook attempts it)."""
-    entry, brief, heading = message.short_entry, message.brief_entry, message.heading
+    entry, heading = message.short_entry, message.heading
     now = tx.at.db
     row = tx.one(
         "INSERT INTO alerts (chat, thread, lane, received_at, retry_from, html, text, fallback,"
-        " entry_html, entry_text, brief_html, brief_text, heading_html, heading_text, subjects,"
+        " entry_html, entry_text, heading_html, heading_text, subjects, lines,"
         " attempts, unsure_attempts, next_attempt_at, scheduled_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             destination.chat_key,
             destination.thread,
@@ -69,11 +70,10 @@ def insert(
             message.fallback,
             entry.html if entry else None,
             entry.text if entry else None,
-            brief.html if brief else None,
-            brief.text if brief else None,
             heading.html if heading else None,
             heading.text if heading else None,
             message.subjects.to_json(),
+            lines_to_json(message.lines),
             attempts,
             attempts,
             now,

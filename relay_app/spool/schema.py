@@ -13,7 +13,7 @@ from collections.abc import Callable
 from ..core.errors import SpoolError
 from ..core.routing import Destination
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 Step = str | Callable[[sqlite3.Connection, Destination | None], None]
 
@@ -222,6 +222,10 @@ STEPS: dict[int, list[Step]] = {
         "CREATE TABLE bot (id INTEGER PRIMARY KEY CHECK (id = 1))",
         "INSERT INTO bot VALUES (1)",
     ],
+    # An alert's lines in a backlog's digest (message/lines.py), as JSON. NULL (alerts from
+    # before): it goes in a message of its own when a backlog is sent as lines. The brief
+    # entries they replace are no longer written.
+    8: ["ALTER TABLE alerts ADD COLUMN lines TEXT"],
 }
 
 

@@ -8,7 +8,7 @@ that order, so the whole fleet keeps Telegram's limits together without deadlock
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Any fixed number: every relay takes this advisory lock to create or upgrade the schema, so
 # three replicas starting at once on an empty database do it one after another.
@@ -142,4 +142,6 @@ END $$""",
         "CREATE TRIGGER pending_counted AFTER INSERT OR DELETE OR UPDATE OF state ON alerts"
         " FOR EACH ROW EXECUTE FUNCTION relay_count_pending()",
     ],
+    # An alert's lines in a backlog's digest: as the SQLite spool's step 8.
+    5: ["ALTER TABLE alerts ADD COLUMN lines TEXT"],
 }

@@ -1,0 +1,132 @@
+"""What GlitchTip's API says about an issue beyond the webhook: where the error was raised, how
+often and since when, its level, and the exception's whole value. Read from two answers
+(`GET /api/0/issues/<id>/` and `.../events/latest/`), as a real GlitchTip gives them:
+../shared/reference/glitchtip-api.md and glitchtip-samples/ beside it.
+
+Only the fields named here are ever read. A frame's `vars` (its local variables), the event's
+request, user and tags hold passwords, tokens and personal data: nothing here looks at them, so
+nothing of them can reach a message. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+# Longer values say nothing more in a chat; GlitchTip keeps them whole.
+MAX_FIELD_LENGTH = 500
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The innermost frame of the app's own code, as `cart.py:4 in total` and its source line."""
+
+    filename: str
+    line: int | None
+    function: str | None
+    source: str | None  # the line's code (`context_line`), stripped
+
+    @property
+    def where(self) -> str:
+        """'shop/cart.py:4 in total'."""
+        at = f"{self.filename}:{self.line}" if self.line is not None else self.filename
+        return f"{at} in {self.function}" if self.function else at
+
+
+@dataclass(frozen=True)
+class IssueDetails:
+    frame: Frame | None
+    count: int | None  # events in the issue (GlitchTip answers a string)
+    first_seen: float | None  # Unix time
+    level: str | None
+    exception_type: str | None
+    exception_value: str | None
+
+
+def details_from(issue: dict[str, Any], event: dict[str, Any] | None) -> IssueDetails:
+    """The details in the issue's answer and its latest event's (None: not read)."""
+    metadata = _object(issue.get("metadata"))
+    exception = _exception(event) if event is not None else {}
+    return IssueDetails(
+        frame=_frame(exception) if exception else None,
+        count=_count(issue.get("count")),
+        first_seen=_time(issue.get("firstSeen")),
+        level=_text(issue.get("level")),
+        exception_type=_text(exception.get("type")) or _text(metadata.get("type")),
+        exception_value=_text(exception.get("value")) or _text(metadata.get("value")),
+    )
+
+
+def _exception(event: dict[str, Any]) -> dict[str, Any]:
+    """The exception that was raised: of a chain, the last one with a stack trace (Sentry's
+    order runs from the first cause to the exception caught)."""
+    for entry in _objects(event.get("entries")):
+        if entry.get("type") != "exception":
+            continue
+        values = _objects(_object(entry.get("data")).get("values"))
+        with_frames = [v for v in values if _objects(_object(v.get("stacktrace")).get("frames"))]
+        if with_frames or values:
+            return (with_frames or values)[-1]
+    return {}
+
+
+def _frame(exception: dict[str, Any]) -> Frame | None:
+    """The innermost frame marked as the app's own code (`inApp`), else the innermost of all:
+    frames run from the outermost call to the innermost."""
+    frames = _objects(_object(exception.get("stacktrace")).get("frames"))
+    own = [frame for frame in frames if frame.get("inApp") is True]
+    chosen = (own or frames)[-1] if frames else None
+    name = _file_name(chosen) if chosen is not None else None
+    if chosen is None or name is None:
+        return None
+    line = chosen.get("lineNo")
+    return Frame(
+        filename=name,
+        line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+        function=_text(chosen.get("function")),
+        source=_text(chosen.get("context_line")),
+    )
+
+
+def _file_name(frame: dict[str, Any]) -> str | None:
+    name = _text(frame.get("filename")) or _text(frame.get("module"))
+    if name is None:
+        path = _text(frame.get("absPath"))
+        name = path.rsplit("/", 1)[-1] if path else None
+    return name
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _time(value: object) -> float | None:
+    """GlitchTip's ISO 8601 time ('2026-12-01T17:09:24.024Z') as a Unix time."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed.timestamp() if parsed.tzinfo is not None else None
+
+
+def _text(value: object) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value.strip()[:MAX_FIELD_LENGTH]
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _objects(value: object) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []

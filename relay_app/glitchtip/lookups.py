@@ -1,0 +1,208 @@
+"""Reading issues' details from GlitchTip's API for alert messages, without ever holding an alert
+back for them.
+
+An alert waits for its issues' details at most a short budget (RELAY_DETAILS_BUDGET); what has
+not arrived by then is added to the sent message by an edit once it does (`when_known`). Each
+issue is read once per few minutes, however many alerts name it (a storm about one issue reads
+it once), and remembered in a bounded cache. While GlitchTip's API fails, no look-up is made at
+all for a while, so that its outage costs the alerts nothing, and one WARNING every few
+minutes says so, never one per alert.
+
+The look-ups run on a small pool this object owns, per process (the one fork rule,
+core/process.py), shut down with the worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Literal
+
+from ..core.errors import GlitchTipError, GlitchTipIssueGone
+from ..core.process import PerProcess
+from .details import IssueDetails
+
+log = logging.getLogger(__name__)
+
+LookupOutcome = Literal["read", "cached", "gone", "failed", "skipped"]
+Read = Callable[[str], IssueDetails]
+Count = Callable[[LookupOutcome], None]
+Known = Callable[[Mapping[str, IssueDetails]], None]
+
+# An issue's details are read again after this: its count grows, its latest event changes.
+FRESH_FOR = 300.0
+# After a failure, no look-up is tried for this long: GlitchTip is down, slow or refusing.
+PAUSE_AFTER_FAILURE = 60.0
+WARN_EVERY = 300.0
+MAX_KEPT = 1000
+# Look-ups waiting for the pool past this are not made: a storm of distinct issues against a
+# slow GlitchTip must not pile up work (or memory) without end.
+MAX_WAITING = 64
+WORKERS = 4
+
+
+class IssueLookups(PerProcess):
+    def __init__(
+        self,
+        read: Read,
+        *,
+        budget: float,
+        count: Count | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`read` is GlitchTipApi.details; `budget` the seconds an alert may wait for it."""
+        self._read = read
+        self.budget = budget
+        self._count = count or (lambda outcome: None)
+        self._monotonic = monotonic
+        self._start_in_this_process()
+
+    def _start_over(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        # issue id -> (read at, its details; None: GlitchTip has no such issue)
+        self._kept: OrderedDict[str, tuple[float, IssueDetails | None]] = OrderedDict()
+        self._reading: dict[str, Future[IssueDetails | None]] = {}
+        self._paused_until: float | None = None
+        self._warned_at: float | None = None
+        self._failed_since_warning = 0
+
+    def within_budget(self, issue_ids: Sequence[str]) -> dict[str, IssueDetails]:
+        """The details of these issues that are known or arrive within the budget. Those that
+        do not are still being read (when GlitchTip is not known to be failing)."""
+        futures = self._futures(issue_ids)
+        pending = [future for future in futures.values() if not future.done()]
+        if pending and self.budget > 0:
+            wait(pending, timeout=self.budget)
+        return _results(futures)
+
+    def when_known(self, issue_ids: Sequence[str], then: Known) -> None:
+        """Call `then` with the details of these issues once every look-up of them has ended: at
+        once when none is under way, otherwise on the thread of the last to end."""
+        futures = self._futures(issue_ids)
+        left = [len(futures)]
+        guard = threading.Lock()
+
+        def one_ended(_: Future[IssueDetails | None]) -> None:
+            with guard:
+                left[0] -= 1
+                if left[0] != 0:
+                    return
+            try:
+                then(_results(futures))
+            except Exception:
+                log.exception("what was to follow an issue's details failed")
+
+        if not futures:
+            then({})
+            return
+        for future in futures.values():
+            future.add_done_callback(one_ended)
+
+    def shutdown(self) -> None:
+        """Stop the pool (the worker's exit): look-ups under way end by their own deadline."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    # --- inside ------------------------------------------------------------------------------
+
+    def _futures(self, issue_ids: Sequence[str]) -> dict[str, Future[IssueDetails | None]]:
+        self._here()
+        now = self._monotonic()
+        futures: dict[str, Future[IssueDetails | None]] = {}
+        with self._lock:
+            for issue_id in dict.fromkeys(issue_ids):
+                future = self._future(issue_id, now)
+                if future is not None:
+                    futures[issue_id] = future
+        return futures
+
+    def _future(self, issue_id: str, now: float) -> Future[IssueDetails | None] | None:
+        """A look-up of the issue: done when its details are known, the one under way, or a
+        new one; None when none may be made now. Called under the lock."""
+        kept = self._kept.get(issue_id)
+        if kept is not None and now - kept[0] < FRESH_FOR:
+            self._kept.move_to_end(issue_id)
+            self._count("cached")
+            return _done(kept[1])
+        if issue_id in self._reading:
+            return self._reading[issue_id]
+        if self._paused_until is not None and now < self._paused_until:
+            self._count("skipped")
+            return None
+        if len(self._reading) >= MAX_WAITING:
+            self._count("skipped")
+            return None
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="relay-glitchtip")
+        future = self._pool.submit(self._look_up, issue_id)
+        self._reading[issue_id] = future
+        return future
+
+    def _look_up(self, issue_id: str) -> IssueDetails | None:
+        details: IssueDetails | None = None
+        try:
+            details = self._read(issue_id)
+            outcome: LookupOutcome = "read"
+        except GlitchTipIssueGone:
+            outcome = "gone"  # remembered as such: no need to ask again soon
+        except (GlitchTipError, ValueError) as exc:
+            outcome = "failed"
+            self._failed(exc)
+        except Exception as exc:  # a bug reading an answer must not cost more than the details
+            outcome = "failed"
+            log.exception("reading GlitchTip issue %s's details failed", issue_id)
+            self._failed(exc, logged=True)
+        now = self._monotonic()
+        with self._lock:
+            self._reading.pop(issue_id, None)
+            if outcome != "failed":
+                self._paused_until = None
+                self._kept[issue_id] = (now, details)
+                self._kept.move_to_end(issue_id)
+                while len(self._kept) > MAX_KEPT:
+                    self._kept.popitem(last=False)
+        self._count(outcome)
+        return details
+
+    def _failed(self, exc: Exception, *, logged: bool = False) -> None:
+        now = self._monotonic()
+        with self._lock:
+            self._paused_until = now + PAUSE_AFTER_FAILURE
+            self._failed_since_warning += 1
+            if self._warned_at is not None and now - self._warned_at < WARN_EVERY:
+                return
+            self._warned_at, failures = now, self._failed_since_warning
+            self._failed_since_warning = 0
+        if logged:
+            return
+        log.warning(
+            "issue details could not be read from GlitchTip (%s): alerts go without them, and "
+            "no look-up is tried for %.0f s. Check GLITCHTIP_URL and that GLITCHTIP_API_TOKEN "
+            "may read events (event:read). %d look-up(s) failed since the last such warning",
+            exc,
+            PAUSE_AFTER_FAILURE,
+            failures,
+        )
+
+
+def _done(details: IssueDetails | None) -> Future[IssueDetails | None]:
+    future: Future[IssueDetails | None] = Future()
+    future.set_result(details)
+    return future
+
+
+def _results(futures: Mapping[str, Future[IssueDetails | None]]) -> dict[str, IssueDetails]:
+    found: dict[str, IssueDetails] = {}
+    for issue_id, future in futures.items():
+        if future.done() and not future.cancelled():
+            details = future.result()
+            if details is not None:
+                found[issue_id] = details
+    return found

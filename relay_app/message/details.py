@@ -1,0 +1,74 @@
+"""An issue's details from GlitchTip's API (glitchtip/details.py) as lines of its message: where
+the error was raised and its source line, how often and since when, its level when it is not an
+error, and the exception's value when the title cut it. Pure functions, no I/O.
+
+    📍 shop/cart.py:4 in total
+    return subtotal / discount
+    🆕 New issue, first seen 2 min ago · seen 3 times
+"""
+
+from __future__ import annotations
+
+from ..glitchtip.details import IssueDetails
+from .spans import Span, clean, duration, shorten, value
+
+# First seen this recently: the issue is new, the most important thing to know about it.
+NEW_WITHIN = 600.0
+SOURCE_LIMIT = 120
+WHERE_LIMIT = 120
+VALUE_LIMIT = 300
+
+
+def detail_spans(details: IssueDetails, *, title: str, now: float) -> list[Span]:
+    """The lines under an issue's title (each begins with a line break)."""
+    spans: list[Span] = []
+    if details.frame is not None:
+        spans += [Span("\n📍 "), value(shorten(clean(details.frame.where), WHERE_LIMIT))]
+        if details.frame.source:
+            source = shorten(clean(details.frame.source, single_line=True), SOURCE_LIMIT)
+            spans += [Span("\n"), value(source, code=True)]
+    seen = seen_words(details, now=now)
+    if seen:
+        spans += [Span(f"\n{seen}")]
+    if details.level and details.level.lower() not in ("error", "fatal"):
+        spans += [Span("\nLevel: "), value(details.level)]
+    cut_value = _value_cut_from(title, details)
+    if cut_value:
+        spans += [Span("\nValue: "), value(shorten(clean(cut_value), VALUE_LIMIT))]
+    return spans
+
+
+def seen_words(details: IssueDetails, *, now: float) -> str:
+    """'🆕 New issue, first seen 2 min ago · seen 3 times', '🔁 Seen 1204 times · first seen
+    3 d ago', or less when GlitchTip did not say."""
+    words: list[str] = []
+    new = details.first_seen is not None and now - details.first_seen < NEW_WITHIN
+    if details.first_seen is not None:
+        ago = duration(now - details.first_seen)
+        words.append(f"🆕 New issue, first seen {ago} ago" if new else f"first seen {ago} ago")
+    if details.count is not None:
+        times = "1 time" if details.count == 1 else f"{details.count} times"
+        words.insert(0 if not new else 1, f"seen {times}")
+    if not words:
+        return ""
+    line = " · ".join(words)
+    return line if new else f"🔁 {line[0].upper()}{line[1:]}"
+
+
+def where(details: IssueDetails | None) -> str | None:
+    """'cart.py:4 in total': the frame as a backlog's line shows it, the file's name alone."""
+    if details is None or details.frame is None:
+        return None
+    frame = details.frame
+    name = frame.filename.rsplit("/", 1)[-1]
+    at = f"{name}:{frame.line}" if frame.line is not None else name
+    return f"{at} in {frame.function}" if frame.function else at
+
+
+def _value_cut_from(title: str, details: IssueDetails) -> str | None:
+    """The exception's value when the title does not hold it whole (GlitchTip cuts long ones)."""
+    found = details.exception_value
+    if not found:
+        return None
+    plain = " ".join(found.split())
+    return None if plain in " ".join(title.split()) else found

@@ -1,0 +1,172 @@
+"""An alert as the short lines of a backlog's digest: one per issue or monitor it names.
+
+When more alerts wait for a chat than their full entries fit in one message (an outage, a
+storm), each message shows what its alerts share once (project, environment, release, server:
+the webhook's fields with the same value in every line) and each alert in one short line:
+
+    🔴 ALERT-TEST-3 ZeroDivisionError: division by zero · cart.py:4 in total
+
+that is, its short id linked to the issue in GlitchTip, where the whole alert can be read, its
+title cut to fit, and where it was raised. The same issue waiting several times shows once,
+with its count. Built from the alert when its webhook arrives, kept with it in the spool (as
+JSON), and laid out when the digest is sent. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..glitchtip.details import IssueDetails
+from ..glitchtip.webhook import Alert, Issue, IssueAlert, UptimeAlert
+from .details import where
+from .spans import Span, clean, safe_link, shorten, value
+
+# Longer titles never fit a line; kept shorter so the spool's copy stays small.
+KEPT_LENGTH = 200
+# The facts a digest shows once when every line shares them (the webhook's field titles).
+SHAREABLE = ("Project", "Environment", "Release", "Server Name")
+
+
+@dataclass(frozen=True)
+class Line:
+    key: str  # the issue's or monitor's link: lines with the same key show once, counted
+    marker: str  # severity, or the monitor's state
+    label: str  # 'ALERT-TEST-3', 'DOWN': bold, and linked when there is a link
+    link: str | None
+    title: str
+    where: str | None = None
+    facts: tuple[tuple[str, str], ...] = ()
+
+
+def lines_of(
+    alert: Alert,
+    markers: Sequence[str],
+    details: Mapping[str, IssueDetails | None],
+) -> tuple[Line, ...]:
+    """The alert's lines; `markers` are its items' severity markers (or monitors' states) and
+    `details` are by issue link. Empty for a payload the relay does not know: such an alert
+    goes in a message of its own."""
+    if isinstance(alert, IssueAlert):
+        lines = [
+            _issue_line(issue, marker, details.get(issue.link or ""))
+            for issue, marker in zip(alert.issues, markers, strict=True)
+        ]
+        if alert.total > len(alert.issues):
+            hidden = alert.total - len(alert.issues)
+            lines.append(Line("", "➕", f"{hidden} more", None, "issues: see GlitchTip"))
+        return tuple(lines)
+    if isinstance(alert, UptimeAlert):
+        return tuple(
+            Line(
+                key=monitor.link or "",
+                marker=marker,
+                label=monitor.state.upper() if monitor.state != "unknown" else "UPTIME",
+                link=safe_link(monitor.link),
+                title=_kept(monitor.name or "(unnamed monitor)"),
+            )
+            for monitor, marker in zip(alert.monitors, markers, strict=True)
+        )
+    return ()
+
+
+def _issue_line(issue: Issue, marker: str, details: IssueDetails | None) -> Line:
+    return Line(
+        key=issue.link or "",
+        marker=marker,
+        label=issue.short_id or "Issue",
+        link=safe_link(issue.link),
+        title=_kept(issue.title or "(untitled issue)"),
+        where=where(details) or (_kept(issue.culprit) if issue.culprit else None),
+        facts=tuple(
+            (field.title, _kept(field.value))
+            for field in issue.fields
+            if field.title in SHAREABLE and field.value
+        ),
+    )
+
+
+def backlog_spans(alerts: Sequence[Sequence[Line]]) -> list[Span]:
+    """The digest's body for these alerts' lines, oldest first: the facts all lines share, then
+    one line per issue or monitor (repeats shown once, with their count)."""
+    shown = _counted(alerts)
+    shared = _shared_facts([line for line, _ in shown])
+    spans: list[Span] = []
+    for index, (title, fact) in enumerate(shared):
+        spans += [Span(" · " if index else ""), Span(f"{title}: "), value(fact)]
+    for index, (line, times) in enumerate(shown):
+        before = "\n" if index else ("\n\n" if shared else "")
+        spans += _line_spans(before, line, times, shared)
+    return spans
+
+
+def _counted(alerts: Sequence[Sequence[Line]]) -> list[tuple[Line, int]]:
+    """Each distinct line, at its first place, with how many times it came."""
+    counted: dict[str, tuple[Line, int]] = {}
+    for index, lines in enumerate(alerts):
+        for position, line in enumerate(lines):
+            key = line.key or f"#{index}.{position}"  # no link: never the same as another
+            first, times = counted.get(key, (line, 0))
+            counted[key] = (first, times + 1)
+    return list(counted.values())
+
+
+def _line_spans(
+    before: str, line: Line, times: int, shared: Sequence[tuple[str, str]]
+) -> list[Span]:
+    spans = [Span(f"{before}{line.marker} "), Span(line.label, bold=True, href=line.link)]
+    spans += [Span(" "), value(line.title)]
+    if line.where:
+        spans += [Span(" · "), value(line.where, code=True)]
+    spans += [
+        span for fact in line.facts if fact not in shared for span in (Span(" · "), value(fact[1]))
+    ]
+    if times > 1:
+        spans.append(Span(f" ×{times}"))
+    return spans
+
+
+def _shared_facts(lines: Sequence[Line]) -> list[tuple[str, str]]:
+    """The facts every line that has any (an issue's) has with the same value, in the webhook's
+    order; none for a single such line, whose facts stay on it."""
+    lines = [line for line in lines if line.facts]
+    if len(lines) < 2:
+        return []
+    first = lines[0].facts
+    return [fact for fact in first if all(fact in line.facts for line in lines[1:])]
+
+
+def to_json(lines: Sequence[Line]) -> str | None:
+    """As the spool stores them; None when there are none."""
+    if not lines:
+        return None
+    return json.dumps(
+        [[ln.key, ln.marker, ln.label, ln.link, ln.title, ln.where, ln.facts] for ln in lines],
+        ensure_ascii=False,
+    )
+
+
+def from_json(raw: str | None) -> tuple[Line, ...]:
+    """Read back what `to_json` wrote; anything else reads as no lines (the alert goes alone)."""
+    if not raw:
+        return ()
+    try:
+        return tuple(
+            Line(
+                str(key),
+                str(marker),
+                str(label),
+                str(link) if link is not None else None,
+                str(title),
+                str(at) if at is not None else None,
+                tuple((str(name), str(fact)) for name, fact in facts),
+            )
+            for key, marker, label, link, title, at, facts in json.loads(raw)
+        )
+    except (ValueError, TypeError):
+        return ()
+
+
+def _kept(raw: str) -> str:
+    return shorten(clean(raw, single_line=True), KEPT_LENGTH)
