@@ -22,6 +22,7 @@ from .delivery.intake import Intake
 from .delivery.job import Jobs
 from .delivery.policy import RetryPolicy
 from .glitchtip.api import GlitchTipApi
+from .glitchtip.lookups import IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .operating.config import Settings
 from .operating.gauges import SpoolGauges
@@ -48,6 +49,8 @@ class Relay:
     spool: Spool | None
     memory: Spool
     outgoing: Outgoing
+    # Reading issues' details from GlitchTip for the messages (GLITCHTIP_API_TOKEN).
+    lookups: IssueLookups | None
     # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles a press, and this
     # process's poller for them (TELEGRAM_UPDATES=poll).
     presses: Presses | None = None
@@ -109,12 +112,14 @@ def assemble(
     )
     queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
     health, metrics = _health_and_metrics(spool, queues)
+    lookups = _issue_lookups(settings, metrics)
     outgoing = Outgoing(
         spool.sent if spool is not None else None,
         edit=telegram.edit,
         buttons=settings.glitchtip_api_token is not None,
         glitchtip_links=settings.glitchtip_links,
         keep_for=settings.retry_max_age,
+        lookups=lookups,
         clock=clock,
     )
     jobs = Jobs(
@@ -152,7 +157,18 @@ def assemble(
         clock=clock,
     )
     presses, poller = _acting_from_the_chat(settings, spool, telegram, metrics, clock)
-    return Relay(intake, dispatcher, jobs, metrics, spool, memory, outgoing, presses, poller)
+    return Relay(
+        intake, dispatcher, jobs, metrics, spool, memory, outgoing, lookups, presses, poller
+    )
+
+
+def _issue_lookups(settings: Settings, metrics: Metrics) -> IssueLookups | None:
+    """With GLITCHTIP_API_TOKEN, unless RELAY_DETAILS_BUDGET=off: what reads issues' details."""
+    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
+    if token is None or glitchtip_url is None or settings.details_budget is None:
+        return None
+    api = GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout)
+    return IssueLookups(api.details, budget=settings.details_budget, count=metrics.glitchtip_lookup)
 
 
 def _health_and_metrics(spool: Spool | None, queues: list[Queue]) -> tuple[Health, Metrics]:
@@ -228,3 +244,5 @@ def stop_background_work(app: object) -> None:
         if relay.poller is not None:
             relay.poller.shutdown()
         relay.dispatcher.shutdown()
+        if relay.lookups is not None:
+            relay.lookups.shutdown()

@@ -1,13 +1,19 @@
 """A local stand-in for GlitchTip's API on 127.0.0.1, answering as ../shared/reference/
 glitchtip-api.md says a real GlitchTip does: `PUT` and `GET /api/0/issues/<id>/` (also under
-`/api/0/organizations/<slug>/`) and `GET /api/0/users/me/`, with its status codes and bodies:
+`/api/0/organizations/<slug>/`), `GET /api/0/issues/<id>/events/latest/` and `GET
+/api/0/users/me/`, with its status codes and bodies:
 403 "CSRF check Failed" for a bad token's PUT, 401 for its GET, 403 "Permission denied" without
 the scope, 404 for an issue it does not have, 422 for a status it does not know. `stop()` makes
-it unreachable (connections refused) and `start()` brings it back on the same port.
+it unreachable (connections refused) and `start()` brings it back on the same port; `delay`
+makes it slow.
+
+Its issues and events are the answers a real GlitchTip gave (glitchtip_samples/, copied from
+../shared/reference/glitchtip-samples/), with the id, short id, title and times of each.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import threading
@@ -15,7 +21,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from tests.e2e.relay_process import free_port
@@ -24,6 +32,15 @@ TOKEN = "0123456789abcdef" * 4  # 64 hex characters, as GlitchTip makes them
 READ_ONLY_TOKEN = "fedcba9876543210" * 4
 STATUSES = ("unresolved", "resolved", "ignored")
 _ISSUE = re.compile(r"/api/0/(?:organizations/[^/]+/)?issues/([0-9]+)/")
+_LATEST_EVENT = re.compile(r"/api/0/issues/([0-9]+)/events/latest/")
+SAMPLES = Path(__file__).resolve().parent / "glitchtip_samples"
+SAMPLE_ISSUE: dict[str, Any] = json.loads((SAMPLES / "issue.json").read_text())
+SAMPLE_EVENT: dict[str, Any] = json.loads((SAMPLES / "issue-latest-event.json").read_text())
+
+
+def iso_time(timestamp: float) -> str:
+    """As GlitchTip writes times: '2026-12-01T17:09:24.024Z'."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 @dataclass(frozen=True)
@@ -44,7 +61,10 @@ class FakeGlitchTip:
             READ_ONLY_TOKEN: {"event:read", "project:read"},
         }
         self.issues: dict[str, dict[str, Any]] = {}
+        self.events: dict[str, dict[str, Any]] = {}
         self.requests: list[Request] = []
+        # Seconds each GET waits before it is answered: a slow GlitchTip.
+        self.delay = 0.0
         self._port = free_port()
         self._server: ThreadingHTTPServer | None = None
 
@@ -52,19 +72,41 @@ class FakeGlitchTip:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._port}"
 
-    def add_issue(self, issue_id: int, short_id: str, *, title: str = "ZeroDivisionError") -> str:
-        """An issue GlitchTip has; its link, as an alert's title_link gives it."""
+    def add_issue(
+        self,
+        issue_id: int,
+        short_id: str,
+        *,
+        title: str = "ZeroDivisionError",
+        first_seen: float | None = None,
+        count: int = 3,
+        event: dict[str, Any] | None = None,
+    ) -> str:
+        """An issue GlitchTip has, as the sample answers say (its latest event `event`, or the
+        sample's); its link, as an alert's title_link gives it."""
+        link = f"{self.url}/acme/issues/{issue_id}"
+        first = first_seen if first_seen is not None else time.time() - 3 * 86400
+        issue = copy.deepcopy(SAMPLE_ISSUE)
+        issue.update(
+            id=str(issue_id),
+            shortId=short_id,
+            title=title,
+            permalink=link,
+            count=str(count),  # a string, as GlitchTip answers it
+            firstSeen=iso_time(first),
+            lastSeen=iso_time(time.time()),
+        )
+        latest = copy.deepcopy(event if event is not None else SAMPLE_EVENT)
+        latest["groupID"] = str(issue_id)
         with self._lock:
-            self.issues[str(issue_id)] = {
-                "id": str(issue_id),
-                "shortId": short_id,
-                "status": "unresolved",
-                "title": title,
-                "level": "error",
-                "count": "3",
-                "project": {"slug": "backend"},
-            }
-        return f"{self.url}/acme/issues/{issue_id}"
+            self.issues[str(issue_id)] = issue
+            self.events[str(issue_id)] = latest
+        return link
+
+    def reads(self) -> list[Request]:
+        """The GETs of issues and their events that reached it."""
+        with self._lock:
+            return [r for r in self.requests if r.method == "GET" and "/issues/" in r.path]
 
     def status(self, issue_id: int) -> str:
         with self._lock:
@@ -99,8 +141,8 @@ class FakeGlitchTip:
                 if scopes is None:
                     return 401, {"detail": "Unauthorized"}
                 return 200, {"id": "1", "email": "ada@example.org", "username": "ada"}
-            found = _ISSUE.fullmatch(path)
-            if found is None:
+            found = _ISSUE.fullmatch(path) or _ISSUE.match(path)
+            if found is None or (found.end() != len(path) and not _LATEST_EVENT.fullmatch(path)):
                 return 404, {"detail": "Not Found"}
             if method == "PUT":
                 if scopes is None:  # session auth's CSRF check runs first
@@ -120,6 +162,9 @@ class FakeGlitchTip:
                     }
             elif scopes is None:
                 return 401, {"detail": "Unauthorized"}
+            elif (latest := _LATEST_EVENT.fullmatch(path)) is not None:
+                event = self.events.get(latest.group(1))
+                return (200, copy.deepcopy(event)) if event else (404, {"detail": "Not Found"})
             issue = self.issues.get(found.group(1))
             if issue is None:
                 return 404, {"detail": "Not Found"}
@@ -145,6 +190,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        fake: FakeGlitchTip = self.server.fake  # type: ignore[attr-defined]
+        if fake.delay:
+            time.sleep(fake.delay)  # a slow GlitchTip, on its own request thread
         self._handle(None)
 
     def do_PUT(self) -> None:

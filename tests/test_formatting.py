@@ -12,7 +12,7 @@ from relay_app.glitchtip.webhook import (
     UptimeAlert,
     parse_alert,
 )
-from relay_app.message import formatting
+from relay_app.message import spans
 from relay_app.message.formatting import (
     MESSAGE_LIMIT,
     PLAIN_FALLBACK_LIMIT,
@@ -300,13 +300,13 @@ def test_fitting_a_message_measures_each_part_once_however_many_issues_there_are
     """Shortening to a limit is tried once per limit (message, digest entry), not once per
     candidate number of issues: the cost is linear in the webhook's size."""
     calls = []
-    shorten_values = formatting.shorten_values
+    shorten_values = spans.shorten_values
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)
         return shorten_values(*args, **kwargs)
 
-    monkeypatch.setattr(formatting, "shorten_values", counted)
+    monkeypatch.setattr("relay_app.message.formatting.shorten_values", counted)
     for count in (3, 30, MAX_ITEMS_READ):
         calls.clear()
         message_for(issue_alert(*(issue(n) for n in range(1, count + 1))))

@@ -1,9 +1,13 @@
 """What a message carries besides its text, and what its delivery leaves behind.
 
+As the webhook arrives (`prepared`): the message, with what GlitchTip's API says of its issues
+when that comes within the look-ups' budget (glitchtip/lookups.py).
+
 Before an attempt (`plan`): Resolve and Ignore buttons for each issue of its issue alerts (when
 GLITCHTIP_API_TOKEN is set), and, for an uptime monitor's recovery, the message announcing its
 outage to reply to. After delivery (`delivered`): the record of what the buttons act on and of
-each outage announced (spool/sent.py), and the outage's message edited to say it is over.
+each outage announced (spool/sent.py), the outage's message edited to say it is over, and an
+alert's message edited to add its issues' details when they came after it was built.
 
 Nothing here may cost an alert: a record that cannot be kept, or an edit Telegram refuses, is
 logged, and the alert stays delivered.
@@ -14,15 +18,18 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.errors import DeliveryError, SpoolError
 from ..core.routing import Destination
-from ..message.formatting import Message
+from ..glitchtip.details import IssueDetails
+from ..glitchtip.lookups import IssueLookups
+from ..message.details import details_note
+from ..message.formatting import Message, message_for
 from ..message.spans import duration
-from ..message.subjects import split_by_origin
+from ..message.subjects import IssueRef, split_by_origin
 from ..spool.model import SpooledAlert
 from ..spool.sent import KEPT_AT_LEAST, IssueButton, Outage, SentMessage, SentStore
 from ..telegram.courier import NO_EXTRAS, Extras, Sent
@@ -56,12 +63,15 @@ class Outgoing:
         buttons: bool,
         glitchtip_links: str | None = None,
         keep_for: float = KEPT_AT_LEAST,
+        lookups: IssueLookups | None = None,
         clock: Clock = time.time,
     ) -> None:
         """`store` None: nothing is kept (no spool), so there are neither buttons nor threads.
-        Only issues whose links are at `glitchtip_links` (GlitchTip's origin) get buttons.
-        Records are kept `keep_for` seconds after their message was sent (at least a week)."""
+        Only issues whose links are at `glitchtip_links` (GlitchTip's origin) get buttons, and
+        their details from `lookups`. Records are kept `keep_for` seconds after their message
+        was sent (at least a week)."""
         self._store = store
+        self._lookups = lookups
         self._edit = edit
         self._buttons = buttons and store is not None
         self._glitchtip_links = glitchtip_links
@@ -80,6 +90,22 @@ class Outgoing:
             self._store.prune(before=self._clock() - self._keep_for)
         except SpoolError as exc:
             log.debug("old sent-message records could not be pruned: %s", exc)
+
+    def prepared(self, payload: dict[str, Any]) -> Message:
+        """The message for a webhook's payload, as it may be kept (`vetted`), with its issues'
+        details when they come within the look-ups' budget."""
+        details = self._within_budget if self._lookups is not None else None
+        return self.vetted(message_for(payload, details=details, now=self._clock()))
+
+    def _within_budget(
+        self, issues: Sequence[IssueRef]
+    ) -> tuple[dict[str, IssueDetails], frozenset[str]]:
+        """Details of the issues at GlitchTip's own address (a webhook may name any link, and
+        only GlitchTip's ids may go to its API), and the ids of those that did not come."""
+        assert self._lookups is not None
+        ids = [issue.id for issue in issues if issue.origin == self._glitchtip_links]
+        found = self._lookups.within_budget(ids) if ids else {}
+        return found, frozenset(ids) - found.keys()
 
     def vetted(self, message: Message) -> Message:
         """The message as it may be kept: the issues it names whose links are not GlitchTip's
@@ -149,14 +175,58 @@ class Outgoing:
                     sent.chat,
                     exc,
                 )
+        details_later = self._details_later(alerts, sent)
         if not plan.recoveries:
-            return None
+            return details_later
 
         def say_over() -> None:
             for alert, outage in plan.recoveries:
                 self._say_over(outage, alert.received_at - outage.down_at)
 
         return say_over
+
+    def _details_later(
+        self, alerts: Sequence[SpooledAlert], sent: Sent
+    ) -> Callable[[], None] | None:
+        """For a message of one alert whose issues' details had not come when it was built:
+        what asks for them, and adds them to the message by an edit when they come. (A digest
+        of many gets none: its lines say where to read each issue.)"""
+        if self._lookups is None or self._store is None or len(alerts) != 1:
+            return None
+        alert = alerts[0]
+        later = [issue for issue in alert.message.subjects.issues if issue.details_later]
+        if not later:
+            return None
+        lookups = self._lookups
+
+        def add(found: Mapping[str, IssueDetails]) -> None:
+            now = self._clock()
+            shown = alert.message.text
+            notes = [
+                details_note(issue.label, found[issue.id], shown=shown, now=now)
+                for issue in later
+                if issue.id in found
+            ]
+            if any(notes):
+                self._add_note(sent, "\n".join(note for note in notes if note))
+
+        return lambda: lookups.when_known([issue.id for issue in later], add)
+
+    def _add_note(self, sent: Sent, note: str) -> None:
+        assert self._store is not None
+        try:
+            message = self._store.noted(sent.chat, sent.message_id, note)
+            if message is not None:
+                self._edit(
+                    message.chat, message.message_id, rendered(message), keyboard(message.buttons)
+                )
+        except (SpoolError, DeliveryError) as exc:
+            log.warning(
+                "message %d in chat %s could not be edited to add its issues' details (%s)",
+                sent.message_id,
+                sent.chat,
+                exc,
+            )
 
     def _outages_ended(
         self, alerts: Sequence[SpooledAlert], destination: Destination

@@ -126,6 +126,14 @@ class Metrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.glitchtip_lookups = Counter(
+            "relay_glitchtip_lookups",
+            "Look-ups of an issue's details in GlitchTip's API for an alert's message, by "
+            "outcome: read, cached (known already), gone (no such issue), failed (GlitchTip "
+            "down, slow, or refusing the token), skipped (none tried while it fails)",
+            ["outcome"],
+            registry=self.registry,
+        )
         self._gauges = gauges
         if gauges is not None:
             self.registry.register(gauges)
@@ -140,6 +148,9 @@ class Metrics:
 
     def press(self, outcome: PressOutcome) -> None:
         self.presses.labels(outcome).inc()
+
+    def glitchtip_lookup(self, outcome: str) -> None:
+        self.glitchtip_lookups.labels(outcome).inc()
 
     def probe(self, answered: bool) -> None:
         self.probes.labels("answered" if answered else "failed").inc()

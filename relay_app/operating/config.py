@@ -38,6 +38,9 @@ MAX_SEND_TIMEOUT = 9.0
 DEFAULT_BIND = "127.0.0.1:8780"
 
 DEFAULT_SPOOL_PATH = "relay-spool.sqlite3"
+# A few hundred milliseconds: a look-up in GlitchTip's API on the same network takes tens.
+DEFAULT_DETAILS_BUDGET = 0.3
+MAX_DETAILS_BUDGET = 2.0
 # RELAY_SPOOL_PATH=off: no spool, retries held in memory only (lost with the process).
 SPOOL_OFF = "off"
 
@@ -106,6 +109,10 @@ class Settings:
     glitchtip_api_token: str | None = field(default=None, repr=False)
     glitchtip_url: str | None = None
     glitchtip_public_url: str | None = None
+    # With the token, each issue alert's message shows what GlitchTip's API says of its issues
+    # (where, how often, since when): an alert waits at most this many seconds for them, and
+    # what comes later is added by an edit. None (RELAY_DETAILS_BUDGET=off): no look-ups.
+    details_budget: float | None = DEFAULT_DETAILS_BUDGET
     # How the presses on those buttons reach the relay.
     telegram_updates: UpdatesMode = "off"
     # Telegram user ids that may press them; empty: anyone in the chat.
@@ -202,6 +209,7 @@ class Settings:
             glitchtip_api_token=glitchtip_token,
             glitchtip_url=read(lambda: _glitchtip_url(environ, glitchtip_token), None),
             glitchtip_public_url=read(lambda: _glitchtip_public_url(environ), None),
+            details_budget=read(lambda: _details_budget(environ), None),
             telegram_updates=read(lambda: _updates_mode(environ, glitchtip_token), "off"),
             action_user_ids=read(lambda: _user_ids(environ), frozenset()),
         )
@@ -220,6 +228,20 @@ class Settings:
             # One spool: the database's. The file's default does not apply.
             settings = replace(settings, spool_path=None)
         return settings
+
+
+def _details_budget(environ: Mapping[str, str]) -> float | None:
+    """RELAY_DETAILS_BUDGET: seconds an alert may wait for its issues' details, or off."""
+    if environ.get("RELAY_DETAILS_BUDGET", "").strip().lower() == "off":
+        return None
+    return number(
+        environ,
+        "RELAY_DETAILS_BUDGET",
+        default=DEFAULT_DETAILS_BUDGET,
+        low=0.0,
+        high=MAX_DETAILS_BUDGET,
+        why="the alert itself matters more; later details arrive by an edit (or use off)",
+    )
 
 
 def bind_from_env(environ: Mapping[str, str]) -> str:

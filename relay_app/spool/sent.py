@@ -75,6 +75,9 @@ class SentStore(Protocol):
         """The monitor is back up: forget the outage, and add `note` to its message; that
         message as it now stands (None when it is not kept)."""
 
+    def noted(self, chat: str, message_id: int, note: str) -> SentMessage | None:
+        """Add a line to a kept message: the message as it now stands; None when not kept."""
+
     def first_time(self, keys: Sequence[str], *, at: float) -> bool:
         """Record these updates (and presses) as handled: whether none of them was before."""
 
@@ -162,16 +165,12 @@ class SpoolSentStore:
                 "DELETE FROM outages WHERE lane = ? AND link = ? AND message_id = ?",
                 (outage.lane, outage.link, outage.message_id),
             )
-            message = _message(tx, outage.chat, outage.message_id)
-            if message is None:
-                return None
-            tx.execute(
-                "UPDATE sent_messages SET notes = ? WHERE chat = ? AND message_id = ?",
-                ("\n".join((*message.notes, note)), message.chat, message.message_id),
-            )
-            return replace(message, notes=(*message.notes, note))
+            return _noted(tx, outage.chat, outage.message_id, note)
 
         return self._store.write(recover)
+
+    def noted(self, chat: str, message_id: int, note: str) -> SentMessage | None:
+        return self._store.write(lambda tx: _noted(tx, chat, message_id, note))
 
     def first_time(self, keys: Sequence[str], *, at: float) -> bool:
         def record(tx: Tx) -> bool:
@@ -201,6 +200,18 @@ class SpoolSentStore:
             )
 
         return self._store.write(prune)
+
+
+def _noted(tx: Tx, chat: str, message_id: int, note: str) -> SentMessage | None:
+    message = _message(tx, chat, message_id)
+    if message is None:
+        return None
+    notes = (*message.notes, *note.split("\n"))
+    tx.execute(
+        "UPDATE sent_messages SET notes = ? WHERE chat = ? AND message_id = ?",
+        ("\n".join(notes), message.chat, message.message_id),
+    )
+    return replace(message, notes=notes)
 
 
 def _message(tx: Tx, chat: str, message_id: int) -> SentMessage | None:

@@ -200,7 +200,7 @@ def create_blueprint(
             # GlitchTip ignores the 400 and never resends: the log is the alert's last trace.
             jobs.undelivered(message_for(payload), f"the webhook URL was refused: {exc}", None)
             return answer("rejected", "bad_route", 400, error=str(exc))
-        message = outgoing.vetted(message_for(payload))
+        message = outgoing.prepared(payload)
         admission = intake.admit(message, destination, started=started)
         if admission is None:  # it could wait nowhere; its text is logged
             return answer("failed", "cannot_queue", 503, error="the alert could not be queued")

@@ -1,0 +1,381 @@
+"""An issue's details from GlitchTip's API: read from its real answers (glitchtip_samples/),
+shown under the issue's title, never holding the alert back, and never a frame's variables."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import responses
+
+from relay_app.core.errors import GlitchTipIssueGone, GlitchTipTokenRefused, GlitchTipUnreachable
+from relay_app.glitchtip.api import GlitchTipApi
+from relay_app.glitchtip.details import IssueDetails, details_from
+from relay_app.glitchtip.lookups import FRESH_FOR, PAUSE_AFTER_FAILURE, WARN_EVERY, IssueLookups
+from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.formatting import format_alert, message_for
+from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
+from tests.payloads import issue, issue_alert
+from tests.telegram_rules import visible_text
+
+FIRST_SEEN = 1796144964.024  # 2026-12-01T17:09:24.024Z, the sample issue's firstSeen
+SECRET = "hunter2-s3cr3t-TOKEN"
+GLITCHTIP = "https://glitchtip.example.org"
+
+
+def with_secrets(event: dict[str, Any]) -> dict[str, Any]:
+    """The sample event with a secret wherever an app's data can put one: a local variable of
+    the frame that raised, the request, the user and a tag."""
+    event = copy.deepcopy(event)
+    frames = event["entries"][0]["data"]["values"][0]["stacktrace"]["frames"]
+    frames[-1]["vars"]["password"] = SECRET
+    frames[-1]["vars"][SECRET] = "a name can be a secret too"
+    event["entries"].append({"type": "request", "data": {"headers": [["Authorization", SECRET]]}})
+    event["user"] = {"id": "7", "email": f"{SECRET}@example.com"}
+    event["tags"].append({"key": "api_key", "value": SECRET})
+    return event
+
+
+def sample_details(**event_changes: Any) -> IssueDetails:
+    return details_from(copy.deepcopy(SAMPLE_ISSUE), {**SAMPLE_EVENT, **event_changes})
+
+
+# --- what the answers say ------------------------------------------------------------------
+
+
+def test_the_real_answers_say_where_how_often_and_since_when() -> None:
+    details = sample_details()
+    assert details.frame is not None
+    # The innermost frame of the app's own code, not the outermost (run_event.py).
+    assert details.frame.where == "shop/cart.py:4 in total"
+    assert details.frame.source == "return subtotal / discount"
+    assert details.count == 3  # GlitchTip answers "3", a string
+    assert details.first_seen == pytest.approx(FIRST_SEEN)
+    assert details.level == "error"
+    assert (details.exception_type, details.exception_value) == (
+        "ZeroDivisionError",
+        "division by zero",
+    )
+
+
+def test_without_in_app_frames_the_innermost_frame_says_where() -> None:
+    event = copy.deepcopy(SAMPLE_EVENT)
+    frames = event["entries"][0]["data"]["values"][0]["stacktrace"]["frames"]
+    for frame in frames:
+        frame["inApp"] = False
+    frames[-1]["filename"] = None  # no file name: the module names it
+    details = details_from(SAMPLE_ISSUE, event)
+    assert details.frame is not None
+    assert details.frame.where == "shop.cart:4 in total"
+
+
+def test_of_a_chain_of_exceptions_the_one_raised_last_is_shown() -> None:
+    event = copy.deepcopy(SAMPLE_EVENT)
+    raised = event["entries"][0]["data"]["values"][0]
+    cause = copy.deepcopy(raised)
+    cause["value"] = "the cause"
+    cause["stacktrace"]["frames"][-1]["lineNo"] = 99
+    raised["value"] = "division by zero, while handling the cause"
+    event["entries"][0]["data"]["values"] = [cause, raised]
+    details = details_from(SAMPLE_ISSUE, event)
+    assert details.exception_value == "division by zero, while handling the cause"
+    assert details.frame is not None
+    assert details.frame.line == 4
+
+
+@pytest.mark.parametrize(
+    "issue_answer",
+    [
+        {},
+        {"count": "many", "firstSeen": "yesterday", "level": 3, "metadata": "x"},
+        {"count": True, "firstSeen": "2026-12-01T17:09:24"},  # no time zone: not guessed
+    ],
+)
+def test_answers_in_another_shape_give_no_details_rather_than_wrong_ones(
+    issue_answer: dict[str, Any],
+) -> None:
+    odd_event = {"entries": [{"type": "exception", "data": {"values": [{"stacktrace": 5}]}}]}
+    details = details_from(issue_answer, odd_event)
+    assert details == IssueDetails(None, None, None, None, None, None)
+
+
+# --- as a message shows them -------------------------------------------------------------
+
+
+def sample_alert(**changes: Any) -> dict[str, Any]:
+    return issue_alert(
+        issue(3, title="ZeroDivisionError: division by zero", culprit="shop.cart in total")
+        | changes
+    )
+
+
+def enriched(details: IssueDetails, *, now: float, payload: dict[str, Any] | None = None) -> str:
+    link = f"{GLITCHTIP}/acme/issues/3"
+    message = format_alert(parse_alert(payload or sample_alert()), {link: details}, now=now)
+    assert visible_text(message.html, parse_mode="HTML") == message.text  # Telegram's rules
+    return message.text
+
+
+def test_an_alerts_message_shows_its_issues_details_under_the_title() -> None:
+    text = enriched(sample_details(), now=FIRST_SEEN + 75)
+    assert text.split("\n")[2:6] == [
+        "ZeroDivisionError: division by zero",
+        "📍 shop/cart.py:4 in total",
+        "return subtotal / discount",
+        "🆕 New issue, first seen 1 min 15 s ago · seen 3 times",
+    ]
+    assert "\nin shop.cart in total" not in text  # the frame says it better
+    assert "Level" not in text  # an error's level goes without saying
+    assert "Value:" not in text  # the title holds it whole
+
+
+def test_an_old_issue_says_how_long_ago_it_was_first_seen() -> None:
+    text = enriched(sample_details(), now=FIRST_SEEN + 3 * 86400 + 7200)
+    assert "🔁 Seen 3 times · first seen 3 d 2 h ago" in text
+    assert "New issue" not in text
+
+
+def test_a_warning_says_its_level_and_a_value_the_title_cut_is_shown() -> None:
+    issue_answer = {**SAMPLE_ISSUE, "level": "warning", "count": "1"}
+    event = copy.deepcopy(SAMPLE_EVENT)
+    long_value = "cannot divide " + "the basket total " * 20
+    event["entries"][0]["data"]["values"][0]["value"] = long_value
+    details = details_from(issue_answer, event)
+    text = enriched(details, now=FIRST_SEEN + 30)
+    assert "seen 1 time" in text
+    assert "\nLevel: warning" in text
+    assert "\nValue: cannot divide the basket total the basket" in text
+
+
+def test_a_secret_in_a_frames_variables_the_request_or_the_user_never_reaches_a_message() -> None:
+    details = details_from(SAMPLE_ISSUE, with_secrets(SAMPLE_EVENT))
+    assert SECRET not in repr(details)
+    message = format_alert(
+        parse_alert(sample_alert()), {f"{GLITCHTIP}/acme/issues/3": details}, now=FIRST_SEEN
+    )
+    assert SECRET not in repr(message)
+    assert "shop/cart.py:4 in total" in message.text
+
+
+def test_a_backlog_line_says_where_from_the_details() -> None:
+    message = format_alert(
+        parse_alert(sample_alert()), {f"{GLITCHTIP}/acme/issues/3": sample_details()}, now=0
+    )
+    [line] = message.lines
+    assert line.where == "cart.py:4 in total"
+
+
+def test_message_for_asks_for_the_details_and_marks_those_that_did_not_come() -> None:
+    asked: list[list[str]] = []
+
+    def within_budget(
+        issues: Any,
+    ) -> tuple[dict[str, IssueDetails], frozenset[str]]:
+        asked.append([ref.id for ref in issues])
+        return {"3": sample_details()}, frozenset({"4"})
+
+    payload = issue_alert(
+        issue(3, title="ZeroDivisionError: division by zero", link=f"{GLITCHTIP}/acme/issues/3"),
+        issue(4, link=f"{GLITCHTIP}/acme/issues/4"),
+    )
+    message = message_for(payload, details=within_budget, now=FIRST_SEEN + 60)
+    assert asked == [["3", "4"]]
+    assert message.text.count("📍 shop/cart.py:4 in total") == 1
+    assert [(ref.id, ref.details_later) for ref in message.subjects.issues] == [
+        ("3", False),
+        ("4", True),
+    ]
+    # And the spool keeps the mark.
+    kept = type(message.subjects).from_json(message.subjects.to_json())
+    assert kept == message.subjects
+
+
+# --- GlitchTip's API ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def api_answers() -> Iterator[responses.RequestsMock]:
+    with responses.RequestsMock() as mock:
+        yield mock
+
+
+def test_the_api_reads_the_issue_and_its_latest_event_with_the_token(
+    api_answers: responses.RequestsMock,
+) -> None:
+    token = "ab" * 32
+    api_answers.get(f"{GLITCHTIP}/api/0/issues/3/", json=SAMPLE_ISSUE)
+    api_answers.get(f"{GLITCHTIP}/api/0/issues/3/events/latest/", json=SAMPLE_EVENT)
+    details = GlitchTipApi(token, GLITCHTIP, timeout=2).details("3")
+    assert details == sample_details()
+    assert [call.request.headers["Authorization"] for call in api_answers.calls] == [
+        f"Bearer {token}"
+    ] * 2
+
+
+def test_an_issue_without_events_has_its_count_and_a_missing_one_is_gone(
+    api_answers: responses.RequestsMock,
+) -> None:
+    api = GlitchTipApi("ab" * 32, GLITCHTIP, timeout=2)
+    api_answers.get(f"{GLITCHTIP}/api/0/issues/3/", json=SAMPLE_ISSUE)
+    api_answers.get(
+        f"{GLITCHTIP}/api/0/issues/3/events/latest/", status=404, json={"detail": "Not Found"}
+    )
+    details = api.details("3")
+    assert (details.count, details.frame) == (3, None)
+    api_answers.get(f"{GLITCHTIP}/api/0/issues/9/", status=404, json={"detail": "Not Found"})
+    with pytest.raises(GlitchTipIssueGone):
+        api.details("9")
+    api_answers.get(f"{GLITCHTIP}/api/0/issues/5/", status=401, json={"detail": "Unauthorized"})
+    with pytest.raises(GlitchTipTokenRefused):
+        api.details("5")
+    with pytest.raises(ValueError, match="not a GlitchTip issue id"):
+        api.details("3/../../users/me")
+
+
+# --- look-ups: a budget, a cache, and quiet while GlitchTip fails ----------------------------
+
+
+class FakeReads:
+    """GlitchTip's API as a function: each read takes `delay` seconds, or raises `error`."""
+
+    def __init__(self) -> None:
+        self.delay = 0.0
+        self.error: Exception | None = None
+        self.calls: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, issue_id: str) -> IssueDetails:
+        with self.lock:
+            self.calls.append(issue_id)
+        if self.delay:
+            time.sleep(self.delay)
+        if self.error is not None:
+            raise self.error
+        return sample_details()
+
+
+class Ticking:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def reads() -> FakeReads:
+    return FakeReads()
+
+
+@pytest.fixture
+def ticking() -> Ticking:
+    return Ticking()
+
+
+@pytest.fixture
+def lookups(reads: FakeReads, ticking: Ticking) -> Iterator[IssueLookups]:
+    counted: list[str] = []
+    made = IssueLookups(reads, budget=0.2, count=counted.append, monotonic=ticking)
+    made.counted = counted  # type: ignore[attr-defined]
+    yield made
+    made.shutdown()
+
+
+def wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 5
+    while not condition():
+        assert time.monotonic() < deadline, "did not happen within 5 s"
+        time.sleep(0.01)
+
+
+def test_details_that_come_within_the_budget_are_in_and_a_storm_reads_an_issue_once(
+    lookups: IssueLookups, reads: FakeReads
+) -> None:
+    assert lookups.within_budget(["3"]) == {"3": sample_details()}
+    storm = [threading.Thread(target=lookups.within_budget, args=(["3", "4"],)) for _ in range(20)]
+    for thread in storm:
+        thread.start()
+    for thread in storm:
+        thread.join(5)
+    assert sorted(reads.calls) == ["3", "4"]
+
+
+def test_slow_details_cost_the_alert_only_the_budget_and_arrive_later(
+    lookups: IssueLookups, reads: FakeReads
+) -> None:
+    reads.delay = 1.0
+    started = time.monotonic()
+    assert lookups.within_budget(["3"]) == {}
+    assert time.monotonic() - started < 0.6
+    came: list[dict[str, IssueDetails]] = []
+    lookups.when_known(["3"], lambda found: came.append(dict(found)))
+    wait_for(lambda: bool(came))
+    assert came == [{"3": sample_details()}]
+    assert reads.calls == ["3"]  # the later wish joined the look-up under way
+
+
+def test_a_failing_glitchtip_is_asked_no_more_for_a_while_and_warned_of_once(
+    lookups: IssueLookups,
+    reads: FakeReads,
+    ticking: Ticking,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reads.error = GlitchTipUnreachable("GET ...: GlitchTip refused the connection", notice="")
+    for issue_id in ("1", "2", "3"):
+        assert lookups.within_budget([issue_id]) == {}
+    assert reads.calls == ["1"]  # after the failure, none is tried
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "GLITCHTIP_URL" in warnings[0].getMessage()
+    ticking.now += PAUSE_AFTER_FAILURE + 1  # tried again, fails again: no second warning yet
+    lookups.within_budget(["4"])
+    assert reads.calls == ["1", "4"]
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
+    ticking.now += WARN_EVERY
+    lookups.within_budget(["5"])
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2
+    reads.error = None  # back: read again at once
+    ticking.now += PAUSE_AFTER_FAILURE + 1
+    assert lookups.within_budget(["6"]) == {"6": sample_details()}
+    counted = lookups.counted  # type: ignore[attr-defined]
+    assert counted.count("failed") == 3
+    assert counted.count("skipped") == 2
+    assert counted.count("read") == 1
+    found: list[object] = []
+    reads.error = GlitchTipUnreachable("down", notice="")
+    lookups.within_budget(["7"])
+    lookups.when_known(["8"], found.append)  # none may be made now: told at once
+    assert found == [{}]
+
+
+def test_details_are_kept_a_few_minutes_and_a_missing_issue_is_not_asked_again(
+    lookups: IssueLookups, reads: FakeReads, ticking: Ticking
+) -> None:
+    lookups.within_budget(["3"])
+    lookups.within_budget(["3"])
+    assert reads.calls == ["3"]
+    ticking.now += FRESH_FOR + 1
+    lookups.within_budget(["3"])
+    assert reads.calls == ["3", "3"]
+    reads.error = GlitchTipIssueGone("404", notice="")
+    assert lookups.within_budget(["9"]) == {}
+    assert lookups.within_budget(["9"]) == {}
+    assert reads.calls == ["3", "3", "9"]
+
+
+def test_the_cache_is_bounded(reads: FakeReads, ticking: Ticking) -> None:
+    lookups = IssueLookups(reads, budget=1.0, monotonic=ticking)
+    try:
+        for number in range(1100):
+            lookups.within_budget([str(number)])
+        lookups.within_budget(["1099", "0"])
+        assert len(reads.calls) == 1101  # the oldest was let go, the newest kept
+    finally:
+        lookups.shutdown()
