@@ -17,6 +17,10 @@ Scenarios (the rows of issue 11's table):
   sigkill    connections refused, 20 alerts, the relay killed (SIGKILL) and restarted
   429        a flood wait of 5 s on the chat; 6 alerts 0.3 s apart
   backlog    60 alerts over a 20 s outage (refused)
+  thousand   1000 distinct alerts over a 60 s outage (refused), then a Telegram that holds the
+             group to one message every 3 s (`--only thousand` runs it alone, in about two
+             minutes); its own table: time from Telegram's return until the last alert is
+             visible, messages used, 429s, duplicates
 
 Targets (issue 11): recovery to last alert at most 3 s for 500, hang and sigkill, in at most 3
 messages for 500, oldest first everywhere, at most 1 request per alert and 1 per 2 s during an
@@ -26,6 +30,8 @@ outage, duplicates only where a reply was lost, loss done within 35 s.
 from __future__ import annotations
 
 import argparse
+import collections
+import re
 import sys
 import tempfile
 import time
@@ -33,6 +39,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -50,6 +57,7 @@ from tests.e2e.helpers import (  # noqa: E402
 )
 from tests.e2e.relay_process import CHAT_ID, RelayProcess, relay_env  # noqa: E402
 from tests.fake_telegram import FakeTelegram, running_fake_telegram  # noqa: E402
+from tests.payloads import issue, issue_alert  # noqa: E402
 from tests.prometheus import parse  # noqa: E402
 
 DEFAULTS = {"RELAY_SEND_TIMEOUT": "5", "RELAY_RETRY_ATTEMPTS": "3", "RELAY_RETRY_WAIT": "30"}
@@ -235,6 +243,107 @@ def backlog(run: Run) -> Row:
     return run.row(titles, recovered, recovered - started, during)
 
 
+THOUSAND = 1000
+THOUSAND_OUTAGE = 60.0
+THOUSAND_GROUP_INTERVAL = 3.0
+_SHORT_ID = re.compile(r"\bSHOP-(\d+)\b")
+
+
+@dataclass
+class DrillRow:
+    alerts: int
+    visible: int
+    after_return: float | None
+    messages: int
+    too_many_requests: int
+    in_order: bool
+    duplicates: int
+
+
+def thousand(workers: int, workdir: Path) -> DrillRow:
+    """1000 distinct alerts (each its own issue, short id SHOP-n) arrive evenly through a 60 s
+    outage; then Telegram is back, holding the group to a message every 3 s."""
+    with running_fake_telegram(limits=True, group_interval=THOUSAND_GROUP_INTERVAL) as fake:
+        run = Run(fake, workdir, workers, "thousand")
+        try:
+            relay = run.start()
+            fake.stop()
+            started = time.monotonic()
+            with ThreadPoolExecutor(8) as pool:
+                for number in range(1, THOUSAND + 1):
+                    time.sleep(max(0.0, started + number * 0.055 - time.monotonic()))
+                    pool.submit(post, relay.webhook_url, _shop_alert(number))
+            time.sleep(max(0.0, started + THOUSAND_OUTAGE - time.monotonic()))
+            fake.start()
+            returned = time.monotonic()
+            wait_until(lambda: len(_first_posted(fake)) == THOUSAND, timeout=WATCH_SECONDS)
+            time.sleep(3)  # a duplicate would arrive in this time
+            first = _first_posted(fake)
+            copies_of = _copies(fake)
+            order = sorted(first, key=lambda n: (first[n], n))
+            return DrillRow(
+                alerts=THOUSAND,
+                visible=len(first),
+                after_return=max(first.values()) - returned if len(first) == THOUSAND else None,
+                messages=accepted_since(fake, returned),
+                too_many_requests=len(fake.too_many_requests()),
+                in_order=order == sorted(first),
+                duplicates=sum(n - 1 for n in copies_of.values()),
+            )
+        finally:
+            run.stop()
+
+
+def _shop_alert(number: int) -> dict[str, Any]:
+    """An alert as GlitchTip sends it for issue SHOP-<number>, with a realistic title."""
+    link = f"https://glitchtip.example.org/acme/issues/{number}"
+    title = f"TimeoutError: upstream checkout-api did not answer within 30 s (order {number})"
+    payload = issue_alert(issue(number, title=title, link=link, culprit="shop.checkout.pay"))
+    payload["sections"][0]["activitySubtitle"] = f"[View Issue SHOP-{number}]({link})"
+    return payload
+
+
+def _ids_posted(fake: FakeTelegram) -> list[tuple[float, list[int]]]:
+    """Each accepted message's time and the issues (SHOP-n) it shows."""
+    return [
+        (received.at, [int(n) for n in _SHORT_ID.findall(str(received.body.get("text", "")))])
+        for received in fake.sends()
+        if received.outcome == "accepted"
+    ]
+
+
+def _first_posted(fake: FakeTelegram) -> dict[int, float]:
+    seen: dict[int, float] = {}
+    for at, numbers in _ids_posted(fake):
+        for number in numbers:
+            seen.setdefault(number, at)
+    return seen
+
+
+def _copies(fake: FakeTelegram) -> collections.Counter[int]:
+    counted: collections.Counter[int] = collections.Counter()
+    for _, numbers in _ids_posted(fake):
+        counted.update(set(numbers))
+    return counted
+
+
+def print_thousand(row: DrillRow, workers: int) -> None:
+    print(
+        f"\n{workers} workers; {row.alerts} distinct alerts over a {THOUSAND_OUTAGE:.0f} s outage; "
+        f"Telegram back holding the group to one message every {THOUSAND_GROUP_INTERVAL:.0f} s\n"
+    )
+    print(
+        "| alerts visible | last alert after Telegram's return | messages used | 429s "
+        "| oldest first | duplicates |"
+    )
+    print("|---:|---:|---:|---:|---|---:|")
+    after = f"{row.after_return:.1f} s" if row.after_return is not None else "not within 120 s"
+    print(
+        f"| {row.visible}/{row.alerts} | {after} | {row.messages} | {row.too_many_requests} "
+        f"| {'yes' if row.in_order else 'NO'} | {row.duplicates} |"
+    )
+
+
 SCENARIOS: dict[str, Callable[[Run], Row]] = {
     "500": lambda run: failing(run, status=500),
     "refused": lambda run: failing(run, status=None),
@@ -248,18 +357,27 @@ SCENARIOS: dict[str, Callable[[Run], Row]] = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", nargs="+", choices=SCENARIOS, help="run these scenarios only")
+    parser.add_argument(
+        "--only", nargs="+", choices=[*SCENARIOS, "thousand"], help="run these scenarios only"
+    )
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (default 2)")
     args = parser.parse_args()
     rows = []
+    drill = None
     with tempfile.TemporaryDirectory() as directory:
-        for name in args.only or SCENARIOS:
+        if args.only is None or "thousand" in args.only:
+            drill = thousand(args.workers, Path(directory))
+        for name in [n for n in args.only or SCENARIOS if n != "thousand"]:
             with running_fake_telegram() as fake:
                 run = Run(fake, Path(directory), args.workers, name)
                 try:
                     rows.append(SCENARIOS[name](run))
                 finally:
                     run.stop()
+    if drill is not None:
+        print_thousand(drill, args.workers)
+    if not rows:
+        return
     print(f"\n{args.workers} workers, RELAY_SEND_TIMEOUT=5, RELAY_RETRY_WAIT=30 (the defaults)\n")
     print(
         "| scenario | delivered | last alert after recovery | messages after | oldest first "

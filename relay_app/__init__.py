@@ -22,7 +22,7 @@ from .delivery.intake import Intake
 from .delivery.job import Jobs
 from .delivery.policy import RetryPolicy
 from .glitchtip.api import GlitchTipApi
-from .glitchtip.lookups import IssueLookups
+from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .operating.config import Settings
 from .operating.gauges import SpoolGauges
@@ -112,7 +112,7 @@ def assemble(
     )
     queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
     health, metrics = _health_and_metrics(spool, queues)
-    lookups = _issue_lookups(settings, metrics)
+    lookups = _issue_lookups(settings, metrics, spool)
     outgoing = Outgoing(
         spool.sent if spool is not None else None,
         edit=telegram.edit,
@@ -162,13 +162,20 @@ def assemble(
     )
 
 
-def _issue_lookups(settings: Settings, metrics: Metrics) -> IssueLookups | None:
+def _issue_lookups(
+    settings: Settings, metrics: Metrics, spool: Spool | None
+) -> IssueLookups | None:
     """With GLITCHTIP_API_TOKEN, unless RELAY_DETAILS_BUDGET=off: what reads issues' details."""
     token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
     if token is None or glitchtip_url is None or settings.details_budget is None:
         return None
-    api = GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout)
-    return IssueLookups(api.details, budget=settings.details_budget, count=metrics.glitchtip_lookup)
+    api = GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT)
+    return IssueLookups(
+        api.details,
+        budget=settings.details_budget,
+        count=metrics.glitchtip_lookup,
+        health=spool.glitchtip_health if spool is not None else None,
+    )
 
 
 def _health_and_metrics(spool: Spool | None, queues: list[Queue]) -> tuple[Health, Metrics]:

@@ -123,9 +123,19 @@ class Behaviour:
 
 
 class FakeTelegram:
-    def __init__(self, *, token: str = TOKEN, seed: int = 1, limits: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        token: str = TOKEN,
+        seed: int = 1,
+        limits: bool = False,
+        group_interval: float | None = None,
+    ) -> None:
         self.token = token
         self.limits = limits
+        # With limits: a group takes one message per this many seconds at most, evenly spread,
+        # rather than any twenty in a minute (a stricter reading of the same limit).
+        self.group_interval = group_interval
         # Forum topics that do not exist: 400 "message thread not found".
         self.missing_threads: set[int] = set()
         # The chats the bot is in, as getChat describes them; any other chat is "not found".
@@ -613,6 +623,8 @@ class FakeTelegram:
             group = chat.startswith(("-", "@"))
             if group and len(sent) >= GROUP_LIMIT:
                 earliest = max(earliest, sent[-GROUP_LIMIT] + GROUP_WINDOW)
+            if group and sent and self.group_interval is not None:
+                earliest = max(earliest, sent[-1] + self.group_interval)
             if earliest > now:
                 return max(1, math.ceil(earliest - now))
             sent.append(now)

@@ -19,6 +19,10 @@ from relay_app.glitchtip.details import IssueDetails, details_from
 from relay_app.glitchtip.lookups import FRESH_FOR, PAUSE_AFTER_FAILURE, WARN_EVERY, IssueLookups
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import format_alert, message_for
+from relay_app.spool.database import Database
+from relay_app.spool.glitchtip_health import SpoolGlitchTipHealth
+from relay_app.spool.postgres.database import PgDatabase
+from relay_app.spool.store import Store
 from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import visible_text
@@ -379,3 +383,29 @@ def test_the_cache_is_bounded(reads: FakeReads, ticking: Ticking) -> None:
         assert len(reads.calls) == 1101  # the oldest was let go, the newest kept
     finally:
         lookups.shutdown()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_stores(request: pytest.FixtureRequest, spool_path: str) -> Iterator[list[Store]]:
+    """Three connections to one spool, as three processes (or relays) have."""
+    if request.param == "sqlite":
+        stores: list[Store] = [Database(spool_path) for _ in range(3)]
+    else:
+        url = request.getfixturevalue("pg_url")
+        stores = [PgDatabase(url) for _ in range(3)]
+    yield stores
+    for store in stores:
+        store.close()
+
+
+def test_every_process_on_the_spool_knows_glitchtip_fails_and_one_warns(
+    shared_stores: list[Store],
+) -> None:
+    first, second, third = (SpoolGlitchTipHealth(store) for store in shared_stores)
+    assert not second.paused()
+    assert first.failed(60, 300) is True  # the one to warn
+    assert SpoolGlitchTipHealth(shared_stores[1]).paused()  # another process pauses too
+    assert third.failed(60, 300) is False  # and does not warn again
+    first.answered()
+    assert not SpoolGlitchTipHealth(shared_stores[2]).paused()
+    assert third.failed(60, 0) is True  # past its time, a warning is due again

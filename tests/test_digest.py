@@ -59,7 +59,7 @@ def test_a_backlog_goes_out_as_lines_and_what_fits_goes_out_in_full() -> None:
     assert all(message.entry.text.split("\n\n", 1)[1] in digest.text for message in full)
     backlog = [numbered(n) for n in range(1, 1001)]
     first = how_many_fit(backlog)
-    assert first >= 60  # a thousand alerts in twenty messages, with room
+    assert first >= 50  # a thousand alerts in twenty messages
     digest = compose(backlog[:first], [START] * first, now=START, late_after=60)
     assert visible_length(digest.text) <= TELEGRAM_TEXT_LIMIT - len(REPEAT_NOTE_DIGEST) - 2
     assert visible_text(digest.html, parse_mode="HTML") == digest.text
@@ -72,7 +72,7 @@ def test_a_backlog_goes_out_as_lines_and_what_fits_goes_out_in_full() -> None:
     rows = lines.split("\n")
     assert len(rows) == first
     assert [row.split(" ")[1] for row in rows] == [f"BACKEND-{n}" for n in range(1, first + 1)]
-    assert rows[0].startswith("🔴 BACKEND-1 ZeroDivisionError: di")  # cut to fit sixty
+    assert rows[0].startswith("🔴 BACKEND-1 ZeroDivisionError: divisio")  # cut to fit
     assert rows[0].endswith("… · app.views.divide")  # and where, whole
     assert digest.text.endswith(CUT_NOTE)
     assert '<b><a href="https://glitchtip.example.org/acme/issues/1">BACKEND-1</a></b>' in (
@@ -116,7 +116,7 @@ def test_the_same_issue_waiting_several_times_shows_once_with_its_count() -> Non
 
 def test_facts_not_shared_by_every_alert_stay_on_their_lines() -> None:
     staging = [{"title": "Environment", "value": "staging"}]
-    mixed = [numbered(n) for n in range(1, 40)] + [numbered(40, fields=staging)] * 30
+    mixed = [numbered(n) for n in range(1, 21)] + [numbered(40, fields=staging)] * 30
     count = how_many_fit(mixed)
     digest = compose(mixed[:count], [START] * count, now=START, late_after=60)
     shared = digest.text.split("\n\n")[1]

@@ -6,7 +6,9 @@ not arrived by then is added to the sent message by an edit once it does (`when_
 issue is read once per few minutes, however many alerts name it (a storm about one issue reads
 it once), and remembered in a bounded cache. While GlitchTip's API fails, no look-up is made at
 all for a while, so that its outage costs the alerts nothing, and one WARNING every few
-minutes says so, never one per alert.
+minutes says so, never one per alert. That knowledge is shared by every process (and replica)
+on the spool (`ApiHealth`: spool/glitchtip_health.py), so a relay of several workers warns once
+too.
 
 The look-ups run on a small pool this object owns, per process (the one fork rule,
 core/process.py), shut down with the worker.
@@ -20,7 +22,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Literal
+from typing import Literal, Protocol
 
 from ..core.errors import GlitchTipError, GlitchTipIssueGone
 from ..core.process import PerProcess
@@ -43,6 +45,50 @@ MAX_KEPT = 1000
 # slow GlitchTip must not pile up work (or memory) without end.
 MAX_WAITING = 64
 WORKERS = 4
+# Each call's hard deadline. Past the alert's budget a look-up only adds to a message already
+# sent, by an edit; much later than this, the edit would surprise more than help.
+CALL_TIMEOUT = 5.0
+
+
+class ApiHealth(Protocol):
+    """Whether GlitchTip's API is known to be failing."""
+
+    def paused(self) -> bool:
+        """No look-up is to be tried now."""
+
+    def failed(self, pause: float, warn_every: float) -> bool:
+        """A look-up failed: none for `pause` seconds. True for the one caller that is to log
+        the WARNING (none did for `warn_every` seconds)."""
+
+    def answered(self) -> None:
+        """A look-up got an answer: they may go again."""
+
+
+class LocalApiHealth:
+    """This process's own knowledge of it (no spool to share it in), on the monotonic clock."""
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._paused_until: float | None = None
+        self._warned_at: float | None = None
+
+    def paused(self) -> bool:
+        with self._lock:
+            return self._paused_until is not None and self._monotonic() < self._paused_until
+
+    def failed(self, pause: float, warn_every: float) -> bool:
+        now = self._monotonic()
+        with self._lock:
+            self._paused_until = now + pause
+            if self._warned_at is not None and now - self._warned_at < warn_every:
+                return False
+            self._warned_at = now
+            return True
+
+    def answered(self) -> None:
+        with self._lock:
+            self._paused_until = None
 
 
 class IssueLookups(PerProcess):
@@ -52,12 +98,15 @@ class IssueLookups(PerProcess):
         *,
         budget: float,
         count: Count | None = None,
+        health: ApiHealth | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`read` is GlitchTipApi.details; `budget` the seconds an alert may wait for it."""
+        """`read` is GlitchTipApi.details; `budget` the seconds an alert may wait for it;
+        `health` where GlitchTip's failing is known (unset: in this process)."""
         self._read = read
         self.budget = budget
         self._count = count or (lambda outcome: None)
+        self._health = health if health is not None else LocalApiHealth(monotonic)
         self._monotonic = monotonic
         self._start_in_this_process()
 
@@ -67,9 +116,6 @@ class IssueLookups(PerProcess):
         # issue id -> (read at, its details; None: GlitchTip has no such issue)
         self._kept: OrderedDict[str, tuple[float, IssueDetails | None]] = OrderedDict()
         self._reading: dict[str, Future[IssueDetails | None]] = {}
-        self._paused_until: float | None = None
-        self._warned_at: float | None = None
-        self._failed_since_warning = 0
 
     def within_budget(self, issue_ids: Sequence[str]) -> dict[str, IssueDetails]:
         """The details of these issues that are known or arrive within the budget. Those that
@@ -115,27 +161,31 @@ class IssueLookups(PerProcess):
     def _futures(self, issue_ids: Sequence[str]) -> dict[str, Future[IssueDetails | None]]:
         self._here()
         now = self._monotonic()
-        futures: dict[str, Future[IssueDetails | None]] = {}
+        wanted = list(dict.fromkeys(issue_ids))
         with self._lock:
-            for issue_id in dict.fromkeys(issue_ids):
-                future = self._future(issue_id, now)
-                if future is not None:
-                    futures[issue_id] = future
+            futures = _found({issue_id: self._known(issue_id, now) for issue_id in wanted})
+        missing = [issue_id for issue_id in wanted if issue_id not in futures]
+        # Asked outside the lock: the spool's answer may take a moment.
+        if missing and self._health.paused():
+            for _ in missing:
+                self._count("skipped")
+        elif missing:
+            with self._lock:
+                futures |= _found({i: self._known(i, now) or self._new(i) for i in missing})
         return futures
 
-    def _future(self, issue_id: str, now: float) -> Future[IssueDetails | None] | None:
-        """A look-up of the issue: done when its details are known, the one under way, or a
-        new one; None when none may be made now. Called under the lock."""
+    def _known(self, issue_id: str, now: float) -> Future[IssueDetails | None] | None:
+        """A look-up of the issue that is done (its details are known) or under way; None
+        when a new one is needed. Called under the lock."""
         kept = self._kept.get(issue_id)
         if kept is not None and now - kept[0] < FRESH_FOR:
             self._kept.move_to_end(issue_id)
             self._count("cached")
             return _done(kept[1])
-        if issue_id in self._reading:
-            return self._reading[issue_id]
-        if self._paused_until is not None and now < self._paused_until:
-            self._count("skipped")
-            return None
+        return self._reading.get(issue_id)
+
+    def _new(self, issue_id: str) -> Future[IssueDetails | None] | None:
+        """A new look-up, unless too many wait already. Called under the lock."""
         if len(self._reading) >= MAX_WAITING:
             self._count("skipped")
             return None
@@ -159,11 +209,12 @@ class IssueLookups(PerProcess):
             outcome = "failed"
             log.exception("reading GlitchTip issue %s's details failed", issue_id)
             self._failed(exc, logged=True)
+        if outcome != "failed":
+            self._health.answered()
         now = self._monotonic()
         with self._lock:
             self._reading.pop(issue_id, None)
             if outcome != "failed":
-                self._paused_until = None
                 self._kept[issue_id] = (now, details)
                 self._kept.move_to_end(issue_id)
                 while len(self._kept) > MAX_KEPT:
@@ -172,24 +223,23 @@ class IssueLookups(PerProcess):
         return details
 
     def _failed(self, exc: Exception, *, logged: bool = False) -> None:
-        now = self._monotonic()
-        with self._lock:
-            self._paused_until = now + PAUSE_AFTER_FAILURE
-            self._failed_since_warning += 1
-            if self._warned_at is not None and now - self._warned_at < WARN_EVERY:
-                return
-            self._warned_at, failures = now, self._failed_since_warning
-            self._failed_since_warning = 0
-        if logged:
+        if not self._health.failed(PAUSE_AFTER_FAILURE, WARN_EVERY) or logged:
             return
         log.warning(
             "issue details could not be read from GlitchTip (%s): alerts go without them, and "
-            "no look-up is tried for %.0f s. Check GLITCHTIP_URL and that GLITCHTIP_API_TOKEN "
-            "may read events (event:read). %d look-up(s) failed since the last such warning",
+            "no look-up is tried for %.0f s; this is said once every %.0f min while it lasts "
+            "(relay_glitchtip_lookups_total counts each). Check GLITCHTIP_URL, and that "
+            "GLITCHTIP_API_TOKEN may read events (event:read)",
             exc,
             PAUSE_AFTER_FAILURE,
-            failures,
+            WARN_EVERY / 60,
         )
+
+
+def _found(
+    futures: Mapping[str, Future[IssueDetails | None] | None],
+) -> dict[str, Future[IssueDetails | None]]:
+    return {issue_id: future for issue_id, future in futures.items() if future is not None}
 
 
 def _done(details: IssueDetails | None) -> Future[IssueDetails | None]:

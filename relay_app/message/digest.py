@@ -40,7 +40,7 @@ SEPARATOR = PARAGRAPH
 # more would only make one failed send cost more.
 MAX_ALERTS_PER_DIGEST = 200
 # A backlog's lines are not cut below this (a title, where it was raised) to fit more alerts.
-LINE_MIN_VALUE = 22
+LINE_MIN_VALUE = 28
 CUT_NOTE = "✂️ Cut to fit: each short id links to the whole issue in GlitchTip."
 # What a backlog's lines may take: the rest is the first line's, and the note's when needed.
 LINES_LIMIT = TELEGRAM_TEXT_LIMIT - HEADER_ROOM - len(CUT_NOTE) - 2 * len(SEPARATOR)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..core.routing import Destination
 from .admin import Admin
 from .database import MEMORY, Database
+from .glitchtip_health import SpoolGlitchTipHealth
 from .health_store import SpoolHealthStore
 from .poller import SpoolPollerLease
 from .postgres.database import PgDatabase
@@ -29,6 +30,7 @@ class Spool:
     health: SpoolHealthStore
     sent: SpoolSentStore
     poller_lease: SpoolPollerLease
+    glitchtip_health: SpoolGlitchTipHealth
     _store: Store
 
     def problem(self) -> str | None:
@@ -82,5 +84,6 @@ def on_store(
         health=SpoolHealthStore(store),
         sent=SpoolSentStore(store),
         poller_lease=SpoolPollerLease(store),
+        glitchtip_health=SpoolGlitchTipHealth(store),
         _store=store,
     )

@@ -223,9 +223,18 @@ STEPS: dict[int, list[Step]] = {
         "INSERT INTO bot VALUES (1)",
     ],
     # An alert's lines in a backlog's digest (message/lines.py), as JSON. NULL (alerts from
-    # before): it goes in a message of its own when a backlog is sent as lines. The brief
-    # entries they replace are no longer written.
-    8: ["ALTER TABLE alerts ADD COLUMN lines TEXT"],
+    # before): it packs as entries. The brief entries they replace are no longer written.
+    # And whether GlitchTip's API is failing (spool/glitchtip_health.py).
+    8: [
+        "ALTER TABLE alerts ADD COLUMN lines TEXT",
+        """CREATE TABLE glitchtip_api (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    paused_until REAL,              -- no look-up of issues' details before this
+    paused_at REAL,                 -- when that was decided, for the clock guard
+    warned_at REAL                  -- when a process last logged that it fails
+)""",
+        "INSERT INTO glitchtip_api (id) VALUES (1)",
+    ],
 }
 
 

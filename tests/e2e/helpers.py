@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import subprocess
 import sys
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -54,7 +56,8 @@ def post_paced(
 
 
 def titled(title: str) -> dict[str, Any]:
-    return issue_alert(issue(1, title=title))
+    """An alert about an issue of its own (its link), named by its title."""
+    return issue_alert(issue(zlib.crc32(title.encode()) % 1_000_000 + 1, title=title))
 
 
 # How the webhook answers an alert it did not send at once: 202 when its chat's turn had not
@@ -62,11 +65,22 @@ def titled(title: str) -> dict[str, Any]:
 QUEUED = {202, 502}
 
 
+# A backlog's line (message/lines.py): severity, short id, title, then ' · ' and the rest.
+_BACKLOG_LINE = re.compile(r"^[🔴🟠⚪🔵] [A-Z0-9][A-Z0-9_]*(?:-[A-Z0-9]+)+ (.+?)(?: · .*)?$")
+
+
 def titles_in(text: str) -> list[str]:
     """The issue titles in a message's visible text: one for an alert sent alone, several for
-    a digest. Each issue is a paragraph of its own: its title, then 'in <culprit>'."""
+    a digest. Each issue is a paragraph of its own (its title, then 'in <culprit>'), or, in a
+    backlog's digest, a line of its own."""
     paragraphs = [paragraph.split("\n") for paragraph in text.split("\n\n")]
-    return [lines[0] for lines in paragraphs if len(lines) > 1 and lines[1].startswith("in ")]
+    titles = []
+    for lines in paragraphs:
+        if len(lines) > 1 and lines[1].startswith("in "):
+            titles.append(lines[0])
+        else:
+            titles += [found.group(1) for line in lines if (found := _BACKLOG_LINE.match(line))]
+    return titles
 
 
 def delivered_titles(fake: FakeTelegram) -> list[str]:

@@ -115,17 +115,19 @@ def test_a_digest_longer_than_telegram_allows_is_split_into_valid_messages(
 ) -> None:
     fake_telegram.limits = True
     relay = start_relay()
-    # 40 alerts of about 480 characters: shortened to briefs in a backlog, but never cut out.
-    post_paced(relay.webhook_url, [titled(f"Long {n} " + "y" * 300) for n in range(40)], seconds=1)
+    # 150 alerts of about 480 characters: a line each in a backlog, titles cut, never cut out.
+    alerts = [titled(f"Long {n} " + "y" * 300) for n in range(150)]
+    post_paced(relay.webhook_url, alerts, seconds=2)
 
     def numbers_seen() -> list[int]:
         return [int(n) for text in fake_telegram.texts() for n in re.findall(r"Long (\d+) y", text)]
 
-    assert wait_until(lambda: len(numbers_seen()) >= 40, timeout=20)
+    assert wait_until(lambda: len(numbers_seen()) >= 150, timeout=30)
     time.sleep(1.5)
-    assert sorted(numbers_seen()) == list(range(40))  # each once
+    assert sorted(numbers_seen()) == list(range(150))  # each once
     digests = [text for text in fake_telegram.texts() if text.startswith("🗂 ")]
-    assert len(digests) >= 2  # 39 waiting alerts do not fit in one
+    assert len(digests) >= 2  # 149 waiting alerts do not fit in one, even as lines
+    assert all(text.endswith("whole issue in GlitchTip.") for text in digests)  # cut, and said
     assert all(len(text) <= 4096 for text in fake_telegram.texts())
     # Every request was accepted: none too long, none with broken HTML.
     assert all(r.outcome == "accepted" for r in fake_telegram.received)

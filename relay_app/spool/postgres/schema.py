@@ -142,6 +142,16 @@ END $$""",
         "CREATE TRIGGER pending_counted AFTER INSERT OR DELETE OR UPDATE OF state ON alerts"
         " FOR EACH ROW EXECUTE FUNCTION relay_count_pending()",
     ],
-    # An alert's lines in a backlog's digest: as the SQLite spool's step 8.
-    5: ["ALTER TABLE alerts ADD COLUMN lines TEXT"],
+    # An alert's lines in a backlog's digest, and whether GlitchTip's API is failing: as the
+    # SQLite spool's step 8.
+    5: [
+        "ALTER TABLE alerts ADD COLUMN lines TEXT",
+        """CREATE TABLE glitchtip_api (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    paused_until DOUBLE PRECISION,
+    paused_at DOUBLE PRECISION,
+    warned_at DOUBLE PRECISION
+)""",
+        "INSERT INTO glitchtip_api (id) VALUES (1)",
+    ],
 }

@@ -1,0 +1,140 @@
+"""What broke, where and how often, under the real `gunicorn wsgi:app` (2 workers): an alert's
+message holds what GlitchTip's API says of its issue, read from a fake GlitchTip that answers
+with a real GlitchTip's answers (tests/glitchtip_samples/). The alert never waits for them
+past their budget: a slow GlitchTip's details come by an edit, a GlitchTip that is down costs
+nothing and is logged once, and a frame's variables never reach the chat."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from typing import Any
+
+import requests
+
+from tests.e2e.conftest import StartRelay
+from tests.e2e.helpers import post, wait_until
+from tests.e2e.relay_process import CHAT_ID
+from tests.fake_glitchtip import SAMPLE_EVENT, TOKEN, FakeGlitchTip
+from tests.fake_telegram import FakeTelegram, Posted
+from tests.payloads import issue, issue_alert
+from tests.prometheus import parse, value
+
+SECRET_VALUE = "pa55w0rd-in-a-local-variable"
+TITLE = "ZeroDivisionError: division by zero"
+WHERE = "📍 shop/cart.py:4 in total"
+
+
+def details_from(glitchtip: FakeGlitchTip, **overrides: str) -> dict[str, str]:
+    return {"GLITCHTIP_API_TOKEN": TOKEN, "GLITCHTIP_URL": glitchtip.url, **overrides}
+
+
+def alert_about(glitchtip: FakeGlitchTip, number: int, **issue_changes: Any) -> dict[str, Any]:
+    """As GlitchTip sends it: the issue's short id in its Teams section."""
+    link = glitchtip.add_issue(number, f"ALERT-TEST-{number}", title=TITLE, **issue_changes)
+    payload = issue_alert(issue(number, title=TITLE, culprit="shop.cart in total", link=link))
+    payload["sections"][0]["activitySubtitle"] = f"[View Issue ALERT-TEST-{number}]({link})"
+    return payload
+
+
+def posted(fake: FakeTelegram, count: int = 1) -> list[Posted]:
+    """The messages in the chat as first posted (the fake's copies change with edits)."""
+    assert wait_until(lambda: len(fake.posted_to(CHAT_ID)) >= count, timeout=15)
+    return [dataclasses.replace(message) for message in fake.posted_to(CHAT_ID)]
+
+
+def test_an_alert_says_where_it_broke_how_often_and_since_when(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(**details_from(fake_glitchtip))
+    reply, _ = post(relay.webhook_url, alert_about(fake_glitchtip, 3, first_seen=time.time() - 90))
+    assert reply.status_code == 200
+    [new] = posted(fake_telegram)
+    lines = new.visible().split("\n")
+    assert lines[2:6] == [TITLE, WHERE, "return subtotal / discount", lines[5]]
+    assert lines[5].startswith("🆕 New issue, first seen 1 min")
+    assert lines[5].endswith("ago · seen 3 times")
+    assert "<code>return subtotal / discount</code>" in new.text
+
+    post(relay.webhook_url, alert_about(fake_glitchtip, 4, count=1204))
+    old = posted(fake_telegram, 2)[1]
+    assert "🔁 Seen 1204 times · first seen 3 d ago" in old.visible()
+    reads = [request.path for request in fake_glitchtip.reads()]
+    assert sorted(reads) == [
+        "/api/0/issues/3/",
+        "/api/0/issues/3/events/latest/",
+        "/api/0/issues/4/",
+        "/api/0/issues/4/events/latest/",
+    ]
+    assert fake_telegram.edits == []  # all came in time: nothing to add later
+
+
+def test_a_slow_glitchtip_does_not_delay_the_alert_and_its_details_come_by_an_edit(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(**details_from(fake_glitchtip))
+    fake_glitchtip.delay = 2.0
+    reply, seconds = post(relay.webhook_url, alert_about(fake_glitchtip, 3))
+    assert reply.status_code == 200
+    assert seconds < 1.5  # the budget (0.3 s) and the send, not GlitchTip's 2 s and more
+    [first] = posted(fake_telegram)
+    assert WHERE not in first.visible()
+    assert "📍" not in first.visible()
+    assert wait_until(lambda: len(fake_telegram.edits) == 1, timeout=15)
+    edited = fake_telegram.message(CHAT_ID, first.message_id).visible()
+    assert edited.startswith(first.visible())  # the alert as sent, with the details added
+    added = edited.removeprefix(first.visible()).strip().split("\n")
+    assert added[:3] == [
+        "ℹ️ ALERT-TEST-3, from GlitchTip:",
+        WHERE,
+        "return subtotal / discount",
+    ]
+    assert added[3].startswith("🔁 Seen 3 times · first seen 3 d")
+    # The buttons stay, and a press still acts on the message as it now stands.
+    assert [button["text"] for button in first.buttons()] == [
+        button["text"] for button in fake_telegram.message(CHAT_ID, first.message_id).buttons()
+    ]
+
+
+def test_glitchtip_down_costs_the_alerts_nothing_and_is_logged_once(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(**details_from(fake_glitchtip))
+    payloads = [alert_about(fake_glitchtip, number) for number in range(1, 9)]
+    fake_glitchtip.stop()  # connections refused
+    for payload in payloads:
+        reply, seconds = post(relay.webhook_url, payload)
+        assert reply.status_code in (200, 202)  # sent, or its chat's turn comes in a second
+        assert seconds < 1.0
+
+    def shown() -> str:
+        return "\n".join(message.visible() for message in fake_telegram.posted_to(CHAT_ID))
+
+    # All in the chat, alone or in a digest, as they would be without GlitchTip's details.
+    assert wait_until(lambda: all(f"ALERT-TEST-{n}" in shown() for n in range(1, 9)), 15)
+    assert "📍" not in shown()
+    assert wait_until(lambda: "issue details could not be read" in relay.logs(), timeout=10)
+    assert relay.logs().count("issue details could not be read from GlitchTip") == 1
+    assert "GLITCHTIP_URL" in relay.logs()
+    samples = parse(requests.get(f"{relay.url}/metrics", timeout=5).text)
+    assert value(samples, "relay_glitchtip_lookups_total", outcome="failed") == 1
+    # Every later alert's look-up, in either worker, skipped: and the first's late one.
+    assert value(samples, "relay_glitchtip_lookups_total", outcome="skipped") >= 7
+
+
+def test_a_secret_in_a_frames_variables_never_reaches_the_chat(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    event = copy.deepcopy(SAMPLE_EVENT)
+    frames = event["entries"][0]["data"]["values"][0]["stacktrace"]["frames"]
+    for frame in frames:
+        frame["vars"]["password"] = SECRET_VALUE
+    event["user"]["email"] = f"{SECRET_VALUE}@example.com"
+    event["entries"].append({"type": "request", "data": {"data": {"password": SECRET_VALUE}}})
+    relay = start_relay(**details_from(fake_glitchtip))
+    post(relay.webhook_url, alert_about(fake_glitchtip, 3, event=event))
+    [message] = posted(fake_telegram)
+    assert WHERE in message.visible()  # the details came, and nothing else of the event
+    assert fake_telegram.received  # every request Telegram got, edits included
+    assert all(SECRET_VALUE not in str(request) for request in fake_telegram.received)
