@@ -12,7 +12,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from relay_app import Relay, create_app, relay_of
-from relay_app.core.pacing import CHAT_INTERVAL
+from relay_app.core.pacing import GROUP_INTERVAL
 from relay_app.operating.config import Settings
 from tests.conftest import (
     GET_ME_URL,
@@ -90,10 +90,11 @@ def test_each_outcome_is_counted(
     # Two delivered: one at once, one on the chat's next turn on fake time, once Telegram
     # answered getMe (a bare ConnectionError may have reached Telegram).
     assert value(samples, "relay_delivery_seconds_count") == 2
-    assert value(samples, "relay_delivery_seconds_sum") == pytest.approx(CHAT_INTERVAL)
+    assert value(samples, "relay_delivery_seconds_sum") == pytest.approx(GROUP_INTERVAL)
     assert value(samples, "relay_delivery_seconds_bucket", le="0.1") == 1
     assert value(samples, "relay_delivery_seconds_bucket", le="1.0") == 1
-    assert value(samples, "relay_delivery_seconds_bucket", le="2.5") == 2
+    assert value(samples, "relay_delivery_seconds_bucket", le="2.5") == 1
+    assert value(samples, "relay_delivery_seconds_bucket", le="5.0") == 2
     assert value(samples, "relay_telegram_probes_total", result="answered") == 1
     assert value(samples, "relay_spool_alerts", state="pending") == 0
     assert value(samples, "relay_spool_alerts", state="dead") == 1

@@ -4,6 +4,7 @@ from relay_app.core.pacing import (
     BOT_LIMIT,
     BOT_WINDOW,
     CHAT_INTERVAL,
+    GROUP_INTERVAL,
     GROUP_LIMIT,
     GROUP_WINDOW,
     MemoryPacer,
@@ -29,13 +30,15 @@ def test_a_quiet_chat_may_send_now() -> None:
     assert turn() == NOW
 
 
-def test_a_chat_waits_about_a_second_after_its_last_message() -> None:
-    assert turn(to_chat=[NOW - 0.4]) == NOW - 0.4 + CHAT_INTERVAL
+def test_a_chat_waits_about_a_second_after_its_last_message_and_a_group_three() -> None:
+    assert turn(to_chat=[NOW - 0.4], group=False) == NOW - 0.4 + CHAT_INTERVAL
+    assert turn(to_chat=[NOW - 0.4]) == NOW - 0.4 + GROUP_INTERVAL  # twenty a minute, evenly
+    assert GROUP_INTERVAL * GROUP_LIMIT <= GROUP_WINDOW
     assert turn(to_chat=[NOW - 5]) == NOW
 
 
 def test_a_group_waits_for_the_oldest_of_its_last_twenty_to_leave_the_minute() -> None:
-    sends = [NOW - 2 - 2 * n for n in range(GROUP_LIMIT)]  # newest first, over 40 s
+    sends = [NOW - 4 - 2.5 * n for n in range(GROUP_LIMIT)]  # newest first, over 47.5 s
     assert turn(to_chat=sends) == sends[-1] + GROUP_WINDOW
     assert turn(to_chat=sends, group=False) == NOW  # a private chat has no minute limit
     assert turn(to_chat=sends[:-1]) == NOW  # nineteen: one more fits
@@ -55,13 +58,15 @@ def test_a_send_recorded_well_in_the_future_no_longer_counts() -> None:
     # The clock stepped back an hour since: the chat does not wait an hour (nor, ever after,
     # "a second from now").
     assert turn(to_chat=[NOW + 3600]) == NOW
-    assert turn(to_chat=[NOW + 1]) == NOW + 1 + CHAT_INTERVAL  # a moment's difference counts
+    assert turn(to_chat=[NOW + 1]) == NOW + 1 + GROUP_INTERVAL  # a moment's difference counts
 
 
 def test_the_memory_pacer_takes_turns_and_keeps_pauses() -> None:
     pacer = MemoryPacer()
     assert pacer.reserve("-1", group=True, now=NOW) == NOW
-    assert pacer.reserve("-1", group=True, now=NOW + 0.5) == NOW + CHAT_INTERVAL
+    assert pacer.reserve("-1", group=True, now=NOW + 0.5) == NOW + GROUP_INTERVAL
+    assert pacer.reserve("7", group=False, now=NOW) == NOW
+    assert pacer.reserve("7", group=False, now=NOW + 0.5) == NOW + CHAT_INTERVAL
     assert pacer.reserve("-2", group=True, now=NOW + 0.5) == NOW + 0.5  # chats are apart
     pacer.pause("-1", NOW + 100, now=NOW)
     pacer.pause("-1", NOW + 50, now=NOW)  # a shorter pause never shortens a longer one

@@ -15,7 +15,7 @@ import pytest
 
 from relay_app.core.errors import QueueFull
 from relay_app.core.outcomes import Dead, Delivered, Outcome, RetryAt
-from relay_app.core.pacing import CHAT_INTERVAL
+from relay_app.core.pacing import GROUP_INTERVAL
 from relay_app.core.routing import Destination
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import Message, format_alert
@@ -264,7 +264,7 @@ def test_a_new_alert_waits_for_its_chats_turn_and_says_when_that_is(
     clock.now += 0.5
     paced = admit(queue, clock, tokens, TOPIC)  # another topic of the same chat
     assert (paced.claim, paced.waiting) == (None, "paced")
-    assert paced.wake_at == pytest.approx(clock.now - 0.5 + CHAT_INTERVAL)
+    assert paced.wake_at == pytest.approx(clock.now - 0.5 + GROUP_INTERVAL)
 
 
 def test_while_telegram_fails_or_time_is_short_a_new_alert_waits(
@@ -300,14 +300,14 @@ def test_a_claim_takes_the_oldest_due_alerts_that_fit_and_counts_the_attempt(
     send_first(queue, clock, tokens)
     for number in range(2, 7):
         admit(queue, clock, tokens, number=number)
-    assert claim(queue, clock, tokens) == Later(clock.now + CHAT_INTERVAL)
-    clock.now += CHAT_INTERVAL
+    assert claim(queue, clock, tokens) == Later(clock.now + GROUP_INTERVAL)
+    clock.now += GROUP_INTERVAL
     first = claimed(queue, clock, tokens, fit=lambda alerts: 3)
     assert numbers(first) == [2, 3, 4]
     assert [(a.attempts, a.unsure_attempts) for a in first.alerts] == [(1, 1)] * 3
     assert claim(queue, clock, tokens) is None  # one attempt per destination at a time
     settle(queue, clock, tokens, first, Delivered())
-    clock.now += CHAT_INTERVAL
+    clock.now += GROUP_INTERVAL
     assert numbers(claimed(queue, clock, tokens)) == [5, 6]
 
 
@@ -349,7 +349,7 @@ def test_topics_of_one_chat_take_its_turns_in_the_order_their_alerts_arrived(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     for thread in (2, 1, 3):  # each topic had an alert before, in another order
-        clock.now += CHAT_INTERVAL
+        clock.now += GROUP_INTERVAL
         send_first(queue, clock, tokens, Destination(CHAT_ID, thread))
     for thread in (3, 1, 2):
         assert admit(queue, clock, tokens, Destination(CHAT_ID, thread)).waiting == "paced"
@@ -363,7 +363,7 @@ def test_a_settled_attempt_frees_its_destination_with_each_alerts_outcome(
     send_first(queue, clock, tokens)
     for number in (2, 3, 4):
         admit(queue, clock, tokens, number=number)
-    clock.now += CHAT_INTERVAL
+    clock.now += GROUP_INTERVAL
     digest = claimed(queue, clock, tokens)
     two, three, four = digest.alerts
     queue.settle(
@@ -411,7 +411,7 @@ def test_a_moved_alert_goes_first_in_its_new_destination(
         in_topic.claim,
         RetryAt(clock.now, after_failure=False, destination=DESTINATION),
     )
-    clock.now += CHAT_INTERVAL
+    clock.now += GROUP_INTERVAL
     assert numbers(claimed(queue, clock, tokens)) == [1, 2]
     assert [lane.destination for lane in queue.lanes(now=clock.now, holder=ME, in_flight=())] == [
         DESTINATION
@@ -427,10 +427,11 @@ def test_a_delivery_makes_what_waits_for_its_chat_due_now(
     elsewhere = admit(queue, clock, tokens, OTHER_CHAT)
     assert elsewhere.claim is not None
     settle(queue, clock, tokens, elsewhere.claim, RetryAt(clock.now + 30))
-    clock.now += 2
+    clock.now += GROUP_INTERVAL
     send_first(queue, clock, tokens)  # the chat itself: Telegram accepts a message there
     assert lane_of(queue, clock, tokens, TOPIC).due_at == clock.now
-    assert lane_of(queue, clock, tokens, OTHER_CHAT).due_at == clock.now + 28  # another chat
+    other = lane_of(queue, clock, tokens, OTHER_CHAT).due_at
+    assert other == pytest.approx(clock.now + 30 - GROUP_INTERVAL)  # another chat
 
 
 def test_when_telegram_is_back_every_alert_that_waited_for_it_is_due(
@@ -509,7 +510,7 @@ def test_a_lease_of_a_process_that_is_gone_is_free_at_once(
     admission = admit_to(another_process(spool), message(), now=clock.now, holder=gone)
     assert admission.claim is not None  # it was mid-attempt when it died
     assert lane_of(spool, clock, tokens).free  # no waiting for its lease to run out
-    clock.now += CHAT_INTERVAL
+    clock.now += GROUP_INTERVAL
     [alert] = claimed(spool, clock, tokens).alerts
     assert (alert.attempts, alert.unsure_attempts) == (2, 2)  # its attempt may have arrived
 
@@ -544,7 +545,7 @@ def test_a_webhooks_own_claim_holds_off_another_host_while_its_attempt_can_run(
     elsewhere = Holder("another-host", "boot", 1, "1")
     admission = admit_to(another_process(spool), message(), now=clock.now, holder=elsewhere)
     assert admission.claim is not None
-    clock.now += CHAT_INTERVAL + 2.0
+    clock.now += GROUP_INTERVAL + 2.0
     assert not lane_of(spool, clock, tokens).free
     assert claim(spool, clock, tokens) is None  # nothing to claim: the lane is held
     clock.now += 7.0  # past its lease_for (admit_to's): the attempt cannot be running any more
@@ -644,7 +645,7 @@ def test_a_dead_letter_of_used_up_attempts_gets_a_second_chance_when_its_chat_ac
         (OTHER_CHAT, Dead("refused", "403")),
         (DESTINATION, Dead("exhausted", "used up")),
     ):
-        clock.now += CHAT_INTERVAL
+        clock.now += GROUP_INTERVAL
         admission = admit(queue, clock, tokens, to)
         assert admission.claim is not None
         settle(queue, clock, tokens, admission.claim, dead)
@@ -653,7 +654,7 @@ def test_a_dead_letter_of_used_up_attempts_gets_a_second_chance_when_its_chat_ac
     clock.now += 60
     send_first(queue, clock, tokens, OTHER_CHAT)  # another chat: nothing revived
     assert admin.counts() == {"pending": 0, "dead": 3}
-    clock.now += CHAT_INTERVAL
+    clock.now += GROUP_INTERVAL
     accepted = admit(queue, clock, tokens, Destination(CHAT_ID, 99))
     assert accepted.claim is not None
     settled = queue.settle(
@@ -662,7 +663,7 @@ def test_a_dead_letter_of_used_up_attempts_gets_a_second_chance_when_its_chat_ac
         now=clock.now,
     )
     assert settled.revived == 0  # their horizons began too long ago
-    clock.now += CHAT_INTERVAL
+    clock.now += GROUP_INTERVAL
     again = admit(queue, clock, tokens, Destination(CHAT_ID, 98))
     assert again.claim is not None
     revived = queue.settle(
@@ -671,7 +672,7 @@ def test_a_dead_letter_of_used_up_attempts_gets_a_second_chance_when_its_chat_ac
         now=clock.now,
     )
     assert revived.revived == 2  # the chat's exhausted ones, never the refused one
-    clock.now += CHAT_INTERVAL
+    clock.now += GROUP_INTERVAL
     [back] = claimed(queue, clock, tokens, to=TOPIC).alerts
     assert back.second_chance
     assert [a.id for a in admin.alerts("dead")] == [refused.alert.id]
@@ -683,7 +684,7 @@ def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
     admin = admin_of(queue, clock)
     ids = []
     for to in (DESTINATION, TOPIC, OTHER_CHAT):
-        clock.now += CHAT_INTERVAL
+        clock.now += GROUP_INTERVAL
         admission = admit(queue, clock, tokens, to)
         assert admission.claim is not None
         assert admission.alert.id is not None

@@ -16,7 +16,7 @@ from requests import PreparedRequest
 
 from relay_app import Relay, create_app, relay_of
 from relay_app.core.logs import EVENT_ATTRIBUTE
-from relay_app.core.pacing import CHAT_INTERVAL
+from relay_app.core.pacing import GROUP_INTERVAL
 from relay_app.core.routing import Destination
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import format_alert
@@ -94,7 +94,7 @@ def test_a_failed_attempt_queues_the_prebuilt_text_and_still_answers_502(
     first, retried = sent_texts(telegram)
     assert retried == first  # the very same text, never rebuilt
     # Retried once Telegram answered getMe a second later, on the chat's next turn.
-    assert fake_time.now == arrived + CHAT_INTERVAL
+    assert fake_time.now == arrived + GROUP_INTERVAL
 
 
 def test_retries_at_the_ceiling_give_up_with_an_error_holding_the_text(
@@ -397,7 +397,7 @@ def test_past_the_pending_limit_an_alert_is_still_tried_and_kept_in_memory(
     put_in_spool(settings.spool_path or "", waiting, Destination(-1), received_at=0)
     telegram.post(SEND_URL, json=OK)
     assert client.post(WEBHOOK, json=issue_alert(issue(2))).status_code == 200  # tried anyway
-    fake_time.now += 2  # the chat's next turn
+    fake_time.now += GROUP_INTERVAL  # the chat's next turn
     telegram.post(SEND_URL, status=500, json=refusal(500, "Internal Server Error"))
     reply = client.post(WEBHOOK, json=issue_alert(issue(3)))
     assert reply.status_code == 502
@@ -437,7 +437,7 @@ def test_an_alert_whose_chat_is_not_due_is_queued_with_202_and_sent_on_its_turn(
     _, second = sent_texts(telegram)
     assert "division by zero #2" in second
     assert "alerts, received" not in second  # alone, it goes as it was built
-    assert fake_time.now == pytest.approx(arrived + CHAT_INTERVAL)
+    assert fake_time.now == pytest.approx(arrived + GROUP_INTERVAL)
 
 
 def test_alerts_waiting_for_the_same_chat_go_out_as_one_digest_oldest_first(
@@ -476,7 +476,7 @@ def test_a_429_pauses_the_chat_and_costs_the_alert_no_attempt(
     run_background(relay.dispatcher, fake_time)
     # 504 then 429 then delivered: with RELAY_RETRY_ATTEMPTS=1 only the 429 being free allows it.
     assert len(sent_bodies(telegram)) == 3
-    assert fake_time.now >= arrived + CHAT_INTERVAL + 40
+    assert fake_time.now >= arrived + GROUP_INTERVAL + 40
     assert relay.spool is not None
     assert relay.spool.admin.counts() == {"pending": 0, "dead": 0}
     relay.dispatcher.shutdown()
@@ -576,7 +576,7 @@ def test_a_spool_locked_by_another_process_is_waited_for_and_stays_durable(
 ) -> None:
     telegram.post(SEND_URL, json=OK)
     assert client.post(WEBHOOK, json=issue_alert(issue(1))).status_code == 200  # the file exists
-    fake_time.now += CHAT_INTERVAL
+    fake_time.now += GROUP_INTERVAL
     seen: list[int] = []
 
     def telegram_accepts(request: PreparedRequest) -> tuple[int, dict[str, str], str]:
@@ -607,7 +607,7 @@ def test_while_telegram_fails_a_webhook_waits_in_the_queue_without_an_attempt(
     telegram.replace(responses.POST, GET_ME_URL, body=requests.ConnectionError("refused"))
     telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))
     assert client.post(WEBHOOK, json=issue_alert(issue(1))).status_code == 502
-    fake_time.now += 2  # the chat's next turn has come; getMe is due
+    fake_time.now += GROUP_INTERVAL  # the chat's next turn has come; getMe is due
     relay.dispatcher.pass_once()  # asks getMe: no answer, Telegram is down
     assert relay.dispatcher.wait_idle(10)
     reply = client.post(f"{WEBHOOK}?thread_id=9", json=issue_alert(issue(2)))
