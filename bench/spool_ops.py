@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.payload import PAYLOAD  # noqa: E402
 from relay_app.core.outcomes import Delivered  # noqa: E402
-from relay_app.core.pacing import CHAT_INTERVAL  # noqa: E402
+from relay_app.core.pacing import GROUP_INTERVAL  # noqa: E402
 from relay_app.core.routing import Destination  # noqa: E402
 from relay_app.glitchtip.webhook import parse_alert  # noqa: E402
 from relay_app.message.digest import how_many_fit  # noqa: E402
@@ -84,7 +84,7 @@ def single_thread(path: str) -> list[tuple[int, float, float]]:
         for _ in range(PAIRS):
             write_ahead_and_delete(queue)
         pair = (time.perf_counter() - started) / PAIRS
-        time.sleep(CHAT_INTERVAL)  # the waiting alerts' turn
+        time.sleep(GROUP_INTERVAL)  # the waiting alerts' turn (a group's)
         started = time.perf_counter()  # what the dispatcher does: find the lane, claim
         for lane in queue.lanes(now=time.time(), holder=this_process(), in_flight=()):
             if lane.destination != WAITING:

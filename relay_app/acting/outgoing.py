@@ -104,7 +104,11 @@ class Outgoing:
         only GlitchTip's ids may go to its API), and the ids of those that did not come."""
         assert self._lookups is not None
         ids = [issue.id for issue in issues if issue.origin == self._glitchtip_links]
-        found = self._lookups.within_budget(ids) if ids else {}
+        try:
+            found = self._lookups.within_budget(ids) if ids else {}
+        except Exception:  # a bug here must not cost the alert its message: it goes without
+            log.exception("looking up the details of issue(s) %s failed", ", ".join(ids))
+            return {}, frozenset()
         return found, frozenset(ids) - found.keys()
 
     def vetted(self, message: Message) -> Message:

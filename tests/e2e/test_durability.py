@@ -19,6 +19,7 @@ from pathlib import Path
 
 import requests
 
+from relay_app.core.pacing import GROUP_INTERVAL
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import (
     ANSWER_BOUND,
@@ -227,7 +228,7 @@ def test_a_read_only_spool_directory_costs_durability_not_delivery(
         assert requests.get(f"{relay.url}/healthz", timeout=5).status_code == 200
 
         assert post(relay.webhook_url, titled("Straight through"))[0].status_code == 200
-        time.sleep(1.2)  # the chat's next turn
+        time.sleep(GROUP_INTERVAL)  # the chat's next turn
         fake_telegram.set("error", status=502, description="Bad Gateway")
         reply, _ = post(relay.webhook_url, titled("From memory"))
         assert (reply.status_code, reply.json()["status"]) == (502, "queued")

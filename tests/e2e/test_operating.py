@@ -16,6 +16,7 @@ from typing import Any
 
 import requests
 
+from relay_app.core.pacing import GROUP_INTERVAL
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import delivered_titles, post, titled, wait_until
 from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env
@@ -25,7 +26,7 @@ from tests.prometheus import Samples, parse, value
 
 RELAY_APP = Path(sys.executable).with_name("relay-app")
 # Longer than the relay's per-chat interval (1.2 s): the next webhook finds the chat's turn free.
-NEXT_TURN = 1.4
+NEXT_TURN = GROUP_INTERVAL + 0.2
 
 
 def scrape(relay: RelayProcess) -> Samples:

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
+from relay_app.core.pacing import GROUP_INTERVAL
 from relay_app.message.formatting import REPEAT_NOTE
 from tests.conftest import hold_the_lock
 from tests.e2e.conftest import StartRelay
@@ -172,7 +173,7 @@ def test_a_spool_locked_by_another_process_for_3_s_is_waited_for(
 ) -> None:
     relay = start_relay()
     assert post(relay.webhook_url, titled("Before"))[0].status_code == 200  # the file exists
-    time.sleep(1.2)  # the chat's next turn
+    time.sleep(GROUP_INTERVAL)  # the chat's next turn
     holder = hold_the_lock(spool_path, 3.0)  # a backup, or sqlite3 by hand
     reply, took = post(relay.webhook_url, titled("While locked"))
     holder.join()
