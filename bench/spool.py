@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import multiprocessing
 import os
 import re
@@ -37,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 
 from bench.intake import Run, drive  # noqa: E402
-from bench.payload import PAYLOAD  # noqa: E402
+from bench.payload import with_new_issue  # noqa: E402
 from tests.e2e.relay_process import RelayProcess, relay_env  # noqa: E402
 from tests.fake_telegram import FakeTelegram, running_fake_telegram  # noqa: E402
 
@@ -48,10 +47,8 @@ DRILL_TITLE = re.compile(r"Drill alert \d{4}")
 
 
 def numbered(n: int) -> dict[str, Any]:
-    """The bench payload with a title of its own, so duplicates can be told apart."""
-    payload = copy.deepcopy(PAYLOAD)
-    payload["attachments"][0]["title"] = f"Drill alert {n:04d}"
-    return payload
+    """The bench payload with an issue of its own, so duplicates can be told apart."""
+    return with_new_issue(f"Drill alert {n:04d}", n + 100)
 
 
 def workers_cpu_seconds(relay: RelayProcess) -> float:

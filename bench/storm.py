@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import copy
 import re
 import statistics
 import sys
@@ -34,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.payload import PAYLOAD  # noqa: E402
+from bench.payload import with_new_issue  # noqa: E402
 from tests.e2e.helpers import post_paced  # noqa: E402
 from tests.e2e.relay_process import RelayProcess, relay_env  # noqa: E402
 from tests.fake_telegram import FakeTelegram, running_fake_telegram  # noqa: E402
@@ -67,9 +66,7 @@ def delivered_titles(fake: FakeTelegram) -> list[str]:
 
 
 def storm_payload(n: int) -> dict[str, Any]:
-    payload = copy.deepcopy(PAYLOAD)
-    payload["attachments"][0]["title"] = f"Storm alert {n:03d}"
-    return payload
+    return with_new_issue(f"Storm alert {n:03d}", n + 100)
 
 
 def run(coalesce: bool, watch: float, workdir: Path) -> Result:

@@ -36,9 +36,9 @@ from .spans import (
 # Kept free for the first line, whatever its numbers say.
 HEADER_ROOM = 200
 SEPARATOR = PARAGRAPH
-# Enough to drain a backlog of a thousand alerts in a minute's twenty messages, with room;
-# more would only make one failed send cost more.
-MAX_ALERTS_PER_DIGEST = 200
+# More than a message's sixty-odd lines, for the same issue waiting several times (one line);
+# more would only make one failed send cost more, and its claim hold the spool longer.
+MAX_ALERTS_PER_DIGEST = 120
 # A backlog's lines are not cut below this (a title, where it was raised) to fit more alerts.
 LINE_MIN_VALUE = 28
 CUT_NOTE = "✂️ Cut to fit: each short id links to the whole issue in GlitchTip."

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.webhook import Alert, Issue, IssueAlert, UptimeAlert
@@ -27,6 +28,9 @@ from .spans import Span, clean, safe_link, shorten, value
 KEPT_LENGTH = 200
 # The facts a digest shows once when every line shares them (the webhook's field titles).
 SHAREABLE = ("Project", "Environment", "Release", "Server Name")
+# The key of an alert's line that counts its issues GlitchTip did not send (it sends three of
+# many): a digest adds them up in one last line, since none can be linked.
+MORE = "+more"
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,7 @@ def lines_of(
         ]
         if alert.total > len(alert.issues):
             hidden = alert.total - len(alert.issues)
-            lines.append(Line("", "➕", f"{hidden} more", None, "issues: see GlitchTip"))
+            lines.append(Line(MORE, "➕", str(hidden), None, ""))
         return tuple(lines)
     if isinstance(alert, UptimeAlert):
         return tuple(
@@ -90,7 +94,7 @@ def _issue_line(issue: Issue, marker: str, details: IssueDetails | None) -> Line
 def backlog_spans(alerts: Sequence[Sequence[Line]]) -> list[Span]:
     """The digest's body for these alerts' lines, oldest first: the facts all lines share, then
     one line per issue or monitor (repeats shown once, with their count)."""
-    shown = _counted(alerts)
+    shown, hidden = _counted(alerts)
     shared = _shared_facts([line for line, _ in shown])
     spans: list[Span] = []
     for index, (title, fact) in enumerate(shared):
@@ -98,23 +102,33 @@ def backlog_spans(alerts: Sequence[Sequence[Line]]) -> list[Span]:
     for index, (line, times) in enumerate(shown):
         before = "\n" if index else ("\n\n" if shared else "")
         spans += _line_spans(before, line, times, shared)
+    if hidden:
+        noun = "issue" if hidden == 1 else "issues"
+        spans.append(Span(f"\n➕ {hidden} more {noun} in these alerts, not shown: see GlitchTip"))
     return spans
 
 
-def _counted(alerts: Sequence[Sequence[Line]]) -> list[tuple[Line, int]]:
-    """Each distinct line, at its first place, with how many times it came."""
+def _counted(alerts: Sequence[Sequence[Line]]) -> tuple[list[tuple[Line, int]], int]:
+    """Each distinct line, at its first place, with how many times it came; and how many
+    issues the alerts hold that GlitchTip did not send."""
     counted: dict[str, tuple[Line, int]] = {}
+    hidden = 0
     for index, lines in enumerate(alerts):
         for position, line in enumerate(lines):
+            if line.key == MORE:
+                hidden += int(line.label) if line.label.isdigit() else 0
+                continue
             key = line.key or f"#{index}.{position}"  # no link: never the same as another
             first, times = counted.get(key, (line, 0))
             counted[key] = (first, times + 1)
-    return list(counted.values())
+    return list(counted.values()), hidden
 
 
+# Finding how many alerts fit lays the same lines out several times over.
+@lru_cache(maxsize=4096)
 def _line_spans(
-    before: str, line: Line, times: int, shared: Sequence[tuple[str, str]]
-) -> list[Span]:
+    before: str, line: Line, times: int, shared: tuple[tuple[str, str], ...]
+) -> tuple[Span, ...]:
     spans = [Span(f"{before}{line.marker} "), Span(line.label, bold=True, href=line.link)]
     spans += [Span(" "), value(line.title)]
     if line.where:
@@ -124,17 +138,17 @@ def _line_spans(
     ]
     if times > 1:
         spans.append(Span(f" ×{times}"))
-    return spans
+    return tuple(spans)
 
 
-def _shared_facts(lines: Sequence[Line]) -> list[tuple[str, str]]:
+def _shared_facts(lines: Sequence[Line]) -> tuple[tuple[str, str], ...]:
     """The facts every line that has any (an issue's) has with the same value, in the webhook's
     order; none for a single such line, whose facts stay on it."""
     lines = [line for line in lines if line.facts]
     if len(lines) < 2:
-        return []
+        return ()
     first = lines[0].facts
-    return [fact for fact in first if all(fact in line.facts for line in lines[1:])]
+    return tuple(fact for fact in first if all(fact in line.facts for line in lines[1:]))
 
 
 def to_json(lines: Sequence[Line]) -> str | None:

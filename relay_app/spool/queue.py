@@ -45,7 +45,7 @@ from .pacer import next_turn, pause, take_turn
 from .store import Store, Tx
 
 # A claim never needs more rows than one digest holds.
-MAX_CLAIM = 100
+MAX_CLAIM = 120
 # How many dead letters an in-memory queue keeps: the newest.
 MEMORY_DEAD_KEPT = 1000
 
