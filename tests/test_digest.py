@@ -242,3 +242,17 @@ def test_the_fullest_message_late_and_sent_again_stays_within_telegrams_limit() 
         digest = compose(messages, arrived, now=much_later, late_after=60)
         resent = with_first_line(digest, REPEAT_NOTE_DIGEST)
         assert visible_length(resent.text) <= TELEGRAM_TEXT_LIMIT
+
+
+def test_issues_glitchtip_did_not_send_add_up_in_one_last_line() -> None:
+    def three_of_twelve(number: int) -> Message:
+        issues = [issue(number * 10 + n) for n in range(3)]
+        return format_alert(parse_alert(issue_alert(*issues, total=12)))
+
+    backlog = [three_of_twelve(n) for n in range(1, 40)]
+    count = how_many_fit(backlog)
+    assert 12 < count < len(backlog)
+    digest = compose(backlog[:count], [START] * count, now=START, late_after=60)
+    lines = digest.text.split("\n\n")[2].split("\n")
+    assert len(lines) == 3 * count + 1  # one line per issue sent, and one for the rest
+    assert lines[-1] == f"➕ {9 * count} more issues in these alerts, not shown: see GlitchTip"

@@ -217,20 +217,26 @@ class Outgoing:
         return lambda: lookups.when_known([issue.id for issue in later], add)
 
     def _add_note(self, sent: Sent, note: str) -> None:
-        assert self._store is not None
+        store = self._store
+        assert store is not None
+        self._show(
+            lambda: store.noted(sent.chat, sent.message_id, note),
+            f"message {sent.message_id} in chat {sent.chat} could not be edited to add its "
+            "issues' details",
+        )
+
+    def _show(self, noted: Callable[[], SentMessage | None], failing: str) -> None:
+        """Record a line added to a sent message (`noted`: the message as it now stands, None
+        when it is not kept), and edit the message to show it; `failing` is what a WARNING
+        says when either fails."""
         try:
-            message = self._store.noted(sent.chat, sent.message_id, note)
+            message = noted()
             if message is not None:
                 self._edit(
                     message.chat, message.message_id, rendered(message), keyboard(message.buttons)
                 )
         except (SpoolError, DeliveryError) as exc:
-            log.warning(
-                "message %d in chat %s could not be edited to add its issues' details (%s)",
-                sent.message_id,
-                sent.chat,
-                exc,
-            )
+            log.warning("%s (%s)", failing, exc)
 
     def _outages_ended(
         self, alerts: Sequence[SpooledAlert], destination: Destination
@@ -248,21 +254,14 @@ class Outgoing:
                     yield alert, outage
 
     def _say_over(self, outage: Outage, lasted: float) -> None:
-        assert self._store is not None
+        store = self._store
+        assert store is not None
         note = f"✅ {outage.name} back up after {duration(lasted)}"
-        try:
-            message = self._store.recovered(outage, note)
-            if message is not None:
-                self._edit(
-                    message.chat, message.message_id, rendered(message), keyboard(message.buttons)
-                )
-        except (SpoolError, DeliveryError) as exc:
-            log.warning(
-                "the outage message %d of monitor %s could not be marked as over (%s)",
-                outage.message_id,
-                outage.link,
-                exc,
-            )
+        self._show(
+            lambda: store.recovered(outage, note),
+            f"the outage message {outage.message_id} of monitor {outage.link} could not be "
+            "marked as over",
+        )
 
 
 def _fresh_keys() -> Iterator[str]:
