@@ -18,7 +18,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
@@ -36,6 +36,9 @@ LOCK_WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10)
 
 WebhookOutcome = Literal["sent", "queued", "failed", "rejected"]
 AttemptKind = Literal["sync", "background"]
+# Of a look-up of an issue's details in GlitchTip's API (glitchtip/lookups.py).
+LookupOutcome = Literal["read", "cached", "gone", "failed", "skipped"]
+LOOKUP_OUTCOMES: tuple[LookupOutcome, ...] = get_args(LookupOutcome)
 AttemptResult = Literal["delivered", "retryable_error", "permanent_error"]
 # What became of a press on an alert's button: the status GlitchTip now has, or why nothing
 # changed (someone not allowed, a button the relay does not know, one no longer shown, an update
@@ -134,6 +137,8 @@ class Metrics:
             ["outcome"],
             registry=self.registry,
         )
+        for outcome in LOOKUP_OUTCOMES:  # each series from the start: a rule reads "failed"
+            self.glitchtip_lookups.labels(outcome)
         self._gauges = gauges
         if gauges is not None:
             self.registry.register(gauges)
@@ -149,7 +154,7 @@ class Metrics:
     def press(self, outcome: PressOutcome) -> None:
         self.presses.labels(outcome).inc()
 
-    def glitchtip_lookup(self, outcome: str) -> None:
+    def glitchtip_lookup(self, outcome: LookupOutcome) -> None:
         self.glitchtip_lookups.labels(outcome).inc()
 
     def probe(self, answered: bool) -> None:

@@ -22,15 +22,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Literal, Protocol
+from typing import Protocol
 
 from ..core.errors import GlitchTipError, GlitchTipIssueGone
+from ..core.metrics import LookupOutcome
 from ..core.process import PerProcess
 from .details import IssueDetails
 
 log = logging.getLogger(__name__)
 
-LookupOutcome = Literal["read", "cached", "gone", "failed", "skipped"]
 Read = Callable[[str], IssueDetails]
 Count = Callable[[LookupOutcome], None]
 Known = Callable[[Mapping[str, IssueDetails]], None]
