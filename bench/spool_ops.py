@@ -152,7 +152,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         rows = single_thread(str(Path(directory) / "single.sqlite3"))
         latencies = contention(str(Path(directory) / "contended.sqlite3"))
-    print("One thread: write ahead + delete one alert, and find and claim one digest (up to 100)")
+    print("One thread: write ahead + delete one alert, and find and claim one digest (up to 120)")
     print()
     print("| already pending | write ahead + delete µs | claim a digest ms |")
     print("|---:|---:|---:|")

@@ -21,12 +21,11 @@ from collections.abc import Callable, Sequence
 from itertools import takewhile
 
 from .formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT, Entry, Message, with_late_note
-from .lines import backlog_spans
+from .lines import backlog_least_length, backlog_spans
 from .spans import (
     Span,
     cut_spans,
     duration,
-    least_length,
     shorten_values,
     span_html,
     utc_time,
@@ -72,8 +71,8 @@ def _entries_fit(messages: Sequence[Message]) -> bool:
 
 
 def _lines_fit(messages: Sequence[Message]) -> bool:
-    spans = backlog_spans([message.lines for message in messages])
-    return least_length(spans, LINE_MIN_VALUE) <= LINES_LIMIT
+    lines = [message.lines for message in messages]
+    return backlog_least_length(lines, LINE_MIN_VALUE) <= LINES_LIMIT
 
 
 def _most(messages: Sequence[Message], fit: Callable[[Sequence[Message]], bool]) -> int:

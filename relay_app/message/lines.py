@@ -22,7 +22,7 @@ from functools import lru_cache
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.webhook import Alert, Issue, IssueAlert, UptimeAlert
 from .details import where
-from .spans import Span, clean, safe_link, shorten, value
+from .spans import Span, clean, least_length, safe_link, shorten, value
 
 # Longer titles never fit a line; kept shorter so the spool's copy stays small.
 KEPT_LENGTH = 200
@@ -94,18 +94,38 @@ def _issue_line(issue: Issue, marker: str, details: IssueDetails | None) -> Line
 def backlog_spans(alerts: Sequence[Sequence[Line]]) -> list[Span]:
     """The digest's body for these alerts' lines, oldest first: the facts all lines share, then
     one line per issue or monitor (repeats shown once, with their count)."""
+    return [span for part in _backlog_parts(alerts) for span in part]
+
+
+def backlog_least_length(alerts: Sequence[Sequence[Line]], floor: int) -> int:
+    """What `backlog_spans` takes with every value cut to `floor`, each line measured once
+    however often it is asked (finding how many alerts fit asks again and again)."""
+    return sum(_least(part, floor) for part in _backlog_parts(alerts))
+
+
+def _backlog_parts(alerts: Sequence[Sequence[Line]]) -> list[tuple[Span, ...]]:
     shown, hidden = _counted(alerts)
     shared = _shared_facts([line for line, _ in shown])
-    spans: list[Span] = []
-    for index, (title, fact) in enumerate(shared):
-        spans += [Span(" · " if index else ""), Span(f"{title}: "), value(fact)]
+    parts = [
+        tuple(
+            span
+            for index, (title, fact) in enumerate(shared)
+            for span in (Span(" · " if index else ""), Span(f"{title}: "), value(fact))
+        )
+    ]
     for index, (line, times) in enumerate(shown):
         before = "\n" if index else ("\n\n" if shared else "")
-        spans += _line_spans(before, line, times, shared)
+        parts.append(_line_spans(before, line, times, shared))
     if hidden:
         noun = "issue" if hidden == 1 else "issues"
-        spans.append(Span(f"\n➕ {hidden} more {noun} in these alerts, not shown: see GlitchTip"))
-    return spans
+        text = f"\n➕ {hidden} more {noun} in these alerts, not shown: see GlitchTip"
+        parts.append((Span(text),))
+    return parts
+
+
+@lru_cache(maxsize=4096)
+def _least(spans: tuple[Span, ...], floor: int) -> int:
+    return least_length(spans, floor)
 
 
 def _counted(alerts: Sequence[Sequence[Line]]) -> tuple[list[tuple[Line, int]], int]:
