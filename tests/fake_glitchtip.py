@@ -141,8 +141,9 @@ class FakeGlitchTip:
                 if scopes is None:
                     return 401, {"detail": "Unauthorized"}
                 return 200, {"id": "1", "email": "ada@example.org", "username": "ada"}
-            found = _ISSUE.fullmatch(path) or _ISSUE.match(path)
-            if found is None or (found.end() != len(path) and not _LATEST_EVENT.fullmatch(path)):
+            latest = _LATEST_EVENT.fullmatch(path) if method == "GET" else None
+            found = latest or _ISSUE.fullmatch(path)
+            if found is None:
                 return 404, {"detail": "Not Found"}
             if method == "PUT":
                 if scopes is None:  # session auth's CSRF check runs first
@@ -162,7 +163,7 @@ class FakeGlitchTip:
                     }
             elif scopes is None:
                 return 401, {"detail": "Unauthorized"}
-            elif (latest := _LATEST_EVENT.fullmatch(path)) is not None:
+            elif latest is not None:
                 event = self.events.get(latest.group(1))
                 return (200, copy.deepcopy(event)) if event else (404, {"detail": "Not Found"})
             issue = self.issues.get(found.group(1))

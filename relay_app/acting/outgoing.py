@@ -207,12 +207,13 @@ class Outgoing:
             now = self._clock()
             shown = alert.message.text
             notes = [
-                details_note(issue.label, found[issue.id], shown=shown, now=now)
+                note
                 for issue in later
                 if issue.id in found
+                and (note := details_note(issue.label, found[issue.id], shown=shown, now=now))
             ]
-            if any(notes):
-                self._add_note(sent, "\n".join(note for note in notes if note))
+            if notes:
+                self._add_note(sent, "\n".join(notes))
 
         return lambda: lookups.when_known([issue.id for issue in later], add)
 

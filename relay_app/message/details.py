@@ -9,6 +9,8 @@ error, and the exception's value when the title cut it. Pure functions, no I/O.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..glitchtip.details import IssueDetails
 from .spans import Span, clean, duration, shorten, value
 
@@ -49,18 +51,16 @@ def details_note(label: str, details: IssueDetails, *, shown: str, now: float) -
 def seen_words(details: IssueDetails, *, now: float) -> str:
     """'🆕 New issue, first seen 2 min ago · seen 3 times', '🔁 Seen 1204 times · first seen
     3 d ago', or less when GlitchTip did not say."""
-    words: list[str] = []
-    new = details.first_seen is not None and now - details.first_seen < NEW_WITHIN
-    if details.first_seen is not None:
-        ago = duration(now - details.first_seen)
-        words.append(f"🆕 New issue, first seen {ago} ago" if new else f"first seen {ago} ago")
+    seen = first = None
     if details.count is not None:
-        times = "1 time" if details.count == 1 else f"{details.count} times"
-        words.insert(0 if not new else 1, f"seen {times}")
-    if not words:
-        return ""
-    line = " · ".join(words)
-    return line if new else f"🔁 {line[0].upper()}{line[1:]}"
+        seen = "seen 1 time" if details.count == 1 else f"seen {details.count} times"
+    if details.first_seen is not None:
+        age = now - details.first_seen
+        if age < NEW_WITHIN:
+            return " · ".join(filter(None, [f"🆕 New issue, first seen {duration(age)} ago", seen]))
+        first = f"first seen {duration(age)} ago"
+    words = " · ".join(filter(None, [seen, first]))
+    return f"🔁 {words[0].upper()}{words[1:]}" if words else ""
 
 
 def where(details: IssueDetails | None) -> str | None:
@@ -68,9 +68,7 @@ def where(details: IssueDetails | None) -> str | None:
     if details is None or details.frame is None:
         return None
     frame = details.frame
-    name = frame.filename.rsplit("/", 1)[-1]
-    at = f"{name}:{frame.line}" if frame.line is not None else name
-    return f"{at} in {frame.function}" if frame.function else at
+    return replace(frame, filename=frame.filename.rsplit("/", 1)[-1]).where
 
 
 def _value_cut_from(title: str, details: IssueDetails) -> str | None:

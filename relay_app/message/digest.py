@@ -52,19 +52,18 @@ def how_many_fit(messages: Sequence[Message]) -> int:
     message)."""
     if not messages:
         return 0
-    if _entries_fitting(messages) == len(messages):
+    if _entries_fit(messages):
         return len(messages)
     lined = list(takewhile(lambda message: bool(message.lines), messages))
     if not lined:  # an unknown payload's, or from before lines: as many entries as fit
-        return max(_entries_fitting(messages), 1)
+        return max(_most(messages, _entries_fit), 1)
     return max(_most(lined, _lines_fit), 1)
 
 
-def _entries_fitting(messages: Sequence[Message]) -> int:
-    return _most(messages, _entries_fit)
-
-
 def _entries_fit(messages: Sequence[Message]) -> bool:
+    """Whether all of these fit in one digest as their whole entries."""
+    if len(messages) > MAX_ALERTS_PER_DIGEST:
+        return False
     parts = _parts(messages)
     used = HEADER_ROOM + sum(len(SEPARATOR) + visible_length(p.text) for p in parts)
     return used <= TELEGRAM_TEXT_LIMIT
@@ -146,7 +145,7 @@ def compose(
             return with_late_note(messages[0], received_at=first, now=now)
         return messages[0]
     heading = header(len(messages), first, last, now=now, late_after=late_after)
-    if _entries_fitting(messages) < len(messages) and all(m.lines for m in messages):
+    if not _entries_fit(messages) and all(m.lines for m in messages):
         parts = [_backlog(messages)]
     else:
         parts = _parts(messages)

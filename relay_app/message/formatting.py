@@ -128,12 +128,12 @@ def message_for(
         if details is None or not subjects.issues:
             return replace(format_alert(alert), subjects=subjects)
         found, coming = details(subjects.issues)
-        by_link = {}
-        if isinstance(alert, IssueAlert):
-            for issue in alert.issues:
-                ref = issue_ref(issue.link, issue.short_id)
-                if ref is not None and issue.link and ref.id in found:
-                    by_link[issue.link] = found[ref.id]
+        issues = alert.issues if isinstance(alert, IssueAlert) else ()
+        by_link = {
+            issue.link: found[ref.id]
+            for issue in issues
+            if issue.link and (ref := issue_ref(issue.link, issue.short_id)) and ref.id in found
+        }
         later = tuple(replace(ref, details_later=ref.id in coming) for ref in subjects.issues)
         message = format_alert(alert, by_link, now=now)
         return replace(message, subjects=replace(subjects, issues=later))

@@ -52,7 +52,7 @@ def test_an_alert_says_where_it_broke_how_often_and_since_when(
     assert reply.status_code == 200
     [new] = posted(fake_telegram)
     lines = new.visible().split("\n")
-    assert lines[2:6] == [TITLE, WHERE, "return subtotal / discount", lines[5]]
+    assert lines[2:5] == [TITLE, WHERE, "return subtotal / discount"]
     assert lines[5].startswith("🆕 New issue, first seen 1 min")
     assert lines[5].endswith("ago · seen 3 times")
     assert "<code>return subtotal / discount</code>" in new.text
