@@ -36,10 +36,11 @@ from relay_app.glitchtip.webhook import parse_alert  # noqa: E402
 from relay_app.message.formatting import format_alert  # noqa: E402
 from relay_app.spool import Queue, on_store, this_process  # noqa: E402
 from relay_app.spool.database import Database  # noqa: E402
+from relay_app.words import ENGLISH  # noqa: E402
 from tests.e2e.relay_process import RelayProcess, relay_env  # noqa: E402
 from tests.fake_telegram import running_fake_telegram  # noqa: E402
 
-MESSAGE = format_alert(parse_alert(PAYLOAD))
+MESSAGE = format_alert(parse_alert(PAYLOAD), ENGLISH)
 REPEAT = 20000
 SCRAPES = 200
 BACKLOGS = (0, 1000, 10000)
@@ -58,6 +59,7 @@ def counting_cost(multiprocess_dir: str | None) -> float:
 import sys, time, timeit
 sys.path.insert(0, {str(ROOT)!r})
 from relay_app.core.metrics import Metrics
+from relay_app.words import ENGLISH
 metrics = Metrics()
 def one_webhook():
     metrics.webhook("sent", "delivered")

@@ -36,8 +36,9 @@ from relay_app.message.formatting import format_alert  # noqa: E402
 from relay_app.spool import Admin, Admission, Claim, Queue, on_store, this_process  # noqa: E402
 from relay_app.spool.database import Database  # noqa: E402
 from relay_app.spool.model import Settlement  # noqa: E402
+from relay_app.words import ENGLISH  # noqa: E402
 
-MESSAGE = format_alert(parse_alert(PAYLOAD))
+MESSAGE = format_alert(parse_alert(PAYLOAD), ENGLISH)
 PAIRS = 300
 WAITING = Destination(-100123)  # the chat the pending alerts wait for
 CONTENTION_SECONDS = 3.0
@@ -95,7 +96,7 @@ def single_thread(path: str) -> list[tuple[int, float, float]]:
                 holder=this_process(),
                 token="bench",
                 in_flight=(),
-                fit=lambda alerts: how_many_fit([alert.message for alert in alerts]),
+                fit=lambda alerts: how_many_fit([alert.message for alert in alerts], ENGLISH),
                 retire=lambda alert, now: None,
                 send=True,
                 lease_for=10,

@@ -13,7 +13,9 @@ from werkzeug.exceptions import HTTPException
 
 from .acting.outgoing import Outgoing
 from .acting.presses import Presses
-from .acting.updates import Poller
+from .acting.replies import Replies
+from .acting.silencing import Silencing
+from .acting.updates import Poller, route_updates
 from .core.logs import configure_logging
 from .core.metrics import Metrics
 from .delivery.dispatcher import Dispatcher
@@ -30,6 +32,7 @@ from .spool import Queue, Spool, open_memory, open_spool
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
 from .web.views import create_blueprint
+from .words import Words, words_for
 
 EXTENSION = "relay_app"
 
@@ -51,9 +54,12 @@ class Relay:
     outgoing: Outgoing
     # Reading issues' details from GlitchTip for the messages (GLITCHTIP_API_TOKEN).
     lookups: IssueLookups | None
-    # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles a press, and this
-    # process's poller for them (TELEGRAM_UPDATES=poll).
+    # Silences (with a spool): what holds alerts back from a chat, and ends them.
+    silencing: Silencing | None = None
+    # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles a press and a reply,
+    # and this process's poller for them (TELEGRAM_UPDATES=poll).
     presses: Presses | None = None
+    replies: Replies | None = None
     poller: Poller | None = None
 
 
@@ -76,7 +82,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
             jobs=relay.jobs,
             metrics=relay.metrics,
             outgoing=relay.outgoing,
-            presses=relay.presses,
+            silencing=relay.silencing,
+            updates=route_updates(relay.presses, relay.replies),
             spool_problem=relay.spool.problem if relay.spool is not None else lambda: None,
             serve_metrics=settings.metrics,
             default_destination=settings.default_destination,
@@ -113,10 +120,12 @@ def assemble(
     queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
     health, metrics = _health_and_metrics(spool, queues)
     lookups = _issue_lookups(settings, metrics, spool)
+    words = words_for(settings.language)
     outgoing = Outgoing(
         spool.sent if spool is not None else None,
         edit=telegram.edit,
         buttons=settings.glitchtip_api_token is not None,
+        words=words,
         glitchtip_links=settings.glitchtip_links,
         keep_for=settings.retry_max_age,
         lookups=lookups,
@@ -136,7 +145,18 @@ def assemble(
         coalesce=settings.coalesce,
         second_chance=settings.second_chance,
         outgoing=outgoing,
+        words=words,
     )
+    silencing = None
+    if spool is not None:
+        silencing = Silencing(
+            spool.silences,
+            spool.sent,
+            edit=telegram.edit,
+            words=words,
+            held=metrics.silenced.inc,
+            clock=clock,
+        )
     dispatcher = Dispatcher(
         queues=queues,
         jobs=jobs,
@@ -145,7 +165,7 @@ def assemble(
         metrics=metrics,
         attempt_timeout=settings.send_timeout,
         clock=clock,
-        upkeep=outgoing.tidy,
+        upkeep=_upkeep(outgoing, silencing),
     )
     intake = Intake(
         spool=spool.queue if spool is not None else None,
@@ -156,10 +176,35 @@ def assemble(
         attempt_timeout=settings.send_timeout,
         clock=clock,
     )
-    presses, poller = _acting_from_the_chat(settings, spool, telegram, metrics, clock)
-    return Relay(
-        intake, dispatcher, jobs, metrics, spool, memory, outgoing, lookups, presses, poller
+    presses, replies, poller = _acting_from_the_chat(
+        settings, spool, telegram, metrics, clock, words, silencing
     )
+    return Relay(
+        intake,
+        dispatcher,
+        jobs,
+        metrics,
+        spool,
+        memory,
+        outgoing,
+        lookups,
+        silencing,
+        presses,
+        replies,
+        poller,
+    )
+
+
+def _upkeep(outgoing: Outgoing, silencing: Silencing | None) -> Callable[[], None]:
+    """The dispatcher's upkeep, once a second: old records forgotten, silences that ran out
+    ended (each at most as often as it asks for)."""
+
+    def upkeep() -> None:
+        outgoing.tidy()
+        if silencing is not None:
+            silencing.sweep()
+
+    return upkeep
 
 
 def _issue_lookups(
@@ -185,37 +230,63 @@ def _health_and_metrics(spool: Spool | None, queues: list[Queue]) -> tuple[Healt
         health = Health(MemoryHealthStore(), queues=queues)
         return health, Metrics(SpoolGauges(None, health))
     health = Health(spool.health, queues=queues)
-    metrics = Metrics(SpoolGauges(spool.admin, health))
+    metrics = Metrics(SpoolGauges(spool.admin, health, spool.silences))
     spool.count_lock_waits(metrics.lock_wait)
     return health, metrics
 
 
 def _acting_from_the_chat(
-    settings: Settings, spool: Spool | None, telegram: Telegram, metrics: Metrics, clock: Clock
-) -> tuple[Presses | None, Poller | None]:
+    settings: Settings,
+    spool: Spool | None,
+    telegram: Telegram,
+    metrics: Metrics,
+    clock: Clock,
+    words: Words,
+    silencing: Silencing | None,
+) -> tuple[Presses | None, Replies | None, Poller | None]:
     """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles a
-    press, and with TELEGRAM_UPDATES=poll this process's poller for them."""
+    press and a reply, and with TELEGRAM_UPDATES=poll this process's poller for them."""
     token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
     if token is None or glitchtip_url is None or spool is None:
-        return None, None
+        return None, None, None
+    glitchtip = GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout)
     presses = Presses(
         store=spool.sent,
-        glitchtip=GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout),
+        glitchtip=glitchtip,
         chat=telegram,
         allowed_users=settings.action_user_ids,
+        words=words,
+        silencing=silencing,
         metrics=metrics,
         clock=clock,
     )
-    if settings.telegram_updates != "poll":
-        return presses, None
+    replies = Replies(
+        store=spool.sent,
+        glitchtip=glitchtip,
+        chat=telegram,
+        allowed_users=settings.action_user_ids,
+        words=words,
+        bot_id=bot_id(settings.telegram_bot_token),
+        metrics=metrics,
+        clock=clock,
+    )
+    route = route_updates(presses, replies)
+    if settings.telegram_updates != "poll" or route is None:
+        return presses, replies, None
     poller = Poller(
         client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
         lease=spool.poller_lease,
-        handle=presses.handle_update,
+        handle=route,
         attempt_timeout=settings.send_timeout,
         clock=clock,
     )
-    return presses, poller
+    return presses, replies, poller
+
+
+def bot_id(token: str) -> int | None:
+    """The bot's own user id: the part of its token before the colon."""
+    head = token.partition(":")[0]
+    return int(head) if head.isdigit() else None
 
 
 def relay_of(app: object) -> Relay | None:

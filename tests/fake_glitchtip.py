@@ -1,9 +1,10 @@
 """A local stand-in for GlitchTip's API on 127.0.0.1, answering as ../shared/reference/
 glitchtip-api.md says a real GlitchTip does: `PUT` and `GET /api/0/issues/<id>/` (also under
-`/api/0/organizations/<slug>/`), `GET /api/0/issues/<id>/events/latest/` and `GET
-/api/0/users/me/`, with its status codes and bodies:
-403 "CSRF check Failed" for a bad token's PUT, 401 for its GET, 403 "Permission denied" without
-the scope, 404 for an issue it does not have, 422 for a status it does not know. `stop()` makes
+`/api/0/organizations/<slug>/`), `GET /api/0/issues/<id>/events/latest/`, `POST
+/api/0/issues/<id>/comments/` and `GET /api/0/users/me/`, with its status codes and bodies:
+400 "Issue does not exist" for a comment on an issue it does not have, 403 "CSRF check Failed"
+for a bad token's PUT or POST, 401 for its GET, 403 "Permission denied" without the scope, 404
+for an issue it does not have, 422 for a status it does not know. `stop()` makes
 it unreachable (connections refused) and `start()` brings it back on the same port; `delay`
 makes it slow.
 
@@ -33,9 +34,11 @@ READ_ONLY_TOKEN = "fedcba9876543210" * 4
 STATUSES = ("unresolved", "resolved", "ignored")
 _ISSUE = re.compile(r"/api/0/(?:organizations/[^/]+/)?issues/([0-9]+)/")
 _LATEST_EVENT = re.compile(r"/api/0/issues/([0-9]+)/events/latest/")
+_COMMENTS = re.compile(r"/api/0/issues/([0-9]+)/comments/")
 SAMPLES = Path(__file__).resolve().parent / "glitchtip_samples"
 SAMPLE_ISSUE: dict[str, Any] = json.loads((SAMPLES / "issue.json").read_text())
 SAMPLE_EVENT: dict[str, Any] = json.loads((SAMPLES / "issue-latest-event.json").read_text())
+SAMPLE_COMMENT: dict[str, Any] = json.loads((SAMPLES / "issue-comments.json").read_text())[0]
 
 
 def iso_time(timestamp: float) -> str:
@@ -62,6 +65,7 @@ class FakeGlitchTip:
         }
         self.issues: dict[str, dict[str, Any]] = {}
         self.events: dict[str, dict[str, Any]] = {}
+        self._comments: dict[str, list[dict[str, Any]]] = {}
         self.requests: list[Request] = []
         # Seconds each GET waits before it is answered: a slow GlitchTip.
         self.delay = 0.0
@@ -108,6 +112,11 @@ class FakeGlitchTip:
         with self._lock:
             return [r for r in self.requests if r.method == "GET" and "/issues/" in r.path]
 
+    def comments(self, issue_id: int) -> list[str]:
+        """The comments' texts on an issue, oldest first."""
+        with self._lock:
+            return [comment["data"]["text"] for comment in self._comments.get(str(issue_id), [])]
+
     def status(self, issue_id: int) -> str:
         with self._lock:
             return str(self.issues[str(issue_id)]["status"])
@@ -141,6 +150,9 @@ class FakeGlitchTip:
                 if scopes is None:
                     return 401, {"detail": "Unauthorized"}
                 return 200, {"id": "1", "email": "ada@example.org", "username": "ada"}
+            comments = _COMMENTS.fullmatch(path) if method == "POST" else None
+            if comments is not None:
+                return self._comment(comments.group(1), scopes, body)
             latest = _LATEST_EVENT.fullmatch(path) if method == "GET" else None
             found = latest or _ISSUE.fullmatch(path)
             if found is None:
@@ -173,6 +185,26 @@ class FakeGlitchTip:
                 issue["status"] = (body or {})["status"]
             return 200, dict(issue)
 
+    def _comment(
+        self, issue_id: str, scopes: set[str] | None, body: dict[str, Any] | None
+    ) -> tuple[int, dict[str, Any]]:
+        """POST .../comments/, as a real GlitchTip answers it (the lock is held)."""
+        if scopes is None:
+            return 403, {"detail": "CSRF check Failed"}
+        if not scopes & {"event:write", "event:admin"}:
+            return 403, {"detail": "Permission denied"}
+        text = (body or {}).get("data", {}).get("text") if isinstance(body, dict) else None
+        if not isinstance(text, str):
+            return 422, {"detail": [{"type": "missing", "loc": ["body", "payload", "data"]}]}
+        if issue_id not in self.issues:
+            return 400, {"detail": "Issue does not exist"}
+        kept = self._comments.setdefault(issue_id, [])
+        comment = copy.deepcopy(SAMPLE_COMMENT)
+        comment.update(id=len(kept) + 1, dateCreated=iso_time(time.time()))
+        comment["data"]["text"] = text
+        kept.append(comment)
+        return 201, comment
+
 
 @contextmanager
 def running_fake_glitchtip() -> Iterator[FakeGlitchTip]:
@@ -195,6 +227,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fake.delay:
             time.sleep(fake.delay)  # a slow GlitchTip, on its own request thread
         self._handle(None)
+
+    def do_POST(self) -> None:
+        self.do_PUT()
 
     def do_PUT(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))

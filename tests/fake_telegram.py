@@ -47,6 +47,7 @@ GROUP_WINDOW = 60.0
 TOO_MANY = "Too Many Requests: retry after"
 
 Mode = Literal["ok", "result", "error", "hang", "drip", "drop", "lose_reply", "html_error_page"]
+REACTION_INVALID = "Bad Request: REACTION_INVALID"
 BOT = {
     "id": int(TOKEN.split(":")[0]),
     "is_bot": True,
@@ -149,6 +150,7 @@ class FakeTelegram:
         self.updates: list[dict[str, Any]] = []
         self.webhook_url = ""
         self.webhook_secret_token = ""
+        self.webhook_allowed_updates: list[str] | None = None
         # What the relay posted, by chat and message id; edits change it.
         self.posted: dict[tuple[str, int], Posted] = {}
         self._message_ids = itertools.count(1)
@@ -158,6 +160,12 @@ class FakeTelegram:
         self.press_answers: dict[str, dict[str, Any]] = {}
         # Accepted edits (editMessageText, editMessageReplyMarkup), in order.
         self.edits: list[dict[str, Any]] = []
+        # Reactions the bot set (setMessageReaction), in order; with `reactions_off`, the chat
+        # allows none and Telegram refuses them, as it does where an admin turned them off.
+        self.reactions: list[dict[str, Any]] = []
+        self.reactions_off = False
+        # People's messages in the chats (`reply`), which the bot may reply to.
+        self._people_said: set[tuple[str, int]] = set()
         # Long polls cut short by a later one (Telegram's 409 to the earlier poller), and the
         # statuses the relay's webhook answered the updates `press` posted to it.
         self.conflicts = 0
@@ -319,6 +327,57 @@ class FakeTelegram:
                 self._updates_changed.notify_all()
         return press_id
 
+    def reply(
+        self,
+        posted: Posted,
+        text: str,
+        *,
+        user_id: int = 4242,
+        username: str | None = "ada",
+        to_bot: bool = True,
+    ) -> int:
+        """Reply to a posted message in the chat, as a person would (Ada Lovelace, @ada): the
+        message goes to the bot as `press` sends a press. `to_bot` False: a reply to someone
+        else's message that happens to have the same id. Returns the reply's message id."""
+        sender: dict[str, Any] = {
+            "id": user_id,
+            "is_bot": False,
+            "first_name": "Ada",
+            "last_name": "Lovelace",
+        }
+        if username is not None:
+            sender["username"] = username
+        chat = {"id": _chat_number(posted.chat), "type": "supergroup"}
+        with self._lock:
+            message_id = next(self._message_ids)
+            self._people_said.add((posted.chat, message_id))
+        message: dict[str, Any] = {
+            "message_id": message_id,
+            "from": sender,
+            "chat": chat,
+            "date": int(time.time()),
+            "text": text,
+            "reply_to_message": {
+                "message_id": posted.message_id,
+                "from": BOT if to_bot else {"id": 99, "is_bot": False, "first_name": "Bob"},
+                "chat": chat,
+                "date": int(time.time()),
+                "text": posted.visible(),
+            },
+        }
+        if posted.thread is not None:
+            message.update(message_thread_id=posted.thread, is_topic_message=True)
+        update = {"update_id": next(self._update_ids), "message": message}
+        if not self._post_to_webhook(update):
+            with self._updates_changed:
+                self.updates.append(update)
+                self._updates_changed.notify_all()
+        return message_id
+
+    def replies_to(self, chat: int | str, message_id: int) -> list[Posted]:
+        """What the relay posted in reply to a message of the chat."""
+        return [posted for posted in self.posted_to(chat) if posted.reply_to == message_id]
+
     def deliver_again(self, press_id: str) -> int:
         """Post a press's update to the webhook once more, as Telegram does when the relay's
         answer to it was slow or lost; the relay's answer's status."""
@@ -435,7 +494,7 @@ class FakeTelegram:
             return Behaviour("error", status=400, description=str(exc)), release
         replied = _object(body.get("reply_parameters")).get("message_id")
         with self._lock:
-            missing = replied is not None and (chat, replied) not in self.posted
+            missing = replied is not None and not self._exists(chat, replied)
         if missing and not _object(body.get("reply_parameters")).get("allow_sending_without_reply"):
             return (
                 Behaviour(
@@ -481,6 +540,12 @@ class FakeTelegram:
             return self._edit(method, body)
         if method == "answerCallbackQuery":
             return self._answer_press(body)
+        if method == "setMessageReaction":
+            with self._lock:
+                if self.reactions_off:
+                    return Behaviour("error", status=400, description=REACTION_INVALID)
+                self.reactions.append(body)
+            return Behaviour("result", result=True)
         if method not in ("getChat", "getChatMember", "sendChatAction"):
             return Behaviour("error", status=404, description="Not Found")
         if known is None:
@@ -549,6 +614,7 @@ class FakeTelegram:
         with self._lock:
             self.webhook_url = str(body.get("url") or "")
             self.webhook_secret_token = token
+            self.webhook_allowed_updates = body.get("allowed_updates")
         return Behaviour("result", result=True)
 
     def _edit(self, method: str, body: dict[str, Any]) -> Behaviour:
@@ -592,7 +658,7 @@ class FakeTelegram:
         reply_to = _object(body.get("reply_parameters")).get("message_id")
         with self._lock:
             message_id = next(self._message_ids)
-            if (chat, reply_to) not in self.posted:
+            if not self._exists(chat, reply_to):
                 reply_to = None  # allow_sending_without_reply: sent plainly
             self.posted[(chat, message_id)] = Posted(
                 chat,
@@ -608,6 +674,11 @@ class FakeTelegram:
             "chat": {"id": _chat_number(chat), "type": "supergroup"},
             "date": int(time.time()),
         }
+
+    def _exists(self, chat: str, message_id: object) -> bool:
+        """Whether a message is in the chat (the lock is held)."""
+        key = (chat, message_id)
+        return key in self.posted or key in self._people_said
 
     def _rate_limited(self, chat: str) -> int | None:
         """Seconds to wait (as Telegram rounds them, up) if this message would break a limit;

@@ -20,6 +20,7 @@ from relay_app.operating.cli import main
 from relay_app.operating.selfcheck import TEST_MESSAGE
 from relay_app.spool.postgres import redacted_url
 from relay_app.spool.schema import STEPS
+from relay_app.words import ENGLISH
 from tests.conftest import put_in_spool
 from tests.e2e.relay_process import free_port
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
@@ -227,7 +228,7 @@ def test_a_spool_directory_that_does_not_exist_is_called_missing(
 def test_the_spool_check_reports_what_is_in_it(fake: FakeTelegram, spool_path: str) -> None:
     put_in_spool(
         spool_path,
-        format_alert(parse_alert(issue_alert(issue(1)))),
+        format_alert(parse_alert(issue_alert(issue(1))), ENGLISH),
         received_at=0,
         dead_because="Forbidden",
     )
@@ -263,7 +264,7 @@ def test_the_spool_check_asks_a_postgresql_spool(fake: FakeTelegram, pg_url: str
     assert line_for(lines, "spool") == (
         f"ok    spool: {shown}: no spool yet; the relay creates it when it starts"
     )
-    put_in_spool(pg_url, format_alert(parse_alert(issue_alert(issue(1)))), received_at=0)
+    put_in_spool(pg_url, format_alert(parse_alert(issue_alert(issue(1))), ENGLISH), received_at=0)
     code, lines = check(environ)
     assert line_for(lines, "spool") == f"ok    spool: {shown}: 1 pending, 0 dead"
     assert not any(PASSWORD in line for line in lines)
@@ -299,7 +300,7 @@ def preview(*argv: str, stdin: str = "") -> tuple[int, str, str]:
 
 def test_preview_prints_the_exact_html_and_its_visible_length(tmp_path: Path) -> None:
     payload = issue_alert(issue(1, title="Crash <in> checkout & co"), issue(2), total=5)
-    expected = format_alert(parse_alert(payload))
+    expected = format_alert(parse_alert(payload), ENGLISH)
     path = tmp_path / "alert.json"
     path.write_text(json.dumps(payload))
     for code, out, err in (preview(str(path)), preview(stdin=json.dumps(payload))):

@@ -13,6 +13,7 @@ from relay_app.operating.cli import main, parse_duration
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase, redacted_url
+from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, put_in_spool
 from tests.payloads import issue, issue_alert, uptime_alert
 from tests.postgres import PASSWORD
@@ -36,14 +37,14 @@ def spool(request: pytest.FixtureRequest, spool_path: str) -> Iterator[Admin]:
     file or in PostgreSQL."""
     where = spool_path if request.param == "sqlite" else request.getfixturevalue("pg_url")
     now = time.time()
-    put_in_spool(where, format_alert(parse_alert(issue_alert(issue(1)))), received_at=now)
+    put_in_spool(where, format_alert(parse_alert(issue_alert(issue(1))), ENGLISH), received_at=now)
     for received_at, payload in (
         (now - 86400, issue_alert(issue(2, title="Old <dead> alert"))),
         (now, uptime_alert(down=True, name="Checkout API")),
     ):
         put_in_spool(
             where,
-            format_alert(parse_alert(payload)),
+            format_alert(parse_alert(payload), ENGLISH),
             received_at=received_at,
             dead_because="Telegram refused the message (403): Forbidden: bot was kicked",
         )

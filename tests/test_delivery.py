@@ -17,10 +17,11 @@ from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import format_alert
 from relay_app.telegram.client import TelegramClient
 from relay_app.telegram.courier import Courier
+from relay_app.words import ENGLISH
 from tests.conftest import API_URL, TOKEN
 from tests.payloads import issue, issue_alert
 
-MESSAGE = format_alert(parse_alert(issue_alert(issue(1, title="T" * 5000))))
+MESSAGE = format_alert(parse_alert(issue_alert(issue(1, title="T" * 5000))), ENGLISH)
 
 
 class ScriptedTelegram(TelegramClient):

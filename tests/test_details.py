@@ -18,11 +18,13 @@ from relay_app.glitchtip.api import GlitchTipApi
 from relay_app.glitchtip.details import IssueDetails, details_from
 from relay_app.glitchtip.lookups import FRESH_FOR, PAUSE_AFTER_FAILURE, WARN_EVERY, IssueLookups
 from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.details import frame_where
 from relay_app.message.formatting import format_alert, message_for
 from relay_app.spool.database import Database
 from relay_app.spool.glitchtip_health import SpoolGlitchTipHealth
 from relay_app.spool.postgres.database import PgDatabase
 from relay_app.spool.store import Store
+from relay_app.words import ENGLISH, RUSSIAN
 from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import visible_text
@@ -56,7 +58,8 @@ def test_the_real_answers_say_where_how_often_and_since_when() -> None:
     details = sample_details()
     assert details.frame is not None
     # The innermost frame of the app's own code, not the outermost (run_event.py).
-    assert details.frame.where == "shop/cart.py:4 in total"
+    assert frame_where(details.frame, ENGLISH) == "shop/cart.py:4 in total"
+    assert frame_where(details.frame, RUSSIAN) == "shop/cart.py:4, в функции total"
     assert details.frame.source == "return subtotal / discount"
     assert details.count == 3  # GlitchTip answers "3", a string
     assert details.first_seen == pytest.approx(FIRST_SEEN)
@@ -75,7 +78,7 @@ def test_without_in_app_frames_the_innermost_frame_says_where() -> None:
     frames[-1]["filename"] = None  # no file name: the module names it
     details = details_from(SAMPLE_ISSUE, event)
     assert details.frame is not None
-    assert details.frame.where == "shop.cart:4 in total"
+    assert frame_where(details.frame, ENGLISH) == "shop.cart:4 in total"
 
 
 def test_of_a_chain_of_exceptions_the_one_raised_last_is_shown() -> None:
@@ -120,7 +123,9 @@ def sample_alert(**changes: Any) -> dict[str, Any]:
 
 def enriched(details: IssueDetails, *, now: float, payload: dict[str, Any] | None = None) -> str:
     link = f"{GLITCHTIP}/acme/issues/3"
-    message = format_alert(parse_alert(payload or sample_alert()), {link: details}, now=now)
+    message = format_alert(
+        parse_alert(payload or sample_alert()), ENGLISH, {link: details}, now=now
+    )
     assert visible_text(message.html, parse_mode="HTML") == message.text  # Telegram's rules
     return message.text
 
@@ -160,7 +165,10 @@ def test_a_secret_in_a_frames_variables_the_request_or_the_user_never_reaches_a_
     details = details_from(SAMPLE_ISSUE, with_secrets(SAMPLE_EVENT))
     assert SECRET not in repr(details)
     message = format_alert(
-        parse_alert(sample_alert()), {f"{GLITCHTIP}/acme/issues/3": details}, now=FIRST_SEEN
+        parse_alert(sample_alert()),
+        ENGLISH,
+        {f"{GLITCHTIP}/acme/issues/3": details},
+        now=FIRST_SEEN,
     )
     assert SECRET not in repr(message)
     assert "shop/cart.py:4 in total" in message.text
@@ -168,7 +176,10 @@ def test_a_secret_in_a_frames_variables_the_request_or_the_user_never_reaches_a_
 
 def test_a_backlog_line_says_where_from_the_details() -> None:
     message = format_alert(
-        parse_alert(sample_alert()), {f"{GLITCHTIP}/acme/issues/3": sample_details()}, now=0
+        parse_alert(sample_alert()),
+        ENGLISH,
+        {f"{GLITCHTIP}/acme/issues/3": sample_details()},
+        now=0,
     )
     [line] = message.lines
     assert line.where == "cart.py:4 in total"
@@ -187,7 +198,7 @@ def test_message_for_asks_for_the_details_and_marks_those_that_did_not_come() ->
         issue(3, title="ZeroDivisionError: division by zero", link=f"{GLITCHTIP}/acme/issues/3"),
         issue(4, link=f"{GLITCHTIP}/acme/issues/4"),
     )
-    message = message_for(payload, details=within_budget, now=FIRST_SEEN + 60)
+    message = message_for(payload, ENGLISH, details=within_budget, now=FIRST_SEEN + 60)
     assert asked == [["3", "4"]]
     assert message.text.count("📍 shop/cart.py:4 in total") == 1
     assert [(ref.id, ref.details_later) for ref in message.subjects.issues] == [
@@ -331,7 +342,7 @@ def test_a_failing_glitchtip_is_asked_no_more_for_a_while_and_warned_of_once(
     ticking: Ticking,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    reads.error = GlitchTipUnreachable("GET ...: GlitchTip refused the connection", notice="")
+    reads.error = GlitchTipUnreachable("GET ...: GlitchTip refused the connection")
     for issue_id in ("1", "2", "3"):
         assert lookups.within_budget([issue_id]) == {}
     assert reads.calls == ["1"]  # after the failure, none is tried
@@ -353,7 +364,7 @@ def test_a_failing_glitchtip_is_asked_no_more_for_a_while_and_warned_of_once(
     assert counted.count("skipped") == 2
     assert counted.count("read") == 1
     found: list[object] = []
-    reads.error = GlitchTipUnreachable("down", notice="")
+    reads.error = GlitchTipUnreachable("down")
     lookups.within_budget(["7"])
     lookups.when_known(["8"], found.append)  # none may be made now: told at once
     assert found == [{}]
@@ -368,7 +379,7 @@ def test_details_are_kept_a_few_minutes_and_a_missing_issue_is_not_asked_again(
     ticking.now += FRESH_FOR + 1
     lookups.within_budget(["3"])
     assert reads.calls == ["3", "3"]
-    reads.error = GlitchTipIssueGone("404", notice="")
+    reads.error = GlitchTipIssueGone("404")
     assert lookups.within_budget(["9"]) == {}
     assert lookups.within_budget(["9"]) == {}
     assert reads.calls == ["3", "3", "9"]

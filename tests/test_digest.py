@@ -6,7 +6,6 @@ import pytest
 
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.digest import (
-    CUT_NOTE,
     HEADER_ROOM,
     MAX_ALERTS_PER_DIGEST,
     compose,
@@ -15,14 +14,13 @@ from relay_app.message.digest import (
 )
 from relay_app.message.formatting import (
     DIGEST_ENTRY_LIMIT,
-    REPEAT_NOTE,
-    REPEAT_NOTE_DIGEST,
     TELEGRAM_TEXT_LIMIT,
     Message,
     format_alert,
     with_first_line,
 )
 from relay_app.message.spans import visible_length
+from relay_app.words import ENGLISH
 from tests.payloads import issue, issue_alert, uptime_alert
 from tests.telegram_rules import visible_text
 
@@ -40,28 +38,28 @@ def numbered(number: int, **changes: Any) -> Message:
     payload["sections"][0]["activitySubtitle"] = (
         f"[View Issue BACKEND-{number}]({payload['attachments'][0]['title_link']})"
     )
-    return format_alert(parse_alert(payload))
+    return format_alert(parse_alert(payload), ENGLISH)
 
 
 def test_as_many_oldest_alerts_as_fit_go_into_one_digest_and_never_none() -> None:
     room = TELEGRAM_TEXT_LIMIT - HEADER_ROOM
-    assert how_many_fit([]) == 0
-    assert how_many_fit([sized(100)] * 10) == 10
-    assert how_many_fit([sized(room // 2 - 2)] * 3) == 2
-    assert how_many_fit([sized(5000), sized(10)]) == 1  # too long to share: it goes alone
-    assert how_many_fit([sized(1)] * 500) == MAX_ALERTS_PER_DIGEST
+    assert how_many_fit([], ENGLISH) == 0
+    assert how_many_fit([sized(100)] * 10, ENGLISH) == 10
+    assert how_many_fit([sized(room // 2 - 2)] * 3, ENGLISH) == 2
+    assert how_many_fit([sized(5000), sized(10)], ENGLISH) == 1  # too long to share: it goes alone
+    assert how_many_fit([sized(1)] * 500, ENGLISH) == MAX_ALERTS_PER_DIGEST
 
 
 def test_a_backlog_goes_out_as_lines_and_what_fits_goes_out_in_full() -> None:
     full = [numbered(n) for n in range(1, 8)]
-    assert how_many_fit(full) == 7  # all fit: in full
-    digest = compose(full, [START] * 7, now=START, late_after=60)
+    assert how_many_fit(full, ENGLISH) == 7  # all fit: in full
+    digest = compose(full, [START] * 7, ENGLISH, now=START, late_after=60)
     assert all(message.entry.text.split("\n\n", 1)[1] in digest.text for message in full)
     backlog = [numbered(n) for n in range(1, 1001)]
-    first = how_many_fit(backlog)
+    first = how_many_fit(backlog, ENGLISH)
     assert first >= 50  # a thousand alerts in twenty messages
-    digest = compose(backlog[:first], [START] * first, now=START, late_after=60)
-    assert visible_length(digest.text) <= TELEGRAM_TEXT_LIMIT - len(REPEAT_NOTE_DIGEST) - 2
+    digest = compose(backlog[:first], [START] * first, ENGLISH, now=START, late_after=60)
+    assert visible_length(digest.text) <= TELEGRAM_TEXT_LIMIT - len(ENGLISH.repeat_note_digest) - 2
     assert visible_text(digest.html, parse_mode="HTML") == digest.text
     heading, shared, lines = digest.text.split("\n\n")[:3]
     assert heading.startswith(f"🗂 {first} alerts, received")
@@ -74,7 +72,7 @@ def test_a_backlog_goes_out_as_lines_and_what_fits_goes_out_in_full() -> None:
     assert [row.split(" ")[1] for row in rows] == [f"BACKEND-{n}" for n in range(1, first + 1)]
     assert rows[0].startswith("🔴 BACKEND-1 ZeroDivisionError: divisio")  # cut to fit
     assert rows[0].endswith("… · app.views.divide")  # and where, whole
-    assert digest.text.endswith(CUT_NOTE)
+    assert digest.text.endswith(ENGLISH.cut_note)
     assert '<b><a href="https://glitchtip.example.org/acme/issues/1">BACKEND-1</a></b>' in (
         digest.html
     )
@@ -83,26 +81,26 @@ def test_a_backlog_goes_out_as_lines_and_what_fits_goes_out_in_full() -> None:
 
 def test_a_backlogs_lines_are_cut_to_fit_and_say_where_to_read_them_whole() -> None:
     long = [numbered(n, title=f"ValueError: {'x' * 300} {n}") for n in range(1, 201)]
-    count = how_many_fit(long)
-    digest = compose(long[:count], [START] * count, now=START, late_after=60)
+    count = how_many_fit(long, ENGLISH)
+    digest = compose(long[:count], [START] * count, ENGLISH, now=START, late_after=60)
     assert visible_length(digest.text) <= TELEGRAM_TEXT_LIMIT
-    assert digest.text.endswith(CUT_NOTE)
+    assert digest.text.endswith(ENGLISH.cut_note)
     assert "ValueError: xxx" in digest.text
     assert "…" in digest.text
     # Nothing is cut where there is room: a few alerts keep their titles whole.
     few = [numbered(n, title=f"KeyError {'y' * 60}") for n in range(1, 31)]
-    assert how_many_fit(few) == 30
-    digest = compose(few, [START] * 30, now=START, late_after=60)
+    assert how_many_fit(few, ENGLISH) == 30
+    digest = compose(few, [START] * 30, ENGLISH, now=START, late_after=60)
     assert "\nin app.views.divide" not in digest.text  # lines, not entries
     assert f"KeyError {'y' * 60}" in digest.text
-    assert CUT_NOTE not in digest.text
+    assert ENGLISH.cut_note not in digest.text
 
 
 def test_the_same_issue_waiting_several_times_shows_once_with_its_count() -> None:
     repeated = [numbered(n % 3 + 1) for n in range(90)] + [numbered(4)]
-    count = how_many_fit(repeated)
+    count = how_many_fit(repeated, ENGLISH)
     assert count == len(repeated)
-    digest = compose(repeated, [START] * count, now=START, late_after=60)
+    digest = compose(repeated, [START] * count, ENGLISH, now=START, late_after=60)
     rows = digest.text.split("\n\n")[2].split("\n")
     assert [row.split(" ")[1] for row in rows] == [
         "BACKEND-1",
@@ -117,8 +115,8 @@ def test_the_same_issue_waiting_several_times_shows_once_with_its_count() -> Non
 def test_facts_not_shared_by_every_alert_stay_on_their_lines() -> None:
     staging = [{"title": "Environment", "value": "staging"}]
     mixed = [numbered(n) for n in range(1, 21)] + [numbered(40, fields=staging)] * 30
-    count = how_many_fit(mixed)
-    digest = compose(mixed[:count], [START] * count, now=START, late_after=60)
+    count = how_many_fit(mixed, ENGLISH)
+    digest = compose(mixed[:count], [START] * count, ENGLISH, now=START, late_after=60)
     shared = digest.text.split("\n\n")[1]
     assert not shared.startswith("Project")  # no fact is in every line: straight to the lines
     assert "· staging ×30" in digest.text
@@ -126,30 +124,32 @@ def test_facts_not_shared_by_every_alert_stay_on_their_lines() -> None:
 
 
 def test_alerts_without_lines_pack_as_entries_and_an_uptime_alert_gets_a_line() -> None:
-    assert how_many_fit([sized(1900)] * 3) == 2
-    down = format_alert(parse_alert(uptime_alert(down=True, name="Checkout")))
+    assert how_many_fit([sized(1900)] * 3, ENGLISH) == 2
+    down = format_alert(parse_alert(uptime_alert(down=True, name="Checkout")), ENGLISH)
     backlog = [numbered(n) for n in range(1, 50)] + [down] + [sized(10)]
-    count = how_many_fit(backlog)
+    count = how_many_fit(backlog, ENGLISH)
     assert count == 50  # up to the alert without lines, which goes on its own
-    digest = compose(backlog[:count], [START] * count, now=START, late_after=60)
+    digest = compose(backlog[:count], [START] * count, ENGLISH, now=START, late_after=60)
     assert digest.text.split("\n")[-1].startswith("🔴 DOWN Checkout")
 
 
 def test_an_alert_alone_goes_as_it_was_built_with_a_note_when_late() -> None:
-    message = format_alert(parse_alert(issue_alert(issue(1))))
-    assert compose([message], [START], now=START + 10, late_after=60) == message
-    late = compose([message], [START], now=START + 90, late_after=60)
+    message = format_alert(parse_alert(issue_alert(issue(1))), ENGLISH)
+    assert compose([message], [START], ENGLISH, now=START + 10, late_after=60) == message
+    late = compose([message], [START], ENGLISH, now=START + 90, late_after=60)
     note = "⏳ Late: GlitchTip sent this at 2027-01-15 08:00:00 UTC; delivered 1 min 30 s later."
     assert late.text == f"{message.text}\n\n{note}"
 
 
 def test_a_digest_says_how_many_and_when_then_holds_each_alert_whole_oldest_first() -> None:
     messages = [
-        format_alert(parse_alert(issue_alert(issue(1, title="First <b>&")))),
-        format_alert(parse_alert(uptime_alert(down=True, name="Checkout"))),
-        format_alert(parse_alert(issue_alert(issue(3)))),
+        format_alert(parse_alert(issue_alert(issue(1, title="First <b>&"))), ENGLISH),
+        format_alert(parse_alert(uptime_alert(down=True, name="Checkout")), ENGLISH),
+        format_alert(parse_alert(issue_alert(issue(3))), ENGLISH),
     ]  # no two issue alerts in a row: each keeps its own heading
-    digest = compose(messages, [START, START + 4, START + 11], now=START + 12, late_after=60)
+    digest = compose(
+        messages, [START, START + 4, START + 11], ENGLISH, now=START + 12, late_after=60
+    )
     assert visible_text(digest.html, parse_mode="HTML") == digest.text
     first_line, rest = digest.text.split("\n\n", 1)
     assert first_line == "🗂 3 alerts, received 2027-01-15 08:00:00 to 08:00:11 UTC (over 11 s)"
@@ -159,16 +159,16 @@ def test_a_digest_says_how_many_and_when_then_holds_each_alert_whole_oldest_firs
 
 
 def test_a_late_digest_says_so_in_its_first_line() -> None:
-    line = header(2, START, START + 3, now=START + 125, late_after=60)
+    line = header(2, START, START + 3, ENGLISH, now=START + 125, late_after=60)
     assert line.endswith("(over 3 s); sent 2 min 5 s after the first")
     assert len(line) < HEADER_ROOM
-    across_midnight = header(2, START - 8 * 3600 - 1, START, now=START, late_after=1e9)
+    across_midnight = header(2, START - 8 * 3600 - 1, START, ENGLISH, now=START, late_after=1e9)
     assert "2027-01-14 23:59:59 to 2027-01-15 08:00:00 UTC" in across_midnight
 
 
 def test_a_long_alert_keeps_a_shorter_entry_for_digests() -> None:
     fields = [{"title": f"Tag {n}", "value": "v" * 300} for n in range(20)]
-    message = format_alert(parse_alert(issue_alert(issue(1, fields=fields))))
+    message = format_alert(parse_alert(issue_alert(issue(1, fields=fields))), ENGLISH)
     assert visible_length(message.text) > DIGEST_ENTRY_LIMIT
     entry = message.entry
     assert visible_length(entry.text) <= DIGEST_ENTRY_LIMIT
@@ -182,23 +182,23 @@ def test_a_long_alert_keeps_a_shorter_entry_for_digests() -> None:
 
 def test_alerts_that_do_not_fit_are_refused_rather_than_cut() -> None:
     with pytest.raises(ValueError, match="how_many_fit"):
-        compose([sized(900)] * 20, [START] * 20, now=START, late_after=60)
+        compose([sized(900)] * 20, [START] * 20, ENGLISH, now=START, late_after=60)
 
 
 def test_issue_alerts_in_a_row_share_one_heading_with_their_count() -> None:
     def alert(number: int, color: str = "#e52b50") -> Message:
-        return format_alert(parse_alert(issue_alert(issue(number, color=color))))
+        return format_alert(parse_alert(issue_alert(issue(number, color=color))), ENGLISH)
 
     messages = [
         alert(1),
         alert(2),
         alert(3),
-        format_alert(parse_alert(uptime_alert(down=True, name="Checkout"))),
+        format_alert(parse_alert(uptime_alert(down=True, name="Checkout")), ENGLISH),
         alert(5),
         alert(6, color="#4b60b4"),  # info: another severity, another heading
         alert(7, color="#4b60b4"),
     ]
-    digest = compose(messages, [START] * 7, now=START, late_after=60)
+    digest = compose(messages, [START] * 7, ENGLISH, now=START, late_after=60)
     assert visible_text(digest.html, parse_mode="HTML") == digest.text
     paragraphs = digest.text.split("\n\n")
     headings = [p for p in paragraphs if "GlitchTip Alert" in p]
@@ -216,12 +216,12 @@ def test_issue_alerts_in_a_row_share_one_heading_with_their_count() -> None:
 
 
 def test_a_storm_of_one_heading_shows_it_once_and_fits_more_alerts() -> None:
-    storm = [format_alert(parse_alert(issue_alert(issue(n)))) for n in range(24)]
+    storm = [format_alert(parse_alert(issue_alert(issue(n))), ENGLISH) for n in range(24)]
     each_with_its_heading = len("\n\n") + visible_length(storm[0].entry.text)
     would_fit = (TELEGRAM_TEXT_LIMIT - HEADER_ROOM) // each_with_its_heading
     assert would_fit < len(storm)
-    assert how_many_fit(storm) == len(storm)
-    digest = compose(storm, [START] * 24, now=START, late_after=60)
+    assert how_many_fit(storm, ENGLISH) == len(storm)
+    digest = compose(storm, [START] * 24, ENGLISH, now=START, late_after=60)
     assert digest.text.count("GlitchTip Alert") == 1
     assert digest.text.count("\nin app.views.divide") == 24  # whole entries, not lines
 
@@ -231,28 +231,28 @@ def test_the_fullest_message_late_and_sent_again_stays_within_telegrams_limit() 
     message keeps: adding them never means rebuilding a message that was already accepted."""
     much_later = START + 3 * 86400 + 3599
     issues = [issue(n, title="x" * 300) for n in range(1, 100)]
-    fullest = format_alert(parse_alert(issue_alert(*issues)))
-    alone = compose([fullest], [START], now=much_later, late_after=60)
-    assert visible_length(with_first_line(alone, REPEAT_NOTE).text) <= TELEGRAM_TEXT_LIMIT
+    fullest = format_alert(parse_alert(issue_alert(*issues)), ENGLISH)
+    alone = compose([fullest], [START], ENGLISH, now=much_later, late_after=60)
+    assert visible_length(with_first_line(alone, ENGLISH.repeat_note).text) <= TELEGRAM_TEXT_LIMIT
     for count in (2, 12, MAX_ALERTS_PER_DIGEST):
         room = (TELEGRAM_TEXT_LIMIT - HEADER_ROOM) // count - 2
         messages = [sized(room)] * count
-        assert how_many_fit(messages) == count
+        assert how_many_fit(messages, ENGLISH) == count
         arrived = [START, *[much_later - 1] * (count - 1)]
-        digest = compose(messages, arrived, now=much_later, late_after=60)
-        resent = with_first_line(digest, REPEAT_NOTE_DIGEST)
+        digest = compose(messages, arrived, ENGLISH, now=much_later, late_after=60)
+        resent = with_first_line(digest, ENGLISH.repeat_note_digest)
         assert visible_length(resent.text) <= TELEGRAM_TEXT_LIMIT
 
 
 def test_issues_glitchtip_did_not_send_add_up_in_one_last_line() -> None:
     def three_of_twelve(number: int) -> Message:
         issues = [issue(number * 10 + n) for n in range(3)]
-        return format_alert(parse_alert(issue_alert(*issues, total=12)))
+        return format_alert(parse_alert(issue_alert(*issues, total=12)), ENGLISH)
 
     backlog = [three_of_twelve(n) for n in range(1, 40)]
-    count = how_many_fit(backlog)
+    count = how_many_fit(backlog, ENGLISH)
     assert 12 < count < len(backlog)
-    digest = compose(backlog[:count], [START] * count, now=START, late_after=60)
+    digest = compose(backlog[:count], [START] * count, ENGLISH, now=START, late_after=60)
     lines = digest.text.split("\n\n")[2].split("\n")
     assert len(lines) == 3 * count + 1  # one line per issue sent, and one for the rest
     assert lines[-1] == f"➕ {9 * count} more issues in these alerts, not shown: see GlitchTip"

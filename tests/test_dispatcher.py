@@ -29,8 +29,6 @@ from relay_app.core.routing import Destination
 from relay_app.delivery.health import PROBE_INTERVAL
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import (
-    REPEAT_NOTE,
-    REPEAT_NOTE_DIGEST,
     Message,
     format_alert,
     with_first_line,
@@ -38,6 +36,7 @@ from relay_app.message.formatting import (
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin, Holder, on_store, this_process
 from relay_app.spool.database import Database
+from relay_app.words import ENGLISH
 from tests.conftest import (
     CHAT_ID,
     DESTINATION,
@@ -50,7 +49,7 @@ from tests.conftest import (
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import visible_text
 
-MESSAGE = format_alert(parse_alert(issue_alert(issue(1))))
+MESSAGE = format_alert(parse_alert(issue_alert(issue(1))), ENGLISH)
 # May have reached Telegram: counts toward RELAY_RETRY_ATTEMPTS.
 DOWN = RetryableDeliveryError("Telegram did not answer within 5.0 s")
 SERVER_ERROR = RetryableDeliveryError(
@@ -164,7 +163,9 @@ def admin(relay: Relay) -> Admin:
 
 def numbered(count: int, *, title_length: int = 0) -> list[Message]:
     return [
-        format_alert(parse_alert(issue_alert(issue(n, title=f"Error {n} " + "x" * title_length))))
+        format_alert(
+            parse_alert(issue_alert(issue(n, title=f"Error {n} " + "x" * title_length))), ENGLISH
+        )
         for n in range(1, count + 1)
     ]
 
@@ -300,7 +301,7 @@ def test_a_retry_after_an_attempt_that_may_have_arrived_says_so_first(
     relay = built(telegram)
     webhook(relay)
     run_background(relay.dispatcher, clock)
-    assert telegram.delivered == [with_first_line(MESSAGE, REPEAT_NOTE)]
+    assert telegram.delivered == [with_first_line(MESSAGE, ENGLISH.repeat_note)]
     assert telegram.delivered[0].html.endswith(MESSAGE.html)  # the prebuilt text below it
 
 
@@ -313,7 +314,7 @@ def test_a_message_delivered_after_a_minute_says_when_it_was_sent(
     run_background(relay.dispatcher, clock)
     [delivered] = telegram.delivered
     # Each attempt timed out, and may have posted it: the retry says so first.
-    assert delivered.text.startswith(f"{REPEAT_NOTE}\n\n{MESSAGE.text}")
+    assert delivered.text.startswith(f"{ENGLISH.repeat_note}\n\n{MESSAGE.text}")
     assert re.search(r"UTC; delivered 1 min \d s later\.$", delivered.text)
     assert "⏳ Late: GlitchTip sent this at 2027-01-15 08:00:00 UTC" in delivered.html
 
@@ -326,7 +327,7 @@ def test_a_message_delivered_within_a_minute_is_sent_as_built(
     webhook(relay)
     run_background(relay.dispatcher, clock)
     # 31 s late: no line about it; the timeouts' line only
-    assert telegram.delivered == [with_first_line(MESSAGE, REPEAT_NOTE)]
+    assert telegram.delivered == [with_first_line(MESSAGE, ENGLISH.repeat_note)]
 
 
 def test_a_permanent_error_stops_the_retries_at_once(
@@ -467,7 +468,7 @@ def test_an_alert_leaves_the_spool_only_with_its_digest(
     # The first alone (delivered); a digest of the other three failed, and its retry, of the
     # same three, delivered them.
     assert pending_at_each_send == [1, 3, 3]
-    assert telegram.delivered[-1].text.startswith(f"{REPEAT_NOTE_DIGEST}\n\n🗂 3 alerts")
+    assert telegram.delivered[-1].text.startswith(f"{ENGLISH.repeat_note_digest}\n\n🗂 3 alerts")
     assert spool.counts() == {"pending": 0, "dead": 0}
 
 
@@ -493,7 +494,7 @@ def test_an_alert_past_its_ceiling_is_given_up_alone_and_its_digest_goes_on(
     # The digest of all three failed: the first had used its one retry, the others go on.
     assert telegram.calls == 3
     [delivered] = telegram.delivered
-    assert delivered.text.startswith(f"{REPEAT_NOTE_DIGEST}\n\n🗂 2 alerts")
+    assert delivered.text.startswith(f"{ENGLISH.repeat_note_digest}\n\n🗂 2 alerts")
     assert title_numbers(delivered.text) == [2, 3]
     [record] = lost_alert_records(caplog)
     assert "alert #1 " in record.getMessage()
@@ -569,7 +570,9 @@ def test_an_alert_that_used_up_its_attempts_is_sent_once_more_when_its_chat_acce
     assert isinstance(webhook(relay, second), Delivered)
     run_background(relay.dispatcher, clock)
     again = telegram.delivered[-1]
-    assert again.text.startswith(f"{REPEAT_NOTE}\n\n{first.text}\n\n⏳ Late: GlitchTip sent ")
+    assert again.text.startswith(
+        f"{ENGLISH.repeat_note}\n\n{first.text}\n\n⏳ Late: GlitchTip sent "
+    )
     assert again.text.endswith("later.")
     assert admin(relay).counts() == {"pending": 0, "dead": 0}
     assert "1 dead letter(s) for chat" in caplog.text
@@ -617,7 +620,7 @@ def test_alerts_left_by_a_dead_process_are_taken_up_at_once_and_sent_once(
     assert relay.dispatcher.wait_idle(10)
     [digest] = telegram.delivered
     # Its attempt was under way when the process died: it may have posted them.
-    assert digest.text.startswith(f"{REPEAT_NOTE_DIGEST}\n\n🗂 3 alerts")
+    assert digest.text.startswith(f"{ENGLISH.repeat_note_digest}\n\n🗂 3 alerts")
     assert admin(relay).counts() == {"pending": 0, "dead": 0}
 
 

@@ -23,6 +23,7 @@ from relay_app.message.formatting import (
     with_late_note,
 )
 from relay_app.message.spans import visible_length
+from relay_app.words import ENGLISH, Words
 from tests import payloads
 from tests.payloads import INFO_COLOR, issue, issue_alert, uptime_alert
 from tests.telegram_rules import visible_text
@@ -30,15 +31,15 @@ from tests.telegram_rules import visible_text
 HOSTILE = '<script>alert("x")</script> & &amp; </b><a href="javascript:x"> 🔥👩🏽‍💻 مرحبا 你好 ‮'
 
 
-def message_for(payload: dict[str, Any]) -> Message:
-    message = format_alert(parse_alert(payload))
+def message_for(payload: dict[str, Any], words: Words = ENGLISH) -> Message:
+    message = format_alert(parse_alert(payload), words)
     # The contract with Telegram, checked by the same rules the fake Bot API server applies.
     shown = visible_text(message.html, parse_mode="HTML")
     assert shown == message.text
     assert visible_length(message.text) <= TELEGRAM_TEXT_LIMIT
     assert visible_length(message.fallback) <= PLAIN_FALLBACK_LIMIT
     # Whatever the message, a late delivery's note still fits: the longest note there is.
-    late = with_late_note(message, received_at=0, now=99 * 86400 + 86399)
+    late = with_late_note(message, ENGLISH, received_at=0, now=99 * 86400 + 86399)
     assert visible_text(late.html, parse_mode="HTML") == late.text
     assert visible_length(late.text) <= TELEGRAM_TEXT_LIMIT
     assert visible_length(late.fallback) <= PLAIN_FALLBACK_LIMIT + 100
@@ -48,7 +49,7 @@ def message_for(payload: dict[str, Any]) -> Message:
 def test_a_late_message_says_when_glitchtip_sent_it_and_how_late_it_is() -> None:
     message = message_for(issue_alert(issue(1, title="<b>tags</b> & all")))
     sent = 1_764_499_948.0  # 2025-11-30 10:52:28 UTC
-    late = with_late_note(message, received_at=sent, now=sent + 2 * 3600 + 5 * 60 + 9)
+    late = with_late_note(message, ENGLISH, received_at=sent, now=sent + 2 * 3600 + 5 * 60 + 9)
     note = "⏳ Late: GlitchTip sent this at 2025-11-30 10:52:28 UTC; delivered 2 h 5 min later."
     assert late.text == f"{message.text}\n\n{note}"
     assert late.fallback == f"{message.fallback}\n\n{note}"
@@ -69,7 +70,7 @@ def test_a_late_message_says_when_glitchtip_sent_it_and_how_late_it_is() -> None
     ],
 )
 def test_the_delay_is_said_in_at_most_two_units(delay: float, says: str) -> None:
-    assert late_note(1000.0, 1000.0 + delay).endswith(f"delivered {says} later.")
+    assert late_note(1000.0, 1000.0 + delay, ENGLISH).endswith(f"delivered {says} later.")
 
 
 def test_one_issue_shows_everything_glitchtip_sent() -> None:
@@ -90,7 +91,7 @@ def test_one_issue_shows_everything_glitchtip_sent() -> None:
 
 
 def test_three_of_twelve_issues_each_linked_and_the_rest_counted() -> None:
-    message = message_for(issue_alert(issue(1), issue(2), issue(3), total=12))
+    message = message_for(issue_alert(issue(1), issue(2), issue(3), total=12), ENGLISH)
     assert message.text.startswith("🔴 GlitchTip Alert (12 issues)\n")
     for number in (1, 2, 3):
         assert f'<a href="https://glitchtip.example.org/acme/issues/{number}">' in message.html
@@ -99,7 +100,7 @@ def test_three_of_twelve_issues_each_linked_and_the_rest_counted() -> None:
 
 
 def test_all_issues_shown_means_no_remainder_line() -> None:
-    message = message_for(issue_alert(issue(1), issue(2)))
+    message = message_for(issue_alert(issue(1), issue(2)), ENGLISH)
     assert "more issue" not in message.text
 
 
@@ -134,7 +135,9 @@ def test_uptime_down_and_up_are_told_apart_at_a_glance() -> None:
 
 def test_hostile_values_arrive_intact_and_escaped() -> None:
     fields = [{"title": "Tag <x>", "value": HOSTILE}]
-    message = message_for(issue_alert(issue(1, title=HOSTILE, culprit=HOSTILE, fields=fields)))
+    message = message_for(
+        issue_alert(issue(1, title=HOSTILE, culprit=HOSTILE, fields=fields)), ENGLISH
+    )
     assert message.text.count(HOSTILE) == 3
     assert "<script>" not in message.html
     assert "&lt;script&gt;" in message.html
@@ -154,7 +157,9 @@ def test_only_http_links_become_links() -> None:
 
 
 def test_control_characters_and_lone_surrogates_cannot_break_the_send() -> None:
-    message = message_for(issue_alert(issue(1, title="bad\x00\x07 \ud800 bytes\nsecond line")))
+    message = message_for(
+        issue_alert(issue(1, title="bad\x00\x07 \ud800 bytes\nsecond line")), ENGLISH
+    )
     assert "bad \ufffd bytes second line" in message.text
     message.html.encode("utf-8")  # must not raise: requests would fail to send it
 
@@ -309,5 +314,5 @@ def test_fitting_a_message_measures_each_part_once_however_many_issues_there_are
     monkeypatch.setattr("relay_app.message.formatting.shorten_values", counted)
     for count in (3, 30, MAX_ITEMS_READ):
         calls.clear()
-        message_for(issue_alert(*(issue(n) for n in range(1, count + 1))))
+        message_for(issue_alert(*(issue(n) for n in range(1, count + 1))), ENGLISH)
         assert len(calls) <= 2, count

@@ -17,6 +17,7 @@ from relay_app.message.formatting import TELEGRAM_TEXT_LIMIT
 from relay_app.message.spans import visible_length
 from relay_app.message.subjects import IssueRef
 from relay_app.spool.sent import IssueButton, SentMessage
+from relay_app.words import ENGLISH, RUSSIAN
 from tests.telegram_rules import visible_text
 
 AT_0804 = 1_800_000_240.0  # 2027-01-15 08:04 UTC
@@ -30,17 +31,30 @@ def texts(markup: dict[str, object] | None) -> list[list[str]]:
     return [[button["text"] for button in row] for row in rows]
 
 
-def test_one_issue_gets_resolve_and_ignore_without_its_name() -> None:
-    assert texts(keyboard([ISSUE])) == [["✅ Resolve", "🔕 Ignore"]]
+def test_one_issue_gets_resolve_ignore_and_mute_without_its_name() -> None:
+    assert texts(keyboard([ISSUE], ENGLISH)) == [["✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]]
 
 
 def test_several_issues_are_named_and_an_acted_one_offers_reopen() -> None:
     resolved = IssueButton("k2", "5", "https://gt", "BACKEND-5A", "resolved", "@ada", AT_0804)
-    assert texts(keyboard([ISSUE, resolved])) == [
-        ["✅ Resolve BACKEND-4A", "🔕 Ignore BACKEND-4A"],
-        ["↩️ Reopen BACKEND-5A"],
+    assert texts(keyboard([ISSUE, resolved], ENGLISH)) == [
+        ["✅ Resolve BACKEND-4A", "🔕 Ignore BACKEND-4A", "🔇 Mute 1 h BACKEND-4A"],
+        ["↩️ Reopen BACKEND-5A", "🔇 Mute 1 h BACKEND-5A"],
     ]
-    assert keyboard([]) is None
+    assert keyboard([], ENGLISH) is None
+
+
+def test_a_muted_issue_offers_unmute_and_its_message_says_until_when() -> None:
+    muted = replace(ISSUE, silence_id=3, muted_by="@ada", muted_until=AT_0804 + 3600)
+    assert texts(keyboard([muted], ENGLISH)) == [["✅ Resolve", "🔕 Ignore", "🔊 Unmute"]]
+    message = SentMessage("-100", 1, "<b>🔴 GlitchTip Alert</b>", AT_0804, (), (muted,))
+    shown = visible_text(rendered(message, ENGLISH), parse_mode="HTML")
+    assert shown.endswith("🔇 Muted in this chat by @ada until 09:04 UTC")
+    russian = visible_text(rendered(message, RUSSIAN), parse_mode="HTML")
+    assert russian.endswith("🔇 Тишина в этом чате до 09:04 UTC — @ada")
+    assert texts(keyboard([muted], RUSSIAN)) == [
+        ["✅ Решено", "🔕 Игнорировать", "🔊 Снять тишину"]
+    ]
 
 
 def test_the_data_names_a_key_and_only_what_the_relay_wrote_parses() -> None:
@@ -56,7 +70,7 @@ def test_buttons_stop_at_telegrams_limits() -> None:
     issues = [IssueRef(str(n), "https://gt", f"B-{n}") for n in range(60)]
     buttons = new_buttons(issues, (f"key{n}" for n in range(60)))
     assert len(buttons) == MAX_ISSUES_WITH_BUTTONS
-    rows = texts(keyboard(buttons))
+    rows = texts(keyboard(buttons, ENGLISH))
     assert sum(len(row) for row in rows) <= 100
     assert max(len(row) for row in rows) <= 8
 
@@ -64,7 +78,7 @@ def test_buttons_stop_at_telegrams_limits() -> None:
 def test_the_edited_message_says_what_was_done_by_whom_and_when() -> None:
     message = SentMessage("-100", 1, "<b>🔴 GlitchTip Alert</b>", AT_0804)
     acted = IssueButton("k1", "4", "https://gt", "BACKEND-4A", "resolved", "@ada", AT_0804)
-    shown = visible_text(rendered(replace(message, buttons=(acted,))), parse_mode="HTML")
+    shown = visible_text(rendered(replace(message, buttons=(acted,)), ENGLISH), parse_mode="HTML")
     assert shown == "🔴 GlitchTip Alert\n\n✅ Resolved by @ada at 08:04 UTC"
 
 
@@ -75,7 +89,7 @@ def test_added_lines_and_names_are_escaped_and_the_oldest_give_way_at_the_limit(
         for n in range(3)
     )
     message = SentMessage("-100", 1, long_html, AT_0804, ("✅ API back up after 3 s",), buttons)
-    out = rendered(message)
+    out = rendered(message, ENGLISH)
     shown = visible_text(out, parse_mode="HTML")
     assert visible_length(shown) <= TELEGRAM_TEXT_LIMIT
     assert shown.endswith("🔕 B-2 ignored by <Eve & co> at 08:04 UTC")  # the newest stays

@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "relay_app"
 # Bottom first. The app's wiring (relay_app/__init__.py) sits above them all.
 LAYERS = [
     "core",
+    "words",
     "glitchtip",
     "message",
     "telegram",

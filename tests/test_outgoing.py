@@ -23,6 +23,7 @@ from relay_app.spool import SpooledAlert
 from relay_app.spool.database import Database
 from relay_app.spool.sent import SpoolSentStore
 from relay_app.telegram.courier import Sent
+from relay_app.words import ENGLISH
 from tests.payloads import issue, issue_alert, uptime_alert
 
 NOW = 1_800_000_000.0
@@ -31,7 +32,7 @@ TOPIC = Destination(-1001234567890, 77)
 
 def alert(payload: dict[str, Any], *, received_at: float = NOW) -> SpooledAlert:
     return SpooledAlert(
-        message_for(payload), TOPIC, received_at=received_at, retry_from=received_at, id=1
+        message_for(payload, ENGLISH), TOPIC, received_at=received_at, retry_from=received_at, id=1
     )
 
 
@@ -51,7 +52,7 @@ def store(tmp_path: Path) -> Iterator[SpoolSentStore]:
 
 
 def test_every_issue_of_every_alert_in_a_message_gets_its_buttons(store: SpoolSentStore) -> None:
-    outgoing = Outgoing(store, edit=Edits(), buttons=True, clock=lambda: NOW)
+    outgoing = Outgoing(store, edit=Edits(), buttons=True, clock=lambda: NOW, words=ENGLISH)
     alerts = [alert(issue_alert(issue(1), issue(2))), alert(issue_alert(issue(3)))]
     plan = outgoing.plan(alerts, TOPIC)
     assert [b.issue_id for b in plan.buttons] == ["1", "2", "3"]
@@ -69,16 +70,18 @@ def test_every_issue_of_every_alert_in_a_message_gets_its_buttons(store: SpoolSe
 def test_issues_whose_links_are_not_glitchtips_get_no_buttons_and_one_warning(
     store: SpoolSentStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    outgoing = Outgoing(store, edit=Edits(), buttons=True, glitchtip_links="https://gt.example.org")
+    outgoing = Outgoing(
+        store, edit=Edits(), buttons=True, glitchtip_links="https://gt.example.org", words=ENGLISH
+    )
     payload = issue_alert(
         issue(1, link="https://gt.example.org/acme/issues/1"),
         issue(2, link="http://169.254.169.254/latest/issues/2"),  # a webhook may name anything
         issue(3, link="https://attacker.example/acme/issues/3"),
     )
     with caplog.at_level(logging.WARNING):
-        message = outgoing.vetted(message_for(payload))
+        message = outgoing.vetted(message_for(payload, ENGLISH))
     assert [issue.id for issue in message.subjects.issues] == ["1"]
-    assert message.html == message_for(payload).html  # the alert itself is as it was
+    assert message.html == message_for(payload, ENGLISH).html  # the alert itself is as it was
     [warning] = caplog.records
     assert "2 issue(s) whose link is not at GlitchTip's address" in warning.getMessage()
     assert "http://169.254.169.254, https://attacker.example" in warning.getMessage()
@@ -89,7 +92,7 @@ def test_issues_whose_links_are_not_glitchtips_get_no_buttons_and_one_warning(
 
 
 def test_without_a_token_there_are_no_buttons_and_nothing_to_keep(store: SpoolSentStore) -> None:
-    outgoing = Outgoing(store, edit=Edits(), buttons=False)
+    outgoing = Outgoing(store, edit=Edits(), buttons=False, words=ENGLISH)
     alerts = [alert(issue_alert(issue(1)))]
     plan = outgoing.plan(alerts, TOPIC)
     assert (plan.buttons, plan.extras.keyboard, plan.extras.reply_to) == ((), None, None)
@@ -99,7 +102,7 @@ def test_without_a_token_there_are_no_buttons_and_nothing_to_keep(store: SpoolSe
 
 def test_a_recovery_replies_to_its_outage_and_then_marks_it_over(store: SpoolSentStore) -> None:
     edits = Edits()
-    outgoing = Outgoing(store, edit=edits, buttons=False, clock=lambda: NOW)
+    outgoing = Outgoing(store, edit=edits, buttons=False, clock=lambda: NOW, words=ENGLISH)
     down = [alert(uptime_alert(down=True), received_at=NOW)]
     outgoing.delivered(
         outgoing.plan(down, TOPIC), Sent("-1001234567890", 8, "<b>DOWN</b>"), down, TOPIC
@@ -129,7 +132,7 @@ def test_a_record_that_cannot_be_kept_costs_the_alert_nothing(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     database = Database(str(tmp_path / "spool.sqlite3"))
-    outgoing = Outgoing(BrokenStore(database), edit=Edits(), buttons=True)
+    outgoing = Outgoing(BrokenStore(database), edit=Edits(), buttons=True, words=ENGLISH)
     alerts = [alert(issue_alert(issue(1)))]
     with caplog.at_level(logging.WARNING):
         outgoing.delivered(outgoing.plan(alerts, TOPIC), Sent("-1", 5, "x"), alerts, TOPIC)
@@ -143,7 +146,8 @@ def test_a_recovery_goes_alone_and_ends_a_digest_before_it() -> None:
         policy=RetryPolicy(attempts=3, wait=30, max_age=3600),
         health=Health(MemoryHealthStore()),
         metrics=Metrics(),
-        outgoing=Outgoing(None, edit=Edits(), buttons=False),
+        outgoing=Outgoing(None, edit=Edits(), buttons=False, words=ENGLISH),
+        words=ENGLISH,
     )
     issues = [alert(issue_alert(issue(n))) for n in range(3)]
     recovery = alert(uptime_alert(down=False))

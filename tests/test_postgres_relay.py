@@ -25,6 +25,7 @@ from relay_app.spool import Admin, State, on_store
 from relay_app.spool.postgres import PgDatabase, redacted_url
 from relay_app.spool.postgres.schema import SCHEMA_VERSION
 from relay_app.spool.store import Tx
+from relay_app.words import ENGLISH
 from tests.blackhole import Blackhole
 from tests.conftest import OK, SEND_URL, WEBHOOK, admit_to, metric_samples
 from tests.e2e.helpers import wait_until
@@ -154,7 +155,7 @@ def test_queuing_work_wakes_the_other_relays_at_once(pg_url: str) -> None:
         woken.clear()
         admit_to(
             queuing.queue,
-            format_alert(parse_alert(issue_alert(issue(1)))),
+            format_alert(parse_alert(issue_alert(issue(1))), ENGLISH),
             now=time.time(),
             telegram_up=False,
         )

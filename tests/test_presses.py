@@ -15,7 +15,8 @@ import requests
 import responses
 
 from relay_app.acting.keyboards import callback_data
-from relay_app.acting.presses import NOT_ALLOWED, OUT_OF_DATE, UNKNOWN, Presses
+from relay_app.acting.notices import glitchtip_notice
+from relay_app.acting.presses import Presses
 from relay_app.core.errors import (
     DeliveryError,
     GlitchTipError,
@@ -29,6 +30,7 @@ from relay_app.core.metrics import Metrics
 from relay_app.glitchtip.api import MAX_ANSWER_BYTES, GlitchTipApi
 from relay_app.spool.database import Database
 from relay_app.spool.sent import IssueButton, SentMessage, SpoolSentStore
+from relay_app.words import ENGLISH
 from tests.prometheus import parse, value
 
 GLITCHTIP = "https://gt.example.org"
@@ -93,6 +95,7 @@ def presses(store: SpoolSentStore, chat: RecordingChat, **overrides: Any) -> Pre
         allowed_users=overrides.get("allowed_users", frozenset()),
         metrics=overrides.get("metrics"),
         clock=lambda: 1_800_000_240.0,
+        words=ENGLISH,
     )
 
 
@@ -136,7 +139,14 @@ def test_a_press_changes_the_issue_edits_the_message_and_is_answered(
     [(edited_chat, message_id, html_text, keyboard)] = chat.edits
     assert (edited_chat, message_id) == (CHAT, 41)
     assert html_text == "<b>🔴 GlitchTip Alert</b>\n\n✅ Resolved by @ada at 08:04 UTC"
-    assert keyboard == {"inline_keyboard": [[{"text": "↩️ Reopen", "callback_data": "o:the-key"}]]}
+    assert keyboard == {
+        "inline_keyboard": [
+            [
+                {"text": "↩️ Reopen", "callback_data": "o:the-key"},
+                {"text": "🔇 Mute 1 h", "callback_data": "m:the-key"},
+            ]
+        ]
+    }
     assert answered(chat) == [("Resolved BACKEND-4A in GlitchTip", False)]
 
 
@@ -172,7 +182,10 @@ def test_a_button_no_longer_shown_does_nothing(
     handle(press(callback_data("ignore", "the-key")))
     handle(press(callback_data("resolve", "the-key")))
     assert len(glitchtip.calls) == 1
-    assert answered(chat)[1:] == [(OUT_OF_DATE, True), (OUT_OF_DATE, True)]
+    assert answered(chat)[1:] == [
+        (ENGLISH.press_out_of_date, True),
+        (ENGLISH.press_out_of_date, True),
+    ]
     found = store.pressed("the-key")
     assert found is not None
     assert found[1].status == "resolved"
@@ -196,7 +209,7 @@ def test_only_a_press_on_the_message_a_record_belongs_to_counts(
     presses(store, chat).handle_update(forged)
     assert len(glitchtip.calls) == 0
     assert chat.edits == []
-    assert answered(chat) == [(UNKNOWN, True)]
+    assert answered(chat) == [(ENGLISH.press_unknown, True)]
 
 
 def test_someone_not_on_the_list_is_refused(
@@ -208,7 +221,7 @@ def test_someone_not_on_the_list_is_refused(
             press(callback_data("resolve", "the-key"), user_id=7)
         )
     assert len(glitchtip.calls) == 0
-    assert answered(chat) == [(NOT_ALLOWED, True)]
+    assert answered(chat) == [(ENGLISH.press_not_allowed, True)]
     assert "not in TELEGRAM_ACTION_USER_IDS" in caplog.text
 
 
@@ -245,7 +258,8 @@ def test_each_glitchtip_failure_is_named_and_leaves_the_message_alone(
         glitchtip.put(ISSUE_URL, status=status, body=str(body))
     with pytest.raises(error) as raised:
         api().set_status("4", "resolved")
-    assert notice in raised.value.notice  # type: ignore[attr-defined]
+    assert isinstance(raised.value, GlitchTipError)
+    assert notice in glitchtip_notice(raised.value, ENGLISH)
     chat = RecordingChat()
     with caplog.at_level(logging.WARNING):
         presses(store, chat).handle_update(press(callback_data("resolve", "the-key")))
@@ -292,7 +306,7 @@ def test_a_redirect_is_not_followed_and_its_location_is_named(
         api().set_status("4", "resolved")
     assert [call.request.url for call in glitchtip.calls] == [ISSUE_URL]
     assert elsewhere in str(raised.value)
-    assert "GLITCHTIP_URL" in raised.value.notice
+    assert "GLITCHTIP_URL" in glitchtip_notice(raised.value, ENGLISH)
 
 
 def test_an_answer_larger_than_glitchtip_gives_is_not_read_to_its_end(
@@ -302,7 +316,7 @@ def test_an_answer_larger_than_glitchtip_gives_is_not_read_to_its_end(
     glitchtip.put(ISSUE_URL, body=huge, content_type="application/json")
     with pytest.raises(GlitchTipUnreachable) as raised:
         api().set_status("4", "resolved")
-    assert "GlitchTip is failing" in raised.value.notice
+    assert "GlitchTip is failing" in glitchtip_notice(raised.value, ENGLISH)
 
 
 def test_an_issue_id_is_digits_only(glitchtip: responses.RequestsMock) -> None:

@@ -14,6 +14,7 @@ from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import Message, format_alert
 from relay_app.spool import on_store, open_memory
 from relay_app.spool.database import Database
+from relay_app.words import ENGLISH
 from tests.conftest import admit_to
 from tests.payloads import issue, issue_alert
 
@@ -21,7 +22,7 @@ NOW = 1_800_000_000.0
 
 
 def message(number: int = 1) -> Message:
-    return format_alert(parse_alert(issue_alert(issue(number))))
+    return format_alert(parse_alert(issue_alert(issue(number))), ENGLISH)
 
 
 def in_a_child(check: Callable[[], bool]) -> int:

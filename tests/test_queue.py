@@ -38,6 +38,7 @@ from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.postgres.schema import STEPS as PG_STEPS
 from relay_app.spool.schema import STEPS as SQLITE_STEPS
 from relay_app.spool.store import Store
+from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to
 from tests.payloads import issue, issue_alert
 
@@ -47,7 +48,7 @@ ME = this_process()
 
 
 def message(number: int = 1) -> Message:
-    return format_alert(parse_alert(issue_alert(issue(number))))
+    return format_alert(parse_alert(issue_alert(issue(number))), ENGLISH)
 
 
 class Tokens:
@@ -722,7 +723,7 @@ def _no_leaked_threads() -> Iterator[None]:
 def test_alerts_from_another_process_are_read_as_written(
     spool: Queue, clock: FakeTime, tokens: Tokens, tmp_path: Path
 ) -> None:
-    long_one = format_alert(parse_alert(issue_alert(issue(1, title="x" * 3000))))
+    long_one = format_alert(parse_alert(issue_alert(issue(1, title="x" * 3000))), ENGLISH)
     admit_to(spool, long_one, TOPIC, now=clock.now, telegram_up=False)
     [alert] = claimed(another_process(spool), clock, tokens, to=TOPIC).alerts
     assert (alert.message, alert.destination, alert.received_at) == (long_one, TOPIC, clock.now)

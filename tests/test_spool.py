@@ -26,10 +26,11 @@ from relay_app.spool.database import MEMORY, Database, readable_by_others
 from relay_app.spool.pacer import pause, take_turn
 from relay_app.spool.schema import STEPS
 from relay_app.spool.store import Tx
+from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to, hold_the_lock
 from tests.payloads import issue, issue_alert
 
-MESSAGE = format_alert(parse_alert(issue_alert(issue(1))))
+MESSAGE = format_alert(parse_alert(issue_alert(issue(1))), ENGLISH)
 
 
 @pytest.fixture

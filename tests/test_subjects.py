@@ -7,6 +7,7 @@ import pytest
 
 from relay_app.message.formatting import message_for
 from relay_app.message.subjects import IssueRef, MonitorRef, Subjects, origin_of, split_by_origin
+from relay_app.words import ENGLISH
 from tests.payloads import issue, issue_alert, uptime_alert
 
 
@@ -15,7 +16,7 @@ def test_each_issue_is_named_by_its_links_id_and_origin() -> None:
         issue(1, link="https://gt.example.org/acme/issues/1234"),
         issue(2, link="http://10.0.0.5:8000/other-org/issues/77/"),
     )
-    subjects = message_for(payload).subjects
+    subjects = message_for(payload, ENGLISH).subjects
     assert subjects.issues == (
         IssueRef("1234", "https://gt.example.org", "BACKEND-1A"),
         IssueRef("77", "http://10.0.0.5:8000", "BACKEND-2A"),
@@ -49,7 +50,7 @@ def test_only_issues_at_glitchtips_own_origin_are_kept_for_buttons() -> None:
         issue(3, link="https://ada:pw@gt.example.org:443/acme/issues/3"),
         issue(4, link="http://gt.example.org/acme/issues/4"),  # another scheme: another origin
     )
-    subjects = message_for(payload).subjects
+    subjects = message_for(payload, ENGLISH).subjects
     kept, left_out = split_by_origin(subjects, "https://gt.example.org")
     assert [issue.id for issue in kept.issues] == ["1", "3"]
     assert [issue.id for issue in left_out] == ["2", "4"]
@@ -64,12 +65,12 @@ def test_an_issue_without_a_usable_link_has_nothing_to_act_on() -> None:
         issue(2, link="javascript:alert(1)/issues/4"),
         issue(3, link=""),
     )
-    assert message_for(payload).subjects.issues == ()
+    assert message_for(payload, ENGLISH).subjects.issues == ()
 
 
 def test_an_uptime_alert_names_its_monitor_and_whether_it_went_down_or_came_back() -> None:
-    down = message_for(uptime_alert(down=True)).subjects
-    up = message_for(uptime_alert(down=False)).subjects
+    down = message_for(uptime_alert(down=True), ENGLISH).subjects
+    up = message_for(uptime_alert(down=False), ENGLISH).subjects
     link = "https://glitchtip.example.org/acme/uptime-monitors/42"
     assert down.monitors == (MonitorRef(link, "My API", "down"),)
     assert up.monitors == (MonitorRef(link, "My API", "up"),)

@@ -23,6 +23,7 @@ from relay_app.message.formatting import format_alert
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
+from relay_app.words import ENGLISH
 from tests.conftest import (
     CHAT_ID,
     GET_ME_URL,
@@ -393,7 +394,7 @@ def test_past_the_pending_limit_an_alert_is_still_tried_and_kept_in_memory(
 ) -> None:
     app = create_app(replace(settings, spool_max_pending=1), clock=fake_time)
     client = app.test_client()
-    waiting = format_alert(parse_alert(issue_alert(issue(9))))
+    waiting = format_alert(parse_alert(issue_alert(issue(9))), ENGLISH)
     put_in_spool(settings.spool_path or "", waiting, Destination(-1), received_at=0)
     telegram.post(SEND_URL, json=OK)
     assert client.post(WEBHOOK, json=issue_alert(issue(2))).status_code == 200  # tried anyway

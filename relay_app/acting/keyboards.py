@@ -2,9 +2,10 @@
 functions, no I/O.
 
 Each issue of an issue alert gets a row: Resolve and Ignore, or Reopen once it is resolved or
-ignored. A button's callback data is a verb and a key the relay keeps (spool/sent.py), never an
-issue id. An edited message is the message as sent, the lines added since (an uptime monitor
-back up), and one line per issue that a press changed, saying what, by whom and when.
+ignored; and Mute, or Unmute while it is muted in the chat. A button's callback data is a verb
+and a key the relay keeps (spool/sent.py), never an issue id. An edited message is the message
+as sent, the lines added since (an uptime monitor back up), one line per issue that a press
+changed, saying what, by whom and when, and one per issue muted, until when.
 """
 
 from __future__ import annotations
@@ -19,32 +20,30 @@ from ..message.formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT
 from ..message.spans import visible_length
 from ..message.subjects import IssueRef
 from ..spool.sent import IssueButton, SentMessage
+from ..words import Words
 
-Verb = Literal["resolve", "ignore", "reopen"]
+Verb = Literal["resolve", "ignore", "reopen", "mute", "unmute"]
 STATUS_FOR: dict[Verb, IssueStatus] = {
     "resolve": "resolved",
     "ignore": "ignored",
     "reopen": "unresolved",
 }
-_CODES: dict[Verb, str] = {"resolve": "r", "ignore": "i", "reopen": "o"}
+_CODES: dict[Verb, str] = {"resolve": "r", "ignore": "i", "reopen": "o", "mute": "m", "unmute": "u"}
 _VERBS: dict[str, Verb] = {code: verb for verb, code in _CODES.items()}
-_LABELS: dict[Verb, str] = {"resolve": "✅ Resolve", "ignore": "🔕 Ignore", "reopen": "↩️ Reopen"}
-# Telegram takes at most 100 inline buttons (8 to a row) and about 10 KB of markup: two a row
+# Telegram takes at most 100 inline buttons (8 to a row) and about 10 KB of markup: three a row
 # for this many issues stays well inside both. Issues past it in one message get none.
-MAX_ISSUES_WITH_BUTTONS = 40
-# What each status says, in the edited message and the press's notice.
-_DONE: dict[IssueStatus, tuple[str, str]] = {
-    "resolved": ("✅", "Resolved"),
-    "ignored": ("🔕", "Ignored"),
-    "unresolved": ("↩️", "Reopened"),
-}
+MAX_ISSUES_WITH_BUTTONS = 33
+# How long the mute button silences an issue in its chat.
+MUTE_FOR = 3600.0
 
 
-def verbs_for(status: IssueStatus | None) -> tuple[Verb, ...]:
-    """The buttons an issue shows in this status: what a press may do now."""
-    if status in ("resolved", "ignored"):
-        return ("reopen",)
-    return ("resolve", "ignore")
+def verbs_for(button: IssueButton) -> tuple[Verb, ...]:
+    """The buttons an issue shows now: what a press may do. Reopen once it is resolved or
+    ignored, Resolve and Ignore otherwise; Unmute while it is muted here, Mute otherwise."""
+    status: tuple[Verb, ...] = (
+        ("reopen",) if button.status in ("resolved", "ignored") else ("resolve", "ignore")
+    )
+    return (*status, "unmute" if button.muted_until is not None else "mute")
 
 
 def callback_data(verb: Verb, key: str) -> str:
@@ -72,50 +71,86 @@ def new_buttons(issues: Iterable[IssueRef], keys: Iterable[str]) -> tuple[IssueB
     return tuple(buttons)
 
 
-def keyboard(buttons: Sequence[IssueButton]) -> dict[str, Any] | None:
+def keyboard(buttons: Sequence[IssueButton], words: Words) -> dict[str, Any] | None:
     """The inline keyboard for these issues' buttons; None when there are none. Labels name
     each issue only when there are several to tell apart."""
     if not buttons:
         return None
+    labels: dict[Verb, str] = {
+        "resolve": words.button_resolve,
+        "ignore": words.button_ignore,
+        "reopen": words.button_reopen,
+        "mute": words.button_mute,
+        "unmute": words.button_unmute,
+    }
     several = len(buttons) > 1
     rows = []
     for button in buttons:
         named = f" {button.label}" if several else ""
         rows.append(
             [
-                {"text": _LABELS[verb] + named, "callback_data": callback_data(verb, button.key)}
-                for verb in verbs_for(button.status)
+                {"text": labels[verb] + named, "callback_data": callback_data(verb, button.key)}
+                for verb in verbs_for(button)
             ]
         )
     return {"inline_keyboard": rows}
 
 
-def done_line(button: IssueButton, *, several: bool) -> str | None:
+def done_line(button: IssueButton, words: Words, *, several: bool) -> str | None:
     """'✅ Resolved by @ada at 12:04 UTC' (with the issue's label when there are several);
     None for an issue nobody acted on."""
     if button.status is None or button.acted_at is None:
         return None
-    marker, word = _DONE[button.status]
-    what = f"{button.label} {word.lower()}" if several else word
-    when = datetime.fromtimestamp(button.acted_at, UTC).strftime("%H:%M UTC")
-    return f"{marker} {what} by {button.acted_by or 'someone'} at {when}"
+    template = {
+        "resolved": words.issue_resolved_by if several else words.resolved_by,
+        "ignored": words.issue_ignored_by if several else words.ignored_by,
+        "unresolved": words.issue_reopened_by if several else words.reopened_by,
+    }[button.status]
+    return template.format(
+        label=button.label, user=button.acted_by or "?", time=clock_time(button.acted_at)
+    )
 
 
-def notice(button: IssueButton, status: IssueStatus) -> str:
+def muted_line(button: IssueButton, words: Words, *, several: bool) -> str | None:
+    """'🔇 Muted in this chat by @ada until 13:04 UTC'; None when it is not muted."""
+    if button.muted_until is None:
+        return None
+    template = words.issue_muted_by if several else words.muted_by
+    return template.format(
+        label=button.label, user=button.muted_by or "?", until=clock_time(button.muted_until)
+    )
+
+
+def notice(button: IssueButton, status: IssueStatus, words: Words) -> str:
     """The press's answer when GlitchTip made the change: 'Resolved BACKEND-1A in GlitchTip'."""
-    return f"{_DONE[status][1]} {button.label} in GlitchTip"
+    template = {
+        "resolved": words.notice_resolved,
+        "ignored": words.notice_ignored,
+        "unresolved": words.notice_reopened,
+    }[status]
+    return template.format(label=button.label)
 
 
-def rendered(message: SentMessage) -> str:
+def clock_time(at: float) -> str:
+    """'12:04' (UTC): when something was done to a message, in its own lines."""
+    return datetime.fromtimestamp(at, UTC).strftime("%H:%M")
+
+
+def rendered(message: SentMessage, words: Words) -> str:
     """The message's HTML as it now stands: as sent, then its added lines, then what presses
     did. Within Telegram's limit: when the lines do not all fit, the oldest ones give way."""
     several = len(message.buttons) > 1
     done = [
         (button.acted_at or 0.0, line)
         for button in message.buttons
-        if (line := done_line(button, several=several)) is not None
+        if (line := done_line(button, words, several=several)) is not None
     ]
-    lines = [*message.notes, *(line for _, line in sorted(done))]
+    muted = [
+        line
+        for button in message.buttons
+        if (line := muted_line(button, words, several=several)) is not None
+    ]
+    lines = [*message.notes, *(line for _, line in sorted(done)), *muted]
     base = visible_length(_visible(message.html)) + len(PARAGRAPH)
     while lines:
         text = "\n".join(lines)

@@ -28,11 +28,11 @@ from ..glitchtip.details import IssueDetails
 from ..glitchtip.lookups import IssueLookups
 from ..message.details import details_note
 from ..message.formatting import Message, message_for
-from ..message.spans import duration
 from ..message.subjects import IssueRef, split_by_origin
 from ..spool.model import SpooledAlert
 from ..spool.sent import KEPT_AT_LEAST, IssueButton, Outage, SentMessage, SentStore
 from ..telegram.courier import NO_EXTRAS, Extras, Sent
+from ..words import Words
 from .keyboards import keyboard, new_buttons, rendered
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,7 @@ class Outgoing:
         *,
         edit: Edit,
         buttons: bool,
+        words: Words,
         glitchtip_links: str | None = None,
         keep_for: float = KEPT_AT_LEAST,
         lookups: IssueLookups | None = None,
@@ -71,6 +72,7 @@ class Outgoing:
         their details from `lookups`. Records are kept `keep_for` seconds after their message
         was sent (at least a week)."""
         self._store = store
+        self._words = words
         self._lookups = lookups
         self._edit = edit
         self._buttons = buttons and store is not None
@@ -95,7 +97,7 @@ class Outgoing:
         """The message for a webhook's payload, as it may be kept (`vetted`), with its issues'
         details when they come within the look-ups' budget."""
         details = self._within_budget if self._lookups is not None else None
-        return self.vetted(message_for(payload, details=details, now=self._clock()))
+        return self.vetted(message_for(payload, self._words, details=details, now=self._clock()))
 
     def _within_budget(
         self, issues: Sequence[IssueRef]
@@ -142,7 +144,7 @@ class Outgoing:
         reply_to = recoveries[-1][1].message_id if recoveries else None
         if not buttons and reply_to is None:
             return NOTHING
-        return Plan(Extras(keyboard(buttons), reply_to), buttons, recoveries)
+        return Plan(Extras(keyboard(buttons, self._words), reply_to), buttons, recoveries)
 
     def delivered(
         self, plan: Plan, sent: Sent, alerts: Sequence[SpooledAlert], destination: Destination
@@ -210,7 +212,11 @@ class Outgoing:
                 note
                 for issue in later
                 if issue.id in found
-                and (note := details_note(issue.label, found[issue.id], shown=shown, now=now))
+                and (
+                    note := details_note(
+                        issue.label, found[issue.id], self._words, shown=shown, now=now
+                    )
+                )
             ]
             if notes:
                 self._add_note(sent, "\n".join(notes))
@@ -234,7 +240,10 @@ class Outgoing:
             message = noted()
             if message is not None:
                 self._edit(
-                    message.chat, message.message_id, rendered(message), keyboard(message.buttons)
+                    message.chat,
+                    message.message_id,
+                    rendered(message, self._words),
+                    keyboard(message.buttons, self._words),
                 )
         except (SpoolError, DeliveryError) as exc:
             log.warning("%s (%s)", failing, exc)
@@ -257,7 +266,8 @@ class Outgoing:
     def _say_over(self, outage: Outage, lasted: float) -> None:
         store = self._store
         assert store is not None
-        note = f"✅ {outage.name} back up after {duration(lasted)}"
+        words = self._words
+        note = words.back_up_after.format(name=outage.name, duration=words.duration(lasted))
         self._show(
             lambda: store.recovered(outage, note),
             f"the outage message {outage.message_id} of monitor {outage.link} could not be "

@@ -9,6 +9,8 @@ nothing). Each update acts once: one Telegram delivers again, or anyone replays,
 as handled and ignored. With TELEGRAM_ACTION_USER_IDS set, anyone else is refused and GlitchTip
 is not called. When GlitchTip fails, the press is answered with what went wrong and how to fix
 it, the message is left as it is, and a WARNING is logged.
+
+Mute and Unmute change no issue: they start and end a silence in the chat (silencing.py).
 """
 
 from __future__ import annotations
@@ -24,30 +26,23 @@ from ..core.logs import event
 from ..core.metrics import Metrics, PressOutcome
 from ..glitchtip.api import GlitchTipApi, IssueStatus
 from ..spool.sent import IssueButton, SentMessage, SentStore
+from ..words import Words
 from .keyboards import (
     STATUS_FOR,
     Verb,
+    clock_time,
     keyboard,
     notice,
     parse_callback,
     rendered,
     verbs_for,
 )
+from .notices import glitchtip_notice
+from .silencing import Silencing
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-
-UNKNOWN = (
-    "This button is not one this relay knows: the message is older than the relay keeps "
-    "buttons for, or it was not sent by this relay."
-)
-NOT_ALLOWED = "You may not act on alerts here: your Telegram user id is not in the relay's list."
-UNAVAILABLE = "The relay cannot read its records right now; nothing was changed. Try again."
-OUT_OF_DATE = (
-    "This button is out of date: the issue was changed since it was shown. Nothing was done; "
-    "the message shows what can be done now."
-)
 
 
 class Chat(Protocol):
@@ -97,10 +92,14 @@ class Presses:
         glitchtip: GlitchTipApi,
         chat: Chat,
         allowed_users: frozenset[int],
+        words: Words,
+        silencing: Silencing | None = None,
         metrics: Metrics | None = None,
         clock: Clock = time.time,
     ) -> None:
         self._store = store
+        self._words = words
+        self._silencing = silencing
         self._metrics = metrics
         self._glitchtip = glitchtip
         self._chat = chat
@@ -127,7 +126,7 @@ class Presses:
         except SpoolError as exc:
             log.warning("a press by %s could not be recorded as handled: %s", press.user, exc)
             self._count("failed")
-            self._answer(press, UNAVAILABLE, alert=True)
+            self._answer(press, self._words.press_unavailable, alert=True)
             return
         if not first:
             # Telegram delivers an update again when its webhook's answer was slow or lost; the
@@ -154,7 +153,7 @@ class Presses:
         except SpoolError as exc:
             log.warning("a press by %s could not be looked up: %s", press.user, exc)
             self._count("failed")
-            self._answer(press, UNAVAILABLE, alert=True)
+            self._answer(press, self._words.press_unavailable, alert=True)
             return None
         if (
             parsed is None
@@ -164,7 +163,7 @@ class Presses:
         ):
             log.info("a press by %s on a button this relay does not know: ignored", press.user)
             self._count("unknown")
-            self._answer(press, UNKNOWN, alert=True)
+            self._answer(press, self._words.press_unknown, alert=True)
             return None
         return parsed[0], parsed[1], found[0], found[1]
 
@@ -180,9 +179,9 @@ class Presses:
                 button.label,
             )
             self._count("refused")
-            self._answer(press, NOT_ALLOWED, alert=True)
+            self._answer(press, self._words.press_not_allowed, alert=True)
             return False
-        if verb not in verbs_for(button.status):
+        if verb not in verbs_for(button) or (verb == "mute" and self._silencing is None):
             log.info(
                 "a press by %s to %s %s came from an out-of-date button (the issue is %s): "
                 "nothing done",
@@ -192,14 +191,18 @@ class Presses:
                 button.status or "unresolved",
             )
             self._count("stale")
-            self._answer(press, OUT_OF_DATE, alert=True)
+            self._answer(press, self._words.press_out_of_date, alert=True)
             return False
         return True
 
     def _act(
         self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
     ) -> None:
-        """Change the issue in GlitchTip, then the message; answer the press."""
+        """Change the issue in GlitchTip (or mute it in the chat), then the message; answer the
+        press."""
+        if verb in ("mute", "unmute"):
+            self._silence(press, verb, message, button)
+            return
         status = STATUS_FOR[verb]
         started = time.monotonic()
         try:
@@ -214,12 +217,12 @@ class Presses:
                 extra=event(event="press", issue=button.label, outcome="failed", error=str(exc)),
             )
             self._count("failed")
-            self._answer(press, exc.notice, alert=True)
+            self._answer(press, glitchtip_notice(exc, self._words), alert=True)
             return
         changed = time.monotonic() - started
-        said = notice(button, status)
+        said = notice(button, status, self._words)
         if not self._update_message(key, status, press, message, said):
-            said += " (the message could not be updated)"
+            said += self._words.not_updated
         log.info(
             "%s by %s (GlitchTip answered in %.0f ms)",
             said,
@@ -237,7 +240,10 @@ class Presses:
             updated = self._store.acted(key, status, by=press.user, at=self._clock())
             if updated is not None:
                 self._chat.edit(
-                    updated.chat, updated.message_id, rendered(updated), keyboard(updated.buttons)
+                    updated.chat,
+                    updated.message_id,
+                    rendered(updated, self._words),
+                    keyboard(updated.buttons, self._words),
                 )
         except (SpoolError, DeliveryError) as exc:
             log.warning(
@@ -250,6 +256,41 @@ class Presses:
             )
             return False
         return True
+
+    def _silence(self, press: Press, verb: Verb, message: SentMessage, button: IssueButton) -> None:
+        """Mute the button's issue in this chat, or end its silence; GlitchTip is not changed."""
+        assert self._silencing is not None or verb == "unmute"
+        words = self._words
+        try:
+            if verb == "mute":
+                assert self._silencing is not None
+                silence = self._silencing.mute(message.chat, message, button, by=press.user)
+                said = words.notice_muted.format(
+                    label=button.label, until=clock_time(silence.ends_at)
+                )
+                self._count("muted")
+            else:
+                ended = None
+                if self._silencing is not None and button.silence_id is not None:
+                    ended = self._silencing.end(button.silence_id, by=press.user)
+                if ended is None:  # it had run out, or was expired from the command line
+                    for stale in self._store.unmuted(button.silence_id or -1):
+                        self._chat.edit(
+                            stale.chat,
+                            stale.message_id,
+                            rendered(stale, words),
+                            keyboard(stale.buttons, words),
+                        )
+                    said = words.notice_not_muted.format(label=button.label)
+                else:
+                    said = words.notice_unmuted.format(label=button.label)
+                self._count("unmuted")
+        except (SpoolError, DeliveryError) as exc:
+            log.warning("a press by %s to %s %s failed: %s", press.user, verb, button.label, exc)
+            self._count("failed")
+            self._answer(press, words.press_unavailable, alert=True)
+            return
+        self._answer(press, said, alert=False)
 
     def _count(self, outcome: PressOutcome) -> None:
         if self._metrics is not None:

@@ -1,4 +1,5 @@
-"""Reading Telegram's updates, for the presses on alerts' buttons (presses.py).
+"""Reading Telegram's updates: the presses on alerts' buttons (presses.py) and the replies to
+the relay's messages (replies.py), each routed to its handler (`route_updates`).
 
 `TELEGRAM_UPDATES=poll`: every process has a `Poller` (one object owning its thread and stop
 event, created with the app and started by gunicorn's post_worker_init), and the one holding the
@@ -22,7 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.errors import DeliveryError, PermanentDeliveryError, SpoolError
 from ..core.http_deadline import Deadline
@@ -58,6 +59,25 @@ def telegram_secret_token(bot_token: str) -> str:
     everyone who can read its alert settings."""
     key = bot_token.encode()
     return hmac.new(key, b"relay_app telegram-updates secret_token", hashlib.sha256).hexdigest()
+
+
+class Handler(Protocol):
+    def handle_update(self, update: dict[str, Any]) -> None: ...
+
+
+def route_updates(presses: Handler | None, replies: Handler | None) -> Handle | None:
+    """What handles each update: a press (`callback_query`) or a message (a reply); None when
+    the relay reads no updates (no GLITCHTIP_API_TOKEN)."""
+    if presses is None and replies is None:
+        return None
+
+    def route(update: dict[str, Any]) -> None:
+        if "callback_query" in update and presses is not None:
+            presses.handle_update(update)
+        elif "message" in update and replies is not None:
+            replies.handle_update(update)
+
+    return route
 
 
 def handle_update(update: dict[str, Any], handle: Handle) -> None:

@@ -7,6 +7,8 @@ errors; everything above them decides only between "try again later" and "never 
 
 from __future__ import annotations
 
+from typing import Literal
+
 from .routing import ChatId
 
 
@@ -103,17 +105,40 @@ class QueueFull(Exception):
 
 
 class GlitchTipError(Exception):
-    """GlitchTip's API did not make a change a press asked for. `notice` says so to the person
-    who pressed, with what to do about it; the message itself is for the relay's log."""
+    """GlitchTip's API did not do what a press or a reply asked. The message is for the relay's
+    log; `detail` is what GlitchTip said (or where it redirected), for the notice the person
+    in the chat gets (acting/notices.py), in the chat's language."""
 
-    def __init__(self, message: str, *, notice: str, status: int | None = None) -> None:
+    def __init__(self, message: str, *, detail: str = "", status: int | None = None) -> None:
         super().__init__(message)
-        self.notice = notice
+        self.detail = detail
         self.status = status
 
 
+# Why GlitchTip could not be reached at all: no answer in time, a refused connection,
+# GLITCHTIP_URL's host not resolved, another network failure.
+Unreached = Literal["timeout", "refused", "unresolvable", "connection"]
+
+
 class GlitchTipUnreachable(GlitchTipError):
-    """GlitchTip is down, restarting, slow, or behind a proxy that failed: try again later."""
+    """GlitchTip is down, restarting, slow, or behind a proxy that failed: try again later.
+    `cause` says why it was not reached; None when it answered with a failure (a 5xx)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        cause: Unreached | None = None,
+        detail: str = "",
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message, detail=detail, status=status)
+        self.cause = cause
+
+
+class GlitchTipRedirected(GlitchTipError):
+    """GLITCHTIP_URL answers with a redirect, which the relay does not follow (the token would
+    go wherever it points); `detail` is where to."""
 
 
 class GlitchTipTokenRefused(GlitchTipError):

@@ -34,7 +34,7 @@ DIGEST_BUCKETS = (2, 3, 5, 10, 20, 50, 100)
 # A wait for the spool's lock: milliseconds when it is contended, seconds when a tool holds it.
 LOCK_WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10)
 
-WebhookOutcome = Literal["sent", "queued", "failed", "rejected"]
+WebhookOutcome = Literal["sent", "queued", "silenced", "failed", "rejected"]
 AttemptKind = Literal["sync", "background"]
 # Of a look-up of an issue's details in GlitchTip's API (glitchtip/lookups.py).
 LookupOutcome = Literal["read", "cached", "gone", "failed", "skipped"]
@@ -44,8 +44,21 @@ AttemptResult = Literal["delivered", "retryable_error", "permanent_error"]
 # changed (someone not allowed, a button the relay does not know, one no longer shown, an update
 # handled before, GlitchTip or the spool failed).
 PressOutcome = Literal[
-    "resolved", "ignored", "unresolved", "refused", "unknown", "stale", "repeated", "failed"
+    "resolved",
+    "ignored",
+    "unresolved",
+    "muted",
+    "unmuted",
+    "refused",
+    "unknown",
+    "stale",
+    "repeated",
+    "failed",
 ]
+
+# What became of a reply in the chat to one of the relay's messages (acting/replies.py).
+ReplyOutcome = Literal["commented", "asked", "refused", "unknown", "repeated", "failed"]
+REPLY_OUTCOMES: tuple[ReplyOutcome, ...] = get_args(ReplyOutcome)
 
 
 class Collector(Protocol):
@@ -68,7 +81,7 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.webhooks = Counter(
             "relay_webhooks",
-            "Webhooks answered, by outcome (sent, queued, failed, rejected) and reason",
+            "Webhooks answered, by outcome (sent, queued, silenced, failed, rejected) and reason",
             ["outcome", "reason"],
             registry=self.registry,
         )
@@ -124,8 +137,8 @@ class Metrics:
         self.presses = Counter(
             "relay_button_presses",
             "Presses on alerts' buttons, by outcome: the status GlitchTip now has (resolved, "
-            "ignored, unresolved), or why nothing changed (refused, unknown, stale, repeated, "
-            "failed)",
+            "ignored, unresolved), a silence started or ended in the chat (muted, unmuted), "
+            "or why nothing changed (refused, unknown, stale, repeated, failed)",
             ["outcome"],
             registry=self.registry,
         )
@@ -139,6 +152,23 @@ class Metrics:
         )
         for outcome in LOOKUP_OUTCOMES:  # each series from the start: a rule reads "failed"
             self.glitchtip_lookups.labels(outcome)
+        self.silenced = Counter(
+            "relay_alerts_silenced",
+            "Alerts held back from their chat by a silence: kept in the spool, counted, and "
+            "summed up in one message when the silence ends",
+            registry=self.registry,
+        )
+        self.replies = Counter(
+            "relay_replies",
+            "Replies in the chat to the relay's messages, by outcome: commented (posted on the "
+            "issue in GlitchTip), asked (which issue, for a message about several), refused "
+            "(the author may not act), unknown (a message the relay does not keep), repeated, "
+            "failed",
+            ["outcome"],
+            registry=self.registry,
+        )
+        for reply in REPLY_OUTCOMES:
+            self.replies.labels(reply)
         self._gauges = gauges
         if gauges is not None:
             self.registry.register(gauges)
@@ -153,6 +183,9 @@ class Metrics:
 
     def press(self, outcome: PressOutcome) -> None:
         self.presses.labels(outcome).inc()
+
+    def reply(self, outcome: ReplyOutcome) -> None:
+        self.replies.labels(outcome).inc()
 
     def glitchtip_lookup(self, outcome: LookupOutcome) -> None:
         self.glitchtip_lookups.labels(outcome).inc()

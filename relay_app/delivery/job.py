@@ -27,10 +27,11 @@ from ..core.metrics import AttemptKind, AttemptResult, Metrics
 from ..core.outcomes import Dead, Delivered, Outcome, Refund, RetryAt
 from ..core.routing import Destination
 from ..message.digest import compose, how_many_fit
-from ..message.formatting import REPEAT_NOTE, REPEAT_NOTE_DIGEST, Message, with_first_line
+from ..message.formatting import Message, with_first_line
 from ..spool.model import Claim, Settled, Settlement, SpooledAlert, refunded
 from ..spool.queue import Queue
 from ..telegram.courier import Extras, Sent
+from ..words import Words
 from .health import Health
 from .policy import RetryPolicy
 
@@ -71,6 +72,7 @@ class Jobs:
         health: Health,
         metrics: Metrics,
         outgoing: AroundDelivery[Any],
+        words: Words,
         clock: Clock = time.time,
         late_after: float = 60.0,
         coalesce: bool = True,
@@ -78,6 +80,7 @@ class Jobs:
     ) -> None:
         self._deliver = deliver
         self._outgoing = outgoing
+        self._words = words
         self.policy = policy
         self._health = health
         self._metrics = metrics
@@ -94,7 +97,7 @@ class Jobs:
         if not self._coalesce or _alone(alerts[0]):
             return 1
         fresh = list(takewhile(lambda alert: not _alone(alert), alerts))
-        return how_many_fit([alert.message for alert in fresh])
+        return how_many_fit([alert.message for alert in fresh], self._words)
 
     def run(
         self,
@@ -194,12 +197,16 @@ class Jobs:
         message = compose(
             [alert.message for alert in alerts],
             [alert.received_at for alert in alerts],
+            self._words,
             now=now,
             late_after=self._late_after,
         )
         if not any(_maybe_seen(alert) for alert in alerts):
             return message
-        return with_first_line(message, REPEAT_NOTE if len(alerts) == 1 else REPEAT_NOTE_DIGEST)
+        words = self._words
+        return with_first_line(
+            message, words.repeat_note if len(alerts) == 1 else words.repeat_note_digest
+        )
 
     def _settlement(self, claim: Claim, error: Exception | None, now: float) -> Settlement:
         """What the attempt decided for each alert, and what it says of Telegram."""

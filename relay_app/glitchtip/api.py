@@ -1,10 +1,10 @@
 """GlitchTip's API: the one change a press asks for, an issue's status (`PUT
-/api/0/issues/<id>/`); what an alert's message adds about its issue (`GET` the issue and its
-latest event, details.py); and the token check `relay-app check` makes (`GET
+/api/0/issues/<id>/`); a reply in the chat as a comment on its issue (`POST
+/api/0/issues/<id>/comments/`); what an alert's message adds about its issue (`GET` the issue
+and its latest event, details.py); and the token check `relay-app check` makes (`GET
 /api/0/users/me/`).
 The one place where requests' exceptions and GlitchTip's answers become the GlitchTip errors
-(errors.py), each with a notice for the person who pressed. Facts:
-../shared/reference/glitchtip-api.md.
+(errors.py). Facts: ../shared/reference/glitchtip-api.md.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ import requests
 from ..core.errors import (
     GlitchTipError,
     GlitchTipIssueGone,
+    GlitchTipRedirected,
     GlitchTipScopeMissing,
     GlitchTipTokenRefused,
     GlitchTipUnreachable,
+    Unreached,
 )
 from ..core.http_deadline import Deadline, DeadlineAdapter
 from ..core.logs import redact, register_secret
@@ -27,10 +29,8 @@ from .details import IssueDetails, details_from
 
 # GlitchTip's answers here are a few kilobytes; a larger one is not its API answering.
 MAX_ANSWER_BYTES = 1024 * 1024
-_NEW_TOKEN_HOWTO = (
-    "make a new token in GlitchTip (Profile → Auth Tokens) with the event:write scope and set "  # noqa: S105 (a hint, not a password)
-    "GLITCHTIP_API_TOKEN to it"
-)
+# GlitchTip answers a comment on an issue that does not exist with 400 and this (not 404).
+_NO_SUCH_ISSUE = "issue does not exist"
 
 # What a button sets an issue to in GlitchTip.
 IssueStatus = Literal["resolved", "ignored", "unresolved"]
@@ -54,6 +54,12 @@ class GlitchTipApi:
         """Set the issue's status; GlitchTip's issue JSON, or a GlitchTipError."""
         _check_id(issue_id)
         return self._call("PUT", f"/api/0/issues/{issue_id}/", {"status": status})
+
+    def comment(self, issue_id: str, text: str) -> dict[str, Any]:
+        """Post a comment on the issue (its author is the token's user); GlitchTip's comment
+        JSON, or a GlitchTipError."""
+        _check_id(issue_id)
+        return self._call("POST", f"/api/0/issues/{issue_id}/comments/", {"data": {"text": text}})
 
     def details(self, issue_id: str) -> IssueDetails:
         """What the issue and its latest event say (details.py), or a GlitchTipError. An issue
@@ -88,11 +94,9 @@ class GlitchTipApi:
                     status, location = response.status_code, response.headers.get("Location")
                     answer = _bounded(response)
             except requests.RequestException as exc:
-                said = "did not answer in time" if watchdog.expired else _cause(exc)
+                cause: Unreached = "timeout" if watchdog.expired else _cause(exc)
                 raise GlitchTipUnreachable(
-                    f"{method} {url}: GlitchTip {said}",
-                    notice=f"GlitchTip could not be reached ({said}); nothing was changed. "
-                    "Try again in a while.",
+                    f"{method} {url}: GlitchTip at GLITCHTIP_URL {_SAID[cause]}", cause=cause
                 ) from None
         if 300 <= status < 400:
             raise _redirected(method, url, status, location)
@@ -123,11 +127,10 @@ def _bounded(response: requests.Response) -> bytes | None:
 
 def _redirected(method: str, url: str, status: int, location: str | None) -> GlitchTipError:
     where = redact(location)[:200] if location else "nowhere"
-    return GlitchTipError(
+    return GlitchTipRedirected(
         f"{method} {url}: GlitchTip answered {status}, a redirect to {where}, which the relay "
         "does not follow: set GLITCHTIP_URL to GlitchTip's own address",
-        notice=f"GLITCHTIP_URL points at an address that redirects (to {where}); nothing was "
-        "changed. The relay's operator must set GLITCHTIP_URL to GlitchTip's own address.",
+        detail=where,
         status=status,
     )
 
@@ -137,44 +140,36 @@ def _refusal(method: str, url: str, status: int, reply: object) -> GlitchTipErro
     said = redact(str(detail))[:200] if detail else f"HTTP {status}"
     logged = f"{method} {url}: GlitchTip answered {status}: {said}"
     if status == 401 or (status == 403 and "csrf" in said.lower()):
-        return GlitchTipTokenRefused(
-            logged,
-            notice=f"GlitchTip refused the relay's token (wrong or revoked): {_NEW_TOKEN_HOWTO}.",
-            status=status,
-        )
+        return GlitchTipTokenRefused(logged, detail=said, status=status)
     if status == 403:
-        return GlitchTipScopeMissing(
-            logged,
-            notice="GlitchTip says the relay's token may not change issues: it needs the "
-            f"event:write scope; {_NEW_TOKEN_HOWTO}.",
-            status=status,
-        )
-    if status == 404:
-        return GlitchTipIssueGone(
-            logged,
-            notice="GlitchTip has no such issue any more (deleted, or in an organization the "
-            "token's user is not in); nothing was changed.",
-            status=status,
-        )
+        return GlitchTipScopeMissing(logged, detail=said, status=status)
+    if _no_such_issue(status, said):
+        return GlitchTipIssueGone(logged, detail=said, status=status)
     if status >= 500 or not isinstance(reply, dict):
-        return GlitchTipUnreachable(
-            logged,
-            notice=f"GlitchTip is failing ({said}); nothing was changed. Try again in a while.",
-            status=status,
-        )
-    return GlitchTipError(
-        logged, notice=f"GlitchTip refused the change ({status}: {said}).", status=status
-    )
+        return GlitchTipUnreachable(logged, detail=said, status=status)
+    return GlitchTipError(logged, detail=f"{status}: {said}", status=status)
 
 
-def _cause(exc: requests.RequestException) -> str:
+def _no_such_issue(status: int, said: str) -> bool:
+    return status == 404 or (status == 400 and said.lower().rstrip(".") == _NO_SUCH_ISSUE)
+
+
+# How the log says why GlitchTip was not reached.
+_SAID: dict[Unreached, str] = {
+    "timeout": "did not answer in time",
+    "refused": "refused the connection",
+    "unresolvable": "could not be found: its host name did not resolve",
+    "connection": "could not be reached: the connection failed",
+}
+
+
+def _cause(exc: requests.RequestException) -> Unreached:
     if isinstance(exc, requests.Timeout):
-        return "did not answer in time"
+        return "timeout"
     if isinstance(exc, requests.ConnectionError):
         text = str(exc).lower()
         if "refused" in text:
-            return "refused the connection"
+            return "refused"
         if "name or service" in text or "resolve" in text:
-            return "its name could not be resolved"
-        return "the connection failed"
-    return "the request failed"
+            return "unresolvable"
+    return "connection"

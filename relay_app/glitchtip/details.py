@@ -27,12 +27,6 @@ class Frame:
     function: str | None
     source: str | None  # the line's code (`context_line`), stripped
 
-    @property
-    def where(self) -> str:
-        """'shop/cart.py:4 in total'."""
-        at = f"{self.filename}:{self.line}" if self.line is not None else self.filename
-        return f"{at} in {self.function}" if self.function else at
-
 
 @dataclass(frozen=True)
 class IssueDetails:

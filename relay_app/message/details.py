@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..glitchtip.details import IssueDetails
-from .spans import Span, clean, duration, shorten, value
+from ..glitchtip.details import Frame, IssueDetails
+from ..words import Words
+from .spans import Span, clean, shorten, value
 
 # First seen this recently: the issue is new, the most important thing to know about it.
 NEW_WITHIN = 600.0
@@ -21,54 +22,62 @@ WHERE_LIMIT = 120
 VALUE_LIMIT = 300
 
 
-def detail_spans(details: IssueDetails, *, title: str, now: float) -> list[Span]:
+def detail_spans(details: IssueDetails, words: Words, *, title: str, now: float) -> list[Span]:
     """The lines under an issue's title (each begins with a line break)."""
     spans: list[Span] = []
     if details.frame is not None:
-        spans += [Span("\n📍 "), value(shorten(clean(details.frame.where), WHERE_LIMIT))]
+        at = frame_where(details.frame, words)
+        spans += [Span("\n📍 "), value(shorten(clean(at), WHERE_LIMIT))]
         if details.frame.source:
             source = shorten(clean(details.frame.source, single_line=True), SOURCE_LIMIT)
             spans += [Span("\n"), value(source, code=True)]
-    seen = seen_words(details, now=now)
+    seen = seen_words(details, words, now=now)
     if seen:
         spans += [Span(f"\n{seen}")]
     if details.level and details.level.lower() not in ("error", "fatal"):
-        spans += [Span("\nLevel: "), value(details.level)]
+        spans += [Span(f"\n{words.level}"), value(details.level)]
     cut_value = _value_cut_from(title, details)
     if cut_value:
-        spans += [Span("\nValue: "), value(shorten(clean(cut_value), VALUE_LIMIT))]
+        spans += [Span(f"\n{words.value}"), value(shorten(clean(cut_value), VALUE_LIMIT))]
     return spans
 
 
-def details_note(label: str, details: IssueDetails, *, shown: str, now: float) -> str:
+def details_note(label: str, details: IssueDetails, words: Words, *, shown: str, now: float) -> str:
     """The details as plain lines added to a sent message by an edit, when they came after it:
     'ℹ️ BACKEND-1A, from GlitchTip:' and the lines `detail_spans` gives. `shown` is the text
     the message already has (an exception's value it holds is not repeated)."""
-    lines = "".join(span.text for span in detail_spans(details, title=shown, now=now))
-    return f"ℹ️ {label}, from GlitchTip:{lines}" if lines else ""
+    lines = "".join(span.text for span in detail_spans(details, words, title=shown, now=now))
+    return f"{words.details_from.format(label=label)}{lines}" if lines else ""
 
 
-def seen_words(details: IssueDetails, *, now: float) -> str:
+def seen_words(details: IssueDetails, words: Words, *, now: float) -> str:
     """'🆕 New issue, first seen 2 min ago · seen 3 times', '🔁 Seen 1204 times · first seen
     3 d ago', or less when GlitchTip did not say."""
     seen = first = None
     if details.count is not None:
-        seen = "seen 1 time" if details.count == 1 else f"seen {details.count} times"
+        seen = words.count(words.seen_times, details.count)
     if details.first_seen is not None:
         age = now - details.first_seen
         if age < NEW_WITHIN:
-            return " · ".join(filter(None, [f"🆕 New issue, first seen {duration(age)} ago", seen]))
-        first = f"first seen {duration(age)} ago"
-    words = " · ".join(filter(None, [seen, first]))
-    return f"🔁 {words[0].upper()}{words[1:]}" if words else ""
+            new = words.new_issue.format(age=words.duration(age))
+            return " · ".join(filter(None, [new, seen]))
+        first = words.first_seen.format(age=words.duration(age))
+    said = " · ".join(filter(None, [seen, first]))
+    return f"🔁 {said[0].upper()}{said[1:]}" if said else ""
 
 
-def where(details: IssueDetails | None) -> str | None:
+def where(details: IssueDetails | None, words: Words) -> str | None:
     """'cart.py:4 in total': the frame as a backlog's line shows it, the file's name alone."""
     if details is None or details.frame is None:
         return None
     frame = details.frame
-    return replace(frame, filename=frame.filename.rsplit("/", 1)[-1]).where
+    return frame_where(replace(frame, filename=frame.filename.rsplit("/", 1)[-1]), words)
+
+
+def frame_where(frame: Frame, words: Words) -> str:
+    """'shop/cart.py:4 in total'."""
+    at = f"{frame.filename}:{frame.line}" if frame.line is not None else frame.filename
+    return words.frame_where.format(at=at, function=frame.function) if frame.function else at
 
 
 def _value_cut_from(title: str, details: IssueDetails) -> str | None:

@@ -20,12 +20,12 @@ import html
 from collections.abc import Callable, Sequence
 from itertools import takewhile
 
+from ..words import Words
 from .formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT, Entry, Message, with_late_note
-from .lines import backlog_least_length, backlog_spans
+from .lines import Line, backlog_least_length, backlog_spans
 from .spans import (
     Span,
     cut_spans,
-    duration,
     shorten_values,
     span_html,
     utc_time,
@@ -40,38 +40,39 @@ SEPARATOR = PARAGRAPH
 MAX_ALERTS_PER_DIGEST = 120
 # A backlog's lines are not cut below this (a title, where it was raised) to fit more alerts.
 LINE_MIN_VALUE = 28
-CUT_NOTE = "✂️ Cut to fit: each short id links to the whole issue in GlitchTip."
+# Kept free for the note that says a backlog's lines were cut (Words.cut_note), in any language.
+CUT_NOTE_ROOM = 100
 # What a backlog's lines may take: the rest is the first line's, and the note's when needed.
-LINES_LIMIT = TELEGRAM_TEXT_LIMIT - HEADER_ROOM - len(CUT_NOTE) - 2 * len(SEPARATOR)
+LINES_LIMIT = TELEGRAM_TEXT_LIMIT - HEADER_ROOM - CUT_NOTE_ROOM - 2 * len(SEPARATOR)
 
 
-def how_many_fit(messages: Sequence[Message]) -> int:
+def how_many_fit(messages: Sequence[Message], words: Words) -> int:
     """How many of these waiting alerts, oldest first, go into the next message: all of them
     when their entries fit in one digest; otherwise as many as fit as lines. Always at least
     one (an alert without lines, or too long to share a digest, goes alone, as its own
     message)."""
     if not messages:
         return 0
-    if _entries_fit(messages):
+    if _entries_fit(messages, words):
         return len(messages)
     lined = list(takewhile(lambda message: bool(message.lines), messages))
     if not lined:  # an unknown payload's, or from before lines: as many entries as fit
-        return max(_most(messages, _entries_fit), 1)
-    return max(_most(lined, _lines_fit), 1)
+        return max(_most(messages, lambda some: _entries_fit(some, words)), 1)
+    return max(_most(lined, lambda some: _lines_fit(some, words)), 1)
 
 
-def _entries_fit(messages: Sequence[Message]) -> bool:
+def _entries_fit(messages: Sequence[Message], words: Words) -> bool:
     """Whether all of these fit in one digest as their whole entries."""
     if len(messages) > MAX_ALERTS_PER_DIGEST:
         return False
-    parts = _parts(messages)
+    parts = _parts(messages, words)
     used = HEADER_ROOM + sum(len(SEPARATOR) + visible_length(p.text) for p in parts)
     return used <= TELEGRAM_TEXT_LIMIT
 
 
-def _lines_fit(messages: Sequence[Message]) -> bool:
+def _lines_fit(messages: Sequence[Message], words: Words) -> bool:
     lines = [message.lines for message in messages]
-    return backlog_least_length(lines, LINE_MIN_VALUE) <= LINES_LIMIT
+    return backlog_least_length(lines, LINE_MIN_VALUE, words) <= LINES_LIMIT
 
 
 def _most(messages: Sequence[Message], fit: Callable[[Sequence[Message]], bool]) -> int:
@@ -91,7 +92,7 @@ def _most(messages: Sequence[Message], fit: Callable[[Sequence[Message]], bool])
     return low
 
 
-def _parts(messages: Sequence[Message]) -> list[Entry]:
+def _parts(messages: Sequence[Message], words: Words) -> list[Entry]:
     """The digest's parts after its first line: each alert's entry, except that
     alerts in a row with the same heading share it, shown once with their count."""
     parts: list[Entry] = []
@@ -100,7 +101,7 @@ def _parts(messages: Sequence[Message]) -> list[Entry]:
 
     def close_run() -> None:
         if run_heading is not None and len(run) > 1:
-            count = f" · {len(run)} alerts"
+            count = f" · {words.count(words.alerts, len(run))}"
             parts.append(Entry(run_heading.html + count, run_heading.text + count))
             parts.extend(_without_heading(entry, run_heading) for entry in run)
         else:
@@ -131,6 +132,7 @@ def _without_heading(entry: Entry, heading: Entry) -> Entry:
 def compose(
     messages: Sequence[Message],
     received_at: Sequence[float],
+    words: Words,
     *,
     now: float,
     late_after: float,
@@ -142,13 +144,10 @@ def compose(
     first, last = min(received_at), max(received_at)
     if len(messages) == 1:
         if now - first > late_after:
-            return with_late_note(messages[0], received_at=first, now=now)
+            return with_late_note(messages[0], words, received_at=first, now=now)
         return messages[0]
-    heading = header(len(messages), first, last, now=now, late_after=late_after)
-    if not _entries_fit(messages) and all(m.lines for m in messages):
-        parts = [_backlog(messages)]
-    else:
-        parts = _parts(messages)
+    heading = header(len(messages), first, last, words, now=now, late_after=late_after)
+    parts = _backlog_or_parts(messages, words)
     text = SEPARATOR.join([heading, *(part.text for part in parts)])
     if visible_length(text) > TELEGRAM_TEXT_LIMIT:
         raise ValueError("these alerts do not fit in one digest; pack them with how_many_fit")
@@ -162,22 +161,41 @@ def compose(
     )
 
 
-def _backlog(messages: Sequence[Message]) -> Entry:
-    """The alerts as a backlog's lines, their values cut evenly to fit; when anything was
-    cut, a last line says where to read it whole."""
-    spans = backlog_spans([message.lines for message in messages])
+def _backlog_or_parts(messages: Sequence[Message], words: Words) -> list[Entry]:
+    """The alerts' whole entries when they fit; otherwise, when every alert has them, their
+    lines."""
+    if _entries_fit(messages, words) or not all(m.lines for m in messages):
+        return _parts(messages, words)
+    return [backlog([m.lines for m in messages], words)]
+
+
+def backlog(lines: Sequence[Sequence[Line]], words: Words) -> Entry:
+    """Alerts as a backlog's lines, their values cut evenly to fit; when anything was cut, a
+    last line says where to read it whole."""
+    spans = backlog_spans(lines, words)
     fitted = shorten_values(spans, LINES_LIMIT, min_value_length=2) or cut_spans(spans, LINES_LIMIT)
     if fitted != spans:
-        fitted = [*fitted, Span(SEPARATOR + CUT_NOTE)]
+        fitted = [*fitted, Span(SEPARATOR + words.cut_note)]
     return Entry("".join(span_html(span) for span in fitted), "".join(s.text for s in fitted))
 
 
-def header(count: int, first: float, last: float, *, now: float, late_after: float) -> str:
+def header(
+    count: int, first: float, last: float, words: Words, *, now: float, late_after: float
+) -> str:
     """'🗂 12 alerts, received 2026-11-30 10:52:03 to 10:52:14 UTC (over 11 s)'."""
-    start, end = utc_time(first), utc_time(last)
-    if end[:10] == start[:10]:
-        end = end[11:]  # same day: the time is enough
-    line = f"🗂 {count} alerts, received {start} to {end} UTC (over {duration(last - first)})"
+    start, end = time_span(first, last)
+    line = words.digest_head.format(
+        alerts=words.count(words.alerts, count),
+        start=start,
+        end=end,
+        span=words.duration(last - first),
+    )
     if now - first > late_after:
-        line += f"; sent {duration(now - first)} after the first"
+        line += words.digest_sent_after.format(delay=words.duration(now - first))
     return line
+
+
+def time_span(first: float, last: float) -> tuple[str, str]:
+    """'2026-11-30 10:52:03' and '10:52:14': the end's date only when it is another day."""
+    start, end = utc_time(first), utc_time(last)
+    return start, end[11:] if end[:10] == start[:10] else end

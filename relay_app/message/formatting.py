@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -26,15 +27,15 @@ from ..glitchtip.webhook import (
     UptimeAlert,
     parse_alert,
 )
+from ..words import Plural, Words
 from .details import detail_spans
-from .lines import Line, lines_of
+from .lines import Line, field_name, lines_of, monitor_state
 from .spans import (
     MIN_VALUE_LENGTH,
     Span,
     capped_values,
     clean,
     cut_spans,
-    duration,
     least_length,
     safe_link,
     shorten,
@@ -52,11 +53,6 @@ TELEGRAM_TEXT_LIMIT = 4096
 # already accepted.
 NOTES_ROOM = 200
 MESSAGE_LIMIT = TELEGRAM_TEXT_LIMIT - NOTES_ROOM
-# The first line of a message sent again after an attempt that may have reached the chat (its
-# reply was lost, it timed out mid-send, its process died mid-attempt, or its attempts ran out
-# before its second chance): a reader knows what they may have seen already.
-REPEAT_NOTE = "↩️ Sent again: this alert may repeat an earlier message."
-REPEAT_NOTE_DIGEST = "↩️ Sent again: some of these alerts may repeat an earlier message."
 # Sent when Telegram rejects our HTML or its length: well inside the limit, so a disagreement
 # about how characters are counted cannot make the fallback fail too.
 PLAIN_FALLBACK_LIMIT = 3000
@@ -70,11 +66,17 @@ PARAGRAPH = "\n\n"
 # backlog, where not even those fit, an alert is its lines (lines.py).
 DIGEST_ENTRY_LIMIT = 1000
 
+# GlitchTip's own words, which the chat shows in its language.
+GLITCHTIP_HEADING = "GlitchTip Alert"
+_COUNTED_HEADING = re.compile(r"GlitchTip Alert \((\d+) issues?\)")
+SITE_DOWN = "The monitored site has gone down."
+SITE_UP = "The monitored site is back up."
+
 SEVERITY_BY_COLOR = {"#e52b50": "🔴", "#4b60b4": "🔵"}
 SEVERITY_NO_COLOR = "🟠"  # GlitchTip sends no colour for warnings (and other non-error levels)
 SEVERITY_OTHER_COLOR = "⚪"
 _SEVERITY_RANK = ["🔴", "🟠", "⚪", "🔵"]
-MONITOR_MARKERS = {"down": ("🔴", "DOWN"), "up": ("✅", "UP"), "unknown": ("ℹ️", "UPTIME")}
+MONITOR_MARKERS = {"down": "🔴", "up": "✅", "unknown": "ℹ️"}
 
 
 @dataclass(frozen=True)
@@ -117,16 +119,20 @@ class DetailsWithin(Protocol):
 
 
 def message_for(
-    payload: dict[str, Any], *, details: DetailsWithin | None = None, now: float = 0.0
+    payload: dict[str, Any],
+    words: Words,
+    *,
+    details: DetailsWithin | None = None,
+    now: float = 0.0,
 ) -> Message:
-    """The message for a GlitchTip payload, as the webhook builds it and `relay-app preview`
-    shows it: with its issues' details from GlitchTip's API when `details` gives them (`now`
-    then says how long ago an issue was first seen)."""
+    """The message for a GlitchTip payload, in `words`' language, as the webhook builds it and
+    `relay-app preview` shows it: with its issues' details from GlitchTip's API when `details`
+    gives them (`now` then says how long ago an issue was first seen)."""
     try:
         alert = parse_alert(payload)
         subjects = subjects_of(alert)
         if details is None or not subjects.issues:
-            return replace(format_alert(alert), subjects=subjects)
+            return replace(format_alert(alert, words), subjects=subjects)
         found, coming = details(subjects.issues)
         issues = alert.issues if isinstance(alert, IssueAlert) else ()
         by_link = {
@@ -135,25 +141,29 @@ def message_for(
             if issue.link and (ref := issue_ref(issue.link, issue.short_id)) and ref.id in found
         }
         later = tuple(replace(ref, details_later=ref.id in coming) for ref in subjects.issues)
-        message = format_alert(alert, by_link, now=now)
+        message = format_alert(alert, words, by_link, now=now)
         return replace(message, subjects=replace(subjects, issues=later))
     except Exception:
         # A bug in reading one payload shape must not cost the alert: forward it raw instead.
         logging.getLogger(__name__).exception(
             "could not format this payload as a GlitchTip alert; forwarding it raw"
         )
-        return format_alert(UnrecognizedPayload(payload))
+        return format_alert(UnrecognizedPayload(payload), words)
 
 
 def format_alert(
-    alert: Alert, details: Mapping[str, IssueDetails] | None = None, *, now: float = 0.0
+    alert: Alert,
+    words: Words,
+    details: Mapping[str, IssueDetails] | None = None,
+    *,
+    now: float = 0.0,
 ) -> Message:
     """The alert's message, its shorter entry for digests when it is long (most are not: one
     issue is about 150 characters), and its lines for a backlog. `details` are its issues' from
     GlitchTip's API, by issue link. Its spans are built and measured once, and fitted to each
     limit."""
     details = details or {}
-    parts = _Parts(*_parts(alert, details, now))
+    parts = _Parts(*_parts(alert, details, now, words))
     message = render(parts.fit(MESSAGE_LIMIT))
     if isinstance(alert, IssueAlert):
         heading = render(parts.header)
@@ -161,11 +171,11 @@ def format_alert(
         message = replace(
             message,
             heading=Entry(heading.html, heading.text),
-            lines=lines_of(alert, markers, details),
+            lines=lines_of(alert, markers, details, words),
         )
     elif isinstance(alert, UptimeAlert):
-        markers = [MONITOR_MARKERS[monitor.state][0] for monitor in alert.monitors]
-        message = replace(message, lines=lines_of(alert, markers, details))
+        markers = [MONITOR_MARKERS[monitor.state] for monitor in alert.monitors]
+        message = replace(message, lines=lines_of(alert, markers, details, words))
     if visible_length(message.text) > DIGEST_ENTRY_LIMIT:
         entry = render(parts.fit(DIGEST_ENTRY_LIMIT))
         message = replace(message, short_entry=Entry(entry.html, entry.text))
@@ -176,32 +186,30 @@ Footer = Callable[[int], list[Span]]
 
 
 def _parts(
-    alert: Alert, details: Mapping[str, IssueDetails], now: float
+    alert: Alert, details: Mapping[str, IssueDetails], now: float, words: Words
 ) -> tuple[list[Span], list[list[Span]], Footer]:
     """Header, items (issues or monitors) and the footer for however many items are shown."""
     if isinstance(alert, IssueAlert):
         numbered = len(alert.issues) > 1
         return (
-            _issue_header(alert),
+            _issue_header(alert, words),
             [
-                _issue_block(
-                    issue, numbered=numbered, details=details.get(issue.link or ""), now=now
-                )
+                _issue_block(issue, words, numbered, details.get(issue.link or ""), now)
                 for issue in alert.issues
             ],
-            lambda shown: _hidden_issues(alert.total - shown),
+            lambda shown: _hidden(words.more_issues, alert.total - shown, words),
         )
     if isinstance(alert, UptimeAlert):
         return (
             [],
             [
-                _monitor_block(monitor, first=index == 0)
+                _monitor_block(monitor, words, first=index == 0)
                 for index, monitor in enumerate(alert.monitors)
             ],
-            lambda shown: _hidden_monitors(alert.total - shown),
+            lambda shown: _hidden(words.more_monitors, alert.total - shown, words),
         )
     dump = json.dumps(alert.payload, ensure_ascii=False, indent=1, default=str)
-    header = [Span("⚠️ "), Span("Webhook payload in a shape the relay does not know", bold=True)]
+    header = [Span("⚠️ "), Span(words.unknown_payload, bold=True)]
     return header, [[Span("\n"), Span(clean(dump), pre=True, value=True)]], lambda shown: []
 
 
@@ -214,10 +222,10 @@ def render(spans: Sequence[Span]) -> Message:
     )
 
 
-def with_late_note(message: Message, *, received_at: float, now: float) -> Message:
+def with_late_note(message: Message, words: Words, *, received_at: float, now: float) -> Message:
     """`message` with a last line saying when GlitchTip sent it and how late it arrives;
     `received_at` and `now` are Unix times."""
-    return with_note(message, late_note(received_at, now))
+    return with_note(message, late_note(received_at, now, words))
 
 
 def with_note(message: Message, note: str) -> Message:
@@ -238,76 +246,83 @@ def with_first_line(message: Message, line: str) -> Message:
     )
 
 
-def late_note(received_at: float, now: float) -> str:
-    delay = duration(now - received_at)
-    return f"⏳ Late: GlitchTip sent this at {utc_time(received_at)} UTC; delivered {delay} later."
+def late_note(received_at: float, now: float, words: Words) -> str:
+    delay = words.duration(now - received_at)
+    return words.late_note.format(time=utc_time(received_at), delay=delay)
 
 
 # --- the pieces of a message -------------------------------------------------------------
 
 
-def _issue_header(alert: IssueAlert) -> list[Span]:
+def _issue_header(alert: IssueAlert, words: Words) -> list[Span]:
     markers = [_severity(issue.color) for issue in alert.issues]
     worst = min(markers, key=_SEVERITY_RANK.index)
     # Not a value span: shortened here once, so that no fitting below shortens it differently.
-    heading = shorten(clean(alert.heading or "GlitchTip Alert", single_line=True), HEADING_LIMIT)
+    heading = shorten(clean(_heading(alert.heading, words), single_line=True), HEADING_LIMIT)
     return [Span(f"{worst} "), Span(heading, bold=True)]
 
 
+def _heading(heading: str, words: Words) -> str:
+    """GlitchTip's heading, in the chat's language when it is one of GlitchTip's own ('GlitchTip
+    Alert', 'GlitchTip Alert (12 issues)'); anything else as it came."""
+    if not heading or heading == GLITCHTIP_HEADING:
+        return words.glitchtip_alert
+    counted = _COUNTED_HEADING.fullmatch(heading)
+    if counted:
+        return words.count(words.glitchtip_alert_issues, int(counted.group(1)))
+    return heading
+
+
 def _issue_block(
-    issue: Issue, *, numbered: bool, details: IssueDetails | None, now: float
+    issue: Issue, words: Words, numbered: bool, details: IssueDetails | None, now: float
 ) -> list[Span]:
     spans = [Span("\n\n")]
     if numbered:
         spans.append(Span(f"{_severity(issue.color)} "))
-    title = issue.title or "(untitled issue)"
+    title = issue.title or words.untitled_issue
     spans.append(value(title, bold=True, href=safe_link(issue.link)))
     if issue.culprit and (details is None or details.frame is None):
-        spans += [Span("\nin "), value(issue.culprit, code=True)]
+        spans += [Span(f"\n{words.raised_in}"), value(issue.culprit, code=True)]
     if details is not None:
-        spans += detail_spans(details, title=title, now=now)
-    for index, fact in enumerate(_facts(issue)):
+        spans += detail_spans(details, words, title=title, now=now)
+    for index, fact in enumerate(_facts(issue, words)):
         spans.append(Span("\n" if index == 0 else " · "))
         spans += fact
     return spans
 
 
-def _facts(issue: Issue) -> list[list[Span]]:
+def _facts(issue: Issue, words: Words) -> list[list[Span]]:
     """Its short id and GlitchTip's fields (project, environment, ...), for one line."""
     facts: list[list[Span]] = []
     if issue.short_id:
         facts.append([value(issue.short_id, bold=True)])
     for field in issue.fields:
         if field.title:
-            facts.append([value(field.title), Span(": "), value(field.value)])
+            facts.append([value(field_name(field.title, words)), Span(": "), value(field.value)])
         else:
             facts.append([value(field.value)])
     return facts
 
 
-def _hidden_issues(count: int) -> list[Span]:
-    if count <= 0:
-        return []
-    noun = "issue" if count == 1 else "issues"
-    return [Span(f"\n\n…and {count} more {noun} not shown here")]
+def _hidden(word: Plural, count: int, words: Words) -> list[Span]:
+    return [Span(f"\n\n{words.count(word, count)}")] if count > 0 else []
 
 
-def _monitor_block(monitor: MonitorChange, *, first: bool) -> list[Span]:
-    marker, label = MONITOR_MARKERS[monitor.state]
+def _monitor_block(monitor: MonitorChange, words: Words, *, first: bool) -> list[Span]:
+    marker = MONITOR_MARKERS[monitor.state]
     separator = "" if first else "\n\n"
     spans = [
         Span(f"{separator}{marker} "),
-        Span(label, bold=True),
+        Span(monitor_state(monitor.state, words), bold=True),
         Span(" · "),
-        value(monitor.name or "(unnamed monitor)", bold=True, href=safe_link(monitor.link)),
+        value(monitor.name or words.unnamed_monitor, bold=True, href=safe_link(monitor.link)),
     ]
     if monitor.sentence:
-        spans += [Span("\n"), value(monitor.sentence)]
+        sentence = {SITE_DOWN: words.site_down, SITE_UP: words.site_up}.get(
+            monitor.sentence, monitor.sentence
+        )
+        spans += [Span("\n"), value(sentence)]
     return spans
-
-
-def _hidden_monitors(count: int) -> list[Span]:
-    return [Span(f"\n\n…and {count} more monitors not shown here")] if count > 0 else []
 
 
 def _severity(color: str | None) -> str:

@@ -21,6 +21,7 @@ from functools import lru_cache
 
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.webhook import Alert, Issue, IssueAlert, UptimeAlert
+from ..words import Words
 from .details import where
 from .spans import Span, clean, least_length, safe_link, shorten, value
 
@@ -48,13 +49,14 @@ def lines_of(
     alert: Alert,
     markers: Sequence[str],
     details: Mapping[str, IssueDetails | None],
+    words: Words,
 ) -> tuple[Line, ...]:
     """The alert's lines; `markers` are its items' severity markers (or monitors' states) and
     `details` are by issue link. Empty for a payload the relay does not know: such an alert
     goes in a message of its own."""
     if isinstance(alert, IssueAlert):
         lines = [
-            _issue_line(issue, marker, details.get(issue.link or ""))
+            _issue_line(issue, marker, details.get(issue.link or ""), words)
             for issue, marker in zip(alert.issues, markers, strict=True)
         ]
         if alert.total > len(alert.issues):
@@ -66,23 +68,39 @@ def lines_of(
             Line(
                 key=monitor.link or "",
                 marker=marker,
-                label=monitor.state.upper() if monitor.state != "unknown" else "UPTIME",
+                label=monitor_state(monitor.state, words),
                 link=safe_link(monitor.link),
-                title=_kept(monitor.name or "(unnamed monitor)"),
+                title=_kept(monitor.name or words.unnamed_monitor),
             )
             for monitor, marker in zip(alert.monitors, markers, strict=True)
         )
     return ()
 
 
-def _issue_line(issue: Issue, marker: str, details: IssueDetails | None) -> Line:
+def monitor_state(state: str, words: Words) -> str:
+    """'DOWN', 'UP', or 'UPTIME' when GlitchTip's sentence said neither."""
+    return {"down": words.monitor_down, "up": words.monitor_up}.get(state, words.monitor_unknown)
+
+
+def field_name(title: str, words: Words) -> str:
+    """A GlitchTip field's title in the chat's language, when it is one GlitchTip sends."""
+    known = {
+        "Project": words.field_project,
+        "Environment": words.field_environment,
+        "Release": words.field_release,
+        "Server Name": words.field_server,
+    }
+    return known.get(title, title)
+
+
+def _issue_line(issue: Issue, marker: str, details: IssueDetails | None, words: Words) -> Line:
     return Line(
         key=issue.link or "",
         marker=marker,
-        label=issue.short_id or "Issue",
+        label=issue.short_id or words.issue_label,
         link=safe_link(issue.link),
-        title=_kept(issue.title or "(untitled issue)"),
-        where=where(details) or (_kept(issue.culprit) if issue.culprit else None),
+        title=_kept(issue.title or words.untitled_issue),
+        where=where(details, words) or (_kept(issue.culprit) if issue.culprit else None),
         facts=tuple(
             (field.title, _kept(field.value))
             for field in issue.fields
@@ -91,35 +109,37 @@ def _issue_line(issue: Issue, marker: str, details: IssueDetails | None) -> Line
     )
 
 
-def backlog_spans(alerts: Sequence[Sequence[Line]]) -> list[Span]:
+def backlog_spans(alerts: Sequence[Sequence[Line]], words: Words) -> list[Span]:
     """The digest's body for these alerts' lines, oldest first: the facts all lines share, then
     one line per issue or monitor (repeats shown once, with their count)."""
-    return [span for part in _backlog_parts(alerts) for span in part]
+    return [span for part in _backlog_parts(alerts, words) for span in part]
 
 
-def backlog_least_length(alerts: Sequence[Sequence[Line]], floor: int) -> int:
+def backlog_least_length(alerts: Sequence[Sequence[Line]], floor: int, words: Words) -> int:
     """What `backlog_spans` takes with every value cut to `floor`, each line measured once
     however often it is asked (finding how many alerts fit asks again and again)."""
-    return sum(_least(part, floor) for part in _backlog_parts(alerts))
+    return sum(_least(part, floor) for part in _backlog_parts(alerts, words))
 
 
-def _backlog_parts(alerts: Sequence[Sequence[Line]]) -> list[tuple[Span, ...]]:
+def _backlog_parts(alerts: Sequence[Sequence[Line]], words: Words) -> list[tuple[Span, ...]]:
     shown, hidden = _counted(alerts)
     shared = _shared_facts([line for line, _ in shown])
     parts = [
         tuple(
             span
             for index, (title, fact) in enumerate(shared)
-            for span in (Span(" · " if index else ""), Span(f"{title}: "), value(fact))
+            for span in (
+                Span(" · " if index else ""),
+                Span(f"{field_name(title, words)}: "),
+                value(fact),
+            )
         )
     ]
     for index, (line, times) in enumerate(shown):
         before = "\n" if index else ("\n\n" if shared else "")
         parts.append(_line_spans(before, line, times, shared))
     if hidden:
-        noun = "issue" if hidden == 1 else "issues"
-        text = f"\n➕ {hidden} more {noun} in these alerts, not shown: see GlitchTip"
-        parts.append((Span(text),))
+        parts.append((Span(f"\n{words.count(words.more_in_backlog, hidden)}"),))
     return parts
 
 

@@ -9,6 +9,7 @@ environment as the service.
   to the relay at URL (TELEGRAM_UPDATES=webhook), or stop it.
 - `relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay. It
   never creates a spool, and never touches an alert that is still pending except to say so.
+- `relay-app silence add|list|expire`: quiet in a chat for a while (silence_cli.py).
 
 Exit codes: 0 done (every check passed), 1 something could not be done (a check failed, no
 spool, unknown id, a payload that is not JSON), 2 wrong usage or configuration.
@@ -22,7 +23,6 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TextIO
 from urllib.parse import urlsplit
 
@@ -34,8 +34,9 @@ from ..core.logs import redact, register_secret
 from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..message.formatting import TELEGRAM_TEXT_LIMIT, message_for
 from ..message.spans import utc_time, visible_length
-from ..spool import Admin, SpooledAlert, open_spool
+from ..spool import Admin, Spool, SpooledAlert, open_spool
 from ..telegram.client import TelegramClient
+from ..words import words_for
 from .chats import find_chats, report
 from .config import (
     ConfigError,
@@ -44,10 +45,13 @@ from .config import (
     api_url_from_env,
     bind_from_env,
     bot_token_from_env,
+    language_from_env,
     spool_path_from_env,
     spool_url_from_env,
 )
+from .console import Console, Failed, Usage
 from .selfcheck import Verdict, run_checks
+from .silence_cli import add_silence_commands
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -55,22 +59,6 @@ EXIT_USAGE = 2
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(s|m|h|d|w)")
 _SECONDS_PER_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-class _Failed(Exception):
-    """Reported on stderr; exit code 1."""
-
-
-class _Usage(Exception):
-    """Reported on stderr; exit code 2."""
-
-
-@dataclass(frozen=True)
-class _Console:
-    environ: Mapping[str, str]
-    out: TextIO
-    err: TextIO
-    stdin: TextIO
 
 
 def main(
@@ -81,7 +69,7 @@ def main(
     err: TextIO | None = None,
     stdin: TextIO | None = None,
 ) -> int:
-    console = _Console(
+    console = Console(
         os.environ if environ is None else environ,
         out or sys.stdout,
         err or sys.stderr,
@@ -95,10 +83,10 @@ def main(
         return EXIT_USAGE if exit_.code else EXIT_OK
     try:
         return int(args.run(args, console))
-    except _Usage as exc:
+    except Usage as exc:
         print(f"relay-app: error: {exc}", file=err)
         return EXIT_USAGE
-    except (_Failed, SpoolError) as exc:
+    except (Failed, SpoolError) as exc:
         print(f"relay-app: error: {exc}", file=err)
         return EXIT_FAILED
 
@@ -185,6 +173,7 @@ def _parser() -> argparse.ArgumentParser:
         help="received longer ago than this: 3600, 90s, 15m, 12h, 7d, 2w, 1d12h",
     )
     purge.set_defaults(run=_with_spool(_purge))
+    add_silence_commands(commands, open_spool=_open_spool, duration=parse_duration)
     return parser
 
 
@@ -210,7 +199,7 @@ def _alert_id(raw: str) -> int:
     return int(value)
 
 
-def _check(args: argparse.Namespace, console: _Console) -> int:
+def _check(args: argparse.Namespace, console: Console) -> int:
     passed = True
     for verdict in run_checks(console.environ, send=args.send):
         passed = passed and verdict.passed
@@ -228,7 +217,7 @@ def _verdict_line(verdict: Verdict) -> str:
 CHATS_TIMEOUT = 10.0
 
 
-def _chats(args: argparse.Namespace, console: _Console) -> int:
+def _chats(args: argparse.Namespace, console: Console) -> int:
     problems = []
     token = api_url = ""
     try:
@@ -240,7 +229,7 @@ def _chats(args: argparse.Namespace, console: _Console) -> int:
     except ConfigError as exc:
         problems.append(str(exc))
     if problems:
-        raise _Usage("; ".join(problems))
+        raise Usage("; ".join(problems))
     client = TelegramClient(api_url, token)
     try:
         found = find_chats(client, timeout=CHATS_TIMEOUT)
@@ -248,26 +237,26 @@ def _chats(args: argparse.Namespace, console: _Console) -> int:
         client.close()
     if found.problem is not None:
         hint = f"\nhint: {found.hint}" if found.hint else ""
-        raise _Failed(redact(f"{found.problem}{hint}"))
+        raise Failed(redact(f"{found.problem}{hint}"))
     return EXIT_OK if report(found, console.out) else EXIT_FAILED
 
 
-def _settings(console: _Console) -> Settings:
+def _settings(console: Console) -> Settings:
     try:
         settings = Settings.from_env(console.environ)
     except ConfigError as exc:
-        raise _Usage(str(exc)) from None
+        raise Usage(str(exc)) from None
     for secret in settings.secrets:
         register_secret(secret)  # what this command prints is redacted
     return settings
 
 
-def _set_telegram_webhook(args: argparse.Namespace, console: _Console) -> int:
+def _set_telegram_webhook(args: argparse.Namespace, console: Console) -> int:
     settings = _settings(console)
     base = args.url.strip().rstrip("/")
     parts = urlsplit(base)
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
-        raise _Usage(
+        raise Usage(
             f"{args.url!r} is not the relay's address; for example https://relay.example.com"
         )
     url = base + webhook_path(settings.webhook_secret)
@@ -279,7 +268,7 @@ def _set_telegram_webhook(args: argparse.Namespace, console: _Console) -> int:
             deadline=time.monotonic() + CHATS_TIMEOUT,
         )
     except DeliveryError as exc:
-        raise _Failed(redact(f"Telegram did not set the webhook: {exc}")) from None
+        raise Failed(redact(f"Telegram did not set the webhook: {exc}")) from None
     finally:
         client.close()
     print(
@@ -290,13 +279,13 @@ def _set_telegram_webhook(args: argparse.Namespace, console: _Console) -> int:
     return EXIT_OK
 
 
-def _delete_telegram_webhook(args: argparse.Namespace, console: _Console) -> int:
+def _delete_telegram_webhook(args: argparse.Namespace, console: Console) -> int:
     settings = _settings(console)
     client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
     try:
         client.delete_webhook(deadline=time.monotonic() + CHATS_TIMEOUT)
     except DeliveryError as exc:
-        raise _Failed(redact(f"Telegram did not delete the webhook: {exc}")) from None
+        raise Failed(redact(f"Telegram did not delete the webhook: {exc}")) from None
     finally:
         client.close()
     print(
@@ -313,18 +302,18 @@ READY_TIMEOUT = 4.0
 _ANY_ADDRESS = {"0.0.0.0", "::", "[::]", ""}  # noqa: S104
 
 
-def _ready(args: argparse.Namespace, console: _Console) -> int:
+def _ready(args: argparse.Namespace, console: Console) -> int:
     try:
         bind = admin_bind_from_env(console.environ) or bind_from_env(console.environ)
     except ConfigError as exc:
-        raise _Usage(str(exc)) from None
+        raise Usage(str(exc)) from None
     host, _, port = bind.rpartition(":")
     # A relay listening on every address answers on loopback too.
     url = f"http://{'127.0.0.1' if host in _ANY_ADDRESS else host}:{port}/readyz"
     try:
         reply = requests.get(url, timeout=READY_TIMEOUT)
     except requests.RequestException as exc:
-        raise _Failed(f"the relay does not answer at {url}: {type(exc).__name__}") from None
+        raise Failed(f"the relay does not answer at {url}: {type(exc).__name__}") from None
     try:
         body = reply.json()
     except ValueError:
@@ -333,10 +322,10 @@ def _ready(args: argparse.Namespace, console: _Console) -> int:
         print(f"ready ({url})", file=console.out)
         return EXIT_OK
     reason = body.get("reason") if isinstance(body, dict) else None
-    raise _Failed(f"not ready ({reply.status_code} from {url}): {reason or reply.text[:200]}")
+    raise Failed(f"not ready ({reply.status_code} from {url}): {reason or reply.text[:200]}")
 
 
-def _preview(args: argparse.Namespace, console: _Console) -> int:
+def _preview(args: argparse.Namespace, console: Console) -> int:
     try:
         if args.file == "-":
             stream = console.stdin
@@ -345,11 +334,15 @@ def _preview(args: argparse.Namespace, console: _Console) -> int:
             with open(args.file, "rb") as payload_file:
                 body = payload_file.read()
     except OSError as exc:
-        raise _Failed(f"cannot read {args.file}: {exc.strerror or exc}") from None
+        raise Failed(f"cannot read {args.file}: {exc.strerror or exc}") from None
     try:
-        message = message_for(payload_from_json(body))
+        words = words_for(language_from_env(console.environ))
+    except ConfigError as exc:
+        raise Usage(str(exc)) from None
+    try:
+        message = message_for(payload_from_json(body), words)
     except PayloadError as exc:
-        raise _Failed(str(exc)) from None
+        raise Failed(str(exc)) from None
     # stdout holds exactly the text field the relay posts; the rest goes to stderr.
     console.out.write(message.html + "\n")
     console.err.write(
@@ -362,27 +355,27 @@ def _preview(args: argparse.Namespace, console: _Console) -> int:
 SpoolCommand = Callable[[Admin, argparse.Namespace, TextIO], int]
 
 
-def _with_spool(command: SpoolCommand) -> Callable[[argparse.Namespace, _Console], int]:
-    def run(args: argparse.Namespace, console: _Console) -> int:
+def _with_spool(command: SpoolCommand) -> Callable[[argparse.Namespace, Console], int]:
+    def run(args: argparse.Namespace, console: Console) -> int:
         spool = _open_spool(console.environ)
         try:
-            return command(spool, args, console.out)
+            return command(spool.admin, args, console.out)
         finally:
             spool.close()
 
     return run
 
 
-def _open_spool(environ: Mapping[str, str]) -> Admin:
+def _open_spool(environ: Mapping[str, str]) -> Spool:
     try:
         url = spool_url_from_env(environ)
         path = spool_path_from_env(environ)
     except ConfigError as exc:
-        raise _Usage(str(exc)) from None
+        raise Usage(str(exc)) from None
     spool = open_spool(path=path, url=url, for_service=False)
     if spool is None:
-        raise _Usage("RELAY_SPOOL_PATH is 'off': this relay keeps no spool")
-    return spool.admin
+        raise Usage("RELAY_SPOOL_PATH is 'off': this relay keeps no spool")
+    return spool
 
 
 def _list(spool: Admin, args: argparse.Namespace, out: TextIO) -> int:
@@ -429,7 +422,7 @@ def _retry(spool: Admin, args: argparse.Namespace, out: TextIO) -> int:
         missing = [alert_id for alert_id, state in before.items() if state is None]
         if missing:
             names = ", ".join(f"#{alert_id}" for alert_id in missing)
-            raise _Failed(f"no such alert in {spool.path}: {names}")
+            raise Failed(f"no such alert in {spool.path}: {names}")
     print("A running relay sends them within a couple of seconds.", file=out)
     return EXIT_OK
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from ..core.logs import LogFormat
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id
 from ..message.subjects import origin_of
+from ..words import LANGUAGES
 from .env_values import (
     ConfigError,
     base_url,
@@ -64,6 +65,7 @@ __all__ = [
     "Settings",
     "admin_bind_from_env",
     "bind_from_env",
+    "language_from_env",
     "log_format_from_env",
     "metrics_enabled",
     "spool_path_from_env",
@@ -115,8 +117,10 @@ class Settings:
     details_budget: float | None = DEFAULT_DETAILS_BUDGET
     # How the presses on those buttons reach the relay.
     telegram_updates: UpdatesMode = "off"
-    # Telegram user ids that may press them; empty: anyone in the chat.
+    # Telegram user ids that may press them, and mute and comment from the chat; empty: anyone.
     action_user_ids: frozenset[int] = frozenset()
+    # The language of every word the relay writes to the chat (words/); logs stay English.
+    language: str = "en"
 
     @property
     def default_destination(self) -> Destination:
@@ -212,6 +216,7 @@ class Settings:
             details_budget=read(lambda: _details_budget(environ), None),
             telegram_updates=read(lambda: _updates_mode(environ, glitchtip_token), "off"),
             action_user_ids=read(lambda: _user_ids(environ), frozenset()),
+            language=read(lambda: language_from_env(environ), "en"),
         )
         if glitchtip_token is not None and settings.spool_path is None and not settings.spool_url:
             problems.append(
@@ -228,6 +233,17 @@ class Settings:
             # One spool: the database's. The file's default does not apply.
             settings = replace(settings, spool_path=None)
         return settings
+
+
+def language_from_env(environ: Mapping[str, str]) -> str:
+    """RELAY_LANGUAGE: the chat's language."""
+    raw = environ.get("RELAY_LANGUAGE", "").strip().lower() or "en"
+    if raw not in LANGUAGES:
+        known = " or ".join(sorted(LANGUAGES))
+        raise ConfigError(
+            "RELAY_LANGUAGE", f"{raw!r} is not a language the relay speaks; use {known}"
+        )
+    return raw
 
 
 def _details_budget(environ: Mapping[str, str]) -> float | None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..acting.notices import glitchtip_notice
 from ..acting.updates import webhook_path
 from ..core.errors import (
     ChatMigrated,
@@ -32,6 +33,7 @@ from ..core.routing import ChatId, Destination, parse_chat_id
 from ..glitchtip.api import GlitchTipApi
 from ..spool import Admin, open_spool
 from ..telegram.client import TelegramClient
+from ..words import ENGLISH
 from .config import ConfigError, Settings
 
 TEST_MESSAGE = (
@@ -96,7 +98,7 @@ def _glitchtip_verdict(settings: Settings, token: str, glitchtip_url: str) -> Ve
     except GlitchTipUnreachable as exc:
         return Verdict(name, False, str(exc), f"check GLITCHTIP_URL ({glitchtip_url})")
     except GlitchTipError as exc:
-        return Verdict(name, False, str(exc), exc.notice)
+        return Verdict(name, False, str(exc), glitchtip_notice(exc, ENGLISH))
     who = user.get("username") or user.get("email") or "its user"
     return Verdict(
         name,

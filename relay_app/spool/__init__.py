@@ -10,6 +10,7 @@
 - `pacer.py`: Telegram's rate limits shared through the spool;
 - `health_store.py`: Telegram's health shared through the spool;
 - `sent.py`: the sent messages a press or a recovery changes later;
+- `silences.py`: what each silence holds back from a chat, and its summary when it ends;
 - `poller.py`: which process reads Telegram's updates;
 - `admin.py`: what `relay-app spool` and the metrics read;
 - `holders.py`: who holds a lease, and whether it still can;

@@ -17,6 +17,7 @@ from .poller import SpoolPollerLease
 from .postgres.database import PgDatabase
 from .queue import Queue
 from .sent import SpoolSentStore
+from .silences import SilenceStore
 from .store import Store
 
 # Per process, for alerts the spool cannot take: past it, one can wait nowhere.
@@ -29,6 +30,7 @@ class Spool:
     admin: Admin
     health: SpoolHealthStore
     sent: SpoolSentStore
+    silences: SilenceStore
     poller_lease: SpoolPollerLease
     glitchtip_health: SpoolGlitchTipHealth
     _store: Store
@@ -83,6 +85,7 @@ def on_store(
         admin=Admin(store, clock=clock),
         health=SpoolHealthStore(store),
         sent=SpoolSentStore(store),
+        silences=SilenceStore(store),
         poller_lease=SpoolPollerLease(store),
         glitchtip_health=SpoolGlitchTipHealth(store),
         _store=store,

@@ -35,6 +35,10 @@ class IssueButton:
     status: IssueStatus | None = None
     acted_by: str | None = None
     acted_at: float | None = None
+    # Muted in the message's chat from its Mute button (spool/silences.py): until when, by whom.
+    silence_id: int | None = None
+    muted_by: str | None = None
+    muted_until: float | None = None
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,17 @@ class SentStore(Protocol):
     def pressed(self, key: str) -> tuple[SentMessage, IssueButton] | None:
         """The message a button belongs to, and the button; None when not (or no longer) kept."""
 
+    def message(self, chat: str, message_id: int) -> SentMessage | None:
+        """A kept message (a reply names it); None when not (or no longer) kept."""
+
     def acted(self, key: str, status: IssueStatus, *, by: str, at: float) -> SentMessage | None:
         """Record what a press did; the message as it now stands."""
+
+    def muted(self, key: str, silence_id: int, *, by: str, until: float) -> SentMessage | None:
+        """Record that a press muted the button's issue: the message as it now stands."""
+
+    def unmuted(self, silence_id: int) -> list[SentMessage]:
+        """The silence is over: the messages whose buttons it muted, as they now stand."""
 
     def outage(self, lane: str, link: str) -> Outage | None: ...
 
@@ -138,6 +151,9 @@ class SpoolSentStore:
 
         return self._store.read(read)
 
+    def message(self, chat: str, message_id: int) -> SentMessage | None:
+        return self._store.read(lambda tx: _message(tx, chat, message_id))
+
     def acted(self, key: str, status: IssueStatus, *, by: str, at: float) -> SentMessage | None:
         def act(tx: Tx) -> SentMessage | None:
             row = tx.one(
@@ -148,6 +164,29 @@ class SpoolSentStore:
             return _message(tx, row["chat"], row["message_id"]) if row else None
 
         return self._store.write(act, now=at)
+
+    def muted(self, key: str, silence_id: int, *, by: str, until: float) -> SentMessage | None:
+        def mute(tx: Tx) -> SentMessage | None:
+            row = tx.one(
+                "UPDATE issue_buttons SET silence_id = ?, muted_by = ?, muted_until = ?"
+                " WHERE key = ? RETURNING chat, message_id",
+                (silence_id, by, tx.at.to_db(until), key),
+            )
+            return _message(tx, row["chat"], row["message_id"]) if row else None
+
+        return self._store.write(mute)
+
+    def unmuted(self, silence_id: int) -> list[SentMessage]:
+        def unmute(tx: Tx) -> list[SentMessage]:
+            rows = tx.all(
+                "UPDATE issue_buttons SET silence_id = NULL, muted_by = NULL, muted_until = NULL"
+                " WHERE silence_id = ? RETURNING chat, message_id",
+                (silence_id,),
+            )
+            found = (_message(tx, row["chat"], row["message_id"]) for row in rows)
+            return [message for message in found if message is not None]
+
+        return self._store.write(unmute)
 
     def outage(self, lane: str, link: str) -> Outage | None:
         def read(tx: Tx) -> Outage | None:
@@ -229,7 +268,11 @@ def _message(tx: Tx, chat: str, message_id: int) -> SentMessage | None:
         message,
         sent_at=tx.at.to_local(message.sent_at),
         buttons=tuple(
-            replace(b, acted_at=tx.at.to_local(b.acted_at) if b.acted_at is not None else None)
+            replace(
+                b,
+                acted_at=tx.at.to_local(b.acted_at) if b.acted_at is not None else None,
+                muted_until=tx.at.to_local(b.muted_until) if b.muted_until is not None else None,
+            )
             for b in message.buttons
         ),
     )
@@ -250,6 +293,7 @@ def message_from_rows(row: Row, buttons: Sequence[Row]) -> SentMessage:
 def _button(row: Row) -> IssueButton:
     status = row["status"]
     acted_at = row["acted_at"]
+    silence_id, muted_until = row["silence_id"], row["muted_until"]
     return IssueButton(
         key=str(row["key"]),
         issue_id=str(row["issue_id"]),
@@ -258,6 +302,9 @@ def _button(row: Row) -> IssueButton:
         status=next((known for known in ISSUE_STATUSES if known == status), None),
         acted_by=str(row["acted_by"]) if row["acted_by"] is not None else None,
         acted_at=float(str(acted_at)) if acted_at is not None else None,
+        silence_id=int(str(silence_id)) if silence_id is not None else None,
+        muted_by=str(row["muted_by"]) if row["muted_by"] is not None else None,
+        muted_until=float(str(muted_until)) if muted_until is not None else None,
     )
 
 

@@ -35,6 +35,11 @@ _MARKUP_PROBLEMS = ("can't parse entities", "message is too long", "text is too 
 CONNECTION_POOL_SIZE = 160
 
 
+# What the relay reads of Telegram's updates: presses on its buttons, and replies to its
+# messages. Telegram keeps this list for later calls, so every call that reads updates names it.
+ALLOWED_UPDATES = ["message", "callback_query"]
+
+
 class TelegramClient:
     def __init__(self, api_url: str, token: str) -> None:
         # The token travels in the URL, so every requests error carries it: from here on, no
@@ -118,7 +123,7 @@ class TelegramClient:
         """Updates from `offset` on (confirming every one before it), waiting up to `timeout`
         seconds for one to come. `watch` is handed the request's Deadline, so another thread can
         end the wait at once (a stopping relay must not leave a poll behind it)."""
-        body = {"offset": offset, "timeout": timeout}
+        body = {"offset": offset, "timeout": timeout, "allowed_updates": ALLOWED_UPDATES}
         result = self.call_for_any("getUpdates", body, deadline=deadline, watch=watch)
         return (
             [update for update in result if isinstance(update, dict)]
@@ -127,8 +132,19 @@ class TelegramClient:
         )
 
     def set_webhook(self, url: str, *, secret_token: str, deadline: float) -> None:
-        body = {"url": url, "secret_token": secret_token}
+        body = {"url": url, "secret_token": secret_token, "allowed_updates": ALLOWED_UPDATES}
         self.call_for_any("setWebhook", body, deadline=deadline)
+
+    def set_message_reaction(
+        self, chat_id: ChatId, message_id: int, emoji: str, *, deadline: float
+    ) -> None:
+        """React to a message with one emoji (one of the few Telegram offers to bots)."""
+        body = {
+            "chat_id": chat_id,
+            "message_id": message_id,
+            "reaction": [{"type": "emoji", "emoji": emoji}],
+        }
+        self.call_for_any("setMessageReaction", body, deadline=deadline)
 
     def delete_webhook(self, *, deadline: float) -> None:
         self.call_for_any("deleteWebhook", {}, deadline=deadline)

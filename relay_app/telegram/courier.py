@@ -76,6 +76,13 @@ class Telegram(Protocol):
     def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None:
         """Answer a press on a button with a notice; raises DeliveryError."""
 
+    def react(self, chat: str, message_id: int, emoji: str) -> None:
+        """Put a reaction on a message of the chat; raises DeliveryError."""
+
+    def reply(self, chat: str, thread: int | None, message_id: int, text: str) -> None:
+        """Answer a message of the chat with a short reply (plain text); raises
+        DeliveryError."""
+
 
 class Courier:
     def __init__(self, client: TelegramClient, *, attempt_timeout: float) -> None:
@@ -153,6 +160,27 @@ class Courier:
             text,
             alert=alert,
             deadline=time.monotonic() + self._attempt_timeout,
+        )
+
+    def react(self, chat: str, message_id: int, emoji: str) -> None:
+        """Put a reaction on a message, within the attempt timeout; raises DeliveryError."""
+        self._client.set_message_reaction(
+            parse_chat_id(chat) or chat,
+            message_id,
+            emoji,
+            deadline=time.monotonic() + self._attempt_timeout,
+        )
+
+    def reply(self, chat: str, thread: int | None, message_id: int, text: str) -> None:
+        """A short plain-text reply to a message, within the attempt timeout; raises
+        DeliveryError."""
+        self._client.send_message(
+            parse_chat_id(chat) or chat,
+            text,
+            html=False,
+            thread_id=thread,
+            deadline=time.monotonic() + self._attempt_timeout,
+            reply_to=message_id,
         )
 
     def _follow_migration(self, old: ChatId, new: ChatId) -> ChatId:

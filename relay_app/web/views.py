@@ -28,10 +28,11 @@ from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, payload_from_json
 from ..message.formatting import message_for
 from ..operating.config import UpdatesMode
 from ..spool.model import SpooledAlert
+from ..words import ENGLISH
 
 if TYPE_CHECKING:
     from ..acting.outgoing import Outgoing
-    from ..acting.presses import Presses
+    from ..acting.silencing import Silencing
     from ..delivery.intake import Intake
     from ..delivery.job import Jobs
 
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 _LEVELS: dict[WebhookOutcome, int] = {
     "sent": logging.INFO,
     "queued": logging.INFO,
+    "silenced": logging.INFO,
     "failed": logging.WARNING,
     "rejected": logging.WARNING,
 }
@@ -87,7 +89,8 @@ def create_blueprint(
     jobs: Jobs,
     metrics: Metrics,
     outgoing: Outgoing,
-    presses: Presses | None,
+    silencing: Silencing | None,
+    updates: Callable[[dict[str, Any]], None] | None,
     spool_problem: Callable[[], str | None],
     serve_metrics: bool,
     default_destination: Destination,
@@ -198,9 +201,16 @@ def create_blueprint(
             )
         except RouteError as exc:
             # GlitchTip ignores the 400 and never resends: the log is the alert's last trace.
-            jobs.undelivered(message_for(payload), f"the webhook URL was refused: {exc}", None)
+            # Its text for the log, which stays English.
+            jobs.undelivered(
+                message_for(payload, ENGLISH), f"the webhook URL was refused: {exc}", None
+            )
             return answer("rejected", "bad_route", 400, error=str(exc))
         message = outgoing.prepared(payload)
+        silence = silencing.hold(message, destination) if silencing is not None else None
+        if silence is not None:
+            # Kept in the spool and counted; its silence's summary says so when it ends.
+            return answer("silenced", "silence", 200, silence=silence.id)
         admission = intake.admit(message, destination, started=started)
         if admission is None:  # it could wait nowhere; its text is logged
             return answer("failed", "cannot_queue", 503, error="the alert could not be queued")
@@ -223,12 +233,13 @@ def create_blueprint(
             )
         return answer("failed", "refused", 502, alert, error=error)
 
-    if telegram_updates == "webhook" and presses is not None:
+    if telegram_updates == "webhook" and updates is not None:
         expected_header = telegram_secret_token(bot_token).encode()
 
         @blueprint.post(webhook_path("<secret>"))
         def telegram_update(secret: str) -> tuple[Response, int]:
-            """Telegram's updates (TELEGRAM_UPDATES=webhook): presses on the alerts' buttons."""
+            """Telegram's updates (TELEGRAM_UPDATES=webhook): presses on the alerts' buttons,
+            and replies to the relay's messages."""
             if not hmac.compare_digest(secret.encode(), expected_secret):
                 raise NotFound()
             header = request.headers.get(SECRET_HEADER, "").encode()
@@ -244,7 +255,7 @@ def create_blueprint(
                 update = payload_from_json(_body())
             except PayloadError as exc:
                 return jsonify(error=str(exc)), 400
-            handle_update(update, presses.handle_update)
+            handle_update(update, updates)
             return jsonify(ok=True), 200
 
     return blueprint

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import requests
 
-from relay_app.acting.presses import NOT_ALLOWED
 from relay_app.spool.holders import Holder
+from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import post, run_relay_app, wait_until
 from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env
@@ -66,7 +66,7 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
     reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 4))
     assert reply.status_code == 200
     posted = only_message(fake_telegram)
-    assert labels(posted) == ["✅ Resolve", "🔕 Ignore"]
+    assert labels(posted) == ["✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
 
     answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve"))
     assert answer["text"] == "Resolved BACKEND-4A in GlitchTip"
@@ -76,7 +76,7 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
     edited = fake_telegram.message(CHAT_ID, posted.message_id)
     assert edited.visible().startswith(posted.visible())
     assert re.search(DONE_LINE.format("✅ Resolved"), edited.visible())
-    assert labels(edited) == ["↩️ Reopen"]
+    assert labels(edited) == ["↩️ Reopen", "🔇 Mute 1 h"]
 
     answer = answered(fake_telegram, fake_telegram.press(edited, "↩️ Reopen"))
     assert answer["text"] == "Reopened BACKEND-4A in GlitchTip"
@@ -84,7 +84,7 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
     reopened = fake_telegram.message(CHAT_ID, posted.message_id)
     assert re.search(DONE_LINE.format("↩️ Reopened"), reopened.visible())
     assert "Resolved by" not in reopened.visible()  # one line per issue: what it is now
-    assert labels(reopened) == ["✅ Resolve", "🔕 Ignore"]
+    assert labels(reopened) == ["✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
 
 
 def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
@@ -99,11 +99,13 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
     assert labels(digest) == [
         "✅ Resolve BACKEND-2A",
         "🔕 Ignore BACKEND-2A",
+        "🔇 Mute 1 h BACKEND-2A",
         "✅ Resolve BACKEND-3A",
         "🔕 Ignore BACKEND-3A",
+        "🔇 Mute 1 h BACKEND-3A",
     ]
     rows = digest.keyboard["inline_keyboard"] if digest.keyboard else []
-    assert [len(row) for row in rows] == [2, 2]
+    assert [len(row) for row in rows] == [3, 3]
 
     answer = answered(fake_telegram, fake_telegram.press(digest, "🔕 Ignore BACKEND-2A"))
     assert answer["text"] == "Ignored BACKEND-2A in GlitchTip"
@@ -112,8 +114,8 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
     assert re.search(DONE_LINE.format("🔕 BACKEND-2A ignored"), edited.visible())
     edited_rows = edited.keyboard["inline_keyboard"] if edited.keyboard else []
     assert [[b["text"] for b in row] for row in edited_rows] == [
-        ["↩️ Reopen BACKEND-2A"],
-        ["✅ Resolve BACKEND-3A", "🔕 Ignore BACKEND-3A"],
+        ["↩️ Reopen BACKEND-2A", "🔇 Mute 1 h BACKEND-2A"],
+        ["✅ Resolve BACKEND-3A", "🔕 Ignore BACKEND-3A", "🔇 Mute 1 h BACKEND-3A"],
     ]
 
 
@@ -129,7 +131,7 @@ def test_a_press_by_someone_not_on_the_list_is_refused_and_glitchtip_is_not_call
     posted = only_message(fake_telegram)
 
     answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve", user_id=4242))
-    assert (answer["text"], answer["show_alert"]) == (NOT_ALLOWED, True)
+    assert (answer["text"], answer["show_alert"]) == (ENGLISH.press_not_allowed, True)
     assert fake_glitchtip.changes() == []  # the alert's details were read; nothing changed
     unchanged = fake_telegram.message(CHAT_ID, posted.message_id)
     assert (unchanged.text, unchanged.keyboard) == (posted.text, posted.keyboard)
@@ -250,6 +252,12 @@ def test_webhook_mode_takes_presses_with_telegrams_secret_header_and_refuses_the
     assert fake_telegram.webhook_statuses == [200]
     assert fake_glitchtip.status(6) == "resolved"
     assert fake_telegram.polls() == []  # nothing polls in this mode
+    # Replies come the same way: Telegram was asked for messages as well as presses.
+    assert fake_telegram.webhook_allowed_updates == ["message", "callback_query"]
+    fake_telegram.reply(posted, "Deployed the fix")
+    assert wait_until(lambda: fake_glitchtip.comments(6), timeout=ANSWER_WITHIN)
+    assert fake_glitchtip.comments(6) == ["Ada Lovelace (@ada) in Telegram:\nDeployed the fix"]
+    assert fake_telegram.webhook_statuses == [200, 200]
 
     # Whoever has GlitchTip's URL knows the path; without Telegram's header nothing happens.
     update = {"update_id": 99, "callback_query": {"id": "forged", "data": "o:abc"}}

@@ -13,6 +13,7 @@ import requests
 
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import format_alert
+from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import (
     ANSWER_BOUND,
@@ -47,7 +48,7 @@ def test_an_alert_arrives_as_formatted(
     assert message["message_thread_id"] == 77
     assert message["parse_mode"] == "HTML"
     assert message["link_preview_options"] == {"is_disabled": True}
-    assert message["text"] == format_alert(parse_alert(payload)).html
+    assert message["text"] == format_alert(parse_alert(payload), ENGLISH).html
 
     uptime, _ = post(relay.webhook_url, uptime_alert(down=False))
     assert (uptime.status_code, uptime.json()) == (202, {"status": "queued", "alert": "#2"})

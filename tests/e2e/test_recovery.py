@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from relay_app.core.pacing import GROUP_INTERVAL
-from relay_app.message.formatting import REPEAT_NOTE
+from relay_app.words import ENGLISH
 from tests.conftest import hold_the_lock
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import (
@@ -224,7 +224,7 @@ def test_an_alert_that_used_up_its_attempts_is_sent_once_more_when_telegram_acce
     assert wait_until(lambda: "Fine again" in first_seen(fake_telegram), timeout=10)
     assert wait_until(lambda: "Maybe lost" in first_seen(fake_telegram), timeout=10)
     [again] = [text for text in fake_telegram.texts() if "Maybe lost" in text]
-    assert again.startswith(f"{REPEAT_NOTE}\n\n")
+    assert again.startswith(f"{ENGLISH.repeat_note}\n\n")
     assert "get a second chance" in relay.logs()
 
 
@@ -242,5 +242,5 @@ def test_a_message_whose_reply_was_lost_is_sent_again_saying_so(
         timeout=10,
     )
     first, again = [t for t in fake_telegram.texts() if "Posted, reply lost" in t]
-    assert not first.startswith(REPEAT_NOTE)
-    assert again == f"{REPEAT_NOTE}\n\n{first}"  # the same text, under a line that says so
+    assert not first.startswith(ENGLISH.repeat_note)
+    assert again == f"{ENGLISH.repeat_note}\n\n{first}"  # the same text, under a line that says so

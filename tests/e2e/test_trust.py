@@ -21,9 +21,9 @@ from typing import Any
 
 import requests
 
-from relay_app.acting.presses import OUT_OF_DATE
 from relay_app.acting.updates import SECRET_HEADER
 from relay_app.web.http_worker import REQUEST_READ_TIMEOUT
+from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import post, run_relay_app, wait_until
 from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env
@@ -81,7 +81,7 @@ def test_the_token_goes_only_to_glitchtip_url_whatever_an_alert_links_to(
         assert reply.status_code == 200
         posted = only_message(fake_telegram)
         # Buttons for GlitchTip's own issue only (named without a label: it is the only one).
-        assert labels(posted) == ["✅ Resolve", "🔕 Ignore"]
+        assert labels(posted) == ["✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
         press = fake_telegram.press(posted, "✅ Resolve")
         assert fake_telegram.wait_for_answer(press, timeout=ANSWER_WITHIN) is not None
         assert fake_glitchtip.status(4) == "resolved"
@@ -169,13 +169,13 @@ def test_a_button_the_message_no_longer_shows_changes_nothing(
     posted = only_message(fake_telegram)
     resolved = fake_telegram.press(posted, "✅ Resolve")
     assert fake_telegram.wait_for_answer(resolved, timeout=ANSWER_WITHIN) is not None
-    assert labels(fake_telegram.message(CHAT_ID, posted.message_id)) == ["↩️ Reopen"]
+    assert labels(fake_telegram.message(CHAT_ID, posted.message_id)) == ["↩️ Reopen", "🔇 Mute 1 h"]
 
     # A client that still shows the first keyboard (or a forged press) sends Ignore.
     stale = fake_telegram.press(posted, "🔕 Ignore")
     answer = fake_telegram.wait_for_answer(stale, timeout=ANSWER_WITHIN)
     assert answer is not None
-    assert (answer["text"], answer["show_alert"]) == (OUT_OF_DATE, True)
+    assert (answer["text"], answer["show_alert"]) == (ENGLISH.press_out_of_date, True)
     assert fake_glitchtip.status(4) == "resolved"
     assert len(fake_glitchtip.changes()) == 1
 

@@ -1,0 +1,242 @@
+"""A reply in the chat to an alert's message, posted as a comment on its issue in GlitchTip,
+prefixed with who wrote it in Telegram (GlitchTip names the token's user as the author).
+
+Only replies to messages this relay sent and keeps count (spool/sent.py): the issue is the
+record's, never anything the client sent. A message about several issues (a digest) takes a
+reply that begins with one of their short ids; any other reply to it is answered with the
+question which one. Replies from anyone not in TELEGRAM_ACTION_USER_IDS (when it is set) are
+ignored, and each update acts once. The relay confirms with a reaction on the reply (a short
+reply where reactions are off), and on failure replies with what went wrong and what to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..core.errors import DeliveryError, GlitchTipError, SpoolError
+from ..core.logs import event
+from ..core.metrics import Metrics, ReplyOutcome
+from ..glitchtip.api import GlitchTipApi
+from ..spool.sent import IssueButton, SentStore
+from ..words import Words
+from .notices import glitchtip_notice
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+# The reaction that says a reply is now a comment in GlitchTip (one of those Telegram offers).
+POSTED = "✍"
+# GlitchTip keeps a comment's text whole; a Telegram message holds at most 4096 characters.
+MAX_COMMENT = 4096
+
+
+class Chat(Protocol):
+    """What a reply needs of Telegram (delivery.Courier)."""
+
+    def react(self, chat: str, message_id: int, emoji: str) -> None: ...
+
+    def reply(self, chat: str, thread: int | None, message_id: int, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A message in the chat that answers another, as far as the relay reads it."""
+
+    message_id: int
+    chat: str
+    thread: int | None  # the forum topic it was written in
+    user_id: int | None
+    user: str  # '@ada', or the first name: for the log
+    author: str  # 'Ada Lovelace (@ada)': for the comment
+    text: str
+    replied_to: int
+    replied_to_bot: int | None  # the id of the bot whose message it answers, if a bot's
+
+    @classmethod
+    def of(cls, message: dict[str, Any]) -> Reply | None:
+        """None for anything that is not a reply with text."""
+        answered, chat = _object(message.get("reply_to_message")), _object(message.get("chat"))
+        text, message_id = message.get("text"), message.get("message_id")
+        replied_to = answered.get("message_id")
+        if not (isinstance(text, str) and text.strip() and isinstance(replied_to, int)):
+            return None
+        if not isinstance(message_id, int) or chat.get("id") is None:
+            return None
+        user_id, user, author = _sender(_object(message.get("from")))
+        return cls(
+            message_id=message_id,
+            chat=str(chat["id"]),
+            thread=_topic(message),
+            user_id=user_id,
+            user=user,
+            author=author,
+            text=text.strip(),
+            replied_to=replied_to,
+            replied_to_bot=_bot(_object(answered.get("from"))),
+        )
+
+
+def _sender(sender: dict[str, Any]) -> tuple[int | None, str, str]:
+    """The sender's id, how the log names them ('@ada'), and how a comment does ('Ada
+    Lovelace (@ada)')."""
+    user_id, username = sender.get("id"), sender.get("username")
+    parts = (sender.get("first_name"), sender.get("last_name"))
+    name = " ".join(str(part) for part in parts if part)
+    user = f"@{username}" if username else name or "someone"
+    author = f"{name} ({user})" if username and name else user
+    return (user_id if isinstance(user_id, int) else None), user[:64], author[:128]
+
+
+def _topic(message: dict[str, Any]) -> int | None:
+    thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+    return thread if isinstance(thread, int) else None
+
+
+def _bot(sender: dict[str, Any]) -> int | None:
+    bot = sender.get("id") if sender.get("is_bot") else None
+    return bot if isinstance(bot, int) else None
+
+
+class Replies:
+    def __init__(
+        self,
+        *,
+        store: SentStore,
+        glitchtip: GlitchTipApi,
+        chat: Chat,
+        allowed_users: frozenset[int],
+        words: Words,
+        bot_id: int | None = None,
+        metrics: Metrics | None = None,
+        clock: Clock = time.time,
+    ) -> None:
+        """`bot_id`: the relay's bot (its token's first part), so a reply to one of its
+        messages the relay no longer keeps is answered, and replies to anyone else's are not."""
+        self._store = store
+        self._glitchtip = glitchtip
+        self._chat = chat
+        self._allowed_users = allowed_users
+        self._words = words
+        self._bot_id = bot_id
+        self._metrics = metrics
+        self._clock = clock
+
+    def handle_update(self, update: dict[str, Any]) -> None:
+        """One of Telegram's updates with a message: a reply to the relay's is handled, once;
+        any other message is the team's own conversation, not the relay's."""
+        message = update.get("message")
+        reply = Reply.of(message) if isinstance(message, dict) else None
+        if reply is None:
+            return
+        if not self._may_act(reply):
+            return
+        try:
+            if not self._first_time(reply, update.get("update_id")):
+                return
+            kept = self._store.message(reply.chat, reply.replied_to)
+        except SpoolError as exc:
+            log.warning("a reply by %s could not be handled: %s", reply.user, exc)
+            self._count("failed")
+            return
+        if kept is None or not kept.buttons:
+            self._not_ours(reply, kept is not None)
+            return
+        button, text = _addressed(kept.buttons, reply.text)
+        if button is None:
+            labels = ", ".join(b.label for b in kept.buttons)
+            self._say(reply, self._words.reply_which_issue.format(labels=labels))
+            self._count("asked")
+            return
+        self._comment(reply, button, text)
+
+    def _may_act(self, reply: Reply) -> bool:
+        if not self._allowed_users or reply.user_id in self._allowed_users:
+            return True
+        log.info(
+            "a reply by %s (user id %s) in chat %s was ignored: not in TELEGRAM_ACTION_USER_IDS",
+            reply.user,
+            reply.user_id,
+            reply.chat,
+        )
+        self._count("refused")
+        return False
+
+    def _first_time(self, reply: Reply, update_id: object) -> bool:
+        """Record the reply as handled: whether it was not before (Telegram delivers an
+        update again when its webhook's answer was slow). Raises SpoolError."""
+        keys = [f"reply:{reply.chat}:{reply.message_id}"]
+        if isinstance(update_id, int):
+            keys.append(f"update:{update_id}")
+        if self._store.first_time(keys, at=self._clock()):
+            return True
+        log.info("the reply %d by %s was handled before: ignored", reply.message_id, reply.user)
+        self._count("repeated")
+        return False
+
+    def _not_ours(self, reply: Reply, kept: bool) -> None:
+        """A reply to a message with no issue (an uptime alert), or to one not kept: answered
+        only when it is this relay's own message, which it no longer knows about."""
+        if not kept and self._bot_id is not None and reply.replied_to_bot == self._bot_id:
+            self._say(reply, self._words.reply_not_kept)
+        self._count("unknown")
+
+    def _comment(self, reply: Reply, button: IssueButton, text: str) -> None:
+        comment = f"{self._words.comment_author.format(author=reply.author)}\n{text}"
+        try:
+            self._glitchtip.comment(button.issue_id, comment[:MAX_COMMENT])
+        except GlitchTipError as exc:
+            log.warning(
+                "a reply by %s could not be posted as a comment on %s: %s",
+                reply.user,
+                button.label,
+                exc,
+                extra=event(event="reply", issue=button.label, outcome="failed", error=str(exc)),
+            )
+            notice = glitchtip_notice(exc, self._words)
+            self._say(reply, self._words.comment_not_posted.format(why=notice))
+            self._count("failed")
+            return
+        log.info(
+            "a reply by %s was posted as a comment on %s in GlitchTip",
+            reply.user,
+            button.label,
+            extra=event(event="reply", issue=button.label, outcome="commented", user=reply.user),
+        )
+        self._count("commented")
+        try:
+            self._chat.react(reply.chat, reply.message_id, POSTED)
+        except DeliveryError as exc:  # reactions off in this chat, say: a reply says it instead
+            log.info("the reply could not get a reaction (%s); answering it instead", exc)
+            self._say(reply, self._words.comment_posted.format(label=button.label))
+
+    def _say(self, reply: Reply, text: str) -> None:
+        try:
+            self._chat.reply(reply.chat, reply.thread, reply.message_id, text)
+        except DeliveryError as exc:
+            log.info("the reply by %s could not be answered: %s", reply.user, exc)
+
+    def _count(self, outcome: ReplyOutcome) -> None:
+        if self._metrics is not None:
+            self._metrics.reply(outcome)
+
+
+def _addressed(buttons: tuple[IssueButton, ...], text: str) -> tuple[IssueButton | None, str]:
+    """The issue a reply is for, and its text: the message's one issue; for several, the one
+    whose short id the reply begins with (taken off the text)."""
+    if len(buttons) == 1:
+        return buttons[0], text
+    first, _, rest = text.partition(" ")
+    wanted = first.rstrip(":,.—-").casefold()
+    for button in buttons:
+        if button.label.casefold() == wanted and rest.strip():
+            return button, rest.strip()
+    return None, text
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,173 @@
+"""Silences in the relay (spool/silences.py keeps them): holding back the alerts they match as
+webhooks arrive, the mute and unmute buttons, ending those that ran out, and the one message
+that says what a silence held when it ends.
+
+Nothing here may cost an alert: a silence that cannot be read lets the alert go, and one that
+ended meanwhile lets it go too. GlitchTip is never changed: a silence is this chat's quiet.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..core.errors import DeliveryError, SpoolError
+from ..core.logs import event
+from ..core.routing import Destination
+from ..message.digest import backlog, time_span
+from ..message.formatting import PARAGRAPH, Message
+from ..message.matching import Matchers, matches
+from ..spool.sent import IssueButton, SentMessage, SentStore
+from ..spool.silences import Ended, Held, Silence, SilenceStore
+from ..words import Words
+from .keyboards import MUTE_FOR, clock_time, keyboard, rendered
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+Edit = Callable[[str, int, str, dict[str, Any] | None], None]
+Count = Callable[[], None]
+
+# How often a process looks for silences that ran out (the dispatcher's upkeep asks each second).
+SWEEP_EVERY = 2.0
+# Silences are kept this long after they end, for `relay-app silence list --all`.
+KEPT_AFTER_END = 7 * 86400.0
+
+
+class Silencing:
+    def __init__(
+        self,
+        store: SilenceStore,
+        sent: SentStore,
+        *,
+        edit: Edit,
+        words: Words,
+        held: Count = lambda: None,
+        clock: Clock = time.time,
+    ) -> None:
+        self._store = store
+        self._sent = sent
+        self._edit = edit
+        self._words = words
+        self._count_held = held
+        self._clock = clock
+        self._swept_at: float | None = None
+        self._pruned_at: float | None = None
+
+    def hold(self, message: Message, destination: Destination) -> Silence | None:
+        """The silence that holds this alert back from its chat, having kept and counted it;
+        None when it goes (no silence matches, or they cannot be read)."""
+        if message.heading is None or not message.lines:
+            return None  # only issue alerts are ever held: no need to read the silences
+        try:
+            for silence in self._store.active(destination.chat_key, now=self._clock()):
+                if not matches(silence.matchers, message):
+                    continue
+                held = Held(destination, self._clock(), message.lines)
+                if self._store.hold(silence.id, held, now=self._clock()):
+                    self._count_held()
+                    return silence
+        except SpoolError as exc:
+            log.warning("the silences could not be read, so this alert is not held: %s", exc)
+        return None
+
+    def mute(self, chat: str, message: SentMessage, button: IssueButton, *, by: str) -> Silence:
+        """Mute the button's issue in its message's chat for an hour (a press): the silence,
+        and the message edited to say so. Raises SpoolError."""
+        silence = self._store.add(
+            chat,
+            Matchers(issue=button.issue_id),
+            by=by,
+            comment="muted from the chat",
+            seconds=MUTE_FOR,
+            now=self._clock(),
+            label=button.label,
+        )
+        updated = self._sent.muted(button.key, silence.id, by=by, until=silence.ends_at)
+        log.info(
+            "silence %d: %s muted in chat %s by %s until %s UTC",
+            silence.id,
+            button.label,
+            chat,
+            by,
+            clock_time(silence.ends_at),
+            extra=event(event="silence", silence=silence.id, issue=button.label, outcome="added"),
+        )
+        if updated is not None:
+            self._show(updated)
+        return silence
+
+    def end(self, silence_id: int, *, by: str | None) -> Ended | None:
+        """End a silence now (Unmute, `relay-app silence expire`) or because it ran out (`by`
+        None): its summary queued, its buttons unmuted. None when it had ended already.
+        Raises SpoolError."""
+        ended = self._store.end(silence_id, by=by, now=self._clock(), summary=self._summary)
+        if ended is None:
+            return None
+        log.info(
+            "silence %d ended (%s): it held %d alert(s)%s",
+            silence_id,
+            f"expired by {by}" if by else "ran out",
+            ended.held,
+            f"; their summary is alert #{ended.summary_alert}" if ended.summary_alert else "",
+            extra=event(event="silence", silence=silence_id, outcome="ended", held=ended.held),
+        )
+        for message in self._sent.unmuted(silence_id):
+            self._show(message)
+        return ended
+
+    def sweep(self) -> None:
+        """End the silences that ran out (the dispatcher's upkeep: every SWEEP_EVERY seconds),
+        whichever process or relay comes first; and forget those long over."""
+        now = time.monotonic()
+        if self._swept_at is not None and now - self._swept_at < SWEEP_EVERY:
+            return
+        self._swept_at = now
+        try:
+            for silence_id in self._store.ended_by_now(now=self._clock()):
+                self.end(silence_id, by=None)
+            if self._pruned_at is None or now - self._pruned_at > 3600:
+                self._pruned_at = now
+                self._store.prune(before=self._clock() - KEPT_AFTER_END)
+        except SpoolError as exc:
+            log.debug("silences that ran out could not be ended now: %s", exc)
+
+    def _summary(self, silence: Silence, held: Sequence[Held]) -> Message:
+        """'🔊 Silence over (issue BACKEND-1A, 12:04 to 13:04 UTC): 3 alerts held meanwhile',
+        then the held alerts' lines, each linked to its issue."""
+        words = self._words
+        start, end = time_span(silence.starts_at, silence.ended_at or silence.ends_at)
+        # An issue silenced by its id is named as the chat knows it: by its short id.
+        label = silence.label or (held[0].lines[0].label if silence.matchers.issue else None)
+        head = words.silence_over.format(
+            what=silence.matchers.describe(words, label=label),
+            start=start,
+            end=end,
+            alerts=words.count(words.alerts, silence.held),
+        )
+        lines = backlog([each.lines for each in held], words)
+        text = f"{head}{PARAGRAPH}{lines.text}"
+        return Message(
+            html=f"<b>{html.escape(head, quote=False)}</b>{PARAGRAPH}{lines.html}",
+            text=text,
+            fallback=text,
+        )
+
+    def _show(self, message: SentMessage) -> None:
+        try:
+            self._edit(
+                message.chat,
+                message.message_id,
+                rendered(message, self._words),
+                keyboard(message.buttons, self._words),
+            )
+        except DeliveryError as exc:
+            log.warning(
+                "message %d in chat %s could not be edited to show its silence: %s",
+                message.message_id,
+                message.chat,
+                exc,
+            )

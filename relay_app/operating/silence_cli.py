@@ -1,0 +1,209 @@
+"""`relay-app silence add|list|expire`: quiet in a chat for a while, from the command line, in
+the spool every relay on it reads (spool/silences.py), as the mute button makes it from the chat.
+
+- `add`: matchers (issue, project, environment, title text; at least one), a duration, a
+  comment, and the chat (TELEGRAM_CHAT_ID unless --chat says another);
+- `list`: the silences not yet ended (`--all`: those ended in the last week too);
+- `expire ID...`: end them now; what each held is summed up in one message to its chat.
+
+Exit codes as the other commands: 0 done, 1 no spool or an unknown id, 2 wrong usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..acting.silencing import Silencing
+from ..core.routing import chat_key, parse_chat_id
+from ..message.matching import Matchers
+from ..message.spans import utc_time
+from ..spool import Spool
+from ..spool.silences import Ended, Silence
+from ..telegram.client import TelegramClient
+from ..telegram.courier import Courier
+from ..words import ENGLISH, words_for
+from .config import ConfigError, api_url_from_env, bot_token_from_env, language_from_env
+from .console import Console, Failed, Usage
+
+OpenSpool = Callable[[Mapping[str, str]], Spool]
+Duration = Callable[[str], float]
+# How long a request to Telegram may take when `expire` edits a muted message.
+EDIT_TIMEOUT = 5.0
+
+
+def add_silence_commands(commands: Any, *, open_spool: OpenSpool, duration: Duration) -> None:
+    """The `silence` command and its actions, on the command line's subparsers."""
+    silence = commands.add_parser("silence", help="hold alerts back from a chat for a while")
+    actions = silence.add_subparsers(required=True, metavar="ACTION")
+
+    add = actions.add_parser("add", help="silence the alerts that match, in one chat")
+    add.add_argument("--issue", help="GlitchTip's issue id (1234) or short id (BACKEND-1A)")
+    add.add_argument("--project", help="the project's name, as GlitchTip's alerts show it")
+    add.add_argument("--environment", help="the environment, as GlitchTip's alerts show it")
+    add.add_argument("--title", help="text the issue's title contains (any case)")
+    add.add_argument(
+        "--for",
+        dest="seconds",
+        required=True,
+        type=duration,
+        metavar="DURATION",
+        help="how long: 3600, 30m, 2h, 1d",
+    )
+    add.add_argument("--comment", required=True, help="why, for whoever lists it later")
+    add.add_argument("--chat", help="the chat's id (default: TELEGRAM_CHAT_ID)")
+    add.add_argument("--by", help="who adds it (default: the login name)")
+    add.set_defaults(run=_with(open_spool, _add))
+
+    listing = actions.add_parser("list", help="list the silences not yet ended")
+    listing.add_argument("--all", action="store_true", help="those ended lately too")
+    listing.set_defaults(run=_with(open_spool, _list))
+
+    expire = actions.add_parser("expire", help="end silences now; each sums up what it held")
+    expire.add_argument("ids", nargs="+", type=_silence_id, metavar="ID")
+    expire.add_argument("--by", help="who ends them (default: the login name)")
+    expire.set_defaults(run=_with(open_spool, _expire))
+
+
+Command = Callable[[Spool, argparse.Namespace, Console], int]
+
+
+def _with(open_spool: OpenSpool, command: Command) -> Callable[[argparse.Namespace, Console], int]:
+    def run(args: argparse.Namespace, console: Console) -> int:
+        spool = open_spool(console.environ)
+        try:
+            return command(spool, args, console)
+        finally:
+            spool.close()
+
+    return run
+
+
+def _add(spool: Spool, args: argparse.Namespace, console: Console) -> int:
+    matchers = Matchers(args.issue, args.project, args.environment, args.title)
+    if not matchers:
+        raise Usage("a silence needs at least one of --issue, --project, --environment, --title")
+    if args.seconds <= 0:
+        raise Usage("--for must be longer than 0")
+    chat = _chat(args.chat, console.environ)
+    silence = spool.silences.add(
+        chat,
+        matchers,
+        by=args.by or _login(),
+        comment=args.comment,
+        seconds=args.seconds,
+        now=time.time(),
+    )
+    print(
+        f"silence {silence.id} added: {matchers.plain()} in chat {chat} until "
+        f"{utc_time(silence.ends_at)} UTC ({ENGLISH.duration(args.seconds)}).",
+        file=console.out,
+    )
+    print("Every relay on this spool holds the alerts it matches back.", file=console.out)
+    return 0
+
+
+def _list(spool: Spool, args: argparse.Namespace, console: Console) -> int:
+    now = time.time()
+    silences = spool.silences.listed(now=now, ended_too=args.all)
+    rows: list[tuple[str, ...]] = [
+        ("ID", "CHAT", "UNTIL (UTC)", "STATE", "HELD", "BY", "MATCHERS", "COMMENT")
+    ]
+    rows += [_row(silence, now) for silence in silences]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print("  ".join([*cells, row[-1]]).rstrip(), file=console.out)
+    holding = sum(1 for silence in silences if _state(silence, now) == "active")
+    print(f"\n{holding} active in {spool.admin.path}", file=console.out)
+    return 0
+
+
+def _row(silence: Silence, now: float) -> tuple[str, ...]:
+    return (
+        str(silence.id),
+        silence.chat,
+        utc_time(silence.ended_at or silence.ends_at),
+        _state(silence, now),
+        str(silence.held),
+        silence.created_by,
+        silence.matchers.plain(),
+        silence.comment,
+    )
+
+
+def _state(silence: Silence, now: float) -> str:
+    if silence.ended_at is not None:
+        return "ended" if silence.ended_by is None else f"expired by {silence.ended_by}"
+    return "active" if silence.ends_at > now else "ending"
+
+
+def _expire(spool: Spool, args: argparse.Namespace, console: Console) -> int:
+    known = {s.id: s for s in spool.silences.listed(now=time.time(), ended_too=True)}
+    missing = [silence_id for silence_id in args.ids if silence_id not in known]
+    silencing = _silencing(spool, console.environ)
+    by = args.by or _login()
+    for silence_id in args.ids:
+        if silence_id in known:
+            print(_expired(silence_id, silencing.end(silence_id, by=by)), file=console.out)
+    if missing:
+        names = ", ".join(str(silence_id) for silence_id in missing)
+        raise Failed(f"no such silence in {spool.admin.path}: {names}")
+    return 0
+
+
+def _expired(silence_id: int, ended: Ended | None) -> str:
+    if ended is None:
+        return f"silence {silence_id} had ended already; left as it is"
+    if ended.summary_alert is None:
+        return f"silence {silence_id} expired; it held no alerts"
+    return (
+        f"silence {silence_id} expired; it held {ended.held} alert(s): their summary is alert "
+        f"#{ended.summary_alert}, which a running relay sends"
+    )
+
+
+def _silencing(spool: Spool, environ: Mapping[str, str]) -> Silencing:
+    """Silencing as the relay has it, in the chat's language; with the bot's token it also
+    edits the muted messages (their Unmute button goes), as the relay would."""
+    try:
+        words = words_for(language_from_env(environ))
+    except ConfigError as exc:
+        raise Usage(str(exc)) from None
+    edit: Callable[[str, int, str, dict[str, Any] | None], None] = _no_edit
+    try:
+        client = TelegramClient(api_url_from_env(environ), bot_token_from_env(environ))
+        edit = Courier(client, attempt_timeout=EDIT_TIMEOUT).edit
+    except ConfigError:
+        pass  # no token here: the message keeps its Unmute button, which then refreshes it
+    return Silencing(spool.silences, spool.sent, edit=edit, words=words)
+
+
+def _no_edit(chat: str, message_id: int, html_text: str, keyboard: dict[str, Any] | None) -> None:
+    return None
+
+
+def _chat(raw: str | None, environ: Mapping[str, str]) -> str:
+    given = raw if raw is not None else environ.get("TELEGRAM_CHAT_ID", "")
+    chat = parse_chat_id(given.strip())
+    if chat is None:
+        raise Usage(
+            f"{given!r} is not a chat id: give --chat (like -1001234567890) or set TELEGRAM_CHAT_ID"
+        )
+    return chat_key(chat)
+
+
+def _silence_id(raw: str) -> int:
+    if not raw.isdigit():
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a silence id (a number, as listed)")
+    return int(raw)
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "relay-app"

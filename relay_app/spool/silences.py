@@ -1,0 +1,247 @@
+"""Silences, kept in the spool: every process and every relay on the same spool honours them,
+and they hold across restarts. A silence holds back, from one chat, the alerts its matchers
+match (message/matching.py) until it ends; each alert it holds is kept here (its lines) and
+counted, never sent and never lost. When it ends, running out or expired early, the one
+transaction that ends it queues one message saying how many it held and for what (`end`), so
+the summary is written exactly once, by whichever process ends it first, and delivered as any
+alert is. Times are stored on the store's clock and handed out on the caller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..core.routing import Destination
+from ..message.formatting import Message
+from ..message.lines import Line
+from ..message.lines import from_json as lines_from_json
+from ..message.lines import to_json as lines_to_json
+from ..message.matching import Matchers
+from . import alert_rows as rows
+from .store import Row, Store, Tx
+
+
+@dataclass(frozen=True)
+class Silence:
+    id: int
+    chat: str  # as routing.chat_key spells it
+    matchers: Matchers
+    created_by: str
+    comment: str
+    starts_at: float
+    ends_at: float
+    label: str | None = None  # the issue's short id, when a mute button made it
+    link: str | None = None
+    ended_at: float | None = None
+    ended_by: str | None = None
+    held: int = 0
+
+
+@dataclass(frozen=True)
+class Held:
+    """An alert a silence held back: where it would have gone, and its lines."""
+
+    destination: Destination
+    received_at: float
+    lines: tuple[Line, ...]
+
+
+# The summary of a silence that ends, from what it held (none: nothing to say).
+Summary = Callable[[Silence, Sequence[Held]], Message | None]
+
+
+@dataclass(frozen=True)
+class Ended:
+    silence: Silence
+    held: int
+    summary_alert: int | None  # its id in the queue, when it held any
+
+
+class SilenceStore:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def add(
+        self,
+        chat: str,
+        matchers: Matchers,
+        *,
+        by: str,
+        comment: str,
+        seconds: float,
+        now: float,
+        label: str | None = None,
+        link: str | None = None,
+    ) -> Silence:
+        """A silence from now for `seconds`."""
+        if not matchers:
+            raise ValueError("a silence needs at least one matcher")
+
+        def add(tx: Tx) -> Silence:
+            row = tx.one(
+                "INSERT INTO silences (chat, issue, project, environment, title, label, link,"
+                " created_by, comment, starts_at, ends_at) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+                (
+                    chat,
+                    matchers.issue,
+                    matchers.project,
+                    matchers.environment,
+                    matchers.title,
+                    label,
+                    link,
+                    by,
+                    comment,
+                    tx.at.db,
+                    tx.at.db + seconds,
+                ),
+            )
+            return _silence(row, tx)
+
+        return self._store.write(add, now=now)
+
+    def active(self, chat: str, *, now: float) -> list[Silence]:
+        """The silences that hold alerts back from this chat now, oldest first."""
+
+        def read(tx: Tx) -> list[Silence]:
+            found = tx.all(
+                "SELECT * FROM silences WHERE chat = ? AND ended_at IS NULL AND ends_at > ?"
+                " ORDER BY id",
+                (chat, tx.at.db),
+            )
+            return [_silence(row, tx) for row in found]
+
+        return self._store.read(read, now=now)
+
+    def hold(self, silence_id: int, held: Held, *, now: float) -> bool:
+        """Keep an alert the silence holds back, and count it: False when the silence ended
+        meanwhile (the alert then goes as usual)."""
+
+        def hold(tx: Tx) -> bool:
+            counted = tx.one(
+                "UPDATE silences SET held = held + 1"
+                " WHERE id = ? AND ended_at IS NULL AND ends_at > ? RETURNING id",
+                (silence_id, tx.at.db),
+            )
+            if counted is None:
+                return False
+            tx.execute(
+                "INSERT INTO held_alerts (silence_id, chat, thread, received_at, lines)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (
+                    silence_id,
+                    held.destination.chat_key,
+                    held.destination.thread,
+                    tx.at.db,
+                    lines_to_json(held.lines) or "[]",
+                ),
+            )
+            return True
+
+        return self._store.write(hold, now=now)
+
+    def listed(self, *, now: float, ended_too: bool = False) -> list[Silence]:
+        """Silences not yet ended (with `ended_too`, all that are kept), newest first."""
+
+        def read(tx: Tx) -> list[Silence]:
+            where = "" if ended_too else " WHERE ended_at IS NULL"
+            found = tx.all(f"SELECT * FROM silences{where} ORDER BY id DESC")  # noqa: S608 (no input)
+            return [_silence(row, tx) for row in found]
+
+        return self._store.read(read, now=now)
+
+    def tally(self, *, now: float) -> tuple[int, int]:
+        """How many silences hold now, and how many alerts they have held back so far."""
+
+        def read(tx: Tx) -> tuple[int, int]:
+            row = tx.one(
+                "SELECT count(*) AS silences, coalesce(sum(held), 0) AS held FROM silences"
+                " WHERE ended_at IS NULL AND ends_at > ?",
+                (tx.at.db,),
+            )
+            return int(row["silences"]), int(row["held"])
+
+        return self._store.read(read, now=now)
+
+    def ended_by_now(self, *, now: float) -> list[int]:
+        """The silences that ran out and are not yet ended (`end` ends them)."""
+
+        def read(tx: Tx) -> list[int]:
+            found = tx.all(
+                "SELECT id FROM silences WHERE ended_at IS NULL AND ends_at <= ? ORDER BY id",
+                (tx.at.db,),
+            )
+            return [int(row["id"]) for row in found]
+
+        return self._store.read(read, now=now)
+
+    def end(self, silence_id: int, *, by: str | None, now: float, summary: Summary) -> Ended | None:
+        """End the silence (when it ran out, at its end; otherwise now, `by` whom), and queue
+        the summary of what it held, in one transaction; None when it had ended already or
+        does not exist."""
+
+        def end(tx: Tx) -> Ended | None:
+            row = tx.one(
+                "UPDATE silences SET ended_at = CASE WHEN ends_at < ? THEN ends_at ELSE ? END,"
+                " ended_by = ? WHERE id = ? AND ended_at IS NULL RETURNING *",
+                (tx.at.db, tx.at.db, by, silence_id),
+            )
+            if row is None:
+                return None
+            silence = _silence(row, tx)
+            kept = tx.all(
+                "SELECT chat, thread, received_at, lines FROM held_alerts"
+                " WHERE silence_id = ? ORDER BY received_at",
+                (silence_id,),
+            )
+            held = [
+                Held(
+                    rows.destination_of(self._store.path, r["chat"], r["thread"]),
+                    tx.at.to_local(r["received_at"]),
+                    lines_from_json(r["lines"]),
+                )
+                for r in kept
+            ]
+            tx.execute("DELETE FROM held_alerts WHERE silence_id = ?", (silence_id,))
+            message = summary(silence, held) if held else None
+            if message is None:
+                return Ended(silence, silence.held, None)
+            destination = held[0].destination
+            rows.ensure_lane(tx, destination)
+            alert = rows.insert(tx, message, destination, attempts=0, in_memory=False)
+            tx.notify()
+            return Ended(silence, silence.held, alert.id)
+
+        return self._store.write(end, now=now)
+
+    def prune(self, *, before: float) -> int:
+        """Forget silences that ended before `before`; how many."""
+
+        def prune(tx: Tx) -> int:
+            return int(
+                tx.execute(
+                    "DELETE FROM silences WHERE ended_at IS NOT NULL AND ended_at < ?",
+                    (tx.at.to_db(before),),
+                ).rowcount
+            )
+
+        return self._store.write(prune)
+
+
+def _silence(row: Row, tx: Tx) -> Silence:
+    ended_at = row["ended_at"]
+    return Silence(
+        id=int(row["id"]),
+        chat=str(row["chat"]),
+        matchers=Matchers(row["issue"], row["project"], row["environment"], row["title"]),
+        created_by=str(row["created_by"]),
+        comment=str(row["comment"]),
+        starts_at=tx.at.to_local(float(row["starts_at"])),
+        ends_at=tx.at.to_local(float(row["ends_at"])),
+        label=row["label"],
+        link=row["link"],
+        ended_at=tx.at.to_local(float(ended_at)) if ended_at is not None else None,
+        ended_by=row["ended_by"],
+        held=int(row["held"]),
+    )

@@ -1,0 +1,176 @@
+"""Every word the relay writes to the chat, in one catalogue per language (`RELAY_LANGUAGE`):
+en.py and ru.py each build one `Words`, and a dataclass without defaults cannot be built with a
+field left out. Templates take named fields (`str.format`); a word that changes with a number
+is a `Plural` with its language's forms (English: one, other; Russian: one, few, many, as in
+1 алерт, 2 алерта, 5 алертов, 21 алерт). tests/test_words.py checks that every language has
+every word, with the same fields and all its plural forms.
+
+Logs, metrics and the command line stay English: operators grep them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True)
+class Plural:
+    """A template whose words follow the number `{n}`: one form per plural category."""
+
+    forms: tuple[str, ...]
+
+
+def english_plural(n: int) -> int:
+    return 0 if n == 1 else 1
+
+
+def russian_plural(n: int) -> int:
+    """The CLDR rule: one (1, 21, 101), few (2-4, 22-24), many (0, 5-20, 11-14, 25...)."""
+    if n % 10 == 1 and n % 100 != 11:
+        return 0
+    if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14:
+        return 1
+    return 2
+
+
+@dataclass(frozen=True)
+class Words:
+    language: str
+    plural_forms: int
+    plural_rule: Callable[[int], int]
+
+    # Durations and times ('3 min 12 s', '12:04 UTC').
+    unit_day: str
+    unit_hour: str
+    unit_minute: str
+    unit_second: str
+
+    # An issue alert: GlitchTip's heading (its own words, translated when they are GlitchTip's
+    # fixed ones), the issue's parts, GlitchTip's field names, and what was left out.
+    glitchtip_alert: str
+    glitchtip_alert_issues: Plural
+    untitled_issue: str
+    raised_in: str
+    field_project: str
+    field_environment: str
+    field_release: str
+    field_server: str
+    more_issues: Plural
+    issue_label: str
+    unknown_payload: str
+
+    # An uptime monitor's alert.
+    monitor_down: str
+    monitor_up: str
+    monitor_unknown: str
+    unnamed_monitor: str
+    site_down: str
+    site_up: str
+    more_monitors: Plural
+    back_up_after: str
+
+    # What GlitchTip's API says of an issue.
+    frame_where: str
+    details_from: str
+    level: str
+    value: str
+    seen_times: Plural
+    new_issue: str
+    first_seen: str
+
+    # Digests, backlogs, lateness and repeats.
+    alerts: Plural
+    digest_head: str
+    digest_sent_after: str
+    cut_note: str
+    more_in_backlog: Plural
+    late_note: str
+    repeat_note: str
+    repeat_note_digest: str
+
+    # Buttons, and what presses did.
+    button_resolve: str
+    button_ignore: str
+    button_reopen: str
+    button_mute: str
+    button_unmute: str
+    resolved_by: str
+    ignored_by: str
+    reopened_by: str
+    issue_resolved_by: str
+    issue_ignored_by: str
+    issue_reopened_by: str
+    notice_resolved: str
+    notice_ignored: str
+    notice_reopened: str
+    not_updated: str
+    press_unknown: str
+    press_not_allowed: str
+    press_unavailable: str
+    press_out_of_date: str
+
+    # Silences.
+    muted_by: str
+    issue_muted_by: str
+    notice_muted: str
+    notice_unmuted: str
+    notice_not_muted: str
+    silence_over: str
+    matcher_issue: str
+    matcher_project: str
+    matcher_environment: str
+    matcher_title: str
+
+    # Replies that become GlitchTip comments.
+    comment_author: str
+    comment_posted: str
+    comment_not_posted: str
+    reply_which_issue: str
+    reply_not_kept: str
+
+    # GlitchTip failing a press or a reply.
+    glitchtip_timeout: str
+    glitchtip_refused_connection: str
+    glitchtip_unresolvable: str
+    glitchtip_connection_failed: str
+    glitchtip_unreachable: str
+    glitchtip_failing: str
+    glitchtip_token_refused: str
+    glitchtip_scope_missing: str
+    glitchtip_issue_gone: str
+    glitchtip_redirected: str
+    glitchtip_refused: str
+
+    def count(self, word: Plural, n: int) -> str:
+        """`word` for the number `n`: '5 alerts', '5 алертов'."""
+        return word.forms[self.plural_rule(n)].format(n=n)
+
+    def duration(self, seconds: float) -> str:
+        """'48 s', '3 min 12 s', '2 h 5 min', '1 d 3 h': two units are enough to judge a
+        delay."""
+        total = max(0, round(seconds))
+        units = (
+            (self.unit_day, 86400),
+            (self.unit_hour, 3600),
+            (self.unit_minute, 60),
+            (self.unit_second, 1),
+        )
+        index = next(i for i, (_, size) in enumerate(units) if total >= size or size == 1)
+        unit, size = units[index]
+        said = f"{total // size} {unit}"
+        if index + 1 < len(units):
+            next_unit, next_size = units[index + 1]
+            if remainder := total % size // next_size:
+                said += f" {remainder} {next_unit}"
+        return said
+
+
+def templates(words: Words) -> dict[str, str | Plural]:
+    """Every word of the catalogue by its field's name (what the tests compare)."""
+    return {
+        field.name: value
+        for field in fields(words)
+        if isinstance(value := getattr(words, field.name), str | Plural)
+        and field.name != "language"
+    }

@@ -1,0 +1,134 @@
+"""The chat's words in English (RELAY_LANGUAGE=en, the default)."""
+
+from __future__ import annotations
+
+from .catalogue import Plural, Words, english_plural
+
+_NEW_TOKEN = (
+    "make a new token in GlitchTip (Profile → Auth Tokens) with the event:write scope and set "  # noqa: S105 (a hint, not a password)
+    "GLITCHTIP_API_TOKEN to it"
+)
+
+ENGLISH = Words(
+    language="en",
+    plural_forms=2,
+    plural_rule=english_plural,
+    unit_day="d",
+    unit_hour="h",
+    unit_minute="min",
+    unit_second="s",
+    glitchtip_alert="GlitchTip Alert",
+    glitchtip_alert_issues=Plural(("GlitchTip Alert ({n} issue)", "GlitchTip Alert ({n} issues)")),
+    untitled_issue="(untitled issue)",
+    raised_in="in ",
+    field_project="Project",
+    field_environment="Environment",
+    field_release="Release",
+    field_server="Server Name",
+    more_issues=Plural(
+        ("…and {n} more issue not shown here", "…and {n} more issues not shown here")
+    ),
+    issue_label="Issue",
+    unknown_payload="Webhook payload in a shape the relay does not know",
+    monitor_down="DOWN",
+    monitor_up="UP",
+    monitor_unknown="UPTIME",
+    unnamed_monitor="(unnamed monitor)",
+    site_down="The monitored site has gone down.",
+    site_up="The monitored site is back up.",
+    more_monitors=Plural(
+        ("…and {n} more monitor not shown here", "…and {n} more monitors not shown here")
+    ),
+    back_up_after="✅ {name} back up after {duration}",
+    frame_where="{at} in {function}",
+    details_from="ℹ️ {label}, from GlitchTip:",
+    level="Level: ",
+    value="Value: ",
+    seen_times=Plural(("seen {n} time", "seen {n} times")),
+    new_issue="🆕 New issue, first seen {age} ago",
+    first_seen="first seen {age} ago",
+    alerts=Plural(("{n} alert", "{n} alerts")),
+    digest_head="🗂 {alerts}, received {start} to {end} UTC (over {span})",
+    digest_sent_after="; sent {delay} after the first",
+    cut_note="✂️ Cut to fit: each short id links to the whole issue in GlitchTip.",
+    more_in_backlog=Plural(
+        (
+            "➕ {n} more issue in these alerts, not shown: see GlitchTip",
+            "➕ {n} more issues in these alerts, not shown: see GlitchTip",
+        )
+    ),
+    late_note="⏳ Late: GlitchTip sent this at {time} UTC; delivered {delay} later.",
+    repeat_note="↩️ Sent again: this alert may repeat an earlier message.",
+    repeat_note_digest="↩️ Sent again: some of these alerts may repeat an earlier message.",
+    button_resolve="✅ Resolve",
+    button_ignore="🔕 Ignore",
+    button_reopen="↩️ Reopen",
+    button_mute="🔇 Mute 1 h",
+    button_unmute="🔊 Unmute",
+    resolved_by="✅ Resolved by {user} at {time} UTC",
+    ignored_by="🔕 Ignored by {user} at {time} UTC",
+    reopened_by="↩️ Reopened by {user} at {time} UTC",
+    issue_resolved_by="✅ {label} resolved by {user} at {time} UTC",
+    issue_ignored_by="🔕 {label} ignored by {user} at {time} UTC",
+    issue_reopened_by="↩️ {label} reopened by {user} at {time} UTC",
+    notice_resolved="Resolved {label} in GlitchTip",
+    notice_ignored="Ignored {label} in GlitchTip",
+    notice_reopened="Reopened {label} in GlitchTip",
+    not_updated=" (the message could not be updated)",
+    press_unknown=(
+        "This button is not one this relay knows: the message is older than the relay keeps "
+        "buttons for, or it was not sent by this relay."
+    ),
+    press_not_allowed=(
+        "You may not act on alerts here: your Telegram user id is not in the relay's list."
+    ),
+    press_unavailable="The relay cannot read its records right now; nothing was changed. Try "
+    "again.",
+    press_out_of_date=(
+        "This button is out of date: the issue was changed since it was shown. Nothing was "
+        "done; the message shows what can be done now."
+    ),
+    muted_by="🔇 Muted in this chat by {user} until {until} UTC",
+    issue_muted_by="🔇 {label} muted in this chat by {user} until {until} UTC",
+    notice_muted="Muted {label} in this chat until {until} UTC; GlitchTip is not changed",
+    notice_unmuted="Unmuted {label} in this chat",
+    notice_not_muted="{label} was no longer muted here",
+    silence_over="🔊 Silence over ({what}, {start} to {end} UTC): {alerts} held meanwhile",
+    matcher_issue="issue {value}",
+    matcher_project="project {value}",
+    matcher_environment="environment {value}",
+    matcher_title="title containing “{value}”",
+    comment_author="{author} in Telegram:",
+    comment_posted="💬 Posted as a comment on {label} in GlitchTip.",
+    comment_not_posted="Your reply was not posted to GlitchTip: {why}",
+    reply_which_issue=(
+        "This message is about several issues: reply again beginning with the short id of the "
+        "one you mean ({labels})."
+    ),
+    reply_not_kept=(
+        "The relay no longer keeps what this message was about; comment on the issue in GlitchTip."
+    ),
+    glitchtip_timeout="it did not answer in time",
+    glitchtip_refused_connection="it refused the connection",
+    glitchtip_unresolvable="GLITCHTIP_URL's host name could not be resolved",
+    glitchtip_connection_failed="the connection failed",
+    glitchtip_unreachable="GlitchTip could not be reached ({why}); nothing was changed. Try "
+    "again in a while.",
+    glitchtip_failing="GlitchTip is failing ({detail}); nothing was changed. Try again in a while.",
+    glitchtip_token_refused=(
+        f"GlitchTip refused the relay's token (wrong or revoked): {_NEW_TOKEN}."
+    ),
+    glitchtip_scope_missing=(
+        "GlitchTip says the relay's token may not change issues: it needs the event:write "
+        f"scope; {_NEW_TOKEN}."
+    ),
+    glitchtip_issue_gone=(
+        "GlitchTip has no such issue any more (deleted, or in an organization the token's user "
+        "is not in); nothing was changed."
+    ),
+    glitchtip_redirected=(
+        "GLITCHTIP_URL points at an address that redirects (to {where}); nothing was changed. "
+        "The relay's operator must set GLITCHTIP_URL to GlitchTip's own address."
+    ),
+    glitchtip_refused="GlitchTip refused the change ({detail}).",
+)
