@@ -104,6 +104,8 @@ def test_every_metric_the_rules_and_dashboard_name_is_exported(client: FlaskClie
         "relay_spool_alerts",
         "relay_telegram_rate_limited_total",
         "relay_digest_alerts_count",
+        "relay_silences_active",
+        "relay_alerts_silenced_total",
     } <= in_dashboard
     assert in_rules - exported == set()
     assert in_dashboard - exported == set()
