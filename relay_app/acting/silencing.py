@@ -71,7 +71,9 @@ class Silencing:
                     self._count_held()
                     return silence
         except SpoolError as exc:
-            log.warning("the silences could not be read, so this alert is not held: %s", exc)
+            # The spool's trouble is reported where the alert is written; here it only means
+            # the alert goes, which loses nothing.
+            log.debug("the silences could not be read, so this alert is not held: %s", exc)
         return None
 
     def mute(self, chat: str, message: SentMessage, button: IssueButton, *, by: str) -> Silence:

@@ -158,17 +158,3 @@ def span_html(span: Span) -> str:
 def utc_time(timestamp: float) -> str:
     """A Unix time as people read it in the relay's messages and tools: '2026-11-30 10:52:28'."""
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def duration(seconds: float) -> str:
-    """'48 s', '3 min 12 s', '2 h 5 min', '1 d 3 h': two units are enough to judge a delay."""
-    total = max(0, round(seconds))
-    units = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
-    index = next(i for i, (_, size) in enumerate(units) if total >= size or size == 1)
-    unit, size = units[index]
-    words = f"{total // size} {unit}"
-    if index + 1 < len(units):
-        next_unit, next_size = units[index + 1]
-        if remainder := total % size // next_size:
-            words += f" {remainder} {next_unit}"
-    return words
