@@ -19,6 +19,7 @@ from relay_app.operating.config import (
     log_format_from_env,
     metrics_enabled,
 )
+from relay_app.operating.env_values import address_in_use
 from relay_app.spool.database import readable_by_others
 
 
@@ -93,6 +94,19 @@ def on_starting(server: Any) -> None:
     # Once for the relay, here, rather than once in each worker that opens the file.
     if settings.spool_path is not None and (loose := readable_by_others(settings.spool_path)):
         server.log.warning("relay_app: %s", loose)
+    # A port in use would otherwise be five "Connection in use" lines from gunicorn, and no word
+    # of the variable that chose it.
+    for name, address in (("RELAY_BIND", settings.bind), ("RELAY_ADMIN_BIND", settings.admin_bind)):
+        if address is not None and (taken := address_in_use(address)):
+            server.log.error(
+                "relay_app cannot start: %s=%s: %s; another program (or another relay) listens "
+                "there. Stop it, or set %s to a free port",
+                name,
+                address,
+                taken,
+                name,
+            )
+            sys.exit(2)
     # A directory the user named may hold an earlier run's counts.
     metrics.clear_stale_files(os.environ)
 

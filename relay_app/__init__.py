@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from .acting.outgoing import Outgoing
@@ -28,9 +28,11 @@ from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .operating.config import Settings
 from .operating.gauges import SpoolGauges
+from .operating.setup_watch import SetupWatch
 from .spool import Queue, Spool, open_memory, open_spool
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
+from .web.misses import Misses
 from .web.views import create_blueprint
 from .words import Words, words_for
 
@@ -61,6 +63,8 @@ class Relay:
     presses: Presses | None = None
     replies: Replies | None = None
     poller: Poller | None = None
+    # Asks Telegram at start whether the token and chats work (not with a stand-in Telegram).
+    setup: SetupWatch | None = None
 
 
 def create_app(settings: Settings | None = None, *, clock: Clock = time.time) -> Flask:
@@ -85,6 +89,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
             silencing=relay.silencing,
             updates=route_updates(relay.presses, relay.replies),
             spool_problem=relay.spool.problem if relay.spool is not None else lambda: None,
+            setup_problems=relay.setup.problems if relay.setup is not None else list,
             serve_metrics=settings.metrics,
             default_destination=settings.default_destination,
             allowed_chats=settings.allowed_chat_ids,
@@ -94,8 +99,15 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
         )
     )
 
+    misses = Misses(
+        relay.metrics.missed,
+        shared=relay.spool.warnings.due if relay.spool is not None else None,
+    )
+
     @app.errorhandler(HTTPException)
     def http_error_as_json(error: HTTPException) -> tuple[Response, int]:
+        if error.code in (404, 405):
+            misses.record(request.method, request.path, error.code)
         return jsonify(error=error.description), error.code or 500
 
     return app
@@ -106,9 +118,11 @@ def assemble(
 ) -> Relay:
     """The relay's parts, wired: what `create_app` serves. `telegram` replaces the Bot API
     (tests script its answers)."""
+    setup = None
     if telegram is None:
         client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
         telegram = Courier(client, attempt_timeout=settings.send_timeout)
+        setup = SetupWatch(settings)
     memory = open_memory()
     spool = open_spool(
         path=settings.spool_path,
@@ -119,6 +133,8 @@ def assemble(
     )
     queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
     health, metrics = _health_and_metrics(spool, queues)
+    if setup is not None:
+        metrics.add_gauges(setup)
     lookups = _issue_lookups(settings, metrics, spool)
     words = words_for(settings.language)
     outgoing = Outgoing(
@@ -192,6 +208,7 @@ def assemble(
         presses,
         replies,
         poller,
+        setup,
     )
 
 
@@ -306,6 +323,8 @@ def start_background_work(app: object) -> None:
         relay.dispatcher.start()
         if relay.poller is not None:
             relay.poller.start()
+        if relay.setup is not None:
+            relay.setup.start()
     else:
         logging.getLogger(__name__).warning(
             "the WSGI app is not relay_app's own (%s): alerts left in the spool by an earlier "
@@ -321,6 +340,8 @@ def stop_background_work(app: object) -> None:
     if relay is not None:
         if relay.poller is not None:
             relay.poller.shutdown()
+        if relay.setup is not None:
+            relay.setup.shutdown()
         relay.dispatcher.shutdown()
         if relay.lookups is not None:
             relay.lookups.shutdown()

@@ -48,6 +48,8 @@ TOO_MANY = "Too Many Requests: retry after"
 
 Mode = Literal["ok", "result", "error", "hang", "drip", "drop", "lose_reply", "html_error_page"]
 REACTION_INVALID = "Bad Request: REACTION_INVALID"
+# The relay's start-up check names itself so (operating/setup_watch.py).
+START_UP_CHECK = "start-up check"
 BOT = {
     "id": int(TOKEN.split(":")[0]),
     "is_bot": True,
@@ -139,6 +141,8 @@ class FakeTelegram:
         self.group_interval = group_interval
         # Forum topics that do not exist: 400 "message thread not found".
         self.missing_threads: set[int] = set()
+        # Chats that do not exist (a wrong id): sendMessage there is 400 "chat not found".
+        self.missing_chats: set[str] = set()
         # The chats the bot is in, as getChat describes them; any other chat is "not found".
         # The bot's membership status in each (getChatMember) is in `bot_status`.
         self.chats: dict[str, dict[str, Any]] = {}
@@ -180,6 +184,7 @@ class FakeTelegram:
         self._flood_until: dict[str, float] = {}
         self.behaviour = Behaviour()
         self.received: list[Received] = []
+        self.start_up_requests: list[Received] = []
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._release = threading.Event()
@@ -502,6 +507,8 @@ class FakeTelegram:
                 ),
                 release,
             )
+        if chat in self.missing_chats:
+            return Behaviour("error", status=400, description=CHAT_NOT_FOUND), release
         if body.get("message_thread_id") in self.missing_threads:
             return (
                 Behaviour("error", status=400, description="Bad Request: message thread not found"),
@@ -675,6 +682,27 @@ class FakeTelegram:
             "date": int(time.time()),
         }
 
+    def _start_up_answer(self, body: dict[str, Any], path: str) -> tuple[int, dict[str, Any]]:
+        """A relay's start-up questions (getMe, getChat, ...), kept apart from the rest in
+        `start_up_requests`, so a test's counts see only what the relay does for its alerts.
+        Answered from what the test set up; while Telegram is set to fail, with a 502."""
+        method = path.removeprefix(f"/bot{self.token}/")
+        with self._lock:
+            self.start_up_requests.append(Received(time.monotonic(), body, "", method, False))
+            failing = self.behaviour.mode != "ok"
+        if method == path:
+            return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
+        if failing:
+            return 502, {"ok": False, "error_code": 502, "description": "Bad Gateway"}
+        answer = self._answer(method, body)
+        if answer.mode == "result":
+            return 200, {"ok": True, "result": answer.result}
+        return answer.status, {
+            "ok": False,
+            "error_code": answer.status,
+            "description": answer.description,
+        }
+
     def _exists(self, chat: str, message_id: object) -> bool:
         """Whether a message is in the chat (the lock is held)."""
         key = (chat, message_id)
@@ -795,6 +823,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"{}")
         except ValueError:
             body = {}
+        if START_UP_CHECK in self.headers.get("User-Agent", ""):
+            self._reply(*fake._start_up_answer(body, self.path))
+            return
         behaviour, release = fake._decide(body, self.path, self.connection)
         mode = behaviour.mode
         if mode == "ok":

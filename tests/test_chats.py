@@ -126,10 +126,11 @@ def test_a_group_the_bot_was_added_to_is_listed_with_the_line_to_set(fake: FakeT
         "  ID           TYPE   TITLE\n"
         "  -4012345678  group  Backend team\n"
         "\n"
-        "To send GlitchTip's alerts to one of them, set one of these blocks:\n"
+        "To send GlitchTip's alerts to one of them, paste one of these blocks into the shell "
+        "that starts the relay (in a service's environment file, leave out 'export '):\n"
         "\n"
         "  # Backend team\n"
-        "  TELEGRAM_CHAT_ID=-4012345678\n"
+        "  export TELEGRAM_CHAT_ID='-4012345678'\n"
     )
 
 
@@ -154,13 +155,14 @@ def test_a_forum_lists_its_topics_by_id_and_name(fake: FakeTelegram) -> None:
         "                  topic 61    (name not seen)\n"
     ) in out
     assert (
-        "  # Ops, topic Deploys\n  TELEGRAM_CHAT_ID=-1001234567890\n  TELEGRAM_THREAD_ID=55\n"
+        "  # Ops, topic Deploys\n  export TELEGRAM_CHAT_ID='-1001234567890'\n"
+        "  export TELEGRAM_THREAD_ID='55'\n"
     ) in out
     assert (
-        f"  # Ops, topic Alerts\n  TELEGRAM_CHAT_ID=-1001234567890\n  TELEGRAM_THREAD_ID={alerts}\n"
-        in out
+        f"  # Ops, topic Alerts\n  export TELEGRAM_CHAT_ID='-1001234567890'\n"
+        f"  export TELEGRAM_THREAD_ID='{alerts}'\n" in out
     )
-    assert "  # Ops (its General topic)\n  TELEGRAM_CHAT_ID=-1001234567890\n" in out
+    assert "  # Ops (its General topic)\n  export TELEGRAM_CHAT_ID='-1001234567890'\n" in out
 
 
 def test_a_channel_says_the_bot_must_be_an_admin_there(fake: FakeTelegram) -> None:
@@ -171,7 +173,7 @@ def test_a_channel_says_the_bot_must_be_an_admin_there(fake: FakeTelegram) -> No
     assert "  -1009876543210  channel  Status\n" in out
     assert (
         "  # Status (a channel: the bot must be an administrator allowed to post)\n"
-        "  TELEGRAM_CHAT_ID=-1009876543210\n"
+        "  export TELEGRAM_CHAT_ID='-1009876543210'\n"
     ) in out
 
 
@@ -179,7 +181,9 @@ def test_several_chats_each_get_their_block_in_the_order_seen(fake: FakeTelegram
     updates = Updates()
     fake.updates = [updates.bot_added(GROUP), updates.bot_added(CHANNEL, "administrator")]
     _, out, _ = chats(env_for(fake))
-    assert out.index("TELEGRAM_CHAT_ID=-4012345678") < out.index("TELEGRAM_CHAT_ID=-1009876543210")
+    assert out.index("TELEGRAM_CHAT_ID='-4012345678'") < out.index(
+        "TELEGRAM_CHAT_ID='-1009876543210'"
+    )
 
 
 def test_with_no_updates_it_says_how_to_make_the_bot_see_the_chat(fake: FakeTelegram) -> None:

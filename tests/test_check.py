@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from relay_app.acting.updates import telegram_secret_token
+from relay_app.acting.updates import fingerprint, telegram_secret_token
 from relay_app.core.logs import REDACTED, redact
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import format_alert
@@ -401,7 +401,17 @@ def test_check_of_webhook_mode_wants_the_relays_own_address_registered(
     assert SECRET not in out.getvalue() + err.getvalue()
     code, lines = check(environ)
     assert code == 0
-    assert "https://relay.example.com/telegram/[REDACTED]" in line_for(lines, "button presses")
+    shown = f"https://relay.example.com/telegram/[secret {fingerprint(SECRET)}]"
+    assert shown in line_for(lines, "button presses")
+
+    # Registered with an old secret: both shown, each by its fingerprint, neither in clear.
+    fake.webhook_url = "https://relay.example.com/telegram/an-old-secret-0123456789"
+    code, lines = check(environ)
+    assert code == 1
+    said = line_for(lines, "button presses")
+    assert f"/telegram/[secret {fingerprint('an-old-secret-0123456789')}]" in said
+    assert f"expects …/telegram/[secret {fingerprint(SECRET)}]" in said
+    assert "an-old-secret" not in said
 
     assert main(["telegram-webhook", "delete"], environ=environ, out=out, err=err) == 0
     assert fake.webhook_url == ""

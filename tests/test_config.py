@@ -339,3 +339,18 @@ def test_buttons_need_a_spool_to_keep_what_they_act_on() -> None:
         )
     assert raised.value.variables == ["GLITCHTIP_API_TOKEN"]
     assert "RELAY_SPOOL_PATH=off" in str(raised.value)
+
+
+@pytest.mark.parametrize("token", ["abc", "g" * 64, "a" * 63, "a" * 65, "é" * 64])
+def test_a_glitchtip_token_is_64_hex_characters_and_is_never_echoed(token: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(env(GLITCHTIP_API_TOKEN=token, GLITCHTIP_URL="https://gt.example"))
+    said = str(raised.value)
+    assert "GLITCHTIP_API_TOKEN: is not a GlitchTip API token: GlitchTip's are 64 hex" in said
+    assert token not in said
+
+
+def test_the_default_destination_is_marked_as_the_one_alerts_follow() -> None:
+    settings = Settings.from_env(env())
+    assert settings.default_destination.default
+    assert Settings.destination_from_env(env()) == settings.default_destination

@@ -22,9 +22,15 @@ ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "deploy" / "prometheus-rules.yml"
 RULES_TEST = ROOT / "tests" / "deploy" / "prometheus-rules-test.yml"
 DASHBOARD = ROOT / "deploy" / "grafana-dashboard.json"
-METRIC_NAME = re.compile(r"\brelay_[a-z_]+\b")
+# A metric's name, not a label's value (job="relay_app").
+METRIC_NAME = re.compile(r"""(?<![\w"])relay_[a-z_]+\b""")
 # Grafana's own variables, as Prometheus would see them once Grafana has filled them in.
-GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
+GRAFANA_VARIABLES = {
+    "$__rate_interval": "5m",
+    "$__interval": "1m",
+    "$__range": "1h",
+    "$instance": ".+",  # the dashboard's own: All
+}
 
 
 def promtool() -> str:
@@ -65,7 +71,7 @@ def exported_names(client: FlaskClient) -> set[str]:
 def test_the_alert_rules_pass_promtool() -> None:
     checked = run_promtool("check", "rules", str(RULES))
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 8 rules found" in checked.stdout
+    assert "SUCCESS: 12 rules found" in checked.stdout
 
 
 def test_each_alert_rule_fires_when_it_should_and_only_then() -> None:
@@ -106,6 +112,8 @@ def test_every_metric_the_rules_and_dashboard_name_is_exported(client: FlaskClie
         "relay_digest_alerts_count",
         "relay_silences_active",
         "relay_alerts_silenced_total",
+        "relay_button_presses_total",
+        "relay_requests_missed_total",
     } <= in_dashboard
     assert in_rules - exported == set()
     assert in_dashboard - exported == set()
@@ -114,6 +122,16 @@ def test_every_metric_the_rules_and_dashboard_name_is_exported(client: FlaskClie
 def test_a_misspelt_metric_would_be_caught(client: FlaskClient) -> None:
     assert "relay_webhook_total" not in exported_names(client)
     assert "relay_spool_alerts_total" not in exported_names(client)
+
+
+def test_every_panel_shows_the_instances_the_variable_picks() -> None:
+    dashboard: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    [variable] = dashboard["templating"]["list"]
+    assert variable["name"] == "instance"
+    assert variable["includeAll"]
+    for expr in dashboard_expressions():
+        for selector in re.findall(r"relay_[a-z_]+(\{[^}]*\})?", expr):
+            assert 'instance=~"$instance"' in selector, expr
 
 
 def test_every_panel_queries_prometheus_through_the_imported_data_source() -> None:
@@ -151,3 +169,20 @@ def test_a_compose_file_lists_every_variable_it_needs_in_its_header(name: str) -
         assert relay["deploy"]["replicas"] >= 2
         assert "volumes" not in relay
         assert (ROOT / "deploy" / relay["build"] / "Dockerfile").exists()
+
+
+def test_the_systemd_unit_passes_systemd_analyze(tmp_path: Path) -> None:
+    analyze = required_tool("systemd-analyze", "systemd")
+    unit = (ROOT / "deploy" / "relay-app.service").read_text()
+    assert "EnvironmentFile=/etc/relay-app.env" in unit
+    # verify wants the program to exist: this checkout's, where the unit names /opt/relay-app's.
+    here = unit.replace("/opt/relay-app/.venv/bin/gunicorn", f"{ROOT}/.venv/bin/gunicorn")
+    here = here.replace("WorkingDirectory=/opt/relay-app", f"WorkingDirectory={ROOT}")
+    copy = tmp_path / "relay-app.service"
+    copy.write_text(here)
+    verified = subprocess.run(
+        [analyze, "verify", str(copy)], capture_output=True, text=True, timeout=60, check=False
+    )
+    # systemd-analyze exits 0 even on keys it ignores: any word about the unit is a failure.
+    assert verified.returncode == 0, verified.stderr
+    assert "relay-app.service" not in verified.stdout + verified.stderr, verified.stderr

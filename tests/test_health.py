@@ -65,7 +65,7 @@ def test_when_telegram_comes_back_every_alert_that_waited_for_it_is_due(
     health.probed(True, NOW + 3.3)
     assert health.current().sending
     assert [queue.told for queue in queues] == [[NOW + 3.3], [NOW + 3.3]]
-    assert "the 6 alert(s) that waited for it go now" in caplog.text
+    assert "the 6 alert(s) waiting go now, oldest first" in caplog.text
     assert [r.levelno for r in caplog.records if "not answering" in r.getMessage()] == [
         logging.ERROR
     ]

@@ -445,7 +445,7 @@ def test_when_telegram_is_back_every_alert_that_waited_for_it_is_due(
     assert paused.claim is not None
     settle(queue, clock, tokens, paused.claim, RetryAt(clock.now + 40, after_failure=False))
     clock.now += 3
-    assert queue.after_recovery(clock.now) == 1
+    assert queue.after_recovery(clock.now) == 2  # both wait; the one that failed goes now
     assert lane_of(queue, clock, tokens).due_at == clock.now
     assert lane_of(queue, clock, tokens, OTHER_CHAT).due_at == clock.now + 37  # a 429 stands
 
@@ -693,7 +693,11 @@ def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
         settle(queue, clock, tokens, admission.claim, dead, error="Connection refused")
         ids.append(admission.alert.id)
     clock.now += 86400
-    assert admin.requeue([ids[0], ids[0] + 100]) == {ids[0]: "dead", ids[0] + 100: None}
+    requeued = admin.requeue([ids[0], ids[0] + 100])
+    assert {alert_id: found.state for alert_id, found in requeued.items()} == {
+        ids[0]: "dead",
+        ids[0] + 100: None,
+    }
     [again] = admin.alerts("pending")
     assert (again.id, again.retry_from, again.attempts, again.last_error) == (
         ids[0],
@@ -702,7 +706,7 @@ def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
         "Connection refused",
     )
     assert lane_of(queue, clock, tokens).due_at == clock.now
-    assert admin.requeue([ids[0]]) == {ids[0]: "pending"}
+    assert admin.requeue([ids[0]])[ids[0]].state == "pending"
     assert admin.purge_dead(received_before=clock.now - 3600) == 2  # the other two
     assert admin.counts() == {"pending": 1, "dead": 0}
     assert admin.purge_dead(received_before=clock.now) == 0  # pending ones are never purged

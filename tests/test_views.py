@@ -23,6 +23,7 @@ from relay_app.message.formatting import format_alert
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
+from relay_app.web.misses import miss_reason
 from relay_app.words import ENGLISH
 from tests.conftest import (
     CHAT_ID,
@@ -620,3 +621,19 @@ def test_while_telegram_fails_a_webhook_waits_in_the_queue_without_an_attempt(
     telegram.replace(responses.POST, SEND_URL, json=OK)
     run_background(relay.dispatcher, fake_time)
     assert len(sent_bodies(telegram)) == 3
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "reason"),
+    [
+        ("POST", "/webhook/wrong-secret", 404, "webhook_secret"),
+        ("POST", "/webhook/", 404, "webhook_path"),
+        ("POST", "/webhook/a/b", 404, "webhook_path"),
+        ("POST", "/webhooks/secret", 404, "webhook_path"),
+        ("POST", "/telegram/old", 404, "telegram_secret"),
+        ("GET", "/webhook/secret", 405, "method"),
+        ("GET", "/", 404, "unknown_path"),
+    ],
+)
+def test_each_miss_has_its_reason(method: str, path: str, status: int, reason: str) -> None:
+    assert miss_reason(method, path, status) == reason

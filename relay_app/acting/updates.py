@@ -52,6 +52,22 @@ def webhook_path(webhook_secret: str) -> str:
     return f"/telegram/{webhook_secret}"
 
 
+def shown_webhook_url(url: str) -> str:
+    """A webhook URL as a person may see it: the secret after /telegram/ (or /webhook/) replaced
+    by a short fingerprint of it, enough to tell two apart ('…/telegram/[secret 3f9c2a1b]')."""
+    for marker in ("/telegram/", "/webhook/"):
+        head, found, tail = url.partition(marker)
+        if found:
+            secret, slash, rest = tail.partition("/")
+            return f"{head}{marker}[secret {fingerprint(secret)}]{slash}{rest}"
+    return url
+
+
+def fingerprint(secret: str) -> str:
+    """Eight hex characters of the secret's SHA-256: tells secrets apart, reveals nothing."""
+    return hashlib.sha256(secret.encode()).hexdigest()[:8]
+
+
 def telegram_secret_token(bot_token: str) -> str:
     """The header value Telegram sends with every update to the relay's webhook. Derived from
     the bot token, which only the relay and Telegram hold (Telegram takes only letters, digits,

@@ -8,8 +8,9 @@ up a watchdog thread (one per process) shuts those sockets down, which wakes the
 once with an error.
 
 Sockets are registered from urllib3's connection classes (on connect, and on each request over
-a kept-alive connection), installed into the session by `DeadlineAdapter`. Behind a SOCKS proxy
-urllib3 uses its own classes; there only requests' per-operation timeouts apply.
+a kept-alive connection), installed into the session by `DeadlineAdapter`, the SOCKS proxy's
+too (HTTPS_PROXY=socks5h://...): there the socket is registered before the proxy's handshake,
+so a proxy that stalls is cut off at the same deadline.
 """
 
 from __future__ import annotations
@@ -22,10 +23,19 @@ import time
 from types import TracebackType
 from typing import Any
 
+import socks
 from requests.adapters import HTTPAdapter
 from urllib3 import poolmanager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.contrib.socks import (
+    SOCKSConnection,
+    SOCKSHTTPConnectionPool,
+    SOCKSHTTPSConnection,
+    SOCKSHTTPSConnectionPool,
+    SOCKSProxyManager,
+)
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
 from .process import PerProcess
 
@@ -168,8 +178,74 @@ class _WatchedHTTPSConnectionPool(HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
 
 
+def _through_socks(connection: SOCKSConnection) -> socks.socksocket:
+    """A connection through the SOCKS proxy, its socket watched from before the proxy's
+    handshake (PySocks' own create_connection hands it over only once that is done)."""
+    options = connection._socks_options
+    host, port = options["proxy_host"], int(options["proxy_port"] or 1080)
+    try:
+        family, kind, proto, _, _ = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socks.socksocket(family, kind, proto)
+    except OSError as exc:
+        raise NewConnectionError(connection, f"the SOCKS proxy {host}:{port}: {exc}") from None
+    sock.set_proxy(
+        options["socks_version"],
+        host,
+        port,
+        rdns=options["rdns"],
+        username=options["username"],
+        password=options["password"],
+    )
+    sock.settimeout(connection.timeout)
+    _watch_current(sock)
+    try:
+        sock.connect((connection.host, connection.port))
+    except TimeoutError:
+        sock.close()
+        raise ConnectTimeoutError(connection, f"the SOCKS proxy {host}:{port} timed out") from None
+    except (socks.ProxyError, OSError) as exc:
+        sock.close()
+        raise NewConnectionError(connection, f"the SOCKS proxy {host}:{port}: {exc}") from None
+    return sock
+
+
+class _WatchedSOCKSConnection(SOCKSConnection):
+    def _new_conn(self) -> socks.socksocket:
+        return _through_socks(self)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _watch_current(self.sock)
+        super().request(*args, **kwargs)
+
+
+class _WatchedSOCKSHTTPSConnection(SOCKSHTTPSConnection):
+    def _new_conn(self) -> socks.socksocket:
+        return _through_socks(self)
+
+    def connect(self) -> None:
+        super().connect()
+        _watch_current(self.sock)  # the TLS socket over the proxy's
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _watch_current(self.sock)
+        super().request(*args, **kwargs)
+
+
+class _WatchedSOCKSHTTPConnectionPool(SOCKSHTTPConnectionPool):
+    ConnectionCls = _WatchedSOCKSConnection
+
+
+class _WatchedSOCKSHTTPSConnectionPool(SOCKSHTTPSConnectionPool):
+    ConnectionCls = _WatchedSOCKSHTTPSConnection
+
+
 def _use_watched_pools(manager: poolmanager.PoolManager) -> None:
-    if manager.pool_classes_by_scheme is poolmanager.pool_classes_by_scheme:
+    if isinstance(manager, SOCKSProxyManager):
+        manager.pool_classes_by_scheme = {
+            "http": _WatchedSOCKSHTTPConnectionPool,
+            "https": _WatchedSOCKSHTTPSConnectionPool,
+        }
+    elif manager.pool_classes_by_scheme is poolmanager.pool_classes_by_scheme:
         manager.pool_classes_by_scheme = {
             "http": _WatchedHTTPConnectionPool,
             "https": _WatchedHTTPSConnectionPool,

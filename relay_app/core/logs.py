@@ -23,12 +23,14 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 REDACTED = "[REDACTED]"
-# The paths whose next segment is a secret: GlitchTip's webhook, and Telegram's updates.
-SECRET_PATHS = ("/webhook/", "/telegram/")
+# The paths whose next segment is a secret: GlitchTip's webhook (and its near miss, with an
+# s), and Telegram's updates.
+SECRET_PATHS = ("/webhook/", "/webhooks/", "/telegram/")
 # The segment up to the query, a space, a quote or the next slash: the request line in
-# gunicorn's access log ends in ' HTTP/1.1"'.
+# gunicorn's access log ends in ' HTTP/1.1"'. Not one shown already as a secret's fingerprint.
 _SECRET_SEGMENT = re.compile(
-    "(" + "|".join(map(re.escape, SECRET_PATHS)) + r")(?!\[REDACTED\])[^/?\s\"']+"
+    "(" + "|".join(map(re.escape, SECRET_PATHS)) + r")(?!\[REDACTED\]|\[secret [0-9a-f]{8}\])"
+    r"[^/?\s\"']+"
 )
 LOGGER_NAME = "relay_app"
 # gunicorn's own layout, so the relay's lines and gunicorn's read as one log.

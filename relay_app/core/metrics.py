@@ -56,6 +56,9 @@ PressOutcome = Literal[
     "failed",
 ]
 
+# Why a request reached no page (web/misses.py).
+MissReason = Literal["webhook_secret", "webhook_path", "telegram_secret", "method", "unknown_path"]
+MISS_REASONS: tuple[MissReason, ...] = get_args(MissReason)
 # What became of a reply in the chat to one of the relay's messages (acting/replies.py).
 ReplyOutcome = Literal["commented", "asked", "refused", "unknown", "repeated", "failed"]
 REPLY_OUTCOMES: tuple[ReplyOutcome, ...] = get_args(ReplyOutcome)
@@ -169,9 +172,24 @@ class Metrics:
         )
         for reply in REPLY_OUTCOMES:
             self.replies.labels(reply)
-        self._gauges = gauges
+        self.misses = Counter(
+            "relay_requests_missed",
+            "Requests that reached no page, by reason: webhook_secret (a webhook URL with a "
+            "wrong secret), webhook_path (a near miss of the webhook's path), telegram_secret "
+            "(Telegram posting to an old address), method, unknown_path",
+            ["reason"],
+            registry=self.registry,
+        )
+        for reason in MISS_REASONS:  # each series from the start: the rules read them
+            self.misses.labels(reason)
+        self._gauges: list[Collector] = []
         if gauges is not None:
-            self.registry.register(gauges)
+            self.add_gauges(gauges)
+
+    def add_gauges(self, gauges: Collector) -> None:
+        """More gauges read at each scrape (this worker's own, or what every worker shares)."""
+        self._gauges.append(gauges)
+        self.registry.register(gauges)
 
     def webhook(self, outcome: WebhookOutcome, reason: str) -> None:
         self.webhooks.labels(outcome, reason).inc()
@@ -183,6 +201,9 @@ class Metrics:
 
     def press(self, outcome: PressOutcome) -> None:
         self.presses.labels(outcome).inc()
+
+    def missed(self, reason: MissReason) -> None:
+        self.misses.labels(reason).inc()
 
     def reply(self, outcome: ReplyOutcome) -> None:
         self.replies.labels(outcome).inc()
@@ -212,8 +233,8 @@ class Metrics:
         # files are read afresh each time.
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
-        if self._gauges is not None:
-            registry.register(self._gauges)
+        for gauges in self._gauges:
+            registry.register(gauges)
         return generate_latest(registry)
 
 

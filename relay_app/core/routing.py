@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 ChatId = int | str
 
@@ -27,6 +27,10 @@ class RouteError(ValueError):
 class Destination:
     chat: ChatId
     thread: int | None = None
+    # The webhook URL named neither chat nor topic: the alert goes where TELEGRAM_CHAT_ID and
+    # TELEGRAM_THREAD_ID say, as they are when it is retried (`relay-app spool retry`). Not part
+    # of the destination's identity.
+    default: bool = field(default=False, compare=False)
 
     @property
     def chat_key(self) -> str:
@@ -84,6 +88,8 @@ def destination_from_query(
     """The destination a webhook URL's query string asks for. Raises RouteError naming the
     problem: an unknown, repeated or malformed parameter, or a chat that is not allowed."""
     values = _parameters(query)
+    if not values:
+        return Destination(default.chat, default.thread, default=True)
     chat: ChatId = default.chat
     thread = default.thread
     if "chat_id" in values:

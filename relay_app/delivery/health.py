@@ -162,7 +162,7 @@ class Health:
             # A spool error is logged by the spool; those alerts keep their own due times.
             with contextlib.suppress(SpoolError):
                 due += queue.after_recovery(now)
-        log.warning("Telegram answers again: the %d alert(s) that waited for it go now", due)
+        log.warning("Telegram answers again: the %d alert(s) waiting go now, oldest first", due)
 
     def _update(
         self, change: Callable[[TelegramHealth], TelegramHealth]

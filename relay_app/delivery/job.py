@@ -326,7 +326,11 @@ class Jobs:
     ) -> str:
         if not settled:
             return "; it could not be kept as a dead letter" if queue.durable else ""
-        kept = f"; kept as a dead letter (resend: relay-app spool retry {alert.id})"
+        kept = (
+            f"; kept as a dead letter (resend: relay-app spool retry {alert.id}; alerts for the "
+            "default chat go to TELEGRAM_CHAT_ID as it is then, and --chat ID [--thread N] "
+            "sends them to another)"
+        )
         again = dead.kind == "exhausted" and self._second_chance and not alert.second_chance
         return (kept if queue.durable else "") + (
             "; it is sent once more when its chat next accepts a message" if again else ""

@@ -96,7 +96,8 @@ class GlitchTipApi:
             except requests.RequestException as exc:
                 cause: Unreached = "timeout" if watchdog.expired else _cause(exc)
                 raise GlitchTipUnreachable(
-                    f"{method} {url}: GlitchTip at GLITCHTIP_URL {_SAID[cause]}", cause=cause
+                    f"{method} {url}: {_SAID[cause]}; check GLITCHTIP_URL ({self._base_url})",
+                    cause=cause,
                 ) from None
         if 300 <= status < 400:
             raise _redirected(method, url, status, location)
@@ -156,10 +157,10 @@ def _no_such_issue(status: int, said: str) -> bool:
 
 # How the log says why GlitchTip was not reached.
 _SAID: dict[Unreached, str] = {
-    "timeout": "did not answer in time",
-    "refused": "refused the connection",
-    "unresolvable": "could not be found: its host name did not resolve",
-    "connection": "could not be reached: the connection failed",
+    "timeout": "GlitchTip did not answer in time",
+    "refused": "GlitchTip refused the connection (nothing listens at that address)",
+    "unresolvable": "GlitchTip's host name does not resolve",
+    "connection": "the connection to GlitchTip failed",
 }
 
 

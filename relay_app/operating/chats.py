@@ -150,8 +150,9 @@ def find_chats(client: TelegramClient, *, timeout: float) -> Found:
             )
         elif exc.error_code is None:
             hint = (
-                "Telegram cannot be reached from this host: set HTTPS_PROXY, or point "
-                "TELEGRAM_API_URL at a Bot API server or reverse proxy it can reach"
+                "Telegram cannot be reached from this host: set HTTPS_PROXY (http:// or "
+                "socks5h://), or point TELEGRAM_API_URL at a Bot API server or reverse proxy it "
+                "can reach"
             )
         else:
             hint = None
@@ -205,7 +206,11 @@ def report(found: Found, out: TextIO) -> bool:
     if not usable:
         print(f"\n{bot} can post in none of them now.", file=out)
         return False
-    print("\nTo send GlitchTip's alerts to one of them, set one of these blocks:", file=out)
+    print(
+        "\nTo send GlitchTip's alerts to one of them, paste one of these blocks into the shell "
+        "that starts the relay (in a service's environment file, leave out 'export '):",
+        file=out,
+    )
     for chat in usable:
         _print_settings(chat, out)
     return True
@@ -230,10 +235,11 @@ def _print_settings(chat: SeenChat, out: TextIO) -> None:
     title = _chat_title(chat)
     for thread, name in sorted(chat.topics.items()):
         print(f"\n  # {title}, topic {name or thread}", file=out)
-        print(f"  TELEGRAM_CHAT_ID={chat.id}\n  TELEGRAM_THREAD_ID={thread}", file=out)
+        print(f"  export TELEGRAM_CHAT_ID='{chat.id}'", file=out)
+        print(f"  export TELEGRAM_THREAD_ID='{thread}'", file=out)
     general = " (its General topic)" if chat.is_forum else ""
     print(f"\n  # {title}{general}{_KIND_NOTES.get(chat.type, '')}", file=out)
-    print(f"  TELEGRAM_CHAT_ID={chat.id}", file=out)
+    print(f"  export TELEGRAM_CHAT_ID='{chat.id}'", file=out)
 
 
 _NOTHING_SEEN = """\

@@ -7,8 +7,8 @@ environment as the service.
 - `relay-app preview [FILE.json]`: the exact HTML the relay would send for a GlitchTip payload.
 - `relay-app telegram-webhook set URL|delete`: have Telegram post presses on the alerts' buttons
   to the relay at URL (TELEGRAM_UPDATES=webhook), or stop it.
-- `relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay. It
-  never creates a spool, and never touches an alert that is still pending except to say so.
+- `relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay
+  (spool_cli.py).
 - `relay-app silence add|list|expire`: quiet in a chat for a while (silence_cli.py).
 
 Exit codes: 0 done (every check passed), 1 something could not be done (a check failed, no
@@ -22,19 +22,19 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TextIO
 from urllib.parse import urlsplit
 
 import requests
 
-from ..acting.updates import telegram_secret_token, webhook_path
+from ..acting.updates import shown_webhook_url, telegram_secret_token, webhook_path
 from ..core.errors import DeliveryError, SpoolError
 from ..core.logs import redact, register_secret
 from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..message.formatting import TELEGRAM_TEXT_LIMIT, message_for
-from ..message.spans import utc_time, visible_length
-from ..spool import Admin, Spool, SpooledAlert, open_spool
+from ..message.spans import visible_length
+from ..spool import Spool, open_spool
 from ..telegram.client import TelegramClient
 from ..words import words_for
 from .chats import find_chats, report
@@ -52,6 +52,7 @@ from .config import (
 from .console import Console, Failed, Usage
 from .selfcheck import Verdict, run_checks
 from .silence_cli import add_silence_commands
+from .spool_cli import add_spool_commands
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -146,33 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     webhook_delete.set_defaults(run=_delete_telegram_webhook)
 
-    spool = commands.add_parser("spool", help="list, resend or purge spooled alerts")
-    actions = spool.add_subparsers(required=True, metavar="ACTION")
-
-    listing = actions.add_parser("list", help="list pending alerts (or dead ones with --dead)")
-    listing.add_argument("--dead", action="store_true", help="list dead letters instead")
-    listing.set_defaults(run=_with_spool(_list))
-
-    retry = actions.add_parser(
-        "retry", help="make dead alerts pending again; a running relay resends them"
-    )
-    which = retry.add_mutually_exclusive_group(required=True)
-    which.add_argument("ids", nargs="*", type=_alert_id, default=[], metavar="ID")
-    which.add_argument("--all-dead", action="store_true", help="every dead alert")
-    retry.set_defaults(run=_with_spool(_retry))
-
-    purge = actions.add_parser("purge", help="delete dead alerts older than a duration")
-    purge.add_argument(
-        "--dead", action="store_true", required=True, help="required: only dead alerts go"
-    )
-    purge.add_argument(
-        "--older-than",
-        required=True,
-        type=parse_duration,
-        metavar="DURATION",
-        help="received longer ago than this: 3600, 90s, 15m, 12h, 7d, 2w, 1d12h",
-    )
-    purge.set_defaults(run=_with_spool(_purge))
+    add_spool_commands(commands, open_spool=_open_spool, duration=parse_duration)
     add_silence_commands(commands, open_spool=_open_spool, duration=parse_duration)
     return parser
 
@@ -190,13 +165,6 @@ def parse_duration(raw: str) -> float:
             f"{raw!r} is not a duration; use seconds or a number with s, m, h, d or w (like 7d)"
         )
     return sum(float(number) * _SECONDS_PER_UNIT[unit] for number, unit in parts)
-
-
-def _alert_id(raw: str) -> int:
-    value = raw.lstrip("#")
-    if not value.isdigit():
-        raise argparse.ArgumentTypeError(f"{raw!r} is not an alert id (a number, as listed)")
-    return int(value)
 
 
 def _check(args: argparse.Namespace, console: Console) -> int:
@@ -272,7 +240,7 @@ def _set_telegram_webhook(args: argparse.Namespace, console: Console) -> int:
     finally:
         client.close()
     print(
-        redact(f"Telegram now posts this bot's updates to {url}.\n")
+        redact(f"Telegram now posts this bot's updates to {shown_webhook_url(url)}.\n")
         + "Run the relay with TELEGRAM_UPDATES=webhook; 'relay-app check' checks it.",
         file=console.out,
     )
@@ -352,20 +320,6 @@ def _preview(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
-SpoolCommand = Callable[[Admin, argparse.Namespace, TextIO], int]
-
-
-def _with_spool(command: SpoolCommand) -> Callable[[argparse.Namespace, Console], int]:
-    def run(args: argparse.Namespace, console: Console) -> int:
-        spool = _open_spool(console.environ)
-        try:
-            return command(spool.admin, args, console.out)
-        finally:
-            spool.close()
-
-    return run
-
-
 def _open_spool(environ: Mapping[str, str]) -> Spool:
     try:
         url = spool_url_from_env(environ)
@@ -376,70 +330,3 @@ def _open_spool(environ: Mapping[str, str]) -> Spool:
     if spool is None:
         raise Usage("RELAY_SPOOL_PATH is 'off': this relay keeps no spool")
     return spool
-
-
-def _list(spool: Admin, args: argparse.Namespace, out: TextIO) -> int:
-    alerts = spool.alerts("dead" if args.dead else "pending")
-    when = "DIED (UTC)" if args.dead else "NEXT ATTEMPT (UTC)"
-    rows: list[tuple[str, ...]] = [
-        ("ID", "RECEIVED (UTC)", "TRIES", when, "TO", "ALERT", "LAST ERROR")
-    ]
-    rows += [_row(alert) for alert in alerts]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        print("  ".join([*cells, row[-1]]).rstrip(), file=out)
-    counts = spool.counts()
-    print(f"\n{counts['pending']} pending, {counts['dead']} dead in {spool.path}", file=out)
-    return EXIT_OK
-
-
-def _row(alert: SpooledAlert) -> tuple[str, ...]:
-    when = alert.dead_at if alert.state == "dead" else alert.next_attempt_at
-    topic = alert.destination.thread
-    return (
-        str(alert.id),
-        utc_time(alert.received_at),
-        str(alert.attempts),
-        utc_time(when) if when is not None else "-",
-        f"{alert.destination.chat}" + (f"/{topic}" if topic is not None else ""),
-        _clip(_summary(alert.message.text), 60),
-        _clip(alert.last_error or "-", 200),
-    )
-
-
-def _retry(spool: Admin, args: argparse.Namespace, out: TextIO) -> int:
-    if args.all_dead:
-        count = spool.requeue_all_dead()
-        print(f"{count} dead alert(s) are pending again.", file=out)
-    else:
-        before = spool.requeue(args.ids)
-        for alert_id, state in before.items():
-            if state == "dead":
-                print(f"#{alert_id}: pending again", file=out)
-            elif state == "pending":
-                print(f"#{alert_id}: already pending; left as it is", file=out)
-        missing = [alert_id for alert_id, state in before.items() if state is None]
-        if missing:
-            names = ", ".join(f"#{alert_id}" for alert_id in missing)
-            raise Failed(f"no such alert in {spool.path}: {names}")
-    print("A running relay sends them within a couple of seconds.", file=out)
-    return EXIT_OK
-
-
-def _purge(spool: Admin, args: argparse.Namespace, out: TextIO) -> int:
-    before = time.time() - args.older_than
-    count = spool.purge_dead(received_before=before)
-    print(f"Deleted {count} dead alert(s) received before {utc_time(before)} UTC.", file=out)
-    return EXIT_OK
-
-
-def _summary(text: str) -> str:
-    """The first lines that say something: header, title, culprit."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return " · ".join(lines[:3])
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -124,7 +124,7 @@ class Settings:
 
     @property
     def default_destination(self) -> Destination:
-        return Destination(self.telegram_chat_id, self.telegram_thread_id)
+        return Destination(self.telegram_chat_id, self.telegram_thread_id, default=True)
 
     @property
     def admin_port(self) -> int | None:
@@ -142,6 +142,13 @@ class Settings:
         registered by the PostgreSQL spool, which reads it out of RELAY_SPOOL_URL)."""
         values = (self.telegram_bot_token, self.webhook_secret, self.glitchtip_api_token)
         return tuple(value for value in values if value)
+
+    @staticmethod
+    def destination_from_env(environ: Mapping[str, str]) -> Destination:
+        """TELEGRAM_CHAT_ID and TELEGRAM_THREAD_ID alone: where alerts for the default chat go
+        now (a tool's question, without the rest of the variables). Raises ConfigError."""
+        thread = _optional_positive_int(environ, "TELEGRAM_THREAD_ID")
+        return Destination(_chat_id(environ), thread, default=True)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -341,17 +348,21 @@ def spool_path_from_env(environ: Mapping[str, str]) -> str | None:
     return raw
 
 
+_API_TOKEN = re.compile(r"[0-9a-fA-F]{64}")
+
+
 def _glitchtip_token(environ: Mapping[str, str]) -> str | None:
     """GLITCHTIP_API_TOKEN. Never echoed."""
     name = "GLITCHTIP_API_TOKEN"
     raw = environ.get(name, "").strip()
     if not raw:
         return None
-    if not raw.isascii() or not raw.isprintable() or " " in raw:
+    if not _API_TOKEN.fullmatch(raw):
         raise ConfigError(
             name,
-            "does not look like a GlitchTip API token (64 hex characters, from Profile → "
-            "Auth Tokens in GlitchTip)",
+            f"is not a GlitchTip API token: GlitchTip's are 64 hex characters, this is "
+            f"{len(raw)} characters{'' if raw.isascii() else ', not all of them ASCII'}; copy "
+            "it from Profile → Auth Tokens in GlitchTip",
         )
     return raw
 

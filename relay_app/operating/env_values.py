@@ -6,6 +6,8 @@ there is to fix at once. Never echoes what could be a secret.
 
 from __future__ import annotations
 
+import errno
+import socket
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 from urllib.parse import urlsplit
@@ -46,6 +48,27 @@ def port_or_error(name: str, raw: str, *, example: str) -> int:
             name, f"{raw!r} is not HOST:PORT with a port up to 65535; for example {example}"
         )
     return port
+
+
+def address_in_use(bind: str) -> str | None:
+    """Why nothing can listen at HOST:PORT now (in use, or not this host's address); None
+    when a listener could (as gunicorn binds: with SO_REUSEADDR)."""
+    host, _, port = bind.rpartition(":")
+    host = host.strip("[]")
+    try:
+        infos = socket.getaddrinfo(host or None, int(port), type=socket.SOCK_STREAM)
+    except (OSError, ValueError) as exc:
+        return f"cannot listen there: {exc}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return "the address is already in use"
+            return f"cannot listen there: {exc.strerror or exc}"
+    return None
 
 
 def port_of(bind: str) -> int | None:

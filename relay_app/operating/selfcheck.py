@@ -15,9 +15,12 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
+
+import requests
 
 from ..acting.notices import glitchtip_notice
-from ..acting.updates import webhook_path
+from ..acting.updates import shown_webhook_url, webhook_path
 from ..core.errors import (
     ChatMigrated,
     DeliveryError,
@@ -59,6 +62,8 @@ class Verdict:
     passed: bool
     found: str  # what was found, or what went wrong
     hint: str | None = None  # for a failure: what to do about it
+    # A failure because Telegram (or GlitchTip) could not be reached: no answer about the setup.
+    unreached: bool = False
 
 
 def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
@@ -81,7 +86,7 @@ def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
 
     client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
     try:
-        yield from _telegram_verdicts(client, settings, send=send)
+        yield from telegram_verdicts(client, settings, send=send)
         token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
         if token is not None and glitchtip_url is not None:
             yield _glitchtip_verdict(settings, token, glitchtip_url)
@@ -129,19 +134,27 @@ def _presses_verdict(client: TelegramClient, settings: Settings) -> Verdict:
             )
         return Verdict(name, True, "read by polling (getUpdates), one relay process at a time")
     if not url.endswith(expected):
+        shown = shown_webhook_url(url)
         return Verdict(
             name,
             False,
             "TELEGRAM_UPDATES=webhook, but Telegram does not post this bot's updates to the relay"
-            + (f" (it posts them to {url})" if url else ""),
+            + (
+                f" (it posts them to {shown}; the relay expects …{shown_webhook_url(expected)})"
+                if url
+                else ""
+            ),
             "run 'relay-app telegram-webhook set https://<the relay's public address>'",
         )
-    return Verdict(name, True, f"Telegram posts them to {url}")
+    return Verdict(name, True, f"Telegram posts them to {shown_webhook_url(url)}")
 
 
-def _telegram_verdicts(
+def telegram_verdicts(
     client: TelegramClient, settings: Settings, *, send: bool
 ) -> Iterator[Verdict]:
+    """Telegram's word on the token, each configured chat and the default topic (and with
+    `send`, a test message); also asked by each worker at start (setup_watch.py)."""
+
     def deadline() -> float:
         return time.monotonic() + settings.send_timeout
 
@@ -149,7 +162,7 @@ def _telegram_verdicts(
     try:
         me = client.get_me(deadline=deadline())
     except DeliveryError as exc:
-        yield Verdict("token", False, str(exc), _hint(exc, api, "token"))
+        yield Verdict("token", False, str(exc), _hint(exc, api, "token"), _unreached(exc))
         why = (
             "Telegram could not be reached"
             if exc.error_code is None
@@ -158,7 +171,9 @@ def _telegram_verdicts(
         yield Verdict("chats", False, f"not checked: {why}")
         return
     bot_id = int(me.get("id", 0))
-    yield Verdict("token", True, f"the bot is @{me.get('username')} (id {bot_id})")
+    proxy = proxy_for(api)
+    through = f", through the proxy {proxy}" if proxy else ""
+    yield Verdict("token", True, f"the bot is @{me.get('username')} (id {bot_id}){through}")
     default_works = yield from _chat_verdicts(client, settings, bot_id, deadline)
     if not send:
         return
@@ -216,7 +231,7 @@ def _chat_verdict(
         info = client.get_chat(chat, deadline=deadline())
         member = client.get_chat_member(chat, bot_id, deadline=deadline())
     except DeliveryError as exc:
-        return Verdict(name, False, str(exc), _hint(exc, api, "chat")), {}
+        return Verdict(name, False, str(exc), _hint(exc, api, "chat"), _unreached(exc)), {}
     kind = str(info.get("type", "chat"))
     title = info.get("title") or info.get("username") or info.get("first_name") or ""
     described = f"{kind} {title!r}" + (" (forum)" if info.get("is_forum") else "")
@@ -263,7 +278,7 @@ def _topic_verdict(
     try:
         client.send_chat_action(destination.chat, thread_id=destination.thread, deadline=deadline())
     except DeliveryError as exc:
-        return Verdict(name, False, str(exc), _hint(exc, api, "topic"))
+        return Verdict(name, False, str(exc), _hint(exc, api, "topic"), _unreached(exc))
     return Verdict(name, True, "the topic exists")
 
 
@@ -333,15 +348,37 @@ def _counts_verdict(spool: Admin, hint: str) -> Verdict:
     return Verdict("spool", True, found)
 
 
+def proxy_for(url: str) -> str | None:
+    """The proxy requests takes for `url` from the environment (HTTPS_PROXY, ALL_PROXY, less
+    NO_PROXY), without its user and password; None when it goes direct."""
+    proxy = requests.utils.select_proxy(url, requests.utils.get_environ_proxies(url))
+    if not proxy:
+        return None
+    parts = urlsplit(proxy)
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+
+
+def _unreached(error: DeliveryError) -> bool:
+    return error.error_code is None or error.error_code >= 500 or error.error_code == 429
+
+
 def _hint(error: DeliveryError, api: str, doing: str) -> str:
     """What to do about the known failures; for the rest, Telegram's own words must do."""
     description = str(getattr(error, "description", "")).lower()
     code = error.error_code
     if code is None:
+        proxy = proxy_for(api)
+        if proxy is not None:
+            return (
+                f"Telegram is unreachable at {api} through the proxy {proxy} (HTTPS_PROXY or "
+                "ALL_PROXY): check that the proxy runs and reaches Telegram, or point "
+                "TELEGRAM_API_URL at a Bot API server or reverse proxy this host can reach"
+            )
         return (
             f"Telegram is unreachable at {api} from this host: if it reaches the internet "
-            "through a proxy, set HTTPS_PROXY; or point TELEGRAM_API_URL at a Bot API server "
-            "or reverse proxy it can reach"
+            "through a proxy, set HTTPS_PROXY (http:// or socks5h://); or point "
+            "TELEGRAM_API_URL at a Bot API server or reverse proxy it can reach"
         )
     if isinstance(error, ChatMigrated):
         return (
@@ -361,7 +398,8 @@ def _hint(error: DeliveryError, api: str, doing: str) -> str:
     if "chat not found" in description:
         return (
             "the bot cannot see this chat: add the bot to the group (or make it an admin of "
-            "the channel), and check the id (groups are negative; supergroups start with -100)"
+            "the channel), and check the id (groups are negative; supergroups start with -100;"
+            " relay-app chats lists the chats the bot has seen)"
         )
     if code == 403:
         return (

@@ -6,12 +6,31 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
+from ..core.routing import Destination
 from . import alert_rows as rows
 from .model import SpooledAlert, State
 from .store import Store, Tx
 
 Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Requeued:
+    """What `requeue` found of an alert: its state before, and where it now goes."""
+
+    state: State | None
+    to: tuple[str, int | None] | None  # chat and topic, when it was requeued
+
+
+def _readdress(
+    tx: Tx, alert_id: int | None, to: Destination | None, default: Destination | None
+) -> None:
+    if to is not None:
+        rows.readdress(tx, alert_id, to, defaults_only=False)
+    elif default is not None:
+        rows.readdress(tx, alert_id, default, defaults_only=True)
 
 
 class Admin:
@@ -54,23 +73,41 @@ class Admin:
 
         return self._store.read(oldest, now=self._clock())
 
-    def requeue(self, alert_ids: Iterable[int]) -> dict[int, State | None]:
-        """Make dead alerts pending again with a fresh retry horizon. Returns each id's state
-        before: 'dead' (requeued), 'pending' (left alone) or None (no such alert)."""
+    def requeue(
+        self,
+        alert_ids: Iterable[int],
+        *,
+        to: Destination | None = None,
+        default: Destination | None = None,
+    ) -> dict[int, Requeued]:
+        """Make dead alerts pending again with a fresh retry horizon: sent `to` a chat when
+        given, else those addressed to the default chat to `default` (TELEGRAM_CHAT_ID as it is
+        now). Returns each id's state before ('dead': requeued; 'pending': left alone; None: no
+        such alert) and, when it was requeued, the chat it goes to."""
 
-        def requeue_each(tx: Tx) -> dict[int, State | None]:
-            before: dict[int, State | None] = {}
+        def requeue_each(tx: Tx) -> dict[int, Requeued]:
+            before: dict[int, Requeued] = {}
             for alert_id in alert_ids:
                 row = tx.one("SELECT state FROM alerts WHERE id = ? FOR UPDATE", (alert_id,))
-                before[alert_id] = row["state"] if row else None
-                if before[alert_id] == "dead":
+                state: State | None = row["state"] if row else None
+                before[alert_id] = Requeued(state, None)
+                if state == "dead":
+                    _readdress(tx, alert_id, to, default)
                     rows.requeue(tx, alert_id)
+                    where = tx.one("SELECT chat, thread FROM alerts WHERE id = ?", (alert_id,))
+                    before[alert_id] = Requeued(state, (where["chat"], where["thread"]))
             return before
 
         return self._store.write(requeue_each, now=self._clock())
 
-    def requeue_all_dead(self) -> int:
-        return self._store.write(rows.requeue, now=self._clock())
+    def requeue_all_dead(
+        self, *, to: Destination | None = None, default: Destination | None = None
+    ) -> int:
+        def requeue(tx: Tx) -> int:
+            _readdress(tx, None, to, default)
+            return rows.requeue(tx)
+
+        return self._store.write(requeue, now=self._clock())
 
     def purge_dead(self, *, received_before: float) -> int:
         """Delete dead alerts received before the given Unix time; pending ones are never

@@ -16,11 +16,13 @@ from .model import SpooledAlert
 from .store import Now, Row, Tx
 
 
-def destination_of(store: str, chat: str, thread: int | None) -> Destination:
+def destination_of(
+    store: str, chat: str, thread: int | None, *, default: bool = False
+) -> Destination:
     parsed = parse_chat_id(chat)
     if parsed is None:  # not written by this code: a person's edit, say
         raise SpoolError(f"an alert in {store} has an unreadable chat id {chat!r}")
-    return Destination(parsed, thread)
+    return Destination(parsed, thread, default=default)
 
 
 def alert_from_row(row: Row, at: Now, *, store: str, in_memory: bool = False) -> SpooledAlert:
@@ -33,7 +35,7 @@ def alert_from_row(row: Row, at: Now, *, store: str, in_memory: bool = False) ->
     lines = lines_from_json(row["lines"])
     return SpooledAlert(
         Message(row["html"], row["text"], row["fallback"], entry, heading, subjects, lines),
-        destination_of(store, row["chat"], row["thread"]),
+        destination_of(store, row["chat"], row["thread"], default=bool(row["to_default"])),
         received_at=at.to_local(row["received_at"]),
         retry_from=at.to_local(row["retry_from"]),
         id=int(row["id"]),
@@ -55,14 +57,15 @@ def insert(
     entry, heading = message.short_entry, message.heading
     now = tx.at.db
     row = tx.one(
-        "INSERT INTO alerts (chat, thread, lane, received_at, retry_from, html, text, fallback,"
-        " entry_html, entry_text, heading_html, heading_text, subjects, lines,"
+        "INSERT INTO alerts (chat, thread, lane, to_default, received_at, retry_from, html, text,"
+        " fallback, entry_html, entry_text, heading_html, heading_text, subjects, lines,"
         " attempts, unsure_attempts, next_attempt_at, scheduled_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             destination.chat_key,
             destination.thread,
             destination.lane,
+            destination.default,
             now,
             now,
             message.html,
@@ -161,6 +164,22 @@ def revive(tx: Tx, chat: str, since: float) -> int:
             " WHERE chat = ? AND state = 'dead' AND dead_kind = 'exhausted'"
             " AND NOT second_chance AND retry_from >= ?",
             (now, now, chat, since),
+        ).rowcount
+    )
+
+
+def readdress(tx: Tx, alert_id: int | None, to: Destination, *, defaults_only: bool) -> int:
+    """Send dead letters elsewhere when retried: `alert_id`, or all of them; with
+    `defaults_only`, only those addressed to the default chat (which follow it), else each one
+    named (which then no longer does)."""
+    where = " AND to_default = TRUE" if defaults_only else ""
+    where += " AND id = ?" if alert_id is not None else ""
+    params: tuple[object, ...] = (to.chat_key, to.thread, to.lane, defaults_only)
+    return int(
+        tx.execute(
+            "UPDATE alerts SET chat = ?, thread = ?, lane = ?, to_default = ?"  # noqa: S608 (fixed text)
+            " WHERE state = 'dead'" + where,
+            params + ((alert_id,) if alert_id is not None else ()),
         ).rowcount
     )
 

@@ -19,6 +19,7 @@ from .queue import Queue
 from .sent import SpoolSentStore
 from .silences import SilenceStore
 from .store import Store
+from .warnings import SpoolWarnings
 
 # Per process, for alerts the spool cannot take: past it, one can wait nowhere.
 MAX_MEMORY_ALERTS = 1000
@@ -31,6 +32,7 @@ class Spool:
     health: SpoolHealthStore
     sent: SpoolSentStore
     silences: SilenceStore
+    warnings: SpoolWarnings
     poller_lease: SpoolPollerLease
     glitchtip_health: SpoolGlitchTipHealth
     _store: Store
@@ -86,6 +88,7 @@ def on_store(
         health=SpoolHealthStore(store),
         sent=SpoolSentStore(store),
         silences=SilenceStore(store),
+        warnings=SpoolWarnings(store),
         poller_lease=SpoolPollerLease(store),
         glitchtip_health=SpoolGlitchTipHealth(store),
         _store=store,

@@ -282,18 +282,21 @@ class Queue:
         return self._store.write(settle, now=now, wait_until=wait_until)
 
     def after_recovery(self, now: float) -> int:
-        """Telegram answers again: every alert waiting because of a failure is due now."""
+        """Telegram answers again: every alert waiting because of a failure is due now.
+        Returns how many alerts wait in all: those, and those that arrived meanwhile and
+        never had an attempt, all of which go now, oldest first."""
 
         def recover(tx: Tx) -> int:
-            count = tx.execute(
+            tx.execute(
                 "UPDATE alerts SET next_attempt_at = CASE WHEN next_attempt_at < ?"
                 " THEN next_attempt_at ELSE ? END, scheduled_at = ?"
                 " WHERE state = 'pending' AND after_failure",
                 (tx.at.db, tx.at.db, tx.at.db),
-            ).rowcount
-            if count:
+            )
+            waiting = int(tx.one("SELECT alerts FROM pending_count")["alerts"])
+            if waiting:
                 tx.notify()
-            return int(count)
+            return waiting
 
         return self._store.write(recover, now=now)
 

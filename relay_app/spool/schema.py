@@ -13,7 +13,7 @@ from collections.abc import Callable
 from ..core.errors import SpoolError
 from ..core.routing import Destination
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 Step = str | Callable[[sqlite3.Connection, Destination | None], None]
 
@@ -268,6 +268,13 @@ STEPS: dict[int, list[Step]] = {
         "ALTER TABLE issue_buttons ADD COLUMN muted_by TEXT",
         "ALTER TABLE issue_buttons ADD COLUMN muted_until REAL",
         "CREATE INDEX issue_buttons_by_silence ON issue_buttons (silence_id)",
+    ],
+    # Whether the webhook URL named neither chat nor topic: such an alert follows
+    # TELEGRAM_CHAT_ID and TELEGRAM_THREAD_ID when it is retried (spool/admin.py).
+    # And the WARNINGs the relay's processes give once between them (spool/warnings.py).
+    10: [
+        "ALTER TABLE alerts ADD COLUMN to_default INTEGER NOT NULL DEFAULT 0",
+        "CREATE TABLE warnings (key TEXT PRIMARY KEY, warned_at REAL NOT NULL)",
     ],
 }
 

@@ -41,12 +41,15 @@ ALLOWED_UPDATES = ["message", "callback_query"]
 
 
 class TelegramClient:
-    def __init__(self, api_url: str, token: str) -> None:
+    def __init__(self, api_url: str, token: str, *, user_agent: str | None = None) -> None:
+        """`user_agent` names what asks, where a proxy's log shows it (the start-up check)."""
         # The token travels in the URL, so every requests error carries it: from here on, no
         # message or log line in this process can show it.
         register_secret(token)
         self._method_url = f"{api_url}/bot{token}/"
         self._session = requests.Session()
+        if user_agent is not None:
+            self._session.headers["User-Agent"] = user_agent
         adapter = DeadlineAdapter(
             pool_connections=4, pool_maxsize=CONNECTION_POOL_SIZE, max_retries=0
         )

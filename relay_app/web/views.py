@@ -92,6 +92,7 @@ def create_blueprint(
     silencing: Silencing | None,
     updates: Callable[[dict[str, Any]], None] | None,
     spool_problem: Callable[[], str | None],
+    setup_problems: Callable[[], list[str]],
     serve_metrics: bool,
     default_destination: Destination,
     allowed_chats: frozenset[str],
@@ -123,6 +124,10 @@ def create_blueprint(
         problem = spool_problem()
         if problem is not None:
             return jsonify(status="not ready", reason=f"spool unusable: {problem}"), 503
+        # Still ready: alerts are taken and kept, and a retry sends them once it is fixed.
+        refused = setup_problems()
+        if refused:
+            return jsonify(status="ready", telegram_refuses=refused), 200
         return jsonify(status="ready"), 200
 
     if serve_metrics:
@@ -131,7 +136,9 @@ def create_blueprint(
         def metrics_page() -> Response:
             return Response(metrics.exposition(), content_type=CONTENT_TYPE)
 
+    # With a trailing slash too: people add one, and GlitchTip would not say its alert was lost.
     @blueprint.post("/webhook/<secret>")
+    @blueprint.post("/webhook/<secret>/")
     def webhook(secret: str) -> tuple[Response, int]:
         started = time.monotonic()
 

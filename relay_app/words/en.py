@@ -112,8 +112,10 @@ ENGLISH = Words(
     glitchtip_refused_connection="it refused the connection",
     glitchtip_unresolvable="GLITCHTIP_URL's host name could not be resolved",
     glitchtip_connection_failed="the connection failed",
-    glitchtip_unreachable="GlitchTip could not be reached ({why}); nothing was changed. Try "
-    "again in a while.",
+    glitchtip_unreachable=(
+        "GlitchTip could not be reached ({why}); nothing was changed. Try again in a while; if "
+        "it goes on, the relay's operator should check GLITCHTIP_URL."
+    ),
     glitchtip_failing="GlitchTip is failing ({detail}); nothing was changed. Try again in a while.",
     glitchtip_token_refused=(
         f"GlitchTip refused the relay's token (wrong or revoked): {_NEW_TOKEN}."

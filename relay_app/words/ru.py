@@ -130,7 +130,10 @@ RUSSIAN = Words(
     glitchtip_refused_connection="он отклонил соединение",
     glitchtip_unresolvable="имя хоста из GLITCHTIP_URL не удалось разрешить",
     glitchtip_connection_failed="соединение не удалось",
-    glitchtip_unreachable="GlitchTip недоступен ({why}); ничего не изменено. Попробуйте позже.",
+    glitchtip_unreachable=(
+        "GlitchTip недоступен ({why}); ничего не изменено. Попробуйте позже; если не пройдёт, "
+        "администратору релея стоит проверить GLITCHTIP_URL."
+    ),
     glitchtip_failing="GlitchTip сбоит ({detail}); ничего не изменено. Попробуйте позже.",
     glitchtip_token_refused=(
         f"GlitchTip не принял токен релея (неверный или отозван): {_NEW_TOKEN}."

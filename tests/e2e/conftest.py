@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.relay_process import SECRET, RelayProcess, relay_env
+from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 
 StartRelay = Callable[..., RelayProcess]
@@ -13,7 +13,10 @@ StartRelay = Callable[..., RelayProcess]
 
 @pytest.fixture
 def fake_telegram() -> Iterator[FakeTelegram]:
+    """The fake Telegram, with the bot in the default chat (a forum, whose topic 77 the relays
+    post to), as the quick start leaves it: each relay's start-up check finds it works."""
     with running_fake_telegram() as fake:
+        fake.add_chat(CHAT_ID)
         yield fake
 
 

@@ -83,7 +83,7 @@ def test_the_readme_quick_start_puts_the_sample_alert_in_the_chat(
         base_env,
     )
     assert found.returncode == 0, found.stderr
-    assert "TELEGRAM_CHAT_ID=-1001234567890" in found.stdout
+    assert "export TELEGRAM_CHAT_ID='-1001234567890'" in found.stdout  # pasteable as printed
 
     # ...and set it, and a secret, as the README's exports do.
     exports = block_with("export TELEGRAM_CHAT_ID=")

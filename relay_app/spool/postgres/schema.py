@@ -8,7 +8,7 @@ that order, so the whole fleet keeps Telegram's limits together without deadlock
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Any fixed number: every relay takes this advisory lock to create or upgrade the schema, so
 # three replicas starting at once on an empty database do it one after another.
@@ -186,5 +186,12 @@ END $$""",
         "ALTER TABLE issue_buttons ADD COLUMN muted_by TEXT",
         "ALTER TABLE issue_buttons ADD COLUMN muted_until DOUBLE PRECISION",
         "CREATE INDEX issue_buttons_by_silence ON issue_buttons (silence_id)",
+    ],
+    # Whether the webhook URL named neither chat nor topic: such an alert follows
+    # TELEGRAM_CHAT_ID and TELEGRAM_THREAD_ID when it is retried (spool/admin.py).
+    # And the WARNINGs the relay's processes give once between them (spool/warnings.py).
+    7: [
+        "ALTER TABLE alerts ADD COLUMN to_default BOOLEAN NOT NULL DEFAULT FALSE",
+        "CREATE TABLE warnings (key TEXT PRIMARY KEY, warned_at DOUBLE PRECISION NOT NULL)",
     ],
 }

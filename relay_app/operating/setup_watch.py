@@ -1,0 +1,146 @@
+"""At start, each worker asks Telegram whether the relay's setup works: the token, every chat
+it may post to, the default topic (the questions `relay-app check` asks, selfcheck.py), on a
+thread of its own, off the webhook's path, each question within RELAY_SEND_TIMEOUT.
+
+A refusal (a wrong token, a chat that does not exist or has no room for the bot, a missing
+topic) would otherwise show only when the first real alert dies. It is an ERROR naming the
+variable and its fix, `relay_telegram_setup_ok` 0 (a rule alerts on it), and a line in /readyz's
+body. Readiness stays 200: alerts are still taken and kept in the spool, and a retry sends them
+once the setup is fixed. While refused, or while Telegram cannot be reached, it asks again
+every RECHECK_EVERY seconds, so a bot added to the group later is noticed without a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from ..core.process import PerProcess
+from ..telegram.client import TelegramClient
+from .config import Settings
+from .selfcheck import Verdict, telegram_verdicts
+
+if TYPE_CHECKING:
+    from prometheus_client.core import Metric
+
+log = logging.getLogger(__name__)
+
+RECHECK_EVERY = 60.0
+# How its requests name themselves (a proxy's log, the tests' fake Telegram tell them apart).
+USER_AGENT = "relay_app start-up check"
+
+
+def variable_for(check: str) -> str:
+    """The variable a check's result depends on: 'chat -100…' is TELEGRAM_CHAT_ID's or one of
+    TELEGRAM_ALLOWED_CHAT_IDS'."""
+    if check == "token":
+        return "TELEGRAM_BOT_TOKEN"
+    if check.startswith("topic "):
+        return "TELEGRAM_THREAD_ID"
+    return "TELEGRAM_CHAT_ID"
+
+
+class SetupWatch(PerProcess):
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client: Callable[[], TelegramClient] | None = None,
+        recheck_every: float = RECHECK_EVERY,
+    ) -> None:
+        self._settings = settings
+        self._client = client or (
+            lambda: TelegramClient(
+                settings.telegram_api_url, settings.telegram_bot_token, user_agent=USER_AGENT
+            )
+        )
+        self._recheck_every = recheck_every
+        self._start_in_this_process()
+
+    def _start_over(self) -> None:
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._refused: list[str] | None = None  # None: not answered yet
+
+    def start(self) -> None:
+        self._here()
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._thread = threading.Thread(target=self._loop, name="relay-setup", daemon=True)
+            self._thread.start()
+
+    def shutdown(self) -> None:
+        self._here()
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(5.0)
+
+    def problems(self) -> list[str]:
+        """What Telegram refuses, one line each ('TELEGRAM_CHAT_ID: …'); empty when it
+        accepts everything or has not answered yet."""
+        self._here()
+        with self._lock:
+            return list(self._refused or [])
+
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        self._here()
+        with self._lock:
+            refused = self._refused
+        gauge = GaugeMetricFamily(
+            "relay_telegram_setup_ok",
+            "1 when Telegram accepts the relay's token, chats and topic (asked at start, and "
+            "again each minute while it refuses); 0 while it refuses one: /readyz and the log "
+            "say which variable to fix",
+        )
+        if refused is not None:  # not answered yet: neither ok nor refused, so no sample
+            gauge.add_metric([], 0 if refused else 1)
+        yield gauge
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            answered = self._ask()
+            with self._lock:
+                settled = answered and self._refused == []
+            if settled:
+                return
+            self._stop.wait(self._recheck_every)
+
+    def _ask(self) -> bool:
+        """One round of questions; whether Telegram answered them all."""
+        client = self._client()
+        try:
+            verdicts = list(telegram_verdicts(client, self._settings, send=False))
+        finally:
+            client.close()
+        if any(verdict.unreached for verdict in verdicts):
+            return False  # Telegram's outage is the delivery's to report
+        refused = [v for v in verdicts if not v.passed and not v.found.startswith("not checked")]
+        self._record(refused)
+        return True
+
+    def _record(self, refused: list[Verdict]) -> None:
+        lines = [f"{variable_for(v.check)}: {v.check}: {v.found}" for v in refused]
+        with self._lock:
+            was, self._refused = self._refused, lines
+        if lines != (was or []):  # said once, not each minute
+            for line, verdict in zip(lines, refused, strict=True):
+                _report(line, verdict)
+        if not lines and was:
+            log.info("Telegram now accepts the relay's setup (token, chats and topic)")
+
+
+def _report(line: str, verdict: Verdict) -> None:
+    log.error(
+        "TELEGRAM REFUSES THE SETUP: %s%s. Alerts are kept in the spool meanwhile and sent once "
+        "it is fixed (relay-app spool retry for those that died); relay-app check shows the "
+        "whole setup",
+        line,
+        f"; fix: {verdict.hint}" if verdict.hint else "",
+    )

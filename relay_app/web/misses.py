@@ -1,0 +1,100 @@
+"""Requests that reach no page: counted by reason and logged, so that a near-miss URL in
+GlitchTip (which never retries) or Telegram (after RELAY_WEBHOOK_SECRET changed) is seen, not
+lost in a generic 404.
+
+Reasons: `webhook_secret` (POST /webhook/<something else than the secret>), `webhook_path`
+(anything else under /webhook or /webhooks: `/webhook/`, `/webhook/<secret>/more`),
+`telegram_secret` (/telegram/<a wrong secret>: Telegram posting to an old address), `method`
+(a GET to the webhook, say), `unknown_path` (anything else). Each reason's WARNING comes at
+most once a minute, never with a secret: only the path's first segment is shown.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from ..core.errors import SpoolError
+from ..core.logs import REDACTED
+from ..core.metrics import MissReason
+
+log = logging.getLogger(__name__)
+
+WARN_EVERY = 60.0
+
+_ADVICE: dict[MissReason, str] = {
+    "webhook_secret": "a webhook URL with a wrong secret (an old RELAY_WEBHOOK_SECRET in "
+    "GlitchTip's alert settings?): its alert is lost; set GlitchTip's URL to "
+    ".../webhook/<RELAY_WEBHOOK_SECRET>",
+    "webhook_path": "a near miss of the webhook URL (it must be .../webhook/<RELAY_WEBHOOK_SECRET>,"
+    " nothing after it): if GlitchTip sent it, its alert is lost; fix the URL in GlitchTip's "
+    "alert settings",
+    "telegram_secret": "Telegram posts updates to an old address (RELAY_WEBHOOK_SECRET changed "
+    "since it was registered): presses and replies are lost until 'relay-app telegram-webhook "
+    "set' is run again",
+    "method": "a request with the wrong method (GlitchTip and Telegram POST)",
+    "unknown_path": "a request for a path the relay does not serve",
+}
+
+
+def miss_reason(method: str, path: str, status: int) -> MissReason:
+    first, _, rest = path.lstrip("/").partition("/")
+    if status == 405:
+        return "method"
+    if first == "webhook" and rest and "/" not in rest.rstrip("/"):
+        return "webhook_secret"
+    if first in ("webhook", "webhooks"):
+        return "webhook_path"
+    if first == "telegram" and rest:
+        return "telegram_secret"
+    return "unknown_path"
+
+
+class Misses:
+    def __init__(
+        self,
+        count: Callable[[MissReason], None],
+        *,
+        shared: Callable[[str, float], bool] | None = None,
+    ) -> None:
+        """`shared` says whether this process is the one to give a warning now, among all
+        that share the spool (spool/warnings.py); without it, each process gives its own."""
+        self._count = count
+        self._shared = shared
+        self._lock = threading.Lock()
+        self._warned_at: dict[MissReason, float] = {}
+
+    def record(self, method: str, path: str, status: int) -> None:
+        reason = miss_reason(method, path, status)
+        self._count(reason)
+        if reason == "webhook_secret":
+            return  # the webhook's own record says so, for each one (views.py)
+        now = time.monotonic()
+        with self._lock:
+            last = self._warned_at.get(reason)
+            if last is not None and now - last < WARN_EVERY:
+                return
+            self._warned_at[reason] = now
+        if not self._shared_says_due(reason):
+            return
+        first = path.lstrip("/").split("/", 1)[0]
+        shown = f"/{first}/{REDACTED}" if "/" in path.lstrip("/") else f"/{first}"
+        log.warning(
+            "%s %s answered %d: %s (at most one such line a minute; "
+            "relay_requests_missed_total{reason=%r} counts them)",
+            method,
+            shown,
+            status,
+            _ADVICE[reason],
+            reason,
+        )
+
+    def _shared_says_due(self, reason: MissReason) -> bool:
+        if self._shared is None:
+            return True
+        try:
+            return self._shared(f"missed:{reason}", WARN_EVERY)
+        except SpoolError:
+            return True  # better twice than never

@@ -1,0 +1,223 @@
+"""The operator's first week, end to end: the usual setup mistakes, made and fixed as a new
+user would, under the real `gunicorn wsgi:app` against the fake Telegram. None of them may
+lose an alert quietly."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sqlite3
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import requests
+
+from tests.e2e.conftest import StartRelay
+from tests.e2e.helpers import post, run_relay_app, titled, wait_until
+from tests.e2e.relay_process import CHAT_ID, ROOT, SECRET, gunicorn_command, relay_env
+from tests.fake_telegram import FakeTelegram
+from tests.prometheus import parse, value
+from tests.socks_proxy import running_socks_proxy
+
+WRONG_CHAT = "-1009999999999"
+OTHER_CHAT = "-1005555555555"
+
+
+def test_a_dead_letter_for_a_wrong_chat_follows_the_fixed_chat_or_goes_where_retry_says(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str
+) -> None:
+    fake_telegram.missing_chats.add(WRONG_CHAT)
+    relay = start_relay(TELEGRAM_CHAT_ID=WRONG_CHAT)
+    first, _ = post(relay.webhook_url, titled("Wrong chat one"))
+    second, _ = post(relay.webhook_url, titled("Wrong chat two"))
+    ids = [reply.json()["alert"].lstrip("#") for reply in (first, second)]
+    assert wait_until(lambda: relay.logs().count("ALERT NOT DELIVERED") == 2, timeout=10)
+    assert "--chat ID [--thread N] sends them to another" in relay.logs()
+    relay.stop()
+
+    # The operator fixes TELEGRAM_CHAT_ID and restarts, then retries as the ERROR line says.
+    fixed = relay_env(fake_telegram, RELAY_SPOOL_PATH=spool_path)
+    start_relay()
+    retried = run_relay_app(fixed, "spool", "retry", ids[0])
+    assert retried.returncode == 0, retried.stderr
+    assert f"#{ids[0]}: pending again, for chat {CHAT_ID} topic 77" in retried.stdout
+    assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 1, timeout=10)
+    assert "Wrong chat one" in fake_telegram.posted_to(CHAT_ID)[0].visible()
+
+    elsewhere = run_relay_app(fixed, "spool", "retry", ids[1], "--chat", OTHER_CHAT)
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert f"#{ids[1]}: pending again, for chat {OTHER_CHAT}\n" in elsewhere.stdout
+    assert wait_until(lambda: len(fake_telegram.posted_to(OTHER_CHAT)) == 1, timeout=10)
+    assert "Wrong chat two" in fake_telegram.posted_to(OTHER_CHAT)[0].visible()
+    assert fake_telegram.posted_to(WRONG_CHAT) == []
+    assert re.search(r"0 pending, 0 dead", run_relay_app(fixed, "spool", "list").stdout)
+
+
+def test_a_chat_telegram_refuses_is_an_error_a_zero_metric_and_a_readyz_line_at_start(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(TELEGRAM_CHAT_ID=WRONG_CHAT)
+    assert wait_until(lambda: "TELEGRAM REFUSES THE SETUP" in relay.logs(), timeout=10)
+    logs = relay.logs()
+    assert (
+        f"[ERROR] relay_app.operating.setup_watch: TELEGRAM REFUSES THE SETUP: TELEGRAM_CHAT_ID: "
+        f"chat {WRONG_CHAT}: Telegram refused getChat (400): Bad Request: chat not found; fix: "
+    ) in logs
+    assert "relay-app chats" in logs  # the fix names the tool that finds the right id
+    assert wait_until(
+        lambda: (
+            value(
+                parse(requests.get(f"{relay.url}/metrics", timeout=5).text),
+                "relay_telegram_setup_ok",
+            )
+            == 0
+        ),
+        timeout=10,
+    )
+    ready = requests.get(f"{relay.url}/readyz", timeout=5)
+    assert ready.status_code == 200  # alerts are still taken and kept
+    assert ready.json()["status"] == "ready"
+    [line] = ready.json()["telegram_refuses"]
+    assert line.startswith(f"TELEGRAM_CHAT_ID: chat {WRONG_CHAT}: ")
+
+
+def test_a_refused_token_is_named_at_start(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(TELEGRAM_BOT_TOKEN="123456:wrong-token-for-this-bot-abcdefghijk")
+    assert wait_until(lambda: "TELEGRAM_BOT_TOKEN: token: " in relay.logs(), timeout=10)
+    assert "[ERROR]" in relay.logs()
+    samples = parse(requests.get(f"{relay.url}/metrics", timeout=5).text)
+    assert value(samples, "relay_telegram_setup_ok") == 0
+
+
+def test_a_trailing_slash_delivers_and_near_misses_are_counted_and_said_once(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay()
+    slashed, _ = post(relay.webhook_url + "/", titled("With a trailing slash"))
+    assert slashed.status_code == 200
+    assert "With a trailing slash" in fake_telegram.posted_to(CHAT_ID)[0].visible()
+
+    near_misses = [
+        f"{relay.url}/webhooks/{SECRET}",
+        f"{relay.url}/webhook/",
+        f"{relay.url}/webhook/{SECRET}/extra",
+    ] * 3
+    for url in near_misses:
+        assert post(url, titled("Lost"))[0].status_code == 404
+    assert (
+        requests.post(f"{relay.url}/telegram/an-old-secret", json={}, timeout=5).status_code == 404
+    )
+    assert requests.get(f"{relay.url}/favicon.ico", timeout=5).status_code == 404
+
+    def missed(reason: str) -> float:
+        samples = parse(requests.get(f"{relay.url}/metrics", timeout=5).text)
+        return value(samples, "relay_requests_missed_total", reason=reason)
+
+    assert missed("webhook_path") == len(near_misses)
+    assert (missed("telegram_secret"), missed("unknown_path")) == (1, 1)
+    logs = relay.logs()
+    warnings = [line for line in logs.splitlines() if "relay_app.web.misses" in line]
+    assert [line.split(" answered 404: ")[0].split(": ", 1)[1] for line in warnings] == [
+        "POST /webhooks/[REDACTED]",
+        "POST /telegram/[REDACTED]",
+        "GET /favicon.ico",
+    ]  # one line per kind of miss, from whichever worker saw it first
+    assert SECRET not in logs
+    assert "an-old-secret" not in logs
+
+
+def test_the_recovery_line_counts_every_alert_the_digest_then_holds(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay()
+    fake_telegram.set("error", status=502, description="Bad Gateway")
+    for n in range(4):
+        post(relay.webhook_url, titled(f"During the outage {n}"))
+    assert wait_until(lambda: "Telegram is not answering" in relay.logs(), timeout=10)
+    fake_telegram.set("ok")
+    assert wait_until(lambda: fake_telegram.posted_to(CHAT_ID), timeout=10)
+    [digest] = fake_telegram.posted_to(CHAT_ID)
+    assert "🗂 4 alerts, received " in digest.visible()  # after a "sent again" line: a 502
+    assert "Telegram answers again: the 4 alert(s) waiting go now, oldest first" in relay.logs()
+
+
+def test_a_port_in_use_names_relay_bind(fake_telegram: FakeTelegram, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = relay_env(fake_telegram, RELAY_SPOOL_PATH=str(tmp_path / "spool.sqlite3"))
+        started = subprocess.run(
+            gunicorn_command(),
+            cwd=ROOT,
+            env={**os.environ, **env, "RELAY_BIND": f"127.0.0.1:{port}"},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert started.returncode != 0
+    assert (
+        f"relay_app cannot start: RELAY_BIND=127.0.0.1:{port}: the address is already in use; "
+        "another program (or another relay) listens there. Stop it, or set RELAY_BIND to a "
+        "free port"
+    ) in started.stderr
+    assert "Connection in use" not in started.stderr
+
+
+def test_spool_list_says_when_telegram_is_down(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str
+) -> None:
+    relay = start_relay()
+    fake_telegram.set("error", status=502, description="Bad Gateway")
+    post(relay.webhook_url, titled("Waiting for Telegram"))
+    assert wait_until(lambda: "Telegram is not answering" in relay.logs(), timeout=10)
+    listed = run_relay_app(relay_env(fake_telegram, RELAY_SPOOL_PATH=spool_path), "spool", "list")
+    assert listed.returncode == 0
+    assert "1 pending, 0 dead" in listed.stdout
+    assert "Telegram is not answering the relay (since " in listed.stdout
+
+
+def test_the_relay_delivers_through_a_socks_proxy(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    with running_socks_proxy() as proxy:
+        relay = start_relay(ALL_PROXY=proxy.url, NO_PROXY="", no_proxy="")
+        reply, _ = post(relay.webhook_url, titled("Through the tunnel"))
+        assert reply.status_code == 200
+        assert "Through the tunnel" in fake_telegram.posted_to(CHAT_ID)[0].visible()
+        assert proxy.carried  # it went through the proxy, not around it
+
+
+def test_a_backup_taken_during_a_storm_is_whole_and_consistent(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str, tmp_path: Path
+) -> None:
+    relay = start_relay()
+    fake_telegram.set("error", status=502, description="Bad Gateway")  # they all wait
+    titles = [f"Storm {n:03}" for n in range(300)]
+    backup = tmp_path / "backup.sqlite3"
+    environ = relay_env(fake_telegram, RELAY_SPOOL_PATH=spool_path)
+    with ThreadPoolExecutor(16) as pool:
+        answers = pool.map(lambda title: post(relay.webhook_url, titled(title))[0], titles)
+        taken = run_relay_app(environ, "spool", "backup", str(backup))
+        statuses = [answer.status_code for answer in answers]
+    assert taken.returncode == 0, taken.stderr
+    assert "it passed SQLite's integrity check" in taken.stdout
+    assert set(statuses) <= {202, 502}
+    with sqlite3.connect(backup) as copy:
+        assert copy.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        ids = [row[0] for row in copy.execute("SELECT id FROM alerts ORDER BY id")]
+        [(counted,)] = copy.execute("SELECT alerts FROM pending_count").fetchall()
+    # One snapshot: every alert admitted before it and none after, all pending, the count kept
+    # by the trigger agreeing.
+    assert ids == list(range(1, len(ids) + 1))
+    assert counted == len(ids)
+    assert f"{len(ids)} pending, 0 dead" in taken.stdout
+    assert oct(backup.stat().st_mode & 0o777) == "0o600"
+    again = run_relay_app(environ, "spool", "backup", str(backup))
+    assert again.returncode == 1
+    assert "exists already" in again.stderr
