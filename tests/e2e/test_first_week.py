@@ -17,6 +17,8 @@ import requests
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import post, run_relay_app, titled, wait_until
 from tests.e2e.relay_process import CHAT_ID, ROOT, SECRET, gunicorn_command, relay_env
+from tests.e2e.test_actions import alert_for, answered
+from tests.fake_glitchtip import TOKEN, FakeGlitchTip
 from tests.fake_telegram import FakeTelegram
 from tests.prometheus import parse, value
 from tests.socks_proxy import running_socks_proxy
@@ -221,3 +223,36 @@ def test_a_backup_taken_during_a_storm_is_whole_and_consistent(
     again = run_relay_app(environ, "spool", "backup", str(backup))
     assert again.returncode == 1
     assert "exists already" in again.stderr
+
+
+def test_a_press_glitchtip_cannot_answer_names_glitchtip_url(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url)
+    post(relay.webhook_url, alert_for(fake_glitchtip, 4))
+    assert wait_until(lambda: fake_telegram.posted_to(CHAT_ID), timeout=10)
+    fake_glitchtip.stop()  # down: its port refuses connections
+    answer = answered(fake_telegram, fake_telegram.press(fake_telegram.posted_to(CHAT_ID)[0], "✅"))
+    assert answer["text"].startswith("GlitchTip could not be reached (it refused the connection)")
+    assert "check GLITCHTIP_URL" in answer["text"]
+    assert f"check GLITCHTIP_URL ({fake_glitchtip.url})" in relay.logs()
+
+
+def test_a_glitchtip_token_of_the_wrong_shape_stops_the_relay_at_start(
+    fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    env = relay_env(fake_telegram, RELAY_SPOOL_PATH=str(tmp_path / "spool.sqlite3"))
+    env |= {"GLITCHTIP_API_TOKEN": "abc", "GLITCHTIP_URL": "http://127.0.0.1:9"}
+    started = subprocess.run(
+        gunicorn_command(),
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert started.returncode != 0
+    assert "GLITCHTIP_API_TOKEN: is not a GlitchTip API token: GlitchTip's are 64 hex" in (
+        started.stderr
+    )
