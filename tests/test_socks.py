@@ -27,6 +27,17 @@ def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[SocksProxy]:
         yield proxy
 
 
+def check_environ(fake: FakeTelegram, **more: str) -> dict[str, str]:
+    return {
+        "TELEGRAM_BOT_TOKEN": TOKEN,
+        "TELEGRAM_CHAT_ID": "-1001234567890",
+        "RELAY_WEBHOOK_SECRET": "s" * 32,
+        "TELEGRAM_API_URL": fake.url,
+        "RELAY_SPOOL_PATH": "off",
+        **more,
+    }
+
+
 @pytest.fixture
 def fake() -> Iterator[FakeTelegram]:
     with running_fake_telegram() as fake:
@@ -59,15 +70,8 @@ def test_check_names_the_proxy_it_went_through(
     proxy: SocksProxy, fake: FakeTelegram, tmp_path: object
 ) -> None:
     out, err = io.StringIO(), io.StringIO()
-    environ = {
-        "TELEGRAM_BOT_TOKEN": TOKEN,
-        "TELEGRAM_CHAT_ID": "-1001234567890",
-        "RELAY_WEBHOOK_SECRET": "s" * 32,
-        "TELEGRAM_API_URL": fake.url,
-        "RELAY_SPOOL_PATH": "off",
-    }
     fake.add_chat("-1001234567890")
-    main(["check"], environ=environ, out=out, err=err)
+    main(["check"], environ=check_environ(fake), out=out, err=err)
     [token] = [line for line in out.getvalue().splitlines() if "token:" in line]
     assert token.startswith("ok")
     assert f"through the proxy {proxy.url}" in token
@@ -78,14 +82,7 @@ def test_when_the_proxy_is_down_check_names_it_rather_than_asking_for_one(
 ) -> None:
     proxy.close()
     out, err = io.StringIO(), io.StringIO()
-    environ = {
-        "TELEGRAM_BOT_TOKEN": TOKEN,
-        "TELEGRAM_CHAT_ID": "-1001234567890",
-        "RELAY_WEBHOOK_SECRET": "s" * 32,
-        "TELEGRAM_API_URL": fake.url,
-        "RELAY_SPOOL_PATH": "off",
-        "RELAY_SEND_TIMEOUT": "2",
-    }
+    environ = check_environ(fake, RELAY_SEND_TIMEOUT="2")
     assert main(["check"], environ=environ, out=out, err=err) == 1
     said = out.getvalue()
     assert f"through the proxy {proxy.url} (HTTPS_PROXY or ALL_PROXY)" in said

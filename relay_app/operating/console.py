@@ -1,10 +1,15 @@
-"""What every `relay-app` command writes to, and the two ways one fails (cli.py)."""
+"""What every `relay-app` command writes to, the two ways one fails, and the spool its spool
+and silence commands open (cli.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from ..spool import Spool
 
 
 class Failed(Exception):
@@ -21,3 +26,22 @@ class Console:
     out: TextIO
     err: TextIO
     stdin: TextIO
+
+
+OpenSpool = Callable[[Mapping[str, str]], "Spool"]
+SpoolCommand = Callable[["Spool", argparse.Namespace, Console], int]
+
+
+def with_spool(
+    open_spool: OpenSpool, command: SpoolCommand
+) -> Callable[[argparse.Namespace, Console], int]:
+    """A command that works on the spool the environment names, closed when it is done."""
+
+    def run(args: argparse.Namespace, console: Console) -> int:
+        spool = open_spool(console.environ)
+        try:
+            return command(spool, args, console)
+        finally:
+            spool.close()
+
+    return run

@@ -27,9 +27,8 @@ from ..telegram.client import TelegramClient
 from ..telegram.courier import Courier
 from ..words import ENGLISH, words_for
 from .config import ConfigError, api_url_from_env, bot_token_from_env, language_from_env
-from .console import Console, Failed, Usage
+from .console import Console, Failed, OpenSpool, Usage, with_spool
 
-OpenSpool = Callable[[Mapping[str, str]], Spool]
 Duration = Callable[[str], float]
 # How long a request to Telegram may take when `expire` edits a muted message.
 EDIT_TIMEOUT = 5.0
@@ -56,30 +55,16 @@ def add_silence_commands(commands: Any, *, open_spool: OpenSpool, duration: Dura
     add.add_argument("--comment", required=True, help="why, for whoever lists it later")
     add.add_argument("--chat", help="the chat's id (default: TELEGRAM_CHAT_ID)")
     add.add_argument("--by", help="who adds it (default: the login name)")
-    add.set_defaults(run=_with(open_spool, _add))
+    add.set_defaults(run=with_spool(open_spool, _add))
 
     listing = actions.add_parser("list", help="list the silences not yet ended")
     listing.add_argument("--all", action="store_true", help="those ended lately too")
-    listing.set_defaults(run=_with(open_spool, _list))
+    listing.set_defaults(run=with_spool(open_spool, _list))
 
     expire = actions.add_parser("expire", help="end silences now; each sums up what it held")
     expire.add_argument("ids", nargs="+", type=_silence_id, metavar="ID")
     expire.add_argument("--by", help="who ends them (default: the login name)")
-    expire.set_defaults(run=_with(open_spool, _expire))
-
-
-Command = Callable[[Spool, argparse.Namespace, Console], int]
-
-
-def _with(open_spool: OpenSpool, command: Command) -> Callable[[argparse.Namespace, Console], int]:
-    def run(args: argparse.Namespace, console: Console) -> int:
-        spool = open_spool(console.environ)
-        try:
-            return command(spool, args, console)
-        finally:
-            spool.close()
-
-    return run
+    expire.set_defaults(run=with_spool(open_spool, _expire))
 
 
 def _add(spool: Spool, args: argparse.Namespace, console: Console) -> int:

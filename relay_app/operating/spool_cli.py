@@ -20,34 +20,25 @@ from ..spool import Spool, SpooledAlert
 from ..spool.admin import Requeued
 from ..spool.backup import back_up
 from .config import ConfigError, Settings, spool_path_from_env, spool_url_from_env
-from .console import Console, Failed, Usage
+from .console import Console, Failed, OpenSpool, SpoolCommand, Usage, with_spool
 
 EXIT_OK = 0
 
-OpenSpool = Callable[[Mapping[str, str]], Spool]
 Duration = Callable[[str], float]
-SpoolCommand = Callable[[Spool, argparse.Namespace, Console], int]
 
 
 def add_spool_commands(commands: Any, *, open_spool: OpenSpool, duration: Duration) -> None:
     """The `spool` command and its actions, on the command line's subparsers."""
 
-    def with_spool(command: SpoolCommand) -> Callable[[argparse.Namespace, Console], int]:
-        def run(args: argparse.Namespace, console: Console) -> int:
-            spool = open_spool(console.environ)
-            try:
-                return command(spool, args, console)
-            finally:
-                spool.close()
-
-        return run
+    def on_spool(command: SpoolCommand) -> Callable[[argparse.Namespace, Console], int]:
+        return with_spool(open_spool, command)
 
     spool = commands.add_parser("spool", help="list, resend or purge spooled alerts")
     actions = spool.add_subparsers(required=True, metavar="ACTION")
 
     listing = actions.add_parser("list", help="list pending alerts (or dead ones with --dead)")
     listing.add_argument("--dead", action="store_true", help="list dead letters instead")
-    listing.set_defaults(run=with_spool(_list))
+    listing.set_defaults(run=on_spool(_list))
 
     retry = actions.add_parser(
         "retry", help="make dead alerts pending again; a running relay resends them"
@@ -62,7 +53,7 @@ def add_spool_commands(commands: Any, *, open_spool: OpenSpool, duration: Durati
         "the default chat to TELEGRAM_CHAT_ID as it is now)",
     )
     retry.add_argument("--thread", type=_thread_id, help="and to this forum topic of it")
-    retry.set_defaults(run=with_spool(_retry))
+    retry.set_defaults(run=on_spool(_retry))
 
     purge = actions.add_parser("purge", help="delete dead alerts older than a duration")
     purge.add_argument(
@@ -75,7 +66,7 @@ def add_spool_commands(commands: Any, *, open_spool: OpenSpool, duration: Durati
         metavar="DURATION",
         help="received longer ago than this: 3600, 90s, 15m, 12h, 7d, 2w, 1d12h",
     )
-    purge.set_defaults(run=with_spool(_purge))
+    purge.set_defaults(run=on_spool(_purge))
 
     backup = actions.add_parser(
         "backup", help="copy the spool file, while the relay runs, into a new file"
