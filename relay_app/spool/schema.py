@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from ..core.errors import SpoolError
 from ..core.routing import Destination
+from .steps import SQLITE, defaults_and_warnings, silences
 
 SCHEMA_VERSION = 10
 
@@ -235,47 +236,10 @@ STEPS: dict[int, list[Step]] = {
 )""",
         "INSERT INTO glitchtip_api (id) VALUES (1)",
     ],
-    # Silences (spool/silences.py): what each holds back from a chat, the alerts it held for
-    # its summary, and the mute buttons' state.
-    9: [
-        """CREATE TABLE silences (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    chat TEXT NOT NULL,             -- as routing.chat_key spells it
-    issue TEXT,                     -- matchers (message/matching.py): all that are set must match
-    project TEXT,
-    environment TEXT,
-    title TEXT,
-    label TEXT,                     -- the muted issue's short id, for a mute button's silence
-    link TEXT,                      -- and its link
-    created_by TEXT NOT NULL,
-    comment TEXT NOT NULL,
-    starts_at REAL NOT NULL,
-    ends_at REAL NOT NULL,
-    ended_at REAL,                -- when it ended (ran out, or was expired early)
-    ended_by TEXT,
-    held INTEGER NOT NULL DEFAULT 0 -- the alerts it held back from the chat
-)""",
-        "CREATE INDEX silences_by_chat ON silences (chat, ended_at, ends_at)",
-        """CREATE TABLE held_alerts (
-    silence_id INTEGER NOT NULL,
-    chat TEXT NOT NULL,             -- where the alert would have gone: the summary goes there
-    thread INTEGER,
-    received_at REAL NOT NULL,
-    lines TEXT NOT NULL             -- its lines (message/lines.py), for the summary
-)""",
-        "CREATE INDEX held_alerts_by_silence ON held_alerts (silence_id)",
-        "ALTER TABLE issue_buttons ADD COLUMN silence_id INTEGER",
-        "ALTER TABLE issue_buttons ADD COLUMN muted_by TEXT",
-        "ALTER TABLE issue_buttons ADD COLUMN muted_until REAL",
-        "CREATE INDEX issue_buttons_by_silence ON issue_buttons (silence_id)",
-    ],
-    # Whether the webhook URL named neither chat nor topic: such an alert follows
-    # TELEGRAM_CHAT_ID and TELEGRAM_THREAD_ID when it is retried (spool/admin.py).
-    # And the WARNINGs the relay's processes give once between them (spool/warnings.py).
-    10: [
-        "ALTER TABLE alerts ADD COLUMN to_default INTEGER NOT NULL DEFAULT 0",
-        "CREATE TABLE warnings (key TEXT PRIMARY KEY, warned_at REAL NOT NULL)",
-    ],
+    # Silences, and alerts that follow the default chat: written once for both spools
+    # (steps.py).
+    9: [*silences(SQLITE)],
+    10: [*defaults_and_warnings(SQLITE)],
 }
 
 

@@ -8,6 +8,8 @@ that order, so the whole fleet keeps Telegram's limits together without deadlock
 
 from __future__ import annotations
 
+from ..steps import POSTGRES, defaults_and_warnings, silences
+
 SCHEMA_VERSION = 7
 
 # Any fixed number: every relay takes this advisory lock to create or upgrade the schema, so
@@ -154,44 +156,8 @@ END $$""",
 )""",
         "INSERT INTO glitchtip_api (id) VALUES (1)",
     ],
-    # Silences: as the SQLite spool's step 9.
-    6: [
-        """CREATE TABLE silences (
-    id BIGSERIAL PRIMARY KEY,
-    chat TEXT NOT NULL,             -- as routing.chat_key spells it
-    issue TEXT,                     -- matchers (message/matching.py): all that are set must match
-    project TEXT,
-    environment TEXT,
-    title TEXT,
-    label TEXT,                     -- the muted issue's short id, for a mute button's silence
-    link TEXT,                      -- and its link
-    created_by TEXT NOT NULL,
-    comment TEXT NOT NULL,
-    starts_at DOUBLE PRECISION NOT NULL,
-    ends_at DOUBLE PRECISION NOT NULL,
-    ended_at DOUBLE PRECISION,                -- when it ended (ran out, or was expired early)
-    ended_by TEXT,
-    held INTEGER NOT NULL DEFAULT 0 -- the alerts it held back from the chat
-)""",
-        "CREATE INDEX silences_by_chat ON silences (chat, ended_at, ends_at)",
-        """CREATE TABLE held_alerts (
-    silence_id BIGINT NOT NULL,
-    chat TEXT NOT NULL,             -- where the alert would have gone: the summary goes there
-    thread BIGINT,
-    received_at DOUBLE PRECISION NOT NULL,
-    lines TEXT NOT NULL             -- its lines (message/lines.py), for the summary
-)""",
-        "CREATE INDEX held_alerts_by_silence ON held_alerts (silence_id)",
-        "ALTER TABLE issue_buttons ADD COLUMN silence_id BIGINT",
-        "ALTER TABLE issue_buttons ADD COLUMN muted_by TEXT",
-        "ALTER TABLE issue_buttons ADD COLUMN muted_until DOUBLE PRECISION",
-        "CREATE INDEX issue_buttons_by_silence ON issue_buttons (silence_id)",
-    ],
-    # Whether the webhook URL named neither chat nor topic: such an alert follows
-    # TELEGRAM_CHAT_ID and TELEGRAM_THREAD_ID when it is retried (spool/admin.py).
-    # And the WARNINGs the relay's processes give once between them (spool/warnings.py).
-    7: [
-        "ALTER TABLE alerts ADD COLUMN to_default BOOLEAN NOT NULL DEFAULT FALSE",
-        "CREATE TABLE warnings (key TEXT PRIMARY KEY, warned_at DOUBLE PRECISION NOT NULL)",
-    ],
+    # Silences, and alerts that follow the default chat: written once for both spools
+    # (steps.py).
+    6: silences(POSTGRES),
+    7: defaults_and_warnings(POSTGRES),
 }
