@@ -32,14 +32,14 @@ RECHECK_EVERY = 60.0
 USER_AGENT = "relay_app start-up check"
 
 
-def variable_for(check: str) -> str:
-    """The variable a check's result depends on: 'chat -100…' is TELEGRAM_CHAT_ID's or one of
-    TELEGRAM_ALLOWED_CHAT_IDS'."""
+def variable_for(check: str, default_chat: object) -> str:
+    """The variable a check's result depends on: 'chat -100…' is TELEGRAM_CHAT_ID's when it
+    is the default chat, else one of TELEGRAM_ALLOWED_CHAT_IDS'."""
     if check == "token":
         return "TELEGRAM_BOT_TOKEN"
     if check.startswith("topic "):
         return "TELEGRAM_THREAD_ID"
-    return "TELEGRAM_CHAT_ID"
+    return "TELEGRAM_CHAT_ID" if check == f"chat {default_chat}" else "TELEGRAM_ALLOWED_CHAT_IDS"
 
 
 class SetupWatch(PerProcess):
@@ -105,7 +105,11 @@ class SetupWatch(PerProcess):
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            answered = self._ask()
+            try:
+                answered = self._ask()
+            except Exception:  # a bug here must not end the checks for good
+                log.exception("asking Telegram about the relay's setup failed")
+                answered = False
             with self._lock:
                 settled = answered and self._refused == []
             if settled:
@@ -126,7 +130,8 @@ class SetupWatch(PerProcess):
         return True
 
     def _record(self, refused: list[Verdict]) -> None:
-        lines = [f"{variable_for(v.check)}: {v.check}: {v.found}" for v in refused]
+        default = self._settings.default_destination.chat
+        lines = [f"{variable_for(v.check, default)}: {v.check}: {v.found}" for v in refused]
         with self._lock:
             was, self._refused = self._refused, lines
         if lines != (was or []):  # said once, not each minute
