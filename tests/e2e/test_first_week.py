@@ -24,6 +24,21 @@ from tests.prometheus import parse, value
 from tests.socks_proxy import running_socks_proxy
 
 WRONG_CHAT = "-1009999999999"
+
+
+def gunicorn_that_stops(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`gunicorn wsgi:app` with these variables, run until it exits (as it must, at start)."""
+    return subprocess.run(
+        gunicorn_command(),
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
 OTHER_CHAT = "-1005555555555"
 
 
@@ -153,15 +168,7 @@ def test_a_port_in_use_names_relay_bind(fake_telegram: FakeTelegram, tmp_path: P
         taken.listen()
         port = taken.getsockname()[1]
         env = relay_env(fake_telegram, RELAY_SPOOL_PATH=str(tmp_path / "spool.sqlite3"))
-        started = subprocess.run(
-            gunicorn_command(),
-            cwd=ROOT,
-            env={**os.environ, **env, "RELAY_BIND": f"127.0.0.1:{port}"},
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        started = gunicorn_that_stops(env | {"RELAY_BIND": f"127.0.0.1:{port}"})
     assert started.returncode != 0
     assert (
         f"relay_app cannot start: RELAY_BIND=127.0.0.1:{port}: the address is already in use; "
@@ -243,15 +250,7 @@ def test_a_glitchtip_token_of_the_wrong_shape_stops_the_relay_at_start(
 ) -> None:
     env = relay_env(fake_telegram, RELAY_SPOOL_PATH=str(tmp_path / "spool.sqlite3"))
     env |= {"GLITCHTIP_API_TOKEN": "abc", "GLITCHTIP_URL": "http://127.0.0.1:9"}
-    started = subprocess.run(
-        gunicorn_command(),
-        cwd=ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    started = gunicorn_that_stops(env)
     assert started.returncode != 0
     assert "GLITCHTIP_API_TOKEN: is not a GlitchTip API token: GlitchTip's are 64 hex" in (
         started.stderr
