@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import fields, replace
+from dataclasses import fields
 
 import pytest
 
@@ -13,7 +13,7 @@ from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.digest import compose
 from relay_app.message.formatting import format_alert
 from relay_app.operating.config import ConfigError, Settings
-from relay_app.words import ENGLISH, LANGUAGES, RUSSIAN, Plural, Words
+from relay_app.words import ENGLISH, LANGUAGES, RUSSIAN, Plural, Words, words_for
 from relay_app.words.catalogue import russian_plural, templates
 from tests import payloads
 
@@ -139,4 +139,4 @@ def test_relay_language_is_checked_with_the_other_variables() -> None:
     assert Settings.from_env({**base, "RELAY_LANGUAGE": "RU"}).language == "ru"
     with pytest.raises(ConfigError, match=r"RELAY_LANGUAGE: 'de' is not a language .* en or ru"):
         Settings.from_env({**base, "RELAY_LANGUAGE": "de"})
-    assert replace(ENGLISH, language="en") == ENGLISH
+    assert words_for(Settings.from_env({**base, "RELAY_LANGUAGE": "ru"}).language) is RUSSIAN

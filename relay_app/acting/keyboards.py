@@ -11,7 +11,7 @@ changed, saying what, by whom and when, and one per issue muted, until when.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -28,6 +28,8 @@ STATUS_FOR: dict[Verb, IssueStatus] = {
     "ignore": "ignored",
     "reopen": "unresolved",
 }
+# The verbs that change nothing in GlitchTip: a silence in the chat (acting/silencing.py).
+SILENCE_VERBS: tuple[Verb, ...] = ("mute", "unmute")
 _CODES: dict[Verb, str] = {"resolve": "r", "ignore": "i", "reopen": "o", "mute": "m", "unmute": "u"}
 _VERBS: dict[str, Verb] = {code: verb for verb, code in _CODES.items()}
 # Telegram takes at most 100 inline buttons (8 to a row) and about 10 KB of markup: three a row
@@ -35,6 +37,8 @@ _VERBS: dict[str, Verb] = {code: verb for verb, code in _CODES.items()}
 MAX_ISSUES_WITH_BUTTONS = 33
 # How long the mute button silences an issue in its chat.
 MUTE_FOR = 3600.0
+# Replaces a sent message's HTML and buttons (delivery.Courier.edit).
+Edit = Callable[[str, int, str, dict[str, Any] | None], None]
 
 
 def verbs_for(button: IssueButton) -> tuple[Verb, ...]:
@@ -158,6 +162,13 @@ def rendered(message: SentMessage, words: Words) -> str:
             return f"{message.html}{PARAGRAPH}{html.escape(text, quote=False)}"
         lines = lines[1:]  # the oldest gives way
     return message.html
+
+
+def show(edit: Edit, message: SentMessage, words: Words) -> None:
+    """Edit a sent message to stand as its record now says: its lines and its buttons."""
+    edit(
+        message.chat, message.message_id, rendered(message, words), keyboard(message.buttons, words)
+    )
 
 
 def _visible(markup: str) -> str:

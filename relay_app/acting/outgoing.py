@@ -33,14 +33,12 @@ from ..spool.model import SpooledAlert
 from ..spool.sent import KEPT_AT_LEAST, IssueButton, Outage, SentMessage, SentStore
 from ..telegram.courier import NO_EXTRAS, Extras, Sent
 from ..words import Words
-from .keyboards import keyboard, new_buttons, rendered
+from .keyboards import Edit, keyboard, new_buttons, show
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 PRUNE_EVERY = 60.0
-# Replaces a sent message's HTML and buttons (delivery.Courier.edit).
-Edit = Callable[[str, int, str, dict[str, Any] | None], None]
 
 
 @dataclass(frozen=True)
@@ -239,12 +237,7 @@ class Outgoing:
         try:
             message = noted()
             if message is not None:
-                self._edit(
-                    message.chat,
-                    message.message_id,
-                    rendered(message, self._words),
-                    keyboard(message.buttons, self._words),
-                )
+                show(self._edit, message, self._words)
         except (SpoolError, DeliveryError) as exc:
             log.warning("%s (%s)", failing, exc)
 

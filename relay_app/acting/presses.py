@@ -28,13 +28,13 @@ from ..glitchtip.api import GlitchTipApi, IssueStatus
 from ..spool.sent import IssueButton, SentMessage, SentStore
 from ..words import Words
 from .keyboards import (
+    SILENCE_VERBS,
     STATUS_FOR,
     Verb,
     clock_time,
-    keyboard,
     notice,
     parse_callback,
-    rendered,
+    show,
     verbs_for,
 )
 from .notices import glitchtip_notice
@@ -181,7 +181,7 @@ class Presses:
             self._count("refused")
             self._answer(press, self._words.press_not_allowed, alert=True)
             return False
-        if verb not in verbs_for(button) or (verb == "mute" and self._silencing is None):
+        if verb not in verbs_for(button) or (verb in SILENCE_VERBS and self._silencing is None):
             log.info(
                 "a press by %s to %s %s came from an out-of-date button (the issue is %s): "
                 "nothing done",
@@ -200,7 +200,7 @@ class Presses:
     ) -> None:
         """Change the issue in GlitchTip (or mute it in the chat), then the message; answer the
         press."""
-        if verb in ("mute", "unmute"):
+        if verb in SILENCE_VERBS:
             self._silence(press, verb, message, button)
             return
         status = STATUS_FOR[verb]
@@ -239,12 +239,7 @@ class Presses:
         try:
             updated = self._store.acted(key, status, by=press.user, at=self._clock())
             if updated is not None:
-                self._chat.edit(
-                    updated.chat,
-                    updated.message_id,
-                    rendered(updated, self._words),
-                    keyboard(updated.buttons, self._words),
-                )
+                show(self._chat.edit, updated, self._words)
         except (SpoolError, DeliveryError) as exc:
             log.warning(
                 "%s by %s in GlitchTip, but message %d in chat %s could not be updated: %s",
@@ -259,31 +254,19 @@ class Presses:
 
     def _silence(self, press: Press, verb: Verb, message: SentMessage, button: IssueButton) -> None:
         """Mute the button's issue in this chat, or end its silence; GlitchTip is not changed."""
-        assert self._silencing is not None or verb == "unmute"
+        assert self._silencing is not None  # `_may_act` lets no silence verb through without
         words = self._words
         try:
             if verb == "mute":
-                assert self._silencing is not None
-                silence = self._silencing.mute(message.chat, message, button, by=press.user)
-                said = words.notice_muted.format(
-                    label=button.label, until=clock_time(silence.ends_at)
-                )
+                silence = self._silencing.mute(message.chat, button, by=press.user)
+                until = clock_time(silence.ends_at)
+                said = words.notice_muted.format(label=button.label, until=until)
                 self._count("muted")
             else:
-                ended = None
-                if self._silencing is not None and button.silence_id is not None:
-                    ended = self._silencing.end(button.silence_id, by=press.user)
-                if ended is None:  # it had run out, or was expired from the command line
-                    for stale in self._store.unmuted(button.silence_id or -1):
-                        self._chat.edit(
-                            stale.chat,
-                            stale.message_id,
-                            rendered(stale, words),
-                            keyboard(stale.buttons, words),
-                        )
-                    said = words.notice_not_muted.format(label=button.label)
-                else:
-                    said = words.notice_unmuted.format(label=button.label)
+                # It may have run out, or been expired from the command line, meanwhile.
+                was_muted = self._silencing.unmute(button, by=press.user)
+                template = words.notice_unmuted if was_muted else words.notice_not_muted
+                said = template.format(label=button.label)
                 self._count("unmuted")
         except (SpoolError, DeliveryError) as exc:
             log.warning("a press by %s to %s %s failed: %s", press.user, verb, button.label, exc)

@@ -12,7 +12,6 @@ import html
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..core.errors import DeliveryError, SpoolError
 from ..core.logs import event
@@ -23,12 +22,11 @@ from ..message.matching import Matchers, matches
 from ..spool.sent import IssueButton, SentMessage, SentStore
 from ..spool.silences import Ended, Held, Silence, SilenceStore
 from ..words import Words
-from .keyboards import MUTE_FOR, clock_time, keyboard, rendered
+from .keyboards import MUTE_FOR, Edit, clock_time, show
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-Edit = Callable[[str, int, str, dict[str, Any] | None], None]
 Count = Callable[[], None]
 
 # How often a process looks for silences that ran out (the dispatcher's upkeep asks each second).
@@ -76,7 +74,7 @@ class Silencing:
             log.debug("the silences could not be read, so this alert is not held: %s", exc)
         return None
 
-    def mute(self, chat: str, message: SentMessage, button: IssueButton, *, by: str) -> Silence:
+    def mute(self, chat: str, button: IssueButton, *, by: str) -> Silence:
         """Mute the button's issue in its message's chat for an hour (a press): the silence,
         and the message edited to say so. Raises SpoolError."""
         silence = self._store.add(
@@ -121,6 +119,18 @@ class Silencing:
             self._show(message)
         return ended
 
+    def unmute(self, button: IssueButton, *, by: str) -> bool:
+        """End the silence the button's issue is under (Unmute), and show its messages without
+        it; whether it still held (it may have run out, or been expired from the command line,
+        since the button was shown). Raises SpoolError."""
+        if button.silence_id is None:
+            return False
+        if self.end(button.silence_id, by=by) is not None:
+            return True
+        for message in self._sent.unmuted(button.silence_id):  # the button was stale
+            self._show(message)
+        return False
+
     def sweep(self) -> None:
         """End the silences that ran out (the dispatcher's upkeep: every SWEEP_EVERY seconds),
         whichever process or relay comes first; and forget those long over."""
@@ -160,12 +170,7 @@ class Silencing:
 
     def _show(self, message: SentMessage) -> None:
         try:
-            self._edit(
-                message.chat,
-                message.message_id,
-                rendered(message, self._words),
-                keyboard(message.buttons, self._words),
-            )
+            show(self._edit, message, self._words)
         except DeliveryError as exc:
             log.warning(
                 "message %d in chat %s could not be edited to show its silence: %s",

@@ -1,6 +1,7 @@
 """Whether GlitchTip's API is failing (glitchtip/lookups.py), kept in the spool: every process
 of the relay, and every relay on a shared database, then stops looking issues up together, and
-one of them logs the WARNING. Times are the store's clock, guarded against steps (clock.py)."""
+one of them logs the WARNING (warnings.py). Times are the store's clock, guarded against steps
+(clock.py)."""
 
 from __future__ import annotations
 
@@ -12,16 +13,21 @@ from ..core.clock import stepped_back
 from ..core.errors import SpoolError
 from ..glitchtip.lookups import LocalApiHealth
 from .store import Store, Tx
+from .warnings import SpoolWarnings
 
 # A webhook asks before it looks an issue up: it must not wait long for the answer...
 READ_BUDGET = 0.25
 # ...nor ask the store each time: a pause is a minute long, a second late costs nothing.
 REMEMBERED_FOR = 1.0
+# The key of its WARNING among the spool's shared warnings (warnings.py).
+WARNING = "glitchtip-api-failing"
 
 
 class SpoolGlitchTipHealth:
     def __init__(self, store: Store) -> None:
         self._store = store
+        # One process of all those on the spool logs the WARNING, once per period.
+        self._warnings = SpoolWarnings(store)
         self._lock = threading.Lock()
         self._known: tuple[float, bool] | None = None  # (when read, monotonic; paused)
         # Where a failure is kept when the spool cannot keep it.
@@ -39,21 +45,15 @@ class SpoolGlitchTipHealth:
         return paused
 
     def failed(self, pause: float, warn_every: float) -> bool:
-        def failed(tx: Tx) -> bool:
+        def failed(tx: Tx) -> None:
             now = tx.at.db
-            row = tx.one("SELECT warned_at FROM glitchtip_api FOR UPDATE")
-            warned_at = row["warned_at"] if row is not None else None
-            warn = (
-                warned_at is None or stepped_back(warned_at, now) or now - warned_at >= warn_every
-            )
             tx.execute(
-                "UPDATE glitchtip_api SET paused_until = ?, paused_at = ?, warned_at = ?",
-                (now + pause, now, now if warn else warned_at),
+                "UPDATE glitchtip_api SET paused_until = ?, paused_at = ?", (now + pause, now)
             )
-            return warn
 
         try:
-            warn = self._store.write(failed)
+            self._store.write(failed)
+            warn = self._warnings.due(WARNING, warn_every)
         except SpoolError:
             return self._fallback.failed(pause, warn_every)
         self._remember(True)

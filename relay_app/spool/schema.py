@@ -232,7 +232,7 @@ STEPS: dict[int, list[Step]] = {
     id INTEGER PRIMARY KEY CHECK (id = 1),
     paused_until REAL,              -- no look-up of issues' details before this
     paused_at REAL,                 -- when that was decided, for the clock guard
-    warned_at REAL                  -- when a process last logged that it fails
+    warned_at REAL                  -- no longer written: the warnings table (step 10) has it
 )""",
         "INSERT INTO glitchtip_api (id) VALUES (1)",
     ],

@@ -32,7 +32,6 @@ class Silence:
     starts_at: float
     ends_at: float
     label: str | None = None  # the issue's short id, when a mute button made it
-    link: str | None = None
     ended_at: float | None = None
     ended_by: str | None = None
     held: int = 0
@@ -72,7 +71,6 @@ class SilenceStore:
         seconds: float,
         now: float,
         label: str | None = None,
-        link: str | None = None,
     ) -> Silence:
         """A silence from now for `seconds`."""
         if not matchers:
@@ -80,9 +78,9 @@ class SilenceStore:
 
         def add(tx: Tx) -> Silence:
             row = tx.one(
-                "INSERT INTO silences (chat, issue, project, environment, title, label, link,"
+                "INSERT INTO silences (chat, issue, project, environment, title, label,"
                 " created_by, comment, starts_at, ends_at) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
                 (
                     chat,
                     matchers.issue,
@@ -90,7 +88,6 @@ class SilenceStore:
                     matchers.environment,
                     matchers.title,
                     label,
-                    link,
                     by,
                     comment,
                     tx.at.db,
@@ -240,7 +237,6 @@ def _silence(row: Row, tx: Tx) -> Silence:
         starts_at=tx.at.to_local(float(row["starts_at"])),
         ends_at=tx.at.to_local(float(row["ends_at"])),
         label=row["label"],
-        link=row["link"],
         ended_at=tx.at.to_local(float(ended_at)) if ended_at is not None else None,
         ended_by=row["ended_by"],
         held=int(row["held"]),

@@ -35,7 +35,6 @@ def silences(types: Types) -> list[str]:
     environment TEXT,
     title TEXT,
     label TEXT,                     -- the muted issue's short id, for a mute button's silence
-    link TEXT,                      -- and its link
     created_by TEXT NOT NULL,
     comment TEXT NOT NULL,
     starts_at {types.time} NOT NULL,
