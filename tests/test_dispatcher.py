@@ -298,6 +298,19 @@ def test_a_429_pauses_the_chat_for_every_process_on_the_spool(
     assert (waiting.attempts, waiting.unsure_attempts) == (0, 0)  # no attempt was spent
 
 
+def test_the_chats_next_turn_counts_from_when_the_message_left(
+    built: Callable[..., Relay], clock: FakeTime, spool_path: str
+) -> None:
+    relay = built(ScriptedTelegram(clock=clock))
+    turn = clock.now
+    admission = relay.intake.admit(MESSAGE, DESTINATION, started=time.monotonic())
+    assert admission is not None and admission.claim is not None  # the chat's turn is taken
+    clock.now += 0.4  # a busy host: the message leaves a moment after its turn
+    relay.intake.attempt(admission, started=time.monotonic())
+    other_process = on_store(Database(spool_path)).queue
+    assert other_process.next_turn(DESTINATION, now=turn + 1) == turn + 0.4 + GROUP_INTERVAL
+
+
 def test_a_retry_after_an_attempt_that_may_have_arrived_says_so_first(
     built: Callable[..., Relay], clock: FakeTime
 ) -> None:

@@ -7,7 +7,6 @@ from relay_app.core.pacing import (
     GROUP_INTERVAL,
     GROUP_LIMIT,
     GROUP_WINDOW,
-    MemoryPacer,
     next_send_at,
 )
 
@@ -59,17 +58,3 @@ def test_a_send_recorded_well_in_the_future_no_longer_counts() -> None:
     # "a second from now").
     assert turn(to_chat=[NOW + 3600]) == NOW
     assert turn(to_chat=[NOW + 1]) == NOW + 1 + GROUP_INTERVAL  # a moment's difference counts
-
-
-def test_the_memory_pacer_takes_turns_and_keeps_pauses() -> None:
-    pacer = MemoryPacer()
-    assert pacer.reserve("-1", group=True, now=NOW) == NOW
-    assert pacer.reserve("-1", group=True, now=NOW + 0.5) == NOW + GROUP_INTERVAL
-    assert pacer.reserve("7", group=False, now=NOW) == NOW
-    assert pacer.reserve("7", group=False, now=NOW + 0.5) == NOW + CHAT_INTERVAL
-    assert pacer.reserve("-2", group=True, now=NOW + 0.5) == NOW + 0.5  # chats are apart
-    pacer.pause("-1", NOW + 100, now=NOW)
-    pacer.pause("-1", NOW + 50, now=NOW)  # a shorter pause never shortens a longer one
-    assert pacer.reserve("-1", group=True, now=NOW + 10) == NOW + 100
-    # Decided before the clock stepped back an hour: over.
-    assert pacer.reserve("-1", group=True, now=NOW - 3600) == NOW - 3600

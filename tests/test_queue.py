@@ -34,6 +34,7 @@ from relay_app.spool import (
 )
 from relay_app.spool.database import MEMORY, Database
 from relay_app.spool.holders import _start_time
+from relay_app.spool.pacer import MAX_SEND_DELAY
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.postgres.schema import STEPS as PG_STEPS
 from relay_app.spool.schema import STEPS as SQLITE_STEPS
@@ -397,6 +398,47 @@ def test_a_429_pauses_the_chat(queue: Queue, clock: FakeTime, tokens: Tokens) ->
     admit(queue, clock, tokens, TOPIC)
     clock.now += 5
     assert claim(queue, clock, tokens, TOPIC) == Later(clock.now + 35)
+
+
+def test_a_refused_message_gives_back_its_turn_so_only_telegrams_pause_holds_the_chat(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    send_first(queue, clock, tokens)
+    admit(queue, clock, tokens, number=2)
+    clock.now += GROUP_INTERVAL
+    refused = claimed(queue, clock, tokens)
+    settle(
+        queue,
+        clock,
+        tokens,
+        refused,
+        RetryAt(clock.now + 1, after_failure=False),
+        pause_chat_until=clock.now + 1,
+    )
+    clock.now += 1
+    # Counted, the refused message would hold the group a whole turn more (GROUP_INTERVAL).
+    assert numbers(claimed(queue, clock, tokens)) == [2]
+
+
+@pytest.mark.parametrize("left_after", [0.4, 3600.0])
+def test_a_chats_pace_runs_from_when_its_message_left_not_from_its_turn(
+    queue: Queue, clock: FakeTime, tokens: Tokens, left_after: float
+) -> None:
+    first = admit(queue, clock, tokens)
+    assert first.claim is not None
+    turn = clock.now
+    queue.settle(
+        first.claim,
+        Settlement([(first.alert, Delivered())], sent_at=turn + left_after),
+        now=turn + left_after,
+    )
+    admit(queue, clock, tokens, number=2)
+    clock.now = turn + GROUP_INTERVAL
+    # A clock that stepped forward an hour meanwhile moves the send by MAX_SEND_DELAY at most.
+    left = turn + min(left_after, MAX_SEND_DELAY)
+    assert claim(queue, clock, tokens) == Later(left + GROUP_INTERVAL)
+    clock.now = left + GROUP_INTERVAL
+    assert numbers(claimed(queue, clock, tokens)) == [2]
 
 
 def test_a_moved_alert_goes_first_in_its_new_destination(

@@ -5,19 +5,18 @@ minute to a group, or thirty a second overall with 429 and a pause (`retry_after
 hits those limits in an alert storm spends its time being told to wait. So every send, the
 webhook's own and every background one, first takes a turn here. The rules are pure functions
 over the recent sends; the spool keeps those sends for all workers and processes that share it
-(spool/pacer.py), and `MemoryPacer` keeps them for alerts held in memory.
+(spool/pacer.py), the in-memory one included.
 
 Each limit carries a margin: Telegram counts arrivals, and two requests that leave 1.0 s apart
 can arrive closer than that. A group's twenty a minute are spread evenly, one every 3.05 s,
 rather than sent in a burst: Telegram may hold a group to that (a burst then earns a 429 per
-message, and each refused request still takes one of the minute's turns here), and a backlog's
-messages, fifty alerts and more each, lose nothing by the spacing.
+message), and a backlog's messages, fifty alerts and more each, lose nothing by the spacing. A
+message Telegram refused with 429 gives its turn back: its `retry_after` alone says when the
+next may go.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import deque
 from collections.abc import Sequence
 
 from .clock import stepped_back
@@ -66,42 +65,3 @@ def next_send_at(
     if len(by_bot) >= BOT_LIMIT:
         earliest = max(earliest, by_bot[BOT_LIMIT - 1] + BOT_WINDOW)
     return earliest
-
-
-class MemoryPacer:
-    """Pacing for one process, for the alerts it holds in memory (the spool switched off or
-    unusable): there is nowhere to share it, so several workers then each pace on their own."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._sends: deque[tuple[float, str]] = deque()  # oldest first
-        self._pauses: dict[str, tuple[float, float]] = {}  # chat: (until, decided at)
-
-    def reserve(self, chat: str, *, group: bool, now: float) -> float:
-        with self._lock:
-            while self._sends and self._sends[0][0] < now - REMEMBERED_FOR:
-                self._sends.popleft()
-            to_chat = [at for at, to in reversed(self._sends) if to == chat][:GROUP_LIMIT]
-            by_bot = [at for at, _ in reversed(self._sends) if at > now - BOT_WINDOW]
-            earliest = next_send_at(
-                now,
-                to_chat=to_chat,
-                by_bot=by_bot[:BOT_LIMIT],
-                paused_until=self._paused_until(chat, now),
-                group=group,
-            )
-            if earliest <= now:
-                self._sends.append((now, chat))
-            return earliest
-
-    def pause(self, chat: str, until: float, *, now: float) -> None:
-        """Telegram asked for a pause (429): no turn for the chat before `until`."""
-        with self._lock:
-            until = max(until, self._paused_until(chat, now) or until)
-            self._pauses[chat] = (until, now)
-
-    def _paused_until(self, chat: str, now: float) -> float | None:
-        if chat not in self._pauses:
-            return None
-        until, decided_at = self._pauses[chat]
-        return None if stepped_back(decided_at, now) else until

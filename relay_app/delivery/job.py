@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from itertools import takewhile
 from typing import Any, Protocol, TypeVar
 
@@ -113,9 +114,9 @@ class Jobs:
         What follows a delivery (outgoing.py) runs through `later` when given."""
         self.report_retired(queue, claim)
         plan = self._outgoing.plan(claim.alerts, claim.destination)
-        sent, error = self._attempt(claim, plan.extras, kind)
+        sent, error, sent_at = self._attempt(claim, plan.extras, kind)
         now = self._clock()
-        settlement = self._settlement(claim, error, now)
+        settlement = replace(self._settlement(claim, error, now), sent_at=sent_at)
         settled = self._record(queue, claim, settlement, wait_until, now)
         self._report(queue, claim, settlement, settled, error)
         if sent is not None:
@@ -126,18 +127,19 @@ class Jobs:
 
     def _attempt(
         self, claim: Claim, extras: Extras, kind: AttemptKind
-    ) -> tuple[Sent | None, Exception | None]:
-        """The one attempt: what Telegram answered, or why it failed."""
+    ) -> tuple[Sent | None, Exception | None, float | None]:
+        """The one attempt: what Telegram answered, or why it failed; and when the request
+        left (None: it never did)."""
         started = time.monotonic()
-        sent = error = None
+        sent = error = sent_at = None
         try:
-            sent = self._deliver(
-                self._message(claim.alerts, self._clock()), claim.destination, extras
-            )
+            message = self._message(claim.alerts, self._clock())
+            sent_at = self._clock()
+            sent = self._deliver(message, claim.destination, extras)
         except Exception as exc:  # sorted later: Telegram's refusals, the network, a bug
             error = exc
         self._attempt_made(claim, kind, error, time.monotonic() - started)
-        return sent, error
+        return sent, error, sent_at
 
     def _record(
         self,

@@ -57,6 +57,8 @@ class Claim:
     token: str
     alerts: list[SpooledAlert]
     retired: list[tuple[SpooledAlert, Dead]] = field(default_factory=list)
+    # The send recorded for the chat's turn (the store's time); None when none was taken.
+    turn_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,9 @@ class Settlement:
     # When a message reached the chat: its dead letters whose horizon started at or after this
     # get their second chance (None: RELAY_SECOND_CHANCE=0).
     second_chance_since: float | None = None
+    # When the message left (a wall-clock time): the chat's pace runs from then, not from
+    # when its turn was taken (None: no request was made).
+    sent_at: float | None = None
 
     @property
     def delivered(self) -> bool:

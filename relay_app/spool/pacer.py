@@ -17,6 +17,10 @@ from ..core.clock import stepped_back
 from ..core.pacing import BOT_LIMIT, BOT_WINDOW, GROUP_LIMIT, REMEMBERED_FOR, next_send_at
 from .store import Tx
 
+# How long after its turn a message may be recorded as sent (sent_when): far more than a claim
+# and a message's composing take.
+MAX_SEND_DELAY = 5.0
+
 
 def take_turn(tx: Tx, chat: str, *, group: bool, now: float) -> float:
     """Take the chat's turn if it is `now` (the store's time), recording the send, and return
@@ -29,6 +33,23 @@ def take_turn(tx: Tx, chat: str, *, group: bool, now: float) -> float:
     if turn <= now:
         tx.execute("INSERT INTO sends (chat, at) VALUES (?, ?)", (chat, now))
     return turn
+
+
+def sent_when(tx: Tx, chat: str, turn_at: float, sent_at: float) -> None:
+    """The message whose turn was taken at `turn_at` left at `sent_at`: the chat's pace runs
+    from then. Claiming, composing and a busy host take a moment, which varies; measured from
+    the turn, a message that left late would crowd the next one into a 429. A clock that
+    stepped forward meanwhile moves it at most MAX_SEND_DELAY."""
+    moved = min(sent_at, turn_at + MAX_SEND_DELAY)
+    if moved > turn_at:
+        tx.execute("UPDATE sends SET at = ? WHERE chat = ? AND at = ?", (moved, chat, turn_at))
+
+
+def give_back_turn(tx: Tx, chat: str, at: float) -> None:
+    """Telegram refused the message sent at `at` (429): it is not in the chat, and
+    `retry_after` (a pause) alone says when the next may go. Counted, it would hold the chat
+    a whole turn past that pause, three seconds in a group, for each refusal."""
+    tx.execute("DELETE FROM sends WHERE chat = ? AND at = ?", (chat, at))
 
 
 def next_turn(tx: Tx, chat: str, *, group: bool, now: float) -> float:

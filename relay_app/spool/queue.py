@@ -41,7 +41,7 @@ from .model import (
     SpooledAlert,
     WaitReason,
 )
-from .pacer import next_turn, pause, take_turn
+from .pacer import give_back_turn, next_turn, pause, sent_when, take_turn
 from .store import Store, Tx
 
 # A claim never needs more rows than one digest holds.
@@ -114,7 +114,7 @@ class Queue:
             # Its attempt is counted before it is made.
             alert = rows.insert(tx, message, destination, attempts=1, in_memory=in_memory)
             self._lease(tx, destination, holder, token, lease_for)
-            return Admission(alert, Claim(destination, token, [alert]))
+            return Admission(alert, Claim(destination, token, [alert], turn_at=tx.at.db))
 
         return self._store.write(admit, now=now, wait_until=wait_until)
 
@@ -219,7 +219,8 @@ class Queue:
                     Claim(destination, "", [], retired) if retired else Later(tx.at.to_local(turn))
                 )
             taken = alive[: max(1, fit(alive))]
-            return self._take(tx, destination, taken, holder, token, lease_for, retired)
+            claim = self._take(tx, destination, taken, holder, token, lease_for, retired)
+            return replace(claim, turn_at=tx.at.db)  # the send take_turn recorded
 
         return self._store.write(claim, now=now)
 
@@ -265,6 +266,12 @@ class Queue:
             )
             if settlement.pause_chat_until is not None:
                 pause(tx, chat, tx.at.to_db(settlement.pause_chat_until), now=tx.at.db)
+            if claim.turn_at is not None:
+                sent_at = settlement.sent_at
+                if settlement.pause_chat_until is not None:
+                    give_back_turn(tx, chat, claim.turn_at)
+                elif sent_at is not None:
+                    sent_when(tx, chat, claim.turn_at, tx.at.to_db(sent_at))
             revived = 0
             if settlement.delivered:
                 # The chat accepts messages: what waits for it because of a failure goes now.
