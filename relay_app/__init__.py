@@ -15,7 +15,8 @@ from .acting.outgoing import Outgoing
 from .acting.presses import Presses
 from .acting.replies import Replies
 from .acting.silencing import Silencing
-from .acting.updates import Poller, route_updates
+from .acting.team import Team
+from .acting.updates import Handle, Poller, route_updates
 from .core.logs import configure_logging
 from .core.metrics import Metrics
 from .delivery.dispatcher import Dispatcher
@@ -58,10 +59,9 @@ class Relay:
     lookups: IssueLookups | None
     # Silences (with a spool): what holds alerts back from a chat, and ends them.
     silencing: Silencing | None = None
-    # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles a press and a reply,
-    # and this process's poller for them (TELEGRAM_UPDATES=poll).
-    presses: Presses | None = None
-    replies: Replies | None = None
+    # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles each of Telegram's
+    # updates (a press or a reply), and this process's poller for them (TELEGRAM_UPDATES=poll).
+    updates: Handle | None = None
     poller: Poller | None = None
     # Asks Telegram at start whether the token and chats work (not with a stand-in Telegram).
     setup: SetupWatch | None = None
@@ -87,7 +87,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
             metrics=relay.metrics,
             outgoing=relay.outgoing,
             silencing=relay.silencing,
-            updates=route_updates(relay.presses, relay.replies),
+            updates=relay.updates,
             spool_problem=relay.spool.problem if relay.spool is not None else lambda: None,
             setup_problems=relay.setup.problems if relay.setup is not None else list,
             serve_metrics=settings.metrics,
@@ -192,7 +192,7 @@ def assemble(
         attempt_timeout=settings.send_timeout,
         clock=clock,
     )
-    presses, replies, poller = _acting_from_the_chat(
+    updates, poller = _acting_from_the_chat(
         settings, spool, telegram, metrics, clock, words, silencing
     )
     return Relay(
@@ -205,8 +205,7 @@ def assemble(
         outgoing,
         lookups,
         silencing,
-        presses,
-        replies,
+        updates,
         poller,
         setup,
     )
@@ -260,36 +259,26 @@ def _acting_from_the_chat(
     clock: Clock,
     words: Words,
     silencing: Silencing | None,
-) -> tuple[Presses | None, Replies | None, Poller | None]:
-    """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles a
-    press and a reply, and with TELEGRAM_UPDATES=poll this process's poller for them."""
+) -> tuple[Handle | None, Poller | None]:
+    """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles each
+    update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them."""
     token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
     if token is None or glitchtip_url is None or spool is None:
-        return None, None, None
-    glitchtip = GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout)
-    presses = Presses(
+        return None, None
+    team = Team(
         store=spool.sent,
-        glitchtip=glitchtip,
-        chat=telegram,
+        glitchtip=GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout),
         allowed_users=settings.action_user_ids,
         words=words,
-        silencing=silencing,
         metrics=metrics,
         clock=clock,
     )
-    replies = Replies(
-        store=spool.sent,
-        glitchtip=glitchtip,
-        chat=telegram,
-        allowed_users=settings.action_user_ids,
-        words=words,
-        bot_id=bot_id(settings.telegram_bot_token),
-        metrics=metrics,
-        clock=clock,
+    route = route_updates(
+        Presses(team, telegram, silencing=silencing),
+        Replies(team, telegram, bot_id=bot_id(settings.telegram_bot_token)),
     )
-    route = route_updates(presses, replies)
-    if settings.telegram_updates != "poll" or route is None:
-        return presses, replies, None
+    if settings.telegram_updates != "poll":
+        return route, None
     poller = Poller(
         client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
         lease=spool.poller_lease,
@@ -297,7 +286,7 @@ def _acting_from_the_chat(
         attempt_timeout=settings.send_timeout,
         clock=clock,
     )
-    return presses, replies, poller
+    return route, poller
 
 
 def bot_id(token: str) -> int | None:

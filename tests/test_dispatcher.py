@@ -304,7 +304,8 @@ def test_the_chats_next_turn_counts_from_when_the_message_left(
     relay = built(ScriptedTelegram(clock=clock))
     turn = clock.now
     admission = relay.intake.admit(MESSAGE, DESTINATION, started=time.monotonic())
-    assert admission is not None and admission.claim is not None  # the chat's turn is taken
+    assert admission is not None
+    assert admission.claim is not None  # the chat's turn is taken
     clock.now += 0.4  # a busy host: the message leaves a moment after its turn
     relay.intake.attempt(admission, started=time.monotonic())
     other_process = on_store(Database(spool_path)).queue

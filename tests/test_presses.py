@@ -17,6 +17,7 @@ import responses
 from relay_app.acting.keyboards import callback_data
 from relay_app.acting.notices import glitchtip_notice
 from relay_app.acting.presses import Presses
+from relay_app.acting.team import Team
 from relay_app.core.errors import (
     DeliveryError,
     GlitchTipError,
@@ -88,15 +89,15 @@ def api() -> GlitchTipApi:
 
 
 def presses(store: SpoolSentStore, chat: RecordingChat, **overrides: Any) -> Presses:
-    return Presses(
+    team = Team(
         store=store,
         glitchtip=api(),
-        chat=chat,
         allowed_users=overrides.get("allowed_users", frozenset()),
+        words=ENGLISH,
         metrics=overrides.get("metrics"),
         clock=lambda: 1_800_000_240.0,
-        words=ENGLISH,
     )
+    return Presses(team, chat)
 
 
 def press(

@@ -14,6 +14,7 @@ import pytest
 import responses
 
 from relay_app.acting.replies import Replies
+from relay_app.acting.team import Team
 from relay_app.core.errors import DeliveryError
 from relay_app.core.metrics import Metrics
 from relay_app.spool.database import Database
@@ -84,16 +85,15 @@ def replies(
     words: Words = ENGLISH,
     metrics: Metrics | None = None,
 ) -> Replies:
-    return Replies(
+    team = Team(
         store=store,
         glitchtip=api(),
-        chat=chat,
         allowed_users=allowed,
         words=words,
-        bot_id=BOT_ID,
         metrics=metrics,
         clock=lambda: 1_800_000_240.0,
     )
+    return Replies(team, chat, bot_id=BOT_ID)
 
 
 def reply(

@@ -15,6 +15,7 @@ import pytest
 from relay_app.acting.keyboards import callback_data
 from relay_app.acting.presses import Presses
 from relay_app.acting.silencing import Silencing
+from relay_app.acting.team import Team
 from relay_app.core.routing import Destination
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import Message, format_alert
@@ -172,15 +173,9 @@ def test_mute_and_unmute_from_the_chat_edit_the_message_and_change_nothing_in_gl
     spool.sent.keep(SENT, [])
     chat = RecordingChat()
     quiet = Silencing(spool.silences, spool.sent, edit=chat.edit, words=ENGLISH, clock=fake_time)
-    presses = Presses(
-        store=spool.sent,
-        glitchtip=api(),  # no GlitchTip answers here: any call would fail the press
-        chat=chat,
-        allowed_users=frozenset(),
-        words=ENGLISH,
-        silencing=quiet,
-        clock=fake_time,
-    )
+    # No GlitchTip answers here: any call would fail the press.
+    team = Team(spool.sent, api(), frozenset(), ENGLISH, clock=fake_time)
+    presses = Presses(team, chat, silencing=quiet)
     presses.handle_update(press(callback_data("mute", "the-key")))
     [(_, said, alert_box)] = chat.answers
     assert said == "Muted BACKEND-4A in this chat until 09:00 UTC; GlitchTip is not changed"

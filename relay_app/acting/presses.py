@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..core.errors import DeliveryError, GlitchTipError, SpoolError
 from ..core.logs import event
-from ..core.metrics import Metrics, PressOutcome
-from ..glitchtip.api import GlitchTipApi, IssueStatus
-from ..spool.sent import IssueButton, SentMessage, SentStore
-from ..words import Words
+from ..core.metrics import PressOutcome
+from ..glitchtip.api import IssueStatus
+from ..spool.sent import IssueButton, SentMessage
 from .keyboards import (
     SILENCE_VERBS,
     STATUS_FOR,
@@ -39,10 +37,9 @@ from .keyboards import (
 )
 from .notices import glitchtip_notice
 from .silencing import Silencing
+from .team import Person, Team
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
 
 
 class Chat(Protocol):
@@ -60,24 +57,19 @@ class Press:
     """A callback query, as far as the relay reads it."""
 
     id: str
-    user_id: int | None
-    user: str  # '@ada', or the person's first name without a username
+    by: Person
     chat: str | None
     message_id: int | None
     data: object
 
     @classmethod
     def of(cls, query: dict[str, Any]) -> Press:
-        sender, message = _object(query.get("from")), _object(query.get("message"))
+        message = _object(query.get("message"))
         chat = _object(message.get("chat"))
-        user_id = sender.get("id")
-        username = sender.get("username")
-        name = f"@{username}" if username else str(sender.get("first_name") or "someone")
         message_id = message.get("message_id")
         return cls(
             id=str(query.get("id", "")),
-            user_id=user_id if isinstance(user_id, int) else None,
-            user=name[:64],
+            by=Person.of(query.get("from")),
             chat=str(chat["id"]) if chat.get("id") is not None else None,
             message_id=message_id if isinstance(message_id, int) else None,
             data=query.get("data"),
@@ -85,26 +77,13 @@ class Press:
 
 
 class Presses:
-    def __init__(
-        self,
-        *,
-        store: SentStore,
-        glitchtip: GlitchTipApi,
-        chat: Chat,
-        allowed_users: frozenset[int],
-        words: Words,
-        silencing: Silencing | None = None,
-        metrics: Metrics | None = None,
-        clock: Clock = time.time,
-    ) -> None:
-        self._store = store
-        self._words = words
-        self._silencing = silencing
-        self._metrics = metrics
-        self._glitchtip = glitchtip
+    def __init__(self, team: Team, chat: Chat, *, silencing: Silencing | None = None) -> None:
+        """`silencing`: what Mute and Unmute do (unset: they are not offered)."""
+        self._team = team
+        self._store = team.store
+        self._words = team.words
         self._chat = chat
-        self._allowed_users = allowed_users
-        self._clock = clock
+        self._silencing = silencing
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates, polled or posted to the webhook: a press is handled, once;
@@ -118,20 +97,22 @@ class Presses:
         if press.id:
             keys.append(f"press:{press.id}")
         if not keys:
-            log.info("an update without an update id or press id from %s: ignored", press.user)
+            log.info("an update without an update id or press id from %s: ignored", press.by.handle)
             self._count("unknown")
             return
         try:
-            first = self._store.first_time(keys, at=self._clock())
+            first = self._store.first_time(keys, at=self._team.clock())
         except SpoolError as exc:
-            log.warning("a press by %s could not be recorded as handled: %s", press.user, exc)
+            log.warning("a press by %s could not be recorded as handled: %s", press.by.handle, exc)
             self._count("failed")
             self._answer(press, self._words.press_unavailable, alert=True)
             return
         if not first:
             # Telegram delivers an update again when its webhook's answer was slow or lost; the
             # first delivery has answered the press already.
-            log.info("update %s, a press by %s, was handled before: ignored", update_id, press.user)
+            log.info(
+                "update %s, a press by %s, was handled before: ignored", update_id, press.by.handle
+            )
             self._count("repeated")
             return
         self._handle(press)
@@ -151,7 +132,7 @@ class Presses:
         try:
             found = self._store.pressed(parsed[1]) if parsed is not None else None
         except SpoolError as exc:
-            log.warning("a press by %s could not be looked up: %s", press.user, exc)
+            log.warning("a press by %s could not be looked up: %s", press.by.handle, exc)
             self._count("failed")
             self._answer(press, self._words.press_unavailable, alert=True)
             return None
@@ -161,7 +142,7 @@ class Presses:
             or found[0].chat != press.chat
             or found[0].message_id != press.message_id
         ):
-            log.info("a press by %s on a button this relay does not know: ignored", press.user)
+            log.info("a press by %s on a button this relay does not know: ignored", press.by.handle)
             self._count("unknown")
             self._answer(press, self._words.press_unknown, alert=True)
             return None
@@ -170,11 +151,11 @@ class Presses:
     def _may_act(self, press: Press, verb: Verb, button: IssueButton) -> bool:
         """Whether the press may act: someone allowed, on a button the message still shows
         (otherwise it is answered here)."""
-        if self._allowed_users and press.user_id not in self._allowed_users:
+        if not self._team.may_act(press.by):
             log.warning(
                 "a press by %s (user id %s) to %s %s was refused: not in TELEGRAM_ACTION_USER_IDS",
-                press.user,
-                press.user_id,
+                press.by.handle,
+                press.by.id,
                 verb,
                 button.label,
             )
@@ -185,7 +166,7 @@ class Presses:
             log.info(
                 "a press by %s to %s %s came from an out-of-date button (the issue is %s): "
                 "nothing done",
-                press.user,
+                press.by.handle,
                 verb,
                 button.label,
                 button.status or "unresolved",
@@ -206,11 +187,11 @@ class Presses:
         status = STATUS_FOR[verb]
         started = time.monotonic()
         try:
-            self._glitchtip.set_status(button.issue_id, status)
+            self._team.glitchtip.set_status(button.issue_id, status)
         except GlitchTipError as exc:
             log.warning(
                 "a press by %s to %s %s failed: %s",
-                press.user,
+                press.by.handle,
                 verb,
                 button.label,
                 exc,
@@ -226,9 +207,9 @@ class Presses:
         log.info(
             "%s by %s (GlitchTip answered in %.0f ms)",
             said,
-            press.user,
+            press.by.handle,
             changed * 1000,
-            extra=event(event="press", issue=button.label, outcome=status, user=press.user),
+            extra=event(event="press", issue=button.label, outcome=status, user=press.by.handle),
         )
         self._count(status)
         self._answer(press, said, alert=False)
@@ -237,14 +218,14 @@ class Presses:
         self, key: str, status: IssueStatus, press: Press, message: SentMessage, said: str
     ) -> bool:
         try:
-            updated = self._store.acted(key, status, by=press.user, at=self._clock())
+            updated = self._store.acted(key, status, by=press.by.handle, at=self._team.clock())
             if updated is not None:
                 show(self._chat.edit, updated, self._words)
         except (SpoolError, DeliveryError) as exc:
             log.warning(
                 "%s by %s in GlitchTip, but message %d in chat %s could not be updated: %s",
                 said,
-                press.user,
+                press.by.handle,
                 message.message_id,
                 message.chat,
                 exc,
@@ -258,33 +239,35 @@ class Presses:
         words = self._words
         try:
             if verb == "mute":
-                silence = self._silencing.mute(message.chat, button, by=press.user)
+                silence = self._silencing.mute(message.chat, button, by=press.by.handle)
                 until = clock_time(silence.ends_at)
                 said = words.notice_muted.format(label=button.label, until=until)
                 self._count("muted")
             else:
                 # It may have run out, or been expired from the command line, meanwhile.
-                was_muted = self._silencing.unmute(button, by=press.user)
+                was_muted = self._silencing.unmute(button, by=press.by.handle)
                 template = words.notice_unmuted if was_muted else words.notice_not_muted
                 said = template.format(label=button.label)
                 self._count("unmuted")
         except (SpoolError, DeliveryError) as exc:
-            log.warning("a press by %s to %s %s failed: %s", press.user, verb, button.label, exc)
+            log.warning(
+                "a press by %s to %s %s failed: %s", press.by.handle, verb, button.label, exc
+            )
             self._count("failed")
             self._answer(press, words.press_unavailable, alert=True)
             return
         self._answer(press, said, alert=False)
 
     def _count(self, outcome: PressOutcome) -> None:
-        if self._metrics is not None:
-            self._metrics.press(outcome)
+        if self._team.metrics is not None:
+            self._team.metrics.press(outcome)
 
     def _answer(self, press: Press, text: str, *, alert: bool) -> None:
         try:
             self._chat.answer(press.id, text, alert=alert)
         except DeliveryError as exc:
             # Telegram forgets a press after a while; the change, if any, stands.
-            log.info("the press by %s could not be answered: %s", press.user, exc)
+            log.info("the press by %s could not be answered: %s", press.by.handle, exc)
 
 
 def _object(value: object) -> dict[str, Any]:

@@ -12,22 +12,17 @@ reply where reactions are off), and on failure replies with what went wrong and 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..core.errors import DeliveryError, GlitchTipError, SpoolError
 from ..core.logs import event
-from ..core.metrics import Metrics, ReplyOutcome
-from ..glitchtip.api import GlitchTipApi
-from ..spool.sent import IssueButton, SentStore
-from ..words import Words
+from ..core.metrics import ReplyOutcome
+from ..spool.sent import IssueButton
 from .notices import glitchtip_notice
+from .team import Person, Team
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
 
 # The reaction that says a reply is now a comment in GlitchTip (one of those Telegram offers).
 POSTED = "✍"
@@ -50,9 +45,7 @@ class Reply:
     message_id: int
     chat: str
     thread: int | None  # the forum topic it was written in
-    user_id: int | None
-    user: str  # '@ada', or the first name: for the log
-    author: str  # 'Ada Lovelace (@ada)': for the comment
+    by: Person
     text: str
     replied_to: int
     replied_to_bot: int | None  # the id of the bot whose message it answers, if a bot's
@@ -67,29 +60,15 @@ class Reply:
             return None
         if not isinstance(message_id, int) or chat.get("id") is None:
             return None
-        user_id, user, author = _sender(_object(message.get("from")))
         return cls(
             message_id=message_id,
             chat=str(chat["id"]),
             thread=_topic(message),
-            user_id=user_id,
-            user=user,
-            author=author,
+            by=Person.of(message.get("from")),
             text=text.strip(),
             replied_to=replied_to,
             replied_to_bot=_bot(_object(answered.get("from"))),
         )
-
-
-def _sender(sender: dict[str, Any]) -> tuple[int | None, str, str]:
-    """The sender's id, how the log names them ('@ada'), and how a comment does ('Ada
-    Lovelace (@ada)')."""
-    user_id, username = sender.get("id"), sender.get("username")
-    parts = (sender.get("first_name"), sender.get("last_name"))
-    name = " ".join(str(part) for part in parts if part)
-    user = f"@{username}" if username else name or "someone"
-    author = f"{name} ({user})" if username and name else user
-    return (user_id if isinstance(user_id, int) else None), user[:64], author[:128]
 
 
 def _topic(message: dict[str, Any]) -> int | None:
@@ -103,28 +82,14 @@ def _bot(sender: dict[str, Any]) -> int | None:
 
 
 class Replies:
-    def __init__(
-        self,
-        *,
-        store: SentStore,
-        glitchtip: GlitchTipApi,
-        chat: Chat,
-        allowed_users: frozenset[int],
-        words: Words,
-        bot_id: int | None = None,
-        metrics: Metrics | None = None,
-        clock: Clock = time.time,
-    ) -> None:
+    def __init__(self, team: Team, chat: Chat, *, bot_id: int | None = None) -> None:
         """`bot_id`: the relay's bot (its token's first part), so a reply to one of its
         messages the relay no longer keeps is answered, and replies to anyone else's are not."""
-        self._store = store
-        self._glitchtip = glitchtip
+        self._team = team
+        self._store = team.store
+        self._words = team.words
         self._chat = chat
-        self._allowed_users = allowed_users
-        self._words = words
         self._bot_id = bot_id
-        self._metrics = metrics
-        self._clock = clock
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates with a message: a reply to the relay's is handled, once;
@@ -140,7 +105,7 @@ class Replies:
                 return
             kept = self._store.message(reply.chat, reply.replied_to)
         except SpoolError as exc:
-            log.warning("a reply by %s could not be handled: %s", reply.user, exc)
+            log.warning("a reply by %s could not be handled: %s", reply.by.handle, exc)
             self._count("failed")
             return
         if kept is None or not kept.buttons:
@@ -155,12 +120,12 @@ class Replies:
         self._comment(reply, button, text)
 
     def _may_act(self, reply: Reply) -> bool:
-        if not self._allowed_users or reply.user_id in self._allowed_users:
+        if self._team.may_act(reply.by):
             return True
         log.info(
             "a reply by %s (user id %s) in chat %s was ignored: not in TELEGRAM_ACTION_USER_IDS",
-            reply.user,
-            reply.user_id,
+            reply.by.handle,
+            reply.by.id,
             reply.chat,
         )
         self._count("refused")
@@ -172,9 +137,11 @@ class Replies:
         keys = [f"reply:{reply.chat}:{reply.message_id}"]
         if isinstance(update_id, int):
             keys.append(f"update:{update_id}")
-        if self._store.first_time(keys, at=self._clock()):
+        if self._store.first_time(keys, at=self._team.clock()):
             return True
-        log.info("the reply %d by %s was handled before: ignored", reply.message_id, reply.user)
+        log.info(
+            "the reply %d by %s was handled before: ignored", reply.message_id, reply.by.handle
+        )
         self._count("repeated")
         return False
 
@@ -186,13 +153,13 @@ class Replies:
         self._count("unknown")
 
     def _comment(self, reply: Reply, button: IssueButton, text: str) -> None:
-        comment = f"{self._words.comment_author.format(author=reply.author)}\n{text}"
+        comment = f"{self._words.comment_author.format(author=reply.by.signature)}\n{text}"
         try:
-            self._glitchtip.comment(button.issue_id, comment[:MAX_COMMENT])
+            self._team.glitchtip.comment(button.issue_id, comment[:MAX_COMMENT])
         except GlitchTipError as exc:
             log.warning(
                 "a reply by %s could not be posted as a comment on %s: %s",
-                reply.user,
+                reply.by.handle,
                 button.label,
                 exc,
                 extra=event(event="reply", issue=button.label, outcome="failed", error=str(exc)),
@@ -203,9 +170,11 @@ class Replies:
             return
         log.info(
             "a reply by %s was posted as a comment on %s in GlitchTip",
-            reply.user,
+            reply.by.handle,
             button.label,
-            extra=event(event="reply", issue=button.label, outcome="commented", user=reply.user),
+            extra=event(
+                event="reply", issue=button.label, outcome="commented", user=reply.by.handle
+            ),
         )
         self._count("commented")
         try:
@@ -218,11 +187,11 @@ class Replies:
         try:
             self._chat.reply(reply.chat, reply.thread, reply.message_id, text)
         except DeliveryError as exc:
-            log.info("the reply by %s could not be answered: %s", reply.user, exc)
+            log.info("the reply by %s could not be answered: %s", reply.by.handle, exc)
 
     def _count(self, outcome: ReplyOutcome) -> None:
-        if self._metrics is not None:
-            self._metrics.reply(outcome)
+        if self._team.metrics is not None:
+            self._team.metrics.reply(outcome)
 
 
 def _addressed(buttons: tuple[IssueButton, ...], text: str) -> tuple[IssueButton | None, str]:

@@ -81,16 +81,13 @@ class Handler(Protocol):
     def handle_update(self, update: dict[str, Any]) -> None: ...
 
 
-def route_updates(presses: Handler | None, replies: Handler | None) -> Handle | None:
-    """What handles each update: a press (`callback_query`) or a message (a reply); None when
-    the relay reads no updates (no GLITCHTIP_API_TOKEN)."""
-    if presses is None and replies is None:
-        return None
+def route_updates(presses: Handler, replies: Handler) -> Handle:
+    """What handles each update: a press (`callback_query`) or a message (a reply)."""
 
     def route(update: dict[str, Any]) -> None:
-        if "callback_query" in update and presses is not None:
+        if "callback_query" in update:
             presses.handle_update(update)
-        elif "message" in update and replies is not None:
+        elif "message" in update:
             replies.handle_update(update)
 
     return route
