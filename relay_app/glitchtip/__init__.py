@@ -1,2 +1,3 @@
-"""GlitchTip: its webhook's payload (`webhook.py`) and its API (`api.py`), which a press on
-a button calls."""
+"""GlitchTip: its webhook's payload (`webhook.py`), its API (`api.py`), which presses and
+replies call, and an issue's details read from it for the messages (`details.py`,
+`lookups.py`)."""

@@ -1,2 +1,4 @@
-"""What an alert says in the chat: one alert's message (`formatting.py`), many in one digest
-(`digest.py`), and what an alert is about (`subjects.py`)."""
+"""What an alert says in the chat: one alert's message (`formatting.py`, on `spans.py`, with
+its issues' details from `details.py`), many in one digest (`digest.py`) or as a backlog's
+lines (`lines.py`), what an alert is about (`subjects.py`), and which alerts a silence holds
+(`matching.py`)."""

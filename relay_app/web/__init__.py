@@ -1,2 +1,3 @@
 """The web side: the Flask views (`views.py`: the webhook, presses by webhook, health,
-metrics) and the gunicorn worker that reads each request whole (`http_worker.py`)."""
+metrics), the requests that reach no page (`misses.py`), and the gunicorn worker that reads
+each request whole (`http_worker.py`)."""
