@@ -21,7 +21,7 @@ from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import Message, format_alert
 from relay_app.message.matching import Matchers, matches
 from relay_app.operating.cli import main
-from relay_app.spool import Spool, on_store
+from relay_app.spool import Spool, on_store, silences
 from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.sent import IssueButton, SentMessage
@@ -120,6 +120,28 @@ def test_a_silence_holds_its_chats_alerts_counts_them_and_ends_with_one_summary(
     assert quiet.end(silence.id, by="@bob") is None  # once
     assert quiet.hold(alert(4), HERE) is None  # over: it goes
     assert spool.silences.tally(now=fake_time()) == (0, 0)
+
+
+def test_a_silence_keeps_a_bounded_number_of_held_alerts_and_counts_the_rest(
+    spool: Spool, fake_time: FakeTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(silences, "MAX_KEPT_HELD", 3)
+    quiet = silencing(spool, fake_time)
+    silence = spool.silences.add(
+        CHAT, Matchers(project="backend"), by="@ada", comment="", seconds=3600, now=fake_time()
+    )
+    for number in range(1, 6):
+        assert quiet.hold(alert(number), HERE) is not None
+    assert spool.silences.tally(now=fake_time()) == (1, 5)
+    ended = quiet.end(silence.id, by="@bob")
+    assert ended is not None
+    assert ended.held == 5
+    [summary] = spool.admin.alerts("pending")
+    head, _, body = summary.message.text.partition("\n\n")
+    assert head.endswith("5 alerts held meanwhile; the first 3 are listed")
+    shared, _, lines = body.partition("\n\n")
+    assert shared == "Project: backend · Environment: production"
+    assert [line.split(" #")[1].split()[0] for line in lines.split("\n")] == ["1", "2", "3"]
 
 
 def test_a_silence_that_ran_out_is_ended_by_whichever_process_sweeps_first(

@@ -160,6 +160,8 @@ class Silencing:
             end=end,
             alerts=words.count(words.alerts, silence.held),
         )
+        if silence.held > len(held):
+            head += words.silence_listed_first.format(count=len(held))
         lines = backlog([each.lines for each in held], words)
         text = f"{head}{PARAGRAPH}{lines.text}"
         return Message(

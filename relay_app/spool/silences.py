@@ -21,6 +21,10 @@ from ..message.matching import Matchers
 from . import alert_rows as rows
 from .store import Row, Store, Tx
 
+# The held alerts kept for a silence's summary; past this they are only counted. A week's
+# silence over a storm would otherwise keep every alert of it, and a summary shows about sixty.
+MAX_KEPT_HELD = 1000
+
 
 @dataclass(frozen=True)
 class Silence:
@@ -118,11 +122,13 @@ class SilenceStore:
         def hold(tx: Tx) -> bool:
             counted = tx.one(
                 "UPDATE silences SET held = held + 1"
-                " WHERE id = ? AND ended_at IS NULL AND ends_at > ? RETURNING id",
+                " WHERE id = ? AND ended_at IS NULL AND ends_at > ? RETURNING held",
                 (silence_id, tx.at.db),
             )
             if counted is None:
                 return False
+            if int(counted["held"]) > MAX_KEPT_HELD:
+                return True
             tx.execute(
                 "INSERT INTO held_alerts (silence_id, chat, thread, received_at, lines)"
                 " VALUES (?, ?, ?, ?, ?)",

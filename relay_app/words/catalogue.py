@@ -117,6 +117,7 @@ class Words:
     notice_unmuted: str
     notice_not_muted: str
     silence_over: str
+    silence_listed_first: str
     matcher_issue: str
     matcher_project: str
     matcher_environment: str

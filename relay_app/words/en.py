@@ -94,6 +94,7 @@ ENGLISH = Words(
     notice_unmuted="Unmuted {label} in this chat",
     notice_not_muted="{label} was no longer muted here",
     silence_over="🔊 Silence over ({what}, {start} to {end} UTC): {alerts} held meanwhile",
+    silence_listed_first="; the first {count} are listed",
     matcher_issue="issue {value}",
     matcher_project="project {value}",
     matcher_environment="environment {value}",

@@ -112,6 +112,7 @@ RUSSIAN = Words(
     silence_over=(
         "🔊 Тишина закончилась ({what}, с {start} по {end} UTC): за это время задержано: {alerts}"
     ),
+    silence_listed_first="; ниже только первые {count}",
     matcher_issue="проблема {value}",
     matcher_project="проект {value}",
     matcher_environment="окружение {value}",
