@@ -29,7 +29,7 @@ from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .operating.config import Settings
 from .operating.gauges import SpoolGauges
-from .operating.setup_watch import SetupWatch
+from .operating.setup_watch import SetupWatch, one_worker_says
 from .spool import Queue, Spool, open_memory, open_spool
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
@@ -118,11 +118,6 @@ def assemble(
 ) -> Relay:
     """The relay's parts, wired: what `create_app` serves. `telegram` replaces the Bot API
     (tests script its answers)."""
-    setup = None
-    if telegram is None:
-        client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
-        telegram = Courier(client, attempt_timeout=settings.send_timeout)
-        setup = SetupWatch(settings)
     memory = open_memory()
     spool = open_spool(
         path=settings.spool_path,
@@ -131,6 +126,12 @@ def assemble(
         default_destination=settings.default_destination,
         clock=clock,
     )
+    setup = None
+    if telegram is None:
+        client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
+        telegram = Courier(client, attempt_timeout=settings.send_timeout)
+        warnings = spool.warnings if spool is not None else None
+        setup = SetupWatch(settings, speaks=one_worker_says(warnings))
     queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
     health, metrics = _health_and_metrics(spool, queues)
     if setup is not None:

@@ -5,12 +5,16 @@ without a restart."""
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from relay_app.operating.config import Settings
-from relay_app.operating.setup_watch import SetupWatch
+from relay_app.operating.setup_watch import SetupWatch, one_worker_says
+from relay_app.spool.database import Database
+from relay_app.spool.warnings import SpoolWarnings
 from tests.e2e.helpers import wait_until
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 
@@ -58,3 +62,28 @@ def test_a_refused_chat_names_its_variable_once_and_a_fix_is_noticed(
     assert watch.problems() == []
     refusals = [r for r in caplog.records if "TELEGRAM REFUSES THE SETUP" in r.getMessage()]
     assert len(refusals) == 1  # said once, not at each look
+
+
+def test_one_worker_of_a_relay_says_a_refusal_and_a_restarted_relay_says_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "spool.sqlite3")
+    first, second = Database(path), Database(path)  # two workers on one spool file
+    try:
+        monkeypatch.setattr(os, "getppid", lambda: 4242)  # their gunicorn master
+        worker, sibling = (
+            one_worker_says(SpoolWarnings(first)),
+            one_worker_says(SpoolWarnings(second)),
+        )
+        line = "TELEGRAM_CHAT_ID: chat -100: Telegram refused getChat (400)"
+        assert worker(line)
+        assert not sibling(line)
+        assert sibling("TELEGRAM_BOT_TOKEN: token: Telegram refused getMe (401)")
+        monkeypatch.setattr(os, "getppid", lambda: 4343)  # the relay restarted
+        assert one_worker_says(SpoolWarnings(second))(line)
+    finally:
+        first.close()
+        second.close()
+    no_spool = one_worker_says(None)
+    assert no_spool(line)
+    assert no_spool(line)  # each worker says it, then

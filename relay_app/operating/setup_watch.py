@@ -8,16 +8,23 @@ variable and its fix, `relay_telegram_setup_ok` 0 (a rule alerts on it), and a l
 body. Readiness stays 200: alerts are still taken and kept in the spool, and a retry sends them
 once the setup is fixed. While refused, or while Telegram cannot be reached, it asks again
 every RECHECK_EVERY seconds, so a bot added to the group later is noticed without a restart.
+The ERROR is said once per relay, not once per worker: the workers of one gunicorn agree
+through the spool's warnings which of them says it (`one_worker_says`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from ..core.errors import SpoolError
 from ..core.process import PerProcess
+from ..spool.warnings import SpoolWarnings
 from ..telegram.client import TelegramClient
 from .config import Settings
 from .selfcheck import Verdict, telegram_verdicts
@@ -30,6 +37,28 @@ log = logging.getLogger(__name__)
 RECHECK_EVERY = 60.0
 # How its requests name themselves (a proxy's log, the tests' fake Telegram tell them apart).
 USER_AGENT = "relay_app start-up check"
+
+# Whether this worker is the one to log a refusal (the line in, True: say it).
+Speaks = Callable[[str], bool]
+
+
+def one_worker_says(warnings: SpoolWarnings | None) -> Speaks:
+    """The first worker of this relay (the gunicorn master whose children they are, on this
+    host) to record a refusal in the spool says it; its siblings, asking within the minute, do
+    not. A restart is a new master, so it says it again. Without a spool, or when the spool
+    cannot answer, every worker says it: twice is better than never."""
+    if warnings is None:
+        return lambda line: True
+    relay = f"{socket.gethostname()} {os.getppid()}"
+
+    def speaks(line: str) -> bool:
+        digest = hashlib.sha256(line.encode()).hexdigest()[:16]
+        try:
+            return warnings.due(f"setup refused: {relay} {digest}", RECHECK_EVERY)
+        except SpoolError:
+            return True
+
+    return speaks
 
 
 def variable_for(check: str, default_chat: object) -> str:
@@ -49,6 +78,7 @@ class SetupWatch(PerProcess):
         *,
         client: Callable[[], TelegramClient] | None = None,
         recheck_every: float = RECHECK_EVERY,
+        speaks: Speaks = lambda line: True,
     ) -> None:
         self._settings = settings
         self._client = client or (
@@ -57,6 +87,7 @@ class SetupWatch(PerProcess):
             )
         )
         self._recheck_every = recheck_every
+        self._speaks = speaks
         self._start_in_this_process()
 
     def _start_over(self) -> None:
@@ -136,7 +167,10 @@ class SetupWatch(PerProcess):
             was, self._refused = self._refused, lines
         if lines != (was or []):  # said once, not each minute
             for line, verdict in zip(lines, refused, strict=True):
-                _report(line, verdict)
+                if self._speaks(line):
+                    _report(line, verdict)
+                else:
+                    log.info("Telegram refuses the setup: %s (another worker logged it)", line)
         if not lines and was:
             log.info("Telegram now accepts the relay's setup (token, chats and topic)")
 

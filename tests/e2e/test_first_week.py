@@ -80,7 +80,10 @@ def test_a_chat_telegram_refuses_is_an_error_a_zero_metric_and_a_readyz_line_at_
 ) -> None:
     relay = start_relay(TELEGRAM_CHAT_ID=WRONG_CHAT)
     assert wait_until(lambda: "TELEGRAM REFUSES THE SETUP" in relay.logs(), timeout=10)
+    # Both workers asked; one of them logged the ERROR.
+    assert wait_until(lambda: "(another worker logged it)" in relay.logs(), timeout=10)
     logs = relay.logs()
+    assert logs.count("TELEGRAM REFUSES THE SETUP") == 1
     assert (
         f"[ERROR] relay_app.operating.setup_watch: TELEGRAM REFUSES THE SETUP: TELEGRAM_CHAT_ID: "
         f"chat {WRONG_CHAT}: Telegram refused getChat (400): Bad Request: chat not found; fix: "
