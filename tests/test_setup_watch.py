@@ -79,8 +79,10 @@ def test_one_worker_of_a_relay_says_a_refusal_and_a_restarted_relay_says_it_agai
         assert worker(line)
         assert not sibling(line)
         assert sibling("TELEGRAM_BOT_TOKEN: token: Telegram refused getMe (401)")
-        monkeypatch.setattr(os, "getppid", lambda: 4343)  # the relay restarted
-        assert one_worker_says(SpoolWarnings(second))(line)
+        # The relay restarted. (The app may be made in gunicorn's master, before its workers
+        # exist: whose worker this is counts when it speaks, not when the app was made.)
+        monkeypatch.setattr(os, "getppid", lambda: 4343)
+        assert sibling(line)
     finally:
         first.close()
         second.close()

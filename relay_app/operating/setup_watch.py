@@ -49,9 +49,10 @@ def one_worker_says(warnings: SpoolWarnings | None) -> Speaks:
     cannot answer, every worker says it: twice is better than never."""
     if warnings is None:
         return lambda line: True
-    relay = f"{socket.gethostname()} {os.getppid()}"
 
     def speaks(line: str) -> bool:
+        # Asked in the worker: the app is made in the master, whose parent is not the relay.
+        relay = f"{socket.gethostname()} {os.getppid()}"
         digest = hashlib.sha256(line.encode()).hexdigest()[:16]
         try:
             return warnings.due(f"setup refused: {relay} {digest}", RECHECK_EVERY)
