@@ -101,7 +101,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
 
     misses = Misses(
         relay.metrics.missed,
-        shared=relay.spool.warnings.due if relay.spool is not None else None,
+        shared=relay.spool.warnings.says if relay.spool is not None else None,
     )
 
     @app.errorhandler(HTTPException)

@@ -128,6 +128,13 @@ def fake_time() -> FakeTime:
 
 
 @pytest.fixture
+def glitchtip() -> Iterator[responses.RequestsMock]:
+    """GlitchTip's API over HTTP: a test registers the answers it needs."""
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        yield mock
+
+
+@pytest.fixture
 def telegram() -> Iterator[responses.RequestsMock]:
     """Telegram's HTTP layer: a test registers the replies it needs on SEND_URL. getMe, the
     question the relay asks after a failure, answers unless a test registers otherwise."""

@@ -78,12 +78,6 @@ def store(tmp_path: Path) -> Iterator[SpoolSentStore]:
     database.close()
 
 
-@pytest.fixture
-def glitchtip() -> Iterator[responses.RequestsMock]:
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
-        yield mock
-
-
 def api() -> GlitchTipApi:
     return GlitchTipApi(GT_TOKEN, GLITCHTIP, timeout=2.0)
 

@@ -71,12 +71,6 @@ def store(tmp_path: Path) -> Iterator[SpoolSentStore]:
     database.close()
 
 
-@pytest.fixture
-def glitchtip() -> Iterator[responses.RequestsMock]:
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
-        yield mock
-
-
 def replies(
     store: SpoolSentStore,
     chat: RecordingChat,

@@ -13,6 +13,7 @@ import stat
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -26,6 +27,7 @@ from relay_app.spool.database import MEMORY, Database, readable_by_others
 from relay_app.spool.pacer import pause, take_turn
 from relay_app.spool.schema import STEPS
 from relay_app.spool.store import Tx
+from relay_app.spool.warnings import SpoolWarnings
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to, hold_the_lock
 from tests.payloads import issue, issue_alert
@@ -322,3 +324,31 @@ def test_a_failed_unit_of_work_in_memory_keeps_what_memory_holds(clock: FakeTime
     with pytest.raises(SpoolError, match="no such table"):
         memory.write(lambda tx: tx.execute("SELECT 1 FROM nowhere"))
     assert queue.pending() == 1  # the file would be reopened; memory is its alerts
+
+
+class UnusableStore:
+    """A store whose every unit of work fails, as a spool on a lost disk does."""
+
+    def write(
+        self, work: object, *, now: float | None = None, wait_until: float | None = None
+    ) -> NoReturn:
+        raise SpoolError("the spool's disk is gone")
+
+
+def test_a_warning_is_said_once_a_period_between_processes_and_always_when_the_spool_cannot_say(
+    spool_path: str,
+) -> None:
+    first, second = Database(spool_path), Database(spool_path)
+    try:
+        worker, sibling = SpoolWarnings(first), SpoolWarnings(second)
+        assert worker.says("missed:method", 60)
+        assert not sibling.says("missed:method", 60)  # said already, by the other process
+        assert sibling.says("missed:unknown_path", 60)
+        assert worker.says("missed:method", 0)  # its period is over
+    finally:
+        first.close()
+        second.close()
+    broken = SpoolWarnings(UnusableStore())  # type: ignore[arg-type]
+    with pytest.raises(SpoolError):
+        broken.due("missed:method", 60)
+    assert broken.says("missed:method", 60)

@@ -80,8 +80,6 @@ class Presses:
     def __init__(self, team: Team, chat: Chat, *, silencing: Silencing | None = None) -> None:
         """`silencing`: what Mute and Unmute do (unset: they are not offered)."""
         self._team = team
-        self._store = team.store
-        self._words = team.words
         self._chat = chat
         self._silencing = silencing
 
@@ -101,11 +99,11 @@ class Presses:
             self._count("unknown")
             return
         try:
-            first = self._store.first_time(keys, at=self._team.clock())
+            first = self._team.store.first_time(keys, at=self._team.clock())
         except SpoolError as exc:
             log.warning("a press by %s could not be recorded as handled: %s", press.by.handle, exc)
             self._count("failed")
-            self._answer(press, self._words.press_unavailable, alert=True)
+            self._answer(press, self._team.words.press_unavailable, alert=True)
             return
         if not first:
             # Telegram delivers an update again when its webhook's answer was slow or lost; the
@@ -130,11 +128,11 @@ class Presses:
         (answered) when the relay does not know it."""
         parsed = parse_callback(press.data)
         try:
-            found = self._store.pressed(parsed[1]) if parsed is not None else None
+            found = self._team.store.pressed(parsed[1]) if parsed is not None else None
         except SpoolError as exc:
             log.warning("a press by %s could not be looked up: %s", press.by.handle, exc)
             self._count("failed")
-            self._answer(press, self._words.press_unavailable, alert=True)
+            self._answer(press, self._team.words.press_unavailable, alert=True)
             return None
         if (
             parsed is None
@@ -144,7 +142,7 @@ class Presses:
         ):
             log.info("a press by %s on a button this relay does not know: ignored", press.by.handle)
             self._count("unknown")
-            self._answer(press, self._words.press_unknown, alert=True)
+            self._answer(press, self._team.words.press_unknown, alert=True)
             return None
         return parsed[0], parsed[1], found[0], found[1]
 
@@ -160,7 +158,7 @@ class Presses:
                 button.label,
             )
             self._count("refused")
-            self._answer(press, self._words.press_not_allowed, alert=True)
+            self._answer(press, self._team.words.press_not_allowed, alert=True)
             return False
         if verb not in verbs_for(button) or (verb in SILENCE_VERBS and self._silencing is None):
             log.info(
@@ -172,7 +170,7 @@ class Presses:
                 button.status or "unresolved",
             )
             self._count("stale")
-            self._answer(press, self._words.press_out_of_date, alert=True)
+            self._answer(press, self._team.words.press_out_of_date, alert=True)
             return False
         return True
 
@@ -198,12 +196,12 @@ class Presses:
                 extra=event(event="press", issue=button.label, outcome="failed", error=str(exc)),
             )
             self._count("failed")
-            self._answer(press, glitchtip_notice(exc, self._words), alert=True)
+            self._answer(press, glitchtip_notice(exc, self._team.words), alert=True)
             return
         changed = time.monotonic() - started
-        said = notice(button, status, self._words)
+        said = notice(button, status, self._team.words)
         if not self._update_message(key, status, press, message, said):
-            said += self._words.not_updated
+            said += self._team.words.not_updated
         log.info(
             "%s by %s (GlitchTip answered in %.0f ms)",
             said,
@@ -218,9 +216,9 @@ class Presses:
         self, key: str, status: IssueStatus, press: Press, message: SentMessage, said: str
     ) -> bool:
         try:
-            updated = self._store.acted(key, status, by=press.by.handle, at=self._team.clock())
+            updated = self._team.store.acted(key, status, by=press.by.handle, at=self._team.clock())
             if updated is not None:
-                show(self._chat.edit, updated, self._words)
+                show(self._chat.edit, updated, self._team.words)
         except (SpoolError, DeliveryError) as exc:
             log.warning(
                 "%s by %s in GlitchTip, but message %d in chat %s could not be updated: %s",
@@ -236,7 +234,7 @@ class Presses:
     def _silence(self, press: Press, verb: Verb, message: SentMessage, button: IssueButton) -> None:
         """Mute the button's issue in this chat, or end its silence; GlitchTip is not changed."""
         assert self._silencing is not None  # `_may_act` lets no silence verb through without
-        words = self._words
+        words = self._team.words
         try:
             if verb == "mute":
                 silence = self._silencing.mute(message.chat, button, by=press.by.handle)

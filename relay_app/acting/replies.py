@@ -86,8 +86,6 @@ class Replies:
         """`bot_id`: the relay's bot (its token's first part), so a reply to one of its
         messages the relay no longer keeps is answered, and replies to anyone else's are not."""
         self._team = team
-        self._store = team.store
-        self._words = team.words
         self._chat = chat
         self._bot_id = bot_id
 
@@ -103,7 +101,7 @@ class Replies:
         try:
             if not self._first_time(reply, update.get("update_id")):
                 return
-            kept = self._store.message(reply.chat, reply.replied_to)
+            kept = self._team.store.message(reply.chat, reply.replied_to)
         except SpoolError as exc:
             log.warning("a reply by %s could not be handled: %s", reply.by.handle, exc)
             self._count("failed")
@@ -114,7 +112,7 @@ class Replies:
         button, text = _addressed(kept.buttons, reply.text)
         if button is None:
             labels = ", ".join(b.label for b in kept.buttons)
-            self._say(reply, self._words.reply_which_issue.format(labels=labels))
+            self._say(reply, self._team.words.reply_which_issue.format(labels=labels))
             self._count("asked")
             return
         self._comment(reply, button, text)
@@ -137,7 +135,7 @@ class Replies:
         keys = [f"reply:{reply.chat}:{reply.message_id}"]
         if isinstance(update_id, int):
             keys.append(f"update:{update_id}")
-        if self._store.first_time(keys, at=self._team.clock()):
+        if self._team.store.first_time(keys, at=self._team.clock()):
             return True
         log.info(
             "the reply %d by %s was handled before: ignored", reply.message_id, reply.by.handle
@@ -149,11 +147,11 @@ class Replies:
         """A reply to a message with no issue (an uptime alert), or to one not kept: answered
         only when it is this relay's own message, which it no longer knows about."""
         if not kept and self._bot_id is not None and reply.replied_to_bot == self._bot_id:
-            self._say(reply, self._words.reply_not_kept)
+            self._say(reply, self._team.words.reply_not_kept)
         self._count("unknown")
 
     def _comment(self, reply: Reply, button: IssueButton, text: str) -> None:
-        comment = f"{self._words.comment_author.format(author=reply.by.signature)}\n{text}"
+        comment = f"{self._team.words.comment_author.format(author=reply.by.signature)}\n{text}"
         try:
             self._team.glitchtip.comment(button.issue_id, comment[:MAX_COMMENT])
         except GlitchTipError as exc:
@@ -164,8 +162,8 @@ class Replies:
                 exc,
                 extra=event(event="reply", issue=button.label, outcome="failed", error=str(exc)),
             )
-            notice = glitchtip_notice(exc, self._words)
-            self._say(reply, self._words.comment_not_posted.format(why=notice))
+            notice = glitchtip_notice(exc, self._team.words)
+            self._say(reply, self._team.words.comment_not_posted.format(why=notice))
             self._count("failed")
             return
         log.info(
@@ -181,7 +179,7 @@ class Replies:
             self._chat.react(reply.chat, reply.message_id, POSTED)
         except DeliveryError as exc:  # reactions off in this chat, say: a reply says it instead
             log.info("the reply could not get a reaction (%s); answering it instead", exc)
-            self._say(reply, self._words.comment_posted.format(label=button.label))
+            self._say(reply, self._team.words.comment_posted.format(label=button.label))
 
     def _say(self, reply: Reply, text: str) -> None:
         try:

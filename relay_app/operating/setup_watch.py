@@ -22,7 +22,6 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from ..core.errors import SpoolError
 from ..core.process import PerProcess
 from ..spool.warnings import SpoolWarnings
 from ..telegram.client import TelegramClient
@@ -54,10 +53,7 @@ def one_worker_says(warnings: SpoolWarnings | None) -> Speaks:
         # Asked in the worker: the app is made in the master, whose parent is not the relay.
         relay = f"{socket.gethostname()} {os.getppid()}"
         digest = hashlib.sha256(line.encode()).hexdigest()[:16]
-        try:
-            return warnings.due(f"setup refused: {relay} {digest}", RECHECK_EVERY)
-        except SpoolError:
-            return True
+        return warnings.says(f"setup refused: {relay} {digest}", RECHECK_EVERY)
 
     return speaks
 

@@ -4,6 +4,7 @@ it is the one to speak. Times are the store's clock; one that stepped back count
 
 from __future__ import annotations
 
+from ..core.errors import SpoolError
 from .store import Store, Tx
 
 
@@ -26,3 +27,11 @@ class SpoolWarnings:
             return row is not None
 
         return self._store.write(due)
+
+    def says(self, key: str, every: float) -> bool:
+        """`due`, or True when the spool cannot answer: a warning said twice is better than
+        one never said."""
+        try:
+            return self.due(key, every)
+        except SpoolError:
+            return True

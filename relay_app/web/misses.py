@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..core.errors import SpoolError
 from ..core.logs import REDACTED
 from ..core.metrics import MissReason
 
@@ -60,7 +59,7 @@ class Misses:
         shared: Callable[[str, float], bool] | None = None,
     ) -> None:
         """`shared` says whether this process is the one to give a warning now, among all
-        that share the spool (spool/warnings.py); without it, each process gives its own."""
+        that share the spool (SpoolWarnings.says); without it, each process gives its own."""
         self._count = count
         self._shared = shared
         self._lock = threading.Lock()
@@ -92,9 +91,4 @@ class Misses:
         )
 
     def _shared_says_due(self, reason: MissReason) -> bool:
-        if self._shared is None:
-            return True
-        try:
-            return self._shared(f"missed:{reason}", WARN_EVERY)
-        except SpoolError:
-            return True  # better twice than never
+        return self._shared is None or self._shared(f"missed:{reason}", WARN_EVERY)
