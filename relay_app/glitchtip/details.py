@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..core.client_text import clean
+
 # Longer values say nothing more in a chat; GlitchTip keeps them whole.
 MAX_FIELD_LENGTH = 500
 
@@ -113,9 +115,9 @@ def _time(value: object) -> float | None:
 
 
 def _text(value: object) -> str | None:
-    if not isinstance(value, str) or not value.strip():
-        return None
-    return value.strip()[:MAX_FIELD_LENGTH]
+    # An event's text is anyone's who holds the project's DSN: cleaned as a webhook's is.
+    text = clean(value).strip() if isinstance(value, str) else ""
+    return text[:MAX_FIELD_LENGTH] or None
 
 
 def _object(value: object) -> dict[str, Any]:

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
+from ..core.client_text import cleaned
+
 _ISSUE_TOTAL = re.compile(r"\((\d+) issues?\)")
 _SHORT_ID = re.compile(r"\[View Issue ([^\]]+)\]")
 
@@ -83,7 +85,8 @@ class PayloadError(ValueError):
 
 
 def payload_from_json(body: bytes) -> dict[str, Any]:
-    """The webhook's body as a JSON object (GlitchTip always posts one)."""
+    """The webhook's body as a JSON object (GlitchTip always posts one), its strings cleaned
+    (core/client_text.py)."""
     if not body.strip():
         raise PayloadError("the body is empty; expected a JSON object from GlitchTip")
     try:
@@ -98,7 +101,8 @@ def payload_from_json(body: bytes) -> dict[str, Any]:
         # Shallow enough for the parser, still too deep for what renders a payload it does
         # not know (recursive, as json.dumps is): refused here, with a reason, not a crash.
         raise PayloadError(_TOO_DEEP)
-    return payload
+    # Every string, once: no lone surrogate, control or bidirectional character goes further.
+    return dict(cleaned(payload))
 
 
 def _depth_over(value: dict[str, Any], limit: int) -> bool:

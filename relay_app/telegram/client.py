@@ -15,6 +15,7 @@ from typing import Any
 import requests
 import urllib3
 
+from ..core.client_text import cleaned
 from ..core.errors import (
     ChatMigrated,
     DeliveryError,
@@ -128,11 +129,10 @@ class TelegramClient:
         end the wait at once (a stopping relay must not leave a poll behind it)."""
         body = {"offset": offset, "timeout": timeout, "allowed_updates": ALLOWED_UPDATES}
         result = self.call_for_any("getUpdates", body, deadline=deadline, watch=watch)
-        return (
-            [update for update in result if isinstance(update, dict)]
-            if isinstance(result, list)
-            else []
-        )
+        if not isinstance(result, list):
+            return []
+        # Cleaned as a posted update is (glitchtip/webhook.py): names and texts are anyone's.
+        return [cleaned(update) for update in result if isinstance(update, dict)]
 
     def set_webhook(self, url: str, *, secret_token: str, deadline: float) -> None:
         body = {"url": url, "secret_token": secret_token, "allowed_updates": ALLOWED_UPDATES}
@@ -177,11 +177,10 @@ class TelegramClient:
         with no offset, the next caller sees them all again. No allowed_updates either: Telegram
         would keep that filter for every later call, the relay's own included."""
         result = self.call_for_any("getUpdates", {"timeout": 0, "limit": 100}, deadline=deadline)
-        return (
-            [update for update in result if isinstance(update, dict)]
-            if isinstance(result, list)
-            else []
-        )
+        if not isinstance(result, list):
+            return []
+        # Cleaned as a posted update is (glitchtip/webhook.py): names and texts are anyone's.
+        return [cleaned(update) for update in result if isinstance(update, dict)]
 
     def get_webhook_info(self, *, deadline: float) -> dict[str, Any]:
         return self.call("getWebhookInfo", {}, deadline=deadline)
