@@ -33,8 +33,9 @@ from .operating.setup_watch import SetupWatch, one_worker_says
 from .spool import Queue, Spool, open_memory, open_spool
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
+from .web.framing import BODY_GATE
 from .web.misses import Misses
-from .web.views import create_blueprint
+from .web.views import body_gate, create_blueprint
 from .words import Words, words_for
 
 EXTENSION = "relay_app"
@@ -98,6 +99,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
             bot_token=settings.telegram_bot_token,
         )
     )
+
+    # Asked by the worker before it tells a client to send its body (100 Continue).
+    app.extensions[BODY_GATE] = body_gate(app.url_map, settings.webhook_secret)
 
     misses = Misses(
         relay.metrics.missed,

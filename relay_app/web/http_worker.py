@@ -1,22 +1,37 @@
 """gunicorn's worker for the relay: gthread, except that a thread gets a request only once all
-of it (head and body) has arrived.
+of it has arrived, and a client that does not read its answers loses its connection.
 
 gunicorn's gthread worker hands a connection to one of its threads as soon as the first bytes
-arrive, and the thread then blocks reading the rest, with no deadline. A client that sends a
-request line and then a byte a second holds that thread; 64 such clients (2 workers x 32
-threads) hold them all, and GlitchTip's next webhook, which waits 10 s and is never sent again,
-is lost. No secret is needed for that: anyone who can reach the port can do it.
+arrive, and the thread then blocks reading the rest. A client that sends a request line and
+then a byte a second holds that thread; 64 such clients (2 workers x 32 threads) hold them all,
+and GlitchTip's next webhook, which waits 10 s and is never sent again, is lost. No secret is
+needed for that: anyone who can reach the port can do it.
 
-Here the worker's own event loop reads each request, without blocking, into memory (at most
-MAX_BODY_BYTES of body, as the app accepts), and gives it to a thread only when it is whole. A
-request not whole within REQUEST_READ_TIMEOUT of its first byte (of the connection, for a new
-one) is answered 408 and closed; slow clients then cost a socket and a buffer each, never a
-thread. A request too large to keep (its Content-Length, its chunks, its head) goes to a thread
-with what arrived and its connection shut for reading, so the app refuses it (413, 400) at once.
+Here the worker's own event loop reads each request without blocking, one read of at most
+RECV_BYTES per connection per turn (so one fast sender cannot hold the loop), and h11 decides
+where it ends (framing.py). Only a whole request goes to a thread, and gunicorn's parser there
+reads exactly its bytes, never the socket. Limits:
 
-Only plain HTTP/1.x is read this way; TLS in gunicorn itself and HTTP/2 keep gthread's own
-handling (TLS belongs in a reverse proxy: docs/security.md). Built on gunicorn 27's gthread
-internals (TConn, enqueue_req, handle), hence the pin in pyproject.toml.
+- a request not whole within REQUEST_READ_TIMEOUT of its first byte (of the connection, for a
+  new one) is answered 408 and closed: a slow client costs a socket and a buffer, never a
+  thread;
+- one request holds at most framing.MAX_REQUEST_BYTES; the requests arriving on all of a
+  worker's connections together at most WORKER_HOLD_BYTES: past it, the connection holding
+  the most is answered 503 and closed;
+- an answer must be taken by the client within WRITE_TIMEOUT, and a connection serves at most
+  MAX_REQUESTS_PER_CONNECTION requests: a client that pipelines requests and reads nothing
+  holds a thread for seconds at most;
+- what h11 refuses (framing, a Transfer-Encoding, a head too large) is answered 400, 411 or 431
+  by the loop itself, and closed.
+
+Every refusal is counted, and logged at most once a minute. Only plain HTTP/1.x is read this
+way; TLS in gunicorn itself and HTTP/2 keep gthread's own handling (TLS belongs in a reverse
+proxy: docs/security.md).
+
+This is the one module that builds on gunicorn's internals (gthread's TConn, enqueue_req,
+handle, handle_request, finish_request, murder_pending; its RequestParser over an iterable;
+a request's `_expected_100_continue`), hence the pin in pyproject.toml;
+tests/test_http_worker.py fails loudly when a release changes them.
 """
 
 from __future__ import annotations
@@ -24,31 +39,75 @@ from __future__ import annotations
 import contextlib
 import selectors
 import socket
+import threading
 import time
-from collections.abc import Callable
-from functools import partial
-from typing import Any, Literal
+from collections import Counter
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
 
+from gunicorn.http.parser import RequestParser
 from gunicorn.http2 import negotiation
 from gunicorn.workers.gthread import ThreadWorker
 
-from ..glitchtip.webhook import MAX_BODY_BYTES
+from .framing import BODY_GATE, ArrivingRequest, Refused, Verdict, Waiting, WantsBody, Whole
 
 # From a request's first byte (a new connection's opening) to its last. GlitchTip sends a few
 # kilobytes at once; a client that cannot in this long is not an alert worth a thread.
 REQUEST_READ_TIMEOUT = 5.0
-# A request head larger than this is not one the relay takes (gunicorn's own limits are lower
-# for any one line or header); it goes to a thread as it is, for gunicorn to refuse.
-MAX_HEAD_BYTES = 64 * 1024
-# How often the closing of slow requests is logged, at most: an attack must not flood the log.
-SLOW_LOG_EVERY = 60.0
-_RECV_SIZE = 65536
-# A chunk's size line, or a trailer field: longer is not HTTP the relay takes.
-_MAX_CHUNK_LINE = 8192
-# What a connection's request is, after what could be read now.
-Arrived = Literal["in part", "whole", "gone"]
-_TIMED_OUT = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+# An answer not taken by the client within this is given up, and its connection closed.
+WRITE_TIMEOUT = 5.0
+# Then the connection closes after its answer, and the client connects again if it has more.
+MAX_REQUESTS_PER_CONNECTION = 100
+# What the requests still arriving on a worker's connections may hold together.
+WORKER_HOLD_BYTES = 16 * 1024 * 1024
+RECV_BYTES = 64 * 1024
+# How often refusals are logged, at most: an attack must not flood the log.
+REFUSALS_LOG_EVERY = 60.0
+
+_TIMED_OUT = Refused(408, f"did not arrive whole within {REQUEST_READ_TIMEOUT:.0f} s")
+_OVER_WORKER_HOLD = Refused(503, "the largest arriving when the worker held too much")
+_SLOW_READER = f"did not take its answer within {WRITE_TIMEOUT:.0f} s, and was closed"
+
+
+@dataclass
+class _Connection:
+    """The worker's own state of one client connection."""
+
+    leftover: bytes = b""  # read after the last request: the start of the next one
+    served: int = 0
+    arriving: ArrivingRequest | None = None
+    deadline: float = 0.0
+    whole: Whole | None = None  # for the thread that takes it
+
+
+class _Refusals:
+    """What was refused since it was last said, by why, and from whom (a few). The loop and the
+    threads both add to it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self._clients: list[str] = []
+        self._logged_at = -REFUSALS_LOG_EVERY  # the first refusal is logged at once
+
+    def add(self, why: str, client: object) -> None:
+        peer = _peer(client)
+        with self._lock:
+            self._counts[why] += 1
+            if len(self._clients) < 3 and peer not in self._clients:
+                self._clients.append(peer)
+
+    def due(self, now: float) -> str | None:
+        """What to log now, if anything: at most once every REFUSALS_LOG_EVERY."""
+        with self._lock:
+            if not self._counts or now - self._logged_at < REFUSALS_LOG_EVERY:
+                return None
+            said = "; ".join(f"{count} {why}" for why, count in self._counts.items())
+            more = " and others" if sum(self._counts.values()) > len(self._clients) else ""
+            line = f"{said}; from {', '.join(self._clients)}{more}"
+            self._counts, self._clients, self._logged_at = Counter(), [], now
+            return line
 
 
 class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
@@ -58,23 +117,29 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         # Connections whose request is still arriving, oldest first (so first to expire).
         self._reading: dict[Any, None] = {}
-        self._slow_closed = 0
-        self._slow_clients: list[str] = []
-        self._slow_logged_at = -SLOW_LOG_EVERY  # the first closing is logged at once
+        self._held = 0  # by the requests of self._reading
+        self._refusals = _Refusals()
+        self._gate: WantsBody | None = None
+        self._gate_looked_up = False
+
+    # --- the event loop's side ----------------------------------------------------------
 
     def enqueue_req(self, conn: Any) -> None:
+        """A new connection, or one whose next request may be arriving: read it here."""
         if not self._reads_itself(conn):
             super().enqueue_req(conn)
             return
-        leftover = conn.parser.unreader.take_buffered() if conn.parser is not None else b""
-        conn.relay_request = _ArrivingRequest(time.monotonic() + REQUEST_READ_TIMEOUT, leftover)
+        state: _Connection | None = getattr(conn, "relay", None)
+        if state is None:
+            state = conn.relay = _Connection()
+        state.arriving = ArrivingRequest(wants_body=self._wants_body())
+        state.deadline = time.monotonic() + REQUEST_READ_TIMEOUT
         conn.sock.setblocking(False)
-        arrived = self._read(conn)
-        if arrived == "in part":
-            self._reading[conn] = None
-            self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_readable, conn))
-        else:  # all there already (a fast client, a pipelined request), or gone
-            self._leave_loop(conn, arrived)
+        self._reading[conn] = None
+        self.poller.register(conn.sock, selectors.EVENT_READ, lambda _sock: self._readable(conn))
+        leftover, state.leftover = state.leftover, b""
+        if leftover:  # a pipelined request, read with the one before it
+            self._arrived(conn, leftover)
 
     def _reads_itself(self, conn: Any) -> bool:
         return not (
@@ -84,208 +149,141 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
             or negotiation.prior_knowledge_allowed(self.cfg, conn.client)
         )
 
-    def _on_readable(self, conn: Any, _sock: socket.socket) -> None:
-        arrived = self._read(conn)
-        if arrived != "in part":
-            del self._reading[conn]
-            self.poller.unregister(conn.sock)  # before it may close: the selector maps its fd
-            self._leave_loop(conn, arrived)
+    def _wants_body(self) -> WantsBody | None:
+        if not self._gate_looked_up:
+            extensions = getattr(self.wsgi, "extensions", None)
+            gate = extensions.get(BODY_GATE) if isinstance(extensions, dict) else None
+            self._gate = gate if callable(gate) else None
+            self._gate_looked_up = True
+        return self._gate
 
-    def _read(self, conn: Any) -> Arrived:
-        """Read what has arrived, without waiting for more."""
-        request: _ArrivingRequest = conn.relay_request
-        while not request.whole:
-            try:
-                data = conn.sock.recv(_RECV_SIZE)
-            except (BlockingIOError, InterruptedError):
-                return "in part"
-            except OSError:
-                data = b""
-            if not data:
-                return "gone"
-            request.add(data, answer=partial(_send_quietly, conn.sock))
-        return "whole"
-
-    def _leave_loop(self, conn: Any, arrived: Arrived) -> None:
-        """A whole request goes to a thread; a client gone before its request was whole is
-        closed."""
-        if arrived == "gone":
+    def _readable(self, conn: Any) -> None:
+        try:
+            data = conn.sock.recv(RECV_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:  # gone before its request was whole
+            self._stop_reading(conn)
             self._close(conn)
             return
-        if conn.relay_request.refused:
-            # The app refuses it from what arrived; nothing more is read from this client.
-            with contextlib.suppress(OSError):
-                conn.sock.shutdown(socket.SHUT_RD)
+        self._arrived(conn, data)
+        if self._held > WORKER_HOLD_BYTES:
+            self._shed_largest()
+
+    def _arrived(self, conn: Any, data: bytes) -> None:
+        state: _Connection = conn.relay
+        assert state.arriving is not None
+        before = state.arriving.held
+        verdict: Verdict = state.arriving.feed(data)
+        self._held += state.arriving.held - before
+        if isinstance(verdict, Waiting):
+            if verdict.interim:
+                _send_quietly(conn.sock, verdict.interim)
+            return
+        self._stop_reading(conn)
+        if isinstance(verdict, Refused):
+            self._refuse(conn, verdict)
+            return
+        state.whole = verdict
         super().enqueue_req(conn)
 
-    def handle(self, conn: Any) -> Any:
-        """In the thread: the request is whole in memory; gthread parses it from there."""
-        request: _ArrivingRequest | None = getattr(conn, "relay_request", None)
-        if request is not None:
-            conn.relay_request = None
-            conn.data_ready = True  # gthread's own wait for a first byte is not needed
-            conn.sock.setblocking(True)
-            conn.init()
-            conn.parser.unreader.unread(bytes(request.data))
-        return super().handle(conn)
+    def _stop_reading(self, conn: Any) -> None:
+        state: _Connection = conn.relay
+        if state.arriving is not None:
+            self._held -= state.arriving.held
+            state.arriving = None
+        if conn in self._reading:
+            del self._reading[conn]
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self.poller.unregister(conn.sock)  # before it may close: the selector maps its fd
+
+    def _shed_largest(self) -> None:
+        largest = max(self._reading, key=lambda conn: conn.relay.arriving.held)
+        self._stop_reading(largest)
+        self._refuse(largest, _OVER_WORKER_HOLD)
+
+    def _refuse(self, conn: Any, refused: Refused, *, answer: bool = True) -> None:
+        status = HTTPStatus(refused.status)
+        if answer:
+            _send_quietly(
+                conn.sock,
+                f"HTTP/1.1 {status.value} {status.phrase}\r\nConnection: close\r\n"
+                "Content-Length: 0\r\n\r\n".encode(),
+            )
+        self._refusals.add(f"{refused.reason} ({status.value})", conn.client)
+        self._close(conn)
 
     def murder_pending(self) -> None:
         """Called by gthread's loop at least once a second: close the requests that did not
-        arrive in time."""
+        arrive in time, and say what was refused."""
         super().murder_pending()
         now = time.monotonic()
         for conn in list(self._reading):
-            request: _ArrivingRequest = conn.relay_request
-            if request.deadline > now:
+            state: _Connection = conn.relay
+            if state.deadline > now:
                 break  # later ones started later
-            del self._reading[conn]
-            with contextlib.suppress(KeyError, ValueError, OSError):
-                self.poller.unregister(conn.sock)
-            if request.data:
-                _send_quietly(conn.sock, _TIMED_OUT)
-            self._slow_closed += 1
-            if len(self._slow_clients) < 3:
-                self._slow_clients.append(_peer(conn.client))
-            self._close(conn)
-        if self._slow_closed and now - self._slow_logged_at >= SLOW_LOG_EVERY:
-            self._log_slow(now)
+            started = state.arriving is not None and state.arriving.held > 0
+            self._stop_reading(conn)
+            # Answered when it began a request; a connection that sent nothing is just closed.
+            self._refuse(conn, _TIMED_OUT, answer=started)
+        if said := self._refusals.due(now):
+            self.log.warning(
+                "relay_app: refused, without a thread: %s (at most one such line a minute)", said
+            )
 
-    def _log_slow(self, now: float) -> None:
-        self.log.warning(
-            "relay_app: closed %d connection(s) whose request did not arrive whole within %.0f s "
-            "(slow or idle clients, from %s%s); they held no thread",
-            self._slow_closed,
-            REQUEST_READ_TIMEOUT,
-            ", ".join(self._slow_clients),
-            " and others" if self._slow_closed > len(self._slow_clients) else "",
-        )
-        self._slow_closed, self._slow_clients, self._slow_logged_at = 0, [], now
+    def finish_request(self, conn: Any, fs: Any) -> None:
+        """A thread is done with the connection. A pipelined request already read is read on
+        at once: the socket may never be readable for it."""
+        state: _Connection | None = getattr(conn, "relay", None)
+        kept_alive = not fs.cancelled() and fs.exception() is None and fs.result() is True
+        if state is not None and state.leftover and kept_alive:
+            self.enqueue_req(conn)
+            return
+        super().finish_request(conn, fs)
 
     def _close(self, conn: Any) -> None:
         self.nr_conns -= 1
-        conn.relay_request = None
         conn.close()
 
+    # --- a thread's side ----------------------------------------------------------------
 
-class _ArrivingRequest:
-    """One request's bytes as they arrive, and whether they are all there: the head (up to a
-    blank line), then a body as its Content-Length or its chunks say. Only as much HTTP as that
-    takes is read here; gunicorn's parser reads the request itself, and refuses what is wrong."""
+    def handle(self, conn: Any) -> Any:
+        """In the thread: the request is whole in memory, and gunicorn parses it from there,
+        never from the socket."""
+        state: _Connection | None = getattr(conn, "relay", None)
+        whole = state.whole if state is not None else None
+        if state is None or whole is None:
+            return super().handle(conn)
+        state.whole, state.leftover = None, whole.leftover
+        state.served += 1
+        conn.parser = RequestParser(self.cfg, [whole.request], conn.client)
+        conn.data_ready = True  # gthread's own wait for a first byte is not needed
+        keepalive = super().handle(conn)
+        if whole.head_only or state.served >= MAX_REQUESTS_PER_CONNECTION:
+            return False
+        return keepalive
 
-    def __init__(self, deadline: float, data: bytes) -> None:
-        self.deadline = deadline
-        self.data = bytearray(data)
-        self.whole = False
-        # Whole enough for the app to refuse: too large, or beyond reading here.
-        self.refused = False
-        self._body_at: int | None = None  # where the body begins, once the head is in
-        self._body_length: int | None = None
-        self._chunks: _Chunks | None = None
-        self._expects_continue = False
-        if data:
-            self._look()
+    def handle_request(self, req: Any, conn: Any) -> bool:
+        if getattr(conn, "relay", None) is None:
+            return bool(super().handle_request(req, conn))
+        # The loop sent 100 Continue, if the request was to have one; never again after it.
+        req._expected_100_continue = False
+        conn.sock.settimeout(WRITE_TIMEOUT)
+        try:
+            return bool(super().handle_request(req, conn))
+        except TimeoutError:
+            # Logged with the loop's refusals, once a minute: an attack must not flood the log.
+            self._refusals.add(_SLOW_READER, conn.client)
+            return False
 
-    def add(self, data: bytes, *, answer: Callable[[bytes], None]) -> None:
-        head_was_in = self._body_at is not None
-        self.data += data
-        self._look()
-        if not head_was_in and self._expects_continue and not self.whole:
-            answer(_CONTINUE)  # the client waits for this before it sends the body
-
-    def _look(self) -> None:
-        if self._body_at is None:
-            end = self.data.find(b"\r\n\r\n", 0, MAX_HEAD_BYTES + 4)
-            if end < 0:
-                if len(self.data) > MAX_HEAD_BYTES:
-                    self._refuse()
-                return
-            self._body_at = end + 4
-            self._read_head(bytes(self.data[: self._body_at]))
-            if self.whole:
-                return
-        body = len(self.data) - self._body_at
-        if self._chunks is not None:
-            self._chunks.scan(self.data)
-            if self._chunks.done:
-                self.whole = True
-            elif self._chunks.broken or self._chunks.size > MAX_BODY_BYTES:
-                self._refuse()
-        elif self._body_length is not None and body >= self._body_length:
-            self.whole = True
-
-    def _read_head(self, head: bytes) -> None:
-        lengths: set[bytes] = set()
-        chunked = False
-        for line in head.split(b"\r\n")[1:]:
-            name, colon, value = line.partition(b":")
-            if not colon:
-                continue
-            name, value = name.strip().lower(), value.strip().lower()
-            if name == b"content-length":
-                lengths.add(value)
-            elif name == b"transfer-encoding":
-                chunked = chunked or b"chunked" in value
-            elif name == b"expect":
-                self._expects_continue = value == b"100-continue"
-        if chunked and not lengths:
-            assert self._body_at is not None
-            self._chunks = _Chunks(self._body_at)
-        elif not lengths:
-            self.whole = True  # no body
-        elif len(lengths) == 1 and (length := lengths.pop()).isdigit():
-            self._body_length = int(length)
-            if self._body_length > MAX_BODY_BYTES:
-                self._refuse()
-        else:
-            self._refuse()  # conflicting framing: gunicorn answers 400
-
-    def _refuse(self) -> None:
-        self.whole = self.refused = True
-
-
-class _Chunks:
-    """Where a chunked body stands, scanned as it arrives (each byte looked at once)."""
-
-    def __init__(self, start: int) -> None:
-        self._at = start
-        self._data_left = 0  # of the current chunk's data...
-        self._crlf_left = 0  # ...and the line break after it
-        self._in_trailer = False
-        self.size = 0  # of the data arrived so far, as the app will read it
-        self.done = False
-        self.broken = False
-
-    def scan(self, data: bytearray) -> None:
-        while not (self.done or self.broken):
-            if self._data_left or self._crlf_left:
-                arrived = len(data) - self._at
-                if arrived == 0:
-                    return
-                step = min(self._data_left, arrived)
-                self.size += step
-                self._data_left -= step
-                crlf = min(self._crlf_left, arrived - step)
-                self._crlf_left -= crlf
-                self._at += step + crlf
-                continue
-            end = data.find(b"\r\n", self._at)
-            if end < 0:
-                self.broken = len(data) - self._at > _MAX_CHUNK_LINE
-                return
-            line = bytes(data[self._at : end])
-            self._at = end + 2
-            if self._in_trailer:
-                self.done = line == b""  # the blank line after the trailer's fields
-                continue
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                self.broken = True
-                return
-            if size == 0:
-                self._in_trailer = True
-            else:
-                self._data_left, self._crlf_left = size, 2
+    def handle_error(self, req: Any, client: Any, addr: Any, einfo: Any) -> None:
+        # gunicorn's answer to what its parser refuses: on the clock too.
+        with contextlib.suppress(OSError):
+            client.settimeout(WRITE_TIMEOUT)
+        with contextlib.suppress(TimeoutError):
+            super().handle_error(req, client, addr, einfo)
 
 
 def _send_quietly(sock: socket.socket, data: bytes) -> None:

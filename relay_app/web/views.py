@@ -15,9 +15,11 @@ import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from flask import Blueprint, Response, jsonify, request
-from werkzeug.exceptions import NotFound, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, NotFound, RequestEntityTooLarge
+from werkzeug.routing import Map
 
 from ..acting.updates import SECRET_HEADER, handle_update, telegram_secret_token, webhook_path
 from ..core.logs import event
@@ -48,6 +50,8 @@ _LEVELS: dict[WebhookOutcome, int] = {
 }
 
 
+# The endpoints whose body is read: a request's secret decides whether it is wanted.
+_BODY_ENDPOINTS = frozenset({"relay.webhook", "relay.telegram_update"})
 # The endpoints that RELAY_ADMIN_BIND moves to a listener of their own.
 _ADMIN_ENDPOINTS = frozenset({"relay.healthz", "relay.readyz", "relay.metrics_page"})
 
@@ -80,6 +84,29 @@ def _body() -> bytes:
     if len(body) > MAX_BODY_BYTES:
         raise RequestEntityTooLarge()
     return body
+
+
+def body_gate(url_map: Map, webhook_secret: str) -> Callable[[bytes, bytes], bool]:
+    """What the worker asks before it tells a client that expects 100 Continue to send its body
+    (http_worker.BODY_GATE): only a POST to the webhook or Telegram's updates, with the secret.
+    The routes are the app's own (`url_map`), matched as a request to them would be."""
+    routes = url_map.bind("relay")
+    expected_secret = webhook_secret.encode()
+
+    def wants_body(method: bytes, target: bytes) -> bool:
+        path = unquote(target.decode("latin-1").partition("?")[0])
+        try:
+            endpoint, arguments = routes.match(path, method=method.decode("latin-1"))
+        except HTTPException:  # no such page, another method, a redirect
+            return False
+        secret = arguments.get("secret")
+        return (
+            endpoint in _BODY_ENDPOINTS
+            and isinstance(secret, str)
+            and hmac.compare_digest(secret.encode(), expected_secret)
+        )
+
+    return wants_body
 
 
 def create_blueprint(
