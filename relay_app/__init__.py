@@ -36,6 +36,7 @@ from .telegram.courier import Courier, Telegram
 from .web.framing import BODY_GATE
 from .web.misses import Misses
 from .web.views import body_gate, create_blueprint
+from .web.webhook_alerts import WebhookAlerts
 from .words import Words, words_for
 
 EXTENSION = "relay_app"
@@ -80,14 +81,22 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
 
     relay = assemble(settings, clock=clock)
     app.extensions[EXTENSION] = relay
+    misses = Misses(
+        relay.metrics.missed,
+        shared=relay.spool.warnings.says if relay.spool is not None else None,
+    )
     app.register_blueprint(
         create_blueprint(
             webhook_secret=settings.webhook_secret,
-            intake=relay.intake,
+            alerts=WebhookAlerts(
+                intake=relay.intake,
+                outgoing=relay.outgoing,
+                silencing=relay.silencing,
+                jobs=relay.jobs,
+            ),
             jobs=relay.jobs,
             metrics=relay.metrics,
-            outgoing=relay.outgoing,
-            silencing=relay.silencing,
+            misses=misses,
             updates=relay.updates,
             spool_problem=relay.spool.problem if relay.spool is not None else lambda: None,
             setup_problems=relay.setup.problems if relay.setup is not None else list,
@@ -102,11 +111,6 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
 
     # Asked by the worker before it tells a client to send its body (100 Continue).
     app.extensions[BODY_GATE] = body_gate(app.url_map, settings.webhook_secret)
-
-    misses = Misses(
-        relay.metrics.missed,
-        shared=relay.spool.warnings.says if relay.spool is not None else None,
-    )
 
     @app.errorhandler(HTTPException)
     def http_error_as_json(error: HTTPException) -> tuple[Response, int]:

@@ -313,8 +313,11 @@ def wait_for(condition: Callable[[], bool]) -> None:
 def test_details_that_come_within_the_budget_are_in_and_a_storm_reads_an_issue_once(
     lookups: IssueLookups, reads: FakeReads
 ) -> None:
-    assert lookups.within_budget(["3"]) == {"3": sample_details()}
-    storm = [threading.Thread(target=lookups.within_budget, args=(["3", "4"],)) for _ in range(20)]
+    assert lookups.within(["3"], lookups.budget) == {"3": sample_details()}
+    storm = [
+        threading.Thread(target=lookups.within, args=(["3", "4"], lookups.budget))
+        for _ in range(20)
+    ]
     for thread in storm:
         thread.start()
     for thread in storm:
@@ -327,7 +330,7 @@ def test_slow_details_cost_the_alert_only_the_budget_and_arrive_later(
 ) -> None:
     reads.delay = 1.0
     started = time.monotonic()
-    assert lookups.within_budget(["3"]) == {}
+    assert lookups.within(["3"], lookups.budget) == {}
     assert time.monotonic() - started < 0.6
     came: list[dict[str, IssueDetails]] = []
     lookups.when_known(["3"], lambda found: came.append(dict(found)))
@@ -344,28 +347,28 @@ def test_a_failing_glitchtip_is_asked_no_more_for_a_while_and_warned_of_once(
 ) -> None:
     reads.error = GlitchTipUnreachable("GET ...: GlitchTip refused the connection")
     for issue_id in ("1", "2", "3"):
-        assert lookups.within_budget([issue_id]) == {}
+        assert lookups.within([issue_id], lookups.budget) == {}
     assert reads.calls == ["1"]  # after the failure, none is tried
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     assert "GLITCHTIP_URL" in warnings[0].getMessage()
     ticking.now += PAUSE_AFTER_FAILURE + 1  # tried again, fails again: no second warning yet
-    lookups.within_budget(["4"])
+    lookups.within(["4"], lookups.budget)
     assert reads.calls == ["1", "4"]
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
     ticking.now += WARN_EVERY
-    lookups.within_budget(["5"])
+    lookups.within(["5"], lookups.budget)
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2
     reads.error = None  # back: read again at once
     ticking.now += PAUSE_AFTER_FAILURE + 1
-    assert lookups.within_budget(["6"]) == {"6": sample_details()}
+    assert lookups.within(["6"], lookups.budget) == {"6": sample_details()}
     counted = lookups.counted  # type: ignore[attr-defined]
     assert counted.count("failed") == 3
     assert counted.count("skipped") == 2
     assert counted.count("read") == 1
     found: list[object] = []
     reads.error = GlitchTipUnreachable("down")
-    lookups.within_budget(["7"])
+    lookups.within(["7"], lookups.budget)
     lookups.when_known(["8"], found.append)  # none may be made now: told at once
     assert found == [{}]
 
@@ -373,15 +376,15 @@ def test_a_failing_glitchtip_is_asked_no_more_for_a_while_and_warned_of_once(
 def test_details_are_kept_a_few_minutes_and_a_missing_issue_is_not_asked_again(
     lookups: IssueLookups, reads: FakeReads, ticking: Ticking
 ) -> None:
-    lookups.within_budget(["3"])
-    lookups.within_budget(["3"])
+    lookups.within(["3"], lookups.budget)
+    lookups.within(["3"], lookups.budget)
     assert reads.calls == ["3"]
     ticking.now += FRESH_FOR + 1
-    lookups.within_budget(["3"])
+    lookups.within(["3"], lookups.budget)
     assert reads.calls == ["3", "3"]
     reads.error = GlitchTipIssueGone("404")
-    assert lookups.within_budget(["9"]) == {}
-    assert lookups.within_budget(["9"]) == {}
+    assert lookups.within(["9"], lookups.budget) == {}
+    assert lookups.within(["9"], lookups.budget) == {}
     assert reads.calls == ["3", "3", "9"]
 
 
@@ -389,8 +392,8 @@ def test_the_cache_is_bounded(reads: FakeReads, ticking: Ticking) -> None:
     lookups = IssueLookups(reads, budget=1.0, monotonic=ticking)
     try:
         for number in range(1100):
-            lookups.within_budget([str(number)])
-        lookups.within_budget(["1099", "0"])
+            lookups.within([str(number)], lookups.budget)
+        lookups.within(["1099", "0"], lookups.budget)
         assert len(reads.calls) == 1101  # the oldest was let go, the newest kept
     finally:
         lookups.shutdown()

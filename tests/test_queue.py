@@ -293,6 +293,36 @@ def test_the_pending_limit_is_enforced_and_freed_by_delivery(
     assert queue.pending() == 2
 
 
+def test_a_message_built_again_before_its_first_attempt_is_what_every_attempt_sends(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    # The webhook writes the alert first, then adds its issues' details when they come.
+    admission = admit(queue, clock, tokens)
+    assert admission.claim is not None
+    revised = queue.revise(admission.alert, message(7), now=clock.now)
+    assert revised is not None
+    assert revised.message == message(7)
+    settle(
+        queue, clock, tokens, replace(admission.claim, alerts=[revised]), RetryAt(clock.now + 30)
+    )
+    clock.now += 30
+    assert numbers(claimed(queue, clock, tokens)) == [7]  # the retry sends it, not a rebuild
+
+
+def test_a_message_is_not_built_again_once_an_attempt_may_have_sent_it(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    send_first(queue, clock, tokens)
+    waiting = admit(queue, clock, tokens, number=2)  # paced: no attempt yet
+    assert waiting.claim is None
+    clock.now += GROUP_INTERVAL
+    attempt = claimed(queue, clock, tokens)  # the dispatcher's came first
+    assert queue.revise(waiting.alert, message(9), now=clock.now) is None
+    settle(queue, clock, tokens, attempt, RetryAt(clock.now + 30, after_failure=False))
+    clock.now += 30
+    assert numbers(claimed(queue, clock, tokens)) == [2]  # as that attempt sent it
+
+
 # --- claims -----------------------------------------------------------------------------------
 
 

@@ -1,7 +1,8 @@
 """What a message carries besides its text, and what its delivery leaves behind.
 
 As the webhook arrives (`prepared`): the message, with what GlitchTip's API says of its issues
-when that comes within the look-ups' budget (glitchtip/lookups.py).
+when that is known already; once the alert is on disk, `enriched` waits for the rest within the
+look-ups' budget (glitchtip/lookups.py), for the webhook's own attempt.
 
 Before an attempt (`plan`): Resolve and Ignore buttons for each issue of its issue alerts (when
 GLITCHTIP_API_TOKEN is set), and, for an uptime monitor's recovery, the message announcing its
@@ -20,6 +21,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from ..core.errors import DeliveryError, SpoolError
@@ -92,20 +94,57 @@ class Outgoing:
             log.debug("old sent-message records could not be pruned: %s", exc)
 
     def prepared(self, payload: dict[str, Any]) -> Message:
-        """The message for a webhook's payload, as it may be kept (`vetted`), with its issues'
-        details when they come within the look-ups' budget."""
-        details = self._within_budget if self._lookups is not None else None
+        """The message for a webhook's payload, as it may be kept (`vetted`), at once: with the
+        details of its issues already known; the others' look-ups start (`enriched`)."""
+        return self._built(payload, wait=0.0)
+
+    def enriched(
+        self, payload: dict[str, Any], message: Message, *, arrived: float, until: float
+    ) -> Message | None:
+        """The message again with the details it lacked, when some arrive within the look-ups'
+        budget from `arrived` and before `until` (monotonic); None when none came in time. The
+        alert is on disk meanwhile: a worker killed while GlitchTip answers costs it nothing."""
+        coming = self._coming(message)
+        if self._lookups is None or not coming:
+            return None
+        seconds = min(arrived + self._lookups.budget, until) - time.monotonic()
+        if seconds <= 0 or not self._lookups.within(coming, seconds):
+            return None
+        return self._built(payload, wait=0.0)
+
+    def when_enriched(
+        self, payload: dict[str, Any], message: Message, then: Callable[[Message], object]
+    ) -> None:
+        """Call `then` with the message built again once the details it lacked have come (on
+        the look-up's thread), if any came: for an alert that waits its turn meanwhile."""
+        coming = self._coming(message)
+        if self._lookups is None or not coming:
+            return
+
+        def rebuild(found: Mapping[str, IssueDetails]) -> None:
+            if found:
+                then(self._built(payload, wait=0.0))
+
+        self._lookups.when_known(coming, rebuild)
+
+    @staticmethod
+    def _coming(message: Message) -> list[str]:
+        return [issue.id for issue in message.subjects.issues if issue.details_later]
+
+    def _built(self, payload: dict[str, Any], *, wait: float) -> Message:
+        details = partial(self._details, wait=wait) if self._lookups is not None else None
         return self.vetted(message_for(payload, self._words, details=details, now=self._clock()))
 
-    def _within_budget(
-        self, issues: Sequence[IssueRef]
+    def _details(
+        self, issues: Sequence[IssueRef], *, wait: float
     ) -> tuple[dict[str, IssueDetails], frozenset[str]]:
         """Details of the issues at GlitchTip's own address (a webhook may name any link, and
-        only GlitchTip's ids may go to its API), and the ids of those that did not come."""
+        only GlitchTip's ids may go to its API) known within `wait`, and the ids of those that
+        did not come."""
         assert self._lookups is not None
         ids = [issue.id for issue in issues if issue.origin == self._glitchtip_links]
         try:
-            found = self._lookups.within_budget(ids) if ids else {}
+            found = self._lookups.within(ids, wait) if ids else {}
         except Exception:  # a bug here must not cost the alert its message: it goes without
             log.exception("looking up the details of issue(s) %s failed", ", ".join(ids))
             return {}, frozenset()

@@ -57,7 +57,9 @@ PressOutcome = Literal[
 ]
 
 # Why a request reached no page (web/misses.py).
-MissReason = Literal["webhook_secret", "webhook_path", "telegram_secret", "method", "unknown_path"]
+MissReason = Literal[
+    "webhook_secret", "webhook_path", "telegram_secret", "telegram_header", "method", "unknown_path"
+]
 MISS_REASONS: tuple[MissReason, ...] = get_args(MissReason)
 # What became of a reply in the chat to one of the relay's messages (acting/replies.py).
 ReplyOutcome = Literal["commented", "asked", "refused", "unknown", "repeated", "failed"]

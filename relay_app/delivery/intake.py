@@ -9,14 +9,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..core.errors import QueueFull, SpoolBusy, SpoolError
 from ..core.outcomes import Delivered, Outcome, RetryAt
 from ..core.routing import Destination
 from ..message.formatting import Message
 from ..spool.holders import this_process
-from ..spool.model import Admission
+from ..spool.model import Admission, Claim, SpooledAlert
 from ..spool.queue import Queue
 from .dispatcher import Dispatcher
 from .health import Health
@@ -25,6 +25,8 @@ from .job import Jobs
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+# The alert's message built again by then (monotonic), when what it lacked came; None if not.
+Enrich = Callable[[float], Message | None]
 
 # Past this much time since the webhook arrived, it is answered: GlitchTip waits 10 s.
 ANSWER_BUDGET = 9.5
@@ -77,6 +79,9 @@ class Intake:
                 problem = f"the spool stayed busy: {exc}"
             except SpoolError as exc:
                 problem = f"the spool is unusable: {exc}"
+            except Exception as exc:  # what no mapping foresaw must not cost the alert either
+                log.exception("the spool failed to take an alert in")
+                problem = f"the spool failed: {exc!r}"
             else:
                 self._queued(admission)
                 return admission
@@ -85,6 +90,10 @@ class Intake:
         except QueueFull as exc:
             reason = f"it cannot wait anywhere: {problem + '; ' if problem else ''}{exc}"
             self._jobs.undelivered(message, reason, None)
+            return None
+        except Exception as exc:  # a bug: its text is logged, with the traceback
+            reason = f"it cannot wait anywhere: {problem + '; ' if problem else ''}memory failed"
+            self._jobs.undelivered(message, reason, exc, exc_info=True)
             return None
         if problem is not None:
             log.error(
@@ -98,14 +107,20 @@ class Intake:
         self._queued(admission)
         return admission
 
-    def attempt(self, admission: Admission, *, started: float) -> Attempted:
-        """The webhook's own attempt, for an alert admitted with its claim. When it fails, the
-        alert is back in its queue, due when the retry policy says, before this returns."""
+    def attempt(
+        self, admission: Admission, *, started: float, enrich: Enrich | None = None
+    ) -> Attempted:
+        """The webhook's own attempt, for an alert admitted with its claim; first, `enrich`
+        may build its message again (its issues' details came), until the attempt must
+        start. When the attempt fails, the alert is back in its queue, due when the retry
+        policy says, before this returns."""
         claim, alert = admission.claim, admission.alert
         assert claim is not None
         queue = self._memory if alert.in_memory else self._spool
         assert queue is not None
         try:
+            if enrich is not None:
+                claim = self._enriched(claim, alert, enrich, started)
             settlement = self._jobs.run(
                 queue,
                 claim,
@@ -115,12 +130,41 @@ class Intake:
             )
         finally:
             self._dispatcher.release(claim.token)
-        outcome = next(outcome for each, outcome in settlement.outcomes if each is alert)
+        outcome = next(outcome for each, outcome in settlement.outcomes if each.id == alert.id)
         if isinstance(outcome, RetryAt) and self._spool is None:
             self._kept_in_memory(admission, settlement.error)
         # As after any job: its destination is free, and what waited behind it may go.
         self._dispatcher.wake()
         return Attempted(outcome, None if isinstance(outcome, Delivered) else settlement.error)
+
+    def revise(self, alert: SpooledAlert, message: Message) -> SpooledAlert | None:
+        """`alert`, waiting in its queue, with its message built again before its first
+        attempt (its issues' details came); None when an attempt came first. Nothing here may
+        cost the alert: it goes as it was written when this fails."""
+        queue = self._memory if alert.in_memory else self._spool
+        assert queue is not None
+        try:
+            return queue.revise(alert, message, now=self._clock())
+        except Exception:
+            log.exception(
+                "alert %s could not be written again with its issues' details: it goes as it "
+                "was, and they are added by an edit once it is sent",
+                alert.label,
+            )
+            return None
+
+    def _enriched(self, claim: Claim, alert: SpooledAlert, enrich: Enrich, started: float) -> Claim:
+        """The claim, its alert's message built again when `enrich` gives one before the
+        attempt must start."""
+        try:
+            message = enrich(started + ANSWER_BUDGET - self._attempt_timeout - SETTLE_RESERVE)
+        except Exception:
+            log.exception("the details of alert %s's issues could not be read", alert.label)
+            return claim
+        revised = self.revise(alert, message) if message is not None else None
+        if revised is None:
+            return claim
+        return replace(claim, alerts=[revised if a.id == alert.id else a for a in claim.alerts])
 
     def _admit(
         self, queue: Queue, message: Message, destination: Destination, answer_by: float

@@ -117,13 +117,14 @@ class IssueLookups(PerProcess):
         self._kept: OrderedDict[str, tuple[float, IssueDetails | None]] = OrderedDict()
         self._reading: dict[str, Future[IssueDetails | None]] = {}
 
-    def within_budget(self, issue_ids: Sequence[str]) -> dict[str, IssueDetails]:
-        """The details of these issues that are known or arrive within the budget. Those that
-        do not are still being read (when GlitchTip is not known to be failing)."""
+    def within(self, issue_ids: Sequence[str], seconds: float) -> dict[str, IssueDetails]:
+        """The details of these issues that are known or arrive within `seconds` (0: those
+        known now). Those that do not are still being read (when GlitchTip is not known to be
+        failing)."""
         futures = self._futures(issue_ids)
         pending = [future for future in futures.values() if not future.done()]
-        if pending and self.budget > 0:
-            wait(pending, timeout=self.budget)
+        if pending and seconds > 0:
+            wait(pending, timeout=seconds)
         return _results(futures)
 
     def when_known(self, issue_ids: Sequence[str], then: Known) -> None:

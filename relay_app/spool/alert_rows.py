@@ -54,7 +54,6 @@ def insert(
     tx: Tx, message: Message, destination: Destination, *, attempts: int, in_memory: bool
 ) -> SpooledAlert:
     """A new alert, due now, with `attempts` already counted (1: the webhook attempts it)."""
-    entry, heading = message.short_entry, message.heading
     now = tx.at.db
     row = tx.one(
         "INSERT INTO alerts (chat, thread, lane, to_default, received_at, retry_from, html, text,"
@@ -68,15 +67,7 @@ def insert(
             destination.default,
             now,
             now,
-            message.html,
-            message.text,
-            message.fallback,
-            entry.html if entry else None,
-            entry.text if entry else None,
-            heading.html if heading else None,
-            heading.text if heading else None,
-            message.subjects.to_json(),
-            lines_to_json(message.lines),
+            *_message_values(message),
             attempts,
             attempts,
             now,
@@ -94,6 +85,34 @@ def insert(
         unsure_attempts=attempts,
         next_attempt_at=local,
         in_memory=in_memory,
+    )
+
+
+def revise(tx: Tx, alert_id: int, message: Message, *, attempts: int) -> bool:
+    """Its message built again, while its ledger still counts `attempts` (what the caller knows
+    of): no attempt counted since may have sent the old one. Whether it was."""
+    row = tx.one(
+        "UPDATE alerts SET html = ?, text = ?, fallback = ?, entry_html = ?, entry_text = ?,"
+        " heading_html = ?, heading_text = ?, subjects = ?, lines = ?"
+        " WHERE id = ? AND state = 'pending' AND attempts = ? RETURNING id",
+        (*_message_values(message), alert_id, attempts),
+    )
+    return row is not None
+
+
+def _message_values(message: Message) -> tuple[str | None, ...]:
+    """The message as the row's columns hold it, in their order in `insert` and `revise`."""
+    entry, heading = message.short_entry, message.heading
+    return (
+        message.html,
+        message.text,
+        message.fallback,
+        entry.html if entry else None,
+        entry.text if entry else None,
+        heading.html if heading else None,
+        heading.text if heading else None,
+        message.subjects.to_json(),
+        lines_to_json(message.lines),
     )
 
 

@@ -237,6 +237,18 @@ class Queue:
             due.append(self._alert(row, tx))
         return due
 
+    def revise(self, alert: SpooledAlert, message: Message, *, now: float) -> SpooledAlert | None:
+        """`alert` with its message built again before its first attempt (its issues' details
+        came meanwhile), kept so that every attempt sends the same; None, and nothing changed,
+        once an attempt other than those counted in `alert` may have sent the message."""
+
+        def revise(tx: Tx) -> SpooledAlert | None:
+            if not rows.revise(tx, alert.id, message, attempts=alert.attempts):
+                return None
+            return replace(alert, message=message)
+
+        return self._store.write(revise, now=now)
+
     def settle(
         self, claim: Claim, settlement: Settlement, *, now: float, wait_until: float | None = None
     ) -> Settled:

@@ -1,3 +1,4 @@
 """The web side: the Flask views (`views.py`: the webhook, presses by webhook, health,
-metrics), the requests that reach no page (`misses.py`), and the gunicorn worker that reads
-each request whole (`http_worker.py`), where h11 says a request ends (`framing.py`)."""
+metrics), a webhook's alert taken in (`webhook_alerts.py`), the requests that reach no page
+(`misses.py`), and the gunicorn worker that reads each request whole (`http_worker.py`), where
+h11 says a request ends (`framing.py`)."""

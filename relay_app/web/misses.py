@@ -1,12 +1,14 @@
-"""Requests that reach no page: counted by reason and logged, so that a near-miss URL in
-GlitchTip (which never retries) or Telegram (after RELAY_WEBHOOK_SECRET changed) is seen, not
-lost in a generic 404.
+"""Requests that reach no page, or are refused: counted by reason and logged, so that a
+near-miss URL in GlitchTip (which never retries) or Telegram (after RELAY_WEBHOOK_SECRET changed)
+is seen, not lost in a generic 404.
 
 Reasons: `webhook_secret` (POST /webhook/<something else than the secret>), `webhook_path`
 (anything else under /webhook or /webhooks: `/webhook/`, `/webhook/<secret>/more`),
-`telegram_secret` (/telegram/<a wrong secret>: Telegram posting to an old address), `method`
-(a GET to the webhook, say), `unknown_path` (anything else). Each reason's WARNING comes at
-most once a minute, never with a secret: only the path's first segment is shown.
+`telegram_secret` (/telegram/<a wrong secret>: Telegram posting to an old address),
+`telegram_header` (an update posted without Telegram's secret header: forged, or an old
+registration), `method` (a GET to the webhook, say), `unknown_path` (anything else). Each
+reason's WARNING comes at most once a minute with how many there were, never with a secret:
+only the path's first segment is shown. A stranger's thousand guesses make one line.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ _ADVICE: dict[MissReason, str] = {
     "telegram_secret": "Telegram posts updates to an old address (RELAY_WEBHOOK_SECRET changed "
     "since it was registered): presses and replies are lost until 'relay-app telegram-webhook "
     "set' is run again",
+    "telegram_header": "an update posted without Telegram's secret header, refused: forged, or, "
+    "if Telegram sent it, its registration is older than this relay or the bot token changed: "
+    "run 'relay-app telegram-webhook set' again",
     "method": "a request with the wrong method (GlitchTip and Telegram POST)",
     "unknown_path": "a request for a path the relay does not serve",
 }
@@ -42,6 +47,8 @@ def miss_reason(method: str, path: str, status: int) -> MissReason:
     first, _, rest = path.lstrip("/").partition("/")
     if status == 405:
         return "method"
+    if status == 403 and first == "telegram":
+        return "telegram_header"
     if first == "webhook" and rest and "/" not in rest.rstrip("/"):
         return "webhook_secret"
     if first in ("webhook", "webhooks"):
@@ -64,29 +71,31 @@ class Misses:
         self._shared = shared
         self._lock = threading.Lock()
         self._warned_at: dict[MissReason, float] = {}
+        self._since: dict[MissReason, int] = {}  # of each reason, since its last line
 
     def record(self, method: str, path: str, status: int) -> None:
         reason = miss_reason(method, path, status)
         self._count(reason)
-        if reason == "webhook_secret":
-            return  # the webhook's own record says so, for each one (views.py)
         now = time.monotonic()
         with self._lock:
+            self._since[reason] = self._since.get(reason, 0) + 1
             last = self._warned_at.get(reason)
             if last is not None and now - last < WARN_EVERY:
                 return
             self._warned_at[reason] = now
+            count, self._since[reason] = self._since[reason], 0
         if not self._shared_says_due(reason):
             return
         first = path.lstrip("/").split("/", 1)[0]
         shown = f"/{first}/{REDACTED}" if "/" in path.lstrip("/") else f"/{first}"
         log.warning(
-            "%s %s answered %d: %s (at most one such line a minute; "
+            "%s %s answered %d: %s (%s; at most one such line a minute; "
             "relay_requests_missed_total{reason=%r} counts them)",
             method,
             shown,
             status,
             _ADVICE[reason],
+            "once" if count == 1 else f"{count} times since this process last said so",
             reason,
         )
 

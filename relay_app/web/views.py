@@ -24,18 +24,15 @@ from werkzeug.routing import Map
 from ..acting.updates import SECRET_HEADER, handle_update, telegram_secret_token, webhook_path
 from ..core.logs import event
 from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
-from ..core.outcomes import Dead, Delivered, RetryAt
 from ..core.routing import Destination, RouteError, destination_from_query
 from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, payload_from_json
 from ..message.formatting import message_for
 from ..operating.config import UpdatesMode
-from ..spool.model import SpooledAlert
 from ..words import ENGLISH
+from .misses import Misses
+from .webhook_alerts import Taken, WebhookAlerts
 
 if TYPE_CHECKING:
-    from ..acting.outgoing import Outgoing
-    from ..acting.silencing import Silencing
-    from ..delivery.intake import Intake
     from ..delivery.job import Jobs
 
 log = logging.getLogger(__name__)
@@ -86,6 +83,45 @@ def _body() -> bytes:
     return body
 
 
+def _answered(metrics: Metrics, started: float, taken: Taken) -> tuple[Response, int]:
+    """Count the webhook and log its one record, then answer GlitchTip."""
+    metrics.webhook(taken.outcome, taken.reason)
+    seconds = time.monotonic() - started
+    alert = taken.alert
+    label = alert.label if alert is not None else None
+    log.log(
+        _LEVELS[taken.outcome],
+        "webhook%s %s (%d, %s)%s in %.1f ms%s",
+        f" for alert {label}" if label else "",
+        taken.outcome,
+        taken.status,
+        taken.reason,
+        f" for {alert.destination.describe()}" if alert is not None else "",
+        seconds * 1000,
+        f": {taken.error}" if taken.error else "",
+        extra=event(
+            event="webhook",
+            alerts=[label] if label else [],
+            destination=alert.destination.describe() if alert is not None else None,
+            outcome=taken.outcome,
+            reason=taken.reason,
+            status=taken.status,
+            latency_ms=round(seconds * 1000, 1),
+            error=taken.error,
+        ),
+    )
+    if taken.outcome == "rejected":
+        return jsonify(error=taken.error), taken.status  # as the relay's other errors
+    body: dict[str, Any] = {"status": taken.outcome}
+    if taken.error is not None:
+        body["error"] = taken.error
+    if taken.silence is not None:
+        body["silence"] = taken.silence
+    if label is not None and taken.outcome != "sent":
+        body["alert"] = label  # the id its log records and the spool carry
+    return jsonify(body), taken.status
+
+
 def body_gate(url_map: Map, webhook_secret: str) -> Callable[[bytes, bytes], bool]:
     """What the worker asks before it tells a client that expects 100 Continue to send its body
     (http_worker.BODY_GATE): only a POST to the webhook or Telegram's updates, with the secret.
@@ -112,11 +148,10 @@ def body_gate(url_map: Map, webhook_secret: str) -> Callable[[bytes, bytes], boo
 def create_blueprint(
     *,
     webhook_secret: str,
-    intake: Intake,
+    alerts: WebhookAlerts,
     jobs: Jobs,
     metrics: Metrics,
-    outgoing: Outgoing,
-    silencing: Silencing | None,
+    misses: Misses,
     updates: Callable[[dict[str, Any]], None] | None,
     spool_problem: Callable[[], str | None],
     setup_problems: Callable[[], list[str]],
@@ -168,65 +203,18 @@ def create_blueprint(
     @blueprint.post("/webhook/<secret>/")
     def webhook(secret: str) -> tuple[Response, int]:
         started = time.monotonic()
-
-        def record(
-            outcome: WebhookOutcome,
-            reason: str,
-            status: int,
-            alert: SpooledAlert | None,
-            error: str | None,
-        ) -> None:
-            """Count the webhook, and log its one record."""
-            metrics.webhook(outcome, reason)
-            seconds = time.monotonic() - started
-            label = alert.label if alert is not None else None
-            log.log(
-                _LEVELS[outcome],
-                "webhook%s %s (%d, %s)%s in %.1f ms%s",
-                f" for alert {label}" if label else "",
-                outcome,
-                status,
-                reason,
-                f" for {alert.destination.describe()}" if alert is not None else "",
-                seconds * 1000,
-                f": {error}" if error else "",
-                extra=event(
-                    event="webhook",
-                    alerts=[label] if label else [],
-                    destination=alert.destination.describe() if alert is not None else None,
-                    outcome=outcome,
-                    reason=reason,
-                    status=status,
-                    latency_ms=round(seconds * 1000, 1),
-                    error=error,
-                ),
-            )
-
-        def answer(
-            outcome: WebhookOutcome,
-            reason: str,
-            status: int,
-            alert: SpooledAlert | None = None,
-            **body: Any,
-        ) -> tuple[Response, int]:
-            """Record the webhook, then answer GlitchTip."""
-            record(outcome, reason, status, alert, body.get("error"))
-            if outcome == "rejected":
-                return jsonify(error=body.get("error")), status  # as the relay's other errors
-            if alert is not None and outcome != "sent":
-                body["alert"] = alert.label  # the id its log records and the spool carry
-            return jsonify(status=outcome, **body), status
-
         if not hmac.compare_digest(secret.encode(), expected_secret):
-            # Not logged with the path: a near miss may be an old secret, still worth hiding.
-            record("rejected", "wrong_secret", 404, None, None)
+            # Counted here; logged at most once a minute, without the path (misses.py).
+            metrics.webhook("rejected", "wrong_secret")
             raise NotFound()
         try:
             payload = payload_from_json(_body())
         except RequestEntityTooLarge as exc:
-            return answer("rejected", "too_large", 413, error=exc.description)
+            return _answered(
+                metrics, started, Taken("rejected", "too_large", 413, error=exc.description)
+            )
         except PayloadError as exc:
-            return answer("rejected", "bad_body", 400, error=str(exc))
+            return _answered(metrics, started, Taken("rejected", "bad_body", 400, error=str(exc)))
         try:
             destination = destination_from_query(
                 request.args.items(multi=True),
@@ -239,33 +227,8 @@ def create_blueprint(
             jobs.undelivered(
                 message_for(payload, ENGLISH), f"the webhook URL was refused: {exc}", None
             )
-            return answer("rejected", "bad_route", 400, error=str(exc))
-        message = outgoing.prepared(payload)
-        silence = silencing.hold(message, destination) if silencing is not None else None
-        if silence is not None:
-            # Kept in the spool and counted; its silence's summary says so when it ends.
-            return answer("silenced", "silence", 200, silence=silence.id)
-        admission = intake.admit(message, destination, started=started)
-        if admission is None:  # it could wait nowhere; its text is logged
-            return answer("failed", "cannot_queue", 503, error="the alert could not be queued")
-        alert = admission.alert
-        if admission.claim is None:
-            # Not a failure: older alerts for its chat go first, its chat's turn has not come,
-            # or Telegram is failing. It waits in the queue; the retrier sends it.
-            return answer("queued", admission.waiting or "paced", 202, alert)
-        attempted = intake.attempt(admission, started=started)
-        outcome, error = attempted.outcome, attempted.error
-        if isinstance(outcome, Delivered):
-            return answer("sent", "delivered", 200, alert)
-        if isinstance(outcome, RetryAt):  # already with the retrier: its row is due again
-            reason = "topic_not_found" if outcome.destination is not None else "attempt_failed"
-            return answer("queued", reason, 502, alert, error=error)
-        assert isinstance(outcome, Dead)  # kept as a dead letter, and logged with its text
-        if outcome.kind == "internal":
-            return answer(
-                "failed", "internal_error", 500, alert, error="internal error; see the relay's log"
-            )
-        return answer("failed", "refused", 502, alert, error=error)
+            return _answered(metrics, started, Taken("rejected", "bad_route", 400, error=str(exc)))
+        return _answered(metrics, started, alerts.take(payload, destination, started))
 
     if telegram_updates == "webhook" and updates is not None:
         expected_header = telegram_secret_token(bot_token).encode()
@@ -279,11 +242,8 @@ def create_blueprint(
             header = request.headers.get(SECRET_HEADER, "").encode()
             if not hmac.compare_digest(header, expected_header):
                 # Whoever knows GlitchTip's URL knows this path; only Telegram knows the header.
-                log.warning(
-                    "an update was posted without Telegram's secret header: refused. If "
-                    "Telegram sent it, its registration is older than this relay or the bot "
-                    "token changed: run 'relay-app telegram-webhook set' again"
-                )
+                # Counted, and said at most once a minute: forgeries must not flood the log.
+                misses.record(request.method, request.path, 403)
                 return jsonify(error="missing or wrong X-Telegram-Bot-Api-Secret-Token"), 403
             try:
                 update = payload_from_json(_body())
