@@ -69,6 +69,8 @@ class FakeGlitchTip:
         self.requests: list[Request] = []
         # Seconds each GET waits before it is answered: a slow GlitchTip.
         self.delay = 0.0
+        # Seconds each change (PUT, POST) waits before it is made and answered.
+        self.write_delay = 0.0
         self._port = free_port()
         self._server: ThreadingHTTPServer | None = None
 
@@ -232,6 +234,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.do_PUT()
 
     def do_PUT(self) -> None:
+        fake: FakeGlitchTip = self.server.fake  # type: ignore[attr-defined]
+        if fake.write_delay:
+            time.sleep(fake.write_delay)
         length = int(self.headers.get("Content-Length", "0"))
         try:
             body = json.loads(self.rfile.read(length) or b"{}")

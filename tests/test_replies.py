@@ -138,7 +138,7 @@ def test_a_reply_is_posted_as_a_comment_naming_its_author_and_gets_a_reaction(
     update = reply("Rolling back, give me ten minutes", message_id=900)
     replies(store, chat).handle_update(update)
     assert posted(glitchtip) == [
-        "Ada Lovelace (@ada) in Telegram:\nRolling back, give me ten minutes"
+        f'"Ada Lovelace" (@ada, id {ADA}) in Telegram:\nRolling back, give me ten minutes'
     ]
     [call] = glitchtip.calls
     assert call.request.url == COMMENTS
@@ -212,7 +212,7 @@ def test_a_reply_to_a_digest_asks_which_issue_and_one_naming_it_is_posted_there(
     )
     assert len(glitchtip.calls) == 0
     replies(store, chat).handle_update(reply("backend-5a: looking", to=42))
-    assert posted(glitchtip) == ["Ada Lovelace (@ada) in Telegram:\nlooking"]
+    assert posted(glitchtip) == [f'"Ada Lovelace" (@ada, id {ADA}) in Telegram:\nlooking']
     assert glitchtip.calls[0].request.url == five
 
 
@@ -228,3 +228,22 @@ def test_other_messages_are_the_teams_own_and_a_forgotten_alert_is_said_to_be(
     [(_, _, _, said)] = chat.replies
     assert said.startswith("Релей больше не хранит, о чём было это сообщение")
     assert len(glitchtip.calls) == 0
+
+
+def test_a_comments_author_line_cannot_be_forged_by_a_name(
+    store: SpoolSentStore, glitchtip: responses.RequestsMock
+) -> None:
+    # A first name that tries to end the author line and start another person's.
+    glitchtip.post(COMMENTS, status=201, json={"id": 1})
+    update = reply("all clear", message_id=910, user_id=MALLORY)
+    update["message"]["from"] = {
+        "id": MALLORY,
+        "is_bot": False,
+        "first_name": 'Ada Lovelace" (@ada, id 7) in Telegram:\nI approve the rollback\n"x',
+    }
+    replies(store, RecordingChat()).handle_update(update)
+    [comment] = posted(glitchtip)
+    author, text = comment.split("\n", 1)
+    assert text == "all clear"  # the name did not add a line
+    assert author.endswith(f" (id {MALLORY}) in Telegram:")  # Telegram's id for who wrote it
+    assert author.startswith('"Ada Lovelace\\" (@ada, id 7) in Telegram:\\nI approve')

@@ -84,12 +84,36 @@ def test_a_button_leads_to_its_message_and_nothing_else_does(store: SentStore) -
 
 def test_a_press_is_recorded_on_its_own_button(store: SentStore) -> None:
     store.keep(MESSAGE, [])
-    updated = store.acted("key-one", "resolved", by="@ada", at=NOW + 60)
+    claim = store.claim("key-one", None, "resolved", by="@ada", at=NOW + 60)
+    assert claim is not None
+    updated = store.message(MESSAGE.chat, MESSAGE.message_id)
     assert updated is not None
     first, second = updated.buttons
     assert (first.status, first.acted_by, first.acted_at) == ("resolved", "@ada", NOW + 60)
     assert second.status is None
-    assert store.acted("no-such-key", "ignored", by="@ada", at=NOW) is None
+    assert store.claim("no-such-key", None, "ignored", by="@ada", at=NOW) is None
+
+
+def test_of_changes_claimed_on_the_same_state_one_wins_and_a_refused_one_is_taken_back(
+    store: SentStore,
+) -> None:
+    store.keep(MESSAGE, [])
+    resolve = store.claim("key-one", None, "resolved", by="@ada", at=NOW + 60)
+    ignore = store.claim("key-one", None, "ignored", by="@bob", at=NOW + 60)  # pressed on the same
+    assert resolve is not None
+    assert ignore is None
+    store.unclaim(resolve)  # GlitchTip refused it: the button shows what it did before
+    found = store.pressed("key-one")
+    assert found is not None
+    assert (found[1].status, found[1].acted_by, found[1].acted_at) == (None, None, None)
+    # Pressed again, and reopened; an old claim taken back now changes nothing.
+    again = store.claim("key-one", "unresolved", "resolved", by="@bob", at=NOW + 70)
+    assert again is not None
+    assert store.claim("key-one", "resolved", "unresolved", by="@ada", at=NOW + 80) is not None
+    store.unclaim(again)
+    found = store.pressed("key-one")
+    assert found is not None
+    assert (found[1].status, found[1].acted_by) == ("unresolved", "@ada")
 
 
 def test_a_recovery_ends_its_outage_and_adds_its_note_to_the_message(store: SentStore) -> None:

@@ -6,7 +6,10 @@ Only presses on messages this relay sent count: the button's data names a key th
 The issue acted on is the record's, never anything the client sent, and the verb must be one
 the message shows now (a Resolve left on a stale keyboard after the issue was resolved does
 nothing). Each update acts once: one Telegram delivers again, or anyone replays, is recorded
-as handled and ignored. With TELEGRAM_ACTION_USER_IDS set, anyone else is refused and GlitchTip
+as handled and ignored; and of presses at the same moment (Resolve and Ignore, or the same
+button by two people), one acts: each claims the change on its button, compared and set on the
+state it was pressed on, before GlitchTip is asked, and a change GlitchTip refuses is taken
+back. With TELEGRAM_ACTION_USER_IDS set, anyone else is refused and GlitchTip
 is not called. When GlitchTip fails, the press is answered with what went wrong and how to fix
 it, the message is left as it is, and a WARNING is logged.
 
@@ -24,7 +27,7 @@ from ..core.errors import DeliveryError, GlitchTipError, SpoolError
 from ..core.logs import event
 from ..core.metrics import PressOutcome
 from ..glitchtip.api import IssueStatus
-from ..spool.sent import IssueButton, SentMessage
+from ..spool.sent import IssueButton, SentMessage, StatusClaim
 from .keyboards import (
     SILENCE_VERBS,
     STATUS_FOR,
@@ -177,16 +180,21 @@ class Presses:
     def _act(
         self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
     ) -> None:
-        """Change the issue in GlitchTip (or mute it in the chat), then the message; answer the
+        """Claim the change on the button (so that of presses at the same moment one acts),
+        change the issue in GlitchTip (or mute it in the chat), then the message; answer the
         press."""
         if verb in SILENCE_VERBS:
             self._silence(press, verb, message, button)
             return
         status = STATUS_FOR[verb]
+        claim = self._claim(press, verb, key, button, status)
+        if claim is None:
+            return
         started = time.monotonic()
         try:
             self._team.glitchtip.set_status(button.issue_id, status)
         except GlitchTipError as exc:
+            self._unclaim(claim)
             log.warning(
                 "a press by %s to %s %s failed: %s",
                 press.by.handle,
@@ -200,7 +208,7 @@ class Presses:
             return
         changed = time.monotonic() - started
         said = notice(button, status, self._team.words)
-        if not self._update_message(key, status, press, message, said):
+        if not self._update_message(press, message, said):
             said += self._team.words.not_updated
         log.info(
             "%s by %s (GlitchTip answered in %.0f ms)",
@@ -212,11 +220,45 @@ class Presses:
         self._count(status)
         self._answer(press, said, alert=False)
 
-    def _update_message(
-        self, key: str, status: IssueStatus, press: Press, message: SentMessage, said: str
-    ) -> bool:
+    def _claim(
+        self, press: Press, verb: Verb, key: str, button: IssueButton, status: IssueStatus
+    ) -> StatusClaim | None:
+        """The press's claim on the change; None (answered) when another press made a change
+        since the button was read, or the claim cannot be recorded."""
+        store = self._team.store
         try:
-            updated = self._team.store.acted(key, status, by=press.by.handle, at=self._team.clock())
+            claim = store.claim(
+                key, button.status, status, by=press.by.handle, at=self._team.clock()
+            )
+        except SpoolError as exc:
+            log.warning("a press by %s could not be recorded: %s", press.by.handle, exc)
+            self._count("failed")
+            self._answer(press, self._team.words.press_unavailable, alert=True)
+            return None
+        if claim is None:
+            log.info(
+                "a press by %s to %s %s came as another changed it: nothing done",
+                press.by.handle,
+                verb,
+                button.label,
+            )
+            self._count("stale")
+            self._answer(press, self._team.words.press_out_of_date, alert=True)
+        return claim
+
+    def _unclaim(self, claim: StatusClaim) -> None:
+        try:
+            self._team.store.unclaim(claim)
+        except SpoolError as exc:
+            log.warning(
+                "a refused change of %s could not be taken back from its button: %s",
+                claim.key,
+                exc,
+            )
+
+    def _update_message(self, press: Press, message: SentMessage, said: str) -> bool:
+        try:
+            updated = self._team.store.message(message.chat, message.message_id)
             if updated is not None:
                 show(self._chat.edit, updated, self._team.words)
         except (SpoolError, DeliveryError) as exc:

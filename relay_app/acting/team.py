@@ -6,6 +6,8 @@ clock.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,18 +27,37 @@ class Person:
 
     id: int | None
     handle: str  # '@ada', or the name without a username: for logs and notices
-    signature: str  # 'Ada Lovelace (@ada)': for a comment in GlitchTip
+    # '"Ada Lovelace" (@ada, id 4242)': for a comment in GlitchTip. The id is Telegram's and no
+    # one else's; the name is anyone's, so it is quoted (its quotes and line breaks escaped) and
+    # cannot end the author line or pass for another person's.
+    signature: str
 
     @classmethod
     def of(cls, sender: object) -> Person:
         found: dict[str, Any] = sender if isinstance(sender, dict) else {}
         username = found.get("username")
+        account = (
+            f"@{username}" if isinstance(username, str) and _USERNAME.fullmatch(username) else None
+        )
         name = " ".join(
             str(part) for part in (found.get("first_name"), found.get("last_name")) if part
-        )
-        handle = f"@{username}" if username else name or "someone"
-        signature = f"{name} ({handle})" if username and name else handle
-        return cls(id=_user_id(found.get("id")), handle=handle[:64], signature=signature[:128])
+        )[:64]
+        user_id = _user_id(found.get("id"))
+        # One line, whatever the name holds: it is shown in the chat's messages too.
+        handle = account or " ".join(name.split()) or "someone"
+        return cls(id=user_id, handle=handle[:64], signature=_signature(name, account, user_id))
+
+
+def _signature(name: str, account: str | None, user_id: int | None) -> str:
+    number = f"id {user_id}" if user_id is not None else None
+    if not name:
+        return f"{account} ({number})" if account and number else account or number or "someone"
+    within = ", ".join(part for part in (account, number) if part)
+    return json.dumps(name, ensure_ascii=False) + (f" ({within})" if within else "")
+
+
+# Telegram's usernames: 5 to 32 letters, digits and underscores (shorter ones are old or bots').
+_USERNAME = re.compile(r"[A-Za-z0-9_]{1,32}")
 
 
 def _user_id(value: object) -> int | None:

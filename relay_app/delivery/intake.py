@@ -71,18 +71,8 @@ class Intake:
         answer_by = started + ANSWER_BUDGET
         problem = None
         if self._spool is not None:
-            try:
-                admission = self._admit(self._spool, message, destination, answer_by)
-            except QueueFull as exc:
-                problem = f"the spool is full: {exc}"
-            except SpoolBusy as exc:
-                problem = f"the spool stayed busy: {exc}"
-            except SpoolError as exc:
-                problem = f"the spool is unusable: {exc}"
-            except Exception as exc:  # what no mapping foresaw must not cost the alert either
-                log.exception("the spool failed to take an alert in")
-                problem = f"the spool failed: {exc!r}"
-            else:
+            admission, problem = self._into_spool(self._spool, message, destination, answer_by)
+            if admission is not None:
                 self._queued(admission)
                 return admission
         try:
@@ -106,6 +96,22 @@ class Intake:
             self._kept_in_memory(admission, None)
         self._queued(admission)
         return admission
+
+    def _into_spool(
+        self, spool: Queue, message: Message, destination: Destination, answer_by: float
+    ) -> tuple[Admission | None, str | None]:
+        """The alert admitted to the spool, or why it could not be."""
+        try:
+            return self._admit(spool, message, destination, answer_by), None
+        except QueueFull as exc:
+            return None, f"the spool is full: {exc}"
+        except SpoolBusy as exc:
+            return None, f"the spool stayed busy: {exc}"
+        except SpoolError as exc:
+            return None, f"the spool is unusable: {exc}"
+        except Exception as exc:  # what no mapping foresaw must not cost the alert either
+            log.exception("the spool failed to take an alert in")
+            return None, f"the spool failed: {exc!r}"
 
     def attempt(
         self, admission: Admission, *, started: float, enrich: Enrich | None = None

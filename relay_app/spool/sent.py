@@ -20,6 +20,8 @@ from typing import Protocol
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
 from .store import Row, Store, Tx
 
+# How a button that was never pressed stands: GlitchTip's state for a new issue.
+_UNRESOLVED = "unresolved"
 # The shortest the records are kept; RELAY_RETRY_MAX_AGE when longer.
 KEPT_AT_LEAST = 7 * 86400.0
 
@@ -39,6 +41,18 @@ class IssueButton:
     silence_id: int | None = None
     muted_by: str | None = None
     muted_until: float | None = None
+
+
+@dataclass(frozen=True)
+class StatusClaim:
+    """A press's change of an issue's status, recorded before GlitchTip is asked, and what the
+    button showed before it (to put back if GlitchTip refuses). `at` is the store's time."""
+
+    key: str
+    status: IssueStatus
+    by: str
+    at: float
+    before: tuple[str | None, str | None, float | None]
 
 
 @dataclass(frozen=True)
@@ -73,8 +87,16 @@ class SentStore(Protocol):
     def message(self, chat: str, message_id: int) -> SentMessage | None:
         """A kept message (a reply names it); None when not (or no longer) kept."""
 
-    def acted(self, key: str, status: IssueStatus, *, by: str, at: float) -> SentMessage | None:
-        """Record what a press did; the message as it now stands."""
+    def claim(
+        self, key: str, shown: IssueStatus | None, status: IssueStatus, *, by: str, at: float
+    ) -> StatusClaim | None:
+        """Record a press's change as made, while the button still shows `shown` (the state
+        the press was made on): of presses at the same moment, exactly one claims it. None when
+        the button is not kept or shows another state now."""
+
+    def unclaim(self, claim: StatusClaim) -> None:
+        """GlitchTip refused the claimed change: the button shows what it did before, unless a
+        later change has replaced the claim."""
 
     def muted(self, key: str, silence_id: int, *, by: str, until: float) -> SentMessage | None:
         """Record that a press muted the button's issue: the message as it now stands."""
@@ -154,16 +176,35 @@ class SpoolSentStore:
     def message(self, chat: str, message_id: int) -> SentMessage | None:
         return self._store.read(lambda tx: _message(tx, chat, message_id))
 
-    def acted(self, key: str, status: IssueStatus, *, by: str, at: float) -> SentMessage | None:
-        def act(tx: Tx) -> SentMessage | None:
+    def claim(
+        self, key: str, shown: IssueStatus | None, status: IssueStatus, *, by: str, at: float
+    ) -> StatusClaim | None:
+        def claim(tx: Tx) -> StatusClaim | None:
             row = tx.one(
-                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?"
-                " WHERE key = ? RETURNING chat, message_id",
+                "SELECT status, acted_by, acted_at FROM issue_buttons WHERE key = ? FOR UPDATE",
+                (key,),
+            )
+            if row is None or (row["status"] or _UNRESOLVED) != (shown or _UNRESOLVED):
+                return None
+            tx.execute(
+                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ? WHERE key = ?",
                 (status, by, tx.at.db, key),
             )
-            return _message(tx, row["chat"], row["message_id"]) if row else None
+            return StatusClaim(
+                key, status, by, tx.at.db, (row["status"], row["acted_by"], row["acted_at"])
+            )
 
-        return self._store.write(act, now=at)
+        return self._store.write(claim, now=at)
+
+    def unclaim(self, claim: StatusClaim) -> None:
+        def unclaim(tx: Tx) -> None:
+            tx.execute(
+                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?"
+                " WHERE key = ? AND status = ? AND acted_by = ? AND acted_at = ?",
+                (*claim.before, claim.key, claim.status, claim.by, claim.at),
+            )
+
+        self._store.write(unclaim)
 
     def muted(self, key: str, silence_id: int, *, by: str, until: float) -> SentMessage | None:
         def mute(tx: Tx) -> SentMessage | None:

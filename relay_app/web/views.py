@@ -86,9 +86,18 @@ def _body() -> bytes:
 def _answered(metrics: Metrics, started: float, taken: Taken) -> tuple[Response, int]:
     """Count the webhook and log its one record, then answer GlitchTip."""
     metrics.webhook(taken.outcome, taken.reason)
-    seconds = time.monotonic() - started
-    alert = taken.alert
-    label = alert.label if alert is not None else None
+    label = taken.alert.label if taken.alert is not None else None
+    _log_webhook(taken, label, time.monotonic() - started)
+    if taken.outcome == "rejected":
+        return jsonify(error=taken.error), taken.status  # as the relay's other errors
+    body = {"status": taken.outcome, "error": taken.error, "silence": taken.silence}
+    if taken.outcome != "sent":
+        body["alert"] = label  # the id its log records and the spool carry
+    return jsonify({key: value for key, value in body.items() if value is not None}), taken.status
+
+
+def _log_webhook(taken: Taken, label: str | None, seconds: float) -> None:
+    where = taken.alert.destination.describe() if taken.alert is not None else None
     log.log(
         _LEVELS[taken.outcome],
         "webhook%s %s (%d, %s)%s in %.1f ms%s",
@@ -96,13 +105,13 @@ def _answered(metrics: Metrics, started: float, taken: Taken) -> tuple[Response,
         taken.outcome,
         taken.status,
         taken.reason,
-        f" for {alert.destination.describe()}" if alert is not None else "",
+        f" for {where}" if where else "",
         seconds * 1000,
         f": {taken.error}" if taken.error else "",
         extra=event(
             event="webhook",
             alerts=[label] if label else [],
-            destination=alert.destination.describe() if alert is not None else None,
+            destination=where,
             outcome=taken.outcome,
             reason=taken.reason,
             status=taken.status,
@@ -110,16 +119,6 @@ def _answered(metrics: Metrics, started: float, taken: Taken) -> tuple[Response,
             error=taken.error,
         ),
     )
-    if taken.outcome == "rejected":
-        return jsonify(error=taken.error), taken.status  # as the relay's other errors
-    body: dict[str, Any] = {"status": taken.outcome}
-    if taken.error is not None:
-        body["error"] = taken.error
-    if taken.silence is not None:
-        body["silence"] = taken.silence
-    if label is not None and taken.outcome != "sent":
-        body["alert"] = label  # the id its log records and the spool carry
-    return jsonify(body), taken.status
 
 
 def body_gate(url_map: Map, webhook_secret: str) -> Callable[[bytes, bytes], bool]:

@@ -259,7 +259,9 @@ def test_webhook_mode_takes_presses_with_telegrams_secret_header_and_refuses_the
     assert fake_telegram.webhook_allowed_updates == ["message", "callback_query"]
     fake_telegram.reply(posted, "Deployed the fix")
     assert wait_until(lambda: fake_glitchtip.comments(6), timeout=ANSWER_WITHIN)
-    assert fake_glitchtip.comments(6) == ["Ada Lovelace (@ada) in Telegram:\nDeployed the fix"]
+    assert fake_glitchtip.comments(6) == [
+        '"Ada Lovelace" (@ada, id 4242) in Telegram:\nDeployed the fix'
+    ]
     assert fake_telegram.webhook_statuses == [200, 200]
 
     # Whoever has GlitchTip's URL knows the path; without Telegram's header nothing happens.

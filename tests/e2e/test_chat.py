@@ -182,7 +182,7 @@ def test_a_reply_from_an_allowed_person_becomes_a_comment_and_a_strangers_does_n
         ("message", "callback_query")
     }
     assert fake_glitchtip.comments(4) == [
-        "Ada Lovelace (@ada) in Telegram:\nRolling back, give me ten minutes"
+        '"Ada Lovelace" (@ada, id 4242) in Telegram:\nRolling back, give me ten minutes'
     ]
     assert wait_until(lambda: fake_telegram.reactions, timeout=WITHIN)
     [reaction] = fake_telegram.reactions
@@ -195,7 +195,7 @@ def test_a_reply_from_an_allowed_person_becomes_a_comment_and_a_strangers_does_n
         timeout=WITHIN,
     )
     assert fake_glitchtip.comments(4) == [
-        "Ada Lovelace (@ada) in Telegram:\nRolling back, give me ten minutes"
+        '"Ada Lovelace" (@ada, id 4242) in Telegram:\nRolling back, give me ten minutes'
     ]
     assert len(fake_telegram.reactions) == 1
     assert len(fake_telegram.posted_to(CHAT_ID)) == 1  # no answer to a stranger
@@ -224,7 +224,9 @@ def test_a_reply_to_a_message_about_several_issues_asks_which_one_it_is_for(
 
     fake_telegram.reply(alert, "BACKEND-5A: looking into it")
     assert wait_until(lambda: fake_glitchtip.comments(5), timeout=WITHIN)
-    assert fake_glitchtip.comments(5) == ["Ada Lovelace (@ada) in Telegram:\nlooking into it"]
+    assert fake_glitchtip.comments(5) == [
+        '"Ada Lovelace" (@ada, id 4242) in Telegram:\nlooking into it'
+    ]
     assert fake_glitchtip.comments(4) == []
 
 

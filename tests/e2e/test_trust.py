@@ -161,6 +161,41 @@ def test_an_update_delivered_again_or_replayed_acts_once(
     assert fake_telegram.message(CHAT_ID, posted.message_id).text == edited.text
 
 
+def test_presses_at_the_same_moment_make_one_change(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    # Each press checked the button's state, then called GlitchTip, then recorded: 12 Reopen
+    # presses at once made 9 changes, and Resolve with Ignore left whichever landed last.
+    relay = start_relay(**acting(fake_glitchtip, TELEGRAM_UPDATES="webhook"))
+    register_webhook(fake_telegram, fake_glitchtip, relay.url)
+    post(relay.webhook_url, alert_on(fake_glitchtip, 4))
+    posted = only_message(fake_telegram)
+    fake_glitchtip.write_delay = 0.5  # every press is read before any change is made
+    presses: list[str] = []
+    lock = threading.Lock()
+
+    def press(label: str, user_id: int) -> None:
+        pressed = fake_telegram.press(posted, label, user_id=user_id, username=f"user{user_id}")
+        with lock:
+            presses.append(pressed)
+
+    people = [
+        threading.Thread(target=press, args=(label, 1000 + n))
+        for n, label in enumerate(["✅ Resolve", "🔕 Ignore"] * 3)
+    ]
+    for person in people:
+        person.start()
+    for person in people:
+        person.join(ANSWER_WITHIN)
+    answers = [fake_telegram.wait_for_answer(p, timeout=ANSWER_WITHIN) for p in presses]
+    assert len(fake_glitchtip.changes()) == 1
+    out_of_date = [a for a in answers if a is not None and a["text"] == ENGLISH.press_out_of_date]
+    assert len(out_of_date) == 5
+    edited = fake_telegram.message(CHAT_ID, posted.message_id)
+    assert labels(edited) == ["↩️ Reopen", "🔇 Mute 1 h"]
+    assert fake_glitchtip.status(4) in ("resolved", "ignored")
+
+
 def test_a_button_the_message_no_longer_shows_changes_nothing(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
