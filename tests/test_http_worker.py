@@ -80,3 +80,13 @@ def test_a_request_says_it_expects_100_continue_where_the_worker_turns_it_off() 
     parsed = next(RequestParser(cfg, [request], ("127.0.0.1", 4000)))
     assert parsed._expected_100_continue is True
     assert "req._expected_100_continue" in inspect.getsource(wsgi.create)
+
+
+def test_a_request_can_be_told_its_answer_closes_the_connection() -> None:
+    # The worker does so for a connection's last request: "Connection: close" in the answer.
+    cfg = Config()
+    request = b"GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n"
+    parsed = next(RequestParser(cfg, [request], ("127.0.0.1", 4000)))
+    assert not parsed.should_close()
+    parsed.force_close()
+    assert parsed.should_close()

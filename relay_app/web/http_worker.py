@@ -30,7 +30,7 @@ proxy: docs/security.md).
 
 This is the one module that builds on gunicorn's internals (gthread's TConn, enqueue_req,
 handle, handle_request, finish_request, murder_pending; its RequestParser over an iterable;
-a request's `_expected_100_continue`), hence the pin in pyproject.toml;
+a request's `_expected_100_continue` and `force_close`), hence the pin in pyproject.toml;
 tests/test_http_worker.py fails loudly when a release changes them.
 """
 
@@ -79,6 +79,7 @@ class _Connection:
     arriving: ArrivingRequest | None = None
     deadline: float = 0.0
     whole: Whole | None = None  # for the thread that takes it
+    last: bool = False  # the request a thread has now is the connection's last
 
 
 class _Refusals:
@@ -258,18 +259,21 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
             return super().handle(conn)
         state.whole, state.leftover = None, whole.leftover
         state.served += 1
+        # Its last request: answered with "Connection: close", so that a client keeping the
+        # connection alive does not send another on it as it closes.
+        state.last = whole.head_only or state.served >= MAX_REQUESTS_PER_CONNECTION
         conn.parser = RequestParser(self.cfg, [whole.request], conn.client)
         conn.data_ready = True  # gthread's own wait for a first byte is not needed
         keepalive = super().handle(conn)
-        if whole.head_only or state.served >= MAX_REQUESTS_PER_CONNECTION:
-            return False
-        return keepalive
+        return keepalive and not state.last
 
     def handle_request(self, req: Any, conn: Any) -> bool:
         if getattr(conn, "relay", None) is None:
             return bool(super().handle_request(req, conn))
         # The loop sent 100 Continue, if the request was to have one; never again after it.
         req._expected_100_continue = False
+        if conn.relay.last:
+            req.force_close()
         conn.sock.settimeout(WRITE_TIMEOUT)
         try:
             return bool(super().handle_request(req, conn))

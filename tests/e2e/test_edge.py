@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import requests
 
 from relay_app.web.framing import MAX_REQUEST_BYTES
 from relay_app.web.http_worker import (
@@ -230,6 +231,19 @@ def test_a_client_that_reads_no_answers_loses_its_connection_within_seconds(edge
     # MAX_REQUESTS_PER_CONNECTION: then it is closed, whatever the client does.
     assert MAX_REQUESTS_PER_CONNECTION <= 100
     assert max(lasted) < WRITE_TIMEOUT + 5, sorted(lasted)
+
+
+def test_a_kept_alive_connection_is_told_before_it_closes(edge: Edge) -> None:
+    # After its last request a connection closes: a client that keeps connections alive must
+    # be told, or it sends its next request as the connection closes, and loses it.
+    session = requests.Session()
+    closing = []
+    for _ in range(MAX_REQUESTS_PER_CONNECTION + 5):
+        reply = session.get(f"{edge.relay.url}/healthz", timeout=PROMPTLY)
+        assert reply.status_code == 200
+        closing.append(reply.headers.get("Connection") == "close")
+    assert closing.index(True) == MAX_REQUESTS_PER_CONNECTION - 1
+    session.close()
 
 
 def test_100_continue_only_after_the_secret_and_the_size_are_acceptable(edge: Edge) -> None:
