@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 import requests  # noqa: E402
 
-from tests.e2e.relay_process import CHAT_ID, RelayProcess, relay_env  # noqa: E402
+from tests.e2e.relay_process import CHAT_ID, RelayProcess, relay_env, rss_mb  # noqa: E402
 from tests.fake_telegram import FakeTelegram, running_fake_telegram  # noqa: E402
 from tests.payloads import issue, issue_alert  # noqa: E402
 
@@ -74,37 +74,26 @@ class Result:
         )
 
 
-def worker_pids(master: int) -> list[int]:
-    pids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == master:
-                pids.append(int(stat.parent.name))
-    return pids
-
-
-def rss_mb(pid: int) -> float:
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+def rss_or_nothing(pid: int) -> float:
+    try:
+        return rss_mb(pid)
+    except (OSError, ValueError):  # gone meanwhile
+        return 0.0
 
 
 class MemoryWatch:
     """The largest VmRSS any worker reached while it ran."""
 
-    def __init__(self, master: int) -> None:
-        self._pids = worker_pids(master)
-        self.before = max(rss_mb(pid) for pid in self._pids)
+    def __init__(self, relay: RelayProcess) -> None:
+        self._pids = relay.workers()
+        self.before = max(rss_or_nothing(pid) for pid in self._pids)
         self.peak = self.before
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def _watch(self) -> None:
         while not self._stop.wait(0.1):
-            self.peak = max([self.peak, *(rss_mb(pid) for pid in self._pids)])
+            self.peak = max([self.peak, *(rss_or_nothing(pid) for pid in self._pids)])
 
     def __enter__(self) -> MemoryWatch:
         self._thread.start()
@@ -147,6 +136,14 @@ def read_until_closed(sock: socket.socket, opened: float, until: float) -> float
         except OSError:
             break
     return time.monotonic() - opened
+
+
+def in_parallel(clients: int, client: Callable[[], None]) -> None:
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 Attack = Callable[[int, float, list[float]], None]
@@ -200,11 +197,7 @@ def big_bodies(port: int, until: float, closed: list[float]) -> None:
                 closed.append(time.monotonic() - opened)
                 time.sleep(0.1)
 
-    threads = [threading.Thread(target=one) for _ in range(200)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_parallel(200, one)
 
 
 def no_reader(port: int, until: float, closed: list[float]) -> None:
@@ -219,11 +212,7 @@ def no_reader(port: int, until: float, closed: list[float]) -> None:
         except OSError:
             pass
 
-    threads = [threading.Thread(target=one) for _ in range(64)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_parallel(64, one)
 
 
 def drip(port: int, until: float, closed: list[float]) -> None:
@@ -244,11 +233,7 @@ def drip(port: int, until: float, closed: list[float]) -> None:
                 closed.append(time.monotonic() - opened)
                 time.sleep(0.2)
 
-    threads = [threading.Thread(target=one) for _ in range(80)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_parallel(80, one)
 
 
 def nothing(port: int, until: float, closed: list[float]) -> None:
@@ -311,7 +296,7 @@ def attacked(name: str, fake: FakeTelegram, logs: Path, seconds: float, every: f
     result = Result(name)
     try:
         time.sleep(1.0)  # both workers booted and idle
-        with MemoryWatch(relay.process.pid) as memory:
+        with MemoryWatch(relay) as memory:
             until = time.monotonic() + seconds
             attacker = threading.Thread(
                 target=ATTACKS[name], args=(relay.port, until, result.closed_after)

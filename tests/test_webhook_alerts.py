@@ -6,16 +6,17 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import responses
 from flask.testing import FlaskClient
 from requests import PreparedRequest
 
-from relay_app import Relay, create_app, relay_of
+from relay_app import Relay, create_app, relay_of, stop_background_work
 from relay_app.core.errors import SpoolError
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin
@@ -25,6 +26,50 @@ from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
 from tests.payloads import issue, issue_alert
 
 GLITCHTIP = "https://glitchtip.example.org"
+
+
+def raising(error: Exception) -> Callable[..., NoReturn]:
+    """A stand-in for a method that fails with `error`."""
+
+    def fail(*_: Any, **__: Any) -> NoReturn:
+        raise error
+
+    return fail
+
+
+@contextmanager
+def serving(settings: Settings, clock: FakeTime) -> Iterator[tuple[FlaskClient, Relay]]:
+    """The app for these settings, with its background work stopped after."""
+    app = create_app(settings, clock=clock)
+    relay = relay_of(app)
+    assert relay is not None
+    try:
+        yield app.test_client(), relay
+    finally:
+        stop_background_work(app)
+
+
+def with_glitchtip(settings: Settings, **overrides: Any) -> Settings:
+    return replace(settings, glitchtip_api_token="ab" * 32, glitchtip_url=GLITCHTIP, **overrides)
+
+
+def answers_details(mock: responses.RequestsMock, *numbers: int) -> None:
+    """GlitchTip's API, on the mock Telegram's HTTP layer too (requests has one to replace)."""
+    for number in numbers:
+        mock.get(f"{GLITCHTIP}/api/0/issues/{number}/", json=SAMPLE_ISSUE)
+        mock.get(f"{GLITCHTIP}/api/0/issues/{number}/events/latest/", json=SAMPLE_EVENT)
+
+
+def alert_about(number: int) -> dict[str, Any]:
+    return issue_alert(issue(number, link=f"{GLITCHTIP}/acme/issues/{number}"))
+
+
+def sent_texts(telegram: responses.RequestsMock) -> list[str]:
+    return [
+        json.loads(call.request.body or b"")["text"]
+        for call in telegram.calls
+        if call.request.url == SEND_URL
+    ]
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
@@ -50,15 +95,12 @@ def test_a_spool_that_fails_unforeseen_keeps_the_alert_in_memory_and_sends_it(
     # Not a SpoolError: what no mapping foresaw (a lone surrogate once made sqlite3 raise
     # UnicodeEncodeError here, and the alert was lost with a 500).
     assert relay.spool is not None
-
-    def broken(*_: Any, **__: Any) -> None:
-        raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
-
-    monkeypatch.setattr(relay.spool.queue, "admit", broken)
+    surrogate = UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+    monkeypatch.setattr(relay.spool.queue, "admit", raising(surrogate))
     telegram.post(SEND_URL, json=OK)
     reply = client.post(WEBHOOK, json=issue_alert(issue(1, title="Kept anyway")))
     assert (reply.status_code, reply.json) == (200, {"status": "sent"})
-    assert "Kept anyway" in json.loads(telegram.calls[0].request.body or b"")["text"]
+    assert "Kept anyway" in sent_texts(telegram)[0]
     said = [r for r in caplog.records if "could not be written to the spool" in r.getMessage()]
     assert said[0].levelno == logging.ERROR
     assert "the spool failed: UnicodeEncodeError" in said[0].getMessage()
@@ -72,10 +114,7 @@ def test_a_failure_before_the_alert_is_queued_logs_it_with_its_text(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def broken(*_: Any, **__: Any) -> None:
-        raise RuntimeError("a bug")
-
-    monkeypatch.setattr(relay.intake, "admit", broken)
+    monkeypatch.setattr(relay.intake, "admit", raising(RuntimeError("a bug")))
     reply = client.post(WEBHOOK, json=issue_alert(issue(1, title="Remember me")))
     assert reply.status_code == 500
     assert reply.json == {"status": "failed", "error": "internal error; see the relay's log"}
@@ -89,14 +128,10 @@ def test_a_failure_before_the_alert_is_queued_logs_it_with_its_text(
 def test_a_failure_after_the_alert_is_queued_leaves_it_to_the_retrier(
     client: FlaskClient,
     relay: Relay,
-    telegram: responses.RequestsMock,
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def broken(*_: Any, **__: Any) -> None:
-        raise RuntimeError("a bug")
-
-    monkeypatch.setattr(relay.intake, "attempt", broken)
+    monkeypatch.setattr(relay.intake, "attempt", raising(RuntimeError("a bug")))
     reply = client.post(WEBHOOK, json=issue_alert(issue(1)))
     assert reply.status_code == 500
     assert reply.json is not None
@@ -108,16 +143,8 @@ def test_a_failure_after_the_alert_is_queued_leaves_it_to_the_retrier(
 
 
 def test_an_alert_is_on_disk_while_glitchtip_is_asked_for_its_details(
-    settings: Settings,
-    spool_path: str,
-    fake_time: FakeTime,
-    telegram: responses.RequestsMock,
+    settings: Settings, spool_path: str, fake_time: FakeTime, telegram: responses.RequestsMock
 ) -> None:
-    glitchtip = telegram  # one mock for both APIs: requests has one HTTP layer to replace
-    settings = replace(
-        settings, glitchtip_api_token="ab" * 32, glitchtip_url=GLITCHTIP, details_budget=2.0
-    )
-    app = create_app(settings, clock=fake_time)
     pending_while_asked: list[int] = []
 
     def issue_answer(_request: PreparedRequest) -> tuple[int, dict[str, str], str]:
@@ -132,25 +159,14 @@ def test_an_alert_is_on_disk_while_glitchtip_is_asked_for_its_details(
         pending_while_asked.append(spool.counts()["pending"])
         return 200, {}, json.dumps(SAMPLE_ISSUE)
 
-    glitchtip.add_callback(responses.GET, f"{GLITCHTIP}/api/0/issues/3/", issue_answer)
-    glitchtip.get(f"{GLITCHTIP}/api/0/issues/3/events/latest/", json=SAMPLE_EVENT)
+    telegram.add_callback(responses.GET, f"{GLITCHTIP}/api/0/issues/3/", issue_answer)
+    telegram.get(f"{GLITCHTIP}/api/0/issues/3/events/latest/", json=SAMPLE_EVENT)
     telegram.post(SEND_URL, json=OK)
-    try:
-        link = f"{GLITCHTIP}/acme/issues/3"
-        reply = app.test_client().post(WEBHOOK, json=issue_alert(issue(3, link=link)))
-    finally:
-        relay = relay_of(app)
-        assert relay is not None
-        relay.dispatcher.shutdown()
-        if relay.lookups is not None:
-            relay.lookups.shutdown()
+    with serving(with_glitchtip(settings, details_budget=2.0), fake_time) as (client, relay):
+        reply = client.post(WEBHOOK, json=alert_about(3))
     assert reply.status_code == 200
     assert pending_while_asked == [1]  # written before anything slow
-    [sent] = [
-        json.loads(call.request.body or b"")["text"]
-        for call in telegram.calls
-        if call.request.url == SEND_URL
-    ]
+    [sent] = sent_texts(telegram)
     assert "first seen" in sent  # and the details, which came within the budget, in it
     assert relay.spool is not None
     assert relay.spool.admin.counts()["pending"] == 0
@@ -163,31 +179,32 @@ def test_details_that_cannot_be_kept_do_not_hold_the_alert_back(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    settings = replace(
-        settings, glitchtip_api_token="ab" * 32, glitchtip_url=GLITCHTIP, details_budget=2.0
-    )
-    app = create_app(settings, clock=fake_time)
-    relay = relay_of(app)
-    assert relay is not None
-    assert relay.spool is not None
-
-    def broken(*_: Any, **__: Any) -> None:
-        raise SpoolError("disk I/O error")
-
-    monkeypatch.setattr(relay.spool.queue, "revise", broken)
-    glitchtip = telegram  # one mock for both APIs: requests has one HTTP layer to replace
-    glitchtip.get(f"{GLITCHTIP}/api/0/issues/3/", json=SAMPLE_ISSUE)
-    glitchtip.get(f"{GLITCHTIP}/api/0/issues/3/events/latest/", json=SAMPLE_EVENT)
+    answers_details(telegram, 3)
     telegram.post(SEND_URL, json=OK)
-    try:
-        link = f"{GLITCHTIP}/acme/issues/3"
-        reply = app.test_client().post(WEBHOOK, json=issue_alert(issue(3, link=link)))
-    finally:
-        relay.dispatcher.shutdown()
-        if relay.lookups is not None:
-            relay.lookups.shutdown()
+    with serving(with_glitchtip(settings, details_budget=2.0), fake_time) as (client, relay):
+        assert relay.spool is not None
+        monkeypatch.setattr(relay.spool.queue, "revise", raising(SpoolError("disk I/O error")))
+        reply = client.post(WEBHOOK, json=alert_about(3))
     assert reply.status_code == 200  # sent as it was written
     assert "could not be written again with its issues' details" in caplog.text
+
+
+def test_an_alert_that_waits_its_turn_gets_its_details_before_it_goes(
+    settings: Settings, fake_time: FakeTime, telegram: responses.RequestsMock
+) -> None:
+    answers_details(telegram, 3, 4)
+    telegram.post(SEND_URL, json=OK)
+    with serving(with_glitchtip(settings, details_budget=0.0), fake_time) as (client, relay):
+        for number in (3, 4):
+            client.post(WEBHOOK, json=alert_about(number))
+        # The second waits for the group's next turn; its details come meanwhile.
+        lookups = relay.lookups
+        assert lookups is not None
+        assert wait_for(lambda: len(lookups.within(["4"], 0.0)) == 1)
+        run_background(relay.dispatcher, fake_time)
+    first, second = sent_texts(telegram)
+    assert "first seen" not in first  # the budget was 0: it went at once, its details later
+    assert "first seen" in second
 
 
 def test_wrong_secrets_are_logged_once_a_minute_with_how_many(
@@ -202,64 +219,12 @@ def test_wrong_secrets_are_logged_once_a_minute_with_how_many(
 
 
 def test_forged_updates_are_logged_once_a_minute_with_how_many(
-    settings: Settings,
-    fake_time: FakeTime,
-    caplog: pytest.LogCaptureFixture,
+    settings: Settings, fake_time: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = replace(
-        settings,
-        glitchtip_api_token="ab" * 32,
-        glitchtip_url=GLITCHTIP,
-        telegram_updates="webhook",
-    )
-    app = create_app(settings, clock=fake_time)
-    try:
-        client = app.test_client()
+    with serving(with_glitchtip(settings, telegram_updates="webhook"), fake_time) as (client, _):
         for update_id in range(200):
             reply = client.post(f"/telegram/{SECRET}", json={"update_id": update_id})
             assert reply.status_code == 403
-    finally:
-        relay = relay_of(app)
-        assert relay is not None
-        relay.dispatcher.shutdown()
     said = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(said) == 1
     assert "without Telegram's secret header" in said[0].getMessage()
-
-
-def test_an_alert_that_waits_its_turn_gets_its_details_before_it_goes(
-    settings: Settings,
-    fake_time: FakeTime,
-    telegram: responses.RequestsMock,
-) -> None:
-    glitchtip = telegram  # one mock for both APIs: requests has one HTTP layer to replace
-    settings = replace(
-        settings, glitchtip_api_token="ab" * 32, glitchtip_url=GLITCHTIP, details_budget=0.0
-    )
-    app = create_app(settings, clock=fake_time)
-    relay = relay_of(app)
-    assert relay is not None
-    assert relay.lookups is not None
-    for number in (3, 4):
-        glitchtip.get(f"{GLITCHTIP}/api/0/issues/{number}/", json=SAMPLE_ISSUE)
-        glitchtip.get(f"{GLITCHTIP}/api/0/issues/{number}/events/latest/", json=SAMPLE_EVENT)
-    telegram.post(SEND_URL, json=OK)
-    try:
-        client = app.test_client()
-        for number in (3, 4):
-            link = f"{GLITCHTIP}/acme/issues/{number}"
-            client.post(WEBHOOK, json=issue_alert(issue(number, link=link)))
-        # The second waits for the group's next turn; its details come meanwhile.
-        lookups = relay.lookups
-        assert wait_for(lambda: len(lookups.within(["4"], 0.0)) == 1)
-        run_background(relay.dispatcher, fake_time)
-    finally:
-        relay.dispatcher.shutdown()
-        lookups.shutdown()
-    first, second = [
-        json.loads(call.request.body or b"")["text"]
-        for call in telegram.calls
-        if call.request.url == SEND_URL
-    ]
-    assert "first seen" not in first  # the budget was 0: it went at once, its details later
-    assert "first seen" in second

@@ -111,6 +111,18 @@ class RelayProcess:
             self._log.flush()
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
+    def workers(self) -> list[int]:
+        """The pids of gunicorn's workers now: the master's children."""
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            if parent == self.process.pid:
+                children.append(int(stat.parent.name))
+        return children
+
     def crash(self) -> None:
         """SIGKILL the master and its workers at once, as an OOM kill or a power cut would:
         no hook runs, nothing is given back."""
@@ -159,3 +171,11 @@ def _running_in_group(group: int) -> bool:
         if process_group == group and state != "Z":
             return True
     return False
+
+
+def rss_mb(pid: int) -> float:
+    """A process's resident memory, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise ValueError(f"no VmRSS for process {pid}")

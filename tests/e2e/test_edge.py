@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import requests
@@ -25,7 +24,7 @@ from relay_app.web.http_worker import (
     WRITE_TIMEOUT,
 )
 from tests.e2e.helpers import post, wait_until
-from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env
+from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env, rss_mb
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 from tests.payloads import issue, issue_alert
 
@@ -46,28 +45,6 @@ class Edge:
         reply, seconds = post(self.relay.webhook_url, issue_alert(issue(next(self.numbers))))
         assert reply.status_code in (200, 202), reply.text
         assert seconds < PROMPTLY
-
-    def workers(self) -> list[int]:
-        master = self.relay.process.pid
-        return [
-            int(stat.parent.name)
-            for stat in Path("/proc").glob("[0-9]*/stat")
-            if _parent(stat) == master
-        ]
-
-
-def _parent(stat: Path) -> int | None:
-    try:
-        return int(stat.read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmRSS for process {pid}")
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +105,7 @@ def test_a_chunked_request_is_refused_at_once_and_a_negative_chunk_size_hangs_no
 
 def test_chunk_extensions_cannot_make_a_worker_hold_memory(edge: Edge) -> None:
     # 1-byte chunks with 8 KB extensions took a worker from 49 MB to 759 MB in 6 s.
-    before = {pid: rss_mb(pid) for pid in edge.workers()}
+    before = {pid: rss_mb(pid) for pid in edge.relay.workers()}
     piece = b"1;" + b"e" * 8192 + b"\r\nx\r\n"
     with connect(edge) as sock:
         sock.sendall(b"POST /webhook/guess HTTP/1.1\r\nHost: relay\r\n")
@@ -160,7 +137,7 @@ def test_a_body_over_the_limit_is_answered_413_without_being_read(edge: Edge) ->
 def test_a_worker_holds_at_most_its_cap_for_requests_still_arriving(edge: Edge) -> None:
     # Each connection sends all of a 1 MiB body but its last byte, then waits: 160 MiB offered
     # to two workers. Each holds its cap at most; the largest arriving requests are refused.
-    workers = edge.workers()
+    workers = edge.relay.workers()
     before = {pid: rss_mb(pid) for pid in workers}
     peak = dict(before)
     head = b"POST /webhook/guess HTTP/1.1\r\nHost: relay\r\nContent-Length: %d\r\n\r\n" % MIB

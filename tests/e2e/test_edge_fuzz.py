@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import requests
@@ -29,7 +28,7 @@ from hypothesis import strategies as st
 
 from relay_app.web.framing import MAX_REQUEST_BYTES
 from relay_app.web.http_worker import WORKER_HOLD_BYTES
-from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env
+from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env, rss_mb
 from tests.fake_telegram import TOKEN, running_fake_telegram
 from tests.payloads import issue, issue_alert
 
@@ -48,25 +47,6 @@ REAL = (
     b"POST " + WEBHOOK + b" HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
     b"Content-Length: %d\r\n\r\n" % len(REAL_BODY) + REAL_BODY
 )
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmRSS for process {pid}")
-
-
-def only_worker(master: int) -> int:
-    workers = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == master:
-                workers.append(int(stat.parent.name))
-        except (OSError, IndexError, ValueError):
-            continue
-    [worker] = workers
-    return worker
 
 
 # --- what a stranger may send ------------------------------------------------------------------
@@ -306,7 +286,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzzed]:
             RELAY_SPOOL_MAX_PENDING="100000",
         )
         relay = RelayProcess(env, directory / "relay.log").wait_ready()
-        worker = only_worker(relay.process.pid)
+        [worker] = relay.workers()
         try:
             yield Fuzzed(relay, worker, rss_mb(worker))
         finally:
