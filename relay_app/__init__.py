@@ -166,6 +166,7 @@ def assemble(
         health=health,
         metrics=metrics,
         clock=clock,
+        attempt_timeout=settings.send_timeout,
         late_after=settings.late_after,
         coalesce=settings.coalesce,
         second_chance=settings.second_chance,

@@ -42,6 +42,7 @@ from relay_app.message.formatting import (
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin, Holder, on_store, this_process
 from relay_app.spool.database import Database
+from relay_app.spool.model import Claim
 from relay_app.words import ENGLISH
 from tests.conftest import (
     CHAT_ID,
@@ -914,3 +915,47 @@ def test_each_attempt_logs_one_record_and_a_long_outage_warns_at_each_doubling(
     assert all(fields["alerts"] == ["#1"] for _, fields in attempts)
     warned = [fields["attempt"] for level, fields in attempts if level == logging.WARNING]
     assert warned == [1, 2, 4, 8]  # posted nothing: the rest are INFO
+
+
+# --- two relays, one lane ---------------------------------------------------------------------
+
+
+def test_a_claim_held_up_past_its_lease_sends_nothing_where_another_relay_took_over(
+    built: Callable[..., Relay], clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Relay A claims the lane, then is held up (a busy host, every spool connection in use)
+    # until its lease has run out; relay B takes the lane over and sends. A must not send as
+    # well: two messages at once break the chat's pace, and Telegram answers 429.
+    telegram = ScriptedTelegram(clock=clock)
+    relay = built(telegram)
+    assert relay.spool is not None
+    queue = relay.spool.queue
+    admit_to(queue, MESSAGE, now=clock.now, telegram_up=False)  # waits: Telegram is down
+    relay_a, relay_b = Holder("host-a", "boot", 1, "1"), Holder("host-b", "boot", 2, "2")
+    lease_for = relay.dispatcher.lease_for
+
+    def claim_as(holder: Holder, token: str) -> Claim:
+        [lane] = queue.lanes(now=clock.now, holder=holder, in_flight=())
+        claim = queue.claim(
+            lane,
+            now=clock.now,
+            holder=holder,
+            token=token,
+            in_flight={token},
+            fit=relay.jobs.fit,
+            retire=lambda alert, now: None,
+            send=True,
+            lease_for=lease_for,
+        )
+        assert isinstance(claim, Claim), claim
+        return claim
+
+    held_up = claim_as(relay_a, "token-a")
+    clock.now += lease_for + GROUP_INTERVAL  # A is held up; its lease and the turn are over
+    taken_over = claim_as(relay_b, "token-b")
+    relay.jobs.run(queue, taken_over, kind="background")
+    relay.jobs.run(queue, held_up, kind="background")  # A goes on at last
+    assert telegram.calls == 1
+    assert telegram.times == [clock.now]
+    assert "their lease ran out before the attempt could start" in caplog.text
+    assert admin(relay).counts() == {"pending": 0, "dead": 0}

@@ -210,13 +210,17 @@ def settle(
     *,
     pause_chat_until: float | None = None,
     error: str | None = None,
+    sent: bool = True,
 ) -> None:
+    """`sent`: whether the attempt's message left (at once); one that never did gives its
+    chat's turn back."""
     queue.settle(
         claim,
         Settlement(
             [(alert, outcome) for alert in claim.alerts],
             error=error,
             pause_chat_until=pause_chat_until,
+            sent_at=clock.now if sent else None,
         ),
         now=clock.now,
     )
@@ -447,6 +451,19 @@ def test_a_refused_message_gives_back_its_turn_so_only_telegrams_pause_holds_the
     )
     clock.now += 1
     # Counted, the refused message would hold the group a whole turn more (GROUP_INTERVAL).
+    assert numbers(claimed(queue, clock, tokens)) == [2]
+
+
+def test_a_claim_whose_message_never_left_gives_back_its_turn(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    # Given back unsent (its lease ran out before its attempt, or the message could not even
+    # be composed): no message took the turn, so the next may go at once.
+    send_first(queue, clock, tokens)
+    admit(queue, clock, tokens, number=2)
+    clock.now += GROUP_INTERVAL
+    unsent = claimed(queue, clock, tokens)
+    settle(queue, clock, tokens, unsent, RetryAt(clock.now, after_failure=False), sent=False)
     assert numbers(claimed(queue, clock, tokens)) == [2]
 
 

@@ -62,6 +62,8 @@ class AroundDelivery(Protocol[Plan]):
 # Runs work after the job, off the caller's thread (the dispatcher's pool): the webhook's own
 # attempt must not spend GlitchTip's 10 s on what follows a delivery.
 Later = Callable[[Callable[[], None]], None]
+# Kept, at the end of a lease, for recording the attempt's outcome after it.
+SETTLE_MARGIN = 1.0
 
 
 class Jobs:
@@ -75,11 +77,14 @@ class Jobs:
         outgoing: AroundDelivery[Any],
         words: Words,
         clock: Clock = time.time,
+        attempt_timeout: float = 5.0,
         late_after: float = 60.0,
         coalesce: bool = True,
         second_chance: bool = True,
     ) -> None:
+        """`attempt_timeout` is how long an attempt may last (the courier's deadline)."""
         self._deliver = deliver
+        self._attempt_timeout = attempt_timeout
         self._outgoing = outgoing
         self._words = words
         self.policy = policy
@@ -114,6 +119,8 @@ class Jobs:
         What follows a delivery (outgoing.py) runs through `later` when given."""
         self.report_retired(queue, claim)
         plan = self._outgoing.plan(claim.alerts, claim.destination)
+        if self._too_late(claim):
+            return self._not_attempted(queue, claim, wait_until)
         sent, error, sent_at = self._attempt(claim, plan.extras, kind)
         now = self._clock()
         settlement = replace(self._settlement(claim, error, now), sent_at=sent_at)
@@ -123,6 +130,31 @@ class Jobs:
             follow_up = self._outgoing.delivered(plan, sent, claim.alerts, claim.destination)
             if follow_up is not None:
                 (later or _now)(follow_up)
+        return settlement
+
+    def _too_late(self, claim: Claim) -> bool:
+        """Whether an attempt starting now could outlast the claim's lease: this process was
+        held up since the claim (a busy host, a slow spool), and another relay may take the
+        lane over and send before this attempt ends, two messages where the chat's pace allows
+        one. The attempt's deadline is the courier's; the margin is for the writes after it."""
+        if claim.leased_until is None:
+            return False
+        return self._clock() + self._attempt_timeout + SETTLE_MARGIN > claim.leased_until
+
+    def _not_attempted(self, queue: Queue, claim: Claim, wait_until: float | None) -> Settlement:
+        """The claim given back, its attempt not made: its alerts due at once, the attempt
+        counted for them taken back, and its chat's turn returned."""
+        now = self._clock()
+        log.warning(
+            "alert(s) %s to %s were not sent: their lease ran out before the attempt could "
+            "start (this process was held up); they go again at once",
+            _labels(claim.alerts),
+            claim.destination.describe(),
+        )
+        retry = RetryAt(now, after_failure=False)
+        why = "not attempted: the lease ran out before the attempt could start"
+        settlement = Settlement(_each(claim.alerts, retry), refund="attempt", error=why)
+        self._record(queue, claim, settlement, wait_until, now)
         return settlement
 
     def _attempt(

@@ -59,6 +59,9 @@ class Claim:
     retired: list[tuple[SpooledAlert, Dead]] = field(default_factory=list)
     # The send recorded for the chat's turn (the store's time); None when none was taken.
     turn_at: float | None = None
+    # When the lease runs out, on the claimant's clock: past it, another relay may claim the
+    # lane and send, so this claim's attempt must have ended by then. None: not leased.
+    leased_until: float | None = None
 
 
 @dataclass(frozen=True)

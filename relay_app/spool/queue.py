@@ -113,8 +113,8 @@ class Queue:
                 return Admission(alert, None, waiting, wake_at)
             # Its attempt is counted before it is made.
             alert = rows.insert(tx, message, destination, attempts=1, in_memory=in_memory)
-            self._lease(tx, destination, holder, token, lease_for)
-            return Admission(alert, Claim(destination, token, [alert], turn_at=tx.at.db))
+            claim = self._lease(tx, Claim(destination, token, [alert]), holder, lease_for)
+            return Admission(alert, replace(claim, turn_at=tx.at.db))
 
         return self._store.write(admit, now=now, wait_until=wait_until)
 
@@ -280,9 +280,10 @@ class Queue:
                 pause(tx, chat, tx.at.to_db(settlement.pause_chat_until), now=tx.at.db)
             if claim.turn_at is not None:
                 sent_at = settlement.sent_at
-                if settlement.pause_chat_until is not None:
+                if settlement.pause_chat_until is not None or sent_at is None:
+                    # Refused with a pause, or never sent: no message took the turn.
                     give_back_turn(tx, chat, claim.turn_at)
-                elif sent_at is not None:
+                else:
                     sent_when(tx, chat, claim.turn_at, tx.at.to_db(sent_at))
             revived = 0
             if settlement.delivered:
@@ -354,7 +355,9 @@ class Queue:
                 return None
             destination = waiting[0].destination
             lane = [alert for alert in waiting if alert.destination == destination][:MAX_CLAIM]
-            return self._take(tx, destination, lane[: max(1, fit(lane))], holder, token, 0.0)
+            taken = self._take(tx, destination, lane[: max(1, fit(lane))], holder, token, 0.0)
+            # This process's own queue, and its last attempt: no one else may take it over.
+            return replace(taken, leased_until=None)
 
         return self._store.write(claim)
 
@@ -412,17 +415,16 @@ class Queue:
         """The claim of `taken`: their attempt counted before it is made (a process that dies
         mid-attempt leaves that count behind), and the lane leased under `token`."""
         rows.count_attempt(tx, [alert.id for alert in taken])
-        self._lease(tx, destination, holder, token, lease_for)
         counted = [_counted(alert) for alert in taken]
-        return Claim(destination, token, counted, retired or [])
+        return self._lease(tx, Claim(destination, token, counted, retired or []), holder, lease_for)
 
-    def _lease(
-        self, tx: Tx, destination: Destination, holder: Holder, token: str, lease_for: float
-    ) -> None:
+    def _lease(self, tx: Tx, claim: Claim, holder: Holder, lease_for: float) -> Claim:
+        """The claim's lane leased to `holder` under its token for `lease_for` seconds."""
         tx.execute(
             "UPDATE lanes SET holder = ?, token = ?, until = ? WHERE lane = ?",
-            (str(holder), token, tx.at.db + lease_for, destination.lane),
+            (str(holder), claim.token, tx.at.db + lease_for, claim.destination.lane),
         )
+        return replace(claim, leased_until=tx.at.local + lease_for)
 
     def _alert(self, row: Any, tx: Tx) -> SpooledAlert:
         return rows.alert_from_row(row, tx.at, store=self.name, in_memory=not self.durable)
