@@ -110,7 +110,7 @@ class Outgoing:
         seconds = min(arrived + self._lookups.budget, until) - time.monotonic()
         if seconds <= 0 or not self._lookups.within(coming, seconds):
             return None
-        return self._built(payload, wait=0.0)
+        return self._built(payload, wait=0.0, said=True)
 
     def when_enriched(
         self, payload: dict[str, Any], message: Message, then: Callable[[Message], object]
@@ -123,7 +123,7 @@ class Outgoing:
 
         def rebuild(found: Mapping[str, IssueDetails]) -> None:
             if found:
-                then(self._built(payload, wait=0.0))
+                then(self._built(payload, wait=0.0, said=True))
 
         self._lookups.when_known(coming, rebuild)
 
@@ -131,9 +131,11 @@ class Outgoing:
     def _coming(message: Message) -> list[str]:
         return [issue.id for issue in message.subjects.issues if issue.details_later]
 
-    def _built(self, payload: dict[str, Any], *, wait: float) -> Message:
+    def _built(self, payload: dict[str, Any], *, wait: float, said: bool = False) -> Message:
+        """`said`: built again, after `prepared` warned about its links."""
         details = partial(self._details, wait=wait) if self._lookups is not None else None
-        return self.vetted(message_for(payload, self._words, details=details, now=self._clock()))
+        message = message_for(payload, self._words, details=details, now=self._clock())
+        return self.vetted(message, warn=not said)
 
     def _details(
         self, issues: Sequence[IssueRef], *, wait: float
@@ -150,14 +152,14 @@ class Outgoing:
             return {}, frozenset()
         return found, frozenset(ids) - found.keys()
 
-    def vetted(self, message: Message) -> Message:
+    def vetted(self, message: Message, *, warn: bool = True) -> Message:
         """The message as it may be kept: the issues it names whose links are not GlitchTip's
-        own (GLITCHTIP_PUBLIC_URL, or GLITCHTIP_URL) get no buttons, and one WARNING says so.
-        Called once, as the webhook arrives."""
+        own (GLITCHTIP_PUBLIC_URL, or GLITCHTIP_URL) get no buttons, and one WARNING says so
+        (once per webhook: `warn` False when its message is built again)."""
         if not self._buttons:
             return message
         subjects, left_out = split_by_origin(message.subjects, self._glitchtip_links)
-        if left_out:
+        if left_out and warn:
             origins = sorted({issue.origin for issue in left_out})
             log.warning(
                 "an alert names %d issue(s) whose link is not at GlitchTip's address (%s): they "
@@ -167,8 +169,7 @@ class Outgoing:
                 self._glitchtip_links,
                 ", ".join(origins[:3]) + (" and others" if len(origins) > 3 else ""),
             )
-            return replace(message, subjects=subjects)
-        return message
+        return replace(message, subjects=subjects) if left_out else message
 
     def plan(self, alerts: Sequence[SpooledAlert], destination: Destination) -> Plan:
         if self._store is None:

@@ -287,7 +287,7 @@ def test_in_russian_every_word_the_relay_writes_in_the_chat_is_russian(
     assert wait_until(lambda: fake_telegram.replies_to(CHAT_ID, asked_id), timeout=WITHIN)
     fake_telegram.reply(single, "откатываю")
     assert wait_until(lambda: fake_glitchtip.comments(4), timeout=WITHIN)
-    assert fake_glitchtip.comments(4) == ["Ada Lovelace (@ada) в Telegram:\nоткатываю"]
+    assert fake_glitchtip.comments(4) == ['"Ada Lovelace" (@ada, id 4242) в Telegram:\nоткатываю']
 
     post(relay.webhook_url, uptime_alert(down=True, name="Витрина"))
     outage = nth_message(fake_telegram, 4)
