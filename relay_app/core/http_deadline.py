@@ -39,8 +39,6 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
 from .process import PerProcess
 
-_current = threading.local()
-
 
 class Deadline:
     """`with Deadline(seconds) as deadline:` aborts the block's sockets after `seconds`."""
@@ -53,8 +51,7 @@ class Deadline:
         self._done = False
 
     def __enter__(self) -> Deadline:
-        _current.deadline = self
-        _watchdog.watch(self)
+        _deadlines.enter(self)
         return self
 
     def __exit__(
@@ -63,8 +60,7 @@ class Deadline:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        _current.deadline = None
-        _watchdog.forget(self)
+        _deadlines.leave(self)
         with self._lock:
             self._done = True
             self._sockets.clear()
@@ -87,9 +83,11 @@ class Deadline:
                 _abort(sock)
 
 
-class _Watchdog(PerProcess):
-    """One thread per process expires deadlines: a timer thread per request would cost more
-    than the relay's own work on it. Precision is one tick, far below what GlitchTip notices."""
+class _Deadlines(PerProcess):
+    """This process's deadlines: the one each thread is in (its sockets are registered with
+    it as they are made), and one thread that expires them all: a timer thread per request
+    would cost more than the relay's own work on it. Precision is one tick, far below what
+    GlitchTip notices."""
 
     TICK = 0.02
 
@@ -101,9 +99,11 @@ class _Watchdog(PerProcess):
         self._active: set[Deadline] = set()
         self._busy = threading.Event()
         self._thread: threading.Thread | None = None
+        self._each_thread = threading.local()
 
-    def watch(self, deadline: Deadline) -> None:
+    def enter(self, deadline: Deadline) -> None:
         self._here()
+        self._each_thread.deadline = deadline
         with self._lock:
             self._active.add(deadline)
             if self._thread is None:
@@ -113,11 +113,19 @@ class _Watchdog(PerProcess):
                 self._thread.start()
         self._busy.set()
 
-    def forget(self, deadline: Deadline) -> None:
+    def leave(self, deadline: Deadline) -> None:
         if self._pid != os.getpid():
             return  # the parent's deadline: never watched here
+        self._each_thread.deadline = None
         with self._lock:
             self._active.discard(deadline)
+
+    def current(self) -> Deadline | None:
+        """The deadline the calling thread is in, if any."""
+        if self._pid != os.getpid():
+            return None
+        deadline: Deadline | None = getattr(self._each_thread, "deadline", None)
+        return deadline
 
     def _run(self) -> None:
         while True:
@@ -133,7 +141,7 @@ class _Watchdog(PerProcess):
                 deadline.expire()
 
 
-_watchdog = _Watchdog()
+_deadlines = _Deadlines()
 
 
 def _abort(sock: socket.socket) -> None:
@@ -145,7 +153,7 @@ def _abort(sock: socket.socket) -> None:
 
 
 def _watch_current(sock: socket.socket | None) -> None:
-    deadline: Deadline | None = getattr(_current, "deadline", None)
+    deadline = _deadlines.current()
     if deadline is not None and sock is not None:
         deadline.watch(sock)
 

@@ -46,17 +46,20 @@ _CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-class _Secrets:
-    """The secrets registered in this process (the record factory is the process's too)."""
+class _Redaction:
+    """This process's redaction (logging's record factory is the process's too): the secrets
+    registered, whether the factory that redacts each record is installed, and how it renders a
+    traceback before redacting it."""
 
     def __init__(self) -> None:
         # A tuple swapped whole, so a logging thread never iterates while another registers.
         self.forms: tuple[str, ...] = ()
         self.lock = threading.Lock()
         self.factory_installed = False
+        self.tracebacks = logging.Formatter()
 
 
-_registered = _Secrets()
+_registered = _Redaction()
 
 
 def redact(text: str) -> str:
@@ -163,9 +166,6 @@ def _install_redacting_record_factory() -> None:
         _registered.factory_installed = True
 
 
-_exception_formatter = logging.Formatter()
-
-
 def _escaped_args(args: tuple[object, ...] | Mapping[str, object]) -> Any:
     """A record's arguments with their text escaped; numbers and the like as they are, so
     '%d' and '%.1f' still format them."""
@@ -193,6 +193,6 @@ def _redact_record(record: logging.LogRecord) -> None:
     record.args = None
     if record.exc_info and record.exc_info[0] is not None:
         # Formatters reuse exc_text when it is set, so the traceback is rendered once, redacted.
-        record.exc_text = redact(_exception_formatter.formatException(record.exc_info))
+        record.exc_text = redact(_registered.tracebacks.formatException(record.exc_info))
     if record.stack_info:
         record.stack_info = redact(record.stack_info)
