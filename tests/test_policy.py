@@ -97,3 +97,17 @@ def test_retries_after_a_failure_wait_for_telegram_to_answer() -> None:
     decision = POLICY.after_failure(Ledger(1, 1), TIMED_OUT, NOW)
     assert isinstance(decision, RetryAt)
     assert decision.after_failure  # due at once when Telegram answers again
+
+
+def test_a_wait_is_tenacitys_own_however_many_failures_came_before() -> None:
+    # Read through tenacity's own loop (a replay whose sleep only notes the waits): past the
+    # first few failures a doubling wait has reached its ceiling, and stays there.
+    policy = RetryPolicy(attempts=3, wait=30.0, max_age=86400.0)
+    refused = RetryableDeliveryError("refused", maybe_delivered=False)
+    assert [policy.wait_after(refused, n) for n in (1, 2, 3, 4, 5, 6)] == [1, 2, 4, 8, 16, 30]
+    assert policy.wait_after(refused, 10_000) == 30.0
+    assert [policy.wait_after(RetryableDeliveryError("timed out"), n) for n in (1, 2, 3)] == [
+        1,
+        30,
+        30,
+    ]

@@ -14,20 +14,18 @@ unless Telegram asked for it.
 
 from __future__ import annotations
 
-from typing import Protocol
+import contextlib
+from typing import NoReturn, Protocol
 
 from tenacity import (
-    Future,
     RetryCallState,
     Retrying,
     retry_if_exception_type,
-    stop_after_delay,
-    stop_any,
+    stop_after_attempt,
     wait_chain,
     wait_exponential,
     wait_fixed,
 )
-from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
 from ..core.errors import RateLimited, RetryableDeliveryError
@@ -35,6 +33,9 @@ from ..core.outcomes import Dead, RetryAt
 
 # The first wait after a failure, and the pause after a 429 that names none.
 FIRST_BACKOFF = 1.0
+# Waits that chain or double reach their ceiling within this many failures of a kind: the
+# wait after more failures is the wait after this many.
+WAITS_SETTLE_WITHIN = 32
 
 
 class Ledger(Protocol):
@@ -61,24 +62,20 @@ class RetryPolicy:
     def __init__(self, *, attempts: int, wait: float, max_age: float) -> None:
         self.attempts = attempts
         self.max_age = max_age
-        self._maybe_sent_used_up = _stop_when_maybe_sent_used_up(attempts)
-        self._too_old = stop_after_delay(max_age)
-        # The declaration. Tenacity's strategies read a RetryCallState built from the ledger
-        # (`_state`): its start is the horizon's start, its attempt number the count the wait
-        # in question doubles or chains on.
+        # The declaration: which failures are retried, and the waits between them.
         self.retrying = Retrying(
             retry=retry_if_exception_type(RetryableDeliveryError),
-            stop=stop_any(self._maybe_sent_used_up, self._too_old),
             wait=_wait_by_error(
                 maybe_sent=wait_chain(wait_fixed(FIRST_BACKOFF), wait_fixed(wait)),
                 never_sent=wait_exponential(multiplier=FIRST_BACKOFF, max=wait),
             ),
+            reraise=True,
         )
 
     def before_attempt(self, ledger: Ledger, now: float) -> Dead | None:
         """Dead when the alert may not be attempted again (an alert resumed after a crash, or
         one that waited past its horizon); None when it may."""
-        return self._why_stop(ledger, self._state(ledger, None, now))
+        return self._why_stop(ledger, now)
 
     def after_failure(
         self, ledger: Ledger, error: RetryableDeliveryError, now: float
@@ -86,19 +83,36 @@ class RetryPolicy:
         """When the next attempt is due after this failure, or Dead when there is none. The
         ledger already holds this attempt as Telegram's error says it went (a 429 is not
         counted at all, a refusal not as one that may have arrived)."""
-        state = self._state(ledger, error, now)
         if isinstance(error, RateLimited):
             pause = error.retry_after if error.retry_after is not None else FIRST_BACKOFF
             return RetryAt(now + pause, after_failure=False)
-        if (dead := self._why_stop(ledger, state)) is not None:
+        if (dead := self._why_stop(ledger, now)) is not None:
             return dead
-        state.attempt_number = _failures_of_this_kind(ledger, error)
-        pause = self.retrying.wait(state)
+        pause = self.wait_after(error, _failures_of_this_kind(ledger, error))
         horizon_left = ledger.retry_from + self.max_age - now
         return RetryAt(now + max(error.retry_after or 0.0, min(pause, horizon_left)))
 
-    def _why_stop(self, ledger: Ledger, state: RetryCallState) -> Dead | None:
-        if self._maybe_sent_used_up(state):
+    def wait_after(self, error: RetryableDeliveryError, failures: int) -> float:
+        """The wait the declaration gives after `failures` failures like `error` in a row,
+        read the way tenacity documents: its own loop, retrying a call that fails so, with a
+        `sleep` that only notes each wait it is asked for."""
+        waits: list[float] = []
+        replay = self.retrying.copy(
+            stop=stop_after_attempt(min(failures, WAITS_SETTLE_WITHIN) + 1), sleep=waits.append
+        )
+
+        def fails() -> NoReturn:
+            raise error
+
+        with contextlib.suppress(RetryableDeliveryError):  # the replay's end: its last failure
+            replay(fails)
+        return waits[-1]
+
+    def _why_stop(self, ledger: Ledger, now: float) -> Dead | None:
+        allowed = 1 + self.attempts + (1 if ledger.second_chance else 0)
+        if ledger.unsure_attempts >= allowed:
+            # At most 1 + RELAY_RETRY_ATTEMPTS attempts that may have reached Telegram (one
+            # more on a second chance): that many copies at worst.
             limit = "the first and RELAY_RETRY_ATTEMPTS={} more{}".format(
                 self.attempts, ", and its second chance" if ledger.second_chance else ""
             )
@@ -107,39 +121,13 @@ class RetryPolicy:
                 f"giving up: {ledger.unsure_attempts} attempts may have reached Telegram "
                 f"({limit}), and another could post it twice",
             )
-        if self._too_old(state):
+        if now - ledger.retry_from >= self.max_age:
             return Dead(
                 "too_old",
                 f"giving up after {ledger.attempts} attempts: it is older than "
                 f"RELAY_RETRY_MAX_AGE ({self.max_age:g} s)",
             )
         return None
-
-    def _state(
-        self, ledger: Ledger, error: RetryableDeliveryError | None, now: float
-    ) -> RetryCallState:
-        state = RetryCallState(self.retrying, None, (ledger,), {})
-        state.start_time = ledger.retry_from  # wall clock, as `now`: only the difference counts
-        state.outcome_timestamp = now
-        state.attempt_number = max(1, ledger.attempts)
-        if error is not None:
-            outcome = Future(state.attempt_number)
-            outcome.set_exception(error)
-            state.outcome = outcome
-        return state
-
-
-class _stop_when_maybe_sent_used_up(stop_base):
-    """At most 1 + RELAY_RETRY_ATTEMPTS attempts that may have reached Telegram (one more on
-    a second chance): that many copies at worst."""
-
-    def __init__(self, attempts: int) -> None:
-        self.attempts = attempts
-
-    def __call__(self, retry_state: RetryCallState) -> bool:
-        ledger: Ledger = retry_state.args[0]
-        allowed = 1 + self.attempts + (1 if ledger.second_chance else 0)
-        return ledger.unsure_attempts >= allowed
 
 
 class _wait_by_error(wait_base):
