@@ -43,6 +43,16 @@ OK = {"ok": True, "result": {"message_id": 1}}  # Telegram's answer to an accept
 ME = {"ok": True, "result": {"id": 123456789, "is_bot": True, "username": "relay_bot"}}
 CHAT_ID = -1001234567890
 DESTINATION = Destination(CHAT_ID)
+END_TO_END = Path(__file__).resolve().parent / "e2e"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tiers: what runs real processes (tests/e2e: gunicorn, PostgreSQL restarts, several
+    hosts, the container recipe) is marked `e2e`; the rest runs in one process, in seconds
+    (`pytest -m "not e2e"`)."""
+    for item in items:
+        if END_TO_END in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
 
 
 def refusal(status: int, description: str, **parameters: Any) -> dict[str, Any]:

@@ -81,7 +81,9 @@ def test_a_chat_telegram_refuses_is_an_error_a_zero_metric_and_a_readyz_line_at_
     relay = start_relay(TELEGRAM_CHAT_ID=WRONG_CHAT)
     assert wait_until(lambda: "TELEGRAM REFUSES THE SETUP" in relay.logs(), timeout=10)
     # Both workers asked; one of them logged the ERROR.
-    assert wait_until(lambda: "(another worker logged it)" in relay.logs(), timeout=10)
+    assert wait_until(lambda: "(another worker logged it)" in relay.logs(), timeout=10), (
+        relay.logs()
+    )
     logs = relay.logs()
     assert logs.count("TELEGRAM REFUSES THE SETUP") == 1
     assert (

@@ -8,7 +8,6 @@ import functools
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -226,11 +225,13 @@ def test_preview_shows_exactly_what_telegram_receives(
 
 
 def test_gunicorn_makes_the_metrics_directory_and_removes_it_at_exit(
-    start_relay: StartRelay,
+    start_relay: StartRelay, tmp_path: Path
 ) -> None:
-    before = set(Path(tempfile.gettempdir()).glob("relay-metrics-*"))
-    relay = start_relay()
-    [made] = set(Path(tempfile.gettempdir()).glob("relay-metrics-*")) - before
+    # A temporary directory of the test's own: other tests' relays may run meanwhile.
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    relay = start_relay(TMPDIR=str(temporary))
+    [made] = temporary.glob("relay-metrics-*")
     assert requests.get(f"{relay.url}/metrics", timeout=5).status_code == 200
     assert list(made.glob("*.db"))  # the workers' files
     relay.stop()
@@ -238,9 +239,10 @@ def test_gunicorn_makes_the_metrics_directory_and_removes_it_at_exit(
 
 
 def test_relay_metrics_0_serves_no_metrics_and_makes_no_directory(
-    start_relay: StartRelay,
+    start_relay: StartRelay, tmp_path: Path
 ) -> None:
-    before = set(Path(tempfile.gettempdir()).glob("relay-metrics-*"))
-    relay = start_relay(RELAY_METRICS="0")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    relay = start_relay(RELAY_METRICS="0", TMPDIR=str(temporary))
     assert requests.get(f"{relay.url}/metrics", timeout=5).status_code == 404
-    assert set(Path(tempfile.gettempdir()).glob("relay-metrics-*")) == before
+    assert list(temporary.glob("relay-metrics-*")) == []
