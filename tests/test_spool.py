@@ -13,7 +13,7 @@ import stat
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -352,3 +352,35 @@ def test_a_warning_is_said_once_a_period_between_processes_and_always_when_the_s
     with pytest.raises(SpoolError):
         broken.due("missed:method", 60)
     assert broken.says("missed:method", 60)
+
+
+class ClockReadAt:
+    """A store whose units of work read the clock at `now`: as a process does that read it,
+    then waited for the lock while another wrote."""
+
+    def __init__(self, store: Database, now: float) -> None:
+        self._store = store
+        self.now = now
+
+    def write(self, work: Any, *, now: float | None = None, wait_until: float | None = None) -> Any:
+        return self._store.write(work, now=self.now, wait_until=wait_until)
+
+
+def test_a_warning_given_while_a_sibling_waited_for_the_lock_is_not_given_again(
+    spool_path: str,
+) -> None:
+    # Two workers see the same refusal at once: the second read the clock, then waited for
+    # the first's write, and found a warning given a moment "after" its now. That is no clock
+    # step: it was given twice, both workers logging the ERROR.
+    first, second = Database(spool_path), Database(spool_path)
+    try:
+        given_at = time.time()
+        worker = SpoolWarnings(ClockReadAt(first, given_at))  # type: ignore[arg-type]
+        sibling = SpoolWarnings(ClockReadAt(second, given_at - 0.5))  # type: ignore[arg-type]
+        assert worker.says("setup refused", 60)
+        assert not sibling.says("setup refused", 60)
+        stepped_back = SpoolWarnings(ClockReadAt(second, given_at - 3600))  # type: ignore[arg-type]
+        assert stepped_back.says("setup refused", 60)  # a real step back: due again
+    finally:
+        first.close()
+        second.close()

@@ -4,6 +4,7 @@ it is the one to speak. Times are the store's clock; one that stepped back count
 
 from __future__ import annotations
 
+from ..core.clock import STEP_TOLERANCE
 from ..core.errors import SpoolError
 from .store import Store, Tx
 
@@ -18,11 +19,14 @@ class SpoolWarnings:
 
         def due(tx: Tx) -> bool:
             now = tx.at.db
+            # Given "after now" by more than a step's tolerance: the clock stepped back since,
+            # and the warning is due. Given a moment after now is no step: another process
+            # gave it while this one waited for the lock, its time read before (clock.py).
             row = tx.one(
                 "INSERT INTO warnings (key, warned_at) VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
                 " SET warned_at = excluded.warned_at"
                 " WHERE warnings.warned_at <= ? OR warnings.warned_at > ? RETURNING key",
-                (key, now, now - every, now),
+                (key, now, now - every, now + STEP_TOLERANCE),
             )
             return row is not None
 
