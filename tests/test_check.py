@@ -18,8 +18,8 @@ from relay_app.message.formatting import format_alert
 from relay_app.message.spans import visible_length
 from relay_app.operating.cli import main
 from relay_app.operating.selfcheck import TEST_MESSAGE
+from relay_app.spool.legacy_sqlite import STEPS
 from relay_app.spool.postgres import redacted_url
-from relay_app.spool.schema import STEPS
 from relay_app.words import ENGLISH
 from tests.conftest import put_in_spool
 from tests.e2e.relay_process import free_port

@@ -6,11 +6,14 @@ PostgreSQL in test_queue.py; several real relays in tests/e2e/test_fleet.py."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
+import psycopg
 import pytest
 import requests
 import responses
@@ -22,8 +25,9 @@ from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import format_alert
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin, State, on_store
+from relay_app.spool.history import POSTGRES, SCHEMA_VERSION, steps
 from relay_app.spool.postgres import PgDatabase, redacted_url
-from relay_app.spool.postgres.schema import SCHEMA_VERSION
+from relay_app.spool.schema import upgrade
 from relay_app.spool.store import Tx
 from relay_app.words import ENGLISH
 from tests.blackhole import Blackhole
@@ -239,3 +243,41 @@ def test_connections_a_restart_broke_are_replaced_without_failing_the_work(
         assert database.problem() is None
     finally:
         database.close()
+
+
+def test_both_databases_keep_the_same_tables_under_the_same_column_names(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # One schema history: a fresh spool of either kind, and a PostgreSQL database from before
+    # it (schema 3), name every table and column alike.
+    fresh_file = sqlite3.connect(str(tmp_path / "spool.sqlite3"), isolation_level=None)
+    upgrade(fresh_file, None)
+    in_sqlite = {
+        table: sorted(row[1] for row in fresh_file.execute(f"PRAGMA table_info({table})"))
+        for (table,) in fresh_file.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'sqlite_sequence'"
+        )
+    }
+    fresh_file.close()
+    with psycopg.connect(pg_url, autocommit=True) as old:
+        for step in range(1, 4):
+            for statement in steps(POSTGRES)[step]:
+                old.execute(statement)
+        old.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
+        old.execute("INSERT INTO relay_schema VALUES (3)")
+    database = PgDatabase(pg_url, caller_skew=0.0)
+    try:
+        rows = database.read(
+            lambda tx: tx.all(
+                "SELECT table_name, column_name FROM information_schema.columns"
+                " WHERE table_schema = current_schema()"
+            )
+        )
+        versions = database.read(lambda tx: tx.all("SELECT version FROM relay_schema"))
+    finally:
+        database.close()
+    in_postgres: dict[str, list[str]] = {}
+    for row in rows:
+        in_postgres.setdefault(row["table_name"], []).append(row["column_name"])
+    assert {table: sorted(columns) for table, columns in in_postgres.items()} == in_sqlite
+    assert [row["version"] for row in versions] == [SCHEMA_VERSION]

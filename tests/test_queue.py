@@ -33,11 +33,11 @@ from relay_app.spool import (
     this_process,
 )
 from relay_app.spool.database import MEMORY, Database
+from relay_app.spool.history import POSTGRES, steps
 from relay_app.spool.holders import _start_time
+from relay_app.spool.legacy_sqlite import STEPS as SQLITE_STEPS
 from relay_app.spool.pacer import MAX_SEND_DELAY
 from relay_app.spool.postgres import PgDatabase
-from relay_app.spool.postgres.schema import STEPS as PG_STEPS
-from relay_app.spool.schema import STEPS as SQLITE_STEPS
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to
@@ -845,7 +845,7 @@ def _old_postgres(url: str, now: float) -> None:
     """A database as the relay before left it (schema 3), with the same."""
     with psycopg.connect(url, autocommit=True) as pg:
         for step in range(1, 4):
-            for statement in PG_STEPS[step]:
+            for statement in steps(POSTGRES)[step]:
                 pg.execute(statement)
         pg.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
         pg.execute("INSERT INTO relay_schema VALUES (3)")

@@ -16,10 +16,10 @@ import pytest
 
 from relay_app.spool import Holder, this_process
 from relay_app.spool.database import Database
+from relay_app.spool.history import POSTGRES, steps
+from relay_app.spool.legacy_sqlite import STEPS as sqlite_steps
 from relay_app.spool.poller import PollerLease, SpoolPollerLease
 from relay_app.spool.postgres import PgDatabase
-from relay_app.spool.postgres.schema import STEPS as pg_steps
-from relay_app.spool.schema import STEPS as sqlite_steps
 from relay_app.spool.sent import IssueButton, Outage, SentMessage, SentStore, SpoolSentStore
 
 NOW = 1_800_000_000.0
@@ -180,7 +180,7 @@ def test_a_spool_from_before_handled_updates_is_upgraded_with_its_buttons(
     url = request.getfixturevalue("pg_url")
     with psycopg.connect(url, autocommit=True) as pg:  # ... and the PostgreSQL one: schema 2
         for step in range(1, 3):
-            for statement in pg_steps[step]:
+            for statement in steps(POSTGRES)[step]:
                 pg.execute(statement)
         pg.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
         pg.execute("INSERT INTO relay_schema VALUES (2)")

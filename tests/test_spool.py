@@ -24,8 +24,10 @@ from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import Message, format_alert
 from relay_app.spool import Admin, on_store, this_process
 from relay_app.spool.database import MEMORY, Database, readable_by_others
+from relay_app.spool.history import SCHEMA_VERSION
+from relay_app.spool.legacy_sqlite import STEPS
 from relay_app.spool.pacer import pause, take_turn
-from relay_app.spool.schema import STEPS
+from relay_app.spool.schema import upgrade, version_of
 from relay_app.spool.store import Tx
 from relay_app.spool.warnings import SpoolWarnings
 from relay_app.words import ENGLISH
@@ -384,3 +386,55 @@ def test_a_warning_given_while_a_sibling_waited_for_the_lock_is_not_given_again(
     finally:
         first.close()
         second.close()
+
+
+def schema_of(connection: sqlite3.Connection) -> dict[str, object]:
+    """A file's schema as the statements see it: each table's columns (name, type, not null,
+    default, key) in any order, its indexes' columns, and the triggers."""
+    tables = [
+        row[0]
+        for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'sqlite_sequence'"
+        )
+    ]
+    found: dict[str, object] = {}
+    for table in tables:
+        found[table] = sorted(
+            tuple(row[1:]) for row in connection.execute(f"PRAGMA table_info({table})")
+        )
+        for index in connection.execute(f"PRAGMA index_list({table})"):
+            name = index[1] if not index[1].startswith("sqlite_autoindex") else f"{table} key"
+            found[f"index {name}"] = [
+                row[2] for row in connection.execute(f"PRAGMA index_info({index[1]})")
+            ]
+    found["triggers"] = sorted(
+        row[0]
+        for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+    )
+    return found
+
+
+@pytest.mark.parametrize("version", [1, 2, 5, 7, 10])
+def test_a_file_from_before_the_one_history_ends_as_a_fresh_one_begins(
+    tmp_path: Path, version: int
+) -> None:
+    fresh = sqlite3.connect(str(tmp_path / "fresh.sqlite3"), isolation_level=None)
+    upgrade(fresh, None)
+    old = sqlite3.connect(str(tmp_path / "old.sqlite3"), isolation_level=None)
+    for step in range(1, version + 1):
+        for item in STEPS[step]:
+            if isinstance(item, str):
+                old.execute(item)
+            else:
+                item(old, None)
+    old.execute(f"PRAGMA user_version = {version}")
+    upgrade(old, None)
+    assert schema_of(old) == schema_of(fresh)
+    for connection in (old, fresh):
+        assert version_of(connection) == SCHEMA_VERSION
+        assert connection.execute("SELECT version FROM relay_schema").fetchall() == [
+            (SCHEMA_VERSION,)
+        ]
+        with pytest.raises(sqlite3.IntegrityError):  # a singleton's check holds, renamed too
+            connection.execute("INSERT INTO pending_count (id, alerts) VALUES (2, 0)")
+        connection.close()

@@ -31,7 +31,8 @@ from typing import TypeVar
 from ..core.errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
 from ..core.process import PerProcess
 from ..core.routing import Destination
-from .schema import SCHEMA_VERSION, upgrade
+from .history import SCHEMA_VERSION
+from .schema import upgrade, version_of
 from .store import SQLITE, Now, Tx, Work
 
 log = logging.getLogger("relay_app.spool")
@@ -301,7 +302,7 @@ class Database(PerProcess):
     def _open_memory(self) -> sqlite3.Connection:
         connection = sqlite3.connect(MEMORY, isolation_level=None, check_same_thread=False)
         connection.row_factory = sqlite3.Row
-        upgrade(connection, 0, self._default_destination)
+        upgrade(connection, self._default_destination)
         return connection
 
     def _connect(self) -> sqlite3.Connection:
@@ -317,7 +318,7 @@ class Database(PerProcess):
             connection.execute("PRAGMA synchronous = NORMAL")
             connection.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_CHECKPOINT_PAGES}")
             connection.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
-            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            version = version_of(connection)
             if version > SCHEMA_VERSION:
                 raise SpoolError(
                     f"{self.path} was written by a newer relay_app (schema {version}); "
@@ -342,9 +343,8 @@ class Database(PerProcess):
         connection.execute("BEGIN IMMEDIATE")
         try:
             # Another worker may have upgraded it since this one looked.
-            version = connection.execute("PRAGMA user_version").fetchone()[0]
-            if version < SCHEMA_VERSION:
-                upgrade(connection, version, self._default_destination)
+            if version_of(connection) < SCHEMA_VERSION:
+                upgrade(connection, self._default_destination)
             connection.execute("COMMIT")
         except BaseException:
             if connection.in_transaction:

@@ -1,254 +1,51 @@
-"""The spool file's schema, and the steps that bring an older file up to it.
-
-Each step takes the file from the version before it to its own; a fresh file takes them all.
-One statement per item (a trigger's body holds semicolons of its own); a callable item is a
-step that needs more than SQL.
+"""The spool file's schema: the one history (history.py) in SQLite's types, recorded as every
+spool records it, in the `relay_schema` table. A file from before that history (its version in
+`user_version`, no `relay_schema`) first takes its own old steps (legacy_sqlite.py). The file's
+`user_version` still holds the version too, for one reason: a relay from before reads only that,
+and must refuse a file this one wrote.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 
-from ..core.errors import SpoolError
 from ..core.routing import Destination
-from .steps import SQLITE, defaults_and_warnings, silences
-
-SCHEMA_VERSION = 10
-
-Step = str | Callable[[sqlite3.Connection, Destination | None], None]
+from . import legacy_sqlite
+from .history import SCHEMA_VERSION, SQLITE, statements_after
 
 
-def _route_old_alerts(connection: sqlite3.Connection, default: Destination | None) -> None:
-    """Alerts spooled before routing existed were all for the default destination."""
-    unrouted = connection.execute("SELECT count(*) FROM alerts WHERE chat IS NULL")
-    if unrouted.fetchone()[0] == 0:
-        return
-    if default is None:
-        raise SpoolError("the spool holds alerts with no destination, and none was given")
-    connection.execute(
-        "UPDATE alerts SET chat = ?, thread = ? WHERE chat IS NULL",
-        (default.chat_key, default.thread),
-    )
+def version_of(connection: sqlite3.Connection) -> int:
+    """The schema version the file is at: its record, or, in a file from before it (or one
+    a newer relay fenced), its `user_version`."""
+    fence = int(connection.execute("PRAGMA user_version").fetchone()[0])
+    recorded = _recorded(connection)
+    if recorded is None or fence > SCHEMA_VERSION:
+        return fence
+    return recorded
 
 
-_PENDING_COUNT_TRIGGERS = [
-    "CREATE TRIGGER pending_added AFTER INSERT ON alerts WHEN NEW.state = 'pending'"
-    " BEGIN UPDATE pending_count SET alerts = alerts + 1; END",
-    "CREATE TRIGGER pending_removed AFTER DELETE ON alerts WHEN OLD.state = 'pending'"
-    " BEGIN UPDATE pending_count SET alerts = alerts - 1; END",
-    "CREATE TRIGGER pending_changed AFTER UPDATE OF state ON alerts"
-    " WHEN OLD.state != NEW.state"
-    " BEGIN UPDATE pending_count"
-    " SET alerts = alerts + (NEW.state = 'pending') - (OLD.state = 'pending'); END",
-]
-
-STEPS: dict[int, list[Step]] = {
-    1: [
-        """CREATE TABLE IF NOT EXISTS alerts (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'dead')),
-    received_at REAL NOT NULL,
-    retry_from REAL NOT NULL,
-    html TEXT NOT NULL,
-    text TEXT NOT NULL,
-    fallback TEXT NOT NULL,
-    attempts INTEGER NOT NULL,
-    unsure_attempts INTEGER NOT NULL,
-    next_attempt_at REAL NOT NULL,
-    last_error TEXT,
-    lease_owner TEXT,
-    lease_until REAL,
-    dead_at REAL
-)""",
-        "CREATE INDEX IF NOT EXISTS alerts_by_state_and_due ON alerts (state, next_attempt_at)",
-    ],
-    2: [
-        "ALTER TABLE alerts ADD COLUMN chat TEXT",
-        "ALTER TABLE alerts ADD COLUMN thread INTEGER",
-        "ALTER TABLE alerts ADD COLUMN entry_html TEXT",
-        "ALTER TABLE alerts ADD COLUMN entry_text TEXT",
-        "ALTER TABLE alerts ADD COLUMN brief_html TEXT",
-        "ALTER TABLE alerts ADD COLUMN brief_text TEXT",
-        "CREATE TABLE IF NOT EXISTS sends (chat TEXT NOT NULL, at REAL NOT NULL)",
-        "CREATE INDEX IF NOT EXISTS sends_by_chat ON sends (chat, at)",
-        "CREATE INDEX IF NOT EXISTS sends_by_time ON sends (at)",
-        "CREATE TABLE IF NOT EXISTS pauses (chat TEXT PRIMARY KEY, until REAL NOT NULL)",
-        "CREATE TABLE IF NOT EXISTS pending_count"
-        " (only INTEGER PRIMARY KEY CHECK (only = 1), alerts INTEGER NOT NULL)",
-        _route_old_alerts,
-    ],
-    # The scheduled queue: leases move from alerts to their destination (a lane), each alert
-    # keeps when its due time was decided (the clock guard) and whether it waits because
-    # Telegram failed; dead letters say why they died.
-    3: [
-        """CREATE TABLE alerts_v3 (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused, so an id in a log stays unambiguous
-    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'dead')),
-    chat TEXT NOT NULL,             -- as routing.chat_key spells it
-    thread INTEGER,                 -- the forum topic, or NULL
-    lane TEXT NOT NULL,             -- chat and topic in one key (Destination.lane)
-    received_at REAL NOT NULL,      -- Unix time the webhook arrived
-    retry_from REAL NOT NULL,       -- start of the retry horizon: arrival, or a manual retry
-    html TEXT NOT NULL,
-    text TEXT NOT NULL,
-    fallback TEXT NOT NULL,
-    entry_html TEXT,                -- its part of a digest, in full and as a brief; NULL:
-    entry_text TEXT,                -- the one before
-    brief_html TEXT,
-    brief_text TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,         -- made, each counted before it is made
-    unsure_attempts INTEGER NOT NULL DEFAULT 0,  -- those that may have reached Telegram
-    next_attempt_at REAL NOT NULL,  -- due
-    scheduled_at REAL NOT NULL,     -- when that was decided: later than now means the clock
-                                    -- stepped back, and the alert is due now
-    after_failure INTEGER NOT NULL DEFAULT 0,  -- waits because Telegram failed
-    second_chance INTEGER NOT NULL DEFAULT 0,  -- revived once after dying of used-up attempts
-    last_error TEXT,
-    dead_at REAL,
-    dead_kind TEXT                  -- outcomes.DeathKind
-)""",
-        "INSERT INTO alerts_v3 (id, state, chat, thread, lane, received_at, retry_from, html,"
-        " text, fallback, entry_html, entry_text, brief_html, brief_text, attempts,"
-        " unsure_attempts, next_attempt_at, scheduled_at, last_error, dead_at)"
-        " SELECT id, state, chat, thread, chat || '/' || ifnull(thread, ''), received_at,"
-        " retry_from, html, text, fallback, entry_html, entry_text, brief_html, brief_text,"
-        " attempts, unsure_attempts, next_attempt_at, received_at, last_error, dead_at"
-        " FROM alerts",
-        # Keeps AUTOINCREMENT's high-water mark: ids of deleted alerts are never reused.
-        "INSERT INTO sqlite_sequence (name, seq) SELECT 'alerts_v3', 0 FROM sqlite_sequence"
-        " WHERE name = 'alerts' AND NOT EXISTS"
-        " (SELECT 1 FROM sqlite_sequence WHERE name = 'alerts_v3')",
-        "UPDATE sqlite_sequence SET seq = max(seq, (SELECT seq FROM sqlite_sequence"
-        " WHERE name = 'alerts')) WHERE name = 'alerts_v3'",
-        "DROP TABLE alerts",
-        "ALTER TABLE alerts_v3 RENAME TO alerts",
-        "CREATE INDEX alerts_in_lane ON alerts (lane, state, id)",
-        "CREATE INDEX alerts_by_state ON alerts (state, id)",
-        "CREATE INDEX alerts_by_chat ON alerts (chat, state, after_failure)",
-        "INSERT OR REPLACE INTO pending_count (only, alerts)"
-        " SELECT 1, count(*) FROM alerts WHERE state = 'pending'",
-        *_PENDING_COUNT_TRIGGERS,
-        """CREATE TABLE lanes (
-    lane TEXT PRIMARY KEY,
-    chat TEXT NOT NULL,
-    thread INTEGER,
-    holder TEXT,                    -- holders.Holder: host, boot, pid, start time
-    token TEXT,                     -- the claim's own: every later write presents it
-    until REAL                      -- for holders on other hosts: when it runs out
-)""",
-        "INSERT INTO lanes (lane, chat, thread)"
-        " SELECT DISTINCT lane, chat, thread FROM alerts WHERE state = 'pending'",
-        # When a pause was decided, for the clock guard; NULL in pauses from before.
-        "ALTER TABLE pauses ADD COLUMN paused_at REAL",
-        """CREATE TABLE telegram_health (
-    only INTEGER PRIMARY KEY CHECK (only = 1),
-    state TEXT NOT NULL,            -- health.State
-    next_probe_at REAL NOT NULL,
-    decided_at REAL NOT NULL,
-    prober TEXT NOT NULL,
-    probe_until REAL NOT NULL
-)""",
-        "INSERT INTO telegram_health VALUES (1, 'up', 0, 0, '', 0)",
-    ],
-    # An issue alert's heading, which a digest shows once for the alerts that share it. NULL
-    # (alerts from before, and uptime alerts): the alert's entry is shown whole.
-    4: [
-        "ALTER TABLE alerts ADD COLUMN heading_html TEXT",
-        "ALTER TABLE alerts ADD COLUMN heading_text TEXT",
-    ],
-    # Acting on alerts from the chat (spool/sent.py, spool/poller.py): what each alert is about
-    # (subjects.py), the sent messages the relay may edit later, their issues' buttons, each
-    # uptime monitor's last outage message, and who reads Telegram's updates.
-    5: [
-        "ALTER TABLE alerts ADD COLUMN subjects TEXT",
-        """CREATE TABLE sent_messages (
-    chat TEXT NOT NULL,             -- the chat's id as Telegram answered it
-    message_id INTEGER NOT NULL,
-    html TEXT NOT NULL,             -- as sent, for the edits that add to it
-    notes TEXT NOT NULL DEFAULT '', -- lines added since (a recovery), one per line
-    sent_at REAL NOT NULL,
-    PRIMARY KEY (chat, message_id)
-)""",
-        "CREATE INDEX sent_messages_by_time ON sent_messages (sent_at)",
-        """CREATE TABLE issue_buttons (
-    key TEXT PRIMARY KEY,           -- what the button's callback data names: nothing else
-    chat TEXT NOT NULL,
-    message_id INTEGER NOT NULL,
-    position INTEGER NOT NULL,
-    issue_id TEXT NOT NULL,
-    origin TEXT NOT NULL,           -- of the alert's issue link
-    label TEXT NOT NULL,
-    status TEXT,                    -- as the last press set it in GlitchTip
-    acted_by TEXT,
-    acted_at REAL
-)""",
-        "CREATE INDEX issue_buttons_by_message ON issue_buttons (chat, message_id, position)",
-        """CREATE TABLE outages (
-    lane TEXT NOT NULL,
-    link TEXT NOT NULL,             -- the monitor's
-    chat TEXT NOT NULL,
-    message_id INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    down_at REAL NOT NULL,          -- when GlitchTip said it went down
-    PRIMARY KEY (lane, link)
-)""",
-        """CREATE TABLE updates_poller (
-    only INTEGER PRIMARY KEY CHECK (only = 1),
-    holder TEXT,                    -- holders.Holder of the one process polling
-    until REAL,
-    next_update INTEGER NOT NULL DEFAULT 0  -- getUpdates' offset: the first unconfirmed
-)""",
-        "INSERT INTO updates_poller (only) VALUES (1)",
-    ],
-    # Each of Telegram's updates acts once (spool/sent.py): the updates and presses handled.
-    6: [
-        """CREATE TABLE handled_updates (
-    key TEXT PRIMARY KEY,           -- 'update:<update_id>' or 'press:<callback query id>'
-    at REAL NOT NULL                -- when it was handled
-)""",
-        "CREATE INDEX handled_updates_by_time ON handled_updates (at)",
-    ],
-    # The same tables as PostgreSQL's (postgres/schema.py), so one set of statements serves
-    # both: each chat's pause on a row of its own, and the bot's row that PostgreSQL locks.
-    7: [
-        """CREATE TABLE chats (
-    chat TEXT PRIMARY KEY,
-    paused_until REAL,              -- Telegram's 429: no message to the chat before this
-    paused_at REAL                  -- when that was decided, for the clock guard
-)""",
-        "INSERT INTO chats (chat, paused_until, paused_at)"
-        " SELECT chat, until, paused_at FROM pauses",
-        "DROP TABLE pauses",
-        "CREATE TABLE bot (id INTEGER PRIMARY KEY CHECK (id = 1))",
-        "INSERT INTO bot VALUES (1)",
-    ],
-    # An alert's lines in a backlog's digest (message/lines.py), as JSON. NULL (alerts from
-    # before): it packs as entries. The brief entries they replace are no longer written.
-    # And whether GlitchTip's API is failing (spool/glitchtip_health.py).
-    8: [
-        "ALTER TABLE alerts ADD COLUMN lines TEXT",
-        """CREATE TABLE glitchtip_api (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    paused_until REAL,              -- no look-up of issues' details before this
-    paused_at REAL,                 -- when that was decided, for the clock guard
-    warned_at REAL                  -- no longer written: the warnings table (step 10) has it
-)""",
-        "INSERT INTO glitchtip_api (id) VALUES (1)",
-    ],
-    # Silences, and alerts that follow the default chat: written once for both spools
-    # (steps.py).
-    9: [*silences(SQLITE)],
-    10: [*defaults_and_warnings(SQLITE)],
-}
-
-
-def upgrade(connection: sqlite3.Connection, version: int, default: Destination | None) -> None:
-    """Take the file from `version` to SCHEMA_VERSION, inside the caller's transaction."""
-    for step in range(version + 1, SCHEMA_VERSION + 1):
-        for item in STEPS[step]:
-            if isinstance(item, str):
-                connection.execute(item)
-            else:
-                item(connection, default)
+def upgrade(connection: sqlite3.Connection, default: Destination | None) -> None:
+    """Take the file (a fresh one included) to SCHEMA_VERSION, inside the caller's
+    transaction."""
+    version = _recorded(connection)
+    if version is None:
+        old = int(connection.execute("PRAGMA user_version").fetchone()[0])
+        version = legacy_sqlite.join(connection, old, default) if old else 0
+        connection.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
+    for statement in statements_after(version, SQLITE):
+        connection.execute(statement)
+    connection.execute("DELETE FROM relay_schema")
+    connection.execute("INSERT INTO relay_schema VALUES (?)", (SCHEMA_VERSION,))
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _recorded(connection: sqlite3.Connection) -> int | None:
+    """The version in the file's record; None in a file that has none (fresh, or from before
+    the one history)."""
+    found = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'relay_schema'"
+    ).fetchone()
+    if found is None:
+        return None
+    row = connection.execute("SELECT version FROM relay_schema").fetchone()
+    return int(row[0]) if row is not None else 0

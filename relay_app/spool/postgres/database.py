@@ -35,8 +35,8 @@ from ...core.errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
 from ...core.http_deadline import Deadline
 from ...core.logs import register_secret
 from ...core.process import PerProcess
+from ..history import POSTGRES, SCHEMA_VERSION, statements_after
 from ..store import POSTGRESQL, Now, Tx, Work
-from .schema import SCHEMA_LOCK, SCHEMA_VERSION, STEPS
 
 log = logging.getLogger("relay_app.spool")
 
@@ -65,6 +65,9 @@ CONNECTION_WAIT = 1.0
 UNREACHABLE_FOR = 1.0
 # The channel a relay notifies when it queues work, so the others need not wait to poll.
 CHANNEL = "relay_queue"
+# Any fixed number: every relay takes this advisory lock to create or upgrade the schema, so
+# three replicas starting at once on an empty database do it one after another.
+SCHEMA_LOCK = 0x72656C6179  # "relay"
 # How long the listener waits for a notification before looking at its stop event.
 LISTEN_SLICE = 1.0
 
@@ -344,9 +347,8 @@ class PgDatabase(PerProcess):
             raise SpoolOutdated(
                 f"the spool {self.path} is from an older relay: start the relay once to upgrade it"
             )
-        for step in range(version + 1, SCHEMA_VERSION + 1):
-            for statement in STEPS[step]:
-                cursor.execute(statement)
+        for statement in statements_after(version, POSTGRES):
+            cursor.execute(statement)
         cursor.execute("DELETE FROM relay_schema")
         cursor.execute("INSERT INTO relay_schema VALUES (%s)", (SCHEMA_VERSION,))
         log.info("the spool %s is at schema %d", self.path, SCHEMA_VERSION)

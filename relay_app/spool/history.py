@@ -1,0 +1,296 @@
+"""The spool's schema history, one for SQLite and PostgreSQL alike: one list of steps, written
+once in each database's types (`Types`), one version record (the `relay_schema` table), one name
+for each column. A fresh spool of either kind takes every step; an older one, the steps after
+its version.
+
+The list began as the PostgreSQL spool's own (its steps 1 to 7 keep their numbers, so a
+database from before takes the steps it lacks); a SQLite file from before this history kept
+its version in `user_version` (1 to 10) and first takes its own old steps (legacy_sqlite.py) to
+where the two met. Step 11 is the first that both took together. New steps go at the end, one
+statement per item, in `Types`' words where the databases spell a type differently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The version this code writes. A spool at a later one is a newer relay's: refused.
+SCHEMA_VERSION = 11
+
+
+@dataclass(frozen=True)
+class Types:
+    """How each database spells what the steps use."""
+
+    time: str  # Unix seconds
+    big: str  # an id or a topic
+    serial: str  # a primary key that numbers itself, never reusing a number
+    flag: str  # a yes or no, false unless set
+    # The statements that keep `pending_count` (step 4) as alerts come, change state and go:
+    # a trigger is the one thing the two databases cannot say alike.
+    count_pending: tuple[str, ...]
+
+
+SQLITE = Types(
+    time="REAL",
+    big="INTEGER",
+    serial="INTEGER PRIMARY KEY AUTOINCREMENT",
+    flag="INTEGER NOT NULL DEFAULT 0",
+    count_pending=(
+        "CREATE TRIGGER pending_added AFTER INSERT ON alerts WHEN NEW.state = 'pending'"
+        " BEGIN UPDATE pending_count SET alerts = alerts + 1; END",
+        "CREATE TRIGGER pending_removed AFTER DELETE ON alerts WHEN OLD.state = 'pending'"
+        " BEGIN UPDATE pending_count SET alerts = alerts - 1; END",
+        "CREATE TRIGGER pending_changed AFTER UPDATE OF state ON alerts"
+        " WHEN OLD.state != NEW.state"
+        " BEGIN UPDATE pending_count"
+        " SET alerts = alerts + (NEW.state = 'pending') - (OLD.state = 'pending'); END",
+    ),
+)
+POSTGRES = Types(
+    time="DOUBLE PRECISION",
+    big="BIGINT",
+    serial="BIGSERIAL PRIMARY KEY",
+    flag="BOOLEAN NOT NULL DEFAULT FALSE",
+    count_pending=(
+        """CREATE FUNCTION relay_count_pending() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE pending_count SET alerts = alerts
+        + (CASE WHEN TG_OP <> 'DELETE' AND NEW.state = 'pending' THEN 1 ELSE 0 END)
+        - (CASE WHEN TG_OP <> 'INSERT' AND OLD.state = 'pending' THEN 1 ELSE 0 END);
+    RETURN NULL;
+END $$""",
+        "CREATE TRIGGER pending_counted AFTER INSERT OR DELETE OR UPDATE OF state ON alerts"
+        " FOR EACH ROW EXECUTE FUNCTION relay_count_pending()",
+    ),
+)
+
+
+def steps(types: Types) -> dict[int, list[str]]:
+    """Every step, by the version it brings a spool to, in `types`."""
+    return {
+        1: _queue(types),
+        2: _acting(types),
+        3: _handled_updates(types),
+        4: _pending_count(types),
+        5: _lines_and_glitchtip(types),
+        6: silences(types),
+        7: defaults_and_warnings(types),
+        11: _no_longer_written(),
+    }
+
+
+def statements_after(version: int, types: Types) -> list[str]:
+    """What takes a spool at `version` (0: a fresh one) to SCHEMA_VERSION."""
+    return [
+        statement
+        for step, statements in sorted(steps(types).items())
+        if step > version
+        for statement in statements
+    ]
+
+
+def _queue(types: Types) -> list[str]:
+    """The scheduled queue: alerts, their destinations' leases (lanes), the chats' and the
+    bot's rows a relay locks to take a turn, the sends that set the pace, Telegram's health."""
+    return [
+        f"""CREATE TABLE alerts (
+    id {types.serial},  -- never reused, so an id in a log stays unambiguous
+    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'dead')),
+    chat TEXT NOT NULL,             -- as routing.chat_key spells it
+    thread {types.big},             -- the forum topic, or NULL
+    lane TEXT NOT NULL,             -- chat and topic in one key (Destination.lane)
+    received_at {types.time} NOT NULL,  -- when the webhook arrived
+    retry_from {types.time} NOT NULL,   -- start of the retry horizon: arrival, or a retry
+    html TEXT NOT NULL,
+    text TEXT NOT NULL,
+    fallback TEXT NOT NULL,
+    entry_html TEXT,                -- its part of a digest; NULL: the message itself
+    entry_text TEXT,
+    brief_html TEXT,
+    brief_text TEXT,
+    heading_html TEXT,              -- an issue alert's heading, shown once in a digest
+    heading_text TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,         -- made, each counted before it is made
+    unsure_attempts INTEGER NOT NULL DEFAULT 0,  -- those that may have reached Telegram
+    next_attempt_at {types.time} NOT NULL,  -- due
+    scheduled_at {types.time} NOT NULL,     -- when that was decided: later than now means
+                                            -- the clock stepped back, and it is due now
+    after_failure {types.flag},     -- waits because Telegram failed
+    second_chance {types.flag},     -- revived once after dying of used-up attempts
+    last_error TEXT,
+    dead_at {types.time},
+    dead_kind TEXT                  -- outcomes.DeathKind
+)""",
+        "CREATE INDEX alerts_in_lane ON alerts (lane, state, id)",
+        "CREATE INDEX alerts_by_state ON alerts (state, id)",
+        "CREATE INDEX alerts_by_chat ON alerts (chat, state, after_failure)",
+        f"""CREATE TABLE lanes (
+    lane TEXT PRIMARY KEY,
+    chat TEXT NOT NULL,
+    thread {types.big},
+    holder TEXT,                    -- holders.Holder: host, boot, pid, start time
+    token TEXT,                     -- the claim's own: every later write presents it
+    until {types.time}              -- for holders elsewhere: when it runs out
+)""",
+        f"""CREATE TABLE chats (
+    chat TEXT PRIMARY KEY,
+    paused_until {types.time},      -- Telegram's 429: no message to the chat before this
+    paused_at {types.time}          -- when that was decided, for the clock guard
+)""",
+        "CREATE TABLE bot (id INTEGER PRIMARY KEY CHECK (id = 1))",
+        "INSERT INTO bot VALUES (1)",
+        f"CREATE TABLE sends (chat TEXT NOT NULL, at {types.time} NOT NULL)",
+        "CREATE INDEX sends_by_chat ON sends (chat, at)",
+        "CREATE INDEX sends_by_time ON sends (at)",
+        f"""CREATE TABLE telegram_health (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    state TEXT NOT NULL,            -- health.State
+    next_probe_at {types.time} NOT NULL,
+    decided_at {types.time} NOT NULL,
+    prober TEXT NOT NULL,
+    probe_until {types.time} NOT NULL
+)""",
+        "INSERT INTO telegram_health VALUES (1, 'up', 0, 0, '', 0)",
+    ]
+
+
+def _acting(types: Types) -> list[str]:
+    """Acting on alerts from the chat (spool/sent.py, spool/poller.py): what each alert is
+    about, the sent messages the relay may edit later, their issues' buttons, each uptime
+    monitor's last outage message, and who reads Telegram's updates."""
+    return [
+        "ALTER TABLE alerts ADD COLUMN subjects TEXT",
+        f"""CREATE TABLE sent_messages (
+    chat TEXT NOT NULL,             -- the chat's id as Telegram answered it
+    message_id {types.big} NOT NULL,
+    html TEXT NOT NULL,             -- as sent, for the edits that add to it
+    notes TEXT NOT NULL DEFAULT '', -- lines added since (a recovery), one per line
+    sent_at {types.time} NOT NULL,
+    PRIMARY KEY (chat, message_id)
+)""",
+        "CREATE INDEX sent_messages_by_time ON sent_messages (sent_at)",
+        f"""CREATE TABLE issue_buttons (
+    key TEXT PRIMARY KEY,           -- what the button's callback data names: nothing else
+    chat TEXT NOT NULL,
+    message_id {types.big} NOT NULL,
+    position INTEGER NOT NULL,
+    issue_id TEXT NOT NULL,
+    origin TEXT NOT NULL,           -- of the alert's issue link
+    label TEXT NOT NULL,
+    status TEXT,                    -- as the last press set it in GlitchTip
+    acted_by TEXT,
+    acted_at {types.time}
+)""",
+        "CREATE INDEX issue_buttons_by_message ON issue_buttons (chat, message_id, position)",
+        f"""CREATE TABLE outages (
+    lane TEXT NOT NULL,
+    link TEXT NOT NULL,             -- the monitor's
+    chat TEXT NOT NULL,
+    message_id {types.big} NOT NULL,
+    name TEXT NOT NULL,
+    down_at {types.time} NOT NULL,  -- when GlitchTip said it went down
+    PRIMARY KEY (lane, link)
+)""",
+        f"""CREATE TABLE updates_poller (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    holder TEXT,                    -- holders.Holder of the one process polling
+    until {types.time},
+    next_update {types.big} NOT NULL DEFAULT 0  -- getUpdates' offset: the first unconfirmed
+)""",
+        "INSERT INTO updates_poller (id) VALUES (1)",
+    ]
+
+
+def _handled_updates(types: Types) -> list[str]:
+    """Each of Telegram's updates acts once (spool/sent.py)."""
+    return [
+        f"""CREATE TABLE handled_updates (
+    key TEXT PRIMARY KEY,           -- 'update:<update_id>' or 'press:<callback query id>'
+    at {types.time} NOT NULL        -- when it was handled
+)""",
+        "CREATE INDEX handled_updates_by_time ON handled_updates (at)",
+    ]
+
+
+def _pending_count(types: Types) -> list[str]:
+    """The pending alerts, counted as they change (one row the triggers keep), so a webhook
+    checks RELAY_SPOOL_MAX_PENDING without counting every pending row."""
+    return [
+        f"""CREATE TABLE pending_count (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    alerts {types.big} NOT NULL
+)""",
+        "INSERT INTO pending_count SELECT 1, count(*) FROM alerts WHERE state = 'pending'",
+        *types.count_pending,
+    ]
+
+
+def _lines_and_glitchtip(types: Types) -> list[str]:
+    """An alert's lines in a backlog's digest (message/lines.py), as JSON; NULL: it packs as
+    entries. And whether GlitchTip's API is failing (spool/glitchtip_health.py)."""
+    return [
+        "ALTER TABLE alerts ADD COLUMN lines TEXT",
+        f"""CREATE TABLE glitchtip_api (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    paused_until {types.time},      -- no look-up of issues' details before this
+    paused_at {types.time},         -- when that was decided, for the clock guard
+    warned_at {types.time}          -- no longer written: the warnings table has it
+)""",
+        "INSERT INTO glitchtip_api (id) VALUES (1)",
+    ]
+
+
+def silences(types: Types) -> list[str]:
+    """Silences (spool/silences.py): what each holds back from a chat, the alerts it held for
+    its summary, and the mute buttons' state."""
+    return [
+        f"""CREATE TABLE silences (
+    id {types.serial},
+    chat TEXT NOT NULL,             -- as routing.chat_key spells it
+    issue TEXT,                     -- matchers (message/matching.py): all that are set must match
+    project TEXT,
+    environment TEXT,
+    title TEXT,
+    label TEXT,                     -- the muted issue's short id, for a mute button's silence
+    created_by TEXT NOT NULL,
+    comment TEXT NOT NULL,
+    starts_at {types.time} NOT NULL,
+    ends_at {types.time} NOT NULL,
+    ended_at {types.time},          -- when it ended (ran out, or was expired early)
+    ended_by TEXT,
+    held INTEGER NOT NULL DEFAULT 0 -- the alerts it held back from the chat
+)""",
+        "CREATE INDEX silences_by_chat ON silences (chat, ended_at, ends_at)",
+        f"""CREATE TABLE held_alerts (
+    silence_id {types.big} NOT NULL,
+    chat TEXT NOT NULL,             -- where the alert would have gone: the summary goes there
+    thread {types.big},
+    received_at {types.time} NOT NULL,
+    lines TEXT NOT NULL             -- its lines (message/lines.py), for the summary
+)""",
+        "CREATE INDEX held_alerts_by_silence ON held_alerts (silence_id)",
+        f"ALTER TABLE issue_buttons ADD COLUMN silence_id {types.big}",
+        "ALTER TABLE issue_buttons ADD COLUMN muted_by TEXT",
+        f"ALTER TABLE issue_buttons ADD COLUMN muted_until {types.time}",
+        "CREATE INDEX issue_buttons_by_silence ON issue_buttons (silence_id)",
+    ]
+
+
+def defaults_and_warnings(types: Types) -> list[str]:
+    """Whether the webhook URL named neither chat nor topic: such an alert follows
+    TELEGRAM_CHAT_ID and TELEGRAM_THREAD_ID when it is retried (spool/admin.py). And the
+    WARNINGs the relay's processes give once between them (spool/warnings.py)."""
+    return [
+        f"ALTER TABLE alerts ADD COLUMN to_default {types.flag}",
+        f"CREATE TABLE warnings (key TEXT PRIMARY KEY, warned_at {types.time} NOT NULL)",
+    ]
+
+
+def _no_longer_written() -> list[str]:
+    """The columns of an alert nothing writes any more: its brief entries, which its lines
+    replaced (step 5)."""
+    return [
+        "ALTER TABLE alerts DROP COLUMN brief_html",
+        "ALTER TABLE alerts DROP COLUMN brief_text",
+    ]
