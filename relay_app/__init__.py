@@ -126,13 +126,15 @@ def assemble(
 ) -> Relay:
     """The relay's parts, wired: what `create_app` serves. `telegram` replaces the Bot API
     (tests script its answers)."""
-    memory = open_memory()
+    timing = settings.timing
+    memory = open_memory(pace=timing.pace)
     spool = open_spool(
         path=settings.spool_path,
         url=settings.spool_url,
         max_pending=settings.spool_max_pending,
         default_destination=settings.default_destination,
         clock=clock,
+        pace=timing.pace,
     )
     setup = None
     if telegram is None:
@@ -141,7 +143,7 @@ def assemble(
         warnings = spool.warnings if spool is not None else None
         setup = SetupWatch(settings, speaks=one_worker_says(warnings))
     queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
-    health, metrics = _health_and_metrics(spool, queues)
+    health, metrics = _health_and_metrics(spool, queues, timing.probe_interval)
     if setup is not None:
         metrics.add_gauges(setup)
     lookups = _issue_lookups(settings, metrics, spool)
@@ -167,6 +169,7 @@ def assemble(
         metrics=metrics,
         clock=clock,
         attempt_timeout=settings.send_timeout,
+        settle_margin=timing.settle_margin,
         late_after=settings.late_after,
         coalesce=settings.coalesce,
         second_chance=settings.second_chance,
@@ -192,6 +195,7 @@ def assemble(
         attempt_timeout=settings.send_timeout,
         clock=clock,
         upkeep=_upkeep(outgoing, silencing),
+        timing=timing,
     )
     intake = Intake(
         spool=spool.queue if spool is not None else None,
@@ -249,13 +253,15 @@ def _issue_lookups(
     )
 
 
-def _health_and_metrics(spool: Spool | None, queues: list[Queue]) -> tuple[Health, Metrics]:
+def _health_and_metrics(
+    spool: Spool | None, queues: list[Queue], probe_interval: float
+) -> tuple[Health, Metrics]:
     """Telegram's health, kept in the spool when there is one (every process shares it), and
     the counters, with the gauges read from both."""
     if spool is None:
-        health = Health(MemoryHealthStore(), queues=queues)
+        health = Health(MemoryHealthStore(), queues=queues, probe_interval=probe_interval)
         return health, Metrics(SpoolGauges(None, health))
-    health = Health(spool.health, queues=queues)
+    health = Health(spool.health, queues=queues, probe_interval=probe_interval)
     metrics = Metrics(SpoolGauges(spool.admin, health, spool.silences))
     spool.count_lock_waits(metrics.lock_wait)
     return health, metrics

@@ -136,6 +136,8 @@ class FakeTelegram:
     ) -> None:
         self.token = token
         self.limits = limits
+        # Telegram's limits in time compressed by this (a relay under RELAY_TIME_SCALE).
+        self.time_scale = 1.0
         # With limits: a group takes one message per this many seconds at most, evenly spread,
         # rather than any twenty in a minute (a stricter reading of the same limit).
         self.group_interval = group_interval
@@ -714,14 +716,15 @@ class FakeTelegram:
         now = time.monotonic()
         with self._lock:
             sent = self._accepted_at[chat]
-            while sent and sent[0] <= now - GROUP_WINDOW:
+            window = GROUP_WINDOW * self.time_scale
+            while sent and sent[0] <= now - window:
                 sent.popleft()
             earliest = self._flood_until.get(chat, now)
             if sent:
-                earliest = max(earliest, sent[-1] + CHAT_INTERVAL)
+                earliest = max(earliest, sent[-1] + CHAT_INTERVAL * self.time_scale)
             group = chat.startswith(("-", "@"))
             if group and len(sent) >= GROUP_LIMIT:
-                earliest = max(earliest, sent[-GROUP_LIMIT] + GROUP_WINDOW)
+                earliest = max(earliest, sent[-GROUP_LIMIT] + window)
             if group and sent and self.group_interval is not None:
                 earliest = max(earliest, sent[-1] + self.group_interval)
             if earliest > now:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from relay_app.core.timing import FLOOR, PRODUCTION
 from relay_app.operating.config import ConfigError, Settings
 
 TOKEN = "123456789:AAE-config-test-token_abcdefghij"
@@ -354,3 +355,24 @@ def test_the_default_destination_is_marked_as_the_one_alerts_follow() -> None:
     settings = Settings.from_env(env())
     assert settings.default_destination.default
     assert Settings.destination_from_env(env()) == settings.default_destination
+
+
+def test_time_is_one_setting_that_compresses_every_interval_but_telegrams_own_pace() -> None:
+    production = Settings.from_env(env()).timing
+    assert production == PRODUCTION
+    assert production.pace.group_interval == 61.0 / 20  # Telegram's limits, with their margin
+    stand_in = Settings.from_env(
+        env(RELAY_TIME_SCALE="0.1", TELEGRAM_API_URL="http://127.0.0.1:8081")
+    ).timing
+    assert stand_in.pace.group_interval == pytest.approx(0.305)
+    assert stand_in.pace.chat_interval == pytest.approx(0.12)
+    assert stand_in.lease_margin == pytest.approx(0.5)
+    assert stand_in.poll_interval == pytest.approx(0.1)
+    assert stand_in.probe_interval == pytest.approx(0.2)
+    # Talking to Telegram itself, its pace holds whatever the scale: only the relay's own
+    # intervals shrink, and none below the floor.
+    telegram = Settings.from_env(env(RELAY_TIME_SCALE="0.01")).timing
+    assert telegram.pace == PRODUCTION.pace
+    assert telegram.poll_interval == FLOOR
+    with pytest.raises(ConfigError, match="RELAY_TIME_SCALE"):
+        Settings.from_env(env(RELAY_TIME_SCALE="2"))

@@ -18,26 +18,57 @@ next may go.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from .clock import stepped_back
 
-# About one message a second per chat. The margin covers a request that leaves on time but
-# arrives late (a busy host, a slow proxy) right before one that does not.
-CHAT_INTERVAL = 1.2
-# At most twenty messages a minute in a group or supergroup, spread evenly over it.
-GROUP_LIMIT = 20
-GROUP_WINDOW = 61.0
-GROUP_INTERVAL = GROUP_WINDOW / GROUP_LIMIT
-# About thirty messages a second for the whole bot.
-BOT_LIMIT = 30
-BOT_WINDOW = 1.05
-# Sends older than this can no longer hold anything back.
-REMEMBERED_FOR = GROUP_WINDOW
+
+@dataclass(frozen=True)
+class Pace:
+    """Telegram's limits as the relay keeps them. The defaults are Telegram's own, each with
+    its margin; a test or a drill against a stand-in may compress them (timing.py), never a
+    relay that talks to Telegram itself."""
+
+    # About one message a second per chat. The margin covers a request that leaves on time
+    # but arrives late (a busy host, a slow proxy) right before one that does not.
+    chat_interval: float = 1.2
+    # At most twenty messages a minute in a group or supergroup, spread evenly over it.
+    group_limit: int = 20
+    group_window: float = 61.0
+    # About thirty messages a second for the whole bot.
+    bot_limit: int = 30
+    bot_window: float = 1.05
+
+    @property
+    def group_interval(self) -> float:
+        return self.group_window / self.group_limit
+
+    @property
+    def remembered_for(self) -> float:
+        """Sends older than this can no longer hold anything back."""
+        return self.group_window
+
+    def interval(self, *, group: bool) -> float:
+        """The least time between two messages to a chat."""
+        return self.group_interval if group else self.chat_interval
+
+    def scaled(self, factor: float) -> Pace:
+        return replace(
+            self,
+            chat_interval=self.chat_interval * factor,
+            group_window=self.group_window * factor,
+            bot_window=self.bot_window * factor,
+        )
 
 
-def interval(*, group: bool) -> float:
-    """The least time between two messages to a chat."""
-    return GROUP_INTERVAL if group else CHAT_INTERVAL
+TELEGRAMS = Pace()
+# Telegram's, as names the tests and benchmarks read.
+CHAT_INTERVAL = TELEGRAMS.chat_interval
+GROUP_LIMIT = TELEGRAMS.group_limit
+GROUP_WINDOW = TELEGRAMS.group_window
+GROUP_INTERVAL = TELEGRAMS.group_interval
+BOT_LIMIT = TELEGRAMS.bot_limit
+BOT_WINDOW = TELEGRAMS.bot_window
 
 
 def next_send_at(
@@ -47,21 +78,22 @@ def next_send_at(
     by_bot: Sequence[float],
     paused_until: float | None,
     group: bool,
+    pace: Pace = TELEGRAMS,
 ) -> float:
     """The earliest time, `now` or later, when one more message may go to the chat.
     `to_chat` holds the chat's recent send times and `by_bot` the bot's, newest first; only
-    the newest GROUP_LIMIT and BOT_LIMIT of each matter. A send time well after `now` (the
-    clock stepped back since it was recorded) no longer counts: a step back never stalls a
-    chat."""
+    the newest `pace.group_limit` and `pace.bot_limit` of each matter. A send time well after
+    `now` (the clock stepped back since it was recorded) no longer counts: a step back never
+    stalls a chat."""
     to_chat = [at for at in to_chat if not stepped_back(at, now)]
     by_bot = [at for at in by_bot if not stepped_back(at, now)]
     earliest = now
     if paused_until is not None:
         earliest = max(earliest, paused_until)
     if to_chat:
-        earliest = max(earliest, to_chat[0] + interval(group=group))
-    if group and len(to_chat) >= GROUP_LIMIT:
-        earliest = max(earliest, to_chat[GROUP_LIMIT - 1] + GROUP_WINDOW)
-    if len(by_bot) >= BOT_LIMIT:
-        earliest = max(earliest, by_bot[BOT_LIMIT - 1] + BOT_WINDOW)
+        earliest = max(earliest, to_chat[0] + pace.interval(group=group))
+    if group and len(to_chat) >= pace.group_limit:
+        earliest = max(earliest, to_chat[pace.group_limit - 1] + pace.group_window)
+    if len(by_bot) >= pace.bot_limit:
+        earliest = max(earliest, by_bot[pace.bot_limit - 1] + pace.bot_window)
     return earliest

@@ -29,6 +29,7 @@ from concurrent.futures import wait as wait_for_futures
 from ..core.errors import SpoolError
 from ..core.metrics import Metrics
 from ..core.process import PerProcess
+from ..core.timing import PRODUCTION, Timing
 from ..spool.health_store import TelegramHealth
 from ..spool.holders import Holder, this_process
 from ..spool.model import Claim, Lane, Later
@@ -45,11 +46,9 @@ Probe = Callable[[], bool]
 # Jobs running at once in one process: one per destination at most, each within
 # RELAY_SEND_TIMEOUT. Destinations beyond it wait for a free thread, in the queue.
 MAX_JOB_THREADS = 32
-# How often the thread looks when nothing tells it sooner: work queued by another process.
-POLL_INTERVAL = 1.0
-# Past this, a lease held by a process on another host is taken over: an attempt never
-# outlives RELAY_SEND_TIMEOUT, and this covers the writes around it.
-LEASE_MARGIN = 5.0
+# How often the thread looks when nothing tells it sooner (work queued by another process):
+# production's (core/timing.py, where a test compresses it).
+POLL_INTERVAL = PRODUCTION.poll_interval
 # At shutdown, the alerts held in memory get one last attempt each, within this.
 LAST_CHANCE_SECONDS = 15.0
 
@@ -66,15 +65,17 @@ class Dispatcher(PerProcess):
         attempt_timeout: float,
         clock: Clock = time.time,
         upkeep: Callable[[], None] = lambda: None,
+        timing: Timing = PRODUCTION,
     ) -> None:
-        """`upkeep` runs with the queues' own, once a second, off the webhooks' path."""
+        """`upkeep` runs with the queues' own, once a poll interval, off the webhooks' path."""
         self.queues = list(queues)
         self._upkeep = upkeep
         self._jobs = jobs
         self.health = health
         self._probe = probe
         self._metrics = metrics
-        self._lease_for = attempt_timeout + LEASE_MARGIN
+        self._lease_for = attempt_timeout + timing.lease_margin
+        self._poll_interval = timing.poll_interval
         self._clock = clock
         self._start_in_this_process()
 
@@ -255,7 +256,7 @@ class Dispatcher(PerProcess):
             soonest = None
             try:
                 soonest = self.pass_once()
-                if time.monotonic() - checkpointed_at >= POLL_INTERVAL:
+                if time.monotonic() - checkpointed_at >= self._poll_interval:
                     checkpointed_at = time.monotonic()
                     self._tidy()
             except Exception:  # the loop must outlive any one bad pass
@@ -264,10 +265,10 @@ class Dispatcher(PerProcess):
             with self._lock:
                 self._wake.clear()  # wakes until now are in _next_pass_at; later ones set it
                 self._next_pass_at = min(
-                    self._next_pass_at, now + POLL_INTERVAL, soonest or float("inf")
+                    self._next_pass_at, now + self._poll_interval, soonest or float("inf")
                 )
                 # Waits are monotonic: a wall-clock step changes when things are due, not how
-                # long this sleeps (at most POLL_INTERVAL).
+                # long this sleeps (at most the poll interval).
                 timeout = max(0.0, self._next_pass_at - now)
             if not self._stop.is_set():
                 self._wake.wait(timeout)

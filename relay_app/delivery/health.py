@@ -23,19 +23,23 @@ from typing import Protocol
 
 from ..core.clock import guarded
 from ..core.errors import SpoolError
+from ..core.timing import PRODUCTION
 from ..spool.health_store import TelegramHealth
 
 log = logging.getLogger(__name__)
 
-# The first question a second after a failure; then every two seconds while Telegram fails.
-FIRST_PROBE_AFTER = 1.0
-PROBE_INTERVAL = 2.0
+# The first question half an interval after a failure (a second, by default: core/timing.py);
+# then one every interval (two seconds) while Telegram fails.
+PROBE_INTERVAL = PRODUCTION.probe_interval
+FIRST_PROBE_AFTER = PROBE_INTERVAL / 2
 
 
-def after_send_failed(health: TelegramHealth, now: float) -> TelegramHealth:
+def after_send_failed(
+    health: TelegramHealth, now: float, *, interval: float = PROBE_INTERVAL
+) -> TelegramHealth:
     if health.state != "up":
         return health
-    return TelegramHealth("suspect", now + FIRST_PROBE_AFTER, now)
+    return TelegramHealth("suspect", now + interval / 2, now)
 
 
 def after_answer(health: TelegramHealth) -> TelegramHealth:
@@ -43,10 +47,12 @@ def after_answer(health: TelegramHealth) -> TelegramHealth:
     return TelegramHealth()
 
 
-def after_probe_failed(health: TelegramHealth, now: float) -> TelegramHealth:
+def after_probe_failed(
+    health: TelegramHealth, now: float, *, interval: float = PROBE_INTERVAL
+) -> TelegramHealth:
     if health.sending:
         return health  # a send came through meanwhile: that answer stands
-    return TelegramHealth("down", now + PROBE_INTERVAL, now)
+    return TelegramHealth("down", now + interval, now)
 
 
 def probe_due(health: TelegramHealth, now: float, *, prober_gone: bool) -> bool:
@@ -101,7 +107,14 @@ class Health:
     """Telegram's health as this relay sees it, kept in `store` (the spool's when there is
     one, so every process shares it); `local` takes over while that store cannot be used."""
 
-    def __init__(self, store: HealthStore, *, queues: Sequence[Recovers] = ()) -> None:
+    def __init__(
+        self,
+        store: HealthStore,
+        *,
+        queues: Sequence[Recovers] = (),
+        probe_interval: float = PROBE_INTERVAL,
+    ) -> None:
+        self._probe_interval = probe_interval
         self._store = store
         self._local = MemoryHealthStore()
         self._queues = list(queues)
@@ -115,7 +128,10 @@ class Health:
         return self._last
 
     def send_failed(self, now: float) -> None:
-        before, after = self._update(lambda health: after_send_failed(health, now))
+        interval = self._probe_interval
+        before, after = self._update(
+            lambda health: after_send_failed(health, now, interval=interval)
+        )
         if before.state == "up" and after.state == "suspect":
             log.warning(
                 "a send to Telegram failed: holding every alert until Telegram answers a "
@@ -146,12 +162,15 @@ class Health:
             before, _ = self._update(after_answer)
             self._back(before, now)
         else:
-            before, _ = self._update(lambda health: after_probe_failed(health, now))
+            interval = self._probe_interval
+            before, _ = self._update(
+                lambda health: after_probe_failed(health, now, interval=interval)
+            )
             if before.state == "suspect":
                 log.error(
                     "Telegram is not answering (getMe failed too): alerts wait in the queue, "
                     "and the relay asks again every %.0f s",
-                    PROBE_INTERVAL,
+                    self._probe_interval,
                 )
 
     def _back(self, before: TelegramHealth, now: float) -> None:

@@ -27,6 +27,7 @@ from ..core.logs import event
 from ..core.metrics import AttemptKind, AttemptResult, Metrics
 from ..core.outcomes import Dead, Delivered, Outcome, Refund, RetryAt
 from ..core.routing import Destination
+from ..core.timing import PRODUCTION
 from ..message.digest import compose, how_many_fit
 from ..message.formatting import Message, with_first_line
 from ..spool.model import Claim, Settled, Settlement, SpooledAlert, refunded
@@ -62,8 +63,6 @@ class AroundDelivery(Protocol[Plan]):
 # Runs work after the job, off the caller's thread (the dispatcher's pool): the webhook's own
 # attempt must not spend GlitchTip's 10 s on what follows a delivery.
 Later = Callable[[Callable[[], None]], None]
-# Kept, at the end of a lease, for recording the attempt's outcome after it.
-SETTLE_MARGIN = 1.0
 
 
 class Jobs:
@@ -81,10 +80,13 @@ class Jobs:
         late_after: float = 60.0,
         coalesce: bool = True,
         second_chance: bool = True,
+        settle_margin: float = PRODUCTION.settle_margin,
     ) -> None:
-        """`attempt_timeout` is how long an attempt may last (the courier's deadline)."""
+        """`attempt_timeout` is how long an attempt may last (the courier's deadline);
+        `settle_margin` what it leaves at its lease's end for the writes after it."""
         self._deliver = deliver
         self._attempt_timeout = attempt_timeout
+        self._settle_margin = settle_margin
         self._outgoing = outgoing
         self._words = words
         self.policy = policy
@@ -139,7 +141,7 @@ class Jobs:
         one. The attempt's deadline is the courier's; the margin is for the writes after it."""
         if claim.leased_until is None:
             return False
-        return self._clock() + self._attempt_timeout + SETTLE_MARGIN > claim.leased_until
+        return self._clock() + self._attempt_timeout + self._settle_margin > claim.leased_until
 
     def _not_attempted(self, queue: Queue, claim: Claim, wait_until: float | None) -> Settlement:
         """The claim given back, its attempt not made: its alerts due at once, the attempt

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from ..core.logs import LogFormat
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id
+from ..core.timing import PRODUCTION, Timing
 from ..message.subjects import origin_of
 from ..words import LANGUAGES
 from .env_values import (
@@ -121,10 +122,20 @@ class Settings:
     action_user_ids: frozenset[int] = frozenset()
     # The language of every word the relay writes to the chat (words/); logs stay English.
     language: str = "en"
+    # RELAY_TIME_SCALE: every interval the relay waits on, times this (tests, drills).
+    time_scale: float = 1.0
 
     @property
     def default_destination(self) -> Destination:
         return Destination(self.telegram_chat_id, self.telegram_thread_id, default=True)
+
+    @property
+    def timing(self) -> Timing:
+        """Every interval the relay waits on (core/timing.py). Telegram's own pace stays
+        whatever the scale, unless the relay talks to a stand-in (TELEGRAM_API_URL)."""
+        telegram = urlsplit(DEFAULT_TELEGRAM_API_URL).hostname
+        own = urlsplit(self.telegram_api_url).hostname == telegram
+        return PRODUCTION.scaled(self.time_scale, keep_telegrams_pace=own)
 
     @property
     def admin_port(self) -> int | None:
@@ -224,6 +235,9 @@ class Settings:
             telegram_updates=read(lambda: _updates_mode(environ, glitchtip_token), "off"),
             action_user_ids=read(lambda: _user_ids(environ), frozenset()),
             language=read(lambda: language_from_env(environ), "en"),
+            time_scale=read(
+                lambda: number(environ, "RELAY_TIME_SCALE", default=1.0, low=0.01, high=1.0), 1.0
+            ),
         )
         if glitchtip_token is not None and settings.spool_path is None and not settings.spool_url:
             problems.append(

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..core.pacing import TELEGRAMS, Pace
 from ..core.routing import Destination
 from .admin import Admin
 from .database import MEMORY, Database
@@ -57,6 +58,7 @@ def open_spool(
     max_pending: int = 10000,
     default_destination: Destination | None = None,
     clock: Callable[[], float] = time.time,
+    pace: Pace = TELEGRAMS,
 ) -> Spool | None:
     """The spool in PostgreSQL (`url`, RELAY_SPOOL_URL) or in a file (`path`,
     RELAY_SPOOL_PATH); None when neither is set (RELAY_SPOOL_PATH=off). Nothing is read
@@ -69,21 +71,25 @@ def open_spool(
         store = Database(path, for_service=for_service, default_destination=default_destination)
     else:
         return None
-    return on_store(store, max_pending=max_pending, clock=clock)
+    return on_store(store, max_pending=max_pending, clock=clock, pace=pace)
 
 
-def open_memory(*, max_alerts: int = MAX_MEMORY_ALERTS) -> Spool:
+def open_memory(*, max_alerts: int = MAX_MEMORY_ALERTS, pace: Pace = TELEGRAMS) -> Spool:
     """A private in-memory database, this process's: where alerts wait, by the same rules,
     when the spool cannot take them."""
-    return on_store(Database(MEMORY), max_pending=max_alerts)
+    return on_store(Database(MEMORY), max_pending=max_alerts, pace=pace)
 
 
 def on_store(
-    store: Store, *, max_pending: int = 10000, clock: Callable[[], float] = time.time
+    store: Store,
+    *,
+    max_pending: int = 10000,
+    clock: Callable[[], float] = time.time,
+    pace: Pace = TELEGRAMS,
 ) -> Spool:
     """A spool on a store already made (the tests make theirs with a skewed clock)."""
     return Spool(
-        queue=Queue(store, max_pending=max_pending),
+        queue=Queue(store, max_pending=max_pending, pace=pace),
         admin=Admin(store, clock=clock),
         health=SpoolHealthStore(store),
         sent=SpoolSentStore(store),

@@ -14,7 +14,7 @@ future" (the clock stepped back since) no longer holds, so a step back never sta
 from __future__ import annotations
 
 from ..core.clock import stepped_back
-from ..core.pacing import BOT_LIMIT, BOT_WINDOW, GROUP_LIMIT, REMEMBERED_FOR, next_send_at
+from ..core.pacing import TELEGRAMS, Pace, next_send_at
 from .store import Tx
 
 # How long after its turn a message may be recorded as sent (sent_when): far more than a claim
@@ -22,14 +22,14 @@ from .store import Tx
 MAX_SEND_DELAY = 5.0
 
 
-def take_turn(tx: Tx, chat: str, *, group: bool, now: float) -> float:
+def take_turn(tx: Tx, chat: str, *, group: bool, now: float, pace: Pace = TELEGRAMS) -> float:
     """Take the chat's turn if it is `now` (the store's time), recording the send, and return
     `now`; otherwise return when the turn will be. Forgets sends too old to count."""
     tx.lock("INSERT INTO chats (chat) VALUES (?) ON CONFLICT DO NOTHING", (chat,))
     tx.lock("SELECT 1 FROM chats WHERE chat = ? FOR UPDATE", (chat,))
     tx.lock("SELECT 1 FROM bot FOR UPDATE")
-    tx.execute("DELETE FROM sends WHERE at < ?", (now - REMEMBERED_FOR,))
-    turn = next_turn(tx, chat, group=group, now=now)
+    tx.execute("DELETE FROM sends WHERE at < ?", (now - pace.remembered_for,))
+    turn = next_turn(tx, chat, group=group, now=now, pace=pace)
     if turn <= now:
         tx.execute("INSERT INTO sends (chat, at) VALUES (?, ?)", (chat, now))
     return turn
@@ -52,13 +52,14 @@ def give_back_turn(tx: Tx, chat: str, at: float) -> None:
     tx.execute("DELETE FROM sends WHERE chat = ? AND at = ?", (chat, at))
 
 
-def next_turn(tx: Tx, chat: str, *, group: bool, now: float) -> float:
+def next_turn(tx: Tx, chat: str, *, group: bool, now: float, pace: Pace = TELEGRAMS) -> float:
     """When the chat's next turn is, from the sends and pauses every process recorded."""
     to_chat = tx.all(
-        "SELECT at FROM sends WHERE chat = ? ORDER BY at DESC LIMIT ?", (chat, GROUP_LIMIT)
+        "SELECT at FROM sends WHERE chat = ? ORDER BY at DESC LIMIT ?", (chat, pace.group_limit)
     )
     by_bot = tx.all(
-        "SELECT at FROM sends WHERE at > ? ORDER BY at DESC LIMIT ?", (now - BOT_WINDOW, BOT_LIMIT)
+        "SELECT at FROM sends WHERE at > ? ORDER BY at DESC LIMIT ?",
+        (now - pace.bot_window, pace.bot_limit),
     )
     return next_send_at(
         now,
@@ -66,6 +67,7 @@ def next_turn(tx: Tx, chat: str, *, group: bool, now: float) -> float:
         by_bot=[row["at"] for row in by_bot],
         paused_until=paused_until(tx, chat, now=now),
         group=group,
+        pace=pace,
     )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from ..core.clock import guarded
 from ..core.errors import QueueFull
 from ..core.outcomes import Dead, Delivered, RetryAt
+from ..core.pacing import TELEGRAMS, Pace
 from ..core.routing import Destination
 from ..message.formatting import Message
 from . import alert_rows as rows
@@ -57,9 +58,11 @@ Retire = Callable[[SpooledAlert, float], Dead | None]
 class Queue:
     """Alerts waiting for Telegram, scheduled by due time, leased per destination."""
 
-    def __init__(self, store: Store, *, max_pending: int = 10000) -> None:
+    def __init__(self, store: Store, *, max_pending: int = 10000, pace: Pace = TELEGRAMS) -> None:
+        """`pace`: Telegram's limits as every claim keeps them (core/timing.py)."""
         self._store = store
         self.max_pending = max_pending
+        self._pace = pace
 
     @property
     def name(self) -> str:
@@ -140,7 +143,9 @@ class Queue:
         if time.monotonic() > attempt_by:
             return "spool_busy", None
         now = tx.at.db
-        turn = take_turn(tx, destination.chat_key, group=destination.is_group, now=now)
+        turn = take_turn(
+            tx, destination.chat_key, group=destination.is_group, now=now, pace=self._pace
+        )
         return ("paced", turn) if turn > now else (None, None)
 
     def _lane_free(
@@ -213,7 +218,9 @@ class Queue:
                     alive.append(alert)
             if not send or not alive:
                 return Claim(destination, "", [], retired) if retired else None
-            turn = take_turn(tx, destination.chat_key, group=destination.is_group, now=tx.at.db)
+            turn = take_turn(
+                tx, destination.chat_key, group=destination.is_group, now=tx.at.db, pace=self._pace
+            )
             if turn > tx.at.db:
                 return (
                     Claim(destination, "", [], retired) if retired else Later(tx.at.to_local(turn))
@@ -395,7 +402,13 @@ class Queue:
         """When the chat's next turn is (for tests and tools: nothing is taken)."""
         return self._store.read(
             lambda tx: tx.at.to_local(
-                next_turn(tx, destination.chat_key, group=destination.is_group, now=tx.at.db)
+                next_turn(
+                    tx,
+                    destination.chat_key,
+                    group=destination.is_group,
+                    now=tx.at.db,
+                    pace=self._pace,
+                )
             ),
             now=now,
         )

@@ -1,0 +1,51 @@
+"""Every interval the relay waits on, from one source: Telegram's pace, how long a lease
+outlasts its attempt, how often the dispatcher looks and a failing Telegram is asked again.
+The defaults are production's; `scaled` compresses them all alike, for tests and drills against
+stand-ins, which then run in a fraction of the time without a sleep of their own.
+
+RELAY_TIME_SCALE (operating/config.py) is that factor. Floors keep production honest: a relay
+that talks to Telegram itself keeps Telegram's pace whatever the factor, and no interval goes
+below what the relay's own work takes (FLOOR).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .pacing import TELEGRAMS, Pace
+
+# No interval is compressed below this: below it, the relay's own writes and requests, not the
+# interval, would decide what happens.
+FLOOR = 0.05
+
+
+@dataclass(frozen=True)
+class Timing:
+    pace: Pace = TELEGRAMS
+    # A lease lasts the attempt's deadline and this: the writes around the attempt.
+    lease_margin: float = 5.0
+    # Of that margin, what an attempt leaves for the writes after it: one that could not end
+    # this long before its lease runs out is not made.
+    settle_margin: float = 1.0
+    # The longest the dispatcher waits before it looks at the queue again.
+    poll_interval: float = 1.0
+    # How often a failing Telegram is asked whether it answers again.
+    probe_interval: float = 2.0
+
+    def scaled(self, factor: float, *, keep_telegrams_pace: bool) -> Timing:
+        """Every interval times `factor` (at least FLOOR); the pace kept as it is when the
+        relay talks to Telegram itself."""
+        if factor == 1.0:
+            return self
+        pace = self.pace if keep_telegrams_pace else self.pace.scaled(factor)
+        return replace(
+            self,
+            pace=pace,
+            lease_margin=max(FLOOR, self.lease_margin * factor),
+            settle_margin=max(FLOOR, self.settle_margin * factor),
+            poll_interval=max(FLOOR, self.poll_interval * factor),
+            probe_interval=max(FLOOR, self.probe_interval * factor),
+        )
+
+
+PRODUCTION = Timing()
