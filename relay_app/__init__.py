@@ -301,6 +301,7 @@ def _acting_from_the_chat(
         handle=route,
         attempt_timeout=settings.send_timeout,
         clock=clock,
+        timing=settings.timing,
     )
     return route, poller
 

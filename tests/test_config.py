@@ -376,3 +376,11 @@ def test_time_is_one_setting_that_compresses_every_interval_but_telegrams_own_pa
     assert telegram.poll_interval == FLOOR
     with pytest.raises(ConfigError, match="RELAY_TIME_SCALE"):
         Settings.from_env(env(RELAY_TIME_SCALE="2"))
+
+
+def test_the_pollers_intervals_are_compressed_in_whole_seconds_of_long_poll() -> None:
+    timing = Settings.from_env(
+        env(RELAY_TIME_SCALE="0.25", TELEGRAM_API_URL="http://127.0.0.1:8081")
+    ).timing
+    assert (timing.long_poll, timing.takeover_look) == (2, 0.25)  # getUpdates takes whole s
+    assert Settings.from_env(env(RELAY_TIME_SCALE="0.01")).timing.long_poll == 1

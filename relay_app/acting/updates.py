@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from ..core.errors import DeliveryError, PermanentDeliveryError, SpoolError
 from ..core.http_deadline import Deadline
 from ..core.process import PerProcess
+from ..core.timing import PRODUCTION, Timing
 from ..spool.holders import this_process
 from ..spool.poller import PollerLease
 from ..telegram.client import TelegramClient
@@ -37,10 +38,6 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 Handle = Callable[[dict[str, Any]], None]
 
-# How long one getUpdates waits for an update to come (Telegram's long poll).
-POLL_SECONDS = 10
-# How often a process that does not poll looks whether the lease is free.
-TAKEOVER_LOOK = 1.0
 # After a failed poll, the next waits 1 s, doubling up to this.
 MAX_BACKOFF = 30.0
 # Telegram's header on the updates it posts to a webhook.
@@ -110,13 +107,16 @@ class Poller(PerProcess):
         handle: Handle,
         attempt_timeout: float,
         clock: Clock = time.time,
+        timing: Timing = PRODUCTION,
     ) -> None:
         self._client = client
         self._lease = lease
         self._handle = handle
+        self._long_poll = timing.long_poll
+        self._takeover_look = timing.takeover_look
         # Long enough to poll and then handle what came (each press within a few timeouts);
         # renewed before every poll.
-        self._hold_for = POLL_SECONDS + 4 * attempt_timeout + 5.0
+        self._hold_for = timing.long_poll + 4 * attempt_timeout + timing.lease_margin
         self._attempt_timeout = attempt_timeout
         self._clock = clock
         self._start_in_this_process()
@@ -171,7 +171,7 @@ class Poller(PerProcess):
                 offset = None
             if offset is None:
                 self._holding = False
-                self._stop.wait(TAKEOVER_LOOK)
+                self._stop.wait(self._takeover_look)
                 continue
             if not self._holding:
                 log.info("this process reads Telegram's updates now (button presses)")
@@ -179,8 +179,8 @@ class Poller(PerProcess):
             try:
                 updates = self._client.poll_updates(
                     offset,
-                    timeout=POLL_SECONDS,
-                    deadline=time.monotonic() + POLL_SECONDS + self._attempt_timeout,
+                    timeout=self._long_poll,
+                    deadline=time.monotonic() + self._long_poll + self._attempt_timeout,
                     watch=self._watching,
                 )
             except DeliveryError as exc:

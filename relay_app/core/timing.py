@@ -1,5 +1,6 @@
 """Every interval the relay waits on, from one source: Telegram's pace, how long a lease
-outlasts its attempt, how often the dispatcher looks and a failing Telegram is asked again.
+outlasts its attempt, how often the dispatcher looks and a failing Telegram is asked again, how
+long a poll for presses waits and how often another process looks to take it over.
 The defaults are production's; `scaled` compresses them all alike, for tests and drills against
 stand-ins, which then run in a fraction of the time without a sleep of their own.
 
@@ -31,6 +32,10 @@ class Timing:
     poll_interval: float = 1.0
     # How often a failing Telegram is asked whether it answers again.
     probe_interval: float = 2.0
+    # How long one getUpdates waits for a press (Telegram's long poll; whole seconds).
+    long_poll: int = 10
+    # How often a process that does not poll looks whether the poller's lease is free.
+    takeover_look: float = 1.0
 
     def scaled(self, factor: float, *, keep_telegrams_pace: bool) -> Timing:
         """Every interval times `factor` (at least FLOOR); the pace kept as it is when the
@@ -45,6 +50,8 @@ class Timing:
             settle_margin=max(FLOOR, self.settle_margin * factor),
             poll_interval=max(FLOOR, self.poll_interval * factor),
             probe_interval=max(FLOOR, self.probe_interval * factor),
+            long_poll=max(1, round(self.long_poll * factor)),
+            takeover_look=max(FLOOR, self.takeover_look * factor),
         )
 
 

@@ -30,8 +30,12 @@ from tests.payloads import issue, issue_alert, uptime_alert
 # From a press to its answer: a poll that is waiting hands the press over at once; the relay
 # then asks GlitchTip, edits the message and answers, each a local round trip.
 ANSWER_WITHIN = 10.0
-# How long two workers poll in turn in the takeover test: over two of the poller's leases.
-POLLING_FOR = 40
+# The poller's intervals a quarter of production's (RELAY_TIME_SCALE): a long poll of 2 s
+# (10 s), a lease of about 7 s (19 s). Polling for twice the lease, with a press each 2.5 s.
+POLL_SCALE = 0.25
+POLLING_FOR = 15.0
+PRESS_EVERY = 2.5
+LONG_POLL = 2
 # What a finished action says at the end of the message.
 DONE_LINE = r"{} by @ada at \d\d:\d\d UTC$"
 
@@ -197,13 +201,16 @@ def test_one_process_polls_for_the_whole_relay_and_another_takes_over_when_it_di
     spool_path: str,
 ) -> None:
     relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url, WEB_CONCURRENCY="2"
+        GLITCHTIP_API_TOKEN=TOKEN,
+        GLITCHTIP_URL=fake_glitchtip.url,
+        WEB_CONCURRENCY="2",
+        RELAY_TIME_SCALE=str(POLL_SCALE),
     )
     post(relay.webhook_url, alert_for(fake_glitchtip, 5))
     posted = only_message(fake_telegram)
-    # Twice the poller's lease (19 s here) of polling by two workers, with a press every ten
-    # seconds: Telegram never sees two pollers at once (it would cut the earlier one short with
-    # 409 Conflict), however the lease is renewed.
+    # Twice the poller's lease of polling by two workers, with a press every few seconds:
+    # Telegram never sees two pollers at once (it would cut the earlier one short with 409
+    # Conflict), however the lease is renewed.
     started = time.monotonic()
     presses = 0
     while time.monotonic() - started < POLLING_FOR:
@@ -211,10 +218,10 @@ def test_one_process_polls_for_the_whole_relay_and_another_takes_over_when_it_di
         current = fake_telegram.message(CHAT_ID, posted.message_id)
         answered(fake_telegram, fake_telegram.press(current, verb))
         presses += 1
-        time.sleep(10)
+        time.sleep(PRESS_EVERY)  # the press's pace, as people make them: not a wait for a result
     assert fake_telegram.conflicts == 0
     assert len(fake_glitchtip.changes()) == presses
-    assert len(fake_telegram.polls()) >= POLLING_FOR / 10  # long polls, one after another
+    assert len(fake_telegram.polls()) >= POLLING_FOR / LONG_POLL  # long polls, one after another
 
     pid = holder_pid(spool_path)
     assert pid is not None
