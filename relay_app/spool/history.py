@@ -70,10 +70,10 @@ def steps(types: Types) -> dict[int, list[str]]:
     """Every step, by the version it brings a spool to, in `types`."""
     return {
         1: _queue(types),
-        2: _acting(types),
-        3: _handled_updates(types),
+        2: acting(types),
+        3: handled_updates(types),
         4: _pending_count(types),
-        5: _lines_and_glitchtip(types),
+        5: lines_and_glitchtip(types),
         6: silences(types),
         7: defaults_and_warnings(types),
         11: _no_longer_written(),
@@ -155,7 +155,7 @@ def _queue(types: Types) -> list[str]:
     ]
 
 
-def _acting(types: Types) -> list[str]:
+def acting(types: Types) -> list[str]:
     """Acting on alerts from the chat (spool/sent.py, spool/poller.py): what each alert is
     about, the sent messages the relay may edit later, their issues' buttons, each uptime
     monitor's last outage message, and who reads Telegram's updates."""
@@ -202,7 +202,7 @@ def _acting(types: Types) -> list[str]:
     ]
 
 
-def _handled_updates(types: Types) -> list[str]:
+def handled_updates(types: Types) -> list[str]:
     """Each of Telegram's updates acts once (spool/sent.py)."""
     return [
         f"""CREATE TABLE handled_updates (
@@ -226,7 +226,7 @@ def _pending_count(types: Types) -> list[str]:
     ]
 
 
-def _lines_and_glitchtip(types: Types) -> list[str]:
+def lines_and_glitchtip(types: Types) -> list[str]:
     """An alert's lines in a backlog's digest (message/lines.py), as JSON; NULL: it packs as
     entries. And whether GlitchTip's API is failing (spool/glitchtip_health.py)."""
     return [

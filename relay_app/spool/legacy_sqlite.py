@@ -3,6 +3,7 @@ the SQLite spool took on its own, its version in the file's `user_version` (1 to
 history, kept as they ran, never extended: a file at any of them upgrades in place. After the
 last, the file holds what a PostgreSQL spool held at its step 7 but for the name of three
 singleton rows' key; `join` renames it, and the file goes on in the one history from there.
+Where a step was the same as one the PostgreSQL spool took, it is that step (history.py).
 One statement per item (a trigger's body holds semicolons of its own); a callable item is a
 step that needed more than SQL.
 """
@@ -14,7 +15,14 @@ from collections.abc import Callable
 
 from ..core.errors import SpoolError
 from ..core.routing import Destination
-from .history import SQLITE, defaults_and_warnings, silences
+from .history import (
+    SQLITE,
+    acting,
+    defaults_and_warnings,
+    handled_updates,
+    lines_and_glitchtip,
+    silences,
+)
 
 # The last version of this history, and the one-history version a file that reached it is at.
 LAST = 10
@@ -150,58 +158,10 @@ STEPS: dict[int, list[Step]] = {
         "ALTER TABLE alerts ADD COLUMN heading_html TEXT",
         "ALTER TABLE alerts ADD COLUMN heading_text TEXT",
     ],
-    # Acting on alerts from the chat (spool/sent.py, spool/poller.py): what each alert is about
-    # (subjects.py), the sent messages the relay may edit later, their issues' buttons, each
-    # uptime monitor's last outage message, and who reads Telegram's updates.
-    5: [
-        "ALTER TABLE alerts ADD COLUMN subjects TEXT",
-        """CREATE TABLE sent_messages (
-    chat TEXT NOT NULL,             -- the chat's id as Telegram answered it
-    message_id INTEGER NOT NULL,
-    html TEXT NOT NULL,             -- as sent, for the edits that add to it
-    notes TEXT NOT NULL DEFAULT '', -- lines added since (a recovery), one per line
-    sent_at REAL NOT NULL,
-    PRIMARY KEY (chat, message_id)
-)""",
-        "CREATE INDEX sent_messages_by_time ON sent_messages (sent_at)",
-        """CREATE TABLE issue_buttons (
-    key TEXT PRIMARY KEY,           -- what the button's callback data names: nothing else
-    chat TEXT NOT NULL,
-    message_id INTEGER NOT NULL,
-    position INTEGER NOT NULL,
-    issue_id TEXT NOT NULL,
-    origin TEXT NOT NULL,           -- of the alert's issue link
-    label TEXT NOT NULL,
-    status TEXT,                    -- as the last press set it in GlitchTip
-    acted_by TEXT,
-    acted_at REAL
-)""",
-        "CREATE INDEX issue_buttons_by_message ON issue_buttons (chat, message_id, position)",
-        """CREATE TABLE outages (
-    lane TEXT NOT NULL,
-    link TEXT NOT NULL,             -- the monitor's
-    chat TEXT NOT NULL,
-    message_id INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    down_at REAL NOT NULL,          -- when GlitchTip said it went down
-    PRIMARY KEY (lane, link)
-)""",
-        """CREATE TABLE updates_poller (
-    only INTEGER PRIMARY KEY CHECK (only = 1),
-    holder TEXT,                    -- holders.Holder of the one process polling
-    until REAL,
-    next_update INTEGER NOT NULL DEFAULT 0  -- getUpdates' offset: the first unconfirmed
-)""",
-        "INSERT INTO updates_poller (only) VALUES (1)",
-    ],
-    # Each of Telegram's updates acts once (spool/sent.py): the updates and presses handled.
-    6: [
-        """CREATE TABLE handled_updates (
-    key TEXT PRIMARY KEY,           -- 'update:<update_id>' or 'press:<callback query id>'
-    at REAL NOT NULL                -- when it was handled
-)""",
-        "CREATE INDEX handled_updates_by_time ON handled_updates (at)",
-    ],
+    # Acting on alerts from the chat, and each of Telegram's updates acting once: the steps
+    # the PostgreSQL spool took as its 2 and 3 (history.py).
+    5: [*acting(SQLITE)],
+    6: [*handled_updates(SQLITE)],
     # The same tables as PostgreSQL's (history.py's step 1), so one set of statements serves
     # both: each chat's pause on a row of its own, and the bot's row that PostgreSQL locks.
     7: [
@@ -216,19 +176,9 @@ STEPS: dict[int, list[Step]] = {
         "CREATE TABLE bot (id INTEGER PRIMARY KEY CHECK (id = 1))",
         "INSERT INTO bot VALUES (1)",
     ],
-    # An alert's lines in a backlog's digest (message/lines.py), as JSON. NULL (alerts from
-    # before): it packs as entries. The brief entries they replace are no longer written.
-    # And whether GlitchTip's API is failing (spool/glitchtip_health.py).
-    8: [
-        "ALTER TABLE alerts ADD COLUMN lines TEXT",
-        """CREATE TABLE glitchtip_api (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    paused_until REAL,              -- no look-up of issues' details before this
-    paused_at REAL,                 -- when that was decided, for the clock guard
-    warned_at REAL                  -- no longer written: the warnings table (step 10) has it
-)""",
-        "INSERT INTO glitchtip_api (id) VALUES (1)",
-    ],
+    # An alert's lines in a backlog's digest, and whether GlitchTip's API is failing: the
+    # PostgreSQL spool's 5.
+    8: [*lines_and_glitchtip(SQLITE)],
     # Silences, and alerts that follow the default chat: the steps both spools took
     # (history.py's 6 and 7).
     9: [*silences(SQLITE)],
@@ -246,5 +196,7 @@ def join(connection: sqlite3.Connection, version: int, default: Destination | No
             else:
                 item(connection, default)
     for table in ("pending_count", "telegram_health", "updates_poller"):
-        connection.execute(f"ALTER TABLE {table} RENAME COLUMN only TO id")
+        columns = [row[1] for row in connection.execute(f"PRAGMA table_info({table})")]
+        if "only" in columns:  # a file that took the step before it was shared has it
+            connection.execute(f"ALTER TABLE {table} RENAME COLUMN only TO id")
     return JOINED_AT
