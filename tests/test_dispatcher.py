@@ -9,7 +9,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -80,7 +80,11 @@ class ScriptedTelegram:
         forever: BaseException | None = None,
         clock: FakeTime | None = None,
         answers: bool | Callable[[], bool] = True,
+        takes: Sequence[float] = (),
     ) -> None:
+        """`takes`: how long after each send is begun (the first, the second, ...) it reaches
+        Telegram and is answered (a busy host, a slow network), on `clock`; 0 for the rest."""
+        self.takes = list(takes)
         self.errors = list(errors)
         self.forever = forever
         self.clock = clock
@@ -97,7 +101,8 @@ class ScriptedTelegram:
             self.calls += 1
             self.destinations.append(destination)
             if self.clock is not None:
-                self.times.append(self.clock.now)
+                self.clock.now += self.takes.pop(0) if self.takes else 0.0
+                self.times.append(self.clock.now)  # when it reached Telegram
             if self.errors:
                 raise self.errors.pop(0)
             if self.forever is not None:
@@ -959,3 +964,19 @@ def test_a_claim_held_up_past_its_lease_sends_nothing_where_another_relay_took_o
     assert telegram.times == [clock.now]
     assert "their lease ran out before the attempt could start" in caplog.text
     assert admin(relay).counts() == {"pending": 0, "dead": 0}
+
+
+def test_a_chats_pace_runs_from_when_telegram_had_the_message_however_late_it_went(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    # A busy host begins the request, then sends it two seconds later (or the network takes
+    # that long): Telegram has it only then. The next message to the group, this relay's or
+    # another's, must keep the group's pace from then, or Telegram answers 429.
+    telegram = ScriptedTelegram(clock=clock, takes=[2.0])
+    relay = built(telegram)
+    for message in numbered(2):
+        webhook(relay, message)  # the first goes at once, the second waits its turn
+    run_background(relay.dispatcher, clock)
+    assert telegram.calls == 2
+    first, second = telegram.times
+    assert second - first >= GROUP_INTERVAL - 1e-6  # it was 1.05 s

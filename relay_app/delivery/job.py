@@ -162,18 +162,24 @@ class Jobs:
     def _attempt(
         self, claim: Claim, extras: Extras, kind: AttemptKind
     ) -> tuple[Sent | None, Exception | None, float | None]:
-        """The one attempt: what Telegram answered, or why it failed; and when the request
-        left (None: it never did)."""
+        """The one attempt: what Telegram answered, or why it failed; and when that came
+        (None: no request was made). The message reached Telegram before then, if at all:
+        the chat's pace runs from that time, not from when the request was begun, which a
+        busy host can leave seconds before the request really goes."""
         started = time.monotonic()
-        sent = error = sent_at = None
+        sent = error = answered_at = None
         try:
             message = self._message(claim.alerts, self._clock())
-            sent_at = self._clock()
-            sent = self._deliver(message, claim.destination, extras)
-        except Exception as exc:  # sorted later: Telegram's refusals, the network, a bug
+        except Exception as exc:  # a bug in composing: no request is made
             error = exc
+        else:
+            try:
+                sent = self._deliver(message, claim.destination, extras)
+            except Exception as exc:  # sorted later: Telegram's refusals, the network, a bug
+                error = exc
+            answered_at = self._clock()
         self._attempt_made(claim, kind, error, time.monotonic() - started)
-        return sent, error, sent_at
+        return sent, error, answered_at
 
     def _record(
         self,

@@ -108,7 +108,8 @@ class Settlement:
     # When a message reached the chat: its dead letters whose horizon started at or after this
     # get their second chance (None: RELAY_SECOND_CHANCE=0).
     second_chance_since: float | None = None
-    # When the message left (a wall-clock time): the chat's pace runs from then, not from
+    # When Telegram's answer to the message came, or its failure did (a wall-clock time): it
+    # reached the chat before then, if at all, and the chat's pace runs from then, not from
     # when its turn was taken (None: no request was made).
     sent_at: float | None = None
 

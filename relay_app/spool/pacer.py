@@ -13,13 +13,14 @@ future" (the clock stepped back since) no longer holds, so a step back never sta
 
 from __future__ import annotations
 
-from ..core.clock import stepped_back
+from ..core.clock import STEP_TOLERANCE, stepped_back
 from ..core.pacing import TELEGRAMS, Pace, next_send_at
 from .store import Tx
 
-# How long after its turn a message may be recorded as sent (sent_when): far more than a claim
-# and a message's composing take.
-MAX_SEND_DELAY = 5.0
+# How long after its turn a message may be recorded as sent (sent_when): the longest attempt
+# (RELAY_SEND_TIMEOUT, at most 9 s) and its composing, and no more than a time ahead of now
+# may be without counting as a clock that stepped back (clock.py).
+MAX_SEND_DELAY = STEP_TOLERANCE
 
 
 def take_turn(tx: Tx, chat: str, *, group: bool, now: float, pace: Pace = TELEGRAMS) -> float:
@@ -36,10 +37,11 @@ def take_turn(tx: Tx, chat: str, *, group: bool, now: float, pace: Pace = TELEGR
 
 
 def sent_when(tx: Tx, chat: str, turn_at: float, sent_at: float) -> None:
-    """The message whose turn was taken at `turn_at` left at `sent_at`: the chat's pace runs
-    from then. Claiming, composing and a busy host take a moment, which varies; measured from
-    the turn, a message that left late would crowd the next one into a 429. A clock that
-    stepped forward meanwhile moves it at most MAX_SEND_DELAY."""
+    """The message whose turn was taken at `turn_at` was answered (or failed) at `sent_at`:
+    it reached the chat before then, if at all, so the chat's pace runs from then. Measured
+    from the turn, or from when the request was begun, a message that a busy host sent late
+    would crowd the next one, perhaps another relay's, into a 429. A clock that stepped
+    forward meanwhile moves it at most MAX_SEND_DELAY."""
     moved = min(sent_at, turn_at + MAX_SEND_DELAY)
     if moved > turn_at:
         tx.execute("UPDATE sends SET at = ? WHERE chat = ? AND at = ?", (moved, chat, turn_at))
