@@ -132,10 +132,13 @@ def test_replicas_whose_clocks_differ_by_30_s_send_once_and_keep_the_pace(
     titles = [f"Skewed {n}" for n in range(90)]
     answers = post_paced([r.webhook_url for r in relays], [titled(t) for t in titles], seconds=6)
     assert accepted(answers, titles) == titles
-    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 90, timeout=60)
+    delivered = wait_until(lambda: len(delivered_titles(fake_telegram)) >= 90, timeout=60)
+    sends = [(round(r.at, 3), r.outcome, r.body["text"][:30]) for r in fake_telegram.sends()]
+    assert delivered, (len(delivered_titles(fake_telegram)), sends, [r.logs() for r in relays])
     time.sleep(1.5)
     assert max(each_once(fake_telegram, titles).values()) == 1
-    assert fake_telegram.too_many_requests() == []
+    sends = [(round(r.at, 3), r.outcome, r.body["text"][:30]) for r in fake_telegram.sends()]
+    assert fake_telegram.too_many_requests() == [], (sends, [r.logs() for r in relays])
 
 
 def pending_in(url: str) -> int:
