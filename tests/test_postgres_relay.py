@@ -25,7 +25,7 @@ from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import format_alert
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin, State, on_store
-from relay_app.spool.history import POSTGRES, SCHEMA_VERSION, steps
+from relay_app.spool.history import SCHEMA_VERSION
 from relay_app.spool.postgres import PgDatabase, redacted_url
 from relay_app.spool.schema import upgrade
 from relay_app.spool.store import Tx
@@ -34,6 +34,7 @@ from tests.blackhole import Blackhole
 from tests.conftest import OK, SEND_URL, WEBHOOK, admit_to, metric_samples
 from tests.e2e.helpers import wait_until
 from tests.e2e.relay_process import free_port
+from tests.old_spools import old_postgres
 from tests.payloads import issue, issue_alert
 from tests.postgres import PASSWORD, PostgresServer
 from tests.prometheus import value
@@ -260,11 +261,7 @@ def test_both_databases_keep_the_same_tables_under_the_same_column_names(
     }
     fresh_file.close()
     with psycopg.connect(pg_url, autocommit=True) as old:
-        for step in range(1, 4):
-            for statement in steps(POSTGRES)[step]:
-                old.execute(statement)
-        old.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
-        old.execute("INSERT INTO relay_schema VALUES (3)")
+        old_postgres(old, 3)
     database = PgDatabase(pg_url, caller_skew=0.0)
     try:
         rows = database.read(

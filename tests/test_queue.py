@@ -33,14 +33,13 @@ from relay_app.spool import (
     this_process,
 )
 from relay_app.spool.database import MEMORY, Database
-from relay_app.spool.history import POSTGRES, steps
 from relay_app.spool.holders import _start_time
-from relay_app.spool.legacy_sqlite import STEPS as SQLITE_STEPS
 from relay_app.spool.pacer import MAX_SEND_DELAY
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to
+from tests.old_spools import old_postgres, old_sqlite
 from tests.payloads import issue, issue_alert
 
 TOPIC = Destination(CHAT_ID, 7)
@@ -828,13 +827,7 @@ def test_alerts_from_another_process_are_read_as_written(
 def _old_sqlite(path: str, now: float) -> None:
     """A spool file as the relay before left it (schema 6): one alert pending, a 429's pause."""
     with sqlite3.connect(path) as db:
-        for step in range(1, 7):
-            for item in SQLITE_STEPS[step]:
-                if isinstance(item, str):
-                    db.execute(item)
-                else:
-                    item(db, None)
-        db.execute("PRAGMA user_version = 6")
+        old_sqlite(db, 6)
         db.execute(OLD_ALERT, old_values(now))
         db.execute("INSERT INTO lanes (lane, chat, thread) VALUES (?, ?, NULL)", (LANE, CHAT))
         db.execute("INSERT INTO pauses VALUES (?, ?, ?)", (CHAT, now + 30, now))
@@ -844,11 +837,7 @@ def _old_sqlite(path: str, now: float) -> None:
 def _old_postgres(url: str, now: float) -> None:
     """A database as the relay before left it (schema 3), with the same."""
     with psycopg.connect(url, autocommit=True) as pg:
-        for step in range(1, 4):
-            for statement in steps(POSTGRES)[step]:
-                pg.execute(statement)
-        pg.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
-        pg.execute("INSERT INTO relay_schema VALUES (3)")
+        old_postgres(pg, 3)
         pg.execute(OLD_ALERT.replace("?", "%s"), old_values(now))
         pg.execute("INSERT INTO lanes (lane, chat, thread) VALUES (%s, %s, NULL)", (LANE, CHAT))
         pg.execute("INSERT INTO chats VALUES (%s, %s, %s)", (CHAT, now + 30, now))

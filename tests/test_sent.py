@@ -16,11 +16,10 @@ import pytest
 
 from relay_app.spool import Holder, this_process
 from relay_app.spool.database import Database
-from relay_app.spool.history import POSTGRES, steps
-from relay_app.spool.legacy_sqlite import STEPS as sqlite_steps
 from relay_app.spool.poller import PollerLease, SpoolPollerLease
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.sent import IssueButton, Outage, SentMessage, SentStore, SpoolSentStore
+from tests.old_spools import old_postgres, old_sqlite
 
 NOW = 1_800_000_000.0
 MESSAGE = SentMessage(
@@ -169,21 +168,13 @@ def test_a_spool_from_before_handled_updates_is_upgraded_with_its_buttons(
     )
     path = str(tmp_path / "spool.sqlite3")
     with sqlite3.connect(path) as db:  # as the relay before this one left it: schema 5
-        for step in range(1, 6):
-            for item in sqlite_steps[step]:
-                if isinstance(item, str):
-                    db.execute(item)
-        db.execute("PRAGMA user_version = 5")
+        old_sqlite(db, 5)
         db.execute(insert_message + "(?, ?, ?, ?)", message)
         db.execute(insert_button + "(?, ?, ?, ?, ?, ?, ?)", button)
     db.close()
     url = request.getfixturevalue("pg_url")
     with psycopg.connect(url, autocommit=True) as pg:  # ... and the PostgreSQL one: schema 2
-        for step in range(1, 3):
-            for statement in steps(POSTGRES)[step]:
-                pg.execute(statement)
-        pg.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
-        pg.execute("INSERT INTO relay_schema VALUES (2)")
+        old_postgres(pg, 2)
         pg.execute(insert_message + "(%s, %s, %s, %s)", message)
         pg.execute(insert_button + "(%s, %s, %s, %s, %s, %s, %s)", button)
     database, shared = Database(path), PgDatabase(url, caller_skew=0.0)

@@ -25,13 +25,13 @@ from relay_app.message.formatting import Message, format_alert
 from relay_app.spool import Admin, on_store, this_process
 from relay_app.spool.database import MEMORY, Database, readable_by_others
 from relay_app.spool.history import SCHEMA_VERSION
-from relay_app.spool.legacy_sqlite import STEPS
 from relay_app.spool.pacer import pause, take_turn
 from relay_app.spool.schema import upgrade, version_of
 from relay_app.spool.store import Tx
 from relay_app.spool.warnings import SpoolWarnings
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to, hold_the_lock
+from tests.old_spools import old_sqlite
 from tests.payloads import issue, issue_alert
 
 MESSAGE = format_alert(parse_alert(issue_alert(issue(1))), ENGLISH)
@@ -113,11 +113,7 @@ def test_the_pending_limit_counts_what_is_already_on_disk(spool_path: str, clock
 def old_spool(spool_path: str, clock: FakeTime, version: int) -> None:
     """A file as an older relay_app wrote it, with one alert."""
     with sqlite3.connect(spool_path) as db:
-        for step in range(1, version + 1):
-            for item in STEPS[step]:
-                if isinstance(item, str):
-                    db.execute(item)
-        db.execute(f"PRAGMA user_version = {version}")
+        old_sqlite(db, version)
         columns, values = "", ""
         if version >= 2:
             columns, values = ", chat, thread", f", '{CHAT_ID}', 3"
@@ -421,13 +417,7 @@ def test_a_file_from_before_the_one_history_ends_as_a_fresh_one_begins(
     fresh = sqlite3.connect(str(tmp_path / "fresh.sqlite3"), isolation_level=None)
     upgrade(fresh, None)
     old = sqlite3.connect(str(tmp_path / "old.sqlite3"), isolation_level=None)
-    for step in range(1, version + 1):
-        for item in STEPS[step]:
-            if isinstance(item, str):
-                old.execute(item)
-            else:
-                item(old, None)
-    old.execute(f"PRAGMA user_version = {version}")
+    old_sqlite(old, version)
     upgrade(old, None)
     assert schema_of(old) == schema_of(fresh)
     for connection in (old, fresh):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -22,6 +21,7 @@ from relay_app.operating.config import Settings
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
 from tests.conftest import OK, SECRET, SEND_URL, WEBHOOK, FakeTime, run_background
+from tests.e2e.helpers import wait_until
 from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
 from tests.payloads import issue, issue_alert
 
@@ -70,15 +70,6 @@ def sent_texts(telegram: responses.RequestsMock) -> list[str]:
         for call in telegram.calls
         if call.request.url == SEND_URL
     ]
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
 
 
 def lost_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -152,10 +143,7 @@ def test_an_alert_is_on_disk_while_glitchtip_is_asked_for_its_details(
         # spool): a relay that waited for this answer before writing the alert would not write
         # it meanwhile, and this would give up, having seen none.
         spool = Admin(Database(spool_path))
-        for _poll in range(150):
-            if spool.counts()["pending"] == 1:
-                break
-            time.sleep(0.01)
+        wait_until(lambda: spool.counts()["pending"] == 1, timeout=1.5)
         pending_while_asked.append(spool.counts()["pending"])
         return 200, {}, json.dumps(SAMPLE_ISSUE)
 
@@ -200,7 +188,7 @@ def test_an_alert_that_waits_its_turn_gets_its_details_before_it_goes(
         # The second waits for the group's next turn; its details come meanwhile.
         lookups = relay.lookups
         assert lookups is not None
-        assert wait_for(lambda: len(lookups.within(["4"], 0.0)) == 1)
+        assert wait_until(lambda: len(lookups.within(["4"], 0.0)) == 1, timeout=5)
         run_background(relay.dispatcher, fake_time)
     first, second = sent_texts(telegram)
     assert "first seen" not in first  # the budget was 0: it went at once, its details later

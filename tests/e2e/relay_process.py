@@ -13,12 +13,13 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 import requests
 
-from tests.fake_telegram import TOKEN, FakeTelegram
+from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "e2e-webhook-secret-0123456789abcdef"
@@ -179,3 +180,30 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise ValueError(f"no VmRSS for process {pid}")
+
+
+@contextlib.contextmanager
+def relay_of_its_own(
+    directory: Path, *, workers: int, **overrides: str
+) -> Iterator[tuple[RelayProcess, FakeTelegram]]:
+    """One relay, and a fake Telegram with the bot in the default chat, for all the tests of
+    a module that do not stop it. When they are done: its workers were never restarted (none
+    hung, died or was killed), nothing raised, and no secret reached its log."""
+    with running_fake_telegram() as fake:
+        fake.add_chat(CHAT_ID)
+        env = relay_env(
+            fake,
+            WEB_CONCURRENCY=str(workers),
+            RELAY_SPOOL_PATH=str(directory / "spool.sqlite3"),
+            **overrides,
+        )
+        relay = RelayProcess(env, directory / "relay.log").wait_ready()
+        try:
+            yield relay, fake
+        finally:
+            relay.stop()
+        logs = relay.logs()
+        assert logs.count("Booting worker") == workers, logs
+        assert "Traceback" not in logs
+        assert TOKEN not in logs
+        assert SECRET not in logs

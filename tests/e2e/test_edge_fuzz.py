@@ -28,8 +28,7 @@ from hypothesis import strategies as st
 
 from relay_app.web.framing import MAX_REQUEST_BYTES
 from relay_app.web.http_worker import WORKER_HOLD_BYTES
-from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env, rss_mb
-from tests.fake_telegram import TOKEN, running_fake_telegram
+from tests.e2e.relay_process import SECRET, RelayProcess, relay_of_its_own, rss_mb
 from tests.payloads import issue, issue_alert
 
 MIB = 1024 * 1024
@@ -277,25 +276,9 @@ class Fuzzed:
 @pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzzed]:
     directory = tmp_path_factory.mktemp("fuzz")
-    with running_fake_telegram() as fake:
-        fake.add_chat(CHAT_ID)
-        env = relay_env(
-            fake,
-            WEB_CONCURRENCY="1",
-            RELAY_SPOOL_PATH=str(directory / "spool.sqlite3"),
-            RELAY_SPOOL_MAX_PENDING="100000",
-        )
-        relay = RelayProcess(env, directory / "relay.log").wait_ready()
+    with relay_of_its_own(directory, workers=1, RELAY_SPOOL_MAX_PENDING="100000") as (relay, _):
         [worker] = relay.workers()
-        try:
-            yield Fuzzed(relay, worker, rss_mb(worker))
-        finally:
-            relay.stop()
-        logs = relay.logs()
-        assert logs.count("Booting worker") == 1, logs  # never hung, killed or restarted
-        assert "Traceback" not in logs
-        assert TOKEN not in logs
-        assert SECRET not in logs
+        yield Fuzzed(relay, worker, rss_mb(worker))
 
 
 @settings(

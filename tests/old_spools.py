@@ -1,0 +1,33 @@
+"""Spools as older relays left them, for the tests that upgrade them: a SQLite file at a
+version of its own history from before the one history (spool/legacy_sqlite.py), and a
+PostgreSQL database at a version of the one history (spool/history.py)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import psycopg
+
+from relay_app.spool.history import POSTGRES, steps
+from relay_app.spool.legacy_sqlite import STEPS
+
+
+def old_sqlite(db: sqlite3.Connection, version: int) -> None:
+    """The file's schema as SQLite's own steps 1 to `version` made it, its version in
+    `user_version`."""
+    for step in range(1, version + 1):
+        for item in STEPS[step]:
+            if isinstance(item, str):
+                db.execute(item)
+            else:
+                item(db, None)
+    db.execute(f"PRAGMA user_version = {version}")
+
+
+def old_postgres(pg: psycopg.Connection[object], version: int) -> None:
+    """The database's schema at `version`, recorded as the relay records it."""
+    for step in range(1, version + 1):
+        for statement in steps(POSTGRES)[step]:
+            pg.execute(statement)
+    pg.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
+    pg.execute("INSERT INTO relay_schema VALUES (%s)", (version,))
