@@ -1,6 +1,7 @@
 """gunicorn settings for the relay: `gunicorn wsgi:app` reads this file from the working directory.
 
-Command-line options (-b, -w, ...) still override anything set here.
+Command-line options (-b, -w, ...) still override anything set here. gunicorn reads it again on
+SIGHUP (`systemctl reload`), the way the relay takes new code without closing its port.
 """
 
 import os
@@ -8,9 +9,22 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from relay_app import start_background_work, stop_background_work
-from relay_app.core import metrics
-from relay_app.operating.config import (
+
+def _forget_relay_app() -> None:
+    # gunicorn reads this file at start and again on each reload, in the master, whose workers
+    # are forked from it. Forgetting the relay's modules first makes the master, and every
+    # worker forked after a reload, import the code now on disk: an upgrade is new code in
+    # place, then `systemctl reload`, and the listening socket stays open throughout.
+    for name in [
+        n for n in sys.modules if n in ("relay_app", "wsgi") or n.startswith("relay_app.")
+    ]:
+        del sys.modules[name]
+
+
+_forget_relay_app()
+
+from relay_app.core import metrics  # noqa: E402 (after the forgetting above)
+from relay_app.operating.config import (  # noqa: E402
     DEFAULT_BIND,
     ConfigError,
     Settings,
@@ -19,8 +33,6 @@ from relay_app.operating.config import (
     log_format_from_env,
     metrics_enabled,
 )
-from relay_app.operating.env_values import address_in_use
-from relay_app.spool.database import readable_by_others
 
 
 def _wanted(read: Callable[[Mapping[str, str]], object], default: object) -> object:
@@ -86,29 +98,43 @@ if _wanted(log_format_from_env, default="text") == "json":
 def on_starting(server: Any) -> None:
     # Checked in the master, once: a bad variable stops gunicorn with a clear message instead of
     # every worker failing to boot with a traceback.
-    try:
-        settings = Settings.from_env(os.environ)
-    except ConfigError as exc:
-        server.log.error("relay_app cannot start: %s", exc)
-        sys.exit(2)
+    from relay_app.operating.env_values import address_in_use
+    from relay_app.spool.database import readable_by_others
+
+    settings = _settings_or_exit(server)
     # Once for the relay, here, rather than once in each worker that opens the file.
     if settings.spool_path is not None and (loose := readable_by_others(settings.spool_path)):
         server.log.warning("relay_app: %s", loose)
     # A port in use would otherwise be five "Connection in use" lines from gunicorn, and no word
-    # of the variable that chose it.
-    for name, address in (("RELAY_BIND", settings.bind), ("RELAY_ADMIN_BIND", settings.admin_bind)):
-        if address is not None and (taken := address_in_use(address)):
-            server.log.error(
-                "relay_app cannot start: %s=%s: %s; another program (or another relay) listens "
-                "there. Stop it, or set %s to a free port",
-                name,
-                address,
-                taken,
-                name,
-            )
-            sys.exit(2)
+    # of what chose it. The addresses are gunicorn's own (-b, this file, RELAY_BIND), not the
+    # variables' alone. Sockets handed down (a USR2 re-exec, systemd's) are in use by design.
+    if not _sockets_inherited():
+        for address in _tcp_binds(server):
+            if taken := address_in_use(address):
+                named, fix = _chosen_by(address, settings)
+                server.log.error(
+                    "relay_app cannot start: %s: %s; another program (or another relay) listens "
+                    "there. Stop it, or %s",
+                    named,
+                    taken,
+                    fix,
+                )
+                sys.exit(2)
     # A directory the user named may hold an earlier run's counts.
     metrics.clear_stale_files(os.environ)
+    _summarise(server, settings, "starting")
+
+
+def on_reload(server: Any) -> None:
+    # The new workers (forked after this) run the code now on disk. A variable that code
+    # refuses is said here; exiting would close the port, so gunicorn goes on and the workers
+    # that cannot boot say it again.
+    try:
+        settings = Settings.from_env(os.environ)
+    except ConfigError as exc:
+        server.log.error("relay_app: the reloaded code refuses the configuration: %s", exc)
+        return
+    _summarise(server, settings, "reloading")
 
 
 def on_exit(server: Any) -> None:
@@ -117,9 +143,44 @@ def on_exit(server: Any) -> None:
 
 def post_worker_init(worker: Any) -> None:
     # In each worker, after the fork: threads started in the master would not survive it.
+    # Imported here, not above: the code of this worker's generation, the one that made its app.
+    from relay_app import start_background_work
+
     start_background_work(worker.wsgi)
 
 
 def worker_exit(server: Any, worker: Any) -> None:
     # Also called in the master for a worker that is already gone; there it has nothing to do.
+    from relay_app import stop_background_work
+
     stop_background_work(getattr(worker, "wsgi", None))
+
+
+def _settings_or_exit(server: Any) -> Settings:
+    try:
+        return Settings.from_env(os.environ)
+    except ConfigError as exc:
+        server.log.error("relay_app cannot start: %s", exc)
+        sys.exit(2)
+
+
+def _summarise(server: Any, settings: Settings, doing: str) -> None:
+    from relay_app.operating.summary import summary_line
+
+    server.log.info("relay_app %s: %s", doing, summary_line(settings, list(server.cfg.bind)))
+
+
+def _sockets_inherited() -> bool:
+    return bool(os.environ.get("GUNICORN_FD") or os.environ.get("LISTEN_FDS"))
+
+
+def _tcp_binds(server: Any) -> list[str]:
+    return [b for b in server.cfg.bind if not b.startswith(("unix:", "fd://"))]
+
+
+def _chosen_by(address: str, settings: Settings) -> tuple[str, str]:
+    """How the address was chosen, and how to choose another."""
+    for name, value in (("RELAY_BIND", settings.bind), ("RELAY_ADMIN_BIND", settings.admin_bind)):
+        if address == value:
+            return f"{name}={address}", f"set {name} to a free port"
+    return f"gunicorn's bind {address} (-b or gunicorn.conf.py)", "give gunicorn -b a free port"

@@ -6,6 +6,7 @@ metric either names must be one the relay's /metrics exports."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -16,6 +17,7 @@ import yaml
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from relay_app.spool import open_spool
 from tests.conftest import required_tool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,3 +188,55 @@ def test_the_systemd_unit_passes_systemd_analyze(tmp_path: Path) -> None:
     # systemd-analyze exits 0 even on keys it ignores: any word about the unit is a failure.
     assert verified.returncode == 0, verified.stderr
     assert "relay-app.service" not in verified.stdout + verified.stderr, verified.stderr
+
+
+def test_the_unit_reloads_without_closing_its_port() -> None:
+    unit = (ROOT / "deploy" / "relay-app.service").read_text()
+    # SIGHUP: gunicorn's master keeps its socket and starts workers on the code on disk.
+    assert "ExecReload=/bin/kill -s HUP $MAINPID" in unit
+    upgrading = (ROOT / "docs" / "operating.md").read_text().split("## Upgrading", 1)[1]
+    steps = upgrading.split("\n## ", 1)[0]
+    assert "sudo systemctl reload relay-app" in steps
+    assert "systemctl restart" not in steps
+
+
+def test_relay_app_by_hand_finds_the_spool_the_service_writes(tmp_path: Path) -> None:
+    """The environment file is the one place the variables live: the unit sets none of its
+    own, and the command the docs show for `relay-app` beside the service works as written."""
+    unit = (ROOT / "deploy" / "relay-app.service").read_text()
+    assert not re.findall(r"^Environment=", unit, re.MULTILINE)
+    example = (ROOT / "deploy" / "relay-app.env.example").read_text()
+    [state] = re.findall(r"^StateDirectory=(\S+)$", unit, re.MULTILINE)
+    [spool] = re.findall(r"^RELAY_SPOOL_PATH=(\S+)$", example, re.MULTILINE)
+    assert spool.startswith(f"/var/lib/{state}/")
+    documented = re.compile(r"sudo -u relay-app (sh -c '[^']+')")
+    commands = set(documented.findall((ROOT / "docs" / "operating.md").read_text()))
+    assert commands == set(documented.findall(example))
+    [command] = commands
+    # The example, filled in, as /etc/relay-app.env; this checkout as /opt/relay-app.
+    here = tmp_path / "spool.sqlite3"
+    filled = example.replace(spool, str(here))
+    filled = filled.replace("TELEGRAM_BOT_TOKEN=\n", "TELEGRAM_BOT_TOKEN=123456:" + "A" * 35 + "\n")
+    filled = filled.replace("TELEGRAM_CHAT_ID=\n", "TELEGRAM_CHAT_ID=-1001234567890\n")
+    filled = filled.replace("RELAY_WEBHOOK_SECRET=\n", "RELAY_WEBHOOK_SECRET=" + "s" * 32 + "\n")
+    env_file = tmp_path / "relay-app.env"
+    env_file.write_text(filled)
+    made = open_spool(path=str(here))  # the spool the service made
+    assert made is not None
+    made.admin.counts()
+    made.close()
+    ran = subprocess.run(
+        command.replace("/etc/relay-app.env", str(env_file))
+        .replace("/opt/relay-app", str(ROOT))
+        .removeprefix("sh -c '")
+        .removesuffix("'"),
+        shell=True,
+        cwd=tmp_path.parent,  # anywhere: not the spool's directory
+        env={"PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert f"0 pending, 0 dead in {here}" in ran.stdout

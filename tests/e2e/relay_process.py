@@ -73,6 +73,7 @@ class RelayProcess:
         *,
         app: str = "wsgi:app",
         prefix: list[str] | None = None,
+        directory: Path = ROOT,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -87,7 +88,7 @@ class RelayProcess:
         self._log: IO[bytes] = log_path.open("wb")
         self.process = subprocess.Popen(
             [*(prefix or []), *gunicorn_command(app)],
-            cwd=ROOT,
+            cwd=directory,
             env={**os.environ, "RELAY_BIND": f"127.0.0.1:{self.port}", **env},
             stdout=self._log,
             stderr=subprocess.STDOUT,

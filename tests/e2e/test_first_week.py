@@ -15,9 +15,17 @@ from pathlib import Path
 
 import requests
 
+from relay_app.operating.summary import version
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import post, run_relay_app, titled, wait_until
-from tests.e2e.relay_process import CHAT_ID, ROOT, SECRET, gunicorn_command, relay_env
+from tests.e2e.relay_process import (
+    CHAT_ID,
+    ROOT,
+    SECRET,
+    free_port,
+    gunicorn_command,
+    relay_env,
+)
 from tests.e2e.test_actions import alert_for, answered
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip
 from tests.fake_telegram import FakeTelegram
@@ -184,6 +192,56 @@ def test_a_port_in_use_names_relay_bind(fake_telegram: FakeTelegram, tmp_path: P
         "free port"
     ) in started.stderr
     assert "Connection in use" not in started.stderr
+
+
+def test_gunicorns_own_bind_is_checked_not_relay_binds_default(
+    fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    """`gunicorn wsgi:app -b ADDR` starts when RELAY_BIND's address is taken (it is not the
+    one gunicorn binds), and a taken -b address is named as gunicorn's, not RELAY_BIND's."""
+    env = relay_env(fake_telegram, RELAY_SPOOL_PATH=str(tmp_path / "spool.sqlite3"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = f"127.0.0.1:{taken.getsockname()[1]}"
+        free = f"127.0.0.1:{free_port()}"
+        started = subprocess.Popen(
+            [*gunicorn_command(), "-b", free],
+            cwd=ROOT,
+            env={**os.environ, **env, "RELAY_BIND": busy},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert wait_until(lambda: _answers(f"http://{free}/healthz"), timeout=20)
+        finally:
+            started.terminate()
+            _, stderr = started.communicate(timeout=40)
+        assert "cannot start" not in stderr
+        assert f"relay_app starting: relay_app {version()}: listening on {free};" in stderr
+        refused = subprocess.run(
+            [*gunicorn_command(), "-b", busy],
+            cwd=ROOT,
+            env={**os.environ, **env, "RELAY_BIND": free},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert refused.returncode == 2
+    assert (
+        f"relay_app cannot start: gunicorn's bind {busy} (-b or gunicorn.conf.py): the address "
+        "is already in use; another program (or another relay) listens there. Stop it, or give "
+        "gunicorn -b a free port"
+    ) in refused.stderr
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=1).status_code == 200
+    except requests.ConnectionError:
+        return False
 
 
 def test_spool_list_says_when_telegram_is_down(

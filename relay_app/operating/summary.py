@@ -1,0 +1,56 @@
+"""The relay's start-up summary: one line, said by gunicorn's master when it starts and again on
+each reload, holding what an operator asks first when alerts do not arrive (which version runs,
+where it listens, where it sends, where it keeps alerts, through which proxy). No secret is in
+it: not the token, not the webhook secret, not a password in a URL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import metadata
+
+from ..spool.postgres.database import redacted_url
+from .config import Settings
+from .selfcheck import proxy_for
+
+DISTRIBUTION = "relay-app"
+
+
+def version() -> str:
+    """The installed relay's version; 'unknown' when it runs from a tree that was never
+    installed."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def summary_line(settings: Settings, listening: Sequence[str]) -> str:
+    """What the relay is about to do, in one line. `listening`: the addresses gunicorn binds
+    (its -b, its config or RELAY_BIND), which the webhook and the admin endpoints share unless
+    RELAY_ADMIN_BIND is one of them."""
+    destination = settings.default_destination
+    chat = f"chat {destination.chat}" + (
+        f" topic {destination.thread}" if destination.thread is not None else ""
+    )
+    if settings.allowed_chat_ids:
+        chat += f" (and {len(settings.allowed_chat_ids)} more allowed by ?chat_id=)"
+    if settings.spool_url is not None:
+        spool = f"spool {redacted_url(settings.spool_url)}"
+    elif settings.spool_path is not None:
+        spool = f"spool {settings.spool_path}"
+    else:
+        spool = "no spool (RELAY_SPOOL_PATH=off: alerts wait in memory only)"
+    if settings.glitchtip_api_token is None:
+        buttons = "buttons off (no GLITCHTIP_API_TOKEN)"
+    else:
+        buttons = f"buttons on (presses: TELEGRAM_UPDATES={settings.telegram_updates})"
+    api = redacted_url(settings.telegram_api_url)
+    proxy = proxy_for(settings.telegram_api_url)
+    telegram = f"Telegram at {api}" + (f" through the proxy {proxy}" if proxy else " directly")
+    glitchtip = (
+        f"; GlitchTip at {settings.glitchtip_url}" if settings.glitchtip_url is not None else ""
+    )
+    return (
+        f"relay_app {version()}: listening on {', '.join(listening)}; {chat}; {spool}; "
+        f"language {settings.language}; {buttons}; {telegram}{glitchtip}"
+    )

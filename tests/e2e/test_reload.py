@@ -1,0 +1,118 @@
+"""A reload (`systemctl reload`: SIGHUP to gunicorn's master) keeps the port open: GlitchTip
+sends each alert once, so a steady stream of webhooks through a reload is answered throughout
+and every alert arrives. An upgrade is new code in place, then a reload: the new workers run the
+code on disk, not the code the master read at start."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+from pathlib import Path
+
+import requests
+
+from tests.e2e.helpers import delivered_titles, titled, wait_until
+from tests.e2e.relay_process import CHAT_ID, ROOT, RelayProcess, relay_env
+from tests.fake_telegram import running_fake_telegram
+
+STREAM_GAP = 0.04
+STREAM_LIMIT = 600  # posts: the stream's bound, whatever happens
+
+
+def _installed_copy(directory: Path) -> Path:
+    """The relay's code as an install directory holds it (what the unit's WorkingDirectory
+    is), in a place the test may change."""
+    target = directory / "install"
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "relay_app", target / "relay_app", ignore=ignore)
+    for name in ("wsgi.py", "gunicorn.conf.py"):
+        shutil.copy(ROOT / name, target / name)
+    return target
+
+
+class Stream:
+    """Posts one alert every STREAM_GAP seconds, each on a connection of its own, as
+    GlitchTip's workers do, and keeps each answer (or the error in its place)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.answers: list[tuple[str, int | str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Stream:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        for number in range(STREAM_LIMIT):
+            if self._stop.is_set():
+                return
+            title = f"ReloadError: stream alert {number}"
+            try:
+                answer: int | str = requests.post(
+                    self.url, json=titled(title), timeout=10
+                ).status_code
+            except requests.RequestException as exc:
+                answer = type(exc).__name__
+            self.answers.append((title, answer))
+            self._stop.wait(STREAM_GAP)
+
+    def posted(self) -> int:
+        return len(self.answers)
+
+
+def test_a_reload_with_new_code_in_place_answers_every_webhook_and_runs_the_new_code(
+    tmp_path: Path,
+) -> None:
+    install = _installed_copy(tmp_path)
+    with running_fake_telegram() as fake:
+        fake.add_chat(CHAT_ID)
+        env = relay_env(
+            fake,
+            WEB_CONCURRENCY="2",
+            RELAY_SPOOL_PATH=str(tmp_path / "spool.sqlite3"),
+            PYTHONPATH=str(install),
+            RELAY_TIME_SCALE="0.25",
+        )
+        relay = RelayProcess(env, tmp_path / "relay.log", directory=install).wait_ready()
+        try:
+            with Stream(relay.webhook_url) as stream:
+                assert wait_until(lambda: stream.posted() >= 15, 10), relay.logs()
+                # The upgrade: new code in the install directory, then the reload.
+                catalogue = install / "relay_app" / "words" / "en.py"
+                catalogue.write_text(
+                    catalogue.read_text().replace(
+                        'field_project="Project"', 'field_project="Service"'
+                    )
+                )
+                before = set(relay.workers())
+                os.kill(relay.process.pid, signal.SIGHUP)
+                assert wait_until(
+                    lambda: len(now := set(relay.workers())) == 2 and not now & before, 30
+                ), relay.logs()
+                assert "relay_app reloading: relay_app " in relay.logs(), relay.logs()
+                reloaded_at = stream.posted()
+                assert wait_until(lambda: stream.posted() >= reloaded_at + 15, 10), relay.logs()
+            refused = [
+                (title, answer) for title, answer in stream.answers if answer not in (200, 202)
+            ]
+            assert not refused, f"{refused}\n{relay.logs()}"
+            titles = [title for title, _ in stream.answers]
+            assert wait_until(lambda: set(titles) <= set(delivered_titles(fake)), 30), relay.logs()
+            # Each alert's text is built when it is taken: before the reload by the code the
+            # relay started with, after it by the new code.
+            texts = [text for text in fake.texts() if "stream alert" in text]
+            assert "Project: backend" in texts[0], texts
+            assert "Service: backend" in texts[-1], texts
+            assert "Project:" not in texts[-1], texts
+        finally:
+            relay.stop()
+        logs = relay.logs()
+        assert "Traceback" not in logs, logs

@@ -1,0 +1,62 @@
+"""The start-up summary line (operating/summary.py): what runs, where, and never a secret."""
+
+from __future__ import annotations
+
+import pytest
+
+from relay_app.operating.config import Settings
+from relay_app.operating.summary import summary_line, version
+
+TOKEN = "123456:" + "A" * 35
+SECRET = "s" * 32
+
+
+def settings(**extra: str) -> Settings:
+    return Settings.from_env(
+        {
+            "TELEGRAM_BOT_TOKEN": TOKEN,
+            "TELEGRAM_CHAT_ID": "-1001234567890",
+            "RELAY_WEBHOOK_SECRET": SECRET,
+            **extra,
+        }
+    )
+
+
+def test_the_summary_names_what_an_operator_asks_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "socks5h://relay:hunter2@proxy.example:1080")
+    line = summary_line(
+        settings(
+            TELEGRAM_THREAD_ID="77",
+            RELAY_SPOOL_PATH="/var/lib/relay-app/relay-spool.sqlite3",
+            RELAY_LANGUAGE="ru",
+            GLITCHTIP_API_TOKEN="ab" * 32,
+            GLITCHTIP_URL="https://glitchtip.example.org",
+            TELEGRAM_UPDATES="poll",
+        ),
+        ["127.0.0.1:8780", "127.0.0.1:9187"],
+    )
+    assert line == (
+        f"relay_app {version()}: listening on 127.0.0.1:8780, 127.0.0.1:9187; chat "
+        "-1001234567890 topic 77; spool /var/lib/relay-app/relay-spool.sqlite3; language ru; "
+        "buttons on (presses: TELEGRAM_UPDATES=poll); Telegram at https://api.telegram.org "
+        "through the proxy socks5h://proxy.example:1080; GlitchTip at "
+        "https://glitchtip.example.org"
+    )
+    assert version() != "unknown"  # installed: the package's own version
+
+
+def test_the_summary_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.delenv("ALL_PROXY", raising=False)
+    line = summary_line(
+        settings(
+            RELAY_SPOOL_URL="postgresql://relay:pg-password@db.example/relay",
+            TELEGRAM_API_URL="https://bot:api-password@bots.example.org",
+        ),
+        ["0.0.0.0:8780"],
+    )
+    for secret in (TOKEN, SECRET, "pg-password", "api-password"):
+        assert secret not in line
+    assert "spool postgresql://relay:***@db.example/relay" in line
+    assert "buttons off (no GLITCHTIP_API_TOKEN)" in line
+    assert "Telegram at https://bot:***@bots.example.org directly" in line
