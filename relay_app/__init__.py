@@ -34,6 +34,7 @@ from .spool import Queue, Spool, open_memory, open_spool
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
 from .web.framing import BODY_GATE
+from .web.last_webhook import LastWebhook
 from .web.misses import Misses
 from .web.views import body_gate, create_blueprint
 from .web.webhook_alerts import WebhookAlerts
@@ -59,6 +60,8 @@ class Relay:
     outgoing: Outgoing
     # Reading issues' details from GlitchTip for the messages (GLITCHTIP_API_TOKEN).
     lookups: IssueLookups | None
+    # When GlitchTip last reached the relay.
+    last_webhook: LastWebhook
     # Silences (with a spool): what holds alerts back from a chat, and ends them.
     silencing: Silencing | None = None
     # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles each of Telegram's
@@ -100,6 +103,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
             updates=relay.updates,
             spool_problem=relay.spool.problem if relay.spool is not None else lambda: None,
             setup_problems=relay.setup.problems if relay.setup is not None else list,
+            telegram_unreachable=(
+                relay.setup.unreachable if relay.setup is not None else lambda: None
+            ),
+            last_webhook=relay.last_webhook,
             serve_metrics=settings.metrics,
             default_destination=settings.default_destination,
             allowed_chats=settings.allowed_chat_ids,
@@ -141,11 +148,15 @@ def assemble(
         client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
         telegram = Courier(client, attempt_timeout=settings.send_timeout)
         warnings = spool.warnings if spool is not None else None
-        setup = SetupWatch(settings, speaks=one_worker_says(warnings))
+        setup = SetupWatch(
+            settings, reach_again_every=timing.reach_again, speaks=one_worker_says(warnings)
+        )
     queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
     health, metrics = _health_and_metrics(spool, queues, timing.probe_interval)
     if setup is not None:
         metrics.add_gauges(setup)
+    last_webhook = LastWebhook(spool.arrivals if spool is not None else None, clock=clock)
+    metrics.add_gauges(last_webhook)
     lookups = _issue_lookups(settings, metrics, spool)
     words = words_for(settings.language)
     outgoing = Outgoing(
@@ -218,6 +229,7 @@ def assemble(
         memory,
         outgoing,
         lookups,
+        last_webhook,
         silencing,
         updates,
         poller,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import secrets
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from relay_app.message.formatting import format_alert
 from relay_app.message.spans import visible_length
 from relay_app.operating.cli import main
 from relay_app.operating.selfcheck import TEST_MESSAGE
+from relay_app.spool import open_spool
 from relay_app.spool.legacy_sqlite import STEPS
 from relay_app.spool.postgres import redacted_url
 from relay_app.words import ENGLISH
@@ -235,8 +238,17 @@ def test_the_spool_check_reports_what_is_in_it(fake: FakeTelegram, spool_path: s
     code, lines = check(environment(fake, spool_path))
     assert code == 0
     assert line_for(lines, "spool") == (
-        f"ok    spool: {spool_path}: 0 pending, 1 dead; see them with: relay-app spool list --dead"
+        f"ok    spool: {spool_path}: 0 pending, 1 dead; see them with: relay-app spool list "
+        "--dead; no webhook accepted yet: if GlitchTip has sent alerts, they did not reach the "
+        "relay (relay-app glitchtip connect --test proves the whole path)"
     )
+    opened = open_spool(path=spool_path)
+    assert opened is not None
+    opened.arrivals.record(now=time.time() - 125)
+    opened.close()
+    code, lines = check(environment(fake, spool_path))
+    assert re.search(r" UTC \(2 min( \d+ s)? ago\)$", line_for(lines, "spool"))
+    assert "; last webhook accepted 20" in line_for(lines, "spool")
 
 
 def test_a_spool_from_an_older_relay_passes_since_the_relay_upgrades_it(
@@ -266,7 +278,7 @@ def test_the_spool_check_asks_a_postgresql_spool(fake: FakeTelegram, pg_url: str
     )
     put_in_spool(pg_url, format_alert(parse_alert(issue_alert(issue(1))), ENGLISH), received_at=0)
     code, lines = check(environ)
-    assert line_for(lines, "spool") == f"ok    spool: {shown}: 1 pending, 0 dead"
+    assert line_for(lines, "spool").startswith(f"ok    spool: {shown}: 1 pending, 0 dead; ")
     assert not any(PASSWORD in line for line in lines)
 
 

@@ -109,6 +109,7 @@ def test_an_unreachable_database_is_not_ready_yet_each_alert_is_still_tried_at_o
         assert ready.json == {
             "status": "not ready",
             "reason": f"spool unusable: the database {redacted_url(url)} cannot be reached",
+            "last_webhook": None,
         }
         telegram.post(SEND_URL, json=OK)
         started = time.monotonic()

@@ -16,6 +16,7 @@ from relay_app.operating.setup_watch import SetupWatch, one_worker_says
 from relay_app.spool.database import Database
 from relay_app.spool.warnings import SpoolWarnings
 from tests.e2e.helpers import wait_until
+from tests.e2e.relay_process import free_port
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 
 DEFAULT, OTHER = "-1001234567890", "-1005555555555"
@@ -28,8 +29,9 @@ def fake() -> Iterator[FakeTelegram]:
         yield fake
 
 
-def gauge(watch: SetupWatch) -> list[float]:
-    return [sample.value for family in watch.collect() for sample in family.samples]
+def gauge(watch: SetupWatch, name: str = "relay_telegram_setup_ok") -> list[float]:
+    [found] = [family for family in watch.collect() if family.name == name]
+    return [sample.value for sample in found.samples]
 
 
 def test_a_refused_chat_names_its_variable_once_and_a_fix_is_noticed(
@@ -89,3 +91,46 @@ def test_one_worker_of_a_relay_says_a_refusal_and_a_restarted_relay_says_it_agai
     no_spool = one_worker_says(None)
     assert no_spool(line)
     assert no_spool(line)  # each worker says it, then
+
+
+def test_an_unreachable_telegram_is_loud_at_once_and_ready_again_when_it_answers(
+    fake: FakeTelegram, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No route to Telegram: the proxy it is told to use listens nowhere.
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("HTTPS_PROXY", nowhere)
+    monkeypatch.setenv("HTTP_PROXY", nowhere)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    settings = Settings.from_env(
+        {
+            "TELEGRAM_BOT_TOKEN": TOKEN,
+            "TELEGRAM_CHAT_ID": DEFAULT,
+            "RELAY_WEBHOOK_SECRET": "s" * 32,
+            "TELEGRAM_API_URL": fake.url,
+            "RELAY_SEND_TIMEOUT": "2",
+        }
+    )
+    watch = SetupWatch(settings, reach_again_every=0.05)
+    assert watch.unreachable() is None  # not asked yet
+    with caplog.at_level(logging.INFO):
+        watch.start()
+        try:
+            assert wait_until(lambda: watch.unreachable() is not None, timeout=5)
+            why = watch.unreachable()
+            assert why is not None
+            assert f"Telegram is unreachable at {fake.url} through the proxy {nowhere}" in why
+            assert gauge(watch, "relay_telegram_reachable") == [0]
+            assert gauge(watch) == []  # nothing is known of the setup yet
+            assert wait_until(lambda: caplog.text.count("TELEGRAM UNREACHABLE") == 1, timeout=5)
+            monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # the proxy is fixed
+            assert wait_until(lambda: watch.unreachable() is None, timeout=5)
+            assert wait_until(lambda: gauge(watch) == [1], timeout=5)
+            assert gauge(watch, "relay_telegram_reachable") == [1]
+        finally:
+            watch.shutdown()
+    said = [r for r in caplog.records if "TELEGRAM UNREACHABLE" in r.getMessage()]
+    assert len(said) == 1  # said once, not at each try
+    assert said[0].levelno == logging.ERROR
+    assert "/readyz says not ready until then" in said[0].getMessage()
+    assert "Telegram answers the start-up check now" in caplog.text

@@ -5,6 +5,7 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import format_alert
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin
+from relay_app.spool.arrivals import SpoolArrivals
 from relay_app.spool.database import Database
 from relay_app.web.misses import miss_reason
 from relay_app.words import ENGLISH
@@ -335,9 +337,22 @@ def test_a_permanent_refusal_is_kept_as_a_dead_letter(
     assert dead.message.text.startswith("🔴 GlitchTip Alert\n")
 
 
-def test_readyz_is_200_while_the_spool_works(client: FlaskClient) -> None:
+def test_readyz_is_200_while_the_spool_works_and_says_when_a_webhook_last_came(
+    client: FlaskClient, telegram: responses.RequestsMock, spool_path: str
+) -> None:
     reply = client.get("/readyz")
-    assert (reply.status_code, reply.json) == (200, {"status": "ready"})
+    assert (reply.status_code, reply.json) == (200, {"status": "ready", "last_webhook": None})
+    telegram.post(SEND_URL, json=OK)
+    assert client.post(WEBHOOK, json=issue_alert()).status_code == 200
+    arrived = SpoolArrivals(Database(spool_path)).last()
+    assert arrived is not None
+    reply = client.get("/readyz")
+    assert reply.json == {
+        "status": "ready",
+        "last_webhook": datetime.fromtimestamp(arrived, UTC).isoformat(timespec="seconds"),
+    }
+    assert client.post(WEBHOOK, data="not json").status_code == 400
+    assert SpoolArrivals(Database(spool_path)).last() == arrived  # refused: not accepted
 
 
 def test_an_unusable_spool_is_not_ready_yet_alerts_still_go_through(
@@ -358,6 +373,7 @@ def test_an_unusable_spool_is_not_ready_yet_alerts_still_go_through(
     assert reply.json == {
         "status": "not ready",
         "reason": f"spool unusable: the directory {missing} does not exist",
+        "last_webhook": None,
     }
     assert client.get("/healthz").status_code == 200
     telegram.post(SEND_URL, body=requests.ConnectionError("connection refused"))

@@ -1,6 +1,7 @@
 """Every interval the relay waits on, from one source: Telegram's pace, how long a lease
 outlasts its attempt, how often the dispatcher looks and a failing Telegram is asked again, how
-long a poll for presses waits and how often another process looks to take it over.
+long a poll for presses waits and how often another process looks to take it over, how
+often an unreachable Telegram is asked again at start.
 The defaults are production's; `scaled` compresses them all alike, for tests and drills against
 stand-ins, which then run in a fraction of the time without a sleep of their own.
 
@@ -36,6 +37,8 @@ class Timing:
     long_poll: int = 10
     # How often a process that does not poll looks whether the poller's lease is free.
     takeover_look: float = 1.0
+    # How often the start-up check asks again a Telegram it could not reach.
+    reach_again: float = 5.0
 
     def scaled(self, factor: float, *, keep_telegrams_pace: bool) -> Timing:
         """Every interval times `factor` (at least FLOOR); the pace kept as it is when the
@@ -52,6 +55,7 @@ class Timing:
             probe_interval=max(FLOOR, self.probe_interval * factor),
             long_poll=max(1, round(self.long_poll * factor)),
             takeover_look=max(FLOOR, self.takeover_look * factor),
+            reach_again=max(FLOOR, self.reach_again * factor),
         )
 
 

@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,7 +35,7 @@ from ..core.errors import (
 from ..core.logs import register_secret
 from ..core.routing import ChatId, Destination, parse_chat_id
 from ..glitchtip.api import GlitchTipApi
-from ..spool import Admin, open_spool
+from ..spool import Spool, open_spool
 from ..telegram.client import TelegramClient
 from ..words import ENGLISH
 from .config import ConfigError, Settings
@@ -322,16 +323,19 @@ def _database_verdict(url: str) -> Verdict:
     )
 
 
-def _admin(*, path: str | None = None, url: str | None = None) -> Admin:
+def _admin(*, path: str | None = None, url: str | None = None) -> Spool:
     spool = open_spool(path=path, url=url, for_service=False)
     assert spool is not None  # one of the two is given
-    return spool.admin
+    return spool
 
 
-def _counts_verdict(spool: Admin, hint: str) -> Verdict:
-    """What the spool holds, either kind; `hint` for when it cannot be read."""
+def _counts_verdict(opened: Spool, hint: str) -> Verdict:
+    """What the spool holds, either kind, and when GlitchTip last reached a relay on it; `hint`
+    for when it cannot be read."""
+    spool = opened.admin
     try:
-        counts = spool.counts()
+        counts = opened.admin.counts()
+        last_webhook = opened.arrivals.last()
     except SpoolMissing:
         return Verdict(
             "spool", True, f"{spool.path}: no spool yet; the relay creates it when it starts"
@@ -341,11 +345,23 @@ def _counts_verdict(spool: Admin, hint: str) -> Verdict:
     except SpoolError as exc:
         return Verdict("spool", False, str(exc), hint)
     finally:
-        spool.close()
+        opened.close()
     found = f"{spool.path}: {counts['pending']} pending, {counts['dead']} dead"
     if counts["dead"]:
         found += "; see them with: relay-app spool list --dead"
+    found += f"; {webhook_seen(last_webhook, time.time())}"
     return Verdict("spool", True, found)
+
+
+def webhook_seen(last: float | None, now: float) -> str:
+    """When GlitchTip last reached the relay, as `relay-app check` says it."""
+    if last is None:
+        return (
+            "no webhook accepted yet: if GlitchTip has sent alerts, they did not reach the relay "
+            "(relay-app glitchtip connect --test proves the whole path)"
+        )
+    when = datetime.fromtimestamp(last, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return f"last webhook accepted {when} UTC ({ENGLISH.duration(max(0.0, now - last))} ago)"
 
 
 def proxy_for(url: str) -> str | None:

@@ -6,9 +6,16 @@ A refusal (a wrong token, a chat that does not exist or has no room for the bot,
 topic) would otherwise show only when the first real alert dies. It is an ERROR naming the
 variable and its fix, `relay_telegram_setup_ok` 0 (a rule alerts on it), and a line in /readyz's
 body. Readiness stays 200: alerts are still taken and kept in the spool, and a retry sends them
-once the setup is fixed. While refused, or while Telegram cannot be reached, it asks again
-every RECHECK_EVERY seconds, so a bot added to the group later is noticed without a restart.
-The ERROR is said once per relay, not once per worker: the workers of one gunicorn agree
+once the setup is fixed. While refused it asks again every RECHECK_EVERY seconds, so a bot added
+to the group later is noticed without a restart.
+
+A Telegram that cannot be reached at all (no route, a proxy that is missing or down, DNS) is
+the other silent failure: the relay would start, say it is ready, and the team learn of it from
+the first alert that fails. Until Telegram first answers, it is an ERROR naming where the relay
+tried (the API URL, the proxy) and what to check, `relay_telegram_reachable` 0, and /readyz 503
+with the reason; it asks again every few seconds meanwhile (Timing.reach_again).
+
+Each ERROR is said once per relay, not once per worker: the workers of one gunicorn agree
 through the spool's warnings which of them says it (`one_worker_says`).
 """
 
@@ -23,6 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..core.process import PerProcess
+from ..core.timing import PRODUCTION
 from ..spool.warnings import SpoolWarnings
 from ..telegram.client import TelegramClient
 from .config import Settings
@@ -34,6 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RECHECK_EVERY = 60.0
+REACH_AGAIN_EVERY = PRODUCTION.reach_again
 # How its requests name themselves (a proxy's log, the tests' fake Telegram tell them apart).
 USER_AGENT = "relay_app start-up check"
 
@@ -75,6 +84,7 @@ class SetupWatch(PerProcess):
         *,
         client: Callable[[], TelegramClient] | None = None,
         recheck_every: float = RECHECK_EVERY,
+        reach_again_every: float = REACH_AGAIN_EVERY,
         speaks: Speaks = lambda line: True,
     ) -> None:
         self._settings = settings
@@ -84,6 +94,7 @@ class SetupWatch(PerProcess):
             )
         )
         self._recheck_every = recheck_every
+        self._reach_again_every = reach_again_every
         self._speaks = speaks
         self._start_in_this_process()
 
@@ -92,6 +103,8 @@ class SetupWatch(PerProcess):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._refused: list[str] | None = None  # None: not answered yet
+        # Why Telegram could not be reached at the last try, until it first answers.
+        self._unreached: str | None = None
 
     def start(self) -> None:
         self._here()
@@ -115,12 +128,19 @@ class SetupWatch(PerProcess):
         with self._lock:
             return list(self._refused or [])
 
+    def unreachable(self) -> str | None:
+        """Why Telegram cannot be reached (where the relay tried, and what to check), while it
+        has not answered since this process started; else None."""
+        self._here()
+        with self._lock:
+            return self._unreached
+
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily
 
         self._here()
         with self._lock:
-            refused = self._refused
+            refused, unreached = self._refused, self._unreached
         gauge = GaugeMetricFamily(
             "relay_telegram_setup_ok",
             "1 when Telegram accepts the relay's token, chats and topic (asked at start, and "
@@ -130,6 +150,14 @@ class SetupWatch(PerProcess):
         if refused is not None:  # not answered yet: neither ok nor refused, so no sample
             gauge.add_metric([], 0 if refused else 1)
         yield gauge
+        reachable = GaugeMetricFamily(
+            "relay_telegram_reachable",
+            "0 while Telegram has not answered the start-up check since this process started "
+            "(no route, proxy, DNS: the log and /readyz say where the relay tried); 1 once it has",
+        )
+        if refused is not None or unreached is not None:
+            reachable.add_metric([], 0 if refused is None else 1)
+        yield reachable
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -142,7 +170,7 @@ class SetupWatch(PerProcess):
                 settled = answered and self._refused == []
             if settled:
                 return
-            self._stop.wait(self._recheck_every)
+            self._stop.wait(self._recheck_every if answered else self._reach_again_every)
 
     def _ask(self) -> bool:
         """One round of questions; whether Telegram answered them all."""
@@ -151,11 +179,35 @@ class SetupWatch(PerProcess):
             verdicts = list(telegram_verdicts(client, self._settings, send=False))
         finally:
             client.close()
-        if any(verdict.unreached for verdict in verdicts):
-            return False  # Telegram's outage is the delivery's to report
+        if unreached := [verdict for verdict in verdicts if verdict.unreached]:
+            self._record_unreached(unreached[0])
+            return False
+        self._record_reached()
         refused = [v for v in verdicts if not v.passed and not v.found.startswith("not checked")]
         self._record(refused)
         return True
+
+    def _record_unreached(self, verdict: Verdict) -> None:
+        with self._lock:
+            if self._refused is not None:
+                return  # it answered once: an outage since is the delivery's to report
+            was, self._unreached = self._unreached, f"{verdict.found}; {verdict.hint}"
+        if was is None:  # said once, not at each try
+            line = f"TELEGRAM UNREACHABLE: {self._unreached}"
+            if self._speaks(line):
+                log.error(
+                    "%s. Alerts are kept in the spool meanwhile and sent once it answers; "
+                    "/readyz says not ready until then",
+                    line,
+                )
+            else:
+                log.info("Telegram cannot be reached (another worker logged it)")
+
+    def _record_reached(self) -> None:
+        with self._lock:
+            was, self._unreached = self._unreached, None
+        if was is not None:
+            log.info("Telegram answers the start-up check now: the relay is ready")
 
     def _record(self, refused: list[Verdict]) -> None:
         default = self._settings.default_destination.chat

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         6: silences(types),
         7: defaults_and_warnings(types),
         11: _no_longer_written(),
+        12: webhook_arrivals(types),
     }
 
 
@@ -293,4 +294,13 @@ def _no_longer_written() -> list[str]:
     return [
         "ALTER TABLE alerts DROP COLUMN brief_html",
         "ALTER TABLE alerts DROP COLUMN brief_text",
+    ]
+
+
+def webhook_arrivals(types: Types) -> list[str]:
+    """When a webhook was last accepted, by any process of any relay on the spool: what tells
+    "no errors happened" from "GlitchTip cannot reach the relay" (spool/arrivals.py)."""
+    return [
+        "CREATE TABLE webhook_arrivals (id INTEGER PRIMARY KEY CHECK (id = 1),"
+        f" last_at {types.time} NOT NULL)",
     ]

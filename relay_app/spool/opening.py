@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..core.pacing import TELEGRAMS, Pace
 from ..core.routing import Destination
 from .admin import Admin
+from .arrivals import SpoolArrivals
 from .database import MEMORY, Database
 from .glitchtip_health import SpoolGlitchTipHealth
 from .health_store import SpoolHealthStore
@@ -36,6 +37,7 @@ class Spool:
     warnings: SpoolWarnings
     poller_lease: SpoolPollerLease
     glitchtip_health: SpoolGlitchTipHealth
+    arrivals: SpoolArrivals
     _store: Store
 
     def problem(self) -> str | None:
@@ -97,5 +99,6 @@ def on_store(
         warnings=SpoolWarnings(store),
         poller_lease=SpoolPollerLease(store),
         glitchtip_health=SpoolGlitchTipHealth(store),
+        arrivals=SpoolArrivals(store),
         _store=store,
     )

@@ -14,6 +14,7 @@ import hmac
 import logging
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -29,6 +30,7 @@ from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, payload_from_json
 from ..message.formatting import message_for
 from ..operating.config import UpdatesMode
 from ..words import ENGLISH
+from .last_webhook import LastWebhook
 from .misses import Misses
 from .webhook_alerts import Taken, WebhookAlerts
 
@@ -81,6 +83,10 @@ def _body() -> bytes:
     if len(body) > MAX_BODY_BYTES:
         raise RequestEntityTooLarge()
     return body
+
+
+def _utc(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
 
 
 def _answered(metrics: Metrics, started: float, taken: Taken) -> tuple[Response, int]:
@@ -154,6 +160,8 @@ def create_blueprint(
     updates: Callable[[dict[str, Any]], None] | None,
     spool_problem: Callable[[], str | None],
     setup_problems: Callable[[], list[str]],
+    telegram_unreachable: Callable[[], str | None],
+    last_webhook: LastWebhook,
     serve_metrics: bool,
     default_destination: Destination,
     allowed_chats: frozenset[str],
@@ -182,14 +190,22 @@ def create_blueprint(
     def readyz() -> tuple[Response, int]:
         # Liveness is /healthz: an unusable spool is no reason to restart the relay, which still
         # delivers; it is a reason to look, and to stop routing to this instance if others work.
+        # When GlitchTip last reached the relay, in every answer: null, with alerts expected,
+        # says GlitchTip cannot reach it (last_webhook.py).
+        last = last_webhook.last()
+        seen = {"last_webhook": None if last is None else _utc(last)}
         problem = spool_problem()
         if problem is not None:
-            return jsonify(status="not ready", reason=f"spool unusable: {problem}"), 503
+            return jsonify(status="not ready", reason=f"spool unusable: {problem}", **seen), 503
+        unreached = telegram_unreachable()
+        if unreached is not None:
+            reason = f"Telegram cannot be reached: {unreached}"
+            return jsonify(status="not ready", reason=reason, **seen), 503
         # Still ready: alerts are taken and kept, and a retry sends them once it is fixed.
         refused = setup_problems()
         if refused:
-            return jsonify(status="ready", telegram_refuses=refused), 200
-        return jsonify(status="ready"), 200
+            return jsonify(status="ready", telegram_refuses=refused, **seen), 200
+        return jsonify(status="ready", **seen), 200
 
     if serve_metrics:
 
@@ -227,7 +243,10 @@ def create_blueprint(
                 message_for(payload, ENGLISH), f"the webhook URL was refused: {exc}", None
             )
             return _answered(metrics, started, Taken("rejected", "bad_route", 400, error=str(exc)))
-        return _answered(metrics, started, alerts.take(payload, destination, started))
+        taken = alerts.take(payload, destination, started)
+        if taken.outcome != "rejected":
+            last_webhook.accepted()
+        return _answered(metrics, started, taken)
 
     if telegram_updates == "webhook" and updates is not None:
         expected_header = telegram_secret_token(bot_token).encode()

@@ -116,6 +116,40 @@ def test_a_chat_telegram_refuses_is_an_error_a_zero_metric_and_a_readyz_line_at_
     assert line.startswith(f"TELEGRAM_CHAT_ID: chat {WRONG_CHAT}: ")
 
 
+def test_a_telegram_that_cannot_be_reached_is_loud_at_start_and_not_ready_until_it_answers(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    fake_telegram.stop()  # blocked: every connection refused
+    relay = start_relay(RELAY_TIME_SCALE="0.25")
+    assert wait_until(lambda: "TELEGRAM UNREACHABLE" in relay.logs(), timeout=10), relay.logs()
+    logs = relay.logs()
+    assert logs.count("TELEGRAM UNREACHABLE") == 1  # one worker of two says it
+    assert (
+        "[ERROR] relay_app.operating.setup_watch: TELEGRAM UNREACHABLE: connection to Telegram "
+        "failed: Connection refused; "
+    ) in logs
+    assert f"Telegram is unreachable at {fake_telegram.url} from this host" in logs
+    ready = requests.get(f"{relay.url}/readyz", timeout=5)
+    assert ready.status_code == 503
+    assert ready.json()["reason"].startswith("Telegram cannot be reached: ")
+    assert fake_telegram.url in ready.json()["reason"]
+    said = run_relay_app(
+        relay_env(fake_telegram, RELAY_BIND=relay.url.removeprefix("http://")), "ready"
+    )
+    assert said.returncode == 1
+    assert "Telegram cannot be reached" in said.stdout + said.stderr
+    checked = run_relay_app(relay_env(fake_telegram), "check")
+    assert checked.returncode == 1
+    assert f"Telegram is unreachable at {fake_telegram.url} from this host" in checked.stdout
+    samples = parse(requests.get(f"{relay.url}/metrics", timeout=5).text)
+    assert value(samples, "relay_telegram_reachable") == 0
+    fake_telegram.start()  # the network is back
+    assert wait_until(
+        lambda: requests.get(f"{relay.url}/readyz", timeout=5).status_code == 200, timeout=10
+    ), relay.logs()
+    assert "Telegram answers the start-up check now: the relay is ready" in relay.logs()
+
+
 def test_a_refused_token_is_named_at_start(
     start_relay: StartRelay, fake_telegram: FakeTelegram
 ) -> None:
