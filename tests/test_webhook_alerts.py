@@ -20,6 +20,7 @@ from relay_app.core.errors import SpoolError
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
+from relay_app.web.misses import Misses
 from tests.conftest import OK, SECRET, SEND_URL, WEBHOOK, FakeTime, run_background
 from tests.e2e.helpers import wait_until
 from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
@@ -200,10 +201,28 @@ def test_wrong_secrets_are_logged_once_a_minute_with_how_many(
 ) -> None:
     for attempt in range(200):
         assert client.post(f"/webhook/guess-{attempt}", json=issue_alert()).status_code == 404
-    said = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    said = [r for r in caplog.records if r.name == "relay_app.web.misses"]
     assert len(said) == 1
-    assert "its alert is lost" in said[0].getMessage()
+    assert said[0].getMessage().startswith(
+        "POST /webhook/[REDACTED] answered 404: a webhook with a wrong secret was refused, and "
+        "if GlitchTip sent it, its alert is lost (GlitchTip never sends it again). Fix the URL "
+        "of the webhook recipient in GlitchTip's project alert settings: it must be the relay's "
+        "address, then /webhook/ and RELAY_WEBHOOK_SECRET's value"
+    )
     assert "webhook/guess" not in said[0].getMessage()
+
+    # A minute later, the next says how many there were since.
+    counted: list[str] = []
+    clock = FakeTime()
+    misses = Misses(counted.append, monotonic=clock)
+    caplog.clear()
+    for attempt in range(4):
+        misses.record("POST", f"/webhook/guess-{attempt}", 404)
+        clock.now += 20
+    said = [r.getMessage() for r in caplog.records if r.name == "relay_app.web.misses"]
+    assert len(said) == 2
+    assert "(3 times since this process last said so;" in said[1]
+    assert counted == ["webhook_secret"] * 4
 
 
 def test_forged_updates_are_logged_once_a_minute_with_how_many(

@@ -26,11 +26,13 @@ log = logging.getLogger(__name__)
 WARN_EVERY = 60.0
 
 _ADVICE: dict[MissReason, str] = {
-    "webhook_secret": "a webhook URL with a wrong secret (an old RELAY_WEBHOOK_SECRET in "
-    "GlitchTip's alert settings?): its alert is lost; set GlitchTip's URL to "
-    ".../webhook/<RELAY_WEBHOOK_SECRET>",
-    "webhook_path": "a near miss of the webhook URL (it must be .../webhook/<RELAY_WEBHOOK_SECRET>,"
-    " nothing after it): if GlitchTip sent it, its alert is lost; fix the URL in GlitchTip's "
+    "webhook_secret": "a webhook with a wrong secret was refused, and if GlitchTip sent it, its "
+    "alert is lost (GlitchTip never sends it again). Fix the URL of the webhook recipient in "
+    "GlitchTip's project alert settings: it must be the relay's address, then /webhook/ and "
+    "RELAY_WEBHOOK_SECRET's value (an old secret, or one cut short?); relay-app glitchtip connect "
+    "sets it",
+    "webhook_path": "a near miss of the webhook URL (it must be the relay's address, then /webhook/ "
+    "and RELAY_WEBHOOK_SECRET's value, nothing after it): if GlitchTip sent it, its alert is lost; fix the URL in GlitchTip's "
     "alert settings",
     "telegram_secret": "Telegram posts updates to an old address (RELAY_WEBHOOK_SECRET changed "
     "since it was registered): presses and replies are lost until 'relay-app telegram-webhook "
@@ -64,11 +66,13 @@ class Misses:
         count: Callable[[MissReason], None],
         *,
         shared: Callable[[str, float], bool] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         """`shared` says whether this process is the one to give a warning now, among all
         that share the spool (SpoolWarnings.says); without it, each process gives its own."""
         self._count = count
         self._shared = shared
+        self._monotonic = monotonic
         self._lock = threading.Lock()
         self._warned_at: dict[MissReason, float] = {}
         self._since: dict[MissReason, int] = {}  # of each reason, since its last line
@@ -76,7 +80,7 @@ class Misses:
     def record(self, method: str, path: str, status: int) -> None:
         reason = miss_reason(method, path, status)
         self._count(reason)
-        now = time.monotonic()
+        now = self._monotonic()
         with self._lock:
             self._since[reason] = self._since.get(reason, 0) + 1
             last = self._warned_at.get(reason)
