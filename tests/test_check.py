@@ -19,11 +19,10 @@ from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import format_alert
 from relay_app.message.spans import visible_length
 from relay_app.operating.cli import main
-from relay_app.operating.selfcheck import TEST_MESSAGE
 from relay_app.spool import open_spool
 from relay_app.spool.legacy_sqlite import STEPS
 from relay_app.spool.postgres import redacted_url
-from relay_app.words import ENGLISH
+from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import put_in_spool
 from tests.e2e.relay_process import free_port
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
@@ -98,7 +97,17 @@ def test_send_posts_a_test_message_to_the_default_topic(
     assert lines[-1].startswith(f"ok    test message: posted to chat {CHAT} topic {TOPIC}")
     [message] = fake.messages
     assert (message["chat_id"], message["message_thread_id"]) == (int(CHAT), TOPIC)
-    assert message["text"] == TEST_MESSAGE
+    assert message["text"] == ENGLISH.test_message
+
+
+def test_send_posts_the_test_message_in_the_chats_language(
+    fake: FakeTelegram, spool_path: str
+) -> None:
+    code, _ = check(environment(fake, spool_path, RELAY_LANGUAGE="ru"), "--send")
+    assert code == 0
+    [message] = fake.messages
+    assert message["text"] == RUSSIAN.test_message
+    assert message["text"].startswith("✅ <b>Проверка связи от relay_app</b>")
 
 
 def test_a_wrong_token_fails_with_a_hint_and_never_shows_the_token(

@@ -51,9 +51,9 @@ def test_a_muted_issue_offers_unmute_and_its_message_says_until_when() -> None:
     shown = visible_text(rendered(message, ENGLISH), parse_mode="HTML")
     assert shown.endswith("🔇 Muted in this chat by @ada until 09:04 UTC")
     russian = visible_text(rendered(message, RUSSIAN), parse_mode="HTML")
-    assert russian.endswith("🔇 Тишина в этом чате до 09:04 UTC — @ada")
+    assert russian.endswith("🔇 Без звука в этом чате до 09:04 UTC (@ada)")
     assert texts(keyboard([muted], RUSSIAN)) == [
-        ["✅ Решено", "🔕 Игнорировать", "🔊 Снять тишину"]
+        ["✅ Закрыть", "🔕 Игнорировать", "🔊 Включить звук"]
     ]
 
 

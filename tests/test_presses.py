@@ -15,7 +15,7 @@ import requests
 import responses
 
 from relay_app.acting.keyboards import callback_data
-from relay_app.acting.notices import glitchtip_notice
+from relay_app.acting.notices import glitchtip_notice, operator_fix
 from relay_app.acting.presses import Presses
 from relay_app.acting.team import Team
 from relay_app.core.errors import (
@@ -220,22 +220,39 @@ def test_someone_not_on_the_list_is_refused(
     assert "not in TELEGRAM_ACTION_USER_IDS" in caplog.text
 
 
+OPERATOR_HAS_IT = "GlitchTip refused the change; the relay's operator has the details."
+
+
 @pytest.mark.parametrize(
-    ("status", "body", "error", "notice"),
+    ("status", "body", "error", "notice", "fix"),
     [
-        (403, {"detail": "CSRF check Failed"}, GlitchTipTokenRefused, "wrong or revoked"),
-        (403, {"detail": "Permission denied"}, GlitchTipScopeMissing, "event:write scope"),
-        (404, {"detail": "Not Found"}, GlitchTipIssueGone, "no such issue any more"),
-        (502, "<html>Bad Gateway</html>", GlitchTipUnreachable, "GlitchTip is failing"),
+        (
+            403,
+            {"detail": "CSRF check Failed"},
+            GlitchTipTokenRefused,
+            OPERATOR_HAS_IT,
+            "GLITCHTIP_API_TOKEN is wrong or revoked: make a new token in GlitchTip (Profile → "
+            "Auth Tokens) with the event:write scope and set GLITCHTIP_API_TOKEN to it",
+        ),
+        (
+            403,
+            {"detail": "Permission denied"},
+            GlitchTipScopeMissing,
+            OPERATOR_HAS_IT,
+            "GLITCHTIP_API_TOKEN may not change issues (it lacks the event:write scope)",
+        ),
+        (404, {"detail": "Not Found"}, GlitchTipIssueGone, "no such issue any more", None),
+        (502, "<html>Bad Gateway</html>", GlitchTipUnreachable, "GlitchTip is failing", None),
         (
             None,
             requests.ConnectionError("Connection refused"),
             GlitchTipUnreachable,
             "could not be reached",
+            None,
         ),
     ],
 )
-def test_each_glitchtip_failure_is_named_and_leaves_the_message_alone(
+def test_each_glitchtip_failure_is_named_for_the_presser_and_fixed_for_the_operator(
     store: SpoolSentStore,
     glitchtip: responses.RequestsMock,
     caplog: pytest.LogCaptureFixture,
@@ -243,7 +260,10 @@ def test_each_glitchtip_failure_is_named_and_leaves_the_message_alone(
     body: object,
     error: type[Exception],
     notice: str,
+    fix: str | None,
 ) -> None:
+    """The person who pressed gets a short plain answer; the operator's variable, scope and fix
+    are in one log line (an ERROR: only the operator can fix it)."""
     configure_logging(GT_TOKEN)
     if isinstance(body, Exception):
         glitchtip.put(ISSUE_URL, body=body)
@@ -261,8 +281,19 @@ def test_each_glitchtip_failure_is_named_and_leaves_the_message_alone(
     assert chat.edits == []
     [(_, said, alert)] = chat.answers
     assert notice in said
+    assert "GLITCHTIP_" not in said  # the operator's words stay in the log
     assert alert
-    assert "a press by @ada to resolve BACKEND-4A failed" in caplog.text
+    [line] = [
+        r
+        for r in caplog.records
+        if "a press by @ada to resolve BACKEND-4A failed" in r.getMessage()
+    ]
+    if fix is None:
+        assert line.levelno == logging.WARNING
+        assert "FIX:" not in line.getMessage()
+    else:
+        assert line.levelno == logging.ERROR
+        assert f". FIX: {fix}" in line.getMessage()
     assert GT_TOKEN not in caplog.text
     found = store.pressed("the-key")
     assert found is not None
@@ -301,7 +332,10 @@ def test_a_redirect_is_not_followed_and_its_location_is_named(
         api().set_status("4", "resolved")
     assert [call.request.url for call in glitchtip.calls] == [ISSUE_URL]
     assert elsewhere in str(raised.value)
-    assert "GLITCHTIP_URL" in glitchtip_notice(raised.value, ENGLISH)
+    assert glitchtip_notice(raised.value, ENGLISH) == OPERATOR_HAS_IT
+    fix = operator_fix(raised.value)
+    assert fix is not None
+    assert fix.startswith(f"GLITCHTIP_URL answers with a redirect (to {elsewhere})")
 
 
 def test_an_answer_larger_than_glitchtip_gives_is_not_read_to_its_end(

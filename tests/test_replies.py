@@ -161,8 +161,8 @@ def test_where_reactions_are_off_a_short_reply_says_it_instead(
     ("status", "detail", "said"),
     [
         (400, "Issue does not exist", "GlitchTip has no such issue any more"),
-        (403, "Permission denied", "it needs the event:write scope"),
-        (403, "CSRF check Failed", "refused the relay's token"),
+        (403, "Permission denied", "GlitchTip refused the change; the relay's operator has the"),
+        (403, "CSRF check Failed", "GlitchTip refused the change; the relay's operator has the"),
     ],
 )
 def test_a_comment_glitchtip_refuses_is_answered_with_what_to_do(
@@ -226,7 +226,7 @@ def test_other_messages_are_the_teams_own_and_a_forgotten_alert_is_said_to_be(
     assert chat.replies == []
     handler.handle_update(reply("too late", to=7, message_id=904))
     [(_, _, _, said)] = chat.replies
-    assert said.startswith("Релей больше не хранит, о чём было это сообщение")
+    assert said.startswith("Бот больше не помнит, о чём было это сообщение")
     assert len(glitchtip.calls) == 0
 
 

@@ -203,11 +203,15 @@ def test_wrong_secrets_are_logged_once_a_minute_with_how_many(
         assert client.post(f"/webhook/guess-{attempt}", json=issue_alert()).status_code == 404
     said = [r for r in caplog.records if r.name == "relay_app.web.misses"]
     assert len(said) == 1
-    assert said[0].getMessage().startswith(
-        "POST /webhook/[REDACTED] answered 404: a webhook with a wrong secret was refused, and "
-        "if GlitchTip sent it, its alert is lost (GlitchTip never sends it again). Fix the URL "
-        "of the webhook recipient in GlitchTip's project alert settings: it must be the relay's "
-        "address, then /webhook/ and RELAY_WEBHOOK_SECRET's value"
+    assert (
+        said[0]
+        .getMessage()
+        .startswith(
+            "POST /webhook/[REDACTED] answered 404: a webhook with a wrong secret was refused, "
+            "and if GlitchTip sent it, its alert is lost (GlitchTip never sends it again). Fix "
+            "the URL of the webhook recipient in GlitchTip's project alert settings: it must be "
+            "the relay's address, then /webhook/ and RELAY_WEBHOOK_SECRET's value"
+        )
     )
     assert "webhook/guess" not in said[0].getMessage()
 
@@ -219,9 +223,9 @@ def test_wrong_secrets_are_logged_once_a_minute_with_how_many(
     for attempt in range(4):
         misses.record("POST", f"/webhook/guess-{attempt}", 404)
         clock.now += 20
-    said = [r.getMessage() for r in caplog.records if r.name == "relay_app.web.misses"]
-    assert len(said) == 2
-    assert "(3 times since this process last said so;" in said[1]
+    lines = [r.getMessage() for r in caplog.records if r.name == "relay_app.web.misses"]
+    assert len(lines) == 2
+    assert "(3 times since this process last said so;" in lines[1]
     assert counted == ["webhook_secret"] * 4
 
 

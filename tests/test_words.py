@@ -16,6 +16,7 @@ from relay_app.operating.config import ConfigError, Settings
 from relay_app.words import ENGLISH, LANGUAGES, RUSSIAN, Plural, Words, words_for
 from relay_app.words.catalogue import russian_plural, templates
 from tests import payloads
+from tests.telegram_rules import visible_text
 
 # Words allowed to read the same as in English (none yet: even "мин" is not "min").
 SAME_EVERYWHERE: set[str] = set()
@@ -120,10 +121,10 @@ def test_an_alert_a_digest_a_backlog_and_an_uptime_pair_in_russian_have_no_engli
     assert "Проект: магазин" in single.text
     assert several.text.startswith("🔴 Алерт GlitchTip (5 проблем)")
     assert "…и ещё 3 проблемы, здесь не показаны" in several.text
-    assert down.text == "🔴 НЕДОСТУПЕН · Витрина\nСайт перестал отвечать."
-    assert up.text == "✅ ДОСТУПЕН · Витрина\nСайт снова доступен."
+    assert down.text == "🔴 НЕ РАБОТАЕТ · Витрина\nСайт перестал отвечать."
+    assert up.text == "✅ РАБОТАЕТ · Витрина\nСайт снова отвечает."
     assert digest.text.startswith("🗂 3 алерта, получены с ")
-    assert "отправлено через 3 мин 20 с после первого" in digest.text
+    assert "отправлены через 3 мин 20 с после первого" in digest.text
     assert "×120" in backlog.text
     for message in (single, several, down, up, digest, backlog):
         assert latin_words(message.text) == [], message.text
@@ -140,3 +141,39 @@ def test_relay_language_is_checked_with_the_other_variables() -> None:
     with pytest.raises(ConfigError, match=r"RELAY_LANGUAGE: 'de' is not a language .* en or ru"):
         Settings.from_env({**base, "RELAY_LANGUAGE": "de"})
     assert words_for(Settings.from_env({**base, "RELAY_LANGUAGE": "ru"}).language) is RUSSIAN
+
+
+def test_the_russian_reads_as_a_russian_team_writes() -> None:
+    """A native reader's notes (issue 31): the chat sees a bot, buttons name actions, and no
+    verb or adjective has to agree with a person's or a monitor's gender."""
+    said = [
+        form
+        for value in templates(RUSSIAN).values()
+        for form in (value.forms if isinstance(value, Plural) else (value,))
+    ]
+    assert not [text for text in said if re.search(r"[Рр]еле[йяю]", text)]
+    assert not [text for text in said if "задержан" in text or "Тишина" in text]
+    assert (RUSSIAN.button_resolve, RUSSIAN.button_reopen) == ("✅ Закрыть", "↩️ Открыть снова")
+    assert (RUSSIAN.button_mute, RUSSIAN.button_unmute) == ("🔇 Без звука 1 ч", "🔊 Включить звук")
+    assert RUSSIAN.ignored_by.format(user="@ivan_dev", time="12:03") == (
+        "🔕 Игнорируется (@ivan_dev, 12:03 UTC)"
+    )
+    assert RUSSIAN.back_up_after.format(name="Витрина", duration="4 мин") == (
+        "✅ Витрина: снова работает, простой 4 мин"
+    )
+    assert [RUSSIAN.count(RUSSIAN.seen_times, n) for n in (1, 3, 5)] == [
+        "событий: 1",
+        "событий: 3",
+        "событий: 5",
+    ]
+    assert RUSSIAN.first_seen.format(age="2 мин") == "впервые замечена 2 мин назад"
+    assert "Не отправлено, пока был выключен звук: 3 алерта" in RUSSIAN.silence_over.format(
+        what="проблема BACKEND-4A", start="08:00", end="09:00", alerts="3 алерта"
+    )
+    # `check --send`'s message: Russian but for the names of the program and its command.
+    assert latin_words(visible_text(RUSSIAN.test_message, parse_mode="HTML")) == [
+        "relay_app",
+        "relay-app",
+        "check",
+        "send",
+    ]

@@ -1,5 +1,7 @@
-"""What the person in the chat is told when GlitchTip did not do what their press or reply
-asked, in the chat's language, with what to do about it (the log line says it for operators)."""
+"""What GlitchTip's failure to do what a press or reply asked means, for each of its two
+audiences. The person in the chat gets a short plain answer in the chat's language: whether to
+try again, or that the relay's operator has the details. The operator gets the variable, the
+scope and the fix, in English, in the log line (and from `relay-app check`)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,14 @@ from ..core.errors import (
 )
 from ..words import Words
 
+_NEW_TOKEN = (
+    "make a new token in GlitchTip (Profile → Auth Tokens) with the event:write scope and set "  # noqa: S105 (a hint, not a password)
+    "GLITCHTIP_API_TOKEN to it"
+)
+
 
 def glitchtip_notice(error: GlitchTipError, words: Words) -> str:
+    """What the person who pressed or replied is told."""
     if isinstance(error, GlitchTipUnreachable):
         if error.cause is None:
             return words.glitchtip_failing.format(detail=error.detail)
@@ -25,12 +33,28 @@ def glitchtip_notice(error: GlitchTipError, words: Words) -> str:
             "connection": words.glitchtip_connection_failed,
         }[error.cause]
         return words.glitchtip_unreachable.format(why=why)
-    if isinstance(error, GlitchTipTokenRefused):
-        return words.glitchtip_token_refused
-    if isinstance(error, GlitchTipScopeMissing):
-        return words.glitchtip_scope_missing
+    if operator_fix(error) is not None:
+        return words.glitchtip_operator
     if isinstance(error, GlitchTipIssueGone):
         return words.glitchtip_issue_gone
-    if isinstance(error, GlitchTipRedirected):
-        return words.glitchtip_redirected.format(where=error.detail)
     return words.glitchtip_refused.format(detail=error.detail)
+
+
+def operator_fix(error: GlitchTipError) -> str | None:
+    """What the relay's operator must change, naming the variable; None when nothing in the
+    relay's setup is wrong (GlitchTip down, an issue deleted)."""
+    if isinstance(error, GlitchTipTokenRefused):
+        return f"GLITCHTIP_API_TOKEN is wrong or revoked: {_NEW_TOKEN}"
+    if isinstance(error, GlitchTipScopeMissing):
+        return (
+            "GLITCHTIP_API_TOKEN may not change issues (it lacks the event:write scope): "
+            f"{_NEW_TOKEN}"
+        )
+    if isinstance(error, GlitchTipRedirected):
+        return (
+            f"GLITCHTIP_URL answers with a redirect (to {error.detail}), which the relay does not "
+            "follow (its token would go there): set GLITCHTIP_URL to GlitchTip's own address"
+        )
+    if isinstance(error, GlitchTipUnreachable) and error.cause == "unresolvable":
+        return "GLITCHTIP_URL's host name could not be resolved: check GLITCHTIP_URL and DNS"
+    return None

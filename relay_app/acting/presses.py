@@ -38,7 +38,7 @@ from .keyboards import (
     show,
     verbs_for,
 )
-from .notices import glitchtip_notice
+from .notices import glitchtip_notice, operator_fix
 from .silencing import Silencing
 from .team import Person, Team
 
@@ -195,12 +195,15 @@ class Presses:
             self._team.glitchtip.set_status(button.issue_id, status)
         except GlitchTipError as exc:
             self._unclaim(claim)
-            log.warning(
-                "a press by %s to %s %s failed: %s",
+            fix = operator_fix(exc)
+            log.log(
+                logging.WARNING if fix is None else logging.ERROR,
+                "a press by %s to %s %s failed: %s%s",
                 press.by.handle,
                 verb,
                 button.label,
                 exc,
+                "" if fix is None else f". FIX: {fix} (the presser was told the operator has it)",
                 extra=event(event="press", issue=button.label, outcome="failed", error=str(exc)),
             )
             self._count("failed")

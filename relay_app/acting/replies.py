@@ -19,7 +19,7 @@ from ..core.errors import DeliveryError, GlitchTipError, SpoolError
 from ..core.logs import event
 from ..core.metrics import ReplyOutcome
 from ..spool.sent import IssueButton
-from .notices import glitchtip_notice
+from .notices import glitchtip_notice, operator_fix
 from .team import Person, Team
 
 log = logging.getLogger(__name__)
@@ -155,11 +155,14 @@ class Replies:
         try:
             self._team.glitchtip.comment(button.issue_id, comment[:MAX_COMMENT])
         except GlitchTipError as exc:
-            log.warning(
-                "a reply by %s could not be posted as a comment on %s: %s",
+            fix = operator_fix(exc)
+            log.log(
+                logging.WARNING if fix is None else logging.ERROR,
+                "a reply by %s could not be posted as a comment on %s: %s%s",
                 reply.by.handle,
                 button.label,
                 exc,
+                "" if fix is None else f". FIX: {fix} (the person was told the operator has it)",
                 extra=event(event="reply", issue=button.label, outcome="failed", error=str(exc)),
             )
             notice = glitchtip_notice(exc, self._team.words)

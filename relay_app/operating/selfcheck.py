@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from ..acting.notices import glitchtip_notice
+from ..acting.notices import glitchtip_notice, operator_fix
 from ..acting.updates import shown_webhook_url, webhook_path
 from ..core.errors import (
     ChatMigrated,
@@ -37,13 +37,9 @@ from ..core.routing import ChatId, Destination, parse_chat_id
 from ..glitchtip.api import GlitchTipApi
 from ..spool import Spool, open_spool
 from ..telegram.client import TelegramClient
-from ..words import ENGLISH
+from ..words import ENGLISH, Words, words_for
 from .config import ConfigError, Settings
 
-TEST_MESSAGE = (
-    "✅ <b>relay_app test message</b>\n"
-    "Sent by <code>relay-app check --send</code>: GlitchTip alerts for this chat will arrive here."
-)
 # getChatMember's statuses, said plainly; the first four may post in a group (a restricted
 # member only if allowed to send).
 _STATUSES = {
@@ -104,7 +100,7 @@ def _glitchtip_verdict(settings: Settings, token: str, glitchtip_url: str) -> Ve
     except GlitchTipUnreachable as exc:
         return Verdict(name, False, str(exc), f"check GLITCHTIP_URL ({glitchtip_url})")
     except GlitchTipError as exc:
-        return Verdict(name, False, str(exc), glitchtip_notice(exc, ENGLISH))
+        return Verdict(name, False, str(exc), operator_fix(exc) or glitchtip_notice(exc, ENGLISH))
     who = user.get("username") or user.get("email") or "its user"
     return Verdict(
         name,
@@ -181,7 +177,8 @@ def telegram_verdicts(
     if not default_works:
         yield Verdict("test message", False, "not sent: the default chat failed its check")
         return
-    yield _test_message_verdict(client, settings.default_destination, deadline, api)
+    words = words_for(settings.language)
+    yield _test_message_verdict(client, settings.default_destination, deadline, api, words)
 
 
 def _chat_verdicts(
@@ -208,11 +205,19 @@ def _chat_verdicts(
 
 
 def _test_message_verdict(
-    client: TelegramClient, default: Destination, deadline: Callable[[], float], api: str
+    client: TelegramClient,
+    default: Destination,
+    deadline: Callable[[], float],
+    api: str,
+    words: Words,
 ) -> Verdict:
     try:
         sent = client.send_message(
-            default.chat, TEST_MESSAGE, html=True, thread_id=default.thread, deadline=deadline()
+            default.chat,
+            words.test_message,
+            html=True,
+            thread_id=default.thread,
+            deadline=deadline(),
         )
     except DeliveryError as exc:
         return Verdict("test message", False, str(exc), _hint(exc, api, "send"))

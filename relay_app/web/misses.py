@@ -31,9 +31,9 @@ _ADVICE: dict[MissReason, str] = {
     "GlitchTip's project alert settings: it must be the relay's address, then /webhook/ and "
     "RELAY_WEBHOOK_SECRET's value (an old secret, or one cut short?); relay-app glitchtip connect "
     "sets it",
-    "webhook_path": "a near miss of the webhook URL (it must be the relay's address, then /webhook/ "
-    "and RELAY_WEBHOOK_SECRET's value, nothing after it): if GlitchTip sent it, its alert is lost; fix the URL in GlitchTip's "
-    "alert settings",
+    "webhook_path": "a near miss of the webhook URL (it must be the relay's address, then "
+    "/webhook/ and RELAY_WEBHOOK_SECRET's value, nothing after it): if GlitchTip sent it, its "
+    "alert is lost; fix the URL in GlitchTip's alert settings",
     "telegram_secret": "Telegram posts updates to an old address (RELAY_WEBHOOK_SECRET changed "
     "since it was registered): presses and replies are lost until 'relay-app telegram-webhook "
     "set' is run again",

@@ -137,11 +137,14 @@ class Words:
     glitchtip_connection_failed: str
     glitchtip_unreachable: str
     glitchtip_failing: str
-    glitchtip_token_refused: str
-    glitchtip_scope_missing: str
+    # GlitchTip refused the relay's setup (its token, its scope, GLITCHTIP_URL): the presser is
+    # told that much; the operator's fix is in the log (acting/notices.py).
+    glitchtip_operator: str
     glitchtip_issue_gone: str
-    glitchtip_redirected: str
     glitchtip_refused: str
+
+    # `relay-app check --send`'s message to the chat (HTML: it may hold <b> and <code>).
+    test_message: str
 
     def count(self, word: Plural, n: int) -> str:
         """`word` for the number `n`: '5 alerts', '5 алертов'."""

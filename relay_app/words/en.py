@@ -4,11 +4,6 @@ from __future__ import annotations
 
 from .catalogue import Plural, Words, english_plural
 
-_NEW_TOKEN = (
-    "make a new token in GlitchTip (Profile → Auth Tokens) with the event:write scope and set "  # noqa: S105 (a hint, not a password)
-    "GLITCHTIP_API_TOKEN to it"
-)
-
 ENGLISH = Words(
     language="en",
     plural_forms=2,
@@ -111,27 +106,22 @@ ENGLISH = Words(
     ),
     glitchtip_timeout="it did not answer in time",
     glitchtip_refused_connection="it refused the connection",
-    glitchtip_unresolvable="GLITCHTIP_URL's host name could not be resolved",
+    glitchtip_unresolvable="its address could not be found",
     glitchtip_connection_failed="the connection failed",
     glitchtip_unreachable=(
         "GlitchTip could not be reached ({why}); nothing was changed. Try again in a while; if "
-        "it goes on, the relay's operator should check GLITCHTIP_URL."
+        "it goes on, tell the relay's operator."
     ),
     glitchtip_failing="GlitchTip is failing ({detail}); nothing was changed. Try again in a while.",
-    glitchtip_token_refused=(
-        f"GlitchTip refused the relay's token (wrong or revoked): {_NEW_TOKEN}."
-    ),
-    glitchtip_scope_missing=(
-        "GlitchTip says the relay's token may not change issues: it needs the event:write "
-        f"scope; {_NEW_TOKEN}."
-    ),
+    glitchtip_operator="GlitchTip refused the change; the relay's operator has the details.",
     glitchtip_issue_gone=(
         "GlitchTip has no such issue any more (deleted, or in an organization the token's user "
         "is not in); nothing was changed."
     ),
-    glitchtip_redirected=(
-        "GLITCHTIP_URL points at an address that redirects (to {where}); nothing was changed. "
-        "The relay's operator must set GLITCHTIP_URL to GlitchTip's own address."
-    ),
     glitchtip_refused="GlitchTip refused the change ({detail}).",
+    test_message=(
+        "✅ <b>relay_app test message</b>\n"
+        "Sent by <code>relay-app check --send</code>: GlitchTip alerts for this chat will arrive "
+        "here."
+    ),
 )

@@ -1,14 +1,12 @@
-"""The chat's words in Russian (RELAY_LANGUAGE=ru). GlitchTip, UTC, ids and variable names
-stay as they are written elsewhere."""
+"""The chat's words in Russian (RELAY_LANGUAGE=ru), as a Russian-speaking team writes them: the
+chat sees a bot («бот»), buttons name actions («Закрыть», «Без звука 1 ч»), and who did what
+stands in brackets, so that no verb has to agree with a person's gender («Игнорируется
+(@ivan_dev, 12:03 UTC)»), nor a monitor's name with its own («Витрина: снова работает»).
+GlitchTip, UTC, ids and variable names stay as they are written elsewhere."""
 
 from __future__ import annotations
 
 from .catalogue import Plural, Words, russian_plural
-
-_NEW_TOKEN = (
-    "создайте в GlitchTip новый токен (Profile → Auth Tokens) с правом event:write и "  # noqa: S105 (a hint, not a password)
-    "укажите его в GLITCHTIP_API_TOKEN"
-)
 
 RUSSIAN = Words(
     language="ru",
@@ -40,13 +38,13 @@ RUSSIAN = Words(
         )
     ),
     issue_label="Проблема",
-    unknown_payload="Вебхук в формате, которого релей не знает",
-    monitor_down="НЕДОСТУПЕН",
-    monitor_up="ДОСТУПЕН",
+    unknown_payload="Вебхук в формате, которого бот не знает",
+    monitor_down="НЕ РАБОТАЕТ",
+    monitor_up="РАБОТАЕТ",
     monitor_unknown="МОНИТОРИНГ",
     unnamed_monitor="(монитор без названия)",
     site_down="Сайт перестал отвечать.",
-    site_up="Сайт снова доступен.",
+    site_up="Сайт снова отвечает.",
     more_monitors=Plural(
         (
             "…и ещё {n} монитор, здесь не показан",
@@ -54,102 +52,100 @@ RUSSIAN = Words(
             "…и ещё {n} мониторов, здесь не показаны",
         )
     ),
-    back_up_after="✅ {name} снова доступен, простой {duration}",
+    back_up_after="✅ {name}: снова работает, простой {duration}",
     frame_where="{at}, в функции {function}",
-    details_from="ℹ️ {label}, из GlitchTip:",
+    details_from="ℹ️ {label}, данные GlitchTip:",
     level="Уровень: ",
     value="Значение: ",
-    seen_times=Plural(("встречалась {n} раз", "встречалась {n} раза", "встречалась {n} раз")),
-    new_issue="🆕 Новая проблема, впервые {age} назад",
-    first_seen="впервые {age} назад",
+    seen_times=Plural(("событий: {n}", "событий: {n}", "событий: {n}")),
+    new_issue="🆕 Новая проблема, впервые замечена {age} назад",
+    first_seen="впервые замечена {age} назад",
     alerts=Plural(("{n} алерт", "{n} алерта", "{n} алертов")),
     digest_head="🗂 {alerts}, получены с {start} по {end} UTC (за {span})",
-    digest_sent_after="; отправлено через {delay} после первого",
-    cut_note="✂️ Сокращено, чтобы уместиться: каждый номер проблемы ведёт к ней в GlitchTip.",
+    digest_sent_after="; отправлены через {delay} после первого",
+    cut_note="✂️ Сообщение сокращено: по номеру каждой проблемы открывается её страница в "
+    "GlitchTip.",
     more_in_backlog=Plural(
         (
-            "➕ Ещё {n} проблема из этих алертов не показана: смотрите GlitchTip",
-            "➕ Ещё {n} проблемы из этих алертов не показаны: смотрите GlitchTip",
-            "➕ Ещё {n} проблем из этих алертов не показаны: смотрите GlitchTip",
+            "➕ Ещё {n} проблема из этих алертов здесь не показана: она есть в GlitchTip",
+            "➕ Ещё {n} проблемы из этих алертов здесь не показаны: они есть в GlitchTip",
+            "➕ Ещё {n} проблем из этих алертов здесь не показаны: они есть в GlitchTip",
         )
     ),
-    late_note="⏳ С опозданием: GlitchTip отправил это в {time} UTC, доставлено через {delay}.",
-    repeat_note="↩️ Отправлено повторно: этот алерт, возможно, уже приходил.",
-    repeat_note_digest="↩️ Отправлено повторно: некоторые из этих алертов, возможно, уже приходили.",
-    button_resolve="✅ Решено",
+    late_note="⏳ С опозданием: GlitchTip отправил алерт в {time} UTC, доставлен через {delay}.",
+    repeat_note="↩️ Отправлено повторно: этот алерт мог уже прийти раньше.",
+    repeat_note_digest="↩️ Отправлено повторно: часть этих алертов могла уже прийти раньше.",
+    button_resolve="✅ Закрыть",
     button_ignore="🔕 Игнорировать",
     button_reopen="↩️ Открыть снова",
-    button_mute="🔇 Тишина 1 ч",
-    button_unmute="🔊 Снять тишину",
-    resolved_by="✅ Решено — {user}, {time} UTC",
-    ignored_by="🔕 Игнорируется — {user}, {time} UTC",
-    reopened_by="↩️ Открыта снова — {user}, {time} UTC",
-    issue_resolved_by="✅ {label}: решено — {user}, {time} UTC",
-    issue_ignored_by="🔕 {label}: игнорируется — {user}, {time} UTC",
-    issue_reopened_by="↩️ {label}: открыта снова — {user}, {time} UTC",
-    notice_resolved="{label}: решено в GlitchTip",
-    notice_ignored="{label}: игнорируется в GlitchTip",
-    notice_reopened="{label}: открыта снова в GlitchTip",
-    not_updated=" (сообщение обновить не удалось)",
+    button_mute="🔇 Без звука 1 ч",
+    button_unmute="🔊 Включить звук",
+    resolved_by="✅ Закрыта ({user}, {time} UTC)",
+    ignored_by="🔕 Игнорируется ({user}, {time} UTC)",
+    reopened_by="↩️ Открыта снова ({user}, {time} UTC)",
+    issue_resolved_by="✅ {label}: закрыта ({user}, {time} UTC)",
+    issue_ignored_by="🔕 {label}: игнорируется ({user}, {time} UTC)",
+    issue_reopened_by="↩️ {label}: открыта снова ({user}, {time} UTC)",
+    notice_resolved="{label} закрыта в GlitchTip",
+    notice_ignored="{label} теперь игнорируется в GlitchTip",
+    notice_reopened="{label} снова открыта в GlitchTip",
+    not_updated=" (но сообщение обновить не удалось)",
     press_unknown=(
-        "Релей не знает эту кнопку: сообщение старше, чем релей хранит кнопки, или его "
-        "отправил не этот релей."
+        "Бот не знает эту кнопку: сообщение старше, чем бот хранит кнопки, или его отправил "
+        "другой бот."
     ),
     press_not_allowed=(
-        "Вы не можете управлять алертами здесь: вашего id пользователя Telegram нет в списке релея."
+        "Управлять алертами здесь вам нельзя: вашего id в Telegram нет в списке бота."
     ),
-    press_unavailable="Релей сейчас не может прочитать свои записи; ничего не изменено. "
+    press_unavailable="Бот сейчас не может прочитать свои записи; ничего не изменено. "
     "Попробуйте ещё раз.",
     press_out_of_date=(
-        "Кнопка устарела: проблему изменили после отправки сообщения. Ничего не сделано; "
+        "Кнопка устарела: проблему уже изменили после отправки сообщения. Ничего не сделано; "
         "в сообщении видно, что можно сделать сейчас."
     ),
-    muted_by="🔇 Тишина в этом чате до {until} UTC — {user}",
-    issue_muted_by="🔇 {label}: тишина в этом чате до {until} UTC — {user}",
-    notice_muted="{label}: тишина в этом чате до {until} UTC; в GlitchTip ничего не изменено",
-    notice_unmuted="{label}: тишина в этом чате снята",
-    notice_not_muted="{label}: тишина здесь уже закончилась",
+    muted_by="🔇 Без звука в этом чате до {until} UTC ({user})",
+    issue_muted_by="🔇 {label}: без звука в этом чате до {until} UTC ({user})",
+    notice_muted="{label}: без звука в этом чате до {until} UTC; в GlitchTip ничего не изменено",
+    notice_unmuted="{label}: звук в этом чате включён",
+    notice_not_muted="{label}: звук здесь уже включён",
     silence_over=(
-        "🔊 Тишина закончилась ({what}, с {start} по {end} UTC): за это время задержано: {alerts}"
+        "🔊 Звук снова включён ({what}, с {start} по {end} UTC). Не отправлено, пока был "
+        "выключен звук: {alerts}"
     ),
     silence_listed_first="; ниже только первые {count}",
     matcher_issue="проблема {value}",
     matcher_project="проект {value}",
     matcher_environment="окружение {value}",
-    matcher_title="заголовок содержит «{value}»",
+    matcher_title="в заголовке «{value}»",
     comment_author="{author} в Telegram:",
     comment_posted="💬 Добавлено комментарием к {label} в GlitchTip.",
     comment_not_posted="Ваш ответ не добавлен в GlitchTip: {why}",
     reply_which_issue=(
-        "Это сообщение о нескольких проблемах: ответьте ещё раз, начав с номера нужной ({labels})."
+        "Это сообщение о нескольких проблемах: ответьте ещё раз и начните с номера нужной "
+        "({labels})."
     ),
     reply_not_kept=(
-        "Релей больше не хранит, о чём было это сообщение; оставьте комментарий к проблеме в "
-        "GlitchTip."
+        "Бот больше не помнит, о чём было это сообщение; оставьте комментарий к проблеме прямо "
+        "в GlitchTip."
     ),
     glitchtip_timeout="он не ответил вовремя",
-    glitchtip_refused_connection="он отклонил соединение",
-    glitchtip_unresolvable="имя хоста из GLITCHTIP_URL не удалось разрешить",
+    glitchtip_refused_connection="он не принимает соединения",
+    glitchtip_unresolvable="его адрес не найден",
     glitchtip_connection_failed="соединение не удалось",
     glitchtip_unreachable=(
-        "GlitchTip недоступен ({why}); ничего не изменено. Попробуйте позже; если не пройдёт, "
-        "администратору релея стоит проверить GLITCHTIP_URL."
+        "GlitchTip недоступен ({why}); ничего не изменено. Попробуйте позже, а если не "
+        "получится, сообщите администратору бота."
     ),
     glitchtip_failing="GlitchTip сбоит ({detail}); ничего не изменено. Попробуйте позже.",
-    glitchtip_token_refused=(
-        f"GlitchTip не принял токен релея (неверный или отозван): {_NEW_TOKEN}."
-    ),
-    glitchtip_scope_missing=(
-        "GlitchTip не разрешает токену релея менять проблемы: нужно право event:write; "
-        f"{_NEW_TOKEN}."
-    ),
+    glitchtip_operator="GlitchTip не принял изменение; подробности есть у администратора бота.",
     glitchtip_issue_gone=(
-        "В GlitchTip больше нет такой проблемы (удалена или в организации, где нет "
-        "пользователя токена); ничего не изменено."
-    ),
-    glitchtip_redirected=(
-        "GLITCHTIP_URL указывает на адрес с перенаправлением (на {where}); ничего не изменено. "
-        "Администратор релея должен указать в GLITCHTIP_URL собственный адрес GlitchTip."
+        "В GlitchTip такой проблемы больше нет (её удалили или она в недоступной боту "
+        "организации); ничего не изменено."
     ),
     glitchtip_refused="GlitchTip отклонил изменение ({detail}).",
+    test_message=(
+        "✅ <b>Проверка связи от relay_app</b>\n"
+        "Отправлено командой <code>relay-app check --send</code>: алерты GlitchTip для этого "
+        "чата будут приходить сюда."
+    ),
 )

@@ -273,13 +273,13 @@ def test_in_russian_every_word_the_relay_writes_in_the_chat_is_russian(
     assert digest.visible().startswith("🗂 2 алерта, получены с ")
 
     said = []
-    for label in ("🔇 Тишина 1 ч", "🔊 Снять тишину", "✅ Решено", "↩️ Открыть снова"):
+    for label in ("🔇 Без звука 1 ч", "🔊 Включить звук", "✅ Закрыть", "↩️ Открыть снова"):
         current = fake_telegram.message(CHAT_ID, single.message_id)
         said.append(answered(fake_telegram, fake_telegram.press(current, label))["text"])
-    assert said[0].startswith("BACKEND-4A: тишина в этом чате до ")
-    assert said[2] == "BACKEND-4A: решено в GlitchTip"
+    assert said[0].startswith("BACKEND-4A: без звука в этом чате до ")
+    assert said[2] == "BACKEND-4A закрыта в GlitchTip"
     summary_or_not = [
-        p for p in fake_telegram.posted_to(CHAT_ID) if "Тишина закончилась" in p.visible()
+        p for p in fake_telegram.posted_to(CHAT_ID) if "Звук снова включён" in p.visible()
     ]
     assert summary_or_not == []  # it held nothing: nothing to sum up
 
@@ -291,10 +291,12 @@ def test_in_russian_every_word_the_relay_writes_in_the_chat_is_russian(
 
     post(relay.webhook_url, uptime_alert(down=True, name="Витрина"))
     outage = nth_message(fake_telegram, 4)
-    assert "НЕДОСТУПЕН" in outage.visible()
+    assert "НЕ РАБОТАЕТ · Витрина" in outage.visible()
     post(relay.webhook_url, uptime_alert(down=False, name="Витрина"))
     assert wait_until(
-        lambda: "снова доступен" in fake_telegram.message(CHAT_ID, outage.message_id).visible(),
+        lambda: (
+            "Витрина: снова работает" in fake_telegram.message(CHAT_ID, outage.message_id).visible()
+        ),
         timeout=WITHIN,
     )
 
