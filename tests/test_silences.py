@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -287,3 +288,29 @@ def test_the_command_line_adds_lists_and_expires_silences(tmp_path: Path) -> Non
     )
     assert code == 2
     assert "is not a chat id" in err
+
+
+def test_the_list_names_a_muted_issue_as_the_chat_did(tmp_path: Path, fake_time: FakeTime) -> None:
+    """A mute from the chat, and one from the command line for an issue a message showed, are
+    listed with the issue's short id and title, not GlitchTip's number alone."""
+    title = "ZeroDivisionError: division by zero in the cart's total, once again, at checkout"
+    path = str(tmp_path / "spool.sqlite3")
+    spool = on_store(Database(path))
+    shown = replace(SENT, buttons=(replace(SENT.buttons[0], title=title),))
+    spool.sent.keep(shown, [])
+    chat = RecordingChat()
+    quiet = Silencing(spool.silences, spool.sent, edit=chat.edit, words=ENGLISH, clock=fake_time)
+    team = Team(spool.sent, api(), frozenset(), ENGLISH, clock=fake_time)
+    Presses(team, chat, silencing=quiet).handle_update(press(callback_data("mute", "the-key")))
+    spool.close()
+    more = ("--for", "1h", "--by", "ops", "--comment", "rollback")
+    code, out, _ = run_cli(path, "silence", "add", "--issue", "4", *more)
+    assert code == 0
+    assert out.startswith("silence 2 added: issue=4 (BACKEND-4A “ZeroDivisionError: division")
+    code, out, _ = run_cli(path, "silence", "list")
+    assert code == 0
+    named = "issue=4 (BACKEND-4A “ZeroDivisionError: division by zero in the cart's total, on…”)"
+    rows = out.splitlines()[1:3]
+    assert all(named in row for row in rows), out
+    code, out, _ = run_cli(path, "silence", "add", "--issue", "99", *more)
+    assert "silence 3 added: issue=99 in chat" in out  # never shown: nothing to name it by

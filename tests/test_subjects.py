@@ -18,10 +18,26 @@ def test_each_issue_is_named_by_its_links_id_and_origin() -> None:
     )
     subjects = message_for(payload, ENGLISH).subjects
     assert subjects.issues == (
-        IssueRef("1234", "https://gt.example.org", "BACKEND-1A"),
-        IssueRef("77", "http://10.0.0.5:8000", "BACKEND-2A"),
+        IssueRef(
+            "1234",
+            "https://gt.example.org",
+            "BACKEND-1A",
+            title="ZeroDivisionError: division by zero #1",
+        ),
+        IssueRef(
+            "77",
+            "http://10.0.0.5:8000",
+            "BACKEND-2A",
+            title="ZeroDivisionError: division by zero #2",
+        ),
     )
     assert [ref.label for ref in subjects.issues] == ["BACKEND-1A", "BACKEND-2A"]
+    # As the spool keeps them, and as an older relay's rows (without a title) read back.
+    assert Subjects.from_json(subjects.to_json()) == subjects
+    older = '{"issues": [["1234", "https://gt.example.org", "BACKEND-1A", false]], "monitors": []}'
+    assert Subjects.from_json(older).issues == (
+        IssueRef("1234", "https://gt.example.org", "BACKEND-1A"),
+    )
 
 
 @pytest.mark.parametrize(

@@ -71,7 +71,7 @@ def new_buttons(issues: Iterable[IssueRef], keys: Iterable[str]) -> tuple[IssueB
     for issue, key in zip(issues, keys, strict=False):
         if len(buttons) == MAX_ISSUES_WITH_BUTTONS:
             break
-        buttons.append(IssueButton(key, issue.id, issue.origin, issue.label))
+        buttons.append(IssueButton(key, issue.id, issue.origin, issue.label, title=issue.title))
     return tuple(buttons)
 
 

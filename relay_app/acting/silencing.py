@@ -85,6 +85,7 @@ class Silencing:
             seconds=MUTE_FOR,
             now=self._clock(),
             label=button.label,
+            issue_title=button.title,
         )
         updated = self._sent.muted(button.key, silence.id, by=by, until=silence.ends_at)
         log.info(

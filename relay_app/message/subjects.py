@@ -29,6 +29,8 @@ class IssueRef:
     # Its details from GlitchTip's API had not arrived when the message was built: the sent
     # message is edited to add them once they do (acting/outgoing.py).
     details_later: bool = False
+    # Its title as the message showed it: how `relay-app silence list` names a muted issue.
+    title: str | None = None
 
     @property
     def label(self) -> str:
@@ -65,7 +67,7 @@ class Subjects:
         return json.dumps(
             {
                 "issues": [
-                    [issue.id, issue.origin, issue.short_id, issue.details_later]
+                    [issue.id, issue.origin, issue.short_id, issue.details_later, issue.title]
                     for issue in self.issues
                 ],
                 "monitors": [[m.link, m.name, m.state] for m in self.monitors],
@@ -80,9 +82,16 @@ class Subjects:
             return NO_SUBJECTS
         try:
             data = json.loads(raw)
+            # Older rows lack the later fields: read as their defaults.
             issues = tuple(
-                IssueRef(str(i), str(o), s, bool(later[0]) if later else False)
-                for i, o, s, *later in data.get("issues", [])
+                IssueRef(
+                    str(i),
+                    str(o),
+                    s,
+                    bool(rest[0]) if rest else False,
+                    str(rest[1]) if len(rest) > 1 and rest[1] is not None else None,
+                )
+                for i, o, s, *rest in data.get("issues", [])
             )
             monitors = tuple(
                 MonitorRef(str(link), str(name), state if state in ("down", "up") else "unknown")
@@ -98,7 +107,7 @@ NO_SUBJECTS = Subjects()
 
 def subjects_of(alert: Alert) -> Subjects:
     if isinstance(alert, IssueAlert):
-        refs = (issue_ref(issue.link, issue.short_id) for issue in alert.issues)
+        refs = (issue_ref(issue.link, issue.short_id, issue.title) for issue in alert.issues)
         return Subjects(issues=tuple(ref for ref in refs if ref is not None))
     if isinstance(alert, UptimeAlert):
         return Subjects(
@@ -111,7 +120,7 @@ def subjects_of(alert: Alert) -> Subjects:
     return NO_SUBJECTS
 
 
-def issue_ref(link: str | None, short_id: str | None) -> IssueRef | None:
+def issue_ref(link: str | None, short_id: str | None, title: str | None = None) -> IssueRef | None:
     if not link:
         return None
     try:
@@ -122,7 +131,7 @@ def issue_ref(link: str | None, short_id: str | None) -> IssueRef | None:
     origin = origin_of(link)
     if origin is None or found is None:
         return None
-    return IssueRef(found.group(1), origin, short_id)
+    return IssueRef(found.group(1), origin, short_id, title=title)
 
 
 def origin_of(url: str) -> str | None:

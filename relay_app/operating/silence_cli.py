@@ -83,7 +83,7 @@ def _add(spool: Spool, args: argparse.Namespace, console: Console) -> int:
         now=time.time(),
     )
     print(
-        f"silence {silence.id} added: {matchers.plain()} in chat {chat} until "
+        f"silence {silence.id} added: {_matchers(silence)} in chat {chat} until "
         f"{utc_time(silence.ends_at)} UTC ({ENGLISH.duration(args.seconds)}).",
         file=console.out,
     )
@@ -115,9 +115,29 @@ def _row(silence: Silence, now: float) -> tuple[str, ...]:
         _state(silence, now),
         str(silence.held),
         silence.created_by,
-        silence.matchers.plain(),
+        _matchers(silence),
         silence.comment,
     )
+
+
+# A muted issue's title, as the list shows it: enough to recognise it.
+TITLE_SHOWN = 60
+
+
+def _matchers(silence: Silence) -> str:
+    """'issue=23 (BACKEND-1A “ZeroDivisionError: division by zero”) environment=production':
+    the matchers, and the issue named as the chat named it, when the spool knows how."""
+    plain = silence.matchers.plain()
+    if silence.matchers.issue is None or silence.label is None:
+        return plain
+    named = silence.label
+    if silence.issue_title:
+        title = silence.issue_title
+        if len(title) > TITLE_SHOWN:
+            title = title[: TITLE_SHOWN - 1] + "…"
+        named += f" “{title}”"
+    issue = f"issue={silence.matchers.issue}"
+    return plain.replace(issue, f"{issue} ({named})", 1)
 
 
 def _state(silence: Silence, now: float) -> str:

@@ -299,8 +299,11 @@ def _no_longer_written() -> list[str]:
 
 def webhook_arrivals(types: Types) -> list[str]:
     """When a webhook was last accepted, by any process of any relay on the spool: what tells
-    "no errors happened" from "GlitchTip cannot reach the relay" (spool/arrivals.py)."""
+    "no errors happened" from "GlitchTip cannot reach the relay" (spool/arrivals.py). And a
+    muted issue's title, as its message showed it, for `relay-app silence list`."""
     return [
         "CREATE TABLE webhook_arrivals (id INTEGER PRIMARY KEY CHECK (id = 1),"
         f" last_at {types.time} NOT NULL)",
+        "ALTER TABLE issue_buttons ADD COLUMN title TEXT",
+        "ALTER TABLE silences ADD COLUMN issue_title TEXT",
     ]

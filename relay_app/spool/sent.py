@@ -41,6 +41,7 @@ class IssueButton:
     silence_id: int | None = None
     muted_by: str | None = None
     muted_until: float | None = None
+    title: str | None = None  # the issue's, as the message showed it
 
 
 @dataclass(frozen=True)
@@ -144,9 +145,18 @@ class SpoolSentStore:
             )
             tx.executemany(
                 "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin,"
-                " label) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+                " label, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
                 [
-                    (b.key, message.chat, message.message_id, n, b.issue_id, b.origin, b.label)
+                    (
+                        b.key,
+                        message.chat,
+                        message.message_id,
+                        n,
+                        b.issue_id,
+                        b.origin,
+                        b.label,
+                        b.title,
+                    )
                     for n, b in enumerate(message.buttons)
                 ],
             )
@@ -340,6 +350,7 @@ def _button(row: Row) -> IssueButton:
         issue_id=str(row["issue_id"]),
         origin=str(row["origin"]),
         label=str(row["label"]),
+        title=str(row["title"]) if row["title"] is not None else None,
         status=next((known for known in ISSUE_STATUSES if known == status), None),
         acted_by=str(row["acted_by"]) if row["acted_by"] is not None else None,
         acted_at=float(str(acted_at)) if acted_at is not None else None,

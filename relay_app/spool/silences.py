@@ -35,7 +35,10 @@ class Silence:
     comment: str
     starts_at: float
     ends_at: float
-    label: str | None = None  # the issue's short id, when a mute button made it
+    # How the chat named the issue of an issue matcher: its short id and title, from the mute
+    # button, or from the last message that showed the issue (`relay-app silence add`).
+    label: str | None = None
+    issue_title: str | None = None
     ended_at: float | None = None
     ended_by: str | None = None
     held: int = 0
@@ -75,23 +78,34 @@ class SilenceStore:
         seconds: float,
         now: float,
         label: str | None = None,
+        issue_title: str | None = None,
     ) -> Silence:
-        """A silence from now for `seconds`."""
+        """A silence from now for `seconds`. An issue matcher without a label is named as the
+        last message that showed the issue named it, if the spool still keeps it."""
         if not matchers:
             raise ValueError("a silence needs at least one matcher")
 
         def add(tx: Tx) -> Silence:
+            shown_as = (label, issue_title)
+            if label is None and matchers.issue is not None:
+                shown = tx.one(
+                    "SELECT label, title FROM issue_buttons WHERE issue_id = ?"
+                    " ORDER BY message_id DESC LIMIT 1",
+                    (matchers.issue,),
+                )
+                if shown is not None:
+                    shown_as = (shown["label"], shown["title"])
             row = tx.one(
                 "INSERT INTO silences (chat, issue, project, environment, title, label,"
-                " created_by, comment, starts_at, ends_at) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+                " issue_title, created_by, comment, starts_at, ends_at) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
                 (
                     chat,
                     matchers.issue,
                     matchers.project,
                     matchers.environment,
                     matchers.title,
-                    label,
+                    *shown_as,
                     by,
                     comment,
                     tx.at.db,
@@ -243,6 +257,7 @@ def _silence(row: Row, tx: Tx) -> Silence:
         starts_at=tx.at.to_local(float(row["starts_at"])),
         ends_at=tx.at.to_local(float(row["ends_at"])),
         label=row["label"],
+        issue_title=row["issue_title"],
         ended_at=tx.at.to_local(float(ended_at)) if ended_at is not None else None,
         ended_by=row["ended_by"],
         held=int(row["held"]),
