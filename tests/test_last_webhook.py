@@ -1,40 +1,21 @@
-"""When GlitchTip last reached the relay (web/last_webhook.py): shared through the spool, written
-at most once a second per process, and kept in memory when the spool cannot take it."""
+"""When GlitchTip last reached the relay (web/last_webhook.py, spool/arrivals.py): shared through
+the spool, what each webhook became kept for the last RECENT_WEBHOOKS, and kept in memory when the
+spool cannot take it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from relay_app.core.errors import SpoolError
-from relay_app.spool.arrivals import SpoolArrivals
+from relay_app.spool.arrivals import RECENT_WEBHOOKS, SeenWebhook, SpoolArrivals
 from relay_app.spool.database import Database
 from relay_app.web.last_webhook import LastWebhook
+from tests.conftest import FakeTime
 
 
-class Ticking:
-    """A clock the test moves: wall and monotonic together."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def wall(self) -> float:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.now - 1_700_000_000.0
-
-
-class CountingArrivals(SpoolArrivals):
-    def __init__(self, store: Database) -> None:
-        super().__init__(store)
-        self.writes = 0
-        self.failing = False
-
-    def record(self, now: float | None = None) -> None:
-        self.writes += 1
-        if self.failing:
-            raise SpoolError("the disk is full")
-        super().record(now)
+class FailingArrivals(SpoolArrivals):
+    def record(self, outcome: str, text: str, *, now: float | None = None) -> None:
+        raise SpoolError("the disk is full")
 
 
 def gauge(last_webhook: LastWebhook) -> list[float]:
@@ -43,45 +24,45 @@ def gauge(last_webhook: LastWebhook) -> list[float]:
 
 
 def test_every_worker_reads_the_last_webhook_any_of_them_accepted(tmp_path: Path) -> None:
-    clock = Ticking()
+    clock = FakeTime()
     path = str(tmp_path / "spool.sqlite3")
     one, other = Database(path), Database(path)
     try:
-        first = LastWebhook(SpoolArrivals(one), clock=clock.wall, monotonic=clock.monotonic)
-        second = LastWebhook(SpoolArrivals(other), clock=clock.wall, monotonic=clock.monotonic)
+        first = LastWebhook(SpoolArrivals(one), clock=clock)
+        second = LastWebhook(SpoolArrivals(other), clock=clock)
         assert second.last() is None
         assert gauge(second) == []  # never: no sample, rather than 1970
-        first.accepted()
+        first.accepted("silenced", False, "🔴 GlitchTip Alert\n\nZeroDivisionError")
         assert second.last() == clock.now
         assert gauge(second) == [clock.now]
+        clock.now += 5
+        second.accepted("failed", False, "x" * 5000)
+        second.accepted("sent", True, "noted by the queue's own write")  # not again here
+        assert SpoolArrivals(one).since(clock.now - 10, now=clock.now) == [
+            SeenWebhook(clock.now - 5, None, "silenced", "🔴 GlitchTip Alert\n\nZeroDivisionError"),
+            SeenWebhook(clock.now, None, "failed", "x" * 1000),
+        ]
     finally:
         one.close()
         other.close()
 
 
-def test_a_storm_writes_once_a_second_and_a_failing_spool_keeps_it_in_memory(
+def test_the_spool_keeps_the_latest_webhooks_and_a_failing_spool_leaves_memory(
     tmp_path: Path,
 ) -> None:
-    clock = Ticking()
+    clock = FakeTime()
     store = Database(str(tmp_path / "spool.sqlite3"))
-    arrivals = CountingArrivals(store)
-    last_webhook = LastWebhook(arrivals, clock=clock.wall, monotonic=clock.monotonic)
     try:
-        for _ in range(50):
-            last_webhook.accepted()
-            clock.now += 0.01
-        assert arrivals.writes == 1
-        clock.now += 1.0
-        last_webhook.accepted()
-        assert arrivals.writes == 2
-        assert arrivals.last() == clock.now
-        arrivals.failing = True
-        clock.now += 5.0
-        last_webhook.accepted()
-        assert last_webhook.last() == clock.now  # memory's, newer than the spool's
-        clock.now += 0.1
-        last_webhook.accepted()
-        assert arrivals.writes == 4  # a failed write is tried again at the next webhook
+        arrivals = SpoolArrivals(store)
+        for number in range(RECENT_WEBHOOKS + 20):
+            arrivals.record("silenced", f"alert {number}", now=clock.now + number)
+        kept = arrivals.since(0.0, now=clock.now)
+        assert len(kept) == RECENT_WEBHOOKS
+        assert kept[-1].text == f"alert {RECENT_WEBHOOKS + 19}"
+        failing = LastWebhook(FailingArrivals(store), clock=clock)
+        clock.now += 1000
+        failing.accepted("silenced", False, "while the disk is full")
+        assert failing.last() == clock.now  # memory's, newer than the spool's
     finally:
         store.close()
-    assert LastWebhook(None, clock=clock.wall).last() is None
+    assert LastWebhook(None, clock=clock).last() is None

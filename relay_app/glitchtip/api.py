@@ -10,6 +10,8 @@ The one place where requests' exceptions and GlitchTip's answers become the Glit
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import requests
@@ -76,7 +78,35 @@ class GlitchTipApi:
         """The token's user: the cheap check that GlitchTip accepts the token."""
         return self._call("GET", "/api/0/users/me/", None)
 
+    def alert_rules(self, project: ProjectPath) -> list[dict[str, Any]]:
+        """The project's alert rules, each with its recipients (`project:read`)."""
+        return _dicts(self._call_any("GET", f"{project.api_path}/alerts/", None))
+
+    def create_alert_rule(self, project: ProjectPath, rule: dict[str, Any]) -> dict[str, Any]:
+        """A new alert rule (`project:write`); GlitchTip's rule, with its id."""
+        return self._call("POST", f"{project.api_path}/alerts/", rule)
+
+    def update_alert_rule(
+        self, project: ProjectPath, rule_id: int, rule: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Rewrite an alert rule (`project:write`)."""
+        return self._call("PUT", f"{project.api_path}/alerts/{int(rule_id)}/", rule)
+
+    def project_keys(self, project: ProjectPath) -> list[dict[str, Any]]:
+        """The project's client keys, each with its DSN (`project:read`)."""
+        return _dicts(self._call_any("GET", f"{project.api_path}/keys/", None))
+
     def _call(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        reply = self._call_any(method, path, body)
+        if isinstance(reply, dict):
+            return reply
+        raise GlitchTipUnreachable(
+            f"{method} {self._base_url}{path}: GlitchTip's answer is not the JSON object its API "
+            "gives",
+            detail="an answer that is not GlitchTip's",
+        )
+
+    def _call_any(self, method: str, path: str, body: dict[str, Any] | None) -> object:
         url = self._base_url + path
         headers = {"Authorization": f"Bearer {self._token}"}
         with Deadline(self._timeout) as watchdog:
@@ -105,9 +135,42 @@ class GlitchTipApi:
             reply = json.loads(answer) if answer is not None else None
         except ValueError:
             reply = None
-        if status < 300 and isinstance(reply, dict):
+        if status < 300 and isinstance(reply, dict | list):
             return reply
         raise _refusal(method, url, status, reply)
+
+
+_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+
+
+@dataclass(frozen=True)
+class ProjectPath:
+    """A project as GlitchTip's API names it: its organization's slug and its own."""
+
+    organization: str
+    project: str
+
+    @classmethod
+    def parse(cls, text: str) -> ProjectPath:
+        """'acme/backend'; ValueError for anything else (the slugs become a path)."""
+        organization, slash, project = text.strip().strip("/").partition("/")
+        if not slash or not _SLUG.fullmatch(organization) or not _SLUG.fullmatch(project):
+            raise ValueError(
+                f"{text!r} is not ORG/PROJECT: the organization's slug and the project's, as in "
+                "GlitchTip's address of the project (.../<org>/projects/<project>)"
+            )
+        return cls(organization, project)
+
+    @property
+    def api_path(self) -> str:
+        return f"/api/0/projects/{self.organization}/{self.project}"
+
+    def __str__(self) -> str:
+        return f"{self.organization}/{self.project}"
+
+
+def _dicts(reply: object) -> list[dict[str, Any]]:
+    return [item for item in reply if isinstance(item, dict)] if isinstance(reply, list) else []
 
 
 def _check_id(issue_id: str) -> None:

@@ -298,12 +298,19 @@ def _no_longer_written() -> list[str]:
 
 
 def webhook_arrivals(types: Types) -> list[str]:
-    """When a webhook was last accepted, by any process of any relay on the spool: what tells
-    "no errors happened" from "GlitchTip cannot reach the relay" (spool/arrivals.py). And a
-    muted issue's title, as its message showed it, for `relay-app silence list`."""
+    """The webhooks accepted lately, by any process of any relay on the spool (the last
+    RECENT_WEBHOOKS): when GlitchTip last reached the relay, which tells "no errors happened" from
+    "GlitchTip cannot reach the relay", and what each became, which `relay-app glitchtip connect
+    --test` follows into the chat (spool/arrivals.py). And a muted issue's title, as its message
+    showed it, for `relay-app silence list`."""
     return [
-        "CREATE TABLE webhook_arrivals (id INTEGER PRIMARY KEY CHECK (id = 1),"
-        f" last_at {types.time} NOT NULL)",
+        f"""CREATE TABLE webhooks_seen (
+    id {types.serial},
+    at {types.time} NOT NULL,
+    alert_id {types.big},           -- its row in alerts (which says what became of it), or:
+    outcome TEXT,                   -- what became of one without a row: silenced, failed
+    text TEXT NOT NULL              -- the start of its message's text
+)""",
         "ALTER TABLE issue_buttons ADD COLUMN title TEXT",
         "ALTER TABLE silences ADD COLUMN issue_title TEXT",
     ]

@@ -31,6 +31,7 @@ from ..core.pacing import TELEGRAMS, Pace
 from ..core.routing import Destination
 from ..message.formatting import Message
 from . import alert_rows as rows
+from .arrivals import note_arrival
 from .holders import Holder, lease_is_free
 from .model import (
     Admission,
@@ -110,16 +111,22 @@ class Queue:
             in_memory = not self.durable
             if waiting is not None:
                 alert = rows.insert(tx, message, destination, attempts=0, in_memory=in_memory)
+                self._arrived(tx, alert)
                 if waiting != "behind_older":
                     tx.notify()
                 wake_at = tx.at.to_local(turn) if turn is not None else None
                 return Admission(alert, None, waiting, wake_at)
             # Its attempt is counted before it is made.
             alert = rows.insert(tx, message, destination, attempts=1, in_memory=in_memory)
+            self._arrived(tx, alert)
             claim = self._lease(tx, Claim(destination, token, [alert]), holder, lease_for)
             return Admission(alert, replace(claim, turn_at=tx.at.db))
 
         return self._store.write(admit, now=now, wait_until=wait_until)
+
+    def _arrived(self, tx: Tx, alert: SpooledAlert) -> None:
+        if self.durable:  # when GlitchTip last reached the relay, and what it sent (arrivals.py)
+            note_arrival(tx, alert.id, alert.message.text)
 
     def _why_wait(
         self,

@@ -3,8 +3,10 @@ errors happened" from "GlitchTip cannot reach me" (its container posting to 127.
 firewall, a wrong URL): the time of the last accepted webhook is in /readyz's body, in
 `relay-app check` and in a gauge an alert rule can watch.
 
-Kept in the spool, so every worker and every relay on it agrees (at most one write a second per
-process: a storm's webhooks do not each pay for it); in this process's memory too, for a relay
+Each accepted webhook is noted in the spool (spool/arrivals.py: its alert's row, and the start
+of its text), in the same write that queues its alert, so every worker and every relay on it
+agrees, and `relay-app glitchtip connect --test` can follow its test alert; one the queue did
+not take (held by a silence) is noted on its own. In this process's memory too, for a relay
 without a usable spool."""
 
 from __future__ import annotations
@@ -21,41 +23,25 @@ from ..spool.arrivals import SpoolArrivals
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
 
-# The gauge's resolution: a webhook within a second of the last one recorded is not written.
-WRITE_EVERY = 1.0
-
 
 class LastWebhook:
     def __init__(
-        self,
-        arrivals: SpoolArrivals | None,
-        *,
-        clock: Callable[[], float] = time.time,
-        monotonic: Callable[[], float] = time.monotonic,
-        write_every: float = WRITE_EVERY,
+        self, arrivals: SpoolArrivals | None, *, clock: Callable[[], float] = time.time
     ) -> None:
         self._arrivals = arrivals
         self._clock = clock
-        self._monotonic = monotonic
-        self._write_every = write_every
         self._lock = threading.Lock()
         self._here: float | None = None  # this process's last, wall clock
-        self._written: float | None = None  # when this process last wrote it, monotonic
 
-    def accepted(self) -> None:
-        """A webhook was accepted now (an alert taken, sent or kept)."""
-        now = self._monotonic()
+    def accepted(self, outcome: str, in_queue: bool, text: str) -> None:
+        """A webhook was accepted now: what its answer said, whether the spool's queue took
+        its alert in (and noted its arrival in the same write), and its message's text."""
+        now = self._clock()
         with self._lock:
-            self._here = self._clock()
-            due = self._written is None or now - self._written >= self._write_every
-            if due:
-                self._written = now
-        if due and self._arrivals is not None:
-            try:
-                self._arrivals.record(now=self._clock())
-            except SpoolError:
-                with self._lock:
-                    self._written = None  # the next one tries again; memory has it meanwhile
+            self._here = now
+        if self._arrivals is not None and not in_queue:
+            with contextlib.suppress(SpoolError):  # memory has it; the spool's trouble is
+                self._arrivals.record(outcome, text, now=now)  # reported elsewhere
 
     def last(self) -> float | None:
         """When a webhook was last accepted by this relay (or another on its spool), Unix

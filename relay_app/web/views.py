@@ -245,7 +245,11 @@ def create_blueprint(
             return _answered(metrics, started, Taken("rejected", "bad_route", 400, error=str(exc)))
         taken = alerts.take(payload, destination, started)
         if taken.outcome != "rejected":
-            last_webhook.accepted()
+            alert = taken.alert
+            in_spool = alert is not None and not alert.in_memory
+            message = taken.message or (alert.message if alert is not None else None)
+            text = message.text if message is not None else ""
+            last_webhook.accepted(taken.outcome, in_spool, text)
         return _answered(metrics, started, taken)
 
     if telegram_updates == "webhook" and updates is not None:

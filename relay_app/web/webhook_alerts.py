@@ -42,6 +42,8 @@ class Taken:
     alert: SpooledAlert | None = None
     error: str | None = None
     silence: int | None = None
+    # The message it became, as built when it arrived (None when it could not be built).
+    message: Message | None = None
 
 
 class WebhookAlerts:
@@ -64,10 +66,16 @@ class WebhookAlerts:
             )
             if silence is not None:
                 # Kept in the spool and counted; its silence's summary says so when it ends.
-                return Taken("silenced", "silence", 200, silence=silence.id)
+                return Taken("silenced", "silence", 200, silence=silence.id, message=message)
             admission = self._intake.admit(message, destination, started=started)
             if admission is None:  # it could wait nowhere; its text is logged
-                return Taken("failed", "cannot_queue", 503, error="the alert could not be queued")
+                return Taken(
+                    "failed",
+                    "cannot_queue",
+                    503,
+                    error="the alert could not be queued",
+                    message=message,
+                )
             queued = admission.alert
             prepared = message
             if admission.claim is None:
