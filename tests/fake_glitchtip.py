@@ -10,6 +10,12 @@ makes it slow.
 
 Its issues and events are the answers a real GlitchTip gave (glitchtip_samples/, copied from
 ../shared/reference/glitchtip-samples/), with the id, short id, title and times of each.
+
+One project, PROJECT (`acme/backend`), has alert rules (`GET`, `POST`, `PUT
+/api/0/projects/acme/backend/alerts/`, `project:write` to change them) and a client key (`GET
+.../keys/`, its DSN pointing here); an event posted to its store endpoint with that key becomes
+a new issue, and, `alert_delay` seconds later (GlitchTip's periodic alert task), a webhook to
+each recipient of the project's issue rules, as GlitchTip builds it (tests/payloads.py).
 """
 
 from __future__ import annotations
@@ -27,10 +33,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import requests
+
 from tests.e2e.relay_process import free_port
+from tests.payloads import issue, issue_alert
 
 TOKEN = "0123456789abcdef" * 4  # 64 hex characters, as GlitchTip makes them
 READ_ONLY_TOKEN = "fedcba9876543210" * 4
+ADMIN_TOKEN = "a1b2c3d4e5f60718" * 4  # may change the project's alert rules
+PROJECT = "acme/backend"
+PROJECT_ID = 7
+PUBLIC_KEY = "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+_ALERTS = re.compile(r"/api/0/projects/acme/backend/alerts/(?:([0-9]+)/)?")
 STATUSES = ("unresolved", "resolved", "ignored")
 _ISSUE = re.compile(r"/api/0/(?:organizations/[^/]+/)?issues/([0-9]+)/")
 _LATEST_EVENT = re.compile(r"/api/0/issues/([0-9]+)/events/latest/")
@@ -62,7 +76,13 @@ class FakeGlitchTip:
         self.tokens: dict[str, set[str]] = {
             TOKEN: {"event:read", "event:write", "project:read"},
             READ_ONLY_TOKEN: {"event:read", "project:read"},
+            ADMIN_TOKEN: {"event:read", "event:write", "project:read", "project:write"},
         }
+        self.rules: dict[int, dict[str, Any]] = {}
+        self._next_rule = 1
+        # Seconds between an event and the webhooks its new issue's rules send.
+        self.alert_delay = 0.5
+        self.webhooks_sent: list[tuple[str, int]] = []  # (url, the relay's answer)
         self.issues: dict[str, dict[str, Any]] = {}
         self.events: dict[str, dict[str, Any]] = {}
         self._comments: dict[str, list[dict[str, Any]]] = {}
@@ -90,6 +110,23 @@ class FakeGlitchTip:
     ) -> str:
         """An issue GlitchTip has, as the sample answers say (its latest event `event`, or the
         sample's); its link, as an alert's title_link gives it."""
+        with self._lock:
+            return self.add_issue_unlocked(
+                issue_id, short_id, title=title, first_seen=first_seen, count=count, event=event
+            )
+
+    def add_issue_unlocked(
+        self,
+        issue_id: int,
+        short_id: str,
+        *,
+        title: str = "ZeroDivisionError",
+        first_seen: float | None = None,
+        count: int = 3,
+        event: dict[str, Any] | None = None,
+    ) -> str:
+        """An issue GlitchTip has, as the sample answers say (its latest event `event`, or the
+        sample's); its link, as an alert's title_link gives it."""
         link = f"{self.url}/acme/issues/{issue_id}"
         first = first_seen if first_seen is not None else time.time() - 3 * 86400
         issue = copy.deepcopy(SAMPLE_ISSUE)
@@ -104,9 +141,8 @@ class FakeGlitchTip:
         )
         latest = copy.deepcopy(event if event is not None else SAMPLE_EVENT)
         latest["groupID"] = str(issue_id)
-        with self._lock:
-            self.issues[str(issue_id)] = issue
-            self.events[str(issue_id)] = latest
+        self.issues[str(issue_id)] = issue
+        self.events[str(issue_id)] = latest
         return link
 
     def reads(self) -> list[Request]:
@@ -143,11 +179,20 @@ class FakeGlitchTip:
             self._server = None
 
     def answer(
-        self, method: str, path: str, token: str | None, body: dict[str, Any] | None
-    ) -> tuple[int, dict[str, Any]]:
+        self,
+        method: str,
+        path: str,
+        token: str | None,
+        body: dict[str, Any] | None,
+        sentry_auth: str = "",
+    ) -> tuple[int, Any]:
         with self._lock:
             self.requests.append(Request(method, path, token, body, time.monotonic()))
             scopes = self.tokens.get(token or "")
+            if path == f"/api/{PROJECT_ID}/store/" and method == "POST":
+                return self._store_event(sentry_auth, body)
+            if path.startswith("/api/0/projects/"):
+                return self._project(method, path, scopes, body)
             if path == "/api/0/users/me/" and method == "GET":
                 if scopes is None:
                     return 401, {"detail": "Unauthorized"}
@@ -186,6 +231,83 @@ class FakeGlitchTip:
             if method == "PUT":
                 issue["status"] = (body or {})["status"]
             return 200, dict(issue)
+
+    def _project(
+        self, method: str, path: str, scopes: set[str] | None, body: dict[str, Any] | None
+    ) -> tuple[int, Any]:
+        """The project's alert rules and keys (the lock is held)."""
+        if scopes is None:
+            return (
+                (401, {"detail": "Unauthorized"})
+                if method == "GET"
+                else (
+                    403,
+                    {"detail": "CSRF check Failed"},
+                )
+            )
+        if path == "/api/0/projects/acme/backend/keys/" and method == "GET":
+            host = self.url.removeprefix("http://")
+            dsn = f"http://{PUBLIC_KEY}@{host}/{PROJECT_ID}"
+            return 200, [{"id": "k1", "isActive": True, "dsn": {"public": dsn}}]
+        found = _ALERTS.fullmatch(path)
+        if found is None:
+            return 404, {"detail": "Not Found"}
+        if method == "GET" and found.group(1) is None:
+            return 200, [copy.deepcopy(rule) for rule in self.rules.values()]
+        if "project:write" not in scopes:
+            return 403, {"detail": "Permission denied"}
+        if body is None:
+            return 422, {"detail": [{"type": "missing", "loc": ["body", "payload"]}]}
+        if method == "POST" and found.group(1) is None:
+            rule_id, self._next_rule = self._next_rule, self._next_rule + 1
+        elif method == "PUT" and found.group(1) is not None and int(found.group(1)) in self.rules:
+            rule_id = int(found.group(1))
+        else:
+            return 404, {"detail": "Not Found"}
+        recipients = [
+            {"id": number + 1, "recipientType": r["recipientType"], "url": r["url"]}
+            for number, r in enumerate(body.get("alertRecipients", []))
+        ]
+        rule = {
+            "id": rule_id,
+            "name": body["name"],
+            "timespanMinutes": body.get("timespanMinutes", 1),
+            "quantity": body.get("quantity", 1),
+            "uptime": bool(body.get("uptime")),
+            "alertRecipients": recipients,
+        }
+        self.rules[rule_id] = rule
+        return (201 if method == "POST" else 200), copy.deepcopy(rule)
+
+    def _store_event(self, sentry_auth: str, event: dict[str, Any] | None) -> tuple[int, Any]:
+        """An SDK's event: a new issue, and its rules' webhooks after `alert_delay` (the lock is
+        held)."""
+        if f"sentry_key={PUBLIC_KEY}" not in sentry_auth:
+            return 403, {"detail": "Invalid api key"}
+        if event is None or not isinstance(event.get("message"), str):
+            return 400, {"detail": "Invalid event"}
+        number = 100 + len(self.issues)
+        link = self.add_issue_unlocked(number, f"BACKEND-{number}", title=event["message"])
+        urls = [
+            recipient["url"]
+            for rule in self.rules.values()
+            if not rule["uptime"]
+            for recipient in rule["alertRecipients"]
+            if recipient["recipientType"] == "webhook"
+        ]
+        payload = issue_alert(issue(number, title=event["message"], culprit=None, link=link))
+        payload["sections"][0]["activitySubtitle"] = f"[View Issue BACKEND-{number}]({link})"
+        threading.Timer(self.alert_delay, self._send_webhooks, (urls, payload)).start()
+        return 200, {"id": event.get("event_id", "")}
+
+    def _send_webhooks(self, urls: list[str], payload: dict[str, Any]) -> None:
+        for url in urls:  # as GlitchTip: once, 10 s, whatever the answer
+            try:
+                status = requests.post(url, json=payload, timeout=10).status_code
+            except requests.RequestException:
+                status = 0
+            with self._lock:
+                self.webhooks_sent.append((url, status))
 
     def _comment(
         self, issue_id: str, scopes: set[str] | None, body: dict[str, Any] | None
@@ -248,7 +370,8 @@ class _Handler(BaseHTTPRequestHandler):
         fake: FakeGlitchTip = self.server.fake  # type: ignore[attr-defined]
         auth = self.headers.get("Authorization", "")
         token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else None
-        status, reply = fake.answer(self.command, self.path, token, body)
+        sentry_auth = self.headers.get("X-Sentry-Auth", "")
+        status, reply = fake.answer(self.command, self.path, token, body, sentry_auth)
         payload = json.dumps(reply).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

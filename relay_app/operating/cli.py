@@ -10,6 +10,8 @@ environment as the service.
 - `relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay
   (spool_cli.py).
 - `relay-app silence add|list|expire`: quiet in a chat for a while (silence_cli.py).
+- `relay-app glitchtip connect`: the project's alert rule that sends to this relay, and with
+  `--test` the whole path proved (glitchtip_connect.py).
 
 Exit codes: 0 done (every check passed), 1 something could not be done (a check failed, no
 spool, unknown id, a payload that is not JSON), 2 wrong usage or configuration.
@@ -50,6 +52,7 @@ from .config import (
     spool_url_from_env,
 )
 from .console import Console, Failed, Usage
+from .glitchtip_connect import add_glitchtip_commands
 from .selfcheck import Verdict, run_checks
 from .silence_cli import add_silence_commands
 from .spool_cli import add_spool_commands
@@ -149,6 +152,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_spool_commands(commands, open_spool=_open_spool, duration=parse_duration)
     add_silence_commands(commands, open_spool=_open_spool, duration=parse_duration)
+    add_glitchtip_commands(commands, open_spool=_open_spool)
     return parser
 
 

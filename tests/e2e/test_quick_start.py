@@ -18,6 +18,7 @@ import pytest
 
 from tests.e2e.helpers import wait_until
 from tests.e2e.relay_process import ROOT, RelayProcess
+from tests.fake_glitchtip import ADMIN_TOKEN, PROJECT, FakeGlitchTip
 from tests.fake_telegram import TOKEN, FakeTelegram
 
 README = (ROOT / "README.md").read_text()
@@ -50,8 +51,8 @@ def shell(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_readme_quick_start_puts_the_sample_alert_in_the_chat(
-    fake_telegram: FakeTelegram, tmp_path: Path
+def test_the_readme_quick_start_puts_the_sample_alert_then_glitchtips_own_in_the_chat(
+    fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip, tmp_path: Path
 ) -> None:
     # Step 2: the bot was added to the group, as Telegram tells it.
     fake_telegram.updates = [
@@ -112,11 +113,28 @@ def test_the_readme_quick_start_puts_the_sample_alert_in_the_chat(
         assert fake_telegram.texts()[0].startswith(
             "🔴 GlitchTip Alert\n\nZeroDivisionError: division by zero"
         )
+
+        # Step 6: connect GlitchTip (the fake's address, its token with project:write, its
+        # project), and prove the path with a test event of its own.
+        connecting = block_with("glitchtip connect")
+        assert "--relay-url http://127.0.0.1:8780 --test" in connecting
+        script = (
+            connecting.replace("https://glitchtip.example.org", fake_glitchtip.url)
+            .replace("your-64-hex-token", ADMIN_TOKEN)
+            .replace("your-org/your-project", PROJECT)
+            .replace("127.0.0.1:8780", f"127.0.0.1:{relay.port}")
+            .replace(".venv/bin/", f"{venv_bin}/")
+        )
+        connected = shell(script, env)
+        assert connected.returncode == 0, connected.stdout + connected.stderr
+        assert "hop 3: the relay delivered the test alert" in connected.stdout
+        assert wait_until(lambda: len(fake_telegram.messages) == 2, timeout=10)
+        assert "relay_app connect test " in fake_telegram.texts()[1]
     finally:
         relay.stop()
 
 
-@pytest.mark.parametrize("line", ["chats", "check --send"])
+@pytest.mark.parametrize("line", ["chats", "check --send", "glitchtip connect"])
 def test_the_commands_the_quick_start_names_exist(line: str) -> None:
     assert f"relay-app {line}" in README
     usage = subprocess.run(

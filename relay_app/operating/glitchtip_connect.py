@@ -1,0 +1,411 @@
+"""`relay-app glitchtip connect`: the one step of the set-up no other command helped with, adding
+the relay as a webhook recipient of a project's alert rule in GlitchTip, done through GlitchTip's
+API (../shared/reference/glitchtip-api.md), and, with `--test`, the whole path proved: a test
+event into the project through its DSN, GlitchTip's alert rule firing, its webhook reaching the
+relay, and the alert reaching the chat, or which of those hops failed and what fixes it.
+
+Idempotent: run again, it changes nothing, or rewrites the rule it made (a new relay address or
+secret); it never adds a second rule that would send each alert twice. A rule is the relay's when
+it has the name given (`--name`, RULE_NAME by default) or a webhook recipient at this relay's
+address; a rule someone made in GlitchTip's UI with exactly this webhook URL is left as it is.
+
+The token needs `project:write` (creating and changing alert rules; `project:read` for the keys):
+GLITCHTIP_SETUP_TOKEN, which the relay itself never reads, or else GLITCHTIP_API_TOKEN.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import secrets
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import requests
+
+from ..acting.updates import shown_webhook_url
+from ..core.errors import GlitchTipError, SpoolError
+from ..core.http_deadline import Deadline, DeadlineAdapter
+from ..core.logs import register_secret
+from ..glitchtip.api import GlitchTipApi, ProjectPath
+from ..spool import Spool
+from ..spool.arrivals import SeenWebhook
+from .config import ConfigError, Settings
+from .console import Console, Failed, OpenSpool, Usage
+from .summary import version
+
+RULE_NAME = "relay_app: Telegram"
+# GlitchTip checks its alert rules every so often (a new issue's webhook came tens of seconds
+# after its event on a real one): how long --test waits for each hop by default.
+TEST_WAIT = 180.0
+# How often --test looks at the spool meanwhile.
+LOOK_EVERY = 0.5
+REQUEST_TIMEOUT = 10.0
+SETUP_TOKEN = "GLITCHTIP_SETUP_TOKEN"  # noqa: S105 (a variable's name)
+
+
+def add_glitchtip_commands(commands: Any, *, open_spool: OpenSpool) -> None:
+    glitchtip = commands.add_parser("glitchtip", help="connect a GlitchTip project to the relay")
+    actions = glitchtip.add_subparsers(required=True, metavar="ACTION")
+    connect = actions.add_parser(
+        "connect",
+        help="create or update the project's alert rule that sends its alerts to this relay "
+        "(with --test: prove the whole path into the chat)",
+    )
+    connect.add_argument(
+        "--project", required=True, metavar="ORG/PROJECT", help="the project's slugs: acme/backend"
+    )
+    connect.add_argument(
+        "--relay-url",
+        required=True,
+        metavar="URL",
+        help="the relay's base address as GlitchTip must reach it (http://relay:8780); "
+        "/webhook/<RELAY_WEBHOOK_SECRET> is added to it",
+    )
+    connect.add_argument("--name", default=RULE_NAME, help=f"the rule's name ({RULE_NAME!r})")
+    connect.add_argument(
+        "--uptime", action="store_true", help="also a rule for the project's uptime monitors"
+    )
+    connect.add_argument(
+        "--test",
+        action="store_true",
+        help="then send a test event through the project's DSN and wait until its alert is "
+        "in the chat, or say which hop failed",
+    )
+    connect.add_argument(
+        "--wait",
+        type=float,
+        default=TEST_WAIT,
+        metavar="SECONDS",
+        help=f"how long --test waits for GlitchTip's webhook (default {TEST_WAIT:.0f})",
+    )
+    connect.set_defaults(run=lambda args, console: _connect(args, console, open_spool))
+
+
+@dataclass(frozen=True)
+class RulePlan:
+    action: Literal["create", "update", "keep"]
+    body: dict[str, Any]
+    rule_id: int | None = None
+    # Why a rule is kept: it is already the one wanted, or someone else's with this URL.
+    why: str = ""
+
+
+def webhook_url(relay_url: str, secret: str) -> str:
+    """The URL GlitchTip posts to: the relay's base address, then /webhook/<secret>."""
+    parts = urlsplit(relay_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Usage(f"--relay-url {relay_url!r}: give the relay's address, http(s)://HOST[:PORT]")
+    if parts.query or parts.fragment or "/webhook/" in parts.path:
+        raise Usage(
+            f"--relay-url {relay_url!r}: give the relay's base address only; the command adds "
+            "/webhook/<RELAY_WEBHOOK_SECRET> itself"
+        )
+    return f"{relay_url.rstrip('/')}/webhook/{secret}"
+
+
+def plan_rule(
+    rules: list[dict[str, Any]], *, name: str, uptime: bool, url: str, relay_url: str
+) -> RulePlan:
+    """What to do so that one rule of this kind (issue or uptime) sends to `url`, and no two."""
+    webhook: list[dict[str, Any]] = [{"recipientType": "webhook", "url": url}]
+    wanted: dict[str, Any] = {
+        "name": name,
+        "timespanMinutes": 1,
+        "quantity": 1,
+        "uptime": uptime,
+        "alertRecipients": webhook,
+    }
+    relay_prefix = f"{relay_url.rstrip('/')}/webhook/"
+    kind = [rule for rule in rules if bool(rule.get("uptime")) == uptime]
+    for rule in kind:
+        if url in _webhook_urls(rule):
+            if rule.get("name") == name:
+                return RulePlan("keep", rule, _rule_id(rule), "already sends to this relay")
+            return RulePlan(
+                "keep", rule, _rule_id(rule), "made elsewhere, already sends to this relay"
+            )
+    for rule in kind:
+        ours = rule.get("name") == name
+        stale = [u for u in _webhook_urls(rule) if u.startswith(relay_prefix)]
+        if ours or stale:
+            # The relay's own rule, with an old secret or address: rewritten, keeping whatever
+            # else it sends to.
+            others = [
+                recipient
+                for recipient in rule.get("alertRecipients") or []
+                if isinstance(recipient, dict)
+                and not (
+                    recipient.get("recipientType") == "webhook"
+                    and (ours or str(recipient.get("url", "")).startswith(relay_prefix))
+                )
+            ]
+            body = {**wanted, "alertRecipients": [*others, *webhook]}
+            return RulePlan("update", body, _rule_id(rule))
+    return RulePlan("create", wanted)
+
+
+def _webhook_urls(rule: dict[str, Any]) -> list[str]:
+    return [
+        str(recipient.get("url"))
+        for recipient in rule.get("alertRecipients") or []
+        if isinstance(recipient, dict) and recipient.get("recipientType") == "webhook"
+    ]
+
+
+def _rule_id(rule: dict[str, Any]) -> int:
+    return int(str(rule.get("id")))
+
+
+def _connect(args: argparse.Namespace, console: Console, open_spool: OpenSpool) -> int:
+    try:
+        settings = Settings.from_env(console.environ)
+    except ConfigError as exc:
+        raise Usage(str(exc)) from None
+    token = console.environ.get(SETUP_TOKEN, "").strip() or settings.glitchtip_api_token
+    if not token or settings.glitchtip_url is None:
+        raise Usage(
+            f"set GLITCHTIP_URL, and {SETUP_TOKEN} (or GLITCHTIP_API_TOKEN) to a GlitchTip token "
+            "with the project:write scope (Profile → Auth Tokens in GlitchTip)"
+        )
+    register_secret(token)
+    try:
+        project = ProjectPath.parse(args.project)
+    except ValueError as exc:
+        raise Usage(f"--project: {exc}") from None
+    url = webhook_url(args.relay_url, settings.webhook_secret)
+    api = GlitchTipApi(token, settings.glitchtip_url, timeout=REQUEST_TIMEOUT)
+    out = console.out
+    try:
+        rules = api.alert_rules(project)
+        for uptime in (False, True) if args.uptime else (False,):
+            plan = plan_rule(
+                rules, name=args.name, uptime=uptime, url=url, relay_url=args.relay_url
+            )
+            print(_done(api, project, plan, uptime, url), file=out)
+    except GlitchTipError as exc:
+        raise Failed(f"{exc}{_scope_hint(exc)}") from None
+    if not args.test:
+        return 0
+    return _test(api, project, settings, args, console, open_spool)
+
+
+def _done(api: GlitchTipApi, project: ProjectPath, plan: RulePlan, uptime: bool, url: str) -> str:
+    kind = "uptime alerts" if uptime else "issue alerts (each new issue's first event)"
+    what = f"in {project}: {kind} to {shown_webhook_url(url)}"
+    if plan.action == "keep":
+        return f"unchanged: alert rule {plan.rule_id} “{plan.body.get('name')}” ({plan.why}) {what}"
+    if plan.action == "update":
+        assert plan.rule_id is not None
+        api.update_alert_rule(project, plan.rule_id, plan.body)
+        return f"updated: alert rule {plan.rule_id} “{plan.body['name']}” {what}"
+    made = api.create_alert_rule(project, plan.body)
+    return f"created: alert rule {made.get('id')} “{plan.body['name']}” {what}"
+
+
+def _scope_hint(exc: GlitchTipError) -> str:
+    if exc.status in (401, 403):
+        return (
+            f"; alert rules need a token with the project:write scope, whose user is an "
+            f"organization admin or on the project's team: set {SETUP_TOKEN} to one"
+        )
+    if exc.status == 404:
+        return "; check --project (ORG/PROJECT, the slugs in the project's address in GlitchTip)"
+    return ""
+
+
+# --test: one event, then each hop in turn.
+
+
+def _test(
+    api: GlitchTipApi,
+    project: ProjectPath,
+    settings: Settings,
+    args: argparse.Namespace,
+    console: Console,
+    open_spool: OpenSpool,
+) -> int:
+    out = console.out
+    try:
+        spool = open_spool(console.environ)
+    except (Failed, Usage) as exc:
+        raise Failed(
+            f"--test follows its alert through the relay's spool, and there is none here: {exc}"
+        ) from None
+    try:
+        dsn = _public_dsn(api, project)
+        mark = f"relay_app connect test {secrets.token_hex(4)}"
+        started = time.time()
+        try:
+            _send_event(dsn, mark)
+        except requests.RequestException as exc:
+            raise Failed(
+                f"hop 1 failed: GlitchTip did not take the test event at its DSN's address "
+                f"({_dsn_host(dsn)}): {exc.__class__.__name__}. The DSN names the address "
+                "GlitchTip was told is its own (GLITCHTIP_DOMAIN): it must be reachable from "
+                "here, as from your apps"
+            ) from None
+        print(f"hop 1: GlitchTip took the test event “{mark}” (project {project})", file=out)
+        return _follow(spool, mark, started, args, out)
+    except GlitchTipError as exc:
+        raise Failed(f"{exc}{_scope_hint(exc)}") from None
+    finally:
+        spool.close()
+
+
+def _public_dsn(api: GlitchTipApi, project: ProjectPath) -> str:
+    for key in api.project_keys(project):
+        dsn = key.get("dsn")
+        public = dsn.get("public") if isinstance(dsn, dict) else None
+        if isinstance(public, str) and public and key.get("isActive", True):
+            return public
+    raise Failed(f"the project {project} has no active client key (DSN) to send a test event to")
+
+
+def _dsn_host(dsn: str) -> str:
+    parts = urlsplit(dsn)
+    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+
+
+def _send_event(dsn: str, mark: str) -> None:
+    """One error event, as an SDK sends it (Sentry's store endpoint), titled `mark`."""
+    parts = urlsplit(dsn)
+    prefix, _, project_id = parts.path.rpartition("/")
+    if not parts.username or not project_id.isdigit() or parts.hostname is None:
+        raise Failed(f"the project's DSN is not one an SDK could use: {_dsn_host(dsn)}/…")
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    store = f"{parts.scheme}://{netloc}{prefix}/api/{project_id}/store/"
+    event = {
+        "event_id": uuid.uuid4().hex,
+        "timestamp": datetime.now(UTC).isoformat(),
+        "platform": "python",
+        "level": "error",
+        "logger": "relay_app.connect",
+        "message": mark,
+        "tags": {"relay_app": "connect --test"},
+    }
+    auth = (
+        f"Sentry sentry_version=7, sentry_client=relay_app/{version()}, sentry_key={parts.username}"
+    )
+    with requests.Session() as session:
+        session.mount("http://", DeadlineAdapter(max_retries=0))
+        session.mount("https://", DeadlineAdapter(max_retries=0))
+        with Deadline(REQUEST_TIMEOUT):
+            answer = session.post(
+                store, json=event, headers={"X-Sentry-Auth": auth}, timeout=REQUEST_TIMEOUT
+            )
+    answer.raise_for_status()
+
+
+def _follow(spool: Spool, mark: str, started: float, args: argparse.Namespace, out: Any) -> int:
+    """Hops 2 and 3: GlitchTip's webhook reached the relay; the relay put it in the chat."""
+    relay = args.relay_url.rstrip("/")
+    seen = _wait_for(lambda: _arrived(spool, mark, started), args.wait)
+    if seen is None:
+        raise Failed(_not_reached(relay, args.wait))
+    print("hop 2: GlitchTip's webhook reached the relay", file=out)
+    if seen.outcome == "silenced":
+        raise Failed(
+            "hop 3: a silence holds the test alert back from the chat (relay-app silence list)"
+        )
+    if seen.alert_id is None:
+        raise Failed("hop 3 failed: the relay could not keep the test alert: its log says why")
+    alert_id = seen.alert_id
+    left = _wait_for(lambda: _left_queue(spool, alert_id), max(30.0, args.wait / 3))
+    if left != "sent":
+        why = left or f"it still waits in the spool: {_waiting_because(spool, alert_id)}"
+        raise Failed(
+            f"hop 3 failed: the test alert (#{alert_id}) is not in the chat: {why}. relay-app "
+            "check tests Telegram's side; relay-app spool list shows the alert"
+        )
+    print(
+        f"hop 3: the relay delivered the test alert (#{alert_id}) to the chat: GlitchTip → "
+        "relay → Telegram works",
+        file=out,
+    )
+    return 0
+
+
+def _not_reached(relay: str, waited: float) -> str:
+    said = (
+        f"hop 2 failed: GlitchTip's webhook did not reach the relay within {waited:.0f} s "
+        f"(it posts to {relay}/webhook/…; GlitchTip's worker log says why)."
+    )
+    host = urlsplit(relay).hostname or ""
+    if _loopback(host):
+        said += (
+            f" {host} is GlitchTip's own host: where GlitchTip runs in a container, that is the "
+            "container itself, not the relay. Give --relay-url as GlitchTip reaches the relay: "
+            "the relay's service name on a network the two share (http://relay:8780), or the "
+            "host's address from the container (http://host.docker.internal:8780 with "
+            "extra_hosts: host-gateway), and have the relay listen there (RELAY_BIND=0.0.0.0:8780)"
+        )
+    else:
+        said += (
+            " Check that GlitchTip's host reaches that address (a firewall, DNS, a proxy in "
+            "between), and that the relay listens there (RELAY_BIND)"
+        )
+    return said
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _arrived(spool: Spool, mark: str, started: float) -> SeenWebhook | None:
+    try:
+        seen = spool.arrivals.since(started - 1.0)
+    except SpoolError:
+        return None
+    return next((webhook for webhook in seen if mark in webhook.text), None)
+
+
+def _left_queue(spool: Spool, alert_id: int) -> str | None:
+    """'sent' once the alert left the queue (a dead letter stays in it: 'dead: why'); None
+    while it waits."""
+    try:
+        for alert in spool.admin.alerts("dead"):
+            if alert.id == alert_id:
+                return f"it is a dead letter: {alert.last_error}"
+        if any(alert.id == alert_id for alert in spool.admin.alerts("pending")):
+            return None
+    except SpoolError:
+        return None
+    return "sent"
+
+
+def _waiting_because(spool: Spool, alert_id: int) -> str:
+    try:
+        for alert in spool.admin.alerts("pending"):
+            if alert.id == alert_id:
+                return alert.last_error or "its chat's turn, or Telegram, has not come yet"
+    except SpoolError as exc:
+        return f"the spool cannot be read ({exc})"
+    return "it left meanwhile"
+
+
+def _wait_for(look: Callable[[], Any], seconds: float) -> Any:
+    deadline = time.monotonic() + seconds
+    for _ in _bounded_looks(seconds):
+        found = look()
+        if found is not None:
+            return found
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(LOOK_EVERY)
+    return None
+
+
+def _bounded_looks(seconds: float) -> Iterator[int]:
+    yield from range(int(seconds / LOOK_EVERY) + 2)
