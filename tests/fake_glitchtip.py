@@ -71,7 +71,8 @@ class Request:
 
 class FakeGlitchTip:
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # Re-entrant: an event, answered under the lock, adds its issue as a test would.
+        self._lock = threading.RLock()
         # The tokens GlitchTip knows, each with its scopes.
         self.tokens: dict[str, set[str]] = {
             TOKEN: {"event:read", "event:write", "project:read"},
@@ -110,23 +111,6 @@ class FakeGlitchTip:
     ) -> str:
         """An issue GlitchTip has, as the sample answers say (its latest event `event`, or the
         sample's); its link, as an alert's title_link gives it."""
-        with self._lock:
-            return self.add_issue_unlocked(
-                issue_id, short_id, title=title, first_seen=first_seen, count=count, event=event
-            )
-
-    def add_issue_unlocked(
-        self,
-        issue_id: int,
-        short_id: str,
-        *,
-        title: str = "ZeroDivisionError",
-        first_seen: float | None = None,
-        count: int = 3,
-        event: dict[str, Any] | None = None,
-    ) -> str:
-        """An issue GlitchTip has, as the sample answers say (its latest event `event`, or the
-        sample's); its link, as an alert's title_link gives it."""
         link = f"{self.url}/acme/issues/{issue_id}"
         first = first_seen if first_seen is not None else time.time() - 3 * 86400
         issue = copy.deepcopy(SAMPLE_ISSUE)
@@ -141,8 +125,9 @@ class FakeGlitchTip:
         )
         latest = copy.deepcopy(event if event is not None else SAMPLE_EVENT)
         latest["groupID"] = str(issue_id)
-        self.issues[str(issue_id)] = issue
-        self.events[str(issue_id)] = latest
+        with self._lock:
+            self.issues[str(issue_id)] = issue
+            self.events[str(issue_id)] = latest
         return link
 
     def reads(self) -> list[Request]:
@@ -287,7 +272,7 @@ class FakeGlitchTip:
         if event is None or not isinstance(event.get("message"), str):
             return 400, {"detail": "Invalid event"}
         number = 100 + len(self.issues)
-        link = self.add_issue_unlocked(number, f"BACKEND-{number}", title=event["message"])
+        link = self.add_issue(number, f"BACKEND-{number}", title=event["message"])
         urls = [
             recipient["url"]
             for rule in self.rules.values()
