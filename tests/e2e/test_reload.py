@@ -116,3 +116,78 @@ def test_a_reload_with_new_code_in_place_answers_every_webhook_and_runs_the_new_
             relay.stop()
         logs = relay.logs()
         assert "Traceback" not in logs, logs
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if parent == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_gunicorns_usr2_re_exec_hands_the_socket_over_and_answers_every_webhook(
+    tmp_path: Path,
+) -> None:
+    """gunicorn's own upgrade, where no service manager tracks the master: USR2 starts a new
+    master on the same listening socket (inherited, so the start-up check must not call its
+    own port taken), then TERM ends the old one. Metrics keep working after the old master has
+    gone (gunicorn re-executes with the environment it started with: the new master makes its
+    own metrics directory)."""
+    with running_fake_telegram() as fake:
+        fake.add_chat(CHAT_ID)
+        env = relay_env(
+            fake,
+            WEB_CONCURRENCY="2",
+            RELAY_SPOOL_PATH=str(tmp_path / "spool.sqlite3"),
+            RELAY_TIME_SCALE="0.25",
+        )
+        relay = RelayProcess(env, tmp_path / "relay.log").wait_ready()
+        old = relay.process.pid
+        new_master = None
+        try:
+            with Stream(relay.webhook_url) as stream:
+                assert wait_until(lambda: stream.posted() >= 15, 10), relay.logs()
+                before = set(_children(old))
+                os.kill(old, signal.SIGUSR2)
+
+                def new_one() -> int | None:
+                    for child in set(_children(old)) - before:
+                        if len(_children(child)) == 2:
+                            return child
+                    return None
+
+                assert wait_until(lambda: new_one() is not None, 30), relay.logs()
+                new_master = new_one()
+                assert wait_until(lambda: relay.logs().count("Booting worker") >= 4, 20)
+                os.kill(old, signal.SIGTERM)  # the old master and its workers, gracefully
+                relay.process.wait(40)
+                handed_over = stream.posted()
+                assert wait_until(lambda: stream.posted() >= handed_over + 15, 10), relay.logs()
+            refused = [(t, answer) for t, answer in stream.answers if answer not in (200, 202)]
+            assert not refused, f"{refused}\n{relay.logs()}"
+            titles = [title for title, _ in stream.answers]
+            assert wait_until(lambda: set(titles) <= set(delivered_titles(fake)), 30), relay.logs()
+            scraped = requests.get(f"{relay.url}/metrics", timeout=5)
+            assert scraped.status_code == 200
+            assert "relay_webhooks_total" in scraped.text
+        finally:
+            if new_master is not None and _running(new_master):
+                os.kill(new_master, signal.SIGTERM)
+                assert wait_until(lambda: not _running(new_master), 40)
+            relay.stop()
+        logs = relay.logs()
+        assert "cannot start" not in logs
+        assert "Traceback" not in logs, logs
