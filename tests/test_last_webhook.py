@@ -14,8 +14,17 @@ from tests.conftest import FakeTime
 
 
 class FailingArrivals(SpoolArrivals):
+    """Writes fail; reads fail too once `unreadable`."""
+
+    unreadable = False
+
     def record(self, outcome: str, text: str, *, now: float | None = None) -> None:
         raise SpoolError("the disk is full")
+
+    def last(self, now: float | None = None) -> float | None:
+        if self.unreadable:
+            raise SpoolError("the disk is gone")
+        return super().last(now)
 
 
 def gauge(last_webhook: LastWebhook) -> list[float]:
@@ -59,10 +68,14 @@ def test_the_spool_keeps_the_latest_webhooks_and_a_failing_spool_leaves_memory(
         kept = arrivals.since(0.0, now=clock.now)
         assert len(kept) == RECENT_WEBHOOKS
         assert kept[-1].text == f"alert {RECENT_WEBHOOKS + 19}"
-        failing = LastWebhook(FailingArrivals(store), clock=clock)
+        arrivals_failing = FailingArrivals(store)
+        failing = LastWebhook(arrivals_failing, clock=clock)
         clock.now += 1000
         failing.accepted("silenced", False, "while the disk is full")
-        assert failing.last() == clock.now  # memory's, newer than the spool's
+        # The spool's, as every worker reads it, while it answers; then this process's own.
+        assert failing.last() == clock.now - 1000 + RECENT_WEBHOOKS + 19
+        arrivals_failing.unreadable = True
+        assert failing.last() == clock.now
     finally:
         store.close()
     assert LastWebhook(None, clock=clock).last() is None

@@ -48,12 +48,13 @@ class LastWebhook:
         seconds; None when none was, as far as this process can tell."""
         with self._lock:
             here = self._here
-        shared = None
         if self._arrivals is not None:
+            # The spool's, whichever worker answers: every scrape of the relay agrees.
             with contextlib.suppress(SpoolError):  # memory's, then
                 shared = self._arrivals.last(now=self._clock())
-        known = [at for at in (here, shared) if at is not None]
-        return max(known) if known else None
+                if shared is not None:
+                    return shared
+        return here
 
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily
