@@ -36,6 +36,7 @@ from .telegram.courier import Courier, Telegram
 from .web.framing import BODY_GATE
 from .web.last_webhook import LastWebhook
 from .web.misses import Misses
+from .web.routed import RoutedWebhooks
 from .web.views import body_gate, create_blueprint
 from .web.webhook_alerts import WebhookAlerts
 from .words import Words, words_for
@@ -91,11 +92,16 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     app.register_blueprint(
         create_blueprint(
             webhook_secret=settings.webhook_secret,
-            alerts=WebhookAlerts(
-                intake=relay.intake,
-                outgoing=relay.outgoing,
-                silencing=relay.silencing,
-                jobs=relay.jobs,
+            alerts=RoutedWebhooks(
+                WebhookAlerts(
+                    intake=relay.intake,
+                    outgoing=relay.outgoing,
+                    silencing=relay.silencing,
+                    jobs=relay.jobs,
+                ),
+                settings.routes,
+                default=settings.default_destination,
+                metrics=relay.metrics,
             ),
             jobs=relay.jobs,
             metrics=relay.metrics,

@@ -25,6 +25,7 @@ LAYERS = [
     "core",
     "words",
     "glitchtip",
+    "routes",
     "message",
     "telegram",
     "spool",

@@ -34,7 +34,7 @@ DIGEST_BUCKETS = (2, 3, 5, 10, 20, 50, 100)
 # A wait for the spool's lock: milliseconds when it is contended, seconds when a tool holds it.
 LOCK_WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10)
 
-WebhookOutcome = Literal["sent", "queued", "silenced", "failed", "rejected"]
+WebhookOutcome = Literal["sent", "queued", "silenced", "dropped", "failed", "rejected"]
 AttemptKind = Literal["sync", "background"]
 # Of a look-up of an issue's details in GlitchTip's API (glitchtip/lookups.py).
 LookupOutcome = Literal["read", "cached", "gone", "failed", "skipped"]
@@ -86,7 +86,8 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.webhooks = Counter(
             "relay_webhooks",
-            "Webhooks answered, by outcome (sent, queued, silenced, failed, rejected) and reason",
+            "Webhooks answered, by outcome (sent, queued, silenced, dropped, failed, rejected) and "
+            "reason; a webhook the routes split counts once per part",
             ["outcome", "reason"],
             registry=self.registry,
         )
@@ -101,6 +102,19 @@ class Metrics:
             "relay_delivery_seconds",
             "Seconds from a webhook's arrival to Telegram accepting its alert",
             buckets=DELIVERY_BUCKETS,
+            registry=self.registry,
+        )
+        self.routed = Counter(
+            "relay_alerts_routed",
+            "Issues (and uptime monitors) the routes file sent on, by route name ('none': no "
+            "route matched, so where the webhook URL says)",
+            ["route"],
+            registry=self.registry,
+        )
+        self.dropped = Counter(
+            "relay_alerts_dropped",
+            "Issues (and uptime monitors) a route with drop = true kept out of every chat",
+            ["route"],
             registry=self.registry,
         )
         self.rate_limited = Counter(
@@ -195,6 +209,9 @@ class Metrics:
 
     def webhook(self, outcome: WebhookOutcome, reason: str) -> None:
         self.webhooks.labels(outcome, reason).inc()
+
+    def route(self, route: str | None, count: int, *, dropped: bool = False) -> None:
+        (self.dropped if dropped else self.routed).labels(route or "none").inc(count)
 
     def attempt(self, kind: AttemptKind, result: AttemptResult, error_code: int | None) -> None:
         self.attempts.labels(kind, result, "" if error_code is None else str(error_code)).inc()

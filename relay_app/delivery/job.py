@@ -29,7 +29,7 @@ from ..core.outcomes import Dead, Delivered, Outcome, Refund, RetryAt
 from ..core.routing import Destination
 from ..core.timing import PRODUCTION
 from ..message.digest import compose, how_many_fit
-from ..message.formatting import Message, with_first_line
+from ..message.formatting import Message, with_first_line, with_mentions
 from ..spool.model import Claim, Settled, Settlement, SpooledAlert, refunded
 from ..spool.queue import Queue
 from ..telegram.courier import Extras, Sent
@@ -243,6 +243,9 @@ class Jobs:
             now=now,
             late_after=self._late_after,
         )
+        # Whom the alerts' routes call, once for the message, however many alerts call them.
+        called = dict.fromkeys(m for alert in alerts for m in alert.message.subjects.mentions)
+        message = with_mentions(message, list(called), self._words)
         if not any(_maybe_seen(alert) for alert in alerts):
             return message
         words = self._words

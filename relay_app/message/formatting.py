@@ -51,7 +51,7 @@ TELEGRAM_TEXT_LIMIT = 4096
 # Kept free in every message for the lines a late delivery and a second chance add
 # (`with_note`), so adding them never means shortening, that is rebuilding, a message that was
 # already accepted.
-NOTES_ROOM = 200
+NOTES_ROOM = 450
 MESSAGE_LIMIT = TELEGRAM_TEXT_LIMIT - NOTES_ROOM
 # Sent when Telegram rejects our HTML or its length: well inside the limit, so a disagreement
 # about how characters are counted cannot make the fallback fail too.
@@ -234,6 +234,31 @@ def with_note(message: Message, note: str) -> Message:
         html=f"{message.html}\n\n{html.escape(note, quote=False)}",
         text=f"{message.text}\n\n{note}",
         fallback=f"{message.fallback}\n\n{note}",
+    )
+
+
+def with_mentions(message: Message, mentions: Sequence[str], words: Words) -> Message:
+    """`message` with a last line calling `mentions` ('@username', or 'tg:<user id>' as a link
+    to that user, for people without a username), within the room kept for notes."""
+    if not mentions:
+        return message
+    shown_html, shown_text = [], []
+    for mention in mentions:
+        if mention.startswith("tg:"):
+            user = mention.removeprefix("tg:")
+            name = words.mention_user.format(id=user)
+            shown_html.append(f'<a href="tg://user?id={user}">{html.escape(name)}</a>')
+            shown_text.append(name)
+        else:
+            shown_html.append(html.escape(mention))
+            shown_text.append(mention)
+    line_html = html.escape(words.mention_line.format(people="\x00"), quote=False)
+    line_html = line_html.replace("\x00", ", ".join(shown_html))
+    line_text = words.mention_line.format(people=", ".join(shown_text))
+    return Message(
+        html=f"{message.html}\n\n{line_html}",
+        text=f"{message.text}\n\n{line_text}",
+        fallback=f"{message.fallback}\n\n{line_text}",
     )
 
 

@@ -51,9 +51,11 @@ class MonitorRef:
 class Subjects:
     issues: tuple[IssueRef, ...] = ()
     monitors: tuple[MonitorRef, ...] = ()
+    # Whom its route calls ('@username', 'tg:<user id>'): named once in the message it goes in.
+    mentions: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.issues or self.monitors)
+        return bool(self.issues or self.monitors or self.mentions)
 
     @property
     def recovery(self) -> bool:
@@ -71,6 +73,7 @@ class Subjects:
                     for issue in self.issues
                 ],
                 "monitors": [[m.link, m.name, m.state] for m in self.monitors],
+                **({"mentions": list(self.mentions)} if self.mentions else {}),
             },
             ensure_ascii=False,
         )
@@ -97,9 +100,10 @@ class Subjects:
                 MonitorRef(str(link), str(name), state if state in ("down", "up") else "unknown")
                 for link, name, state in data.get("monitors", [])
             )
+            mentions = tuple(str(m) for m in data.get("mentions", []))
         except (ValueError, TypeError, AttributeError):
             return NO_SUBJECTS
-        return cls(issues, monitors)
+        return cls(issues, monitors, mentions)
 
 
 NO_SUBJECTS = Subjects()

@@ -10,6 +10,7 @@ environment as the service.
 - `relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay
   (spool_cli.py).
 - `relay-app silence add|list|expire`: quiet in a chat for a while (silence_cli.py).
+- `relay-app routes check|test`: the routes file before it is in service (routes_cli.py).
 - `relay-app glitchtip connect`: the project's alert rule that sends to this relay, and with
   `--test` the whole path proved (glitchtip_connect.py).
 
@@ -53,6 +54,7 @@ from .config import (
 )
 from .console import Console, Failed, Usage
 from .glitchtip_connect import add_glitchtip_commands
+from .routes_cli import add_routes_commands
 from .selfcheck import Verdict, run_checks
 from .silence_cli import add_silence_commands
 from .spool_cli import add_spool_commands
@@ -153,6 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     add_spool_commands(commands, open_spool=_open_spool, duration=parse_duration)
     add_silence_commands(commands, open_spool=_open_spool, duration=parse_duration)
     add_glitchtip_commands(commands, open_spool=_open_spool)
+    add_routes_commands(commands)
     return parser
 
 

@@ -17,7 +17,9 @@ from ..core.logs import LogFormat
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id
 from ..core.timing import PRODUCTION, Timing
 from ..message.subjects import origin_of
+from ..routes import NO_ROUTES, RouteTable
 from ..words import LANGUAGES
+from .binds import DEFAULT_BIND, admin_bind_from_env, bind_from_env
 from .env_values import (
     ConfigError,
     base_url,
@@ -26,18 +28,15 @@ from .env_values import (
     listed,
     number,
     port_of,
-    port_or_error,
     required,
     switch,
 )
+from .routes_file import routes_from_env
 
 DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
 
 # GlitchTip gives up on us after 10 s; one attempt must leave time to answer.
 MAX_SEND_TIMEOUT = 9.0
-
-# Not 8000: that is GlitchTip's own port, and the two often share a host.
-DEFAULT_BIND = "127.0.0.1:8780"
 
 DEFAULT_SPOOL_PATH = "relay-spool.sqlite3"
 # A few hundred milliseconds: a look-up in GlitchTip's API on the same network takes tens.
@@ -61,6 +60,7 @@ _SECRET_HINT = "generate one with: python3 -c 'import secrets; print(secrets.tok
 
 
 __all__ = [
+    "DEFAULT_BIND",
     "ChatId",
     "ConfigError",
     "Settings",
@@ -124,6 +124,7 @@ class Settings:
     language: str = "en"
     # RELAY_TIME_SCALE: every interval the relay waits on, times this (tests, drills).
     time_scale: float = 1.0
+    routes: RouteTable = NO_ROUTES  # RELAY_ROUTES (routes_file.py)
 
     @property
     def default_destination(self) -> Destination:
@@ -238,6 +239,7 @@ class Settings:
             time_scale=read(
                 lambda: number(environ, "RELAY_TIME_SCALE", default=1.0, low=0.01, high=1.0), 1.0
             ),
+            routes=read(lambda: routes_from_env(environ), NO_ROUTES),
         )
         if glitchtip_token is not None and settings.spool_path is None and not settings.spool_url:
             problems.append(
@@ -279,35 +281,6 @@ def _details_budget(environ: Mapping[str, str]) -> float | None:
         high=MAX_DETAILS_BUDGET,
         why="the alert itself matters more; later details arrive by an edit (or use off)",
     )
-
-
-def bind_from_env(environ: Mapping[str, str]) -> str:
-    """RELAY_BIND: where gunicorn listens for GlitchTip's webhooks."""
-    raw = environ.get("RELAY_BIND", "").strip() or DEFAULT_BIND
-    port_or_error("RELAY_BIND", raw, example=DEFAULT_BIND)
-    return raw
-
-
-def admin_bind_from_env(environ: Mapping[str, str], bind: str | None = None) -> str | None:
-    """RELAY_ADMIN_BIND: the listener for /metrics, /readyz and /healthz, if they have their
-    own; it must not share the webhook listener's port, since the port is what tells them
-    apart."""
-    name = "RELAY_ADMIN_BIND"
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return None
-    port = port_or_error(name, raw, example="127.0.0.1:9187")
-    if port == 0:
-        # The app tells the listeners apart by port, so this one's must be known in advance.
-        raise ConfigError(name, f"{raw!r} needs a fixed port; for example 127.0.0.1:9187")
-    webhook_bind = bind if bind is not None else environ.get("RELAY_BIND", "").strip()
-    if port_of(webhook_bind or DEFAULT_BIND) == port:
-        raise ConfigError(
-            name,
-            f"{raw!r} uses the webhook listener's port ({port}, from RELAY_BIND); give it a "
-            "port of its own, like 127.0.0.1:9187",
-        )
-    return raw
 
 
 def metrics_enabled(environ: Mapping[str, str]) -> bool:

@@ -121,41 +121,45 @@ def plan_rule(
         "uptime": uptime,
         "alertRecipients": webhook,
     }
-    relay_prefix = f"{relay_url.rstrip('/')}/webhook/"
     kind = [rule for rule in rules if bool(rule.get("uptime")) == uptime]
-    for rule in kind:
-        if url in _webhook_urls(rule):
-            if rule.get("name") == name:
-                return RulePlan("keep", rule, _rule_id(rule), "already sends to this relay")
-            return RulePlan(
-                "keep", rule, _rule_id(rule), "made elsewhere, already sends to this relay"
-            )
+    if (kept := _already_sending(kind, name, url)) is not None:
+        return kept
+    relay_prefix = f"{relay_url.rstrip('/')}/webhook/"
     for rule in kind:
         ours = rule.get("name") == name
-        stale = [u for u in _webhook_urls(rule) if u.startswith(relay_prefix)]
-        if ours or stale:
+        if ours or any(u.startswith(relay_prefix) for u in _webhook_urls(rule)):
             # The relay's own rule, with an old secret or address: rewritten, keeping whatever
             # else it sends to.
-            others = [
-                recipient
-                for recipient in rule.get("alertRecipients") or []
-                if isinstance(recipient, dict)
-                and not (
-                    recipient.get("recipientType") == "webhook"
-                    and (ours or str(recipient.get("url", "")).startswith(relay_prefix))
-                )
-            ]
+            others = [r for r in _recipients(rule) if not _to_relay(r, ours, relay_prefix)]
             body = {**wanted, "alertRecipients": [*others, *webhook]}
             return RulePlan("update", body, _rule_id(rule))
     return RulePlan("create", wanted)
 
 
+def _already_sending(kind: list[dict[str, Any]], name: str, url: str) -> RulePlan | None:
+    sending = next((rule for rule in kind if url in _webhook_urls(rule)), None)
+    if sending is None:
+        return None
+    why = "already sends to this relay"
+    if sending.get("name") != name:
+        why = "made elsewhere, already sends to this relay"
+    return RulePlan("keep", sending, _rule_id(sending), why)
+
+
+def _recipients(rule: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in rule.get("alertRecipients") or [] if isinstance(r, dict)]
+
+
+def _to_relay(recipient: dict[str, Any], ours: bool, relay_prefix: str) -> bool:
+    """Whether a recipient of a rule being rewritten is the relay's (replaced by the new URL):
+    any webhook of the relay's own rule, or one at this relay's address."""
+    if recipient.get("recipientType") != "webhook":
+        return False
+    return ours or str(recipient.get("url", "")).startswith(relay_prefix)
+
+
 def _webhook_urls(rule: dict[str, Any]) -> list[str]:
-    return [
-        str(recipient.get("url"))
-        for recipient in rule.get("alertRecipients") or []
-        if isinstance(recipient, dict) and recipient.get("recipientType") == "webhook"
-    ]
+    return [str(r.get("url")) for r in _recipients(rule) if r.get("recipientType") == "webhook"]
 
 
 def _rule_id(rule: dict[str, Any]) -> int:

@@ -33,7 +33,7 @@ from ..core.errors import (
     ThreadNotFound,
 )
 from ..core.logs import register_secret
-from ..core.routing import ChatId, Destination, parse_chat_id
+from ..core.routing import ChatId, Destination, chat_key, parse_chat_id
 from ..glitchtip.api import GlitchTipApi
 from ..spool import Spool, open_spool
 from ..telegram.client import TelegramClient
@@ -192,6 +192,9 @@ def _chat_verdicts(
         (chat for key in settings.allowed_chat_ids if (chat := parse_chat_id(key)) is not None),
         key=str,
     )
+    # The routes' chats too (RELAY_ROUTES): each once.
+    known = {chat_key(chat) for chat in chats}
+    chats += [chat for chat in settings.routes.chats if chat_key(chat) not in known]
     default_works = False
     for chat in chats:
         verdict, info = _chat_verdict(client, chat, bot_id, deadline, settings.telegram_api_url)

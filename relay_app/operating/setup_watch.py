@@ -67,14 +67,17 @@ def one_worker_says(warnings: SpoolWarnings | None) -> Speaks:
     return speaks
 
 
-def variable_for(check: str, default_chat: object) -> str:
+def variable_for(check: str, settings: Settings) -> str:
     """The variable a check's result depends on: 'chat -100…' is TELEGRAM_CHAT_ID's when it
-    is the default chat, else one of TELEGRAM_ALLOWED_CHAT_IDS'."""
+    is the default chat, one of TELEGRAM_ALLOWED_CHAT_IDS', or else a route's (RELAY_ROUTES)."""
     if check == "token":
         return "TELEGRAM_BOT_TOKEN"
     if check.startswith("topic "):
         return "TELEGRAM_THREAD_ID"
-    return "TELEGRAM_CHAT_ID" if check == f"chat {default_chat}" else "TELEGRAM_ALLOWED_CHAT_IDS"
+    if check == f"chat {settings.default_destination.chat}":
+        return "TELEGRAM_CHAT_ID"
+    allowed = {f"chat {chat}" for chat in settings.allowed_chat_ids}
+    return "TELEGRAM_ALLOWED_CHAT_IDS" if check in allowed else "RELAY_ROUTES"
 
 
 class SetupWatch(PerProcess):
@@ -210,8 +213,7 @@ class SetupWatch(PerProcess):
             log.info("Telegram answers the start-up check now: the relay is ready")
 
     def _record(self, refused: list[Verdict]) -> None:
-        default = self._settings.default_destination.chat
-        lines = [f"{variable_for(v.check, default)}: {v.check}: {v.found}" for v in refused]
+        lines = [f"{variable_for(v.check, self._settings)}: {v.check}: {v.found}" for v in refused]
         with self._lock:
             was, self._refused = self._refused, lines
         if lines != (was or []):  # said once, not each minute

@@ -32,7 +32,8 @@ from ..operating.config import UpdatesMode
 from ..words import ENGLISH
 from .last_webhook import LastWebhook
 from .misses import Misses
-from .webhook_alerts import Taken, WebhookAlerts
+from .routed import RoutedWebhooks
+from .webhook_alerts import Taken
 
 if TYPE_CHECKING:
     from ..delivery.job import Jobs
@@ -40,10 +41,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # The logged status of each outcome: failures and refusals are worth a look, the rest is flow.
+# From the best answer to the worst: a webhook split by the routes answers its worst part's.
+_STATUS_RANK = (200, 202, 502, 503, 500)
 _LEVELS: dict[WebhookOutcome, int] = {
     "sent": logging.INFO,
     "queued": logging.INFO,
     "silenced": logging.INFO,
+    "dropped": logging.INFO,
     "failed": logging.WARNING,
     "rejected": logging.WARNING,
 }
@@ -153,7 +157,7 @@ def body_gate(url_map: Map, webhook_secret: str) -> Callable[[bytes, bytes], boo
 def create_blueprint(
     *,
     webhook_secret: str,
-    alerts: WebhookAlerts,
+    alerts: RoutedWebhooks,
     jobs: Jobs,
     metrics: Metrics,
     misses: Misses,
@@ -243,14 +247,20 @@ def create_blueprint(
                 message_for(payload, ENGLISH), f"the webhook URL was refused: {exc}", None
             )
             return _answered(metrics, started, Taken("rejected", "bad_route", 400, error=str(exc)))
-        taken = alerts.take(payload, destination, started)
-        if taken.outcome != "rejected":
+        parts = alerts.take(payload, destination, started)
+        for taken in parts:
             alert = taken.alert
             in_spool = alert is not None and not alert.in_memory
             message = taken.message or (alert.message if alert is not None else None)
             text = message.text if message is not None else ""
             last_webhook.accepted(taken.outcome, in_spool, text)
-        return _answered(metrics, started, taken)
+        if len(parts) == 1:
+            return _answered(metrics, started, parts[0])
+        answers = [_answered(metrics, started, taken) for taken in parts]
+        # Split by the routes: the worst part's status, and each part's own answer.
+        worst = max(parts, key=lambda taken: _STATUS_RANK.index(taken.status))
+        body = {"status": worst.outcome, "parts": [answer.get_json() for answer, _ in answers]}
+        return jsonify(body), worst.status
 
     if telegram_updates == "webhook" and updates is not None:
         expected_header = telegram_secret_token(bot_token).encode()

@@ -11,7 +11,7 @@ retrier sends it. Either way the webhook is answered 500, and the log says which
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..core.metrics import WebhookOutcome
@@ -55,12 +55,26 @@ class WebhookAlerts:
         self._silencing = silencing
         self._jobs = jobs
 
-    def take(self, payload: dict[str, Any], destination: Destination, started: float) -> Taken:
-        """`started`: when the webhook arrived (monotonic)."""
+    def take(
+        self,
+        payload: dict[str, Any],
+        destination: Destination,
+        started: float,
+        *,
+        mentions: tuple[str, ...] = (),
+    ) -> Taken:
+        """`started`: when the webhook arrived (monotonic); `mentions`: whom its route calls,
+        kept with its message however it is built again."""
         message: Message | None = None
         queued: SpooledAlert | None = None
+
+        def calling(built: Message) -> Message:
+            if not mentions:
+                return built
+            return replace(built, subjects=replace(built.subjects, mentions=mentions))
+
         try:
-            message = self._outgoing.prepared(payload)
+            message = calling(self._outgoing.prepared(payload))
             silence = (
                 self._silencing.hold(message, destination) if self._silencing is not None else None
             )
@@ -83,12 +97,15 @@ class WebhookAlerts:
                 # come, or Telegram is failing. It waits in the queue; the retrier sends it,
                 # with its issues' details if they come before its turn.
                 self._outgoing.when_enriched(
-                    payload, prepared, lambda revised: self._intake.revise(queued, revised)
+                    payload,
+                    prepared,
+                    lambda revised: self._intake.revise(queued, calling(revised)),
                 )
                 return Taken("queued", admission.waiting or "paced", 202, queued)
 
             def enrich(until: float) -> Message | None:
-                return self._outgoing.enriched(payload, prepared, arrived=started, until=until)
+                built = self._outgoing.enriched(payload, prepared, arrived=started, until=until)
+                return calling(built) if built is not None else None
 
             return _answer(queued, self._intake.attempt(admission, started=started, enrich=enrich))
         except Exception as exc:

@@ -146,6 +146,11 @@ class Words:
     # `relay-app check --send`'s message to the chat (HTML: it may hold <b> and <code>).
     test_message: str
 
+    # The people a route calls (routes/table.py), in the last line of its alerts' message; one
+    # without a username is named by a link, its text this.
+    mention_line: str
+    mention_user: str
+
     def count(self, word: Plural, n: int) -> str:
         """`word` for the number `n`: '5 alerts', '5 алертов'."""
         return word.forms[self.plural_rule(n)].format(n=n)

@@ -119,6 +119,8 @@ ENGLISH = Words(
         "is not in); nothing was changed."
     ),
     glitchtip_refused="GlitchTip refused the change ({detail}).",
+    mention_line="🔔 For {people}",
+    mention_user="user {id}",
     test_message=(
         "✅ <b>relay_app test message</b>\n"
         "Sent by <code>relay-app check --send</code>: GlitchTip alerts for this chat will arrive "

@@ -143,6 +143,8 @@ RUSSIAN = Words(
         "организации); ничего не изменено."
     ),
     glitchtip_refused="GlitchTip отклонил изменение ({detail}).",
+    mention_line="🔔 Для {people}",
+    mention_user="пользователь {id}",
     test_message=(
         "✅ <b>Проверка связи от relay_app</b>\n"
         "Отправлено командой <code>relay-app check --send</code>: алерты GlitchTip для этого "

@@ -1,0 +1,111 @@
+"""A webhook split by the routes: each of its issues (or uptime monitors) routed on its own, and
+the issues bound for one place put back together as a webhook of their own, as GlitchTip would
+have sent it for them alone. Each part is then taken in like any webhook: its message, digest,
+pacing, silences, buttons, details and dead letters are its destination's.
+
+Issues GlitchTip counted but did not list ("12 issues" with three attached) cannot be routed:
+they go with the first part that is sent, as its "…and 9 more".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.routing import Destination
+from ..glitchtip.webhook import IssueAlert, UptimeAlert, parse_alert
+from .table import Route, RouteTable, facts_of_issue
+
+_COUNT = re.compile(r"\s*\(\d+ issues?\)")
+
+
+@dataclass(frozen=True)
+class Part:
+    payload: dict[str, Any]
+    destination: Destination
+    route: Route | None  # None: no route matched; where the webhook URL says
+    count: int  # its issues (or monitors), the unlisted ones included
+
+    @property
+    def mention(self) -> tuple[str, ...]:
+        return self.route.mention if self.route is not None else ()
+
+
+@dataclass(frozen=True)
+class Dropped:
+    route: Route
+    count: int
+    titles: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Split:
+    parts: tuple[Part, ...]
+    dropped: tuple[Dropped, ...] = ()
+
+
+def split(
+    payload: dict[str, Any], table: RouteTable, asked: Destination, default: Destination
+) -> Split:
+    """The webhook's parts by route. `asked`: where its URL says (the default unless it names a
+    chat or topic); `default`: TELEGRAM_CHAT_ID's, for a route that names only a topic."""
+    facts, titles, total = _read(payload)
+    chosen = [table.first(each) for each in facts]
+    groups: dict[int, list[int]] = {}
+    for index, route in enumerate(chosen):
+        groups.setdefault(route.number if route is not None else 0, []).append(index)
+    whole = len(groups) == 1 and total == len(facts)
+    parts: list[Part] = []
+    dropped: list[Dropped] = []
+    unlisted = total - len(facts)
+    for indices in groups.values():
+        route = chosen[indices[0]]
+        if route is not None and route.drop:
+            dropped.append(Dropped(route, len(indices), tuple(titles[i] for i in indices)))
+            continue
+        count, unlisted = len(indices) + unlisted, 0
+        part = payload if whole else _part_of(payload, indices, count)
+        parts.append(Part(part, _where(route, asked, default), route, count))
+    return Split(tuple(parts), tuple(dropped))
+
+
+def _read(payload: dict[str, Any]) -> tuple[list[dict[str, str | None]], list[str], int]:
+    """What the routes read of each issue (or monitor), their titles, and how many GlitchTip
+    counted in all."""
+    alert = parse_alert(payload)
+    if isinstance(alert, IssueAlert):
+        facts = [
+            facts_of_issue(i.title, i.short_id, i.color, ((f.title, f.value) for f in i.fields))
+            for i in alert.issues
+        ]
+        return facts, [issue.title for issue in alert.issues], alert.total
+    if isinstance(alert, UptimeAlert):
+        monitors = alert.monitors
+        facts = [{"monitor": m.name, "title": m.name} for m in monitors]
+        return facts, [m.name for m in monitors], alert.total
+    return [{}], [""], 1  # a payload the relay does not know: routed on nothing it could read
+
+
+def _where(route: Route | None, asked: Destination, default: Destination) -> Destination:
+    if route is None or (route.chat is None and route.thread is None):
+        return asked
+    if route.chat is None:  # a topic of TELEGRAM_CHAT_ID
+        return Destination(default.chat, route.thread)
+    return Destination(route.chat, route.thread)
+
+
+def _part_of(payload: Mapping[str, Any], indices: list[int], count: int) -> dict[str, Any]:
+    """The webhook GlitchTip would have sent for these of its attachments alone."""
+    attachments = payload["attachments"]
+    part = dict(payload)
+    part["attachments"] = [attachments[i] for i in indices]
+    sections = payload.get("sections")
+    if isinstance(sections, list) and len(sections) == len(attachments):
+        part["sections"] = [sections[i] for i in indices]
+    heading = payload.get("text")
+    if isinstance(heading, str) and "uptime" not in heading.lower():
+        bare = _COUNT.sub("", heading)
+        part["text"] = bare + (f" ({count} issues)" if count > 1 else "")
+    return part

@@ -1,0 +1,270 @@
+"""The routes file (RELAY_ROUTES): which alerts go where and who is called, as the operator wrote
+it in TOML, read with the standard library's tomllib and checked whole before it is used.
+
+A list of `[[route]]` tables, tried in order; the first whose every matcher matches an issue (or
+an uptime monitor) takes it. Matchers: `project`, `environment`, `server`, `release`, `level`
+(read from the attachment's colour, the only way GlitchTip gives it: `error` for #e52b50, which
+GlitchTip sends for error and fatal, `info` for #4b60b4, `warning` for none, which it sends for
+warnings and the other levels), `title` (contains), `issue` (the short id), `monitor` (an uptime
+monitor's name). A value is a string or a list of strings (any of them); `"!x"` negates (a list
+of negations: none of them). Case does not matter, as in the silences' matchers. What a route
+does: `chat` and `thread` (where; a `thread` alone is a topic of TELEGRAM_CHAT_ID), `mention`
+(`@username`, or `tg:<user id>` for people without one), or `drop = true`; `name` names it in
+logs and metrics.
+
+A file that does not parse, a key that is not one of these (a typo), a value of the wrong kind, a
+chat that is no chat id: a RoutesError naming the file, the line and the key, and the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.routing import ChatId, chat_key, parse_chat_id, parse_thread_id
+
+MATCHERS = ("project", "environment", "server", "release", "level", "title", "issue", "monitor")
+ACTIONS = ("name", "chat", "thread", "mention", "drop")
+LEVELS = ("error", "warning", "info")
+# Per issue, the facts a matcher reads; GlitchTip's field names for each.
+FIELD_NAMES = {
+    "project": "Project",
+    "environment": "Environment",
+    "server": "Server Name",
+    "release": "Release",
+}
+LEVEL_BY_COLOR = {"#e52b50": "error", "#4b60b4": "info"}
+# People one route may call: the line naming them fits in the room a message keeps for notes.
+MAX_MENTIONS = 6
+_MENTION = re.compile(r"@[A-Za-z][A-Za-z0-9_]{3,31}|tg:[1-9][0-9]{0,19}")
+
+
+class RoutesError(ValueError):
+    """The routes file cannot be used; the message names the file, the line or key, the fix."""
+
+
+@dataclass(frozen=True)
+class Matcher:
+    key: str
+    values: tuple[str, ...]  # folded
+    negated: bool
+
+    def matches(self, facts: Mapping[str, str | None]) -> bool:
+        fact = facts.get(self.key)
+        folded = fact.casefold() if fact else None
+        if self.key == "title":
+            found = folded is not None and any(value in folded for value in self.values)
+        else:
+            found = folded is not None and folded in self.values
+        return found != self.negated
+
+
+@dataclass(frozen=True)
+class Route:
+    number: int  # 1 for the file's first
+    name: str
+    matchers: tuple[Matcher, ...]
+    chat: ChatId | None = None
+    thread: int | None = None
+    mention: tuple[str, ...] = ()
+    drop: bool = False
+
+    def matches(self, facts: Mapping[str, str | None]) -> bool:
+        return all(matcher.matches(facts) for matcher in self.matchers)
+
+
+@dataclass(frozen=True)
+class RouteTable:
+    routes: tuple[Route, ...] = ()
+    source: str | None = None  # the file's name, as RELAY_ROUTES gives it
+
+    def first(self, facts: Mapping[str, str | None]) -> Route | None:
+        return next((route for route in self.routes if route.matches(facts)), None)
+
+    @property
+    def chats(self) -> tuple[ChatId, ...]:
+        """Every chat a route names, once each, in the file's order."""
+        seen: dict[str, ChatId] = {}
+        for route in self.routes:
+            if route.chat is not None:
+                seen.setdefault(chat_key(route.chat), route.chat)
+        return tuple(seen.values())
+
+    def __bool__(self) -> bool:
+        return bool(self.routes)
+
+
+NO_ROUTES = RouteTable()
+
+
+def read_routes(path: str, *, shown_as: str | None = None) -> RouteTable:
+    """The routes in the file at `path` (named `shown_as` in what it says). Raises
+    RoutesError."""
+    name = shown_as or path
+    try:
+        with open(path, "rb") as file:
+            raw = file.read()
+    except OSError as exc:
+        raise RoutesError(
+            f"{name}: cannot be read ({exc.strerror or exc}): set RELAY_ROUTES to the routes "
+            "file's full path, readable by the relay's user"
+        ) from None
+    return parse_routes(raw.decode("utf-8", errors="replace"), name)
+
+
+def parse_routes(text: str, name: str) -> RouteTable:
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RoutesError(f"{name}: not TOML: {exc}") from None
+    lines = _RouteLines(text)
+    unknown = sorted(set(document) - {"route"})
+    if unknown:
+        raise RoutesError(
+            f"{name}:{lines.top(unknown[0])}: unknown key {unknown[0]!r}; the file holds only "
+            "[[route]] tables"
+        )
+    tables = document.get("route", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise RoutesError(f"{name}: 'route' must be [[route]] tables, one per route")
+    return RouteTable(
+        tuple(_route(table, number, name, lines) for number, table in enumerate(tables, 1)),
+        source=name,
+    )
+
+
+def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) -> Route:
+    def problem(key: str | None, said: str) -> RoutesError:
+        where = lines.of(number, key)
+        return RoutesError(f"{name}:{where}: route {number}{f', {key}' if key else ''}: {said}")
+
+    _known_keys(table, problem)
+    matchers = tuple(_matcher(key, table[key], problem) for key in MATCHERS if key in table)
+    chat = _chat(table.get("chat"), problem)
+    thread = _thread(table.get("thread"), problem)
+    mention = _mentions(table.get("mention", []), problem)
+    drop = _drop(table.get("drop", False), bool(chat or thread or mention), problem)
+    route_name = table.get("name", f"route {number}")
+    if not isinstance(route_name, str) or not route_name.strip():
+        raise problem("name", "must be a string")
+    return Route(number, route_name.strip(), matchers, chat, thread, mention, drop)
+
+
+def _known_keys(table: dict[str, Any], problem: Any) -> None:
+    for key in table:
+        if key not in MATCHERS and key not in ACTIONS:
+            near = difflib.get_close_matches(key, MATCHERS + ACTIONS, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise problem(key, f"unknown key{hint} (keys: {', '.join(MATCHERS + ACTIONS)})")
+
+
+def _drop(raw: object, goes_somewhere: bool, problem: Any) -> bool:
+    if not isinstance(raw, bool):
+        raise problem("drop", "must be true or false")
+    if raw and goes_somewhere:
+        raise problem("drop", "a dropped alert goes nowhere: leave out chat, thread and mention")
+    if not raw and not goes_somewhere:
+        raise problem(None, "says nothing to do: give chat (and thread), mention, or drop = true")
+    return raw
+
+
+def _matcher(key: str, raw: object, problem: Any) -> Matcher:
+    values = _strings(key, raw, problem)
+    negated = {value.startswith("!") for value in values}
+    if len(negated) > 1:
+        raise problem(key, 'mixes values and "!" negations: give one route each, or only either')
+    stripped = [value.removeprefix("!").strip() for value in values]
+    if not all(stripped):
+        raise problem(key, "has an empty value")
+    if key == "level" and (wrong := [v for v in stripped if v.casefold() not in LEVELS]):
+        raise problem(key, f"{wrong[0]!r} is not a level GlitchTip's webhook tells: {LEVELS}")
+    return Matcher(key, tuple(v.casefold() for v in stripped), negated.pop())
+
+
+def _strings(key: str, raw: object, problem: Any) -> list[str]:
+    values = [raw] if isinstance(raw, str) else raw
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+        raise problem(key, "must be a string or a list of strings")
+    return values
+
+
+def _chat(raw: object, problem: Any) -> ChatId | None:
+    if raw is None:
+        return None
+    chat = parse_chat_id(str(raw)) if isinstance(raw, str | int) else None
+    if chat is None:
+        raise problem(
+            "chat", f'{raw!r} is not a chat id (like "-1001234567890") nor an @channelname'
+        )
+    return chat
+
+
+def _thread(raw: object, problem: Any) -> int | None:
+    if raw is None:
+        return None
+    thread = parse_thread_id(str(raw)) if isinstance(raw, int | str) else None
+    if thread is None or isinstance(raw, bool):
+        raise problem("thread", f"{raw!r} is not a forum topic's id (a positive integer)")
+    return thread
+
+
+def _mentions(raw: object, problem: Any) -> tuple[str, ...]:
+    values = _strings("mention", raw, problem) if raw != [] else []
+    if len(values) > MAX_MENTIONS:
+        raise problem("mention", f"names {len(values)} people; a route may call {MAX_MENTIONS}")
+    wrong = [value for value in values if not _MENTION.fullmatch(value)]
+    if wrong:
+        raise problem(
+            "mention", f"{wrong[0]!r} is neither @username nor tg:<user id> (digits only)"
+        )
+    return tuple(dict.fromkeys(values))
+
+
+def facts_of_issue(
+    title: str, short_id: str | None, color: str | None, fields: Iterable[tuple[str, str]]
+) -> dict[str, str | None]:
+    """What a route's matchers read of one issue of an alert."""
+    by_name = {name.casefold(): value for name, value in fields}
+    facts: dict[str, str | None] = {
+        key: by_name.get(field.casefold()) for key, field in FIELD_NAMES.items()
+    }
+    facts["title"] = title
+    facts["issue"] = short_id
+    facts["level"] = LEVEL_BY_COLOR.get((color or "").lower(), "warning")
+    return facts
+
+
+class _RouteLines:
+    """Where each route and each of its keys is in the file's text, for the messages (tomllib
+    gives values, not places)."""
+
+    _TABLE = re.compile(r"^\s*\[\[\s*route\s*\]\]", re.MULTILINE)
+    _KEY = re.compile(r"^\s*([A-Za-z0-9_\"'-]+)\s*=", re.MULTILINE)
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._starts = [found.start() for found in self._TABLE.finditer(text)]
+
+    def _line(self, offset: int) -> int:
+        return self._text.count("\n", 0, offset) + 1
+
+    def top(self, key: str) -> int:
+        for found in self._KEY.finditer(self._text):
+            if found.group(1).strip("\"'") == key:
+                return self._line(found.start())
+        return 1
+
+    def of(self, number: int, key: str | None) -> int:
+        if number > len(self._starts):
+            return 1
+        start = self._starts[number - 1]
+        end = self._starts[number] if number < len(self._starts) else len(self._text)
+        if key is not None:
+            for found in self._KEY.finditer(self._text, start, end):
+                if found.group(1).strip("\"'") == key:
+                    return self._line(found.start())
+        return self._line(start)

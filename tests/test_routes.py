@@ -1,0 +1,258 @@
+"""The routes file (routes/): read and checked whole, each issue of a webhook routed on its own,
+mentions named once per message, and `relay-app routes check|test`."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from relay_app.core.routing import Destination
+from relay_app.glitchtip.webhook import parse_alert
+from relay_app.message.digest import compose
+from relay_app.message.formatting import format_alert, with_mentions
+from relay_app.operating.cli import main
+from relay_app.operating.config import ConfigError, Settings
+from relay_app.operating.routes_file import IN_FORCE, put_in_force, routes_from_env
+from relay_app.routes import RoutesError, RouteTable, parse_routes, read_routes, split
+from relay_app.words import ENGLISH, RUSSIAN
+from tests import payloads
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "routes.toml"
+DEFAULT = Destination(-1001234567890, None, default=True)
+ON_CALL = -1002000000001
+
+
+def fields(project: str, environment: str) -> list[dict[str, Any]]:
+    return [
+        {"title": "Project", "value": project, "short": True},
+        {"title": "Environment", "value": environment, "short": True},
+    ]
+
+
+def issue(number: int, project: str, environment: str, **more: Any) -> dict[str, Any]:
+    return payloads.issue(number, fields=fields(project, environment), **more)
+
+
+def example() -> RouteTable:
+    return read_routes(str(EXAMPLE))
+
+
+def test_the_example_reads_as_written() -> None:
+    table = example()
+    assert [route.name for route in table.routes] == [
+        "health checks",
+        "payments on call",
+        "production errors",
+        "staging",
+    ]
+    assert table.routes[0].drop
+    assert table.routes[1].mention == ("@oncall_ivan", "tg:123456789")
+    assert (table.routes[3].chat, table.routes[3].thread) == (None, 7)
+    assert table.chats == (ON_CALL,)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            "[[route]]\nenviroment = 'staging'\nchat = -1001\n",
+            "x.toml:2: route 1, enviroment: unknown key; did you mean 'environment'?",
+        ),
+        (
+            "[[route]]\nchat = -1001\n\n[[route]]\ntitle = 'x'\nchat = 'nowhere'\n",
+            "x.toml:6: route 2, chat: 'nowhere' is not a chat id",
+        ),
+        ("[[route]\nchat = 1\n", "x.toml: not TOML: "),
+        (
+            "[[route]]\ntitle = 'x'\ndrop = true\nchat = -1001\n",
+            "x.toml:3: route 1, drop: a dropped alert goes nowhere",
+        ),
+        (
+            "[[route]]\nenvironment = ['prod', '!staging']\nchat = -1001\n",
+            'x.toml:2: route 1, environment: mixes values and "!" negations',
+        ),
+        (
+            "[[route]]\nlevel = 'fatal'\nchat = -1001\n",
+            "x.toml:2: route 1, level: 'fatal' is not a level",
+        ),
+        ("[[route]]\ntitle = 'x'\n", "x.toml:1: route 1: says nothing to do"),
+        (
+            "[[route]]\nchat = -1001\nmention = ['ivan']\n",
+            "x.toml:3: route 1, mention: 'ivan' is neither @username nor tg:<user id>",
+        ),
+        (
+            "[[route]]\nchat = -1001\nthread = 0\n",
+            "x.toml:3: route 1, thread: 0 is not a forum topic's id",
+        ),
+        ("chat = -1001\n", "x.toml:1: unknown key 'chat'; the file holds only [[route]] tables"),
+    ],
+)
+def test_a_file_that_cannot_be_used_names_its_line_and_key(text: str, said: str) -> None:
+    with pytest.raises(RoutesError) as raised:
+        parse_routes(text, "x.toml")
+    assert str(raised.value).startswith(said)
+
+
+def test_matchers_read_fields_colour_title_and_short_id_and_negate() -> None:
+    table = parse_routes(
+        """
+[[route]]
+name = "not production warnings"
+environment = "!production"
+level = "warning"
+chat = -1003
+[[route]]
+name = "by id or title"
+issue = ["BACKEND-2A", "BACKEND-9Z"]
+chat = -1004
+[[route]]
+name = "titles"
+title = "timeout"
+server = "WEB-1"
+chat = -1005
+[[route]]
+name = "monitors"
+monitor = "Shop"
+chat = -1006
+""",
+        "x.toml",
+    )
+    warning = issue(1, "shop", "staging", color=None)
+    by_id = issue(2, "shop", "production")
+    titled = payloads.issue(3, title="Read TimeOut in cart")  # server web-1 in its fields
+    other = issue(4, "shop", "production", color="#4b60b4")
+    payload = payloads.issue_alert(warning, by_id, titled, other)
+    routed = split(payload, table, DEFAULT, DEFAULT)
+    chats = [(part.destination.chat, part.route and part.route.name) for part in routed.parts]
+    assert chats == [
+        (-1003, "not production warnings"),
+        (-1004, "by id or title"),
+        (-1005, "titles"),
+        (DEFAULT.chat, None),
+    ]
+    uptime = split(payloads.uptime_alert(down=True, name="shop"), table, DEFAULT, DEFAULT)
+    assert [part.destination.chat for part in uptime.parts] == [-1006]
+
+
+def test_each_issue_goes_on_its_own_and_each_part_reads_as_glitchtip_would_send_it() -> None:
+    payload = payloads.issue_alert(
+        issue(1, "payments", "prod"),
+        issue(2, "shop", "staging"),
+        payloads.issue(3, title="HealthCheck failed"),
+        issue(4, "payments", "production"),
+        total=9,
+    )
+    asked = Destination(-1009999999999, 5)
+    routed = split(payload, example(), asked, DEFAULT)
+    on_call, staging = routed.parts
+    assert (on_call.destination, on_call.mention) == (
+        Destination(ON_CALL),
+        ("@oncall_ivan", "tg:123456789"),
+    )
+    assert on_call.payload["text"] == "GlitchTip Alert (7 issues)"  # the unlisted go first
+    assert [a["title"] for a in on_call.payload["attachments"]] == [
+        "ZeroDivisionError: division by zero #1",
+        "ZeroDivisionError: division by zero #4",
+    ]
+    assert [s["activitySubtitle"][:22] for s in on_call.payload["sections"]] == [
+        "[View Issue BACKEND-1A",
+        "[View Issue BACKEND-4A",
+    ]
+    assert staging.destination == Destination(DEFAULT.chat, 7)  # a topic of the default chat
+    assert staging.payload["text"] == "GlitchTip Alert"
+    [dropped] = routed.dropped
+    assert (dropped.route.name, dropped.count, dropped.titles) == (
+        "health checks",
+        1,
+        ("HealthCheck failed",),
+    )
+    whole = payloads.issue_alert(issue(1, "shop", "dev"))
+    [unrouted] = split(whole, example(), asked, DEFAULT).parts
+    assert (unrouted.payload, unrouted.destination, unrouted.route) == (whole, asked, None)
+
+
+def test_mentions_are_named_once_per_message_in_the_chats_language() -> None:
+    message = format_alert(parse_alert(payloads.issue_alert(payloads.issue(1))), ENGLISH)
+    called = with_mentions(message, ["@oncall_ivan", "tg:123456789"], ENGLISH)
+    assert called.text.endswith("\n\n🔔 For @oncall_ivan, user 123456789")
+    assert called.html.endswith(
+        '\n\n🔔 For @oncall_ivan, <a href="tg://user?id=123456789">user 123456789</a>'
+    )
+    russian = with_mentions(message, ["tg:42"], RUSSIAN)
+    assert russian.text.endswith("🔔 Для пользователь 42")
+    assert with_mentions(message, [], ENGLISH) is message
+    digest = compose([message, message], [0.0, 1.0], ENGLISH, now=2.0, late_after=60)
+    assert with_mentions(digest, ["@a_person"], ENGLISH).text.count("@a_person") == 1
+
+
+def test_relay_routes_is_read_with_the_other_variables_and_the_last_good_stays_in_force(
+    tmp_path: Path,
+) -> None:
+    good = tmp_path / "routes.toml"
+    good.write_text(EXAMPLE.read_text())
+    base = {
+        "TELEGRAM_BOT_TOKEN": "123456:" + "A" * 35,
+        "TELEGRAM_CHAT_ID": "-1001234567890",
+        "RELAY_WEBHOOK_SECRET": "s" * 32,
+        "RELAY_ROUTES": str(good),
+    }
+    assert len(Settings.from_env(base).routes.routes) == 4
+    environ = dict(base)
+    put_in_force(environ)
+    kept = environ[IN_FORCE]
+    good.write_text("[[route]]\ntitel = 'x'\nchat = -1001\n")  # a typo, then a reload
+    with pytest.raises(ConfigError, match=r"routes.toml:2: route 1, titel: unknown key"):
+        Settings.from_env(base)
+    with pytest.raises(RoutesError):
+        put_in_force(environ)
+    assert environ[IN_FORCE] == kept  # the workers started now still read the last good one
+    assert len(routes_from_env(environ).routes) == 4
+    good.write_text("[[route]]\ntitle = 'x'\nchat = -1001\n")
+    assert len(put_in_force(environ).routes) == 1
+    assert not Path(kept).exists()  # the older copy is gone
+    assert routes_from_env(environ).routes[0].chat == -1001
+
+
+def run(*args: str, **environ: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        list(args), environ={"TELEGRAM_CHAT_ID": "-1001234567890", **environ}, out=out, err=err
+    )
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_routes_check_and_test_say_what_would_happen_and_send_nothing(tmp_path: Path) -> None:
+    code, out, _ = run("routes", "check", str(EXAMPLE))
+    assert code == 0
+    assert out.splitlines()[1] == (
+        "route 2 “payments on call”: project is 'payments' and environment is 'production' or "
+        "'prod': chat -1002000000001, calling @oncall_ivan, tg:123456789"
+    )
+    assert out.rstrip().endswith("4 routes, first match wins")
+    saved = tmp_path / "webhook.json"
+    saved.write_text(
+        json.dumps(
+            payloads.issue_alert(
+                issue(1, "payments", "prod"), payloads.issue(2, title="HealthCheck failed")
+            )
+        )
+    )
+    code, out, _ = run("routes", "test", str(saved), RELAY_ROUTES=str(EXAMPLE))
+    assert code == 0
+    assert out.splitlines() == [
+        "chat -1002000000001, calling @oncall_ivan, tg:123456789: route 2 “payments on call”",
+        "  BACKEND-1A ZeroDivisionError: division by zero #1",
+        "dropped: route 1 “health checks”",
+        "  HealthCheck failed",
+        "nothing was sent",
+    ]
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[[route]]\nprojekt = 'x'\nchat = -1\n")
+    code, _, err = run("routes", "check", str(broken))
+    assert code == 1
+    assert f"{broken}:2: route 1, projekt: unknown key; did you mean 'project'?" in err
