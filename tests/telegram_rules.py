@@ -32,6 +32,7 @@ _TOKEN = re.compile(
     r"|(?P<text>[^<>&]+)"
 )
 _HREF = re.compile(r'\s*href="([^"]*)"\s*')
+_USER_MENTION = re.compile(r"tg://user\?id=[1-9][0-9]{0,19}")
 
 
 class TelegramRejection(ValueError):
@@ -90,7 +91,10 @@ def _tag(match: re.Match[str], open_tags: list[str]) -> None:
     attrs = match.group("attrs") or ""
     if name == "a":
         href = _HREF.fullmatch(attrs)
-        if href is None or not html.unescape(href.group(1)).startswith(("http://", "https://")):
+        target = html.unescape(href.group(1)) if href is not None else ""
+        # Links, and the Bot API's inline mention of a user (its formatting options:
+        # <a href="tg://user?id=123456789">inline mention of a user</a>).
+        if not target.startswith(("http://", "https://")) and not _USER_MENTION.fullmatch(target):
             raise TelegramRejection("Bad Request: can't parse entities: bad link")
     elif attrs.strip():
         raise TelegramRejection(

@@ -1,0 +1,133 @@
+"""Routes under the real `gunicorn wsgi:app`: one webhook's issues to the chats and topics their
+routes name, the on-call chat's with its mentions, health checks dropped and counted; a broken
+file stops the relay at start, and is refused on a reload while the last good one keeps
+routing; a changed good file is taken on the next reload."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from tests.e2e.helpers import post, wait_until
+from tests.e2e.relay_process import CHAT_ID, ROOT, RelayProcess, gunicorn_command, relay_env
+from tests.fake_telegram import FakeTelegram
+from tests.payloads import issue, issue_alert
+from tests.prometheus import parse, value
+
+ON_CALL = "-1002000000001"
+EXAMPLE = ROOT / "examples" / "routes.toml"
+
+
+def in_env(number: int, project: str, environment: str, **more: Any) -> dict[str, Any]:
+    fields = [
+        {"title": "Project", "value": project, "short": True},
+        {"title": "Environment", "value": environment, "short": True},
+    ]
+    return issue(number, fields=fields, **more)
+
+
+def test_a_webhooks_issues_go_where_their_routes_say_and_a_reload_takes_only_a_good_file(
+    fake_telegram: FakeTelegram, tmp_path: Path, spool_path: str
+) -> None:
+    fake_telegram.add_chat(CHAT_ID)
+    fake_telegram.add_chat(ON_CALL)
+    routes = tmp_path / "routes.toml"
+    shutil.copy(EXAMPLE, routes)
+    env = relay_env(
+        fake_telegram,
+        RELAY_SPOOL_PATH=spool_path,
+        RELAY_ROUTES=str(routes),
+        RELAY_TIME_SCALE="0.25",
+    )
+    relay = RelayProcess(env, tmp_path / "relay.log").wait_ready()
+    try:
+        assert "; 4 routes from " in relay.logs()  # the start-up summary says it
+        payload = issue_alert(
+            in_env(1, "payments", "prod", title="CardDeclined: gateway said no"),
+            in_env(2, "shop", "staging", title="KeyError: 'basket'"),
+            issue(3, title="HealthCheck failed on purpose"),
+        )
+        reply, _ = post(relay.webhook_url, payload)
+        assert reply.status_code in (200, 202), reply.text
+        assert len(reply.json()["parts"]) == 2
+        assert wait_until(lambda: len(fake_telegram.posted_to(ON_CALL)) == 1, timeout=10)
+        assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 1, timeout=10)
+        [on_call] = fake_telegram.posted_to(ON_CALL)
+        assert "CardDeclined: gateway said no" in on_call.visible()
+        assert "KeyError" not in on_call.visible()
+        assert on_call.visible().endswith("🔔 For @oncall_ivan, user 123456789")
+        [sent] = fake_telegram.messages_to(ON_CALL)
+        assert 'href="tg://user?id=123456789"' in sent.body["text"]
+        [staging] = fake_telegram.posted_to(CHAT_ID)
+        assert (staging.thread, "KeyError: 'basket'" in staging.visible()) == (7, True)
+        assert "🔔" not in staging.visible()
+        assert not any("HealthCheck" in text for text in fake_telegram.texts())
+        samples = parse(requests.get(f"{relay.url}/metrics", timeout=5).text)
+        assert value(samples, "relay_alerts_routed_total", route="payments on call") == 1
+        assert value(samples, "relay_alerts_routed_total", route="staging") == 1
+        assert value(samples, "relay_alerts_dropped_total", route="health checks") == 1
+        assert "route 'health checks' dropped 1 of a webhook's issues" in relay.logs()
+
+        # A typo, then a reload: refused, and the last good file keeps routing.
+        routes.write_text(
+            EXAMPLE.read_text().replace('environment = "staging"', 'envirnment = "s"')
+        )
+        reloaded = reload(relay)
+        assert wait_until(lambda: "RELAY_ROUTES REFUSED on reload" in relay.logs(), 10)
+        assert f"{routes}:33: route 4, envirnment: unknown key" in relay.logs()
+        assert wait_until(reloaded, 30), relay.logs()
+        post(relay.webhook_url, issue_alert(in_env(4, "shop", "staging", title="Still staging")))
+        assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 2, timeout=10)
+        assert fake_telegram.posted_to(CHAT_ID)[-1].thread == 7
+
+        # A good change, then a reload: taken.
+        routes.write_text(EXAMPLE.read_text().replace("thread = 7", f'chat = "{ON_CALL}"'))
+        reloaded = reload(relay)
+        assert wait_until(reloaded, 30), relay.logs()
+        post(relay.webhook_url, issue_alert(in_env(5, "shop", "staging", title="Now on call")))
+        assert wait_until(lambda: len(fake_telegram.posted_to(ON_CALL)) == 2, timeout=10)
+        assert "Now on call" in fake_telegram.posted_to(ON_CALL)[-1].visible()
+    finally:
+        relay.stop()
+    assert "Traceback" not in relay.logs()
+
+
+def reload(relay: RelayProcess) -> Any:
+    """SIGHUP to the master; a condition that holds once every worker is a new one."""
+    before = set(relay.workers())
+    os.kill(relay.process.pid, signal.SIGHUP)
+    return lambda: len(now := set(relay.workers())) >= 2 and not now & before
+
+
+def test_a_broken_routes_file_stops_the_relay_at_start_naming_its_line_and_key(
+    fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text('[[route]]\nproject = "payments"\nchat = "the on-call chat"\n')
+    env = relay_env(
+        fake_telegram,
+        RELAY_SPOOL_PATH=str(tmp_path / "spool.sqlite3"),
+        RELAY_ROUTES=str(routes),
+        RELAY_BIND="127.0.0.1:0",
+    )
+    started = subprocess.run(
+        gunicorn_command(),
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert started.returncode == 2
+    assert (
+        f"relay_app cannot start: RELAY_ROUTES: {routes}:3: route 1, chat: 'the on-call chat' "
+        "is not a chat id"
+    ) in started.stderr
+    assert "Booting worker" not in started.stderr
