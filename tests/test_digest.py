@@ -63,16 +63,17 @@ def test_a_backlog_goes_out_as_lines_and_what_fits_goes_out_in_full() -> None:
     assert visible_text(digest.html, parse_mode="HTML") == digest.text
     heading, shared, lines = digest.text.split("\n\n")[:3]
     assert heading.startswith(f"🗂 {first} alerts, received")
-    # What every alert shares, once; then one line each, oldest first.
+    # What every alert shares, once (the fields, the titles' common beginning, where they were
+    # raised); then one line each, oldest first, with what differs.
     assert shared == (
-        "Project: backend · Environment: production · Server Name: web-1 · Release: 1.4.2"
+        "Project: backend · Environment: production · Server Name: web-1 · Release: 1.4.2\n"
+        "ZeroDivisionError: division by zero … · app.views.divide"
     )
     rows = lines.split("\n")
     assert len(rows) == first
     assert [row.split(" ")[1] for row in rows] == [f"BACKEND-{n}" for n in range(1, first + 1)]
-    assert rows[0].startswith("🔴 BACKEND-1 ZeroDivisionError: divisio")  # cut to fit
-    assert rows[0].endswith("… · app.views.divide")  # and where, whole
-    assert digest.text.endswith(ENGLISH.cut_note)
+    assert rows[0] == "🔴 BACKEND-1 …#1"
+    assert ENGLISH.cut_note not in digest.text  # what differs is short: nothing was cut
     assert '<b><a href="https://glitchtip.example.org/acme/issues/1">BACKEND-1</a></b>' in (
         digest.html
     )
@@ -91,8 +92,8 @@ def test_a_backlogs_lines_are_cut_to_fit_and_say_where_to_read_them_whole() -> N
     few = [numbered(n, title=f"KeyError {'y' * 60}") for n in range(1, 31)]
     assert how_many_fit(few, ENGLISH) == 30
     digest = compose(few, [START] * 30, ENGLISH, now=START, late_after=60)
-    assert "\nin app.views.divide" not in digest.text  # lines, not entries
-    assert f"KeyError {'y' * 60}" in digest.text
+    assert digest.text.count("app.views.divide") == 1  # lines, not entries: said once
+    assert f"KeyError {'y' * 60} (#1)" in digest.text  # alike but for GlitchTip's number
     assert ENGLISH.cut_note not in digest.text
 
 
@@ -249,10 +250,28 @@ def test_issues_glitchtip_did_not_send_add_up_in_one_last_line() -> None:
         issues = [issue(number * 10 + n) for n in range(3)]
         return format_alert(parse_alert(issue_alert(*issues, total=12)), ENGLISH)
 
-    backlog = [three_of_twelve(n) for n in range(1, 40)]
+    backlog = [three_of_twelve(n) for n in range(1, 80)]
     count = how_many_fit(backlog, ENGLISH)
     assert 12 < count < len(backlog)
     digest = compose(backlog[:count], [START] * count, ENGLISH, now=START, late_after=60)
     lines = digest.text.split("\n\n")[2].split("\n")
     assert len(lines) == 3 * count + 1  # one line per issue sent, and one for the rest
     assert lines[-1] == f"➕ {9 * count} more issues in these alerts, not shown: see GlitchTip"
+
+
+def test_distinct_issues_whose_titles_share_a_beginning_never_read_the_same() -> None:
+    """56 issues whose titles differ only past where a line would cut them (issue 32): the
+    shared beginning and the shared culprit are said once in the head, each line keeps what
+    differs; and issues alike in every word still differ by GlitchTip's number."""
+    start = "TypeError: cannot read property 'total' of undefined while rendering the cart for"
+    storm = [numbered(n, title=f"{start} customer {n * 7919 % 1000}") for n in range(1, 57)]
+    storm += [numbered(n, title="RuntimeError: same everywhere") for n in (100, 101)]
+    count = how_many_fit(storm, ENGLISH)
+    digest = compose(storm[:count], [START] * count, ENGLISH, now=START, late_after=60)
+    _, shared, lines = digest.text.split("\n\n")[:3]
+    assert "app.views.divide" in shared
+    rows = lines.split("\n")
+    assert len(rows) == count
+    readings = [row.split(" ", 2)[2] for row in rows]  # the linked id set aside
+    assert len(set(readings)) == len(readings), readings
+    assert readings[0] == "TypeError: cannot…919"  # its neighbour shares "…customer 9"

@@ -134,3 +134,28 @@ def test_an_unreachable_telegram_is_loud_at_once_and_ready_again_when_it_answers
     assert said[0].levelno == logging.ERROR
     assert "/readyz says not ready until then" in said[0].getMessage()
     assert "Telegram answers the start-up check now" in caplog.text
+
+
+def test_a_chat_only_a_route_names_is_asked_about_and_named_as_the_routes(
+    fake: FakeTelegram, tmp_path: Path
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text(f'[[route]]\nenvironment = "production"\nchat = "{OTHER}"\n')
+    settings = Settings.from_env(
+        {
+            "TELEGRAM_BOT_TOKEN": TOKEN,
+            "TELEGRAM_CHAT_ID": DEFAULT,
+            "RELAY_WEBHOOK_SECRET": "s" * 32,
+            "TELEGRAM_API_URL": fake.url,
+            "RELAY_SEND_TIMEOUT": "2",
+            "RELAY_ROUTES": str(routes),
+        }
+    )
+    watch = SetupWatch(settings, recheck_every=60)
+    watch.start()
+    try:
+        assert wait_until(lambda: watch.problems(), timeout=5)
+        [problem] = watch.problems()
+        assert problem.startswith(f"RELAY_ROUTES: chat {OTHER}: ")
+    finally:
+        watch.shutdown()

@@ -141,8 +141,11 @@ def test_a_silence_keeps_a_bounded_number_of_held_alerts_and_counts_the_rest(
     head, _, body = summary.message.text.partition("\n\n")
     assert head.endswith("5 alerts held meanwhile; the first 3 are listed")
     shared, _, lines = body.partition("\n\n")
-    assert shared == "Project: backend · Environment: production"
-    assert [line.split(" #")[1].split()[0] for line in lines.split("\n")] == ["1", "2", "3"]
+    assert shared == (
+        "Project: backend · Environment: production\n"
+        "ZeroDivisionError: division by zero … · app.views.divide"
+    )
+    assert [line.split(" …#")[1] for line in lines.split("\n")] == ["1", "2", "3"]
 
 
 def test_a_silence_that_ran_out_is_ended_by_whichever_process_sweeps_first(

@@ -14,9 +14,11 @@ JSON), and laid out when the digest is sent. Pure functions, no I/O.
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..glitchtip.details import IssueDetails
@@ -122,21 +124,23 @@ def backlog_least_length(alerts: Sequence[Sequence[Line]], floor: int, words: Wo
 
 
 def _backlog_parts(alerts: Sequence[Sequence[Line]], words: Words) -> list[tuple[Span, ...]]:
-    shown, hidden = _counted(alerts)
-    shared = _shared_facts([line for line, _ in shown])
-    parts = [
-        tuple(
-            span
-            for index, (title, fact) in enumerate(shared)
-            for span in (
-                Span(" · " if index else ""),
-                Span(f"{field_name(title, words)}: "),
-                value(fact),
-            )
+    counted, hidden = _counted(alerts)
+    shared = _shared_facts([line for line, _ in counted])
+    shown, said_once = _told_apart(counted, shared)
+    head = [
+        span
+        for index, (title, fact) in enumerate(shared)
+        for span in (
+            Span(" · " if index else ""),
+            Span(f"{field_name(title, words)}: "),
+            value(fact),
         )
     ]
+    if said_once:
+        head += _said_once_spans(said_once, words, after_facts=bool(shared))
+    parts = [tuple(head)]
     for index, (line, times) in enumerate(shown):
-        before = "\n" if index else ("\n\n" if shared else "")
+        before = "\n" if index else ("\n\n" if head else "")
         parts.append(_line_spans(before, line, times, shared))
     if hidden:
         parts.append((Span(f"\n{words.count(words.more_in_backlog, hidden)}"),))
@@ -179,6 +183,130 @@ def _line_spans(
     if times > 1:
         spans.append(Span(f" ×{times}"))
     return tuple(spans)
+
+
+# A beginning the titles share is said once in the head only when it is at least this long:
+# shorter, the lines read as well with it.
+SHARED_TITLE_LEAST = 16
+
+
+@dataclass(frozen=True)
+class _SaidOnce:
+    """What every issue line of a backlog message shares beyond the fields: said in its head."""
+
+    title_start: str | None = None  # the titles' common beginning, each line showing the rest
+    where: str | None = None  # the one place they were all raised
+
+    def __bool__(self) -> bool:
+        return bool(self.title_start or self.where)
+
+
+def _told_apart(
+    counted: list[tuple[Line, int]], shared: tuple[tuple[str, str], ...]
+) -> tuple[list[tuple[Line, int]], _SaidOnce]:
+    """The lines as the message shows them, so that distinct issues never read alike: what
+    all issue lines share (a common beginning of their titles, the place they were raised) is
+    said once, in the head, and each line keeps what differs; lines of distinct issues that
+    still read the same are told apart by GlitchTip's number for the issue."""
+    issues = [line for line, _ in counted if line.marker in _SEVERITY]
+    said = _SaidOnce()
+    if len(issues) >= 2:
+        said = _SaidOnce(_common_start([line.title for line in issues]), _common_where(issues))
+    lines = [(_without(line, said) if line in issues else line, times) for line, times in counted]
+    return _numbered_where_alike(_abridged(lines), shared), said
+
+
+def _numbered_where_alike(
+    lines: list[tuple[Line, int]], shared: tuple[tuple[str, str], ...]
+) -> list[tuple[Line, int]]:
+    """Lines of distinct issues that read alike, each with GlitchTip's number for its issue."""
+    readings: dict[tuple[object, ...], list[int]] = {}
+    for index, (line, _) in enumerate(lines):
+        facts = tuple(fact for fact in line.facts if fact not in shared)
+        readings.setdefault((line.marker, line.title, line.where, facts), []).append(index)
+    for alike in (indices for indices in readings.values() if len(indices) > 1):
+        for index in alike:
+            line, times = lines[index]
+            if (number := _issue_number(line.key)) is not None:
+                lines[index] = (replace(line, title=f"{line.title} (#{number})"), times)
+    return lines
+
+
+_SEVERITY = frozenset("🔴🟠⚪🔵")
+
+
+def _common_start(titles: Sequence[str]) -> str | None:
+    start = _word_start(_common_prefix(titles), min(len(title) for title in titles))
+    return start if len(start.rstrip()) >= SHARED_TITLE_LEAST else None
+
+
+# Of a beginning some titles share, what a line keeps before the part that tells it apart.
+KEPT_OF_SHARED_START = 20
+
+
+def _abridged(lines: list[tuple[Line, int]]) -> list[tuple[Line, int]]:
+    """Titles that share a long beginning with another line's, but not with every line's: the
+    shared middle left out ('TypeError: cannot…customer 919'), so that what tells them apart
+    survives the cut every line's title takes to fit."""
+    titles = sorted({line.title for line, _ in lines})
+    shared: dict[str, int] = {}
+    for first, second in itertools.pairwise(titles):
+        common = _word_start(_common_prefix([first, second]), min(len(first), len(second)))
+        for title in (first, second):
+            shared[title] = max(shared.get(title, 0), len(common))
+    abridged = []
+    for line, times in lines:
+        cut = shared.get(line.title, 0)
+        if cut >= SHARED_TITLE_LEAST and cut > KEPT_OF_SHARED_START + 1:
+            kept = _word_start(line.title[:KEPT_OF_SHARED_START], KEPT_OF_SHARED_START + 1)
+            line = replace(line, title=f"{kept.rstrip()}…{line.title[cut:].lstrip()}")
+        abridged.append((line, times))
+    return abridged
+
+
+def _common_prefix(titles: Sequence[str]) -> str:
+    """The characters every title begins with (os.path.commonprefix works on any strings)."""
+    return os.path.commonprefix(list(titles))  # noqa: RUF071 (strings, not paths)
+
+
+def _word_start(start: str, shortest: int) -> str:
+    """`start` cut back to a word's end, and never the whole of a title."""
+    if len(start) >= shortest:
+        start = start[: start.rfind(" ") + 1] if " " in start else ""
+    cut = max(start.rfind(" "), start.rfind("."), start.rfind(":"))
+    return start[: cut + 1] if cut >= 0 and not start.endswith(" ") else start
+
+
+def _common_where(lines: Sequence[Line]) -> str | None:
+    places = {line.where for line in lines}
+    return places.pop() if len(places) == 1 else None
+
+
+def _without(line: Line, said: _SaidOnce) -> Line:
+    title = line.title
+    if said.title_start and title.startswith(said.title_start):
+        title = "…" + title[len(said.title_start) :]
+    return replace(line, title=title, where=None if said.where else line.where)
+
+
+def _issue_number(link: str) -> str | None:
+    """GlitchTip's number for the issue: its link's last part (…/issues/1234)."""
+    last = link.rstrip("/").rsplit("/", 1)[-1]
+    return last if last.isdigit() else None
+
+
+def _said_once_spans(said: _SaidOnce, words: Words, *, after_facts: bool) -> list[Span]:
+    spans = [Span("\n" if after_facts else "")]
+    if said.title_start:
+        # As it stands in the titles, a space before the ellipsis included: read back, the
+        # head's beginning and a line's rest make the title again.
+        spans.append(value(said.title_start + "…"))
+    if said.where:
+        spans += [
+            Span(" · " if said.title_start else words.raised_in),
+            value(said.where, code=True),
+        ]
+    return spans
 
 
 def _shared_facts(lines: Sequence[Line]) -> tuple[tuple[str, str], ...]:

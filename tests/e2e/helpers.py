@@ -75,15 +75,26 @@ _BACKLOG_LINE = re.compile(r"^[🔴🟠⚪🔵] [A-Z0-9][A-Z0-9_]*(?:-[A-Z0-9]+)
 def titles_in(text: str) -> list[str]:
     """The issue titles in a message's visible text: one for an alert sent alone, several for
     a digest. Each issue is a paragraph of its own (its title, then 'in <culprit>'), or, in a
-    backlog's digest, a line of its own."""
+    backlog's digest, a line of its own, after a head that may say the beginning every title
+    shares once ('Deployed build…'), each line then showing the rest ('…12')."""
     paragraphs = [paragraph.split("\n") for paragraph in text.split("\n\n")]
     titles = []
+    start = ""
     for lines in paragraphs:
         if len(lines) > 1 and lines[1].startswith("in "):
             titles.append(lines[0])
-        else:
-            titles += [found.group(1) for line in lines if (found := _BACKLOG_LINE.match(line))]
+            continue
+        found = [found.group(1) for line in lines if (found := _BACKLOG_LINE.match(line))]
+        if not found:
+            shared = [m.group(1) for line in lines if (m := _SHARED_START.match(line))]
+            start = shared[0] if shared else start
+            continue
+        titles += [start + title[1:] if title.startswith("…") else title for title in found]
     return titles
+
+
+# A backlog head's line with the beginning every title shares: 'Deployed build… · app.views'.
+_SHARED_START = re.compile(r"^(?![🔴🟠⚪🔵] )(.+?)…(?: · .*)?$")
 
 
 def delivered_titles(fake: FakeTelegram) -> list[str]:
