@@ -153,6 +153,12 @@ def main() -> None:
         default="5",
         help="RELAY_SEND_TIMEOUT for both apps (default 5, the relay's default)",
     )
+    parser.add_argument(
+        "--routes",
+        metavar="FILE",
+        help="RELAY_ROUTES for the relay (examples/routes.toml: every webhook routed, as a "
+        "routes file makes it; the floor has none to read)",
+    )
     args = parser.parse_args()
     send_timeout = float(args.send_timeout)
 
@@ -166,6 +172,7 @@ def main() -> None:
             RELAY_SEND_TIMEOUT=args.send_timeout,
             RELAY_RETRY_WAIT="30",
             RELAY_SPOOL_PATH=str(Path(logs) / "spool.sqlite3"),
+            **({"RELAY_ROUTES": str(Path(args.routes).resolve())} if args.routes else {}),
         )
         env.pop("TELEGRAM_THREAD_ID")
         servers = {

@@ -29,6 +29,19 @@ def fake() -> Iterator[FakeTelegram]:
         yield fake
 
 
+def settings_for(fake: FakeTelegram, **more: str) -> Settings:
+    return Settings.from_env(
+        {
+            "TELEGRAM_BOT_TOKEN": TOKEN,
+            "TELEGRAM_CHAT_ID": DEFAULT,
+            "RELAY_WEBHOOK_SECRET": "s" * 32,
+            "TELEGRAM_API_URL": fake.url,
+            "RELAY_SEND_TIMEOUT": "2",
+            **more,
+        }
+    )
+
+
 def gauge(watch: SetupWatch, name: str = "relay_telegram_setup_ok") -> list[float]:
     [found] = [family for family in watch.collect() if family.name == name]
     return [sample.value for sample in found.samples]
@@ -102,16 +115,7 @@ def test_an_unreachable_telegram_is_loud_at_once_and_ready_again_when_it_answers
     monkeypatch.setenv("HTTP_PROXY", nowhere)
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    settings = Settings.from_env(
-        {
-            "TELEGRAM_BOT_TOKEN": TOKEN,
-            "TELEGRAM_CHAT_ID": DEFAULT,
-            "RELAY_WEBHOOK_SECRET": "s" * 32,
-            "TELEGRAM_API_URL": fake.url,
-            "RELAY_SEND_TIMEOUT": "2",
-        }
-    )
-    watch = SetupWatch(settings, reach_again_every=0.05)
+    watch = SetupWatch(settings_for(fake), reach_again_every=0.05)
     assert watch.unreachable() is None  # not asked yet
     with caplog.at_level(logging.INFO):
         watch.start()
@@ -141,17 +145,7 @@ def test_a_chat_only_a_route_names_is_asked_about_and_named_as_the_routes(
 ) -> None:
     routes = tmp_path / "routes.toml"
     routes.write_text(f'[[route]]\nenvironment = "production"\nchat = "{OTHER}"\n')
-    settings = Settings.from_env(
-        {
-            "TELEGRAM_BOT_TOKEN": TOKEN,
-            "TELEGRAM_CHAT_ID": DEFAULT,
-            "RELAY_WEBHOOK_SECRET": "s" * 32,
-            "TELEGRAM_API_URL": fake.url,
-            "RELAY_SEND_TIMEOUT": "2",
-            "RELAY_ROUTES": str(routes),
-        }
-    )
-    watch = SetupWatch(settings, recheck_every=60)
+    watch = SetupWatch(settings_for(fake, RELAY_ROUTES=str(routes)), recheck_every=60)
     watch.start()
     try:
         assert wait_until(lambda: watch.problems(), timeout=5)

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Mapping, MutableMapping
 
 from ..routes import NO_ROUTES, RoutesError, RouteTable, parse_routes, read_routes
+from ..routes.table import routes_bytes
 from .env_values import ConfigError
 
 NAMED = "RELAY_ROUTES"
@@ -42,14 +43,7 @@ def put_in_force(environ: MutableMapping[str, str]) -> RouteTable:
     if not named:
         forget_in_force(environ)
         return NO_ROUTES
-    try:
-        with open(named, "rb") as file:
-            raw = file.read()
-    except OSError as exc:
-        raise RoutesError(
-            f"{named}: cannot be read ({exc.strerror or exc}): set RELAY_ROUTES to the routes "
-            "file's full path, readable by the relay's user"
-        ) from None
+    raw = routes_bytes(named, named)
     table = parse_routes(raw.decode("utf-8", errors="replace"), named)
     handle, kept = tempfile.mkstemp(prefix="relay-routes-", suffix=".toml")
     with os.fdopen(handle, "wb") as copy:

@@ -105,15 +105,19 @@ def read_routes(path: str, *, shown_as: str | None = None) -> RouteTable:
     """The routes in the file at `path` (named `shown_as` in what it says). Raises
     RoutesError."""
     name = shown_as or path
+    return parse_routes(routes_bytes(path, name).decode("utf-8", errors="replace"), name)
+
+
+def routes_bytes(path: str, name: str) -> bytes:
+    """The routes file as it is on disk. Raises RoutesError naming `name`."""
     try:
         with open(path, "rb") as file:
-            raw = file.read()
+            return file.read()
     except OSError as exc:
         raise RoutesError(
             f"{name}: cannot be read ({exc.strerror or exc}): set RELAY_ROUTES to the routes "
             "file's full path, readable by the relay's user"
         ) from None
-    return parse_routes(raw.decode("utf-8", errors="replace"), name)
 
 
 def parse_routes(text: str, name: str) -> RouteTable:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import collections
-import os
 import re
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from typing import Any
 
 import requests
 
-from tests.e2e.relay_process import ROOT, SEND_TIMEOUT
+from tests.e2e.relay_process import SEND_TIMEOUT, run_here
 from tests.fake_telegram import FakeTelegram
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import visible_text
@@ -147,13 +146,4 @@ def wait_until(condition: Any, timeout: float) -> bool:
 def run_relay_app(environ: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """The installed `relay-app` command, run from the project's directory as an operator
     would, with these variables on top of the test's own environment."""
-    script = Path(sys.executable).with_name("relay-app")
-    return subprocess.run(
-        [str(script), *args],
-        cwd=ROOT,
-        env={**os.environ, **environ},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    return run_here([str(Path(sys.executable).with_name("relay-app")), *args], environ)

@@ -54,6 +54,25 @@ def gunicorn_command(app: str = "wsgi:app") -> list[str]:
     return [str(script) if script.exists() else "gunicorn", app]
 
 
+def run_here(command: list[str], environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`command` run to its end from the project's directory, as an operator would, with these
+    variables on top of the test's own environment."""
+    return subprocess.run(
+        command,
+        cwd=ROOT,
+        env={**os.environ, **environ},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def gunicorn_that_stops(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`gunicorn wsgi:app` with these variables, run until it exits (as it must, at start)."""
+    return run_here(gunicorn_command(), env)
+
+
 def without_file_permission_override() -> list[str]:
     """A command prefix that makes even root respect file permissions (it drops the
     capabilities that override them), so a read-only directory is read-only in the test."""
@@ -115,15 +134,7 @@ class RelayProcess:
 
     def workers(self) -> list[int]:
         """The pids of gunicorn's workers now: the master's children."""
-        children = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue  # gone meanwhile
-            if parent == self.process.pid:
-                children.append(int(stat.parent.name))
-        return children
+        return children_of(self.process.pid)
 
     def crash(self) -> None:
         """SIGKILL the master and its workers at once, as an OOM kill or a power cut would:
@@ -159,6 +170,19 @@ class RelayProcess:
             time.sleep(0.05)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is `pid`, now."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if parent == pid:
+            children.append(int(stat.parent.name))
+    return children
 
 
 def _running_in_group(group: int) -> bool:

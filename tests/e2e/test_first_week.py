@@ -24,6 +24,7 @@ from tests.e2e.relay_process import (
     SECRET,
     free_port,
     gunicorn_command,
+    gunicorn_that_stops,
     relay_env,
 )
 from tests.e2e.test_actions import alert_for, answered
@@ -35,19 +36,6 @@ from tests.socks_proxy import running_socks_proxy
 WRONG_CHAT = "-1009999999999"
 # Webhooks each of the backup test's posters sends at most (it stops them once it is done).
 STORM_MOST = 500
-
-
-def gunicorn_that_stops(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`gunicorn wsgi:app` with these variables, run until it exits (as it must, at start)."""
-    return subprocess.run(
-        gunicorn_command(),
-        cwd=ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
 
 
 OTHER_CHAT = "-1005555555555"

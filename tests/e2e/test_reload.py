@@ -14,8 +14,8 @@ from pathlib import Path
 import requests
 
 from tests.e2e.helpers import delivered_titles, titled, wait_until
-from tests.e2e.relay_process import CHAT_ID, ROOT, RelayProcess, relay_env
-from tests.fake_telegram import running_fake_telegram
+from tests.e2e.relay_process import CHAT_ID, ROOT, RelayProcess, children_of, relay_env
+from tests.fake_telegram import FakeTelegram, running_fake_telegram
 
 STREAM_GAP = 0.04
 STREAM_LIMIT = 600  # posts: the stream's bound, whatever happens
@@ -30,6 +30,16 @@ def _installed_copy(directory: Path) -> Path:
     for name in ("wsgi.py", "gunicorn.conf.py"):
         shutil.copy(ROOT / name, target / name)
     return target
+
+
+def two_workers(fake: FakeTelegram, directory: Path, **more: str) -> dict[str, str]:
+    return relay_env(
+        fake,
+        WEB_CONCURRENCY="2",
+        RELAY_SPOOL_PATH=str(directory / "spool.sqlite3"),
+        RELAY_TIME_SCALE="0.25",
+        **more,
+    )
 
 
 class Stream:
@@ -74,13 +84,7 @@ def test_a_reload_with_new_code_in_place_answers_every_webhook_and_runs_the_new_
     install = _installed_copy(tmp_path)
     with running_fake_telegram() as fake:
         fake.add_chat(CHAT_ID)
-        env = relay_env(
-            fake,
-            WEB_CONCURRENCY="2",
-            RELAY_SPOOL_PATH=str(tmp_path / "spool.sqlite3"),
-            PYTHONPATH=str(install),
-            RELAY_TIME_SCALE="0.25",
-        )
+        env = two_workers(fake, tmp_path, PYTHONPATH=str(install))
         relay = RelayProcess(env, tmp_path / "relay.log", directory=install).wait_ready()
         try:
             with Stream(relay.webhook_url) as stream:
@@ -118,18 +122,6 @@ def test_a_reload_with_new_code_in_place_answers_every_webhook_and_runs_the_new_
         assert "Traceback" not in logs, logs
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue  # gone meanwhile
-        if parent == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
 def _running(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -148,24 +140,19 @@ def test_gunicorns_usr2_re_exec_hands_the_socket_over_and_answers_every_webhook(
     own metrics directory)."""
     with running_fake_telegram() as fake:
         fake.add_chat(CHAT_ID)
-        env = relay_env(
-            fake,
-            WEB_CONCURRENCY="2",
-            RELAY_SPOOL_PATH=str(tmp_path / "spool.sqlite3"),
-            RELAY_TIME_SCALE="0.25",
-        )
+        env = two_workers(fake, tmp_path)
         relay = RelayProcess(env, tmp_path / "relay.log").wait_ready()
         old = relay.process.pid
         new_master = None
         try:
             with Stream(relay.webhook_url) as stream:
                 assert wait_until(lambda: stream.posted() >= 15, 10), relay.logs()
-                before = set(_children(old))
+                before = set(children_of(old))
                 os.kill(old, signal.SIGUSR2)
 
                 def new_one() -> int | None:
-                    for child in set(_children(old)) - before:
-                        if len(_children(child)) == 2:
+                    for child in set(children_of(old)) - before:
+                        if len(children_of(child)) == 2:
                             return child
                     return None
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import requests
 
 from tests.e2e.helpers import post, wait_until
-from tests.e2e.relay_process import CHAT_ID, ROOT, RelayProcess, gunicorn_command, relay_env
+from tests.e2e.relay_process import CHAT_ID, ROOT, RelayProcess, gunicorn_that_stops, relay_env
 from tests.fake_telegram import FakeTelegram
 from tests.payloads import issue, issue_alert
 from tests.prometheus import parse, value
@@ -116,15 +115,7 @@ def test_a_broken_routes_file_stops_the_relay_at_start_naming_its_line_and_key(
         RELAY_ROUTES=str(routes),
         RELAY_BIND="127.0.0.1:0",
     )
-    started = subprocess.run(
-        gunicorn_command(),
-        cwd=ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    started = gunicorn_that_stops(env)
     assert started.returncode == 2
     assert (
         f"relay_app cannot start: RELAY_ROUTES: {routes}:3: route 1, chat: 'the on-call chat' "
