@@ -195,9 +195,11 @@ def test_a_client_that_reads_no_answers_loses_its_connection_within_seconds(edge
     for client in clients:
         client.join(40)
     # Each answer must be taken within WRITE_TIMEOUT, and a connection serves at most
-    # MAX_REQUESTS_PER_CONNECTION: then it is closed, whatever the client does.
+    # MAX_REQUESTS_PER_CONNECTION: then it is closed, whatever the client does. The margin is
+    # 64 clients noticing the close on two busy cores (10.2 s seen in CI); a connection the
+    # relay held would last the client's whole 30 s.
     assert MAX_REQUESTS_PER_CONNECTION <= 100
-    assert max(lasted) < WRITE_TIMEOUT + 5, sorted(lasted)
+    assert max(lasted) < WRITE_TIMEOUT + 10, sorted(lasted)
 
 
 def test_a_kept_alive_connection_is_told_before_it_closes(edge: Edge) -> None:
