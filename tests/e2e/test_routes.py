@@ -13,7 +13,8 @@ from typing import Any
 
 import requests
 
-from tests.e2e.helpers import post, wait_until
+from tests.e2e.conftest import StartRelay
+from tests.e2e.helpers import ANSWER_BOUND, post, wait_until
 from tests.e2e.relay_process import CHAT_ID, ROOT, RelayProcess, gunicorn_that_stops, relay_env
 from tests.fake_telegram import FakeTelegram
 from tests.payloads import issue, issue_alert
@@ -122,3 +123,29 @@ def test_a_broken_routes_file_stops_the_relay_at_start_naming_its_line_and_key(
         "is not a chat id"
     ) in started.stderr
     assert "Booting worker" not in started.stderr
+
+
+def test_a_webhook_split_three_ways_is_answered_within_one_budget_while_telegram_hangs(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    """Each part is attempted within the budget the webhook's answer has from its arrival: the
+    first waits out its attempt, the others, with no time left, wait in the spool. GlitchTip's
+    10 s are never at stake, and nothing is lost."""
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        "".join(
+            f'[[route]]\nenvironment = "{name}"\nchat = "{chat}"\n\n'
+            for name, chat in (("a", "-1002000000001"), ("b", "-1002000000002"))
+        )
+    )
+    relay = start_relay(RELAY_ROUTES=str(routes))
+    fake_telegram.set("hang")
+    payload = issue_alert(in_env(1, "shop", "a"), in_env(2, "shop", "b"), in_env(3, "shop", "c"))
+    reply, took = post(relay.webhook_url, payload)
+    assert took < ANSWER_BOUND
+    assert reply.status_code == 502
+    statuses = [part["status"] for part in reply.json()["parts"]]
+    assert statuses == ["queued", "queued", "queued"]
+    fake_telegram.set("ok")
+    for chat in ("-1002000000001", "-1002000000002", CHAT_ID):
+        assert wait_until(lambda chat=chat: fake_telegram.posted_to(chat), timeout=15), chat
