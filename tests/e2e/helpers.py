@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -132,6 +133,17 @@ def accepted_since(fake: FakeTelegram, since: float) -> int:
 
 def _visible(body: dict[str, Any]) -> str:
     return visible_text(body["text"], parse_mode=body.get("parse_mode"))
+
+
+def spool_settled(spool_path: str) -> bool:
+    """Whether the relays on this spool have nothing left to send: no alert pending, no lane
+    claimed. From then on no copy of an alert can arrive (a retry would be pending first), so
+    a test asserts exactly-once after this, not after a sleep."""
+    with sqlite3.connect(f"file:{spool_path}?mode=ro", uri=True) as db:
+        pending = db.execute("SELECT count(*) FROM alerts WHERE state = 'pending'").fetchone()[0]
+        claimed = db.execute("SELECT count(*) FROM lanes WHERE token IS NOT NULL").fetchone()[0]
+    db.close()
+    return bool(pending == 0 and claimed == 0)
 
 
 def wait_until(condition: Any, timeout: float) -> bool:

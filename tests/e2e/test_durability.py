@@ -27,6 +27,7 @@ from tests.e2e.helpers import (
     delivered_titles,
     post,
     run_relay_app,
+    spool_settled,
     titled,
     titles_in,
     wait_until,
@@ -76,7 +77,8 @@ def test_alerts_accepted_during_an_outage_survive_sigkill(
     fake_telegram.start()
     start_relay()
     assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 50, timeout=30)
-    time.sleep(1)  # a duplicate would arrive in this time
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
     assert sorted(delivered_titles(fake_telegram)) == sorted(titles)
     assert spool_rows(spool_path) == []
 
@@ -106,7 +108,8 @@ def test_sigterm_during_an_outage_leaves_every_alert_free_for_the_next_start(
     assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 20, timeout=20)
     # Due at once when Telegram answers: no RELAY_RETRY_WAIT, no lease running out.
     assert time.monotonic() - started < 10
-    time.sleep(0.5)  # a duplicate would arrive in this time
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
     assert sorted(delivered_titles(fake_telegram)) == sorted(titles)
 
 
@@ -120,7 +123,8 @@ def test_two_workers_and_a_lossy_telegram_deliver_every_alert_once(
     titles = [f"Lossy {n}" for n in range(100)]
     post_all(relay.webhook_url, titles, concurrency=8)
     assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 100, timeout=40)
-    time.sleep(1)
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
     # The fake posts a dropped request nowhere, so each alert was posted exactly once...
     assert sorted(delivered_titles(fake_telegram)) == sorted(titles)
     assert any(r.outcome == "dropped" for r in fake_telegram.received)
@@ -160,7 +164,8 @@ def test_a_worker_killed_during_the_synchronous_attempt_delivers_after_restart(
     # Taken up at once: its lease names a process that no longer exists.
     assert wait_until(lambda: fake_telegram.messages, timeout=20)
     assert time.monotonic() - started < 10
-    time.sleep(0.5)  # a duplicate would arrive in this time
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
     assert delivered_titles(fake_telegram) == ["Mid-flight"]
 
 

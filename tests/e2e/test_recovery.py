@@ -24,6 +24,7 @@ from tests.e2e.helpers import (
     first_seen,
     post,
     posted_in_order,
+    spool_settled,
     titled,
     wait_until,
 )
@@ -38,7 +39,7 @@ RECOVERY_BOUND = 3.0
 
 @WORKERS
 def test_telegram_failing_then_back_costs_one_request_and_ends_in_one_digest(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, workers: str
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str, workers: str
 ) -> None:
     relay = start_relay(WEB_CONCURRENCY=workers)
     fake_telegram.set("error", status=500, description="Internal Server Error")
@@ -59,13 +60,14 @@ def test_telegram_failing_then_back_costs_one_request_and_ends_in_one_digest(
     assert max(first_seen(fake_telegram).values()) - back <= RECOVERY_BOUND
     assert posted_in_order(fake_telegram) == titles
     assert accepted_since(fake_telegram, back) <= 3
-    time.sleep(1)  # a duplicate would arrive in this time
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
     assert max(copies(fake_telegram).values()) == 1
 
 
 @WORKERS
 def test_a_hanging_telegram_released_gets_the_backlog_within_seconds(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, workers: str
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str, workers: str
 ) -> None:
     relay = start_relay(WEB_CONCURRENCY=workers)
     fake_telegram.set("hang")
@@ -83,7 +85,8 @@ def test_a_hanging_telegram_released_gets_the_backlog_within_seconds(
     assert wait_until(lambda: len(first_seen(fake_telegram)) == len(titles), timeout=10)
     assert max(first_seen(fake_telegram).values()) - released <= RECOVERY_BOUND
     assert posted_in_order(fake_telegram) == arrived
-    time.sleep(1)
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
     # A hung request may have been posted (the fake never posts one): each once here.
     assert sorted(copies(fake_telegram)) == sorted(titles)
     assert max(copies(fake_telegram).values()) == 1
@@ -91,7 +94,7 @@ def test_a_hanging_telegram_released_gets_the_backlog_within_seconds(
 
 @WORKERS
 def test_a_lossy_network_delivers_all_oldest_first_repeating_only_where_a_reply_was_lost(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, workers: str
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str, workers: str
 ) -> None:
     relay = start_relay(WEB_CONCURRENCY=workers, RELAY_RETRY_ATTEMPTS="10")
     # 25% of requests lost: half before Telegram saw them, half on the way back.
@@ -104,7 +107,8 @@ def test_a_lossy_network_delivers_all_oldest_first_repeating_only_where_a_reply_
     assert wait_until(lambda: len(first_seen(fake_telegram)) == len(titles), timeout=35)
     assert time.monotonic() - started < 35
     assert posted_in_order(fake_telegram) == titles
-    time.sleep(1)
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
     repeated = sum(count - 1 for count in copies(fake_telegram).values())
     lost_replies = sum(1 for r in fake_telegram.sends() if r.reply_lost)
     lost = [r for r in fake_telegram.received if r.outcome == "dropped" or r.reply_lost]
@@ -114,7 +118,7 @@ def test_a_lossy_network_delivers_all_oldest_first_repeating_only_where_a_reply_
 
 @WORKERS
 def test_after_sigkill_the_alerts_go_within_seconds_of_the_restart_and_none_twice(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, workers: str
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str, workers: str
 ) -> None:
     relay = start_relay(WEB_CONCURRENCY=workers)
     fake_telegram.stop()  # connections refused
@@ -129,7 +133,8 @@ def test_after_sigkill_the_alerts_go_within_seconds_of_the_restart_and_none_twic
     assert wait_until(lambda: len(first_seen(fake_telegram)) == len(titles), timeout=10)
     assert max(first_seen(fake_telegram).values()) - ready <= RECOVERY_BOUND
     assert posted_in_order(fake_telegram) == titles
-    time.sleep(1)
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
     assert max(copies(fake_telegram).values()) == 1
 
 
