@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import re
-import sqlite3
 import subprocess
 import sys
 import time
@@ -15,6 +14,8 @@ from typing import Any
 
 import requests
 
+from relay_app.spool.database import Database
+from relay_app.spool.postgres.database import PgDatabase
 from tests.e2e.relay_process import SEND_TIMEOUT, run_here
 from tests.fake_telegram import FakeTelegram
 from tests.payloads import issue, issue_alert
@@ -135,15 +136,26 @@ def _visible(body: dict[str, Any]) -> str:
     return visible_text(body["text"], parse_mode=body.get("parse_mode"))
 
 
-def spool_settled(spool_path: str) -> bool:
-    """Whether the relays on this spool have nothing left to send: no alert pending, no lane
-    claimed. From then on no copy of an alert can arrive (a retry would be pending first), so
-    a test asserts exactly-once after this, not after a sleep."""
-    with sqlite3.connect(f"file:{spool_path}?mode=ro", uri=True) as db:
-        pending = db.execute("SELECT count(*) FROM alerts WHERE state = 'pending'").fetchone()[0]
-        claimed = db.execute("SELECT count(*) FROM lanes WHERE token IS NOT NULL").fetchone()[0]
-    db.close()
-    return bool(pending == 0 and claimed == 0)
+def spool_settled(spool: str) -> bool:
+    """Whether the relays on this spool (a SQLite file's path, or PostgreSQL's URL) have nothing
+    left to send: no alert pending, no lane claimed. From then on no copy of an alert can arrive
+    (a retry would be pending first), so a test asserts exactly-once after this, not after a
+    sleep."""
+    store = (
+        PgDatabase(spool, for_service=False)
+        if spool.startswith("postgresql")
+        else Database(spool, for_service=False)
+    )
+    try:
+        busy = store.read(
+            lambda tx: tx.one(
+                "SELECT (SELECT count(*) FROM alerts WHERE state = 'pending')"
+                " + (SELECT count(*) FROM lanes WHERE token IS NOT NULL) AS busy"
+            )
+        )
+    finally:
+        store.close()
+    return int(busy["busy"]) == 0
 
 
 def wait_until(condition: Any, timeout: float) -> bool:

@@ -22,7 +22,7 @@ import requests
 from relay_app.spool import Admin
 from relay_app.spool.postgres import PgDatabase
 from tests.conftest import required_tool
-from tests.e2e.helpers import delivered_titles, post_paced, titled, wait_until
+from tests.e2e.helpers import delivered_titles, post_paced, spool_settled, titled, wait_until
 from tests.e2e.relay_process import RelayProcess, relay_env
 from tests.fake_telegram import FakeTelegram
 from tests.postgres import PostgresServer
@@ -67,7 +67,7 @@ def accepted(answers: Sequence[tuple[requests.Response, float]], titles: list[st
 
 
 def test_three_relays_deliver_a_storm_once_within_telegrams_limits(
-    fleet: StartFleet, fake_telegram: FakeTelegram
+    fleet: StartFleet, fake_telegram: FakeTelegram, pg_url: str
 ) -> None:
     fake_telegram.limits = True
     relays = fleet()
@@ -78,7 +78,8 @@ def test_three_relays_deliver_a_storm_once_within_telegrams_limits(
     assert max(took for _, took in answers) < 5
     assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 200, timeout=60)
     assert time.monotonic() - started < 60
-    time.sleep(1.5)  # a duplicate would arrive in this time
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(pg_url), timeout=15)
     assert max(each_once(fake_telegram, titles).values()) == 1
     # The fleet kept the limits together; if not, each send as the fake saw it, and the logs.
     sends = [(round(r.at, 3), r.outcome, r.body["text"][:40]) for r in fake_telegram.sends()]
@@ -87,7 +88,7 @@ def test_three_relays_deliver_a_storm_once_within_telegrams_limits(
 
 
 def test_a_killed_replicas_alerts_are_delivered_by_the_others_none_twice(
-    fleet: StartFleet, fake_telegram: FakeTelegram
+    fleet: StartFleet, fake_telegram: FakeTelegram, pg_url: str
 ) -> None:
     relays = fleet()
     # Telegram hangs for sendMessage (and posts nothing): every replica's attempts are in
@@ -99,7 +100,8 @@ def test_a_killed_replicas_alerts_are_delivered_by_the_others_none_twice(
     relays[0].crash()  # SIGKILL, master and workers: no hook runs, nothing is given back
     fake_telegram.set("ok")
     assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 30, timeout=60)
-    time.sleep(1.5)
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(pg_url), timeout=15)
     assert max(each_once(fake_telegram, titles).values()) == 1
 
 
@@ -124,7 +126,7 @@ def test_a_postgresql_restart_mid_stream_loses_no_accepted_alert(
 
 
 def test_replicas_whose_clocks_differ_by_30_s_send_once_and_keep_the_pace(
-    fleet: StartFleet, fake_telegram: FakeTelegram
+    fleet: StartFleet, fake_telegram: FakeTelegram, pg_url: str
 ) -> None:
     fake_telegram.limits = True
     faketime = required_tool("faketime", "faketime")
@@ -135,7 +137,8 @@ def test_replicas_whose_clocks_differ_by_30_s_send_once_and_keep_the_pace(
     delivered = wait_until(lambda: len(delivered_titles(fake_telegram)) >= 90, timeout=60)
     sends = [(round(r.at, 3), r.outcome, r.body["text"][:30]) for r in fake_telegram.sends()]
     assert delivered, (len(delivered_titles(fake_telegram)), sends, [r.logs() for r in relays])
-    time.sleep(1.5)
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(pg_url), timeout=15)
     assert max(each_once(fake_telegram, titles).values()) == 1
     sends = [(round(r.at, 3), r.outcome, r.body["text"][:30]) for r in fake_telegram.sends()]
     assert fake_telegram.too_many_requests() == [], (sends, [r.logs() for r in relays])
@@ -172,7 +175,8 @@ def test_alerts_accepted_during_an_outage_survive_sigkill_of_every_relay(
     fake_telegram.start()
     fleet(1)
     assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 40, timeout=30)
-    time.sleep(1)  # a duplicate would arrive in this time
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(pg_url), timeout=15)
     assert max(each_once(fake_telegram, titles).values()) == 1
     assert pending_in(pg_url) == 0
 
@@ -193,5 +197,6 @@ def test_sigterm_during_an_outage_leaves_every_alert_free_for_the_next_relay(
     fleet(1)
     assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 20, timeout=20)
     assert time.monotonic() - started < 10  # no lease to wait out
-    time.sleep(0.5)
+    # Nothing left to send: no copy can come after this.
+    assert wait_until(lambda: spool_settled(pg_url), timeout=15)
     assert max(each_once(fake_telegram, titles).values()) == 1
