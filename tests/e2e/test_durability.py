@@ -170,7 +170,7 @@ def test_a_worker_killed_during_the_synchronous_attempt_delivers_after_restart(
 
 
 def test_a_long_outage_is_delivered_late_and_says_so(
-    start_relay: StartRelay, fake_telegram: FakeTelegram
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str
 ) -> None:
     relay = start_relay(RELAY_RETRY_ATTEMPTS="2", RELAY_RETRY_WAIT="0.3", RELAY_LATE_AFTER="2")
     fake_telegram.stop()
@@ -179,7 +179,7 @@ def test_a_long_outage_is_delivered_late_and_says_so(
     time.sleep(3)  # ten times RELAY_RETRY_ATTEMPTS x RELAY_RETRY_WAIT
     fake_telegram.start()
     assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 3, timeout=10)
-    time.sleep(0.5)
+    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
     assert sorted(delivered_titles(fake_telegram)) == titles
     for text in fake_telegram.texts():
         first_line, *_, last_line = text.split("\n")
@@ -205,7 +205,8 @@ def test_attempts_that_may_have_arrived_still_stop_at_the_ceiling(
     reply, _ = post(relay.webhook_url, titled("Maybe posted"))
     assert reply.status_code == 502
     assert wait_until(lambda: "ALERT NOT DELIVERED" in relay.logs(), timeout=10)
-    time.sleep(1)  # three more RELAY_RETRY_WAITs: no other attempt comes
+    # A dead letter, nothing pending: no other attempt can come after this.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
     assert len(fake_telegram.sends()) == 1 + 2
     [row] = spool_rows(spool_path)
     assert row["state"] == "dead"

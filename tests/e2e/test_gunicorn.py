@@ -125,7 +125,7 @@ def test_429_waits_at_least_retry_after(
 
 
 def test_a_permanent_403_is_not_retried_and_the_text_is_logged(
-    start_relay: StartRelay, fake_telegram: FakeTelegram
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str
 ) -> None:
     relay = start_relay()
     fake_telegram.set(
@@ -134,7 +134,8 @@ def test_a_permanent_403_is_not_retried_and_the_text_is_logged(
     reply, _ = post(relay.webhook_url, titled("Kicked <alert> & co"))
     assert reply.status_code == 502
     assert reply.json()["status"] == "failed"
-    time.sleep(1.5)  # five RELAY_RETRY_WAITs: any retry would have come
+    # A dead letter, nothing pending: no retry can come after this.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
     assert len(fake_telegram.received) == 1  # a refusal is an answer: nothing more is asked
     logs = relay.logs()
     assert "[ERROR] relay_app.delivery.job: ALERT NOT DELIVERED" in logs
