@@ -299,9 +299,8 @@ def _said_once_spans(said: _SaidOnce, words: Words, *, after_facts: bool) -> lis
     """The head's part beyond the fields: the titles' shared beginning on a line of its own,
     with where they were raised; or, alone, where they were raised, after the fields."""
     if not said.title_start:
-        assert said.where is not None
         before = " · " if after_facts else ""
-        return [Span(f"{before}{words.raised_in}"), value(said.where, code=True)]
+        return [Span(f"{before}{words.raised_in}"), value(said.where or "", code=True)]
     # As it stands in the titles, a space before the ellipsis included: read back, the head's
     # beginning and a line's rest make the title again.
     spans = [Span("\n" if after_facts else ""), value(said.title_start + "…")]
