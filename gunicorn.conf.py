@@ -126,25 +126,24 @@ def on_starting(server: Any) -> None:
     metrics.clear_stale_files(os.environ)
     # The routes file, checked with the variables above, is what the workers will read.
     try:
-        routes = put_in_force(os.environ)
+        put_in_force(os.environ)
     except RoutesError as exc:  # changed since it was read a moment ago, and broken
         server.log.error("relay_app cannot start: RELAY_ROUTES: %s", exc)
         sys.exit(2)
-    _summarise(server, settings, "starting", len(routes.routes))
+    _summarise(server, settings, "starting")
 
 
 def on_reload(server: Any) -> None:
     # The routes file as it is now, for the workers started by this reload; a broken one is
     # refused, and they keep the last good one: a reload never takes the relay down.
     try:
-        routes = len(put_in_force(os.environ).routes)
+        put_in_force(os.environ)
     except RoutesError as exc:
         server.log.error(
             "relay_app: RELAY_ROUTES REFUSED on reload, the relay keeps routing by the last good "
             "file: %s",
             exc,
         )
-        routes = None
     # The new workers (forked after this) run the code now on disk. A variable that code
     # refuses is said here; exiting would close the port, so gunicorn goes on and the workers
     # that cannot boot say it again.
@@ -153,7 +152,7 @@ def on_reload(server: Any) -> None:
     except ConfigError as exc:
         server.log.error("relay_app: the reloaded code refuses the configuration: %s", exc)
         return
-    _summarise(server, settings, "reloading", routes)
+    _summarise(server, settings, "reloading")
 
 
 def on_exit(server: Any) -> None:
@@ -184,13 +183,10 @@ def _settings_or_exit(server: Any) -> Settings:
         sys.exit(2)
 
 
-def _summarise(server: Any, settings: Settings, doing: str, routes: int | None) -> None:
+def _summarise(server: Any, settings: Settings, doing: str) -> None:
     from relay_app.operating.summary import summary_line
 
-    line = summary_line(settings, list(server.cfg.bind))
-    if routes is not None and os.environ.get("RELAY_ROUTES"):
-        line += f"; {routes} routes from {os.environ['RELAY_ROUTES']}"
-    server.log.info("relay_app %s: %s", doing, line)
+    server.log.info("relay_app %s: %s", doing, summary_line(settings, list(server.cfg.bind)))
 
 
 def _sockets_inherited() -> bool:

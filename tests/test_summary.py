@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from relay_app.operating.config import Settings
@@ -60,3 +62,10 @@ def test_the_summary_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "spool postgresql://relay:***@db.example/relay" in line
     assert "buttons off (no GLITCHTIP_API_TOKEN)" in line
     assert "Telegram at https://bot:***@bots.example.org directly" in line
+
+
+def test_the_summary_counts_the_routes_in_force() -> None:
+    example = str(Path(__file__).resolve().parents[1] / "examples" / "routes.toml")
+    line = summary_line(settings(RELAY_ROUTES=example), ["127.0.0.1:8780"])
+    assert line.endswith(f"; 4 routes from {example}")
+    assert "routes" not in summary_line(settings(), ["127.0.0.1:8780"])

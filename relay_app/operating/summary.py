@@ -50,7 +50,10 @@ def summary_line(settings: Settings, listening: Sequence[str]) -> str:
     glitchtip = (
         f"; GlitchTip at {settings.glitchtip_url}" if settings.glitchtip_url is not None else ""
     )
+    routes = settings.routes
+    # The routes in force: after a reload that refused a broken file, the last good one's.
+    routed = f"; {len(routes.routes)} routes from {routes.source}" if routes else ""
     return (
         f"relay_app {version()}: listening on {', '.join(listening)}; {chat}; {spool}; "
-        f"language {settings.language}; {buttons}; {telegram}{glitchtip}"
+        f"language {settings.language}; {buttons}; {telegram}{glitchtip}{routed}"
     )
