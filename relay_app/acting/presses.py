@@ -164,18 +164,18 @@ class Presses:
             self._answer(press, self._team.words.press_not_allowed, alert=True)
             return False
         if verb not in verbs_for(button) or (verb in SILENCE_VERBS and self._silencing is None):
-            log.info(
-                "a press by %s to %s %s came from an out-of-date button (the issue is %s): "
-                "nothing done",
-                press.by.handle,
-                verb,
-                button.label,
-                button.status or "unresolved",
-            )
-            self._count("stale")
-            self._answer(press, self._team.words.press_out_of_date, alert=True)
+            why = f"came from an out-of-date button (the issue is {button.status or 'unresolved'})"
+            self._out_of_date(press, verb, button, why)
             return False
         return True
+
+    def _out_of_date(self, press: Press, verb: Verb, button: IssueButton, why: str) -> None:
+        """Nothing done: the button no longer offers this, or another press changed it first."""
+        log.info(
+            "a press by %s to %s %s %s: nothing done", press.by.handle, verb, button.label, why
+        )
+        self._count("stale")
+        self._answer(press, self._team.words.press_out_of_date, alert=True)
 
     def _act(
         self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
@@ -239,14 +239,7 @@ class Presses:
             self._answer(press, self._team.words.press_unavailable, alert=True)
             return None
         if claim is None:
-            log.info(
-                "a press by %s to %s %s came as another changed it: nothing done",
-                press.by.handle,
-                verb,
-                button.label,
-            )
-            self._count("stale")
-            self._answer(press, self._team.words.press_out_of_date, alert=True)
+            self._out_of_date(press, verb, button, "came as another changed it")
         return claim
 
     def _unclaim(self, claim: StatusClaim) -> None:

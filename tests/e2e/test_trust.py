@@ -26,7 +26,7 @@ from relay_app.web.http_worker import REQUEST_READ_TIMEOUT
 from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import post, run_relay_app, wait_until
-from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env
+from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env
 from tests.fake_glitchtip import TOKEN as GLITCHTIP_TOKEN
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
 from tests.fake_telegram import FakeTelegram, Posted
@@ -64,6 +64,17 @@ def register_webhook(fake: FakeTelegram, glitchtip: FakeGlitchTip, relay_url: st
     registered = run_relay_app(environ, "telegram-webhook", "set", relay_url)
     assert registered.returncode == 0, registered.stderr
     assert fake.webhook_url == f"{relay_url}/telegram/{SECRET}"
+
+
+def alert_pressed_by_webhook(
+    start_relay: StartRelay, fake: FakeTelegram, glitchtip: FakeGlitchTip, **overrides: str
+) -> tuple[RelayProcess, Posted]:
+    """A relay that takes presses by webhook, registered with Telegram as the operator does,
+    and an alert about issue 4 in the chat, with its buttons."""
+    relay = start_relay(**acting(glitchtip, TELEGRAM_UPDATES="webhook", **overrides))
+    register_webhook(fake, glitchtip, relay.url)
+    post(relay.webhook_url, alert_on(glitchtip, 4))
+    return relay, only_message(fake)
 
 
 def test_the_token_goes_only_to_glitchtip_url_whatever_an_alert_links_to(
@@ -109,12 +120,9 @@ def forged_press(posted: Posted, verb: str, *, update_id: int, user_id: int) -> 
 def test_only_telegram_can_press_a_header_derived_from_the_webhook_secret_is_refused(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
-    relay = start_relay(
-        **acting(fake_glitchtip, TELEGRAM_UPDATES="webhook", TELEGRAM_ACTION_USER_IDS="1111")
+    relay, posted = alert_pressed_by_webhook(
+        start_relay, fake_telegram, fake_glitchtip, TELEGRAM_ACTION_USER_IDS="1111"
     )
-    register_webhook(fake_telegram, fake_glitchtip, relay.url)
-    post(relay.webhook_url, alert_on(fake_glitchtip, 4))
-    posted = only_message(fake_telegram)
 
     # Everything an attacker with GlitchTip's webhook URL can compute: the path, and the header
     # as older relays derived it from RELAY_WEBHOOK_SECRET; and an allowed user's id.
@@ -138,10 +146,7 @@ def test_only_telegram_can_press_a_header_derived_from_the_webhook_secret_is_ref
 def test_an_update_delivered_again_or_replayed_acts_once(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
-    relay = start_relay(**acting(fake_glitchtip, TELEGRAM_UPDATES="webhook"))
-    register_webhook(fake_telegram, fake_glitchtip, relay.url)
-    post(relay.webhook_url, alert_on(fake_glitchtip, 4))
-    posted = only_message(fake_telegram)
+    _, posted = alert_pressed_by_webhook(start_relay, fake_telegram, fake_glitchtip)
     press = fake_telegram.press(posted, "✅ Resolve")
     assert fake_telegram.wait_for_answer(press, timeout=ANSWER_WITHIN) is not None
     edited = fake_telegram.message(CHAT_ID, posted.message_id)
@@ -166,10 +171,7 @@ def test_presses_at_the_same_moment_make_one_change(
 ) -> None:
     # Each press checked the button's state, then called GlitchTip, then recorded: 12 Reopen
     # presses at once made 9 changes, and Resolve with Ignore left whichever landed last.
-    relay = start_relay(**acting(fake_glitchtip, TELEGRAM_UPDATES="webhook"))
-    register_webhook(fake_telegram, fake_glitchtip, relay.url)
-    post(relay.webhook_url, alert_on(fake_glitchtip, 4))
-    posted = only_message(fake_telegram)
+    _, posted = alert_pressed_by_webhook(start_relay, fake_telegram, fake_glitchtip)
     fake_glitchtip.write_delay = 0.5  # every press is read before any change is made
     presses: list[str] = []
     lock = threading.Lock()
