@@ -18,6 +18,18 @@ _ISSUE_TOTAL = re.compile(r"\((\d+) issues?\)")
 _SHORT_ID = re.compile(r"\[View Issue ([^\]]+)\]")
 
 MonitorState = Literal["down", "up", "unknown"]
+# The issue's level, as the webhook tells it: only by the attachment's colour, #e52b50 for error
+# and fatal, #4b60b4 for info, none for warning and the other levels.
+Level = Literal["error", "warning", "info", "other"]
+_LEVEL_BY_COLOR: dict[str, Level] = {"#e52b50": "error", "#4b60b4": "info"}
+
+
+def level_of(color: str | None) -> Level:
+    """An issue's level from its attachment's colour; 'other' for a colour GlitchTip never
+    sends."""
+    if not color:
+        return "warning"
+    return _LEVEL_BY_COLOR.get(color.lower(), "other")
 
 
 @dataclass(frozen=True)

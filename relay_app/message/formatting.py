@@ -22,9 +22,11 @@ from ..glitchtip.webhook import (
     Alert,
     Issue,
     IssueAlert,
+    Level,
     MonitorChange,
     UnrecognizedPayload,
     UptimeAlert,
+    level_of,
     parse_alert,
 )
 from ..words import Plural, Words
@@ -72,10 +74,8 @@ _COUNTED_HEADING = re.compile(r"GlitchTip Alert \((\d+) issues?\)")
 SITE_DOWN = "The monitored site has gone down."
 SITE_UP = "The monitored site is back up."
 
-SEVERITY_BY_COLOR = {"#e52b50": "🔴", "#4b60b4": "🔵"}
-SEVERITY_NO_COLOR = "🟠"  # GlitchTip sends no colour for warnings (and other non-error levels)
-SEVERITY_OTHER_COLOR = "⚪"
-_SEVERITY_RANK = ["🔴", "🟠", "⚪", "🔵"]
+SEVERITY_BY_LEVEL: dict[Level, str] = {"error": "🔴", "warning": "🟠", "other": "⚪", "info": "🔵"}
+_SEVERITY_RANK = list(SEVERITY_BY_LEVEL.values())  # the worst first
 MONITOR_MARKERS = {"down": "🔴", "up": "✅", "unknown": "ℹ️"}
 
 
@@ -351,9 +351,7 @@ def _monitor_block(monitor: MonitorChange, words: Words, *, first: bool) -> list
 
 
 def _severity(color: str | None) -> str:
-    if color is None:
-        return SEVERITY_NO_COLOR
-    return SEVERITY_BY_COLOR.get(color, SEVERITY_OTHER_COLOR)
+    return SEVERITY_BY_LEVEL[level_of(color)]
 
 
 # --- fitting into Telegram's limit ---------------------------------------------------------

@@ -26,6 +26,7 @@ from ..glitchtip.webhook import Alert, Issue, IssueAlert, UptimeAlert
 from ..words import Words
 from .details import where
 from .spans import Span, clean, least_length, safe_link, shorten, value
+from .subjects import issue_ref
 
 # Longer titles never fit a line; kept shorter so the spool's copy stays small.
 KEPT_LENGTH = 200
@@ -208,7 +209,7 @@ def _told_apart(
     all issue lines share (a common beginning of their titles, the place they were raised) is
     said once, in the head, and each line keeps what differs; lines of distinct issues that
     still read the same are told apart by GlitchTip's number for the issue."""
-    issues = [line for line, _ in counted if line.marker in _SEVERITY]
+    issues = [line for line, _ in counted if issue_ref(line.key, None) is not None]
     said = _SaidOnce()
     if len(issues) >= 2:
         said = _SaidOnce(_common_start([line.title for line in issues]), _common_where(issues))
@@ -227,12 +228,9 @@ def _numbered_where_alike(
     for alike in (indices for indices in readings.values() if len(indices) > 1):
         for index in alike:
             line, times = lines[index]
-            if (number := _issue_number(line.key)) is not None:
-                lines[index] = (replace(line, title=f"{line.title} (#{number})"), times)
+            if (issue := issue_ref(line.key, None)) is not None:  # GlitchTip's number for it
+                lines[index] = (replace(line, title=f"{line.title} (#{issue.id})"), times)
     return lines
-
-
-_SEVERITY = frozenset("🔴🟠⚪🔵")
 
 
 def _common_start(titles: Sequence[str]) -> str | None:
@@ -287,12 +285,6 @@ def _without(line: Line, said: _SaidOnce) -> Line:
     if said.title_start and title.startswith(said.title_start):
         title = "…" + title[len(said.title_start) :]
     return replace(line, title=title, where=None if said.where else line.where)
-
-
-def _issue_number(link: str) -> str | None:
-    """GlitchTip's number for the issue: its link's last part (…/issues/1234)."""
-    last = link.rstrip("/").rsplit("/", 1)[-1]
-    return last if last.isdigit() else None
 
 
 def _said_once_spans(said: _SaidOnce, words: Words, *, after_facts: bool) -> list[Span]:

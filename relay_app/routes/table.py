@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.routing import ChatId, chat_key, parse_chat_id, parse_thread_id
+from ..glitchtip.webhook import level_of
 
 MATCHERS = ("project", "environment", "server", "release", "level", "title", "issue", "monitor")
 ACTIONS = ("name", "chat", "thread", "mention", "drop")
@@ -37,7 +38,6 @@ FIELD_NAMES = {
     "server": "Server Name",
     "release": "Release",
 }
-LEVEL_BY_COLOR = {"#e52b50": "error", "#4b60b4": "info"}
 # People one route may call: the line naming them fits in the room a message keeps for notes.
 MAX_MENTIONS = 6
 _MENTION = re.compile(r"@[A-Za-z][A-Za-z0-9_]{3,31}|tg:[1-9][0-9]{0,19}")
@@ -238,7 +238,7 @@ def facts_of_issue(
     }
     facts["title"] = title
     facts["issue"] = short_id
-    facts["level"] = LEVEL_BY_COLOR.get((color or "").lower(), "warning")
+    facts["level"] = level_of(color)
     return facts
 
 

@@ -249,11 +249,7 @@ def create_blueprint(
             return _answered(metrics, started, Taken("rejected", "bad_route", 400, error=str(exc)))
         parts = alerts.take(payload, destination, started)
         for taken in parts:
-            alert = taken.alert
-            in_spool = alert is not None and not alert.in_memory
-            message = taken.message or (alert.message if alert is not None else None)
-            text = message.text if message is not None else ""
-            last_webhook.accepted(taken.outcome, in_spool, text)
+            last_webhook.accepted(taken.outcome, taken.in_spool, taken.text)
         if len(parts) == 1:
             return _answered(metrics, started, parts[0])
         answers = [_answered(metrics, started, taken) for taken in parts]

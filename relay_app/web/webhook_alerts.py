@@ -45,6 +45,16 @@ class Taken:
     # The message it became, as built when it arrived (None when it could not be built).
     message: Message | None = None
 
+    @property
+    def in_spool(self) -> bool:
+        """Whether the spool's queue took its alert in (and noted its arrival with it)."""
+        return self.alert is not None and not self.alert.in_memory
+
+    @property
+    def text(self) -> str:
+        message = self.message or (self.alert.message if self.alert is not None else None)
+        return message.text if message is not None else ""
+
 
 class WebhookAlerts:
     def __init__(
