@@ -56,7 +56,7 @@ def split(
     groups: dict[int, list[int]] = {}
     for index, route in enumerate(chosen):
         groups.setdefault(route.number if route is not None else 0, []).append(index)
-    whole = len(groups) == 1 and total == len(facts)
+    whole = len(groups) == 1  # nothing to split: the webhook as GlitchTip sent it
     parts: list[Part] = []
     dropped: list[Dropped] = []
     unlisted = total - len(facts)
