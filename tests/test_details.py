@@ -7,7 +7,7 @@ import copy
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,6 +25,7 @@ from relay_app.spool.glitchtip_health import SpoolGlitchTipHealth
 from relay_app.spool.postgres.database import PgDatabase
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN
+from tests.e2e.helpers import wait_until
 from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import visible_text
@@ -303,13 +304,6 @@ def lookups(reads: FakeReads, ticking: Ticking) -> Iterator[IssueLookups]:
     made.shutdown()
 
 
-def wait_for(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + 5
-    while not condition():
-        assert time.monotonic() < deadline, "did not happen within 5 s"
-        time.sleep(0.01)
-
-
 def test_details_that_come_within_the_budget_are_in_and_a_storm_reads_an_issue_once(
     lookups: IssueLookups, reads: FakeReads
 ) -> None:
@@ -334,7 +328,7 @@ def test_slow_details_cost_the_alert_only_the_budget_and_arrive_later(
     assert time.monotonic() - started < 0.6
     came: list[dict[str, IssueDetails]] = []
     lookups.when_known(["3"], lambda found: came.append(dict(found)))
-    wait_for(lambda: bool(came))
+    assert wait_until(lambda: bool(came), timeout=5)
     assert came == [{"3": sample_details()}]
     assert reads.calls == ["3"]  # the later wish joined the look-up under way
 

@@ -53,6 +53,7 @@ from tests.conftest import (
     admit_to,
     run_background,
 )
+from tests.e2e.helpers import wait_until
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import visible_text
 
@@ -880,9 +881,7 @@ def test_each_worker_takes_up_spooled_alerts_as_it_starts(
         telegram.post(f"{settings.telegram_api_url}/bot{TOKEN}/sendMessage", json={"ok": True})
         app = create_app(settings, clock=clock)
         start_background_work(app)  # what gunicorn's post_worker_init does in each worker
-        deadline = time.monotonic() + 5
-        while "delivered" not in caplog.text and time.monotonic() < deadline:
-            time.sleep(0.02)
+        assert wait_until(lambda: "delivered" in caplog.text, timeout=5)
         stop_background_work(app)
         sent = [c for c in telegram.calls if str(c.request.url).endswith("/sendMessage")]
         assert len(sent) == 1

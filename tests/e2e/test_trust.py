@@ -217,13 +217,21 @@ def test_a_button_the_message_no_longer_shows_changes_nothing(
     assert len(fake_glitchtip.changes()) == 1
 
 
+@dataclasses.dataclass
+class Drips:
+    """What the slow clients saw so far, updated as it goes."""
+
+    sending: int = 0  # connections that sent their request line
+    closed: int = 0  # closings the relay made
+
+
 @contextmanager
-def dripping(port: int, connections: int, *, seconds: float) -> Iterator[list[int]]:
+def dripping(port: int, connections: int, *, seconds: float) -> Iterator[Drips]:
     """`connections` clients that each send a request line and then one byte a second, and
-    connect again when the relay closes them, for at most `seconds`; yields the count of
-    closings the relay made so far (in a list, updated as it goes)."""
+    connect again when the relay closes them, for at most `seconds`."""
     stop = threading.Event()
-    closed = [0]
+    drips = Drips()
+    counting = threading.Lock()
     give_up_at = time.monotonic() + seconds
 
     def drip() -> None:
@@ -231,16 +239,19 @@ def dripping(port: int, connections: int, *, seconds: float) -> Iterator[list[in
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
                     sock.sendall(b"POST /webhook/guess HTTP/1.1\r\nHost: relay\r\n")
+                    with counting:
+                        drips.sending += 1
                     while not stop.wait(1.0) and time.monotonic() < give_up_at:
                         sock.sendall(b"X")
             except OSError:  # closed by the relay: connect again
-                closed[0] += 1
+                with counting:
+                    drips.closed += 1
 
     threads = [threading.Thread(target=drip, daemon=True) for _ in range(connections)]
     for thread in threads:
         thread.start()
     try:
-        yield closed
+        yield drips
     finally:
         stop.set()
         for thread in threads:
@@ -251,15 +262,15 @@ def test_slow_clients_cannot_hold_the_webhook_from_glitchtip(
     start_relay: StartRelay, fake_telegram: FakeTelegram
 ) -> None:
     relay = start_relay(WEB_CONCURRENCY="2")  # 2 x 32 threads: fewer than the slow clients
-    with dripping(relay.port, 80, seconds=25) as closed:
-        time.sleep(1.0)  # every slow client connected and sending
+    with dripping(relay.port, 80, seconds=25) as drips:
+        assert wait_until(lambda: drips.sending >= 80, timeout=10)  # every slow client at it
         for number in (1, 2, 3):
             reply, seconds = post(relay.webhook_url, issue_alert(issue(number)))
             assert reply.status_code in (200, 202)
             assert seconds < GLITCHTIP_PATIENCE
             time.sleep(REQUEST_READ_TIMEOUT)  # the slow ones are closed and come back meanwhile
         # Closed after REQUEST_READ_TIMEOUT, not left to drip for as long as they like.
-        assert wait_until(lambda: closed[0] >= 80, timeout=REQUEST_READ_TIMEOUT + 3)
+        assert wait_until(lambda: drips.closed >= 80, timeout=REQUEST_READ_TIMEOUT + 3)
     assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 3, timeout=10)
     relay.stop()
     assert "did not arrive whole within 5 s" in relay.logs()
