@@ -14,6 +14,9 @@ from typing import Any
 
 import requests
 
+from relay_app.core.pacing import TELEGRAMS, Pace
+from relay_app.core.routing import Destination
+from relay_app.spool import Queue
 from relay_app.spool.database import Database
 from relay_app.spool.postgres.database import PgDatabase
 from tests.e2e.relay_process import SEND_TIMEOUT, run_here
@@ -156,6 +159,17 @@ def spool_settled(spool: str) -> bool:
     finally:
         store.close()
     return int(busy["busy"]) == 0
+
+
+def turn_has_come(spool_path: str, destination: Destination, pace: Pace = TELEGRAMS) -> bool:
+    """Whether the chat's turn has come, as the relays on this spool pace it (their `pace`):
+    the next webhook for it is attempted at once."""
+    store = Database(spool_path, for_service=False)
+    try:
+        now = time.time()
+        return Queue(store, pace=pace).next_turn(destination, now=now) <= now
+    finally:
+        store.close()
 
 
 def wait_until(condition: Any, timeout: float) -> bool:

@@ -8,16 +8,16 @@ import functools
 import json
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import requests
 
-from relay_app.core.pacing import GROUP_INTERVAL
+from relay_app.core.pacing import TELEGRAMS
+from relay_app.core.routing import Destination
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import delivered_titles, post, titled, wait_until
+from tests.e2e.helpers import delivered_titles, post, titled, turn_has_come, wait_until
 from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env
 from tests.fake_telegram import TOKEN, FakeTelegram
 from tests.payloads import issue, issue_alert
@@ -28,7 +28,9 @@ RELAY_APP = Path(sys.executable).with_name("relay-app")
 # Telegram's pace compressed (RELAY_TIME_SCALE: the fake keeps no limits here), so that a
 # chat's next turn, which the tests wait for to see a webhook's own attempt, comes sooner.
 SCALE = 0.25
-NEXT_TURN = GROUP_INTERVAL * SCALE + 0.2
+PACE = TELEGRAMS.scaled(SCALE)
+# Where relay_env's alerts go: the default chat's topic.
+HERE = Destination(int(CHAT_ID), 77)
 
 
 def scrape(relay: RelayProcess) -> Samples:
@@ -51,7 +53,7 @@ def records_for(records: list[dict[str, Any]], label: str) -> list[dict[str, Any
 
 
 def test_metrics_add_up_over_two_workers_through_success_outage_and_give_up(
-    start_relay: StartRelay, fake_telegram: FakeTelegram
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str
 ) -> None:
     relay = start_relay(WEB_CONCURRENCY="2", RELAY_LOG_FORMAT="json", RELAY_TIME_SCALE=str(SCALE))
     fake = fake_telegram
@@ -69,13 +71,13 @@ def test_metrics_add_up_over_two_workers_through_success_outage_and_give_up(
         webhooks = [r for r in json_records(relay) if r.get("event") == "webhook"]
         if len({record["pid"] for record in webhooks}) == 2:
             break
-        time.sleep(NEXT_TURN)
+        assert wait_until(lambda: turn_has_come(spool_path, HERE, PACE), timeout=10)
     assert len({record["pid"] for record in webhooks}) == 2, "one worker answered every burst"
     bursts = len(titles)
 
     # Outage: the webhook's attempt is refused, and so is getMe; nothing more is sent until
     # Telegram answers again, and then the alert goes in the background.
-    time.sleep(NEXT_TURN)
+    assert wait_until(lambda: turn_has_come(spool_path, HERE, PACE), timeout=10)
     fake.stop()
     reply, _ = post(relay.webhook_url, titled("During the outage"))
     assert (reply.status_code, reply.json()["status"]) == (502, "queued")
@@ -84,7 +86,7 @@ def test_metrics_add_up_over_two_workers_through_success_outage_and_give_up(
     assert wait_until(lambda: "During the outage" in delivered_titles(fake), timeout=20)
 
     # Give-up: Telegram refuses for good.
-    time.sleep(NEXT_TURN)
+    assert wait_until(lambda: turn_has_come(spool_path, HERE, PACE), timeout=10)
     fake.set("error", status=403, description="Forbidden: bot was kicked from the supergroup chat")
     reply, _ = post(relay.webhook_url, titled("Refused"))
     assert (reply.status_code, reply.json()["status"]) == (502, "failed")
@@ -135,7 +137,7 @@ def test_metrics_add_up_over_two_workers_through_success_outage_and_give_up(
 
 
 def test_json_logs_tell_each_alerts_story_by_its_label(
-    start_relay: StartRelay, fake_telegram: FakeTelegram
+    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str
 ) -> None:
     relay = start_relay(RELAY_LOG_FORMAT="json", RELAY_TIME_SCALE=str(SCALE))
     fake_telegram.stop()
@@ -169,7 +171,7 @@ def test_json_logs_tell_each_alerts_story_by_its_label(
     assert all(isinstance(a["latency_ms"], float) for a in [sync, *attempts])
 
     fake_telegram.set("error", status=403, description="Forbidden: bot was kicked")
-    time.sleep(NEXT_TURN)
+    assert wait_until(lambda: turn_has_come(spool_path, HERE, PACE), timeout=10)
     reply, _ = post(relay.webhook_url, titled("Dead"))
     dead = [r for r in json_records(relay) if r.get("event") == "undelivered"]
     assert [r["alerts"] for r in dead] == [[f"#{int(label[1:]) + 1}"]]

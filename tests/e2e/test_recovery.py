@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from relay_app.core.pacing import GROUP_INTERVAL
+from relay_app.core.routing import Destination
 from relay_app.words import ENGLISH
 from tests.conftest import hold_the_lock
 from tests.e2e.conftest import StartRelay
@@ -26,6 +26,7 @@ from tests.e2e.helpers import (
     posted_in_order,
     spool_settled,
     titled,
+    turn_has_come,
     wait_until,
 )
 from tests.e2e.relay_process import CHAT_ID
@@ -178,7 +179,8 @@ def test_a_spool_locked_by_another_process_for_3_s_is_waited_for(
 ) -> None:
     relay = start_relay()
     assert post(relay.webhook_url, titled("Before"))[0].status_code == 200  # the file exists
-    time.sleep(GROUP_INTERVAL)  # the chat's next turn
+    here = Destination(int(CHAT_ID), 77)
+    assert wait_until(lambda: turn_has_come(spool_path, here), timeout=10)  # the chat's turn
     holder = hold_the_lock(spool_path, 3.0)  # a backup, or sqlite3 by hand
     reply, took = post(relay.webhook_url, titled("While locked"))
     holder.join()
