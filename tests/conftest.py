@@ -6,7 +6,8 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import responses
 from flask import Flask
 from flask.testing import FlaskClient
 
-from relay_app import Relay, create_app, relay_of
+from relay_app import Relay, assemble, create_app, relay_of
 from relay_app.core.errors import SpoolError
 from relay_app.core.logs import configure_logging
 from relay_app.core.outcomes import Dead
@@ -28,6 +29,7 @@ from relay_app.spool.alert_rows import bury
 from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store
+from relay_app.telegram.courier import Telegram
 from tests import postgres
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
 from tests.postgres import PostgresServer
@@ -138,6 +140,22 @@ def fake_time() -> FakeTime:
 
 
 @pytest.fixture
+def built(settings: Settings, fake_time: FakeTime) -> Iterator[Callable[..., Relay]]:
+    """Relays `assemble()`d on the test's settings (with `overrides`), on `fake_time`, against
+    a stand-in Telegram (tests/in_process.py); stopped at the end."""
+    relays: list[Relay] = []
+
+    def build(telegram: Telegram, **overrides: Any) -> Relay:
+        relay = assemble(replace(settings, **overrides), clock=fake_time, telegram=telegram)
+        relays.append(relay)
+        return relay
+
+    yield build
+    for relay in relays:
+        relay.dispatcher.shutdown()
+
+
+@pytest.fixture
 def glitchtip() -> Iterator[responses.RequestsMock]:
     """GlitchTip's API over HTTP: a test registers the answers it needs."""
     with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
@@ -179,20 +197,41 @@ def run_background(dispatcher: Dispatcher, clock: FakeTime, *, rounds: int = 500
     jobs, then move the clock to when something is next due, until every queue is empty (and
     Telegram has been asked, once, whether it is back, as the thread would)."""
     for _ in range(rounds):
-        soonest = dispatcher.pass_once()
-        assert dispatcher.wait_idle(timeout=10)
+        soonest = _pass(dispatcher)
         if _pending(dispatcher) == 0:
             health = dispatcher.health.current()
             if not health.sending:
                 clock.now = max(clock.now, health.next_probe_at)
-                dispatcher.pass_once()
-                assert dispatcher.wait_idle(timeout=10)
+                _pass(dispatcher)
             return
-        if soonest is None or soonest <= clock.now:
-            # Nothing planned, or just claimed: look again, a poll later at most.
-            soonest = clock.now + (POLL_INTERVAL if soonest is None else 0.0)
-        clock.now = soonest
+        clock.now = _next_look(soonest, clock.now)
     raise AssertionError(f"alerts still waiting after {rounds} rounds")
+
+
+def run_until(dispatcher: Dispatcher, clock: FakeTime, until: float, *, rounds: int = 5000) -> None:
+    """The dispatcher's thread up to `until` on fake time: what falls due meanwhile is done
+    when it falls due (webhooks arriving during a storm, between them)."""
+    for _ in range(rounds):
+        soonest = _pass(dispatcher)
+        if clock.now >= until:
+            return
+        clock.now = min(_next_look(soonest, clock.now), until)
+    raise AssertionError(f"{until - clock.now} s still to run after {rounds} rounds")
+
+
+def _pass(dispatcher: Dispatcher) -> float | None:
+    """One look of the dispatcher's thread, its jobs run to their end."""
+    soonest = dispatcher.pass_once()
+    assert dispatcher.wait_idle(timeout=10)
+    return soonest
+
+
+def _next_look(soonest: float | None, now: float) -> float:
+    """When the thread looks again: when something is due; at once after a claim (it may have
+    more to take); a poll later when nothing is planned."""
+    if soonest is None:
+        return now + POLL_INTERVAL
+    return max(soonest, now)
 
 
 def _pending(dispatcher: Dispatcher) -> int:

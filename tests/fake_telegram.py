@@ -16,10 +16,8 @@ test imposes on a chat. Used by the end-to-end tests and by bench/.
 
 from __future__ import annotations
 
-import collections
 import itertools
 import json
-import math
 import random
 import re
 import select
@@ -35,15 +33,11 @@ from typing import Any, Literal
 
 import requests
 
-from tests.telegram_rules import TelegramRejection, visible_text
+from tests.telegram_rules import RateLimits, TelegramRejection, visible_text
 
 TOKEN = "123456789:TEST-fake-token-abcdefghijklmnopqrstuv"
 # Every misbehaviour ends by itself within this, so no test can hang on the fake.
 MAX_STALL_SECONDS = 30.0
-# Telegram's limits as the fake enforces them (and as its FAQ states them, without margin).
-CHAT_INTERVAL = 1.0
-GROUP_LIMIT = 20
-GROUP_WINDOW = 60.0
 TOO_MANY = "Too Many Requests: retry after"
 
 Mode = Literal["ok", "result", "error", "hang", "drip", "drop", "lose_reply", "html_error_page"]
@@ -136,11 +130,8 @@ class FakeTelegram:
     ) -> None:
         self.token = token
         self.limits = limits
-        # Telegram's limits in time compressed by this (a relay under RELAY_TIME_SCALE).
-        self.time_scale = 1.0
-        # With limits: a group takes one message per this many seconds at most, evenly spread,
-        # rather than any twenty in a minute (a stricter reading of the same limit).
-        self.group_interval = group_interval
+        # Applied to messages while `limits` is on (group_interval: telegram_rules.py).
+        self.rate_limits = RateLimits(group_interval=group_interval)
         # Forum topics that do not exist: 400 "message thread not found".
         self.missing_threads: set[int] = set()
         # Chats that do not exist (a wrong id): sendMessage there is 400 "chat not found".
@@ -180,10 +171,6 @@ class FakeTelegram:
         self._pressed: dict[str, dict[str, Any]] = {}
         self._updates_changed = threading.Condition(threading.Lock())
         self._waiting_poll: threading.Event | None = None
-        self._accepted_at: dict[str, collections.deque[float]] = collections.defaultdict(
-            collections.deque
-        )
-        self._flood_until: dict[str, float] = {}
         self.behaviour = Behaviour()
         self.received: list[Received] = []
         self.start_up_requests: list[Received] = []
@@ -195,6 +182,15 @@ class FakeTelegram:
         # connection would go on being answered by a fake that is supposed to be down.
         self._connections: set[socket.socket] = set()
         self._port = 0  # chosen by the system at the first start, then kept
+
+    @property
+    def time_scale(self) -> float:
+        """Telegram's limits in time compressed by this (a relay under RELAY_TIME_SCALE)."""
+        return self.rate_limits.time_scale
+
+    @time_scale.setter
+    def time_scale(self, scale: float) -> None:
+        self.rate_limits.time_scale = scale
 
     @property
     def url(self) -> str:
@@ -270,7 +266,7 @@ class FakeTelegram:
     def flood(self, chat: int | str, seconds: float) -> None:
         """Answer every message to `chat` with 429 until `seconds` from now (a flood wait)."""
         with self._lock:
-            self._flood_until[str(chat)] = time.monotonic() + seconds
+            self.rate_limits.flood(str(chat), seconds)
 
     def add_chat(
         self,
@@ -711,26 +707,8 @@ class FakeTelegram:
         return key in self.posted or key in self._people_said
 
     def _rate_limited(self, chat: str) -> int | None:
-        """Seconds to wait (as Telegram rounds them, up) if this message would break a limit;
-        None, and the message counted, if not."""
-        now = time.monotonic()
         with self._lock:
-            sent = self._accepted_at[chat]
-            window = GROUP_WINDOW * self.time_scale
-            while sent and sent[0] <= now - window:
-                sent.popleft()
-            earliest = self._flood_until.get(chat, now)
-            if sent:
-                earliest = max(earliest, sent[-1] + CHAT_INTERVAL * self.time_scale)
-            group = chat.startswith(("-", "@"))
-            if group and len(sent) >= GROUP_LIMIT:
-                earliest = max(earliest, sent[-GROUP_LIMIT] + window)
-            if group and sent and self.group_interval is not None:
-                earliest = max(earliest, sent[-1] + self.group_interval)
-            if earliest > now:
-                return max(1, math.ceil(earliest - now))
-            sent.append(now)
-            return None
+            return self.rate_limits.wait(chat)
 
     def _record(
         self, body: dict[str, Any], outcome: str, path: str, *, reply_lost: bool = False

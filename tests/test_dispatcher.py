@@ -9,7 +9,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +17,6 @@ import pytest
 
 from relay_app import (
     Relay,
-    assemble,
     create_app,
     start_background_work,
     stop_background_work,
@@ -29,14 +28,12 @@ from relay_app.core.errors import (
     ThreadNotFound,
 )
 from relay_app.core.logs import EVENT_ATTRIBUTE, escape_controls
-from relay_app.core.outcomes import Delivered, Outcome, RetryAt
+from relay_app.core.outcomes import Delivered, RetryAt
 from relay_app.core.pacing import GROUP_INTERVAL
 from relay_app.core.routing import Destination
 from relay_app.delivery.health import PROBE_INTERVAL
-from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import (
     Message,
-    format_alert,
     with_first_line,
 )
 from relay_app.operating.config import Settings
@@ -54,10 +51,9 @@ from tests.conftest import (
     run_background,
 )
 from tests.e2e.helpers import wait_until
-from tests.payloads import issue, issue_alert
+from tests.in_process import MESSAGE, ScriptedTelegram, numbered, title_numbers, waits, webhook
 from tests.telegram_rules import visible_text
 
-MESSAGE = format_alert(parse_alert(issue_alert(issue(1))), ENGLISH)
 # May have reached Telegram: counts toward RELAY_RETRY_ATTEMPTS.
 DOWN = RetryableDeliveryError("Telegram did not answer within 5.0 s")
 SERVER_ERROR = RetryableDeliveryError(
@@ -70,95 +66,10 @@ REFUSED = RetryableDeliveryError(
 KICKED = PermanentDeliveryError("kicked", error_code=403, description="Forbidden")
 
 
-class ScriptedTelegram:
-    """Telegram as a test scripts it: sendMessage fails with the given errors, then succeeds
-    (or fails `forever`); getMe answers while `answers` says so. Notes when each call came,
-    on the test's clock."""
-
-    def __init__(
-        self,
-        *errors: BaseException,
-        forever: BaseException | None = None,
-        clock: FakeTime | None = None,
-        answers: bool | Callable[[], bool] = True,
-        takes: Sequence[float] = (),
-    ) -> None:
-        """`takes`: how long after each send is begun (the first, the second, ...) it reaches
-        Telegram and is answered (a busy host, a slow network), on `clock`; 0 for the rest."""
-        self.takes = list(takes)
-        self.errors = list(errors)
-        self.forever = forever
-        self.clock = clock
-        self.answers = answers
-        self.delivered: list[Message] = []
-        self.destinations: list[Destination] = []
-        self.times: list[float] = []
-        self.probe_times: list[float] = []
-        self.calls = 0
-        self._lock = threading.Lock()
-
-    def deliver(self, message: Message, destination: Destination, extras: object = None) -> None:
-        with self._lock:
-            self.calls += 1
-            self.destinations.append(destination)
-            if self.clock is not None:
-                self.clock.now += self.takes.pop(0) if self.takes else 0.0
-                self.times.append(self.clock.now)  # when it reached Telegram
-            if self.errors:
-                raise self.errors.pop(0)
-            if self.forever is not None:
-                raise self.forever
-            self.delivered.append(message)
-
-    def probe(self) -> bool:
-        with self._lock:
-            if self.clock is not None:
-                self.probe_times.append(self.clock.now)
-        return self.answers() if callable(self.answers) else self.answers
-
-    def edit(self, chat: str, message_id: int, html_text: str, keyboard: object) -> None:
-        raise AssertionError("these tests send nothing that is edited later")
-
-    def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None:
-        raise AssertionError("these tests have no buttons to press")
-
-
 @pytest.fixture
-def clock() -> FakeTime:
-    return FakeTime()
-
-
-@pytest.fixture
-def built(settings: Settings, clock: FakeTime) -> Iterator[Callable[..., Relay]]:
-    """Relays on the test's settings, clock and scripted Telegram; stopped at the end."""
-    relays: list[Relay] = []
-
-    def build(telegram: ScriptedTelegram, **overrides: object) -> Relay:
-        relay = assemble(replace(settings, **overrides), clock=clock, telegram=telegram)  # type: ignore[arg-type]
-        relays.append(relay)
-        return relay
-
-    yield build
-    for relay in relays:
-        relay.dispatcher.shutdown()
-
-
-def webhook(
-    relay: Relay, message: Message = MESSAGE, to: Destination = DESTINATION
-) -> Outcome | None:
-    """What the view does: admit, and attempt when the alert may go now. None: it waits."""
-    started = time.monotonic()
-    admission = relay.intake.admit(message, to, started=started)
-    assert admission is not None
-    if admission.claim is None:
-        return None
-    return relay.intake.attempt(admission, started=started).outcome
-
-
-def waits(telegram: ScriptedTelegram, since: float) -> list[float]:
-    """The pauses before each attempt, the first counted from `since`."""
-    times = [since, *telegram.times]
-    return [round(later - earlier, 3) for earlier, later in itertools.pairwise(times)]
+def clock(fake_time: FakeTime) -> FakeTime:
+    """The relays' clock (`built`), which each test moves."""
+    return fake_time
 
 
 def lost_alert_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -172,19 +83,6 @@ def lost_alert_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogReco
 def admin(relay: Relay) -> Admin:
     assert relay.spool is not None
     return relay.spool.admin
-
-
-def numbered(count: int, *, title_length: int = 0) -> list[Message]:
-    return [
-        format_alert(
-            parse_alert(issue_alert(issue(n, title=f"Error {n} " + "x" * title_length))), ENGLISH
-        )
-        for n in range(1, count + 1)
-    ]
-
-
-def title_numbers(text: str) -> list[int]:
-    return [int(n) for n in re.findall(r"Error (\d+)\b", text)]
 
 
 # --- retries ----------------------------------------------------------------------------------

@@ -169,51 +169,6 @@ def test_a_worker_killed_during_the_synchronous_attempt_delivers_after_restart(
     assert delivered_titles(fake_telegram) == ["Mid-flight"]
 
 
-def test_a_long_outage_is_delivered_late_and_says_so(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str
-) -> None:
-    relay = start_relay(RELAY_RETRY_ATTEMPTS="2", RELAY_RETRY_WAIT="0.3", RELAY_LATE_AFTER="2")
-    fake_telegram.stop()
-    titles = [f"Blocked {n}" for n in range(3)]
-    post_all(relay.webhook_url, titles)
-    time.sleep(3)  # ten times RELAY_RETRY_ATTEMPTS x RELAY_RETRY_WAIT
-    fake_telegram.start()
-    assert wait_until(lambda: len(delivered_titles(fake_telegram)) >= 3, timeout=10)
-    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
-    assert sorted(delivered_titles(fake_telegram)) == titles
-    for text in fake_telegram.texts():
-        first_line, *_, last_line = text.split("\n")
-        # Sent alone, an alert ends with a line saying how late it is; in a digest, the
-        # digest's first line says it for all.
-        late = re.fullmatch(
-            r"⏳ Late: GlitchTip sent this at [\d-]+ [\d:]+ UTC; delivered (\d) s later\.",
-            last_line,
-        ) or re.search(r"; sent (\d) s after the first$", first_line)
-        assert late is not None, text
-        assert 3 <= int(late.group(1)) <= 5
-    assert "ALERT NOT DELIVERED" not in relay.logs()
-
-
-def test_attempts_that_may_have_arrived_still_stop_at_the_ceiling(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str
-) -> None:
-    relay = start_relay(RELAY_RETRY_ATTEMPTS="2", RELAY_RETRY_WAIT="0.3")
-    # sendMessage fails; getMe works: the attempts go on, RELAY_RETRY_WAIT apart.
-    fake_telegram.set(
-        "error", status=500, description="Internal Server Error", methods={"sendMessage"}
-    )
-    reply, _ = post(relay.webhook_url, titled("Maybe posted"))
-    assert reply.status_code == 502
-    assert wait_until(lambda: "ALERT NOT DELIVERED" in relay.logs(), timeout=10)
-    # A dead letter, nothing pending: no other attempt can come after this.
-    assert wait_until(lambda: spool_settled(spool_path), timeout=15)
-    assert len(fake_telegram.sends()) == 1 + 2
-    [row] = spool_rows(spool_path)
-    assert row["state"] == "dead"
-    assert row["last_error"] == "Telegram refused the message (500): Internal Server Error"
-    assert f"relay-app spool retry {row['id']}" in relay.logs()
-
-
 def test_a_read_only_spool_directory_costs_durability_not_delivery(
     start_relay: StartRelay, fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
