@@ -29,14 +29,16 @@ way; TLS in gunicorn itself and HTTP/2 keep gthread's own handling (TLS belongs 
 proxy: docs/security.md).
 
 This is the one module that builds on gunicorn's internals (gthread's TConn, enqueue_req,
-handle, handle_request, finish_request, murder_pending; its RequestParser over an iterable;
-a request's `_expected_100_continue` and `force_close`), hence the pin in pyproject.toml;
-tests/test_http_worker.py fails loudly when a release changes them.
+handle, handle_request, handle_error, finish_request, murder_pending; its RequestParser over an
+iterable; a request's `_expected_100_continue` and `force_close`; the error log's
+"Invalid request from ip=" line, folded into the refusals), hence the pin in pyproject.toml;
+tests/test_http_worker.py and tests/e2e/test_edge.py fail loudly when a release changes them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import selectors
 import socket
 import threading
@@ -46,6 +48,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
+from gunicorn.http.errors import ParseException
 from gunicorn.http.parser import RequestParser
 from gunicorn.http2 import negotiation
 from gunicorn.workers.gthread import ThreadWorker
@@ -68,6 +71,8 @@ REFUSALS_LOG_EVERY = 60.0
 _TIMED_OUT = Refused(408, f"did not arrive whole within {REQUEST_READ_TIMEOUT:.0f} s")
 _OVER_WORKER_HOLD = Refused(503, "the largest arriving when the worker held too much")
 _SLOW_READER = f"did not take its answer within {WRITE_TIMEOUT:.0f} s, and was closed"
+# gunicorn's own line for each request its parser refuses, which the refusals' count replaces.
+_GUNICORN_REFUSAL_LINE = "Invalid request from ip="
 
 
 @dataclass
@@ -111,6 +116,14 @@ class _Refusals:
             return line
 
 
+class _CountedNotLogged(logging.Filter):
+    """Drops gunicorn's line for each request its parser refused: a stranger could write one
+    WARNING per request. `handle_error` counts them with the other refusals instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(_GUNICORN_REFUSAL_LINE)
+
+
 class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
     """`worker_class` in gunicorn.conf.py."""
 
@@ -122,6 +135,11 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
         self._refusals = _Refusals()
         self._gate: WantsBody | None = None
         self._gate_looked_up = False
+
+    def init_process(self) -> None:
+        # In the worker, after the fork: the master's logger is left as it is.
+        self.log.error_log.addFilter(_CountedNotLogged())
+        super().init_process()
 
     # --- the event loop's side ----------------------------------------------------------
 
@@ -231,7 +249,7 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
             self._refuse(conn, _TIMED_OUT, answer=started)
         if said := self._refusals.due(now):
             self.log.warning(
-                "relay_app: refused, without a thread: %s (at most one such line a minute)", said
+                "relay_app: requests refused at the edge: %s (at most one such line a minute)", said
             )
 
     def finish_request(self, conn: Any, fs: Any) -> None:
@@ -283,6 +301,10 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
             return False
 
     def handle_error(self, req: Any, client: Any, addr: Any, einfo: Any) -> None:
+        if isinstance(einfo, ParseException):
+            # Said with the loop's refusals, once a minute, by its kind (a stranger's bytes
+            # choose the rest of gunicorn's message).
+            self._refusals.add(f"refused by gunicorn's parser ({type(einfo).__name__})", addr)
         # gunicorn's answer to what its parser refuses: on the clock too.
         with contextlib.suppress(OSError):
             client.settimeout(WRITE_TIMEOUT)

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import requests
@@ -263,3 +264,21 @@ def test_a_lone_surrogate_in_an_alert_costs_it_nothing(edge: Edge) -> None:
         return any(f"Boom #{number}" in text for text in edge.fake.texts())
 
     assert wait_until(arrived, timeout=15)
+
+
+def test_requests_gunicorns_parser_refuses_are_counted_not_logged_one_line_each(
+    tmp_path: Path,
+) -> None:
+    # h11 frames a lower-case method; gunicorn's parser then refuses it. Each such request wrote
+    # a WARNING line of gunicorn's own: a stranger could fill the log at will.
+    with relay_of_its_own(tmp_path, workers=2) as (relay, _):
+        for _ in range(50):
+            with socket.create_connection(("127.0.0.1", relay.port), timeout=5) as sock:
+                sock.sendall(b"get / HTTP/1.1\r\nHost: relay\r\n\r\n")
+                assert answer_of(sock, within=PROMPTLY).startswith(b"HTTP/1.1 400 ")
+        counted = "refused by gunicorn's parser (InvalidRequestMethod); from 127.0.0.1"
+        assert wait_until(lambda: counted in relay.logs(), timeout=PROMPTLY)
+        logs = relay.logs()
+        assert "Invalid request from ip=" not in logs
+        # Each worker says its first at once; the rest are counted for its line a minute on.
+        assert 1 <= logs.count("requests refused at the edge") <= 2
