@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -712,10 +712,19 @@ class FakeTelegram:
 
     def _record(
         self, body: dict[str, Any], outcome: str, path: str, *, reply_lost: bool = False
-    ) -> None:
+    ) -> Received:
         method = path.rsplit("/", 1)[-1]
+        received = Received(time.monotonic(), body, outcome, method, reply_lost)
         with self._lock:
-            self.received.append(Received(time.monotonic(), body, outcome, method, reply_lost))
+            self.received.append(received)
+        return received
+
+    def _reply_was_lost(self, received: Received) -> None:
+        """A posted message whose answer never reached the relay: it had given up on it (its
+        deadline passed while the fake was slow to answer) or was gone (killed)."""
+        with self._lock:
+            at = next(n for n, r in enumerate(self.received) if r is received)
+            self.received[at] = replace(received, reply_lost=True)
 
 
 def _object(value: object) -> dict[str, Any]:
@@ -810,9 +819,19 @@ class _Handler(BaseHTTPRequestHandler):
         behaviour, release = fake._decide(body, self.path, self.connection)
         mode = behaviour.mode
         if mode == "ok":
-            fake._record(body, "accepted", self.path)  # as it arrives, before any delay
+            received = fake._record(body, "accepted", self.path)  # as it arrives, before any delay
             time.sleep(min(behaviour.delay, MAX_STALL_SECONDS))
-            self._reply(200, {"ok": True, "result": fake._post(body)})
+            posted = fake._post(body)
+            # Posted either way, as Telegram would: a request it has whole is acted on.
+            if _hung_up(self.connection):
+                fake._reply_was_lost(received)
+                self.close_connection = True
+                return
+            try:
+                self._reply(200, {"ok": True, "result": posted})
+            except OSError:
+                fake._reply_was_lost(received)
+                self.close_connection = True
         elif mode == "lose_reply":
             fake._record(body, "accepted", self.path, reply_lost=True)
             fake._post(body)

@@ -19,6 +19,7 @@ from relay_app.core.routing import Destination
 from relay_app.spool import Queue
 from relay_app.spool.database import Database
 from relay_app.spool.postgres.database import PgDatabase
+from relay_app.words import ENGLISH
 from tests.e2e.relay_process import SEND_TIMEOUT, run_here
 from tests.fake_telegram import FakeTelegram
 from tests.payloads import issue, issue_alert
@@ -128,6 +129,39 @@ def copies(fake: FakeTelegram) -> collections.Counter[str]:
         if received.outcome == "accepted":
             counted.update(titles_in(_visible(received.body)))
     return counted
+
+
+# An attempt the relay knows Telegram took, as its log says it (delivery/job.py).
+_DELIVERED = re.compile(r"attempt \d+ of alert\(s\) (#[#\d, ]+) to .*\): delivered ", re.MULTILINE)
+
+
+def unexplained_repeats(fake: FakeTelegram, logs: list[str]) -> str | None:
+    """What was posted again that the relays could have known not to post, if anything. An
+    alert Telegram posted but whose answer never reached the relay (its deadline passed while
+    Telegram was slow, or the relay was killed) is sent again, saying so: that copy is the
+    contract. A copy that does not say so, or an alert the relays' `logs` say Telegram took
+    twice (two relays on one alert), is not."""
+    seen: set[str] = set()
+    unsaid: list[str] = []
+    for received in fake.sends():
+        if received.outcome != "accepted":
+            continue
+        text = _visible(received.body)
+        titles = titles_in(text)
+        if not text.startswith((ENGLISH.repeat_note, ENGLISH.repeat_note_digest)):
+            unsaid += [title for title in titles if title in seen]
+        seen.update(titles)
+    if unsaid:
+        return f"posted again without saying so: {unsaid}"
+    taken = collections.Counter(
+        label
+        for log in logs
+        for match in _DELIVERED.finditer(log)
+        for label in match[1].split(", ")
+    )
+    if twice := sorted(label for label, count in taken.items() if count > 1):
+        return f"delivered by two attempts, as the relays logged them: {twice}"
+    return None
 
 
 def accepted_since(fake: FakeTelegram, since: float) -> int:

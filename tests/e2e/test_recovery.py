@@ -28,6 +28,7 @@ from tests.e2e.helpers import (
     spool_settled,
     titled,
     turn_has_come,
+    unexplained_repeats,
     wait_until,
 )
 from tests.e2e.relay_process import CHAT_ID
@@ -61,9 +62,10 @@ def test_a_hanging_telegram_released_gets_the_backlog_within_seconds(
     assert posted_in_order(fake_telegram) == arrived
     # Nothing left to send: no copy can come after this.
     assert wait_until(lambda: spool_settled(spool_path), timeout=15)
-    # A hung request may have been posted (the fake never posts one): each once here.
+    # A hung request is never posted by the fake: each once here, but for an answer the relay
+    # did not wait for, on a busy machine, which it then says it sent again.
     assert sorted(copies(fake_telegram)) == sorted(titles)
-    assert max(copies(fake_telegram).values()) == 1
+    assert unexplained_repeats(fake_telegram, [relay.logs()]) is None
 
 
 @WORKERS
@@ -102,14 +104,14 @@ def test_after_sigkill_the_alerts_go_within_seconds_of_the_restart_and_none_twic
     assert wait_until(lambda: "Telegram is not answering" in relay.logs(), timeout=10)
     relay.crash()  # SIGKILL, every process at once
     fake_telegram.start()
-    start_relay(WEB_CONCURRENCY=workers)
+    restarted = start_relay(WEB_CONCURRENCY=workers)
     ready = time.monotonic()
     assert wait_until(lambda: len(first_seen(fake_telegram)) == len(titles), timeout=10)
     assert max(first_seen(fake_telegram).values()) - ready <= RECOVERY_BOUND
     assert posted_in_order(fake_telegram) == titles
     # Nothing left to send: no copy can come after this.
     assert wait_until(lambda: spool_settled(spool_path), timeout=15)
-    assert max(copies(fake_telegram).values()) == 1
+    assert unexplained_repeats(fake_telegram, [relay.logs(), restarted.logs()]) is None
 
 
 def test_a_spool_locked_by_another_process_for_3_s_is_waited_for(
