@@ -101,7 +101,7 @@ class RelayProcess:
         admin_bind = env.get("RELAY_ADMIN_BIND")
         self.admin_url = f"http://{admin_bind}" if admin_bind else self.url
         self.log_path = log_path
-        # A wrapper (faketime, setpriv) may not pass a signal on to gunicorn: it then gets the
+        # A wrapper (setpriv) may not pass a signal on to gunicorn: it then gets the
         # whole process group's.
         self._wrapped = bool(prefix)
         self._log: IO[bytes] = log_path.open("wb")

@@ -4,7 +4,7 @@ per-chat limits (one message a second per chat, twenty a minute per group, 429 b
 
 The fleet must keep the limits together, survive a replica's SIGKILL and the database's
 restart without losing an accepted alert, and agree on leases and turns however their clocks
-disagree (each replica's clock moved with libfaketime, from Debian's faketime package). And as
+disagree (each replica's wall clock moved through the relay's one clock, skewed_wsgi.py). And as
 with the file spool, alerts accepted during an outage outlive every relay, killed or stopped."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,6 @@ import requests
 
 from relay_app.spool import Admin
 from relay_app.spool.postgres import PgDatabase
-from tests.conftest import required_tool
 from tests.e2e.helpers import (
     delivered_titles,
     post_paced,
@@ -43,14 +43,19 @@ ACCEPTED = {200, 202, 502}
 def fleet(fake_telegram: FakeTelegram, pg_url: str, tmp_path: Path) -> Iterator[StartFleet]:
     started: list[RelayProcess] = []
 
-    def start(count: int = 3, *, prefixes: list[list[str]] | None = None) -> list[RelayProcess]:
+    def start(count: int = 3, *, clocks_off_by: list[float] | None = None) -> list[RelayProcess]:
+        """`count` replicas; with `clocks_off_by`, each one's wall clock that many seconds off
+        (tests/e2e/skewed_wsgi.py), as on hosts whose clocks disagree."""
         relays = []
         for number in range(count):
             env = relay_env(fake_telegram, RELAY_SPOOL_URL=pg_url, WEB_CONCURRENCY="2")
-            prefix = prefixes[number] if prefixes else None
+            app = "wsgi:app"
+            if clocks_off_by is not None:
+                env["RELAY_TEST_CLOCK_OFFSET"] = str(clocks_off_by[number])
+                app = "tests.e2e.skewed_wsgi:app"
             # A log of its own, replicas started later included (the logs are read together).
             log = tmp_path / f"replica-{len(started)}.log"
-            relay = RelayProcess(env, log, prefix=prefix)
+            relay = RelayProcess(env, log, app=app)
             started.append(relay)
             relays.append(relay)
         return [relay.wait_ready() for relay in relays]
@@ -138,15 +143,27 @@ def test_a_postgresql_restart_mid_stream_loses_no_accepted_alert(
     assert set(each_once_or_more) == set(titles)
 
 
+def last_webhook_seen_by(relay: RelayProcess) -> float:
+    """When the fleet last took a webhook, by this replica's clock (/readyz)."""
+    said = requests.get(f"{relay.url}/readyz", timeout=5).json()["last_webhook"]
+    return datetime.fromisoformat(said).timestamp()
+
+
 def test_replicas_whose_clocks_differ_by_30_s_send_once_and_keep_the_pace(
     fleet: StartFleet, fake_telegram: FakeTelegram, pg_url: str
 ) -> None:
     fake_telegram.limits = True
-    faketime = required_tool("faketime", "faketime")
-    relays = fleet(prefixes=[[faketime, "-f", "+30s"], [faketime, "-f", "-30s"], []])
+    relays = fleet(clocks_off_by=[30.0, -30.0, 0.0])
     titles = [f"Skewed {n}" for n in range(90)]
     answers = post_paced([r.webhook_url for r in relays], [titled(t) for t in titles], seconds=6)
     assert accepted(answers, titles) == titles
+    # Their clocks do disagree: each reads the fleet's last webhook, kept in the database's
+    # clock, in its own.
+    posted = time.time()
+    offsets = [round(last_webhook_seen_by(relay) - posted) for relay in relays]
+    assert all(
+        want - 5 <= got <= want + 1 for got, want in zip(offsets, [30, -30, 0], strict=True)
+    ), offsets
     delivered = wait_until(lambda: len(delivered_titles(fake_telegram)) >= 90, timeout=60)
     sends = [(round(r.at, 3), r.outcome, r.body["text"][:30]) for r in fake_telegram.sends()]
     assert delivered, (len(delivered_titles(fake_telegram)), sends, [r.logs() for r in relays])
