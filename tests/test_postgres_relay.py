@@ -227,6 +227,48 @@ def test_a_database_that_stops_answering_mid_transaction_costs_a_bounded_wait(
         database.close()
 
 
+def test_a_unit_of_work_that_succeeds_ends_the_verdict_that_the_database_cannot_be_reached(
+    postgres_server: PostgresServer, pg_url: str
+) -> None:
+    # A unit of work that could not reach the database makes the next ones fail at once for a
+    # moment, rather than each waiting to learn it again. One that was under way meanwhile and
+    # succeeded proves the database answers: the next alert must go to the spool, not to
+    # memory (where it is lost with the process, and paced apart from the other relays).
+    database_name = pg_url.rsplit("/", 1)[1]
+    proxy = Blackhole(postgres_server.port)
+    url = f"postgresql://relay:{PASSWORD}@127.0.0.1:{proxy.port}/{database_name}"
+    database = PgDatabase(url)
+    inside, go_on = threading.Event(), threading.Event()
+    outcome: list[object] = []
+
+    def under_way(tx: Tx) -> object:
+        tx.execute("SELECT 1")
+        inside.set()
+        assert go_on.wait(10)
+        return tx.one("SELECT 2 AS two")
+
+    def run_under_way() -> None:
+        outcome.append(database.write(under_way, wait_until=time.monotonic() + 15))
+
+    try:
+        assert database.read(lambda tx: 1) == 1
+        first = threading.Thread(target=run_under_way)
+        first.start()
+        assert inside.wait(10)
+        proxy.freeze()  # another unit of work now finds no answer
+        with pytest.raises(SpoolError):
+            database.write(lambda tx: None, wait_until=time.monotonic() + 2.0)
+        proxy.thaw()
+        go_on.set()
+        first.join(10)
+        assert outcome == [{"two": 2}]  # the unit under way succeeded
+        assert database.write(lambda tx: 3, wait_until=time.monotonic() + 2.0) == 3
+    finally:
+        go_on.set()
+        proxy.close()
+        database.close()
+
+
 def _answers(database: PgDatabase) -> bool:
     try:
         return database.read(lambda tx: True, wait_until=time.monotonic() + 2)

@@ -329,6 +329,9 @@ class PgDatabase(PerProcess):
         self._problem = reason
 
     def _usable_again(self) -> None:
+        # A unit of work just had the database's answers: whatever found none meanwhile, the
+        # next ones try it rather than fail at once (and send their alerts to memory).
+        self._unreachable_until = 0.0
         if self._problem is not None and self._for_service:
             log.warning("the spool %s works again: new alerts are kept in it", self.path)
         self._problem = None
