@@ -37,10 +37,20 @@ class Blackhole:
         while not self._stopped.is_set():
             try:
                 client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            # Kept at once, so that close() closes it whenever it comes.
+            self._sockets.append(client)
+            try:
                 server = socket.create_connection(self._target, timeout=5)
             except OSError:
+                client.close()  # the server did not take it: neither does the proxy
+                continue
+            self._sockets.append(server)
+            if self._stopped.is_set():  # closed while this one was being connected
+                for sock in (client, server):
+                    sock.close()
                 return
-            self._sockets += [client, server]
             threading.Thread(target=self._pipe, args=(client, server), daemon=True).start()
 
     def _pipe(self, client: socket.socket, server: socket.socket) -> None:
