@@ -195,13 +195,19 @@ def test_the_relay_goes_back_to_the_database_when_it_returns_without_a_restart(
     assert database_counts(pg_url)["pending"] == 1
 
 
+def through_a_blackhole(server: PostgresServer, pg_url: str) -> tuple[Blackhole, PgDatabase]:
+    """The test's database as the relay opens it, through a proxy that can stop passing bytes
+    (a partition); the caller closes both."""
+    proxy = Blackhole(server.port)
+    database_name = pg_url.rsplit("/", 1)[1]
+    url = f"postgresql://relay:{PASSWORD}@127.0.0.1:{proxy.port}/{database_name}"
+    return proxy, PgDatabase(url)
+
+
 def test_a_database_that_stops_answering_mid_transaction_costs_a_bounded_wait(
     postgres_server: PostgresServer, pg_url: str
 ) -> None:
-    database_name = pg_url.rsplit("/", 1)[1]
-    proxy = Blackhole(postgres_server.port)
-    url = f"postgresql://relay:{PASSWORD}@127.0.0.1:{proxy.port}/{database_name}"
-    database = PgDatabase(url)
+    proxy, database = through_a_blackhole(postgres_server, pg_url)
     try:
         assert database.read(lambda tx: 1) == 1  # through the proxy, answered
 
@@ -234,10 +240,7 @@ def test_a_unit_of_work_that_succeeds_ends_the_verdict_that_the_database_cannot_
     # moment, rather than each waiting to learn it again. One that was under way meanwhile and
     # succeeded proves the database answers: the next alert must go to the spool, not to
     # memory (where it is lost with the process, and paced apart from the other relays).
-    database_name = pg_url.rsplit("/", 1)[1]
-    proxy = Blackhole(postgres_server.port)
-    url = f"postgresql://relay:{PASSWORD}@127.0.0.1:{proxy.port}/{database_name}"
-    database = PgDatabase(url)
+    proxy, database = through_a_blackhole(postgres_server, pg_url)
     inside, go_on = threading.Event(), threading.Event()
     outcome: list[object] = []
 
