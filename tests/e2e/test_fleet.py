@@ -66,12 +66,20 @@ def fleet(fake_telegram: FakeTelegram, pg_url: str, tmp_path: Path) -> Iterator[
         assert "pg-test-password" not in relay.logs()
 
 
+def what_happened(
+    fake: FakeTelegram, relays: list[RelayProcess]
+) -> tuple[list[tuple[float, str, bool, str]], list[str]]:
+    """Each send as the fake saw it, and the relays' logs: what a rare failure needs to be
+    read, in a failed assertion's message."""
+    sends = [(round(r.at, 3), r.outcome, r.reply_lost, r.body["text"][:60]) for r in fake.sends()]
+    return sends, [r.logs() for r in relays]
+
+
 def assert_each_once(fake: FakeTelegram, titles: list[str], relays: list[RelayProcess]) -> None:
     """Every alert in the chat, once, but for a copy the relay said it sent again because it
     never heard Telegram's answer to the first (helpers.unexplained_repeats). If not, the message
     names each send as the fake saw it and the relays' logs: what a rare failure needs."""
-    sends = [(round(r.at, 3), r.outcome, r.reply_lost, r.body["text"][:60]) for r in fake.sends()]
-    read = (sends, [r.logs() for r in relays])
+    read = what_happened(fake, relays)
     assert sorted(set(delivered_titles(fake))) == sorted(titles), ("lost or unexpected", *read)
     assert unexplained_repeats(fake, read[1]) is None, read
 
@@ -100,8 +108,7 @@ def test_three_relays_deliver_a_storm_once_within_telegrams_limits(
     assert wait_until(lambda: spool_settled(pg_url), timeout=15)
     assert_each_once(fake_telegram, titles, relays)
     # The fleet kept the limits together; if not, each send as the fake saw it, and the logs.
-    sends = [(round(r.at, 3), r.outcome, r.body["text"][:40]) for r in fake_telegram.sends()]
-    assert fake_telegram.too_many_requests() == [], (sends, [r.logs() for r in relays])
+    assert fake_telegram.too_many_requests() == [], what_happened(fake_telegram, relays)
     assert len(fake_telegram.messages) <= 20
 
 
@@ -165,13 +172,11 @@ def test_replicas_whose_clocks_differ_by_30_s_send_once_and_keep_the_pace(
         want - 5 <= got <= want + 1 for got, want in zip(offsets, [30, -30, 0], strict=True)
     ), offsets
     delivered = wait_until(lambda: len(delivered_titles(fake_telegram)) >= 90, timeout=60)
-    sends = [(round(r.at, 3), r.outcome, r.body["text"][:30]) for r in fake_telegram.sends()]
-    assert delivered, (len(delivered_titles(fake_telegram)), sends, [r.logs() for r in relays])
+    assert delivered, (len(delivered_titles(fake_telegram)), *what_happened(fake_telegram, relays))
     # Nothing left to send: no copy can come after this.
     assert wait_until(lambda: spool_settled(pg_url), timeout=15)
     assert_each_once(fake_telegram, titles, relays)
-    sends = [(round(r.at, 3), r.outcome, r.body["text"][:30]) for r in fake_telegram.sends()]
-    assert fake_telegram.too_many_requests() == [], (sends, [r.logs() for r in relays])
+    assert fake_telegram.too_many_requests() == [], what_happened(fake_telegram, relays)
 
 
 def pending_in(url: str) -> int:
