@@ -102,7 +102,12 @@ def test_a_long_429_pause_holds_every_worker_and_costs_no_attempt(
     workers = [built(telegram, retry_attempts=1), built(telegram, retry_attempts=1)]
     flooded_at = fake_time.now
     telegram.limits.flood(str(CHAT_ID), 6)  # Telegram: no message to this chat for 6 s
-    arrive(workers, fake_time, [(m, DESTINATION) for m in numbered(30)], over=3)
+    first, *rest = numbered(30)
+    webhook(workers[0], first)  # refused with Telegram's pause
+    # The other worker's next turn for the chat is after the pause, as the spool says it.
+    assert workers[1].spool is not None
+    assert workers[1].spool.queue.next_turn(DESTINATION, now=flooded_at) >= flooded_at + 6
+    arrive(workers, fake_time, [(m, DESTINATION) for m in rest], over=3)
     settle(workers, fake_time)
     # The first attempt met the pause; neither worker tried the chat again until it was over,
     [(pushed_back_at, _)] = telegram.refused
