@@ -37,7 +37,7 @@ from .web.framing import BODY_GATE
 from .web.last_webhook import LastWebhook
 from .web.misses import Misses
 from .web.routed import RoutedWebhooks
-from .web.views import body_gate, create_blueprint
+from .web.views import RelayFlask, body_gate, create_blueprint
 from .web.webhook_alerts import WebhookAlerts
 from .words import Words, words_for
 
@@ -80,7 +80,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     if settings is None:
         settings = Settings.from_env(os.environ)
     configure_logging(*settings.secrets, log_format=settings.log_format)
-    app = Flask(__name__)
+    app = RelayFlask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
     relay = assemble(settings, clock=clock)

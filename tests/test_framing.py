@@ -10,6 +10,8 @@ from relay_app.glitchtip.webhook import MAX_BODY_BYTES
 from relay_app.web.framing import (
     CONTINUE,
     MAX_HEAD_BYTES,
+    REFUSAL_KINDS,
+    SAMPLE_BYTES,
     ArrivingRequest,
     Refused,
     Verdict,
@@ -131,3 +133,51 @@ def test_a_request_holds_no_more_than_its_head_and_body() -> None:
     assert request.held == len(HEAD) + len(b"Content-Length: 1000\r\n\r\n") + 999
     request.feed(b"x")
     assert request.held == 0  # handed on: the verdict holds it now
+
+
+@pytest.mark.parametrize(
+    ("head", "kind"),
+    [
+        (b"GET /" + b"a" * 60_000 + b" HTTP/9\r\nHost: relay\r\n\r\n", "illegal request line"),
+        (b"\x01" * 60_000 + b"\r\n\r\n", "illegal request line"),
+        (
+            b"GET / HTTP/1.1\r\nHost: relay\r\n" + b"\x7f" * 30_000 + b"\r\n\r\n",
+            "illegal header line",
+        ),
+        (
+            HEAD + b"Content-Length: 5\r\nContent-Length: 6\r\n\r\n",
+            "conflicting content-length headers",
+        ),
+        (
+            b"POST /webhook/s HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}",
+            "missing mandatory host: header",
+        ),
+        (b"GET / HTTP/1.1\r\nX: " + b"y" * (2 * MAX_HEAD_BYTES), "receive buffer too long"),
+    ],
+)
+def test_a_refusal_says_its_kind_in_fixed_words_and_keeps_only_a_short_sample(
+    head: bytes, kind: str
+) -> None:
+    # h11's own message quotes the refused line: 60 KB of a stranger's bytes, escaped into a log
+    # line and kept as a count's key, once for each different line.
+    request = ArrivingRequest(wants_body=None)
+    verdict = request.feed(head)
+    assert isinstance(verdict, Refused)
+    assert verdict.reason == kind
+    assert verdict.reason in REFUSAL_KINDS
+    assert verdict.sample == head[:SAMPLE_BYTES]
+    assert request.held == 0  # nothing of it is held past its refusal
+
+
+def test_every_refusal_framing_gives_is_one_of_its_fixed_kinds() -> None:
+    refusals = [
+        HEAD + b"Transfer-Encoding: chunked\r\n\r\n",
+        HEAD + b"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}",
+        b"GET /" + b"b" * MAX_HEAD_BYTES + b" HTTP/1.1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        b"G\x00T / HTTP/1.1\r\nHost: a\r\n\r\n",
+    ]
+    for head in refusals:
+        verdict = ArrivingRequest(wants_body=None).feed(head)
+        assert isinstance(verdict, Refused), head
+        assert verdict.reason in REFUSAL_KINDS, verdict

@@ -1,65 +1,21 @@
-"""The gunicorn internals the relay's worker (relay_app/web/http_worker.py) builds on, each
-checked here, so that a gunicorn release that changes one fails this test by name rather than
-the relay in production. What the worker does with them is tried end to end in
-tests/e2e/test_edge.py and tests/e2e/test_trust.py."""
+"""The relay's worker (relay_app/web/http_worker.py): what gunicorn's parser does with a request
+held in memory, as the worker hands it over, and how the worker counts and says what it refused.
+
+What the worker gets from gthread's internals (its loop, its count of connections, its
+threads) is tried as behaviour under the real gunicorn in tests/e2e/test_edge.py, on the one
+release pyproject.toml allows; docs/security.md says how an upgrade is checked."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
-from typing import Any
-
-import pytest
 from gunicorn.config import Config
-from gunicorn.http import wsgi
 from gunicorn.http.parser import RequestParser
-from gunicorn.workers.gthread import TConn, ThreadWorker
 
-from relay_app.web.http_worker import WholeRequestWorker
-
-
-def parameters(function: Callable[..., Any]) -> list[str]:
-    return list(inspect.signature(function).parameters)
-
-
-@pytest.mark.parametrize(
-    ("method", "expected"),
-    [
-        # Called by gthread's loop for a new or readable kept-alive connection; the worker reads
-        # the request itself, then calls gthread's to hand it to a thread.
-        ("enqueue_req", ["self", "conn"]),
-        # In the thread: the worker sets the connection's parser, then lets gthread's run it.
-        ("handle", ["self", "conn"]),
-        # Where the answer is written: the worker puts the socket on WRITE_TIMEOUT here.
-        ("handle_request", ["self", "req", "conn"]),
-        ("handle_error", ["self", "req", "client", "addr", "exc"]),
-        # Back in the loop after a thread: a pipelined request already read is read on.
-        ("finish_request", ["self", "conn", "fs"]),
-        # Called by gthread's loop at least once a second, where expiries are handled.
-        ("murder_pending", ["self"]),
-    ],
+from relay_app.web.http_worker import (
+    _SLOW_READER,
+    MAX_REFUSAL_KINDS,
+    REFUSALS_LOG_EVERY,
+    _Refusals,
 )
-def test_gthread_calls_the_methods_the_worker_overrides_as_it_expects(
-    method: str, expected: list[str]
-) -> None:
-    assert parameters(getattr(ThreadWorker, method)) == expected
-    assert method in WholeRequestWorker.__dict__
-
-
-def test_gthread_still_has_what_the_worker_reads_and_sets() -> None:
-    source = inspect.getsource(ThreadWorker)
-    for name in ("self.poller", "self.nr_conns", "self.tpool", "self.method_queue"):
-        assert name in source, name
-    conn = inspect.getsource(TConn)
-    for name in ("self.sock", "self.client", "self.parser", "self.initialized", "self.is_http2"):
-        assert name in conn, name
-    assert "self.data_ready" in conn  # skips gthread's wait for a first byte
-    # A thread sets the socket blocking before it parses; the worker's write timeout must be set
-    # after that, in handle_request, or it would be undone.
-    handle = inspect.getsource(ThreadWorker.handle)
-    assert handle.index("setblocking(True)") < handle.index("handle_request")
-    # A kept-alive connection whose parser holds read-ahead is handed on again at once.
-    assert "unreader.buf.getvalue()" in inspect.getsource(ThreadWorker.finish_request)
 
 
 def test_gunicorns_parser_reads_a_request_from_bytes_and_never_from_a_socket() -> None:
@@ -79,7 +35,6 @@ def test_a_request_says_it_expects_100_continue_where_the_worker_turns_it_off() 
     request = b"POST /w HTTP/1.1\r\nHost: r\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n"
     parsed = next(RequestParser(cfg, [request], ("127.0.0.1", 4000)))
     assert parsed._expected_100_continue is True
-    assert "req._expected_100_continue" in inspect.getsource(wsgi.create)
 
 
 def test_a_request_can_be_told_its_answer_closes_the_connection() -> None:
@@ -90,3 +45,42 @@ def test_a_request_can_be_told_its_answer_closes_the_connection() -> None:
     assert not parsed.should_close()
     parsed.force_close()
     assert parsed.should_close()
+
+
+def test_refusals_are_counted_by_kind_and_a_line_holds_a_short_escaped_sample_of_each() -> None:
+    refusals = _Refusals()
+    for number in range(2000):
+        # Each different and 60 KB long, as a stranger may send them.
+        sample = b"GET /%08x" % number + b"\x01" * 60_000
+        refusals.add("illegal request line (400)", ("203.0.113.9", 4000 + number), sample[:48])
+    refusals.add(_SLOW_READER, ("198.51.100.7", 5000))
+    line = refusals.due(now=0.0)
+    assert line is not None
+    assert line.startswith('2000 illegal request line (400), as "GET /00000000\\x01\\x01'), line
+    assert f"; 1 {_SLOW_READER};" in line
+    assert line.endswith("from 203.0.113.9, 198.51.100.7 and others")
+    assert len(line) < 400
+    assert refusals.due(now=1.0) is None  # nothing since
+
+
+def test_kinds_past_the_bound_are_summed_as_one() -> None:
+    refusals = _Refusals()
+    for number in range(MAX_REFUSAL_KINDS + 500):
+        refusals.add(f"kind {number}", ("203.0.113.9", 4000))
+    line = refusals.due(now=0.0)
+    assert line is not None
+    assert line.count(";") == MAX_REFUSAL_KINDS + 1  # the kinds, and the clients
+    assert "500 refused for other reasons" in line
+
+
+def test_refusals_are_said_at_most_once_a_minute_and_what_is_left_when_the_worker_stops() -> None:
+    refusals = _Refusals()
+    refusals.add("illegal request line (400)", ("203.0.113.9", 4000))
+    assert refusals.due(now=100.0) is not None  # the first at once
+    refusals.add("illegal request line (400)", ("203.0.113.9", 4000))
+    assert refusals.due(now=100.0 + REFUSALS_LOG_EVERY - 1) is None
+    assert refusals.due(now=100.0 + REFUSALS_LOG_EVERY) == (
+        "1 illegal request line (400); from 203.0.113.9"
+    )
+    refusals.add("illegal request line (400)", ("203.0.113.9", 4000))
+    assert refusals.due(now=100.0 + REFUSALS_LOG_EVERY + 1, last=True) is not None

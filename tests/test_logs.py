@@ -10,10 +10,14 @@ from datetime import datetime
 from urllib.parse import quote
 
 import pytest
+from gunicorn.glogging import SafeAtoms
 
 from relay_app.core.logs import (
+    ACCESS_LOGGER,
+    ACCESS_VALUE_CHARS,
     REDACTED,
     JsonFormatter,
+    client_sample,
     configure_logging,
     escape_controls,
     event,
@@ -180,3 +184,22 @@ def test_json_records_escape_a_clients_values_as_well() -> None:
 def test_escaping_leaves_printable_text_alone() -> None:
     assert escape_controls("Ошибка: деление на ноль · 🔴 <b>") == "Ошибка: деление на ноль · 🔴 <b>"
     assert escape_controls("tab\there\x00\x7f\x85") == "tab\\there\\x00\\x7f\\x85"
+
+
+def test_a_strangers_request_line_in_the_access_log_is_cut_short() -> None:
+    # gunicorn's access log: one line per request, whose request line anyone can make 4 KB long.
+    configure_logging(TOKEN, SECRET)
+    with captured(ACCESS_LOGGER, TEXT) as stream:
+        atoms = SafeAtoms({"h": "203.0.113.9", "r": "GET /" + "a" * 4000 + " HTTP/1.1", "s": "404"})
+        logging.getLogger(ACCESS_LOGGER).info('%(h)s "%(r)s" %(s)s %({user-agent}i)s', atoms)
+        atoms = SafeAtoms({"h": "203.0.113.9", "r": "GET /healthz HTTP/1.1", "s": "200"})
+        logging.getLogger(ACCESS_LOGGER).info('%(h)s "%(r)s" %(s)s %({user-agent}i)s', atoms)
+    long, short = stream.getvalue().splitlines()
+    shown = "GET /" + "a" * (ACCESS_VALUE_CHARS - 5)
+    assert long == f'INFO 203.0.113.9 "{shown}... (3758 more)" 404 -'
+    assert short == 'INFO 203.0.113.9 "GET /healthz HTTP/1.1" 200 -'
+
+
+def test_a_client_sample_is_short_escaped_and_says_what_it_left_out() -> None:
+    assert client_sample(b"GET /\x01\xff" + b"x" * 100, 7) == "GET /\\x01\\xff... (100 more)"
+    assert client_sample("fine", 8) == "fine"

@@ -20,7 +20,7 @@ from relay_app.core.errors import SpoolError
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
-from relay_app.web.misses import Misses
+from relay_app.web.misses import SHOWN_CHARS, Misses
 from tests.conftest import OK, SECRET, SEND_URL, WEBHOOK, FakeTime, run_background
 from tests.e2e.helpers import wait_until
 from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
@@ -227,6 +227,33 @@ def test_wrong_secrets_are_logged_once_a_minute_with_how_many(
     assert len(lines) == 2
     assert "(3 times since this process last said so;" in lines[1]
     assert counted == ["webhook_secret"] * 4
+
+
+def test_a_strangers_path_and_method_reach_the_log_cut_short_and_escaped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    misses = Misses(lambda _reason: None)
+    misses.record("P" * 4000, "/" + "\x01" * 4000 + "/more", 404)
+    [said] = [r.getMessage() for r in caplog.records if r.name == "relay_app.web.misses"]
+    escaped = "\\x01" * SHOWN_CHARS
+    assert said.startswith(f"{'P' * SHOWN_CHARS}... (3968 more) /{escaped}... (3968 more)/")
+    assert "\x01" not in said
+    assert len(said) < 1000
+
+
+def test_an_exception_on_a_strangers_request_logs_its_path_cut_short(
+    settings: Settings,
+    fake_time: FakeTime,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Flask's own line holds the whole path, which anyone may make 4 KB long.
+    monkeypatch.setattr(Misses, "record", raising(RuntimeError("a bug in counting misses")))
+    with serving(settings, fake_time) as (client, _):
+        assert client.get("/" + "a" * 4000).status_code == 500
+    [said] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert said.getMessage() == f"Exception on /{'a' * 199}... (3801 more) [GET]"
+    assert said.exc_info is not None
 
 
 def test_forged_updates_are_logged_once_a_minute_with_how_many(

@@ -8,6 +8,8 @@ rather than only the handlers we happen to know about.
 The same factory keeps the relay's records one line each: the values a record is made of
 (its arguments: titles, names, alert texts, errors, most of which a client chose) have their
 control characters escaped, so no value can start a line that looks like a record of its own.
+And it bounds what a stranger writes into gunicorn's access log: each value of a line (the
+request line above all, which anyone can make 4 KB long) is cut to ACCESS_VALUE_CHARS.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ LogFormat = Literal["text", "json"]
 # The attribute that carries a record's structured fields (alert ids, outcome, latency, ...),
 # set with `extra=event(...)`; the JSON format writes them out as keys of their own.
 EVENT_ATTRIBUTE = "relay_event"
+
+# What one value of an access-log line may show (the request line: method, path, version). A
+# real request's line is far shorter; a stranger's may be 4 KB, one line per request.
+ACCESS_VALUE_CHARS = 256
+ACCESS_LOGGER = "gunicorn.access"
 
 # C0 and C1 controls, and the Unicode line and paragraph separators some viewers break on.
 _CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -88,6 +95,36 @@ def _escaped(found: re.Match[str]) -> str:
         return named
     code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def capped(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, saying how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more)"
+
+
+def client_sample(data: bytes | str, limit: int) -> str:
+    """A stranger's bytes or text as a log line may show them: their first `limit` bytes or
+    characters, escaped (bytes that are not printable ASCII as \\xNN), saying how many more
+    there were, so that the line stays one short line."""
+    shown = data[:limit]
+    text = shown.decode("ascii", "backslashreplace") if isinstance(shown, bytes) else shown
+    more = f"... ({len(data) - limit} more)" if len(data) > limit else ""
+    return escape_controls(text) + more
+
+
+class _CappedValues(dict[str, object]):
+    """An access-log record's values (gunicorn's atoms, looked up by the format) with each text
+    cut to ACCESS_VALUE_CHARS and its control characters escaped."""
+
+    def __init__(self, atoms: Mapping[str, object]) -> None:
+        super().__init__(atoms)  # not empty: logging formats a record only with truthy args
+        self._atoms = atoms
+
+    def __getitem__(self, key: str) -> object:
+        value = self._atoms[key]
+        return client_sample(value, ACCESS_VALUE_CHARS) if isinstance(value, str) else value
 
 
 def register_secret(secret: str) -> None:
@@ -185,6 +222,8 @@ def _escaped_value(value: object) -> object:
 def _redact_record(record: logging.LogRecord) -> None:
     if record.args and record.name.startswith(LOGGER_NAME):
         record.args = _escaped_args(record.args)
+    elif record.name == ACCESS_LOGGER and isinstance(record.args, Mapping):
+        record.args = _CappedValues(record.args)
     try:
         message = record.getMessage()
     except Exception:  # a malformed format string: let logging report it as it usually does

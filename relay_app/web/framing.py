@@ -15,6 +15,10 @@ one) are at most one read's worth, and are handed back to be read as the next re
 A client that sends `Expect: 100-continue` is told to go on only when `wants_body` accepts the
 request's target (the app's secret check) and its Content-Length is within the cap; otherwise
 the app answers from the head alone, and the connection closes after the answer.
+
+A refusal says why in one of a fixed few words (REFUSAL_KINDS), never in h11's message, which
+may quote the refused line: a stranger's bytes end with their refusal, but for the first
+SAMPLE_BYTES of them, kept for the operator's log line.
 """
 
 from __future__ import annotations
@@ -33,6 +37,34 @@ MAX_HEAD_BYTES = 64 * 1024
 MAX_REQUEST_BYTES = MAX_HEAD_BYTES + MAX_BODY_BYTES
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+# What a refusal keeps of the request, for the log: enough to tell GlitchTip's POST behind a
+# misconfigured proxy from a scanner, never a whole line.
+SAMPLE_BYTES = 48
+
+# What h11 refused, by the fixed start of its message (the rest may quote the stranger's
+# bytes). Anything else h11 refuses is OTHER_FRAMING.
+_H11_KINDS = (
+    "illegal request line",
+    "illegal header line",
+    "illegal header name",
+    "illegal header value",
+    "illegal method characters",
+    "illegal target characters",
+    "bad content-length",
+    "conflicting content-length headers",
+    "missing mandatory host: header",
+    "found multiple host: headers",
+    "continuation line at start of headers",
+    "receive buffer too long",
+)
+OTHER_FRAMING = "framing h11 refuses"
+HEAD_TOO_LARGE = f"a request head of more than {MAX_HEAD_BYTES} bytes"
+BOTH_LENGTHS = "both Transfer-Encoding and Content-Length"
+TRANSFER_ENCODING = "a Transfer-Encoding (only a Content-Length is taken)"
+# Every reason a Refused may give: a fixed set, so that counting refusals by kind is bounded.
+REFUSAL_KINDS = frozenset(
+    {*_H11_KINDS, OTHER_FRAMING, HEAD_TOO_LARGE, BOTH_LENGTHS, TRANSFER_ENCODING}
+)
 
 # The key under which the WSGI app (in its `extensions`, as Flask's) offers its WantsBody.
 BODY_GATE = "relay_app.wants_body"
@@ -61,10 +93,12 @@ class Whole:
 
 @dataclass(frozen=True)
 class Refused:
-    """Not a request the relay takes: answered `status` without a thread, and closed."""
+    """Not a request the relay takes: answered `status` without a thread, and closed. `reason`
+    is one of REFUSAL_KINDS (or the worker's own few); `sample` the request's first bytes."""
 
     status: int
     reason: str
+    sample: bytes = b""
 
 
 Verdict = Waiting | Whole | Refused
@@ -85,6 +119,10 @@ class ArrivingRequest:
         """The bytes this request holds in memory now."""
         return len(self._data)
 
+    def sample(self) -> bytes:
+        """The first SAMPLE_BYTES of what arrived, for a refusal's log line."""
+        return bytes(self._data[:SAMPLE_BYTES])
+
     def feed(self, data: bytes) -> Verdict:
         """Add what arrived (b"" only to look at what is held); what the request is now."""
         if not isinstance(self._verdict, Waiting):
@@ -94,7 +132,11 @@ class ArrivingRequest:
         try:
             self._verdict = self._look()
         except h11.RemoteProtocolError as exc:
-            self._verdict = Refused(exc.error_status_hint, str(exc))
+            self._verdict = Refused(exc.error_status_hint, h11_kind(exc), self.sample())
+        if not isinstance(self._verdict, Waiting):
+            self._data = (
+                bytearray()
+            )  # a refused request's bytes end here; a whole one's are handed on
         return self._verdict
 
     def _look(self) -> Verdict:
@@ -115,12 +157,12 @@ class ArrivingRequest:
     def _head(self, request: h11.Request) -> Verdict:
         self._head_end = self._consumed()
         if self._head_end > MAX_HEAD_BYTES:
-            return Refused(431, f"a request head of more than {MAX_HEAD_BYTES} bytes")
+            return Refused(431, HEAD_TOO_LARGE, self.sample())
         names = {name for name, _ in request.headers}
         if b"transfer-encoding" in names:
             if b"content-length" in names:
-                return Refused(400, "both Transfer-Encoding and Content-Length")
-            return Refused(411, "a Transfer-Encoding (only a Content-Length is taken)")
+                return Refused(400, BOTH_LENGTHS, self.sample())
+            return Refused(411, TRANSFER_ENCODING, self.sample())
         length = _content_length(request)
         if length > MAX_BODY_BYTES:
             return self._head_only()  # the app answers 413, or 404 for a wrong secret
@@ -143,6 +185,12 @@ class ArrivingRequest:
     def _consumed(self) -> int:
         """How many of the bytes held h11 has read so far."""
         return len(self._data) - len(self._h11.trailing_data[0])
+
+
+def h11_kind(refusal: h11.ProtocolError) -> str:
+    """Which of h11's refusals this is, in its fixed words: the message itself is not kept."""
+    said = str(refusal)[:40].casefold()
+    return next((kind for kind in _H11_KINDS if said.startswith(kind)), OTHER_FRAMING)
 
 
 def _content_length(request: h11.Request) -> int:

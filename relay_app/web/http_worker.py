@@ -24,15 +24,18 @@ reads exactly its bytes, never the socket. Limits:
 - what h11 refuses (framing, a Transfer-Encoding, a head too large) is answered 400, 411 or 431
   by the loop itself, and closed.
 
-Every refusal is counted, and logged at most once a minute. Only plain HTTP/1.x is read this
-way; TLS in gunicorn itself and HTTP/2 keep gthread's own handling (TLS belongs in a reverse
-proxy: docs/security.md).
+Every refusal is counted by its kind (a status and a fixed reason, never the refused bytes),
+and logged at most once a minute, with the first bytes of one request of each kind, and once
+more as the worker stops. Only plain HTTP/1.x is read this way; TLS in gunicorn itself and
+HTTP/2 keep gthread's own handling (TLS belongs in a reverse proxy: docs/security.md).
 
 This is the one module that builds on gunicorn's internals (gthread's TConn, enqueue_req,
 handle, handle_request, handle_error, finish_request, murder_pending; its RequestParser over an
 iterable; a request's `_expected_100_continue` and `force_close`; the error log's
-"Invalid request from ip=" line, folded into the refusals), hence the pin in pyproject.toml;
-tests/test_http_worker.py and tests/e2e/test_edge.py fail loudly when a release changes them.
+"Invalid request from ip=" line, folded into the refusals; that gthread's loop calls
+murder_pending on every turn, that TConn.init keeps a parser already set, that nr_conns counts
+the connections it may accept), hence the pin to one release in pyproject.toml.
+tests/e2e/test_edge.py tries each as behaviour; docs/security.md says how an upgrade is checked.
 """
 
 from __future__ import annotations
@@ -43,7 +46,6 @@ import selectors
 import socket
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -53,7 +55,17 @@ from gunicorn.http.parser import RequestParser
 from gunicorn.http2 import negotiation
 from gunicorn.workers.gthread import ThreadWorker
 
-from .framing import BODY_GATE, ArrivingRequest, Refused, Verdict, Waiting, WantsBody, Whole
+from ..core.logs import client_sample
+from .framing import (
+    BODY_GATE,
+    SAMPLE_BYTES,
+    ArrivingRequest,
+    Refused,
+    Verdict,
+    Waiting,
+    WantsBody,
+    Whole,
+)
 
 # From a request's first byte (a new connection's opening) to its last. GlitchTip sends a few
 # kilobytes at once; a client that cannot in this long is not an alert worth a thread.
@@ -67,6 +79,9 @@ WORKER_HOLD_BYTES = 16 * 1024 * 1024
 RECV_BYTES = 64 * 1024
 # How often refusals are logged, at most: an attack must not flood the log.
 REFUSALS_LOG_EVERY = 60.0
+# Kinds counted apart in one line; more (not expected: the kinds are fixed words) are summed.
+MAX_REFUSAL_KINDS = 32
+_OTHER_KINDS = "refused for other reasons"
 
 _TIMED_OUT = Refused(408, f"did not arrive whole within {REQUEST_READ_TIMEOUT:.0f} s")
 _OVER_WORKER_HOLD = Refused(503, "the largest arriving when the worker held too much")
@@ -88,31 +103,45 @@ class _Connection:
 
 
 class _Refusals:
-    """What was refused since it was last said, by why, and from whom (a few). The loop and the
-    threads both add to it."""
+    """What was refused since it was last said: a count by kind (a status and a fixed reason),
+    the first few bytes of one such request per kind, and a few of the clients. Bounded
+    whatever a stranger sends: kinds are the worker's and framing's fixed words (and at most
+    MAX_REFUSAL_KINDS of them), a sample is SAMPLE_BYTES. The loop and the threads both add
+    to it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counts: Counter[str] = Counter()
+        self._counts: dict[str, int] = {}
+        self._samples: dict[str, str] = {}
         self._clients: list[str] = []
         self._logged_at = -REFUSALS_LOG_EVERY  # the first refusal is logged at once
 
-    def add(self, why: str, client: object) -> None:
+    def add(self, kind: str, client: object, sample: bytes = b"") -> None:
         peer = _peer(client)
         with self._lock:
-            self._counts[why] += 1
+            if kind not in self._counts and len(self._counts) >= MAX_REFUSAL_KINDS:
+                kind = _OTHER_KINDS
+            self._counts[kind] = self._counts.get(kind, 0) + 1
+            if sample and kind not in self._samples:
+                self._samples[kind] = client_sample(sample, SAMPLE_BYTES)
             if len(self._clients) < 3 and peer not in self._clients:
                 self._clients.append(peer)
 
-    def due(self, now: float) -> str | None:
-        """What to log now, if anything: at most once every REFUSALS_LOG_EVERY."""
+    def due(self, now: float, *, last: bool = False) -> str | None:
+        """What to log now, if anything: at most once every REFUSALS_LOG_EVERY, and what is
+        left when the worker stops (`last`)."""
         with self._lock:
-            if not self._counts or now - self._logged_at < REFUSALS_LOG_EVERY:
+            if not self._counts or (now - self._logged_at < REFUSALS_LOG_EVERY and not last):
                 return None
-            said = "; ".join(f"{count} {why}" for why, count in self._counts.items())
+            said = "; ".join(
+                f"{count} {kind}"
+                + (f', as "{self._samples[kind]}"' if kind in self._samples else "")
+                for kind, count in self._counts.items()
+            )
             more = " and others" if sum(self._counts.values()) > len(self._clients) else ""
             line = f"{said}; from {', '.join(self._clients)}{more}"
-            self._counts, self._clients, self._logged_at = Counter(), [], now
+            self._counts, self._samples, self._clients = {}, {}, []
+            self._logged_at = now
             return line
 
 
@@ -201,10 +230,10 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
             if verdict.interim:
                 _send_quietly(conn.sock, verdict.interim)
             return
-        self._stop_reading(conn)
         if isinstance(verdict, Refused):
             self._refuse(conn, verdict)
             return
+        self._stop_reading(conn)
         state.whole = verdict
         super().enqueue_req(conn)
 
@@ -220,10 +249,14 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
 
     def _shed_largest(self) -> None:
         largest = max(self._reading, key=lambda conn: conn.relay.arriving.held)
-        self._stop_reading(largest)
         self._refuse(largest, _OVER_WORKER_HOLD)
 
     def _refuse(self, conn: Any, refused: Refused, *, answer: bool = True) -> None:
+        """Answer `refused` (unless told not to), count it, and close: nothing of the request
+        is kept but its kind and the first bytes of one such request a minute."""
+        arriving = conn.relay.arriving
+        sample = refused.sample or (arriving.sample() if arriving is not None else b"")
+        self._stop_reading(conn)
         status = HTTPStatus(refused.status)
         if answer:
             _send_quietly(
@@ -231,7 +264,7 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
                 f"HTTP/1.1 {status.value} {status.phrase}\r\nConnection: close\r\n"
                 "Content-Length: 0\r\n\r\n".encode(),
             )
-        self._refusals.add(f"{refused.reason} ({status.value})", conn.client)
+        self._refusals.add(f"{refused.reason} ({status.value})", conn.client, sample)
         self._close(conn)
 
     def murder_pending(self) -> None:
@@ -244,10 +277,19 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
             if state.deadline > now:
                 break  # later ones started later
             started = state.arriving is not None and state.arriving.held > 0
-            self._stop_reading(conn)
             # Answered when it began a request; a connection that sent nothing is just closed.
             self._refuse(conn, _TIMED_OUT, answer=started)
-        if said := self._refusals.due(now):
+        self._say_refusals(self._refusals.due(now))
+
+    def run(self) -> None:
+        """gthread's loop; then, as the worker stops, what it refused since its last line."""
+        try:
+            super().run()
+        finally:
+            self._say_refusals(self._refusals.due(time.monotonic(), last=True))
+
+    def _say_refusals(self, said: str | None) -> None:
+        if said:
             self.log.warning(
                 "relay_app: requests refused at the edge: %s (at most one such line a minute)", said
             )

@@ -8,7 +8,8 @@ Reasons: `webhook_secret` (POST /webhook/<something else than the secret>), `web
 `telegram_header` (an update posted without Telegram's secret header: forged, or an old
 registration), `method` (a GET to the webhook, say), `unknown_path` (anything else). Each
 reason's WARNING comes at most once a minute with how many there were, never with a secret:
-only the path's first segment is shown. A stranger's thousand guesses make one line.
+only the path's first segment is shown, cut to SHOWN_CHARS (and the method likewise). A
+stranger's thousand guesses make one short line.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..core.logs import REDACTED
+from ..core.logs import REDACTED, client_sample
 from ..core.metrics import MissReason
 
 log = logging.getLogger(__name__)
 
 WARN_EVERY = 60.0
+# What a line shows of a stranger's method and first path segment: enough to recognise a near
+# miss (/webhooks, /hooks), never a 4 KB path.
+SHOWN_CHARS = 32
 
 _ADVICE: dict[MissReason, str] = {
     "webhook_secret": "a webhook with a wrong secret was refused, and if GlitchTip sent it, its "
@@ -90,12 +94,12 @@ class Misses:
             count, self._since[reason] = self._since[reason], 0
         if not self._shared_says_due(reason):
             return
-        first = path.lstrip("/").split("/", 1)[0]
+        first = client_sample(path.lstrip("/").split("/", 1)[0], SHOWN_CHARS)
         shown = f"/{first}/{REDACTED}" if "/" in path.lstrip("/") else f"/{first}"
         log.warning(
             "%s %s answered %d: %s (%s; at most one such line a minute; "
             "relay_requests_missed_total{reason=%r} counts them)",
-            method,
+            client_sample(method, SHOWN_CHARS),
             shown,
             status,
             _ADVICE[reason],

@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException, NotFound, RequestEntityTooLarge
 from werkzeug.routing import Map
 
 from ..acting.updates import SECRET_HEADER, handle_update, telegram_secret_token, webhook_path
-from ..core.logs import event
+from ..core.logs import client_sample, event
 from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
 from ..core.routing import Destination, RouteError, destination_from_query
 from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, payload_from_json
@@ -51,6 +51,23 @@ _LEVELS: dict[WebhookOutcome, int] = {
     "failed": logging.WARNING,
     "rejected": logging.WARNING,
 }
+
+
+# What an exception's line shows of the request's path: a stranger's until the secret is checked.
+_PATH_SHOWN = 200
+
+
+class RelayFlask(Flask):
+    """Flask, but an exception's log line names the request's path cut short and escaped (as
+    any value a stranger chose): Flask's own writes the whole path, which may be 4 KB."""
+
+    def log_exception(self, exc_info: Any) -> None:
+        self.logger.error(
+            "Exception on %s [%s]",
+            client_sample(request.path, _PATH_SHOWN),
+            client_sample(request.method, 32),
+            exc_info=exc_info,
+        )
 
 
 # The endpoints whose body is read: a request's secret decides whether it is wanted.
