@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from relay_app.operating.cli import main
 from relay_app.operating.config import ConfigError, Settings
 from relay_app.operating.routes_file import IN_FORCE, put_in_force, routes_from_env
 from relay_app.routes import RoutesError, RouteTable, parse_routes, read_routes, split
+from relay_app.routes import table as table_module
+from relay_app.routes.table import MAX_ROUTES, MAX_ROUTES_BYTES
 from relay_app.words import ENGLISH, RUSSIAN
 from tests import payloads
 
@@ -81,6 +84,15 @@ def test_the_example_reads_as_written() -> None:
             "x.toml:2: route 1, level: 'fatal' is not a level",
         ),
         ("[[route]]\ntitle = 'x'\n", "x.toml:1: route 1: says nothing to do"),
+        # A blank line before a route or a key is not where it is.
+        (
+            "[[route]]\nchat = -1001\n\n[[route]]\ntitle = 'x'\n",
+            "x.toml:4: route 2: says nothing to do",
+        ),
+        (
+            "[[route]]\nchat = -1001\n\nmention = ['ivan']\n",
+            "x.toml:4: route 1, mention: 'ivan' is neither",
+        ),
         (
             "[[route]]\nchat = -1001\nmention = ['ivan']\n",
             "x.toml:3: route 1, mention: 'ivan' is neither @username nor tg:<user id>",
@@ -256,3 +268,100 @@ def test_routes_check_and_test_say_what_would_happen_and_send_nothing(tmp_path: 
     code, _, err = run("routes", "check", str(broken))
     assert code == 1
     assert f"{broken}:2: route 1, projekt: unknown key; did you mean 'project'?" in err
+
+
+def a_route(number: int) -> str:
+    return f"[[route]]\nname = 'r{number}'\nproject = 'p{number}'\nchat = -100{number}\n\n"
+
+
+def test_a_file_over_its_size_is_refused_naming_the_cap_before_any_of_it_is_parsed(
+    tmp_path: Path,
+) -> None:
+    big = tmp_path / "routes.toml"
+    # Valid TOML all the way: the size alone refuses it.
+    big.write_text(a_route(1) + "# " + "x" * MAX_ROUTES_BYTES + "\n")
+    with pytest.raises(RoutesError) as raised:
+        read_routes(str(big))
+    said = str(raised.value)
+    assert f"holds {big.stat().st_size} bytes, over the cap of {MAX_ROUTES_BYTES} bytes" in said
+    assert said.startswith(str(big))
+    # Exactly at the cap it is read.
+    big.write_text(a_route(1) + "#" * (MAX_ROUTES_BYTES - len(a_route(1)) - 1) + "\n")
+    assert big.stat().st_size == MAX_ROUTES_BYTES
+    assert len(read_routes(str(big)).routes) == 1
+
+
+def test_a_file_that_never_ends_is_read_no_further_than_its_cap() -> None:
+    # A device (or a file still growing) ends at the cap, refused, instead of filling memory.
+    with pytest.raises(RoutesError, match=r"/dev/zero: holds more, over the cap of"):
+        read_routes("/dev/zero")
+
+
+def test_a_file_with_more_routes_than_the_cap_is_refused_naming_the_route_past_it() -> None:
+    at_cap = "".join(a_route(number) for number in range(1, MAX_ROUTES + 1))
+    assert len(parse_routes(at_cap, "x.toml").routes) == MAX_ROUTES
+    with pytest.raises(RoutesError) as raised:
+        parse_routes(at_cap + a_route(MAX_ROUTES + 1), "x.toml")
+    line = at_cap.count("\n") + 1
+    assert str(raised.value).startswith(
+        f"x.toml:{line}: route {MAX_ROUTES + 1}: the file holds {MAX_ROUTES + 1} routes, "
+        f"over the cap of {MAX_ROUTES}"
+    )
+
+
+def test_a_file_over_a_cap_is_refused_at_start_and_on_reload_and_the_last_good_stays(
+    tmp_path: Path,
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text(EXAMPLE.read_text())
+    environ = {
+        "TELEGRAM_BOT_TOKEN": "123456:" + "A" * 35,
+        "TELEGRAM_CHAT_ID": "-1001234567890",
+        "RELAY_WEBHOOK_SECRET": "s" * 32,
+        "RELAY_ROUTES": str(routes),
+    }
+    put_in_force(environ)
+    routes.write_text("".join(a_route(number) for number in range(1, MAX_ROUTES + 2)))
+    with pytest.raises(ConfigError, match=rf"RELAY_ROUTES.*over the cap of {MAX_ROUTES}"):
+        Settings.from_env({key: v for key, v in environ.items() if key != IN_FORCE})
+    with pytest.raises(RoutesError, match="over the cap"):
+        put_in_force(environ)  # a reload: refused
+    assert len(routes_from_env(environ).routes) == 4  # the last good file stays in force
+
+
+class CountedParses:
+    """tomllib.loads as the routes module calls it, counting its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def loads(self, text: str) -> dict[str, Any]:
+        self.calls += 1
+        return tomllib.loads(text)
+
+
+def test_the_file_is_parsed_once_per_process_for_each_content_it_has(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parses = CountedParses()
+    monkeypatch.setattr(table_module, "tomllib", parses)
+    table_module.parse_routes.cache_clear()
+    routes = tmp_path / "routes.toml"
+    routes.write_text(EXAMPLE.read_text())
+    environ = {
+        "TELEGRAM_BOT_TOKEN": "123456:" + "A" * 35,
+        "TELEGRAM_CHAT_ID": "-1001234567890",
+        "RELAY_WEBHOOK_SECRET": "s" * 32,
+        "RELAY_ROUTES": str(routes),
+    }
+    # gunicorn's master at start: the variables checked, then the file put in force; then a
+    # worker, forked from it, reads the copy in force.
+    Settings.from_env(environ)
+    put_in_force(environ)
+    Settings.from_env(environ)
+    assert parses.calls == 1
+    # A reload with a changed file: parsed once again, for its new content.
+    routes.write_text(a_route(1))
+    put_in_force(environ)
+    assert len(Settings.from_env(environ).routes.routes) == 1
+    assert parses.calls == 2

@@ -13,12 +13,20 @@ does: `chat` and `thread` (where; a `thread` alone is a topic of TELEGRAM_CHAT_I
 logs and metrics.
 
 A file that does not parse, a key that is not one of these (a typo), a value of the wrong kind, a
-chat that is no chat id: a RoutesError naming the file, the line and the key, and the fix.
+chat that is no chat id, a file over MAX_ROUTES_BYTES or MAX_ROUTES: a RoutesError naming the
+file, the line and the key (or the cap), and the fix.
+
+A file is parsed once per process for each content it has had: `parse_routes` keeps the last
+table it made, and gives it again for the same text. So gunicorn's master, which checks the file
+with the other variables and then puts it in force, parses it once, and its workers, forked
+after, find the table made (docs/routing.md).
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -40,6 +48,12 @@ FIELD_NAMES = {
 }
 # People one route may call: the line naming them fits in the room a message keeps for notes.
 MAX_MENTIONS = 6
+# The file's size and its routes, at most. Every issue of every webhook is tried against the
+# routes in order, and every worker holds them: a thousand routes cost an issue that none takes
+# about 1.5 ms, and 250 KB of TOML parse in about 0.1 s (docs/routing.md). A file past either
+# is refused, before any of it is parsed for the size.
+MAX_ROUTES_BYTES = 512 * 1024
+MAX_ROUTES = 1000
 _MENTION = re.compile(r"@[A-Za-z][A-Za-z0-9_]{3,31}|tg:[1-9][0-9]{0,19}")
 
 
@@ -109,18 +123,31 @@ def read_routes(path: str, *, shown_as: str | None = None) -> RouteTable:
 
 
 def routes_bytes(path: str, name: str) -> bytes:
-    """The routes file as it is on disk. Raises RoutesError naming `name`."""
+    """The routes file as it is on disk, read no further than its cap (a device or a file that
+    grows ends there too). Raises RoutesError naming `name`."""
     try:
         with open(path, "rb") as file:
-            return file.read()
+            raw = file.read(MAX_ROUTES_BYTES + 1)
+            size = os.fstat(file.fileno()).st_size
     except OSError as exc:
         raise RoutesError(
             f"{name}: cannot be read ({exc.strerror or exc}): set RELAY_ROUTES to the routes "
             "file's full path, readable by the relay's user"
         ) from None
+    if len(raw) > MAX_ROUTES_BYTES:
+        held = f"{size} bytes" if size > MAX_ROUTES_BYTES else "more"
+        raise RoutesError(
+            f"{name}: holds {held}, over the cap of {MAX_ROUTES_BYTES} bytes "
+            f"({MAX_ROUTES_BYTES // 1024} KiB) a routes file may have: shorten it (one route may "
+            'list several values: project = ["a", "b"])'
+        )
+    return raw
 
 
+@functools.lru_cache(maxsize=1)
 def parse_routes(text: str, name: str) -> RouteTable:
+    """The table `text` holds. The last one made is kept for the same text and name (the
+    module's docstring says why); a RouteTable cannot be changed, so it is safe to share."""
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -135,6 +162,12 @@ def parse_routes(text: str, name: str) -> RouteTable:
     tables = document.get("route", [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise RoutesError(f"{name}: 'route' must be [[route]] tables, one per route")
+    if len(tables) > MAX_ROUTES:
+        raise RoutesError(
+            f"{name}:{lines.of(MAX_ROUTES + 1, None)}: route {MAX_ROUTES + 1}: the file holds "
+            f"{len(tables)} routes, over the cap of {MAX_ROUTES}: merge routes that go to the "
+            'same place (one route may list several values: project = ["a", "b"])'
+        )
     return RouteTable(
         tuple(_route(table, number, name, lines) for number, table in enumerate(tables, 1)),
         source=name,
@@ -246,8 +279,9 @@ class _RouteLines:
     """Where each route and each of its keys is in the file's text, for the messages (tomllib
     gives values, not places)."""
 
-    _TABLE = re.compile(r"^\s*\[\[\s*route\s*\]\]", re.MULTILINE)
-    _KEY = re.compile(r"^\s*([A-Za-z0-9_\"'-]+)\s*=", re.MULTILINE)
+    # Indentation only, not \s: a blank line before a table or key is not where it is.
+    _TABLE = re.compile(r"^[ \t]*\[\[\s*route\s*\]\]", re.MULTILINE)
+    _KEY = re.compile(r"^[ \t]*([A-Za-z0-9_\"'-]+)[ \t]*=", re.MULTILINE)
 
     def __init__(self, text: str) -> None:
         self._text = text
