@@ -1,13 +1,26 @@
 """The webhook's port tried by someone who does not know the secret, against the real
 `gunicorn wsgi:app` (2 workers): nothing they send may hang a worker, make it hold more than its
-caps, or keep GlitchTip's webhook from being answered. docs/security.md gives the caps.
+caps, keep what it refused, or keep GlitchTip's webhook from being answered. docs/security.md
+gives the caps.
 
-One relay serves the whole module (none of these tests stops it); at the end, its workers must
+These are the behaviour the relay's worker (relay_app/web/http_worker.py) gets from gthread's
+internals, tried on the gunicorn that `pip install .` resolves: a request that does not arrive
+whole is closed in about 5 s (gthread's loop calls the worker's expiry on every turn), the
+per-worker cap sheds with 503, a client that reads nothing is released, and a flood of refusals
+neither holds memory nor stops the worker accepting (gthread's count of connections). A
+gunicorn release that changes what the worker relies on fails here (docs/security.md says how an
+upgrade is checked).
+
+One relay serves most of the module (none of those tests stops it); at the end, its workers must
 never have been restarted."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
+import re
+import selectors
 import socket
 import threading
 import time
@@ -21,6 +34,7 @@ import requests
 from relay_app.web.framing import MAX_REQUEST_BYTES
 from relay_app.web.http_worker import (
     MAX_REQUESTS_PER_CONNECTION,
+    REQUEST_READ_TIMEOUT,
     WORKER_HOLD_BYTES,
     WRITE_TIMEOUT,
 )
@@ -30,6 +44,7 @@ from tests.fake_telegram import FakeTelegram
 from tests.payloads import issue, issue_alert
 
 MIB = 1024 * 1024
+THREADS = 32  # a worker's (gunicorn.conf.py)
 # A webhook answered in this is answered: GlitchTip waits 10 s, and an idle relay answers in
 # milliseconds; a hung worker does not answer at all.
 PROMPTLY = 3.0
@@ -68,6 +83,33 @@ def answer_of(sock: socket.socket, within: float) -> bytes:
             break
         received += data
     return received
+
+
+def answers_until_closed(
+    socks: list[socket.socket], until: float
+) -> list[tuple[bytes, float | None]]:
+    """What the relay sent on each socket, and when it closed it (None: still open at
+    `until`), all read at once; the sockets are closed after."""
+    received = {sock: b"" for sock in socks}
+    closed: dict[socket.socket, float] = {}
+    with selectors.DefaultSelector() as selector:
+        for sock in socks:
+            sock.setblocking(False)
+            selector.register(sock, selectors.EVENT_READ, data=sock)
+        while len(closed) < len(socks) and time.monotonic() < until:
+            for key, _ in selector.select(timeout=max(0.0, until - time.monotonic())):
+                readable: socket.socket = key.data
+                try:
+                    data = readable.recv(65536)
+                except ConnectionResetError:
+                    data = b""
+                received[readable] += data
+                if not data:
+                    closed[readable] = time.monotonic()
+                    selector.unregister(readable)
+    for sock in socks:
+        sock.close()
+    return [(received[sock], closed.get(sock)) for sock in socks]
 
 
 def connect(edge: Edge) -> socket.socket:
@@ -161,9 +203,12 @@ def test_a_worker_holds_at_most_its_cap_for_requests_still_arriving(edge: Edge) 
 
 
 def test_a_client_that_reads_no_answers_loses_its_connection_within_seconds(edge: Edge) -> None:
-    # 64 connections (as many as the two workers' threads) pipeline requests and read nothing:
-    # before, each held a thread in send() for as long as it stayed.
-    pipelined = b"GET /metrics HTTP/1.1\r\nHost: relay\r\n\r\n" * 32
+    # Connections that pipeline requests and read nothing: before, each held a thread in send()
+    # for as long as it stayed. Fewer than one worker's threads, so that each is answered at
+    # once, whichever worker takes it, and a cheap page: what is timed is the release, not a
+    # wait for a thread or the answers' work (bench/edge.py's no-reader runs 64 clients asking
+    # for /metrics, whose 6,400 answers take the two workers about 10 s).
+    pipelined = b"GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n" * 32
     lasted: list[float] = []
     lock = threading.Lock()
 
@@ -187,7 +232,7 @@ def test_a_client_that_reads_no_answers_loses_its_connection_within_seconds(edge
         with lock:
             lasted.append(time.monotonic() - opened)
 
-    clients = [threading.Thread(target=never_reads) for _ in range(64)]
+    clients = [threading.Thread(target=never_reads) for _ in range(THREADS - 2)]
     for client in clients:
         client.start()
     assert wait_until(lambda: len(connected) == len(clients), timeout=5)  # all of them at it
@@ -195,10 +240,11 @@ def test_a_client_that_reads_no_answers_loses_its_connection_within_seconds(edge
         edge.webhook_answered()
     for client in clients:
         client.join(40)
-    # Each answer must be taken within WRITE_TIMEOUT, and a connection serves at most
-    # MAX_REQUESTS_PER_CONNECTION: then it is closed, whatever the client does. The margin is
-    # 64 clients noticing the close on two busy cores (10.2 s seen in CI); a connection the
-    # relay held would last the client's whole 30 s.
+    # A connection serves at most MAX_REQUESTS_PER_CONNECTION (their answers wait in the
+    # kernel's buffers), and an answer that cannot even be buffered must be taken within
+    # WRITE_TIMEOUT: then it is closed, whatever the client does. The margin is the clients
+    # noticing the close on two busy cores; a connection the relay held would last the
+    # client's whole 30 s.
     assert MAX_REQUESTS_PER_CONNECTION <= 100
     assert max(lasted) < WRITE_TIMEOUT + 10, sorted(lasted)
 
@@ -282,3 +328,96 @@ def test_requests_gunicorns_parser_refuses_are_counted_not_logged_one_line_each(
         assert "Invalid request from ip=" not in logs
         # Each worker says its first at once; the rest are counted for its line a minute on.
         assert 1 <= logs.count("requests refused at the edge") <= 2
+
+
+def test_requests_that_do_not_arrive_whole_are_answered_408_and_closed_in_about_5_s(
+    edge: Edge,
+) -> None:
+    # A head without its blank line, a body short of its length, a connection that sends
+    # nothing: each costs a socket until REQUEST_READ_TIMEOUT, never a thread, and is closed
+    # then, whether or not anything else happens on the worker (gthread's loop turns at least
+    # once a second for it: a release whose loop waited for other work closed none in 15 s).
+    incomplete = [
+        b"POST /webhook/guess HTTP/1.1\r\nHost: relay\r\n",
+        b"POST /webhook/guess HTTP/1.1\r\nHost: relay\r\nContent-Length: 100\r\n\r\n{",
+        b"",
+    ]
+    socks = []
+    for number in range(20):
+        sock = connect(edge)
+        if head := incomplete[number % len(incomplete)]:
+            sock.sendall(head)
+        socks.append(sock)
+    opened = time.monotonic()
+    answers = answers_until_closed(socks, until=opened + REQUEST_READ_TIMEOUT + 4)
+    for number, (answer, closed_at) in enumerate(answers):
+        sent_something = bool(incomplete[number % len(incomplete)])
+        assert answer.startswith(b"HTTP/1.1 408 ") == sent_something, (number, answers)
+        # Closed at its deadline (a second late at most for the loop, and the test's reading).
+        assert closed_at is not None, (number, answers)
+        assert closed_at - opened > REQUEST_READ_TIMEOUT - 0.5, (number, answers)
+    edge.webhook_answered()
+
+
+def test_a_flood_of_distinct_refused_lines_keeps_nothing_and_the_worker_accepting(
+    tmp_path: Path,
+) -> None:
+    # 60 KB request lines that h11 refuses, each different, each on a new connection: their
+    # text was kept as the key of a count (a worker grew by 277 MB for 2,000 of them) and joined
+    # into one log line (120 MB), each control byte escaped into four characters. One worker,
+    # so that it alone takes all 1,200: more than its 1,000 connections (gunicorn's
+    # worker_connections), which it must not think still open.
+    lines = [b"GET /%04d%s HTTP/9\r\nHost: relay\r\n\r\n" % (n, b"a" * 60_000) for n in range(900)]
+    lines += [
+        bytes(1 + (n >> shift) % 8 for shift in (6, 3, 0)) + b"\x01" * 60_000 + b"\r\n\r\n"
+        for n in range(300)
+    ]
+    with relay_of_its_own(tmp_path, workers=1) as (relay, _):
+        [worker] = relay.workers()
+        assert wait_until(lambda: "Booting worker" in relay.logs(), timeout=PROMPTLY)
+        before_rss, log_before = rss_mb(worker), relay.log_path.stat().st_size
+        statuses = refused_each(relay.port, lines, clients=8)
+        assert statuses == {b"400": len(lines)}, statuses
+        assert rss_mb(worker) < before_rss + 16
+        reply, seconds = post(relay.webhook_url, issue_alert(issue(1)))
+        assert reply.status_code in (200, 202)
+        assert seconds < PROMPTLY
+    # What the worker said of them, at once for the first and as it stopped for the rest.
+    grew = relay.log_path.stat().st_size - log_before
+    said = [line for line in relay.logs().splitlines() if "refused at the edge" in line]
+    assert len(said) == 2, said
+    # Said by its kind, with the first bytes of one such line; never the line.
+    kind = r'(\d+) illegal request line \(400\), as "(GET /000[0-7]a{39}|(\\x0[1-8]){48})"; '
+    counts = [re.search(kind + r"from 127\.0\.0\.1", line) for line in said]
+    assert all(counts), said
+    assert sum(int(found.group(1)) for found in counts if found) == len(lines)
+    assert all(len(line) < 1000 for line in said)
+    assert grew < 64 * 1024, grew
+
+
+def refused_each(port: int, lines: list[bytes], *, clients: int) -> collections.Counter[bytes]:
+    """Send each line on a connection of its own, from `clients` threads at once; the status
+    each was answered with."""
+    statuses: collections.Counter[bytes] = collections.Counter()
+    lock = threading.Lock()
+    left = iter(lines)
+
+    def sender() -> None:
+        while True:
+            with lock:
+                line = next(left, None)
+            if line is None:
+                return
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                with contextlib.suppress(OSError):  # closed before all of it was taken
+                    sock.sendall(line)
+                answer = answer_of(sock, within=PROMPTLY)
+            with lock:
+                statuses[answer[9:12] or b"none"] += 1
+
+    threads = [threading.Thread(target=sender) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    return statuses
