@@ -13,6 +13,13 @@ resident memory (VmRSS) ten times a second:
 - drip: 80 clients sending a request line, then a byte a second (connecting again when closed).
 - surrogate: webhooks whose link and short id carry a lone surrogate (`\\ud800`, valid JSON);
   "answers" here are theirs, and "in chat" counts those that reached the fake Telegram.
+- refused-lines: 2,000 request heads that h11 refuses, each different and 60 KB long
+  (`GET /<random><60,000 x a> HTTP/9`), each on a new connection, from 8 clients.
+- control-lines: 500 request heads of 60 KB of control bytes, each on a new connection, from 8
+  clients: each byte would be four characters in a log line.
+
+For every attack it also says how much the relay's log grew meanwhile, up to the relay's stop
+(at least a minute, --seconds 65, to include a once-a-minute line).
 
 Prints a table. Run by hand (each attack lasts --seconds, default 12):
 
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import random
 import socket
 import statistics
 import sys
@@ -58,6 +66,7 @@ class Result:
     closed_after: list[float] = field(default_factory=list)  # each attack connection's life
     in_chat: int | None = None
     sent: int = 0
+    log_grew_mb: float = 0.0
 
     def row(self) -> str:
         answered = sum(n for status, n in self.statuses.items() if status.isdigit())
@@ -70,7 +79,8 @@ class Result:
         chat = "-" if self.in_chat is None else f"{self.in_chat} of {self.sent}"
         return (
             f"| {self.attack} | {answered} of {self.sent} | {p50} / {worst} | {answers} | "
-            f"{self.rss_before_mb:.0f} / {self.rss_peak_mb:.0f} | {closed} | {chat} |"
+            f"{self.rss_before_mb:.0f} / {self.rss_peak_mb:.0f} | {closed} | {chat} | "
+            f"{self.log_grew_mb:.2f} |"
         )
 
 
@@ -236,6 +246,46 @@ def drip(port: int, until: float, closed: list[float]) -> None:
     in_parallel(80, one)
 
 
+def refused_heads(port: int, heads: list[bytes], closed: list[float]) -> None:
+    """Each head on a connection of its own, from 8 clients, read until the relay closes it."""
+    lock = threading.Lock()
+    left = iter(heads)
+
+    def one() -> None:
+        while True:
+            with lock:
+                head = next(left, None)
+            if head is None:
+                return
+            opened = time.monotonic()
+            try:
+                with connect(port) as sock:
+                    sock.sendall(head)
+                    closed.append(read_until_closed(sock, opened, opened + GLITCHTIP_TIMEOUT))
+            except OSError:
+                closed.append(time.monotonic() - opened)
+
+    in_parallel(8, one)
+
+
+def refused_lines(port: int, until: float, closed: list[float]) -> None:
+    rng = random.Random(37)
+    heads = [
+        b"GET /%08x%s HTTP/9\r\nHost: relay\r\n\r\n" % (rng.getrandbits(32), b"a" * 60_000)
+        for _ in range(2000)
+    ]
+    refused_heads(port, heads, closed)
+
+
+def control_lines(port: int, until: float, closed: list[float]) -> None:
+    # Each different: its first three bytes are its number in base 8, as control bytes.
+    heads = [
+        bytes(1 + (n >> shift) % 8 for shift in (6, 3, 0)) + b"\x01" * 60_000 + b"\r\n\r\n"
+        for n in range(500)
+    ]
+    refused_heads(port, heads, closed)
+
+
 def nothing(port: int, until: float, closed: list[float]) -> None:
     time.sleep(max(0.0, until - time.monotonic()))
 
@@ -248,6 +298,8 @@ ATTACKS: dict[str, Attack] = {
     "no-reader": no_reader,
     "drip": drip,
     "surrogate": nothing,
+    "refused-lines": refused_lines,
+    "control-lines": control_lines,
 }
 
 
@@ -296,6 +348,7 @@ def attacked(name: str, fake: FakeTelegram, logs: Path, seconds: float, every: f
     result = Result(name)
     try:
         time.sleep(1.0)  # both workers booted and idle
+        log_before = relay.log_path.stat().st_size
         with MemoryWatch(relay) as memory:
             until = time.monotonic() + seconds
             attacker = threading.Thread(
@@ -323,6 +376,8 @@ def attacked(name: str, fake: FakeTelegram, logs: Path, seconds: float, every: f
             )
     finally:
         relay.stop()
+    # After the stop: what the workers said of the attack as they stopped counts too.
+    result.log_grew_mb = (relay.log_path.stat().st_size - log_before) / MIB
     return result
 
 
@@ -340,9 +395,9 @@ def main() -> None:
             print(f"{name}: done", file=sys.stderr)
     print(
         "| attack | webhooks answered | answer p50 / max ms | answers | worker RSS before / "
-        "peak MB | attack connection held p50 / max s | alerts in the chat |"
+        "peak MB | attack connection held p50 / max s | alerts in the chat | log grew MB |"
     )
-    print("|---|---:|---:|---|---:|---:|---:|")
+    print("|---|---:|---:|---|---:|---:|---:|---:|")
     for result in results:
         print(result.row())
 
