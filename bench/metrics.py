@@ -32,15 +32,11 @@ import requests  # noqa: E402
 from bench.payload import PAYLOAD  # noqa: E402
 from relay_app.core.logs import LOG_DATE_FORMAT, LOG_FORMAT, JsonFormatter, event  # noqa: E402
 from relay_app.core.routing import Destination  # noqa: E402
-from relay_app.glitchtip.webhook import parse_alert  # noqa: E402
-from relay_app.message.formatting import format_alert  # noqa: E402
-from relay_app.spool import Queue, on_store, this_process  # noqa: E402
+from relay_app.spool import Lane, Queue, on_store, this_process  # noqa: E402
 from relay_app.spool.database import Database  # noqa: E402
-from relay_app.words import ENGLISH  # noqa: E402
 from tests.e2e.relay_process import RelayProcess, relay_env  # noqa: E402
 from tests.fake_telegram import running_fake_telegram  # noqa: E402
 
-MESSAGE = format_alert(parse_alert(PAYLOAD), ENGLISH)
 REPEAT = 20000
 SCRAPES = 200
 BACKLOGS = (0, 1000, 10000)
@@ -113,15 +109,16 @@ def logging_cost(formatter: logging.Formatter) -> float:
 def hold(queue: Queue) -> None:
     """One more alert for HELD, whose lane this process leases (it takes the lease with the
     first alert: a webhook's claim, never settled)."""
-    queue.admit(
-        MESSAGE,
-        HELD,
+    job = queue.add("alert", {"webhook": PAYLOAD}, HELD, now=time.time())
+    queue.claim(
+        Lane(job.lane, HELD, time.time(), free=True),
         now=time.time(),
         holder=this_process(),
         token="held",
         in_flight={"held"},
-        telegram_up=True,
-        attempt_by=float("inf"),
+        fit=lambda jobs: 1,
+        retire=lambda job, now: None,
+        send=True,
         lease_for=10.0,
     )
 

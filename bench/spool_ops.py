@@ -30,15 +30,13 @@ from bench.payload import PAYLOAD  # noqa: E402
 from relay_app.core.outcomes import Delivered  # noqa: E402
 from relay_app.core.pacing import GROUP_INTERVAL  # noqa: E402
 from relay_app.core.routing import Destination  # noqa: E402
-from relay_app.glitchtip.webhook import parse_alert  # noqa: E402
-from relay_app.message.digest import how_many_fit  # noqa: E402
-from relay_app.message.formatting import format_alert  # noqa: E402
-from relay_app.spool import Admin, Admission, Claim, Queue, on_store, this_process  # noqa: E402
+from relay_app.delivery.render import Renderer  # noqa: E402
+from relay_app.spool import Admin, Claim, Job, Lane, Queue, on_store, this_process  # noqa: E402
 from relay_app.spool.database import Database  # noqa: E402
 from relay_app.spool.model import Settlement  # noqa: E402
 from relay_app.words import ENGLISH  # noqa: E402
 
-MESSAGE = format_alert(parse_alert(PAYLOAD), ENGLISH)
+RENDERER = Renderer(ENGLISH, late_after=60.0)
 PAIRS = 300
 WAITING = Destination(-100123)  # the chat the pending alerts wait for
 CONTENTION_SECONDS = 3.0
@@ -46,30 +44,30 @@ THREADS_PER_PROCESS = 8
 PAUSE_BETWEEN = 0.025  # about 600 pairs/s over the 16 threads, as at the relay's saturation
 
 
-def admit(queue: Queue, destination: Destination, *, telegram_up: bool) -> Admission:
+def admit(queue: Queue, destination: Destination) -> Job:
+    return queue.add("alert", {"webhook": PAYLOAD}, destination, now=time.time())
+
+
+def write_ahead_and_delete(queue: Queue) -> None:
+    """A webhook's own spool work when Telegram accepts at once: the write-ahead, the claim of
+    its lane (the chat's turn and the lease) for its first attempt, and the settlement that
+    deletes it. Each to a chat of its own; past the bot's thirty turns a second an alert waits
+    instead, and is deleted the same way (a delivery is recorded whoever holds the lease)."""
+    job = admit(queue, Destination(-random.randrange(1, 10**12)))
     token = secrets.token_hex(8)
-    return queue.admit(
-        MESSAGE,
-        destination,
+    claimed = queue.claim(
+        Lane(job.lane, job.destination, time.time(), free=True),
         now=time.time(),
         holder=this_process(),
         token=token,
         in_flight={token},
-        telegram_up=telegram_up,
-        attempt_by=float("inf"),
+        fit=RENDERER.how_many,
+        retire=lambda job, now: None,
+        send=True,
         lease_for=10.0,
     )
-
-
-def write_ahead_and_delete(queue: Queue) -> None:
-    """A webhook's own spool work when Telegram accepts at once: the write-ahead, with the
-    chat's turn and the lease, and the settlement that deletes it. Each to a chat of its own;
-    past the bot's thirty turns a second an alert waits instead, and is deleted the same way
-    (a delivery is recorded whoever holds the lease)."""
-    admission = admit(queue, Destination(-random.randrange(1, 10**12)), telegram_up=True)
-    alert = admission.alert
-    claim = admission.claim or Claim(alert.destination, "", [alert])
-    queue.settle(claim, Settlement([(alert, Delivered())], "answered"), now=time.time())
+    claim = claimed if isinstance(claimed, Claim) else Claim(job.lane, job.destination, "", [job])
+    queue.settle(claim, Settlement([(job, Delivered())], "answered"), now=time.time())
 
 
 def single_thread(path: str) -> list[tuple[int, float, float]]:
@@ -77,7 +75,7 @@ def single_thread(path: str) -> list[tuple[int, float, float]]:
     rows = []
     for pending in (0, 1000, 10000):
         while queue.pending() < pending:
-            admit(queue, WAITING, telegram_up=False)  # waiting, as behind a failing Telegram
+            admit(queue, WAITING)  # waiting, as behind a failing Telegram
         # As each worker's dispatcher does once a second: a write-ahead log of thousands of
         # frames would otherwise slow every statement after it.
         queue.tidy()
@@ -96,8 +94,8 @@ def single_thread(path: str) -> list[tuple[int, float, float]]:
                 holder=this_process(),
                 token="bench",
                 in_flight=(),
-                fit=lambda alerts: how_many_fit([alert.message for alert in alerts], ENGLISH),
-                retire=lambda alert, now: None,
+                fit=RENDERER.how_many,
+                retire=lambda job, now: None,
                 send=True,
                 lease_for=10,
             )

@@ -6,7 +6,6 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
@@ -23,7 +22,9 @@ from .delivery.dispatcher import Dispatcher
 from .delivery.health import Health, MemoryHealthStore
 from .delivery.intake import Intake
 from .delivery.job import Jobs
+from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
+from .delivery.render import Renderer
 from .glitchtip.api import GlitchTipApi
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
@@ -36,41 +37,22 @@ from .telegram.courier import Courier, Telegram
 from .web.framing import BODY_GATE
 from .web.last_webhook import LastWebhook
 from .web.misses import Misses
+from .web.relay import EXTENSION, Relay, relay_of
 from .web.routed import RoutedWebhooks
-from .web.views import RelayFlask, body_gate, create_blueprint
+from .web.views import RelayFlask, blueprint, body_gate
 from .web.webhook_alerts import WebhookAlerts
-from .words import Words, words_for
-
-EXTENSION = "relay_app"
+from .words import words_for
 
 Clock = Callable[[], float]
 
-
-@dataclass(frozen=True)
-class Relay:
-    """The parts of one app that the views, gunicorn's hooks and tests reach."""
-
-    intake: Intake
-    dispatcher: Dispatcher
-    jobs: Jobs
-    metrics: Metrics
-    # Where alerts wait: the spool (None: RELAY_SPOOL_PATH=off), and this process's memory
-    # when the spool cannot take them.
-    spool: Spool | None
-    memory: Spool
-    outgoing: Outgoing
-    # Reading issues' details from GlitchTip for the messages (GLITCHTIP_API_TOKEN).
-    lookups: IssueLookups | None
-    # When GlitchTip last reached the relay.
-    last_webhook: LastWebhook
-    # Silences (with a spool): what holds alerts back from a chat, and ends them.
-    silencing: Silencing | None = None
-    # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles each of Telegram's
-    # updates (a press or a reply), and this process's poller for them (TELEGRAM_UPDATES=poll).
-    updates: Handle | None = None
-    poller: Poller | None = None
-    # Asks Telegram at start whether the token and chats work (not with a stand-in Telegram).
-    setup: SetupWatch | None = None
+__all__ = [
+    "Relay",
+    "assemble",
+    "create_app",
+    "relay_of",
+    "start_background_work",
+    "stop_background_work",
+]
 
 
 def create_app(settings: Settings | None = None, *, clock: Clock = time.time) -> Flask:
@@ -82,53 +64,16 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     configure_logging(*settings.secrets, log_format=settings.log_format)
     app = RelayFlask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
-
     relay = assemble(settings, clock=clock)
     app.extensions[EXTENSION] = relay
-    misses = Misses(
-        relay.metrics.missed,
-        shared=relay.spool.warnings.says if relay.spool is not None else None,
-    )
-    app.register_blueprint(
-        create_blueprint(
-            webhook_secret=settings.webhook_secret,
-            alerts=RoutedWebhooks(
-                WebhookAlerts(
-                    intake=relay.intake,
-                    outgoing=relay.outgoing,
-                    silencing=relay.silencing,
-                    jobs=relay.jobs,
-                ),
-                settings.routes,
-                default=settings.default_destination,
-                metrics=relay.metrics,
-            ),
-            jobs=relay.jobs,
-            metrics=relay.metrics,
-            misses=misses,
-            updates=relay.updates,
-            spool_problem=relay.spool.problem if relay.spool is not None else lambda: None,
-            setup_problems=relay.setup.problems if relay.setup is not None else list,
-            telegram_unreachable=(
-                relay.setup.unreachable if relay.setup is not None else lambda: None
-            ),
-            last_webhook=relay.last_webhook,
-            serve_metrics=settings.metrics,
-            default_destination=settings.default_destination,
-            allowed_chats=settings.allowed_chat_ids,
-            admin_port=settings.admin_port,
-            telegram_updates=settings.telegram_updates,
-            bot_token=settings.telegram_bot_token,
-        )
-    )
-
+    app.register_blueprint(blueprint())
     # Asked by the worker before it tells a client to send its body (100 Continue).
     app.extensions[BODY_GATE] = body_gate(app.url_map, settings.webhook_secret)
 
     @app.errorhandler(HTTPException)
     def http_error_as_json(error: HTTPException) -> tuple[Response, int]:
         if error.code in (404, 405):
-            misses.record(request.method, request.path, error.code)
+            relay.misses.record(request.method, request.path, error.code)
         return jsonify(error=error.description), error.code or 500
 
     return app
@@ -149,34 +94,49 @@ def assemble(
         clock=clock,
         pace=timing.pace,
     )
+    queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
+    health, metrics = _health_and_metrics(spool, queues, timing.probe_interval)
     setup = None
     if telegram is None:
         client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
         telegram = Courier(client, attempt_timeout=settings.send_timeout)
-        warnings = spool.warnings if spool is not None else None
         setup = SetupWatch(
-            settings, reach_again_every=timing.reach_again, speaks=one_worker_says(warnings)
+            settings,
+            reach_again_every=timing.reach_again,
+            speaks=one_worker_says(spool.warnings if spool is not None else None),
+            failing=lambda: health.send_failed(clock()),
+            telegram_answers=lambda: health.current().sending,
         )
-    queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
-    health, metrics = _health_and_metrics(spool, queues, timing.probe_interval)
-    if setup is not None:
         metrics.add_gauges(setup)
     last_webhook = LastWebhook(spool.arrivals if spool is not None else None, clock=clock)
     metrics.add_gauges(last_webhook)
     lookups = _issue_lookups(settings, metrics, spool)
     words = words_for(settings.language)
+    buttons = settings.glitchtip_api_token is not None
+
+    def wake() -> None:  # the dispatcher, made below, looks at once
+        dispatcher.wake()
+
+    outbox = Outbox(spool.queue, wake=wake, clock=clock) if spool is not None else None
     outgoing = Outgoing(
         spool.sent if spool is not None else None,
-        edit=telegram.edit,
-        buttons=settings.glitchtip_api_token is not None,
+        outbox=outbox,
+        buttons=buttons,
         words=words,
         glitchtip_links=settings.glitchtip_links,
         keep_for=settings.retry_max_age,
-        lookups=lookups,
         clock=clock,
     )
+    renderer = Renderer(
+        words,
+        late_after=settings.late_after,
+        coalesce=settings.coalesce,
+        buttons_at=settings.glitchtip_links if buttons and spool is not None else None,
+        cards=spool.sent.message if spool is not None else None,
+    )
     jobs = Jobs(
-        telegram.deliver,
+        telegram,
+        renderer=renderer,
         policy=RetryPolicy(
             attempts=settings.retry_attempts,
             wait=settings.retry_wait,
@@ -187,21 +147,13 @@ def assemble(
         clock=clock,
         attempt_timeout=settings.send_timeout,
         settle_margin=timing.settle_margin,
-        late_after=settings.late_after,
-        coalesce=settings.coalesce,
         second_chance=settings.second_chance,
         outgoing=outgoing,
-        words=words,
     )
     silencing = None
-    if spool is not None:
+    if spool is not None and outbox is not None:
         silencing = Silencing(
-            spool.silences,
-            spool.sent,
-            edit=telegram.edit,
-            words=words,
-            held=metrics.silenced.inc,
-            clock=clock,
+            spool.silences, spool.sent, outbox=outbox, held=metrics.silenced.inc, clock=clock
         )
     dispatcher = Dispatcher(
         queues=queues,
@@ -219,27 +171,45 @@ def assemble(
         memory=memory.queue,
         jobs=jobs,
         dispatcher=dispatcher,
-        health=health,
-        attempt_timeout=settings.send_timeout,
         clock=clock,
     )
+    webhooks = RoutedWebhooks(
+        WebhookAlerts(
+            intake=intake,
+            renderer=renderer,
+            outgoing=outgoing,
+            silencing=silencing,
+            jobs=jobs,
+            lookups=lookups,
+            glitchtip_links=settings.glitchtip_links,
+            clock=clock,
+        ),
+        settings.routes,
+        default=settings.default_destination,
+        metrics=metrics,
+    )
+    misses = Misses(metrics.missed, shared=spool.warnings.says if spool is not None else None)
     updates, poller = _acting_from_the_chat(
-        settings, spool, telegram, metrics, clock, words, silencing
+        settings, spool, telegram, outbox, metrics, clock, silencing
     )
     return Relay(
-        intake,
-        dispatcher,
-        jobs,
-        metrics,
-        spool,
-        memory,
-        outgoing,
-        lookups,
-        last_webhook,
-        silencing,
-        updates,
-        poller,
-        setup,
+        settings=settings,
+        intake=intake,
+        dispatcher=dispatcher,
+        jobs=jobs,
+        metrics=metrics,
+        spool=spool,
+        memory=memory,
+        outgoing=outgoing,
+        lookups=lookups,
+        last_webhook=last_webhook,
+        webhooks=webhooks,
+        misses=misses,
+        outbox=outbox,
+        silencing=silencing,
+        updates=updates,
+        poller=poller,
+        setup=setup,
     )
 
 
@@ -289,27 +259,27 @@ def _acting_from_the_chat(
     settings: Settings,
     spool: Spool | None,
     telegram: Telegram,
+    outbox: Outbox | None,
     metrics: Metrics,
     clock: Clock,
-    words: Words,
     silencing: Silencing | None,
 ) -> tuple[Handle | None, Poller | None]:
     """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles each
     update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them."""
     token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
-    if token is None or glitchtip_url is None or spool is None:
+    if token is None or glitchtip_url is None or spool is None or outbox is None:
         return None, None
     team = Team(
         store=spool.sent,
         glitchtip=GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout),
         allowed_users=settings.action_user_ids,
-        words=words,
+        words=words_for(settings.language),
         metrics=metrics,
         clock=clock,
     )
     route = route_updates(
-        Presses(team, telegram, silencing=silencing),
-        Replies(team, telegram, bot_id=bot_id(settings.telegram_bot_token)),
+        Presses(team, telegram, outbox, silencing=silencing),
+        Replies(team, outbox, bot_id=bot_id(settings.telegram_bot_token)),
     )
     if settings.telegram_updates != "poll":
         return route, None
@@ -328,14 +298,6 @@ def bot_id(token: str) -> int | None:
     """The bot's own user id: the part of its token before the colon."""
     head = token.partition(":")[0]
     return int(head) if head.isdigit() else None
-
-
-def relay_of(app: object) -> Relay | None:
-    """The relay inside a WSGI app, or None when it is not relay_app's own (wrapped in
-    middleware, say)."""
-    extensions = getattr(app, "extensions", None)
-    relay = extensions.get(EXTENSION) if isinstance(extensions, dict) else None
-    return relay if isinstance(relay, Relay) else None
 
 
 def start_background_work(app: object) -> None:

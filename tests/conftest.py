@@ -6,7 +6,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,14 +22,16 @@ from relay_app.core.logs import configure_logging
 from relay_app.core.outcomes import Dead
 from relay_app.core.routing import Destination
 from relay_app.delivery.dispatcher import POLL_INTERVAL, Dispatcher
-from relay_app.message.formatting import Message
+from relay_app.message.formatting import Message, message_for
+from relay_app.message.lines import to_json as lines_to_json
 from relay_app.operating.config import Settings
-from relay_app.spool import Admission, Holder, Queue, on_store, this_process
-from relay_app.spool.alert_rows import bury
+from relay_app.spool import Job, Queue, on_store
 from relay_app.spool.database import Database
+from relay_app.spool.job_rows import bury
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store
 from relay_app.telegram.courier import Telegram
+from relay_app.words import ENGLISH
 from tests import postgres
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
 from tests.postgres import PostgresServer
@@ -244,7 +246,7 @@ def _pending(dispatcher: Dispatcher) -> int:
 
 def put_in_spool(
     spool: str,
-    message: Message,
+    payload: dict[str, Any],
     destination: Destination = DESTINATION,
     *,
     received_at: float,
@@ -256,11 +258,11 @@ def put_in_spool(
     store = store_at(spool)
     try:
         queue = on_store(store).queue
-        alert = admit_to(queue, message, destination, now=received_at, telegram_up=False).alert
+        job = queue_alert(queue, payload, destination, now=received_at)
         if dead_because is not None:
             dead = Dead("refused", "Telegram refused it permanently")
-            store.write(lambda tx: bury(tx, alert, dead, error=dead_because), now=received_at)
-        return alert.id
+            store.write(lambda tx: bury(tx, job, dead, error=dead_because), now=received_at)
+        return job.id
     finally:
         store.close()
 
@@ -281,32 +283,40 @@ def metric_samples(client: FlaskClient) -> Samples:
     return parse(reply.get_data(as_text=True))
 
 
-def admit_to(
+def queue_alert(
     queue: Queue,
-    message: Message,
+    payload: dict[str, Any],
     destination: Destination = DESTINATION,
     *,
     now: float,
-    holder: Holder | None = None,
-    token: str = "a-webhook",
-    in_flight: Container[str] | None = None,
-    telegram_up: bool = True,
-    attempt_by: float = float("inf"),
-    lease_for: float = 7.0,
-) -> Admission:
-    """An alert admitted as a webhook of `holder` (this process) admits it, its claim's
-    token in flight there."""
-    return queue.admit(
-        message,
-        destination,
-        now=now,
-        holder=holder or this_process(),
-        token=token,
-        in_flight={token} if in_flight is None else in_flight,
-        telegram_up=telegram_up,
-        attempt_by=attempt_by,
-        lease_for=lease_for,
-    )
+    mentions: tuple[str, ...] = (),
+) -> Job:
+    """A webhook's alert queued as the webhook queues it: its payload, and whom its route
+    calls; its arrival noted with it."""
+    about: dict[str, Any] = {"webhook": payload}
+    if mentions:
+        about["mentions"] = list(mentions)
+    arrival = message_for(payload, ENGLISH).text
+    return queue.add("alert", about, destination, now=now, arrival=arrival)
+
+
+def rendered(message: Message) -> Mapping[str, Any]:
+    """An alert's data that holds the very message given, as a spool from before jobs held
+    data keeps it: for the tests that need a message of a size they choose."""
+    entry, heading = message.short_entry, message.heading
+    return {
+        "rendered": {
+            "html": message.html,
+            "text": message.text,
+            "fallback": message.fallback,
+            "entry_html": entry.html if entry else None,
+            "entry_text": entry.text if entry else None,
+            "heading_html": heading.html if heading else None,
+            "heading_text": heading.text if heading else None,
+            "subjects": None,
+            "lines": lines_to_json(message.lines),
+        }
+    }
 
 
 def hold_the_lock(spool_path: str, seconds: float) -> threading.Thread:

@@ -10,25 +10,32 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from relay_app import Relay
-from relay_app.core.errors import RateLimited
+from relay_app.core.errors import PermanentDeliveryError, RateLimited
 from relay_app.core.outcomes import Outcome
 from relay_app.core.routing import Destination
-from relay_app.glitchtip.webhook import parse_alert
-from relay_app.message.formatting import Message, format_alert
+from relay_app.message.cards import SentMessage
+from relay_app.message.formatting import Message, message_for
+from relay_app.spool.sent import SpoolSentStore
+from relay_app.telegram.courier import Sent
 from relay_app.words import ENGLISH
-from tests.conftest import DESTINATION, FakeTime
+from tests.conftest import DESTINATION, FakeTime, run_background
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import RateLimits
 
-MESSAGE = format_alert(parse_alert(issue_alert(issue(1))), ENGLISH)
+PAYLOAD = issue_alert(issue(1))
+# Its message as the relay renders it when it sends it.
+MESSAGE = message_for(PAYLOAD, ENGLISH)
 
 
 class ScriptedTelegram:
-    """Telegram as a test scripts it: sendMessage fails with the given errors, then succeeds
-    (or fails `forever`); getMe answers while `answers` says so. Notes when each call came,
-    on the test's clock."""
+    """Telegram as a test scripts it, the one stand-in of the in-process tier: each write
+    (sendMessage, editMessageText, a reply, a reaction) fails with the given errors in turn,
+    then succeeds (or fails `forever`); getMe answers while `answers` says so; a press's
+    answer is noted. Notes when each write came, on the test's clock."""
 
     def __init__(
         self,
@@ -37,39 +44,84 @@ class ScriptedTelegram:
         clock: FakeTime | None = None,
         answers: bool | Callable[[], bool] = True,
         takes: Sequence[float] = (),
+        reactions: bool = True,
     ) -> None:
-        """`takes`: how long after each send is begun (the first, the second, ...) it reaches
-        Telegram and is answered (a busy host, a slow network), on `clock`; 0 for the rest."""
+        """`takes`: how long after each write is begun (the first, the second, ...) it reaches
+        Telegram and is answered (a busy host, a slow network), on `clock`; 0 for the rest.
+        `reactions` False: the chat takes none (Telegram refuses them, 400)."""
         self.takes = list(takes)
         self.errors = list(errors)
         self.forever = forever
         self.clock = clock
         self.answers = answers
+        self.reactions_on = reactions
         self.delivered: list[Message] = []
         # Where each delivered message went, and when Telegram had it (with a `clock`).
         self.accepted_to: list[Destination] = []
         self.accepted_at: list[float] = []
         self.destinations: list[Destination] = []
+        # Every write's method, as it was tried, in order.
+        self.writes: list[str] = []
+        self.edits: list[tuple[str, int, str, Any]] = []
+        self.replies: list[tuple[str, int | None, int, str]] = []
+        self.reactions: list[tuple[str, int, str]] = []
+        self.answered: list[tuple[str, str, bool]] = []
         self.times: list[float] = []
         self.probe_times: list[float] = []
-        self.calls = 0
+        self.calls = 0  # sendMessage's
         self._lock = threading.Lock()
+        self._message_ids = itertools.count(1)
 
-    def deliver(self, message: Message, destination: Destination, extras: object = None) -> None:
+    def _write(self, method: str, chat: str) -> None:
+        """A write begun: it takes its time, then fails as scripted. Called under the lock."""
+        self.writes.append(method)
+        if self.clock is not None:
+            self.clock.now += self.takes.pop(0) if self.takes else 0.0
+            self.times.append(self.clock.now)  # when it reached Telegram
+        self._gate(chat)
+        if self.errors:
+            raise self.errors.pop(0)
+        if self.forever is not None:
+            raise self.forever
+
+    def _gate(self, chat: str) -> None:
+        """What Telegram's limits say of a write to `chat` now (nothing: no limits)."""
+
+    def deliver(self, message: Message, destination: Destination, extras: object = None) -> Sent:
         with self._lock:
             self.calls += 1
             self.destinations.append(destination)
-            if self.clock is not None:
-                self.clock.now += self.takes.pop(0) if self.takes else 0.0
-                self.times.append(self.clock.now)  # when it reached Telegram
-            if self.errors:
-                raise self.errors.pop(0)
-            if self.forever is not None:
-                raise self.forever
+            self._write("sendMessage", str(destination.chat))
             self.delivered.append(message)
             self.accepted_to.append(destination)
             if self.clock is not None:
                 self.accepted_at.append(self.clock.now)
+            return Sent(str(destination.chat), next(self._message_ids), message.html)
+
+    def edit(self, chat: str, message_id: int, html_text: str, keyboard: object) -> None:
+        with self._lock:
+            self._write("editMessageText", chat)
+            self.edits.append((chat, message_id, html_text, keyboard))
+
+    def reply(self, chat: str, thread: int | None, message_id: int, text: str) -> None:
+        with self._lock:
+            self._write("sendMessage (reply)", chat)
+            self.replies.append((chat, thread, message_id, text))
+
+    def react(self, chat: str, message_id: int, emoji: str) -> None:
+        with self._lock:
+            self._write("setMessageReaction", chat)
+            if not self.reactions_on:
+                raise PermanentDeliveryError(
+                    "Telegram refused setMessageReaction (400): REACTION_INVALID",
+                    error_code=400,
+                    description="Bad Request: REACTION_INVALID",
+                )
+            self.reactions.append((chat, message_id, emoji))
+
+    def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None:
+        with self._lock:
+            self.answered.append((callback_query_id, text, alert))
 
     def probe(self) -> bool:
         with self._lock:
@@ -77,43 +129,39 @@ class ScriptedTelegram:
                 self.probe_times.append(self.clock.now)
         return self.answers() if callable(self.answers) else self.answers
 
-    def edit(self, chat: str, message_id: int, html_text: str, keyboard: object) -> None:
-        raise AssertionError("these tests send nothing that is edited later")
-
-    def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None:
-        raise AssertionError("these tests have no buttons to press")
-
 
 class LimitedTelegram(ScriptedTelegram):
     """Telegram keeping its rate limits on the test's clock (tests/telegram_rules.py, as the
-    fake Telegram server does on real time): a message that would break one is refused with a
-    429 and Telegram's retry_after, and noted in `refused`."""
+    fake Telegram server does on real time), for sends and edits alike: a write that would
+    break one is refused with a 429 and Telegram's retry_after, and noted in `refused`."""
 
     def __init__(self, clock: FakeTime) -> None:
         super().__init__(clock=clock)
         self.limits = RateLimits(clock)
-        self.refused: list[tuple[float, Destination]] = []
+        self.refused: list[tuple[float, str]] = []
 
-    def deliver(self, message: Message, destination: Destination, extras: object = None) -> None:
-        with self._lock:
-            wait = self.limits.wait(str(destination.chat))
-            if wait is not None:
-                assert self.clock is not None
-                self.refused.append((self.clock.now, destination))
-                raise RateLimited(f"Too Many Requests: retry after {wait}", retry_after=wait)
-        super().deliver(message, destination, extras)
+    def _gate(self, chat: str) -> None:
+        wait = self.limits.wait(chat)
+        if wait is not None:
+            assert self.clock is not None
+            self.refused.append((self.clock.now, chat))
+            raise RateLimited(f"Too Many Requests: retry after {wait}", retry_after=wait)
 
 
 def webhook(
-    relay: Relay, message: Message = MESSAGE, to: Destination = DESTINATION
+    relay: Relay, payload: dict[str, Any] = PAYLOAD, to: Destination = DESTINATION
 ) -> Outcome | None:
-    """What the view does: admit, and attempt when the alert may go now. None: it waits."""
+    """What the view does: queue the alert, and wait for its first attempt when it may go
+    now. None: it waits."""
     started = time.monotonic()
-    admission = relay.intake.admit(message, to, started=started)
-    assert admission is not None
-    if admission.claim is None:
-        return None
-    return relay.intake.attempt(admission, started=started).outcome
+    job = relay.intake.admit({"webhook": payload}, to, started=started, text=text_of(payload))
+    assert job is not None
+    return relay.intake.first_attempt(job, started=started).outcome
+
+
+def text_of(payload: dict[str, Any]) -> str:
+    """A webhook's alert's text, as the relay renders it in English."""
+    return message_for(payload, ENGLISH).text
 
 
 def waits(telegram: ScriptedTelegram, since: float) -> list[float]:
@@ -122,14 +170,64 @@ def waits(telegram: ScriptedTelegram, since: float) -> list[float]:
     return [round(later - earlier, 3) for earlier, later in itertools.pairwise(times)]
 
 
-def numbered(count: int, *, title_length: int = 0) -> list[Message]:
+def numbered(count: int, *, title_length: int = 0) -> list[dict[str, Any]]:
+    """Webhooks of one issue each, numbered from 1 in their titles (`title_numbers`)."""
     return [
-        format_alert(
-            parse_alert(issue_alert(issue(n, title=f"Error {n} " + "x" * title_length))), ENGLISH
-        )
-        for n in range(1, count + 1)
+        issue_alert(issue(n, title=f"Error {n} " + "x" * title_length)) for n in range(1, count + 1)
     ]
 
 
 def title_numbers(text: str) -> list[int]:
     return [int(n) for n in re.findall(r"Error (\d+)\b", text)]
+
+
+# --- acting from the chat ------------------------------------------------------------------------
+
+GLITCHTIP = "https://gt.example.org"
+GT_TOKEN = "a1" * 32
+
+
+@dataclass
+class Chat:
+    """One chat as a test sees it: the relay with its buttons (a GlitchTip token at GLITCHTIP)
+    acting on the updates the test gives it, presses and replies, and the scripted Telegram
+    that every write goes to, once the relay's dispatcher has sent what was queued."""
+
+    relay: Relay
+    telegram: ScriptedTelegram
+    clock: FakeTime
+
+    @classmethod
+    def of(
+        cls,
+        built: Callable[..., Relay],
+        clock: FakeTime,
+        *cards: SentMessage,
+        telegram: ScriptedTelegram | None = None,
+        **overrides: Any,
+    ) -> Chat:
+        """`cards`: the messages with buttons the relay sent before, kept in its spool."""
+        telegram = telegram or ScriptedTelegram(clock=clock)
+        settings = {"glitchtip_api_token": GT_TOKEN, "glitchtip_url": GLITCHTIP}
+        relay = built(telegram, **{"details_budget": None, **settings, **overrides})
+        assert relay.spool is not None
+        for card in cards:
+            relay.spool.sent.keep(card, [])
+        return cls(relay, telegram, clock)
+
+    @property
+    def store(self) -> SpoolSentStore:
+        assert self.relay.spool is not None
+        return self.relay.spool.sent
+
+    def update(self, update: dict[str, Any]) -> None:
+        """One of Telegram's updates, as the poller or the webhook hands it on."""
+        assert self.relay.updates is not None
+        self.relay.updates(update)
+
+    def settle(self) -> None:
+        """Every write queued so far sent, each when its turn comes (on the test's clock)."""
+        run_background(self.relay.dispatcher, self.clock)
+
+    def answered(self) -> list[tuple[str, bool]]:
+        return [(text, alert) for _, text, alert in self.telegram.answered]

@@ -251,7 +251,7 @@ def test_the_spool_check_reports_what_is_in_it(fake: FakeTelegram, spool_path: s
     )
     put_in_spool(
         spool_path,
-        format_alert(parse_alert(issue_alert(issue(1))), ENGLISH),
+        issue_alert(issue(1)),
         received_at=0,
         dead_because="Forbidden",
     )
@@ -297,7 +297,7 @@ def test_the_spool_check_asks_a_postgresql_spool(fake: FakeTelegram, pg_url: str
     assert line_for(lines, "spool") == (
         f"ok    spool: {shown}: no spool yet; the relay creates it when it starts"
     )
-    put_in_spool(pg_url, format_alert(parse_alert(issue_alert(issue(1))), ENGLISH), received_at=0)
+    put_in_spool(pg_url, issue_alert(issue(1)), received_at=0)
     code, lines = check(environ)
     assert line_for(lines, "spool").startswith(f"ok    spool: {shown}: 1 pending, 0 dead; ")
     assert not any(PASSWORD in line for line in lines)

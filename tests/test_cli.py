@@ -7,13 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from relay_app.glitchtip.webhook import parse_alert
-from relay_app.message.formatting import format_alert
 from relay_app.operating.cli import main, parse_duration
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase, redacted_url
-from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, put_in_spool
 from tests.payloads import issue, issue_alert, uptime_alert
 from tests.postgres import PASSWORD
@@ -37,14 +34,14 @@ def spool(request: pytest.FixtureRequest, spool_path: str) -> Iterator[Admin]:
     file or in PostgreSQL."""
     where = spool_path if request.param == "sqlite" else request.getfixturevalue("pg_url")
     now = time.time()
-    put_in_spool(where, format_alert(parse_alert(issue_alert(issue(1))), ENGLISH), received_at=now)
+    put_in_spool(where, issue_alert(issue(1)), received_at=now)
     for received_at, payload in (
         (now - 86400, issue_alert(issue(2, title="Old <dead> alert"))),
         (now, uptime_alert(down=True, name="Checkout API")),
     ):
         put_in_spool(
             where,
-            format_alert(parse_alert(payload), ENGLISH),
+            payload,
             received_at=received_at,
             dead_because="Telegram refused the message (403): Forbidden: bot was kicked",
         )

@@ -15,7 +15,12 @@ import responses
 
 from relay_app.core.errors import GlitchTipIssueGone, GlitchTipTokenRefused, GlitchTipUnreachable
 from relay_app.glitchtip.api import GlitchTipApi
-from relay_app.glitchtip.details import IssueDetails, details_from
+from relay_app.glitchtip.details import (
+    IssueDetails,
+    details_as_json,
+    details_from,
+    details_from_json,
+)
 from relay_app.glitchtip.lookups import FRESH_FOR, PAUSE_AFTER_FAILURE, WARN_EVERY, IssueLookups
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.details import frame_where
@@ -186,29 +191,22 @@ def test_a_backlog_line_says_where_from_the_details() -> None:
     assert line.where == "cart.py:4 in total"
 
 
-def test_message_for_asks_for_the_details_and_marks_those_that_did_not_come() -> None:
-    asked: list[list[str]] = []
-
-    def within_budget(
-        issues: Any,
-    ) -> tuple[dict[str, IssueDetails], frozenset[str]]:
-        asked.append([ref.id for ref in issues])
-        return {"3": sample_details()}, frozenset({"4"})
-
+def test_message_for_shows_the_details_it_is_given_by_issue_id() -> None:
     payload = issue_alert(
         issue(3, title="ZeroDivisionError: division by zero", link=f"{GLITCHTIP}/acme/issues/3"),
         issue(4, link=f"{GLITCHTIP}/acme/issues/4"),
     )
-    message = message_for(payload, ENGLISH, details=within_budget, now=FIRST_SEEN + 60)
-    assert asked == [["3", "4"]]
+    message = message_for(payload, ENGLISH, details={"3": sample_details()}, now=FIRST_SEEN + 60)
     assert message.text.count("📍 shop/cart.py:4 in total") == 1
-    assert [(ref.id, ref.details_later) for ref in message.subjects.issues] == [
-        ("3", False),
-        ("4", True),
-    ]
-    # And the spool keeps the mark.
-    kept = type(message.subjects).from_json(message.subjects.to_json())
-    assert kept == message.subjects
+    assert [ref.id for ref in message.subjects.issues] == ["3", "4"]
+    assert message_for(payload, ENGLISH).text.count("📍") == 0
+
+
+def test_details_read_back_as_a_job_keeps_them() -> None:
+    details = sample_details()
+    assert details_from_json(details_as_json(details)) == details
+    assert details_from_json({}) is None
+    assert details_from_json("a person's edit") is None
 
 
 # --- GlitchTip's API ---------------------------------------------------------------------

@@ -8,10 +8,10 @@ import itertools
 import logging
 import re
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +39,8 @@ from relay_app.message.formatting import (
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin, Holder, on_store, this_process
 from relay_app.spool.database import Database
-from relay_app.spool.model import Claim
+from relay_app.spool.model import Claim, Lane
+from relay_app.telegram.courier import Sent
 from relay_app.words import ENGLISH
 from tests.conftest import (
     CHAT_ID,
@@ -47,11 +48,20 @@ from tests.conftest import (
     SECRET,
     TOKEN,
     FakeTime,
-    admit_to,
+    queue_alert,
     run_background,
 )
 from tests.e2e.helpers import wait_until
-from tests.in_process import MESSAGE, ScriptedTelegram, numbered, title_numbers, waits, webhook
+from tests.in_process import (
+    MESSAGE,
+    PAYLOAD,
+    ScriptedTelegram,
+    numbered,
+    text_of,
+    title_numbers,
+    waits,
+    webhook,
+)
 from tests.telegram_rules import visible_text
 
 # May have reached Telegram: counts toward RELAY_RETRY_ATTEMPTS.
@@ -119,7 +129,11 @@ def test_attempts_that_may_have_arrived_stop_at_the_ceiling_and_leave_a_dead_let
     # attempts keep RELAY_RETRY_WAIT apart.
     assert waits(telegram, arrived) == [0.0, GROUP_INTERVAL, 30.0, 30.0]
     [dead] = admin(relay).alerts("dead")
-    assert (dead.last_error, dead.unsure_attempts, dead.message) == (str(last), 4, MESSAGE)
+    assert (dead.last_error, dead.unsure_attempts, dead.data) == (
+        str(last),
+        4,
+        {"webhook": PAYLOAD},
+    )
     [record] = lost_alert_records(caplog)
     assert escape_controls(MESSAGE.text) in record.getMessage()  # one line: logs.py
     assert "giving up: 4 attempts may have reached Telegram (the first and" in record.getMessage()
@@ -206,13 +220,10 @@ def test_a_429_pauses_the_chat_for_every_process_on_the_spool(
 def test_the_chats_next_turn_counts_from_when_the_message_left(
     built: Callable[..., Relay], clock: FakeTime, spool_path: str
 ) -> None:
-    relay = built(ScriptedTelegram(clock=clock))
+    # A busy host: the message leaves, and is answered, a moment after its turn was taken.
+    relay = built(ScriptedTelegram(clock=clock, takes=[0.4]))
     turn = clock.now
-    admission = relay.intake.admit(MESSAGE, DESTINATION, started=time.monotonic())
-    assert admission is not None
-    assert admission.claim is not None  # the chat's turn is taken
-    clock.now += 0.4  # a busy host: the message leaves a moment after its turn
-    relay.intake.attempt(admission, started=time.monotonic())
+    webhook(relay)
     other_process = on_store(Database(spool_path)).queue
     assert other_process.next_turn(DESTINATION, now=turn + 1) == turn + 0.4 + GROUP_INTERVAL
 
@@ -343,10 +354,10 @@ def test_an_outage_costs_one_request_then_one_question_per_two_seconds_and_ends_
 # --- digests ----------------------------------------------------------------------------------
 
 
-def queue_alerts(relay: Relay, clock: FakeTime, messages: list[Message]) -> None:
+def queue_alerts(relay: Relay, clock: FakeTime, payloads: list[dict[str, Any]]) -> None:
     """Webhooks arriving faster than the chat's turns: the first is attempted, the rest wait."""
-    for message in messages:
-        webhook(relay, message)
+    for payload in payloads:
+        webhook(relay, payload)
         clock.now += 0.05
 
 
@@ -381,9 +392,9 @@ def test_an_alert_leaves_the_spool_only_with_its_digest(
     class Counting(ScriptedTelegram):
         def deliver(
             self, message: Message, destination: Destination, extras: object = None
-        ) -> None:
+        ) -> Sent:
             pending_at_each_send.append(spool.counts()["pending"])
-            super().deliver(message, destination)
+            return super().deliver(message, destination)
 
     telegram = Counting()
     relay = built(telegram, retry_attempts=1)
@@ -434,7 +445,7 @@ def test_a_missing_topic_sends_its_alerts_once_to_the_chat_itself_oldest_first(
     class WithoutTheTopic(ScriptedTelegram):
         def deliver(
             self, message: Message, destination: Destination, extras: object = None
-        ) -> None:
+        ) -> Sent:
             if destination == topic:
                 self.destinations.append(destination)
                 raise ThreadNotFound(
@@ -442,7 +453,7 @@ def test_a_missing_topic_sends_its_alerts_once_to_the_chat_itself_oldest_first(
                     error_code=400,
                     description="Bad Request: message thread not found",
                 )
-            super().deliver(message, destination)
+            return super().deliver(message, destination)
 
     telegram = WithoutTheTopic()
     relay = built(telegram)
@@ -489,14 +500,14 @@ def test_an_alert_that_used_up_its_attempts_is_sent_once_more_when_its_chat_acce
     webhook(relay, first)
     run_background(relay.dispatcher, clock)
     [record] = lost_alert_records(caplog)  # it died, and says so with its text
-    assert escape_controls(first.text) in record.getMessage()
+    assert escape_controls(text_of(first)) in record.getMessage()
     assert "it is sent once more when its chat next accepts a message" in record.getMessage()
     clock.now += 600
     assert isinstance(webhook(relay, second), Delivered)
     run_background(relay.dispatcher, clock)
     again = telegram.delivered[-1]
     assert again.text.startswith(
-        f"{ENGLISH.repeat_note}\n\n{first.text}\n\n⏳ Late: GlitchTip sent "
+        f"{ENGLISH.repeat_note}\n\n{text_of(first)}\n\n⏳ Late: GlitchTip sent "
     )
     assert again.text.endswith("later.")
     assert admin(relay).counts() == {"pending": 0, "dead": 0}
@@ -526,11 +537,20 @@ def left_by_a_dead_process(spool_path: str, clock: FakeTime, count: int = 1) -> 
     others while they waited for their turn."""
     gone = replace(this_process(), pid=2**22 + 7, started="1")
     queue = on_store(Database(spool_path)).queue
-    ids = []
-    for n in range(count):
-        admission = admit_to(queue, MESSAGE, now=clock.now, holder=gone, token=f"theirs-{n}")
-        assert admission.alert.id is not None
-        ids.append(admission.alert.id)
+    ids = [queue_alert(queue, PAYLOAD, now=clock.now).id for _ in range(count)]
+    lane = Lane(DESTINATION.lane, DESTINATION, clock.now, free=True)
+    claim = queue.claim(
+        lane,
+        now=clock.now,
+        holder=gone,
+        token="theirs",
+        in_flight=(),
+        fit=lambda jobs: 1,
+        retire=lambda job, now: None,
+        send=True,
+        lease_for=7.0,
+    )
+    assert isinstance(claim, Claim)  # the first, mid-attempt when its process died
     return ids
 
 
@@ -571,7 +591,7 @@ def test_an_alert_resumed_at_its_ceiling_is_not_sent_again(
     [alert_id] = left_by_a_dead_process(spool_path, clock)
     # Another process worked it up to the ceiling and died before recording the outcome.
     Database(spool_path).write(
-        lambda tx: tx.execute("UPDATE alerts SET unsure_attempts = 4, attempts = 4")
+        lambda tx: tx.execute("UPDATE jobs SET unsure_attempts = 4, attempts = 4")
     )
     clock.now += GROUP_INTERVAL
     telegram = ScriptedTelegram()
@@ -608,19 +628,14 @@ def test_a_clock_stepped_forward_during_a_slow_attempt_never_sends_it_twice(
     class Slow(ScriptedTelegram):
         def deliver(
             self, message: Message, destination: Destination, extras: object = None
-        ) -> None:
+        ) -> Sent:
             entered.set()
             assert release.wait(10)
-            super().deliver(message, destination)
+            return super().deliver(message, destination)
 
     telegram = Slow()
     relay = built(telegram)
-    admission = relay.intake.admit(MESSAGE, DESTINATION, started=time.monotonic())
-    assert admission is not None
-    assert admission.claim is not None
-    sending = threading.Thread(
-        target=relay.intake.attempt, args=(admission,), kwargs={"started": time.monotonic()}
-    )
+    sending = threading.Thread(target=webhook, args=(relay,))
     sending.start()
     assert entered.wait(10)
     clock.now += 600  # ten minutes "pass" while the attempt runs: its lease has "run out"
@@ -661,7 +676,7 @@ def test_stopping_leaves_spooled_alerts_for_the_next_start_unleased(
     telegram = ScriptedTelegram(forever=DOWN)
     relay = built(telegram)
     for chat in (-1, -2, -3):
-        webhook(relay, MESSAGE, Destination(chat))  # the first fails: the others wait
+        webhook(relay, PAYLOAD, Destination(chat))  # the first fails: the others wait
     relay.dispatcher.shutdown()
     assert telegram.calls == 1  # no attempt more for the shutdown
     queue = on_store(Database(spool_path)).queue
@@ -696,7 +711,8 @@ def test_a_last_attempt_sends_a_chats_alerts_in_as_many_messages_as_they_need(
     for message in numbered(3):
         webhook(relay, message)  # the first fails: the others wait
     relay.dispatcher.shutdown()
-    assert telegram.delivered == numbered(3)  # one message each, oldest first
+    # One message each, oldest first.
+    assert [title_numbers(message.text) for message in telegram.delivered] == [[1], [2], [3]]
     assert lost_alert_records(caplog) == []
     assert "taken over by another worker" not in caplog.text
 
@@ -746,9 +762,9 @@ def test_a_full_spool_keeps_the_alert_in_memory_and_says_so(
     telegram = ScriptedTelegram(forever=DOWN)
     relay = built(telegram, spool_max_pending=1)
     webhook(relay)
-    webhook(relay, MESSAGE, Destination(-5))
+    webhook(relay, PAYLOAD, Destination(-5))
     [record] = [r for r in caplog.records if "could not be written to the spool" in r.getMessage()]
-    assert "the spool is full: 1 alerts are already pending" in record.getMessage()
+    assert "the spool is full: 1 jobs are already pending" in record.getMessage()
     assert relay.memory.queue.pending() == 1
 
 
@@ -759,9 +775,10 @@ def test_an_overflowing_memory_refuses_loudly(
     relay.memory.queue.max_pending = 2
     webhook(relay)
     webhook(relay)
-    assert relay.intake.admit(MESSAGE, DESTINATION, started=time.monotonic()) is None
+    about = {"webhook": PAYLOAD}
+    assert relay.intake.admit(about, DESTINATION, started=0.0, text=MESSAGE.text) is None
     [record] = lost_alert_records(caplog)
-    assert "2 alerts are already waiting in memory" in record.getMessage()
+    assert "2 jobs are already waiting in memory" in record.getMessage()
     assert escape_controls(MESSAGE.text) in record.getMessage()  # one line: logs.py
 
 
@@ -832,9 +849,9 @@ def test_a_claim_held_up_past_its_lease_sends_nothing_where_another_relay_took_o
     relay = built(telegram)
     assert relay.spool is not None
     queue = relay.spool.queue
-    admit_to(queue, MESSAGE, now=clock.now, telegram_up=False)  # waits: Telegram is down
+    queue_alert(queue, PAYLOAD, now=clock.now)
     relay_a, relay_b = Holder("host-a", "boot", 1, "1"), Holder("host-b", "boot", 2, "2")
-    lease_for = relay.dispatcher.lease_for
+    lease_for = 7.0
 
     def claim_as(holder: Holder, token: str) -> Claim:
         [lane] = queue.lanes(now=clock.now, holder=holder, in_flight=())

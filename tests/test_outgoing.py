@@ -1,11 +1,14 @@
 """What goes with a message besides its text (outgoing.py): buttons for the issues of every alert
-in it, a recovery's reply to its outage, and the records a delivery leaves; and the rule that
-a recovery goes alone (job.py's `fit`)."""
+in it, a recovery's reply to its outage, and the records a delivery leaves; a recovery's line
+on its outage's card, shown by a queued edit; and the rule that a recovery goes alone (the
+renderer's `how_many`)."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +16,11 @@ import pytest
 
 from relay_app.acting.outgoing import Outgoing
 from relay_app.core.errors import SpoolError
-from relay_app.core.metrics import Metrics
 from relay_app.core.routing import Destination
-from relay_app.delivery.health import Health, MemoryHealthStore
-from relay_app.delivery.job import Jobs
-from relay_app.delivery.policy import RetryPolicy
-from relay_app.message.formatting import message_for
-from relay_app.spool import SpooledAlert
+from relay_app.delivery.outbox import Outbox
+from relay_app.delivery.render import Edit, Renderer
+from relay_app.message.formatting import Message
+from relay_app.spool import Claim, Job, Lane, on_store, this_process
 from relay_app.spool.database import Database
 from relay_app.spool.sent import SpoolSentStore
 from relay_app.telegram.courier import Sent
@@ -28,99 +29,153 @@ from tests.payloads import issue, issue_alert, uptime_alert
 
 NOW = 1_800_000_000.0
 TOPIC = Destination(-1001234567890, 77)
+RENDERER = Renderer(ENGLISH, late_after=60.0)
 
 
-def alert(payload: dict[str, Any], *, received_at: float = NOW) -> SpooledAlert:
-    return SpooledAlert(
-        message_for(payload, ENGLISH), TOPIC, received_at=received_at, retry_from=received_at, id=1
+_ids = itertools.count(1)
+
+
+def job(payload: dict[str, Any], *, received_at: float = NOW) -> Job:
+    """A webhook's alert as a claim hands it out, an id of its own each."""
+    return Job(
+        "alert",
+        {"webhook": payload},
+        TOPIC,
+        received_at=received_at,
+        retry_from=received_at,
+        id=next(_ids),
+        lane=TOPIC.lane,
     )
 
 
-class Edits:
-    def __init__(self) -> None:
-        self.made: list[tuple[str, int, str, object]] = []
+def rendered(*jobs: Job) -> list[Message]:
+    return [RENDERER.alert(each) for each in jobs]
 
-    def __call__(self, chat: str, message_id: int, html_text: str, keyboard: object) -> None:
-        self.made.append((chat, message_id, html_text, keyboard))
+
+@dataclass
+class Spool:
+    """The sent records, and the jobs queued beside them, in one spool file."""
+
+    sent: SpoolSentStore
+    database: Database
+
+    def outgoing(self, *, buttons: bool, links: str | None = None) -> Outgoing:
+        outbox = Outbox(on_store(self.database).queue, clock=lambda: NOW)
+        return Outgoing(
+            self.sent,
+            outbox=outbox,
+            buttons=buttons,
+            glitchtip_links=links,
+            clock=lambda: NOW,
+            words=ENGLISH,
+        )
+
+    def edits_queued(self) -> list[Edit]:
+        """The card edits waiting, each as it would be sent now."""
+        queue = on_store(self.database).queue
+        renderer = Renderer(ENGLISH, late_after=60.0, cards=self.sent.message)
+        edits = []
+        for lane in queue.lanes(now=NOW, holder=this_process(), in_flight=()):
+            claim = queue.claim(
+                Lane(lane.key, lane.destination, NOW, free=True),
+                now=NOW,
+                holder=this_process(),
+                token=lane.key,
+                in_flight=(),
+                fit=renderer.how_many,
+                retire=lambda job, now: None,
+                send=True,
+                lease_for=10.0,
+            )
+            assert isinstance(claim, Claim)
+            write = renderer.write(claim.jobs, now=NOW)
+            assert isinstance(write, Edit)
+            edits.append(write)
+        return edits
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SpoolSentStore]:
+def spool(tmp_path: Path) -> Iterator[Spool]:
     database = Database(str(tmp_path / "spool.sqlite3"))
-    yield SpoolSentStore(database)
+    yield Spool(SpoolSentStore(database), database)
     database.close()
 
 
-def test_every_issue_of_every_alert_in_a_message_gets_its_buttons(store: SpoolSentStore) -> None:
-    outgoing = Outgoing(store, edit=Edits(), buttons=True, clock=lambda: NOW, words=ENGLISH)
-    alerts = [alert(issue_alert(issue(1), issue(2))), alert(issue_alert(issue(3)))]
+def test_every_issue_of_every_alert_in_a_message_gets_its_buttons(spool: Spool) -> None:
+    outgoing = spool.outgoing(buttons=True)
+    jobs = [job(issue_alert(issue(1), issue(2))), job(issue_alert(issue(3)))]
+    alerts = rendered(*jobs)
     plan = outgoing.plan(alerts, TOPIC)
     assert [b.issue_id for b in plan.buttons] == ["1", "2", "3"]
     assert len({b.key for b in plan.buttons}) == 3  # a fresh key each
     assert plan.extras.keyboard is not None
     assert plan.extras.reply_to is None
-    assert (
-        outgoing.delivered(plan, Sent("-1001234567890", 5, "<b>digest</b>"), alerts, TOPIC) is None
-    )
-    found = store.pressed(plan.buttons[2].key)
+    outgoing.delivered(plan, Sent("-1001234567890", 5, "<b>digest</b>"), alerts, jobs, TOPIC)
+    found = spool.sent.pressed(plan.buttons[2].key)
     assert found is not None
     assert (found[0].message_id, found[1].issue_id) == (5, "3")
 
 
 def test_issues_whose_links_are_not_glitchtips_get_no_buttons_and_one_warning(
-    store: SpoolSentStore, caplog: pytest.LogCaptureFixture
+    spool: Spool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    outgoing = Outgoing(
-        store, edit=Edits(), buttons=True, glitchtip_links="https://gt.example.org", words=ENGLISH
-    )
+    links = "https://gt.example.org"
+    outgoing = spool.outgoing(buttons=True, links=links)
     payload = issue_alert(
         issue(1, link="https://gt.example.org/acme/issues/1"),
         issue(2, link="http://169.254.169.254/latest/issues/2"),  # a webhook may name anything
         issue(3, link="https://attacker.example/acme/issues/3"),
     )
+    as_sent = Renderer(ENGLISH, late_after=60.0, buttons_at=links).alert(job(payload))
+    assert [issue.id for issue in as_sent.subjects.issues] == ["1"]
+    assert as_sent.html == RENDERER.alert(job(payload)).html  # the alert itself is as it was
     with caplog.at_level(logging.WARNING):
-        message = outgoing.vetted(message_for(payload, ENGLISH))
-    assert [issue.id for issue in message.subjects.issues] == ["1"]
-    assert message.html == message_for(payload, ENGLISH).html  # the alert itself is as it was
+        outgoing.check_links(RENDERER.alert(job(payload)))
     [warning] = caplog.records
     assert "2 issue(s) whose link is not at GlitchTip's address" in warning.getMessage()
     assert "http://169.254.169.254, https://attacker.example" in warning.getMessage()
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        assert outgoing.vetted(message) is message  # GlitchTip's own: nothing to say
+        outgoing.check_links(as_sent)  # GlitchTip's own: nothing to say
     assert caplog.records == []
 
 
-def test_without_a_token_there_are_no_buttons_and_nothing_to_keep(store: SpoolSentStore) -> None:
-    outgoing = Outgoing(store, edit=Edits(), buttons=False, words=ENGLISH)
-    alerts = [alert(issue_alert(issue(1)))]
+def test_without_a_token_there_are_no_buttons_and_nothing_to_keep(spool: Spool) -> None:
+    outgoing = spool.outgoing(buttons=False)
+    jobs = [job(issue_alert(issue(1)))]
+    alerts = rendered(*jobs)
     plan = outgoing.plan(alerts, TOPIC)
     assert (plan.buttons, plan.extras.keyboard, plan.extras.reply_to) == ((), None, None)
-    outgoing.delivered(plan, Sent("-1001234567890", 5, "x"), alerts, TOPIC)
-    assert store.prune(before=NOW * 2) == 0  # nothing was kept
+    outgoing.delivered(plan, Sent("-1001234567890", 5, "x"), alerts, jobs, TOPIC)
+    assert spool.sent.prune(before=NOW * 2) == 0  # nothing was kept
 
 
-def test_a_recovery_replies_to_its_outage_and_then_marks_it_over(store: SpoolSentStore) -> None:
-    edits = Edits()
-    outgoing = Outgoing(store, edit=edits, buttons=False, clock=lambda: NOW, words=ENGLISH)
-    down = [alert(uptime_alert(down=True), received_at=NOW)]
-    outgoing.delivered(
-        outgoing.plan(down, TOPIC), Sent("-1001234567890", 8, "<b>DOWN</b>"), down, TOPIC
-    )
+def test_a_recovery_replies_to_its_outage_and_its_card_is_edited_to_say_it_is_over(
+    spool: Spool,
+) -> None:
+    outgoing = spool.outgoing(buttons=False)
+    down = [job(uptime_alert(down=True), received_at=NOW)]
+    went_down = rendered(*down)
+    sent = Sent("-1001234567890", 8, "<b>DOWN</b>")
+    outgoing.delivered(outgoing.plan(went_down, TOPIC), sent, went_down, down, TOPIC)
 
-    up = [alert(uptime_alert(down=False), received_at=NOW + 252)]
-    plan = outgoing.plan(up, TOPIC)
+    up = [job(uptime_alert(down=False), received_at=NOW + 252)]
+    back_up = rendered(*up)
+    plan = outgoing.plan(back_up, TOPIC)
     assert plan.extras.reply_to == 8
-    elsewhere = outgoing.plan(up, Destination(-1001234567890, 78))  # another topic's outage
+    elsewhere = outgoing.plan(back_up, Destination(-1001234567890, 78))  # another topic's
     assert elsewhere.extras.reply_to is None
-    follow_up = outgoing.delivered(plan, Sent("-1001234567890", 9, "<b>UP</b>"), up, TOPIC)
-    assert follow_up is not None
-    assert edits.made == []  # not on the delivering thread
-    follow_up()
-    assert edits.made == [
-        ("-1001234567890", 8, "<b>DOWN</b>\n\n✅ My API back up after 4 min 12 s", None)
-    ]
-    assert outgoing.plan(up, TOPIC).extras.reply_to is None  # that outage is over
+    assert spool.edits_queued() == []
+    outgoing.delivered(plan, Sent("-1001234567890", 9, "<b>UP</b>"), back_up, up, TOPIC)
+    # Queued, as every write to the chat: a job of the outage's card, made when it goes.
+    [edit] = spool.edits_queued()
+    assert (edit.chat, edit.message_id, edit.html, edit.keyboard) == (
+        "-1001234567890",
+        8,
+        "<b>DOWN</b>\n\n✅ My API back up after 4 min 12 s",
+        None,
+    )
+    assert outgoing.plan(back_up, TOPIC).extras.reply_to is None  # that outage is over
 
 
 class BrokenStore(SpoolSentStore):
@@ -132,25 +187,19 @@ def test_a_record_that_cannot_be_kept_costs_the_alert_nothing(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     database = Database(str(tmp_path / "spool.sqlite3"))
-    outgoing = Outgoing(BrokenStore(database), edit=Edits(), buttons=True, words=ENGLISH)
-    alerts = [alert(issue_alert(issue(1)))]
+    outgoing = Outgoing(BrokenStore(database), outbox=None, buttons=True, words=ENGLISH)
+    jobs = [job(issue_alert(issue(1)))]
+    alerts = rendered(*jobs)
     with caplog.at_level(logging.WARNING):
-        outgoing.delivered(outgoing.plan(alerts, TOPIC), Sent("-1", 5, "x"), alerts, TOPIC)
+        outgoing.delivered(outgoing.plan(alerts, TOPIC), Sent("-1", 5, "x"), alerts, jobs, TOPIC)
     assert "presses on it will be refused" in caplog.text
     database.close()
 
 
 def test_a_recovery_goes_alone_and_ends_a_digest_before_it() -> None:
-    jobs = Jobs(
-        lambda message, destination, extras: None,
-        policy=RetryPolicy(attempts=3, wait=30, max_age=3600),
-        health=Health(MemoryHealthStore()),
-        metrics=Metrics(),
-        outgoing=Outgoing(None, edit=Edits(), buttons=False, words=ENGLISH),
-        words=ENGLISH,
-    )
-    issues = [alert(issue_alert(issue(n))) for n in range(3)]
-    recovery = alert(uptime_alert(down=False))
-    assert jobs.fit([*issues, recovery, *issues]) == 3
-    assert jobs.fit([recovery, *issues]) == 1
-    assert jobs.fit([alert(uptime_alert(down=True)), *issues]) == 4  # an outage may share
+    issues = [job(issue_alert(issue(n))) for n in range(3)]
+    recovery = job(uptime_alert(down=False))
+    assert RENDERER.how_many([*issues, recovery, *issues]) == 3
+    assert RENDERER.how_many([recovery, *issues]) == 1
+    outage = job(uptime_alert(down=True))
+    assert RENDERER.how_many([outage, *issues]) == 4  # an outage may share

@@ -21,17 +21,14 @@ from flask import Flask
 
 from relay_app import create_app, relay_of
 from relay_app.core.errors import SpoolBusy, SpoolError
-from relay_app.glitchtip.webhook import parse_alert
-from relay_app.message.formatting import format_alert
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin, State, on_store
 from relay_app.spool.history import SCHEMA_VERSION
 from relay_app.spool.postgres import PgDatabase, redacted_url
 from relay_app.spool.schema import upgrade
 from relay_app.spool.store import Tx
-from relay_app.words import ENGLISH
 from tests.blackhole import Blackhole
-from tests.conftest import OK, SEND_URL, WEBHOOK, admit_to, metric_samples
+from tests.conftest import OK, SEND_URL, WEBHOOK, metric_samples, queue_alert
 from tests.e2e.helpers import wait_until
 from tests.e2e.relay_process import free_port
 from tests.old_spools import old_postgres
@@ -133,7 +130,7 @@ def test_three_relays_starting_at_once_on_an_empty_database_all_come_up(pg_url: 
     def first_work(database: PgDatabase) -> None:
         barrier.wait()
         try:
-            database.write(lambda tx: tx.execute("SELECT count(*) FROM alerts"))
+            database.write(lambda tx: tx.execute("SELECT count(*) FROM jobs"))
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -159,12 +156,7 @@ def test_queuing_work_wakes_the_other_relays_at_once(pg_url: str) -> None:
         listening.queue.subscribe(woken.set)
         assert woken.wait(5)  # told once when it starts listening: anything queued before
         woken.clear()
-        admit_to(
-            queuing.queue,
-            format_alert(parse_alert(issue_alert(issue(1))), ENGLISH),
-            now=time.time(),
-            telegram_up=False,
-        )
+        queue_alert(queuing.queue, issue_alert(issue(1)), now=time.time())
         assert woken.wait(5)
     finally:
         listening.queue.unsubscribe()

@@ -1,42 +1,42 @@
 """A press on an alert's button (presses.py) and GlitchTip's API behind it (glitchtip_api.py),
-with GlitchTip's HTTP layer mocked by `responses` as the reference says it answers, the records
-in a real SQLite spool, and a small recording stand-in for Telegram."""
+with GlitchTip's HTTP layer mocked by `responses` as the reference says it answers: the relay
+as a whole (its buttons, its spool, its dispatcher) against the scripted Telegram, on the test's
+clock. The press is answered at once; the card's edit is a job, sent in the chat's turn."""
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import requests
 import responses
 
-from relay_app.acting.keyboards import callback_data
+from relay_app import Relay
 from relay_app.acting.notices import glitchtip_notice, operator_fix
 from relay_app.acting.presses import Presses
 from relay_app.acting.team import Team
 from relay_app.core.errors import (
-    DeliveryError,
     GlitchTipError,
     GlitchTipIssueGone,
     GlitchTipScopeMissing,
     GlitchTipTokenRefused,
     GlitchTipUnreachable,
+    RetryableDeliveryError,
+    SpoolError,
 )
 from relay_app.core.logs import configure_logging
-from relay_app.core.metrics import Metrics
+from relay_app.delivery.outbox import Outbox
 from relay_app.glitchtip.api import MAX_ANSWER_BYTES, GlitchTipApi
-from relay_app.spool.database import Database
-from relay_app.spool.sent import IssueButton, SentMessage, SpoolSentStore
+from relay_app.message.cards import IssueButton, SentMessage, callback_data
 from relay_app.words import ENGLISH
+from tests.conftest import FakeTime
+from tests.in_process import GLITCHTIP, GT_TOKEN, Chat, LimitedTelegram, ScriptedTelegram
 from tests.prometheus import parse, value
 
-GLITCHTIP = "https://gt.example.org"
 ISSUE_URL = f"{GLITCHTIP}/api/0/issues/4/"
-GT_TOKEN = "a1" * 32
 CHAT = "-1001234567890"
 # The link's origin as the webhook named it: where the token must not go, whatever it says.
 ATTACKER = "http://attacker.example:8081"
@@ -50,48 +50,20 @@ SENT = SentMessage(
 _update_ids = itertools.count(1000)
 
 
-class RecordingChat:
-    """Telegram as a press sees it: what was edited and answered."""
-
-    def __init__(self, *, edit_fails: bool = False) -> None:
-        self.edits: list[tuple[str, int, str, dict[str, Any] | None]] = []
-        self.answers: list[tuple[str, str, bool]] = []
-        self._edit_fails = edit_fails
-
-    def edit(
-        self, chat: str, message_id: int, html_text: str, keyboard: dict[str, Any] | None
-    ) -> None:
-        if self._edit_fails:
-            raise DeliveryError("Telegram refused editMessageText (400): message can't be edited")
-        self.edits.append((chat, message_id, html_text, keyboard))
-
-    def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None:
-        self.answers.append((callback_query_id, text, alert))
-
-
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SpoolSentStore]:
-    database = Database(str(tmp_path / "spool.sqlite3"))
-    kept = SpoolSentStore(database)
-    kept.keep(SENT, [])
-    yield kept
-    database.close()
+def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
+    """The relay with its buttons against a scripted Telegram, the card it sent kept, at
+    08:04 UTC on the day it was sent."""
+    fake_time.now = 1_800_000_240.0
+    return Chat.of(built, fake_time, SENT)
 
 
 def api() -> GlitchTipApi:
     return GlitchTipApi(GT_TOKEN, GLITCHTIP, timeout=2.0)
 
 
-def presses(store: SpoolSentStore, chat: RecordingChat, **overrides: Any) -> Presses:
-    team = Team(
-        store=store,
-        glitchtip=api(),
-        allowed_users=overrides.get("allowed_users", frozenset()),
-        words=ENGLISH,
-        metrics=overrides.get("metrics"),
-        clock=lambda: 1_800_000_240.0,
-    )
-    return Presses(team, chat)
+def samples(chat: Chat) -> Any:
+    return parse(chat.relay.metrics.exposition().decode())
 
 
 def press(
@@ -117,21 +89,19 @@ def press(
     }
 
 
-def answered(chat: RecordingChat) -> list[tuple[str, bool]]:
-    return [(text, alert) for _, text, alert in chat.answers]
-
-
-def test_a_press_changes_the_issue_edits_the_message_and_is_answered(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock
+def test_a_press_changes_the_issue_is_answered_at_once_and_its_card_edited_in_turn(
+    chat: Chat, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
-    chat = RecordingChat()
-    presses(store, chat).handle_update(press(callback_data("resolve", "the-key")))
+    chat.update(press(callback_data("resolve", "the-key")))
     [call] = glitchtip.calls
     assert call.request.url == ISSUE_URL  # GLITCHTIP_URL's, never the link's (ATTACKER)
     assert call.request.headers["Authorization"] == f"Bearer {GT_TOKEN}"
     assert call.request.body == b'{"status": "resolved"}'
-    [(edited_chat, message_id, html_text, keyboard)] = chat.edits
+    assert chat.answered() == [("Resolved BACKEND-4A in GlitchTip", False)]
+    assert chat.telegram.edits == []  # queued, as every write to the chat
+    chat.settle()
+    [(edited_chat, message_id, html_text, keyboard)] = chat.telegram.edits
     assert (edited_chat, message_id) == (CHAT, 41)
     assert html_text == "<b>🔴 GlitchTip Alert</b>\n\n✅ Resolved by @ada at 08:04 UTC"
     assert keyboard == {
@@ -142,50 +112,54 @@ def test_a_press_changes_the_issue_edits_the_message_and_is_answered(
             ]
         ]
     }
-    assert answered(chat) == [("Resolved BACKEND-4A in GlitchTip", False)]
 
 
 def test_an_update_acts_once_however_often_it_arrives(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock
+    chat: Chat, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
-    metrics = Metrics()
-    chat = RecordingChat()
     first = press(callback_data("resolve", "the-key"))
-    presses(store, chat, metrics=metrics).handle_update(first)
-    # Telegram again (its webhook's answer was lost), and a replay under a new update id.
-    another_process = presses(store, chat, metrics=metrics)
+    chat.update(first)
+    # Telegram again (its webhook's answer was lost), and a replay under a new update id, to
+    # another process of the relay.
+    answers = ScriptedTelegram()
+    assert chat.relay.spool is not None
+    team = Team(
+        store=chat.store,
+        glitchtip=api(),
+        allowed_users=frozenset(),
+        words=ENGLISH,
+        metrics=chat.relay.metrics,
+        clock=lambda: chat.clock.now,
+    )
+    another_process = Presses(team, answers, Outbox(chat.relay.spool.queue))
     another_process.handle_update(first)
     replayed = press(callback_data("resolve", "the-key"), press_id=first["callback_query"]["id"])
     another_process.handle_update(replayed)
+    chat.settle()
     assert len(glitchtip.calls) == 1
-    assert len(chat.edits) == 1
-    assert len(chat.answers) == 1  # the first delivery answered it
-    samples = parse(metrics.exposition().decode())
-    assert value(samples, "relay_button_presses_total", outcome="repeated") == 2
+    assert len(chat.telegram.edits) == 1
+    assert len(chat.telegram.answered) + len(answers.answered) == 1  # the first answered it
+    assert value(samples(chat), "relay_button_presses_total", outcome="repeated") == 2
 
 
 def test_a_button_no_longer_shown_does_nothing(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock
+    chat: Chat, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
-    metrics = Metrics()
-    chat = RecordingChat()
-    handle = presses(store, chat, metrics=metrics).handle_update
-    handle(press(callback_data("resolve", "the-key")))
+    chat.update(press(callback_data("resolve", "the-key")))
     # The keyboard shows only Reopen now; Resolve and Ignore from the old one are stale.
-    handle(press(callback_data("ignore", "the-key")))
-    handle(press(callback_data("resolve", "the-key")))
+    chat.update(press(callback_data("ignore", "the-key")))
+    chat.update(press(callback_data("resolve", "the-key")))
     assert len(glitchtip.calls) == 1
-    assert answered(chat)[1:] == [
+    assert chat.answered()[1:] == [
         (ENGLISH.press_out_of_date, True),
         (ENGLISH.press_out_of_date, True),
     ]
-    found = store.pressed("the-key")
+    found = chat.store.pressed("the-key")
     assert found is not None
     assert found[1].status == "resolved"
-    samples = parse(metrics.exposition().decode())
-    assert value(samples, "relay_button_presses_total", outcome="stale") == 2
+    assert value(samples(chat), "relay_button_presses_total", outcome="stale") == 2
 
 
 @pytest.mark.parametrize(
@@ -198,25 +172,26 @@ def test_a_button_no_longer_shown_does_nothing(
     ],
 )
 def test_only_a_press_on_the_message_a_record_belongs_to_counts(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock, forged: dict[str, Any]
+    chat: Chat, glitchtip: responses.RequestsMock, forged: dict[str, Any]
 ) -> None:
-    chat = RecordingChat()
-    presses(store, chat).handle_update(forged)
+    chat.update(forged)
+    chat.settle()
     assert len(glitchtip.calls) == 0
-    assert chat.edits == []
-    assert answered(chat) == [(ENGLISH.press_unknown, True)]
+    assert chat.telegram.edits == []
+    assert chat.answered() == [(ENGLISH.press_unknown, True)]
 
 
 def test_someone_not_on_the_list_is_refused(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock, caplog: pytest.LogCaptureFixture
+    built: Callable[..., Relay],
+    fake_time: FakeTime,
+    glitchtip: responses.RequestsMock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    chat = RecordingChat()
+    chat = Chat.of(built, fake_time, SENT, action_user_ids=frozenset({1, 2}))
     with caplog.at_level(logging.WARNING):
-        presses(store, chat, allowed_users=frozenset({1, 2})).handle_update(
-            press(callback_data("resolve", "the-key"), user_id=7)
-        )
+        chat.update(press(callback_data("resolve", "the-key"), user_id=7))
     assert len(glitchtip.calls) == 0
-    assert answered(chat) == [(ENGLISH.press_not_allowed, True)]
+    assert chat.answered() == [(ENGLISH.press_not_allowed, True)]
     assert "not in TELEGRAM_ACTION_USER_IDS" in caplog.text
 
 
@@ -253,7 +228,7 @@ OPERATOR_HAS_IT = "GlitchTip refused the change; the relay's operator has the de
     ],
 )
 def test_each_glitchtip_failure_is_named_for_the_presser_and_fixed_for_the_operator(
-    store: SpoolSentStore,
+    chat: Chat,
     glitchtip: responses.RequestsMock,
     caplog: pytest.LogCaptureFixture,
     status: int | None,
@@ -274,12 +249,12 @@ def test_each_glitchtip_failure_is_named_for_the_presser_and_fixed_for_the_opera
     with pytest.raises(error) as raised:
         api().set_status("4", "resolved")
     assert isinstance(raised.value, GlitchTipError)
-    assert notice in glitchtip_notice(raised.value, ENGLISH)
-    chat = RecordingChat()
+    assert notice in glitchtip_notice(raised.value).text(ENGLISH)
     with caplog.at_level(logging.WARNING):
-        presses(store, chat).handle_update(press(callback_data("resolve", "the-key")))
-    assert chat.edits == []
-    [(_, said, alert)] = chat.answers
+        chat.update(press(callback_data("resolve", "the-key")))
+    chat.settle()
+    assert chat.telegram.edits == []
+    [(said, alert)] = chat.answered()
     assert notice in said
     assert "GLITCHTIP_" not in said  # the operator's words stay in the log
     assert alert
@@ -295,18 +270,40 @@ def test_each_glitchtip_failure_is_named_for_the_presser_and_fixed_for_the_opera
         assert line.levelno == logging.ERROR
         assert f". FIX: {fix}" in line.getMessage()
     assert GT_TOKEN not in caplog.text
-    found = store.pressed("the-key")
+    found = chat.store.pressed("the-key")
     assert found is not None
     assert found[1].status is None  # nothing recorded: nothing changed
 
 
-def test_a_change_made_but_not_shown_is_still_answered_as_made(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock
+def test_an_edit_that_meets_a_5xx_is_applied_later_not_dropped(
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
+) -> None:
+    # Before, the card of a press whose edit met one 500 never changed: the person who pressed
+    # saw nothing happen, and pressed again.
+    glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
+    failing = RetryableDeliveryError("Telegram refused editMessageText (500)", error_code=500)
+    telegram = ScriptedTelegram(failing, clock=fake_time)
+    chat = Chat.of(built, fake_time, SENT, telegram=telegram)
+    chat.update(press(callback_data("resolve", "the-key")))
+    chat.settle()
+    assert telegram.writes == ["editMessageText", "editMessageText"]  # failed, then again
+    [(_, _, html_text, _)] = telegram.edits
+    assert "✅ Resolved by @ada" in html_text
+    assert chat.answered() == [("Resolved BACKEND-4A in GlitchTip", False)]
+
+
+def test_a_change_whose_edit_cannot_be_queued_is_still_answered_as_made(
+    chat: Chat, glitchtip: responses.RequestsMock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
-    chat = RecordingChat(edit_fails=True)
-    presses(store, chat).handle_update(press(callback_data("resolve", "the-key")))
-    assert answered(chat) == [
+    assert chat.relay.outbox is not None
+
+    def no_room(*_: object, **__: object) -> None:
+        raise SpoolError("database is locked")
+
+    monkeypatch.setattr(chat.relay.outbox, "card", no_room)
+    chat.update(press(callback_data("resolve", "the-key")))
+    assert chat.answered() == [
         ("Resolved BACKEND-4A in GlitchTip (the message could not be updated)", False)
     ]
 
@@ -332,7 +329,7 @@ def test_a_redirect_is_not_followed_and_its_location_is_named(
         api().set_status("4", "resolved")
     assert [call.request.url for call in glitchtip.calls] == [ISSUE_URL]
     assert elsewhere in str(raised.value)
-    assert glitchtip_notice(raised.value, ENGLISH) == OPERATOR_HAS_IT
+    assert glitchtip_notice(raised.value).text(ENGLISH) == OPERATOR_HAS_IT
     fix = operator_fix(raised.value)
     assert fix is not None
     assert fix.startswith(f"GLITCHTIP_URL answers with a redirect (to {elsewhere})")
@@ -345,7 +342,7 @@ def test_an_answer_larger_than_glitchtip_gives_is_not_read_to_its_end(
     glitchtip.put(ISSUE_URL, body=huge, content_type="application/json")
     with pytest.raises(GlitchTipUnreachable) as raised:
         api().set_status("4", "resolved")
-    assert "GlitchTip is failing" in glitchtip_notice(raised.value, ENGLISH)
+    assert "GlitchTip is failing" in glitchtip_notice(raised.value).text(ENGLISH)
 
 
 def test_an_issue_id_is_digits_only(glitchtip: responses.RequestsMock) -> None:
@@ -355,16 +352,43 @@ def test_an_issue_id_is_digits_only(glitchtip: responses.RequestsMock) -> None:
 
 
 def test_each_press_is_counted_by_what_became_of_it(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock
+    chat: Chat, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
-    metrics = Metrics()
-    handle = presses(store, RecordingChat(), metrics=metrics).handle_update
-    handle(press(callback_data("resolve", "the-key")))
-    handle(press(callback_data("reopen", "the-key")))
-    handle(press(callback_data("resolve", "no-such-key")))
+    chat.update(press(callback_data("resolve", "the-key")))
+    chat.update(press(callback_data("reopen", "the-key")))
+    chat.update(press(callback_data("resolve", "no-such-key")))
     glitchtip.replace(responses.PUT, ISSUE_URL, status=404, json={"detail": "Not Found"})
-    handle(press(callback_data("ignore", "the-key")))
-    samples = parse(metrics.exposition().decode())
+    chat.update(press(callback_data("ignore", "the-key")))
     for outcome, count in (("resolved", 1), ("unresolved", 1), ("unknown", 1), ("failed", 1)):
-        assert value(samples, "relay_button_presses_total", outcome=outcome) == count
+        assert value(samples(chat), "relay_button_presses_total", outcome=outcome) == count
+
+
+def test_six_presses_at_once_in_a_rate_limited_chat_each_show_on_their_card(
+    built: Callable[..., Relay], fake_time: FakeTime
+) -> None:
+    # Telegram allows a group one write every 3 s, sends and edits alike. Before, 1 of 6 cards
+    # showed its mute: the other 5 edits met a 429, and were dropped.
+    cards = [
+        SentMessage(
+            CHAT,
+            50 + n,
+            f"<b>🔴 alert {n}</b>",
+            fake_time.now,
+            buttons=(IssueButton(f"key-{n}", str(n), GLITCHTIP, f"BACKEND-{n}A"),),
+        )
+        for n in range(6)
+    ]
+    telegram = LimitedTelegram(fake_time)
+    telegram.limits.group_interval = 3.0
+    chat = Chat.of(built, fake_time, *cards, telegram=telegram)
+    for n in range(6):
+        chat.update(press(callback_data("mute", f"key-{n}"), message_id=50 + n))
+    assert len(chat.answered()) == 6  # each press answered at once
+    chat.settle()
+    shown = {message_id: html for _, message_id, html, _ in telegram.edits}
+    assert sorted(shown) == [50, 51, 52, 53, 54, 55]  # every card, once
+    assert all("🔇 Muted in this chat by @ada until" in html for html in shown.values())
+    assert telegram.refused == []  # paced with the chat's sends: no 429 at all
+    gaps = [b - a for a, b in itertools.pairwise(telegram.times)]
+    assert min(gaps) >= 3.0

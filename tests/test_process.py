@@ -10,19 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from relay_app.core.process import PerProcess
-from relay_app.glitchtip.webhook import parse_alert
-from relay_app.message.formatting import Message, format_alert
 from relay_app.spool import on_store, open_memory
 from relay_app.spool.database import Database
-from relay_app.words import ENGLISH
-from tests.conftest import admit_to
+from tests.conftest import queue_alert
 from tests.payloads import issue, issue_alert
 
 NOW = 1_800_000_000.0
-
-
-def message(number: int = 1) -> Message:
-    return format_alert(parse_alert(issue_alert(issue(number))), ENGLISH)
 
 
 def in_a_child(check: Callable[[], bool]) -> int:
@@ -67,10 +60,10 @@ def test_a_child_reads_the_spool_file_on_its_own_connection_and_has_an_empty_mem
     spool = on_store(Database(str(tmp_path / "spool.sqlite3")))
     memory = open_memory()
     for queue in (spool.queue, memory.queue):
-        admit_to(queue, message(), now=NOW, telegram_up=False)
+        queue_alert(queue, issue_alert(issue(1)), now=NOW)
 
     def child() -> bool:
-        admit_to(spool.queue, message(2), now=NOW, telegram_up=False)
+        queue_alert(spool.queue, issue_alert(issue(2)), now=NOW)
         return spool.queue.pending() == 2 and memory.queue.pending() == 0
 
     assert in_a_child(child) == 0

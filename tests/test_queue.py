@@ -17,18 +17,18 @@ from relay_app.core.errors import QueueFull
 from relay_app.core.outcomes import Dead, Delivered, Outcome, RetryAt
 from relay_app.core.pacing import GROUP_INTERVAL
 from relay_app.core.routing import Destination
+from relay_app.delivery.render import Renderer
 from relay_app.glitchtip.webhook import parse_alert
-from relay_app.message.formatting import Message, format_alert
+from relay_app.message.formatting import format_alert
 from relay_app.spool import (
     Admin,
-    Admission,
     Claim,
     Holder,
+    Job,
     Lane,
     Later,
     Queue,
     Settlement,
-    SpooledAlert,
     on_store,
     this_process,
 )
@@ -38,7 +38,7 @@ from relay_app.spool.pacer import MAX_SEND_DELAY
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH
-from tests.conftest import CHAT_ID, DESTINATION, FakeTime, admit_to
+from tests.conftest import CHAT_ID, DESTINATION, FakeTime, queue_alert
 from tests.old_spools import old_postgres, old_sqlite
 from tests.payloads import issue, issue_alert
 
@@ -47,8 +47,8 @@ OTHER_CHAT = Destination(-1009999)
 ME = this_process()
 
 
-def message(number: int = 1) -> Message:
-    return format_alert(parse_alert(issue_alert(issue(number))), ENGLISH)
+def payload(number: int = 1) -> dict[str, object]:
+    return issue_alert(issue(number))
 
 
 class Tokens:
@@ -135,33 +135,20 @@ def tokens() -> Tokens:
     return Tokens()
 
 
-def admit(
-    queue: Queue,
-    clock: FakeTime,
-    tokens: Tokens,
-    to: Destination = DESTINATION,
-    *,
-    number: int = 1,
-    telegram_up: bool = True,
-    attempt_by: float = float("inf"),
-) -> Admission:
-    return admit_to(
-        queue,
-        message(number),
-        to,
-        now=clock.now,
-        token=tokens.new(),
-        in_flight=tokens.in_flight,
-        telegram_up=telegram_up,
-        attempt_by=attempt_by,
-    )
+def admit(queue: Queue, clock: FakeTime, to: Destination = DESTINATION, *, number: int = 1) -> Job:
+    """A webhook's alert queued, as the webhook queues it."""
+    return queue_alert(queue, payload(number), to, now=clock.now)
 
 
-def lane_of(queue: Queue, clock: FakeTime, tokens: Tokens, to: Destination = DESTINATION) -> Lane:
+def lane_of(
+    queue: Queue, clock: FakeTime, tokens: Tokens, to: Destination | str = DESTINATION
+) -> Lane:
+    """The lane of a destination's alerts, or (by its key) a message's."""
+    key = to if isinstance(to, str) else to.lane
     [lane] = [
         lane
         for lane in queue.lanes(now=clock.now, holder=ME, in_flight=tokens.in_flight)
-        if lane.destination == to
+        if lane.key == key
     ]
     return lane
 
@@ -170,10 +157,10 @@ def claim(
     queue: Queue,
     clock: FakeTime,
     tokens: Tokens,
-    to: Destination = DESTINATION,
+    to: Destination | str = DESTINATION,
     *,
-    fit: Callable[[list[SpooledAlert]], int] = len,
-    retire: Callable[[SpooledAlert, float], Dead | None] = lambda alert, now: None,
+    fit: Callable[[list[Job]], int] = len,
+    retire: Callable[[Job, float], Dead | None] = lambda job, now: None,
     send: bool = True,
     holder: Holder = ME,
 ) -> Claim | Later | None:
@@ -196,8 +183,13 @@ def claimed(queue: Queue, clock: FakeTime, tokens: Tokens, **kwargs: object) -> 
     return result
 
 
+def number_of(job: Job) -> int:
+    """The number its test alert was made with (its issue's title ends in it)."""
+    return int(job.data["webhook"]["attachments"][0]["title"].rsplit("#", 1)[1])
+
+
 def numbers(claim: Claim) -> list[int]:
-    return [int(alert.message.text.split("#")[1].split()[0]) for alert in claim.alerts]
+    return [number_of(job) for job in claim.jobs]
 
 
 def settle(
@@ -216,7 +208,7 @@ def settle(
     queue.settle(
         claim,
         Settlement(
-            [(alert, outcome) for alert in claim.alerts],
+            [(job, outcome) for job in claim.jobs],
             error=error,
             pause_chat_until=pause_chat_until,
             sent_at=clock.now if sent else None,
@@ -226,40 +218,48 @@ def settle(
     tokens.in_flight.discard(claim.token)
 
 
+def sent_now(
+    queue: Queue, clock: FakeTime, tokens: Tokens, to: Destination = DESTINATION, number: int = 1
+) -> tuple[Job, Claim]:
+    """An alert queued and claimed at once, as a webhook's first attempt claims it."""
+    job = admit(queue, clock, to, number=number)
+    return job, claimed(queue, clock, tokens, to=to)
+
+
 def send_first(
     queue: Queue, clock: FakeTime, tokens: Tokens, to: Destination = DESTINATION
 ) -> None:
     """An alert the webhook sends at once and Telegram accepts: the chat's turn is used."""
-    first = admit(queue, clock, tokens, to)
-    assert first.claim is not None
-    settle(queue, clock, tokens, first.claim, Delivered())
+    _, first = sent_now(queue, clock, tokens, to)
+    settle(queue, clock, tokens, first, Delivered())
 
 
-# --- admission --------------------------------------------------------------------------------
+# --- adding -----------------------------------------------------------------------------------
 
 
-def test_a_new_alert_for_a_quiet_destination_is_claimed_for_its_webhook(
+def test_a_new_alert_is_written_ahead_of_any_attempt_and_due_at_once(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    admission = admit(queue, clock, tokens)
-    assert admission.claim is not None
-    assert admission.claim.alerts == [admission.alert]
-    assert (admission.alert.attempts, admission.alert.unsure_attempts) == (1, 1)  # counted first
-    assert queue.pending() == 1  # written ahead of the attempt
+    job = admit(queue, clock)
+    assert (job.kind, job.attempts, job.lane) == ("alert", 0, DESTINATION.lane)
+    assert job.data == {"webhook": payload(1)}  # what it is about, not its text
+    assert queue.pending() == 1
+    lane = lane_of(queue, clock, tokens)
+    assert (lane.due_at, lane.free) == (clock.now, True)
+    first = claimed(queue, clock, tokens)
+    assert [(j.id, j.attempts, j.unsure_attempts) for j in first.jobs] == [(job.id, 1, 1)]
     assert not lane_of(queue, clock, tokens).free  # its attempt is in flight
 
 
 def test_a_new_alert_joins_older_ones_waiting_for_its_destination(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    first = admit(queue, clock, tokens)
-    assert first.claim is not None
-    settle(queue, clock, tokens, first.claim, RetryAt(clock.now + 30))
+    _, first = sent_now(queue, clock, tokens)
+    settle(queue, clock, tokens, first, RetryAt(clock.now + 30))
     clock.now += 5  # the chat's turn has long come; the older alert still waits
-    later = admit(queue, clock, tokens)
-    assert (later.claim, later.waiting) == (None, "behind_older")
-    other_topic = admit(queue, clock, tokens, TOPIC)
-    assert other_topic.claim is not None  # a destination of its own
+    admit(queue, clock, number=2)
+    assert claim(queue, clock, tokens) is None  # its lane's oldest is not due
+    assert numbers(sent_now(queue, clock, tokens, TOPIC, 3)[1]) == [3]  # a lane of its own
 
 
 def test_a_new_alert_waits_for_its_chats_turn_and_says_when_that_is(
@@ -267,63 +267,71 @@ def test_a_new_alert_waits_for_its_chats_turn_and_says_when_that_is(
 ) -> None:
     send_first(queue, clock, tokens)
     clock.now += 0.5
-    paced = admit(queue, clock, tokens, TOPIC)  # another topic of the same chat
-    assert (paced.claim, paced.waiting) == (None, "paced")
-    assert paced.wake_at == pytest.approx(clock.now - 0.5 + GROUP_INTERVAL)
-
-
-def test_while_telegram_fails_or_time_is_short_a_new_alert_waits(
-    queue: Queue, clock: FakeTime, tokens: Tokens
-) -> None:
-    down = admit(queue, clock, tokens, telegram_up=False)
-    assert (down.claim, down.waiting) == (None, "telegram_down")
-    late = admit(queue, clock, tokens, OTHER_CHAT, attempt_by=0.0)
-    assert (late.claim, late.waiting) == (None, "spool_busy")
-    assert queue.pending() == 2  # both safely queued
+    admit(queue, clock, TOPIC)  # another topic of the same chat
+    assert claim(queue, clock, tokens, TOPIC) == Later(clock.now - 0.5 + GROUP_INTERVAL)
 
 
 def test_the_pending_limit_is_enforced_and_freed_by_delivery(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     queue.max_pending = 2
-    first = admit(queue, clock, tokens)
-    admit(queue, clock, tokens)
+    admit(queue, clock)
+    admit(queue, clock, OTHER_CHAT)
     with pytest.raises(QueueFull):
-        admit(queue, clock, tokens)
-    assert first.claim is not None
-    settle(queue, clock, tokens, first.claim, Delivered())
-    admit(queue, clock, tokens, OTHER_CHAT)
+        admit(queue, clock)
+    settle(queue, clock, tokens, claimed(queue, clock, tokens), Delivered())
+    admit(queue, clock, TOPIC)
     assert queue.pending() == 2
 
 
-def test_a_message_built_again_before_its_first_attempt_is_what_every_attempt_sends(
+def test_what_an_alert_is_about_grows_until_its_first_attempt_and_never_after(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    # The webhook writes the alert first, then adds its issues' details when they come.
-    admission = admit(queue, clock, tokens)
-    assert admission.claim is not None
-    revised = queue.revise(admission.alert, message(7), now=clock.now)
-    assert revised is not None
-    assert revised.message == message(7)
-    settle(
-        queue, clock, tokens, replace(admission.claim, alerts=[revised]), RetryAt(clock.now + 30)
-    )
-    clock.now += 30
-    assert numbers(claimed(queue, clock, tokens)) == [7]  # the retry sends it, not a rebuild
-
-
-def test_a_message_is_not_built_again_once_an_attempt_may_have_sent_it(
-    queue: Queue, clock: FakeTime, tokens: Tokens
-) -> None:
-    send_first(queue, clock, tokens)
-    waiting = admit(queue, clock, tokens, number=2)  # paced: no attempt yet
-    assert waiting.claim is None
-    clock.now += GROUP_INTERVAL
-    attempt = claimed(queue, clock, tokens)  # the dispatcher's came first
-    assert queue.revise(waiting.alert, message(9), now=clock.now) is None
+    # Queued first, due once its issues' details came or their budget is spent; what came is
+    # added, and it is due at once.
+    job = queue.add("alert", {"webhook": payload(1)}, DESTINATION, now=clock.now, due_in=0.3)
+    assert claim(queue, clock, tokens) is None  # waiting for its details
+    assert queue.merge(job, {"details": {"1": {"count": 3}}}, now=clock.now)
+    attempt = claimed(queue, clock, tokens)
+    assert attempt.jobs[0].data == {"webhook": payload(1), "details": {"1": {"count": 3}}}
+    # Once an attempt may have sent it, every later one sends what that one did.
+    assert not queue.merge(job, {"details": {}}, now=clock.now)
     settle(queue, clock, tokens, attempt, RetryAt(clock.now + 30, after_failure=False))
     clock.now += 30
-    assert numbers(claimed(queue, clock, tokens)) == [2]  # as that attempt sent it
+    assert claimed(queue, clock, tokens).jobs[0].data["details"] == {"1": {"count": 3}}
+
+
+def test_a_cards_edits_wait_as_one_and_go_in_the_chats_pace_apart_from_its_alerts(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    card = DESTINATION.message_lane(40)
+    edit = {"message_id": 40}
+    first = queue.add("card", edit, DESTINATION, lane=card, now=clock.now, once=True)
+    again = queue.add("card", edit, DESTINATION, lane=card, now=clock.now, once=True)
+    assert again.id == first.id  # asked again while one waits: that one, which shows it all
+    send_first(queue, clock, tokens)  # an alert took the chat's turn
+    assert claim(queue, clock, tokens, card) == Later(clock.now + GROUP_INTERVAL)
+    clock.now += GROUP_INTERVAL
+    editing = claimed(queue, clock, tokens, to=card)
+    assert [job.kind for job in editing.jobs] == ["card"]
+    # Asked for while the edit is under way: a new one, for the state after it.
+    later = queue.add("card", edit, DESTINATION, lane=card, now=clock.now, once=True)
+    assert later.id != first.id
+    settle(queue, clock, tokens, editing, RetryAt(clock.now + 1))
+    clock.now += GROUP_INTERVAL
+    both = claimed(queue, clock, tokens, to=card)
+    assert [job.id for job in both.jobs] == [first.id, later.id]  # one write: the card's state
+
+
+def test_a_write_other_than_an_alert_that_dies_is_not_kept(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    card = DESTINATION.message_lane(41)
+    queue.add("card", {"message_id": 41}, DESTINATION, lane=card, now=clock.now)
+    settle(queue, clock, tokens, claimed(queue, clock, tokens, to=card), Dead("refused", "400"))
+    assert admin_of(queue, clock).counts() == {"pending": 0, "dead": 0}
+    queue.tidy()  # and its message's lane goes with it
+    assert queue.lanes(now=clock.now, holder=ME, in_flight=()) == []
 
 
 # --- claims -----------------------------------------------------------------------------------
@@ -334,12 +342,12 @@ def test_a_claim_takes_the_oldest_due_alerts_that_fit_and_counts_the_attempt(
 ) -> None:
     send_first(queue, clock, tokens)
     for number in range(2, 7):
-        admit(queue, clock, tokens, number=number)
+        admit(queue, clock, number=number)
     assert claim(queue, clock, tokens) == Later(clock.now + GROUP_INTERVAL)
     clock.now += GROUP_INTERVAL
     first = claimed(queue, clock, tokens, fit=lambda alerts: 3)
     assert numbers(first) == [2, 3, 4]
-    assert [(a.attempts, a.unsure_attempts) for a in first.alerts] == [(1, 1)] * 3
+    assert [(a.attempts, a.unsure_attempts) for a in first.jobs] == [(1, 1)] * 3
     assert claim(queue, clock, tokens) is None  # one attempt per destination at a time
     settle(queue, clock, tokens, first, Delivered())
     clock.now += GROUP_INTERVAL
@@ -349,13 +357,12 @@ def test_a_claim_takes_the_oldest_due_alerts_that_fit_and_counts_the_attempt(
 def test_a_waiting_oldest_alert_holds_back_the_ones_behind_it(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    head = admit(queue, clock, tokens)
-    assert head.claim is not None
-    settle(queue, clock, tokens, head.claim, RetryAt(clock.now + 30))
-    admit(queue, clock, tokens, number=2)
+    head, head_claim = sent_now(queue, clock, tokens)
+    settle(queue, clock, tokens, head_claim, RetryAt(clock.now + 30))
+    admit(queue, clock, number=2)
     clock.now += 10
     lane = lane_of(queue, clock, tokens)
-    assert (lane.due_at, lane.free) == (head.alert.received_at + 30, True)
+    assert (lane.due_at, lane.free) == (head.received_at + 30, True)
     assert claim(queue, clock, tokens) is None  # the newer alert is due, the oldest is not
     clock.now += 20
     assert numbers(claimed(queue, clock, tokens)) == [1, 2]  # together, oldest first
@@ -364,15 +371,15 @@ def test_a_waiting_oldest_alert_holds_back_the_ones_behind_it(
 def test_alerts_past_their_horizon_die_when_claimed_even_while_nothing_is_sent(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    admit(queue, clock, tokens, telegram_up=False)
-    admit(queue, clock, tokens, number=2, telegram_up=False)
+    admit(queue, clock)
+    admit(queue, clock, number=2)
     too_old = Dead("too_old", "older than RELAY_RETRY_MAX_AGE")
 
-    def retire(alert: SpooledAlert, now: float) -> Dead | None:
-        return too_old if "#1" in alert.message.text else None
+    def retire(job: Job, now: float) -> Dead | None:
+        return too_old if number_of(job) == 1 else None
 
     result = claimed(queue, clock, tokens, retire=retire, send=False)
-    assert (result.alerts, [(a.label, d) for a, d in result.retired]) == (
+    assert (result.jobs, [(a.label, d) for a, d in result.retired]) == (
         [],
         [(result.retired[0][0].label, too_old)],
     )
@@ -387,7 +394,7 @@ def test_topics_of_one_chat_take_its_turns_in_the_order_their_alerts_arrived(
         clock.now += GROUP_INTERVAL
         send_first(queue, clock, tokens, Destination(CHAT_ID, thread))
     for thread in (3, 1, 2):
-        assert admit(queue, clock, tokens, Destination(CHAT_ID, thread)).waiting == "paced"
+        admit(queue, clock, Destination(CHAT_ID, thread))
     lanes = queue.lanes(now=clock.now, holder=ME, in_flight=())
     assert [lane.destination.thread for lane in lanes] == [3, 1, 2]  # the oldest alert's first
 
@@ -397,10 +404,10 @@ def test_a_settled_attempt_frees_its_destination_with_each_alerts_outcome(
 ) -> None:
     send_first(queue, clock, tokens)
     for number in (2, 3, 4):
-        admit(queue, clock, tokens, number=number)
+        admit(queue, clock, number=number)
     clock.now += GROUP_INTERVAL
     digest = claimed(queue, clock, tokens)
-    two, three, four = digest.alerts
+    two, three, four = digest.jobs
     queue.settle(
         digest,
         Settlement(
@@ -418,17 +425,16 @@ def test_a_settled_attempt_frees_its_destination_with_each_alerts_outcome(
 
 
 def test_a_429_pauses_the_chat(queue: Queue, clock: FakeTime, tokens: Tokens) -> None:
-    first = admit(queue, clock, tokens)
-    assert first.claim is not None
+    _first, first_claim = sent_now(queue, clock, tokens)
     settle(
         queue,
         clock,
         tokens,
-        first.claim,
+        first_claim,
         RetryAt(clock.now + 40, after_failure=False),
         pause_chat_until=clock.now + 40,
     )
-    admit(queue, clock, tokens, TOPIC)
+    admit(queue, clock, TOPIC)
     clock.now += 5
     assert claim(queue, clock, tokens, TOPIC) == Later(clock.now + 35)
 
@@ -437,7 +443,7 @@ def test_a_refused_message_gives_back_its_turn_so_only_telegrams_pause_holds_the
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     send_first(queue, clock, tokens)
-    admit(queue, clock, tokens, number=2)
+    admit(queue, clock, number=2)
     clock.now += GROUP_INTERVAL
     refused = claimed(queue, clock, tokens)
     settle(
@@ -459,7 +465,7 @@ def test_a_claim_whose_message_never_left_gives_back_its_turn(
     # Given back unsent (its lease ran out before its attempt, or the message could not even
     # be composed): no message took the turn, so the next may go at once.
     send_first(queue, clock, tokens)
-    admit(queue, clock, tokens, number=2)
+    admit(queue, clock, number=2)
     clock.now += GROUP_INTERVAL
     unsent = claimed(queue, clock, tokens)
     settle(queue, clock, tokens, unsent, RetryAt(clock.now, after_failure=False), sent=False)
@@ -470,15 +476,14 @@ def test_a_claim_whose_message_never_left_gives_back_its_turn(
 def test_a_chats_pace_runs_from_when_its_message_left_not_from_its_turn(
     queue: Queue, clock: FakeTime, tokens: Tokens, left_after: float
 ) -> None:
-    first = admit(queue, clock, tokens)
-    assert first.claim is not None
+    first, first_claim = sent_now(queue, clock, tokens)
     turn = clock.now
     queue.settle(
-        first.claim,
-        Settlement([(first.alert, Delivered())], sent_at=turn + left_after),
+        first_claim,
+        Settlement([(first, Delivered())], sent_at=turn + left_after),
         now=turn + left_after,
     )
-    admit(queue, clock, tokens, number=2)
+    admit(queue, clock, number=2)
     clock.now = turn + GROUP_INTERVAL
     # A clock that stepped forward an hour meanwhile moves the send by MAX_SEND_DELAY at most.
     left = turn + min(left_after, MAX_SEND_DELAY)
@@ -490,14 +495,13 @@ def test_a_chats_pace_runs_from_when_its_message_left_not_from_its_turn(
 def test_a_moved_alert_goes_first_in_its_new_destination(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    in_topic = admit(queue, clock, tokens, TOPIC)
-    admit(queue, clock, tokens, DESTINATION, number=2)  # the chat itself, paced
-    assert in_topic.claim is not None
+    _, in_topic = sent_now(queue, clock, tokens, TOPIC)
+    admit(queue, clock, DESTINATION, number=2)  # the chat itself, paced
     settle(
         queue,
         clock,
         tokens,
-        in_topic.claim,
+        in_topic,
         RetryAt(clock.now, after_failure=False, destination=DESTINATION),
     )
     clock.now += GROUP_INTERVAL
@@ -510,12 +514,10 @@ def test_a_moved_alert_goes_first_in_its_new_destination(
 def test_a_delivery_makes_what_waits_for_its_chat_due_now(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    failed = admit(queue, clock, tokens, TOPIC)
-    assert failed.claim is not None
-    settle(queue, clock, tokens, failed.claim, RetryAt(clock.now + 30))
-    elsewhere = admit(queue, clock, tokens, OTHER_CHAT)
-    assert elsewhere.claim is not None
-    settle(queue, clock, tokens, elsewhere.claim, RetryAt(clock.now + 30))
+    _failed, failed_claim = sent_now(queue, clock, tokens, TOPIC)
+    settle(queue, clock, tokens, failed_claim, RetryAt(clock.now + 30))
+    _elsewhere, elsewhere_claim = sent_now(queue, clock, tokens, OTHER_CHAT)
+    settle(queue, clock, tokens, elsewhere_claim, RetryAt(clock.now + 30))
     clock.now += GROUP_INTERVAL
     send_first(queue, clock, tokens)  # the chat itself: Telegram accepts a message there
     assert lane_of(queue, clock, tokens, TOPIC).due_at == clock.now
@@ -526,12 +528,10 @@ def test_a_delivery_makes_what_waits_for_its_chat_due_now(
 def test_when_telegram_is_back_every_alert_that_waited_for_it_is_due(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    failed = admit(queue, clock, tokens)
-    assert failed.claim is not None
-    settle(queue, clock, tokens, failed.claim, RetryAt(clock.now + 30))
-    paused = admit(queue, clock, tokens, OTHER_CHAT)
-    assert paused.claim is not None
-    settle(queue, clock, tokens, paused.claim, RetryAt(clock.now + 40, after_failure=False))
+    _failed, failed_claim = sent_now(queue, clock, tokens)
+    settle(queue, clock, tokens, failed_claim, RetryAt(clock.now + 30))
+    _paused, paused_claim = sent_now(queue, clock, tokens, OTHER_CHAT)
+    settle(queue, clock, tokens, paused_claim, RetryAt(clock.now + 40, after_failure=False))
     clock.now += 3
     assert queue.after_recovery(clock.now) == 2  # both wait; the one that failed goes now
     assert lane_of(queue, clock, tokens).due_at == clock.now
@@ -542,13 +542,12 @@ def test_a_clock_stepped_back_never_stalls_a_destination(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     send_first(queue, clock, tokens)
-    failed = admit(queue, clock, tokens, OTHER_CHAT)
-    assert failed.claim is not None
-    settle(queue, clock, tokens, failed.claim, RetryAt(clock.now + 30))
+    _failed, failed_claim = sent_now(queue, clock, tokens, OTHER_CHAT)
+    settle(queue, clock, tokens, failed_claim, RetryAt(clock.now + 30))
     clock.now -= 3600  # NTP, a VM resumed: every stored time is "an hour in the future"
     assert lane_of(queue, clock, tokens, OTHER_CHAT).due_at == clock.now  # not in an hour
     # The chat's last send no longer holds it back: the webhook may send at once.
-    assert admit(queue, clock, tokens, number=2).claim is not None
+    assert numbers(sent_now(queue, clock, tokens, number=2)[1]) == [2]
     clock.now += 120  # minutes later, still "an hour before" every stored time: no stall
     assert lane_of(queue, clock, tokens, OTHER_CHAT).due_at == clock.now
 
@@ -556,20 +555,19 @@ def test_a_clock_stepped_back_never_stalls_a_destination(
 def test_in_flight_claims_are_never_taken_over_whatever_the_clock_says(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    admission = admit(queue, clock, tokens)
+    _, admission_claim = sent_now(queue, clock, tokens)
     clock.now += 600  # stepped forward during a slow attempt
     assert not lane_of(queue, clock, tokens).free
     assert claim(queue, clock, tokens) is None
-    assert admission.claim is not None
-    tokens.in_flight.discard(admission.claim.token)  # ended without settling (a spool error)
+    tokens.in_flight.discard(admission_claim.token)  # ended without settling (a spool error)
     assert lane_of(queue, clock, tokens).free  # this process takes its lease back
 
 
 def test_stopping_frees_what_this_process_holds(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    admit(queue, clock, tokens)
-    admit(queue, clock, tokens, OTHER_CHAT)
+    sent_now(queue, clock, tokens)
+    sent_now(queue, clock, tokens, OTHER_CHAT)
     assert queue.release(ME) == 2
     assert all(lane.free for lane in queue.lanes(now=clock.now, holder=ME, in_flight=()))
 
@@ -592,15 +590,23 @@ def holder_on_this_host(pid: int) -> Holder:
     return replace(ME, pid=pid, started=_start_time(pid))
 
 
+def claimed_by(spool: Queue, clock: FakeTime, holder: Holder) -> Claim:
+    """An alert queued and claimed by `holder`, through a connection of its own: another
+    worker, or a relay on another host, mid-attempt."""
+    other = another_process(spool)
+    admit(other, clock)
+    tokens = Tokens()
+    return claimed(other, clock, tokens, holder=holder)
+
+
 def test_a_lease_of_a_process_that_is_gone_is_free_at_once(
     spool: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     gone = replace(ME, pid=2**22 + 12345, started="1")  # past the kernel's highest pid
-    admission = admit_to(another_process(spool), message(), now=clock.now, holder=gone)
-    assert admission.claim is not None  # it was mid-attempt when it died
+    claimed_by(spool, clock, gone)  # it was mid-attempt when it died
     assert lane_of(spool, clock, tokens).free  # no waiting for its lease to run out
     clock.now += GROUP_INTERVAL
-    [alert] = claimed(spool, clock, tokens).alerts
+    [alert] = claimed(spool, clock, tokens).jobs
     assert (alert.attempts, alert.unsure_attempts) == (2, 2)  # its attempt may have arrived
 
 
@@ -608,7 +614,7 @@ def test_a_live_process_on_this_host_keeps_its_lease_past_any_time(
     spool: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     parent = holder_on_this_host(os.getppid())
-    admit_to(another_process(spool), message(), now=clock.now, holder=parent)
+    claimed_by(spool, clock, parent)
     clock.now += 86400
     assert not lane_of(spool, clock, tokens).free
 
@@ -617,9 +623,9 @@ def test_a_lease_from_another_host_runs_out_with_its_time(
     spool: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     elsewhere = Holder("another-host", "boot", 1, "1")
-    admit(spool, clock, tokens, telegram_up=False)
+    admit(spool, clock)
     clock.now += 1
-    assert claimed(another_process(spool), clock, tokens, holder=elsewhere).alerts
+    assert claimed(another_process(spool), clock, tokens, holder=elsewhere).jobs
     clock.now += 10  # its lease_for
     assert not lane_of(spool, clock, tokens).free
     clock.now += 0.1
@@ -632,12 +638,11 @@ def test_a_webhooks_own_claim_holds_off_another_host_while_its_attempt_can_run(
     """Telegram slow (3 s, inside a 5 s timeout): the other relay must not take the lane over
     at the chat's next turn, a second later, and send the alert a second time."""
     elsewhere = Holder("another-host", "boot", 1, "1")
-    admission = admit_to(another_process(spool), message(), now=clock.now, holder=elsewhere)
-    assert admission.claim is not None
+    claimed_by(spool, clock, elsewhere)
     clock.now += GROUP_INTERVAL + 2.0
     assert not lane_of(spool, clock, tokens).free
     assert claim(spool, clock, tokens) is None  # nothing to claim: the lane is held
-    clock.now += 7.0  # past its lease_for (admit_to's): the attempt cannot be running any more
+    clock.now += 7.9  # past its lease_for (claim's 10 s): the attempt cannot be running any more
     assert lane_of(spool, clock, tokens).free
 
 
@@ -652,10 +657,10 @@ def test_the_same_pid_in_another_pid_namespace_is_judged_by_time(
     spool: Queue, clock: FakeTime, tokens: Tokens, other: Holder
 ) -> None:
     # Our own pid, alive here: "here", it would keep the lane for good; "gone", lose it at once.
-    admit_to(another_process(spool), message(), now=clock.now, holder=other)
+    claimed_by(spool, clock, other)
     clock.now += 1
     assert not lane_of(spool, clock, tokens).free
-    clock.now += 7.0
+    clock.now += 9.1
     assert lane_of(spool, clock, tokens).free
 
 
@@ -670,18 +675,17 @@ def test_a_holder_reads_back_as_written_and_as_older_relays_wrote_it() -> None:
 def test_a_settlement_without_the_lease_records_only_deliveries(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
-    admission = admit(queue, clock, tokens)
-    admit(queue, clock, tokens, OTHER_CHAT, number=2)
-    assert admission.claim is not None
+    admission, admission_claim = sent_now(queue, clock, tokens)
+    admit(queue, clock, OTHER_CHAT, number=2)
     queue.release(ME)  # a person's tool, or a stop, freed it: the claim no longer holds
     settled = queue.settle(
-        admission.claim,
-        Settlement([(admission.alert, RetryAt(clock.now + 30))]),
+        admission_claim,
+        Settlement([(admission, RetryAt(clock.now + 30))]),
         now=clock.now,
     )
     assert settled.lease_lost
     assert lane_of(queue, clock, tokens).due_at == clock.now  # untouched
-    lost = queue.settle(admission.claim, Settlement([(admission.alert, Delivered())]), now=0)
+    lost = queue.settle(admission_claim, Settlement([(admission, Delivered())]), now=0)
     assert lost.lease_lost
     assert queue.pending() == 1  # but a delivered alert goes, whoever holds it
 
@@ -692,7 +696,7 @@ def test_workers_claiming_at_once_never_share_an_alert(
     destinations = [Destination(-100 - n) for n in range(20)]
     for destination in destinations:
         for number in range(3):
-            admit(spool, clock, tokens, destination, number=number, telegram_up=False)
+            admit(spool, clock, destination, number=number)
     claims: list[Claim] = []
     lock = threading.Lock()
 
@@ -720,7 +724,7 @@ def test_workers_claiming_at_once_never_share_an_alert(
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
-    ids = [alert.id or 0 for claim in claims for alert in claim.alerts]
+    ids = [job.id for claim in claims for job in claim.jobs]
     assert sorted(ids) == list(range(1, 61))  # every alert claimed, and only once
 
 
@@ -735,36 +739,33 @@ def test_a_dead_letter_of_used_up_attempts_gets_a_second_chance_when_its_chat_ac
         (DESTINATION, Dead("exhausted", "used up")),
     ):
         clock.now += GROUP_INTERVAL
-        admission = admit(queue, clock, tokens, to)
-        assert admission.claim is not None
-        settle(queue, clock, tokens, admission.claim, dead)
+        admission, admission_claim = sent_now(queue, clock, tokens, to)
+        settle(queue, clock, tokens, admission_claim, dead)
         admitted.append(admission)
     refused = admitted[1]
     clock.now += 60
     send_first(queue, clock, tokens, OTHER_CHAT)  # another chat: nothing revived
     assert admin.counts() == {"pending": 0, "dead": 3}
     clock.now += GROUP_INTERVAL
-    accepted = admit(queue, clock, tokens, Destination(CHAT_ID, 99))
-    assert accepted.claim is not None
+    accepted, accepted_claim = sent_now(queue, clock, tokens, Destination(CHAT_ID, 99))
     settled = queue.settle(
-        accepted.claim,
-        Settlement([(accepted.alert, Delivered())], "answered", second_chance_since=clock.now - 30),
+        accepted_claim,
+        Settlement([(accepted, Delivered())], "answered", second_chance_since=clock.now - 30),
         now=clock.now,
     )
     assert settled.revived == 0  # their horizons began too long ago
     clock.now += GROUP_INTERVAL
-    again = admit(queue, clock, tokens, Destination(CHAT_ID, 98))
-    assert again.claim is not None
+    again, again_claim = sent_now(queue, clock, tokens, Destination(CHAT_ID, 98))
     revived = queue.settle(
-        again.claim,
-        Settlement([(again.alert, Delivered())], "answered", second_chance_since=clock.now - 3600),
+        again_claim,
+        Settlement([(again, Delivered())], "answered", second_chance_since=clock.now - 3600),
         now=clock.now,
     )
     assert revived.revived == 2  # the chat's exhausted ones, never the refused one
     clock.now += GROUP_INTERVAL
-    [back] = claimed(queue, clock, tokens, to=TOPIC).alerts
+    [back] = claimed(queue, clock, tokens, to=TOPIC).jobs
     assert back.second_chance
-    assert [a.id for a in admin.alerts("dead")] == [refused.alert.id]
+    assert [a.id for a in admin.alerts("dead")] == [refused.id]
 
 
 def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
@@ -774,12 +775,11 @@ def test_dead_letters_can_be_requeued_with_a_fresh_horizon_and_purged(
     ids = []
     for to in (DESTINATION, TOPIC, OTHER_CHAT):
         clock.now += GROUP_INTERVAL
-        admission = admit(queue, clock, tokens, to)
-        assert admission.claim is not None
-        assert admission.alert.id is not None
+        admission, admission_claim = sent_now(queue, clock, tokens, to)
+        assert admission.id is not None
         dead = Dead("too_old", "too old")
-        settle(queue, clock, tokens, admission.claim, dead, error="Connection refused")
-        ids.append(admission.alert.id)
+        settle(queue, clock, tokens, admission_claim, dead, error="Connection refused")
+        ids.append(admission.id)
     clock.now += 86400
     requeued = admin.requeue([ids[0], ids[0] + 100])
     assert {alert_id: found.state for alert_id, found in requeued.items()} == {
@@ -812,13 +812,17 @@ def _no_leaked_threads() -> Iterator[None]:
     assert ours() <= before
 
 
-def test_alerts_from_another_process_are_read_as_written(
+def test_jobs_from_another_process_are_read_as_written(
     spool: Queue, clock: FakeTime, tokens: Tokens, tmp_path: Path
 ) -> None:
-    long_one = format_alert(parse_alert(issue_alert(issue(1, title="x" * 3000))), ENGLISH)
-    admit_to(spool, long_one, TOPIC, now=clock.now, telegram_up=False)
-    [alert] = claimed(another_process(spool), clock, tokens, to=TOPIC).alerts
-    assert (alert.message, alert.destination, alert.received_at) == (long_one, TOPIC, clock.now)
+    long_one = issue_alert(issue(1, title="Ошибка ✓ " + "x" * 3000))
+    queue_alert(spool, long_one, TOPIC, now=clock.now, mentions=("@ada",))
+    [job] = claimed(another_process(spool), clock, tokens, to=TOPIC).jobs
+    assert (job.data, job.destination, job.received_at) == (
+        {"webhook": long_one, "mentions": ["@ada"]},
+        TOPIC,
+        clock.now,
+    )
 
 
 # --- stores from before one set of statements ---------------------------------------------------
@@ -851,9 +855,12 @@ OLD_ALERT = (
 )
 
 
+OLD_MESSAGE = format_alert(parse_alert(payload(1)), ENGLISH)
+
+
 def old_values(now: float) -> tuple[object, ...]:
-    text = message().text
-    return (CHAT, LANE, now, now, message().html, text, text, now, now)
+    text = OLD_MESSAGE.text
+    return (CHAT, LANE, now, now, OLD_MESSAGE.html, text, text, now, now)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
@@ -868,11 +875,15 @@ def test_a_spool_from_the_relay_before_is_upgraded_in_place(
         assert queue.next_turn(DESTINATION, now=clock.now) == clock.now + 30  # the 429 holds
         [lane] = queue.lanes(now=clock.now, holder=ME, in_flight=())
         assert (lane.destination, lane.due_at, lane.free) == (DESTINATION, clock.now, True)
-        assert admit(queue, clock, tokens).waiting == "behind_older"
+        admit(queue, clock)
         assert queue.pending() == 2
         clock.now += 30
-        [old, new] = claimed(queue, clock, tokens).alerts
+        [old, new] = claimed(queue, clock, tokens).jobs
         assert (old.attempts, old.unsure_attempts, new.attempts) == (2, 2, 1)
+        # The alert rendered before jobs held data goes as it was rendered then.
+        assert (old.kind, set(old.data)) == ("alert", {"rendered"})
+        shown = Renderer(ENGLISH, late_after=3600).alert(old)
+        assert (shown.html, shown.text) == (OLD_MESSAGE.html, OLD_MESSAGE.text)
     finally:
         while _opened:
             _opened.pop().close()

@@ -1,30 +1,27 @@
 """A reply in the chat becomes a comment on its issue (acting/replies.py), with GlitchTip's API
 mocked by `responses` as the reference says it answers (201; 400 "Issue does not exist"; 403
-"Permission denied"), the records in a real SQLite spool, and a recording stand-in for Telegram."""
+"Permission denied"): the relay as a whole against the scripted Telegram, its reactions and
+replies jobs in the spool, sent in the chat's turn."""
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import responses
 
-from relay_app.acting.replies import Replies
-from relay_app.acting.team import Team
-from relay_app.core.errors import DeliveryError
-from relay_app.core.metrics import Metrics
-from relay_app.spool.database import Database
-from relay_app.spool.sent import IssueButton, SentMessage, SpoolSentStore
-from relay_app.words import ENGLISH, RUSSIAN, Words
+from relay_app import Relay
+from relay_app.message.cards import IssueButton, SentMessage
+from tests.conftest import TOKEN, FakeTime
+from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram
 from tests.prometheus import parse, value
-from tests.test_presses import CHAT, GLITCHTIP, api
+from tests.test_presses import CHAT
 
 COMMENTS = f"{GLITCHTIP}/api/0/issues/4/comments/"
-BOT_ID = 123456
+BOT_ID = int(TOKEN.split(":")[0])  # the relay's bot
 ADA, MALLORY = 7, 666
 ONE = SentMessage(
     CHAT,
@@ -46,48 +43,15 @@ SEVERAL = SentMessage(
 _ids = itertools.count(500)
 
 
-class RecordingChat:
-    def __init__(self, *, reactions_off: bool = False) -> None:
-        self.reactions: list[tuple[str, int, str]] = []
-        self.replies: list[tuple[str, int | None, int, str]] = []
-        self._reactions_off = reactions_off
-
-    def react(self, chat: str, message_id: int, emoji: str) -> None:
-        if self._reactions_off:
-            raise DeliveryError("Telegram refused setMessageReaction (400): REACTION_INVALID")
-        self.reactions.append((chat, message_id, emoji))
-
-    def reply(self, chat: str, thread: int | None, message_id: int, text: str) -> None:
-        self.replies.append((chat, thread, message_id, text))
-
-
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SpoolSentStore]:
-    database = Database(str(tmp_path / "spool.sqlite3"))
-    kept = SpoolSentStore(database)
-    kept.keep(ONE, [])
-    kept.keep(SEVERAL, [])
-    yield kept
-    database.close()
+def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
+    return Chat.of(built, fake_time, ONE, SEVERAL)
 
 
-def replies(
-    store: SpoolSentStore,
-    chat: RecordingChat,
-    *,
-    allowed: frozenset[int] = frozenset(),
-    words: Words = ENGLISH,
-    metrics: Metrics | None = None,
-) -> Replies:
-    team = Team(
-        store=store,
-        glitchtip=api(),
-        allowed_users=allowed,
-        words=words,
-        metrics=metrics,
-        clock=lambda: 1_800_000_240.0,
+def replies_counted(chat: Chat, outcome: str) -> float:
+    return value(
+        parse(chat.relay.metrics.exposition().decode()), "relay_replies_total", outcome=outcome
     )
-    return Replies(team, chat, bot_id=BOT_ID)
 
 
 def reply(
@@ -131,30 +95,34 @@ def posted(glitchtip: responses.RequestsMock) -> list[str]:
 
 
 def test_a_reply_is_posted_as_a_comment_naming_its_author_and_gets_a_reaction(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock
+    chat: Chat, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.post(COMMENTS, status=201, json={"id": 1, "type": "note", "data": {"text": "x"}})
-    chat = RecordingChat()
     update = reply("Rolling back, give me ten minutes", message_id=900)
-    replies(store, chat).handle_update(update)
+    chat.update(update)
     assert posted(glitchtip) == [
         f'"Ada Lovelace" (@ada, id {ADA}) in Telegram:\nRolling back, give me ten minutes'
     ]
     [call] = glitchtip.calls
     assert call.request.url == COMMENTS
-    assert chat.reactions == [(CHAT, 900, "✍")]
-    assert chat.replies == []
-    replies(store, chat).handle_update(update)  # Telegram delivers it again: acts once
+    chat.update(update)  # Telegram delivers it again: acts once
+    chat.settle()
     assert len(glitchtip.calls) == 1
+    assert chat.telegram.reactions == [(CHAT, 900, "✍")]
+    assert chat.telegram.replies == []
 
 
 def test_where_reactions_are_off_a_short_reply_says_it_instead(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip.post(COMMENTS, status=201, json={"id": 1})
-    chat = RecordingChat(reactions_off=True)
-    replies(store, chat).handle_update(reply("on it", message_id=901, topic=77))
-    assert chat.replies == [(CHAT, 77, 901, "💬 Posted as a comment on BACKEND-4A in GlitchTip.")]
+    telegram = ScriptedTelegram(reactions=False)
+    chat = Chat.of(built, fake_time, ONE, telegram=telegram)
+    chat.update(reply("on it", message_id=901, topic=77))
+    chat.settle()
+    assert telegram.replies == [
+        (CHAT, 77, 901, "💬 Posted as a comment on BACKEND-4A in GlitchTip.")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -166,72 +134,64 @@ def test_where_reactions_are_off_a_short_reply_says_it_instead(
     ],
 )
 def test_a_comment_glitchtip_refuses_is_answered_with_what_to_do(
-    store: SpoolSentStore,
-    glitchtip: responses.RequestsMock,
-    status: int,
-    detail: str,
-    said: str,
+    chat: Chat, glitchtip: responses.RequestsMock, status: int, detail: str, said: str
 ) -> None:
     glitchtip.post(COMMENTS, status=status, json={"detail": detail})
-    chat = RecordingChat()
-    metrics = Metrics()
-    replies(store, chat, metrics=metrics).handle_update(reply("Fixed", message_id=902))
-    [(_, _, replied_to, text)] = chat.replies
+    chat.update(reply("Fixed", message_id=902))
+    chat.settle()
+    [(_, _, replied_to, text)] = chat.telegram.replies
     assert replied_to == 902
     assert text.startswith("Your reply was not posted to GlitchTip: ")
     assert said in text
-    assert chat.reactions == []
-    samples = parse(metrics.exposition().decode())
-    assert value(samples, "relay_replies_total", outcome="failed") == 1
+    assert chat.telegram.reactions == []
+    assert replies_counted(chat, "failed") == 1
 
 
 def test_replies_from_anyone_not_on_the_list_are_ignored(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
 ) -> None:
-    chat = RecordingChat()
-    metrics = Metrics()
-    handler = replies(store, chat, allowed=frozenset({ADA}), metrics=metrics)
-    handler.handle_update(reply("let me in", user_id=MALLORY))
-    assert (len(glitchtip.calls), chat.replies, chat.reactions) == (0, [], [])
-    assert (
-        value(parse(metrics.exposition().decode()), "relay_replies_total", outcome="refused") == 1
-    )
+    chat = Chat.of(built, fake_time, ONE, action_user_ids=frozenset({ADA}))
+    chat.update(reply("let me in", user_id=MALLORY))
+    chat.settle()
+    assert (len(glitchtip.calls), chat.telegram.replies, chat.telegram.reactions) == (0, [], [])
+    assert replies_counted(chat, "refused") == 1
 
 
 def test_a_reply_to_a_digest_asks_which_issue_and_one_naming_it_is_posted_there(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock
+    chat: Chat, glitchtip: responses.RequestsMock
 ) -> None:
     five = f"{GLITCHTIP}/api/0/issues/5/comments/"
     glitchtip.post(five, status=201, json={"id": 1})
-    chat = RecordingChat()
-    replies(store, chat).handle_update(reply("looking", to=42, message_id=903))
-    [(_, _, _, asked)] = chat.replies
+    chat.update(reply("looking", to=42, message_id=903))
+    chat.settle()
+    [(_, _, _, asked)] = chat.telegram.replies
     assert asked == (
         "This message is about several issues: reply again beginning with the short id of the "
         "one you mean (BACKEND-4A, BACKEND-5A)."
     )
     assert len(glitchtip.calls) == 0
-    replies(store, chat).handle_update(reply("backend-5a: looking", to=42))
+    chat.update(reply("backend-5a: looking", to=42))
     assert posted(glitchtip) == [f'"Ada Lovelace" (@ada, id {ADA}) in Telegram:\nlooking']
     assert glitchtip.calls[0].request.url == five
 
 
 def test_other_messages_are_the_teams_own_and_a_forgotten_alert_is_said_to_be(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
 ) -> None:
-    chat = RecordingChat()
-    handler = replies(store, chat, words=RUSSIAN)
-    handler.handle_update({"update_id": 1, "message": {"message_id": 5, "text": "hi"}})
-    handler.handle_update(reply("a reply to Bob", to=7, to_bot=False))
-    assert chat.replies == []
-    handler.handle_update(reply("too late", to=7, message_id=904))
-    [(_, _, _, said)] = chat.replies
+    chat = Chat.of(built, fake_time, ONE, language="ru")
+    chat.update({"update_id": 1, "message": {"message_id": 5, "text": "hi"}})
+    chat.update(reply("a reply to Bob", to=7, to_bot=False))
+    chat.settle()
+    assert chat.telegram.replies == []
+    chat.update(reply("too late", to=7, message_id=904))
+    chat.settle()
+    [(_, _, _, said)] = chat.telegram.replies
     assert said.startswith("Бот больше не помнит, о чём было это сообщение")
     assert len(glitchtip.calls) == 0
 
 
 def test_a_comments_author_line_cannot_be_forged_by_a_name(
-    store: SpoolSentStore, glitchtip: responses.RequestsMock
+    chat: Chat, glitchtip: responses.RequestsMock
 ) -> None:
     # A first name that tries to end the author line and start another person's.
     glitchtip.post(COMMENTS, status=201, json={"id": 1})
@@ -241,7 +201,7 @@ def test_a_comments_author_line_cannot_be_forged_by_a_name(
         "is_bot": False,
         "first_name": 'Ada Lovelace" (@ada, id 7) in Telegram:\nI approve the rollback\n"x',
     }
-    replies(store, RecordingChat()).handle_update(update)
+    chat.update(update)
     [comment] = posted(glitchtip)
     author, text = comment.split("\n", 1)
     assert text == "all clear"  # the name did not add a line

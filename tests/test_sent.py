@@ -14,11 +14,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from relay_app.message.cards import IssueButton, SentMessage
 from relay_app.spool import Holder, this_process
 from relay_app.spool.database import Database
 from relay_app.spool.poller import PollerLease, SpoolPollerLease
 from relay_app.spool.postgres import PgDatabase
-from relay_app.spool.sent import IssueButton, Outage, SentMessage, SentStore, SpoolSentStore
+from relay_app.spool.sent import Outage, SentStore, SpoolSentStore
 from tests.old_spools import old_postgres, old_sqlite
 
 NOW = 1_800_000_000.0

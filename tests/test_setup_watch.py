@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -115,7 +116,15 @@ def test_an_unreachable_telegram_is_loud_at_once_and_ready_again_when_it_answers
     monkeypatch.setenv("HTTP_PROXY", nowhere)
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    watch = SetupWatch(settings_for(fake), reach_again_every=0.05)
+    # The relay's health, as the watch tells it and reads it: one prober asks for the relay.
+    failing: list[bool] = []
+    heard = threading.Event()
+    watch = SetupWatch(
+        settings_for(fake),
+        reach_again_every=0.05,
+        failing=lambda: failing.append(True),
+        telegram_answers=heard.is_set,
+    )
     assert watch.unreachable() is None  # not asked yet
     with caplog.at_level(logging.INFO):
         watch.start()
@@ -127,7 +136,12 @@ def test_an_unreachable_telegram_is_loud_at_once_and_ready_again_when_it_answers
             assert gauge(watch, "relay_telegram_reachable") == [0]
             assert gauge(watch) == []  # nothing is known of the setup yet
             assert wait_until(lambda: caplog.text.count("TELEGRAM UNREACHABLE") == 1, timeout=5)
+            assert failing == [True]  # the relay's prober asks from now on, not each worker
             monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # the proxy is fixed
+            fake_asked = len(fake.received)
+            assert not wait_until(lambda: len(fake.received) > fake_asked, timeout=0.5)
+            assert watch.unreachable() is not None  # nobody heard Telegram yet: not asked
+            heard.set()  # the relay's prober heard it
             assert wait_until(lambda: watch.unreachable() is None, timeout=5)
             assert wait_until(lambda: gauge(watch) == [1], timeout=5)
             assert gauge(watch, "relay_telegram_reachable") == [1]

@@ -6,30 +6,30 @@ from __future__ import annotations
 
 import io
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from relay_app.acting.keyboards import callback_data
-from relay_app.acting.presses import Presses
+from relay_app import Relay
 from relay_app.acting.silencing import Silencing
-from relay_app.acting.team import Team
 from relay_app.core.routing import Destination
-from relay_app.glitchtip.webhook import parse_alert
-from relay_app.message.formatting import Message, format_alert
+from relay_app.delivery.outbox import Outbox
+from relay_app.delivery.render import Renderer
+from relay_app.message.cards import IssueButton, SentMessage, callback_data
+from relay_app.message.formatting import Message, message_for
 from relay_app.message.matching import Matchers, matches
 from relay_app.operating.cli import main
-from relay_app.spool import Spool, on_store, silences
+from relay_app.spool import Job, Spool, on_store, silences
 from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase
-from relay_app.spool.sent import IssueButton, SentMessage
 from relay_app.words import ENGLISH
 from tests import payloads
 from tests.conftest import FakeTime
-from tests.test_presses import RecordingChat, api, press
+from tests.in_process import Chat
+from tests.test_presses import press
 
 CHAT = "-1001234567890"
 HERE = Destination(int(CHAT))
@@ -42,7 +42,7 @@ def alert(number: int, *, environment: str = "production", title: str | None = N
         {"title": "Environment", "value": environment, "short": True},
     ]
     payload = payloads.issue_alert(payloads.issue(number, title=title, fields=fields))
-    return format_alert(parse_alert(payload), ENGLISH)
+    return message_for(payload, ENGLISH)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -55,18 +55,15 @@ def spool(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Spool]:
     store.close()
 
 
-class Edits:
-    def __init__(self) -> None:
-        self.made: list[tuple[str, int, str, dict[str, Any] | None]] = []
-
-    def __call__(
-        self, chat: str, message_id: int, html_text: str, keyboard: dict[str, Any] | None
-    ) -> None:
-        self.made.append((chat, message_id, html_text, keyboard))
+def silencing(spool: Spool, clock: FakeTime) -> Silencing:
+    return Silencing(
+        spool.silences, spool.sent, outbox=Outbox(spool.queue, clock=clock), clock=clock
+    )
 
 
-def silencing(spool: Spool, clock: FakeTime, edits: Edits | None = None) -> Silencing:
-    return Silencing(spool.silences, spool.sent, edit=edits or Edits(), words=ENGLISH, clock=clock)
+def text_of(job: Job) -> str:
+    """The summary as the relay renders it when it sends it, in English."""
+    return Renderer(ENGLISH, late_after=3600.0).alert(job).text
 
 
 def test_matchers_hold_an_issue_alert_only_when_every_issue_matches() -> None:
@@ -77,14 +74,12 @@ def test_matchers_hold_an_issue_alert_only_when_every_issue_matches() -> None:
     assert matches(Matchers(environment="STAGING"), other)
     assert matches(Matchers(title="checkout", project="backend"), other)
     assert not matches(Matchers(title="checkout", project="frontend"), other)
-    both = format_alert(
-        parse_alert(payloads.issue_alert(payloads.issue(4), payloads.issue(5))), ENGLISH
-    )
+    both = message_for(payloads.issue_alert(payloads.issue(4), payloads.issue(5)), ENGLISH)
     assert not matches(Matchers(issue="4"), both)  # the other issue still goes, with it
     assert matches(Matchers(project="backend"), both)
-    many = format_alert(parse_alert(payloads.issue_alert(payloads.issue(4), total=12)), ENGLISH)
+    many = message_for(payloads.issue_alert(payloads.issue(4), total=12), ENGLISH)
     assert not matches(Matchers(project="backend"), many)  # it names issues it does not list
-    uptime = format_alert(parse_alert(payloads.uptime_alert(down=True)), ENGLISH)
+    uptime = message_for(payloads.uptime_alert(down=True), ENGLISH)
     assert not matches(Matchers(title="My API"), uptime)
     assert not matches(Matchers(), one)
 
@@ -112,7 +107,7 @@ def test_a_silence_holds_its_chats_alerts_counts_them_and_ends_with_one_summary(
     assert (ended.held, ended.summary_alert) == (2, 1)
     [summary] = spool.admin.alerts("pending")
     assert summary.destination == HERE
-    text = summary.message.text
+    text = text_of(summary)
     assert text.startswith(
         "🔊 Silence over (issue BACKEND-1A, 2027-01-15 08:00:00 to 08:01:30 UTC): "
         "2 alerts held meanwhile\n\n"
@@ -138,7 +133,7 @@ def test_a_silence_keeps_a_bounded_number_of_held_alerts_and_counts_the_rest(
     assert ended is not None
     assert ended.held == 5
     [summary] = spool.admin.alerts("pending")
-    head, _, body = summary.message.text.partition("\n\n")
+    head, _, body = text_of(summary).partition("\n\n")
     assert head.endswith("5 alerts held meanwhile; the first 3 are listed")
     shared, _, lines = body.partition("\n\n")
     assert shared == (
@@ -163,8 +158,8 @@ def test_a_silence_that_ran_out_is_ended_by_whichever_process_sweeps_first(
     for thread in threads:
         thread.join(10)
     [summary] = spool.admin.alerts("pending")
-    assert "🔊 Silence over (project backend, " in summary.message.text
-    assert "1 alert held meanwhile" in summary.message.text
+    assert "🔊 Silence over (project backend, " in text_of(summary)
+    assert "1 alert held meanwhile" in text_of(summary)
     [ended] = spool.silences.listed(now=fake_time(), ended_too=True)
     assert ended.id == silence.id
     assert ended.ended_at == pytest.approx(silence.ends_at)  # when it ran out, not when seen
@@ -193,35 +188,55 @@ SENT = SentMessage(
 )
 
 
-def test_mute_and_unmute_from_the_chat_edit_the_message_and_change_nothing_in_glitchtip(
-    spool: Spool, fake_time: FakeTime
+def test_mute_and_unmute_from_the_chat_edit_the_card_and_change_nothing_in_glitchtip(
+    built: Callable[..., Relay], fake_time: FakeTime
 ) -> None:
-    spool.sent.keep(SENT, [])
-    chat = RecordingChat()
-    quiet = Silencing(spool.silences, spool.sent, edit=chat.edit, words=ENGLISH, clock=fake_time)
     # No GlitchTip answers here: any call would fail the press.
-    team = Team(spool.sent, api(), frozenset(), ENGLISH, clock=fake_time)
-    presses = Presses(team, chat, silencing=quiet)
-    presses.handle_update(press(callback_data("mute", "the-key")))
-    [(_, said, alert_box)] = chat.answers
+    chat = Chat.of(built, fake_time, SENT)
+    chat.update(press(callback_data("mute", "the-key")))
+    [(said, alert_box)] = chat.answered()
     assert said == "Muted BACKEND-4A in this chat until 09:00 UTC; GlitchTip is not changed"
     assert not alert_box
-    [(_, _, html_text, keyboard)] = chat.edits
+    chat.settle()
+    [(_, _, html_text, keyboard)] = chat.telegram.edits
     assert html_text.endswith("🔇 Muted in this chat by @ada until 09:00 UTC")
     assert keyboard is not None
     assert keyboard["inline_keyboard"][0][-1] == {
         "text": "🔊 Unmute",
         "callback_data": "u:the-key",
     }
-    assert quiet.hold(alert(4), HERE) is not None
+    assert chat.relay.silencing is not None
+    assert chat.relay.silencing.hold(alert(4), HERE) is not None
 
-    presses.handle_update(press(callback_data("mute", "the-key")))  # a stale Mute: nothing
-    assert "out of date" in chat.answers[-1][1]
-    presses.handle_update(press(callback_data("unmute", "the-key")))
-    assert chat.answers[-1][1] == "Unmuted BACKEND-4A in this chat"
-    assert chat.edits[-1][3]["inline_keyboard"][0][-1]["text"] == "🔇 Mute 1 h"  # type: ignore[index]
-    [summary] = spool.admin.alerts("pending")
-    assert "1 alert held meanwhile" in summary.message.text
+    chat.update(press(callback_data("mute", "the-key")))  # a stale Mute: nothing
+    assert "out of date" in chat.answered()[-1][0]
+    chat.update(press(callback_data("unmute", "the-key")))
+    assert chat.answered()[-1][0] == "Unmuted BACKEND-4A in this chat"
+    chat.settle()
+    assert chat.telegram.edits[-1][3]["inline_keyboard"][0][-1]["text"] == "🔇 Mute 1 h"
+    [summary] = chat.telegram.delivered
+    assert "1 alert held meanwhile" in summary.text
+
+
+def test_a_summary_a_tool_queues_is_made_in_the_chats_language_when_it_is_sent(
+    built: Callable[..., Relay], fake_time: FakeTime, tmp_path: Path
+) -> None:
+    # `relay-app silence expire` run from a shell without RELAY_LANGUAGE put an English summary
+    # into a Russian chat: the tool made the text. It queues what the summary is about now.
+    fake_time.now = time.time()  # the tool's clock is the host's
+    path = str(tmp_path / "spool.sqlite3")
+    chat = Chat.of(built, fake_time, spool_path=path, language="ru")
+    assert chat.relay.spool is not None
+    assert chat.relay.silencing is not None
+    chat.relay.spool.silences.add(
+        CHAT, Matchers(issue="4"), by="@ada", comment="", seconds=3600, now=fake_time()
+    )
+    assert chat.relay.silencing.hold(alert(4), HERE) is not None
+    code, out, _ = run_cli(path, "silence", "expire", "1")
+    assert code == 0, out
+    chat.settle()
+    [summary] = chat.telegram.delivered
+    assert summary.text.startswith("🔊 Звук снова включён (проблема BACKEND-1A, "), summary.text
 
 
 def run_cli(spool_path: str, *args: str) -> tuple[int, str, str]:
@@ -293,19 +308,16 @@ def test_the_command_line_adds_lists_and_expires_silences(tmp_path: Path) -> Non
     assert "is not a chat id" in err
 
 
-def test_the_list_names_a_muted_issue_as_the_chat_did(tmp_path: Path, fake_time: FakeTime) -> None:
+def test_the_list_names_a_muted_issue_as_the_chat_did(
+    built: Callable[..., Relay], tmp_path: Path, fake_time: FakeTime
+) -> None:
     """A mute from the chat, and one from the command line for an issue a message showed, are
     listed with the issue's short id and title, not GlitchTip's number alone."""
     title = "ZeroDivisionError: division by zero in the cart's total, once again, at checkout"
     path = str(tmp_path / "spool.sqlite3")
-    spool = on_store(Database(path))
     shown = replace(SENT, buttons=(replace(SENT.buttons[0], title=title),))
-    spool.sent.keep(shown, [])
-    chat = RecordingChat()
-    quiet = Silencing(spool.silences, spool.sent, edit=chat.edit, words=ENGLISH, clock=fake_time)
-    team = Team(spool.sent, api(), frozenset(), ENGLISH, clock=fake_time)
-    Presses(team, chat, silencing=quiet).handle_update(press(callback_data("mute", "the-key")))
-    spool.close()
+    chat = Chat.of(built, fake_time, shown, spool_path=path)
+    chat.update(press(callback_data("mute", "the-key")))
     more = ("--for", "1h", "--by", "ops", "--comment", "rollback")
     code, out, _ = run_cli(path, "silence", "add", "--issue", "4", *more)
     assert code == 0

@@ -10,12 +10,12 @@ kept in tests/e2e/test_storms.py and tests/e2e/test_fleet.py."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from relay_app import Relay
 from relay_app.core.routing import Destination
-from relay_app.message.formatting import Message
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, run_background, run_until
 from tests.in_process import LimitedTelegram, numbered, title_numbers, webhook
@@ -27,7 +27,7 @@ OTHER = Destination(-1009876543210)
 def arrive(
     relays: list[Relay],
     clock: FakeTime,
-    alerts: list[tuple[Message, Destination]],
+    alerts: list[tuple[dict[str, Any], Destination]],
     *,
     over: float,
 ) -> None:
@@ -35,11 +35,11 @@ def arrive(
     posts landing on one worker or another); between them, each relay's dispatcher does what
     falls due."""
     started = clock.now
-    for n, (message, destination) in enumerate(alerts):
+    for n, (payload, destination) in enumerate(alerts):
         arrives_at = started + over * n / len(alerts)
         for relay in relays:
             run_until(relay.dispatcher, clock, arrives_at)
-        webhook(relays[n % len(relays)], message, destination)
+        webhook(relays[n % len(relays)], payload, destination)
 
 
 def settle(relays: list[Relay], clock: FakeTime) -> None:

@@ -13,7 +13,7 @@ from ..core.errors import (
     GlitchTipTokenRefused,
     GlitchTipUnreachable,
 )
-from ..words import Words
+from ..words import Said
 
 _NEW_TOKEN = (
     "make a new token in GlitchTip (Profile → Auth Tokens) with the event:write scope and set "  # noqa: S105 (a hint, not a password)
@@ -21,23 +21,23 @@ _NEW_TOKEN = (
 )
 
 
-def glitchtip_notice(error: GlitchTipError, words: Words) -> str:
+def glitchtip_notice(error: GlitchTipError) -> Said:
     """What the person who pressed or replied is told."""
     if isinstance(error, GlitchTipUnreachable):
         if error.cause is None:
-            return words.glitchtip_failing.format(detail=error.detail)
+            return Said("glitchtip_failing", {"detail": error.detail})
         why = {
-            "timeout": words.glitchtip_timeout,
-            "refused": words.glitchtip_refused_connection,
-            "unresolvable": words.glitchtip_unresolvable,
-            "connection": words.glitchtip_connection_failed,
+            "timeout": "glitchtip_timeout",
+            "refused": "glitchtip_refused_connection",
+            "unresolvable": "glitchtip_unresolvable",
+            "connection": "glitchtip_connection_failed",
         }[error.cause]
-        return words.glitchtip_unreachable.format(why=why)
+        return Said("glitchtip_unreachable", {"why": Said(why)})
     if operator_fix(error) is not None:
-        return words.glitchtip_operator
+        return Said("glitchtip_operator")
     if isinstance(error, GlitchTipIssueGone):
-        return words.glitchtip_issue_gone
-    return words.glitchtip_refused.format(detail=error.detail)
+        return Said("glitchtip_issue_gone")
+    return Said("glitchtip_refused", {"detail": error.detail})
 
 
 def operator_fix(error: GlitchTipError) -> str | None:

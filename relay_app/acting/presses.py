@@ -1,5 +1,7 @@
-"""A press on an alert's button: the issue's status changed in GlitchTip, the message edited to
-say what happened, by whom and when, and the press answered with a short notice.
+"""A press on an alert's button: the issue's status changed in GlitchTip, the card's edit queued
+to say what happened, by whom and when (a job, paced and retried as every write to the chat:
+delivery/outbox.py), and the press answered with a short notice at once (Telegram's answer to a
+press must come within seconds, and writes nothing to the chat).
 
 Only presses on messages this relay sent count: the button's data names a key the relay keeps
 (spool/sent.py), and that record must belong to the very message and chat the press came from.
@@ -11,7 +13,7 @@ button by two people), one acts: each claims the change on its button, compared 
 state it was pressed on, before GlitchTip is asked, and a change GlitchTip refuses is taken
 back. With TELEGRAM_ACTION_USER_IDS set, anyone else is refused and GlitchTip
 is not called. When GlitchTip fails, the press is answered with what went wrong and how to fix
-it, the message is left as it is, and a WARNING is logged.
+it, the card is left as it is, and a WARNING is logged.
 
 Mute and Unmute change no issue: they start and end a silence in the chat (silencing.py).
 """
@@ -26,18 +28,20 @@ from typing import Any, Protocol
 from ..core.errors import DeliveryError, GlitchTipError, SpoolError
 from ..core.logs import event
 from ..core.metrics import PressOutcome
+from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
-from ..spool.sent import IssueButton, SentMessage, StatusClaim
-from .keyboards import (
+from ..message.cards import (
     SILENCE_VERBS,
     STATUS_FOR,
+    IssueButton,
+    SentMessage,
     Verb,
     clock_time,
     notice,
     parse_callback,
-    show,
     verbs_for,
 )
+from ..spool.sent import StatusClaim
 from .notices import glitchtip_notice, operator_fix
 from .silencing import Silencing
 from .team import Person, Team
@@ -45,12 +49,8 @@ from .team import Person, Team
 log = logging.getLogger(__name__)
 
 
-class Chat(Protocol):
-    """What a press needs of Telegram (delivery.Courier)."""
-
-    def edit(
-        self, chat: str, message_id: int, html_text: str, keyboard: dict[str, Any] | None
-    ) -> None: ...
+class Answers(Protocol):
+    """What a press needs of Telegram at once (delivery.Courier): its answer."""
 
     def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None: ...
 
@@ -80,10 +80,18 @@ class Press:
 
 
 class Presses:
-    def __init__(self, team: Team, chat: Chat, *, silencing: Silencing | None = None) -> None:
+    def __init__(
+        self,
+        team: Team,
+        answers: Answers,
+        outbox: Outbox,
+        *,
+        silencing: Silencing | None = None,
+    ) -> None:
         """`silencing`: what Mute and Unmute do (unset: they are not offered)."""
         self._team = team
-        self._chat = chat
+        self._answers = answers
+        self._outbox = outbox
         self._silencing = silencing
 
     def handle_update(self, update: dict[str, Any]) -> None:
@@ -207,7 +215,7 @@ class Presses:
                 extra=event(event="press", issue=button.label, outcome="failed", error=str(exc)),
             )
             self._count("failed")
-            self._answer(press, glitchtip_notice(exc, self._team.words), alert=True)
+            self._answer(press, glitchtip_notice(exc).text(self._team.words), alert=True)
             return
         changed = time.monotonic() - started
         said = notice(button, status, self._team.words)
@@ -253,11 +261,10 @@ class Presses:
             )
 
     def _update_message(self, press: Press, message: SentMessage, said: str) -> bool:
+        """Queue the card's edit: it shows the record as it stands when it goes."""
         try:
-            updated = self._team.store.message(message.chat, message.message_id)
-            if updated is not None:
-                show(self._chat.edit, updated, self._team.words)
-        except (SpoolError, DeliveryError) as exc:
+            self._outbox.card(message.chat, message.message_id)
+        except SpoolError as exc:
             log.warning(
                 "%s by %s in GlitchTip, but message %d in chat %s could not be updated: %s",
                 said,
@@ -300,7 +307,7 @@ class Presses:
 
     def _answer(self, press: Press, text: str, *, alert: bool) -> None:
         try:
-            self._chat.answer(press.id, text, alert=alert)
+            self._answers.answer(press.id, text, alert=alert)
         except DeliveryError as exc:
             # Telegram forgets a press after a while; the change, if any, stands.
             log.info("the press by %s could not be answered: %s", press.by.handle, exc)

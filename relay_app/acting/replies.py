@@ -6,19 +6,22 @@ record's, never anything the client sent. A message about several issues (a dige
 reply that begins with one of their short ids; any other reply to it is answered with the
 question which one. Replies from anyone not in TELEGRAM_ACTION_USER_IDS (when it is set) are
 ignored, and each update acts once. The relay confirms with a reaction on the reply (a short
-reply where reactions are off), and on failure replies with what went wrong and what to do.
+reply where reactions are off), and on failure replies with what went wrong and what to do:
+each a write to the chat, queued as a job (delivery/outbox.py), in the chat's language.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from ..core.errors import DeliveryError, GlitchTipError, SpoolError
+from ..core.errors import GlitchTipError, SpoolError
 from ..core.logs import event
 from ..core.metrics import ReplyOutcome
-from ..spool.sent import IssueButton
+from ..delivery.outbox import Outbox
+from ..message.cards import IssueButton
+from ..words import Said
 from .notices import glitchtip_notice, operator_fix
 from .team import Person, Team
 
@@ -28,14 +31,6 @@ log = logging.getLogger(__name__)
 POSTED = "✍"
 # GlitchTip keeps a comment's text whole; a Telegram message holds at most 4096 characters.
 MAX_COMMENT = 4096
-
-
-class Chat(Protocol):
-    """What a reply needs of Telegram (delivery.Courier)."""
-
-    def react(self, chat: str, message_id: int, emoji: str) -> None: ...
-
-    def reply(self, chat: str, thread: int | None, message_id: int, text: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -51,8 +46,9 @@ class Reply:
     replied_to_bot: int | None  # the id of the bot whose message it answers, if a bot's
 
     @classmethod
-    def of(cls, message: dict[str, Any]) -> Reply | None:
-        """None for anything that is not a reply with text."""
+    def of(cls, update: dict[str, Any]) -> Reply | None:
+        """The update's message, when it is a reply with text; None for anything else."""
+        message = _object(update.get("message"))
         answered, chat = _object(message.get("reply_to_message")), _object(message.get("chat"))
         text, message_id = message.get("text"), message.get("message_id")
         replied_to = answered.get("message_id")
@@ -82,21 +78,18 @@ def _bot(sender: dict[str, Any]) -> int | None:
 
 
 class Replies:
-    def __init__(self, team: Team, chat: Chat, *, bot_id: int | None = None) -> None:
+    def __init__(self, team: Team, outbox: Outbox, *, bot_id: int | None = None) -> None:
         """`bot_id`: the relay's bot (its token's first part), so a reply to one of its
         messages the relay no longer keeps is answered, and replies to anyone else's are not."""
         self._team = team
-        self._chat = chat
+        self._outbox = outbox
         self._bot_id = bot_id
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates with a message: a reply to the relay's is handled, once;
         any other message is the team's own conversation, not the relay's."""
-        message = update.get("message")
-        reply = Reply.of(message) if isinstance(message, dict) else None
-        if reply is None:
-            return
-        if not self._may_act(reply):
+        reply = Reply.of(update)
+        if reply is None or not self._may_act(reply):
             return
         try:
             if not self._first_time(reply, update.get("update_id")):
@@ -112,7 +105,7 @@ class Replies:
         button, text = _addressed(kept.buttons, reply.text)
         if button is None:
             labels = ", ".join(b.label for b in kept.buttons)
-            self._say(reply, self._team.words.reply_which_issue.format(labels=labels))
+            self._say(reply, Said("reply_which_issue", {"labels": labels}))
             self._count("asked")
             return
         self._comment(reply, button, text)
@@ -147,7 +140,7 @@ class Replies:
         """A reply to a message with no issue (an uptime alert), or to one not kept: answered
         only when it is this relay's own message, which it no longer knows about."""
         if not kept and self._bot_id is not None and reply.replied_to_bot == self._bot_id:
-            self._say(reply, self._team.words.reply_not_kept)
+            self._say(reply, Said("reply_not_kept"))
         self._count("unknown")
 
     def _comment(self, reply: Reply, button: IssueButton, text: str) -> None:
@@ -165,8 +158,7 @@ class Replies:
                 "" if fix is None else f". FIX: {fix} (the person was told the operator has it)",
                 extra=event(event="reply", issue=button.label, outcome="failed", error=str(exc)),
             )
-            notice = glitchtip_notice(exc, self._team.words)
-            self._say(reply, self._team.words.comment_not_posted.format(why=notice))
+            self._say(reply, Said("comment_not_posted", {"why": glitchtip_notice(exc)}))
             self._count("failed")
             return
         log.info(
@@ -178,17 +170,20 @@ class Replies:
             ),
         )
         self._count("commented")
+        # Where the chat takes no reactions, a reply says it instead.
+        posted = Said("comment_posted", {"label": button.label})
         try:
-            self._chat.react(reply.chat, reply.message_id, POSTED)
-        except DeliveryError as exc:  # reactions off in this chat, say: a reply says it instead
-            log.info("the reply could not get a reaction (%s); answering it instead", exc)
-            self._say(reply, self._team.words.comment_posted.format(label=button.label))
+            self._outbox.react(reply.chat, reply.thread, reply.message_id, POSTED, instead=posted)
+        except SpoolError as exc:
+            log.warning(
+                "the reply by %s could not be confirmed in the chat: %s", reply.by.handle, exc
+            )
 
-    def _say(self, reply: Reply, text: str) -> None:
+    def _say(self, reply: Reply, said: Said) -> None:
         try:
-            self._chat.reply(reply.chat, reply.thread, reply.message_id, text)
-        except DeliveryError as exc:
-            log.info("the reply by %s could not be answered: %s", reply.by.handle, exc)
+            self._outbox.reply(reply.chat, reply.thread, reply.message_id, said)
+        except SpoolError as exc:
+            log.warning("the reply by %s could not be answered: %s", reply.by.handle, exc)
 
     def _count(self, outcome: ReplyOutcome) -> None:
         if self._team.metrics is not None:

@@ -1,6 +1,8 @@
 """Silences in the relay (spool/silences.py keeps them): holding back the alerts they match as
 webhooks arrive, the mute and unmute buttons, ending those that ran out, and the one message
-that says what a silence held when it ends.
+that says what a silence held when it ends (queued with the silence's end, as data: rendered in
+the chat's language when it is sent, message/silence_summary.py). The cards a mute changes are
+edited by jobs too (delivery/outbox.py).
 
 Nothing here may cost an alert: a silence that cannot be read lets the alert go, and one that
 ended meanwhile lets it go too. GlitchTip is never changed: a silence is this chat's quiet.
@@ -8,21 +10,19 @@ ended meanwhile lets it go too. GlitchTip is never changed: a silence is this ch
 
 from __future__ import annotations
 
-import html
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from ..core.errors import DeliveryError, SpoolError
+from ..core.errors import SpoolError
 from ..core.logs import event
 from ..core.routing import Destination
-from ..message.digest import backlog, time_span
-from ..message.formatting import PARAGRAPH, Message
+from ..delivery.outbox import Outbox
+from ..message.cards import MUTE_FOR, IssueButton, SentMessage, clock_time
+from ..message.formatting import Message
 from ..message.matching import Matchers, matches
-from ..spool.sent import IssueButton, SentMessage, SentStore
+from ..spool.sent import SentStore
 from ..spool.silences import Ended, Held, Silence, SilenceStore
-from ..words import Words
-from .keyboards import MUTE_FOR, Edit, clock_time, show
 
 log = logging.getLogger(__name__)
 
@@ -41,15 +41,13 @@ class Silencing:
         store: SilenceStore,
         sent: SentStore,
         *,
-        edit: Edit,
-        words: Words,
+        outbox: Outbox,
         held: Count = lambda: None,
         clock: Clock = time.time,
     ) -> None:
         self._store = store
         self._sent = sent
-        self._edit = edit
-        self._words = words
+        self._outbox = outbox
         self._count_held = held
         self._clock = clock
         self._swept_at: float | None = None
@@ -105,7 +103,7 @@ class Silencing:
         """End a silence now (Unmute, `relay-app silence expire`) or because it ran out (`by`
         None): its summary queued, its buttons unmuted. None when it had ended already.
         Raises SpoolError."""
-        ended = self._store.end(silence_id, by=by, now=self._clock(), summary=self._summary)
+        ended = self._store.end(silence_id, by=by, now=self._clock())
         if ended is None:
             return None
         log.info(
@@ -148,36 +146,6 @@ class Silencing:
         except SpoolError as exc:
             log.debug("silences that ran out could not be ended now: %s", exc)
 
-    def _summary(self, silence: Silence, held: Sequence[Held]) -> Message:
-        """'🔊 Silence over (issue BACKEND-1A, 12:04 to 13:04 UTC): 3 alerts held meanwhile',
-        then the held alerts' lines, each linked to its issue."""
-        words = self._words
-        start, end = time_span(silence.starts_at, silence.ended_at or silence.ends_at)
-        # An issue silenced by its id is named as the chat knows it: by its short id.
-        label = silence.label or (held[0].lines[0].label if silence.matchers.issue else None)
-        head = words.silence_over.format(
-            what=silence.matchers.describe(words, label=label),
-            start=start,
-            end=end,
-            alerts=words.count(words.alerts, silence.held),
-        )
-        if silence.held > len(held):
-            head += words.silence_listed_first.format(count=len(held))
-        lines = backlog([each.lines for each in held], words)
-        text = f"{head}{PARAGRAPH}{lines.text}"
-        return Message(
-            html=f"<b>{html.escape(head, quote=False)}</b>{PARAGRAPH}{lines.html}",
-            text=text,
-            fallback=text,
-        )
-
     def _show(self, message: SentMessage) -> None:
-        try:
-            show(self._edit, message, self._words)
-        except DeliveryError as exc:
-            log.warning(
-                "message %d in chat %s could not be edited to show its silence: %s",
-                message.message_id,
-                message.chat,
-                exc,
-            )
+        """Queue the card's edit, to show its silence as it stands. Raises SpoolError."""
+        self._outbox.card(message.chat, message.message_id)

@@ -117,6 +117,14 @@ class Metrics:
             ["route"],
             registry=self.registry,
         )
+        self.writes = Counter(
+            "relay_chat_writes",
+            "Attempts of the writes to a chat other than alerts, each a job in the spool as an "
+            "alert is, by job (card: an alert's message edited after a press, a mute or a "
+            "recovery; reply; reaction), result, and Telegram's error code",
+            ["job", "result", "error_code"],
+            registry=self.registry,
+        )
         self.rate_limited = Counter(
             "relay_telegram_rate_limited",
             "429 Too Many Requests answers received from Telegram",
@@ -213,8 +221,16 @@ class Metrics:
     def route(self, route: str | None, count: int, *, dropped: bool = False) -> None:
         (self.dropped if dropped else self.routed).labels(route or "none").inc(count)
 
-    def attempt(self, kind: AttemptKind, result: AttemptResult, error_code: int | None) -> None:
-        self.attempts.labels(kind, result, "" if error_code is None else str(error_code)).inc()
+    def attempt(
+        self, kind: AttemptKind, result: AttemptResult, error_code: int | None, job: str = "alert"
+    ) -> None:
+        """One write's attempt: an alert's (or a digest's) by `kind`, any other job's by its
+        own kind (relay_chat_writes_total)."""
+        code = "" if error_code is None else str(error_code)
+        if job == "alert":
+            self.attempts.labels(kind, result, code).inc()
+        else:
+            self.writes.labels(job, result, code).inc()
         if error_code == 429:
             self.rate_limited.inc()
 

@@ -49,6 +49,11 @@ class Destination:
         """Chat and topic in one key: the destination's own queue, whose alerts go in order."""
         return f"{self.chat_key}/{'' if self.thread is None else self.thread}"
 
+    def message_lane(self, message_id: int) -> str:
+        """The lane of the writes about one message of the chat (its card's edits, a reply
+        under it): they go in order, apart from the chat's alerts but at its pace."""
+        return f"{self.chat_key}/#{message_id}"
+
     def without_topic(self) -> Destination:
         return Destination(self.chat)
 

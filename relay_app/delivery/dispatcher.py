@@ -2,12 +2,15 @@
 pool and its stop event (as sentry-python's BackgroundWorker does).
 
 The thread looks at the queues whenever something may have become due (a webhook queued an
-alert, a job ended, a time came) and at least once a second; for each destination whose oldest
-alert is due and whose lease is free, it claims what fits one message and hands the claim to
-the pool, where a job (job.py) makes one attempt and ends. Nothing waits in a thread: a failed
-alert's wait is its due time in the queue, so the alerts of a chat that came back are claimed
-together, oldest first. While Telegram fails (health.py), the thread only asks whether it is
-back, and retires alerts that pass their horizon.
+alert, a job ended, a time came) and at least once a second; for each lane whose oldest job is
+due and whose lease is free, it claims what goes in one write and hands the claim to the pool,
+where a job (job.py) makes one attempt and ends. Nothing waits in a thread: a failed job's wait
+is its due time in the queue, so the alerts of a chat that came back are claimed together,
+oldest first. While Telegram fails (health.py), the thread only asks whether it is back (one
+process of the relay asks), and retires jobs that pass their horizon.
+
+A webhook's alert gets its first attempt at once (`first_attempt`): the webhook's thread claims
+its lane as the thread would, and waits for the job the pool runs, up to its answer's deadline.
 
 The pool is created lazily, in the process that uses it: gunicorn creates the app before it
 forks its workers, and a fork carries no threads over, so a dispatcher used in a process other
@@ -25,14 +28,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
+from typing import Any, Literal
 
 from ..core.errors import SpoolError
-from ..core.metrics import Metrics
+from ..core.metrics import AttemptKind, Metrics
 from ..core.process import PerProcess
 from ..core.timing import PRODUCTION, Timing
 from ..spool.health_store import TelegramHealth
 from ..spool.holders import Holder, this_process
-from ..spool.model import Claim, Lane, Later
+from ..spool.model import Claim, Job, Lane, Later, Settlement
 from ..spool.queue import Queue
 from .health import Health, probe_due
 from .job import Jobs
@@ -42,6 +46,10 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 # Asks Telegram a question that posts nothing; True when it answered.
 Probe = Callable[[], bool]
+# Why a webhook's alert was not attempted with it: older jobs of its lane go first (or another
+# process is sending them), its chat's turn has not come, Telegram is failing, or the spool
+# stayed busy for the webhook's time.
+WaitReason = Literal["behind_older", "paced", "telegram_down", "spool_busy"]
 
 # Jobs running at once in one process: one per destination at most, each within
 # RELAY_SEND_TIMEOUT. Destinations beyond it wait for a free thread, in the queue.
@@ -91,7 +99,7 @@ class Dispatcher(PerProcess):
         # lease in this set is never taken over, whatever the clock says.
         self._in_flight: set[str] = set()
         self._jobs_running = 0
-        self._futures: set[Future[None]] = set()
+        self._futures: set[Future[Any]] = set()
 
     # --- for the rest of the relay -------------------------------------------------------------
 
@@ -117,42 +125,29 @@ class Dispatcher(PerProcess):
             self._next_pass_at = min(self._next_pass_at, at if at is not None else 0.0)
         self._wake.set()
 
-    def soon(self, work: Callable[[], None]) -> None:
-        """Run `work` on this process's pool, off the caller's thread (a webhook's, which must
-        answer GlitchTip): what follows a delivery. Inline once the pool has stopped."""
+    def first_attempt(
+        self, queue: Queue, job: Job, *, wait_until: float | None = None
+    ) -> Future[Settlement] | WaitReason:
+        """A webhook's alert, just queued: its lane claimed now, on the caller's thread, as a
+        pass would claim it, and the job run on the pool (the future of its settlement, which
+        holds the alert's outcome), or why it waits. `wait_until` (monotonic) bounds the wait
+        for the spool's lock."""
         self._here()
-        with self._lock:
-            future = None if self._stop.is_set() else self._executor().submit(_logged, work)
-            if future is not None:
-                self._futures.add(future)
-        if future is None:
-            _logged(work)
-        else:
-            future.add_done_callback(self._forget)  # at once if done: not under the lock
-
-    @property
-    def lease_for(self) -> float:
-        """How long a claim's lease lasts: past the end of any attempt made under it."""
-        return self._lease_for
-
-    def hold(self) -> str:
-        """A fresh claim token, in flight in this process until `release`: made before the
-        claim it names, so no pass of this dispatcher can take that claim over meanwhile."""
-        self._here()
-        token = secrets.token_hex(8)
-        with self._lock:
-            self._in_flight.add(token)
-        return token
-
-    def release(self, token: str) -> None:
-        self._here()
-        with self._lock:
-            self._in_flight.discard(token)
-
-    def in_flight(self) -> frozenset[str]:
-        self._here()
-        with self._lock:
-            return frozenset(self._in_flight)
+        if not self.health.current().sending:
+            return "telegram_down"
+        if not self._thread_free():
+            return "behind_older"  # the pool is full: the thread takes it up in turn
+        now = self._clock()
+        lane = Lane(job.lane, job.destination, now, free=True)
+        try:
+            started = self._start(queue, lane, now, send=True, kind="sync", wait_until=wait_until)
+        except SpoolError:
+            return "spool_busy"
+        if isinstance(started, Later):
+            return "paced"
+        if started is None or job.id not in {each.id for each in started[0].jobs}:
+            return "behind_older"  # older alerts of its lane went first, or are going
+        return started[1]
 
     def shutdown(self) -> None:
         """Stop deliberately (gunicorn's worker_exit hook): claim nothing more, let running
@@ -174,6 +169,22 @@ class Dispatcher(PerProcess):
                 self._leave_for_next_start(queue)
             else:
                 self._last_chance(queue)
+
+    def _hold(self) -> str:
+        """A fresh claim token, in flight in this process until `_release`: made before the
+        claim it names, so no pass of this dispatcher can take that claim over meanwhile."""
+        token = secrets.token_hex(8)
+        with self._lock:
+            self._in_flight.add(token)
+        return token
+
+    def _release(self, token: str) -> None:
+        with self._lock:
+            self._in_flight.discard(token)
+
+    def _in_flight_now(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._in_flight)
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until every job this dispatcher started has ended; True if they did in time."""
@@ -206,47 +217,55 @@ class Dispatcher(PerProcess):
         """Claim the queue's due lanes that are free, and start their jobs; yields when each
         lane that is not due yet will be."""
         try:
-            lanes = queue.lanes(now=now, holder=this_process(), in_flight=self.in_flight())
+            lanes = queue.lanes(now=now, holder=this_process(), in_flight=self._in_flight_now())
+            for lane in lanes:
+                if not lane.free:
+                    continue
+                if lane.due_at > now:
+                    yield lane.due_at
+                elif send and not self._thread_free():
+                    return  # a job that ends wakes the thread
+                elif isinstance(later := self._start(queue, lane, now, send=send), Later):
+                    yield later.at
         except SpoolError:
             return  # logged by the spool; the next pass tries again
-        for lane in lanes:
-            if not lane.free:
-                continue
-            if lane.due_at > now:
-                yield lane.due_at
-            elif send and not self._thread_free():
-                return  # a job that ends wakes the thread
-            else:
-                later = self._claim(queue, lane, now, send=send)
-                if later is not None:
-                    yield later
 
-    def _claim(self, queue: Queue, lane: Lane, now: float, *, send: bool) -> float | None:
-        """Claim the lane and start its job; when its chat's turn comes, if that is later."""
-        token = self.hold()
+    def _start(
+        self,
+        queue: Queue,
+        lane: Lane,
+        now: float,
+        *,
+        send: bool,
+        kind: AttemptKind = "background",
+        wait_until: float | None = None,
+    ) -> tuple[Claim, Future[Settlement]] | Later | None:
+        """Claim the lane and start its job on the pool (the claim, and the future of its
+        settlement); Later when its chat's turn has not come; None when nothing went."""
+        token = self._hold()
         try:
             claimed = queue.claim(
                 lane,
                 now=now,
                 holder=this_process(),
                 token=token,
-                in_flight=self.in_flight(),
+                in_flight=self._in_flight_now(),
                 fit=self._jobs.fit,
                 retire=self._jobs.policy.before_attempt,
                 send=send,
                 lease_for=self._lease_for,
+                wait_until=wait_until,
             )
-        except SpoolError:
-            claimed = None
-        if isinstance(claimed, Claim) and claimed.alerts:
-            self._submit(queue, claimed)  # the job lets the token go when it ends
-            return None
-        self.release(token)
-        if isinstance(claimed, Later):
-            return claimed.at
-        if claimed is not None:
+        except BaseException:
+            self._release(token)
+            raise
+        if isinstance(claimed, Claim) and claimed.jobs:
+            return claimed, self._submit(queue, claimed, kind=kind)  # its end lets the token go
+        self._release(token)
+        if isinstance(claimed, Claim):
             self._jobs.report_retired(queue, claimed)
-        return None
+            return None
+        return claimed
 
     def _loop(self) -> None:
         checkpointed_at = 0.0
@@ -279,32 +298,34 @@ class Dispatcher(PerProcess):
         with self._lock:
             return self._jobs_running < MAX_JOB_THREADS
 
-    def _submit(self, queue: Queue, claim: Claim) -> None:
+    def _submit(self, queue: Queue, claim: Claim, *, kind: AttemptKind) -> Future[Settlement]:
         with self._lock:
             self._jobs_running += 1
-            future = self._executor().submit(self._run, queue, claim)
+            future = self._executor().submit(self._run, queue, claim, kind)
             self._futures.add(future)
         future.add_done_callback(self._forget)
+        return future
 
-    def _run(self, queue: Queue, claim: Claim) -> None:
+    def _run(self, queue: Queue, claim: Claim, kind: AttemptKind) -> Settlement:
         try:
-            self._jobs.run(queue, claim, kind="background")
+            return self._jobs.run(queue, claim, kind=kind)
         except Exception as exc:  # a bug must not lose the alerts: log them with their text
-            for alert in claim.alerts:
+            for job in claim.jobs:
                 self._jobs.undelivered(
-                    alert.message,
+                    self._jobs.renderer.text_of(job, now=self._clock()),
                     "the relay failed while sending it",
                     exc,
-                    alert=alert,
+                    job=job,
                     exc_info=True,
                 )
+            raise
         finally:
             with self._lock:
                 self._in_flight.discard(claim.token)
                 self._jobs_running -= 1
             self.wake()  # the lane is free: its next alerts, and destinations left for a thread
 
-    def _forget(self, future: Future[None]) -> None:
+    def _forget(self, future: Future[Any]) -> None:
         with self._lock:
             self._futures.discard(future)
 
@@ -357,24 +378,26 @@ class Dispatcher(PerProcess):
         tried: set[int] = set()
         while time.monotonic() < give_up_at and self._one_last_attempt(queue, tried):
             pass
-        for alert in queue.take_all():
-            self._jobs.undelivered(alert.message, "the relay is shutting down", None, alert=alert)
+        for job in queue.take_all():
+            text = self._jobs.renderer.text_of(job, now=self._clock())
+            if job.kind == "alert":
+                self._jobs.undelivered(text, "the relay is shutting down", None, job=job)
 
     def _one_last_attempt(self, queue: Queue, tried: set[int]) -> bool:
-        """One message of alerts not `tried` yet; False when none is left to try."""
-        token = self.hold()
+        """One write of jobs not `tried` yet; False when none is left to try."""
+        token = self._hold()
         try:
             claim = queue.last_claim(
                 self._jobs.fit, holder=this_process(), token=token, tried=tried
             )
             if claim is None:
                 return False
-            tried.update(alert.id for alert in claim.alerts)
+            tried.update(job.id for job in claim.jobs)
             self._jobs.run(queue, claim, kind="background")
         except SpoolError:
             return False  # nothing to claim from: what it held is logged next, if it can be read
         finally:
-            self.release(token)
+            self._release(token)
         return True
 
     def _leave_for_next_start(self, queue: Queue) -> None:
@@ -389,13 +412,6 @@ class Dispatcher(PerProcess):
                 pending,
                 queue.name,
             )
-
-
-def _logged(work: Callable[[], None]) -> None:
-    try:
-        work()
-    except Exception:  # a pool's future would keep it to itself
-        log.exception("work after a delivery failed")
 
 
 def _earliest(soonest: float | None, at: float) -> float:

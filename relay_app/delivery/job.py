@@ -1,10 +1,12 @@
-"""A delivery job: one attempt for the alerts a claim holds, an outcome for each
-(`Delivered | RetryAt | Dead`, outcomes.py), recorded by the queue as one change, then told:
-one log record per attempt, and ERROR records for the alerts that will not arrive.
+"""A job's run: one attempt for the jobs a claim holds (render.py makes what they write, then
+Telegram is asked once), an outcome for each (`Delivered | RetryAt | Dead`, outcomes.py),
+recorded by the queue as one change, then told: one log record per attempt, an ERROR record
+for each alert that will not arrive (`ALERT NOT DELIVERED`, with its text), and one for each
+other write given up (`CHAT NOT UPDATED`, with what it should have said).
 
-The webhook runs the first job of an alert itself, on its request thread; the dispatcher runs
-every later one on its pool. Either way a job never waits: when the attempt fails, the alerts
-go back to the queue due at the time the policy says, and the job ends.
+Every write runs here, on the dispatcher's pool, the webhook's first attempt of its alert
+included. A job never waits: when the attempt fails, the jobs go back to the queue due at the
+time the policy says, and the run ends.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from itertools import takewhile
 from typing import Any, Protocol, TypeVar
 
 from ..core.errors import (
@@ -28,19 +29,17 @@ from ..core.metrics import AttemptKind, AttemptResult, Metrics
 from ..core.outcomes import Dead, Delivered, Outcome, Refund, RetryAt
 from ..core.routing import Destination
 from ..core.timing import PRODUCTION
-from ..message.digest import compose, how_many_fit
-from ..message.formatting import Message, with_first_line, with_mentions
-from ..spool.model import Claim, Settled, Settlement, SpooledAlert, refunded
+from ..message.formatting import Message
+from ..spool.model import NOT_RECORDED, Claim, Job, Settled, Settlement, refunded
 from ..spool.queue import Queue
-from ..telegram.courier import Extras, Sent
-from ..words import Words
+from ..telegram.courier import NO_EXTRAS, Extras, Sent, Telegram
 from .health import Health
 from .policy import RetryPolicy
+from .render import Edit, Reaction, Renderer, ReplyUnder, Send, Write
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-Deliver = Callable[[Message, Destination, Extras], Sent | None]
 Plan = TypeVar("Plan", bound="Planned")
 
 
@@ -50,155 +49,151 @@ class Planned(Protocol):
 
 
 class AroundDelivery(Protocol[Plan]):
-    """What the relay does around a delivery, beyond it (outgoing.py, which the app's wiring
-    gives the jobs): what to send with the message, and what to keep and tell after it."""
+    """What the relay does around an alert's delivery, beyond it (acting/outgoing.py, which the
+    app's wiring gives the jobs): what to send with the message, and what to keep after it."""
 
-    def plan(self, alerts: Sequence[SpooledAlert], destination: Destination) -> Plan: ...
+    def plan(self, alerts: Sequence[Message], destination: Destination) -> Plan: ...
 
     def delivered(
-        self, plan: Plan, sent: Sent, alerts: Sequence[SpooledAlert], destination: Destination
-    ) -> Callable[[], None] | None: ...
-
-
-# Runs work after the job, off the caller's thread (the dispatcher's pool): the webhook's own
-# attempt must not spend GlitchTip's 10 s on what follows a delivery.
-Later = Callable[[Callable[[], None]], None]
+        self,
+        plan: Plan,
+        sent: Sent,
+        alerts: Sequence[Message],
+        jobs: Sequence[Job],
+        destination: Destination,
+    ) -> None: ...
 
 
 class Jobs:
     def __init__(
         self,
-        deliver: Deliver,
+        telegram: Telegram,
         *,
+        renderer: Renderer,
         policy: RetryPolicy,
         health: Health,
         metrics: Metrics,
         outgoing: AroundDelivery[Any],
-        words: Words,
         clock: Clock = time.time,
         attempt_timeout: float = 5.0,
-        late_after: float = 60.0,
-        coalesce: bool = True,
         second_chance: bool = True,
         settle_margin: float = PRODUCTION.settle_margin,
     ) -> None:
         """`attempt_timeout` is how long an attempt may last (the courier's deadline);
         `settle_margin` what it leaves at its lease's end for the writes after it."""
-        self._deliver = deliver
+        self._telegram = telegram
+        self.renderer = renderer
         self._attempt_timeout = attempt_timeout
         self._settle_margin = settle_margin
         self._outgoing = outgoing
-        self._words = words
         self.policy = policy
         self._health = health
         self._metrics = metrics
         self._clock = clock
-        self._late_after = late_after
-        self._coalesce = coalesce
         self._second_chance = second_chance
 
-    def fit(self, alerts: list[SpooledAlert]) -> int:
-        """How many of these waiting alerts, oldest first, go into the next message: as many
-        as fit one digest; one when coalescing is off. An alert on its second chance goes
-        alone, with a line saying it may repeat an earlier message; so does an uptime
-        monitor's recovery, a reply to the message that announced its outage."""
-        if not self._coalesce or _alone(alerts[0]):
-            return 1
-        fresh = list(takewhile(lambda alert: not _alone(alert), alerts))
-        return how_many_fit([alert.message for alert in fresh], self._words)
+    def fit(self, jobs: list[Job]) -> int:
+        """How many of these waiting jobs, oldest first, go in the next write."""
+        return self.renderer.how_many(jobs)
 
-    def run(
-        self,
-        queue: Queue,
-        claim: Claim,
-        *,
-        kind: AttemptKind,
-        wait_until: float | None = None,
-        later: Later | None = None,
-    ) -> Settlement:
-        """The claim's one attempt, settled in `queue` (a claim holds at least one alert;
-        the dispatcher reports one whose alerts were all retired with `report_retired`).
-        What follows a delivery (outgoing.py) runs through `later` when given."""
+    def run(self, queue: Queue, claim: Claim, *, kind: AttemptKind) -> Settlement:
+        """The claim's one attempt, settled in `queue` (a claim holds at least one job; the
+        dispatcher reports one whose jobs were all retired with `report_retired`)."""
         self.report_retired(queue, claim)
-        plan = self._outgoing.plan(claim.alerts, claim.destination)
         if self._too_late(claim):
-            return self._not_attempted(queue, claim, wait_until)
-        sent, error, sent_at = self._attempt(claim, plan.extras, kind)
+            return self._not_attempted(queue, claim)
+        started = time.monotonic()
+        write: Write | None = None
+        plan: Any = None
+        sent = error = sent_at = None
+        try:
+            write = self.renderer.write(claim.jobs, now=self._clock())
+            if isinstance(write, Send):
+                plan = self._outgoing.plan(write.alerts, claim.destination)
+        except Exception as exc:  # unreadable data, or a bug in rendering: no request is made
+            error = exc
+        if error is None and write is not None:
+            sent, error, sent_at = self._attempt(write, claim.destination, plan)
+        self._attempt_made(claim, kind, error, time.monotonic() - started)
         now = self._clock()
         settlement = replace(self._settlement(claim, error, now), sent_at=sent_at)
-        settled = self._record(queue, claim, settlement, wait_until, now)
+        settled = self._record(queue, claim, settlement, now)
         self._report(queue, claim, settlement, settled, error)
-        if sent is not None:
-            follow_up = self._outgoing.delivered(plan, sent, claim.alerts, claim.destination)
-            if follow_up is not None:
-                (later or _now)(follow_up)
+        if isinstance(write, Send) and sent is not None:
+            self._outgoing.delivered(plan, sent, write.alerts, claim.jobs, claim.destination)
         return settlement
 
     def _too_late(self, claim: Claim) -> bool:
         """Whether an attempt starting now could outlast the claim's lease: this process was
         held up since the claim (a busy host, a slow spool), and another relay may take the
-        lane over and send before this attempt ends, two messages where the chat's pace allows
+        lane over and send before this attempt ends, two writes where the chat's pace allows
         one. The attempt's deadline is the courier's; the margin is for the writes after it."""
         if claim.leased_until is None:
             return False
         return self._clock() + self._attempt_timeout + self._settle_margin > claim.leased_until
 
-    def _not_attempted(self, queue: Queue, claim: Claim, wait_until: float | None) -> Settlement:
-        """The claim given back, its attempt not made: its alerts due at once, the attempt
+    def _not_attempted(self, queue: Queue, claim: Claim) -> Settlement:
+        """The claim given back, its attempt not made: its jobs due at once, the attempt
         counted for them taken back, and its chat's turn returned."""
         now = self._clock()
         log.warning(
-            "alert(s) %s to %s were not sent: their lease ran out before the attempt could "
-            "start (this process was held up); they go again at once",
-            _labels(claim.alerts),
+            "%s to %s were not sent: their lease ran out before the attempt could start (this "
+            "process was held up); they go again at once",
+            _what(claim.jobs),
             claim.destination.describe(),
         )
         retry = RetryAt(now, after_failure=False)
         why = "not attempted: the lease ran out before the attempt could start"
-        settlement = Settlement(_each(claim.alerts, retry), refund="attempt", error=why)
-        self._record(queue, claim, settlement, wait_until, now)
+        settlement = Settlement(_each(claim.jobs, retry), refund="attempt", error=why)
+        self._record(queue, claim, settlement, now)
         return settlement
 
     def _attempt(
-        self, claim: Claim, extras: Extras, kind: AttemptKind
+        self, write: Write, destination: Destination, plan: Any
     ) -> tuple[Sent | None, Exception | None, float | None]:
-        """The one attempt: what Telegram answered, or why it failed; and when that came
-        (None: no request was made). The message reached Telegram before then, if at all:
-        the chat's pace runs from that time, not from when the request was begun, which a
-        busy host can leave seconds before the request really goes."""
-        started = time.monotonic()
-        sent = error = answered_at = None
+        """The one request: what Telegram answered, or why it failed; and when that came. The
+        write reached Telegram before then, if at all: the chat's pace runs from that time,
+        not from when the request was begun, which a busy host can leave seconds before the
+        request really goes."""
+        sent = error = None
         try:
-            message = self._message(claim.alerts, self._clock())
-        except Exception as exc:  # a bug in composing: no request is made
+            sent = self._write(write, destination, plan.extras if plan is not None else NO_EXTRAS)
+        except Exception as exc:  # sorted later: Telegram's refusals, the network, a bug
             error = exc
+        return sent, error, self._clock()
+
+    def _write(self, write: Write, destination: Destination, extras: Extras) -> Sent | None:
+        telegram = self._telegram
+        if isinstance(write, Send):
+            return telegram.deliver(write.message, destination, extras)
+        if isinstance(write, Edit):
+            telegram.edit(write.chat, write.message_id, write.html, write.keyboard)
+        elif isinstance(write, ReplyUnder):
+            telegram.reply(write.chat, write.thread, write.message_id, write.text)
         else:
-            try:
-                sent = self._deliver(message, claim.destination, extras)
-            except Exception as exc:  # sorted later: Telegram's refusals, the network, a bug
-                error = exc
-            answered_at = self._clock()
-        self._attempt_made(claim, kind, error, time.monotonic() - started)
-        return sent, error, answered_at
+            self._react(write)
+        return None
+
+    def _react(self, reaction: Reaction) -> None:
+        try:
+            self._telegram.react(reaction.chat, reaction.message_id, reaction.emoji)
+        except PermanentDeliveryError as exc:  # reactions off in this chat, say
+            log.info("a reaction was refused (%s); replying instead", exc)
+            instead = reaction.instead
+            self._telegram.reply(instead.chat, instead.thread, instead.message_id, instead.text)
 
     def _record(
-        self,
-        queue: Queue,
-        claim: Claim,
-        settlement: Settlement,
-        wait_until: float | None,
-        now: float,
-    ) -> Settled | None:
-        """The settlement in the queue, and what it says of Telegram in its health; None when
-        the queue could not take it."""
-        settled = None
+        self, queue: Queue, claim: Claim, settlement: Settlement, now: float
+    ) -> Settled:
+        """The settlement in the queue, and what it says of Telegram in its health."""
+        settled = NOT_RECORDED
         try:
-            settled = queue.settle(claim, settlement, now=now, wait_until=wait_until)
+            settled = queue.settle(claim, settlement, now=now)
         except SpoolError as exc:
             log.error(
-                "alert(s) %s: the outcome of their attempt (%s) could not be recorded in the "
-                "spool (%s); this process takes them up again, and may send them twice",
-                _labels(claim.alerts),
+                "%s: the outcome of their attempt (%s) could not be recorded in the spool (%s); "
+                "this process takes them up again, and may send them twice",
+                _what(claim.jobs),
                 "delivered" if settlement.delivered else "not delivered",
                 exc,
             )
@@ -209,93 +204,69 @@ class Jobs:
         return settled
 
     def report_retired(self, queue: Queue, claim: Claim) -> None:
-        for alert, dead in claim.retired:
-            self._dead(queue, alert, dead, settled=True)
+        for job, dead in claim.retired:
+            self._dead(queue, job, dead, settled=True)
 
     def undelivered(
         self,
-        message: Message,
+        text: str,
         reason: str,
         error: BaseException | None,
         *,
-        alert: SpooledAlert | None = None,
+        job: Job | None = None,
         exc_info: bool = False,
     ) -> None:
         """Count an alert that will not reach Telegram, and log it with its text: the one way
         every such alert is recorded, whether or not it ever got an id."""
         self._metrics.undelivered.inc()
         log_undelivered(
-            message,
+            text,
             reason,
             error,
-            alert=alert.label if alert is not None else None,
-            destination=alert.destination if alert is not None else None,
+            alert=job.label if job is not None else None,
+            destination=job.destination if job is not None else None,
             exc_info=exc_info,
         )
 
     # --- the attempt's outcome ---------------------------------------------------------------
 
-    def _message(self, alerts: Sequence[SpooledAlert], now: float) -> Message:
-        message = compose(
-            [alert.message for alert in alerts],
-            [alert.received_at for alert in alerts],
-            self._words,
-            now=now,
-            late_after=self._late_after,
-        )
-        # Whom the alerts' routes call, once for the message, however many alerts call them.
-        called = dict.fromkeys(m for alert in alerts for m in alert.message.subjects.mentions)
-        message = with_mentions(message, list(called), self._words)
-        if not any(_maybe_seen(alert) for alert in alerts):
-            return message
-        words = self._words
-        return with_first_line(
-            message, words.repeat_note if len(alerts) == 1 else words.repeat_note_digest
-        )
-
     def _settlement(self, claim: Claim, error: Exception | None, now: float) -> Settlement:
-        """What the attempt decided for each alert, and what it says of Telegram."""
-        alerts = claim.alerts
+        """What the attempt decided for each job, and what it says of Telegram."""
+        jobs = claim.jobs
         if error is None:
             since = now - self.policy.max_age if self._second_chance else None
-            return Settlement(_each(alerts, Delivered()), "answered", second_chance_since=since)
+            return Settlement(_each(jobs, Delivered()), "answered", second_chance_since=since)
         if isinstance(error, RetryableDeliveryError):
-            return self._to_retry(alerts, error, now)
+            return self._to_retry(jobs, error, now)
         if isinstance(error, ThreadNotFound) and claim.destination.thread is not None:
             chat = claim.destination.without_topic()  # a 400: nothing was posted
             moved = RetryAt(now, after_failure=False, destination=chat)
-            return Settlement(
-                [(alert, moved) for alert in alerts], "answered", "unsure", str(error)
-            )
+            return Settlement(_each(jobs, moved), "answered", "unsure", str(error))
         if isinstance(error, PermanentDeliveryError):
             dead = Dead("refused", "Telegram refused it permanently")
-            return Settlement(_each(alerts, dead), "answered", "unsure", str(error))
+            return Settlement(_each(jobs, dead), "answered", "unsure", str(error))
         dead = Dead("internal", "the relay failed while sending it")
-        return Settlement(_each(alerts, dead), error=str(error))
+        return Settlement(_each(jobs, dead), error=str(error))
 
     def _to_retry(
-        self, alerts: Sequence[SpooledAlert], error: RetryableDeliveryError, now: float
+        self, jobs: Sequence[Job], error: RetryableDeliveryError, now: float
     ) -> Settlement:
         if isinstance(error, RateLimited):
-            # Telegram's pause is not the alert's failure: the attempt is given back.
-            outcomes = self._after_failure(alerts, error, now, "attempt")
+            # Telegram's pause is not the job's failure: the attempt is given back.
+            outcomes = self._after_failure(jobs, error, now, "attempt")
             pause = max(outcome.at for _, outcome in outcomes if isinstance(outcome, RetryAt))
             return Settlement(outcomes, "answered", "attempt", str(error), pause_chat_until=pause)
         refund: Refund = "none" if error.maybe_delivered else "unsure"
-        outcomes = self._after_failure(alerts, error, now, refund)
+        outcomes = self._after_failure(jobs, error, now, refund)
         return Settlement(outcomes, "failing", refund, str(error))
 
     def _after_failure(
-        self,
-        alerts: Sequence[SpooledAlert],
-        error: RetryableDeliveryError,
-        now: float,
-        refund: Refund,
-    ) -> list[tuple[SpooledAlert, Outcome]]:
-        """Each alert's outcome, as the policy decides on its ledger after this attempt."""
+        self, jobs: Sequence[Job], error: RetryableDeliveryError, now: float, refund: Refund
+    ) -> list[tuple[Job, Outcome]]:
+        """Each job's outcome, as the policy decides on its ledger after this attempt."""
         return [
-            (alert, self.policy.after_failure(refunded(alert, refund, str(error)), error, now))
-            for alert in alerts
+            (job, self.policy.after_failure(refunded(job, refund, str(error)), error, now))
+            for job in jobs
         ]
 
     # --- telling it ----------------------------------------------------------------------------
@@ -305,43 +276,43 @@ class Jobs:
         queue: Queue,
         claim: Claim,
         settlement: Settlement,
-        settled: Settled | None,
+        settled: Settled,
         error: Exception | None,
     ) -> None:
-        if settled is not None and settled.lease_lost:
+        if settled.lease_lost:
             log.warning(
-                "alert(s) %s were taken over by another worker while this one attempted them; "
-                "leaving them to that one",
-                _labels(claim.alerts),
+                "%s were taken over by another worker while this one attempted them; leaving "
+                "them to that one",
+                _what(claim.jobs),
             )
             return
         if settlement.pause_chat_until is not None:
             log.warning(
-                "Telegram asked for a pause of %.0f s in %s (429): holding every alert for it",
+                "Telegram asked for a pause of %.0f s in %s (429): holding every write for it",
                 settlement.pause_chat_until - self._clock(),
                 claim.destination.describe(),
             )
-        for alert, outcome in settlement.outcomes:
+        for job, outcome in settlement.outcomes:
             if isinstance(outcome, Dead):
                 self._dead(
                     queue,
-                    alert,
+                    job,
                     outcome,
-                    settled=settled is not None,
+                    settled=settled.recorded,
                     error=error,
                     exc_info=outcome.kind == "internal",
                 )
             elif isinstance(outcome, RetryAt) and outcome.destination is not None:
                 log.error(
-                    "TOPIC NOT FOUND: alert %s could not be posted in %s (%s); sending it once to "
-                    "the chat itself instead. Fix the topic id (TELEGRAM_THREAD_ID or the "
-                    "webhook URL's thread_id). Alert text: %s",
-                    alert.label,
+                    "TOPIC NOT FOUND: %s could not be posted in %s (%s); sending it once to the "
+                    "chat itself instead. Fix the topic id (TELEGRAM_THREAD_ID or the webhook "
+                    "URL's thread_id). Its text: %s",
+                    _what([job]),
                     claim.destination.describe(),
                     error,
-                    alert.message.text,
+                    self.renderer.text_of(job, now=self._clock()),
                 )
-        if settled is not None and settled.revived:
+        if settled.revived:
             self._metrics.second_chances.inc(settled.revived)
             log.warning(
                 "%d dead letter(s) for chat %s get a second chance now that it accepts "
@@ -353,7 +324,7 @@ class Jobs:
     def _dead(
         self,
         queue: Queue,
-        alert: SpooledAlert,
+        job: Job,
         dead: Dead,
         *,
         settled: bool,
@@ -361,50 +332,59 @@ class Jobs:
         exc_info: bool = False,
     ) -> None:
         reason = dead.reason
-        if error is None and alert.last_error is not None:
-            reason = f"{reason}; last error: {alert.last_error}"
-        reason += self._where_it_stays(queue, alert, dead, settled=settled)
-        self.undelivered(alert.message, reason, error, alert=alert, exc_info=exc_info)
+        if error is None and job.last_error is not None:
+            reason = f"{reason}; last error: {job.last_error}"
+        text = self.renderer.text_of(job, now=self._clock())
+        if job.kind != "alert":
+            log.error(
+                "CHAT NOT UPDATED: %s for %s was given up (%s%s); it should have said: %s",
+                _what([job]),
+                job.destination.describe(),
+                reason,
+                f"; last error: {error}" if error is not None else "",
+                text,
+                exc_info=error if exc_info else None,
+                extra=event(event="not_written", kind=job.kind, reason=reason, text=text),
+            )
+            return
+        reason += self._where_it_stays(queue, job, dead, settled=settled)
+        self.undelivered(text, reason, error, job=job, exc_info=exc_info)
 
-    def _where_it_stays(
-        self, queue: Queue, alert: SpooledAlert, dead: Dead, *, settled: bool
-    ) -> str:
+    def _where_it_stays(self, queue: Queue, job: Job, dead: Dead, *, settled: bool) -> str:
         if not settled:
             return "; it could not be kept as a dead letter" if queue.durable else ""
         kept = (
-            f"; kept as a dead letter (resend: relay-app spool retry {alert.id}; alerts for the "
+            f"; kept as a dead letter (resend: relay-app spool retry {job.id}; alerts for the "
             "default chat go to TELEGRAM_CHAT_ID as it is then, and --chat ID [--thread N] "
             "sends them to another)"
         )
-        again = dead.kind == "exhausted" and self._second_chance and not alert.second_chance
+        again = dead.kind == "exhausted" and self._second_chance and not job.second_chance
         return (kept if queue.durable else "") + (
             "; it is sent once more when its chat next accepts a message" if again else ""
         )
 
     def _attempt_made(
-        self,
-        claim: Claim,
-        kind: AttemptKind,
-        error: BaseException | None,
-        seconds: float,
+        self, claim: Claim, kind: AttemptKind, error: BaseException | None, seconds: float
     ) -> None:
-        """One record per attempt, the webhook's or a background one, naming every alert in
-        it, so an alert's whole story greps by its label; and its counts."""
-        alerts, destination = claim.alerts, claim.destination
+        """One record per attempt, the webhook's or a background one, naming every job in
+        it, so a job's whole story greps by its label; and its counts."""
+        jobs, destination = claim.jobs, claim.destination
         error_code = getattr(error, "error_code", None)
-        attempt = max(alert.attempts for alert in alerts)
+        attempt = max(job.attempts for job in jobs)
         now = self._clock()
-        waited = now - min(alert.received_at for alert in alerts)
-        if error is None:
-            self._metrics.delivered([alert.received_at for alert in alerts], now)
-        level, outcome, said = _verdict(alerts, error, waited)
-        self._metrics.attempt(kind, outcome, error_code)
-        digest = f" (a digest of {len(alerts)})" if len(alerts) > 1 else ""
+        arrived = [job.received_at for job in jobs]
+        waited = now - min(arrived)
+        job_kind = jobs[0].kind
+        if error is None and job_kind == "alert":
+            self._metrics.delivered(arrived, now)
+        level, outcome, said = _verdict(jobs, error, waited)
+        self._metrics.attempt(kind, outcome, error_code, job=job_kind)
+        digest = f" (a digest of {len(jobs)})" if len(jobs) > 1 and job_kind == "alert" else ""
         log.log(
             level,
-            "attempt %d of alert(s) %s to %s%s (%s, %.0f ms): %s",
+            "attempt %d of %s to %s%s (%s, %.0f ms): %s",
             attempt,
-            _labels(alerts),
+            _what(jobs),
             destination.describe(),
             digest,
             kind,
@@ -412,7 +392,8 @@ class Jobs:
             said,
             extra=event(
                 event="attempt",
-                alerts=[alert.label for alert in alerts],
+                alerts=[job.label for job in jobs],
+                job=job_kind,
                 destination=destination.describe(),
                 kind=kind,
                 attempt=attempt,
@@ -426,28 +407,28 @@ class Jobs:
 
 
 def _verdict(
-    alerts: Sequence[SpooledAlert], error: BaseException | None, waited: float
+    jobs: Sequence[Job], error: BaseException | None, waited: float
 ) -> tuple[int, AttemptResult, str]:
     """How an attempt is logged: its level, its outcome, and what it says."""
     if error is None:
-        first = "the first" if alerts[1:] else "it"
+        first = "the first" if jobs[1:] else "it"
         return logging.INFO, "delivered", f"delivered {waited:.1f} s after {first} arrived"
     if not isinstance(error, RetryableDeliveryError):
         return logging.WARNING, "permanent_error", f"failed (permanent): {error}"
-    # In a long outage an alert is tried many times; attempts that risk a duplicate, and every
+    # In a long outage a job is tried many times; attempts that risk a duplicate, and every
     # doubling of the others, are worth a WARNING each.
-    never_sent = 1 + max(alert.attempts - alert.unsure_attempts for alert in alerts)
+    never_sent = 1 + max(job.attempts - job.unsure_attempts for job in jobs)
     loud = error.maybe_delivered or never_sent & (never_sent - 1) == 0
     level = logging.WARNING if loud else logging.INFO
     return level, "retryable_error", f"failed (retryable): {error}"
 
 
-def _each(alerts: Sequence[SpooledAlert], outcome: Outcome) -> list[tuple[SpooledAlert, Outcome]]:
-    return [(alert, outcome) for alert in alerts]
+def _each(jobs: Sequence[Job], outcome: Outcome) -> list[tuple[Job, Outcome]]:
+    return [(job, outcome) for job in jobs]
 
 
 def log_undelivered(
-    message: Message,
+    text: str,
     reason: str,
     error: BaseException | None,
     *,
@@ -467,7 +448,7 @@ def log_undelivered(
         which,
         reason,
         last_error,
-        message.text,
+        text,
         exc_info=error if exc_info else None,
         extra=event(
             event="undelivered",
@@ -476,25 +457,15 @@ def log_undelivered(
             reason=reason,
             error=str(error) if error is not None else None,
             error_code=getattr(error, "error_code", None),
-            text=message.text,
+            text=text,
         ),
     )
 
 
-def _maybe_seen(alert: SpooledAlert) -> bool:
-    """Whether an earlier attempt of the alert may have reached the chat: more attempts that may
-    have (this one included) than this one, or its second chance."""
-    return alert.second_chance or alert.unsure_attempts > 1
-
-
-def _alone(alert: SpooledAlert) -> bool:
-    return alert.second_chance or alert.message.subjects.recovery
-
-
-def _now(work: Callable[[], None]) -> None:
-    work()
-
-
-def _labels(alerts: Sequence[SpooledAlert]) -> str:
-    """'#3, #4, #9': how logs name several alerts at once."""
-    return ", ".join(alert.label for alert in alerts)
+def _what(jobs: Sequence[Job]) -> str:
+    """'alert(s) #3, #4, #9', 'card #12 (message 40)': how logs name the jobs of one write."""
+    labels = ", ".join(job.label for job in jobs)
+    first = jobs[0]
+    if first.kind == "alert":
+        return f"alert(s) {labels}"
+    return f"{first.kind} {labels} (message {first.data.get('message_id')})"

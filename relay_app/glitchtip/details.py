@@ -10,7 +10,7 @@ nothing of them can reach a message. Pure functions, no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -38,6 +38,30 @@ class IssueDetails:
     level: str | None
     exception_type: str | None
     exception_value: str | None
+
+
+def details_as_json(details: IssueDetails) -> dict[str, Any]:
+    """As a job keeps them (spool), to be read back by `details_from_json`."""
+    return asdict(details)
+
+
+def details_from_json(raw: object) -> IssueDetails | None:
+    """What `details_as_json` wrote; None for anything else (a person's edit)."""
+    found = _object(raw)
+    if not found:
+        return None
+    frame = _object(found.get("frame"))
+    try:
+        return IssueDetails(
+            frame=Frame(**frame) if frame else None,
+            count=_count(found.get("count")),
+            first_seen=float(found["first_seen"]) if found.get("first_seen") is not None else None,
+            level=_text(found.get("level")),
+            exception_type=_text(found.get("exception_type")),
+            exception_value=_text(found.get("exception_value")),
+        )
+    except (TypeError, ValueError, KeyError):
+        return None
 
 
 def details_from(issue: dict[str, Any], event: dict[str, Any] | None) -> IssueDetails:

@@ -42,14 +42,6 @@ def detail_spans(details: IssueDetails, words: Words, *, title: str, now: float)
     return spans
 
 
-def details_note(label: str, details: IssueDetails, words: Words, *, shown: str, now: float) -> str:
-    """The details as plain lines added to a sent message by an edit, when they came after it:
-    'ℹ️ BACKEND-1A, from GlitchTip:' and the lines `detail_spans` gives. `shown` is the text
-    the message already has (an exception's value it holds is not repeated)."""
-    lines = "".join(span.text for span in detail_spans(details, words, title=shown, now=now))
-    return f"{words.details_from.format(label=label)}{lines}" if lines else ""
-
-
 def seen_words(details: IssueDetails, words: Words, *, now: float) -> str:
     """'🆕 New issue, first seen 2 min ago · seen 3 times', '🔁 Seen 1204 times · first seen
     3 d ago', or less when GlitchTip did not say."""

@@ -15,7 +15,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.webhook import (
@@ -47,7 +47,7 @@ from .spans import (
     value,
     visible_length,
 )
-from .subjects import NO_SUBJECTS, IssueRef, Subjects, issue_ref, subjects_of
+from .subjects import NO_SUBJECTS, Subjects, issue_ref, subjects_of
 
 TELEGRAM_TEXT_LIMIT = 4096
 # Kept free in every message for the lines a late delivery and a second chance add
@@ -109,40 +109,30 @@ class Message:
         return self.short_entry or Entry(self.html, self.text)
 
 
-class DetailsWithin(Protocol):
-    """What GlitchTip's API says of these issues (by id) within the look-ups' budget, and the
-    ids of those still being read (glitchtip/lookups.py, as acting/outgoing.py asks it)."""
-
-    def __call__(
-        self, issues: Sequence[IssueRef]
-    ) -> tuple[Mapping[str, IssueDetails], frozenset[str]]: ...
-
-
 def message_for(
     payload: dict[str, Any],
     words: Words,
     *,
-    details: DetailsWithin | None = None,
+    details: Mapping[str, IssueDetails] | None = None,
     now: float = 0.0,
 ) -> Message:
-    """The message for a GlitchTip payload, in `words`' language, as the webhook builds it and
-    `relay-app preview` shows it: with its issues' details from GlitchTip's API when `details`
-    gives them (`now` then says how long ago an issue was first seen)."""
+    """The message for a GlitchTip payload, in `words`' language, as a job renders it when it
+    is sent and `relay-app preview` shows it: with its issues' details from GlitchTip's API
+    (by issue id) when `details` gives them (`now` then says how long ago an issue was first
+    seen)."""
     try:
         alert = parse_alert(payload)
         subjects = subjects_of(alert)
-        if details is None or not subjects.issues:
-            return replace(format_alert(alert, words), subjects=subjects)
-        found, coming = details(subjects.issues)
         issues = alert.issues if isinstance(alert, IssueAlert) else ()
         by_link = {
-            issue.link: found[ref.id]
+            issue.link: details[ref.id]
             for issue in issues
-            if issue.link and (ref := issue_ref(issue.link, issue.short_id)) and ref.id in found
+            if details
+            and issue.link
+            and (ref := issue_ref(issue.link, issue.short_id))
+            and ref.id in details
         }
-        later = tuple(replace(ref, details_later=ref.id in coming) for ref in subjects.issues)
-        message = format_alert(alert, words, by_link, now=now)
-        return replace(message, subjects=replace(subjects, issues=later))
+        return replace(format_alert(alert, words, by_link, now=now), subjects=subjects)
     except Exception:
         # A bug in reading one payload shape must not cost the alert: forward it raw instead.
         logging.getLogger(__name__).exception(

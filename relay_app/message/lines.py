@@ -326,6 +326,15 @@ def from_json(raw: str | None) -> tuple[Line, ...]:
     if not raw:
         return ()
     try:
+        return from_data(json.loads(raw))
+    except ValueError:
+        return ()
+
+
+def from_data(data: object) -> tuple[Line, ...]:
+    """The lines in `to_json`'s JSON once read (a job's data holds them so); anything else
+    reads as no lines."""
+    try:
         return tuple(
             Line(
                 str(key),
@@ -336,7 +345,7 @@ def from_json(raw: str | None) -> tuple[Line, ...]:
                 str(at) if at is not None else None,
                 tuple((str(name), str(fact)) for name, fact in facts),
             )
-            for key, marker, label, link, title, at, facts in json.loads(raw)
+            for key, marker, label, link, title, at, facts in data  # type: ignore[attr-defined]
         )
     except (ValueError, TypeError):
         return ()

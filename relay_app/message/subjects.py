@@ -1,7 +1,8 @@
 """What an alert is about: the GlitchTip issues and uptime monitors it names, read from the
 payload once, when the webhook arrives, and kept with the alert's message. The relay needs them
 after the message is sent: to put Resolve and Ignore buttons under each issue, and to thread an
-uptime monitor's recovery under its outage. Pure data, and the JSON the spool stores it as.
+uptime monitor's recovery under its outage. Pure data, and
+the JSON an alert's row kept it as before jobs held data.
 """
 
 from __future__ import annotations
@@ -26,9 +27,6 @@ class IssueRef:
     id: str
     origin: str
     short_id: str | None = None
-    # Its details from GlitchTip's API had not arrived when the message was built: the sent
-    # message is edited to add them once they do (acting/outgoing.py).
-    details_later: bool = False
     # Its title as the message showed it: how `relay-app silence list` names a muted issue.
     title: str | None = None
 
@@ -62,37 +60,21 @@ class Subjects:
         """An uptime alert saying a monitor is back up: it is sent as a reply to the outage."""
         return any(monitor.state == "up" for monitor in self.monitors)
 
-    def to_json(self) -> str | None:
-        """As the spool stores it; None when there is nothing (most alerts' column stays NULL)."""
-        if not self:
-            return None
-        return json.dumps(
-            {
-                "issues": [
-                    [issue.id, issue.origin, issue.short_id, issue.details_later, issue.title]
-                    for issue in self.issues
-                ],
-                "monitors": [[m.link, m.name, m.state] for m in self.monitors],
-                **({"mentions": list(self.mentions)} if self.mentions else {}),
-            },
-            ensure_ascii=False,
-        )
-
     @classmethod
     def from_json(cls, raw: str | None) -> Subjects:
-        """Read back what `to_json` wrote; anything else (a person's edit) reads as nothing."""
+        """The subjects an alert's row held as JSON before jobs held data (spool/history.py,
+        step 13: its `rendered` message); anything else (a person's edit) reads as nothing."""
         if not raw:
             return NO_SUBJECTS
         try:
             data = json.loads(raw)
-            # Older rows lack the later fields: read as their defaults.
+            # Older rows lack the later fields (a flag, then the title): read as their defaults.
             issues = tuple(
                 IssueRef(
                     str(i),
                     str(o),
                     s,
-                    bool(rest[0]) if rest else False,
-                    str(rest[1]) if len(rest) > 1 and rest[1] is not None else None,
+                    title=str(rest[1]) if len(rest) > 1 and rest[1] is not None else None,
                 )
                 for i, o, s, *rest in data.get("issues", [])
             )

@@ -113,8 +113,9 @@ class Settings:
     glitchtip_url: str | None = None
     glitchtip_public_url: str | None = None
     # With the token, each issue alert's message shows what GlitchTip's API says of its issues
-    # (where, how often, since when): an alert waits at most this many seconds for them, and
-    # what comes later is added by an edit. None (RELAY_DETAILS_BUDGET=off): no look-ups.
+    # (where, how often, since when): an alert waits at most this many seconds for them (one
+    # that waits its turn gets them whenever they come before it goes). None
+    # (RELAY_DETAILS_BUDGET=off): no look-ups.
     details_budget: float | None = DEFAULT_DETAILS_BUDGET
     # How the presses on those buttons reach the relay.
     telegram_updates: UpdatesMode = "off"

@@ -100,7 +100,9 @@ def _glitchtip_verdict(settings: Settings, token: str, glitchtip_url: str) -> Ve
     except GlitchTipUnreachable as exc:
         return Verdict(name, False, str(exc), f"check GLITCHTIP_URL ({glitchtip_url})")
     except GlitchTipError as exc:
-        return Verdict(name, False, str(exc), operator_fix(exc) or glitchtip_notice(exc, ENGLISH))
+        return Verdict(
+            name, False, str(exc), operator_fix(exc) or glitchtip_notice(exc).text(ENGLISH)
+        )
     who = user.get("username") or user.get("email") or "its user"
     return Verdict(
         name,

@@ -13,7 +13,10 @@ A Telegram that cannot be reached at all (no route, a proxy that is missing or d
 the other silent failure: the relay would start, say it is ready, and the team learn of it from
 the first alert that fails. Until Telegram first answers, it is an ERROR naming where the relay
 tried (the API URL, the proxy) and what to check, `relay_telegram_reachable` 0, and /readyz 503
-with the reason; it asks again every few seconds meanwhile (Timing.reach_again).
+with the reason. Meanwhile the worker does not ask again itself: it tells the relay's health
+that Telegram is failing, and the relay's one prober (delivery/health.py: one question every
+2 s, whatever the number of workers) says when it answers; then the worker asks its questions
+again (`telegram_answers`, looked at every Timing.reach_again).
 
 Each ERROR is said once per relay, not once per worker: the workers of one gunicorn agree
 through the spool's warnings which of them says it (`one_worker_says`).
@@ -89,7 +92,11 @@ class SetupWatch(PerProcess):
         recheck_every: float = RECHECK_EVERY,
         reach_again_every: float = REACH_AGAIN_EVERY,
         speaks: Speaks = lambda line: True,
+        failing: Callable[[], None] = lambda: None,
+        telegram_answers: Callable[[], bool] = lambda: True,
     ) -> None:
+        """`failing` tells the relay's health that Telegram cannot be reached; `telegram_answers`
+        says whether its prober heard Telegram since."""
         self._settings = settings
         self._client = client or (
             lambda: TelegramClient(
@@ -99,6 +106,8 @@ class SetupWatch(PerProcess):
         self._recheck_every = recheck_every
         self._reach_again_every = reach_again_every
         self._speaks = speaks
+        self._failing = failing
+        self._telegram_answers = telegram_answers
         self._start_in_this_process()
 
     def _start_over(self) -> None:
@@ -173,7 +182,12 @@ class SetupWatch(PerProcess):
                 settled = answered and self._refused == []
             if settled:
                 return
-            self._stop.wait(self._recheck_every if answered else self._reach_again_every)
+            if answered:
+                self._stop.wait(self._recheck_every)
+                continue
+            self._failing()  # from now on the relay's one prober asks
+            while not self._stop.wait(self._reach_again_every) and not self._telegram_answers():
+                pass
 
     def _ask(self) -> bool:
         """One round of questions; whether Telegram answered them all."""

@@ -19,19 +19,15 @@ from typing import Any
 
 from ..acting.silencing import Silencing
 from ..core.routing import chat_key, parse_chat_id
+from ..delivery.outbox import Outbox
 from ..message.matching import Matchers
 from ..message.spans import utc_time
 from ..spool import Spool
 from ..spool.silences import Ended, Silence
-from ..telegram.client import TelegramClient
-from ..telegram.courier import Courier
-from ..words import ENGLISH, words_for
-from .config import ConfigError, api_url_from_env, bot_token_from_env, language_from_env
+from ..words import ENGLISH
 from .console import Console, Failed, OpenSpool, Usage, with_spool
 
 Duration = Callable[[str], float]
-# How long a request to Telegram may take when `expire` edits a muted message.
-EDIT_TIMEOUT = 5.0
 
 
 def add_silence_commands(commands: Any, *, open_spool: OpenSpool, duration: Duration) -> None:
@@ -149,7 +145,7 @@ def _state(silence: Silence, now: float) -> str:
 def _expire(spool: Spool, args: argparse.Namespace, console: Console) -> int:
     known = {s.id: s for s in spool.silences.listed(now=time.time(), ended_too=True)}
     missing = [silence_id for silence_id in args.ids if silence_id not in known]
-    silencing = _silencing(spool, console.environ)
+    silencing = _silencing(spool)
     by = args.by or _login()
     for silence_id in args.ids:
         if silence_id in known:
@@ -171,24 +167,10 @@ def _expired(silence_id: int, ended: Ended | None) -> str:
     )
 
 
-def _silencing(spool: Spool, environ: Mapping[str, str]) -> Silencing:
-    """Silencing as the relay has it, in the chat's language; with the bot's token it also
-    edits the muted messages (their Unmute button goes), as the relay would."""
-    try:
-        words = words_for(language_from_env(environ))
-    except ConfigError as exc:
-        raise Usage(str(exc)) from None
-    edit: Callable[[str, int, str, dict[str, Any] | None], None] = _no_edit
-    try:
-        client = TelegramClient(api_url_from_env(environ), bot_token_from_env(environ))
-        edit = Courier(client, attempt_timeout=EDIT_TIMEOUT).edit
-    except ConfigError:
-        pass  # no token here: the message keeps its Unmute button, which then refreshes it
-    return Silencing(spool.silences, spool.sent, edit=edit, words=words)
-
-
-def _no_edit(chat: str, message_id: int, html_text: str, keyboard: dict[str, Any] | None) -> None:
-    return None
+def _silencing(spool: Spool) -> Silencing:
+    """Silencing as the relay has it: what it ends queues the summary and the muted cards'
+    edits as jobs, data the running relay sends in the chat's language."""
+    return Silencing(spool.silences, spool.sent, outbox=Outbox(spool.queue))
 
 
 def _chat(raw: str | None, environ: Mapping[str, str]) -> str:

@@ -15,10 +15,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.routing import ChatId, Destination, parse_chat_id, parse_thread_id
+from ..delivery.render import Renderer
 from ..message.spans import utc_time
-from ..spool import Spool, SpooledAlert
+from ..spool import Job, Spool
 from ..spool.admin import Requeued
 from ..spool.backup import back_up
+from ..words import ENGLISH
 from .config import ConfigError, Settings, spool_path_from_env, spool_url_from_env
 from .console import Console, Failed, OpenSpool, SpoolCommand, Usage, with_spool
 
@@ -105,7 +107,9 @@ def _list(found: Spool, args: argparse.Namespace, console: Console) -> int:
     rows: list[tuple[str, ...]] = [
         ("ID", "RECEIVED (UTC)", "TRIES", when, "TO", "ALERT", "LAST ERROR")
     ]
-    rows += [_row(alert) for alert in alerts]
+    # Each alert as the relay renders it, in English: this is the operator's table.
+    renderer = Renderer(ENGLISH, late_after=float("inf"))
+    rows += [_row(alert, renderer.text_of(alert, now=time.time())) for alert in alerts]
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
@@ -123,7 +127,7 @@ def _list(found: Spool, args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
-def _row(alert: SpooledAlert) -> tuple[str, ...]:
+def _row(alert: Job, text: str) -> tuple[str, ...]:
     when = alert.dead_at if alert.state == "dead" else alert.next_attempt_at
     topic = alert.destination.thread
     return (
@@ -132,7 +136,7 @@ def _row(alert: SpooledAlert) -> tuple[str, ...]:
         str(alert.attempts),
         utc_time(when) if when is not None else "-",
         f"{alert.destination.chat}" + (f"/{topic}" if topic is not None else ""),
-        _clip(_summary(alert.message.text), 60),
+        _clip(_summary(text), 60),
         _clip(alert.last_error or "-", 200),
     )
 

@@ -1,9 +1,10 @@
-"""The spool: every accepted alert, from the webhook until Telegram has it or it is declared dead.
+"""The spool: every write to a chat, from when it is asked for until Telegram has it or it is
+declared dead (an alert's dead letter is kept), and what the relay keeps beside it.
 
 - `opening.py`: the one place a spool is opened, from the settings (`open_spool`), or in
   memory when it cannot be used (`open_memory`);
-- `queue.py`: the scheduled queue (admit, claim, settle), written once for every store;
-- `alert_rows.py`: the alerts table, and every change to an alert's ledger;
+- `queue.py`: the scheduled queue (add, claim, settle), written once for every store;
+- `job_rows.py`: the jobs table, and every change to a job's ledger;
 - `store.py`: what those statements run on (a unit of work, the store's time, the dialect);
 - `database.py`: the SQLite file, or a private in-memory database (open, upgrade, repair);
 - `postgres/`: the database several relays share (RELAY_SPOOL_URL);
@@ -21,22 +22,22 @@ from __future__ import annotations
 
 from .admin import Admin
 from .holders import Holder, this_process
-from .model import Admission, Claim, Lane, Later, Settled, Settlement, SpooledAlert, State
+from .model import Claim, Job, JobKind, Lane, Later, Settled, Settlement, State
 from .opening import Spool, on_store, open_memory, open_spool
 from .queue import Queue
 
 __all__ = [
     "Admin",
-    "Admission",
     "Claim",
     "Holder",
+    "Job",
+    "JobKind",
     "Lane",
     "Later",
     "Queue",
     "Settled",
     "Settlement",
     "Spool",
-    "SpooledAlert",
     "State",
     "on_store",
     "open_memory",

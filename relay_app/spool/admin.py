@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..core.routing import Destination
-from . import alert_rows as rows
-from .model import SpooledAlert, State
+from . import job_rows as rows
+from .model import Job, State
 from .store import Store, Tx
 
 Clock = Callable[[], float]
@@ -43,10 +43,15 @@ class Admin:
         """The spool's name for people: its file, or its database URL without the password."""
         return self._store.path
 
-    def alerts(self, state: State) -> list[SpooledAlert]:
-        def read(tx: Tx) -> list[SpooledAlert]:
-            found = tx.all("SELECT * FROM alerts WHERE state = ? ORDER BY id", (state,))
-            return [rows.alert_from_row(row, tx.at, store=self.path) for row in found]
+    def alerts(self, state: State) -> list[Job]:
+        """The alerts in this state (the other jobs are the relay's own business: a card's edit,
+        a reply), oldest first."""
+
+        def read(tx: Tx) -> list[Job]:
+            found = tx.all(
+                "SELECT * FROM jobs WHERE state = ? AND kind = 'alert' ORDER BY id", (state,)
+            )
+            return [rows.job_from_row(row, tx.at, store=self.path) for row in found]
 
         return self._store.read(read, now=self._clock())
 
@@ -55,7 +60,7 @@ class Admin:
         def count(tx: Tx) -> dict[State, int]:
             row = tx.one(
                 "SELECT (SELECT alerts FROM pending_count) AS pending,"
-                " (SELECT count(*) FROM alerts WHERE state = 'dead') AS dead"
+                " (SELECT count(*) FROM jobs WHERE state = 'dead') AS dead"
             )
             return {"pending": int(row["pending"]), "dead": int(row["dead"])}
 
@@ -66,9 +71,7 @@ class Admin:
         Ids grow in order of arrival, so it is the first pending one on the index."""
 
         def oldest(tx: Tx) -> float | None:
-            row = tx.one(
-                "SELECT received_at FROM alerts WHERE state = 'pending' ORDER BY id LIMIT 1"
-            )
+            row = tx.one("SELECT received_at FROM jobs WHERE state = 'pending' ORDER BY id LIMIT 1")
             return tx.at.to_local(float(row["received_at"])) if row is not None else None
 
         return self._store.read(oldest, now=self._clock())
@@ -88,13 +91,16 @@ class Admin:
         def requeue_each(tx: Tx) -> dict[int, Requeued]:
             before: dict[int, Requeued] = {}
             for alert_id in alert_ids:
-                row = tx.one("SELECT state FROM alerts WHERE id = ? FOR UPDATE", (alert_id,))
+                row = tx.one(
+                    "SELECT state FROM jobs WHERE id = ? AND kind = 'alert' FOR UPDATE",
+                    (alert_id,),
+                )
                 state: State | None = row["state"] if row else None
                 before[alert_id] = Requeued(state, None)
                 if state == "dead":
                     _readdress(tx, alert_id, to, default)
                     rows.requeue(tx, alert_id)
-                    where = tx.one("SELECT chat, thread FROM alerts WHERE id = ?", (alert_id,))
+                    where = tx.one("SELECT chat, thread FROM jobs WHERE id = ?", (alert_id,))
                     before[alert_id] = Requeued(state, (where["chat"], where["thread"]))
             return before
 
@@ -116,7 +122,7 @@ class Admin:
             self._store.write(
                 lambda tx: (
                     tx.execute(
-                        "DELETE FROM alerts WHERE state = 'dead' AND received_at < ?",
+                        "DELETE FROM jobs WHERE state = 'dead' AND received_at < ?",
                         (tx.at.to_db(received_before),),
                     ).rowcount
                 ),

@@ -72,7 +72,7 @@ def _checked(path: str) -> tuple[int, int]:
         [verdict] = copy.execute("PRAGMA integrity_check").fetchone()
         if verdict != "ok":
             raise SpoolError(f"the copy failed SQLite's integrity check: {verdict}")
-        rows = dict(copy.execute("SELECT state, count(*) FROM alerts GROUP BY state").fetchall())
+        rows = dict(copy.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
         return int(rows.get("pending", 0)), int(rows.get("dead", 0))
     finally:
         copy.close()

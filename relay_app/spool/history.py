@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,8 @@ class Types:
     # The statements that keep `pending_count` (step 4) as alerts come, change state and go:
     # a trigger is the one thing the two databases cannot say alike.
     count_pending: tuple[str, ...]
+    # A JSON object built from alternating keys and values, as text.
+    json_object: str
 
 
 SQLITE = Types(
@@ -46,6 +48,7 @@ SQLITE = Types(
         " BEGIN UPDATE pending_count"
         " SET alerts = alerts + (NEW.state = 'pending') - (OLD.state = 'pending'); END",
     ),
+    json_object="json_object",
 )
 POSTGRES = Types(
     time="DOUBLE PRECISION",
@@ -63,6 +66,7 @@ END $$""",
         "CREATE TRIGGER pending_counted AFTER INSERT OR DELETE OR UPDATE OF state ON alerts"
         " FOR EACH ROW EXECUTE FUNCTION relay_count_pending()",
     ),
+    json_object="json_build_object",
 )
 
 
@@ -78,6 +82,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         7: defaults_and_warnings(types),
         11: _no_longer_written(),
         12: webhook_arrivals(types),
+        13: jobs(types),
     }
 
 
@@ -313,4 +318,36 @@ def webhook_arrivals(types: Types) -> list[str]:
 )""",
         "ALTER TABLE issue_buttons ADD COLUMN title TEXT",
         "ALTER TABLE silences ADD COLUMN issue_title TEXT",
+    ]
+
+
+# The columns in which an alert's row held its message as HTML and text, rendered when the
+# webhook came (step 1 and later): step 13 keeps what a pending or dead alert held there, as
+# the data of a job whose message was rendered already, and drops them.
+_RENDERED = (
+    "html",
+    "text",
+    "fallback",
+    "entry_html",
+    "entry_text",
+    "heading_html",
+    "heading_text",
+    "subjects",
+    "lines",
+)
+
+
+def jobs(types: Types) -> list[str]:
+    """Every write to a chat is a job (delivery/outbox.py): an alert or a digest, a card's
+    edit, a reply, a reaction. A job holds what it is about as JSON (`data`), rendered when it
+    is sent, in the relay's language, by the code then running; `kind` says which. Alerts
+    already waiting keep the message they were rendered into, under `rendered`."""
+    pairs = ", ".join(f"'{column}', {column}" for column in _RENDERED)
+    return [
+        "ALTER TABLE alerts RENAME TO jobs",
+        "ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT 'alert'",
+        "ALTER TABLE jobs ADD COLUMN data TEXT",
+        f"UPDATE jobs SET data = CAST({types.json_object}('rendered',"  # noqa: S608 (fixed text)
+        f" {types.json_object}({pairs})) AS TEXT)",
+        *(f"ALTER TABLE jobs DROP COLUMN {column}" for column in _RENDERED),
     ]

@@ -36,22 +36,27 @@ def take_turn(tx: Tx, chat: str, *, group: bool, now: float, pace: Pace = TELEGR
     return turn
 
 
-def sent_when(tx: Tx, chat: str, turn_at: float, sent_at: float) -> None:
-    """The message whose turn was taken at `turn_at` was answered (or failed) at `sent_at`:
-    it reached the chat before then, if at all, so the chat's pace runs from then. Measured
-    from the turn, or from when the request was begun, a message that a busy host sent late
-    would crowd the next one, perhaps another relay's, into a 429. A clock that stepped
-    forward meanwhile moves it at most MAX_SEND_DELAY."""
+def turn_settled(
+    tx: Tx, chat: str, turn_at: float | None, *, sent_at: float | None, paused_until: float | None
+) -> None:
+    """What became of the write a claim took the chat's turn for (`turn_at`; None when it took
+    none), all in the store's time. Refused with a pause (429): no write reached the chat, and
+    the pause alone says when the next may go; counted, the refused one would hold the chat a
+    whole turn past it, three seconds in a group, for each refusal. Never sent: the turn is
+    given back. Sent: the chat's pace runs from when it was answered (`sent_at`), since it
+    reached the chat before then, if at all; measured from the turn, a message a busy host
+    sent late would crowd the next one, perhaps another relay's, into a 429. A clock that
+    stepped forward meanwhile moves it at most MAX_SEND_DELAY."""
+    if paused_until is not None:
+        pause(tx, chat, paused_until, now=tx.at.db)
+    if turn_at is None:
+        return
+    if paused_until is not None or sent_at is None:
+        tx.execute("DELETE FROM sends WHERE chat = ? AND at = ?", (chat, turn_at))
+        return
     moved = min(sent_at, turn_at + MAX_SEND_DELAY)
     if moved > turn_at:
         tx.execute("UPDATE sends SET at = ? WHERE chat = ? AND at = ?", (moved, chat, turn_at))
-
-
-def give_back_turn(tx: Tx, chat: str, at: float) -> None:
-    """Telegram refused the message sent at `at` (429): it is not in the chat, and
-    `retry_after` (a pause) alone says when the next may go. Counted, it would hold the chat
-    a whole turn past that pause, three seconds in a group, for each refusal."""
-    tx.execute("DELETE FROM sends WHERE chat = ? AND at = ?", (chat, at))
 
 
 def next_turn(tx: Tx, chat: str, *, group: bool, now: float, pace: Pace = TELEGRAMS) -> float:

@@ -1,49 +1,40 @@
-"""The scheduled queue: every accepted alert waits here, with the time it is next due, until
-Telegram has it or it is a dead letter. One set of statements for every store (store.py): the
+"""The scheduled queue: every write to a chat waits here as a job, with the time it is next due,
+until Telegram has it or it is dead. One set of statements for every store (store.py): the
 spool file (durable, shared by every process on the host), a PostgreSQL database several relays
 share, or a private in-memory database when neither can be used, with the same rules.
 
-Alerts wait per destination (a lane: chat and topic), oldest first. A job claims the oldest due
-alerts of one lane, as many as fit one message, with the chat's turn and the lane's lease,
-makes one attempt, and settles the outcome. A lane has at most one attempt in flight, and its
-oldest alert goes first: alerts reach a chat in the order they arrived, after a retry, a 429 or
-a crash alike.
+Jobs wait per lane, oldest first: an alert's lane is its destination (chat and topic), and the
+writes that concern one message (its card's edits, a reply under it) have that message's. A
+claim takes the oldest due jobs of one lane that go in one write (alerts that fit one message;
+a card's edits, whose last state is what is sent), with the chat's turn and the lane's lease;
+the job runner makes one attempt and settles the outcome. A lane has at most one attempt in
+flight, and its oldest job goes first: alerts reach a chat in the order they arrived, after a
+retry, a 429 or a crash alike. Every lane of a chat takes its turns from that chat's one pace.
 
-Fenced leases: every claim, the webhook's own included, is leased until its attempt cannot be
-running any more (`lease_for`), on the store's clock, under a token of its own; every write of
-a claim's outcome presents that token, and a write whose token no longer holds the lane
-records only deliveries (an alert Telegram has must never go again) and is reported. A lane's
-row is claimed with `FOR UPDATE SKIP LOCKED` on PostgreSQL (a lane another relay is claiming
-is skipped, not waited for); SQLite's write transaction holds the whole file.
+Fenced leases: every claim is leased until its attempt cannot be running any more
+(`lease_for`), on the store's clock, under a token of its own; every write of a claim's outcome
+presents that token, and a write whose token no longer holds the lane records only deliveries
+(a write Telegram has must never go again) and is reported. A lane's row is claimed with
+`FOR UPDATE SKIP LOCKED` on PostgreSQL (a lane another relay is claiming is skipped, not waited
+for); SQLite's write transaction holds the whole file.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Mapping
 from dataclasses import replace
 from typing import Any
 
 from ..core.clock import guarded
 from ..core.errors import QueueFull
-from ..core.outcomes import Dead, Delivered, RetryAt
+from ..core.outcomes import Dead
 from ..core.pacing import TELEGRAMS, Pace
 from ..core.routing import Destination
-from ..message.formatting import Message
-from . import alert_rows as rows
+from . import job_rows as rows
 from .arrivals import note_arrival
 from .holders import Holder, lease_is_free
-from .model import (
-    Admission,
-    Claim,
-    Lane,
-    Later,
-    Settled,
-    Settlement,
-    SpooledAlert,
-    WaitReason,
-)
-from .pacer import give_back_turn, next_turn, pause, sent_when, take_turn
+from .model import Claim, Job, JobKind, Lane, Later, Settled, Settlement
+from .pacer import next_turn, take_turn, turn_settled
 from .store import Store, Tx
 
 # A claim never needs more rows than one digest holds.
@@ -51,13 +42,13 @@ MAX_CLAIM = 120
 # How many dead letters an in-memory queue keeps: the newest.
 MEMORY_DEAD_KEPT = 1000
 
-# How many of these alerts, oldest first, go into one message (at least one).
-Fit = Callable[[list[SpooledAlert]], int]
-Retire = Callable[[SpooledAlert, float], Dead | None]
+# How many of these jobs, oldest first, go in one write (at least one).
+Fit = Callable[[list[Job]], int]
+Retire = Callable[[Job, float], Dead | None]
 
 
 class Queue:
-    """Alerts waiting for Telegram, scheduled by due time, leased per destination."""
+    """Writes waiting for Telegram, scheduled by due time, leased per lane."""
 
     def __init__(self, store: Store, *, max_pending: int = 10000, pace: Pace = TELEGRAMS) -> None:
         """`pace`: Telegram's limits as every claim keeps them (core/timing.py)."""
@@ -72,114 +63,74 @@ class Queue:
 
     @property
     def durable(self) -> bool:
-        """Whether its alerts outlive this process."""
+        """Whether its jobs outlive this process."""
         return self._store.durable
 
-    def admit(
+    def add(
         self,
-        message: Message,
+        kind: JobKind,
+        data: Mapping[str, Any],
         destination: Destination,
         *,
         now: float,
-        holder: Holder,
-        token: str,
-        in_flight: Container[str],
-        telegram_up: bool,
-        attempt_by: float,
-        lease_for: float,
+        lane: str | None = None,
+        due_in: float = 0.0,
         wait_until: float | None = None,
-    ) -> Admission:
-        """Write the alert ahead of its first attempt, and claim it for the webhook when it
-        may go now: nothing older waits for its destination, Telegram is up, its chat's turn
-        has come, and (monotonic) it is not yet `attempt_by`. `token` is the claim's, already
-        in `in_flight`, so no pass of this process's dispatcher takes it over; the lease lasts
-        `lease_for`, past the end of any attempt the webhook can make, so that no relay on
-        another host takes the lane over while it runs. Raises QueueFull."""
+        arrival: str | None = None,
+        once: bool = False,
+    ) -> Job:
+        """Queue a job, due `due_in` seconds from now, in `lane` (an alert's: its destination's).
+        `arrival`: the start of a webhook's text, noted with it (arrivals.py). `once`: not
+        again while one of the lane's jobs of this kind waits unattempted (that one is
+        returned), as a card's edit, which sends the card's state when it goes. Raises
+        QueueFull."""
 
-        def admit(tx: Tx) -> Admission:
-            found = tx.one(
-                "SELECT (SELECT alerts FROM pending_count) AS pending, EXISTS"
-                " (SELECT 1 FROM alerts WHERE lane = ? AND state = 'pending') AS ahead",
-                (destination.lane,),
-            )
-            if found["pending"] >= self.max_pending:
+        def add(tx: Tx) -> Job:
+            key = lane or destination.lane
+            if once and (waiting := self._waiting(tx, key, kind)) is not None:
+                return waiting
+            pending = tx.one("SELECT alerts FROM pending_count")["alerts"]
+            if pending >= self.max_pending:
                 where = "pending" if self.durable else "waiting in memory"
-                raise QueueFull(f"{self.max_pending} alerts are already {where}")
-            waiting, turn = self._why_wait(
-                tx, destination, bool(found["ahead"]), holder, in_flight, telegram_up, attempt_by
+                raise QueueFull(f"{self.max_pending} jobs are already {where}")
+            job = rows.insert(
+                tx, kind, data, destination, lane=key, due_in=due_in, in_memory=not self.durable
             )
-            in_memory = not self.durable
-            if waiting is not None:
-                alert = rows.insert(tx, message, destination, attempts=0, in_memory=in_memory)
-                self._arrived(tx, alert)
-                if waiting != "behind_older":
-                    tx.notify()
-                wake_at = tx.at.to_local(turn) if turn is not None else None
-                return Admission(alert, None, waiting, wake_at)
-            # Its attempt is counted before it is made.
-            alert = rows.insert(tx, message, destination, attempts=1, in_memory=in_memory)
-            self._arrived(tx, alert)
-            claim = self._lease(tx, Claim(destination, token, [alert]), holder, lease_for)
-            return Admission(alert, replace(claim, turn_at=tx.at.db))
+            if arrival is not None and self.durable:
+                note_arrival(tx, job.id, arrival)
+            tx.notify()
+            return job
 
-        return self._store.write(admit, now=now, wait_until=wait_until)
+        return self._store.write(add, now=now, wait_until=wait_until)
 
-    def _arrived(self, tx: Tx, alert: SpooledAlert) -> None:
-        if self.durable:  # when GlitchTip last reached the relay, and what it sent (arrivals.py)
-            note_arrival(tx, alert.id, alert.message.text)
-
-    def _why_wait(
-        self,
-        tx: Tx,
-        destination: Destination,
-        ahead: bool,
-        holder: Holder,
-        in_flight: Container[str],
-        telegram_up: bool,
-        attempt_by: float,
-    ) -> tuple[WaitReason | None, float | None]:
-        """Why a new alert waits instead of going with its webhook (None: it goes), and its
-        chat's turn (the store's time) when the chat's pace is why. In this order: older alerts
-        or a held destination, Telegram failing, no time left for an attempt (monotonic
-        `attempt_by`), then the chat's turn, taken only when all else allows. In a storm nearly
-        every webhook joins older alerts: that path stays short."""
-        if ahead or not self._lane_free(tx, destination, holder, in_flight):
-            return "behind_older", None
-        if not telegram_up:
-            return "telegram_down", None
-        if time.monotonic() > attempt_by:
-            return "spool_busy", None
-        now = tx.at.db
-        turn = take_turn(
-            tx, destination.chat_key, group=destination.is_group, now=now, pace=self._pace
+    def _waiting(self, tx: Tx, lane: str, kind: JobKind) -> Job | None:
+        row = tx.one(
+            "SELECT * FROM jobs WHERE lane = ? AND kind = ? AND state = 'pending'"
+            " AND attempts = 0 ORDER BY id DESC LIMIT 1",
+            (lane, kind),
         )
-        return ("paced", turn) if turn > now else (None, None)
+        return self._job(row, tx) if row is not None else None
 
-    def _lane_free(
-        self, tx: Tx, destination: Destination, holder: Holder, in_flight: Container[str]
-    ) -> bool:
-        """Whether the destination's lease is free, making its row when it has none yet. A lane
-        another relay is claiming this moment is not."""
-        rows.ensure_lane(tx, destination)
-        lease = tx.one(
-            "SELECT holder, token, until FROM lanes WHERE lane = ? FOR UPDATE SKIP LOCKED",
-            (destination.lane,),
-        )
-        return lease is not None and _free(lease, tx, holder, in_flight)
+    def merge(self, job: Job, more: Mapping[str, Any], *, now: float) -> bool:
+        """Add `more` to what the job is about (its issues' details came), due now, while no
+        attempt of it was made; whether it was (after an attempt, every later one sends what
+        that one did)."""
+        return bool(self._store.write(lambda tx: rows.merge(tx, job.id, more), now=now))
 
     def lanes(self, *, now: float, holder: Holder, in_flight: Container[str]) -> list[Lane]:
-        """Every destination with alerts pending, the one with the oldest alert first: topics
-        of one chat take its turns in the order their alerts arrived."""
+        """Every lane with jobs pending, the one with the oldest job first: the lanes of one
+        chat take its turns in the order their jobs came."""
 
         def read(tx: Tx) -> list[Lane]:
             found = tx.all(
-                "SELECT l.chat, l.thread, l.holder, l.token, l.until,"
-                " h.next_attempt_at, h.scheduled_at FROM lanes l JOIN alerts h ON h.id ="
-                " (SELECT id FROM alerts WHERE lane = l.lane AND state = 'pending'"
+                "SELECT l.lane, l.chat, l.thread, l.holder, l.token, l.until,"
+                " h.next_attempt_at, h.scheduled_at FROM lanes l JOIN jobs h ON h.id ="
+                " (SELECT id FROM jobs WHERE lane = l.lane AND state = 'pending'"
                 " ORDER BY id LIMIT 1) ORDER BY h.id"
             )
             return [
                 Lane(
+                    str(row["lane"]),
                     rows.destination_of(self.name, row["chat"], row["thread"]),
                     tx.at.to_local(_due_at(row, tx)),
                     _free(row, tx, holder, in_flight),
@@ -201,128 +152,112 @@ class Queue:
         retire: Retire,
         send: bool,
         lease_for: float,
+        wait_until: float | None = None,
     ) -> Claim | Later | None:
-        """Claim the lane's oldest due alerts that fit one message, taking the chat's turn:
-        a Claim, Later when the turn has not come, None when there is nothing to claim.
-        Alerts `retire` rules out die on the way (Claim.retired); with `send` False only that
+        """Claim the lane's oldest due jobs that go in one write, taking the chat's turn: a
+        Claim, Later when the turn has not come, None when there is nothing to claim. Jobs
+        `retire` rules out die on the way (Claim.retired); with `send` False only that
         happens."""
         destination = lane.destination
 
         def claim(tx: Tx) -> Claim | Later | None:
             lease = tx.one(
                 "SELECT holder, token, until FROM lanes WHERE lane = ? FOR UPDATE SKIP LOCKED",
-                (destination.lane,),
+                (lane.key,),
             )
             if lease is None or not _free(lease, tx, holder, in_flight):
                 return None  # another relay is claiming it, or someone holds it
-            retired: list[tuple[SpooledAlert, Dead]] = []
-            alive: list[SpooledAlert] = []
-            for alert in self._due(tx, destination):
-                if (dead := retire(alert, tx.at.local)) is not None:
-                    rows.bury(tx, alert, dead)
-                    retired.append((alert, dead))
+            retired: list[tuple[Job, Dead]] = []
+            alive: list[Job] = []
+            for job in self._due(tx, lane.key):
+                if (dead := retire(job, tx.at.local)) is not None:
+                    rows.bury(tx, job, dead)
+                    retired.append((job, dead))
                 else:
-                    alive.append(alert)
+                    alive.append(job)
+            none = Claim(lane.key, destination, "", [], retired) if retired else None
             if not send or not alive:
-                return Claim(destination, "", [], retired) if retired else None
+                return none
             turn = take_turn(
                 tx, destination.chat_key, group=destination.is_group, now=tx.at.db, pace=self._pace
             )
             if turn > tx.at.db:
-                return (
-                    Claim(destination, "", [], retired) if retired else Later(tx.at.to_local(turn))
-                )
+                return none or Later(tx.at.to_local(turn))
             taken = alive[: max(1, fit(alive))]
-            claim = self._take(tx, destination, taken, holder, token, lease_for, retired)
+            claim = self._take(tx, lane.key, destination, taken, holder, token, lease_for, retired)
             return replace(claim, turn_at=tx.at.db)  # the send take_turn recorded
 
-        return self._store.write(claim, now=now)
+        return self._store.write(claim, now=now, wait_until=wait_until)
 
-    def _due(self, tx: Tx, destination: Destination) -> list[SpooledAlert]:
-        """The lane's due alerts, oldest first: up to the first one that is not, since a lane's
-        alerts go in order."""
+    def _due(self, tx: Tx, lane: str) -> list[Job]:
+        """The lane's due jobs, oldest first: up to the first one that is not, since a lane's
+        jobs go in order."""
         due = []
         for row in tx.all(
-            "SELECT * FROM alerts WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT ?",
-            (destination.lane, MAX_CLAIM),
+            "SELECT * FROM jobs WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT ?",
+            (lane, MAX_CLAIM),
         ):
             if _due_at(row, tx) > tx.at.db:
                 break
-            due.append(self._alert(row, tx))
+            due.append(self._job(row, tx))
         return due
-
-    def revise(self, alert: SpooledAlert, message: Message, *, now: float) -> SpooledAlert | None:
-        """`alert` with its message built again before its first attempt (its issues' details
-        came meanwhile), kept so that every attempt sends the same; None, and nothing changed,
-        once an attempt other than those counted in `alert` may have sent the message."""
-
-        def revise(tx: Tx) -> SpooledAlert | None:
-            if not rows.revise(tx, alert.id, message, attempts=alert.attempts):
-                return None
-            return replace(alert, message=message)
-
-        return self._store.write(revise, now=now)
 
     def settle(
         self, claim: Claim, settlement: Settlement, *, now: float, wait_until: float | None = None
     ) -> Settled:
-        """Record an attempt's outcomes and free the lane, in one change. A delivered alert
-        is deleted whoever holds its lane now (it must never go again); the rest change only
+        """Record an attempt's outcomes and free the lane, in one change. A delivered job is
+        deleted whoever holds its lane now (it must never go again); the rest change only
         while the claim's token still holds the lane."""
-        lane = claim.destination.lane
         chat = claim.destination.chat_key
 
         def settle(tx: Tx) -> Settled:
-            lease = tx.one("SELECT token FROM lanes WHERE lane = ? FOR UPDATE", (lane,))
+            lease = tx.one("SELECT token FROM lanes WHERE lane = ? FOR UPDATE", (claim.lane,))
             ours = lease is not None and lease["token"] == claim.token
-            for alert, outcome in settlement.outcomes:
-                if isinstance(outcome, Delivered):
-                    tx.execute("DELETE FROM alerts WHERE id = ?", (alert.id,))
-                elif ours and isinstance(outcome, RetryAt):
-                    rows.reschedule(
-                        tx, alert, outcome, refund=settlement.refund, error=settlement.error
-                    )
-                elif ours and isinstance(outcome, Dead):
-                    rows.bury(tx, alert, outcome, refund=settlement.refund, error=settlement.error)
+            for job, outcome in settlement.outcomes:
+                rows.settle(
+                    tx, job, outcome, held=ours, refund=settlement.refund, error=settlement.error
+                )
             if not ours:
                 return Settled(lease_lost=True)
             tx.execute(
                 "UPDATE lanes SET holder = NULL, token = NULL, until = NULL WHERE lane = ?",
-                (lane,),
+                (claim.lane,),
             )
-            if settlement.pause_chat_until is not None:
-                pause(tx, chat, tx.at.to_db(settlement.pause_chat_until), now=tx.at.db)
-            if claim.turn_at is not None:
-                sent_at = settlement.sent_at
-                if settlement.pause_chat_until is not None or sent_at is None:
-                    # Refused with a pause, or never sent: no message took the turn.
-                    give_back_turn(tx, chat, claim.turn_at)
-                else:
-                    sent_when(tx, chat, claim.turn_at, tx.at.to_db(sent_at))
-            revived = 0
-            if settlement.delivered:
-                # The chat accepts messages: what waits for it because of a failure goes now.
-                tx.execute(
-                    "UPDATE alerts SET next_attempt_at = ?, scheduled_at = ?"
-                    " WHERE chat = ? AND state = 'pending' AND after_failure",
-                    (tx.at.db, tx.at.db, chat),
-                )
-                if settlement.second_chance_since is not None:
-                    revived = rows.revive(tx, chat, tx.at.to_db(settlement.second_chance_since))
+            turn_settled(
+                tx,
+                chat,
+                claim.turn_at,
+                sent_at=_in_db(tx, settlement.sent_at),
+                paused_until=_in_db(tx, settlement.pause_chat_until),
+            )
+            revived = self._accepting(tx, chat, settlement) if settlement.delivered else 0
             # The lane is free, and may hold more: any relay may take it up now.
             tx.notify()
             return Settled(revived=revived)
 
         return self._store.write(settle, now=now, wait_until=wait_until)
 
+    @staticmethod
+    def _accepting(tx: Tx, chat: str, settlement: Settlement) -> int:
+        """The chat accepts writes: what waits for it because of a failure goes now, and its
+        dead letters get their second chance (how many)."""
+        tx.execute(
+            "UPDATE jobs SET next_attempt_at = ?, scheduled_at = ?"
+            " WHERE chat = ? AND state = 'pending' AND after_failure",
+            (tx.at.db, tx.at.db, chat),
+        )
+        if settlement.second_chance_since is None:
+            return 0
+        return rows.revive(tx, chat, tx.at.to_db(settlement.second_chance_since))
+
     def after_recovery(self, now: float) -> int:
-        """Telegram answers again: every alert waiting because of a failure is due now.
-        Returns how many alerts wait in all: those, and those that arrived meanwhile and
-        never had an attempt, all of which go now, oldest first."""
+        """Telegram answers again: every job waiting because of a failure is due now. Returns
+        how many jobs wait in all: those, and those that came meanwhile and never had an
+        attempt, all of which go now, oldest first."""
 
         def recover(tx: Tx) -> int:
             tx.execute(
-                "UPDATE alerts SET next_attempt_at = CASE WHEN next_attempt_at < ?"
+                "UPDATE jobs SET next_attempt_at = CASE WHEN next_attempt_at < ?"
                 " THEN next_attempt_at ELSE ? END, scheduled_at = ?"
                 " WHERE state = 'pending' AND after_failure",
                 (tx.at.db, tx.at.db, tx.at.db),
@@ -358,44 +293,54 @@ class Queue:
     def last_claim(
         self, fit: Fit, *, holder: Holder, token: str, tried: Container[int]
     ) -> Claim | None:
-        """The process is stopping, and these alerts go with it (an in-memory queue): the
-        oldest alerts not `tried` yet, of one destination, as many as fit one message, due or
-        not, paced or not, claimed for one last attempt. None when every one was tried."""
+        """The process is stopping, and these jobs go with it (an in-memory queue): the oldest
+        jobs not `tried` yet, of one lane, as many as go in one write, due or not, paced or
+        not, claimed for one last attempt. None when every one was tried."""
 
         def claim(tx: Tx) -> Claim | None:
-            found = tx.all("SELECT * FROM alerts WHERE state = 'pending' ORDER BY id")
-            waiting = [self._alert(row, tx) for row in found if row["id"] not in tried]
+            found = tx.all("SELECT * FROM jobs WHERE state = 'pending' ORDER BY id")
+            waiting = [self._job(row, tx) for row in found if row["id"] not in tried]
             if not waiting:
                 return None
-            destination = waiting[0].destination
-            lane = [alert for alert in waiting if alert.destination == destination][:MAX_CLAIM]
-            taken = self._take(tx, destination, lane[: max(1, fit(lane))], holder, token, 0.0)
+            first = waiting[0]
+            lane = [job for job in waiting if job.lane == first.lane][:MAX_CLAIM]
+            taken = lane[: max(1, fit(lane))]
+            claim = self._take(tx, first.lane, first.destination, taken, holder, token, 0.0)
             # This process's own queue, and its last attempt: no one else may take it over.
-            return replace(taken, leased_until=None)
+            return replace(claim, leased_until=None)
 
         return self._store.write(claim)
 
-    def take_all(self) -> list[SpooledAlert]:
+    def take_all(self) -> list[Job]:
         """Empty the queue of what is pending, returning it, oldest first."""
 
-        def take(tx: Tx) -> list[SpooledAlert]:
-            found = tx.all("SELECT * FROM alerts WHERE state = 'pending' ORDER BY id")
-            tx.execute("DELETE FROM alerts WHERE state = 'pending'")
-            return [self._alert(row, tx) for row in found]
+        def take(tx: Tx) -> list[Job]:
+            found = tx.all("SELECT * FROM jobs WHERE state = 'pending' ORDER BY id")
+            tx.execute("DELETE FROM jobs WHERE state = 'pending'")
+            return [self._job(row, tx) for row in found]
 
         return self._store.write(take)
 
     def tidy(self) -> None:
-        """Upkeep, off the webhooks' path: the dispatcher calls it once a second."""
+        """Upkeep, off the webhooks' path: the dispatcher calls it once a second. The lanes of
+        messages whose writes are done are forgotten (each edited card had one)."""
         self._store.tidy()
-        if not self.durable and self._store.opened:
-            self._store.write(
-                lambda tx: tx.execute(
-                    "DELETE FROM alerts WHERE state = 'dead' AND id <= (SELECT id FROM alerts"
+        if not self._store.opened:
+            return
+
+        def tidy(tx: Tx) -> None:
+            tx.execute(
+                "DELETE FROM lanes WHERE token IS NULL AND lane LIKE '%#%'"
+                " AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.lane = lanes.lane)"
+            )
+            if not self.durable:
+                tx.execute(
+                    "DELETE FROM jobs WHERE state = 'dead' AND id <= (SELECT id FROM jobs"
                     " WHERE state = 'dead' ORDER BY id DESC LIMIT 1 OFFSET ?)",
                     (MEMORY_DEAD_KEPT,),
                 )
-            )
+
+        self._store.write(tidy)
 
     def subscribe(self, on_news: Callable[[], None]) -> None:
         """Call `on_news` when another process queues work or frees a lane, where the store
@@ -425,29 +370,27 @@ class Queue:
     def _take(
         self,
         tx: Tx,
+        lane: str,
         destination: Destination,
-        taken: list[SpooledAlert],
+        taken: list[Job],
         holder: Holder,
         token: str,
         lease_for: float,
-        retired: list[tuple[SpooledAlert, Dead]] | None = None,
+        retired: list[tuple[Job, Dead]] | None = None,
     ) -> Claim:
         """The claim of `taken`: their attempt counted before it is made (a process that dies
         mid-attempt leaves that count behind), and the lane leased under `token`."""
-        rows.count_attempt(tx, [alert.id for alert in taken])
-        counted = [_counted(alert) for alert in taken]
-        return self._lease(tx, Claim(destination, token, counted, retired or []), holder, lease_for)
-
-    def _lease(self, tx: Tx, claim: Claim, holder: Holder, lease_for: float) -> Claim:
-        """The claim's lane leased to `holder` under its token for `lease_for` seconds."""
+        rows.count_attempt(tx, [job.id for job in taken])
+        counted = [_counted(job) for job in taken]
+        claim = Claim(lane, destination, token, counted, retired or [])
         tx.execute(
             "UPDATE lanes SET holder = ?, token = ?, until = ? WHERE lane = ?",
-            (str(holder), claim.token, tx.at.db + lease_for, claim.destination.lane),
+            (str(holder), token, tx.at.db + lease_for, lane),
         )
         return replace(claim, leased_until=tx.at.local + lease_for)
 
-    def _alert(self, row: Any, tx: Tx) -> SpooledAlert:
-        return rows.alert_from_row(row, tx.at, store=self.name, in_memory=not self.durable)
+    def _job(self, row: Any, tx: Tx) -> Job:
+        return rows.job_from_row(row, tx.at, store=self.name, in_memory=not self.durable)
 
 
 def _free(lease: Any, tx: Tx, holder: Holder, in_flight: Container[str]) -> bool:
@@ -461,12 +404,16 @@ def _free(lease: Any, tx: Tx, holder: Holder, in_flight: Container[str]) -> bool
     )
 
 
+def _in_db(tx: Tx, local: float | None) -> float | None:
+    return None if local is None else tx.at.to_db(local)
+
+
 def _due_at(row: Any, tx: Tx) -> float:
-    """When an alert is due (the store's time), guarded: after the clock stepped back, now,
+    """When a job is due (the store's time), guarded: after the clock stepped back, now,
     not an hour late."""
     return guarded(row["next_attempt_at"], row["scheduled_at"], tx.at.db)
 
 
-def _counted(alert: SpooledAlert) -> SpooledAlert:
-    """The alert as its claim left it: one more attempt, as the claim's statement counted."""
-    return replace(alert, attempts=alert.attempts + 1, unsure_attempts=alert.unsure_attempts + 1)
+def _counted(job: Job) -> Job:
+    """The job as its claim left it: one more attempt, as the claim's statement counted."""
+    return replace(job, attempts=job.attempts + 1, unsure_attempts=job.unsure_attempts + 1)

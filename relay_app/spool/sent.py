@@ -18,30 +18,13 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
+from ..message.cards import IssueButton, SentMessage
 from .store import Row, Store, Tx
 
 # How a button that was never pressed stands: GlitchTip's state for a new issue.
 _UNRESOLVED = "unresolved"
 # The shortest the records are kept; RELAY_RETRY_MAX_AGE when longer.
 KEPT_AT_LEAST = 7 * 86400.0
-
-
-@dataclass(frozen=True)
-class IssueButton:
-    """One issue's buttons under one sent message, and what the last press did."""
-
-    key: str
-    issue_id: str
-    origin: str  # of the alert's issue link: GlitchTip's API, unless GLITCHTIP_URL says
-    label: str  # 'BACKEND-1A': named on the buttons when a message has several issues
-    status: IssueStatus | None = None
-    acted_by: str | None = None
-    acted_at: float | None = None
-    # Muted in the message's chat from its Mute button (spool/silences.py): until when, by whom.
-    silence_id: int | None = None
-    muted_by: str | None = None
-    muted_until: float | None = None
-    title: str | None = None  # the issue's, as the message showed it
 
 
 @dataclass(frozen=True)
@@ -54,16 +37,6 @@ class StatusClaim:
     by: str
     at: float
     before: tuple[str | None, str | None, float | None]
-
-
-@dataclass(frozen=True)
-class SentMessage:
-    chat: str  # the chat's id as Telegram answered it, as text
-    message_id: int
-    html: str  # as sent
-    sent_at: float
-    notes: tuple[str, ...] = ()  # plain-text lines added since
-    buttons: tuple[IssueButton, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,9 +83,6 @@ class SentStore(Protocol):
     def recovered(self, outage: Outage, note: str) -> SentMessage | None:
         """The monitor is back up: forget the outage, and add `note` to its message; that
         message as it now stands (None when it is not kept)."""
-
-    def noted(self, chat: str, message_id: int, note: str) -> SentMessage | None:
-        """Add a line to a kept message: the message as it now stands; None when not kept."""
 
     def first_time(self, keys: Sequence[str], *, at: float) -> bool:
         """Record these updates (and presses) as handled: whether none of them was before."""
@@ -258,9 +228,6 @@ class SpoolSentStore:
             return _noted(tx, outage.chat, outage.message_id, note)
 
         return self._store.write(recover)
-
-    def noted(self, chat: str, message_id: int, note: str) -> SentMessage | None:
-        return self._store.write(lambda tx: _noted(tx, chat, message_id, note))
 
     def first_time(self, keys: Sequence[str], *, at: float) -> bool:
         def record(tx: Tx) -> bool:

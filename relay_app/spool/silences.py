@@ -9,16 +9,14 @@ alert is. Times are stored on the store's clock and handed out on the caller's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 
 from ..core.routing import Destination
-from ..message.formatting import Message
 from ..message.lines import Line
-from ..message.lines import from_json as lines_from_json
 from ..message.lines import to_json as lines_to_json
 from ..message.matching import Matchers
-from . import alert_rows as rows
+from . import job_rows as rows
 from .store import Row, Store, Tx
 
 # The held alerts kept for a silence's summary; past this they are only counted. A week's
@@ -51,10 +49,6 @@ class Held:
     destination: Destination
     received_at: float
     lines: tuple[Line, ...]
-
-
-# The summary of a silence that ends, from what it held (none: nothing to say).
-Summary = Callable[[Silence, Sequence[Held]], Message | None]
 
 
 @dataclass(frozen=True)
@@ -193,10 +187,11 @@ class SilenceStore:
 
         return self._store.read(read, now=now)
 
-    def end(self, silence_id: int, *, by: str | None, now: float, summary: Summary) -> Ended | None:
+    def end(self, silence_id: int, *, by: str | None, now: float) -> Ended | None:
         """End the silence (when it ran out, at its end; otherwise now, `by` whom), and queue
-        the summary of what it held, in one transaction; None when it had ended already or
-        does not exist."""
+        the summary of what it held (an alert whose data is the silence and the held alerts'
+        lines, rendered when it is sent), in one transaction; None when it had ended already
+        or does not exist."""
 
         def end(tx: Tx) -> Ended | None:
             row = tx.one(
@@ -212,23 +207,17 @@ class SilenceStore:
                 " WHERE silence_id = ? ORDER BY received_at",
                 (silence_id,),
             )
-            held = [
-                Held(
-                    rows.destination_of(self._store.path, r["chat"], r["thread"]),
-                    tx.at.to_local(r["received_at"]),
-                    lines_from_json(r["lines"]),
-                )
-                for r in kept
-            ]
             tx.execute("DELETE FROM held_alerts WHERE silence_id = ?", (silence_id,))
-            message = summary(silence, held) if held else None
-            if message is None:
+            if not kept:
                 return Ended(silence, silence.held, None)
-            destination = held[0].destination
-            rows.ensure_lane(tx, destination)
-            alert = rows.insert(tx, message, destination, attempts=0, in_memory=False)
+            first = kept[0]
+            destination = rows.destination_of(self._store.path, first["chat"], first["thread"])
+            about = summary_data(silence, [json.loads(r["lines"]) for r in kept])
+            job = rows.insert(
+                tx, "alert", about, destination, lane=destination.lane, in_memory=False
+            )
             tx.notify()
-            return Ended(silence, silence.held, alert.id)
+            return Ended(silence, silence.held, job.id)
 
         return self._store.write(end, now=now)
 
@@ -244,6 +233,21 @@ class SilenceStore:
             )
 
         return self._store.write(prune)
+
+
+def summary_data(silence: Silence, held_lines: list[object]) -> dict[str, object]:
+    """What the summary of an ended silence is about, as its job keeps it: the silence, and
+    the lines of the alerts it held (message/lines.py's JSON), oldest first."""
+    return {
+        "silence_over": {
+            "matchers": asdict(silence.matchers),
+            "label": silence.label,
+            "starts_at": silence.starts_at,
+            "ended_at": silence.ended_at if silence.ended_at is not None else silence.ends_at,
+            "held": silence.held,
+            "lines": held_lines,
+        }
+    }
 
 
 def _silence(row: Row, tx: Tx) -> Silence:

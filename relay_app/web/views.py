@@ -1,11 +1,14 @@
-"""The HTTP side: GlitchTip's webhook in, one delivery attempt, an honest status code out.
+"""The HTTP side, as plain functions over the assembled relay (relay.py): GlitchTip's webhook in,
+its alert queued and its first attempt waited for, an honest status code out; Telegram's
+updates; health, readiness and the metrics.
 
 GlitchTip ignores our status code and never resends, so the answer is for the operator's logs;
 what protects the alert is that it is in the spool before the first attempt, and that a failed
-attempt has left the prebuilt message to the retrier (its row, due again) before the answer
-goes out. The answers: 200 sent; 202 queued (it waits its turn: older alerts for its chat go
-first, the chat's pacing, or Telegram is failing); 502 the attempt failed (queued for retry, or
-given up and logged); 400 a body or URL the relay cannot use.
+attempt has left its job to the retrier (due again) before the answer goes out. The answers:
+200 sent; 202 queued (it waits its turn: older alerts for its chat go first, the chat's pacing,
+Telegram is failing, or its attempt was still under way when the answer was due); 502 the
+attempt failed (queued for retry, or given up and logged); 400 a body or URL the relay cannot
+use.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
 from flask import Blueprint, Flask, Response, jsonify, request
@@ -25,18 +28,12 @@ from werkzeug.routing import Map
 from ..acting.updates import SECRET_HEADER, handle_update, telegram_secret_token, webhook_path
 from ..core.logs import client_sample, event
 from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
-from ..core.routing import Destination, RouteError, destination_from_query
+from ..core.routing import RouteError, destination_from_query
 from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, payload_from_json
 from ..message.formatting import message_for
-from ..operating.config import UpdatesMode
 from ..words import ENGLISH
-from .last_webhook import LastWebhook
-from .misses import Misses
-from .routed import RoutedWebhooks
+from .relay import current_relay
 from .webhook_alerts import Taken
-
-if TYPE_CHECKING:
-    from ..delivery.job import Jobs
 
 log = logging.getLogger(__name__)
 
@@ -171,130 +168,124 @@ def body_gate(url_map: Map, webhook_secret: str) -> Callable[[bytes, bytes], boo
     return wants_body
 
 
-def create_blueprint(
-    *,
-    webhook_secret: str,
-    alerts: RoutedWebhooks,
-    jobs: Jobs,
-    metrics: Metrics,
-    misses: Misses,
-    updates: Callable[[dict[str, Any]], None] | None,
-    spool_problem: Callable[[], str | None],
-    setup_problems: Callable[[], list[str]],
-    telegram_unreachable: Callable[[], str | None],
-    last_webhook: LastWebhook,
-    serve_metrics: bool,
-    default_destination: Destination,
-    allowed_chats: frozenset[str],
-    admin_port: int | None = None,
-    telegram_updates: UpdatesMode = "off",
-    bot_token: str,
-) -> Blueprint:
-    blueprint = Blueprint("relay", __name__)
-    expected_secret = webhook_secret.encode()
-
-    if admin_port is not None:
-
-        @blueprint.before_request
-        def one_listener_each() -> None:
-            # The metrics say how much fails and readiness says what: for the operator's network,
-            # not for whoever can reach the webhook. And the admin port takes no alerts.
-            on_admin_listener = _local_port(request.environ) == admin_port
-            if (request.endpoint in _ADMIN_ENDPOINTS) != on_admin_listener:
-                raise NotFound()
-
-    @blueprint.get("/healthz")
-    def healthz() -> Response:
-        return jsonify(status="ok")
-
-    @blueprint.get("/readyz")
-    def readyz() -> tuple[Response, int]:
-        # Liveness is /healthz: an unusable spool is no reason to restart the relay, which still
-        # delivers; it is a reason to look, and to stop routing to this instance if others work.
-        # When GlitchTip last reached the relay, in every answer: null, with alerts expected,
-        # says GlitchTip cannot reach it (last_webhook.py).
-        last = last_webhook.last()
-        seen = {"last_webhook": None if last is None else _utc(last)}
-        problem = spool_problem()
-        if problem is not None:
-            return jsonify(status="not ready", reason=f"spool unusable: {problem}", **seen), 503
-        unreached = telegram_unreachable()
-        if unreached is not None:
-            reason = f"Telegram cannot be reached: {unreached}"
-            return jsonify(status="not ready", reason=reason, **seen), 503
-        # Still ready: alerts are taken and kept, and a retry sends them once it is fixed.
-        refused = setup_problems()
-        if refused:
-            return jsonify(status="ready", telegram_refuses=refused, **seen), 200
-        return jsonify(status="ready", **seen), 200
-
-    if serve_metrics:
-
-        @blueprint.get("/metrics")
-        def metrics_page() -> Response:
-            return Response(metrics.exposition(), content_type=CONTENT_TYPE)
-
+def blueprint() -> Blueprint:
+    """The relay's pages: the functions below, each at its path."""
+    pages = Blueprint("relay", __name__)
+    pages.before_request(one_listener_each)
+    pages.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
+    pages.add_url_rule("/readyz", view_func=readyz, methods=["GET"])
+    pages.add_url_rule("/metrics", view_func=metrics_page, methods=["GET"])
     # With a trailing slash too: people add one, and GlitchTip would not say its alert was lost.
-    @blueprint.post("/webhook/<secret>")
-    @blueprint.post("/webhook/<secret>/")
-    def webhook(secret: str) -> tuple[Response, int]:
-        started = time.monotonic()
-        if not hmac.compare_digest(secret.encode(), expected_secret):
-            # Counted here; logged at most once a minute, without the path (misses.py).
-            metrics.webhook("rejected", "wrong_secret")
-            raise NotFound()
-        try:
-            payload = payload_from_json(_body())
-        except RequestEntityTooLarge as exc:
-            return _answered(
-                metrics, started, Taken("rejected", "too_large", 413, error=exc.description)
-            )
-        except PayloadError as exc:
-            return _answered(metrics, started, Taken("rejected", "bad_body", 400, error=str(exc)))
-        try:
-            destination = destination_from_query(
-                request.args.items(multi=True),
-                default=default_destination,
-                allowed_chats=allowed_chats,
-            )
-        except RouteError as exc:
-            # GlitchTip ignores the 400 and never resends: the log is the alert's last trace.
-            # Its text for the log, which stays English.
-            jobs.undelivered(
-                message_for(payload, ENGLISH), f"the webhook URL was refused: {exc}", None
-            )
-            return _answered(metrics, started, Taken("rejected", "bad_route", 400, error=str(exc)))
-        parts = alerts.take(payload, destination, started)
-        for taken in parts:
-            last_webhook.accepted(taken.outcome, taken.in_spool, taken.text)
-        if len(parts) == 1:
-            return _answered(metrics, started, parts[0])
-        answers = [_answered(metrics, started, taken) for taken in parts]
-        # Split by the routes: the worst part's status, and each part's own answer.
-        worst = max(parts, key=lambda taken: _STATUS_RANK.index(taken.status))
-        body = {"status": worst.outcome, "parts": [answer.get_json() for answer, _ in answers]}
-        return jsonify(body), worst.status
+    pages.add_url_rule("/webhook/<secret>", view_func=webhook, methods=["POST"])
+    pages.add_url_rule("/webhook/<secret>/", view_func=webhook, methods=["POST"])
+    pages.add_url_rule(webhook_path("<secret>"), view_func=telegram_update, methods=["POST"])
+    return pages
 
-    if telegram_updates == "webhook" and updates is not None:
-        expected_header = telegram_secret_token(bot_token).encode()
 
-        @blueprint.post(webhook_path("<secret>"))
-        def telegram_update(secret: str) -> tuple[Response, int]:
-            """Telegram's updates (TELEGRAM_UPDATES=webhook): presses on the alerts' buttons,
-            and replies to the relay's messages."""
-            if not hmac.compare_digest(secret.encode(), expected_secret):
-                raise NotFound()
-            header = request.headers.get(SECRET_HEADER, "").encode()
-            if not hmac.compare_digest(header, expected_header):
-                # Whoever knows GlitchTip's URL knows this path; only Telegram knows the header.
-                # Counted, and said at most once a minute: forgeries must not flood the log.
-                misses.record(request.method, request.path, 403)
-                return jsonify(error="missing or wrong X-Telegram-Bot-Api-Secret-Token"), 403
-            try:
-                update = payload_from_json(_body())
-            except PayloadError as exc:
-                return jsonify(error=str(exc)), 400
-            handle_update(update, updates)
-            return jsonify(ok=True), 200
+def one_listener_each() -> None:
+    """With RELAY_ADMIN_BIND, /metrics, /readyz and /healthz answer on the admin listener only,
+    and it takes no alerts: the metrics say how much fails and readiness says what, for the
+    operator's network, not for whoever can reach the webhook."""
+    admin_port = current_relay().settings.admin_port
+    if admin_port is None:
+        return
+    on_admin_listener = _local_port(request.environ) == admin_port
+    if (request.endpoint in _ADMIN_ENDPOINTS) != on_admin_listener:
+        raise NotFound()
 
-    return blueprint
+
+def healthz() -> Response:
+    return jsonify(status="ok")
+
+
+def readyz() -> tuple[Response, int]:
+    """Liveness is /healthz: an unusable spool is no reason to restart the relay, which still
+    delivers; it is a reason to look, and to stop routing to this instance if others work.
+    When GlitchTip last reached the relay, in every answer: null, with alerts expected, says
+    GlitchTip cannot reach it (last_webhook.py)."""
+    relay = current_relay()
+    last = relay.last_webhook.last()
+    seen = {"last_webhook": None if last is None else _utc(last)}
+    problem = relay.spool.problem() if relay.spool is not None else None
+    if problem is not None:
+        return jsonify(status="not ready", reason=f"spool unusable: {problem}", **seen), 503
+    unreached = relay.setup.unreachable() if relay.setup is not None else None
+    if unreached is not None:
+        reason = f"Telegram cannot be reached: {unreached}"
+        return jsonify(status="not ready", reason=reason, **seen), 503
+    # Still ready: alerts are taken and kept, and a retry sends them once it is fixed.
+    refused = relay.setup.problems() if relay.setup is not None else []
+    if refused:
+        return jsonify(status="ready", telegram_refuses=refused, **seen), 200
+    return jsonify(status="ready", **seen), 200
+
+
+def metrics_page() -> Response:
+    relay = current_relay()
+    if not relay.settings.metrics:
+        raise NotFound()
+    return Response(relay.metrics.exposition(), content_type=CONTENT_TYPE)
+
+
+def webhook(secret: str) -> tuple[Response, int]:
+    started = time.monotonic()
+    relay = current_relay()
+    settings, metrics = relay.settings, relay.metrics
+    if not hmac.compare_digest(secret.encode(), settings.webhook_secret.encode()):
+        # Counted here; logged at most once a minute, without the path (misses.py).
+        metrics.webhook("rejected", "wrong_secret")
+        raise NotFound()
+    try:
+        payload = payload_from_json(_body())
+    except RequestEntityTooLarge as exc:
+        return _answered(
+            metrics, started, Taken("rejected", "too_large", 413, error=exc.description)
+        )
+    except PayloadError as exc:
+        return _answered(metrics, started, Taken("rejected", "bad_body", 400, error=str(exc)))
+    try:
+        destination = destination_from_query(
+            request.args.items(multi=True),
+            default=settings.default_destination,
+            allowed_chats=settings.allowed_chat_ids,
+        )
+    except RouteError as exc:
+        # GlitchTip ignores the 400 and never resends: the log is the alert's last trace. Its
+        # text for the log, which stays English.
+        text = message_for(payload, ENGLISH).text
+        relay.jobs.undelivered(text, f"the webhook URL was refused: {exc}", None)
+        return _answered(metrics, started, Taken("rejected", "bad_route", 400, error=str(exc)))
+    parts = relay.webhooks.take(payload, destination, started)
+    for taken in parts:
+        relay.last_webhook.accepted(taken.outcome, taken.in_spool, taken.text)
+    if len(parts) == 1:
+        return _answered(metrics, started, parts[0])
+    answers = [_answered(metrics, started, taken) for taken in parts]
+    # Split by the routes: the worst part's status, and each part's own answer.
+    worst = max(parts, key=lambda taken: _STATUS_RANK.index(taken.status))
+    body = {"status": worst.outcome, "parts": [answer.get_json() for answer, _ in answers]}
+    return jsonify(body), worst.status
+
+
+def telegram_update(secret: str) -> tuple[Response, int]:
+    """Telegram's updates (TELEGRAM_UPDATES=webhook): presses on the alerts' buttons, and
+    replies to the relay's messages."""
+    relay = current_relay()
+    settings = relay.settings
+    if settings.telegram_updates != "webhook" or relay.updates is None:
+        raise NotFound()
+    if not hmac.compare_digest(secret.encode(), settings.webhook_secret.encode()):
+        raise NotFound()
+    header = request.headers.get(SECRET_HEADER, "").encode()
+    expected = telegram_secret_token(settings.telegram_bot_token).encode()
+    if not hmac.compare_digest(header, expected):
+        # Whoever knows GlitchTip's URL knows this path; only Telegram knows the header.
+        # Counted, and said at most once a minute: forgeries must not flood the log.
+        relay.misses.record(request.method, request.path, 403)
+        return jsonify(error="missing or wrong X-Telegram-Bot-Api-Secret-Token"), 403
+    try:
+        update = payload_from_json(_body())
+    except PayloadError as exc:
+        return jsonify(error=str(exc)), 400
+    handle_update(update, relay.updates)
+    return jsonify(ok=True), 200

@@ -1,7 +1,13 @@
-"""A webhook's alert taken in, from its read payload to what its answer says: its message built
-at once, held back by a silence or written to the queue (on disk before anything slow), then
-enriched with its issues' details: within their budget when it is attempted now, whenever they
-come before its turn when it waits.
+"""A webhook's alert taken in, from its read payload to what its answer says: held back by a
+silence, or queued as a job (on disk before anything slow) holding the payload and whom its route
+calls; given its issues' details from GlitchTip's API when they come within their budget (the
+one way details reach a message: an alert waits for them, within RELAY_DETAILS_BUDGET, and one
+that waits its turn gets them whenever they come before it goes); then its first attempt,
+waited for until the webhook must be answered (delivery/intake.py).
+
+The message is rendered here once, for what the webhook needs before the job is sent: whether a
+silence holds it, the log, and the start of its text kept with the arrival. The job renders it
+again when it is sent.
 
 Nothing here may lose the alert to an error of the relay's own: a failure before the alert is
 queued logs it, with its text, as `ALERT NOT DELIVERED`; after, it waits in the queue, and the
@@ -11,14 +17,19 @@ retrier sends it. Either way the webhook is answered 500, and the log says which
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.metrics import WebhookOutcome
 from ..core.outcomes import Dead, Delivered, RetryAt
 from ..core.routing import Destination
+from ..delivery.intake import deadline
+from ..glitchtip.details import IssueDetails, details_as_json
+from ..glitchtip.lookups import IssueLookups
 from ..message.formatting import Message, message_for
-from ..spool.model import SpooledAlert
+from ..spool.model import Job
 from ..words import ENGLISH
 
 if TYPE_CHECKING:
@@ -26,10 +37,12 @@ if TYPE_CHECKING:
     from ..acting.silencing import Silencing
     from ..delivery.intake import Attempted, Intake
     from ..delivery.job import Jobs
+    from ..delivery.render import Renderer
 
 log = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "internal error; see the relay's log"
+Clock = Callable[[], float]
 
 
 @dataclass(frozen=True)
@@ -39,10 +52,10 @@ class Taken:
     outcome: WebhookOutcome
     reason: str
     status: int
-    alert: SpooledAlert | None = None
+    alert: Job | None = None
     error: str | None = None
     silence: int | None = None
-    # The message it became, as built when it arrived (None when it could not be built).
+    # The message it became, as rendered when it arrived (None when it could not be).
     message: Message | None = None
 
     @property
@@ -52,18 +65,32 @@ class Taken:
 
     @property
     def text(self) -> str:
-        message = self.message or (self.alert.message if self.alert is not None else None)
-        return message.text if message is not None else ""
+        return self.message.text if self.message is not None else ""
 
 
 class WebhookAlerts:
     def __init__(
-        self, *, intake: Intake, outgoing: Outgoing, silencing: Silencing | None, jobs: Jobs
+        self,
+        *,
+        intake: Intake,
+        renderer: Renderer,
+        outgoing: Outgoing,
+        silencing: Silencing | None,
+        jobs: Jobs,
+        lookups: IssueLookups | None = None,
+        glitchtip_links: str | None = None,
+        clock: Clock = time.time,
     ) -> None:
+        """`lookups` reads issues' details from GlitchTip's API, for the issues whose links are
+        at `glitchtip_links` (a webhook may name any link; only GlitchTip's ids go to its API)."""
         self._intake = intake
+        self._renderer = renderer
         self._outgoing = outgoing
         self._silencing = silencing
         self._jobs = jobs
+        self._lookups = lookups
+        self._glitchtip_links = glitchtip_links
+        self._clock = clock
 
     def take(
         self,
@@ -73,26 +100,23 @@ class WebhookAlerts:
         *,
         mentions: tuple[str, ...] = (),
     ) -> Taken:
-        """`started`: when the webhook arrived (monotonic); `mentions`: whom its route calls,
-        kept with its message however it is built again."""
+        """`started`: when the webhook arrived (monotonic); `mentions`: whom its route calls."""
         message: Message | None = None
-        queued: SpooledAlert | None = None
-
-        def calling(built: Message) -> Message:
-            if not mentions:
-                return built
-            return replace(built, subjects=replace(built.subjects, mentions=mentions))
-
+        queued: Job | None = None
         try:
-            message = calling(self._outgoing.prepared(payload))
+            # Every issue it names among its subjects: which are not GlitchTip's is said here.
+            message = self._renderer.webhook(
+                payload, mentions, received_at=self._clock(), vetted=False
+            )
+            self._outgoing.check_links(message)
             silence = (
                 self._silencing.hold(message, destination) if self._silencing is not None else None
             )
             if silence is not None:
                 # Kept in the spool and counted; its silence's summary says so when it ends.
                 return Taken("silenced", "silence", 200, silence=silence.id, message=message)
-            admission = self._intake.admit(message, destination, started=started)
-            if admission is None:  # it could wait nowhere; its text is logged
+            queued = self._queued(payload, mentions, message, destination, started)
+            if queued is None:  # it could wait nowhere; its text is logged
                 return Taken(
                     "failed",
                     "cannot_queue",
@@ -100,33 +124,72 @@ class WebhookAlerts:
                     error="the alert could not be queued",
                     message=message,
                 )
-            queued = admission.alert
-            prepared = message
-            if admission.claim is None:
-                # Not a failure: older alerts for its chat go first, its chat's turn has not
-                # come, or Telegram is failing. It waits in the queue; the retrier sends it,
-                # with its issues' details if they come before its turn.
-                self._outgoing.when_enriched(
-                    payload,
-                    prepared,
-                    lambda revised: self._intake.revise(queued, calling(revised)),
-                )
-                return Taken("queued", admission.waiting or "paced", 202, queued)
-
-            def enrich(until: float) -> Message | None:
-                built = self._outgoing.enriched(payload, prepared, arrived=started, until=until)
-                return calling(built) if built is not None else None
-
-            return _answer(queued, self._intake.attempt(admission, started=started, enrich=enrich))
+            return _answer(queued, message, self._intake.first_attempt(queued, started=started))
         except Exception as exc:
             return self._failed(payload, message, queued, exc)
 
-    def _failed(
+    def _queued(
         self,
         payload: dict[str, Any],
-        message: Message | None,
-        queued: SpooledAlert | None,
-        exc: Exception,
+        mentions: tuple[str, ...],
+        message: Message,
+        destination: Destination,
+        started: float,
+    ) -> Job | None:
+        """The alert's job, with its issues' details that are known now; due when the rest
+        come within their budget, or when the budget is spent."""
+        about: dict[str, Any] = {"webhook": payload}
+        if mentions:
+            about["mentions"] = list(mentions)
+        ids = self._detail_ids(message)
+        if self._lookups is None or not ids:
+            return self._intake.admit(about, destination, started=started, text=message.text)
+        known = self._lookups.within(ids, 0.0)
+        coming = [issue for issue in ids if issue not in known]
+        about["details"] = _as_json(known)
+        due_in = self._lookups.budget if coming else 0.0
+        job = self._intake.admit(
+            about, destination, started=started, text=message.text, due_in=due_in
+        )
+        if job is not None and coming:
+            self._wait_for_details(job, coming, dict(known), started)
+        return job
+
+    def _detail_ids(self, message: Message) -> list[str]:
+        """The ids of the alert's issues whose details GlitchTip's API is asked for."""
+        if self._lookups is None:
+            return []
+        issues = message.subjects.issues
+        return [issue.id for issue in issues if issue.origin == self._glitchtip_links]
+
+    def _wait_for_details(
+        self, job: Job, coming: list[str], known: dict[str, IssueDetails], started: float
+    ) -> None:
+        """Wait for the details still coming, within the budget from the webhook's arrival,
+        and add what came to the job; what comes later is added while it waits its turn."""
+        assert self._lookups is not None
+        lookups = self._lookups
+        until = min(started + lookups.budget, deadline(started))
+        try:
+            found = lookups.within(coming, max(0.0, until - time.monotonic()))
+        except Exception:  # a bug here must not cost the alert: it goes without them
+            log.exception("looking up the details of issue(s) %s failed", ", ".join(coming))
+            return
+        known.update(found)
+        # Due now, with what came: the budget is spent.
+        self._intake.merge(job, {"details": _as_json(known)})
+        missing = [issue for issue in coming if issue not in found]
+        if not missing:
+            return
+
+        def later(came: Mapping[str, IssueDetails]) -> None:
+            if came:
+                self._intake.merge(job, {"details": _as_json({**known, **came})})
+
+        lookups.when_known(missing, later)
+
+    def _failed(
+        self, payload: dict[str, Any], message: Message | None, queued: Job | None, exc: Exception
     ) -> Taken:
         if queued is not None:
             log.exception(
@@ -136,19 +199,27 @@ class WebhookAlerts:
             )
             return Taken("queued", "internal_error", 500, queued, error=INTERNAL_ERROR)
         # Its text as the log can hold it, whatever failed: the payload's raw form at worst.
-        text = message if message is not None else message_for(payload, ENGLISH)
+        text = (message or message_for(payload, ENGLISH)).text
         self._jobs.undelivered(text, "the relay failed while taking it in", exc, exc_info=True)
         return Taken("failed", "internal_error", 500, error=INTERNAL_ERROR)
 
 
-def _answer(alert: SpooledAlert, attempted: Attempted) -> Taken:
+def _as_json(details: Mapping[str, IssueDetails]) -> dict[str, Any]:
+    return {issue: details_as_json(found) for issue, found in details.items()}
+
+
+def _answer(job: Job, message: Message, attempted: Attempted) -> Taken:
     outcome, error = attempted.outcome, attempted.error
+    if outcome is None:
+        # Not a failure: older alerts for its chat go first, its chat's turn has not come,
+        # Telegram is failing, or its attempt is still under way. It waits in the queue.
+        return Taken("queued", attempted.waiting or "paced", 202, job, message=message)
     if isinstance(outcome, Delivered):
-        return Taken("sent", "delivered", 200, alert)
+        return Taken("sent", "delivered", 200, job, message=message)
     if isinstance(outcome, RetryAt):  # already with the retrier: its row is due again
         reason = "topic_not_found" if outcome.destination is not None else "attempt_failed"
-        return Taken("queued", reason, 502, alert, error=error)
+        return Taken("queued", reason, 502, job, error=error, message=message)
     assert isinstance(outcome, Dead)  # kept as a dead letter, and logged with its text
     if outcome.kind == "internal":
-        return Taken("failed", "internal_error", 500, alert, error=INTERNAL_ERROR)
-    return Taken("failed", "refused", 502, alert, error=error)
+        return Taken("failed", "internal_error", 500, job, error=INTERNAL_ERROR, message=message)
+    return Taken("failed", "refused", 502, job, error=error, message=message)

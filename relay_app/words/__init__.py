@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .catalogue import Plural, Words
+from .catalogue import Plural, Said, Words
 from .en import ENGLISH
 from .ru import RUSSIAN
 
@@ -14,4 +14,4 @@ def words_for(language: str) -> Words:
     return LANGUAGES[language]
 
 
-__all__ = ["ENGLISH", "LANGUAGES", "RUSSIAN", "Plural", "Words", "words_for"]
+__all__ = ["ENGLISH", "LANGUAGES", "RUSSIAN", "Plural", "Said", "Words", "words_for"]

@@ -10,8 +10,9 @@ Logs, metrics and the command line stay English: operators grep them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,6 @@ class Words:
 
     # What GlitchTip's API says of an issue.
     frame_where: str
-    details_from: str
     level: str
     value: str
     seen_times: Plural
@@ -173,6 +173,49 @@ class Words:
             if remainder := total % size // next_size:
                 said += f" {remainder} {next_unit}"
         return said
+
+
+@dataclass(frozen=True)
+class Said:
+    """Words to be written in the chat later, as data: a catalogue word's name and the values
+    of its fields (themselves text, or words of their own), made text in the chat's language
+    when the write is sent. A job keeps this, never the text."""
+
+    word: str
+    values: Mapping[str, str | Said] = field(default_factory=dict)
+
+    def text(self, words: Words) -> str:
+        template = getattr(words, self.word, None)
+        if not isinstance(template, str) or self.word == "language":
+            raise KeyError(f"the catalogue has no word {self.word!r}")
+        shown = {
+            name: value.text(words) if isinstance(value, Said) else value
+            for name, value in self.values.items()
+        }
+        return template.format(**shown)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "word": self.word,
+            "values": {
+                name: value.as_json() if isinstance(value, Said) else value
+                for name, value in self.values.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, raw: object) -> Said:
+        """What `as_json` wrote. Raises KeyError for anything else."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("word"), str):
+            raise KeyError(f"not words to say: {raw!r:.80}")
+        values = raw.get("values", {})
+        return cls(
+            raw["word"],
+            {
+                str(name): cls.from_json(value) if isinstance(value, dict) else str(value)
+                for name, value in (values.items() if isinstance(values, dict) else ())
+            },
+        )
 
 
 def templates(words: Words) -> dict[str, str | Plural]:

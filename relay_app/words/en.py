@@ -36,7 +36,6 @@ ENGLISH = Words(
     ),
     back_up_after="✅ {name} back up after {duration}",
     frame_where="{at} in {function}",
-    details_from="ℹ️ {label}, from GlitchTip:",
     level="Level: ",
     value="Value: ",
     seen_times=Plural(("seen {n} time", "seen {n} times")),

@@ -54,7 +54,6 @@ RUSSIAN = Words(
     ),
     back_up_after="✅ {name}: снова работает, простой {duration}",
     frame_where="{at}, в функции {function}",
-    details_from="ℹ️ {label}, данные GlitchTip:",
     level="Уровень: ",
     value="Значение: ",
     seen_times=Plural(("событий: {n}", "событий: {n}", "событий: {n}")),

@@ -21,7 +21,7 @@ from relay_app.spool.database import Database
 from relay_app.spool.postgres.database import PgDatabase
 from relay_app.words import ENGLISH
 from tests.e2e.relay_process import SEND_TIMEOUT, run_here
-from tests.fake_telegram import FakeTelegram
+from tests.fake_telegram import FakeTelegram, Posted
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import visible_text
 
@@ -175,7 +175,7 @@ def _visible(body: dict[str, Any]) -> str:
 
 def spool_settled(spool: str) -> bool:
     """Whether the relays on this spool (a SQLite file's path, or PostgreSQL's URL) have nothing
-    left to send: no alert pending, no lane claimed. From then on no copy of an alert can arrive
+    left to send: no job pending, no lane claimed. From then on no copy of an alert can arrive
     (a retry would be pending first), so a test asserts exactly-once after this, not after a
     sleep."""
     store = (
@@ -186,7 +186,7 @@ def spool_settled(spool: str) -> bool:
     try:
         busy = store.read(
             lambda tx: tx.one(
-                "SELECT (SELECT count(*) FROM alerts WHERE state = 'pending')"
+                "SELECT (SELECT count(*) FROM jobs WHERE state = 'pending')"
                 " + (SELECT count(*) FROM lanes WHERE token IS NOT NULL) AS busy"
             )
         )
@@ -219,3 +219,27 @@ def run_relay_app(environ: dict[str, str], *args: str) -> subprocess.CompletedPr
     """The installed `relay-app` command, run from the project's directory as an operator
     would, with these variables on top of the test's own environment."""
     return run_here([str(Path(sys.executable).with_name("relay-app")), *args], environ)
+
+
+def once_edited(fake: FakeTelegram, posted: Posted, shows: str, timeout: float = 15) -> Posted:
+    """The message as it stands once an edit made it show `shows` (a regular expression): a
+    card's edit is a job, sent in the chat's turn, after the press is answered."""
+
+    def now() -> Posted:
+        return fake.message(posted.chat, posted.message_id)
+
+    assert wait_until(lambda: re.search(shows, now().visible()) is not None, timeout), (
+        now().visible()
+    )
+    return now()
+
+
+def once_offering(fake: FakeTelegram, posted: Posted, label: str, timeout: float = 15) -> Posted:
+    """The message as it stands once its buttons offer `label` (its card's edit sent)."""
+
+    def now() -> Posted:
+        return fake.message(posted.chat, posted.message_id)
+
+    offered = wait_until(lambda: any(b["text"] == label for b in now().buttons()), timeout)
+    assert offered, [b["text"] for b in now().buttons()]
+    return now()

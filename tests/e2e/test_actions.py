@@ -21,7 +21,7 @@ import requests
 from relay_app.spool.holders import Holder
 from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import post, run_relay_app, wait_until
+from tests.e2e.helpers import once_edited, post, run_relay_app, wait_until
 from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env
 from tests.fake_glitchtip import READ_ONLY_TOKEN, TOKEN, FakeGlitchTip
 from tests.fake_telegram import FakeTelegram, Posted
@@ -79,16 +79,14 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
     assert not answer["show_alert"]
     assert fake_glitchtip.status(4) == "resolved"
     assert [change.body for change in fake_glitchtip.changes()] == [{"status": "resolved"}]
-    edited = fake_telegram.message(CHAT_ID, posted.message_id)
+    edited = once_edited(fake_telegram, posted, DONE_LINE.format("✅ Resolved"))
     assert edited.visible().startswith(posted.visible())
-    assert re.search(DONE_LINE.format("✅ Resolved"), edited.visible())
     assert labels(edited) == ["↩️ Reopen", "🔇 Mute 1 h"]
 
     answer = answered(fake_telegram, fake_telegram.press(edited, "↩️ Reopen"))
     assert answer["text"] == "Reopened BACKEND-4A in GlitchTip"
     assert fake_glitchtip.status(4) == "unresolved"
-    reopened = fake_telegram.message(CHAT_ID, posted.message_id)
-    assert re.search(DONE_LINE.format("↩️ Reopened"), reopened.visible())
+    reopened = once_edited(fake_telegram, posted, DONE_LINE.format("↩️ Reopened"))
     assert "Resolved by" not in reopened.visible()  # one line per issue: what it is now
     assert labels(reopened) == ["✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
 
@@ -116,8 +114,7 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
     answer = answered(fake_telegram, fake_telegram.press(digest, "🔕 Ignore BACKEND-2A"))
     assert answer["text"] == "Ignored BACKEND-2A in GlitchTip"
     assert (fake_glitchtip.status(2), fake_glitchtip.status(3)) == ("ignored", "unresolved")
-    edited = fake_telegram.message(CHAT_ID, digest.message_id)
-    assert re.search(DONE_LINE.format("🔕 BACKEND-2A ignored"), edited.visible())
+    edited = once_edited(fake_telegram, digest, DONE_LINE.format("🔕 BACKEND-2A ignored"))
     edited_rows = edited.keyboard["inline_keyboard"] if edited.keyboard else []
     assert [[b["text"] for b in row] for row in edited_rows] == [
         ["↩️ Reopen BACKEND-2A", "🔇 Mute 1 h BACKEND-2A"],

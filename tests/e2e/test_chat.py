@@ -16,7 +16,7 @@ import requests
 
 from relay_app.words import RUSSIAN
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import post, run_relay_app, wait_until
+from tests.e2e.helpers import once_edited, once_offering, post, run_relay_app, wait_until
 from tests.e2e.relay_process import CHAT_ID, relay_env
 from tests.e2e.test_actions import alert_for, answered, labels
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip
@@ -68,8 +68,7 @@ def test_a_muted_issue_is_held_across_a_restart_and_unmute_says_how_many_came(
         r"Muted BACKEND-4A in this chat until \d\d:\d\d UTC; GlitchTip is not changed",
         answer["text"],
     )
-    muted = fake_telegram.message(CHAT_ID, first.message_id)
-    assert re.search(r"🔇 Muted in this chat by @ada until \d\d:\d\d UTC$", muted.visible())
+    muted = once_edited(fake_telegram, first, r"🔇 Muted in this chat by @ada until \d\d:\d\d UTC$")
     assert labels(muted) == ["✅ Resolve", "🔕 Ignore", "🔊 Unmute"]
     assert fake_glitchtip.changes() == []  # GlitchTip is not changed
 
@@ -100,7 +99,7 @@ def test_a_muted_issue_is_held_across_a_restart_and_unmute_says_how_many_came(
         summary.visible(),
     )
     assert re.search(r"BACKEND-4A .* ×2$", summary.visible())
-    assert labels(fake_telegram.message(CHAT_ID, first.message_id))[-1] == "🔇 Mute 1 h"
+    assert labels(once_offering(fake_telegram, first, "🔇 Mute 1 h"))[-1] == "🔇 Mute 1 h"
     assert value(metrics(relay.url), "relay_silences_active") == 0
 
     after, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 4))
@@ -274,7 +273,7 @@ def test_in_russian_every_word_the_relay_writes_in_the_chat_is_russian(
 
     said = []
     for label in ("🔇 Без звука 1 ч", "🔊 Включить звук", "✅ Закрыть", "↩️ Открыть снова"):
-        current = fake_telegram.message(CHAT_ID, single.message_id)
+        current = once_offering(fake_telegram, single, label)  # the last press's edit sent
         said.append(answered(fake_telegram, fake_telegram.press(current, label))["text"])
     assert said[0].startswith("BACKEND-4A: без звука в этом чате до ")
     assert said[2] == "BACKEND-4A закрыта в GlitchTip"

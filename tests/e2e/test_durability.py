@@ -44,7 +44,7 @@ def post_all(url: str, titles: list[str], *, concurrency: int = 4) -> list[reque
     return [reply for reply, _ in answers]
 
 
-def spool_rows(spool_path: str, table: str = "alerts") -> list[sqlite3.Row]:
+def spool_rows(spool_path: str, table: str = "jobs") -> list[sqlite3.Row]:
     with sqlite3.connect(spool_path) as db:
         db.row_factory = sqlite3.Row
         rows = db.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()

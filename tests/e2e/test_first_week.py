@@ -10,6 +10,7 @@ import socket
 import sqlite3
 import subprocess
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import requests
 
 from relay_app.operating.summary import version
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import post, run_relay_app, titled, wait_until
+from tests.e2e.helpers import delivered_titles, post, run_relay_app, titled, wait_until
 from tests.e2e.relay_process import (
     CHAT_ID,
     ROOT,
@@ -136,6 +137,29 @@ def test_a_telegram_that_cannot_be_reached_is_loud_at_start_and_not_ready_until_
         lambda: requests.get(f"{relay.url}/readyz", timeout=5).status_code == 200, timeout=10
     ), relay.logs()
     assert "Telegram answers the start-up check now: the relay is ready" in relay.logs()
+
+
+def test_while_telegram_fails_the_relay_asks_one_question_per_interval_whatever_its_workers(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    # Before, each worker's start-up check asked again every few seconds on its own, beside
+    # the relay's prober: two workers asked getMe 25 times in a 30 s outage, not 15.
+    fake_telegram.set("error", status=502, description="Bad Gateway")
+    relay = start_relay(RELAY_TIME_SCALE="0.25")  # a question every 0.5 s, not every 2 s
+    assert wait_until(lambda: "TELEGRAM UNREACHABLE" in relay.logs(), timeout=10), relay.logs()
+    started = time.monotonic()
+    for number in range(10):  # alerts keep coming meanwhile, one every 0.6 s
+        post(relay.webhook_url, titled(f"During the outage {number}"))
+        next_at = started + 0.6 * (number + 1)
+        assert wait_until(lambda at=next_at: time.monotonic() >= at, 5)
+    every = [*fake_telegram.received, *fake_telegram.start_up_requests]  # any asker's
+    asked = sorted((r for r in every if r.method == "getMe"), key=lambda r: r.at)
+    window = asked[-1].at - asked[0].at
+    workers = 2  # each asks once at its start; then the relay's prober, every 0.5 s at most
+    assert len(asked) <= workers + window / 0.5 + 1, [round(r.at - asked[0].at, 2) for r in asked]
+    fake_telegram.set("ok")
+    titles = [f"During the outage {number}" for number in range(10)]
+    assert wait_until(lambda: set(delivered_titles(fake_telegram)) >= set(titles), 20)
 
 
 def test_a_refused_token_is_named_at_start(
@@ -319,7 +343,7 @@ def test_a_backup_taken_during_a_storm_is_whole_and_consistent(
     assert set(statuses) <= {202, 502}
     with sqlite3.connect(backup) as copy:
         assert copy.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        ids = [row[0] for row in copy.execute("SELECT id FROM alerts ORDER BY id")]
+        ids = [row[0] for row in copy.execute("SELECT id FROM jobs ORDER BY id")]
         [(counted,)] = copy.execute("SELECT alerts FROM pending_count").fetchall()
     # One snapshot, taken mid-storm: every alert admitted before it and none after, all
     # pending, the count kept by the trigger agreeing.

@@ -25,7 +25,7 @@ from relay_app.acting.updates import SECRET_HEADER
 from relay_app.web.http_worker import REQUEST_READ_TIMEOUT
 from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import post, run_relay_app, wait_until
+from tests.e2e.helpers import once_edited, post, run_relay_app, wait_until
 from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env
 from tests.fake_glitchtip import TOKEN as GLITCHTIP_TOKEN
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
@@ -149,7 +149,7 @@ def test_an_update_delivered_again_or_replayed_acts_once(
     _, posted = alert_pressed_by_webhook(start_relay, fake_telegram, fake_glitchtip)
     press = fake_telegram.press(posted, "✅ Resolve")
     assert fake_telegram.wait_for_answer(press, timeout=ANSWER_WITHIN) is not None
-    edited = fake_telegram.message(CHAT_ID, posted.message_id)
+    edited = once_edited(fake_telegram, posted, "Resolved by @ada")
 
     # Telegram delivers it again (its answer was slow or lost), to one worker or the other.
     for _ in range(4):
@@ -193,7 +193,7 @@ def test_presses_at_the_same_moment_make_one_change(
     assert len(fake_glitchtip.changes()) == 1
     out_of_date = [a for a in answers if a is not None and a["text"] == ENGLISH.press_out_of_date]
     assert len(out_of_date) == 5
-    edited = fake_telegram.message(CHAT_ID, posted.message_id)
+    edited = once_edited(fake_telegram, posted, "(Resolved|Ignored) by @user")
     assert labels(edited) == ["↩️ Reopen", "🔇 Mute 1 h"]
     assert fake_glitchtip.status(4) in ("resolved", "ignored")
 
@@ -206,7 +206,10 @@ def test_a_button_the_message_no_longer_shows_changes_nothing(
     posted = only_message(fake_telegram)
     resolved = fake_telegram.press(posted, "✅ Resolve")
     assert fake_telegram.wait_for_answer(resolved, timeout=ANSWER_WITHIN) is not None
-    assert labels(fake_telegram.message(CHAT_ID, posted.message_id)) == ["↩️ Reopen", "🔇 Mute 1 h"]
+    assert labels(once_edited(fake_telegram, posted, "Resolved by @ada")) == [
+        "↩️ Reopen",
+        "🔇 Mute 1 h",
+    ]
 
     # A client that still shows the first keyboard (or a forged press) sends Ignore.
     stale = fake_telegram.press(posted, "🔕 Ignore")

@@ -1,26 +1,28 @@
-"""Inline buttons under an alert, and the message as presses and recoveries change it: pure
-functions, no I/O.
+"""A card: an alert's message as the chat shows it after it was sent, with inline buttons under
+each issue, and as presses and recoveries change it. Pure data and functions, no I/O: the spool
+keeps a card's record (spool/sent.py), and a card's edit, a job like any write to the chat, is
+rendered from it when it is sent (delivery/render.py).
 
 Each issue of an issue alert gets a row: Resolve and Ignore, or Reopen once it is resolved or
 ignored; and Mute, or Unmute while it is muted in the chat. A button's callback data is a verb
-and a key the relay keeps (spool/sent.py), never an issue id. An edited message is the message
-as sent, the lines added since (an uptime monitor back up), one line per issue that a press
-changed, saying what, by whom and when, and one per issue muted, until when.
+and a key the relay keeps, never an issue id. An edited card is the message as sent, the lines
+added since (an uptime monitor back up), one line per issue that a press changed, saying what,
+by whom and when, and one per issue muted, until when.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ..glitchtip.api import IssueStatus
-from ..message.formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT
-from ..message.spans import visible_length
-from ..message.subjects import IssueRef
-from ..spool.sent import IssueButton, SentMessage
 from ..words import Words
+from .formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT
+from .spans import visible_length
+from .subjects import IssueRef
 
 Verb = Literal["resolve", "ignore", "reopen", "mute", "unmute"]
 STATUS_FOR: dict[Verb, IssueStatus] = {
@@ -37,8 +39,36 @@ _VERBS: dict[str, Verb] = {code: verb for verb, code in _CODES.items()}
 MAX_ISSUES_WITH_BUTTONS = 33
 # How long the mute button silences an issue in its chat.
 MUTE_FOR = 3600.0
-# Replaces a sent message's HTML and buttons (delivery.Courier.edit).
-Edit = Callable[[str, int, str, dict[str, Any] | None], None]
+
+
+@dataclass(frozen=True)
+class IssueButton:
+    """One issue's buttons under one sent message, and what the last press did."""
+
+    key: str
+    issue_id: str
+    origin: str  # of the alert's issue link: GlitchTip's API, unless GLITCHTIP_URL says
+    label: str  # 'BACKEND-1A': named on the buttons when a message has several issues
+    status: IssueStatus | None = None
+    acted_by: str | None = None
+    acted_at: float | None = None
+    # Muted in the message's chat from its Mute button (spool/silences.py): until when, by whom.
+    silence_id: int | None = None
+    muted_by: str | None = None
+    muted_until: float | None = None
+    title: str | None = None  # the issue's, as the message showed it
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    """A card's record: the message as sent, and what changed since."""
+
+    chat: str  # the chat's id as Telegram answered it, as text
+    message_id: int
+    html: str  # as sent
+    sent_at: float
+    notes: tuple[str, ...] = ()  # plain-text lines added since
+    buttons: tuple[IssueButton, ...] = ()
 
 
 def verbs_for(button: IssueButton) -> tuple[Verb, ...]:
@@ -155,7 +185,7 @@ def rendered(message: SentMessage, words: Words) -> str:
         if (line := muted_line(button, words, several=several)) is not None
     ]
     lines = [*message.notes, *(line for _, line in sorted(done)), *muted]
-    base = visible_length(_visible(message.html)) + len(PARAGRAPH)
+    base = visible_length(visible(message.html)) + len(PARAGRAPH)
     while lines:
         text = "\n".join(lines)
         if base + visible_length(text) <= TELEGRAM_TEXT_LIMIT:
@@ -164,14 +194,7 @@ def rendered(message: SentMessage, words: Words) -> str:
     return message.html
 
 
-def show(edit: Edit, message: SentMessage, words: Words) -> None:
-    """Edit a sent message to stand as its record now says: its lines and its buttons."""
-    edit(
-        message.chat, message.message_id, rendered(message, words), keyboard(message.buttons, words)
-    )
-
-
-def _visible(markup: str) -> str:
+def visible(markup: str) -> str:
     """The visible text of HTML the relay itself wrote: tags dropped, entities read."""
     out, inside = [], False
     for char in markup:

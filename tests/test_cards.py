@@ -1,12 +1,14 @@
-"""The buttons under an alert and the message as presses change it (keyboards.py)."""
+"""A card: the buttons under an alert and the message as presses change it (message/cards.py)."""
 
 from __future__ import annotations
 
 import html
 from dataclasses import replace
 
-from relay_app.acting.keyboards import (
+from relay_app.message.cards import (
     MAX_ISSUES_WITH_BUTTONS,
+    IssueButton,
+    SentMessage,
     callback_data,
     keyboard,
     new_buttons,
@@ -16,7 +18,6 @@ from relay_app.acting.keyboards import (
 from relay_app.message.formatting import TELEGRAM_TEXT_LIMIT
 from relay_app.message.spans import visible_length
 from relay_app.message.subjects import IssueRef
-from relay_app.spool.sent import IssueButton, SentMessage
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.telegram_rules import visible_text
 

@@ -1,0 +1,300 @@
+"""What a claim's jobs write to the chat, made when they are sent, from what each is about
+(spool/model.py's `Job.data`), in the relay's language, by the code running now: a change of
+wording needs no step of the spool's schema, and a tool that queues a job (`relay-app silence
+expire`) queues data, never text in its own language.
+
+- An alert is its webhook's payload (with its issues' details from GlitchTip's API, when they
+  came before its first attempt, and whom its route calls), a silence's summary, or, for an
+  alert queued before jobs held data, the message it was rendered into then. Several go as a
+  digest (message/digest.py).
+- A card's edit is its record's state when the edit goes (message/cards.py): the edits of one
+  card waiting together make one write.
+- A reply, and a reaction (with the reply that says the same where reactions are off), are
+  words of the catalogue with their values (`Said`).
+
+An alert renders the same at every attempt: its data does not change once one was made, and
+its time is the time it arrived. Pure but for the card's record, which it reads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from itertools import takewhile
+from typing import Any
+
+from ..glitchtip.details import IssueDetails, details_from_json
+from ..message.cards import SentMessage, keyboard, rendered, visible
+from ..message.digest import compose, how_many_fit
+from ..message.formatting import Entry, Message, message_for, with_first_line, with_mentions
+from ..message.lines import from_json as lines_from_json
+from ..message.silence_summary import silence_summary
+from ..message.subjects import Subjects, split_by_origin
+from ..spool.model import Job
+from ..words import Said, Words
+
+# Alerts rendered, kept for the claims that follow (each claim measures what fits again).
+KEPT_RENDERED = 1000
+
+
+class Unreadable(ValueError):
+    """A job whose data this relay cannot read (a person's edit of the spool, say)."""
+
+
+@dataclass(frozen=True)
+class Send:
+    """A message: one alert, or a digest of several (`alerts`, each as rendered alone, for
+    the buttons and threads that go with them)."""
+
+    message: Message
+    alerts: tuple[Message, ...]
+
+    @property
+    def text(self) -> str:
+        return self.message.text
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A card as its record says it stands now; None in `keyboard`: no buttons."""
+
+    chat: str
+    message_id: int
+    html: str
+    keyboard: dict[str, Any] | None
+
+    @property
+    def text(self) -> str:
+        return visible(self.html)
+
+
+@dataclass(frozen=True)
+class ReplyUnder:
+    """A short plain-text reply under a message of the chat."""
+
+    chat: str
+    thread: int | None
+    message_id: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Reaction:
+    """A reaction on a message; `instead` says the same where the chat takes no reactions."""
+
+    chat: str
+    message_id: int
+    emoji: str
+    instead: ReplyUnder
+
+    @property
+    def text(self) -> str:
+        return self.emoji
+
+
+Write = Send | Edit | ReplyUnder | Reaction
+# A card's record as it stands (spool/sent.py); None when it is no longer kept.
+Cards = Callable[[str, int], SentMessage | None]
+
+
+class Renderer:
+    def __init__(
+        self,
+        words: Words,
+        *,
+        late_after: float,
+        coalesce: bool = True,
+        buttons_at: str | None = None,
+        cards: Cards | None = None,
+    ) -> None:
+        """`coalesce` False: one alert a message (RELAY_COALESCE=0); `buttons_at`: GlitchTip's
+        origin, when issues get buttons (only those whose links are there); `cards`: where a
+        card's record is read."""
+        self.words = words
+        self._late_after = late_after
+        self._coalesce = coalesce
+        self._buttons_at = buttons_at
+        self._cards = cards
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[object, ...], Message] = OrderedDict()
+
+    def alert(self, job: Job) -> Message:
+        """The alert's message, as every attempt of it sends it. Raises Unreadable."""
+        # What it is about changes only by the details its first attempt may gain; its id is
+        # unique in its store (this process's memory, or the spool: a spool started afresh
+        # numbers from 1 again, hence its time too).
+        key = (job.in_memory, job.id, job.received_at, frozenset(job.data.get("details") or ()))
+        with self._lock:
+            kept = self._kept.get(key)
+        if kept is not None:
+            return kept
+        message = self._alert(job)
+        with self._lock:
+            self._kept[key] = message
+            while len(self._kept) > KEPT_RENDERED:
+                self._kept.popitem(last=False)
+        return message
+
+    def how_many(self, jobs: list[Job]) -> int:
+        """How many of these jobs, oldest first, go in one write: a card's edits waiting
+        together, as one; alerts, as many as fit one digest (one when an alert must go alone);
+        anything else alone."""
+        first = jobs[0]
+        if first.kind == "card":
+            return sum(1 for _ in takewhile(lambda job: job.kind == "card", jobs))
+        if first.kind != "alert" or not self._coalesce or self._alone(first):
+            return 1
+        fresh = list(takewhile(lambda job: job.kind == "alert" and not self._alone(job), jobs))
+        try:
+            return how_many_fit([self.alert(job) for job in fresh], self.words)
+        except Unreadable:
+            return 1  # each alone, so the unreadable one fails alone
+
+    def _alone(self, job: Job) -> bool:
+        """An alert on its second chance goes alone, with a line saying it may repeat an
+        earlier message; so does an uptime monitor's recovery, a reply to the message of its
+        outage; and one this relay cannot read, which fails alone."""
+        if job.second_chance:
+            return True
+        try:
+            return self.alert(job).subjects.recovery
+        except Unreadable:
+            return True
+
+    def write(self, jobs: Sequence[Job], *, now: float) -> Write | None:
+        """What these jobs (one claim's) write; None when there is nothing left to write (a
+        card no longer kept). Raises Unreadable."""
+        first = jobs[0]
+        if first.kind == "alert":
+            return self._send(jobs, now)
+        if first.kind == "card":
+            return self._edit(first)
+        try:
+            said = Said.from_json(first.data.get("say")).text(self.words)
+        except KeyError as exc:
+            raise Unreadable(str(exc)) from None
+        chat = str(first.destination.chat)
+        reply = ReplyUnder(chat, first.destination.thread, _number(first.data), said)
+        if first.kind == "reply":
+            return reply
+        return Reaction(chat, reply.message_id, str(first.data.get("emoji", "")), reply)
+
+    def text_of(self, job: Job, *, now: float) -> str:
+        """What the job would write, for a log line that must say it; the reason when that
+        cannot be made."""
+        try:
+            write = self.write([job], now=now)
+        except Unreadable as exc:
+            return f"(unreadable: {exc})"
+        return write.text if write is not None else "(nothing: the card is no longer kept)"
+
+    # --- each kind ------------------------------------------------------------------------
+
+    def _send(self, jobs: Sequence[Job], now: float) -> Send:
+        alerts = tuple(self.alert(job) for job in jobs)
+        message = compose(
+            alerts,
+            [job.received_at for job in jobs],
+            self.words,
+            now=now,
+            late_after=self._late_after,
+        )
+        # Whom the alerts' routes call, once for the message, however many alerts call them.
+        called = dict.fromkeys(m for alert in alerts for m in alert.subjects.mentions)
+        message = with_mentions(message, list(called), self.words)
+        if any(_maybe_seen(job) for job in jobs):
+            words = self.words
+            repeat = words.repeat_note if len(jobs) == 1 else words.repeat_note_digest
+            message = with_first_line(message, repeat)
+        return Send(message, alerts)
+
+    def _edit(self, job: Job) -> Edit | None:
+        if self._cards is None:
+            return None
+        chat, message_id = str(job.destination.chat), _number(job.data)
+        card = self._cards(chat, message_id)
+        if card is None:
+            return None
+        return Edit(
+            card.chat,
+            card.message_id,
+            rendered(card, self.words),
+            keyboard(card.buttons, self.words),
+        )
+
+    def _alert(self, job: Job) -> Message:
+        data = job.data
+        if "webhook" in data:
+            return self._webhook(job)
+        if "silence_over" in data:
+            return silence_summary(data["silence_over"], self.words)
+        if "rendered" in data:
+            return _rendered(data["rendered"])
+        raise Unreadable(f"alert {job.label} holds none of webhook, silence_over, rendered")
+
+    def _webhook(self, job: Job) -> Message:
+        payload = job.data["webhook"]
+        if not isinstance(payload, dict):
+            raise Unreadable(f"alert {job.label}'s webhook is not a JSON object")
+        raw = job.data.get("details") or {}
+        details = {
+            str(issue): found
+            for issue, value in (raw.items() if isinstance(raw, dict) else ())
+            if (found := details_from_json(value)) is not None
+        }
+        mentions = tuple(str(m) for m in job.data.get("mentions") or ())
+        return self.webhook(payload, mentions, details=details, received_at=job.received_at)
+
+    def webhook(
+        self,
+        payload: dict[str, Any],
+        mentions: Sequence[str] = (),
+        *,
+        details: Mapping[str, IssueDetails] | None = None,
+        received_at: float,
+        vetted: bool = True,
+    ) -> Message:
+        """A webhook's alert as its job renders it (`details`: its issues' from GlitchTip's
+        API, by issue id): its issues whose links are not GlitchTip's own get no buttons;
+        with `vetted` False, every issue it names is among its subjects still (for the
+        webhook to say which are not GlitchTip's)."""
+        message = message_for(payload, self.words, details=details, now=received_at)
+        subjects = message.subjects
+        if self._buttons_at is not None and vetted:
+            subjects, _ = split_by_origin(subjects, self._buttons_at)
+        return replace(message, subjects=replace(subjects, mentions=tuple(mentions)))
+
+
+def _number(data: Mapping[str, Any]) -> int:
+    number = data.get("message_id")
+    if not isinstance(number, int) or isinstance(number, bool):
+        raise Unreadable(f"no message id: {number!r}")
+    return number
+
+
+def _rendered(raw: object) -> Message:
+    """An alert queued before jobs held data: the message it was rendered into then."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("html"), str):
+        raise Unreadable("a rendered alert without its HTML")
+
+    def entry(html_key: str, text_key: str) -> Entry | None:
+        html = raw.get(html_key)
+        return Entry(html, str(raw.get(text_key) or "")) if isinstance(html, str) else None
+
+    return Message(
+        html=raw["html"],
+        text=str(raw.get("text") or ""),
+        fallback=str(raw.get("fallback") or raw.get("text") or ""),
+        short_entry=entry("entry_html", "entry_text"),
+        heading=entry("heading_html", "heading_text"),
+        subjects=Subjects.from_json(raw.get("subjects")),
+        lines=lines_from_json(raw.get("lines")),
+    )
+
+
+def _maybe_seen(job: Job) -> bool:
+    """Whether an earlier attempt of the job may have reached the chat: more attempts that may
+    have (this one included) than this one, or its second chance."""
+    return job.second_chance or job.unsure_attempts > 1

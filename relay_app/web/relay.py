@@ -1,0 +1,75 @@
+"""The relay as one app holds it: its parts, wired by `relay_app.assemble`, which the views, the
+worker's hooks and the tests reach through the Flask app (`relay_of`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import current_app
+
+from ..acting.outgoing import Outgoing
+from ..acting.silencing import Silencing
+from ..acting.updates import Handle, Poller
+from ..core.metrics import Metrics
+from ..delivery.dispatcher import Dispatcher
+from ..delivery.intake import Intake
+from ..delivery.job import Jobs
+from ..delivery.outbox import Outbox
+from ..glitchtip.lookups import IssueLookups
+from ..operating.config import Settings
+from ..operating.setup_watch import SetupWatch
+from ..spool import Spool
+from .last_webhook import LastWebhook
+from .misses import Misses
+from .routed import RoutedWebhooks
+
+EXTENSION = "relay_app"
+
+
+@dataclass(frozen=True)
+class Relay:
+    """The parts of one app that the views, gunicorn's hooks and tests reach."""
+
+    settings: Settings
+    intake: Intake
+    dispatcher: Dispatcher
+    jobs: Jobs
+    metrics: Metrics
+    # Where jobs wait: the spool (None: RELAY_SPOOL_PATH=off), and this process's memory
+    # when the spool cannot take them.
+    spool: Spool | None
+    memory: Spool
+    outgoing: Outgoing
+    # Reading issues' details from GlitchTip for the messages (GLITCHTIP_API_TOKEN).
+    lookups: IssueLookups | None
+    # When GlitchTip last reached the relay.
+    last_webhook: LastWebhook
+    # A webhook taken in: by the routes, each part's alert queued and attempted.
+    webhooks: RoutedWebhooks
+    # Requests that reach no page: counted, and said once a minute.
+    misses: Misses
+    # The writes to the chat other than alerts (with a spool).
+    outbox: Outbox | None = None
+    # Silences (with a spool): what holds alerts back from a chat, and ends them.
+    silencing: Silencing | None = None
+    # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles each of Telegram's
+    # updates (a press or a reply), and this process's poller for them (TELEGRAM_UPDATES=poll).
+    updates: Handle | None = None
+    poller: Poller | None = None
+    # Asks Telegram at start whether the token and chats work (not with a stand-in Telegram).
+    setup: SetupWatch | None = None
+
+
+def relay_of(app: object) -> Relay | None:
+    """The relay inside a WSGI app, or None when it is not relay_app's own (wrapped in
+    middleware, say)."""
+    extensions = getattr(app, "extensions", None)
+    relay = extensions.get(EXTENSION) if isinstance(extensions, dict) else None
+    return relay if isinstance(relay, Relay) else None
+
+
+def current_relay() -> Relay:
+    """The relay of the app answering this request."""
+    relay = relay_of(current_app)
+    assert relay is not None, "the app was made by relay_app.create_app"
+    return relay
