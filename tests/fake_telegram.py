@@ -174,6 +174,9 @@ class FakeTelegram:
         self.behaviour = Behaviour()
         self.received: list[Received] = []
         self.start_up_requests: list[Received] = []
+        # Connections over which a relay's start-up check asked, and that it has closed:
+        # each is one round of its questions, answered whole.
+        self.start_up_rounds = 0
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._release = threading.Event()
@@ -195,6 +198,10 @@ class FakeTelegram:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def listening(self) -> bool:
+        return self._server is not None
 
     def start(self) -> FakeTelegram:
         server = self._bind()
@@ -804,6 +811,8 @@ class _Handler(BaseHTTPRequestHandler):
         fake: FakeTelegram = self.server.fake  # type: ignore[attr-defined]
         with fake._lock:
             fake._connections.discard(self.connection)
+            if getattr(self, "asked_at_start_up", False):
+                fake.start_up_rounds += 1
         super().finish()
 
     def do_POST(self) -> None:
@@ -814,6 +823,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         if START_UP_CHECK in self.headers.get("User-Agent", ""):
+            self.asked_at_start_up = True
             self._reply(*fake._start_up_answer(body, self.path))
             return
         behaviour, release = fake._decide(body, self.path, self.connection)

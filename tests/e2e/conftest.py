@@ -31,7 +31,9 @@ def start_relay(
 
     def start(prefix: list[str] | None = None, **overrides: str) -> RelayProcess:
         env = relay_env(fake_telegram, **{"RELAY_SPOOL_PATH": spool_path, **overrides})
-        relay = RelayProcess(env, tmp_path / f"relay-{len(started)}.log", prefix=prefix)
+        relay = RelayProcess(
+            env, tmp_path / f"relay-{len(started)}.log", prefix=prefix, telegram=fake_telegram
+        )
         started.append(relay)
         return relay.wait_ready()
 

@@ -93,7 +93,11 @@ class RelayProcess:
         app: str = "wsgi:app",
         prefix: list[str] | None = None,
         directory: Path = ROOT,
+        telegram: FakeTelegram | None = None,
     ) -> None:
+        """With `telegram`, the fake it talks to, `wait_ready` also waits until each worker's
+        start-up check has been answered: a test that then makes Telegram fail sees the relay
+        meet that failure with its alerts, not with its start-up questions."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.webhook_url = f"{self.url}/webhook/{env.get('RELAY_WEBHOOK_SECRET', SECRET)}"
@@ -105,6 +109,10 @@ class RelayProcess:
         # whole process group's.
         self._wrapped = bool(prefix)
         self._log: IO[bytes] = log_path.open("wb")
+        self._start_up_rounds: tuple[FakeTelegram, int] | None = None
+        if telegram is not None and telegram.listening and env["TELEGRAM_API_URL"] == telegram.url:
+            workers = int(env.get("WEB_CONCURRENCY", "2"))
+            self._start_up_rounds = telegram, telegram.start_up_rounds + workers
         self.process = subprocess.Popen(
             [*(prefix or []), *gunicorn_command(app)],
             cwd=directory,
@@ -121,11 +129,19 @@ class RelayProcess:
                 raise RuntimeError(f"gunicorn exited at start:\n{self.logs()}")
             try:
                 if requests.get(f"{self.admin_url}/healthz", timeout=1).status_code == 200:
-                    return self
+                    break
             except requests.ConnectionError:
                 pass
             time.sleep(0.1)
-        raise RuntimeError(f"gunicorn did not become ready:\n{self.logs()}")
+        else:
+            raise RuntimeError(f"gunicorn did not become ready:\n{self.logs()}")
+        if self._start_up_rounds is not None:
+            telegram, rounds = self._start_up_rounds
+            while telegram.start_up_rounds < rounds:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the start-up checks did not end:\n{self.logs()}")
+                time.sleep(0.05)
+        return self
 
     def logs(self) -> str:
         if not self._log.closed:
@@ -222,7 +238,7 @@ def relay_of_its_own(
             RELAY_SPOOL_PATH=str(directory / "spool.sqlite3"),
             **overrides,
         )
-        relay = RelayProcess(env, directory / "relay.log").wait_ready()
+        relay = RelayProcess(env, directory / "relay.log", telegram=fake).wait_ready()
         try:
             yield relay, fake
         finally:
