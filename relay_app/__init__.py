@@ -94,6 +94,9 @@ def assemble(
         clock=clock,
         pace=timing.pace,
     )
+    # What the workers share lives in the spool; with RELAY_SPOOL_PATH=off, in this process's
+    # memory, which has the same parts and so keeps the same rules for this process alone.
+    shared = spool or memory
     queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
     health, metrics = _health_and_metrics(spool, queues, timing.probe_interval)
     setup = None
@@ -103,21 +106,21 @@ def assemble(
         setup = SetupWatch(
             settings,
             reach_again_every=timing.reach_again,
-            speaks=one_worker_says(spool.warnings if spool is not None else None),
+            speaks=one_worker_says(shared.warnings),
             failing=lambda: health.send_failed(clock()),
             telegram_answers=lambda: health.current().sending,
         )
         metrics.add_gauges(setup)
-    last_webhook = LastWebhook(spool.arrivals if spool is not None else None, clock=clock)
+    last_webhook = LastWebhook(shared.arrivals, clock=clock)
     metrics.add_gauges(last_webhook)
-    lookups = _issue_lookups(settings, metrics, spool)
     words = words_for(settings.language)
-    buttons = settings.glitchtip_api_token is not None
+    # Buttons need the spool, which keeps what each one acts on (Settings.from_env says so).
+    buttons = settings.glitchtip_api_token is not None and spool is not None
 
     def wake() -> None:  # the dispatcher, made below, looks at once
         dispatcher.wake()
 
-    outbox = Outbox(spool.queue, wake=wake, clock=clock) if spool is not None else None
+    outbox = Outbox(shared.queue, wake=wake, clock=clock)
     outgoing = Outgoing(
         spool.sent if spool is not None else None,
         outbox=outbox,
@@ -131,8 +134,8 @@ def assemble(
         words,
         late_after=settings.late_after,
         coalesce=settings.coalesce,
-        buttons_at=settings.glitchtip_links if buttons and spool is not None else None,
-        cards=spool.sent.message if spool is not None else None,
+        buttons_at=settings.glitchtip_links if buttons else None,
+        cards=shared.sent.message,
     )
     jobs = Jobs(
         telegram,
@@ -150,11 +153,9 @@ def assemble(
         second_chance=settings.second_chance,
         outgoing=outgoing,
     )
-    silencing = None
-    if spool is not None and outbox is not None:
-        silencing = Silencing(
-            spool.silences, spool.sent, outbox=outbox, held=metrics.silenced.inc, clock=clock
-        )
+    silencing = Silencing(
+        shared.silences, shared.sent, outbox=outbox, held=metrics.silenced.inc, clock=clock
+    )
     dispatcher = Dispatcher(
         queues=queues,
         jobs=jobs,
@@ -173,6 +174,7 @@ def assemble(
         dispatcher=dispatcher,
         clock=clock,
     )
+    lookups = _issue_lookups(settings, metrics, shared)
     webhooks = RoutedWebhooks(
         WebhookAlerts(
             intake=intake,
@@ -188,7 +190,6 @@ def assemble(
         default=settings.default_destination,
         metrics=metrics,
     )
-    misses = Misses(metrics.missed, shared=spool.warnings.says if spool is not None else None)
     updates, poller = _acting_from_the_chat(
         settings, spool, telegram, outbox, metrics, clock, silencing
     )
@@ -204,7 +205,7 @@ def assemble(
         lookups=lookups,
         last_webhook=last_webhook,
         webhooks=webhooks,
-        misses=misses,
+        misses=Misses(metrics.missed, shared=shared.warnings.says),
         outbox=outbox,
         silencing=silencing,
         updates=updates,
@@ -213,21 +214,18 @@ def assemble(
     )
 
 
-def _upkeep(outgoing: Outgoing, silencing: Silencing | None) -> Callable[[], None]:
+def _upkeep(outgoing: Outgoing, silencing: Silencing) -> Callable[[], None]:
     """The dispatcher's upkeep, once a second: old records forgotten, silences that ran out
     ended (each at most as often as it asks for)."""
 
     def upkeep() -> None:
         outgoing.tidy()
-        if silencing is not None:
-            silencing.sweep()
+        silencing.sweep()
 
     return upkeep
 
 
-def _issue_lookups(
-    settings: Settings, metrics: Metrics, spool: Spool | None
-) -> IssueLookups | None:
+def _issue_lookups(settings: Settings, metrics: Metrics, shared: Spool) -> IssueLookups | None:
     """With GLITCHTIP_API_TOKEN, unless RELAY_DETAILS_BUDGET=off: what reads issues' details."""
     token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
     if token is None or glitchtip_url is None or settings.details_budget is None:
@@ -237,7 +235,7 @@ def _issue_lookups(
         api.details,
         budget=settings.details_budget,
         count=metrics.glitchtip_lookup,
-        health=spool.glitchtip_health if spool is not None else None,
+        health=shared.glitchtip_health,
     )
 
 
@@ -259,15 +257,15 @@ def _acting_from_the_chat(
     settings: Settings,
     spool: Spool | None,
     telegram: Telegram,
-    outbox: Outbox | None,
+    outbox: Outbox,
     metrics: Metrics,
     clock: Clock,
-    silencing: Silencing | None,
+    silencing: Silencing,
 ) -> tuple[Handle | None, Poller | None]:
     """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles each
     update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them."""
     token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
-    if token is None or glitchtip_url is None or spool is None or outbox is None:
+    if token is None or glitchtip_url is None or spool is None:
         return None, None
     team = Team(
         store=spool.sent,

@@ -182,9 +182,7 @@ class Jobs:
             instead = reaction.instead
             self._telegram.reply(instead.chat, instead.thread, instead.message_id, instead.text)
 
-    def _record(
-        self, queue: Queue, claim: Claim, settlement: Settlement, now: float
-    ) -> Settled:
+    def _record(self, queue: Queue, claim: Claim, settlement: Settlement, now: float) -> Settled:
         """The settlement in the queue, and what it says of Telegram in its health."""
         settled = NOT_RECORDED
         try:

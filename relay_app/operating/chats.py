@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from ..core.errors import DeliveryError
 from ..telegram.client import TelegramClient
+from .console import print_table
 
 # The kinds of update that carry a message, and so a chat and perhaps a topic.
 _MESSAGE_KEYS = ("message", "edited_message", "channel_post", "edited_channel_post")
@@ -224,10 +225,7 @@ def _print_table(chats: list[SeenChat], out: TextIO) -> None:
             ("", f"topic {thread}", name or "(name not seen)")
             for thread, name in sorted(chat.topics.items())
         ]
-    widths = [max(len(row[column]) for row in rows) for column in range(2)]
-    for row in rows:
-        line = f"  {row[0].ljust(widths[0])}  {row[1].ljust(widths[1])}  {row[2]}"
-        print(line.rstrip(), file=out)
+    print_table(rows, out, indent="  ")
 
 
 def _print_settings(chat: SeenChat, out: TextIO) -> None:

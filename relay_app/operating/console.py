@@ -4,7 +4,7 @@ and silence commands open (cli.py)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
@@ -45,3 +45,11 @@ def with_spool(
             spool.close()
 
     return run
+
+
+def print_table(rows: Sequence[Sequence[str]], out: TextIO, *, indent: str = "") -> None:
+    """Rows in columns as wide as their widest cell; the last column as long as it is."""
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print((indent + "  ".join([*cells, row[-1]])).rstrip(), file=out)

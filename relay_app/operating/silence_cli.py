@@ -25,7 +25,7 @@ from ..message.spans import utc_time
 from ..spool import Spool
 from ..spool.silences import Ended, Silence
 from ..words import ENGLISH
-from .console import Console, Failed, OpenSpool, Usage, with_spool
+from .console import Console, Failed, OpenSpool, Usage, print_table, with_spool
 
 Duration = Callable[[str], float]
 
@@ -94,10 +94,7 @@ def _list(spool: Spool, args: argparse.Namespace, console: Console) -> int:
         ("ID", "CHAT", "UNTIL (UTC)", "STATE", "HELD", "BY", "MATCHERS", "COMMENT")
     ]
     rows += [_row(silence, now) for silence in silences]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        print("  ".join([*cells, row[-1]]).rstrip(), file=console.out)
+    print_table(rows, console.out)
     holding = sum(1 for silence in silences if _state(silence, now) == "active")
     print(f"\n{holding} active in {spool.admin.path}", file=console.out)
     return 0

@@ -22,7 +22,7 @@ from ..spool.admin import Requeued
 from ..spool.backup import back_up
 from ..words import ENGLISH
 from .config import ConfigError, Settings, spool_path_from_env, spool_url_from_env
-from .console import Console, Failed, OpenSpool, SpoolCommand, Usage, with_spool
+from .console import Console, Failed, OpenSpool, SpoolCommand, Usage, print_table, with_spool
 
 EXIT_OK = 0
 
@@ -110,10 +110,7 @@ def _list(found: Spool, args: argparse.Namespace, console: Console) -> int:
     # Each alert as the relay renders it, in English: this is the operator's table.
     renderer = Renderer(ENGLISH, late_after=float("inf"))
     rows += [_row(alert, renderer.text_of(alert, now=time.time())) for alert in alerts]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        print("  ".join([*cells, row[-1]]).rstrip(), file=out)
+    print_table(rows, out)
     counts = spool.counts()
     print(f"\n{counts['pending']} pending, {counts['dead']} dead in {spool.path}", file=out)
     telegram = found.health.read()
