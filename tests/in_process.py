@@ -19,7 +19,7 @@ from relay_app.core.outcomes import Outcome
 from relay_app.core.routing import Destination
 from relay_app.message.cards import SentMessage
 from relay_app.message.formatting import Message, message_for
-from relay_app.spool.sent import SpoolSentStore
+from relay_app.spool.sent import SentStore
 from relay_app.telegram.courier import Sent
 from relay_app.words import ENGLISH
 from tests.conftest import DESTINATION, FakeTime, run_background
@@ -216,7 +216,7 @@ class Chat:
         return cls(relay, telegram, clock)
 
     @property
-    def store(self) -> SpoolSentStore:
+    def store(self) -> SentStore:
         assert self.relay.spool is not None
         return self.relay.spool.sent
 

@@ -22,7 +22,7 @@ from relay_app.delivery.render import Edit, Renderer
 from relay_app.message.formatting import Message
 from relay_app.spool import Claim, Job, Lane, on_store, this_process
 from relay_app.spool.database import Database
-from relay_app.spool.sent import SpoolSentStore
+from relay_app.spool.sent import SentStore
 from relay_app.telegram.courier import Sent
 from relay_app.words import ENGLISH
 from tests.payloads import issue, issue_alert, uptime_alert
@@ -56,7 +56,7 @@ def rendered(*jobs: Job) -> list[Message]:
 class Spool:
     """The sent records, and the jobs queued beside them, in one spool file."""
 
-    sent: SpoolSentStore
+    sent: SentStore
     database: Database
 
     def outgoing(self, *, buttons: bool, links: str | None = None) -> Outgoing:
@@ -97,7 +97,7 @@ class Spool:
 @pytest.fixture
 def spool(tmp_path: Path) -> Iterator[Spool]:
     database = Database(str(tmp_path / "spool.sqlite3"))
-    yield Spool(SpoolSentStore(database), database)
+    yield Spool(SentStore(database), database)
     database.close()
 
 
@@ -178,7 +178,7 @@ def test_a_recovery_replies_to_its_outage_and_its_card_is_edited_to_say_it_is_ov
     assert outgoing.plan(back_up, TOPIC).extras.reply_to is None  # that outage is over
 
 
-class BrokenStore(SpoolSentStore):
+class BrokenStore(SentStore):
     def keep(self, *args: object) -> None:
         raise SpoolError("disk I/O error")
 

@@ -19,7 +19,7 @@ from relay_app.spool import Holder, this_process
 from relay_app.spool.database import Database
 from relay_app.spool.poller import PollerLease, SpoolPollerLease
 from relay_app.spool.postgres import PgDatabase
-from relay_app.spool.sent import Outage, SentStore, SpoolSentStore
+from relay_app.spool.sent import Outage, SentStore
 from tests.old_spools import old_postgres, old_sqlite
 
 NOW = 1_800_000_000.0
@@ -49,11 +49,11 @@ def backend(
 ) -> Iterator[tuple[SentStore, PollerLease]]:
     if request.param == "sqlite":
         database = Database(str(tmp_path / "spool.sqlite3"))
-        yield SpoolSentStore(database), SpoolPollerLease(database)
+        yield SentStore(database), SpoolPollerLease(database)
         database.close()
     else:
         shared = PgDatabase(request.getfixturevalue("pg_url"), caller_skew=0.0)
-        yield SpoolSentStore(shared), SpoolPollerLease(shared)
+        yield SentStore(shared), SpoolPollerLease(shared)
         shared.close()
 
 
@@ -180,7 +180,7 @@ def test_a_spool_from_before_handled_updates_is_upgraded_with_its_buttons(
         pg.execute(insert_button + "(%s, %s, %s, %s, %s, %s, %s)", button)
     database, shared = Database(path), PgDatabase(url, caller_skew=0.0)
     try:
-        for upgraded in (SpoolSentStore(database), SpoolSentStore(shared)):
+        for upgraded in (SentStore(database), SentStore(shared)):
             found = upgraded.pressed("key-one")
             assert found is not None
             assert found[1].label == "BACKEND-4A"

@@ -97,13 +97,6 @@ def _escaped(found: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def capped(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, saying how many more there were."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text) - limit} more)"
-
-
 def client_sample(data: bytes | str, limit: int) -> str:
     """A stranger's bytes or text as a log line may show them: their first `limit` bytes or
     characters, escaped (bytes that are not printable ASCII as \\xNN), saying how many more

@@ -18,7 +18,7 @@ from .health_store import SpoolHealthStore
 from .poller import SpoolPollerLease
 from .postgres.database import PgDatabase
 from .queue import Queue
-from .sent import SpoolSentStore
+from .sent import SentStore
 from .silences import SilenceStore
 from .store import Store
 from .warnings import SpoolWarnings
@@ -32,7 +32,7 @@ class Spool:
     queue: Queue
     admin: Admin
     health: SpoolHealthStore
-    sent: SpoolSentStore
+    sent: SentStore
     silences: SilenceStore
     warnings: SpoolWarnings
     poller_lease: SpoolPollerLease
@@ -94,7 +94,7 @@ def on_store(
         queue=Queue(store, max_pending=max_pending, pace=pace),
         admin=Admin(store, clock=clock),
         health=SpoolHealthStore(store),
-        sent=SpoolSentStore(store),
+        sent=SentStore(store),
         silences=SilenceStore(store),
         warnings=SpoolWarnings(store),
         poller_lease=SpoolPollerLease(store),

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
 from ..message.cards import IssueButton, SentMessage
@@ -51,48 +50,7 @@ class Outage:
     down_at: float
 
 
-class SentStore(Protocol):
-    def keep(self, message: SentMessage, outages: Sequence[Outage]) -> None:
-        """Record a message just sent, with its buttons, and the outages it announced."""
-
-    def pressed(self, key: str) -> tuple[SentMessage, IssueButton] | None:
-        """The message a button belongs to, and the button; None when not (or no longer) kept."""
-
-    def message(self, chat: str, message_id: int) -> SentMessage | None:
-        """A kept message (a reply names it); None when not (or no longer) kept."""
-
-    def claim(
-        self, key: str, shown: IssueStatus | None, status: IssueStatus, *, by: str, at: float
-    ) -> StatusClaim | None:
-        """Record a press's change as made, while the button still shows `shown` (the state
-        the press was made on): of presses at the same moment, exactly one claims it. None when
-        the button is not kept or shows another state now."""
-
-    def unclaim(self, claim: StatusClaim) -> None:
-        """GlitchTip refused the claimed change: the button shows what it did before, unless a
-        later change has replaced the claim."""
-
-    def muted(self, key: str, silence_id: int, *, by: str, until: float) -> SentMessage | None:
-        """Record that a press muted the button's issue: the message as it now stands."""
-
-    def unmuted(self, silence_id: int) -> list[SentMessage]:
-        """The silence is over: the messages whose buttons it muted, as they now stand."""
-
-    def outage(self, lane: str, link: str) -> Outage | None: ...
-
-    def recovered(self, outage: Outage, note: str) -> SentMessage | None:
-        """The monitor is back up: forget the outage, and add `note` to its message; that
-        message as it now stands (None when it is not kept)."""
-
-    def first_time(self, keys: Sequence[str], *, at: float) -> bool:
-        """Record these updates (and presses) as handled: whether none of them was before."""
-
-    def prune(self, *, before: float) -> int:
-        """Forget messages sent, outages begun and updates handled before `before`; how many
-        messages."""
-
-
-class SpoolSentStore:
+class SentStore:
     """The records in the spool (store.py): times stored on the store's clock, handed out on
     the caller's."""
 
@@ -100,6 +58,8 @@ class SpoolSentStore:
         self._store = store
 
     def keep(self, message: SentMessage, outages: Sequence[Outage]) -> None:
+        """Record a message just sent, with its buttons, and the outages it announced."""
+
         def keep(tx: Tx) -> None:
             tx.execute(
                 "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at)"
@@ -144,6 +104,8 @@ class SpoolSentStore:
         self._store.write(keep)
 
     def pressed(self, key: str) -> tuple[SentMessage, IssueButton] | None:
+        """The message a button belongs to, and the button; None when not (or no longer) kept."""
+
         def read(tx: Tx) -> tuple[SentMessage, IssueButton] | None:
             row = tx.one("SELECT chat, message_id FROM issue_buttons WHERE key = ?", (key,))
             message = _message(tx, row["chat"], row["message_id"]) if row else None
@@ -154,11 +116,16 @@ class SpoolSentStore:
         return self._store.read(read)
 
     def message(self, chat: str, message_id: int) -> SentMessage | None:
+        """A kept message (a reply names it); None when not (or no longer) kept."""
         return self._store.read(lambda tx: _message(tx, chat, message_id))
 
     def claim(
         self, key: str, shown: IssueStatus | None, status: IssueStatus, *, by: str, at: float
     ) -> StatusClaim | None:
+        """Record a press's change as made, while the button still shows `shown` (the state
+        the press was made on): of presses at the same moment, exactly one claims it. None when
+        the button is not kept or shows another state now."""
+
         def claim(tx: Tx) -> StatusClaim | None:
             row = tx.one(
                 "SELECT status, acted_by, acted_at FROM issue_buttons WHERE key = ? FOR UPDATE",
@@ -177,6 +144,9 @@ class SpoolSentStore:
         return self._store.write(claim, now=at)
 
     def unclaim(self, claim: StatusClaim) -> None:
+        """GlitchTip refused the claimed change: the button shows what it did before, unless a
+        later change has replaced the claim."""
+
         def unclaim(tx: Tx) -> None:
             tx.execute(
                 "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?"
@@ -187,6 +157,8 @@ class SpoolSentStore:
         self._store.write(unclaim)
 
     def muted(self, key: str, silence_id: int, *, by: str, until: float) -> SentMessage | None:
+        """Record that a press muted the button's issue: the message as it now stands."""
+
         def mute(tx: Tx) -> SentMessage | None:
             row = tx.one(
                 "UPDATE issue_buttons SET silence_id = ?, muted_by = ?, muted_until = ?"
@@ -198,6 +170,8 @@ class SpoolSentStore:
         return self._store.write(mute)
 
     def unmuted(self, silence_id: int) -> list[SentMessage]:
+        """The silence is over: the messages whose buttons it muted, as they now stand."""
+
         def unmute(tx: Tx) -> list[SentMessage]:
             rows = tx.all(
                 "UPDATE issue_buttons SET silence_id = NULL, muted_by = NULL, muted_until = NULL"
@@ -210,6 +184,9 @@ class SpoolSentStore:
         return self._store.write(unmute)
 
     def outage(self, lane: str, link: str) -> Outage | None:
+        """The monitor is back up: forget the outage, and add `note` to its message; that
+        message as it now stands (None when it is not kept)."""
+
         def read(tx: Tx) -> Outage | None:
             row = tx.one("SELECT * FROM outages WHERE lane = ? AND link = ?", (lane, link))
             if row is None:
@@ -230,6 +207,8 @@ class SpoolSentStore:
         return self._store.write(recover)
 
     def first_time(self, keys: Sequence[str], *, at: float) -> bool:
+        """Record these updates (and presses) as handled: whether none of them was before."""
+
         def record(tx: Tx) -> bool:
             added = sum(
                 tx.execute(
@@ -243,6 +222,9 @@ class SpoolSentStore:
         return self._store.write(record, now=at)
 
     def prune(self, *, before: float) -> int:
+        """Forget messages sent, outages begun and updates handled before `before`; how many
+        messages."""
+
         def prune(tx: Tx) -> int:
             cutoff = tx.at.to_db(before)
             tx.execute("DELETE FROM handled_updates WHERE at < ?", (cutoff,))
