@@ -99,7 +99,7 @@ class Run:
         )
         env.pop("TELEGRAM_THREAD_ID")
         log = self.workdir / f"{self.name}-{len(self.relays)}.log"
-        relay = RelayProcess(env, log).wait_ready()
+        relay = RelayProcess(env, log, telegram=self.fake).wait_ready()
         self.relays.append(relay)
         return relay
 

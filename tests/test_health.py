@@ -22,14 +22,18 @@ NOW = 1_800_000_000.0
 
 
 class Recovering:
-    """A queue that counts the recoveries it is told of."""
+    """A queue that counts the recoveries it is told of; `waiting` jobs wait in it."""
 
-    def __init__(self) -> None:
+    def __init__(self, waiting: int = 0) -> None:
         self.told: list[float] = []
+        self.waiting = waiting
 
     def after_recovery(self, now: float) -> int:
         self.told.append(now)
         return 3
+
+    def pending(self) -> int:
+        return self.waiting
 
 
 def test_a_failed_send_stops_sending_until_a_probe_a_second_later() -> None:
@@ -69,6 +73,19 @@ def test_when_telegram_comes_back_every_alert_that_waited_for_it_is_due(
     assert [r.levelno for r in caplog.records if "not answering" in r.getMessage()] == [
         logging.ERROR
     ]
+
+
+def test_while_writes_wait_the_question_is_asked_twice_as_often() -> None:
+    queue = Recovering(waiting=2)
+    health = Health(MemoryHealthStore(), queues=[queue])
+    health.send_failed(NOW)
+    assert health.take_probe(NOW + 1, "me", NOW + 10, prober_gone=False)
+    health.probed(False, NOW + 1.2)
+    assert health.current().next_probe_at == NOW + 1.2 + PROBE_INTERVAL / 2
+    queue.waiting = 0  # delivered or given up meanwhile: back to the full interval
+    assert health.take_probe(NOW + 2.2, "me", NOW + 10, prober_gone=False)
+    health.probed(False, NOW + 2.3)
+    assert health.current().next_probe_at == NOW + 2.3 + PROBE_INTERVAL
 
 
 def test_any_answer_from_telegram_ends_an_outage() -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -72,6 +73,55 @@ def test_a_delivered_alert_answers_200_and_queues_nothing(
     assert (reply.status_code, reply.json) == (200, {"status": "sent"})
     assert len(telegram.calls) == 1
     assert relay.dispatcher.wait_idle(timeout=0)  # no job was ever queued
+    assert relay.spool is not None
+    assert relay.spool.admin.counts() == {"pending": 0, "dead": 0}
+
+
+@pytest.mark.parametrize("send_timeout", [1.0, 5.0, 9.0])
+def test_every_send_timeout_the_docs_allow_gives_the_webhook_its_attempt(
+    settings: Settings,
+    telegram: responses.RequestsMock,
+    fake_time: FakeTime,
+    send_timeout: float,
+) -> None:
+    # At RELAY_SEND_TIMEOUT=9 (the documented maximum) the budget once left no time for it:
+    # every alert to a healthy Telegram was answered 202.
+    telegram.post(SEND_URL, json=OK)
+    app = create_app(replace(settings, send_timeout=send_timeout), clock=fake_time)
+    try:
+        reply = app.test_client().post(WEBHOOK, json=issue_alert())
+    finally:
+        relay = relay_of(app)
+        assert relay is not None
+        relay.dispatcher.shutdown()
+    assert (reply.status_code, reply.json) == (200, {"status": "sent"})
+    assert len(sent_bodies(telegram)) == 1
+
+
+def test_an_attempt_still_under_way_at_the_deadline_is_answered_202_and_goes_on(
+    client: FlaskClient,
+    telegram: responses.RequestsMock,
+    relay: Relay,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    # The webhook's one deadline, brought near (it is 9.25 s after arrival).
+    monkeypatch.setattr("relay_app.delivery.intake.ANSWER_WITHIN", 0.5)
+    answered = threading.Event()
+
+    def slow_telegram(request: PreparedRequest) -> tuple[int, dict[str, str], str]:
+        answered.wait(timeout=5)  # Telegram answers only once the webhook has been
+        return 200, {}, json.dumps(OK)
+
+    telegram.add_callback(responses.POST, SEND_URL, callback=slow_telegram)
+    reply = client.post(WEBHOOK, json=issue_alert())
+    answered.set()
+    assert reply.status_code == 202
+    assert reply.json == {"status": "queued", "alert": "#1"}
+    assert "webhook for alert #1 queued (202, in_flight)" in caplog.text
+    assert relay.dispatcher.wait_idle(timeout=5)
+    assert len(sent_bodies(telegram)) == 1  # that attempt, recorded as delivered: no other
     assert relay.spool is not None
     assert relay.spool.admin.counts() == {"pending": 0, "dead": 0}
 

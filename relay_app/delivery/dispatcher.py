@@ -140,7 +140,9 @@ class Dispatcher(PerProcess):
         now = self._clock()
         lane = Lane(job.lane, job.destination, now, free=True)
         try:
-            started = self._start(queue, lane, now, send=True, kind="sync", wait_until=wait_until)
+            started = self._start(
+                queue, lane, now, send=True, kind="sync", wait_until=wait_until, oldest=job.id
+            )
         except SpoolError:
             return "spool_busy"
         if isinstance(started, Later):
@@ -239,6 +241,7 @@ class Dispatcher(PerProcess):
         send: bool,
         kind: AttemptKind = "background",
         wait_until: float | None = None,
+        oldest: int | None = None,
     ) -> tuple[Claim, Future[Settlement]] | Later | None:
         """Claim the lane and start its job on the pool (the claim, and the future of its
         settlement); Later when its chat's turn has not come; None when nothing went."""
@@ -255,6 +258,7 @@ class Dispatcher(PerProcess):
                 send=send,
                 lease_for=self._lease_for,
                 wait_until=wait_until,
+                oldest=oldest,
             )
         except BaseException:
             self._release(token)

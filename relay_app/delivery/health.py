@@ -3,10 +3,11 @@
 A wait after a failure is only a guess about Telegram's health. So after a send fails in a way
 that says Telegram may be down (network trouble, a timeout, a 5xx), the relay stops sending
 and asks with one cheap request that can never post anything (`getMe`): a second after the
-failure, then every two seconds while that fails too. One relay asks once, whatever the number
-of its processes: the state lives in the spool they share. When Telegram answers again after
-having failed to, every alert waiting because of a failure is due at once, so the backlog goes
-out together, oldest first, instead of each on its own backoff.
+failure, then every second while that fails too and writes wait (so their recovery comes
+within about a second of Telegram's), every two seconds when none does. One relay asks once,
+whatever the number of its processes: the state lives in the spool they share. When Telegram
+answers again after having failed to, every alert waiting because of a failure is due at once,
+so the backlog goes out together, oldest first, instead of each on its own backoff.
 
 The transitions are pure functions of `TelegramHealth`; `Health` keeps the state in a store
 and tells the queues when Telegram is back.
@@ -102,6 +103,9 @@ class Recovers(Protocol):
     def after_recovery(self, now: float) -> int:
         """Make every alert waiting because of a failure due `now`; returns how many."""
 
+    def pending(self) -> int:
+        """How many jobs wait."""
+
 
 class Health:
     """Telegram's health as this relay sees it, kept in `store` (the spool's when there is
@@ -162,16 +166,24 @@ class Health:
             before, _ = self._update(after_answer)
             self._back(before, now)
         else:
-            interval = self._probe_interval
+            # While writes wait, twice as often: Telegram's return is then seen within about
+            # half the interval (a second by default), not a whole one.
+            interval = self._probe_interval / (2 if self._writes_wait() else 1)
             before, _ = self._update(
                 lambda health: after_probe_failed(health, now, interval=interval)
             )
             if before.state == "suspect":
                 log.error(
                     "Telegram is not answering (getMe failed too): alerts wait in the queue, "
-                    "and the relay asks again every %.0f s",
+                    "and the relay asks again every %g s while they do, every %g s otherwise",
+                    self._probe_interval / 2,
                     self._probe_interval,
                 )
+
+    def _writes_wait(self) -> bool:
+        with contextlib.suppress(SpoolError):
+            return any(queue.pending() for queue in self._queues)
+        return True  # the spool cannot say: as if they did
 
     def _back(self, before: TelegramHealth, now: float) -> None:
         if before.state != "down":

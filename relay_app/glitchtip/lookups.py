@@ -1,8 +1,9 @@
 """Reading issues' details from GlitchTip's API for alert messages, without ever holding an alert
 back for them.
 
-An alert waits for its issues' details at most a short budget (RELAY_DETAILS_BUDGET); what has
-not arrived by then is added to the sent message by an edit once it does (`when_known`). Each
+An alert waits for its issues' details at most a short budget (RELAY_DETAILS_BUDGET); what
+arrives later is given to it while it still waits its turn (`when_known`), and is not added
+after it was sent. Each
 issue is read once per few minutes, however many alerts name it (a storm about one issue reads
 it once), and remembered in a bounded cache. While GlitchTip's API fails, no look-up is made at
 all for a while, so that its outage costs the alerts nothing, and one WARNING every few
@@ -45,8 +46,8 @@ MAX_KEPT = 1000
 # slow GlitchTip must not pile up work (or memory) without end.
 MAX_WAITING = 64
 WORKERS = 4
-# Each call's hard deadline. Past the alert's budget a look-up only adds to a message already
-# sent, by an edit; much later than this, the edit would surprise more than help.
+# Each call's hard deadline. Past the alert's budget a look-up serves only alerts that wait
+# their turn, and the next alerts about the same issue (it is cached).
 CALL_TIMEOUT = 5.0
 
 

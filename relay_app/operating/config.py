@@ -280,7 +280,7 @@ def _details_budget(environ: Mapping[str, str]) -> float | None:
         default=DEFAULT_DETAILS_BUDGET,
         low=0.0,
         high=MAX_DETAILS_BUDGET,
-        why="the alert itself matters more; later details arrive by an edit (or use off)",
+        why="the alert itself matters more: it waits for details no longer (or use off)",
     )
 
 

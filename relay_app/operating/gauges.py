@@ -44,7 +44,7 @@ class SpoolGauges:
             up = GaugeMetricFamily(
                 "relay_telegram_up",
                 "1 while Telegram answers; 0 from a failed send until it answers again (alerts "
-                "wait meanwhile, and the relay asks with getMe every 2 s)",
+                "wait meanwhile, and the relay asks with getMe every second while they do)",
             )
             up.add_metric([], 1 if self._health.current().sending else 0)
             yield up

@@ -118,7 +118,7 @@ def _list(found: Spool, args: argparse.Namespace, console: Console) -> int:
         print(
             f"Telegram is not answering the relay (since {utc_time(telegram.decided_at)} UTC): "
             "the pending alerts wait for it, and go as soon as it answers, oldest first, "
-            "whatever their NEXT ATTEMPT says. The relay asks it every 2 s.",
+            "whatever their NEXT ATTEMPT says. The relay asks it every second meanwhile.",
             file=out,
         )
     return EXIT_OK

@@ -153,41 +153,65 @@ class Queue:
         send: bool,
         lease_for: float,
         wait_until: float | None = None,
+        oldest: int | None = None,
     ) -> Claim | Later | None:
         """Claim the lane's oldest due jobs that go in one write, taking the chat's turn: a
-        Claim, Later when the turn has not come, None when there is nothing to claim. Jobs
-        `retire` rules out die on the way (Claim.retired); with `send` False only that
-        happens."""
+        Claim, Later when the turn has not come, None when there is nothing to claim (or, with
+        `oldest`, when that job is not the lane's oldest: a webhook's own, behind others). Jobs
+        `retire` rules out die on the way (Claim.retired); with `send` False only that happens.
+        While the chat's turn has not come the jobs are not read at all: in a storm nearly
+        every claim is that one, and it stays short."""
         destination = lane.destination
+        chat, group = destination.chat_key, destination.is_group
 
         def claim(tx: Tx) -> Claim | Later | None:
-            lease = tx.one(
-                "SELECT holder, token, until FROM lanes WHERE lane = ? FOR UPDATE SKIP LOCKED",
-                (lane.key,),
-            )
-            if lease is None or not _free(lease, tx, holder, in_flight):
-                return None  # another relay is claiming it, or someone holds it
-            retired: list[tuple[Job, Dead]] = []
-            alive: list[Job] = []
-            for job in self._due(tx, lane.key):
-                if (dead := retire(job, tx.at.local)) is not None:
-                    rows.bury(tx, job, dead)
-                    retired.append((job, dead))
-                else:
-                    alive.append(job)
-            none = Claim(lane.key, destination, "", [], retired) if retired else None
-            if not send or not alive:
-                return none
-            turn = take_turn(
-                tx, destination.chat_key, group=destination.is_group, now=tx.at.db, pace=self._pace
-            )
-            if turn > tx.at.db:
-                return none or Later(tx.at.to_local(turn))
-            taken = alive[: max(1, fit(alive))]
-            claim = self._take(tx, lane.key, destination, taken, holder, token, lease_for, retired)
-            return replace(claim, turn_at=tx.at.db)  # the send take_turn recorded
+            if not self._free_lane(tx, lane.key, holder, in_flight, oldest):
+                return None  # another relay is claiming it, someone holds it, or older go first
+            now = tx.at.db
+            if send and (turn := next_turn(tx, chat, group=group, now=now, pace=self._pace)) > now:
+                return Later(tx.at.to_local(turn))
+            alive, retired = self._alive(tx, lane.key, retire)
+            if send and alive and take_turn(tx, chat, group=group, now=now, pace=self._pace) <= now:
+                taken = alive[: max(1, fit(alive))]
+                claim = self._take(
+                    tx, lane.key, destination, taken, holder, token, lease_for, retired
+                )
+                return replace(claim, turn_at=now)  # the send take_turn recorded
+            return Claim(lane.key, destination, "", [], retired) if retired else None
 
         return self._store.write(claim, now=now, wait_until=wait_until)
+
+    @staticmethod
+    def _free_lane(
+        tx: Tx, lane: str, holder: Holder, in_flight: Container[str], oldest: int | None
+    ) -> bool:
+        """Whether the lane may be claimed now, its row locked for this unit of work: nobody
+        holds it, and `oldest` (when given) is its oldest pending job."""
+        lease = tx.one(
+            "SELECT holder, token, until FROM lanes WHERE lane = ? FOR UPDATE SKIP LOCKED",
+            (lane,),
+        )
+        if lease is None or not _free(lease, tx, holder, in_flight):
+            return False
+        if oldest is None:
+            return True
+        first = tx.one(
+            "SELECT min(id) AS id FROM jobs WHERE lane = ? AND state = 'pending'", (lane,)
+        )
+        return first is not None and first["id"] == oldest
+
+    def _alive(self, tx: Tx, lane: str, retire: Retire) -> tuple[list[Job], list[tuple[Job, Dead]]]:
+        """The lane's due jobs, but those `retire` rules out: buried on the way, and returned
+        apart."""
+        alive: list[Job] = []
+        retired: list[tuple[Job, Dead]] = []
+        for job in self._due(tx, lane):
+            if (dead := retire(job, tx.at.local)) is not None:
+                rows.bury(tx, job, dead)
+                retired.append((job, dead))
+            else:
+                alive.append(job)
+        return alive, retired
 
     def _due(self, tx: Tx, lane: str) -> list[Job]:
         """The lane's due jobs, oldest first: up to the first one that is not, since a lane's

@@ -145,18 +145,22 @@ def test_while_telegram_fails_the_relay_asks_one_question_per_interval_whatever_
     # Before, each worker's start-up check asked again every few seconds on its own, beside
     # the relay's prober: two workers asked getMe 25 times in a 30 s outage, not 15.
     fake_telegram.set("error", status=502, description="Bad Gateway")
-    relay = start_relay(RELAY_TIME_SCALE="0.25")  # a question every 0.5 s, not every 2 s
+    relay = start_relay(RELAY_TIME_SCALE="0.25")  # intervals a quarter: 0.25 s while alerts wait
     assert wait_until(lambda: "TELEGRAM UNREACHABLE" in relay.logs(), timeout=10), relay.logs()
     started = time.monotonic()
     for number in range(10):  # alerts keep coming meanwhile, one every 0.6 s
         post(relay.webhook_url, titled(f"During the outage {number}"))
         next_at = started + 0.6 * (number + 1)
         assert wait_until(lambda at=next_at: time.monotonic() >= at, 5)
-    every = [*fake_telegram.received, *fake_telegram.start_up_requests]  # any asker's
+    workers = 2
+    # Each worker's start-up check asked once, at its start, and not again on its own.
+    checks = [r for r in fake_telegram.start_up_requests if r.method == "getMe"]
+    assert len(checks) == workers, [round(r.at - started, 2) for r in checks]
+    # The relay's one prober asked for them all: every 0.25 s at most while alerts waited.
+    every = [*fake_telegram.received, *checks]
     asked = sorted((r for r in every if r.method == "getMe"), key=lambda r: r.at)
     window = asked[-1].at - asked[0].at
-    workers = 2  # each asks once at its start; then the relay's prober, every 0.5 s at most
-    assert len(asked) <= workers + window / 0.5 + 1, [round(r.at - asked[0].at, 2) for r in asked]
+    assert len(asked) <= workers + window / 0.25 + 1, [round(r.at - asked[0].at, 2) for r in asked]
     fake_telegram.set("ok")
     titles = [f"During the outage {number}" for number in range(10)]
     assert wait_until(lambda: set(delivered_titles(fake_telegram)) >= set(titles), 20)

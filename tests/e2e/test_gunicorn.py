@@ -66,6 +66,16 @@ def test_an_alert_arrives_as_formatted(
     assert len(fake_telegram.messages) == 2
 
 
+def test_at_the_largest_send_timeout_a_healthy_telegram_still_gets_the_webhooks_attempt(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    relay = start_relay(RELAY_SEND_TIMEOUT="9")  # docs/configuration.md: "at most 9"
+    reply, took = post(relay.webhook_url, titled("At the largest timeout"))
+    assert (reply.status_code, reply.json()) == (200, {"status": "sent"})
+    assert took < ANSWER_BOUND
+    assert delivered_titles(fake_telegram) == ["At the largest timeout"]
+
+
 def test_an_outage_then_recovery_delivers_every_alert_once(
     start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str
 ) -> None:
