@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import sqlite3
@@ -120,6 +121,19 @@ def fake_glitchtip() -> Iterator[FakeGlitchTip]:
     """GlitchTip's API on 127.0.0.1 (tests/fake_glitchtip.py)."""
     with running_fake_glitchtip() as fake:
         yield fake
+
+
+def sent_bodies(telegram: responses.RequestsMock) -> list[dict[str, Any]]:
+    """What went to sendMessage (getMe, the relay's question after a failure, is not here)."""
+    return [
+        json.loads(call.request.body or b"")
+        for call in telegram.calls
+        if call.request.url == SEND_URL
+    ]
+
+
+def sent_texts(telegram: responses.RequestsMock) -> list[str]:
+    return [body["text"] for body in sent_bodies(telegram)]
 
 
 @pytest.fixture

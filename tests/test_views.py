@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests
@@ -39,6 +38,8 @@ from tests.conftest import (
     put_in_spool,
     refusal,
     run_background,
+    sent_bodies,
+    sent_texts,
 )
 from tests.payloads import issue, issue_alert, uptime_alert
 from tests.prometheus import value
@@ -47,19 +48,6 @@ from tests.prometheus import value
 def spool_at(path: str) -> Admin:
     """The spool through a connection of its own, as another process sees it."""
     return Admin(Database(path))
-
-
-def sent_bodies(telegram: responses.RequestsMock) -> list[dict[str, Any]]:
-    """What went to sendMessage (getMe, the relay's question after a failure, is not here)."""
-    return [
-        json.loads(call.request.body or b"")
-        for call in telegram.calls
-        if call.request.url == SEND_URL
-    ]
-
-
-def sent_texts(telegram: responses.RequestsMock) -> list[str]:
-    return [body["text"] for body in sent_bodies(telegram)]
 
 
 def test_a_delivered_alert_answers_200_and_queues_nothing(

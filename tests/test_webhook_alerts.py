@@ -21,7 +21,7 @@ from relay_app.operating.config import Settings
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
 from relay_app.web.misses import SHOWN_CHARS, Misses
-from tests.conftest import OK, SECRET, SEND_URL, WEBHOOK, FakeTime, run_background
+from tests.conftest import OK, SECRET, SEND_URL, WEBHOOK, FakeTime, run_background, sent_texts
 from tests.e2e.helpers import wait_until
 from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
 from tests.payloads import issue, issue_alert
@@ -63,14 +63,6 @@ def answers_details(mock: responses.RequestsMock, *numbers: int) -> None:
 
 def alert_about(number: int) -> dict[str, Any]:
     return issue_alert(issue(number, link=f"{GLITCHTIP}/acme/issues/{number}"))
-
-
-def sent_texts(telegram: responses.RequestsMock) -> list[str]:
-    return [
-        json.loads(call.request.body or b"")["text"]
-        for call in telegram.calls
-        if call.request.url == SEND_URL
-    ]
 
 
 def lost_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:

@@ -92,7 +92,9 @@ class Intake:
             if job is not None:
                 return job
         try:
-            job = self._memory.add("alert", about, destination, now=self._clock(), due_in=due_in)
+            job = self._memory.add(
+                "alert", about, destination, now=self._clock(), due_in=due_in, quiet=True
+            )
         except QueueFull as exc:
             reason = f"it cannot wait anywhere: {problem + '; ' if problem else ''}{exc}"
             self._jobs.undelivered(text, reason, None)
@@ -129,6 +131,7 @@ class Intake:
                 due_in=due_in,
                 wait_until=deadline(started),
                 arrival=text,
+                quiet=True,
             )
             return job, None
         except QueueFull as exc:
@@ -141,12 +144,13 @@ class Intake:
             log.exception("the spool failed to take an alert in")
             return None, f"the spool failed: {exc!r}"
 
-    def merge(self, job: Job, more: Mapping[str, Any]) -> None:
+    def merge(self, job: Job, more: Mapping[str, Any], *, wake: bool = True) -> None:
         """Add to what the queued alert is about (its issues' details came) while no attempt
-        of it was made; after one, it goes as that one sent it. Nothing here may cost the
+        of it was made; after one, it goes as that one sent it. `wake` False: its webhook makes
+        its first attempt next, and the dispatcher must not race it. Nothing here may cost the
         alert: it goes as it was queued when this fails."""
         try:
-            if self._queue(job).merge(job, more, now=self._clock()):
+            if self._queue(job).merge(job, more, now=self._clock()) and wake:
                 self._dispatcher.wake()
         except Exception:
             log.exception(

@@ -78,12 +78,14 @@ class Queue:
         wait_until: float | None = None,
         arrival: str | None = None,
         once: bool = False,
+        quiet: bool = False,
     ) -> Job:
         """Queue a job, due `due_in` seconds from now, in `lane` (an alert's: its destination's).
         `arrival`: the start of a webhook's text, noted with it (arrivals.py). `once`: not
         again while one of the lane's jobs of this kind waits unattempted (that one is
-        returned), as a card's edit, which sends the card's state when it goes. Raises
-        QueueFull."""
+        returned), as a card's edit, which sends the card's state when it goes. `quiet`: no
+        relay is told of it (a webhook's alert, whose first attempt its webhook makes; told,
+        a dispatcher would race it for the claim). Raises QueueFull."""
 
         def add(tx: Tx) -> Job:
             key = lane or destination.lane
@@ -98,7 +100,8 @@ class Queue:
             )
             if arrival is not None and self.durable:
                 note_arrival(tx, job.id, arrival)
-            tx.notify()
+            if not quiet:
+                tx.notify()
             return job
 
         return self._store.write(add, now=now, wait_until=wait_until)

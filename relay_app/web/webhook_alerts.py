@@ -177,7 +177,7 @@ class WebhookAlerts:
             return
         known.update(found)
         # Due now, with what came: the budget is spent.
-        self._intake.merge(job, {"details": _as_json(known)})
+        self._intake.merge(job, {"details": _as_json(known)}, wake=False)
         missing = [issue for issue in coming if issue not in found]
         if not missing:
             return

@@ -54,13 +54,21 @@ def gunicorn_command(app: str = "wsgi:app") -> list[str]:
     return [str(script) if script.exists() else "gunicorn", app]
 
 
-def run_here(command: list[str], environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`command` run to its end from the project's directory, as an operator would, with these
-    variables on top of the test's own environment."""
+def run_here(
+    command: list[str],
+    environ: dict[str, str],
+    *,
+    inherit: bool = True,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`command` run to its end (30 s at most) from the project's directory, as an operator
+    would, with these variables on top of the test's own environment (`inherit` False: these
+    alone), and `input` on its stdin."""
     return subprocess.run(
         command,
         cwd=ROOT,
-        env={**os.environ, **environ},
+        env={**os.environ, **environ} if inherit else environ,
+        input=input,
         capture_output=True,
         text=True,
         timeout=30,

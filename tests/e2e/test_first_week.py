@@ -27,6 +27,7 @@ from tests.e2e.relay_process import (
     gunicorn_command,
     gunicorn_that_stops,
     relay_env,
+    run_here,
 )
 from tests.e2e.test_actions import alert_for, answered
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip
@@ -270,15 +271,7 @@ def test_gunicorns_own_bind_is_checked_not_relay_binds_default(
             _, stderr = started.communicate(timeout=40)
         assert "cannot start" not in stderr
         assert f"relay_app starting: relay_app {version()}: listening on {free};" in stderr
-        refused = subprocess.run(
-            [*gunicorn_command(), "-b", busy],
-            cwd=ROOT,
-            env={**os.environ, **env, "RELAY_BIND": free},
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        refused = run_here([*gunicorn_command(), "-b", busy], {**env, "RELAY_BIND": free})
     assert refused.returncode == 2
     assert (
         f"relay_app cannot start: gunicorn's bind {busy} (-b or gunicorn.conf.py): the address "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -26,12 +25,12 @@ from tests.e2e.helpers import (
 )
 from tests.e2e.relay_process import (
     CHAT_ID,
-    ROOT,
     SECRET,
     RelayProcess,
     free_port,
     gunicorn_command,
     relay_env,
+    run_here,
 )
 from tests.fake_telegram import TOKEN, FakeTelegram
 from tests.payloads import issue, issue_alert, uptime_alert
@@ -234,15 +233,7 @@ def test_a_bad_variable_stops_gunicorn_at_start(
     fake_telegram: FakeTelegram, variable: str, value: str
 ) -> None:
     env = {**relay_env(fake_telegram), variable: value, "RELAY_BIND": "127.0.0.1:0"}
-    finished = subprocess.run(
-        gunicorn_command(),
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    finished = run_here(gunicorn_command(), env, inherit=False)
     assert finished.returncode != 0
     output = finished.stdout + finished.stderr
     assert f"relay_app cannot start: {variable}:" in output

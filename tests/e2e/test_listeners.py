@@ -5,13 +5,12 @@ every configuration problem at once."""
 from __future__ import annotations
 
 import os
-import subprocess
 
 import requests
 
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import delivered_titles, post, titled, wait_until
-from tests.e2e.relay_process import ROOT, SECRET, free_port, gunicorn_command
+from tests.e2e.relay_process import SECRET, free_port, gunicorn_command, run_here
 from tests.fake_telegram import FakeTelegram
 from tests.prometheus import parse, value
 
@@ -60,14 +59,10 @@ def test_the_access_log_shows_no_webhook_path_segment_right_or_wrong(
 
 def test_with_nothing_set_gunicorn_names_every_missing_variable_and_exits_2() -> None:
     kept = {k: v for k, v in os.environ.items() if not k.startswith(("TELEGRAM_", "RELAY_"))}
-    finished = subprocess.run(
+    finished = run_here(
         gunicorn_command(),
-        cwd=ROOT,
-        env={**kept, "RELAY_BIND": f"127.0.0.1:{free_port()}", "RELAY_SEND_TIMEOUT": "soon"},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
+        {**kept, "RELAY_BIND": f"127.0.0.1:{free_port()}", "RELAY_SEND_TIMEOUT": "soon"},
+        inherit=False,
     )
     assert finished.returncode == 2
     output = finished.stdout + finished.stderr

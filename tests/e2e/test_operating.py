@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections
 import functools
 import json
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,7 +17,7 @@ from relay_app.core.pacing import TELEGRAMS
 from relay_app.core.routing import Destination
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import delivered_titles, post, titled, turn_has_come, wait_until
-from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env
+from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env, run_here
 from tests.fake_telegram import TOKEN, FakeTelegram
 from tests.payloads import issue, issue_alert
 from tests.prometheus import Samples, parse, value
@@ -185,9 +184,7 @@ def test_json_logs_tell_each_alerts_story_by_its_label(
 def test_relay_app_check_with_the_services_environment(fake_telegram: FakeTelegram) -> None:
     fake_telegram.add_chat(CHAT_ID)
     env = {"PATH": "/usr/bin:/bin", **relay_env(fake_telegram, RELAY_SPOOL_PATH="off")}
-    passed = subprocess.run(
-        [str(RELAY_APP), "check", "--send"], env=env, capture_output=True, text=True, timeout=30
-    )
+    passed = run_here([str(RELAY_APP), "check", "--send"], env, inherit=False)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert [line.split(":")[0] for line in passed.stdout.splitlines()] == [
         "ok    configuration",
@@ -198,9 +195,7 @@ def test_relay_app_check_with_the_services_environment(fake_telegram: FakeTelegr
         "ok    test message",
     ]
     fake_telegram.stop()
-    failed = subprocess.run(
-        [str(RELAY_APP), "check"], env=env, capture_output=True, text=True, timeout=30
-    )
+    failed = run_here([str(RELAY_APP), "check"], env, inherit=False)
     assert failed.returncode == 1
     assert "FAIL  token: connection to Telegram failed" in failed.stdout
     for output in (passed.stdout, passed.stderr, failed.stdout, failed.stderr):
@@ -214,13 +209,11 @@ def test_preview_shows_exactly_what_telegram_receives(
     payload = issue_alert(
         issue(1, title="KeyError: 'user' <in> checkout & payments"), issue(2), total=7
     )
-    preview = subprocess.run(
+    preview = run_here(  # needs no configuration at all
         [str(RELAY_APP), "preview"],
+        {"PATH": "/usr/bin:/bin"},
+        inherit=False,
         input=json.dumps(payload),
-        env={"PATH": "/usr/bin:/bin"},  # needs no configuration at all
-        capture_output=True,
-        text=True,
-        timeout=30,
     )
     assert preview.returncode == 0, preview.stderr
     relay = start_relay()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.helpers import wait_until
-from tests.e2e.relay_process import ROOT, RelayProcess
+from tests.e2e.relay_process import ROOT, RelayProcess, run_here
 from tests.fake_glitchtip import ADMIN_TOKEN, PROJECT, FakeGlitchTip
 from tests.fake_telegram import TOKEN, FakeTelegram
 
@@ -40,15 +40,7 @@ def block_with(text: str) -> str:
 
 
 def shell(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    return run_here(["bash", "-euo", "pipefail", "-c", script], env, inherit=False)
 
 
 def test_the_readme_quick_start_puts_the_sample_alert_then_glitchtips_own_in_the_chat(
@@ -137,11 +129,7 @@ def test_the_readme_quick_start_puts_the_sample_alert_then_glitchtips_own_in_the
 @pytest.mark.parametrize("line", ["chats", "check --send", "glitchtip connect"])
 def test_the_commands_the_quick_start_names_exist(line: str) -> None:
     assert f"relay-app {line}" in README
-    usage = subprocess.run(
-        [str(Path(sys.executable).with_name("relay-app")), *line.split(), "--help"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
+    usage = run_here(
+        [str(Path(sys.executable).with_name("relay-app")), *line.split(), "--help"], {}
     )
     assert usage.returncode == 0, usage.stderr
