@@ -138,8 +138,8 @@ class RelayProcess:
             try:
                 if requests.get(f"{self.admin_url}/healthz", timeout=1).status_code == 200:
                     break
-            except requests.ConnectionError:
-                pass
+            except requests.RequestException:
+                pass  # not listening yet, or a worker still booting on a busy host
             time.sleep(0.1)
         else:
             raise RuntimeError(f"gunicorn did not become ready:\n{self.logs()}")

@@ -36,6 +36,9 @@ POLL_SCALE = 0.25
 POLLING_FOR = 15.0
 PRESS_EVERY = 2.5
 LONG_POLL = 2
+# Each press's edit and each reply waits for a turn of the chat's own (a group's: 3 s): a
+# quarter of that, as the fake keeps no limits here.
+CHAT_SCALE = "0.25"
 # What a finished action says at the end of the message.
 DONE_LINE = r"{} by @ada at \d\d:\d\d UTC$"
 
@@ -68,7 +71,9 @@ def answered(fake: FakeTelegram, press_id: str) -> dict[str, Any]:
 def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_message(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
-    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url)
+    relay = start_relay(
+        GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url, RELAY_TIME_SCALE=CHAT_SCALE
+    )
     reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 4))
     assert reply.status_code == 200
     posted = only_message(fake_telegram)
@@ -94,7 +99,9 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
 def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
-    relay = start_relay(GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url)
+    relay = start_relay(
+        GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url, RELAY_TIME_SCALE=CHAT_SCALE
+    )
     # The first goes at once; the next two wait for the chat's next turn, and go together.
     for number in (1, 2, 3):
         post(relay.webhook_url, alert_for(fake_glitchtip, number))
@@ -287,7 +294,7 @@ def test_webhook_mode_takes_presses_with_telegrams_secret_header_and_refuses_the
 def test_a_monitor_back_up_is_a_reply_to_its_outage_which_says_how_long_it_lasted(
     start_relay: StartRelay, fake_telegram: FakeTelegram
 ) -> None:
-    relay = start_relay()  # no GlitchTip token needed for this
+    relay = start_relay(RELAY_TIME_SCALE=CHAT_SCALE)  # no GlitchTip token needed for this
     post(relay.webhook_url, uptime_alert(down=True, name="Checkout API"))
     down = only_message(fake_telegram)
     post(relay.webhook_url, uptime_alert(down=False, name="Checkout API"))

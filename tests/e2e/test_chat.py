@@ -36,7 +36,15 @@ WITHIN = 10.0
 
 
 def with_glitchtip(fake_glitchtip: FakeGlitchTip, **more: str) -> dict[str, str]:
-    return {"GLITCHTIP_API_TOKEN": TOKEN, "GLITCHTIP_URL": fake_glitchtip.url, **more}
+    """Buttons and replies in this GlitchTip; the chat's pace a quarter of a group's, since
+    each press's edit and each reply waits for a turn of its own (the fake keeps no limits
+    here)."""
+    return {
+        "GLITCHTIP_API_TOKEN": TOKEN,
+        "GLITCHTIP_URL": fake_glitchtip.url,
+        "RELAY_TIME_SCALE": "0.25",
+        **more,
+    }
 
 
 def nth_message(fake: FakeTelegram, count: int) -> Posted:
@@ -110,7 +118,8 @@ def test_a_muted_issue_is_held_across_a_restart_and_unmute_says_how_many_came(
 def test_the_command_line_silences_what_a_second_relay_then_holds_and_expires_it(
     start_relay: StartRelay, fake_telegram: FakeTelegram, spool_path: str
 ) -> None:
-    first, second = start_relay(), start_relay()
+    # The summaries wait for the chat's turns: a quarter of a group's (the fake keeps no limits).
+    first, second = start_relay(RELAY_TIME_SCALE="0.25"), start_relay(RELAY_TIME_SCALE="0.25")
     environ = relay_env(fake_telegram, RELAY_SPOOL_PATH=spool_path)
 
     added = run_relay_app(
