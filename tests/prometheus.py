@@ -23,3 +23,14 @@ def value(samples: Samples, name: str, **labels: str) -> float:
         near = sorted(str(other) for other in samples if other[0] == name)
         raise AssertionError(f"no sample {key} in /metrics; {name} has: {near or 'none'}")
     return samples[key]
+
+
+def counted(samples: Samples, name: str, expected: int, **labels: str) -> bool:
+    """Whether a labelled counter shows `expected`: a combination of labels never counted has
+    no sample at all, so 0 is only right when the sample is absent and the family is not."""
+    if not any(other[0] == name for other in samples):
+        raise AssertionError(f"no {name} in /metrics at all")
+    key = (name, tuple(sorted(labels.items())))
+    if expected == 0:
+        return key not in samples
+    return value(samples, name, **labels) == expected

@@ -117,10 +117,12 @@ class Jobs:
         self._attempt_made(claim, kind, error, time.monotonic() - started)
         now = self._clock()
         settlement = replace(self._settlement(claim, error, now), sent_at=sent_at)
+        if isinstance(write, Send) and sent is not None:
+            # Kept before the claim is settled: once its lane is free, a press on the message
+            # finds its buttons.
+            self._outgoing.delivered(plan, sent, write.alerts, claim.jobs, claim.destination)
         settled = self._record(queue, claim, settlement, now)
         self._report(queue, claim, settlement, settled, error)
-        if isinstance(write, Send) and sent is not None:
-            self._outgoing.delivered(plan, sent, write.alerts, claim.jobs, claim.destination)
         return settlement
 
     def _too_late(self, claim: Claim) -> bool:

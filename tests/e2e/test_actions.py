@@ -21,7 +21,7 @@ import requests
 from relay_app.spool.holders import Holder
 from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import once_edited, post, run_relay_app, wait_until
+from tests.e2e.helpers import once_edited, post, run_relay_app, spool_settled, wait_until
 from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env
 from tests.fake_glitchtip import READ_ONLY_TOKEN, TOKEN, FakeGlitchTip
 from tests.fake_telegram import FakeTelegram, Posted
@@ -97,7 +97,10 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
 
 
 def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    spool_path: str,
 ) -> None:
     relay = start_relay(
         GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url, RELAY_TIME_SCALE=CHAT_SCALE
@@ -117,6 +120,9 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
     ]
     rows = digest.keyboard["inline_keyboard"] if digest.keyboard else []
     assert [len(row) for row in rows] == [3, 3]
+    # Telegram shows the digest a moment before the relay has kept its buttons; a person's
+    # press comes seconds later, the test's at once.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=10)
 
     answer = answered(fake_telegram, fake_telegram.press(digest, "🔕 Ignore BACKEND-2A"))
     assert answer["text"] == "Ignored BACKEND-2A in GlitchTip"
