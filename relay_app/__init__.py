@@ -29,9 +29,9 @@ from .glitchtip.api import GlitchTipApi
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .operating.config import Settings
-from .operating.gauges import SpoolGauges
+from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.setup_watch import SetupWatch, one_worker_says
-from .spool import Queue, Spool, open_memory, open_spool
+from .spool import LocalSpool, Queue, Spool, open_local, open_memory, open_spool
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
 from .web.framing import BODY_GATE
@@ -97,8 +97,9 @@ def assemble(
     # What the workers share lives in the spool; with RELAY_SPOOL_PATH=off, in this process's
     # memory, which has the same parts and so keeps the same rules for this process alone.
     shared = spool or memory
-    queues: list[Queue] = [each.queue for each in (spool, memory) if each is not None]
-    health, metrics = _health_and_metrics(spool, queues, timing.probe_interval)
+    local = _local_spool(settings, spool)
+    queues: list[Queue] = [each.queue for each in (spool, local, memory) if each is not None]
+    health, metrics = _health_and_metrics(spool, local, queues, timing.probe_interval)
     setup = None
     if telegram is None:
         client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
@@ -166,9 +167,11 @@ def assemble(
         clock=clock,
         upkeep=_upkeep(outgoing, silencing),
         timing=timing,
+        mover=local.mover if local is not None else None,
     )
     intake = Intake(
         spool=spool.queue if spool is not None else None,
+        local=local.queue if local is not None else None,
         memory=memory.queue,
         jobs=jobs,
         dispatcher=dispatcher,
@@ -200,6 +203,7 @@ def assemble(
         jobs=jobs,
         metrics=metrics,
         spool=spool,
+        local=local,
         memory=memory,
         outgoing=outgoing,
         lookups=lookups,
@@ -211,6 +215,16 @@ def assemble(
         updates=updates,
         poller=poller,
         setup=setup,
+    )
+
+
+def _local_spool(settings: Settings, spool: Spool | None) -> LocalSpool | None:
+    """With the spool in PostgreSQL, this host's own file, unless RELAY_LOCAL_SPOOL_PATH=off."""
+    if spool is None or settings.spool_url is None or settings.local_spool_path is None:
+        return None
+    pace = settings.timing.pace
+    return open_local(
+        settings.local_spool_path, spool, max_pending=settings.spool_max_pending, pace=pace
     )
 
 
@@ -240,7 +254,7 @@ def _issue_lookups(settings: Settings, metrics: Metrics, shared: Spool) -> Issue
 
 
 def _health_and_metrics(
-    spool: Spool | None, queues: list[Queue], probe_interval: float
+    spool: Spool | None, local: LocalSpool | None, queues: list[Queue], probe_interval: float
 ) -> tuple[Health, Metrics]:
     """Telegram's health, kept in the spool when there is one (every process shares it), and
     the counters, with the gauges read from both."""
@@ -249,6 +263,8 @@ def _health_and_metrics(
         return health, Metrics(SpoolGauges(None, health))
     health = Health(spool.health, queues=queues, probe_interval=probe_interval)
     metrics = Metrics(SpoolGauges(spool.admin, health, spool.silences))
+    if local is not None:
+        metrics.add_gauges(LocalSpoolGauge(local.admin))
     spool.count_lock_waits(metrics.lock_wait)
     return health, metrics
 

@@ -9,9 +9,11 @@ import contextlib
 import itertools
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -95,6 +97,26 @@ class PostgresServer:
 
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "30", "stop")
+
+    def _processes(self) -> list[int]:
+        """The postmaster (data/postmaster.pid's first line) and every process it started."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = Path(f"/proc/{postmaster}/task/{postmaster}/children").read_text().split()
+        return [postmaster, *map(int, children)]
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The server stops answering, as in a failover, a long lock or a network blip: its
+        processes stopped (SIGSTOP), every connection left open and silent; continued after."""
+        stopped = self._processes()
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for pid in stopped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
     def restart(self) -> None:
         self.stop()

@@ -170,6 +170,11 @@ def test_a_compose_file_lists_every_variable_it_needs_in_its_header(name: str) -
         # Replicas share the database; the file spool's volume would be one replica's only.
         assert relay["deploy"]["replicas"] >= 2
         assert "volumes" not in relay
+        # The image's RELAY_SPOOL_PATH would be refused beside the URL; the host's own file
+        # goes where the relay's user may write (the image's /data volume), not in /app.
+        assert relay["environment"]["RELAY_SPOOL_PATH"] == ""
+        assert relay["environment"]["RELAY_LOCAL_SPOOL_PATH"].startswith("/data/")
+        assert re.search(r"^VOLUME \[\"/data\"\]$", dockerfile, re.MULTILINE)
         assert (ROOT / "deploy" / relay["build"] / "Dockerfile").exists()
 
 

@@ -21,6 +21,7 @@ deliberately (`shutdown`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import threading
@@ -37,6 +38,7 @@ from ..core.timing import PRODUCTION, Timing
 from ..spool.health_store import TelegramHealth
 from ..spool.holders import Holder, this_process
 from ..spool.model import Claim, Job, Lane, Later, Settlement
+from ..spool.moving import Mover
 from ..spool.queue import Queue
 from .health import Health, probe_due
 from .job import Jobs
@@ -74,10 +76,13 @@ class Dispatcher(PerProcess):
         clock: Clock = time.time,
         upkeep: Callable[[], None] = lambda: None,
         timing: Timing = PRODUCTION,
+        mover: Mover | None = None,
     ) -> None:
-        """`upkeep` runs with the queues' own, once a poll interval, off the webhooks' path."""
+        """`upkeep` runs with the queues' own, once a poll interval, off the webhooks' path;
+        so does `mover`, which takes what waits in this host's file into the spool."""
         self.queues = list(queues)
         self._upkeep = upkeep
+        self._mover = mover
         self._jobs = jobs
         self.health = health
         self._probe = probe
@@ -372,8 +377,18 @@ class Dispatcher(PerProcess):
 
     def _tidy(self) -> None:
         for queue in self.queues:
-            queue.tidy()
+            with contextlib.suppress(SpoolError):  # the store says why, once
+                queue.tidy()
         self._upkeep()
+        if self._mover is not None:
+            # Failing, the spool (or the file) said why; the next upkeep tries again.
+            with contextlib.suppress(SpoolError):
+                self._mover.move(
+                    holder=this_process(),
+                    in_flight=self._in_flight_now(),
+                    lease_for=self._lease_for,
+                    now=self._clock(),
+                )
 
     def _last_chance(self, queue: Queue) -> None:
         """The alerts held in memory are lost with the process: one last attempt each, in as
@@ -412,8 +427,9 @@ class Dispatcher(PerProcess):
             return  # the leases name this process, which the next start finds gone
         if pending:
             log.info(
-                "stopping: %d alert(s) wait in the spool %s for the next start",
+                "stopping: %d alert(s) wait in %s %s for the next start",
                 pending,
+                "the spool" if queue.home == "spool" else "this host's file",
                 queue.name,
             )
 

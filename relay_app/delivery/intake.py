@@ -58,6 +58,14 @@ class Attempted:
     waiting: Waiting | None = None
 
 
+@dataclass(frozen=True)
+class Refused:
+    """Why a queue did not take an alert; `full` when it was the operator's cap."""
+
+    problem: str
+    full: bool = False
+
+
 class Intake:
     def __init__(
         self,
@@ -67,8 +75,14 @@ class Intake:
         jobs: Jobs,
         dispatcher: Dispatcher,
         clock: Clock = time.time,
+        local: Queue | None = None,
     ) -> None:
+        """`local`: this host's own file, where an alert waits when the spool in PostgreSQL
+        cannot take it in time (spool/moving.py moves it there later); `memory` is the last
+        resort, when no disk would take it."""
         self._spool = spool
+        self._on_disk = [queue for queue in (spool, local) if queue is not None]
+        self._queues = {queue.home: queue for queue in (*self._on_disk, memory)}
         self._memory = memory
         self._jobs = jobs
         self._dispatcher = dispatcher
@@ -84,46 +98,59 @@ class Intake:
         due_in: float = 0.0,
     ) -> Job | None:
         """Queue the alert (`about`: its job's data), in the spool or, when the spool cannot
-        take it, in memory (and say so); due `due_in` from now. None when it can wait nowhere:
-        its `text` is logged."""
-        problem = None
-        if self._spool is not None:
-            job, problem = self._into_spool(self._spool, about, destination, started, text, due_in)
-            if job is not None:
-                return job
+        take it, in this host's file, or in memory (and say so); due `due_in` from now. None
+        when it can wait nowhere: its `text` is logged."""
+        problems: list[str] = []
+        for queue in self._on_disk:
+            job = self._into(queue, about, destination, started, text, due_in)
+            if isinstance(job, Refused):
+                problems.append(job.problem)
+                if job.full:
+                    break  # the operator's cap: this host's file is no way round it
+                continue
+            if problems:
+                log.warning(
+                    "alert %s could not be written to the spool (%s): it waits in this "
+                    "host's file %s, and moves into the spool when it answers again",
+                    job.label,
+                    problems[0],
+                    queue.name,
+                )
+            return job
+        said = "; ".join(problems)
         try:
             job = self._memory.add(
                 "alert", about, destination, now=self._clock(), due_in=due_in, quiet=True
             )
         except QueueFull as exc:
-            reason = f"it cannot wait anywhere: {problem + '; ' if problem else ''}{exc}"
-            self._jobs.undelivered(text, reason, None)
+            self._jobs.undelivered(text, f"it cannot wait anywhere: {said}; {exc}", None)
             return None
         except Exception as exc:  # a bug: its text is logged, with the traceback
-            reason = f"it cannot wait anywhere: {problem + '; ' if problem else ''}memory failed"
+            reason = f"it cannot wait anywhere: {said}; memory failed"
             self._jobs.undelivered(text, reason, exc, exc_info=True)
             return None
-        if problem is not None:
+        if problems:
             log.error(
                 "alert %s could not be written to the spool (%s): it is kept in memory only, "
                 "and lost if this process stops before it is delivered",
                 job.label,
-                problem,
+                said,
             )
         return job
 
-    def _into_spool(
+    def _into(
         self,
-        spool: Queue,
+        queue: Queue,
         about: Mapping[str, Any],
         destination: Destination,
         started: float,
         text: str,
         due_in: float,
-    ) -> tuple[Job | None, str | None]:
-        """The alert queued in the spool, or why it could not be."""
+    ) -> Job | Refused:
+        """The alert queued in `queue`, or why it could not be."""
+        where = "the spool" if queue.home == "spool" else "this host's file"
         try:
-            job = spool.add(
+            job = queue.add(
                 "alert",
                 about,
                 destination,
@@ -133,16 +160,16 @@ class Intake:
                 arrival=text,
                 quiet=True,
             )
-            return job, None
+            return job
         except QueueFull as exc:
-            return None, f"the spool is full: {exc}"
+            return Refused(f"{where} is full: {exc}", full=True)
         except SpoolBusy as exc:
-            return None, f"the spool stayed busy: {exc}"
+            return Refused(f"{where} stayed busy: {exc}")
         except SpoolError as exc:
-            return None, f"the spool is unusable: {exc}"
+            return Refused(f"{where} is unusable: {exc}")
         except Exception as exc:  # what no mapping foresaw must not cost the alert either
-            log.exception("the spool failed to take an alert in")
-            return None, f"the spool failed: {exc!r}"
+            log.exception("%s failed to take an alert in", where)
+            return Refused(f"{where} failed: {exc!r}")
 
     def merge(self, job: Job, more: Mapping[str, Any], *, wake: bool = True) -> None:
         """Add to what the queued alert is about (its issues' details came) while no attempt
@@ -174,9 +201,7 @@ class Intake:
         return attempted
 
     def _queue(self, job: Job) -> Queue:
-        queue = self._memory if job.in_memory else self._spool
-        assert queue is not None
-        return queue
+        return self._queues[job.home]
 
     def _kept_in_memory(self, job: Job, attempted: Attempted) -> None:
         """RELAY_SPOOL_PATH=off: the operator's choice, so a WARNING when an alert must wait."""

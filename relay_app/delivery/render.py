@@ -125,7 +125,7 @@ class Renderer:
         # What it is about changes only by the details its first attempt may gain; its id is
         # unique in its store (this process's memory, or the spool: a spool started afresh
         # numbers from 1 again, hence its time too).
-        key = (job.in_memory, job.id, job.received_at, frozenset(job.data.get("details") or ()))
+        key = (job.label, job.received_at, frozenset(job.data.get("details") or ()))
         with self._lock:
             kept = self._kept.get(key)
         if kept is not None:

@@ -39,6 +39,8 @@ DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
 MAX_SEND_TIMEOUT = 9.0
 
 DEFAULT_SPOOL_PATH = "relay-spool.sqlite3"
+# With the spool in PostgreSQL: this host's own file, for alerts it could not take in time.
+DEFAULT_LOCAL_SPOOL = "relay-local-spool.sqlite3"
 # A few hundred milliseconds: a look-up in GlitchTip's API on the same network takes tens.
 DEFAULT_DETAILS_BUDGET = 0.3
 MAX_DETAILS_BUDGET = 2.0
@@ -89,6 +91,8 @@ class Settings:
     spool_path: str | None = DEFAULT_SPOOL_PATH
     # RELAY_SPOOL_URL: the spool in PostgreSQL, shared by every relay pointed at it.
     spool_url: str | None = field(default=None, repr=False)
+    # RELAY_LOCAL_SPOOL_PATH: with spool_url, where alerts wait that it cannot take in time.
+    local_spool_path: str | None = None
     spool_max_pending: int = 10000
     late_after: float = 60.0
     # Chats a webhook URL may name with ?chat_id= besides the default one, as chat_key()s.
@@ -213,6 +217,7 @@ class Settings:
             ),
             spool_path=read(lambda: spool_path_from_env(environ), _DEFAULT_SPOOL),
             spool_url=read(lambda: spool_url_from_env(environ), None),
+            local_spool_path=read(lambda: local_spool_path_from_env(environ), None),
             spool_max_pending=read(
                 lambda: integer(
                     environ, "RELAY_SPOOL_MAX_PENDING", default=10000, low=1, high=1_000_000
@@ -320,6 +325,21 @@ def spool_url_from_env(environ: Mapping[str, str]) -> str | None:
             name, "and RELAY_SPOOL_PATH are both set; the relay keeps one spool: unset one"
         )
     return raw
+
+
+def local_spool_path_from_env(environ: Mapping[str, str]) -> str | None:
+    """RELAY_LOCAL_SPOOL_PATH, with the spool in PostgreSQL only: this host's own SQLite file,
+    by default in systemd's state directory for the unit (STATE_DIRECTORY), else the working
+    directory; `off`: such alerts wait in memory only."""
+    raw = environ.get("RELAY_LOCAL_SPOOL_PATH", "").strip()
+    if not environ.get("RELAY_SPOOL_URL", "").strip():
+        if raw:
+            raise ConfigError("RELAY_LOCAL_SPOOL_PATH", "is for RELAY_SPOOL_URL only: unset it")
+        return None
+    if raw:
+        return None if raw.lower() == SPOOL_OFF else raw
+    state = environ.get("STATE_DIRECTORY", "").split(":")[0]
+    return os.path.join(state, DEFAULT_LOCAL_SPOOL) if state else DEFAULT_LOCAL_SPOOL
 
 
 def spool_path_from_env(environ: Mapping[str, str]) -> str | None:

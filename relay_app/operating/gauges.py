@@ -96,3 +96,28 @@ class SpoolGauges:
         )
         kept.add_metric([], held)
         yield kept
+
+
+class LocalSpoolGauge:
+    """What waits in this host's own file beside a spool in PostgreSQL (RELAY_LOCAL_SPOOL_PATH),
+    read at scrape time: above 0 only while the spool could not take alerts in time, until
+    they move into it."""
+
+    def __init__(self, local: Admin) -> None:
+        self._local = local
+
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        try:
+            counts = self._local.counts()
+        except SpoolError:
+            return
+        waiting = GaugeMetricFamily(
+            "relay_local_spool_alerts",
+            "Alerts waiting in this host's own file because the spool in PostgreSQL could not "
+            "take them in time; they are sent from there, and move into the spool when it "
+            "answers again",
+        )
+        waiting.add_metric([], counts["pending"])
+        yield waiting

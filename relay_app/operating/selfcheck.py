@@ -78,6 +78,8 @@ def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
     yield Verdict("configuration", True, "every variable is set and well-formed")
     if settings.spool_url is not None:
         yield _database_verdict(settings.spool_url)
+        if settings.local_spool_path is not None:
+            yield _local_spool_verdict(settings.local_spool_path)
     else:
         yield _spool_verdict(settings.spool_path)
 
@@ -322,6 +324,32 @@ def _spool_verdict(path: str | None) -> Verdict:
     return _counts_verdict(
         _admin(path=path),
         "fix the file's permissions, or set RELAY_SPOOL_PATH to a file in a writable directory",
+    )
+
+
+def _local_spool_verdict(path: str) -> Verdict:
+    """This host's own file beside the spool in PostgreSQL: what waits there, which only the
+    spool's failing to take alerts in time puts there."""
+    name = "local spool"
+    if not os.path.exists(path):
+        return Verdict(name, True, f"{path}: nothing has waited here (the relay creates it)")
+    local = open_spool(path=path, for_service=False)
+    assert local is not None
+    try:
+        waiting = local.admin.counts()["pending"]
+    except SpoolMissing:
+        waiting = 0
+    except SpoolError as exc:
+        return Verdict(name, False, str(exc), "let the relay's user read and write the file")
+    finally:
+        local.close()
+    if not waiting:
+        return Verdict(name, True, f"{path}: no alert waits here")
+    return Verdict(
+        name,
+        True,
+        f"{path}: {waiting} alert(s) wait here, which the spool could not take in time; the "
+        "relay sends them from here, and moves them into the spool when it answers again",
     )
 
 

@@ -36,6 +36,8 @@ def summary_line(settings: Settings, listening: Sequence[str]) -> str:
         chat += f" (and {len(settings.allowed_chat_ids)} more allowed by ?chat_id=)"
     if settings.spool_url is not None:
         spool = f"spool {redacted_url(settings.spool_url)}"
+        if settings.local_spool_path is not None:
+            spool += f" (while it stalls, {settings.local_spool_path})"
     elif settings.spool_path is not None:
         spool = f"spool {settings.spool_path}"
     else:

@@ -1,8 +1,9 @@
 """The spool: every write to a chat, from when it is asked for until Telegram has it or it is
 declared dead (an alert's dead letter is kept), and what the relay keeps beside it.
 
-- `opening.py`: the one place a spool is opened, from the settings (`open_spool`), or in
-  memory when it cannot be used (`open_memory`);
+- `opening.py`: the one place a spool is opened, from the settings (`open_spool`), this
+  host's own file beside a spool in PostgreSQL (`open_local`), or in memory (`open_memory`);
+- `moving.py`: what that file held, moved into the spool once it answers again;
 - `queue.py`: the scheduled queue (add, claim, settle), written once for every store;
 - `job_rows.py`: the jobs table, and every change to a job's ledger;
 - `store.py`: what those statements run on (a unit of work, the store's time, the dialect);
@@ -23,7 +24,7 @@ from __future__ import annotations
 from .admin import Admin
 from .holders import Holder, this_process
 from .model import Claim, Job, JobKind, Lane, Later, Settled, Settlement, State
-from .opening import Spool, on_store, open_memory, open_spool
+from .opening import LocalSpool, Spool, on_store, open_local, open_memory, open_spool
 from .queue import Queue
 
 __all__ = [
@@ -34,12 +35,14 @@ __all__ = [
     "JobKind",
     "Lane",
     "Later",
+    "LocalSpool",
     "Queue",
     "Settled",
     "Settlement",
     "Spool",
     "State",
     "on_store",
+    "open_local",
     "open_memory",
     "open_spool",
     "this_process",

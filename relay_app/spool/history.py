@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,8 @@ class Types:
     count_pending: tuple[str, ...]
     # A JSON object built from alternating keys and values, as text.
     json_object: str
+    # Sixteen random hexadecimal digits.
+    random_name: str
 
 
 SQLITE = Types(
@@ -49,6 +51,7 @@ SQLITE = Types(
         " SET alerts = alerts + (NEW.state = 'pending') - (OLD.state = 'pending'); END",
     ),
     json_object="json_object",
+    random_name="lower(hex(randomblob(8)))",
 )
 POSTGRES = Types(
     time="DOUBLE PRECISION",
@@ -67,6 +70,7 @@ END $$""",
         " FOR EACH ROW EXECUTE FUNCTION relay_count_pending()",
     ),
     json_object="json_build_object",
+    random_name="substr(md5(random()::text), 1, 16)",
 )
 
 
@@ -83,6 +87,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         11: _no_longer_written(),
         12: webhook_arrivals(types),
         13: jobs(types),
+        14: moved_from_a_host(types),
     }
 
 
@@ -350,4 +355,18 @@ def jobs(types: Types) -> list[str]:
         f"UPDATE jobs SET data = CAST({types.json_object}('rendered',"  # noqa: S608 (fixed text)
         f" {types.json_object}({pairs})) AS TEXT)",
         *(f"ALTER TABLE jobs DROP COLUMN {column}" for column in _RENDERED),
+    ]
+
+
+def moved_from_a_host(types: Types) -> list[str]:
+    """What a host's own file held while the spool in PostgreSQL could not take it in time
+    moves into the spool when it answers again (spool/moving.py): the name each alert arrived
+    with goes along (`label`); each move is recorded by the alert's origin, the file's name and
+    its id there, so a move interrupted and made again adds nothing (`moved`); and each spool
+    has a name of its own, drawn once, for its alerts' origins."""
+    return [
+        "ALTER TABLE jobs ADD COLUMN label TEXT",
+        f"CREATE TABLE moved (origin TEXT PRIMARY KEY, at {types.time} NOT NULL)",
+        "CREATE TABLE spool_name (id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL)",
+        f"INSERT INTO spool_name VALUES (1, {types.random_name})",  # noqa: S608 (fixed text)
     ]

@@ -14,7 +14,7 @@ from typing import Any
 from ..core.errors import SpoolError
 from ..core.outcomes import REFUNDED, Dead, Delivered, Outcome, Refund, RetryAt
 from ..core.routing import Destination, parse_chat_id
-from .model import JOB_KINDS, Job, JobKind
+from .model import JOB_KINDS, Home, Job, JobKind
 from .store import Now, Row, Tx
 
 
@@ -27,7 +27,7 @@ def destination_of(
     return Destination(parsed, thread, default=default)
 
 
-def job_from_row(row: Row, at: Now, *, store: str, in_memory: bool = False) -> Job:
+def job_from_row(row: Row, at: Now, *, store: str, home: Home = "spool") -> Job:
     kind = row["kind"]
     return Job(
         kind=next((known for known in JOB_KINDS if known == kind), "alert"),
@@ -46,7 +46,8 @@ def job_from_row(row: Row, at: Now, *, store: str, in_memory: bool = False) -> J
         state=row["state"],
         dead_at=at.to_local(row["dead_at"]) if row["dead_at"] is not None else None,
         second_chance=bool(row["second_chance"]),
-        in_memory=in_memory,
+        home=home,
+        named=row["label"],
     )
 
 
@@ -68,7 +69,7 @@ def insert(
     *,
     lane: str,
     due_in: float = 0.0,
-    in_memory: bool,
+    home: Home,
 ) -> Job:
     """A new job, due `due_in` seconds from now, no attempt made."""
     now = tx.at.db
@@ -100,7 +101,60 @@ def insert(
         retry_from=local,
         id=int(row["id"]),
         next_attempt_at=local + due_in,
-        in_memory=in_memory,
+        home=home,
+    )
+
+
+# A job's columns as a copy of it carries them to another store (spool/moving.py), and those
+# of them that are times (each store keeps its own clock's).
+_COPIED = (
+    "state",
+    "chat",
+    "thread",
+    "lane",
+    "to_default",
+    "kind",
+    "data",
+    "received_at",
+    "retry_from",
+    "attempts",
+    "unsure_attempts",
+    "next_attempt_at",
+    "scheduled_at",
+    "after_failure",
+    "second_chance",
+    "last_error",
+    "dead_at",
+    "dead_kind",
+)
+_TIMES = ("received_at", "retry_from", "next_attempt_at", "scheduled_at", "dead_at")
+# Yes-or-no columns: SQLite gives them as 0 or 1, which PostgreSQL's BOOLEAN refuses.
+_FLAGS = ("to_default", "after_failure", "second_chance")
+
+
+def copy_of(row: Row, at: Now, *, label: str) -> dict[str, Any]:
+    """A job's row as another store can take it: its times on the wall clock, and the name
+    it goes by (`label`) written down."""
+    copy = {column: row[column] for column in _COPIED}
+    copy.update({column: bool(row[column]) for column in _FLAGS})
+    for column in _TIMES:
+        if copy[column] is not None:
+            copy[column] = at.to_local(copy[column])
+    return {**copy, "label": label}
+
+
+def insert_copy(tx: Tx, copy: Mapping[str, Any]) -> None:
+    """Add a job copied from another store (copy_of), on this store's clock."""
+    values = dict(copy)
+    for column in _TIMES:
+        if values[column] is not None:
+            values[column] = tx.at.to_db(values[column])
+    destination = destination_of("a copy", values["chat"], values["thread"])
+    ensure_lane(tx, values["lane"], destination)
+    columns = ", ".join(values)
+    tx.execute(
+        f"INSERT INTO jobs ({columns}) VALUES ({', '.join('?' for _ in values)})",  # noqa: S608 (fixed names)
+        tuple(values.values()),
     )
 
 

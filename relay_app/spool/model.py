@@ -4,6 +4,8 @@ statements only, from what an attempt's settlement says (outcomes.py)."""
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -17,6 +19,21 @@ State = Literal["pending", "dead"]
 # reaction on one.
 JobKind = Literal["alert", "card", "reply", "reaction"]
 JOB_KINDS: tuple[JobKind, ...] = ("alert", "card", "reply", "reaction")
+# Where a job waits: the spool; this host's own file, while the spool in PostgreSQL could not
+# take it in time (spool/moving.py takes it there later); or this process's memory, the last
+# resort when no disk would.
+Home = Literal["spool", "local", "memory"]
+
+
+def label_for(home: Home, job_id: int) -> str:
+    """How logs and answers name a job, never twice: '#12' in the spool (the id `relay-app
+    spool` takes), 'local-3@web-1' in a host's own file, 'mem-4211-2' in one process's memory
+    (its pid)."""
+    if home == "spool":
+        return f"#{job_id}"
+    if home == "local":
+        return f"local-{job_id}@{socket.gethostname()}"
+    return f"mem-{os.getpid()}-{job_id}"
 
 
 @dataclass(frozen=True)
@@ -41,14 +58,15 @@ class Job:
     dead_at: float | None = None
     # Dead once for its used-up attempts, and sent once more when its chat accepted a message.
     second_chance: bool = False
-    # Kept in this process's memory only (the spool could not take it).
-    in_memory: bool = False
+    home: Home = "spool"
+    # The name it arrived with, where that was not here: an alert a host's own file held
+    # while the spool could not take it keeps its 'local-3@web-1' in the spool.
+    named: str | None = None
 
     @property
     def label(self) -> str:
-        """How logs name the job: '#12', the spool id that `relay-app spool` takes too, or
-        'mem-3' for one held in memory only (numbered per process; the log line has the pid)."""
-        return f"mem-{self.id}" if self.in_memory else f"#{self.id}"
+        """How logs and the webhook's answer name the job (label_for), all its life."""
+        return self.named or label_for(self.home, self.id)
 
 
 @dataclass(frozen=True)

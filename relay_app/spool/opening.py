@@ -15,6 +15,7 @@ from .arrivals import SpoolArrivals
 from .database import MEMORY, Database
 from .glitchtip_health import SpoolGlitchTipHealth
 from .health_store import SpoolHealthStore
+from .moving import Mover
 from .poller import SpoolPollerLease
 from .postgres.database import PgDatabase
 from .queue import Queue
@@ -74,6 +75,36 @@ def open_spool(
     else:
         return None
     return on_store(store, max_pending=max_pending, clock=clock, pace=pace)
+
+
+@dataclass(frozen=True)
+class LocalSpool:
+    """This host's own file (RELAY_LOCAL_SPOOL_PATH), beside the spool in PostgreSQL: where an
+    alert waits, by the same rules, when the spool cannot take it in time; `mover` takes it
+    into the spool when it answers again."""
+
+    queue: Queue
+    mover: Mover
+    admin: Admin
+    _store: Store
+
+    def problem(self) -> str | None:
+        """Why the file cannot be used now (the disk refuses it), or None."""
+        return self._store.problem()
+
+
+def open_local(
+    path: str, spool: Spool, *, max_pending: int = 10000, pace: Pace = TELEGRAMS
+) -> LocalSpool:
+    store = Database(path)
+    if isinstance(spool._store, PgDatabase):
+        spool._store.fallback = path
+    return LocalSpool(
+        queue=Queue(store, max_pending=max_pending, pace=pace, home="local"),
+        mover=Mover(store, spool._store),
+        admin=Admin(store),
+        _store=store,
+    )
 
 
 def open_memory(*, max_alerts: int = MAX_MEMORY_ALERTS, pace: Pace = TELEGRAMS) -> Spool:

@@ -33,7 +33,7 @@ from ..core.routing import Destination
 from . import job_rows as rows
 from .arrivals import note_arrival
 from .holders import Holder, lease_is_free
-from .model import Claim, Job, JobKind, Lane, Later, Settled, Settlement
+from .model import Claim, Home, Job, JobKind, Lane, Later, Settled, Settlement
 from .pacer import next_turn, take_turn, turn_settled
 from .store import Store, Tx
 
@@ -50,11 +50,21 @@ Retire = Callable[[Job, float], Dead | None]
 class Queue:
     """Writes waiting for Telegram, scheduled by due time, leased per lane."""
 
-    def __init__(self, store: Store, *, max_pending: int = 10000, pace: Pace = TELEGRAMS) -> None:
-        """`pace`: Telegram's limits as every claim keeps them (core/timing.py)."""
+    def __init__(
+        self,
+        store: Store,
+        *,
+        max_pending: int = 10000,
+        pace: Pace = TELEGRAMS,
+        home: Home | None = None,
+    ) -> None:
+        """`pace`: Telegram's limits as every claim keeps them (core/timing.py); `home`: what
+        the queue is to the relay (its jobs' labels say it), by default the spool when its
+        store outlives the process, memory when not."""
         self._store = store
         self.max_pending = max_pending
         self._pace = pace
+        self.home: Home = home or ("spool" if store.durable else "memory")
 
     @property
     def name(self) -> str:
@@ -95,10 +105,8 @@ class Queue:
             if pending >= self.max_pending:
                 where = "pending" if self.durable else "waiting in memory"
                 raise QueueFull(f"{self.max_pending} jobs are already {where}")
-            job = rows.insert(
-                tx, kind, data, destination, lane=key, due_in=due_in, in_memory=not self.durable
-            )
-            if arrival is not None and self.durable:
+            job = rows.insert(tx, kind, data, destination, lane=key, due_in=due_in, home=self.home)
+            if arrival is not None and self.home == "spool":
                 note_arrival(tx, job.id, arrival)
             if not quiet:
                 tx.notify()
@@ -417,7 +425,7 @@ class Queue:
         return replace(claim, leased_until=tx.at.local + lease_for)
 
     def _job(self, row: Any, tx: Tx) -> Job:
-        return rows.job_from_row(row, tx.at, store=self.name, in_memory=not self.durable)
+        return rows.job_from_row(row, tx.at, store=self.name, home=self.home)
 
 
 def _free(lease: Any, tx: Tx, holder: Holder, in_flight: Container[str]) -> bool:

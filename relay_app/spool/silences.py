@@ -213,9 +213,7 @@ class SilenceStore:
             first = kept[0]
             destination = rows.destination_of(self._store.path, first["chat"], first["thread"])
             about = summary_data(silence, [json.loads(r["lines"]) for r in kept])
-            job = rows.insert(
-                tx, "alert", about, destination, lane=destination.lane, in_memory=False
-            )
+            job = rows.insert(tx, "alert", about, destination, lane=destination.lane, home="spool")
             tx.notify()
             return Ended(silence, silence.held, job.id)
 

@@ -18,7 +18,7 @@ from ..delivery.outbox import Outbox
 from ..glitchtip.lookups import IssueLookups
 from ..operating.config import Settings
 from ..operating.setup_watch import SetupWatch
-from ..spool import Spool
+from ..spool import LocalSpool, Spool
 from .last_webhook import LastWebhook
 from .misses import Misses
 from .routed import RoutedWebhooks
@@ -35,8 +35,8 @@ class Relay:
     dispatcher: Dispatcher
     jobs: Jobs
     metrics: Metrics
-    # Where jobs wait: the spool (None: RELAY_SPOOL_PATH=off), and this process's memory
-    # when the spool cannot take them.
+    # Where jobs wait: the spool (None: RELAY_SPOOL_PATH=off), beside a spool in PostgreSQL
+    # this host's own file (None without), and this process's memory when no disk would.
     spool: Spool | None
     memory: Spool
     outgoing: Outgoing
@@ -48,6 +48,7 @@ class Relay:
     webhooks: RoutedWebhooks
     # Requests that reach no page: counted, and said once a minute.
     misses: Misses
+    local: LocalSpool | None = None
     # The writes to the chat other than alerts (with a spool).
     outbox: Outbox | None = None
     # Silences (with a spool): what holds alerts back from a chat, and ends them.

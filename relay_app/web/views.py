@@ -26,13 +26,14 @@ from werkzeug.exceptions import HTTPException, NotFound, RequestEntityTooLarge
 from werkzeug.routing import Map
 
 from ..acting.updates import SECRET_HEADER, handle_update, telegram_secret_token, webhook_path
+from ..core.errors import SpoolError
 from ..core.logs import client_sample, event
 from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
 from ..core.routing import RouteError, destination_from_query
 from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, payload_from_json
 from ..message.formatting import message_for
 from ..words import ENGLISH
-from .relay import current_relay
+from .relay import Relay, current_relay
 from .webhook_alerts import Taken
 
 log = logging.getLogger(__name__)
@@ -205,8 +206,12 @@ def readyz() -> tuple[Response, int]:
     GlitchTip cannot reach it (last_webhook.py)."""
     relay = current_relay()
     last = relay.last_webhook.last()
-    seen = {"last_webhook": None if last is None else _utc(last)}
+    seen = {"last_webhook": None if last is None else _utc(last), **_held_here(relay)}
     problem = relay.spool.problem() if relay.spool is not None else None
+    if problem is not None and relay.local is not None and relay.local.problem() is None:
+        # Alerts are kept on this host's disk meanwhile: taking them is better than sending
+        # GlitchTip, which never retries, to a balancer with no replica left.
+        return jsonify(status="ready", spool=f"unusable: {problem}", **seen), 200
     if problem is not None:
         return jsonify(status="not ready", reason=f"spool unusable: {problem}", **seen), 503
     unreached = relay.setup.unreachable() if relay.setup is not None else None
@@ -218,6 +223,20 @@ def readyz() -> tuple[Response, int]:
     if refused:
         return jsonify(status="ready", telegram_refuses=refused, **seen), 200
     return jsonify(status="ready", **seen), 200
+
+
+def _held_here(relay: Relay) -> dict[str, str]:
+    """What waits in this host's own file beside a spool in PostgreSQL, said while any does."""
+    if relay.local is None:
+        return {}
+    try:
+        waiting = relay.local.admin.counts()["pending"]
+    except SpoolError:
+        return {}
+    if not waiting:
+        return {}
+    where = relay.local.admin.path
+    return {"local_spool": f"{waiting} alert(s) wait in {where} until the spool takes them"}
 
 
 def metrics_page() -> Response:

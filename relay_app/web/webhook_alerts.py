@@ -61,7 +61,7 @@ class Taken:
     @property
     def in_spool(self) -> bool:
         """Whether the spool's queue took its alert in (and noted its arrival with it)."""
-        return self.alert is not None and not self.alert.in_memory
+        return self.alert is not None and self.alert.home == "spool"
 
     @property
     def text(self) -> str:

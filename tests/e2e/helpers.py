@@ -132,7 +132,10 @@ def copies(fake: FakeTelegram) -> collections.Counter[str]:
 
 
 # An attempt the relay knows Telegram took, as its log says it (delivery/job.py).
-_DELIVERED = re.compile(r"attempt \d+ of alert\(s\) (#[#\d, ]+) to .*\): delivered ", re.MULTILINE)
+# Labels: '#12' (the spool), 'local-3@web-1' (a host's own file), 'mem-41-2' (memory).
+_DELIVERED = re.compile(
+    r"attempt \d+ of alert\(s\) ([#\w@.-]+(?:, [#\w@.-]+)*) to .*\): delivered ", re.MULTILINE
+)
 
 
 def unexplained_repeats(fake: FakeTelegram, logs: list[str]) -> str | None:

@@ -48,7 +48,14 @@ def fleet(fake_telegram: FakeTelegram, pg_url: str, tmp_path: Path) -> Iterator[
         (tests/e2e/skewed_wsgi.py), as on hosts whose clocks disagree."""
         relays = []
         for number in range(count):
-            env = relay_env(fake_telegram, RELAY_SPOOL_URL=pg_url, WEB_CONCURRENCY="2")
+            # Each replica's own file, where alerts wait if the database stalls.
+            local = str(tmp_path / f"local-{len(started)}.sqlite3")
+            env = relay_env(
+                fake_telegram,
+                RELAY_SPOOL_URL=pg_url,
+                RELAY_LOCAL_SPOOL_PATH=local,
+                WEB_CONCURRENCY="2",
+            )
             app = "wsgi:app"
             if clocks_off_by is not None:
                 env["RELAY_TEST_CLOCK_OFFSET"] = str(clocks_off_by[number])

@@ -10,6 +10,7 @@ import collections
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -36,13 +37,18 @@ def on_host(name: str) -> list[str]:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def two_hosts(
-    request: pytest.FixtureRequest, start_relay: StartRelay
+    request: pytest.FixtureRequest, start_relay: StartRelay, tmp_path: Path
 ) -> tuple[RelayProcess, RelayProcess]:
-    spool = {}  # start_relay's: one file for both
+    spool: dict[str, str] = {}  # start_relay's: one file for both
+
+    def local(name: str) -> dict[str, str]:
+        """With PostgreSQL, each host's own file for a stall of the database."""
+        return {"RELAY_LOCAL_SPOOL_PATH": str(tmp_path / f"{name}.sqlite3")} if spool else {}
+
     if request.param == "postgres":
         spool = {"RELAY_SPOOL_URL": request.getfixturevalue("pg_url"), "RELAY_SPOOL_PATH": ""}
     first, second = (
-        start_relay(on_host(name), RELAY_SEND_TIMEOUT=SEND_TIMEOUT, **spool)
+        start_relay(on_host(name), RELAY_SEND_TIMEOUT=SEND_TIMEOUT, **spool, **local(name))
         for name in ("relay-a", "relay-b")
     )
     return first, second

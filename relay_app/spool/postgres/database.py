@@ -37,6 +37,7 @@ from ...core.logs import register_secret
 from ...core.process import PerProcess
 from ..history import POSTGRES, SCHEMA_VERSION, statements_after
 from ..store import POSTGRESQL, Now, Tx, Work
+from .coming_back import ComingBack
 
 log = logging.getLogger("relay_app.spool")
 
@@ -111,6 +112,9 @@ class PgDatabase(PerProcess):
         self._start_in_this_process()
         self._unreachable_until = 0.0
         self._problem: str | None = None
+        # This host's own file, where alerts wait while the database cannot take them
+        # (RELAY_LOCAL_SPOOL_PATH); None: memory.
+        self.fallback: str | None = None
         self.on_lock_wait: Callable[[float], None] = lambda seconds: None
 
     @property
@@ -167,7 +171,7 @@ class PgDatabase(PerProcess):
                     Deadline(budget + SERVER_TIMEOUT_GRACE) as watchdog,
                     _watched(connection, watchdog) as sock,
                 ):
-                    self._ensure_schema(connection)
+                    self._ensure_schema(connection, sock)
                     with connection.cursor() as cursor:
                         # The first statement opens the transaction (psycopg's implicit
                         # BEGIN), so a broken connection shows before any work is done.
@@ -187,7 +191,7 @@ class PgDatabase(PerProcess):
                             raise
                         return result
         except _Silent:
-            self._unreachable_until = time.monotonic() + UNREACHABLE_FOR
+            self._found_unreachable()
             raise SpoolError(
                 f"the database {self.path} did not answer within {FIRST_ANSWER:g} s"
             ) from None
@@ -201,7 +205,7 @@ class PgDatabase(PerProcess):
             raise SpoolError(f"the database {self.path} cannot be reached") from None
         except PoolTimeout:
             if not self._reachable():
-                self._unreachable_until = time.monotonic() + UNREACHABLE_FOR
+                self._found_unreachable()
                 raise SpoolError(f"the database {self.path} cannot be reached") from None
             if time.monotonic() < deadline:
                 return self._work(pool, work, now, deadline, started, stale_left)  # busy
@@ -214,7 +218,7 @@ class PgDatabase(PerProcess):
             ) from None
         except psycopg.Error as exc:
             if watchdog is not None and watchdog.expired:
-                self._unreachable_until = time.monotonic() + UNREACHABLE_FOR
+                self._found_unreachable()
                 raise SpoolError(
                     f"the database {self.path} did not answer within "
                     f"{time.monotonic() - started:.1f} s"
@@ -235,23 +239,13 @@ class PgDatabase(PerProcess):
         round trip, on every unit of work's path. _Stale when the connection turns out broken."""
         seconds = max(0.001, deadline - time.monotonic())
         budget = f"{max(1, int(seconds * 1000))}ms"
-        # Quick, or the server is not answering: an idle connection's first statement must not
-        # hold a webhook for its whole budget when the database went away meanwhile.
-        with Deadline(min(seconds, FIRST_ANSWER)) as first:
-            first.watch(sock)
-            try:
-                row = cursor.execute(
-                    "SELECT set_config('statement_timeout', %(budget)s, true),"
-                    " set_config('lock_timeout', %(budget)s, true),"
-                    " extract(epoch FROM clock_timestamp())::float8 AS now",
-                    {"budget": budget},
-                ).fetchone()
-            except psycopg.OperationalError as exc:
-                if first.expired:
-                    raise _Silent() from None
-                if connection.broken or connection.closed or isinstance(exc, _SERVER_WENT_AWAY):
-                    raise _Stale() from None
-                raise
+        with _first_answer(connection, sock, seconds):
+            row = cursor.execute(
+                "SELECT set_config('statement_timeout', %(budget)s, true),"
+                " set_config('lock_timeout', %(budget)s, true),"
+                " extract(epoch FROM clock_timestamp())::float8 AS now",
+                {"budget": budget},
+            ).fetchone()
         assert row is not None
         if self._caller_skew is not None:
             return Now(local + self._caller_skew, local)
@@ -286,6 +280,7 @@ class PgDatabase(PerProcess):
 
     def close(self) -> None:
         self.stop_listening()
+        self._coming_back.stop()
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
@@ -300,6 +295,8 @@ class PgDatabase(PerProcess):
         self._pool = None
         self._listener = None
         self._schema_ready = False
+        self._coming_back = ComingBack(self._reachable, self._answers_again, UNREACHABLE_FOR)
+        self._unreachable_until = 0.0  # a parent's verdict is the parent's
 
     def _ready_pool(self) -> ConnectionPool[psycopg.Connection[dict[str, Any]]]:
         self._here()
@@ -318,7 +315,16 @@ class PgDatabase(PerProcess):
             return self._pool
 
     def _became_unusable(self, reason: str) -> None:
-        if self._problem is None and self._for_service:
+        if self._problem is None and self._for_service and self.fallback is not None:
+            log.error(
+                "SPOOL UNREACHABLE: the spool %s cannot be used: %s. Alerts are still delivered; "
+                "one it cannot take waits in this host's file %s (lost only with this host's "
+                "disk), and moves into the spool when it answers again.",
+                self.path,
+                reason,
+                self.fallback,
+            )
+        elif self._problem is None and self._for_service:
             log.error(
                 "DURABILITY LOST: the spool %s cannot be used: %s. Alerts are still delivered, "
                 "but a failed one is retried from memory only and is lost if this process "
@@ -327,6 +333,21 @@ class PgDatabase(PerProcess):
                 reason,
             )
         self._problem = reason
+
+    def _found_unreachable(self) -> None:
+        if self.fallback is None:
+            # The next unit of work after a short while tries it again: its alert would
+            # otherwise wait in memory.
+            self._unreachable_until = time.monotonic() + UNREACHABLE_FOR
+            return
+        # Alerts wait in this host's file meanwhile: units of work fail at once, and a thread
+        # of this process asks the database until it answers (coming_back.py).
+        self._unreachable_until = float("inf")
+        self._coming_back.watch()
+
+    def _answers_again(self) -> None:
+        log.info("the spool %s takes connections again: units of work try it", self.path)
+        self._unreachable_until = 0.0
 
     def _usable_again(self) -> None:
         # A unit of work just had the database's answers: whatever found none meanwhile, the
@@ -356,9 +377,16 @@ class PgDatabase(PerProcess):
         cursor.execute("INSERT INTO relay_schema VALUES (%s)", (SCHEMA_VERSION,))
         log.info("the spool %s is at schema %d", self.path, SCHEMA_VERSION)
 
-    def _ensure_schema(self, connection: psycopg.Connection[dict[str, Any]]) -> None:
+    def _ensure_schema(
+        self, connection: psycopg.Connection[dict[str, Any]], sock: socket.socket
+    ) -> None:
         if self._schema_ready:
             return
+        # The schema's work may wait long for another relay's upgrade; a server that does not
+        # answer at all is told apart first, as by every unit's first statement.
+        with _first_answer(connection, sock, FIRST_ANSWER):
+            connection.execute("SELECT 1")
+        connection.rollback()
         with connection.transaction(), connection.cursor() as cursor:
             if self._for_service:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
@@ -442,6 +470,25 @@ def _watched(connection: psycopg.Connection[Any], deadline: Deadline) -> Iterato
         yield sock
     finally:
         sock.close()
+
+
+@contextmanager
+def _first_answer(
+    connection: psycopg.Connection[Any], sock: socket.socket, seconds: float
+) -> Iterator[None]:
+    """A statement that is a few milliseconds' work, answered quickly or not at all: _Silent
+    past FIRST_ANSWER (an idle connection must not hold a webhook for its whole budget when the
+    database went away meanwhile), _Stale when the connection turns out broken."""
+    with Deadline(min(seconds, FIRST_ANSWER)) as first:
+        first.watch(sock)
+        try:
+            yield
+        except psycopg.OperationalError as exc:
+            if first.expired:
+                raise _Silent() from None
+            if connection.broken or connection.closed or isinstance(exc, _SERVER_WENT_AWAY):
+                raise _Stale() from None
+            raise
 
 
 def _said(exc: psycopg.Error) -> str:
