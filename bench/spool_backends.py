@@ -181,7 +181,10 @@ def main() -> None:
                 return {"RELAY_SPOOL_PATH": str(workdir / f"spool-{next(files)}.sqlite3")}
 
             def new_database() -> dict[str, str]:
-                return {"RELAY_SPOOL_URL": server.new_database()}
+                return {
+                    "RELAY_SPOOL_URL": server.new_database(),
+                    "RELAY_LOCAL_SPOOL_PATH": str(workdir / f"local-{next(files)}.sqlite3"),
+                }
 
             setups = [
                 Setup("SQLite, 1 relay", 1, new_file),
