@@ -289,6 +289,15 @@ def store_at(where: str) -> Store:
     return Database(where)
 
 
+def stop_app(app: Flask) -> None:
+    """A test's app made with create_app, its dispatcher and spool stopped deliberately."""
+    relay = relay_of(app)
+    assert relay is not None
+    relay.dispatcher.shutdown()
+    if relay.spool is not None:
+        relay.spool.close()
+
+
 def metric_samples(client: FlaskClient) -> Samples:
     """GET /metrics, parsed; look samples up with tests.prometheus.value."""
     reply = client.get("/metrics")

@@ -28,7 +28,7 @@ from relay_app.operating.config import Settings
 from relay_app.spool import Admin, State
 from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase
-from tests.conftest import OK, SEND_URL, WEBHOOK, metric_samples
+from tests.conftest import OK, SEND_URL, WEBHOOK, metric_samples, stop_app
 from tests.e2e.helpers import wait_until
 from tests.payloads import issue, issue_alert
 from tests.postgres import PostgresServer
@@ -43,14 +43,6 @@ def start(app: Flask) -> None:
     relay = relay_of(app)
     assert relay is not None
     relay.dispatcher.start()
-
-
-def stop(app: Flask) -> None:
-    relay = relay_of(app)
-    assert relay is not None
-    relay.dispatcher.shutdown()
-    if relay.spool is not None:
-        relay.spool.close()
 
 
 @pytest.fixture
@@ -77,7 +69,7 @@ def app(local_settings: Settings) -> Iterator[Flask]:
     app = create_app(local_settings)
     start(app)
     yield app
-    stop(app)
+    stop_app(app)
 
 
 def counts(admin: Admin) -> dict[State, int]:
@@ -199,4 +191,4 @@ def test_when_the_disk_refuses_too_memory_is_the_last_resort_and_says_so(
         assert reply.json["alert"] == f"mem-{os.getpid()}-1"
         assert "kept in memory only, and lost if this process stops" in caplog.text
     finally:
-        stop(app)
+        stop_app(app)

@@ -19,7 +19,7 @@ import requests
 import responses
 from flask import Flask
 
-from relay_app import create_app, relay_of
+from relay_app import create_app
 from relay_app.core.errors import SpoolBusy, SpoolError
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin, State, on_store
@@ -28,21 +28,13 @@ from relay_app.spool.postgres import PgDatabase, redacted_url
 from relay_app.spool.schema import upgrade
 from relay_app.spool.store import Tx
 from tests.blackhole import Blackhole
-from tests.conftest import OK, SEND_URL, WEBHOOK, metric_samples, queue_alert
+from tests.conftest import OK, SEND_URL, WEBHOOK, metric_samples, queue_alert, stop_app
 from tests.e2e.helpers import wait_until
 from tests.e2e.relay_process import free_port
 from tests.old_spools import old_postgres
 from tests.payloads import issue, issue_alert
 from tests.postgres import PASSWORD, PostgresServer
 from tests.prometheus import value
-
-
-def stop(app: Flask) -> None:
-    relay = relay_of(app)
-    assert relay is not None
-    relay.dispatcher.shutdown()
-    if relay.spool is not None:
-        relay.spool.close()
 
 
 @pytest.fixture
@@ -54,7 +46,7 @@ def pg_settings(settings: Settings, pg_url: str) -> Settings:
 def pg_app(pg_settings: Settings) -> Iterator[Flask]:
     app = create_app(pg_settings)
     yield app
-    stop(app)
+    stop_app(app)
 
 
 def database_counts(url: str) -> dict[State, int]:
@@ -91,7 +83,7 @@ def test_an_alert_telegram_did_not_take_waits_in_the_database_for_every_relay(
         assert value(samples, "relay_spool_usable") == 1
         assert other.test_client().get("/readyz").status_code == 200
     finally:
-        stop(other)
+        stop_app(other)
 
 
 def test_an_unreachable_database_is_not_ready_yet_each_alert_is_still_tried_at_once(
@@ -119,7 +111,7 @@ def test_an_unreachable_database_is_not_ready_yet_each_alert_is_still_tried_at_o
         assert PASSWORD not in client.get("/metrics").get_data(as_text=True)
         assert value(metric_samples(client), "relay_spool_usable") == 0
     finally:
-        stop(app)
+        stop_app(app)
 
 
 def test_three_relays_starting_at_once_on_an_empty_database_all_come_up(pg_url: str) -> None:
