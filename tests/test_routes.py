@@ -102,6 +102,14 @@ def test_the_example_reads_as_written() -> None:
             "x.toml:3: route 1, thread: 0 is not a forum topic's id",
         ),
         ("chat = -1001\n", "x.toml:1: unknown key 'chat'; the file holds only [[route]] tables"),
+        (
+            "[[route]]\nkind = 'monitor'\nchat = -1001\n",
+            'x.toml:2: route 1, kind: \'monitor\' is not a kind of alert: "issue" or "uptime"',
+        ),
+        (
+            "[[route]]\ntitle_prefx = 'Deploy'\nchat = -1001\n",
+            "x.toml:2: route 1, title_prefx: unknown key; did you mean 'title_prefix'?",
+        ),
     ],
 )
 def test_a_file_that_cannot_be_used_names_its_line_and_key(text: str, said: str) -> None:
@@ -149,6 +157,61 @@ chat = -1006
     ]
     uptime = split(payloads.uptime_alert(down=True, name="shop"), table, DEFAULT, DEFAULT)
     assert [part.destination.chat for part in uptime.parts] == [-1006]
+
+
+def test_kind_title_prefix_and_a_negation_that_never_matches_what_lacks_the_field() -> None:
+    table = parse_routes(
+        """
+[[route]]
+name = "every monitor but the shop's"
+monitor = "!Shop"
+chat = -1001
+[[route]]
+name = "deploys"
+title_prefix = ["Deploy", "Release"]
+chat = -1002
+[[route]]
+name = "not staging"
+environment = "!staging"
+chat = -1003
+[[route]]
+name = "uptime"
+kind = "uptime"
+chat = -1004
+[[route]]
+name = "issues"
+kind = "issue"
+chat = -1005
+""",
+        "x.toml",
+    )
+
+    def route_of(payload: dict[str, Any]) -> str | None:
+        [part] = split(payload, table, DEFAULT, DEFAULT).parts
+        return part.route.name if part.route is not None else None
+
+    assert route_of(payloads.uptime_alert(down=True, name="API")) == "every monitor but the shop's"
+    assert route_of(payloads.uptime_alert(down=True, name="Shop")) == "uptime"
+    # An issue has no monitor: "!Shop" is not every issue.
+    # An issue has no monitor, and this one no environment: neither negation takes it.
+    bare = payloads.issue(1, title="KeyError: 'cart'", fields=[])
+    assert route_of(payloads.issue_alert(bare)) == "issues"
+    assert (
+        route_of(payloads.issue_alert(payloads.issue(2, title="deploy hook failed"))) == "deploys"
+    )
+    # Contains is not starts with.
+    after = payloads.issue(3, title="After deploy: 500", fields=[])
+    assert route_of(payloads.issue_alert(after)) == "issues"
+    assert route_of(payloads.issue_alert(issue(4, "shop", "production"))) == "not staging"
+    assert route_of(payloads.issue_alert(issue(5, "shop", "staging"))) == "issues"
+
+
+def test_routes_check_says_kind_and_title_prefix_in_words(tmp_path: Path) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text("[[route]]\ntitle_prefix = 'Deploy'\nkind = 'issue'\nchat = -1002\n")
+    code, out, _ = run("routes", "check", str(routes))
+    assert code == 0
+    assert "route 1 “route 1”: kind is 'issue' and title starts with 'deploy': chat -1002" in out
 
 
 def test_each_issue_goes_on_its_own_and_each_part_reads_as_glitchtip_would_send_it() -> None:

@@ -239,11 +239,60 @@ def test_a_summary_a_tool_queues_is_made_in_the_chats_language_when_it_is_sent(
     assert summary.text.startswith("🔊 Звук снова включён (проблема BACKEND-1A, "), summary.text
 
 
-def run_cli(spool_path: str, *args: str) -> tuple[int, str, str]:
+def run_cli(spool_path: str, *args: str, **more: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    environ = {"RELAY_SPOOL_PATH": spool_path, "TELEGRAM_CHAT_ID": CHAT}
+    environ = {"RELAY_SPOOL_PATH": spool_path, "TELEGRAM_CHAT_ID": CHAT, **more}
     code = main(list(args), environ=environ, out=out, err=err)
     return code, out.getvalue(), err.getvalue()
+
+
+def test_with_routes_a_silence_covers_every_chat_they_may_send_its_alerts_to(
+    tmp_path: Path,
+) -> None:
+    spool_path = str(tmp_path / "spool.sqlite3")
+    made = on_store(Database(spool_path))  # the service made it
+    assert made.queue.pending() == 0
+    made.close()
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        """
+[[route]]
+project = "payments"
+environment = "production"
+chat = -1002000000001
+[[route]]
+environment = "staging"
+chat = -1002000000002
+[[route]]
+project = "!payments"
+chat = -1002000000003
+[[route]]
+title = "healthcheck"
+drop = true
+"""
+    )
+    code, out, err = run_cli(
+        spool_path,
+        *("silence", "add", "--project", "payments", "--for", "1h", "--comment", "deploy"),
+        RELAY_ROUTES=str(routes),
+    )
+    assert code == 0, err
+    # Payments' production and staging chats, and where alerts no route takes go; not the
+    # chat of every project but payments.
+    said = [line.split(" in chat ")[1].split()[0] for line in out.splitlines() if " added" in line]
+    assert said == [CHAT, "-1002000000001", "-1002000000002"]
+    assert "may send such alerts to, and TELEGRAM_CHAT_ID's" in out
+    code, out, _ = run_cli(
+        spool_path,
+        *("silence", "add", "--project", "payments", "--for", "1h", "--comment", "x"),
+        *("--chat", "-1002000000002"),
+        RELAY_ROUTES=str(routes),
+    )
+    assert code == 0
+    assert "in chat -1002000000002 until" in out
+    assert "Only in that chat (--chat)." in out
+    code, out, _ = run_cli(spool_path, "silence", "list")
+    assert "4 active" in out
 
 
 def test_the_command_line_adds_lists_and_expires_silences(tmp_path: Path) -> None:

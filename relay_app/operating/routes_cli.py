@@ -125,9 +125,10 @@ def _describe(route: Route) -> str:
 
 
 def _said(matcher: Matcher) -> str:
-    verb = (
-        ("does not contain" if matcher.negated else "contains")
-        if matcher.key == "title"
-        else ("is not" if matcher.negated else "is")
-    )
-    return f"{matcher.key} {verb} {' or '.join(repr(value) for value in matcher.values)}"
+    verbs = {
+        "title": ("contains", "does not contain"),
+        "title_prefix": ("starts with", "does not start with"),
+    }
+    verb = verbs.get(matcher.key, ("is", "is not"))[matcher.negated]
+    key = "title" if matcher.key == "title_prefix" else matcher.key
+    return f"{key} {verb} {' or '.join(repr(value) for value in matcher.values)}"

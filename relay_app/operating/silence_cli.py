@@ -25,7 +25,9 @@ from ..message.spans import utc_time
 from ..spool import Spool
 from ..spool.silences import Ended, Silence
 from ..words import ENGLISH
+from .config import ConfigError
 from .console import Console, Failed, OpenSpool, Usage, print_table, with_spool
+from .routes_file import routes_from_env
 
 Duration = Callable[[str], float]
 
@@ -69,22 +71,55 @@ def _add(spool: Spool, args: argparse.Namespace, console: Console) -> int:
         raise Usage("a silence needs at least one of --issue, --project, --environment, --title")
     if args.seconds <= 0:
         raise Usage("--for must be longer than 0")
-    chat = _chat(args.chat, console.environ)
-    silence = spool.silences.add(
-        chat,
-        matchers,
-        by=args.by or _login(),
-        comment=args.comment,
-        seconds=args.seconds,
-        now=time.time(),
-    )
-    print(
-        f"silence {silence.id} added: {_matchers(silence)} in chat {chat} until "
-        f"{utc_time(silence.ends_at)} UTC ({ENGLISH.duration(args.seconds)}).",
-        file=console.out,
-    )
+    chats, why = _chats(args.chat, matchers, console.environ)
+    now = time.time()
+    for chat in chats:
+        silence = spool.silences.add(
+            chat,
+            matchers,
+            by=args.by or _login(),
+            comment=args.comment,
+            seconds=args.seconds,
+            now=now,
+        )
+        print(
+            f"silence {silence.id} added: {_matchers(silence)} in chat {chat} until "
+            f"{utc_time(silence.ends_at)} UTC ({ENGLISH.duration(args.seconds)}).",
+            file=console.out,
+        )
+    print(why, file=console.out)
     print("Every relay on this spool holds the alerts it matches back.", file=console.out)
     return 0
+
+
+def _chats(
+    given: str | None, matchers: Matchers, environ: Mapping[str, str]
+) -> tuple[list[str], str]:
+    """The chats the silence goes in, and why those: --chat's alone; else, with routes in
+    force, every chat they may send such alerts to and TELEGRAM_CHAT_ID; else that one."""
+    if given is not None:
+        return [_chat(given, environ)], "Only in that chat (--chat)."
+    default = _chat(None, environ)
+    try:
+        table = routes_from_env(environ)
+    except ConfigError as exc:
+        raise Failed(f"{exc}; or give --chat") from None
+    if not table:
+        return [default], "In TELEGRAM_CHAT_ID's chat (no RELAY_ROUTES; --chat names another)."
+    known = {
+        key: value
+        for key, value in (("project", matchers.project), ("environment", matchers.environment))
+        if value is not None
+    }
+    if matchers.issue is not None and not matchers.issue.isdigit():
+        known["issue"] = matchers.issue  # a short id, as routes read it
+    where = parse_chat_id(default)
+    assert where is not None  # _chat checked it
+    chats = [chat_key(chat) for chat in table.chats_for(known, where)]
+    return chats, (
+        f"In each chat the routes of {table.source} may send such alerts to, and "
+        "TELEGRAM_CHAT_ID's (--chat names one chat alone)."
+    )
 
 
 def _list(spool: Spool, args: argparse.Namespace, console: Console) -> int:

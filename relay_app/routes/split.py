@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core.routing import Destination
 from ..glitchtip.webhook import IssueAlert, UptimeAlert, parse_alert
-from .table import Route, RouteTable, facts_of_issue
+from .table import Route, RouteTable, facts_of_issue, facts_of_monitor
 
 _COUNT = re.compile(r"\s*\(\d+ issues?\)")
 
@@ -83,7 +83,7 @@ def _read(payload: dict[str, Any]) -> tuple[list[dict[str, str | None]], list[st
         return facts, [issue.title for issue in alert.issues], alert.total
     if isinstance(alert, UptimeAlert):
         monitors = alert.monitors
-        facts = [{"monitor": m.name, "title": m.name} for m in monitors]
+        facts = [facts_of_monitor(m.name) for m in monitors]
         return facts, [m.name for m in monitors], alert.total
     return [{}], [""], 1  # a payload the relay does not know: routed on nothing it could read
 

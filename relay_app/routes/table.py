@@ -5,12 +5,13 @@ A list of `[[route]]` tables, tried in order; the first whose every matcher matc
 an uptime monitor) takes it. Matchers: `project`, `environment`, `server`, `release`, `level`
 (read from the attachment's colour, the only way GlitchTip gives it: `error` for #e52b50, which
 GlitchTip sends for error and fatal, `info` for #4b60b4, `warning` for none, which it sends for
-warnings and the other levels), `title` (contains), `issue` (the short id), `monitor` (an uptime
-monitor's name). A value is a string or a list of strings (any of them); `"!x"` negates (a list
-of negations: none of them). Case does not matter, as in the silences' matchers. What a route
-does: `chat` and `thread` (where; a `thread` alone is a topic of TELEGRAM_CHAT_ID), `mention`
-(`@username`, or `tg:<user id>` for people without one), or `drop = true`; `name` names it in
-logs and metrics.
+warnings and the other levels), `title` (contains), `title_prefix` (starts with), `issue` (the
+short id), `monitor` (an uptime monitor's name), `kind` (`issue` or `uptime`). A value is a
+string or a list of strings (any of them); `"!x"` negates (a list of negations: none of them),
+and never matches an alert that lacks the fact (`monitor = "!x"` is not every issue). Case does
+not matter, as in the silences' matchers. What a route does: `chat` and `thread` (where; a
+`thread` alone is a topic of TELEGRAM_CHAT_ID), `mention` (`@username`, or `tg:<user id>` for
+people without one), or `drop = true`; `name` names it in logs and metrics.
 
 A file that does not parse, a key that is not one of these (a typo), a value of the wrong kind, a
 chat that is no chat id, a file over MAX_ROUTES_BYTES or MAX_ROUTES: a RoutesError naming the
@@ -36,9 +37,22 @@ from typing import Any
 from ..core.routing import ChatId, chat_key, parse_chat_id, parse_thread_id
 from ..glitchtip.webhook import level_of
 
-MATCHERS = ("project", "environment", "server", "release", "level", "title", "issue", "monitor")
+MATCHERS = (
+    "kind",
+    "project",
+    "environment",
+    "server",
+    "release",
+    "level",
+    "title",
+    "title_prefix",
+    "issue",
+    "monitor",
+)
 ACTIONS = ("name", "chat", "thread", "mention", "drop")
 LEVELS = ("error", "warning", "info")
+# What an alert is about: GlitchTip's issue alerts, or its uptime monitors' (up or down).
+KINDS = ("issue", "uptime")
 # Per issue, the facts a matcher reads; GlitchTip's field names for each.
 FIELD_NAMES = {
     "project": "Project",
@@ -68,12 +82,18 @@ class Matcher:
     negated: bool
 
     def matches(self, facts: Mapping[str, str | None]) -> bool:
-        fact = facts.get(self.key)
-        folded = fact.casefold() if fact else None
+        """Whether the alert's fact is one of the values (`!`: none of them). What lacks the
+        fact matches neither: `monitor = "!x"` is every monitor but x, never an issue."""
+        fact = facts.get(self.key.removesuffix("_prefix"))
+        if not fact:
+            return False
+        folded = fact.casefold()
         if self.key == "title":
-            found = folded is not None and any(value in folded for value in self.values)
+            found = any(value in folded for value in self.values)
+        elif self.key == "title_prefix":
+            found = folded.startswith(self.values)
         else:
-            found = folded is not None and folded in self.values
+            found = folded in self.values
         return found != self.negated
 
 
@@ -108,8 +128,27 @@ class RouteTable:
                 seen.setdefault(chat_key(route.chat), route.chat)
         return tuple(seen.values())
 
+    def chats_for(self, known: Mapping[str, str], default: ChatId) -> tuple[ChatId, ...]:
+        """The chats an alert may be sent to, knowing only these of its facts (a silence's
+        matchers): each route's that does not rule it out, and `default`, where what no route
+        takes goes (the webhook's URL may name another chat; a silence cannot know it)."""
+        chats = {chat_key(default): default}
+        for route in self.routes:
+            if route.drop or not all(_may_match(m, known) for m in route.matchers):
+                continue
+            chat = route.chat if route.chat is not None else default
+            chats.setdefault(chat_key(chat), chat)
+        return tuple(chats.values())
+
     def __bool__(self) -> bool:
         return bool(self.routes)
+
+
+def _may_match(matcher: Matcher, known: Mapping[str, str]) -> bool:
+    """Whether an alert with the `known` facts may meet `matcher`: it does not say otherwise
+    where it reads a fact that is known; any other fact might be anything."""
+    key = matcher.key.removesuffix("_prefix")
+    return key not in known or matcher.matches({key: known[key]})
 
 
 NO_ROUTES = RouteTable()
@@ -217,9 +256,17 @@ def _matcher(key: str, raw: object, problem: Any) -> Matcher:
     stripped = [value.removeprefix("!").strip() for value in values]
     if not all(stripped):
         raise problem(key, "has an empty value")
-    if key == "level" and (wrong := [v for v in stripped if v.casefold() not in LEVELS]):
-        raise problem(key, f"{wrong[0]!r} is not a level GlitchTip's webhook tells: {LEVELS}")
+    allowed, said = _CLOSED.get(key, (None, ""))
+    if allowed is not None and (wrong := [v for v in stripped if v.casefold() not in allowed]):
+        raise problem(key, f"{wrong[0]!r} is not {said}")
     return Matcher(key, tuple(v.casefold() for v in stripped), negated.pop())
+
+
+# The matchers whose values are a closed list, and what a wrong one is not.
+_CLOSED = {
+    "level": (LEVELS, f"a level GlitchTip's webhook tells: {LEVELS}"),
+    "kind": (KINDS, 'a kind of alert: "issue" or "uptime"'),
+}
 
 
 def _strings(key: str, raw: object, problem: Any) -> list[str]:
@@ -261,6 +308,11 @@ def _mentions(raw: object, problem: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(values))
 
 
+def facts_of_monitor(name: str) -> dict[str, str | None]:
+    """What a route's matchers read of one uptime monitor of an alert."""
+    return {"kind": "uptime", "monitor": name, "title": name}
+
+
 def facts_of_issue(
     title: str, short_id: str | None, color: str | None, fields: Iterable[tuple[str, str]]
 ) -> dict[str, str | None]:
@@ -269,6 +321,7 @@ def facts_of_issue(
     facts: dict[str, str | None] = {
         key: by_name.get(field.casefold()) for key, field in FIELD_NAMES.items()
     }
+    facts["kind"] = "issue"
     facts["title"] = title
     facts["issue"] = short_id
     facts["level"] = level_of(color)
