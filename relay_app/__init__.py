@@ -6,6 +6,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from zoneinfo import ZoneInfo
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
@@ -137,6 +138,7 @@ def assemble(
         coalesce=settings.coalesce,
         buttons_at=settings.glitchtip_links if buttons else None,
         cards=shared.sent.message,
+        zone=ZoneInfo(settings.timezone),
     )
     jobs = Jobs(
         telegram,

@@ -42,6 +42,7 @@ class ScriptedTelegram(TelegramClient):
         deadline: float,
         keyboard: dict[str, Any] | None = None,
         reply_to: int | None = None,
+        silent: bool = False,
     ) -> dict[str, Any]:
         self.sent.append({"chat_id": chat_id, "text": text, "html": html, "thread": thread_id})
         if self.errors:

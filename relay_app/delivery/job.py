@@ -167,7 +167,9 @@ class Jobs:
     def _write(self, write: Write, destination: Destination, extras: Extras) -> Sent | None:
         telegram = self._telegram
         if isinstance(write, Send):
-            return telegram.deliver(write.message, destination, extras)
+            return telegram.deliver(
+                write.message, destination, replace(extras, silent=write.silent)
+            )
         if isinstance(write, Edit):
             telegram.edit(write.chat, write.message_id, write.html, write.keyboard)
         elif isinstance(write, ReplyUnder):

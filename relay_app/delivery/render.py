@@ -24,14 +24,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import takewhile
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from ..glitchtip.details import IssueDetails, details_from_json
+from ..glitchtip.webhook import IssueAlert, level_of, parse_alert
 from ..message.cards import SentMessage, keyboard, rendered, visible
 from ..message.digest import compose, how_many_fit
 from ..message.formatting import Entry, Message, message_for, with_first_line, with_mentions
 from ..message.lines import from_json as lines_from_json
 from ..message.silence_summary import silence_summary
 from ..message.subjects import Subjects, split_by_origin
+from ..routes.sound import Sound, levels_of
 from ..spool.model import Job
 from ..words import Said, Words
 
@@ -50,6 +53,7 @@ class Send:
 
     message: Message
     alerts: tuple[Message, ...]
+    silent: bool = False  # without sound: every alert's route says so now (routes/sound.py)
 
     @property
     def text(self) -> str:
@@ -108,11 +112,14 @@ class Renderer:
         coalesce: bool = True,
         buttons_at: str | None = None,
         cards: Cards | None = None,
+        zone: ZoneInfo | None = None,
     ) -> None:
         """`coalesce` False: one alert a message (RELAY_COALESCE=0); `buttons_at`: GlitchTip's
         origin, when issues get buttons (only those whose links are there); `cards`: where a
-        card's record is read."""
+        card's record is read; `zone`: the quiet hours' of a route that names none
+        (RELAY_TIMEZONE)."""
         self.words = words
+        self._zone = zone or ZoneInfo("UTC")
         self._late_after = late_after
         self._coalesce = coalesce
         self._buttons_at = buttons_at
@@ -208,7 +215,15 @@ class Renderer:
             words = self.words
             repeat = words.repeat_note if len(jobs) == 1 else words.repeat_note_digest
             message = with_first_line(message, repeat)
-        return Send(message, alerts)
+        # A digest rings when any of its alerts would.
+        silent = not any(self._rings(job, now) for job in jobs)
+        return Send(message, alerts, silent)
+
+    def _rings(self, job: Job, now: float) -> bool:
+        sound = Sound.from_json(job.data.get("sound"))
+        if sound is None:
+            return True
+        return sound.rings(now, _levels(job.data), self._zone)
 
     def _edit(self, job: Job) -> Edit | None:
         if self._cards is None:
@@ -265,6 +280,27 @@ class Renderer:
         if self._buttons_at is not None and vetted:
             subjects, _ = split_by_origin(subjects, self._buttons_at)
         return replace(message, subjects=replace(subjects, mentions=tuple(mentions)))
+
+
+def _levels(data: Mapping[str, Any]) -> set[str]:
+    """The levels an alert's issues may have: from GlitchTip's API where its details came for
+    every issue, else what their colours may mean too (routes/sound.py)."""
+    payload = data.get("webhook")
+    alert = parse_alert(payload) if isinstance(payload, dict) else None
+    issues = alert.issues if isinstance(alert, IssueAlert) else ()
+    known: list[tuple[str | None, str]] = [
+        (level, "") for level in _known_levels(data.get("details"))
+    ]
+    if len(known) < len(issues):
+        known += [(None, level_of(issue.color)) for issue in issues]
+    return levels_of(known)
+
+
+def _known_levels(raw: object) -> list[str]:
+    if not isinstance(raw, dict):
+        return []
+    found = (details_from_json(value) for value in raw.values())
+    return [details.level for details in found if details is not None and details.level]
 
 
 def _number(data: Mapping[str, Any]) -> int:

@@ -30,6 +30,7 @@ from .env_values import (
     port_of,
     required,
     switch,
+    time_zone,
 )
 from .routes_file import routes_from_env
 
@@ -95,6 +96,8 @@ class Settings:
     local_spool_path: str | None = None
     spool_max_pending: int = 10000
     late_after: float = 60.0
+    # RELAY_TIMEZONE: the routes' quiet hours' zone where a route names none.
+    timezone: str = "UTC"
     # Chats a webhook URL may name with ?chat_id= besides the default one, as chat_key()s.
     allowed_chat_ids: frozenset[str] = frozenset()
     # Merge alerts waiting for the same destination into digest messages.
@@ -228,6 +231,7 @@ class Settings:
                 lambda: number(environ, "RELAY_LATE_AFTER", default=60.0, low=1.0, high=86400.0),
                 60.0,
             ),
+            timezone=read(lambda: time_zone(environ, "RELAY_TIMEZONE"), "UTC"),
             allowed_chat_ids=read(lambda: _allowed_chat_ids(environ), frozenset()),
             coalesce=read(lambda: switch(environ, "RELAY_COALESCE", default=True), True),
             second_chance=read(lambda: switch(environ, "RELAY_SECOND_CHANCE", default=True), True),

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 from urllib.parse import urlsplit
 
+from ..routes.sound import SoundError, zone_of
+
 T = TypeVar("T")
 
 
@@ -166,3 +168,13 @@ def number(
 
 def integer(environ: Mapping[str, str], name: str, *, default: int, low: int, high: int) -> int:
     return int(number(environ, name, default=default, low=low, high=high, integer=True))
+
+
+def time_zone(environ: Mapping[str, str], name: str) -> str:
+    """An IANA time zone's name (Europe/Moscow); UTC when unset."""
+    raw = environ.get(name, "").strip() or "UTC"
+    try:
+        zone_of(raw)
+    except SoundError as exc:
+        raise ConfigError(name, str(exc)) from None
+    return raw

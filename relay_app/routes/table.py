@@ -11,7 +11,8 @@ string or a list of strings (any of them); `"!x"` negates (a list of negations: 
 and never matches an alert that lacks the fact (`monitor = "!x"` is not every issue). Case does
 not matter, as in the silences' matchers. What a route does: `chat` and `thread` (where; a
 `thread` alone is a topic of TELEGRAM_CHAT_ID), `mention` (`@username`, or `tg:<user id>` for
-people without one), or `drop = true`; `name` names it in logs and metrics.
+people without one), its sound (`silent`, `quiet_hours` with `timezone` and `loud_levels`:
+sound.py), or `drop = true`; `name` names it in logs and metrics.
 
 A file that does not parse, a key that is not one of these (a typo), a value of the wrong kind, a
 chat that is no chat id, a file over MAX_ROUTES_BYTES or MAX_ROUTES: a RoutesError naming the
@@ -36,6 +37,7 @@ from typing import Any
 
 from ..core.routing import ChatId, chat_key, parse_chat_id, parse_thread_id
 from ..glitchtip.webhook import level_of
+from .sound import RINGS, Sound, sound_of
 
 MATCHERS = (
     "kind",
@@ -49,7 +51,17 @@ MATCHERS = (
     "issue",
     "monitor",
 )
-ACTIONS = ("name", "chat", "thread", "mention", "drop")
+ACTIONS = (
+    "name",
+    "chat",
+    "thread",
+    "mention",
+    "drop",
+    "silent",
+    "quiet_hours",
+    "timezone",
+    "loud_levels",
+)
 LEVELS = ("error", "warning", "info")
 # What an alert is about: GlitchTip's issue alerts, or its uptime monitors' (up or down).
 KINDS = ("issue", "uptime")
@@ -106,6 +118,7 @@ class Route:
     thread: int | None = None
     mention: tuple[str, ...] = ()
     drop: bool = False
+    sound: Sound = RINGS
 
     def matches(self, facts: Mapping[str, str | None]) -> bool:
         return all(matcher.matches(facts) for matcher in self.matchers)
@@ -223,11 +236,12 @@ def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) ->
     chat = _chat(table.get("chat"), problem)
     thread = _thread(table.get("thread"), problem)
     mention = _mentions(table.get("mention", []), problem)
-    drop = _drop(table.get("drop", False), bool(chat or thread or mention), problem)
+    sound = sound_of(table, problem)
+    drop = _drop(table.get("drop", False), bool(chat or thread or mention or sound), problem)
     route_name = table.get("name", f"route {number}")
     if not isinstance(route_name, str) or not route_name.strip():
         raise problem("name", "must be a string")
-    return Route(number, route_name.strip(), matchers, chat, thread, mention, drop)
+    return Route(number, route_name.strip(), matchers, chat, thread, mention, drop, sound)
 
 
 def _known_keys(table: dict[str, Any], problem: Any) -> None:
@@ -242,9 +256,15 @@ def _drop(raw: object, goes_somewhere: bool, problem: Any) -> bool:
     if not isinstance(raw, bool):
         raise problem("drop", "must be true or false")
     if raw and goes_somewhere:
-        raise problem("drop", "a dropped alert goes nowhere: leave out chat, thread and mention")
+        raise problem(
+            "drop", "a dropped alert goes nowhere: leave out chat, thread, mention and sound"
+        )
     if not raw and not goes_somewhere:
-        raise problem(None, "says nothing to do: give chat (and thread), mention, or drop = true")
+        raise problem(
+            None,
+            "says nothing to do: give chat (and thread), mention, silent or quiet_hours, or "
+            "drop = true",
+        )
     return raw
 
 

@@ -67,11 +67,12 @@ class TelegramClient:
         deadline: float,
         keyboard: dict[str, Any] | None = None,
         reply_to: int | None = None,
+        silent: bool = False,
     ) -> dict[str, Any]:
         """Send `text`, finishing by `deadline` (a time.monotonic() value) whatever the network
         does, with inline buttons (`keyboard`) and as a reply to a message of the chat when
-        given (sent plainly when that message is gone). Returns Telegram's `result` (the
-        Message); raises a DeliveryError subclass otherwise."""
+        given (sent plainly when that message is gone); `silent`: without sound. Returns
+        Telegram's `result` (the Message); raises a DeliveryError subclass otherwise."""
         body: dict[str, Any] = {
             "chat_id": chat_id,
             "text": text,
@@ -85,6 +86,8 @@ class TelegramClient:
             body["reply_markup"] = keyboard
         if reply_to is not None:
             body["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
+        if silent:
+            body["disable_notification"] = True
         return self.call("sendMessage", body, deadline=deadline)
 
     def edit_message_text(

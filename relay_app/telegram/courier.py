@@ -47,10 +47,12 @@ class Sent:
 
 @dataclass(frozen=True)
 class Extras:
-    """What a message carries besides its text: inline buttons, and the message it replies to."""
+    """What a message carries besides its text: inline buttons, the message it replies to,
+    and whether it arrives without sound (a route's quiet hours or `silent`)."""
 
     keyboard: dict[str, Any] | None = None
     reply_to: int | None = None
+    silent: bool = False
 
 
 NO_EXTRAS = Extras()
@@ -111,6 +113,7 @@ class Courier:
                     deadline=deadline,
                     keyboard=extras.keyboard,
                     reply_to=extras.reply_to,
+                    silent=extras.silent,
                 )
                 shown = text if as_html else html.escape(text, quote=False)
                 return _sent(result, chat_id, shown)

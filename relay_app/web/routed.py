@@ -45,6 +45,12 @@ class RoutedWebhooks:
             name = part.route.name if part.route is not None else None
             self._metrics.route(name, part.count)
             taken.append(
-                self._alerts.take(part.payload, part.destination, started, mentions=part.mention)
+                self._alerts.take(
+                    part.payload,
+                    part.destination,
+                    started,
+                    mentions=part.mention,
+                    sound=part.sound,
+                )
             )
         return taken or [Taken("dropped", "route", 200)]

@@ -29,6 +29,7 @@ from ..delivery.intake import deadline
 from ..glitchtip.details import IssueDetails, details_as_json
 from ..glitchtip.lookups import IssueLookups
 from ..message.formatting import Message, message_for
+from ..routes.sound import RINGS, Sound
 from ..spool.model import Job
 from ..words import ENGLISH
 
@@ -99,8 +100,10 @@ class WebhookAlerts:
         started: float,
         *,
         mentions: tuple[str, ...] = (),
+        sound: Sound = RINGS,
     ) -> Taken:
-        """`started`: when the webhook arrived (monotonic); `mentions`: whom its route calls."""
+        """`started`: when the webhook arrived (monotonic); `mentions`: whom its route calls;
+        `sound`: when its message rings (routes/sound.py, decided when it is sent)."""
         message: Message | None = None
         queued: Job | None = None
         try:
@@ -115,7 +118,7 @@ class WebhookAlerts:
             if silence is not None:
                 # Kept in the spool and counted; its silence's summary says so when it ends.
                 return Taken("silenced", "silence", 200, silence=silence.id, message=message)
-            queued = self._queued(payload, mentions, message, destination, started)
+            queued = self._queued(payload, mentions, sound, message, destination, started)
             if queued is None:  # it could wait nowhere; its text is logged
                 return Taken(
                     "failed",
@@ -132,6 +135,7 @@ class WebhookAlerts:
         self,
         payload: dict[str, Any],
         mentions: tuple[str, ...],
+        sound: Sound,
         message: Message,
         destination: Destination,
         started: float,
@@ -141,6 +145,8 @@ class WebhookAlerts:
         about: dict[str, Any] = {"webhook": payload}
         if mentions:
             about["mentions"] = list(mentions)
+        if sound:
+            about["sound"] = sound.to_json()
         ids = self._detail_ids(message)
         if self._lookups is None or not ids:
             return self._intake.admit(about, destination, started=started, text=message.text)

@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import requests
 
@@ -149,3 +151,31 @@ def test_a_webhook_split_three_ways_is_answered_within_one_budget_while_telegram
     fake_telegram.set("ok")
     for chat in ("-1002000000001", "-1002000000002", CHAT_ID):
         assert wait_until(lambda chat=chat: fake_telegram.posted_to(chat), timeout=15), chat
+
+
+def test_a_silent_route_sends_without_sound_and_quiet_hours_keep_only_loud_levels_ringing(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    # Quiet hours around now, in Tokyo's time.
+    tokyo = datetime.now(ZoneInfo("Asia/Tokyo"))
+    window = f"{tokyo - timedelta(hours=1):%H:%M}-{tokyo + timedelta(hours=2):%H:%M}"
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        "[[route]]\nname = 'staging'\nenvironment = 'staging'\nsilent = true\n"
+        f"[[route]]\nname = 'nights'\nproject = 'night-shop'\nquiet_hours = '{window}'\n"
+        "timezone = 'Asia/Tokyo'\nloud_levels = ['fatal']\n"
+    )
+    relay = start_relay(RELAY_ROUTES=str(routes), RELAY_TIME_SCALE="0.25")
+    sent = [
+        in_env(1, "shop", "staging"),
+        in_env(2, "shop", "production"),
+        in_env(3, "night-shop", "production"),  # GlitchTip's error colour: maybe fatal
+        in_env(4, "night-shop", "production", color="#4b60b4"),  # info
+    ]
+    for number, alert in enumerate(sent, 1):
+        reply, _ = post(relay.webhook_url, issue_alert(alert))
+        assert reply.status_code in (200, 202), reply.text
+        assert wait_until(lambda n=number: len(fake_telegram.posted_to(CHAT_ID)) == n, 10)
+    accepted = [r.body for r in fake_telegram.sends() if r.outcome == "accepted"]
+    quiet = [body.get("disable_notification") is True for body in accepted]
+    assert quiet == [True, False, False, True]
