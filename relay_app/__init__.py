@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from .acting.escalation import Escalation
 from .acting.outgoing import Outgoing
 from .acting.presses import Presses
 from .acting.replies import Replies
@@ -123,6 +124,7 @@ def assemble(
         dispatcher.wake()
 
     outbox = Outbox(shared.queue, wake=wake, clock=clock)
+    escalation = Escalation(shared.escalations, metrics=metrics, clock=clock)
     outgoing = Outgoing(
         spool.sent if spool is not None else None,
         outbox=outbox,
@@ -131,6 +133,7 @@ def assemble(
         glitchtip_links=settings.glitchtip_links,
         keep_for=settings.retry_max_age,
         clock=clock,
+        escalation=escalation,
     )
     renderer = Renderer(
         words,
@@ -167,7 +170,7 @@ def assemble(
         metrics=metrics,
         attempt_timeout=settings.send_timeout,
         clock=clock,
-        upkeep=_upkeep(outgoing, silencing),
+        upkeep=_upkeep(outgoing, silencing, escalation),
         timing=timing,
         mover=local.mover if local is not None else None,
     )
@@ -196,7 +199,7 @@ def assemble(
         metrics=metrics,
     )
     updates, poller = _acting_from_the_chat(
-        settings, spool, telegram, outbox, metrics, clock, silencing
+        settings, spool, telegram, outbox, metrics, clock, silencing, escalation
     )
     return Relay(
         settings=settings,
@@ -214,6 +217,7 @@ def assemble(
         misses=Misses(metrics.missed, shared=shared.warnings.says),
         outbox=outbox,
         silencing=silencing,
+        escalation=escalation,
         updates=updates,
         poller=poller,
         setup=setup,
@@ -230,13 +234,14 @@ def _local_spool(settings: Settings, spool: Spool | None) -> LocalSpool | None:
     )
 
 
-def _upkeep(outgoing: Outgoing, silencing: Silencing) -> Callable[[], None]:
+def _upkeep(outgoing: Outgoing, silencing: Silencing, escalation: Escalation) -> Callable[[], None]:
     """The dispatcher's upkeep, once a second: old records forgotten, silences that ran out
-    ended (each at most as often as it asks for)."""
+    ended (each at most as often as it asks for), escalation steps that are due fired."""
 
     def upkeep() -> None:
         outgoing.tidy()
         silencing.sweep()
+        escalation.fire_due()
 
     return upkeep
 
@@ -279,6 +284,7 @@ def _acting_from_the_chat(
     metrics: Metrics,
     clock: Clock,
     silencing: Silencing,
+    escalation: Escalation,
 ) -> tuple[Handle | None, Poller | None]:
     """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles each
     update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them."""
@@ -294,7 +300,7 @@ def _acting_from_the_chat(
         clock=clock,
     )
     route = route_updates(
-        Presses(team, telegram, outbox, silencing=silencing),
+        Presses(team, telegram, outbox, silencing=silencing, escalation=escalation),
         Replies(team, outbox, bot_id=bot_id(settings.telegram_bot_token)),
     )
     if settings.telegram_updates != "poll":

@@ -28,6 +28,7 @@ from ..spool.model import Job
 from ..spool.sent import KEPT_AT_LEAST, Outage, SentStore
 from ..telegram.courier import NO_EXTRAS, Extras, Sent
 from ..words import Words
+from .escalation import Escalation
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ class Outgoing:
         glitchtip_links: str | None = None,
         keep_for: float = KEPT_AT_LEAST,
         clock: Clock = time.time,
+        escalation: Escalation | None = None,
     ) -> None:
         """`store` None: nothing is kept (no spool), so there are neither buttons nor threads.
         Only issues whose links are at `glitchtip_links` (GlitchTip's origin) get buttons.
@@ -69,6 +71,7 @@ class Outgoing:
         self._glitchtip_links = glitchtip_links
         self._keep_for = max(keep_for, KEPT_AT_LEAST)
         self._clock = clock
+        self._escalation = escalation
         self._pruned_at: float | None = None
 
     def tidy(self) -> None:
@@ -122,9 +125,27 @@ class Outgoing:
         destination: Destination,
     ) -> None:
         """Keep what later changes to this message need, at once (a press may come any
-        moment), and mark each outage it ends as over."""
-        if self._store is None:
-            return
+        moment), mark each outage it ends as over, and start its route's escalation steps."""
+        if self._escalation is not None:
+            self._escalation.delivered(
+                sent.chat,
+                destination.thread,
+                sent.message_id,
+                self._clock(),
+                [job.data for job in jobs],
+            )
+        if self._store is not None:
+            self._keep(plan, sent, alerts, jobs, destination)
+
+    def _keep(
+        self,
+        plan: Plan,
+        sent: Sent,
+        alerts: Sequence[Message],
+        jobs: Sequence[Job],
+        destination: Destination,
+    ) -> None:
+        assert self._store is not None
         outages = [
             Outage(
                 destination.lane,

@@ -42,6 +42,7 @@ from ..message.cards import (
     verbs_for,
 )
 from ..spool.sent import StatusClaim
+from .escalation import Escalation
 from .notices import glitchtip_notice, operator_fix
 from .silencing import Silencing
 from .team import Person, Team
@@ -87,12 +88,15 @@ class Presses:
         outbox: Outbox,
         *,
         silencing: Silencing | None = None,
+        escalation: Escalation | None = None,
     ) -> None:
-        """`silencing`: what Mute and Unmute do (unset: they are not offered)."""
+        """`silencing`: what Mute and Unmute do (unset: they are not offered); `escalation`:
+        the route's calls, which any act on an alert stops."""
         self._team = team
         self._answers = answers
         self._outbox = outbox
         self._silencing = silencing
+        self._escalation = escalation
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates, polled or posted to the webhook: a press is handled, once;
@@ -191,6 +195,9 @@ class Presses:
         """Claim the change on the button (so that of presses at the same moment one acts),
         change the issue in GlitchTip (or mute it in the chat), then the message; answer the
         press."""
+        if verb == "take":
+            self._take(press, key, message, button)
+            return
         if verb in SILENCE_VERBS:
             self._silence(press, verb, message, button)
             return
@@ -218,6 +225,7 @@ class Presses:
             self._answer(press, glitchtip_notice(exc).text(self._team.words), alert=True)
             return
         changed = time.monotonic() - started
+        self._acted_on(message)
         said = notice(button, status, self._team.words)
         if not self._update_message(press, message, said):
             said += self._team.words.not_updated
@@ -230,6 +238,35 @@ class Presses:
         )
         self._count(status)
         self._answer(press, said, alert=False)
+
+    def _take(self, press: Press, key: str, message: SentMessage, button: IssueButton) -> None:
+        """On it: who has the issue is kept and shown on the card, and nobody else is called
+        for the alert. GlitchTip is not changed (it has no assignee here)."""
+        try:
+            taken = self._team.store.take(key, by=press.by.handle, at=self._team.clock())
+        except SpoolError as exc:
+            log.warning("a press by %s could not be recorded: %s", press.by.handle, exc)
+            self._count("failed")
+            self._answer(press, self._team.words.press_unavailable, alert=True)
+            return
+        if not taken:
+            self._out_of_date(press, "take", button, "came as another took it, or it was closed")
+            return
+        self._acted_on(message)
+        said = self._team.words.notice_taken.format(label=button.label)
+        self._update_message(press, message, said)
+        log.info(
+            "%s is on %s",
+            press.by.handle,
+            button.label,
+            extra=event(event="press", issue=button.label, outcome="taken", user=press.by.handle),
+        )
+        self._count("taken")
+        self._answer(press, said, alert=False)
+
+    def _acted_on(self, message: SentMessage) -> None:
+        if self._escalation is not None:
+            self._escalation.acted(message.chat, message.message_id)
 
     def _claim(
         self, press: Press, verb: Verb, key: str, button: IssueButton, status: IssueStatus
@@ -283,6 +320,7 @@ class Presses:
         try:
             if verb == "mute":
                 silence = self._silencing.mute(message.chat, button, by=press.by.handle)
+                self._acted_on(message)
                 until = clock_time(silence.ends_at)
                 said = words.notice_muted.format(label=button.label, until=until)
                 self._count("muted")

@@ -44,6 +44,7 @@ AttemptResult = Literal["delivered", "retryable_error", "permanent_error"]
 # changed (someone not allowed, a button the relay does not know, one no longer shown, an update
 # handled before, GlitchTip or the spool failed).
 PressOutcome = Literal[
+    "taken",
     "resolved",
     "ignored",
     "unresolved",
@@ -163,9 +164,10 @@ class Metrics:
         )
         self.presses = Counter(
             "relay_button_presses",
-            "Presses on alerts' buttons, by outcome: the status GlitchTip now has (resolved, "
-            "ignored, unresolved), a silence started or ended in the chat (muted, unmuted), "
-            "or why nothing changed (refused, unknown, stale, repeated, failed)",
+            "Presses on alerts' buttons, by outcome: someone on it (taken), the status "
+            "GlitchTip now has (resolved, ignored, unresolved), a silence started or ended in "
+            "the chat (muted, unmuted), or why nothing changed (refused, unknown, stale, "
+            "repeated, failed)",
             ["outcome"],
             registry=self.registry,
         )
@@ -179,6 +181,15 @@ class Metrics:
         )
         for outcome in LOOKUP_OUTCOMES:  # each series from the start: a rule reads "failed"
             self.glitchtip_lookups.labels(outcome)
+        self.escalations = Counter(
+            "relay_escalation_steps",
+            "Escalation steps of routes (docs/oncall.md), by outcome: fired (a reply under the "
+            "alert called their people) or stopped (someone acted on the alert first)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        for step_outcome in ("fired", "stopped"):
+            self.escalations.labels(step_outcome)
         self.silenced = Counter(
             "relay_alerts_silenced",
             "Alerts held back from their chat by a silence: kept in the spool, counted, and "
@@ -233,6 +244,10 @@ class Metrics:
             self.writes.labels(job, result, code).inc()
         if error_code == 429:
             self.rate_limited.inc()
+
+    def escalation(self, outcome: str, count: int) -> None:
+        if count:
+            self.escalations.labels(outcome).inc(count)
 
     def press(self, outcome: PressOutcome) -> None:
         self.presses.labels(outcome).inc()

@@ -3,8 +3,9 @@ each issue, and as presses and recoveries change it. Pure data and functions, no
 keeps a card's record (spool/sent.py), and a card's edit, a job like any write to the chat, is
 rendered from it when it is sent (delivery/render.py).
 
-Each issue of an issue alert gets a row: Resolve and Ignore, or Reopen once it is resolved or
-ignored; and Mute, or Unmute while it is muted in the chat. A button's callback data is a verb
+Each issue of an issue alert gets a row: On it while it is open and nobody has it; Resolve and
+Ignore, or Reopen once it is resolved or ignored; and Mute, or Unmute while it is muted in the
+chat. A button's callback data is a verb
 and a key the relay keeps, never an issue id. An edited card is the message as sent, the lines
 added since (an uptime monitor back up), one line per issue that a press changed, saying what,
 by whom and when, and one per issue muted, until when.
@@ -24,7 +25,7 @@ from .formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT
 from .spans import visible_length
 from .subjects import IssueRef
 
-Verb = Literal["resolve", "ignore", "reopen", "mute", "unmute"]
+Verb = Literal["take", "resolve", "ignore", "reopen", "mute", "unmute"]
 STATUS_FOR: dict[Verb, IssueStatus] = {
     "resolve": "resolved",
     "ignore": "ignored",
@@ -32,11 +33,18 @@ STATUS_FOR: dict[Verb, IssueStatus] = {
 }
 # The verbs that change nothing in GlitchTip: a silence in the chat (acting/silencing.py).
 SILENCE_VERBS: tuple[Verb, ...] = ("mute", "unmute")
-_CODES: dict[Verb, str] = {"resolve": "r", "ignore": "i", "reopen": "o", "mute": "m", "unmute": "u"}
+_CODES: dict[Verb, str] = {
+    "take": "t",
+    "resolve": "r",
+    "ignore": "i",
+    "reopen": "o",
+    "mute": "m",
+    "unmute": "u",
+}
 _VERBS: dict[str, Verb] = {code: verb for verb, code in _CODES.items()}
-# Telegram takes at most 100 inline buttons (8 to a row) and about 10 KB of markup: three a row
+# Telegram takes at most 100 inline buttons (8 to a row) and about 10 KB of markup: four a row
 # for this many issues stays well inside both. Issues past it in one message get none.
-MAX_ISSUES_WITH_BUTTONS = 33
+MAX_ISSUES_WITH_BUTTONS = 25
 # How long the mute button silences an issue in its chat.
 MUTE_FOR = 3600.0
 
@@ -57,6 +65,9 @@ class IssueButton:
     muted_by: str | None = None
     muted_until: float | None = None
     title: str | None = None  # the issue's, as the message showed it
+    # "On it": who said they have it, and when (GlitchTip has no assignee here).
+    taken_by: str | None = None
+    taken_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -72,12 +83,13 @@ class SentMessage:
 
 
 def verbs_for(button: IssueButton) -> tuple[Verb, ...]:
-    """The buttons an issue shows now: what a press may do. Reopen once it is resolved or
-    ignored, Resolve and Ignore otherwise; Unmute while it is muted here, Mute otherwise."""
-    status: tuple[Verb, ...] = (
-        ("reopen",) if button.status in ("resolved", "ignored") else ("resolve", "ignore")
-    )
-    return (*status, "unmute" if button.muted_until is not None else "mute")
+    """The buttons an issue shows now: what a press may do. On it while it is open and nobody
+    has it; Reopen once it is resolved or ignored, Resolve and Ignore otherwise; Unmute while
+    it is muted here, Mute otherwise."""
+    closed = button.status in ("resolved", "ignored")
+    take: tuple[Verb, ...] = () if closed or button.taken_by is not None else ("take",)
+    status: tuple[Verb, ...] = ("reopen",) if closed else ("resolve", "ignore")
+    return (*take, *status, "unmute" if button.muted_until is not None else "mute")
 
 
 def callback_data(verb: Verb, key: str) -> str:
@@ -111,6 +123,7 @@ def keyboard(buttons: Sequence[IssueButton], words: Words) -> dict[str, Any] | N
     if not buttons:
         return None
     labels: dict[Verb, str] = {
+        "take": words.button_take,
         "resolve": words.button_resolve,
         "ignore": words.button_ignore,
         "reopen": words.button_reopen,
@@ -145,6 +158,16 @@ def done_line(button: IssueButton, words: Words, *, several: bool) -> str | None
     )
 
 
+def taken_line(button: IssueButton, words: Words, *, several: bool) -> str | None:
+    """'👀 @ada is on it since 10:42 UTC'; None when nobody said so."""
+    if button.taken_by is None or button.taken_at is None:
+        return None
+    template = words.issue_taken_by if several else words.taken_by
+    return template.format(
+        label=button.label, user=button.taken_by, time=clock_time(button.taken_at)
+    )
+
+
 def muted_line(button: IssueButton, words: Words, *, several: bool) -> str | None:
     """'🔇 Muted in this chat by @ada until 13:04 UTC'; None when it is not muted."""
     if button.muted_until is None:
@@ -175,9 +198,13 @@ def rendered(message: SentMessage, words: Words) -> str:
     did. Within Telegram's limit: when the lines do not all fit, the oldest ones give way."""
     several = len(message.buttons) > 1
     done = [
-        (button.acted_at or 0.0, line)
+        (at or 0.0, line)
         for button in message.buttons
-        if (line := done_line(button, words, several=several)) is not None
+        for at, line in (
+            (button.taken_at, taken_line(button, words, several=several)),
+            (button.acted_at, done_line(button, words, several=several)),
+        )
+        if line is not None
     ]
     muted = [
         line

@@ -23,6 +23,7 @@ from ..glitchtip.webhook import (
     payload_from_json,
 )
 from ..routes import Route, RoutesError, RouteTable, read_routes, split
+from ..routes.sound import Sound
 from ..routes.table import Matcher
 from .config import ConfigError, Settings
 from .console import Console, Failed, Usage
@@ -121,7 +122,29 @@ def _describe(route: Route) -> str:
         where.append(f"topic {route.thread}{of}")
     if route.mention:
         where.append(f"calling {', '.join(route.mention)}")
+    where += _sound(route.sound)
+    where += [
+        f"then {', '.join(step.people)} after {_duration(step.after)} if nobody acts"
+        for step in route.escalate
+    ]
     return f"{matchers}: {', '.join(where)}"
+
+
+def _sound(sound: Sound) -> list[str]:
+    if sound.silent:
+        return ["without sound"]
+    if sound.quiet_hours is None:
+        return []
+    zone = sound.timezone or "RELAY_TIMEZONE"
+    loud = f" but {', '.join(sound.loud_levels)}" if sound.loud_levels else ""
+    return [f"without sound {sound.quiet_hours} ({zone}){loud}"]
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
 
 
 def _said(matcher: Matcher) -> str:

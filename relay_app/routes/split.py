@@ -16,6 +16,7 @@ from typing import Any
 
 from ..core.routing import Destination
 from ..glitchtip.webhook import IssueAlert, UptimeAlert, parse_alert
+from .escalate import Step
 from .sound import RINGS, Sound
 from .table import Route, RouteTable, facts_of_issue, facts_of_monitor
 
@@ -32,6 +33,10 @@ class Part:
     @property
     def mention(self) -> tuple[str, ...]:
         return self.route.mention if self.route is not None else ()
+
+    @property
+    def escalate(self) -> tuple[Step, ...]:
+        return self.route.escalate if self.route is not None else ()
 
     @property
     def sound(self) -> Sound:

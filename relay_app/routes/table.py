@@ -37,6 +37,7 @@ from typing import Any
 
 from ..core.routing import ChatId, chat_key, parse_chat_id, parse_thread_id
 from ..glitchtip.webhook import level_of
+from .escalate import Step, steps_of
 from .sound import RINGS, Sound, sound_of
 
 MATCHERS = (
@@ -61,6 +62,7 @@ ACTIONS = (
     "quiet_hours",
     "timezone",
     "loud_levels",
+    "escalate",
 )
 LEVELS = ("error", "warning", "info")
 # What an alert is about: GlitchTip's issue alerts, or its uptime monitors' (up or down).
@@ -119,6 +121,7 @@ class Route:
     mention: tuple[str, ...] = ()
     drop: bool = False
     sound: Sound = RINGS
+    escalate: tuple[Step, ...] = ()
 
     def matches(self, facts: Mapping[str, str | None]) -> bool:
         return all(matcher.matches(facts) for matcher in self.matchers)
@@ -237,11 +240,23 @@ def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) ->
     thread = _thread(table.get("thread"), problem)
     mention = _mentions(table.get("mention", []), problem)
     sound = sound_of(table, problem)
-    drop = _drop(table.get("drop", False), bool(chat or thread or mention or sound), problem)
+    escalate = steps_of(table.get("escalate"), lambda raw: _step_mentions(raw, problem), problem)
+    acts = bool(chat or thread or mention or sound or escalate)
+    drop = _drop(table.get("drop", False), acts, problem)
     route_name = table.get("name", f"route {number}")
     if not isinstance(route_name, str) or not route_name.strip():
         raise problem("name", "must be a string")
-    return Route(number, route_name.strip(), matchers, chat, thread, mention, drop, sound)
+    return Route(number, route_name.strip(), matchers, chat, thread, mention, drop, sound, escalate)
+
+
+def _step_mentions(raw: object, problem: Any) -> tuple[str, ...]:
+    """An escalation step's people, checked as a route's `mention` is."""
+
+    def said_of_step(key: str | None, said: str) -> RoutesError:
+        error: RoutesError = problem("escalate", f"a step's {said}")
+        return error
+
+    return _mentions(raw if raw is not None else [], said_of_step)
 
 
 def _known_keys(table: dict[str, Any], problem: Any) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         12: webhook_arrivals(types),
         13: jobs(types),
         14: moved_from_a_host(types),
+        15: on_it_and_escalations(types),
     }
 
 
@@ -369,4 +370,27 @@ def moved_from_a_host(types: Types) -> list[str]:
         f"CREATE TABLE moved (origin TEXT PRIMARY KEY, at {types.time} NOT NULL)",
         "CREATE TABLE spool_name (id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL)",
         f"INSERT INTO spool_name VALUES (1, {types.random_name})",  # noqa: S608 (fixed text)
+    ]
+
+
+def on_it_and_escalations(types: Types) -> list[str]:
+    """Who said "On it" for an issue of a message (`taken_by`, `taken_at`), and each route's
+    escalation step of a sent alert as a timer (docs/oncall.md): due at a time of the store's
+    clock, `waiting` until it fires (a reply under the alert naming `people`, JSON) or is
+    stopped because someone acted; one row a step, so each fires once across the fleet."""
+    return [
+        "ALTER TABLE issue_buttons ADD COLUMN taken_by TEXT",
+        f"ALTER TABLE issue_buttons ADD COLUMN taken_at {types.time}",
+        f"""CREATE TABLE escalations (
+    chat TEXT NOT NULL,
+    message_id {types.big} NOT NULL,
+    step INTEGER NOT NULL,
+    thread {types.big},
+    due_at {types.time} NOT NULL,
+    after_seconds {types.time} NOT NULL,
+    people TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'waiting',
+    PRIMARY KEY (chat, message_id, step)
+)""",
+        "CREATE INDEX escalations_due ON escalations (state, due_at)",
     ]

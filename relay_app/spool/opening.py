@@ -13,6 +13,7 @@ from ..core.routing import Destination
 from .admin import Admin
 from .arrivals import SpoolArrivals
 from .database import MEMORY, Database
+from .escalations import EscalationStore
 from .glitchtip_health import SpoolGlitchTipHealth
 from .health_store import SpoolHealthStore
 from .moving import Mover
@@ -39,6 +40,7 @@ class Spool:
     poller_lease: SpoolPollerLease
     glitchtip_health: SpoolGlitchTipHealth
     arrivals: SpoolArrivals
+    escalations: EscalationStore
     _store: Store
 
     def problem(self) -> str | None:
@@ -131,5 +133,6 @@ def on_store(
         poller_lease=SpoolPollerLease(store),
         glitchtip_health=SpoolGlitchTipHealth(store),
         arrivals=SpoolArrivals(store),
+        escalations=EscalationStore(store),
         _store=store,
     )

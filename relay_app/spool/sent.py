@@ -119,6 +119,21 @@ class SentStore:
         """A kept message (a reply names it); None when not (or no longer) kept."""
         return self._store.read(lambda tx: _message(tx, chat, message_id))
 
+    def take(self, key: str, *, by: str, at: float) -> bool:
+        """Record "On it" for the button's issue: of presses at the same moment, one takes it.
+        False when it is not kept, someone has it already, or it is resolved or ignored."""
+
+        def take(tx: Tx) -> bool:
+            taken = tx.one(
+                "UPDATE issue_buttons SET taken_by = ?, taken_at = ? WHERE key = ?"
+                " AND taken_by IS NULL AND (status IS NULL OR status = 'unresolved')"
+                " RETURNING key",
+                (by, tx.at.db, key),
+            )
+            return taken is not None
+
+        return self._store.write(take, now=at)
+
     def claim(
         self, key: str, shown: IssueStatus | None, status: IssueStatus, *, by: str, at: float
     ) -> StatusClaim | None:
@@ -271,6 +286,7 @@ def _message(tx: Tx, chat: str, message_id: int) -> SentMessage | None:
             replace(
                 b,
                 acted_at=tx.at.to_local(b.acted_at) if b.acted_at is not None else None,
+                taken_at=tx.at.to_local(b.taken_at) if b.taken_at is not None else None,
                 muted_until=tx.at.to_local(b.muted_until) if b.muted_until is not None else None,
             )
             for b in message.buttons
@@ -292,21 +308,30 @@ def message_from_rows(row: Row, buttons: Sequence[Row]) -> SentMessage:
 
 def _button(row: Row) -> IssueButton:
     status = row["status"]
-    acted_at = row["acted_at"]
-    silence_id, muted_until = row["silence_id"], row["muted_until"]
+    silence_id = row["silence_id"]
     return IssueButton(
         key=str(row["key"]),
         issue_id=str(row["issue_id"]),
         origin=str(row["origin"]),
         label=str(row["label"]),
-        title=str(row["title"]) if row["title"] is not None else None,
+        title=_text(row["title"]),
         status=next((known for known in ISSUE_STATUSES if known == status), None),
-        acted_by=str(row["acted_by"]) if row["acted_by"] is not None else None,
-        acted_at=float(str(acted_at)) if acted_at is not None else None,
+        acted_by=_text(row["acted_by"]),
+        acted_at=_time(row["acted_at"]),
         silence_id=int(str(silence_id)) if silence_id is not None else None,
-        muted_by=str(row["muted_by"]) if row["muted_by"] is not None else None,
-        muted_until=float(str(muted_until)) if muted_until is not None else None,
+        muted_by=_text(row["muted_by"]),
+        muted_until=_time(row["muted_until"]),
+        taken_by=_text(row["taken_by"]),
+        taken_at=_time(row["taken_at"]),
     )
+
+
+def _text(value: object) -> str | None:
+    return str(value) if value is not None else None
+
+
+def _time(value: object) -> float | None:
+    return float(str(value)) if value is not None else None
 
 
 def outage_from_row(row: Row) -> Outage:

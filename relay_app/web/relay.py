@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from flask import current_app
 
+from ..acting.escalation import Escalation
 from ..acting.outgoing import Outgoing
 from ..acting.silencing import Silencing
 from ..acting.updates import Handle, Poller
@@ -53,6 +54,7 @@ class Relay:
     outbox: Outbox | None = None
     # Silences (with a spool): what holds alerts back from a chat, and ends them.
     silencing: Silencing | None = None
+    escalation: Escalation | None = None
     # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles each of Telegram's
     # updates (a press or a reply), and this process's poller for them (TELEGRAM_UPDATES=poll).
     updates: Handle | None = None

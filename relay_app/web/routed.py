@@ -51,6 +51,7 @@ class RoutedWebhooks:
                     started,
                     mentions=part.mention,
                     sound=part.sound,
+                    escalate=part.escalate,
                 )
             )
         return taken or [Taken("dropped", "route", 200)]

@@ -207,13 +207,9 @@ def readyz() -> tuple[Response, int]:
     relay = current_relay()
     last = relay.last_webhook.last()
     seen = {"last_webhook": None if last is None else _utc(last), **_held_here(relay)}
-    problem = relay.spool.problem() if relay.spool is not None else None
-    if problem is not None and relay.local is not None and relay.local.problem() is None:
-        # Alerts are kept on this host's disk meanwhile: taking them is better than sending
-        # GlitchTip, which never retries, to a balancer with no replica left.
-        return jsonify(status="ready", spool=f"unusable: {problem}", **seen), 200
-    if problem is not None:
-        return jsonify(status="not ready", reason=f"spool unusable: {problem}", **seen), 503
+    spool = _spool_verdict(relay, seen)
+    if spool is not None:
+        return spool
     unreached = relay.setup.unreachable() if relay.setup is not None else None
     if unreached is not None:
         reason = f"Telegram cannot be reached: {unreached}"
@@ -223,6 +219,18 @@ def readyz() -> tuple[Response, int]:
     if refused:
         return jsonify(status="ready", telegram_refuses=refused, **seen), 200
     return jsonify(status="ready", **seen), 200
+
+
+def _spool_verdict(relay: Relay, seen: dict[str, Any]) -> tuple[Response, int] | None:
+    """/readyz's answer while the spool cannot be used; None while it can."""
+    problem = relay.spool.problem() if relay.spool is not None else None
+    if problem is None:
+        return None
+    if relay.local is not None and relay.local.problem() is None:
+        # Alerts are kept on this host's disk meanwhile: taking them is better than sending
+        # GlitchTip, which never retries, to a balancer with no replica left.
+        return jsonify(status="ready", spool=f"unusable: {problem}", **seen), 200
+    return jsonify(status="not ready", reason=f"spool unusable: {problem}", **seen), 503
 
 
 def _held_here(relay: Relay) -> dict[str, str]:

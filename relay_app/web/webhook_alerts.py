@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..acting.escalation import steps_as_json
 from ..core.metrics import WebhookOutcome
 from ..core.outcomes import Dead, Delivered, RetryAt
 from ..core.routing import Destination
@@ -29,6 +30,7 @@ from ..delivery.intake import deadline
 from ..glitchtip.details import IssueDetails, details_as_json
 from ..glitchtip.lookups import IssueLookups
 from ..message.formatting import Message, message_for
+from ..routes.escalate import Step
 from ..routes.sound import RINGS, Sound
 from ..spool.model import Job
 from ..words import ENGLISH
@@ -101,9 +103,11 @@ class WebhookAlerts:
         *,
         mentions: tuple[str, ...] = (),
         sound: Sound = RINGS,
+        escalate: Sequence[Step] = (),
     ) -> Taken:
         """`started`: when the webhook arrived (monotonic); `mentions`: whom its route calls;
-        `sound`: when its message rings (routes/sound.py, decided when it is sent)."""
+        `sound`: when its message rings (routes/sound.py, decided when it is sent);
+        `escalate`: whom it calls while nobody acts (acting/escalation.py)."""
         message: Message | None = None
         queued: Job | None = None
         try:
@@ -118,7 +122,8 @@ class WebhookAlerts:
             if silence is not None:
                 # Kept in the spool and counted; its silence's summary says so when it ends.
                 return Taken("silenced", "silence", 200, silence=silence.id, message=message)
-            queued = self._queued(payload, mentions, sound, message, destination, started)
+            called = _route_data(mentions, sound, escalate)
+            queued = self._queued(payload, called, message, destination, started)
             if queued is None:  # it could wait nowhere; its text is logged
                 return Taken(
                     "failed",
@@ -134,19 +139,14 @@ class WebhookAlerts:
     def _queued(
         self,
         payload: dict[str, Any],
-        mentions: tuple[str, ...],
-        sound: Sound,
+        called: Mapping[str, Any],
         message: Message,
         destination: Destination,
         started: float,
     ) -> Job | None:
         """The alert's job, with its issues' details that are known now; due when the rest
         come within their budget, or when the budget is spent."""
-        about: dict[str, Any] = {"webhook": payload}
-        if mentions:
-            about["mentions"] = list(mentions)
-        if sound:
-            about["sound"] = sound.to_json()
+        about: dict[str, Any] = {"webhook": payload, **called}
         ids = self._detail_ids(message)
         if self._lookups is None or not ids:
             return self._intake.admit(about, destination, started=started, text=message.text)
@@ -208,6 +208,19 @@ class WebhookAlerts:
         text = (message or message_for(payload, ENGLISH)).text
         self._jobs.undelivered(text, "the relay failed while taking it in", exc, exc_info=True)
         return Taken("failed", "internal_error", 500, error=INTERNAL_ERROR)
+
+
+def _route_data(mentions: Sequence[str], sound: Sound, escalate: Sequence[Step]) -> dict[str, Any]:
+    """What the alert's route says of it, as its job keeps it: whom its message calls, when it
+    rings, and whom to call while nobody acts."""
+    data: dict[str, Any] = {}
+    if mentions:
+        data["mentions"] = list(mentions)
+    if sound:
+        data["sound"] = sound.to_json()
+    if escalate:
+        data["escalate"] = steps_as_json(escalate)
+    return data
 
 
 def _as_json(details: Mapping[str, IssueDetails]) -> dict[str, Any]:

@@ -110,6 +110,13 @@ class Words:
     press_unavailable: str
     press_out_of_date: str
 
+    # Who has an alert, and calling people when nobody does (docs/oncall.md).
+    button_take: str
+    taken_by: str
+    issue_taken_by: str
+    notice_taken: str
+    escalation_call: str
+
     # Silences.
     muted_by: str
     issue_muted_by: str

@@ -82,6 +82,11 @@ ENGLISH = Words(
         "This button is out of date: the issue was changed since it was shown. Nothing was "
         "done; the message shows what can be done now."
     ),
+    button_take="👀 On it",
+    taken_by="👀 {user} is on it since {time} UTC",
+    issue_taken_by="👀 {user} is on {label} since {time} UTC",
+    notice_taken="You are on {label}: the chat sees it, and nobody else is called",
+    escalation_call="⏰ Nobody has taken this alert in {minutes} min: {people}",
     muted_by="🔇 Muted in this chat by {user} until {until} UTC",
     issue_muted_by="🔇 {label} muted in this chat by {user} until {until} UTC",
     notice_muted="Muted {label} in this chat until {until} UTC; GlitchTip is not changed",

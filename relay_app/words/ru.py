@@ -102,6 +102,11 @@ RUSSIAN = Words(
         "Кнопка устарела: проблему уже изменили после отправки сообщения. Ничего не сделано; "
         "в сообщении видно, что можно сделать сейчас."
     ),
+    button_take="👀 Беру",
+    taken_by="👀 {user} занимается этим с {time} UTC",
+    issue_taken_by="👀 {user} занимается {label} с {time} UTC",
+    notice_taken="{label} за вами: чат это видит, больше никого не зовём",
+    escalation_call="⏰ За {minutes} мин алерт никто не взял: {people}",
     muted_by="🔇 Без звука в этом чате до {until} UTC ({user})",
     issue_muted_by="🔇 {label}: без звука в этом чате до {until} UTC ({user})",
     notice_muted="{label}: без звука в этом чате до {until} UTC; в GlitchTip ничего не изменено",

@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env
 from tests.fake_glitchtip import READ_ONLY_TOKEN, TOKEN, FakeGlitchTip
 from tests.fake_telegram import FakeTelegram, Posted
 from tests.payloads import issue, issue_alert, uptime_alert
+from tests.prometheus import parse, value
 
 # From a press to its answer: a poll that is waiting hands the press over at once; the relay
 # then asks GlitchTip, edits the message and answers, each a local round trip.
@@ -77,7 +79,7 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
     reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 4))
     assert reply.status_code == 200
     posted = only_message(fake_telegram)
-    assert labels(posted) == ["✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
+    assert labels(posted) == ["👀 On it", "✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
 
     answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve"))
     assert answer["text"] == "Resolved BACKEND-4A in GlitchTip"
@@ -93,7 +95,7 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
     assert fake_glitchtip.status(4) == "unresolved"
     reopened = once_edited(fake_telegram, posted, DONE_LINE.format("↩️ Reopened"))
     assert "Resolved by" not in reopened.visible()  # one line per issue: what it is now
-    assert labels(reopened) == ["✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
+    assert labels(reopened) == ["👀 On it", "✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
 
 
 def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
@@ -111,15 +113,17 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
     assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 2, timeout=15)
     digest = fake_telegram.posted_to(CHAT_ID)[1]
     assert labels(digest) == [
+        "👀 On it BACKEND-2A",
         "✅ Resolve BACKEND-2A",
         "🔕 Ignore BACKEND-2A",
         "🔇 Mute 1 h BACKEND-2A",
+        "👀 On it BACKEND-3A",
         "✅ Resolve BACKEND-3A",
         "🔕 Ignore BACKEND-3A",
         "🔇 Mute 1 h BACKEND-3A",
     ]
     rows = digest.keyboard["inline_keyboard"] if digest.keyboard else []
-    assert [len(row) for row in rows] == [3, 3]
+    assert [len(row) for row in rows] == [4, 4]
     # Telegram shows the digest a moment before the relay has kept its buttons; a person's
     # press comes seconds later, the test's at once.
     assert wait_until(lambda: spool_settled(spool_path), timeout=10)
@@ -131,7 +135,12 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
     edited_rows = edited.keyboard["inline_keyboard"] if edited.keyboard else []
     assert [[b["text"] for b in row] for row in edited_rows] == [
         ["↩️ Reopen BACKEND-2A", "🔇 Mute 1 h BACKEND-2A"],
-        ["✅ Resolve BACKEND-3A", "🔕 Ignore BACKEND-3A", "🔇 Mute 1 h BACKEND-3A"],
+        [
+            "👀 On it BACKEND-3A",
+            "✅ Resolve BACKEND-3A",
+            "🔕 Ignore BACKEND-3A",
+            "🔇 Mute 1 h BACKEND-3A",
+        ],
     ]
 
 
@@ -323,3 +332,46 @@ def test_a_monitor_back_up_is_a_reply_to_its_outage_which_says_how_long_it_laste
     post(relay.webhook_url, uptime_alert(down=False, name="Checkout API"))
     assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 3, timeout=10)
     assert fake_telegram.posted_to(CHAT_ID)[2].reply_to is None
+
+
+def test_nobody_on_it_calls_the_routes_people_under_the_alert_and_on_it_stops_the_call(
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    tmp_path: Path,
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        "[[route]]\nissue = 'BACKEND-1A'\nescalate = [{ after = '2s', mention = ['@lead'] }]\n"
+        "[[route]]\nissue = 'BACKEND-2A'\nescalate = [{ after = '4s', mention = ['@lead'] }]\n"
+    )
+    relay = start_relay(
+        GLITCHTIP_API_TOKEN=TOKEN,
+        GLITCHTIP_URL=fake_glitchtip.url,
+        RELAY_ROUTES=str(routes),
+        RELAY_TIME_SCALE=CHAT_SCALE,
+    )
+    post(relay.webhook_url, alert_for(fake_glitchtip, 1))
+    nobody = only_message(fake_telegram)
+    post(relay.webhook_url, alert_for(fake_glitchtip, 2))
+    assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 2, timeout=10)
+    taken = fake_telegram.posted_to(CHAT_ID)[1]
+    answer = answered(fake_telegram, fake_telegram.press(taken, "👀 On it"))
+    assert answer["text"].startswith("You are on BACKEND-2A")
+    once_edited(fake_telegram, taken, r"👀 @ada is on it since \d\d:\d\d UTC$")
+
+    def replies_to(posted: Posted) -> list[Posted]:
+        return [p for p in fake_telegram.posted_to(CHAT_ID) if p.reply_to == posted.message_id]
+
+    assert wait_until(lambda: len(replies_to(nobody)) == 1, timeout=15)
+    [call] = replies_to(nobody)
+    assert call.visible() == "⏰ Nobody has taken this alert in 1 min: @lead"
+
+    def counted() -> dict[str, float]:
+        samples = parse(requests.get(f"{relay.url}/metrics", timeout=5).text)
+        name = "relay_escalation_steps_total"
+        return {o: value(samples, name, outcome=o) for o in ("fired", "stopped")}
+
+    # The taken alert's step was stopped at the press: past its time, nobody is called for it.
+    assert wait_until(lambda: counted() == {"fired": 1.0, "stopped": 1.0}, timeout=10)
+    assert replies_to(taken) == []

@@ -97,7 +97,7 @@ def test_the_token_goes_only_to_glitchtip_url_whatever_an_alert_links_to(
         assert reply.status_code == 200
         posted = only_message(fake_telegram)
         # Buttons for GlitchTip's own issue only (named without a label: it is the only one).
-        assert labels(posted) == ["✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
+        assert labels(posted) == ["👀 On it", "✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
         press = fake_telegram.press(posted, "✅ Resolve")
         assert fake_telegram.wait_for_answer(press, timeout=ANSWER_WITHIN) is not None
         assert fake_glitchtip.status(4) == "resolved"

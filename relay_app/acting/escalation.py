@@ -1,0 +1,105 @@
+"""Calling people when nobody acts on an alert (docs/oncall.md): a route's `escalate` steps,
+planned as timers in the spool when its alert is delivered, fired once a second by the
+dispatcher's upkeep (each a reply under the alert naming the step's people, on the one path to
+the chat), and stopped when someone acts on the alert: On it, Resolve, Ignore or Mute.
+
+The replies ring, whatever the route's quiet hours or `silent` say: a step exists to wake
+someone, and a route that wants no calls at night says so by having no steps (or a route of its
+own for the night)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..core.errors import SpoolError
+from ..core.metrics import Metrics
+from ..routes.escalate import Step
+from ..spool.escalations import EscalationStore, Fired
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+def steps_as_json(steps: Sequence[Step]) -> list[dict[str, Any]]:
+    """As an alert's job keeps its route's steps, until it is delivered."""
+    return [{"after": step.after, "people": list(step.people)} for step in steps]
+
+
+def steps_from_json(raw: object) -> tuple[Step, ...]:
+    if not isinstance(raw, list):
+        return ()
+    return tuple(
+        Step(float(step["after"]), tuple(str(person) for person in step["people"]))
+        for step in raw
+        if isinstance(step, dict)
+        and isinstance(step.get("after"), int | float)
+        and isinstance(step.get("people"), list)
+    )
+
+
+class Escalation:
+    def __init__(
+        self, store: EscalationStore, *, metrics: Metrics | None = None, clock: Clock = time.time
+    ) -> None:
+        self._store = store
+        self._metrics = metrics
+        self._clock = clock
+
+    def delivered(
+        self,
+        chat: str,
+        thread: int | None,
+        message_id: int,
+        sent_at: float,
+        about: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """An alert (or a digest) was delivered: its route's steps start counting. A digest's
+        are its first alert's that has any."""
+        steps = next((s for data in about if (s := steps_from_json(data.get("escalate")))), ())
+        if not steps:
+            return
+        try:
+            self._store.plan(chat, thread, message_id, sent_at, steps)
+        except SpoolError as exc:
+            log.error(
+                "message %d in chat %s was sent, but its escalation steps could not be kept "
+                "(%s): nobody will be called if nobody acts on it",
+                message_id,
+                chat,
+                exc,
+            )
+
+    def acted(self, chat: str, message_id: int) -> None:
+        """Someone acted on the alert: its steps still waiting will not fire."""
+        try:
+            stopped = self._store.stop(chat, message_id, now=self._clock())
+        except SpoolError as exc:
+            # Each step looks again when it is due: one whose alert was acted on stops then.
+            log.warning(
+                "the escalation of message %d could not be stopped now: %s", message_id, exc
+            )
+            return
+        self._count("stopped", stopped)
+
+    def fire_due(self) -> Fired:
+        """The dispatcher's upkeep: fire what is due, stop what was acted on meanwhile."""
+        try:
+            done = self._store.fire_due(now=self._clock())
+        except SpoolError as exc:
+            log.debug("escalation steps could not be looked at now: %s", exc)
+            return Fired(0, 0)
+        if done.fired:
+            log.info(
+                "%d escalation step(s) fired: their people are called under the alerts", done.fired
+            )
+        self._count("fired", done.fired)
+        self._count("stopped", done.stopped)
+        return done
+
+    def _count(self, outcome: str, count: int) -> None:
+        if self._metrics is not None:
+            self._metrics.escalation(outcome, count)

@@ -1,0 +1,222 @@
+"""Nobody misses it: "On it" on a card, a route's escalation steps kept as timers in the spool
+and fired once each when nobody acts (a reply under the alert naming the step's people), and
+stopped by On it, Resolve or Mute. The relay as a whole against the scripted Telegram, on the
+test's clock; the steps' timers on SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import responses
+
+from relay_app import Relay
+from relay_app.message.cards import IssueButton, SentMessage, callback_data
+from relay_app.operating.cli import main
+from relay_app.routes import RoutesError, parse_routes
+from relay_app.routes.escalate import Step
+from relay_app.spool import on_store
+from relay_app.spool.database import Database
+from relay_app.spool.escalations import EscalationStore, Fired
+from relay_app.spool.postgres import PgDatabase
+from relay_app.spool.store import Store
+from tests.conftest import FakeTime
+from tests.in_process import GLITCHTIP, Chat
+from tests.prometheus import parse, value
+
+CHAT = "-1001234567890"
+SENT_AT = 1_800_000_000.0
+SENT = SentMessage(
+    CHAT,
+    41,
+    "<b>🔴 GlitchTip Alert</b>",
+    SENT_AT,
+    buttons=(IssueButton("the-key", "4", GLITCHTIP, "BACKEND-4A"),),
+)
+LEAD, CTO = Step(600.0, ("@lead",)), Step(1800.0, ("@cto_ivan", "tg:42"))
+
+
+@pytest.fixture
+def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
+    """The relay with the card it sent at SENT_AT, its two steps planned, at 08:04 UTC."""
+    fake_time.now = SENT_AT + 240
+    chat = Chat.of(built, fake_time, SENT)
+    assert chat.relay.spool is not None
+    chat.relay.spool.escalations.plan(CHAT, 7, 41, SENT_AT, [LEAD, CTO])
+    return chat
+
+
+def press(data: str, update_id: int) -> dict[str, object]:
+    return {
+        "update_id": update_id,
+        "callback_query": {
+            "id": f"press-{update_id}",
+            "from": {"id": 7, "is_bot": False, "first_name": "Ada", "username": "ada"},
+            "message": {"message_id": 41, "chat": {"id": int(CHAT)}},
+            "data": data,
+        },
+    }
+
+
+def fire(chat: Chat, at: float) -> tuple[int, int]:
+    """The dispatcher's upkeep at `at`, then what it queued sent."""
+    assert chat.relay.escalation is not None
+    chat.clock.now = at
+    done = chat.relay.escalation.fire_due()
+    chat.settle()
+    return done.fired, done.stopped
+
+
+def test_each_step_calls_its_people_under_the_alert_once_when_nobody_acts(chat: Chat) -> None:
+    assert fire(chat, SENT_AT + 599) == (0, 0)
+    assert fire(chat, SENT_AT + 600) == (1, 0)
+    assert chat.telegram.replies == [
+        (CHAT, 7, 41, "⏰ Nobody has taken this alert in 10 min: @lead")
+    ]
+    assert fire(chat, SENT_AT + 900) == (0, 0)  # fired once
+    assert fire(chat, SENT_AT + 1800) == (1, 0)
+    assert (
+        chat.telegram.replies[-1][3] == "⏰ Nobody has taken this alert in 30 min: @cto_ivan tg:42"
+    )
+    samples = parse(chat.relay.metrics.exposition().decode())
+    assert value(samples, "relay_escalation_steps_total", outcome="fired") == 2
+
+
+def test_on_it_says_who_has_it_on_the_card_and_stops_the_calls(chat: Chat) -> None:
+    chat.update(press(callback_data("take", "the-key"), 1))
+    assert chat.answered() == [
+        ("You are on BACKEND-4A: the chat sees it, and nobody else is called", False)
+    ]
+    chat.settle()
+    [(_, _, html_text, keyboard)] = chat.telegram.edits
+    assert html_text.endswith("👀 @ada is on it since 08:04 UTC")
+    assert keyboard is not None
+    labels = [button["text"] for row in keyboard["inline_keyboard"] for button in row]
+    assert labels == ["✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]  # nobody else takes it
+    assert chat.store.message(CHAT, 41).buttons[0].taken_by == "@ada"  # type: ignore[union-attr]
+    assert fire(chat, SENT_AT + 3600) == (0, 0)  # both steps stopped at the press
+    assert chat.telegram.replies == []
+    samples = parse(chat.relay.metrics.exposition().decode())
+    assert value(samples, "relay_escalation_steps_total", outcome="stopped") == 2
+    assert value(samples, "relay_button_presses_total", outcome="taken") == 1
+    # A second press on it finds it taken: nothing changes.
+    chat.update(press(callback_data("take", "the-key"), 2))
+    assert chat.answered()[-1][1] is True
+
+
+def test_resolve_stops_the_calls_and_so_does_an_act_recorded_by_another_relay(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    glitchtip.put(f"{GLITCHTIP}/api/0/issues/4/", json={"id": "4", "status": "resolved"})
+    chat.update(press(callback_data("resolve", "the-key"), 3))
+    assert fire(chat, SENT_AT + 3600) == (0, 0)
+    assert chat.telegram.replies == []
+
+
+def test_mute_stops_the_calls(chat: Chat) -> None:
+    chat.update(press(callback_data("mute", "the-key"), 4))
+    assert fire(chat, SENT_AT + 3600) == (0, 0)
+    assert chat.telegram.replies == []
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+    """Two relays' connections to one spool."""
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_url")
+        pair: tuple[Store, Store] = (
+            PgDatabase(url, caller_skew=0.0),
+            PgDatabase(url, caller_skew=0.0),
+        )
+    else:
+        path = str(tmp_path / "spool.sqlite3")
+        pair = (Database(path), Database(path))
+    yield pair
+    for store in pair:
+        store.close()
+
+
+def test_a_step_fires_once_across_relays_and_an_act_found_at_its_time_stops_it(
+    stores: tuple[Store, Store],
+) -> None:
+    first, second = (EscalationStore(store) for store in stores)
+    first.plan(CHAT, None, 41, SENT_AT, [LEAD, CTO])
+    first.plan(CHAT, None, 41, SENT_AT, [LEAD, CTO])  # planned again: nothing twice
+    fired = [store.fire_due(now=SENT_AT + 600).fired for store in (first, second)]
+    assert sorted(fired) == [0, 1]
+    replies = stores[0].read(lambda tx: tx.all("SELECT data FROM jobs WHERE kind = 'reply'"))
+    assert [json.loads(row["data"])["say"]["values"]["people"] for row in replies] == ["@lead"]
+    # The card was acted on (On it, by another relay's press) before the second step's time.
+    spool = on_store(stores[1])
+    spool.sent.keep(SENT, [])
+    assert spool.sent.take("the-key", by="@ada", at=SENT_AT + 700)
+    assert second.fire_due(now=SENT_AT + 1800) == Fired(0, 1)
+
+
+def test_escalate_is_read_with_its_repeats_spelt_out() -> None:
+    table = parse_routes(
+        """
+[[route]]
+project = "payments"
+escalate = [
+  { after = "10m", mention = ["@lead"] },
+  { after = "30m", mention = ["@cto_ivan"], repeat = 2, every = "1h" },
+]
+""",
+        "x.toml",
+    )
+    assert table.routes[0].escalate == (
+        Step(600.0, ("@lead",)),
+        Step(1800.0, ("@cto_ivan",)),
+        Step(5400.0, ("@cto_ivan",)),
+        Step(9000.0, ("@cto_ivan",)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("steps", "said"),
+    [
+        ('[{ after = "10", mention = ["@lead"] }]', 'step 1: after must be like "10m"'),
+        ('[{ after = "10m" }]', "step 1: mention names nobody to call"),
+        ('[{ after = "10m", mention = ["lead"] }]', "a step's 'lead' is neither @username"),
+        (
+            '[{ after = "30m", mention = ["@anna"] }, { after = "10m", mention = ["@boris"] }]',
+            "each step's after must be later than the one before",
+        ),
+        ('[{ after = "10m", mention = ["@anna"], repeat = 0, every = "1h" }]', "repeat must be"),
+        ('[{ after = "10m", mention = ["@anna"], whom = 1 }]', "step 1: unknown key 'whom'"),
+        ('"10m"', "must be a list of steps"),
+    ],
+)
+def test_escalate_that_cannot_be_used_is_refused_naming_the_step(steps: str, said: str) -> None:
+    with pytest.raises(RoutesError, match=said):
+        parse_routes(f"[[route]]\nchat = -1001\nescalate = {steps}\n", "x.toml")
+
+
+def test_the_on_call_guide_s_routes_read_as_written_and_routes_check_says_them(
+    tmp_path: Path,
+) -> None:
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "oncall.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", guide, re.DOTALL)
+    assert len(blocks) == 3
+    for block in blocks:
+        parse_routes(block, "oncall.md")  # raises on anything the relay would refuse
+    team = tmp_path / "routes.toml"
+    team.write_text(blocks[-1])
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        ["routes", "check", str(team)],
+        environ={"TELEGRAM_CHAT_ID": CHAT},
+        out=out,
+        err=err,
+    )
+    assert code == 0, err.getvalue()
+    assert (
+        "chat -1002000000001, without sound 22:00-08:00 (Europe/Moscow) but fatal, then "
+        "@anna_ops, @boris_ops after 10m if nobody acts, then @vera_lead after 30m if nobody "
+        "acts, then @vera_lead after 1h if nobody acts, then @vera_lead after 90m if nobody acts"
+    ) in out.getvalue()
