@@ -142,6 +142,7 @@ def assemble(
         buttons_at=settings.glitchtip_links if buttons else None,
         cards=shared.sent.message,
         zone=ZoneInfo(settings.timezone),
+        on_call=settings.routes.on_call,
     )
     jobs = Jobs(
         telegram,

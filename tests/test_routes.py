@@ -95,13 +95,17 @@ def test_the_example_reads_as_written() -> None:
         ),
         (
             "[[route]]\nchat = -1001\nmention = ['ivan']\n",
-            "x.toml:3: route 1, mention: 'ivan' is neither @username nor tg:<user id>",
+            "x.toml:3: route 1, mention: 'ivan' is neither @username, tg:<user id> (digits only)"
+            " nor oncall:NAME",
         ),
         (
             "[[route]]\nchat = -1001\nthread = 0\n",
             "x.toml:3: route 1, thread: 0 is not a forum topic's id",
         ),
-        ("chat = -1001\n", "x.toml:1: unknown key 'chat'; the file holds only [[route]] tables"),
+        (
+            "chat = -1001\n",
+            "x.toml:1: unknown key 'chat'; the file holds only [[route]] and [[rotation]] tables",
+        ),
         (
             "[[route]]\nkind = 'monitor'\nchat = -1001\n",
             'x.toml:2: route 1, kind: \'monitor\' is not a kind of alert: "issue" or "uptime"',

@@ -34,6 +34,7 @@ from ..message.formatting import Entry, Message, message_for, with_first_line, w
 from ..message.lines import from_json as lines_from_json
 from ..message.silence_summary import silence_summary
 from ..message.subjects import Subjects, split_by_origin
+from ..routes.rotation import Rotation, on_duty_in, on_duty_now
 from ..routes.sound import Sound, levels_of
 from ..spool.model import Job
 from ..words import Said, Words
@@ -113,13 +114,15 @@ class Renderer:
         buttons_at: str | None = None,
         cards: Cards | None = None,
         zone: ZoneInfo | None = None,
+        on_call: Mapping[str, Rotation] | None = None,
     ) -> None:
         """`coalesce` False: one alert a message (RELAY_COALESCE=0); `buttons_at`: GlitchTip's
         origin, when issues get buttons (only those whose links are there); `cards`: where a
-        card's record is read; `zone`: the quiet hours' of a route that names none
-        (RELAY_TIMEZONE)."""
+        card's record is read; `zone`: the quiet hours' and rotations' of a route that names
+        none (RELAY_TIMEZONE); `on_call`: the rotations `oncall:NAME` names, by name."""
         self.words = words
         self._zone = zone or ZoneInfo("UTC")
+        self._on_call = dict(on_call or {})
         self._late_after = late_after
         self._coalesce = coalesce
         self._buttons_at = buttons_at
@@ -182,6 +185,7 @@ class Renderer:
             said = Said.from_json(first.data.get("say")).text(self.words)
         except KeyError as exc:
             raise Unreadable(str(exc)) from None
+        said = on_duty_in(said, self._on_call, now, self._zone)  # an escalation's people
         chat = str(first.destination.chat)
         reply = ReplyUnder(chat, first.destination.thread, _number(first.data), said)
         if first.kind == "reply":
@@ -210,7 +214,8 @@ class Renderer:
         )
         # Whom the alerts' routes call, once for the message, however many alerts call them.
         called = dict.fromkeys(m for alert in alerts for m in alert.subjects.mentions)
-        message = with_mentions(message, list(called), self.words)
+        people = on_duty_now(list(called), self._on_call, now, self._zone)
+        message = with_mentions(message, people, self.words)
         if any(_maybe_seen(job) for job in jobs):
             words = self.words
             repeat = words.repeat_note if len(jobs) == 1 else words.repeat_note_digest

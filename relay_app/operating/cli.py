@@ -54,6 +54,7 @@ from .config import (
 )
 from .console import Console, Failed, Usage
 from .glitchtip_connect import add_glitchtip_commands
+from .oncall_cli import add_oncall_command
 from .routes_cli import add_routes_commands
 from .selfcheck import Verdict, run_checks
 from .silence_cli import add_silence_commands
@@ -156,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     add_silence_commands(commands, open_spool=_open_spool, duration=parse_duration)
     add_glitchtip_commands(commands, open_spool=_open_spool)
     add_routes_commands(commands)
+    add_oncall_command(commands)
     return parser
 
 

@@ -31,13 +31,14 @@ import functools
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.routing import ChatId, chat_key, parse_chat_id, parse_thread_id
 from ..glitchtip.webhook import level_of
 from .escalate import Step, steps_of
+from .rotation import ONCALL, Rotation, named_rotations, rotation_of
 from .sound import RINGS, Sound, sound_of
 
 MATCHERS = (
@@ -82,7 +83,9 @@ MAX_MENTIONS = 6
 # is refused, before any of it is parsed for the size.
 MAX_ROUTES_BYTES = 512 * 1024
 MAX_ROUTES = 1000
-_MENTION = re.compile(r"@[A-Za-z][A-Za-z0-9_]{3,31}|tg:[1-9][0-9]{0,19}")
+_MENTION = re.compile(
+    r"@[A-Za-z][A-Za-z0-9_]{3,31}|tg:[1-9][0-9]{0,19}|oncall:[A-Za-z0-9_.-]{1,40}"
+)
 
 
 class RoutesError(ValueError):
@@ -131,6 +134,12 @@ class Route:
 class RouteTable:
     routes: tuple[Route, ...] = ()
     source: str | None = None  # the file's name, as RELAY_ROUTES gives it
+    rotations: tuple[Rotation, ...] = ()
+
+    @property
+    def on_call(self) -> dict[str, Rotation]:
+        """The rotations by name, as `oncall:NAME` names them."""
+        return {rotation.name: rotation for rotation in self.rotations}
 
     def first(self, facts: Mapping[str, str | None]) -> Route | None:
         return next((route for route in self.routes if route.matches(facts)), None)
@@ -208,12 +217,13 @@ def parse_routes(text: str, name: str) -> RouteTable:
     except tomllib.TOMLDecodeError as exc:
         raise RoutesError(f"{name}: not TOML: {exc}") from None
     lines = _RouteLines(text)
-    unknown = sorted(set(document) - {"route"})
+    unknown = sorted(set(document) - {"route", "rotation"})
     if unknown:
         raise RoutesError(
             f"{name}:{lines.top(unknown[0])}: unknown key {unknown[0]!r}; the file holds only "
-            "[[route]] tables"
+            "[[route]] and [[rotation]] tables"
         )
+    rotations = _rotations(document.get("rotation", []), name, lines)
     tables = document.get("route", [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise RoutesError(f"{name}: 'route' must be [[route]] tables, one per route")
@@ -223,10 +233,44 @@ def parse_routes(text: str, name: str) -> RouteTable:
             f"{len(tables)} routes, over the cap of {MAX_ROUTES}: merge routes that go to the "
             'same place (one route may list several values: project = ["a", "b"])'
         )
-    return RouteTable(
-        tuple(_route(table, number, name, lines) for number, table in enumerate(tables, 1)),
-        source=name,
-    )
+    routes = tuple(_route(table, number, name, lines) for number, table in enumerate(tables, 1))
+    _oncall_named(routes, {rotation.name for rotation in rotations}, name, lines)
+    return RouteTable(routes, source=name, rotations=rotations)
+
+
+def _rotations(raw: object, name: str, lines: _RouteLines) -> tuple[Rotation, ...]:
+    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+        raise RoutesError(f"{name}: 'rotation' must be [[rotation]] tables, one per rotation")
+    rotations: list[Rotation] = []
+    for number, table in enumerate(raw, 1):
+
+        def problem(key: str | None, said: str, number: int = number) -> RoutesError:
+            where = lines.of(number, key, table="rotation")
+            return RoutesError(f"{name}:{where}: rotation {number}, {key}: {said}")
+
+        rotation = rotation_of(table, number, problem, is_person=_one_person)
+        if any(other.name == rotation.name for other in rotations):
+            raise problem("name", f"{rotation.name!r} names another rotation too")
+        rotations.append(rotation)
+    return tuple(rotations)
+
+
+def _one_person(mention: str) -> bool:
+    return _MENTION.fullmatch(mention) is not None and not mention.startswith(ONCALL)
+
+
+def _oncall_named(routes: Sequence[Route], known: set[str], name: str, lines: _RouteLines) -> None:
+    """Every oncall:NAME a route calls names a rotation of the file."""
+    for route in routes:
+        called = [*route.mention, *(p for step in route.escalate for p in step.people)]
+        for rotation in named_rotations(called):
+            if rotation not in known:
+                key = "mention" if f"{ONCALL}{rotation}" in route.mention else "escalate"
+                raise RoutesError(
+                    f"{name}:{lines.of(route.number, key)}: route {route.number}, {key}: "
+                    f"oncall:{rotation} names no [[rotation]] of this file"
+                    + (f" (it has: {', '.join(sorted(known))})" if known else "")
+                )
 
 
 def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) -> Route:
@@ -338,7 +382,8 @@ def _mentions(raw: object, problem: Any) -> tuple[str, ...]:
     wrong = [value for value in values if not _MENTION.fullmatch(value)]
     if wrong:
         raise problem(
-            "mention", f"{wrong[0]!r} is neither @username nor tg:<user id> (digits only)"
+            "mention",
+            f"{wrong[0]!r} is neither @username, tg:<user id> (digits only) nor oncall:NAME",
         )
     return tuple(dict.fromkeys(values))
 
@@ -368,12 +413,12 @@ class _RouteLines:
     gives values, not places)."""
 
     # Indentation only, not \s: a blank line before a table or key is not where it is.
-    _TABLE = re.compile(r"^[ \t]*\[\[\s*route\s*\]\]", re.MULTILINE)
+    _TABLE = re.compile(r"^[ \t]*\[\[\s*(route|rotation)\s*\]\]", re.MULTILINE)
     _KEY = re.compile(r"^[ \t]*([A-Za-z0-9_\"'-]+)[ \t]*=", re.MULTILINE)
 
     def __init__(self, text: str) -> None:
         self._text = text
-        self._starts = [found.start() for found in self._TABLE.finditer(text)]
+        self._tables = [(found.group(1), found.start()) for found in self._TABLE.finditer(text)]
 
     def _line(self, offset: int) -> int:
         return self._text.count("\n", 0, offset) + 1
@@ -384,11 +429,14 @@ class _RouteLines:
                 return self._line(found.start())
         return 1
 
-    def of(self, number: int, key: str | None) -> int:
-        if number > len(self._starts):
+    def of(self, number: int, key: str | None, *, table: str = "route") -> int:
+        """The line of the `number`th table of its kind, or of its `key`."""
+        indexes = [index for index, (kind, _) in enumerate(self._tables) if kind == table]
+        if number > len(indexes):
             return 1
-        start = self._starts[number - 1]
-        end = self._starts[number] if number < len(self._starts) else len(self._text)
+        index = indexes[number - 1]
+        start = self._tables[index][1]
+        end = self._tables[index + 1][1] if index + 1 < len(self._tables) else len(self._text)
         if key is not None:
             for found in self._KEY.finditer(self._text, start, end):
                 if found.group(1).strip("\"'") == key:

@@ -1,0 +1,135 @@
+"""On-call rotations (docs/oncall.md): `[[rotation]]` tables in the routes file, each with a
+`name`, `people`, a period (`every = "1d"` or `"1w"`, or any number of h, d or w), a `start`
+(`"2026-01-01T09:00"`, a wall-clock time in the rotation's `timezone`, else RELAY_TIMEZONE's)
+and who is on duty at any moment: the people in turn, one period each, handing over at the
+start's time of day. A mention (a route's, or an escalation step's) may name `oncall:NAME`: the
+person on duty when the message is sent.
+
+Periods are counted on the zone's wall clock, so a daily rotation hands over at 09:00 local
+time on both sides of a change to summer time. Before its start, a rotation's first person is on
+duty.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from .sound import SoundError, zone_of
+
+ONCALL = "oncall:"
+_PERIOD = re.compile(r"^(\d+)\s*([hdw])$")
+_PERIOD_UNIT = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
+MAX_PEOPLE = 50
+_ONCALL_IN_TEXT = re.compile(r"oncall:([A-Za-z0-9_.-]{1,40})")
+
+
+@dataclass(frozen=True)
+class OnDuty:
+    person: str
+    until: datetime  # the next handoff, in the rotation's zone
+    next_person: str
+
+
+@dataclass(frozen=True)
+class Rotation:
+    name: str
+    people: tuple[str, ...]
+    every: timedelta
+    start: datetime  # naive: a wall-clock time in `timezone`
+    timezone: str | None = None  # None: RELAY_TIMEZONE's
+
+    def zone(self, default: ZoneInfo) -> ZoneInfo:
+        return ZoneInfo(self.timezone) if self.timezone else default
+
+    def on_duty(self, at: float, default_zone: ZoneInfo) -> OnDuty:
+        """Who is on duty at `at` (a Unix time), until when, and who comes next."""
+        zone = self.zone(default_zone)
+        wall = datetime.fromtimestamp(at, zone).replace(tzinfo=None)
+        periods = max(0, (wall - self.start) // self.every)
+        count = len(self.people)
+        until = (self.start + self.every * (periods + 1)).replace(tzinfo=zone)
+        return OnDuty(self.people[periods % count], until, self.people[(periods + 1) % count])
+
+
+def rotation_of(
+    table: Mapping[str, Any], number: int, problem: Any, *, is_person: Callable[[str], bool]
+) -> Rotation:
+    """A `[[rotation]]` table, checked; `problem(key, said)` makes the error; `is_person`
+    tells a mention of one person (not of a rotation)."""
+    unknown = sorted(set(table) - {"name", "people", "every", "start", "timezone"})
+    if unknown:
+        raise problem(unknown[0], "unknown key (keys: name, people, every, start, timezone)")
+    name = table.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise problem("name", "must be a name of letters, digits, '_', '.' or '-', as oncall:NAME")
+    people = table.get("people")
+    if not isinstance(people, list) or not people or not all(isinstance(p, str) for p in people):
+        raise problem("people", 'must be a list of people: ["@anna_ops", "@boris_ops"]')
+    if wrong := [person for person in people if not is_person(person)]:
+        raise problem("people", f"{wrong[0]!r} is neither @username nor tg:<user id>")
+    if len(people) > MAX_PEOPLE:
+        raise problem("people", f"names {len(people)}; a rotation may have {MAX_PEOPLE}")
+    every = _period(table.get("every"), problem)
+    start = _start(table.get("start"), problem)
+    zone = table.get("timezone")
+    if zone is not None:
+        if not isinstance(zone, str):
+            raise problem("timezone", "must be a string: Europe/Moscow")
+        try:
+            zone_of(zone)
+        except SoundError as exc:
+            raise problem("timezone", str(exc)) from None
+    return Rotation(name, tuple(people), every, start, zone)
+
+
+def _period(raw: object, problem: Any) -> timedelta:
+    found = _PERIOD.match(raw.strip()) if isinstance(raw, str) else None
+    if found is None or int(found.group(1)) == 0:
+        raise problem("every", 'must be a period like "1d" or "1w" (h, d or w)')
+    return int(found.group(1)) * _PERIOD_UNIT[found.group(2)]
+
+
+def _start(raw: object, problem: Any) -> datetime:
+    try:
+        start = datetime.fromisoformat(raw) if isinstance(raw, str) else None
+    except ValueError:
+        start = None
+    if start is None or start.tzinfo is not None:
+        raise problem("start", 'must be a wall-clock time like "2026-01-01T09:00" (timezone apart)')
+    return start
+
+
+def on_duty_in(
+    text: str, rotations: Mapping[str, Rotation], at: float, default_zone: ZoneInfo
+) -> str:
+    """`text` with each `oncall:NAME` in it made the person on duty at `at`."""
+
+    def person(found: re.Match[str]) -> str:
+        rotation = rotations.get(found.group(1))
+        return rotation.on_duty(at, default_zone).person if rotation else found.group(0)
+
+    return _ONCALL_IN_TEXT.sub(person, text)
+
+
+def named_rotations(people: Sequence[str]) -> list[str]:
+    """The rotations these mentions name (`oncall:NAME`)."""
+    return [person.removeprefix(ONCALL) for person in people if person.startswith(ONCALL)]
+
+
+def on_duty_now(
+    people: Sequence[str], rotations: Mapping[str, Rotation], at: float, default_zone: ZoneInfo
+) -> list[str]:
+    """The mentions with each `oncall:NAME` made the person on duty at `at`, once each."""
+    found = [
+        rotations[person.removeprefix(ONCALL)].on_duty(at, default_zone).person
+        if person.startswith(ONCALL) and person.removeprefix(ONCALL) in rotations
+        else person
+        for person in people
+    ]
+    return list(dict.fromkeys(found))
