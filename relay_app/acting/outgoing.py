@@ -134,48 +134,30 @@ class Outgoing:
                 self._clock(),
                 [job.data for job in jobs],
             )
-        if self._store is not None:
-            self._keep(plan, sent, alerts, jobs, destination)
-
-    def _keep(
-        self,
-        plan: Plan,
-        sent: Sent,
-        alerts: Sequence[Message],
-        jobs: Sequence[Job],
-        destination: Destination,
-    ) -> None:
-        assert self._store is not None
-        outages = [
-            Outage(
-                destination.lane,
-                monitor.link,
-                sent.chat,
-                sent.message_id,
-                monitor.name,
-                job.received_at,
-            )
-            for alert, job in zip(alerts, jobs, strict=True)
-            for monitor in alert.subjects.monitors
-            if monitor.state == "down"
-        ]
-        if plan.buttons or outages:
-            message = SentMessage(
-                sent.chat, sent.message_id, sent.html, self._clock(), (), plan.buttons
-            )
-            try:
-                self._store.keep(message, outages)
-            except SpoolError as exc:
-                log.warning(
-                    "message %d in chat %s was sent, but what its buttons and outages refer to "
-                    "could not be kept (%s): presses on it will be refused, and its monitors' "
-                    "recoveries sent without a reply",
-                    sent.message_id,
-                    sent.chat,
-                    exc,
-                )
+        if self._store is None:
+            return
+        self._keep(plan, sent, _outages_announced(sent, alerts, jobs, destination))
         for index, outage in plan.recoveries:
             self._say_over(outage, jobs[index].received_at - outage.down_at)
+
+    def _keep(self, plan: Plan, sent: Sent, outages: Sequence[Outage]) -> None:
+        assert self._store is not None
+        if not plan.buttons and not outages:
+            return
+        message = SentMessage(
+            sent.chat, sent.message_id, sent.html, self._clock(), (), plan.buttons
+        )
+        try:
+            self._store.keep(message, outages)
+        except SpoolError as exc:
+            log.warning(
+                "message %d in chat %s was sent, but what its buttons and outages refer to "
+                "could not be kept (%s): presses on it will be refused, and its monitors' "
+                "recoveries sent without a reply",
+                sent.message_id,
+                sent.chat,
+                exc,
+            )
 
     def _outages_ended(
         self, alerts: Sequence[Message], destination: Destination
@@ -207,6 +189,25 @@ class Outgoing:
                 outage.link,
                 exc,
             )
+
+
+def _outages_announced(
+    sent: Sent, alerts: Sequence[Message], jobs: Sequence[Job], destination: Destination
+) -> list[Outage]:
+    """The monitors' outages a message announced: each one's recovery replies to it."""
+    return [
+        Outage(
+            destination.lane,
+            monitor.link,
+            sent.chat,
+            sent.message_id,
+            monitor.name,
+            job.received_at,
+        )
+        for alert, job in zip(alerts, jobs, strict=True)
+        for monitor in alert.subjects.monitors
+        if monitor.state == "down"
+    ]
 
 
 def _fresh_keys() -> Iterator[str]:

@@ -116,9 +116,7 @@ class Presses:
         try:
             first = self._team.store.first_time(keys, at=self._team.clock())
         except SpoolError as exc:
-            log.warning("a press by %s could not be recorded as handled: %s", press.by.handle, exc)
-            self._count("failed")
-            self._answer(press, self._team.words.press_unavailable, alert=True)
+            self._unavailable(press, "could not be recorded as handled", exc)
             return
         if not first:
             # Telegram delivers an update again when its webhook's answer was slow or lost; the
@@ -145,9 +143,7 @@ class Presses:
         try:
             found = self._team.store.pressed(parsed[1]) if parsed is not None else None
         except SpoolError as exc:
-            log.warning("a press by %s could not be looked up: %s", press.by.handle, exc)
-            self._count("failed")
-            self._answer(press, self._team.words.press_unavailable, alert=True)
+            self._unavailable(press, "could not be looked up", exc)
             return None
         if (
             parsed is None
@@ -245,9 +241,7 @@ class Presses:
         try:
             taken = self._team.store.take(key, by=press.by.handle, at=self._team.clock())
         except SpoolError as exc:
-            log.warning("a press by %s could not be recorded: %s", press.by.handle, exc)
-            self._count("failed")
-            self._answer(press, self._team.words.press_unavailable, alert=True)
+            self._unavailable(press, "could not be recorded", exc)
             return
         if not taken:
             self._out_of_date(press, "take", button, "came as another took it, or it was closed")
@@ -279,9 +273,7 @@ class Presses:
                 key, button.status, status, by=press.by.handle, at=self._team.clock()
             )
         except SpoolError as exc:
-            log.warning("a press by %s could not be recorded: %s", press.by.handle, exc)
-            self._count("failed")
-            self._answer(press, self._team.words.press_unavailable, alert=True)
+            self._unavailable(press, "could not be recorded", exc)
             return None
         if claim is None:
             self._out_of_date(press, verb, button, "came as another changed it")
@@ -338,6 +330,12 @@ class Presses:
             self._answer(press, words.press_unavailable, alert=True)
             return
         self._answer(press, said, alert=False)
+
+    def _unavailable(self, press: Press, what: str, exc: Exception) -> None:
+        """The spool failed the press: nothing was changed, and the presser may try again."""
+        log.warning("a press by %s %s: %s", press.by.handle, what, exc)
+        self._count("failed")
+        self._answer(press, self._team.words.press_unavailable, alert=True)
 
     def _count(self, outcome: PressOutcome) -> None:
         if self._team.metrics is not None:
