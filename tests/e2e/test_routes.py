@@ -179,3 +179,23 @@ def test_a_silent_route_sends_without_sound_and_quiet_hours_keep_only_loud_level
     accepted = [r.body for r in fake_telegram.sends() if r.outcome == "accepted"]
     quiet = [body.get("disable_notification") is True for body in accepted]
     assert quiet == [True, False, False, True]
+
+
+def test_oncall_in_a_mention_calls_whoever_the_rotation_has_on_duty_now(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    # A daily rotation that started three days ago at this hour: its fourth person is on.
+    zone = ZoneInfo("Asia/Tokyo")
+    start = (datetime.now(zone) - timedelta(days=3, minutes=5)).replace(tzinfo=None)
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        "[[rotation]]\nname = 'shop'\n"
+        "people = ['@anna_ops', '@boris_ops', '@vera_lead', '@gleb_ops']\nevery = '1d'\n"
+        f"start = '{start:%Y-%m-%dT%H:%M}'\ntimezone = 'Asia/Tokyo'\n"
+        "[[route]]\nproject = 'shop'\nmention = ['oncall:shop']\n"
+    )
+    relay = start_relay(RELAY_ROUTES=str(routes))
+    reply, _ = post(relay.webhook_url, issue_alert(in_env(1, "shop", "production")))
+    assert reply.status_code == 200, reply.text
+    [posted] = fake_telegram.posted_to(CHAT_ID)
+    assert posted.visible().endswith("For @gleb_ops")
