@@ -18,8 +18,10 @@ from .acting.replies import Replies
 from .acting.silencing import Silencing
 from .acting.team import Team
 from .acting.updates import Handle, Poller, route_updates
+from .acting.watcher import Watcher
 from .core.logs import configure_logging
 from .core.metrics import Metrics
+from .core.routing import Destination, parse_chat_id
 from .delivery.dispatcher import Dispatcher
 from .delivery.health import Health, MemoryHealthStore
 from .delivery.intake import Intake
@@ -30,10 +32,12 @@ from .delivery.render import Renderer
 from .glitchtip.api import GlitchTipApi
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
+from .message.trend import Trend
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.setup_watch import SetupWatch, one_worker_says
 from .spool import LocalSpool, Queue, Spool, open_local, open_memory, open_spool
+from .spool.watched import Watched
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
 from .web.framing import BODY_GATE
@@ -125,6 +129,11 @@ def assemble(
 
     outbox = Outbox(shared.queue, wake=wake, clock=clock)
     escalation = Escalation(shared.escalations, metrics=metrics, clock=clock)
+
+    def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
+        _post_escalating(webhooks, issue, found)
+
+    watcher = _watcher(settings, spool, metrics, clock, posted_again)
     outgoing = Outgoing(
         spool.sent if spool is not None else None,
         outbox=outbox,
@@ -134,6 +143,7 @@ def assemble(
         keep_for=settings.retry_max_age,
         clock=clock,
         escalation=escalation,
+        watcher=watcher,
     )
     renderer = Renderer(
         words,
@@ -219,6 +229,7 @@ def assemble(
         outbox=outbox,
         silencing=silencing,
         escalation=escalation,
+        watcher=watcher,
         updates=updates,
         poller=poller,
         setup=setup,
@@ -233,6 +244,38 @@ def _local_spool(settings: Settings, spool: Spool | None) -> LocalSpool | None:
     return open_local(
         settings.local_spool_path, spool, max_pending=settings.spool_max_pending, pace=pace
     )
+
+
+def _watcher(
+    settings: Settings,
+    spool: Spool | None,
+    metrics: Metrics,
+    clock: Clock,
+    post: Callable[[Watched, Trend], None],
+) -> Watcher | None:
+    """With GLITCHTIP_API_TOKEN and a spool: the watcher of the issues the relay alerted on."""
+    token, url = settings.glitchtip_api_token, settings.glitchtip_url
+    if token is None or url is None or spool is None:
+        return None
+    return Watcher(
+        spool.watched,
+        GlitchTipApi(token, url, timeout=CALL_TIMEOUT),
+        post,
+        every=settings.watching.every,
+        min_events=settings.watching.min_events,
+        glitchtip_links=settings.glitchtip_links,
+        metrics=metrics,
+        clock=clock,
+        look_every=settings.timing.poll_interval,
+    )
+
+
+def _post_escalating(webhooks: RoutedWebhooks, issue: Watched, found: Trend) -> None:
+    """An escalating issue as a webhook of its own: routes, silences and mentions apply."""
+    payload = {"alias": "GlitchTip", "text": "GlitchTip Alert", **issue.alert}
+    where = Destination(parse_chat_id(issue.chat) or issue.chat, issue.thread)
+    escalating = {"count": found.last_hour, "spark": found.sparkline}
+    webhooks.take(payload, where, time.monotonic(), also={"escalating": escalating})
 
 
 def _upkeep(outgoing: Outgoing, silencing: Silencing, escalation: Escalation) -> Callable[[], None]:
@@ -334,6 +377,8 @@ def start_background_work(app: object) -> None:
             relay.poller.start()
         if relay.setup is not None:
             relay.setup.start()
+        if relay.watcher is not None:
+            relay.watcher.start()
     else:
         logging.getLogger(__name__).warning(
             "the WSGI app is not relay_app's own (%s): alerts left in the spool by an earlier "
@@ -351,6 +396,8 @@ def stop_background_work(app: object) -> None:
             relay.poller.shutdown()
         if relay.setup is not None:
             relay.setup.shutdown()
+        if relay.watcher is not None:
+            relay.watcher.shutdown()
         relay.dispatcher.shutdown()
         if relay.lookups is not None:
             relay.lookups.shutdown()

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import requests
 
@@ -49,6 +50,7 @@ STATUSES = ("unresolved", "resolved", "ignored")
 _ISSUE = re.compile(r"/api/0/(?:organizations/[^/]+/)?issues/([0-9]+)/")
 _LATEST_EVENT = re.compile(r"/api/0/issues/([0-9]+)/events/latest/")
 _COMMENTS = re.compile(r"/api/0/issues/([0-9]+)/comments/")
+_BATCH = re.compile(r"/api/0/organizations/[^/]+/(issues-stats|issues)/\?(.*)")
 SAMPLES = Path(__file__).resolve().parent / "glitchtip_samples"
 SAMPLE_ISSUE: dict[str, Any] = json.loads((SAMPLES / "issue.json").read_text())
 SAMPLE_EVENT: dict[str, Any] = json.loads((SAMPLES / "issue-latest-event.json").read_text())
@@ -85,6 +87,8 @@ class FakeGlitchTip:
         self.alert_delay = 0.5
         self.webhooks_sent: list[tuple[str, int]] = []  # (url, the relay's answer)
         self.issues: dict[str, dict[str, Any]] = {}
+        # Each issue's events by hour, as issues-stats answers them: [[unix_hour, count], ...].
+        self.hourly: dict[str, list[list[int]]] = {}
         self.events: dict[str, dict[str, Any]] = {}
         self._comments: dict[str, list[dict[str, Any]]] = {}
         self.requests: list[Request] = []
@@ -178,6 +182,9 @@ class FakeGlitchTip:
                 return self._store_event(sentry_auth, body)
             if path.startswith("/api/0/projects/"):
                 return self._project(method, path, scopes, body)
+            batch = _BATCH.fullmatch(path) if method == "GET" else None
+            if batch is not None:
+                return self._batch(batch.group(1), parse_qs(batch.group(2)), scopes)
             if path == "/api/0/users/me/" and method == "GET":
                 if scopes is None:
                     return 401, {"detail": "Unauthorized"}
@@ -216,6 +223,33 @@ class FakeGlitchTip:
             if method == "PUT":
                 issue["status"] = (body or {})["status"]
             return 200, dict(issue)
+
+    def _batch(
+        self, which: str, query: dict[str, list[str]], scopes: set[str] | None
+    ) -> tuple[int, Any]:
+        """The two calls that answer for many issues: their states (the organisation's
+        issues by id, 100 at most) and their hourly counts (issues-stats, 200 at most)."""
+        if scopes is None:
+            return 401, {"detail": "Unauthorized"}
+        if which == "issues-stats":
+            ids = query.get("groups", [])
+            if len(ids) > 200:
+                return 400, {"detail": "too many groups"}
+            return 200, [
+                {
+                    "id": issue,
+                    "count": self.issues[issue]["count"],
+                    "stats": {"24h": self.hourly.get(issue, [])},
+                }
+                for issue in ids
+                if issue in self.issues
+            ]
+        ids = query.get("id", [])[: int(query.get("limit", ["50"])[0])]
+        return 200, [
+            {key: self.issues[issue][key] for key in ("id", "shortId", "status", "count", "title")}
+            for issue in ids
+            if issue in self.issues
+        ]
 
     def _project(
         self, method: str, path: str, scopes: set[str] | None, body: dict[str, Any] | None

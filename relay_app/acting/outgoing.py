@@ -29,6 +29,7 @@ from ..spool.sent import KEPT_AT_LEAST, Outage, SentStore
 from ..telegram.courier import NO_EXTRAS, Extras, Sent
 from ..words import Words
 from .escalation import Escalation
+from .watcher import Watcher
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ class Outgoing:
         keep_for: float = KEPT_AT_LEAST,
         clock: Clock = time.time,
         escalation: Escalation | None = None,
+        watcher: Watcher | None = None,
     ) -> None:
         """`store` None: nothing is kept (no spool), so there are neither buttons nor threads.
         Only issues whose links are at `glitchtip_links` (GlitchTip's origin) get buttons.
@@ -72,6 +74,7 @@ class Outgoing:
         self._keep_for = max(keep_for, KEPT_AT_LEAST)
         self._clock = clock
         self._escalation = escalation
+        self._watcher = watcher
         self._pruned_at: float | None = None
 
     def tidy(self) -> None:
@@ -134,6 +137,8 @@ class Outgoing:
                 self._clock(),
                 [job.data for job in jobs],
             )
+        if self._watcher is not None:
+            self._watcher.alerted([job.data for job in jobs], sent.chat, destination.thread)
         if self._store is None:
             return
         self._keep(plan, sent, _outages_announced(sent, alerts, jobs, destination))

@@ -190,6 +190,20 @@ class Metrics:
         )
         for step_outcome in ("fired", "stopped"):
             self.escalations.labels(step_outcome)
+        self.watcher_requests = Counter(
+            "relay_watcher_requests",
+            "Requests the watcher of GlitchTip made about the issues the relay alerted on, by "
+            "outcome: answered, or failed (GlitchTip down, slow, or refusing the token)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        for asked in ("answered", "failed"):
+            self.watcher_requests.labels(asked)
+        self.escalating_posts = Counter(
+            "relay_escalating_posts",
+            "Unresolved issues the relay alerted on, posted again because they are escalating",
+            registry=self.registry,
+        )
         self.silenced = Counter(
             "relay_alerts_silenced",
             "Alerts held back from their chat by a silence: kept in the spool, counted, and "

@@ -265,7 +265,14 @@ class Renderer:
             if (found := details_from_json(value)) is not None
         }
         mentions = tuple(str(m) for m in job.data.get("mentions") or ())
-        return self.webhook(payload, mentions, details=details, received_at=job.received_at)
+        message = self.webhook(payload, mentions, details=details, received_at=job.received_at)
+        escalating = job.data.get("escalating")
+        if isinstance(escalating, dict):  # the watcher's: posted again, saying why
+            line = self.words.escalating.format(
+                count=int(escalating.get("count", 0)), spark=str(escalating.get("spark", ""))
+            )
+            message = replace(with_first_line(message, line), subjects=message.subjects)
+        return message
 
     def webhook(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,6 +34,10 @@ from .details import IssueDetails, details_from
 MAX_ANSWER_BYTES = 1024 * 1024
 # GlitchTip answers a comment on an issue that does not exist with 400 and this (not 404).
 _NO_SUCH_ISSUE = "issue does not exist"
+
+# Issues asked about in one request: issues-stats takes 200 groups, the issue list 100 a page.
+STATS_AT_ONCE = 200
+STATES_AT_ONCE = 100
 
 # What a button sets an issue to in GlitchTip.
 IssueStatus = Literal["resolved", "ignored", "unresolved"]
@@ -73,6 +78,36 @@ class GlitchTipApi:
         except GlitchTipIssueGone:
             event = None
         return details_from(issue, event)
+
+    def issue_counts(self, org: str, ids: Sequence[str]) -> dict[str, list[list[float]]]:
+        """Each issue's events by hour over the last 24 h (`issues-stats`, at most
+        STATS_AT_ONCE ids; `event:read`): `[unix_hour, count]` for the hours that had any."""
+        _check_ids(org, ids, STATS_AT_ONCE)
+        query = "&".join(f"groups={issue}" for issue in ids)
+        reply = self._call_any(
+            "GET", f"/api/0/organizations/{org}/issues-stats/?{query}&statsPeriod=24h", None
+        )
+        counts: dict[str, list[list[float]]] = {}
+        for issue in _dicts(reply):
+            stats = issue.get("stats")
+            hours = stats.get("24h") if isinstance(stats, dict) else None
+            counts[str(issue.get("id"))] = [
+                [float(pair[0]), float(pair[1])]
+                for pair in (hours if isinstance(hours, list) else [])
+                if isinstance(pair, list) and len(pair) == 2
+            ]
+        return counts
+
+    def issue_states(self, org: str, ids: Sequence[str]) -> dict[str, str]:
+        """Each issue's status (`unresolved`, `resolved`, `ignored`), at most STATES_AT_ONCE
+        ids (the organisation's issues, filtered by id; `event:read`)."""
+        _check_ids(org, ids, STATES_AT_ONCE)
+        query = "&".join(f"id={issue}" for issue in ids)
+        path = f"/api/0/organizations/{org}/issues/?{query}&limit={STATES_AT_ONCE}"
+        return {
+            str(issue.get("id")): str(issue.get("status"))
+            for issue in _dicts(self._call_any("GET", path, None))
+        }
 
     def whoami(self) -> dict[str, Any]:
         """The token's user: the cheap check that GlitchTip accepts the token."""
@@ -171,6 +206,13 @@ class ProjectPath:
 
 def _dicts(reply: object) -> list[dict[str, Any]]:
     return [item for item in reply if isinstance(item, dict)] if isinstance(reply, list) else []
+
+
+def _check_ids(org: str, ids: Sequence[str], most: int) -> None:
+    if not _SLUG.fullmatch(org) or not 0 < len(ids) <= most:
+        raise ValueError(f"an organisation's slug and 1 to {most} issue ids, not {org!r}")
+    for issue in ids:
+        _check_id(issue)
 
 
 def _check_id(issue_id: str) -> None:

@@ -33,6 +33,7 @@ from .env_values import (
     time_zone,
 )
 from .routes_file import routes_from_env
+from .watch_env import DEFAULT_WATCHING, Watching, watching_from_env
 
 DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
 
@@ -112,17 +113,13 @@ class Settings:
     bind: str = DEFAULT_BIND
     # A second listener for /metrics, /readyz and /healthz, which then leave the webhook's.
     admin_bind: str | None = None
-    # Acting on alerts from the chat: a GlitchTip API token (event:write) puts Resolve and
-    # Ignore buttons under each issue. The token goes to GlitchTip's API at GLITCHTIP_URL and
-    # nowhere else; only issues whose links are under GLITCHTIP_PUBLIC_URL (GlitchTip's own
-    # GLITCHTIP_DOMAIN, when the relay reaches it by another address) get buttons.
+    # A GlitchTip API token (event:write) puts buttons under each issue; it goes to GLITCHTIP_URL
+    # alone, and only issues whose links are under GLITCHTIP_PUBLIC_URL get buttons.
     glitchtip_api_token: str | None = field(default=None, repr=False)
     glitchtip_url: str | None = None
     glitchtip_public_url: str | None = None
-    # With the token, each issue alert's message shows what GlitchTip's API says of its issues
-    # (where, how often, since when): an alert waits at most this many seconds for them (one
-    # that waits its turn gets them whenever they come before it goes). None
-    # (RELAY_DETAILS_BUDGET=off): no look-ups.
+    # With the token, how long an alert waits for its issues' details from GlitchTip's API;
+    # None (RELAY_DETAILS_BUDGET=off): no look-ups.
     details_budget: float | None = DEFAULT_DETAILS_BUDGET
     # How the presses on those buttons reach the relay.
     telegram_updates: UpdatesMode = "off"
@@ -133,6 +130,7 @@ class Settings:
     # RELAY_TIME_SCALE: every interval the relay waits on, times this (tests, drills).
     time_scale: float = 1.0
     routes: RouteTable = NO_ROUTES  # RELAY_ROUTES (routes_file.py)
+    watching: Watching = DEFAULT_WATCHING  # with the token: the watcher (watch_env.py)
 
     @property
     def default_destination(self) -> Destination:
@@ -232,6 +230,7 @@ class Settings:
                 60.0,
             ),
             timezone=read(lambda: time_zone(environ, "RELAY_TIMEZONE"), "UTC"),
+            watching=read(lambda: watching_from_env(environ), DEFAULT_WATCHING),
             allowed_chat_ids=read(lambda: _allowed_chat_ids(environ), frozenset()),
             coalesce=read(lambda: switch(environ, "RELAY_COALESCE", default=True), True),
             second_chance=read(lambda: switch(environ, "RELAY_SECOND_CHANCE", default=True), True),

@@ -68,24 +68,32 @@ def rotation_of(
     name = table.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         raise problem("name", "must be a name of letters, digits, '_', '.' or '-', as oncall:NAME")
-    people = table.get("people")
-    if not isinstance(people, list) or not people or not all(isinstance(p, str) for p in people):
-        raise problem("people", 'must be a list of people: ["@anna_ops", "@boris_ops"]')
-    if wrong := [person for person in people if not is_person(person)]:
-        raise problem("people", f"{wrong[0]!r} is neither @username nor tg:<user id>")
-    if len(people) > MAX_PEOPLE:
-        raise problem("people", f"names {len(people)}; a rotation may have {MAX_PEOPLE}")
+    people = _people(table.get("people"), problem, is_person)
     every = _period(table.get("every"), problem)
     start = _start(table.get("start"), problem)
-    zone = table.get("timezone")
-    if zone is not None:
-        if not isinstance(zone, str):
-            raise problem("timezone", "must be a string: Europe/Moscow")
-        try:
-            zone_of(zone)
-        except SoundError as exc:
-            raise problem("timezone", str(exc)) from None
-    return Rotation(name, tuple(people), every, start, zone)
+    return Rotation(name, people, every, start, _zone(table.get("timezone"), problem))
+
+
+def _people(raw: object, problem: Any, is_person: Callable[[str], bool]) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw or not all(isinstance(p, str) for p in raw):
+        raise problem("people", 'must be a list of people: ["@anna_ops", "@boris_ops"]')
+    if wrong := [person for person in raw if not is_person(person)]:
+        raise problem("people", f"{wrong[0]!r} is neither @username nor tg:<user id>")
+    if len(raw) > MAX_PEOPLE:
+        raise problem("people", f"names {len(raw)}; a rotation may have {MAX_PEOPLE}")
+    return tuple(raw)
+
+
+def _zone(raw: object, problem: Any) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise problem("timezone", "must be a string: Europe/Moscow")
+    try:
+        zone_of(raw)
+    except SoundError as exc:
+        raise problem("timezone", str(exc)) from None
+    return raw
 
 
 def _period(raw: object, problem: Any) -> timedelta:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         13: jobs(types),
         14: moved_from_a_host(types),
         15: on_it_and_escalations(types),
+        16: watched_issues(types),
     }
 
 
@@ -393,4 +394,25 @@ def on_it_and_escalations(types: Types) -> list[str]:
     PRIMARY KEY (chat, message_id, step)
 )""",
         "CREATE INDEX escalations_due ON escalations (state, due_at)",
+    ]
+
+
+def watched_issues(types: Types) -> list[str]:
+    """The issues the relay alerted on, which the watcher asks GlitchTip about (acting/
+    watcher.py): each issue alone as the webhook had it, where it went, when, and when it was
+    last posted as escalating; and when the fleet's next round of questions is due, which one
+    process takes."""
+    return [
+        f"""CREATE TABLE watched (
+    issue_id TEXT PRIMARY KEY,
+    org TEXT NOT NULL,
+    alert TEXT NOT NULL,
+    chat TEXT NOT NULL,
+    thread {types.big},
+    alerted_at {types.time} NOT NULL,
+    escalated_at {types.time}
+)""",
+        "CREATE INDEX watched_by_time ON watched (alerted_at)",
+        f"CREATE TABLE watch_round (id INTEGER PRIMARY KEY CHECK (id = 1), next_at {types.time})",
+        "INSERT INTO watch_round VALUES (1, 0)",
     ]

@@ -24,6 +24,7 @@ from .sent import SentStore
 from .silences import SilenceStore
 from .store import Store
 from .warnings import SpoolWarnings
+from .watched import WatchStore
 
 # Per process, for alerts the spool cannot take: past it, one can wait nowhere.
 MAX_MEMORY_ALERTS = 1000
@@ -41,6 +42,7 @@ class Spool:
     glitchtip_health: SpoolGlitchTipHealth
     arrivals: SpoolArrivals
     escalations: EscalationStore
+    watched: WatchStore
     _store: Store
 
     def problem(self) -> str | None:
@@ -134,5 +136,6 @@ def on_store(
         glitchtip_health=SpoolGlitchTipHealth(store),
         arrivals=SpoolArrivals(store),
         escalations=EscalationStore(store),
+        watched=WatchStore(store),
         _store=store,
     )

@@ -11,6 +11,7 @@ from ..acting.escalation import Escalation
 from ..acting.outgoing import Outgoing
 from ..acting.silencing import Silencing
 from ..acting.updates import Handle, Poller
+from ..acting.watcher import Watcher
 from ..core.metrics import Metrics
 from ..delivery.dispatcher import Dispatcher
 from ..delivery.intake import Intake
@@ -55,6 +56,7 @@ class Relay:
     # Silences (with a spool): what holds alerts back from a chat, and ends them.
     silencing: Silencing | None = None
     escalation: Escalation | None = None
+    watcher: Watcher | None = None
     # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles each of Telegram's
     # updates (a press or a reply), and this process's poller for them (TELEGRAM_UPDATES=poll).
     updates: Handle | None = None

@@ -5,6 +5,7 @@ Without a routes file, the webhook is taken in whole, where its URL says."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from ..core.logs import event
@@ -25,11 +26,19 @@ class RoutedWebhooks:
         self._default = default
         self._metrics = metrics
 
-    def take(self, payload: dict[str, Any], asked: Destination, started: float) -> list[Taken]:
+    def take(
+        self,
+        payload: dict[str, Any],
+        asked: Destination,
+        started: float,
+        *,
+        also: Mapping[str, Any] | None = None,
+    ) -> list[Taken]:
         """What became of each part (at least one). `asked`: where the webhook's URL says;
-        `started`: when it arrived (monotonic), which bounds every part's attempt together."""
+        `started`: when it arrived (monotonic), which bounds every part's attempt together;
+        `also`: more for each part's job (an escalating issue's trend)."""
         if not self._routes:
-            return [self._alerts.take(payload, asked, started)]
+            return [self._alerts.take(payload, asked, started, also=also)]
         routed = split(payload, self._routes, asked, self._default)
         for dropped in routed.dropped:
             self._metrics.route(dropped.route.name, dropped.count, dropped=True)
@@ -52,6 +61,7 @@ class RoutedWebhooks:
                     mentions=part.mention,
                     sound=part.sound,
                     escalate=part.escalate,
+                    also=also,
                 )
             )
         return taken or [Taken("dropped", "route", 200)]

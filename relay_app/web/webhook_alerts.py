@@ -104,6 +104,7 @@ class WebhookAlerts:
         mentions: tuple[str, ...] = (),
         sound: Sound = RINGS,
         escalate: Sequence[Step] = (),
+        also: Mapping[str, Any] | None = None,
     ) -> Taken:
         """`started`: when the webhook arrived (monotonic); `mentions`: whom its route calls;
         `sound`: when its message rings (routes/sound.py, decided when it is sent);
@@ -122,7 +123,7 @@ class WebhookAlerts:
             if silence is not None:
                 # Kept in the spool and counted; its silence's summary says so when it ends.
                 return Taken("silenced", "silence", 200, silence=silence.id, message=message)
-            called = _route_data(mentions, sound, escalate)
+            called = {**(also or {}), **_route_data(mentions, sound, escalate)}
             queued = self._queued(payload, called, message, destination, started)
             if queued is None:  # it could wait nowhere; its text is logged
                 return Taken(

@@ -116,6 +116,7 @@ class Words:
     issue_taken_by: str
     notice_taken: str
     escalation_call: str
+    escalating: str
 
     # Silences.
     muted_by: str

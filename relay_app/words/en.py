@@ -87,6 +87,7 @@ ENGLISH = Words(
     issue_taken_by="👀 {user} is on {label} since {time} UTC",
     notice_taken="You are on {label}: the chat sees it, and nobody else is called",
     escalation_call="⏰ Nobody has taken this alert in {minutes} min: {people}",
+    escalating="📈 Escalating: {count} events in the last hour · 24 h: {spark}",
     muted_by="🔇 Muted in this chat by {user} until {until} UTC",
     issue_muted_by="🔇 {label} muted in this chat by {user} until {until} UTC",
     notice_muted="Muted {label} in this chat until {until} UTC; GlitchTip is not changed",

@@ -107,6 +107,7 @@ RUSSIAN = Words(
     issue_taken_by="👀 {user} занимается {label} с {time} UTC",
     notice_taken="{label} за вами: чат это видит, больше никого не зовём",
     escalation_call="⏰ За {minutes} мин алерт никто не взял: {people}",
+    escalating="📈 Резкий рост — событий за последний час: {count} · 24 ч: {spark}",
     muted_by="🔇 Без звука в этом чате до {until} UTC ({user})",
     issue_muted_by="🔇 {label}: без звука в этом чате до {until} UTC ({user})",
     notice_muted="{label}: без звука в этом чате до {until} UTC; в GlitchTip ничего не изменено",

@@ -375,3 +375,36 @@ def test_nobody_on_it_calls_the_routes_people_under_the_alert_and_on_it_stops_th
     # The taken alert's step was stopped at the press: past its time, nobody is called for it.
     assert wait_until(lambda: counted() == {"fired": 1.0, "stopped": 1.0}, timeout=10)
     assert replies_to(taken) == []
+
+
+def test_an_issue_that_escalates_after_its_alert_is_posted_again_once_by_the_fleet(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(
+        GLITCHTIP_API_TOKEN=TOKEN,
+        GLITCHTIP_URL=fake_glitchtip.url,
+        RELAY_WATCH_INTERVAL="1",
+        RELAY_TIME_SCALE=CHAT_SCALE,
+        WEB_CONCURRENCY="2",
+    )
+    reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 7))
+    assert reply.status_code == 200
+    only_message(fake_telegram)
+    # GlitchTip says nothing more of it; its counts do: 5,000 events this hour.
+    hour = int(time.time() // 3600) * 3600
+    fake_glitchtip.hourly["7"] = [[hour - 3600 * back, 2] for back in range(23, 0, -1)]
+    fake_glitchtip.hourly["7"].append([hour, 5000])
+
+    def escalating() -> list[Posted]:
+        return [p for p in fake_telegram.posted_to(CHAT_ID) if "📈 Escalating" in p.visible()]
+
+    assert wait_until(lambda: len(escalating()) == 1, timeout=15), relay.logs()
+    [again] = escalating()
+    assert "BACKEND-7A" in again.visible()
+    # Rounds go on, one a second for the whole relay: none posts it again within the day.
+    rounds = len([r for r in fake_glitchtip.requests if "issues-stats" in r.path])
+    assert wait_until(
+        lambda: len([r for r in fake_glitchtip.requests if "issues-stats" in r.path]) >= rounds + 3,
+        timeout=15,
+    )
+    assert len(escalating()) == 1

@@ -1,0 +1,230 @@
+"""The watcher of GlitchTip (docs/oncall.md): GlitchTip alerts once per issue and rule, so an
+unresolved issue that alerted with 3 events and then has 30,000 an hour says nothing more. The
+relay knows the issues it alerted on (spool/watched.py): every RELAY_WATCH_INTERVAL one process
+of the fleet asks GlitchTip about them in batches (their hourly counts, 200 a request; then the
+states of those that spike, 100 a request), and posts each unresolved one that is escalating
+(message/trend.py) again, at most once a day, through the routes, silences and mentions any
+alert goes through.
+
+GlitchTip down, slow or refusing the token is said once, when it starts and when it ends; it
+costs no alert, and the next round asks again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..core.errors import GlitchTipError, SpoolError
+from ..core.metrics import Metrics
+from ..core.process import PerProcess
+from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, GlitchTipApi
+from ..glitchtip.webhook import IssueAlert, parse_alert
+from ..message.subjects import issue_ref
+from ..message.trend import Trend, trend
+from ..spool.watched import Watched, WatchStore
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+Post = Callable[[Watched, Trend], None]
+# How often a process looks whether the fleet's next round is due.
+LOOK_EVERY = 1.0
+
+
+@dataclass(frozen=True)
+class Round:
+    asked: int  # requests made to GlitchTip
+    escalating: int  # issues posted again
+
+
+class Watcher(PerProcess):
+    def __init__(
+        self,
+        store: WatchStore,
+        api: GlitchTipApi,
+        post: Post,
+        *,
+        every: float,
+        min_events: int,
+        glitchtip_links: str | None,
+        metrics: Metrics | None = None,
+        clock: Clock = time.time,
+        look_every: float = LOOK_EVERY,
+    ) -> None:
+        """`post`: an escalating issue posted again; `glitchtip_links`: the origin of the
+        issue links whose issues are watched (GLITCHTIP_PUBLIC_URL, else GLITCHTIP_URL)."""
+        self._store = store
+        self._api = api
+        self._post = post
+        self._every = every
+        self._min_events = min_events
+        self._links = glitchtip_links
+        self._metrics = metrics
+        self._clock = clock
+        self._look_every = look_every
+        self._failing: str | None = None
+        self._start_in_this_process()
+
+    def _start_over(self) -> None:
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._here()
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._thread = threading.Thread(target=self._loop, name="relay-watcher", daemon=True)
+            self._thread.start()
+
+    def shutdown(self) -> None:
+        self._here()
+        self._stop.set()
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(self._look_every + 1)
+
+    def alerted(self, about: Iterable[Mapping[str, Any]], chat: str, thread: int | None) -> None:
+        """Alerts just delivered to `chat`: their GlitchTip issues are watched from now."""
+        issues = [found for data in about for found in _issues_of(data, self._links, chat, thread)]
+        if not issues:
+            return
+        try:
+            self._store.watch(issues, now=self._clock())
+        except SpoolError as exc:
+            log.warning("issues alerted on could not be kept for the watcher: %s", exc)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._look_every):
+            try:
+                if self._store.take_round(now=self._clock(), every=self._every):
+                    self.round()
+            except SpoolError as exc:
+                log.debug("the watcher could not read the spool now: %s", exc)
+            except Exception:  # the watcher must outlive any one bad round
+                log.exception("a round of the watcher failed; the next one tries again")
+
+    def round(self) -> Round:
+        """Ask GlitchTip about the watched issues once; post those escalating."""
+        now = self._clock()
+        by_org: dict[str, list[Watched]] = {}
+        for issue in self._store.watched(now=now):
+            by_org.setdefault(issue.org, []).append(issue)
+        asked = posted = 0
+        for org, issues in by_org.items():
+            try:
+                made, escalating = self._ask(org, issues, now)
+            except GlitchTipError as exc:
+                self._failed(asked + 1, str(exc))
+                return Round(asked + 1, posted)
+            asked += made
+            posted += sum(self._posted(issue, found, now) for issue, found in escalating)
+        self._answered(asked)
+        return Round(asked, posted)
+
+    def _ask(
+        self, org: str, issues: Sequence[Watched], now: float
+    ) -> tuple[int, list[tuple[Watched, Trend]]]:
+        """The requests made, and the unresolved issues escalating: every issue's counts (200
+        a request), then the states of the few that spike (100 a request)."""
+        counts: dict[str, list[list[float]]] = {}
+        made = 0
+        for batch in _batches([issue.issue_id for issue in issues], STATS_AT_ONCE):
+            counts.update(self._api.issue_counts(org, batch))
+            made += 1
+        spiking = [
+            (issue, found)
+            for issue in issues
+            if (found := trend(counts.get(issue.issue_id, []), now)).escalating(self._min_events)
+        ]
+        states: dict[str, str] = {}
+        for batch in _batches([issue.issue_id for issue, _ in spiking], STATES_AT_ONCE):
+            states.update(self._api.issue_states(org, batch))
+            made += 1
+        return made, [
+            (issue, found) for issue, found in spiking if states.get(issue.issue_id) == "unresolved"
+        ]
+
+    def _posted(self, issue: Watched, found: Trend, now: float) -> int:
+        if not self._store.escalated(issue.issue_id, now=now):
+            return 0  # posted within the day, by this relay or another
+        log.info(
+            "issue %s is escalating: %d events in the last hour (%.1f an hour before): posted "
+            "again",
+            issue.issue_id,
+            found.last_hour,
+            found.average_before,
+        )
+        self._post(issue, found)
+        if self._metrics is not None:
+            self._metrics.escalating_posts.inc()
+        return 1
+
+    def _failed(self, asked: int, said: str) -> None:
+        self._count("failed", asked)
+        if self._failing is None:
+            log.warning(
+                "the watcher cannot ask GlitchTip about the issues it alerted on (%s): "
+                "escalating issues are not posted again until it can; no alert is lost",
+                said,
+            )
+        self._failing = said
+
+    def _answered(self, asked: int) -> None:
+        self._count("answered", asked)
+        if self._failing is not None:
+            log.warning("the watcher reaches GlitchTip again (it had: %s)", self._failing)
+        self._failing = None
+
+    def _count(self, outcome: str, requests: int) -> None:
+        if self._metrics is not None and requests:
+            self._metrics.watcher_requests.labels(outcome).inc(requests)
+
+
+def _batches(ids: Sequence[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(ids), size):
+        yield list(ids[start : start + size])
+
+
+def _issues_of(
+    data: Mapping[str, Any], links: str | None, chat: str, thread: int | None
+) -> list[Watched]:
+    """The GlitchTip issues of an alert's job (links at GlitchTip's origin), each alone."""
+    payload = data.get("webhook")
+    alert = parse_alert(payload) if isinstance(payload, dict) else None
+    if not isinstance(alert, IssueAlert) or links is None or not isinstance(payload, dict):
+        return []
+    found = []
+    for index, issue in enumerate(alert.issues):
+        ref = issue_ref(issue.link, issue.short_id, issue.title)
+        org = _org_of(issue.link)
+        alone = _alone(payload, index)
+        if ref is not None and org is not None and ref.origin == links and alone is not None:
+            found.append(Watched(ref.id, org, alone, chat, thread))
+    return found
+
+
+def _alone(payload: Mapping[str, Any], index: int) -> dict[str, Any] | None:
+    """The payload's `index`th issue alone: its attachment, and its section when it has one."""
+    attachments = payload.get("attachments") or []
+    sections = payload.get("sections") or []
+    if index >= len(attachments):
+        return None
+    alone: dict[str, Any] = {"attachments": [attachments[index]]}
+    if index < len(sections):
+        alone["sections"] = [sections[index]]
+    return alone
+
+
+def _org_of(link: str | None) -> str | None:
+    """GlitchTip's issue links are <domain>/<org_slug>/issues/<id>."""
+    parts = urlsplit(link or "").path.strip("/").split("/")
+    return parts[-3] if len(parts) >= 3 and parts[-2] == "issues" else None
