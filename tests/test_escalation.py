@@ -215,6 +215,10 @@ def test_the_on_call_guide_s_routes_read_as_written_and_routes_check_says_them(
         err=err,
     )
     assert code == 0, err.getvalue()
+    assert out.getvalue().startswith(
+        "rotation “payments”: @anna_ops, @boris_ops, @vera_lead in turn, 1w each from "
+        "2026-01-05 09:00 (Europe/Moscow)"
+    )
     assert (
         "chat -1002000000001, calling oncall:payments, without sound 22:00-08:00 "
         "(Europe/Moscow) but fatal, then oncall:payments after 10m if nobody acts, then "

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 from ..routes import RoutesError, read_routes
 from .console import Console, Failed, Usage, print_table
 from .env_values import ConfigError, time_zone
+from .routes_cli import duration
 
 
 def add_oncall_command(commands: Any) -> None:
@@ -48,7 +49,7 @@ def _oncall(args: argparse.Namespace, console: Console) -> int:
                 duty.person,
                 f"{duty.until:%Y-%m-%d %H:%M} {duty.until.tzname()}",
                 duty.next_person,
-                _period(rotation.every.total_seconds()),
+                duration(rotation.every.total_seconds()),
             )
         )
     print_table(rows, console.out)
@@ -65,10 +66,3 @@ def _moment(raw: str | None) -> float:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=ZoneInfo("UTC"))
     return moment.timestamp()
-
-
-def _period(seconds: float) -> str:
-    for unit, size in (("w", 604800), ("d", 86400)):
-        if seconds % size == 0:
-            return f"{int(seconds // size)}{unit}"
-    return f"{int(seconds // 3600)}h"

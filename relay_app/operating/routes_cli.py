@@ -55,6 +55,13 @@ def _table(named: str | None, console: Console) -> RouteTable:
 
 def _check(args: argparse.Namespace, console: Console) -> int:
     table = _table(args.file, console)
+    for rotation in table.rotations:
+        print(
+            f"rotation “{rotation.name}”: {', '.join(rotation.people)} in turn, "
+            f"{duration(rotation.every.total_seconds())} each from {rotation.start:%Y-%m-%d %H:%M}"
+            f" ({rotation.timezone or 'RELAY_TIMEZONE'}); relay-app oncall says who is on now",
+            file=console.out,
+        )
     for route in table.routes:
         print(f"route {route.number} “{route.name}”: {_describe(route)}", file=console.out)
     print(f"{table.source}: {len(table.routes)} routes, first match wins", file=console.out)
@@ -124,7 +131,7 @@ def _describe(route: Route) -> str:
         where.append(f"calling {', '.join(route.mention)}")
     where += _sound(route.sound)
     where += [
-        f"then {', '.join(step.people)} after {_duration(step.after)} if nobody acts"
+        f"then {', '.join(step.people)} after {duration(step.after)} if nobody acts"
         for step in route.escalate
     ]
     return f"{matchers}: {', '.join(where)}"
@@ -140,8 +147,9 @@ def _sound(sound: Sound) -> list[str]:
     return [f"without sound {sound.quiet_hours} ({zone}){loud}"]
 
 
-def _duration(seconds: float) -> str:
-    for unit, size in (("h", 3600), ("m", 60)):
+def duration(seconds: float) -> str:
+    """'10m', '1h', '1w': a route's or a rotation's time, as its file may write it."""
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
