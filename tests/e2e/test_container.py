@@ -112,6 +112,9 @@ def container(
     }
     log_path = tmp_path / "relay.log"
     log = log_path.open("wb")
+    # Each worker's start-up check, as RelayProcess waits for it: a webhook before it may find
+    # Telegram not yet known to answer, and be queued (202) rather than sent.
+    checked = fake_telegram.start_up_rounds + int(service_env.get("WEB_CONCURRENCY", "2"))
     relay = subprocess.Popen(
         command, cwd=image.app, env=service_env, stdout=log, stderr=subprocess.STDOUT
     )
@@ -125,6 +128,8 @@ def container(
 
     try:
         assert wait_until(answers, timeout=20), log_path.read_text()
+        started = wait_until(lambda: fake_telegram.start_up_rounds >= checked, timeout=20)
+        assert started, log_path.read_text()
         yield url, service_env
     finally:
         relay.terminate()
