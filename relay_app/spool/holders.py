@@ -18,6 +18,7 @@ import socket
 from collections.abc import Container
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 _PROC = "/proc"
 
@@ -99,6 +100,13 @@ def lease_is_free(
     if holder.is_here(me):
         return holder.is_gone()  # a live process on this host finishes its own attempt
     return until is None or until < now
+
+
+def row_is_free(row: Any, *, now: float, me: Holder, in_flight: Container[str]) -> bool:
+    """`lease_is_free` for a row of the lanes table (its holder, token and until)."""
+    return lease_is_free(
+        row["holder"], row["token"], row["until"], now=now, me=me, in_flight=in_flight
+    )
 
 
 def _boot_id() -> str:

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..core.errors import SpoolError
 from . import job_rows as rows
-from .holders import Holder, lease_is_free
+from .holders import Holder, row_is_free
 from .model import label_for
 from .store import Store, Tx
 
@@ -84,14 +84,7 @@ def _lend(tx: Tx, holder: Holder, token: str, in_flight: Container[str], lease_f
     name = str(tx.one("SELECT name FROM spool_name")["name"])
     copies: dict[int, dict[str, Any]] = {}
     for lane in tx.all("SELECT lane, holder, token, until FROM lanes ORDER BY lane"):
-        free = lease_is_free(
-            lane["holder"],
-            lane["token"],
-            lane["until"],
-            now=tx.at.db,
-            me=holder,
-            in_flight=in_flight,
-        )
+        free = row_is_free(lane, now=tx.at.db, me=holder, in_flight=in_flight)
         found = tx.all(
             "SELECT * FROM jobs WHERE lane = ? ORDER BY id LIMIT ?",
             (lane["lane"], MOVE_AT_ONCE - len(copies)),

@@ -32,7 +32,7 @@ from ..core.pacing import TELEGRAMS, Pace
 from ..core.routing import Destination
 from . import job_rows as rows
 from .arrivals import note_arrival
-from .holders import Holder, lease_is_free
+from .holders import Holder, row_is_free
 from .model import Claim, Home, Job, JobKind, Lane, Later, Settled, Settlement
 from .pacer import next_turn, take_turn, turn_settled
 from .store import Store, Tx
@@ -429,14 +429,7 @@ class Queue:
 
 
 def _free(lease: Any, tx: Tx, holder: Holder, in_flight: Container[str]) -> bool:
-    return lease_is_free(
-        lease["holder"],
-        lease["token"],
-        lease["until"],
-        now=tx.at.db,
-        me=holder,
-        in_flight=in_flight,
-    )
+    return row_is_free(lease, now=tx.at.db, me=holder, in_flight=in_flight)
 
 
 def _in_db(tx: Tx, local: float | None) -> float | None:
