@@ -50,7 +50,14 @@ class WatchStore:
 
     def take_round(self, *, now: float, every: float) -> bool:
         """Whether this process asks GlitchTip this round: one process per `every`, across
-        every relay on the spool."""
+        every relay on the spool. A read first: each process looks every second, and a
+        round is due once a minute."""
+        due = self._store.read(
+            lambda tx: tx.one("SELECT id FROM watch_round WHERE next_at <= ?", (tx.at.db,)),
+            now=now,
+        )
+        if due is None:
+            return False
 
         def take(tx: Tx) -> bool:
             taken = tx.one(
