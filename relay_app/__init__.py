@@ -104,7 +104,8 @@ def assemble(
     # memory, which has the same parts and so keeps the same rules for this process alone.
     shared = spool or memory
     local = _local_spool(settings, spool)
-    queues: list[Queue] = [each.queue for each in (spool, local, memory) if each is not None]
+    files = [spool, local.spool if local is not None else None, memory]
+    queues: list[Queue] = [each.queue for each in files if each is not None]
     health, metrics = _health_and_metrics(spool, local, queues, timing.probe_interval)
     setup = None
     if telegram is None:
@@ -187,7 +188,7 @@ def assemble(
     )
     intake = Intake(
         spool=spool.queue if spool is not None else None,
-        local=local.queue if local is not None else None,
+        local=local.spool.queue if local is not None else None,
         memory=memory.queue,
         jobs=jobs,
         dispatcher=dispatcher,
@@ -315,7 +316,7 @@ def _health_and_metrics(
     health = Health(spool.health, queues=queues, probe_interval=probe_interval)
     metrics = Metrics(SpoolGauges(spool.admin, health, spool.silences))
     if local is not None:
-        metrics.add_gauges(LocalSpoolGauge(local.admin))
+        metrics.add_gauges(LocalSpoolGauge(local.spool.admin))
     spool.count_lock_waits(metrics.lock_wait)
     return health, metrics
 

@@ -16,6 +16,7 @@ from .database import MEMORY, Database
 from .escalations import EscalationStore
 from .glitchtip_health import SpoolGlitchTipHealth
 from .health_store import SpoolHealthStore
+from .model import Home
 from .moving import Mover
 from .poller import SpoolPollerLease
 from .postgres.database import PgDatabase
@@ -85,16 +86,11 @@ def open_spool(
 class LocalSpool:
     """This host's own file (RELAY_LOCAL_SPOOL_PATH), beside the spool in PostgreSQL: where an
     alert waits, by the same rules, when the spool cannot take it in time; `mover` takes it
-    into the spool when it answers again."""
+    into the spool when it answers again. The file is a spool like any other, its jobs
+    named as this host's (`local-3@web-1`)."""
 
-    queue: Queue
+    spool: Spool
     mover: Mover
-    admin: Admin
-    _store: Store
-
-    def problem(self) -> str | None:
-        """Why the file cannot be used now (the disk refuses it), or None."""
-        return self._store.problem()
 
 
 def open_local(
@@ -103,12 +99,8 @@ def open_local(
     store = Database(path)
     if isinstance(spool._store, PgDatabase):
         spool._store.fallback = path
-    return LocalSpool(
-        queue=Queue(store, max_pending=max_pending, pace=pace, home="local"),
-        mover=Mover(store, spool._store),
-        admin=Admin(store),
-        _store=store,
-    )
+    local = on_store(store, max_pending=max_pending, pace=pace, home="local")
+    return LocalSpool(local, Mover(store, spool._store))
 
 
 def open_memory(*, max_alerts: int = MAX_MEMORY_ALERTS, pace: Pace = TELEGRAMS) -> Spool:
@@ -123,10 +115,12 @@ def on_store(
     max_pending: int = 10000,
     clock: Callable[[], float] = time.time,
     pace: Pace = TELEGRAMS,
+    home: Home | None = None,
 ) -> Spool:
-    """A spool on a store already made (the tests make theirs with a skewed clock)."""
+    """A spool on a store already made (the tests make theirs with a skewed clock); `home`:
+    what its queue is to the relay (Queue)."""
     return Spool(
-        queue=Queue(store, max_pending=max_pending, pace=pace),
+        queue=Queue(store, max_pending=max_pending, pace=pace, home=home),
         admin=Admin(store, clock=clock),
         health=SpoolHealthStore(store),
         sent=SentStore(store),

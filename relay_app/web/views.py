@@ -226,7 +226,7 @@ def _spool_verdict(relay: Relay, seen: dict[str, Any]) -> tuple[Response, int] |
     problem = relay.spool.problem() if relay.spool is not None else None
     if problem is None:
         return None
-    if relay.local is not None and relay.local.problem() is None:
+    if relay.local is not None and relay.local.spool.problem() is None:
         # Alerts are kept on this host's disk meanwhile: taking them is better than sending
         # GlitchTip, which never retries, to a balancer with no replica left.
         return jsonify(status="ready", spool=f"unusable: {problem}", **seen), 200
@@ -238,12 +238,12 @@ def _held_here(relay: Relay) -> dict[str, str]:
     if relay.local is None:
         return {}
     try:
-        waiting = relay.local.admin.counts()["pending"]
+        waiting = relay.local.spool.admin.counts()["pending"]
     except SpoolError:
         return {}
     if not waiting:
         return {}
-    where = relay.local.admin.path
+    where = relay.local.spool.admin.path
     return {"local_spool": f"{waiting} alert(s) wait in {where} until the spool takes them"}
 
 
