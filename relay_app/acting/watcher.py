@@ -13,7 +13,6 @@ costs no alert, and the next round asks again.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from urllib.parse import urlsplit
 
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.metrics import Metrics
-from ..core.process import PerProcess
+from ..core.process import OwnThread
 from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, GlitchTipApi
 from ..glitchtip.webhook import IssueAlert, parse_alert
 from ..message.subjects import issue_ref
@@ -43,7 +42,9 @@ class Round:
     escalating: int  # issues posted again
 
 
-class Watcher(PerProcess):
+class Watcher(OwnThread):
+    thread_name = "relay-watcher"
+
     def __init__(
         self,
         store: WatchStore,
@@ -69,28 +70,8 @@ class Watcher(PerProcess):
         self._clock = clock
         self._look_every = look_every
         self._failing: str | None = None
+        self.join_for = look_every + 1
         self._start_in_this_process()
-
-    def _start_over(self) -> None:
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._here()
-        with self._lock:
-            if self._thread is not None or self._stop.is_set():
-                return
-            self._thread = threading.Thread(target=self._loop, name="relay-watcher", daemon=True)
-            self._thread.start()
-
-    def shutdown(self) -> None:
-        self._here()
-        self._stop.set()
-        with self._lock:
-            thread = self._thread
-        if thread is not None:
-            thread.join(self._look_every + 1)
 
     def alerted(self, about: Iterable[Mapping[str, Any]], chat: str, thread: int | None) -> None:
         """Alerts just delivered to `chat`: their GlitchTip issues are watched from now."""

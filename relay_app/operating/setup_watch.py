@@ -28,11 +28,10 @@ import hashlib
 import logging
 import os
 import socket
-import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from ..core.process import PerProcess
+from ..core.process import OwnThread
 from ..core.timing import PRODUCTION
 from ..spool.warnings import SpoolWarnings
 from ..telegram.client import TelegramClient
@@ -83,7 +82,9 @@ def variable_for(check: str, settings: Settings) -> str:
     return "TELEGRAM_ALLOWED_CHAT_IDS" if check in allowed else "RELAY_ROUTES"
 
 
-class SetupWatch(PerProcess):
+class SetupWatch(OwnThread):
+    thread_name = "relay-setup"
+
     def __init__(
         self,
         settings: Settings,
@@ -111,27 +112,10 @@ class SetupWatch(PerProcess):
         self._start_in_this_process()
 
     def _start_over(self) -> None:
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super()._start_over()
         self._refused: list[str] | None = None  # None: not answered yet
         # Why Telegram could not be reached at the last try, until it first answers.
         self._unreached: str | None = None
-
-    def start(self) -> None:
-        self._here()
-        with self._lock:
-            if self._thread is not None or self._stop.is_set():
-                return
-            self._thread = threading.Thread(target=self._loop, name="relay-setup", daemon=True)
-            self._thread.start()
-
-    def shutdown(self) -> None:
-        self._here()
-        self._stop.set()
-        thread = self._thread
-        if thread is not None:
-            thread.join(5.0)
 
     def problems(self) -> list[str]:
         """What Telegram refuses, one line each ('TELEGRAM_CHAT_ID: …'); empty when it
