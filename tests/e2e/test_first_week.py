@@ -119,6 +119,9 @@ def test_a_telegram_that_cannot_be_reached_is_loud_at_start_and_not_ready_until_
         "failed: Connection refused; "
     ) in logs
     assert f"Telegram is unreachable at {fake_telegram.url} from this host" in logs
+    # Either worker may answer /readyz: each has tried once (the other says it was logged).
+    other = "Telegram cannot be reached (another worker logged it)"
+    assert wait_until(lambda: other in relay.logs(), timeout=10), relay.logs()
     ready = requests.get(f"{relay.url}/readyz", timeout=5)
     assert ready.status_code == 503
     assert ready.json()["reason"].startswith("Telegram cannot be reached: ")
