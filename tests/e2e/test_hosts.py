@@ -22,7 +22,11 @@ from tests.fake_telegram import FakeTelegram
 
 # Telegram's answer to each sendMessage takes this long: well inside RELAY_SEND_TIMEOUT.
 SLOW_TELEGRAM = 3.0
-SEND_TIMEOUT = "5"
+# The answer to the alert in flight when its relay dies: long enough that the test sees it in
+# Telegram's hands and kills the relay before the webhook could be answered, even on a busy
+# machine; inside RELAY_SEND_TIMEOUT and the webhook's own deadline (9.25 s).
+DYING_TELEGRAM = 7.0
+SEND_TIMEOUT = "8"
 
 
 def on_host(name: str) -> list[str]:
@@ -82,18 +86,19 @@ def test_the_other_host_delivers_everything_when_one_relay_dies_mid_attempt(
     two_hosts: tuple[RelayProcess, RelayProcess], fake_telegram: FakeTelegram
 ) -> None:
     dying, surviving = two_hosts
-    fake_telegram.set("ok", delay=SLOW_TELEGRAM, methods={"sendMessage"})
+    fake_telegram.set("ok", delay=DYING_TELEGRAM, methods={"sendMessage"})
     with ThreadPoolExecutor(1) as pool:
         in_flight = pool.submit(post, dying.webhook_url, titled("In flight"))
         assert wait_until(lambda: len(fake_telegram.sends()) == 1, timeout=5)  # in Telegram
         dying.crash()  # SIGKILL to its whole process group, mid-attempt
         assert in_flight.exception(timeout=10) is not None  # no answer came
+    fake_telegram.set("ok", delay=SLOW_TELEGRAM, methods={"sendMessage"})
     after = [f"After {n}" for n in range(5)]
     for title in after:
         reply, _ = post(surviving.webhook_url, titled(title))
         assert reply.status_code in (200, 202)
     assert wait_until(lambda: set(counted(fake_telegram)) >= {"In flight", *after}, timeout=60)
-    time.sleep(SLOW_TELEGRAM + 1)
+    time.sleep(DYING_TELEGRAM + 1)  # the dead relay's copy, still in Telegram's hands, lands
     copies = counted(fake_telegram)
     assert copies["In flight"] in (1, 2)  # it may have arrived: sent once more, at most
     assert [copies[title] for title in after] == [1] * len(after)

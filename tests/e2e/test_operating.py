@@ -16,7 +16,14 @@ import requests
 from relay_app.core.pacing import TELEGRAMS
 from relay_app.core.routing import Destination
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import delivered_titles, post, titled, turn_has_come, wait_until
+from tests.e2e.helpers import (
+    delivered_titles,
+    post,
+    spool_settled,
+    titled,
+    turn_has_come,
+    wait_until,
+)
 from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env, run_here
 from tests.fake_telegram import TOKEN, FakeTelegram
 from tests.payloads import issue, issue_alert
@@ -75,7 +82,10 @@ def test_metrics_add_up_over_two_workers_through_success_outage_and_give_up(
     bursts = len(titles)
 
     # Outage: the webhook's attempt is refused, and so is getMe; nothing more is sent until
-    # Telegram answers again, and then the alert goes in the background.
+    # Telegram answers again, and then the alert goes in the background. Nothing else may be
+    # left to send first (a digest's card): its failure would tell the relay that Telegram is
+    # down before the webhook comes, and the webhook would rightly make no attempt (202).
+    assert wait_until(lambda: spool_settled(spool_path), timeout=20)
     assert wait_until(lambda: turn_has_come(spool_path, HERE, PACE), timeout=10)
     fake.stop()
     reply, _ = post(relay.webhook_url, titled("During the outage"))
@@ -85,6 +95,7 @@ def test_metrics_add_up_over_two_workers_through_success_outage_and_give_up(
     assert wait_until(lambda: "During the outage" in delivered_titles(fake), timeout=20)
 
     # Give-up: Telegram refuses for good.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=20)
     assert wait_until(lambda: turn_has_come(spool_path, HERE, PACE), timeout=10)
     fake.set("error", status=403, description="Forbidden: bot was kicked from the supergroup chat")
     reply, _ = post(relay.webhook_url, titled("Refused"))
