@@ -209,6 +209,8 @@ def assemble(
         settings.routes,
         default=settings.default_destination,
         metrics=metrics,
+        lookups=lookups,
+        glitchtip_links=settings.glitchtip_links,
     )
     updates, poller = _acting_from_the_chat(
         settings, spool, telegram, outbox, metrics, clock, silencing, escalation

@@ -80,8 +80,8 @@ def test_the_example_reads_as_written() -> None:
             'x.toml:2: route 1, environment: mixes values and "!" negations',
         ),
         (
-            "[[route]]\nlevel = 'fatal'\nchat = -1001\n",
-            "x.toml:2: route 1, level: 'fatal' is not a level",
+            "[[route]]\nlevel = 'critical'\nchat = -1001\n",
+            "x.toml:2: route 1, level: 'critical' is not a level of GlitchTip's: fatal, error,",
         ),
         ("[[route]]\ntitle = 'x'\n", "x.toml:1: route 1: says nothing to do"),
         # A blank line before a route or a key is not where it is.
@@ -161,6 +161,40 @@ chat = -1006
     ]
     uptime = split(payloads.uptime_alert(down=True, name="shop"), table, DEFAULT, DEFAULT)
     assert [part.destination.chat for part in uptime.parts] == [-1006]
+
+
+LEVEL_ROUTES = """
+[[route]]
+name = "fatal"
+level = "fatal"
+chat = -1001
+[[route]]
+name = "errors"
+level = "error"
+chat = -1002
+[[route]]
+name = "debug"
+level = "debug"
+chat = -1003
+"""
+
+
+def test_a_level_is_the_issues_own_when_its_details_came_and_its_colours_without() -> None:
+    table = parse_routes(LEVEL_ROUTES, "x.toml")
+    assert table.reads_levels
+    assert not parse_routes("[[route]]\nchat = 1\n", "x.toml").reads_levels
+    fatal, error, debug = issue(1, "shop", "prod"), issue(2, "shop", "prod"), issue(3, "s", "p")
+    debug["color"] = None
+    payload = payloads.issue_alert(fatal, error, debug)
+    own = {fatal["title_link"]: "fatal", error["title_link"]: "error", debug["title_link"]: "debug"}
+
+    def routed(levels: dict[str, str]) -> list[tuple[int | str, str | None]]:
+        parts = split(payload, table, DEFAULT, DEFAULT, levels).parts
+        return [(part.destination.chat, part.route.name if part.route else None) for part in parts]
+
+    assert routed(own) == [(-1001, "fatal"), (-1002, "errors"), (-1003, "debug")]
+    # Without the details: GlitchTip's colour for fatal is error's, and debug has none.
+    assert routed({}) == [(-1002, "errors"), (DEFAULT.chat, None)]
 
 
 def test_kind_title_prefix_and_a_negation_that_never_matches_what_lacks_the_field() -> None:

@@ -57,11 +57,16 @@ class Split:
 
 
 def split(
-    payload: dict[str, Any], table: RouteTable, asked: Destination, default: Destination
+    payload: dict[str, Any],
+    table: RouteTable,
+    asked: Destination,
+    default: Destination,
+    levels: Mapping[str, str] | None = None,
 ) -> Split:
     """The webhook's parts by route. `asked`: where its URL says (the default unless it names a
-    chat or topic); `default`: TELEGRAM_CHAT_ID's, for a route that names only a topic."""
-    facts, titles, total = _read(payload)
+    chat or topic); `default`: TELEGRAM_CHAT_ID's, for a route that names only a topic;
+    `levels`: the issues' own levels that are known, by the issue's link."""
+    facts, titles, total = _read(payload, levels or {})
     chosen = [table.first(each) for each in facts]
     groups: dict[int, list[int]] = {}
     for index, route in enumerate(chosen):
@@ -81,13 +86,21 @@ def split(
     return Split(tuple(parts), tuple(dropped))
 
 
-def _read(payload: dict[str, Any]) -> tuple[list[dict[str, str | None]], list[str], int]:
+def _read(
+    payload: dict[str, Any], levels: Mapping[str, str]
+) -> tuple[list[dict[str, str | None]], list[str], int]:
     """What the routes read of each issue (or monitor), their titles, and how many GlitchTip
     counted in all."""
     alert = parse_alert(payload)
     if isinstance(alert, IssueAlert):
         facts = [
-            facts_of_issue(i.title, i.short_id, i.color, ((f.title, f.value) for f in i.fields))
+            facts_of_issue(
+                i.title,
+                i.short_id,
+                i.color,
+                ((f.title, f.value) for f in i.fields),
+                levels.get(i.link) if i.link else None,
+            )
             for i in alert.issues
         ]
         return facts, [issue.title for issue in alert.issues], alert.total

@@ -3,13 +3,15 @@ it in TOML, read with the standard library's tomllib and checked whole before it
 
 A list of `[[route]]` tables, tried in order; the first whose every matcher matches an issue (or
 an uptime monitor) takes it. Matchers: `project`, `environment`, `server`, `release`, `level`
-(read from the attachment's colour, the only way GlitchTip gives it: `error` for #e52b50, which
-GlitchTip sends for error and fatal, `info` for #4b60b4, `warning` for none, which it sends for
-warnings and the other levels), `title` (contains), `title_prefix` (starts with), `issue` (the
-short id), `monitor` (an uptime monitor's name), `kind` (`issue` or `uptime`). A value is a
-string or a list of strings (any of them); `"!x"` negates (a list of negations: none of them),
-and never matches an alert that lacks the fact (`monitor = "!x"` is not every issue). Case does
-not matter, as in the silences' matchers. What a route does: `chat` and `thread` (where; a
+(the issue's own level from GlitchTip's API when its details came within their budget:
+`fatal`, `error`, `warning`, `info`, `debug`; else read from the attachment's colour, the only
+way the webhook gives it: `error` for #e52b50, which GlitchTip sends for error and fatal, `info`
+for #4b60b4, `warning` for none, which it sends for warnings and the other levels), `title`
+(contains), `title_prefix` (starts with), `issue` (the short id), `monitor` (an uptime
+monitor's name), `kind` (`issue` or `uptime`). A value is a string or a list of strings (any of
+them); `"!x"` negates (a list of negations: none of them), and never matches an alert that
+lacks the fact (`monitor = "!x"` is not every issue). Case does not matter, as in the
+silences' matchers. What a route does: `chat` and `thread` (where; a
 `thread` alone is a topic of TELEGRAM_CHAT_ID), `mention` (`@username`, or `tg:<user id>` for
 people without one), its sound (`silent`, `quiet_hours` with `timezone` and `loud_levels`:
 sound.py), or `drop = true`; `name` names it in logs and metrics.
@@ -65,7 +67,8 @@ ACTIONS = (
     "loud_levels",
     "escalate",
 )
-LEVELS = ("error", "warning", "info")
+# GlitchTip's levels (its API's); the webhook's colour tells only error, warning and info.
+LEVELS = ("fatal", "error", "warning", "info", "debug")
 # What an alert is about: GlitchTip's issue alerts, or its uptime monitors' (up or down).
 KINDS = ("issue", "uptime")
 # Per issue, the facts a matcher reads; GlitchTip's field names for each.
@@ -140,6 +143,12 @@ class RouteTable:
     def on_call(self) -> dict[str, Rotation]:
         """The rotations by name, as `oncall:NAME` names them."""
         return {rotation.name: rotation for rotation in self.rotations}
+
+    @property
+    def reads_levels(self) -> bool:
+        """Whether a route matches on `level`: then an alert waits for its issues' details
+        (their own level) before it is routed."""
+        return any(m.key == "level" for route in self.routes for m in route.matchers)
 
     def first(self, facts: Mapping[str, str | None]) -> Route | None:
         return next((route for route in self.routes if route.matches(facts)), None)
@@ -343,7 +352,7 @@ def _matcher(key: str, raw: object, problem: Any) -> Matcher:
 
 # The matchers whose values are a closed list, and what a wrong one is not.
 _CLOSED = {
-    "level": (LEVELS, f"a level GlitchTip's webhook tells: {LEVELS}"),
+    "level": (LEVELS, f"a level of GlitchTip's: {', '.join(LEVELS)}"),
     "kind": (KINDS, 'a kind of alert: "issue" or "uptime"'),
 }
 
@@ -394,9 +403,14 @@ def facts_of_monitor(name: str) -> dict[str, str | None]:
 
 
 def facts_of_issue(
-    title: str, short_id: str | None, color: str | None, fields: Iterable[tuple[str, str]]
+    title: str,
+    short_id: str | None,
+    color: str | None,
+    fields: Iterable[tuple[str, str]],
+    level: str | None = None,
 ) -> dict[str, str | None]:
-    """What a route's matchers read of one issue of an alert."""
+    """What a route's matchers read of one issue of an alert; `level`: its own, from GlitchTip's
+    API, when its details came (else its colour says what it can)."""
     by_name = {name.casefold(): value for name, value in fields}
     facts: dict[str, str | None] = {
         key: by_name.get(field.casefold()) for key, field in FIELD_NAMES.items()
@@ -404,7 +418,7 @@ def facts_of_issue(
     facts["kind"] = "issue"
     facts["title"] = title
     facts["issue"] = short_id
-    facts["level"] = level_of(color)
+    facts["level"] = level.casefold() if level else level_of(color)
     return facts
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -135,3 +136,27 @@ def test_a_secret_in_a_frames_variables_never_reaches_the_chat(
     assert WHERE in message.visible()  # the details came, and nothing else of the event
     assert fake_telegram.received  # every request Telegram got, edits included
     assert all(SECRET_VALUE not in str(request) for request in fake_telegram.received)
+
+
+def test_a_route_on_level_fatal_takes_the_issue_glitchtip_says_is_fatal(
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    tmp_path: Path,
+) -> None:
+    on_call = "-1002000000009"
+    routes = tmp_path / "routes.toml"
+    routes.write_text(f"[[route]]\nname = 'fatal'\nlevel = 'fatal'\nchat = {on_call}\n")
+    relay = start_relay(**details_from(fake_glitchtip, RELAY_ROUTES=str(routes)))
+    fatal, error = alert_about(fake_glitchtip, 5), alert_about(fake_glitchtip, 6)
+    fake_glitchtip.issues["5"]["level"] = "fatal"  # the same colour in the webhook as error's
+    for payload in (fatal, error):
+        reply, _ = post(relay.webhook_url, payload)
+        assert reply.status_code == 200, reply.text
+    assert [m.visible().split("\n")[2] for m in fake_telegram.posted_to(on_call)] == [TITLE]
+    assert "ALERT-TEST-5" in fake_telegram.posted_to(on_call)[0].visible()
+    [elsewhere] = posted(fake_telegram)
+    assert "ALERT-TEST-6" in elsewhere.visible()
+    # Each issue was read once: routing and the message shared the look-up.
+    reads = [request.path for request in fake_glitchtip.reads() if request.path.endswith("/5/")]
+    assert reads == ["/api/0/issues/5/"]
