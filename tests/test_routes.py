@@ -297,7 +297,7 @@ def test_mentions_are_named_once_per_message_in_the_chats_language() -> None:
         '\n\n🔔 For @oncall_ivan, <a href="tg://user?id=123456789">user 123456789</a>'
     )
     russian = with_mentions(message, ["tg:42"], RUSSIAN)
-    assert russian.text.endswith("🔔 Для пользователь 42")
+    assert russian.text.endswith("🔔 пользователь 42")
     assert with_mentions(message, [], ENGLISH) is message
     digest = compose([message, message], [0.0, 1.0], ENGLISH, now=2.0, late_after=60)
     assert with_mentions(digest, ["@a_person"], ENGLISH).text.count("@a_person") == 1

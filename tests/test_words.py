@@ -167,7 +167,7 @@ def test_the_russian_reads_as_a_russian_team_writes() -> None:
         "событий: 5",
     ]
     assert RUSSIAN.first_seen.format(age="2 мин") == "впервые замечена 2 мин назад"
-    assert "Не отправлено, пока был выключен звук: 3 алерта" in RUSSIAN.silence_over.format(
+    assert "Пока звук был выключен, не отправлено 3 алерта" in RUSSIAN.silence_over.format(
         what="проблема BACKEND-4A", start="08:00", end="09:00", alerts="3 алерта"
     )
     # `check --send`'s message: Russian but for the names of the program and its command.

@@ -114,14 +114,14 @@ RUSSIAN = Words(
     notice_unmuted="{label}: звук в этом чате включён",
     notice_not_muted="{label}: звук здесь уже включён",
     silence_over=(
-        "🔊 Звук снова включён ({what}, с {start} по {end} UTC). Не отправлено, пока был "
-        "выключен звук: {alerts}"
+        "🔊 Звук снова включён ({what}, с {start} по {end} UTC). Пока звук был выключен, "
+        "не отправлено {alerts}"
     ),
     silence_listed_first="; ниже только первые {count}",
     matcher_issue="проблема {value}",
     matcher_project="проект {value}",
     matcher_environment="окружение {value}",
-    matcher_title="в заголовке «{value}»",
+    matcher_title="заголовок содержит «{value}»",
     comment_author="{author} в Telegram:",
     comment_posted="💬 Добавлено комментарием к {label} в GlitchTip.",
     comment_not_posted="Ваш ответ не добавлен в GlitchTip: {why}",
@@ -148,7 +148,7 @@ RUSSIAN = Words(
         "организации); ничего не изменено."
     ),
     glitchtip_refused="GlitchTip отклонил изменение ({detail}).",
-    mention_line="🔔 Для {people}",
+    mention_line="🔔 {people}",
     mention_user="пользователь {id}",
     test_message=(
         "✅ <b>Проверка связи от relay_app</b>\n"
