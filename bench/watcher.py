@@ -4,8 +4,9 @@ and Watcher; a round is what one process of the fleet does each RELAY_WATCH_INTE
 
     .venv/bin/python bench/watcher.py
 
-Rows: 100 and 1,000 watched issues (the most a round asks about is 1,000, the newest), all
-unresolved or half resolved, with 10 of them escalating."""
+Rows: 100 and 1,000 watched issues (the most a round asks about is 1,000, the newest), each
+with a card in the chat, all unresolved or half resolved in GlitchTip's UI (their cards brought
+in step: the buttons changed, the edits queued), with 10 of them escalating."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from relay_app.acting.in_step import CardsInStep  # noqa: E402
 from relay_app.acting.watcher import Watcher  # noqa: E402
+from relay_app.delivery.outbox import Outbox  # noqa: E402
 from relay_app.glitchtip.api import GlitchTipApi  # noqa: E402
+from relay_app.message.cards import IssueButton, SentMessage  # noqa: E402
 from relay_app.operating.console import print_table  # noqa: E402
 from relay_app.spool import on_store  # noqa: E402
 from relay_app.spool.database import Database  # noqa: E402
@@ -48,6 +52,11 @@ def one(watched: int, resolved_share: float, directory: Path) -> list[str]:
             ],
             now=now,
         )
+        for number in range(1, watched + 1):
+            button = IssueButton(f"key-{number}", str(number), fake.url, f"BENCH-{number}")
+            card = SentMessage("-1001", number, "<b>alert</b>", now, buttons=(button,))
+            spool.sent.keep(card, [])
+        cards = CardsInStep(spool.sent, Outbox(spool.queue, wake=lambda: None), origin=fake.url)
         posted: list[str] = []
         watcher = Watcher(
             spool.watched,
@@ -56,6 +65,7 @@ def one(watched: int, resolved_share: float, directory: Path) -> list[str]:
             every=60.0,
             min_events=100,
             glitchtip_links=fake.url,
+            follow=lambda states, at: cards.follow(states, asked_at=at),
         )
         started = time.monotonic()
         done = watcher.round()
@@ -66,6 +76,7 @@ def one(watched: int, resolved_share: float, directory: Path) -> list[str]:
         f"{resolved_share:.0%}",
         str(done.asked),
         f"{seconds * 1000:.0f}",
+        str(done.in_step),
         str(len(posted)),
     ]
 
@@ -77,7 +88,10 @@ def main() -> None:
         ]
     print("\nthe watcher's round against the fake GlitchTip on 127.0.0.1")
     print_table(
-        [["watched", "resolved", "requests", "round ms", "escalating posted"], *rows],
+        [
+            ["watched", "resolved", "requests", "round ms", "cards changed", "escalating posted"],
+            *rows,
+        ],
         sys.stdout,
     )
 

@@ -12,6 +12,7 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from .acting.escalation import Escalation
+from .acting.in_step import CardsInStep
 from .acting.outgoing import Outgoing
 from .acting.presses import Presses
 from .acting.replies import Replies
@@ -134,7 +135,19 @@ def assemble(
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
         _post_escalating(webhooks, issue, found)
 
-    watcher = _watcher(settings, spool, metrics, clock, posted_again)
+    in_step = (
+        CardsInStep(
+            spool.sent,
+            outbox,
+            origin=settings.glitchtip_links,
+            escalation=escalation,
+            metrics=metrics,
+            clock=clock,
+        )
+        if spool is not None and settings.glitchtip_links is not None
+        else None
+    )
+    watcher = _watcher(settings, spool, metrics, clock, posted_again, in_step)
     outgoing = Outgoing(
         spool.sent if spool is not None else None,
         outbox=outbox,
@@ -255,6 +268,7 @@ def _watcher(
     metrics: Metrics,
     clock: Clock,
     post: Callable[[Watched, Trend], None],
+    in_step: CardsInStep | None,
 ) -> Watcher | None:
     """With GLITCHTIP_API_TOKEN and a spool: the watcher of the issues the relay alerted on."""
     token, url = settings.glitchtip_api_token, settings.glitchtip_url
@@ -268,6 +282,7 @@ def _watcher(
         min_events=settings.watching.min_events,
         glitchtip_links=settings.glitchtip_links,
         metrics=metrics,
+        follow=(lambda states, at: in_step.follow(states, asked_at=at)) if in_step else None,
         clock=clock,
         look_every=settings.timing.poll_interval,
     )

@@ -92,7 +92,7 @@ def test_an_escalating_issue_is_posted_again_once_a_day_with_its_count_and_spark
     fake.issues["3"]["status"] = "resolved"  # not watched for spikes once resolved
     assert relay.watcher is not None
     done = relay.watcher.round()
-    assert (done.asked, done.escalating) == (2, 1)  # the counts, then the spiking ones' states
+    assert (done.asked, done.escalating) == (2, 1)  # the states, then the counts
     run_background(relay.dispatcher, fake_time)
     [sent] = telegram.delivered
     first = sent.text.split("\n")[0]
@@ -127,10 +127,10 @@ def test_a_round_for_a_thousand_issues_takes_a_few_requests(
         fake.hourly[str(spiking)] = quiet_day(last_hour=5000)
     assert relay.watcher is not None
     before = len(fake.requests)
-    # The counts of all, 200 a request; then the states of the ten that spike.
+    # The states of all, 100 a request (cards in step); their counts, 200 a request.
     done = relay.watcher.round()
-    assert (done.asked, done.escalating) == (6, 10)
-    assert len(fake.requests) - before == 6
+    assert (done.asked, done.escalating) == (15, 10)
+    assert len(fake.requests) - before == 15
 
 
 def test_one_round_per_interval_for_the_whole_fleet(

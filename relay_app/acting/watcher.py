@@ -1,10 +1,11 @@
 """The watcher of GlitchTip (docs/oncall.md): GlitchTip alerts once per issue and rule, so an
 unresolved issue that alerted with 3 events and then has 30,000 an hour says nothing more. The
 relay knows the issues it alerted on (spool/watched.py): every RELAY_WATCH_INTERVAL one process
-of the fleet asks GlitchTip about them in batches (their hourly counts, 200 a request; then the
-states of those that spike, 100 a request), and posts each unresolved one that is escalating
-(message/trend.py) again, at most once a day, through the routes, silences and mentions any
-alert goes through.
+of the fleet asks GlitchTip about them in batches (their hourly counts, 200 a request; their
+states, 100 a request: 15 requests for 1,000 issues), posts each unresolved one that is
+escalating (message/trend.py) again, at most once a day, through the routes, silences and
+mentions any alert goes through, and brings the cards of those changed outside the chat in
+step (in_step.py).
 
 GlitchTip down, slow or refusing the token is said once, when it starts and when it ends; it
 costs no alert, and the next round asks again.
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 Post = Callable[[Watched, Trend], None]
+# GlitchTip's states of issues, asked at a time (the clock's): cards made to show them.
+Follow = Callable[[Mapping[str, str], float], int]
 # How often a process looks whether the fleet's next round is due.
 LOOK_EVERY = 1.0
 
@@ -40,6 +43,7 @@ LOOK_EVERY = 1.0
 class Round:
     asked: int  # requests made to GlitchTip
     escalating: int  # issues posted again
+    in_step: int = 0  # buttons made to show a status changed outside the chat
 
 
 class Watcher(OwnThread):
@@ -55,11 +59,13 @@ class Watcher(OwnThread):
         min_events: int,
         glitchtip_links: str | None,
         metrics: Metrics | None = None,
+        follow: Follow | None = None,
         clock: Clock = time.time,
         look_every: float = LOOK_EVERY,
     ) -> None:
-        """`post`: an escalating issue posted again; `glitchtip_links`: the origin of the
-        issue links whose issues are watched (GLITCHTIP_PUBLIC_URL, else GLITCHTIP_URL)."""
+        """`post`: an escalating issue posted again; `follow`: the cards brought in step with
+        the states read (in_step.py); `glitchtip_links`: the origin of the issue links whose
+        issues are watched (GLITCHTIP_PUBLIC_URL, else GLITCHTIP_URL)."""
         self._store = store
         self._api = api
         self._post = post
@@ -67,6 +73,7 @@ class Watcher(OwnThread):
         self._min_events = min_events
         self._links = glitchtip_links
         self._metrics = metrics
+        self._follow = follow
         self._clock = clock
         self._look_every = look_every
         self._failing: str | None = None
@@ -99,40 +106,42 @@ class Watcher(OwnThread):
         by_org: dict[str, list[Watched]] = {}
         for issue in self._store.watched(now=now):
             by_org.setdefault(issue.org, []).append(issue)
-        asked = posted = 0
+        asked = posted = synced = 0
         for org, issues in by_org.items():
             try:
-                made, escalating = self._ask(org, issues, now)
+                made, states, escalating = self._ask(org, issues, now)
             except GlitchTipError as exc:
                 self._failed(asked + 1, str(exc))
-                return Round(asked + 1, posted)
+                return Round(asked + 1, posted, synced)
             asked += made
+            if self._follow is not None:
+                synced += self._follow(states, now)
             posted += sum(self._posted(issue, found, now) for issue, found in escalating)
         self._answered(asked)
-        return Round(asked, posted)
+        return Round(asked, posted, synced)
 
     def _ask(
         self, org: str, issues: Sequence[Watched], now: float
-    ) -> tuple[int, list[tuple[Watched, Trend]]]:
-        """The requests made, and the unresolved issues escalating: every issue's counts (200
-        a request), then the states of the few that spike (100 a request)."""
-        counts: dict[str, list[list[float]]] = {}
-        made = 0
-        for batch in _batches([issue.issue_id for issue in issues], STATS_AT_ONCE):
-            counts.update(self._api.issue_counts(org, batch))
-            made += 1
-        spiking = [
-            (issue, found)
-            for issue in issues
-            if (found := trend(counts.get(issue.issue_id, []), now)).escalating(self._min_events)
-        ]
+    ) -> tuple[int, dict[str, str], list[tuple[Watched, Trend]]]:
+        """The requests made, every issue's state (100 a request), and the unresolved issues
+        escalating, from every issue's counts (200 a request)."""
+        ids = [issue.issue_id for issue in issues]
         states: dict[str, str] = {}
-        for batch in _batches([issue.issue_id for issue, _ in spiking], STATES_AT_ONCE):
+        made = 0
+        for batch in _batches(ids, STATES_AT_ONCE):
             states.update(self._api.issue_states(org, batch))
             made += 1
-        return made, [
-            (issue, found) for issue, found in spiking if states.get(issue.issue_id) == "unresolved"
+        counts: dict[str, list[list[float]]] = {}
+        for batch in _batches(ids, STATS_AT_ONCE):
+            counts.update(self._api.issue_counts(org, batch))
+            made += 1
+        escalating = [
+            (issue, found)
+            for issue in issues
+            if states.get(issue.issue_id) == "unresolved"
+            and (found := trend(counts.get(issue.issue_id, []), now)).escalating(self._min_events)
         ]
+        return made, states, escalating
 
     def _posted(self, issue: Watched, found: Trend, now: float) -> int:
         if not self._store.escalated(issue.issue_id, now=now):

@@ -199,6 +199,15 @@ class Metrics:
         )
         for asked in ("answered", "failed"):
             self.watcher_requests.labels(asked)
+        self.cards_in_step = Counter(
+            "relay_cards_in_step",
+            "Issue buttons on cards made to show the status GlitchTip has for the issue, changed "
+            "outside the chat (its UI or API), by that status",
+            ["status"],
+            registry=self.registry,
+        )
+        for status in ("resolved", "ignored", "unresolved"):
+            self.cards_in_step.labels(status)
         self.escalating_posts = Counter(
             "relay_escalating_posts",
             "Unresolved issues the relay alerted on, posted again because they are escalating",

@@ -148,13 +148,22 @@ def done_line(button: IssueButton, words: Words, *, several: bool) -> str | None
     None for an issue nobody acted on."""
     if button.status is None or button.acted_at is None:
         return None
-    template = {
-        "resolved": words.issue_resolved_by if several else words.resolved_by,
-        "ignored": words.issue_ignored_by if several else words.ignored_by,
-        "unresolved": words.issue_reopened_by if several else words.reopened_by,
-    }[button.status]
+    # (one issue's card, several issues' card), by someone in the chat or in GlitchTip itself
+    # (the watcher saw it: acting/in_step.py; GlitchTip does not say who).
+    in_chat = {
+        "resolved": (words.resolved_by, words.issue_resolved_by),
+        "ignored": (words.ignored_by, words.issue_ignored_by),
+        "unresolved": (words.reopened_by, words.issue_reopened_by),
+    }
+    in_glitchtip = {
+        "resolved": (words.resolved_in_glitchtip, words.issue_resolved_in_glitchtip),
+        "ignored": (words.ignored_in_glitchtip, words.issue_ignored_in_glitchtip),
+        "unresolved": (words.reopened_in_glitchtip, words.issue_reopened_in_glitchtip),
+    }
+    one, many = (in_chat if button.acted_by is not None else in_glitchtip)[button.status]
+    template = many if several else one
     return template.format(
-        label=button.label, user=button.acted_by or "?", time=clock_time(button.acted_at)
+        label=button.label, user=button.acted_by, time=clock_time(button.acted_at)
     )
 
 

@@ -13,7 +13,7 @@ reaches. Telegram keeps an update for at most 24 hours.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
@@ -36,6 +36,16 @@ class StatusClaim:
     by: str
     at: float
     before: tuple[str | None, str | None, float | None]
+
+
+@dataclass(frozen=True)
+class Synced:
+    """A button made to show the status GlitchTip has for its issue, changed outside the chat."""
+
+    chat: str
+    message_id: int
+    label: str
+    status: IssueStatus
 
 
 @dataclass(frozen=True)
@@ -158,6 +168,59 @@ class SentStore:
 
         return self._store.write(claim, now=at)
 
+    def in_step(
+        self,
+        origin: str,
+        states: Mapping[str, IssueStatus],
+        *,
+        asked_at: float,
+        settle: float,
+        now: float,
+    ) -> list[Synced]:
+        """Make the buttons of these issues (GlitchTip's at `origin`) show the status GlitchTip
+        gave for each when asked at `asked_at` (the caller's clock, as `now`); by nobody in the
+        chat (`acted_by` NULL), now.
+        A button a press changed after `asked_at - settle` is left: GlitchTip's answer may
+        predate that press's change (a press claims first, then asks GlitchTip within
+        `settle`). Read first: on most rounds nothing changed, and nothing is written."""
+
+        def stale(tx: Tx) -> list[Row]:
+            cutoff = tx.at.to_db(asked_at - settle)
+            rows = tx.all(
+                "SELECT key, issue_id, status, acted_at FROM issue_buttons WHERE origin = ?",
+                (origin,),
+            )
+            return [row for row in rows if _behind(row, states, cutoff)]
+
+        found = self._store.read(stale, now=now)
+        if not found:
+            return []
+
+        def change(tx: Tx) -> list[Synced]:
+            cutoff = tx.at.to_db(asked_at - settle)
+            synced = []
+            for row in found:
+                status = states[str(row["issue_id"])]
+                # Only while it stands as read: a press in between wins.
+                done = tx.one(
+                    "UPDATE issue_buttons SET status = ?, acted_by = NULL, acted_at = ?"
+                    " WHERE key = ? AND COALESCE(status, 'unresolved') = ?"
+                    " AND (acted_at IS NULL OR acted_at < ?) RETURNING chat, message_id, label",
+                    (status, tx.at.db, row["key"], row["status"] or _UNRESOLVED, cutoff),
+                )
+                if done is not None:
+                    synced.append(
+                        Synced(
+                            str(done["chat"]),
+                            int(str(done["message_id"])),
+                            str(done["label"]),
+                            status,
+                        )
+                    )
+            return synced
+
+        return self._store.write(change, now=now)
+
     def unclaim(self, claim: StatusClaim) -> None:
         """GlitchTip refused the claimed change: the button shows what it did before, unless a
         later change has replaced the claim."""
@@ -254,6 +317,18 @@ class SentStore:
             )
 
         return self._store.write(prune)
+
+
+def _behind(row: Row, states: Mapping[str, IssueStatus], cutoff: float) -> bool:
+    """Whether the button shows another status than GlitchTip's, and no press changed it
+    since `cutoff` (the store's time)."""
+    status = states.get(str(row["issue_id"]))
+    acted_at = row["acted_at"]
+    return (
+        status is not None
+        and (row["status"] or _UNRESOLVED) != status
+        and (acted_at is None or float(str(acted_at)) < cutoff)
+    )
 
 
 def _noted(tx: Tx, chat: str, message_id: int, note: str) -> SentMessage | None:

@@ -101,6 +101,13 @@ class Words:
     issue_resolved_by: str
     issue_ignored_by: str
     issue_reopened_by: str
+    # The same, changed in GlitchTip itself (its UI or API): GlitchTip does not say by whom.
+    resolved_in_glitchtip: str
+    ignored_in_glitchtip: str
+    reopened_in_glitchtip: str
+    issue_resolved_in_glitchtip: str
+    issue_ignored_in_glitchtip: str
+    issue_reopened_in_glitchtip: str
     notice_resolved: str
     notice_ignored: str
     notice_reopened: str
