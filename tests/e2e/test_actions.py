@@ -408,3 +408,33 @@ def test_an_issue_that_escalates_after_its_alert_is_posted_again_once_by_the_fle
         timeout=15,
     )
     assert len(escalating()) == 1
+
+
+def test_a_card_follows_what_is_done_to_its_issue_in_glitchtips_ui(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(
+        GLITCHTIP_API_TOKEN=TOKEN,
+        GLITCHTIP_URL=fake_glitchtip.url,
+        RELAY_WATCH_INTERVAL="1",
+        RELAY_TIME_SCALE=CHAT_SCALE,
+        WEB_CONCURRENCY="2",
+    )
+    reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 8))
+    assert reply.status_code == 200
+    card = only_message(fake_telegram)
+    assert "✅ Resolve" in labels(card)
+
+    fake_glitchtip.issues["8"]["status"] = "resolved"  # someone resolves it in GlitchTip's UI
+    assert wait_until(
+        lambda: re.search(r"Resolved in GlitchTip at \d\d:\d\d UTC$", card.visible()), timeout=15
+    ), relay.logs()
+    assert "↩️ Reopen" in labels(card)
+    assert "✅ Resolve" not in labels(card)
+
+    fake_glitchtip.issues["8"]["status"] = "unresolved"  # a new event reopens it
+    assert wait_until(
+        lambda: re.search(r"Reopened in GlitchTip at \d\d:\d\d UTC$", card.visible()), timeout=15
+    ), relay.logs()
+    assert {"✅ Resolve", "🔕 Ignore"} <= set(labels(card))
+    assert len(fake_telegram.posted_to(CHAT_ID)) == 1  # edited, never posted again
