@@ -170,6 +170,28 @@ def test_a_missing_topic_fails_with_a_hint(fake: FakeTelegram, spool_path: str) 
     assert "set TELEGRAM_THREAD_ID" in line
 
 
+def test_every_routes_topic_is_checked_and_a_wrong_one_names_its_route(
+    fake: FakeTelegram, spool_path: str, tmp_path: Path
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        "[[route]]\nname = 'payments'\nproject = 'pay'\nthread = 78\n"
+        "[[route]]\nname = 'ops'\nproject = 'ops'\nthread = 79\n"
+        f"[[route]]\nname = 'elsewhere'\nproject = 'web'\nchat = {OTHER_CHAT}\nthread = 5\n"
+    )
+    fake.missing_threads.add(79)
+    code, lines = check(environment(fake, spool_path, RELAY_ROUTES=str(routes)))
+    assert code == 1
+    assert line_for(lines, f"topic {TOPIC} of chat {CHAT}").startswith("ok")
+    assert line_for(lines, f"topic 78 of chat {CHAT}").startswith("ok")
+    missing = line_for(lines, f"topic 79 of chat {CHAT}")
+    assert "message thread not found" in missing
+    assert "set route 'ops''s thread in RELAY_ROUTES" in missing
+    no_forum = line_for(lines, f"topic 5 of chat {OTHER_CHAT}")
+    assert "the chat is not a forum" in no_forum
+    assert "route 'elsewhere'" in no_forum
+
+
 def test_a_topic_in_a_chat_without_topics_fails(fake: FakeTelegram, spool_path: str) -> None:
     fake.add_chat(CHAT, forum=False)
     code, lines = check(environment(fake, spool_path))

@@ -199,16 +199,35 @@ def _chat_verdicts(
     # The routes' chats too (RELAY_ROUTES): each once.
     known = {chat_key(chat) for chat in chats}
     chats += [chat for chat in settings.routes.chats if chat_key(chat) not in known]
+    topics = _topics(settings)
     default_works = False
     for chat in chats:
         verdict, info = _chat_verdict(client, chat, bot_id, deadline, settings.telegram_api_url)
         yield verdict
-        if chat != default.chat:
+        if chat == default.chat:
+            default_works = verdict.passed
+        if not verdict.passed:
             continue
-        default_works = verdict.passed
-        if verdict.passed and default.thread is not None:
-            yield _topic_verdict(client, default, info, deadline, settings.telegram_api_url)
+        for thread, named_by in topics.get(chat_key(chat), {}).items():
+            where = Destination(chat, thread)
+            yield _topic_verdict(client, where, info, deadline, settings.telegram_api_url, named_by)
     return default_works
+
+
+def _topics(settings: Settings) -> dict[str, dict[int, str]]:
+    """The forum topics the relay posts to, by chat: each with what names it (the variable,
+    or the first route that does), for the fix."""
+    default = settings.default_destination
+    topics: dict[str, dict[int, str]] = {}
+    if default.thread is not None:
+        topics[chat_key(default.chat)] = {default.thread: "TELEGRAM_THREAD_ID"}
+    for route in settings.routes.routes:
+        if route.thread is None or route.drop:
+            continue
+        chat = route.chat if route.chat is not None else default.chat
+        named_by = f"route {route.name!r}'s thread in RELAY_ROUTES"
+        topics.setdefault(chat_key(chat), {}).setdefault(route.thread, named_by)
+    return topics
 
 
 def _test_message_verdict(
@@ -279,19 +298,22 @@ def _topic_verdict(
     chat_info: dict[str, Any],
     deadline: Callable[[], float],
     api: str,
+    named_by: str,
 ) -> Verdict:
+    """`named_by`: where the topic is set (TELEGRAM_THREAD_ID, or a route), which the fix names."""
     name = f"topic {destination.thread} of chat {destination.chat}"
     if not chat_info.get("is_forum"):
         return Verdict(
             name,
             False,
             "the chat is not a forum, so it has no topics",
-            "turn on Topics in the group's settings, or unset TELEGRAM_THREAD_ID",
+            f"turn on Topics in the group's settings, or unset {named_by}",
         )
     try:
         client.send_chat_action(destination.chat, thread_id=destination.thread, deadline=deadline())
     except DeliveryError as exc:
-        return Verdict(name, False, str(exc), _hint(exc, api, "topic"), _unreached(exc))
+        hint = _hint(exc, api, "topic").replace("TELEGRAM_THREAD_ID", named_by)
+        return Verdict(name, False, str(exc), hint, _unreached(exc))
     return Verdict(name, True, "the topic exists")
 
 
