@@ -29,8 +29,8 @@ def rule(rule_id: int, name: str, *urls: str, uptime: bool = False, **more: Any)
     }
 
 
-def plan(rules: list[dict[str, Any]], *, uptime: bool = False) -> Any:
-    return plan_rule(rules, name=RULE_NAME, uptime=uptime, url=URL, relay_url=RELAY)
+def plan(rules: list[dict[str, Any]], *, uptime: bool = False, force: bool = False) -> Any:
+    return plan_rule(rules, name=RULE_NAME, uptime=uptime, url=URL, relay_url=RELAY, force=force)
 
 
 def test_no_rule_of_the_kind_is_created() -> None:
@@ -60,9 +60,16 @@ def test_the_relays_rule_with_an_old_secret_is_rewritten_keeping_its_other_recip
         {"id": 0, "recipientType": "webhook", "url": "https://hooks.slack.com/x"},
         {"recipientType": "webhook", "url": URL},
     ]
-    by_name = plan([rule(6, RULE_NAME, "http://old-host:8780/webhook/s")])
-    assert (by_name.action, by_name.rule_id) == ("update", 6)
-    assert by_name.body["alertRecipients"] == [{"recipientType": "webhook", "url": URL}]
+    assert rewritten.sent_to == (f"{RELAY}/webhook/old-secret",)
+
+
+def test_a_rule_of_the_relays_name_at_another_relay_is_taken_only_with_force() -> None:
+    elsewhere = "http://old-host:8780/webhook/s"
+    refused = plan([rule(6, RULE_NAME, elsewhere)])
+    assert (refused.action, refused.rule_id, refused.sent_to) == ("refuse", 6, (elsewhere,))
+    forced = plan([rule(6, RULE_NAME, elsewhere)], force=True)
+    assert (forced.action, forced.rule_id, forced.sent_to) == ("update", 6, (elsewhere,))
+    assert forced.body["alertRecipients"] == [{"recipientType": "webhook", "url": URL}]
 
 
 def test_the_relays_address_and_the_project_are_checked() -> None:

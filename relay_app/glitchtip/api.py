@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 import requests
 
@@ -108,6 +109,14 @@ class GlitchTipApi:
             str(issue.get("id")): str(issue.get("status"))
             for issue in _dicts(self._call_any("GET", path, None))
         }
+
+    def search_issues(self, org: str, words: str, *, limit: int = 5) -> list[dict[str, Any]]:
+        """The organisation's issues GlitchTip's search finds for `words` (its `query`, full
+        text over titles), each with `id`, `shortId`, `title` and `status` (`event:read`)."""
+        if not _SLUG.fullmatch(org):
+            raise ValueError(f"not an organisation's slug: {org!r}")
+        path = f"/api/0/organizations/{org}/issues/?{urlencode({'query': words, 'limit': limit})}"
+        return _dicts(self._call_any("GET", path, None))
 
     def whoami(self) -> dict[str, Any]:
         """The token's user: the cheap check that GlitchTip accepts the token."""

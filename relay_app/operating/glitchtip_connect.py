@@ -4,10 +4,17 @@ API (../shared/reference/glitchtip-api.md), and, with `--test`, the whole path p
 event into the project through its DSN, GlitchTip's alert rule firing, its webhook reaching the
 relay, and the alert reaching the chat, or which of those hops failed and what fixes it.
 
-Idempotent: run again, it changes nothing, or rewrites the rule it made (a new relay address or
-secret); it never adds a second rule that would send each alert twice. A rule is the relay's when
-it has the name given (`--name`, RULE_NAME by default) or a webhook recipient at this relay's
-address; a rule someone made in GlitchTip's UI with exactly this webhook URL is left as it is.
+Idempotent: run again, it changes nothing, or rewrites the rule it made (a new secret), saying
+where it sent before; it never adds a second rule that would send each alert twice. A rule is
+the relay's when it has the name given (`--name`, RULE_NAME by default) or a webhook recipient at
+this relay's address; a rule someone made in GlitchTip's UI with exactly this webhook URL is
+left as it is. A rule of that name that sends to another relay's address (a second relay, or
+this one before it moved) is not taken without `--force`.
+
+Before GlitchTip is asked, `--relay-url` is asked from here: a relay that does not answer is
+said at once (with --test, nothing is sent: the webhook would be waited for in vain), and again
+in the last line when the rule was left pointing at it. The test event's issue is resolved
+afterwards when the token may, or named for the operator to resolve.
 
 The token needs `project:write` (creating and changing alert rules; `project:read` for the keys):
 GLITCHTIP_SETUP_TOKEN, which the relay itself never reads, or else GLITCHTIP_API_TOKEN.
@@ -46,6 +53,15 @@ TEST_WAIT = 180.0
 # How often --test looks at the spool meanwhile.
 LOOK_EVERY = 0.5
 REQUEST_TIMEOUT = 10.0
+# How long the relay's address has to answer this host before GlitchTip is asked.
+RELAY_ANSWERS_WITHIN = 5.0
+_LOOPBACK_FIX = (
+    "where GlitchTip runs in a container, that is the container itself, not the relay. Give "
+    "--relay-url as GlitchTip reaches the relay: the relay's service name on a network the two "
+    "share (http://relay:8780), or the host's address from the container "
+    "(http://host.docker.internal:8780 with extra_hosts: host-gateway), and have the relay "
+    "listen there (RELAY_BIND=0.0.0.0:8780)"
+)
 SETUP_TOKEN = "GLITCHTIP_SETUP_TOKEN"  # noqa: S105 (a variable's name)
 
 
@@ -78,6 +94,11 @@ def add_glitchtip_commands(commands: Any, *, open_spool: OpenSpool) -> None:
         "in the chat, or say which hop failed",
     )
     connect.add_argument(
+        "--force",
+        action="store_true",
+        help="take the rule of this name even when it sends to another relay's address",
+    )
+    connect.add_argument(
         "--wait",
         type=float,
         default=TEST_WAIT,
@@ -89,11 +110,13 @@ def add_glitchtip_commands(commands: Any, *, open_spool: OpenSpool) -> None:
 
 @dataclass(frozen=True)
 class RulePlan:
-    action: Literal["create", "update", "keep"]
+    action: Literal["create", "update", "keep", "refuse"]
     body: dict[str, Any]
     rule_id: int | None = None
     # Why a rule is kept: it is already the one wanted, or someone else's with this URL.
     why: str = ""
+    # Where the rule sent before it is changed (or, refused, where it sends).
+    sent_to: tuple[str, ...] = ()
 
 
 def webhook_url(relay_url: str, secret: str) -> str:
@@ -110,9 +133,16 @@ def webhook_url(relay_url: str, secret: str) -> str:
 
 
 def plan_rule(
-    rules: list[dict[str, Any]], *, name: str, uptime: bool, url: str, relay_url: str
+    rules: list[dict[str, Any]],
+    *,
+    name: str,
+    uptime: bool,
+    url: str,
+    relay_url: str,
+    force: bool = False,
 ) -> RulePlan:
-    """What to do so that one rule of this kind (issue or uptime) sends to `url`, and no two."""
+    """What to do so that one rule of this kind (issue or uptime) sends to `url`, and no two.
+    The rule of this name that sends to another relay's address is refused unless `force`."""
     webhook: list[dict[str, Any]] = [{"recipientType": "webhook", "url": url}]
     wanted: dict[str, Any] = {
         "name": name,
@@ -127,12 +157,21 @@ def plan_rule(
     relay_prefix = f"{relay_url.rstrip('/')}/webhook/"
     for rule in kind:
         ours = rule.get("name") == name
-        if ours or any(u.startswith(relay_prefix) for u in _webhook_urls(rule)):
+        urls = _webhook_urls(rule)
+        if ours or any(u.startswith(relay_prefix) for u in urls):
+            # Its name says it is a relay's; sending to a relay's path elsewhere, it may be
+            # another relay's (or this one's before it moved: --force says so).
+            elsewhere = tuple(
+                u for u in urls if "/webhook/" in u and not u.startswith(relay_prefix)
+            )
+            if ours and elsewhere and not force:
+                return RulePlan("refuse", rule, _rule_id(rule), sent_to=elsewhere)
             # The relay's own rule, with an old secret or address: rewritten, keeping whatever
             # else it sends to.
             others = [r for r in _recipients(rule) if not _to_relay(r, ours, relay_prefix)]
             body = {**wanted, "alertRecipients": [*others, *webhook]}
-            return RulePlan("update", body, _rule_id(rule))
+            replaced = tuple(u for u in urls if u not in {str(r.get("url")) for r in others})
+            return RulePlan("update", body, _rule_id(rule), sent_to=replaced)
     return RulePlan("create", wanted)
 
 
@@ -185,15 +224,33 @@ def _connect(args: argparse.Namespace, console: Console, open_spool: OpenSpool) 
     url = webhook_url(args.relay_url, settings.webhook_secret)
     api = GlitchTipApi(token, settings.glitchtip_url, timeout=REQUEST_TIMEOUT)
     out = console.out
+    relay = args.relay_url.rstrip("/")
+    silent = _relay_silent(relay)
+    if silent is not None:
+        print(f"hop 0: the relay at {relay} did not answer from here: {silent}", file=out)
+    refused = False
     try:
         rules = api.alert_rules(project)
         for uptime in (False, True) if args.uptime else (False,):
             plan = plan_rule(
-                rules, name=args.name, uptime=uptime, url=url, relay_url=args.relay_url
+                rules,
+                name=args.name,
+                uptime=uptime,
+                url=url,
+                relay_url=args.relay_url,
+                force=args.force,
             )
+            refused |= plan.action == "refuse"
             print(_done(api, project, plan, uptime, url), file=out)
     except GlitchTipError as exc:
         raise Failed(f"{exc}{_scope_hint(exc)}") from None
+    if refused:
+        raise Failed(
+            "a rule of this name sends to another relay: pass --force to point it at this one "
+            "(the other stops getting alerts), or --name to give this relay a rule of its own"
+        )
+    if silent is not None:
+        raise Failed(_left_at_silent_relay(relay, silent, tested=args.test))
     if not args.test:
         return 0
     return _test(api, project, settings, args, console, open_spool)
@@ -202,14 +259,49 @@ def _connect(args: argparse.Namespace, console: Console, open_spool: OpenSpool) 
 def _done(api: GlitchTipApi, project: ProjectPath, plan: RulePlan, uptime: bool, url: str) -> str:
     kind = "uptime alerts" if uptime else "issue alerts (each new issue's first event)"
     what = f"in {project}: {kind} to {shown_webhook_url(url)}"
+    before = ", ".join(shown_webhook_url(sent) for sent in plan.sent_to)
     if plan.action == "keep":
         return f"unchanged: alert rule {plan.rule_id} “{plan.body.get('name')}” ({plan.why}) {what}"
+    if plan.action == "refuse":
+        return (
+            f"refused: alert rule {plan.rule_id} “{plan.body.get('name')}” in {project} sends to "
+            f"{before}, not this relay's address: left as it is"
+        )
     if plan.action == "update":
         assert plan.rule_id is not None
         api.update_alert_rule(project, plan.rule_id, plan.body)
-        return f"updated: alert rule {plan.rule_id} “{plan.body['name']}” {what}"
+        was = f" (it sent to {before})" if before else ""
+        return f"updated: alert rule {plan.rule_id} “{plan.body['name']}” {what}{was}"
     made = api.create_alert_rule(project, plan.body)
     return f"created: alert rule {made.get('id')} “{plan.body['name']}” {what}"
+
+
+def _relay_silent(relay: str) -> str | None:
+    """Why the relay's address gave no HTTP answer from here (any answer will do: /healthz may
+    live on the admin listener); None when it answered."""
+    try:
+        with requests.Session() as session:
+            session.mount("http://", DeadlineAdapter(max_retries=0))
+            session.mount("https://", DeadlineAdapter(max_retries=0))
+            with Deadline(RELAY_ANSWERS_WITHIN):
+                session.get(
+                    f"{relay}/healthz", timeout=RELAY_ANSWERS_WITHIN, allow_redirects=False
+                ).close()
+    except requests.RequestException as exc:
+        return exc.__class__.__name__
+    return None
+
+
+def _left_at_silent_relay(relay: str, why: str, *, tested: bool) -> str:
+    said = (
+        f"the alert rule points at {relay}, which did not answer from here ({why})"
+        + (": no test event was sent, its webhook would be waited for in vain" if tested else "")
+        + ". If GlitchTip reaches the relay at another address than this host does, that is "
+        "fine; otherwise fix --relay-url and run this again."
+    )
+    if _loopback(urlsplit(relay).hostname or ""):
+        said += f" {_LOOPBACK_FIX}"
+    return said
 
 
 def _scope_hint(exc: GlitchTipError) -> str:
@@ -255,11 +347,28 @@ def _test(
                 "here, as from your apps"
             ) from None
         print(f"hop 1: GlitchTip took the test event “{mark}” (project {project})", file=out)
-        return _follow(spool, mark, started, args, out)
+        try:
+            return _follow(spool, mark, started, args, out)
+        finally:
+            print(_resolve_test_issue(api, project, mark), file=out)
     except GlitchTipError as exc:
         raise Failed(f"{exc}{_scope_hint(exc)}") from None
     finally:
         spool.close()
+
+
+def _resolve_test_issue(api: GlitchTipApi, project: ProjectPath, mark: str) -> str:
+    """The test event's issue resolved, so that every --test does not leave one more open
+    issue in the project; or what the operator must resolve, and why it was not."""
+    try:
+        found = [i for i in api.search_issues(project.organization, mark) if i.get("title") == mark]
+        if not found:
+            return f"the test issue “{mark}” was not found to resolve: resolve it in GlitchTip"
+        label = str(found[0].get("shortId") or f"#{found[0].get('id')}")
+        api.set_status(str(found[0].get("id")), "resolved")
+    except (GlitchTipError, ValueError) as exc:
+        return f"the test issue “{mark}” is still open ({exc}): resolve it in GlitchTip"
+    return f"the test issue {label} is resolved in GlitchTip"
 
 
 def _public_dsn(api: GlitchTipApi, project: ProjectPath) -> str:
@@ -343,13 +452,7 @@ def _not_reached(relay: str, waited: float) -> str:
     )
     host = urlsplit(relay).hostname or ""
     if _loopback(host):
-        said += (
-            f" {host} is GlitchTip's own host: where GlitchTip runs in a container, that is the "
-            "container itself, not the relay. Give --relay-url as GlitchTip reaches the relay: "
-            "the relay's service name on a network the two share (http://relay:8780), or the "
-            "host's address from the container (http://host.docker.internal:8780 with "
-            "extra_hosts: host-gateway), and have the relay listen there (RELAY_BIND=0.0.0.0:8780)"
-        )
+        said += f" {host} is GlitchTip's own host: {_LOOPBACK_FIX}"
     else:
         said += (
             " Check that GlitchTip's host reaches that address (a firewall, DNS, a proxy in "

@@ -4,6 +4,8 @@ through the project's DSN, GlitchTip's webhook, the chat), or the failing hop na
 
 from __future__ import annotations
 
+import time
+
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import run_relay_app
 from tests.e2e.relay_process import CHAT_ID, SECRET, free_port, relay_env
@@ -61,6 +63,9 @@ def test_connect_makes_one_rule_and_test_proves_the_path_into_the_chat(
     assert lines[1].startswith("hop 1: GlitchTip took the test event “relay_app connect test ")
     assert lines[2] == "hop 2: GlitchTip's webhook reached the relay"
     assert lines[3].startswith("hop 3: the relay delivered the test alert (#")
+    # Every --test would leave one more open issue in the project: it is resolved.
+    assert lines[4] == "the test issue BACKEND-100 is resolved in GlitchTip"
+    assert fake_glitchtip.issues["100"]["status"] == "resolved"
     assert SECRET not in out + err
     [posted] = fake_telegram.posted_to(CHAT_ID)
     assert "relay_app connect test " in posted.visible()
@@ -83,6 +88,7 @@ def test_connect_makes_one_rule_and_test_proves_the_path_into_the_chat(
     )
     assert code == 0
     assert out.splitlines()[0].startswith("updated: alert rule 1 “relay_app: Telegram”")
+    assert f"(it sent to {relay.url}/webhook/[secret " in out.splitlines()[0]
     assert out.splitlines()[1].startswith("created: alert rule 2 “relay_app: Telegram” in ")
     assert "uptime alerts" in out.splitlines()[1]
     assert len(fake_glitchtip.rules) == 2
@@ -92,25 +98,86 @@ def test_connect_makes_one_rule_and_test_proves_the_path_into_the_chat(
 
 
 def test_a_relay_glitchtip_cannot_reach_is_named_as_the_failing_hop_with_the_docker_fix(
-    fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip, spool_path: str
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    spool_path: str,
 ) -> None:
-    nowhere = f"http://127.0.0.1:{free_port()}"
+    # This host reaches the relay; GlitchTip, posting to the same address, does not (as from
+    # its own container): the test event's webhook is waited for, and the hop named.
+    relay = start_relay()
+    fake_glitchtip.post_to = f"http://127.0.0.1:{free_port()}"
     code, out, err = connect(
         fake_telegram,
         fake_glitchtip,
         spool_path,
-        *("--relay-url", nowhere, "--test", "--wait", "3"),
+        *("--relay-url", relay.url, "--test", "--wait", "3"),
     )
     assert code == 1
     assert "hop 1: GlitchTip took the test event" in out
     assert "hop 2" not in out
     assert (
         "hop 2 failed: GlitchTip's webhook did not reach the relay within 3 s (it posts to "
-        f"{nowhere}/webhook/…; GlitchTip's worker log says why). 127.0.0.1 is GlitchTip's own "
+        f"{relay.url}/webhook/…; GlitchTip's worker log says why). 127.0.0.1 is GlitchTip's own "
         "host: where GlitchTip runs in a container, that is the container itself, not the relay"
     ) in err
     assert "http://host.docker.internal:8780" in err
-    assert fake_glitchtip.webhooks_sent == [(f"{nowhere}/webhook/{SECRET}", 0)]
+    assert out.splitlines()[-1] == "the test issue BACKEND-100 is resolved in GlitchTip"
+
+
+def test_a_relay_url_nothing_answers_is_said_at_once_and_in_the_last_line(
+    fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip, spool_path: str
+) -> None:
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    code, out, err = connect(
+        fake_telegram,
+        fake_glitchtip,
+        spool_path,
+        *("--relay-url", nowhere, "--test", "--wait", "180"),
+    )
+    assert code == 1
+    assert time.monotonic() - started < 30  # not the 180 s --test would wait
+    lines = out.splitlines()
+    assert lines[0] == f"hop 0: the relay at {nowhere} did not answer from here: ConnectionError"
+    assert lines[1].startswith("created: alert rule 1 ")
+    assert "hop 1" not in out  # no test event: its webhook would be waited for in vain
+    assert fake_glitchtip.webhooks_sent == []
+    last = err.strip().splitlines()[-1]
+    assert f"the alert rule points at {nowhere}, which did not answer from here" in last
+    assert "http://host.docker.internal:8780" in last
+
+
+def test_a_rule_of_this_name_at_another_relay_is_not_taken_without_force(
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    spool_path: str,
+) -> None:
+    relay = start_relay()
+    other = "http://other-relay.example:8780/webhook/their-secret-0123456789abcdef"
+    fake_glitchtip.rules[1] = {
+        "id": 1,
+        "name": "relay_app: Telegram",
+        "timespanMinutes": 1,
+        "quantity": 1,
+        "uptime": False,
+        "alertRecipients": [{"id": 1, "recipientType": "webhook", "url": other}],
+    }
+    code, out, err = connect(fake_telegram, fake_glitchtip, spool_path, "--relay-url", relay.url)
+    assert code == 1
+    assert out.startswith("refused: alert rule 1 “relay_app: Telegram” in ")
+    assert "sends to http://other-relay.example:8780/webhook/[secret" in out
+    assert "pass --force" in err
+    assert fake_glitchtip.rules[1]["alertRecipients"][0]["url"] == other
+    code, out, _ = connect(
+        fake_telegram, fake_glitchtip, spool_path, "--relay-url", relay.url, "--force"
+    )
+    assert code == 0
+    assert "(it sent to http://other-relay.example:8780/webhook/[secret" in out
+    assert [r["url"] for r in fake_glitchtip.rules[1]["alertRecipients"]] == [
+        f"{relay.url}/webhook/{SECRET}"
+    ]
 
 
 def test_a_token_that_may_not_change_alert_rules_says_which_scope(
