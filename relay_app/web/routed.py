@@ -92,14 +92,7 @@ class RoutedWebhooks:
         budget, by each issue's link; none unless a route reads them."""
         if not self._routes.reads_levels or self._lookups is None:
             return {}
-        alert = parse_alert(payload)
-        if not isinstance(alert, IssueAlert):
-            return {}
-        ids: dict[str, str] = {}
-        for issue in alert.issues:
-            ref = issue_ref(issue.link, issue.short_id)
-            if issue.link and ref is not None and ref.origin == self._glitchtip_links:
-                ids[issue.link] = ref.id
+        ids = _issue_ids(payload, self._glitchtip_links)
         if not ids:
             return {}
         until = min(started + self._lookups.budget, deadline(started))
@@ -113,3 +106,16 @@ class RoutedWebhooks:
             for link, issue_id in ids.items()
             if issue_id in known and (level := known[issue_id].level)
         }
+
+
+def _issue_ids(payload: dict[str, Any], glitchtip_links: str | None) -> dict[str, str]:
+    """The ids of the webhook's issues at GlitchTip's address, by each issue's link."""
+    alert = parse_alert(payload)
+    if not isinstance(alert, IssueAlert):
+        return {}
+    ids: dict[str, str] = {}
+    for issue in alert.issues:
+        ref = issue_ref(issue.link, issue.short_id)
+        if issue.link and ref is not None and ref.origin == glitchtip_links:
+            ids[issue.link] = ref.id
+    return ids
