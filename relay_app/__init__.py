@@ -17,6 +17,7 @@ from .acting.outgoing import Outgoing
 from .acting.presses import Presses
 from .acting.replies import Replies
 from .acting.silencing import Silencing
+from .acting.snoozing import Snoozing
 from .acting.team import Team
 from .acting.updates import Handle, Poller, route_updates
 from .acting.watcher import Watcher
@@ -135,19 +136,8 @@ def assemble(
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
         _post_escalating(webhooks, issue, found)
 
-    in_step = (
-        CardsInStep(
-            spool.sent,
-            outbox,
-            origin=settings.glitchtip_links,
-            escalation=escalation,
-            metrics=metrics,
-            clock=clock,
-        )
-        if spool is not None and settings.glitchtip_links is not None
-        else None
-    )
-    watcher = _watcher(settings, spool, metrics, clock, posted_again, in_step)
+    in_step, snoozing = _following_glitchtip(settings, spool, outbox, escalation, metrics, clock)
+    watcher = _watcher(settings, spool, metrics, clock, posted_again, in_step, snoozing)
     outgoing = Outgoing(
         spool.sent if spool is not None else None,
         outbox=outbox,
@@ -167,6 +157,7 @@ def assemble(
         cards=shared.sent.message,
         zone=ZoneInfo(settings.timezone),
         on_call=settings.routes.on_call,
+        snooze_events=settings.watching.snooze_events,
     )
     jobs = Jobs(
         telegram,
@@ -226,7 +217,7 @@ def assemble(
         glitchtip_links=settings.glitchtip_links,
     )
     updates, poller = _acting_from_the_chat(
-        settings, spool, telegram, outbox, metrics, clock, silencing, escalation
+        settings, spool, telegram, outbox, metrics, clock, silencing, escalation, snoozing
     )
     return Relay(
         settings=settings,
@@ -262,6 +253,38 @@ def _local_spool(settings: Settings, spool: Spool | None) -> LocalSpool | None:
     )
 
 
+def _following_glitchtip(
+    settings: Settings,
+    spool: Spool | None,
+    outbox: Outbox,
+    escalation: Escalation,
+    metrics: Metrics,
+    clock: Clock,
+) -> tuple[CardsInStep | None, Snoozing | None]:
+    """With GLITCHTIP_API_TOKEN and a spool: what the watcher's rounds keep in step with
+    GlitchTip, the cards (in_step.py) and the snoozes (snoozing.py)."""
+    token, url, links = (
+        settings.glitchtip_api_token,
+        settings.glitchtip_url,
+        settings.glitchtip_links,
+    )
+    if token is None or url is None or links is None or spool is None:
+        return None, None
+    in_step = CardsInStep(
+        spool.sent, outbox, origin=links, escalation=escalation, metrics=metrics, clock=clock
+    )
+    snoozing = Snoozing(
+        spool.snoozes,
+        spool.watched,
+        outbox,
+        GlitchTipApi(token, url, timeout=settings.send_timeout),
+        events=settings.watching.snooze_events,
+        metrics=metrics,
+        clock=clock,
+    )
+    return in_step, snoozing
+
+
 def _watcher(
     settings: Settings,
     spool: Spool | None,
@@ -269,6 +292,7 @@ def _watcher(
     clock: Clock,
     post: Callable[[Watched, Trend], None],
     in_step: CardsInStep | None,
+    snoozing: Snoozing | None,
 ) -> Watcher | None:
     """With GLITCHTIP_API_TOKEN and a spool: the watcher of the issues the relay alerted on."""
     token, url = settings.glitchtip_api_token, settings.glitchtip_url
@@ -283,6 +307,7 @@ def _watcher(
         glitchtip_links=settings.glitchtip_links,
         metrics=metrics,
         follow=(lambda states, at: in_step.follow(states, asked_at=at)) if in_step else None,
+        snoozing=snoozing,
         clock=clock,
         look_every=settings.timing.poll_interval,
     )
@@ -347,6 +372,7 @@ def _acting_from_the_chat(
     clock: Clock,
     silencing: Silencing,
     escalation: Escalation,
+    snoozing: Snoozing | None,
 ) -> tuple[Handle | None, Poller | None]:
     """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles each
     update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them."""
@@ -362,7 +388,9 @@ def _acting_from_the_chat(
         clock=clock,
     )
     route = route_updates(
-        Presses(team, telegram, outbox, silencing=silencing, escalation=escalation),
+        Presses(
+            team, telegram, outbox, silencing=silencing, escalation=escalation, snoozing=snoozing
+        ),
         Replies(team, outbox, bot_id=bot_id(settings.telegram_bot_token)),
     )
     if settings.telegram_updates != "poll":

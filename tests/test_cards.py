@@ -34,7 +34,7 @@ def texts(markup: dict[str, object] | None) -> list[list[str]]:
 
 def test_one_issue_gets_resolve_ignore_and_mute_without_its_name() -> None:
     assert texts(keyboard([ISSUE], ENGLISH)) == [
-        ["👀 On it", "✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
+        ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
     ]
 
 
@@ -44,7 +44,7 @@ def test_several_issues_are_named_and_an_acted_one_offers_reopen() -> None:
         [
             "👀 On it BACKEND-4A",
             "✅ Resolve BACKEND-4A",
-            "🔕 Ignore BACKEND-4A",
+            "🔕 Ignore… BACKEND-4A",
             "🔇 Mute 1 h BACKEND-4A",
         ],
         ["↩️ Reopen BACKEND-5A", "🔇 Mute 1 h BACKEND-5A"],
@@ -55,7 +55,7 @@ def test_several_issues_are_named_and_an_acted_one_offers_reopen() -> None:
 def test_a_muted_issue_offers_unmute_and_its_message_says_until_when() -> None:
     muted = replace(ISSUE, silence_id=3, muted_by="@ada", muted_until=AT_0804 + 3600)
     assert texts(keyboard([muted], ENGLISH)) == [
-        ["👀 On it", "✅ Resolve", "🔕 Ignore", "🔊 Unmute"]
+        ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔊 Unmute"]
     ]
     message = SentMessage("-100", 1, "<b>🔴 GlitchTip Alert</b>", AT_0804, (), (muted,))
     shown = visible_text(rendered(message, ENGLISH), parse_mode="HTML")
@@ -63,7 +63,7 @@ def test_a_muted_issue_offers_unmute_and_its_message_says_until_when() -> None:
     russian = visible_text(rendered(message, RUSSIAN), parse_mode="HTML")
     assert russian.endswith("🔇 Без звука в этом чате до 09:04 UTC (@ada)")
     assert texts(keyboard([muted], RUSSIAN)) == [
-        ["👀 Беру", "✅ Закрыть", "🔕 Игнорировать", "🔊 Включить звук"]
+        ["👀 Беру", "✅ Закрыть", "🔕 Игнорировать…", "🔊 Включить звук"]
     ]
 
 

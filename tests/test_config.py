@@ -124,6 +124,9 @@ def test_the_spool_can_be_switched_off() -> None:
         ("RELAY_SPOOL_URL", "postgresql://u:p@db:5432", "names no database"),
         ("RELAY_ADMIN_BIND", "localhost", "not HOST:PORT"),
         ("RELAY_ADMIN_BIND", "0.0.0.0:8780", "uses the webhook listener's port"),
+        ("RELAY_WATCH_INTERVAL", "0.5", "use a number of seconds from 1 to 3600"),
+        ("RELAY_ESCALATING_MIN_EVENTS", "many", "is not an integer"),
+        ("RELAY_SNOOZE_EVENTS", "0", "is out of range"),
     ],
 )
 def test_a_bad_variable_is_named_with_how_to_fix_it(variable: str, value: str, says: str) -> None:

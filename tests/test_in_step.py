@@ -108,7 +108,7 @@ def test_an_issue_resolved_in_glitchtip_changes_every_card_that_shows_it(
         "🔇 Mute 1 h BACKEND-4A",
         "👀 On it BACKEND-5A",
         "✅ Resolve BACKEND-5A",
-        "🔕 Ignore BACKEND-5A",
+        "🔕 Ignore… BACKEND-5A",
         "🔇 Mute 1 h BACKEND-5A",
     ]
     # The next round finds them in step: nothing is written or sent again.
@@ -130,7 +130,7 @@ def test_reopened_in_glitchtip_after_a_resolve_in_the_chat_offers_resolve_again(
     _, message_id, text, keyboard = chat.telegram.edits[-1]
     assert message_id == 41
     assert text.endswith("\n\n↩️ Reopened in GlitchTip at 08:04 UTC")
-    assert labels(keyboard) == ["👀 On it", "✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
+    assert labels(keyboard) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
 
 
 def test_an_answer_glitchtip_gave_before_a_press_took_effect_does_not_undo_it(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from ..core.errors import DeliveryError, GlitchTipError, SpoolError
 from ..core.logs import event
@@ -32,6 +32,7 @@ from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
 from ..message.cards import (
     SILENCE_VERBS,
+    SNOOZE_VERBS,
     STATUS_FOR,
     IssueButton,
     SentMessage,
@@ -45,9 +46,13 @@ from ..spool.sent import StatusClaim
 from .escalation import Escalation
 from .notices import glitchtip_notice, operator_fix
 from .silencing import Silencing
+from .snoozing import Snoozing
 from .team import Person, Team
 
 log = logging.getLogger(__name__)
+
+# One of Ignore's choices: its condition, and the issue's organisation and alert's topic.
+SnoozeFor = tuple[dict[str, float], tuple[str, int | None]]
 
 
 class Answers(Protocol):
@@ -89,14 +94,17 @@ class Presses:
         *,
         silencing: Silencing | None = None,
         escalation: Escalation | None = None,
+        snoozing: Snoozing | None = None,
     ) -> None:
         """`silencing`: what Mute and Unmute do (unset: they are not offered); `escalation`:
-        the route's calls, which any act on an alert stops."""
+        the route's calls, which any act on an alert stops; `snoozing`: Ignore's timed and
+        counted choices (unset: Ignore is forever)."""
         self._team = team
         self._answers = answers
         self._outbox = outbox
         self._silencing = silencing
         self._escalation = escalation
+        self._snoozing = snoozing
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates, polled or posted to the webhook: a press is handled, once;
@@ -171,7 +179,12 @@ class Presses:
             self._count("refused")
             self._answer(press, self._team.words.press_not_allowed, alert=True)
             return False
-        if verb not in verbs_for(button) or (verb in SILENCE_VERBS and self._silencing is None):
+        # An Ignore on a card from before its choices ignores for ever, as it said.
+        still_offered = verb in verbs_for(button) or (verb == "ignore" and _open(button))
+        unset = (verb in SILENCE_VERBS and self._silencing is None) or (
+            verb in SNOOZE_VERBS and self._snoozing is None
+        )
+        if not still_offered or unset:
             why = f"came from an out-of-date button (the issue is {button.status or 'unresolved'})"
             self._out_of_date(press, verb, button, why)
             return False
@@ -193,36 +206,36 @@ class Presses:
         press."""
         if verb == "take":
             self._take(press, key, message, button)
-            return
-        if verb in SILENCE_VERBS:
+        elif verb in SILENCE_VERBS:
             self._silence(press, verb, message, button)
+        elif verb in ("snooze", "back"):
+            self._choose(press, verb, key, message, button)
+        else:
+            self._change(press, verb, key, message, button)
+
+    def _change(
+        self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
+    ) -> None:
+        """The issue's status changed in GlitchTip (for one of Ignore's choices, the snooze
+        kept), then the card."""
+        snooze = self._snooze_for(press, verb, button)
+        if snooze is False:
             return
         status = STATUS_FOR[verb]
-        claim = self._claim(press, verb, key, button, status)
+        claim = self._claim(press, verb, key, button, status, snooze[0] if snooze else None)
         if claim is None:
             return
         started = time.monotonic()
         try:
-            self._team.glitchtip.set_status(button.issue_id, status)
+            answer = self._team.glitchtip.set_status(button.issue_id, status)
         except GlitchTipError as exc:
-            self._unclaim(claim)
-            fix = operator_fix(exc)
-            log.log(
-                logging.WARNING if fix is None else logging.ERROR,
-                "a press by %s to %s %s failed: %s%s",
-                press.by.handle,
-                verb,
-                button.label,
-                exc,
-                "" if fix is None else f". FIX: {fix} (the presser was told the operator has it)",
-                extra=event(event="press", issue=button.label, outcome="failed", error=str(exc)),
-            )
-            self._count("failed")
-            self._answer(press, glitchtip_notice(exc).text(self._team.words), alert=True)
+            self._refused(press, verb, button, claim, exc)
             return
         changed = time.monotonic() - started
         self._acted_on(message)
         said = notice(button, status, self._team.words)
+        if snooze is not None:
+            said = self._keep_snooze(press, message, button, snooze, answer)
         if not self._update_message(press, message, said):
             said += self._team.words.not_updated
         log.info(
@@ -234,6 +247,51 @@ class Presses:
         )
         self._count(status)
         self._answer(press, said, alert=False)
+
+    def _refused(
+        self, press: Press, verb: Verb, button: IssueButton, claim: StatusClaim, exc: GlitchTipError
+    ) -> None:
+        """GlitchTip did not make the change: the claim taken back, and the presser told."""
+        self._unclaim(claim)
+        fix = operator_fix(exc)
+        log.log(
+            logging.WARNING if fix is None else logging.ERROR,
+            "a press by %s to %s %s failed: %s%s",
+            press.by.handle,
+            verb,
+            button.label,
+            exc,
+            "" if fix is None else f". FIX: {fix} (the presser was told the operator has it)",
+            extra=event(event="press", issue=button.label, outcome="failed", error=str(exc)),
+        )
+        self._count("failed")
+        self._answer(press, glitchtip_notice(exc).text(self._team.words), alert=True)
+
+    def _keep_snooze(
+        self,
+        press: Press,
+        message: SentMessage,
+        button: IssueButton,
+        snooze: SnoozeFor,
+        answer: dict[str, Any],
+    ) -> str:
+        """GlitchTip ignored the issue for one of Ignore's choices: the snooze kept for the
+        watcher; the press's notice."""
+        assert self._snoozing is not None  # `_snooze_for` gives a snooze only with it
+        condition, (org, thread) = snooze
+        said = self._snoozing.notice(button, condition, self._team.words)
+        try:
+            self._snoozing.snoozed(
+                message, thread, button, condition, org=org, by=press.by.handle, answer=answer
+            )
+        except SpoolError as exc:
+            log.warning(
+                "%s, but the snooze could not be kept: it stays ignored until someone reopens "
+                "it (%s)",
+                said,
+                exc,
+            )
+        return said
 
     def _take(self, press: Press, key: str, message: SentMessage, button: IssueButton) -> None:
         """On it: who has the issue is kept and shown on the card, and nobody else is called
@@ -258,19 +316,66 @@ class Presses:
         self._count("taken")
         self._answer(press, said, alert=False)
 
+    def _snooze_for(
+        self, press: Press, verb: Verb, button: IssueButton
+    ) -> tuple[dict[str, float], tuple[str, int | None]] | Literal[False] | None:
+        """A timed or counted choice's condition, and where the watcher finds the issue; None
+        for any other verb; False (answered) when the issue is not watched, so nothing could
+        bring it back."""
+        condition = self._snoozing.condition(verb) if self._snoozing is not None else None
+        if condition is None or self._snoozing is None:
+            return None
+        place = self._snoozing.place_of(button)
+        if place is None:
+            log.info(
+                "a press by %s to %s %s: the relay does not watch the issue, so nothing could "
+                "bring it back; nothing done",
+                press.by.handle,
+                verb,
+                button.label,
+            )
+            self._count("stale")
+            words = self._team.words
+            self._answer(press, words.notice_cannot_snooze.format(label=button.label), alert=True)
+            return False
+        return condition, place
+
+    def _choose(
+        self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
+    ) -> None:
+        """Ignore's choices shown in place of the issue's row, or put away (Back)."""
+        opening = verb == "snooze"
+        try:
+            changed = self._team.store.choose(key, choosing=opening, at=self._team.clock())
+        except SpoolError as exc:
+            self._unavailable(press, "could not be recorded", exc)
+            return
+        if not changed:
+            self._out_of_date(press, verb, button, "came as another changed it")
+            return
+        said = self._team.words.notice_choose.format(label=button.label) if opening else ""
+        self._update_message(press, message, said or f"choices of {button.label} put away")
+        self._answer(press, said, alert=False)
+
     def _acted_on(self, message: SentMessage) -> None:
         if self._escalation is not None:
             self._escalation.acted(message.chat, message.message_id)
 
     def _claim(
-        self, press: Press, verb: Verb, key: str, button: IssueButton, status: IssueStatus
+        self,
+        press: Press,
+        verb: Verb,
+        key: str,
+        button: IssueButton,
+        status: IssueStatus,
+        snooze: dict[str, float] | None = None,
     ) -> StatusClaim | None:
         """The press's claim on the change; None (answered) when another press made a change
         since the button was read, or the claim cannot be recorded."""
         store = self._team.store
         try:
             claim = store.claim(
-                key, button.status, status, by=press.by.handle, at=self._team.clock()
+                key, button.status, status, by=press.by.handle, at=self._team.clock(), snooze=snooze
             )
         except SpoolError as exc:
             self._unavailable(press, "could not be recorded", exc)
@@ -347,6 +452,10 @@ class Presses:
         except DeliveryError as exc:
             # Telegram forgets a press after a while; the change, if any, stands.
             log.info("the press by %s could not be answered: %s", press.by.handle, exc)
+
+
+def _open(button: IssueButton) -> bool:
+    return button.status in (None, "unresolved")
 
 
 def _object(value: object) -> dict[str, Any]:

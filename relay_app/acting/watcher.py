@@ -16,18 +16,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.metrics import Metrics
 from ..core.process import OwnThread
-from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, GlitchTipApi
+from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, GlitchTipApi, IssueState
 from ..glitchtip.webhook import IssueAlert, parse_alert
 from ..message.subjects import issue_ref
 from ..message.trend import Trend, trend
 from ..spool.watched import Watched, WatchStore
+from .snoozing import Snoozing
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ class Round:
     asked: int  # requests made to GlitchTip
     escalating: int  # issues posted again
     in_step: int = 0  # buttons made to show a status changed outside the chat
+    back: int = 0  # snoozed issues whose condition was met: unresolved again
 
 
 class Watcher(OwnThread):
@@ -60,6 +62,7 @@ class Watcher(OwnThread):
         glitchtip_links: str | None,
         metrics: Metrics | None = None,
         follow: Follow | None = None,
+        snoozing: Snoozing | None = None,
         clock: Clock = time.time,
         look_every: float = LOOK_EVERY,
     ) -> None:
@@ -74,6 +77,7 @@ class Watcher(OwnThread):
         self._links = glitchtip_links
         self._metrics = metrics
         self._follow = follow
+        self._snoozing = snoozing
         self._clock = clock
         self._look_every = look_every
         self._failing: str | None = None
@@ -101,44 +105,68 @@ class Watcher(OwnThread):
                 log.exception("a round of the watcher failed; the next one tries again")
 
     def round(self) -> Round:
-        """Ask GlitchTip about the watched issues once; post those escalating."""
+        """Ask GlitchTip about the watched issues (and the snoozed ones) once; post those
+        escalating, bring the cards in step and the snoozed issues due back."""
         now = self._clock()
         by_org: dict[str, list[Watched]] = {}
         for issue in self._store.watched(now=now):
             by_org.setdefault(issue.org, []).append(issue)
-        asked = posted = synced = 0
-        for org, issues in by_org.items():
+        snoozed = self._snoozing.wanted() if self._snoozing is not None else {}
+        done = Round(0, 0)
+        for org in [*by_org, *(org for org in snoozed if org not in by_org)]:
+            issues = by_org.get(org, [])
+            ids = list(dict.fromkeys([*(i.issue_id for i in issues), *snoozed.get(org, [])]))
             try:
-                made, states, escalating = self._ask(org, issues, now)
+                made, states, escalating = self._ask(org, ids, issues, now)
             except GlitchTipError as exc:
-                self._failed(asked + 1, str(exc))
-                return Round(asked + 1, posted, synced)
-            asked += made
-            if self._follow is not None:
-                synced += self._follow(states, now)
-            posted += sum(self._posted(issue, found, now) for issue, found in escalating)
-        self._answered(asked)
-        return Round(asked, posted, synced)
+                self._failed(done.asked + 1, str(exc))
+                return replace(done, asked=done.asked + 1)
+            done = self._settle(done, made, org, states, escalating, now)
+        self._answered(done.asked)
+        return done
+
+    def _settle(
+        self,
+        done: Round,
+        made: int,
+        org: str,
+        states: dict[str, IssueState],
+        escalating: list[tuple[Watched, Trend]],
+        now: float,
+    ) -> Round:
+        """What one organisation's answers lead to, added to the round's tally."""
+        synced = back = 0
+        if self._follow is not None:
+            synced = self._follow({i: state.status for i, state in states.items()}, now)
+        if self._snoozing is not None:
+            back = self._snoozing.settle(org, states)
+        posted = sum(self._posted(issue, found, now) for issue, found in escalating)
+        return Round(
+            done.asked + made,
+            done.escalating + posted,
+            done.in_step + synced,
+            done.back + back,
+        )
 
     def _ask(
-        self, org: str, issues: Sequence[Watched], now: float
-    ) -> tuple[int, dict[str, str], list[tuple[Watched, Trend]]]:
-        """The requests made, every issue's state (100 a request), and the unresolved issues
-        escalating, from every issue's counts (200 a request)."""
-        ids = [issue.issue_id for issue in issues]
-        states: dict[str, str] = {}
+        self, org: str, ids: Sequence[str], issues: Sequence[Watched], now: float
+    ) -> tuple[int, dict[str, IssueState], list[tuple[Watched, Trend]]]:
+        """The requests made, every issue's state (100 a request), and the watched unresolved
+        issues escalating, from their counts (200 a request)."""
+        states: dict[str, IssueState] = {}
         made = 0
         for batch in _batches(ids, STATES_AT_ONCE):
             states.update(self._api.issue_states(org, batch))
             made += 1
         counts: dict[str, list[list[float]]] = {}
-        for batch in _batches(ids, STATS_AT_ONCE):
+        for batch in _batches([issue.issue_id for issue in issues], STATS_AT_ONCE):
             counts.update(self._api.issue_counts(org, batch))
             made += 1
         escalating = [
             (issue, found)
             for issue in issues
-            if states.get(issue.issue_id) == "unresolved"
+            if (state := states.get(issue.issue_id)) is not None
+            and state.status == "unresolved"
             and (found := trend(counts.get(issue.issue_id, []), now)).escalating(self._min_events)
         ]
         return made, states, escalating

@@ -208,6 +208,16 @@ class Metrics:
         )
         for status in ("resolved", "ignored", "unresolved"):
             self.cards_in_step.labels(status)
+        self.snoozes = Counter(
+            "relay_snoozes",
+            "Issues ignored from a card until a time or so many more events, by outcome: made, "
+            "back (the condition met: unresolved again in GlitchTip, said under the alert), or "
+            "cancelled (no longer ignored meanwhile)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        for snooze_outcome in ("made", "back", "cancelled"):
+            self.snoozes.labels(snooze_outcome)
         self.escalating_posts = Counter(
             "relay_escalating_posts",
             "Unresolved issues the relay alerted on, posted again because they are escalating",

@@ -28,7 +28,7 @@ from zoneinfo import ZoneInfo
 
 from ..glitchtip.details import IssueDetails, details_from_json
 from ..glitchtip.webhook import IssueAlert, level_of, parse_alert
-from ..message.cards import SentMessage, keyboard, rendered, visible
+from ..message.cards import SNOOZE_EVENTS, SentMessage, keyboard, rendered, visible
 from ..message.digest import compose, how_many_fit
 from ..message.formatting import Entry, Message, message_for, with_first_line, with_mentions
 from ..message.lines import from_json as lines_from_json
@@ -115,11 +115,14 @@ class Renderer:
         cards: Cards | None = None,
         zone: ZoneInfo | None = None,
         on_call: Mapping[str, Rotation] | None = None,
+        snooze_events: int = SNOOZE_EVENTS,
     ) -> None:
         """`coalesce` False: one alert a message (RELAY_COALESCE=0); `buttons_at`: GlitchTip's
         origin, when issues get buttons (only those whose links are there); `cards`: where a
         card's record is read; `zone`: the quiet hours' and rotations' of a route that names
-        none (RELAY_TIMEZONE); `on_call`: the rotations `oncall:NAME` names, by name."""
+        none (RELAY_TIMEZONE); `on_call`: the rotations `oncall:NAME` names, by name;
+        `snooze_events`: Ignore's "until N more events" (RELAY_SNOOZE_EVENTS)."""
+        self._snooze_events = snooze_events
         self.words = words
         self._zone = zone or ZoneInfo("UTC")
         self._on_call = dict(on_call or {})
@@ -241,7 +244,7 @@ class Renderer:
             card.chat,
             card.message_id,
             rendered(card, self.words),
-            keyboard(card.buttons, self.words),
+            keyboard(card.buttons, self.words, snooze_events=self._snooze_events),
         )
 
     def _alert(self, job: Job) -> Message:

@@ -99,14 +99,14 @@ class GlitchTipApi:
             ]
         return counts
 
-    def issue_states(self, org: str, ids: Sequence[str]) -> dict[str, str]:
-        """Each issue's status (`unresolved`, `resolved`, `ignored`), at most STATES_AT_ONCE
-        ids (the organisation's issues, filtered by id; `event:read`)."""
+    def issue_states(self, org: str, ids: Sequence[str]) -> dict[str, IssueState]:
+        """Each issue's status (`unresolved`, `resolved`, `ignored`) and events so far, at most
+        STATES_AT_ONCE ids (the organisation's issues, filtered by id; `event:read`)."""
         _check_ids(org, ids, STATES_AT_ONCE)
         query = "&".join(f"id={issue}" for issue in ids)
         path = f"/api/0/organizations/{org}/issues/?{query}&limit={STATES_AT_ONCE}"
         return {
-            str(issue.get("id")): str(issue.get("status"))
+            str(issue.get("id")): IssueState(str(issue.get("status")), events_of(issue))
             for issue in _dicts(self._call_any("GET", path, None))
         }
 
@@ -185,6 +185,22 @@ class GlitchTipApi:
 
 
 _SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+
+
+@dataclass(frozen=True)
+class IssueState:
+    """What the issues list says of an issue now."""
+
+    status: str
+    events: int | None  # GlitchTip's `count` (a string in its answer); None when it has none
+
+
+def events_of(issue: dict[str, Any]) -> int | None:
+    """An issue's `count` as GlitchTip answers it (a string), as a number."""
+    try:
+        return int(str(issue.get("count")))
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)

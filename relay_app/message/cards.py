@@ -25,14 +25,36 @@ from .formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT
 from .spans import visible_length
 from .subjects import IssueRef
 
-Verb = Literal["take", "resolve", "ignore", "reopen", "mute", "unmute"]
+Verb = Literal[
+    "take",
+    "resolve",
+    "ignore",
+    "reopen",
+    "mute",
+    "unmute",
+    "snooze",
+    "snooze_hour",
+    "snooze_day",
+    "snooze_events",
+    "back",
+]
 STATUS_FOR: dict[Verb, IssueStatus] = {
     "resolve": "resolved",
-    "ignore": "ignored",
+    "ignore": "ignored",  # forever: GlitchTip's own ignore
     "reopen": "unresolved",
+    "snooze_hour": "ignored",
+    "snooze_day": "ignored",
+    "snooze_events": "ignored",
 }
 # The verbs that change nothing in GlitchTip: a silence in the chat (acting/silencing.py).
 SILENCE_VERBS: tuple[Verb, ...] = ("mute", "unmute")
+# Ignore's choices, shown in place of the issue's row while it is chosen (snooze opens them,
+# back closes them): each but back ignores the issue in GlitchTip (acting/snoozing.py).
+SNOOZE_CHOICES: tuple[Verb, ...] = ("snooze_hour", "snooze_day", "snooze_events", "ignore", "back")
+# What needs the watcher to bring an issue back (acting/snoozing.py).
+SNOOZE_VERBS: tuple[Verb, ...] = ("snooze", "snooze_hour", "snooze_day", "snooze_events", "back")
+# How long the timed choices ignore an issue.
+SNOOZE_FOR: dict[Verb, float] = {"snooze_hour": 3600.0, "snooze_day": 86400.0}
 _CODES: dict[Verb, str] = {
     "take": "t",
     "resolve": "r",
@@ -40,6 +62,11 @@ _CODES: dict[Verb, str] = {
     "reopen": "o",
     "mute": "m",
     "unmute": "u",
+    "snooze": "s",
+    "snooze_hour": "h",
+    "snooze_day": "d",
+    "snooze_events": "e",
+    "back": "b",
 }
 _VERBS: dict[str, Verb] = {code: verb for verb, code in _CODES.items()}
 # Telegram takes at most 100 inline buttons (8 to a row) and about 10 KB of markup: four a row
@@ -47,6 +74,8 @@ _VERBS: dict[str, Verb] = {code: verb for verb, code in _CODES.items()}
 MAX_ISSUES_WITH_BUTTONS = 25
 # How long the mute button silences an issue in its chat.
 MUTE_FOR = 3600.0
+# Ignore's "until N more events", unless RELAY_SNOOZE_EVENTS says.
+SNOOZE_EVENTS = 100
 
 
 @dataclass(frozen=True)
@@ -68,6 +97,10 @@ class IssueButton:
     # "On it": who said they have it, and when (GlitchTip has no assignee here).
     taken_by: str | None = None
     taken_at: float | None = None
+    # Ignore's choices shown in place of its row (a press on Ignore opened them).
+    choosing: bool = False
+    # The condition it is ignored until (snoozing.py): {"until": unix time} or {"events": N}.
+    snooze: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -87,8 +120,10 @@ def verbs_for(button: IssueButton) -> tuple[Verb, ...]:
     has it; Reopen once it is resolved or ignored, Resolve and Ignore otherwise; Unmute while
     it is muted here, Mute otherwise."""
     closed = button.status in ("resolved", "ignored")
+    if button.choosing and not closed:
+        return SNOOZE_CHOICES
     take: tuple[Verb, ...] = () if closed or button.taken_by is not None else ("take",)
-    status: tuple[Verb, ...] = ("reopen",) if closed else ("resolve", "ignore")
+    status: tuple[Verb, ...] = ("reopen",) if closed else ("resolve", "snooze")
     return (*take, *status, "unmute" if button.muted_until is not None else "mute")
 
 
@@ -117,18 +152,26 @@ def new_buttons(issues: Iterable[IssueRef], keys: Iterable[str]) -> tuple[IssueB
     return tuple(buttons)
 
 
-def keyboard(buttons: Sequence[IssueButton], words: Words) -> dict[str, Any] | None:
+def keyboard(
+    buttons: Sequence[IssueButton], words: Words, *, snooze_events: int = SNOOZE_EVENTS
+) -> dict[str, Any] | None:
     """The inline keyboard for these issues' buttons; None when there are none. Labels name
-    each issue only when there are several to tell apart."""
+    each issue only when there are several to tell apart. `snooze_events`: the N of Ignore's
+    "until N more events" (RELAY_SNOOZE_EVENTS)."""
     if not buttons:
         return None
     labels: dict[Verb, str] = {
         "take": words.button_take,
         "resolve": words.button_resolve,
-        "ignore": words.button_ignore,
+        "ignore": words.button_ignore_forever,
         "reopen": words.button_reopen,
         "mute": words.button_mute,
         "unmute": words.button_unmute,
+        "snooze": words.button_ignore,
+        "snooze_hour": words.button_snooze_hour,
+        "snooze_day": words.button_snooze_day,
+        "snooze_events": words.button_snooze_events.format(count=snooze_events),
+        "back": words.button_back,
     }
     several = len(buttons) > 1
     rows = []
@@ -161,10 +204,20 @@ def done_line(button: IssueButton, words: Words, *, several: bool) -> str | None
         "unresolved": (words.reopened_in_glitchtip, words.issue_reopened_in_glitchtip),
     }
     one, many = (in_chat if button.acted_by is not None else in_glitchtip)[button.status]
-    template = many if several else one
+    template = (many if several else one) + _snoozed(button, words)
     return template.format(
         label=button.label, user=button.acted_by, time=clock_time(button.acted_at)
     )
+
+
+def _snoozed(button: IssueButton, words: Words) -> str:
+    """' until 13:04 UTC' or ' until 100 more events' for an issue ignored with a condition."""
+    snooze = button.snooze if button.status == "ignored" else None
+    if snooze is None:
+        return ""
+    if "until" in snooze:
+        return words.snoozed_until.format(until=clock_time(snooze["until"]))
+    return words.snoozed_events.format(count=int(snooze.get("events", 0)))
 
 
 def taken_line(button: IssueButton, words: Words, *, several: bool) -> str | None:

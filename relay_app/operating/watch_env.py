@@ -1,6 +1,7 @@
-"""RELAY_WATCH_INTERVAL and RELAY_ESCALATING_MIN_EVENTS: how often the watcher of GlitchTip
-asks about the issues the relay alerted on, and how many events in the last hour make one
-escalating (acting/watcher.py, docs/oncall.md)."""
+"""RELAY_WATCH_INTERVAL, RELAY_ESCALATING_MIN_EVENTS and RELAY_SNOOZE_EVENTS: how often the
+watcher of GlitchTip asks about the issues the relay alerted on, how many events in the last
+hour make one escalating (acting/watcher.py, docs/oncall.md), and the N of Ignore's "until N
+more events" (acting/snoozing.py, docs/actions.md)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .env_values import integer, number
 class Watching:
     every: float = 60.0
     min_events: int = 100
+    snooze_events: int = 100
 
 
 DEFAULT_WATCHING = Watching()
@@ -24,5 +26,8 @@ def watching_from_env(environ: Mapping[str, str]) -> Watching:
         every=number(environ, "RELAY_WATCH_INTERVAL", default=60.0, low=1.0, high=3600.0),
         min_events=integer(
             environ, "RELAY_ESCALATING_MIN_EVENTS", default=100, low=1, high=1_000_000_000
+        ),
+        snooze_events=integer(
+            environ, "RELAY_SNOOZE_EVENTS", default=100, low=1, high=1_000_000_000
         ),
     )

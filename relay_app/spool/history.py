@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         14: moved_from_a_host(types),
         15: on_it_and_escalations(types),
         16: watched_issues(types),
+        17: snoozes(types),
     }
 
 
@@ -415,4 +416,31 @@ def watched_issues(types: Types) -> list[str]:
         "CREATE INDEX watched_by_time ON watched (alerted_at)",
         f"CREATE TABLE watch_round (id INTEGER PRIMARY KEY CHECK (id = 1), next_at {types.time})",
         "INSERT INTO watch_round VALUES (1, 0)",
+    ]
+
+
+def snoozes(types: Types) -> list[str]:
+    """Ignore with a condition (acting/snoozing.py): an issue ignored in GlitchTip until a time
+    or until so many more events, set unresolved again by the watcher when it is met; and on
+    each card's button, whether it shows the choices of Ignore, and the snooze it shows."""
+    return [
+        f"ALTER TABLE issue_buttons ADD COLUMN choosing {types.flag}",
+        "ALTER TABLE issue_buttons ADD COLUMN snooze TEXT",
+        f"""CREATE TABLE snoozes (
+    id {types.serial},
+    issue_id TEXT NOT NULL,
+    org TEXT NOT NULL,
+    label TEXT NOT NULL,
+    until_at {types.time},
+    events {types.big},
+    baseline {types.big},
+    by_user TEXT NOT NULL,
+    chat TEXT NOT NULL,
+    thread {types.big},
+    message_id {types.big} NOT NULL,
+    snoozed_at {types.time} NOT NULL,
+    ended_at {types.time},
+    ended TEXT
+)""",
+        "CREATE INDEX snoozes_open ON snoozes (ended_at, issue_id)",
     ]

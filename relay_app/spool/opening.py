@@ -23,6 +23,7 @@ from .postgres.database import PgDatabase
 from .queue import Queue
 from .sent import SentStore
 from .silences import SilenceStore
+from .snoozes import SnoozeStore
 from .store import Store
 from .warnings import SpoolWarnings
 from .watched import WatchStore
@@ -44,6 +45,7 @@ class Spool:
     arrivals: SpoolArrivals
     escalations: EscalationStore
     watched: WatchStore
+    snoozes: SnoozeStore
     _store: Store
 
     def problem(self) -> str | None:
@@ -131,5 +133,6 @@ def on_store(
         arrivals=SpoolArrivals(store),
         escalations=EscalationStore(store),
         watched=WatchStore(store),
+        snoozes=SnoozeStore(store),
         _store=store,
     )

@@ -13,6 +13,7 @@ reaches. Telegram keeps an update for at most 24 hours.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -35,7 +36,7 @@ class StatusClaim:
     status: IssueStatus
     by: str
     at: float
-    before: tuple[str | None, str | None, float | None]
+    before: tuple[str | None, str | None, float | None, str | None]
 
 
 @dataclass(frozen=True)
@@ -145,28 +146,51 @@ class SentStore:
         return self._store.write(take, now=at)
 
     def claim(
-        self, key: str, shown: IssueStatus | None, status: IssueStatus, *, by: str, at: float
+        self,
+        key: str,
+        shown: IssueStatus | None,
+        status: IssueStatus,
+        *,
+        by: str,
+        at: float,
+        snooze: Mapping[str, float] | None = None,
     ) -> StatusClaim | None:
         """Record a press's change as made, while the button still shows `shown` (the state
         the press was made on): of presses at the same moment, exactly one claims it. None when
-        the button is not kept or shows another state now."""
+        the button is not kept or shows another state now. `snooze`: the condition an ignore
+        lasts until (the card shows it); Ignore's choices close."""
 
         def claim(tx: Tx) -> StatusClaim | None:
             row = tx.one(
-                "SELECT status, acted_by, acted_at FROM issue_buttons WHERE key = ? FOR UPDATE",
+                "SELECT status, acted_by, acted_at, snooze FROM issue_buttons WHERE key = ?"
+                " FOR UPDATE",
                 (key,),
             )
             if row is None or (row["status"] or _UNRESOLVED) != (shown or _UNRESOLVED):
                 return None
             tx.execute(
-                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ? WHERE key = ?",
-                (status, by, tx.at.db, key),
+                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?, choosing = ?,"
+                " snooze = ? WHERE key = ?",
+                (status, by, tx.at.db, False, json.dumps(snooze) if snooze else None, key),
             )
-            return StatusClaim(
-                key, status, by, tx.at.db, (row["status"], row["acted_by"], row["acted_at"])
-            )
+            before = (row["status"], row["acted_by"], row["acted_at"], row["snooze"])
+            return StatusClaim(key, status, by, tx.at.db, before)
 
         return self._store.write(claim, now=at)
+
+    def choose(self, key: str, *, choosing: bool, at: float) -> bool:
+        """Show Ignore's choices in place of the button's row (or close them); False when the
+        issue is not open, or they already stand so (another press came first)."""
+
+        def choose(tx: Tx) -> bool:
+            changed = tx.one(
+                "UPDATE issue_buttons SET choosing = ? WHERE key = ? AND choosing = ?"
+                " AND (status IS NULL OR status = 'unresolved') RETURNING key",
+                (choosing, key, not choosing),
+            )
+            return changed is not None
+
+        return self._store.write(choose, now=at)
 
     def in_step(
         self,
@@ -203,10 +227,11 @@ class SentStore:
                 status = states[str(row["issue_id"])]
                 # Only while it stands as read: a press in between wins.
                 done = tx.one(
-                    "UPDATE issue_buttons SET status = ?, acted_by = NULL, acted_at = ?"
-                    " WHERE key = ? AND COALESCE(status, 'unresolved') = ?"
+                    "UPDATE issue_buttons SET status = ?, acted_by = NULL, acted_at = ?,"
+                    " choosing = ?, snooze = NULL WHERE key = ?"
+                    " AND COALESCE(status, 'unresolved') = ?"
                     " AND (acted_at IS NULL OR acted_at < ?) RETURNING chat, message_id, label",
-                    (status, tx.at.db, row["key"], row["status"] or _UNRESOLVED, cutoff),
+                    (status, tx.at.db, False, row["key"], row["status"] or _UNRESOLVED, cutoff),
                 )
                 if done is not None:
                     synced.append(
@@ -227,7 +252,7 @@ class SentStore:
 
         def unclaim(tx: Tx) -> None:
             tx.execute(
-                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?"
+                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?, snooze = ?"
                 " WHERE key = ? AND status = ? AND acted_by = ? AND acted_at = ?",
                 (*claim.before, claim.key, claim.status, claim.by, claim.at),
             )
@@ -398,7 +423,24 @@ def _button(row: Row) -> IssueButton:
         muted_until=_time(row["muted_until"]),
         taken_by=_text(row["taken_by"]),
         taken_at=_time(row["taken_at"]),
+        choosing=bool(row["choosing"]),
+        snooze=_snooze(row["snooze"]),
     )
+
+
+def _snooze(raw: object) -> dict[str, float] | None:
+    """The snooze a button shows, as `claim` wrote it; None for none (or a person's edit)."""
+    try:
+        found = json.loads(str(raw)) if raw is not None else None
+    except ValueError:
+        return None
+    if not isinstance(found, dict):
+        return None
+    return {k: float(v) for k, v in found.items() if k in ("until", "events") and _number(v)}
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _text(value: object) -> str | None:

@@ -93,6 +93,16 @@ class WatchStore:
 
         return self._store.write(read, now=now)
 
+    def place_of(self, issue_id: str) -> tuple[str, int | None] | None:
+        """A watched issue's organisation (its alert's link said) and the forum topic its alert
+        went to; None when it is not watched."""
+        row = self._store.read(
+            lambda tx: tx.one("SELECT org, thread FROM watched WHERE issue_id = ?", (issue_id,))
+        )
+        if row is None:
+            return None
+        return str(row["org"]), int(row["thread"]) if row["thread"] is not None else None
+
     def escalated(self, issue_id: str, *, now: float) -> bool:
         """Record the issue's escalating post, unless one was made within ONCE_IN: whether
         this one is to be made."""

@@ -92,6 +92,21 @@ class Words:
     # Buttons, and what presses did.
     button_resolve: str
     button_ignore: str
+    # Ignore's choices (acting/snoozing.py), its card's suffix, the press's answer, and the
+    # reply when the issue is back.
+    button_ignore_forever: str
+    button_snooze_hour: str
+    button_snooze_day: str
+    button_snooze_events: str
+    button_back: str
+    snoozed_until: str
+    snoozed_events: str
+    notice_choose: str
+    notice_cannot_snooze: str
+    notice_snoozed_until: str
+    notice_snoozed_events: str
+    snooze_back_time: str
+    snooze_back_events: str
     button_reopen: str
     button_mute: str
     button_unmute: str

@@ -55,7 +55,27 @@ ENGLISH = Words(
     repeat_note="↩️ Sent again: this alert may repeat an earlier message.",
     repeat_note_digest="↩️ Sent again: some of these alerts may repeat an earlier message.",
     button_resolve="✅ Resolve",
-    button_ignore="🔕 Ignore",
+    button_ignore="🔕 Ignore…",
+    button_ignore_forever="🔕 Forever",
+    button_snooze_hour="🔕 1 h",
+    button_snooze_day="🔕 24 h",
+    button_snooze_events="🔕 Until {count} more events",
+    button_back="◀️ Back",
+    snoozed_until=" until {until} UTC",
+    snoozed_events=" until {count} more events",
+    notice_cannot_snooze=(
+        "{label}: the relay does not watch this issue, so it could not bring it back: choose "
+        "Forever"
+    ),
+    notice_choose="{label}: choose under the message for how long to ignore it",
+    notice_snoozed_until="Ignored {label} in GlitchTip until {until} UTC",
+    notice_snoozed_events="Ignored {label} in GlitchTip until {count} more events",
+    snooze_back_time=(
+        "🔔 {label} is back: {user} ignored it until {until} UTC, and that time has come"
+    ),
+    snooze_back_events=(
+        "🔔 {label} is back: {count} more events since {user} ignored it until {events} more events"
+    ),
     button_reopen="↩️ Reopen",
     button_mute="🔇 Mute 1 h",
     button_unmute="🔊 Unmute",

@@ -75,7 +75,25 @@ RUSSIAN = Words(
     repeat_note="↩️ Отправлено повторно: этот алерт мог уже прийти раньше.",
     repeat_note_digest="↩️ Отправлено повторно: часть этих алертов могла уже прийти раньше.",
     button_resolve="✅ Закрыть",
-    button_ignore="🔕 Игнорировать",
+    button_ignore="🔕 Игнорировать…",
+    button_ignore_forever="🔕 Навсегда",
+    button_snooze_hour="🔕 1 ч",
+    button_snooze_day="🔕 24 ч",
+    button_snooze_events="🔕 До {count} новых событий",
+    button_back="◀️ Назад",
+    snoozed_until=" до {until} UTC",
+    snoozed_events=" до {count} новых событий",
+    notice_cannot_snooze=(
+        "{label}: бот не следит за этой проблемой и не сможет вернуть её: выберите «Навсегда»"
+    ),
+    notice_choose="{label}: выберите под сообщением, на сколько её игнорировать",
+    notice_snoozed_until="{label} игнорируется в GlitchTip до {until} UTC",
+    notice_snoozed_events="{label} игнорируется в GlitchTip до {count} новых событий",
+    snooze_back_time="🔔 {label} снова открыта: игнорирование до {until} UTC закончилось ({user})",
+    snooze_back_events=(
+        "🔔 {label} снова открыта: новых событий — {count} (игнорирование до {events} новых "
+        "событий, {user})"
+    ),
     button_reopen="↩️ Открыть снова",
     button_mute="🔇 Без звука 1 ч",
     button_unmute="🔊 Включить звук",

@@ -22,7 +22,14 @@ import requests
 from relay_app.spool.holders import Holder
 from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import once_edited, post, run_relay_app, spool_settled, wait_until
+from tests.e2e.helpers import (
+    once_edited,
+    once_offering,
+    post,
+    run_relay_app,
+    spool_settled,
+    wait_until,
+)
 from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env
 from tests.fake_glitchtip import READ_ONLY_TOKEN, TOKEN, FakeGlitchTip
 from tests.fake_telegram import FakeTelegram, Posted
@@ -79,7 +86,7 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
     reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 4))
     assert reply.status_code == 200
     posted = only_message(fake_telegram)
-    assert labels(posted) == ["👀 On it", "✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
+    assert labels(posted) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
 
     answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve"))
     assert answer["text"] == "Resolved BACKEND-4A in GlitchTip"
@@ -95,7 +102,7 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
     assert fake_glitchtip.status(4) == "unresolved"
     reopened = once_edited(fake_telegram, posted, DONE_LINE.format("↩️ Reopened"))
     assert "Resolved by" not in reopened.visible()  # one line per issue: what it is now
-    assert labels(reopened) == ["👀 On it", "✅ Resolve", "🔕 Ignore", "🔇 Mute 1 h"]
+    assert labels(reopened) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
 
 
 def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
@@ -115,11 +122,11 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
     assert labels(digest) == [
         "👀 On it BACKEND-2A",
         "✅ Resolve BACKEND-2A",
-        "🔕 Ignore BACKEND-2A",
+        "🔕 Ignore… BACKEND-2A",
         "🔇 Mute 1 h BACKEND-2A",
         "👀 On it BACKEND-3A",
         "✅ Resolve BACKEND-3A",
-        "🔕 Ignore BACKEND-3A",
+        "🔕 Ignore… BACKEND-3A",
         "🔇 Mute 1 h BACKEND-3A",
     ]
     rows = digest.keyboard["inline_keyboard"] if digest.keyboard else []
@@ -128,7 +135,18 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
     # press comes seconds later, the test's at once.
     assert wait_until(lambda: spool_settled(spool_path), timeout=10)
 
-    answer = answered(fake_telegram, fake_telegram.press(digest, "🔕 Ignore BACKEND-2A"))
+    answer = answered(fake_telegram, fake_telegram.press(digest, "🔕 Ignore… BACKEND-2A"))
+    assert answer["text"] == "BACKEND-2A: choose under the message for how long to ignore it"
+    choosing = once_offering(fake_telegram, digest, "🔕 Forever BACKEND-2A")
+    assert fake_glitchtip.status(2) == "unresolved"  # nothing changed yet
+    assert labels(choosing)[:5] == [
+        "🔕 1 h BACKEND-2A",
+        "🔕 24 h BACKEND-2A",
+        "🔕 Until 100 more events BACKEND-2A",
+        "🔕 Forever BACKEND-2A",
+        "◀️ Back BACKEND-2A",
+    ]
+    answer = answered(fake_telegram, fake_telegram.press(choosing, "🔕 Forever BACKEND-2A"))
     assert answer["text"] == "Ignored BACKEND-2A in GlitchTip"
     assert (fake_glitchtip.status(2), fake_glitchtip.status(3)) == ("ignored", "unresolved")
     edited = once_edited(fake_telegram, digest, DONE_LINE.format("🔕 BACKEND-2A ignored"))
@@ -138,7 +156,7 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
         [
             "👀 On it BACKEND-3A",
             "✅ Resolve BACKEND-3A",
-            "🔕 Ignore BACKEND-3A",
+            "🔕 Ignore… BACKEND-3A",
             "🔇 Mute 1 h BACKEND-3A",
         ],
     ]
@@ -436,5 +454,51 @@ def test_a_card_follows_what_is_done_to_its_issue_in_glitchtips_ui(
     assert wait_until(
         lambda: re.search(r"Reopened in GlitchTip at \d\d:\d\d UTC$", card.visible()), timeout=15
     ), relay.logs()
-    assert {"✅ Resolve", "🔕 Ignore"} <= set(labels(card))
+    assert {"✅ Resolve", "🔕 Ignore…"} <= set(labels(card))
     assert len(fake_telegram.posted_to(CHAT_ID)) == 1  # edited, never posted again
+
+
+def test_an_issue_ignored_until_more_events_comes_back_when_they_arrive(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(
+        GLITCHTIP_API_TOKEN=TOKEN,
+        GLITCHTIP_URL=fake_glitchtip.url,
+        RELAY_WATCH_INTERVAL="1",
+        RELAY_SNOOZE_EVENTS="50",
+        RELAY_TIME_SCALE=CHAT_SCALE,
+        WEB_CONCURRENCY="2",
+    )
+    reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 9))  # 3 events so far
+    assert reply.status_code == 200
+    card = only_message(fake_telegram)
+    answered(fake_telegram, fake_telegram.press(card, "🔕 Ignore…"))
+    choosing = once_offering(fake_telegram, card, "🔕 Until 50 more events")
+    answer = answered(fake_telegram, fake_telegram.press(choosing, "🔕 Until 50 more events"))
+    assert answer["text"] == "Ignored BACKEND-9A in GlitchTip until 50 more events"
+    assert fake_glitchtip.status(9) == "ignored"
+    once_edited(fake_telegram, card, r"Ignored by @ada at \d\d:\d\d UTC until 50 more events$")
+
+    def back() -> list[Posted]:
+        return [p for p in fake_telegram.posted_to(CHAT_ID) if "is back" in p.visible()]
+
+    # Events keep coming to the ignored issue (GlitchTip changes nothing), under 50 more first.
+    fake_glitchtip.issues["9"]["count"] = "40"
+    rounds = len([r for r in fake_glitchtip.requests if "issues-stats" in r.path])
+    assert wait_until(
+        lambda: len([r for r in fake_glitchtip.requests if "issues-stats" in r.path]) >= rounds + 2,
+        timeout=15,
+    )
+    assert back() == []
+    assert fake_glitchtip.status(9) == "ignored"
+    fake_glitchtip.issues["9"]["count"] = "60"
+    assert wait_until(lambda: len(back()) == 1, timeout=15), relay.logs()
+    [said] = back()
+    assert said.visible() == (
+        "🔔 BACKEND-9A is back: 57 more events since @ada ignored it until 50 more events"
+    )
+    assert said.reply_to == card.message_id
+    assert fake_glitchtip.status(9) == "unresolved"
+    # The card follows: open again, with Resolve and Ignore… offered.
+    once_offering(fake_telegram, card, "✅ Resolve")
+    assert len(back()) == 1

@@ -77,7 +77,7 @@ def test_a_muted_issue_is_held_across_a_restart_and_unmute_says_how_many_came(
         answer["text"],
     )
     muted = once_edited(fake_telegram, first, r"🔇 Muted in this chat by @ada until \d\d:\d\d UTC$")
-    assert labels(muted) == ["👀 On it", "✅ Resolve", "🔕 Ignore", "🔊 Unmute"]
+    assert labels(muted) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔊 Unmute"]
     assert fake_glitchtip.changes() == []  # GlitchTip is not changed
 
     held, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 4))
