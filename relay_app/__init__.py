@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from .acting.daily_summary import DailySummaries
 from .acting.escalation import Escalation
 from .acting.in_step import CardsInStep
 from .acting.outgoing import Outgoing
@@ -136,6 +137,7 @@ def assemble(
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
         _post_escalating(webhooks, issue, found)
 
+    summaries = _daily_summaries(settings, spool, clock)
     in_step, snoozing = _following_glitchtip(settings, spool, outbox, escalation, metrics, clock)
     watcher = _watcher(settings, spool, metrics, clock, posted_again, in_step, snoozing)
     outgoing = Outgoing(
@@ -148,6 +150,7 @@ def assemble(
         clock=clock,
         escalation=escalation,
         watcher=watcher,
+        summaries=summaries,
     )
     renderer = Renderer(
         words,
@@ -175,9 +178,13 @@ def assemble(
         second_chance=settings.second_chance,
         outgoing=outgoing,
     )
-    silencing = Silencing(
-        shared.silences, shared.sent, outbox=outbox, held=metrics.silenced.inc, clock=clock
-    )
+
+    def held(destination: Destination) -> None:
+        metrics.silenced.inc()
+        if summaries is not None:
+            summaries.held(destination)
+
+    silencing = Silencing(shared.silences, shared.sent, outbox=outbox, held=held, clock=clock)
     dispatcher = Dispatcher(
         queues=queues,
         jobs=jobs,
@@ -186,7 +193,7 @@ def assemble(
         metrics=metrics,
         attempt_timeout=settings.send_timeout,
         clock=clock,
-        upkeep=_upkeep(outgoing, silencing, escalation),
+        upkeep=_upkeep(outgoing, silencing, escalation, summaries),
         timing=timing,
         mover=local.mover if local is not None else None,
     )
@@ -237,6 +244,7 @@ def assemble(
         silencing=silencing,
         escalation=escalation,
         watcher=watcher,
+        summaries=summaries,
         updates=updates,
         poller=poller,
         setup=setup,
@@ -321,16 +329,35 @@ def _post_escalating(webhooks: RoutedWebhooks, issue: Watched, found: Trend) -> 
     webhooks.take(payload, where, time.monotonic(), also={"escalating": escalating})
 
 
-def _upkeep(outgoing: Outgoing, silencing: Silencing, escalation: Escalation) -> Callable[[], None]:
+def _upkeep(
+    outgoing: Outgoing,
+    silencing: Silencing,
+    escalation: Escalation,
+    summaries: DailySummaries | None,
+) -> Callable[[], None]:
     """The dispatcher's upkeep, once a second: old records forgotten, silences that ran out
-    ended (each at most as often as it asks for), escalation steps that are due fired."""
+    ended (each at most as often as it asks for), escalation steps that are due fired, daily
+    summaries whose time has come posted."""
 
     def upkeep() -> None:
         outgoing.tidy()
         silencing.sweep()
         escalation.fire_due()
+        if summaries is not None:
+            summaries.upkeep()
 
     return upkeep
+
+
+def _daily_summaries(
+    settings: Settings, spool: Spool | None, clock: Clock
+) -> DailySummaries | None:
+    """With a spool and a route that says `summary`: the daily summaries."""
+    places = settings.routes.summaries(settings.default_destination)
+    if spool is None or not places:
+        return None
+    zone = ZoneInfo(settings.timezone)
+    return DailySummaries(places, spool.summaries, spool.watched, zone=zone, clock=clock)
 
 
 def _issue_lookups(settings: Settings, metrics: Metrics, shared: Spool) -> IssueLookups | None:

@@ -140,7 +140,8 @@ class FakeGlitchTip:
     def reads(self) -> list[Request]:
         """The GETs of issues and their events that reached it."""
         with self._lock:
-            return [r for r in self.requests if r.method == "GET" and "/issues/" in r.path]
+            single = "/api/0/issues/"  # an issue and its events, not the organisation's list
+            return [r for r in self.requests if r.method == "GET" and r.path.startswith(single)]
 
     def comments(self, issue_id: int) -> list[str]:
         """The comments' texts on an issue, oldest first."""

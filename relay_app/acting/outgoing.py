@@ -28,6 +28,7 @@ from ..spool.model import Job
 from ..spool.sent import KEPT_AT_LEAST, Outage, SentStore
 from ..telegram.courier import NO_EXTRAS, Extras, Sent
 from ..words import Words
+from .daily_summary import DailySummaries
 from .escalation import Escalation
 from .watcher import Watcher
 
@@ -62,6 +63,7 @@ class Outgoing:
         clock: Clock = time.time,
         escalation: Escalation | None = None,
         watcher: Watcher | None = None,
+        summaries: DailySummaries | None = None,
     ) -> None:
         """`store` None: nothing is kept (no spool), so there are neither buttons nor threads.
         Only issues whose links are at `glitchtip_links` (GlitchTip's origin) get buttons.
@@ -75,6 +77,7 @@ class Outgoing:
         self._clock = clock
         self._escalation = escalation
         self._watcher = watcher
+        self._summaries = summaries
         self._pruned_at: float | None = None
 
     def tidy(self) -> None:
@@ -129,21 +132,26 @@ class Outgoing:
     ) -> None:
         """Keep what later changes to this message need, at once (a press may come any
         moment), mark each outage it ends as over, and start its route's escalation steps."""
-        if self._escalation is not None:
-            self._escalation.delivered(
-                sent.chat,
-                destination.thread,
-                sent.message_id,
-                self._clock(),
-                [job.data for job in jobs],
-            )
-        if self._watcher is not None:
-            self._watcher.alerted([job.data for job in jobs], sent.chat, destination.thread)
+        self._followed_up(sent, jobs, destination)
         if self._store is None:
             return
         self._keep(plan, sent, _outages_announced(sent, alerts, jobs, destination))
         for index, outage in plan.recoveries:
             self._say_over(outage, jobs[index].received_at - outage.down_at)
+
+    def _followed_up(self, sent: Sent, jobs: Sequence[Job], destination: Destination) -> None:
+        """What follows an alert's delivery: its escalation steps planned, its issues watched,
+        and it counted for the place's daily summary."""
+        about = [job.data for job in jobs]
+        if self._escalation is not None:
+            self._escalation.delivered(
+                sent.chat, destination.thread, sent.message_id, self._clock(), about
+            )
+        if self._watcher is not None:
+            self._watcher.alerted(about, sent.chat, destination.thread)
+        webhooks = sum(1 for data in about if "webhook" in data)  # not a summary, nor a notice
+        if self._summaries is not None and webhooks:
+            self._summaries.delivered(destination, webhooks)
 
     def _keep(self, plan: Plan, sent: Sent, outages: Sequence[Outage]) -> None:
         assert self._store is not None

@@ -27,7 +27,8 @@ from ..spool.silences import Ended, Held, Silence, SilenceStore
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-Count = Callable[[], None]
+# An alert a silence held back from its place: counted (metrics, the place's summary).
+Count = Callable[[Destination], None]
 
 # How often a process looks for silences that ran out (the dispatcher's upkeep asks each second).
 SWEEP_EVERY = 2.0
@@ -42,7 +43,7 @@ class Silencing:
         sent: SentStore,
         *,
         outbox: Outbox,
-        held: Count = lambda: None,
+        held: Count = lambda destination: None,
         clock: Clock = time.time,
     ) -> None:
         self._store = store
@@ -64,7 +65,7 @@ class Silencing:
                     continue
                 held = Held(destination, self._clock(), message.lines)
                 if self._store.hold(silence.id, held, now=self._clock()):
-                    self._count_held()
+                    self._count_held(destination)
                     return silence
         except SpoolError as exc:
             # The spool's trouble is reported where the alert is written; here it only means

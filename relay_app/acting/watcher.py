@@ -27,7 +27,7 @@ from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, GlitchTipApi, IssueSt
 from ..glitchtip.webhook import IssueAlert, parse_alert
 from ..message.subjects import issue_ref
 from ..message.trend import Trend, trend
-from ..spool.watched import Watched, WatchStore
+from ..spool.watched import Seen, Watched, WatchStore
 from .snoozing import Snoozing
 
 log = logging.getLogger(__name__)
@@ -162,14 +162,30 @@ class Watcher(OwnThread):
         for batch in _batches([issue.issue_id for issue in issues], STATS_AT_ONCE):
             counts.update(self._api.issue_counts(org, batch))
             made += 1
+        trends = {issue.issue_id: trend(counts.get(issue.issue_id, []), now) for issue in issues}
+        self._keep_seen(states, trends, now)
         escalating = [
             (issue, found)
             for issue in issues
             if (state := states.get(issue.issue_id)) is not None
             and state.status == "unresolved"
-            and (found := trend(counts.get(issue.issue_id, []), now)).escalating(self._min_events)
+            and (found := trends[issue.issue_id]).escalating(self._min_events)
         ]
         return made, states, escalating
+
+    def _keep_seen(
+        self, states: Mapping[str, IssueState], trends: Mapping[str, Trend], now: float
+    ) -> None:
+        """What this round read, kept for the chat's overviews (the summary, /issues)."""
+        seen = {
+            issue: Seen(state.status, state.events, trends[issue].counts)
+            for issue, state in states.items()
+            if issue in trends
+        }
+        try:
+            self._store.seen(seen, now=now)
+        except SpoolError as exc:
+            log.debug("what the watcher read could not be kept now: %s", exc)
 
     def _posted(self, issue: Watched, found: Trend, now: float) -> int:
         if not self._store.escalated(issue.issue_id, now=now):

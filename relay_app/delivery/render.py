@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo
 from ..glitchtip.details import IssueDetails, details_from_json
 from ..glitchtip.webhook import IssueAlert, level_of, parse_alert
 from ..message.cards import SNOOZE_EVENTS, SentMessage, keyboard, rendered, visible
+from ..message.daily_summary import summary_message
 from ..message.digest import compose, how_many_fit
 from ..message.formatting import Entry, Message, message_for, with_first_line, with_mentions
 from ..message.lines import from_json as lines_from_json
@@ -253,9 +254,13 @@ class Renderer:
             return self._webhook(job)
         if "silence_over" in data:
             return silence_summary(data["silence_over"], self.words)
+        if "summary" in data:
+            return summary_message(data["summary"], self.words)
         if "rendered" in data:
             return _rendered(data["rendered"])
-        raise Unreadable(f"alert {job.label} holds none of webhook, silence_over, rendered")
+        raise Unreadable(
+            f"alert {job.label} holds none of webhook, silence_over, summary, rendered"
+        )
 
     def _webhook(self, job: Job) -> Message:
         payload = job.data["webhook"]

@@ -59,6 +59,7 @@ from .routes_cli import add_routes_commands
 from .selfcheck import Verdict, run_checks
 from .silence_cli import add_silence_commands
 from .spool_cli import add_spool_commands
+from .summary_cli import add_summary_command
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -158,6 +159,7 @@ def _parser() -> argparse.ArgumentParser:
     add_glitchtip_commands(commands, open_spool=_open_spool)
     add_routes_commands(commands)
     add_oncall_command(commands)
+    add_summary_command(commands, open_spool=_open_spool)
     return parser
 
 

@@ -37,11 +37,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.routing import ChatId, chat_key, parse_chat_id, parse_thread_id
+from ..core.routing import ChatId, Destination, chat_key, parse_chat_id, parse_thread_id
 from ..glitchtip.webhook import level_of
 from .escalate import Step, steps_of
 from .rotation import ONCALL, Rotation, named_rotations, rotation_of
 from .sound import RINGS, Sound, sound_of
+from .summary_time import SummaryAt, summary_of
 
 MATCHERS = (
     "kind",
@@ -66,6 +67,7 @@ ACTIONS = (
     "timezone",
     "loud_levels",
     "escalate",
+    "summary",
 )
 # GlitchTip's levels (its API's); the webhook's colour tells only error, warning and info.
 LEVELS = ("fatal", "error", "warning", "info", "debug")
@@ -128,6 +130,7 @@ class Route:
     drop: bool = False
     sound: Sound = RINGS
     escalate: tuple[Step, ...] = ()
+    summary: SummaryAt | None = None  # when its chat gets the daily summary
 
     def matches(self, facts: Mapping[str, str | None]) -> bool:
         return all(matcher.matches(facts) for matcher in self.matchers)
@@ -173,6 +176,21 @@ class RouteTable:
             chat = route.chat if route.chat is not None else default
             chats.setdefault(chat_key(chat), chat)
         return tuple(chats.values())
+
+    def summaries(self, default: Destination) -> dict[Destination, SummaryAt]:
+        """Where a daily summary goes, and when: each route's with `summary` (the first that
+        names a place), at the place its alerts go (`default`: TELEGRAM_CHAT_ID's)."""
+        found: dict[Destination, SummaryAt] = {}
+        for route in self.routes:
+            if route.summary is not None:
+                chat = route.chat if route.chat is not None else default.chat
+                thread = (
+                    route.thread
+                    if route.thread is not None
+                    else (default.thread if route.chat is None else None)
+                )
+                found.setdefault(Destination(chat, thread), route.summary)
+        return found
 
     def __bool__(self) -> bool:
         return bool(self.routes)
@@ -294,12 +312,15 @@ def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) ->
     mention = _mentions(table.get("mention", []), problem)
     sound = sound_of(table, problem)
     escalate = steps_of(table.get("escalate"), lambda raw: _step_mentions(raw, problem), problem)
-    acts = bool(chat or thread or mention or sound or escalate)
+    summary = summary_of(table, problem)
+    acts = bool(chat or thread or mention or sound or escalate or summary)
     drop = _drop(table.get("drop", False), acts, problem)
     route_name = table.get("name", f"route {number}")
     if not isinstance(route_name, str) or not route_name.strip():
         raise problem("name", "must be a string")
-    return Route(number, route_name.strip(), matchers, chat, thread, mention, drop, sound, escalate)
+    return Route(
+        number, route_name.strip(), matchers, chat, thread, mention, drop, sound, escalate, summary
+    )
 
 
 def _step_mentions(raw: object, problem: Any) -> tuple[str, ...]:

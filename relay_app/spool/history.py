@@ -422,8 +422,24 @@ def watched_issues(types: Types) -> list[str]:
 def snoozes(types: Types) -> list[str]:
     """Ignore with a condition (acting/snoozing.py): an issue ignored in GlitchTip until a time
     or until so many more events, set unresolved again by the watcher when it is met; and on
-    each card's button, whether it shows the choices of Ignore, and the snooze it shows."""
+    each card's button, whether it shows the choices of Ignore, and the snooze it shows. What
+    the watcher last read of each watched issue (its status, events, last 24 hours) and when it
+    was first alerted on, for the daily summary and the chat's commands (acting/overview.py);
+    and when each chat's next summary is due, which one process posts."""
     return [
+        "ALTER TABLE watched ADD COLUMN status TEXT",
+        f"ALTER TABLE watched ADD COLUMN events {types.big}",
+        "ALTER TABLE watched ADD COLUMN hourly TEXT",
+        f"ALTER TABLE watched ADD COLUMN first_alerted_at {types.time}",
+        "UPDATE watched SET first_alerted_at = alerted_at",
+        f"""CREATE TABLE summaries (
+    place TEXT PRIMARY KEY,
+    next_at {types.time} NOT NULL,
+    last_at {types.time} NOT NULL,
+    delivered {types.big} NOT NULL DEFAULT 0,
+    digested {types.big} NOT NULL DEFAULT 0,
+    silenced {types.big} NOT NULL DEFAULT 0
+)""",
         f"ALTER TABLE issue_buttons ADD COLUMN choosing {types.flag}",
         "ALTER TABLE issue_buttons ADD COLUMN snooze TEXT",
         f"""CREATE TABLE snoozes (

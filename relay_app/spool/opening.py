@@ -25,6 +25,7 @@ from .sent import SentStore
 from .silences import SilenceStore
 from .snoozes import SnoozeStore
 from .store import Store
+from .summaries import SummaryStore
 from .warnings import SpoolWarnings
 from .watched import WatchStore
 
@@ -46,6 +47,7 @@ class Spool:
     escalations: EscalationStore
     watched: WatchStore
     snoozes: SnoozeStore
+    summaries: SummaryStore
     _store: Store
 
     def problem(self) -> str | None:
@@ -121,8 +123,9 @@ def on_store(
 ) -> Spool:
     """A spool on a store already made (the tests make theirs with a skewed clock); `home`:
     what its queue is to the relay (Queue)."""
+    queue = Queue(store, max_pending=max_pending, pace=pace, home=home)
     return Spool(
-        queue=Queue(store, max_pending=max_pending, pace=pace, home=home),
+        queue=queue,
         admin=Admin(store, clock=clock),
         health=SpoolHealthStore(store),
         sent=SentStore(store),
@@ -134,5 +137,6 @@ def on_store(
         escalations=EscalationStore(store),
         watched=WatchStore(store),
         snoozes=SnoozeStore(store),
+        summaries=SummaryStore(store, home=queue.home),
         _store=store,
     )

@@ -6,11 +6,11 @@ of questions, each taken by one process."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .store import Store, Tx
+from .store import Row, Store, Tx
 
 WATCHED_FOR = 7 * 86400.0
 # Bounds a round: at most 5 questions about states and 5 about counts per organisation.
@@ -27,6 +27,31 @@ class Watched:
     thread: int | None
 
 
+@dataclass(frozen=True)
+class Seen:
+    """What a round read of an issue: its status and events, and its last 24 hours' counts."""
+
+    status: str
+    events: int | None
+    hourly: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class WatchedIssue:
+    """An issue alerted on in a chat, as the watcher last read it (status None: not yet)."""
+
+    issue_id: str
+    alert: dict[str, Any]  # the issue alone, as GlitchTip's webhook had it
+    thread: int | None
+    status: str | None
+    events: int | None
+    hourly: tuple[int, ...]
+    alerted_at: float  # last (the caller's clock)
+    first_alerted_at: float
+    escalated_at: float | None
+    taken_by: str | None
+
+
 class WatchStore:
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -36,12 +61,12 @@ class WatchStore:
 
         def watch(tx: Tx) -> None:
             tx.executemany(
-                "INSERT INTO watched (issue_id, org, alert, chat, thread, alerted_at)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (issue_id) DO UPDATE SET org ="
-                " excluded.org, alert = excluded.alert, chat = excluded.chat, thread ="
+                "INSERT INTO watched (issue_id, org, alert, chat, thread, alerted_at,"
+                " first_alerted_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (issue_id) DO UPDATE"
+                " SET org = excluded.org, alert = excluded.alert, chat = excluded.chat, thread ="
                 " excluded.thread, alerted_at = excluded.alerted_at",
                 [
-                    (i.issue_id, i.org, json.dumps(i.alert), i.chat, i.thread, tx.at.db)
+                    (i.issue_id, i.org, json.dumps(i.alert), i.chat, i.thread, tx.at.db, tx.at.db)
                     for i in issues
                 ],
             )
@@ -93,6 +118,40 @@ class WatchStore:
 
         return self._store.write(read, now=now)
 
+    def seen(self, states: Mapping[str, Seen], *, now: float) -> None:
+        """What the watcher read of these issues this round, kept for the chat's overviews."""
+        if not states:
+            return
+
+        def keep(tx: Tx) -> None:
+            tx.executemany(
+                "UPDATE watched SET status = ?, events = ?, hourly = ? WHERE issue_id = ?",
+                [
+                    (seen.status, seen.events, json.dumps(list(seen.hourly)), issue_id)
+                    for issue_id, seen in states.items()
+                ],
+            )
+
+        self._store.write(keep, now=now)
+
+    def overview(self, chat: str, *, now: float) -> list[WatchedIssue]:
+        """The issues alerted on in `chat` within WATCHED_FOR, as the watcher last read them,
+        most events first."""
+
+        def read(tx: Tx) -> list[WatchedIssue]:
+            rows = tx.all(
+                "SELECT w.issue_id, w.alert, w.thread, w.status, w.events, w.hourly,"
+                " w.alerted_at, w.first_alerted_at, w.escalated_at,"
+                " (SELECT b.taken_by FROM issue_buttons b WHERE b.issue_id = w.issue_id"
+                "  AND b.taken_by IS NOT NULL ORDER BY b.taken_at DESC LIMIT 1) AS taken_by"
+                " FROM watched w WHERE w.chat = ? AND w.alerted_at >= ?",
+                (chat, tx.at.db - WATCHED_FOR),
+            )
+            found = [_watched_issue(tx, row) for row in rows]
+            return sorted(found, key=lambda issue: -(issue.events or 0))
+
+        return self._store.read(read, now=now)
+
     def place_of(self, issue_id: str) -> tuple[str, int | None] | None:
         """A watched issue's organisation (its alert's link said) and the forum topic its alert
         went to; None when it is not watched."""
@@ -116,3 +175,21 @@ class WatchStore:
             return marked is not None
 
         return self._store.write(mark, now=now)
+
+
+def _watched_issue(tx: Tx, row: Row) -> WatchedIssue:
+    alert = json.loads(str(row["alert"]))
+    hourly = json.loads(str(row["hourly"])) if row["hourly"] is not None else []
+    escalated = row["escalated_at"]
+    return WatchedIssue(
+        issue_id=str(row["issue_id"]),
+        alert=alert if isinstance(alert, dict) else {},
+        thread=int(row["thread"]) if row["thread"] is not None else None,
+        status=str(row["status"]) if row["status"] is not None else None,
+        events=int(str(row["events"])) if row["events"] is not None else None,
+        hourly=tuple(int(count) for count in hourly if isinstance(count, int)),
+        alerted_at=tx.at.to_local(float(str(row["alerted_at"]))),
+        first_alerted_at=tx.at.to_local(float(str(row["first_alerted_at"]))),
+        escalated_at=tx.at.to_local(float(str(escalated))) if escalated is not None else None,
+        taken_by=str(row["taken_by"]) if row["taken_by"] is not None else None,
+    )

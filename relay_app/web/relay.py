@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from flask import current_app
 
+from ..acting.daily_summary import DailySummaries
 from ..acting.escalation import Escalation
 from ..acting.outgoing import Outgoing
 from ..acting.silencing import Silencing
@@ -57,6 +58,8 @@ class Relay:
     silencing: Silencing | None = None
     escalation: Escalation | None = None
     watcher: Watcher | None = None
+    # A route's `summary`: each place's daily summary, posted by the dispatcher's upkeep.
+    summaries: DailySummaries | None = None
     # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles each of Telegram's
     # updates (a press or a reply), and this process's poller for them (TELEGRAM_UPDATES=poll).
     updates: Handle | None = None

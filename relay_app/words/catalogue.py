@@ -102,6 +102,17 @@ class Words:
     snoozed_until: str
     snoozed_events: str
     notice_choose: str
+    # The daily summary (message/daily_summary.py).
+    summary_head: str
+    summary_new: str
+    summary_escalating: str
+    summary_regressed: str
+    summary_open: str
+    summary_open_line: str
+    summary_taken: str
+    summary_more: str
+    summary_counts: str
+    summary_quiet: str
     notice_cannot_snooze: str
     notice_snoozed_until: str
     notice_snoozed_events: str

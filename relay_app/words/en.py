@@ -67,6 +67,20 @@ ENGLISH = Words(
         "{label}: the relay does not watch this issue, so it could not bring it back: choose "
         "Forever"
     ),
+    summary_head="📋 Daily summary, {start} – {end}",
+    summary_new="🆕 New: {labels}",
+    summary_escalating="📈 Escalating: {labels}",
+    summary_regressed="🔁 Back after being resolved: {labels}",
+    summary_open="Still unresolved, most events first ({count}):",
+    summary_open_line="• {label} · {events} · {spark} · {title}",
+    summary_taken=" · 👀 {user}",
+    summary_more="…and {count} more",
+    summary_counts=(
+        "Alerts: {delivered} delivered ({digested} in digests), {silenced} held by silences"
+    ),
+    summary_quiet=(
+        "Nothing new since the last summary, and nothing the relay alerted on is still unresolved."
+    ),
     notice_choose="{label}: choose under the message for how long to ignore it",
     notice_snoozed_until="Ignored {label} in GlitchTip until {until} UTC",
     notice_snoozed_events="Ignored {label} in GlitchTip until {count} more events",

@@ -86,6 +86,19 @@ RUSSIAN = Words(
     notice_cannot_snooze=(
         "{label}: бот не следит за этой проблемой и не сможет вернуть её: выберите «Навсегда»"
     ),
+    summary_head="📋 Сводка за день, {start} – {end}",
+    summary_new="🆕 Новые: {labels}",
+    summary_escalating="📈 Резкий рост: {labels}",
+    summary_regressed="🔁 Вернулись после закрытия: {labels}",
+    summary_open="Ещё не закрыты, больше всего событий сверху ({count}):",
+    summary_open_line="• {label} — {events} · {spark} · {title}",
+    summary_taken=" · 👀 занимается {user}",
+    summary_more="…и ещё {count}",
+    summary_counts=(
+        "Алерты: доставлено {delivered} (из них пачками в одном сообщении — {digested}), "
+        "не отправлено, пока был выключен звук, — {silenced}"
+    ),
+    summary_quiet="С прошлой сводки ничего нового, и всё, о чём были алерты, закрыто.",
     notice_choose="{label}: выберите под сообщением, на сколько её игнорировать",
     notice_snoozed_until="{label} игнорируется в GlitchTip до {until} UTC",
     notice_snoozed_events="{label} игнорируется в GlitchTip до {count} новых событий",

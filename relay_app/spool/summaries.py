@@ -1,0 +1,134 @@
+"""Daily summaries (acting/daily_summary.py) kept in the spool: for each place that gets one
+(a chat, or a topic of it), when the next is due, when the last was posted, and the alerts
+delivered there since (and of those, how many went in digests). A summary is posted once a day
+per place whichever process of the fleet finds it due: its job is queued in the very
+transaction that moves the place's next time on, and only while it is still due."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.routing import Destination
+from . import job_rows
+from .model import Home
+from .store import Store, Tx
+
+
+@dataclass(frozen=True)
+class Since:
+    """What a place's summary covers: since when, and the alerts delivered there meanwhile."""
+
+    last_at: float  # the caller's clock
+    delivered: int
+    digested: int
+    silenced: int
+
+
+def place_key(destination: Destination) -> str:
+    return f"{destination.chat_key}:{destination.thread or ''}"
+
+
+class SummaryStore:
+    def __init__(self, store: Store, *, home: Home = "spool") -> None:
+        self._store = store
+        self._home = home
+
+    def due(self, destination: Destination, *, next_at: float, now: float) -> Since | None:
+        """What the place's summary covers when it is due now; None when it is not. A place
+        seen for the first time is due first at `next_at`, covering from now."""
+        place = place_key(destination)
+
+        def read(tx: Tx) -> tuple[bool, Since] | None:
+            row = tx.one(
+                "SELECT next_at, last_at, delivered, digested, silenced FROM summaries"
+                " WHERE place = ?",
+                (place,),
+            )
+            if row is None:
+                return None
+            last_at = tx.at.to_local(float(row["last_at"]))
+            counts = (int(row["delivered"]), int(row["digested"]), int(row["silenced"]))
+            since = Since(last_at, *counts)
+            return float(row["next_at"]) <= tx.at.db, since
+
+        found = self._store.read(read, now=now)
+        if found is None:
+            self._store.write(
+                lambda tx: tx.execute(
+                    "INSERT INTO summaries (place, next_at, last_at) VALUES (?, ?, ?)"
+                    " ON CONFLICT (place) DO NOTHING",
+                    (place, tx.at.to_db(next_at), tx.at.db),
+                ),
+                now=now,
+            )
+            return None
+        is_due, since = found
+        return since if is_due else None
+
+    def since(self, destination: Destination, *, now: float) -> Since | None:
+        """What the place's next summary covers so far; None for a place that has had none."""
+        place = place_key(destination)
+
+        def read(tx: Tx) -> Since | None:
+            row = tx.one(
+                "SELECT last_at, delivered, digested, silenced FROM summaries WHERE place = ?",
+                (place,),
+            )
+            if row is None:
+                return None
+            counts = (int(row["delivered"]), int(row["digested"]), int(row["silenced"]))
+            return Since(tx.at.to_local(float(row["last_at"])), *counts)
+
+        return self._store.read(read, now=now)
+
+    def post(
+        self,
+        destination: Destination,
+        data: Mapping[str, Any],
+        *,
+        next_at: float,
+        now: float,
+    ) -> bool:
+        """Queue the place's summary (an alert job holding `data`), and move its next time to
+        `next_at`, while it is still due; False when another process posted it first."""
+        place = place_key(destination)
+
+        def post(tx: Tx) -> bool:
+            moved = tx.one(
+                "UPDATE summaries SET next_at = ?, last_at = ?, delivered = 0, digested = 0,"
+                " silenced = 0 WHERE place = ? AND next_at <= ? RETURNING place",
+                (tx.at.to_db(next_at), tx.at.db, place, tx.at.db),
+            )
+            if moved is None:
+                return False
+            lane = destination.lane
+            job_rows.insert(tx, "alert", data, destination, lane=lane, home=self._home)
+            return True
+
+        return self._store.write(post, now=now)
+
+    def queue_now(self, destination: Destination, data: Mapping[str, Any], *, now: float) -> None:
+        """Queue a summary made on request (`relay-app summary --send`): the day's stays due."""
+
+        def queue(tx: Tx) -> None:
+            lane = destination.lane
+            job_rows.insert(tx, "alert", data, destination, lane=lane, home=self._home)
+
+        self._store.write(queue, now=now)
+
+    def counted(
+        self, destination: Destination, *, delivered: int = 0, silenced: int = 0, now: float
+    ) -> None:
+        """Alerts of the place: `delivered` in one message (a digest when more than one), or
+        `silenced` (held back by a silence)."""
+        digested = delivered if delivered > 1 else 0
+        self._store.write(
+            lambda tx: tx.execute(
+                "UPDATE summaries SET delivered = delivered + ?, digested = digested + ?,"
+                " silenced = silenced + ? WHERE place = ?",
+                (delivered, digested, silenced, place_key(destination)),
+            ),
+            now=now,
+        )
