@@ -13,18 +13,11 @@ from werkzeug.exceptions import HTTPException
 
 from .acting.daily_summary import DailySummaries
 from .acting.escalation import Escalation
-from .acting.in_step import CardsInStep
 from .acting.outgoing import Outgoing
-from .acting.presses import Presses
-from .acting.replies import Replies
 from .acting.silencing import Silencing
-from .acting.snoozing import Snoozing
-from .acting.team import Team
-from .acting.updates import Handle, Poller, route_updates
-from .acting.watcher import Watcher
 from .core.logs import configure_logging
 from .core.metrics import Metrics
-from .core.routing import Destination, parse_chat_id
+from .core.routing import Destination
 from .delivery.dispatcher import Dispatcher
 from .delivery.health import Health, MemoryHealthStore
 from .delivery.intake import Intake
@@ -43,6 +36,14 @@ from .spool import LocalSpool, Queue, Spool, open_local, open_memory, open_spool
 from .spool.watched import Watched
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
+from .web.chat_parts import (
+    acting_from_the_chat,
+    command_list,
+    daily_summaries_for,
+    following_glitchtip,
+    post_escalating,
+    watcher_for,
+)
 from .web.framing import BODY_GATE
 from .web.last_webhook import LastWebhook
 from .web.misses import Misses
@@ -120,6 +121,7 @@ def assemble(
             speaks=one_worker_says(shared.warnings),
             failing=lambda: health.send_failed(clock()),
             telegram_answers=lambda: health.current().sending,
+            commands=command_list(settings, spool),
         )
         metrics.add_gauges(setup)
     last_webhook = LastWebhook(shared.arrivals, clock=clock)
@@ -135,11 +137,11 @@ def assemble(
     escalation = Escalation(shared.escalations, metrics=metrics, clock=clock)
 
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
-        _post_escalating(webhooks, issue, found)
+        post_escalating(webhooks, issue, found)
 
-    summaries = _daily_summaries(settings, spool, clock)
-    in_step, snoozing = _following_glitchtip(settings, spool, outbox, escalation, metrics, clock)
-    watcher = _watcher(settings, spool, metrics, clock, posted_again, in_step, snoozing)
+    summaries = daily_summaries_for(settings, spool, clock)
+    in_step, snoozing = following_glitchtip(settings, spool, outbox, escalation, metrics, clock)
+    watcher = watcher_for(settings, spool, metrics, clock, posted_again, in_step, snoozing)
     outgoing = Outgoing(
         spool.sent if spool is not None else None,
         outbox=outbox,
@@ -223,8 +225,8 @@ def assemble(
         lookups=lookups,
         glitchtip_links=settings.glitchtip_links,
     )
-    updates, poller = _acting_from_the_chat(
-        settings, spool, telegram, outbox, metrics, clock, silencing, escalation, snoozing
+    updates, poller = acting_from_the_chat(
+        settings, spool, telegram, outbox, metrics, clock, silencing, escalation, snoozing, health
     )
     return Relay(
         settings=settings,
@@ -261,74 +263,6 @@ def _local_spool(settings: Settings, spool: Spool | None) -> LocalSpool | None:
     )
 
 
-def _following_glitchtip(
-    settings: Settings,
-    spool: Spool | None,
-    outbox: Outbox,
-    escalation: Escalation,
-    metrics: Metrics,
-    clock: Clock,
-) -> tuple[CardsInStep | None, Snoozing | None]:
-    """With GLITCHTIP_API_TOKEN and a spool: what the watcher's rounds keep in step with
-    GlitchTip, the cards (in_step.py) and the snoozes (snoozing.py)."""
-    token, url, links = (
-        settings.glitchtip_api_token,
-        settings.glitchtip_url,
-        settings.glitchtip_links,
-    )
-    if token is None or url is None or links is None or spool is None:
-        return None, None
-    in_step = CardsInStep(
-        spool.sent, outbox, origin=links, escalation=escalation, metrics=metrics, clock=clock
-    )
-    snoozing = Snoozing(
-        spool.snoozes,
-        spool.watched,
-        outbox,
-        GlitchTipApi(token, url, timeout=settings.send_timeout),
-        events=settings.watching.snooze_events,
-        metrics=metrics,
-        clock=clock,
-    )
-    return in_step, snoozing
-
-
-def _watcher(
-    settings: Settings,
-    spool: Spool | None,
-    metrics: Metrics,
-    clock: Clock,
-    post: Callable[[Watched, Trend], None],
-    in_step: CardsInStep | None,
-    snoozing: Snoozing | None,
-) -> Watcher | None:
-    """With GLITCHTIP_API_TOKEN and a spool: the watcher of the issues the relay alerted on."""
-    token, url = settings.glitchtip_api_token, settings.glitchtip_url
-    if token is None or url is None or spool is None:
-        return None
-    return Watcher(
-        spool.watched,
-        GlitchTipApi(token, url, timeout=CALL_TIMEOUT),
-        post,
-        every=settings.watching.every,
-        min_events=settings.watching.min_events,
-        glitchtip_links=settings.glitchtip_links,
-        metrics=metrics,
-        follow=(lambda states, at: in_step.follow(states, asked_at=at)) if in_step else None,
-        snoozing=snoozing,
-        clock=clock,
-        look_every=settings.timing.poll_interval,
-    )
-
-
-def _post_escalating(webhooks: RoutedWebhooks, issue: Watched, found: Trend) -> None:
-    """An escalating issue as a webhook of its own: routes, silences and mentions apply."""
-    payload = {"alias": "GlitchTip", "text": "GlitchTip Alert", **issue.alert}
-    where = Destination(parse_chat_id(issue.chat) or issue.chat, issue.thread)
-    escalating = {"count": found.last_hour, "spark": found.sparkline}
-    webhooks.take(payload, where, time.monotonic(), also={"escalating": escalating})
-
-
 def _upkeep(
     outgoing: Outgoing,
     silencing: Silencing,
@@ -347,17 +281,6 @@ def _upkeep(
             summaries.upkeep()
 
     return upkeep
-
-
-def _daily_summaries(
-    settings: Settings, spool: Spool | None, clock: Clock
-) -> DailySummaries | None:
-    """With a spool and a route that says `summary`: the daily summaries."""
-    places = settings.routes.summaries(settings.default_destination)
-    if spool is None or not places:
-        return None
-    zone = ZoneInfo(settings.timezone)
-    return DailySummaries(places, spool.summaries, spool.watched, zone=zone, clock=clock)
 
 
 def _issue_lookups(settings: Settings, metrics: Metrics, shared: Spool) -> IssueLookups | None:
@@ -388,55 +311,6 @@ def _health_and_metrics(
         metrics.add_gauges(LocalSpoolGauge(local.spool.admin))
     spool.count_lock_waits(metrics.lock_wait)
     return health, metrics
-
-
-def _acting_from_the_chat(
-    settings: Settings,
-    spool: Spool | None,
-    telegram: Telegram,
-    outbox: Outbox,
-    metrics: Metrics,
-    clock: Clock,
-    silencing: Silencing,
-    escalation: Escalation,
-    snoozing: Snoozing | None,
-) -> tuple[Handle | None, Poller | None]:
-    """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles each
-    update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them."""
-    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
-    if token is None or glitchtip_url is None or spool is None:
-        return None, None
-    team = Team(
-        store=spool.sent,
-        glitchtip=GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout),
-        allowed_users=settings.action_user_ids,
-        words=words_for(settings.language),
-        metrics=metrics,
-        clock=clock,
-    )
-    route = route_updates(
-        Presses(
-            team, telegram, outbox, silencing=silencing, escalation=escalation, snoozing=snoozing
-        ),
-        Replies(team, outbox, bot_id=bot_id(settings.telegram_bot_token)),
-    )
-    if settings.telegram_updates != "poll":
-        return route, None
-    poller = Poller(
-        client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
-        lease=spool.poller_lease,
-        handle=route,
-        attempt_timeout=settings.send_timeout,
-        clock=clock,
-        timing=settings.timing,
-    )
-    return route, poller
-
-
-def bot_id(token: str) -> int | None:
-    """The bot's own user id: the part of its token before the colon."""
-    head = token.partition(":")[0]
-    return int(head) if head.isdigit() else None
 
 
 def start_background_work(app: object) -> None:

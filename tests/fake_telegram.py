@@ -160,6 +160,8 @@ class FakeTelegram:
         # Reactions the bot set (setMessageReaction), in order; with `reactions_off`, the chat
         # allows none and Telegram refuses them, as it does where an admin turned them off.
         self.reactions: list[dict[str, Any]] = []
+        # The commands the bot registered (setMyCommands), as it sent them.
+        self.my_commands: list[dict[str, Any]] = []
         self.reactions_off = False
         # People's messages in the chats (`reply`), which the bot may reply to.
         self._people_said: set[tuple[str, int]] = set()
@@ -384,6 +386,42 @@ class FakeTelegram:
                 self._updates_changed.notify_all()
         return message_id
 
+    def say(
+        self,
+        chat: int | str,
+        text: str,
+        *,
+        thread: int | None = None,
+        user_id: int = 4242,
+        username: str | None = "ada",
+    ) -> int:
+        """A message a person writes in the chat (not a reply): a command when it starts with
+        '/', marked as Telegram marks one. Returns its message id."""
+        sender: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": "Ada"}
+        if username is not None:
+            sender["username"] = username
+        with self._lock:
+            message_id = next(self._message_ids)
+            self._people_said.add((str(chat), message_id))
+        message: dict[str, Any] = {
+            "message_id": message_id,
+            "from": sender,
+            "chat": {"id": _chat_number(str(chat)), "type": "supergroup"},
+            "date": int(time.time()),
+            "text": text,
+        }
+        if text.startswith("/"):
+            length = len(text.split(maxsplit=1)[0])
+            message["entities"] = [{"type": "bot_command", "offset": 0, "length": length}]
+        if thread is not None:
+            message.update(message_thread_id=thread, is_topic_message=True)
+        update = {"update_id": next(self._update_ids), "message": message}
+        if not self._post_to_webhook(update):
+            with self._updates_changed:
+                self.updates.append(update)
+                self._updates_changed.notify_all()
+        return message_id
+
     def replies_to(self, chat: int | str, message_id: int) -> list[Posted]:
         """What the relay posted in reply to a message of the chat."""
         return [posted for posted in self.posted_to(chat) if posted.reply_to == message_id]
@@ -552,6 +590,10 @@ class FakeTelegram:
             return self._edit(method, body)
         if method == "answerCallbackQuery":
             return self._answer_press(body)
+        if method == "setMyCommands":
+            with self._lock:
+                self.my_commands = list(body.get("commands") or [])
+            return Behaviour("result", result=True)
         if method == "setMessageReaction":
             with self._lock:
                 if self.reactions_off:

@@ -125,10 +125,10 @@ def _sorted_out(issues: list[WatchedIssue], start: float) -> dict[str, list[dict
 
 def _listed(issues: Iterable[WatchedIssue]) -> list[dict[str, Any]]:
     """As the summary's job keeps them: each issue's label, title, events, hours and taker."""
-    return [_issue_data(issue) for issue in issues]
+    return [issue_data(issue) for issue in issues]
 
 
-def _issue_data(issue: WatchedIssue) -> dict[str, Any]:
+def issue_data(issue: WatchedIssue) -> dict[str, Any]:
     alert = parse_alert({"text": "", **issue.alert})
     first = alert.issues[0] if isinstance(alert, IssueAlert) and alert.issues else None
     return {

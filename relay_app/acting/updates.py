@@ -32,6 +32,7 @@ from ..core.timing import PRODUCTION, Timing
 from ..spool.holders import this_process
 from ..spool.poller import PollerLease
 from ..telegram.client import TelegramClient
+from .commands import Command, Commands
 
 log = logging.getLogger(__name__)
 
@@ -78,14 +79,17 @@ class Handler(Protocol):
     def handle_update(self, update: dict[str, Any]) -> None: ...
 
 
-def route_updates(presses: Handler, replies: Handler) -> Handle:
-    """What handles each update: a press (`callback_query`) or a message (a reply)."""
+def route_updates(presses: Handler, replies: Handler, commands: Commands | None = None) -> Handle:
+    """What handles each update: a press (`callback_query`), a command (`/issues`) or another
+    message (a reply)."""
 
     def route(update: dict[str, Any]) -> None:
         if "callback_query" in update:
             presses.handle_update(update)
         elif "message" in update:
-            replies.handle_update(update)
+            command = Command.of(update) if commands is not None else None
+            if command is None or commands is None or not commands.handle(command):
+                replies.handle_update(update)
 
     return route
 

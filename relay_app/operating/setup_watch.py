@@ -28,9 +28,11 @@ import hashlib
 import logging
 import os
 import socket
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..core.errors import DeliveryError
 from ..core.process import OwnThread
 from ..core.timing import PRODUCTION
 from ..spool.warnings import SpoolWarnings
@@ -95,9 +97,11 @@ class SetupWatch(OwnThread):
         speaks: Speaks = lambda line: True,
         failing: Callable[[], None] = lambda: None,
         telegram_answers: Callable[[], bool] = lambda: True,
+        commands: Sequence[Mapping[str, str]] = (),
     ) -> None:
         """`failing` tells the relay's health that Telegram cannot be reached; `telegram_answers`
-        says whether its prober heard Telegram since."""
+        says whether its prober heard Telegram since; `commands`: the chat's commands, with
+        their descriptions, registered (setMyCommands) once Telegram answers."""
         self._settings = settings
         self._client = client or (
             lambda: TelegramClient(
@@ -109,6 +113,7 @@ class SetupWatch(OwnThread):
         self._speaks = speaks
         self._failing = failing
         self._telegram_answers = telegram_answers
+        self._commands = [dict(command) for command in commands]
         self._start_in_this_process()
 
     def _start_over(self) -> None:
@@ -116,6 +121,7 @@ class SetupWatch(OwnThread):
         self._refused: list[str] | None = None  # None: not answered yet
         # Why Telegram could not be reached at the last try, until it first answers.
         self._unreached: str | None = None
+        self._commands_registered = False
 
     def problems(self) -> list[str]:
         """What Telegram refuses, one line each ('TELEGRAM_CHAT_ID: …'); empty when it
@@ -184,9 +190,28 @@ class SetupWatch(OwnThread):
             self._record_unreached(unreached[0])
             return False
         self._record_reached()
+        self._register_commands()
         refused = [v for v in verdicts if not v.passed and not v.found.startswith("not checked")]
         self._record(refused)
         return True
+
+    def _register_commands(self) -> None:
+        """The chat's commands, so that Telegram offers them as people type `/`: once a process,
+        the first time Telegram answers (the same list from every worker)."""
+        if not self._commands or self._commands_registered:
+            return
+        client = self._client()
+        try:
+            client.call(
+                "setMyCommands",
+                {"commands": self._commands},
+                deadline=time.monotonic() + self._settings.send_timeout,
+            )
+            self._commands_registered = True
+        except DeliveryError as exc:
+            log.warning("the chat's commands could not be registered with Telegram: %s", exc)
+        finally:
+            client.close()
 
     def _record_unreached(self, verdict: Verdict) -> None:
         with self._lock:

@@ -102,6 +102,26 @@ class Words:
     snoozed_until: str
     snoozed_events: str
     notice_choose: str
+    # The chat's commands (acting/commands.py): their descriptions and answers.
+    command_issues: str
+    command_oncall: str
+    command_silences: str
+    command_status: str
+    issues_answer: str
+    issues_none: str
+    oncall_answer: str
+    oncall_line: str
+    oncall_none: str
+    silences_answer: str
+    silences_line: str
+    silences_none: str
+    status_answer: str
+    status_telegram_up: str
+    status_telegram_down: str
+    status_glitchtip_up: str
+    status_glitchtip_failing: str
+    status_glitchtip_off: str
+    status_queue: str
     # The daily summary (message/daily_summary.py).
     summary_head: str
     summary_new: str

@@ -502,3 +502,40 @@ def test_an_issue_ignored_until_more_events_comes_back_when_they_arrive(
     # The card follows: open again, with Resolve and Ignore… offered.
     once_offering(fake_telegram, card, "✅ Resolve")
     assert len(back()) == 1
+
+
+def test_commands_are_registered_at_start_and_answered_only_where_the_relay_posts(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(
+        GLITCHTIP_API_TOKEN=TOKEN,
+        GLITCHTIP_URL=fake_glitchtip.url,
+        RELAY_WATCH_INTERVAL="1",
+        RELAY_TIME_SCALE=CHAT_SCALE,
+        RELAY_LANGUAGE="ru",
+    )
+    assert wait_until(lambda: len(fake_telegram.my_commands) == 4, timeout=15), relay.logs()
+    assert [c["command"] for c in fake_telegram.my_commands] == [
+        "issues",
+        "oncall",
+        "silences",
+        "status",
+    ]
+    assert fake_telegram.my_commands[0]["description"].startswith("незакрытые проблемы")
+    reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 11))
+    assert reply.status_code == 200
+    only_message(fake_telegram)
+    # The watcher reads the issue (its status and events) within a round or two.
+    rounds = len([r for r in fake_glitchtip.requests if "issues-stats" in r.path])
+    assert wait_until(
+        lambda: len([r for r in fake_glitchtip.requests if "issues-stats" in r.path]) >= rounds + 2,
+        timeout=15,
+    )
+    stranger = "-1009999999999"
+    fake_telegram.say(stranger, "/issues")
+    asked = fake_telegram.say(CHAT_ID, "/issues")
+    assert wait_until(lambda: fake_telegram.replies_to(CHAT_ID, asked), timeout=15), relay.logs()
+    [answer] = fake_telegram.replies_to(CHAT_ID, asked)
+    assert answer.visible().startswith("📋 Незакрытые проблемы этого чата")
+    assert "BACKEND-11A — событий: 3" in answer.visible()
+    assert fake_telegram.posted_to(stranger) == []

@@ -1,0 +1,256 @@
+"""The chat's commands (docs/actions.md): `/issues` (the unresolved issues this chat receives,
+most events first, as the watcher last read them), `/oncall` (who is on duty in each rotation),
+`/silences` (what is held back here, until when) and `/status` (what the relay knows of
+Telegram, GlitchTip and its queue). They only tell: anyone in a chat the relay serves may ask,
+and the answer is a reply under the command, a job like every write to the chat (paced and
+retried). A chat the relay does not serve gets no answer, whoever added the bot there: the
+answers name issues and people. Each update acts once.
+
+The commands are registered with Telegram (setMyCommands) at start, with their descriptions in
+the relay's language (operating/setup_watch.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from ..core.errors import DeliveryError, SpoolError
+from ..delivery.outbox import Outbox
+from ..message.cards import clock_time
+from ..message.trend import sparkline
+from ..routes.rotation import Rotation
+from ..spool.silences import SilenceStore
+from ..spool.watched import WatchStore
+from ..telegram.client import TelegramClient
+from ..words import Said, Words
+from .daily_summary import issue_data
+
+log = logging.getLogger(__name__)
+
+COMMANDS = ("issues", "oncall", "silences", "status")
+# The issues /issues names; the rest are counted.
+MOST_LISTED = 20
+
+
+def described(words: Words) -> list[dict[str, str]]:
+    """The commands as setMyCommands takes them, described in the relay's language."""
+    descriptions = {
+        "issues": words.command_issues,
+        "oncall": words.command_oncall,
+        "silences": words.command_silences,
+        "status": words.command_status,
+    }
+    return [{"command": name, "description": descriptions[name]} for name in COMMANDS]
+
+
+class BotName:
+    """The bot's username, asked of Telegram (getMe) the first time a command names a bot, then
+    kept: `/issues@this_bot` is this relay's, `/issues@other_bot` is not."""
+
+    def __init__(self, api_url: str, token: str, *, timeout: float = 5.0) -> None:
+        self._api_url = api_url
+        self._token = token
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._name: str | None = None
+
+    def __call__(self) -> str | None:
+        with self._lock:
+            if self._name is None:
+                client = TelegramClient(self._api_url, self._token)
+                try:
+                    me = client.get_me(deadline=time.monotonic() + self._timeout)
+                    self._name = str(me.get("username") or "") or None
+                except DeliveryError as exc:
+                    log.info("the bot's name could not be asked now: %s", exc)
+                finally:
+                    client.close()
+            return self._name
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command in the chat, as far as the relay reads it: `/issues` or `/issues@bot`."""
+
+    name: str
+    addressed_to: str | None  # the bot named after '@', if any
+    chat: str
+    thread: int | None
+    message_id: int
+    update_id: int | None
+
+    @classmethod
+    def of(cls, update: Mapping[str, Any]) -> Command | None:
+        """The update's command; None for any other update or message."""
+        message = update.get("message")
+        if not isinstance(message, dict):
+            return None
+        said = _command_text(message)
+        if said is None:
+            return None
+        text, chat, message_id = said
+        name, _, bot = text[1:].split(maxsplit=1)[0].partition("@") if text[1:] else ("", "", "")
+        thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+        update_id = update.get("update_id")
+        return cls(
+            name=name.casefold(),
+            addressed_to=bot or None,
+            chat=chat,
+            thread=thread if isinstance(thread, int) else None,
+            message_id=message_id,
+            update_id=update_id if isinstance(update_id, int) else None,
+        )
+
+
+def _command_text(message: Mapping[str, Any]) -> tuple[str, str, int] | None:
+    """A message's text when it is a command, with its chat and id."""
+    text, chat, message_id = message.get("text"), message.get("chat"), message.get("message_id")
+    if not isinstance(text, str) or not text.startswith("/") or not isinstance(chat, dict):
+        return None
+    if not isinstance(message_id, int) or chat.get("id") is None:
+        return None
+    return text, str(chat["id"]), message_id
+
+
+@dataclass(frozen=True)
+class Status:
+    """What /status says, each part already in words."""
+
+    telegram: str
+    glitchtip: str
+    queue: str
+
+
+class Commands:
+    def __init__(
+        self,
+        *,
+        served: Collection[str],
+        first_time: Callable[[list[str]], bool],
+        outbox: Outbox,
+        watched: WatchStore,
+        silences: SilenceStore,
+        rotations: Mapping[str, Rotation],
+        status: Callable[[Words], Status],
+        words: Words,
+        zone: ZoneInfo,
+        bot_username: Callable[[], str | None] = lambda: None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`served`: the chats the relay posts to (their keys); `first_time`: whether none of
+        these update keys was handled before (spool/sent.py); `bot_username`: the bot's own,
+        so that a command addressed to another bot is left to it."""
+        self._served = frozenset(served)
+        self._first_time = first_time
+        self._outbox = outbox
+        self._watched = watched
+        self._silences = silences
+        self._rotations = dict(rotations)
+        self._status = status
+        self._words = words
+        self._zone = zone
+        self._bot_username = bot_username
+        self._clock = clock
+
+    def handle(self, command: Command) -> bool:
+        """Answer the command when it is one of these, for this bot, in a chat the relay
+        serves; whether it was this handler's (the update goes nowhere else then)."""
+        if command.name not in COMMANDS:
+            return False
+        if command.addressed_to is not None:
+            mine = self._bot_username()
+            if mine is None or command.addressed_to.casefold() != mine.casefold():
+                return True  # another bot's: not answered, and not a reply to comment on
+        if command.chat not in self._served:
+            log.info(
+                "/%s in chat %s, which the relay does not serve: not answered",
+                command.name,
+                command.chat,
+            )
+            return True
+        keys = [f"update:{command.update_id}"] if command.update_id is not None else []
+        try:
+            if keys and not self._first_time(keys):
+                return True  # Telegram delivered it again: answered the first time
+            said = self._answer(command)
+            self._outbox.reply(command.chat, command.thread, command.message_id, said)
+        except SpoolError as exc:
+            log.warning(
+                "/%s in chat %s could not be answered now: %s", command.name, command.chat, exc
+            )
+        return True
+
+    def _answer(self, command: Command) -> Said:
+        if command.name == "issues":
+            return self._issues(command)
+        if command.name == "oncall":
+            return self._oncall()
+        if command.name == "silences":
+            return self._silenced(command)
+        status = self._status(self._words)
+        values = {"telegram": status.telegram, "glitchtip": status.glitchtip, "queue": status.queue}
+        return Said("status_answer", values)
+
+    def _issues(self, command: Command) -> Said:
+        now = self._clock()
+        issues = [
+            issue_data(issue)
+            for issue in self._watched.overview(command.chat, now=now)
+            if issue.status == "unresolved"
+        ]
+        if not issues:
+            return Said("issues_none")
+        lines = [self._issue_line(issue) for issue in issues[:MOST_LISTED]]
+        if len(issues) > MOST_LISTED:
+            lines.append(self._words.summary_more.format(count=len(issues) - MOST_LISTED))
+        return Said("issues_answer", {"count": str(len(issues)), "lines": "\n".join(lines)})
+
+    def _issue_line(self, issue: Mapping[str, Any]) -> str:
+        words = self._words
+        events = issue.get("events")
+        line = words.summary_open_line.format(
+            label=issue["label"],
+            events=words.count(words.seen_times, int(events)) if events is not None else "?",
+            spark=sparkline([int(n) for n in issue.get("hourly") or [0]]),
+            title=str(issue.get("title") or "")[:60],
+        )
+        taken = issue.get("taken_by")
+        return line + (words.summary_taken.format(user=taken) if taken else "")
+
+    def _oncall(self) -> Said:
+        if not self._rotations:
+            return Said("oncall_none")
+        now = self._clock()
+        lines = []
+        for rotation in self._rotations.values():
+            duty = rotation.on_duty(now, self._zone)
+            lines.append(
+                self._words.oncall_line.format(
+                    name=rotation.name,
+                    person=duty.person,
+                    until=f"{duty.until:%d.%m %H:%M} {duty.until.tzname()}",
+                    next=duty.next_person,
+                )
+            )
+        return Said("oncall_answer", {"lines": "\n".join(lines)})
+
+    def _silenced(self, command: Command) -> Said:
+        now = self._clock()
+        silences = self._silences.active(command.chat, now=now)
+        if not silences:
+            return Said("silences_none")
+        lines = [
+            self._words.silences_line.format(
+                what=silence.matchers.describe(self._words, label=silence.label),
+                until=clock_time(silence.ends_at),
+                by=silence.created_by,
+            )
+            for silence in silences
+        ]
+        return Said("silences_answer", {"lines": "\n".join(lines)})

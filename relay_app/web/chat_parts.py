@@ -1,0 +1,211 @@
+"""The parts of the relay that act from the chat and follow GlitchTip, as `relay_app.assemble`
+builds them from the settings: what handles Telegram's updates (presses, replies, commands) and
+polls for them, the watcher with what it keeps in step (cards, snoozes) and posts again, and the
+daily summaries. Apart from `assemble` so that the wiring stays one page."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from zoneinfo import ZoneInfo
+
+from ..acting.commands import BotName, Commands, Status, described
+from ..acting.daily_summary import DailySummaries
+from ..acting.escalation import Escalation
+from ..acting.in_step import CardsInStep
+from ..acting.presses import Presses
+from ..acting.replies import Replies
+from ..acting.silencing import Silencing
+from ..acting.snoozing import Snoozing
+from ..acting.team import Team
+from ..acting.updates import Handle, Poller, route_updates
+from ..acting.watcher import Watcher
+from ..core.metrics import Metrics
+from ..core.routing import Destination, chat_key, parse_chat_id
+from ..delivery.health import Health
+from ..delivery.outbox import Outbox
+from ..glitchtip.api import GlitchTipApi
+from ..glitchtip.lookups import CALL_TIMEOUT
+from ..message.trend import Trend
+from ..operating.config import Settings
+from ..spool import Spool
+from ..spool.watched import Watched
+from ..telegram.client import TelegramClient
+from ..telegram.courier import Telegram
+from ..words import Words, words_for
+from .routed import RoutedWebhooks
+
+Clock = Callable[[], float]
+
+
+def following_glitchtip(
+    settings: Settings,
+    spool: Spool | None,
+    outbox: Outbox,
+    escalation: Escalation,
+    metrics: Metrics,
+    clock: Clock,
+) -> tuple[CardsInStep | None, Snoozing | None]:
+    """With GLITCHTIP_API_TOKEN and a spool: what the watcher's rounds keep in step with
+    GlitchTip, the cards (in_step.py) and the snoozes (snoozing.py)."""
+    token, url, links = (
+        settings.glitchtip_api_token,
+        settings.glitchtip_url,
+        settings.glitchtip_links,
+    )
+    if token is None or url is None or links is None or spool is None:
+        return None, None
+    in_step = CardsInStep(
+        spool.sent, outbox, origin=links, escalation=escalation, metrics=metrics, clock=clock
+    )
+    snoozing = Snoozing(
+        spool.snoozes,
+        spool.watched,
+        outbox,
+        GlitchTipApi(token, url, timeout=settings.send_timeout),
+        events=settings.watching.snooze_events,
+        metrics=metrics,
+        clock=clock,
+    )
+    return in_step, snoozing
+
+
+def watcher_for(
+    settings: Settings,
+    spool: Spool | None,
+    metrics: Metrics,
+    clock: Clock,
+    post: Callable[[Watched, Trend], None],
+    in_step: CardsInStep | None,
+    snoozing: Snoozing | None,
+) -> Watcher | None:
+    """With GLITCHTIP_API_TOKEN and a spool: the watcher of the issues the relay alerted on."""
+    token, url = settings.glitchtip_api_token, settings.glitchtip_url
+    if token is None or url is None or spool is None:
+        return None
+    return Watcher(
+        spool.watched,
+        GlitchTipApi(token, url, timeout=CALL_TIMEOUT),
+        post,
+        every=settings.watching.every,
+        min_events=settings.watching.min_events,
+        glitchtip_links=settings.glitchtip_links,
+        metrics=metrics,
+        follow=(lambda states, at: in_step.follow(states, asked_at=at)) if in_step else None,
+        snoozing=snoozing,
+        clock=clock,
+        look_every=settings.timing.poll_interval,
+    )
+
+
+def post_escalating(webhooks: RoutedWebhooks, issue: Watched, found: Trend) -> None:
+    """An escalating issue as a webhook of its own: routes, silences and mentions apply."""
+    payload = {"alias": "GlitchTip", "text": "GlitchTip Alert", **issue.alert}
+    where = Destination(parse_chat_id(issue.chat) or issue.chat, issue.thread)
+    escalating = {"count": found.last_hour, "spark": found.sparkline}
+    webhooks.take(payload, where, time.monotonic(), also={"escalating": escalating})
+
+
+def daily_summaries_for(
+    settings: Settings, spool: Spool | None, clock: Clock
+) -> DailySummaries | None:
+    """With a spool and a route that says `summary`: the daily summaries."""
+    places = settings.routes.summaries(settings.default_destination)
+    if spool is None or not places:
+        return None
+    zone = ZoneInfo(settings.timezone)
+    return DailySummaries(places, spool.summaries, spool.watched, zone=zone, clock=clock)
+
+
+def acting_from_the_chat(
+    settings: Settings,
+    spool: Spool | None,
+    telegram: Telegram,
+    outbox: Outbox,
+    metrics: Metrics,
+    clock: Clock,
+    silencing: Silencing,
+    escalation: Escalation,
+    snoozing: Snoozing | None,
+    health: Health,
+) -> tuple[Handle | None, Poller | None]:
+    """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles each
+    update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them."""
+    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
+    if token is None or glitchtip_url is None or spool is None:
+        return None, None
+    team = Team(
+        store=spool.sent,
+        glitchtip=GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout),
+        allowed_users=settings.action_user_ids,
+        words=words_for(settings.language),
+        metrics=metrics,
+        clock=clock,
+    )
+    route = route_updates(
+        Presses(
+            team, telegram, outbox, silencing=silencing, escalation=escalation, snoozing=snoozing
+        ),
+        Replies(team, outbox, bot_id=bot_id(settings.telegram_bot_token)),
+        _commands(settings, spool, outbox, health, clock),
+    )
+    if settings.telegram_updates != "poll":
+        return route, None
+    poller = Poller(
+        client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
+        lease=spool.poller_lease,
+        handle=route,
+        attempt_timeout=settings.send_timeout,
+        clock=clock,
+        timing=settings.timing,
+    )
+    return route, poller
+
+
+def _commands(
+    settings: Settings, spool: Spool, outbox: Outbox, health: Health, clock: Clock
+) -> Commands:
+    """The chat's commands: they tell what the relay knows, in the chats it serves."""
+    served = {
+        chat_key(settings.default_destination.chat),
+        *settings.allowed_chat_ids,
+        *(chat_key(chat) for chat in settings.routes.chats),
+    }
+
+    def status(words: Words) -> Status:
+        telegram = health.current().sending
+        paused = spool.glitchtip_health.paused()
+        counts = spool.admin.counts()
+        return Status(
+            telegram=words.status_telegram_up if telegram else words.status_telegram_down,
+            glitchtip=words.status_glitchtip_failing if paused else words.status_glitchtip_up,
+            queue=words.status_queue.format(pending=counts["pending"], dead=counts["dead"]),
+        )
+
+    return Commands(
+        served=served,
+        first_time=lambda keys: spool.sent.first_time(keys, at=clock()),
+        outbox=outbox,
+        watched=spool.watched,
+        silences=spool.silences,
+        rotations=settings.routes.on_call,
+        status=status,
+        words=words_for(settings.language),
+        zone=ZoneInfo(settings.timezone),
+        bot_username=BotName(settings.telegram_api_url, settings.telegram_bot_token),
+        clock=clock,
+    )
+
+
+def command_list(settings: Settings, spool: Spool | None) -> list[dict[str, str]]:
+    """The commands Telegram offers as people type `/`, described in the relay's language;
+    none when the relay reads no updates (no GLITCHTIP_API_TOKEN or no spool)."""
+    if settings.glitchtip_api_token is None or spool is None:
+        return []
+    return described(words_for(settings.language))
+
+
+def bot_id(token: str) -> int | None:
+    """The bot's own user id: the part of its token before the colon."""
+    head = token.partition(":")[0]
+    return int(head) if head.isdigit() else None

@@ -1,0 +1,177 @@
+"""The chat's commands (acting/commands.py): /issues, /oncall, /silences and /status answered
+with a reply under the command, in the chats the relay serves only, once per update; a command
+for another bot left to it. The relay as a whole against the scripted Telegram, on the test's
+clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from relay_app import Relay
+from relay_app.acting.commands import Command, Commands, described
+from relay_app.message.cards import IssueButton, SentMessage, callback_data
+from relay_app.routes import parse_routes
+from relay_app.spool.watched import Seen, Watched
+from relay_app.words import ENGLISH, RUSSIAN
+from tests.conftest import CHAT_ID, FakeTime
+from tests.in_process import GLITCHTIP, Chat
+from tests.payloads import issue, issue_alert
+
+CHAT = str(CHAT_ID)
+NOW = 1_800_000_000.0
+STRANGERS = "-1009999999999"
+
+
+def command(
+    text: str, update_id: int, chat: str = CHAT, thread: int | None = None
+) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "message_id": 500 + update_id,
+        "from": {"id": 9, "is_bot": False, "first_name": "Bo", "username": "bo"},
+        "chat": {"id": int(chat), "type": "supergroup"},
+        "text": text,
+        "entities": [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}],
+    }
+    if thread is not None:
+        message.update(message_thread_id=thread, is_topic_message=True)
+    return {"update_id": update_id, "message": message}
+
+
+def alone(number: int, title: str) -> dict[str, object]:
+    link = f"{GLITCHTIP}/acme/issues/{number}"
+    payload = issue_alert(issue(number, title=title, link=link))
+    payload["sections"][0]["activitySubtitle"] = f"[View Issue BACKEND-{number}A]({link})"
+    return {"attachments": payload["attachments"], "sections": payload["sections"]}
+
+
+@pytest.fixture
+def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
+    fake_time.now = NOW
+    start = datetime.fromtimestamp(NOW - 3600, ZoneInfo("UTC")).replace(tzinfo=None)
+    routes = parse_routes(
+        "[[rotation]]\nname = 'shop'\npeople = ['@anna_ops', '@boris_ops']\nevery = '1d'\n"
+        f"start = '{start:%Y-%m-%dT%H:%M}'\ntimezone = 'UTC'\n",
+        "r.toml",
+    )
+    chat = Chat.of(built, fake_time, routes=routes)
+    assert chat.relay.spool is not None
+    watched = chat.relay.spool.watched
+    watched.watch(
+        [
+            Watched("1", "acme", alone(1, "Quiet one"), CHAT, None),
+            Watched("2", "acme", alone(2, "Busy one"), CHAT, None),
+            Watched("3", "acme", alone(3, "Fixed one"), CHAT, None),
+        ],
+        now=NOW,
+    )
+    watched.seen(
+        {
+            "1": Seen("unresolved", 4, (0,) * 23 + (4,)),
+            "2": Seen("unresolved", 900, (0,) * 22 + (100, 800)),
+            "3": Seen("resolved", 50, (0,) * 24),
+        },
+        now=NOW,
+    )
+    return chat
+
+
+def answers(chat: Chat) -> list[tuple[str, int | None, int, str]]:
+    chat.settle()
+    return chat.telegram.replies
+
+
+def test_issues_lists_the_unresolved_ones_most_events_first_under_the_command(chat: Chat) -> None:
+    chat.update(command("/issues", 1))
+    [(where, thread, replied_to, text)] = answers(chat)
+    assert (where, thread, replied_to) == (CHAT, None, 501)
+    assert text.split("\n") == [
+        "📋 Unresolved issues here, most events first (2):",
+        "• BACKEND-2A · seen 900 times · " + "▁" * 22 + "▂█ · Busy one",
+        "• BACKEND-1A · seen 4 times · " + "▁" * 23 + "█ · Quiet one",
+    ]
+    # Telegram delivers the update again: answered once.
+    chat.update(command("/issues", 1))
+    assert len(answers(chat)) == 1
+
+
+def test_a_chat_the_relay_does_not_serve_gets_no_answer(chat: Chat) -> None:
+    chat.update(command("/issues", 2, chat=STRANGERS))
+    chat.update(command("/status", 3, chat=STRANGERS))
+    assert answers(chat) == []
+
+
+def test_oncall_silences_and_status_tell_what_the_relay_knows(chat: Chat) -> None:
+    chat.update(command("/oncall", 4))
+    assert answers(chat)[-1][3].startswith("👥 On call:\nshop: @anna_ops until ")
+    assert answers(chat)[-1][3].endswith(", then @boris_ops")
+
+    chat.update(command("/silences", 5))
+    assert answers(chat)[-1][3] == "🔊 Nothing is muted in this chat."
+    assert chat.relay.spool is not None
+    card = SentMessage(
+        CHAT, 41, "<b>alert</b>", NOW, buttons=(IssueButton("k", "2", GLITCHTIP, "BACKEND-2A"),)
+    )
+    chat.relay.spool.sent.keep(card, [])
+    press = {
+        "update_id": 6,
+        "callback_query": {
+            "id": "p6",
+            "from": {"id": 7, "is_bot": False, "first_name": "Ada", "username": "ada"},
+            "message": {"message_id": 41, "chat": {"id": CHAT_ID}},
+            "data": callback_data("mute", "k"),
+        },
+    }
+    chat.update(press)
+    chat.update(command("/silences", 7))
+    muted = answers(chat)[-1][3]
+    assert muted.startswith("🔇 Muted in this chat:\n")
+    assert "BACKEND-2A" in muted
+    assert muted.endswith("UTC (@ada)")
+
+    chat.update(command("/status@", 8))  # an empty bot name is no other bot's
+    assert answers(chat)[-1][3] == (
+        "Telegram: answers\nGlitchTip: answers\nQueue: 0 waiting, 0 dead letters"
+    )
+
+
+def test_a_command_for_another_bot_is_left_to_it_and_an_unknown_one_goes_on() -> None:
+    handled: list[str] = []
+
+    class Outbox:
+        def reply(self, chat: str, thread: int | None, message_id: int, said: Any) -> None:
+            handled.append(said.word)
+
+    commands = Commands(
+        served={CHAT},
+        first_time=lambda keys: True,
+        outbox=Outbox(),  # type: ignore[arg-type]
+        watched=None,  # type: ignore[arg-type]
+        silences=None,  # type: ignore[arg-type]
+        rotations={},
+        status=lambda words: None,  # type: ignore[arg-type, return-value]
+        words=ENGLISH,
+        zone=ZoneInfo("UTC"),
+        bot_username=lambda: "relay_bot",
+    )
+    mine, theirs = Command.of(command("/oncall@Relay_Bot", 1)), Command.of(command("/oncall@x", 2))
+    assert mine is not None
+    assert theirs is not None
+    assert commands.handle(mine)
+    assert commands.handle(theirs)  # another bot's: nothing to comment on either
+    assert handled == ["oncall_none"]
+    unknown = Command.of(command("/start", 3))
+    assert unknown is not None
+    assert not commands.handle(unknown)  # not the relay's: it goes on as any message
+    assert Command.of({"update_id": 4, "message": {"text": "issues", "chat": {"id": 1}}}) is None
+
+
+def test_the_commands_are_described_in_the_relays_language() -> None:
+    assert [c["command"] for c in described(RUSSIAN)] == ["issues", "oncall", "silences", "status"]
+    assert described(RUSSIAN)[0]["description"] == RUSSIAN.command_issues
+    pairs = zip(described(RUSSIAN), described(ENGLISH), strict=True)
+    assert all(ru["description"] != en["description"] for ru, en in pairs)
