@@ -117,7 +117,8 @@ class Outgoing:
             issues = (issue for alert in alerts for issue in alert.subjects.issues)
             buttons = new_buttons(issues, _fresh_keys())
         recoveries = tuple(self._outages_ended(alerts, destination))
-        reply_to = recoveries[-1][1].message_id if recoveries else None
+        answering = next((alert.reply_to for alert in alerts if alert.reply_to is not None), None)
+        reply_to = recoveries[-1][1].message_id if recoveries else answering
         if not buttons and reply_to is None:
             return NOTHING
         return Plan(Extras(keyboard(buttons, self._words), reply_to), buttons, recoveries)

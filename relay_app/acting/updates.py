@@ -79,17 +79,27 @@ class Handler(Protocol):
     def handle_update(self, update: dict[str, Any]) -> None: ...
 
 
-def route_updates(presses: Handler, replies: Handler, commands: Commands | None = None) -> Handle:
-    """What handles each update: a press (`callback_query`), a command (`/issues`) or another
-    message (a reply)."""
+def route_updates(
+    presses: Handler,
+    replies: Handler,
+    commands: Commands | None = None,
+    links: Handler | None = None,
+) -> Handle:
+    """What handles each update: a press (`callback_query`), a command (`/issues`), or another
+    message: a reply to an alert (a comment), and any links to GlitchTip's issues it holds."""
 
     def route(update: dict[str, Any]) -> None:
         if "callback_query" in update:
             presses.handle_update(update)
-        elif "message" in update:
-            command = Command.of(update) if commands is not None else None
-            if command is None or commands is None or not commands.handle(command):
-                replies.handle_update(update)
+            return
+        if "message" not in update:
+            return
+        command = Command.of(update) if commands is not None else None
+        if command is not None and commands is not None and commands.handle(command):
+            return
+        replies.handle_update(update)
+        if links is not None:
+            links.handle_update(update)
 
     return route
 

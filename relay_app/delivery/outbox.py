@@ -49,6 +49,14 @@ class Outbox:
         about = {"emoji": emoji, "say": instead.as_json()}
         self._add("reaction", chat, thread, message_id, about)
 
+    def link_card(
+        self, chat: str, thread: int | None, message_id: int, about: Mapping[str, Any]
+    ) -> None:
+        """An issue's card in reply to the message that linked to it (acting/links.py): an
+        alert's message and buttons, never coalesced with the chat's alerts (the message's own
+        lane), paced with them. Raises SpoolError."""
+        self._add("alert", chat, thread, message_id, {"link_card": dict(about)})
+
     def _add(
         self,
         kind: JobKind,

@@ -33,6 +33,7 @@ from ..message.daily_summary import summary_message
 from ..message.digest import compose, how_many_fit
 from ..message.formatting import Entry, Message, message_for, with_first_line, with_mentions
 from ..message.lines import from_json as lines_from_json
+from ..message.link_card import link_card_line
 from ..message.silence_summary import silence_summary
 from ..message.subjects import Subjects, split_by_origin
 from ..routes.rotation import Rotation, on_duty_in, on_duty_now
@@ -256,11 +257,24 @@ class Renderer:
             return silence_summary(data["silence_over"], self.words)
         if "summary" in data:
             return summary_message(data["summary"], self.words)
+        if "link_card" in data:
+            return self._link_card(job)
         if "rendered" in data:
             return _rendered(data["rendered"])
         raise Unreadable(
             f"alert {job.label} holds none of webhook, silence_over, summary, rendered"
         )
+
+    def _link_card(self, job: Job) -> Message:
+        """A link's card: the issue as an alert's message would show it, its state first, in
+        reply to the message that held the link."""
+        about = job.data["link_card"]
+        if not isinstance(about, dict) or not isinstance(about.get("payload"), dict):
+            raise Unreadable(f"alert {job.label}'s link card is not a JSON object")
+        message = self.webhook(about["payload"], received_at=job.received_at)
+        line = link_card_line(about, self.words)
+        message = replace(with_first_line(message, line), subjects=message.subjects)
+        return replace(message, reply_to=_number(job.data))
 
     def _webhook(self, job: Job) -> Message:
         payload = job.data["webhook"]

@@ -69,6 +69,12 @@ class GlitchTipApi:
         _check_id(issue_id)
         return self._call("POST", f"/api/0/issues/{issue_id}/comments/", {"data": {"text": text}})
 
+    def issue(self, issue_id: str) -> dict[str, Any]:
+        """The issue as GlitchTip's API answers it (its title, short id, status, count, level,
+        culprit, project), or a GlitchTipError."""
+        _check_id(issue_id)
+        return self._call("GET", f"/api/0/issues/{issue_id}/", None)
+
     def details(self, issue_id: str) -> IssueDetails:
         """What the issue and its latest event say (details.py), or a GlitchTipError. An issue
         without events yet still has its count and first sighting."""

@@ -324,6 +324,21 @@ class SentStore:
 
         return self._store.write(record, now=at)
 
+    def first_in(self, key: str, *, window: float, at: float) -> bool:
+        """Record `key` (a link asked about in a chat) as handled now, unless it was within
+        `window` seconds: whether this is the first time in that window, whichever process or
+        relay asks."""
+
+        def record(tx: Tx) -> bool:
+            fresh = tx.one(
+                "INSERT INTO handled_updates (key, at) VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
+                " SET at = excluded.at WHERE handled_updates.at <= ? RETURNING key",
+                (key, tx.at.db, tx.at.db - window),
+            )
+            return fresh is not None
+
+        return self._store.write(record, now=at)
+
     def prune(self, *, before: float) -> int:
         """Forget messages sent, outages begun and updates handled before `before`; how many
         messages."""

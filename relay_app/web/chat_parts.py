@@ -13,6 +13,7 @@ from ..acting.commands import BotName, Commands, Status, described
 from ..acting.daily_summary import DailySummaries
 from ..acting.escalation import Escalation
 from ..acting.in_step import CardsInStep
+from ..acting.links import Links
 from ..acting.presses import Presses
 from ..acting.replies import Replies
 from ..acting.silencing import Silencing
@@ -148,6 +149,7 @@ def acting_from_the_chat(
         ),
         Replies(team, outbox, bot_id=bot_id(settings.telegram_bot_token)),
         _commands(settings, spool, outbox, health, clock),
+        _links(settings, spool, outbox, team.glitchtip, clock),
     )
     if settings.telegram_updates != "poll":
         return route, None
@@ -166,11 +168,7 @@ def _commands(
     settings: Settings, spool: Spool, outbox: Outbox, health: Health, clock: Clock
 ) -> Commands:
     """The chat's commands: they tell what the relay knows, in the chats it serves."""
-    served = {
-        chat_key(settings.default_destination.chat),
-        *settings.allowed_chat_ids,
-        *(chat_key(chat) for chat in settings.routes.chats),
-    }
+    served = served_chats(settings)
 
     def status(words: Words) -> Status:
         telegram = health.current().sending
@@ -195,6 +193,30 @@ def _commands(
         bot_username=BotName(settings.telegram_api_url, settings.telegram_bot_token),
         clock=clock,
     )
+
+
+def _links(
+    settings: Settings, spool: Spool, outbox: Outbox, glitchtip: GlitchTipApi, clock: Clock
+) -> Links | None:
+    """Links to GlitchTip's issues pasted in the chats the relay serves, answered with cards."""
+    if settings.glitchtip_links is None:
+        return None
+    return Links(
+        served=served_chats(settings),
+        glitchtip=glitchtip,
+        origin=settings.glitchtip_links,
+        outbox=outbox,
+        first_in=lambda key, window: spool.sent.first_in(key, window=window, at=clock()),
+    )
+
+
+def served_chats(settings: Settings) -> set[str]:
+    """The chats the relay posts to, which its commands and links answer in."""
+    return {
+        chat_key(settings.default_destination.chat),
+        *settings.allowed_chat_ids,
+        *(chat_key(chat) for chat in settings.routes.chats),
+    }
 
 
 def command_list(settings: Settings, spool: Spool | None) -> list[dict[str, str]]:

@@ -102,6 +102,11 @@ class Words:
     snoozed_until: str
     snoozed_events: str
     notice_choose: str
+    # A link's card (message/link_card.py): its first line.
+    link_card: str
+    link_card_unresolved: str
+    link_card_resolved: str
+    link_card_ignored: str
     # The chat's commands (acting/commands.py): their descriptions and answers.
     command_issues: str
     command_oncall: str

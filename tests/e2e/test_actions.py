@@ -539,3 +539,23 @@ def test_commands_are_registered_at_start_and_answered_only_where_the_relay_post
     assert answer.visible().startswith("📋 Незакрытые проблемы этого чата")
     assert "BACKEND-11A — событий: 3" in answer.visible()
     assert fake_telegram.posted_to(stranger) == []
+
+
+def test_a_link_pasted_in_the_chat_gets_the_issues_card_whose_buttons_act(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    relay = start_relay(
+        GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url, RELAY_TIME_SCALE=CHAT_SCALE
+    )
+    link = fake_glitchtip.add_issue(12, "BACKEND-12A", title="KeyError: 'user'")
+    said = fake_telegram.say(CHAT_ID, f"anyone on this? {link}")
+    fake_telegram.say(CHAT_ID, f"it is {link} again")  # the same issue: one card
+    assert wait_until(lambda: fake_telegram.replies_to(CHAT_ID, said), timeout=15), relay.logs()
+    [card] = fake_telegram.replies_to(CHAT_ID, said)
+    assert card.visible().split("\n")[0] == "🔗 BACKEND-12A · unresolved · 3 events"
+    assert "KeyError: 'user'" in card.visible()
+    assert "✅ Resolve" in labels(card)
+    answer = answered(fake_telegram, fake_telegram.press(card, "✅ Resolve"))
+    assert answer["text"] == "Resolved BACKEND-12A in GlitchTip"
+    assert fake_glitchtip.status(12) == "resolved"
+    assert len(fake_telegram.posted_to(CHAT_ID)) == 1

@@ -1,0 +1,57 @@
+"""An issue's card for a link to it pasted in the chat (acting/links.py): the issue as
+GlitchTip's API answered, written as GlitchTip's own webhook would carry it, so that it becomes
+a message like an alert's (its title, where, its fields, its buttons), with a first line that
+says what it is now. The data is kept by the card's job, and made text when it is sent. Pure
+functions, no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..words import Words
+
+# GlitchTip's webhook colours by level (Issue.get_hex_color): none for warning and below.
+_COLOURS = {"fatal": "#e52b50", "error": "#e52b50", "info": "#4b60b4"}
+
+
+def link_card_data(issue: Mapping[str, Any], link: str) -> dict[str, Any]:
+    """What a link's card is about, from GlitchTip's answer for the issue at `link`."""
+    project = issue.get("project")
+    name = project.get("name") or project.get("slug") if isinstance(project, dict) else None
+    short_id = str(issue.get("shortId") or "")
+    attachment: dict[str, Any] = {
+        "title": str(issue.get("title") or ""),
+        "title_link": link,
+        "text": issue.get("culprit"),
+        "color": _COLOURS.get(str(issue.get("level") or "")),
+        "fields": [{"title": "Project", "value": str(name), "short": True}] if name else [],
+    }
+    title = attachment["title"]
+    section = (
+        {"activityTitle": title, "activitySubtitle": f"[View Issue {short_id}]({link})"}
+        if short_id
+        else None
+    )
+    return {
+        "payload": {
+            "alias": "GlitchTip",
+            "text": "GlitchTip",
+            "attachments": [attachment],
+            **({"sections": [section]} if section else {}),
+        },
+        "status": str(issue.get("status") or "unresolved"),
+        "events": str(issue.get("count") or "?"),
+        "label": short_id or f"#{issue.get('id')}",
+    }
+
+
+def link_card_line(about: Mapping[str, Any], words: Words) -> str:
+    """The card's first line: '🔗 BACKEND-1A · unresolved · 120 events'."""
+    status = {
+        "resolved": words.link_card_resolved,
+        "ignored": words.link_card_ignored,
+    }.get(str(about.get("status")), words.link_card_unresolved)
+    return words.link_card.format(
+        label=str(about.get("label") or "?"), status=status, events=str(about.get("events"))
+    )
