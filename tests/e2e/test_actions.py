@@ -542,7 +542,10 @@ def test_commands_are_registered_at_start_and_answered_only_where_the_relay_post
 
 
 def test_a_link_pasted_in_the_chat_gets_the_issues_card_whose_buttons_act(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    spool_path: str,
 ) -> None:
     relay = start_relay(
         GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url, RELAY_TIME_SCALE=CHAT_SCALE
@@ -555,6 +558,9 @@ def test_a_link_pasted_in_the_chat_gets_the_issues_card_whose_buttons_act(
     assert card.visible().split("\n")[0] == "🔗 BACKEND-12A · unresolved · 3 events"
     assert "KeyError: 'user'" in card.visible()
     assert "✅ Resolve" in labels(card)
+    # Telegram shows the card a moment before the relay has kept its buttons; a person's press
+    # comes seconds later, the test's at once.
+    assert wait_until(lambda: spool_settled(spool_path), timeout=10)
     answer = answered(fake_telegram, fake_telegram.press(card, "✅ Resolve"))
     assert answer["text"] == "Resolved BACKEND-12A in GlitchTip"
     assert fake_glitchtip.status(12) == "resolved"
