@@ -139,7 +139,7 @@ def assemble(
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
         post_escalating(webhooks, issue, found)
 
-    summaries = daily_summaries_for(settings, spool, clock)
+    summaries = daily_summaries_for(settings, spool, metrics, clock)
     in_step, snoozing = following_glitchtip(settings, spool, outbox, escalation, metrics, clock)
     watcher = watcher_for(settings, spool, metrics, clock, posted_again, in_step, snoozing)
     outgoing = Outgoing(

@@ -21,6 +21,7 @@ from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat
 from tests.payloads import issue, issue_alert
+from tests.prometheus import parse, value
 
 CHAT = str(CHAT_ID)
 NOW = 1_800_000_000.0
@@ -97,6 +98,8 @@ def test_issues_lists_the_unresolved_ones_most_events_first_under_the_command(ch
     # Telegram delivers the update again: answered once.
     chat.update(command("/issues", 1))
     assert len(answers(chat)) == 1
+    samples = parse(chat.relay.metrics.exposition().decode())
+    assert value(samples, "relay_commands_total", command="issues") == 1
 
 
 def test_a_chat_the_relay_does_not_serve_gets_no_answer(chat: Chat) -> None:

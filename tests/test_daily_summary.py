@@ -24,6 +24,7 @@ from relay_app.spool.watched import Seen, Watched
 from tests.conftest import FakeTime, run_background
 from tests.in_process import GLITCHTIP, GT_TOKEN, ScriptedTelegram
 from tests.payloads import issue, issue_alert
+from tests.prometheus import parse, value
 
 CHAT = "-1001234567890"
 MOSCOW = ZoneInfo("Europe/Moscow")
@@ -123,6 +124,8 @@ def test_a_summary_says_what_happened_and_what_is_still_open_once_a_day(
     assert again[0] == "📋 Daily summary, 03.12 09:00 – 04.12 09:00 (Europe/Moscow)"
     assert not any(line.startswith("🆕") for line in again)
     assert again[-1] == "Alerts: 0 delivered (0 in digests), 0 held by silences"
+    samples = parse(made.metrics.exposition().decode())
+    assert value(samples, "relay_summaries_total") == 2
 
 
 def test_a_summary_time_is_a_time_of_day_in_its_zone_across_daylight_saving() -> None:

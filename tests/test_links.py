@@ -16,6 +16,7 @@ from relay_app import Relay
 from relay_app.acting.links import LINK_WINDOW
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat
+from tests.prometheus import parse, value
 
 CHAT = str(CHAT_ID)
 NOW = 1_800_000_000.0
@@ -78,11 +79,14 @@ def test_a_link_to_an_issue_gets_its_card_with_buttons_in_reply(
 
 def test_a_link_again_within_ten_minutes_gets_no_second_card(chat: Chat) -> None:
     chat.update(message(LINK, 1))
-    chat.update(message(f"again {LINK}/events/", 2))
+    chat.update(message(f"again: {LINK}", 2))
     assert len(cards(chat)) == 1
     chat.clock.now = NOW + LINK_WINDOW + 1
     chat.update(message(LINK, 3))
     assert len(cards(chat)) == 2
+    samples = parse(chat.relay.metrics.exposition().decode())
+    assert value(samples, "relay_link_cards_total", outcome="posted") == 2
+    assert value(samples, "relay_link_cards_total", outcome="repeated") == 1
 
 
 def test_links_elsewhere_in_other_chats_or_in_comments_get_nothing(

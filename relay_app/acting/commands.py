@@ -141,6 +141,7 @@ class Commands:
         words: Words,
         zone: ZoneInfo,
         bot_username: Callable[[], str | None] = lambda: None,
+        count: Callable[[str], None] = lambda command: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`served`: the chats the relay posts to (their keys); `first_time`: whether none of
@@ -156,6 +157,7 @@ class Commands:
         self._words = words
         self._zone = zone
         self._bot_username = bot_username
+        self._count = count
         self._clock = clock
 
     def handle(self, command: Command) -> bool:
@@ -180,6 +182,7 @@ class Commands:
                 return True  # Telegram delivered it again: answered the first time
             said = self._answer(command)
             self._outbox.reply(command.chat, command.thread, command.message_id, said)
+            self._count(command.name)
         except SpoolError as exc:
             log.warning(
                 "/%s in chat %s could not be answered now: %s", command.name, command.chat, exc

@@ -40,6 +40,7 @@ class DailySummaries:
         watched: WatchStore,
         *,
         zone: ZoneInfo,
+        posted: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`places`: where a summary goes, and when (RouteTable.summaries); `zone`:
@@ -48,6 +49,7 @@ class DailySummaries:
         self._store = store
         self._watched = watched
         self._zone = zone
+        self._posted = posted
         self._clock = clock
 
     def upkeep(self) -> int:
@@ -100,6 +102,7 @@ class DailySummaries:
         if not self._store.post(destination, data, next_at=next_at, now=now):
             return 0  # another process of the fleet posted it first
         log.info("the daily summary of %s is queued", destination.describe())
+        self._posted()
         return 1
 
     def _count(self, destination: Destination, *, delivered: int = 0, silenced: int = 0) -> None:

@@ -40,6 +40,7 @@ class Links:
         origin: str,
         outbox: Outbox,
         first_in: Callable[[str, float], bool],
+        count: Callable[[str], None] = lambda outcome: None,
     ) -> None:
         """`origin`: the address GlitchTip's links have (GLITCHTIP_PUBLIC_URL, else
         GLITCHTIP_URL); `first_in(key, window)`: whether a key is the first in that window
@@ -49,6 +50,7 @@ class Links:
         self._origin = origin
         self._outbox = outbox
         self._first_in = first_in
+        self._count = count
 
     def handle_update(self, update: Mapping[str, Any]) -> None:
         message = update.get("message")
@@ -71,16 +73,20 @@ class Links:
         try:
             if not self._first_in(f"link:{chat}:{issue_id}", LINK_WINDOW):
                 log.info("issue %s linked again in chat %s: no second card", issue_id, chat)
+                self._count("repeated")
                 return
             issue = self._glitchtip.issue(issue_id)
             card = link_card_data(issue, link)
             self._outbox.link_card(chat, said.thread, said.message_id, card)
         except GlitchTipError as exc:
             log.info("issue %s, linked in chat %s, cannot be read: %s", issue_id, chat, exc)
+            self._count("failed")
         except SpoolError as exc:
             log.warning("issue %s, linked in chat %s, gets no card now: %s", issue_id, chat, exc)
+            self._count("failed")
         else:
             log.info("issue %s, linked in chat %s, gets its card", issue_id, chat)
+            self._count("posted")
 
 
 @dataclass(frozen=True)

@@ -108,14 +108,21 @@ def post_escalating(webhooks: RoutedWebhooks, issue: Watched, found: Trend) -> N
 
 
 def daily_summaries_for(
-    settings: Settings, spool: Spool | None, clock: Clock
+    settings: Settings, spool: Spool | None, metrics: Metrics, clock: Clock
 ) -> DailySummaries | None:
     """With a spool and a route that says `summary`: the daily summaries."""
     places = settings.routes.summaries(settings.default_destination)
     if spool is None or not places:
         return None
     zone = ZoneInfo(settings.timezone)
-    return DailySummaries(places, spool.summaries, spool.watched, zone=zone, clock=clock)
+    return DailySummaries(
+        places,
+        spool.summaries,
+        spool.watched,
+        zone=zone,
+        posted=metrics.summaries.inc,
+        clock=clock,
+    )
 
 
 def acting_from_the_chat(
@@ -148,8 +155,8 @@ def acting_from_the_chat(
             team, telegram, outbox, silencing=silencing, escalation=escalation, snoozing=snoozing
         ),
         Replies(team, outbox, bot_id=bot_id(settings.telegram_bot_token)),
-        _commands(settings, spool, outbox, health, clock),
-        _links(settings, spool, outbox, team.glitchtip, clock),
+        _commands(settings, spool, outbox, health, metrics, clock),
+        _links(settings, spool, outbox, team.glitchtip, metrics, clock),
     )
     if settings.telegram_updates != "poll":
         return route, None
@@ -165,7 +172,7 @@ def acting_from_the_chat(
 
 
 def _commands(
-    settings: Settings, spool: Spool, outbox: Outbox, health: Health, clock: Clock
+    settings: Settings, spool: Spool, outbox: Outbox, health: Health, metrics: Metrics, clock: Clock
 ) -> Commands:
     """The chat's commands: they tell what the relay knows, in the chats it serves."""
     served = served_chats(settings)
@@ -191,12 +198,18 @@ def _commands(
         words=words_for(settings.language),
         zone=ZoneInfo(settings.timezone),
         bot_username=BotName(settings.telegram_api_url, settings.telegram_bot_token),
+        count=lambda command: metrics.commands.labels(command).inc(),
         clock=clock,
     )
 
 
 def _links(
-    settings: Settings, spool: Spool, outbox: Outbox, glitchtip: GlitchTipApi, clock: Clock
+    settings: Settings,
+    spool: Spool,
+    outbox: Outbox,
+    glitchtip: GlitchTipApi,
+    metrics: Metrics,
+    clock: Clock,
 ) -> Links | None:
     """Links to GlitchTip's issues pasted in the chats the relay serves, answered with cards."""
     if settings.glitchtip_links is None:
@@ -207,6 +220,7 @@ def _links(
         origin=settings.glitchtip_links,
         outbox=outbox,
         first_in=lambda key, window: spool.sent.first_in(key, window=window, at=clock()),
+        count=lambda outcome: metrics.link_cards.labels(outcome).inc(),
     )
 
 
