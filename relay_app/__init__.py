@@ -15,6 +15,7 @@ from .acting.daily_summary import DailySummaries
 from .acting.escalation import Escalation
 from .acting.outgoing import Outgoing
 from .acting.silencing import Silencing
+from .acting.watcher import Watcher
 from .core.logs import configure_logging
 from .core.metrics import Metrics
 from .core.routing import Destination
@@ -50,7 +51,7 @@ from .web.misses import Misses
 from .web.relay import EXTENSION, Relay, relay_of
 from .web.routed import RoutedWebhooks
 from .web.views import RelayFlask, blueprint, body_gate
-from .web.webhook_alerts import WebhookAlerts
+from .web.webhook_alerts import Trends, WebhookAlerts
 from .words import words_for
 
 Clock = Callable[[], float]
@@ -217,6 +218,7 @@ def assemble(
             jobs=jobs,
             lookups=lookups,
             glitchtip_links=settings.glitchtip_links,
+            trends=_trends(spool, watcher, clock),
             clock=clock,
         ),
         settings.routes,
@@ -251,6 +253,14 @@ def assemble(
         poller=poller,
         setup=setup,
     )
+
+
+def _trends(spool: Spool | None, watcher: Watcher | None, clock: Clock) -> Trends | None:
+    """With the watcher: the last 24 hours of the issues it has read, for an alert's details."""
+    if spool is None or watcher is None:
+        return None
+    watched = spool.watched
+    return lambda ids: watched.hourly_of(ids, now=clock())
 
 
 def _local_spool(settings: Settings, spool: Spool | None) -> LocalSpool | None:

@@ -5,6 +5,7 @@ whole fleet; GlitchTip failing said once, and costing no alert. On the test's cl
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -177,3 +178,21 @@ def test_routes_and_mentions_apply_to_the_escalating_post(
     [sent] = telegram.delivered
     assert telegram.accepted_to[0].chat == -1002000000001
     assert sent.text.endswith("For @anna_ops")
+
+
+def test_an_issue_alerted_on_again_shows_its_last_day_in_its_details(
+    built: Callable[..., Relay], fake: FakeGlitchTip, fake_time: FakeTime
+) -> None:
+    relay, telegram = relay_for(built, fake, fake_time)
+    alerted(relay, fake, fake_time, 1)
+    fake.hourly["1"] = quiet_day(last_hour=40, each_before=1)
+    assert relay.watcher is not None
+    relay.watcher.round()  # what it read is kept
+    # GlitchTip alerts on the issue again (resolved, then a new event): its hours go with it.
+    link = f"{fake.url}/acme/issues/1"
+    again = issue_alert(issue(1, title="Boom 1", link=link))
+    relay.webhooks.take(again, relay.settings.default_destination, time.monotonic())
+    run_background(relay.dispatcher, fake_time)
+    [sent] = telegram.delivered
+    [line] = [line for line in sent.text.split("\n") if "24 h: " in line]
+    assert line == "📈 24 h: " + "▁" * 23 + "█"

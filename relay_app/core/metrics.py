@@ -218,28 +218,7 @@ class Metrics:
         )
         for snooze_outcome in ("made", "back", "cancelled"):
             self.snoozes.labels(snooze_outcome)
-        self.summaries = Counter(
-            "relay_summaries",
-            "Daily summaries posted (a route's summary), once a day per place for the fleet",
-            registry=self.registry,
-        )
-        self.commands = Counter(
-            "relay_commands",
-            "Commands answered in the chats the relay serves, by command",
-            ["command"],
-            registry=self.registry,
-        )
-        for asked in ("issues", "oncall", "silences", "status"):
-            self.commands.labels(asked)
-        self.link_cards = Counter(
-            "relay_link_cards",
-            "Links to GlitchTip's issues pasted in the chats, by outcome: posted (the issue's "
-            "card), repeated (linked again within 10 min), failed (GlitchTip or the spool)",
-            ["outcome"],
-            registry=self.registry,
-        )
-        for card_outcome in ("posted", "repeated", "failed"):
-            self.link_cards.labels(card_outcome)
+        self._chat_counters()
         self.escalating_posts = Counter(
             "relay_escalating_posts",
             "Unresolved issues the relay alerted on, posted again because they are escalating",
@@ -275,6 +254,34 @@ class Metrics:
         self._gauges: list[Collector] = []
         if gauges is not None:
             self.add_gauges(gauges)
+
+    def _chat_counters(self) -> None:
+        """The counters of what the relay writes to the chat beyond alerts: summaries, answers
+        to commands, links' cards."""
+        from prometheus_client import Counter  # here, not at the top: the module docstring says
+
+        self.summaries = Counter(
+            "relay_summaries",
+            "Daily summaries posted (a route's summary), once a day per place for the fleet",
+            registry=self.registry,
+        )
+        self.commands = Counter(
+            "relay_commands",
+            "Commands answered in the chats the relay serves, by command",
+            ["command"],
+            registry=self.registry,
+        )
+        for asked in ("issues", "oncall", "silences", "status"):
+            self.commands.labels(asked)
+        self.link_cards = Counter(
+            "relay_link_cards",
+            "Links to GlitchTip's issues pasted in the chats, by outcome: posted (the issue's "
+            "card), repeated (linked again within 10 min), failed (GlitchTip or the spool)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        for card_outcome in ("posted", "repeated", "failed"):
+            self.link_cards.labels(card_outcome)
 
     def add_gauges(self, gauges: Collector) -> None:
         """More gauges read at each scrape (this worker's own, or what every worker shares)."""

@@ -38,11 +38,18 @@ class IssueDetails:
     level: str | None
     exception_type: str | None
     exception_value: str | None
+    # Its last 24 hours' events, hour by hour, as the watcher last read them (acting/watcher.py);
+    # empty when it has not.
+    hourly: tuple[int, ...] = ()
 
 
 def details_as_json(details: IssueDetails) -> dict[str, Any]:
     """As a job keeps them (spool), to be read back by `details_from_json`."""
     return asdict(details)
+
+
+# What the details are when GlitchTip's API said nothing of the issue (yet).
+NO_DETAILS = IssueDetails(None, None, None, None, None, None)
 
 
 def details_from_json(raw: object) -> IssueDetails | None:
@@ -59,6 +66,7 @@ def details_from_json(raw: object) -> IssueDetails | None:
             level=_text(found.get("level")),
             exception_type=_text(found.get("exception_type")),
             exception_value=_text(found.get("exception_value")),
+            hourly=tuple(int(n) for n in found.get("hourly") or () if isinstance(n, int)),
         )
     except (TypeError, ValueError, KeyError):
         return None

@@ -14,6 +14,7 @@ from dataclasses import replace
 from ..glitchtip.details import Frame, IssueDetails
 from ..words import Words
 from .spans import Span, clean, shorten, value
+from .trend import sparkline
 
 # First seen this recently: the issue is new, the most important thing to know about it.
 NEW_WITHIN = 600.0
@@ -44,7 +45,8 @@ def detail_spans(details: IssueDetails, words: Words, *, title: str, now: float)
 
 def seen_words(details: IssueDetails, words: Words, *, now: float) -> str:
     """'🆕 New issue, first seen 2 min ago · seen 3 times', '🔁 Seen 1204 times · first seen
-    3 d ago', or less when GlitchTip did not say."""
+    3 d ago · 24 h: ▁▁▂█' (the hours when the watcher has read them), or less when GlitchTip
+    did not say."""
     seen = first = None
     if details.count is not None:
         seen = words.count(words.seen_times, details.count)
@@ -52,10 +54,13 @@ def seen_words(details: IssueDetails, words: Words, *, now: float) -> str:
         age = now - details.first_seen
         if age < NEW_WITHIN:
             new = words.new_issue.format(age=words.duration(age))
-            return " · ".join(filter(None, [new, seen]))
+            return " · ".join(filter(None, [new, seen]))  # new: the watcher has no hours yet
         first = words.first_seen.format(age=words.duration(age))
     said = " · ".join(filter(None, [seen, first]))
-    return f"🔁 {said[0].upper()}{said[1:]}" if said else ""
+    trend = words.trend_24h.format(spark=sparkline(details.hourly)) if any(details.hourly) else ""
+    if not said:
+        return f"📈 {trend}" if trend else ""
+    return f"🔁 {said[0].upper()}{said[1:]}" + (f" · {trend}" if trend else "")
 
 
 def where(details: IssueDetails | None, words: Words) -> str | None:

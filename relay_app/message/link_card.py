@@ -17,33 +17,37 @@ _COLOURS = {"fatal": "#e52b50", "error": "#e52b50", "info": "#4b60b4"}
 
 def link_card_data(issue: Mapping[str, Any], link: str) -> dict[str, Any]:
     """What a link's card is about, from GlitchTip's answer for the issue at `link`."""
-    project = issue.get("project")
-    name = project.get("name") or project.get("slug") if isinstance(project, dict) else None
     short_id = str(issue.get("shortId") or "")
+    title = str(issue.get("title") or "")
+    name = _project_name(issue.get("project"))
     attachment: dict[str, Any] = {
-        "title": str(issue.get("title") or ""),
+        "title": title,
         "title_link": link,
         "text": issue.get("culprit"),
         "color": _COLOURS.get(str(issue.get("level") or "")),
-        "fields": [{"title": "Project", "value": str(name), "short": True}] if name else [],
+        "fields": [{"title": "Project", "value": name, "short": True}] if name else [],
     }
-    title = attachment["title"]
-    section = (
-        {"activityTitle": title, "activitySubtitle": f"[View Issue {short_id}]({link})"}
-        if short_id
-        else None
-    )
+    payload: dict[str, Any] = {
+        "alias": "GlitchTip",
+        "text": "GlitchTip",
+        "attachments": [attachment],
+    }
+    if short_id:  # where GlitchTip's webhook names it
+        subtitle = f"[View Issue {short_id}]({link})"
+        payload["sections"] = [{"activityTitle": title, "activitySubtitle": subtitle}]
     return {
-        "payload": {
-            "alias": "GlitchTip",
-            "text": "GlitchTip",
-            "attachments": [attachment],
-            **({"sections": [section]} if section else {}),
-        },
+        "payload": payload,
         "status": str(issue.get("status") or "unresolved"),
         "events": str(issue.get("count") or "?"),
         "label": short_id or f"#{issue.get('id')}",
     }
+
+
+def _project_name(project: object) -> str | None:
+    if not isinstance(project, dict):
+        return None
+    name = project.get("name") or project.get("slug")
+    return str(name) if name else None
 
 
 def link_card_line(about: Mapping[str, Any], words: Words) -> str:

@@ -152,6 +152,23 @@ class WatchStore:
 
         return self._store.read(read, now=now)
 
+    def hourly_of(self, issue_ids: Sequence[str], *, now: float) -> dict[str, list[int]]:
+        """The last 24 hours of these issues, as the watcher last read them: those it has read
+        and that had events."""
+        if not issue_ids:
+            return {}
+
+        def read(tx: Tx) -> dict[str, list[int]]:
+            found = {}
+            for issue_id in dict.fromkeys(issue_ids):
+                row = tx.one("SELECT hourly FROM watched WHERE issue_id = ?", (issue_id,))
+                hourly = json.loads(str(row["hourly"])) if row and row["hourly"] else []
+                if any(hourly):
+                    found[issue_id] = [int(n) for n in hourly]
+            return found
+
+        return self._store.read(read, now=now)
+
     def place_of(self, issue_id: str) -> tuple[str, int | None] | None:
         """A watched issue's organisation (its alert's link said) and the forum topic its alert
         went to; None when it is not watched."""

@@ -102,6 +102,8 @@ class Words:
     snoozed_until: str
     snoozed_events: str
     notice_choose: str
+    # An issue's last 24 hours in its details, when the watcher has read them.
+    trend_24h: str
     # A link's card (message/link_card.py): its first line.
     link_card: str
     link_card_unresolved: str

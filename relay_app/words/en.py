@@ -104,6 +104,7 @@ ENGLISH = Words(
     link_card_unresolved="unresolved",
     link_card_resolved="resolved",
     link_card_ignored="ignored",
+    trend_24h="24 h: {spark}",
     notice_choose="{label}: choose under the message for how long to ignore it",
     notice_snoozed_until="Ignored {label} in GlitchTip until {until} UTC",
     notice_snoozed_events="Ignored {label} in GlitchTip until {count} more events",

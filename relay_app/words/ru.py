@@ -124,6 +124,7 @@ RUSSIAN = Words(
     link_card_unresolved="не закрыта",
     link_card_resolved="закрыта",
     link_card_ignored="игнорируется",
+    trend_24h="24 ч: {spark}",
     notice_choose="{label}: выберите под сообщением, на сколько её игнорировать",
     notice_snoozed_until="{label} игнорируется в GlitchTip до {until} UTC",
     notice_snoozed_events="{label} игнорируется в GlitchTip до {count} новых событий",
