@@ -157,8 +157,9 @@ def test_while_the_database_is_away_the_file_s_alerts_are_sent_from_it(
         reply = client.post(WEBHOOK, json=stalled(1))
         assert reply.status_code == 502
         telegram.replace(responses.POST, SEND_URL, json=OK)
+        # Sent (its retry), and then the file holds nothing: waited for in the order they happen.
+        assert wait_until(lambda: sent_titles(telegram) == ["Stalled 1"], timeout=15)
         assert wait_until(lambda: in_file(local_path)["pending"] == 0, timeout=15)
-        assert sent_titles(telegram) == ["Stalled 1"]
         # A webhook now: the database still does not answer, Telegram does; the file sends it
         # at once, or at the chat's next turn.
         reply = client.post(WEBHOOK, json=stalled(2))
