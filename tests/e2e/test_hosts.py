@@ -25,8 +25,8 @@ SLOW_TELEGRAM = 3.0
 # The answer to the alert in flight when its relay dies: long enough that the test sees it in
 # Telegram's hands and kills the relay before the webhook could be answered, even on a busy
 # machine; inside RELAY_SEND_TIMEOUT and the webhook's own deadline (9.25 s).
-DYING_TELEGRAM = 7.0
-SEND_TIMEOUT = "8"
+DYING_TELEGRAM = 5.0
+SEND_TIMEOUT = "6"
 
 
 def on_host(name: str) -> list[str]:
