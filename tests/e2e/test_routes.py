@@ -15,8 +15,9 @@ from zoneinfo import ZoneInfo
 
 import requests
 
+from relay_app.spool.database import Database
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import ANSWER_BOUND, post, wait_until
+from tests.e2e.helpers import ANSWER_BOUND, post, run_relay_app, wait_until
 from tests.e2e.relay_process import CHAT_ID, ROOT, RelayProcess, gunicorn_that_stops, relay_env
 from tests.fake_telegram import FakeTelegram
 from tests.payloads import issue, issue_alert
@@ -199,3 +200,40 @@ def test_oncall_in_a_mention_calls_whoever_the_rotation_has_on_duty_now(
     assert reply.status_code == 200, reply.text
     [posted] = fake_telegram.posted_to(CHAT_ID)
     assert posted.visible().endswith("For @gleb_ops")
+
+
+def test_relay_app_summary_send_puts_the_places_summary_in_its_topic(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, tmp_path: Path, spool_path: str
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text("[[route]]\nname = 'ops'\nsummary = '09:00'\ntimezone = 'Europe/Moscow'\n")
+    relay = start_relay(RELAY_ROUTES=str(routes), RELAY_LANGUAGE="ru")
+    # The relay's upkeep finds the place (it counts from then) within a second of its start.
+    assert wait_until(lambda: places_known(spool_path) == 1, timeout=10)
+    for number in (1, 2):
+        reply, _ = post(relay.webhook_url, issue_alert(in_env(number, "shop", "production")))
+        assert reply.status_code in (200, 202)
+    assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 2, timeout=15)
+    env = relay_env(
+        fake_telegram, RELAY_SPOOL_PATH=spool_path, RELAY_ROUTES=str(routes), RELAY_LANGUAGE="ru"
+    )
+    done = run_relay_app(env, "summary", "--send")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("📋 Сводка за день, ")
+    assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 3, timeout=15)
+    summary = fake_telegram.posted_to(CHAT_ID)[-1]
+    assert summary.thread == 77  # where the route's alerts go: TELEGRAM_THREAD_ID's topic
+    lines = summary.visible().split("\n")
+    assert lines[0].startswith("📋 Сводка за день, ")
+    assert lines[0].endswith("(Europe/Moscow)")
+    # Counted since the relay first looked at the place (its start): both alerts.
+    assert lines[-1].startswith("Алерты: доставлено 2")
+
+
+def places_known(spool_path: str) -> int:
+    """How many places the relays on this spool keep a daily summary for."""
+    store = Database(spool_path, for_service=False)
+    try:
+        return int(store.read(lambda tx: tx.one("SELECT count(*) AS n FROM summaries"))["n"])
+    finally:
+        store.close()
