@@ -116,6 +116,23 @@ def pg_url(postgres_server: PostgresServer) -> str:
     return postgres_server.new_database()
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+    """Two relays' connections to one spool: a SQLite file, or a PostgreSQL database."""
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_url")
+        pair: tuple[Store, Store] = (
+            PgDatabase(url, caller_skew=0.0),
+            PgDatabase(url, caller_skew=0.0),
+        )
+    else:
+        path = str(tmp_path / "spool.sqlite3")
+        pair = (Database(path), Database(path))
+    yield pair
+    for store in pair:
+        store.close()
+
+
 @pytest.fixture
 def fake_glitchtip() -> Iterator[FakeGlitchTip]:
     """GlitchTip's API on 127.0.0.1 (tests/fake_glitchtip.py)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relay_app import Relay
+from relay_app.acting.watcher import Round
 from relay_app.core.errors import PermanentDeliveryError, RateLimited
 from relay_app.core.outcomes import Outcome
 from relay_app.core.routing import Destination
@@ -187,6 +188,19 @@ GLITCHTIP = "https://gt.example.org"
 GT_TOKEN = "a1" * 32
 
 
+def press_by_ada(data: str, update_id: int, *, message_id: int = 41) -> dict[str, object]:
+    """Ada's press on a button (its callback `data`) under the default chat's message."""
+    return {
+        "update_id": update_id,
+        "callback_query": {
+            "id": f"press-{update_id}",
+            "from": {"id": 7, "is_bot": False, "first_name": "Ada", "username": "ada"},
+            "message": {"message_id": message_id, "chat": {"id": -1001234567890}},
+            "data": data,
+        },
+    }
+
+
 @dataclass
 class Chat:
     """One chat as a test sees it: the relay with its buttons (a GlitchTip token at GLITCHTIP)
@@ -228,6 +242,14 @@ class Chat:
     def settle(self) -> None:
         """Every write queued so far sent, each when its turn comes (on the test's clock)."""
         run_background(self.relay.dispatcher, self.clock)
+
+    def watcher_round(self, at: float) -> Round:
+        """The watcher's round at `at` (one process's for the fleet), then what it queued sent."""
+        assert self.relay.watcher is not None
+        self.clock.now = at
+        done = self.relay.watcher.round()
+        self.settle()
+        return done
 
     def answered(self) -> list[tuple[str, bool]]:
         return [(text, alert) for _, text, alert in self.telegram.answered]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,12 +20,11 @@ from relay_app.operating.cli import main
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.routes.escalate import Step
 from relay_app.spool import on_store
-from relay_app.spool.database import Database
 from relay_app.spool.escalations import EscalationStore, Fired
-from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, Chat
+from tests.in_process import press_by_ada as press
 from tests.prometheus import parse, value
 
 CHAT = "-1001234567890"
@@ -48,18 +47,6 @@ def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
     assert chat.relay.spool is not None
     chat.relay.spool.escalations.plan(CHAT, 7, 41, SENT_AT, [LEAD, CTO])
     return chat
-
-
-def press(data: str, update_id: int) -> dict[str, object]:
-    return {
-        "update_id": update_id,
-        "callback_query": {
-            "id": f"press-{update_id}",
-            "from": {"id": 7, "is_bot": False, "first_name": "Ada", "username": "ada"},
-            "message": {"message_id": 41, "chat": {"id": int(CHAT)}},
-            "data": data,
-        },
-    }
 
 
 def fire(chat: Chat, at: float) -> tuple[int, int]:
@@ -123,35 +110,18 @@ def test_mute_stops_the_calls(chat: Chat) -> None:
     assert chat.telegram.replies == []
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
-    """Two relays' connections to one spool."""
-    if request.param == "postgres":
-        url = request.getfixturevalue("pg_url")
-        pair: tuple[Store, Store] = (
-            PgDatabase(url, caller_skew=0.0),
-            PgDatabase(url, caller_skew=0.0),
-        )
-    else:
-        path = str(tmp_path / "spool.sqlite3")
-        pair = (Database(path), Database(path))
-    yield pair
-    for store in pair:
-        store.close()
-
-
 def test_a_step_fires_once_across_relays_and_an_act_found_at_its_time_stops_it(
-    stores: tuple[Store, Store],
+    two_stores: tuple[Store, Store],
 ) -> None:
-    first, second = (EscalationStore(store) for store in stores)
+    first, second = (EscalationStore(store) for store in two_stores)
     first.plan(CHAT, None, 41, SENT_AT, [LEAD, CTO])
     first.plan(CHAT, None, 41, SENT_AT, [LEAD, CTO])  # planned again: nothing twice
     fired = [store.fire_due(now=SENT_AT + 600).fired for store in (first, second)]
     assert sorted(fired) == [0, 1]
-    replies = stores[0].read(lambda tx: tx.all("SELECT data FROM jobs WHERE kind = 'reply'"))
+    replies = two_stores[0].read(lambda tx: tx.all("SELECT data FROM jobs WHERE kind = 'reply'"))
     assert [json.loads(row["data"])["say"]["values"]["people"] for row in replies] == ["@lead"]
     # The card was acted on (On it, by another relay's press) before the second step's time.
-    spool = on_store(stores[1])
+    spool = on_store(two_stores[1])
     spool.sent.keep(SENT, [])
     assert spool.sent.take("the-key", by="@ada", at=SENT_AT + 700)
     assert second.fire_due(now=SENT_AT + 1800) == Fired(0, 1)

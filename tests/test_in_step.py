@@ -19,6 +19,7 @@ from relay_app.routes.escalate import Step
 from relay_app.spool.watched import Watched
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, Chat
+from tests.in_process import press_by_ada as press
 from tests.payloads import issue
 from tests.prometheus import parse, value
 
@@ -64,37 +65,16 @@ def glitchtip_says(glitchtip: responses.RequestsMock, **states: str) -> None:
     glitchtip.upsert(responses.GET, COUNTS, json=[])
 
 
-def round_at(chat: Chat, at: float) -> int:
-    """The watcher's round at `at`, then what it queued sent; how many buttons changed."""
-    assert chat.relay.watcher is not None
-    chat.clock.now = at
-    done = chat.relay.watcher.round()
-    chat.settle()
-    return done.in_step
-
-
 def labels(keyboard: dict[str, Any] | None) -> list[str]:
     assert keyboard is not None
     return [button["text"] for row in keyboard["inline_keyboard"] for button in row]
-
-
-def press(data: str, update_id: int) -> dict[str, object]:
-    return {
-        "update_id": update_id,
-        "callback_query": {
-            "id": f"press-{update_id}",
-            "from": {"id": 7, "is_bot": False, "first_name": "Ada", "username": "ada"},
-            "message": {"message_id": 41, "chat": {"id": int(CHAT)}},
-            "data": data,
-        },
-    }
 
 
 def test_an_issue_resolved_in_glitchtip_changes_every_card_that_shows_it(
     chat: Chat, glitchtip: responses.RequestsMock
 ) -> None:
     glitchtip_says(glitchtip, **{"4": "resolved", "5": "unresolved"})
-    assert round_at(chat, SENT_AT + 300) == 2
+    assert chat.watcher_round(SENT_AT + 300).in_step == 2
     edits = {message_id: (text, keyboard) for _, message_id, text, keyboard in chat.telegram.edits}
     assert sorted(edits) == [41, 42]
     text, keyboard = edits[41]
@@ -112,7 +92,7 @@ def test_an_issue_resolved_in_glitchtip_changes_every_card_that_shows_it(
         "🔇 Mute 1 h BACKEND-5A",
     ]
     # The next round finds them in step: nothing is written or sent again.
-    assert round_at(chat, SENT_AT + 360) == 0
+    assert chat.watcher_round(SENT_AT + 360).in_step == 0
     assert len(chat.telegram.edits) == 2
     samples = parse(chat.relay.metrics.exposition().decode())
     assert value(samples, "relay_cards_in_step_total", status="resolved") == 2
@@ -126,7 +106,9 @@ def test_reopened_in_glitchtip_after_a_resolve_in_the_chat_offers_resolve_again(
     chat.settle()
     # GlitchTip reopens it (a regression, or someone in its UI), well after the press.
     glitchtip_says(glitchtip, **{"4": "unresolved", "5": "unresolved"})
-    assert round_at(chat, SENT_AT + 240 + SETTLE + 1) == 1  # GlitchTip had the press's change
+    assert (
+        chat.watcher_round(SENT_AT + 240 + SETTLE + 1).in_step == 1
+    )  # GlitchTip had the press's change
     _, message_id, text, keyboard = chat.telegram.edits[-1]
     assert message_id == 41
     assert text.endswith("\n\n↩️ Reopened in GlitchTip at 08:04 UTC")
@@ -142,7 +124,7 @@ def test_an_answer_glitchtip_gave_before_a_press_took_effect_does_not_undo_it(
     edits = len(chat.telegram.edits)
     # A round asked just after the press: GlitchTip may still have answered "unresolved".
     glitchtip_says(glitchtip, **{"4": "unresolved", "5": "unresolved"})
-    assert round_at(chat, SENT_AT + 240 + 5) == 0
+    assert chat.watcher_round(SENT_AT + 240 + 5).in_step == 0
     assert len(chat.telegram.edits) == edits
     button = chat.store.message(CHAT, 41).buttons[0]  # type: ignore[union-attr]
     assert (button.status, button.acted_by) == ("ignored", "@ada")
@@ -157,7 +139,7 @@ def test_closed_in_glitchtip_stops_the_alerts_escalation(
     assert chat.relay.spool is not None
     chat.relay.spool.escalations.plan(CHAT, None, 41, SENT_AT, [Step(600.0, ("@lead",))])
     glitchtip_says(glitchtip, **{"4": "ignored", "5": "unresolved"})
-    assert round_at(chat, SENT_AT + 300) == 2
+    assert chat.watcher_round(SENT_AT + 300).in_step == 2
     assert chat.relay.escalation is not None
     chat.clock.now = SENT_AT + 700
     assert chat.relay.escalation.fire_due().fired == 0

@@ -7,8 +7,7 @@ snoozes' store on SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,13 +15,11 @@ import responses
 
 from relay_app import Relay
 from relay_app.message.cards import IssueButton, SentMessage, callback_data
-from relay_app.spool.database import Database
-from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.snoozes import Snooze, SnoozeStore
 from relay_app.spool.store import Store
 from relay_app.spool.watched import Watched
 from tests.conftest import FakeTime
-from tests.in_process import GLITCHTIP, Chat
+from tests.in_process import GLITCHTIP, Chat, press_by_ada
 from tests.payloads import issue
 from tests.prometheus import parse, value
 
@@ -57,15 +54,7 @@ def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
 
 
 def press(verb: Any, update_id: int) -> dict[str, object]:
-    return {
-        "update_id": update_id,
-        "callback_query": {
-            "id": f"press-{update_id}",
-            "from": {"id": 7, "is_bot": False, "first_name": "Ada", "username": "ada"},
-            "message": {"message_id": 41, "chat": {"id": int(CHAT)}},
-            "data": callback_data(verb, "the-key"),
-        },
-    }
+    return press_by_ada(callback_data(verb, "the-key"), update_id)
 
 
 def labels(keyboard: dict[str, Any] | None) -> list[str]:
@@ -78,15 +67,6 @@ def glitchtip_has(glitchtip: responses.RequestsMock, status: str, events: int) -
     answer = [{"id": "4", "status": status, "count": str(events)}]
     glitchtip.upsert(responses.GET, STATES, json=answer)
     glitchtip.upsert(responses.GET, COUNTS, json=[])
-
-
-def round_at(chat: Chat, at: float) -> int:
-    """The watcher's round at `at`, then what it queued sent; how many issues came back."""
-    assert chat.relay.watcher is not None
-    chat.clock.now = at
-    done = chat.relay.watcher.round()
-    chat.settle()
-    return done.back
 
 
 def changes(glitchtip: responses.RequestsMock) -> list[bytes | str | None]:
@@ -143,12 +123,12 @@ def test_until_more_events_brings_the_issue_back_once_with_the_count_and_who(
     assert labels(chat.telegram.edits[-1][3]) == ["↩️ Reopen", "🔇 Mute 1 h"]
 
     glitchtip_has(glitchtip, "ignored", events=102)  # 99 more: not yet
-    assert round_at(chat, PRESSED_AT + 60) == 0
+    assert chat.watcher_round(PRESSED_AT + 60).back == 0
     assert chat.telegram.replies == []
 
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "unresolved"})
     glitchtip_has(glitchtip, "ignored", events=133)
-    assert round_at(chat, PRESSED_AT + 120) == 1
+    assert chat.watcher_round(PRESSED_AT + 120).back == 1
     assert changes(glitchtip)[-1] == b'{"status": "unresolved"}'
     assert chat.telegram.replies == [
         (
@@ -160,7 +140,7 @@ def test_until_more_events_brings_the_issue_back_once_with_the_count_and_who(
     ]
     # Once: the next round finds it ended (and GlitchTip says unresolved now).
     glitchtip_has(glitchtip, "unresolved", events=140)
-    assert round_at(chat, PRESSED_AT + 180) == 0
+    assert chat.watcher_round(PRESSED_AT + 180).back == 0
     assert len(chat.telegram.replies) == 1
     # The card follows GlitchTip: Resolve and Ignore… again.
     assert labels(chat.telegram.edits[-1][3]) == [
@@ -180,9 +160,9 @@ def test_an_hour_is_an_hour_on_the_relays_clock(
     snoozed(chat, glitchtip, "snooze_hour", events_then=3)
     assert chat.answered()[-1] == ("Ignored BACKEND-4A in GlitchTip until 09:04 UTC", False)
     glitchtip_has(glitchtip, "ignored", events=3)
-    assert round_at(chat, PRESSED_AT + 3599) == 0
+    assert chat.watcher_round(PRESSED_AT + 3599).back == 0
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "unresolved"})
-    assert round_at(chat, PRESSED_AT + 3600) == 1
+    assert chat.watcher_round(PRESSED_AT + 3600).back == 1
     assert chat.telegram.replies[-1][3] == (
         "🔔 BACKEND-4A is back: @ada ignored it until 09:04 UTC, and that time has come"
     )
@@ -193,11 +173,11 @@ def test_reopened_meanwhile_ends_the_snooze_without_a_word(
 ) -> None:
     snoozed(chat, glitchtip, "snooze_events", events_then=3)
     glitchtip_has(glitchtip, "unresolved", events=500)  # someone reopened it in GlitchTip
-    assert round_at(chat, PRESSED_AT + 60) == 0
+    assert chat.watcher_round(PRESSED_AT + 60).back == 0
     assert chat.telegram.replies == []
     assert changes(glitchtip) == [b'{"status": "ignored"}']
     glitchtip_has(glitchtip, "ignored", events=900)  # ignored again, forever, in its UI
-    assert round_at(chat, PRESSED_AT + 120) == 0
+    assert chat.watcher_round(PRESSED_AT + 120).back == 0
     samples = parse(chat.relay.metrics.exposition().decode())
     assert value(samples, "relay_snoozes_total", outcome="cancelled") == 1
 
@@ -227,27 +207,10 @@ def test_forever_is_glitchtips_own_ignore_and_an_old_cards_ignore_still_works(
     assert chat.relay.spool.snoozes.open(now=PRESSED_AT) == []
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
-    """Two relays' connections to one spool."""
-    if request.param == "postgres":
-        url = request.getfixturevalue("pg_url")
-        pair: tuple[Store, Store] = (
-            PgDatabase(url, caller_skew=0.0),
-            PgDatabase(url, caller_skew=0.0),
-        )
-    else:
-        path = str(tmp_path / "spool.sqlite3")
-        pair = (Database(path), Database(path))
-    yield pair
-    for store in pair:
-        store.close()
-
-
 def test_a_snooze_survives_in_the_spool_and_ends_once_across_relays(
-    stores: tuple[Store, Store],
+    two_stores: tuple[Store, Store],
 ) -> None:
-    first, second = (SnoozeStore(store) for store in stores)
+    first, second = (SnoozeStore(store) for store in two_stores)
     snooze = Snooze("4", "acme", "BACKEND-4A", None, 100, 3, "@ada", CHAT, THREAD, 41)
     first.add(snooze, now=PRESSED_AT)
     [kept] = second.open(now=PRESSED_AT + 60)
@@ -261,5 +224,5 @@ def test_a_snooze_survives_in_the_spool_and_ends_once_across_relays(
     first.add(timed, now=PRESSED_AT + 1)
     [only] = second.open(now=PRESSED_AT + 2)
     assert only.until_at == pytest.approx(PRESSED_AT + 3600)
-    rows = stores[0].read(lambda tx: tx.all("SELECT ended FROM snoozes ORDER BY id"))
+    rows = two_stores[0].read(lambda tx: tx.all("SELECT ended FROM snoozes ORDER BY id"))
     assert [row["ended"] for row in rows] == ["back", "replaced", None]

@@ -39,21 +39,7 @@ class SummaryStore:
         """What the place's summary covers when it is due now; None when it is not. A place
         seen for the first time is due first at `next_at`, covering from now."""
         place = place_key(destination)
-
-        def read(tx: Tx) -> tuple[bool, Since] | None:
-            row = tx.one(
-                "SELECT next_at, last_at, delivered, digested, silenced FROM summaries"
-                " WHERE place = ?",
-                (place,),
-            )
-            if row is None:
-                return None
-            last_at = tx.at.to_local(float(row["last_at"]))
-            counts = (int(row["delivered"]), int(row["digested"]), int(row["silenced"]))
-            since = Since(last_at, *counts)
-            return float(row["next_at"]) <= tx.at.db, since
-
-        found = self._store.read(read, now=now)
+        found = self._store.read(lambda tx: _read(tx, place), now=now)
         if found is None:
             self._store.write(
                 lambda tx: tx.execute(
@@ -69,19 +55,8 @@ class SummaryStore:
 
     def since(self, destination: Destination, *, now: float) -> Since | None:
         """What the place's next summary covers so far; None for a place that has had none."""
-        place = place_key(destination)
-
-        def read(tx: Tx) -> Since | None:
-            row = tx.one(
-                "SELECT last_at, delivered, digested, silenced FROM summaries WHERE place = ?",
-                (place,),
-            )
-            if row is None:
-                return None
-            counts = (int(row["delivered"]), int(row["digested"]), int(row["silenced"]))
-            return Since(tx.at.to_local(float(row["last_at"])), *counts)
-
-        return self._store.read(read, now=now)
+        found = self._store.read(lambda tx: _read(tx, place_key(destination)), now=now)
+        return found[1] if found is not None else None
 
     def post(
         self,
@@ -132,3 +107,16 @@ class SummaryStore:
             ),
             now=now,
         )
+
+
+def _read(tx: Tx, place: str) -> tuple[bool, Since] | None:
+    """Whether the place's summary is due now, and what it covers; None for a new place."""
+    row = tx.one(
+        "SELECT next_at, last_at, delivered, digested, silenced FROM summaries WHERE place = ?",
+        (place,),
+    )
+    if row is None:
+        return None
+    counts = (int(row["delivered"]), int(row["digested"]), int(row["silenced"]))
+    since = Since(tx.at.to_local(float(row["last_at"])), *counts)
+    return float(row["next_at"]) <= tx.at.db, since
