@@ -178,3 +178,14 @@ def test_relay_app_summary_prints_it_now_and_send_queues_it(
     assert f"queued for chat {CHAT}" in out.getvalue()
     pending = made.spool.admin.alerts("pending")
     assert [list(job.data) for job in pending] == [["summary"]]
+
+
+def test_routes_check_says_when_a_route_posts_its_summary(tmp_path: Path) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text(ROUTES)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        ["routes", "check", str(routes)], environ={"TELEGRAM_CHAT_ID": CHAT}, out=out, err=err
+    )
+    assert code == 0, err.getvalue()
+    assert f"chat {CHAT}, a daily summary at 09:00 (Europe/Moscow)" in out.getvalue()

@@ -134,6 +134,9 @@ def _describe(route: Route) -> str:
         f"then {', '.join(step.people)} after {duration(step.after)} if nobody acts"
         for step in route.escalate
     ]
+    if route.summary is not None:
+        zone = route.summary.timezone or "RELAY_TIMEZONE"
+        where.append(f"a daily summary at {route.summary.at:%H:%M} ({zone})")
     return f"{matchers}: {', '.join(where)}"
 
 
