@@ -318,7 +318,7 @@ class Presses:
 
     def _snooze_for(
         self, press: Press, verb: Verb, button: IssueButton
-    ) -> tuple[dict[str, float], tuple[str, int | None]] | Literal[False] | None:
+    ) -> SnoozeFor | Literal[False] | None:
         """A timed or counted choice's condition, and where the watcher finds the issue; None
         for any other verb; False (answered) when the issue is not watched, so nothing could
         bring it back."""
