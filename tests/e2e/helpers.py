@@ -246,3 +246,30 @@ def once_offering(fake: FakeTelegram, posted: Posted, label: str, timeout: float
     offered = wait_until(lambda: any(b["text"] == label for b in now().buttons()), timeout)
     assert offered, [b["text"] for b in now().buttons()]
     return now()
+
+
+# From a press to its answer: the relay asks GlitchTip, queues the card's edit and answers,
+# each a local round trip.
+ANSWER_WITHIN = 10.0
+
+
+def alert_for(fake_glitchtip: Any, *numbers: int) -> dict[str, Any]:
+    """An issue alert for issues the fake GlitchTip has, numbered as given, short ids
+    BACKEND-<n>A (in each issue's section, as GlitchTip names them)."""
+    links = [fake_glitchtip.add_issue(n, f"BACKEND-{n}A") for n in numbers]
+    payload = issue_alert(*(issue(n, link=link) for n, link in zip(numbers, links, strict=True)))
+    for section, n, link in zip(payload["sections"], numbers, links, strict=True):
+        section["activitySubtitle"] = f"[View Issue BACKEND-{n}A]({link})"
+    return payload
+
+
+def labels(posted: Posted) -> list[str]:
+    """The texts of a message's buttons, in order."""
+    return [button["text"] for button in posted.buttons()]
+
+
+def answered(fake: FakeTelegram, press_id: str) -> dict[str, Any]:
+    """The relay's answer to a press, once it came."""
+    answer = fake.wait_for_answer(press_id, timeout=ANSWER_WITHIN)
+    assert answer is not None, "the press was never answered"
+    return answer

@@ -14,7 +14,6 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests
@@ -23,6 +22,10 @@ from relay_app.spool.holders import Holder
 from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import (
+    ANSWER_WITHIN,
+    alert_for,
+    answered,
+    labels,
     once_edited,
     once_offering,
     post,
@@ -33,12 +36,9 @@ from tests.e2e.helpers import (
 from tests.e2e.relay_process import CHAT_ID, SECRET, relay_env
 from tests.fake_glitchtip import READ_ONLY_TOKEN, TOKEN, FakeGlitchTip
 from tests.fake_telegram import FakeTelegram, Posted
-from tests.payloads import issue, issue_alert, uptime_alert
+from tests.payloads import uptime_alert
 from tests.prometheus import parse, value
 
-# From a press to its answer: a poll that is waiting hands the press over at once; the relay
-# then asks GlitchTip, edits the message and answers, each a local round trip.
-ANSWER_WITHIN = 10.0
 # The poller's intervals a quarter of production's (RELAY_TIME_SCALE): a long poll of 2 s
 # (10 s), a lease of about 7 s (19 s). Polling for twice the lease, with a press each 2.5 s.
 POLL_SCALE = 0.25
@@ -52,29 +52,10 @@ CHAT_SCALE = "0.25"
 DONE_LINE = r"{} by @ada at \d\d:\d\d UTC$"
 
 
-def alert_for(fake_glitchtip: FakeGlitchTip, *numbers: int) -> dict[str, Any]:
-    """An issue alert for issues GlitchTip has, numbered as given, short ids BACKEND-<n>A."""
-    links = [fake_glitchtip.add_issue(n, f"BACKEND-{n}A") for n in numbers]
-    payload = issue_alert(*(issue(n, link=link) for n, link in zip(numbers, links, strict=True)))
-    for section, n, link in zip(payload["sections"], numbers, links, strict=True):
-        section["activitySubtitle"] = f"[View Issue BACKEND-{n}A]({link})"
-    return payload
-
-
 def only_message(fake: FakeTelegram) -> Posted:
     assert wait_until(lambda: len(fake.posted_to(CHAT_ID)) == 1, timeout=10)
     [posted] = fake.posted_to(CHAT_ID)
     return posted
-
-
-def labels(posted: Posted) -> list[str]:
-    return [button["text"] for button in posted.buttons()]
-
-
-def answered(fake: FakeTelegram, press_id: str) -> dict[str, Any]:
-    answer = fake.wait_for_answer(press_id, timeout=ANSWER_WITHIN)
-    assert answer is not None, "the press was never answered"
-    return answer
 
 
 def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_message(
@@ -393,175 +374,3 @@ def test_nobody_on_it_calls_the_routes_people_under_the_alert_and_on_it_stops_th
     # The taken alert's step was stopped at the press: past its time, nobody is called for it.
     assert wait_until(lambda: counted() == {"fired": 1.0, "stopped": 1.0}, timeout=10)
     assert replies_to(taken) == []
-
-
-def test_an_issue_that_escalates_after_its_alert_is_posted_again_once_by_the_fleet(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
-) -> None:
-    relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN,
-        GLITCHTIP_URL=fake_glitchtip.url,
-        RELAY_WATCH_INTERVAL="1",
-        RELAY_TIME_SCALE=CHAT_SCALE,
-        WEB_CONCURRENCY="2",
-    )
-    reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 7))
-    assert reply.status_code == 200
-    only_message(fake_telegram)
-    # GlitchTip says nothing more of it; its counts do: 5,000 events this hour.
-    hour = int(time.time() // 3600) * 3600
-    fake_glitchtip.hourly["7"] = [[hour - 3600 * back, 2] for back in range(23, 0, -1)]
-    fake_glitchtip.hourly["7"].append([hour, 5000])
-
-    def escalating() -> list[Posted]:
-        return [p for p in fake_telegram.posted_to(CHAT_ID) if "📈 Escalating" in p.visible()]
-
-    assert wait_until(lambda: len(escalating()) == 1, timeout=15), relay.logs()
-    [again] = escalating()
-    assert "BACKEND-7A" in again.visible()
-    # Rounds go on, one a second for the whole relay: none posts it again within the day.
-    rounds = len([r for r in fake_glitchtip.requests if "issues-stats" in r.path])
-    assert wait_until(
-        lambda: len([r for r in fake_glitchtip.requests if "issues-stats" in r.path]) >= rounds + 3,
-        timeout=15,
-    )
-    assert len(escalating()) == 1
-
-
-def test_a_card_follows_what_is_done_to_its_issue_in_glitchtips_ui(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
-) -> None:
-    relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN,
-        GLITCHTIP_URL=fake_glitchtip.url,
-        RELAY_WATCH_INTERVAL="1",
-        RELAY_TIME_SCALE=CHAT_SCALE,
-        WEB_CONCURRENCY="2",
-    )
-    reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 8))
-    assert reply.status_code == 200
-    card = only_message(fake_telegram)
-    assert "✅ Resolve" in labels(card)
-
-    fake_glitchtip.issues["8"]["status"] = "resolved"  # someone resolves it in GlitchTip's UI
-    assert wait_until(
-        lambda: re.search(r"Resolved in GlitchTip at \d\d:\d\d UTC$", card.visible()), timeout=15
-    ), relay.logs()
-    assert "↩️ Reopen" in labels(card)
-    assert "✅ Resolve" not in labels(card)
-
-    fake_glitchtip.issues["8"]["status"] = "unresolved"  # a new event reopens it
-    assert wait_until(
-        lambda: re.search(r"Reopened in GlitchTip at \d\d:\d\d UTC$", card.visible()), timeout=15
-    ), relay.logs()
-    assert {"✅ Resolve", "🔕 Ignore…"} <= set(labels(card))
-    assert len(fake_telegram.posted_to(CHAT_ID)) == 1  # edited, never posted again
-
-
-def test_an_issue_ignored_until_more_events_comes_back_when_they_arrive(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
-) -> None:
-    relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN,
-        GLITCHTIP_URL=fake_glitchtip.url,
-        RELAY_WATCH_INTERVAL="1",
-        RELAY_SNOOZE_EVENTS="50",
-        RELAY_TIME_SCALE=CHAT_SCALE,
-        WEB_CONCURRENCY="2",
-    )
-    reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 9))  # 3 events so far
-    assert reply.status_code == 200
-    card = only_message(fake_telegram)
-    answered(fake_telegram, fake_telegram.press(card, "🔕 Ignore…"))
-    choosing = once_offering(fake_telegram, card, "🔕 Until 50 more events")
-    answer = answered(fake_telegram, fake_telegram.press(choosing, "🔕 Until 50 more events"))
-    assert answer["text"] == "Ignored BACKEND-9A in GlitchTip until 50 more events"
-    assert fake_glitchtip.status(9) == "ignored"
-    once_edited(fake_telegram, card, r"Ignored by @ada at \d\d:\d\d UTC until 50 more events$")
-
-    def back() -> list[Posted]:
-        return [p for p in fake_telegram.posted_to(CHAT_ID) if "is back" in p.visible()]
-
-    # Events keep coming to the ignored issue (GlitchTip changes nothing), under 50 more first.
-    fake_glitchtip.issues["9"]["count"] = "40"
-    rounds = len([r for r in fake_glitchtip.requests if "issues-stats" in r.path])
-    assert wait_until(
-        lambda: len([r for r in fake_glitchtip.requests if "issues-stats" in r.path]) >= rounds + 2,
-        timeout=15,
-    )
-    assert back() == []
-    assert fake_glitchtip.status(9) == "ignored"
-    fake_glitchtip.issues["9"]["count"] = "60"
-    assert wait_until(lambda: len(back()) == 1, timeout=15), relay.logs()
-    [said] = back()
-    assert said.visible() == (
-        "🔔 BACKEND-9A is back: 57 more events since @ada ignored it until 50 more events"
-    )
-    assert said.reply_to == card.message_id
-    assert fake_glitchtip.status(9) == "unresolved"
-    # The card follows: open again, with Resolve and Ignore… offered.
-    once_offering(fake_telegram, card, "✅ Resolve")
-    assert len(back()) == 1
-
-
-def test_commands_are_registered_at_start_and_answered_only_where_the_relay_posts(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
-) -> None:
-    relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN,
-        GLITCHTIP_URL=fake_glitchtip.url,
-        RELAY_WATCH_INTERVAL="1",
-        RELAY_TIME_SCALE=CHAT_SCALE,
-        RELAY_LANGUAGE="ru",
-    )
-    assert wait_until(lambda: len(fake_telegram.my_commands) == 4, timeout=15), relay.logs()
-    assert [c["command"] for c in fake_telegram.my_commands] == [
-        "issues",
-        "oncall",
-        "silences",
-        "status",
-    ]
-    assert fake_telegram.my_commands[0]["description"].startswith("незакрытые проблемы")
-    reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 11))
-    assert reply.status_code == 200
-    only_message(fake_telegram)
-    # The watcher reads the issue (its status and events) within a round or two.
-    rounds = len([r for r in fake_glitchtip.requests if "issues-stats" in r.path])
-    assert wait_until(
-        lambda: len([r for r in fake_glitchtip.requests if "issues-stats" in r.path]) >= rounds + 2,
-        timeout=15,
-    )
-    stranger = "-1009999999999"
-    fake_telegram.say(stranger, "/issues")
-    asked = fake_telegram.say(CHAT_ID, "/issues")
-    assert wait_until(lambda: fake_telegram.replies_to(CHAT_ID, asked), timeout=15), relay.logs()
-    [answer] = fake_telegram.replies_to(CHAT_ID, asked)
-    assert answer.visible().startswith("📋 Незакрытые проблемы этого чата")
-    assert "BACKEND-11A — событий: 3" in answer.visible()
-    assert fake_telegram.posted_to(stranger) == []
-
-
-def test_a_link_pasted_in_the_chat_gets_the_issues_card_whose_buttons_act(
-    start_relay: StartRelay,
-    fake_telegram: FakeTelegram,
-    fake_glitchtip: FakeGlitchTip,
-    spool_path: str,
-) -> None:
-    relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url, RELAY_TIME_SCALE=CHAT_SCALE
-    )
-    link = fake_glitchtip.add_issue(12, "BACKEND-12A", title="KeyError: 'user'")
-    said = fake_telegram.say(CHAT_ID, f"anyone on this? {link}")
-    fake_telegram.say(CHAT_ID, f"it is {link} again")  # the same issue: one card
-    assert wait_until(lambda: fake_telegram.replies_to(CHAT_ID, said), timeout=15), relay.logs()
-    [card] = fake_telegram.replies_to(CHAT_ID, said)
-    assert card.visible().split("\n")[0] == "🔗 BACKEND-12A · unresolved · 3 events"
-    assert "KeyError: 'user'" in card.visible()
-    assert "✅ Resolve" in labels(card)
-    # Telegram shows the card a moment before the relay has kept its buttons; a person's press
-    # comes seconds later, the test's at once.
-    assert wait_until(lambda: spool_settled(spool_path), timeout=10)
-    answer = answered(fake_telegram, fake_telegram.press(card, "✅ Resolve"))
-    assert answer["text"] == "Resolved BACKEND-12A in GlitchTip"
-    assert fake_glitchtip.status(12) == "resolved"
-    assert len(fake_telegram.posted_to(CHAT_ID)) == 1

@@ -16,9 +16,17 @@ import requests
 
 from relay_app.words import RUSSIAN
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import once_edited, once_offering, post, run_relay_app, wait_until
+from tests.e2e.helpers import (
+    alert_for,
+    answered,
+    labels,
+    once_edited,
+    once_offering,
+    post,
+    run_relay_app,
+    wait_until,
+)
 from tests.e2e.relay_process import CHAT_ID, relay_env
-from tests.e2e.test_actions import alert_for, answered, labels
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip
 from tests.fake_telegram import FakeTelegram, Posted
 from tests.payloads import issue, issue_alert, uptime_alert

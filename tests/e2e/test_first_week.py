@@ -18,7 +18,15 @@ import requests
 
 from relay_app.operating.summary import version
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import delivered_titles, post, run_relay_app, titled, wait_until
+from tests.e2e.helpers import (
+    alert_for,
+    answered,
+    delivered_titles,
+    post,
+    run_relay_app,
+    titled,
+    wait_until,
+)
 from tests.e2e.relay_process import (
     CHAT_ID,
     ROOT,
@@ -29,7 +37,6 @@ from tests.e2e.relay_process import (
     relay_env,
     run_here,
 )
-from tests.e2e.test_actions import alert_for, answered
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip
 from tests.fake_telegram import FakeTelegram
 from tests.prometheus import parse, value

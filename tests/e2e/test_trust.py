@@ -25,7 +25,7 @@ from relay_app.acting.updates import SECRET_HEADER
 from relay_app.web.http_worker import REQUEST_READ_TIMEOUT
 from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import once_edited, post, run_relay_app, wait_until
+from tests.e2e.helpers import labels, once_edited, post, run_relay_app, wait_until
 from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env
 from tests.fake_glitchtip import TOKEN as GLITCHTIP_TOKEN
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
@@ -57,10 +57,6 @@ def only_message(fake: FakeTelegram) -> Posted:
     assert wait_until(lambda: len(fake.posted_to(CHAT_ID)) == 1, timeout=10)
     [posted] = fake.posted_to(CHAT_ID)
     return dataclasses.replace(posted)
-
-
-def labels(posted: Posted) -> list[str]:
-    return [button["text"] for button in posted.buttons()]
 
 
 def register_webhook(fake: FakeTelegram, glitchtip: FakeGlitchTip, relay_url: str) -> None:
