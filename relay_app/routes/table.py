@@ -346,13 +346,15 @@ def _drop(raw: object, goes_somewhere: bool, problem: Any) -> bool:
         raise problem("drop", "must be true or false")
     if raw and goes_somewhere:
         raise problem(
-            "drop", "a dropped alert goes nowhere: leave out chat, thread, mention and sound"
+            "drop",
+            "a dropped alert goes nowhere: leave out chat, thread, mention, sound, escalate and "
+            "summary",
         )
     if not raw and not goes_somewhere:
         raise problem(
             None,
-            "says nothing to do: give chat (and thread), mention, silent or quiet_hours, or "
-            "drop = true",
+            "says nothing to do: give chat (and thread), mention, silent or quiet_hours, "
+            "escalate, summary, or drop = true",
         )
     return raw
 
