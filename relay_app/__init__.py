@@ -6,6 +6,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from zoneinfo import ZoneInfo
 
 from flask import Flask, Response, jsonify, request
@@ -15,7 +16,7 @@ from .acting.daily_summary import DailySummaries
 from .acting.escalation import Escalation
 from .acting.outgoing import Outgoing
 from .acting.silencing import Silencing
-from .acting.watcher import Watcher
+from .core.errors import SpoolError
 from .core.logs import configure_logging
 from .core.metrics import Metrics
 from .core.routing import Destination
@@ -27,6 +28,7 @@ from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
 from .delivery.render import Renderer
 from .glitchtip.api import GlitchTipApi
+from .glitchtip.details import IssueDetails
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .message.trend import Trend
@@ -34,7 +36,7 @@ from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.setup_watch import SetupWatch, one_worker_says
 from .spool import LocalSpool, Queue, Spool, open_local, open_memory, open_spool
-from .spool.watched import Watched
+from .spool.watched import Watched, WatchStore
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
 from .web.chat_parts import (
@@ -51,7 +53,7 @@ from .web.misses import Misses
 from .web.relay import EXTENSION, Relay, relay_of
 from .web.routed import RoutedWebhooks
 from .web.views import RelayFlask, blueprint, body_gate
-from .web.webhook_alerts import Trends, WebhookAlerts
+from .web.webhook_alerts import WebhookAlerts
 from .words import words_for
 
 Clock = Callable[[], float]
@@ -208,7 +210,7 @@ def assemble(
         dispatcher=dispatcher,
         clock=clock,
     )
-    lookups = _issue_lookups(settings, metrics, shared)
+    lookups = _issue_lookups(settings, metrics, shared, clock)
     webhooks = RoutedWebhooks(
         WebhookAlerts(
             intake=intake,
@@ -218,7 +220,6 @@ def assemble(
             jobs=jobs,
             lookups=lookups,
             glitchtip_links=settings.glitchtip_links,
-            trends=_trends(spool, watcher, clock),
             clock=clock,
         ),
         settings.routes,
@@ -255,14 +256,6 @@ def assemble(
     )
 
 
-def _trends(spool: Spool | None, watcher: Watcher | None, clock: Clock) -> Trends | None:
-    """With the watcher: the last 24 hours of the issues it has read, for an alert's details."""
-    if spool is None or watcher is None:
-        return None
-    watched = spool.watched
-    return lambda ids: watched.hourly_of(ids, now=clock())
-
-
 def _local_spool(settings: Settings, spool: Spool | None) -> LocalSpool | None:
     """With the spool in PostgreSQL, this host's own file, unless RELAY_LOCAL_SPOOL_PATH=off."""
     if spool is None or settings.spool_url is None or settings.local_spool_path is None:
@@ -293,18 +286,37 @@ def _upkeep(
     return upkeep
 
 
-def _issue_lookups(settings: Settings, metrics: Metrics, shared: Spool) -> IssueLookups | None:
+def _issue_lookups(
+    settings: Settings, metrics: Metrics, shared: Spool, clock: Clock
+) -> IssueLookups | None:
     """With GLITCHTIP_API_TOKEN, unless RELAY_DETAILS_BUDGET=off: what reads issues' details."""
     token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
     if token is None or glitchtip_url is None or settings.details_budget is None:
         return None
     api = GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT)
     return IssueLookups(
-        api.details,
+        _with_hours(api.details, shared.watched, clock),
         budget=settings.details_budget,
         count=metrics.glitchtip_lookup,
         health=shared.glitchtip_health,
     )
+
+
+def _with_hours(
+    read: Callable[[str], IssueDetails], watched: WatchStore, clock: Clock
+) -> Callable[[str], IssueDetails]:
+    """An issue's details from GlitchTip's API, with its last 24 hours where the watcher has
+    read them: looked up with them, within the details' budget, off the webhook's own path."""
+
+    def with_hours(issue_id: str) -> IssueDetails:
+        details = read(issue_id)
+        try:
+            hours = watched.hourly_of([issue_id], now=clock()).get(issue_id)
+        except SpoolError:  # the details go without them
+            return details
+        return replace(details, hourly=tuple(hours)) if hours else details
+
+    return with_hours
 
 
 def _health_and_metrics(

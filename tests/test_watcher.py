@@ -66,8 +66,7 @@ def relay_for(
         telegram,
         glitchtip_api_token=TOKEN,
         glitchtip_url=fake.url,
-        details_budget=None,
-        **more,
+        **{"details_budget": None, **more},
     )
     return relay, telegram
 
@@ -183,7 +182,8 @@ def test_routes_and_mentions_apply_to_the_escalating_post(
 def test_an_issue_alerted_on_again_shows_its_last_day_in_its_details(
     built: Callable[..., Relay], fake: FakeGlitchTip, fake_time: FakeTime
 ) -> None:
-    relay, telegram = relay_for(built, fake, fake_time)
+    # The hours come with the issue's details, within their budget (off the webhook's path).
+    relay, telegram = relay_for(built, fake, fake_time, details_budget=2.0)
     alerted(relay, fake, fake_time, 1)
     fake.hourly["1"] = quiet_day(last_hour=40, each_before=1)
     assert relay.watcher is not None
@@ -195,4 +195,5 @@ def test_an_issue_alerted_on_again_shows_its_last_day_in_its_details(
     run_background(relay.dispatcher, fake_time)
     [sent] = telegram.delivered
     [line] = [line for line in sent.text.split("\n") if "24 h: " in line]
-    assert line == "📈 24 h: " + "▁" * 23 + "█"
+    assert line.startswith("🔁 Seen 3 times · first seen ")
+    assert line.endswith(" · 24 h: " + "▁" * 23 + "█")

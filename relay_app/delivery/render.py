@@ -26,7 +26,7 @@ from itertools import takewhile
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ..glitchtip.details import NO_DETAILS, IssueDetails, details_from_json
+from ..glitchtip.details import IssueDetails, details_from_json
 from ..glitchtip.webhook import IssueAlert, level_of, parse_alert
 from ..message.cards import SNOOZE_EVENTS, SentMessage, keyboard, rendered, visible
 from ..message.daily_summary import summary_message
@@ -286,7 +286,6 @@ class Renderer:
             for issue, value in (raw.items() if isinstance(raw, dict) else ())
             if (found := details_from_json(value)) is not None
         }
-        details = _with_trends(details, job.data.get("trends"))
         mentions = tuple(str(m) for m in job.data.get("mentions") or ())
         message = self.webhook(payload, mentions, details=details, received_at=job.received_at)
         escalating = job.data.get("escalating")
@@ -336,17 +335,6 @@ def _known_levels(raw: object) -> list[str]:
         return []
     found = (details_from_json(value) for value in raw.values())
     return [details.level for details in found if details is not None and details.level]
-
-
-def _with_trends(details: dict[str, IssueDetails], trends: object) -> dict[str, IssueDetails]:
-    """The issues' details, each with its last 24 hours where the watcher had read them."""
-    if not isinstance(trends, dict):
-        return details
-    for issue, hourly in trends.items():
-        if isinstance(hourly, list) and all(isinstance(n, int) for n in hourly):
-            known = details.get(str(issue), NO_DETAILS)
-            details[str(issue)] = replace(known, hourly=tuple(hourly))
-    return details
 
 
 def _number(data: Mapping[str, Any]) -> int:

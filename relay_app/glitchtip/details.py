@@ -48,10 +48,6 @@ def details_as_json(details: IssueDetails) -> dict[str, Any]:
     return asdict(details)
 
 
-# What the details are when GlitchTip's API said nothing of the issue (yet).
-NO_DETAILS = IssueDetails(None, None, None, None, None, None)
-
-
 def details_from_json(raw: object) -> IssueDetails | None:
     """What `details_as_json` wrote; None for anything else (a person's edit)."""
     found = _object(raw)

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..acting.escalation import steps_as_json
-from ..core.errors import SpoolError
 from ..core.metrics import WebhookOutcome
 from ..core.outcomes import Dead, Delivered, RetryAt
 from ..core.routing import Destination
@@ -47,8 +46,6 @@ log = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "internal error; see the relay's log"
 Clock = Callable[[], float]
-# The last 24 hours of these issues (by id) that the watcher has read.
-Trends = Callable[[list[str]], dict[str, list[int]]]
 
 
 @dataclass(frozen=True)
@@ -85,13 +82,10 @@ class WebhookAlerts:
         jobs: Jobs,
         lookups: IssueLookups | None = None,
         glitchtip_links: str | None = None,
-        trends: Trends | None = None,
         clock: Clock = time.time,
     ) -> None:
         """`lookups` reads issues' details from GlitchTip's API, for the issues whose links are
-        at `glitchtip_links` (a webhook may name any link; only GlitchTip's ids go to its API);
-        `trends`: the last 24 hours of issues the watcher has read (an issue alerted on before:
-        its details show them)."""
+        at `glitchtip_links` (a webhook may name any link; only GlitchTip's ids go to its API)."""
         self._intake = intake
         self._renderer = renderer
         self._outgoing = outgoing
@@ -99,7 +93,6 @@ class WebhookAlerts:
         self._jobs = jobs
         self._lookups = lookups
         self._glitchtip_links = glitchtip_links
-        self._trends = trends
         self._clock = clock
 
     def take(
@@ -156,7 +149,6 @@ class WebhookAlerts:
         come within their budget, or when the budget is spent."""
         about: dict[str, Any] = {"webhook": payload, **called}
         ids = self._detail_ids(message)
-        about.update(self._trends_of(ids))
         if self._lookups is None or not ids:
             return self._intake.admit(about, destination, started=started, text=message.text)
         known = self._lookups.within(ids, 0.0)
@@ -170,20 +162,10 @@ class WebhookAlerts:
             self._wait_for_details(job, coming, dict(known), started)
         return job
 
-    def _trends_of(self, ids: list[str]) -> dict[str, Any]:
-        """The job's `trends`, when the watcher has read any of these issues; nothing else (a
-        spool that cannot say now costs the alert nothing)."""
-        if self._trends is None or not ids:
-            return {}
-        try:
-            found = self._trends(ids)
-        except SpoolError:
-            return {}
-        return {"trends": found} if found else {}
-
     def _detail_ids(self, message: Message) -> list[str]:
-        """The ids of the alert's issues at GlitchTip's address: those whose details its API is
-        asked for, and whose hours the watcher may have read."""
+        """The ids of the alert's issues whose details GlitchTip's API is asked for."""
+        if self._lookups is None:
+            return []
         issues = message.subjects.issues
         return [issue.id for issue in issues if issue.origin == self._glitchtip_links]
 
