@@ -145,3 +145,14 @@ def test_closed_in_glitchtip_stops_the_alerts_escalation(
     assert chat.relay.escalation.fire_due().fired == 0
     samples = parse(chat.relay.metrics.exposition().decode())
     assert value(samples, "relay_escalation_steps_total", outcome="stopped") == 1
+
+
+def test_a_change_glitchtip_made_is_followed_at_once_by_the_next(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    glitchtip_says(glitchtip, **{"4": "resolved", "5": "unresolved"})
+    assert chat.watcher_round(SENT_AT + 300).in_step == 2
+    # Reopened in GlitchTip a round later: no press to wait for, the cards follow at once.
+    glitchtip_says(glitchtip, **{"4": "unresolved", "5": "unresolved"})
+    assert chat.watcher_round(SENT_AT + 301).in_step == 2
+    assert chat.telegram.edits[-1][2].endswith("↩️ BACKEND-4A reopened in GlitchTip at 08:05 UTC")

@@ -206,12 +206,14 @@ class SentStore:
         chat (`acted_by` NULL), now.
         A button a press changed after `asked_at - settle` is left: GlitchTip's answer may
         predate that press's change (a press claims first, then asks GlitchTip within
-        `settle`). Read first: on most rounds nothing changed, and nothing is written."""
+        `settle`); a change that came from GlitchTip itself needs no such wait. Read first: on
+        most rounds nothing changed, and nothing is written."""
 
         def stale(tx: Tx) -> list[Row]:
             cutoff = tx.at.to_db(asked_at - settle)
             rows = tx.all(
-                "SELECT key, issue_id, status, acted_at FROM issue_buttons WHERE origin = ?",
+                "SELECT key, issue_id, status, acted_by, acted_at FROM issue_buttons"
+                " WHERE origin = ?",
                 (origin,),
             )
             return [row for row in rows if _behind(row, states, cutoff)]
@@ -230,7 +232,7 @@ class SentStore:
                     "UPDATE issue_buttons SET status = ?, acted_by = NULL, acted_at = ?,"
                     " choosing = ?, snooze = NULL WHERE key = ?"
                     " AND COALESCE(status, 'unresolved') = ?"
-                    " AND (acted_at IS NULL OR acted_at < ?) RETURNING chat, message_id, label",
+                    " AND (acted_by IS NULL OR acted_at < ?) RETURNING chat, message_id, label",
                     (status, tx.at.db, False, row["key"], row["status"] or _UNRESOLVED, cutoff),
                 )
                 if done is not None:
@@ -364,11 +366,8 @@ def _behind(row: Row, states: Mapping[str, IssueStatus], cutoff: float) -> bool:
     since `cutoff` (the store's time)."""
     status = states.get(str(row["issue_id"]))
     acted_at = row["acted_at"]
-    return (
-        status is not None
-        and (row["status"] or _UNRESOLVED) != status
-        and (acted_at is None or float(str(acted_at)) < cutoff)
-    )
+    pressed_lately = row["acted_by"] is not None and float(str(acted_at)) >= cutoff
+    return status is not None and (row["status"] or _UNRESOLVED) != status and not pressed_lately
 
 
 def _noted(tx: Tx, chat: str, message_id: int, note: str) -> SentMessage | None:

@@ -77,7 +77,7 @@ def test_a_card_follows_what_is_done_to_its_issue_in_glitchtips_ui(
         GLITCHTIP_URL=fake_glitchtip.url,
         RELAY_WATCH_INTERVAL="1",
         RELAY_TIME_SCALE=CHAT_SCALE,
-        WEB_CONCURRENCY="2",
+        WEB_CONCURRENCY="1",  # once for the fleet is the snooze test's to show
     )
     reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 8))
     assert reply.status_code == 200
@@ -150,6 +150,7 @@ def test_commands_are_registered_at_start_and_answered_only_where_the_relay_post
 ) -> None:
     relay = start_relay(
         GLITCHTIP_API_TOKEN=TOKEN,
+        WEB_CONCURRENCY="1",
         GLITCHTIP_URL=fake_glitchtip.url,
         RELAY_WATCH_INTERVAL="1",
         RELAY_TIME_SCALE=CHAT_SCALE,
@@ -189,7 +190,10 @@ def test_a_link_pasted_in_the_chat_gets_the_issues_card_whose_buttons_act(
     spool_path: str,
 ) -> None:
     relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url, RELAY_TIME_SCALE=CHAT_SCALE
+        GLITCHTIP_API_TOKEN=TOKEN,
+        GLITCHTIP_URL=fake_glitchtip.url,
+        RELAY_TIME_SCALE=CHAT_SCALE,
+        WEB_CONCURRENCY="1",
     )
     link = fake_glitchtip.add_issue(12, "BACKEND-12A", title="KeyError: 'user'")
     said = fake_telegram.say(CHAT_ID, f"anyone on this? {link}")
