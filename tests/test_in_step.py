@@ -155,4 +155,6 @@ def test_a_change_glitchtip_made_is_followed_at_once_by_the_next(
     # Reopened in GlitchTip a round later: no press to wait for, the cards follow at once.
     glitchtip_says(glitchtip, **{"4": "unresolved", "5": "unresolved"})
     assert chat.watcher_round(SENT_AT + 301).in_step == 2
-    assert chat.telegram.edits[-1][2].endswith("↩️ BACKEND-4A reopened in GlitchTip at 08:05 UTC")
+    last = {message_id: text for _, message_id, text, _ in chat.telegram.edits}
+    assert last[41].endswith("↩️ Reopened in GlitchTip at 08:05 UTC")
+    assert last[42].endswith("↩️ BACKEND-4A reopened in GlitchTip at 08:05 UTC")

@@ -138,6 +138,8 @@ def test_until_more_events_brings_the_issue_back_once_with_the_count_and_who(
             "🔔 BACKEND-4A is back: 130 more events since @ada ignored it until 100 more events",
         )
     ]
+    # Its card follows at once: the relay made the change, so no press can be newer.
+    assert labels(chat.telegram.edits[-1][3]) == OPEN
     # Once: the next round finds it ended (and GlitchTip says unresolved now).
     glitchtip_has(glitchtip, "unresolved", events=140)
     assert chat.watcher_round(PRESSED_AT + 180).back == 0

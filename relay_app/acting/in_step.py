@@ -49,15 +49,16 @@ class CardsInStep:
         self._metrics = metrics
         self._clock = clock
 
-    def follow(self, states: Mapping[str, str], *, asked_at: float) -> int:
+    def follow(self, states: Mapping[str, str], *, asked_at: float, settle: float = SETTLE) -> int:
         """GlitchTip's states of these issues, asked at `asked_at`: the cards that show
-        another are edited; how many buttons changed."""
+        another are edited; how many buttons changed. `settle` 0: the relay itself just made
+        the change (a snooze's end), so no press can be newer than the state."""
         known = {
             issue: status for issue, raw in states.items() if (status := _status(raw)) is not None
         }
         try:
             synced = self._sent.in_step(
-                self._origin, known, asked_at=asked_at, settle=SETTLE, now=self._clock()
+                self._origin, known, asked_at=asked_at, settle=settle, now=self._clock()
             )
         except SpoolError as exc:
             log.warning("cards could not be brought in step with GlitchTip now: %s", exc)

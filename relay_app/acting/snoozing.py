@@ -7,8 +7,8 @@ snooze in the spool (spool/snoozes.py) with the issue's events at that moment.
 
 The watcher (watcher.py) asks GlitchTip about every open snooze's issue each round, with the
 issues it watches. When the condition is met, the issue is set unresolved in GlitchTip and the
-relay replies under the alert that it is back, naming the issue, why, and who ignored it; the
-card follows within a round (in_step.py). An issue no longer ignored meanwhile (reopened or
+relay replies under the alert that it is back, naming the issue, why, and who ignored it; its
+cards follow at once (in_step.py). An issue no longer ignored meanwhile (reopened or
 resolved, in the chat or in GlitchTip) ends its snooze silently. Each snooze ends once: the
 watcher's round is one process's, and the end is recorded only on a snooze still open.
 """
@@ -43,15 +43,18 @@ class Snoozing:
         *,
         events: int,
         metrics: Metrics | None = None,
+        reopened: Callable[[str], object] = lambda issue_id: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """`events`: the N of "until N more events" (RELAY_SNOOZE_EVENTS)."""
+        """`events`: the N of "until N more events" (RELAY_SNOOZE_EVENTS); `reopened`: an
+        issue the relay set unresolved, whose cards follow at once (in_step.py)."""
         self._snoozes = snoozes
         self._watched = watched
         self._outbox = outbox
         self._glitchtip = glitchtip
         self.events = events
         self._metrics = metrics
+        self._reopened = reopened
         self._clock = clock
 
     # --- a press -------------------------------------------------------------------------
@@ -151,6 +154,7 @@ class Snoozing:
         if not self._end(snooze, "back", now):
             return 0
         log.info("snoozed issue %s is back: %s", snooze.label, _why(snooze, state))
+        self._reopened(snooze.issue_id)
         try:
             self._outbox.reply(snooze.chat, snooze.thread, snooze.message_id, _said(snooze, state))
         except SpoolError as exc:

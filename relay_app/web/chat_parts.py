@@ -66,6 +66,7 @@ def following_glitchtip(
         GlitchTipApi(token, url, timeout=settings.send_timeout),
         events=settings.watching.snooze_events,
         metrics=metrics,
+        reopened=lambda issue: in_step.follow({issue: "unresolved"}, asked_at=clock(), settle=0),
         clock=clock,
     )
     return in_step, snoozing
