@@ -23,13 +23,14 @@ from zoneinfo import ZoneInfo
 from ..core.errors import DeliveryError, SpoolError
 from ..delivery.outbox import Outbox
 from ..message.cards import clock_time
-from ..message.trend import sparkline
+from ..message.daily_summary import open_issue_lines
 from ..routes.rotation import Rotation
 from ..spool.silences import SilenceStore
 from ..spool.watched import WatchStore
 from ..telegram.client import TelegramClient
 from ..words import Said, Words
 from .daily_summary import issue_data
+from .team import Written
 
 log = logging.getLogger(__name__)
 
@@ -88,34 +89,20 @@ class Command:
     @classmethod
     def of(cls, update: Mapping[str, Any]) -> Command | None:
         """The update's command; None for any other update or message."""
-        message = update.get("message")
-        if not isinstance(message, dict):
+        said = Written.of(update.get("message"))
+        if said is None or not said.text.startswith("/"):
             return None
-        said = _command_text(message)
-        if said is None:
-            return None
-        text, chat, message_id = said
-        name, _, bot = text[1:].split(maxsplit=1)[0].partition("@") if text[1:] else ("", "", "")
-        thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+        word = said.text[1:].split(maxsplit=1)[0] if said.text[1:].strip() else ""
+        name, _, bot = word.partition("@")
         update_id = update.get("update_id")
         return cls(
             name=name.casefold(),
             addressed_to=bot or None,
-            chat=chat,
-            thread=thread if isinstance(thread, int) else None,
-            message_id=message_id,
+            chat=said.chat,
+            thread=said.thread,
+            message_id=said.message_id,
             update_id=update_id if isinstance(update_id, int) else None,
         )
-
-
-def _command_text(message: Mapping[str, Any]) -> tuple[str, str, int] | None:
-    """A message's text when it is a command, with its chat and id."""
-    text, chat, message_id = message.get("text"), message.get("chat"), message.get("message_id")
-    if not isinstance(text, str) or not text.startswith("/") or not isinstance(chat, dict):
-        return None
-    if not isinstance(message_id, int) or chat.get("id") is None:
-        return None
-    return text, str(chat["id"]), message_id
 
 
 @dataclass(frozen=True)
@@ -209,22 +196,8 @@ class Commands:
         ]
         if not issues:
             return Said("issues_none")
-        lines = [self._issue_line(issue) for issue in issues[:MOST_LISTED]]
-        if len(issues) > MOST_LISTED:
-            lines.append(self._words.summary_more.format(count=len(issues) - MOST_LISTED))
+        lines = open_issue_lines(issues, self._words, most=MOST_LISTED)
         return Said("issues_answer", {"count": str(len(issues)), "lines": "\n".join(lines)})
-
-    def _issue_line(self, issue: Mapping[str, Any]) -> str:
-        words = self._words
-        events = issue.get("events")
-        line = words.summary_open_line.format(
-            label=issue["label"],
-            events=words.count(words.seen_times, int(events)) if events is not None else "?",
-            spark=sparkline([int(n) for n in issue.get("hourly") or [0]]),
-            title=str(issue.get("title") or "")[:60],
-        )
-        taken = issue.get("taken_by")
-        return line + (words.summary_taken.format(user=taken) if taken else "")
 
     def _oncall(self) -> Said:
         if not self._rotations:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import GlitchTipError, SpoolError
@@ -21,6 +20,7 @@ from ..delivery.outbox import Outbox
 from ..glitchtip.api import GlitchTipApi
 from ..message.link_card import link_card_data
 from ..message.subjects import issue_ref
+from .team import Written
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +54,8 @@ class Links:
 
     def handle_update(self, update: Mapping[str, Any]) -> None:
         message = update.get("message")
-        said = _said(message) if isinstance(message, dict) else None
-        if said is None or said.chat not in self._served:
+        said = Written.of(message)
+        if said is None or said.chat not in self._served or _answers_a_bot(message):
             return
         for link, issue_id in self._issues_linked(said.text)[:MOST_CARDS]:
             self._answer(said, link, issue_id)
@@ -68,7 +68,7 @@ class Links:
                 found.setdefault(ref.id, link)
         return [(link, issue_id) for issue_id, link in found.items()]
 
-    def _answer(self, said: Said, link: str, issue_id: str) -> None:
+    def _answer(self, said: Written, link: str, issue_id: str) -> None:
         chat = said.chat
         try:
             if not self._first_in(f"link:{chat}:{issue_id}", LINK_WINDOW):
@@ -89,29 +89,8 @@ class Links:
             self._count("posted")
 
 
-@dataclass(frozen=True)
-class Said:
-    """A person's message with text, as far as the links read it."""
-
-    chat: str
-    thread: int | None
-    message_id: int
-    text: str
-
-
-def _said(message: Mapping[str, Any]) -> Said | None:
-    """The message, unless it has no text or replies to a bot's (a comment on an alert)."""
-    chat, text, message_id = message.get("chat"), message.get("text"), message.get("message_id")
-    if not isinstance(chat, dict) or not isinstance(text, str) or not isinstance(message_id, int):
-        return None
-    if _answers_a_bot(message):
-        return None
-    thread = message.get("message_thread_id") if message.get("is_topic_message") else None
-    return Said(str(chat.get("id")), thread if isinstance(thread, int) else None, message_id, text)
-
-
-def _answers_a_bot(message: Mapping[str, Any]) -> bool:
+def _answers_a_bot(message: Any) -> bool:
     """Whether the message replies to a bot's (the relay's alerts: a comment, not a question)."""
-    answered = message.get("reply_to_message")
+    answered = message.get("reply_to_message") if isinstance(message, dict) else None
     sender = answered.get("from") if isinstance(answered, dict) else None
     return isinstance(sender, dict) and bool(sender.get("is_bot"))

@@ -78,3 +78,27 @@ class Team:
 
     def may_act(self, person: Person) -> bool:
         return not self.allowed_users or person.id in self.allowed_users
+
+
+@dataclass(frozen=True)
+class Written:
+    """A person's message with text, as the commands and the links read it."""
+
+    chat: str
+    thread: int | None  # the forum topic it was written in
+    message_id: int
+    text: str
+
+    @classmethod
+    def of(cls, message: object) -> Written | None:
+        """The update's message; None for one without text, chat or id."""
+        if not isinstance(message, dict):
+            return None
+        chat, text, message_id = message.get("chat"), message.get("text"), message.get("message_id")
+        if not isinstance(chat, dict) or chat.get("id") is None:
+            return None
+        if not isinstance(text, str) or not isinstance(message_id, int):
+            return None
+        thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+        topic = thread if isinstance(thread, int) else None
+        return cls(str(chat["id"]), topic, message_id, text)

@@ -64,8 +64,15 @@ def _still_open(about: Mapping[str, Any], words: Words) -> list[str]:
     issues = _issues(about.get("open"))
     if not issues:
         return []
-    lines = ["", words.summary_open.format(count=len(issues))]
-    for issue in issues[:MOST_LISTED]:
+    head = words.summary_open.format(count=len(issues))
+    return ["", head, *open_issue_lines(issues, words, most=MOST_LISTED), ""]
+
+
+def open_issue_lines(issues: Sequence[Mapping[str, Any]], words: Words, *, most: int) -> list[str]:
+    """One line an unresolved issue, the first `most` of them, then how many more: '• BACKEND-1A
+    · seen 5000 times · ▁▁▂█ · TimeoutError in checkout · 👀 @ada' (the summary, /issues)."""
+    lines = []
+    for issue in issues[:most]:
         events = issue.get("events")
         line = words.summary_open_line.format(
             label=issue["label"],
@@ -76,9 +83,8 @@ def _still_open(about: Mapping[str, Any], words: Words) -> list[str]:
         if issue.get("taken_by"):
             line += words.summary_taken.format(user=issue["taken_by"])
         lines.append(line)
-    if len(issues) > MOST_LISTED:
-        lines.append(words.summary_more.format(count=len(issues) - MOST_LISTED))
-    lines.append("")
+    if len(issues) > most:
+        lines.append(words.summary_more.format(count=len(issues) - most))
     return lines
 
 

@@ -20,7 +20,7 @@ from relay_app.spool import Queue
 from relay_app.spool.database import Database
 from relay_app.spool.postgres.database import PgDatabase
 from relay_app.words import ENGLISH
-from tests.e2e.relay_process import SEND_TIMEOUT, run_here
+from tests.e2e.relay_process import CHAT_ID, SEND_TIMEOUT, run_here
 from tests.fake_telegram import FakeTelegram, Posted
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import visible_text
@@ -251,6 +251,16 @@ def once_offering(fake: FakeTelegram, posted: Posted, label: str, timeout: float
 # From a press to its answer: the relay asks GlitchTip, queues the card's edit and answers,
 # each a local round trip.
 ANSWER_WITHIN = 10.0
+# Each card's edit and each reply waits for a turn of the chat's own (a group's: 3 s): a
+# quarter of that (RELAY_TIME_SCALE), as the fake keeps no limits.
+CHAT_SCALE = "0.25"
+
+
+def only_message(fake: FakeTelegram) -> Posted:
+    """The one message in the default chat, as it stands (the fake's copy follows its edits)."""
+    assert wait_until(lambda: len(fake.posted_to(CHAT_ID)) == 1, timeout=10)
+    [posted] = fake.posted_to(CHAT_ID)
+    return posted
 
 
 def alert_for(fake_glitchtip: Any, *numbers: int) -> dict[str, Any]:

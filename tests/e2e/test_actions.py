@@ -23,11 +23,13 @@ from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import (
     ANSWER_WITHIN,
+    CHAT_SCALE,
     alert_for,
     answered,
     labels,
     once_edited,
     once_offering,
+    only_message,
     post,
     run_relay_app,
     spool_settled,
@@ -45,17 +47,8 @@ POLL_SCALE = 0.25
 POLLING_FOR = 15.0
 PRESS_EVERY = 2.5
 LONG_POLL = 2
-# Each press's edit and each reply waits for a turn of the chat's own (a group's: 3 s): a
-# quarter of that, as the fake keeps no limits here.
-CHAT_SCALE = "0.25"
 # What a finished action says at the end of the message.
 DONE_LINE = r"{} by @ada at \d\d:\d\d UTC$"
-
-
-def only_message(fake: FakeTelegram) -> Posted:
-    assert wait_until(lambda: len(fake.posted_to(CHAT_ID)) == 1, timeout=10)
-    [posted] = fake.posted_to(CHAT_ID)
-    return posted
 
 
 def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_message(

@@ -11,11 +11,13 @@ import time
 
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import (
+    CHAT_SCALE,
     alert_for,
     answered,
     labels,
     once_edited,
     once_offering,
+    only_message,
     post,
     spool_settled,
     wait_until,
@@ -24,28 +26,24 @@ from tests.e2e.relay_process import CHAT_ID
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip
 from tests.fake_telegram import FakeTelegram, Posted
 
-# Each card's edit and each reply waits for a turn of the chat's own (a group's: 3 s): a
-# quarter of that, as the fake keeps no limits here.
-CHAT_SCALE = "0.25"
 
-
-def only_message(fake: FakeTelegram) -> Posted:
-    """The one message in the chat, as it stands (the fake's own copy follows its edits)."""
-    assert wait_until(lambda: len(fake.posted_to(CHAT_ID)) == 1, timeout=10)
-    [posted] = fake.posted_to(CHAT_ID)
-    return posted
+def watching(glitchtip: FakeGlitchTip, **more: str) -> dict[str, str]:
+    """A relay of one worker with buttons in this GlitchTip, its watcher asking every second,
+    each write to the chat waiting a quarter of a group's turn (the fake keeps no limits)."""
+    return {
+        "GLITCHTIP_API_TOKEN": TOKEN,
+        "GLITCHTIP_URL": glitchtip.url,
+        "RELAY_WATCH_INTERVAL": "1",
+        "RELAY_TIME_SCALE": CHAT_SCALE,
+        "WEB_CONCURRENCY": "1",
+        **more,
+    }
 
 
 def test_an_issue_that_escalates_after_its_alert_is_posted_again_once_by_the_fleet(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
-    relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN,
-        GLITCHTIP_URL=fake_glitchtip.url,
-        RELAY_WATCH_INTERVAL="1",
-        RELAY_TIME_SCALE=CHAT_SCALE,
-        WEB_CONCURRENCY="2",
-    )
+    relay = start_relay(**watching(fake_glitchtip, WEB_CONCURRENCY="2"))
     reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 7))
     assert reply.status_code == 200
     only_message(fake_telegram)
@@ -72,13 +70,7 @@ def test_an_issue_that_escalates_after_its_alert_is_posted_again_once_by_the_fle
 def test_a_card_follows_what_is_done_to_its_issue_in_glitchtips_ui(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
-    relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN,
-        GLITCHTIP_URL=fake_glitchtip.url,
-        RELAY_WATCH_INTERVAL="1",
-        RELAY_TIME_SCALE=CHAT_SCALE,
-        WEB_CONCURRENCY="1",  # once for the fleet is the snooze test's to show
-    )
+    relay = start_relay(**watching(fake_glitchtip))  # once for the fleet: the snooze's test
     reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 8))
     assert reply.status_code == 200
     card = only_message(fake_telegram)
@@ -102,14 +94,7 @@ def test_a_card_follows_what_is_done_to_its_issue_in_glitchtips_ui(
 def test_an_issue_ignored_until_more_events_comes_back_when_they_arrive(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
-    relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN,
-        GLITCHTIP_URL=fake_glitchtip.url,
-        RELAY_WATCH_INTERVAL="1",
-        RELAY_SNOOZE_EVENTS="50",
-        RELAY_TIME_SCALE=CHAT_SCALE,
-        WEB_CONCURRENCY="2",
-    )
+    relay = start_relay(**watching(fake_glitchtip, RELAY_SNOOZE_EVENTS="50", WEB_CONCURRENCY="2"))
     reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 9))  # 3 events so far
     assert reply.status_code == 200
     card = only_message(fake_telegram)
@@ -148,14 +133,7 @@ def test_an_issue_ignored_until_more_events_comes_back_when_they_arrive(
 def test_commands_are_registered_at_start_and_answered_only_where_the_relay_posts(
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
-    relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN,
-        WEB_CONCURRENCY="1",
-        GLITCHTIP_URL=fake_glitchtip.url,
-        RELAY_WATCH_INTERVAL="1",
-        RELAY_TIME_SCALE=CHAT_SCALE,
-        RELAY_LANGUAGE="ru",
-    )
+    relay = start_relay(**watching(fake_glitchtip, RELAY_LANGUAGE="ru"))
     assert wait_until(lambda: len(fake_telegram.my_commands) == 4, timeout=15), relay.logs()
     assert [c["command"] for c in fake_telegram.my_commands] == [
         "issues",
@@ -189,12 +167,7 @@ def test_a_link_pasted_in_the_chat_gets_the_issues_card_whose_buttons_act(
     fake_glitchtip: FakeGlitchTip,
     spool_path: str,
 ) -> None:
-    relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN,
-        GLITCHTIP_URL=fake_glitchtip.url,
-        RELAY_TIME_SCALE=CHAT_SCALE,
-        WEB_CONCURRENCY="1",
-    )
+    relay = start_relay(**watching(fake_glitchtip))
     link = fake_glitchtip.add_issue(12, "BACKEND-12A", title="KeyError: 'user'")
     said = fake_telegram.say(CHAT_ID, f"anyone on this? {link}")
     fake_telegram.say(CHAT_ID, f"it is {link} again")  # the same issue: one card
