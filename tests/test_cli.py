@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from relay_app.core.logs import redacted_url
 from relay_app.operating.cli import main, parse_duration
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
-from relay_app.spool.postgres import PgDatabase, redacted_url
+from relay_app.spool.postgres import PgDatabase
 from tests.conftest import CHAT_ID, put_in_spool
 from tests.payloads import issue, issue_alert, uptime_alert
 from tests.postgres import PASSWORD

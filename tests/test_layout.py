@@ -1,7 +1,8 @@
 """The package's shape, as the design says it: modules grouped by role into layers, each
 importing only from its own layer and those below it, without cycles; no module over 500
 lines; at most two module-level objects that hold state; at most three functions of radon rank
-C (closures ranked as the functions they are), none worse."""
+C (closures ranked as the functions they are), none worse; a relay on a file loads no
+PostgreSQL driver."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import ast
 import dataclasses
 import importlib
 import logging
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
@@ -19,7 +23,8 @@ from typing import Any
 from radon.complexity import cc_rank, cc_visit
 from radon.visitors import Function
 
-PACKAGE = Path(__file__).resolve().parents[1] / "relay_app"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "relay_app"
 # Bottom first. The app's wiring (relay_app/__init__.py) sits above them all.
 LAYERS = [
     "core",
@@ -280,3 +285,26 @@ def test_the_development_guide_lists_every_module_under_its_layer() -> None:
         if (parts[1], named) not in listed:
             unlisted.append(name)
     assert unlisted == []
+
+
+def test_a_relay_on_a_file_does_not_load_the_postgresql_driver(tmp_path: Path) -> None:
+    # psycopg (and asyncio, which it imports) cost every process a third of its start: the
+    # gunicorn master, and each `relay-app` run. Only a spool in PostgreSQL needs them.
+    environ = {
+        "PATH": os.environ.get("PATH", ""),
+        "TELEGRAM_BOT_TOKEN": "123456789:AAE-never-used-here-only-imported-0123",
+        "TELEGRAM_CHAT_ID": "-1001234567890",
+        "RELAY_WEBHOOK_SECRET": "a-secret-of-enough-length-for-the-check",
+        "RELAY_SPOOL_PATH": str(tmp_path / "spool.sqlite3"),
+    }
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, wsgi, relay_app.operating.cli; print(*sys.modules)"],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.split()
+    assert "relay_app.operating.cli" in loaded
+    assert [name for name in loaded if name.split(".")[0] in ("psycopg", "psycopg_pool")] == []

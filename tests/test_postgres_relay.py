@@ -21,10 +21,11 @@ from flask import Flask
 
 from relay_app import create_app
 from relay_app.core.errors import SpoolBusy, SpoolError
+from relay_app.core.logs import redacted_url
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin, State, on_store
 from relay_app.spool.history import SCHEMA_VERSION
-from relay_app.spool.postgres import PgDatabase, redacted_url
+from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.schema import upgrade
 from relay_app.spool.store import Tx
 from tests.blackhole import Blackhole

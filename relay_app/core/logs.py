@@ -22,7 +22,7 @@ import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
 # The paths whose next segment is a secret: GlitchTip's webhook (and its near miss, with an
@@ -79,6 +79,16 @@ def redact(text: str) -> str:
     if any(path in text for path in SECRET_PATHS):
         text = _SECRET_SEGMENT.sub(lambda found: found.group(1) + REDACTED, text)
     return text
+
+
+def redacted_url(url: str) -> str:
+    """The URL as logs and tools may show it: the password replaced."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
 def escape_controls(text: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from importlib import metadata
 
-from ..spool.postgres.database import redacted_url
+from ..core.logs import redacted_url
 from .config import Settings
 from .selfcheck import proxy_for
 

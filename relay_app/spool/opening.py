@@ -19,7 +19,6 @@ from .health_store import SpoolHealthStore
 from .model import Home
 from .moving import Mover
 from .poller import SpoolPollerLease
-from .postgres.database import PgDatabase
 from .queue import Queue
 from .sent import SentStore
 from .silences import SilenceStore
@@ -78,6 +77,10 @@ def open_spool(
     tool: it never creates, upgrades or repairs."""
     store: Store
     if url is not None:
+        # Here, not at the top: psycopg and what it imports cost every process a tenth of a
+        # second at start, and a relay on a file has no use for them.
+        from .postgres.database import PgDatabase
+
         store = PgDatabase(url, for_service=for_service)
     elif path is not None:
         store = Database(path, for_service=for_service, default_destination=default_destination)
@@ -100,6 +103,8 @@ class LocalSpool:
 def open_local(
     path: str, spool: Spool, *, max_pending: int = 10000, pace: Pace = TELEGRAMS
 ) -> LocalSpool:
+    from .postgres.database import PgDatabase  # a local file stands beside PostgreSQL only
+
     store = Database(path)
     if isinstance(spool._store, PgDatabase):
         spool._store.fallback = path

@@ -4,6 +4,6 @@ database: `database.py` (pool, schema, the database's clock, notifications, erro
 
 from __future__ import annotations
 
-from .database import PgDatabase, redacted_url
+from .database import PgDatabase
 
-__all__ = ["PgDatabase", "redacted_url"]
+__all__ = ["PgDatabase"]

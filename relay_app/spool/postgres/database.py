@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -33,7 +33,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...core.errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
 from ...core.http_deadline import Deadline
-from ...core.logs import register_secret
+from ...core.logs import redacted_url, register_secret
 from ...core.process import PerProcess
 from ..history import POSTGRES, SCHEMA_VERSION, statements_after
 from ..store import POSTGRESQL, Now, Tx, Work
@@ -71,16 +71,6 @@ CHANNEL = "relay_queue"
 SCHEMA_LOCK = 0x72656C6179  # "relay"
 # How long the listener waits for a notification before looking at its stop event.
 LISTEN_SLICE = 1.0
-
-
-def redacted_url(url: str) -> str:
-    """The URL as logs and tools may show it: the password replaced."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
 class PgDatabase(PerProcess):
