@@ -108,9 +108,18 @@ class PostgresServer:
     def paused(self) -> Iterator[None]:
         """The server stops answering, as in a failover, a long lock or a network blip: its
         processes stopped (SIGSTOP), every connection left open and silent; continued after."""
-        stopped = self._processes()
-        for pid in stopped:
-            os.kill(pid, signal.SIGSTOP)
+        # The postmaster first, so that it forks no backend while its children are listed; then
+        # its children, listed again until none appears that a fork in progress left out.
+        postmaster, *_ = self._processes()
+        os.kill(postmaster, signal.SIGSTOP)
+        stopped = [postmaster]
+        for _ in range(10):
+            new = [pid for pid in self._processes() if pid not in stopped]
+            if not new:
+                break
+            for pid in new:
+                os.kill(pid, signal.SIGSTOP)
+            stopped += new
         try:
             yield
         finally:

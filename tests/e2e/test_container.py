@@ -19,11 +19,14 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.e2e.helpers import post, titled, wait_until
+from tests.e2e.helpers import delivered_titles, post, titled, wait_until
 from tests.e2e.relay_process import ROOT, SECRET, free_port, relay_env
 from tests.fake_telegram import FakeTelegram
 
 INSTALL_TIMEOUT = 300.0
+# Sent (200), or queued (202) when a busy host keeps the first attempt past the webhook's budget:
+# either way the relay has it, and the chat is where delivery is checked.
+TAKEN = {200, 202}
 
 
 def instructions() -> list[tuple[str, str]]:
@@ -153,7 +156,8 @@ def test_the_image_recipe_makes_a_relay_that_passes_its_healthcheck(
         checked = healthcheck(env)
         assert checked.returncode == 0, checked.stdout + checked.stderr
         reply, _ = post(f"{url}/webhook/{SECRET}", titled("From the image recipe"))
-        assert reply.status_code == 200
+        assert reply.status_code in TAKEN
+        assert wait_until(lambda: "From the image recipe" in delivered_titles(fake_telegram), 10)
         assert (data / "relay-spool.sqlite3").exists()  # on the volume
 
 
@@ -169,7 +173,8 @@ def test_the_image_turns_unhealthy_when_its_spool_is_unusable(
         assert "not ready (503 from" in checked.stderr
         assert f"spool unusable: the directory {missing.parent} does not exist" in checked.stderr
         reply, _ = post(f"{url}/webhook/{SECRET}", titled("Still delivered"))
-        assert reply.status_code == 200
+        assert reply.status_code in TAKEN
+        assert wait_until(lambda: "Still delivered" in delivered_titles(fake_telegram), 10)
 
 
 def test_the_healthcheck_asks_the_admin_listener_when_there_is_one(
