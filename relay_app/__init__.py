@@ -12,7 +12,6 @@ from zoneinfo import ZoneInfo
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from .acting.daily_summary import DailySummaries
 from .acting.escalation import Escalation
 from .acting.outgoing import Outgoing
 from .acting.silencing import Silencing
@@ -44,6 +43,7 @@ from .web.chat_parts import (
     command_list,
     daily_summaries_for,
     following_glitchtip,
+    handoffs_for,
     post_escalating,
     watcher_for,
 )
@@ -143,6 +143,7 @@ def assemble(
         post_escalating(webhooks, issue, found)
 
     summaries = daily_summaries_for(settings, spool, metrics, clock)
+    on_time = (summaries, handoffs_for(settings, spool, metrics, clock))
     in_step, snoozing = following_glitchtip(settings, spool, outbox, escalation, metrics, clock)
     watcher = watcher_for(settings, spool, metrics, clock, posted_again, in_step, snoozing)
     outgoing = Outgoing(
@@ -198,7 +199,7 @@ def assemble(
         metrics=metrics,
         attempt_timeout=settings.send_timeout,
         clock=clock,
-        upkeep=_upkeep(outgoing, silencing, escalation, summaries),
+        upkeep=_upkeep(outgoing, silencing, escalation, [p.upkeep for p in on_time if p]),
         timing=timing,
         mover=local.mover if local is not None else None,
     )
@@ -270,18 +271,18 @@ def _upkeep(
     outgoing: Outgoing,
     silencing: Silencing,
     escalation: Escalation,
-    summaries: DailySummaries | None,
+    on_time: list[Callable[[], int]],
 ) -> Callable[[], None]:
     """The dispatcher's upkeep, once a second: old records forgotten, silences that ran out
-    ended (each at most as often as it asks for), escalation steps that are due fired, daily
-    summaries whose time has come posted."""
+    ended (each at most as often as it asks for), escalation steps that are due fired, and
+    what is posted at its time (daily summaries, on-call handoffs) when it has come."""
 
     def upkeep() -> None:
         outgoing.tidy()
         silencing.sweep()
         escalation.fire_due()
-        if summaries is not None:
-            summaries.upkeep()
+        for post_what_is_due in on_time:
+            post_what_is_due()
 
     return upkeep
 

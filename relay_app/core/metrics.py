@@ -256,13 +256,19 @@ class Metrics:
             self.add_gauges(gauges)
 
     def _chat_counters(self) -> None:
-        """The counters of what the relay writes to the chat beyond alerts: summaries, answers
-        to commands, links' cards."""
+        """The counters of what the relay writes to the chat beyond alerts: summaries, handoffs,
+        answers to commands, links' cards."""
         from prometheus_client import Counter  # here, not at the top: the module docstring says
 
         self.summaries = Counter(
             "relay_summaries",
             "Daily summaries posted (a route's summary), once a day per place for the fleet",
+            registry=self.registry,
+        )
+        self.handoffs = Counter(
+            "relay_handoffs",
+            "On-call handoffs said in the chat (a rotation's announce), once a handoff per place "
+            "for the fleet",
             registry=self.registry,
         )
         self.commands = Counter(

@@ -4,8 +4,9 @@ wording needs no step of the spool's schema, and a tool that queues a job (`rela
 expire`) queues data, never text in its own language.
 
 - An alert is its webhook's payload (with its issues' details from GlitchTip's API, when they
-  came before its first attempt, and whom its route calls), a silence's summary, or, for an
-  alert queued before jobs held data, the message it was rendered into then. Several go as a
+  came before its first attempt, and whom its route calls), a silence's summary, a daily
+  summary, an on-call handoff, a link's card, or, for an alert queued before jobs held data,
+  the message it was rendered into then. Several go as a
   digest (message/digest.py).
 - A card's edit is its record's state when the edit goes (message/cards.py): the edits of one
   card waiting together make one write.
@@ -32,6 +33,7 @@ from ..message.cards import SNOOZE_EVENTS, SentMessage, keyboard, rendered, visi
 from ..message.daily_summary import summary_message
 from ..message.digest import compose, how_many_fit
 from ..message.formatting import Entry, Message, message_for, with_first_line, with_mentions
+from ..message.handoff import handoff_message
 from ..message.lines import from_json as lines_from_json
 from ..message.link_card import link_card_line
 from ..message.silence_summary import silence_summary
@@ -257,12 +259,15 @@ class Renderer:
             return silence_summary(data["silence_over"], self.words)
         if "summary" in data:
             return summary_message(data["summary"], self.words)
+        if "handoff" in data:
+            return handoff_message(data["handoff"], self.words)
         if "link_card" in data:
             return self._link_card(job)
         if "rendered" in data:
             return _rendered(data["rendered"])
         raise Unreadable(
-            f"alert {job.label} holds none of webhook, silence_over, summary, rendered"
+            f"alert {job.label} holds none of webhook, silence_over, summary, handoff, link_card,"
+            " rendered"
         )
 
     def _link_card(self, job: Job) -> Message:

@@ -234,16 +234,8 @@ def with_mentions(message: Message, mentions: Sequence[str], words: Words) -> Me
     to that user, for people without a username), within the room kept for notes."""
     if not mentions:
         return message
-    shown_html, shown_text = [], []
-    for mention in mentions:
-        if mention.startswith("tg:"):
-            user = mention.removeprefix("tg:")
-            name = words.mention_user.format(id=user)
-            shown_html.append(f'<a href="tg://user?id={user}">{html.escape(name)}</a>')
-            shown_text.append(name)
-        else:
-            shown_html.append(html.escape(mention))
-            shown_text.append(mention)
+    shown = [shown_mention(mention, words) for mention in mentions]
+    shown_html, shown_text = [h for h, _ in shown], [t for _, t in shown]
     line_html = html.escape(words.mention_line.format(people="\x00"), quote=False)
     line_html = line_html.replace("\x00", ", ".join(shown_html))
     line_text = words.mention_line.format(people=", ".join(shown_text))
@@ -252,6 +244,16 @@ def with_mentions(message: Message, mentions: Sequence[str], words: Words) -> Me
         text=f"{message.text}\n\n{line_text}",
         fallback=f"{message.fallback}\n\n{line_text}",
     )
+
+
+def shown_mention(mention: str, words: Words) -> tuple[str, str]:
+    """A person as a message calls them, in HTML and as text: '@username', or 'tg:<user id>'
+    as a link to that user, for people without a username."""
+    if not mention.startswith("tg:"):
+        return html.escape(mention), mention
+    user = mention.removeprefix("tg:")
+    name = words.mention_user.format(id=user)
+    return f'<a href="tg://user?id={user}">{html.escape(name)}</a>', name
 
 
 def with_first_line(message: Message, line: str) -> Message:

@@ -56,10 +56,12 @@ def _table(named: str | None, console: Console) -> RouteTable:
 def _check(args: argparse.Namespace, console: Console) -> int:
     table = _table(args.file, console)
     for rotation in table.rotations:
+        said = "; each handoff said where the routes naming it send" if rotation.announce else ""
         print(
             f"rotation “{rotation.name}”: {', '.join(rotation.people)} in turn, "
             f"{duration(rotation.every.total_seconds())} each from {rotation.start:%Y-%m-%d %H:%M}"
-            f" ({rotation.timezone or 'RELAY_TIMEZONE'}); relay-app oncall says who is on now",
+            f" ({rotation.timezone or 'RELAY_TIMEZONE'}){said}; relay-app oncall says who is on"
+            " now",
             file=console.out,
         )
     for route in table.routes:

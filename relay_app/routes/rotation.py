@@ -3,7 +3,8 @@
 (`"2026-01-01T09:00"`, a wall-clock time in the rotation's `timezone`, else RELAY_TIMEZONE's)
 and who is on duty at any moment: the people in turn, one period each, handing over at the
 start's time of day. A mention (a route's, or an escalation step's) may name `oncall:NAME`: the
-person on duty when the message is sent.
+person on duty when the message is sent. With `announce = true`, each handoff is said in the
+chats whose routes name the rotation (acting/handoffs.py).
 
 Periods are counted on the zone's wall clock, so a daily rotation hands over at 09:00 local
 time on both sides of a change to summer time. Before its start, a rotation's first person is on
@@ -43,6 +44,7 @@ class Rotation:
     every: timedelta
     start: datetime  # naive: a wall-clock time in `timezone`
     timezone: str | None = None  # None: RELAY_TIMEZONE's
+    announce: bool = False  # each handoff said where the routes naming it send
 
     def zone(self, default: ZoneInfo) -> ZoneInfo:
         return ZoneInfo(self.timezone) if self.timezone else default
@@ -62,16 +64,20 @@ def rotation_of(
 ) -> Rotation:
     """A `[[rotation]]` table, checked; `problem(key, said)` makes the error; `is_person`
     tells a mention of one person (not of a rotation)."""
-    unknown = sorted(set(table) - {"name", "people", "every", "start", "timezone"})
+    unknown = sorted(set(table) - {"name", "people", "every", "start", "timezone", "announce"})
     if unknown:
-        raise problem(unknown[0], "unknown key (keys: name, people, every, start, timezone)")
+        keys = "name, people, every, start, timezone, announce"
+        raise problem(unknown[0], f"unknown key (keys: {keys})")
     name = table.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         raise problem("name", "must be a name of letters, digits, '_', '.' or '-', as oncall:NAME")
     people = _people(table.get("people"), problem, is_person)
     every = _period(table.get("every"), problem)
     start = _start(table.get("start"), problem)
-    return Rotation(name, people, every, start, _zone(table.get("timezone"), problem))
+    announce = table.get("announce", False)
+    if not isinstance(announce, bool):
+        raise problem("announce", "must be true or false")
+    return Rotation(name, people, every, start, _zone(table.get("timezone"), problem), announce)
 
 
 def _people(raw: object, problem: Any, is_person: Callable[[str], bool]) -> tuple[str, ...]:

@@ -135,6 +135,17 @@ class Route:
     def matches(self, facts: Mapping[str, str | None]) -> bool:
         return all(matcher.matches(facts) for matcher in self.matchers)
 
+    def place(self, default: Destination) -> Destination:
+        """Where the route's alerts go: its chat and topic, else `default`'s (a chat of its own
+        without a topic is that chat's main thread)."""
+        chat = self.chat if self.chat is not None else default.chat
+        thread = (
+            self.thread
+            if self.thread is not None
+            else (default.thread if self.chat is None else None)
+        )
+        return Destination(chat, thread)
+
 
 @dataclass(frozen=True)
 class RouteTable:
@@ -183,14 +194,20 @@ class RouteTable:
         found: dict[Destination, SummaryAt] = {}
         for route in self.routes:
             if route.summary is not None:
-                chat = route.chat if route.chat is not None else default.chat
-                thread = (
-                    route.thread
-                    if route.thread is not None
-                    else (default.thread if route.chat is None else None)
-                )
-                found.setdefault(Destination(chat, thread), route.summary)
+                found.setdefault(route.place(default), route.summary)
         return found
+
+    def handoffs(self, default: Destination) -> dict[Destination, tuple[Rotation, ...]]:
+        """Where each handoff of a rotation with `announce` is said: the places of the routes
+        that name it (`oncall:NAME`, in `mention` or an escalation step)."""
+        found: dict[Destination, dict[str, Rotation]] = {}
+        announced = {r.name: r for r in self.rotations if r.announce}
+        for route in self.routes:
+            called = [*route.mention, *(p for step in route.escalate for p in step.people)]
+            for name in named_rotations(called):
+                if name in announced and not route.drop:
+                    found.setdefault(route.place(default), {})[name] = announced[name]
+        return {place: tuple(rotations.values()) for place, rotations in found.items()}
 
     def __bool__(self) -> bool:
         return bool(self.routes)

@@ -2,7 +2,8 @@
 (a chat, or a topic of it), when the next is due, when the last was posted, and the alerts
 delivered there since (and of those, how many went in digests). A summary is posted once a day
 per place whichever process of the fleet finds it due: its job is queued in the very
-transaction that moves the place's next time on, and only while it is still due."""
+transaction that moves the place's next time on, and only while it is still due. An on-call
+handoff (acting/handoffs.py) is kept the same way, as a place of its own (`of`)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ class Since:
     silenced: int
 
 
-def place_key(destination: Destination) -> str:
-    return f"{destination.chat_key}:{destination.thread or ''}"
+def place_key(destination: Destination, of: str = "") -> str:
+    """The place's row: `of` names what else than the daily summary is posted there on time."""
+    return f"{of}{destination.chat_key}:{destination.thread or ''}"
 
 
 class SummaryStore:
@@ -35,10 +37,12 @@ class SummaryStore:
         self._store = store
         self._home = home
 
-    def due(self, destination: Destination, *, next_at: float, now: float) -> Since | None:
+    def due(
+        self, destination: Destination, *, next_at: float, now: float, of: str = ""
+    ) -> Since | None:
         """What the place's summary covers when it is due now; None when it is not. A place
         seen for the first time is due first at `next_at`, covering from now."""
-        place = place_key(destination)
+        place = place_key(destination, of)
         found = self._store.read(lambda tx: _read(tx, place), now=now)
         if found is None:
             self._store.write(
@@ -65,10 +69,11 @@ class SummaryStore:
         *,
         next_at: float,
         now: float,
+        of: str = "",
     ) -> bool:
         """Queue the place's summary (an alert job holding `data`), and move its next time to
         `next_at`, while it is still due; False when another process posted it first."""
-        place = place_key(destination)
+        place = place_key(destination, of)
 
         def post(tx: Tx) -> bool:
             moved = tx.one(

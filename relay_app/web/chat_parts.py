@@ -1,7 +1,8 @@
 """The parts of the relay that act from the chat and follow GlitchTip, as `relay_app.assemble`
 builds them from the settings: what handles Telegram's updates (presses, replies, commands) and
-polls for them, the watcher with what it keeps in step (cards, snoozes) and posts again, and the
-daily summaries. Apart from `assemble` so that the wiring stays one page."""
+polls for them, the watcher with what it keeps in step (cards, snoozes) and posts again, the
+daily summaries and the on-call handoffs. Apart from `assemble` so that the wiring stays one
+page."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from zoneinfo import ZoneInfo
 from ..acting.commands import BotName, Commands, Status, described
 from ..acting.daily_summary import DailySummaries
 from ..acting.escalation import Escalation
+from ..acting.handoffs import Handoffs
 from ..acting.in_step import CardsInStep
 from ..acting.links import Links
 from ..acting.presses import Presses
@@ -124,6 +126,17 @@ def daily_summaries_for(
         posted=metrics.summaries.inc,
         clock=clock,
     )
+
+
+def handoffs_for(
+    settings: Settings, spool: Spool | None, metrics: Metrics, clock: Clock
+) -> Handoffs | None:
+    """With a spool and a rotation that says `announce`, named by a route: its handoffs."""
+    places = settings.routes.handoffs(settings.default_destination)
+    if spool is None or not places:
+        return None
+    zone = ZoneInfo(settings.timezone)
+    return Handoffs(places, spool.summaries, zone=zone, posted=metrics.handoffs.inc, clock=clock)
 
 
 def acting_from_the_chat(

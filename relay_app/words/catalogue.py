@@ -119,6 +119,8 @@ class Words:
     oncall_answer: str
     oncall_line: str
     oncall_none: str
+    # An on-call handoff said in the chat (message/handoff.py).
+    handoff: str
     silences_answer: str
     silences_line: str
     silences_none: str

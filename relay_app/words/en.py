@@ -90,6 +90,7 @@ ENGLISH = Words(
     oncall_answer="👥 On call:\n{lines}",
     oncall_line="{name}: {person} until {until}, then {next}",
     oncall_none="👥 No rotation: the routes file has no [[rotation]].",
+    handoff="🔁 On-call handoff, {rotation}: {person} is on call until {until}, then {next}.",
     silences_answer="🔇 Muted in this chat:\n{lines}",
     silences_line="{what} until {until} UTC ({by})",
     silences_none="🔊 Nothing is muted in this chat.",

@@ -110,6 +110,7 @@ RUSSIAN = Words(
     oncall_answer="👥 Дежурные:\n{lines}",
     oncall_line="{name}: {person} до {until}, затем {next}",
     oncall_none="👥 Ротаций нет: в файле маршрутов нет [[rotation]].",
+    handoff="🔁 Смена дежурства, {rotation}: дежурит {person} до {until}, затем {next}.",
     silences_answer="🔇 Без звука в этом чате:\n{lines}",
     silences_line="{what} до {until} UTC ({by})",
     silences_none="🔊 В этом чате всё со звуком.",

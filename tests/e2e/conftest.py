@@ -29,11 +29,12 @@ def start_relay(
     log, access log included, never shows the bot token or the webhook secret."""
     started: list[RelayProcess] = []
 
-    def start(prefix: list[str] | None = None, **overrides: str) -> RelayProcess:
+    def start(
+        prefix: list[str] | None = None, app: str = "wsgi:app", **overrides: str
+    ) -> RelayProcess:
         env = relay_env(fake_telegram, **{"RELAY_SPOOL_PATH": spool_path, **overrides})
-        relay = RelayProcess(
-            env, tmp_path / f"relay-{len(started)}.log", prefix=prefix, telegram=fake_telegram
-        )
+        log = tmp_path / f"relay-{len(started)}.log"
+        relay = RelayProcess(env, log, app=app, prefix=prefix, telegram=fake_telegram)
         started.append(relay)
         return relay.wait_ready()
 

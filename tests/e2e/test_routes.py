@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -182,24 +183,42 @@ def test_a_silent_route_sends_without_sound_and_quiet_hours_keep_only_loud_level
     assert quiet == [True, False, False, True]
 
 
-def test_oncall_in_a_mention_calls_whoever_the_rotation_has_on_duty_now(
+def test_oncall_calls_whoever_the_rotation_has_on_duty_and_each_handoff_is_said(
     start_relay: StartRelay, fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
-    # A daily rotation that started three days ago at this hour: its fourth person is on.
+    # The relay's clock 10 s before a handoff (tests/e2e/skewed_wsgi.py): a daily rotation that
+    # started four days before it has its fourth person on call until then, its first after.
     zone = ZoneInfo("Asia/Tokyo")
-    start = (datetime.now(zone) - timedelta(days=3, minutes=5)).replace(tzinfo=None)
+    handoff = (int(time.time()) // 60 + 2) * 60  # a whole minute, as a rotation's start is
+    offset = handoff - 10 - time.time()
+    start = datetime.fromtimestamp(handoff, zone).replace(tzinfo=None) - timedelta(days=4)
     routes = tmp_path / "routes.toml"
     routes.write_text(
         "[[rotation]]\nname = 'shop'\n"
         "people = ['@anna_ops', '@boris_ops', '@vera_lead', '@gleb_ops']\nevery = '1d'\n"
-        f"start = '{start:%Y-%m-%dT%H:%M}'\ntimezone = 'Asia/Tokyo'\n"
+        f"start = '{start:%Y-%m-%dT%H:%M}'\ntimezone = 'Asia/Tokyo'\nannounce = true\n"
         "[[route]]\nproject = 'shop'\nmention = ['oncall:shop']\n"
     )
-    relay = start_relay(RELAY_ROUTES=str(routes))
+    relay = start_relay(
+        app="tests.e2e.skewed_wsgi:app",
+        RELAY_ROUTES=str(routes),
+        RELAY_TEST_CLOCK_OFFSET=str(offset),
+    )
     reply, _ = post(relay.webhook_url, issue_alert(in_env(1, "shop", "production")))
     assert reply.status_code == 200, reply.text
     [posted] = fake_telegram.posted_to(CHAT_ID)
     assert posted.visible().endswith("For @gleb_ops")
+    # Said once, when the relay's clock reaches it, where the route's alerts go.
+    assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 2, timeout=30)
+    said = fake_telegram.posted_to(CHAT_ID)[-1]
+    until = datetime.fromtimestamp(handoff + 86400, zone)
+    assert said.visible() == (
+        f"🔁 On-call handoff, shop: @anna_ops is on call until {until:%d.%m %H:%M} "
+        "(Asia/Tokyo), then @boris_ops."
+    )
+    assert said.thread == 77
+    metrics = parse(requests.get(f"{relay.url}/metrics", timeout=5).text)
+    assert value(metrics, "relay_handoffs_total") == 1
 
 
 def test_relay_app_summary_send_puts_the_places_summary_in_its_topic(
