@@ -6,8 +6,7 @@ expire`) queues data, never text in its own language.
 - An alert is its webhook's payload (with its issues' details from GlitchTip's API, when they
   came before its first attempt, and whom its route calls), a silence's summary, a daily
   summary, an on-call handoff, a link's card, or, for an alert queued before jobs held data,
-  the message it was rendered into then. Several go as a
-  digest (message/digest.py).
+  the message it was rendered into then. Several go as a digest (message/digest.py).
 - A card's edit is its record's state when the edit goes (message/cards.py): the edits of one
   card waiting together make one write.
 - A reply, and a reaction (with the reply that says the same where reactions are off), are
