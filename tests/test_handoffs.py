@@ -150,3 +150,22 @@ def test_announce_is_true_or_false() -> None:
     with pytest.raises(RoutesError) as raised:
         parse_routes(text, "x.toml")
     assert str(raised.value) == "x.toml:6: rotation 1, announce: must be true or false"
+
+
+def test_a_rotation_changed_to_hand_over_sooner_is_said_at_its_new_time(
+    built: Callable[..., Relay], fake_time: FakeTime, table: RouteTable
+) -> None:
+    # Friday, 08:58: the weekly rotation hands over on Monday at 09:00.
+    fake_time.now = HANDOFF - 3 * 86400 - 120
+    relay = built(ScriptedTelegram(clock=fake_time), routes=table)
+    weekly = handoffs(table, relay, fake_time)
+    assert weekly.upkeep() == 0
+    # The file now says daily: the next handoff is today at 09:00, not Monday's.
+    daily = handoffs(
+        parse_routes(ROUTES.replace('every = "1w"', 'every = "1d"'), "r.toml"), relay, fake_time
+    )
+    fake_time.now += 60
+    assert daily.upkeep() == 0
+    fake_time.now = HANDOFF - 3 * 86400
+    assert daily.upkeep() == 2
+    assert daily.upkeep() == 0

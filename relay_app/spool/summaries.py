@@ -27,6 +27,11 @@ class Since:
     silenced: int
 
 
+# How much later than the routes file says a kept time may be before it is moved to the file's:
+# more than the clocks' drift between the relays of a fleet, less than any period a file sets.
+SOONER_SLACK = 60.0
+
+
 def place_key(destination: Destination, of: str = "") -> str:
     """The place's row: `of` names what else than the daily summary is posted there on time."""
     return f"{of}{destination.chat_key}:{destination.thread or ''}"
@@ -54,8 +59,19 @@ class SummaryStore:
                 now=now,
             )
             return None
-        is_due, since = found
-        return since if is_due else None
+        kept_next_at, since = found
+        if kept_next_at > next_at + SOONER_SLACK:
+            # The routes file now says sooner (a time or a rotation changed): its time, not
+            # the old one, lest a handoff or a day go unsaid.
+            self._store.write(
+                lambda tx: tx.execute(
+                    "UPDATE summaries SET next_at = ? WHERE place = ? AND next_at > ?",
+                    (tx.at.to_db(next_at), place, tx.at.to_db(next_at + SOONER_SLACK)),
+                ),
+                now=now,
+            )
+            return None
+        return since if kept_next_at <= now else None
 
     def since(self, destination: Destination, *, now: float) -> Since | None:
         """What the place's next summary covers so far; None for a place that has had none."""
@@ -114,8 +130,9 @@ class SummaryStore:
         )
 
 
-def _read(tx: Tx, place: str) -> tuple[bool, Since] | None:
-    """Whether the place's summary is due now, and what it covers; None for a new place."""
+def _read(tx: Tx, place: str) -> tuple[float, Since] | None:
+    """When the place's next post is due (the caller's clock), and what a summary covers; None
+    for a new place."""
     row = tx.one(
         "SELECT next_at, last_at, delivered, digested, silenced FROM summaries WHERE place = ?",
         (place,),
@@ -124,4 +141,4 @@ def _read(tx: Tx, place: str) -> tuple[bool, Since] | None:
         return None
     counts = (int(row["delivered"]), int(row["digested"]), int(row["silenced"]))
     since = Since(tx.at.to_local(float(row["last_at"])), *counts)
-    return float(row["next_at"]) <= tx.at.db, since
+    return tx.at.to_local(float(row["next_at"])), since
