@@ -9,6 +9,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -311,6 +312,36 @@ def test_a_webhook_joins_older_alerts_for_its_chat_instead_of_going_first(
     [digest] = telegram.delivered
     assert title_numbers(digest.text) == [1, 2, 3]
     assert telegram.calls == 2
+
+
+class HeldTelegram(ScriptedTelegram):
+    """Telegram whose sendMessage answers only once the test lets it."""
+
+    def __init__(self, clock: FakeTime) -> None:
+        super().__init__(clock=clock)
+        self.let_go = threading.Event()
+
+    def deliver(self, message: Message, destination: Destination, extras: object = None) -> Sent:
+        assert self.let_go.wait(10)
+        return super().deliver(message, destination, extras)
+
+
+def test_a_webhook_whose_alert_a_pass_took_first_waits_for_that_attempt(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    # The dispatcher's thread, woken by another attempt's end, claims the alert between its
+    # webhook's queueing and its first attempt: the webhook still waits for its outcome.
+    telegram = HeldTelegram(clock)
+    relay = built(telegram)
+    job = relay.intake.admit({"webhook": PAYLOAD}, DESTINATION, started=0.0, text="")
+    assert job is not None
+    relay.dispatcher.pass_once()  # the thread's pass: the attempt is under way, held
+    [queue] = [q for q in relay.dispatcher.queues if q.home == job.home]
+    attempt = relay.dispatcher.first_attempt(queue, job)
+    assert isinstance(attempt, Future)  # that attempt's, not "behind_older"
+    telegram.let_go.set()
+    assert isinstance(attempt.result(timeout=10).outcome_of(job), Delivered)
+    assert telegram.calls == 1
 
 
 def test_after_a_429_the_alerts_go_oldest_first(

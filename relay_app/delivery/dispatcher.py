@@ -37,7 +37,7 @@ from ..core.process import PerProcess
 from ..core.timing import PRODUCTION, Timing
 from ..spool.health_store import TelegramHealth
 from ..spool.holders import Holder, this_process
-from ..spool.model import Claim, Job, Lane, Later, Settlement
+from ..spool.model import Claim, Home, Job, Lane, Later, Settlement
 from ..spool.moving import Mover
 from ..spool.queue import Queue
 from .health import Health, probe_due
@@ -52,6 +52,8 @@ Probe = Callable[[], bool]
 # process is sending them), its chat's turn has not come, Telegram is failing, or the spool
 # stayed busy for the webhook's time.
 WaitReason = Literal["behind_older", "paced", "telegram_down", "spool_busy"]
+# A job in this process: its queue's home and its id there.
+JobKey = tuple[Home, int]
 
 # Jobs running at once in one process: one per destination at most, each within
 # RELAY_SEND_TIMEOUT. Destinations beyond it wait for a free thread, in the queue.
@@ -104,7 +106,10 @@ class Dispatcher(PerProcess):
         # lease in this set is never taken over, whatever the clock says.
         self._in_flight: set[str] = set()
         self._jobs_running = 0
-        self._futures: set[Future[Any]] = set()
+        # Every future on the pool, with the jobs it runs (none for a probe); and each running
+        # job's, for a webhook whose alert a pass of this process took first.
+        self._futures: dict[Future[Any], tuple[JobKey, ...]] = {}
+        self._running: dict[JobKey, Future[Settlement]] = {}
 
     # --- for the rest of the relay -------------------------------------------------------------
 
@@ -138,6 +143,10 @@ class Dispatcher(PerProcess):
         holds the alert's outcome), or why it waits. `wait_until` (monotonic) bounds the wait
         for the spool's lock."""
         self._here()
+        # A pass of this process (woken by another attempt's end) may have taken it first:
+        # then the webhook waits for that attempt as for its own.
+        if (running := self._running_now(job)) is not None:
+            return running
         if not self.health.current().sending:
             return "telegram_down"
         if not self._thread_free():
@@ -153,8 +162,14 @@ class Dispatcher(PerProcess):
         if isinstance(started, Later):
             return "paced"
         if started is None or job.id not in {each.id for each in started[0].jobs}:
-            return "behind_older"  # older alerts of its lane went first, or are going
+            # Older alerts of its lane went first, or are going; or a pass took it meanwhile.
+            return self._running_now(job) or "behind_older"
         return started[1]
+
+    def _running_now(self, job: Job) -> Future[Settlement] | None:
+        """The attempt running `job` in this process now, if one is."""
+        with self._lock:
+            return self._running.get((job.home, job.id))
 
     def shutdown(self) -> None:
         """Stop deliberately (gunicorn's worker_exit hook): claim nothing more, let running
@@ -308,10 +323,12 @@ class Dispatcher(PerProcess):
             return self._jobs_running < MAX_JOB_THREADS
 
     def _submit(self, queue: Queue, claim: Claim, *, kind: AttemptKind) -> Future[Settlement]:
+        keys = tuple((job.home, job.id) for job in claim.jobs)
         with self._lock:
             self._jobs_running += 1
             future = self._executor().submit(self._run, queue, claim, kind)
-            self._futures.add(future)
+            self._futures[future] = keys
+            self._running.update(dict.fromkeys(keys, future))
         future.add_done_callback(self._forget)
         return future
 
@@ -336,7 +353,9 @@ class Dispatcher(PerProcess):
 
     def _forget(self, future: Future[Any]) -> None:
         with self._lock:
-            self._futures.discard(future)
+            for key in self._futures.pop(future, ()):
+                if self._running.get(key) is future:
+                    del self._running[key]
 
     def _executor(self) -> ThreadPoolExecutor:
         """This process's pool, created on first use (call with _lock held)."""
@@ -360,7 +379,7 @@ class Dispatcher(PerProcess):
             return False
         with self._lock:
             future = self._executor().submit(self._ask_telegram)
-            self._futures.add(future)
+            self._futures[future] = ()
         future.add_done_callback(self._forget)
         return True
 
