@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env
+from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env, stop_all
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 
 StartRelay = Callable[..., RelayProcess]
@@ -39,8 +39,8 @@ def start_relay(
         return relay.wait_ready()
 
     yield start
+    stop_all(started)
     for relay in started:
-        relay.stop()
         logs = relay.logs()
         assert TOKEN not in logs
         assert SECRET not in logs

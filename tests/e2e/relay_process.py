@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -169,11 +169,20 @@ class RelayProcess:
         self._log.close()
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 40.0) -> int:
+        self.signal_stop(sig)
+        return self.wait_stopped(timeout)
+
+    def signal_stop(self, sig: int = signal.SIGTERM) -> None:
+        """Ask it to stop (`wait_stopped` waits): several relays stop together this way."""
         if self.process.poll() is None:
             if self._wrapped:
                 os.killpg(self.process.pid, sig)
             else:
                 self.process.send_signal(sig)
+
+    def wait_stopped(self, timeout: float = 40.0) -> int:
+        """Until it has stopped (SIGKILL past `timeout`); its exit code."""
+        if self.process.poll() is None:
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -194,6 +203,14 @@ class RelayProcess:
             time.sleep(0.05)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def stop_all(relays: Sequence[RelayProcess]) -> None:
+    """Stop them together, each gracefully: the time of the slowest, not of them all."""
+    for relay in relays:
+        relay.signal_stop()
+    for relay in relays:
+        relay.wait_stopped()
 
 
 def children_of(pid: int) -> list[int]:

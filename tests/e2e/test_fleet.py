@@ -30,7 +30,7 @@ from tests.e2e.helpers import (
     unexplained_repeats,
     wait_until,
 )
-from tests.e2e.relay_process import RelayProcess, relay_env
+from tests.e2e.relay_process import RelayProcess, relay_env, stop_all
 from tests.fake_telegram import FakeTelegram
 from tests.postgres import PostgresServer
 
@@ -70,8 +70,8 @@ def fleet(fake_telegram: FakeTelegram, pg_url: str, tmp_path: Path) -> Iterator[
         return relays
 
     yield start
+    stop_all(started)
     for relay in started:
-        relay.stop()
         assert "pg-test-password" not in relay.logs()
 
 
