@@ -288,7 +288,7 @@ def test_the_development_guide_lists_every_module_under_its_layer() -> None:
 
 
 def test_a_relay_on_a_file_does_not_load_the_postgresql_driver(tmp_path: Path) -> None:
-    # psycopg (and asyncio, which it imports) cost every process a third of its start: the
+    # psycopg (and asyncio, which it imports) are over a quarter of the import (bench/start.py): the
     # gunicorn master, and each `relay-app` run. Only a spool in PostgreSQL needs them.
     environ = {
         "PATH": os.environ.get("PATH", ""),
