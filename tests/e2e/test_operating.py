@@ -90,6 +90,7 @@ def test_metrics_add_up_over_two_workers_through_success_outage_and_give_up(
     fake.stop()
     reply, _ = post(relay.webhook_url, titled("During the outage"))
     assert (reply.status_code, reply.json()["status"]) == (502, "queued")
+    outage_alert = reply.json()["alert"]
     assert wait_until(lambda: "Telegram is not answering" in relay.logs(), timeout=10)
     fake.start()
     assert wait_until(lambda: "During the outage" in delivered_titles(fake), timeout=20)
@@ -125,10 +126,20 @@ def test_metrics_add_up_over_two_workers_through_success_outage_and_give_up(
     assert counted(
         samples, attempts, sync_delivered, kind="sync", result="delivered", error_code=""
     )
-    assert value(samples, attempts, kind="sync", result="retryable_error", error_code="") == 1
-    assert value(samples, attempts, kind="sync", result="permanent_error", error_code="403") == 1
-    # While Telegram was down, only questions went out: no background attempt failed.
-    assert all(r["outcome"] == "delivered" for r in records if r.get("kind") == "background")
+    # Two attempts failed: the outage's webhook's and the refused one's, each made by the
+    # webhook, or by the dispatcher's thread when it took the alert first (the webhook waited
+    # for it all the same). While Telegram was down, only questions went out.
+    failed = [r for r in every_attempt if r["outcome"] != "delivered"]
+    assert sorted((r["outcome"], r["error_code"]) for r in failed) == [
+        ("permanent_error", 403),
+        ("retryable_error", None),
+    ]
+    refused_during_outage = next(r for r in failed if r["outcome"] == "retryable_error")
+    assert refused_during_outage["alerts"] == [outage_alert]
+    for attempt in failed:
+        code = str(attempt["error_code"] or "")
+        kind, result = attempt["kind"], attempt["outcome"]
+        assert value(samples, attempts, kind=kind, result=result, error_code=code) == 1
     # Refused ones never reach the fake: the relay's count is the only record of them.
     assert value(samples, "relay_telegram_probes_total", result="failed") >= 1
     assert value(samples, "relay_telegram_probes_total", result="answered") == 1
