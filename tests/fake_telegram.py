@@ -379,11 +379,7 @@ class FakeTelegram:
         }
         if posted.thread is not None:
             message.update(message_thread_id=posted.thread, is_topic_message=True)
-        update = {"update_id": next(self._update_ids), "message": message}
-        if not self._post_to_webhook(update):
-            with self._updates_changed:
-                self.updates.append(update)
-                self._updates_changed.notify_all()
+        self._person_wrote(message)
         return message_id
 
     def say(
@@ -415,12 +411,17 @@ class FakeTelegram:
             message["entities"] = [{"type": "bot_command", "offset": 0, "length": length}]
         if thread is not None:
             message.update(message_thread_id=thread, is_topic_message=True)
+        self._person_wrote(message)
+        return message_id
+
+    def _person_wrote(self, message: dict[str, Any]) -> None:
+        """A person's message as an update: posted to the relay's webhook when it set one, else
+        kept for getUpdates."""
         update = {"update_id": next(self._update_ids), "message": message}
         if not self._post_to_webhook(update):
             with self._updates_changed:
                 self.updates.append(update)
                 self._updates_changed.notify_all()
-        return message_id
 
     def replies_to(self, chat: int | str, message_id: int) -> list[Posted]:
         """What the relay posted in reply to a message of the chat."""

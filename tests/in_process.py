@@ -185,6 +185,16 @@ def title_numbers(text: str) -> list[int]:
 # --- acting from the chat ------------------------------------------------------------------------
 
 GLITCHTIP = "https://gt.example.org"
+
+
+def alone(number: int, title: str) -> dict[str, object]:
+    """An issue alone, as the watcher keeps it: its attachment and its section."""
+    link = f"{GLITCHTIP}/acme/issues/{number}"
+    payload = issue_alert(issue(number, title=title, link=link))
+    payload["sections"][0]["activitySubtitle"] = f"[View Issue BACKEND-{number}A]({link})"
+    return {"attachments": payload["attachments"], "sections": payload["sections"]}
+
+
 GT_TOKEN = "a1" * 32
 
 

@@ -19,8 +19,7 @@ from relay_app.routes import parse_routes
 from relay_app.spool.watched import Seen, Watched
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import CHAT_ID, FakeTime
-from tests.in_process import GLITCHTIP, Chat
-from tests.payloads import issue, issue_alert
+from tests.in_process import GLITCHTIP, Chat, alone
 from tests.prometheus import parse, value
 
 CHAT = str(CHAT_ID)
@@ -41,13 +40,6 @@ def command(
     if thread is not None:
         message.update(message_thread_id=thread, is_topic_message=True)
     return {"update_id": update_id, "message": message}
-
-
-def alone(number: int, title: str) -> dict[str, object]:
-    link = f"{GLITCHTIP}/acme/issues/{number}"
-    payload = issue_alert(issue(number, title=title, link=link))
-    payload["sections"][0]["activitySubtitle"] = f"[View Issue BACKEND-{number}A]({link})"
-    return {"attachments": payload["attachments"], "sections": payload["sections"]}
 
 
 @pytest.fixture

@@ -22,8 +22,7 @@ from relay_app.routes import RoutesError, parse_routes
 from relay_app.routes.summary_time import SummaryAt
 from relay_app.spool.watched import Seen, Watched
 from tests.conftest import FakeTime, run_background
-from tests.in_process import GLITCHTIP, GT_TOKEN, ScriptedTelegram
-from tests.payloads import issue, issue_alert
+from tests.in_process import GLITCHTIP, GT_TOKEN, ScriptedTelegram, alone
 from tests.prometheus import parse, value
 
 CHAT = "-1001234567890"
@@ -38,14 +37,6 @@ chat = {CHAT}
 summary = "09:00"
 timezone = "Europe/Moscow"
 """
-
-
-def alone(number: int, title: str) -> dict[str, object]:
-    """An issue alone, as the watcher keeps it: its attachment and its section."""
-    link = f"{GLITCHTIP}/acme/issues/{number}"
-    payload = issue_alert(issue(number, title=title, link=link))
-    payload["sections"][0]["activitySubtitle"] = f"[View Issue BACKEND-{number}A]({link})"
-    return {"attachments": payload["attachments"], "sections": payload["sections"]}
 
 
 @pytest.fixture
