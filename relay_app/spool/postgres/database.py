@@ -147,8 +147,39 @@ class PgDatabase(PerProcess):
         now: float | None,
         deadline: float,
         started: float,
-        stale_left: int = POOL_SIZE,
     ) -> T:
+        stale_left = POOL_SIZE
+        while True:
+            try:
+                return self._transaction(pool, work, now, deadline, started)
+            except _Stale:
+                # A pooled connection a restart or failover broke, found at the unit's first
+                # statement, before any of its work: the pool drops it, and the work runs on
+                # another. (Checking each one as it leaves the pool would cost a round trip on
+                # every unit of work.)
+                if stale_left == 0:
+                    raise SpoolError(f"the database {self.path} cannot be reached") from None
+                stale_left -= 1
+            except PoolTimeout:
+                if not self._reachable():
+                    self._found_unreachable()
+                    raise SpoolError(f"the database {self.path} cannot be reached") from None
+                if time.monotonic() >= deadline:
+                    self.on_lock_wait(time.monotonic() - started)
+                    raise SpoolBusy(
+                        f"every connection to the spool {self.path} stayed busy"
+                    ) from None
+
+    def _transaction(
+        self,
+        pool: ConnectionPool[psycopg.Connection[dict[str, Any]]],
+        work: Work[T],
+        now: float | None,
+        deadline: float,
+        started: float,
+    ) -> T:
+        """One try at `work` in a transaction on a pooled connection; the database's errors
+        said as the spool's. _Stale and PoolTimeout are left to `_work`, which tries again."""
         remaining = deadline - time.monotonic()
         watchdog: Deadline | None = None
         try:
@@ -168,52 +199,26 @@ class PgDatabase(PerProcess):
                         moment = self._begin(
                             connection, cursor, sock, deadline, time.time() if now is None else now
                         )
-                        try:
-                            tx = Tx(cursor, POSTGRESQL, moment)
-                            result = work(tx)
-                            if tx.news:
-                                # Delivered to every listener when (and only if) this commits.
-                                cursor.execute(f"NOTIFY {CHANNEL}")
-                            connection.commit()
-                        except BaseException:
-                            with contextlib.suppress(psycopg.Error):
-                                connection.rollback()
-                            raise
-                        return result
+                        return _committed(connection, cursor, moment, work)
+        except PoolTimeout:
+            raise  # a psycopg.Error too, but `_work`'s to judge
         except _Silent:
             self._found_unreachable()
             raise SpoolError(
                 f"the database {self.path} did not answer within {FIRST_ANSWER:g} s"
             ) from None
-        except _Stale:
-            # A pooled connection a restart or failover broke, found at the unit's first
-            # statement, before any of its work: the pool drops it, and the work runs on
-            # another. (Checking each one as it leaves the pool would cost a round trip on
-            # every unit of work.)
-            if stale_left > 0:
-                return self._work(pool, work, now, deadline, started, stale_left - 1)
-            raise SpoolError(f"the database {self.path} cannot be reached") from None
-        except PoolTimeout:
-            if not self._reachable():
-                self._found_unreachable()
-                raise SpoolError(f"the database {self.path} cannot be reached") from None
-            if time.monotonic() < deadline:
-                return self._work(pool, work, now, deadline, started, stale_left)  # busy
-            self.on_lock_wait(time.monotonic() - started)
-            raise SpoolBusy(f"every connection to the spool {self.path} stayed busy") from None
         except (pg_errors.LockNotAvailable, pg_errors.QueryCanceled, pg_errors.DeadlockDetected):
             self.on_lock_wait(time.monotonic() - started)
             raise SpoolBusy(
                 f"the spool {self.path} stayed locked for {time.monotonic() - started:.1f} s"
             ) from None
         except psycopg.Error as exc:
-            if watchdog is not None and watchdog.expired:
-                self._found_unreachable()
-                raise SpoolError(
-                    f"the database {self.path} did not answer within "
-                    f"{time.monotonic() - started:.1f} s"
-                ) from None
-            raise SpoolError(f"the spool {self.path} failed: {_said(exc)}") from None
+            if watchdog is None or not watchdog.expired:
+                raise SpoolError(f"the spool {self.path} failed: {_said(exc)}") from None
+            self._found_unreachable()
+            raise SpoolError(
+                f"the database {self.path} did not answer within {time.monotonic() - started:.1f} s"
+            ) from None
 
     read = write
 
@@ -402,6 +407,24 @@ _SERVER_WENT_AWAY = (
     pg_errors.CrashShutdown,
     pg_errors.CannotConnectNow,
 )
+
+
+def _committed(
+    connection: psycopg.Connection[dict[str, Any]], cursor: Cursor, moment: Now, work: Work[T]
+) -> T:
+    """`work`'s result once its transaction is committed; rolled back when it raises."""
+    try:
+        tx = Tx(cursor, POSTGRESQL, moment)
+        result = work(tx)
+        if tx.news:
+            # Delivered to every listener when (and only if) this commits.
+            cursor.execute(f"NOTIFY {CHANNEL}")
+        connection.commit()
+    except BaseException:
+        with contextlib.suppress(psycopg.Error):
+            connection.rollback()
+        raise
+    return result
 
 
 class _Stale(Exception):
