@@ -5,14 +5,16 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from zoneinfo import ZoneInfo
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from .acting.daily_summary import DailySummaries
 from .acting.escalation import Escalation
+from .acting.handoffs import Handoffs
 from .acting.outgoing import Outgoing
 from .acting.silencing import Silencing
 from .core.errors import SpoolError
@@ -57,6 +59,8 @@ from .web.webhook_alerts import WebhookAlerts
 from .words import words_for
 
 Clock = Callable[[], float]
+# What the dispatcher's upkeep posts when its time comes.
+OnTime = DailySummaries | Handoffs
 
 __all__ = [
     "Relay",
@@ -111,21 +115,11 @@ def assemble(
     # memory, which has the same parts and so keeps the same rules for this process alone.
     shared = spool or memory
     local = _local_spool(settings, spool)
-    files = [spool, local.spool if local is not None else None, memory]
-    queues: list[Queue] = [each.queue for each in files if each is not None]
+    queues = _queues(spool, local, memory)
     health, metrics = _health_and_metrics(spool, local, queues, timing.probe_interval)
     setup = None
     if telegram is None:
-        client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
-        telegram = Courier(client, attempt_timeout=settings.send_timeout)
-        setup = SetupWatch(
-            settings,
-            reach_again_every=timing.reach_again,
-            speaks=one_worker_says(shared.warnings),
-            failing=lambda: health.send_failed(clock()),
-            telegram_answers=lambda: health.current().sending,
-            commands=command_list(settings, spool),
-        )
+        telegram, setup = _bot_api(settings, spool, shared, health, clock)
         metrics.add_gauges(setup)
     last_webhook = LastWebhook(shared.arrivals, clock=clock)
     metrics.add_gauges(last_webhook)
@@ -185,11 +179,7 @@ def assemble(
         outgoing=outgoing,
     )
 
-    def held(destination: Destination) -> None:
-        metrics.silenced.inc()
-        if summaries is not None:
-            summaries.held(destination)
-
+    held = _held(metrics, summaries)
     silencing = Silencing(shared.silences, shared.sent, outbox=outbox, held=held, clock=clock)
     dispatcher = Dispatcher(
         queues=queues,
@@ -199,18 +189,11 @@ def assemble(
         metrics=metrics,
         attempt_timeout=settings.send_timeout,
         clock=clock,
-        upkeep=_upkeep(outgoing, silencing, escalation, [p.upkeep for p in on_time if p]),
+        upkeep=_upkeep(outgoing, silencing, escalation, on_time),
         timing=timing,
         mover=local.mover if local is not None else None,
     )
-    intake = Intake(
-        spool=spool.queue if spool is not None else None,
-        local=local.spool.queue if local is not None else None,
-        memory=memory.queue,
-        jobs=jobs,
-        dispatcher=dispatcher,
-        clock=clock,
-    )
+    intake = Intake(queues=queues, jobs=jobs, dispatcher=dispatcher, clock=clock)
     lookups = _issue_lookups(settings, metrics, shared, clock)
     webhooks = RoutedWebhooks(
         WebhookAlerts(
@@ -267,22 +250,57 @@ def _local_spool(settings: Settings, spool: Spool | None) -> LocalSpool | None:
     )
 
 
+def _queues(spool: Spool | None, local: LocalSpool | None, memory: Spool) -> list[Queue]:
+    """Where an alert may wait, in the order it tries them: memory last."""
+    files = [spool, local.spool if local is not None else None, memory]
+    return [each.queue for each in files if each is not None]
+
+
+def _bot_api(
+    settings: Settings, spool: Spool | None, shared: Spool, health: Health, clock: Clock
+) -> tuple[Courier, SetupWatch]:
+    """Telegram's Bot API, and the watch over what the relay's setup needs of it."""
+    client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
+    setup = SetupWatch(
+        settings,
+        reach_again_every=settings.timing.reach_again,
+        speaks=one_worker_says(shared.warnings),
+        failing=lambda: health.send_failed(clock()),
+        telegram_answers=lambda: health.current().sending,
+        commands=command_list(settings, spool),
+    )
+    return Courier(client, attempt_timeout=settings.send_timeout), setup
+
+
+def _held(metrics: Metrics, summaries: DailySummaries | None) -> Callable[[Destination], None]:
+    """What is told of an alert a silence held: the counter, and the place's next summary."""
+
+    def held(destination: Destination) -> None:
+        metrics.silenced.inc()
+        if summaries is not None:
+            summaries.held(destination)
+
+    return held
+
+
 def _upkeep(
     outgoing: Outgoing,
     silencing: Silencing,
     escalation: Escalation,
-    on_time: list[Callable[[], int]],
+    on_time: Iterable[OnTime | None],
 ) -> Callable[[], None]:
     """The dispatcher's upkeep, once a second: old records forgotten, silences that ran out
     ended (each at most as often as it asks for), escalation steps that are due fired, and
     what is posted at its time (daily summaries, on-call handoffs) when it has come."""
 
+    posts = [each for each in on_time if each is not None]
+
     def upkeep() -> None:
         outgoing.tidy()
         silencing.sweep()
         escalation.fire_due()
-        for post_what_is_due in on_time:
-            post_what_is_due()
+        for post_what_is_due in posts:
+            post_what_is_due.upkeep()
 
     return upkeep
 

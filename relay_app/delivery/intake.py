@@ -68,22 +68,13 @@ class Refused:
 
 class Intake:
     def __init__(
-        self,
-        *,
-        spool: Queue | None,
-        memory: Queue,
-        jobs: Jobs,
-        dispatcher: Dispatcher,
-        clock: Clock = time.time,
-        local: Queue | None = None,
+        self, *, queues: list[Queue], jobs: Jobs, dispatcher: Dispatcher, clock: Clock = time.time
     ) -> None:
-        """`local`: this host's own file, where an alert waits when the spool in PostgreSQL
-        cannot take it in time (spool/moving.py moves it there later); `memory` is the last
-        resort, when no disk would take it."""
-        self._spool = spool
-        self._on_disk = [queue for queue in (spool, local) if queue is not None]
-        self._queues = {queue.home: queue for queue in (*self._on_disk, memory)}
-        self._memory = memory
+        """`queues`, in the order an alert tries them: the spool, this host's own file (where
+        an alert waits when the spool in PostgreSQL cannot take it in time; spool/moving.py
+        moves it there later), and memory last, the last resort when no disk would take it."""
+        *self._on_disk, self._memory = queues
+        self._queues = {queue.home: queue for queue in queues}
         self._jobs = jobs
         self._dispatcher = dispatcher
         self._clock = clock
@@ -196,7 +187,7 @@ class Intake:
         else:
             self._dispatcher.wake()  # its lane is known to the thread, which takes it in turn
             attempted = Attempted(None, waiting=tried)
-        if self._spool is None and not isinstance(attempted.outcome, Delivered | Dead):
+        if not self._on_disk and not isinstance(attempted.outcome, Delivered | Dead):
             self._kept_in_memory(job, attempted)
         return attempted
 

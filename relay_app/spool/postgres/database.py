@@ -38,6 +38,7 @@ from ...core.process import PerProcess
 from ..history import POSTGRES, SCHEMA_VERSION, statements_after
 from ..store import POSTGRESQL, Now, Tx, Work
 from .coming_back import ComingBack
+from .listener import CHANNEL, Listener
 
 log = logging.getLogger("relay_app.spool")
 
@@ -64,13 +65,9 @@ CONNECTION_WAIT = 1.0
 # After the database could not be reached, units of work fail at once for this long, rather
 # than each waiting to learn it again; then the next one tries it again.
 UNREACHABLE_FOR = 1.0
-# The channel a relay notifies when it queues work, so the others need not wait to poll.
-CHANNEL = "relay_queue"
 # Any fixed number: every relay takes this advisory lock to create or upgrade the schema, so
 # three replicas starting at once on an empty database do it one after another.
 SCHEMA_LOCK = 0x72656C6179  # "relay"
-# How long the listener waits for a notification before looking at its stop event.
-LISTEN_SLICE = 1.0
 
 
 class PgDatabase(PerProcess):
@@ -95,7 +92,7 @@ class PgDatabase(PerProcess):
         self._for_service = for_service
         self._caller_skew = caller_skew
         self._pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] | None = None
-        self._listener: _Listener | None = None
+        self._listener: Listener | None = None
         # A pool inherited through fork is the parent's: never used or closed here, and kept
         # referenced, so that the garbage collector does not end the parent's sessions.
         self._inherited: list[object] = []
@@ -264,7 +261,7 @@ class PgDatabase(PerProcess):
         self._here()
         with self._lock:
             if self._listener is None or not self._listener.alive:
-                self._listener = _Listener(self.url, on_news)
+                self._listener = Listener(self.url, on_news, connect_timeout=CONNECT_TIMEOUT)
 
     def stop_listening(self) -> None:
         self._here()
@@ -433,43 +430,6 @@ class _Stale(Exception):
 
 class _Silent(Exception):
     """The database did not answer a unit of work's first statement in time."""
-
-
-class _Listener:
-    """One connection that LISTENs, on a thread of its own; reconnects until stopped."""
-
-    def __init__(self, url: str, on_news: Callable[[], None]) -> None:
-        self._url = url
-        self._on_news = on_news
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="relay-spool-listener", daemon=True)
-        self._thread.start()
-
-    @property
-    def alive(self) -> bool:
-        return self._thread.is_alive()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(LISTEN_SLICE + CONNECT_TIMEOUT + 1)
-
-    def _run(self) -> None:
-        pause = 0.5
-        while not self._stop.is_set():
-            try:
-                with psycopg.connect(
-                    self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT
-                ) as connection:
-                    connection.execute(f"LISTEN {CHANNEL}")
-                    pause = 0.5
-                    self._on_news()  # anything queued while not listening
-                    while not self._stop.is_set():
-                        if any(True for _ in connection.notifies(timeout=LISTEN_SLICE)):
-                            self._on_news()
-            except psycopg.Error:
-                # The poll goes on meanwhile; the next connection catches up.
-                self._stop.wait(pause)
-                pause = min(pause * 2, 5.0)
 
 
 @contextmanager
