@@ -72,21 +72,14 @@ def _check(args: argparse.Namespace, console: Console) -> int:
 
 def _test(args: argparse.Namespace, console: Console) -> int:
     table = _table(args.routes, console)
-    try:
-        payload = payload_from_json(Path(args.payload).read_bytes())
-    except OSError as exc:
-        raise Failed(f"{args.payload}: {exc.strerror or exc}") from None
-    except PayloadError as exc:
-        raise Failed(f"{args.payload}: {exc}") from None
+    payload = _payload(args.payload)
     default = _default(console)
     routed = split(payload, table, default, default)
     out = console.out
     for part in routed.parts:
-        route = (
-            f"route {part.route.number} “{part.route.name}”"
-            if part.route is not None
-            else "no route (where the webhook URL says: the defaults here)"
-        )
+        route = "no route (where the webhook URL says: the defaults here)"
+        if part.route is not None:
+            route = f"route {part.route.number} “{part.route.name}”"
         mentions = f", calling {', '.join(part.mention)}" if part.mention else ""
         print(f"{part.destination.describe()}{mentions}: {route}", file=out)
         for title in _titles(part.payload):
@@ -97,6 +90,15 @@ def _test(args: argparse.Namespace, console: Console) -> int:
             print(f"  {title}", file=out)
     print("nothing was sent", file=out)
     return 0
+
+
+def _payload(path: str) -> dict[str, Any]:
+    try:
+        return payload_from_json(Path(path).read_bytes())
+    except OSError as exc:
+        raise Failed(f"{path}: {exc.strerror or exc}") from None
+    except PayloadError as exc:
+        raise Failed(f"{path}: {exc}") from None
 
 
 def _default(console: Console) -> Destination:
@@ -123,12 +125,7 @@ def _describe(route: Route) -> str:
     matchers = " and ".join(_said(matcher) for matcher in route.matchers) or "every alert"
     if route.drop:
         return f"{matchers}: dropped"
-    where = []
-    if route.chat is not None:
-        where.append(f"chat {route.chat}")
-    if route.thread is not None:
-        of = "" if route.chat is not None else " of TELEGRAM_CHAT_ID"
-        where.append(f"topic {route.thread}{of}")
+    where = _place(route)
     if route.mention:
         where.append(f"calling {', '.join(route.mention)}")
     where += _sound(route.sound)
@@ -140,6 +137,15 @@ def _describe(route: Route) -> str:
         zone = route.summary.timezone or "RELAY_TIMEZONE"
         where.append(f"a daily summary at {route.summary.at:%H:%M} ({zone})")
     return f"{matchers}: {', '.join(where)}"
+
+
+def _place(route: Route) -> list[str]:
+    """The chat and topic a route names; what it leaves out is the webhook URL's."""
+    if route.thread is None:
+        return [] if route.chat is None else [f"chat {route.chat}"]
+    if route.chat is None:
+        return [f"topic {route.thread} of TELEGRAM_CHAT_ID"]
+    return [f"chat {route.chat}", f"topic {route.thread}"]
 
 
 def _sound(sound: Sound) -> list[str]:
