@@ -147,15 +147,20 @@ class Commands:
         self._count = count
         self._clock = clock
 
+    def _to_this_bot(self, command: Command) -> bool:
+        """`/issues@name`: whether `name` is this bot's; a bare `/issues` is anyone's."""
+        if command.addressed_to is None:
+            return True
+        mine = self._bot_username()
+        return mine is not None and command.addressed_to.casefold() == mine.casefold()
+
     def handle(self, command: Command) -> bool:
         """Answer the command when it is one of these, for this bot, in a chat the relay
         serves; whether it was this handler's (the update goes nowhere else then)."""
         if command.name not in COMMANDS:
             return False
-        if command.addressed_to is not None:
-            mine = self._bot_username()
-            if mine is None or command.addressed_to.casefold() != mine.casefold():
-                return True  # another bot's: not answered, and not a reply to comment on
+        if not self._to_this_bot(command):
+            return True  # another bot's: not answered, and not a reply to comment on
         if command.chat not in self._served:
             log.info(
                 "/%s in chat %s, which the relay does not serve: not answered",

@@ -19,7 +19,7 @@ from ..core.errors import SpoolError
 from ..core.metrics import Metrics
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
-from ..spool.sent import SentStore
+from ..spool.sent import SentStore, Synced
 from .escalation import Escalation
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,20 @@ class CardsInStep:
         self._metrics = metrics
         self._clock = clock
 
+    def _noted(self, change: Synced) -> None:
+        """A card now in step: logged, counted, and its escalation stopped unless open."""
+        log.info(
+            "%s is %s in GlitchTip: its card in chat %s (message %d) says so",
+            change.label,
+            change.status,
+            change.chat,
+            change.message_id,
+        )
+        if self._metrics is not None:
+            self._metrics.cards_in_step.labels(change.status).inc()
+        if change.status != "unresolved" and self._escalation is not None:
+            self._escalation.acted(change.chat, change.message_id)
+
     def follow(self, states: Mapping[str, str], *, asked_at: float, settle: float = SETTLE) -> int:
         """GlitchTip's states of these issues, asked at `asked_at`: the cards that show
         another are edited; how many buttons changed. `settle` 0: the relay itself just made
@@ -63,21 +77,9 @@ class CardsInStep:
         except SpoolError as exc:
             log.warning("cards could not be brought in step with GlitchTip now: %s", exc)
             return 0
-        edited: set[tuple[str, int]] = set()
         for change in synced:
-            log.info(
-                "%s is %s in GlitchTip: its card in chat %s (message %d) says so",
-                change.label,
-                change.status,
-                change.chat,
-                change.message_id,
-            )
-            if self._metrics is not None:
-                self._metrics.cards_in_step.labels(change.status).inc()
-            if change.status != "unresolved" and self._escalation is not None:
-                self._escalation.acted(change.chat, change.message_id)
-            edited.add((change.chat, change.message_id))
-        for chat, message_id in edited:
+            self._noted(change)
+        for chat, message_id in {(change.chat, change.message_id) for change in synced}:
             try:
                 self._outbox.card(chat, message_id)
             except SpoolError as exc:

@@ -109,13 +109,16 @@ class Outgoing:
                 ", ".join(origins[:3]) + (" and others" if len(origins) > 3 else ""),
             )
 
+    def _new_buttons(self, alerts: Sequence[Message]) -> tuple[IssueButton, ...]:
+        if not self._buttons:
+            return ()
+        issues = (issue for alert in alerts for issue in alert.subjects.issues)
+        return new_buttons(issues, _fresh_keys())
+
     def plan(self, alerts: Sequence[Message], destination: Destination) -> Plan:
         if self._store is None:
             return NOTHING
-        buttons: tuple[IssueButton, ...] = ()
-        if self._buttons:
-            issues = (issue for alert in alerts for issue in alert.subjects.issues)
-            buttons = new_buttons(issues, _fresh_keys())
+        buttons = self._new_buttons(alerts)
         recoveries = tuple(self._outages_ended(alerts, destination))
         answering = next((alert.reply_to for alert in alerts if alert.reply_to is not None), None)
         reply_to = recoveries[-1][1].message_id if recoveries else answering

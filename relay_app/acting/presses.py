@@ -165,6 +165,15 @@ class Presses:
             return None
         return parsed[0], parsed[1], found[0], found[1]
 
+    def _offered(self, verb: Verb, button: IssueButton) -> bool:
+        """Whether the message still shows `verb`, and this relay can do it."""
+        # An Ignore on a card from before its choices ignores for ever, as it said.
+        if verb not in verbs_for(button) and not (verb == "ignore" and _open(button)):
+            return False
+        if verb in SILENCE_VERBS:
+            return self._silencing is not None
+        return verb not in SNOOZE_VERBS or self._snoozing is not None
+
     def _may_act(self, press: Press, verb: Verb, button: IssueButton) -> bool:
         """Whether the press may act: someone allowed, on a button the message still shows
         (otherwise it is answered here)."""
@@ -179,12 +188,7 @@ class Presses:
             self._count("refused")
             self._answer(press, self._team.words.press_not_allowed, alert=True)
             return False
-        # An Ignore on a card from before its choices ignores for ever, as it said.
-        still_offered = verb in verbs_for(button) or (verb == "ignore" and _open(button))
-        unset = (verb in SILENCE_VERBS and self._silencing is None) or (
-            verb in SNOOZE_VERBS and self._snoozing is None
-        )
-        if not still_offered or unset:
+        if not self._offered(verb, button):
             why = f"came from an out-of-date button (the issue is {button.status or 'unresolved'})"
             self._out_of_date(press, verb, button, why)
             return False
