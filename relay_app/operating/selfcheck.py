@@ -185,23 +185,26 @@ def telegram_verdicts(
     yield _test_message_verdict(client, settings.default_destination, deadline, api, words)
 
 
+def _chats(settings: Settings) -> list[ChatId]:
+    """Every chat the relay may write to, each once: the default, the allowed, the routes'."""
+    chats: list[ChatId] = [settings.default_destination.chat]
+    chats += sorted(
+        (chat for key in settings.allowed_chat_ids if (chat := parse_chat_id(key)) is not None),
+        key=str,
+    )
+    known = {chat_key(chat) for chat in chats}
+    return chats + [chat for chat in settings.routes.chats if chat_key(chat) not in known]
+
+
 def _chat_verdicts(
     client: TelegramClient, settings: Settings, bot_id: int, deadline: Callable[[], float]
 ) -> Generator[Verdict, None, bool]:
     """Each configured chat's verdict (and the default topic's); whether the default chat
     works."""
     default = settings.default_destination
-    chats: list[ChatId] = [default.chat]
-    chats += sorted(
-        (chat for key in settings.allowed_chat_ids if (chat := parse_chat_id(key)) is not None),
-        key=str,
-    )
-    # The routes' chats too (RELAY_ROUTES): each once.
-    known = {chat_key(chat) for chat in chats}
-    chats += [chat for chat in settings.routes.chats if chat_key(chat) not in known]
     topics = _topics(settings)
     default_works = False
-    for chat in chats:
+    for chat in _chats(settings):
         verdict, info = _chat_verdict(client, chat, bot_id, deadline, settings.telegram_api_url)
         yield verdict
         if chat == default.chat:

@@ -92,6 +92,18 @@ def _add(spool: Spool, args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _as_routes_read(matchers: Matchers) -> dict[str, str]:
+    """What a silence matches, in the routes' keys: what the routes may choose a chat by."""
+    known = {
+        key: value
+        for key, value in (("project", matchers.project), ("environment", matchers.environment))
+        if value is not None
+    }
+    if matchers.issue is not None and not matchers.issue.isdigit():
+        known["issue"] = matchers.issue  # a short id, as routes read it
+    return known
+
+
 def _chats(
     given: str | None, matchers: Matchers, environ: Mapping[str, str]
 ) -> tuple[list[str], str]:
@@ -106,16 +118,9 @@ def _chats(
         raise Failed(f"{exc}; or give --chat") from None
     if not table:
         return [default], "In TELEGRAM_CHAT_ID's chat (no RELAY_ROUTES; --chat names another)."
-    known = {
-        key: value
-        for key, value in (("project", matchers.project), ("environment", matchers.environment))
-        if value is not None
-    }
-    if matchers.issue is not None and not matchers.issue.isdigit():
-        known["issue"] = matchers.issue  # a short id, as routes read it
     where = parse_chat_id(default)
     assert where is not None  # _chat checked it
-    chats = [chat_key(chat) for chat in table.chats_for(known, where)]
+    chats = [chat_key(chat) for chat in table.chats_for(_as_routes_read(matchers), where)]
     return chats, (
         f"In each chat the routes of {table.source} may send such alerts to, and "
         "TELEGRAM_CHAT_ID's (--chat names one chat alone)."

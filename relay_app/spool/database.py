@@ -269,16 +269,7 @@ class Database(PerProcess):
         if not os.path.isdir(directory):
             raise SpoolError(f"the directory {directory} does not exist")
         if not self._for_service and not os.path.exists(self.path):
-            where = os.path.abspath(self.path)
-            if where != self.path:
-                # A relative RELAY_SPOOL_PATH names a file in the relay's working directory, which
-                # need not be this command's.
-                raise SpoolMissing(
-                    f"there is no spool at {where} ({self.path} in {os.getcwd()}): run this in "
-                    "the relay's working directory, or set RELAY_SPOOL_PATH to the spool's full "
-                    "path"
-                )
-            raise SpoolMissing(f"there is no spool at {where}")
+            raise _missing(self.path)
         # Workers start together: only one at a time may find the file corrupt and replace it,
         # or a second could move aside the fresh file the first just made.
         with _file_lock(f"{self.path}.lock"):
@@ -365,6 +356,19 @@ class Database(PerProcess):
 def _alone(db: sqlite3.Connection, work: Work[T], at: Now) -> T:
     """`work` that only reads, outside a transaction: it waits for no writer."""
     return work(Tx(db, SQLITE, at))
+
+
+def _missing(path: str) -> SpoolMissing:
+    """What a person's tool says of a spool file that is not there."""
+    where = os.path.abspath(path)
+    if where == path:
+        return SpoolMissing(f"there is no spool at {where}")
+    # A relative RELAY_SPOOL_PATH names a file in the relay's working directory, which need not
+    # be this command's.
+    return SpoolMissing(
+        f"there is no spool at {where} ({path} in {os.getcwd()}): run this in the relay's "
+        "working directory, or set RELAY_SPOOL_PATH to the spool's full path"
+    )
 
 
 def _in_transaction(db: sqlite3.Connection, work: Work[T], at: Now) -> T:
