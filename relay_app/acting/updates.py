@@ -176,20 +176,10 @@ class Poller(PerProcess):
     def _loop(self) -> None:
         failures = 0
         while not self._stop.is_set():
-            try:
-                offset = self._lease.take(
-                    this_process(), now=self._clock(), hold_for=self._hold_for
-                )
-            except SpoolError as exc:
-                log.debug("the poller's lease could not be read: %s", exc)
-                offset = None
+            offset = self._held_offset()
             if offset is None:
-                self._holding = False
                 self._stop.wait(self._takeover_look)
                 continue
-            if not self._holding:
-                log.info("this process reads Telegram's updates now (button presses)")
-                self._holding = True
             try:
                 updates = self._client.poll_updates(
                     offset,
@@ -209,12 +199,29 @@ class Poller(PerProcess):
             failures = 0
             for update in updates:
                 handle_update(update, self._handle)
-                update_id = update.get("update_id")
-                if isinstance(update_id, int):
-                    try:
-                        self._lease.confirm(this_process(), update_id + 1)
-                    except SpoolError as exc:
-                        log.warning("a handled update could not be confirmed: %s", exc)
+                self._confirm(update.get("update_id"))
+
+    def _held_offset(self) -> int | None:
+        """The lease taken or kept for this process: the first update to read; None when
+        another process reads them."""
+        try:
+            offset = self._lease.take(this_process(), now=self._clock(), hold_for=self._hold_for)
+        except SpoolError as exc:
+            log.debug("the poller's lease could not be read: %s", exc)
+            offset = None
+        if offset is not None and not self._holding:
+            log.info("this process reads Telegram's updates now (button presses)")
+        self._holding = offset is not None
+        return offset
+
+    def _confirm(self, update_id: object) -> None:
+        """The lease's offset past a handled update: whoever reads next starts after it."""
+        if not isinstance(update_id, int):
+            return
+        try:
+            self._lease.confirm(this_process(), update_id + 1)
+        except SpoolError as exc:
+            log.warning("a handled update could not be confirmed: %s", exc)
 
     def _after_failure(self, error: DeliveryError, failures: int) -> float:
         """How long to wait after a failed poll, and the log line that says why."""

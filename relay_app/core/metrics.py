@@ -17,10 +17,11 @@ import glob
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
 if TYPE_CHECKING:
+    from prometheus_client import Counter
     from prometheus_client.core import Metric
 
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
@@ -79,25 +80,23 @@ class Metrics:
     def __init__(self, gauges: Collector | None = None) -> None:
         """`gauges` are read at each scrape (gauges.py: the spool and Telegram's health)."""
         # Imported here, not at the top: see the module's docstring.
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import CollectorRegistry, Histogram
 
         self.multiprocess_dir = os.environ.get(MULTIPROC_DIR) or None
         # The relay's own registry, not the global one: two apps in one process (tests) must
         # not share counts, and the global one would add Python's process metrics per worker.
         self.registry = CollectorRegistry()
-        self.webhooks = Counter(
+        self.webhooks = self._counter(
             "relay_webhooks",
             "Webhooks answered, by outcome (sent, queued, silenced, dropped, failed, rejected) and "
             "reason; a webhook the routes split counts once per part",
             ["outcome", "reason"],
-            registry=self.registry,
         )
-        self.attempts = Counter(
+        self.attempts = self._counter(
             "relay_delivery_attempts",
             "Attempts to deliver a message to Telegram, by kind (sync: the webhook's own; "
             "background: a retry or a paced send), result, and Telegram's error code",
             ["kind", "result", "error_code"],
-            registry=self.registry,
         )
         self.delivery_seconds = Histogram(
             "relay_delivery_seconds",
@@ -105,31 +104,27 @@ class Metrics:
             buckets=DELIVERY_BUCKETS,
             registry=self.registry,
         )
-        self.routed = Counter(
+        self.routed = self._counter(
             "relay_alerts_routed",
             "Issues (and uptime monitors) the routes file sent on, by route name ('none': no "
             "route matched, so where the webhook URL says)",
             ["route"],
-            registry=self.registry,
         )
-        self.dropped = Counter(
+        self.dropped = self._counter(
             "relay_alerts_dropped",
             "Issues (and uptime monitors) a route with drop = true kept out of every chat",
             ["route"],
-            registry=self.registry,
         )
-        self.writes = Counter(
+        self.writes = self._counter(
             "relay_chat_writes",
             "Attempts of the writes to a chat other than alerts, each a job in the spool as an "
             "alert is, by job (card: an alert's message edited after a press, a mute or a "
             "recovery; reply; reaction), result, and Telegram's error code",
             ["job", "result", "error_code"],
-            registry=self.registry,
         )
-        self.rate_limited = Counter(
+        self.rate_limited = self._counter(
             "relay_telegram_rate_limited",
             "429 Too Many Requests answers received from Telegram",
-            registry=self.registry,
         )
         self.digest_alerts = Histogram(
             "relay_digest_alerts",
@@ -137,11 +132,10 @@ class Metrics:
             buckets=DIGEST_BUCKETS,
             registry=self.registry,
         )
-        self.undelivered = Counter(
+        self.undelivered = self._counter(
             "relay_alerts_undelivered",
             "Alerts that will not reach Telegram, each logged as ALERT NOT DELIVERED with its "
             "text (dead letters, refused webhook URLs, alerts that could not be queued)",
-            registry=self.registry,
         )
         self.lock_waits = Histogram(
             "relay_spool_lock_wait_seconds",
@@ -150,107 +144,88 @@ class Metrics:
             buckets=LOCK_WAIT_BUCKETS,
             registry=self.registry,
         )
-        self.probes = Counter(
+        self.probes = self._counter(
             "relay_telegram_probes",
             "Questions that post nothing (getMe) asked while Telegram was failing, by result "
             "(answered, failed)",
             ["result"],
-            registry=self.registry,
         )
-        self.second_chances = Counter(
+        self.second_chances = self._counter(
             "relay_alerts_second_chance",
             "Dead letters sent once more because their chat accepted a message again",
-            registry=self.registry,
         )
-        self.presses = Counter(
+        self.presses = self._counter(
             "relay_button_presses",
             "Presses on alerts' buttons, by outcome: someone on it (taken), the status "
             "GlitchTip now has (resolved, ignored, unresolved), a silence started or ended in "
             "the chat (muted, unmuted), or why nothing changed (refused, unknown, stale, "
             "repeated, failed)",
             ["outcome"],
-            registry=self.registry,
         )
-        self.glitchtip_lookups = Counter(
+        self.glitchtip_lookups = self._counter(
             "relay_glitchtip_lookups",
             "Look-ups of an issue's details in GlitchTip's API for an alert's message, by "
             "outcome: read, cached (known already), gone (no such issue), failed (GlitchTip "
             "down, slow, or refusing the token), skipped (none tried while it fails)",
             ["outcome"],
-            registry=self.registry,
+            series=LOOKUP_OUTCOMES,
         )
-        for outcome in LOOKUP_OUTCOMES:  # each series from the start: a rule reads "failed"
-            self.glitchtip_lookups.labels(outcome)
-        self.escalations = Counter(
+        self.escalations = self._counter(
             "relay_escalation_steps",
             "Escalation steps of routes (docs/oncall.md), by outcome: fired (a reply under the "
             "alert called their people) or stopped (someone acted on the alert first)",
             ["outcome"],
-            registry=self.registry,
+            series=("fired", "stopped"),
         )
-        for step_outcome in ("fired", "stopped"):
-            self.escalations.labels(step_outcome)
-        self.watcher_requests = Counter(
+        self.watcher_requests = self._counter(
             "relay_watcher_requests",
             "Requests the watcher of GlitchTip made about the issues the relay alerted on, by "
             "outcome: answered, or failed (GlitchTip down, slow, or refusing the token)",
             ["outcome"],
-            registry=self.registry,
+            series=("answered", "failed"),
         )
-        for asked in ("answered", "failed"):
-            self.watcher_requests.labels(asked)
-        self.cards_in_step = Counter(
+        self.cards_in_step = self._counter(
             "relay_cards_in_step",
             "Issue buttons on cards made to show the status GlitchTip has for the issue, changed "
             "outside the chat (its UI or API), by that status",
             ["status"],
-            registry=self.registry,
+            series=("resolved", "ignored", "unresolved"),
         )
-        for status in ("resolved", "ignored", "unresolved"):
-            self.cards_in_step.labels(status)
-        self.snoozes = Counter(
+        self.snoozes = self._counter(
             "relay_snoozes",
             "Issues ignored from a card until a time or so many more events, by outcome: made, "
             "back (the condition met: unresolved again in GlitchTip, said under the alert), or "
             "cancelled (no longer ignored meanwhile)",
             ["outcome"],
-            registry=self.registry,
+            series=("made", "back", "cancelled"),
         )
-        for snooze_outcome in ("made", "back", "cancelled"):
-            self.snoozes.labels(snooze_outcome)
         self._chat_counters()
-        self.escalating_posts = Counter(
+        self.escalating_posts = self._counter(
             "relay_escalating_posts",
             "Unresolved issues the relay alerted on, posted again because they are escalating",
-            registry=self.registry,
         )
-        self.silenced = Counter(
+        self.silenced = self._counter(
             "relay_alerts_silenced",
             "Alerts held back from their chat by a silence: kept in the spool, counted, and "
             "summed up in one message when the silence ends",
-            registry=self.registry,
         )
-        self.replies = Counter(
+        self.replies = self._counter(
             "relay_replies",
             "Replies in the chat to the relay's messages, by outcome: commented (posted on the "
             "issue in GlitchTip), asked (which issue, for a message about several), refused "
             "(the author may not act), unknown (a message the relay does not keep), repeated, "
             "failed",
             ["outcome"],
-            registry=self.registry,
+            series=REPLY_OUTCOMES,
         )
-        for reply in REPLY_OUTCOMES:
-            self.replies.labels(reply)
-        self.misses = Counter(
+        self.misses = self._counter(
             "relay_requests_missed",
             "Requests that reached no page, by reason: webhook_secret (a webhook URL with a "
             "wrong secret), webhook_path (a near miss of the webhook's path), telegram_secret "
             "(Telegram posting to an old address), method, unknown_path",
             ["reason"],
-            registry=self.registry,
+            series=MISS_REASONS,
         )
-        for reason in MISS_REASONS:  # each series from the start: the rules read them
-            self.misses.labels(reason)
         self._gauges: list[Collector] = []
         if gauges is not None:
             self.add_gauges(gauges)
@@ -258,36 +233,45 @@ class Metrics:
     def _chat_counters(self) -> None:
         """The counters of what the relay writes to the chat beyond alerts: summaries, handoffs,
         answers to commands, links' cards."""
-        from prometheus_client import Counter  # here, not at the top: the module docstring says
-
-        self.summaries = Counter(
+        self.summaries = self._counter(
             "relay_summaries",
             "Daily summaries posted (a route's summary), once a day per place for the fleet",
-            registry=self.registry,
         )
-        self.handoffs = Counter(
+        self.handoffs = self._counter(
             "relay_handoffs",
             "On-call handoffs said in the chat (a rotation's announce), once a handoff per place "
             "for the fleet",
-            registry=self.registry,
         )
-        self.commands = Counter(
+        self.commands = self._counter(
             "relay_commands",
             "Commands answered in the chats the relay serves, by command",
             ["command"],
-            registry=self.registry,
+            series=("issues", "oncall", "silences", "status"),
         )
-        for asked in ("issues", "oncall", "silences", "status"):
-            self.commands.labels(asked)
-        self.link_cards = Counter(
+        self.link_cards = self._counter(
             "relay_link_cards",
             "Links to GlitchTip's issues pasted in the chats, by outcome: posted (the issue's "
             "card), repeated (linked again within 10 min), failed (GlitchTip or the spool)",
             ["outcome"],
-            registry=self.registry,
+            series=("posted", "repeated", "failed"),
         )
-        for card_outcome in ("posted", "repeated", "failed"):
-            self.link_cards.labels(card_outcome)
+
+    def _counter(
+        self,
+        name: str,
+        documentation: str,
+        labels: Sequence[str] = (),
+        *,
+        series: Iterable[str] = (),
+    ) -> Counter:
+        """A counter in the relay's registry; each of `series` there from the start, at 0, so
+        that a rule reading it has it before its first count."""
+        from prometheus_client import Counter  # here, not at the top: the module docstring says
+
+        made = Counter(name, documentation, labels, registry=self.registry)
+        for value in series:
+            made.labels(value)
+        return made
 
     def add_gauges(self, gauges: Collector) -> None:
         """More gauges read at each scrape (this worker's own, or what every worker shares)."""

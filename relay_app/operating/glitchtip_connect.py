@@ -204,7 +204,8 @@ def _rule_id(rule: dict[str, Any]) -> int:
     return int(str(rule.get("id")))
 
 
-def _connect(args: argparse.Namespace, console: Console, open_spool: OpenSpool) -> int:
+def _settings_and_token(console: Console) -> tuple[Settings, str]:
+    """The relay's settings, and the token that may change its project's alert rules."""
     try:
         settings = Settings.from_env(console.environ)
     except ConfigError as exc:
@@ -216,6 +217,12 @@ def _connect(args: argparse.Namespace, console: Console, open_spool: OpenSpool) 
             "with the project:write scope (Profile → Auth Tokens in GlitchTip)"
         )
     register_secret(token)
+    return settings, token
+
+
+def _connect(args: argparse.Namespace, console: Console, open_spool: OpenSpool) -> int:
+    settings, token = _settings_and_token(console)
+    assert settings.glitchtip_url is not None  # checked with the token
     try:
         project = ProjectPath.parse(args.project)
     except ValueError as exc:

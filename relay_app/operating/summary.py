@@ -24,6 +24,18 @@ def version() -> str:
         return "unknown"
 
 
+def _spool(settings: Settings) -> str:
+    if settings.spool_url is None and settings.spool_path is None:
+        return "no spool (RELAY_SPOOL_PATH=off: alerts wait in memory only)"
+    if settings.spool_url is None:
+        return f"spool {settings.spool_path}"
+    if settings.local_spool_path is None:
+        return f"spool {redacted_url(settings.spool_url)}"
+    return (
+        f"spool {redacted_url(settings.spool_url)} (while it stalls, {settings.local_spool_path})"
+    )
+
+
 def summary_line(settings: Settings, listening: Sequence[str]) -> str:
     """What the relay is about to do, in one line. `listening`: the addresses gunicorn binds
     (its -b, its config or RELAY_BIND), which the webhook and the admin endpoints share unless
@@ -34,14 +46,7 @@ def summary_line(settings: Settings, listening: Sequence[str]) -> str:
     )
     if settings.allowed_chat_ids:
         chat += f" (and {len(settings.allowed_chat_ids)} more allowed by ?chat_id=)"
-    if settings.spool_url is not None:
-        spool = f"spool {redacted_url(settings.spool_url)}"
-        if settings.local_spool_path is not None:
-            spool += f" (while it stalls, {settings.local_spool_path})"
-    elif settings.spool_path is not None:
-        spool = f"spool {settings.spool_path}"
-    else:
-        spool = "no spool (RELAY_SPOOL_PATH=off: alerts wait in memory only)"
+    spool = _spool(settings)
     if settings.glitchtip_api_token is None:
         buttons = "buttons off (no GLITCHTIP_API_TOKEN)"
     else:
