@@ -344,6 +344,26 @@ def test_a_webhook_whose_alert_a_pass_took_first_waits_for_that_attempt(
     assert telegram.calls == 1
 
 
+def test_a_webhook_whose_alert_a_pass_already_delivered_is_told_so(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    # The pass's attempt ends before the webhook asks (its issue's details took a while): the
+    # webhook is still answered with that attempt's outcome, not "behind_older" (202).
+    telegram = ScriptedTelegram(clock=clock)
+    relay = built(telegram)
+    job = relay.intake.admit({"webhook": PAYLOAD}, DESTINATION, started=0.0, text="")
+    assert job is not None
+    relay.dispatcher.pass_once()
+    assert relay.dispatcher.wait_idle(timeout=10)
+    assert telegram.calls == 1
+    [queue] = [q for q in relay.dispatcher.queues if q.home == job.home]
+    attempt = relay.dispatcher.first_attempt(queue, job)
+    assert isinstance(attempt, Future)
+    assert attempt.done()
+    assert isinstance(attempt.result().outcome_of(job), Delivered)
+    assert telegram.calls == 1  # nothing sent twice
+
+
 def test_after_a_429_the_alerts_go_oldest_first(
     built: Callable[..., Relay], clock: FakeTime
 ) -> None:

@@ -26,6 +26,7 @@ import logging
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
@@ -58,6 +59,9 @@ JobKey = tuple[Home, int]
 # Jobs running at once in one process: one per destination at most, each within
 # RELAY_SEND_TIMEOUT. Destinations beyond it wait for a free thread, in the queue.
 MAX_JOB_THREADS = 32
+# How many settled attempts' outcomes are kept for webhooks that ask after a pass took their
+# alert: a webhook asks within seconds, and a worker settles a few hundred in that time at most.
+SETTLED_KEPT = 256
 # How often the thread looks when nothing tells it sooner (work queued by another process):
 # production's (core/timing.py, where a test compresses it).
 POLL_INTERVAL = PRODUCTION.poll_interval
@@ -106,10 +110,11 @@ class Dispatcher(PerProcess):
         # lease in this set is never taken over, whatever the clock says.
         self._in_flight: set[str] = set()
         self._jobs_running = 0
-        # Every future on the pool, with the jobs it runs (none for a probe); and each running
-        # job's, for a webhook whose alert a pass of this process took first.
+        # Every future on the pool, with the jobs it runs (none for a probe); and each job's,
+        # running or lately settled, for a webhook whose alert a pass of this process took
+        # first (even one that ended before the webhook asked: its answer is still 200 or 502).
         self._futures: dict[Future[Any], tuple[JobKey, ...]] = {}
-        self._running: dict[JobKey, Future[Settlement]] = {}
+        self._running: OrderedDict[JobKey, Future[Settlement]] = OrderedDict()
 
     # --- for the rest of the relay -------------------------------------------------------------
 
@@ -167,7 +172,7 @@ class Dispatcher(PerProcess):
         return started[1]
 
     def _running_now(self, job: Job) -> Future[Settlement] | None:
-        """The attempt running `job` in this process now, if one is."""
+        """The attempt of `job` in this process, running or among the latest settled."""
         with self._lock:
             return self._running.get((job.home, job.id))
 
@@ -328,7 +333,9 @@ class Dispatcher(PerProcess):
             self._jobs_running += 1
             future = self._executor().submit(self._run, queue, claim, kind)
             self._futures[future] = keys
-            self._running.update(dict.fromkeys(keys, future))
+            for key in keys:
+                self._running[key] = future
+                self._running.move_to_end(key)
         future.add_done_callback(self._forget)
         return future
 
@@ -353,9 +360,10 @@ class Dispatcher(PerProcess):
 
     def _forget(self, future: Future[Any]) -> None:
         with self._lock:
-            for key in self._futures.pop(future, ()):
-                if self._running.get(key) is future:
-                    del self._running[key]
+            self._futures.pop(future, None)
+            settled = [key for key, each in self._running.items() if each.done()]
+            for key in settled[: max(0, len(settled) - SETTLED_KEPT)]:  # the oldest go
+                del self._running[key]
 
     def _executor(self) -> ThreadPoolExecutor:
         """This process's pool, created on first use (call with _lock held)."""
