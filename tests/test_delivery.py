@@ -24,8 +24,10 @@ from tests.payloads import issue, issue_alert
 MESSAGE = format_alert(parse_alert(issue_alert(issue(1, title="T" * 5000))), ENGLISH)
 
 
-class ScriptedTelegram(TelegramClient):
-    """Answers each send with the next scripted error, or success once the script runs out."""
+class ScriptedClient(TelegramClient):
+    """The Bot API's client under the courier (in_process.ScriptedTelegram stands in for the
+    courier itself): answers each send with the next scripted error, or success once the
+    script runs out."""
 
     def __init__(self, *errors: DeliveryError) -> None:
         super().__init__(API_URL, TOKEN)
@@ -53,7 +55,7 @@ class ScriptedTelegram(TelegramClient):
 TOPIC_5 = Destination(-100, 5)
 
 
-def courier(telegram: ScriptedTelegram) -> Courier:
+def courier(telegram: ScriptedClient) -> Courier:
     return Courier(telegram, attempt_timeout=2.0)
 
 
@@ -68,7 +70,7 @@ def migrated(new_chat_id: int) -> ChatMigrated:
 
 
 def test_the_html_goes_to_the_configured_chat_and_topic() -> None:
-    telegram = ScriptedTelegram()
+    telegram = ScriptedClient()
     courier(telegram).deliver(MESSAGE, TOPIC_5)
     assert telegram.sent == [{"chat_id": -100, "text": MESSAGE.html, "html": True, "thread": 5}]
 
@@ -79,7 +81,7 @@ def test_the_html_goes_to_the_configured_chat_and_topic() -> None:
 def test_rejected_markup_is_resent_once_as_shortened_plain_text(
     description: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    telegram = ScriptedTelegram(markup_rejected(description))
+    telegram = ScriptedClient(markup_rejected(description))
     courier(telegram).deliver(MESSAGE, TOPIC_5)
     assert [(s["text"], s["html"]) for s in telegram.sent] == [
         (MESSAGE.html, True),
@@ -90,7 +92,7 @@ def test_rejected_markup_is_resent_once_as_shortened_plain_text(
 
 
 def test_plain_text_rejected_too_is_an_error_not_a_loop() -> None:
-    telegram = ScriptedTelegram(markup_rejected("too long"), markup_rejected("too long"))
+    telegram = ScriptedClient(markup_rejected("too long"), markup_rejected("too long"))
     with pytest.raises(MarkupRejected):
         courier(telegram).deliver(MESSAGE, TOPIC_5)
     assert len(telegram.sent) == 2
@@ -99,7 +101,7 @@ def test_plain_text_rejected_too_is_an_error_not_a_loop() -> None:
 def test_an_upgraded_group_gets_the_message_at_its_new_id_and_the_operator_is_told(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    telegram = ScriptedTelegram(migrated(-100999))
+    telegram = ScriptedClient(migrated(-100999))
     relay = courier(telegram)
     with caplog.at_level(logging.WARNING):
         relay.deliver(MESSAGE, TOPIC_5)
@@ -112,7 +114,7 @@ def test_an_upgraded_group_gets_the_message_at_its_new_id_and_the_operator_is_to
 
 
 def test_migration_and_markup_recoveries_combine() -> None:
-    telegram = ScriptedTelegram(migrated(-100999), markup_rejected("can't parse entities"))
+    telegram = ScriptedClient(migrated(-100999), markup_rejected("can't parse entities"))
     courier(telegram).deliver(MESSAGE, TOPIC_5)
     assert [(s["chat_id"], s["html"]) for s in telegram.sent] == [
         (-100, True),
@@ -122,7 +124,7 @@ def test_migration_and_markup_recoveries_combine() -> None:
 
 
 def test_a_migration_loop_stops() -> None:
-    telegram = ScriptedTelegram(migrated(-2), migrated(-100))
+    telegram = ScriptedClient(migrated(-2), migrated(-100))
     with pytest.raises(ChatMigrated):
         courier(telegram).deliver(MESSAGE, TOPIC_5)
     assert len(telegram.sent) == 2
@@ -136,7 +138,7 @@ def test_a_migration_loop_stops() -> None:
     ],
 )
 def test_other_errors_reach_the_caller_after_one_request(error: DeliveryError) -> None:
-    telegram = ScriptedTelegram(error)
+    telegram = ScriptedClient(error)
     with pytest.raises(type(error)):
         courier(telegram).deliver(MESSAGE, TOPIC_5)
     assert len(telegram.sent) == 1

@@ -128,7 +128,9 @@ class PgDatabase(PerProcess):
         if time.monotonic() < self._unreachable_until:
             raise SpoolError(f"the database {self.path} cannot be reached")
         try:
-            result = self._work(pool, work, now, deadline, started)
+            result = self._tried(
+                lambda: self._transaction(pool, work, now, deadline, started), deadline, started
+            )
         except SpoolBusy:
             raise
         except SpoolError as exc:
@@ -137,18 +139,13 @@ class PgDatabase(PerProcess):
         self._usable_again()
         return result
 
-    def _work(
-        self,
-        pool: ConnectionPool[psycopg.Connection[dict[str, Any]]],
-        work: Work[T],
-        now: float | None,
-        deadline: float,
-        started: float,
-    ) -> T:
+    def _tried(self, transaction: Callable[[], T], deadline: float, started: float) -> T:
+        """`transaction` tried again while its pooled connection turns out broken, or every
+        connection is busy and time is left."""
         stale_left = POOL_SIZE
         while True:
             try:
-                return self._transaction(pool, work, now, deadline, started)
+                return transaction()
             except _Stale:
                 # A pooled connection a restart or failover broke, found at the unit's first
                 # statement, before any of its work: the pool drops it, and the work runs on
@@ -176,7 +173,7 @@ class PgDatabase(PerProcess):
         started: float,
     ) -> T:
         """One try at `work` in a transaction on a pooled connection; the database's errors
-        said as the spool's. _Stale and PoolTimeout are left to `_work`, which tries again."""
+        said as the spool's. _Stale and PoolTimeout are left to `_tried`, which tries again."""
         remaining = deadline - time.monotonic()
         watchdog: Deadline | None = None
         try:
@@ -198,7 +195,7 @@ class PgDatabase(PerProcess):
                         )
                         return _committed(connection, cursor, moment, work)
         except PoolTimeout:
-            raise  # a psycopg.Error too, but `_work`'s to judge
+            raise  # a psycopg.Error too, but `_tried`'s to judge
         except _Silent:
             self._found_unreachable()
             raise SpoolError(
