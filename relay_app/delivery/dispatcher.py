@@ -110,10 +110,10 @@ class Dispatcher(PerProcess):
         # lease in this set is never taken over, whatever the clock says.
         self._in_flight: set[str] = set()
         self._jobs_running = 0
-        # Every future on the pool, with the jobs it runs (none for a probe); and each job's,
-        # running or lately settled, for a webhook whose alert a pass of this process took
-        # first (even one that ended before the webhook asked: its answer is still 200 or 502).
-        self._futures: dict[Future[Any], tuple[JobKey, ...]] = {}
+        # Every future on the pool (a probe's too); and each job's, running or lately settled,
+        # for a webhook whose alert a pass of this process took first (even one that ended
+        # before the webhook asked: its answer is still 200 or 502).
+        self._futures: set[Future[Any]] = set()
         self._running: OrderedDict[JobKey, Future[Settlement]] = OrderedDict()
 
     # --- for the rest of the relay -------------------------------------------------------------
@@ -328,14 +328,13 @@ class Dispatcher(PerProcess):
             return self._jobs_running < MAX_JOB_THREADS
 
     def _submit(self, queue: Queue, claim: Claim, *, kind: AttemptKind) -> Future[Settlement]:
-        keys = tuple((job.home, job.id) for job in claim.jobs)
         with self._lock:
             self._jobs_running += 1
             future = self._executor().submit(self._run, queue, claim, kind)
-            self._futures[future] = keys
-            for key in keys:
-                self._running[key] = future
-                self._running.move_to_end(key)
+            self._futures.add(future)
+            for job in claim.jobs:
+                self._running[job.home, job.id] = future
+                self._running.move_to_end((job.home, job.id))
         future.add_done_callback(self._forget)
         return future
 
@@ -360,7 +359,7 @@ class Dispatcher(PerProcess):
 
     def _forget(self, future: Future[Any]) -> None:
         with self._lock:
-            self._futures.pop(future, None)
+            self._futures.discard(future)
             settled = [key for key, each in self._running.items() if each.done()]
             for key in settled[: max(0, len(settled) - SETTLED_KEPT)]:  # the oldest go
                 del self._running[key]
@@ -387,7 +386,7 @@ class Dispatcher(PerProcess):
             return False
         with self._lock:
             future = self._executor().submit(self._ask_telegram)
-            self._futures[future] = ()
+            self._futures.add(future)
         future.add_done_callback(self._forget)
         return True
 
