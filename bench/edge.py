@@ -17,6 +17,8 @@ resident memory (VmRSS) ten times a second:
   (`GET /<random><60,000 x a> HTTP/9`), each on a new connection, from 8 clients.
 - control-lines: 500 request heads of 60 KB of control bytes, each on a new connection, from 8
   clients: each byte would be four characters in a log line.
+- lingering: 32 connections, each asking for one page with `Connection: close`, then neither
+  reading the answer, sending, nor closing until the attack ends.
 
 For every attack it also says how much the relay's log grew meanwhile, up to the relay's stop
 (at least a minute, --seconds 65, to include a once-a-minute line).
@@ -286,6 +288,19 @@ def control_lines(port: int, until: float, closed: list[float]) -> None:
     refused_heads(port, heads, closed)
 
 
+def lingering(port: int, until: float, closed: list[float]) -> None:
+    """32 connections that each ask for one page with `Connection: close`, then neither read
+    the answer, send anything, nor close until the attack ends."""
+    request = b"GET /healthz HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n"
+
+    def client() -> None:
+        with contextlib.suppress(OSError), connect(port) as sock:
+            sock.sendall(request)
+            time.sleep(max(0.0, until - time.monotonic()))
+
+    in_parallel(32, client)
+
+
 def nothing(port: int, until: float, closed: list[float]) -> None:
     time.sleep(max(0.0, until - time.monotonic()))
 
@@ -300,6 +315,7 @@ ATTACKS: dict[str, Attack] = {
     "surrogate": nothing,
     "refused-lines": refused_lines,
     "control-lines": control_lines,
+    "lingering": lingering,
 }
 
 

@@ -22,7 +22,11 @@ reads exactly its bytes, never the socket. Limits:
   MAX_REQUESTS_PER_CONNECTION requests: a client that pipelines requests and reads nothing
   holds a thread for seconds at most;
 - what h11 refuses (framing, a Transfer-Encoding, a head too large) is answered 400, 411 or 431
-  by the loop itself, and closed.
+  by the loop itself, and closed;
+- after its last answer a connection is half-closed, and the loop reads and drops what the
+  client still sends until it closes too, LINGER_BYTES arrived, or LINGER passed: never a
+  wait of the loop's (gunicorn's own close waits up to 2 s in the loop for each such client,
+  and 32 clients that never close held GlitchTip's webhook past its 10 s).
 
 Every refusal is counted by its kind (a status and a fixed reason, never the refused bytes),
 and logged at most once a minute, with the first bytes of one request of each kind, and once
@@ -30,11 +34,12 @@ more as the worker stops. Only plain HTTP/1.x is read this way; TLS in gunicorn 
 HTTP/2 keep gthread's own handling (TLS belongs in a reverse proxy: docs/security.md).
 
 This is the one module that builds on gunicorn's internals (gthread's TConn, enqueue_req,
-handle, handle_request, handle_error, finish_request, murder_pending; its RequestParser over an
-iterable; a request's `_expected_100_continue` and `force_close`; the error log's
-"Invalid request from ip=" line, folded into the refusals; that gthread's loop calls
-murder_pending on every turn, that TConn.init keeps a parser already set, that nr_conns counts
-the connections it may accept), hence the pin to one release in pyproject.toml.
+handle, handle_request, handle_error, finish_request and the True or False its futures hold,
+murder_pending; its RequestParser over an iterable; a request's `_expected_100_continue` and
+`force_close`; the error log's "Invalid request from ip=" line, folded into the refusals; that
+gthread's loop calls murder_pending on every turn, that TConn.init keeps a parser already set,
+that nr_conns counts the connections it may accept), hence the pin to one release in
+pyproject.toml.
 tests/e2e/test_edge.py tries each as behaviour; docs/security.md says how an upgrade is checked.
 """
 
@@ -74,6 +79,10 @@ REQUEST_READ_TIMEOUT = 5.0
 WRITE_TIMEOUT = 5.0
 # Then the connection closes after its answer, and the client connects again if it has more.
 MAX_REQUESTS_PER_CONNECTION = 100
+# After a connection's last answer: how long its close waits for the client's, and how much of
+# what the client still sends it reads meanwhile (gunicorn's close_graceful's figures).
+LINGER = 2.0
+LINGER_BYTES = 64 * 1024
 # What the requests still arriving on a worker's connections may hold together.
 WORKER_HOLD_BYTES = 16 * 1024 * 1024
 RECV_BYTES = 64 * 1024
@@ -97,7 +106,8 @@ class _Connection:
     leftover: bytes = b""  # read after the last request: the start of the next one
     served: int = 0
     arriving: ArrivingRequest | None = None
-    deadline: float = 0.0
+    deadline: float = 0.0  # of its request's arrival; of its close once it lingers
+    drained: int = 0  # read from it while it lingers
     whole: Whole | None = None  # for the thread that takes it
     last: bool = False  # the request a thread has now is the connection's last
 
@@ -160,6 +170,8 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         # Connections whose request is still arriving, oldest first (so first to expire).
         self._reading: dict[Any, None] = {}
+        # Connections whose last answer is sent, waiting for the client's close, oldest first.
+        self._lingering: dict[Any, None] = {}
         self._held = 0  # by the requests of self._reading
         self._refusals = _Refusals()
         self._gate: WantsBody | None = None
@@ -279,6 +291,10 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
             started = state.arriving is not None and state.arriving.held > 0
             # Answered when it began a request; a connection that sent nothing is just closed.
             self._refuse(conn, _TIMED_OUT, answer=started)
+        for conn in list(self._lingering):
+            if conn.relay.deadline > now:
+                break
+            self._closed_lingering(conn)
         self._say_refusals(self._refusals.due(now))
 
     def run(self) -> None:
@@ -296,13 +312,46 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
 
     def finish_request(self, conn: Any, fs: Any) -> None:
         """A thread is done with the connection. A pipelined request already read is read on
-        at once: the socket may never be readable for it."""
+        at once: the socket may never be readable for it. One that is done lingers."""
         state: _Connection | None = getattr(conn, "relay", None)
-        kept_alive = not fs.cancelled() and fs.exception() is None and fs.result() is True
-        if state is not None and state.leftover and kept_alive:
+        result = None if fs.cancelled() or fs.exception() is not None else fs.result()
+        if state is not None and result is False:
+            self._linger(conn)
+        elif state is not None and state.leftover and result is True:
             self.enqueue_req(conn)
+        else:
+            super().finish_request(conn, fs)
+
+    def _linger(self, conn: Any) -> None:
+        """Its last answer sent: the write side closed (FIN), then what the client still sends
+        read and dropped as it comes, so that closing does not reset the connection under an
+        answer the client has yet to read (RFC 9112, 9.6)."""
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+            conn.sock.setblocking(False)
+        except OSError:
+            self._close(conn)
             return
-        super().finish_request(conn, fs)
+        conn.relay.deadline = time.monotonic() + LINGER
+        self._lingering[conn] = None
+        self.poller.register(conn.sock, selectors.EVENT_READ, lambda _sock: self._drain(conn))
+
+    def _drain(self, conn: Any) -> None:
+        try:
+            data = conn.sock.recv(RECV_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        conn.relay.drained += len(data)
+        if not data or conn.relay.drained >= LINGER_BYTES:
+            self._closed_lingering(conn)
+
+    def _closed_lingering(self, conn: Any) -> None:
+        del self._lingering[conn]
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self.poller.unregister(conn.sock)
+        self._close(conn)
 
     def _close(self, conn: Any) -> None:
         self.nr_conns -= 1

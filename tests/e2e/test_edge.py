@@ -6,8 +6,9 @@ gives the caps.
 These are the behaviour the relay's worker (relay_app/web/http_worker.py) gets from gthread's
 internals, tried on the gunicorn that `pip install .` resolves: a request that does not arrive
 whole is closed in about 5 s (gthread's loop calls the worker's expiry on every turn), the
-per-worker cap sheds with 503, a client that reads nothing is released, and a flood of refusals
-neither holds memory nor stops the worker accepting (gthread's count of connections). A
+per-worker cap sheds with 503, a client that reads nothing is released, one that never closes
+after its last answer holds up nobody (the worker's own close, not gthread's), and a flood of
+refusals neither holds memory nor stops the worker accepting (gthread's count of connections). A
 gunicorn release that changes what the worker relies on fails here (docs/security.md says how an
 upgrade is checked).
 
@@ -248,6 +249,25 @@ def test_a_client_that_reads_no_answers_loses_its_connection_within_seconds(edge
     assert MAX_REQUESTS_PER_CONNECTION <= 100
     held = sorted(round(seconds, 1) for seconds in lasted)
     assert max(lasted) < WRITE_TIMEOUT + 10, (held, edge.relay.logs()[-3000:])
+
+
+def test_clients_that_never_close_after_their_last_answer_hold_up_no_webhook(
+    edge: Edge,
+) -> None:
+    # Each asks for one page with "Connection: close", then neither reads, sends, nor closes.
+    # gunicorn's own close waited in the worker's loop for each one's close, up to 2 s apiece:
+    # 32 of them held GlitchTip's webhook past its 10 s (bench/edge.py's lingering).
+    lingering = [connect(edge) for _ in range(THREADS)]
+    for sock in lingering:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n")
+    try:
+        for _ in range(3):
+            edge.webhook_answered()  # in less than PROMPTLY each: the loops wait for nobody
+    finally:
+        # Each was answered and half-closed by the relay: its answer, then the end of it.
+        answered = answers_until_closed(lingering, time.monotonic() + 10)
+    assert all(answer.startswith(b"HTTP/1.1 200") for answer, _ in answered)
+    assert all(closed is not None for _, closed in answered)
 
 
 def test_a_kept_alive_connection_is_told_before_it_closes(edge: Edge) -> None:
