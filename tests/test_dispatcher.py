@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import responses
 
 from relay_app import (
     Relay,
@@ -838,20 +839,28 @@ def test_an_overflowing_memory_refuses_loudly(
 
 
 def test_each_worker_takes_up_spooled_alerts_as_it_starts(
-    settings: Settings, clock: FakeTime, spool_path: str, caplog: pytest.LogCaptureFixture
+    settings: Settings,
+    clock: FakeTime,
+    spool_path: str,
+    telegram: responses.RequestsMock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    import responses
-
     left_by_a_dead_process(spool_path, clock, count=3)
     clock.now += 11
-    with responses.RequestsMock() as telegram:
-        telegram.post(f"{settings.telegram_api_url}/bot{TOKEN}/sendMessage", json={"ok": True})
-        app = create_app(settings, clock=clock)
-        start_background_work(app)  # what gunicorn's post_worker_init does in each worker
-        assert wait_until(lambda: "delivered" in caplog.text, timeout=5)
-        stop_background_work(app)
-        sent = [c for c in telegram.calls if str(c.request.url).endswith("/sendMessage")]
-        assert len(sent) == 1
+    telegram.post(f"{settings.telegram_api_url}/bot{TOKEN}/sendMessage", json={"ok": True})
+    # The start-up check's other questions (the chat, the commands) are refused, not left
+    # unanswered: a question nothing answers is an unreachable Telegram, whose alerts wait.
+    telegram.post(
+        re.compile(rf"{re.escape(settings.telegram_api_url)}/bot{TOKEN}/\w+"),
+        status=400,
+        json={"ok": False, "error_code": 400, "description": "Bad Request: not in this test"},
+    )
+    app = create_app(settings, clock=clock)
+    start_background_work(app)  # what gunicorn's post_worker_init does in each worker
+    assert wait_until(lambda: "delivered" in caplog.text, timeout=5)
+    stop_background_work(app)
+    sent = [c for c in telegram.calls if str(c.request.url).endswith("/sendMessage")]
+    assert len(sent) == 1
     digest = "of alert(s) #1, #2, #3 to chat -1001234567890 (a digest of 3) (background, "
     assert re.search(
         re.escape(digest) + r"\d+ ms\): delivered 11\.0 s after the first", caplog.text
