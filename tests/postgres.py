@@ -138,7 +138,10 @@ class PostgresServer:
         """A fresh, empty database; its URL."""
         name = f"relay_test_{os.getpid()}_{next(_databases)}"
         with psycopg.connect(self.url(), autocommit=True) as connection:
-            connection.execute(f"CREATE DATABASE {name}")
+            # A copy of the template's files: on PostgreSQL 15 and later the default writes
+            # the whole template through the WAL, 40% slower for the suite's hundred databases.
+            copy = " STRATEGY FILE_COPY" if connection.info.server_version >= 150000 else ""
+            connection.execute(f"CREATE DATABASE {name}{copy}")
         return self.url(name)
 
     def close(self) -> None:
