@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,8 +102,9 @@ class PostgresServer:
     def _processes(self) -> list[int]:
         """The postmaster (data/postmaster.pid's first line) and every process it started."""
         postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
-        children = Path(f"/proc/{postmaster}/task/{postmaster}/children").read_text().split()
-        return [postmaster, *map(int, children)]
+        # Every process's parent read from /proc, not /proc/<pid>/task/<pid>/children, which
+        # the kernel documents as unreliable while children are being created.
+        return [postmaster, *(pid for pid, parent in _parents().items() if parent == postmaster)]
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -120,6 +122,11 @@ class PostgresServer:
             for pid in new:
                 os.kill(pid, signal.SIGSTOP)
             stopped += new
+        # A signal is delivered when its process next runs: on a loaded machine, some time
+        # after kill() returns. The test's statements start once every one has stopped.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not all(_stopped(pid) for pid in stopped):
+            time.sleep(0.01)
         try:
             yield
         finally:
@@ -148,3 +155,23 @@ class PostgresServer:
         with contextlib.suppress(subprocess.SubprocessError):
             self.stop("immediate")
         shutil.rmtree(self._root, ignore_errors=True)
+
+
+def _parents() -> dict[int, int]:
+    """Each process's parent, by pid, as /proc says now."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # The command's name, in parentheses, may hold spaces: the fields after it count.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+    return parents
+
+
+def _stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (or gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("T", "t", "Z", "X")
