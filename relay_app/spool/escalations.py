@@ -16,7 +16,7 @@ from ..core.routing import Destination, parse_chat_id
 from ..routes.escalate import Step
 from ..words import Said
 from . import job_rows as rows
-from .store import Row, Store, Tx
+from .store import Row, Store, Tx, int_or_null
 
 # Steps fired in one go; the rest in the next second's.
 FIRE_AT_ONCE = 50
@@ -127,7 +127,7 @@ def _reply(tx: Tx, row: Row, chat: str, message_id: int) -> None:
     people = " ".join(str(person) for person in json.loads(str(row["people"])))
     minutes = str(max(1, round(float(row["after_seconds"]) / 60)))
     said = Said("escalation_call", {"minutes": minutes, "people": people})
-    thread = int(row["thread"]) if row["thread"] is not None else None
+    thread = int_or_null(row["thread"])
     where = Destination(parse_chat_id(chat) or chat, thread)
     rows.insert(
         tx,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
 from ..message.cards import IssueButton, SentMessage
-from .store import Row, Store, Tx
+from .store import Row, Store, Tx, float_or_null, text_or_null
 
 # How a button that was never pressed stands: GlitchTip's state for a new issue.
 _UNRESOLVED = "unresolved"
@@ -428,15 +428,15 @@ def _button(row: Row) -> IssueButton:
         issue_id=str(row["issue_id"]),
         origin=str(row["origin"]),
         label=str(row["label"]),
-        title=_text(row["title"]),
+        title=text_or_null(row["title"]),
         status=next((known for known in ISSUE_STATUSES if known == status), None),
-        acted_by=_text(row["acted_by"]),
-        acted_at=_time(row["acted_at"]),
+        acted_by=text_or_null(row["acted_by"]),
+        acted_at=float_or_null(row["acted_at"]),
         silence_id=int(str(silence_id)) if silence_id is not None else None,
-        muted_by=_text(row["muted_by"]),
-        muted_until=_time(row["muted_until"]),
-        taken_by=_text(row["taken_by"]),
-        taken_at=_time(row["taken_at"]),
+        muted_by=text_or_null(row["muted_by"]),
+        muted_until=float_or_null(row["muted_until"]),
+        taken_by=text_or_null(row["taken_by"]),
+        taken_at=float_or_null(row["taken_at"]),
         choosing=bool(row["choosing"]),
         snooze=_snooze(row["snooze"]),
     )
@@ -455,14 +455,6 @@ def _snooze(raw: object) -> dict[str, float] | None:
 
 def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _text(value: object) -> str | None:
-    return str(value) if value is not None else None
-
-
-def _time(value: object) -> float | None:
-    return float(str(value)) if value is not None else None
 
 
 def outage_from_row(row: Row) -> Outage:

@@ -134,6 +134,19 @@ class Tx:
 Work = Callable[[Tx], T]
 
 
+def text_or_null(value: object) -> str | None:
+    """A nullable column's value as text: what every store's row readers use."""
+    return None if value is None else str(value)
+
+
+def int_or_null(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
+def float_or_null(value: object) -> float | None:
+    return None if value is None else float(str(value))
+
+
 class Store(Protocol):
     """A database the spool's statements run on: the spool file, a private in-memory one, or
     PostgreSQL."""

@@ -6,13 +6,11 @@ of questions, each taken by one process."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from .store import Row, Store, Tx
-
-T = TypeVar("T")
+from .store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
 
 WATCHED_FOR = 7 * 86400.0
 # Bounds a round: at most 5 questions about states and 5 about counts per organisation.
@@ -199,20 +197,16 @@ class WatchStore:
 def _watched_issue(tx: Tx, row: Row) -> WatchedIssue:
     alert = json.loads(str(row["alert"]))
     hourly = json.loads(str(row["hourly"])) if row["hourly"] is not None else []
-    escalated = _unless_null(row["escalated_at"], lambda at: tx.at.to_local(float(str(at))))
+    escalated = float_or_null(row["escalated_at"])
     return WatchedIssue(
         issue_id=str(row["issue_id"]),
         alert=alert if isinstance(alert, dict) else {},
-        thread=_unless_null(row["thread"], int),
-        status=_unless_null(row["status"], str),
-        events=_unless_null(row["events"], lambda events: int(str(events))),
+        thread=int_or_null(row["thread"]),
+        status=text_or_null(row["status"]),
+        events=int_or_null(row["events"]),
         hourly=tuple(int(count) for count in hourly if isinstance(count, int)),
         alerted_at=tx.at.to_local(float(str(row["alerted_at"]))),
         first_alerted_at=tx.at.to_local(float(str(row["first_alerted_at"]))),
-        escalated_at=escalated,
-        taken_by=_unless_null(row["taken_by"], str),
+        escalated_at=tx.at.to_local(escalated) if escalated is not None else None,
+        taken_by=text_or_null(row["taken_by"]),
     )
-
-
-def _unless_null(value: Any, read: Callable[[Any], T]) -> T | None:
-    return None if value is None else read(value)
