@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from ..core.errors import DeliveryError, GlitchTipError, SpoolError
+from ..core.json_values import json_object
 from ..core.logs import event
 from ..core.metrics import PressOutcome
 from ..delivery.outbox import Outbox
@@ -73,8 +74,8 @@ class Press:
 
     @classmethod
     def of(cls, query: dict[str, Any]) -> Press:
-        message = _object(query.get("message"))
-        chat = _object(message.get("chat"))
+        message = json_object(query.get("message"))
+        chat = json_object(message.get("chat"))
         message_id = message.get("message_id")
         return cls(
             id=str(query.get("id", "")),
@@ -460,7 +461,3 @@ class Presses:
 
 def _open(button: IssueButton) -> bool:
     return button.status in (None, "unresolved")
-
-
-def _object(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import GlitchTipError, SpoolError
+from ..core.json_values import json_object
 from ..core.logs import event
 from ..core.metrics import ReplyOutcome
 from ..delivery.outbox import Outbox
@@ -48,8 +49,9 @@ class Reply:
     @classmethod
     def of(cls, update: dict[str, Any]) -> Reply | None:
         """The update's message, when it is a reply with text; None for anything else."""
-        message = _object(update.get("message"))
-        answered, chat = _object(message.get("reply_to_message")), _object(message.get("chat"))
+        message = json_object(update.get("message"))
+        answered = json_object(message.get("reply_to_message"))
+        chat = json_object(message.get("chat"))
         text, message_id = message.get("text"), message.get("message_id")
         replied_to = answered.get("message_id")
         if not (isinstance(text, str) and text.strip() and isinstance(replied_to, int)):
@@ -63,7 +65,7 @@ class Reply:
             by=Person.of(message.get("from")),
             text=text.strip(),
             replied_to=replied_to,
-            replied_to_bot=_bot(_object(answered.get("from"))),
+            replied_to_bot=_bot(json_object(answered.get("from"))),
         )
 
 
@@ -201,7 +203,3 @@ def _addressed(buttons: tuple[IssueButton, ...], text: str) -> tuple[IssueButton
         if button.label.casefold() == wanted and rest.strip():
             return button, rest.strip()
     return None, text
-
-
-def _object(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}

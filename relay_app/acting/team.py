@@ -11,8 +11,8 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from ..core.json_values import json_int, json_object
 from ..core.metrics import Metrics
 from ..glitchtip.api import GlitchTipApi
 from ..spool.sent import SentStore
@@ -34,7 +34,7 @@ class Person:
 
     @classmethod
     def of(cls, sender: object) -> Person:
-        found: dict[str, Any] = sender if isinstance(sender, dict) else {}
+        found = json_object(sender)
         username = found.get("username")
         account = (
             f"@{username}" if isinstance(username, str) and _USERNAME.fullmatch(username) else None
@@ -42,7 +42,7 @@ class Person:
         name = " ".join(
             str(part) for part in (found.get("first_name"), found.get("last_name")) if part
         )[:64]
-        user_id = _user_id(found.get("id"))
+        user_id = json_int(found.get("id"))
         # One line, whatever the name holds: it is shown in the chat's messages too.
         handle = account or " ".join(name.split()) or "someone"
         return cls(id=user_id, handle=handle[:64], signature=_signature(name, account, user_id))
@@ -58,10 +58,6 @@ def _signature(name: str, account: str | None, user_id: int | None) -> str:
 
 # Telegram's usernames: 5 to 32 letters, digits and underscores (shorter ones are old or bots').
 _USERNAME = re.compile(r"[A-Za-z0-9_]{1,32}")
-
-
-def _user_id(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)

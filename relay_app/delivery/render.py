@@ -26,6 +26,7 @@ from itertools import takewhile
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ..core.json_values import json_int
 from ..glitchtip.details import IssueDetails, details_from_json
 from ..glitchtip.webhook import IssueAlert, level_of, parse_alert
 from ..message.cards import SNOOZE_EVENTS, SentMessage, keyboard, rendered, visible
@@ -342,9 +343,9 @@ def _known_levels(raw: object) -> list[str]:
 
 
 def _number(data: Mapping[str, Any]) -> int:
-    number = data.get("message_id")
-    if not isinstance(number, int) or isinstance(number, bool):
-        raise Unreadable(f"no message id: {number!r}")
+    number = json_int(raw := data.get("message_id"))
+    if number is None:
+        raise Unreadable(f"no message id: {raw!r}")
     return number
 
 

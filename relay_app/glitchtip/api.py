@@ -28,6 +28,7 @@ from ..core.errors import (
     Unreached,
 )
 from ..core.http_deadline import Deadline, DeadlineAdapter
+from ..core.json_values import json_objects
 from ..core.logs import redact, register_secret
 from .details import IssueDetails, details_from
 
@@ -95,7 +96,7 @@ class GlitchTipApi:
             "GET", f"/api/0/organizations/{org}/issues-stats/?{query}&statsPeriod=24h", None
         )
         counts: dict[str, list[list[float]]] = {}
-        for issue in _dicts(reply):
+        for issue in json_objects(reply):
             stats = issue.get("stats")
             hours = stats.get("24h") if isinstance(stats, dict) else None
             counts[str(issue.get("id"))] = [
@@ -113,7 +114,7 @@ class GlitchTipApi:
         path = f"/api/0/organizations/{org}/issues/?{query}&limit={STATES_AT_ONCE}"
         return {
             str(issue.get("id")): IssueState(str(issue.get("status")), events_of(issue))
-            for issue in _dicts(self._call_any("GET", path, None))
+            for issue in json_objects(self._call_any("GET", path, None))
         }
 
     def search_issues(self, org: str, words: str, *, limit: int = 5) -> list[dict[str, Any]]:
@@ -122,7 +123,7 @@ class GlitchTipApi:
         if not _SLUG.fullmatch(org):
             raise ValueError(f"not an organisation's slug: {org!r}")
         path = f"/api/0/organizations/{org}/issues/?{urlencode({'query': words, 'limit': limit})}"
-        return _dicts(self._call_any("GET", path, None))
+        return json_objects(self._call_any("GET", path, None))
 
     def whoami(self) -> dict[str, Any]:
         """The token's user: the cheap check that GlitchTip accepts the token."""
@@ -130,7 +131,7 @@ class GlitchTipApi:
 
     def alert_rules(self, project: ProjectPath) -> list[dict[str, Any]]:
         """The project's alert rules, each with its recipients (`project:read`)."""
-        return _dicts(self._call_any("GET", f"{project.api_path}/alerts/", None))
+        return json_objects(self._call_any("GET", f"{project.api_path}/alerts/", None))
 
     def create_alert_rule(self, project: ProjectPath, rule: dict[str, Any]) -> dict[str, Any]:
         """A new alert rule (`project:write`); GlitchTip's rule, with its id."""
@@ -144,7 +145,7 @@ class GlitchTipApi:
 
     def project_keys(self, project: ProjectPath) -> list[dict[str, Any]]:
         """The project's client keys, each with its DSN (`project:read`)."""
-        return _dicts(self._call_any("GET", f"{project.api_path}/keys/", None))
+        return json_objects(self._call_any("GET", f"{project.api_path}/keys/", None))
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
         reply = self._call_any(method, path, body)
@@ -233,10 +234,6 @@ class ProjectPath:
 
     def __str__(self) -> str:
         return f"{self.organization}/{self.project}"
-
-
-def _dicts(reply: object) -> list[dict[str, Any]]:
-    return [item for item in reply if isinstance(item, dict)] if isinstance(reply, list) else []
 
 
 def _check_ids(org: str, ids: Sequence[str], most: int) -> None:

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from ..core.client_text import clean
+from ..core.json_values import json_int, json_object, json_objects
 
 # Longer values say nothing more in a chat; GlitchTip keeps them whole.
 MAX_FIELD_LENGTH = 500
@@ -50,10 +51,10 @@ def details_as_json(details: IssueDetails) -> dict[str, Any]:
 
 def details_from_json(raw: object) -> IssueDetails | None:
     """What `details_as_json` wrote; None for anything else (a person's edit)."""
-    found = _object(raw)
+    found = json_object(raw)
     if not found:
         return None
-    frame = _object(found.get("frame"))
+    frame = json_object(found.get("frame"))
     try:
         return IssueDetails(
             frame=Frame(**frame) if frame else None,
@@ -70,7 +71,7 @@ def details_from_json(raw: object) -> IssueDetails | None:
 
 def details_from(issue: dict[str, Any], event: dict[str, Any] | None) -> IssueDetails:
     """The details in the issue's answer and its latest event's (None: not read)."""
-    metadata = _object(issue.get("metadata"))
+    metadata = json_object(issue.get("metadata"))
     exception = _exception(event) if event is not None else {}
     return IssueDetails(
         frame=_frame(exception) if exception else None,
@@ -85,11 +86,11 @@ def details_from(issue: dict[str, Any], event: dict[str, Any] | None) -> IssueDe
 def _exception(event: dict[str, Any]) -> dict[str, Any]:
     """The exception that was raised: of a chain, the last one with a stack trace (Sentry's
     order runs from the first cause to the exception caught)."""
-    for entry in _objects(event.get("entries")):
+    for entry in json_objects(event.get("entries")):
         if entry.get("type") != "exception":
             continue
-        values = _objects(_object(entry.get("data")).get("values"))
-        with_frames = [v for v in values if _objects(_object(v.get("stacktrace")).get("frames"))]
+        values = json_objects(json_object(entry.get("data")).get("values"))
+        with_frames = [v for v in values if _frames(v)]
         if with_frames or values:
             return (with_frames or values)[-1]
     return {}
@@ -98,19 +99,20 @@ def _exception(event: dict[str, Any]) -> dict[str, Any]:
 def _frame(exception: dict[str, Any]) -> Frame | None:
     """The innermost frame marked as the app's own code (`inApp`), else the innermost of all:
     frames run from the outermost call to the innermost."""
-    frames = _objects(_object(exception.get("stacktrace")).get("frames"))
+    frames = _frames(exception)
     own = [frame for frame in frames if frame.get("inApp") is True]
-    chosen = (own or frames)[-1] if frames else None
-    name = _file_name(chosen) if chosen is not None else None
-    if chosen is None or name is None:
+    if not frames or (name := _file_name(chosen := (own or frames)[-1])) is None:
         return None
-    line = chosen.get("lineNo")
     return Frame(
         filename=name,
-        line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+        line=json_int(chosen.get("lineNo")),
         function=_text(chosen.get("function")),
         source=_text(chosen.get("context_line")),
     )
+
+
+def _frames(exception: dict[str, Any]) -> list[dict[str, Any]]:
+    return json_objects(json_object(exception.get("stacktrace")).get("frames"))
 
 
 def _file_name(frame: dict[str, Any]) -> str | None:
@@ -122,13 +124,10 @@ def _file_name(frame: dict[str, Any]) -> str | None:
 
 
 def _count(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
+    """GlitchTip's counts are strings in some answers ("count": "12"), numbers in others."""
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())
-    return None
+    return json_int(value)
 
 
 def _time(value: object) -> float | None:
@@ -146,11 +145,3 @@ def _text(value: object) -> str | None:
     # An event's text is anyone's who holds the project's DSN: cleaned as a webhook's is.
     text = clean(value).strip() if isinstance(value, str) else ""
     return text[:MAX_FIELD_LENGTH] or None
-
-
-def _object(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _objects(value: object) -> list[dict[str, Any]]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []

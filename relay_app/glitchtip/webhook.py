@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
 from ..core.client_text import cleaned
+from ..core.json_values import json_objects
 
 _ISSUE_TOTAL = re.compile(r"\((\d+) issues?\)")
 _SHORT_ID = re.compile(r"\[View Issue ([^\]]+)\]")
@@ -214,7 +215,7 @@ class _ShortIds:
     do not line up, and then the first section with the issue's title is used."""
 
     def __init__(self, raw: object) -> None:
-        self._sections = [s for s in raw if isinstance(s, dict)] if isinstance(raw, list) else []
+        self._sections = json_objects(raw)
         self._by_title: dict[str, dict[str, Any]] | None = None
 
     def of(self, title: str, index: int) -> str | None:

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.json_values import json_int
+
 # The longest an alert may wait for a step: the records it needs are kept a week.
 MAX_AFTER = 7 * 86400.0
 MAX_STEPS = 10
@@ -74,7 +76,7 @@ def _repeats(table: Mapping[str, Any], last: Step, problem: Any) -> list[Step]:
     times, every = table.get("repeat"), table.get("every")
     if times is None and every is None:
         return []
-    if not isinstance(times, int) or isinstance(times, bool) or not 1 <= times <= MAX_REPEAT:
+    if (times := json_int(times)) is None or not 1 <= times <= MAX_REPEAT:
         raise problem("escalate", f"the last step's repeat must be a number from 1 to {MAX_REPEAT}")
     gap = seconds(every)
     if gap is None or gap < 60:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import SpoolError
+from ..core.json_values import json_object
 from ..core.outcomes import REFUNDED, Dead, Delivered, Outcome, Refund, RetryAt
 from ..core.routing import Destination, parse_chat_id
 from .model import JOB_KINDS, Home, Job, JobKind
@@ -58,7 +59,7 @@ def _data(raw: str | None) -> Mapping[str, Any]:
         data = json.loads(raw) if raw else {}
     except ValueError:
         return {}
-    return data if isinstance(data, dict) else {}
+    return json_object(data)
 
 
 def insert(

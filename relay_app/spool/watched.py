@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.json_values import json_object
 from .store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
 
 WATCHED_FOR = 7 * 86400.0
@@ -200,7 +201,7 @@ def _watched_issue(tx: Tx, row: Row) -> WatchedIssue:
     escalated = float_or_null(row["escalated_at"])
     return WatchedIssue(
         issue_id=str(row["issue_id"]),
-        alert=alert if isinstance(alert, dict) else {},
+        alert=json_object(alert),
         thread=int_or_null(row["thread"]),
         status=text_or_null(row["status"]),
         events=int_or_null(row["events"]),

@@ -26,6 +26,7 @@ from ..core.errors import (
     ThreadNotFound,
 )
 from ..core.http_deadline import Deadline, DeadlineAdapter
+from ..core.json_values import json_int, json_object
 from ..core.logs import redact, register_secret
 from ..core.routing import ChatId
 
@@ -192,7 +193,7 @@ class TelegramClient:
         """One Bot API call, finished by `deadline`. Returns Telegram's `result` (an object;
         {} for a bare `true`); raises a DeliveryError subclass otherwise."""
         result = self.call_for_any(method, body, deadline=deadline)
-        return result if isinstance(result, dict) else {}
+        return json_object(result)
 
     def call_for_any(
         self,
@@ -320,8 +321,7 @@ def _refusal(response: requests.Response, reply: dict[str, Any], method: str) ->
     if not isinstance(error_code, int):
         error_code = status
     description = redact(str(reply.get("description") or f"HTTP {status}"))
-    parameters = reply.get("parameters")
-    parameters = parameters if isinstance(parameters, dict) else {}
+    parameters = json_object(reply.get("parameters"))
     refused = "the message" if method == "sendMessage" else method
     summary = f"Telegram refused {refused} ({error_code}): {_short(description)}"
     if 429 in (error_code, status):
@@ -339,8 +339,8 @@ def _permanent(
     summary: str, error_code: int, description: str, parameters: dict[str, Any]
 ) -> PermanentDeliveryError:
     """Which of Telegram's permanent refusals this is: each has a remedy of its own."""
-    new_chat_id = parameters.get("migrate_to_chat_id")
-    if isinstance(new_chat_id, int) and not isinstance(new_chat_id, bool):
+    new_chat_id = json_int(parameters.get("migrate_to_chat_id"))
+    if new_chat_id is not None:
         return ChatMigrated(
             summary, error_code=error_code, description=description, new_chat_id=new_chat_id
         )
