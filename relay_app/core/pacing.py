@@ -87,13 +87,16 @@ def next_send_at(
     stalls a chat."""
     to_chat = [at for at in to_chat if not stepped_back(at, now)]
     by_bot = [at for at in by_bot if not stepped_back(at, now)]
-    earliest = now
-    if paused_until is not None:
-        earliest = max(earliest, paused_until)
-    if to_chat:
-        earliest = max(earliest, to_chat[0] + pace.interval(group=group))
-    if group and len(to_chat) >= pace.group_limit:
-        earliest = max(earliest, to_chat[pace.group_limit - 1] + pace.group_window)
-    if len(by_bot) >= pace.bot_limit:
-        earliest = max(earliest, by_bot[pace.bot_limit - 1] + pace.bot_window)
-    return earliest
+    return max(
+        now,
+        paused_until or now,
+        _after_nth(to_chat, 1, pace.interval(group=group)),
+        _after_nth(to_chat, pace.group_limit, pace.group_window) if group else now,
+        _after_nth(by_bot, pace.bot_limit, pace.bot_window),
+    )
+
+
+def _after_nth(newest_first: Sequence[float], nth: int, window: float) -> float:
+    """When the `nth` newest send leaves a window that allows `nth` sends; no bound when
+    there were fewer."""
+    return newest_first[nth - 1] + window if len(newest_first) >= nth else float("-inf")
