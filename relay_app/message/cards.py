@@ -258,6 +258,19 @@ def clock_time(at: float) -> str:
 def rendered(message: SentMessage, words: Words) -> str:
     """The message's HTML as it now stands: as sent, then its added lines, then what presses
     did. Within Telegram's limit: when the lines do not all fit, the oldest ones give way."""
+    lines = added_lines(message, words)
+    base = visible_length(visible(message.html)) + len(PARAGRAPH)
+    while lines:
+        text = "\n".join(lines)
+        if base + visible_length(text) <= TELEGRAM_TEXT_LIMIT:
+            return f"{message.html}{PARAGRAPH}{html.escape(text, quote=False)}"
+        lines = lines[1:]  # the oldest gives way
+    return message.html
+
+
+def added_lines(message: SentMessage, words: Words) -> list[str]:
+    """The lines under the message, oldest first: its notes, then who took and who did what
+    in the order it was done, then the mutes that hold."""
     several = len(message.buttons) > 1
     done = [
         (at or 0.0, line)
@@ -268,19 +281,12 @@ def rendered(message: SentMessage, words: Words) -> str:
         )
         if line is not None
     ]
-    muted = [
-        line
-        for button in message.buttons
-        if (line := muted_line(button, words, several=several)) is not None
+    muted = [muted_line(button, words, several=several) for button in message.buttons]
+    return [
+        *message.notes,
+        *(line for _, line in sorted(done)),
+        *(line for line in muted if line is not None),
     ]
-    lines = [*message.notes, *(line for _, line in sorted(done)), *muted]
-    base = visible_length(visible(message.html)) + len(PARAGRAPH)
-    while lines:
-        text = "\n".join(lines)
-        if base + visible_length(text) <= TELEGRAM_TEXT_LIMIT:
-            return f"{message.html}{PARAGRAPH}{html.escape(text, quote=False)}"
-        lines = lines[1:]  # the oldest gives way
-    return message.html
 
 
 def visible(markup: str) -> str:

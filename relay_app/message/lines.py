@@ -128,6 +128,20 @@ def _backlog_parts(alerts: Sequence[Sequence[Line]], words: Words) -> list[tuple
     counted, hidden = _counted(alerts)
     shared = _shared_facts([line for line, _ in counted])
     shown, said_once = _told_apart(counted, shared)
+    head = _head_spans(shared, said_once, words)
+    parts = [head]
+    for index, (line, times) in enumerate(shown):
+        before = "\n" if index else ("\n\n" if head else "")
+        parts.append(_line_spans(before, line, times, shared))
+    if hidden:
+        parts.append((Span(f"\n{words.count(words.more_in_backlog, hidden)}"),))
+    return parts
+
+
+def _head_spans(
+    shared: tuple[tuple[str, str], ...], said_once: _SaidOnce, words: Words
+) -> tuple[Span, ...]:
+    """The backlog's first line: the facts every alert shares, then those said once."""
     head = [
         span
         for index, (title, fact) in enumerate(shared)
@@ -139,13 +153,7 @@ def _backlog_parts(alerts: Sequence[Sequence[Line]], words: Words) -> list[tuple
     ]
     if said_once:
         head += _said_once_spans(said_once, words, after_facts=bool(shared))
-    parts = [tuple(head)]
-    for index, (line, times) in enumerate(shown):
-        before = "\n" if index else ("\n\n" if head else "")
-        parts.append(_line_spans(before, line, times, shared))
-    if hidden:
-        parts.append((Span(f"\n{words.count(words.more_in_backlog, hidden)}"),))
-    return parts
+    return tuple(head)
 
 
 @lru_cache(maxsize=4096)
