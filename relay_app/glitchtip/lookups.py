@@ -167,14 +167,15 @@ class IssueLookups(PerProcess):
         with self._lock:
             futures = _found({issue_id: self._known(issue_id, now) for issue_id in wanted})
         missing = [issue_id for issue_id in wanted if issue_id not in futures]
+        if not missing:
+            return futures
         # Asked outside the lock: the spool's answer may take a moment.
-        if missing and self._health.paused():
+        if self._health.paused():
             for _ in missing:
                 self._count("skipped")
-        elif missing:
-            with self._lock:
-                futures |= _found({i: self._known(i, now) or self._new(i) for i in missing})
-        return futures
+            return futures
+        with self._lock:
+            return futures | _found({i: self._known(i, now) or self._new(i) for i in missing})
 
     def _known(self, issue_id: str, now: float) -> Future[IssueDetails | None] | None:
         """A look-up of the issue that is done (its details are known) or under way; None

@@ -97,20 +97,19 @@ class Database(PerProcess):
         """Run `work` in one transaction that holds the write lock from its start (IMMEDIATE),
         so no other process slips in between its reads and writes. `wait_until` (monotonic)
         bounds the wait for another's lock; past it, SpoolBusy."""
-        return self._run(work, now, wait_until, transaction=True)
+        return self._run(work, now, wait_until, _in_transaction)
 
     def read(
         self, work: Work[T], *, now: float | None = None, wait_until: float | None = None
     ) -> T:
-        return self._run(work, now, wait_until, transaction=False)
+        return self._run(work, now, wait_until, _alone)
 
     def _run(
         self,
         work: Work[T],
         now: float | None,
         wait_until: float | None,
-        *,
-        transaction: bool,
+        run: Callable[[sqlite3.Connection, Work[T], Now], T],
     ) -> T:
         self._here()
         started = time.monotonic()
@@ -124,7 +123,7 @@ class Database(PerProcess):
                     waited = True
                     raise SpoolBusy(f"the spool {self.path} was busy for too long")
                 try:
-                    return self._once(work, at, transaction=transaction)
+                    return self._once(work, at, run)
                 except _Locked:
                     waited = True
                     if time.monotonic() >= deadline:
@@ -138,7 +137,9 @@ class Database(PerProcess):
             if waited:
                 self.on_lock_wait(time.monotonic() - started)
 
-    def _once(self, work: Work[T], at: Now, *, transaction: bool) -> T:
+    def _once(
+        self, work: Work[T], at: Now, run: Callable[[sqlite3.Connection, Work[T], Now], T]
+    ) -> T:
         """One try, under the process's lock. Any SQLite or file system error becomes
         SpoolError and marks the spool unusable until a later unit writes successfully (a read
         proves nothing on a full disk); the next use after an error reopens the file (an
@@ -148,7 +149,6 @@ class Database(PerProcess):
                 self._connection = self._open()
             db = self._connection
             changes_before = db.total_changes
-            run = _in_transaction if transaction else _alone
             result = run(db, work, at)
         except (sqlite3.Error, OSError) as exc:
             if _is_busy(exc):
