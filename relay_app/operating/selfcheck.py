@@ -442,23 +442,28 @@ def _unreached(error: DeliveryError) -> bool:
     return error.error_code is None or error.error_code >= 500 or error.error_code == 429
 
 
+def _unreachable_hint(api: str) -> str:
+    """Telegram did not answer: through the proxy this host uses, or without one."""
+    proxy = proxy_for(api)
+    if proxy is not None:
+        return (
+            f"Telegram is unreachable at {api} through the proxy {proxy} (HTTPS_PROXY or "
+            "ALL_PROXY): check that the proxy runs and reaches Telegram, or point "
+            "TELEGRAM_API_URL at a Bot API server or reverse proxy this host can reach"
+        )
+    return (
+        f"Telegram is unreachable at {api} from this host: if it reaches the internet "
+        "through a proxy, set HTTPS_PROXY (http:// or socks5h://); or point "
+        "TELEGRAM_API_URL at a Bot API server or reverse proxy it can reach"
+    )
+
+
 def _hint(error: DeliveryError, api: str, doing: str) -> str:
     """What to do about the known failures; for the rest, Telegram's own words must do."""
     description = str(getattr(error, "description", "")).lower()
     code = error.error_code
     if code is None:
-        proxy = proxy_for(api)
-        if proxy is not None:
-            return (
-                f"Telegram is unreachable at {api} through the proxy {proxy} (HTTPS_PROXY or "
-                "ALL_PROXY): check that the proxy runs and reaches Telegram, or point "
-                "TELEGRAM_API_URL at a Bot API server or reverse proxy this host can reach"
-            )
-        return (
-            f"Telegram is unreachable at {api} from this host: if it reaches the internet "
-            "through a proxy, set HTTPS_PROXY (http:// or socks5h://); or point "
-            "TELEGRAM_API_URL at a Bot API server or reverse proxy it can reach"
-        )
+        return _unreachable_hint(api)
     if isinstance(error, ChatMigrated):
         return (
             f"the group became a supergroup with id {error.new_chat_id}: set TELEGRAM_CHAT_ID "

@@ -330,7 +330,7 @@ def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) ->
     sound = sound_of(table, problem)
     escalate = steps_of(table.get("escalate"), lambda raw: _step_mentions(raw, problem), problem)
     summary = summary_of(table, problem)
-    acts = bool(chat or thread or mention or sound or escalate or summary)
+    acts = any((chat, thread, mention, sound, escalate, summary))
     drop = _drop(table.get("drop", False), acts, problem)
     route_name = table.get("name", f"route {number}")
     if not isinstance(route_name, str) or not route_name.strip():
