@@ -135,6 +135,11 @@ class Route:
     def matches(self, facts: Mapping[str, str | None]) -> bool:
         return all(matcher.matches(facts) for matcher in self.matchers)
 
+    @property
+    def rotations_called(self) -> list[str]:
+        """The rotations it calls by `oncall:NAME`, in `mention` or an escalation step."""
+        return named_rotations([*self.mention, *(p for step in self.escalate for p in step.people)])
+
     def place(self, default: Destination) -> Destination:
         """Where the route's alerts go: its chat and topic, else `default`'s (a chat of its own
         without a topic is that chat's main thread)."""
@@ -203,9 +208,8 @@ class RouteTable:
         found: dict[Destination, dict[str, Rotation]] = {}
         announced = {r.name: r for r in self.rotations if r.announce}
         for route in self.routes:
-            called = [*route.mention, *(p for step in route.escalate for p in step.people)]
-            for name in named_rotations(called):
-                if name in announced and not route.drop:
+            for name in route.rotations_called:
+                if name in announced:
                     found.setdefault(route.place(default), {})[name] = announced[name]
         return {place: tuple(rotations.values()) for place, rotations in found.items()}
 
@@ -306,8 +310,7 @@ def _one_person(mention: str) -> bool:
 def _oncall_named(routes: Sequence[Route], known: set[str], name: str, lines: _RouteLines) -> None:
     """Every oncall:NAME a route calls names a rotation of the file."""
     for route in routes:
-        called = [*route.mention, *(p for step in route.escalate for p in step.people)]
-        for rotation in named_rotations(called):
+        for rotation in route.rotations_called:
             if rotation not in known:
                 key = "mention" if f"{ONCALL}{rotation}" in route.mention else "escalate"
                 raise RoutesError(
