@@ -203,8 +203,7 @@ class RouteTable:
         return found
 
     def handoffs(self, default: Destination) -> dict[Destination, tuple[Rotation, ...]]:
-        """Where each handoff of a rotation with `announce` is said: the places of the routes
-        that name it (`oncall:NAME`, in `mention` or an escalation step)."""
+        """Where each handoff of a rotation with `announce` is said: where its callers send."""
         found: dict[Destination, dict[str, Rotation]] = {}
         announced = {r.name: r for r in self.rotations if r.announce}
         for route in self.routes:
