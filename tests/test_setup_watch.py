@@ -136,7 +136,8 @@ def test_an_unreachable_telegram_is_loud_at_once_and_ready_again_when_it_answers
             assert gauge(watch, "relay_telegram_reachable") == [0]
             assert gauge(watch) == []  # nothing is known of the setup yet
             assert wait_until(lambda: caplog.text.count("TELEGRAM UNREACHABLE") == 1, timeout=5)
-            assert failing == [True]  # the relay's prober asks from now on, not each worker
+            # The relay's prober asks from now on, not each worker: told just after the line.
+            assert wait_until(lambda: failing == [True], timeout=5)
             monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # the proxy is fixed
             fake_asked = len(fake.received)
             assert not wait_until(lambda: len(fake.received) > fake_asked, timeout=0.5)
