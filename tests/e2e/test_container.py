@@ -126,7 +126,7 @@ def container(
     def answers() -> bool:
         try:
             return requests.get(f"{url}/healthz", timeout=1).status_code == 200
-        except requests.ConnectionError:
+        except requests.RequestException:  # not listening yet, or a worker still starting
             return False
 
     try:

@@ -294,7 +294,7 @@ def test_gunicorns_own_bind_is_checked_not_relay_binds_default(
 def _answers(url: str) -> bool:
     try:
         return requests.get(url, timeout=1).status_code == 200
-    except requests.ConnectionError:
+    except requests.RequestException:  # not listening yet, or a worker still starting
         return False
 
 
