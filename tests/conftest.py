@@ -112,9 +112,11 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture
-def pg_url(postgres_server: PostgresServer) -> str:
-    """A fresh, empty database on it."""
-    return postgres_server.new_database()
+def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh, empty database on it, dropped after the test."""
+    url = postgres_server.new_database()
+    yield url
+    postgres_server.drop_database(url)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -151,6 +151,14 @@ class PostgresServer:
             connection.execute(f"CREATE DATABASE {name}{copy}")
         return self.url(name)
 
+    def drop_database(self, url: str) -> None:
+        """Drop a database `new_database` made, connections and all: a session makes a hundred,
+        and the server's files (its teardown deletes them) would grow by each one's 8 MB."""
+        name = url.rsplit("/", 1)[1]
+        with psycopg.connect(self.url(), autocommit=True) as connection:
+            force = " WITH (FORCE)" if connection.info.server_version >= 130000 else ""
+            connection.execute(f"DROP DATABASE IF EXISTS {name}{force}")
+
     def close(self) -> None:
         with contextlib.suppress(subprocess.SubprocessError):
             self.stop("immediate")
