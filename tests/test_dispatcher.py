@@ -8,6 +8,7 @@ import itertools
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import replace
@@ -41,7 +42,7 @@ from relay_app.message.formatting import (
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin, Holder, on_store, this_process
 from relay_app.spool.database import Database
-from relay_app.spool.model import Claim, Lane
+from relay_app.spool.model import Claim, Lane, Settlement
 from relay_app.telegram.courier import Sent
 from relay_app.words import ENGLISH
 from tests.conftest import (
@@ -341,6 +342,38 @@ def test_a_webhook_whose_alert_a_pass_took_first_waits_for_that_attempt(
     attempt = relay.dispatcher.first_attempt(queue, job)
     assert isinstance(attempt, Future)  # that attempt's, not "behind_older"
     telegram.let_go.set()
+    assert isinstance(attempt.result(timeout=10).outcome_of(job), Delivered)
+    assert telegram.calls == 1
+
+
+def test_a_webhook_whose_alert_a_pass_claimed_and_has_yet_to_start_waits_for_it(
+    built: Callable[..., Relay], clock: FakeTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pass has claimed the alert and not yet put its attempt on the pool (its thread
+    # descheduled on a loaded host) as the webhook looks: it waits for that attempt rather
+    # than answering 202 behind_older (a loaded run of test_local_spool.py did).
+    telegram = ScriptedTelegram(clock=clock)
+    relay = built(telegram)
+    job = relay.intake.admit({"webhook": PAYLOAD}, DESTINATION, started=0.0, text="")
+    assert job is not None
+    dispatcher = relay.dispatcher
+    claimed, go_on = threading.Event(), threading.Event()
+    submit = dispatcher._submit
+
+    def descheduled(*args: Any, **kwargs: Any) -> Future[Settlement]:
+        claimed.set()
+        assert go_on.wait(10)
+        return submit(*args, **kwargs)
+
+    monkeypatch.setattr(dispatcher, "_submit", descheduled)
+    passing = threading.Thread(target=dispatcher.pass_once)
+    passing.start()
+    assert claimed.wait(10)
+    threading.Timer(0.3, go_on.set).start()
+    [queue] = [q for q in dispatcher.queues if q.home == job.home]
+    attempt = dispatcher.first_attempt(queue, job, wait_until=time.monotonic() + 5)
+    passing.join(10)
+    assert isinstance(attempt, Future), attempt  # the pass's, not "behind_older"
     assert isinstance(attempt.result(timeout=10).outcome_of(job), Delivered)
     assert telegram.calls == 1
 

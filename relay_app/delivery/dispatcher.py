@@ -110,6 +110,9 @@ class Dispatcher(PerProcess):
         # lease in this set is never taken over, whatever the clock says.
         self._in_flight: set[str] = set()
         self._jobs_running = 0
+        # Claims made and not yet on the pool: a webhook whose alert one took waits for it.
+        self._claiming = 0
+        self._claims_started = threading.Condition(self._lock)
         # Every future on the pool (a probe's too); and each job's, running or lately settled,
         # for a webhook whose alert a pass of this process took first (even one that ended
         # before the webhook asked: its answer is still 200 or 502).
@@ -167,14 +170,25 @@ class Dispatcher(PerProcess):
         if isinstance(started, Later):
             return "paced"
         if started is None or job.id not in {each.id for each in started[0].jobs}:
-            # Older alerts of its lane went first, or are going; or a pass took it meanwhile.
-            return self._running_now(job) or "behind_older"
+            # Older alerts of its lane went first, or are going; or a pass took it meanwhile,
+            # and may be between its claim and its start on the pool.
+            return self._running_now(job, claims_by=wait_until) or "behind_older"
         return started[1]
 
-    def _running_now(self, job: Job) -> Future[Settlement] | None:
-        """The attempt of `job` in this process, running or among the latest settled."""
+    def _running_now(
+        self, job: Job, *, claims_by: float | None = None
+    ) -> Future[Settlement] | None:
+        """The attempt of `job` in this process, running or among the latest settled; with
+        `claims_by` (monotonic), once the claims this process is making have started, or by
+        then."""
+        key = (job.home, job.id)
         with self._lock:
-            return self._running.get((job.home, job.id))
+            if claims_by is not None:
+                self._claims_started.wait_for(
+                    lambda: key in self._running or self._claiming == 0,
+                    timeout=max(0.0, claims_by - time.monotonic()),
+                )
+            return self._running.get(key)
 
     def shutdown(self) -> None:
         """Stop deliberately (gunicorn's worker_exit hook): claim nothing more, let running
@@ -271,25 +285,32 @@ class Dispatcher(PerProcess):
         """Claim the lane and start its job on the pool (the claim, and the future of its
         settlement); Later when its chat's turn has not come; None when nothing went."""
         token = self._hold()
+        with self._lock:
+            self._claiming += 1
         try:
-            claimed = queue.claim(
-                lane,
-                now=now,
-                holder=this_process(),
-                token=token,
-                in_flight=self._in_flight_now(),
-                fit=self._jobs.fit,
-                retire=self._jobs.policy.before_attempt,
-                send=send,
-                lease_for=self._lease_for,
-                wait_until=wait_until,
-                oldest=oldest,
-            )
-        except BaseException:
-            self._release(token)
-            raise
-        if isinstance(claimed, Claim) and claimed.jobs:
-            return claimed, self._submit(queue, claimed, kind=kind)  # its end lets the token go
+            try:
+                claimed = queue.claim(
+                    lane,
+                    now=now,
+                    holder=this_process(),
+                    token=token,
+                    in_flight=self._in_flight_now(),
+                    fit=self._jobs.fit,
+                    retire=self._jobs.policy.before_attempt,
+                    send=send,
+                    lease_for=self._lease_for,
+                    wait_until=wait_until,
+                    oldest=oldest,
+                )
+            except BaseException:
+                self._release(token)
+                raise
+            if isinstance(claimed, Claim) and claimed.jobs:
+                return claimed, self._submit(queue, claimed, kind=kind)  # its end frees the token
+        finally:
+            with self._lock:
+                self._claiming -= 1
+                self._claims_started.notify_all()
         self._release(token)
         if isinstance(claimed, Claim):
             self._jobs.report_retired(queue, claimed)
