@@ -110,8 +110,9 @@ class Dispatcher(PerProcess):
         # lease in this set is never taken over, whatever the clock says.
         self._in_flight: set[str] = set()
         self._jobs_running = 0
-        # Claims made and not yet on the pool: a webhook whose alert one took waits for it.
-        self._claiming = 0
+        # Tokens of the claims being made and not yet on the pool: a webhook whose alert one
+        # took waits for it.
+        self._claiming: set[str] = set()
         self._claims_started = threading.Condition(self._lock)
         # Every future on the pool (a probe's too); and each job's, running or lately settled,
         # for a webhook whose alert a pass of this process took first (even one that ended
@@ -179,13 +180,15 @@ class Dispatcher(PerProcess):
         self, job: Job, *, claims_by: float | None = None
     ) -> Future[Settlement] | None:
         """The attempt of `job` in this process, running or among the latest settled; with
-        `claims_by` (monotonic), once the claims this process is making have started, or by
+        `claims_by` (monotonic), once the claims this process was making have started, or by
         then."""
         key = (job.home, job.id)
         with self._lock:
             if claims_by is not None:
+                # Only those under way now: claims begun later cannot have taken it first.
+                under_way = set(self._claiming)
                 self._claims_started.wait_for(
-                    lambda: key in self._running or self._claiming == 0,
+                    lambda: key in self._running or not under_way & self._claiming,
                     timeout=max(0.0, claims_by - time.monotonic()),
                 )
             return self._running.get(key)
@@ -286,7 +289,7 @@ class Dispatcher(PerProcess):
         settlement); Later when its chat's turn has not come; None when nothing went."""
         token = self._hold()
         with self._lock:
-            self._claiming += 1
+            self._claiming.add(token)
         try:
             try:
                 claimed = queue.claim(
@@ -309,7 +312,7 @@ class Dispatcher(PerProcess):
                 return claimed, self._submit(queue, claimed, kind=kind)  # its end frees the token
         finally:
             with self._lock:
-                self._claiming -= 1
+                self._claiming.discard(token)
                 self._claims_started.notify_all()
         self._release(token)
         if isinstance(claimed, Claim):
