@@ -16,6 +16,7 @@ from relay_app.operating.config import Settings
 from relay_app.operating.setup_watch import SetupWatch, one_worker_says
 from relay_app.spool.database import Database
 from relay_app.spool.warnings import SpoolWarnings
+from relay_app.telegram.client import TelegramClient
 from tests.e2e.helpers import wait_until
 from tests.e2e.relay_process import free_port
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
@@ -105,6 +106,45 @@ def test_one_worker_of_a_relay_says_a_refusal_and_a_restarted_relay_says_it_agai
     no_spool = one_worker_says(None)
     assert no_spool(line)
     assert no_spool(line)  # each worker says it, then
+
+
+def test_the_relays_health_hears_of_an_unreachable_telegram_before_the_round_ends(
+    fake: FakeTelegram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whoever sees a round of questions end (its connection closed: a proxy's log, the
+    tests' fake) then sees the relay holding its alerts, never about to: the end-to-end tests
+    wait for that round, then for the relay to hold Telegram for up."""
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("HTTPS_PROXY", nowhere)
+    monkeypatch.setenv("HTTP_PROXY", nowhere)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    failing: list[bool] = []
+    told_when_closed: list[list[bool]] = []
+
+    def client() -> TelegramClient:
+        made = TelegramClient(fake.url, TOKEN)
+        close = made.close
+
+        def closed() -> None:
+            told_when_closed.append(list(failing))
+            close()
+
+        made.close = closed  # type: ignore[method-assign]
+        return made
+
+    watch = SetupWatch(
+        settings_for(fake),
+        client=client,
+        reach_again_every=60,
+        failing=lambda: failing.append(True),
+    )
+    watch.start()
+    try:
+        assert wait_until(lambda: told_when_closed != [], timeout=5)
+        assert told_when_closed[0] == [True]
+    finally:
+        watch.shutdown()
 
 
 def test_an_unreachable_telegram_is_loud_at_once_and_ready_again_when_it_answers(

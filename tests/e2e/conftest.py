@@ -20,14 +20,31 @@ def fake_telegram() -> Iterator[FakeTelegram]:
         yield fake
 
 
+# A failed test's report ends with this many lines of each relay's log it started: a CI log that
+# shows the assertion alone (202 == 200) then also shows why (the relay's line for that webhook).
+LOG_LINES_REPORTED = 30
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when != "call" or not report.failed:
+        return
+    for relay in getattr(item, "relays_started", []):
+        tail = relay.logs().splitlines()[-LOG_LINES_REPORTED:]
+        report.sections.append((f"the end of {relay.log_path.name}", "\n".join(tail)))
+
+
 @pytest.fixture
 def start_relay(
-    fake_telegram: FakeTelegram, tmp_path: Path, spool_path: str
+    fake_telegram: FakeTelegram, tmp_path: Path, spool_path: str, request: pytest.FixtureRequest
 ) -> Iterator[StartRelay]:
     """Starts gunicorn against the fake, with a spool in the test's directory (shared by the
     relays a test starts, as after a restart); on teardown stops it and checks that its whole
     log, access log included, never shows the bot token or the webhook secret."""
     started: list[RelayProcess] = []
+    request.node.relays_started = started  # for the report, should the test fail
 
     def start(
         prefix: list[str] | None = None, app: str = "wsgi:app", **overrides: str

@@ -79,7 +79,9 @@ def test_relays_on_two_hosts_send_each_alert_once_however_slow_telegram_is(
     with ThreadPoolExecutor(len(titles)) as pool:
         answers = list(pool.map(send, range(len(titles))))
     assert set(answers) <= {200, 202}
-    assert wait_until(lambda: set(counted(fake_telegram)) == set(titles), timeout=60)
+    assert wait_until(lambda: set(counted(fake_telegram)) == set(titles), timeout=60), counted(
+        fake_telegram
+    )
     time.sleep(SLOW_TELEGRAM + 1)  # a second copy still in Telegram's hands would land now
     assert counted(fake_telegram) == dict.fromkeys(titles, 1)
 
@@ -99,11 +101,13 @@ def test_the_other_host_delivers_everything_when_one_relay_dies_mid_attempt(
     after = [f"After {n}" for n in range(5)]
     for title in after:
         reply, _ = post(surviving.webhook_url, titled(title))
-        assert reply.status_code in (200, 202)
-    assert wait_until(lambda: set(counted(fake_telegram)) >= {"In flight", *after}, timeout=60)
+        assert reply.status_code in (200, 202), reply.text
+    assert wait_until(lambda: set(counted(fake_telegram)) >= {"In flight", *after}, timeout=60), (
+        counted(fake_telegram)
+    )
     # The dead relay's copy landed before its lease let the other host retry (the lease
     # outlasts its attempt); a copy the survivor still has in Telegram's hands would land now.
     time.sleep(SURVIVOR_TELEGRAM + 1)
     copies = counted(fake_telegram)
-    assert copies["In flight"] in (1, 2)  # it may have arrived: sent once more, at most
-    assert [copies[title] for title in after] == [1] * len(after)
+    assert copies["In flight"] in (1, 2), copies  # it may have arrived: sent once more, at most
+    assert [copies[title] for title in after] == [1] * len(after), copies

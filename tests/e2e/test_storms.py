@@ -63,11 +63,13 @@ def test_routing_by_query_string_with_an_allowlist(
 ) -> None:
     relay = start_relay(TELEGRAM_ALLOWED_CHAT_IDS=f"{OTHER_CHAT},@ops_room")
     url = relay.webhook_url
-    assert post(f"{url}?thread_id=12", titled("To topic 12"))[0].status_code == 200
-    assert (
-        post(f"{url}?chat_id={OTHER_CHAT}&thread_id=3", titled("Elsewhere"))[0].status_code == 200
-    )
-    assert post(f"{url}?chat_id=@ops_room", titled("By name"))[0].status_code == 200
+    for query, title in (
+        ("thread_id=12", "To topic 12"),
+        (f"chat_id={OTHER_CHAT}&thread_id=3", "Elsewhere"),
+        ("chat_id=@ops_room", "By name"),
+    ):
+        reply, _ = post(f"{url}?{query}", titled(title))
+        assert reply.status_code == 200, reply.text  # the reason is the relay's log line
     sent = [(m["chat_id"], m.get("message_thread_id")) for m in fake_telegram.messages]
     assert sent == [(int(CHAT_ID), 12), (int(OTHER_CHAT), 3), ("@ops_room", None)]
 
