@@ -213,6 +213,19 @@ def test_unreachable_telegram_suggests_a_proxy_or_another_api_url(
     assert not any("accept" in line for line in lines)
 
 
+def test_a_chat_question_unanswered_after_getme_blames_no_proxy(
+    fake: FakeTelegram, spool_path: str
+) -> None:
+    fake.set("hang", methods={"getChat"})  # answers getMe, never getChat
+    code, lines = check(environment(fake, spool_path, RELAY_SEND_TIMEOUT="0.5"))
+    assert code == 1
+    assert line_for(lines, "token").startswith("ok")
+    line = line_for(lines, f"chat {CHAT}")
+    assert "Telegram answered getMe just before but not this in time" in line
+    assert "run the check again" in line
+    assert "PROXY" not in line
+
+
 def test_a_refused_token_is_why_the_chats_were_not_checked(
     fake: FakeTelegram, spool_path: str
 ) -> None:

@@ -9,9 +9,12 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from relay_app.core.errors import RetryableDeliveryError
+from relay_app.core.routing import ChatId
 from relay_app.operating.config import Settings
 from relay_app.operating.setup_watch import SetupWatch, one_worker_says
 from relay_app.spool.database import Database
@@ -106,6 +109,47 @@ def test_one_worker_of_a_relay_says_a_refusal_and_a_restarted_relay_says_it_agai
     no_spool = one_worker_says(None)
     assert no_spool(line)
     assert no_spool(line)  # each worker says it, then
+
+
+class LeavesAChatUnanswered(TelegramClient):
+    """Telegram that answers getMe and everything else, but lets the question about one chat
+    time out, as a slow or overloaded Telegram does."""
+
+    def __init__(self, fake: FakeTelegram, chat: str) -> None:
+        super().__init__(fake.url, TOKEN)
+        self._chat = chat
+
+    def get_chat(self, chat_id: ChatId, *, deadline: float) -> dict[str, Any]:
+        if str(chat_id) == self._chat:
+            raise RetryableDeliveryError("Telegram did not answer within 2.0 s")
+        return super().get_chat(chat_id, deadline=deadline)
+
+
+def test_a_question_left_unanswered_after_getme_holds_no_alert_and_is_asked_again(
+    fake: FakeTelegram, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Telegram answered getMe in the same round: the route to it works, so neither the
+    relay's alerts nor its readiness wait, and no proxy is blamed."""
+    fake.add_chat(OTHER)
+    failing: list[bool] = []
+    watch = SetupWatch(
+        settings_for(fake, TELEGRAM_ALLOWED_CHAT_IDS=OTHER),
+        client=lambda: LeavesAChatUnanswered(fake, OTHER),
+        recheck_every=0.1,
+        failing=lambda: failing.append(True),
+    )
+    unanswered = f"did not answer the start-up check's question about chat {OTHER}"
+    with caplog.at_level(logging.INFO):
+        watch.start()
+        try:
+            assert wait_until(lambda: caplog.text.count(unanswered) >= 2, timeout=5)  # again
+            assert failing == []
+            assert "TELEGRAM UNREACHABLE" not in caplog.text
+            assert watch.unreachable() is None
+            assert watch.problems() == []  # nothing refused either
+            assert gauge(watch, "relay_telegram_reachable") == [1]
+        finally:
+            watch.shutdown()
 
 
 def test_the_relays_health_hears_of_an_unreachable_telegram_before_the_round_ends(

@@ -463,7 +463,12 @@ def _hint(error: DeliveryError, api: str, doing: str) -> str:
     description = str(getattr(error, "description", "")).lower()
     code = error.error_code
     if code is None:
-        return _unreachable_hint(api)
+        if doing == "token":
+            return _unreachable_hint(api)
+        return (
+            "Telegram answered getMe just before but not this in time (slow, or the answer "
+            "was lost): run the check again"
+        )
     if isinstance(error, ChatMigrated):
         return (
             f"the group became a supergroup with id {error.new_chat_id}: set TELEGRAM_CHAT_ID "

@@ -16,7 +16,8 @@ tried (the API URL, the proxy) and what to check, `relay_telegram_reachable` 0, 
 with the reason. Meanwhile the worker does not ask again itself: it tells the relay's health
 that Telegram is failing, and the relay's one prober (delivery/health.py: one question every
 2 s, whatever the number of workers) says when it answers; then the worker asks its questions
-again (`telegram_answers`, looked at every Timing.reach_again).
+again (`telegram_answers`, looked at every Timing.reach_again). Unreachable is getMe's: a later
+question left unanswered in a round where getMe was answered is a WARNING, asked again later.
 
 Each ERROR is said once per relay, not once per worker: the workers of one gunicorn agree
 through the spool's warnings which of them says it (`one_worker_says`).
@@ -30,7 +31,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..core.errors import DeliveryError
 from ..core.process import OwnThread
@@ -52,6 +53,8 @@ USER_AGENT = "relay_app start-up check"
 
 # Whether this worker is the one to log a refusal (the line in, True: say it).
 Speaks = Callable[[str], bool]
+# How a round of questions ended (SetupWatch._ask).
+Round = Literal["settled", "again", "unreached"]
 
 
 def one_worker_says(warnings: SpoolWarnings | None) -> Speaks:
@@ -164,39 +167,54 @@ class SetupWatch(OwnThread):
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                answered = self._ask()
+                round_ = self._ask()
             except Exception:  # a bug here must not end the checks for good
                 log.exception("asking Telegram about the relay's setup failed")
-                answered = False
-            with self._lock:
-                settled = answered and self._refused == []
-            if settled:
+                round_ = "unreached"
+            if round_ == "settled":
                 return
-            if answered:
+            if round_ == "again":
                 self._stop.wait(self._recheck_every)
                 continue
             while not self._stop.wait(self._reach_again_every) and not self._telegram_answers():
                 pass
 
-    def _ask(self) -> bool:
-        """One round of questions; whether Telegram answered them all."""
+    def _ask(self) -> Round:
+        """One round of questions: settled when Telegram accepts everything, again when it
+        refuses something or left a question unanswered, unreached when getMe went unanswered."""
         client = self._client()
         try:
             verdicts = list(telegram_verdicts(client, self._settings, send=False))
-            if unreached := [verdict for verdict in verdicts if verdict.unreached]:
-                self._record_unreached(unreached[0])
+            token = verdicts[0]
+            if token.unreached:
+                self._record_unreached(token)
                 # From now on the relay's one prober asks. Told before the round's connection
                 # closes: whoever sees the round end (a proxy's log, the tests' fake) sees the
                 # relay already holding its alerts, never about to.
                 self._failing()
-                return False
+                return "unreached"
         finally:
             client.close()
         self._record_reached()
         self._register_commands()
-        refused = [v for v in verdicts if not v.passed and not v.found.startswith("not checked")]
+        # Telegram answered getMe just before: a question it then left unanswered (slow, a
+        # 429 or a 5xx) says nothing against the route to it, nor against the setup.
+        unanswered = [v for v in verdicts if v.unreached]
+        for verdict in unanswered:
+            log.warning(
+                "Telegram did not answer the start-up check's question about %s (%s): asked "
+                "again in %g s",
+                verdict.check,
+                verdict.found,
+                self._recheck_every,
+            )
+        refused = [
+            v
+            for v in verdicts
+            if not v.passed and not v.unreached and not v.found.startswith("not checked")
+        ]
         self._record(refused)
-        return True
+        return "again" if refused or unanswered else "settled"
 
     def _register_commands(self) -> None:
         """The chat's commands, so that Telegram offers them as people type `/`: once a process,
