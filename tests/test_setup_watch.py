@@ -47,6 +47,16 @@ def settings_for(fake: FakeTelegram, **more: str) -> Settings:
     )
 
 
+def no_route_to_telegram(monkeypatch: pytest.MonkeyPatch) -> str:
+    """No route to Telegram: the proxy it is told to use (returned) listens nowhere."""
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("HTTPS_PROXY", nowhere)
+    monkeypatch.setenv("HTTP_PROXY", nowhere)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    return nowhere
+
+
 def gauge(watch: SetupWatch, name: str = "relay_telegram_setup_ok") -> list[float]:
     [found] = [family for family in watch.collect() if family.name == name]
     return [sample.value for sample in found.samples]
@@ -158,11 +168,7 @@ def test_the_relays_health_hears_of_an_unreachable_telegram_before_the_round_end
     """Whoever sees a round of questions end (its connection closed: a proxy's log, the
     tests' fake) then sees the relay holding its alerts, never about to: the end-to-end tests
     wait for that round, then for the relay to hold Telegram for up."""
-    nowhere = f"http://127.0.0.1:{free_port()}"
-    monkeypatch.setenv("HTTPS_PROXY", nowhere)
-    monkeypatch.setenv("HTTP_PROXY", nowhere)
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
+    no_route_to_telegram(monkeypatch)
     failing: list[bool] = []
     told_when_closed: list[list[bool]] = []
 
@@ -194,12 +200,7 @@ def test_the_relays_health_hears_of_an_unreachable_telegram_before_the_round_end
 def test_an_unreachable_telegram_is_loud_at_once_and_ready_again_when_it_answers(
     fake: FakeTelegram, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # No route to Telegram: the proxy it is told to use listens nowhere.
-    nowhere = f"http://127.0.0.1:{free_port()}"
-    monkeypatch.setenv("HTTPS_PROXY", nowhere)
-    monkeypatch.setenv("HTTP_PROXY", nowhere)
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
+    nowhere = no_route_to_telegram(monkeypatch)
     # The relay's health, as the watch tells it and reads it: one prober asks for the relay.
     failing: list[bool] = []
     heard = threading.Event()
