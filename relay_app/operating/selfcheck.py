@@ -442,8 +442,13 @@ def _unreached(error: DeliveryError) -> bool:
     return error.error_code is None or error.error_code >= 500 or error.error_code == 429
 
 
-def _unreachable_hint(api: str) -> str:
-    """Telegram did not answer: through the proxy this host uses, or without one."""
+def _unreachable_hint(api: str, doing: str) -> str:
+    """Telegram did not answer (through this host's proxy or not), or, after getMe, not this."""
+    if doing != "token":
+        return (
+            "Telegram answered getMe just before but not this in time (slow, or the answer "
+            "was lost): run the check again"
+        )
     proxy = proxy_for(api)
     if proxy is not None:
         return (
@@ -463,12 +468,7 @@ def _hint(error: DeliveryError, api: str, doing: str) -> str:
     description = str(getattr(error, "description", "")).lower()
     code = error.error_code
     if code is None:
-        if doing == "token":
-            return _unreachable_hint(api)
-        return (
-            "Telegram answered getMe just before but not this in time (slow, or the answer "
-            "was lost): run the check again"
-        )
+        return _unreachable_hint(api, doing)
     if isinstance(error, ChatMigrated):
         return (
             f"the group became a supergroup with id {error.new_chat_id}: set TELEGRAM_CHAT_ID "

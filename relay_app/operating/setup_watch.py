@@ -197,9 +197,7 @@ class SetupWatch(OwnThread):
             client.close()
         self._record_reached()
         self._register_commands()
-        # Telegram answered getMe just before: a question it then left unanswered (slow, a
-        # 429 or a 5xx) says nothing against the route to it, nor against the setup.
-        unanswered = [v for v in verdicts if v.unreached]
+        refused, unanswered = _refused_and_unanswered(verdicts)
         for verdict in unanswered:
             log.warning(
                 "Telegram did not answer the start-up check's question about %s (%s): asked "
@@ -208,11 +206,6 @@ class SetupWatch(OwnThread):
                 verdict.found,
                 self._recheck_every,
             )
-        refused = [
-            v
-            for v in verdicts
-            if not v.passed and not v.unreached and not v.found.startswith("not checked")
-        ]
         self._record(refused)
         return "again" if refused or unanswered else "settled"
 
@@ -268,6 +261,14 @@ class SetupWatch(OwnThread):
                     log.info("Telegram refuses the setup: %s (another worker logged it)", line)
         if not lines and was:
             log.info("Telegram now accepts the relay's setup (token, chats and topic)")
+
+
+def _refused_and_unanswered(verdicts: list[Verdict]) -> tuple[list[Verdict], list[Verdict]]:
+    """What Telegram refused, and what it left unanswered, in a round where it answered getMe:
+    the latter (slow, a 429, a 5xx) says nothing against the route to it, nor the setup."""
+    unanswered = [v for v in verdicts if v.unreached]
+    refused = [v for v in verdicts if not v.passed and v not in unanswered]
+    return [v for v in refused if not v.found.startswith("not checked")], unanswered
 
 
 def _report(line: str, verdict: Verdict) -> None:
