@@ -155,16 +155,19 @@ class RelayProcess:
         return self
 
     def _wait_until_telegram_up(self, deadline: float) -> None:
-        """Until the relay holds Telegram for up. A start-up question the relay gave up on (a
-        fake slower than RELAY_SEND_TIMEOUT on a loaded host) has it hold every alert until its
+        """Until the relay holds Telegram for up. A start-up getMe the relay gave up on (a fake
+        slower than RELAY_SEND_TIMEOUT on a loaded host) has it hold every alert until its
         prober hears Telegram, and a test's first alerts would meet that, not what they test.
         The relay says so before the round's connection closes (setup_watch.py), so once the
         rounds are counted this reading is not stale."""
         while True:
-            reply = requests.get(f"{self.admin_url}/metrics", timeout=1)
-            if reply.status_code == 404:
+            try:
+                reply = requests.get(f"{self.admin_url}/metrics", timeout=1)
+            except requests.RequestException:
+                reply = None  # a worker slow to answer on a busy host: ask again
+            if reply is not None and reply.status_code == 404:
                 return  # RELAY_METRICS=off: nothing to read it from
-            if value(parse(reply.text), "relay_telegram_up") == 1:
+            if reply is not None and value(parse(reply.text), "relay_telegram_up") == 1:
                 return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the relay still holds Telegram for down:\n{self.logs()}")
