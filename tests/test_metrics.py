@@ -4,6 +4,7 @@ tests/e2e/test_operating.py.)"""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import requests
@@ -155,6 +156,28 @@ def test_the_age_of_the_oldest_pending_alert(settings: Settings) -> None:
         assert 0 < age < 60
     finally:
         stop(app)
+
+
+def test_a_workers_file_not_yet_sized_costs_the_scrape_nothing(
+    client: FlaskClient, tmp_path: Path
+) -> None:
+    """Under gunicorn each worker counts in a file of its own; a worker starting creates its
+    file, then sizes it (prometheus/client_python#1199). A scrape between the two answered
+    500, and one after a worker killed between the two, for good."""
+    from prometheus_client.mmap_dict import MmapedDict, mmap_key
+
+    other_worker = MmapedDict(str(tmp_path / "counter_4241.db"))  # type: ignore[no-untyped-call]
+    labels = ["outcome", "reason"], ["sent", "delivered"]
+    key = mmap_key("relay_webhooks", "relay_webhooks_total", *labels, "Webhooks answered")
+    other_worker.write_value(key, 3.0, 0.0)  # type: ignore[no-untyped-call]
+    other_worker.close()  # type: ignore[no-untyped-call]
+    (tmp_path / "counter_4242.db").touch()  # a worker between creating its file and sizing it
+    relay = relay_of(client.application)
+    assert relay is not None
+    relay.metrics.multiprocess_dir = str(tmp_path)  # as under gunicorn (gunicorn.conf.py)
+    samples = metric_samples(client)
+    assert value(samples, "relay_webhooks_total", outcome="sent", reason="delivered") == 3
+    assert value(samples, "relay_spool_usable") == 1  # the relay's own gauges as well
 
 
 def test_relay_metrics_0_turns_the_endpoint_off(settings: Settings) -> None:

@@ -13,6 +13,7 @@ gunicorn config can set the directory up first, in the master, before any worker
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -327,17 +328,38 @@ class Metrics:
 
     def exposition(self) -> bytes:
         """The text a scrape gets: every worker's counts, and the spool as it is now."""
-        from prometheus_client import CollectorRegistry, generate_latest, multiprocess
+        from prometheus_client import CollectorRegistry, generate_latest
 
         if self.multiprocess_dir is None:
             return generate_latest(self.registry)
         # A new registry per scrape, as prometheus_client's multiprocess docs have it: the
         # files are read afresh each time.
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
+        registry.register(_WorkersFiles(self.multiprocess_dir))
         for gauges in self._gauges:
             registry.register(gauges)
         return generate_latest(registry)
+
+
+class _WorkersFiles:
+    """prometheus_client's MultiProcessCollector, but for a file of 0 bytes: a worker creates
+    its file, then sizes it, and a scrape between the two (any worker starting) failed whole
+    with struct.error; one killed between them failed every scrape until a restart
+    (prometheus/client_python#1199, open). Such a file holds nothing yet, so it is left out."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def collect(self) -> Iterable[Metric]:
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        files = []
+        for name in glob.glob(os.path.join(self._path, "*.db")):
+            with contextlib.suppress(OSError):  # removed meanwhile: nothing to add up
+                if os.path.getsize(name) > 0:
+                    files.append(name)
+        merged: Iterable[Metric] = MultiProcessCollector.merge(files, accumulate=True)  # type: ignore[no-untyped-call]
+        return merged
 
 
 # Names the process that made the directory, beside it in the environment rather than in a

@@ -167,8 +167,9 @@ class RelayProcess:
                 reply = None  # a worker slow to answer on a busy host: ask again
             if reply is not None and reply.status_code == 404:
                 return  # RELAY_METRICS=off: nothing to read it from
-            if reply is not None and value(parse(reply.text), "relay_telegram_up") == 1:
-                return
+            answered = reply if reply is not None and reply.status_code == 200 else None
+            if answered and value(parse(answered.text), "relay_telegram_up") == 1:
+                return  # a 500 (a scrape that failed) is asked again too
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the relay still holds Telegram for down:\n{self.logs()}")
             time.sleep(0.05)
