@@ -1,3 +1,6 @@
+from relay_app.acting.presses import Press
+from relay_app.acting.replies import Reply
+from relay_app.acting.team import Written
 from relay_app.core.json_values import json_int, json_object, json_objects
 
 
@@ -18,3 +21,31 @@ def test_objects_are_kept_and_anything_else_reads_as_empty() -> None:
     assert json_objects([{"a": 1}, 2, "x", None, {"b": 2}]) == [{"a": 1}, {"b": 2}]
     assert json_objects({"a": 1}) == []
     assert json_objects(None) == []
+
+
+def test_telegrams_updates_never_take_true_for_a_message_or_topic_id() -> None:
+    chat = {"id": -100123, "type": "supergroup"}
+    reply = {
+        "message_id": 7,
+        "chat": chat,
+        "text": "on it",
+        "is_topic_message": True,
+        "message_thread_id": True,
+        "reply_to_message": {"message_id": True, "from": {"id": True, "is_bot": True}},
+    }
+    assert Reply.of({"message": reply}) is None
+    answering_a_real_message = {
+        **reply,
+        "reply_to_message": {"message_id": 5, "from": {"id": True}},
+    }
+    read = Reply.of({"message": answering_a_real_message})
+    assert read is not None
+    assert (read.replied_to, read.thread, read.replied_to_bot) == (5, None, None)
+
+    assert Written.of({**reply, "message_id": True}) is None
+    written = Written.of(reply)
+    assert written is not None
+    assert written.thread is None
+
+    press = Press.of({"id": "q1", "message": {"message_id": True, "chat": chat}, "data": "x"})
+    assert press.message_id is None

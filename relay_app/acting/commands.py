@@ -21,6 +21,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..core.errors import DeliveryError, SpoolError
+from ..core.json_values import json_int
 from ..delivery.outbox import Outbox
 from ..message.cards import clock_time
 from ..message.daily_summary import open_issue_lines
@@ -101,7 +102,7 @@ class Command:
             chat=said.chat,
             thread=said.thread,
             message_id=said.message_id,
-            update_id=update_id if isinstance(update_id, int) else None,
+            update_id=json_int(update_id),
         )
 
 

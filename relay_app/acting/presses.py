@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from ..core.errors import DeliveryError, GlitchTipError, SpoolError
-from ..core.json_values import json_object
+from ..core.json_values import json_int, json_object
 from ..core.logs import event
 from ..core.metrics import PressOutcome
 from ..delivery.outbox import Outbox
@@ -81,7 +81,7 @@ class Press:
             id=str(query.get("id", "")),
             by=Person.of(query.get("from")),
             chat=str(chat["id"]) if chat.get("id") is not None else None,
-            message_id=message_id if isinstance(message_id, int) else None,
+            message_id=json_int(message_id),
             data=query.get("data"),
         )
 
@@ -115,7 +115,7 @@ class Presses:
             return
         press = Press.of(query)
         update_id = update.get("update_id")
-        keys = [f"update:{update_id}"] if isinstance(update_id, int) else []
+        keys = [f"update:{update_id}"] if json_int(update_id) is not None else []
         if press.id:
             keys.append(f"press:{press.id}")
         if not keys:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import GlitchTipError, SpoolError
-from ..core.json_values import json_object
+from ..core.json_values import json_int, json_object
 from ..core.logs import event
 from ..core.metrics import ReplyOutcome
 from ..delivery.outbox import Outbox
@@ -52,11 +52,11 @@ class Reply:
         message = json_object(update.get("message"))
         answered = json_object(message.get("reply_to_message"))
         chat = json_object(message.get("chat"))
-        text, message_id = message.get("text"), message.get("message_id")
-        replied_to = answered.get("message_id")
-        if not (isinstance(text, str) and text.strip() and isinstance(replied_to, int)):
+        text, message_id = message.get("text"), json_int(message.get("message_id"))
+        replied_to = json_int(answered.get("message_id"))
+        if not (isinstance(text, str) and text.strip() and replied_to is not None):
             return None
-        if not isinstance(message_id, int) or chat.get("id") is None:
+        if message_id is None or chat.get("id") is None:
             return None
         return cls(
             message_id=message_id,
@@ -71,12 +71,12 @@ class Reply:
 
 def _topic(message: dict[str, Any]) -> int | None:
     thread = message.get("message_thread_id") if message.get("is_topic_message") else None
-    return thread if isinstance(thread, int) else None
+    return json_int(thread)
 
 
 def _bot(sender: dict[str, Any]) -> int | None:
     bot = sender.get("id") if sender.get("is_bot") else None
-    return bot if isinstance(bot, int) else None
+    return json_int(bot)
 
 
 class Replies:
@@ -128,7 +128,7 @@ class Replies:
         """Record the reply as handled: whether it was not before (Telegram delivers an
         update again when its webhook's answer was slow). Raises SpoolError."""
         keys = [f"reply:{reply.chat}:{reply.message_id}"]
-        if isinstance(update_id, int):
+        if json_int(update_id) is not None:
             keys.append(f"update:{update_id}")
         if self._team.store.first_time(keys, at=self._team.clock()):
             return True

@@ -90,11 +90,11 @@ class Written:
         """The update's message; None for one without text, chat or id."""
         if not isinstance(message, dict):
             return None
-        chat, text, message_id = message.get("chat"), message.get("text"), message.get("message_id")
+        chat, text = message.get("chat"), message.get("text")
+        message_id = json_int(message.get("message_id"))
         if not isinstance(chat, dict) or chat.get("id") is None:
             return None
-        if not isinstance(text, str) or not isinstance(message_id, int):
+        if not isinstance(text, str) or message_id is None:
             return None
         thread = message.get("message_thread_id") if message.get("is_topic_message") else None
-        topic = thread if isinstance(thread, int) else None
-        return cls(str(chat["id"]), topic, message_id, text)
+        return cls(str(chat["id"]), json_int(thread), message_id, text)

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from ..core.errors import DeliveryError, PermanentDeliveryError, SpoolError
 from ..core.http_deadline import Deadline
+from ..core.json_values import json_int
 from ..core.process import PerProcess
 from ..core.timing import PRODUCTION, Timing
 from ..spool.holders import this_process
@@ -216,10 +217,11 @@ class Poller(PerProcess):
 
     def _confirm(self, update_id: object) -> None:
         """The lease's offset past a handled update: whoever reads next starts after it."""
-        if not isinstance(update_id, int):
+        handled = json_int(update_id)
+        if handled is None:
             return
         try:
-            self._lease.confirm(this_process(), update_id + 1)
+            self._lease.confirm(this_process(), handled + 1)
         except SpoolError as exc:
             log.warning("a handled update could not be confirmed: %s", exc)
 

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from ..core.errors import DeliveryError
+from ..core.json_values import json_int
 from ..telegram.client import TelegramClient
 from .console import print_table
 
@@ -66,8 +67,8 @@ def _note_message(chats: dict[int, SeenChat], message: dict[str, Any]) -> None:
     if chat is None:
         return
     _note_topic(chat, message)
-    migrated_to = message.get("migrate_to_chat_id")
-    if isinstance(migrated_to, int):
+    migrated_to = json_int(message.get("migrate_to_chat_id"))
+    if migrated_to is not None:
         chat.migrated_to = migrated_to
 
 
@@ -113,8 +114,8 @@ def _title_of(raw: dict[str, Any]) -> str:
 def _note_topic(chat: SeenChat, message: dict[str, Any]) -> None:
     """A message in a forum topic names the topic by id; its name comes from the message that
     created it (or renamed it), which a topic's messages carry as the one they reply to."""
-    thread = message.get("message_thread_id")
-    if not message.get("is_topic_message") or not isinstance(thread, int):
+    thread = json_int(message.get("message_thread_id"))
+    if not message.get("is_topic_message") or thread is None:
         return
     chat.is_forum = True
     name = chat.topics.get(thread, "")

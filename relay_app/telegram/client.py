@@ -317,8 +317,8 @@ def _refusal(response: requests.Response, reply: dict[str, Any], method: str) ->
     status = response.status_code
     # Telegram documents error_code as subject to change: the HTTP status and the description
     # are read too.
-    error_code = reply.get("error_code")
-    if not isinstance(error_code, int):
+    error_code = json_int(reply.get("error_code"))
+    if error_code is None:
         error_code = status
     description = redact(str(reply.get("description") or f"HTTP {status}"))
     parameters = json_object(reply.get("parameters"))

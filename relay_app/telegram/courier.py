@@ -24,6 +24,7 @@ from ..core.errors import (
     PermanentDeliveryError,
     says_telegram_is_failing,
 )
+from ..core.json_values import json_int
 from ..core.routing import ChatId, Destination, parse_chat_id
 from ..message.formatting import Message
 from .client import TelegramClient
@@ -208,6 +209,6 @@ def _sent(result: dict[str, Any], chat_id: ChatId, shown: str) -> Sent:
     message_id = result.get("message_id")
     return Sent(
         str(answered_chat if answered_chat is not None else chat_id),
-        message_id if isinstance(message_id, int) else 0,
+        json_int(message_id) or 0,
         shown,
     )
