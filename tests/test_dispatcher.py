@@ -10,7 +10,6 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from relay_app.core.outcomes import Delivered, RetryAt
 from relay_app.core.pacing import GROUP_INTERVAL
 from relay_app.core.routing import Destination
 from relay_app.delivery.health import PROBE_INTERVAL
+from relay_app.delivery.intake import ANSWER_WITHIN
 from relay_app.message.formatting import (
     Message,
     with_first_line,
@@ -42,7 +42,7 @@ from relay_app.message.formatting import (
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin, Holder, on_store, this_process
 from relay_app.spool.database import Database
-from relay_app.spool.model import Claim, Lane, Settlement
+from relay_app.spool.model import Claim, Job, Lane
 from relay_app.telegram.courier import Sent
 from relay_app.words import ENGLISH
 from tests.conftest import (
@@ -316,86 +316,74 @@ def test_a_webhook_joins_older_alerts_for_its_chat_instead_of_going_first(
     assert telegram.calls == 2
 
 
-class HeldTelegram(ScriptedTelegram):
-    """Telegram whose sendMessage answers only once the test lets it."""
-
-    def __init__(self, clock: FakeTime) -> None:
-        super().__init__(clock=clock)
-        self.let_go = threading.Event()
-
-    def deliver(self, message: Message, destination: Destination, extras: object = None) -> Sent:
-        assert self.let_go.wait(10)
-        return super().deliver(message, destination, extras)
+def queued_by_a_webhook(relay: Relay, payload: dict[str, Any] = PAYLOAD) -> tuple[Job, float]:
+    """What the view does first: the alert queued, held for its webhook; and when it came."""
+    started = time.monotonic()
+    job = relay.intake.admit({"webhook": payload}, DESTINATION, started=started, text="")
+    assert job is not None
+    return job, started
 
 
-def test_a_webhook_whose_alert_a_pass_took_first_waits_for_that_attempt(
+def test_no_pass_of_another_worker_takes_a_webhooks_alert_before_its_webhook_claims_it(
     built: Callable[..., Relay], clock: FakeTime
 ) -> None:
-    # The dispatcher's thread, woken by another attempt's end, claims the alert between its
-    # webhook's queueing and its first attempt: the webhook still waits for its outcome.
-    telegram = HeldTelegram(clock)
-    relay = built(telegram)
-    job = relay.intake.admit({"webhook": PAYLOAD}, DESTINATION, started=0.0, text="")
-    assert job is not None
-    relay.dispatcher.pass_once()  # the thread's pass: the attempt is under way, held
-    [queue] = [q for q in relay.dispatcher.queues if q.home == job.home]
-    attempt = relay.dispatcher.first_attempt(queue, job)
-    assert isinstance(attempt, Future)  # that attempt's, not "behind_older"
-    telegram.let_go.set()
-    assert isinstance(attempt.result(timeout=10).outcome_of(job), Delivered)
+    # Two workers on one spool: the other's pass (its poll, or woken by an attempt's end)
+    # runs between this webhook's queueing and its claim. Taken by that pass, the alert's
+    # webhook was answered 202 behind_older while Telegram was healthy and the turn had come
+    # (two loaded runs of the end-to-end tests did, on PostgreSQL and on SQLite).
+    telegram = ScriptedTelegram(clock=clock)
+    this_worker, other_worker = built(telegram), built(telegram)
+    job, started = queued_by_a_webhook(this_worker)
+    other_worker.dispatcher.pass_once()
+    this_worker.dispatcher.pass_once()
+    assert telegram.calls == 0
+    attempted = this_worker.intake.first_attempt(job, started=started)
+    assert isinstance(attempted.outcome, Delivered)
     assert telegram.calls == 1
 
 
-def test_a_webhook_whose_alert_a_pass_claimed_and_has_yet_to_start_waits_for_it(
-    built: Callable[..., Relay], clock: FakeTime, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The pass has claimed the alert and not yet put its attempt on the pool (its thread
-    # descheduled on a loaded host) as the webhook looks: it waits for that attempt rather
-    # than answering 202 behind_older (a loaded run of test_local_spool.py did).
-    telegram = ScriptedTelegram(clock=clock)
-    relay = built(telegram)
-    job = relay.intake.admit({"webhook": PAYLOAD}, DESTINATION, started=0.0, text="")
-    assert job is not None
-    dispatcher = relay.dispatcher
-    claimed, go_on = threading.Event(), threading.Event()
-    submit = dispatcher._submit
-
-    def descheduled(*args: Any, **kwargs: Any) -> Future[Settlement]:
-        claimed.set()
-        assert go_on.wait(10)
-        return submit(*args, **kwargs)
-
-    monkeypatch.setattr(dispatcher, "_submit", descheduled)
-    passing = threading.Thread(target=dispatcher.pass_once)
-    passing.start()
-    assert claimed.wait(10)
-    threading.Timer(0.3, go_on.set).start()
-    [queue] = [q for q in dispatcher.queues if q.home == job.home]
-    attempt = dispatcher.first_attempt(queue, job, wait_until=time.monotonic() + 5)
-    passing.join(10)
-    assert isinstance(attempt, Future), attempt  # the pass's, not "behind_older"
-    assert isinstance(attempt.result(timeout=10).outcome_of(job), Delivered)
-    assert telegram.calls == 1
-
-
-def test_a_webhook_whose_alert_a_pass_already_delivered_is_told_so(
+def test_a_webhooks_alert_it_cannot_send_is_left_to_the_passes_at_once(
     built: Callable[..., Relay], clock: FakeTime
 ) -> None:
-    # The pass's attempt ends before the webhook asks (its issue's details took a while): the
-    # webhook is still answered with that attempt's outcome, not "behind_older" (202).
+    # The chat's turn has not come: the webhook answers 202, and its alert goes at the turn
+    # (3 s later), not once the webhook's deadline (9.25 s) has passed.
+    telegram = ScriptedTelegram(clock=clock)
+    this_worker, other_worker = built(telegram), built(telegram)
+    assert isinstance(webhook(this_worker, numbered(1)[0]), Delivered)
+    job, started = queued_by_a_webhook(this_worker, numbered(2)[1])
+    assert this_worker.intake.first_attempt(job, started=started).waiting == "paced"
+    clock.now += GROUP_INTERVAL
+    other_worker.dispatcher.pass_once()
+    assert other_worker.dispatcher.wait_idle(10)
+    assert [title_numbers(message.text) for message in telegram.delivered] == [[1], [2]]
+
+
+def test_a_webhooks_alert_is_left_to_the_passes_when_telegram_is_down(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
     telegram = ScriptedTelegram(clock=clock)
     relay = built(telegram)
-    job = relay.intake.admit({"webhook": PAYLOAD}, DESTINATION, started=0.0, text="")
-    assert job is not None
+    relay.dispatcher.health.send_failed(clock.now)
+    job, started = queued_by_a_webhook(relay)
+    assert relay.intake.first_attempt(job, started=started).waiting == "telegram_down"
+    relay.dispatcher.health.probed(True, clock.now)  # Telegram answers again at once
     relay.dispatcher.pass_once()
-    assert relay.dispatcher.wait_idle(timeout=10)
+    assert relay.dispatcher.wait_idle(10)
     assert telegram.calls == 1
-    [queue] = [q for q in relay.dispatcher.queues if q.home == job.home]
-    attempt = relay.dispatcher.first_attempt(queue, job)
-    assert isinstance(attempt, Future)
-    assert attempt.done()
-    assert isinstance(attempt.result().outcome_of(job), Delivered)
-    assert telegram.calls == 1  # nothing sent twice
+
+
+def test_a_webhook_whose_worker_dies_before_its_claim_leaves_its_alert_to_passes_by_its_deadline(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    telegram = ScriptedTelegram(clock=clock)
+    dying, surviving = built(telegram), built(telegram)
+    queued_by_a_webhook(dying)  # and no claim: its worker is gone
+    surviving.dispatcher.pass_once()
+    assert telegram.calls == 0
+    clock.now += ANSWER_WITHIN
+    surviving.dispatcher.pass_once()
+    assert surviving.dispatcher.wait_idle(10)
+    assert telegram.calls == 1
 
 
 def test_after_a_429_the_alerts_go_oldest_first(

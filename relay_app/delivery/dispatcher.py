@@ -26,7 +26,6 @@ import logging
 import secrets
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
@@ -38,7 +37,7 @@ from ..core.process import PerProcess
 from ..core.timing import PRODUCTION, Timing
 from ..spool.health_store import TelegramHealth
 from ..spool.holders import Holder, this_process
-from ..spool.model import Claim, Home, Job, Lane, Later, Settlement
+from ..spool.model import Claim, Job, Lane, Later, Settlement
 from ..spool.moving import Mover
 from ..spool.queue import Queue
 from .health import Health, probe_due
@@ -53,15 +52,10 @@ Probe = Callable[[], bool]
 # process is sending them), its chat's turn has not come, Telegram is failing, or the spool
 # stayed busy for the webhook's time.
 WaitReason = Literal["behind_older", "paced", "telegram_down", "spool_busy"]
-# A job in this process: its queue's home and its id there.
-JobKey = tuple[Home, int]
 
 # Jobs running at once in one process: one per destination at most, each within
 # RELAY_SEND_TIMEOUT. Destinations beyond it wait for a free thread, in the queue.
 MAX_JOB_THREADS = 32
-# How many settled attempts' outcomes are kept for webhooks that ask after a pass took their
-# alert: a webhook asks within seconds, and a worker settles a few hundred in that time at most.
-SETTLED_KEPT = 256
 # How often the thread looks when nothing tells it sooner (work queued by another process):
 # production's (core/timing.py, where a test compresses it).
 POLL_INTERVAL = PRODUCTION.poll_interval
@@ -110,15 +104,7 @@ class Dispatcher(PerProcess):
         # lease in this set is never taken over, whatever the clock says.
         self._in_flight: set[str] = set()
         self._jobs_running = 0
-        # Tokens of the claims being made and not yet on the pool: a webhook whose alert one
-        # took waits for it.
-        self._claiming: set[str] = set()
-        self._claims_started = threading.Condition(self._lock)
-        # Every future on the pool (a probe's too); and each job's, running or lately settled,
-        # for a webhook whose alert a pass of this process took first (even one that ended
-        # before the webhook asked: its answer is still 200 or 502).
-        self._futures: set[Future[Any]] = set()
-        self._running: OrderedDict[JobKey, Future[Settlement]] = OrderedDict()
+        self._futures: set[Future[Any]] = set()  # every one on the pool, a probe's too
 
     # --- for the rest of the relay -------------------------------------------------------------
 
@@ -147,19 +133,15 @@ class Dispatcher(PerProcess):
     def first_attempt(
         self, queue: Queue, job: Job, *, wait_until: float | None = None
     ) -> Future[Settlement] | WaitReason:
-        """A webhook's alert, just queued: its lane claimed now, on the caller's thread, as a
-        pass would claim it, and the job run on the pool (the future of its settlement, which
-        holds the alert's outcome), or why it waits. `wait_until` (monotonic) bounds the wait
-        for the spool's lock."""
+        """A webhook's alert, just queued and held for it (intake.py): its lane claimed now, on
+        the caller's thread, as a pass would claim it, and the job run on the pool (the future
+        of its settlement, which holds the alert's outcome); or why it waits, left to the
+        passes. `wait_until` (monotonic) bounds the wait for the spool's lock."""
         self._here()
-        # A pass of this process (woken by another attempt's end) may have taken it first:
-        # then the webhook waits for that attempt as for its own.
-        if (running := self._running_now(job)) is not None:
-            return running
         if not self.health.current().sending:
-            return "telegram_down"
-        if not self._thread_free():
-            return "behind_older"  # the pool is full: the thread takes it up in turn
+            return self._left_to_passes(queue, job, "telegram_down")
+        if not self._thread_free():  # the thread takes it up in turn
+            return self._left_to_passes(queue, job, "behind_older")
         now = self._clock()
         lane = Lane(job.lane, job.destination, now, free=True)
         try:
@@ -167,31 +149,18 @@ class Dispatcher(PerProcess):
                 queue, lane, now, send=True, kind="sync", wait_until=wait_until, oldest=job.id
             )
         except SpoolError:
-            return "spool_busy"
+            return "spool_busy"  # held until the webhook's deadline, then any pass's
         if isinstance(started, Later):
-            return "paced"
+            return "paced"  # the claim left it to the passes
         if started is None or job.id not in {each.id for each in started[0].jobs}:
-            # Older alerts of its lane went first, or are going; or a pass took it meanwhile,
-            # and may be between its claim and its start on the pool.
-            return self._running_now(job, claims_by=wait_until) or "behind_older"
+            return "behind_older"  # the claim left it to the passes
         return started[1]
 
-    def _running_now(
-        self, job: Job, *, claims_by: float | None = None
-    ) -> Future[Settlement] | None:
-        """The attempt of `job` in this process, running or among the latest settled; with
-        `claims_by` (monotonic), once the claims this process was making have started, or by
-        then."""
-        key = (job.home, job.id)
-        with self._lock:
-            if claims_by is not None:
-                # Only those under way now: claims begun later cannot have taken it first.
-                under_way = set(self._claiming)
-                self._claims_started.wait_for(
-                    lambda: key in self._running or not under_way & self._claiming,
-                    timeout=max(0.0, claims_by - time.monotonic()),
-                )
-            return self._running.get(key)
+    def _left_to_passes(self, queue: Queue, job: Job, why: WaitReason) -> WaitReason:
+        # Failing, the spool said why: the alert stays held until its webhook's deadline.
+        with contextlib.suppress(SpoolError):
+            queue.leave_to_passes(job, now=self._clock())
+        return why
 
     def shutdown(self) -> None:
         """Stop deliberately (gunicorn's worker_exit hook): claim nothing more, let running
@@ -288,32 +257,25 @@ class Dispatcher(PerProcess):
         """Claim the lane and start its job on the pool (the claim, and the future of its
         settlement); Later when its chat's turn has not come; None when nothing went."""
         token = self._hold()
-        with self._lock:
-            self._claiming.add(token)
         try:
-            try:
-                claimed = queue.claim(
-                    lane,
-                    now=now,
-                    holder=this_process(),
-                    token=token,
-                    in_flight=self._in_flight_now(),
-                    fit=self._jobs.fit,
-                    retire=self._jobs.policy.before_attempt,
-                    send=send,
-                    lease_for=self._lease_for,
-                    wait_until=wait_until,
-                    oldest=oldest,
-                )
-            except BaseException:
-                self._release(token)
-                raise
-            if isinstance(claimed, Claim) and claimed.jobs:
-                return claimed, self._submit(queue, claimed, kind=kind)  # its end frees the token
-        finally:
-            with self._lock:
-                self._claiming.discard(token)
-                self._claims_started.notify_all()
+            claimed = queue.claim(
+                lane,
+                now=now,
+                holder=this_process(),
+                token=token,
+                in_flight=self._in_flight_now(),
+                fit=self._jobs.fit,
+                retire=self._jobs.policy.before_attempt,
+                send=send,
+                lease_for=self._lease_for,
+                wait_until=wait_until,
+                oldest=oldest,
+            )
+        except BaseException:
+            self._release(token)
+            raise
+        if isinstance(claimed, Claim) and claimed.jobs:
+            return claimed, self._submit(queue, claimed, kind=kind)  # its end frees the token
         self._release(token)
         if isinstance(claimed, Claim):
             self._jobs.report_retired(queue, claimed)
@@ -356,9 +318,6 @@ class Dispatcher(PerProcess):
             self._jobs_running += 1
             future = self._executor().submit(self._run, queue, claim, kind)
             self._futures.add(future)
-            for job in claim.jobs:
-                self._running[job.home, job.id] = future
-                self._running.move_to_end((job.home, job.id))
         future.add_done_callback(self._forget)
         return future
 
@@ -384,9 +343,6 @@ class Dispatcher(PerProcess):
     def _forget(self, future: Future[Any]) -> None:
         with self._lock:
             self._futures.discard(future)
-            settled = [key for key, each in self._running.items() if each.done()]
-            for key in settled[: max(0, len(settled) - SETTLED_KEPT)]:  # the oldest go
-                del self._running[key]
 
     def _executor(self) -> ThreadPoolExecutor:
         """This process's pool, created on first use (call with _lock held)."""

@@ -4,6 +4,12 @@ waited for until the webhook must be answered: 200 when Telegram has the alert, 
 attempt failed (the job waits in the queue for its retry), 202 when it waits its turn or is
 still in flight.
 
+The job is held for its webhook: due at the webhook's deadline, so no pass of any process or
+relay takes it up between its queueing and its webhook's claim (a pass that did would leave the
+webhook a 202 while Telegram was healthy and the chat's turn had come). The claim takes it as
+due; a webhook that cannot claim it leaves it to the passes at once (due now), and one whose
+process dies first leaves it to them at its deadline.
+
 GlitchTip waits at most 10 s for the answer and never sends again. Every wait of the webhook's
 (the spool's lock, its issues' details, its attempt) ends by one deadline, `deadline(started)`,
 computed here only; an attempt the webhook stops waiting for goes on, on the dispatcher's pool,
@@ -111,7 +117,12 @@ class Intake:
         said = "; ".join(problems)
         try:
             job = self._memory.add(
-                "alert", about, destination, now=self._clock(), due_in=due_in, quiet=True
+                "alert",
+                about,
+                destination,
+                now=self._clock(),
+                due_in=_held(started, due_in),
+                quiet=True,
             )
         except QueueFull as exc:
             self._jobs.undelivered(text, f"it cannot wait anywhere: {said}; {exc}", None)
@@ -146,7 +157,7 @@ class Intake:
                 about,
                 destination,
                 now=self._clock(),
-                due_in=due_in,
+                due_in=_held(started, due_in),
                 wait_until=deadline(started),
                 arrival=text,
                 quiet=True,
@@ -165,10 +176,10 @@ class Intake:
     def merge(self, job: Job, more: Mapping[str, Any], *, wake: bool = True) -> None:
         """Add to what the queued alert is about (its issues' details came) while no attempt
         of it was made; after one, it goes as that one sent it. `wake` False: its webhook makes
-        its first attempt next, and the dispatcher must not race it. Nothing here may cost the
-        alert: it goes as it was queued when this fails."""
+        its first attempt next, and it stays held for it. Nothing here may cost the alert: it
+        goes as it was queued when this fails."""
         try:
-            if self._queue(job).merge(job, more, now=self._clock()) and wake:
+            if self._queue(job).merge(job, more, now=self._clock(), due_now=wake) and wake:
                 self._dispatcher.wake()
         except Exception:
             log.exception(
@@ -202,6 +213,12 @@ class Intake:
             job.label,
             f"last error: {attempted.error}" if attempted.error else f"({attempted.waiting})",
         )
+
+
+def _held(started: float, due_in: float) -> float:
+    """When a webhook's alert is due: at the webhook's deadline, held for it until then, or
+    later when it waits for its issues' details longer."""
+    return max(due_in, deadline(started) - time.monotonic())
 
 
 def _waited_for(attempt: Future[Settlement], job: Job, by: float) -> Attempted:

@@ -159,19 +159,30 @@ def insert_copy(tx: Tx, copy: Mapping[str, Any]) -> None:
     )
 
 
-def merge(tx: Tx, job_id: int, more: Mapping[str, Any]) -> bool:
-    """Add `more` to what a job is about, and make it due now, while no attempt of it was
-    made (what an attempt sent is what every later attempt sends). Whether it was."""
+def merge(tx: Tx, job_id: int, more: Mapping[str, Any], *, due_now: bool) -> bool:
+    """Add `more` to what a job is about while no attempt of it was made (what an attempt sent
+    is what every later attempt sends), and make it due now if `due_now`. Whether it was."""
     row = tx.one("SELECT data FROM jobs WHERE id = ? AND attempts = 0 FOR UPDATE", (job_id,))
     if row is None:
         return False
     data = {**_data(row["data"]), **more}
     tx.execute(
-        "UPDATE jobs SET data = ?, next_attempt_at = CASE WHEN next_attempt_at < ?"
-        " THEN next_attempt_at ELSE ? END, scheduled_at = ? WHERE id = ? AND attempts = 0",
-        (json.dumps(data, ensure_ascii=False), tx.at.db, tx.at.db, tx.at.db, job_id),
+        "UPDATE jobs SET data = ? WHERE id = ? AND attempts = 0",
+        (json.dumps(data, ensure_ascii=False), job_id),
     )
+    if due_now:
+        make_due_now(tx, job_id)
     return True
+
+
+def make_due_now(tx: Tx, job_id: int) -> None:
+    """The job due now if it was due later and no attempt of it was made: the details it
+    waited for came, or its webhook, which it was held for, will not claim it."""
+    tx.execute(
+        "UPDATE jobs SET next_attempt_at = ?, scheduled_at = ?"
+        " WHERE id = ? AND state = 'pending' AND attempts = 0 AND next_attempt_at > ?",
+        (tx.at.db, tx.at.db, job_id, tx.at.db),
+    )
 
 
 def count_attempt(tx: Tx, job_ids: list[int]) -> None:

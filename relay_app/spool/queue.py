@@ -94,8 +94,8 @@ class Queue:
         `arrival`: the start of a webhook's text, noted with it (arrivals.py). `once`: not
         again while one of the lane's jobs of this kind waits unattempted (that one is
         returned), as a card's edit, which sends the card's state when it goes. `quiet`: no
-        relay is told of it (a webhook's alert, whose first attempt its webhook makes; told,
-        a dispatcher would race it for the claim). Raises QueueFull."""
+        relay is told of it (a webhook's alert, held for its webhook, which claims it next).
+        Raises QueueFull."""
 
         def add(tx: Tx) -> Job:
             key = lane or destination.lane
@@ -122,11 +122,20 @@ class Queue:
         )
         return self._job(row, tx) if row is not None else None
 
-    def merge(self, job: Job, more: Mapping[str, Any], *, now: float) -> bool:
-        """Add `more` to what the job is about (its issues' details came), due now, while no
-        attempt of it was made; whether it was (after an attempt, every later one sends what
-        that one did)."""
-        return bool(self._store.write(lambda tx: rows.merge(tx, job.id, more), now=now))
+    def merge(self, job: Job, more: Mapping[str, Any], *, now: float, due_now: bool = True) -> bool:
+        """Add `more` to what the job is about (its issues' details came) while no attempt of
+        it was made, due now unless `due_now` is False (its webhook claims it next); whether it
+        was (after an attempt, every later one sends what that one did)."""
+
+        def merge(tx: Tx) -> bool:
+            return rows.merge(tx, job.id, more, due_now=due_now)
+
+        return bool(self._store.write(merge, now=now))
+
+    def leave_to_passes(self, job: Job, *, now: float) -> None:
+        """A webhook's alert its webhook will not claim (Telegram is down, no thread is free):
+        due now, no longer held for it, for whichever pass comes first."""
+        self._store.write(lambda tx: rows.make_due_now(tx, job.id), now=now)
 
     def lanes(self, *, now: float, holder: Holder, in_flight: Container[str]) -> list[Lane]:
         """Every lane with jobs pending, the one with the oldest job first: the lanes of one
@@ -167,21 +176,30 @@ class Queue:
         oldest: int | None = None,
     ) -> Claim | Later | None:
         """Claim the lane's oldest due jobs that go in one write, taking the chat's turn: a
-        Claim, Later when the turn has not come, None when there is nothing to claim (or, with
-        `oldest`, when that job is not the lane's oldest: a webhook's own, behind others). Jobs
+        Claim, Later when the turn has not come, None when there is nothing to claim. Jobs
         `retire` rules out die on the way (Claim.retired); with `send` False only that happens.
         While the chat's turn has not come the jobs are not read at all: in a storm nearly
-        every claim is that one, and it stays short."""
+        every claim is that one, and it stays short.
+
+        `oldest`: a webhook's own alert, held for it (due at its deadline, so no pass takes it
+        first): claimed as due when it is the lane's oldest, and else, or when the turn has not
+        come, due now, left to the passes, in the same unit of work."""
         destination = lane.destination
         chat, group = destination.chat_key, destination.is_group
 
         def claim(tx: Tx) -> Claim | Later | None:
+            claimed = take(tx)
+            if oldest is not None and not (isinstance(claimed, Claim) and claimed.jobs):
+                rows.make_due_now(tx, oldest)
+            return claimed
+
+        def take(tx: Tx) -> Claim | Later | None:
             if not self._free_lane(tx, lane.key, holder, in_flight, oldest):
                 return None  # another relay is claiming it, someone holds it, or older go first
             now = tx.at.db
             if send and (turn := next_turn(tx, chat, group=group, now=now, pace=self._pace)) > now:
                 return Later(tx.at.to_local(turn))
-            alive, retired = self._alive(tx, lane.key, retire)
+            alive, retired = self._alive(tx, lane.key, retire, oldest)
             if send and alive and take_turn(tx, chat, group=group, now=now, pace=self._pace) <= now:
                 taken = alive[: max(1, fit(alive))]
                 claim = self._take(
@@ -211,12 +229,14 @@ class Queue:
         )
         return first is not None and first["id"] == oldest
 
-    def _alive(self, tx: Tx, lane: str, retire: Retire) -> tuple[list[Job], list[tuple[Job, Dead]]]:
-        """The lane's due jobs, but those `retire` rules out: buried on the way, and returned
-        apart."""
+    def _alive(
+        self, tx: Tx, lane: str, retire: Retire, oldest: int | None
+    ) -> tuple[list[Job], list[tuple[Job, Dead]]]:
+        """The lane's due jobs (`oldest` among them), but those `retire` rules out: buried on
+        the way, and returned apart."""
         alive: list[Job] = []
         retired: list[tuple[Job, Dead]] = []
-        for job in self._due(tx, lane):
+        for job in self._due(tx, lane, oldest):
             if (dead := retire(job, tx.at.local)) is not None:
                 rows.bury(tx, job, dead)
                 retired.append((job, dead))
@@ -224,15 +244,15 @@ class Queue:
                 alive.append(job)
         return alive, retired
 
-    def _due(self, tx: Tx, lane: str) -> list[Job]:
+    def _due(self, tx: Tx, lane: str, oldest: int | None) -> list[Job]:
         """The lane's due jobs, oldest first: up to the first one that is not, since a lane's
-        jobs go in order."""
+        jobs go in order; `oldest`, its webhook's to claim, is."""
         due = []
         for row in tx.all(
             "SELECT * FROM jobs WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT ?",
             (lane, MAX_CLAIM),
         ):
-            if _due_at(row, tx) > tx.at.db:
+            if _due_at(row, tx) > tx.at.db and row["id"] != oldest:
                 break
             due.append(self._job(row, tx))
         return due
