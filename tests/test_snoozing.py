@@ -228,3 +228,24 @@ def test_a_snooze_survives_in_the_spool_and_ends_once_across_relays(
     assert only.until_at == pytest.approx(PRESSED_AT + 3600)
     rows = two_stores[0].read(lambda tx: tx.all("SELECT ended FROM snoozes ORDER BY id"))
     assert [row["ended"] for row in rows] == ["back", "replaced", None]
+
+
+def test_a_snoozed_issue_comes_back_though_glitchtips_answer_spoils_another_issue(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    assert chat.relay.spool is not None
+    other = {"attachments": [issue(9)]}
+    chat.relay.spool.watched.watch([Watched("9", "acme", other, CHAT, None)], now=SENT_AT)
+    snoozed(chat, glitchtip, "snooze_events", events_then=3)
+    glitchtip.put(ISSUE_URL, json={"id": "4", "status": "unresolved"})
+    states = [
+        {"id": "4", "status": "ignored", "count": "133"},
+        {"id": "9", "status": "unresolved", "count": str(10**30)},
+    ]
+    glitchtip.upsert(responses.GET, STATES, json=states)
+    glitchtip.upsert(
+        responses.GET, COUNTS, body='[{"id": "9", "count": "1", "stats": {"24h": [[1, NaN]]}}]'
+    )
+    done = chat.watcher_round(PRESSED_AT + 120)
+    assert (done.back, done.unreadable) == (1, 1)
+    assert chat.telegram.replies[-1][3].startswith("🔔 BACKEND-4A is back: 130 more events")

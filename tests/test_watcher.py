@@ -197,3 +197,37 @@ def test_an_issue_alerted_on_again_shows_its_last_day_in_its_details(
     [line] = [line for line in sent.text.split("\n") if "24 h: " in line]
     assert line.startswith("🔁 Seen 3 times · first seen ")
     assert line.endswith(" · 24 h: " + "▁" * 23 + "█")
+
+
+def test_an_answer_that_cannot_be_glitchtips_spoils_its_issue_alone_said_once(
+    built: Callable[..., Relay],
+    fake: FakeGlitchTip,
+    fake_time: FakeTime,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    relay, telegram = relay_for(built, fake, fake_time)
+    alerted(relay, fake, fake_time, 1, 2, 3, 4, 5)
+    fake.hourly["1"] = [[HOUR, float("nan")]]  # type: ignore[list-item]  # JSON's NaN
+    fake.issues["2"]["count"] = str(10**30)
+    fake.hourly["3"] = [[HOUR, 10**30]]
+    fake.issues["4"]["status"] = "on fire"
+    fake.hourly["5"] = quiet_day(last_hour=3000)  # escalating, and readable
+    assert relay.watcher is not None
+    done = relay.watcher.round()
+    assert (done.escalating, done.unreadable) == (1, 4)
+    run_background(relay.dispatcher, fake_time)
+    [sent] = telegram.delivered
+    assert "Boom 5" in sent.text
+    said = [r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage()]
+    assert sorted(line.split()[4] for line in said) == ["1", "2", "3", "4"]
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    # Said once while it lasts: the next round leaves them out without a word.
+    caplog.clear()
+    assert relay.watcher.round().unreadable == 4
+    assert not [r for r in caplog.records if "cannot be read" in r.getMessage()]
+    assert relay.spool is not None
+    seen = {
+        issue.issue_id: issue.events
+        for issue in relay.spool.watched.overview("-1001234567890", now=fake_time())
+    }
+    assert seen["5"] == 3  # what it read of the others is kept

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.metrics import Metrics
@@ -123,14 +123,17 @@ class Snoozing:
             wanted.setdefault(snooze.org, []).append(snooze.issue_id)
         return wanted
 
-    def settle(self, org: str, states: Mapping[str, IssueState]) -> int:
+    def settle(
+        self, org: str, states: Mapping[str, IssueState], *, unreadable: Collection[str] = ()
+    ) -> int:
         """The open snoozes of `org`'s issues, against GlitchTip's states now: those met are
-        back (unresolved in GlitchTip, said under their alerts), those no longer ignored end.
-        How many came back."""
+        back (unresolved in GlitchTip, said under their alerts), those no longer ignored end;
+        those whose answer was `unreadable` wait for a round that reads them. How many came
+        back."""
         back = 0
         now = self._clock()
         for snooze in self._open():
-            if snooze.org != org:
+            if snooze.org != org or snooze.issue_id in unreadable:
                 continue
             state = states.get(snooze.issue_id)
             if state is None or state.status != "ignored":

@@ -8,7 +8,10 @@ mentions any alert goes through, and brings the cards of those changed outside t
 step (in_step.py).
 
 GlitchTip down, slow or refusing the token is said once, when it starts and when it ends; it
-costs no alert, and the next round asks again.
+costs no alert, and the next round asks again. An answer about one issue that cannot be
+GlitchTip's (a NaN, a count of 10^30, a status it has no word for: glitchtip/api.py reads every
+number and type) spoils that issue alone: the round goes on without it, and it is said once
+(a day, for the fleet) while it lasts.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,6 +41,8 @@ Post = Callable[[Watched, Trend], None]
 Follow = Callable[[Mapping[str, str], float], int]
 # How often a process looks whether the fleet's next round is due.
 LOOK_EVERY = 1.0
+# An issue GlitchTip answers for in a way the watcher cannot read is said once in this long.
+UNREADABLE_SAID_EVERY = 86400.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,7 @@ class Round:
     escalating: int  # issues posted again
     in_step: int = 0  # buttons made to show a status changed outside the chat
     back: int = 0  # snoozed issues whose condition was met: unresolved again
+    unreadable: int = 0  # issues left out: GlitchTip's answer about them was not readable
 
 
 class Watcher(OwnThread):
@@ -65,10 +71,12 @@ class Watcher(OwnThread):
         snoozing: Snoozing | None = None,
         clock: Clock = time.time,
         look_every: float = LOOK_EVERY,
+        shared: Callable[[str, float], bool] | None = None,
     ) -> None:
         """`post`: an escalating issue posted again; `follow`: the cards brought in step with
         the states read (in_step.py); `glitchtip_links`: the origin of the issue links whose
-        issues are watched (GLITCHTIP_PUBLIC_URL, else GLITCHTIP_URL)."""
+        issues are watched (GLITCHTIP_PUBLIC_URL, else GLITCHTIP_URL); `shared`: whether this
+        process is the fleet's to say a warning now (spool/warnings.py)."""
         self._store = store
         self._api = api
         self._post = post
@@ -80,7 +88,9 @@ class Watcher(OwnThread):
         self._snoozing = snoozing
         self._clock = clock
         self._look_every = look_every
+        self._shared = shared
         self._failing: str | None = None
+        self._unreadable: set[str] = set()  # issues said to be unreadable, while they are
         self.join_for = look_every + 1
         self._start_in_this_process()
 
@@ -117,61 +127,83 @@ class Watcher(OwnThread):
             issues = by_org.get(org, [])
             ids = list(dict.fromkeys([*(i.issue_id for i in issues), *snoozed.get(org, [])]))
             try:
-                made, states, escalating = self._ask(org, ids, issues, now)
+                asked = self._ask(org, ids, issues, now)
             except GlitchTipError as exc:
                 self._failed(done.asked + 1, str(exc))
                 return replace(done, asked=done.asked + 1)
-            done = self._settle(done, made, org, states, escalating, now)
+            done = self._settle(done, org, asked, now)
         self._answered(done.asked)
         return done
 
-    def _settle(
-        self,
-        done: Round,
-        made: int,
-        org: str,
-        states: dict[str, IssueState],
-        escalating: list[tuple[Watched, Trend]],
-        now: float,
-    ) -> Round:
+    def _settle(self, done: Round, org: str, asked: Asked, now: float) -> Round:
         """What one organisation's answers lead to, added to the round's tally."""
         synced = back = 0
+        states = asked.states
         if self._follow is not None:
             synced = self._follow({i: state.status for i, state in states.items()}, now)
         if self._snoozing is not None:
-            back = self._snoozing.settle(org, states)
-        posted = sum(self._posted(issue, found, now) for issue, found in escalating)
+            back = self._snoozing.settle(org, states, unreadable=asked.unreadable)
+        posted = sum(self._posted(issue, found, now) for issue, found in asked.escalating)
         return Round(
-            done.asked + made,
+            done.asked + asked.made,
             done.escalating + posted,
             done.in_step + synced,
             done.back + back,
+            done.unreadable + len(asked.unreadable),
         )
 
-    def _ask(
-        self, org: str, ids: Sequence[str], issues: Sequence[Watched], now: float
-    ) -> tuple[int, dict[str, IssueState], list[tuple[Watched, Trend]]]:
-        """The requests made, every issue's state (100 a request), and the watched unresolved
-        issues escalating, from their counts (200 a request)."""
-        states: dict[str, IssueState] = {}
-        made = 0
+    def _ask(self, org: str, ids: Sequence[str], issues: Sequence[Watched], now: float) -> Asked:
+        """Every issue's state (100 a request), and the watched unresolved issues escalating,
+        from their counts (200 a request); an issue GlitchTip's answer says something
+        unreadable of is left out of both, and said."""
+        asked = Asked()
         for batch in _batches(ids, STATES_AT_ONCE):
-            states.update(self._api.issue_states(org, batch))
-            made += 1
-        counts: dict[str, list[list[float]]] = {}
+            answered = self._api.issue_states(org, batch)
+            asked.states.update(answered.found)
+            asked.unreadable.update(answered.unreadable)
+            asked.made += 1
+        counts: dict[str, list[list[int]]] = {}
         for batch in _batches([issue.issue_id for issue in issues], STATS_AT_ONCE):
-            counts.update(self._api.issue_counts(org, batch))
-            made += 1
-        trends = {issue.issue_id: trend(counts.get(issue.issue_id, []), now) for issue in issues}
-        self._keep_seen(states, trends, now)
-        escalating = [
+            hours = self._api.issue_counts(org, batch)
+            counts.update(hours.found)
+            asked.unreadable.update(hours.unreadable)
+            asked.made += 1
+        self._say_unreadable(org, asked.unreadable, read=ids)
+        for issue_id in asked.unreadable:
+            asked.states.pop(issue_id, None)
+        readable = [issue for issue in issues if issue.issue_id not in asked.unreadable]
+        trends = {i.issue_id: trend(counts.get(i.issue_id, []), now) for i in readable}
+        self._keep_seen(asked.states, trends, now)
+        asked.escalating = [
             (issue, found)
-            for issue in issues
-            if (state := states.get(issue.issue_id)) is not None
+            for issue in readable
+            if (state := asked.states.get(issue.issue_id)) is not None
             and state.status == "unresolved"
             and (found := trends[issue.issue_id]).escalating(self._min_events)
         ]
-        return made, states, escalating
+        return asked
+
+    def _say_unreadable(
+        self, org: str, unreadable: Mapping[str, str], *, read: Sequence[str]
+    ) -> None:
+        """Each issue GlitchTip's answer was unreadable about, said once while it lasts; those
+        read well again forgotten."""
+        self._unreadable -= {issue for issue in read if issue not in unreadable}
+        for issue, why in unreadable.items():
+            if issue in self._unreadable:
+                continue
+            self._unreadable.add(issue)
+            if self._shared is None or self._shared(
+                f"watcher unreadable:{org}:{issue}", UNREADABLE_SAID_EVERY
+            ):
+                log.warning(
+                    "GlitchTip's answer about issue %s of %s cannot be read (%s): the watcher "
+                    "leaves it out (no escalating post, no card in step, no snooze brought back) "
+                    "until it can, and reads the other issues as usual",
+                    issue,
+                    org,
+                    why,
+                )
 
     def _keep_seen(
         self, states: Mapping[str, IssueState], trends: Mapping[str, Trend], now: float
@@ -221,6 +253,16 @@ class Watcher(OwnThread):
     def _count(self, outcome: str, requests: int) -> None:
         if self._metrics is not None and requests:
             self._metrics.watcher_requests.labels(outcome).inc(requests)
+
+
+@dataclass
+class Asked:
+    """What one organisation's answers said this round."""
+
+    made: int = 0  # requests
+    states: dict[str, IssueState] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)  # issue id: why
+    escalating: list[tuple[Watched, Trend]] = field(default_factory=list)
 
 
 def _batches(ids: Sequence[str], size: int) -> Iterable[list[str]]:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlencode
 
 import requests
 
+from ..core.client_text import cleaned
 from ..core.errors import (
     GlitchTipError,
     GlitchTipIssueGone,
@@ -44,6 +45,7 @@ STATES_AT_ONCE = 100
 # What a button sets an issue to in GlitchTip.
 IssueStatus = Literal["resolved", "ignored", "unresolved"]
 ISSUE_STATUSES: tuple[IssueStatus, ...] = ("resolved", "ignored", "unresolved")
+T = TypeVar("T")
 
 
 class GlitchTipApi:
@@ -87,35 +89,27 @@ class GlitchTipApi:
             event = None
         return details_from(issue, event)
 
-    def issue_counts(self, org: str, ids: Sequence[str]) -> dict[str, list[list[float]]]:
+    def issue_counts(self, org: str, ids: Sequence[str]) -> Answered[list[list[int]]]:
         """Each issue's events by hour over the last 24 h (`issues-stats`, at most
-        STATS_AT_ONCE ids; `event:read`): `[unix_hour, count]` for the hours that had any."""
+        STATS_AT_ONCE ids; `event:read`): `[unix_hour, count]` for the hours that had any. An
+        issue whose answer is not such whole numbers (a NaN, a count past MAX_COUNT, a string)
+        is unreadable, alone."""
         _check_ids(org, ids, STATS_AT_ONCE)
         query = "&".join(f"groups={issue}" for issue in ids)
         reply = self._call_any(
             "GET", f"/api/0/organizations/{org}/issues-stats/?{query}&statsPeriod=24h", None
         )
-        counts: dict[str, list[list[float]]] = {}
-        for issue in json_objects(reply):
-            stats = issue.get("stats")
-            hours = stats.get("24h") if isinstance(stats, dict) else None
-            counts[str(issue.get("id"))] = [
-                [float(pair[0]), float(pair[1])]
-                for pair in (hours if isinstance(hours, list) else [])
-                if isinstance(pair, list) and len(pair) == 2
-            ]
-        return counts
+        return _answered(reply, ids, _hours)
 
-    def issue_states(self, org: str, ids: Sequence[str]) -> dict[str, IssueState]:
+    def issue_states(self, org: str, ids: Sequence[str]) -> Answered[IssueState]:
         """Each issue's status (`unresolved`, `resolved`, `ignored`) and events so far, at most
-        STATES_AT_ONCE ids (the organisation's issues, filtered by id; `event:read`)."""
+        STATES_AT_ONCE ids (the organisation's issues, filtered by id; `event:read`). An issue
+        whose status is none of those, or whose count is not a whole number up to MAX_COUNT,
+        is unreadable, alone."""
         _check_ids(org, ids, STATES_AT_ONCE)
         query = "&".join(f"id={issue}" for issue in ids)
         path = f"/api/0/organizations/{org}/issues/?{query}&limit={STATES_AT_ONCE}"
-        return {
-            str(issue.get("id")): IssueState(str(issue.get("status")), events_of(issue))
-            for issue in json_objects(self._call_any("GET", path, None))
-        }
+        return _answered(self._call_any("GET", path, None), ids, _state)
 
     def search_issues(self, org: str, words: str, *, limit: int = 5) -> list[dict[str, Any]]:
         """The organisation's issues GlitchTip's search finds for `words` (its `query`, full
@@ -182,32 +176,116 @@ class GlitchTipApi:
                 ) from None
         if 300 <= status < 400:
             raise _redirected(method, url, status, location)
-        try:
-            reply = json.loads(answer) if answer is not None else None
-        except ValueError:
-            reply = None
+        reply = _json_of(answer)
         if status < 300 and isinstance(reply, dict | list):
             return reply
         raise _refusal(method, url, status, reply)
 
 
 _SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+# The tags of an event the routes read, as GlitchTip's webhook names them in its fields.
+ROUTED_TAGS = {"environment": "Environment", "server_name": "Server Name", "release": "Release"}
+
+
+def routed_tags(event: dict[str, Any]) -> dict[str, str]:
+    """The event's tags the routes read, by the field name GlitchTip's webhook gives each; no
+    other tag is looked at (tags hold users' e-mails and ids, and whatever an app adds)."""
+    tags: dict[str, str] = {}
+    for tag in json_objects(event.get("tags")):
+        key, value = tag.get("key"), tag.get("value")
+        if isinstance(key, str) and key in ROUTED_TAGS and isinstance(value, str):
+            tags.setdefault(ROUTED_TAGS[key], value)
+    return tags
 
 
 @dataclass(frozen=True)
 class IssueState:
     """What the issues list says of an issue now."""
 
-    status: str
+    status: IssueStatus
     events: int | None  # GlitchTip's `count` (a string in its answer); None when it has none
 
 
+@dataclass(frozen=True)
+class Answered(Generic[T]):
+    """What one answer about many issues said of each (`found`, by issue id), and the issues it
+    said something of that cannot be GlitchTip's own (`unreadable`, by id, with why): one bad
+    number spoils its issue, never the others."""
+
+    found: dict[str, T] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+
+# GlitchTip's counts are whole numbers within JSON's exact integers; anything past is not a count.
+MAX_COUNT = 2**53
+# An hour of issues-stats is a Unix time (seconds) before this, in the year 5138.
+MAX_HOUR = 10**11
+
+
 def events_of(issue: dict[str, Any]) -> int | None:
-    """An issue's `count` as GlitchTip answers it (a string), as a number."""
-    try:
-        return int(str(issue.get("count")))
-    except ValueError:
-        return None
+    """An issue's `count` as GlitchTip answers it (a string), as a number; None when it has
+    none, or one that is not a whole number up to MAX_COUNT."""
+    return _whole(issue.get("count"), MAX_COUNT)
+
+
+def _whole(value: object, most: int) -> int | None:
+    """A whole number from 0 to `most`, as GlitchTip writes one (a JSON number, or a string of
+    digits); None for anything else: a fraction, NaN, a bool, a sign, an exponent."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 20:
+        number: object = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    else:
+        number = value
+    if isinstance(number, int) and not isinstance(number, bool) and 0 <= number <= most:
+        return number
+    return None
+
+
+def _state(issue: dict[str, Any]) -> IssueState | str:
+    status, count = issue.get("status"), issue.get("count")
+    if status not in ISSUE_STATUSES:
+        return f"its status is {str(status)[:40]!r}"
+    events = events_of(issue)
+    if count is not None and events is None:
+        return f"its count is {str(count)[:40]!r}"
+    return IssueState(status, events)
+
+
+def _hours(issue: dict[str, Any]) -> list[list[int]] | str:
+    stats = issue.get("stats")
+    hours = stats.get("24h") if isinstance(stats, dict) else None
+    if hours is None:
+        return []
+    if not isinstance(hours, list):
+        return "its 24 hours are not a list"
+    counted: list[list[int]] = []
+    for pair in hours:
+        hour = _whole(pair[0], MAX_HOUR) if isinstance(pair, list) and len(pair) == 2 else None
+        count = _whole(pair[1], MAX_COUNT) if hour is not None else None
+        if hour is None or count is None:
+            return f"an hour of its 24 is {str(pair)[:60]}"
+        counted.append([hour, count])
+    return counted
+
+
+def _answered(
+    reply: object, asked: Sequence[str], read: Callable[[dict[str, Any]], T | str]
+) -> Answered[T]:
+    """Each asked issue's part of one answer about many, read by `read` (which says why when it
+    cannot); the parts naming no issue asked about are left out."""
+    answered: Answered[T] = Answered()
+    wanted = set(asked)
+    for issue in json_objects(reply):
+        issue_id = issue.get("id")
+        if not isinstance(issue_id, str | int) or str(issue_id) not in wanted:
+            continue
+        found = read(issue)
+        if isinstance(found, str):
+            answered.unreadable[str(issue_id)] = found
+        else:
+            answered.found[str(issue_id)] = found
+    return answered
 
 
 @dataclass(frozen=True)
@@ -246,6 +324,18 @@ def _check_ids(org: str, ids: Sequence[str], most: int) -> None:
 def _check_id(issue_id: str) -> None:
     if not issue_id.isdigit():  # the id is the path: nothing else may ride along
         raise ValueError(f"not a GlitchTip issue id: {issue_id!r}")
+
+
+def _json_of(answer: bytes | None) -> object:
+    """GlitchTip's answer as JSON, every string in it cleaned as a webhook's are (a title or a
+    culprit is anyone's who holds a project's DSN: core/client_text.py); None for an answer
+    that is not JSON, or nests deeper than Python reads."""
+    if answer is None:
+        return None
+    try:
+        return cleaned(json.loads(answer))
+    except (ValueError, RecursionError):
+        return None
 
 
 def _bounded(response: requests.Response) -> bytes | None:

@@ -99,6 +99,7 @@ def watcher_for(
         snoozing=snoozing,
         clock=clock,
         look_every=settings.timing.poll_interval,
+        shared=spool.warnings.says,
     )
 
 
