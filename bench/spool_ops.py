@@ -31,7 +31,16 @@ from relay_app.core.outcomes import Delivered  # noqa: E402
 from relay_app.core.pacing import GROUP_INTERVAL  # noqa: E402
 from relay_app.core.routing import Destination  # noqa: E402
 from relay_app.delivery.render import Renderer  # noqa: E402
-from relay_app.spool import Admin, Claim, Job, Lane, Queue, on_store, this_process  # noqa: E402
+from relay_app.spool import (  # noqa: E402
+    Admin,
+    Claim,
+    Job,
+    Lane,
+    Precedence,
+    Queue,
+    on_store,
+    this_process,
+)
 from relay_app.spool.database import Database  # noqa: E402
 from relay_app.spool.model import Settlement  # noqa: E402
 from relay_app.words import ENGLISH  # noqa: E402
@@ -45,7 +54,8 @@ PAUSE_BETWEEN = 0.025  # about 600 pairs/s over the 16 threads, as at the relay'
 
 
 def admit(queue: Queue, destination: Destination) -> Job:
-    return queue.add("alert", {"webhook": PAYLOAD}, destination, now=time.time())
+    about = {"webhook": PAYLOAD}
+    return queue.add("alert", about, destination, precedence=Precedence.ALERT, now=time.time())
 
 
 def write_ahead_and_delete(queue: Queue) -> None:

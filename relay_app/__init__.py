@@ -130,7 +130,7 @@ def assemble(
     def wake() -> None:  # the dispatcher, made below, looks at once
         dispatcher.wake()
 
-    outbox = Outbox(shared.queue, wake=wake, clock=clock)
+    outbox = Outbox(shared.queue, answers=shared.answers, wake=wake, clock=clock)
     escalation = Escalation(shared.escalations, metrics=metrics, clock=clock)
 
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
@@ -212,7 +212,7 @@ def assemble(
         lookups=lookups,
         glitchtip_links=settings.glitchtip_links,
     )
-    updates, poller = acting_from_the_chat(
+    from_the_chat = acting_from_the_chat(
         settings, spool, telegram, outbox, metrics, clock, silencing, escalation, snoozing, health
     )
     return Relay(
@@ -234,8 +234,9 @@ def assemble(
         escalation=escalation,
         watcher=watcher,
         summaries=summaries,
-        updates=updates,
-        poller=poller,
+        updates=from_the_chat.updates,
+        poller=from_the_chat.poller,
+        links=from_the_chat.links,
         setup=setup,
     )
 
@@ -389,3 +390,5 @@ def stop_background_work(app: object) -> None:
         relay.dispatcher.shutdown()
         if relay.lookups is not None:
             relay.lookups.shutdown()
+        if relay.links is not None:
+            relay.links.shutdown()

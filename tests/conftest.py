@@ -26,7 +26,7 @@ from relay_app.delivery.dispatcher import POLL_INTERVAL, Dispatcher
 from relay_app.message.formatting import Message, message_for
 from relay_app.message.lines import to_json as lines_to_json
 from relay_app.operating.config import Settings
-from relay_app.spool import Job, Queue, on_store
+from relay_app.spool import Job, Precedence, Queue, on_store
 from relay_app.spool.database import Database
 from relay_app.spool.job_rows import bury
 from relay_app.spool.postgres import PgDatabase
@@ -189,6 +189,8 @@ def built(settings: Settings, fake_time: FakeTime) -> Iterator[Callable[..., Rel
     yield build
     for relay in relays:
         relay.dispatcher.shutdown()
+        if relay.links is not None:
+            relay.links.shutdown()
 
 
 @pytest.fixture
@@ -340,7 +342,9 @@ def queue_alert(
     if mentions:
         about["mentions"] = list(mentions)
     arrival = message_for(payload, ENGLISH).text
-    return queue.add("alert", about, destination, now=now, arrival=arrival)
+    return queue.add(
+        "alert", about, destination, precedence=Precedence.ALERT, now=now, arrival=arrival
+    )
 
 
 def rendered(message: Message) -> Mapping[str, Any]:

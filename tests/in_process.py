@@ -250,7 +250,10 @@ class Chat:
         self.relay.updates(update)
 
     def settle(self) -> None:
-        """Every write queued so far sent, each when its turn comes (on the test's clock)."""
+        """The links' look-ups under way ended, then every write queued so far sent, each when
+        its turn comes (on the test's clock)."""
+        if self.relay.links is not None:
+            assert self.relay.links.look_ups.wait_idle(timeout=10)
         run_background(self.relay.dispatcher, self.clock)
 
     def watcher_round(self, at: float) -> Round:

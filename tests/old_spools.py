@@ -8,7 +8,7 @@ import sqlite3
 
 import psycopg
 
-from relay_app.spool.history import POSTGRES, steps
+from relay_app.spool.history import POSTGRES, SQLITE, steps
 from relay_app.spool.legacy_sqlite import STEPS
 
 
@@ -27,7 +27,16 @@ def old_sqlite(db: sqlite3.Connection, version: int) -> None:
 def old_postgres(pg: psycopg.Connection[object], version: int) -> None:
     """The database's schema at `version`, recorded as the relay records it."""
     for step in range(1, version + 1):
-        for statement in steps(POSTGRES)[step]:
+        for statement in steps(POSTGRES).get(step, []):
             pg.execute(statement)
     pg.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
     pg.execute("INSERT INTO relay_schema VALUES (%s)", (version,))
+
+
+def one_history_sqlite(db: sqlite3.Connection, version: int) -> None:
+    """A file's schema at `version` of the one history, recorded as the relay records it."""
+    for step in range(1, version + 1):
+        for statement in steps(SQLITE).get(step, []):
+            db.execute(statement)
+    db.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
+    db.execute("INSERT INTO relay_schema VALUES (?)", (version,))

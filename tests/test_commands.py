@@ -5,6 +5,7 @@ clock."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -14,25 +15,28 @@ import pytest
 
 from relay_app import Relay
 from relay_app.acting.commands import Command, Commands, described
+from relay_app.core.routing import Destination
 from relay_app.message.cards import IssueButton, SentMessage, callback_data
 from relay_app.routes import parse_routes
 from relay_app.spool.watched import Seen, Watched
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import CHAT_ID, FakeTime
-from tests.in_process import GLITCHTIP, Chat, alone
+from tests.in_process import GLITCHTIP, MESSAGE, PAYLOAD, Chat, alone
 from tests.prometheus import parse, value
 
 CHAT = str(CHAT_ID)
 NOW = 1_800_000_000.0
 STRANGERS = "-1009999999999"
+HERE = Destination(CHAT_ID)
 
 
 def command(
-    text: str, update_id: int, chat: str = CHAT, thread: int | None = None
+    text: str, update_id: int, chat: str = CHAT, thread: int | None = None, *, by: int = 9
 ) -> dict[str, Any]:
+    """A command as Telegram delivers it, written by Bo (or the person numbered `by`)."""
     message: dict[str, Any] = {
         "message_id": 500 + update_id,
-        "from": {"id": 9, "is_bot": False, "first_name": "Bo", "username": "bo"},
+        "from": {"id": by, "is_bot": False, "first_name": "Bo", "username": "bo"},
         "chat": {"id": int(chat), "type": "supergroup"},
         "text": text,
         "entities": [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}],
@@ -101,11 +105,12 @@ def test_a_chat_the_relay_does_not_serve_gets_no_answer(chat: Chat) -> None:
 
 
 def test_oncall_silences_and_status_tell_what_the_relay_knows(chat: Chat) -> None:
+    # Each asked by someone else: one answer per person every few seconds (answers.py).
     chat.update(command("/oncall", 4))
     assert answers(chat)[-1][3].startswith("👥 On call:\nshop: @anna_ops until ")
     assert answers(chat)[-1][3].endswith(", then @boris_ops")
 
-    chat.update(command("/silences", 5))
+    chat.update(command("/silences", 5, by=10))
     assert answers(chat)[-1][3] == "🔊 Nothing is muted in this chat."
     assert chat.relay.spool is not None
     card = SentMessage(
@@ -122,13 +127,13 @@ def test_oncall_silences_and_status_tell_what_the_relay_knows(chat: Chat) -> Non
         },
     }
     chat.update(press)
-    chat.update(command("/silences", 7))
+    chat.update(command("/silences", 7, by=11))
     muted = answers(chat)[-1][3]
     assert muted.startswith("🔇 Muted in this chat:\n")
     assert "BACKEND-2A" in muted
     assert muted.endswith("UTC (@ada)")
 
-    chat.update(command("/status@", 8))  # an empty bot name is no other bot's
+    chat.update(command("/status@", 8, by=12))  # an empty bot name is no other bot's
     assert answers(chat)[-1][3] == (
         "Telegram: answers\nGlitchTip: answers\nQueue: 0 waiting, 0 dead letters"
     )
@@ -137,14 +142,18 @@ def test_oncall_silences_and_status_tell_what_the_relay_knows(chat: Chat) -> Non
 def test_a_command_for_another_bot_is_left_to_it_and_an_unknown_one_goes_on() -> None:
     handled: list[str] = []
 
-    class Outbox:
-        def reply(self, chat: str, thread: int | None, message_id: int, said: Any) -> None:
+    class Answering:
+        def may_answer(self, asker: Any) -> bool:
+            return True
+
+        def answer(self, asker: Any, said: Any) -> bool:
             handled.append(said.word)
+            return True
 
     commands = Commands(
         served={CHAT},
         first_time=lambda keys: True,
-        outbox=Outbox(),  # type: ignore[arg-type]
+        answering=Answering(),  # type: ignore[arg-type]
         watched=None,  # type: ignore[arg-type]
         silences=None,  # type: ignore[arg-type]
         rotations={},
@@ -170,3 +179,51 @@ def test_the_commands_are_described_in_the_relays_language() -> None:
     assert described(RUSSIAN)[0]["description"] == RUSSIAN.command_issues
     pairs = zip(described(RUSSIAN), described(ENGLISH), strict=True)
     assert all(ru["description"] != en["description"] for ru, en in pairs)
+
+
+def test_a_flood_of_commands_costs_one_answer_a_person_and_a_line_a_minute(
+    chat: Chat, caplog: pytest.LogCaptureFixture
+) -> None:
+    for update_id in range(1, 1001):
+        chat.update(command("/issues", update_id))
+    firsts = [text.split("\n")[0] for *_, text in answers(chat)]
+    assert firsts == [
+        "📋 Unresolved issues here, most events first (2):",
+        "⏳ One answer at a time: ask again in 5 s.",  # told once, not 999 times
+    ]
+    samples = parse(chat.relay.metrics.exposition().decode())
+    assert value(samples, "relay_answers_refused_total", reason="person") == 999
+    lines = [r.getMessage() for r in caplog.records if "not answered since" in r.getMessage()]
+    assert len(lines) == 1  # and a line a minute, with how many
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    chat.clock.now += 5  # the person's turn has come again
+    chat.update(command("/issues", 1001))
+    assert len(answers(chat)) == 3
+
+
+def test_at_most_three_answers_wait_for_a_chat_whoever_asks(chat: Chat) -> None:
+    assert chat.relay.spool is not None
+    for person in range(20):
+        chat.update(command("/status", 100 + person, by=1000 + person))
+    assert chat.relay.spool.answers.waiting(HERE, now=chat.clock.now) == 3
+    assert len(answers(chat)) == 3
+    samples = parse(chat.relay.metrics.exposition().decode())
+    assert value(samples, "relay_answers_refused_total", reason="chat") == 17
+    chat.update(command("/status", 200, by=2000))  # once they went, the chat is answered again
+    assert len(answers(chat)) == 4
+
+
+def test_answers_never_push_an_alert_out_of_the_spool(
+    built: Callable[..., Relay], fake_time: FakeTime
+) -> None:
+    fake_time.now = NOW
+    chat = Chat.of(built, fake_time, spool_max_pending=1)
+    for person in range(250):
+        chat.update(command("/status", 300 + person, by=3000 + person))
+    job = chat.relay.intake.admit(
+        {"webhook": PAYLOAD}, HERE, started=time.monotonic(), text="an alert"
+    )
+    assert job is not None
+    assert job.home == "spool"  # not kept in memory only
+    assert len(answers(chat)) == 3
+    assert [m.text for m in chat.telegram.delivered] == [MESSAGE.text]

@@ -838,7 +838,7 @@ def test_a_full_spool_keeps_the_alert_in_memory_and_says_so(
     webhook(relay)
     webhook(relay, PAYLOAD, Destination(-5))
     [record] = [r for r in caplog.records if "could not be written to the spool" in r.getMessage()]
-    assert "the spool is full: 1 jobs are already pending" in record.getMessage()
+    assert "the spool is full: 1 alerts are already pending" in record.getMessage()
     assert relay.memory.queue.pending() == 1
 
 
@@ -852,7 +852,7 @@ def test_an_overflowing_memory_refuses_loudly(
     about = {"webhook": PAYLOAD}
     assert relay.intake.admit(about, DESTINATION, started=0.0, text=MESSAGE.text) is None
     [record] = lost_alert_records(caplog)
-    assert "2 jobs are already waiting in memory" in record.getMessage()
+    assert "2 alerts are already waiting in memory" in record.getMessage()
     assert escape_controls(MESSAGE.text) in record.getMessage()  # one line: logs.py
 
 

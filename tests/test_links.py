@@ -1,45 +1,81 @@
 """Links answered (acting/links.py): a link to a GlitchTip issue pasted in a chat the relay
 serves gets that issue's card with its buttons, in reply, once per issue per chat in 10
-minutes; a link elsewhere, in a chat the relay does not serve, or in a comment on an alert gets
-nothing. The relay as a whole against the scripted Telegram, GlitchTip's HTTP layer mocked by
-`responses`, on the test's clock."""
+minutes, each linked issue a card of its own; a link elsewhere, in a chat the relay does not
+serve, or in a comment on an alert gets nothing. A chat sees its own issues (acting/scope.py):
+an issue of another organization, one the path's organization does not hold, or one the
+routes send elsewhere gets one short word and no card. The look-ups run off the thread that
+reads the updates. The relay as a whole against the scripted Telegram, GlitchTip's HTTP layer
+mocked by `responses`, on the test's clock."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import responses
+from requests import PreparedRequest
 
 from relay_app import Relay
-from relay_app.acting.links import LINK_WINDOW
+from relay_app.acting.links import LINK_WINDOW, linked_issue
+from relay_app.message.cards import IssueButton, SentMessage, callback_data
+from relay_app.routes import parse_routes
+from relay_app.spool.watched import Watched
 from tests.conftest import CHAT_ID, FakeTime
-from tests.in_process import GLITCHTIP, Chat
+from tests.in_process import GLITCHTIP, Chat, alone
 from tests.prometheus import parse, value
 
 CHAT = str(CHAT_ID)
+FRONTEND_CHAT = "-1005555555555"
 NOW = 1_800_000_000.0
-ISSUE_URL = f"{GLITCHTIP}/api/0/issues/4/"
 LINK = f"{GLITCHTIP}/acme/issues/4"
-ISSUE = {
-    "id": "4",
-    "shortId": "BACKEND-4A",
-    "title": "ZeroDivisionError: division by zero",
-    "culprit": "shop.cart in total",
-    "status": "unresolved",
-    "level": "error",
-    "count": "120",
-    "project": {"slug": "backend", "name": "backend"},
-}
+NOT_FOLLOWED = "🔒 Not an issue this chat follows."
 
 
-def message(text: str, update_id: int, chat: str = CHAT, **more: Any) -> dict[str, Any]:
+def issue_answer(
+    number: int, *, title: str = "ZeroDivisionError: division by zero"
+) -> dict[str, Any]:
+    return {
+        "id": str(number),
+        "shortId": f"BACKEND-{number}A",
+        "title": title,
+        "culprit": "shop.cart in total",
+        "status": "unresolved",
+        "level": "error",
+        "count": "120",
+        "project": {"slug": "backend", "name": "backend"},
+    }
+
+
+def glitchtip_has(
+    mock: responses.RequestsMock,
+    number: int,
+    *,
+    org: str = "acme",
+    environment: str = "production",
+    **issue: Any,
+) -> None:
+    """GlitchTip's answers about issue `number` of `org`: the organization's list holds it,
+    the issue, and its latest event's tags."""
+    mock.get(
+        f"{GLITCHTIP}/api/0/organizations/{org}/issues/?id={number}",
+        json=[{"id": str(number), "status": "unresolved", "count": "120"}],
+    )
+    mock.get(f"{GLITCHTIP}/api/0/issues/{number}/", json=issue_answer(number, **issue))
+    tags = [{"key": "environment", "value": environment}, {"key": "user.email", "value": "x@y"}]
+    mock.get(f"{GLITCHTIP}/api/0/issues/{number}/events/latest/", json={"tags": tags})
+
+
+def message(
+    text: str, update_id: int, chat: str = CHAT, *, by: int = 9, **more: Any
+) -> dict[str, Any]:
+    """A message as Telegram delivers it, written by Bo (or the person numbered `by`)."""
     return {
         "update_id": update_id,
         "message": {
             "message_id": 700 + update_id,
-            "from": {"id": 9, "is_bot": False, "first_name": "Bo"},
+            "from": {"id": by, "is_bot": False, "first_name": "Bo"},
             "chat": {"id": int(chat), "type": "supergroup"},
             "text": text,
             **more,
@@ -47,18 +83,37 @@ def message(text: str, update_id: int, chat: str = CHAT, **more: Any) -> dict[st
     }
 
 
+def alerted_on(chat: Chat, number: int, where: str = CHAT, org: str = "acme") -> None:
+    """The relay alerted on issue `number` in `where`: the watcher keeps it."""
+    assert chat.relay.spool is not None
+    chat.relay.spool.watched.watch(
+        [Watched(str(number), org, alone(number, "Seen"), where, None)], now=NOW
+    )
+
+
 @pytest.fixture
 def chat(
     built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
 ) -> Chat:
     fake_time.now = NOW
-    glitchtip.get(ISSUE_URL, json=ISSUE)
-    return Chat.of(built, fake_time)
+    glitchtip_has(glitchtip, 4)
+    chat = Chat.of(built, fake_time)
+    alerted_on(chat, 1)  # GlitchTip sends the relay alerts of organization acme
+    return chat
 
 
 def cards(chat: Chat) -> list[Any]:
     chat.settle()
     return chat.telegram.delivered
+
+
+def said(chat: Chat) -> list[str]:
+    chat.settle()
+    return [text for _, _, _, text in chat.telegram.replies]
+
+
+def samples(chat: Chat) -> dict[Any, float]:
+    return parse(chat.relay.metrics.exposition().decode())
 
 
 def test_a_link_to_an_issue_gets_its_card_with_buttons_in_reply(
@@ -70,7 +125,12 @@ def test_a_link_to_an_issue_gets_its_card_with_buttons_in_reply(
     assert lines[0] == "🔗 BACKEND-4A · unresolved · 120 events"
     assert "ZeroDivisionError: division by zero" in lines
     assert card.reply_to == 701
-    assert [call.request.url for call in glitchtip.calls] == [ISSUE_URL]  # GLITCHTIP_URL's
+    # GLITCHTIP_URL's: the issue asked for among the link's organization's, then read.
+    assert [call.request.url for call in glitchtip.calls] == [
+        f"{GLITCHTIP}/api/0/organizations/acme/issues/?id=4",
+        f"{GLITCHTIP}/api/0/issues/4/",
+        f"{GLITCHTIP}/api/0/issues/4/events/latest/",
+    ]
     assert chat.relay.spool is not None
     kept = chat.relay.spool.sent.message(CHAT, 1)
     assert kept is not None
@@ -79,14 +139,14 @@ def test_a_link_to_an_issue_gets_its_card_with_buttons_in_reply(
 
 def test_a_link_again_within_ten_minutes_gets_no_second_card(chat: Chat) -> None:
     chat.update(message(LINK, 1))
-    chat.update(message(f"again: {LINK}", 2))
+    chat.update(message(f"again: {LINK}", 2, by=10))
     assert len(cards(chat)) == 1
     chat.clock.now = NOW + LINK_WINDOW + 1
     chat.update(message(LINK, 3))
     assert len(cards(chat)) == 2
-    samples = parse(chat.relay.metrics.exposition().decode())
-    assert value(samples, "relay_link_cards_total", outcome="posted") == 2
-    assert value(samples, "relay_link_cards_total", outcome="repeated") == 1
+    counted = samples(chat)
+    assert value(counted, "relay_link_cards_total", outcome="posted") == 2
+    assert value(counted, "relay_link_cards_total", outcome="repeated") == 1
 
 
 def test_links_elsewhere_in_other_chats_or_in_comments_get_nothing(
@@ -95,6 +155,166 @@ def test_links_elsewhere_in_other_chats_or_in_comments_get_nothing(
     chat.update(message("https://glitchtip.other.example/acme/issues/4", 1))
     chat.update(message(LINK, 2, chat="-1009999999999"))
     answering_the_bot = {"message_id": 41, "from": {"id": 1, "is_bot": True, "first_name": "R"}}
-    chat.update(message(f"see {LINK}", 3, reply_to_message=answering_the_bot))
+    chat.update(message(f"see {LINK}", 3, by=10, reply_to_message=answering_the_bot))
     assert cards(chat) == []
     assert [call.request.url for call in glitchtip.calls] == []  # GlitchTip was not asked
+
+
+def test_three_links_in_one_message_get_a_card_each(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    glitchtip_has(glitchtip, 5)
+    glitchtip_has(glitchtip, 6)
+    links = " ".join(f"{GLITCHTIP}/acme/issues/{n}" for n in (4, 5, 6))
+    chat.update(message(f"these three: {links}", 1))
+    sent = cards(chat)
+    assert [card.text.split("\n")[0].split(" · ")[0] for card in sent] == [
+        "🔗 BACKEND-4A",
+        "🔗 BACKEND-5A",
+        "🔗 BACKEND-6A",
+    ]  # three messages, not one digest of "3 alerts"
+    assert all(card.reply_to == 701 for card in sent)
+
+
+def test_an_issue_of_an_organization_the_relay_has_no_alerts_of_gets_no_card(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    glitchtip_has(glitchtip, 1002, org="secret", title="Payroll export failed for ACME-CFO")
+    chat.update(message(f"{GLITCHTIP}/secret/issues/1002", 1))
+    assert cards(chat) == []
+    assert said(chat) == [NOT_FOLLOWED]  # no title, no buttons, nothing changed in GlitchTip
+    assert "Payroll" not in " ".join(said(chat))
+    assert value(samples(chat), "relay_link_cards_total", outcome="not_followed") == 1
+
+
+def test_the_path_must_name_the_issues_own_organization(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    # Issue 1002 is secret's: acme's list does not hold it, whatever its id.
+    glitchtip_has(glitchtip, 1002, org="secret")
+    glitchtip.get(f"{GLITCHTIP}/api/0/organizations/acme/issues/?id=1002", json=[])
+    chat.update(message(f"{GLITCHTIP}/acme/issues/1002", 1))
+    chat.update(message(f"{GLITCHTIP}/acme/issues/../../secret/issues/1002", 2, by=10))
+    chat.update(message(f"{GLITCHTIP}/acme/issues/%2e%2e/1002", 3, by=11))
+    assert cards(chat) == []
+    assert said(chat) == [NOT_FOLLOWED]  # the first: asked of acme, which does not hold it
+    asked = [call.request.url for call in glitchtip.calls]
+    assert asked == [f"{GLITCHTIP}/api/0/organizations/acme/issues/?id=1002"]
+    assert value(samples(chat), "relay_link_cards_total", outcome="unreadable") == 2
+
+
+def test_an_issue_the_routes_send_to_another_chat_gets_no_card_unless_alerted_here(
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
+) -> None:
+    fake_time.now = NOW
+    routes = parse_routes(
+        f'[[route]]\nproject = "frontend"\nchat = "{FRONTEND_CHAT}"\n'
+        '[[route]]\nenvironment = "staging"\ndrop = true\n',
+        "r.toml",
+    )
+    chat = Chat.of(built, fake_time, routes=routes)
+    alerted_on(chat, 1)
+    glitchtip_has(glitchtip, 4)  # backend's: the routes send it to the default chat
+    glitchtip_has(glitchtip, 7, environment="staging")  # dropped: no chat follows it
+    chat.update(message(LINK, 1, chat=FRONTEND_CHAT))
+    chat.update(message(f"{GLITCHTIP}/acme/issues/7", 2))
+    assert cards(chat) == []
+    assert said(chat) == [NOT_FOLLOWED, NOT_FOLLOWED]
+    # Alerted in the frontend chat (the webhook's URL named it): that chat follows it.
+    alerted_on(chat, 4, where=FRONTEND_CHAT)
+    chat.clock.now = NOW + LINK_WINDOW + 1
+    chat.update(message(LINK, 3, chat=FRONTEND_CHAT))
+    [card] = cards(chat)
+    assert card.text.startswith("🔗 BACKEND-4A")
+
+
+def test_a_link_cards_text_from_glitchtip_is_cleaned_as_a_webhooks_is(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    glitchtip_has(glitchtip, 8, title="Paid\u202e2202 \u200bevil\u2066")
+    chat.update(message(f"{GLITCHTIP}/acme/issues/8", 1))
+    [card] = cards(chat)
+    assert "Paid2202 evil" in card.text
+    assert not {"\u202e", "\u200b", "\u2066"} & set(card.text)
+
+
+def test_a_flood_of_links_costs_one_answer_a_person_and_a_line_a_minute(
+    chat: Chat, glitchtip: responses.RequestsMock, caplog: pytest.LogCaptureFixture
+) -> None:
+    for update in range(1, 51):
+        chat.update(message(LINK, update))
+    assert len(cards(chat)) == 1
+    assert said(chat) == ["⏳ One answer at a time: ask again in 5 s."]  # told once
+    assert len(glitchtip.calls) == 3  # one look-up
+    assert value(samples(chat), "relay_answers_refused_total", reason="person") == 49
+    refused = [r for r in caplog.records if "not answered since" in r.getMessage()]
+    assert len(refused) == 1
+
+
+def test_a_press_is_answered_while_glitchtip_hangs_on_a_links_look_up(
+    built: Callable[..., Relay],
+    fake_time: FakeTime,
+    glitchtip: responses.RequestsMock,
+) -> None:
+    fake_time.now = NOW
+    release = threading.Event()
+
+    def held(request: PreparedRequest) -> tuple[int, dict[str, str], str]:
+        assert release.wait(timeout=10)
+        return 200, {}, '[{"id": "4", "status": "unresolved", "count": "1"}]'
+
+    glitchtip.add_callback(
+        responses.GET, f"{GLITCHTIP}/api/0/organizations/acme/issues/?id=4", callback=held
+    )
+    glitchtip.get(f"{GLITCHTIP}/api/0/issues/4/", json=issue_answer(4))
+    glitchtip.get(f"{GLITCHTIP}/api/0/issues/4/events/latest/", json={})
+    card = SentMessage(
+        CHAT, 41, "<b>alert</b>", NOW, buttons=(IssueButton("k", "2", GLITCHTIP, "BACKEND-2A"),)
+    )
+    chat = Chat.of(built, fake_time, card)
+    alerted_on(chat, 1)
+    chat.update(message(LINK, 1))  # returns at once: the look-up waits off this thread
+    chat.update(
+        {
+            "update_id": 2,
+            "callback_query": {
+                "id": "p2",
+                "from": {"id": 7, "is_bot": False, "first_name": "Ada", "username": "ada"},
+                "message": {"message_id": 41, "chat": {"id": CHAT_ID}},
+                "data": callback_data("take", "k"),
+            },
+        }
+    )
+    assert chat.answered() == [
+        ("You are on BACKEND-2A: the chat sees it, and nobody else is called", False)
+    ]
+    assert chat.telegram.delivered == []  # the link's card is still being looked up
+    release.set()
+    [linked] = cards(chat)
+    assert linked.text.startswith("🔗 BACKEND-4A")
+
+
+@pytest.mark.parametrize(
+    ("link", "found"),
+    [
+        (f"{GLITCHTIP}/acme/issues/4", ("acme", "4")),
+        (f"{GLITCHTIP}/acme/issues/4/", ("acme", "4")),
+        (f"{GLITCHTIP}/acme/issues/4?project=1#events", ("acme", "4")),
+        (f"{GLITCHTIP}/glitchtip/acme/issues/4", ("acme", "4")),  # served under a path
+        (f"{GLITCHTIP}/acme/issues/../../secret/issues/1002", None),
+        (f"{GLITCHTIP}/acme/issues/./4", None),
+        (f"{GLITCHTIP}/acme/issues/%34", None),
+        (f"{GLITCHTIP}/acme//issues/4", None),
+        (f"{GLITCHTIP}/acme/issues/4/events", None),
+        (f"{GLITCHTIP}/issues/4", None),
+        ("https://elsewhere.example/acme/issues/4", None),
+    ],
+)
+def test_a_link_names_an_organization_and_issue_only_as_glitchtip_writes_them(
+    link: str, found: tuple[str, str] | None
+) -> None:
+    linked = linked_issue(link, GLITCHTIP)
+    assert (None if linked is None else (linked.org, linked.issue_id)) == found
+    if linked is not None:
+        assert "?" not in linked.link
+        assert "#" not in linked.link

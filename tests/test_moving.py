@@ -15,7 +15,17 @@ import pytest
 from relay_app.core.errors import SpoolError
 from relay_app.core.outcomes import Dead, RetryAt
 from relay_app.core.routing import Destination
-from relay_app.spool import Admin, Claim, Job, Lane, Queue, Settlement, State, this_process
+from relay_app.spool import (
+    Admin,
+    Claim,
+    Job,
+    Lane,
+    Precedence,
+    Queue,
+    Settlement,
+    State,
+    this_process,
+)
 from relay_app.spool.database import Database
 from relay_app.spool.moving import Mover
 from relay_app.spool.postgres import PgDatabase
@@ -67,7 +77,8 @@ def clock() -> FakeTime:
 
 
 def held(queue: Queue, clock: FakeTime, number: int, to: Destination = DESTINATION) -> Job:
-    return queue.add("alert", {"webhook": issue_alert(issue(number))}, to, now=clock.now)
+    about = {"webhook": issue_alert(issue(number))}
+    return queue.add("alert", about, to, precedence=Precedence.ALERT, now=clock.now)
 
 
 def claimed(queue: Queue, job: Job, clock: FakeTime, token: str = "t") -> Claim:

@@ -3,12 +3,15 @@ memory. A second backend runs these same tests."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -27,6 +30,7 @@ from relay_app.spool import (
     Job,
     Lane,
     Later,
+    Precedence,
     Queue,
     Settlement,
     on_store,
@@ -39,10 +43,11 @@ from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, queue_alert
-from tests.old_spools import old_postgres, old_sqlite
+from tests.old_spools import old_postgres, old_sqlite, one_history_sqlite
 from tests.payloads import issue, issue_alert
 
 TOPIC = Destination(CHAT_ID, 7)
+ALERT, CALL, EDIT, ANSWER = Precedence
 OTHER_CHAT = Destination(-1009999)
 ME = this_process()
 
@@ -289,7 +294,8 @@ def test_what_an_alert_is_about_grows_until_its_first_attempt_and_never_after(
 ) -> None:
     # Queued first, due once its issues' details came or their budget is spent; what came is
     # added, and it is due at once.
-    job = queue.add("alert", {"webhook": payload(1)}, DESTINATION, now=clock.now, due_in=0.3)
+    about = {"webhook": payload(1)}
+    job = queue.add("alert", about, DESTINATION, precedence=ALERT, now=clock.now, due_in=0.3)
     assert claim(queue, clock, tokens) is None  # waiting for its details
     assert queue.merge(job, {"details": {"1": {"count": 3}}}, now=clock.now)
     attempt = claimed(queue, clock, tokens)
@@ -306,8 +312,12 @@ def test_a_cards_edits_wait_as_one_and_go_in_the_chats_pace_apart_from_its_alert
 ) -> None:
     card = DESTINATION.message_lane(40)
     edit = {"message_id": 40}
-    first = queue.add("card", edit, DESTINATION, lane=card, now=clock.now, once=True)
-    again = queue.add("card", edit, DESTINATION, lane=card, now=clock.now, once=True)
+    first = queue.add(
+        "card", edit, DESTINATION, precedence=EDIT, lane=card, now=clock.now, once=True
+    )
+    again = queue.add(
+        "card", edit, DESTINATION, precedence=EDIT, lane=card, now=clock.now, once=True
+    )
     assert again.id == first.id  # asked again while one waits: that one, which shows it all
     send_first(queue, clock, tokens)  # an alert took the chat's turn
     assert claim(queue, clock, tokens, card) == Later(clock.now + GROUP_INTERVAL)
@@ -315,7 +325,9 @@ def test_a_cards_edits_wait_as_one_and_go_in_the_chats_pace_apart_from_its_alert
     editing = claimed(queue, clock, tokens, to=card)
     assert [job.kind for job in editing.jobs] == ["card"]
     # Asked for while the edit is under way: a new one, for the state after it.
-    later = queue.add("card", edit, DESTINATION, lane=card, now=clock.now, once=True)
+    later = queue.add(
+        "card", edit, DESTINATION, precedence=EDIT, lane=card, now=clock.now, once=True
+    )
     assert later.id != first.id
     settle(queue, clock, tokens, editing, RetryAt(clock.now + 1))
     clock.now += GROUP_INTERVAL
@@ -327,7 +339,7 @@ def test_a_write_other_than_an_alert_that_dies_is_not_kept(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     card = DESTINATION.message_lane(41)
-    queue.add("card", {"message_id": 41}, DESTINATION, lane=card, now=clock.now)
+    queue.add("card", {"message_id": 41}, DESTINATION, precedence=EDIT, lane=card, now=clock.now)
     settle(queue, clock, tokens, claimed(queue, clock, tokens, to=card), Dead("refused", "400"))
     assert admin_of(queue, clock).counts() == {"pending": 0, "dead": 0}
     queue.tidy()  # and its message's lane goes with it
@@ -884,6 +896,212 @@ def test_a_spool_from_the_relay_before_is_upgraded_in_place(
         assert (old.kind, set(old.data)) == ("alert", {"rendered"})
         shown = Renderer(ENGLISH, late_after=3600).alert(old)
         assert (shown.html, shown.text) == (OLD_MESSAGE.html, OLD_MESSAGE.text)
+    finally:
+        while _opened:
+            _opened.pop().close()
+
+
+# --- alerts first -----------------------------------------------------------------------------
+
+
+def add_answer(queue: Queue, clock: FakeTime, message_id: int) -> Job:
+    """An answer under someone's message in the chat (a command's, say)."""
+    said = {"say": {"word": "issues_none", "values": {}}, "message_id": message_id}
+    lane = DESTINATION.message_lane(message_id)
+    return queue.add("reply", said, DESTINATION, precedence=ANSWER, lane=lane, now=clock.now)
+
+
+def next_write(queue: Queue, clock: FakeTime, tokens: Tokens) -> Claim | None:
+    """What a dispatcher's pass sends next: the first lane, in the order the queue gives them,
+    whose claim gets the chat's turn (one job a write); delivered."""
+    for lane in queue.lanes(now=clock.now, holder=ME, in_flight=tokens.in_flight):
+        got = queue.claim(
+            lane,
+            now=clock.now,
+            holder=ME,
+            token=tokens.new(),
+            in_flight=tokens.in_flight,
+            fit=lambda jobs: 1,
+            retire=lambda job, now: None,
+            send=True,
+            lease_for=10.0,
+        )
+        if isinstance(got, Claim) and got.jobs:
+            settle(queue, clock, tokens, got, Delivered())
+            return got
+    return None
+
+
+def test_a_due_alert_takes_its_chats_next_turn_before_answers_queued_earlier(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    send_first(queue, clock, tokens)  # the chat's turn is used
+    for message_id in (500, 501, 502):
+        add_answer(queue, clock, message_id)
+    clock.now += 1
+    admit(queue, clock, number=2)
+    lanes = queue.lanes(now=clock.now, holder=ME, in_flight=tokens.in_flight)
+    assert next(lane.key for lane in lanes) == DESTINATION.lane  # the alert's lane first
+    clock.now += GROUP_INTERVAL
+    # Tried first all the same (another process's pass, say), an answer leaves the turn.
+    assert claim(queue, clock, tokens, DESTINATION.message_lane(500)) is None
+    alert = claimed(queue, clock, tokens)
+    assert numbers(alert) == [2]
+    settle(queue, clock, tokens, alert, Delivered())
+    clock.now += GROUP_INTERVAL
+    assert isinstance(claim(queue, clock, tokens, DESTINATION.message_lane(500)), Claim)
+
+
+def test_a_chats_writes_go_alerts_then_calls_and_summaries_then_edits_then_answers(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    card = DESTINATION.message_lane(41)
+    add_answer(queue, clock, 500)
+    queue.add("card", {"message_id": 41}, DESTINATION, precedence=EDIT, lane=card, now=clock.now)
+    called = {"say": {"word": "escalation_call", "values": {}}, "message_id": 41}
+    queue.add("reply", called, DESTINATION, precedence=CALL, lane=card, now=clock.now)
+    summary: dict[str, object] = {"summary": {}}
+    queue.add("alert", summary, DESTINATION, precedence=CALL, now=clock.now)
+    admit(queue, clock, number=3)
+    order = []
+    for _ in range(5):
+        clock.now += GROUP_INTERVAL
+        sent = next_write(queue, clock, tokens)
+        assert sent is not None
+        order.append([(job.kind, job.precedence) for job in sent.jobs])
+    assert order == [
+        [("alert", ALERT)],
+        [("reply", CALL)],  # before the edit queued earlier in its lane
+        [("alert", CALL)],  # the summary, queued after the call, behind the alert in its lane
+        [("card", EDIT)],
+        [("reply", ANSWER)],
+    ]
+
+
+def test_a_fresh_alert_holds_answers_back_and_an_alert_waiting_to_retry_does_not(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    add_answer(queue, clock, 500)
+    about = {"webhook": payload(1)}
+    # Held for its webhook, which claims it next (due at the webhook's deadline).
+    held = queue.add("alert", about, DESTINATION, precedence=ALERT, now=clock.now, due_in=9.25)
+    assert claim(queue, clock, tokens, DESTINATION.message_lane(500)) is None
+    lane = lane_of(queue, clock, tokens)
+    webhooks = queue.claim(
+        lane,
+        now=clock.now,
+        holder=ME,
+        token=tokens.new(),
+        in_flight=tokens.in_flight,
+        fit=len,
+        retire=lambda job, now: None,
+        send=True,
+        lease_for=10.0,
+        oldest=held.id,
+    )
+    assert isinstance(webhooks, Claim)
+    settle(queue, clock, tokens, webhooks, RetryAt(clock.now + 60))  # Telegram failed it
+    clock.now += GROUP_INTERVAL
+    # Waiting a minute for its retry, it leaves the chat's turns to what can go now.
+    assert isinstance(claim(queue, clock, tokens, DESTINATION.message_lane(500)), Claim)
+
+
+def test_answers_never_count_against_the_cap_and_few_wait_for_a_chat(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    answers = on_store(_places[id(queue)].store()).answers
+    queue.max_pending = 1
+
+    def answer(message_id: int, to: Destination = DESTINATION) -> Job | None:
+        said = {"say": {"word": "issues_none", "values": {}}, "message_id": message_id}
+        lane = to.message_lane(message_id)
+        return answers.add("reply", said, to, lane=lane, most_waiting=3, now=clock.now)
+
+    assert all(answer(number) is not None for number in (500, 501, 502))
+    assert answer(503) is None  # three wait for the chat already
+    assert answer(504, OTHER_CHAT) is not None  # another chat's are its own
+    assert answers.waiting(DESTINATION, now=clock.now) == 3
+    admit(queue, clock)  # the alert fits under a cap of one: answers are not counted
+    with pytest.raises(QueueFull):
+        admit(queue, clock, OTHER_CHAT)
+    assert queue.pending() == 5  # what waits, of every kind
+    [job] = next_write(queue, clock, tokens).jobs  # type: ignore[union-attr]
+    assert job.kind == "alert"
+
+
+def test_relays_answering_at_once_keep_to_the_chats_answers_between_them(
+    spool: Queue, clock: FakeTime
+) -> None:
+    place = _places[id(spool)]
+    start = threading.Barrier(12)
+
+    def answer(number: int) -> bool:
+        answers = on_store(place.store()).answers
+        said = {"say": {"word": "issues_none", "values": {}}, "message_id": number}
+        start.wait(timeout=10)
+        lane = DESTINATION.message_lane(number)
+        added = answers.add("reply", said, DESTINATION, lane=lane, most_waiting=3, now=clock.now)
+        return added is not None
+
+    with ThreadPoolExecutor(12) as pool:
+        added = list(pool.map(answer, range(600, 612)))
+    assert sum(added) == 3
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_what_waited_when_alerts_first_came_takes_its_precedence(
+    kind: str, request: pytest.FixtureRequest, spool_path: str, clock: FakeTime
+) -> None:
+    where = spool_path if kind == "sqlite" else request.getfixturevalue("pg_url")
+    waiting: dict[str, list[dict[str, Any]]] = {
+        "alert": [
+            {"webhook": payload(1)},
+            {"rendered": {"html": "x"}},
+            {"handoff": {}},
+            {"summary": {}},
+            {"silence_over": {}},
+            {"link_card": {}, "message_id": 7},
+        ],
+        "reply": [
+            {"say": {"word": "escalation_call", "values": {}}, "message_id": 7},
+            {"say": {"word": "snooze_back_time", "values": {}}, "message_id": 7},
+            {"say": {"word": "issues_answer", "values": {}}, "message_id": 8},
+        ],
+        "reaction": [{"emoji": "✍", "say": {"word": "comment_posted"}, "message_id": 9}],
+        "card": [{"message_id": 7}],
+    }
+    rows = [
+        (kind_, json.dumps(data, ensure_ascii=False))
+        for kind_, all_ in waiting.items()
+        for data in all_
+    ]
+    insert = (
+        "INSERT INTO jobs (kind, data, chat, lane, received_at, retry_from, next_attempt_at,"
+        " scheduled_at) VALUES (?, ?, ?, ?, 0, 0, 0, 0)"
+    )
+    if kind == "sqlite":
+        with sqlite3.connect(where) as db:
+            one_history_sqlite(db, 17)
+            db.executemany(insert, [(k, d, CHAT, LANE) for k, d in rows])
+        db.close()
+    else:
+        with psycopg.connect(where, autocommit=True) as pg:
+            old_postgres(pg, 17)
+            pg.cursor().executemany(
+                insert.replace("?", "%s"), [(k, d, CHAT, LANE) for k, d in rows]
+            )
+    store = Place(where, 0.0).store()
+    queue = on_store(store).queue
+    try:
+        assert queue.pending() == len(rows)
+        found = store.read(lambda tx: tx.all("SELECT precedence FROM jobs ORDER BY id"))
+        assert [int(row["precedence"]) for row in found] == [0, 0, 1, 1, 1, 3, 1, 1, 3, 3, 2]
+        counted = store.read(lambda tx: tx.one("SELECT alerts FROM pending_count"))
+        assert counted["alerts"] == 2  # the alerts alone
+        queue.max_pending = 3
+        admit(queue, clock)
+        with pytest.raises(QueueFull):
+            admit(queue, clock)
     finally:
         while _opened:
             _opened.pop().close()

@@ -15,7 +15,7 @@ from relay_app.core.routing import Destination
 from relay_app.delivery.render import Renderer, ReplyUnder, Send
 from relay_app.operating.cli import main
 from relay_app.routes import RoutesError, parse_routes
-from relay_app.spool import open_memory
+from relay_app.spool import Precedence, open_memory
 from relay_app.words import ENGLISH, Said
 from tests.payloads import issue, issue_alert
 
@@ -76,7 +76,9 @@ def test_oncall_becomes_the_person_on_duty_when_the_message_is_sent() -> None:
     renderer = Renderer(ENGLISH, late_after=60.0, zone=UTC, on_call=table.on_call)
     queue = open_memory().queue
     about = {"webhook": issue_alert(issue(1)), "mentions": ["oncall:payments", "@vera_lead"]}
-    job = queue.add("alert", about, Destination(-1001), now=at("2026-03-26T10:00"))
+    job = queue.add(
+        "alert", about, Destination(-1001), precedence=Precedence.ALERT, now=at("2026-03-26T10:00")
+    )
     sent = renderer.write([job], now=at("2026-03-26T10:00"))
     assert isinstance(sent, Send)
     assert sent.text.endswith("For @boris_ops, @vera_lead")
@@ -89,6 +91,7 @@ def test_oncall_becomes_the_person_on_duty_when_the_message_is_sent() -> None:
         "reply",
         {"say": said.as_json(), "message_id": 41},
         Destination(-1001),
+        precedence=Precedence.CALL,
         lane=Destination(-1001).message_lane(41),
         now=at("2026-03-26T10:00"),
     )

@@ -19,7 +19,7 @@ from relay_app.operating.config import ConfigError
 from relay_app.operating.env_values import time_zone
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.routes.sound import QuietHours, Sound, levels_of
-from relay_app.spool import Queue, open_memory
+from relay_app.spool import Precedence, Queue, open_memory
 from relay_app.telegram.client import TelegramClient
 from relay_app.words import ENGLISH
 from tests.conftest import API_URL, OK, SEND_URL, TOKEN
@@ -87,7 +87,9 @@ def job_with(sound: Sound | None, *, level: str | None = None, number: int = 1) 
             exception_value=None,
         )
         about["details"] = {str(number): details_as_json(found)}
-    return queue.add("alert", about, Destination(-1001), now=at("2026-12-03T12:00"))
+    return queue.add(
+        "alert", about, Destination(-1001), precedence=Precedence.ALERT, now=at("2026-12-03T12:00")
+    )
 
 
 def test_the_message_is_sent_without_sound_when_every_alert_says_so_at_that_moment() -> None:

@@ -16,12 +16,14 @@ import pytest
 
 from relay_app import Relay
 from relay_app.core.routing import Destination
+from relay_app.spool import Precedence
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, run_background, run_until
 from tests.in_process import LimitedTelegram, numbered, title_numbers, webhook
 from tests.telegram_rules import visible_text
 
 OTHER = Destination(-1009876543210)
+CALL, ANSWER = Precedence.CALL, Precedence.ANSWER
 
 
 def arrive(
@@ -134,3 +136,35 @@ def test_a_backlog_longer_than_a_message_goes_in_valid_messages_each_saying_it_w
     assert len(backlogs) >= 2  # 149 waiting alerts do not fit in one, even as lines
     assert all(text.endswith(ENGLISH.cut_note) for text in backlogs)  # cut, and said
     assert all(len(text) <= 4096 for text in visible)
+
+
+def test_an_alert_goes_before_a_thousand_answers_and_a_hundred_calls_waiting_in_its_chat(
+    built: Callable[..., Relay], fake_time: FakeTime
+) -> None:
+    telegram = LimitedTelegram(fake_time)
+    relay = built(telegram)
+    assert relay.spool is not None
+    queue = relay.spool.queue
+    for number in range(1000):  # answers to what people typed, queued before the alert
+        said = {"say": {"word": "issues_none", "values": {}}, "message_id": 5000 + number}
+        lane = DESTINATION.message_lane(5000 + number)
+        queue.add("reply", said, DESTINATION, precedence=ANSWER, lane=lane, now=fake_time.now)
+    for number in range(100):  # people called under alerts nobody took
+        said = {"say": {"word": "escalation_call", "values": {"minutes": "5", "people": "@a"}}}
+        lane = DESTINATION.message_lane(100 + number)
+        about = {**said, "message_id": 100 + number}
+        queue.add("reply", about, DESTINATION, precedence=CALL, lane=lane, now=fake_time.now)
+    run_until(relay.dispatcher, fake_time, fake_time.now + 30)  # the chat's pace: ~10 sent
+    sent_before = len(telegram.replies)
+    arrived = fake_time.now
+    webhook(relay, numbered(1)[0])
+    while not telegram.delivered:
+        run_until(relay.dispatcher, fake_time, fake_time.now + 1)
+    assert telegram.accepted_at[0] - arrived <= 3.1  # its chat's next turn, a group's pace
+    assert len(telegram.replies) - sent_before <= 1  # at most the one under way before it
+    assert telegram.refused == []
+    # The calls, all hundred, went before any answer, those sent before the alert included.
+    while len(telegram.replies) < 101:
+        run_until(relay.dispatcher, fake_time, fake_time.now + 30)
+    kinds = ["call" if "Nobody has taken" in text else "answer" for *_, text in telegram.replies]
+    assert kinds[:101] == ["call"] * 100 + ["answer"]

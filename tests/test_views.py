@@ -463,7 +463,7 @@ def test_past_the_pending_limit_an_alert_is_still_tried_and_kept_in_memory(
         if f"alert {label} could not be written to the spool" in r.getMessage()
     ]
     assert kept.levelno == logging.ERROR
-    assert "the spool is full: 1 jobs are already pending" in kept.getMessage()
+    assert "the spool is full: 1 alerts are already pending" in kept.getMessage()
     relay = relay_of(app)
     assert relay is not None
     assert relay.memory.queue.pending() == 1

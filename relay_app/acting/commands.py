@@ -3,8 +3,10 @@ most events first, as the watcher last read them), `/oncall` (who is on duty in 
 `/silences` (what is held back here, until when) and `/status` (what the relay knows of
 Telegram, GlitchTip and its queue). They only tell: anyone in a chat the relay serves may ask,
 and the answer is a reply under the command, a job like every write to the chat (paced and
-retried). A chat the relay does not serve gets no answer, whoever added the bot there: the
-answers name issues and people. Each update acts once.
+retried), after every alert, call and edit the chat is owed, out of the answers' small budget
+(answers.py): a flood of commands costs a counter and a line a minute. A chat the relay does
+not serve gets no answer, whoever added the bot there: the answers name issues and people.
+Each update acts once.
 
 The commands are registered with Telegram (setMyCommands) at start, with their descriptions in
 the relay's language (operating/setup_watch.py).
@@ -22,7 +24,6 @@ from zoneinfo import ZoneInfo
 
 from ..core.errors import DeliveryError, SpoolError
 from ..core.json_values import json_int
-from ..delivery.outbox import Outbox
 from ..message.cards import clock_time
 from ..message.daily_summary import open_issue_lines
 from ..routes.rotation import Rotation
@@ -30,6 +31,7 @@ from ..spool.silences import SilenceStore
 from ..spool.watched import WatchStore
 from ..telegram.client import TelegramClient
 from ..words import Said, Words
+from .answers import Answering, Asker
 from .daily_summary import issue_data
 from .team import Written
 
@@ -82,10 +84,12 @@ class Command:
 
     name: str
     addressed_to: str | None  # the bot named after '@', if any
-    chat: str
-    thread: int | None
-    message_id: int
+    asker: Asker  # the command's message, and who wrote it
     update_id: int | None
+
+    @property
+    def chat(self) -> str:
+        return self.asker.chat
 
     @classmethod
     def of(cls, update: Mapping[str, Any]) -> Command | None:
@@ -99,9 +103,7 @@ class Command:
         return cls(
             name=name.casefold(),
             addressed_to=bot or None,
-            chat=said.chat,
-            thread=said.thread,
-            message_id=said.message_id,
+            asker=said.asker,
             update_id=json_int(update_id),
         )
 
@@ -121,7 +123,7 @@ class Commands:
         *,
         served: Collection[str],
         first_time: Callable[[list[str]], bool],
-        outbox: Outbox,
+        answering: Answering,
         watched: WatchStore,
         silences: SilenceStore,
         rotations: Mapping[str, Rotation],
@@ -133,11 +135,12 @@ class Commands:
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`served`: the chats the relay posts to (their keys); `first_time`: whether none of
-        these update keys was handled before (spool/sent.py); `bot_username`: the bot's own,
-        so that a command addressed to another bot is left to it."""
+        these update keys was handled before (spool/sent.py); `answering`: the answers' budget
+        and where they go; `bot_username`: the bot's own, so that a command addressed to another
+        bot is left to it."""
         self._served = frozenset(served)
         self._first_time = first_time
-        self._outbox = outbox
+        self._answering = answering
         self._watched = watched
         self._silences = silences
         self._rotations = dict(rotations)
@@ -163,7 +166,7 @@ class Commands:
         if not self._to_this_bot(command):
             return True  # another bot's: not answered, and not a reply to comment on
         if command.chat not in self._served:
-            log.info(
+            log.debug(
                 "/%s in chat %s, which the relay does not serve: not answered",
                 command.name,
                 command.chat,
@@ -173,9 +176,10 @@ class Commands:
         try:
             if keys and not self._first_time(keys):
                 return True  # Telegram delivered it again: answered the first time
-            said = self._answer(command)
-            self._outbox.reply(command.chat, command.thread, command.message_id, said)
-            self._count(command.name)
+            if not self._answering.may_answer(command.asker):
+                return True  # its budget is spent: counted, and said once a minute
+            if self._answering.answer(command.asker, self._answer(command)):
+                self._count(command.name)
         except SpoolError as exc:
             log.warning(
                 "/%s in chat %s could not be answered now: %s", command.name, command.chat, exc

@@ -7,7 +7,8 @@ reply that begins with one of their short ids; any other reply to it is answered
 question which one. Replies from anyone not in TELEGRAM_ACTION_USER_IDS (when it is set) are
 ignored, and each update acts once. The relay confirms with a reaction on the reply (a short
 reply where reactions are off), and on failure replies with what went wrong and what to do:
-each a write to the chat, queued as a job (delivery/outbox.py), in the chat's language.
+each an answer, queued as a job after every alert, call and edit the chat is owed, as long as
+the chat has fewer answers waiting than it may (answers.py), in the chat's language.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from ..core.errors import GlitchTipError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.logs import event
 from ..core.metrics import ReplyOutcome
-from ..delivery.outbox import Outbox
 from ..message.cards import IssueButton
 from ..words import Said
+from .answers import Answering, Asker
 from .notices import glitchtip_notice, operator_fix
 from .team import Person, Team
 
@@ -45,6 +46,11 @@ class Reply:
     text: str
     replied_to: int
     replied_to_bot: int | None  # the id of the bot whose message it answers, if a bot's
+
+    @property
+    def asker(self) -> Asker:
+        """Whom an answer to it is for."""
+        return Asker(self.chat, self.thread, self.message_id, str(self.by.id))
 
     @classmethod
     def of(cls, update: dict[str, Any]) -> Reply | None:
@@ -80,11 +86,12 @@ def _bot(sender: dict[str, Any]) -> int | None:
 
 
 class Replies:
-    def __init__(self, team: Team, outbox: Outbox, *, bot_id: int | None = None) -> None:
-        """`bot_id`: the relay's bot (its token's first part), so a reply to one of its
-        messages the relay no longer keeps is answered, and replies to anyone else's are not."""
+    def __init__(self, team: Team, answering: Answering, *, bot_id: int | None = None) -> None:
+        """`answering`: where the answers go; `bot_id`: the relay's bot (its token's first
+        part), so a reply to one of its messages the relay no longer keeps is answered, and
+        replies to anyone else's are not."""
         self._team = team
-        self._outbox = outbox
+        self._answering = answering
         self._bot_id = bot_id
 
     def handle_update(self, update: dict[str, Any]) -> None:
@@ -175,7 +182,7 @@ class Replies:
         # Where the chat takes no reactions, a reply says it instead.
         posted = Said("comment_posted", {"label": button.label})
         try:
-            self._outbox.react(reply.chat, reply.thread, reply.message_id, POSTED, instead=posted)
+            self._answering.react(reply.asker, POSTED, instead=posted)
         except SpoolError as exc:
             log.warning(
                 "the reply by %s could not be confirmed in the chat: %s", reply.by.handle, exc
@@ -183,7 +190,7 @@ class Replies:
 
     def _say(self, reply: Reply, said: Said) -> None:
         try:
-            self._outbox.reply(reply.chat, reply.thread, reply.message_id, said)
+            self._answering.answer(reply.asker, said)
         except SpoolError as exc:
             log.warning("the reply by %s could not be answered: %s", reply.by.handle, exc)
 

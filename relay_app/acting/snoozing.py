@@ -159,7 +159,7 @@ class Snoozing:
         log.info("snoozed issue %s is back: %s", snooze.label, _why(snooze, state))
         self._reopened(snooze.issue_id)
         try:
-            self._outbox.reply(snooze.chat, snooze.thread, snooze.message_id, _said(snooze, state))
+            self._outbox.call(snooze.chat, snooze.thread, snooze.message_id, _said(snooze, state))
         except SpoolError as exc:
             log.warning(
                 "snoozed issue %s is back (unresolved in GlitchTip), but the reply under its "

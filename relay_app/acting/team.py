@@ -11,12 +11,14 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.json_values import json_int, json_object
 from ..core.metrics import Metrics
 from ..glitchtip.api import GlitchTipApi
 from ..spool.sent import SentStore
 from ..words import Words
+from .answers import Asker
 
 Clock = Callable[[], float]
 
@@ -84,6 +86,9 @@ class Written:
     thread: int | None  # the forum topic it was written in
     message_id: int
     text: str
+    # Who wrote it, as Telegram numbers them: a person's id, or 'chat <id>' for a message sent
+    # on behalf of a chat (an anonymous admin, a linked channel).
+    person: str = "someone"
 
     @classmethod
     def of(cls, message: object) -> Written | None:
@@ -97,4 +102,17 @@ class Written:
         if not isinstance(text, str) or message_id is None:
             return None
         thread = message.get("message_thread_id") if message.get("is_topic_message") else None
-        return cls(str(chat["id"]), json_int(thread), message_id, text)
+        return cls(str(chat["id"]), json_int(thread), message_id, text, _writer(message))
+
+    @property
+    def asker(self) -> Asker:
+        """Whom an answer to it is for."""
+        return Asker(self.chat, self.thread, self.message_id, self.person)
+
+
+def _writer(message: dict[str, Any]) -> str:
+    person = json_int(json_object(message.get("from")).get("id"))
+    on_behalf = json_int(json_object(message.get("sender_chat")).get("id"))
+    if on_behalf is not None:
+        return f"chat {on_behalf}"
+    return str(person) if person is not None else "someone"

@@ -67,6 +67,9 @@ MISS_REASONS: tuple[MissReason, ...] = get_args(MissReason)
 # What became of a reply in the chat to one of the relay's messages (acting/replies.py).
 ReplyOutcome = Literal["commented", "asked", "refused", "unknown", "repeated", "failed"]
 REPLY_OUTCOMES: tuple[ReplyOutcome, ...] = get_args(ReplyOutcome)
+# Why a message in a chat was not answered: its budget was spent (acting/answers.py).
+AnswerRefusal = Literal["person", "chat", "lookups"]
+ANSWER_REFUSALS: tuple[AnswerRefusal, ...] = get_args(AnswerRefusal)
 
 
 class Collector(Protocol):
@@ -252,9 +255,20 @@ class Metrics:
         self.link_cards = self._counter(
             "relay_link_cards",
             "Links to GlitchTip's issues pasted in the chats, by outcome: posted (the issue's "
-            "card), repeated (linked again within 10 min), failed (GlitchTip or the spool)",
+            "card), repeated (linked again within 10 min), failed (GlitchTip or the spool), "
+            "not_followed (an issue the chat does not follow: no card), unreadable (a link "
+            "that names no issue of an organization, as GlitchTip writes them)",
             ["outcome"],
-            series=("posted", "repeated", "failed"),
+            series=("posted", "repeated", "failed", "not_followed", "unreadable"),
+        )
+        self.answers_refused = self._counter(
+            "relay_answers_refused",
+            "Messages in a chat (commands, links, replies) not answered because their budget "
+            "was spent, by reason: person (asked again within the person's seconds; told once "
+            "to try again), chat (as many answers already waited for the chat), lookups (as "
+            "many links already waited for GlitchTip in this process)",
+            ["reason"],
+            series=ANSWER_REFUSALS,
         )
 
     def _counter(
@@ -310,6 +324,9 @@ class Metrics:
 
     def reply(self, outcome: ReplyOutcome) -> None:
         self.replies.labels(outcome).inc()
+
+    def answer_refused(self, reason: AnswerRefusal) -> None:
+        self.answers_refused.labels(reason).inc()
 
     def glitchtip_lookup(self, outcome: LookupOutcome) -> None:
         self.glitchtip_lookups.labels(outcome).inc()

@@ -228,17 +228,21 @@ class Dispatcher(PerProcess):
 
     def _take_up(self, queue: Queue, now: float, *, send: bool) -> Iterator[float]:
         """Claim the queue's due lanes that are free, and start their jobs; yields when each
-        lane that is not due yet will be."""
+        lane that is not due yet will be. Lanes come alerts first (Queue.lanes); once a chat's
+        turn has not come, its other lanes wait for the next pass (their claims would say
+        the same: a hundred calls waiting cost one look, not a hundred)."""
         try:
             lanes = queue.lanes(now=now, holder=this_process(), in_flight=self._in_flight_now())
+            paced: set[str] = set()
             for lane in lanes:
-                if not lane.free:
+                if not lane.free or lane.destination.chat_key in paced:
                     continue
                 if lane.due_at > now:
                     yield lane.due_at
                 elif send and not self._thread_free():
                     return  # a job that ends wakes the thread
                 elif isinstance(later := self._start(queue, lane, now, send=send), Later):
+                    paced.add(lane.destination.chat_key)
                     yield later.at
         except SpoolError:
             return  # logged by the spool; the next pass tries again

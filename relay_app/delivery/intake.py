@@ -30,7 +30,7 @@ from typing import Any, Literal
 from ..core.errors import QueueFull, SpoolBusy, SpoolError
 from ..core.outcomes import Dead, Delivered, Outcome
 from ..core.routing import Destination
-from ..spool.model import Job, Settlement
+from ..spool.model import Job, Precedence, Settlement
 from ..spool.queue import Queue
 from .dispatcher import Dispatcher, WaitReason
 from .job import Jobs
@@ -120,6 +120,7 @@ class Intake:
                 "alert",
                 about,
                 destination,
+                precedence=Precedence.ALERT,
                 now=self._clock(),
                 due_in=_held(started, due_in),
                 quiet=True,
@@ -156,6 +157,7 @@ class Intake:
                 "alert",
                 about,
                 destination,
+                precedence=Precedence.ALERT,
                 now=self._clock(),
                 due_in=_held(started, due_in),
                 wait_until=deadline(started),

@@ -1,6 +1,8 @@
 """Every write to a chat but a webhook's alert (intake.py queues those), queued as a job in the
-spool, so that each keeps the chat's pace, is retried, and is never dropped: a card's edit after
-a press, a mute or a recovery; a reply under a person's message; a reaction on it. Each holds
+spool, so that each keeps the chat's pace and is retried: a card's edit after a press, a mute or
+a recovery; a reply under an alert the team is owed; and the answers to what people typed (a
+reply under their message, a reaction on it, a link's card), which go after everything else
+the chat is owed and of which at most so many wait for a chat (acting/answers.py). Each holds
 what it is about, and is made text when it is sent (render.py).
 
 Which calls stay direct, and why: answering a press (answerCallbackQuery) must happen within
@@ -15,7 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.routing import Destination, parse_chat_id
-from ..spool.model import JobKind
+from ..spool.answers import Answers
+from ..spool.model import JobKind, Precedence
 from ..spool.queue import Queue
 from ..words import Said
 
@@ -24,38 +27,70 @@ Clock = Callable[[], float]
 
 class Outbox:
     def __init__(
-        self, queue: Queue, *, wake: Callable[[], None] = lambda: None, clock: Clock = time.time
+        self,
+        queue: Queue,
+        *,
+        answers: Answers | None = None,
+        wake: Callable[[], None] = lambda: None,
+        clock: Clock = time.time,
     ) -> None:
-        """`wake`: tells this process's dispatcher there is work (a tool has none: the relay's
+        """`answers`: where answers to what people typed wait (a tool answers nobody);
+        `wake`: tells this process's dispatcher there is work (a tool has none: the relay's
         dispatchers find it within a poll)."""
         self._queue = queue
+        self._answers = answers
         self._wake = wake
         self._clock = clock
 
     def card(self, chat: str, message_id: int) -> None:
         """Edit the card to show its record as it stands when the edit goes: edits asked for
         while one waits are that one. Raises SpoolError."""
-        self._add("card", chat, None, message_id, {}, once=True)
+        self._add("card", chat, None, message_id, {}, Precedence.EDIT, once=True)
 
-    def reply(self, chat: str, thread: int | None, message_id: int, said: Said) -> None:
-        """A short reply under a message of the chat. Raises SpoolError."""
-        self._add("reply", chat, thread, message_id, {"say": said.as_json()})
+    def call(self, chat: str, thread: int | None, message_id: int, said: Said) -> None:
+        """A reply under an alert that the team is owed (a snoozed issue is back): it goes
+        before edits and answers. Raises SpoolError."""
+        self._add("reply", chat, thread, message_id, {"say": said.as_json()}, Precedence.CALL)
+
+    def answer(
+        self, chat: str, thread: int | None, message_id: int, said: Said, *, most_waiting: int
+    ) -> bool:
+        """A short reply under someone's message (an answer to what they typed), unless
+        `most_waiting` answers wait for the chat already; whether it was queued. Raises
+        SpoolError."""
+        about = {"say": said.as_json()}
+        return self._answer("reply", chat, thread, message_id, about, most_waiting)
 
     def react(
-        self, chat: str, thread: int | None, message_id: int, emoji: str, *, instead: Said
-    ) -> None:
-        """A reaction on a message; `instead` is replied where the chat takes no reactions.
-        Raises SpoolError."""
+        self,
+        chat: str,
+        thread: int | None,
+        message_id: int,
+        emoji: str,
+        *,
+        instead: Said,
+        most_waiting: int,
+    ) -> bool:
+        """A reaction on someone's message; `instead` is replied where the chat takes no
+        reactions. As `answer`."""
         about = {"emoji": emoji, "say": instead.as_json()}
-        self._add("reaction", chat, thread, message_id, about)
+        return self._answer("reaction", chat, thread, message_id, about, most_waiting)
 
     def link_card(
-        self, chat: str, thread: int | None, message_id: int, about: Mapping[str, Any]
-    ) -> None:
+        self,
+        chat: str,
+        thread: int | None,
+        message_id: int,
+        about: Mapping[str, Any],
+        *,
+        most_waiting: int,
+    ) -> bool:
         """An issue's card in reply to the message that linked to it (acting/links.py): an
-        alert's message and buttons, never coalesced with the chat's alerts (the message's own
-        lane), paced with them. Raises SpoolError."""
-        self._add("alert", chat, thread, message_id, {"link_card": dict(about)})
+        alert's message and buttons, alone (never in a digest), in the message's own lane,
+        paced with the chat's writes after all of them. As `answer`."""
+        return self._answer(
+            "alert", chat, thread, message_id, {"link_card": dict(about)}, most_waiting
+        )
 
     def _add(
         self,
@@ -64,16 +99,46 @@ class Outbox:
         thread: int | None,
         message_id: int,
         about: Mapping[str, Any],
+        precedence: Precedence,
         *,
         once: bool = False,
     ) -> None:
-        where = Destination(parse_chat_id(chat) or chat, thread)
+        where = _where(chat, thread)
         self._queue.add(
             kind,
             {**about, "message_id": message_id},
             where,
+            precedence=precedence,
             lane=where.message_lane(message_id),
             now=self._clock(),
             once=once,
         )
         self._wake()
+
+    def _answer(
+        self,
+        kind: JobKind,
+        chat: str,
+        thread: int | None,
+        message_id: int,
+        about: Mapping[str, Any],
+        most_waiting: int,
+    ) -> bool:
+        if self._answers is None:
+            return False
+        where = _where(chat, thread)
+        queued = self._answers.add(
+            kind,
+            {**about, "message_id": message_id},
+            where,
+            lane=where.message_lane(message_id),
+            most_waiting=most_waiting,
+            now=self._clock(),
+        )
+        if queued is not None:
+            self._wake()
+        return queued is not None
+
+
+def _where(chat: str, thread: int | None) -> Destination:
+    return Destination(parse_chat_id(chat) or chat, thread)

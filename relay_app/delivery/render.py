@@ -172,8 +172,9 @@ class Renderer:
     def _alone(self, job: Job) -> bool:
         """An alert on its second chance goes alone, with a line saying it may repeat an
         earlier message; so does an uptime monitor's recovery, a reply to the message of its
-        outage; and one this relay cannot read, which fails alone."""
-        if job.second_chance:
+        outage; a link's card, each the answer to its own link; and one this relay cannot
+        read, which fails alone."""
+        if job.second_chance or "link_card" in job.data:
             return True
         try:
             return self.alert(job).subjects.recovery

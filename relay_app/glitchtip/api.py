@@ -78,6 +78,24 @@ class GlitchTipApi:
         _check_id(issue_id)
         return self._call("GET", f"/api/0/issues/{issue_id}/", None)
 
+    def issue_in(self, org: str, issue_id: str) -> tuple[dict[str, Any], dict[str, str]]:
+        """The issue, asked for among `org`'s (GlitchTipIssueGone when it is not one of them:
+        a link's organization must be the issue's), and the tags of its latest event that the
+        routes read (environment, server_name, release: ROUTED_TAGS, and no other), or a
+        GlitchTipError."""
+        _check_ids(org, [issue_id], 1)
+        listed = self._call_any("GET", f"/api/0/organizations/{org}/issues/?id={issue_id}", None)
+        if not any(str(found.get("id")) == issue_id for found in json_objects(listed)):
+            raise GlitchTipIssueGone(
+                f"issue {issue_id} is not one of organization {org}'s", detail="not found"
+            )
+        issue = self._call("GET", f"/api/0/issues/{issue_id}/", None)
+        try:
+            event = self._call("GET", f"/api/0/issues/{issue_id}/events/latest/", None)
+        except GlitchTipIssueGone:
+            event = {}
+        return issue, routed_tags(event)
+
     def details(self, issue_id: str) -> IssueDetails:
         """What the issue and its latest event say (details.py), or a GlitchTipError. An issue
         without events yet still has its count and first sighting."""

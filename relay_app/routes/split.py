@@ -111,6 +111,17 @@ def _read(
     return [{}], [""], 1  # a payload the relay does not know: routed on nothing it could read
 
 
+def chat_for(
+    facts: Mapping[str, str | None], table: RouteTable, default: Destination
+) -> str | None:
+    """The chat the routes send an issue with these facts to, when its webhook's URL names
+    none (TELEGRAM_CHAT_ID's when no route takes it); None when a route drops it."""
+    route = table.first(facts)
+    if route is not None and route.drop:
+        return None
+    return _where(route, default, default).chat_key
+
+
 def _where(route: Route | None, asked: Destination, default: Destination) -> Destination:
     if route is None or (route.chat is None and route.thread is None):
         return asked

@@ -5,6 +5,8 @@ declared dead (an alert's dead letter is kept), and what the relay keeps beside 
   host's own file beside a spool in PostgreSQL (`open_local`), or in memory (`open_memory`);
 - `moving.py`: what that file held, moved into the spool once it answers again;
 - `queue.py`: the scheduled queue (add, claim, settle), written once for every store;
+- `precedence.py`: alerts first, which of a chat's writes takes its next turn;
+- `answers.py`: answers to what people typed, at most so many waiting for a chat;
 - `job_rows.py`: the jobs table, and every change to a job's ledger;
 - `store.py`: what those statements run on (a unit of work, the store's time, the dialect);
 - `database.py`: the SQLite file, or a private in-memory database (open, upgrade, repair);
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from .admin import Admin
 from .holders import Holder, this_process
-from .model import Claim, Job, JobKind, Lane, Later, Settled, Settlement, State
+from .model import Claim, Job, JobKind, Lane, Later, Precedence, Settled, Settlement, State
 from .opening import LocalSpool, Spool, on_store, open_local, open_memory, open_spool
 from .queue import Queue
 
@@ -36,6 +38,7 @@ __all__ = [
     "Lane",
     "Later",
     "LocalSpool",
+    "Precedence",
     "Queue",
     "Settled",
     "Settlement",

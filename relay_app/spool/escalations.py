@@ -16,6 +16,7 @@ from ..core.routing import Destination, parse_chat_id
 from ..routes.escalate import Step
 from ..words import Said
 from . import job_rows as rows
+from .model import Precedence
 from .store import Row, Store, Tx, int_or_null
 
 # Steps fired in one go; the rest in the next second's.
@@ -134,6 +135,7 @@ def _reply(tx: Tx, row: Row, chat: str, message_id: int) -> None:
         "reply",
         {"say": said.as_json(), "message_id": message_id},
         where,
+        precedence=Precedence.CALL,
         lane=where.message_lane(message_id),
         home="spool",
     )

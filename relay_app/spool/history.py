@@ -7,71 +7,18 @@ The list began as the PostgreSQL spool's own (its steps 1 to 7 keep their number
 database from before takes the steps it lacks); a SQLite file from before this history kept
 its version in `user_version` (1 to 10) and first takes its own old steps (legacy_sqlite.py) to
 where the two met. Step 11 is the first that both took together. New steps go at the end, one
-statement per item, in `Types`' words where the databases spell a type differently.
+statement per item, in `Types`' words where the databases spell a type differently
+(dialects.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .dialects import POSTGRES, SQLITE, Types
+
+__all__ = ["POSTGRES", "SCHEMA_VERSION", "SQLITE", "Types", "statements_after", "steps"]
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 17
-
-
-@dataclass(frozen=True)
-class Types:
-    """How each database spells what the steps use."""
-
-    time: str  # Unix seconds
-    big: str  # an id or a topic
-    serial: str  # a primary key that numbers itself, never reusing a number
-    flag: str  # a yes or no, false unless set
-    # The statements that keep `pending_count` (step 4) as alerts come, change state and go:
-    # a trigger is the one thing the two databases cannot say alike.
-    count_pending: tuple[str, ...]
-    # A JSON object built from alternating keys and values, as text.
-    json_object: str
-    # Sixteen random hexadecimal digits.
-    random_name: str
-
-
-SQLITE = Types(
-    time="REAL",
-    big="INTEGER",
-    serial="INTEGER PRIMARY KEY AUTOINCREMENT",
-    flag="INTEGER NOT NULL DEFAULT 0",
-    count_pending=(
-        "CREATE TRIGGER pending_added AFTER INSERT ON alerts WHEN NEW.state = 'pending'"
-        " BEGIN UPDATE pending_count SET alerts = alerts + 1; END",
-        "CREATE TRIGGER pending_removed AFTER DELETE ON alerts WHEN OLD.state = 'pending'"
-        " BEGIN UPDATE pending_count SET alerts = alerts - 1; END",
-        "CREATE TRIGGER pending_changed AFTER UPDATE OF state ON alerts"
-        " WHEN OLD.state != NEW.state"
-        " BEGIN UPDATE pending_count"
-        " SET alerts = alerts + (NEW.state = 'pending') - (OLD.state = 'pending'); END",
-    ),
-    json_object="json_object",
-    random_name="lower(hex(randomblob(8)))",
-)
-POSTGRES = Types(
-    time="DOUBLE PRECISION",
-    big="BIGINT",
-    serial="BIGSERIAL PRIMARY KEY",
-    flag="BOOLEAN NOT NULL DEFAULT FALSE",
-    count_pending=(
-        """CREATE FUNCTION relay_count_pending() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE pending_count SET alerts = alerts
-        + (CASE WHEN TG_OP <> 'DELETE' AND NEW.state = 'pending' THEN 1 ELSE 0 END)
-        - (CASE WHEN TG_OP <> 'INSERT' AND OLD.state = 'pending' THEN 1 ELSE 0 END);
-    RETURN NULL;
-END $$""",
-        "CREATE TRIGGER pending_counted AFTER INSERT OR DELETE OR UPDATE OF state ON alerts"
-        " FOR EACH ROW EXECUTE FUNCTION relay_count_pending()",
-    ),
-    json_object="json_build_object",
-    random_name="substr(md5(random()::text), 1, 16)",
-)
+SCHEMA_VERSION = 18
 
 
 def steps(types: Types) -> dict[int, list[str]]:
@@ -91,6 +38,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         15: on_it_and_escalations(types),
         16: watched_issues(types),
         17: snoozes(types),
+        18: alerts_first(types),
     }
 
 
@@ -459,4 +407,45 @@ def snoozes(types: Types) -> list[str]:
     ended TEXT
 )""",
         "CREATE INDEX snoozes_open ON snoozes (ended_at, issue_id)",
+    ]
+
+
+# What each kind of write waiting when step 18 came was for, read from the start of its data
+# (job_rows.insert writes it with json.dumps: keys in the order given, ", " and ": " between),
+# as the precedence it takes; the rest are alerts (webhooks' and older rendered ones). In LIKE,
+# "_" stands for any one character, "_" included.
+def _data_starts(*heads: str) -> str:
+    return "(" + " OR ".join(f"data LIKE '{{{head}%'" for head in heads) + ")"
+
+
+_PRECEDENCE_OF_WAITING = (
+    (1, "kind = 'alert' AND " + _data_starts('"handoff":', '"summary":', '"silence_over":')),
+    (
+        1,
+        "kind = 'reply' AND "
+        + _data_starts('"say": {"word": "escalation_call"', '"say": {"word": "snooze_back_'),
+    ),
+    (2, "kind = 'card'"),
+    (3, "kind = 'alert' AND " + _data_starts('"link_card":')),
+    (3, "kind IN ('reply', 'reaction') AND precedence = 0"),
+)
+
+
+def alerts_first(types: Types) -> list[str]:
+    """Alerts first (docs/delivery.md): each job's precedence among its chat's writes, alerts
+    (0) before calls, handoffs and summaries (1), those before cards' edits (2), and those
+    before answers to what people typed (3); a lane's jobs in that order, then oldest first.
+    RELAY_SPOOL_MAX_PENDING counts alerts alone from now on: `pending_count` is counted
+    again, by triggers that count precedence 0 only."""
+    return [
+        "ALTER TABLE jobs ADD COLUMN precedence INTEGER NOT NULL DEFAULT 0",
+        *(
+            f"UPDATE jobs SET precedence = {precedence} WHERE {which}"  # noqa: S608 (fixed text)
+            for precedence, which in _PRECEDENCE_OF_WAITING
+        ),
+        "CREATE INDEX jobs_in_lane_by_precedence ON jobs (lane, state, precedence, id)",
+        "CREATE INDEX jobs_by_chat_and_precedence ON jobs (chat, state, precedence)",
+        *types.count_pending_alerts,
+        "UPDATE pending_count SET alerts ="
+        " (SELECT count(*) FROM jobs WHERE state = 'pending' AND precedence = 0)",
     ]

@@ -15,7 +15,7 @@ from ..core.errors import SpoolError
 from ..core.json_values import json_object
 from ..core.outcomes import REFUNDED, Dead, Delivered, Outcome, Refund, RetryAt
 from ..core.routing import Destination, parse_chat_id
-from .model import JOB_KINDS, Home, Job, JobKind
+from .model import JOB_KINDS, Home, Job, JobKind, Precedence
 from .store import Now, Row, Tx
 
 
@@ -40,6 +40,7 @@ def job_from_row(row: Row, at: Now, *, store: str, home: Home = "spool") -> Job:
         received_at=at.to_local(row["received_at"]),
         retry_from=at.to_local(row["retry_from"]),
         id=int(row["id"]),
+        precedence=_precedence(row["precedence"]),
         attempts=row["attempts"],
         unsure_attempts=row["unsure_attempts"],
         next_attempt_at=at.to_local(row["next_attempt_at"]),
@@ -50,6 +51,14 @@ def job_from_row(row: Row, at: Now, *, store: str, home: Home = "spool") -> Job:
         home=home,
         named=row["label"],
     )
+
+
+def _precedence(raw: object) -> Precedence:
+    """A row's precedence; a number no relay writes (a person's edit) goes with the answers."""
+    try:
+        return Precedence(int(str(raw)))
+    except ValueError:
+        return Precedence.ANSWER
 
 
 def _data(raw: str | None) -> Mapping[str, Any]:
@@ -68,19 +77,22 @@ def insert(
     data: Mapping[str, Any],
     destination: Destination,
     *,
+    precedence: Precedence,
     lane: str,
     due_in: float = 0.0,
     home: Home,
 ) -> Job:
-    """A new job, due `due_in` seconds from now, no attempt made."""
+    """A new job, due `due_in` seconds from now, no attempt made; `precedence`: which of its
+    chat's writes it goes before and after."""
     now = tx.at.db
     ensure_lane(tx, lane, destination)
     row = tx.one(
-        "INSERT INTO jobs (kind, data, chat, thread, lane, to_default, received_at, retry_from,"
-        " attempts, unsure_attempts, next_attempt_at, scheduled_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?) RETURNING id",
+        "INSERT INTO jobs (kind, precedence, data, chat, thread, lane, to_default, received_at,"
+        " retry_from, attempts, unsure_attempts, next_attempt_at, scheduled_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?) RETURNING id",
         (
             kind,
+            int(precedence),
             json.dumps(data, ensure_ascii=False),
             destination.chat_key,
             destination.thread,
@@ -101,6 +113,7 @@ def insert(
         received_at=local,
         retry_from=local,
         id=int(row["id"]),
+        precedence=precedence,
         next_attempt_at=local + due_in,
         home=home,
     )
@@ -115,6 +128,7 @@ _COPIED = (
     "lane",
     "to_default",
     "kind",
+    "precedence",
     "data",
     "received_at",
     "retry_from",

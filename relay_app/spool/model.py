@@ -8,6 +8,7 @@ import os
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import IntEnum
 from typing import Any, Literal
 
 from ..core.outcomes import REFUNDED, Dead, Delivered, Outcome, Refund, TelegramVerdict
@@ -19,6 +20,19 @@ State = Literal["pending", "dead"]
 # reaction on one.
 JobKind = Literal["alert", "card", "reply", "reaction"]
 JOB_KINDS: tuple[JobKind, ...] = ("alert", "card", "reply", "reaction")
+
+
+class Precedence(IntEnum):
+    """Which of a chat's waiting writes take its turns first, the lowest first, and within one
+    the oldest first (docs/delivery.md): nothing a person types, and nothing the relay says of
+    its own accord, ever goes before an alert owed to the chat."""
+
+    ALERT = 0  # an alert, alone or in a digest; an escalating issue posted again
+    CALL = 1  # people called under an alert, a handoff, a summary, a snoozed issue come back
+    EDIT = 2  # a card edited to show what was done to its issues
+    ANSWER = 3  # what people typed answered: a command, a link's card, a reply's confirmation
+
+
 # Where a job waits: the spool; this host's own file, while the spool in PostgreSQL could not
 # take it in time (spool/moving.py takes it there later); or this process's memory, the last
 # resort when no disk would.
@@ -47,6 +61,7 @@ class Job:
     received_at: float
     retry_from: float
     id: int
+    precedence: Precedence = Precedence.ALERT
     # Its lane: the destination's for alerts (chat and topic), a message's for the writes that
     # concern one (its edits, the replies and reactions under it).
     lane: str = ""

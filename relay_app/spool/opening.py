@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..core.pacing import TELEGRAMS, Pace
 from ..core.routing import Destination
 from .admin import Admin
+from .answers import Answers
 from .arrivals import SpoolArrivals
 from .database import MEMORY, Database
 from .escalations import EscalationStore
@@ -35,6 +36,7 @@ MAX_MEMORY_ALERTS = 1000
 @dataclass(frozen=True)
 class Spool:
     queue: Queue
+    answers: Answers
     admin: Admin
     health: SpoolHealthStore
     sent: SentStore
@@ -131,6 +133,7 @@ def on_store(
     queue = Queue(store, max_pending=max_pending, pace=pace, home=home)
     return Spool(
         queue=queue,
+        answers=Answers(store, home=queue.home),
         admin=Admin(store, clock=clock),
         health=SpoolHealthStore(store),
         sent=SentStore(store),

@@ -11,6 +11,13 @@ the job runner makes one attempt and settles the outcome. A lane has at most one
 flight, and its oldest job goes first: alerts reach a chat in the order they arrived, after a
 retry, a 429 or a crash alike. Every lane of a chat takes its turns from that chat's one pace.
 
+Alerts first: every job has a precedence (model.Precedence), and a chat's turn goes to its
+lowest first: a lane whose first job is an answer to a command leaves the turn to a due alert
+(or call, or edit) of the same chat in another lane, in the same unit of work that would have
+taken it, whichever process or relay claims; within a lane, jobs go by precedence, then oldest
+first. RELAY_SPOOL_MAX_PENDING counts alerts alone: nothing else queued counts, or is refused
+for it (answers to what people type have a small budget of their own: answers.py).
+
 Fenced leases: every claim is leased until its attempt cannot be running any more
 (`lease_for`), on the store's clock, under a token of its own; every write of a claim's outcome
 presents that token, and a write whose token no longer holds the lane records only deliveries
@@ -33,8 +40,9 @@ from ..core.routing import Destination
 from . import job_rows as rows
 from .arrivals import note_arrival
 from .holders import Holder, row_is_free
-from .model import Claim, Home, Job, JobKind, Lane, Later, Settled, Settlement
+from .model import Claim, Home, Job, JobKind, Lane, Later, Precedence, Settled, Settlement
 from .pacer import next_turn, take_turn, turn_settled
+from .precedence import owed_first
 from .store import Store, Tx
 
 # A claim never needs more rows than one digest holds.
@@ -82,6 +90,7 @@ class Queue:
         data: Mapping[str, Any],
         destination: Destination,
         *,
+        precedence: Precedence,
         now: float,
         lane: str | None = None,
         due_in: float = 0.0,
@@ -95,17 +104,27 @@ class Queue:
         again while one of the lane's jobs of this kind waits unattempted (that one is
         returned), as a card's edit, which sends the card's state when it goes. `quiet`: no
         relay is told of it (a webhook's alert, held for its webhook, which claims it next).
-        Raises QueueFull."""
+        Raises QueueFull for an alert past RELAY_SPOOL_MAX_PENDING (nothing else counts)."""
 
         def add(tx: Tx) -> Job:
             key = lane or destination.lane
             if once and (waiting := self._waiting(tx, key, kind)) is not None:
                 return waiting
-            pending = tx.one("SELECT alerts FROM pending_count")["alerts"]
-            if pending >= self.max_pending:
-                where = "pending" if self.durable else "waiting in memory"
-                raise QueueFull(f"{self.max_pending} jobs are already {where}")
-            job = rows.insert(tx, kind, data, destination, lane=key, due_in=due_in, home=self.home)
+            if precedence == Precedence.ALERT:
+                pending = tx.one("SELECT alerts FROM pending_count")["alerts"]
+                if pending >= self.max_pending:
+                    where = "pending" if self.durable else "waiting in memory"
+                    raise QueueFull(f"{self.max_pending} alerts are already {where}")
+            job = rows.insert(
+                tx,
+                kind,
+                data,
+                destination,
+                precedence=precedence,
+                lane=key,
+                due_in=due_in,
+                home=self.home,
+            )
             if arrival is not None and self.home == "spool":
                 note_arrival(tx, job.id, arrival)
             if not quiet:
@@ -138,15 +157,15 @@ class Queue:
         self._store.write(lambda tx: rows.make_due_now(tx, job.id), now=now)
 
     def lanes(self, *, now: float, holder: Holder, in_flight: Container[str]) -> list[Lane]:
-        """Every lane with jobs pending, the one with the oldest job first: the lanes of one
-        chat take its turns in the order their jobs came."""
+        """Every lane with jobs pending, by its first job: the lowest precedence first, then
+        the oldest (the lanes of one chat take its turns in that order)."""
 
         def read(tx: Tx) -> list[Lane]:
             found = tx.all(
                 "SELECT l.lane, l.chat, l.thread, l.holder, l.token, l.until,"
                 " h.next_attempt_at, h.scheduled_at FROM lanes l JOIN jobs h ON h.id ="
                 " (SELECT id FROM jobs WHERE lane = l.lane AND state = 'pending'"
-                " ORDER BY id LIMIT 1) ORDER BY h.id"
+                " ORDER BY precedence, id LIMIT 1) ORDER BY h.precedence, h.id"
             )
             return [
                 Lane(
@@ -200,6 +219,8 @@ class Queue:
             if send and (turn := next_turn(tx, chat, group=group, now=now, pace=self._pace)) > now:
                 return Later(tx.at.to_local(turn))
             alive, retired = self._alive(tx, lane.key, retire, oldest)
+            if send and alive and owed_first(tx, chat, lane.key, alive[0].precedence):
+                alive = []  # the turn is another lane's, whose write goes before these
             if send and alive and take_turn(tx, chat, group=group, now=now, pace=self._pace) <= now:
                 taken = alive[: max(1, fit(alive))]
                 claim = self._take(
@@ -215,7 +236,7 @@ class Queue:
         tx: Tx, lane: str, holder: Holder, in_flight: Container[str], oldest: int | None
     ) -> bool:
         """Whether the lane may be claimed now, its row locked for this unit of work: nobody
-        holds it, and `oldest` (when given) is its oldest pending job."""
+        holds it, and `oldest` (when given) is its first pending job."""
         lease = tx.one(
             "SELECT holder, token, until FROM lanes WHERE lane = ? FOR UPDATE SKIP LOCKED",
             (lane,),
@@ -225,7 +246,9 @@ class Queue:
         if oldest is None:
             return True
         first = tx.one(
-            "SELECT min(id) AS id FROM jobs WHERE lane = ? AND state = 'pending'", (lane,)
+            "SELECT id FROM jobs WHERE lane = ? AND state = 'pending'"
+            " ORDER BY precedence, id LIMIT 1",
+            (lane,),
         )
         return first is not None and first["id"] == oldest
 
@@ -245,11 +268,13 @@ class Queue:
         return alive, retired
 
     def _due(self, tx: Tx, lane: str, oldest: int | None) -> list[Job]:
-        """The lane's due jobs, oldest first: up to the first one that is not, since a lane's
-        jobs go in order; `oldest`, its webhook's to claim, is."""
+        """The lane's due jobs in their order (precedence, then oldest first): up to the first
+        one that is not due, since a lane's jobs go in order; `oldest`, its webhook's to
+        claim, is."""
         due = []
         for row in tx.all(
-            "SELECT * FROM jobs WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT ?",
+            "SELECT * FROM jobs WHERE lane = ? AND state = 'pending' ORDER BY precedence, id"
+            " LIMIT ?",
             (lane, MAX_CLAIM),
         ):
             if _due_at(row, tx) > tx.at.db and row["id"] != oldest:
@@ -307,18 +332,18 @@ class Queue:
 
     def after_recovery(self, now: float) -> int:
         """Telegram answers again: every job waiting because of a failure is due now. Returns
-        how many jobs wait in all: those, and those that came meanwhile and never had an
-        attempt, all of which go now, oldest first."""
+        how many alerts wait in all: those, and those that came meanwhile and never had an
+        attempt, all of which go now, oldest first (and the other writes after them)."""
 
         def recover(tx: Tx) -> int:
-            tx.execute(
+            made_due = tx.execute(
                 "UPDATE jobs SET next_attempt_at = CASE WHEN next_attempt_at < ?"
                 " THEN next_attempt_at ELSE ? END, scheduled_at = ?"
                 " WHERE state = 'pending' AND after_failure",
                 (tx.at.db, tx.at.db, tx.at.db),
-            )
+            ).rowcount
             waiting = int(tx.one("SELECT alerts FROM pending_count")["alerts"])
-            if waiting:
+            if waiting or made_due:
                 tx.notify()
             return waiting
 
@@ -341,19 +366,22 @@ class Queue:
         )
 
     def pending(self) -> int:
-        return int(
-            self._store.read(lambda tx: tx.one("SELECT alerts FROM pending_count")["alerts"])
+        """How many jobs wait, of every kind (the cap counts the alerts alone)."""
+        found = self._store.read(
+            lambda tx: tx.one("SELECT count(*) AS jobs FROM jobs WHERE state = 'pending'")
         )
+        return int(found["jobs"])
 
     def last_claim(
         self, fit: Fit, *, holder: Holder, token: str, tried: Container[int]
     ) -> Claim | None:
-        """The process is stopping, and these jobs go with it (an in-memory queue): the oldest
-        jobs not `tried` yet, of one lane, as many as go in one write, due or not, paced or
-        not, claimed for one last attempt. None when every one was tried."""
+        """The process is stopping, and these jobs go with it (an in-memory queue): the first
+        jobs not `tried` yet (alerts first, then the oldest), of one lane, as many as go in
+        one write, due or not, paced or not, claimed for one last attempt. None when every
+        one was tried."""
 
         def claim(tx: Tx) -> Claim | None:
-            found = tx.all("SELECT * FROM jobs WHERE state = 'pending' ORDER BY id")
+            found = tx.all("SELECT * FROM jobs WHERE state = 'pending' ORDER BY precedence, id")
             waiting = [self._job(row, tx) for row in found if row["id"] not in tried]
             if not waiting:
                 return None

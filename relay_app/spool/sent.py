@@ -311,6 +311,16 @@ class SentStore:
 
         return self._store.write(recover)
 
+    def shows(self, chat: str, issue_id: str) -> bool:
+        """Whether a message the relay sent to `chat`, and keeps, shows the issue."""
+        row = self._store.read(
+            lambda tx: tx.one(
+                "SELECT 1 AS shown FROM issue_buttons WHERE chat = ? AND issue_id = ? LIMIT 1",
+                (chat, issue_id),
+            )
+        )
+        return row is not None
+
     def first_time(self, keys: Sequence[str], *, at: float) -> bool:
         """Record these updates (and presses) as handled: whether none of them was before."""
 

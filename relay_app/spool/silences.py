@@ -17,11 +17,14 @@ from ..message.lines import Line
 from ..message.lines import to_json as lines_to_json
 from ..message.matching import Matchers
 from . import job_rows as rows
+from .model import Precedence
 from .store import Row, Store, Tx
 
 # The held alerts kept for a silence's summary; past this they are only counted. A week's
 # silence over a storm would otherwise keep every alert of it, and a summary shows about sixty.
 MAX_KEPT_HELD = 1000
+# What a silence Mute made says of itself (`relay-app silence list` shows it): Unmute ends those.
+MUTED_FROM_THE_CHAT = "muted from the chat"
 
 
 @dataclass(frozen=True)
@@ -213,7 +216,15 @@ class SilenceStore:
             first = kept[0]
             destination = rows.destination_of(self._store.path, first["chat"], first["thread"])
             about = summary_data(silence, [json.loads(r["lines"]) for r in kept])
-            job = rows.insert(tx, "alert", about, destination, lane=destination.lane, home="spool")
+            job = rows.insert(
+                tx,
+                "alert",
+                about,
+                destination,
+                precedence=Precedence.CALL,
+                lane=destination.lane,
+                home="spool",
+            )
             tx.notify()
             return Ended(silence, silence.held, job.id)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.routing import Destination
 from . import job_rows
-from .model import Home
+from .model import Home, Precedence
 from .store import Store, Tx
 
 
@@ -99,8 +99,7 @@ class SummaryStore:
             )
             if moved is None:
                 return False
-            lane = destination.lane
-            job_rows.insert(tx, "alert", data, destination, lane=lane, home=self._home)
+            _queue(tx, destination, data, self._home)
             return True
 
         return self._store.write(post, now=now)
@@ -108,11 +107,7 @@ class SummaryStore:
     def queue_now(self, destination: Destination, data: Mapping[str, Any], *, now: float) -> None:
         """Queue a summary made on request (`relay-app summary --send`): the day's stays due."""
 
-        def queue(tx: Tx) -> None:
-            lane = destination.lane
-            job_rows.insert(tx, "alert", data, destination, lane=lane, home=self._home)
-
-        self._store.write(queue, now=now)
+        self._store.write(lambda tx: _queue(tx, destination, data, self._home), now=now)
 
     def counted(
         self, destination: Destination, *, delivered: int = 0, silenced: int = 0, now: float
@@ -128,6 +123,12 @@ class SummaryStore:
             ),
             now=now,
         )
+
+
+def _queue(tx: Tx, destination: Destination, data: Mapping[str, Any], home: Home) -> None:
+    """A summary or a handoff, in its place's lane: after the alerts waiting there."""
+    lane, precedence = destination.lane, Precedence.CALL
+    job_rows.insert(tx, "alert", data, destination, precedence=precedence, lane=lane, home=home)
 
 
 def _read(tx: Tx, place: str) -> tuple[float, Since] | None:

@@ -170,6 +170,28 @@ class WatchStore:
 
         return self._store.read(read, now=now)
 
+    def alerted_in(self, chat: str, issue_id: str) -> bool:
+        """Whether the issue's last alert within WATCHED_FOR went to `chat`."""
+        row = self._store.read(
+            lambda tx: tx.one(
+                "SELECT 1 AS alerted FROM watched WHERE issue_id = ? AND chat = ?"
+                " AND alerted_at >= ?",
+                (issue_id, chat, tx.at.db - WATCHED_FOR),
+            )
+        )
+        return row is not None
+
+    def organizations(self) -> set[str]:
+        """The organisations of the issues alerted on within WATCHED_FOR: those GlitchTip sends
+        the relay alerts of."""
+        rows = self._store.read(
+            lambda tx: tx.all(
+                "SELECT DISTINCT org FROM watched WHERE alerted_at >= ?",
+                (tx.at.db - WATCHED_FOR,),
+            )
+        )
+        return {str(row["org"]) for row in rows}
+
     def place_of(self, issue_id: str) -> tuple[str, int | None] | None:
         """A watched issue's organisation (its alert's link said) and the forum topic its alert
         went to; None when it is not watched."""

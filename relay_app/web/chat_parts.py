@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
+from ..acting.answers import Answering
 from ..acting.commands import BotName, Commands, Status, described
 from ..acting.daily_summary import DailySummaries
 from ..acting.escalation import Escalation
@@ -18,6 +20,7 @@ from ..acting.in_step import CardsInStep
 from ..acting.links import Links
 from ..acting.presses import Presses
 from ..acting.replies import Replies
+from ..acting.scope import ChatScope
 from ..acting.silencing import Silencing
 from ..acting.snoozing import Snoozing
 from ..acting.team import Team
@@ -140,6 +143,17 @@ def handoffs_for(
     return Handoffs(places, spool.summaries, zone=zone, posted=metrics.handoffs.inc, clock=clock)
 
 
+@dataclass(frozen=True)
+class FromTheChat:
+    """What acts on Telegram's updates: the handler of each (a press, a reply, a command, a
+    link), this process's poller for them (TELEGRAM_UPDATES=poll), and the links' look-ups,
+    which run off the thread that read the update."""
+
+    updates: Handle | None = None
+    poller: Poller | None = None
+    links: Links | None = None
+
+
 def acting_from_the_chat(
     settings: Settings,
     spool: Spool | None,
@@ -151,12 +165,20 @@ def acting_from_the_chat(
     escalation: Escalation,
     snoozing: Snoozing | None,
     health: Health,
-) -> tuple[Handle | None, Poller | None]:
+) -> FromTheChat:
     """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles each
     update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them."""
     token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
     if token is None or glitchtip_url is None or spool is None:
-        return None, None
+        return FromTheChat()
+    answering = Answering(
+        outbox,
+        spool.answers,
+        first_in=lambda key, window: spool.sent.first_in(key, window=window, at=clock()),
+        refused=metrics.answer_refused,
+        shared=spool.warnings.says,
+        clock=clock,
+    )
     team = Team(
         store=spool.sent,
         glitchtip=GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout),
@@ -165,16 +187,17 @@ def acting_from_the_chat(
         metrics=metrics,
         clock=clock,
     )
+    links = _links(settings, spool, answering, team.glitchtip, metrics, clock)
     route = route_updates(
         Presses(
             team, telegram, outbox, silencing=silencing, escalation=escalation, snoozing=snoozing
         ),
-        Replies(team, outbox, bot_id=bot_id(settings.telegram_bot_token)),
-        _commands(settings, spool, outbox, health, metrics, clock),
-        _links(settings, spool, outbox, team.glitchtip, metrics, clock),
+        Replies(team, answering, bot_id=bot_id(settings.telegram_bot_token)),
+        _commands(settings, spool, answering, health, metrics, clock),
+        links,
     )
     if settings.telegram_updates != "poll":
-        return route, None
+        return FromTheChat(route, None, links)
     poller = Poller(
         client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
         lease=spool.poller_lease,
@@ -183,11 +206,16 @@ def acting_from_the_chat(
         clock=clock,
         timing=settings.timing,
     )
-    return route, poller
+    return FromTheChat(route, poller, links)
 
 
 def _commands(
-    settings: Settings, spool: Spool, outbox: Outbox, health: Health, metrics: Metrics, clock: Clock
+    settings: Settings,
+    spool: Spool,
+    answering: Answering,
+    health: Health,
+    metrics: Metrics,
+    clock: Clock,
 ) -> Commands:
     """The chat's commands: they tell what the relay knows, in the chats it serves."""
     served = served_chats(settings)
@@ -205,7 +233,7 @@ def _commands(
     return Commands(
         served=served,
         first_time=lambda keys: spool.sent.first_time(keys, at=clock()),
-        outbox=outbox,
+        answering=answering,
         watched=spool.watched,
         silences=spool.silences,
         rotations=settings.routes.on_call,
@@ -221,19 +249,24 @@ def _commands(
 def _links(
     settings: Settings,
     spool: Spool,
-    outbox: Outbox,
+    answering: Answering,
     glitchtip: GlitchTipApi,
     metrics: Metrics,
     clock: Clock,
 ) -> Links | None:
-    """Links to GlitchTip's issues pasted in the chats the relay serves, answered with cards."""
+    """Links to GlitchTip's issues pasted in the chats the relay serves, answered with cards
+    of the issues each chat follows."""
     if settings.glitchtip_links is None:
         return None
+    scope = ChatScope(
+        settings.routes, settings.default_destination, watched=spool.watched, sent=spool.sent
+    )
     return Links(
         served=served_chats(settings),
         glitchtip=glitchtip,
         origin=settings.glitchtip_links,
-        outbox=outbox,
+        answering=answering,
+        scope=scope,
         first_in=lambda key, window: spool.sent.first_in(key, window=window, at=clock()),
         count=lambda outcome: metrics.link_cards.labels(outcome).inc(),
     )

@@ -15,16 +15,16 @@ stranger's thousand guesses make one short line.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 
 from ..core.logs import REDACTED, client_sample
 from ..core.metrics import MissReason
+from ..core.tally import EVERY, Tally
 
 log = logging.getLogger(__name__)
 
-WARN_EVERY = 60.0
+WARN_EVERY = EVERY
 # What a line shows of a stranger's method and first path segment: enough to recognise a near
 # miss (/webhooks, /hooks), never a 4 KB path.
 SHOWN_CHARS = 32
@@ -75,24 +75,13 @@ class Misses:
         """`shared` says whether this process is the one to give a warning now, among all
         that share the spool (SpoolWarnings.says); without it, each process gives its own."""
         self._count = count
-        self._shared = shared
-        self._monotonic = monotonic
-        self._lock = threading.Lock()
-        self._warned_at: dict[MissReason, float] = {}
-        self._since: dict[MissReason, int] = {}  # of each reason, since its last line
+        self._tally = Tally(every=WARN_EVERY, shared=shared, monotonic=monotonic)
 
     def record(self, method: str, path: str, status: int) -> None:
         reason = miss_reason(method, path, status)
         self._count(reason)
-        now = self._monotonic()
-        with self._lock:
-            self._since[reason] = self._since.get(reason, 0) + 1
-            last = self._warned_at.get(reason)
-            if last is not None and now - last < WARN_EVERY:
-                return
-            self._warned_at[reason] = now
-            count, self._since[reason] = self._since[reason], 0
-        if not self._shared_says_due(reason):
+        count = self._tally.note(f"missed:{reason}")
+        if count is None:
             return
         first = client_sample(path.lstrip("/").split("/", 1)[0], SHOWN_CHARS)
         shown = f"/{first}/{REDACTED}" if "/" in path.lstrip("/") else f"/{first}"
@@ -106,6 +95,3 @@ class Misses:
             "once" if count == 1 else f"{count} times since this process last said so",
             reason,
         )
-
-    def _shared_says_due(self, reason: MissReason) -> bool:
-        return self._shared is None or self._shared(f"missed:{reason}", WARN_EVERY)

@@ -9,6 +9,7 @@ from flask import current_app
 
 from ..acting.daily_summary import DailySummaries
 from ..acting.escalation import Escalation
+from ..acting.links import Links
 from ..acting.outgoing import Outgoing
 from ..acting.silencing import Silencing
 from ..acting.updates import Handle, Poller
@@ -64,6 +65,8 @@ class Relay:
     # updates (a press or a reply), and this process's poller for them (TELEGRAM_UPDATES=poll).
     updates: Handle | None = None
     poller: Poller | None = None
+    # Links pasted in a chat: their look-ups, off the thread that read the update.
+    links: Links | None = None
     # Asks Telegram at start whether the token and chats work (not with a stand-in Telegram).
     setup: SetupWatch | None = None
 

@@ -109,6 +109,10 @@ class Words:
     link_card_unresolved: str
     link_card_resolved: str
     link_card_ignored: str
+    # A link to an issue the chat does not follow (acting/links.py): said without its title.
+    link_not_followed: str
+    # What people type is bounded (acting/answers.py): a person who asks again too soon.
+    answer_busy: str
     # The chat's commands (acting/commands.py): their descriptions and answers.
     command_issues: str
     command_oncall: str
