@@ -8,6 +8,7 @@ import io
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -378,3 +379,79 @@ def test_the_list_names_a_muted_issue_as_the_chat_did(
     assert all(named in row for row in rows), out
     code, out, _ = run_cli(path, "silence", "add", "--issue", "99", *more)
     assert "silence 3 added: issue=99 in chat" in out  # never shown: nothing to name it by
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def spools(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Spool]]:
+    """Spools on one store, each with a connection of its own: the processes of a fleet."""
+    opened: list[Database | PgDatabase] = []
+
+    def another() -> Spool:
+        store: Database | PgDatabase
+        if request.param == "sqlite":
+            store = Database(str(tmp_path / "spool.sqlite3"))
+        else:
+            store = PgDatabase(request.getfixturevalue("pg_url"), caller_skew=0.0)
+        opened.append(store)
+        return on_store(store)
+
+    yield another
+    for store in opened:
+        store.close()
+
+
+def test_twenty_mute_presses_at_once_make_one_silence_and_unmute_ends_it(
+    spools: Callable[[], Spool], fake_time: FakeTime
+) -> None:
+    first = spools()
+    buttons = {
+        41: IssueButton("card-41", "4", "https://gt.example.org", "BACKEND-4A"),
+        42: IssueButton("card-42", "4", "https://gt.example.org", "BACKEND-4A"),  # again
+    }
+    for message_id, button in buttons.items():
+        first.sent.keep(SentMessage(CHAT, message_id, "<b>alert</b>", 0.0, buttons=(button,)), [])
+    elsewhere = IssueButton("card-43", "4", "https://gt.example.org", "BACKEND-4A")
+    first.sent.keep(SentMessage(str(ELSEWHERE.chat), 43, "<b>x</b>", 0.0, buttons=(elsewhere,)), [])
+    fleet = [silencing(spools(), fake_time) for _ in range(20)]
+    start = threading.Barrier(len(fleet))
+
+    def mute(numbered: tuple[int, Silencing]) -> int:
+        number, process = numbered
+        start.wait(timeout=10)
+        return process.mute(CHAT, buttons[41 + number % 2], by=f"@person{number}").id
+
+    with ThreadPoolExecutor(len(fleet)) as pool:
+        made = set(pool.map(mute, enumerate(fleet)))
+    assert len(made) == 1  # one silence, whoever pressed on whichever card
+    [silence] = first.silences.active(CHAT, now=fake_time())
+    assert silence.id in made
+    assert first.silences.active(str(ELSEWHERE.chat), now=fake_time()) == []
+    shown = [first.sent.message(CHAT, message_id) for message_id in buttons]
+    assert [m.buttons[0].silence_id for m in shown if m is not None] == [silence.id] * 2
+    # Unmute on either card ends it: the issue's next alert goes.
+    [button] = shown[1].buttons if shown[1] is not None else ()
+    assert fleet[0].unmute(CHAT, button, by="@ada")
+    assert first.silences.active(CHAT, now=fake_time()) == []
+    assert fleet[0].hold(alert(4), HERE) is None
+
+
+def test_unmute_ends_every_silence_mute_made_of_the_issue_in_the_chat(
+    spool: Spool, fake_time: FakeTime
+) -> None:
+    # Two, as an older relay made of presses at once; one the command line made stays.
+    for _ in range(2):
+        spool.silences.add(
+            CHAT,
+            Matchers(issue="4"),
+            by="@ada",
+            comment=silences.MUTED_FROM_THE_CHAT,
+            seconds=3600,
+            now=fake_time(),
+        )
+    kept = spool.silences.add(
+        CHAT, Matchers(issue="4"), by="ops", comment="deploy", seconds=3600, now=fake_time()
+    )
+    button = IssueButton("k", "4", "https://gt.example.org", "BACKEND-4A", silence_id=1)
+    spool.sent.keep(SentMessage(CHAT, 41, "<b>alert</b>", 0.0, buttons=(button,)), [])
+    assert silencing(spool, fake_time).unmute(CHAT, button, by="@ada")
+    assert [s.id for s in spool.silences.active(CHAT, now=fake_time())] == [kept.id]

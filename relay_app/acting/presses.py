@@ -428,7 +428,7 @@ class Presses:
                 self._count("muted")
             else:
                 # It may have run out, or been expired from the command line, meanwhile.
-                was_muted = self._silencing.unmute(button, by=press.by.handle)
+                was_muted = self._silencing.unmute(message.chat, button, by=press.by.handle)
                 template = words.notice_unmuted if was_muted else words.notice_not_muted
                 said = template.format(label=button.label)
                 self._count("unmuted")

@@ -20,7 +20,7 @@ from ..core.routing import Destination
 from ..delivery.outbox import Outbox
 from ..message.cards import MUTE_FOR, IssueButton, SentMessage, clock_time
 from ..message.formatting import Message
-from ..message.matching import Matchers, matches
+from ..message.matching import matches
 from ..spool.sent import SentStore
 from ..spool.silences import Ended, Held, Silence, SilenceStore
 
@@ -74,30 +74,30 @@ class Silencing:
         return None
 
     def mute(self, chat: str, button: IssueButton, *, by: str) -> Silence:
-        """Mute the button's issue in its message's chat for an hour (a press): the silence,
-        and the message edited to say so. Raises SpoolError."""
-        silence = self._store.add(
-            chat,
-            Matchers(issue=button.issue_id),
-            by=by,
-            comment="muted from the chat",
-            seconds=MUTE_FOR,
-            now=self._clock(),
-            label=button.label,
-            issue_title=button.title,
-        )
-        updated = self._sent.muted(button.key, silence.id, by=by, until=silence.ends_at)
+        """Mute the button's issue in its message's chat for an hour (a press): the issue's one
+        silence there (presses at once make one), and every card of it in the chat edited to
+        say so. Raises SpoolError."""
+        muted = self._store.mute(chat, button.key, by=by, seconds=MUTE_FOR, now=self._clock())
+        if muted is None:
+            raise SpoolError(f"the button of {button.label} is no longer kept")
+        silence = muted.silence
         log.info(
-            "silence %d: %s muted in chat %s by %s until %s UTC",
+            "silence %d: %s muted in chat %s by %s until %s UTC%s",
             silence.id,
             button.label,
             chat,
-            by,
+            silence.created_by,
             clock_time(silence.ends_at),
-            extra=event(event="silence", silence=silence.id, issue=button.label, outcome="added"),
+            "" if muted.made else f" (pressed again by {by}: the silence it was under already)",
+            extra=event(
+                event="silence",
+                silence=silence.id,
+                issue=button.label,
+                outcome="added" if muted.made else "kept",
+            ),
         )
-        if updated is not None:
-            self._show(updated)
+        for message_id in muted.messages:
+            self._outbox.card(chat, message_id)
         return silence
 
     def end(self, silence_id: int, *, by: str | None) -> Ended | None:
@@ -119,17 +119,19 @@ class Silencing:
             self._show(message)
         return ended
 
-    def unmute(self, button: IssueButton, *, by: str) -> bool:
-        """End the silence the button's issue is under (Unmute), and show its messages without
-        it; whether it still held (it may have run out, or been expired from the command line,
-        since the button was shown). Raises SpoolError."""
-        if button.silence_id is None:
-            return False
-        if self.end(button.silence_id, by=by) is not None:
-            return True
-        for message in self._sent.unmuted(button.silence_id):  # the button was stale
-            self._show(message)
-        return False
+    def unmute(self, chat: str, button: IssueButton, *, by: str) -> bool:
+        """End what Mute made of the button's issue in the chat (Unmute): the silence the
+        button is under, and any other Mute made of it there; and show their messages without
+        them. Whether one still held (it may have run out, or been expired from the command
+        line, since the button was shown). Raises SpoolError."""
+        made = self._store.mutes_of(chat, button.issue_id, now=self._clock())
+        ended = False
+        for silence_id in dict.fromkeys([*made, *filter(None, [button.silence_id])]):
+            ended = self.end(silence_id, by=by) is not None or ended
+        if not ended and button.silence_id is not None:
+            for message in self._sent.unmuted(button.silence_id):  # the button was stale
+                self._show(message)
+        return ended
 
     def sweep(self) -> None:
         """End the silences that ran out (the dispatcher's upkeep: every SWEEP_EVERY seconds),

@@ -261,19 +261,6 @@ class SentStore:
 
         self._store.write(unclaim)
 
-    def muted(self, key: str, silence_id: int, *, by: str, until: float) -> SentMessage | None:
-        """Record that a press muted the button's issue: the message as it now stands."""
-
-        def mute(tx: Tx) -> SentMessage | None:
-            row = tx.one(
-                "UPDATE issue_buttons SET silence_id = ?, muted_by = ?, muted_until = ?"
-                " WHERE key = ? RETURNING chat, message_id",
-                (silence_id, by, tx.at.to_db(until), key),
-            )
-            return _message(tx, row["chat"], row["message_id"]) if row else None
-
-        return self._store.write(mute)
-
     def unmuted(self, silence_id: int) -> list[SentMessage]:
         """The silence is over: the messages whose buttons it muted, as they now stand."""
 

@@ -55,6 +55,16 @@ class Held:
 
 
 @dataclass(frozen=True)
+class Muted:
+    """What a Mute did: the issue's one silence in the chat (`made` now, or the one that held
+    it already), and the messages of the chat that show the issue, all under it now."""
+
+    silence: Silence
+    made: bool
+    messages: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Ended:
     silence: Silence
     held: int
@@ -112,6 +122,74 @@ class SilenceStore:
             return _silence(row, tx)
 
         return self._store.write(add, now=now)
+
+    def mute(self, chat: str, key: str, *, by: str, seconds: float, now: float) -> Muted | None:
+        """Mute the issue of the button `key` in `chat` (a press) for `seconds`: one silence
+        per issue and chat, however many presses come at once, from whichever process or
+        relay. Every button of the issue in the chat is locked first (in one order, so presses
+        wait for each other, never deadlock); a silence Mute made that holds the issue already
+        is the one, as it is; and every card of the issue in the chat is shown under it, so
+        that Unmute on any of them ends it. None when the button is no longer kept."""
+
+        def mute(tx: Tx) -> Muted | None:
+            button = tx.one(
+                "SELECT issue_id, label, title FROM issue_buttons WHERE key = ?", (key,)
+            )
+            if button is None:
+                return None
+            issue = str(button["issue_id"])
+            tx.all(
+                "SELECT key FROM issue_buttons WHERE chat = ? AND issue_id = ? ORDER BY key"
+                " FOR UPDATE",
+                (chat, issue),
+            )
+            found = tx.one(
+                "SELECT * FROM silences WHERE chat = ? AND issue = ? AND comment = ?"
+                " AND project IS NULL AND environment IS NULL AND title IS NULL"
+                " AND ended_at IS NULL AND ends_at > ? ORDER BY id LIMIT 1",
+                (chat, issue, MUTED_FROM_THE_CHAT, tx.at.db),
+            )
+            made = found is None
+            if made:
+                found = tx.one(
+                    "INSERT INTO silences (chat, issue, label, issue_title, created_by, comment,"
+                    " starts_at, ends_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+                    (
+                        chat,
+                        issue,
+                        button["label"],
+                        button["title"],
+                        by,
+                        MUTED_FROM_THE_CHAT,
+                        tx.at.db,
+                        tx.at.db + seconds,
+                    ),
+                )
+            silence = _silence(found, tx)
+            shown = tx.all(
+                "UPDATE issue_buttons SET silence_id = ?, muted_by = ?, muted_until = ?"
+                " WHERE chat = ? AND issue_id = ? RETURNING message_id",
+                (silence.id, silence.created_by, found["ends_at"], chat, issue),
+            )
+            messages = tuple(sorted({int(row["message_id"]) for row in shown}))
+            return Muted(silence, made, messages)
+
+        return self._store.write(mute, now=now)
+
+    def mutes_of(self, chat: str, issue: str, *, now: float) -> list[int]:
+        """The silences Mute made that hold the issue in the chat now (one, but for those an
+        older relay made of presses at once)."""
+
+        def read(tx: Tx) -> list[int]:
+            found = tx.all(
+                "SELECT id FROM silences WHERE chat = ? AND issue = ? AND comment = ?"
+                " AND project IS NULL AND environment IS NULL AND title IS NULL"
+                " AND ended_at IS NULL AND ends_at > ? ORDER BY id",
+                (chat, issue, MUTED_FROM_THE_CHAT, tx.at.db),
+            )
+            return [int(row["id"]) for row in found]
+
+        return self._store.read(read, now=now)
 
     def active(self, chat: str, *, now: float) -> list[Silence]:
         """The silences that hold alerts back from this chat now, oldest first."""
