@@ -156,7 +156,7 @@ class Links:
     def _card(self, asker: Asker, linked: Linked) -> str:
         chat, issue_id = asker.chat, linked.issue_id
         try:
-            if not self._first_in(f"link:{chat}:{issue_id}", LINK_WINDOW):
+            if not self._first_in(f"link:{chat}:{linked.org}:{issue_id}", LINK_WINDOW):
                 log.info("issue %s linked again in chat %s: no second card", issue_id, chat)
                 return self._counted("repeated")
             issue, tags = self._glitchtip.issue_in(linked.org, issue_id)

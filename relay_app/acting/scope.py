@@ -3,10 +3,12 @@ issue that chat follows, whatever the link says and whatever the token may read:
 
 - one the relay alerted on in that chat (the watcher keeps each issue's last alert for 7 days:
   spool/watched.py; the cards the relay keeps show which chats saw it: spool/sent.py); or
-- one of an organisation the relay has alerts of, which the routes send to that chat: its facts
-  as GlitchTip's API gives them (its project, level, title and short id, and its latest event's
-  environment, server and release), routed as a webhook's issue would be with no chat in the
-  webhook's URL (so to TELEGRAM_CHAT_ID when no route takes it; nowhere when one drops it).
+- one of an organisation GlitchTip has ever sent the relay alerts of (the token may read
+  others) that the routes send to that chat: its facts as GlitchTip's API gives them (its
+  project, level, title and short id, and its latest event's environment, server and release),
+  routed as a webhook's issue would be with no chat in the webhook's URL (so to
+  TELEGRAM_CHAT_ID when no route takes it; nowhere when one drops it). A relay that has had no
+  alert yet follows no organisation.
 
 The organisation a link names must be the issue's (glitchtip/api.py: `issue_in` asks for the
 issue among that organisation's). A press acts only on the issue of a button the relay keeps for

@@ -436,7 +436,9 @@ def alerts_first(types: Types) -> list[str]:
     (0) before calls, handoffs and summaries (1), those before cards' edits (2), and those
     before answers to what people typed (3); a lane's jobs in that order, then oldest first.
     RELAY_SPOOL_MAX_PENDING counts alerts alone from now on: `pending_count` is counted
-    again, by triggers that count precedence 0 only."""
+    again, by triggers that count precedence 0 only. And the organisations GlitchTip has sent
+    the relay alerts of, kept for good (a chat sees only their issues: acting/scope.py), from
+    the issues watched now on."""
     return [
         "ALTER TABLE jobs ADD COLUMN precedence INTEGER NOT NULL DEFAULT 0",
         *(
@@ -448,4 +450,7 @@ def alerts_first(types: Types) -> list[str]:
         *types.count_pending_alerts,
         "UPDATE pending_count SET alerts ="
         " (SELECT count(*) FROM jobs WHERE state = 'pending' AND precedence = 0)",
+        f"CREATE TABLE organizations (org TEXT PRIMARY KEY, alerted_at {types.time} NOT NULL)",
+        "INSERT INTO organizations (org, alerted_at) SELECT org, max(alerted_at) FROM watched"
+        " GROUP BY org",
     ]

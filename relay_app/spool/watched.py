@@ -71,6 +71,11 @@ class WatchStore:
                     for i in issues
                 ],
             )
+            tx.executemany(
+                "INSERT INTO organizations (org, alerted_at) VALUES (?, ?) ON CONFLICT (org)"
+                " DO UPDATE SET alerted_at = excluded.alerted_at",
+                [(org, tx.at.db) for org in sorted({i.org for i in issues})],
+            )
 
         self._store.write(watch, now=now)
 
@@ -182,14 +187,9 @@ class WatchStore:
         return row is not None
 
     def organizations(self) -> set[str]:
-        """The organisations of the issues alerted on within WATCHED_FOR: those GlitchTip sends
-        the relay alerts of."""
-        rows = self._store.read(
-            lambda tx: tx.all(
-                "SELECT DISTINCT org FROM watched WHERE alerted_at >= ?",
-                (tx.at.db - WATCHED_FOR,),
-            )
-        )
+        """The organisations GlitchTip has ever sent the relay alerts of (kept for good, where
+        the issues are forgotten after WATCHED_FOR)."""
+        rows = self._store.read(lambda tx: tx.all("SELECT org FROM organizations"))
         return {str(row["org"]) for row in rows}
 
     def place_of(self, issue_id: str) -> tuple[str, int | None] | None:
