@@ -47,10 +47,10 @@ PROJECT_ID = 7
 PUBLIC_KEY = "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 _ALERTS = re.compile(r"/api/0/projects/acme/backend/alerts/(?:([0-9]+)/)?")
 STATUSES = ("unresolved", "resolved", "ignored")
-_ISSUE = re.compile(r"/api/0/(?:organizations/[^/]+/)?issues/([0-9]+)/")
+_ISSUE = re.compile(r"/api/0/(?:organizations/([^/]+)/)?issues/([0-9]+)/")
 _LATEST_EVENT = re.compile(r"/api/0/issues/([0-9]+)/events/latest/")
 _COMMENTS = re.compile(r"/api/0/issues/([0-9]+)/comments/")
-_BATCH = re.compile(r"/api/0/organizations/[^/]+/(issues-stats|issues)/\?(.*)")
+_BATCH = re.compile(r"/api/0/organizations/([^/]+)/(issues-stats|issues)/\?(.*)")
 SAMPLES = Path(__file__).resolve().parent / "glitchtip_samples"
 SAMPLE_ISSUE: dict[str, Any] = json.loads((SAMPLES / "issue.json").read_text())
 SAMPLE_EVENT: dict[str, Any] = json.loads((SAMPLES / "issue-latest-event.json").read_text())
@@ -87,6 +87,8 @@ class FakeGlitchTip:
         self.alert_delay = 0.5
         self.webhooks_sent: list[tuple[str, int]] = []  # (url, the relay's answer)
         self.issues: dict[str, dict[str, Any]] = {}
+        # Each issue's organization (its link names it); the token's user is in every one.
+        self.org_of: dict[str, str] = {}
         # Each issue's events by hour, as issues-stats answers them: [[unix_hour, count], ...].
         self.hourly: dict[str, list[list[int]]] = {}
         self.events: dict[str, dict[str, Any]] = {}
@@ -115,10 +117,12 @@ class FakeGlitchTip:
         first_seen: float | None = None,
         count: int = 3,
         event: dict[str, Any] | None = None,
+        org: str = "acme",
+        project: str = "backend",
     ) -> str:
-        """An issue GlitchTip has, as the sample answers say (its latest event `event`, or the
-        sample's); its link, as an alert's title_link gives it."""
-        link = f"{self.url}/acme/issues/{issue_id}"
+        """An issue of `org`'s `project` GlitchTip has, as the sample answers say (its latest
+        event `event`, or the sample's); its link, as an alert's title_link gives it."""
+        link = f"{self.url}/{org}/issues/{issue_id}"
         first = first_seen if first_seen is not None else time.time() - 3 * 86400
         issue = copy.deepcopy(SAMPLE_ISSUE)
         issue.update(
@@ -130,10 +134,12 @@ class FakeGlitchTip:
             firstSeen=iso_time(first),
             lastSeen=iso_time(time.time()),
         )
+        issue["project"] = {**issue["project"], "slug": project, "name": project}
         latest = copy.deepcopy(event if event is not None else SAMPLE_EVENT)
         latest["groupID"] = str(issue_id)
         with self._lock:
             self.issues[str(issue_id)] = issue
+            self.org_of[str(issue_id)] = org
             self.events[str(issue_id)] = latest
         return link
 
@@ -188,7 +194,8 @@ class FakeGlitchTip:
                 return self._project(method, path, scopes, body)
             batch = _BATCH.fullmatch(path) if method == "GET" else None
             if batch is not None:
-                return self._batch(batch.group(1), parse_qs(batch.group(2)), scopes)
+                org, which, query = batch.groups()
+                return self._batch(org, which, parse_qs(query), scopes)
             if path == "/api/0/users/me/" and method == "GET":
                 if scopes is None:
                     return 401, {"detail": "Unauthorized"}
@@ -221,20 +228,25 @@ class FakeGlitchTip:
             elif latest is not None:
                 event = self.events.get(latest.group(1))
                 return (200, copy.deepcopy(event)) if event else (404, {"detail": "Not Found"})
-            issue = self.issues.get(found.group(1))
-            if issue is None:
+            issue_id = found.group(2)
+            issue = self.issues.get(issue_id)
+            in_org = found.group(1) in (None, self.org_of.get(issue_id))
+            if issue is None or not in_org:
                 return 404, {"detail": "Not Found"}
             if method == "PUT":
                 issue["status"] = (body or {})["status"]
             return 200, dict(issue)
 
     def _batch(
-        self, which: str, query: dict[str, list[str]], scopes: set[str] | None
+        self, org: str, which: str, query: dict[str, list[str]], scopes: set[str] | None
     ) -> tuple[int, Any]:
-        """The two calls that answer for many issues: their states (the organisation's
-        issues by id, 100 at most) and their hourly counts (issues-stats, 200 at most)."""
+        """The two calls that answer for many issues of an organisation: their states (its
+        issues by id, 100 at most) and their hourly counts (issues-stats, 200 at most). An
+        issue of another organisation is not among them."""
         if scopes is None:
             return 401, {"detail": "Unauthorized"}
+        if org not in {"acme", *self.org_of.values()}:
+            return 404, {"detail": "Not Found"}
         if which == "issues-stats":
             ids = query.get("groups", [])
             if len(ids) > 200:
@@ -246,7 +258,7 @@ class FakeGlitchTip:
                     "stats": {"24h": self.hourly.get(issue, [])},
                 }
                 for issue in ids
-                if issue in self.issues
+                if issue in self.issues and self.org_of.get(issue) == org
             ]
         limit = int(query.get("limit", ["50"])[0])
         if "query" in query:  # GlitchTip's search: words of the title
@@ -262,7 +274,7 @@ class FakeGlitchTip:
         return 200, [
             {key: self.issues[issue][key] for key in ("id", "shortId", "status", "count", "title")}
             for issue in ids
-            if issue in self.issues
+            if issue in self.issues and self.org_of.get(issue) == org
         ]
 
     def _project(

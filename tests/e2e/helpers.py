@@ -20,7 +20,7 @@ from relay_app.spool import Queue
 from relay_app.spool.database import Database
 from relay_app.spool.postgres.database import PgDatabase
 from relay_app.words import ENGLISH
-from tests.e2e.relay_process import CHAT_ID, SEND_TIMEOUT, run_here
+from tests.e2e.relay_process import CHAT_ID, SECRET, SEND_TIMEOUT, relay_env, run_here
 from tests.fake_telegram import FakeTelegram, Posted
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import visible_text
@@ -216,6 +216,14 @@ def wait_until(condition: Any, timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return bool(condition())
+
+
+def register_webhook(fake: FakeTelegram, relay_url: str, variables: dict[str, str]) -> None:
+    """Telegram posts the bot's updates to the relay, as the operator sets it up: 'relay-app
+    telegram-webhook set', run with the relay's `variables`."""
+    registered = run_relay_app(relay_env(fake, **variables), "telegram-webhook", "set", relay_url)
+    assert registered.returncode == 0, registered.stderr
+    assert fake.webhook_url == f"{relay_url}/telegram/{SECRET}"
 
 
 def run_relay_app(environ: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -25,8 +25,14 @@ from relay_app.acting.updates import SECRET_HEADER
 from relay_app.web.http_worker import REQUEST_READ_TIMEOUT
 from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import labels, once_edited, post, run_relay_app, wait_until
-from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess, relay_env
+from tests.e2e.helpers import (
+    labels,
+    once_edited,
+    post,
+    register_webhook,
+    wait_until,
+)
+from tests.e2e.relay_process import CHAT_ID, SECRET, RelayProcess
 from tests.fake_glitchtip import TOKEN as GLITCHTIP_TOKEN
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
 from tests.fake_telegram import FakeTelegram, Posted
@@ -59,21 +65,13 @@ def only_message(fake: FakeTelegram) -> Posted:
     return dataclasses.replace(posted)
 
 
-def register_webhook(fake: FakeTelegram, glitchtip: FakeGlitchTip, relay_url: str) -> None:
-    """As the operator does: 'relay-app telegram-webhook set'."""
-    environ = relay_env(fake, **acting(glitchtip))
-    registered = run_relay_app(environ, "telegram-webhook", "set", relay_url)
-    assert registered.returncode == 0, registered.stderr
-    assert fake.webhook_url == f"{relay_url}/telegram/{SECRET}"
-
-
 def alert_pressed_by_webhook(
     start_relay: StartRelay, fake: FakeTelegram, glitchtip: FakeGlitchTip, **overrides: str
 ) -> tuple[RelayProcess, Posted]:
     """A relay that takes presses by webhook, registered with Telegram as the operator does,
     and an alert about issue 4 in the chat, with its buttons."""
     relay = start_relay(**acting(glitchtip, TELEGRAM_UPDATES="webhook", **overrides))
-    register_webhook(fake, glitchtip, relay.url)
+    register_webhook(fake, relay.url, acting(glitchtip))
     post(relay.webhook_url, alert_on(glitchtip, 4))
     return relay, only_message(fake)
 
