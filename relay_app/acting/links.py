@@ -139,7 +139,9 @@ class Links:
             if linked is not None:
                 found.setdefault(linked.issue_id, linked)
             elif origin_of(link) == self._origin and _LOOKS_LIKE_AN_ISSUE.search(link):
-                log.info("a link in a chat names no issue as GlitchTip writes them: left alone")
+                # Before the budget: counted, and said at DEBUG only, or a flood of such links
+                # would cost a line each.
+                log.debug("a link in a chat names no issue as GlitchTip writes them: left alone")
                 self._count("unreadable")
         return list(found.values())
 

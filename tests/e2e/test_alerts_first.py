@@ -195,7 +195,11 @@ def test_a_chat_sees_only_the_issues_it_follows_whatever_its_links_name(
     # A path that climbs out of its organization names nothing: no answer, no look-up.
     looked_up = len(fake_glitchtip.reads())
     fake_telegram.say(FRONTEND_CHAT, f"and {climbing}", user_id=5)
-    assert wait_until(lambda: "names no issue as GlitchTip writes them" in relay.logs(), 10)
+
+    def unreadable() -> float:
+        return value(metrics(relay.url), "relay_link_cards_total", outcome="unreadable")
+
+    assert wait_until(lambda: unreadable() == 1, timeout=10)
     assert len(fake_glitchtip.reads()) == looked_up
     assert "Payroll" not in " ".join(p.visible() for p in fake_telegram.posted_to(FRONTEND_CHAT))
     assert fake_glitchtip.changes() == []
