@@ -1,8 +1,9 @@
 """The package's shape, as the design says it: modules grouped by role into layers, each
-importing only from its own layer and those below it, without cycles; no module over 500
-lines; at most two module-level objects that hold state; at most three functions of radon rank
-C (closures ranked as the functions they are), none worse; a relay on a file loads no
-PostgreSQL driver."""
+importing only from its own layer and those below it, without cycles; at most two module-level
+objects that hold state; at most three functions of radon rank C (closures ranked as the
+functions they are), none worse; a relay on a file loads no PostgreSQL driver. How long the
+modules are, and how many functions sit near a rank's edge, is a report (bench/house.py), not a
+gate: a module is as long as its one job needs."""
 
 from __future__ import annotations
 
@@ -39,7 +40,6 @@ LAYERS = [
     "operating",
     "web",
 ]
-MAX_LINES = 500
 MAX_STATEFUL_MODULE_OBJECTS = 2
 MAX_RANK_C = 3
 # Values that hold no state of their own: what a module may keep at its top level freely.
@@ -143,15 +143,6 @@ def test_the_imports_have_no_cycle() -> None:
         if name not in state:
             visit(name, [name])
     assert cycles == []
-
-
-def test_no_module_is_over_500_lines() -> None:
-    long = {
-        name: lines
-        for name, path in modules().items()
-        if (lines := len(path.read_text().splitlines())) > MAX_LINES
-    }
-    assert long == {}
 
 
 def top_level_names(tree: ast.Module) -> list[str]:

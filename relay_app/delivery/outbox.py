@@ -45,12 +45,13 @@ class Outbox:
     def card(self, chat: str, message_id: int) -> None:
         """Edit the card to show its record as it stands when the edit goes: edits asked for
         while one waits are that one. Raises SpoolError."""
-        self._add("card", chat, None, message_id, {}, Precedence.EDIT, once=True)
+        self._add("card", _where(chat, None), message_id, {}, Precedence.EDIT, once=True)
 
     def call(self, chat: str, thread: int | None, message_id: int, said: Said) -> None:
         """A reply under an alert that the team is owed (a snoozed issue is back): it goes
         before edits and answers. Raises SpoolError."""
-        self._add("reply", chat, thread, message_id, {"say": said.as_json()}, Precedence.CALL)
+        about = {"say": said.as_json()}
+        self._add("reply", _where(chat, thread), message_id, about, Precedence.CALL)
 
     def answer(
         self, chat: str, thread: int | None, message_id: int, said: Said, *, most_waiting: int
@@ -59,7 +60,7 @@ class Outbox:
         `most_waiting` answers wait for the chat already; whether it was queued. Raises
         SpoolError."""
         about = {"say": said.as_json()}
-        return self._answer("reply", chat, thread, message_id, about, most_waiting)
+        return self._answer("reply", _where(chat, thread), message_id, about, most_waiting)
 
     def react(
         self,
@@ -74,7 +75,7 @@ class Outbox:
         """A reaction on someone's message; `instead` is replied where the chat takes no
         reactions. As `answer`."""
         about = {"emoji": emoji, "say": instead.as_json()}
-        return self._answer("reaction", chat, thread, message_id, about, most_waiting)
+        return self._answer("reaction", _where(chat, thread), message_id, about, most_waiting)
 
     def link_card(
         self,
@@ -88,22 +89,19 @@ class Outbox:
         """An issue's card in reply to the message that linked to it (acting/links.py): an
         alert's message and buttons, alone (never in a digest), in the message's own lane,
         paced with the chat's writes after all of them. As `answer`."""
-        return self._answer(
-            "alert", chat, thread, message_id, {"link_card": dict(about)}, most_waiting
-        )
+        card = {"link_card": dict(about)}
+        return self._answer("alert", _where(chat, thread), message_id, card, most_waiting)
 
     def _add(
         self,
         kind: JobKind,
-        chat: str,
-        thread: int | None,
+        where: Destination,
         message_id: int,
         about: Mapping[str, Any],
         precedence: Precedence,
         *,
         once: bool = False,
     ) -> None:
-        where = _where(chat, thread)
         self._queue.add(
             kind,
             {**about, "message_id": message_id},
@@ -118,15 +116,13 @@ class Outbox:
     def _answer(
         self,
         kind: JobKind,
-        chat: str,
-        thread: int | None,
+        where: Destination,
         message_id: int,
         about: Mapping[str, Any],
         most_waiting: int,
     ) -> bool:
         if self._answers is None:
             return False
-        where = _where(chat, thread)
         queued = self._answers.add(
             kind,
             {**about, "message_id": message_id},
