@@ -29,14 +29,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import requests
 
-from tests.e2e.relay_process import free_port
+from tests.fake_http import Handler, LocalService
 from tests.payloads import issue, issue_alert
 
 TOKEN = "0123456789abcdef" * 4  # 64 hex characters, as GlitchTip makes them
@@ -71,8 +70,11 @@ class Request:
     at: float  # time.monotonic() when it arrived
 
 
-class FakeGlitchTip:
+class FakeGlitchTip(LocalService):
+    name = "the fake GlitchTip"
+
     def __init__(self) -> None:
+        super().__init__()
         # Re-entrant: an event, answered under the lock, adds its issue as a test would.
         self._lock = threading.RLock()
         # The tokens GlitchTip knows, each with its scopes.
@@ -101,12 +103,6 @@ class FakeGlitchTip:
         # Where its webhooks really go (scheme and host): a relay's address that this host
         # reaches and GlitchTip's network does not (None: where the rule says).
         self.post_to: str | None = None
-        self._port = free_port()
-        self._server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
 
     def add_issue(
         self,
@@ -162,20 +158,6 @@ class FakeGlitchTip:
         """The PUTs that reached it."""
         with self._lock:
             return [r for r in self.requests if r.method == "PUT"]
-
-    def start(self) -> FakeGlitchTip:
-        server = ThreadingHTTPServer(("127.0.0.1", self._port), _Handler)
-        server.daemon_threads = True
-        server.fake = self  # type: ignore[attr-defined]
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self._server = server
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
 
     def answer(
         self,
@@ -386,15 +368,9 @@ def running_fake_glitchtip() -> Iterator[FakeGlitchTip]:
         fake.stop()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
+class _Handler(Handler):
     def do_GET(self) -> None:
-        fake: FakeGlitchTip = self.server.fake  # type: ignore[attr-defined]
+        fake: FakeGlitchTip = self.service
         if fake.delay:
             time.sleep(fake.delay)  # a slow GlitchTip, on its own request thread
         self._handle(None)
@@ -403,25 +379,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.do_PUT()
 
     def do_PUT(self) -> None:
-        fake: FakeGlitchTip = self.server.fake  # type: ignore[attr-defined]
+        fake: FakeGlitchTip = self.service
         if fake.write_delay:
             time.sleep(fake.write_delay)
-        length = int(self.headers.get("Content-Length", "0"))
-        try:
-            body = json.loads(self.rfile.read(length) or b"{}")
-        except ValueError:
-            body = None
+        body = self.json_body()
         self._handle(body if isinstance(body, dict) else None)
 
     def _handle(self, body: dict[str, Any] | None) -> None:
-        fake: FakeGlitchTip = self.server.fake  # type: ignore[attr-defined]
+        fake: FakeGlitchTip = self.service
         auth = self.headers.get("Authorization", "")
         token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else None
         sentry_auth = self.headers.get("X-Sentry-Auth", "")
         status, reply = fake.answer(self.command, self.path, token, body, sentry_auth)
-        payload = json.dumps(reply).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        self.reply(status, reply)
+
+
+FakeGlitchTip.handler = _Handler

@@ -22,17 +22,16 @@ import random
 import re
 import select
 import socket
-import struct
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 import requests
 
+from tests.fake_http import Handler, LocalService
 from tests.telegram_rules import RateLimits, TelegramRejection, visible_text
 
 TOKEN = "123456789:TEST-fake-token-abcdefghijklmnopqrstuv"
@@ -119,7 +118,9 @@ class Behaviour:
     methods: frozenset[str] | None = None
 
 
-class FakeTelegram:
+class FakeTelegram(LocalService):
+    name = "the fake Telegram"
+
     def __init__(
         self,
         *,
@@ -182,11 +183,7 @@ class FakeTelegram:
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._release = threading.Event()
-        self._server: _Server | None = None
-        # Open client connections: stopping closes them too, or a relay's kept-alive
-        # connection would go on being answered by a fake that is supposed to be down.
-        self._connections: set[socket.socket] = set()
-        self._port = 0  # chosen by the system at the first start, then kept
+        super().__init__()
 
     @property
     def time_scale(self) -> float:
@@ -197,52 +194,13 @@ class FakeTelegram:
     def time_scale(self, scale: float) -> None:
         self.rate_limits.time_scale = scale
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
-
-    @property
-    def listening(self) -> bool:
-        return self._server is not None
-
-    def start(self) -> FakeTelegram:
-        server = self._bind()
-        server.daemon_threads = True
-        server.fake = self  # type: ignore[attr-defined]
-        self._port = server.server_address[1]
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self._server = server
-        return self
-
-    def _bind(self) -> _Server:
-        if self._port:
-            return _Server(("127.0.0.1", self._port), _Handler)
-        # Below the kernel's ephemeral range (32768 and up): while the fake is down, the
-        # relay's connection attempts take ephemeral ports, and one that happened to take this
-        # port would connect to itself and keep the fake from listening again.
-        for _ in range(100):
-            try:
-                port = random.SystemRandom().randrange(20000, 32000)
-                return _Server(("127.0.0.1", port), _Handler)
-            except OSError:
-                continue
-        raise RuntimeError("no free port for the fake Telegram between 20000 and 32000")
-
     def stop(self) -> None:
         """Stop listening: from now on connections are refused, as when Telegram is blocked
-        or down. `start()` listens again on the same port."""
+        or down, and hung requests are let go. `start()` listens again on the same port."""
         with self._lock:
             self._release.set()
             self._release = threading.Event()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        with self._lock:
-            connections, self._connections = self._connections, set()
-        for connection in connections:
-            with suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
+        super().stop()
 
     def set(self, mode: Mode = "ok", *, methods: set[str] | None = None, **kwargs: Any) -> None:
         """Change how the next requests are answered (those to `methods` only, when given);
@@ -820,12 +778,6 @@ def _hung_up(connection: socket.socket) -> bool:
         return True
 
 
-class _Server(ThreadingHTTPServer):
-    # The default backlog of 5 overflows when many requests hang at once, and the kernel then
-    # delays new connections by a second: a fault of the fake, not of the relay under test.
-    request_queue_size = 128
-
-
 @contextmanager
 def running_fake_telegram(**kwargs: Any) -> Iterator[FakeTelegram]:
     fake = FakeTelegram(**kwargs).start()
@@ -835,39 +787,21 @@ def running_fake_telegram(**kwargs: Any) -> Iterator[FakeTelegram]:
         fake.stop()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # Headers and body go out in two writes; with Nagle's algorithm the second waits for the
-    # client's delayed ACK, adding 40 ms to every answer that Telegram itself does not add.
-    disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # keep test output for the relay's own logs
-
-    def setup(self) -> None:
-        super().setup()
-        fake: FakeTelegram = self.server.fake  # type: ignore[attr-defined]
-        with fake._lock:
-            fake._connections.add(self.connection)
-
+class _Handler(Handler):
     def finish(self) -> None:
-        fake: FakeTelegram = self.server.fake  # type: ignore[attr-defined]
-        with fake._lock:
-            fake._connections.discard(self.connection)
-            if getattr(self, "asked_at_start_up", False):
+        fake: FakeTelegram = self.service
+        if getattr(self, "asked_at_start_up", False):
+            with fake._lock:
                 fake.start_up_rounds += 1
         super().finish()
 
     def do_POST(self) -> None:
-        fake: FakeTelegram = self.server.fake  # type: ignore[attr-defined]
-        length = int(self.headers.get("Content-Length", "0"))
-        try:
-            body = json.loads(self.rfile.read(length) or b"{}")
-        except ValueError:
-            body = {}
+        fake: FakeTelegram = self.service
+        found = self.json_body()
+        body: dict[str, Any] = found if isinstance(found, dict) else {}
         if START_UP_CHECK in self.headers.get("User-Agent", ""):
             self.asked_at_start_up = True
-            self._reply(*fake._start_up_answer(body, self.path))
+            self.reply(*fake._start_up_answer(body, self.path))
             return
         behaviour, release = fake._decide(body, self.path, self.connection)
         mode = behaviour.mode
@@ -881,17 +815,17 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             try:
-                self._reply(200, {"ok": True, "result": posted})
+                self.reply(200, {"ok": True, "result": posted})
             except OSError:
                 fake._reply_was_lost(received)
                 self.close_connection = True
         elif mode == "lose_reply":
             fake._record(body, "accepted", self.path, reply_lost=True)
             fake._post(body)
-            self._abort()
+            self.abort()
         elif mode == "result":
             fake._record(body, f"answered {self.path.rsplit('/', 1)[-1]}", self.path)
-            self._reply(200, {"ok": True, "result": behaviour.result})
+            self.reply(200, {"ok": True, "result": behaviour.result})
         elif mode == "error":
             fake._record(body, behaviour.description, self.path)
             reply: dict[str, Any] = {
@@ -901,30 +835,20 @@ class _Handler(BaseHTTPRequestHandler):
             }
             if behaviour.parameters:
                 reply["parameters"] = behaviour.parameters
-            self._reply(behaviour.status, reply)
+            self.reply(behaviour.status, reply)
         elif mode == "html_error_page":
             fake._record(body, "html_error_page", self.path)
-            self._send(502, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+            self.send(502, b"<html><body>502 Bad Gateway</body></html>", "text/html")
         elif mode == "hang":
             fake._record(body, "hung", self.path)
             release.wait(MAX_STALL_SECONDS)
-            self._abort()
+            self.abort()
         elif mode == "drip":
             fake._record(body, "dripped", self.path)
             self._drip(release)
         else:
             fake._record(body, "dropped", self.path)
-            self._abort()
-
-    def _reply(self, status: int, reply: dict[str, Any]) -> None:
-        self._send(status, json.dumps(reply).encode(), "application/json")
-
-    def _send(self, status: int, payload: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+            self.abort()
 
     def _drip(self, release: threading.Event) -> None:
         """Headers at once, then the body one byte every half second: no single read times out."""
@@ -941,10 +865,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
         except OSError:
             return  # the client gave up, as it should
-        self._abort()
+        self.abort()
 
-    def _abort(self) -> None:
-        """Close with a reset and no answer, as a lost request looks to the client."""
-        self.close_connection = True
-        with suppress(OSError):
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+FakeTelegram.handler = _Handler
