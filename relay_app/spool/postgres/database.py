@@ -4,7 +4,10 @@ clock, and the one place psycopg's errors become the spool errors.
 Several relays (and each one's gunicorn workers) share the database. Each process has its own
 pool, made lazily (gunicorn forks after import) and again in a forked child. A unit of work is
 one transaction, bounded by the caller's budget (a webhook's is well inside GlitchTip's 10 s)
-through `statement_timeout` and `lock_timeout`: a busy database is not a broken one. A database
+through `statement_timeout` and `lock_timeout`: a busy database is not a broken one. And
+`idle_in_transaction_session_timeout`: a relay that stalls inside a unit of work (a stopped
+process, a host cut off) has its session ended by the server past that budget, so the rows it
+locked (a lane, a chat's turn, the leader's lease) are free again for the others. A database
 that cannot be reached is: the caller falls back to memory, and the next unit of work tries the
 database again, so the relay returns to it without a restart.
 
@@ -232,6 +235,7 @@ class PgDatabase(PerProcess):
             row = cursor.execute(
                 "SELECT set_config('statement_timeout', %(budget)s, true),"
                 " set_config('lock_timeout', %(budget)s, true),"
+                " set_config('idle_in_transaction_session_timeout', %(budget)s, true),"
                 " extract(epoch FROM clock_timestamp())::float8 AS now",
                 {"budget": budget},
             ).fetchone()
