@@ -25,6 +25,7 @@ from .delivery.dispatcher import Dispatcher
 from .delivery.health import Health, MemoryHealthStore
 from .delivery.intake import Intake
 from .delivery.job import Jobs
+from .delivery.leadership import Leadership, Upkeep
 from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
 from .delivery.render import Renderer
@@ -130,6 +131,9 @@ def assemble(
     def wake() -> None:  # the dispatcher, made below, looks at once
         dispatcher.wake()
 
+    def leads() -> bool:  # whether this process leads the fleet's chores (made below)
+        return leadership.leads()
+
     outbox = Outbox(shared.queue, answers=shared.answers, wake=wake, clock=clock)
     escalation = Escalation(shared.escalations, metrics=metrics, clock=clock)
 
@@ -189,7 +193,7 @@ def assemble(
         metrics=metrics,
         attempt_timeout=settings.send_timeout,
         clock=clock,
-        upkeep=_upkeep(outgoing, silencing, escalation, on_time),
+        upkeep=_upkeep(outgoing, silencing, escalation, on_time, leads),
         timing=timing,
         mover=local.mover if local is not None else None,
     )
@@ -215,6 +219,8 @@ def assemble(
     from_the_chat = acting_from_the_chat(
         settings, spool, telegram, outbox, metrics, clock, silencing, escalation, snoozing, health
     )
+    chores = [chore for chore in (from_the_chat.poller, watcher) if chore is not None]
+    leadership = Leadership(shared.leader, chores, timing=timing, clock=clock)
     return Relay(
         settings=settings,
         intake=intake,
@@ -237,6 +243,7 @@ def assemble(
         updates=from_the_chat.updates,
         poller=from_the_chat.poller,
         links=from_the_chat.links,
+        leadership=leadership,
         setup=setup,
     )
 
@@ -289,21 +296,14 @@ def _upkeep(
     silencing: Silencing,
     escalation: Escalation,
     on_time: Iterable[OnTime | None],
-) -> Callable[[], None]:
-    """The dispatcher's upkeep, once a second: old records forgotten, silences that ran out
-    ended (each at most as often as it asks for), escalation steps that are due fired, and
-    what is posted at its time (daily summaries, on-call handoffs) when it has come."""
-
-    posts = [each for each in on_time if each is not None]
-
-    def upkeep() -> None:
-        outgoing.tidy()
-        silencing.sweep()
-        escalation.fire_due()
-        for post_what_is_due in posts:
-            post_what_is_due.upkeep()
-
-    return upkeep
+    leads: Callable[[], bool],
+) -> Upkeep:
+    """The dispatcher's upkeep, once a second where the fleet's leader is: old records
+    forgotten, silences that ran out ended (each at most as often as it asks for), escalation
+    steps that are due fired, and what is posted at its time (daily summaries, on-call
+    handoffs) when it has come."""
+    posts = [each.upkeep for each in on_time if each is not None]
+    return Upkeep([outgoing.tidy, silencing.sweep, escalation.fire_due, *posts], leads=leads)
 
 
 def _issue_lookups(
@@ -362,12 +362,11 @@ def start_background_work(app: object) -> None:
     relay = relay_of(app)
     if relay is not None:
         relay.dispatcher.start()
-        if relay.poller is not None:
-            relay.poller.start()
+        # The fleet's chores (the poller, the watcher, the upkeep) run where its leader is.
+        if relay.leadership is not None:
+            relay.leadership.start()
         if relay.setup is not None:
             relay.setup.start()
-        if relay.watcher is not None:
-            relay.watcher.start()
     else:
         logging.getLogger(__name__).warning(
             "the WSGI app is not relay_app's own (%s): alerts left in the spool by an earlier "
@@ -377,10 +376,13 @@ def start_background_work(app: object) -> None:
 
 
 def stop_background_work(app: object) -> None:
-    """Stop deliberately (gunicorn's worker_exit hook): the poller first, so another process
-    takes over at once (Poller.shutdown), then Dispatcher.shutdown."""
+    """Stop deliberately (gunicorn's worker_exit hook): the fleet's chores first, the poll in
+    flight ended and the leader's lease given back, so another process takes over at once
+    (Leadership.shutdown), then Dispatcher.shutdown."""
     relay = relay_of(app)
     if relay is not None:
+        if relay.leadership is not None:
+            relay.leadership.shutdown()
         if relay.poller is not None:
             relay.poller.shutdown()
         if relay.setup is not None:

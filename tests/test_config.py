@@ -385,5 +385,5 @@ def test_the_pollers_intervals_are_compressed_in_whole_seconds_of_long_poll() ->
     timing = Settings.from_env(
         env(RELAY_TIME_SCALE="0.25", TELEGRAM_API_URL="http://127.0.0.1:8081")
     ).timing
-    assert (timing.long_poll, timing.takeover_look) == (2, 0.25)  # getUpdates takes whole s
+    assert (timing.long_poll, timing.leader_look) == (2, 0.25)  # getUpdates takes whole s
     assert Settings.from_env(env(RELAY_TIME_SCALE="0.01")).timing.long_poll == 1

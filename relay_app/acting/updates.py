@@ -2,10 +2,11 @@
 the relay's messages (replies.py), each routed to its handler (`route_updates`).
 
 `TELEGRAM_UPDATES=poll`: every process has a `Poller` (one object owning its thread and stop
-event, created with the app and started by gunicorn's post_worker_init), and the one holding the
-spool's poller lease (spool/poller.py) long-polls `getUpdates`; the others look once a second
-whether it is theirs to take. Telegram answers a second concurrent poller with 409 Conflict, so
-a stopping process ends its poll before it lets the lease go, and another takes over at once.
+event, created with the app), and the fleet's leader runs it (delivery/leadership.py): it
+long-polls `getUpdates` under the spool's poller lease (spool/poller.py), which keeps the offset
+and fences a leader that hands over late. Telegram answers a second concurrent poller with 409
+Conflict, so a leader that stops ends its poll before it lets the lease go, and the next
+leader takes over at once.
 
 `TELEGRAM_UPDATES=webhook`: Telegram posts each update to `POST /telegram/<secret>` (views.py),
 with a header only the relay and Telegram know (`secret_token`, registered by `relay-app
@@ -20,7 +21,6 @@ import contextlib
 import hashlib
 import hmac
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from ..core.errors import DeliveryError, PermanentDeliveryError, SpoolError
 from ..core.http_deadline import Deadline
 from ..core.json_values import json_int
-from ..core.process import PerProcess
+from ..core.process import OwnThread
 from ..core.timing import PRODUCTION, Timing
 from ..spool.holders import this_process
 from ..spool.poller import PollerLease
@@ -113,7 +113,13 @@ def handle_update(update: dict[str, Any], handle: Handle) -> None:
         log.exception("handling an update failed")
 
 
-class Poller(PerProcess):
+class Poller(OwnThread):
+    """This process's poll for Telegram's updates: run by the fleet's leader
+    (delivery/leadership.py), and, as a fence while a leader hands over, under the poller's own
+    lease, which also keeps the offset (spool/poller.py)."""
+
+    thread_name = "relay-updates"
+
     def __init__(
         self,
         *,
@@ -128,45 +134,44 @@ class Poller(PerProcess):
         self._lease = lease
         self._handle = handle
         self._long_poll = timing.long_poll
-        self._takeover_look = timing.takeover_look
+        self._look = timing.leader_look
         # Long enough to poll and then handle what came (each press within a few timeouts);
         # renewed before every poll.
         self._hold_for = timing.long_poll + 4 * attempt_timeout + timing.lease_margin
+        self.join_for = self._hold_for
         self._attempt_timeout = attempt_timeout
         self._clock = clock
         self._start_in_this_process()
 
     def _start_over(self) -> None:
         """Everything that belongs to one process (core/process.py)."""
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        super()._start_over()
         self._current: Deadline | None = None
         self._holding = False
+        self._new_term = False
 
     def start(self) -> None:
-        self._here()
-        with self._lock:
-            if self._thread is not None or self._stop.is_set():
-                return
-            self._thread = threading.Thread(target=self._loop, name="relay-updates", daemon=True)
-            self._thread.start()
+        """Poll from now on (this process came to lead the fleet): the poller's lease is taken
+        whoever held it, the last leader having lost its term."""
+        self._new_term = True
+        super().start()
 
-    def shutdown(self) -> None:
-        """End the poll in flight (so Telegram sees no poller left behind), then let the lease
-        go, so another process takes over at once."""
-        self._here()
+    def _stopping(self) -> None:
+        """End the poll in flight, so Telegram sees no poller left behind."""
         with self._lock:
-            self._stop.set()
-            thread, current = self._thread, self._current
+            current = self._current
         if current is not None:
             current.expire()
-        if thread is not None:
-            thread.join(self._hold_for)
+
+    def stop(self) -> None:
+        """Stop polling (the poll in flight ended), then let the lease go, so that the next
+        leader polls at once."""
+        super().stop()
         if self._holding:
             # On failure the lease still names this process, which the others find gone.
             with contextlib.suppress(SpoolError):
                 self._lease.release(this_process())
+            self._holding = False
 
     def _watching(self, deadline: Deadline) -> None:
         with self._lock:
@@ -178,8 +183,8 @@ class Poller(PerProcess):
         failures = 0
         while not self._stop.is_set():
             offset = self._held_offset()
-            if offset is None:
-                self._stop.wait(self._takeover_look)
+            if offset is None:  # an earlier leader still polls: until it stops, or is gone
+                self._stop.wait(self._look)
                 continue
             try:
                 updates = self._client.poll_updates(
@@ -206,7 +211,10 @@ class Poller(PerProcess):
         """The lease taken or kept for this process: the first update to read; None when
         another process reads them."""
         try:
-            offset = self._lease.take(this_process(), now=self._clock(), hold_for=self._hold_for)
+            offset = self._lease.take(
+                this_process(), now=self._clock(), hold_for=self._hold_for, new_term=self._new_term
+            )
+            self._new_term = False
         except SpoolError as exc:
             log.debug("the poller's lease could not be read: %s", exc)
             offset = None

@@ -29,9 +29,11 @@ class PerProcess:
 
 class OwnThread(PerProcess):
     """Per-process background work that is one loop on one thread: the object owns its thread,
-    its lock and its stop event, starts the thread once (`start`, in each process), and stops
-    it deliberately (`shutdown`). Subclasses write `_loop` (ending when `_stop` is set) and may
-    extend `_start_over` with state of their own."""
+    its lock and its stop event, starts the thread (`start`, in each process), and stops it
+    deliberately: for a while (`stop`: the fleet's leader's chores, which another process takes
+    over and this one may take back) or for good (`shutdown`). Subclasses write `_loop` (ending
+    when `_stop` is set) and may extend `_start_over` with state of their own, and `_stopping`
+    with what ends a wait of the loop's sooner."""
 
     thread_name = "relay-background"
     join_for = 5.0
@@ -40,22 +42,38 @@ class OwnThread(PerProcess):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     def start(self) -> None:
+        """Start the loop, or start it again after `stop`; not after `shutdown`, nor while the
+        loop of the last start has not ended yet."""
         self._here()
         with self._lock:
-            if self._thread is not None or self._stop.is_set():
+            if self._closed or (self._thread is not None and self._thread.is_alive()):
                 return
+            self._stop = threading.Event()
             self._thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
             self._thread.start()
 
-    def shutdown(self) -> None:
+    def stop(self) -> None:
+        """End the loop, waiting for it `join_for` at most; `start` begins it again."""
         self._here()
-        self._stop.set()
         with self._lock:
-            thread = self._thread
+            thread, stop = self._thread, self._stop
+        stop.set()
+        self._stopping()
         if thread is not None:
             thread.join(self.join_for)
+
+    def shutdown(self) -> None:
+        """End the loop for good (the worker stops)."""
+        self._here()
+        with self._lock:
+            self._closed = True
+        self.stop()
+
+    def _stopping(self) -> None:
+        """What ends the loop's current wait at once (an HTTP request's deadline), if any."""
 
     def _loop(self) -> None:
         raise NotImplementedError

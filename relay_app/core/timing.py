@@ -1,7 +1,7 @@
 """Every interval the relay waits on, from one source: Telegram's pace, how long a lease
 outlasts its attempt, how often the dispatcher looks and a failing Telegram is asked again, how
-long a poll for presses waits and how often another process looks to take it over, how
-often an unreachable Telegram is asked again at start.
+long a poll for presses waits, how often an unreachable Telegram is asked again at start, how
+often each process looks at the fleet's leader's lease and how long it lasts.
 The defaults are production's; `scaled` compresses them all alike, for tests and drills against
 stand-ins, which then run in a fraction of the time without a sleep of their own.
 
@@ -35,8 +35,12 @@ class Timing:
     probe_interval: float = 2.0
     # How long one getUpdates waits for a press (Telegram's long poll; whole seconds).
     long_poll: int = 10
-    # How often a process that does not poll looks whether the poller's lease is free.
-    takeover_look: float = 1.0
+    # How often each process looks at the fleet's leader's lease (delivery/leadership.py): the
+    # leader renews it, the others see whether it is free; and how long it lasts unrenewed. A
+    # leader that stalls is replaced within a term and a look; one gone from its host, at the
+    # next look of a process on that host.
+    leader_look: float = 1.0
+    leader_term: float = 5.0
     # How often the start-up check asks again a Telegram it could not reach.
     reach_again: float = 5.0
 
@@ -54,7 +58,8 @@ class Timing:
             poll_interval=max(FLOOR, self.poll_interval * factor),
             probe_interval=max(FLOOR, self.probe_interval * factor),
             long_poll=max(1, round(self.long_poll * factor)),
-            takeover_look=max(FLOOR, self.takeover_look * factor),
+            leader_look=max(FLOOR, self.leader_look * factor),
+            leader_term=max(FLOOR, self.leader_term * factor),
             reach_again=max(FLOOR, self.reach_again * factor),
         )
 

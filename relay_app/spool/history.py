@@ -18,7 +18,7 @@ from .dialects import POSTGRES, SQLITE, Types
 __all__ = ["POSTGRES", "SCHEMA_VERSION", "SQLITE", "Types", "statements_after", "steps"]
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 
 
 def steps(types: Types) -> dict[int, list[str]]:
@@ -39,6 +39,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         16: watched_issues(types),
         17: snoozes(types),
         18: alerts_first(types),
+        19: one_leader(types),
     }
 
 
@@ -453,4 +454,21 @@ def alerts_first(types: Types) -> list[str]:
         f"CREATE TABLE organizations (org TEXT PRIMARY KEY, alerted_at {types.time} NOT NULL)",
         "INSERT INTO organizations (org, alerted_at) SELECT org, max(alerted_at) FROM watched"
         " GROUP BY org",
+    ]
+
+
+def one_leader(types: Types) -> list[str]:
+    """One leader for the fleet's chores (delivery/leadership.py): one lease, held by the one
+    process of every relay on the spool that polls Telegram's updates, runs the watcher's
+    rounds and the upkeep (escalation steps, summaries, handoffs, silences that ran out); it
+    renews it every look, and another takes it once it lapses or its holder is gone."""
+    return [
+        f"""CREATE TABLE leader (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    holder TEXT,                    -- holders.Holder of the leading process
+    token TEXT,                     -- drawn by it when it took the lease: its term's own
+    until {types.time},             -- when the lease lapses unless renewed
+    since {types.time}              -- when this term began
+)""",
+        "INSERT INTO leader (id) VALUES (1)",
     ]

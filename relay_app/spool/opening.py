@@ -17,6 +17,7 @@ from .database import MEMORY, Database
 from .escalations import EscalationStore
 from .glitchtip_health import SpoolGlitchTipHealth
 from .health_store import SpoolHealthStore
+from .leader import LeaderLease
 from .model import Home
 from .moving import Mover
 from .poller import SpoolPollerLease
@@ -43,6 +44,7 @@ class Spool:
     silences: SilenceStore
     warnings: SpoolWarnings
     poller_lease: SpoolPollerLease
+    leader: LeaderLease
     glitchtip_health: SpoolGlitchTipHealth
     arrivals: SpoolArrivals
     escalations: EscalationStore
@@ -140,6 +142,7 @@ def on_store(
         silences=SilenceStore(store),
         warnings=SpoolWarnings(store),
         poller_lease=SpoolPollerLease(store),
+        leader=LeaderLease(store),
         glitchtip_health=SpoolGlitchTipHealth(store),
         arrivals=SpoolArrivals(store),
         escalations=EscalationStore(store),

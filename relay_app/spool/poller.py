@@ -1,12 +1,15 @@
-"""Who reads Telegram's updates (TELEGRAM_UPDATES=poll): one process of the whole relay, chosen
-by a lease in the spool that every process, and every relay sharing a database, sees. Telegram
+"""Who reads Telegram's updates (TELEGRAM_UPDATES=poll): the fleet's leader
+(delivery/leadership.py), under a lease of the poller's own in the spool that every process, and
+every relay sharing a database, sees: a fence while one leader hands over to the next. Telegram
 answers a second concurrent `getUpdates` with 409 Conflict, so two pollers would only cut each
 other off. The lease also keeps the offset: whoever takes over reads on from the first update
-the last poller did not confirm.
+the last poller did not confirm, and only the lease's holder moves it on.
 
 The lease names its holder as the queue's leases do (holders.py): on the same host a holder that
 no longer exists is replaced at once, and a live one keeps it whatever the wall clock says; a
-holder on another host keeps it until its lease runs out.
+holder on another host keeps it until its lease runs out. A new leader takes it whoever holds
+it (`take(..., new_term=True)`): the last leader lost its term, and a poll of its that a stall
+left in flight is cut short by Telegram, its offset fenced.
 """
 
 from __future__ import annotations
@@ -18,9 +21,12 @@ from .store import Store, Tx
 
 
 class PollerLease(Protocol):
-    def take(self, holder: Holder, *, now: float, hold_for: float) -> int | None:
+    def take(
+        self, holder: Holder, *, now: float, hold_for: float, new_term: bool = False
+    ) -> int | None:
         """Take or renew the right to poll, until `now + hold_for`: the offset to poll from,
-        or None when another process polls."""
+        or None when another process polls. `new_term`: this process just came to lead the
+        fleet, so whoever held it no longer does."""
 
     def confirm(self, holder: Holder, next_update: int) -> None:
         """Every update before `next_update` is handled (only while `holder` polls)."""
@@ -41,10 +47,16 @@ class SpoolPollerLease:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    def take(self, holder: Holder, *, now: float, hold_for: float) -> int | None:
+    def take(
+        self, holder: Holder, *, now: float, hold_for: float, new_term: bool = False
+    ) -> int | None:
         def take(tx: Tx) -> int | None:
             row = tx.one("SELECT holder, until, next_update FROM updates_poller FOR UPDATE")
-            if row is None or not lease_free(row["holder"], row["until"], now=tx.at.db, me=holder):
+            if row is None:
+                return None
+            if not new_term and not lease_free(
+                row["holder"], row["until"], now=tx.at.db, me=holder
+            ):
                 return None
             tx.execute(
                 "UPDATE updates_poller SET holder = ?, until = ?",

@@ -18,6 +18,7 @@ from ..core.metrics import Metrics
 from ..delivery.dispatcher import Dispatcher
 from ..delivery.intake import Intake
 from ..delivery.job import Jobs
+from ..delivery.leadership import Leadership
 from ..delivery.outbox import Outbox
 from ..glitchtip.lookups import IssueLookups
 from ..operating.config import Settings
@@ -67,6 +68,8 @@ class Relay:
     poller: Poller | None = None
     # Links pasted in a chat: their look-ups, off the thread that read the update.
     links: Links | None = None
+    # Whether this process leads the fleet's chores, and their start and stop.
+    leadership: Leadership | None = None
     # Asks Telegram at start whether the token and chats work (not with a stand-in Telegram).
     setup: SetupWatch | None = None
 
