@@ -28,6 +28,7 @@ for); SQLite's write transaction holds the whole file.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Container, Mapping
 from dataclasses import replace
 from typing import Any
@@ -49,6 +50,8 @@ from .store import Store, Tx
 MAX_CLAIM = 120
 # How many dead letters an in-memory queue keeps: the newest.
 MEMORY_DEAD_KEPT = 1000
+# How often a process forgets the lanes whose writes are done.
+TIDY_EVERY = 60.0
 
 # How many of these jobs, oldest first, go in one write (at least one).
 Fit = Callable[[list[Job]], int]
@@ -73,6 +76,7 @@ class Queue:
         self.max_pending = max_pending
         self._pace = pace
         self.home: Home = home or ("spool" if store.durable else "memory")
+        self._tidied_at = float("-inf")
 
     @property
     def name(self) -> str:
@@ -405,11 +409,15 @@ class Queue:
         return self._store.write(take)
 
     def tidy(self) -> None:
-        """Upkeep, off the webhooks' path: the dispatcher calls it once a second. The lanes of
-        messages whose writes are done are forgotten (each edited card had one)."""
+        """Upkeep, off the webhooks' path: the dispatcher calls it once a second. Once every
+        TIDY_EVERY, the lanes of messages whose writes are done are forgotten (each edited card
+        had one): a lane without jobs costs the table a row, never a claim a look, so an idle
+        relay need not write for it each second."""
         self._store.tidy()
-        if not self._store.opened:
+        now = time.monotonic()
+        if not self._store.opened or now - self._tidied_at < TIDY_EVERY:
             return
+        self._tidied_at = now
 
         def tidy(tx: Tx) -> None:
             tx.execute(
