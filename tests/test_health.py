@@ -88,6 +88,20 @@ def test_while_writes_wait_the_question_is_asked_twice_as_often() -> None:
     assert health.current().next_probe_at == NOW + 2.3 + PROBE_INTERVAL
 
 
+def test_a_question_that_hung_past_the_interval_is_followed_at_once() -> None:
+    # Telegram hung: the question asked at +1 s failed only when let go, at +4 s. The next is
+    # due then, not a second later: a Telegram back after a hang is seen within a round trip.
+    health = Health(MemoryHealthStore(), queues=[Recovering(waiting=1)])
+    health.send_failed(NOW)
+    assert health.take_probe(NOW + 1, "me", NOW + 10, prober_gone=False)
+    health.probed(False, NOW + 4, asked_at=NOW + 1)
+    assert health.current().next_probe_at == NOW + 4
+    # One refused at once is followed an interval after it was asked, as before.
+    assert health.take_probe(NOW + 4, "me", NOW + 10, prober_gone=False)
+    health.probed(False, NOW + 4.01, asked_at=NOW + 4)
+    assert health.current().next_probe_at == NOW + 4 + PROBE_INTERVAL / 2
+
+
 def test_any_answer_from_telegram_ends_an_outage() -> None:
     queue = Recovering()
     health = Health(MemoryHealthStore(), queues=[queue])

@@ -376,11 +376,12 @@ class Dispatcher(PerProcess):
 
     def _ask_telegram(self) -> None:
         answered = False
+        asked_at = self._clock()
         try:
             answered = self._probe()
         finally:
             self._metrics.probe(answered)
-            self.health.probed(answered, self._clock())
+            self.health.probed(answered, self._clock(), asked_at=asked_at)
             self.wake()
 
     # --- upkeep and stopping -------------------------------------------------------------------

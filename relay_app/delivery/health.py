@@ -4,7 +4,9 @@ A wait after a failure is only a guess about Telegram's health. So after a send 
 that says Telegram may be down (network trouble, a timeout, a 5xx), the relay stops sending
 and asks with one cheap request that can never post anything (`getMe`): a second after the
 failure, then every second while that fails too and writes wait (so their recovery comes
-within about a second of Telegram's), every two seconds when none does. One relay asks once,
+within about a second of Telegram's), every two seconds when none does; each counted from when
+the last was asked, so one that hung past that is followed at once (a Telegram let go after a
+hang is seen within a round trip). One relay asks once,
 whatever the number of its processes: the state lives in the spool they share. When Telegram
 answers again after having failed to, every alert waiting because of a failure is due at once,
 so the backlog goes out together, oldest first, instead of each on its own backoff.
@@ -49,11 +51,19 @@ def after_answer(health: TelegramHealth) -> TelegramHealth:
 
 
 def after_probe_failed(
-    health: TelegramHealth, now: float, *, interval: float = PROBE_INTERVAL
+    health: TelegramHealth,
+    now: float,
+    *,
+    interval: float = PROBE_INTERVAL,
+    asked_at: float | None = None,
 ) -> TelegramHealth:
+    """The next question `interval` after this one was asked (`asked_at`; when it is not
+    known, after it failed): one that hung past the interval is followed at once, so a
+    Telegram let go after a hang is seen back within a round trip, not an interval later."""
     if health.sending:
         return health  # a send came through meanwhile: that answer stands
-    return TelegramHealth("down", now + interval, now)
+    start = now if asked_at is None else min(asked_at, now)
+    return TelegramHealth("down", max(start + interval, now), now)
 
 
 def probe_due(health: TelegramHealth, now: float, *, prober_gone: bool) -> bool:
@@ -161,7 +171,8 @@ class Health:
         self._update(take)
         return taken
 
-    def probed(self, answered: bool, now: float) -> None:
+    def probed(self, answered: bool, now: float, *, asked_at: float | None = None) -> None:
+        """What the question asked at `asked_at` got, `now`."""
         if answered:
             before, _ = self._update(after_answer)
             self._back(before, now)
@@ -170,7 +181,7 @@ class Health:
             # half the interval (a second by default), not a whole one.
             interval = self._probe_interval / (2 if self._writes_wait() else 1)
             before, _ = self._update(
-                lambda health: after_probe_failed(health, now, interval=interval)
+                lambda health: after_probe_failed(health, now, interval=interval, asked_at=asked_at)
             )
             if before.state == "suspect":
                 log.error(
