@@ -130,13 +130,13 @@ def test_issues_whose_links_are_not_glitchtips_get_no_buttons_and_one_warning(
     assert [issue.id for issue in as_sent.subjects.issues] == ["1"]
     assert as_sent.html == RENDERER.alert(job(payload)).html  # the alert itself is as it was
     with caplog.at_level(logging.WARNING):
-        outgoing.check_links(RENDERER.alert(job(payload)))
+        outgoing.check_links(RENDERER.alert(job(payload)).subjects)
     [warning] = caplog.records
     assert "2 issue(s) whose link is not at GlitchTip's address" in warning.getMessage()
     assert "http://169.254.169.254, https://attacker.example" in warning.getMessage()
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        outgoing.check_links(as_sent)  # GlitchTip's own: nothing to say
+        outgoing.check_links(as_sent.subjects)  # GlitchTip's own: nothing to say
     assert caplog.records == []
 
 

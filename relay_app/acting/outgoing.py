@@ -23,7 +23,7 @@ from ..core.routing import Destination
 from ..delivery.outbox import Outbox
 from ..message.cards import IssueButton, SentMessage, keyboard, new_buttons
 from ..message.formatting import Message
-from ..message.subjects import split_by_origin
+from ..message.subjects import Subjects, split_by_origin
 from ..spool.model import Job
 from ..spool.sent import KEPT_AT_LEAST, Outage, SentStore
 from ..telegram.courier import NO_EXTRAS, Extras, Sent
@@ -92,12 +92,12 @@ class Outgoing:
         except SpoolError as exc:
             log.debug("old sent-message records could not be pruned: %s", exc)
 
-    def check_links(self, message: Message) -> None:
+    def check_links(self, subjects: Subjects) -> None:
         """Say once, as its webhook arrives, that an alert names issues whose links are not at
         GlitchTip's own address (GLITCHTIP_PUBLIC_URL, or GLITCHTIP_URL): they get no buttons."""
         if not self._buttons:
             return
-        _, left_out = split_by_origin(message.subjects, self._glitchtip_links)
+        _, left_out = split_by_origin(subjects, self._glitchtip_links)
         if left_out:
             origins = sorted({issue.origin for issue in left_out})
             log.warning(

@@ -27,6 +27,8 @@ from ..spool.silences import Ended, Held, Silence, SilenceStore
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+# An alert's message, made when it is needed.
+Render = Callable[[], Message]
 # An alert a silence held back from its place: counted (metrics, the place's summary).
 Count = Callable[[Destination], None]
 
@@ -54,13 +56,20 @@ class Silencing:
         self._swept_at: float | None = None
         self._pruned_at: float | None = None
 
-    def hold(self, message: Message, destination: Destination) -> Silence | None:
+    def hold(self, message: Message | Render, destination: Destination) -> Silence | None:
         """The silence that holds this alert back from its chat, having kept and counted it;
-        None when it goes (no silence matches, or they cannot be read)."""
-        if message.heading is None or not message.lines:
-            return None  # only issue alerts are ever held: no need to read the silences
+        None when it goes (no silence matches, or they cannot be read). `message` may be how
+        to render it: only when a silence of the chat holds now is it rendered (most webhooks
+        meet none)."""
         try:
-            for silence in self._store.active(destination.chat_key, now=self._clock()):
+            active = self._store.active(destination.chat_key, now=self._clock())
+            if not active:
+                return None
+            if not isinstance(message, Message):
+                message = message()
+            if message.heading is None or not message.lines:
+                return None  # only issue alerts are ever held
+            for silence in active:
                 if not matches(silence.matchers, message):
                     continue
                 held = Held(destination, self._clock(), message.lines)

@@ -95,8 +95,9 @@ class Intake:
         due_in: float = 0.0,
     ) -> Job | None:
         """Queue the alert (`about`: its job's data), in the spool or, when the spool cannot
-        take it, in this host's file, or in memory (and say so); due `due_in` from now. None
-        when it can wait nowhere: its `text` is logged."""
+        take it, in this host's file, or in memory (and say so); due `due_in` from now; `text`:
+        its words, noted with its arrival. None when it can wait nowhere: its message's text is
+        logged."""
         problems: list[str] = []
         for queue in self._on_disk:
             job = self._into(queue, about, destination, started, text, due_in)
@@ -126,11 +127,12 @@ class Intake:
                 quiet=True,
             )
         except QueueFull as exc:
-            self._jobs.undelivered(text, f"it cannot wait anywhere: {said}; {exc}", None)
+            said_it = self._text_of(about, destination)
+            self._jobs.undelivered(said_it, f"it cannot wait anywhere: {said}; {exc}", None)
             return None
         except Exception as exc:  # a bug: its text is logged, with the traceback
             reason = f"it cannot wait anywhere: {said}; memory failed"
-            self._jobs.undelivered(text, reason, exc, exc_info=True)
+            self._jobs.undelivered(self._text_of(about, destination), reason, exc, exc_info=True)
             return None
         if problems:
             log.error(
@@ -140,6 +142,13 @@ class Intake:
                 said,
             )
         return job
+
+    def _text_of(self, about: Mapping[str, Any], destination: Destination) -> str:
+        """The message an alert that waits nowhere would have been, for the log that is its
+        last trace: rendered now, as its job would have been."""
+        now = self._clock()
+        job = Job("alert", about, destination, received_at=now, retry_from=now, id=0)
+        return self._jobs.renderer.text_of(job, now=now)
 
     def _into(
         self,

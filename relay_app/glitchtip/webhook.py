@@ -160,6 +160,27 @@ def parse_alert(payload: dict[str, Any]) -> Alert:
     return IssueAlert(heading, issues, total)
 
 
+# The words of a payload the relay does not know, at most: a log line's worth.
+PLAIN_TEXT_CHARS = 1000
+
+
+def plain_text(alert: Alert) -> str:
+    """The alert's words without a message's markup or layout: its heading, then each issue's
+    title and culprit, or each monitor's name and sentence; a payload the relay does not know,
+    as its JSON. What its arrival's note keeps (`relay-app glitchtip connect --test` looks for
+    its mark there), made without rendering its message."""
+    if isinstance(alert, IssueAlert):
+        said = [
+            "\n".join(part for part in (issue.title, issue.culprit) if part)
+            for issue in alert.issues
+        ]
+    elif isinstance(alert, UptimeAlert):
+        said = [f"{monitor.name}: {monitor.sentence}" for monitor in alert.monitors]
+    else:
+        return json.dumps(alert.payload, ensure_ascii=False)[:PLAIN_TEXT_CHARS]
+    return "\n\n".join([alert.heading, *said]) if alert.heading else "\n\n".join(said)
+
+
 def _items(attachments: object) -> TypeGuard[list[dict[str, Any]]]:
     """Whether GlitchTip's attachments are as it sends them: a list of objects, not empty."""
     return (

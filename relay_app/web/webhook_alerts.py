@@ -5,9 +5,10 @@ one way details reach a message: an alert waits for them, within RELAY_DETAILS_B
 that waits its turn gets them whenever they come before it goes); then its first attempt,
 waited for until the webhook must be answered (delivery/intake.py).
 
-The message is rendered here once, for what the webhook needs before the job is sent: whether a
-silence holds it, the log, and the start of its text kept with the arrival. The job renders it
-again when it is sent.
+Its message is not rendered here: the job renders it when it is sent. What the webhook needs
+before then is read from the payload as it was parsed (its issues, for their details and
+buttons; its words, for the log and its arrival's note), and the message is made here only
+when a silence of its chat holds now, to tell whether it matches.
 
 Nothing here may lose the alert to an error of the relay's own: a failure before the alert is
 queued logs it, with its text, as `ALERT NOT DELIVERED`; after, it waits in the queue, and the
@@ -29,7 +30,9 @@ from ..core.routing import Destination
 from ..delivery.intake import deadline
 from ..glitchtip.details import IssueDetails, details_as_json
 from ..glitchtip.lookups import IssueLookups
+from ..glitchtip.webhook import parse_alert, plain_text
 from ..message.formatting import Message, message_for
+from ..message.subjects import Subjects, subjects_of
 from ..routes.escalate import Step
 from ..routes.sound import RINGS, Sound
 from ..spool.model import Job
@@ -58,17 +61,13 @@ class Taken:
     alert: Job | None = None
     error: str | None = None
     silence: int | None = None
-    # The message it became, as rendered when it arrived (None when it could not be).
-    message: Message | None = None
+    # Its words, as its arrival's note keeps them ("" when it could not be read).
+    text: str = ""
 
     @property
     def in_spool(self) -> bool:
         """Whether the spool's queue took its alert in (and noted its arrival with it)."""
         return self.alert is not None and self.alert.home == "spool"
-
-    @property
-    def text(self) -> str:
-        return self.message.text if self.message is not None else ""
 
 
 class WebhookAlerts:
@@ -109,64 +108,66 @@ class WebhookAlerts:
         """`started`: when the webhook arrived (monotonic); `mentions`: whom its route calls;
         `sound`: when its message rings (routes/sound.py, decided when it is sent);
         `escalate`: whom it calls while nobody acts (acting/escalation.py)."""
-        message: Message | None = None
+        text = ""
         queued: Job | None = None
         try:
-            # Every issue it names among its subjects: which are not GlitchTip's is said here.
-            message = self._renderer.webhook(
-                payload, mentions, received_at=self._clock(), vetted=False
-            )
-            self._outgoing.check_links(message)
+            alert = parse_alert(payload)
+            text = plain_text(alert)
+            # Every issue it names: which are not GlitchTip's is said here.
+            subjects = subjects_of(alert)
+            self._outgoing.check_links(subjects)
+            received_at = self._clock()
+
+            def message() -> Message:
+                return self._renderer.webhook(
+                    payload, mentions, received_at=received_at, vetted=False
+                )
+
             silence = (
                 self._silencing.hold(message, destination) if self._silencing is not None else None
             )
             if silence is not None:
                 # Kept in the spool and counted; its silence's summary says so when it ends.
-                return Taken("silenced", "silence", 200, silence=silence.id, message=message)
+                return Taken("silenced", "silence", 200, silence=silence.id, text=text)
             called = {**(also or {}), **_route_data(mentions, sound, escalate)}
-            queued = self._queued(payload, called, message, destination, started)
+            queued = self._queued(payload, called, subjects, text, destination, started)
             if queued is None:  # it could wait nowhere; its text is logged
                 return Taken(
-                    "failed",
-                    "cannot_queue",
-                    503,
-                    error="the alert could not be queued",
-                    message=message,
+                    "failed", "cannot_queue", 503, error="the alert could not be queued", text=text
                 )
-            return _answer(queued, message, self._intake.first_attempt(queued, started=started))
+            return _answer(queued, text, self._intake.first_attempt(queued, started=started))
         except Exception as exc:
-            return self._failed(payload, message, queued, exc)
+            return self._failed(payload, queued, exc)
 
     def _queued(
         self,
         payload: dict[str, Any],
         called: Mapping[str, Any],
-        message: Message,
+        subjects: Subjects,
+        text: str,
         destination: Destination,
         started: float,
     ) -> Job | None:
         """The alert's job, with its issues' details that are known now; due when the rest
         come within their budget, or when the budget is spent."""
         about: dict[str, Any] = {"webhook": payload, **called}
-        ids = self._detail_ids(message)
+        ids = self._detail_ids(subjects)
         if self._lookups is None or not ids:
-            return self._intake.admit(about, destination, started=started, text=message.text)
+            return self._intake.admit(about, destination, started=started, text=text)
         known = self._lookups.within(ids, 0.0)
         coming = [issue for issue in ids if issue not in known]
         about["details"] = _as_json(known)
         due_in = self._lookups.budget if coming else 0.0
-        job = self._intake.admit(
-            about, destination, started=started, text=message.text, due_in=due_in
-        )
+        job = self._intake.admit(about, destination, started=started, text=text, due_in=due_in)
         if job is not None and coming:
             self._wait_for_details(job, coming, dict(known), started)
         return job
 
-    def _detail_ids(self, message: Message) -> list[str]:
+    def _detail_ids(self, subjects: Subjects) -> list[str]:
         """The ids of the alert's issues whose details GlitchTip's API is asked for."""
         if self._lookups is None:
             return []
-        issues = message.subjects.issues
+        issues = subjects.issues
         return [issue.id for issue in issues if issue.origin == self._glitchtip_links]
 
     def _wait_for_details(
@@ -195,9 +196,7 @@ class WebhookAlerts:
 
         lookups.when_known(missing, later)
 
-    def _failed(
-        self, payload: dict[str, Any], message: Message | None, queued: Job | None, exc: Exception
-    ) -> Taken:
+    def _failed(self, payload: dict[str, Any], queued: Job | None, exc: Exception) -> Taken:
         if queued is not None:
             log.exception(
                 "taking alert %s in failed after it was queued: it waits there, and the "
@@ -206,7 +205,7 @@ class WebhookAlerts:
             )
             return Taken("queued", "internal_error", 500, queued, error=INTERNAL_ERROR)
         # Its text as the log can hold it, whatever failed: the payload's raw form at worst.
-        text = (message or message_for(payload, ENGLISH)).text
+        text = message_for(payload, ENGLISH).text
         self._jobs.undelivered(text, "the relay failed while taking it in", exc, exc_info=True)
         return Taken("failed", "internal_error", 500, error=INTERNAL_ERROR)
 
@@ -228,18 +227,18 @@ def _as_json(details: Mapping[str, IssueDetails]) -> dict[str, Any]:
     return {issue: details_as_json(found) for issue, found in details.items()}
 
 
-def _answer(job: Job, message: Message, attempted: Attempted) -> Taken:
+def _answer(job: Job, text: str, attempted: Attempted) -> Taken:
     outcome, error = attempted.outcome, attempted.error
     if outcome is None:
         # Not a failure: older alerts for its chat go first, its chat's turn has not come,
         # Telegram is failing, or its attempt is still under way. It waits in the queue.
-        return Taken("queued", attempted.waiting or "paced", 202, job, message=message)
+        return Taken("queued", attempted.waiting or "paced", 202, job, text=text)
     if isinstance(outcome, Delivered):
-        return Taken("sent", "delivered", 200, job, message=message)
+        return Taken("sent", "delivered", 200, job, text=text)
     if isinstance(outcome, RetryAt):  # already with the retrier: its row is due again
         reason = "topic_not_found" if outcome.destination is not None else "attempt_failed"
-        return Taken("queued", reason, 502, job, error=error, message=message)
+        return Taken("queued", reason, 502, job, error=error, text=text)
     assert isinstance(outcome, Dead)  # kept as a dead letter, and logged with its text
     if outcome.kind == "internal":
-        return Taken("failed", "internal_error", 500, job, error=INTERNAL_ERROR, message=message)
-    return Taken("failed", "refused", 502, job, error=error, message=message)
+        return Taken("failed", "internal_error", 500, job, error=INTERNAL_ERROR, text=text)
+    return Taken("failed", "refused", 502, job, error=error, text=text)
