@@ -146,6 +146,7 @@ def assemble(
     watcher = watcher_for(settings, spool, metrics, clock, posted_again, in_step, snoozing)
     outgoing = Outgoing(
         spool.sent if spool is not None else None,
+        queue=shared.queue,
         outbox=outbox,
         buttons=buttons,
         words=words,

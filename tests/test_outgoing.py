@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from relay_app import Relay
 from relay_app.acting.outgoing import Outgoing
-from relay_app.core.errors import SpoolError
+from relay_app.core.outcomes import Delivered
 from relay_app.core.routing import Destination
 from relay_app.delivery.outbox import Outbox
 from relay_app.delivery.render import Edit, Renderer
@@ -25,6 +26,8 @@ from relay_app.spool.database import Database
 from relay_app.spool.sent import SentStore
 from relay_app.telegram.courier import Sent
 from relay_app.words import ENGLISH
+from tests.conftest import DESTINATION, FakeTime
+from tests.in_process import GLITCHTIP, Chat, webhook
 from tests.payloads import issue, issue_alert, uptime_alert
 
 NOW = 1_800_000_000.0
@@ -63,6 +66,7 @@ class Spool:
         outbox = Outbox(on_store(self.database).queue, clock=lambda: NOW)
         return Outgoing(
             self.sent,
+            queue=on_store(self.database).queue,
             outbox=outbox,
             buttons=buttons,
             glitchtip_links=links,
@@ -178,16 +182,13 @@ def test_a_recovery_replies_to_its_outage_and_its_card_is_edited_to_say_it_is_ov
     assert outgoing.plan(back_up, TOPIC).extras.reply_to is None  # that outage is over
 
 
-class BrokenStore(SentStore):
-    def keep(self, *args: object) -> None:
-        raise SpoolError("disk I/O error")
-
-
 def test_a_record_that_cannot_be_kept_costs_the_alert_nothing(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     database = Database(str(tmp_path / "spool.sqlite3"))
-    outgoing = Outgoing(BrokenStore(database), outbox=None, buttons=True, words=ENGLISH)
+    spool = on_store(database)
+    database.write(lambda tx: tx.execute("DROP TABLE sent_messages"), now=NOW)
+    outgoing = Outgoing(spool.sent, queue=spool.queue, outbox=None, buttons=True, words=ENGLISH)
     jobs = [job(issue_alert(issue(1)))]
     alerts = rendered(*jobs)
     with caplog.at_level(logging.WARNING):
@@ -203,3 +204,28 @@ def test_a_recovery_goes_alone_and_ends_a_digest_before_it() -> None:
     assert RENDERER.how_many([recovery, *issues]) == 1
     outage = job(uptime_alert(down=True))
     assert RENDERER.how_many([outage, *issues]) == 4  # an outage may share
+
+
+def test_a_delivery_leaves_its_buttons_kept_and_one_whose_records_fail_stays_delivered(
+    built: Callable[..., Relay], fake_time: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The jobs waited in the spool: what follows each delivery is written in the unit of work
+    that records it. A follow-up the spool refuses is logged; the alert is not sent again."""
+    chat = Chat.of(built, fake_time)
+    spool = chat.relay.spool
+    assert spool is not None
+    first = issue_alert(issue(4, link=f"{GLITCHTIP}/acme/issues/4"))
+    assert isinstance(webhook(chat.relay, first), Delivered)
+    kept = chat.store.message(str(DESTINATION.chat), 1)
+    assert kept is not None
+    assert [button.issue_id for button in kept.buttons] == ["4"]
+
+    spool.queue.record(lambda tx: tx.execute("DROP TABLE issue_buttons"), now=fake_time.now)
+    fake_time.now += 60
+    second = issue_alert(issue(5, link=f"{GLITCHTIP}/acme/issues/5"))
+    with caplog.at_level(logging.WARNING):
+        assert isinstance(webhook(chat.relay, second), Delivered)
+    assert "message 2 in chat" in caplog.text
+    assert "presses on it will be refused" in caplog.text
+    assert spool.queue.pending() == 0
+    assert len(chat.telegram.delivered) == 2

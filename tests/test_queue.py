@@ -40,7 +40,7 @@ from relay_app.spool.database import MEMORY, Database
 from relay_app.spool.holders import _start_time
 from relay_app.spool.pacer import MAX_SEND_DELAY
 from relay_app.spool.postgres import PgDatabase
-from relay_app.spool.store import Store
+from relay_app.spool.store import Store, Tx
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, queue_alert
 from tests.old_spools import old_postgres, old_sqlite, one_history_sqlite
@@ -682,6 +682,67 @@ def test_a_holder_reads_back_as_written_and_as_older_relays_wrote_it() -> None:
     assert Holder.parse("web-1/ab12cd34/4242/98765") == Holder("web-1", "ab12cd34", 4242, "98765")
     assert not Holder.parse("web-1/ab12cd34/4242/98765").is_here(ME)  # type: ignore[union-attr]
     assert Holder.parse("not a holder") is None
+
+
+def follow_up(queue: Queue, *, then_fail: bool) -> Callable[[Tx], None]:
+    """What follows a delivery, as the jobs hand it to `settle`: a write to another chat
+    (a card's edit, a step), and then, if `then_fail`, a statement the database refuses."""
+
+    def record(tx: Tx) -> None:
+        queue.add_in(tx, "alert", {"webhook": payload(9)}, OTHER_CHAT, precedence=ALERT)
+        if then_fail:
+            tx.execute("UPDATE no_such_table SET x = 1")
+
+    return record
+
+
+def test_what_follows_a_delivery_is_recorded_in_the_same_unit_of_work(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    job, first = sent_now(queue, clock, tokens)
+    settled = queue.settle(
+        first,
+        Settlement([(job, Delivered())], sent_at=clock.now),
+        now=clock.now,
+        also=follow_up(queue, then_fail=False),
+    )
+    assert settled.also_failed is None
+    assert [numbers(claimed(queue, clock, tokens, to=OTHER_CHAT))] == [[9]]
+    assert queue.pending() == 1  # the delivered alert went, the follow-up waits
+
+
+def test_a_follow_up_that_fails_leaves_nothing_of_itself_and_the_delivery_recorded(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    job, first = sent_now(queue, clock, tokens)
+    admit(queue, clock, number=2)
+    settled = queue.settle(
+        first,
+        Settlement([(job, Delivered())], sent_at=clock.now),
+        now=clock.now,
+        also=follow_up(queue, then_fail=True),
+    )
+    assert settled.also_failed is not None
+    assert "no_such_table" in str(settled.also_failed)
+    assert settled.recorded
+    assert not settled.lease_lost
+    assert queue.pending() == 1  # alert 2: neither alert 1 nor the half-made follow-up
+    clock.now += GROUP_INTERVAL
+    assert numbers(claimed(queue, clock, tokens)) == [2]  # the lane was freed
+
+
+def test_an_attempt_that_delivered_nothing_has_nothing_follow_it(
+    queue: Queue, clock: FakeTime, tokens: Tokens
+) -> None:
+    job, first = sent_now(queue, clock, tokens)
+    settled = queue.settle(
+        first,
+        Settlement([(job, RetryAt(clock.now + 1))]),
+        now=clock.now,
+        also=follow_up(queue, then_fail=False),
+    )
+    assert settled.also_failed is None
+    assert queue.pending() == 1  # only the alert, waiting to retry
 
 
 def test_a_settlement_without_the_lease_records_only_deliveries(

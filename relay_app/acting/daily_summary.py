@@ -23,7 +23,8 @@ from ..core.errors import SpoolError
 from ..core.routing import Destination
 from ..glitchtip.webhook import IssueAlert, parse_alert
 from ..routes.summary_time import SummaryAt
-from ..spool.summaries import Since, SummaryStore
+from ..spool.store import Tx
+from ..spool.summaries import Since, SummaryStore, counted_in
 from ..spool.watched import WatchedIssue, WatchStore
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,13 @@ class DailySummaries:
     def delivered(self, destination: Destination, alerts: int) -> None:
         """Alerts delivered to a place in one message: counted for its summary."""
         self._count(destination, delivered=alerts)
+
+    def counting(self, destination: Destination, alerts: int) -> Callable[[Tx], None] | None:
+        """`delivered`, written in the delivery's unit of work (None: the place has no
+        summary)."""
+        if destination not in self._places:
+            return None
+        return lambda tx: counted_in(tx, destination, delivered=alerts)
 
     def held(self, destination: Destination) -> None:
         """An alert a silence held back from a place: counted for its summary."""

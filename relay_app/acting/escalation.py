@@ -17,7 +17,8 @@ from typing import Any
 from ..core.errors import SpoolError
 from ..core.metrics import Metrics
 from ..routes.escalate import Step
-from ..spool.escalations import EscalationStore, Fired
+from ..spool.escalations import EscalationStore, Fired, plan_in
+from ..spool.store import Tx
 
 log = logging.getLogger(__name__)
 
@@ -49,29 +50,21 @@ class Escalation:
         self._metrics = metrics
         self._clock = clock
 
-    def delivered(
+    def planned(
         self,
         chat: str,
         thread: int | None,
         message_id: int,
         sent_at: float,
         about: Sequence[Mapping[str, Any]],
-    ) -> None:
-        """An alert (or a digest) was delivered: its route's steps start counting. A digest's
-        are its first alert's that has any."""
+    ) -> Callable[[Tx], None] | None:
+        """An alert (or a digest) was delivered: its route's steps start counting, written in
+        the delivery's unit of work (None: it has none). A digest's are its first alert's that
+        has any."""
         steps = next((s for data in about if (s := steps_from_json(data.get("escalate")))), ())
         if not steps:
-            return
-        try:
-            self._store.plan(chat, thread, message_id, sent_at, steps)
-        except SpoolError as exc:
-            log.error(
-                "message %d in chat %s was sent, but its escalation steps could not be kept "
-                "(%s): nobody will be called if nobody acts on it",
-                message_id,
-                chat,
-                exc,
-            )
+            return None
+        return lambda tx: plan_in(tx, chat, thread, message_id, sent_at, steps)
 
     def acted(self, chat: str, message_id: int) -> None:
         """Someone acted on the alert: its steps still waiting will not fire."""

@@ -2,11 +2,14 @@
 
 Before an attempt (`plan`): Resolve and Ignore buttons for each issue of its issue alerts (when
 GLITCHTIP_API_TOKEN is set), and, for an uptime monitor's recovery, the message announcing its
-outage to reply to. After delivery (`delivered`): the record of what the buttons act on and of
+outage to reply to. After delivery (`records`): the record of what the buttons act on and of
 each outage announced (spool/sent.py), and, for each outage the message ends, a line on the
-outage's card saying it is over, shown by the card's edit (a job, as every write is).
+outage's card saying it is over, shown by the card's edit (a job, as every write is); its
+route's escalation steps, its issues watched, and its count for the place's summary. All of it
+one write, made in the unit of work that records the delivery when its jobs waited in the spool
+(Queue.settle's `also`), in one of its own otherwise (this host's file, memory).
 
-Nothing here may cost an alert: a record that cannot be kept is logged, and the alert stays
+Nothing here may cost an alert: records that cannot be kept are logged, and the alert stays
 delivered.
 """
 
@@ -15,8 +18,9 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.errors import SpoolError
 from ..core.routing import Destination
@@ -25,7 +29,9 @@ from ..message.cards import IssueButton, SentMessage, keyboard, new_buttons
 from ..message.formatting import Message
 from ..message.subjects import Subjects, split_by_origin
 from ..spool.model import Job
-from ..spool.sent import KEPT_AT_LEAST, Outage, SentStore
+from ..spool.queue import Queue
+from ..spool.sent import KEPT_AT_LEAST, Outage, SentStore, keep_in, recovered_in
+from ..spool.store import Tx
 from ..telegram.courier import NO_EXTRAS, Extras, Sent
 from ..words import Words
 from .daily_summary import DailySummaries
@@ -55,6 +61,7 @@ class Outgoing:
         self,
         store: SentStore | None,
         *,
+        queue: Queue,
         outbox: Outbox | None,
         buttons: bool,
         words: Words,
@@ -65,10 +72,13 @@ class Outgoing:
         watcher: Watcher | None = None,
         summaries: DailySummaries | None = None,
     ) -> None:
-        """`store` None: nothing is kept (no spool), so there are neither buttons nor threads.
-        Only issues whose links are at `glitchtip_links` (GlitchTip's origin) get buttons.
-        Records are kept `keep_for` seconds after their message was sent (at least a week)."""
+        """`store` None: nothing is kept (no spool), so there are neither buttons nor threads;
+        `queue`: the spool's (or memory's, without one), where what follows a delivery is
+        written. Only issues whose links are at `glitchtip_links` (GlitchTip's origin) get
+        buttons. Records are kept `keep_for` seconds after their message was sent (at least a
+        week)."""
         self._store = store
+        self._queue = queue
         self._outbox = outbox
         self._words = words
         self._buttons = buttons and store is not None
@@ -126,6 +136,75 @@ class Outgoing:
             return NOTHING
         return Plan(Extras(keyboard(buttons, self._words), reply_to), buttons, recoveries)
 
+    def records(
+        self,
+        plan: Plan,
+        sent: Sent,
+        alerts: Sequence[Message],
+        jobs: Sequence[Job],
+        destination: Destination,
+    ) -> Callable[[Tx], None]:
+        """What the delivery leaves behind, as one write: what later changes to the message
+        need (a press may come any moment), each outage it ends marked over (its card's edit
+        queued), its route's escalation steps, its issues watched, its summary's count."""
+        about = [job.data for job in jobs]
+        writes = [
+            self._escalation.planned(
+                sent.chat, destination.thread, sent.message_id, self._clock(), about
+            )
+            if self._escalation is not None
+            else None,
+            self._watcher.watching(about, sent.chat, destination.thread)
+            if self._watcher is not None
+            else None,
+            self._counting(destination, about),
+            self._kept(plan, sent, _outages_announced(sent, alerts, jobs, destination)),
+            *(
+                self._said_over(outage, jobs[index].received_at - outage.down_at)
+                for index, outage in plan.recoveries
+            ),
+        ]
+        chosen = [write for write in writes if write is not None]
+
+        def record(tx: Tx) -> None:
+            for write in chosen:
+                write(tx)
+
+        return record
+
+    def records_with(self, queue: Queue) -> bool:
+        """Whether a delivery from `queue` is recorded with what follows it, in one unit of
+        work: the jobs waited where the records go."""
+        return queue is self._queue
+
+    def record_apart(self, records: Callable[[Tx], None], sent: Sent) -> None:
+        """`records` in a unit of work of their own (the jobs waited elsewhere)."""
+        try:
+            self._queue.record(records, now=self._clock())
+        except SpoolError as exc:
+            self.not_recorded(sent, exc)
+            return
+        self.recorded()
+
+    def recorded(self) -> None:
+        """Once the records were written: the dispatcher looks at the edits they queued."""
+        if self._outbox is not None:
+            self._outbox.wake()
+
+    @staticmethod
+    def not_recorded(sent: Sent, error: Exception) -> None:
+        """Said once per message. A failure other than the spool's own (a statement refused
+        inside a unit of work that otherwise went through, a bug) carries its traceback."""
+        log.warning(
+            "message %d in chat %s was sent, but what follows it could not be recorded (%s): "
+            "presses on it will be refused, its monitors' recoveries sent without a reply, "
+            "nobody called if nobody acts on it, its issues not watched",
+            sent.message_id,
+            sent.chat,
+            error,
+            exc_info=None if isinstance(error, SpoolError) else error,
+        )
+
     def delivered(
         self,
         plan: Plan,
@@ -134,47 +213,26 @@ class Outgoing:
         jobs: Sequence[Job],
         destination: Destination,
     ) -> None:
-        """Keep what later changes to this message need, at once (a press may come any
-        moment), mark each outage it ends as over, and start its route's escalation steps."""
-        self._followed_up(sent, jobs, destination)
-        if self._store is None:
-            return
-        self._keep(plan, sent, _outages_announced(sent, alerts, jobs, destination))
-        for index, outage in plan.recoveries:
-            self._say_over(outage, jobs[index].received_at - outage.down_at)
+        """`records`, written at once in a unit of work of their own."""
+        self.record_apart(self.records(plan, sent, alerts, jobs, destination), sent)
 
-    def _followed_up(self, sent: Sent, jobs: Sequence[Job], destination: Destination) -> None:
-        """What follows an alert's delivery: its escalation steps planned, its issues watched,
-        and it counted for the place's daily summary."""
-        about = [job.data for job in jobs]
-        if self._escalation is not None:
-            self._escalation.delivered(
-                sent.chat, destination.thread, sent.message_id, self._clock(), about
-            )
-        if self._watcher is not None:
-            self._watcher.alerted(about, sent.chat, destination.thread)
+    def _counting(
+        self, destination: Destination, about: Sequence[Mapping[str, Any]]
+    ) -> Callable[[Tx], None] | None:
         webhooks = sum(1 for data in about if "webhook" in data)  # not a summary, nor a notice
-        if self._summaries is not None and webhooks:
-            self._summaries.delivered(destination, webhooks)
+        if self._summaries is None or not webhooks:
+            return None
+        return self._summaries.counting(destination, webhooks)
 
-    def _keep(self, plan: Plan, sent: Sent, outages: Sequence[Outage]) -> None:
-        assert self._store is not None
-        if not plan.buttons and not outages:
-            return
+    def _kept(
+        self, plan: Plan, sent: Sent, outages: Sequence[Outage]
+    ) -> Callable[[Tx], None] | None:
+        if self._store is None or (not plan.buttons and not outages):
+            return None
         message = SentMessage(
             sent.chat, sent.message_id, sent.html, self._clock(), (), plan.buttons
         )
-        try:
-            self._store.keep(message, outages)
-        except SpoolError as exc:
-            log.warning(
-                "message %d in chat %s was sent, but what its buttons and outages refer to "
-                "could not be kept (%s): presses on it will be refused, and its monitors' "
-                "recoveries sent without a reply",
-                sent.message_id,
-                sent.chat,
-                exc,
-            )
+        return lambda tx: keep_in(tx, message, outages)
 
     def _outages_ended(
         self, alerts: Sequence[Message], destination: Destination
@@ -191,21 +249,17 @@ class Outgoing:
                 if outage is not None:
                     yield index, outage
 
-    def _say_over(self, outage: Outage, lasted: float) -> None:
+    def _said_over(self, outage: Outage, lasted: float) -> Callable[[Tx], None]:
         """The outage's card gets a line saying the monitor is back, and its edit is queued."""
-        assert self._store is not None
         words = self._words
         note = words.back_up_after.format(name=outage.name, duration=words.duration(lasted))
-        try:
-            if self._store.recovered(outage, note) is not None and self._outbox is not None:
-                self._outbox.card(outage.chat, outage.message_id)
-        except SpoolError as exc:
-            log.warning(
-                "the outage message %d of monitor %s could not be marked as over (%s)",
-                outage.message_id,
-                outage.link,
-                exc,
-            )
+        outbox = self._outbox
+
+        def say(tx: Tx) -> None:
+            if recovered_in(tx, outage, note) is not None and outbox is not None:
+                outbox.card_in(tx, outage.chat, outage.message_id)
+
+        return say
 
 
 def _outages_announced(

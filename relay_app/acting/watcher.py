@@ -30,7 +30,8 @@ from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, GlitchTipApi, IssueSt
 from ..glitchtip.webhook import IssueAlert, parse_alert
 from ..message.subjects import issue_ref
 from ..message.trend import Trend, trend
-from ..spool.watched import Seen, Watched, WatchStore
+from ..spool.store import Tx
+from ..spool.watched import Seen, Watched, WatchStore, watch_in
 from .snoozing import Snoozing
 
 log = logging.getLogger(__name__)
@@ -96,13 +97,22 @@ class Watcher(OwnThread):
 
     def alerted(self, about: Iterable[Mapping[str, Any]], chat: str, thread: int | None) -> None:
         """Alerts just delivered to `chat`: their GlitchTip issues are watched from now."""
-        issues = [found for data in about for found in _issues_of(data, self._links, chat, thread)]
-        if not issues:
+        watching = self.watching(about, chat, thread)
+        if watching is None:
             return
         try:
-            self._store.watch(issues, now=self._clock())
+            self._store.record(watching, now=self._clock())
         except SpoolError as exc:
             log.warning("issues alerted on could not be kept for the watcher: %s", exc)
+
+    def watching(
+        self, about: Iterable[Mapping[str, Any]], chat: str, thread: int | None
+    ) -> Callable[[Tx], None] | None:
+        """`alerted`, written in a delivery's unit of work (None: no GlitchTip issue)."""
+        issues = [found for data in about for found in _issues_of(data, self._links, chat, thread)]
+        if not issues:
+            return None
+        return lambda tx: watch_in(tx, issues)
 
     def _loop(self) -> None:
         while not self._stop.wait(self._look_every):

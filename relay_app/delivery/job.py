@@ -32,6 +32,7 @@ from ..core.timing import PRODUCTION
 from ..message.formatting import Message
 from ..spool.model import NOT_RECORDED, Claim, Job, Settled, Settlement, refunded
 from ..spool.queue import Queue
+from ..spool.store import Tx
 from ..telegram.courier import NO_EXTRAS, Extras, Sent, Telegram
 from .health import Health
 from .policy import RetryPolicy
@@ -50,18 +51,27 @@ class Planned(Protocol):
 
 class AroundDelivery(Protocol[Plan]):
     """What the relay does around an alert's delivery, beyond it (acting/outgoing.py, which the
-    app's wiring gives the jobs): what to send with the message, and what to keep after it."""
+    app's wiring gives the jobs): what to send with the message, and what to keep after it,
+    written with the delivery when its jobs waited where those records go."""
 
     def plan(self, alerts: Sequence[Message], destination: Destination) -> Plan: ...
 
-    def delivered(
+    def records(
         self,
         plan: Plan,
         sent: Sent,
         alerts: Sequence[Message],
         jobs: Sequence[Job],
         destination: Destination,
-    ) -> None: ...
+    ) -> Callable[[Tx], None]: ...
+
+    def records_with(self, queue: Queue) -> bool: ...
+
+    def record_apart(self, records: Callable[[Tx], None], sent: Sent) -> None: ...
+
+    def recorded(self) -> None: ...
+
+    def not_recorded(self, sent: Sent, error: Exception) -> None: ...
 
 
 class Jobs:
@@ -117,11 +127,22 @@ class Jobs:
         self._attempt_made(claim, kind, error, time.monotonic() - started)
         now = self._clock()
         settlement = replace(self._settlement(claim, error, now), sent_at=sent_at)
+        records = None
         if isinstance(write, Send) and sent is not None:
-            # Kept before the claim is settled: once its lane is free, a press on the message
-            # finds its buttons.
-            self._outgoing.delivered(plan, sent, write.alerts, claim.jobs, claim.destination)
-        settled = self._record(queue, claim, settlement, now)
+            records = self._outgoing.records(
+                plan, sent, write.alerts, claim.jobs, claim.destination
+            )
+            if not self._outgoing.records_with(queue):
+                # Kept before the claim is settled: once its lane is free, a press on the
+                # message finds its buttons.
+                self._outgoing.record_apart(records, sent)
+                records = None
+        settled = self._record(queue, claim, settlement, now, also=records)
+        if records is not None and sent is not None and settled.recorded:
+            if settled.also_failed is None:
+                self._outgoing.recorded()
+            else:
+                self._outgoing.not_recorded(sent, settled.also_failed)
         self._report(queue, claim, settlement, settled, error)
         return settlement
 
@@ -186,11 +207,20 @@ class Jobs:
             instead = reaction.instead
             self._telegram.reply(instead.chat, instead.thread, instead.message_id, instead.text)
 
-    def _record(self, queue: Queue, claim: Claim, settlement: Settlement, now: float) -> Settled:
-        """The settlement in the queue, and what it says of Telegram in its health."""
+    def _record(
+        self,
+        queue: Queue,
+        claim: Claim,
+        settlement: Settlement,
+        now: float,
+        *,
+        also: Callable[[Tx], None] | None = None,
+    ) -> Settled:
+        """The settlement in the queue (with what follows a delivery, `also`, in the same unit
+        of work), and what it says of Telegram in its health."""
         settled = NOT_RECORDED
         try:
-            settled = queue.settle(claim, settlement, now=now)
+            settled = queue.settle(claim, settlement, now=now, also=also)
         except SpoolError as exc:
             log.error(
                 "%s: the outcome of their attempt (%s) could not be recorded in the spool (%s); "

@@ -20,6 +20,7 @@ from ..core.routing import Destination, parse_chat_id
 from ..spool.answers import Answers
 from ..spool.model import JobKind, Precedence
 from ..spool.queue import Queue
+from ..spool.store import Tx
 from ..words import Said
 
 Clock = Callable[[], float]
@@ -46,6 +47,24 @@ class Outbox:
         """Edit the card to show its record as it stands when the edit goes: edits asked for
         while one waits are that one. Raises SpoolError."""
         self._add("card", _where(chat, None), message_id, {}, Precedence.EDIT, once=True)
+
+    def card_in(self, tx: Tx, chat: str, message_id: int) -> None:
+        """`card`, in a unit of work of the queue's store under way (a delivery's); the
+        dispatcher is told once it is done (`wake`)."""
+        where = _where(chat, None)
+        self._queue.add_in(
+            tx,
+            "card",
+            {"message_id": message_id},
+            where,
+            precedence=Precedence.EDIT,
+            lane=where.message_lane(message_id),
+            once=True,
+        )
+
+    def wake(self) -> None:
+        """Tell this process's dispatcher there is work (after `card_in`'s unit of work)."""
+        self._wake()
 
     def call(self, chat: str, thread: int | None, message_id: int, said: Said) -> None:
         """A reply under an alert that the team is owed (a snoozed issue is back): it goes

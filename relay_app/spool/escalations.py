@@ -37,26 +37,9 @@ class EscalationStore:
         self, chat: str, thread: int | None, message_id: int, sent_at: float, steps: Sequence[Step]
     ) -> None:
         """A delivered alert's steps, each due `after` from `sent_at` (the caller's clock)."""
-
-        def plan(tx: Tx) -> None:
-            tx.executemany(
-                "INSERT INTO escalations (chat, message_id, step, thread, due_at, after_seconds,"
-                " people) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [
-                    (
-                        chat,
-                        message_id,
-                        number,
-                        thread,
-                        tx.at.to_db(sent_at + step.after),
-                        step.after,
-                        json.dumps(step.people),
-                    )
-                    for number, step in enumerate(steps, 1)
-                ],
-            )
-
-        self._store.write(plan, now=sent_at)
+        self._store.write(
+            lambda tx: plan_in(tx, chat, thread, message_id, sent_at, steps), now=sent_at
+        )
 
     def stop(self, chat: str, message_id: int, *, now: float) -> int:
         """Someone acted on the alert: its steps still waiting will not fire. How many."""
@@ -85,6 +68,33 @@ class EscalationStore:
         if due is None:
             return Fired(0, 0)
         return self._store.write(_fire_due, now=now)
+
+
+def plan_in(
+    tx: Tx,
+    chat: str,
+    thread: int | None,
+    message_id: int,
+    sent_at: float,
+    steps: Sequence[Step],
+) -> None:
+    """`EscalationStore.plan`, in a unit of work under way (a delivery's)."""
+    tx.executemany(
+        "INSERT INTO escalations (chat, message_id, step, thread, due_at, after_seconds,"
+        " people) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        [
+            (
+                chat,
+                message_id,
+                number,
+                thread,
+                tx.at.to_db(sent_at + step.after),
+                step.after,
+                json.dumps(step.people),
+            )
+            for number, step in enumerate(steps, 1)
+        ],
+    )
 
 
 def _fire_due(tx: Tx) -> Fired:

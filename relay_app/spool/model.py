@@ -173,6 +173,8 @@ class Settled:
     revived: int = 0
     # False when the queue could not take the settlement at all (the spool failed).
     recorded: bool = True
+    # Why what follows the delivery could not be recorded with it (Queue.settle's `also`).
+    also_failed: Exception | None = None
 
 
 NOT_RECORDED = Settled(recorded=False)

@@ -111,31 +111,65 @@ class Queue:
         Raises QueueFull for an alert past RELAY_SPOOL_MAX_PENDING (nothing else counts)."""
 
         def add(tx: Tx) -> Job:
-            key = lane or destination.lane
-            if once and (waiting := self._waiting(tx, key, kind)) is not None:
-                return waiting
-            if precedence == Precedence.ALERT:
-                pending = tx.one("SELECT alerts FROM pending_count")["alerts"]
-                if pending >= self.max_pending:
-                    where = "pending" if self.durable else "waiting in memory"
-                    raise QueueFull(f"{self.max_pending} alerts are already {where}")
-            job = rows.insert(
+            return self.add_in(
                 tx,
                 kind,
                 data,
                 destination,
                 precedence=precedence,
-                lane=key,
+                lane=lane,
                 due_in=due_in,
-                home=self.home,
+                arrival=arrival,
+                once=once,
+                quiet=quiet,
             )
-            if arrival is not None and self.home == "spool":
-                note_arrival(tx, job.id, arrival)
-            if not quiet:
-                tx.notify()
-            return job
 
         return self._store.write(add, now=now, wait_until=wait_until)
+
+    def add_in(
+        self,
+        tx: Tx,
+        kind: JobKind,
+        data: Mapping[str, Any],
+        destination: Destination,
+        *,
+        precedence: Precedence,
+        lane: str | None = None,
+        due_in: float = 0.0,
+        arrival: str | None = None,
+        once: bool = False,
+        quiet: bool = False,
+    ) -> Job:
+        """`add`, in a unit of work of this queue's store under way (`record`'s, say)."""
+        key = lane or destination.lane
+        if once and (waiting := self._waiting(tx, key, kind)) is not None:
+            return waiting
+        if precedence == Precedence.ALERT:
+            pending = tx.one("SELECT alerts FROM pending_count")["alerts"]
+            if pending >= self.max_pending:
+                where = "pending" if self.durable else "waiting in memory"
+                raise QueueFull(f"{self.max_pending} alerts are already {where}")
+        job = rows.insert(
+            tx,
+            kind,
+            data,
+            destination,
+            precedence=precedence,
+            lane=key,
+            due_in=due_in,
+            home=self.home,
+        )
+        if arrival is not None and self.home == "spool":
+            note_arrival(tx, job.id, arrival)
+        if not quiet:
+            tx.notify()
+        return job
+
+    def record(self, work: Callable[[Tx], object], *, now: float) -> None:
+        """Run `work` in a unit of work of this queue's store: what follows a delivery made
+        from another store (this host's file, memory), recorded where this queue's store is.
+        Raises SpoolError."""
+        self._store.write(work, now=now)
 
     def _waiting(self, tx: Tx, lane: str, kind: JobKind) -> Job | None:
         row = tx.one(
@@ -287,11 +321,19 @@ class Queue:
         return due
 
     def settle(
-        self, claim: Claim, settlement: Settlement, *, now: float, wait_until: float | None = None
+        self,
+        claim: Claim,
+        settlement: Settlement,
+        *,
+        now: float,
+        wait_until: float | None = None,
+        also: Callable[[Tx], None] | None = None,
     ) -> Settled:
         """Record an attempt's outcomes and free the lane, in one change. A delivered job is
         deleted whoever holds its lane now (it must never go again); the rest change only
-        while the claim's token still holds the lane."""
+        while the claim's token still holds the lane. `also`: what follows the delivery (its
+        buttons, its steps, ...), recorded with it, in a savepoint: should it fail, the
+        delivery stays recorded, and the failure is in `Settled.also_failed`."""
         chat = claim.destination.chat_key
 
         def settle(tx: Tx) -> Settled:
@@ -301,8 +343,9 @@ class Queue:
                 rows.settle(
                     tx, job, outcome, held=ours, refund=settlement.refund, error=settlement.error
                 )
+            failed = tx.apart("follow_up", also) if also and settlement.delivered else None
             if not ours:
-                return Settled(lease_lost=True)
+                return Settled(lease_lost=True, also_failed=failed)
             tx.execute(
                 "UPDATE lanes SET holder = NULL, token = NULL, until = NULL WHERE lane = ?",
                 (claim.lane,),
@@ -317,7 +360,7 @@ class Queue:
             revived = self._accepting(tx, chat, settlement) if settlement.delivered else 0
             # The lane is free, and may hold more: any relay may take it up now.
             tx.notify()
-            return Settled(revived=revived)
+            return Settled(revived=revived, also_failed=failed)
 
         return self._store.write(settle, now=now, wait_until=wait_until)
 

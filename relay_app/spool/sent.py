@@ -70,49 +70,7 @@ class SentStore:
 
     def keep(self, message: SentMessage, outages: Sequence[Outage]) -> None:
         """Record a message just sent, with its buttons, and the outages it announced."""
-
-        def keep(tx: Tx) -> None:
-            tx.execute(
-                "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat, message_id) DO UPDATE"
-                " SET html = excluded.html, notes = excluded.notes, sent_at = excluded.sent_at",
-                (
-                    message.chat,
-                    message.message_id,
-                    message.html,
-                    "\n".join(message.notes),
-                    tx.at.to_db(message.sent_at),
-                ),
-            )
-            tx.executemany(
-                "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin,"
-                " label, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
-                [
-                    (
-                        b.key,
-                        message.chat,
-                        message.message_id,
-                        n,
-                        b.issue_id,
-                        b.origin,
-                        b.label,
-                        b.title,
-                    )
-                    for n, b in enumerate(message.buttons)
-                ],
-            )
-            tx.executemany(
-                "INSERT INTO outages (lane, link, chat, message_id, name, down_at)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (lane, link) DO UPDATE"
-                " SET chat = excluded.chat, message_id = excluded.message_id,"
-                " name = excluded.name, down_at = excluded.down_at",
-                [
-                    (o.lane, o.link, o.chat, o.message_id, o.name, tx.at.to_db(o.down_at))
-                    for o in outages
-                ],
-            )
-
-        self._store.write(keep)
+        self._store.write(lambda tx: keep_in(tx, message, outages))
 
     def pressed(self, key: str) -> tuple[SentMessage, IssueButton] | None:
         """The message a button belongs to, and the button; None when not (or no longer) kept."""
@@ -276,8 +234,7 @@ class SentStore:
         return self._store.write(unmute)
 
     def outage(self, lane: str, link: str) -> Outage | None:
-        """The monitor is back up: forget the outage, and add `note` to its message; that
-        message as it now stands (None when it is not kept)."""
+        """The outage a monitor's recovery in this lane ends, if one is kept."""
 
         def read(tx: Tx) -> Outage | None:
             row = tx.one("SELECT * FROM outages WHERE lane = ? AND link = ?", (lane, link))
@@ -289,14 +246,9 @@ class SentStore:
         return self._store.read(read)
 
     def recovered(self, outage: Outage, note: str) -> SentMessage | None:
-        def recover(tx: Tx) -> SentMessage | None:
-            tx.execute(
-                "DELETE FROM outages WHERE lane = ? AND link = ? AND message_id = ?",
-                (outage.lane, outage.link, outage.message_id),
-            )
-            return _noted(tx, outage.chat, outage.message_id, note)
-
-        return self._store.write(recover)
+        """The outage is over: forgotten, and `note` added to its message; that message as it
+        now stands (None when it is not kept)."""
+        return self._store.write(lambda tx: recovered_in(tx, outage, note))
 
     def shows(self, chat: str, issue_id: str) -> bool:
         """Whether a message the relay sent to `chat`, and keeps, shows the issue."""
@@ -356,6 +308,55 @@ class SentStore:
             )
 
         return self._store.write(prune)
+
+
+def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> None:
+    """`SentStore.keep`, in a unit of work under way (a delivery's)."""
+    tx.execute(
+        "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat, message_id) DO UPDATE"
+        " SET html = excluded.html, notes = excluded.notes, sent_at = excluded.sent_at",
+        (
+            message.chat,
+            message.message_id,
+            message.html,
+            "\n".join(message.notes),
+            tx.at.to_db(message.sent_at),
+        ),
+    )
+    tx.executemany(
+        "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin,"
+        " label, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+        [
+            (
+                b.key,
+                message.chat,
+                message.message_id,
+                n,
+                b.issue_id,
+                b.origin,
+                b.label,
+                b.title,
+            )
+            for n, b in enumerate(message.buttons)
+        ],
+    )
+    tx.executemany(
+        "INSERT INTO outages (lane, link, chat, message_id, name, down_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (lane, link) DO UPDATE"
+        " SET chat = excluded.chat, message_id = excluded.message_id,"
+        " name = excluded.name, down_at = excluded.down_at",
+        [(o.lane, o.link, o.chat, o.message_id, o.name, tx.at.to_db(o.down_at)) for o in outages],
+    )
+
+
+def recovered_in(tx: Tx, outage: Outage, note: str) -> SentMessage | None:
+    """`SentStore.recovered`, in a unit of work under way (a delivery's)."""
+    tx.execute(
+        "DELETE FROM outages WHERE lane = ? AND link = ? AND message_id = ?",
+        (outage.lane, outage.link, outage.message_id),
+    )
+    return _noted(tx, outage.chat, outage.message_id, note)
 
 
 def _behind(row: Row, states: Mapping[str, IssueStatus], cutoff: float) -> bool:

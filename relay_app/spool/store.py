@@ -130,6 +130,20 @@ class Tx:
     def notify(self) -> None:
         self.news = True
 
+    def apart(self, name: str, work: Callable[[Tx], object]) -> Exception | None:
+        """Run `work` in a savepoint of this unit of work: what it writes stays only if it all
+        went well, and its failure (returned, not raised) leaves the rest of the unit of work
+        as it was. For what follows a delivery: it must never cost the delivery's record."""
+        self.execute(f"SAVEPOINT {name}")
+        try:
+            work(self)
+        except Exception as exc:
+            self.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            self.execute(f"RELEASE SAVEPOINT {name}")
+            return exc
+        self.execute(f"RELEASE SAVEPOINT {name}")
+        return None
+
 
 Work = Callable[[Tx], T]
 

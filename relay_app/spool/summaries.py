@@ -114,15 +114,20 @@ class SummaryStore:
     ) -> None:
         """Alerts of the place: `delivered` in one message (a digest when more than one), or
         `silenced` (held back by a silence)."""
-        digested = delivered if delivered > 1 else 0
         self._store.write(
-            lambda tx: tx.execute(
-                "UPDATE summaries SET delivered = delivered + ?, digested = digested + ?,"
-                " silenced = silenced + ? WHERE place = ?",
-                (delivered, digested, silenced, place_key(destination)),
-            ),
+            lambda tx: counted_in(tx, destination, delivered=delivered, silenced=silenced),
             now=now,
         )
+
+
+def counted_in(tx: Tx, destination: Destination, *, delivered: int = 0, silenced: int = 0) -> None:
+    """`SummaryStore.counted`, in a unit of work under way (a delivery's)."""
+    digested = delivered if delivered > 1 else 0
+    tx.execute(
+        "UPDATE summaries SET delivered = delivered + ?, digested = digested + ?,"
+        " silenced = silenced + ? WHERE place = ?",
+        (delivered, digested, silenced, place_key(destination)),
+    )
 
 
 def _queue(tx: Tx, destination: Destination, data: Mapping[str, Any], home: Home) -> None:

@@ -6,7 +6,7 @@ of questions, each taken by one process."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,25 +59,11 @@ class WatchStore:
 
     def watch(self, issues: Sequence[Watched], *, now: float) -> None:
         """These issues were alerted on now: watched for WATCHED_FOR from now."""
+        self._store.write(lambda tx: watch_in(tx, issues), now=now)
 
-        def watch(tx: Tx) -> None:
-            tx.executemany(
-                "INSERT INTO watched (issue_id, org, alert, chat, thread, alerted_at,"
-                " first_alerted_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (issue_id) DO UPDATE"
-                " SET org = excluded.org, alert = excluded.alert, chat = excluded.chat, thread ="
-                " excluded.thread, alerted_at = excluded.alerted_at",
-                [
-                    (i.issue_id, i.org, json.dumps(i.alert), i.chat, i.thread, tx.at.db, tx.at.db)
-                    for i in issues
-                ],
-            )
-            tx.executemany(
-                "INSERT INTO organizations (org, alerted_at) VALUES (?, ?) ON CONFLICT (org)"
-                " DO UPDATE SET alerted_at = excluded.alerted_at",
-                [(org, tx.at.db) for org in sorted({i.org for i in issues})],
-            )
-
-        self._store.write(watch, now=now)
+    def record(self, work: Callable[[Tx], None], *, now: float) -> None:
+        """Run `work` (`watch_in`'s, say) in a unit of work of its own."""
+        self._store.write(work, now=now)
 
     def take_round(self, *, now: float, every: float) -> bool:
         """Whether this process asks GlitchTip this round: one process per `every`, across
@@ -215,6 +201,25 @@ class WatchStore:
             return marked is not None
 
         return self._store.write(mark, now=now)
+
+
+def watch_in(tx: Tx, issues: Sequence[Watched]) -> None:
+    """`WatchStore.watch`, in a unit of work under way (a delivery's)."""
+    tx.executemany(
+        "INSERT INTO watched (issue_id, org, alert, chat, thread, alerted_at,"
+        " first_alerted_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (issue_id) DO UPDATE"
+        " SET org = excluded.org, alert = excluded.alert, chat = excluded.chat, thread ="
+        " excluded.thread, alerted_at = excluded.alerted_at",
+        [
+            (i.issue_id, i.org, json.dumps(i.alert), i.chat, i.thread, tx.at.db, tx.at.db)
+            for i in issues
+        ],
+    )
+    tx.executemany(
+        "INSERT INTO organizations (org, alerted_at) VALUES (?, ?) ON CONFLICT (org)"
+        " DO UPDATE SET alerted_at = excluded.alerted_at",
+        [(org, tx.at.db) for org in sorted({i.org for i in issues})],
+    )
 
 
 def _watched_issue(tx: Tx, row: Row) -> WatchedIssue:
