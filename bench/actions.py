@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from relay_app.acting.updates import telegram_secret_token  # noqa: E402
+from relay_app.telegram.updates_webhook import telegram_secret_token  # noqa: E402
 from tests.e2e.helpers import post, wait_until  # noqa: E402
 from tests.e2e.relay_process import CHAT_ID, RelayProcess, relay_env  # noqa: E402
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip, running_fake_glitchtip  # noqa: E402

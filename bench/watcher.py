@@ -18,15 +18,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from relay_app.acting.in_step import CardsInStep  # noqa: E402
-from relay_app.acting.watcher import Watcher  # noqa: E402
+from relay_app.cards.card import IssueButton, SentMessage  # noqa: E402
+from relay_app.cards.sent import SentStore  # noqa: E402
 from relay_app.delivery.outbox import Outbox  # noqa: E402
 from relay_app.glitchtip.api import GlitchTipApi  # noqa: E402
-from relay_app.message.cards import IssueButton, SentMessage  # noqa: E402
 from relay_app.operating.console import print_table  # noqa: E402
 from relay_app.spool import on_store  # noqa: E402
 from relay_app.spool.database import Database  # noqa: E402
-from relay_app.spool.watched import Watched  # noqa: E402
+from relay_app.watch.in_step import CardsInStep  # noqa: E402
+from relay_app.watch.store import (  # noqa: E402
+    Watched,
+    WatchStore,
+)
+from relay_app.watch.watcher import Watcher  # noqa: E402
 from tests.fake_glitchtip import TOKEN, running_fake_glitchtip  # noqa: E402
 from tests.payloads import issue  # noqa: E402
 
@@ -45,7 +49,7 @@ def one(watched: int, resolved_share: float, directory: Path) -> list[str]:
             spike = 5000 if number > watched - ESCALATING else 3
             fake.hourly[str(number)] = [[hour - 3600 * b, 3] for b in range(23, 0, -1)]
             fake.hourly[str(number)].append([hour, spike])
-        spool.watched.watch(
+        spool.of(WatchStore).watch(
             [
                 Watched(str(n), "acme", {"attachments": [issue(n)]}, "-1001", None)
                 for n in range(1, watched + 1)
@@ -55,11 +59,13 @@ def one(watched: int, resolved_share: float, directory: Path) -> list[str]:
         for number in range(1, watched + 1):
             button = IssueButton(f"key-{number}", str(number), fake.url, f"BENCH-{number}")
             card = SentMessage("-1001", number, "<b>alert</b>", now, buttons=(button,))
-            spool.sent.keep(card, [])
-        cards = CardsInStep(spool.sent, Outbox(spool.queue, wake=lambda: None), origin=fake.url)
+            spool.of(SentStore).keep(card, [])
+        cards = CardsInStep(
+            spool.of(SentStore), Outbox(spool.queue, wake=lambda: None), origin=fake.url
+        )
         posted: list[str] = []
         watcher = Watcher(
-            spool.watched,
+            spool.of(WatchStore),
             GlitchTipApi(TOKEN, fake.url, timeout=5.0),
             lambda found, _trend: posted.append(found.issue_id),
             every=60.0,

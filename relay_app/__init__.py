@@ -12,11 +12,10 @@ from zoneinfo import ZoneInfo
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from .acting.daily_summary import DailySummaries
-from .acting.escalation import Escalation
-from .acting.handoffs import Handoffs
-from .acting.outgoing import Outgoing
-from .acting.silencing import Silencing
+from .capabilities import NOTES, SHAPES
+from .cards.edits import card_edits
+from .cards.outgoing import Outgoing
+from .cards.sent import SentStore
 from .core.errors import SpoolError
 from .core.logs import configure_logging
 from .core.metrics import Metrics
@@ -33,15 +32,17 @@ from .glitchtip.api import GlitchTipApi
 from .glitchtip.details import IssueDetails
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
+from .intake.alerts import WebhookAlerts
+from .intake.last_webhook import LastWebhook
+from .intake.routed import RoutedWebhooks
 from .message.trend import Trend
+from .oncall.handoffs import Handoffs
+from .oncall.steps import Escalation
+from .oncall.steps_store import EscalationStore
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.setup_watch import SetupWatch, one_worker_says
-from .spool import LocalSpool, Queue, Spool, open_local, open_memory, open_spool
-from .spool.watched import Watched, WatchStore
-from .telegram.client import TelegramClient
-from .telegram.courier import Courier, Telegram
-from .web.chat_parts import (
+from .parts import (
     acting_from_the_chat,
     command_list,
     daily_summaries_for,
@@ -50,14 +51,19 @@ from .web.chat_parts import (
     post_escalating,
     watcher_for,
 )
+from .silences.gauges import SilenceGauges
+from .silences.silencing import Silencing
+from .silences.store import SilenceStore
+from .spool import LocalSpool, Queue, Spool, open_local, open_memory, open_spool
+from .summaries.daily import DailySummaries
+from .telegram.client import TelegramClient
+from .telegram.courier import Courier, Telegram
+from .watch.store import Watched, WatchStore
 from .web.framing import BODY_GATE
-from .web.last_webhook import LastWebhook
 from .web.misses import Misses
 from .web.relay import EXTENSION, Relay, relay_of
-from .web.routed import RoutedWebhooks
 from .web.views import RelayFlask, blueprint, body_gate
-from .web.webhook_alerts import WebhookAlerts
-from .words import words_for
+from .words import Words, words_for
 
 Clock = Callable[[], float]
 # What the dispatcher's upkeep posts when its time comes.
@@ -135,7 +141,7 @@ def assemble(
         return leadership.leads()
 
     outbox = Outbox(shared.queue, answers=shared.answers, wake=wake, clock=clock)
-    escalation = Escalation(shared.escalations, metrics=metrics, clock=clock)
+    escalation = Escalation(shared.of(EscalationStore), metrics=metrics, clock=clock)
 
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
         post_escalating(webhooks, issue, found)
@@ -145,7 +151,7 @@ def assemble(
     in_step, snoozing = following_glitchtip(settings, spool, outbox, escalation, metrics, clock)
     watcher = watcher_for(settings, spool, metrics, clock, posted_again, in_step, snoozing)
     outgoing = Outgoing(
-        spool.sent if spool is not None else None,
+        spool.of(SentStore) if spool is not None else None,
         queue=shared.queue,
         outbox=outbox,
         buttons=buttons,
@@ -153,20 +159,11 @@ def assemble(
         glitchtip_links=settings.glitchtip_links,
         keep_for=settings.retry_max_age,
         clock=clock,
-        escalation=escalation,
-        watcher=watcher,
-        summaries=summaries,
+        follow_ups=[
+            part.follow_up for part in (escalation, watcher, summaries) if part is not None
+        ],
     )
-    renderer = Renderer(
-        words,
-        late_after=settings.late_after,
-        coalesce=settings.coalesce,
-        buttons_at=settings.glitchtip_links if buttons else None,
-        cards=shared.sent.message,
-        zone=ZoneInfo(settings.timezone),
-        on_call=settings.routes.on_call,
-        snooze_events=settings.watching.snooze_events,
-    )
+    renderer = _renderer(settings, shared, words, buttons=buttons)
     jobs = Jobs(
         telegram,
         renderer=renderer,
@@ -185,7 +182,9 @@ def assemble(
     )
 
     held = _held(metrics, summaries)
-    silencing = Silencing(shared.silences, shared.sent, outbox=outbox, held=held, clock=clock)
+    silencing = Silencing(
+        shared.of(SilenceStore), shared.of(SentStore), outbox=outbox, held=held, clock=clock
+    )
     dispatcher = Dispatcher(
         queues=queues,
         jobs=jobs,
@@ -204,11 +203,11 @@ def assemble(
         WebhookAlerts(
             intake=intake,
             renderer=renderer,
-            outgoing=outgoing,
             silencing=silencing,
             jobs=jobs,
             lookups=lookups,
             glitchtip_links=settings.glitchtip_links,
+            buttons=outgoing.buttons,
             clock=clock,
         ),
         settings.routes,
@@ -307,6 +306,24 @@ def _upkeep(
     return Upkeep([outgoing.tidy, silencing.sweep, escalation.fire_due, *posts], leads=leads)
 
 
+def _renderer(settings: Settings, shared: Spool, words: Words, *, buttons: bool) -> Renderer:
+    """What every job writes, made when it is sent: with the capabilities' shapes of alert,
+    their notes, and the cards' edits."""
+    return Renderer(
+        words,
+        late_after=settings.late_after,
+        coalesce=settings.coalesce,
+        buttons_at=settings.glitchtip_links if buttons else None,
+        edits=card_edits(
+            shared.of(SentStore).message, snooze_events=settings.watching.snooze_events
+        ),
+        zone=ZoneInfo(settings.timezone),
+        on_call=settings.routes.on_call,
+        shapes=SHAPES,
+        notes=NOTES,
+    )
+
+
 def _issue_lookups(
     settings: Settings, metrics: Metrics, shared: Spool, clock: Clock
 ) -> IssueLookups | None:
@@ -316,7 +333,7 @@ def _issue_lookups(
         return None
     api = GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT)
     return IssueLookups(
-        _with_hours(api.details, shared.watched, clock),
+        _with_hours(api.details, shared.of(WatchStore), clock),
         budget=settings.details_budget,
         count=metrics.glitchtip_lookup,
         health=shared.glitchtip_health,
@@ -349,7 +366,8 @@ def _health_and_metrics(
         health = Health(MemoryHealthStore(), queues=queues, probe_interval=probe_interval)
         return health, Metrics(SpoolGauges(None, health))
     health = Health(spool.health, queues=queues, probe_interval=probe_interval)
-    metrics = Metrics(SpoolGauges(spool.admin, health, spool.silences))
+    metrics = Metrics(SpoolGauges(spool.admin, health))
+    metrics.add_gauges(SilenceGauges(spool.of(SilenceStore)))
     if local is not None:
         metrics.add_gauges(LocalSpoolGauge(local.spool.admin))
     spool.count_lock_waits(metrics.lock_wait)

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from relay_app import Relay
-from relay_app.acting.watcher import Round
+from relay_app.cards.card import SentMessage
+from relay_app.cards.sent import SentStore
 from relay_app.core.errors import PermanentDeliveryError, RateLimited
 from relay_app.core.outcomes import Outcome
 from relay_app.core.routing import Destination
-from relay_app.message.cards import SentMessage
 from relay_app.message.formatting import Message, message_for
-from relay_app.spool.sent import SentStore
 from relay_app.telegram.courier import Sent
+from relay_app.watch.watcher import Round
 from relay_app.words import ENGLISH
 from tests.conftest import DESTINATION, FakeTime, run_background
 from tests.payloads import issue, issue_alert
@@ -236,13 +236,13 @@ class Chat:
         relay = built(telegram, **{"details_budget": None, **settings, **overrides})
         assert relay.spool is not None
         for card in cards:
-            relay.spool.sent.keep(card, [])
+            relay.spool.of(SentStore).keep(card, [])
         return cls(relay, telegram, clock)
 
     @property
     def store(self) -> SentStore:
         assert self.relay.spool is not None
-        return self.relay.spool.sent
+        return self.relay.spool.of(SentStore)
 
     def update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates, as the poller or the webhook hands it on."""

@@ -1,11 +1,11 @@
-"""A card: the buttons under an alert and the message as presses change it (message/cards.py)."""
+"""A card: the buttons under an alert and the message as presses change it (cards/card.py)."""
 
 from __future__ import annotations
 
 import html
 from dataclasses import replace
 
-from relay_app.message.cards import (
+from relay_app.cards.card import (
     MAX_ISSUES_WITH_BUTTONS,
     IssueButton,
     SentMessage,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from relay_app.cli import main
 from relay_app.operating.chats import seen_chats
-from relay_app.operating.cli import main
 from tests.e2e.relay_process import free_port
 from tests.fake_telegram import BOT, TOKEN, FakeTelegram, running_fake_telegram
 

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from relay_app.acting.updates import fingerprint, telegram_secret_token
+from relay_app.cli import main
 from relay_app.core.logs import REDACTED, redact, redacted_url
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import format_alert
 from relay_app.message.spans import visible_length
-from relay_app.operating.cli import main
 from relay_app.spool import open_spool
 from relay_app.spool.legacy_sqlite import STEPS
+from relay_app.telegram.updates_webhook import fingerprint, telegram_secret_token
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import put_in_spool
 from tests.e2e.relay_process import free_port

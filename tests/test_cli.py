@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from relay_app.cli import main
 from relay_app.core.logs import redacted_url
-from relay_app.operating.cli import main, parse_duration
+from relay_app.operating.cli import parse_duration
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase

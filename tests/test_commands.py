@@ -1,4 +1,4 @@
-"""The chat's commands (acting/commands.py): /issues, /oncall, /silences and /status answered
+"""The chat's commands (chat/commands.py): /issues, /oncall, /silences and /status answered
 with a reply under the command, in the chats the relay serves only, once per update; a command
 for another bot left to it. The relay as a whole against the scripted Telegram, on the test's
 clock."""
@@ -14,11 +14,17 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from relay_app import Relay
-from relay_app.acting.commands import Command, Commands, described
+from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.cards.sent import SentStore
+from relay_app.chat.commands import Command, Commands
 from relay_app.core.routing import Destination
-from relay_app.message.cards import IssueButton, SentMessage, callback_data
+from relay_app.oncall.command import oncall_command
+from relay_app.operating.config import Settings
+from relay_app.parts import bot_commands
 from relay_app.routes import parse_routes
-from relay_app.spool.watched import Seen, Watched
+from relay_app.spool import open_memory
+from relay_app.telegram.bot_commands import described
+from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, MESSAGE, PAYLOAD, Chat, alone
@@ -57,7 +63,7 @@ def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
     )
     chat = Chat.of(built, fake_time, routes=routes)
     assert chat.relay.spool is not None
-    watched = chat.relay.spool.watched
+    watched = chat.relay.spool.of(WatchStore)
     watched.watch(
         [
             Watched("1", "acme", alone(1, "Quiet one"), CHAT, None),
@@ -116,7 +122,7 @@ def test_oncall_silences_and_status_tell_what_the_relay_knows(chat: Chat) -> Non
     card = SentMessage(
         CHAT, 41, "<b>alert</b>", NOW, buttons=(IssueButton("k", "2", GLITCHTIP, "BACKEND-2A"),)
     )
-    chat.relay.spool.sent.keep(card, [])
+    chat.relay.spool.of(SentStore).keep(card, [])
     press = {
         "update_id": 6,
         "callback_query": {
@@ -151,15 +157,11 @@ def test_a_command_for_another_bot_is_left_to_it_and_an_unknown_one_goes_on() ->
             return True
 
     commands = Commands(
+        commands=[oncall_command({}, ZoneInfo("UTC"))],
         served={CHAT},
         first_time=lambda keys: True,
         answering=Answering(),  # type: ignore[arg-type]
-        watched=None,  # type: ignore[arg-type]
-        silences=None,  # type: ignore[arg-type]
-        rotations={},
-        status=lambda words: None,  # type: ignore[arg-type, return-value]
         words=ENGLISH,
-        zone=ZoneInfo("UTC"),
         bot_username=lambda: "relay_bot",
     )
     mine, theirs = Command.of(command("/oncall@Relay_Bot", 1)), Command.of(command("/oncall@x", 2))
@@ -174,10 +176,17 @@ def test_a_command_for_another_bot_is_left_to_it_and_an_unknown_one_goes_on() ->
     assert Command.of({"update_id": 4, "message": {"text": "issues", "chat": {"id": 1}}}) is None
 
 
-def test_the_commands_are_described_in_the_relays_language() -> None:
-    assert [c["command"] for c in described(RUSSIAN)] == ["issues", "oncall", "silences", "status"]
-    assert described(RUSSIAN)[0]["description"] == RUSSIAN.command_issues
-    pairs = zip(described(RUSSIAN), described(ENGLISH), strict=True)
+def test_the_commands_are_described_in_the_relays_language(settings: Settings) -> None:
+    commands = bot_commands(settings, open_memory())
+    listed = described(commands, RUSSIAN)
+    assert [c["command"] for c in listed] == ["issues", "oncall", "silences", "status"]
+    assert [c["description"] for c in listed] == [
+        RUSSIAN.command_issues,
+        RUSSIAN.command_oncall,
+        RUSSIAN.command_silences,
+        RUSSIAN.command_status,
+    ]
+    pairs = zip(listed, described(commands, ENGLISH), strict=True)
     assert all(ru["description"] != en["description"] for ru, en in pairs)
 
 

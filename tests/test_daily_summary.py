@@ -1,4 +1,4 @@
-"""The daily summary (acting/daily_summary.py): a route's `summary = "09:00"` posts once a day at
+"""The daily summary (summaries/daily.py): a route's `summary = "09:00"` posts once a day at
 that time in its zone, for the whole fleet, what happened in its chat since the last one: new,
 escalating and regressed issues, those still unresolved with their events and sparklines (most
 events first), who has which, and the alerts delivered, digested and held. The relay as a whole
@@ -15,12 +15,13 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from relay_app import Relay
+from relay_app.cards.card import IssueButton, SentMessage
+from relay_app.cards.sent import SentStore
+from relay_app.cli import main
 from relay_app.core.routing import Destination
-from relay_app.message.cards import IssueButton, SentMessage
-from relay_app.operating.cli import main
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.routes.summary_time import SummaryAt
-from relay_app.spool.watched import Seen, Watched
+from relay_app.watch.store import Seen, Watched, WatchStore
 from tests.conftest import FakeTime, run_background
 from tests.in_process import GLITCHTIP, GT_TOKEN, ScriptedTelegram, alone
 from tests.prometheus import parse, value
@@ -61,7 +62,7 @@ def test_a_summary_says_what_happened_and_what_is_still_open_once_a_day(
     made, telegram = relay
     assert made.spool is not None
     assert made.summaries is not None
-    watched = made.spool.watched
+    watched = made.spool.of(WatchStore)
     # Alerted yesterday and still open, the busiest; alerted just now (new); resolved.
     fake_time.now = BEFORE - 86400
     watched.watch([Watched("1", "acme", alone(1, "Old and busy"), CHAT, None)], now=fake_time.now)
@@ -82,8 +83,10 @@ def test_a_summary_says_what_happened_and_what_is_still_open_once_a_day(
         now=BEFORE,
     )
     button = IssueButton("k1", "1", GLITCHTIP, "BACKEND-1A")
-    made.spool.sent.keep(SentMessage(CHAT, 41, "<b>alert</b>", BEFORE, buttons=(button,)), [])
-    assert made.spool.sent.take("k1", by="@ada", at=BEFORE)  # On it
+    made.spool.of(SentStore).keep(
+        SentMessage(CHAT, 41, "<b>alert</b>", BEFORE, buttons=(button,)), []
+    )
+    assert made.spool.of(SentStore).take("k1", by="@ada", at=BEFORE)  # On it
     made.summaries.delivered(Destination(int(CHAT)), 3)  # a digest of three
     made.summaries.delivered(Destination(int(CHAT)), 1)
     made.summaries.held(Destination(int(CHAT)))
@@ -148,8 +151,10 @@ def test_relay_app_summary_prints_it_now_and_send_queues_it(
 ) -> None:
     made, _ = relay
     assert made.spool is not None
-    made.spool.watched.watch([Watched("1", "acme", alone(1, "Busy"), CHAT, None)], now=BEFORE)
-    made.spool.watched.seen({"1": Seen("unresolved", 12, (0,) * 24)}, now=BEFORE)
+    made.spool.of(WatchStore).watch(
+        [Watched("1", "acme", alone(1, "Busy"), CHAT, None)], now=BEFORE
+    )
+    made.spool.of(WatchStore).seen({"1": Seen("unresolved", 12, (0,) * 24)}, now=BEFORE)
     routes = tmp_path / "routes.toml"
     routes.write_text(ROUTES)
     environ = {

@@ -15,12 +15,13 @@ import pytest
 import responses
 
 from relay_app import Relay
-from relay_app.message.cards import IssueButton, SentMessage, callback_data
-from relay_app.operating.cli import main
+from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.cards.sent import SentStore
+from relay_app.cli import main
+from relay_app.oncall.steps_store import EscalationStore, Fired
 from relay_app.routes import RoutesError, parse_routes
-from relay_app.routes.escalate import Step
+from relay_app.routes.steps import Step
 from relay_app.spool import on_store
-from relay_app.spool.escalations import EscalationStore, Fired
 from relay_app.spool.store import Store
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, Chat
@@ -45,7 +46,7 @@ def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
     fake_time.now = SENT_AT + 240
     chat = Chat.of(built, fake_time, SENT)
     assert chat.relay.spool is not None
-    chat.relay.spool.escalations.plan(CHAT, 7, 41, SENT_AT, [LEAD, CTO])
+    chat.relay.spool.of(EscalationStore).plan(CHAT, 7, 41, SENT_AT, [LEAD, CTO])
     return chat
 
 
@@ -122,8 +123,8 @@ def test_a_step_fires_once_across_relays_and_an_act_found_at_its_time_stops_it(
     assert [json.loads(row["data"])["say"]["values"]["people"] for row in replies] == ["@lead"]
     # The card was acted on (On it, by another relay's press) before the second step's time.
     spool = on_store(two_stores[1])
-    spool.sent.keep(SENT, [])
-    assert spool.sent.take("the-key", by="@ada", at=SENT_AT + 700)
+    spool.of(SentStore).keep(SENT, [])
+    assert spool.of(SentStore).take("the-key", by="@ada", at=SENT_AT + 700)
     assert second.fire_due(now=SENT_AT + 1800) == Fired(0, 1)
 
 

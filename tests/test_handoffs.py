@@ -1,4 +1,4 @@
-"""On-call handoffs said in the chat (acting/handoffs.py): a rotation with `announce = true`
+"""On-call handoffs said in the chat (oncall/handoffs.py): a rotation with `announce = true`
 posts, at each handoff, who is on call now and until when, where the routes that name it send;
 once for the whole fleet, never at a relay's start, in the chat's language. The relay's spool
 and dispatcher against the scripted Telegram, on the test's clock."""
@@ -12,11 +12,12 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from relay_app import Relay
-from relay_app.acting.handoffs import Handoffs
 from relay_app.core.routing import Destination
+from relay_app.oncall.handoffs import Handoffs
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.routes.table import RouteTable
 from relay_app.spool import open_spool
+from relay_app.summaries.store import SummaryStore
 from tests.conftest import FakeTime, run_background
 from tests.in_process import ScriptedTelegram
 
@@ -53,10 +54,10 @@ mention = ["oncall:payments"]
 
 
 def handoffs(table: RouteTable, built: Relay, clock: FakeTime) -> Handoffs:
-    """As the relay makes them (web/chat_parts.handoffs_for), on the relay's spool."""
+    """As the relay makes them (relay_app/parts.py, handoffs_for), on the relay's spool."""
     assert built.spool is not None
     default = Destination(int(CHAT), 77)
-    return Handoffs(table.handoffs(default), built.spool.summaries, zone=MOSCOW, clock=clock)
+    return Handoffs(table.handoffs(default), built.spool.of(SummaryStore), zone=MOSCOW, clock=clock)
 
 
 @pytest.fixture
@@ -127,7 +128,7 @@ def test_the_fleet_says_a_handoff_once_and_a_relay_down_through_handoffs_says_on
     try:
         other = Handoffs(
             table.handoffs(Destination(int(CHAT), 77)),
-            other_spool.summaries,
+            other_spool.of(SummaryStore),
             zone=MOSCOW,
             clock=fake_time,
         )

@@ -1,4 +1,4 @@
-"""Cards in step with GlitchTip (acting/in_step.py): an issue resolved, ignored or reopened in
+"""Cards in step with GlitchTip (watch/in_step.py): an issue resolved, ignored or reopened in
 GlitchTip's UI, seen by the watcher's round, changes every card that shows it (the status line
 and the buttons that fit), through the one path to the chat; a press in the chat is never
 undone by an answer GlitchTip gave before it. The relay as a whole against the scripted
@@ -13,10 +13,11 @@ import pytest
 import responses
 
 from relay_app import Relay
-from relay_app.acting.in_step import SETTLE
-from relay_app.message.cards import IssueButton, SentMessage, callback_data
-from relay_app.routes.escalate import Step
-from relay_app.spool.watched import Watched
+from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.oncall.steps_store import EscalationStore
+from relay_app.routes.steps import Step
+from relay_app.watch.in_step import SETTLE
+from relay_app.watch.store import Watched, WatchStore
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, Chat
 from tests.in_process import press_by_ada as press
@@ -50,7 +51,7 @@ def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
         card(42, ("4", "BACKEND-4A"), ("5", "BACKEND-5A")),
     )
     assert chat.relay.spool is not None
-    chat.relay.spool.watched.watch(
+    chat.relay.spool.of(WatchStore).watch(
         [Watched(n, "acme", {"attachments": [issue(int(n))]}, CHAT, None) for n in ("4", "5")],
         now=fake_time.now,
     )
@@ -137,7 +138,7 @@ def test_closed_in_glitchtip_stops_the_alerts_escalation(
     chat: Chat, glitchtip: responses.RequestsMock
 ) -> None:
     assert chat.relay.spool is not None
-    chat.relay.spool.escalations.plan(CHAT, None, 41, SENT_AT, [Step(600.0, ("@lead",))])
+    chat.relay.spool.of(EscalationStore).plan(CHAT, None, 41, SENT_AT, [Step(600.0, ("@lead",))])
     glitchtip_says(glitchtip, **{"4": "ignored", "5": "unresolved"})
     assert chat.watcher_round(SENT_AT + 300).in_step == 2
     assert chat.relay.escalation is not None

@@ -1,6 +1,6 @@
-from relay_app.acting.presses import Press
-from relay_app.acting.replies import Reply
-from relay_app.acting.team import Written
+from relay_app.chat.presses import Press
+from relay_app.chat.replies import Reply
+from relay_app.chat.team import Written
 from relay_app.core.json_values import json_int, json_object, json_objects
 
 

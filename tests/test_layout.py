@@ -1,5 +1,6 @@
-"""The package's shape, as the design says it: modules grouped by role into layers, each
-importing only from its own layer and those below it, without cycles; at most two module-level
+"""The package's shape, as the design says it (docs/development.md): the core's packages in
+layers, the capabilities above them all, each module importing only from its own layer and those
+below it, without cycles, so the core imports no capability; at most two module-level
 objects that hold state; at most three functions of radon rank C (closures ranked as the
 functions they are), none worse; a relay on a file loads no PostgreSQL driver. How long the
 modules are, and how many functions sit near a rank's edge, is a report (bench/house.py), not a
@@ -26,8 +27,8 @@ from radon.visitors import Function
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "relay_app"
-# Bottom first. The app's wiring (relay_app/__init__.py) sits above them all.
-LAYERS = [
+# The core, bottom first: what every capability stands on, knowing none of them.
+CORE = [
     "core",
     "words",
     "glitchtip",
@@ -36,10 +37,16 @@ LAYERS = [
     "telegram",
     "spool",
     "delivery",
-    "acting",
+    "intake",
     "operating",
-    "web",
 ]
+# One layer: each registers what it adds when the relay is assembled; one may use another's
+# parts (a press mutes), never in a cycle.
+CAPABILITIES = ["cards", "silences", "snoozes", "oncall", "watch", "summaries", "chat"]
+# Above them: the relay's HTTP server. The wiring (relay_app/__init__.py, cli.py,
+# capabilities.py) sits above them all.
+TOP = ["web"]
+LAYERS = [*CORE, "capabilities", *TOP]
 MAX_STATEFUL_MODULE_OBJECTS = 2
 MAX_RANK_C = 3
 # Values that hold no state of their own: what a module may keep at its top level freely.
@@ -98,11 +105,17 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
+def is_wiring(name: str) -> bool:
+    """The package's own modules (relay_app/__init__.py, cli.py, capabilities.py)."""
+    parts = name.split(".")
+    return len(parts) == 1 or (len(parts) == 2 and (PACKAGE / f"{parts[1]}.py").is_file())
+
+
 def layer_of(name: str) -> int:
     parts = name.split(".")
-    if len(parts) == 1:
-        return len(LAYERS)  # the wiring
-    return LAYERS.index(parts[1])
+    if is_wiring(name):
+        return len(LAYERS)
+    return LAYERS.index("capabilities" if parts[1] in CAPABILITIES else parts[1])
 
 
 def graph() -> dict[str, set[str]]:
@@ -111,7 +124,11 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_every_module_sits_in_a_layer_of_the_design() -> None:
-    strays = [name for name in modules() if "." in name and name.split(".")[1] not in LAYERS]
+    strays = [
+        name
+        for name in modules()
+        if not is_wiring(name) and name.split(".")[1] not in [*CORE, *CAPABILITIES, *TOP]
+    ]
     assert strays == []
 
 
@@ -289,7 +306,7 @@ def test_a_relay_on_a_file_does_not_load_the_postgresql_driver(tmp_path: Path) -
         "RELAY_SPOOL_PATH": str(tmp_path / "spool.sqlite3"),
     }
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, wsgi, relay_app.operating.cli; print(*sys.modules)"],
+        [sys.executable, "-c", "import sys, wsgi, relay_app.cli; print(*sys.modules)"],
         cwd=ROOT,
         env=environ,
         capture_output=True,
@@ -297,5 +314,5 @@ def test_a_relay_on_a_file_does_not_load_the_postgresql_driver(tmp_path: Path) -
         timeout=60,
         check=True,
     ).stdout.split()
-    assert "relay_app.operating.cli" in loaded
+    assert "relay_app.cli" in loaded
     assert [name for name in loaded if name.split(".")[0] in ("psycopg", "psycopg_pool")] == []

@@ -1,7 +1,7 @@
-"""Links answered (acting/links.py): a link to a GlitchTip issue pasted in a chat the relay
+"""Links answered (chat/links.py): a link to a GlitchTip issue pasted in a chat the relay
 serves gets that issue's card with its buttons, in reply, once per issue per chat in 10
 minutes, each linked issue a card of its own; a link elsewhere, in a chat the relay does not
-serve, or in a comment on an alert gets nothing. A chat sees its own issues (acting/scope.py):
+serve, or in a comment on an alert gets nothing. A chat sees its own issues (chat/scope.py):
 an issue of another organization, one the path's organization does not hold, or one the
 routes send elsewhere gets one short word and no card. The look-ups run off the thread that
 reads the updates. The relay as a whole against the scripted Telegram, GlitchTip's HTTP layer
@@ -18,10 +18,11 @@ import responses
 from requests import PreparedRequest
 
 from relay_app import Relay
-from relay_app.acting.links import LINK_WINDOW, linked_issue
-from relay_app.message.cards import IssueButton, SentMessage, callback_data
+from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.cards.sent import SentStore
+from relay_app.chat.links import LINK_WINDOW, linked_issue
 from relay_app.routes import parse_routes
-from relay_app.spool.watched import Watched
+from relay_app.watch.store import Watched, WatchStore
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat, alone
 from tests.prometheus import parse, value
@@ -86,7 +87,7 @@ def message(
 def alerted_on(chat: Chat, number: int, where: str = CHAT, org: str = "acme") -> None:
     """The relay alerted on issue `number` in `where`: the watcher keeps it."""
     assert chat.relay.spool is not None
-    chat.relay.spool.watched.watch(
+    chat.relay.spool.of(WatchStore).watch(
         [Watched(str(number), org, alone(number, "Seen"), where, None)], now=NOW
     )
 
@@ -132,7 +133,7 @@ def test_a_link_to_an_issue_gets_its_card_with_buttons_in_reply(
         f"{GLITCHTIP}/api/0/issues/4/events/latest/",
     ]
     assert chat.relay.spool is not None
-    kept = chat.relay.spool.sent.message(CHAT, 1)
+    kept = chat.relay.spool.of(SentStore).message(CHAT, 1)
     assert kept is not None
     assert [(b.issue_id, b.label) for b in kept.buttons] == [("4", "BACKEND-4A")]
 

@@ -15,9 +15,9 @@ import requests
 import responses
 
 from relay_app import Relay
-from relay_app.acting.notices import glitchtip_notice, operator_fix
-from relay_app.acting.presses import Presses
-from relay_app.acting.team import Team
+from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.chat.presses import Presses
+from relay_app.chat.team import Team
 from relay_app.core.errors import (
     GlitchTipError,
     GlitchTipIssueGone,
@@ -30,7 +30,7 @@ from relay_app.core.errors import (
 from relay_app.core.logs import configure_logging
 from relay_app.delivery.outbox import Outbox
 from relay_app.glitchtip.api import MAX_ANSWER_BYTES, GlitchTipApi
-from relay_app.message.cards import IssueButton, SentMessage, callback_data
+from relay_app.glitchtip.notices import glitchtip_notice, operator_fix
 from relay_app.words import ENGLISH
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, GT_TOKEN, Chat, LimitedTelegram, ScriptedTelegram

@@ -1,4 +1,4 @@
-"""A reply in the chat becomes a comment on its issue (acting/replies.py), with GlitchTip's API
+"""A reply in the chat becomes a comment on its issue (chat/replies.py), with GlitchTip's API
 mocked by `responses` as the reference says it answers (201; 400 "Issue does not exist"; 403
 "Permission denied"): the relay as a whole against the scripted Telegram, its reactions and
 replies jobs in the spool, sent in the chat's turn."""
@@ -14,7 +14,7 @@ import pytest
 import responses
 
 from relay_app import Relay
-from relay_app.message.cards import IssueButton, SentMessage
+from relay_app.cards.card import IssueButton, SentMessage
 from tests.conftest import TOKEN, FakeTime
 from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram
 from tests.prometheus import parse, value

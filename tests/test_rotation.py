@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from relay_app.cli import main
 from relay_app.core.routing import Destination
 from relay_app.delivery.render import Renderer, ReplyUnder, Send
-from relay_app.operating.cli import main
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.spool import Precedence, open_memory
 from relay_app.words import ENGLISH, Said

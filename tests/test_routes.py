@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from relay_app.cli import main
 from relay_app.core.routing import Destination
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.digest import compose
 from relay_app.message.formatting import format_alert, with_mentions
-from relay_app.operating.cli import main
 from relay_app.operating.config import ConfigError, Settings
 from relay_app.operating.routes_file import IN_FORCE, put_in_force, routes_from_env
 from relay_app.routes import RoutesError, RouteTable, parse_routes, read_routes, split

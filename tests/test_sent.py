@@ -1,4 +1,4 @@
-"""What the relay keeps about the messages it may change later (spool/sent.py) and who reads
+"""What the relay keeps about the messages it may change later (cards/sent.py) and who reads
 Telegram's updates (spool/poller.py), in both spools: the SQLite file and PostgreSQL."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from relay_app.message.cards import IssueButton, SentMessage
+from relay_app.cards.card import IssueButton, SentMessage
+from relay_app.cards.sent import Outage, SentStore
 from relay_app.spool import Holder, this_process
 from relay_app.spool.database import Database
 from relay_app.spool.poller import PollerLease, SpoolPollerLease
 from relay_app.spool.postgres import PgDatabase
-from relay_app.spool.sent import Outage, SentStore
 from tests.old_spools import old_postgres, old_sqlite
 
 NOW = 1_800_000_000.0

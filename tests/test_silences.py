@@ -1,4 +1,4 @@
-"""Silences (spool/silences.py, acting/silencing.py, message/matching.py, `relay-app silence`):
+"""Silences (silences/store.py, silences/silencing.py, silences/matching.py, `relay-app silence`):
 what they hold back and from which chat, that what they hold is kept and counted, and that the
 one summary of it is queued once, whichever process ends the silence, in both spools."""
 
@@ -15,15 +15,19 @@ from pathlib import Path
 import pytest
 
 from relay_app import Relay
-from relay_app.acting.silencing import Silencing
+from relay_app.capabilities import SHAPES
+from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.cards.sent import SentStore
+from relay_app.cli import main
 from relay_app.core.routing import Destination
 from relay_app.delivery.outbox import Outbox
 from relay_app.delivery.render import Renderer
-from relay_app.message.cards import IssueButton, SentMessage, callback_data
 from relay_app.message.formatting import Message, message_for
-from relay_app.message.matching import Matchers, matches
-from relay_app.operating.cli import main
-from relay_app.spool import Job, Spool, on_store, silences
+from relay_app.silences import store as silences
+from relay_app.silences.matching import Matchers, matches
+from relay_app.silences.silencing import Silencing
+from relay_app.silences.store import SilenceStore
+from relay_app.spool import Job, Spool, on_store
 from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase
 from relay_app.words import ENGLISH
@@ -58,13 +62,16 @@ def spool(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Spool]:
 
 def silencing(spool: Spool, clock: FakeTime) -> Silencing:
     return Silencing(
-        spool.silences, spool.sent, outbox=Outbox(spool.queue, clock=clock), clock=clock
+        spool.of(SilenceStore),
+        spool.of(SentStore),
+        outbox=Outbox(spool.queue, clock=clock),
+        clock=clock,
     )
 
 
 def text_of(job: Job) -> str:
     """The summary as the relay renders it when it sends it, in English."""
-    return Renderer(ENGLISH, late_after=3600.0).alert(job).text
+    return Renderer(ENGLISH, late_after=3600.0, shapes=SHAPES).alert(job).text
 
 
 def test_matchers_hold_an_issue_alert_only_when_every_issue_matches() -> None:
@@ -89,7 +96,7 @@ def test_a_silence_holds_its_chats_alerts_counts_them_and_ends_with_one_summary(
     spool: Spool, fake_time: FakeTime
 ) -> None:
     quiet = silencing(spool, fake_time)
-    silence = spool.silences.add(
+    silence = spool.of(SilenceStore).add(
         CHAT, Matchers(issue="4"), by="@ada", comment="on it", seconds=3600, now=fake_time()
     )
     assert (held := quiet.hold(alert(4), HERE)) is not None
@@ -99,7 +106,7 @@ def test_a_silence_holds_its_chats_alerts_counts_them_and_ends_with_one_summary(
     assert held.id == silence.id
     assert quiet.hold(alert(5), HERE) is None  # another issue goes
     assert quiet.hold(alert(4), ELSEWHERE) is None  # another chat is not silenced
-    assert spool.silences.tally(now=fake_time()) == (1, 2)
+    assert spool.of(SilenceStore).tally(now=fake_time()) == (1, 2)
     assert spool.queue.pending() == 0  # held, not queued
 
     fake_time.now += 30
@@ -116,7 +123,7 @@ def test_a_silence_holds_its_chats_alerts_counts_them_and_ends_with_one_summary(
     assert text.endswith(" ×2")
     assert quiet.end(silence.id, by="@bob") is None  # once
     assert quiet.hold(alert(4), HERE) is None  # over: it goes
-    assert spool.silences.tally(now=fake_time()) == (0, 0)
+    assert spool.of(SilenceStore).tally(now=fake_time()) == (0, 0)
 
 
 def test_a_silence_keeps_a_bounded_number_of_held_alerts_and_counts_the_rest(
@@ -124,12 +131,12 @@ def test_a_silence_keeps_a_bounded_number_of_held_alerts_and_counts_the_rest(
 ) -> None:
     monkeypatch.setattr(silences, "MAX_KEPT_HELD", 3)
     quiet = silencing(spool, fake_time)
-    silence = spool.silences.add(
+    silence = spool.of(SilenceStore).add(
         CHAT, Matchers(project="backend"), by="@ada", comment="", seconds=3600, now=fake_time()
     )
     for number in range(1, 6):
         assert quiet.hold(alert(number), HERE) is not None
-    assert spool.silences.tally(now=fake_time()) == (1, 5)
+    assert spool.of(SilenceStore).tally(now=fake_time()) == (1, 5)
     ended = quiet.end(silence.id, by="@bob")
     assert ended is not None
     assert ended.held == 5
@@ -147,7 +154,7 @@ def test_a_silence_keeps_a_bounded_number_of_held_alerts_and_counts_the_rest(
 def test_a_silence_that_ran_out_is_ended_by_whichever_process_sweeps_first(
     spool: Spool, fake_time: FakeTime
 ) -> None:
-    silence = spool.silences.add(
+    silence = spool.of(SilenceStore).add(
         CHAT, Matchers(project="backend"), by="ops", comment="deploy", seconds=600, now=fake_time()
     )
     silencing(spool, fake_time).hold(alert(4), HERE)
@@ -161,7 +168,7 @@ def test_a_silence_that_ran_out_is_ended_by_whichever_process_sweeps_first(
     [summary] = spool.admin.alerts("pending")
     assert "🔊 Silence over (project backend, " in text_of(summary)
     assert "1 alert held meanwhile" in text_of(summary)
-    [ended] = spool.silences.listed(now=fake_time(), ended_too=True)
+    [ended] = spool.of(SilenceStore).listed(now=fake_time(), ended_too=True)
     assert ended.id == silence.id
     assert ended.ended_at == pytest.approx(silence.ends_at)  # when it ran out, not when seen
     assert ended.ended_by is None
@@ -170,7 +177,7 @@ def test_a_silence_that_ran_out_is_ended_by_whichever_process_sweeps_first(
 def test_a_silence_that_held_nothing_ends_without_a_message(
     spool: Spool, fake_time: FakeTime
 ) -> None:
-    silence = spool.silences.add(
+    silence = spool.of(SilenceStore).add(
         CHAT, Matchers(issue="4"), by="@ada", comment="", seconds=60, now=fake_time()
     )
     ended = silencing(spool, fake_time).end(silence.id, by="@ada")
@@ -229,7 +236,7 @@ def test_a_summary_a_tool_queues_is_made_in_the_chats_language_when_it_is_sent(
     chat = Chat.of(built, fake_time, spool_path=path, language="ru")
     assert chat.relay.spool is not None
     assert chat.relay.silencing is not None
-    chat.relay.spool.silences.add(
+    chat.relay.spool.of(SilenceStore).add(
         CHAT, Matchers(issue="4"), by="@ada", comment="", seconds=3600, now=fake_time()
     )
     assert chat.relay.silencing.hold(alert(4), HERE) is not None
@@ -409,9 +416,13 @@ def test_twenty_mute_presses_at_once_make_one_silence_and_unmute_ends_it(
         42: IssueButton("card-42", "4", "https://gt.example.org", "BACKEND-4A"),  # again
     }
     for message_id, button in buttons.items():
-        first.sent.keep(SentMessage(CHAT, message_id, "<b>alert</b>", 0.0, buttons=(button,)), [])
+        first.of(SentStore).keep(
+            SentMessage(CHAT, message_id, "<b>alert</b>", 0.0, buttons=(button,)), []
+        )
     elsewhere = IssueButton("card-43", "4", "https://gt.example.org", "BACKEND-4A")
-    first.sent.keep(SentMessage(str(ELSEWHERE.chat), 43, "<b>x</b>", 0.0, buttons=(elsewhere,)), [])
+    first.of(SentStore).keep(
+        SentMessage(str(ELSEWHERE.chat), 43, "<b>x</b>", 0.0, buttons=(elsewhere,)), []
+    )
     fleet = [silencing(spools(), fake_time) for _ in range(20)]
     start = threading.Barrier(len(fleet))
 
@@ -423,15 +434,15 @@ def test_twenty_mute_presses_at_once_make_one_silence_and_unmute_ends_it(
     with ThreadPoolExecutor(len(fleet)) as pool:
         made = set(pool.map(mute, enumerate(fleet)))
     assert len(made) == 1  # one silence, whoever pressed on whichever card
-    [silence] = first.silences.active(CHAT, now=fake_time())
+    [silence] = first.of(SilenceStore).active(CHAT, now=fake_time())
     assert silence.id in made
-    assert first.silences.active(str(ELSEWHERE.chat), now=fake_time()) == []
-    shown = [first.sent.message(CHAT, message_id) for message_id in buttons]
+    assert first.of(SilenceStore).active(str(ELSEWHERE.chat), now=fake_time()) == []
+    shown = [first.of(SentStore).message(CHAT, message_id) for message_id in buttons]
     assert [m.buttons[0].silence_id for m in shown if m is not None] == [silence.id] * 2
     # Unmute on either card ends it: the issue's next alert goes.
     [button] = shown[1].buttons if shown[1] is not None else ()
     assert fleet[0].unmute(CHAT, button, by="@ada")
-    assert first.silences.active(CHAT, now=fake_time()) == []
+    assert first.of(SilenceStore).active(CHAT, now=fake_time()) == []
     assert fleet[0].hold(alert(4), HERE) is None
 
 
@@ -440,7 +451,7 @@ def test_unmute_ends_every_silence_mute_made_of_the_issue_in_the_chat(
 ) -> None:
     # Two, as an older relay made of presses at once; one the command line made stays.
     for _ in range(2):
-        spool.silences.add(
+        spool.of(SilenceStore).add(
             CHAT,
             Matchers(issue="4"),
             by="@ada",
@@ -448,10 +459,10 @@ def test_unmute_ends_every_silence_mute_made_of_the_issue_in_the_chat(
             seconds=3600,
             now=fake_time(),
         )
-    kept = spool.silences.add(
+    kept = spool.of(SilenceStore).add(
         CHAT, Matchers(issue="4"), by="ops", comment="deploy", seconds=3600, now=fake_time()
     )
     button = IssueButton("k", "4", "https://gt.example.org", "BACKEND-4A", silence_id=1)
-    spool.sent.keep(SentMessage(CHAT, 41, "<b>alert</b>", 0.0, buttons=(button,)), [])
+    spool.of(SentStore).keep(SentMessage(CHAT, 41, "<b>alert</b>", 0.0, buttons=(button,)), [])
     assert silencing(spool, fake_time).unmute(CHAT, button, by="@ada")
-    assert [s.id for s in spool.silences.active(CHAT, now=fake_time())] == [kept.id]
+    assert [s.id for s in spool.of(SilenceStore).active(CHAT, now=fake_time())] == [kept.id]

@@ -1,4 +1,4 @@
-"""Ignore with a condition (acting/snoozing.py): Ignore… opens its choices on the card, a timed
+"""Ignore with a condition (snoozes/snoozing.py): Ignore… opens its choices on the card, a timed
 or counted choice ignores the issue in GlitchTip and keeps the snooze in the spool, and the
 watcher's round sets the issue unresolved again when the condition is met, replying under the
 alert once; reopened meanwhile ends it without a word. The relay as a whole against the
@@ -14,10 +14,10 @@ import pytest
 import responses
 
 from relay_app import Relay
-from relay_app.message.cards import IssueButton, SentMessage, callback_data
-from relay_app.spool.snoozes import Snooze, SnoozeStore
+from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.snoozes.store import Snooze, SnoozeStore
 from relay_app.spool.store import Store
-from relay_app.spool.watched import Watched
+from relay_app.watch.store import Watched, WatchStore
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, Chat, press_by_ada
 from tests.payloads import issue
@@ -49,7 +49,7 @@ def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
     chat = Chat.of(built, fake_time, SENT)
     assert chat.relay.spool is not None
     alert = {"attachments": [issue(4)]}
-    chat.relay.spool.watched.watch([Watched("4", "acme", alert, CHAT, THREAD)], now=SENT_AT)
+    chat.relay.spool.of(WatchStore).watch([Watched("4", "acme", alert, CHAT, THREAD)], now=SENT_AT)
     return chat
 
 
@@ -206,7 +206,7 @@ def test_forever_is_glitchtips_own_ignore_and_an_old_cards_ignore_still_works(
     chat.update(press("ignore", 1))  # a card sent before the choices: its Ignore said forever
     assert chat.answered()[-1] == ("Ignored BACKEND-4A in GlitchTip", False)
     assert chat.relay.spool is not None
-    assert chat.relay.spool.snoozes.open(now=PRESSED_AT) == []
+    assert chat.relay.spool.of(SnoozeStore).open(now=PRESSED_AT) == []
 
 
 def test_a_snooze_survives_in_the_spool_and_ends_once_across_relays(
@@ -235,7 +235,7 @@ def test_a_snoozed_issue_comes_back_though_glitchtips_answer_spoils_another_issu
 ) -> None:
     assert chat.relay.spool is not None
     other = {"attachments": [issue(9)]}
-    chat.relay.spool.watched.watch([Watched("9", "acme", other, CHAT, None)], now=SENT_AT)
+    chat.relay.spool.of(WatchStore).watch([Watched("9", "acme", other, CHAT, None)], now=SENT_AT)
     snoozed(chat, glitchtip, "snooze_events", events_then=3)
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "unresolved"})
     states = [

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from relay_app.cli import main
 from relay_app.core.errors import RetryableDeliveryError
-from relay_app.operating.cli import main
 from relay_app.telegram.client import TelegramClient
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 from tests.socks_proxy import SocksProxy, running_socks_proxy

@@ -1,4 +1,4 @@
-"""The watcher of GlitchTip (acting/watcher.py): the issues the relay alerted on, asked about in
+"""The watcher of GlitchTip (watch/watcher.py): the issues the relay alerted on, asked about in
 batches against the fake GlitchTip (states, then hourly counts), the escalating ones posted again
 once a day through the routes, with the word and a sparkline; one round per interval for the
 whole fleet; GlitchTip failing said once, and costing no alert. On the test's clock."""
@@ -14,7 +14,7 @@ import pytest
 from relay_app import Relay
 from relay_app.message.trend import sparkline, trend
 from relay_app.routes import parse_routes
-from relay_app.spool.watched import Watched
+from relay_app.watch.store import Watched, WatchStore
 from tests.conftest import FakeTime, run_background
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip, running_fake_glitchtip
 from tests.in_process import ScriptedTelegram
@@ -116,7 +116,7 @@ def test_a_round_for_a_thousand_issues_takes_a_few_requests(
     assert relay.spool is not None
     for number in range(1, 1001):
         fake.add_issue(number, f"BACKEND-{number}")
-    relay.spool.watched.watch(
+    relay.spool.of(WatchStore).watch(
         [
             Watched(str(n), "acme", {"attachments": [issue(n)]}, "-1001234567890", None)
             for n in range(1, 1001)
@@ -137,7 +137,7 @@ def test_one_round_per_interval_for_the_whole_fleet(
     built: Callable[..., Relay], fake: FakeGlitchTip, fake_time: FakeTime
 ) -> None:
     relays = [relay_for(built, fake, fake_time)[0] for _ in range(3)]
-    stores = [relay.spool.watched for relay in relays if relay.spool is not None]
+    stores = [relay.spool.of(WatchStore) for relay in relays if relay.spool is not None]
     taken = [store.take_round(now=NOW, every=60.0) for store in stores]
     assert taken == [True, False, False]
     assert [store.take_round(now=NOW + 59, every=60.0) for store in stores] == [False] * 3
@@ -228,6 +228,6 @@ def test_an_answer_that_cannot_be_glitchtips_spoils_its_issue_alone_said_once(
     assert relay.spool is not None
     seen = {
         issue.issue_id: issue.events
-        for issue in relay.spool.watched.overview("-1001234567890", now=fake_time())
+        for issue in relay.spool.of(WatchStore).overview("-1001234567890", now=fake_time())
     }
     assert seen["5"] == 3  # what it read of the others is kept

@@ -1,4 +1,4 @@
-"""A webhook's alert taken in (web/webhook_alerts.py): on disk before anything slow, never lost
+"""A webhook's alert taken in (intake/alerts.py): on disk before anything slow, never lost
 to an error of the relay's own, and what strangers get wrong logged once a minute, counted."""
 
 from __future__ import annotations
@@ -151,6 +151,33 @@ def test_an_alert_is_on_disk_while_glitchtip_is_asked_for_its_details(
     assert "first seen" in sent  # and the details, which came within the budget, in it
     assert relay.spool is not None
     assert relay.spool.admin.counts()["pending"] == 0
+
+
+def test_a_webhook_naming_issues_whose_links_are_not_glitchtips_says_so_once(
+    settings: Settings,
+    fake_time: FakeTime,
+    telegram: responses.RequestsMock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    telegram.post(SEND_URL, json=OK)
+    answers_details(telegram, 1)
+    foreign = issue_alert(
+        issue(1, link=f"{GLITCHTIP}/acme/issues/1"),
+        issue(2, link="http://169.254.169.254/latest/issues/2"),  # a webhook may name anything
+        issue(3, link="https://attacker.example/acme/issues/3"),
+    )
+    with (
+        serving(with_glitchtip(settings), fake_time) as (client, _),
+        caplog.at_level(logging.WARNING),
+    ):
+        assert client.post(WEBHOOK, json=foreign).status_code == 200
+        [warning] = [r for r in caplog.records if "not at GlitchTip's address" in r.getMessage()]
+        assert "2 issue(s)" in warning.getMessage()
+        assert "http://169.254.169.254, https://attacker.example" in warning.getMessage()
+        caplog.clear()
+        fake_time.now += 60
+        assert client.post(WEBHOOK, json=alert_about(1)).status_code == 200  # GlitchTip's own
+    assert not [r for r in caplog.records if "not at GlitchTip's address" in r.getMessage()]
 
 
 def test_details_that_cannot_be_kept_do_not_hold_the_alert_back(

@@ -107,7 +107,7 @@ class QueueFull(Exception):
 class GlitchTipError(Exception):
     """GlitchTip's API did not do what a press or a reply asked. The message is for the relay's
     log; `detail` is what GlitchTip said (or where it redirected), for the notice the person
-    in the chat gets (acting/notices.py), in the chat's language."""
+    in the chat gets (glitchtip/notices.py), in the chat's language."""
 
     def __init__(self, message: str, *, detail: str = "", status: int | None = None) -> None:
         super().__init__(message)

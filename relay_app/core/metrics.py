@@ -64,10 +64,10 @@ MissReason = Literal[
     "webhook_secret", "webhook_path", "telegram_secret", "telegram_header", "method", "unknown_path"
 ]
 MISS_REASONS: tuple[MissReason, ...] = get_args(MissReason)
-# What became of a reply in the chat to one of the relay's messages (acting/replies.py).
+# What became of a reply in the chat to one of the relay's messages (chat/replies.py).
 ReplyOutcome = Literal["commented", "asked", "refused", "unknown", "repeated", "failed"]
 REPLY_OUTCOMES: tuple[ReplyOutcome, ...] = get_args(ReplyOutcome)
-# Why a message in a chat was not answered: its budget was spent (acting/answers.py).
+# Why a message in a chat was not answered: its budget was spent (chat/answers.py).
 AnswerRefusal = Literal["person", "chat", "lookups"]
 ANSWER_REFUSALS: tuple[AnswerRefusal, ...] = get_args(AnswerRefusal)
 

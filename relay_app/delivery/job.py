@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 from ..core.errors import (
@@ -44,13 +44,35 @@ Clock = Callable[[], float]
 Plan = TypeVar("Plan", bound="Planned")
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """An alert's message Telegram took (one alert's, or a digest's): what a capability records
+    after it is made from this."""
+
+    sent: Sent
+    jobs: Sequence[Job]
+    destination: Destination
+    at: float
+
+    @property
+    def about(self) -> list[Mapping[str, Any]]:
+        """What each of its jobs is about."""
+        return [job.data for job in self.jobs]
+
+
+# What a capability records after a delivery (its escalation steps, its issues watched, its
+# summary's count), registered when the relay is assembled: a write of the delivery's unit of
+# work, or None.
+FollowUp = Callable[[Delivery], Callable[[Tx], None] | None]
+
+
 class Planned(Protocol):
     @property
     def extras(self) -> Extras: ...
 
 
 class AroundDelivery(Protocol[Plan]):
-    """What the relay does around an alert's delivery, beyond it (acting/outgoing.py, which the
+    """What the relay does around an alert's delivery, beyond it (cards/outgoing.py, which the
     app's wiring gives the jobs): what to send with the message, and what to keep after it,
     written with the delivery when its jobs waited where those records go."""
 

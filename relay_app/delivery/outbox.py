@@ -2,7 +2,7 @@
 spool, so that each keeps the chat's pace and is retried: a card's edit after a press, a mute or
 a recovery; a reply under an alert the team is owed; and the answers to what people typed (a
 reply under their message, a reaction on it, a link's card), which go after everything else
-the chat is owed and of which at most so many wait for a chat (acting/answers.py). Each holds
+the chat is owed and of which at most so many wait for a chat (chat/answers.py). Each holds
 what it is about, and is made text when it is sent (render.py).
 
 Which calls stay direct, and why: answering a press (answerCallbackQuery) must happen within
@@ -105,7 +105,7 @@ class Outbox:
         *,
         most_waiting: int,
     ) -> bool:
-        """An issue's card in reply to the message that linked to it (acting/links.py): an
+        """An issue's card in reply to the message that linked to it (chat/links.py): an
         alert's message and buttons, alone (never in a digest), in the message's own lane,
         paced with the chat's writes after all of them. As `answer`."""
         card = {"link_card": dict(about)}

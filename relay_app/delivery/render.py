@@ -4,11 +4,14 @@ wording needs no step of the spool's schema, and a tool that queues a job (`rela
 expire`) queues data, never text in its own language.
 
 - An alert is its webhook's payload (with its issues' details from GlitchTip's API, when they
-  came before its first attempt, and whom its route calls), a silence's summary, a daily
-  summary, an on-call handoff, a link's card, or, for an alert queued before jobs held data,
-  the message it was rendered into then. Several go as a digest (message/digest.py).
-- A card's edit is its record's state when the edit goes (message/cards.py): the edits of one
-  card waiting together make one write.
+  came before its first attempt, and whom its route calls), or, for an alert queued before
+  jobs held data, the message it was rendered into then; or a shape a capability registered
+  when the relay was assembled (`Shape`: a silence's summary, a daily summary, an on-call
+  handoff, a link's card), told by the key of its data. A capability may add a first line to
+  a webhook's message from its data (`Note`: the watcher's re-post). Several go as a digest
+  (message/digest.py).
+- A card's edit is its record's state when the edit goes, as the cards' capability makes it
+  (`Edits`, cards/edits.py): the edits of one card waiting together make one write.
 - A reply, and a reaction (with the reply that says the same where reactions are off), are
   words of the catalogue with their values (`Said`).
 
@@ -29,14 +32,10 @@ from zoneinfo import ZoneInfo
 from ..core.json_values import json_int
 from ..glitchtip.details import IssueDetails, details_from_json
 from ..glitchtip.webhook import IssueAlert, level_of, parse_alert
-from ..message.cards import SNOOZE_EVENTS, SentMessage, keyboard, rendered, visible
-from ..message.daily_summary import summary_message
 from ..message.digest import compose, how_many_fit
 from ..message.formatting import Entry, Message, message_for, with_first_line, with_mentions
-from ..message.handoff import handoff_message
 from ..message.lines import from_json as lines_from_json
-from ..message.link_card import link_card_line
-from ..message.silence_summary import silence_summary
+from ..message.spans import visible
 from ..message.subjects import Subjects, split_by_origin
 from ..routes.rotation import Rotation, on_duty_in, on_duty_now
 from ..routes.sound import Sound, levels_of
@@ -104,8 +103,29 @@ class Reaction:
 
 
 Write = Send | Edit | ReplyUnder | Reaction
-# A card's record as it stands (spool/sent.py); None when it is no longer kept.
-Cards = Callable[[str, int], SentMessage | None]
+# A card's edit as its record stands now (chat, message id, the relay's words); None when the
+# card is no longer kept.
+Edits = Callable[[str, int, Words], Edit | None]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """An alert that is not a webhook's, as its capability registers it: the key of its data
+    that names it, how its message is made (`render` may ask the renderer for a webhook's
+    message), and whether it goes alone, never in a digest."""
+
+    key: str
+    render: Callable[[Job, Renderer], Message]
+    alone: bool = False
+
+
+@dataclass(frozen=True)
+class Note:
+    """A first line a capability puts above a webhook's message, from the value its job's data
+    holds under `key` (the watcher's re-post of an escalating issue)."""
+
+    key: str
+    line: Callable[[object, Words], str | None]
 
 
 class Renderer:
@@ -116,24 +136,26 @@ class Renderer:
         late_after: float,
         coalesce: bool = True,
         buttons_at: str | None = None,
-        cards: Cards | None = None,
+        edits: Edits | None = None,
         zone: ZoneInfo | None = None,
         on_call: Mapping[str, Rotation] | None = None,
-        snooze_events: int = SNOOZE_EVENTS,
+        shapes: Sequence[Shape] = (),
+        notes: Sequence[Note] = (),
     ) -> None:
         """`coalesce` False: one alert a message (RELAY_COALESCE=0); `buttons_at`: GlitchTip's
-        origin, when issues get buttons (only those whose links are there); `cards`: where a
-        card's record is read; `zone`: the quiet hours' and rotations' of a route that names
+        origin, when issues get buttons (only those whose links are there); `edits`: how a
+        card's edit is made; `zone`: the quiet hours' and rotations' of a route that names
         none (RELAY_TIMEZONE); `on_call`: the rotations `oncall:NAME` names, by name;
-        `snooze_events`: Ignore's "until N more events" (RELAY_SNOOZE_EVENTS)."""
-        self._snooze_events = snooze_events
+        `shapes` and `notes`: what the capabilities add to an alert."""
         self.words = words
+        self._shapes = {shape.key: shape for shape in shapes}
+        self._notes = tuple(notes)
         self._zone = zone or ZoneInfo("UTC")
         self._on_call = dict(on_call or {})
         self._late_after = late_after
         self._coalesce = coalesce
         self._buttons_at = buttons_at
-        self._cards = cards
+        self._edits = edits
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[object, ...], Message] = OrderedDict()
 
@@ -174,7 +196,9 @@ class Renderer:
         earlier message; so does an uptime monitor's recovery, a reply to the message of its
         outage; a link's card, each the answer to its own link; and one this relay cannot
         read, which fails alone."""
-        if job.second_chance or "link_card" in job.data:
+        if job.second_chance or any(
+            shape.alone for key, shape in self._shapes.items() if key in job.data
+        ):
             return True
         try:
             return self.alert(job).subjects.recovery
@@ -195,7 +219,7 @@ class Renderer:
             raise Unreadable(str(exc)) from None
         said = on_duty_in(said, self._on_call, now, self._zone)  # an escalation's people
         chat = str(first.destination.chat)
-        reply = ReplyUnder(chat, first.destination.thread, _number(first.data), said)
+        reply = ReplyUnder(chat, first.destination.thread, number(first.data), said)
         if first.kind == "reply":
             return reply
         return Reaction(chat, reply.message_id, str(first.data.get("emoji", "")), reply)
@@ -239,48 +263,22 @@ class Renderer:
         return sound.rings(now, _levels(job.data), self._zone)
 
     def _edit(self, job: Job) -> Edit | None:
-        if self._cards is None:
+        if self._edits is None:
             return None
-        chat, message_id = str(job.destination.chat), _number(job.data)
-        card = self._cards(chat, message_id)
-        if card is None:
-            return None
-        return Edit(
-            card.chat,
-            card.message_id,
-            rendered(card, self.words),
-            keyboard(card.buttons, self.words, snooze_events=self._snooze_events),
-        )
+        return self._edits(str(job.destination.chat), number(job.data), self.words)
 
     def _alert(self, job: Job) -> Message:
         data = job.data
         if "webhook" in data:
             return self._webhook(job)
-        if "silence_over" in data:
-            return silence_summary(data["silence_over"], self.words)
-        if "summary" in data:
-            return summary_message(data["summary"], self.words)
-        if "handoff" in data:
-            return handoff_message(data["handoff"], self.words)
-        if "link_card" in data:
-            return self._link_card(job)
+        for key, shape in self._shapes.items():
+            if key in data:
+                return shape.render(job, self)
         if "rendered" in data:
             return _rendered(data["rendered"])
         raise Unreadable(
-            f"alert {job.label} holds none of webhook, silence_over, summary, handoff, link_card,"
-            " rendered"
+            f"alert {job.label} holds none of " + ", ".join(["webhook", *self._shapes, "rendered"])
         )
-
-    def _link_card(self, job: Job) -> Message:
-        """A link's card: the issue as an alert's message would show it, its state first, in
-        reply to the message that held the link."""
-        about = job.data["link_card"]
-        if not isinstance(about, dict) or not isinstance(about.get("payload"), dict):
-            raise Unreadable(f"alert {job.label}'s link card is not a JSON object")
-        message = self.webhook(about["payload"], received_at=job.received_at)
-        line = link_card_line(about, self.words)
-        message = replace(with_first_line(message, line), subjects=message.subjects)
-        return replace(message, reply_to=_number(job.data))
 
     def _webhook(self, job: Job) -> Message:
         payload = job.data["webhook"]
@@ -294,12 +292,13 @@ class Renderer:
         }
         mentions = tuple(str(m) for m in job.data.get("mentions") or ())
         message = self.webhook(payload, mentions, details=details, received_at=job.received_at)
-        escalating = job.data.get("escalating")
-        if isinstance(escalating, dict):  # the watcher's: posted again, saying why
-            line = self.words.escalating.format(
-                count=int(escalating.get("count", 0)), spark=str(escalating.get("spark", ""))
-            )
-            message = replace(with_first_line(message, line), subjects=message.subjects)
+        return self._noted(message, job.data)
+
+    def _noted(self, message: Message, data: Mapping[str, Any]) -> Message:
+        """The message under the first lines the capabilities' notes put above it."""
+        for note in self._notes:
+            if note.key in data and (line := note.line(data[note.key], self.words)):
+                message = replace(with_first_line(message, line), subjects=message.subjects)
         return message
 
     def webhook(
@@ -343,7 +342,8 @@ def _known_levels(raw: object) -> list[str]:
     return [details.level for details in found if details is not None and details.level]
 
 
-def _number(data: Mapping[str, Any]) -> int:
+def number(data: Mapping[str, Any]) -> int:
+    """The message a job writes to or under (its data's `message_id`). Raises Unreadable."""
     number = json_int(raw := data.get("message_id"))
     if number is None:
         raise Unreadable(f"no message id: {raw!r}")

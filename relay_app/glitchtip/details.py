@@ -39,7 +39,7 @@ class IssueDetails:
     level: str | None
     exception_type: str | None
     exception_value: str | None
-    # Its last 24 hours' events, hour by hour, as the watcher last read them (acting/watcher.py);
+    # Its last 24 hours' events, hour by hour, as the watcher last read them (watch/watcher.py);
     # empty when it has not.
     hourly: tuple[int, ...] = ()
 

@@ -103,7 +103,7 @@ class Message:
     subjects: Subjects = NO_SUBJECTS
     # Its lines in a backlog's digest; none: it goes in a message of its own there.
     lines: tuple[Line, ...] = ()
-    # The message of the chat it answers (a link's card: acting/links.py); None: none.
+    # The message of the chat it answers (a link's card: chat/links.py); None: none.
     reply_to: int | None = None
 
     @property

@@ -158,3 +158,16 @@ def span_html(span: Span) -> str:
 def utc_time(timestamp: float) -> str:
     """A Unix time as people read it in the relay's messages and tools: '2026-11-30 10:52:28'."""
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def visible(markup: str) -> str:
+    """The visible text of HTML the relay itself wrote: tags dropped, entities read."""
+    out, inside = [], False
+    for char in markup:
+        if char == "<":
+            inside = True
+        elif char == ">":
+            inside = False
+        elif not inside:
+            out.append(char)
+    return html.unescape("".join(out))

@@ -9,10 +9,12 @@ environment as the service.
   to the relay at URL (TELEGRAM_UPDATES=webhook), or stop it.
 - `relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay
   (spool_cli.py).
-- `relay-app silence add|list|expire`: quiet in a chat for a while (silence_cli.py).
 - `relay-app routes check|test`: the routes file before it is in service (routes_cli.py).
 - `relay-app glitchtip connect`: the project's alert rule that sends to this relay, and with
   `--test` the whole path proved (glitchtip_connect.py).
+- and the capabilities' own, added by relay_app/cli.py: `relay-app silence add|list|expire`
+  (silences/cli.py), `relay-app oncall` (oncall/cli.py), `relay-app summary`
+  (summaries/cli.py).
 
 Exit codes: 0 done (every check passed), 1 something could not be done (a check failed, no
 spool, unknown id, a payload that is not JSON), 2 wrong usage or configuration.
@@ -26,12 +28,11 @@ import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
 import requests
 
-from ..acting.updates import shown_webhook_url, telegram_secret_token, webhook_path
 from ..core.errors import DeliveryError, SpoolError
 from ..core.logs import redact, register_secret
 from ..glitchtip.webhook import PayloadError, payload_from_json
@@ -39,6 +40,7 @@ from ..message.formatting import TELEGRAM_TEXT_LIMIT, message_for
 from ..message.spans import visible_length
 from ..spool import Spool, open_spool
 from ..telegram.client import TelegramClient
+from ..telegram.updates_webhook import shown_webhook_url, telegram_secret_token, webhook_path
 from ..words import words_for
 from .chats import find_chats, report
 from .config import (
@@ -52,14 +54,14 @@ from .config import (
     spool_path_from_env,
     spool_url_from_env,
 )
-from .console import Console, Failed, Usage
+from .console import AddCommands, CommandLine, Console, Failed, Usage
 from .glitchtip_connect import add_glitchtip_commands
-from .oncall_cli import add_oncall_command
 from .routes_cli import add_routes_commands
 from .selfcheck import Verdict, run_checks
-from .silence_cli import add_silence_commands
 from .spool_cli import add_spool_commands
-from .summary_cli import add_summary_command
+
+if TYPE_CHECKING:
+    from ..delivery.render import Shape
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -76,7 +78,11 @@ def main(
     out: TextIO | None = None,
     err: TextIO | None = None,
     stdin: TextIO | None = None,
+    added: Sequence[AddCommands] = (),
+    shapes: Sequence[Shape] = (),
 ) -> int:
+    """`added`: the capabilities' subcommands; `shapes`: the alerts they registered (what
+    `spool list` shows of a job)."""
     console = Console(
         os.environ if environ is None else environ,
         out or sys.stdout,
@@ -84,7 +90,7 @@ def main(
         stdin or sys.stdin,
     )
     err = console.err
-    parser = _parser()
+    parser = _parser(added, shapes)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse has already printed the usage and the problem
@@ -99,7 +105,7 @@ def main(
         return EXIT_FAILED
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(added: Sequence[AddCommands], shapes: Sequence[Shape]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relay-app",
         description="Check the relay's configuration, preview its messages, and look after "
@@ -154,12 +160,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     webhook_delete.set_defaults(run=_delete_telegram_webhook)
 
-    add_spool_commands(commands, open_spool=_open_spool, duration=parse_duration)
-    add_silence_commands(commands, open_spool=_open_spool, duration=parse_duration)
+    line = CommandLine(commands, _open_spool, parse_duration, shapes)
+    add_spool_commands(line)
     add_glitchtip_commands(commands, open_spool=_open_spool)
     add_routes_commands(commands)
-    add_oncall_command(commands)
-    add_summary_command(commands, open_spool=_open_spool)
+    for add in added:
+        add(line)
     return parser
 
 

@@ -1,14 +1,16 @@
-"""What every `relay-app` command writes to, the two ways one fails, and the spool its spool
-and silence commands open (cli.py)."""
+"""What every `relay-app` command writes to, the two ways one fails, the spool its spool and
+silence commands open (cli.py), and what a capability's subcommands are given when they are
+added (`CommandLine`)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from ..delivery.render import Shape
     from ..spool import Spool
 
 
@@ -30,6 +32,23 @@ class Console:
 
 OpenSpool = Callable[[Mapping[str, str]], "Spool"]
 SpoolCommand = Callable[["Spool", argparse.Namespace, Console], int]
+# '7d', '12h' or seconds, as a command's argument (cli.py's parse_duration).
+Duration = Callable[[str], float]
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """What a capability's `relay-app` subcommands are added with (relay_app/cli.py registers
+    them): argparse's subparsers, how a command opens the spool, how it reads a duration, and
+    the alerts' shapes the capabilities registered (to show a job's text)."""
+
+    commands: Any  # argparse's _SubParsersAction, a private name
+    open_spool: OpenSpool
+    duration: Duration
+    shapes: Sequence[Shape] = ()
+
+
+AddCommands = Callable[[CommandLine], None]
 
 
 def with_spool(

@@ -11,7 +11,6 @@ from ..core.errors import SpoolError
 from ..delivery.health import Health
 from ..spool.admin import Admin
 from ..spool.model import State
-from ..spool.silences import SilenceStore
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
@@ -21,12 +20,9 @@ class SpoolGauges:
     """Gauges read at scrape time from what every worker shares (the spool, Telegram's
     health as the relay sees it), so every worker reports the same numbers."""
 
-    def __init__(
-        self, spool: Admin | None, health: Health | None, silences: SilenceStore | None = None
-    ) -> None:
+    def __init__(self, spool: Admin | None, health: Health | None) -> None:
         self._spool = spool
         self._health = health
-        self._silences = silences
 
     def _readings(self) -> tuple[dict[State, int], float | None] | None:
         """The counts and the oldest pending alert's arrival; None without a usable spool."""
@@ -72,30 +68,6 @@ class SpoolGauges:
         )
         age.add_metric([], 0.0 if oldest is None else max(0.0, time.time() - oldest))
         yield age
-        yield from self._silence_gauges()
-
-    def _silence_gauges(self) -> Iterator[Metric]:
-        from prometheus_client.core import GaugeMetricFamily
-
-        if self._silences is None:
-            return
-        try:
-            active, held = self._silences.tally(now=time.time())
-        except SpoolError:
-            return
-        silences = GaugeMetricFamily(
-            "relay_silences_active",
-            "Silences holding alerts back from a chat now (relay-app silence list)",
-        )
-        silences.add_metric([], active)
-        yield silences
-        kept = GaugeMetricFamily(
-            "relay_silences_held_alerts",
-            "Alerts the active silences have held back so far: each is kept in the spool and "
-            "summed up in one message when its silence ends",
-        )
-        kept.add_metric([], held)
-        yield kept
 
 
 class LocalSpoolGauge:

@@ -29,11 +29,11 @@ from urllib.parse import urlsplit
 
 import requests
 
-from ..acting.updates import shown_webhook_url
 from ..core.errors import GlitchTipError
 from ..core.http_deadline import Deadline, DeadlineAdapter
 from ..core.logs import register_secret
 from ..glitchtip.api import GlitchTipApi, ProjectPath
+from ..telegram.updates_webhook import shown_webhook_url
 from .config import ConfigError, Settings
 from .connect_proof import (
     LOOPBACK_FIX,

@@ -20,8 +20,6 @@ from urllib.parse import urlsplit
 
 import requests
 
-from ..acting.notices import glitchtip_notice, operator_fix
-from ..acting.updates import shown_webhook_url, webhook_path
 from ..core.errors import (
     ChatMigrated,
     DeliveryError,
@@ -35,8 +33,10 @@ from ..core.errors import (
 from ..core.logs import register_secret
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id
 from ..glitchtip.api import GlitchTipApi
+from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..spool import Spool, open_spool
 from ..telegram.client import TelegramClient
+from ..telegram.updates_webhook import shown_webhook_url, webhook_path
 from ..words import ENGLISH, Words, words_for
 from .config import ConfigError, Settings
 

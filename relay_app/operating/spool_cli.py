@@ -11,36 +11,34 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 from ..core.routing import ChatId, Destination, parse_chat_id, parse_thread_id
-from ..delivery.render import Renderer
+from ..delivery.render import Renderer, Shape
 from ..message.spans import utc_time
 from ..spool import Job, Spool
 from ..spool.admin import Requeued
 from ..spool.backup import back_up
 from ..words import ENGLISH
 from .config import ConfigError, Settings, spool_path_from_env, spool_url_from_env
-from .console import Console, Failed, OpenSpool, SpoolCommand, Usage, print_table, with_spool
+from .console import CommandLine, Console, Failed, SpoolCommand, Usage, print_table, with_spool
 
 EXIT_OK = 0
 
-Duration = Callable[[str], float]
 
-
-def add_spool_commands(commands: Any, *, open_spool: OpenSpool, duration: Duration) -> None:
+def add_spool_commands(line: CommandLine) -> None:
     """The `spool` command and its actions, on the command line's subparsers."""
 
     def on_spool(command: SpoolCommand) -> Callable[[argparse.Namespace, Console], int]:
-        return with_spool(open_spool, command)
+        return with_spool(line.open_spool, command)
 
-    spool = commands.add_parser("spool", help="list, resend or purge spooled alerts")
+    spool = line.commands.add_parser("spool", help="list, resend or purge spooled alerts")
     actions = spool.add_subparsers(required=True, metavar="ACTION")
 
     listing = actions.add_parser("list", help="list pending alerts (or dead ones with --dead)")
     listing.add_argument("--dead", action="store_true", help="list dead letters instead")
-    listing.set_defaults(run=on_spool(_list))
+    listing.set_defaults(run=on_spool(partial(_list, shapes=line.shapes)))
 
     retry = actions.add_parser(
         "retry", help="make dead alerts pending again; a running relay resends them"
@@ -64,7 +62,7 @@ def add_spool_commands(commands: Any, *, open_spool: OpenSpool, duration: Durati
     purge.add_argument(
         "--older-than",
         required=True,
-        type=duration,
+        type=line.duration,
         metavar="DURATION",
         help="received longer ago than this: 3600, 90s, 15m, 12h, 7d, 2w, 1d12h",
     )
@@ -100,7 +98,9 @@ def _alert_id(raw: str) -> int:
     return int(value)
 
 
-def _list(found: Spool, args: argparse.Namespace, console: Console) -> int:
+def _list(
+    found: Spool, args: argparse.Namespace, console: Console, *, shapes: Sequence[Shape]
+) -> int:
     out, spool = console.out, found.admin
     alerts = spool.alerts("dead" if args.dead else "pending")
     when = "DIED (UTC)" if args.dead else "NEXT ATTEMPT (UTC)"
@@ -108,7 +108,7 @@ def _list(found: Spool, args: argparse.Namespace, console: Console) -> int:
         ("ID", "RECEIVED (UTC)", "TRIES", when, "TO", "ALERT", "LAST ERROR")
     ]
     # Each alert as the relay renders it, in English: this is the operator's table.
-    renderer = Renderer(ENGLISH, late_after=float("inf"))
+    renderer = Renderer(ENGLISH, late_after=float("inf"), shapes=shapes)
     rows += [_row(alert, renderer.text_of(alert, now=time.time())) for alert in alerts]
     print_table(rows, out)
     counts = spool.counts()

@@ -1,7 +1,7 @@
 """RELAY_WATCH_INTERVAL, RELAY_ESCALATING_MIN_EVENTS and RELAY_SNOOZE_EVENTS: how often the
 watcher of GlitchTip asks about the issues the relay alerted on, how many events in the last
-hour make one escalating (acting/watcher.py, docs/oncall.md), and the N of Ignore's "until N
-more events" (acting/snoozing.py, docs/actions.md)."""
+hour make one escalating (watch/watcher.py, docs/oncall.md), and the N of Ignore's "until N
+more events" (snoozes/snoozing.py, docs/actions.md)."""
 
 from __future__ import annotations
 

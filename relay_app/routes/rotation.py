@@ -4,7 +4,7 @@
 and who is on duty at any moment: the people in turn, one period each, handing over at the
 start's time of day. A mention (a route's, or an escalation step's) may name `oncall:NAME`: the
 person on duty when the message is sent. With `announce = true`, each handoff is said in the
-chats whose routes name the rotation (acting/handoffs.py).
+chats whose routes name the rotation (oncall/handoffs.py).
 
 Periods are counted on the zone's wall clock, so a daily rotation hands over at 09:00 local
 time on both sides of a change to summer time. Before its start, a rotation's first person is on

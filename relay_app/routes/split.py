@@ -16,8 +16,8 @@ from typing import Any
 
 from ..core.routing import Destination
 from ..glitchtip.webhook import IssueAlert, UptimeAlert, parse_alert
-from .escalate import Step
 from .sound import RINGS, Sound
+from .steps import Step
 from .table import Route, RouteTable, facts_of_issue, facts_of_monitor
 
 _COUNT = re.compile(r"\s*\(\d+ issues?\)")

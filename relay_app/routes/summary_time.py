@@ -1,5 +1,5 @@
 """A route's `summary = "09:00"`: when, each day, the chat it sends to gets its daily summary
-(acting/daily_summary.py), in the route's `timezone` or RELAY_TIMEZONE's. Pure functions."""
+(summaries/daily.py), in the route's `timezone` or RELAY_TIMEZONE's. Pure functions."""
 
 from __future__ import annotations
 

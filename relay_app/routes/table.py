@@ -39,9 +39,9 @@ from typing import Any
 
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id, parse_thread_id
 from ..glitchtip.webhook import level_of
-from .escalate import Step, steps_of
 from .rotation import ONCALL, Rotation, named_rotations, rotation_of
 from .sound import RINGS, Sound, sound_of
+from .steps import Step, steps_of
 from .summary_time import SummaryAt, summary_of
 
 MATCHERS = (

@@ -13,12 +13,13 @@ declared dead (an alert's dead letter is kept), and what the relay keeps beside 
 - `postgres/`: the database several relays share (RELAY_SPOOL_URL);
 - `pacer.py`: Telegram's rate limits shared through the spool;
 - `health_store.py`: Telegram's health shared through the spool;
-- `sent.py`: the sent messages a press or a recovery changes later;
-- `silences.py`: what each silence holds back from a chat, and its summary when it ends;
-- `poller.py`: which process reads Telegram's updates;
+- `leader.py`: the fleet's leader's lease; `poller.py`: the updates' offset, fenced;
 - `admin.py`: what `relay-app spool` and the metrics read;
 - `holders.py`: who holds a lease, and whether it still can;
 - `model.py`, `schema.py`: the data and the file's schema.
+
+A capability keeps its own store (its tables' statements) in its package, made on a spool by
+`Spool.of`; the schema's one history (history.py) holds every table's steps.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Answers to what people typed in a chat (a command, a link, a reply), queued as jobs of the
 lowest precedence (model.Precedence.ANSWER): every alert, call and edit of the chat goes before
 them, they never count against RELAY_SPOOL_MAX_PENDING, and at most so many wait for one chat
-(acting/answers.py says how many), counted under the chat's row lock so that relays answering
+(chat/answers.py says how many), counted under the chat's row lock so that relays answering
 at once keep to it between them."""
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def _queue(types: Types) -> list[str]:
 
 
 def acting(types: Types) -> list[str]:
-    """Acting on alerts from the chat (spool/sent.py, spool/poller.py): what each alert is
+    """Acting on alerts from the chat (cards/sent.py, spool/poller.py): what each alert is
     about, the sent messages the relay may edit later, their issues' buttons, each uptime
     monitor's last outage message, and who reads Telegram's updates."""
     return [
@@ -166,7 +166,7 @@ def acting(types: Types) -> list[str]:
 
 
 def handled_updates(types: Types) -> list[str]:
-    """Each of Telegram's updates acts once (spool/sent.py)."""
+    """Each of Telegram's updates acts once (cards/sent.py)."""
     return [
         f"""CREATE TABLE handled_updates (
     key TEXT PRIMARY KEY,           -- 'update:<update_id>' or 'press:<callback query id>'
@@ -205,13 +205,13 @@ def lines_and_glitchtip(types: Types) -> list[str]:
 
 
 def silences(types: Types) -> list[str]:
-    """Silences (spool/silences.py): what each holds back from a chat, the alerts it held for
+    """Silences (silences/store.py): what each holds back from a chat, the alerts it held for
     its summary, and the mute buttons' state."""
     return [
         f"""CREATE TABLE silences (
     id {types.serial},
     chat TEXT NOT NULL,             -- as routing.chat_key spells it
-    issue TEXT,                     -- matchers (message/matching.py): all that are set must match
+    issue TEXT,                     -- matchers (silences/matching.py): all that are set must match
     project TEXT,
     environment TEXT,
     title TEXT,
@@ -348,8 +348,8 @@ def on_it_and_escalations(types: Types) -> list[str]:
 
 
 def watched_issues(types: Types) -> list[str]:
-    """The issues the relay alerted on, which the watcher asks GlitchTip about (acting/
-    watcher.py): each issue alone as the webhook had it, where it went, when, and when it was
+    """The issues the relay alerted on, which the watcher asks GlitchTip about
+    (watch/watcher.py): each issue alone as the webhook had it, where it went, when, and when it was
     last posted as escalating; and when the fleet's next round of questions is due, which one
     process takes."""
     return [
@@ -369,11 +369,11 @@ def watched_issues(types: Types) -> list[str]:
 
 
 def snoozes(types: Types) -> list[str]:
-    """Ignore with a condition (acting/snoozing.py): an issue ignored in GlitchTip until a time
+    """Ignore with a condition (snoozes/snoozing.py): an issue ignored in GlitchTip until a time
     or until so many more events, set unresolved again by the watcher when it is met; and on
     each card's button, whether it shows the choices of Ignore, and the snooze it shows. What
     the watcher last read of each watched issue (its status, events, last 24 hours) and when it
-    was first alerted on, for the daily summary and the chat's commands (acting/overview.py);
+    was first alerted on, for the daily summary and the chat's commands (watch/issues.py);
     and when each chat's next summary is due, which one process posts."""
     return [
         "ALTER TABLE watched ADD COLUMN status TEXT",
@@ -438,7 +438,7 @@ def alerts_first(types: Types) -> list[str]:
     before answers to what people typed (3); a lane's jobs in that order, then oldest first.
     RELAY_SPOOL_MAX_PENDING counts alerts alone from now on: `pending_count` is counted
     again, by triggers that count precedence 0 only. And the organisations GlitchTip has sent
-    the relay alerts of, kept for good (a chat sees only their issues: acting/scope.py), from
+    the relay alerts of, kept for good (a chat sees only their issues: chat/scope.py), from
     the issues watched now on."""
     return [
         "ALTER TABLE jobs ADD COLUMN precedence INTEGER NOT NULL DEFAULT 0",

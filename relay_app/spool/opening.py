@@ -1,12 +1,14 @@
 """The one place a spool is opened, from where the settings say it is, for the relay, the
-`relay-app` tools and `check` alike: a `Spool` with everything its users need, so nothing
-reaches through it to the store underneath."""
+`relay-app` tools and `check` alike: a `Spool` with the core's stores (the queue and what the
+fleet shares), and the capabilities' own made on it by `Spool.of`, so nothing else reaches
+through it to the store underneath."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..core.pacing import TELEGRAMS, Pace
 from ..core.routing import Destination
@@ -14,7 +16,6 @@ from .admin import Admin
 from .answers import Answers
 from .arrivals import SpoolArrivals
 from .database import MEMORY, Database
-from .escalations import EscalationStore
 from .glitchtip_health import SpoolGlitchTipHealth
 from .health_store import SpoolHealthStore
 from .leader import LeaderLease
@@ -22,16 +23,13 @@ from .model import Home
 from .moving import Mover
 from .poller import SpoolPollerLease
 from .queue import Queue
-from .sent import SentStore
-from .silences import SilenceStore
-from .snoozes import SnoozeStore
 from .store import Store
-from .summaries import SummaryStore
 from .warnings import SpoolWarnings
-from .watched import WatchStore
 
 # Per process, for alerts the spool cannot take: past it, one can wait nowhere.
 MAX_MEMORY_ALERTS = 1000
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -40,18 +38,17 @@ class Spool:
     answers: Answers
     admin: Admin
     health: SpoolHealthStore
-    sent: SentStore
-    silences: SilenceStore
     warnings: SpoolWarnings
     poller_lease: SpoolPollerLease
     leader: LeaderLease
     glitchtip_health: SpoolGlitchTipHealth
     arrivals: SpoolArrivals
-    escalations: EscalationStore
-    watched: WatchStore
-    snoozes: SnoozeStore
-    summaries: SummaryStore
     _store: Store
+
+    def of(self, kind: Callable[[Store], T]) -> T:
+        """A capability's store on this spool (`spool.of(SilenceStore)`): its statements, run
+        in the spool's units of work."""
+        return kind(self._store)
 
     def problem(self) -> str | None:
         """Why the spool cannot be used now (GET /readyz), or None."""
@@ -138,16 +135,10 @@ def on_store(
         answers=Answers(store, home=queue.home),
         admin=Admin(store, clock=clock),
         health=SpoolHealthStore(store),
-        sent=SentStore(store),
-        silences=SilenceStore(store),
         warnings=SpoolWarnings(store),
         poller_lease=SpoolPollerLease(store),
         leader=LeaderLease(store),
         glitchtip_health=SpoolGlitchTipHealth(store),
         arrivals=SpoolArrivals(store),
-        escalations=EscalationStore(store),
-        watched=WatchStore(store),
-        snoozes=SnoozeStore(store),
-        summaries=SummaryStore(store, home=queue.home),
         _store=store,
     )

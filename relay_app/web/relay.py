@@ -7,13 +7,9 @@ from dataclasses import dataclass
 
 from flask import current_app
 
-from ..acting.daily_summary import DailySummaries
-from ..acting.escalation import Escalation
-from ..acting.links import Links
-from ..acting.outgoing import Outgoing
-from ..acting.silencing import Silencing
-from ..acting.updates import Handle, Poller
-from ..acting.watcher import Watcher
+from ..cards.outgoing import Outgoing
+from ..chat.links import Links
+from ..chat.updates import Handle, Poller
 from ..core.metrics import Metrics
 from ..delivery.dispatcher import Dispatcher
 from ..delivery.intake import Intake
@@ -21,12 +17,16 @@ from ..delivery.job import Jobs
 from ..delivery.leadership import Leadership
 from ..delivery.outbox import Outbox
 from ..glitchtip.lookups import IssueLookups
+from ..intake.last_webhook import LastWebhook
+from ..intake.routed import RoutedWebhooks
+from ..oncall.steps import Escalation
 from ..operating.config import Settings
 from ..operating.setup_watch import SetupWatch
+from ..silences.silencing import Silencing
 from ..spool import LocalSpool, Spool
-from .last_webhook import LastWebhook
+from ..summaries.daily import DailySummaries
+from ..watch.watcher import Watcher
 from .misses import Misses
-from .routed import RoutedWebhooks
 
 EXTENSION = "relay_app"
 

@@ -25,16 +25,17 @@ from flask import Blueprint, Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException, NotFound, RequestEntityTooLarge
 from werkzeug.routing import Map
 
-from ..acting.updates import SECRET_HEADER, handle_update, telegram_secret_token, webhook_path
+from ..chat.updates import handle_update
 from ..core.errors import SpoolError
 from ..core.logs import client_sample, event
 from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
 from ..core.routing import RouteError, destination_from_query
 from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, payload_from_json
+from ..intake.alerts import Taken
 from ..message.formatting import message_for
+from ..telegram.updates_webhook import SECRET_HEADER, telegram_secret_token, webhook_path
 from ..words import ENGLISH
 from .relay import Relay, current_relay
-from .webhook_alerts import Taken
 
 log = logging.getLogger(__name__)
 

@@ -92,7 +92,7 @@ class Words:
     # Buttons, and what presses did.
     button_resolve: str
     button_ignore: str
-    # Ignore's choices (acting/snoozing.py), its card's suffix, the press's answer, and the
+    # Ignore's choices (snoozes/snoozing.py), its card's suffix, the press's answer, and the
     # reply when the issue is back.
     button_ignore_forever: str
     button_snooze_hour: str
@@ -104,16 +104,16 @@ class Words:
     notice_choose: str
     # An issue's last 24 hours in its details, when the watcher has read them.
     trend_24h: str
-    # A link's card (message/link_card.py): its first line.
+    # A link's card (chat/link_card.py): its first line.
     link_card: str
     link_card_unresolved: str
     link_card_resolved: str
     link_card_ignored: str
-    # A link to an issue the chat does not follow (acting/links.py): said without its title.
+    # A link to an issue the chat does not follow (chat/links.py): said without its title.
     link_not_followed: str
-    # What people type is bounded (acting/answers.py): a person who asks again too soon.
+    # What people type is bounded (chat/answers.py): a person who asks again too soon.
     answer_busy: str
-    # The chat's commands (acting/commands.py): their descriptions and answers.
+    # The chat's commands (chat/commands.py): their descriptions and answers.
     command_issues: str
     command_oncall: str
     command_silences: str
@@ -123,7 +123,7 @@ class Words:
     oncall_answer: str
     oncall_line: str
     oncall_none: str
-    # An on-call handoff said in the chat (message/handoff.py).
+    # An on-call handoff said in the chat (oncall/handoff_text.py).
     handoff: str
     silences_answer: str
     silences_line: str
@@ -135,7 +135,7 @@ class Words:
     status_glitchtip_failing: str
     status_glitchtip_off: str
     status_queue: str
-    # The daily summary (message/daily_summary.py).
+    # The daily summary (summaries/text.py).
     summary_head: str
     summary_new: str
     summary_escalating: str
@@ -212,7 +212,7 @@ class Words:
     glitchtip_unreachable: str
     glitchtip_failing: str
     # GlitchTip refused the relay's setup (its token, its scope, GLITCHTIP_URL): the presser is
-    # told that much; the operator's fix is in the log (acting/notices.py).
+    # told that much; the operator's fix is in the log (glitchtip/notices.py).
     glitchtip_operator: str
     glitchtip_issue_gone: str
     glitchtip_refused: str

@@ -21,7 +21,7 @@ from typing import Any
 
 import requests
 
-from relay_app.acting.updates import SECRET_HEADER
+from relay_app.telegram.updates_webhook import SECRET_HEADER
 from relay_app.web.http_worker import REQUEST_READ_TIMEOUT
 from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay

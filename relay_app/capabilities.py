@@ -1,0 +1,32 @@
+"""What each capability adds to the core, registered here and nowhere else: the shapes of alert
+its jobs hold and how they are rendered, the first lines it puts above a webhook's message, and
+its `relay-app` subcommands. The core (delivery/, spool/, intake/, operating/) knows none of
+them; the wiring (relay_app/__init__.py, cli.py) hands these to it."""
+
+from __future__ import annotations
+
+from .chat import link_card
+from .delivery.render import Note, Shape
+from .oncall import handoff_text
+from .oncall.cli import add_oncall_command
+from .operating.console import AddCommands
+from .silences import summary as silence_summary
+from .silences.cli import add_silence_commands
+from .summaries import text as summary_text
+from .summaries.cli import add_summary_command
+from .watch import watcher
+
+# Alerts that are not a webhook's: told apart by the key of their data.
+SHAPES: tuple[Shape, ...] = (
+    silence_summary.SHAPE,
+    summary_text.SHAPE,
+    handoff_text.SHAPE,
+    link_card.SHAPE,
+)
+NOTES: tuple[Note, ...] = (watcher.ESCALATING,)
+# Their `relay-app` subcommands, after the core's own.
+COMMANDS: tuple[AddCommands, ...] = (
+    add_silence_commands,
+    add_oncall_command,
+    add_summary_command,
+)

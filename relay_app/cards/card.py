@@ -1,0 +1,289 @@
+"""A card: an alert's message as the chat shows it after it was sent, with inline buttons under
+each issue, and as presses and recoveries change it. Pure data and functions, no I/O: the spool
+keeps a card's record (cards/sent.py), and a card's edit, a job like any write to the chat, is
+rendered from it when it is sent (delivery/render.py).
+
+Each issue of an issue alert gets a row: On it while it is open and nobody has it; Resolve and
+Ignore, or Reopen once it is resolved or ignored; and Mute, or Unmute while it is muted in the
+chat. A button's callback data is a verb
+and a key the relay keeps, never an issue id. An edited card is the message as sent, the lines
+added since (an uptime monitor back up), one line per issue that a press changed, saying what,
+by whom and when, and one per issue muted, until when.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from ..glitchtip.api import IssueStatus
+from ..message.formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT
+from ..message.spans import visible, visible_length
+from ..message.subjects import IssueRef
+from ..words import Words
+
+Verb = Literal[
+    "take",
+    "resolve",
+    "ignore",
+    "reopen",
+    "mute",
+    "unmute",
+    "snooze",
+    "snooze_hour",
+    "snooze_day",
+    "snooze_events",
+    "back",
+]
+STATUS_FOR: dict[Verb, IssueStatus] = {
+    "resolve": "resolved",
+    "ignore": "ignored",  # forever: GlitchTip's own ignore
+    "reopen": "unresolved",
+    "snooze_hour": "ignored",
+    "snooze_day": "ignored",
+    "snooze_events": "ignored",
+}
+# The verbs that change nothing in GlitchTip: a silence in the chat (silences/silencing.py).
+SILENCE_VERBS: tuple[Verb, ...] = ("mute", "unmute")
+# Ignore's choices, shown in place of the issue's row while it is chosen (snooze opens them,
+# back closes them): each but back ignores the issue in GlitchTip (snoozes/snoozing.py).
+SNOOZE_CHOICES: tuple[Verb, ...] = ("snooze_hour", "snooze_day", "snooze_events", "ignore", "back")
+# What needs the watcher to bring an issue back (snoozes/snoozing.py).
+SNOOZE_VERBS: tuple[Verb, ...] = ("snooze", "snooze_hour", "snooze_day", "snooze_events", "back")
+# How long the timed choices ignore an issue.
+SNOOZE_FOR: dict[Verb, float] = {"snooze_hour": 3600.0, "snooze_day": 86400.0}
+_CODES: dict[Verb, str] = {
+    "take": "t",
+    "resolve": "r",
+    "ignore": "i",
+    "reopen": "o",
+    "mute": "m",
+    "unmute": "u",
+    "snooze": "s",
+    "snooze_hour": "h",
+    "snooze_day": "d",
+    "snooze_events": "e",
+    "back": "b",
+}
+_VERBS: dict[str, Verb] = {code: verb for verb, code in _CODES.items()}
+# Telegram takes at most 100 inline buttons (8 to a row) and about 10 KB of markup: four a row
+# for this many issues stays well inside both. Issues past it in one message get none.
+MAX_ISSUES_WITH_BUTTONS = 25
+# How long the mute button silences an issue in its chat.
+MUTE_FOR = 3600.0
+# Ignore's "until N more events", unless RELAY_SNOOZE_EVENTS says.
+SNOOZE_EVENTS = 100
+
+
+@dataclass(frozen=True)
+class IssueButton:
+    """One issue's buttons under one sent message, and what the last press did."""
+
+    key: str
+    issue_id: str
+    origin: str  # of the alert's issue link: GlitchTip's API, unless GLITCHTIP_URL says
+    label: str  # 'BACKEND-1A': named on the buttons when a message has several issues
+    status: IssueStatus | None = None
+    acted_by: str | None = None
+    acted_at: float | None = None
+    # Muted in the message's chat from its Mute button (silences/store.py): until when, by whom.
+    silence_id: int | None = None
+    muted_by: str | None = None
+    muted_until: float | None = None
+    title: str | None = None  # the issue's, as the message showed it
+    # "On it": who said they have it, and when (GlitchTip has no assignee here).
+    taken_by: str | None = None
+    taken_at: float | None = None
+    # Ignore's choices shown in place of its row (a press on Ignore opened them).
+    choosing: bool = False
+    # The condition it is ignored until (snoozing.py): {"until": unix time} or {"events": N}.
+    snooze: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    """A card's record: the message as sent, and what changed since."""
+
+    chat: str  # the chat's id as Telegram answered it, as text
+    message_id: int
+    html: str  # as sent
+    sent_at: float
+    notes: tuple[str, ...] = ()  # plain-text lines added since
+    buttons: tuple[IssueButton, ...] = ()
+
+
+def verbs_for(button: IssueButton) -> tuple[Verb, ...]:
+    """The buttons an issue shows now: what a press may do. On it while it is open and nobody
+    has it; Reopen once it is resolved or ignored, Resolve and Ignore otherwise; Unmute while
+    it is muted here, Mute otherwise."""
+    closed = button.status in ("resolved", "ignored")
+    if button.choosing and not closed:
+        return SNOOZE_CHOICES
+    take: tuple[Verb, ...] = () if closed or button.taken_by is not None else ("take",)
+    status: tuple[Verb, ...] = ("reopen",) if closed else ("resolve", "snooze")
+    return (*take, *status, "unmute" if button.muted_until is not None else "mute")
+
+
+def callback_data(verb: Verb, key: str) -> str:
+    return f"{_CODES[verb]}:{key}"
+
+
+def parse_callback(data: object) -> tuple[Verb, str] | None:
+    """The verb and key of a button's data; None for anything this relay did not write."""
+    if not isinstance(data, str):
+        return None
+    code, colon, key = data.partition(":")
+    verb = _VERBS.get(code)
+    if not colon or verb is None or not key or len(key) > 32 or not key.isascii():
+        return None
+    return verb, key
+
+
+def new_buttons(issues: Iterable[IssueRef], keys: Iterable[str]) -> tuple[IssueButton, ...]:
+    """One button record per issue (each with a fresh key), within Telegram's limits."""
+    buttons: list[IssueButton] = []
+    for issue, key in zip(issues, keys, strict=False):
+        if len(buttons) == MAX_ISSUES_WITH_BUTTONS:
+            break
+        buttons.append(IssueButton(key, issue.id, issue.origin, issue.label, title=issue.title))
+    return tuple(buttons)
+
+
+def keyboard(
+    buttons: Sequence[IssueButton], words: Words, *, snooze_events: int = SNOOZE_EVENTS
+) -> dict[str, Any] | None:
+    """The inline keyboard for these issues' buttons; None when there are none. Labels name
+    each issue only when there are several to tell apart. `snooze_events`: the N of Ignore's
+    "until N more events" (RELAY_SNOOZE_EVENTS)."""
+    if not buttons:
+        return None
+    labels: dict[Verb, str] = {
+        "take": words.button_take,
+        "resolve": words.button_resolve,
+        "ignore": words.button_ignore_forever,
+        "reopen": words.button_reopen,
+        "mute": words.button_mute,
+        "unmute": words.button_unmute,
+        "snooze": words.button_ignore,
+        "snooze_hour": words.button_snooze_hour,
+        "snooze_day": words.button_snooze_day,
+        "snooze_events": words.button_snooze_events.format(count=snooze_events),
+        "back": words.button_back,
+    }
+    several = len(buttons) > 1
+    rows = []
+    for button in buttons:
+        named = f" {button.label}" if several else ""
+        rows.append(
+            [
+                {"text": labels[verb] + named, "callback_data": callback_data(verb, button.key)}
+                for verb in verbs_for(button)
+            ]
+        )
+    return {"inline_keyboard": rows}
+
+
+def done_line(button: IssueButton, words: Words, *, several: bool) -> str | None:
+    """'✅ Resolved by @ada at 12:04 UTC' (with the issue's label when there are several);
+    None for an issue nobody acted on."""
+    if button.status is None or button.acted_at is None:
+        return None
+    # (one issue's card, several issues' card), by someone in the chat or in GlitchTip itself
+    # (the watcher saw it: watch/in_step.py; GlitchTip does not say who).
+    in_chat = {
+        "resolved": (words.resolved_by, words.issue_resolved_by),
+        "ignored": (words.ignored_by, words.issue_ignored_by),
+        "unresolved": (words.reopened_by, words.issue_reopened_by),
+    }
+    in_glitchtip = {
+        "resolved": (words.resolved_in_glitchtip, words.issue_resolved_in_glitchtip),
+        "ignored": (words.ignored_in_glitchtip, words.issue_ignored_in_glitchtip),
+        "unresolved": (words.reopened_in_glitchtip, words.issue_reopened_in_glitchtip),
+    }
+    one, many = (in_chat if button.acted_by is not None else in_glitchtip)[button.status]
+    template = (many if several else one) + _snoozed(button, words)
+    return template.format(
+        label=button.label, user=button.acted_by, time=clock_time(button.acted_at)
+    )
+
+
+def _snoozed(button: IssueButton, words: Words) -> str:
+    """' until 13:04 UTC' or ' until 100 more events' for an issue ignored with a condition."""
+    snooze = button.snooze if button.status == "ignored" else None
+    if snooze is None:
+        return ""
+    if "until" in snooze:
+        return words.snoozed_until.format(until=clock_time(snooze["until"]))
+    return words.snoozed_events.format(count=int(snooze.get("events", 0)))
+
+
+def taken_line(button: IssueButton, words: Words, *, several: bool) -> str | None:
+    """'👀 @ada is on it since 10:42 UTC'; None when nobody said so."""
+    if button.taken_by is None or button.taken_at is None:
+        return None
+    template = words.issue_taken_by if several else words.taken_by
+    return template.format(
+        label=button.label, user=button.taken_by, time=clock_time(button.taken_at)
+    )
+
+
+def muted_line(button: IssueButton, words: Words, *, several: bool) -> str | None:
+    """'🔇 Muted in this chat by @ada until 13:04 UTC'; None when it is not muted."""
+    if button.muted_until is None:
+        return None
+    template = words.issue_muted_by if several else words.muted_by
+    return template.format(
+        label=button.label, user=button.muted_by or "?", until=clock_time(button.muted_until)
+    )
+
+
+def notice(button: IssueButton, status: IssueStatus, words: Words) -> str:
+    """The press's answer when GlitchTip made the change: 'Resolved BACKEND-1A in GlitchTip'."""
+    template = {
+        "resolved": words.notice_resolved,
+        "ignored": words.notice_ignored,
+        "unresolved": words.notice_reopened,
+    }[status]
+    return template.format(label=button.label)
+
+
+def clock_time(at: float) -> str:
+    """'12:04' (UTC): when something was done to a message, in its own lines."""
+    return datetime.fromtimestamp(at, UTC).strftime("%H:%M")
+
+
+def rendered(message: SentMessage, words: Words) -> str:
+    """The message's HTML as it now stands: as sent, then its added lines, then what presses
+    did. Within Telegram's limit: when the lines do not all fit, the oldest ones give way."""
+    lines = added_lines(message, words)
+    base = visible_length(visible(message.html)) + len(PARAGRAPH)
+    while lines:
+        text = "\n".join(lines)
+        if base + visible_length(text) <= TELEGRAM_TEXT_LIMIT:
+            return f"{message.html}{PARAGRAPH}{html.escape(text, quote=False)}"
+        lines = lines[1:]  # the oldest gives way
+    return message.html
+
+
+def added_lines(message: SentMessage, words: Words) -> list[str]:
+    """The lines under the message, oldest first: its notes, then who took and who did what
+    in the order it was done, then the mutes that hold."""
+    several = len(message.buttons) > 1
+    done = [
+        (at or 0.0, line)
+        for button in message.buttons
+        for at, line in (
+            (button.taken_at, taken_line(button, words, several=several)),
+            (button.acted_at, done_line(button, words, several=several)),
+        )
+        if line is not None
+    ]
+    muted = [muted_line(button, words, several=several) for button in message.buttons]
+    return [
+        *message.notes,
+        *(line for _, line in sorted(done)),
+        *(line for line in muted if line is not None),
+    ]

@@ -1,0 +1,252 @@
+"""What an alert's message carries besides its text, and what its delivery leaves behind.
+
+Before an attempt (`plan`): Resolve and Ignore buttons for each issue of its issue alerts (when
+GLITCHTIP_API_TOKEN is set), and, for an uptime monitor's recovery, the message announcing its
+outage to reply to. After delivery (`records`): the record of what the buttons act on and of
+each outage announced (cards/sent.py), and, for each outage the message ends, a line on the
+outage's card saying it is over, shown by the card's edit (a job, as every write is); and what
+the capabilities record after it (`FollowUp`, registered when the relay is assembled: its
+route's escalation steps, its issues watched, its count for the place's summary). All of it
+one write, made in the unit of work that records the delivery when its jobs waited in the spool
+(Queue.settle's `also`), in one of its own otherwise (this host's file, memory).
+
+Nothing here may cost an alert: records that cannot be kept are logged, and the alert stays
+delivered.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from ..core.errors import SpoolError
+from ..core.routing import Destination
+from ..delivery.job import Delivery, FollowUp
+from ..delivery.outbox import Outbox
+from ..message.formatting import Message
+from ..spool.model import Job
+from ..spool.queue import Queue
+from ..spool.store import Tx
+from ..telegram.courier import NO_EXTRAS, Extras, Sent
+from ..words import Words
+from .card import IssueButton, SentMessage, keyboard, new_buttons
+from .sent import KEPT_AT_LEAST, Outage, SentStore, keep_in, recovered_in
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+PRUNE_EVERY = 60.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    extras: Extras = NO_EXTRAS
+    buttons: tuple[IssueButton, ...] = ()
+    # Each recovery in the message (its place among the message's alerts), with the outage it
+    # ends.
+    recoveries: tuple[tuple[int, Outage], ...] = ()
+
+
+NOTHING = Plan()
+
+
+class Outgoing:
+    def __init__(
+        self,
+        store: SentStore | None,
+        *,
+        queue: Queue,
+        outbox: Outbox | None,
+        buttons: bool,
+        words: Words,
+        glitchtip_links: str | None = None,
+        keep_for: float = KEPT_AT_LEAST,
+        clock: Clock = time.time,
+        follow_ups: Sequence[FollowUp] = (),
+    ) -> None:
+        """`store` None: nothing is kept (no spool), so there are neither buttons nor threads;
+        `queue`: the spool's (or memory's, without one), where what follows a delivery is
+        written. Only issues whose links are at `glitchtip_links` (GlitchTip's origin) get
+        buttons. Records are kept `keep_for` seconds after their message was sent (at least a
+        week)."""
+        self._store = store
+        self._queue = queue
+        self._outbox = outbox
+        self._words = words
+        self._buttons = buttons and store is not None
+        self._glitchtip_links = glitchtip_links
+        self._keep_for = max(keep_for, KEPT_AT_LEAST)
+        self._clock = clock
+        self._follow_ups = tuple(follow_ups)
+        self._pruned_at: float | None = None
+
+    def tidy(self) -> None:
+        """Forget records past their time (the dispatcher's upkeep: at most once a minute)."""
+        if self._store is None:
+            return
+        if self._pruned_at is not None and time.monotonic() - self._pruned_at < PRUNE_EVERY:
+            return
+        self._pruned_at = time.monotonic()
+        try:
+            self._store.prune(before=self._clock() - self._keep_for)
+        except SpoolError as exc:
+            log.debug("old sent-message records could not be pruned: %s", exc)
+
+    @property
+    def buttons(self) -> bool:
+        """Whether issues at GlitchTip's own address get buttons."""
+        return self._buttons
+
+    def _new_buttons(self, alerts: Sequence[Message]) -> tuple[IssueButton, ...]:
+        if not self._buttons:
+            return ()
+        issues = (issue for alert in alerts for issue in alert.subjects.issues)
+        return new_buttons(issues, _fresh_keys())
+
+    def plan(self, alerts: Sequence[Message], destination: Destination) -> Plan:
+        if self._store is None:
+            return NOTHING
+        buttons = self._new_buttons(alerts)
+        recoveries = tuple(self._outages_ended(alerts, destination))
+        answering = next((alert.reply_to for alert in alerts if alert.reply_to is not None), None)
+        reply_to = recoveries[-1][1].message_id if recoveries else answering
+        if not buttons and reply_to is None:
+            return NOTHING
+        return Plan(Extras(keyboard(buttons, self._words), reply_to), buttons, recoveries)
+
+    def records(
+        self,
+        plan: Plan,
+        sent: Sent,
+        alerts: Sequence[Message],
+        jobs: Sequence[Job],
+        destination: Destination,
+    ) -> Callable[[Tx], None]:
+        """What the delivery leaves behind, as one write: what later changes to the message
+        need (a press may come any moment), each outage it ends marked over (its card's edit
+        queued), and what each capability records after it (`follow_ups`)."""
+        delivery = Delivery(sent, jobs, destination, self._clock())
+        writes = [
+            *(follow_up(delivery) for follow_up in self._follow_ups),
+            self._kept(plan, sent, _outages_announced(sent, alerts, jobs, destination)),
+            *(
+                self._said_over(outage, jobs[index].received_at - outage.down_at)
+                for index, outage in plan.recoveries
+            ),
+        ]
+        chosen = [write for write in writes if write is not None]
+
+        def record(tx: Tx) -> None:
+            for write in chosen:
+                write(tx)
+
+        return record
+
+    def records_with(self, queue: Queue) -> bool:
+        """Whether a delivery from `queue` is recorded with what follows it, in one unit of
+        work: the jobs waited where the records go."""
+        return queue is self._queue
+
+    def record_apart(self, records: Callable[[Tx], None], sent: Sent) -> None:
+        """`records` in a unit of work of their own (the jobs waited elsewhere)."""
+        try:
+            self._queue.record(records, now=self._clock())
+        except SpoolError as exc:
+            self.not_recorded(sent, exc)
+            return
+        self.recorded()
+
+    def recorded(self) -> None:
+        """Once the records were written: the dispatcher looks at the edits they queued."""
+        if self._outbox is not None:
+            self._outbox.wake()
+
+    @staticmethod
+    def not_recorded(sent: Sent, error: Exception) -> None:
+        """Said once per message. A failure other than the spool's own (a statement refused
+        inside a unit of work that otherwise went through, a bug) carries its traceback."""
+        log.warning(
+            "message %d in chat %s was sent, but what follows it could not be recorded (%s): "
+            "presses on it will be refused, its monitors' recoveries sent without a reply, "
+            "nobody called if nobody acts on it, its issues not watched",
+            sent.message_id,
+            sent.chat,
+            error,
+            exc_info=None if isinstance(error, SpoolError) else error,
+        )
+
+    def delivered(
+        self,
+        plan: Plan,
+        sent: Sent,
+        alerts: Sequence[Message],
+        jobs: Sequence[Job],
+        destination: Destination,
+    ) -> None:
+        """`records`, written at once in a unit of work of their own."""
+        self.record_apart(self.records(plan, sent, alerts, jobs, destination), sent)
+
+    def _kept(
+        self, plan: Plan, sent: Sent, outages: Sequence[Outage]
+    ) -> Callable[[Tx], None] | None:
+        if self._store is None or (not plan.buttons and not outages):
+            return None
+        message = SentMessage(
+            sent.chat, sent.message_id, sent.html, self._clock(), (), plan.buttons
+        )
+        return lambda tx: keep_in(tx, message, outages)
+
+    def _outages_ended(
+        self, alerts: Sequence[Message], destination: Destination
+    ) -> Iterator[tuple[int, Outage]]:
+        assert self._store is not None
+        for index, alert in enumerate(alerts):
+            for monitor in alert.subjects.monitors:
+                if monitor.state != "up":
+                    continue
+                try:
+                    outage = self._store.outage(destination.lane, monitor.link)
+                except SpoolError:
+                    outage = None  # sent plainly, as when its outage was never seen
+                if outage is not None:
+                    yield index, outage
+
+    def _said_over(self, outage: Outage, lasted: float) -> Callable[[Tx], None]:
+        """The outage's card gets a line saying the monitor is back, and its edit is queued."""
+        words = self._words
+        note = words.back_up_after.format(name=outage.name, duration=words.duration(lasted))
+        outbox = self._outbox
+
+        def say(tx: Tx) -> None:
+            if recovered_in(tx, outage, note) is not None and outbox is not None:
+                outbox.card_in(tx, outage.chat, outage.message_id)
+
+        return say
+
+
+def _outages_announced(
+    sent: Sent, alerts: Sequence[Message], jobs: Sequence[Job], destination: Destination
+) -> list[Outage]:
+    """The monitors' outages a message announced: each one's recovery replies to it."""
+    return [
+        Outage(
+            destination.lane,
+            monitor.link,
+            sent.chat,
+            sent.message_id,
+            monitor.name,
+            job.received_at,
+        )
+        for alert, job in zip(alerts, jobs, strict=True)
+        for monitor in alert.subjects.monitors
+        if monitor.state == "down"
+    ]
+
+
+def _fresh_keys() -> Iterator[str]:
+    """Keys no client can guess: a button's data names one, and only what it names counts."""
+    while True:
+        yield secrets.token_urlsafe(9)

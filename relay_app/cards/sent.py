@@ -1,0 +1,466 @@
+"""The sent messages the relay may change later, kept in the spool: those with issue buttons
+(a press edits them), and each uptime monitor's last outage message (its recovery replies to it
+and edits it). A button's callback data names only a key here; the issue it acts on, and the
+chat and message it belongs to, are read from this record, never from the client.
+
+Kept for RELAY_RETRY_MAX_AGE or a week, whichever is longer (`prune`); a press on an older
+message is answered with a notice, and changes nothing.
+
+Also kept here, as long: which of Telegram's updates were handled (`first_time`), so that an
+update Telegram delivers again, or anyone replays, acts once, whichever process or relay it
+reaches. Telegram keeps an update for at most 24 hours.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
+from ..spool.store import Row, Store, Tx, float_or_null, text_or_null
+from .card import IssueButton, SentMessage
+
+# How a button that was never pressed stands: GlitchTip's state for a new issue.
+_UNRESOLVED = "unresolved"
+# The shortest the records are kept; RELAY_RETRY_MAX_AGE when longer.
+KEPT_AT_LEAST = 7 * 86400.0
+
+
+@dataclass(frozen=True)
+class StatusClaim:
+    """A press's change of an issue's status, recorded before GlitchTip is asked, and what the
+    button showed before it (to put back if GlitchTip refuses). `at` is the store's time."""
+
+    key: str
+    status: IssueStatus
+    by: str
+    at: float
+    before: tuple[str | None, str | None, float | None, str | None]
+
+
+@dataclass(frozen=True)
+class Synced:
+    """A button made to show the status GlitchTip has for its issue, changed outside the chat."""
+
+    chat: str
+    message_id: int
+    label: str
+    status: IssueStatus
+
+
+@dataclass(frozen=True)
+class Outage:
+    """A monitor's last "down" message in one destination (lane)."""
+
+    lane: str
+    link: str
+    chat: str
+    message_id: int
+    name: str
+    down_at: float
+
+
+class SentStore:
+    """The records in the spool (store.py): times stored on the store's clock, handed out on
+    the caller's."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def keep(self, message: SentMessage, outages: Sequence[Outage]) -> None:
+        """Record a message just sent, with its buttons, and the outages it announced."""
+        self._store.write(lambda tx: keep_in(tx, message, outages))
+
+    def pressed(self, key: str) -> tuple[SentMessage, IssueButton] | None:
+        """The message a button belongs to, and the button; None when not (or no longer) kept."""
+
+        def read(tx: Tx) -> tuple[SentMessage, IssueButton] | None:
+            row = tx.one("SELECT chat, message_id FROM issue_buttons WHERE key = ?", (key,))
+            message = _message(tx, row["chat"], row["message_id"]) if row else None
+            if message is None:
+                return None
+            return message, next(b for b in message.buttons if b.key == key)
+
+        return self._store.read(read)
+
+    def message(self, chat: str, message_id: int) -> SentMessage | None:
+        """A kept message (a reply names it); None when not (or no longer) kept."""
+        return self._store.read(lambda tx: _message(tx, chat, message_id))
+
+    def take(self, key: str, *, by: str, at: float) -> bool:
+        """Record "On it" for the button's issue: of presses at the same moment, one takes it.
+        False when it is not kept, someone has it already, or it is resolved or ignored."""
+
+        def take(tx: Tx) -> bool:
+            taken = tx.one(
+                "UPDATE issue_buttons SET taken_by = ?, taken_at = ? WHERE key = ?"
+                " AND taken_by IS NULL AND (status IS NULL OR status = 'unresolved')"
+                " RETURNING key",
+                (by, tx.at.db, key),
+            )
+            return taken is not None
+
+        return self._store.write(take, now=at)
+
+    def claim(
+        self,
+        key: str,
+        shown: IssueStatus | None,
+        status: IssueStatus,
+        *,
+        by: str,
+        at: float,
+        snooze: Mapping[str, float] | None = None,
+    ) -> StatusClaim | None:
+        """Record a press's change as made, while the button still shows `shown` (the state
+        the press was made on): of presses at the same moment, exactly one claims it. None when
+        the button is not kept or shows another state now. `snooze`: the condition an ignore
+        lasts until (the card shows it); Ignore's choices close."""
+
+        def claim(tx: Tx) -> StatusClaim | None:
+            row = tx.one(
+                "SELECT status, acted_by, acted_at, snooze FROM issue_buttons WHERE key = ?"
+                " FOR UPDATE",
+                (key,),
+            )
+            if row is None or (row["status"] or _UNRESOLVED) != (shown or _UNRESOLVED):
+                return None
+            tx.execute(
+                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?, choosing = ?,"
+                " snooze = ? WHERE key = ?",
+                (status, by, tx.at.db, False, json.dumps(snooze) if snooze else None, key),
+            )
+            before = (row["status"], row["acted_by"], row["acted_at"], row["snooze"])
+            return StatusClaim(key, status, by, tx.at.db, before)
+
+        return self._store.write(claim, now=at)
+
+    def choose(self, key: str, *, choosing: bool, at: float) -> bool:
+        """Show Ignore's choices in place of the button's row (or close them); False when the
+        issue is not open, or they already stand so (another press came first)."""
+
+        def choose(tx: Tx) -> bool:
+            changed = tx.one(
+                "UPDATE issue_buttons SET choosing = ? WHERE key = ? AND choosing = ?"
+                " AND (status IS NULL OR status = 'unresolved') RETURNING key",
+                (choosing, key, not choosing),
+            )
+            return changed is not None
+
+        return self._store.write(choose, now=at)
+
+    def in_step(
+        self,
+        origin: str,
+        states: Mapping[str, IssueStatus],
+        *,
+        asked_at: float,
+        settle: float,
+        now: float,
+    ) -> list[Synced]:
+        """Make the buttons of these issues (GlitchTip's at `origin`) show the status GlitchTip
+        gave for each when asked at `asked_at` (the caller's clock, as `now`); by nobody in the
+        chat (`acted_by` NULL), now.
+        A button a press changed after `asked_at - settle` is left: GlitchTip's answer may
+        predate that press's change (a press claims first, then asks GlitchTip within
+        `settle`); a change that came from GlitchTip itself needs no such wait. Read first: on
+        most rounds nothing changed, and nothing is written."""
+
+        def stale(tx: Tx) -> list[Row]:
+            cutoff = tx.at.to_db(asked_at - settle)
+            rows = tx.all(
+                "SELECT key, issue_id, status, acted_by, acted_at FROM issue_buttons"
+                " WHERE origin = ?",
+                (origin,),
+            )
+            return [row for row in rows if _behind(row, states, cutoff)]
+
+        found = self._store.read(stale, now=now)
+        if not found:
+            return []
+
+        def change(tx: Tx) -> list[Synced]:
+            cutoff = tx.at.to_db(asked_at - settle)
+            synced = []
+            for row in found:
+                status = states[str(row["issue_id"])]
+                # Only while it stands as read: a press in between wins.
+                done = tx.one(
+                    "UPDATE issue_buttons SET status = ?, acted_by = NULL, acted_at = ?,"
+                    " choosing = ?, snooze = NULL WHERE key = ?"
+                    " AND COALESCE(status, 'unresolved') = ?"
+                    " AND (acted_by IS NULL OR acted_at < ?) RETURNING chat, message_id, label",
+                    (status, tx.at.db, False, row["key"], row["status"] or _UNRESOLVED, cutoff),
+                )
+                if done is not None:
+                    synced.append(
+                        Synced(
+                            str(done["chat"]),
+                            int(str(done["message_id"])),
+                            str(done["label"]),
+                            status,
+                        )
+                    )
+            return synced
+
+        return self._store.write(change, now=now)
+
+    def unclaim(self, claim: StatusClaim) -> None:
+        """GlitchTip refused the claimed change: the button shows what it did before, unless a
+        later change has replaced the claim."""
+
+        def unclaim(tx: Tx) -> None:
+            tx.execute(
+                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?, snooze = ?"
+                " WHERE key = ? AND status = ? AND acted_by = ? AND acted_at = ?",
+                (*claim.before, claim.key, claim.status, claim.by, claim.at),
+            )
+
+        self._store.write(unclaim)
+
+    def unmuted(self, silence_id: int) -> list[SentMessage]:
+        """The silence is over: the messages whose buttons it muted, as they now stand."""
+
+        def unmute(tx: Tx) -> list[SentMessage]:
+            rows = tx.all(
+                "UPDATE issue_buttons SET silence_id = NULL, muted_by = NULL, muted_until = NULL"
+                " WHERE silence_id = ? RETURNING chat, message_id",
+                (silence_id,),
+            )
+            found = (_message(tx, row["chat"], row["message_id"]) for row in rows)
+            return [message for message in found if message is not None]
+
+        return self._store.write(unmute)
+
+    def outage(self, lane: str, link: str) -> Outage | None:
+        """The outage a monitor's recovery in this lane ends, if one is kept."""
+
+        def read(tx: Tx) -> Outage | None:
+            row = tx.one("SELECT * FROM outages WHERE lane = ? AND link = ?", (lane, link))
+            if row is None:
+                return None
+            outage = outage_from_row(row)
+            return replace(outage, down_at=tx.at.to_local(outage.down_at))
+
+        return self._store.read(read)
+
+    def recovered(self, outage: Outage, note: str) -> SentMessage | None:
+        """The outage is over: forgotten, and `note` added to its message; that message as it
+        now stands (None when it is not kept)."""
+        return self._store.write(lambda tx: recovered_in(tx, outage, note))
+
+    def shows(self, chat: str, issue_id: str) -> bool:
+        """Whether a message the relay sent to `chat`, and keeps, shows the issue."""
+        row = self._store.read(
+            lambda tx: tx.one(
+                "SELECT 1 AS shown FROM issue_buttons WHERE chat = ? AND issue_id = ? LIMIT 1",
+                (chat, issue_id),
+            )
+        )
+        return row is not None
+
+    def first_time(self, keys: Sequence[str], *, at: float) -> bool:
+        """Record these updates (and presses) as handled: whether none of them was before."""
+
+        def record(tx: Tx) -> bool:
+            added = sum(
+                tx.execute(
+                    "INSERT INTO handled_updates (key, at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    (key, tx.at.db),
+                ).rowcount
+                for key in keys
+            )
+            return added == len(keys)
+
+        return self._store.write(record, now=at)
+
+    def first_in(self, key: str, *, window: float, at: float) -> bool:
+        """Record `key` (a link asked about in a chat) as handled now, unless it was within
+        `window` seconds: whether this is the first time in that window, whichever process or
+        relay asks."""
+
+        def record(tx: Tx) -> bool:
+            fresh = tx.one(
+                "INSERT INTO handled_updates (key, at) VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
+                " SET at = excluded.at WHERE handled_updates.at <= ? RETURNING key",
+                (key, tx.at.db, tx.at.db - window),
+            )
+            return fresh is not None
+
+        return self._store.write(record, now=at)
+
+    def prune(self, *, before: float) -> int:
+        """Forget messages sent, outages begun and updates handled before `before`; how many
+        messages."""
+
+        def prune(tx: Tx) -> int:
+            cutoff = tx.at.to_db(before)
+            tx.execute("DELETE FROM handled_updates WHERE at < ?", (cutoff,))
+            tx.execute("DELETE FROM outages WHERE down_at < ?", (cutoff,))
+            tx.execute(
+                "DELETE FROM issue_buttons WHERE (chat, message_id) IN"
+                " (SELECT chat, message_id FROM sent_messages WHERE sent_at < ?)",
+                (cutoff,),
+            )
+            return int(
+                tx.execute("DELETE FROM sent_messages WHERE sent_at < ?", (cutoff,)).rowcount
+            )
+
+        return self._store.write(prune)
+
+
+def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> None:
+    """`SentStore.keep`, in a unit of work under way (a delivery's)."""
+    tx.execute(
+        "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat, message_id) DO UPDATE"
+        " SET html = excluded.html, notes = excluded.notes, sent_at = excluded.sent_at",
+        (
+            message.chat,
+            message.message_id,
+            message.html,
+            "\n".join(message.notes),
+            tx.at.to_db(message.sent_at),
+        ),
+    )
+    tx.executemany(
+        "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin,"
+        " label, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+        [
+            (
+                b.key,
+                message.chat,
+                message.message_id,
+                n,
+                b.issue_id,
+                b.origin,
+                b.label,
+                b.title,
+            )
+            for n, b in enumerate(message.buttons)
+        ],
+    )
+    tx.executemany(
+        "INSERT INTO outages (lane, link, chat, message_id, name, down_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (lane, link) DO UPDATE"
+        " SET chat = excluded.chat, message_id = excluded.message_id,"
+        " name = excluded.name, down_at = excluded.down_at",
+        [(o.lane, o.link, o.chat, o.message_id, o.name, tx.at.to_db(o.down_at)) for o in outages],
+    )
+
+
+def recovered_in(tx: Tx, outage: Outage, note: str) -> SentMessage | None:
+    """`SentStore.recovered`, in a unit of work under way (a delivery's)."""
+    tx.execute(
+        "DELETE FROM outages WHERE lane = ? AND link = ? AND message_id = ?",
+        (outage.lane, outage.link, outage.message_id),
+    )
+    return _noted(tx, outage.chat, outage.message_id, note)
+
+
+def _behind(row: Row, states: Mapping[str, IssueStatus], cutoff: float) -> bool:
+    """Whether the button shows another status than GlitchTip's, and no press changed it
+    since `cutoff` (the store's time)."""
+    status = states.get(str(row["issue_id"]))
+    acted_at = row["acted_at"]
+    pressed_lately = row["acted_by"] is not None and float(str(acted_at)) >= cutoff
+    return status is not None and (row["status"] or _UNRESOLVED) != status and not pressed_lately
+
+
+def _noted(tx: Tx, chat: str, message_id: int, note: str) -> SentMessage | None:
+    message = _message(tx, chat, message_id)
+    if message is None:
+        return None
+    notes = (*message.notes, *note.split("\n"))
+    tx.execute(
+        "UPDATE sent_messages SET notes = ? WHERE chat = ? AND message_id = ?",
+        ("\n".join(notes), message.chat, message.message_id),
+    )
+    return replace(message, notes=notes)
+
+
+def _message(tx: Tx, chat: str, message_id: int) -> SentMessage | None:
+    row = tx.one(
+        "SELECT * FROM sent_messages WHERE chat = ? AND message_id = ?", (chat, message_id)
+    )
+    if row is None:
+        return None
+    buttons = tx.all(
+        "SELECT * FROM issue_buttons WHERE chat = ? AND message_id = ? ORDER BY position",
+        (chat, message_id),
+    )
+    message = message_from_rows(row, buttons)
+    return replace(
+        message,
+        sent_at=tx.at.to_local(message.sent_at),
+        buttons=tuple(
+            replace(
+                b,
+                acted_at=tx.at.to_local(b.acted_at) if b.acted_at is not None else None,
+                taken_at=tx.at.to_local(b.taken_at) if b.taken_at is not None else None,
+                muted_until=tx.at.to_local(b.muted_until) if b.muted_until is not None else None,
+            )
+            for b in message.buttons
+        ),
+    )
+
+
+def message_from_rows(row: Row, buttons: Sequence[Row]) -> SentMessage:
+    notes = str(row["notes"])
+    return SentMessage(
+        chat=str(row["chat"]),
+        message_id=int(str(row["message_id"])),
+        html=str(row["html"]),
+        sent_at=float(str(row["sent_at"])),
+        notes=tuple(notes.split("\n")) if notes else (),
+        buttons=tuple(_button(button) for button in buttons),
+    )
+
+
+def _button(row: Row) -> IssueButton:
+    status = row["status"]
+    silence_id = row["silence_id"]
+    return IssueButton(
+        key=str(row["key"]),
+        issue_id=str(row["issue_id"]),
+        origin=str(row["origin"]),
+        label=str(row["label"]),
+        title=text_or_null(row["title"]),
+        status=next((known for known in ISSUE_STATUSES if known == status), None),
+        acted_by=text_or_null(row["acted_by"]),
+        acted_at=float_or_null(row["acted_at"]),
+        silence_id=int(str(silence_id)) if silence_id is not None else None,
+        muted_by=text_or_null(row["muted_by"]),
+        muted_until=float_or_null(row["muted_until"]),
+        taken_by=text_or_null(row["taken_by"]),
+        taken_at=float_or_null(row["taken_at"]),
+        choosing=bool(row["choosing"]),
+        snooze=_snooze(row["snooze"]),
+    )
+
+
+def _snooze(raw: object) -> dict[str, float] | None:
+    """The snooze a button shows, as `claim` wrote it; None for none (or a person's edit)."""
+    try:
+        found = json.loads(str(raw)) if raw is not None else None
+    except ValueError:
+        return None
+    if not isinstance(found, dict):
+        return None
+    return {k: float(v) for k, v in found.items() if k in ("until", "events") and _number(v)}
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def outage_from_row(row: Row) -> Outage:
+    return Outage(
+        lane=str(row["lane"]),
+        link=str(row["link"]),
+        chat=str(row["chat"]),
+        message_id=int(str(row["message_id"])),
+        name=str(row["name"]),
+        down_at=float(str(row["down_at"])),
+    )

@@ -1,0 +1,463 @@
+"""A press on an alert's button: the issue's status changed in GlitchTip, the card's edit queued
+to say what happened, by whom and when (a job, paced and retried as every write to the chat:
+delivery/outbox.py), and the press answered with a short notice at once (Telegram's answer to a
+press must come within seconds, and writes nothing to the chat).
+
+Only presses on messages this relay sent count: the button's data names a key the relay keeps
+(cards/sent.py), and that record must belong to the very message and chat the press came from.
+The issue acted on is the record's, never anything the client sent, and the verb must be one
+the message shows now (a Resolve left on a stale keyboard after the issue was resolved does
+nothing). Each update acts once: one Telegram delivers again, or anyone replays, is recorded
+as handled and ignored; and of presses at the same moment (Resolve and Ignore, or the same
+button by two people), one acts: each claims the change on its button, compared and set on the
+state it was pressed on, before GlitchTip is asked, and a change GlitchTip refuses is taken
+back. With TELEGRAM_ACTION_USER_IDS set, anyone else is refused and GlitchTip
+is not called. When GlitchTip fails, the press is answered with what went wrong and how to fix
+it, the card is left as it is, and a WARNING is logged.
+
+Mute and Unmute change no issue: they start and end a silence in the chat (silencing.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from ..cards.card import (
+    SILENCE_VERBS,
+    SNOOZE_VERBS,
+    STATUS_FOR,
+    IssueButton,
+    SentMessage,
+    Verb,
+    clock_time,
+    notice,
+    parse_callback,
+    verbs_for,
+)
+from ..cards.sent import StatusClaim
+from ..core.errors import DeliveryError, GlitchTipError, SpoolError
+from ..core.json_values import json_int, json_object
+from ..core.logs import event
+from ..core.metrics import PressOutcome
+from ..delivery.outbox import Outbox
+from ..glitchtip.api import IssueStatus
+from ..glitchtip.notices import glitchtip_notice, operator_fix
+from ..oncall.steps import Escalation
+from ..silences.silencing import Silencing
+from ..snoozes.snoozing import Snoozing
+from .team import Person, Team
+
+log = logging.getLogger(__name__)
+
+# One of Ignore's choices: its condition, and the issue's organisation and alert's topic.
+SnoozeFor = tuple[dict[str, float], tuple[str, int | None]]
+
+
+class Answers(Protocol):
+    """What a press needs of Telegram at once (delivery.Courier): its answer."""
+
+    def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None: ...
+
+
+@dataclass(frozen=True)
+class Press:
+    """A callback query, as far as the relay reads it."""
+
+    id: str
+    by: Person
+    chat: str | None
+    message_id: int | None
+    data: object
+
+    @classmethod
+    def of(cls, query: dict[str, Any]) -> Press:
+        message = json_object(query.get("message"))
+        chat = json_object(message.get("chat"))
+        message_id = message.get("message_id")
+        return cls(
+            id=str(query.get("id", "")),
+            by=Person.of(query.get("from")),
+            chat=str(chat["id"]) if chat.get("id") is not None else None,
+            message_id=json_int(message_id),
+            data=query.get("data"),
+        )
+
+
+class Presses:
+    def __init__(
+        self,
+        team: Team,
+        answers: Answers,
+        outbox: Outbox,
+        *,
+        silencing: Silencing | None = None,
+        escalation: Escalation | None = None,
+        snoozing: Snoozing | None = None,
+    ) -> None:
+        """`silencing`: what Mute and Unmute do (unset: they are not offered); `escalation`:
+        the route's calls, which any act on an alert stops; `snoozing`: Ignore's timed and
+        counted choices (unset: Ignore is forever)."""
+        self._team = team
+        self._answers = answers
+        self._outbox = outbox
+        self._silencing = silencing
+        self._escalation = escalation
+        self._snoozing = snoozing
+
+    def handle_update(self, update: dict[str, Any]) -> None:
+        """One of Telegram's updates, polled or posted to the webhook: a press is handled, once;
+        anything else is not the relay's."""
+        query = update.get("callback_query")
+        if not isinstance(query, dict):
+            return
+        press = Press.of(query)
+        update_id = update.get("update_id")
+        keys = [f"update:{update_id}"] if json_int(update_id) is not None else []
+        if press.id:
+            keys.append(f"press:{press.id}")
+        if not keys:
+            log.info("an update without an update id or press id from %s: ignored", press.by.handle)
+            self._count("unknown")
+            return
+        try:
+            first = self._team.store.first_time(keys, at=self._team.clock())
+        except SpoolError as exc:
+            self._unavailable(press, "could not be recorded as handled", exc)
+            return
+        if not first:
+            # Telegram delivers an update again when its webhook's answer was slow or lost; the
+            # first delivery has answered the press already.
+            log.info(
+                "update %s, a press by %s, was handled before: ignored", update_id, press.by.handle
+            )
+            self._count("repeated")
+            return
+        self._handle(press)
+
+    def _handle(self, press: Press) -> None:
+        found = self._look_up(press)
+        if found is None:
+            return
+        verb, key, message, button = found
+        if self._may_act(press, verb, button):
+            self._act(press, verb, key, message, button)
+
+    def _look_up(self, press: Press) -> tuple[Verb, str, SentMessage, IssueButton] | None:
+        """The verb and key the button names, and the message and button kept for it; None
+        (answered) when the relay does not know it."""
+        parsed = parse_callback(press.data)
+        try:
+            found = self._team.store.pressed(parsed[1]) if parsed is not None else None
+        except SpoolError as exc:
+            self._unavailable(press, "could not be looked up", exc)
+            return None
+        if (
+            parsed is None
+            or found is None
+            or found[0].chat != press.chat
+            or found[0].message_id != press.message_id
+        ):
+            log.info("a press by %s on a button this relay does not know: ignored", press.by.handle)
+            self._count("unknown")
+            self._answer(press, self._team.words.press_unknown, alert=True)
+            return None
+        return parsed[0], parsed[1], found[0], found[1]
+
+    def _offered(self, verb: Verb, button: IssueButton) -> bool:
+        """Whether the message still shows `verb`, and this relay can do it."""
+        # An Ignore on a card from before its choices ignores for ever, as it said.
+        if verb not in verbs_for(button) and not (verb == "ignore" and _open(button)):
+            return False
+        if verb in SILENCE_VERBS:
+            return self._silencing is not None
+        return verb not in SNOOZE_VERBS or self._snoozing is not None
+
+    def _may_act(self, press: Press, verb: Verb, button: IssueButton) -> bool:
+        """Whether the press may act: someone allowed, on a button the message still shows
+        (otherwise it is answered here)."""
+        if not self._team.may_act(press.by):
+            log.warning(
+                "a press by %s (user id %s) to %s %s was refused: not in TELEGRAM_ACTION_USER_IDS",
+                press.by.handle,
+                press.by.id,
+                verb,
+                button.label,
+            )
+            self._count("refused")
+            self._answer(press, self._team.words.press_not_allowed, alert=True)
+            return False
+        if not self._offered(verb, button):
+            why = f"came from an out-of-date button (the issue is {button.status or 'unresolved'})"
+            self._out_of_date(press, verb, button, why)
+            return False
+        return True
+
+    def _out_of_date(self, press: Press, verb: Verb, button: IssueButton, why: str) -> None:
+        """Nothing done: the button no longer offers this, or another press changed it first."""
+        log.info(
+            "a press by %s to %s %s %s: nothing done", press.by.handle, verb, button.label, why
+        )
+        self._count("stale")
+        self._answer(press, self._team.words.press_out_of_date, alert=True)
+
+    def _act(
+        self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
+    ) -> None:
+        """Claim the change on the button (so that of presses at the same moment one acts),
+        change the issue in GlitchTip (or mute it in the chat), then the message; answer the
+        press."""
+        if verb == "take":
+            self._take(press, key, message, button)
+        elif verb in SILENCE_VERBS:
+            self._silence(press, verb, message, button)
+        elif verb in ("snooze", "back"):
+            self._choose(press, verb, key, message, button)
+        else:
+            self._change(press, verb, key, message, button)
+
+    def _change(
+        self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
+    ) -> None:
+        """The issue's status changed in GlitchTip (for one of Ignore's choices, the snooze
+        kept), then the card."""
+        snooze = self._snooze_for(press, verb, button)
+        if snooze is False:
+            return
+        status = STATUS_FOR[verb]
+        claim = self._claim(press, verb, key, button, status, snooze[0] if snooze else None)
+        if claim is None:
+            return
+        started = time.monotonic()
+        try:
+            answer = self._team.glitchtip.set_status(button.issue_id, status)
+        except GlitchTipError as exc:
+            self._refused(press, verb, button, claim, exc)
+            return
+        changed = time.monotonic() - started
+        self._acted_on(message)
+        said = notice(button, status, self._team.words)
+        if snooze is not None:
+            said = self._keep_snooze(press, message, button, snooze, answer)
+        if not self._update_message(press, message, said):
+            said += self._team.words.not_updated
+        log.info(
+            "%s by %s (GlitchTip answered in %.0f ms)",
+            said,
+            press.by.handle,
+            changed * 1000,
+            extra=event(event="press", issue=button.label, outcome=status, user=press.by.handle),
+        )
+        self._count(status)
+        self._answer(press, said, alert=False)
+
+    def _refused(
+        self, press: Press, verb: Verb, button: IssueButton, claim: StatusClaim, exc: GlitchTipError
+    ) -> None:
+        """GlitchTip did not make the change: the claim taken back, and the presser told."""
+        self._unclaim(claim)
+        fix = operator_fix(exc)
+        log.log(
+            logging.WARNING if fix is None else logging.ERROR,
+            "a press by %s to %s %s failed: %s%s",
+            press.by.handle,
+            verb,
+            button.label,
+            exc,
+            "" if fix is None else f". FIX: {fix} (the presser was told the operator has it)",
+            extra=event(event="press", issue=button.label, outcome="failed", error=str(exc)),
+        )
+        self._count("failed")
+        self._answer(press, glitchtip_notice(exc).text(self._team.words), alert=True)
+
+    def _keep_snooze(
+        self,
+        press: Press,
+        message: SentMessage,
+        button: IssueButton,
+        snooze: SnoozeFor,
+        answer: dict[str, Any],
+    ) -> str:
+        """GlitchTip ignored the issue for one of Ignore's choices: the snooze kept for the
+        watcher; the press's notice."""
+        assert self._snoozing is not None  # `_snooze_for` gives a snooze only with it
+        condition, (org, thread) = snooze
+        said = self._snoozing.notice(button, condition, self._team.words)
+        try:
+            self._snoozing.snoozed(
+                message, thread, button, condition, org=org, by=press.by.handle, answer=answer
+            )
+        except SpoolError as exc:
+            log.warning(
+                "%s, but the snooze could not be kept: it stays ignored until someone reopens "
+                "it (%s)",
+                said,
+                exc,
+            )
+        return said
+
+    def _take(self, press: Press, key: str, message: SentMessage, button: IssueButton) -> None:
+        """On it: who has the issue is kept and shown on the card, and nobody else is called
+        for the alert. GlitchTip is not changed (it has no assignee here)."""
+        try:
+            taken = self._team.store.take(key, by=press.by.handle, at=self._team.clock())
+        except SpoolError as exc:
+            self._unavailable(press, "could not be recorded", exc)
+            return
+        if not taken:
+            self._out_of_date(press, "take", button, "came as another took it, or it was closed")
+            return
+        self._acted_on(message)
+        said = self._team.words.notice_taken.format(label=button.label)
+        self._update_message(press, message, said)
+        log.info(
+            "%s is on %s",
+            press.by.handle,
+            button.label,
+            extra=event(event="press", issue=button.label, outcome="taken", user=press.by.handle),
+        )
+        self._count("taken")
+        self._answer(press, said, alert=False)
+
+    def _snooze_for(
+        self, press: Press, verb: Verb, button: IssueButton
+    ) -> SnoozeFor | Literal[False] | None:
+        """A timed or counted choice's condition, and where the watcher finds the issue; None
+        for any other verb; False (answered) when the issue is not watched, so nothing could
+        bring it back."""
+        condition = self._snoozing.condition(verb) if self._snoozing is not None else None
+        if condition is None or self._snoozing is None:
+            return None
+        place = self._snoozing.place_of(button)
+        if place is None:
+            log.info(
+                "a press by %s to %s %s: the relay does not watch the issue, so nothing could "
+                "bring it back; nothing done",
+                press.by.handle,
+                verb,
+                button.label,
+            )
+            self._count("stale")
+            words = self._team.words
+            self._answer(press, words.notice_cannot_snooze.format(label=button.label), alert=True)
+            return False
+        return condition, place
+
+    def _choose(
+        self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
+    ) -> None:
+        """Ignore's choices shown in place of the issue's row, or put away (Back)."""
+        opening = verb == "snooze"
+        try:
+            changed = self._team.store.choose(key, choosing=opening, at=self._team.clock())
+        except SpoolError as exc:
+            self._unavailable(press, "could not be recorded", exc)
+            return
+        if not changed:
+            self._out_of_date(press, verb, button, "came as another changed it")
+            return
+        said = self._team.words.notice_choose.format(label=button.label) if opening else ""
+        self._update_message(press, message, said or f"choices of {button.label} put away")
+        self._answer(press, said, alert=False)
+
+    def _acted_on(self, message: SentMessage) -> None:
+        if self._escalation is not None:
+            self._escalation.acted(message.chat, message.message_id)
+
+    def _claim(
+        self,
+        press: Press,
+        verb: Verb,
+        key: str,
+        button: IssueButton,
+        status: IssueStatus,
+        snooze: dict[str, float] | None = None,
+    ) -> StatusClaim | None:
+        """The press's claim on the change; None (answered) when another press made a change
+        since the button was read, or the claim cannot be recorded."""
+        store = self._team.store
+        try:
+            claim = store.claim(
+                key, button.status, status, by=press.by.handle, at=self._team.clock(), snooze=snooze
+            )
+        except SpoolError as exc:
+            self._unavailable(press, "could not be recorded", exc)
+            return None
+        if claim is None:
+            self._out_of_date(press, verb, button, "came as another changed it")
+        return claim
+
+    def _unclaim(self, claim: StatusClaim) -> None:
+        try:
+            self._team.store.unclaim(claim)
+        except SpoolError as exc:
+            log.warning(
+                "a refused change of %s could not be taken back from its button: %s",
+                claim.key,
+                exc,
+            )
+
+    def _update_message(self, press: Press, message: SentMessage, said: str) -> bool:
+        """Queue the card's edit: it shows the record as it stands when it goes."""
+        try:
+            self._outbox.card(message.chat, message.message_id)
+        except SpoolError as exc:
+            log.warning(
+                "%s by %s in GlitchTip, but message %d in chat %s could not be updated: %s",
+                said,
+                press.by.handle,
+                message.message_id,
+                message.chat,
+                exc,
+            )
+            return False
+        return True
+
+    def _silence(self, press: Press, verb: Verb, message: SentMessage, button: IssueButton) -> None:
+        """Mute the button's issue in this chat, or end its silence; GlitchTip is not changed."""
+        assert self._silencing is not None  # `_may_act` lets no silence verb through without
+        words = self._team.words
+        try:
+            if verb == "mute":
+                silence = self._silencing.mute(message.chat, button, by=press.by.handle)
+                self._acted_on(message)
+                until = clock_time(silence.ends_at)
+                said = words.notice_muted.format(label=button.label, until=until)
+                self._count("muted")
+            else:
+                # It may have run out, or been expired from the command line, meanwhile.
+                was_muted = self._silencing.unmute(message.chat, button, by=press.by.handle)
+                template = words.notice_unmuted if was_muted else words.notice_not_muted
+                said = template.format(label=button.label)
+                self._count("unmuted")
+        except (SpoolError, DeliveryError) as exc:
+            log.warning(
+                "a press by %s to %s %s failed: %s", press.by.handle, verb, button.label, exc
+            )
+            self._count("failed")
+            self._answer(press, words.press_unavailable, alert=True)
+            return
+        self._answer(press, said, alert=False)
+
+    def _unavailable(self, press: Press, what: str, exc: Exception) -> None:
+        """The spool failed the press: nothing was changed, and the presser may try again."""
+        log.warning("a press by %s %s: %s", press.by.handle, what, exc)
+        self._count("failed")
+        self._answer(press, self._team.words.press_unavailable, alert=True)
+
+    def _count(self, outcome: PressOutcome) -> None:
+        if self._team.metrics is not None:
+            self._team.metrics.press(outcome)
+
+    def _answer(self, press: Press, text: str, *, alert: bool) -> None:
+        try:
+            self._answers.answer(press.id, text, alert=alert)
+        except DeliveryError as exc:
+            # Telegram forgets a press after a while; the change, if any, stands.
+            log.info("the press by %s could not be answered: %s", press.by.handle, exc)
+
+
+def _open(button: IssueButton) -> bool:
+    return button.status in (None, "unresolved")

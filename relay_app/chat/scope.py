@@ -1,0 +1,67 @@
+"""A chat sees its own issues (docs/security.md): a link's card is shown in a chat only for an
+issue that chat follows, whatever the link says and whatever the token may read:
+
+- one the relay alerted on in that chat (the watcher keeps each issue's last alert for 7 days:
+  watch/store.py; the cards the relay keeps show which chats saw it: cards/sent.py); or
+- one of an organisation GlitchTip has ever sent the relay alerts of (the token may read
+  others) that the routes send to that chat: its facts as GlitchTip's API gives them (its
+  project, level, title and short id, and its latest event's environment, server and release),
+  routed as a webhook's issue would be with no chat in the webhook's URL (so to
+  TELEGRAM_CHAT_ID when no route takes it; nowhere when one drops it). A relay that has had no
+  alert yet follows no organisation.
+
+The organisation a link names must be the issue's (glitchtip/api.py: `issue_in` asks for the
+issue among that organisation's). A press acts only on the issue of a button the relay keeps for
+that very chat and message (presses.py), so a card's buttons keep to the same scope, and
+`/issues` lists only what the chat was alerted on (commands.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..cards.sent import SentStore
+from ..core.json_values import json_object
+from ..core.routing import Destination
+from ..routes.split import chat_for
+from ..routes.table import RouteTable, facts_of_issue
+from ..watch.store import WatchStore
+
+
+class ChatScope:
+    def __init__(
+        self, routes: RouteTable, default: Destination, *, watched: WatchStore, sent: SentStore
+    ) -> None:
+        """`default`: TELEGRAM_CHAT_ID's destination, where what no route takes goes."""
+        self._routes = routes
+        self._default = default
+        self._watched = watched
+        self._sent = sent
+
+    def follows(
+        self, chat: str, org: str, issue_id: str, issue: Mapping[str, Any], tags: Mapping[str, str]
+    ) -> bool:
+        """Whether `chat` follows the issue (`issue`: GlitchTip's answer for it, of `org`'s;
+        `tags`: its latest event's that the routes read). Raises SpoolError."""
+        if self._watched.alerted_in(chat, issue_id) or self._sent.shows(chat, issue_id):
+            return True
+        if org not in self._watched.organizations():
+            return False
+        return chat_for(facts_of(issue, tags), self._routes, self._default) == chat
+
+
+def facts_of(issue: Mapping[str, Any], tags: Mapping[str, str]) -> dict[str, str | None]:
+    """What a route's matchers read of an issue, from GlitchTip's API: as its webhook would
+    give them (the project's name, then the tags' fields), with its own level."""
+    project = json_object(issue.get("project"))
+    name = project.get("name") or project.get("slug")
+    fields = [("Project", str(name))] if name else []
+    level, short_id = issue.get("level"), issue.get("shortId")
+    return facts_of_issue(
+        str(issue.get("title") or ""),
+        short_id if isinstance(short_id, str) else None,
+        None,
+        [*fields, *tags.items()],
+        level if isinstance(level, str) else None,
+    )

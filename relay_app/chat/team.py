@@ -1,0 +1,118 @@
+"""What acting on alerts from the chat needs, whichever update it comes from (a press, a reply):
+the team's side of it. Who may act, how a person is named, and the parts every handler shares:
+the sent messages the relay keeps, GlitchTip's API, the chat's words, the counters and the
+clock.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..cards.sent import SentStore
+from ..core.json_values import json_int, json_object
+from ..core.metrics import Metrics
+from ..glitchtip.api import GlitchTipApi
+from ..words import Words
+from .answers import Asker
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Person:
+    """Someone in the chat, as Telegram names the sender of an update."""
+
+    id: int | None
+    handle: str  # '@ada', or the name without a username: for logs and notices
+    # '"Ada Lovelace" (@ada, id 4242)': for a comment in GlitchTip. The id is Telegram's and no
+    # one else's; the name is anyone's, so it is quoted (its quotes and line breaks escaped) and
+    # cannot end the author line or pass for another person's.
+    signature: str
+
+    @classmethod
+    def of(cls, sender: object) -> Person:
+        found = json_object(sender)
+        username = found.get("username")
+        account = (
+            f"@{username}" if isinstance(username, str) and _USERNAME.fullmatch(username) else None
+        )
+        name = " ".join(
+            str(part) for part in (found.get("first_name"), found.get("last_name")) if part
+        )[:64]
+        user_id = json_int(found.get("id"))
+        # One line, whatever the name holds: it is shown in the chat's messages too.
+        handle = account or " ".join(name.split()) or "someone"
+        return cls(id=user_id, handle=handle[:64], signature=_signature(name, account, user_id))
+
+
+def _signature(name: str, account: str | None, user_id: int | None) -> str:
+    number = f"id {user_id}" if user_id is not None else None
+    if not name:
+        return f"{account} ({number})" if account and number else account or number or "someone"
+    within = ", ".join(part for part in (account, number) if part)
+    return json.dumps(name, ensure_ascii=False) + (f" ({within})" if within else "")
+
+
+# Telegram's usernames: 5 to 32 letters, digits and underscores (shorter ones are old or bots').
+_USERNAME = re.compile(r"[A-Za-z0-9_]{1,32}")
+
+
+@dataclass(frozen=True)
+class Team:
+    """The parts a press and a reply both act with. `allowed_users` is
+    TELEGRAM_ACTION_USER_IDS: empty, everyone in the chat may act."""
+
+    store: SentStore
+    glitchtip: GlitchTipApi
+    allowed_users: frozenset[int]
+    words: Words
+    metrics: Metrics | None = None
+    clock: Clock = time.time
+
+    def may_act(self, person: Person) -> bool:
+        return not self.allowed_users or person.id in self.allowed_users
+
+
+@dataclass(frozen=True)
+class Written:
+    """A person's message with text, as the commands and the links read it."""
+
+    chat: str
+    thread: int | None  # the forum topic it was written in
+    message_id: int
+    text: str
+    # Who wrote it, as Telegram numbers them: a person's id, or 'chat <id>' for a message sent
+    # on behalf of a chat (an anonymous admin, a linked channel).
+    person: str = "someone"
+
+    @classmethod
+    def of(cls, message: object) -> Written | None:
+        """The update's message; None for one without text, chat or id."""
+        if not isinstance(message, dict):
+            return None
+        chat, text = message.get("chat"), message.get("text")
+        message_id = json_int(message.get("message_id"))
+        if not isinstance(chat, dict) or chat.get("id") is None:
+            return None
+        if not isinstance(text, str) or message_id is None:
+            return None
+        thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+        return cls(str(chat["id"]), json_int(thread), message_id, text, _writer(message))
+
+    @property
+    def asker(self) -> Asker:
+        """Whom an answer to it is for."""
+        return Asker(self.chat, self.thread, self.message_id, self.person)
+
+
+def _writer(message: dict[str, Any]) -> str:
+    person = json_int(json_object(message.get("from")).get("id"))
+    on_behalf = json_int(json_object(message.get("sender_chat")).get("id"))
+    if on_behalf is not None:
+        return f"chat {on_behalf}"
+    return str(person) if person is not None else "someone"

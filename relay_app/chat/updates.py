@@ -1,0 +1,223 @@
+"""Reading Telegram's updates: the presses on alerts' buttons (presses.py) and the replies to
+the relay's messages (replies.py), each routed to its handler (`route_updates`).
+
+`TELEGRAM_UPDATES=poll`: every process has a `Poller` (one object owning its thread and stop
+event, created with the app), and the fleet's leader runs it (delivery/leadership.py): it
+long-polls `getUpdates` under the spool's poller lease (spool/poller.py), which keeps the offset
+and fences a leader that hands over late. Telegram answers a second concurrent poller with 409
+Conflict, so a leader that stops ends its poll before it lets the lease go, and the next
+leader takes over at once.
+
+`TELEGRAM_UPDATES=webhook`: Telegram posts each update to `POST /telegram/<secret>` (views.py),
+with a header only the relay and Telegram know (`secret_token`, registered by `relay-app
+telegram-webhook set`). The path's secret is GlitchTip's webhook secret, which everyone who can
+read GlitchTip's alert settings knows; the header is derived from the bot token, which only the
+relay and Telegram hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..core.errors import DeliveryError, PermanentDeliveryError, SpoolError
+from ..core.http_deadline import Deadline
+from ..core.json_values import json_int
+from ..core.process import OwnThread
+from ..core.timing import PRODUCTION, Timing
+from ..spool.holders import this_process
+from ..spool.poller import PollerLease
+from ..telegram.client import TelegramClient
+from .commands import Command, Commands
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+Handle = Callable[[dict[str, Any]], None]
+
+# After a failed poll, the next waits 1 s, doubling up to this.
+MAX_BACKOFF = 30.0
+
+
+class Handler(Protocol):
+    def handle_update(self, update: dict[str, Any]) -> None: ...
+
+
+def route_updates(
+    presses: Handler,
+    replies: Handler,
+    commands: Commands | None = None,
+    links: Handler | None = None,
+) -> Handle:
+    """What handles each update: a press (`callback_query`), a command (`/issues`), or another
+    message: a reply to an alert (a comment), and any links to GlitchTip's issues it holds."""
+
+    def route(update: dict[str, Any]) -> None:
+        if "callback_query" in update:
+            presses.handle_update(update)
+            return
+        if "message" not in update:
+            return
+        command = Command.of(update) if commands is not None else None
+        if command is not None and commands is not None and commands.handle(command):
+            return
+        replies.handle_update(update)
+        if links is not None:
+            links.handle_update(update)
+
+    return route
+
+
+def handle_update(update: dict[str, Any], handle: Handle) -> None:
+    """One update, of whichever way it came (presses.Presses.handle_update)."""
+    try:
+        handle(update)
+    except Exception:  # one bad update must not stop the others
+        log.exception("handling an update failed")
+
+
+class Poller(OwnThread):
+    """This process's poll for Telegram's updates: run by the fleet's leader
+    (delivery/leadership.py), and, as a fence while a leader hands over, under the poller's own
+    lease, which also keeps the offset (spool/poller.py)."""
+
+    thread_name = "relay-updates"
+
+    def __init__(
+        self,
+        *,
+        client: TelegramClient,
+        lease: PollerLease,
+        handle: Handle,
+        attempt_timeout: float,
+        clock: Clock = time.time,
+        timing: Timing = PRODUCTION,
+    ) -> None:
+        self._client = client
+        self._lease = lease
+        self._handle = handle
+        self._long_poll = timing.long_poll
+        self._look = timing.leader_look
+        # Long enough to poll and then handle what came (each press within a few timeouts);
+        # renewed before every poll.
+        self._hold_for = timing.long_poll + 4 * attempt_timeout + timing.lease_margin
+        self.join_for = self._hold_for
+        self._attempt_timeout = attempt_timeout
+        self._clock = clock
+        self._start_in_this_process()
+
+    def _start_over(self) -> None:
+        """Everything that belongs to one process (core/process.py)."""
+        super()._start_over()
+        self._current: Deadline | None = None
+        self._holding = False
+        self._new_term = False
+
+    def start(self) -> None:
+        """Poll from now on (this process came to lead the fleet): the poller's lease is taken
+        whoever held it, the last leader having lost its term."""
+        self._new_term = True
+        super().start()
+
+    def _stopping(self) -> None:
+        """End the poll in flight, so Telegram sees no poller left behind."""
+        with self._lock:
+            current = self._current
+        if current is not None:
+            current.expire()
+
+    def stop(self) -> None:
+        """Stop polling (the poll in flight ended), then let the lease go, so that the next
+        leader polls at once."""
+        super().stop()
+        if self._holding:
+            # On failure the lease still names this process, which the others find gone.
+            with contextlib.suppress(SpoolError):
+                self._lease.release(this_process())
+            self._holding = False
+
+    def _watching(self, deadline: Deadline) -> None:
+        with self._lock:
+            self._current = deadline
+            if self._stop.is_set():
+                deadline.expire()
+
+    def _loop(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            offset = self._held_offset()
+            if offset is None:  # an earlier leader still polls: until it stops, or is gone
+                self._stop.wait(self._look)
+                continue
+            try:
+                updates = self._client.poll_updates(
+                    offset,
+                    timeout=self._long_poll,
+                    deadline=time.monotonic() + self._long_poll + self._attempt_timeout,
+                    watch=self._watching,
+                )
+            except DeliveryError as exc:
+                if self._stop.is_set():
+                    break
+                failures += 1
+                self._stop.wait(self._after_failure(exc, failures))
+                continue
+            finally:
+                with self._lock:
+                    self._current = None
+            failures = 0
+            for update in updates:
+                handle_update(update, self._handle)
+                self._confirm(update.get("update_id"))
+
+    def _held_offset(self) -> int | None:
+        """The lease taken or kept for this process: the first update to read; None when
+        another process reads them."""
+        try:
+            offset = self._lease.take(
+                this_process(), now=self._clock(), hold_for=self._hold_for, new_term=self._new_term
+            )
+            self._new_term = False
+        except SpoolError as exc:
+            log.debug("the poller's lease could not be read: %s", exc)
+            offset = None
+        if offset is not None and not self._holding:
+            log.info("this process reads Telegram's updates now (button presses)")
+        self._holding = offset is not None
+        return offset
+
+    def _confirm(self, update_id: object) -> None:
+        """The lease's offset past a handled update: whoever reads next starts after it."""
+        handled = json_int(update_id)
+        if handled is None:
+            return
+        try:
+            self._lease.confirm(this_process(), handled + 1)
+        except SpoolError as exc:
+            log.warning("a handled update could not be confirmed: %s", exc)
+
+    def _after_failure(self, error: DeliveryError, failures: int) -> float:
+        """How long to wait after a failed poll, and the log line that says why."""
+        backoff = min(MAX_BACKOFF, 2.0 ** (failures - 1))
+        if isinstance(error, PermanentDeliveryError) and error.error_code == 409:
+            if "webhook" in error.description.lower():
+                if failures == 1:
+                    log.error(
+                        "Telegram has a webhook set for this bot, so button presses cannot be "
+                        "polled (TELEGRAM_UPDATES=poll): run 'relay-app telegram-webhook "
+                        "delete', or set TELEGRAM_UPDATES=webhook"
+                    )
+                return MAX_BACKOFF
+            log.warning(
+                "another program polls Telegram's updates for this bot (%s): only one may; "
+                "this relay tries again in %.0f s",
+                error,
+                backoff,
+            )
+            return backoff
+        if failures == 1 or failures & (failures - 1) == 0:
+            log.warning("reading Telegram's updates failed (%s); trying again", error)
+        return backoff

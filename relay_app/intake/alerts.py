@@ -1,0 +1,275 @@
+"""A webhook's alert taken in, from its read payload to what its answer says: held back by a
+silence, or queued as a job (on disk before anything slow) holding the payload and whom its route
+calls; given its issues' details from GlitchTip's API when they come within their budget (the
+one way details reach a message: an alert waits for them, within RELAY_DETAILS_BUDGET, and one
+that waits its turn gets them whenever they come before it goes); then its first attempt,
+waited for until the webhook must be answered (delivery/intake.py).
+
+Its message is not rendered here: the job renders it when it is sent. What the webhook needs
+before then is read from the payload as it was parsed (its issues, for their details and
+buttons; its words, for the log and its arrival's note), and the message is made here only
+when a silence of its chat holds now, to tell whether it matches.
+
+Nothing here may lose the alert to an error of the relay's own: a failure before the alert is
+queued logs it, with its text, as `ALERT NOT DELIVERED`; after, it waits in the queue, and the
+retrier sends it. Either way the webhook is answered 500, and the log says which.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..core.metrics import WebhookOutcome
+from ..core.outcomes import Dead, Delivered, RetryAt
+from ..core.routing import Destination
+from ..delivery.intake import deadline
+from ..glitchtip.details import IssueDetails, details_as_json
+from ..glitchtip.lookups import IssueLookups
+from ..glitchtip.webhook import parse_alert, plain_text
+from ..message.formatting import Message, message_for
+from ..message.subjects import Subjects, split_by_origin, subjects_of
+from ..routes.sound import RINGS, Sound
+from ..routes.steps import Step, steps_as_json
+from ..spool.model import Job
+from ..words import ENGLISH
+
+if TYPE_CHECKING:
+    from ..delivery.intake import Attempted, Intake
+    from ..delivery.job import Jobs
+    from ..delivery.render import Renderer
+
+log = logging.getLogger(__name__)
+
+INTERNAL_ERROR = "internal error; see the relay's log"
+Clock = Callable[[], float]
+
+
+class Silence(Protocol):
+    """What holds an alert back from its chat (a silence: silences/)."""
+
+    @property
+    def id(self) -> int: ...
+
+
+class Hold(Protocol):
+    """What may hold a webhook's alert back from its chat, keeping it (silences/silencing.py,
+    registered when the relay is assembled): the message is made only when asked for."""
+
+    def hold(
+        self, message: Message | Callable[[], Message], destination: Destination
+    ) -> Silence | None: ...
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What became of a webhook's alert, as its answer says it."""
+
+    outcome: WebhookOutcome
+    reason: str
+    status: int
+    alert: Job | None = None
+    error: str | None = None
+    silence: int | None = None
+    # Its words, as its arrival's note keeps them ("" when it could not be read).
+    text: str = ""
+
+    @property
+    def in_spool(self) -> bool:
+        """Whether the spool's queue took its alert in (and noted its arrival with it)."""
+        return self.alert is not None and self.alert.home == "spool"
+
+
+class WebhookAlerts:
+    def __init__(
+        self,
+        *,
+        intake: Intake,
+        renderer: Renderer,
+        silencing: Hold | None,
+        jobs: Jobs,
+        lookups: IssueLookups | None = None,
+        glitchtip_links: str | None = None,
+        buttons: bool = False,
+        clock: Clock = time.time,
+    ) -> None:
+        """`lookups` reads issues' details from GlitchTip's API, for the issues whose links are
+        at `glitchtip_links` (a webhook may name any link; only GlitchTip's ids go to its API);
+        `buttons`: whether those issues get buttons (cards/), so that the others are named."""
+        self._intake = intake
+        self._renderer = renderer
+        self._buttons = buttons
+        self._silencing = silencing
+        self._jobs = jobs
+        self._lookups = lookups
+        self._glitchtip_links = glitchtip_links
+        self._clock = clock
+
+    def take(
+        self,
+        payload: dict[str, Any],
+        destination: Destination,
+        started: float,
+        *,
+        mentions: tuple[str, ...] = (),
+        sound: Sound = RINGS,
+        escalate: Sequence[Step] = (),
+        also: Mapping[str, Any] | None = None,
+    ) -> Taken:
+        """`started`: when the webhook arrived (monotonic); `mentions`: whom its route calls;
+        `sound`: when its message rings (routes/sound.py, decided when it is sent);
+        `escalate`: whom it calls while nobody acts (oncall/steps.py)."""
+        text = ""
+        queued: Job | None = None
+        try:
+            alert = parse_alert(payload)
+            text = plain_text(alert)
+            # Every issue it names: which are not GlitchTip's is said here.
+            subjects = subjects_of(alert)
+            self._check_links(subjects)
+            received_at = self._clock()
+
+            def message() -> Message:
+                return self._renderer.webhook(
+                    payload, mentions, received_at=received_at, vetted=False
+                )
+
+            silence = (
+                self._silencing.hold(message, destination) if self._silencing is not None else None
+            )
+            if silence is not None:
+                # Kept in the spool and counted; its silence's summary says so when it ends.
+                return Taken("silenced", "silence", 200, silence=silence.id, text=text)
+            called = {**(also or {}), **_route_data(mentions, sound, escalate)}
+            queued = self._queued(payload, called, subjects, text, destination, started)
+            if queued is None:  # it could wait nowhere; its text is logged
+                return Taken(
+                    "failed", "cannot_queue", 503, error="the alert could not be queued", text=text
+                )
+            return _answer(queued, text, self._intake.first_attempt(queued, started=started))
+        except Exception as exc:
+            return self._failed(payload, queued, exc)
+
+    def _check_links(self, subjects: Subjects) -> None:
+        """Say once, as its webhook arrives, that an alert names issues whose links are not at
+        GlitchTip's own address (GLITCHTIP_PUBLIC_URL, or GLITCHTIP_URL): they get no buttons."""
+        if not self._buttons:
+            return
+        _, left_out = split_by_origin(subjects, self._glitchtip_links)
+        if left_out:
+            origins = sorted({issue.origin for issue in left_out})
+            log.warning(
+                "an alert names %d issue(s) whose link is not at GlitchTip's address (%s): they "
+                "get no buttons. Their links are at %s; if that is GlitchTip, set "
+                "GLITCHTIP_PUBLIC_URL to it",
+                len(left_out),
+                self._glitchtip_links,
+                ", ".join(origins[:3]) + (" and others" if len(origins) > 3 else ""),
+            )
+
+    def _queued(
+        self,
+        payload: dict[str, Any],
+        called: Mapping[str, Any],
+        subjects: Subjects,
+        text: str,
+        destination: Destination,
+        started: float,
+    ) -> Job | None:
+        """The alert's job, with its issues' details that are known now; due when the rest
+        come within their budget, or when the budget is spent."""
+        about: dict[str, Any] = {"webhook": payload, **called}
+        ids = self._detail_ids(subjects)
+        if self._lookups is None or not ids:
+            return self._intake.admit(about, destination, started=started, text=text)
+        known = self._lookups.within(ids, 0.0)
+        coming = [issue for issue in ids if issue not in known]
+        about["details"] = _as_json(known)
+        due_in = self._lookups.budget if coming else 0.0
+        job = self._intake.admit(about, destination, started=started, text=text, due_in=due_in)
+        if job is not None and coming:
+            self._wait_for_details(job, coming, dict(known), started)
+        return job
+
+    def _detail_ids(self, subjects: Subjects) -> list[str]:
+        """The ids of the alert's issues whose details GlitchTip's API is asked for."""
+        if self._lookups is None:
+            return []
+        issues = subjects.issues
+        return [issue.id for issue in issues if issue.origin == self._glitchtip_links]
+
+    def _wait_for_details(
+        self, job: Job, coming: list[str], known: dict[str, IssueDetails], started: float
+    ) -> None:
+        """Wait for the details still coming, within the budget from the webhook's arrival,
+        and add what came to the job; what comes later is added while it waits its turn."""
+        assert self._lookups is not None
+        lookups = self._lookups
+        until = min(started + lookups.budget, deadline(started))
+        try:
+            found = lookups.within(coming, max(0.0, until - time.monotonic()))
+        except Exception:  # a bug here must not cost the alert: it goes without them
+            log.exception("looking up the details of issue(s) %s failed", ", ".join(coming))
+            return
+        known.update(found)
+        # Due now, with what came: the budget is spent.
+        self._intake.merge(job, {"details": _as_json(known)}, wake=False)
+        missing = [issue for issue in coming if issue not in found]
+        if not missing:
+            return
+
+        def later(came: Mapping[str, IssueDetails]) -> None:
+            if came:
+                self._intake.merge(job, {"details": _as_json({**known, **came})})
+
+        lookups.when_known(missing, later)
+
+    def _failed(self, payload: dict[str, Any], queued: Job | None, exc: Exception) -> Taken:
+        if queued is not None:
+            log.exception(
+                "taking alert %s in failed after it was queued: it waits there, and the "
+                "retrier sends it",
+                queued.label,
+            )
+            return Taken("queued", "internal_error", 500, queued, error=INTERNAL_ERROR)
+        # Its text as the log can hold it, whatever failed: the payload's raw form at worst.
+        text = message_for(payload, ENGLISH).text
+        self._jobs.undelivered(text, "the relay failed while taking it in", exc, exc_info=True)
+        return Taken("failed", "internal_error", 500, error=INTERNAL_ERROR)
+
+
+def _route_data(mentions: Sequence[str], sound: Sound, escalate: Sequence[Step]) -> dict[str, Any]:
+    """What the alert's route says of it, as its job keeps it: whom its message calls, when it
+    rings, and whom to call while nobody acts."""
+    data: dict[str, Any] = {}
+    if mentions:
+        data["mentions"] = list(mentions)
+    if sound:
+        data["sound"] = sound.to_json()
+    if escalate:
+        data["escalate"] = steps_as_json(escalate)
+    return data
+
+
+def _as_json(details: Mapping[str, IssueDetails]) -> dict[str, Any]:
+    return {issue: details_as_json(found) for issue, found in details.items()}
+
+
+def _answer(job: Job, text: str, attempted: Attempted) -> Taken:
+    outcome, error = attempted.outcome, attempted.error
+    if outcome is None:
+        # Not a failure: older alerts for its chat go first, its chat's turn has not come,
+        # Telegram is failing, or its attempt is still under way. It waits in the queue.
+        return Taken("queued", attempted.waiting or "paced", 202, job, text=text)
+    if isinstance(outcome, Delivered):
+        return Taken("sent", "delivered", 200, job, text=text)
+    if isinstance(outcome, RetryAt):  # already with the retrier: its row is due again
+        reason = "topic_not_found" if outcome.destination is not None else "attempt_failed"
+        return Taken("queued", reason, 502, job, error=error, text=text)
+    assert isinstance(outcome, Dead)  # kept as a dead letter, and logged with its text
+    if outcome.kind == "internal":
+        return Taken("failed", "internal_error", 500, job, error=INTERNAL_ERROR, text=text)
+    return Taken("failed", "refused", 502, job, error=error, text=text)

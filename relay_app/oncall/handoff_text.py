@@ -1,0 +1,33 @@
+"""An on-call handoff's message (oncall/handoffs.py keeps its data): the rotation, who is on
+call now, called by name as a route's mention is, until when in the rotation's zone, and who
+comes next. Made from the data its job keeps when it is sent, in the chat's language. Pure
+functions, no I/O."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from ..delivery.render import Shape
+from ..message.formatting import Message, shown_mention
+from ..words import Words
+
+
+def handoff_message(about: Mapping[str, Any], words: Words) -> Message:
+    zone = ZoneInfo(str(about.get("zone") or "UTC"))
+    until = datetime.fromtimestamp(float(about["until"]), zone)
+    person_html, person_text = shown_mention(str(about["person"]), words)
+    next_html, next_text = shown_mention(str(about["next"]), words)
+    fields = {"rotation": str(about["rotation"]), "until": f"{until:%d.%m %H:%M} ({zone.key})"}
+    text = words.handoff.format(**fields, person=person_text, next=next_text)
+    # The template escaped with the people held out, then their HTML (a link for tg:<id>) put in.
+    held = html.escape(words.handoff.format(**fields, person="\x00", next="\x01"), quote=False)
+    shown = held.replace("\x00", person_html).replace("\x01", next_html)
+    return Message(html=shown, text=text, fallback=text)
+
+
+# An on-call handoff, as its job holds it: one alert of the routes' places.
+SHAPE = Shape("handoff", lambda job, renderer: handoff_message(job.data["handoff"], renderer.words))

@@ -1,0 +1,85 @@
+"""On-call handoffs said in the chat (docs/oncall.md): a rotation with `announce = true` posts,
+at each handoff, who is on call now, until when and who comes next, where the routes that name
+it (`oncall:NAME`) send their alerts; the person now on call is called by name.
+
+The dispatcher's upkeep looks each second, a read per rotation and place; a handoff is posted
+once for the whole fleet, as a daily summary is (summaries/store.py: the job is queued in the
+transaction that moves the next handoff on). A place seen for the first time waits for the next
+handoff: a relay that starts says nothing. After a relay was down through handoffs, one message
+says who is on call now. The job holds the handoff's data; its text is made when it is sent
+(oncall/handoff_text.py)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from zoneinfo import ZoneInfo
+
+from ..core.errors import SpoolError
+from ..core.routing import Destination
+from ..routes.rotation import Rotation
+from ..summaries.store import SummaryStore
+
+log = logging.getLogger(__name__)
+
+
+class Handoffs:
+    def __init__(
+        self,
+        places: Mapping[Destination, Sequence[Rotation]],
+        store: SummaryStore,
+        *,
+        zone: ZoneInfo,
+        posted: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`places`: where each rotation's handoffs are said (RouteTable.handoffs); `zone`:
+        RELAY_TIMEZONE's, for a rotation that names none."""
+        self._places = {place: tuple(rotations) for place, rotations in places.items()}
+        self._store = store
+        self._zone = zone
+        self._posted = posted
+        self._clock = clock
+
+    def upkeep(self) -> int:
+        """Post the handoffs that have come (the dispatcher's upkeep); how many."""
+        posted = 0
+        now = self._clock()
+        for destination, rotations in self._places.items():
+            for rotation in rotations:
+                try:
+                    posted += self._post_if_due(destination, rotation, now)
+                except SpoolError as exc:
+                    log.debug(
+                        "the handoff of rotation %s in %s could not be looked at now: %s",
+                        rotation.name,
+                        destination,
+                        exc,
+                    )
+        return posted
+
+    def _post_if_due(self, destination: Destination, rotation: Rotation, now: float) -> bool:
+        duty = rotation.on_duty(now, self._zone)
+        next_at = duty.until.timestamp()
+        of = f"handoff:{rotation.name}@"
+        if self._store.due(destination, next_at=next_at, now=now, of=of) is None:
+            return False
+        handoff = {
+            "rotation": rotation.name,
+            "person": duty.person,
+            "next": duty.next_person,
+            "until": next_at,
+            "zone": rotation.zone(self._zone).key,
+        }
+        if not self._store.post(destination, {"handoff": handoff}, next_at=next_at, now=now, of=of):
+            return False  # another process of the fleet posted it
+        log.info(
+            "on-call handoff of rotation %s posted to %s: %s until %s",
+            rotation.name,
+            destination,
+            duty.person,
+            duty.until.isoformat(timespec="minutes"),
+        )
+        self._posted()
+        return True

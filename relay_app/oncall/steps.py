@@ -1,0 +1,76 @@
+"""Calling people when nobody acts on an alert (docs/oncall.md): a route's `escalate` steps,
+planned as timers in the spool when its alert is delivered, fired once a second by the
+dispatcher's upkeep (each a reply under the alert naming the step's people, on the one path to
+the chat), and stopped when someone acts on the alert: On it, Resolve, Ignore or Mute.
+
+The replies ring, whatever the route's quiet hours or `silent` say: a step exists to wake
+someone, and a route that wants no calls at night says so by having no steps (or a route of its
+own for the night)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from ..core.errors import SpoolError
+from ..core.metrics import Metrics
+from ..delivery.job import Delivery
+from ..routes.steps import steps_from_json
+from ..spool.store import Tx
+from .steps_store import EscalationStore, Fired, plan_in
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+class Escalation:
+    def __init__(
+        self, store: EscalationStore, *, metrics: Metrics | None = None, clock: Clock = time.time
+    ) -> None:
+        self._store = store
+        self._metrics = metrics
+        self._clock = clock
+
+    def follow_up(self, delivery: Delivery) -> Callable[[Tx], None] | None:
+        """An alert (or a digest) was delivered: its route's steps start counting, written in
+        the delivery's unit of work (None: it has none). A digest's are its first alert's that
+        has any."""
+        about = delivery.about
+        steps = next((s for data in about if (s := steps_from_json(data.get("escalate")))), ())
+        if not steps:
+            return None
+        sent, thread = delivery.sent, delivery.destination.thread
+        return lambda tx: plan_in(tx, sent.chat, thread, sent.message_id, delivery.at, steps)
+
+    def acted(self, chat: str, message_id: int) -> None:
+        """Someone acted on the alert: its steps still waiting will not fire."""
+        try:
+            stopped = self._store.stop(chat, message_id, now=self._clock())
+        except SpoolError as exc:
+            # Each step looks again when it is due: one whose alert was acted on stops then.
+            log.warning(
+                "the escalation of message %d could not be stopped now: %s", message_id, exc
+            )
+            return
+        self._count("stopped", stopped)
+
+    def fire_due(self) -> Fired:
+        """The dispatcher's upkeep: fire what is due, stop what was acted on meanwhile."""
+        try:
+            done = self._store.fire_due(now=self._clock())
+        except SpoolError as exc:
+            log.debug("escalation steps could not be looked at now: %s", exc)
+            return Fired(0, 0)
+        if done.fired:
+            log.info(
+                "%d escalation step(s) fired: their people are called under the alerts", done.fired
+            )
+        self._count("fired", done.fired)
+        self._count("stopped", done.stopped)
+        return done
+
+    def _count(self, outcome: str, count: int) -> None:
+        if self._metrics is not None:
+            self._metrics.escalation(outcome, count)

@@ -1,0 +1,151 @@
+"""Escalation steps as timers in the spool (docs/oncall.md): when an alert whose route says
+`escalate` is delivered, each step becomes a row, due `after` its delivery. Once a second a
+dispatcher fires the due ones: in one transaction, a step whose alert nobody acted on (On it,
+Resolve, Ignore or Mute on any of its issues) queues its reply under the alert, naming the
+step's people, and is marked fired; one whose alert was acted on is marked stopped. A step's row
+changes state once, so it fires once across every relay on the spool, restarts included.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..core.routing import Destination, parse_chat_id
+from ..routes.steps import Step
+from ..spool import job_rows as rows
+from ..spool.model import Precedence
+from ..spool.store import Row, Store, Tx, int_or_null
+from ..words import Said
+
+# Steps fired in one go; the rest in the next second's.
+FIRE_AT_ONCE = 50
+
+
+@dataclass(frozen=True)
+class Fired:
+    fired: int
+    stopped: int
+
+
+class EscalationStore:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def plan(
+        self, chat: str, thread: int | None, message_id: int, sent_at: float, steps: Sequence[Step]
+    ) -> None:
+        """A delivered alert's steps, each due `after` from `sent_at` (the caller's clock)."""
+        self._store.write(
+            lambda tx: plan_in(tx, chat, thread, message_id, sent_at, steps), now=sent_at
+        )
+
+    def stop(self, chat: str, message_id: int, *, now: float) -> int:
+        """Someone acted on the alert: its steps still waiting will not fire. How many."""
+
+        def stop(tx: Tx) -> int:
+            stopped = tx.all(
+                "UPDATE escalations SET state = 'stopped' WHERE chat = ? AND message_id = ?"
+                " AND state = 'waiting' RETURNING step",
+                (chat, message_id),
+            )
+            return len(stopped)
+
+        return self._store.write(stop, now=now)
+
+    def fire_due(self, *, now: float) -> Fired:
+        """Fire the steps that are due (their replies queued in the same transaction), or stop
+        them where the alert was acted on meanwhile. A read first: nearly every second,
+        nothing is due, and no write is made."""
+        due = self._store.read(
+            lambda tx: tx.one(
+                "SELECT step FROM escalations WHERE state = 'waiting' AND due_at <= ? LIMIT 1",
+                (tx.at.db,),
+            ),
+            now=now,
+        )
+        if due is None:
+            return Fired(0, 0)
+        return self._store.write(_fire_due, now=now)
+
+
+def plan_in(
+    tx: Tx,
+    chat: str,
+    thread: int | None,
+    message_id: int,
+    sent_at: float,
+    steps: Sequence[Step],
+) -> None:
+    """`EscalationStore.plan`, in a unit of work under way (a delivery's)."""
+    tx.executemany(
+        "INSERT INTO escalations (chat, message_id, step, thread, due_at, after_seconds,"
+        " people) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        [
+            (
+                chat,
+                message_id,
+                number,
+                thread,
+                tx.at.to_db(sent_at + step.after),
+                step.after,
+                json.dumps(step.people),
+            )
+            for number, step in enumerate(steps, 1)
+        ],
+    )
+
+
+def _fire_due(tx: Tx) -> Fired:
+    due = tx.all(
+        "SELECT chat, message_id, step, thread, after_seconds, people FROM escalations"
+        " WHERE state = 'waiting' AND due_at <= ? ORDER BY due_at LIMIT ?",
+        (tx.at.db, FIRE_AT_ONCE),
+    )
+    fired = stopped = 0
+    for row in due:
+        chat, message_id = str(row["chat"]), int(row["message_id"])
+        acted = _acted_on(tx, chat, message_id)
+        changed = tx.one(
+            "UPDATE escalations SET state = ? WHERE chat = ? AND message_id = ? AND step = ?"
+            " AND state = 'waiting' RETURNING step",
+            ("stopped" if acted else "fired", chat, message_id, row["step"]),
+        )
+        if changed is None:
+            continue  # another relay took it meanwhile
+        if acted:
+            stopped += 1
+            continue
+        _reply(tx, row, chat, message_id)
+        fired += 1
+    if fired:
+        tx.notify()
+    return Fired(fired, stopped)
+
+
+def _acted_on(tx: Tx, chat: str, message_id: int) -> bool:
+    found = tx.one(
+        "SELECT key FROM issue_buttons WHERE chat = ? AND message_id = ? AND (taken_at IS NOT"
+        " NULL OR acted_at IS NOT NULL OR silence_id IS NOT NULL) LIMIT 1",
+        (chat, message_id),
+    )
+    return found is not None
+
+
+def _reply(tx: Tx, row: Row, chat: str, message_id: int) -> None:
+    """The step's reply under the alert, as a job of the one path to the chat."""
+    people = " ".join(str(person) for person in json.loads(str(row["people"])))
+    minutes = str(max(1, round(float(row["after_seconds"]) / 60)))
+    said = Said("escalation_call", {"minutes": minutes, "people": people})
+    thread = int_or_null(row["thread"])
+    where = Destination(parse_chat_id(chat) or chat, thread)
+    rows.insert(
+        tx,
+        "reply",
+        {"say": said.as_json(), "message_id": message_id},
+        where,
+        precedence=Precedence.CALL,
+        lane=where.message_lane(message_id),
+        home="spool",
+    )

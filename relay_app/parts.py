@@ -1,0 +1,324 @@
+"""The parts of the relay that act from the chat and follow GlitchTip, as `relay_app.assemble`
+builds them from the settings: what handles Telegram's updates (presses, replies, commands) and
+polls for them, the watcher with what it keeps in step (cards, snoozes) and posts again, the
+daily summaries and the on-call handoffs. Apart from `assemble` so that the wiring stays one
+page."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+from .cards.sent import SentStore
+from .chat.answers import Answering
+from .chat.commands import BotName, Commands, Status, status_command
+from .chat.links import Links
+from .chat.presses import Presses
+from .chat.replies import Replies
+from .chat.scope import ChatScope
+from .chat.team import Team
+from .chat.updates import Handle, Poller, route_updates
+from .core.metrics import Metrics
+from .core.routing import Destination, chat_key, parse_chat_id
+from .delivery.health import Health
+from .delivery.outbox import Outbox
+from .glitchtip.api import GlitchTipApi
+from .glitchtip.lookups import CALL_TIMEOUT
+from .intake.routed import RoutedWebhooks
+from .message.trend import Trend
+from .oncall.command import oncall_command
+from .oncall.handoffs import Handoffs
+from .oncall.steps import Escalation
+from .operating.config import Settings
+from .silences.command import silences_command
+from .silences.silencing import Silencing
+from .silences.store import SilenceStore
+from .snoozes.snoozing import Snoozing
+from .snoozes.store import SnoozeStore
+from .spool import Spool
+from .summaries.daily import DailySummaries
+from .summaries.store import SummaryStore
+from .telegram.bot_commands import BotCommand, described
+from .telegram.client import TelegramClient
+from .telegram.courier import Telegram
+from .watch.in_step import CardsInStep
+from .watch.issues import issues_command
+from .watch.store import Watched, WatchStore
+from .watch.watcher import Watcher
+from .words import Words, words_for
+
+Clock = Callable[[], float]
+
+
+def following_glitchtip(
+    settings: Settings,
+    spool: Spool | None,
+    outbox: Outbox,
+    escalation: Escalation,
+    metrics: Metrics,
+    clock: Clock,
+) -> tuple[CardsInStep | None, Snoozing | None]:
+    """With GLITCHTIP_API_TOKEN and a spool: what the watcher's rounds keep in step with
+    GlitchTip, the cards (in_step.py) and the snoozes (snoozing.py)."""
+    token, url, links = (
+        settings.glitchtip_api_token,
+        settings.glitchtip_url,
+        settings.glitchtip_links,
+    )
+    if token is None or url is None or links is None or spool is None:
+        return None, None
+    in_step = CardsInStep(
+        spool.of(SentStore),
+        outbox,
+        origin=links,
+        escalation=escalation,
+        metrics=metrics,
+        clock=clock,
+    )
+    snoozing = Snoozing(
+        spool.of(SnoozeStore),
+        spool.of(WatchStore),
+        outbox,
+        GlitchTipApi(token, url, timeout=settings.send_timeout),
+        events=settings.watching.snooze_events,
+        metrics=metrics,
+        reopened=lambda issue: in_step.follow({issue: "unresolved"}, asked_at=clock(), settle=0),
+        clock=clock,
+    )
+    return in_step, snoozing
+
+
+def watcher_for(
+    settings: Settings,
+    spool: Spool | None,
+    metrics: Metrics,
+    clock: Clock,
+    post: Callable[[Watched, Trend], None],
+    in_step: CardsInStep | None,
+    snoozing: Snoozing | None,
+) -> Watcher | None:
+    """With GLITCHTIP_API_TOKEN and a spool: the watcher of the issues the relay alerted on."""
+    token, url = settings.glitchtip_api_token, settings.glitchtip_url
+    if token is None or url is None or spool is None:
+        return None
+    return Watcher(
+        spool.of(WatchStore),
+        GlitchTipApi(token, url, timeout=CALL_TIMEOUT),
+        post,
+        every=settings.watching.every,
+        min_events=settings.watching.min_events,
+        glitchtip_links=settings.glitchtip_links,
+        metrics=metrics,
+        follow=(lambda states, at: in_step.follow(states, asked_at=at)) if in_step else None,
+        snoozing=snoozing,
+        clock=clock,
+        look_every=settings.timing.poll_interval,
+        shared=spool.warnings.says,
+    )
+
+
+def post_escalating(webhooks: RoutedWebhooks, issue: Watched, found: Trend) -> None:
+    """An escalating issue as a webhook of its own: routes, silences and mentions apply."""
+    payload = {"alias": "GlitchTip", "text": "GlitchTip Alert", **issue.alert}
+    where = Destination(parse_chat_id(issue.chat) or issue.chat, issue.thread)
+    escalating = {"count": found.last_hour, "spark": found.sparkline}
+    webhooks.take(payload, where, time.monotonic(), also={"escalating": escalating})
+
+
+def daily_summaries_for(
+    settings: Settings, spool: Spool | None, metrics: Metrics, clock: Clock
+) -> DailySummaries | None:
+    """With a spool and a route that says `summary`: the daily summaries."""
+    places = settings.routes.summaries(settings.default_destination)
+    if spool is None or not places:
+        return None
+    zone = ZoneInfo(settings.timezone)
+    return DailySummaries(
+        places,
+        spool.of(SummaryStore),
+        spool.of(WatchStore),
+        zone=zone,
+        posted=metrics.summaries.inc,
+        clock=clock,
+    )
+
+
+def handoffs_for(
+    settings: Settings, spool: Spool | None, metrics: Metrics, clock: Clock
+) -> Handoffs | None:
+    """With a spool and a rotation that says `announce`, named by a route: its handoffs."""
+    places = settings.routes.handoffs(settings.default_destination)
+    if spool is None or not places:
+        return None
+    zone = ZoneInfo(settings.timezone)
+    return Handoffs(
+        places, spool.of(SummaryStore), zone=zone, posted=metrics.handoffs.inc, clock=clock
+    )
+
+
+@dataclass(frozen=True)
+class FromTheChat:
+    """What acts on Telegram's updates: the handler of each (a press, a reply, a command, a
+    link), this process's poller for them (TELEGRAM_UPDATES=poll), and the links' look-ups,
+    which run off the thread that read the update."""
+
+    updates: Handle | None = None
+    poller: Poller | None = None
+    links: Links | None = None
+
+
+def acting_from_the_chat(
+    settings: Settings,
+    spool: Spool | None,
+    telegram: Telegram,
+    outbox: Outbox,
+    metrics: Metrics,
+    clock: Clock,
+    silencing: Silencing,
+    escalation: Escalation,
+    snoozing: Snoozing | None,
+    health: Health,
+) -> FromTheChat:
+    """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles each
+    update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them."""
+    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
+    if token is None or glitchtip_url is None or spool is None:
+        return FromTheChat()
+    answering = Answering(
+        outbox,
+        spool.answers,
+        first_in=lambda key, window: spool.of(SentStore).first_in(key, window=window, at=clock()),
+        refused=metrics.answer_refused,
+        shared=spool.warnings.says,
+        clock=clock,
+    )
+    team = Team(
+        store=spool.of(SentStore),
+        glitchtip=GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout),
+        allowed_users=settings.action_user_ids,
+        words=words_for(settings.language),
+        metrics=metrics,
+        clock=clock,
+    )
+    links = _links(settings, spool, answering, team.glitchtip, metrics, clock)
+    route = route_updates(
+        Presses(
+            team, telegram, outbox, silencing=silencing, escalation=escalation, snoozing=snoozing
+        ),
+        Replies(team, answering, bot_id=bot_id(settings.telegram_bot_token)),
+        _commands(settings, spool, answering, health, metrics, clock),
+        links,
+    )
+    if settings.telegram_updates != "poll":
+        return FromTheChat(route, None, links)
+    poller = Poller(
+        client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
+        lease=spool.poller_lease,
+        handle=route,
+        attempt_timeout=settings.send_timeout,
+        clock=clock,
+        timing=settings.timing,
+    )
+    return FromTheChat(route, poller, links)
+
+
+def _commands(
+    settings: Settings,
+    spool: Spool,
+    answering: Answering,
+    health: Health,
+    metrics: Metrics,
+    clock: Clock,
+) -> Commands:
+    """The chat's commands: they tell what the relay knows, in the chats it serves."""
+    served = served_chats(settings)
+
+    def status(words: Words) -> Status:
+        telegram = health.current().sending
+        paused = spool.glitchtip_health.paused()
+        counts = spool.admin.counts()
+        return Status(
+            telegram=words.status_telegram_up if telegram else words.status_telegram_down,
+            glitchtip=words.status_glitchtip_failing if paused else words.status_glitchtip_up,
+            queue=words.status_queue.format(pending=counts["pending"], dead=counts["dead"]),
+        )
+
+    return Commands(
+        commands=bot_commands(settings, spool, status, clock),
+        served=served,
+        first_time=lambda keys: spool.of(SentStore).first_time(keys, at=clock()),
+        answering=answering,
+        words=words_for(settings.language),
+        bot_username=BotName(settings.telegram_api_url, settings.telegram_bot_token),
+        count=lambda command: metrics.commands.labels(command).inc(),
+    )
+
+
+def bot_commands(
+    settings: Settings,
+    spool: Spool,
+    status: Callable[[Words], Status] = lambda words: Status("", "", ""),
+    clock: Clock = time.time,
+) -> list[BotCommand]:
+    """The chat's commands, the capabilities' and the relay's own, in the order Telegram
+    lists them."""
+    return [
+        issues_command(spool.of(WatchStore), clock=clock),
+        oncall_command(settings.routes.on_call, ZoneInfo(settings.timezone), clock=clock),
+        silences_command(spool.of(SilenceStore), clock=clock),
+        status_command(status),
+    ]
+
+
+def _links(
+    settings: Settings,
+    spool: Spool,
+    answering: Answering,
+    glitchtip: GlitchTipApi,
+    metrics: Metrics,
+    clock: Clock,
+) -> Links | None:
+    """Links to GlitchTip's issues pasted in the chats the relay serves, answered with cards
+    of the issues each chat follows."""
+    if settings.glitchtip_links is None:
+        return None
+    scope = ChatScope(
+        settings.routes,
+        settings.default_destination,
+        watched=spool.of(WatchStore),
+        sent=spool.of(SentStore),
+    )
+    return Links(
+        served=served_chats(settings),
+        glitchtip=glitchtip,
+        origin=settings.glitchtip_links,
+        answering=answering,
+        scope=scope,
+        first_in=lambda key, window: spool.of(SentStore).first_in(key, window=window, at=clock()),
+        count=lambda outcome: metrics.link_cards.labels(outcome).inc(),
+    )
+
+
+def served_chats(settings: Settings) -> set[str]:
+    """The chats the relay posts to, which its commands and links answer in."""
+    return {
+        chat_key(settings.default_destination.chat),
+        *settings.allowed_chat_ids,
+        *(chat_key(chat) for chat in settings.routes.chats),
+    }
+
+
+def command_list(settings: Settings, spool: Spool | None) -> list[dict[str, str]]:
+    """The commands Telegram offers as people type `/`, described in the relay's language;
+    none when the relay reads no updates (no GLITCHTIP_API_TOKEN or no spool)."""
+    if settings.glitchtip_api_token is None or spool is None:
+        return []
+    return described(bot_commands(settings, spool), words_for(settings.language))
+
+
+def bot_id(token: str) -> int | None:
+    """The bot's own user id: the part of its token before the colon."""
+    head = token.partition(":")[0]
+    return int(head) if head.isdigit() else None

@@ -1,0 +1,32 @@
+"""`/silences` in the chat: what is held back there now, until when, and by whom. Registered
+with the chat's commands when the relay is assembled."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ..cards.card import clock_time
+from ..telegram.bot_commands import BotCommand
+from ..words import Said, Words
+from .store import SilenceStore
+
+
+def silences_command(
+    silences: SilenceStore, *, clock: Callable[[], float] = time.time
+) -> BotCommand:
+    def answer(chat: str, words: Words) -> Said:
+        active = silences.active(chat, now=clock())
+        if not active:
+            return Said("silences_none")
+        lines = [
+            words.silences_line.format(
+                what=silence.matchers.describe(words, label=silence.label),
+                until=clock_time(silence.ends_at),
+                by=silence.created_by,
+            )
+            for silence in active
+        ]
+        return Said("silences_answer", {"lines": "\n".join(lines)})
+
+    return BotCommand("silences", lambda words: words.command_silences, answer)

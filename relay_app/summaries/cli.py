@@ -1,0 +1,74 @@
+"""`relay-app summary [--chat ID] [--send]`: the daily summary of a chat (summaries/daily.py)
+as it would be posted now, covering what happened since the last one (or the last day); with
+`--send`, queued for the relay to post in the chat's turn (the day's own summary stays due).
+Exit codes as the other commands: 0 done, 1 a spool that cannot be used, 2 wrong usage."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from ..core.errors import SpoolError
+from ..core.routing import Destination, chat_key, parse_chat_id
+from ..operating.config import ConfigError, Settings
+from ..operating.console import CommandLine, Console, Failed, OpenSpool, Usage
+from ..watch.store import WatchStore
+from ..words import words_for
+from .daily import DailySummaries
+from .store import SummaryStore
+from .text import summary_message
+
+
+def add_summary_command(line: CommandLine) -> None:
+    open_spool = line.open_spool
+    summary = line.commands.add_parser(
+        "summary", help="the daily summary of a chat now (with --send, posted there)"
+    )
+    summary.add_argument(
+        "--chat", metavar="ID", help="the chat (default: TELEGRAM_CHAT_ID, in its topic)"
+    )
+    summary.add_argument("--send", action="store_true", help="post it to the chat")
+    summary.set_defaults(run=lambda args, console: _summary(args, console, open_spool))
+
+
+def _summary(args: argparse.Namespace, console: Console, open_spool: OpenSpool) -> int:
+    try:
+        settings = Settings.from_env(console.environ)
+    except ConfigError as exc:
+        raise Usage(str(exc)) from None
+    places = settings.routes.summaries(settings.default_destination)
+    destination = _where(args.chat, settings.default_destination, places)
+    spool = open_spool(console.environ)
+    try:
+        summaries = DailySummaries(
+            places, spool.of(SummaryStore), spool.of(WatchStore), zone=ZoneInfo(settings.timezone)
+        )
+        now = time.time()
+        data = summaries.compose(destination, spool.of(SummaryStore).since(destination, now=now))
+        print(summary_message(data["summary"], words_for(settings.language)).text, file=console.out)
+        if args.send:
+            spool.of(SummaryStore).queue_now(destination, data, now=now)
+            print(
+                f"queued for {destination.describe()}: the relay posts it in the chat's turn",
+                file=console.out,
+            )
+    except SpoolError as exc:
+        raise Failed(f"the spool cannot be used: {exc}") from None
+    finally:
+        spool.close()
+    return 0
+
+
+def _where(raw: str | None, default: Destination, places: dict[Destination, Any]) -> Destination:
+    """The chat named (in the topic its summary goes to, if it has one), or the default."""
+    if raw is None:
+        return default
+    chat = parse_chat_id(raw)
+    if chat is None:
+        raise Usage(f"--chat {raw!r} is not a chat id (like -1001234567890)")
+    for place in places:
+        if chat_key(place.chat) == chat_key(chat):
+            return place
+    return Destination(chat, default.thread if chat_key(chat) == default.chat_key else None)

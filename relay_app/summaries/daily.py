@@ -1,0 +1,142 @@
+"""The daily summary (docs/oncall.md): a route's `summary = "09:00"` posts, once a day at that
+time in the route's zone (or RELAY_TIMEZONE's), to the place its alerts go, what happened there
+since the last one: the issues alerted on for the first time, those escalating, those back after
+being resolved (GlitchTip alerts again only then), the ones still unresolved with their events
+and last 24 hours as the watcher last read them (most events first), who has which, and how many
+alerts were delivered, went in digests and were held by silences.
+
+The dispatcher's upkeep looks each second, a read; the place whose time has come is posted once
+for the whole fleet (summaries/store.py: the job is queued in the transaction that moves the
+place's time on). The job holds the summary's data; its text is made when it is sent
+(summaries/text.py). `relay-app summary` composes the same data now.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from ..core.errors import SpoolError
+from ..core.routing import Destination
+from ..delivery.job import Delivery
+from ..routes.summary_time import SummaryAt
+from ..spool.store import Tx
+from ..watch.issues import issue_data
+from ..watch.store import WatchedIssue, WatchStore
+from .store import Since, SummaryStore, counted_in
+
+log = logging.getLogger(__name__)
+
+# What a summary covers when none was posted before (the command's, for a place without one).
+A_DAY = 86400.0
+
+
+class DailySummaries:
+    def __init__(
+        self,
+        places: Mapping[Destination, SummaryAt],
+        store: SummaryStore,
+        watched: WatchStore,
+        *,
+        zone: ZoneInfo,
+        posted: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`places`: where a summary goes, and when (RouteTable.summaries); `zone`:
+        RELAY_TIMEZONE's, for a route that names none."""
+        self._places = dict(places)
+        self._store = store
+        self._watched = watched
+        self._zone = zone
+        self._posted = posted
+        self._clock = clock
+
+    def upkeep(self) -> int:
+        """Post the summaries whose time has come (the dispatcher's upkeep); how many."""
+        posted = 0
+        for destination, at in self._places.items():
+            try:
+                posted += self._post_if_due(destination, at)
+            except SpoolError as exc:
+                log.debug(
+                    "the daily summary of %s could not be looked at now: %s", destination, exc
+                )
+        return posted
+
+    def delivered(self, destination: Destination, alerts: int) -> None:
+        """Alerts delivered to a place in one message: counted for its summary."""
+        self._count(destination, delivered=alerts)
+
+    def follow_up(self, delivery: Delivery) -> Callable[[Tx], None] | None:
+        """`delivered`, written in the delivery's unit of work (None: the place has no summary,
+        or the message held no webhook's alert: a summary or a notice is not counted)."""
+        destination = delivery.destination
+        alerts = sum(1 for data in delivery.about if "webhook" in data)
+        if destination not in self._places or not alerts:
+            return None
+        return lambda tx: counted_in(tx, destination, delivered=alerts)
+
+    def held(self, destination: Destination) -> None:
+        """An alert a silence held back from a place: counted for its summary."""
+        self._count(destination, silenced=1)
+
+    def compose(self, destination: Destination, since: Since | None = None) -> dict[str, Any]:
+        """The summary's data for a place, now: since the last one (`since`), or a day."""
+        now = self._clock()
+        at = self._places.get(destination)
+        zone = ZoneInfo(at.timezone) if at is not None and at.timezone else self._zone
+        covered = since or Since(now - A_DAY, 0, 0, 0)
+        issues = self._watched.overview(str(destination.chat_key), now=now)
+        here = [i for i in issues if destination.thread is None or i.thread == destination.thread]
+        return {
+            "summary": {
+                "from": covered.last_at,
+                "to": now,
+                "zone": zone.key,
+                **_sorted_out(here, covered.last_at),
+                "delivered": covered.delivered,
+                "digested": covered.digested,
+                "silenced": covered.silenced,
+            }
+        }
+
+    def _post_if_due(self, destination: Destination, at: SummaryAt) -> int:
+        now = self._clock()
+        next_at = at.next_after(now, self._zone)
+        since = self._store.due(destination, next_at=next_at, now=now)
+        if since is None:
+            return 0
+        data = self.compose(destination, since)
+        if not self._store.post(destination, data, next_at=next_at, now=now):
+            return 0  # another process of the fleet posted it first
+        log.info("the daily summary of %s is queued", destination.describe())
+        self._posted()
+        return 1
+
+    def _count(self, destination: Destination, *, delivered: int = 0, silenced: int = 0) -> None:
+        if destination not in self._places:
+            return
+        try:
+            self._store.counted(
+                destination, delivered=delivered, silenced=silenced, now=self._clock()
+            )
+        except SpoolError as exc:
+            log.debug("an alert of %s could not be counted for its summary: %s", destination, exc)
+
+
+def _sorted_out(issues: list[WatchedIssue], start: float) -> dict[str, list[dict[str, Any]]]:
+    """The place's issues by what happened to them since `start`, and those still open."""
+    return {
+        "new": _listed(i for i in issues if i.first_alerted_at >= start),
+        "escalating": _listed(i for i in issues if (i.escalated_at or 0.0) >= start),
+        "regressed": _listed(i for i in issues if i.first_alerted_at < start <= i.alerted_at),
+        "open": _listed(i for i in issues if i.status == "unresolved"),
+    }
+
+
+def _listed(issues: Iterable[WatchedIssue]) -> list[dict[str, Any]]:
+    """As the summary's job keeps them: each issue's label, title, events, hours and taker."""
+    return [issue_data(issue) for issue in issues]

@@ -1,0 +1,97 @@
+"""Cards in step with GlitchTip (docs/actions.md): GlitchTip sends no webhook when someone
+resolves, ignores or reopens an issue in its UI, so the watcher (watcher.py) reads the states
+of the issues the relay alerted on each round, and every card whose buttons show another status
+is made to show GlitchTip's: the status line says it was changed in GlitchTip, and the buttons
+that fit follow (Reopen after resolve or ignore; Resolve and Ignore when it is open again). The
+edit is a job like every write to a chat (delivery/outbox.py): paced, coalesced, retried.
+
+GlitchTip's answer says nothing of who changed an issue, so neither does the card. An issue
+closed in GlitchTip stops its alert's escalation, as a Resolve pressed in the chat does.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+
+from ..cards.sent import SentStore, Synced
+from ..core.errors import SpoolError
+from ..core.metrics import Metrics
+from ..delivery.outbox import Outbox
+from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
+from ..oncall.steps import Escalation
+
+log = logging.getLogger(__name__)
+
+# A press claims its change on the button, then asks GlitchTip (within RELAY_SEND_TIMEOUT, at
+# most 9 s): a state GlitchTip gave before that could be the old one, so a button pressed less
+# than this before the round asked is left for the next round.
+SETTLE = 10.0
+
+
+class CardsInStep:
+    def __init__(
+        self,
+        sent: SentStore,
+        outbox: Outbox,
+        *,
+        origin: str,
+        escalation: Escalation | None = None,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`origin`: GlitchTip's, whose issues the buttons change (GLITCHTIP_URL's links)."""
+        self._sent = sent
+        self._outbox = outbox
+        self._origin = origin
+        self._escalation = escalation
+        self._metrics = metrics
+        self._clock = clock
+
+    def _noted(self, change: Synced) -> None:
+        """A card now in step: logged, counted, and its escalation stopped unless open."""
+        log.info(
+            "%s is %s in GlitchTip: its card in chat %s (message %d) says so",
+            change.label,
+            change.status,
+            change.chat,
+            change.message_id,
+        )
+        if self._metrics is not None:
+            self._metrics.cards_in_step.labels(change.status).inc()
+        if change.status != "unresolved" and self._escalation is not None:
+            self._escalation.acted(change.chat, change.message_id)
+
+    def follow(self, states: Mapping[str, str], *, asked_at: float, settle: float = SETTLE) -> int:
+        """GlitchTip's states of these issues, asked at `asked_at`: the cards that show
+        another are edited; how many buttons changed. `settle` 0: the relay itself just made
+        the change (a snooze's end), so no press can be newer than the state."""
+        known = {
+            issue: status for issue, raw in states.items() if (status := _status(raw)) is not None
+        }
+        try:
+            synced = self._sent.in_step(
+                self._origin, known, asked_at=asked_at, settle=settle, now=self._clock()
+            )
+        except SpoolError as exc:
+            log.warning("cards could not be brought in step with GlitchTip now: %s", exc)
+            return 0
+        for change in synced:
+            self._noted(change)
+        for chat, message_id in {(change.chat, change.message_id) for change in synced}:
+            try:
+                self._outbox.card(chat, message_id)
+            except SpoolError as exc:
+                log.warning(
+                    "message %d in chat %s could not be queued for its edit to show GlitchTip's "
+                    "status: %s",
+                    message_id,
+                    chat,
+                    exc,
+                )
+        return len(synced)
+
+
+def _status(raw: str) -> IssueStatus | None:
+    return next((status for status in ISSUE_STATUSES if status == raw), None)
