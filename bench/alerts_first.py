@@ -38,6 +38,7 @@ from bench.payload import with_new_issue  # noqa: E402
 from relay_app.core.routing import Destination  # noqa: E402
 from relay_app.spool import Precedence, on_store  # noqa: E402
 from relay_app.spool.database import Database  # noqa: E402
+from relay_app.spool.model import NewJob  # noqa: E402
 from tests.e2e.helpers import register_webhook  # noqa: E402
 from tests.e2e.relay_process import CHAT_ID, RelayProcess, relay_env  # noqa: E402
 from tests.fake_glitchtip import TOKEN, running_fake_glitchtip  # noqa: E402
@@ -82,12 +83,12 @@ def queue_what_the_chat_owes(spool_path: Path) -> None:
         for number in range(ANSWERS):
             about = {"say": {"word": "issues_none", "values": {}}, "message_id": 10_000 + number}
             lane = chat.message_lane(10_000 + number)
-            spool.queue.add("reply", about, chat, precedence=Precedence.ANSWER, lane=lane, now=now)
+            spool.queue.add(NewJob("reply", about, chat, Precedence.ANSWER, lane=lane), now=now)
         for number in range(CALLS):
             said = {"word": "escalation_call", "values": {"minutes": "5", "people": "@ops"}}
             lane = chat.message_lane(1_000 + number)
             about = {"say": said, "message_id": 1_000 + number}
-            spool.queue.add("reply", about, chat, precedence=Precedence.CALL, lane=lane, now=now)
+            spool.queue.add(NewJob("reply", about, chat, Precedence.CALL, lane=lane), now=now)
     finally:
         spool.close()
 

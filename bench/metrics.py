@@ -32,8 +32,17 @@ import requests  # noqa: E402
 from bench.payload import PAYLOAD  # noqa: E402
 from relay_app.core.logs import LOG_DATE_FORMAT, LOG_FORMAT, JsonFormatter, event  # noqa: E402
 from relay_app.core.routing import Destination  # noqa: E402
-from relay_app.spool import Lane, Precedence, Queue, on_store, this_process  # noqa: E402
+from relay_app.spool import (  # noqa: E402
+    Claimant,
+    Lane,
+    Precedence,
+    Queue,
+    Taking,
+    on_store,
+    this_process,
+)
 from relay_app.spool.database import Database  # noqa: E402
+from relay_app.spool.model import NewJob  # noqa: E402
 from tests.e2e.relay_process import RelayProcess, relay_env  # noqa: E402
 from tests.fake_telegram import running_fake_telegram  # noqa: E402
 
@@ -109,19 +118,12 @@ def logging_cost(formatter: logging.Formatter) -> float:
 def hold(queue: Queue) -> None:
     """One more alert for HELD, whose lane this process leases (it takes the lease with the
     first alert: a webhook's claim, never settled)."""
-    job = queue.add(
-        "alert", {"webhook": PAYLOAD}, HELD, precedence=Precedence.ALERT, now=time.time()
-    )
+    job = queue.add(NewJob("alert", {"webhook": PAYLOAD}, HELD, Precedence.ALERT), now=time.time())
     queue.claim(
         Lane(job.lane, HELD, time.time(), free=True),
+        Claimant(this_process(), "held", 10.0, {"held"}),
+        Taking(fit=lambda jobs: 1, retire=lambda job, now: None, send=True),
         now=time.time(),
-        holder=this_process(),
-        token="held",
-        in_flight={"held"},
-        fit=lambda jobs: 1,
-        retire=lambda job, now: None,
-        send=True,
-        lease_for=10.0,
     )
 
 

@@ -34,15 +34,20 @@ from relay_app.delivery.render import Renderer  # noqa: E402
 from relay_app.spool import (  # noqa: E402
     Admin,
     Claim,
+    Claimant,
     Job,
     Lane,
     Precedence,
     Queue,
+    Taking,
     on_store,
     this_process,
 )
 from relay_app.spool.database import Database  # noqa: E402
-from relay_app.spool.model import Settlement  # noqa: E402
+from relay_app.spool.model import (  # noqa: E402
+    NewJob,
+    Settlement,
+)
 from relay_app.words import ENGLISH  # noqa: E402
 
 RENDERER = Renderer(ENGLISH, late_after=60.0)
@@ -55,7 +60,7 @@ PAUSE_BETWEEN = 0.025  # about 600 pairs/s over the 16 threads, as at the relay'
 
 def admit(queue: Queue, destination: Destination) -> Job:
     about = {"webhook": PAYLOAD}
-    return queue.add("alert", about, destination, precedence=Precedence.ALERT, now=time.time())
+    return queue.add(NewJob("alert", about, destination, Precedence.ALERT), now=time.time())
 
 
 def write_ahead_and_delete(queue: Queue) -> None:
@@ -67,14 +72,9 @@ def write_ahead_and_delete(queue: Queue) -> None:
     token = secrets.token_hex(8)
     claimed = queue.claim(
         Lane(job.lane, job.destination, time.time(), free=True),
+        Claimant(this_process(), token, 10.0, {token}),
+        Taking(fit=RENDERER.how_many, retire=lambda job, now: None, send=True),
         now=time.time(),
-        holder=this_process(),
-        token=token,
-        in_flight={token},
-        fit=RENDERER.how_many,
-        retire=lambda job, now: None,
-        send=True,
-        lease_for=10.0,
     )
     claim = claimed if isinstance(claimed, Claim) else Claim(job.lane, job.destination, "", [job])
     queue.settle(claim, Settlement([(job, Delivered())], "answered"), now=time.time())
@@ -100,14 +100,9 @@ def single_thread(path: str) -> list[tuple[int, float, float]]:
                 continue
             queue.claim(
                 lane,
+                Claimant(this_process(), "bench", 10, ()),
+                Taking(fit=RENDERER.how_many, retire=lambda job, now: None, send=True),
                 now=time.time(),
-                holder=this_process(),
-                token="bench",
-                in_flight=(),
-                fit=RENDERER.how_many,
-                retire=lambda job, now: None,
-                send=True,
-                lease_for=10,
             )
         claim = time.perf_counter() - started
         queue.release(this_process())

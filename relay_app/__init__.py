@@ -14,8 +14,9 @@ from werkzeug.exceptions import HTTPException
 
 from .capabilities import NOTES, SHAPES
 from .cards.edits import card_edits
-from .cards.outgoing import Outgoing
+from .cards.outgoing import OldRecords, Outgoing
 from .cards.sent import SentStore
+from .chat.presses import PressActions
 from .core.errors import SpoolError
 from .core.logs import configure_logging
 from .core.metrics import Metrics
@@ -27,12 +28,12 @@ from .delivery.job import Jobs
 from .delivery.leadership import Leadership, Upkeep
 from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
-from .delivery.render import Renderer
+from .delivery.render import Added, OnCall, Renderer
 from .glitchtip.api import GlitchTipApi
 from .glitchtip.details import IssueDetails
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
-from .intake.alerts import WebhookAlerts
+from .intake.alerts import GlitchTipIssues, WebhookAlerts
 from .intake.last_webhook import LastWebhook
 from .intake.routed import RoutedWebhooks
 from .message.trend import Trend
@@ -43,6 +44,7 @@ from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.setup_watch import SetupWatch, one_worker_says
 from .parts import (
+    Basis,
     acting_from_the_chat,
     command_list,
     daily_summaries_for,
@@ -54,7 +56,7 @@ from .parts import (
 from .silences.gauges import SilenceGauges
 from .silences.silencing import Silencing
 from .silences.store import SilenceStore
-from .spool import LocalSpool, Queue, Spool, open_local, open_memory, open_spool
+from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
 from .summaries.daily import DailySummaries
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
@@ -110,14 +112,7 @@ def assemble(
     (tests script its answers)."""
     timing = settings.timing
     memory = open_memory(pace=timing.pace)
-    spool = open_spool(
-        path=settings.spool_path,
-        url=settings.spool_url,
-        max_pending=settings.spool_max_pending,
-        default_destination=settings.default_destination,
-        clock=clock,
-        pace=timing.pace,
-    )
+    spool = _spool(settings, clock)
     # What the workers share lives in the spool; with RELAY_SPOOL_PATH=off, in this process's
     # memory, which has the same parts and so keeps the same rules for this process alone.
     shared = spool or memory
@@ -146,18 +141,16 @@ def assemble(
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
         post_escalating(webhooks, issue, found)
 
-    summaries = daily_summaries_for(settings, spool, metrics, clock)
-    on_time = (summaries, handoffs_for(settings, spool, metrics, clock))
-    in_step, snoozing = following_glitchtip(settings, spool, outbox, escalation, metrics, clock)
-    watcher = watcher_for(settings, spool, metrics, clock, posted_again, in_step, snoozing)
+    basis = Basis(settings, spool, metrics, clock, outbox)
+    summaries = daily_summaries_for(basis)
+    on_time = (summaries, handoffs_for(basis))
+    in_step, snoozing = following_glitchtip(basis, escalation)
+    watcher = watcher_for(basis, posted_again, in_step, snoozing)
     outgoing = Outgoing(
         spool.of(SentStore) if spool is not None else None,
-        queue=shared.queue,
-        outbox=outbox,
+        outbox,
         buttons=buttons,
         words=words,
-        glitchtip_links=settings.glitchtip_links,
-        keep_for=settings.retry_max_age,
         clock=clock,
         follow_ups=[
             part.follow_up for part in (escalation, watcher, summaries) if part is not None
@@ -193,32 +186,35 @@ def assemble(
         metrics=metrics,
         attempt_timeout=settings.send_timeout,
         clock=clock,
-        upkeep=_upkeep(outgoing, silencing, escalation, on_time, leads),
+        upkeep=_upkeep(
+            OldRecords(shared.of(SentStore), keep_for=settings.retry_max_age, clock=clock),
+            silencing,
+            escalation,
+            on_time,
+            leads,
+        ),
         timing=timing,
         mover=local.mover if local is not None else None,
     )
     intake = Intake(queues=queues, jobs=jobs, dispatcher=dispatcher, clock=clock)
     lookups = _issue_lookups(settings, metrics, shared, clock)
+    issues = GlitchTipIssues(settings.glitchtip_links, lookups, buttons=outgoing.buttons)
     webhooks = RoutedWebhooks(
         WebhookAlerts(
             intake=intake,
             renderer=renderer,
             silencing=silencing,
             jobs=jobs,
-            lookups=lookups,
-            glitchtip_links=settings.glitchtip_links,
-            buttons=outgoing.buttons,
+            glitchtip=issues,
             clock=clock,
         ),
         settings.routes,
         default=settings.default_destination,
         metrics=metrics,
-        lookups=lookups,
-        glitchtip_links=settings.glitchtip_links,
+        glitchtip=issues,
     )
-    from_the_chat = acting_from_the_chat(
-        settings, spool, telegram, outbox, metrics, clock, silencing, escalation, snoozing, health
-    )
+    actions = PressActions(silencing, escalation, snoozing)
+    from_the_chat = acting_from_the_chat(basis, telegram, health, actions)
     chores = [chore for chore in (from_the_chat.poller, watcher) if chore is not None]
     leadership = Leadership(shared.leader, chores, timing=timing, clock=clock)
     return Relay(
@@ -292,7 +288,7 @@ def _held(metrics: Metrics, summaries: DailySummaries | None) -> Callable[[Desti
 
 
 def _upkeep(
-    outgoing: Outgoing,
+    records: OldRecords,
     silencing: Silencing,
     escalation: Escalation,
     on_time: Iterable[OnTime | None],
@@ -303,7 +299,20 @@ def _upkeep(
     steps that are due fired, and what is posted at its time (daily summaries, on-call
     handoffs) when it has come."""
     posts = [each.upkeep for each in on_time if each is not None]
-    return Upkeep([outgoing.tidy, silencing.sweep, escalation.fire_due, *posts], leads=leads)
+    return Upkeep([records.tidy, silencing.sweep, escalation.fire_due, *posts], leads=leads)
+
+
+def _spool(settings: Settings, clock: Clock) -> Spool | None:
+    """The spool the settings name, for the service; None with RELAY_SPOOL_PATH=off."""
+    store = open_store(
+        path=settings.spool_path,
+        url=settings.spool_url,
+        default_destination=settings.default_destination,
+    )
+    if store is None:
+        return None
+    limit, pace = settings.spool_max_pending, settings.timing.pace
+    return on_store(store, max_pending=limit, clock=clock, pace=pace)
 
 
 def _renderer(settings: Settings, shared: Spool, words: Words, *, buttons: bool) -> Renderer:
@@ -314,13 +323,12 @@ def _renderer(settings: Settings, shared: Spool, words: Words, *, buttons: bool)
         late_after=settings.late_after,
         coalesce=settings.coalesce,
         buttons_at=settings.glitchtip_links if buttons else None,
-        edits=card_edits(
-            shared.of(SentStore).message, snooze_events=settings.watching.snooze_events
+        on_call=OnCall(settings.routes.on_call, ZoneInfo(settings.timezone)),
+        added=Added(
+            SHAPES,
+            NOTES,
+            card_edits(shared.of(SentStore).message, snooze_events=settings.watching.snooze_events),
         ),
-        zone=ZoneInfo(settings.timezone),
-        on_call=settings.routes.on_call,
-        shapes=SHAPES,
-        notes=NOTES,
     )
 
 

@@ -3,11 +3,14 @@ subcommands and alert shapes the capabilities register (capabilities.py)."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
 from .capabilities import COMMANDS, SHAPES
 from .operating import cli
+from .operating.console import Console
 
 
 def main(
@@ -18,6 +21,11 @@ def main(
     err: TextIO | None = None,
     stdin: TextIO | None = None,
 ) -> int:
-    return cli.main(
-        argv, environ=environ, out=out, err=err, stdin=stdin, added=COMMANDS, shapes=SHAPES
+    """Its exit code; the environment and streams are the process's unless given."""
+    console = Console(
+        os.environ if environ is None else environ,
+        out or sys.stdout,
+        err or sys.stderr,
+        stdin or sys.stdin,
     )
+    return cli.run(argv, console, added=COMMANDS, shapes=SHAPES)

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from .cards.sent import SentStore
-from .chat.answers import Answering
+from .chat.answers import Answering, Served
 from .chat.commands import BotName, Commands, Status, status_command
 from .chat.links import Links
-from .chat.presses import Presses
+from .chat.presses import PressActions, Presses
 from .chat.replies import Replies
 from .chat.scope import ChatScope
 from .chat.team import Team
@@ -33,7 +33,6 @@ from .oncall.handoffs import Handoffs
 from .oncall.steps import Escalation
 from .operating.config import Settings
 from .silences.command import silences_command
-from .silences.silencing import Silencing
 from .silences.store import SilenceStore
 from .snoozes.snoozing import Snoozing
 from .snoozes.store import SnoozeStore
@@ -52,16 +51,24 @@ from .words import Words, words_for
 Clock = Callable[[], float]
 
 
+@dataclass(frozen=True)
+class Basis:
+    """What every part here is made from: the settings, the spool (None: RELAY_SPOOL_PATH=off),
+    the counters, the clock, and the outbox every write to a chat is queued in."""
+
+    settings: Settings
+    spool: Spool | None
+    metrics: Metrics
+    clock: Clock
+    outbox: Outbox
+
+
 def following_glitchtip(
-    settings: Settings,
-    spool: Spool | None,
-    outbox: Outbox,
-    escalation: Escalation,
-    metrics: Metrics,
-    clock: Clock,
+    basis: Basis, escalation: Escalation
 ) -> tuple[CardsInStep | None, Snoozing | None]:
     """With GLITCHTIP_API_TOKEN and a spool: what the watcher's rounds keep in step with
     GlitchTip, the cards (in_step.py) and the snoozes (snoozing.py)."""
+    settings, spool, outbox, metrics, clock = _unpacked(basis)
     token, url, links = (
         settings.glitchtip_api_token,
         settings.glitchtip_url,
@@ -91,15 +98,13 @@ def following_glitchtip(
 
 
 def watcher_for(
-    settings: Settings,
-    spool: Spool | None,
-    metrics: Metrics,
-    clock: Clock,
+    basis: Basis,
     post: Callable[[Watched, Trend], None],
     in_step: CardsInStep | None,
     snoozing: Snoozing | None,
 ) -> Watcher | None:
     """With GLITCHTIP_API_TOKEN and a spool: the watcher of the issues the relay alerted on."""
+    settings, spool, _, metrics, clock = _unpacked(basis)
     token, url = settings.glitchtip_api_token, settings.glitchtip_url
     if token is None or url is None or spool is None:
         return None
@@ -127,10 +132,9 @@ def post_escalating(webhooks: RoutedWebhooks, issue: Watched, found: Trend) -> N
     webhooks.take(payload, where, time.monotonic(), also={"escalating": escalating})
 
 
-def daily_summaries_for(
-    settings: Settings, spool: Spool | None, metrics: Metrics, clock: Clock
-) -> DailySummaries | None:
+def daily_summaries_for(basis: Basis) -> DailySummaries | None:
     """With a spool and a route that says `summary`: the daily summaries."""
+    settings, spool, _, metrics, clock = _unpacked(basis)
     places = settings.routes.summaries(settings.default_destination)
     if spool is None or not places:
         return None
@@ -145,10 +149,9 @@ def daily_summaries_for(
     )
 
 
-def handoffs_for(
-    settings: Settings, spool: Spool | None, metrics: Metrics, clock: Clock
-) -> Handoffs | None:
+def handoffs_for(basis: Basis) -> Handoffs | None:
     """With a spool and a rotation that says `announce`, named by a route: its handoffs."""
+    settings, spool, _, metrics, clock = _unpacked(basis)
     places = settings.routes.handoffs(settings.default_destination)
     if spool is None or not places:
         return None
@@ -170,19 +173,12 @@ class FromTheChat:
 
 
 def acting_from_the_chat(
-    settings: Settings,
-    spool: Spool | None,
-    telegram: Telegram,
-    outbox: Outbox,
-    metrics: Metrics,
-    clock: Clock,
-    silencing: Silencing,
-    escalation: Escalation,
-    snoozing: Snoozing | None,
-    health: Health,
+    basis: Basis, telegram: Telegram, health: Health, actions: PressActions
 ) -> FromTheChat:
     """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles each
-    update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them."""
+    update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them.
+    `actions`: what a press does besides changing the issue in GlitchTip."""
+    settings, spool, outbox, metrics, clock = _unpacked(basis)
     token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
     if token is None or glitchtip_url is None or spool is None:
         return FromTheChat()
@@ -202,13 +198,11 @@ def acting_from_the_chat(
         metrics=metrics,
         clock=clock,
     )
-    links = _links(settings, spool, answering, team.glitchtip, metrics, clock)
+    links = _links(basis, spool, answering, team.glitchtip)
     route = route_updates(
-        Presses(
-            team, telegram, outbox, silencing=silencing, escalation=escalation, snoozing=snoozing
-        ),
+        Presses(team, telegram, outbox, actions),
         Replies(team, answering, bot_id=bot_id(settings.telegram_bot_token)),
-        _commands(settings, spool, answering, health, metrics, clock),
+        _commands(basis, spool, answering, health),
         links,
     )
     if settings.telegram_updates != "poll":
@@ -224,16 +218,13 @@ def acting_from_the_chat(
     return FromTheChat(route, poller, links)
 
 
-def _commands(
-    settings: Settings,
-    spool: Spool,
-    answering: Answering,
-    health: Health,
-    metrics: Metrics,
-    clock: Clock,
-) -> Commands:
+def _commands(basis: Basis, spool: Spool, answering: Answering, health: Health) -> Commands:
     """The chat's commands: they tell what the relay knows, in the chats it serves."""
-    served = served_chats(settings)
+    settings, metrics, clock = basis.settings, basis.metrics, basis.clock
+    served = Served(
+        frozenset(served_chats(settings)),
+        BotName(settings.telegram_api_url, settings.telegram_bot_token),
+    )
 
     def status(words: Words) -> Status:
         telegram = health.current().sending
@@ -251,7 +242,6 @@ def _commands(
         first_time=lambda keys: spool.of(SentStore).first_time(keys, at=clock()),
         answering=answering,
         words=words_for(settings.language),
-        bot_username=BotName(settings.telegram_api_url, settings.telegram_bot_token),
         count=lambda command: metrics.commands.labels(command).inc(),
     )
 
@@ -273,15 +263,11 @@ def bot_commands(
 
 
 def _links(
-    settings: Settings,
-    spool: Spool,
-    answering: Answering,
-    glitchtip: GlitchTipApi,
-    metrics: Metrics,
-    clock: Clock,
+    basis: Basis, spool: Spool, answering: Answering, glitchtip: GlitchTipApi
 ) -> Links | None:
     """Links to GlitchTip's issues pasted in the chats the relay serves, answered with cards
     of the issues each chat follows."""
+    settings, metrics = basis.settings, basis.metrics
     if settings.glitchtip_links is None:
         return None
     scope = ChatScope(
@@ -291,12 +277,11 @@ def _links(
         sent=spool.of(SentStore),
     )
     return Links(
-        served=served_chats(settings),
+        served=Served(frozenset(served_chats(settings))),
         glitchtip=glitchtip,
         origin=settings.glitchtip_links,
         answering=answering,
         scope=scope,
-        first_in=lambda key, window: spool.of(SentStore).first_in(key, window=window, at=clock()),
         count=lambda outcome: metrics.link_cards.labels(outcome).inc(),
     )
 
@@ -322,3 +307,7 @@ def bot_id(token: str) -> int | None:
     """The bot's own user id: the part of its token before the colon."""
     head = token.partition(":")[0]
     return int(head) if head.isdigit() else None
+
+
+def _unpacked(basis: Basis) -> tuple[Settings, Spool | None, Outbox, Metrics, Clock]:
+    return basis.settings, basis.spool, basis.outbox, basis.metrics, basis.clock

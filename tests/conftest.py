@@ -29,6 +29,7 @@ from relay_app.operating.config import Settings
 from relay_app.spool import Job, Precedence, Queue, on_store
 from relay_app.spool.database import Database
 from relay_app.spool.job_rows import bury
+from relay_app.spool.model import NewJob
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store
 from relay_app.telegram.courier import Telegram
@@ -343,7 +344,7 @@ def queue_alert(
         about["mentions"] = list(mentions)
     arrival = message_for(payload, ENGLISH).text
     return queue.add(
-        "alert", about, destination, precedence=Precedence.ALERT, now=now, arrival=arrival
+        NewJob("alert", about, destination, Precedence.ALERT), now=now, arrival=arrival
     )
 
 

@@ -16,6 +16,7 @@ import pytest
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
 from relay_app.cards.sent import SentStore
+from relay_app.chat.answers import Served
 from relay_app.chat.commands import Command, Commands
 from relay_app.core.routing import Destination
 from relay_app.oncall.command import oncall_command
@@ -158,11 +159,10 @@ def test_a_command_for_another_bot_is_left_to_it_and_an_unknown_one_goes_on() ->
 
     commands = Commands(
         commands=[oncall_command({}, ZoneInfo("UTC"))],
-        served={CHAT},
+        served=Served(frozenset({CHAT}), bot_username=lambda: "relay_bot"),
         first_time=lambda keys: True,
         answering=Answering(),  # type: ignore[arg-type]
         words=ENGLISH,
-        bot_username=lambda: "relay_bot",
     )
     mine, theirs = Command.of(command("/oncall@Relay_Bot", 1)), Command.of(command("/oncall@x", 2))
     assert mine is not None

@@ -15,7 +15,7 @@ from relay_app.core.errors import (
 from relay_app.core.routing import ChatId, Destination
 from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import format_alert
-from relay_app.telegram.client import TelegramClient
+from relay_app.telegram.client import NO_EXTRAS, Extras, TelegramClient
 from relay_app.telegram.courier import Courier
 from relay_app.words import ENGLISH
 from tests.conftest import API_URL, TOKEN
@@ -42,9 +42,7 @@ class ScriptedClient(TelegramClient):
         html: bool,
         thread_id: int | None,
         deadline: float,
-        keyboard: dict[str, Any] | None = None,
-        reply_to: int | None = None,
-        silent: bool = False,
+        extras: Extras = NO_EXTRAS,
     ) -> dict[str, Any]:
         self.sent.append({"chat_id": chat_id, "text": text, "html": html, "thread": thread_id})
         if self.errors:

@@ -40,7 +40,7 @@ from relay_app.message.formatting import (
     with_first_line,
 )
 from relay_app.operating.config import Settings
-from relay_app.spool import Admin, Holder, on_store, this_process
+from relay_app.spool import Admin, Claimant, Holder, Taking, on_store, this_process
 from relay_app.spool.database import Database
 from relay_app.spool.model import Claim, Job, Lane
 from relay_app.telegram.courier import Sent
@@ -614,14 +614,9 @@ def left_by_a_dead_process(spool_path: str, clock: FakeTime, count: int = 1) -> 
     lane = Lane(DESTINATION.lane, DESTINATION, clock.now, free=True)
     claim = queue.claim(
         lane,
+        Claimant(gone, "theirs", 7.0, ()),
+        Taking(fit=lambda jobs: 1, retire=lambda job, now: None, send=True),
         now=clock.now,
-        holder=gone,
-        token="theirs",
-        in_flight=(),
-        fit=lambda jobs: 1,
-        retire=lambda job, now: None,
-        send=True,
-        lease_for=7.0,
     )
     assert isinstance(claim, Claim)  # the first, mid-attempt when its process died
     return ids
@@ -939,14 +934,9 @@ def test_a_claim_held_up_past_its_lease_sends_nothing_where_another_relay_took_o
         [lane] = queue.lanes(now=clock.now, holder=holder, in_flight=())
         claim = queue.claim(
             lane,
+            Claimant(holder, token, lease_for, {token}),
+            Taking(fit=relay.jobs.fit, retire=lambda alert, now: None, send=True),
             now=clock.now,
-            holder=holder,
-            token=token,
-            in_flight={token},
-            fit=relay.jobs.fit,
-            retire=lambda alert, now: None,
-            send=True,
-            lease_for=lease_for,
         )
         assert isinstance(claim, Claim), claim
         return claim

@@ -18,15 +18,18 @@ from relay_app.core.routing import Destination
 from relay_app.spool import (
     Admin,
     Claim,
+    Claimant,
     Job,
     Lane,
     Precedence,
     Queue,
     Settlement,
     State,
+    Taking,
     this_process,
 )
 from relay_app.spool.database import Database
+from relay_app.spool.model import NewJob
 from relay_app.spool.moving import Mover
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store
@@ -78,21 +81,16 @@ def clock() -> FakeTime:
 
 def held(queue: Queue, clock: FakeTime, number: int, to: Destination = DESTINATION) -> Job:
     about = {"webhook": issue_alert(issue(number))}
-    return queue.add("alert", about, to, precedence=Precedence.ALERT, now=clock.now)
+    return queue.add(NewJob("alert", about, to, Precedence.ALERT), now=clock.now)
 
 
 def claimed(queue: Queue, job: Job, clock: FakeTime, token: str = "t") -> Claim:
     """The job's lane claimed for an attempt, as the dispatcher would."""
     claim = queue.claim(
         Lane(job.lane, job.destination, clock.now, free=True),
+        Claimant(ME, token, LEASE, {token}),
+        Taking(fit=len, retire=lambda job, now: None, send=True),
         now=clock.now,
-        holder=ME,
-        token=token,
-        in_flight={token},
-        fit=len,
-        retire=lambda job, now: None,
-        send=True,
-        lease_for=LEASE,
     )
     assert isinstance(claim, Claim), claim
     return claim

@@ -21,9 +21,9 @@ from relay_app.cards.sent import SentStore
 from relay_app.core.outcomes import Delivered
 from relay_app.core.routing import Destination
 from relay_app.delivery.outbox import Outbox
-from relay_app.delivery.render import Edit, Renderer
+from relay_app.delivery.render import Added, Edit, Renderer
 from relay_app.message.formatting import Message
-from relay_app.spool import Claim, Job, Lane, on_store, this_process
+from relay_app.spool import Claim, Claimant, Job, Lane, Taking, on_store, this_process
 from relay_app.spool.database import Database
 from relay_app.telegram.courier import Sent
 from relay_app.words import ENGLISH
@@ -65,32 +65,21 @@ class Spool:
 
     def outgoing(self, *, buttons: bool, links: str | None = None) -> Outgoing:
         outbox = Outbox(on_store(self.database).queue, clock=lambda: NOW)
-        return Outgoing(
-            self.sent,
-            queue=on_store(self.database).queue,
-            outbox=outbox,
-            buttons=buttons,
-            glitchtip_links=links,
-            clock=lambda: NOW,
-            words=ENGLISH,
-        )
+        return Outgoing(self.sent, outbox, buttons=buttons, clock=lambda: NOW, words=ENGLISH)
 
     def edits_queued(self) -> list[Edit]:
         """The card edits waiting, each as it would be sent now."""
         queue = on_store(self.database).queue
-        renderer = Renderer(ENGLISH, late_after=60.0, edits=card_edits(self.sent.message))
+        renderer = Renderer(
+            ENGLISH, late_after=60.0, added=Added(edits=card_edits(self.sent.message))
+        )
         edits = []
         for lane in queue.lanes(now=NOW, holder=this_process(), in_flight=()):
             claim = queue.claim(
                 Lane(lane.key, lane.destination, NOW, free=True),
+                Claimant(this_process(), lane.key, 10.0, ()),
+                Taking(fit=renderer.how_many, retire=lambda job, now: None, send=True),
                 now=NOW,
-                holder=this_process(),
-                token=lane.key,
-                in_flight=(),
-                fit=renderer.how_many,
-                retire=lambda job, now: None,
-                send=True,
-                lease_for=10.0,
             )
             assert isinstance(claim, Claim)
             write = renderer.write(claim.jobs, now=NOW)
@@ -177,9 +166,7 @@ def test_a_record_that_cannot_be_kept_costs_the_alert_nothing(
     database = Database(str(tmp_path / "spool.sqlite3"))
     spool = on_store(database)
     database.write(lambda tx: tx.execute("DROP TABLE sent_messages"), now=NOW)
-    outgoing = Outgoing(
-        spool.of(SentStore), queue=spool.queue, outbox=None, buttons=True, words=ENGLISH
-    )
+    outgoing = Outgoing(spool.of(SentStore), Outbox(spool.queue), buttons=True, words=ENGLISH)
     jobs = [job(issue_alert(issue(1)))]
     alerts = rendered(*jobs)
     with caplog.at_level(logging.WARNING):

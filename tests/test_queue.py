@@ -26,6 +26,7 @@ from relay_app.message.formatting import format_alert
 from relay_app.spool import (
     Admin,
     Claim,
+    Claimant,
     Holder,
     Job,
     Lane,
@@ -33,11 +34,13 @@ from relay_app.spool import (
     Precedence,
     Queue,
     Settlement,
+    Taking,
     on_store,
     this_process,
 )
 from relay_app.spool.database import MEMORY, Database
 from relay_app.spool.holders import _start_time
+from relay_app.spool.model import NewJob
 from relay_app.spool.pacer import MAX_SEND_DELAY
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store, Tx
@@ -171,14 +174,9 @@ def claim(
 ) -> Claim | Later | None:
     return queue.claim(
         lane_of(queue, clock, tokens, to),
+        Claimant(holder, tokens.new(), 10.0, tokens.in_flight),
+        Taking(fit=fit, retire=retire, send=send),
         now=clock.now,
-        holder=holder,
-        token=tokens.new(),
-        in_flight=tokens.in_flight,
-        fit=fit,
-        retire=retire,
-        send=send,
-        lease_for=10.0,
     )
 
 
@@ -295,7 +293,7 @@ def test_what_an_alert_is_about_grows_until_its_first_attempt_and_never_after(
     # Queued first, due once its issues' details came or their budget is spent; what came is
     # added, and it is due at once.
     about = {"webhook": payload(1)}
-    job = queue.add("alert", about, DESTINATION, precedence=ALERT, now=clock.now, due_in=0.3)
+    job = queue.add(NewJob("alert", about, DESTINATION, ALERT, due_in=0.3), now=clock.now)
     assert claim(queue, clock, tokens) is None  # waiting for its details
     assert queue.merge(job, {"details": {"1": {"count": 3}}}, now=clock.now)
     attempt = claimed(queue, clock, tokens)
@@ -312,12 +310,8 @@ def test_a_cards_edits_wait_as_one_and_go_in_the_chats_pace_apart_from_its_alert
 ) -> None:
     card = DESTINATION.message_lane(40)
     edit = {"message_id": 40}
-    first = queue.add(
-        "card", edit, DESTINATION, precedence=EDIT, lane=card, now=clock.now, once=True
-    )
-    again = queue.add(
-        "card", edit, DESTINATION, precedence=EDIT, lane=card, now=clock.now, once=True
-    )
+    first = queue.add(NewJob("card", edit, DESTINATION, EDIT, lane=card), now=clock.now, once=True)
+    again = queue.add(NewJob("card", edit, DESTINATION, EDIT, lane=card), now=clock.now, once=True)
     assert again.id == first.id  # asked again while one waits: that one, which shows it all
     send_first(queue, clock, tokens)  # an alert took the chat's turn
     assert claim(queue, clock, tokens, card) == Later(clock.now + GROUP_INTERVAL)
@@ -325,9 +319,7 @@ def test_a_cards_edits_wait_as_one_and_go_in_the_chats_pace_apart_from_its_alert
     editing = claimed(queue, clock, tokens, to=card)
     assert [job.kind for job in editing.jobs] == ["card"]
     # Asked for while the edit is under way: a new one, for the state after it.
-    later = queue.add(
-        "card", edit, DESTINATION, precedence=EDIT, lane=card, now=clock.now, once=True
-    )
+    later = queue.add(NewJob("card", edit, DESTINATION, EDIT, lane=card), now=clock.now, once=True)
     assert later.id != first.id
     settle(queue, clock, tokens, editing, RetryAt(clock.now + 1))
     clock.now += GROUP_INTERVAL
@@ -339,7 +331,7 @@ def test_a_write_other_than_an_alert_that_dies_is_not_kept(
     queue: Queue, clock: FakeTime, tokens: Tokens
 ) -> None:
     card = DESTINATION.message_lane(41)
-    queue.add("card", {"message_id": 41}, DESTINATION, precedence=EDIT, lane=card, now=clock.now)
+    queue.add(NewJob("card", {"message_id": 41}, DESTINATION, EDIT, lane=card), now=clock.now)
     settle(queue, clock, tokens, claimed(queue, clock, tokens, to=card), Dead("refused", "400"))
     assert admin_of(queue, clock).counts() == {"pending": 0, "dead": 0}
     queue.tidy()  # and its message's lane goes with it
@@ -689,7 +681,7 @@ def follow_up(queue: Queue, *, then_fail: bool) -> Callable[[Tx], None]:
     (a card's edit, a step), and then, if `then_fail`, a statement the database refuses."""
 
     def record(tx: Tx) -> None:
-        queue.add_in(tx, "alert", {"webhook": payload(9)}, OTHER_CHAT, precedence=ALERT)
+        queue.add_in(tx, NewJob("alert", {"webhook": payload(9)}, OTHER_CHAT, ALERT))
         if then_fail:
             tx.execute("UPDATE no_such_table SET x = 1")
 
@@ -779,14 +771,9 @@ def test_workers_claiming_at_once_never_share_an_alert(
         for lane in mine.lanes(now=clock.now, holder=holder, in_flight=()):
             result = mine.claim(
                 lane,
+                Claimant(holder, f"{n}-{lane.destination.lane}", 10, ()),
+                Taking(fit=len, retire=lambda alert, now: None, send=True),
                 now=clock.now,
-                holder=holder,
-                token=f"{n}-{lane.destination.lane}",
-                in_flight=(),
-                fit=len,
-                retire=lambda alert, now: None,
-                send=True,
-                lease_for=10,
             )
             if isinstance(result, Claim):
                 with lock:
@@ -969,7 +956,7 @@ def add_answer(queue: Queue, clock: FakeTime, message_id: int) -> Job:
     """An answer under someone's message in the chat (a command's, say)."""
     said = {"say": {"word": "issues_none", "values": {}}, "message_id": message_id}
     lane = DESTINATION.message_lane(message_id)
-    return queue.add("reply", said, DESTINATION, precedence=ANSWER, lane=lane, now=clock.now)
+    return queue.add(NewJob("reply", said, DESTINATION, ANSWER, lane=lane), now=clock.now)
 
 
 def next_write(queue: Queue, clock: FakeTime, tokens: Tokens) -> Claim | None:
@@ -978,14 +965,9 @@ def next_write(queue: Queue, clock: FakeTime, tokens: Tokens) -> Claim | None:
     for lane in queue.lanes(now=clock.now, holder=ME, in_flight=tokens.in_flight):
         got = queue.claim(
             lane,
+            Claimant(ME, tokens.new(), 10.0, tokens.in_flight),
+            Taking(fit=lambda jobs: 1, retire=lambda job, now: None, send=True),
             now=clock.now,
-            holder=ME,
-            token=tokens.new(),
-            in_flight=tokens.in_flight,
-            fit=lambda jobs: 1,
-            retire=lambda job, now: None,
-            send=True,
-            lease_for=10.0,
         )
         if isinstance(got, Claim) and got.jobs:
             settle(queue, clock, tokens, got, Delivered())
@@ -1018,11 +1000,11 @@ def test_a_chats_writes_go_alerts_then_calls_and_summaries_then_edits_then_answe
 ) -> None:
     card = DESTINATION.message_lane(41)
     add_answer(queue, clock, 500)
-    queue.add("card", {"message_id": 41}, DESTINATION, precedence=EDIT, lane=card, now=clock.now)
+    queue.add(NewJob("card", {"message_id": 41}, DESTINATION, EDIT, lane=card), now=clock.now)
     called = {"say": {"word": "escalation_call", "values": {}}, "message_id": 41}
-    queue.add("reply", called, DESTINATION, precedence=CALL, lane=card, now=clock.now)
+    queue.add(NewJob("reply", called, DESTINATION, CALL, lane=card), now=clock.now)
     summary: dict[str, object] = {"summary": {}}
-    queue.add("alert", summary, DESTINATION, precedence=CALL, now=clock.now)
+    queue.add(NewJob("alert", summary, DESTINATION, CALL), now=clock.now)
     admit(queue, clock, number=3)
     order = []
     for _ in range(5):
@@ -1045,19 +1027,14 @@ def test_a_fresh_alert_holds_answers_back_and_an_alert_waiting_to_retry_does_not
     add_answer(queue, clock, 500)
     about = {"webhook": payload(1)}
     # Held for its webhook, which claims it next (due at the webhook's deadline).
-    held = queue.add("alert", about, DESTINATION, precedence=ALERT, now=clock.now, due_in=9.25)
+    held = queue.add(NewJob("alert", about, DESTINATION, ALERT, due_in=9.25), now=clock.now)
     assert claim(queue, clock, tokens, DESTINATION.message_lane(500)) is None
     lane = lane_of(queue, clock, tokens)
     webhooks = queue.claim(
         lane,
+        Claimant(ME, tokens.new(), 10.0, tokens.in_flight),
+        Taking(fit=len, retire=lambda job, now: None, send=True),
         now=clock.now,
-        holder=ME,
-        token=tokens.new(),
-        in_flight=tokens.in_flight,
-        fit=len,
-        retire=lambda job, now: None,
-        send=True,
-        lease_for=10.0,
         oldest=held.id,
     )
     assert isinstance(webhooks, Claim)

@@ -13,9 +13,10 @@ import pytest
 
 from relay_app.cli import main
 from relay_app.core.routing import Destination
-from relay_app.delivery.render import Renderer, ReplyUnder, Send
+from relay_app.delivery.render import OnCall, Renderer, ReplyUnder, Send
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.spool import Precedence, open_memory
+from relay_app.spool.model import NewJob
 from relay_app.words import ENGLISH, Said
 from tests.payloads import issue, issue_alert
 
@@ -73,11 +74,11 @@ def test_a_rotation_without_a_zone_reads_relay_timezone() -> None:
 
 def test_oncall_becomes_the_person_on_duty_when_the_message_is_sent() -> None:
     table = parse_routes(FILE, "x.toml")
-    renderer = Renderer(ENGLISH, late_after=60.0, zone=UTC, on_call=table.on_call)
+    renderer = Renderer(ENGLISH, late_after=60.0, on_call=OnCall(table.on_call, UTC))
     queue = open_memory().queue
     about = {"webhook": issue_alert(issue(1)), "mentions": ["oncall:payments", "@vera_lead"]}
     job = queue.add(
-        "alert", about, Destination(-1001), precedence=Precedence.ALERT, now=at("2026-03-26T10:00")
+        NewJob("alert", about, Destination(-1001), Precedence.ALERT), now=at("2026-03-26T10:00")
     )
     sent = renderer.write([job], now=at("2026-03-26T10:00"))
     assert isinstance(sent, Send)
@@ -88,11 +89,13 @@ def test_oncall_becomes_the_person_on_duty_when_the_message_is_sent() -> None:
     assert "@boris_ops" not in later.text
     said = Said("escalation_call", {"minutes": "10", "people": "oncall:payments @vera_lead"})
     reply = queue.add(
-        "reply",
-        {"say": said.as_json(), "message_id": 41},
-        Destination(-1001),
-        precedence=Precedence.CALL,
-        lane=Destination(-1001).message_lane(41),
+        NewJob(
+            "reply",
+            {"say": said.as_json(), "message_id": 41},
+            Destination(-1001),
+            Precedence.CALL,
+            lane=Destination(-1001).message_lane(41),
+        ),
         now=at("2026-03-26T10:00"),
     )
     written = renderer.write([reply], now=at("2026-03-26T10:00"))

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from relay_app.cards.card import IssueButton, SentMessage
+from relay_app.cards.outgoing import OldRecords
 from relay_app.cards.sent import Outage, SentStore
 from relay_app.spool import Holder, this_process
 from relay_app.spool.database import Database
@@ -144,6 +145,22 @@ def test_records_older_than_the_cutoff_are_forgotten(store: SentStore) -> None:
     assert store.pressed("key-one") is None
     assert store.outage(OUTAGE.lane, OUTAGE.link) is None
     assert store.pressed("key-new") is not None
+
+
+def test_old_records_are_kept_a_week_at_least_and_forgotten_once_a_minute(
+    store: SentStore,
+) -> None:
+    day = 86400.0
+    now = NOW + 8 * day
+    store.keep(replace(MESSAGE, sent_at=NOW + day), [])  # a week old at `now`, no more
+    records = OldRecords(store, keep_for=60.0, clock=lambda: now)  # below the week: a week
+    records.tidy()
+    assert store.pressed("key-one") is not None
+    now += 2 * day
+    records.tidy()  # within a minute of the last: nothing asked of the spool
+    assert store.pressed("key-one") is not None
+    OldRecords(store, keep_for=60.0, clock=lambda: now).tidy()
+    assert store.pressed("key-one") is None
 
 
 def test_an_update_is_handled_once_and_forgotten_with_the_rest(store: SentStore) -> None:

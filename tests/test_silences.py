@@ -21,12 +21,12 @@ from relay_app.cards.sent import SentStore
 from relay_app.cli import main
 from relay_app.core.routing import Destination
 from relay_app.delivery.outbox import Outbox
-from relay_app.delivery.render import Renderer
+from relay_app.delivery.render import Added, Renderer
 from relay_app.message.formatting import Message, message_for
 from relay_app.silences import store as silences
 from relay_app.silences.matching import Matchers, matches
 from relay_app.silences.silencing import Silencing
-from relay_app.silences.store import SilenceStore
+from relay_app.silences.store import NewSilence, SilenceStore
 from relay_app.spool import Job, Spool, on_store
 from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase
@@ -71,7 +71,7 @@ def silencing(spool: Spool, clock: FakeTime) -> Silencing:
 
 def text_of(job: Job) -> str:
     """The summary as the relay renders it when it sends it, in English."""
-    return Renderer(ENGLISH, late_after=3600.0, shapes=SHAPES).alert(job).text
+    return Renderer(ENGLISH, late_after=3600.0, added=Added(SHAPES)).alert(job).text
 
 
 def test_matchers_hold_an_issue_alert_only_when_every_issue_matches() -> None:
@@ -97,7 +97,8 @@ def test_a_silence_holds_its_chats_alerts_counts_them_and_ends_with_one_summary(
 ) -> None:
     quiet = silencing(spool, fake_time)
     silence = spool.of(SilenceStore).add(
-        CHAT, Matchers(issue="4"), by="@ada", comment="on it", seconds=3600, now=fake_time()
+        NewSilence(CHAT, Matchers(issue="4"), by="@ada", comment="on it", seconds=3600),
+        now=fake_time(),
     )
     assert (held := quiet.hold(alert(4), HERE)) is not None
     assert held.id == silence.id
@@ -132,7 +133,8 @@ def test_a_silence_keeps_a_bounded_number_of_held_alerts_and_counts_the_rest(
     monkeypatch.setattr(silences, "MAX_KEPT_HELD", 3)
     quiet = silencing(spool, fake_time)
     silence = spool.of(SilenceStore).add(
-        CHAT, Matchers(project="backend"), by="@ada", comment="", seconds=3600, now=fake_time()
+        NewSilence(CHAT, Matchers(project="backend"), by="@ada", comment="", seconds=3600),
+        now=fake_time(),
     )
     for number in range(1, 6):
         assert quiet.hold(alert(number), HERE) is not None
@@ -155,7 +157,8 @@ def test_a_silence_that_ran_out_is_ended_by_whichever_process_sweeps_first(
     spool: Spool, fake_time: FakeTime
 ) -> None:
     silence = spool.of(SilenceStore).add(
-        CHAT, Matchers(project="backend"), by="ops", comment="deploy", seconds=600, now=fake_time()
+        NewSilence(CHAT, Matchers(project="backend"), by="ops", comment="deploy", seconds=600),
+        now=fake_time(),
     )
     silencing(spool, fake_time).hold(alert(4), HERE)
     fake_time.now += 601
@@ -178,7 +181,7 @@ def test_a_silence_that_held_nothing_ends_without_a_message(
     spool: Spool, fake_time: FakeTime
 ) -> None:
     silence = spool.of(SilenceStore).add(
-        CHAT, Matchers(issue="4"), by="@ada", comment="", seconds=60, now=fake_time()
+        NewSilence(CHAT, Matchers(issue="4"), by="@ada", comment="", seconds=60), now=fake_time()
     )
     ended = silencing(spool, fake_time).end(silence.id, by="@ada")
     assert ended is not None
@@ -237,7 +240,7 @@ def test_a_summary_a_tool_queues_is_made_in_the_chats_language_when_it_is_sent(
     assert chat.relay.spool is not None
     assert chat.relay.silencing is not None
     chat.relay.spool.of(SilenceStore).add(
-        CHAT, Matchers(issue="4"), by="@ada", comment="", seconds=3600, now=fake_time()
+        NewSilence(CHAT, Matchers(issue="4"), by="@ada", comment="", seconds=3600), now=fake_time()
     )
     assert chat.relay.silencing.hold(alert(4), HERE) is not None
     code, out, _ = run_cli(path, "silence", "expire", "1")
@@ -452,15 +455,18 @@ def test_unmute_ends_every_silence_mute_made_of_the_issue_in_the_chat(
     # Two, as an older relay made of presses at once; one the command line made stays.
     for _ in range(2):
         spool.of(SilenceStore).add(
-            CHAT,
-            Matchers(issue="4"),
-            by="@ada",
-            comment=silences.MUTED_FROM_THE_CHAT,
-            seconds=3600,
+            NewSilence(
+                CHAT,
+                Matchers(issue="4"),
+                by="@ada",
+                comment=silences.MUTED_FROM_THE_CHAT,
+                seconds=3600,
+            ),
             now=fake_time(),
         )
     kept = spool.of(SilenceStore).add(
-        CHAT, Matchers(issue="4"), by="ops", comment="deploy", seconds=3600, now=fake_time()
+        NewSilence(CHAT, Matchers(issue="4"), by="ops", comment="deploy", seconds=3600),
+        now=fake_time(),
     )
     button = IssueButton("k", "4", "https://gt.example.org", "BACKEND-4A", silence_id=1)
     spool.of(SentStore).keep(SentMessage(CHAT, 41, "<b>alert</b>", 0.0, buttons=(button,)), [])

@@ -20,7 +20,8 @@ from relay_app.operating.env_values import time_zone
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.routes.sound import QuietHours, Sound, levels_of
 from relay_app.spool import Precedence, Queue, open_memory
-from relay_app.telegram.client import TelegramClient
+from relay_app.spool.model import NewJob
+from relay_app.telegram.client import Extras, TelegramClient
 from relay_app.words import ENGLISH
 from tests.conftest import API_URL, OK, SEND_URL, TOKEN
 from tests.payloads import issue, issue_alert
@@ -88,7 +89,7 @@ def job_with(sound: Sound | None, *, level: str | None = None, number: int = 1) 
         )
         about["details"] = {str(number): details_as_json(found)}
     return queue.add(
-        "alert", about, Destination(-1001), precedence=Precedence.ALERT, now=at("2026-12-03T12:00")
+        NewJob("alert", about, Destination(-1001), Precedence.ALERT), now=at("2026-12-03T12:00")
     )
 
 
@@ -112,7 +113,9 @@ def test_telegram_is_asked_for_a_message_without_sound() -> None:
     client = TelegramClient(API_URL, TOKEN)
     with responses.RequestsMock() as telegram:
         telegram.post(SEND_URL, json=OK)
-        client.send_message(-1001, "x", html=False, thread_id=None, deadline=1e18, silent=True)
+        client.send_message(
+            -1001, "x", html=False, thread_id=None, deadline=1e18, extras=Extras(silent=True)
+        )
         client.send_message(-1001, "y", html=False, thread_id=None, deadline=1e18)
         bodies = [json.loads(call.request.body or "{}") for call in telegram.calls]
     assert bodies[0]["disable_notification"] is True

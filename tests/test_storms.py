@@ -17,6 +17,7 @@ import pytest
 from relay_app import Relay
 from relay_app.core.routing import Destination
 from relay_app.spool import Precedence
+from relay_app.spool.model import NewJob
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, DESTINATION, FakeTime, run_background, run_until
 from tests.in_process import LimitedTelegram, numbered, title_numbers, webhook
@@ -148,12 +149,12 @@ def test_an_alert_goes_before_a_thousand_answers_and_a_hundred_calls_waiting_in_
     for number in range(1000):  # answers to what people typed, queued before the alert
         said = {"say": {"word": "issues_none", "values": {}}, "message_id": 5000 + number}
         lane = DESTINATION.message_lane(5000 + number)
-        queue.add("reply", said, DESTINATION, precedence=ANSWER, lane=lane, now=fake_time.now)
+        queue.add(NewJob("reply", said, DESTINATION, ANSWER, lane=lane), now=fake_time.now)
     for number in range(100):  # people called under alerts nobody took
         said = {"say": {"word": "escalation_call", "values": {"minutes": "5", "people": "@a"}}}
         lane = DESTINATION.message_lane(100 + number)
         about = {**said, "message_id": 100 + number}
-        queue.add("reply", about, DESTINATION, precedence=CALL, lane=lane, now=fake_time.now)
+        queue.add(NewJob("reply", about, DESTINATION, CALL, lane=lane), now=fake_time.now)
     run_until(relay.dispatcher, fake_time, fake_time.now + 30)  # the chat's pace: ~10 sent
     sent_before = len(telegram.replies)
     arrived = fake_time.now

@@ -30,7 +30,8 @@ from ..message.formatting import Message
 from ..spool.model import Job
 from ..spool.queue import Queue
 from ..spool.store import Tx
-from ..telegram.courier import NO_EXTRAS, Extras, Sent
+from ..telegram.client import NO_EXTRAS, Extras
+from ..telegram.courier import Sent
 from ..words import Words
 from .card import IssueButton, SentMessage, keyboard, new_buttons
 from .sent import KEPT_AT_LEAST, Outage, SentStore, keep_in, recovered_in
@@ -53,40 +54,19 @@ class Plan:
 NOTHING = Plan()
 
 
-class Outgoing:
+class OldRecords:
+    """What the relay keeps of the messages it sent, forgotten `keep_for` seconds after each
+    was sent (at least a week): the dispatcher's upkeep, at most once a minute."""
+
     def __init__(
-        self,
-        store: SentStore | None,
-        *,
-        queue: Queue,
-        outbox: Outbox | None,
-        buttons: bool,
-        words: Words,
-        glitchtip_links: str | None = None,
-        keep_for: float = KEPT_AT_LEAST,
-        clock: Clock = time.time,
-        follow_ups: Sequence[FollowUp] = (),
+        self, store: SentStore, *, keep_for: float = KEPT_AT_LEAST, clock: Clock = time.time
     ) -> None:
-        """`store` None: nothing is kept (no spool), so there are neither buttons nor threads;
-        `queue`: the spool's (or memory's, without one), where what follows a delivery is
-        written. Only issues whose links are at `glitchtip_links` (GlitchTip's origin) get
-        buttons. Records are kept `keep_for` seconds after their message was sent (at least a
-        week)."""
         self._store = store
-        self._queue = queue
-        self._outbox = outbox
-        self._words = words
-        self._buttons = buttons and store is not None
-        self._glitchtip_links = glitchtip_links
         self._keep_for = max(keep_for, KEPT_AT_LEAST)
         self._clock = clock
-        self._follow_ups = tuple(follow_ups)
         self._pruned_at: float | None = None
 
     def tidy(self) -> None:
-        """Forget records past their time (the dispatcher's upkeep: at most once a minute)."""
-        if self._store is None:
-            return
         if self._pruned_at is not None and time.monotonic() - self._pruned_at < PRUNE_EVERY:
             return
         self._pruned_at = time.monotonic()
@@ -94,6 +74,30 @@ class Outgoing:
             self._store.prune(before=self._clock() - self._keep_for)
         except SpoolError as exc:
             log.debug("old sent-message records could not be pruned: %s", exc)
+
+
+class Outgoing:
+    def __init__(
+        self,
+        store: SentStore | None,
+        outbox: Outbox,
+        *,
+        buttons: bool,
+        words: Words,
+        clock: Clock = time.time,
+        follow_ups: Sequence[FollowUp] = (),
+    ) -> None:
+        """`store` None: nothing is kept (no spool), so there are neither buttons nor threads;
+        `outbox`: on the spool's queue (or memory's, without one), where what follows a
+        delivery is written and the cards' edits queued; `buttons`: whether the issues at
+        GlitchTip's own address get buttons."""
+        self._store = store
+        self._queue = outbox.queue
+        self._outbox = outbox
+        self._words = words
+        self._buttons = buttons and store is not None
+        self._clock = clock
+        self._follow_ups = tuple(follow_ups)
 
     @property
     def buttons(self) -> bool:
@@ -161,8 +165,7 @@ class Outgoing:
 
     def recorded(self) -> None:
         """Once the records were written: the dispatcher looks at the edits they queued."""
-        if self._outbox is not None:
-            self._outbox.wake()
+        self._outbox.wake()
 
     @staticmethod
     def not_recorded(sent: Sent, error: Exception) -> None:
@@ -221,7 +224,7 @@ class Outgoing:
         outbox = self._outbox
 
         def say(tx: Tx) -> None:
-            if recovered_in(tx, outage, note) is not None and outbox is not None:
+            if recovered_in(tx, outage, note) is not None:
                 outbox.card_in(tx, outage.chat, outage.message_id)
 
         return say

@@ -59,6 +59,16 @@ _BECAUSE: dict[AnswerRefusal, str] = {
 }
 
 
+@dataclass(frozen=True)
+class Served:
+    """The chats the relay posts to (their keys), the only ones where what people type is
+    answered (the answers name issues and people), and the bot's own username, asked when a
+    command names a bot."""
+
+    chats: frozenset[str]
+    bot_username: Callable[[], str | None] = lambda: None
+
+
 class Answering:
     def __init__(
         self,
@@ -75,7 +85,7 @@ class Answering:
         of the relay's to say so now (spool/warnings.py)."""
         self._outbox = outbox
         self._answers = answers
-        self._first_in = first_in
+        self.first_in = first_in
         self._count = refused
         self._tally = Tally(shared=shared)
         self._clock = clock
@@ -87,9 +97,9 @@ class Answering:
         if self._answers.waiting(asker.destination, now=self._clock()) >= WAITING_PER_CHAT:
             self.refused("chat", asker)
             return False
-        if self._first_in(f"asked:{asker.chat}:{asker.person}", PER_PERSON):
+        if self.first_in(f"asked:{asker.chat}:{asker.person}", PER_PERSON):
             return True
-        if self._first_in(f"told to wait:{asker.chat}:{asker.person}", PER_PERSON):
+        if self.first_in(f"told to wait:{asker.chat}:{asker.person}", PER_PERSON):
             self.answer(asker, Said("answer_busy", {"seconds": f"{PER_PERSON:.0f}"}))
         self.refused("person", asker)
         return False

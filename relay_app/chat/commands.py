@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from ..core.json_values import json_int
 from ..telegram.bot_commands import BotCommand
 from ..telegram.client import TelegramClient
 from ..words import Said, Words
-from .answers import Answering, Asker
+from .answers import Answering, Asker, Served
 from .team import Written
 
 log = logging.getLogger(__name__)
@@ -111,24 +111,22 @@ class Commands:
         self,
         *,
         commands: Sequence[BotCommand],
-        served: Collection[str],
+        served: Served,
         first_time: Callable[[list[str]], bool],
         answering: Answering,
         words: Words,
-        bot_username: Callable[[], str | None] = lambda: None,
         count: Callable[[str], None] = lambda command: None,
     ) -> None:
         """`commands`: those the relay answers, its own and the capabilities'; `served`: the
-        chats the relay posts to (their keys); `first_time`: whether none of these update keys
-        was handled before (cards/sent.py); `answering`: the answers' budget and where they go;
-        `bot_username`: the bot's own, so that a command addressed to another bot is left to
-        it."""
+        chats it answers in, and the bot's name, so that a command addressed to another bot is
+        left to it; `first_time`: whether none of these update keys was handled before
+        (cards/sent.py); `answering`: the answers' budget and where they go."""
         self._commands = {command.name: command for command in commands}
-        self._served = frozenset(served)
+        self._served = served.chats
+        self._bot_username = served.bot_username
         self._first_time = first_time
         self._answering = answering
         self._words = words
-        self._bot_username = bot_username
         self._count = count
 
     def _to_this_bot(self, command: Command) -> bool:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -33,7 +33,7 @@ from ..core.off_thread import OffThread
 from ..glitchtip.api import GlitchTipApi
 from ..message.subjects import origin_of
 from ..words import Said
-from .answers import Answering, Asker
+from .answers import Answering, Asker, Served
 from .link_card import link_card_data
 from .scope import ChatScope
 from .team import Written
@@ -88,23 +88,20 @@ class Links:
     def __init__(
         self,
         *,
-        served: Collection[str],
+        served: Served,
         glitchtip: GlitchTipApi,
         origin: str,
         answering: Answering,
         scope: ChatScope,
-        first_in: Callable[[str, float], bool],
         count: Callable[[str], None] = lambda outcome: None,
     ) -> None:
         """`origin`: the address GlitchTip's links have (GLITCHTIP_PUBLIC_URL, else
-        GLITCHTIP_URL); `first_in(key, window)`: whether a key is the first in that window
-        (cards/sent.py)."""
-        self._served = frozenset(served)
+        GLITCHTIP_URL)."""
+        self._served = served.chats
         self._glitchtip = glitchtip
         self._origin = origin
         self._answering = answering
         self._scope = scope
-        self._first_in = first_in
         self._count = count
         self.look_ups = OffThread(
             "relay-links", threads=LOOKUP_THREADS, most_waiting=LOOKUPS_WAITING
@@ -158,7 +155,7 @@ class Links:
     def _card(self, asker: Asker, linked: Linked) -> str:
         chat, issue_id = asker.chat, linked.issue_id
         try:
-            if not self._first_in(f"link:{chat}:{linked.org}:{issue_id}", LINK_WINDOW):
+            if not self._answering.first_in(f"link:{chat}:{linked.org}:{issue_id}", LINK_WINDOW):
                 log.info("issue %s linked again in chat %s: no second card", issue_id, chat)
                 return self._counted("repeated")
             issue, tags = self._glitchtip.issue_in(linked.org, issue_id)

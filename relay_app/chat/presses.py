@@ -47,13 +47,12 @@ from ..glitchtip.api import IssueStatus
 from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..oncall.steps import Escalation
 from ..silences.silencing import Silencing
-from ..snoozes.snoozing import Snoozing
+from ..snoozes.snoozing import SnoozeFor, Snoozing
 from .team import Person, Team
 
 log = logging.getLogger(__name__)
 
 # One of Ignore's choices: its condition, and the issue's organisation and alert's topic.
-SnoozeFor = tuple[dict[str, float], tuple[str, int | None]]
 
 
 class Answers(Protocol):
@@ -86,26 +85,28 @@ class Press:
         )
 
 
+@dataclass(frozen=True)
+class PressActions:
+    """What a press does besides changing its issue in GlitchTip: what Mute and Unmute do
+    (`silencing`; unset: they are not offered), the route's calls, which any act on an alert
+    stops (`escalation`), and Ignore's timed and counted choices (`snoozing`; unset: Ignore
+    is forever)."""
+
+    silencing: Silencing | None = None
+    escalation: Escalation | None = None
+    snoozing: Snoozing | None = None
+
+
 class Presses:
     def __init__(
-        self,
-        team: Team,
-        answers: Answers,
-        outbox: Outbox,
-        *,
-        silencing: Silencing | None = None,
-        escalation: Escalation | None = None,
-        snoozing: Snoozing | None = None,
+        self, team: Team, answers: Answers, outbox: Outbox, actions: PressActions = PressActions()
     ) -> None:
-        """`silencing`: what Mute and Unmute do (unset: they are not offered); `escalation`:
-        the route's calls, which any act on an alert stops; `snoozing`: Ignore's timed and
-        counted choices (unset: Ignore is forever)."""
         self._team = team
         self._answers = answers
         self._outbox = outbox
-        self._silencing = silencing
-        self._escalation = escalation
-        self._snoozing = snoozing
+        self._silencing = actions.silencing
+        self._escalation = actions.escalation
+        self._snoozing = actions.snoozing
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates, polled or posted to the webhook: a press is handled, once;
@@ -227,7 +228,7 @@ class Presses:
         if snooze is False:
             return
         status = STATUS_FOR[verb]
-        claim = self._claim(press, verb, key, button, status, snooze[0] if snooze else None)
+        claim = self._claim(press, verb, key, button, status, snooze.condition if snooze else None)
         if claim is None:
             return
         started = time.monotonic()
@@ -283,12 +284,9 @@ class Presses:
         """GlitchTip ignored the issue for one of Ignore's choices: the snooze kept for the
         watcher; the press's notice."""
         assert self._snoozing is not None  # `_snooze_for` gives a snooze only with it
-        condition, (org, thread) = snooze
-        said = self._snoozing.notice(button, condition, self._team.words)
+        said = self._snoozing.notice(button, snooze.condition, self._team.words)
         try:
-            self._snoozing.snoozed(
-                message, thread, button, condition, org=org, by=press.by.handle, answer=answer
-            )
+            self._snoozing.snoozed(message, button, snooze, by=press.by.handle, answer=answer)
         except SpoolError as exc:
             log.warning(
                 "%s, but the snooze could not be kept: it stays ignored until someone reopens "
@@ -343,7 +341,7 @@ class Presses:
             words = self._team.words
             self._answer(press, words.notice_cannot_snooze.format(label=button.label), alert=True)
             return False
-        return condition, place
+        return SnoozeFor(condition, *place)
 
     def _choose(
         self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton

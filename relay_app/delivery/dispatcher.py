@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..core.errors import SpoolError
@@ -39,7 +40,7 @@ from ..spool.health_store import TelegramHealth
 from ..spool.holders import Holder, this_process
 from ..spool.model import Claim, Job, Lane, Later, Settlement
 from ..spool.moving import Mover
-from ..spool.queue import Queue
+from ..spool.queue import Claimant, Queue, Taking
 from .health import Health, probe_due
 from .job import Jobs
 
@@ -61,6 +62,15 @@ MAX_JOB_THREADS = 32
 POLL_INTERVAL = PRODUCTION.poll_interval
 # At shutdown, the alerts held in memory get one last attempt each, within this.
 LAST_CHANCE_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class OwnClaim:
+    """A webhook's claim of its own alert (held for it until then), on the webhook's thread,
+    waiting for the spool's lock until `wait_until` (monotonic)."""
+
+    job_id: int
+    wait_until: float | None
 
 
 class Dispatcher(PerProcess):
@@ -145,9 +155,7 @@ class Dispatcher(PerProcess):
         now = self._clock()
         lane = Lane(job.lane, job.destination, now, free=True)
         try:
-            started = self._start(
-                queue, lane, now, send=True, kind="sync", wait_until=wait_until, oldest=job.id
-            )
+            started = self._start(queue, lane, now, send=True, own=OwnClaim(job.id, wait_until))
         except SpoolError:
             return "spool_busy"  # held until the webhook's deadline, then any pass's
         if isinstance(started, Later):
@@ -248,37 +256,26 @@ class Dispatcher(PerProcess):
             return  # logged by the spool; the next pass tries again
 
     def _start(
-        self,
-        queue: Queue,
-        lane: Lane,
-        now: float,
-        *,
-        send: bool,
-        kind: AttemptKind = "background",
-        wait_until: float | None = None,
-        oldest: int | None = None,
+        self, queue: Queue, lane: Lane, now: float, *, send: bool, own: OwnClaim | None = None
     ) -> tuple[Claim, Future[Settlement]] | Later | None:
         """Claim the lane and start its job on the pool (the claim, and the future of its
-        settlement); Later when its chat's turn has not come; None when nothing went."""
+        settlement); Later when its chat's turn has not come; None when nothing went. `own`:
+        a webhook's claim of its own alert (its attempt `sync`), not a pass's."""
         token = self._hold()
         try:
             claimed = queue.claim(
                 lane,
+                Claimant(this_process(), token, self._lease_for, self._in_flight_now()),
+                Taking(self._jobs.fit, self._jobs.policy.before_attempt, send),
                 now=now,
-                holder=this_process(),
-                token=token,
-                in_flight=self._in_flight_now(),
-                fit=self._jobs.fit,
-                retire=self._jobs.policy.before_attempt,
-                send=send,
-                lease_for=self._lease_for,
-                wait_until=wait_until,
-                oldest=oldest,
+                wait_until=own.wait_until if own is not None else None,
+                oldest=own.job_id if own is not None else None,
             )
         except BaseException:
             self._release(token)
             raise
         if isinstance(claimed, Claim) and claimed.jobs:
+            kind: AttemptKind = "sync" if own is not None else "background"
             return claimed, self._submit(queue, claimed, kind=kind)  # its end frees the token
         self._release(token)
         if isinstance(claimed, Claim):

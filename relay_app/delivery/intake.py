@@ -30,7 +30,7 @@ from typing import Any, Literal
 from ..core.errors import QueueFull, SpoolBusy, SpoolError
 from ..core.outcomes import Dead, Delivered, Outcome
 from ..core.routing import Destination
-from ..spool.model import Job, Precedence, Settlement
+from ..spool.model import Job, NewJob, Precedence, Settlement
 from ..spool.queue import Queue
 from .dispatcher import Dispatcher, WaitReason
 from .job import Jobs
@@ -118,12 +118,10 @@ class Intake:
         said = "; ".join(problems)
         try:
             job = self._memory.add(
-                "alert",
-                about,
-                destination,
-                precedence=Precedence.ALERT,
+                NewJob(
+                    "alert", about, destination, Precedence.ALERT, due_in=_held(started, due_in)
+                ),
                 now=self._clock(),
-                due_in=_held(started, due_in),
                 quiet=True,
             )
         except QueueFull as exc:
@@ -163,12 +161,10 @@ class Intake:
         where = "the spool" if queue.home == "spool" else "this host's file"
         try:
             job = queue.add(
-                "alert",
-                about,
-                destination,
-                precedence=Precedence.ALERT,
+                NewJob(
+                    "alert", about, destination, Precedence.ALERT, due_in=_held(started, due_in)
+                ),
                 now=self._clock(),
-                due_in=_held(started, due_in),
                 wait_until=deadline(started),
                 arrival=text,
                 quiet=True,

@@ -33,7 +33,8 @@ from ..message.formatting import Message
 from ..spool.model import NOT_RECORDED, Claim, Job, Settled, Settlement, refunded
 from ..spool.queue import Queue
 from ..spool.store import Tx
-from ..telegram.courier import NO_EXTRAS, Extras, Sent, Telegram
+from ..telegram.client import NO_EXTRAS, Extras
+from ..telegram.courier import Sent, Telegram
 from .health import Health
 from .policy import RetryPolicy
 from .render import Edit, Reaction, Renderer, ReplyUnder, Send, Write

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.routing import Destination, parse_chat_id
 from ..spool.answers import Answers
-from ..spool.model import JobKind, Precedence
+from ..spool.model import JobKind, NewJob, Precedence
 from ..spool.queue import Queue
 from ..spool.store import Tx
 from ..words import Said
@@ -39,6 +39,7 @@ class Outbox:
         `wake`: tells this process's dispatcher there is work (a tool has none: the relay's
         dispatchers find it within a poll)."""
         self._queue = queue
+        self.queue = queue
         self._answers = answers
         self._wake = wake
         self._clock = clock
@@ -54,11 +55,13 @@ class Outbox:
         where = _where(chat, None)
         self._queue.add_in(
             tx,
-            "card",
-            {"message_id": message_id},
-            where,
-            precedence=Precedence.EDIT,
-            lane=where.message_lane(message_id),
+            NewJob(
+                "card",
+                {"message_id": message_id},
+                where,
+                Precedence.EDIT,
+                lane=where.message_lane(message_id),
+            ),
             once=True,
         )
 
@@ -122,11 +125,13 @@ class Outbox:
         once: bool = False,
     ) -> None:
         self._queue.add(
-            kind,
-            {**about, "message_id": message_id},
-            where,
-            precedence=precedence,
-            lane=where.message_lane(message_id),
+            NewJob(
+                kind,
+                {**about, "message_id": message_id},
+                where,
+                precedence,
+                lane=where.message_lane(message_id),
+            ),
             now=self._clock(),
             once=once,
         )

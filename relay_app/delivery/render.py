@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import takewhile
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -128,6 +128,25 @@ class Note:
     line: Callable[[object, Words], str | None]
 
 
+@dataclass(frozen=True)
+class Added:
+    """What the capabilities add to what jobs write, registered when the relay is assembled:
+    shapes of alert, notes above a webhook's message, and how a card's edit is made."""
+
+    shapes: Sequence[Shape] = ()
+    notes: Sequence[Note] = ()
+    edits: Edits | None = None
+
+
+@dataclass(frozen=True)
+class OnCall:
+    """The rotations `oncall:NAME` names, by name, and the time zone of a route (or rotation)
+    that names none (RELAY_TIMEZONE): for quiet hours and who is on duty when a message goes."""
+
+    rotations: Mapping[str, Rotation] = field(default_factory=dict)
+    zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
+
+
 class Renderer:
     def __init__(
         self,
@@ -136,26 +155,22 @@ class Renderer:
         late_after: float,
         coalesce: bool = True,
         buttons_at: str | None = None,
-        edits: Edits | None = None,
-        zone: ZoneInfo | None = None,
-        on_call: Mapping[str, Rotation] | None = None,
-        shapes: Sequence[Shape] = (),
-        notes: Sequence[Note] = (),
+        on_call: OnCall | None = None,
+        added: Added | None = None,
     ) -> None:
         """`coalesce` False: one alert a message (RELAY_COALESCE=0); `buttons_at`: GlitchTip's
-        origin, when issues get buttons (only those whose links are there); `edits`: how a
-        card's edit is made; `zone`: the quiet hours' and rotations' of a route that names
-        none (RELAY_TIMEZONE); `on_call`: the rotations `oncall:NAME` names, by name;
-        `shapes` and `notes`: what the capabilities add to an alert."""
+        origin, when issues get buttons (only those whose links are there)."""
+        added = added or Added()
+        on_call = on_call or OnCall()
         self.words = words
-        self._shapes = {shape.key: shape for shape in shapes}
-        self._notes = tuple(notes)
-        self._zone = zone or ZoneInfo("UTC")
-        self._on_call = dict(on_call or {})
+        self._shapes = {shape.key: shape for shape in added.shapes}
+        self._notes = tuple(added.notes)
+        self._edits = added.edits
+        self._zone = on_call.zone
+        self._on_call = dict(on_call.rotations)
         self._late_after = late_after
         self._coalesce = coalesce
         self._buttons_at = buttons_at
-        self._edits = edits
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[object, ...], Message] = OrderedDict()
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,8 +32,8 @@ from ..glitchtip.lookups import IssueLookups
 from ..glitchtip.webhook import parse_alert, plain_text
 from ..message.formatting import Message, message_for
 from ..message.subjects import Subjects, split_by_origin, subjects_of
-from ..routes.sound import RINGS, Sound
-from ..routes.steps import Step, steps_as_json
+from ..routes import Route
+from ..routes.steps import steps_as_json
 from ..spool.model import Job
 from ..words import ENGLISH
 
@@ -46,6 +46,22 @@ log = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "internal error; see the relay's log"
 Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class GlitchTipIssues:
+    """What the relay knows of GlitchTip's own issues: their links' origin (GLITCHTIP_PUBLIC_URL,
+    or GLITCHTIP_URL; a webhook may name any link, and only these ids go to GlitchTip's API),
+    where their details are looked up (None: not at all), and whether they get buttons."""
+
+    origin: str | None = None
+    lookups: IssueLookups | None = None
+    buttons: bool = False
+
+
+# No issue is known to be GlitchTip's own (GLITCHTIP_URL unset): none is looked up, none gets
+# buttons.
+NOT_GLITCHTIPS = GlitchTipIssues()
 
 
 class Silence(Protocol):
@@ -91,21 +107,16 @@ class WebhookAlerts:
         renderer: Renderer,
         silencing: Hold | None,
         jobs: Jobs,
-        lookups: IssueLookups | None = None,
-        glitchtip_links: str | None = None,
-        buttons: bool = False,
+        glitchtip: GlitchTipIssues = NOT_GLITCHTIPS,
         clock: Clock = time.time,
     ) -> None:
-        """`lookups` reads issues' details from GlitchTip's API, for the issues whose links are
-        at `glitchtip_links` (a webhook may name any link; only GlitchTip's ids go to its API);
-        `buttons`: whether those issues get buttons (cards/), so that the others are named."""
         self._intake = intake
         self._renderer = renderer
-        self._buttons = buttons
+        self._buttons = glitchtip.buttons
         self._silencing = silencing
         self._jobs = jobs
-        self._lookups = lookups
-        self._glitchtip_links = glitchtip_links
+        self._lookups = glitchtip.lookups
+        self._glitchtip_links = glitchtip.origin
         self._clock = clock
 
     def take(
@@ -114,14 +125,14 @@ class WebhookAlerts:
         destination: Destination,
         started: float,
         *,
-        mentions: tuple[str, ...] = (),
-        sound: Sound = RINGS,
-        escalate: Sequence[Step] = (),
+        route: Route | None = None,
         also: Mapping[str, Any] | None = None,
     ) -> Taken:
-        """`started`: when the webhook arrived (monotonic); `mentions`: whom its route calls;
-        `sound`: when its message rings (routes/sound.py, decided when it is sent);
-        `escalate`: whom it calls while nobody acts (oncall/steps.py)."""
+        """`started`: when the webhook arrived (monotonic); `route`: the route that sent it
+        here (None: no route; where the webhook's URL says), whose `mention` it calls, whose
+        `sound` says when it rings (decided when it is sent), whose `escalate` steps call
+        while nobody acts (oncall/steps.py); `also`: more for its job."""
+        mentions = route.mention if route is not None else ()
         text = ""
         queued: Job | None = None
         try:
@@ -143,7 +154,7 @@ class WebhookAlerts:
             if silence is not None:
                 # Kept in the spool and counted; its silence's summary says so when it ends.
                 return Taken("silenced", "silence", 200, silence=silence.id, text=text)
-            called = {**(also or {}), **_route_data(mentions, sound, escalate)}
+            called = {**(also or {}), **_route_data(route)}
             queued = self._queued(payload, called, subjects, text, destination, started)
             if queued is None:  # it could wait nowhere; its text is logged
                 return Taken(
@@ -241,16 +252,18 @@ class WebhookAlerts:
         return Taken("failed", "internal_error", 500, error=INTERNAL_ERROR)
 
 
-def _route_data(mentions: Sequence[str], sound: Sound, escalate: Sequence[Step]) -> dict[str, Any]:
+def _route_data(route: Route | None) -> dict[str, Any]:
     """What the alert's route says of it, as its job keeps it: whom its message calls, when it
     rings, and whom to call while nobody acts."""
     data: dict[str, Any] = {}
-    if mentions:
-        data["mentions"] = list(mentions)
-    if sound:
-        data["sound"] = sound.to_json()
-    if escalate:
-        data["escalate"] = steps_as_json(escalate)
+    if route is None:
+        return data
+    if route.mention:
+        data["mentions"] = list(route.mention)
+    if route.sound:
+        data["sound"] = route.sound.to_json()
+    if route.escalate:
+        data["escalate"] = steps_as_json(route.escalate)
     return data
 
 

@@ -18,11 +18,10 @@ from ..core.logs import event
 from ..core.metrics import Metrics
 from ..core.routing import Destination
 from ..delivery.intake import deadline
-from ..glitchtip.lookups import IssueLookups
 from ..glitchtip.webhook import IssueAlert, parse_alert
 from ..message.subjects import issue_ref
 from ..routes import RouteTable, split
-from .alerts import Taken, WebhookAlerts
+from .alerts import NOT_GLITCHTIPS, GlitchTipIssues, Taken, WebhookAlerts
 
 log = logging.getLogger(__name__)
 
@@ -35,17 +34,16 @@ class RoutedWebhooks:
         *,
         default: Destination,
         metrics: Metrics,
-        lookups: IssueLookups | None = None,
-        glitchtip_links: str | None = None,
+        glitchtip: GlitchTipIssues = NOT_GLITCHTIPS,
     ) -> None:
-        """`lookups`: the issues' details from GlitchTip's API, for the issues whose link is at
-        `glitchtip_links` (None: the routes read the colour alone)."""
+        """`glitchtip`: its issues' details, for the levels a route reads (without them, the
+        routes read the colour alone)."""
         self._alerts = alerts
         self._routes = routes
         self._default = default
         self._metrics = metrics
-        self._lookups = lookups
-        self._glitchtip_links = glitchtip_links
+        self._lookups = glitchtip.lookups
+        self._glitchtip_links = glitchtip.origin
 
     def take(
         self,
@@ -76,13 +74,7 @@ class RoutedWebhooks:
             self._metrics.route(name, part.count)
             taken.append(
                 self._alerts.take(
-                    part.payload,
-                    part.destination,
-                    started,
-                    mentions=part.mention,
-                    sound=part.sound,
-                    escalate=part.escalate,
-                    also=also,
+                    part.payload, part.destination, started, route=part.route, also=also
                 )
             )
         return taken or [Taken("dropped", "route", 200)]

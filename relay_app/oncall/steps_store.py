@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..core.routing import Destination, parse_chat_id
 from ..routes.steps import Step
 from ..spool import job_rows as rows
-from ..spool.model import Precedence
+from ..spool.model import NewJob, Precedence
 from ..spool.store import Row, Store, Tx, int_or_null
 from ..words import Said
 
@@ -142,10 +142,12 @@ def _reply(tx: Tx, row: Row, chat: str, message_id: int) -> None:
     where = Destination(parse_chat_id(chat) or chat, thread)
     rows.insert(
         tx,
-        "reply",
-        {"say": said.as_json(), "message_id": message_id},
-        where,
-        precedence=Precedence.CALL,
-        lane=where.message_lane(message_id),
+        NewJob(
+            "reply",
+            {"say": said.as_json(), "message_id": message_id},
+            where,
+            Precedence.CALL,
+            lane=where.message_lane(message_id),
+        ),
         home="spool",
     )

@@ -23,12 +23,10 @@ spool, unknown id, a payload that is not JSON), 2 wrong usage or configuration.
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import requests
@@ -71,24 +69,16 @@ _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(s|m|h|d|w)")
 _SECONDS_PER_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-def main(
-    argv: Sequence[str] | None = None,
+def run(
+    argv: Sequence[str] | None,
+    console: Console,
     *,
-    environ: Mapping[str, str] | None = None,
-    out: TextIO | None = None,
-    err: TextIO | None = None,
-    stdin: TextIO | None = None,
     added: Sequence[AddCommands] = (),
     shapes: Sequence[Shape] = (),
 ) -> int:
-    """`added`: the capabilities' subcommands; `shapes`: the alerts they registered (what
-    `spool list` shows of a job)."""
-    console = Console(
-        os.environ if environ is None else environ,
-        out or sys.stdout,
-        err or sys.stderr,
-        stdin or sys.stdin,
-    )
+    """`relay-app` with `argv` (None: the process's), its exit code. `added`: the
+    capabilities' subcommands; `shapes`: the alerts they registered (what `spool list` shows
+    of a job)."""
     err = console.err
     parser = _parser(added, shapes)
     try:

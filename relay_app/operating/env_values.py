@@ -140,6 +140,10 @@ def credential_free(name: str, url: str | None) -> str | None:
     return url
 
 
+_SECONDS = "a number of seconds"
+_INTEGER = "an integer"
+
+
 def number(
     environ: Mapping[str, str],
     name: str,
@@ -147,27 +151,40 @@ def number(
     default: float,
     low: float,
     high: float,
-    integer: bool = False,
     why: str = "",
 ) -> float:
+    """A number of seconds from `low` to `high` (`why` says why those), `default` when unset."""
     raw = environ.get(name, "").strip()
     if not raw:
         return default
-    kind = "an integer" if integer else "a number of seconds"
     try:
-        value = float(int(raw)) if integer else float(raw)
+        value = float(raw)
     except ValueError:
-        raise ConfigError(name, f"{raw!r} is not {kind}") from None
+        raise ConfigError(name, f"{raw!r} is not {_SECONDS}") from None
     if not low <= value <= high:
-        reason = f" ({why})" if why else ""
-        raise ConfigError(
-            name, f"{raw} is out of range; use {kind} from {low:g} to {high:g}{reason}"
-        )
+        raise _out_of_range(name, raw, _SECONDS, (low, high), why)
     return value
 
 
 def integer(environ: Mapping[str, str], name: str, *, default: int, low: int, high: int) -> int:
-    return int(number(environ, name, default=default, low=low, high=high, integer=True))
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(name, f"{raw!r} is not {_INTEGER}") from None
+    if not low <= value <= high:
+        raise _out_of_range(name, raw, _INTEGER, (low, high))
+    return value
+
+
+def _out_of_range(
+    name: str, raw: str, kind: str, bounds: tuple[float, float], why: str = ""
+) -> ConfigError:
+    reason = f" ({why})" if why else ""
+    low, high = bounds
+    return ConfigError(name, f"{raw} is out of range; use {kind} from {low:g} to {high:g}{reason}")
 
 
 def time_zone(environ: Mapping[str, str], name: str) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 from ..core.routing import ChatId, Destination, parse_chat_id, parse_thread_id
-from ..delivery.render import Renderer, Shape
+from ..delivery.render import Added, Renderer, Shape
 from ..message.spans import utc_time
 from ..spool import Job, Spool
 from ..spool.admin import Requeued
@@ -108,7 +108,7 @@ def _list(
         ("ID", "RECEIVED (UTC)", "TRIES", when, "TO", "ALERT", "LAST ERROR")
     ]
     # Each alert as the relay renders it, in English: this is the operator's table.
-    renderer = Renderer(ENGLISH, late_after=float("inf"), shapes=shapes)
+    renderer = Renderer(ENGLISH, late_after=float("inf"), added=Added(shapes))
     rows += [_row(alert, renderer.text_of(alert, now=time.time())) for alert in alerts]
     print_table(rows, out)
     counts = spool.counts()

@@ -16,8 +16,6 @@ from typing import Any
 
 from ..core.routing import Destination
 from ..glitchtip.webhook import IssueAlert, UptimeAlert, parse_alert
-from .sound import RINGS, Sound
-from .steps import Step
 from .table import Route, RouteTable, facts_of_issue, facts_of_monitor
 
 _COUNT = re.compile(r"\s*\(\d+ issues?\)")
@@ -33,14 +31,6 @@ class Part:
     @property
     def mention(self) -> tuple[str, ...]:
         return self.route.mention if self.route is not None else ()
-
-    @property
-    def escalate(self) -> tuple[Step, ...]:
-        return self.route.escalate if self.route is not None else ()
-
-    @property
-    def sound(self) -> Sound:
-        return self.route.sound if self.route is not None else RINGS
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from ..spool import Spool
 from ..words import ENGLISH
 from .matching import Matchers
 from .silencing import Silencing
-from .store import Ended, Silence, SilenceStore
+from .store import Ended, NewSilence, Silence, SilenceStore
 
 
 def add_silence_commands(line: CommandLine) -> None:
@@ -81,11 +81,9 @@ def _add(spool: Spool, args: argparse.Namespace, console: Console) -> int:
     now = time.time()
     for chat in chats:
         silence = spool.of(SilenceStore).add(
-            chat,
-            matchers,
-            by=args.by or _login(),
-            comment=args.comment,
-            seconds=args.seconds,
+            NewSilence(
+                chat, matchers, by=args.by or _login(), comment=args.comment, seconds=args.seconds
+            ),
             now=now,
         )
         print(

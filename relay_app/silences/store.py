@@ -16,7 +16,7 @@ from ..core.routing import Destination
 from ..message.lines import Line
 from ..message.lines import to_json as lines_to_json
 from ..spool import job_rows as rows
-from ..spool.model import Precedence
+from ..spool.model import NewJob, Precedence
 from ..spool.store import Row, Store, Tx
 from .matching import Matchers
 
@@ -71,30 +71,34 @@ class Ended:
     summary_alert: int | None  # its id in the queue, when it held any
 
 
+@dataclass(frozen=True)
+class NewSilence:
+    """A silence as it is asked for: in which chat, of which alerts, by whom and why, for how
+    many seconds from now; its issue's label and title when the asker knows them."""
+
+    chat: str
+    matchers: Matchers
+    by: str
+    comment: str
+    seconds: float
+    label: str | None = None
+    issue_title: str | None = None
+
+
 class SilenceStore:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    def add(
-        self,
-        chat: str,
-        matchers: Matchers,
-        *,
-        by: str,
-        comment: str,
-        seconds: float,
-        now: float,
-        label: str | None = None,
-        issue_title: str | None = None,
-    ) -> Silence:
-        """A silence from now for `seconds`. An issue matcher without a label is named as the
-        last message that showed the issue named it, if the spool still keeps it."""
+    def add(self, new: NewSilence, *, now: float) -> Silence:
+        """A silence from now. An issue matcher without a label is named as the last message
+        that showed the issue named it, if the spool still keeps it."""
+        matchers = new.matchers
         if not matchers:
             raise ValueError("a silence needs at least one matcher")
 
         def add(tx: Tx) -> Silence:
-            shown_as = (label, issue_title)
-            if label is None and matchers.issue is not None:
+            shown_as = (new.label, new.issue_title)
+            if new.label is None and matchers.issue is not None:
                 shown = tx.one(
                     "SELECT label, title FROM issue_buttons WHERE issue_id = ?"
                     " ORDER BY message_id DESC LIMIT 1",
@@ -107,16 +111,16 @@ class SilenceStore:
                 " issue_title, created_by, comment, starts_at, ends_at) VALUES"
                 " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
                 (
-                    chat,
+                    new.chat,
                     matchers.issue,
                     matchers.project,
                     matchers.environment,
                     matchers.title,
                     *shown_as,
-                    by,
-                    comment,
+                    new.by,
+                    new.comment,
                     tx.at.db,
-                    tx.at.db + seconds,
+                    tx.at.db + new.seconds,
                 ),
             )
             return _silence(row, tx)
@@ -296,11 +300,7 @@ class SilenceStore:
             about = summary_data(silence, [json.loads(r["lines"]) for r in kept])
             job = rows.insert(
                 tx,
-                "alert",
-                about,
-                destination,
-                precedence=Precedence.CALL,
-                lane=destination.lane,
+                NewJob("alert", about, destination, Precedence.CALL, lane=destination.lane),
                 home="spool",
             )
             tx.notify()

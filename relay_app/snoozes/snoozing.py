@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 
 from ..cards.card import SNOOZE_FOR, IssueButton, SentMessage, Verb, clock_time
 from ..core.errors import GlitchTipError, SpoolError
@@ -31,6 +32,16 @@ from .store import Ended, Snooze, SnoozeStore
 log = logging.getLogger(__name__)
 
 Condition = dict[str, float]
+
+
+@dataclass(frozen=True)
+class SnoozeFor:
+    """One of Ignore's timed or counted choices for an issue: until what (`condition`), and
+    where the watcher finds the issue (its organisation, its alert's topic)."""
+
+    condition: Condition
+    org: str
+    thread: int | None
 
 
 class Snoozing:
@@ -79,27 +90,26 @@ class Snoozing:
     def snoozed(
         self,
         message: SentMessage,
-        thread: int | None,
         button: IssueButton,
-        condition: Condition,
+        snooze: SnoozeFor,
         *,
-        org: str,
         by: str,
         answer: Mapping[str, object],
     ) -> None:
         """GlitchTip ignored the issue for the choice (`answer`: its issue, with its events
         now): the snooze kept for the watcher. Raises SpoolError."""
+        condition = snooze.condition
         self._snoozes.add(
             Snooze(
                 issue_id=button.issue_id,
-                org=org,
+                org=snooze.org,
                 label=button.label,
                 until_at=condition.get("until"),
                 events=int(condition["events"]) if "events" in condition else None,
                 baseline=events_of(dict(answer)),
                 by=by,
                 chat=message.chat,
-                thread=thread,
+                thread=snooze.thread,
                 message_id=message.message_id,
             ),
             now=self._clock(),

@@ -26,28 +26,43 @@ from __future__ import annotations
 
 from .admin import Admin
 from .holders import Holder, this_process
-from .model import Claim, Job, JobKind, Lane, Later, Precedence, Settled, Settlement, State
-from .opening import LocalSpool, Spool, on_store, open_local, open_memory, open_spool
-from .queue import Queue
+from .model import (
+    Claim,
+    Job,
+    JobKind,
+    Lane,
+    Later,
+    NewJob,
+    Precedence,
+    Settled,
+    Settlement,
+    State,
+)
+from .opening import LocalSpool, Spool, on_store, open_local, open_memory, open_spool, open_store
+from .queue import Claimant, Queue, Taking
 
 __all__ = [
     "Admin",
     "Claim",
+    "Claimant",
     "Holder",
     "Job",
     "JobKind",
     "Lane",
     "Later",
     "LocalSpool",
+    "NewJob",
     "Precedence",
     "Queue",
     "Settled",
     "Settlement",
     "Spool",
     "State",
+    "Taking",
     "on_store",
     "open_local",
     "open_memory",
     "open_spool",
+    "open_store",
     "this_process",
 ]

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.routing import Destination
 from . import job_rows as rows
-from .model import Home, Job, JobKind, Precedence
+from .model import Home, Job, JobKind, NewJob, Precedence
 from .store import Store, Tx
 
 
@@ -40,13 +40,7 @@ class Answers:
             if _waiting(tx, chat) >= most_waiting:
                 return None
             job = rows.insert(
-                tx,
-                kind,
-                data,
-                destination,
-                precedence=Precedence.ANSWER,
-                lane=lane,
-                home=self._home,
+                tx, NewJob(kind, data, destination, Precedence.ANSWER, lane=lane), home=self._home
             )
             tx.notify()
             return job

@@ -15,7 +15,7 @@ from ..core.errors import SpoolError
 from ..core.json_values import json_object
 from ..core.outcomes import REFUNDED, Dead, Delivered, Outcome, Refund, RetryAt
 from ..core.routing import Destination, parse_chat_id
-from .model import JOB_KINDS, Home, Job, JobKind, Precedence
+from .model import JOB_KINDS, Home, Job, NewJob, Precedence
 from .store import Now, Row, Tx
 
 
@@ -71,19 +71,10 @@ def _data(raw: str | None) -> Mapping[str, Any]:
     return json_object(data)
 
 
-def insert(
-    tx: Tx,
-    kind: JobKind,
-    data: Mapping[str, Any],
-    destination: Destination,
-    *,
-    precedence: Precedence,
-    lane: str,
-    due_in: float = 0.0,
-    home: Home,
-) -> Job:
-    """A new job, due `due_in` seconds from now, no attempt made; `precedence`: which of its
-    chat's writes it goes before and after."""
+def insert(tx: Tx, new: NewJob, *, home: Home) -> Job:
+    """A new job, no attempt made."""
+    kind, data, destination, lane = new.kind, new.data, new.destination, new.lane_key
+    precedence, due_in = new.precedence, new.due_in
     now = tx.at.db
     ensure_lane(tx, lane, destination)
     row = tx.one(

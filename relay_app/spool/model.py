@@ -33,6 +33,24 @@ class Precedence(IntEnum):
     ANSWER = 3  # what people typed answered: a command, a link's card, a reply's confirmation
 
 
+@dataclass(frozen=True)
+class NewJob:
+    """A write to a chat as it is queued: its kind, what it is about (never its text), where it
+    goes, its precedence among its chat's writes, its lane (an alert's: its destination's; a
+    card's edits: its message's), due `due_in` seconds from now."""
+
+    kind: JobKind
+    data: Mapping[str, Any]
+    destination: Destination
+    precedence: Precedence
+    lane: str | None = None
+    due_in: float = 0.0
+
+    @property
+    def lane_key(self) -> str:
+        return self.lane or self.destination.lane
+
+
 # Where a job waits: the spool; this host's own file, while the spool in PostgreSQL could not
 # take it in time (spool/moving.py takes it there later); or this process's memory, the last
 # resort when no disk would.

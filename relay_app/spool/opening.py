@@ -67,27 +67,34 @@ def open_spool(
     path: str | None = None,
     url: str | None = None,
     for_service: bool = True,
-    max_pending: int = 10000,
-    default_destination: Destination | None = None,
     clock: Callable[[], float] = time.time,
-    pace: Pace = TELEGRAMS,
 ) -> Spool | None:
-    """The spool in PostgreSQL (`url`, RELAY_SPOOL_URL) or in a file (`path`,
+    """The spool `open_store` opens, with its parts; None when there is none."""
+    store = open_store(path=path, url=url, for_service=for_service)
+    return on_store(store, clock=clock) if store is not None else None
+
+
+def open_store(
+    *,
+    path: str | None = None,
+    url: str | None = None,
+    for_service: bool = True,
+    default_destination: Destination | None = None,
+) -> Store | None:
+    """The spool's store in PostgreSQL (`url`, RELAY_SPOOL_URL) or in a file (`path`,
     RELAY_SPOOL_PATH); None when neither is set (RELAY_SPOOL_PATH=off). Nothing is read
     until first used: gunicorn forks after the app is made. `for_service=False` is a person's
-    tool: it never creates, upgrades or repairs."""
-    store: Store
+    tool: it never creates, upgrades or repairs; `default_destination`: where a file's alerts
+    from before destinations were kept go (TELEGRAM_CHAT_ID)."""
     if url is not None:
         # Here, not at the top: psycopg and what it imports cost every process a tenth of a
         # second at start, and a relay on a file has no use for them.
         from .postgres.database import PgDatabase
 
-        store = PgDatabase(url, for_service=for_service)
-    elif path is not None:
-        store = Database(path, for_service=for_service, default_destination=default_destination)
-    else:
-        return None
-    return on_store(store, max_pending=max_pending, clock=clock, pace=pace)
+        return PgDatabase(url, for_service=for_service)
+    if path is not None:
+        return Database(path, for_service=for_service, default_destination=default_destination)
+    return None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Container, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.clock import guarded
@@ -41,7 +41,7 @@ from ..core.routing import Destination
 from . import job_rows as rows
 from .arrivals import note_arrival
 from .holders import Holder, row_is_free
-from .model import Claim, Home, Job, JobKind, Lane, Later, Precedence, Settled, Settlement
+from .model import Claim, Home, Job, JobKind, Lane, Later, NewJob, Precedence, Settled, Settlement
 from .pacer import next_turn, take_turn, turn_settled
 from .precedence import owed_first
 from .store import Store, Tx
@@ -56,6 +56,32 @@ TIDY_EVERY = 60.0
 # How many of these jobs, oldest first, go in one write (at least one).
 Fit = Callable[[list[Job]], int]
 Retire = Callable[[Job, float], Dead | None]
+
+
+@dataclass(frozen=True)
+class Claimant:
+    """Who claims a lane: this process (`holder`), the claim's token, which every later write
+    of it presents, the tokens of its claims still in flight (never taken over, whatever the
+    clock says), and how long its lease lasts."""
+
+    holder: Holder
+    token: str
+    lease_for: float
+    in_flight: Container[str] = ()
+
+
+def _retire_none(job: Job, now: float) -> Dead | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Taking:
+    """How a claim takes a lane's due jobs: how many of them go in one write (`fit`), which die
+    on the way (`retire`), and whether it sends at all (False: only the retiring happens)."""
+
+    fit: Fit = len
+    retire: Retire = _retire_none
+    send: bool = True
 
 
 class Queue:
@@ -90,75 +116,43 @@ class Queue:
 
     def add(
         self,
-        kind: JobKind,
-        data: Mapping[str, Any],
-        destination: Destination,
+        new: NewJob,
         *,
-        precedence: Precedence,
         now: float,
-        lane: str | None = None,
-        due_in: float = 0.0,
         wait_until: float | None = None,
         arrival: str | None = None,
         once: bool = False,
         quiet: bool = False,
     ) -> Job:
-        """Queue a job, due `due_in` seconds from now, in `lane` (an alert's: its destination's).
-        `arrival`: the start of a webhook's text, noted with it (arrivals.py). `once`: not
-        again while one of the lane's jobs of this kind waits unattempted (that one is
-        returned), as a card's edit, which sends the card's state when it goes. `quiet`: no
+        """Queue a job. `arrival`: the start of a webhook's text, noted with it (arrivals.py).
+        `once`: not again while one of the lane's jobs of this kind waits unattempted (that one
+        is returned), as a card's edit, which sends the card's state when it goes. `quiet`: no
         relay is told of it (a webhook's alert, held for its webhook, which claims it next).
         Raises QueueFull for an alert past RELAY_SPOOL_MAX_PENDING (nothing else counts)."""
 
         def add(tx: Tx) -> Job:
-            return self.add_in(
-                tx,
-                kind,
-                data,
-                destination,
-                precedence=precedence,
-                lane=lane,
-                due_in=due_in,
-                arrival=arrival,
-                once=once,
-                quiet=quiet,
-            )
+            return self.add_in(tx, new, arrival=arrival, once=once, quiet=quiet)
 
         return self._store.write(add, now=now, wait_until=wait_until)
 
     def add_in(
         self,
         tx: Tx,
-        kind: JobKind,
-        data: Mapping[str, Any],
-        destination: Destination,
+        new: NewJob,
         *,
-        precedence: Precedence,
-        lane: str | None = None,
-        due_in: float = 0.0,
         arrival: str | None = None,
         once: bool = False,
         quiet: bool = False,
     ) -> Job:
         """`add`, in a unit of work of this queue's store under way (`record`'s, say)."""
-        key = lane or destination.lane
-        if once and (waiting := self._waiting(tx, key, kind)) is not None:
+        if once and (waiting := self._waiting(tx, new.lane_key, new.kind)) is not None:
             return waiting
-        if precedence == Precedence.ALERT:
+        if new.precedence == Precedence.ALERT:
             pending = tx.one("SELECT alerts FROM pending_count")["alerts"]
             if pending >= self.max_pending:
                 where = "pending" if self.durable else "waiting in memory"
                 raise QueueFull(f"{self.max_pending} alerts are already {where}")
-        job = rows.insert(
-            tx,
-            kind,
-            data,
-            destination,
-            precedence=precedence,
-            lane=key,
-            due_in=due_in,
-            home=self.home,
-        )
+        job = rows.insert(tx, new, home=self.home)
         if arrival is not None and self.home == "spool":
             note_arrival(tx, job.id, arrival)
         if not quiet:
@@ -220,15 +214,10 @@ class Queue:
     def claim(
         self,
         lane: Lane,
+        by: Claimant,
+        taking: Taking,
         *,
         now: float,
-        holder: Holder,
-        token: str,
-        in_flight: Container[str],
-        fit: Fit,
-        retire: Retire,
-        send: bool,
-        lease_for: float,
         wait_until: float | None = None,
         oldest: int | None = None,
     ) -> Claim | Later | None:
@@ -243,6 +232,7 @@ class Queue:
         come, due now, left to the passes, in the same unit of work."""
         destination = lane.destination
         chat, group = destination.chat_key, destination.is_group
+        send = taking.send
 
         def claim(tx: Tx) -> Claim | Later | None:
             claimed = take(tx)
@@ -251,35 +241,31 @@ class Queue:
             return claimed
 
         def take(tx: Tx) -> Claim | Later | None:
-            if not self._free_lane(tx, lane.key, holder, in_flight, oldest):
+            if not self._free_lane(tx, lane.key, by, oldest):
                 return None  # another relay is claiming it, someone holds it, or older go first
             now = tx.at.db
             if send and (turn := next_turn(tx, chat, group=group, now=now, pace=self._pace)) > now:
                 return Later(tx.at.to_local(turn))
-            alive, retired = self._alive(tx, lane.key, retire, oldest)
+            alive, retired = self._alive(tx, lane.key, taking.retire, oldest)
             if send and alive and owed_first(tx, chat, lane.key, alive[0].precedence):
                 alive = []  # the turn is another lane's, whose write goes before these
             if send and alive and take_turn(tx, chat, group=group, now=now, pace=self._pace) <= now:
-                taken = alive[: max(1, fit(alive))]
-                claim = self._take(
-                    tx, lane.key, destination, taken, holder, token, lease_for, retired
-                )
+                taken = alive[: max(1, taking.fit(alive))]
+                claim = self._take(tx, lane.key, destination, taken, by, retired)
                 return replace(claim, turn_at=now)  # the send take_turn recorded
             return Claim(lane.key, destination, "", [], retired) if retired else None
 
         return self._store.write(claim, now=now, wait_until=wait_until)
 
     @staticmethod
-    def _free_lane(
-        tx: Tx, lane: str, holder: Holder, in_flight: Container[str], oldest: int | None
-    ) -> bool:
+    def _free_lane(tx: Tx, lane: str, by: Claimant, oldest: int | None) -> bool:
         """Whether the lane may be claimed now, its row locked for this unit of work: nobody
         holds it, and `oldest` (when given) is its first pending job."""
         lease = tx.one(
             "SELECT holder, token, until FROM lanes WHERE lane = ? FOR UPDATE SKIP LOCKED",
             (lane,),
         )
-        if lease is None or not _free(lease, tx, holder, in_flight):
+        if lease is None or not _free(lease, tx, by.holder, by.in_flight):
             return False
         if oldest is None:
             return True
@@ -435,7 +421,8 @@ class Queue:
             first = waiting[0]
             lane = [job for job in waiting if job.lane == first.lane][:MAX_CLAIM]
             taken = lane[: max(1, fit(lane))]
-            claim = self._take(tx, first.lane, first.destination, taken, holder, token, 0.0)
+            by = Claimant(holder, token, lease_for=0.0)
+            claim = self._take(tx, first.lane, first.destination, taken, by)
             # This process's own queue, and its last attempt: no one else may take it over.
             return replace(claim, leased_until=None)
 
@@ -507,21 +494,19 @@ class Queue:
         lane: str,
         destination: Destination,
         taken: list[Job],
-        holder: Holder,
-        token: str,
-        lease_for: float,
+        by: Claimant,
         retired: list[tuple[Job, Dead]] | None = None,
     ) -> Claim:
         """The claim of `taken`: their attempt counted before it is made (a process that dies
         mid-attempt leaves that count behind), and the lane leased under `token`."""
         rows.count_attempt(tx, [job.id for job in taken])
         counted = [_counted(job) for job in taken]
-        claim = Claim(lane, destination, token, counted, retired or [])
+        claim = Claim(lane, destination, by.token, counted, retired or [])
         tx.execute(
             "UPDATE lanes SET holder = ?, token = ?, until = ? WHERE lane = ?",
-            (str(holder), token, tx.at.db + lease_for, lane),
+            (str(by.holder), by.token, tx.at.db + by.lease_for, lane),
         )
-        return replace(claim, leased_until=tx.at.local + lease_for)
+        return replace(claim, leased_until=tx.at.local + by.lease_for)
 
     def _job(self, row: Any, tx: Tx) -> Job:
         return rows.job_from_row(row, tx.at, store=self.name, home=self.home)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.routing import Destination
 from ..spool import job_rows
-from ..spool.model import Home, Precedence
+from ..spool.model import Home, NewJob, Precedence
 from ..spool.store import Store, Tx
 
 
@@ -133,7 +133,7 @@ def counted_in(tx: Tx, destination: Destination, *, delivered: int = 0, silenced
 def _queue(tx: Tx, destination: Destination, data: Mapping[str, Any], home: Home) -> None:
     """A summary or a handoff, in its place's lane: after the alerts waiting there."""
     lane, precedence = destination.lane, Precedence.CALL
-    job_rows.insert(tx, "alert", data, destination, precedence=precedence, lane=lane, home=home)
+    job_rows.insert(tx, NewJob("alert", data, destination, precedence, lane=lane), home=home)
 
 
 def _read(tx: Tx, place: str) -> tuple[float, Since] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import requests
@@ -42,6 +43,19 @@ CONNECTION_POOL_SIZE = 160
 ALLOWED_UPDATES = ["message", "callback_query"]
 
 
+@dataclass(frozen=True)
+class Extras:
+    """What a message carries besides its text: inline buttons, the message it replies to,
+    and whether it arrives without sound (a route's quiet hours or `silent`)."""
+
+    keyboard: dict[str, Any] | None = None
+    reply_to: int | None = None
+    silent: bool = False
+
+
+NO_EXTRAS = Extras()
+
+
 class TelegramClient:
     def __init__(self, api_url: str, token: str, *, user_agent: str | None = None) -> None:
         """`user_agent` names what asks, where a proxy's log shows it (the start-up check)."""
@@ -66,14 +80,13 @@ class TelegramClient:
         html: bool,
         thread_id: int | None,
         deadline: float,
-        keyboard: dict[str, Any] | None = None,
-        reply_to: int | None = None,
-        silent: bool = False,
+        extras: Extras = NO_EXTRAS,
     ) -> dict[str, Any]:
         """Send `text`, finishing by `deadline` (a time.monotonic() value) whatever the network
-        does, with inline buttons (`keyboard`) and as a reply to a message of the chat when
-        given (sent plainly when that message is gone); `silent`: without sound. Returns
-        Telegram's `result` (the Message); raises a DeliveryError subclass otherwise."""
+        does, with its `extras`: inline buttons, and as a reply to a message of the chat (sent
+        plainly when that message is gone), without sound. Returns Telegram's `result` (the
+        Message); raises a DeliveryError subclass otherwise."""
+        keyboard, reply_to = extras.keyboard, extras.reply_to
         body: dict[str, Any] = {
             "chat_id": chat_id,
             "text": text,
@@ -87,7 +100,7 @@ class TelegramClient:
             body["reply_markup"] = keyboard
         if reply_to is not None:
             body["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
-        if silent:
+        if extras.silent:
             body["disable_notification"] = True
         return self.call("sendMessage", body, deadline=deadline)
 

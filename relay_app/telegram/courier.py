@@ -27,7 +27,7 @@ from ..core.errors import (
 from ..core.json_values import json_int
 from ..core.routing import ChatId, Destination, parse_chat_id
 from ..message.formatting import Message
-from .client import TelegramClient
+from .client import NO_EXTRAS, Extras, TelegramClient
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +44,6 @@ class Sent:
     chat: str  # the chat's id as Telegram answered it
     message_id: int
     html: str
-
-
-@dataclass(frozen=True)
-class Extras:
-    """What a message carries besides its text: inline buttons, the message it replies to,
-    and whether it arrives without sound (a route's quiet hours or `silent`)."""
-
-    keyboard: dict[str, Any] | None = None
-    reply_to: int | None = None
-    silent: bool = False
-
-
-NO_EXTRAS = Extras()
 
 
 class Telegram(Protocol):
@@ -112,9 +99,7 @@ class Courier:
                     html=as_html,
                     thread_id=destination.thread,
                     deadline=deadline,
-                    keyboard=extras.keyboard,
-                    reply_to=extras.reply_to,
-                    silent=extras.silent,
+                    extras=extras,
                 )
                 shown = text if as_html else html.escape(text, quote=False)
                 return _sent(result, chat_id, shown)
@@ -184,7 +169,7 @@ class Courier:
             html=False,
             thread_id=thread,
             deadline=time.monotonic() + self._attempt_timeout,
-            reply_to=message_id,
+            extras=Extras(reply_to=message_id),
         )
 
     def _follow_migration(self, old: ChatId, new: ChatId) -> ChatId:
