@@ -42,7 +42,7 @@ from .oncall.steps import Escalation
 from .oncall.steps_store import EscalationStore
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
-from .operating.setup_watch import SetupWatch, one_worker_says
+from .operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
 from .parts import (
     Basis,
     acting_from_the_chat,
@@ -57,6 +57,7 @@ from .silences.gauges import SilenceGauges
 from .silences.silencing import Silencing
 from .silences.store import SilenceStore
 from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
+from .spool.setup_found import SetupFound
 from .summaries.daily import DailySummaries
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
@@ -119,9 +120,13 @@ def assemble(
     local = _local_spool(settings, spool)
     queues = _queues(spool, local, memory)
     health, metrics = _health_and_metrics(spool, local, queues, timing.probe_interval)
+
+    def leads() -> bool:  # whether this process leads the fleet's chores (made below)
+        return leadership.leads()
+
     setup = None
     if telegram is None:
-        telegram, setup = _bot_api(settings, spool, shared, health, clock)
+        telegram, setup = _bot_api(settings, spool, shared, health, clock, leads)
         metrics.add_gauges(setup)
     last_webhook = LastWebhook(shared.arrivals, clock=clock)
     metrics.add_gauges(last_webhook)
@@ -131,9 +136,6 @@ def assemble(
 
     def wake() -> None:  # the dispatcher, made below, looks at once
         dispatcher.wake()
-
-    def leads() -> bool:  # whether this process leads the fleet's chores (made below)
-        return leadership.leads()
 
     outbox = Outbox(shared.queue, answers=shared.answers, wake=wake, clock=clock)
     escalation = Escalation(shared.of(EscalationStore), metrics=metrics, clock=clock)
@@ -261,16 +263,23 @@ def _queues(spool: Spool | None, local: LocalSpool | None, memory: Spool) -> lis
 
 
 def _bot_api(
-    settings: Settings, spool: Spool | None, shared: Spool, health: Health, clock: Clock
+    settings: Settings,
+    spool: Spool | None,
+    shared: Spool,
+    health: Health,
+    clock: Clock,
+    leads: Callable[[], bool],
 ) -> tuple[Courier, SetupWatch]:
-    """Telegram's Bot API, and the watch over what the relay's setup needs of it."""
+    """Telegram's Bot API, and the watch over what the relay's setup needs of it, asked by the
+    fleet's leader (`leads`)."""
     client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
     setup = SetupWatch(
         settings,
-        reach_again_every=settings.timing.reach_again,
-        speaks=one_worker_says(shared.warnings),
-        failing=lambda: health.send_failed(clock()),
-        telegram_answers=lambda: health.current().sending,
+        Fleet(shared.of(SetupFound), leads),
+        ask_again=AskAgain(
+            unreached=settings.timing.reach_again, leads=settings.timing.leader_look
+        ),
+        reach=Reach(lambda: health.send_failed(clock()), lambda: health.current().sending),
         commands=command_list(settings, spool),
     )
     return Courier(client, attempt_timeout=settings.send_timeout), setup
@@ -389,7 +398,8 @@ def start_background_work(app: object) -> None:
     relay = relay_of(app)
     if relay is not None:
         relay.dispatcher.start()
-        # The fleet's chores (the poller, the watcher, the upkeep) run where its leader is.
+        # The fleet's chores (the poller, the watcher, the upkeep) run where its leader is;
+        # so does the start-up check, which waits for this process to lead.
         if relay.leadership is not None:
             relay.leadership.start()
         if relay.setup is not None:

@@ -1,11 +1,10 @@
 """The start-up check (operating/setup_watch.py) against the fake Telegram: which variable a
-refusal names, that it is said once however often it is asked again, and that a fix is noticed
-without a restart."""
+refusal names, that it is said once however often it is asked again, that a fix is noticed
+without a restart, and that what the leader found is what every process says."""
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,9 +15,10 @@ import pytest
 from relay_app.core.errors import RetryableDeliveryError
 from relay_app.core.routing import ChatId
 from relay_app.operating.config import Settings
-from relay_app.operating.setup_watch import SetupWatch, one_worker_says
+from relay_app.operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
 from relay_app.spool.database import Database
-from relay_app.spool.warnings import SpoolWarnings
+from relay_app.spool.postgres import PgDatabase
+from relay_app.spool.setup_found import NOTHING_YET, Found, SetupFound
 from relay_app.telegram.client import TelegramClient
 from tests.e2e.helpers import wait_until
 from tests.e2e.relay_process import free_port
@@ -75,7 +75,7 @@ def test_a_refused_chat_names_its_variable_once_and_a_fix_is_noticed(
             "RELAY_SEND_TIMEOUT": "2",
         }
     )
-    watch = SetupWatch(settings, recheck_every=0.05)
+    watch = SetupWatch(settings, ask_again=AskAgain(refused=0.05))
     assert gauge(watch) == []  # not asked yet: neither ok nor refused
     with caplog.at_level(logging.ERROR):
         watch.start()
@@ -94,31 +94,44 @@ def test_a_refused_chat_names_its_variable_once_and_a_fix_is_noticed(
     assert len(refusals) == 1  # said once, not at each look
 
 
-def test_one_worker_of_a_relay_says_a_refusal_and_a_restarted_relay_says_it_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_every_process_says_what_the_leader_found_and_a_new_term_says_it_again(
+    fake: FakeTelegram, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = str(tmp_path / "spool.sqlite3")
     first, second = Database(path), Database(path)  # two workers on one spool file
+    settings = settings_for(fake, TELEGRAM_ALLOWED_CHAT_IDS=OTHER)
+    leading = {"first"}  # which of the two leads the fleet
+    ask_again = AskAgain(refused=60, leads=0.02)
+
+    def watch(database: Database, name: str) -> SetupWatch:
+        fleet = Fleet(SetupFound(database), lambda: name in leading)
+        return SetupWatch(settings, fleet, ask_again=ask_again)
+
+    leader, follower = watch(first, "first"), watch(second, "second")
     try:
-        monkeypatch.setattr(os, "getppid", lambda: 4242)  # their gunicorn master
-        worker, sibling = (
-            one_worker_says(SpoolWarnings(first)),
-            one_worker_says(SpoolWarnings(second)),
-        )
-        line = "TELEGRAM_CHAT_ID: chat -100: Telegram refused getChat (400)"
-        assert worker(line)
-        assert not sibling(line)
-        assert sibling("TELEGRAM_BOT_TOKEN: token: Telegram refused getMe (401)")
-        # The relay restarted. (The app may be made in gunicorn's master, before its workers
-        # exist: whose worker this is counts when it speaks, not when the app was made.)
-        monkeypatch.setattr(os, "getppid", lambda: 4343)
-        assert sibling(line)
+        assert follower.problems() == []  # nothing found yet
+        with caplog.at_level(logging.ERROR):
+            leader.start()
+            follower.start()  # it waits: it does not lead
+            assert wait_until(lambda: follower.problems() != [], timeout=5)
+            [problem] = follower.problems()
+            assert problem.startswith(f"TELEGRAM_ALLOWED_CHAT_IDS: chat {OTHER}: ")
+            assert gauge(follower) == [0]
+            assert fake.start_up_rounds == 1  # the leader asked; the other did not
+            leader.stop()
+            leading.clear()
+            leading.add("second")  # a handover: the new leader asks, and says it again
+            assert wait_until(lambda: caplog.text.count("TELEGRAM REFUSES") == 2, timeout=5)
+            fake.add_chat(OTHER)
+            follower.stop()
+            follower.start()
+            assert wait_until(lambda: leader.problems() == [], timeout=5)
     finally:
+        leader.shutdown()
+        follower.shutdown()
         first.close()
         second.close()
-    no_spool = one_worker_says(None)
-    assert no_spool(line)
-    assert no_spool(line)  # each worker says it, then
+    assert caplog.text.count("TELEGRAM REFUSES") == 2
 
 
 class LeavesAChatUnanswered(TelegramClient):
@@ -145,8 +158,8 @@ def test_a_question_left_unanswered_after_getme_holds_no_alert_and_is_asked_agai
     watch = SetupWatch(
         settings_for(fake, TELEGRAM_ALLOWED_CHAT_IDS=OTHER),
         client=lambda: LeavesAChatUnanswered(fake, OTHER),
-        recheck_every=0.1,
-        failing=lambda: failing.append(True),
+        ask_again=AskAgain(refused=0.1),
+        reach=Reach(failing=lambda: failing.append(True)),
     )
     unanswered = f"did not answer the start-up check's question about chat {OTHER}"
     with caplog.at_level(logging.INFO):
@@ -186,8 +199,8 @@ def test_the_relays_health_hears_of_an_unreachable_telegram_before_the_round_end
     watch = SetupWatch(
         settings_for(fake),
         client=client,
-        reach_again_every=60,
-        failing=lambda: failing.append(True),
+        ask_again=AskAgain(unreached=60),
+        reach=Reach(failing=lambda: failing.append(True)),
     )
     watch.start()
     try:
@@ -206,9 +219,8 @@ def test_an_unreachable_telegram_is_loud_at_once_and_ready_again_when_it_answers
     heard = threading.Event()
     watch = SetupWatch(
         settings_for(fake),
-        reach_again_every=0.05,
-        failing=lambda: failing.append(True),
-        telegram_answers=heard.is_set,
+        ask_again=AskAgain(unreached=0.05),
+        reach=Reach(failing=lambda: failing.append(True), answers=heard.is_set),
     )
     assert watch.unreachable() is None  # not asked yet
     with caplog.at_level(logging.INFO):
@@ -245,7 +257,7 @@ def test_a_chat_only_a_route_names_is_asked_about_and_named_as_the_routes(
 ) -> None:
     routes = tmp_path / "routes.toml"
     routes.write_text(f'[[route]]\nenvironment = "production"\nchat = "{OTHER}"\n')
-    watch = SetupWatch(settings_for(fake, RELAY_ROUTES=str(routes)), recheck_every=60)
+    watch = SetupWatch(settings_for(fake, RELAY_ROUTES=str(routes)), ask_again=AskAgain(refused=60))
     watch.start()
     try:
         assert wait_until(lambda: watch.problems(), timeout=5)
@@ -253,3 +265,26 @@ def test_a_chat_only_a_route_names_is_asked_about_and_named_as_the_routes(
         assert problem.startswith(f"RELAY_ROUTES: chat {OTHER}: ")
     finally:
         watch.shutdown()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_what_was_found_reads_back_as_kept_in_either_database(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    store = (
+        Database(str(tmp_path / "spool.sqlite3"))
+        if kind == "sqlite"
+        else PgDatabase(request.getfixturevalue("pg_url"))
+    )
+    try:
+        found = SetupFound(store)
+        assert found.read() == NOTHING_YET
+        refused = Found(("TELEGRAM_CHAT_ID: chat -100: Telegram refused getChat (400)",), None)
+        found.record(refused)
+        assert found.read() == refused
+        found.record(Found(None, "connection to Telegram failed: Connection refused"))
+        assert found.read() == Found(None, "connection to Telegram failed: Connection refused")
+        found.record(Found((), None))  # it accepts everything
+        assert found.read() == Found((), None)
+    finally:
+        store.close()

@@ -1,6 +1,9 @@
-"""At start, each worker asks Telegram whether the relay's setup works: the token, every chat
-it may post to, the default topic (the questions `relay-app check` asks, selfcheck.py), on a
-thread of its own, off the webhook's path, each question within RELAY_SEND_TIMEOUT.
+"""The fleet's leader (delivery/leadership.py) asks Telegram whether the relay's setup works: the
+token, every chat it may post to, the default topic (the questions `relay-app check` asks,
+selfcheck.py), on a thread of its own, off the webhook's path, each question within
+RELAY_SEND_TIMEOUT. What it finds is kept in the spool (spool/setup_found.py), so every
+process's /readyz and gauges say the same. The other processes wait; one asks for itself only
+when the spool cannot say what was found (it cannot be used: nobody can lead).
 
 A refusal (a wrong token, a chat that does not exist or has no room for the bot, a missing
 topic) would otherwise show only when the first real alert dies. It is an ERROR naming the
@@ -11,32 +14,32 @@ to the group later is noticed without a restart.
 
 A Telegram that cannot be reached at all (no route, a proxy that is missing or down, DNS) is
 the other silent failure: the relay would start, say it is ready, and the team learn of it from
-the first alert that fails. Until Telegram first answers, it is an ERROR naming where the relay
-tried (the API URL, the proxy) and what to check, `relay_telegram_reachable` 0, and /readyz 503
-with the reason. Meanwhile the worker does not ask again itself: it tells the relay's health
-that Telegram is failing, and the relay's one prober (delivery/health.py: one question every
-2 s, whatever the number of workers) says when it answers; then the worker asks its questions
-again (`telegram_answers`, looked at every Timing.reach_again). Unreachable is getMe's: a later
-question left unanswered in a round where getMe was answered is a WARNING, asked again later.
+the first alert that fails. Until Telegram first answers in the leader's term, it is an ERROR
+naming where the relay tried (the API URL, the proxy) and what to check,
+`relay_telegram_reachable` 0, and /readyz 503 with the reason. Meanwhile the leader does not ask
+again itself: it tells the relay's health that Telegram is failing, and the relay's one prober
+(delivery/health.py: one question every 2 s, whatever the number of workers) says when it
+answers; then it asks its questions again (`telegram_answers`, looked at every
+Timing.reach_again). Unreachable is getMe's: a later question left unanswered in a round where
+getMe was answered is a WARNING, asked again later.
 
-Each ERROR is said once per relay, not once per worker: the workers of one gunicorn agree
-through the spool's warnings which of them says it (`one_worker_says`).
+Each ERROR is said once a leader's term, by the leader: once per relay, and again when another
+process comes to lead (a restart, a handover), as a restart said it before.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ..core.errors import DeliveryError
+from ..core.errors import DeliveryError, SpoolError
 from ..core.process import OwnThread
 from ..core.timing import PRODUCTION
-from ..spool.warnings import SpoolWarnings
+from ..spool.database import MEMORY, Database
+from ..spool.setup_found import Found, SetupFound
 from ..telegram.client import TelegramClient
 from .config import Settings
 from .selfcheck import Verdict, telegram_verdicts
@@ -51,27 +54,38 @@ REACH_AGAIN_EVERY = PRODUCTION.reach_again
 # How its requests name themselves (a proxy's log, the tests' fake Telegram tell them apart).
 USER_AGENT = "relay_app start-up check"
 
-# Whether this worker is the one to log a refusal (the line in, True: say it).
-Speaks = Callable[[str], bool]
 # How a round of questions ended (SetupWatch._ask).
 Round = Literal["settled", "again", "unreached"]
 
 
-def one_worker_says(warnings: SpoolWarnings | None) -> Speaks:
-    """The first worker of this relay (the gunicorn master whose children they are, on this
-    host) to record a refusal in the spool says it; its siblings, asking within the minute, do
-    not. A restart is a new master, so it says it again. Without a spool, or when the spool
-    cannot answer, every worker says it: twice is better than never."""
-    if warnings is None:
-        return lambda line: True
+@dataclass(frozen=True)
+class AskAgain:
+    """When the check asks again: while Telegram refuses something or left a question
+    unanswered (`refused`), and, while it could not be reached, how often it looks whether
+    the relay's prober heard Telegram since (`unreached`); how often a process that does not
+    lead looks whether it does now (`leads`)."""
 
-    def speaks(line: str) -> bool:
-        # Asked in the worker: the app is made in the master, whose parent is not the relay.
-        relay = f"{socket.gethostname()} {os.getppid()}"
-        digest = hashlib.sha256(line.encode()).hexdigest()[:16]
-        return warnings.says(f"setup refused: {relay} {digest}", RECHECK_EVERY)
+    refused: float = RECHECK_EVERY
+    unreached: float = REACH_AGAIN_EVERY
+    leads: float = PRODUCTION.leader_look
 
-    return speaks
+
+@dataclass(frozen=True)
+class Fleet:
+    """Where what the check finds is kept for every process (the spool; this process's memory
+    without one), and whether this process leads the fleet, and so asks for it."""
+
+    found: SetupFound
+    leads: Callable[[], bool] = lambda: True
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What the check tells the relay's health, and reads of it: that Telegram cannot be
+    reached (the prober asks from then on), and whether the prober heard it since."""
+
+    failing: Callable[[], None] = lambda: None
+    answers: Callable[[], bool] = lambda: True
 
 
 def variable_for(check: str, settings: Settings) -> str:
@@ -93,29 +107,28 @@ class SetupWatch(OwnThread):
     def __init__(
         self,
         settings: Settings,
+        fleet: Fleet | None = None,
         *,
         client: Callable[[], TelegramClient] | None = None,
-        recheck_every: float = RECHECK_EVERY,
-        reach_again_every: float = REACH_AGAIN_EVERY,
-        speaks: Speaks = lambda line: True,
-        failing: Callable[[], None] = lambda: None,
-        telegram_answers: Callable[[], bool] = lambda: True,
+        ask_again: AskAgain = AskAgain(),
+        reach: Reach = Reach(),
         commands: Sequence[Mapping[str, str]] = (),
     ) -> None:
-        """`failing` tells the relay's health that Telegram cannot be reached; `telegram_answers`
-        says whether its prober heard Telegram since; `commands`: the chat's commands, with
-        their descriptions, registered (setMyCommands) once Telegram answers."""
+        """`commands`: the chat's commands, with their descriptions, registered (setMyCommands)
+        once Telegram answers."""
         self._settings = settings
+        fleet = fleet or Fleet(SetupFound(Database(MEMORY)))
+        self._found, self._leads = fleet.found, fleet.leads
+        self._look_every = ask_again.leads
         self._client = client or (
             lambda: TelegramClient(
                 settings.telegram_api_url, settings.telegram_bot_token, user_agent=USER_AGENT
             )
         )
-        self._recheck_every = recheck_every
-        self._reach_again_every = reach_again_every
-        self._speaks = speaks
-        self._failing = failing
-        self._telegram_answers = telegram_answers
+        self._recheck_every = ask_again.refused
+        self._reach_again_every = ask_again.unreached
+        self._failing = reach.failing
+        self._telegram_answers = reach.answers
         self._commands = [dict(command) for command in commands]
         self._start_in_this_process()
 
@@ -126,26 +139,32 @@ class SetupWatch(OwnThread):
         self._unreached: str | None = None
         self._commands_registered = False
 
+    def _shared(self) -> Found:
+        """What the leader found (this process's own finding when the spool cannot say)."""
+        self._here()
+        try:
+            return self._found.read()
+        except SpoolError:
+            with self._lock:
+                return Found(
+                    tuple(self._refused) if self._refused is not None else None, self._unreached
+                )
+
     def problems(self) -> list[str]:
         """What Telegram refuses, one line each ('TELEGRAM_CHAT_ID: …'); empty when it
         accepts everything or has not answered yet."""
-        self._here()
-        with self._lock:
-            return list(self._refused or [])
+        return list(self._shared().refused or [])
 
     def unreachable(self) -> str | None:
         """Why Telegram cannot be reached (where the relay tried, and what to check), while it
-        has not answered since this process started; else None."""
-        self._here()
-        with self._lock:
-            return self._unreached
+        has not answered in the leader's term; else None."""
+        return self._shared().unreached
 
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily
 
-        self._here()
-        with self._lock:
-            refused, unreached = self._refused, self._unreached
+        found = self._shared()
+        refused, unreached = found.refused, found.unreached
         gauge = GaugeMetricFamily(
             "relay_telegram_setup_ok",
             "1 when Telegram accepts the relay's token, chats and topic (asked at start, and "
@@ -164,7 +183,23 @@ class SetupWatch(OwnThread):
             reachable.add_metric([], 0 if refused is None else 1)
         yield reachable
 
+    def _asks(self) -> bool:
+        """Whether this process asks for the fleet now: it leads, or the spool cannot say what
+        the leader found (nobody leads a spool that cannot be used)."""
+        if self._leads():
+            return True
+        try:
+            self._found.read()
+        except SpoolError:
+            return True
+        return False
+
     def _loop(self) -> None:
+        while not self._asks():
+            if self._stop.wait(self._look_every):
+                return
+        with self._lock:  # a term of its own: what it finds is said again, as at a start
+            self._refused, self._unreached = None, None
         while not self._stop.is_set():
             try:
                 round_ = self._ask()
@@ -232,20 +267,18 @@ class SetupWatch(OwnThread):
             if self._refused is not None:
                 return  # it answered once: an outage since is the delivery's to report
             was, self._unreached = self._unreached, f"{verdict.found}; {verdict.hint}"
+        self._share()
         if was is None:  # said once, not at each try
-            line = f"TELEGRAM UNREACHABLE: {self._unreached}"
-            if self._speaks(line):
-                log.error(
-                    "%s. Alerts are kept in the spool meanwhile and sent once it answers; "
-                    "/readyz says not ready until then",
-                    line,
-                )
-            else:
-                log.info("Telegram cannot be reached (another worker logged it)")
+            log.error(
+                "TELEGRAM UNREACHABLE: %s. Alerts are kept in the spool meanwhile and sent once "
+                "it answers; /readyz says not ready until then",
+                self._unreached,
+            )
 
     def _record_reached(self) -> None:
         with self._lock:
             was, self._unreached = self._unreached, None
+        self._share()
         if was is not None:
             log.info("Telegram answers the start-up check now: the relay is ready")
 
@@ -253,14 +286,22 @@ class SetupWatch(OwnThread):
         lines = [f"{variable_for(v.check, self._settings)}: {v.check}: {v.found}" for v in refused]
         with self._lock:
             was, self._refused = self._refused, lines
+        self._share()
         if lines != (was or []):  # said once, not each minute
             for line, verdict in zip(lines, refused, strict=True):
-                if self._speaks(line):
-                    _report(line, verdict)
-                else:
-                    log.info("Telegram refuses the setup: %s (another worker logged it)", line)
+                _report(line, verdict)
         if not lines and was:
             log.info("Telegram now accepts the relay's setup (token, chats and topic)")
+
+    def _share(self) -> None:
+        """What this term found, for every process's /readyz and gauges."""
+        with self._lock:
+            refused = tuple(self._refused) if self._refused is not None else None
+            found = Found(refused, self._unreached)
+        try:
+            self._found.record(found)
+        except SpoolError as exc:  # the spool says why; the next round records it again
+            log.debug("what the start-up check found could not be kept now: %s", exc)
 
 
 def _refused_and_unanswered(verdicts: list[Verdict]) -> tuple[list[Verdict], list[Verdict]]:

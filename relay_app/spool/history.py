@@ -18,7 +18,7 @@ from .dialects import POSTGRES, SQLITE, Types
 __all__ = ["POSTGRES", "SCHEMA_VERSION", "SQLITE", "Types", "statements_after", "steps"]
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 
 
 def steps(types: Types) -> dict[int, list[str]]:
@@ -40,6 +40,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         17: snoozes(types),
         18: alerts_first(types),
         19: one_leader(types),
+        20: setup_found(types),
     }
 
 
@@ -471,4 +472,19 @@ def one_leader(types: Types) -> list[str]:
     since {types.time}              -- when this term began
 )""",
         "INSERT INTO leader (id) VALUES (1)",
+    ]
+
+
+def setup_found(types: Types) -> list[str]:
+    """What the leader's start-up check found of the relay's setup (operating/setup_watch.py),
+    for every process's /readyz and gauges: Telegram unreachable (why), or what it refuses (one
+    line each), since when. One row; nothing found yet while `asked_at` is unset."""
+    return [
+        f"""CREATE TABLE setup (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    unreached TEXT,                 -- why Telegram could not be reached, until it answered
+    refused TEXT,                   -- JSON list of what it refuses; NULL: not answered yet
+    asked_at {types.time}
+)""",
+        "INSERT INTO setup (id) VALUES (1)",
     ]

@@ -27,6 +27,8 @@ SECRET = "e2e-webhook-secret-0123456789abcdef"
 CHAT_ID = "-1001234567890"
 SEND_TIMEOUT = 1.0  # short, so the tests that wait it out stay quick
 BOOT_TIMEOUT = 20.0
+# A relay takes the lead within a look of its leader (1 s) when nobody holds it.
+LEADS_WITHIN = 3.0
 
 
 def relay_env(fake: FakeTelegram, **overrides: str) -> dict[str, str]:
@@ -104,9 +106,10 @@ class RelayProcess:
         directory: Path = ROOT,
         telegram: FakeTelegram | None = None,
     ) -> None:
-        """With `telegram`, the fake it talks to, `wait_ready` also waits until each worker's
-        start-up check has been answered: a test that then makes Telegram fail sees the relay
-        meet that failure with its alerts, not with its start-up questions."""
+        """With `telegram`, the fake it talks to, `wait_ready` also waits until the start-up
+        check of its leader has been answered (a relay joining a fleet another leads asks
+        nothing): a test that then makes Telegram fail sees the relay meet that failure with
+        its alerts, not with its start-up questions."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.webhook_url = f"{self.url}/webhook/{env.get('RELAY_WEBHOOK_SECRET', SECRET)}"
@@ -120,8 +123,7 @@ class RelayProcess:
         self._log: IO[bytes] = log_path.open("wb")
         self._start_up_rounds: tuple[FakeTelegram, int] | None = None
         if telegram is not None and telegram.listening and env["TELEGRAM_API_URL"] == telegram.url:
-            workers = int(env.get("WEB_CONCURRENCY", "2"))
-            self._start_up_rounds = telegram, telegram.start_up_rounds + workers
+            self._start_up_rounds = telegram, telegram.start_up_rounds + 1
         self.process = subprocess.Popen(
             [*(prefix or []), *gunicorn_command(app)],
             cwd=directory,
@@ -146,13 +148,24 @@ class RelayProcess:
             raise RuntimeError(f"gunicorn did not become ready:\n{self.logs()}")
         if self._start_up_rounds is not None:
             telegram, rounds = self._start_up_rounds
-            while telegram.start_up_rounds < rounds:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the start-up checks did not end:\n{self.logs()}")
-                time.sleep(0.05)
+            if self._leads(deadline):
+                while telegram.start_up_rounds < rounds:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"the start-up check did not end:\n{self.logs()}")
+                    time.sleep(0.05)
             if telegram.behaviour.mode == "ok":
                 self._wait_until_telegram_up(deadline)
         return self
+
+    def _leads(self, deadline: float) -> bool:
+        """Whether one of its workers came to lead the fleet (and so asks the start-up
+        check): within LEADS_WITHIN, or never (another relay on its spool leads)."""
+        until = min(deadline, time.monotonic() + LEADS_WITHIN)
+        while time.monotonic() < until:
+            if "this process leads the fleet's chores now" in self.logs():
+                return True
+            time.sleep(0.05)
+        return False
 
     def _wait_until_telegram_up(self, deadline: float) -> None:
         """Until the relay holds Telegram for up. A start-up getMe the relay gave up on (a fake

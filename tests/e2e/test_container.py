@@ -115,9 +115,9 @@ def container(
     }
     log_path = tmp_path / "relay.log"
     log = log_path.open("wb")
-    # Each worker's start-up check, as RelayProcess waits for it: a webhook before it may find
+    # The leader's start-up check, as RelayProcess waits for it: a webhook before it may find
     # Telegram not yet known to answer, and be queued (202) rather than sent.
-    checked = fake_telegram.start_up_rounds + int(service_env.get("WEB_CONCURRENCY", "2"))
+    checked = fake_telegram.start_up_rounds + 1
     relay = subprocess.Popen(
         command, cwd=image.app, env=service_env, stdout=log, stderr=subprocess.STDOUT
     )
