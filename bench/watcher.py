@@ -30,7 +30,7 @@ from relay_app.watch.store import (  # noqa: E402
     Watched,
     WatchStore,
 )
-from relay_app.watch.watcher import Watcher  # noqa: E402
+from relay_app.watch.watcher import AfterRound, Watcher, WatchPlan  # noqa: E402
 from tests.fake_glitchtip import TOKEN, running_fake_glitchtip  # noqa: E402
 from tests.payloads import issue  # noqa: E402
 
@@ -67,11 +67,11 @@ def one(watched: int, resolved_share: float, directory: Path) -> list[str]:
         watcher = Watcher(
             spool.of(WatchStore),
             GlitchTipApi(TOKEN, fake.url, timeout=5.0),
-            lambda found, _trend: posted.append(found.issue_id),
-            every=60.0,
-            min_events=100,
-            glitchtip_links=fake.url,
-            follow=lambda states, at: cards.follow(states, asked_at=at),
+            WatchPlan(every=60.0, min_events=100, links=fake.url),
+            AfterRound(
+                lambda found, _trend: posted.append(found.issue_id),
+                follow=lambda states, at: cards.follow(states, asked_at=at),
+            ),
         )
         started = time.monotonic()
         done = watcher.round()

@@ -21,10 +21,10 @@ from .core.errors import SpoolError
 from .core.logs import configure_logging
 from .core.metrics import Metrics
 from .core.routing import Destination
-from .delivery.dispatcher import Dispatcher
+from .delivery.dispatcher import Chores, Dispatcher
 from .delivery.health import Health, MemoryHealthStore
 from .delivery.intake import Intake
-from .delivery.job import Jobs
+from .delivery.job import Attempts, Jobs, Writing
 from .delivery.leadership import Leadership, Upkeep
 from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
@@ -159,44 +159,41 @@ def assemble(
         ],
     )
     renderer = _renderer(settings, shared, words, buttons=buttons)
+    policy = RetryPolicy(
+        attempts=settings.retry_attempts, wait=settings.retry_wait, max_age=settings.retry_max_age
+    )
     jobs = Jobs(
         telegram,
-        renderer=renderer,
-        policy=RetryPolicy(
-            attempts=settings.retry_attempts,
-            wait=settings.retry_wait,
-            max_age=settings.retry_max_age,
+        Writing(renderer, outgoing),
+        Attempts(
+            policy,
+            timeout=settings.send_timeout,
+            settle_margin=timing.settle_margin,
+            second_chance=settings.second_chance,
         ),
         health=health,
         metrics=metrics,
         clock=clock,
-        attempt_timeout=settings.send_timeout,
-        settle_margin=timing.settle_margin,
-        second_chance=settings.second_chance,
-        outgoing=outgoing,
     )
 
     held = _held(metrics, summaries)
     silencing = Silencing(
         shared.of(SilenceStore), shared.of(SentStore), outbox=outbox, held=held, clock=clock
     )
+    upkeep = _upkeep(
+        OldRecords(shared.of(SentStore), keep_for=settings.retry_max_age, clock=clock),
+        silencing,
+        escalation,
+        on_time,
+        leads,
+    )
     dispatcher = Dispatcher(
-        queues=queues,
-        jobs=jobs,
-        health=health,
-        probe=telegram.probe,
-        metrics=metrics,
-        attempt_timeout=settings.send_timeout,
+        queues,
+        jobs,
+        metrics,
+        chores=Chores(upkeep, local.mover if local is not None else None),
         clock=clock,
-        upkeep=_upkeep(
-            OldRecords(shared.of(SentStore), keep_for=settings.retry_max_age, clock=clock),
-            silencing,
-            escalation,
-            on_time,
-            leads,
-        ),
         timing=timing,
-        mover=local.mover if local is not None else None,
     )
     intake = Intake(queues=queues, jobs=jobs, dispatcher=dispatcher, clock=clock)
     lookups = _issue_lookups(settings, metrics, shared, clock)

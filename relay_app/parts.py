@@ -34,7 +34,7 @@ from .oncall.steps import Escalation
 from .operating.config import Settings
 from .silences.command import silences_command
 from .silences.store import SilenceStore
-from .snoozes.snoozing import Snoozing
+from .snoozes.snoozing import BringBack, Snoozing
 from .snoozes.store import SnoozeStore
 from .spool import Spool
 from .summaries.daily import DailySummaries
@@ -45,7 +45,7 @@ from .telegram.courier import Telegram
 from .watch.in_step import CardsInStep
 from .watch.issues import issues_command
 from .watch.store import Watched, WatchStore
-from .watch.watcher import Watcher
+from .watch.watcher import AfterRound, Watcher, WatchPlan
 from .words import Words, words_for
 
 Clock = Callable[[], float]
@@ -87,11 +87,15 @@ def following_glitchtip(
     snoozing = Snoozing(
         spool.of(SnoozeStore),
         spool.of(WatchStore),
-        outbox,
-        GlitchTipApi(token, url, timeout=settings.send_timeout),
+        BringBack(
+            GlitchTipApi(token, url, timeout=settings.send_timeout),
+            outbox,
+            reopened=lambda issue: in_step.follow(
+                {issue: "unresolved"}, asked_at=clock(), settle=0
+            ),
+        ),
         events=settings.watching.snooze_events,
         metrics=metrics,
-        reopened=lambda issue: in_step.follow({issue: "unresolved"}, asked_at=clock(), settle=0),
         clock=clock,
     )
     return in_step, snoozing
@@ -111,16 +115,19 @@ def watcher_for(
     return Watcher(
         spool.of(WatchStore),
         GlitchTipApi(token, url, timeout=CALL_TIMEOUT),
-        post,
-        every=settings.watching.every,
-        min_events=settings.watching.min_events,
-        glitchtip_links=settings.glitchtip_links,
+        WatchPlan(
+            settings.watching.every,
+            settings.watching.min_events,
+            settings.glitchtip_links,
+            look_every=settings.timing.poll_interval,
+        ),
+        AfterRound(
+            post,
+            follow=(lambda states, at: in_step.follow(states, asked_at=at)) if in_step else None,
+            snoozing=snoozing,
+        ),
         metrics=metrics,
-        follow=(lambda states, at: in_step.follow(states, asked_at=at)) if in_step else None,
-        snoozing=snoozing,
         clock=clock,
-        look_every=settings.timing.poll_interval,
-        shared=spool.warnings.says,
     )
 
 

@@ -41,7 +41,7 @@ from ..spool.holders import Holder, this_process
 from ..spool.model import Claim, Job, Lane, Later, Settlement
 from ..spool.moving import Mover
 from ..spool.queue import Claimant, Queue, Taking
-from .health import Health, probe_due
+from .health import probe_due
 from .job import Jobs
 
 log = logging.getLogger(__name__)
@@ -73,31 +73,39 @@ class OwnClaim:
     wait_until: float | None
 
 
+@dataclass(frozen=True)
+class Chores:
+    """What the dispatcher's thread does besides its jobs, with the queues' own upkeep, once a
+    poll interval, off the webhooks' path: the relay's `upkeep` (the leader's chores), and the
+    `mover` that takes what waits in this host's local file into the spool."""
+
+    upkeep: Callable[[], None] = lambda: None
+    mover: Mover | None = None
+
+
+NO_CHORES = Chores()
+
+
 class Dispatcher(PerProcess):
     def __init__(
         self,
-        *,
         queues: Sequence[Queue],
         jobs: Jobs,
-        health: Health,
-        probe: Probe,
         metrics: Metrics,
-        attempt_timeout: float,
+        *,
+        chores: Chores = NO_CHORES,
         clock: Clock = time.time,
-        upkeep: Callable[[], None] = lambda: None,
         timing: Timing = PRODUCTION,
-        mover: Mover | None = None,
     ) -> None:
-        """`upkeep` runs with the queues' own, once a poll interval, off the webhooks' path;
-        so does `mover`, which takes what waits in this host's file into the spool."""
+        """Telegram's health, and the prober's question, are the jobs' (job.py)."""
         self.queues = list(queues)
-        self._upkeep = upkeep
-        self._mover = mover
+        self._upkeep = chores.upkeep
+        self._mover = chores.mover
         self._jobs = jobs
-        self.health = health
-        self._probe = probe
+        self.health = jobs.health
+        self._probe = jobs.probe
         self._metrics = metrics
-        self._lease_for = attempt_timeout + timing.lease_margin
+        self._lease_for = jobs.attempts.timeout + timing.lease_margin
         self._poll_interval = timing.poll_interval
         self._clock = clock
         self._start_in_this_process()
@@ -266,7 +274,7 @@ class Dispatcher(PerProcess):
             claimed = queue.claim(
                 lane,
                 Claimant(this_process(), token, self._lease_for, self._in_flight_now()),
-                Taking(self._jobs.fit, self._jobs.policy.before_attempt, send),
+                Taking(self._jobs.fit, self._jobs.attempts.policy.before_attempt, send),
                 now=now,
                 wait_until=own.wait_until if own is not None else None,
                 oldest=own.job_id if own is not None else None,

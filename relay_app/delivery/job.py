@@ -97,33 +97,53 @@ class AroundDelivery(Protocol[Plan]):
     def not_recorded(self, sent: Sent, error: Exception) -> None: ...
 
 
+@dataclass(frozen=True)
+class Attempts:
+    """How a job's attempts are made: `policy` says when one is tried again and when given
+    up; `timeout` is how long one may last (the courier's deadline, RELAY_SEND_TIMEOUT) and
+    `settle_margin` what it leaves at its lease's end for the writes after it; `second_chance`
+    whether an alert given up is tried once more when Telegram answers again
+    (RELAY_SECOND_CHANCE)."""
+
+    policy: RetryPolicy
+    timeout: float = 5.0
+    settle_margin: float = PRODUCTION.settle_margin
+    second_chance: bool = True
+
+
+@dataclass(frozen=True)
+class Writing:
+    """What the relay writes for its jobs and keeps around them: `renderer` makes each write
+    from its jobs at send time (by the shapes the capabilities registered); `outgoing` says what
+    goes with an alert's message and records what follows it."""
+
+    renderer: Renderer
+    outgoing: AroundDelivery[Any]
+
+
 class Jobs:
     def __init__(
         self,
         telegram: Telegram,
+        writing: Writing,
+        attempts: Attempts,
         *,
-        renderer: Renderer,
-        policy: RetryPolicy,
         health: Health,
         metrics: Metrics,
-        outgoing: AroundDelivery[Any],
         clock: Clock = time.time,
-        attempt_timeout: float = 5.0,
-        second_chance: bool = True,
-        settle_margin: float = PRODUCTION.settle_margin,
     ) -> None:
-        """`attempt_timeout` is how long an attempt may last (the courier's deadline);
-        `settle_margin` what it leaves at its lease's end for the writes after it."""
+        """`health` is Telegram's, which every attempt tells and the dispatcher reads."""
         self._telegram = telegram
-        self.renderer = renderer
-        self._attempt_timeout = attempt_timeout
-        self._settle_margin = settle_margin
-        self._outgoing = outgoing
-        self.policy = policy
-        self._health = health
+        self.renderer = writing.renderer
+        self._outgoing = writing.outgoing
+        self.attempts = attempts
+        self.health = health
         self._metrics = metrics
         self._clock = clock
-        self._second_chance = second_chance
+
+    def probe(self) -> bool:
+        """Whether Telegram answers now (the prober's one question)."""
+        return self._telegram.probe()
 
     def fit(self, jobs: list[Job]) -> int:
         """How many of these waiting jobs, oldest first, go in the next write."""
@@ -176,7 +196,9 @@ class Jobs:
         one. The attempt's deadline is the courier's; the margin is for the writes after it."""
         if claim.leased_until is None:
             return False
-        return self._clock() + self._attempt_timeout + self._settle_margin > claim.leased_until
+        return (
+            self._clock() + self.attempts.timeout + self.attempts.settle_margin > claim.leased_until
+        )
 
     def _not_attempted(self, queue: Queue, claim: Claim) -> Settlement:
         """The claim given back, its attempt not made: its jobs due at once, the attempt
@@ -253,9 +275,9 @@ class Jobs:
                 exc,
             )
         if settlement.telegram == "failing":
-            self._health.send_failed(now)
+            self.health.send_failed(now)
         elif settlement.telegram == "answered":
-            self._health.answered(now)
+            self.health.answered(now)
         return settled
 
     def report_retired(self, queue: Queue, claim: Claim) -> None:
@@ -289,7 +311,7 @@ class Jobs:
         """What the attempt decided for each job, and what it says of Telegram."""
         jobs = claim.jobs
         if error is None:
-            since = now - self.policy.max_age if self._second_chance else None
+            since = now - self.attempts.policy.max_age if self.attempts.second_chance else None
             return Settlement(_each(jobs, Delivered()), "answered", second_chance_since=since)
         if isinstance(error, RetryableDeliveryError):
             return self._to_retry(jobs, error, now)
@@ -320,7 +342,7 @@ class Jobs:
     ) -> list[tuple[Job, Outcome]]:
         """Each job's outcome, as the policy decides on its ledger after this attempt."""
         return [
-            (job, self.policy.after_failure(refunded(job, refund, str(error)), error, now))
+            (job, self.attempts.policy.after_failure(refunded(job, refund, str(error)), error, now))
             for job in jobs
         ]
 
@@ -413,7 +435,7 @@ class Jobs:
             "default chat go to TELEGRAM_CHAT_ID as it is then, and --chat ID [--thread N] "
             "sends them to another)"
         )
-        again = dead.kind == "exhausted" and self._second_chance and not job.second_chance
+        again = dead.kind == "exhausted" and self.attempts.second_chance and not job.second_chance
         return (kept if queue.durable else "") + (
             "; it is sent once more when its chat next accepts a message" if again else ""
         )

@@ -44,28 +44,36 @@ class SnoozeFor:
     thread: int | None
 
 
+@dataclass(frozen=True)
+class BringBack:
+    """How an issue whose snooze is over is brought back: set unresolved through `glitchtip`,
+    said under its alert through `outbox`, and its cards followed at once (`reopened`,
+    in_step.py)."""
+
+    glitchtip: GlitchTipApi
+    outbox: Outbox
+    reopened: Callable[[str], object] = lambda issue_id: None
+
+
 class Snoozing:
     def __init__(
         self,
         snoozes: SnoozeStore,
         watched: WatchStore,
-        outbox: Outbox,
-        glitchtip: GlitchTipApi,
+        back: BringBack,
         *,
         events: int,
         metrics: Metrics | None = None,
-        reopened: Callable[[str], object] = lambda issue_id: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """`events`: the N of "until N more events" (RELAY_SNOOZE_EVENTS); `reopened`: an
-        issue the relay set unresolved, whose cards follow at once (in_step.py)."""
+        """`events`: the N of "until N more events" (RELAY_SNOOZE_EVENTS)."""
         self._snoozes = snoozes
         self._watched = watched
-        self._outbox = outbox
-        self._glitchtip = glitchtip
+        self._outbox = back.outbox
+        self._glitchtip = back.glitchtip
         self.events = events
         self._metrics = metrics
-        self._reopened = reopened
+        self._reopened = back.reopened
         self._clock = clock
 
     # --- a press -------------------------------------------------------------------------

@@ -45,8 +45,6 @@ Post = Callable[[Watched, Trend], None]
 Follow = Callable[[Mapping[str, str], float], int]
 # How often a process looks whether the fleet's next round is due.
 LOOK_EVERY = 1.0
-# An issue GlitchTip answers for in a way the watcher cannot read is said once in this long.
-UNREADABLE_SAID_EVERY = 86400.0
 
 
 @dataclass(frozen=True)
@@ -58,6 +56,30 @@ class Round:
     unreadable: int = 0  # issues left out: GlitchTip's answer about them was not readable
 
 
+@dataclass(frozen=True)
+class WatchPlan:
+    """What the watcher watches and how often: a round `every` seconds
+    (RELAY_WATCH_INTERVAL), looked for every `look_every`; an issue is escalating from
+    `min_events` events in its last hour (RELAY_ESCALATING_MIN_EVENTS); `links` is the origin
+    of the issue links whose issues are watched (GLITCHTIP_PUBLIC_URL, else GLITCHTIP_URL)."""
+
+    every: float
+    min_events: int
+    links: str | None
+    look_every: float = LOOK_EVERY
+
+
+@dataclass(frozen=True)
+class AfterRound:
+    """What a round's findings lead to: `post`, an escalating issue posted again; `follow`,
+    the cards brought in step with the states read (in_step.py); `snoozing`, the snoozes whose
+    condition is met brought back (snoozes/)."""
+
+    post: Post
+    follow: Follow | None = None
+    snoozing: Snoozing | None = None
+
+
 class Watcher(OwnThread):
     thread_name = "relay-watcher"
 
@@ -65,37 +87,28 @@ class Watcher(OwnThread):
         self,
         store: WatchStore,
         api: GlitchTipApi,
-        post: Post,
+        plan: WatchPlan,
+        after: AfterRound,
         *,
-        every: float,
-        min_events: int,
-        glitchtip_links: str | None,
         metrics: Metrics | None = None,
-        follow: Follow | None = None,
-        snoozing: Snoozing | None = None,
         clock: Clock = time.time,
-        look_every: float = LOOK_EVERY,
-        shared: Callable[[str, float], bool] | None = None,
     ) -> None:
-        """`post`: an escalating issue posted again; `follow`: the cards brought in step with
-        the states read (in_step.py); `glitchtip_links`: the origin of the issue links whose
-        issues are watched (GLITCHTIP_PUBLIC_URL, else GLITCHTIP_URL); `shared`: whether this
-        process is the fleet's to say a warning now (spool/warnings.py)."""
         self._store = store
         self._api = api
-        self._post = post
-        self._every = every
-        self._min_events = min_events
-        self._links = glitchtip_links
+        self._post = after.post
+        self._every = plan.every
+        self._min_events = plan.min_events
+        self._links = plan.links
         self._metrics = metrics
-        self._follow = follow
-        self._snoozing = snoozing
+        self._follow = after.follow
+        self._snoozing = after.snoozing
         self._clock = clock
-        self._look_every = look_every
-        self._shared = shared
+        self._look_every = plan.look_every
         self._failing: str | None = None
-        self._unreadable: set[str] = set()  # issues said to be unreadable, while they are
-        self.join_for = look_every + 1
+        # Issues said to be unreadable, while they are: the rounds are the leader's alone, so
+        # this process's memory is the fleet's (a new leader says them once again).
+        self._unreadable: set[str] = set()
+        self.join_for = plan.look_every + 1
         self._start_in_this_process()
 
     def alerted(self, about: Iterable[Mapping[str, Any]], chat: str, thread: int | None) -> None:
@@ -209,17 +222,14 @@ class Watcher(OwnThread):
             if issue in self._unreadable:
                 continue
             self._unreadable.add(issue)
-            if self._shared is None or self._shared(
-                f"watcher unreadable:{org}:{issue}", UNREADABLE_SAID_EVERY
-            ):
-                log.warning(
-                    "GlitchTip's answer about issue %s of %s cannot be read (%s): the watcher "
-                    "leaves it out (no escalating post, no card in step, no snooze brought back) "
-                    "until it can, and reads the other issues as usual",
-                    issue,
-                    org,
-                    why,
-                )
+            log.warning(
+                "GlitchTip's answer about issue %s of %s cannot be read (%s): the watcher "
+                "leaves it out (no escalating post, no card in step, no snooze brought back) "
+                "until it can, and reads the other issues as usual",
+                issue,
+                org,
+                why,
+            )
 
     def _keep_seen(
         self, states: Mapping[str, IssueState], trends: Mapping[str, Trend], now: float
