@@ -25,7 +25,7 @@ from .delivery.dispatcher import Chores, Dispatcher
 from .delivery.health import Health, MemoryHealthStore
 from .delivery.intake import Intake
 from .delivery.job import Attempts, Jobs, Writing
-from .delivery.leadership import Leadership, Upkeep
+from .delivery.leadership import Chore, Leadership, Upkeep, WhenLeading
 from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
 from .delivery.render import Added, OnCall, Renderer
@@ -214,7 +214,7 @@ def assemble(
     )
     actions = PressActions(silencing, escalation, snoozing)
     from_the_chat = acting_from_the_chat(basis, telegram, health, actions)
-    chores = [chore for chore in (from_the_chat.poller, watcher) if chore is not None]
+    chores = _fleet_chores(from_the_chat.poller, watcher, setup)
     leadership = Leadership(shared.leader, chores, timing=timing, clock=clock)
     return Relay(
         settings=settings,
@@ -280,6 +280,16 @@ def _bot_api(
         commands=command_list(settings, spool),
     )
     return Courier(client, attempt_timeout=settings.send_timeout), setup
+
+
+def _fleet_chores(*parts: Chore | SetupWatch | None) -> list[Chore]:
+    """What the fleet's leader runs (the poller, the watcher), and the start-up check's cue to
+    ask as this process comes to lead."""
+    return [
+        WhenLeading(part.came_to_lead) if isinstance(part, SetupWatch) else part
+        for part in parts
+        if part is not None
+    ]
 
 
 def _held(metrics: Metrics, summaries: DailySummaries | None) -> Callable[[Destination], None]:

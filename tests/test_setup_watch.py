@@ -101,7 +101,9 @@ def test_every_process_says_what_the_leader_found_and_a_new_term_says_it_again(
     first, second = Database(path), Database(path)  # two workers on one spool file
     settings = settings_for(fake, TELEGRAM_ALLOWED_CHAT_IDS=OTHER)
     leading = {"first"}  # which of the two leads the fleet
-    ask_again = AskAgain(refused=60, leads=0.02)
+    # A process that does not lead looks again a minute later: the handover's cue, not that
+    # look, makes the new leader ask.
+    ask_again = AskAgain(refused=60, leads=60)
 
     def watch(database: Database, name: str) -> SetupWatch:
         fleet = Fleet(SetupFound(database), lambda: name in leading)
@@ -121,6 +123,7 @@ def test_every_process_says_what_the_leader_found_and_a_new_term_says_it_again(
             leader.stop()
             leading.clear()
             leading.add("second")  # a handover: the new leader asks, and says it again
+            follower.came_to_lead()
             assert wait_until(lambda: caplog.text.count("TELEGRAM REFUSES") == 2, timeout=5)
             fake.add_chat(OTHER)
             follower.stop()

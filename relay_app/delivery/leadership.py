@@ -46,6 +46,20 @@ class Chore(Protocol):
     def stop(self) -> None: ...
 
 
+class WhenLeading:
+    """A chore that is one call as this process comes to lead (the start-up check's cue to
+    ask at once), and nothing when it stops leading."""
+
+    def __init__(self, call: Callable[[], None]) -> None:
+        self._call = call
+
+    def start(self) -> None:
+        self._call()
+
+    def stop(self) -> None:
+        """Nothing runs between the calls."""
+
+
 class Leadership(OwnThread):
     thread_name = "relay-leader"
 

@@ -30,6 +30,7 @@ process comes to lead (a restart, a handover), as a restart said it before.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -138,6 +139,17 @@ class SetupWatch(OwnThread):
         # Why Telegram could not be reached at the last try, until it first answers.
         self._unreached: str | None = None
         self._commands_registered = False
+        # Set when this process comes to lead (`came_to_lead`): it asks at once, not at its
+        # next look.
+        self._led = threading.Event()
+
+    def came_to_lead(self) -> None:
+        """This process leads the fleet's chores now (delivery/leadership.py tells it)."""
+        self._here()
+        self._led.set()
+
+    def _stopping(self) -> None:
+        self._led.set()
 
     def _shared(self) -> Found:
         """What the leader found (this process's own finding when the spool cannot say)."""
@@ -196,7 +208,9 @@ class SetupWatch(OwnThread):
 
     def _loop(self) -> None:
         while not self._asks():
-            if self._stop.wait(self._look_every):
+            self._led.wait(self._look_every)
+            self._led.clear()
+            if self._stop.is_set():
                 return
         with self._lock:  # a term of its own: what it finds is said again, as at a start
             self._refused, self._unreached = None, None
