@@ -358,6 +358,34 @@ def test_a_webhooks_alert_it_cannot_send_is_left_to_the_passes_at_once(
     assert [title_numbers(message.text) for message in telegram.delivered] == [[1], [2]]
 
 
+def test_a_webhook_whose_chat_is_known_to_wait_makes_no_claim_and_its_alert_goes_at_the_turn(
+    built: Callable[..., Relay], clock: FakeTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second webhook's claim learns the chat's next turn (3 s away). The third, within
+    # it, is not held for a claim of its own that could not take it: queued due now, answered
+    # 202 paced without a claim; both go at the turn, as the passes claim them.
+    telegram = ScriptedTelegram(clock=clock)
+    relay = built(telegram)
+    assert isinstance(webhook(relay, numbered(1)[0]), Delivered)
+    job, started = queued_by_a_webhook(relay, numbered(2)[1])
+    assert relay.dispatcher.turn_at(DESTINATION) is None  # no claim has found it waits yet
+    assert relay.intake.first_attempt(job, started=started).waiting == "paced"
+    assert relay.dispatcher.turn_at(DESTINATION) == pytest.approx(clock.now + GROUP_INTERVAL)
+    assert relay.spool is not None
+    queue, claims = relay.spool.queue, []
+    claim = queue.claim
+    monkeypatch.setattr(queue, "claim", lambda *a, **k: claims.append(a) or claim(*a, **k))
+    third, started = queued_by_a_webhook(relay, numbered(3)[2])
+    assert third.next_attempt_at <= clock.now  # due now, not held for its webhook
+    assert relay.intake.first_attempt(third, started=started).waiting == "paced"
+    assert claims == []
+    clock.now += GROUP_INTERVAL
+    assert relay.dispatcher.turn_at(DESTINATION) is None  # its time has passed
+    relay.dispatcher.pass_once()
+    assert relay.dispatcher.wait_idle(10)
+    assert [title_numbers(message.text) for message in telegram.delivered] == [[1], [2, 3]]
+
+
 def test_a_webhooks_alert_is_left_to_the_passes_when_telegram_is_down(
     built: Callable[..., Relay], clock: FakeTime
 ) -> None:

@@ -35,6 +35,7 @@ from typing import Any, Literal
 from ..core.errors import SpoolError
 from ..core.metrics import AttemptKind, Metrics
 from ..core.process import PerProcess
+from ..core.routing import Destination
 from ..core.timing import PRODUCTION, Timing
 from ..spool.health_store import TelegramHealth
 from ..spool.holders import Holder, this_process
@@ -123,6 +124,9 @@ class Dispatcher(PerProcess):
         self._in_flight: set[str] = set()
         self._jobs_running = 0
         self._futures: set[Future[Any]] = set()  # every one on the pool, a probe's too
+        # Each chat's next turn, as this process's last claim that found it had not come
+        # learnt it (`turn_at`).
+        self._turns: dict[str, float] = {}
 
     # --- for the rest of the relay -------------------------------------------------------------
 
@@ -147,6 +151,17 @@ class Dispatcher(PerProcess):
                 return  # a pass is planned by then anyway
             self._next_pass_at = min(self._next_pass_at, at if at is not None else 0.0)
         self._wake.set()
+
+    def turn_at(self, destination: Destination) -> float | None:
+        """When the destination's chat has its next turn, as this process's last claim that
+        found it had not come learnt; None once that time has passed, or when no claim found
+        it. A turn only moves later (each send, limit and pause adds to it), so a webhook whose
+        chat is known to wait leaves its alert to the passes without a claim of its own; were
+        the turn ever earlier, the passes, which claim as always, take the alert then."""
+        self._here()
+        with self._lock:
+            at = self._turns.get(destination.chat_key)
+        return at if at is not None and at > self._clock() else None
 
     def first_attempt(
         self, queue: Queue, job: Job, *, wait_until: float | None = None
@@ -286,6 +301,9 @@ class Dispatcher(PerProcess):
             kind: AttemptKind = "sync" if own is not None else "background"
             return claimed, self._submit(queue, claimed, kind=kind)  # its end frees the token
         self._release(token)
+        if isinstance(claimed, Later):
+            with self._lock:
+                self._turns[lane.destination.chat_key] = claimed.at
         if isinstance(claimed, Claim):
             self._jobs.report_retired(queue, claimed)
             return None

@@ -99,8 +99,14 @@ class Intake:
         its words, noted with its arrival. None when it can wait nowhere: its message's text is
         logged."""
         problems: list[str] = []
+        if due_in == 0.0 and self._dispatcher.turn_at(destination) is not None:
+            # Its chat's turn has not come: not held for a claim of its webhook's, which could
+            # not take it; due now, for the passes (`first_attempt`).
+            due = 0.0
+        else:
+            due = _held(started, due_in)
         for queue in self._on_disk:
-            job = self._into(queue, about, destination, started, text, due_in)
+            job = self._into(queue, about, destination, started, text, due)
             if isinstance(job, Refused):
                 problems.append(job.problem)
                 if job.full:
@@ -118,9 +124,7 @@ class Intake:
         said = "; ".join(problems)
         try:
             job = self._memory.add(
-                NewJob(
-                    "alert", about, destination, Precedence.ALERT, due_in=_held(started, due_in)
-                ),
+                NewJob("alert", about, destination, Precedence.ALERT, due_in=due),
                 now=self._clock(),
                 quiet=True,
             )
@@ -155,15 +159,13 @@ class Intake:
         destination: Destination,
         started: float,
         text: str,
-        due_in: float,
+        due: float,
     ) -> Job | Refused:
-        """The alert queued in `queue`, or why it could not be."""
+        """The alert queued in `queue`, due `due` from now, or why it could not be."""
         where = "the spool" if queue.home == "spool" else "this host's file"
         try:
             job = queue.add(
-                NewJob(
-                    "alert", about, destination, Precedence.ALERT, due_in=_held(started, due_in)
-                ),
+                NewJob("alert", about, destination, Precedence.ALERT, due_in=due),
                 now=self._clock(),
                 wait_until=deadline(started),
                 arrival=text,
@@ -199,12 +201,20 @@ class Intake:
         the webhook's deadline. When it failed, the job is back in its queue, due when the
         retry policy says, before this returns."""
         by = deadline(started)
+        turn = self._dispatcher.turn_at(job.destination)
+        if turn is not None and job.next_attempt_at <= self._clock():
+            # Left to the passes as it was queued (`admit`): no claim, and a look at its turn.
+            self._dispatcher.wake(turn)
+            return self._waits(job, Attempted(None, waiting="paced"))
         tried = self._dispatcher.first_attempt(self._queue(job), job, wait_until=by)
         if isinstance(tried, Future):
             attempted = _waited_for(tried, job, by)
         else:
             self._dispatcher.wake()  # its lane is known to the thread, which takes it in turn
             attempted = Attempted(None, waiting=tried)
+        return self._waits(job, attempted)
+
+    def _waits(self, job: Job, attempted: Attempted) -> Attempted:
         if not self._on_disk and not isinstance(attempted.outcome, Delivered | Dead):
             self._kept_in_memory(job, attempted)
         return attempted
