@@ -42,9 +42,13 @@ T = TypeVar("T")
 # How long a unit of work waits for another connection's lock unless its caller says: long
 # enough for a backup or a vacuum by hand, short enough that a stuck lock shows.
 LOCK_WAIT = 5.0
-# SQLite's own busy handler waits this long before handing back to the loop here, which then
-# checks the caller's budget and tries again.
-BUSY_SLICE = 0.05
+# A unit that finds the file locked by another connection tries again after a pause that
+# starts here and doubles up to RETRY_PAUSE_MAX, until the caller's budget is spent. SQLite's
+# own busy handler (a connection's timeout, 0 here) sleeps 1, 2, 5, 10 ms and longer between
+# its tries, so a lock given back within a tenth of a millisecond cost the waiting webhook
+# whole milliseconds, and 16 webhooks at once their p99 (docs/benchmarks.md).
+RETRY_PAUSE = 0.0002
+RETRY_PAUSE_MAX = 0.004
 # Opening (and repairing) the file is serialized between processes by a lock file.
 OPEN_LOCK_TIMEOUT = 2.0
 # A checkpoint copies the WAL back into the file and flushes it: milliseconds. Left to SQLite it
@@ -117,8 +121,12 @@ class Database(PerProcess):
         local = time.time() if now is None else now
         at = Now(local + self._skew, local)
         waited = False
+        pause = RETRY_PAUSE
         try:
             while True:
+                if waited:  # outside the process's lock: its other threads go on meanwhile
+                    time.sleep(pause)
+                    pause = min(pause * 2, RETRY_PAUSE_MAX)
                 if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
                     waited = True
                     raise SpoolBusy(f"the spool {self.path} was busy for too long")
@@ -217,7 +225,7 @@ class Database(PerProcess):
                 self._checkpointer = sqlite3.connect(
                     f"file:{_uri_path(self.path)}?mode=rw",
                     uri=True,
-                    timeout=BUSY_SLICE,
+                    timeout=0,
                     isolation_level=None,
                     check_same_thread=False,
                 )
@@ -301,7 +309,7 @@ class Database(PerProcess):
             _create_private(self.path)
         uri = f"file:{_uri_path(self.path)}?mode={'rwc' if self._for_service else 'rw'}"
         connection = sqlite3.connect(
-            uri, uri=True, timeout=BUSY_SLICE, isolation_level=None, check_same_thread=False
+            uri, uri=True, timeout=0, isolation_level=None, check_same_thread=False
         )
         connection.row_factory = sqlite3.Row
         try:
