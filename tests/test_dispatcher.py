@@ -374,7 +374,12 @@ def test_a_webhook_whose_chat_is_known_to_wait_makes_no_claim_and_its_alert_goes
     assert relay.spool is not None
     queue, claims = relay.spool.queue, []
     claim = queue.claim
-    monkeypatch.setattr(queue, "claim", lambda *a, **k: claims.append(a) or claim(*a, **k))
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        claims.append(args)
+        return claim(*args, **kwargs)
+
+    monkeypatch.setattr(queue, "claim", counted)
     third, started = queued_by_a_webhook(relay, numbered(3)[2])
     assert third.next_attempt_at <= clock.now  # due now, not held for its webhook
     assert relay.intake.first_attempt(third, started=started).waiting == "paced"
