@@ -49,6 +49,10 @@ LOCK_WAIT = 5.0
 # whole milliseconds, and 16 webhooks at once their p99 (docs/benchmarks.md).
 RETRY_PAUSE = 0.0002
 RETRY_PAUSE_MAX = 0.004
+# Opening is the exception: it runs under the file lock below (OPEN_LOCK_TIMEOUT), and a
+# connection that gave up at once there and took the file lock again at once would starve the
+# other workers opening the file; there SQLite's busy handler waits, this long at most.
+OPEN_BUSY = 0.05
 # Opening (and repairing) the file is serialized between processes by a lock file.
 OPEN_LOCK_TIMEOUT = 2.0
 # A checkpoint copies the WAL back into the file and flushes it: milliseconds. Left to SQLite it
@@ -309,7 +313,7 @@ class Database(PerProcess):
             _create_private(self.path)
         uri = f"file:{_uri_path(self.path)}?mode={'rwc' if self._for_service else 'rw'}"
         connection = sqlite3.connect(
-            uri, uri=True, timeout=0, isolation_level=None, check_same_thread=False
+            uri, uri=True, timeout=OPEN_BUSY, isolation_level=None, check_same_thread=False
         )
         connection.row_factory = sqlite3.Row
         try:
@@ -328,6 +332,7 @@ class Database(PerProcess):
                 raise sqlite3.DatabaseError(f"database disk image is malformed: {checked}")
             if version < SCHEMA_VERSION:
                 self._upgrade(connection, version)
+            connection.execute("PRAGMA busy_timeout = 0")  # the units' waits are `_run`'s
         except BaseException:
             connection.close()
             raise
