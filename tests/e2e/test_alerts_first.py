@@ -128,6 +128,10 @@ def test_answers_never_push_an_alert_out_of_the_spool(
     )
     fake_telegram.set("error", methods={"sendMessage"})  # Telegram fails: everything waits
     in_parallel(250, lambda n: fake_telegram.say(CHAT_ID, "/status", user_id=10_000 + n))
+    # The answers' failed sends hold every write until Telegram answers again, so no alert is
+    # tried before then: one tried and failed would wait for its retry and, as
+    # docs/delivery.md says, hold nothing back meanwhile.
+    assert wait_until(lambda: value(metrics(relay.url), "relay_telegram_up") == 0, timeout=10)
     labels_ = []
     for number in range(5):
         reply, _ = post(relay.webhook_url, titled(f"Kept {number}"))
