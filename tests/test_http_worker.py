@@ -7,6 +7,11 @@ release pyproject.toml allows; docs/security.md says how an upgrade is checked."
 
 from __future__ import annotations
 
+import os
+import signal
+
+from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
 from gunicorn.config import Config
 from gunicorn.http.parser import RequestParser
 
@@ -15,6 +20,7 @@ from relay_app.web.http_worker import (
     MAX_REFUSAL_KINDS,
     REFUSALS_LOG_EVERY,
     _Refusals,
+    stops_missed_at_boot,
 )
 
 
@@ -84,3 +90,30 @@ def test_refusals_are_said_at_most_once_a_minute_and_what_is_left_when_the_worke
     )
     refusals.add("illegal request line (400)", ("203.0.113.9", 4000))
     assert refusals.due(now=100.0 + REFUSALS_LOG_EVERY + 1, last=True) is not None
+
+
+class _App(BaseApplication):  # type: ignore[misc]
+    """The least an Arbiter is made of: no configuration read, an app that is never served."""
+
+    def load_config(self) -> None:
+        """Gunicorn's defaults."""
+
+    def load(self) -> object:
+        return lambda environ, start_response: []
+
+
+def test_a_stop_the_master_sent_a_booting_worker_is_found_once_it_takes_its_signals() -> None:
+    # The master's own handler, as a freshly forked worker still has it: the release pinned in
+    # pyproject.toml queues each signal on the master's SIG_QUEUE, and this fails loudly on one
+    # that does not, before a deploy waits 30 s for a worker that booted as it was stopped.
+    master = Arbiter(_App())
+    before = signal.signal(signal.SIGTERM, master.signal)
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        master.signal(signal.SIGCHLD, None)  # what else it queues is left alone
+        master.signal(signal.SIGTERM, None)  # said twice: stopped once
+        assert stops_missed_at_boot() == [signal.SIGTERM]
+        assert stops_missed_at_boot() == []  # taken
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert stops_missed_at_boot() == []  # the worker's own handler: nothing was missed

@@ -38,8 +38,9 @@ handle, handle_request, handle_error, finish_request and the True or False its f
 murder_pending; its RequestParser over an iterable; a request's `_expected_100_continue` and
 `force_close`; the error log's "Invalid request from ip=" line, folded into the refusals; that
 gthread's loop calls murder_pending on every turn, that TConn.init keeps a parser already set,
-that nr_conns counts the connections it may accept), hence the pin to one release in
-pyproject.toml.
+that nr_conns counts the connections it may accept; that the master's signal handler, which a
+worker keeps until its init_signals, puts each signal on the master's SIG_QUEUE), hence the
+pin to one release in pyproject.toml.
 tests/e2e/test_edge.py tries each as behaviour; docs/security.md says how an upgrade is checked.
 """
 
@@ -47,7 +48,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import queue
 import selectors
+import signal
 import socket
 import threading
 import time
@@ -163,6 +167,30 @@ class _CountedNotLogged(logging.Filter):
         return not record.getMessage().startswith(_GUNICORN_REFUSAL_LINE)
 
 
+# The signals with which the master stops a worker.
+_STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+
+
+def stops_missed_at_boot() -> list[int]:
+    """The stops the master sent this worker before it took its signals over (once each).
+    Until then the handler in place is the master's own, inherited through the fork, which
+    only puts the signal on the master's queue, this process's copy of it, where nobody reads
+    it: a relay stopped while a worker booted waited gunicorn's graceful_timeout (30 s) for that
+    worker and then killed it, its alerts held in memory with it."""
+    master = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
+    queued = getattr(master, "SIG_QUEUE", None)
+    if not isinstance(queued, queue.SimpleQueue):
+        return []
+    missed: list[int] = []
+    while True:
+        try:
+            sig = queued.get_nowait()
+        except queue.Empty:
+            return missed
+        if sig in _STOPS and sig not in missed:
+            missed.append(sig)
+
+
 class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
     """`worker_class` in gunicorn.conf.py."""
 
@@ -181,6 +209,12 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
         # In the worker, after the fork: the master's logger is left as it is.
         self.log.error_log.addFilter(_CountedNotLogged())
         super().init_process()
+
+    def init_signals(self) -> None:
+        missed = stops_missed_at_boot()
+        super().init_signals()
+        for stop in missed:  # now to this worker's own handlers
+            os.kill(os.getpid(), stop)
 
     # --- the event loop's side ----------------------------------------------------------
 
