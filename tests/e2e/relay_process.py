@@ -45,11 +45,33 @@ def relay_env(fake: FakeTelegram, **overrides: str) -> dict[str, str]:
     }
 
 
+# Ports handed out here: a range of each xdist worker's own, below Linux's ephemeral ports
+# (32768 and up, which the clients' sockets and the fakes' own binds take). A port the kernel
+# gave one worker's probe was given to another's too, before either relay had bound it: the
+# second relay could not start, and its webhooks went to the first.
+PORTS_PER_WORKER = 1500
+FIRST_PORT = 20000
+_next_ports: dict[int, int] = {}
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    """A port nobody listens on now, never the same twice in a run, nor another xdist
+    worker's."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    index = int(worker) if worker.isdigit() else 0
+    first = FIRST_PORT + index * PORTS_PER_WORKER
+    for _ in range(PORTS_PER_WORKER):
+        offset = _next_ports.get(index, 0)
+        _next_ports[index] = (offset + 1) % PORTS_PER_WORKER
+        port = first + offset
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # taken: the next one
+            return port
+    raise RuntimeError(f"no free port in {first}-{first + PORTS_PER_WORKER - 1}")
 
 
 def gunicorn_command(app: str = "wsgi:app") -> list[str]:
