@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ import pytest
 
 from relay_app import Relay
 from relay_app.cards.edits import card_edits
-from relay_app.cards.outgoing import Outgoing
+from relay_app.cards.outgoing import Outgoing, Plan
 from relay_app.cards.sent import SentStore
 from relay_app.core.outcomes import Delivered
 from relay_app.core.routing import Destination
@@ -37,6 +37,19 @@ RENDERER = Renderer(ENGLISH, late_after=60.0)
 
 
 _ids = itertools.count(1)
+
+
+def delivered(
+    outgoing: Outgoing,
+    plan: Plan,
+    sent: Sent,
+    alerts: Sequence[Message],
+    jobs: Sequence[Job],
+    destination: Destination,
+) -> None:
+    """What the jobs do after a delivery whose jobs waited elsewhere: its records, written in
+    a unit of work of their own."""
+    outgoing.record_apart(outgoing.records(plan, sent, alerts, jobs, destination), sent)
 
 
 def job(payload: dict[str, Any], *, received_at: float = NOW) -> Job:
@@ -104,7 +117,7 @@ def test_every_issue_of_every_alert_in_a_message_gets_its_buttons(spool: Spool) 
     assert len({b.key for b in plan.buttons}) == 3  # a fresh key each
     assert plan.extras.keyboard is not None
     assert plan.extras.reply_to is None
-    outgoing.delivered(plan, Sent("-1001234567890", 5, "<b>digest</b>"), alerts, jobs, TOPIC)
+    delivered(outgoing, plan, Sent("-1001234567890", 5, "<b>digest</b>"), alerts, jobs, TOPIC)
     found = spool.sent.pressed(plan.buttons[2].key)
     assert found is not None
     assert (found[0].message_id, found[1].issue_id) == (5, "3")
@@ -128,7 +141,7 @@ def test_without_a_token_there_are_no_buttons_and_nothing_to_keep(spool: Spool) 
     alerts = rendered(*jobs)
     plan = outgoing.plan(alerts, TOPIC)
     assert (plan.buttons, plan.extras.keyboard, plan.extras.reply_to) == ((), None, None)
-    outgoing.delivered(plan, Sent("-1001234567890", 5, "x"), alerts, jobs, TOPIC)
+    delivered(outgoing, plan, Sent("-1001234567890", 5, "x"), alerts, jobs, TOPIC)
     assert spool.sent.prune(before=NOW * 2) == 0  # nothing was kept
 
 
@@ -139,7 +152,7 @@ def test_a_recovery_replies_to_its_outage_and_its_card_is_edited_to_say_it_is_ov
     down = [job(uptime_alert(down=True), received_at=NOW)]
     went_down = rendered(*down)
     sent = Sent("-1001234567890", 8, "<b>DOWN</b>")
-    outgoing.delivered(outgoing.plan(went_down, TOPIC), sent, went_down, down, TOPIC)
+    delivered(outgoing, outgoing.plan(went_down, TOPIC), sent, went_down, down, TOPIC)
 
     up = [job(uptime_alert(down=False), received_at=NOW + 252)]
     back_up = rendered(*up)
@@ -148,7 +161,7 @@ def test_a_recovery_replies_to_its_outage_and_its_card_is_edited_to_say_it_is_ov
     elsewhere = outgoing.plan(back_up, Destination(-1001234567890, 78))  # another topic's
     assert elsewhere.extras.reply_to is None
     assert spool.edits_queued() == []
-    outgoing.delivered(plan, Sent("-1001234567890", 9, "<b>UP</b>"), back_up, up, TOPIC)
+    delivered(outgoing, plan, Sent("-1001234567890", 9, "<b>UP</b>"), back_up, up, TOPIC)
     # Queued, as every write to the chat: a job of the outage's card, made when it goes.
     [edit] = spool.edits_queued()
     assert (edit.chat, edit.message_id, edit.html, edit.keyboard) == (
@@ -170,7 +183,7 @@ def test_a_record_that_cannot_be_kept_costs_the_alert_nothing(
     jobs = [job(issue_alert(issue(1)))]
     alerts = rendered(*jobs)
     with caplog.at_level(logging.WARNING):
-        outgoing.delivered(outgoing.plan(alerts, TOPIC), Sent("-1", 5, "x"), alerts, jobs, TOPIC)
+        delivered(outgoing, outgoing.plan(alerts, TOPIC), Sent("-1", 5, "x"), alerts, jobs, TOPIC)
     assert "presses on it will be refused" in caplog.text
     database.close()
 

@@ -181,17 +181,6 @@ class Outgoing:
             exc_info=None if isinstance(error, SpoolError) else error,
         )
 
-    def delivered(
-        self,
-        plan: Plan,
-        sent: Sent,
-        alerts: Sequence[Message],
-        jobs: Sequence[Job],
-        destination: Destination,
-    ) -> None:
-        """`records`, written at once in a unit of work of their own."""
-        self.record_apart(self.records(plan, sent, alerts, jobs, destination), sent)
-
     def _kept(
         self, plan: Plan, sent: Sent, outages: Sequence[Outage]
     ) -> Callable[[Tx], None] | None:
