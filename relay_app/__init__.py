@@ -121,8 +121,11 @@ def assemble(
     queues = _queues(spool, local, memory)
     health, metrics = _health_and_metrics(spool, local, queues, timing.probe_interval)
 
-    def leads() -> bool:  # whether this process leads the fleet's chores (made below)
-        return leadership.leads()
+    def term() -> str | None:  # this process's term, while it leads the fleet (made below)
+        return leadership.term()
+
+    def leads() -> bool:
+        return term() is not None
 
     setup = None
     if telegram is None:
@@ -213,7 +216,7 @@ def assemble(
         glitchtip=issues,
     )
     actions = PressActions(silencing, escalation, snoozing)
-    from_the_chat = acting_from_the_chat(basis, telegram, health, actions)
+    from_the_chat = acting_from_the_chat(basis, telegram, health, actions, term)
     chores = _fleet_chores(from_the_chat.poller, watcher, setup)
     leadership = Leadership(shared.leader, chores, timing=timing, clock=clock)
     return Relay(

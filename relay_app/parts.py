@@ -180,11 +180,16 @@ class FromTheChat:
 
 
 def acting_from_the_chat(
-    basis: Basis, telegram: Telegram, health: Health, actions: PressActions
+    basis: Basis,
+    telegram: Telegram,
+    health: Health,
+    actions: PressActions,
+    term: Callable[[], str | None],
 ) -> FromTheChat:
     """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles each
-    update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them.
-    `actions`: what a press does besides changing the issue in GlitchTip."""
+    update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them,
+    which polls while `term` names this process's term as the fleet's leader. `actions`: what
+    a press does besides changing the issue in GlitchTip."""
     settings, spool, outbox, metrics, clock = _unpacked(basis)
     token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
     if token is None or glitchtip_url is None or spool is None:
@@ -216,10 +221,10 @@ def acting_from_the_chat(
         return FromTheChat(route, None, links)
     poller = Poller(
         client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
-        lease=spool.poller_lease,
+        offset=spool.leader,
+        term=term,
         handle=route,
         attempt_timeout=settings.send_timeout,
-        clock=clock,
         timing=settings.timing,
     )
     return FromTheChat(route, poller, links)

@@ -7,10 +7,12 @@ or 30 s off it; the processes of a fleet as Leaderships of their own on the test
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from relay_app.core.timing import PRODUCTION
@@ -22,6 +24,7 @@ from relay_app.spool.leader import LeaderLease
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store
 from tests.conftest import FakeTime
+from tests.old_spools import old_postgres, one_history_sqlite
 
 TERM = PRODUCTION.leader_term
 
@@ -169,3 +172,54 @@ def test_the_upkeep_runs_only_where_the_leader_is() -> None:
     leading[0] = True
     upkeep()
     assert ran == ["fired"]
+
+
+def test_the_updates_offset_moves_on_only_under_the_leaders_term(
+    stores: list[Store], fake_time: FakeTime
+) -> None:
+    made = fleet(stores, fake_time)
+    first, second = made[0][0], made[1][0]
+    lease = on_store(stores[0]).leader
+    first.look()
+    token = first.term()
+    assert token is not None
+    assert second.term() is None
+    assert lease.offset(token) == 0
+    assert lease.confirm(token, 17)
+    assert lease.confirm(token, 9)  # the term holds; the offset never goes back
+    assert lease.offset(token) == 17
+    first.shutdown()
+    second.look()
+    # The last leader's term is over: what it still handles moves nothing, and the next
+    # leader reads on from the first update the last did not confirm.
+    assert lease.offset(token) is None
+    assert not lease.confirm(token, 99)
+    successor = second.term()
+    assert successor is not None
+    assert successor != token
+    assert lease.offset(successor) == 17
+
+
+def test_a_spool_of_the_pollers_own_lease_keeps_its_offset_for_the_leader(
+    request: pytest.FixtureRequest, tmp_path: Path, fake_time: FakeTime
+) -> None:
+    """A spool at step 20 (the poller had a lease of its own) upgrades in place, and the
+    next leader reads on from the update the last poller had reached."""
+    path = str(tmp_path / "spool.sqlite3")
+    with sqlite3.connect(path) as db:
+        one_history_sqlite(db, 20)
+        db.execute("UPDATE updates_poller SET holder = 'gone', next_update = 4242")
+    db.close()
+    url = request.getfixturevalue("pg_url")
+    with psycopg.connect(url, autocommit=True) as pg:
+        old_postgres(pg, 20)
+        pg.execute("UPDATE updates_poller SET holder = 'gone', next_update = 4242")
+    for store in (Database(path), PgDatabase(url, caller_skew=0.0)):
+        try:
+            leadership = Leadership(on_store(store).leader, clock=fake_time, monotonic=fake_time)
+            assert leadership.look()
+            token = leadership.term()
+            assert token is not None
+            assert on_store(store).leader.offset(token) == 4242
+        finally:
+            store.close()

@@ -1,12 +1,9 @@
-"""What the relay keeps about the messages it may change later (cards/sent.py) and who reads
-Telegram's updates (spool/poller.py), in both spools: the SQLite file and PostgreSQL."""
+"""What the relay keeps about the messages it may change later (cards/sent.py), in both spools:
+the SQLite file and PostgreSQL."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,9 +14,7 @@ import pytest
 from relay_app.cards.card import IssueButton, SentMessage
 from relay_app.cards.outgoing import OldRecords
 from relay_app.cards.sent import Outage, SentStore
-from relay_app.spool import Holder, this_process
 from relay_app.spool.database import Database
-from relay_app.spool.poller import PollerLease, SpoolPollerLease
 from relay_app.spool.postgres import PgDatabase
 from tests.old_spools import old_postgres, old_sqlite
 
@@ -45,27 +40,15 @@ OUTAGE = Outage(
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def backend(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[tuple[SentStore, PollerLease]]:
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SentStore]:
     if request.param == "sqlite":
         database = Database(str(tmp_path / "spool.sqlite3"))
-        yield SentStore(database), SpoolPollerLease(database)
+        yield SentStore(database)
         database.close()
     else:
         shared = PgDatabase(request.getfixturevalue("pg_url"), caller_skew=0.0)
-        yield SentStore(shared), SpoolPollerLease(shared)
+        yield SentStore(shared)
         shared.close()
-
-
-@pytest.fixture
-def store(backend: tuple[SentStore, PollerLease]) -> SentStore:
-    return backend[0]
-
-
-@pytest.fixture
-def lease(backend: tuple[SentStore, PollerLease]) -> PollerLease:
-    return backend[1]
 
 
 def test_a_button_leads_to_its_message_and_nothing_else_does(store: SentStore) -> None:
@@ -206,43 +189,3 @@ def test_a_spool_from_before_handled_updates_is_upgraded_with_its_buttons(
     finally:
         database.close()
         shared.close()
-
-
-@pytest.fixture
-def other_process() -> Iterator[tuple[Holder, subprocess.Popen[bytes]]]:
-    """A live process on this host other than this one, as a lease names it."""
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    me = this_process()
-    yield replace(me, pid=child.pid, started=""), child
-    child.kill()
-    child.wait()
-
-
-def test_one_process_polls_and_the_offset_survives_it(
-    lease: PollerLease, other_process: tuple[Holder, subprocess.Popen[bytes]]
-) -> None:
-    me, other = this_process(), other_process[0]
-    assert lease.take(me, now=NOW, hold_for=20) == 0
-    assert lease.take(other, now=NOW + 1, hold_for=20) is None  # a live holder keeps it
-    lease.confirm(me, 17)
-    lease.confirm(other, 99)  # not the holder: changes nothing
-    assert lease.take(me, now=NOW + 2, hold_for=20) == 17  # renewed
-    lease.release(me)
-    assert lease.take(other, now=NOW + 3, hold_for=20) == 17  # the next one reads on
-
-
-def test_a_poller_that_is_gone_is_replaced_at_once(
-    lease: PollerLease, other_process: tuple[Holder, subprocess.Popen[bytes]]
-) -> None:
-    gone, child = other_process
-    assert lease.take(gone, now=NOW, hold_for=3600) == 0
-    child.kill()
-    child.wait()
-    assert lease.take(this_process(), now=NOW + 1, hold_for=20) == 0
-
-
-def test_a_poller_on_another_host_keeps_it_until_its_lease_runs_out(lease: PollerLease) -> None:
-    elsewhere = Holder("another-host", "boot", os.getpid(), "1")
-    assert lease.take(elsewhere, now=NOW, hold_for=20) == 0
-    assert lease.take(this_process(), now=NOW + 19, hold_for=20) is None
-    assert lease.take(this_process(), now=NOW + 21, hold_for=20) == 0

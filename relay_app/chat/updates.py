@@ -3,10 +3,10 @@ the relay's messages (replies.py), each routed to its handler (`route_updates`).
 
 `TELEGRAM_UPDATES=poll`: every process has a `Poller` (one object owning its thread and stop
 event, created with the app), and the fleet's leader runs it (delivery/leadership.py): it
-long-polls `getUpdates` under the spool's poller lease (spool/poller.py), which keeps the offset
-and fences a leader that hands over late. Telegram answers a second concurrent poller with 409
-Conflict, so a leader that stops ends its poll before it lets the lease go, and the next
-leader takes over at once.
+long-polls `getUpdates` from the offset kept in the leader's row, which only the current term
+moves on (spool/leader.py), so a leader that hands over late confirms nothing. Telegram answers
+a second concurrent poller with 409 Conflict, so a leader that stops ends its poll before it
+lets its lease go, and the next leader takes over at once.
 
 `TELEGRAM_UPDATES=webhook`: Telegram posts each update to `POST /telegram/<secret>` (views.py),
 with a header only the relay and Telegram know (`secret_token`, registered by `relay-app
@@ -17,7 +17,6 @@ relay and Telegram hold.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -28,8 +27,6 @@ from ..core.http_deadline import Deadline
 from ..core.json_values import json_int
 from ..core.process import OwnThread
 from ..core.timing import PRODUCTION, Timing
-from ..spool.holders import this_process
-from ..spool.poller import PollerLease
 from ..telegram.client import TelegramClient
 from .commands import Command, Commands
 
@@ -79,10 +76,18 @@ def handle_update(update: dict[str, Any], handle: Handle) -> None:
         log.exception("handling an update failed")
 
 
+class UpdatesOffset(Protocol):
+    """Where the leader keeps the offset of Telegram's updates, under its term (spool/leader.py)."""
+
+    def offset(self, token: str) -> int | None: ...
+
+    def confirm(self, token: str, next_update: int) -> bool: ...
+
+
 class Poller(OwnThread):
-    """This process's poll for Telegram's updates: run by the fleet's leader
-    (delivery/leadership.py), and, as a fence while a leader hands over, under the poller's own
-    lease, which also keeps the offset (spool/poller.py)."""
+    """This process's poll for Telegram's updates, run while it leads the fleet
+    (delivery/leadership.py): from the offset in the leader's row, moved on under its term
+    (spool/leader.py)."""
 
     thread_name = "relay-updates"
 
@@ -90,54 +95,36 @@ class Poller(OwnThread):
         self,
         *,
         client: TelegramClient,
-        lease: PollerLease,
+        offset: UpdatesOffset,
+        term: Callable[[], str | None],
         handle: Handle,
         attempt_timeout: float,
-        clock: Clock = time.time,
         timing: Timing = PRODUCTION,
     ) -> None:
         self._client = client
-        self._lease = lease
+        self._offsets = offset
+        self._term = term
         self._handle = handle
         self._long_poll = timing.long_poll
         self._look = timing.leader_look
-        # Long enough to poll and then handle what came (each press within a few timeouts);
-        # renewed before every poll.
-        self._hold_for = timing.long_poll + 4 * attempt_timeout + timing.lease_margin
-        self.join_for = self._hold_for
+        # Long enough to end the poll and handle what it brought (each within a few timeouts).
+        self.join_for = timing.long_poll + 4 * attempt_timeout + timing.lease_margin
         self._attempt_timeout = attempt_timeout
-        self._clock = clock
         self._start_in_this_process()
 
     def _start_over(self) -> None:
         """Everything that belongs to one process (core/process.py)."""
         super()._start_over()
         self._current: Deadline | None = None
-        self._holding = False
-        self._new_term = False
-
-    def start(self) -> None:
-        """Poll from now on (this process came to lead the fleet): the poller's lease is taken
-        whoever held it, the last leader having lost its term."""
-        self._new_term = True
-        super().start()
+        self._polling = False
 
     def _stopping(self) -> None:
-        """End the poll in flight, so Telegram sees no poller left behind."""
+        """End the poll in flight, so Telegram sees no poller left behind when the next
+        leader begins."""
         with self._lock:
             current = self._current
         if current is not None:
             current.expire()
-
-    def stop(self) -> None:
-        """Stop polling (the poll in flight ended), then let the lease go, so that the next
-        leader polls at once."""
-        super().stop()
-        if self._holding:
-            # On failure the lease still names this process, which the others find gone.
-            with contextlib.suppress(SpoolError):
-                self._lease.release(this_process())
-            self._holding = False
 
     def _watching(self, deadline: Deadline) -> None:
         with self._lock:
@@ -148,8 +135,9 @@ class Poller(OwnThread):
     def _loop(self) -> None:
         failures = 0
         while not self._stop.is_set():
-            offset = self._held_offset()
-            if offset is None:  # an earlier leader still polls: until it stops, or is gone
+            token = self._term()
+            offset = self._offset(token)
+            if token is None or offset is None:  # not leading now, or the spool cannot say
                 self._stop.wait(self._look)
                 continue
             try:
@@ -171,33 +159,33 @@ class Poller(OwnThread):
             failures = 0
             for update in updates:
                 handle_update(update, self._handle)
-                self._confirm(update.get("update_id"))
+                if not self._confirm(token, update.get("update_id")):
+                    break  # another leads now, and reads on from the first unconfirmed
 
-    def _held_offset(self) -> int | None:
-        """The lease taken or kept for this process: the first update to read; None when
-        another process reads them."""
-        try:
-            offset = self._lease.take(
-                this_process(), now=self._clock(), hold_for=self._hold_for, new_term=self._new_term
-            )
-            self._new_term = False
-        except SpoolError as exc:
-            log.debug("the poller's lease could not be read: %s", exc)
-            offset = None
-        if offset is not None and not self._holding:
+    def _offset(self, token: str | None) -> int | None:
+        """The first update to read while `token`'s term holds; None otherwise."""
+        offset = None
+        if token is not None:
+            try:
+                offset = self._offsets.offset(token)
+            except SpoolError as exc:
+                log.debug("the updates' offset could not be read: %s", exc)
+        if offset is not None and not self._polling:
             log.info("this process reads Telegram's updates now (button presses)")
-        self._holding = offset is not None
+        self._polling = offset is not None
         return offset
 
-    def _confirm(self, update_id: object) -> None:
-        """The lease's offset past a handled update: whoever reads next starts after it."""
+    def _confirm(self, token: str, update_id: object) -> bool:
+        """The offset past a handled update, so whoever reads next starts after it; whether
+        this process's term still holds."""
         handled = json_int(update_id)
         if handled is None:
-            return
+            return True
         try:
-            self._lease.confirm(this_process(), handled + 1)
+            return self._offsets.confirm(token, handled + 1)
         except SpoolError as exc:
             log.warning("a handled update could not be confirmed: %s", exc)
+            return True
 
     def _after_failure(self, error: DeliveryError, failures: int) -> float:
         """How long to wait after a failed poll, and the log line that says why."""

@@ -89,9 +89,15 @@ class Leadership(OwnThread):
     def leads(self) -> bool:
         """Whether this process leads the fleet's chores now: it renewed the lease within its
         term (measured on its own monotonic clock, from before it asked)."""
+        return self.term() is not None
+
+    def term(self) -> str | None:
+        """This process's term's token while it leads (what fences a chore's writes, as the
+        updates' offset: spool/leader.py); None when it does not."""
         self._here()
         with self._lock:
-            return self._token is not None and self._monotonic() < self._leads_until
+            leading = self._token is not None and self._monotonic() < self._leads_until
+            return self._token if leading else None
 
     def look(self) -> bool:
         """Renew the lease, or take it if it is free; start or stop the chores as that turns

@@ -13,7 +13,7 @@ declared dead (an alert's dead letter is kept), and what the relay keeps beside 
 - `postgres/`: the database several relays share (RELAY_SPOOL_URL);
 - `pacer.py`: Telegram's rate limits shared through the spool;
 - `health_store.py`: Telegram's health shared through the spool;
-- `leader.py`: the fleet's leader's lease; `poller.py`: the updates' offset, fenced;
+- `leader.py`: the fleet's leader's lease, and the updates' offset its term fences;
 - `admin.py`: what `relay-app spool` and the metrics read;
 - `holders.py`: who holds a lease, and whether it still can;
 - `model.py`, `schema.py`: the data and the file's schema.

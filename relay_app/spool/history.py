@@ -18,7 +18,7 @@ from .dialects import POSTGRES, SQLITE, Types
 __all__ = ["POSTGRES", "SCHEMA_VERSION", "SQLITE", "Types", "statements_after", "steps"]
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 20
+SCHEMA_VERSION = 21
 
 
 def steps(types: Types) -> dict[int, list[str]]:
@@ -41,6 +41,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         18: alerts_first(types),
         19: one_leader(types),
         20: setup_found(types),
+        21: offset_in_the_leaders_term(types),
     }
 
 
@@ -487,4 +488,16 @@ def setup_found(types: Types) -> list[str]:
     asked_at {types.time}
 )""",
         "INSERT INTO setup (id) VALUES (1)",
+    ]
+
+
+def offset_in_the_leaders_term(types: Types) -> list[str]:
+    """The offset of Telegram's updates in the leader's row: the leader polls them, and its
+    term's token fences a late one's confirmations (chat/updates.py). The poller's own lease
+    goes: it only ever named the leader again."""
+    return [
+        f"ALTER TABLE leader ADD COLUMN next_update {types.big} NOT NULL DEFAULT 0",
+        "UPDATE leader SET next_update ="
+        " COALESCE((SELECT next_update FROM updates_poller WHERE id = 1), 0)",
+        "DROP TABLE updates_poller",
     ]

@@ -8,6 +8,11 @@ it: a leader that stalls (a stopped process, a host that lost the database) lose
 lapses, and the chores go on elsewhere; each chore is its own unit of work in the spool, so one
 that a late leader still runs is never done twice. A holder gone from this host (crashed,
 killed) frees it at once. Times are the store's.
+
+The row also keeps the offset of Telegram's updates (`getUpdates`), which the leader polls
+(chat/updates.py): read and moved on only under the term's token, so a leader that stalled
+past its term, and still handles what its last poll brought, moves nothing once another
+leads; the next leader reads on from the first update the last did not confirm.
 """
 
 from __future__ import annotations
@@ -69,6 +74,30 @@ class LeaderLease:
                 (token,),
             )
         )
+
+    def offset(self, token: str) -> int | None:
+        """The first of Telegram's updates not yet handled; None when `token`'s term is over
+        (another process leads). Raises SpoolError."""
+
+        def read(tx: Tx) -> int | None:
+            row = tx.one("SELECT next_update FROM leader WHERE id = 1 AND token = ?", (token,))
+            return None if row is None else int(row["next_update"])
+
+        return self._store.read(read)
+
+    def confirm(self, token: str, next_update: int) -> bool:
+        """Every update before `next_update` is handled; whether `token`'s term still holds
+        (when not, nothing moved). Raises SpoolError."""
+
+        def confirm(tx: Tx) -> bool:
+            row = tx.one(
+                "UPDATE leader SET next_update = CASE WHEN next_update > ? THEN next_update"
+                " ELSE ? END WHERE id = 1 AND token = ? RETURNING id",
+                (next_update, next_update, token),
+            )
+            return row is not None
+
+        return bool(self._store.write(confirm))
 
     def term(self, *, now: float) -> Term:
         """Who leads now (for `relay-app` and the tests). Raises SpoolError."""

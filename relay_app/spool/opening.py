@@ -21,7 +21,6 @@ from .health_store import SpoolHealthStore
 from .leader import LeaderLease
 from .model import Home
 from .moving import Mover
-from .poller import SpoolPollerLease
 from .queue import Queue
 from .store import Store
 from .warnings import SpoolWarnings
@@ -39,7 +38,6 @@ class Spool:
     admin: Admin
     health: SpoolHealthStore
     warnings: SpoolWarnings
-    poller_lease: SpoolPollerLease
     leader: LeaderLease
     glitchtip_health: SpoolGlitchTipHealth
     arrivals: SpoolArrivals
@@ -143,7 +141,6 @@ def on_store(
         admin=Admin(store, clock=clock),
         health=SpoolHealthStore(store),
         warnings=SpoolWarnings(store),
-        poller_lease=SpoolPollerLease(store),
         leader=LeaderLease(store),
         glitchtip_health=SpoolGlitchTipHealth(store),
         arrivals=SpoolArrivals(store),

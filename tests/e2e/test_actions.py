@@ -201,9 +201,9 @@ def test_when_glitchtip_fails_the_press_says_what_to_do_and_the_message_stays(
 
 
 def holder_pid(spool_path: str) -> int | None:
-    """The process that holds the poller's lease, as the spool names it."""
+    """The process that leads the fleet, and so polls, as the spool names it."""
     with sqlite3.connect(spool_path) as db:
-        row = db.execute("SELECT holder FROM updates_poller").fetchone()
+        row = db.execute("SELECT holder FROM leader").fetchone()
     holder = Holder.parse(row[0]) if row and row[0] else None
     return holder.pid if holder is not None else None
 
@@ -222,9 +222,9 @@ def test_one_process_polls_for_the_whole_relay_and_another_takes_over_when_it_di
     )
     post(relay.webhook_url, alert_for(fake_glitchtip, 5))
     posted = only_message(fake_telegram)
-    # Twice the poller's lease of polling by two workers, with a press every few seconds:
-    # Telegram never sees two pollers at once (it would cut the earlier one short with 409
-    # Conflict), however the lease is renewed.
+    # Several long polls by two workers, with a press every few seconds: Telegram never sees
+    # two pollers at once (it would cut the earlier one short with 409 Conflict), however
+    # often the leader renews its term.
     started = time.monotonic()
     presses = 0
     while time.monotonic() - started < POLLING_FOR:
