@@ -13,7 +13,7 @@ from relay_app.operating.cli import parse_duration
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase
-from tests.conftest import CHAT_ID, put_in_spool
+from tests.conftest import CHAT_ID, put_in_spool, store_at
 from tests.payloads import issue, issue_alert, uptime_alert
 from tests.postgres import PASSWORD
 
@@ -63,7 +63,7 @@ def test_list_shows_pending_alerts_by_default(spool: Admin) -> None:
     assert header.split()[:3] == ["ID", "RECEIVED", "(UTC)"]
     assert first.startswith("1  ")
     assert f"  {CHAT_ID}  " in first  # where it goes
-    assert "🔴 GlitchTip Alert · ZeroDivisionError: division by zero #1…  -" in first
+    assert "🔴 GlitchTip Alert · ZeroDivisionError: division by zero #1  -" in first
     assert blank == ""
     assert summary == f"1 pending, 2 dead in {spool.path}"
 
@@ -78,6 +78,28 @@ def test_list_dead_shows_the_last_error(spool: Admin) -> None:
     assert lines[1].endswith("Telegram refused the message (403): Forbidden: bot was kicked")
     assert lines[2].startswith("3  ")
     assert "🔴 DOWN · Checkout API" in lines[2]
+
+
+def test_list_names_what_an_alert_is_about_never_its_second_chances_note(
+    spool_path: str,
+) -> None:
+    """An alert sent again after a lost answer begins with a note that it may repeat an
+    earlier message; the table shows its issues' titles instead."""
+    now = time.time()
+    payload = issue_alert(issue(7, title="Payment failed"), issue(8, title="Disk full"))
+    job_id = put_in_spool(spool_path, payload, received_at=now)
+    store = store_at(spool_path)
+    try:
+        store.write(
+            lambda tx: tx.execute("UPDATE jobs SET second_chance = TRUE WHERE id = ?", (job_id,))
+        )
+    finally:
+        store.close()
+    code, out, _ = run(spool_path, "spool", "list")
+    assert code == 0
+    row = out.splitlines()[1]
+    assert "🔴 GlitchTip Alert (2 issues) · Payment failed · Disk full" in row
+    assert "Sent again" not in row
 
 
 def test_retry_makes_dead_alerts_pending_again(spool: Admin) -> None:

@@ -248,6 +248,21 @@ class Renderer:
             return f"(unreadable: {exc})"
         return write.text if write is not None else "(nothing: the card is no longer kept)"
 
+    def about(self, job: Job, *, now: float) -> str:
+        """What a job is about, for the operator's table (`relay-app spool list`): an alert's
+        first line and its issues' titles (never the note of a second chance, which its write
+        begins with); another job's text."""
+        if job.kind != "alert":
+            return self.text_of(job, now=now)
+        try:
+            message = self.alert(job)
+        except Unreadable as exc:
+            return f"(unreadable: {exc})"
+        titles = [issue.title for issue in message.subjects.issues if issue.title]
+        if not titles:
+            return message.text
+        return "\n".join([message.text.splitlines()[0], *titles])
+
     # --- each kind ------------------------------------------------------------------------
 
     def _send(self, jobs: Sequence[Job], now: float) -> Send:

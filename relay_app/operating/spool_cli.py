@@ -109,7 +109,7 @@ def _list(
     ]
     # Each alert as the relay renders it, in English: this is the operator's table.
     renderer = Renderer(ENGLISH, late_after=float("inf"), added=Added(shapes))
-    rows += [_row(alert, renderer.text_of(alert, now=time.time())) for alert in alerts]
+    rows += [_row(alert, renderer.about(alert, now=time.time())) for alert in alerts]
     print_table(rows, out)
     counts = spool.counts()
     print(f"\n{counts['pending']} pending, {counts['dead']} dead in {spool.path}", file=out)
@@ -224,7 +224,7 @@ def _purge(found: Spool, args: argparse.Namespace, console: Console) -> int:
 
 
 def _summary(text: str) -> str:
-    """The first lines that say something: header, title, culprit."""
+    """The first lines that say something: the header, then titles (an issue's culprit)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return " · ".join(lines[:3])
 
