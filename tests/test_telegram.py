@@ -224,6 +224,35 @@ def test_network_errors_are_retryable_and_never_carry_the_token(
     assert raised.value.__suppress_context__
 
 
+@pytest.mark.parametrize(
+    "failure",
+    [
+        {"status": 500, "json": refusal(500, "Internal Server Error")},
+        {"body": requests.ReadTimeout("Read timed out")},
+        {"body": _wrapped_by_urllib3(urllib3.exceptions.ProtocolError("Connection aborted."))},
+        {"status": 502, "body": "<html>Bad Gateway</html>", "content_type": "text/html"},
+    ],
+)
+def test_an_edit_or_a_reaction_that_failed_is_never_one_that_may_post_twice(
+    client: TelegramClient, telegram: responses.RequestsMock, failure: dict[str, Any]
+) -> None:
+    """Done twice, an edit or a reaction leaves what once does: whatever became of a failed
+    one, it is retried as a request that never reached Telegram, on the quick backoff."""
+    for method in ("editMessageText", "setMessageReaction"):
+        telegram.post(f"{API_URL}/bot{TOKEN}/{method}", **failure)
+    deadline = time.monotonic() + 2
+    with pytest.raises(RetryableDeliveryError) as edit:
+        client.edit_message_text(-100, 41, "<b>card</b>", keyboard=None, deadline=deadline)
+    with pytest.raises(RetryableDeliveryError) as reaction:
+        client.set_message_reaction(-100, 41, "👀", deadline=deadline)
+    assert not edit.value.maybe_delivered
+    assert not reaction.value.maybe_delivered
+    telegram.post(SEND_URL, **failure)  # the same failure of a send: it may have posted
+    with pytest.raises(RetryableDeliveryError) as sent:
+        send(client)
+    assert sent.value.maybe_delivered
+
+
 def test_no_time_left_means_no_request(
     client: TelegramClient, telegram: responses.RequestsMock
 ) -> None:

@@ -38,7 +38,8 @@ class RetryableDeliveryError(DeliveryError):
         # sendMessage is not idempotent: a request that was sent and then timed out or lost its
         # connection may have been posted, and retrying it may post it twice. False only when
         # the request certainly never reached Telegram (refused, unresolvable, connect timeout,
-        # 429), which makes a retry free of that risk.
+        # 429), or when the method cannot post anything twice (an edit, a reaction: the
+        # Telegram client's POSTING_METHODS), which makes a retry free of that risk.
         self.maybe_delivered = maybe_delivered
 
 

@@ -42,6 +42,12 @@ CONNECTION_POOL_SIZE = 160
 # messages. Telegram keeps this list for later calls, so every call that reads updates names it.
 ALLOWED_UPDATES = ["message", "callback_query"]
 
+# The methods a repeat of which can post a second message: a failed one that may have reached
+# Telegram is retried sparingly (delivery/policy.py). Any other method (an edit, a reaction, a
+# question) done twice leaves what once does, so it is retried on the quick backoff whatever
+# became of it.
+POSTING_METHODS = frozenset({"sendMessage"})
+
 
 @dataclass(frozen=True)
 class Extras:
@@ -230,27 +236,29 @@ class TelegramClient:
                     self._method_url + method, json=body, timeout=(remaining, remaining)
                 )
             except requests.RequestException as exc:
-                raise _network_error(exc, watchdog.expired, remaining) from None
+                raise _network_error(exc, watchdog.expired, remaining, method) from None
         return _result_or_error(response, watchdog.expired, remaining, method)
 
     def close(self) -> None:
         self._session.close()
 
 
-def _network_error(exc: requests.RequestException, expired: bool, seconds: float) -> DeliveryError:
+def _network_error(
+    exc: requests.RequestException, expired: bool, seconds: float, method: str
+) -> DeliveryError:
     # `from None` above and redact() here: requests' messages and chained exceptions carry the
     # URL, and with it the bot token.
-    never_sent = _never_connected(exc)
+    maybe = method in POSTING_METHODS and not _never_connected(exc)
     if expired or isinstance(exc, requests.Timeout):
         return RetryableDeliveryError(
-            f"Telegram did not answer within {seconds:.1f} s", maybe_delivered=not never_sent
+            f"Telegram did not answer within {seconds:.1f} s", maybe_delivered=maybe
         )
     if isinstance(exc, requests.ConnectionError):
         return RetryableDeliveryError(
-            f"connection to Telegram failed: {_root_cause(exc)}", maybe_delivered=not never_sent
+            f"connection to Telegram failed: {_root_cause(exc)}", maybe_delivered=maybe
         )
     return RetryableDeliveryError(
-        f"request to Telegram failed: {_root_cause(exc)}", maybe_delivered=not never_sent
+        f"request to Telegram failed: {_root_cause(exc)}", maybe_delivered=maybe
     )
 
 
@@ -311,15 +319,17 @@ def _result_or_error(
         reply = response.json()
     except ValueError:
         reply = None
+    maybe = method in POSTING_METHODS
     if not isinstance(reply, dict):
         # A proxy's HTML error page, or a body cut off by the deadline: nothing says the
         # message was refused, so it is worth another attempt.
         if expired:
             raise RetryableDeliveryError(
-                f"Telegram did not finish answering within {seconds:.1f} s"
+                f"Telegram did not finish answering within {seconds:.1f} s", maybe_delivered=maybe
             )
         raise RetryableDeliveryError(
-            f"Telegram answered HTTP {response.status_code} without a Bot API reply"
+            f"Telegram answered HTTP {response.status_code} without a Bot API reply",
+            maybe_delivered=maybe,
         )
     if reply.get("ok") is True and response.status_code < 300:
         return reply.get("result")
@@ -344,7 +354,9 @@ def _refusal(response: requests.Response, reply: dict[str, Any], method: str) ->
         # Telegram turned the request away: it certainly posted nothing.
         return RateLimited(summary, retry_after=retry_after)
     if error_code >= 500 or status >= 500:
-        return RetryableDeliveryError(summary, error_code=error_code)
+        return RetryableDeliveryError(
+            summary, error_code=error_code, maybe_delivered=method in POSTING_METHODS
+        )
     return _permanent(summary, error_code, description, parameters)
 
 

@@ -79,6 +79,37 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
     assert labels(reopened) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
 
 
+def test_a_cards_edit_that_met_telegrams_500s_catches_up_within_seconds_of_its_return(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+) -> None:
+    """An edit cannot post twice: one that failed is tried again 1, 2, 4 s later, not after
+    the 30 s (RELAY_RETRY_WAIT, production's here) meant for a send that may have been
+    posted."""
+    relay = start_relay(
+        GLITCHTIP_API_TOKEN=TOKEN,
+        GLITCHTIP_URL=fake_glitchtip.url,
+        RELAY_TIME_SCALE=CHAT_SCALE,
+        RELAY_RETRY_WAIT="30",
+        RELAY_RETRY_ATTEMPTS="5",
+    )
+    post(relay.webhook_url, alert_for(fake_glitchtip, 4))
+    posted = only_message(fake_telegram)
+    fake_telegram.set("error", methods={"editMessageText"}, status=500)
+
+    answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve"))
+    assert answer["text"] == "Resolved BACKEND-4A in GlitchTip"
+
+    def failed_edits() -> int:
+        return sum(1 for r in fake_telegram.received if r.method == "editMessageText")
+
+    assert wait_until(lambda: failed_edits() >= 2, timeout=10)
+    fake_telegram.set("ok")
+    back = time.monotonic()
+    edited = once_edited(fake_telegram, posted, DONE_LINE.format("✅ Resolved"), timeout=10)
+    assert time.monotonic() - back < 3.0
+    assert labels(edited) == ["↩️ Reopen", "🔇 Mute 1 h"]
+
+
 def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
     start_relay: StartRelay,
     fake_telegram: FakeTelegram,
