@@ -4,8 +4,10 @@ Command-line options (-b, -w, ...) still override anything set here. gunicorn re
 SIGHUP (`systemctl reload`), the way the relay takes new code without closing its port.
 """
 
+import contextlib
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -33,7 +35,11 @@ from relay_app.operating.config import (  # noqa: E402
     log_format_from_env,
     metrics_enabled,
 )
-from relay_app.operating.routes_file import forget_in_force, put_in_force  # noqa: E402
+from relay_app.operating.routes_file import (  # noqa: E402
+    RoutesInForce,
+    forget_in_force,
+    put_in_force,
+)
 from relay_app.routes import RoutesError  # noqa: E402
 
 
@@ -103,6 +109,11 @@ def on_starting(server: Any) -> None:
     from relay_app.operating.env_values import address_in_use
     from relay_app.spool.database import readable_by_others
 
+    # The routes file first, so that the variables below are read with the routes in force: a
+    # refused file leaves the last good copy kept beside the spool in force. With none, the
+    # variables' check names the file's problem, with any other's.
+    with contextlib.suppress(RoutesError):
+        _routes_refused(server, put_in_force(os.environ), "at start")
     settings = _settings_or_exit(server)
     # Once for the relay, here, rather than once in each worker that opens the file.
     if settings.spool_path is not None and (loose := readable_by_others(settings.spool_path)):
@@ -124,12 +135,6 @@ def on_starting(server: Any) -> None:
                 sys.exit(2)
     # A directory the user named may hold an earlier run's counts.
     metrics.clear_stale_files(os.environ)
-    # The routes file, checked with the variables above, is what the workers will read.
-    try:
-        put_in_force(os.environ)
-    except RoutesError as exc:  # changed since it was read a moment ago, and broken
-        server.log.error("relay_app cannot start: RELAY_ROUTES: %s", exc)
-        sys.exit(2)
     _summarise(server, settings, "starting")
 
 
@@ -137,13 +142,9 @@ def on_reload(server: Any) -> None:
     # The routes file as it is now, for the workers started by this reload; a broken one is
     # refused, and they keep the last good one: a reload never takes the relay down.
     try:
-        put_in_force(os.environ)
-    except RoutesError as exc:
-        server.log.error(
-            "relay_app: RELAY_ROUTES REFUSED on reload, the relay keeps routing by the last good "
-            "file: %s",
-            exc,
-        )
+        _routes_refused(server, put_in_force(os.environ), "on reload")
+    except RoutesError as exc:  # nothing in force to keep: none was before either
+        server.log.error("relay_app: RELAY_ROUTES REFUSED on reload: %s", exc)
     # The new workers (forked after this) run the code now on disk. A variable that code
     # refuses is said here; exiting would close the port, so gunicorn goes on and the workers
     # that cannot boot say it again.
@@ -173,6 +174,25 @@ def worker_exit(server: Any, worker: Any) -> None:
     from relay_app import stop_background_work
 
     stop_background_work(getattr(worker, "wsgi", None))
+
+
+def _routes_refused(server: Any, in_force: RoutesInForce, when: str) -> None:
+    """Say what the routes file's check found, when it is worth saying."""
+    if in_force.refused is not None:
+        server.log.error(
+            "relay_app: RELAY_ROUTES REFUSED %s, the relay keeps routing by the last good file "
+            "(accepted at %s UTC): %s",
+            when,
+            time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(in_force.accepted_at or 0)),
+            in_force.refused,
+        )
+    if in_force.not_kept is not None:
+        server.log.warning(
+            "relay_app: the routes could not be kept as the last good ones in %s (%s): a start "
+            "with a broken routes file would then refuse to start",
+            in_force.last_good,
+            in_force.not_kept,
+        )
 
 
 def _settings_or_exit(server: Any) -> Settings:

@@ -42,6 +42,7 @@ from .oncall.steps import Escalation
 from .oncall.steps_store import EscalationStore
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
+from .operating.routes_file import RefusedAgain
 from .operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
 from .parts import (
     Basis,
@@ -70,7 +71,7 @@ from .words import Words, words_for
 
 Clock = Callable[[], float]
 # What the dispatcher's upkeep posts when its time comes.
-OnTime = DailySummaries | Handoffs
+OnTime = DailySummaries | Handoffs | RefusedAgain
 
 __all__ = [
     "Relay",
@@ -133,6 +134,7 @@ def assemble(
         metrics.add_gauges(setup)
     last_webhook = LastWebhook(shared.arrivals, clock=clock)
     metrics.add_gauges(last_webhook)
+    metrics.add_gauges(settings.routes_in_force)
     words = words_for(settings.language)
     # Buttons need the spool, which keeps what each one acts on (Settings.from_env says so).
     buttons = settings.glitchtip_api_token is not None and spool is not None
@@ -148,7 +150,10 @@ def assemble(
 
     basis = Basis(settings, spool, metrics, clock, outbox)
     summaries = daily_summaries_for(basis)
-    on_time = (summaries, handoffs_for(basis))
+    refused_again = RefusedAgain(
+        settings.routes_in_force, every=timing.routes_refused_again, clock=clock
+    )
+    on_time = (summaries, handoffs_for(basis), refused_again)
     in_step, snoozing = following_glitchtip(basis, escalation)
     watcher = watcher_for(basis, posted_again, in_step, snoozing)
     outgoing = Outgoing(
@@ -315,8 +320,8 @@ def _upkeep(
 ) -> Upkeep:
     """The dispatcher's upkeep, once a second where the fleet's leader is: old records
     forgotten, silences that ran out ended (each at most as often as it asks for), escalation
-    steps that are due fired, and what is posted at its time (daily summaries, on-call
-    handoffs) when it has come."""
+    steps that are due fired, and what is posted or said at its time (daily summaries, on-call
+    handoffs, a routes file still refused) when it has come."""
     posts = [each.upkeep for each in on_time if each is not None]
     return Upkeep([records.tidy, silencing.sweep, escalation.fire_due, *posts], leads=leads)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,20 @@ from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.digest import compose
 from relay_app.message.formatting import format_alert, with_mentions
 from relay_app.operating.config import ConfigError, Settings
-from relay_app.operating.routes_file import IN_FORCE, put_in_force, routes_from_env
+from relay_app.operating.routes_file import (
+    IN_FORCE,
+    RefusedAgain,
+    RoutesInForce,
+    forget_in_force,
+    put_in_force,
+    routes_from_env,
+)
 from relay_app.routes import RoutesError, RouteTable, parse_routes, read_routes, split
 from relay_app.routes import table as table_module
 from relay_app.routes.table import MAX_ROUTES, MAX_ROUTES_BYTES
 from relay_app.words import ENGLISH, RUSSIAN
 from tests import payloads
+from tests.conftest import FakeTime
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "routes.toml"
@@ -313,6 +322,7 @@ def test_relay_routes_is_read_with_the_other_variables_and_the_last_good_stays_i
         "TELEGRAM_CHAT_ID": "-1001234567890",
         "RELAY_WEBHOOK_SECRET": "s" * 32,
         "RELAY_ROUTES": str(good),
+        "RELAY_SPOOL_PATH": str(tmp_path / "spool.sqlite3"),
     }
     assert len(Settings.from_env(base).routes.routes) == 4
     environ = dict(base)
@@ -321,14 +331,80 @@ def test_relay_routes_is_read_with_the_other_variables_and_the_last_good_stays_i
     good.write_text("[[route]]\ntitel = 'x'\nchat = -1001\n")  # a typo, then a reload
     with pytest.raises(ConfigError, match=r"routes.toml:2: route 1, titel: unknown key"):
         Settings.from_env(base)
-    with pytest.raises(RoutesError):
-        put_in_force(environ)
+    refused = put_in_force(environ)
+    assert refused.refused is not None
+    assert "route 1, titel: unknown key" in refused.refused
     assert environ[IN_FORCE] == kept  # the workers started now still read the last good one
     assert len(routes_from_env(environ).routes) == 4
     good.write_text("[[route]]\ntitle = 'x'\nchat = -1001\n")
-    assert len(put_in_force(environ).routes) == 1
+    assert put_in_force(environ).refused is None
     assert not Path(kept).exists()  # the older copy is gone
     assert routes_from_env(environ).routes[0].chat == -1001
+
+
+def test_the_last_good_routes_are_kept_beside_the_spool_and_a_broken_file_starts_on_them(
+    tmp_path: Path,
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text(EXAMPLE.read_text())
+    spool = tmp_path / "spool.sqlite3"
+    environ = {"RELAY_ROUTES": str(routes), "RELAY_SPOOL_PATH": str(spool)}
+    accepted = put_in_force(environ, now=1_800_000_000.0)
+    kept = Path(f"{spool}.last-good-routes.toml")
+    assert (accepted.refused, accepted.accepted_at, accepted.last_good) == (
+        None,
+        1_800_000_000.0,
+        str(kept),
+    )
+    assert kept.read_bytes() == routes.read_bytes()
+
+    # The file broken, then a restart (a new master, nothing in force): it starts on the last
+    # good routes, and says when they were accepted and why the file is refused.
+    routes.write_text("[[route]]\ntitel = 'x'\nchat = -1001\n")
+    restarted = {"RELAY_ROUTES": str(routes), "RELAY_SPOOL_PATH": str(spool)}
+    in_force = put_in_force(restarted)
+    assert in_force.refused is not None
+    assert "route 1, titel: unknown key" in in_force.refused
+    assert in_force.accepted_at == kept.stat().st_mtime
+    assert in_force == RoutesInForce.from_env(restarted)  # as every worker reads it
+    assert len(routes_from_env(restarted).routes) == 4
+    assert kept.read_bytes() != routes.read_bytes()  # a refused file never replaces it
+    forget_in_force(restarted)
+
+    # Nothing to start on: the first start, or no spool file to keep the copy beside.
+    for elsewhere in (str(tmp_path / "other.sqlite3"), "off"):
+        with pytest.raises(RoutesError, match="titel: unknown key"):
+            put_in_force({"RELAY_ROUTES": str(routes), "RELAY_SPOOL_PATH": elsewhere})
+
+
+def test_a_refused_file_is_said_again_at_error_each_interval_until_it_reads_well(
+    tmp_path: Path, fake_time: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text("[[route]]\ntitel = 'x'\nchat = -1001\n")
+    in_force = RoutesInForce(str(routes), 1_800_000_000.0, "titel: unknown key", "kept.toml")
+    again = RefusedAgain(in_force, every=60, clock=fake_time)
+
+    def said(level: int) -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelno == level]
+
+    caplog.set_level(logging.WARNING)
+    for _ in range(3):
+        fake_time.now += 30
+        again.upkeep()
+    assert len(said(logging.ERROR)) == 1
+    assert said(logging.ERROR)[0].startswith("RELAY_ROUTES REFUSED: ")
+    assert "accepted at 2027-01-15 08:00:00 UTC, kept in kept.toml" in said(logging.ERROR)[0]
+    routes.write_text(EXAMPLE.read_text())  # fixed on disk, not yet reloaded
+    fake_time.now += 60
+    again.upkeep()
+    fake_time.now += 600
+    again.upkeep()
+    assert len(said(logging.ERROR)) == 1
+    assert said(logging.WARNING) == [
+        f"RELAY_ROUTES {routes} reads well now; the relay still routes by the last good file "
+        "until it is reloaded (systemctl reload)"
+    ]
 
 
 def run(*args: str, **environ: str) -> tuple[int, str, str]:
@@ -420,13 +496,15 @@ def test_a_file_over_a_cap_is_refused_at_start_and_on_reload_and_the_last_good_s
         "TELEGRAM_CHAT_ID": "-1001234567890",
         "RELAY_WEBHOOK_SECRET": "s" * 32,
         "RELAY_ROUTES": str(routes),
+        "RELAY_SPOOL_PATH": str(tmp_path / "spool.sqlite3"),
     }
     put_in_force(environ)
     routes.write_text("".join(a_route(number) for number in range(1, MAX_ROUTES + 2)))
     with pytest.raises(ConfigError, match=rf"RELAY_ROUTES.*over the cap of {MAX_ROUTES}"):
         Settings.from_env({key: v for key, v in environ.items() if key != IN_FORCE})
-    with pytest.raises(RoutesError, match="over the cap"):
-        put_in_force(environ)  # a reload: refused
+    refused = put_in_force(environ).refused  # a reload: refused
+    assert refused is not None
+    assert "over the cap" in refused
     assert len(routes_from_env(environ).routes) == 4  # the last good file stays in force
 
 
@@ -454,11 +532,12 @@ def test_the_file_is_parsed_once_per_process_for_each_content_it_has(
         "TELEGRAM_CHAT_ID": "-1001234567890",
         "RELAY_WEBHOOK_SECRET": "s" * 32,
         "RELAY_ROUTES": str(routes),
+        "RELAY_SPOOL_PATH": str(tmp_path / "spool.sqlite3"),
     }
-    # gunicorn's master at start: the variables checked, then the file put in force; then a
+    # gunicorn's master at start: the file put in force, then the variables checked; then a
     # worker, forked from it, reads the copy in force.
-    Settings.from_env(environ)
     put_in_force(environ)
+    Settings.from_env(environ)
     Settings.from_env(environ)
     assert parses.calls == 1
     # A reload with a changed file: parsed once again, for its new content.

@@ -43,6 +43,8 @@ class Timing:
     leader_term: float = 5.0
     # How often the start-up check asks again a Telegram it could not reach.
     reach_again: float = 5.0
+    # How often the leader says again, at ERROR, that the routes file on disk is refused.
+    routes_refused_again: float = 60.0
 
     def scaled(self, factor: float, *, keep_telegrams_pace: bool) -> Timing:
         """Every interval times `factor` (at least FLOOR); the pace kept as it is when the
@@ -61,6 +63,7 @@ class Timing:
             leader_look=max(FLOOR, self.leader_look * factor),
             leader_term=max(FLOOR, self.leader_term * factor),
             reach_again=max(FLOOR, self.reach_again * factor),
+            routes_refused_again=max(FLOOR, self.routes_refused_again * factor),
         )
 
 

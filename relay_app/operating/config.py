@@ -6,7 +6,6 @@ names the variable to fix. Secret values are never echoed back in these messages
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -32,7 +31,13 @@ from .env_values import (
     switch,
     time_zone,
 )
-from .routes_file import routes_from_env
+from .routes_file import NOTHING_IN_FORCE, RoutesInForce, routes_from_env
+from .spool_env import (
+    DEFAULT_SPOOL_PATH,
+    local_spool_path_from_env,
+    spool_path_from_env,
+    spool_url_from_env,
+)
 from .watch_env import DEFAULT_WATCHING, Watching, watching_from_env
 
 DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
@@ -40,14 +45,9 @@ DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
 # GlitchTip gives up on us after 10 s; one attempt must leave time to answer.
 MAX_SEND_TIMEOUT = 9.0
 
-DEFAULT_SPOOL_PATH = "relay-spool.sqlite3"
-# With the spool in PostgreSQL: this host's own file, for alerts it could not take in time.
-DEFAULT_LOCAL_SPOOL = "relay-local-spool.sqlite3"
 # A few hundred milliseconds: a look-up in GlitchTip's API on the same network takes tens.
 DEFAULT_DETAILS_BUDGET = 0.3
 MAX_DETAILS_BUDGET = 2.0
-# RELAY_SPOOL_PATH=off: no spool, retries held in memory only (lost with the process).
-SPOOL_OFF = "off"
 
 T = TypeVar("T")
 _BOT_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]{20,}")
@@ -130,6 +130,8 @@ class Settings:
     # RELAY_TIME_SCALE: every interval the relay waits on, times this (tests, drills).
     time_scale: float = 1.0
     routes: RouteTable = NO_ROUTES  # RELAY_ROUTES (routes_file.py)
+    # What gunicorn's master made of that file: when it was accepted, whether it is refused now.
+    routes_in_force: RoutesInForce = NOTHING_IN_FORCE
     watching: Watching = DEFAULT_WATCHING  # with the token: the watcher (watch_env.py)
 
     @property
@@ -249,6 +251,7 @@ class Settings:
                 lambda: number(environ, "RELAY_TIME_SCALE", default=1.0, low=0.01, high=1.0), 1.0
             ),
             routes=read(lambda: routes_from_env(environ), NO_ROUTES),
+            routes_in_force=RoutesInForce.from_env(environ),
         )
         if glitchtip_token is not None and settings.spool_path is None and not settings.spool_url:
             problems.append(
@@ -306,57 +309,6 @@ def log_format_from_env(environ: Mapping[str, str]) -> LogFormat:
     if raw == "json":
         return "json"
     raise ConfigError(name, f"{raw!r} is not a log format; use text (the default) or json")
-
-
-def spool_url_from_env(environ: Mapping[str, str]) -> str | None:
-    """RELAY_SPOOL_URL: postgresql://user:password@host:5432/dbname (or postgres://). Never
-    echoed in an error: it holds a password."""
-    name = "RELAY_SPOOL_URL"
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return None
-    parts = urlsplit(raw)
-    if parts.scheme not in ("postgresql", "postgres") or not parts.hostname:
-        raise ConfigError(
-            name,
-            "is not a PostgreSQL URL; use postgresql://user:password@host:5432/dbname",
-        )
-    if not parts.path.strip("/"):
-        raise ConfigError(name, "names no database; end it with /dbname")
-    if environ.get("RELAY_SPOOL_PATH", "").strip():
-        raise ConfigError(
-            name, "and RELAY_SPOOL_PATH are both set; the relay keeps one spool: unset one"
-        )
-    return raw
-
-
-def local_spool_path_from_env(environ: Mapping[str, str]) -> str | None:
-    """RELAY_LOCAL_SPOOL_PATH, with the spool in PostgreSQL only: this host's own SQLite file,
-    by default in systemd's state directory for the unit (STATE_DIRECTORY), else the working
-    directory; `off`: such alerts wait in memory only."""
-    raw = environ.get("RELAY_LOCAL_SPOOL_PATH", "").strip()
-    if not environ.get("RELAY_SPOOL_URL", "").strip():
-        if raw:
-            raise ConfigError("RELAY_LOCAL_SPOOL_PATH", "is for RELAY_SPOOL_URL only: unset it")
-        return None
-    if raw:
-        return None if raw.lower() == SPOOL_OFF else raw
-    state = environ.get("STATE_DIRECTORY", "").split(":")[0]
-    return os.path.join(state, DEFAULT_LOCAL_SPOOL) if state else DEFAULT_LOCAL_SPOOL
-
-
-def spool_path_from_env(environ: Mapping[str, str]) -> str | None:
-    """RELAY_SPOOL_PATH as the service reads it (the CLI reads it the same way)."""
-    raw = environ.get("RELAY_SPOOL_PATH", "").strip()
-    if not raw:
-        return DEFAULT_SPOOL_PATH
-    if raw.lower() == SPOOL_OFF:
-        return None
-    if raw.endswith(("/", os.sep)):
-        raise ConfigError(
-            "RELAY_SPOOL_PATH", f"{raw!r} names a directory; name a file in it instead"
-        )
-    return raw
 
 
 _API_TOKEN = re.compile(r"[0-9a-fA-F]{64}")

@@ -39,6 +39,7 @@ from ..telegram.client import TelegramClient
 from ..telegram.updates_webhook import shown_webhook_url, webhook_path
 from ..words import ENGLISH, Words, words_for
 from .config import ConfigError, Settings
+from .routes_file import last_good_path
 
 # getChatMember's statuses, said plainly; the first four may post in a group (a restricted
 # member only if allowed to send).
@@ -69,9 +70,10 @@ def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
         settings = Settings.from_env(environ)
     except ConfigError as exc:
         for variable, problem in exc.problems:
-            yield Verdict(
-                "configuration", False, f"{variable}: {problem}", "fix it and run this again"
-            )
+            hint = "fix it and run this again"
+            if variable == "RELAY_ROUTES" and (kept := _last_good_routes(environ)) is not None:
+                hint += f"; meanwhile {kept}"
+            yield Verdict("configuration", False, f"{variable}: {problem}", hint)
         return
     for secret in settings.secrets:
         register_secret(secret)  # nothing this command prints shows them
@@ -92,6 +94,19 @@ def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
             yield _presses_verdict(client, settings)
     finally:
         client.close()
+
+
+def _last_good_routes(environ: Mapping[str, str]) -> str | None:
+    """What the relay routes by while the routes file is refused: the last good copy kept
+    beside the spool, when there is one."""
+    kept = last_good_path(environ)
+    if kept is None or not os.path.exists(kept):
+        return None
+    at = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(os.path.getmtime(kept)))
+    return (
+        f"the relay routes by the last good routes, accepted at {at} UTC and kept in {kept} "
+        "(a relay started now starts on them)"
+    )
 
 
 def _glitchtip_verdict(settings: Settings, token: str, glitchtip_url: str) -> Verdict:

@@ -207,7 +207,11 @@ def readyz() -> tuple[Response, int]:
     GlitchTip cannot reach it (last_webhook.py)."""
     relay = current_relay()
     last = relay.last_webhook.last()
-    seen = {"last_webhook": None if last is None else _utc(last), **_held_here(relay)}
+    seen = {
+        "last_webhook": None if last is None else _utc(last),
+        **_held_here(relay),
+        **_routes_refused(relay),
+    }
     spool = _spool_verdict(relay, seen)
     if spool is not None:
         return spool
@@ -232,6 +236,19 @@ def _spool_verdict(relay: Relay, seen: dict[str, Any]) -> tuple[Response, int] |
         # GlitchTip, which never retries, to a balancer with no replica left.
         return jsonify(status="ready", spool=f"unusable: {problem}", **seen), 200
     return jsonify(status="not ready", reason=f"spool unusable: {problem}", **seen), 503
+
+
+def _routes_refused(relay: Relay) -> dict[str, str]:
+    """Whether the routes file on disk was refused, said while it is: not a reason to be
+    unready, since the last good routes route every alert meanwhile."""
+    routes = relay.settings.routes_in_force
+    if routes.refused is None:
+        return {}
+    accepted = "an unknown time" if routes.accepted_at is None else _utc(routes.accepted_at)
+    return {
+        "routes": f"refused: {routes.refused}; routing by the last good file, accepted at "
+        f"{accepted}"
+    }
 
 
 def _held_here(relay: Relay) -> dict[str, str]:

@@ -129,6 +129,65 @@ def test_a_broken_routes_file_stops_the_relay_at_start_naming_its_line_and_key(
     assert "Booting worker" not in started.stderr
 
 
+def test_a_restart_with_a_broken_file_starts_on_the_last_good_routes_and_says_so_everywhere(
+    fake_telegram: FakeTelegram, tmp_path: Path, spool_path: str
+) -> None:
+    """GlitchTip never resends: a relay that refused to start over a typo in its routes would
+    lose every alert until someone noticed. It starts on the last good routes, kept beside the
+    spool, and says so at ERROR, in /readyz, in the metrics and in `relay-app check`."""
+    fake_telegram.add_chat(CHAT_ID)
+    fake_telegram.add_chat(ON_CALL)
+    routes = tmp_path / "routes.toml"
+    shutil.copy(EXAMPLE, routes)
+    env = relay_env(
+        fake_telegram,
+        RELAY_SPOOL_PATH=spool_path,
+        RELAY_ROUTES=str(routes),
+        RELAY_TIME_SCALE="0.05",  # the minute between ERRORs: 3 s
+    )
+    first = RelayProcess(env, tmp_path / "first.log").wait_ready()
+    first.stop()
+    assert Path(f"{spool_path}.last-good-routes.toml").read_text() == EXAMPLE.read_text()
+
+    routes.write_text(EXAMPLE.read_text().replace('environment = "staging"', 'envirnment = "s"'))
+    relay = RelayProcess(env, tmp_path / "relay.log").wait_ready()
+    try:
+        typo = f"{routes}:33: route 4, envirnment: unknown key"
+        assert "RELAY_ROUTES REFUSED at start, the relay keeps routing by the last good" in (
+            relay.logs()
+        )
+        ready = requests.get(f"{relay.url}/readyz", timeout=5)
+        assert ready.status_code == 200
+        assert ready.json()["status"] == "ready"
+        assert ready.json()["routes"].startswith(f"refused: {typo}")
+        assert "; routing by the last good file, accepted at " in ready.json()["routes"]
+        samples = parse(requests.get(f"{relay.url}/metrics", timeout=5).text)
+        assert value(samples, "relay_routes_reload_ok") == 0
+        kept_at = Path(f"{spool_path}.last-good-routes.toml").stat().st_mtime
+        assert value(samples, "relay_routes_last_good_timestamp_seconds") == kept_at
+        # Said again by the fleet's leader, one process, each (scaled) minute.
+        assert wait_until(lambda: relay.logs().count("RELAY_ROUTES REFUSED: ") >= 2, 15)
+        # The last good routes route: staging to its topic.
+        post(relay.webhook_url, issue_alert(in_env(1, "shop", "staging", title="Staging")))
+        assert wait_until(lambda: fake_telegram.posted_to(CHAT_ID), timeout=10)
+        assert fake_telegram.posted_to(CHAT_ID)[0].thread == 7
+        checked = run_relay_app(env, "check")
+        assert checked.returncode != 0
+        assert typo in checked.stdout
+        assert "the relay routes by the last good routes, accepted at" in checked.stdout
+
+        # Fixed, then reloaded: in force, and nothing more is said.
+        shutil.copy(EXAMPLE, routes)
+        reloaded = reload(relay)
+        assert wait_until(reloaded, 30), relay.logs()
+        assert "routes" not in requests.get(f"{relay.url}/readyz", timeout=5).json()
+        samples = parse(requests.get(f"{relay.url}/metrics", timeout=5).text)
+        assert value(samples, "relay_routes_reload_ok") == 1
+    finally:
+        relay.stop()
+    assert "Traceback" not in relay.logs()
+
+
 def test_a_webhook_split_three_ways_is_answered_within_one_budget_while_telegram_hangs(
     start_relay: StartRelay, fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
