@@ -65,6 +65,7 @@ class ScriptedTelegram:
         self.writes: list[str] = []
         self.edits: list[tuple[str, int, str, Any]] = []
         self.replies: list[tuple[str, int | None, int, str]] = []
+        self.replies_silent: list[bool] = []  # each reply's: sent without sound
         self.reactions: list[tuple[str, int, str]] = []
         self.answered: list[tuple[str, str, bool]] = []
         self.times: list[float] = []
@@ -104,10 +105,13 @@ class ScriptedTelegram:
             self._write("editMessageText", chat)
             self.edits.append((chat, message_id, html_text, keyboard))
 
-    def reply(self, chat: str, thread: int | None, message_id: int, text: str) -> None:
+    def reply(
+        self, chat: str, thread: int | None, message_id: int, text: str, *, silent: bool = False
+    ) -> None:
         with self._lock:
             self._write("sendMessage (reply)", chat)
             self.replies.append((chat, thread, message_id, text))
+            self.replies_silent.append(silent)
 
     def react(self, chat: str, message_id: int, emoji: str) -> None:
         with self._lock:

@@ -98,6 +98,7 @@ def test_issues_lists_the_unresolved_ones_most_events_first_under_the_command(ch
         "• BACKEND-2A · seen 900 times · " + "▁" * 22 + "▂█ · Busy one",
         "• BACKEND-1A · seen 4 times · " + "▁" * 23 + "█ · Quiet one",
     ]
+    assert chat.telegram.replies_silent == [True]  # an answer never rings
     # Telegram delivers the update again: answered once.
     chat.update(command("/issues", 1))
     assert len(answers(chat)) == 1

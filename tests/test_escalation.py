@@ -65,6 +65,7 @@ def test_each_step_calls_its_people_under_the_alert_once_when_nobody_acts(chat: 
     assert chat.telegram.replies == [
         (CHAT, 7, 41, "⏰ Nobody has taken this alert in 10 min: @lead")
     ]
+    assert chat.telegram.replies_silent == [False]  # a call rings: it calls people
     assert fire(chat, SENT_AT + 900) == (0, 0)  # fired once
     assert fire(chat, SENT_AT + 1800) == (1, 0)
     assert (

@@ -239,7 +239,9 @@ class Jobs:
         if isinstance(write, Edit):
             telegram.edit(write.chat, write.message_id, write.html, write.keyboard)
         elif isinstance(write, ReplyUnder):
-            telegram.reply(write.chat, write.thread, write.message_id, write.text)
+            telegram.reply(
+                write.chat, write.thread, write.message_id, write.text, silent=write.silent
+            )
         else:
             self._react(write)
         return None
@@ -250,7 +252,13 @@ class Jobs:
         except PermanentDeliveryError as exc:  # reactions off in this chat, say
             log.info("a reaction was refused (%s); replying instead", exc)
             instead = reaction.instead
-            self._telegram.reply(instead.chat, instead.thread, instead.message_id, instead.text)
+            self._telegram.reply(
+                instead.chat,
+                instead.thread,
+                instead.message_id,
+                instead.text,
+                silent=instead.silent,
+            )
 
     def _record(
         self,

@@ -39,7 +39,7 @@ from ..message.spans import visible
 from ..message.subjects import Subjects, split_by_origin
 from ..routes.rotation import Rotation, on_duty_in, on_duty_now
 from ..routes.sound import Sound, levels_of
-from ..spool.model import Job
+from ..spool.model import Job, Precedence
 from ..words import Said, Words
 
 # Alerts rendered, kept for the claims that follow (each claim measures what fits again).
@@ -86,6 +86,7 @@ class ReplyUnder:
     thread: int | None
     message_id: int
     text: str
+    silent: bool = False  # an answer to what someone typed: it never rings
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,8 @@ class Renderer:
             raise Unreadable(str(exc)) from None
         said = on_duty_in(said, self._on_call, now, self._zone)  # an escalation's people
         chat = str(first.destination.chat)
-        reply = ReplyUnder(chat, first.destination.thread, number(first.data), said)
+        answer = first.precedence == Precedence.ANSWER
+        reply = ReplyUnder(chat, first.destination.thread, number(first.data), said, answer)
         if first.kind == "reply":
             return reply
         return Reaction(chat, reply.message_id, str(first.data.get("emoji", "")), reply)
@@ -282,8 +284,11 @@ class Renderer:
             words = self.words
             repeat = words.repeat_note if len(jobs) == 1 else words.repeat_note_digest
             message = with_first_line(message, repeat)
-        # A digest rings when any of its alerts would.
-        silent = not any(self._rings(job, now) for job in jobs)
+        # A digest rings when any of its alerts would; an answer to what someone typed (a
+        # link's card) never does.
+        silent = not any(
+            self._rings(job, now) for job in jobs if job.precedence != Precedence.ANSWER
+        )
         return Send(message, alerts, silent)
 
     def _rings(self, job: Job, now: float) -> bool:

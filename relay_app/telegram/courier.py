@@ -69,9 +69,11 @@ class Telegram(Protocol):
     def react(self, chat: str, message_id: int, emoji: str) -> None:
         """Put a reaction on a message of the chat; raises DeliveryError."""
 
-    def reply(self, chat: str, thread: int | None, message_id: int, text: str) -> None:
-        """Answer a message of the chat with a short reply (plain text); raises
-        DeliveryError."""
+    def reply(
+        self, chat: str, thread: int | None, message_id: int, text: str, *, silent: bool = False
+    ) -> None:
+        """Answer a message of the chat with a short reply (plain text), without sound when
+        `silent`; raises DeliveryError."""
 
 
 class Courier:
@@ -160,7 +162,9 @@ class Courier:
             deadline=time.monotonic() + self._attempt_timeout,
         )
 
-    def reply(self, chat: str, thread: int | None, message_id: int, text: str) -> None:
+    def reply(
+        self, chat: str, thread: int | None, message_id: int, text: str, *, silent: bool = False
+    ) -> None:
         """A short plain-text reply to a message, within the attempt timeout; raises
         DeliveryError."""
         self._client.send_message(
@@ -169,7 +173,7 @@ class Courier:
             html=False,
             thread_id=thread,
             deadline=time.monotonic() + self._attempt_timeout,
-            extras=Extras(reply_to=message_id),
+            extras=Extras(reply_to=message_id, silent=silent),
         )
 
     def _follow_migration(self, old: ChatId, new: ChatId) -> ChatId:
