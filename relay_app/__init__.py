@@ -53,6 +53,7 @@ from .parts import (
     handoffs_for,
     post_escalating,
     watcher_for,
+    zones_for,
 )
 from .silences.gauges import SilenceGauges
 from .silences.silencing import Silencing
@@ -342,16 +343,21 @@ def _spool(settings: Settings, clock: Clock) -> Spool | None:
 def _renderer(settings: Settings, shared: Spool, words: Words, *, buttons: bool) -> Renderer:
     """What every job writes, made when it is sent: with the capabilities' shapes of alert,
     their notes, and the cards' edits."""
+    zones = zones_for(settings)
     return Renderer(
         words,
         late_after=settings.late_after,
         coalesce=settings.coalesce,
         buttons_at=settings.glitchtip_links if buttons else None,
-        on_call=OnCall(settings.routes.on_call, ZoneInfo(settings.timezone)),
+        on_call=OnCall(settings.routes.on_call, ZoneInfo(settings.timezone), zones),
         added=Added(
             SHAPES,
             NOTES,
-            card_edits(shared.of(SentStore).message, snooze_events=settings.watching.snooze_events),
+            card_edits(
+                shared.of(SentStore).message,
+                snooze_events=settings.watching.snooze_events,
+                zone_of=zones.of,
+            ),
         ),
     )
 

@@ -32,6 +32,7 @@ from .oncall.command import oncall_command
 from .oncall.handoffs import Handoffs
 from .oncall.steps import Escalation
 from .operating.config import Settings
+from .routes.zones import Zones
 from .silences.command import silences_command
 from .silences.store import SilenceStore
 from .snoozes.snoozing import BringBack, Snoozing
@@ -93,6 +94,7 @@ def following_glitchtip(
             reopened=lambda issue: in_step.follow(
                 {issue: "unresolved"}, asked_at=clock(), settle=0
             ),
+            zone_of=zones_for(settings).of,
         ),
         events=settings.watching.snooze_events,
         metrics=metrics,
@@ -168,6 +170,15 @@ def handoffs_for(basis: Basis) -> Handoffs | None:
     )
 
 
+def zones_for(settings: Settings) -> Zones:
+    """The zone each chat reads times in: its routes' `timezone`, else RELAY_TIMEZONE."""
+    return Zones(
+        settings.routes,
+        default_destination=settings.default_destination,
+        default=ZoneInfo(settings.timezone),
+    )
+
+
 @dataclass(frozen=True)
 class FromTheChat:
     """What acts on Telegram's updates: the handler of each (a press, a reply, a command, a
@@ -212,7 +223,7 @@ def acting_from_the_chat(
     )
     links = _links(basis, spool, answering, team.glitchtip)
     route = route_updates(
-        Presses(team, telegram, outbox, actions),
+        Presses(team, telegram, outbox, actions, zones_for(settings).of),
         Replies(team, answering, bot_id=bot_id(settings.telegram_bot_token)),
         _commands(basis, spool, answering, health),
         links,
@@ -269,7 +280,7 @@ def bot_commands(
     return [
         issues_command(spool.of(WatchStore), clock=clock),
         oncall_command(settings.routes.on_call, ZoneInfo(settings.timezone), clock=clock),
-        silences_command(spool.of(SilenceStore), clock=clock),
+        silences_command(spool.of(SilenceStore), clock=clock, zone_of=zones_for(settings).of),
         status_command(status),
     ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import replace
+from zoneinfo import ZoneInfo
 
 from relay_app.cards.card import (
     MAX_ISSUES_WITH_BUTTONS,
@@ -90,6 +91,22 @@ def test_the_edited_message_says_what_was_done_by_whom_and_when() -> None:
     acted = IssueButton("k1", "4", "https://gt", "BACKEND-4A", "resolved", "@ada", AT_0804)
     shown = visible_text(rendered(replace(message, buttons=(acted,)), ENGLISH), parse_mode="HTML")
     assert shown == "🔴 GlitchTip Alert\n\n✅ Resolved by @ada at 08:04 UTC"
+
+
+def test_the_lines_say_their_times_in_the_zone_given_with_its_name() -> None:
+    message = SentMessage("-100", 1, "<b>🔴 GlitchTip Alert</b>", AT_0804)
+    acted = IssueButton("k1", "4", "https://gt", "BACKEND-4A", "resolved", "@ada", AT_0804)
+    taken = replace(acted, status=None, acted_by=None, acted_at=None)
+    taken = replace(taken, taken_by="@bo", taken_at=AT_0804 - 60)
+    for button, said in (
+        (acted, "✅ Resolved by @ada at 11:04 MSK"),
+        (taken, "👀 @bo is on it since 11:03 MSK"),
+    ):
+        card = replace(message, buttons=(button,))
+        shown = visible_text(rendered(card, ENGLISH, ZoneInfo("Europe/Moscow")), parse_mode="HTML")
+        assert shown.endswith(said)
+    almaty = rendered(replace(message, buttons=(acted,)), ENGLISH, ZoneInfo("Asia/Almaty"))
+    assert almaty.endswith("at 13:04 Asia/Almaty")  # '+05' would say less
 
 
 def test_added_lines_and_names_are_escaped_and_the_oldest_give_way_at_the_limit() -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -275,3 +276,15 @@ def test_distinct_issues_whose_titles_share_a_beginning_never_read_the_same() ->
     readings = [row.split(" ", 2)[2] for row in rows]  # the linked id set aside
     assert len(set(readings)) == len(readings), readings
     assert readings[0] == "TypeError: cannot…919"  # its neighbour shares "…customer 9"
+
+
+def test_a_digests_first_line_and_a_late_note_are_in_the_places_zone() -> None:
+    message = format_alert(parse_alert(issue_alert(issue(1))), ENGLISH)
+    moscow = ZoneInfo("Europe/Moscow")
+    digest = compose(
+        [message, message], [START, START + 11], ENGLISH, now=START + 12, late_after=60, zone=moscow
+    )
+    head = digest.text.split("\n")[0]
+    assert head.endswith(" MSK (over 11 s)")
+    late = compose([message], [START], ENGLISH, now=START + 90, late_after=60, zone=moscow)
+    assert late.text.endswith(" MSK; delivered 1 min 30 s later.")

@@ -31,6 +31,7 @@ from relay_app.core.logs import configure_logging
 from relay_app.delivery.outbox import Outbox
 from relay_app.glitchtip.api import MAX_ANSWER_BYTES, GlitchTipApi
 from relay_app.glitchtip.notices import glitchtip_notice, operator_fix
+from relay_app.routes import parse_routes
 from relay_app.words import ENGLISH
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, GT_TOKEN, Chat, LimitedTelegram, ScriptedTelegram
@@ -273,6 +274,27 @@ def test_each_glitchtip_failure_is_named_for_the_presser_and_fixed_for_the_opera
     found = chat.store.pressed("the-key")
     assert found is not None
     assert found[1].status is None  # nothing recorded: nothing changed
+
+
+def test_a_card_and_a_notice_say_their_times_in_the_chats_zone(
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
+) -> None:
+    """The chat's route names Europe/Moscow: its cards and notices say 11:04 MSK, as its
+    handoffs and summary do, not 08:04 UTC."""
+    fake_time.now = 1_800_000_240.0
+    routes = parse_routes(f"[[route]]\nchat = '{CHAT}'\ntimezone = 'Europe/Moscow'\n", "r.toml")
+    chat = Chat.of(built, fake_time, SENT, routes=routes)
+    glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
+    chat.update(press(callback_data("resolve", "the-key")))
+    chat.update(press(callback_data("mute", "the-key"), user_id=8))
+    chat.settle()
+    html_text = chat.telegram.edits[-1][2]
+    assert html_text.endswith(
+        "✅ Resolved by @ada at 11:04 MSK\n🔇 Muted in this chat by @ada until 12:04 MSK"
+    )
+    assert chat.answered()[-1][0] == (
+        "Muted BACKEND-4A in this chat until 12:04 MSK; GlitchTip is not changed"
+    )
 
 
 def test_an_edit_that_meets_a_5xx_is_applied_later_not_dropped(

@@ -9,6 +9,7 @@ import logging
 import tomllib
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -29,6 +30,7 @@ from relay_app.operating.routes_file import (
 from relay_app.routes import RoutesError, RouteTable, parse_routes, read_routes, split
 from relay_app.routes import table as table_module
 from relay_app.routes.table import MAX_ROUTES, MAX_ROUTES_BYTES
+from relay_app.routes.zones import Zones
 from relay_app.words import ENGLISH, RUSSIAN
 from tests import payloads
 from tests.conftest import FakeTime
@@ -545,3 +547,19 @@ def test_the_file_is_parsed_once_per_process_for_each_content_it_has(
     put_in_force(environ)
     assert len(Settings.from_env(environ).routes.routes) == 1
     assert parses.calls == 2
+
+
+def test_each_chat_reads_times_in_its_routes_zone_else_the_relays() -> None:
+    routes = parse_routes(
+        "[[route]]\nproject = 'shop'\nchat = '-1002'\ntimezone = 'Europe/Moscow'\n"
+        "[[route]]\nproject = 'shop-eu'\nchat = '-1002'\ntimezone = 'Europe/Berlin'\n"
+        "[[route]]\nenvironment = 'staging'\nthread = 7\ntimezone = 'Asia/Tokyo'\n",
+        "r.toml",
+    )
+    zones = Zones(
+        routes, default_destination=Destination(-1001), default=ZoneInfo("America/New_York")
+    )
+    assert zones.of("-1002") == ZoneInfo("Europe/Moscow")  # the first route there that names one
+    assert zones.of(-1002) == ZoneInfo("Europe/Moscow")
+    assert zones.of("-1001") == ZoneInfo("Asia/Tokyo")  # a route with no chat: the default chat's
+    assert zones.of("-1003") == ZoneInfo("America/New_York")  # no route names one: the relay's

@@ -131,7 +131,6 @@ def test_telegram_is_asked_for_a_message_without_sound() -> None:
             "quiet_hours = '22:00-08:00'\ntimezone = 'Mars/Olympus'",
             "route 1, timezone: 'Mars/Olympus' is not a time zone",
         ),
-        ("timezone = 'UTC'", "route 1, timezone: is for quiet_hours"),
         (
             "quiet_hours = '22:00-08:00'\nloud_levels = ['critical']",
             "route 1, loud_levels: 'critical' is not a level",

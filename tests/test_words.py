@@ -155,8 +155,8 @@ def test_the_russian_reads_as_a_russian_team_writes() -> None:
     assert not [text for text in said if "задержан" in text or "Тишина" in text]
     assert (RUSSIAN.button_resolve, RUSSIAN.button_reopen) == ("✅ Закрыть", "↩️ Открыть снова")
     assert (RUSSIAN.button_mute, RUSSIAN.button_unmute) == ("🔇 Без звука 1 ч", "🔊 Включить звук")
-    assert RUSSIAN.ignored_by.format(user="@ivan_dev", time="12:03") == (
-        "🔕 Игнорируется (@ivan_dev, 12:03 UTC)"
+    assert RUSSIAN.ignored_by.format(user="@ivan_dev", time="12:03 MSK") == (
+        "🔕 Игнорируется (@ivan_dev, 12:03 MSK)"
     )
     assert RUSSIAN.back_up_after.format(name="Витрина", duration="4 мин") == (
         "✅ Витрина: снова работает, простой 4 мин"

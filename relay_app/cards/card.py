@@ -16,12 +16,12 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, Literal
 
 from ..glitchtip.api import IssueStatus
 from ..message.formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT
-from ..message.spans import visible, visible_length
+from ..message.spans import place_time, visible, visible_length
 from ..message.subjects import IssueRef
 from ..words import Words
 
@@ -186,7 +186,9 @@ def keyboard(
     return {"inline_keyboard": rows}
 
 
-def done_line(button: IssueButton, words: Words, *, several: bool) -> str | None:
+def done_line(
+    button: IssueButton, words: Words, *, several: bool, zone: tzinfo = UTC
+) -> str | None:
     """'✅ Resolved by @ada at 12:04 UTC' (with the issue's label when there are several);
     None for an issue nobody acted on."""
     if button.status is None or button.acted_at is None:
@@ -204,39 +206,45 @@ def done_line(button: IssueButton, words: Words, *, several: bool) -> str | None
         "unresolved": (words.reopened_in_glitchtip, words.issue_reopened_in_glitchtip),
     }
     one, many = (in_chat if button.acted_by is not None else in_glitchtip)[button.status]
-    template = (many if several else one) + _snoozed(button, words)
+    template = (many if several else one) + _snoozed(button, words, zone)
     return template.format(
-        label=button.label, user=button.acted_by, time=clock_time(button.acted_at)
+        label=button.label, user=button.acted_by, time=place_time(button.acted_at, zone)
     )
 
 
-def _snoozed(button: IssueButton, words: Words) -> str:
+def _snoozed(button: IssueButton, words: Words, zone: tzinfo) -> str:
     """' until 13:04 UTC' or ' until 100 more events' for an issue ignored with a condition."""
     snooze = button.snooze if button.status == "ignored" else None
     if snooze is None:
         return ""
     if "until" in snooze:
-        return words.snoozed_until.format(until=clock_time(snooze["until"]))
+        return words.snoozed_until.format(until=place_time(snooze["until"], zone))
     return words.snoozed_events.format(count=int(snooze.get("events", 0)))
 
 
-def taken_line(button: IssueButton, words: Words, *, several: bool) -> str | None:
+def taken_line(
+    button: IssueButton, words: Words, *, several: bool, zone: tzinfo = UTC
+) -> str | None:
     """'👀 @ada is on it since 10:42 UTC'; None when nobody said so."""
     if button.taken_by is None or button.taken_at is None:
         return None
     template = words.issue_taken_by if several else words.taken_by
     return template.format(
-        label=button.label, user=button.taken_by, time=clock_time(button.taken_at)
+        label=button.label, user=button.taken_by, time=place_time(button.taken_at, zone)
     )
 
 
-def muted_line(button: IssueButton, words: Words, *, several: bool) -> str | None:
+def muted_line(
+    button: IssueButton, words: Words, *, several: bool, zone: tzinfo = UTC
+) -> str | None:
     """'🔇 Muted in this chat by @ada until 13:04 UTC'; None when it is not muted."""
     if button.muted_until is None:
         return None
     template = words.issue_muted_by if several else words.muted_by
     return template.format(
-        label=button.label, user=button.muted_by or "?", until=clock_time(button.muted_until)
+        label=button.label,
+        user=button.muted_by or "?",
+        until=place_time(button.muted_until, zone),
     )
 
 
@@ -251,14 +259,15 @@ def notice(button: IssueButton, status: IssueStatus, words: Words) -> str:
 
 
 def clock_time(at: float) -> str:
-    """'12:04' (UTC): when something was done to a message, in its own lines."""
+    """'12:04' (UTC), for a log line; people read place_time's, in their zone."""
     return datetime.fromtimestamp(at, UTC).strftime("%H:%M")
 
 
-def rendered(message: SentMessage, words: Words) -> str:
+def rendered(message: SentMessage, words: Words, zone: tzinfo = UTC) -> str:
     """The message's HTML as it now stands: as sent, then its added lines, then what presses
-    did. Within Telegram's limit: when the lines do not all fit, the oldest ones give way."""
-    lines = added_lines(message, words)
+    did, their times in `zone` (the chat's). Within Telegram's limit: when the lines do not
+    all fit, the oldest ones give way."""
+    lines = added_lines(message, words, zone)
     base = visible_length(visible(message.html)) + len(PARAGRAPH)
     while lines:
         text = "\n".join(lines)
@@ -268,7 +277,7 @@ def rendered(message: SentMessage, words: Words) -> str:
     return message.html
 
 
-def added_lines(message: SentMessage, words: Words) -> list[str]:
+def added_lines(message: SentMessage, words: Words, zone: tzinfo = UTC) -> list[str]:
     """The lines under the message, oldest first: its notes, then who took and who did what
     in the order it was done, then the mutes that hold."""
     several = len(message.buttons) > 1
@@ -276,12 +285,12 @@ def added_lines(message: SentMessage, words: Words) -> list[str]:
         (at or 0.0, line)
         for button in message.buttons
         for at, line in (
-            (button.taken_at, taken_line(button, words, several=several)),
-            (button.acted_at, done_line(button, words, several=several)),
+            (button.taken_at, taken_line(button, words, several=several, zone=zone)),
+            (button.acted_at, done_line(button, words, several=several, zone=zone)),
         )
         if line is not None
     ]
-    muted = [muted_line(button, words, several=several) for button in message.buttons]
+    muted = [muted_line(button, words, several=several, zone=zone) for button in message.buttons]
     return [
         *message.notes,
         *(line for _, line in sorted(done)),

@@ -6,6 +6,7 @@ this."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, tzinfo
 
 from ..delivery.render import Edit, Edits
 from ..words import Words
@@ -15,8 +16,14 @@ from .card import SNOOZE_EVENTS, SentMessage, keyboard, rendered
 Cards = Callable[[str, int], SentMessage | None]
 
 
-def card_edits(cards: Cards, *, snooze_events: int = SNOOZE_EVENTS) -> Edits:
-    """`snooze_events`: Ignore's "until N more events" (RELAY_SNOOZE_EVENTS)."""
+def card_edits(
+    cards: Cards,
+    *,
+    snooze_events: int = SNOOZE_EVENTS,
+    zone_of: Callable[[str], tzinfo] = lambda chat: UTC,
+) -> Edits:
+    """`snooze_events`: Ignore's "until N more events" (RELAY_SNOOZE_EVENTS); `zone_of`: the
+    zone a chat reads times in (routes/zones.py)."""
 
     def edit(chat: str, message_id: int, words: Words) -> Edit | None:
         card = cards(chat, message_id)
@@ -25,7 +32,7 @@ def card_edits(cards: Cards, *, snooze_events: int = SNOOZE_EVENTS) -> Edits:
         return Edit(
             card.chat,
             card.message_id,
-            rendered(card, words),
+            rendered(card, words, zone_of(card.chat)),
             keyboard(card.buttons, words, snooze_events=snooze_events),
         )
 

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 from typing import Any, Literal, Protocol
 
 from ..cards.card import (
@@ -32,7 +34,6 @@ from ..cards.card import (
     IssueButton,
     SentMessage,
     Verb,
-    clock_time,
     notice,
     parse_callback,
     verbs_for,
@@ -45,6 +46,7 @@ from ..core.metrics import PressOutcome
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
 from ..glitchtip.notices import glitchtip_notice, operator_fix
+from ..message.spans import place_time
 from ..oncall.steps import Escalation
 from ..silences.silencing import Silencing
 from ..snoozes.snoozing import SnoozeFor, Snoozing
@@ -99,8 +101,15 @@ class PressActions:
 
 class Presses:
     def __init__(
-        self, team: Team, answers: Answers, outbox: Outbox, actions: PressActions = PressActions()
+        self,
+        team: Team,
+        answers: Answers,
+        outbox: Outbox,
+        actions: PressActions = PressActions(),
+        zone_of: Callable[[str], tzinfo] = lambda chat: UTC,
     ) -> None:
+        """`zone_of`: the zone a chat reads times in (routes/zones.py)."""
+        self._zone_of = zone_of
         self._team = team
         self._answers = answers
         self._outbox = outbox
@@ -284,7 +293,7 @@ class Presses:
         """GlitchTip ignored the issue for one of Ignore's choices: the snooze kept for the
         watcher; the press's notice."""
         assert self._snoozing is not None  # `_snooze_for` gives a snooze only with it
-        said = self._snoozing.notice(button, snooze.condition, self._team.words)
+        said = self._snoozing.notice(button, snooze.condition, self._team.words, message.chat)
         try:
             self._snoozing.snoozed(message, button, snooze, by=press.by.handle, answer=answer)
         except SpoolError as exc:
@@ -421,7 +430,7 @@ class Presses:
             if verb == "mute":
                 silence = self._silencing.mute(message.chat, button, by=press.by.handle)
                 self._acted_on(message)
-                until = clock_time(silence.ends_at)
+                until = place_time(silence.ends_at, self._zone_of(message.chat))
                 said = words.notice_muted.format(label=button.label, until=until)
                 self._count("muted")
             else:

@@ -25,11 +25,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import tzinfo
 from itertools import takewhile
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..core.json_values import json_int
+from ..core.routing import ChatId
 from ..glitchtip.details import IssueDetails, details_from_json
 from ..glitchtip.webhook import IssueAlert, level_of, parse_alert
 from ..message.digest import compose, how_many_fit
@@ -39,6 +41,7 @@ from ..message.spans import visible
 from ..message.subjects import Subjects, split_by_origin
 from ..routes.rotation import Rotation, on_duty_in, on_duty_now
 from ..routes.sound import Sound, levels_of
+from ..routes.zones import Zones
 from ..spool.model import Job, Precedence
 from ..words import Said, Words
 
@@ -142,10 +145,12 @@ class Added:
 @dataclass(frozen=True)
 class OnCall:
     """The rotations `oncall:NAME` names, by name, and the time zone of a route (or rotation)
-    that names none (RELAY_TIMEZONE): for quiet hours and who is on duty when a message goes."""
+    that names none (RELAY_TIMEZONE): for quiet hours and who is on duty when a message goes;
+    and the zone each chat reads the times a message says in (routes/zones.py)."""
 
     rotations: Mapping[str, Rotation] = field(default_factory=dict)
     zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
+    places: Zones = field(default_factory=Zones)
 
 
 class Renderer:
@@ -168,6 +173,7 @@ class Renderer:
         self._notes = tuple(added.notes)
         self._edits = added.edits
         self._zone = on_call.zone
+        self._places = on_call.places
         self._on_call = dict(on_call.rotations)
         self._late_after = late_after
         self._coalesce = coalesce
@@ -191,6 +197,10 @@ class Renderer:
             while len(self._kept) > KEPT_RENDERED:
                 self._kept.popitem(last=False)
         return message
+
+    def zone_of(self, chat: ChatId) -> tzinfo:
+        """The zone `chat` reads the times a message says in (routes/zones.py)."""
+        return self._places.of(chat)
 
     def how_many(self, jobs: list[Job]) -> int:
         """How many of these jobs, oldest first, go in one write: a card's edits waiting
@@ -275,6 +285,7 @@ class Renderer:
             self.words,
             now=now,
             late_after=self._late_after,
+            zone=self.zone_of(jobs[0].destination.chat),
         )
         # Whom the alerts' routes call, once for the message, however many alerts call them.
         called = dict.fromkeys(m for alert in alerts for m in alert.subjects.mentions)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Sequence
+from datetime import UTC, tzinfo
 from itertools import takewhile
 
 from ..words import Words
@@ -26,9 +27,9 @@ from .lines import Line, backlog_least_length, backlog_spans
 from .spans import (
     Span,
     cut_spans,
+    place_moment,
     shorten_values,
     span_html,
-    utc_time,
     visible_length,
 )
 
@@ -136,17 +137,19 @@ def compose(
     *,
     now: float,
     late_after: float,
+    zone: tzinfo = UTC,
 ) -> Message:
     """The one message to send for these alerts, oldest first: an alert alone as it was built
-    (with a line saying how late it is, when it is), several as a digest."""
+    (with a line saying how late it is, when it is), several as a digest; its times in `zone`,
+    the place's."""
     if not messages:
         raise ValueError("a message needs at least one alert")
     first, last = min(received_at), max(received_at)
     if len(messages) == 1:
         if now - first > late_after:
-            return with_late_note(messages[0], words, received_at=first, now=now)
+            return with_late_note(messages[0], words, received_at=first, now=now, zone=zone)
         return messages[0]
-    heading = header(len(messages), first, last, words, now=now, late_after=late_after)
+    heading = header(len(messages), first, last, words, now=now, late_after=late_after, zone=zone)
     parts = _backlog_or_parts(messages, words)
     text = SEPARATOR.join([heading, *(part.text for part in parts)])
     if visible_length(text) > TELEGRAM_TEXT_LIMIT:
@@ -180,10 +183,17 @@ def backlog(lines: Sequence[Sequence[Line]], words: Words) -> Entry:
 
 
 def header(
-    count: int, first: float, last: float, words: Words, *, now: float, late_after: float
+    count: int,
+    first: float,
+    last: float,
+    words: Words,
+    *,
+    now: float,
+    late_after: float,
+    zone: tzinfo = UTC,
 ) -> str:
     """'🗂 12 alerts, received 2026-11-30 10:52:03 to 10:52:14 UTC (over 11 s)'."""
-    start, end = time_span(first, last)
+    start, end = time_span(first, last, zone)
     line = words.digest_head.format(
         alerts=words.count(words.alerts, count),
         start=start,
@@ -195,7 +205,9 @@ def header(
     return line
 
 
-def time_span(first: float, last: float) -> tuple[str, str]:
-    """'2026-11-30 10:52:03' and '10:52:14': the end's date only when it is another day."""
-    start, end = utc_time(first), utc_time(last)
+def time_span(first: float, last: float, zone: tzinfo = UTC) -> tuple[str, str]:
+    """'2026-11-30 10:52:03' and '10:52:14 UTC' in `zone`: the end's date only when it is
+    another day, its zone's name after it."""
+    start, end = place_moment(first, zone), place_moment(last, zone)
+    start = start.rsplit(" ", 1)[0]
     return start, end[11:] if end[:10] == start[:10] else end

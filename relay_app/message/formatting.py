@@ -15,6 +15,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, tzinfo
 from typing import Any
 
 from ..glitchtip.details import IssueDetails
@@ -39,11 +40,11 @@ from .spans import (
     clean,
     cut_spans,
     least_length,
+    place_moment,
     safe_link,
     shorten,
     shorten_values,
     span_html,
-    utc_time,
     value,
     visible_length,
 )
@@ -214,10 +215,17 @@ def render(spans: Sequence[Span]) -> Message:
     )
 
 
-def with_late_note(message: Message, words: Words, *, received_at: float, now: float) -> Message:
-    """`message` with a last line saying when GlitchTip sent it and how late it arrives;
-    `received_at` and `now` are Unix times."""
-    return with_note(message, late_note(received_at, now, words))
+def with_late_note(
+    message: Message,
+    words: Words,
+    *,
+    received_at: float,
+    now: float,
+    zone: tzinfo = UTC,
+) -> Message:
+    """`message` with a last line saying when GlitchTip sent it (in `zone`, the place's) and
+    how late it arrives; `received_at` and `now` are Unix times."""
+    return with_note(message, late_note(received_at, now, words, zone))
 
 
 def with_note(message: Message, note: str) -> Message:
@@ -265,9 +273,9 @@ def with_first_line(message: Message, line: str) -> Message:
     )
 
 
-def late_note(received_at: float, now: float, words: Words) -> str:
+def late_note(received_at: float, now: float, words: Words, zone: tzinfo = UTC) -> str:
     delay = words.duration(now - received_at)
-    return words.late_note.format(time=utc_time(received_at), delay=delay)
+    return words.late_note.format(time=place_moment(received_at, zone), delay=delay)
 
 
 # --- the pieces of a message -------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
@@ -158,6 +158,26 @@ def span_html(span: Span) -> str:
 def utc_time(timestamp: float) -> str:
     """A Unix time as people read it in the relay's messages and tools: '2026-11-30 10:52:28'."""
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def place_time(at: float, zone: tzinfo) -> str:
+    """'12:04 MSK': a time of today as a card or a notice says it, with its zone's name."""
+    moment = datetime.fromtimestamp(at, zone)
+    return f"{moment:%H:%M} {_name(moment, zone)}"
+
+
+def place_moment(at: float, zone: tzinfo) -> str:
+    """'2026-11-30 10:52:28 MSK': a moment as a message says when something came."""
+    moment = datetime.fromtimestamp(at, zone)
+    return f"{moment:%Y-%m-%d %H:%M:%S} {_name(moment, zone)}"
+
+
+def _name(moment: datetime, zone: tzinfo) -> str:
+    """The zone's abbreviation at that moment ('MSK', 'CET'); where it has only an offset
+    ('+05'), its IANA name, which says more."""
+    key = str(getattr(zone, "key", "") or "UTC")
+    name = moment.tzname() or key
+    return key if name[:1] in "+-" else name
 
 
 def visible(markup: str) -> str:

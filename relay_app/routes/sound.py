@@ -134,8 +134,6 @@ def sound_of(table: Mapping[str, Any], problem: Any) -> Sound:
     window = _window(table, problem)
     zone = _zone(table, problem)
     loud = _loud_levels(table, problem)
-    if zone is not None and window is None and "summary" not in table:
-        raise problem("timezone", "is for quiet_hours or summary: give one of them too")
     if loud and window is None:
         raise problem("loud_levels", "is for quiet_hours: give the window too")
     if silent and window is not None:

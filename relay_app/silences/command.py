@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, tzinfo
 
-from ..cards.card import clock_time
+from ..message.spans import place_time
 from ..telegram.bot_commands import BotCommand
 from ..words import Said, Words
 from .store import SilenceStore
 
 
 def silences_command(
-    silences: SilenceStore, *, clock: Callable[[], float] = time.time
+    silences: SilenceStore,
+    *,
+    clock: Callable[[], float] = time.time,
+    zone_of: Callable[[str], tzinfo] = lambda chat: UTC,
 ) -> BotCommand:
+    """`zone_of`: the zone a chat reads times in (routes/zones.py)."""
+
     def answer(chat: str, words: Words) -> Said:
         active = silences.active(chat, now=clock())
         if not active:
@@ -22,7 +28,7 @@ def silences_command(
         lines = [
             words.silences_line.format(
                 what=silence.matchers.describe(words, label=silence.label),
-                until=clock_time(silence.ends_at),
+                until=place_time(silence.ends_at, zone_of(chat)),
                 by=silence.created_by,
             )
             for silence in active

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from datetime import UTC, tzinfo
 from typing import Any
 
 from ..delivery.render import Shape
@@ -17,10 +18,11 @@ from ..words import Words
 from .matching import Matchers
 
 
-def silence_summary(about: Mapping[str, Any], words: Words) -> Message:
+def silence_summary(about: Mapping[str, Any], words: Words, zone: tzinfo = UTC) -> Message:
+    """The message a silence's end posts: what it held, its times in `zone` (the chat's)."""
     matchers = Matchers(**{k: v for k, v in about.get("matchers", {}).items() if v})
     held = [from_data(lines) for lines in about.get("lines", [])]
-    start, end = time_span(float(about["starts_at"]), float(about["ended_at"]))
+    start, end = time_span(float(about["starts_at"]), float(about["ended_at"]), zone)
     count = int(about.get("held", len(held)))
     # An issue silenced by its id is named as the chat knows it: by its short id.
     label = about.get("label") or (_first_label(held) if matchers.issue else None)
@@ -47,5 +49,8 @@ def _first_label(held: list[tuple[Line, ...]]) -> str | None:
 
 # A silence's summary, as its job holds it when the silence ends: one alert of the chat's.
 SHAPE = Shape(
-    "silence_over", lambda job, renderer: silence_summary(job.data["silence_over"], renderer.words)
+    "silence_over",
+    lambda job, renderer: silence_summary(
+        job.data["silence_over"], renderer.words, renderer.zone_of(job.destination.chat)
+    ),
 )

@@ -19,12 +19,14 @@ import logging
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 
 from ..cards.card import SNOOZE_FOR, IssueButton, SentMessage, Verb, clock_time
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.metrics import Metrics
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import GlitchTipApi, IssueState, events_of
+from ..message.spans import place_time
 from ..watch.store import WatchStore
 from ..words import Said, Words
 from .store import Ended, Snooze, SnoozeStore
@@ -53,6 +55,8 @@ class BringBack:
     glitchtip: GlitchTipApi
     outbox: Outbox
     reopened: Callable[[str], object] = lambda issue_id: None
+    # The zone a chat reads times in (routes/zones.py): the "until" it says.
+    zone_of: Callable[[str], tzinfo] = lambda chat: UTC
 
 
 class Snoozing:
@@ -74,6 +78,7 @@ class Snoozing:
         self.events = events
         self._metrics = metrics
         self._reopened = back.reopened
+        self.zone_of = back.zone_of
         self._clock = clock
 
     # --- a press -------------------------------------------------------------------------
@@ -124,10 +129,10 @@ class Snoozing:
         )
         self._count("made")
 
-    @staticmethod
-    def notice(button: IssueButton, condition: Condition, words: Words) -> str:
+    def notice(self, button: IssueButton, condition: Condition, words: Words, chat: str) -> str:
+        """The press's answer: the issue ignored until a time (in `chat`'s zone) or a count."""
         if "until" in condition:
-            until = clock_time(condition["until"])
+            until = place_time(condition["until"], self.zone_of(chat))
             return words.notice_snoozed_until.format(label=button.label, until=until)
         count = int(condition["events"])
         return words.notice_snoozed_events.format(label=button.label, count=count)
@@ -177,7 +182,8 @@ class Snoozing:
         log.info("snoozed issue %s is back: %s", snooze.label, _why(snooze, state))
         self._reopened(snooze.issue_id)
         try:
-            self._outbox.call(snooze.chat, snooze.thread, snooze.message_id, _said(snooze, state))
+            said = _said(snooze, state, self.zone_of(snooze.chat))
+            self._outbox.call(snooze.chat, snooze.thread, snooze.message_id, said)
         except SpoolError as exc:
             log.warning(
                 "snoozed issue %s is back (unresolved in GlitchTip), but the reply under its "
@@ -217,9 +223,9 @@ def _met(snooze: Snooze, state: IssueState, now: float) -> bool:
     return state.events - (snooze.baseline or 0) >= snooze.events
 
 
-def _said(snooze: Snooze, state: IssueState) -> Said:
+def _said(snooze: Snooze, state: IssueState, zone: tzinfo) -> Said:
     if snooze.until_at is not None:
-        until = clock_time(snooze.until_at)
+        until = place_time(snooze.until_at, zone)
         return Said("snooze_back_time", {"label": snooze.label, "user": snooze.by, "until": until})
     more = (state.events or 0) - (snooze.baseline or 0)
     values = {"label": snooze.label, "user": snooze.by, "count": str(more)}
