@@ -149,6 +149,11 @@ def test_an_alerts_message_shows_its_issues_details_under_the_title() -> None:
     assert "Value:" not in text  # the title holds it whole
 
 
+def test_a_fatal_issue_says_its_level_since_its_colour_is_an_errors() -> None:
+    details = details_from({**SAMPLE_ISSUE, "level": "fatal"}, SAMPLE_EVENT)
+    assert "\nLevel: fatal" in enriched(details, now=FIRST_SEEN + 30)
+
+
 def test_an_old_issue_says_how_long_ago_it_was_first_seen() -> None:
     text = enriched(sample_details(), now=FIRST_SEEN + 3 * 86400 + 7200)
     assert "🔁 Seen 3 times · first seen 3 d 2 h ago" in text

@@ -35,7 +35,9 @@ def detail_spans(details: IssueDetails, words: Words, *, title: str, now: float)
     seen = seen_words(details, words, now=now)
     if seen:
         spans += [Span(f"\n{seen}")]
-    if details.level and details.level.lower() not in ("error", "fatal"):
+    # An error's level goes without saying; a fatal one looks like any error by its colour,
+    # so it says so, as a warning or an info does.
+    if details.level and details.level.lower() != "error":
         spans += [Span(f"\n{words.level}"), value(details.level)]
     cut_value = _value_cut_from(title, details)
     if cut_value:
