@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from flask import Flask, Response, jsonify, request
@@ -34,6 +35,7 @@ from .glitchtip.details import IssueDetails
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .intake.alerts import GlitchTipIssues, WebhookAlerts
+from .intake.hidden import HiddenIssues
 from .intake.last_webhook import LastWebhook
 from .intake.routed import RoutedWebhooks
 from .message.trend import Trend
@@ -221,6 +223,7 @@ def assemble(
         metrics=metrics,
         glitchtip=issues,
     )
+    hidden = _hidden_issues(settings, spool, webhooks, metrics, clock)
     actions = PressActions(silencing, escalation, snoozing)
     from_the_chat = acting_from_the_chat(basis, telegram, health, actions, term)
     chores = _fleet_chores(from_the_chat.poller, watcher, setup)
@@ -247,6 +250,7 @@ def assemble(
         updates=from_the_chat.updates,
         poller=from_the_chat.poller,
         links=from_the_chat.links,
+        hidden=hidden,
         leadership=leadership,
         setup=setup,
     )
@@ -362,6 +366,33 @@ def _renderer(settings: Settings, shared: Spool, words: Words, *, buttons: bool)
     )
 
 
+def _hidden_issues(
+    settings: Settings,
+    spool: Spool | None,
+    webhooks: RoutedWebhooks,
+    metrics: Metrics,
+    clock: Clock,
+) -> HiddenIssues | None:
+    """With GLITCHTIP_API_TOKEN (and so a spool): the issues an alert counts and does not
+    attach, named through GlitchTip's API and taken in as a webhook of their own."""
+    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
+    origin = settings.glitchtip_links
+    if token is None or glitchtip_url is None or origin is None or spool is None:
+        return None
+
+    def take(payload: dict[str, Any], destination: Destination, also: Mapping[str, Any]) -> None:
+        webhooks.take(payload, destination, time.monotonic(), also=also)
+
+    return HiddenIssues(
+        GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT),
+        take,
+        origin=origin,
+        told=spool.of(SentStore).shows,
+        counted=metrics.hidden,
+        clock=clock,
+    )
+
+
 def _issue_lookups(
     settings: Settings, metrics: Metrics, shared: Spool, clock: Clock
 ) -> IssueLookups | None:
@@ -452,3 +483,5 @@ def stop_background_work(app: object) -> None:
             relay.lookups.shutdown()
         if relay.links is not None:
             relay.links.shutdown()
+        if relay.hidden is not None:
+            relay.hidden.shutdown()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .chat import link_card
 from .delivery.render import Note, Shape
+from .intake import hidden
 from .oncall import handoff_text
 from .oncall.cli import add_oncall_command
 from .operating.console import AddCommands
@@ -23,7 +24,7 @@ SHAPES: tuple[Shape, ...] = (
     handoff_text.SHAPE,
     link_card.SHAPE,
 )
-NOTES: tuple[Note, ...] = (watcher.ESCALATING,)
+NOTES: tuple[Note, ...] = (watcher.ESCALATING, hidden.NAMED_HIDDEN)
 # Their `relay-app` subcommands, after the core's own.
 COMMANDS: tuple[AddCommands, ...] = (
     add_silence_commands,

@@ -243,6 +243,8 @@ class FakeGlitchTip(LocalService):
                 if issue in self.issues and self.org_of.get(issue) == org
             ]
         limit = int(query.get("limit", ["50"])[0])
+        if "project" in query:  # a project's issues, the latest seen first, as listed
+            return 200, self._of_project(org, query, limit)
         if "query" in query:  # GlitchTip's search: words of the title
             words = query["query"][0].casefold().split()
             ids = [
@@ -258,6 +260,21 @@ class FakeGlitchTip(LocalService):
             for issue in ids
             if issue in self.issues and self.org_of.get(issue) == org
         ]
+
+    def _of_project(self, org: str, query: dict[str, list[str]], limit: int) -> list[Any]:
+        """`?project=<id>&query=is:unresolved&sort=-last_seen`: the project's issues (of its
+        status, when the query names one), the latest seen first."""
+        project = query["project"][0]
+        status = query.get("query", [""])[0].removeprefix("is:") or None
+        found = [
+            issue
+            for issue_id, issue in self.issues.items()
+            if self.org_of.get(issue_id) == org
+            and str(issue["project"].get("id")) == project
+            and (status is None or issue["status"] == status)
+        ]
+        found.sort(key=lambda issue: str(issue["lastSeen"]), reverse=True)
+        return [copy.deepcopy(issue) for issue in found[:limit]]
 
     def _project(
         self, method: str, path: str, scopes: set[str] | None, body: dict[str, Any] | None

@@ -30,6 +30,9 @@ from tests.telegram_rules import visible_text
 
 HOSTILE = '<script>alert("x")</script> & &amp; </b><a href="javascript:x"> 🔥👩🏽‍💻 مرحبا 你好 ‮'
 
+# What a message says of the issues an alert counts and does not attach, without a token.
+UNNAMED = " GlitchTip did not attach: set GLITCHTIP_API_TOKEN for the relay to name them"
+
 
 def message_for(payload: dict[str, Any], words: Words = ENGLISH) -> Message:
     message = format_alert(parse_alert(payload), words)
@@ -96,7 +99,7 @@ def test_three_of_twelve_issues_each_linked_and_the_rest_counted() -> None:
     for number in (1, 2, 3):
         assert f'<a href="https://glitchtip.example.org/acme/issues/{number}">' in message.html
         assert f"BACKEND-{number}A" in message.text
-    assert message.text.endswith("…and 9 more issues not shown here")
+    assert message.text.endswith(f"…and 9 more issues{UNNAMED}")
 
 
 def test_all_issues_shown_means_no_remainder_line() -> None:
@@ -177,7 +180,7 @@ def test_huge_values_are_shortened_evenly_and_every_issue_stays() -> None:
     for letter in "AB":
         assert f"{letter * 100}" in message.text
     assert message.text.count("…") >= 4  # each cut is marked
-    assert message.text.endswith("…and 2 more issues not shown here")
+    assert message.text.endswith(f"…and 2 more issues{UNNAMED}")
     for number in (1, 2, 3):
         assert f'<a href="https://glitchtip.example.org/acme/issues/{number}">' in message.html
 
@@ -194,7 +197,7 @@ def test_more_issues_than_fit_readably_give_way_to_the_remainder_count() -> None
     message = message_for(issue_alert(*attachments, total=300))
     shown = message.html.count("<a href=")
     assert 1 <= shown < 200
-    assert message.text.endswith(f"…and {300 - shown} more issues not shown here")
+    assert message.text.endswith(f"…and {300 - shown} more issues{UNNAMED}")
 
 
 def test_an_unknown_json_object_is_forwarded_raw() -> None:
@@ -292,7 +295,7 @@ def test_a_webhook_naming_thousands_of_issues_reads_the_first_and_counts_the_res
     message = message_for(payload)
     shown = message.text.count("ZeroDivisionError")
     assert 10 < shown < MAX_ITEMS_READ
-    assert message.text.endswith(f"…and {2000 - shown} more issues not shown here")
+    assert message.text.endswith(f"…and {2000 - shown} more issues{UNNAMED}")
     # The short ids still come from GlitchTip's sections, also when they do not line up.
     payload["sections"] = payload["sections"][1:] + payload["sections"][:1]
     issues = parse_alert(payload).issues  # type: ignore[union-attr]

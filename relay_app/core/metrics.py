@@ -270,6 +270,14 @@ class Metrics:
             ["reason"],
             series=ANSWER_REFUSALS,
         )
+        self.hidden_issues = self._counter(
+            "relay_hidden_issues",
+            "Issues an alert counted and GlitchTip did not attach, by what became of them: "
+            "named (found through GlitchTip's API and sent on), not_found (none new to the "
+            "chat in the window), failed (GlitchTip did not answer)",
+            ["outcome"],
+            series=("named", "not_found", "failed"),
+        )
 
     def _counter(
         self,
@@ -327,6 +335,9 @@ class Metrics:
 
     def answer_refused(self, reason: AnswerRefusal) -> None:
         self.answers_refused.labels(reason).inc()
+
+    def hidden(self, outcome: str, count: int) -> None:
+        self.hidden_issues.labels(outcome).inc(count)
 
     def glitchtip_lookup(self, outcome: LookupOutcome) -> None:
         self.glitchtip_lookups.labels(outcome).inc()

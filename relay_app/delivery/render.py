@@ -360,7 +360,13 @@ class Renderer:
         API, by issue id): its issues whose links are not GlitchTip's own get no buttons;
         with `vetted` False, every issue it names is among its subjects still (for the
         webhook to say which are not GlitchTip's)."""
-        message = message_for(payload, self.words, details=details, now=received_at)
+        message = message_for(
+            payload,
+            self.words,
+            details=details,
+            now=received_at,
+            names_hidden_at=self._buttons_at,
+        )
         subjects = message.subjects
         if self._buttons_at is not None and vetted:
             subjects, _ = split_by_origin(subjects, self._buttons_at)

@@ -137,6 +137,23 @@ class GlitchTipApi:
         path = f"/api/0/organizations/{org}/issues/?{urlencode({'query': words, 'limit': limit})}"
         return json_objects(self._call_any("GET", path, None))
 
+    def project_issues(self, org: str, project_id: str, *, limit: int) -> list[dict[str, Any]]:
+        """The project's unresolved issues, the latest seen first, at most `limit` (one page:
+        at most STATES_AT_ONCE), each with `id`, `shortId`, `title`, `status`, `lastSeen`
+        (`event:read`)."""
+        _check_ids(org, [project_id], 1)
+        query = urlencode(
+            {
+                "project": project_id,
+                "query": "is:unresolved",
+                "sort": "-last_seen",
+                "limit": min(limit, STATES_AT_ONCE),
+            }
+        )
+        return json_objects(
+            self._call_any("GET", f"/api/0/organizations/{org}/issues/?{query}", None)
+        )
+
     def whoami(self) -> dict[str, Any]:
         """The token's user: the cheap check that GlitchTip accepts the token."""
         return self._call("GET", "/api/0/users/me/", None)

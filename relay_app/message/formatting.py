@@ -118,11 +118,13 @@ def message_for(
     *,
     details: Mapping[str, IssueDetails] | None = None,
     now: float = 0.0,
+    names_hidden_at: str | None = None,
 ) -> Message:
     """The message for a GlitchTip payload, in `words`' language, as a job renders it when it
     is sent and `relay-app preview` shows it: with its issues' details from GlitchTip's API
     (by issue id) when `details` gives them (`now` then says how long ago an issue was first
-    seen)."""
+    seen). `names_hidden_at`: GlitchTip's origin when the relay names the issues an alert of
+    its issues there counts and does not attach (intake/hidden.py)."""
     try:
         alert = parse_alert(payload)
         subjects = subjects_of(alert)
@@ -135,7 +137,9 @@ def message_for(
             and (ref := issue_ref(issue.link, issue.short_id))
             and ref.id in details
         }
-        return replace(format_alert(alert, words, by_link, now=now), subjects=subjects)
+        named = any(ref.origin == names_hidden_at for ref in subjects.issues)
+        formatted = format_alert(alert, words, by_link, now=now, hidden_named=named)
+        return replace(formatted, subjects=subjects)
     except Exception:
         # A bug in reading one payload shape must not cost the alert: forward it raw instead.
         logging.getLogger(__name__).exception(
@@ -150,13 +154,15 @@ def format_alert(
     details: Mapping[str, IssueDetails] | None = None,
     *,
     now: float = 0.0,
+    hidden_named: bool = False,
 ) -> Message:
     """The alert's message, its shorter entry for digests when it is long (most are not: one
     issue is about 150 characters), and its lines for a backlog. `details` are its issues' from
-    GlitchTip's API, by issue link. Its spans are built and measured once, and fitted to each
-    limit."""
+    GlitchTip's API, by issue link; `hidden_named`: the issues it counts and does not attach
+    are named in a message of their own. Its spans are built and measured once, and fitted to
+    each limit."""
     details = details or {}
-    parts = _Parts(*_parts(alert, details, now, words))
+    parts = _Parts(*_parts(alert, details, now, words, hidden_named))
     message = render(parts.fit(MESSAGE_LIMIT))
     if isinstance(alert, IssueAlert):
         heading = render(parts.header)
@@ -179,18 +185,23 @@ Footer = Callable[[int], list[Span]]
 
 
 def _parts(
-    alert: Alert, details: Mapping[str, IssueDetails], now: float, words: Words
+    alert: Alert,
+    details: Mapping[str, IssueDetails],
+    now: float,
+    words: Words,
+    hidden_named: bool = False,
 ) -> tuple[list[Span], list[list[Span]], Footer]:
     """Header, items (issues or monitors) and the footer for however many items are shown."""
     if isinstance(alert, IssueAlert):
         numbered = len(alert.issues) > 1
+        more = words.more_issues_named if hidden_named else words.more_issues
         return (
             _issue_header(alert, words),
             [
                 _issue_block(issue, words, numbered, details.get(issue.link or ""), now)
                 for issue in alert.issues
             ],
-            lambda shown: _hidden(words.more_issues, alert.total - shown, words),
+            lambda shown: _hidden(more, alert.total - shown, words),
         )
     if isinstance(alert, UptimeAlert):
         return (

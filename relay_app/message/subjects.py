@@ -120,6 +120,12 @@ def issue_ref(link: str | None, short_id: str | None, title: str | None = None) 
     return IssueRef(found.group(1), origin, short_id, title=title)
 
 
+def org_of(link: str | None) -> str | None:
+    """The organization's slug in a GlitchTip issue's link: <domain>/<org_slug>/issues/<id>."""
+    parts = urlsplit(link or "").path.strip("/").split("/")
+    return parts[-3] if len(parts) >= 3 and parts[-2] == "issues" else None
+
+
 def origin_of(url: str) -> str | None:
     """'https://glitchtip.example.org' for any http(s) URL there: scheme, host and port, as a
     browser compares them (lower case, the scheme's default port left out, and never a user

@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.metrics import Metrics
@@ -30,7 +29,7 @@ from ..delivery.job import Delivery
 from ..delivery.render import Note
 from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, GlitchTipApi, IssueState
 from ..glitchtip.webhook import IssueAlert, parse_alert
-from ..message.subjects import issue_ref
+from ..message.subjects import issue_ref, org_of
 from ..message.trend import Trend, trend
 from ..snoozes.snoozing import Snoozing
 from ..spool.store import Tx
@@ -307,7 +306,7 @@ def _issues_of(
     found = []
     for index, issue in enumerate(alert.issues):
         ref = issue_ref(issue.link, issue.short_id, issue.title)
-        org = _org_of(issue.link)
+        org = org_of(issue.link)
         alone = _alone(payload, index)
         if ref is not None and org is not None and ref.origin == links and alone is not None:
             found.append(Watched(ref.id, org, alone, chat, thread))
@@ -324,12 +323,6 @@ def _alone(payload: Mapping[str, Any], index: int) -> dict[str, Any] | None:
     if index < len(sections):
         alone["sections"] = [sections[index]]
     return alone
-
-
-def _org_of(link: str | None) -> str | None:
-    """GlitchTip's issue links are <domain>/<org_slug>/issues/<id>."""
-    parts = urlsplit(link or "").path.strip("/").split("/")
-    return parts[-3] if len(parts) >= 3 and parts[-2] == "issues" else None
 
 
 def escalating_line(about: object, words: Words) -> str | None:

@@ -17,6 +17,7 @@ from ..delivery.job import Jobs
 from ..delivery.leadership import Leadership
 from ..delivery.outbox import Outbox
 from ..glitchtip.lookups import IssueLookups
+from ..intake.hidden import HiddenIssues
 from ..intake.last_webhook import LastWebhook
 from ..intake.routed import RoutedWebhooks
 from ..oncall.steps import Escalation
@@ -68,6 +69,8 @@ class Relay:
     poller: Poller | None = None
     # Links pasted in a chat: their look-ups, off the thread that read the update.
     links: Links | None = None
+    # With GLITCHTIP_API_TOKEN: the issues an alert counts and does not attach, named.
+    hidden: HiddenIssues | None = None
     # Whether this process leads the fleet's chores, and their start and stop.
     leadership: Leadership | None = None
     # Asks Telegram at start whether the token and chats work (not with a stand-in Telegram).

@@ -303,6 +303,8 @@ def webhook(secret: str) -> tuple[Response, int]:
     parts = relay.webhooks.take(payload, destination, started)
     for taken in parts:
         relay.last_webhook.accepted(taken.outcome, taken.in_spool, taken.text)
+    if relay.hidden is not None:  # after its own alert is queued, and off this thread
+        relay.hidden.after_webhook(payload, destination)
     if len(parts) == 1:
         return _answered(metrics, started, parts[0])
     answers = [_answered(metrics, started, taken) for taken in parts]

@@ -58,6 +58,7 @@ class Words:
     field_release: str
     field_server: str
     more_issues: Plural
+    more_issues_named: Plural  # with GLITCHTIP_API_TOKEN: named in a message of their own
     issue_label: str
     unknown_payload: str
 
@@ -183,6 +184,7 @@ class Words:
     notice_taken: str
     escalation_call: str
     escalating: str
+    named_hidden: str  # the first line of the issues an alert counted but did not attach
 
     # Silences.
     muted_by: str

@@ -21,7 +21,20 @@ ENGLISH = Words(
     field_release="Release",
     field_server="Server Name",
     more_issues=Plural(
-        ("…and {n} more issue not shown here", "…and {n} more issues not shown here")
+        (
+            "…and {n} more issue GlitchTip did not attach: set GLITCHTIP_API_TOKEN for the "
+            "relay to name it",
+            "…and {n} more issues GlitchTip did not attach: set GLITCHTIP_API_TOKEN for the "
+            "relay to name them",
+        )
+    ),
+    more_issues_named=Plural(
+        (
+            "…and {n} more issue GlitchTip did not attach: named from GlitchTip in a message "
+            "of its own",
+            "…and {n} more issues GlitchTip did not attach: named from GlitchTip in a message "
+            "of their own",
+        )
     ),
     issue_label="Issue",
     unknown_payload="Webhook payload in a shape the relay does not know",
@@ -155,6 +168,10 @@ ENGLISH = Words(
     notice_taken="You are on {label}: the chat sees it, and nobody else is called",
     escalation_call="⏰ Nobody has taken this alert in {minutes} min: {people}",
     escalating="📈 Escalating: {count} events in the last hour · 24 h: {spark}",
+    named_hidden=(
+        "🔎 Named from GlitchTip: an alert counted {total} issues and attached {attached}; "
+        "these are the others"
+    ),
     muted_by="🔇 Muted in this chat by {user} until {until}",
     issue_muted_by="🔇 {label} muted in this chat by {user} until {until}",
     notice_muted="Muted {label} in this chat until {until}; GlitchTip is not changed",

@@ -1,0 +1,280 @@
+"""The issues an alert counted but did not attach, named through GlitchTip's API.
+
+GlitchTip attaches at most MAX_ISSUES_PER_ALERT (3) issues to an alert and counts the rest in
+its text ("GlitchTip Alert (5 issues)"). It never alerts on those again, so without a name they
+are lost to the chat. With GLITCHTIP_API_TOKEN, once the webhook's own alert is queued, the
+relay asks GlitchTip for them, off the webhook's thread, and takes what it finds in as a webhook
+of its own (`RoutedWebhooks`): routed, with buttons, calls and steps, watched, as the attached
+ones are; its first line says what it is (`named_hidden`).
+
+How they are chosen: GlitchTip's rule sends the issues of one project that had enough events
+within its window and had not alerted for that rule. The relay takes the project of an attached
+issue, and of its unresolved issues, newest event first, those seen within the window (the
+project's issue rules' longest, when the token may read them; else FALLBACK_WINDOW), leaving out
+the attached ones and those the chat was already told of, as many as the alert counted and did
+not attach (at most MOST_NAMED). Where that can be wrong: an issue of the project that had an
+event in the window without reaching the rule's count (or that another rule alerted on) can be
+named in place of a hidden one that has had no event since; GlitchTip does not say which issues
+an alert held beyond the ones it attached. A relay that stops between the webhook and the
+look-up names none: the alert's own message still says how many it did not attach.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import islice
+from typing import Any
+
+from ..core.errors import GlitchTipError
+from ..core.process import PerProcess
+from ..core.routing import Destination
+from ..delivery.render import Note
+from ..glitchtip.api import ROUTED_TAGS, GlitchTipApi, ProjectPath
+from ..glitchtip.webhook import IssueAlert, parse_alert
+from ..message.subjects import issue_ref, org_of
+from ..words import Words
+
+log = logging.getLogger(__name__)
+
+# The window when the project's rules cannot be read (a token without project:read): an hour,
+# longer than most rules', so that a hidden issue is not missed; the newest are taken first.
+FALLBACK_WINDOW = 3600.0
+# Named for one alert at most: each costs two requests to GlitchTip.
+MOST_NAMED = 20
+# The issues of the project read, newest event first: one page.
+READ_AT_ONCE = 100
+# GlitchTip's colours by level, as its webhooks give them (apps/issue_events/models.py).
+_COLOR_BY_LEVEL = {"fatal": "#e52b50", "error": "#e52b50", "info": "#4b60b4"}
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """What a webhook's alert left unnamed: how many, of which organization, beside which
+    attached issues (one of which tells the project), for which chat, when it came."""
+
+    origin: str
+    org: str
+    attached: tuple[str, ...]
+    count: int
+    total: int
+    destination: Destination
+    received_at: float
+
+
+def hidden_in(
+    payload: Mapping[str, Any], origin: str, destination: Destination, received_at: float
+) -> Hidden | None:
+    """What the payload's alert counts and does not attach, when its attached issues are
+    GlitchTip's own (at `origin`); None when it attaches every issue it counts."""
+    alert = parse_alert(dict(payload))
+    if not isinstance(alert, IssueAlert) or alert.total <= len(alert.issues):
+        return None
+    ids, orgs = [], set()
+    for issue in alert.issues:
+        ref = issue_ref(issue.link, issue.short_id)
+        org = org_of(issue.link)
+        if ref is not None and ref.origin == origin and org is not None:
+            ids.append(ref.id)
+            orgs.add(org)
+    if not ids or len(orgs) != 1:
+        return None
+    count = alert.total - len(alert.issues)
+    return Hidden(origin, orgs.pop(), tuple(ids), count, alert.total, destination, received_at)
+
+
+class HiddenIssues(PerProcess):
+    """This process's naming of hidden issues: one thread of its own (created lazily, after a
+    fork), each alert's look-up one task on it."""
+
+    def __init__(
+        self,
+        api: GlitchTipApi,
+        take: Callable[[dict[str, Any], Destination, Mapping[str, Any]], object],
+        *,
+        origin: str,
+        told: Callable[[str, str], bool],
+        counted: Callable[[str, int], None] = lambda outcome, count: None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`take`: a webhook's way in (routes, queue, first attempt), with more for its job;
+        `origin`: GlitchTip's (GLITCHTIP_URL's public address, its issues' links); `told`:
+        whether a chat was told of an issue (by id); `counted`: each look-up's outcome."""
+        self._api = api
+        self._origin = origin
+        self._take = take
+        self._told = told
+        self._counted = counted
+        self._clock = clock
+        self._start_in_this_process()
+
+    def _start_over(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    def after_webhook(self, payload: Mapping[str, Any], destination: Destination) -> bool:
+        """A webhook was taken in: when its alert counts issues it does not attach, name them
+        off the caller's thread. Whether it does."""
+        hidden = hidden_in(payload, self._origin, destination, self._clock())
+        if hidden is not None:
+            self.name_later(hidden)
+        return hidden is not None
+
+    def name_later(self, hidden: Hidden) -> None:
+        """Look the hidden issues up and take them in, off the caller's thread."""
+        self._here()
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="relay-hidden")
+            self._pool.submit(self.name, hidden)
+
+    def name(self, hidden: Hidden) -> int:
+        """Look them up and take them in now; how many were named."""
+        try:
+            found = self._found(hidden)
+        except GlitchTipError as exc:
+            log.warning(
+                "the %d issue(s) an alert counted and did not attach could not be named: %s",
+                hidden.count,
+                exc,
+            )
+            self._counted("failed", hidden.count)
+            return 0
+        except Exception:  # a bug here must not reach the pool unseen
+            log.exception("naming the issues an alert did not attach failed")
+            self._counted("failed", hidden.count)
+            return 0
+        if not found:
+            log.warning(
+                "the %d issue(s) an alert counted and did not attach were not found in "
+                "GlitchTip (none of the project's unresolved issues seen in the window is "
+                "new to the chat)",
+                hidden.count,
+            )
+            self._counted("not_found", hidden.count)
+            return 0
+        about = {"attached": len(hidden.attached), "total": hidden.total}
+        self._take(named_payload(found, hidden), hidden.destination, {"named_hidden": about})
+        log.info(
+            "named %d of the %d issue(s) an alert counted and did not attach: %s",
+            len(found),
+            hidden.count,
+            ", ".join(str(issue.get("shortId") or issue.get("id")) for issue, _ in found),
+        )
+        self._counted("named", len(found))
+        if len(found) < hidden.count:
+            self._counted("not_found", hidden.count - len(found))
+        return len(found)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _found(self, hidden: Hidden) -> list[tuple[dict[str, Any], dict[str, str]]]:
+        """The issues chosen (the module's docstring says how), each with its routed tags."""
+        project = self._api.issue(hidden.attached[0]).get("project") or {}
+        project_id, slug = str(project.get("id", "")), str(project.get("slug", ""))
+        if not project_id.isdigit():
+            raise GlitchTipError(f"issue {hidden.attached[0]} names no project")
+        since = hidden.received_at - self._window(hidden.org, slug)
+        listed = self._api.project_issues(hidden.org, project_id, limit=READ_AT_ONCE)
+        chat = str(hidden.destination.chat)
+        new_here = (i for i in _candidates(listed, hidden, since) if not self._told(chat, i))
+        chosen = list(islice(new_here, min(hidden.count, MOST_NAMED)))
+        return [self._api.issue_in(hidden.org, issue_id) for issue_id in chosen]
+
+    def _window(self, org: str, slug: str) -> float:
+        """The project's issue rules' longest window, or FALLBACK_WINDOW when they cannot be
+        read (the token's scopes) or say none."""
+        try:
+            rules = self._api.alert_rules(ProjectPath(org, slug))
+        except (GlitchTipError, ValueError):
+            return FALLBACK_WINDOW
+        minutes = [
+            span
+            for rule in rules
+            if not rule.get("uptime") and isinstance(span := rule.get("timespanMinutes"), int)
+        ]
+        return 60.0 * max(minutes) if minutes else FALLBACK_WINDOW
+
+
+def _candidates(listed: list[dict[str, Any]], hidden: Hidden, since: float) -> list[str]:
+    """Of the project's issues as listed (newest event first), the unresolved ones seen since
+    `since` that the alert did not attach: their ids."""
+    return [
+        str(issue.get("id", ""))
+        for issue in listed
+        if str(issue.get("id", "")) not in hidden.attached
+        and issue.get("status") == "unresolved"
+        and (_time(issue.get("lastSeen")) or 0.0) >= since
+    ]
+
+
+def named_payload(
+    found: list[tuple[dict[str, Any], dict[str, str]]], hidden: Hidden
+) -> dict[str, Any]:
+    """The issues found, as GlitchTip's webhook would have attached them (apps/alerts/
+    webhooks.py), with `named_hidden` saying what they are."""
+    attachments, sections = [], []
+    for issue, tags in found:
+        link = f"{hidden.origin}/{hidden.org}/issues/{issue.get('id')}"
+        project = issue.get("project") or {}
+        fields = [{"title": "Project", "value": str(project.get("name", "")), "short": True}]
+        # The tags GlitchTip's webhook puts in the fields, in its order, by the fields' titles.
+        fields += [
+            {"title": title, "value": tags[title], "short": key != "release"}
+            for key, title in ROUTED_TAGS.items()
+            if tags.get(title)
+        ]
+        title = str(issue.get("title") or "")
+        attachments.append(
+            {
+                "title": title,
+                "title_link": link,
+                "text": issue.get("culprit") or None,
+                "image_url": None,
+                "color": _COLOR_BY_LEVEL.get(str(issue.get("level", "")).lower()),
+                "fields": fields,
+                "mrkdown_in": ["text"],
+            }
+        )
+        short_id = issue.get("shortId") or f"#{issue.get('id')}"
+        sections.append(
+            {"activityTitle": title, "activitySubtitle": f"[View Issue {short_id}]({link})"}
+        )
+    count = len(attachments)
+    return {
+        "alias": "GlitchTip",
+        "text": "GlitchTip Alert" + (f" ({count} issues)" if count > 1 else ""),
+        "attachments": attachments,
+        "sections": sections,
+    }
+
+
+def named_hidden_line(about: object, words: Words) -> str | None:
+    """The first line of the issues named: how many the alert counted and attached."""
+    if not isinstance(about, dict):
+        return None
+    return words.named_hidden.format(
+        attached=int(about.get("attached", 0)), total=int(about.get("total", 0))
+    )
+
+
+NAMED_HIDDEN = Note("named_hidden", named_hidden_line)
+
+
+def _time(raw: object) -> float | None:
+    """An ISO 8601 time as GlitchTip's API writes it ('2026-12-04T19:04:18.522Z')."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
