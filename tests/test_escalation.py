@@ -197,3 +197,63 @@ def test_the_on_call_guide_s_routes_read_as_written_and_routes_check_says_them(
         "@vera_lead after 30m if nobody "
         "acts, then @vera_lead after 1h if nobody acts, then @vera_lead after 90m if nobody acts"
     ) in out.getvalue()
+
+
+DIGEST = SentMessage(
+    CHAT,
+    42,
+    "<b>🗂 2 alerts</b>",
+    SENT_AT,
+    buttons=(
+        IssueButton("key-5", "5", GLITCHTIP, "BACKEND-5A"),
+        IssueButton("key-6", "6", GLITCHTIP, "BACKEND-6A"),
+    ),
+)
+
+
+def test_calls_follow_issues_one_resolved_of_a_digest_leaves_the_other_called_by_name(
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
+) -> None:
+    fake_time.now = SENT_AT + 240
+    chat = Chat.of(built, fake_time, DIGEST)
+    assert chat.relay.spool is not None
+    chat.relay.spool.of(EscalationStore).plan(CHAT, None, 42, SENT_AT, [LEAD, CTO])
+    glitchtip.put(f"{GLITCHTIP}/api/0/issues/5/", json={"id": "5", "status": "resolved"})
+    chat.update(press(callback_data("resolve", "key-5"), 11, message_id=42))
+    assert fire(chat, SENT_AT + 600) == (1, 0)  # BACKEND-6A is still nobody's
+    assert chat.telegram.replies[-1][3] == "⏰ Nobody has taken BACKEND-6A in 10 min: @lead"
+    chat.update(press(callback_data("take", "key-6"), 12, message_id=42))
+    # Each issue taken or closed: the press stopped the calls left.
+    assert fire(chat, SENT_AT + 1800) == (0, 0)
+    assert len(chat.telegram.replies) == 1
+
+
+def test_on_it_is_the_issues_on_every_message_of_the_chat_that_shows_it(
+    built: Callable[..., Relay], fake_time: FakeTime
+) -> None:
+    """The same issue on its first card and on a later message (an escalating re-post, a
+    link's card): On it on one is On it on both, and the other's calls stop too."""
+    fake_time.now = SENT_AT + 240
+    again = SentMessage(
+        CHAT,
+        43,
+        "<b>📈 Escalating</b>",
+        SENT_AT + 100,
+        buttons=(IssueButton("again-key", "4", GLITCHTIP, "BACKEND-4A"),),
+    )
+    chat = Chat.of(built, fake_time, SENT, again)
+    assert chat.relay.spool is not None
+    chat.relay.spool.of(EscalationStore).plan(CHAT, None, 41, SENT_AT, [LEAD])
+    chat.relay.spool.of(EscalationStore).plan(CHAT, None, 43, SENT_AT + 100, [LEAD])
+    chat.update(press(callback_data("take", "again-key"), 13, message_id=43))
+    chat.settle()
+    edited = {message_id: html for _, message_id, html, _ in chat.telegram.edits}
+    assert sorted(edited) == [41, 43]
+    assert all(html.endswith("👀 @ada is on it since 08:04 UTC") for html in edited.values())
+    for _, _, _, keyboard in chat.telegram.edits:
+        assert "👀 On it" not in json.dumps(keyboard, ensure_ascii=False)
+    assert fire(chat, SENT_AT + 3600) == (0, 0)  # both stopped at the press
+    assert chat.telegram.replies == []
+    # On it pressed on the first card after: the issue is someone's already.
+    chat.update(press(callback_data("take", "the-key"), 14))
+    assert chat.answered()[-1][1] is True  # said as an alert: out of date

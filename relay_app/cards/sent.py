@@ -88,18 +88,30 @@ class SentStore:
         """A kept message (a reply names it); None when not (or no longer) kept."""
         return self._store.read(lambda tx: _message(tx, chat, message_id))
 
-    def take(self, key: str, *, by: str, at: float) -> bool:
-        """Record "On it" for the button's issue: of presses at the same moment, one takes it.
-        False when it is not kept, someone has it already, or it is resolved or ignored."""
+    def take(self, key: str, *, by: str, at: float) -> list[int]:
+        """Record "On it" for the button's issue, in its chat: on every message there that
+        shows it, so each card says who has it and none offers On it again. Of presses at the
+        same moment, one takes it. The messages now showing the taker (the pressed one first);
+        none when it is not kept, someone has it already, or it is resolved or ignored."""
 
-        def take(tx: Tx) -> bool:
-            taken = tx.one(
+        def take(tx: Tx) -> list[int]:
+            pressed = tx.one(
                 "UPDATE issue_buttons SET taken_by = ?, taken_at = ? WHERE key = ?"
                 " AND taken_by IS NULL AND (status IS NULL OR status = 'unresolved')"
-                " RETURNING key",
+                " RETURNING chat, message_id, issue_id, origin",
                 (by, tx.at.db, key),
             )
-            return taken is not None
+            if pressed is None:
+                return []
+            others = tx.all(
+                "UPDATE issue_buttons SET taken_by = ?, taken_at = ? WHERE chat = ?"
+                " AND issue_id = ? AND origin = ? AND key != ? AND taken_by IS NULL"
+                " AND (status IS NULL OR status = 'unresolved') RETURNING message_id",
+                (by, tx.at.db, pressed["chat"], pressed["issue_id"], pressed["origin"], key),
+            )
+            shown = [int(pressed["message_id"])]
+            shown += sorted({int(row["message_id"]) for row in others} - set(shown))
+            return shown
 
         return self._store.write(take, now=at)
 

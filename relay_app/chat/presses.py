@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, tzinfo
 from typing import Any, Literal, Protocol
 
@@ -309,16 +309,20 @@ class Presses:
         """On it: who has the issue is kept and shown on the card, and nobody else is called
         for the alert. GlitchTip is not changed (it has no assignee here)."""
         try:
-            taken = self._team.store.take(key, by=press.by.handle, at=self._team.clock())
+            shown = self._team.store.take(key, by=press.by.handle, at=self._team.clock())
         except SpoolError as exc:
             self._unavailable(press, "could not be recorded", exc)
             return
-        if not taken:
+        if not shown:
             self._out_of_date(press, "take", button, "came as another took it, or it was closed")
             return
-        self._acted_on(message)
         said = self._team.words.notice_taken.format(label=button.label)
-        self._update_message(press, message, said)
+        # Every message of the chat that shows the issue says who has it, and its calls stop
+        # once each of its issues is taken or closed.
+        for message_id in shown:
+            showing = replace(message, message_id=message_id)
+            self._acted_on(showing)
+            self._update_message(press, showing, said)
         log.info(
             "%s is on %s",
             press.by.handle,

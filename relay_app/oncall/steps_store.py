@@ -42,9 +42,12 @@ class EscalationStore:
         )
 
     def stop(self, chat: str, message_id: int, *, now: float) -> int:
-        """Someone acted on the alert: its steps still waiting will not fire. How many."""
+        """Someone acted on one of the alert's issues: once each of them is taken, resolved,
+        ignored or muted, its steps still waiting will not fire. How many were stopped."""
 
         def stop(tx: Tx) -> int:
+            if any(open_ for _, open_ in _issues(tx, chat, message_id)):
+                return 0  # its other issues still call
             stopped = tx.all(
                 "UPDATE escalations SET state = 'stopped' WHERE chat = ? AND message_id = ?"
                 " AND state = 'waiting' RETURNING step",
@@ -106,7 +109,9 @@ def _fire_due(tx: Tx) -> Fired:
     fired = stopped = 0
     for row in due:
         chat, message_id = str(row["chat"]), int(row["message_id"])
-        acted = _acted_on(tx, chat, message_id)
+        issues = _issues(tx, chat, message_id)
+        left = [label for label, open_ in issues if open_]
+        acted = bool(issues) and not left
         changed = tx.one(
             "UPDATE escalations SET state = ? WHERE chat = ? AND message_id = ? AND step = ?"
             " AND state = 'waiting' RETURNING step",
@@ -117,27 +122,42 @@ def _fire_due(tx: Tx) -> Fired:
         if acted:
             stopped += 1
             continue
-        _reply(tx, row, chat, message_id)
+        _reply(tx, row, chat, message_id, left if len(issues) > 1 else [])
         fired += 1
     if fired:
         tx.notify()
     return Fired(fired, stopped)
 
 
-def _acted_on(tx: Tx, chat: str, message_id: int) -> bool:
-    found = tx.one(
-        "SELECT key FROM issue_buttons WHERE chat = ? AND message_id = ? AND (taken_at IS NOT"
-        " NULL OR acted_at IS NOT NULL OR silence_id IS NOT NULL) LIMIT 1",
+def _issues(tx: Tx, chat: str, message_id: int) -> list[tuple[str, bool]]:
+    """The message's issues in its order, each with whether it is still open to a call:
+    nobody took, resolved, ignored or muted it. None kept (an alert about no issue): its steps
+    call until they are done."""
+    found = tx.all(
+        "SELECT label, taken_at, status, silence_id FROM issue_buttons"
+        " WHERE chat = ? AND message_id = ? ORDER BY position",
         (chat, message_id),
     )
-    return found is not None
+    return [
+        (
+            str(row["label"]),
+            row["taken_at"] is None
+            and row["status"] not in ("resolved", "ignored")
+            and row["silence_id"] is None,
+        )
+        for row in found
+    ]
 
 
-def _reply(tx: Tx, row: Row, chat: str, message_id: int) -> None:
-    """The step's reply under the alert, as a job of the one path to the chat."""
+def _reply(tx: Tx, row: Row, chat: str, message_id: int, left: Sequence[str]) -> None:
+    """The step's reply under the alert, as a job of the one path to the chat: naming the
+    issues it calls for (`left`: those of a message about several that nobody acted on)."""
     people = " ".join(str(person) for person in json.loads(str(row["people"])))
     minutes = str(max(1, round(float(row["after_seconds"]) / 60)))
-    said = Said("escalation_call", {"minutes": minutes, "people": people})
+    values = {"minutes": minutes, "people": people}
+    said = Said("escalation_call", values)
+    if left:
+        said = Said("escalation_call_issues", {**values, "labels": ", ".join(left)})
     thread = int_or_null(row["thread"])
     where = Destination(parse_chat_id(chat) or chat, thread)
     rows.insert(

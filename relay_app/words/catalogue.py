@@ -183,6 +183,7 @@ class Words:
     issue_taken_by: str
     notice_taken: str
     escalation_call: str
+    escalation_call_issues: str  # a step of a message about several issues: those left
     escalating: str
     named_hidden: str  # the first line of the issues an alert counted but did not attach
 

@@ -167,6 +167,7 @@ ENGLISH = Words(
     issue_taken_by="👀 {user} is on {label} since {time}",
     notice_taken="You are on {label}: the chat sees it, and nobody else is called",
     escalation_call="⏰ Nobody has taken this alert in {minutes} min: {people}",
+    escalation_call_issues="⏰ Nobody has taken {labels} in {minutes} min: {people}",
     escalating="📈 Escalating: {count} events in the last hour · 24 h: {spark}",
     named_hidden=(
         "🔎 Named from GlitchTip: an alert counted {total} issues and attached {attached}; "

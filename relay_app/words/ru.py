@@ -186,6 +186,7 @@ RUSSIAN = Words(
     issue_taken_by="👀 {user} занимается {label} с {time}",
     notice_taken="{label} за вами: чат это видит, больше никого не зовём",
     escalation_call="⏰ За {minutes} мин алерт никто не взял: {people}",
+    escalation_call_issues="⏰ За {minutes} мин никто не взял {labels}: {people}",
     escalating="📈 Резкий рост — событий за последний час: {count} · 24 ч: {spark}",
     named_hidden=(
         "🔎 Найдено в GlitchTip: алерт насчитал проблем: {total}, приложил: {attached}; "
