@@ -3,7 +3,7 @@ the relay's messages (replies.py), each routed to its handler (`route_updates`).
 
 `TELEGRAM_UPDATES=poll`: every process has a `Poller` (one object owning its thread and stop
 event, created with the app), and the fleet's leader runs it (delivery/leadership.py): it
-long-polls `getUpdates` from the offset kept in the leader's row, which only the current term
+long-polls `getUpdates` from the offset kept beside the leader's lease, which only the current term
 moves on (spool/leader.py), so a leader that hands over late confirms nothing. Telegram answers
 a second concurrent poller with 409 Conflict, so a leader that stops ends its poll before it
 lets its lease go, and the next leader takes over at once.
@@ -86,8 +86,8 @@ class UpdatesOffset(Protocol):
 
 class Poller(OwnThread):
     """This process's poll for Telegram's updates, run while it leads the fleet
-    (delivery/leadership.py): from the offset in the leader's row, moved on under its term
-    (spool/leader.py)."""
+    (delivery/leadership.py): from the offset kept beside the leader's lease, moved on under
+    its term (spool/leader.py)."""
 
     thread_name = "relay-updates"
 

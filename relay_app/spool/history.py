@@ -492,12 +492,16 @@ def setup_found(types: Types) -> list[str]:
 
 
 def offset_in_the_leaders_term(types: Types) -> list[str]:
-    """The offset of Telegram's updates in the leader's row: the leader polls them, and its
-    term's token fences a late one's confirmations (chat/updates.py). The poller's own lease
-    goes: it only ever named the leader again."""
+    """The offset of Telegram's updates, moved on by the leader under its term's token
+    (chat/updates.py, spool/leader.py). The poller's own lease goes: it only ever named the
+    leader again. The offset keeps a row of its own, apart from the lease's: a leader stopped
+    while it confirms an update (a SIGSTOP) holds that row's lock, never the lease's."""
     return [
-        f"ALTER TABLE leader ADD COLUMN next_update {types.big} NOT NULL DEFAULT 0",
-        "UPDATE leader SET next_update ="
-        " COALESCE((SELECT next_update FROM updates_poller WHERE id = 1), 0)",
+        f"""CREATE TABLE updates_offset (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    next_update {types.big} NOT NULL DEFAULT 0  -- getUpdates' offset: the first unconfirmed
+)""",
+        "INSERT INTO updates_offset (id, next_update)"
+        " SELECT 1, COALESCE((SELECT next_update FROM updates_poller WHERE id = 1), 0)",
         "DROP TABLE updates_poller",
     ]

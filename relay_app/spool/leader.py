@@ -9,10 +9,12 @@ lapses, and the chores go on elsewhere; each chore is its own unit of work in th
 that a late leader still runs is never done twice. A holder gone from this host (crashed,
 killed) frees it at once. Times are the store's.
 
-The row also keeps the offset of Telegram's updates (`getUpdates`), which the leader polls
-(chat/updates.py): read and moved on only under the term's token, so a leader that stalled
-past its term, and still handles what its last poll brought, moves nothing once another
-leads; the next leader reads on from the first update the last did not confirm.
+The offset of Telegram's updates (`getUpdates`), which the leader polls (chat/updates.py), is
+read and moved on only under the term's token, so a leader that stalled past its term, and
+still handles what its last poll brought, moves nothing once another leads; the next leader
+reads on from the first update the last did not confirm. It keeps a row of its own
+(`updates_offset`): the lease's row is locked only by a take, never by a confirmation, so a
+leader stopped mid-confirmation cannot hold up the next one's take.
 """
 
 from __future__ import annotations
@@ -80,7 +82,11 @@ class LeaderLease:
         (another process leads). Raises SpoolError."""
 
         def read(tx: Tx) -> int | None:
-            row = tx.one("SELECT next_update FROM leader WHERE id = 1 AND token = ?", (token,))
+            row = tx.one(
+                "SELECT next_update FROM updates_offset"
+                " WHERE EXISTS (SELECT 1 FROM leader WHERE id = 1 AND token = ?)",
+                (token,),
+            )
             return None if row is None else int(row["next_update"])
 
         return self._store.read(read)
@@ -91,8 +97,9 @@ class LeaderLease:
 
         def confirm(tx: Tx) -> bool:
             row = tx.one(
-                "UPDATE leader SET next_update = CASE WHEN next_update > ? THEN next_update"
-                " ELSE ? END WHERE id = 1 AND token = ? RETURNING id",
+                "UPDATE updates_offset SET next_update = CASE WHEN next_update > ?"
+                " THEN next_update ELSE ? END"
+                " WHERE EXISTS (SELECT 1 FROM leader WHERE id = 1 AND token = ?) RETURNING id",
                 (next_update, next_update, token),
             )
             return row is not None
