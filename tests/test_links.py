@@ -9,6 +9,7 @@ mocked by `responses`, on the test's clock."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -123,7 +124,7 @@ def test_a_link_to_an_issue_gets_its_card_with_buttons_in_reply(
     chat.update(message(f"what is this? {LINK} it broke checkout", 1))
     [card] = cards(chat)
     lines = card.text.split("\n")
-    assert lines[0] == "🔗 BACKEND-4A · unresolved · 120 events"
+    assert lines[0] == "🔗 BACKEND-4A · unresolved · seen 120 times"
     assert "ZeroDivisionError: division by zero" in lines
     assert card.reply_to == 701
     # GLITCHTIP_URL's: the issue asked for among the link's organization's, then read.
@@ -136,6 +137,29 @@ def test_a_link_to_an_issue_gets_its_card_with_buttons_in_reply(
     kept = chat.relay.spool.of(SentStore).message(CHAT, 1)
     assert kept is not None
     assert [(b.issue_id, b.label) for b in kept.buttons] == [("4", "BACKEND-4A")]
+
+
+def test_a_links_card_of_an_issue_someone_has_says_who_and_offers_no_on_it(chat: Chat) -> None:
+    """An issue is one thing in the chat: its first card was taken (On it), so the card a
+    pasted link gets says who has it and offers On it no more."""
+    first = SentMessage(
+        CHAT,
+        41,
+        "<b>🔴 GlitchTip Alert</b>",
+        NOW - 600,
+        buttons=(IssueButton("first-key", "4", GLITCHTIP, "BACKEND-4A"),),
+    )
+    store = chat.store
+    store.keep(first, [])
+    assert store.take("first-key", by="@ada", at=NOW - 300) == [41]
+    chat.update(message(f"who has this? {LINK}", 1))
+    [card] = cards(chat)
+    assert card.text.startswith("🔗 BACKEND-4A · unresolved")
+    chat.settle()
+    [(_, message_id, html_text, keyboard)] = chat.telegram.edits
+    assert message_id == 1  # the link's card, as soon as it was sent
+    assert html_text.endswith("👀 @ada is on it since 07:55 UTC")
+    assert "👀 On it" not in json.dumps(keyboard, ensure_ascii=False)
 
 
 def test_a_link_again_within_ten_minutes_gets_no_second_card(chat: Chat) -> None:

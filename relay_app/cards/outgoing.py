@@ -189,7 +189,13 @@ class Outgoing:
         message = SentMessage(
             sent.chat, sent.message_id, sent.html, self._clock(), (), plan.buttons
         )
-        return lambda tx: keep_in(tx, message, outages)
+        outbox = self._outbox
+
+        def keep(tx: Tx) -> None:
+            if keep_in(tx, message, outages):  # an issue someone has: the card says who
+                outbox.card_in(tx, sent.chat, sent.message_id)
+
+        return keep
 
     def _outages_ended(
         self, alerts: Sequence[Message], destination: Destination

@@ -322,8 +322,10 @@ class SentStore:
         return self._store.write(prune)
 
 
-def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> None:
-    """`SentStore.keep`, in a unit of work under way (a delivery's)."""
+def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
+    """`SentStore.keep`, in a unit of work under way (a delivery's). Whether an issue it shows
+    was someone's already in the chat (On it on an earlier message, the issue open since): its
+    buttons say so too, and its card is to be edited to show it."""
     tx.execute(
         "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at)"
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat, message_id) DO UPDATE"
@@ -353,6 +355,7 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> None:
             for n, b in enumerate(message.buttons)
         ],
     )
+    inherited = _taken_already(tx, message) if message.buttons else False
     tx.executemany(
         "INSERT INTO outages (lane, link, chat, message_id, name, down_at)"
         " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (lane, link) DO UPDATE"
@@ -360,6 +363,27 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> None:
         " name = excluded.name, down_at = excluded.down_at",
         [(o.lane, o.link, o.chat, o.message_id, o.name, tx.at.to_db(o.down_at)) for o in outages],
     )
+    return inherited
+
+
+# An issue's earlier button in the chat, taken and open since (the row updated is the new one's).
+_EARLIER = (
+    "FROM issue_buttons AS o WHERE o.chat = issue_buttons.chat"
+    " AND o.issue_id = issue_buttons.issue_id AND o.origin = issue_buttons.origin"
+    " AND o.taken_by IS NOT NULL AND (o.status IS NULL OR o.status = 'unresolved')"
+)
+_INHERIT_TAKER = (
+    f"UPDATE issue_buttons SET taken_by = (SELECT o.taken_by {_EARLIER} ORDER BY o.taken_at"  # noqa: S608 (fixed text)
+    f" LIMIT 1), taken_at = (SELECT min(o.taken_at) {_EARLIER})"
+    " WHERE chat = ? AND message_id = ? AND taken_by IS NULL"
+    f" AND EXISTS (SELECT 1 {_EARLIER}) RETURNING key"
+)
+
+
+def _taken_already(tx: Tx, message: SentMessage) -> bool:
+    """The message's issues that someone has in the chat, taken on another of its messages and
+    open since, marked as theirs here too. Whether there were any."""
+    return bool(tx.all(_INHERIT_TAKER, (message.chat, message.message_id)))
 
 
 def recovered_in(tx: Tx, outage: Outage, note: str) -> SentMessage | None:

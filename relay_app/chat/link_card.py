@@ -55,13 +55,19 @@ def _project_name(project: object) -> str | None:
 
 
 def link_card_line(about: Mapping[str, Any], words: Words) -> str:
-    """The card's first line: '🔗 BACKEND-1A · unresolved · 120 events'."""
+    """The card's first line: '🔗 BACKEND-1A · unresolved · seen 120 times'."""
     status = {
         "resolved": words.link_card_resolved,
         "ignored": words.link_card_ignored,
     }.get(str(about.get("status")), words.link_card_unresolved)
+    count = str(about.get("events"))
+    events = (
+        words.count(words.seen_times, int(count))
+        if count.isdigit()
+        else words.seen_times.forms[-1].format(n="?")  # GlitchTip did not say
+    )
     return words.link_card.format(
-        label=str(about.get("label") or "?"), status=status, events=str(about.get("events"))
+        label=str(about.get("label") or "?"), status=status, events=events
     )
 
 

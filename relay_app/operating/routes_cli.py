@@ -66,7 +66,9 @@ def _check(args: argparse.Namespace, console: Console) -> int:
         )
     for route in table.routes:
         print(f"route {route.number} “{route.name}”: {_describe(route)}", file=console.out)
-    print(f"{table.source}: {len(table.routes)} routes, first match wins", file=console.out)
+    count = len(table.routes)
+    routes = f"{count} route" + ("" if count == 1 else "s")
+    print(f"{table.source}: {routes}, first match wins", file=console.out)
     return 0
 
 

@@ -59,7 +59,8 @@ def summary_line(settings: Settings, listening: Sequence[str]) -> str:
     )
     routes = settings.routes
     # The routes in force: after a reload that refused a broken file, the last good one's.
-    routed = f"; {len(routes.routes)} routes from {routes.source}" if routes else ""
+    count = len(routes.routes)
+    routed = f"; {count} route{'' if count == 1 else 's'} from {routes.source}" if routes else ""
     return (
         f"relay_app {version()}: listening on {', '.join(listening)}; {chat}; {spool}; "
         f"language {settings.language}; {buttons}; {telegram}{glitchtip}{routed}"

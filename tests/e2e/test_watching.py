@@ -178,7 +178,7 @@ def test_a_link_pasted_in_the_chat_gets_the_issues_card_whose_buttons_act(
     fake_telegram.say(CHAT_ID, f"it is {link} again", user_id=4343, username="bo")
     assert wait_until(lambda: fake_telegram.replies_to(CHAT_ID, said), timeout=15), relay.logs()
     [card] = fake_telegram.replies_to(CHAT_ID, said)
-    assert card.visible().split("\n")[0] == "🔗 BACKEND-12A · unresolved · 3 events"
+    assert card.visible().split("\n")[0] == "🔗 BACKEND-12A · unresolved · seen 3 times"
     assert "KeyError: 'user'" in card.visible()
     assert "✅ Resolve" in labels(card)
     # Telegram shows the card a moment before the relay has kept its buttons; a person's press
