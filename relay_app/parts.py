@@ -138,7 +138,9 @@ def post_escalating(webhooks: RoutedWebhooks, issue: Watched, found: Trend) -> N
     payload = {"alias": "GlitchTip", "text": "GlitchTip Alert", **issue.alert}
     where = Destination(parse_chat_id(issue.chat) or issue.chat, issue.thread)
     escalating = {"count": found.last_hour, "spark": found.sparkline}
-    webhooks.take(payload, where, time.monotonic(), also={"escalating": escalating})
+    # Posted again: never said to be new, and its calls are its first message's (oncall/steps.py).
+    also = {"escalating": escalating, "again": True}
+    webhooks.take(payload, where, time.monotonic(), also=also)
 
 
 def daily_summaries_for(basis: Basis) -> DailySummaries | None:

@@ -16,7 +16,7 @@ from relay_app.message.trend import sparkline, trend
 from relay_app.routes import parse_routes
 from relay_app.watch.store import Watched, WatchStore
 from tests.conftest import FakeTime, run_background
-from tests.fake_glitchtip import TOKEN, FakeGlitchTip, running_fake_glitchtip
+from tests.fake_glitchtip import TOKEN, FakeGlitchTip, iso_time, running_fake_glitchtip
 from tests.in_process import ScriptedTelegram
 from tests.payloads import issue, issue_alert
 from tests.prometheus import parse, value
@@ -231,3 +231,28 @@ def test_an_answer_that_cannot_be_glitchtips_spoils_its_issue_alone_said_once(
         for issue in relay.spool.of(WatchStore).overview("-1001234567890", now=fake_time())
     }
     assert seen["5"] == 3  # what it read of the others is kept
+
+
+def test_an_escalating_post_of_a_new_issue_says_why_never_new_and_starts_no_second_chain(
+    built: Callable[..., Relay], fake: FakeGlitchTip, fake_time: FakeTime
+) -> None:
+    routes = parse_routes(
+        "[[route]]\ntitle = 'Boom'\nescalate = [{ after = '10m', mention = ['@lead'] }]\n",
+        "r.toml",
+    )
+    relay, telegram = relay_for(built, fake, fake_time, routes=routes, details_budget=2.0)
+    alerted(relay, fake, fake_time, 1)
+    fake.issues["1"]["firstSeen"] = iso_time(NOW - 300)  # five minutes old, and spiking
+    fake.hourly["1"] = quiet_day(last_hour=500)
+    assert relay.watcher is not None
+    assert relay.watcher.round().escalating == 1
+    run_background(relay.dispatcher, fake_time)
+    [sent] = telegram.delivered
+    assert sent.text.startswith("📈 Escalating: 500 events in the last hour")
+    assert "🆕 New issue" not in sent.text
+    assert "first seen 5 min ago" in sent.text
+    assert relay.spool is not None
+    steps = relay.spool.of(
+        lambda store: store.read(lambda tx: tx.all("SELECT step FROM escalations"))
+    )
+    assert steps == []  # its calls are its first message's: the lead is not paged twice

@@ -337,7 +337,13 @@ class Renderer:
             if (found := details_from_json(value)) is not None
         }
         mentions = tuple(str(m) for m in job.data.get("mentions") or ())
-        message = self.webhook(payload, mentions, details=details, received_at=job.received_at)
+        message = self.webhook(
+            payload,
+            mentions,
+            details=details,
+            received_at=job.received_at,
+            again=bool(job.data.get("again")),
+        )
         return self._noted(message, job.data)
 
     def _noted(self, message: Message, data: Mapping[str, Any]) -> Message:
@@ -355,6 +361,7 @@ class Renderer:
         details: Mapping[str, IssueDetails] | None = None,
         received_at: float,
         vetted: bool = True,
+        again: bool = False,
     ) -> Message:
         """A webhook's alert as its job renders it (`details`: its issues' from GlitchTip's
         API, by issue id): its issues whose links are not GlitchTip's own get no buttons;
@@ -366,6 +373,7 @@ class Renderer:
             details=details,
             now=received_at,
             names_hidden_at=self._buttons_at,
+            again=again,
         )
         subjects = message.subjects
         if self._buttons_at is not None and vetted:

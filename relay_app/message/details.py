@@ -23,8 +23,11 @@ WHERE_LIMIT = 120
 VALUE_LIMIT = 300
 
 
-def detail_spans(details: IssueDetails, words: Words, *, title: str, now: float) -> list[Span]:
-    """The lines under an issue's title (each begins with a line break)."""
+def detail_spans(
+    details: IssueDetails, words: Words, *, title: str, now: float, new: bool = True
+) -> list[Span]:
+    """The lines under an issue's title (each begins with a line break); `new` False: never
+    '🆕 New issue' (an issue posted again, whose first message said it)."""
     spans: list[Span] = []
     if details.frame is not None:
         at = frame_where(details.frame, words)
@@ -32,7 +35,7 @@ def detail_spans(details: IssueDetails, words: Words, *, title: str, now: float)
         if details.frame.source:
             source = shorten(clean(details.frame.source, single_line=True), SOURCE_LIMIT)
             spans += [Span("\n"), value(source, code=True)]
-    seen = seen_words(details, words, now=now)
+    seen = seen_words(details, words, now=now, new=new)
     if seen:
         spans += [Span(f"\n{seen}")]
     # An error's level goes without saying; a fatal one looks like any error by its colour,
@@ -45,7 +48,7 @@ def detail_spans(details: IssueDetails, words: Words, *, title: str, now: float)
     return spans
 
 
-def seen_words(details: IssueDetails, words: Words, *, now: float) -> str:
+def seen_words(details: IssueDetails, words: Words, *, now: float, new: bool = True) -> str:
     """'🆕 New issue, first seen 2 min ago · seen 3 times', '🔁 Seen 1204 times · first seen
     3 d ago · 24 h: ▁▁▂█' (the hours when the watcher has read them), or less when GlitchTip
     did not say."""
@@ -54,9 +57,9 @@ def seen_words(details: IssueDetails, words: Words, *, now: float) -> str:
         seen = words.count(words.seen_times, details.count)
     if details.first_seen is not None:
         age = now - details.first_seen
-        if age < NEW_WITHIN:
-            new = words.new_issue.format(age=words.duration(age))
-            return " · ".join(filter(None, [new, seen]))  # new: the watcher has no hours yet
+        if new and age < NEW_WITHIN:
+            fresh = words.new_issue.format(age=words.duration(age))
+            return " · ".join(filter(None, [fresh, seen]))  # new: the watcher has no hours yet
         first = words.first_seen.format(age=words.duration(age))
     said = " · ".join(filter(None, [seen, first]))
     trend = words.trend_24h.format(spark=sparkline(details.hourly)) if any(details.hourly) else ""

@@ -119,12 +119,14 @@ def message_for(
     details: Mapping[str, IssueDetails] | None = None,
     now: float = 0.0,
     names_hidden_at: str | None = None,
+    again: bool = False,
 ) -> Message:
     """The message for a GlitchTip payload, in `words`' language, as a job renders it when it
     is sent and `relay-app preview` shows it: with its issues' details from GlitchTip's API
     (by issue id) when `details` gives them (`now` then says how long ago an issue was first
     seen). `names_hidden_at`: GlitchTip's origin when the relay names the issues an alert of
-    its issues there counts and does not attach (intake/hidden.py)."""
+    its issues there counts and does not attach (intake/hidden.py); `again`: its issues posted
+    again (an escalating issue: watch/watcher.py), never said to be new."""
     try:
         alert = parse_alert(payload)
         subjects = subjects_of(alert)
@@ -138,7 +140,7 @@ def message_for(
             and ref.id in details
         }
         named = any(ref.origin == names_hidden_at for ref in subjects.issues)
-        formatted = format_alert(alert, words, by_link, now=now, hidden_named=named)
+        formatted = format_alert(alert, words, by_link, now=now, hidden_named=named, again=again)
         return replace(formatted, subjects=subjects)
     except Exception:
         # A bug in reading one payload shape must not cost the alert: forward it raw instead.
@@ -155,6 +157,7 @@ def format_alert(
     *,
     now: float = 0.0,
     hidden_named: bool = False,
+    again: bool = False,
 ) -> Message:
     """The alert's message, its shorter entry for digests when it is long (most are not: one
     issue is about 150 characters), and its lines for a backlog. `details` are its issues' from
@@ -162,7 +165,7 @@ def format_alert(
     are named in a message of their own. Its spans are built and measured once, and fitted to
     each limit."""
     details = details or {}
-    parts = _Parts(*_parts(alert, details, now, words, hidden_named))
+    parts = _Parts(*_parts(alert, details, now, words, hidden_named, again))
     message = render(parts.fit(MESSAGE_LIMIT))
     if isinstance(alert, IssueAlert):
         heading = render(parts.header)
@@ -190,15 +193,18 @@ def _parts(
     now: float,
     words: Words,
     hidden_named: bool = False,
+    again: bool = False,
 ) -> tuple[list[Span], list[list[Span]], Footer]:
-    """Header, items (issues or monitors) and the footer for however many items are shown."""
+    """Header, items (issues or monitors) and the footer for however many items are shown:
+    `hidden_named`, the issues it does not attach are named elsewhere; `again`, its issues are
+    posted again."""
     if isinstance(alert, IssueAlert):
         numbered = len(alert.issues) > 1
         more = words.more_issues_named if hidden_named else words.more_issues
         return (
             _issue_header(alert, words),
             [
-                _issue_block(issue, words, numbered, details.get(issue.link or ""), now)
+                _issue_block(issue, words, numbered, details.get(issue.link or ""), now, again)
                 for issue in alert.issues
             ],
             lambda shown: _hidden(more, alert.total - shown, words),
@@ -312,8 +318,14 @@ def _heading(heading: str, words: Words) -> str:
 
 
 def _issue_block(
-    issue: Issue, words: Words, numbered: bool, details: IssueDetails | None, now: float
+    issue: Issue,
+    words: Words,
+    numbered: bool,
+    details: IssueDetails | None,
+    now: float,
+    again: bool = False,
 ) -> list[Span]:
+    """`again`: the issue is posted again, and never said to be new then."""
     spans = [Span("\n\n")]
     if numbered:
         spans.append(Span(f"{_severity(issue.color)} "))
@@ -322,7 +334,7 @@ def _issue_block(
     if issue.culprit and (details is None or details.frame is None):
         spans += [Span(f"\n{words.raised_in}"), value(issue.culprit, code=True)]
     if details is not None:
-        spans += detail_spans(details, words, title=title, now=now)
+        spans += detail_spans(details, words, title=title, now=now, new=not again)
     for index, fact in enumerate(_facts(issue, words)):
         spans.append(Span("\n" if index == 0 else " · "))
         spans += fact

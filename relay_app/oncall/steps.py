@@ -38,6 +38,10 @@ class Escalation:
         the delivery's unit of work (None: it has none). A digest's are its first alert's that
         has any."""
         about = delivery.about
+        if any(data.get("again") for data in about):
+            # An issue posted again (escalating): its calls are its first message's, which go
+            # on until someone takes it on either; a second chain would call everyone twice.
+            return None
         steps = next((s for data in about if (s := steps_from_json(data.get("escalate")))), ())
         if not steps:
             return None
