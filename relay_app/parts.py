@@ -18,6 +18,7 @@ from .chat.links import Links
 from .chat.presses import PressActions, Presses
 from .chat.replies import Replies
 from .chat.scope import ChatScope
+from .chat.taking import Taking
 from .chat.team import Team
 from .chat.updates import Handle, Poller, route_updates
 from .core.metrics import Metrics
@@ -226,7 +227,12 @@ def acting_from_the_chat(
     links = _links(basis, spool, answering, team.glitchtip)
     route = route_updates(
         Presses(team, telegram, outbox, actions, zones_for(settings).of),
-        Replies(team, answering, bot_id=bot_id(settings.telegram_bot_token)),
+        Replies(
+            team,
+            answering,
+            bot_id=bot_id(settings.telegram_bot_token),
+            taking=Taking(team.store, outbox, actions.escalation, clock=clock),
+        ),
         _commands(basis, spool, answering, health),
         links,
     )

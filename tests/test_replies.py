@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,8 +17,9 @@ import responses
 
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage
+from relay_app.routes import RoutesError, parse_routes
 from tests.conftest import TOKEN, FakeTime
-from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram
+from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram, alone
 from tests.prometheus import parse, value
 from tests.test_presses import CHAT
 
@@ -207,3 +210,54 @@ def test_a_comments_author_line_cannot_be_forged_by_a_name(
     assert text == "all clear"  # the name did not add a line
     assert author.endswith(f" (id {MALLORY}) in Telegram:")  # Telegram's id for who wrote it
     assert author.startswith('"Ada Lovelace\\" (@ada, id 7) in Telegram:\\nI approve')
+
+
+def test_a_reply_takes_its_issue_as_on_it_does_and_the_card_says_so(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    """ "rolling back, 10 min" under an alert is someone on it: the issue is theirs on every
+    card of the chat that shows it, as On it would make it, and nobody else is called."""
+    glitchtip.post(COMMENTS, status=201, json={"id": 1, "type": "note", "data": {"text": "x"}})
+    chat.update(reply("rolling back, 10 min"))
+    chat.settle()
+    edited = {message_id: (html, keyboard) for _, message_id, html, keyboard in chat.telegram.edits}
+    assert sorted(edited) == [41, 42]  # the alert's card, and the digest that shows it too
+    html, keyboard = edited[41]
+    assert "👀 @ada is on it since " in html
+    assert "👀 On it" not in json.dumps(keyboard, ensure_ascii=False)
+    found = chat.store.message(CHAT, 41)
+    assert found is not None
+    assert found.buttons[0].taken_by == "@ada"
+
+
+def test_a_route_that_says_reply_takes_false_keeps_a_reply_a_comment_only(
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
+) -> None:
+    glitchtip.post(COMMENTS, status=201, json={"id": 1, "type": "note", "data": {"text": "x"}})
+    chat = Chat.of(built, fake_time, replace(ONE, replies_take=False))
+    chat.update(reply("I will have a look later"))
+    chat.settle()
+    assert len(posted(glitchtip)) == 1
+    assert chat.telegram.edits == []
+    found = chat.store.message(CHAT, 41)
+    assert found is not None
+    assert found.buttons[0].taken_by is None
+    assert not found.replies_take  # kept so in the spool
+
+
+def test_reply_takes_false_on_a_route_is_kept_with_the_message_its_alert_goes_in(
+    built: Callable[..., Relay], fake_time: FakeTime
+) -> None:
+    routes = parse_routes("[[route]]\nname = 'ops'\nreply_takes = false\n", "r.toml")
+    assert not routes.routes[0].reply_takes
+    with pytest.raises(RoutesError, match="route 1, reply_takes: must be true or false"):
+        parse_routes("[[route]]\nreply_takes = 'no'\n", "r.toml")
+    chat = Chat.of(built, fake_time, routes=routes)
+    payload = {"alias": "GlitchTip", "text": "GlitchTip Alert", **alone(7, "Payment failed")}
+    chat.relay.webhooks.take(payload, chat.relay.settings.default_destination, time.monotonic())
+    chat.settle()
+    [message_id] = [sent_id for sent_id in range(1, 5) if chat.store.message(CHAT, sent_id)]
+    kept = chat.store.message(CHAT, message_id)
+    assert kept is not None
+    assert kept.buttons[0].label == "BACKEND-7A"
+    assert not kept.replies_take

@@ -113,6 +113,9 @@ class SentMessage:
     sent_at: float
     notes: tuple[str, ...] = ()  # plain-text lines added since
     buttons: tuple[IssueButton, ...] = ()
+    # Whether a reply under it by someone allowed to act takes its issue (its route's
+    # `reply_takes`), as On it does.
+    replies_take: bool = True
 
 
 def verbs_for(button: IssueButton) -> tuple[Verb, ...]:

@@ -135,7 +135,12 @@ class Outgoing:
         delivery = Delivery(sent, jobs, destination, self._clock())
         writes = [
             *(follow_up(delivery) for follow_up in self._follow_ups),
-            self._kept(plan, sent, _outages_announced(sent, alerts, jobs, destination)),
+            self._kept(
+                plan,
+                sent,
+                _outages_announced(sent, alerts, jobs, destination),
+                replies_take=all(job.data.get("reply_takes", True) for job in jobs),
+            ),
             *(
                 self._said_over(outage, jobs[index].received_at - outage.down_at)
                 for index, outage in plan.recoveries
@@ -182,12 +187,19 @@ class Outgoing:
         )
 
     def _kept(
-        self, plan: Plan, sent: Sent, outages: Sequence[Outage]
+        self, plan: Plan, sent: Sent, outages: Sequence[Outage], *, replies_take: bool
     ) -> Callable[[Tx], None] | None:
+        """`replies_take`: a reply under it takes its issue (no alert's route says not)."""
         if self._store is None or (not plan.buttons and not outages):
             return None
         message = SentMessage(
-            sent.chat, sent.message_id, sent.html, self._clock(), (), plan.buttons
+            sent.chat,
+            sent.message_id,
+            sent.html,
+            self._clock(),
+            (),
+            plan.buttons,
+            replies_take=replies_take,
         )
         outbox = self._outbox
 

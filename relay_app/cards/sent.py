@@ -327,15 +327,17 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
     was someone's already in the chat (On it on an earlier message, the issue open since): its
     buttons say so too, and its card is to be edited to show it."""
     tx.execute(
-        "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at)"
-        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat, message_id) DO UPDATE"
-        " SET html = excluded.html, notes = excluded.notes, sent_at = excluded.sent_at",
+        "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at, replies_comment_only)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (chat, message_id) DO UPDATE"
+        " SET html = excluded.html, notes = excluded.notes, sent_at = excluded.sent_at,"
+        " replies_comment_only = excluded.replies_comment_only",
         (
             message.chat,
             message.message_id,
             message.html,
             "\n".join(message.notes),
             tx.at.to_db(message.sent_at),
+            not message.replies_take,
         ),
     )
     tx.executemany(
@@ -451,6 +453,7 @@ def message_from_rows(row: Row, buttons: Sequence[Row]) -> SentMessage:
         sent_at=float(str(row["sent_at"])),
         notes=tuple(notes.split("\n")) if notes else (),
         buttons=tuple(_button(button) for button in buttons),
+        replies_take=not row["replies_comment_only"],
     )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, tzinfo
 from typing import Any, Literal, Protocol
 
@@ -50,6 +50,7 @@ from ..message.spans import place_time
 from ..oncall.steps import Escalation
 from ..silences.silencing import Silencing
 from ..snoozes.snoozing import SnoozeFor, Snoozing
+from .taking import Taking
 from .team import Person, Team
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,7 @@ class Presses:
         self._silencing = actions.silencing
         self._escalation = actions.escalation
         self._snoozing = actions.snoozing
+        self._taking = Taking(team.store, outbox, actions.escalation, clock=team.clock)
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates, polled or posted to the webhook: a press is handled, once;
@@ -309,7 +311,9 @@ class Presses:
         """On it: who has the issue is kept and shown on the card, and nobody else is called
         for the alert. GlitchTip is not changed (it has no assignee here)."""
         try:
-            shown = self._team.store.take(key, by=press.by.handle, at=self._team.clock())
+            # Every message of the chat that shows the issue says who has it, and its calls
+            # stop once each of its issues is taken or closed.
+            shown = self._taking.take(message, button, press.by.handle)
         except SpoolError as exc:
             self._unavailable(press, "could not be recorded", exc)
             return
@@ -317,12 +321,6 @@ class Presses:
             self._out_of_date(press, "take", button, "came as another took it, or it was closed")
             return
         said = self._team.words.notice_taken.format(label=button.label)
-        # Every message of the chat that shows the issue says who has it, and its calls stop
-        # once each of its issues is taken or closed.
-        for message_id in shown:
-            showing = replace(message, message_id=message_id)
-            self._acted_on(showing)
-            self._update_message(press, showing, said)
         log.info(
             "%s is on %s",
             press.by.handle,

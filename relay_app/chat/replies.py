@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ..cards.card import IssueButton
+from ..cards.card import IssueButton, SentMessage
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.logs import event
@@ -25,6 +25,7 @@ from ..core.metrics import ReplyOutcome
 from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..words import Said
 from .answers import Answering, Asker
+from .taking import Taking
 from .team import Person, Team
 
 log = logging.getLogger(__name__)
@@ -86,13 +87,22 @@ def _bot(sender: dict[str, Any]) -> int | None:
 
 
 class Replies:
-    def __init__(self, team: Team, answering: Answering, *, bot_id: int | None = None) -> None:
+    def __init__(
+        self,
+        team: Team,
+        answering: Answering,
+        *,
+        bot_id: int | None = None,
+        taking: Taking | None = None,
+    ) -> None:
         """`answering`: where the answers go; `bot_id`: the relay's bot (its token's first
         part), so a reply to one of its messages the relay no longer keeps is answered, and
-        replies to anyone else's are not."""
+        replies to anyone else's are not; `taking`: a reply takes the issue it comments on,
+        as On it does, where the message's route lets it (`reply_takes`)."""
         self._team = team
         self._answering = answering
         self._bot_id = bot_id
+        self._taking = taking
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates with a message: a reply to the relay's is handled, once;
@@ -111,13 +121,45 @@ class Replies:
         if kept is None or not kept.buttons:
             self._not_ours(reply, kept is not None)
             return
+        self._act_on(reply, kept)
+
+    def _act_on(self, reply: Reply, kept: SentMessage) -> None:
+        """The reply as a comment on the issue it addresses (the message's one, or the one
+        whose short id it begins with; asked which otherwise), and the issue taken by its
+        writer where the message's route lets replies take."""
         button, text = _addressed(kept.buttons, reply.text)
         if button is None:
             labels = ", ".join(b.label for b in kept.buttons)
             self._say(reply, Said("reply_which_issue", {"labels": labels}))
             self._count("asked")
             return
-        self._comment(reply, button, text)
+        if self._comment(reply, button, text) and kept.replies_take:
+            self._take(reply, kept, button)
+
+    def _take(self, reply: Reply, kept: SentMessage, button: IssueButton) -> None:
+        """The reply's writer takes the issue (nothing when someone has it, or it is closed):
+        the cards say so, and its calls stop, as On it does."""
+        if self._taking is None:
+            return
+        try:
+            shown = self._taking.take(kept, button, reply.by.handle)
+        except SpoolError as exc:
+            log.warning(
+                "a reply by %s was a comment on %s, but taking it could not be recorded: %s",
+                reply.by.handle,
+                button.label,
+                exc,
+            )
+            return
+        if shown:
+            log.info(
+                "%s is on %s (a reply)",
+                reply.by.handle,
+                button.label,
+                extra=event(
+                    event="reply", issue=button.label, outcome="taken", user=reply.by.handle
+                ),
+            )
 
     def _may_act(self, reply: Reply) -> bool:
         if self._team.may_act(reply.by):
@@ -152,7 +194,8 @@ class Replies:
             self._say(reply, Said("reply_not_kept"))
         self._count("unknown")
 
-    def _comment(self, reply: Reply, button: IssueButton, text: str) -> None:
+    def _comment(self, reply: Reply, button: IssueButton, text: str) -> bool:
+        """The reply as a comment on the issue; whether GlitchTip took it."""
         comment = f"{self._team.words.comment_author.format(author=reply.by.signature)}\n{text}"
         try:
             self._team.glitchtip.comment(button.issue_id, comment[:MAX_COMMENT])
@@ -169,7 +212,7 @@ class Replies:
             )
             self._say(reply, Said("comment_not_posted", {"why": glitchtip_notice(exc)}))
             self._count("failed")
-            return
+            return False
         log.info(
             "a reply by %s was posted as a comment on %s in GlitchTip",
             reply.by.handle,
@@ -187,6 +230,7 @@ class Replies:
             log.warning(
                 "the reply by %s could not be confirmed in the chat: %s", reply.by.handle, exc
             )
+        return True
 
     def _say(self, reply: Reply, said: Said) -> None:
         try:

@@ -264,6 +264,8 @@ def _route_data(route: Route | None) -> dict[str, Any]:
         data["sound"] = route.sound.to_json()
     if route.escalate:
         data["escalate"] = steps_as_json(route.escalate)
+    if not route.reply_takes:
+        data["reply_takes"] = False
     return data
 
 

@@ -68,6 +68,7 @@ ACTIONS = (
     "loud_levels",
     "escalate",
     "summary",
+    "reply_takes",
 )
 # GlitchTip's levels (its API's); the webhook's colour tells only error, warning and info.
 LEVELS = ("fatal", "error", "warning", "info", "debug")
@@ -131,6 +132,8 @@ class Route:
     sound: Sound = RINGS
     escalate: tuple[Step, ...] = ()
     summary: SummaryAt | None = None  # when its chat gets the daily summary
+    # Whether a reply under its alert by someone allowed to act takes its issue (On it).
+    reply_takes: bool = True
 
     def matches(self, facts: Mapping[str, str | None]) -> bool:
         return all(matcher.matches(facts) for matcher in self.matchers)
@@ -332,13 +335,26 @@ def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) ->
     sound = sound_of(table, problem)
     escalate = steps_of(table.get("escalate"), lambda raw: _step_mentions(raw, problem), problem)
     summary = summary_of(table, problem)
-    acts = any((chat, thread, mention, sound, escalate, summary))
+    reply_takes = table.get("reply_takes", True)
+    if not isinstance(reply_takes, bool):
+        raise problem("reply_takes", "must be true or false")
+    acts = any((chat, thread, mention, sound, escalate, summary, not reply_takes))
     drop = _drop(table.get("drop", False), acts, problem)
     route_name = table.get("name", f"route {number}")
     if not isinstance(route_name, str) or not route_name.strip():
         raise problem("name", "must be a string")
     return Route(
-        number, route_name.strip(), matchers, chat, thread, mention, drop, sound, escalate, summary
+        number,
+        route_name.strip(),
+        matchers,
+        chat,
+        thread,
+        mention,
+        drop,
+        sound,
+        escalate,
+        summary,
+        reply_takes,
     )
 
 

@@ -18,7 +18,7 @@ from .dialects import POSTGRES, SQLITE, Types
 __all__ = ["POSTGRES", "SCHEMA_VERSION", "SQLITE", "Types", "statements_after", "steps"]
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 21
+SCHEMA_VERSION = 22
 
 
 def steps(types: Types) -> dict[int, list[str]]:
@@ -42,6 +42,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         19: one_leader(types),
         20: setup_found(types),
         21: offset_in_the_leaders_term(types),
+        22: replies_that_only_comment(types),
     }
 
 
@@ -505,3 +506,9 @@ def offset_in_the_leaders_term(types: Types) -> list[str]:
         " SELECT 1, COALESCE((SELECT next_update FROM updates_poller WHERE id = 1), 0)",
         "DROP TABLE updates_poller",
     ]
+
+
+def replies_that_only_comment(types: Types) -> list[str]:
+    """Whether a reply under a message only comments (its route's `reply_takes = false`), or
+    also takes its issue, as On it does (chat/replies.py): every message kept so far takes."""
+    return [f"ALTER TABLE sent_messages ADD COLUMN replies_comment_only {types.flag}"]
