@@ -257,3 +257,27 @@ def test_on_it_is_the_issues_on_every_message_of_the_chat_that_shows_it(
     # On it pressed on the first card after: the issue is someone's already.
     chat.update(press(callback_data("take", "the-key"), 14))
     assert chat.answered()[-1][1] is True  # said as an alert: out of date
+
+
+def test_resolve_on_one_message_of_the_issue_shows_on_every_message_and_stops_their_calls(
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
+) -> None:
+    fake_time.now = SENT_AT + 240
+    again = SentMessage(
+        CHAT,
+        43,
+        "<b>📈 Escalating</b>",
+        SENT_AT + 100,
+        buttons=(IssueButton("again-key", "4", GLITCHTIP, "BACKEND-4A"),),
+    )
+    chat = Chat.of(built, fake_time, SENT, again)
+    assert chat.relay.spool is not None
+    chat.relay.spool.of(EscalationStore).plan(CHAT, None, 41, SENT_AT, [LEAD])
+    glitchtip.put(f"{GLITCHTIP}/api/0/issues/4/", json={"id": "4", "status": "resolved"})
+    chat.update(press(callback_data("resolve", "again-key"), 15, message_id=43))
+    chat.settle()
+    edited = {message_id: html for _, message_id, html, _ in chat.telegram.edits}
+    assert sorted(edited) == [41, 43]
+    assert all(html.endswith("✅ Resolved by @ada at 08:04 UTC") for html in edited.values())
+    assert fire(chat, SENT_AT + 3600) == (0, 0)  # the first card's calls stopped at the press
+    assert len(glitchtip.calls) == 1  # GlitchTip changed once

@@ -148,6 +148,39 @@ class SentStore:
 
         return self._store.write(claim, now=at)
 
+    def mirror(self, key: str) -> list[int]:
+        """The button's issue now stands on every other message of its chat that shows it as on
+        this one (resolved, ignored or reopened, by whom, when, until when): the ids of the
+        messages changed, whose cards are to be edited."""
+
+        def mirror(tx: Tx) -> list[int]:
+            row = tx.one(
+                "SELECT chat, issue_id, origin, status, acted_by, acted_at, snooze"
+                " FROM issue_buttons WHERE key = ?",
+                (key,),
+            )
+            if row is None:
+                return []
+            changed = tx.all(
+                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?, snooze = ?,"
+                " choosing = ? WHERE chat = ? AND issue_id = ? AND origin = ? AND key != ?"
+                " RETURNING message_id",
+                (
+                    row["status"],
+                    row["acted_by"],
+                    row["acted_at"],
+                    row["snooze"],
+                    False,
+                    row["chat"],
+                    row["issue_id"],
+                    row["origin"],
+                    key,
+                ),
+            )
+            return sorted({int(found["message_id"]) for found in changed})
+
+        return self._store.write(mirror)
+
     def choose(self, key: str, *, choosing: bool, at: float) -> bool:
         """Show Ignore's choices in place of the button's row (or close them); False when the
         issue is not open, or they already stand so (another press came first)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, tzinfo
 from typing import Any, Literal, Protocol
 
@@ -251,6 +251,7 @@ class Presses:
         changed = time.monotonic() - started
         self._acted_on(message)
         said = notice(button, status, self._team.words)
+        self._mirrored(press, message, key, said)
         if snooze is not None:
             said = self._keep_snooze(press, message, button, snooze, answer)
         if not self._update_message(press, message, said):
@@ -370,6 +371,21 @@ class Presses:
         said = self._team.words.notice_choose.format(label=button.label) if opening else ""
         self._update_message(press, message, said or f"choices of {button.label} put away")
         self._answer(press, said, alert=False)
+
+    def _mirrored(self, press: Press, message: SentMessage, key: str, said: str) -> None:
+        """The change shown on every other message of the chat that shows the issue (a
+        digest's line, a re-post, a link's card), whose calls it counts for too."""
+        try:
+            others = self._team.store.mirror(key)
+        except SpoolError as exc:
+            log.warning(
+                "%s, but the chat's other messages of the issue could not say so: %s", said, exc
+            )
+            return
+        for message_id in others:
+            showing = replace(message, message_id=message_id)
+            self._acted_on(showing)
+            self._update_message(press, showing, said)
 
     def _acted_on(self, message: SentMessage) -> None:
         if self._escalation is not None:
