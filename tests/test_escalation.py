@@ -38,6 +38,14 @@ SENT = SentMessage(
     buttons=(IssueButton("the-key", "4", GLITCHTIP, "BACKEND-4A"),),
 )
 LEAD, CTO = Step(600.0, ("@lead",)), Step(1800.0, ("@cto_ivan", "tg:42"))
+# The same issue on a later message of the chat (an escalating re-post).
+AGAIN = SentMessage(
+    CHAT,
+    43,
+    "<b>📈 Escalating</b>",
+    SENT_AT + 100,
+    buttons=(IssueButton("again-key", "4", GLITCHTIP, "BACKEND-4A"),),
+)
 
 
 @pytest.fixture
@@ -234,14 +242,7 @@ def test_on_it_is_the_issues_on_every_message_of_the_chat_that_shows_it(
     """The same issue on its first card and on a later message (an escalating re-post, a
     link's card): On it on one is On it on both, and the other's calls stop too."""
     fake_time.now = SENT_AT + 240
-    again = SentMessage(
-        CHAT,
-        43,
-        "<b>📈 Escalating</b>",
-        SENT_AT + 100,
-        buttons=(IssueButton("again-key", "4", GLITCHTIP, "BACKEND-4A"),),
-    )
-    chat = Chat.of(built, fake_time, SENT, again)
+    chat = Chat.of(built, fake_time, SENT, AGAIN)
     assert chat.relay.spool is not None
     chat.relay.spool.of(EscalationStore).plan(CHAT, None, 41, SENT_AT, [LEAD])
     chat.relay.spool.of(EscalationStore).plan(CHAT, None, 43, SENT_AT + 100, [LEAD])
@@ -263,14 +264,7 @@ def test_resolve_on_one_message_of_the_issue_shows_on_every_message_and_stops_th
     built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
 ) -> None:
     fake_time.now = SENT_AT + 240
-    again = SentMessage(
-        CHAT,
-        43,
-        "<b>📈 Escalating</b>",
-        SENT_AT + 100,
-        buttons=(IssueButton("again-key", "4", GLITCHTIP, "BACKEND-4A"),),
-    )
-    chat = Chat.of(built, fake_time, SENT, again)
+    chat = Chat.of(built, fake_time, SENT, AGAIN)
     assert chat.relay.spool is not None
     chat.relay.spool.of(EscalationStore).plan(CHAT, None, 41, SENT_AT, [LEAD])
     glitchtip.put(f"{GLITCHTIP}/api/0/issues/4/", json={"id": "4", "status": "resolved"})

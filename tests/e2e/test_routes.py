@@ -36,19 +36,28 @@ def in_env(number: int, project: str, environment: str, **more: Any) -> dict[str
     return issue(number, fields=fields, **more)
 
 
-def test_a_webhooks_issues_go_where_their_routes_say_and_a_reload_takes_only_a_good_file(
-    fake_telegram: FakeTelegram, tmp_path: Path, spool_path: str
-) -> None:
-    fake_telegram.add_chat(CHAT_ID)
-    fake_telegram.add_chat(ON_CALL)
+def with_the_example(
+    fake: FakeTelegram, tmp_path: Path, spool_path: str, time_scale: str
+) -> tuple[Path, dict[str, str]]:
+    """The example routes file, copied to where a test may change it, and a relay's
+    environment that reads it; both chats it names known to the fake Telegram."""
+    fake.add_chat(CHAT_ID)
+    fake.add_chat(ON_CALL)
     routes = tmp_path / "routes.toml"
     shutil.copy(EXAMPLE, routes)
     env = relay_env(
-        fake_telegram,
+        fake,
         RELAY_SPOOL_PATH=spool_path,
         RELAY_ROUTES=str(routes),
-        RELAY_TIME_SCALE="0.25",
+        RELAY_TIME_SCALE=time_scale,
     )
+    return routes, env
+
+
+def test_a_webhooks_issues_go_where_their_routes_say_and_a_reload_takes_only_a_good_file(
+    fake_telegram: FakeTelegram, tmp_path: Path, spool_path: str
+) -> None:
+    routes, env = with_the_example(fake_telegram, tmp_path, spool_path, "0.25")
     relay = RelayProcess(env, tmp_path / "relay.log").wait_ready()
     try:
         assert "; 4 routes from " in relay.logs()  # the start-up summary says it
@@ -135,16 +144,8 @@ def test_a_restart_with_a_broken_file_starts_on_the_last_good_routes_and_says_so
     """GlitchTip never resends: a relay that refused to start over a typo in its routes would
     lose every alert until someone noticed. It starts on the last good routes, kept beside the
     spool, and says so at ERROR, in /readyz, in the metrics and in `relay-app check`."""
-    fake_telegram.add_chat(CHAT_ID)
-    fake_telegram.add_chat(ON_CALL)
-    routes = tmp_path / "routes.toml"
-    shutil.copy(EXAMPLE, routes)
-    env = relay_env(
-        fake_telegram,
-        RELAY_SPOOL_PATH=spool_path,
-        RELAY_ROUTES=str(routes),
-        RELAY_TIME_SCALE="0.05",  # the minute between ERRORs: 3 s
-    )
+    # A time scale of 0.05: the minute between ERRORs is 3 s.
+    routes, env = with_the_example(fake_telegram, tmp_path, spool_path, "0.05")
     first = RelayProcess(env, tmp_path / "first.log").wait_ready()
     first.stop()
     assert Path(f"{spool_path}.last-good-routes.toml").read_text() == EXAMPLE.read_text()
