@@ -1,7 +1,7 @@
 """An issue is one thing in the chat, under the real `gunicorn wsgi:app` with the fake Telegram
 and the fake GlitchTip: a reply under a digest takes its issue on every message that shows it
 (the digest and a pasted link's card), the digest's calls name only the issue nobody has, and
-an answer to a command arrives without sound."""
+an answer to a command arrives without sound; every time in the chat is in its route's zone."""
 
 from __future__ import annotations
 
@@ -30,7 +30,11 @@ def test_a_reply_takes_its_issue_everywhere_and_the_calls_name_the_one_left(
     spool_path: str,
 ) -> None:
     routes = tmp_path / "routes.toml"
-    routes.write_text("[[route]]\nescalate = [{ after = '4s', mention = ['@lead'] }]\n")
+    # The chat reads its times in Moscow's zone (one clock in the chat).
+    routes.write_text(
+        "[[route]]\ntimezone = 'Europe/Moscow'\n"
+        "escalate = [{ after = '4s', mention = ['@lead'] }]\n"
+    )
     relay = start_relay(
         GLITCHTIP_API_TOKEN=TOKEN,
         GLITCHTIP_URL=fake_glitchtip.url,
@@ -51,9 +55,10 @@ def test_a_reply_takes_its_issue_everywhere_and_the_calls_name_the_one_left(
     # A reply under the digest, naming the issue: a comment, and the issue is Ada's.
     fake_telegram.reply(digest, "BACKEND-1A rolling back, 10 min")
     assert wait_until(lambda: fake_glitchtip.comments(1), timeout=10), relay.logs()
-    on_it = r"👀 BACKEND-1A: @ada is on it since \d\d:\d\d UTC|👀 @ada is on BACKEND-1A since"
-    taken_digest = once_edited(fake_telegram, digest, on_it)
-    taken_card = once_edited(fake_telegram, card, r"👀 @ada is on it since \d\d:\d\d UTC")
+    taken_digest = once_edited(
+        fake_telegram, digest, r"👀 @ada is on BACKEND-1A since \d\d:\d\d MSK"
+    )
+    taken_card = once_edited(fake_telegram, card, r"👀 @ada is on it since \d\d:\d\d MSK$")
     assert "👀 On it BACKEND-1A" not in labels(taken_digest)
     assert "👀 On it BACKEND-2A" in labels(taken_digest)
     assert "👀 On it" not in labels(taken_card)
