@@ -161,10 +161,10 @@ def test_a_digest_says_how_many_and_when_then_holds_each_alert_whole_oldest_firs
 
 
 def test_a_late_digest_says_so_in_its_first_line() -> None:
-    line = header(2, START, START + 3, ENGLISH, now=START + 125, late_after=60)
+    line = header(2, (START, START + 3), ENGLISH, now=START + 125, late_after=60)
     assert line.endswith("(over 3 s); sent 2 min 5 s after the first")
     assert len(line) < HEADER_ROOM
-    across_midnight = header(2, START - 8 * 3600 - 1, START, ENGLISH, now=START, late_after=1e9)
+    across_midnight = header(2, (START - 8 * 3600 - 1, START), ENGLISH, now=START, late_after=1e9)
     assert "2027-01-14 23:59:59 to 2027-01-15 08:00:00 UTC" in across_midnight
 
 

@@ -149,7 +149,7 @@ def compose(
         if now - first > late_after:
             return with_late_note(messages[0], words, received_at=first, now=now, zone=zone)
         return messages[0]
-    heading = header(len(messages), first, last, words, now=now, late_after=late_after, zone=zone)
+    heading = header(len(messages), (first, last), words, now=now, late_after=late_after, zone=zone)
     parts = _backlog_or_parts(messages, words)
     text = SEPARATOR.join([heading, *(part.text for part in parts)])
     if visible_length(text) > TELEGRAM_TEXT_LIMIT:
@@ -184,15 +184,16 @@ def backlog(lines: Sequence[Sequence[Line]], words: Words) -> Entry:
 
 def header(
     count: int,
-    first: float,
-    last: float,
+    received: tuple[float, float],
     words: Words,
     *,
     now: float,
     late_after: float,
     zone: tzinfo = UTC,
 ) -> str:
-    """'🗂 12 alerts, received 2026-11-30 10:52:03 to 10:52:14 UTC (over 11 s)'."""
+    """'🗂 12 alerts, received 2026-11-30 10:52:03 to 10:52:14 UTC (over 11 s)': `received`,
+    when the first and the last of them came."""
+    first, last = received
     start, end = time_span(first, last, zone)
     line = words.digest_head.format(
         alerts=words.count(words.alerts, count),
