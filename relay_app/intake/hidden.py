@@ -22,6 +22,7 @@ look-up names none: the alert's own message still says how many it did not attac
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -49,6 +50,8 @@ FALLBACK_WINDOW = 3600.0
 MOST_NAMED = 20
 # The issues of the project read, newest event first: one page.
 READ_AT_ONCE = 100
+# GlitchTip's alert's text when it counts several issues: "GlitchTip Alert (5 issues)".
+_COUNTED = re.compile(r"\((\d{1,9}) issues\)\s*$")
 # GlitchTip's colours by level, as its webhooks give them (apps/issue_events/models.py).
 _COLOR_BY_LEVEL = {"fatal": "#e52b50", "error": "#e52b50", "info": "#4b60b4"}
 
@@ -71,7 +74,13 @@ def hidden_in(
     payload: Mapping[str, Any], origin: str, destination: Destination, received_at: float
 ) -> Hidden | None:
     """What the payload's alert counts and does not attach, when its attached issues are
-    GlitchTip's own (at `origin`); None when it attaches every issue it counts."""
+    GlitchTip's own (at `origin`); None when it attaches every issue it counts. Every webhook
+    comes here: its text says first whether the alert counts more than it attaches, so the
+    payload is read again only then."""
+    counted = _COUNTED.search(str(payload.get("text") or ""))
+    attached = payload.get("attachments")
+    if counted is None or not isinstance(attached, list) or int(counted[1]) <= len(attached):
+        return None
     alert = parse_alert(dict(payload))
     if not isinstance(alert, IssueAlert) or alert.total <= len(alert.issues):
         return None

@@ -510,5 +510,10 @@ def offset_in_the_leaders_term(types: Types) -> list[str]:
 
 def replies_that_only_comment(types: Types) -> list[str]:
     """Whether a reply under a message only comments (its route's `reply_takes = false`), or
-    also takes its issue, as On it does (chat/replies.py): every message kept so far takes."""
-    return [f"ALTER TABLE sent_messages ADD COLUMN replies_comment_only {types.flag}"]
+    also takes its issue, as On it does (chat/replies.py): every message kept so far takes.
+    And an issue's buttons in a chat found at once: an issue is one thing in the chat, so On it,
+    Resolve and a new message of it look for its other buttons there (cards/sent.py)."""
+    return [
+        f"ALTER TABLE sent_messages ADD COLUMN replies_comment_only {types.flag}",
+        "CREATE INDEX issue_buttons_by_issue ON issue_buttons (chat, issue_id)",
+    ]
