@@ -77,24 +77,40 @@ def hidden_in(
     GlitchTip's own (at `origin`); None when it attaches every issue it counts. Every webhook
     comes here: its text says first whether the alert counts more than it attaches, so the
     payload is read again only then."""
-    counted = _COUNTED.search(str(payload.get("text") or ""))
-    attached = payload.get("attachments")
-    if counted is None or not isinstance(attached, list) or int(counted[1]) <= len(attached):
+    if not _counts_more(payload):
         return None
     alert = parse_alert(dict(payload))
     if not isinstance(alert, IssueAlert) or alert.total <= len(alert.issues):
         return None
-    ids, orgs = [], set()
-    for issue in alert.issues:
-        ref = issue_ref(issue.link, issue.short_id)
-        org = org_of(issue.link)
-        if ref is not None and ref.origin == origin and org is not None:
-            ids.append(ref.id)
-            orgs.add(org)
-    if not ids or len(orgs) != 1:
+    attached = _attached_at(alert, origin)
+    if attached is None:
         return None
+    org, ids = attached
     count = alert.total - len(alert.issues)
-    return Hidden(origin, orgs.pop(), tuple(ids), count, alert.total, destination, received_at)
+    return Hidden(origin, org, ids, count, alert.total, destination, received_at)
+
+
+def _attached_at(alert: IssueAlert, origin: str) -> tuple[str, tuple[str, ...]] | None:
+    """The organization and the ids of the alert's issues at GlitchTip's `origin`; None when
+    none is, or they are of several organizations (one rule alerts on one project's)."""
+    found = [
+        (ref.id, org)
+        for issue in alert.issues
+        if (ref := issue_ref(issue.link, issue.short_id)) is not None
+        and ref.origin == origin
+        and (org := org_of(issue.link)) is not None
+    ]
+    orgs = {org for _, org in found}
+    if len(orgs) != 1:
+        return None
+    return orgs.pop(), tuple(issue_id for issue_id, _ in found)
+
+
+def _counts_more(payload: Mapping[str, Any]) -> bool:
+    """Whether the payload's text counts more issues than it attaches, without reading it."""
+    counted = _COUNTED.search(str(payload.get("text") or ""))
+    attached = payload.get("attachments")
+    return counted is not None and isinstance(attached, list) and int(counted[1]) > len(attached)
 
 
 class HiddenIssues(PerProcess):
