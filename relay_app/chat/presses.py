@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, tzinfo
 from typing import Any, Literal, Protocol
 
@@ -382,10 +382,7 @@ class Presses:
                 "%s, but the chat's other messages of the issue could not say so: %s", said, exc
             )
             return
-        for message_id in others:
-            showing = replace(message, message_id=message_id)
-            self._acted_on(showing)
-            self._update_message(press, showing, said)
+        self._taking.spread(message.chat, others, f"{said} by {press.by.handle}")
 
     def _acted_on(self, message: SentMessage) -> None:
         if self._escalation is not None:

@@ -2,13 +2,14 @@
 someone allowed to act (replies.py), unless its route says `reply_takes = false`. The issue is
 the taker's on every message of the chat that shows it (cards/sent.py: `SentStore.take`), each
 card is edited to say so, and each message's calls stop once every issue of it is someone's or
-closed (oncall/steps.py)."""
+closed (oncall/steps.py). A press's Resolve, Ignore or Reopen is shown on the issue's other
+messages the same way (`spread`)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..cards.card import IssueButton, SentMessage
 from ..cards.sent import SentStore
@@ -37,18 +38,22 @@ class Taking:
         """Record that `by` has the button's issue: the messages of the chat that now show it
         (none when someone has it already, or it is closed). Raises SpoolError."""
         shown = self._store.take(button.key, by=by, at=self._clock())
-        for message_id in shown:
+        self.spread(message.chat, shown, f"{by} is on {button.label}")
+        return shown
+
+    def spread(self, chat: str, message_ids: Sequence[int], what: str) -> None:
+        """What was done to an issue (`what`, for the log) shown on these messages of the chat
+        that show it, each card edited in its turn, and counted for each one's calls."""
+        for message_id in message_ids:
             if self._escalation is not None:
-                self._escalation.acted(message.chat, message_id)
+                self._escalation.acted(chat, message_id)
             try:
-                self._outbox.card(message.chat, message_id)
+                self._outbox.card(chat, message_id)
             except SpoolError as exc:
                 log.warning(
-                    "%s is on %s, but message %d in chat %s could not be updated: %s",
-                    by,
-                    button.label,
+                    "%s, but message %d in chat %s could not be updated: %s",
+                    what,
                     message_id,
-                    message.chat,
+                    chat,
                     exc,
                 )
-        return shown

@@ -23,17 +23,15 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 from typing import Any
 
 from ..core.errors import GlitchTipError
-from ..core.process import PerProcess
+from ..core.off_thread import OffThread
 from ..core.routing import Destination
 from ..delivery.render import Note
 from ..glitchtip.api import ROUTED_TAGS, GlitchTipApi, ProjectPath
@@ -48,6 +46,8 @@ log = logging.getLogger(__name__)
 FALLBACK_WINDOW = 3600.0
 # Named for one alert at most: each costs two requests to GlitchTip.
 MOST_NAMED = 20
+# Alerts' look-ups waiting at once in a process; past it, one is said and counted, not made.
+MOST_WAITING = 20
 # The issues of the project read, newest event first: one page.
 READ_AT_ONCE = 100
 # GlitchTip's alert's text when it counts several issues: "GlitchTip Alert (5 issues)".
@@ -113,9 +113,9 @@ def _counts_more(payload: Mapping[str, Any]) -> bool:
     return counted is not None and isinstance(attached, list) and int(counted[1]) > len(attached)
 
 
-class HiddenIssues(PerProcess):
-    """This process's naming of hidden issues: one thread of its own (created lazily, after a
-    fork), each alert's look-up one task on it."""
+class HiddenIssues:
+    """This process's naming of hidden issues: each alert's look-up one task off the webhook's
+    thread (core/off_thread.py: one thread, a bounded backlog, made lazily after a fork)."""
 
     def __init__(
         self,
@@ -136,11 +136,7 @@ class HiddenIssues(PerProcess):
         self._told = told
         self._counted = counted
         self._clock = clock
-        self._start_in_this_process()
-
-    def _start_over(self) -> None:
-        self._lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
+        self._off_thread = OffThread("relay-hidden", threads=1, most_waiting=MOST_WAITING)
 
     def after_webhook(self, payload: Mapping[str, Any], destination: Destination) -> bool:
         """A webhook was taken in: when its alert counts issues it does not attach, name them
@@ -151,12 +147,20 @@ class HiddenIssues(PerProcess):
         return hidden is not None
 
     def name_later(self, hidden: Hidden) -> None:
-        """Look the hidden issues up and take them in, off the caller's thread."""
-        self._here()
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="relay-hidden")
-            self._pool.submit(self.name, hidden)
+        """Look the hidden issues up and take them in, off the caller's thread; when as many
+        look-ups wait already (a storm of such alerts), said and counted instead."""
+
+        def name() -> None:
+            self.name(hidden)
+
+        if not self._off_thread.submit(name):
+            log.warning(
+                "the %d issue(s) an alert counted and did not attach will not be named: %d "
+                "such look-ups wait already",
+                hidden.count,
+                MOST_WAITING,
+            )
+            self._counted("failed", hidden.count)
 
     def name(self, hidden: Hidden) -> int:
         """Look them up and take them in now; how many were named."""
@@ -197,10 +201,7 @@ class HiddenIssues(PerProcess):
         return len(found)
 
     def shutdown(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        self._off_thread.shutdown()
 
     def _found(self, hidden: Hidden) -> list[tuple[dict[str, Any], dict[str, str]]]:
         """The issues chosen (the module's docstring says how), each with its routed tags."""
