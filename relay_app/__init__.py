@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
@@ -54,9 +53,11 @@ from .parts import (
     following_glitchtip,
     handoffs_for,
     post_escalating,
+    roster_for,
     watcher_for,
     zones_for,
 )
+from .routes.rotation import Roster
 from .silences.gauges import SilenceGauges
 from .silences.silencing import Silencing
 from .silences.store import SilenceStore
@@ -151,7 +152,8 @@ def assemble(
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
         post_escalating(webhooks, issue, found)
 
-    basis = Basis(settings, spool, metrics, clock, outbox)
+    roster, covers = roster_for(settings, shared, clock)
+    basis = Basis(settings, spool, metrics, clock, outbox, roster, covers)
     summaries = daily_summaries_for(basis)
     refused_again = RefusedAgain(
         settings.routes_in_force, every=timing.routes_refused_again, clock=clock
@@ -169,7 +171,7 @@ def assemble(
             part.follow_up for part in (escalation, watcher, summaries) if part is not None
         ],
     )
-    renderer = _renderer(settings, shared, words, buttons=buttons)
+    renderer = _renderer(settings, shared, words, buttons=buttons, roster=roster)
     policy = RetryPolicy(
         attempts=settings.retry_attempts, wait=settings.retry_wait, max_age=settings.retry_max_age
     )
@@ -344,7 +346,9 @@ def _spool(settings: Settings, clock: Clock) -> Spool | None:
     return on_store(store, max_pending=limit, clock=clock, pace=pace)
 
 
-def _renderer(settings: Settings, shared: Spool, words: Words, *, buttons: bool) -> Renderer:
+def _renderer(
+    settings: Settings, shared: Spool, words: Words, *, buttons: bool, roster: Roster
+) -> Renderer:
     """What every job writes, made when it is sent: with the capabilities' shapes of alert,
     their notes, and the cards' edits."""
     zones = zones_for(settings)
@@ -353,7 +357,7 @@ def _renderer(settings: Settings, shared: Spool, words: Words, *, buttons: bool)
         late_after=settings.late_after,
         coalesce=settings.coalesce,
         buttons_at=settings.glitchtip_links if buttons else None,
-        on_call=OnCall(settings.routes.on_call, ZoneInfo(settings.timezone), zones),
+        on_call=OnCall(roster, zones),
         added=Added(
             SHAPES,
             NOTES,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from .cards.sent import SentStore
@@ -29,10 +29,12 @@ from .glitchtip.api import GlitchTipApi
 from .glitchtip.lookups import CALL_TIMEOUT
 from .intake.routed import RoutedWebhooks
 from .message.trend import Trend
-from .oncall.command import oncall_command
+from .oncall.command import Covering, cover_command, oncall_command
+from .oncall.covers import CoverStore, KeptCovers
 from .oncall.handoffs import Handoffs
 from .oncall.steps import Escalation
 from .operating.config import Settings
+from .routes.rotation import Roster
 from .routes.zones import Zones
 from .silences.command import silences_command
 from .silences.store import SilenceStore
@@ -56,13 +58,16 @@ Clock = Callable[[], float]
 @dataclass(frozen=True)
 class Basis:
     """What every part here is made from: the settings, the spool (None: RELAY_SPOOL_PATH=off),
-    the counters, the clock, and the outbox every write to a chat is queued in."""
+    the counters, the clock, the outbox every write to a chat is queued in, and the roster."""
 
     settings: Settings
     spool: Spool | None
     metrics: Metrics
     clock: Clock
     outbox: Outbox
+    # Who is on duty in each rotation, the covers applied (`roster_for`).
+    roster: Roster = field(default_factory=Roster)
+    covers: KeptCovers | None = None
 
 
 def following_glitchtip(
@@ -161,6 +166,13 @@ def daily_summaries_for(basis: Basis) -> DailySummaries | None:
     )
 
 
+def roster_for(settings: Settings, shared: Spool, clock: Clock) -> tuple[Roster, KeptCovers]:
+    """Who is on duty in each rotation of the routes file, with the covers kept in `shared`
+    (the spool, or this process's memory without one), as this process last read them."""
+    covers = KeptCovers(shared.of(CoverStore), clock=clock)
+    return Roster(settings.routes.on_call, ZoneInfo(settings.timezone), covers), covers
+
+
 def handoffs_for(basis: Basis) -> Handoffs | None:
     """With a spool and a rotation that says `announce`, named by a route: its handoffs."""
     settings, spool, _, metrics, clock = _unpacked(basis)
@@ -169,7 +181,12 @@ def handoffs_for(basis: Basis) -> Handoffs | None:
         return None
     zone = ZoneInfo(settings.timezone)
     return Handoffs(
-        places, spool.of(SummaryStore), zone=zone, posted=metrics.handoffs.inc, clock=clock
+        places,
+        spool.of(SummaryStore),
+        roster=basis.roster,
+        zone=zone,
+        posted=metrics.handoffs.inc,
+        clock=clock,
     )
 
 
@@ -268,12 +285,15 @@ def _commands(basis: Basis, spool: Spool, answering: Answering, health: Health) 
         )
 
     return Commands(
-        commands=bot_commands(settings, spool, status, clock),
+        commands=bot_commands(settings, spool, status, clock, basis.roster, basis.covers),
         served=served,
         first_time=lambda keys: spool.of(SentStore).first_time(keys, at=clock()),
         answering=answering,
         words=words_for(settings.language),
         count=lambda command: metrics.commands.labels(command).inc(),
+        may_act=lambda person: (
+            not settings.action_user_ids or person.id in settings.action_user_ids
+        ),
     )
 
 
@@ -282,12 +302,17 @@ def bot_commands(
     spool: Spool,
     status: Callable[[Words], Status] = lambda words: Status("", "", ""),
     clock: Clock = time.time,
+    roster: Roster | None = None,
+    covers: KeptCovers | None = None,
 ) -> list[BotCommand]:
     """The chat's commands, the capabilities' and the relay's own, in the order Telegram
     lists them."""
+    roster = roster or Roster(settings.routes.on_call, ZoneInfo(settings.timezone))
+    covering = Covering(roster, spool.of(CoverStore), covers.changed if covers else lambda: None)
     return [
         issues_command(spool.of(WatchStore), clock=clock),
-        oncall_command(settings.routes.on_call, ZoneInfo(settings.timezone), clock=clock),
+        oncall_command(roster, clock=clock),
+        cover_command(covering, clock=clock),
         silences_command(spool.of(SilenceStore), clock=clock, zone_of=zones_for(settings).of),
         status_command(status),
     ]

@@ -23,6 +23,7 @@ from relay_app.oncall.command import oncall_command
 from relay_app.operating.config import Settings
 from relay_app.parts import bot_commands
 from relay_app.routes import parse_routes
+from relay_app.routes.rotation import Roster
 from relay_app.spool import open_memory
 from relay_app.telegram.bot_commands import described
 from relay_app.watch.store import Seen, Watched, WatchStore
@@ -159,7 +160,7 @@ def test_a_command_for_another_bot_is_left_to_it_and_an_unknown_one_goes_on() ->
             return True
 
     commands = Commands(
-        commands=[oncall_command({}, ZoneInfo("UTC"))],
+        commands=[oncall_command(Roster())],
         served=Served(frozenset({CHAT}), bot_username=lambda: "relay_bot"),
         first_time=lambda keys: True,
         answering=Answering(),  # type: ignore[arg-type]
@@ -180,10 +181,11 @@ def test_a_command_for_another_bot_is_left_to_it_and_an_unknown_one_goes_on() ->
 def test_the_commands_are_described_in_the_relays_language(settings: Settings) -> None:
     commands = bot_commands(settings, open_memory())
     listed = described(commands, RUSSIAN)
-    assert [c["command"] for c in listed] == ["issues", "oncall", "silences", "status"]
+    assert [c["command"] for c in listed] == ["issues", "oncall", "cover", "silences", "status"]
     assert [c["description"] for c in listed] == [
         RUSSIAN.command_issues,
         RUSSIAN.command_oncall,
+        RUSSIAN.command_cover,
         RUSSIAN.command_silences,
         RUSSIAN.command_status,
     ]

@@ -15,6 +15,7 @@ from relay_app import Relay
 from relay_app.core.routing import Destination
 from relay_app.oncall.handoffs import Handoffs
 from relay_app.routes import RoutesError, parse_routes
+from relay_app.routes.rotation import Roster
 from relay_app.routes.table import RouteTable
 from relay_app.spool import open_spool
 from relay_app.summaries.store import SummaryStore
@@ -57,7 +58,13 @@ def handoffs(table: RouteTable, built: Relay, clock: FakeTime) -> Handoffs:
     """As the relay makes them (relay_app/parts.py, handoffs_for), on the relay's spool."""
     assert built.spool is not None
     default = Destination(int(CHAT), 77)
-    return Handoffs(table.handoffs(default), built.spool.of(SummaryStore), zone=MOSCOW, clock=clock)
+    return Handoffs(
+        table.handoffs(default),
+        built.spool.of(SummaryStore),
+        roster=Roster(table.on_call, MOSCOW),
+        zone=MOSCOW,
+        clock=clock,
+    )
 
 
 @pytest.fixture
@@ -129,6 +136,7 @@ def test_the_fleet_says_a_handoff_once_and_a_relay_down_through_handoffs_says_on
         other = Handoffs(
             table.handoffs(Destination(int(CHAT), 77)),
             other_spool.of(SummaryStore),
+            roster=Roster(table.on_call, MOSCOW),
             zone=MOSCOW,
             clock=fake_time,
         )

@@ -15,6 +15,7 @@ from relay_app.cli import main
 from relay_app.core.routing import Destination
 from relay_app.delivery.render import OnCall, Renderer, ReplyUnder, Send
 from relay_app.routes import RoutesError, parse_routes
+from relay_app.routes.rotation import Roster
 from relay_app.spool import Precedence, open_memory
 from relay_app.spool.model import NewJob
 from relay_app.words import ENGLISH, Said
@@ -74,7 +75,7 @@ def test_a_rotation_without_a_zone_reads_relay_timezone() -> None:
 
 def test_oncall_becomes_the_person_on_duty_when_the_message_is_sent() -> None:
     table = parse_routes(FILE, "x.toml")
-    renderer = Renderer(ENGLISH, late_after=60.0, on_call=OnCall(table.on_call, UTC))
+    renderer = Renderer(ENGLISH, late_after=60.0, on_call=OnCall(Roster(table.on_call, UTC)))
     queue = open_memory().queue
     about = {"webhook": issue_alert(issue(1)), "mentions": ["oncall:payments", "@vera_lead"]}
     job = queue.add(

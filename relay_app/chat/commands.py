@@ -21,14 +21,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import DeliveryError, SpoolError
-from ..core.json_values import json_int
-from ..telegram.bot_commands import BotCommand
+from ..core.json_values import json_int, json_object
+from ..telegram.bot_commands import Asked, BotCommand
 from ..telegram.client import TelegramClient
 from ..words import Said, Words
 from .answers import Answering, Asker, Served
-from .team import Written
+from .team import Person, Written
 
 log = logging.getLogger(__name__)
+
+# What follows a command's name, read no further.
+MAX_ARGS = 200
 
 
 class BotName:
@@ -64,6 +67,8 @@ class Command:
     addressed_to: str | None  # the bot named after '@', if any
     asker: Asker  # the command's message, and who wrote it
     update_id: int | None
+    args: str = ""  # what follows the command's name
+    by: Person | None = None  # who wrote it, as Telegram names them
 
     @property
     def chat(self) -> str:
@@ -75,15 +80,25 @@ class Command:
         said = Written.of(update.get("message"))
         if said is None or not said.text.startswith("/"):
             return None
-        word = said.text[1:].split(maxsplit=1)[0] if said.text[1:].strip() else ""
-        name, _, bot = word.partition("@")
+        parts = said.text[1:].split(maxsplit=1) if said.text[1:].strip() else [""]
+        name, _, bot = parts[0].partition("@")
         update_id = update.get("update_id")
         return cls(
             name=name.casefold(),
             addressed_to=bot or None,
             asker=said.asker,
             update_id=json_int(update_id),
+            args=parts[1].strip()[:MAX_ARGS] if len(parts) > 1 else "",
+            by=_writer(update),
         )
+
+
+def _writer(update: Mapping[str, Any]) -> Person | None:
+    """Who wrote the command: a person, not a chat writing on its own behalf."""
+    message = json_object(update.get("message"))
+    if message.get("sender_chat") is not None or not isinstance(message.get("from"), dict):
+        return None
+    return Person.of(message.get("from"))
 
 
 @dataclass(frozen=True)
@@ -98,7 +113,7 @@ class Status:
 def status_command(status: Callable[[Words], Status]) -> BotCommand:
     """`/status`: what the relay knows of Telegram, GlitchTip and its queue."""
 
-    def answer(chat: str, words: Words) -> Said:
+    def answer(asked: Asked, words: Words) -> Said:
         found = status(words)
         values = {"telegram": found.telegram, "glitchtip": found.glitchtip, "queue": found.queue}
         return Said("status_answer", values)
@@ -116,6 +131,7 @@ class Commands:
         answering: Answering,
         words: Words,
         count: Callable[[str], None] = lambda command: None,
+        may_act: Callable[[Person], bool] = lambda person: False,
     ) -> None:
         """`commands`: those the relay answers, its own and the capabilities'; `served`: the
         chats it answers in, and the bot's name, so that a command addressed to another bot is
@@ -128,6 +144,7 @@ class Commands:
         self._answering = answering
         self._words = words
         self._count = count
+        self._may_act = may_act
 
     def _to_this_bot(self, command: Command) -> bool:
         """`/issues@name`: whether `name` is this bot's; a bare `/issues` is anyone's."""
@@ -135,6 +152,32 @@ class Commands:
             return True
         mine = self._bot_username()
         return mine is not None and command.addressed_to.casefold() == mine.casefold()
+
+    def _asked_where_answered(self, command: Command, answered: BotCommand) -> bool:
+        """A chat's command in a chat the relay serves (the answers name issues and people);
+        a private one (`/start`) in the private chat of the person who wrote it."""
+        if answered.private:
+            by = command.by
+            return by is not None and by.id is not None and command.chat == str(by.id)
+        if command.chat not in self._served:
+            log.debug(
+                "/%s in chat %s, which the relay does not serve: not answered",
+                command.name,
+                command.chat,
+            )
+            return False
+        return True
+
+    def _asked(self, command: Command) -> Asked:
+        by = command.by
+        return Asked(
+            command.chat,
+            command.args,
+            person=by.mention if by is not None else None,
+            may_act=by is not None and self._may_act(by),
+            user_id=by.id if by is not None else None,
+            name=(by.name or by.handle) if by is not None else "",
+        )
 
     def handle(self, command: Command) -> bool:
         """Answer the command when it is one of these, for this bot, in a chat the relay
@@ -144,12 +187,7 @@ class Commands:
             return False
         if not self._to_this_bot(command):
             return True  # another bot's: not answered, and not a reply to comment on
-        if command.chat not in self._served:
-            log.debug(
-                "/%s in chat %s, which the relay does not serve: not answered",
-                command.name,
-                command.chat,
-            )
+        if not self._asked_where_answered(command, answered):
             return True
         keys = [f"update:{command.update_id}"] if command.update_id is not None else []
         try:
@@ -157,7 +195,7 @@ class Commands:
                 return True  # Telegram delivered it again: answered the first time
             if not self._answering.may_answer(command.asker):
                 return True  # its budget is spent: counted, and said once a minute
-            said = answered.answer(command.chat, self._words)
+            said = answered.answer(self._asked(command), self._words)
             if self._answering.answer(command.asker, said):
                 self._count(command.name)
         except SpoolError as exc:

@@ -33,6 +33,15 @@ class Person:
     # one else's; the name is anyone's, so it is quoted (its quotes and line breaks escaped) and
     # cannot end the author line or pass for another person's.
     signature: str
+    username: str | None = None  # without the '@'
+    name: str = ""  # first and last, one line
+
+    @property
+    def mention(self) -> str | None:
+        """As a route's mention names them: '@ada', or 'tg:4242' without a username."""
+        if self.username is not None and _MENTIONED.fullmatch(self.username):
+            return f"@{self.username}"
+        return f"tg:{self.id}" if self.id is not None and self.id > 0 else None
 
     @classmethod
     def of(cls, sender: object) -> Person:
@@ -47,7 +56,13 @@ class Person:
         user_id = json_int(found.get("id"))
         # One line, whatever the name holds: it is shown in the chat's messages too.
         handle = account or " ".join(name.split()) or "someone"
-        return cls(id=user_id, handle=handle[:64], signature=_signature(name, account, user_id))
+        return cls(
+            id=user_id,
+            handle=handle[:64],
+            signature=_signature(name, account, user_id),
+            username=account[1:] if account else None,
+            name=" ".join(name.split()),
+        )
 
 
 def _signature(name: str, account: str | None, user_id: int | None) -> str:
@@ -60,6 +75,8 @@ def _signature(name: str, account: str | None, user_id: int | None) -> str:
 
 # Telegram's usernames: 5 to 32 letters, digits and underscores (shorter ones are old or bots').
 _USERNAME = re.compile(r"[A-Za-z0-9_]{1,32}")
+# A username a mention can name (routes/table.py's @username).
+_MENTIONED = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,31}")
 
 
 @dataclass(frozen=True)

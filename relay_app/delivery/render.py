@@ -28,7 +28,6 @@ from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from itertools import takewhile
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from ..core.json_values import json_int
 from ..core.routing import ChatId
@@ -39,7 +38,7 @@ from ..message.formatting import Entry, Message, message_for, with_first_line, w
 from ..message.lines import from_json as lines_from_json
 from ..message.spans import visible
 from ..message.subjects import Subjects, split_by_origin
-from ..routes.rotation import Rotation, on_duty_in, on_duty_now
+from ..routes.rotation import Roster, on_duty_in, on_duty_now
 from ..routes.sound import Sound, levels_of
 from ..routes.zones import Zones
 from ..spool.model import Job, Precedence
@@ -144,12 +143,12 @@ class Added:
 
 @dataclass(frozen=True)
 class OnCall:
-    """The rotations `oncall:NAME` names, by name, and the time zone of a route (or rotation)
-    that names none (RELAY_TIMEZONE): for quiet hours and who is on duty when a message goes;
-    and the zone each chat reads the times a message says in (routes/zones.py)."""
+    """Who `oncall:NAME` names when a message goes (the rotations with their covers), and the
+    time zone of a route (or rotation) that names none (RELAY_TIMEZONE, the roster's): for
+    quiet hours and who is on duty; and the zone each chat reads the times a message says in
+    (routes/zones.py)."""
 
-    rotations: Mapping[str, Rotation] = field(default_factory=dict)
-    zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
+    roster: Roster = field(default_factory=Roster)
     places: Zones = field(default_factory=Zones)
 
 
@@ -172,9 +171,9 @@ class Renderer:
         self._shapes = {shape.key: shape for shape in added.shapes}
         self._notes = tuple(added.notes)
         self._edits = added.edits
-        self._zone = on_call.zone
+        self._zone = on_call.roster.zone
         self._places = on_call.places
-        self._on_call = dict(on_call.rotations)
+        self._roster = on_call.roster
         self._late_after = late_after
         self._coalesce = coalesce
         self._buttons_at = buttons_at
@@ -243,7 +242,7 @@ class Renderer:
             said = Said.from_json(first.data.get("say")).text(self.words)
         except KeyError as exc:
             raise Unreadable(str(exc)) from None
-        said = on_duty_in(said, self._on_call, now, self._zone)  # an escalation's people
+        said = on_duty_in(said, self._roster, now)  # an escalation's people
         chat = str(first.destination.chat)
         answer = first.precedence == Precedence.ANSWER
         reply = ReplyUnder(chat, first.destination.thread, number(first.data), said, answer)
@@ -289,7 +288,7 @@ class Renderer:
         )
         # Whom the alerts' routes call, once for the message, however many alerts call them.
         called = dict.fromkeys(m for alert in alerts for m in alert.subjects.mentions)
-        people = on_duty_now(list(called), self._on_call, now, self._zone)
+        people = on_duty_now(list(called), self._roster, now)
         message = with_mentions(message, people, self.words)
         if any(_maybe_seen(job) for job in jobs):
             words = self.words

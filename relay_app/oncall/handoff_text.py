@@ -20,6 +20,10 @@ def handoff_message(about: Mapping[str, Any], words: Words) -> Message:
     zone = ZoneInfo(str(about.get("zone") or "UTC"))
     until = datetime.fromtimestamp(float(about["until"]), zone)
     person_html, person_text = shown_mention(str(about["person"]), words)
+    if about.get("covering"):
+        # Whose turn a cover takes: said, not called (they are off).
+        covering = words.oncall_covering.format(person=str(about["covering"]))
+        person_html, person_text = person_html + html.escape(covering), person_text + covering
     next_html, next_text = shown_mention(str(about["next"]), words)
     fields = {"rotation": str(about["rotation"]), "until": f"{until:%d.%m %H:%M} ({zone.key})"}
     text = words.handoff.format(**fields, person=person_text, next=next_text)

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 from ..core.errors import SpoolError
 from ..core.routing import Destination
-from ..routes.rotation import Rotation
+from ..routes.rotation import Roster, Rotation
 from ..summaries.store import SummaryStore
 
 log = logging.getLogger(__name__)
@@ -30,6 +30,7 @@ class Handoffs:
         places: Mapping[Destination, Sequence[Rotation]],
         store: SummaryStore,
         *,
+        roster: Roster,
         zone: ZoneInfo,
         posted: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time,
@@ -38,6 +39,7 @@ class Handoffs:
         RELAY_TIMEZONE's, for a rotation that names none."""
         self._places = {place: tuple(rotations) for place, rotations in places.items()}
         self._store = store
+        self._roster = roster
         self._zone = zone
         self._posted = posted
         self._clock = clock
@@ -60,17 +62,20 @@ class Handoffs:
         return posted
 
     def _post_if_due(self, destination: Destination, rotation: Rotation, now: float) -> bool:
-        duty = rotation.on_duty(now, self._zone)
-        next_at = duty.until.timestamp()
+        # Handoffs come at the rotation's turns; who takes over, and until when, is the
+        # roster's: a cover shows, with whose turn it takes.
+        next_at = rotation.on_duty(now, self._zone).until.timestamp()
         of = f"handoff:{rotation.name}@"
         if self._store.due(destination, next_at=next_at, now=now, of=of) is None:
             return False
+        duty = self._roster.on_duty(rotation, now)
         handoff = {
             "rotation": rotation.name,
             "person": duty.person,
             "next": duty.next_person,
-            "until": next_at,
+            "until": duty.until.timestamp(),
             "zone": rotation.zone(self._zone).key,
+            "covering": duty.covering,
         }
         if not self._store.post(destination, {"handoff": handoff}, next_at=next_at, now=now, of=of):
             return False  # another process of the fleet posted it

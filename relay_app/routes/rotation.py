@@ -9,6 +9,11 @@ chats whose routes name the rotation (oncall/handoffs.py).
 Periods are counted on the zone's wall clock, so a daily rotation hands over at 09:00 local
 time on both sides of a change to summer time. Before its start, a rotation's first person is on
 duty.
+
+A cover (docs/oncall.md: `relay-app oncall cover`, `/cover` in the chat) puts someone else on
+duty in a rotation for an interval; of two covers at once the later made holds, and a swap is two
+covers. The covers are kept in the spool (oncall/covers.py); the `Roster` here says who is on
+duty with them applied, given the covers it is handed.
 """
 
 from __future__ import annotations
@@ -33,8 +38,22 @@ _ONCALL_IN_TEXT = re.compile(r"oncall:([A-Za-z0-9_.-]{1,40})")
 @dataclass(frozen=True)
 class OnDuty:
     person: str
-    until: datetime  # the next handoff, in the rotation's zone
+    until: datetime  # the next change of who is on duty (a handoff, a cover), in its zone
     next_person: str
+    covering: str | None = None  # whose turn it is, when `person` covers it
+
+
+@dataclass(frozen=True)
+class Cover:
+    """Someone on duty in a rotation from `starts_at` until `ends_at` (Unix times), whoever
+    the rotation says; kept in the spool, numbered there."""
+
+    id: int
+    rotation: str
+    person: str
+    starts_at: float
+    ends_at: float
+    by: str = ""  # who made it: a person of the chat, or the login name of the command line
 
 
 @dataclass(frozen=True)
@@ -119,14 +138,70 @@ def _start(raw: object, problem: Any) -> datetime:
     return start
 
 
-def on_duty_in(
-    text: str, rotations: Mapping[str, Rotation], at: float, default_zone: ZoneInfo
-) -> str:
+class Roster:
+    """Who is on duty in each rotation at a moment, the covers applied. `covers(at)` gives
+    the covers that have not ended by `at` (kept in the spool: oncall/covers.py); `zone` is
+    RELAY_TIMEZONE's, for a rotation that names none."""
+
+    def __init__(
+        self,
+        rotations: Mapping[str, Rotation] | Sequence[Rotation] = (),
+        zone: ZoneInfo | None = None,
+        covers: Callable[[float], Sequence[Cover]] = lambda at: (),
+    ) -> None:
+        listed = rotations.values() if isinstance(rotations, Mapping) else rotations
+        self.rotations: dict[str, Rotation] = {rotation.name: rotation for rotation in listed}
+        self.zone = zone or ZoneInfo("UTC")
+        self._covers = covers
+
+    def __bool__(self) -> bool:
+        return bool(self.rotations)
+
+    def on_duty(self, rotation: Rotation, at: float) -> OnDuty:
+        """Who is on duty in `rotation` at `at`, until the next change, and who then."""
+        covers = [cover for cover in self._covers(at) if cover.rotation == rotation.name]
+        return _duty(rotation, covers, at, rotation.zone(self.zone))
+
+    def covers(self, at: float) -> list[Cover]:
+        """The covers of these rotations not ended by `at`, soonest first."""
+        found = [cover for cover in self._covers(at) if cover.rotation in self.rotations]
+        return sorted(found, key=lambda cover: (cover.starts_at, cover.id))
+
+    def person(self, name: str, at: float) -> str | None:
+        """Who is on duty in the rotation `name` at `at`; None for no rotation of that name."""
+        rotation = self.rotations.get(name)
+        return self.on_duty(rotation, at).person if rotation is not None else None
+
+
+def _duty(rotation: Rotation, covers: Sequence[Cover], at: float, zone: ZoneInfo) -> OnDuty:
+    turn = rotation.on_duty(at, zone)
+    cover = _cover_at(covers, at)
+    # Who is on duty changes at the next handoff, when this cover ends, or when another starts.
+    changes = [turn.until.timestamp()]
+    changes += [c.ends_at for c in covers if c.starts_at <= at < c.ends_at]
+    changes += [c.starts_at for c in covers if at < c.starts_at]
+    until = min(changes)
+    then = _cover_at(covers, until)
+    next_person = then.person if then else rotation.on_duty(until, zone).person
+    return OnDuty(
+        cover.person if cover else turn.person,
+        datetime.fromtimestamp(until, zone),
+        next_person,
+        covering=turn.person if cover and cover.person != turn.person else None,
+    )
+
+
+def _cover_at(covers: Sequence[Cover], at: float) -> Cover | None:
+    """The cover holding at `at`: of several, the one made last."""
+    holding = [cover for cover in covers if cover.starts_at <= at < cover.ends_at]
+    return max(holding, key=lambda cover: cover.id) if holding else None
+
+
+def on_duty_in(text: str, roster: Roster, at: float) -> str:
     """`text` with each `oncall:NAME` in it made the person on duty at `at`."""
 
     def person(found: re.Match[str]) -> str:
-        rotation = rotations.get(found.group(1))
-        return rotation.on_duty(at, default_zone).person if rotation else found.group(0)
+        return roster.person(found.group(1), at) or found.group(0)
 
     return _ONCALL_IN_TEXT.sub(person, text)
 
@@ -136,14 +211,11 @@ def named_rotations(people: Sequence[str]) -> list[str]:
     return [person.removeprefix(ONCALL) for person in people if person.startswith(ONCALL)]
 
 
-def on_duty_now(
-    people: Sequence[str], rotations: Mapping[str, Rotation], at: float, default_zone: ZoneInfo
-) -> list[str]:
+def on_duty_now(people: Sequence[str], roster: Roster, at: float) -> list[str]:
     """The mentions with each `oncall:NAME` made the person on duty at `at`, once each."""
     found = [
-        rotations[person.removeprefix(ONCALL)].on_duty(at, default_zone).person
-        if person.startswith(ONCALL) and person.removeprefix(ONCALL) in rotations
-        else person
+        (roster.person(person.removeprefix(ONCALL), at) if person.startswith(ONCALL) else None)
+        or person
         for person in people
     ]
     return list(dict.fromkeys(found))

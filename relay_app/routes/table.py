@@ -298,14 +298,15 @@ def _rotations(raw: object, name: str, lines: _RouteLines) -> tuple[Rotation, ..
             where = lines.of(number, key, table="rotation")
             return RoutesError(f"{name}:{where}: rotation {number}, {key}: {said}")
 
-        rotation = rotation_of(table, number, problem, is_person=_one_person)
+        rotation = rotation_of(table, number, problem, is_person=is_person)
         if any(other.name == rotation.name for other in rotations):
             raise problem("name", f"{rotation.name!r} names another rotation too")
         rotations.append(rotation)
     return tuple(rotations)
 
 
-def _one_person(mention: str) -> bool:
+def is_person(mention: str) -> bool:
+    """Whether `mention` names one person: `@username` or `tg:<user id>`, not a rotation."""
     return _MENTION.fullmatch(mention) is not None and not mention.startswith(ONCALL)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, tzinfo
 
 from ..message.spans import place_time
-from ..telegram.bot_commands import BotCommand
+from ..telegram.bot_commands import Asked, BotCommand
 from ..words import Said, Words
 from .store import SilenceStore
 
@@ -21,7 +21,8 @@ def silences_command(
 ) -> BotCommand:
     """`zone_of`: the zone a chat reads times in (routes/zones.py)."""
 
-    def answer(chat: str, words: Words) -> Said:
+    def answer(asked: Asked, words: Words) -> Said:
+        chat = asked.chat
         active = silences.active(chat, now=clock())
         if not active:
             return Said("silences_none")

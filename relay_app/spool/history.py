@@ -18,7 +18,7 @@ from .dialects import POSTGRES, SQLITE, Types
 __all__ = ["POSTGRES", "SCHEMA_VERSION", "SQLITE", "Types", "statements_after", "steps"]
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 
 def steps(types: Types) -> dict[int, list[str]]:
@@ -43,6 +43,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         20: setup_found(types),
         21: offset_in_the_leaders_term(types),
         22: replies_that_only_comment(types),
+        23: on_call_from_the_chat(types),
     }
 
 
@@ -516,4 +517,56 @@ def replies_that_only_comment(types: Types) -> list[str]:
     return [
         f"ALTER TABLE sent_messages ADD COLUMN replies_comment_only {types.flag}",
         "CREATE INDEX issue_buttons_by_issue ON issue_buttons (chat, issue_id)",
+    ]
+
+
+def on_call_from_the_chat(types: Types) -> list[str]:
+    """On call run from the chat (docs/oncall.md): the covers (someone on duty in a rotation
+    for an interval, whoever it says); the people the relay has seen, by Telegram's id, with
+    their username and name (a `tg:<id>` mention says the name) and, once they sent /start, their
+    private chat with the bot; each private call queued, so that the buttons of the message it
+    carries act on the alert it is about; a step that also calls privately (`direct`); how long
+    a message's route lets an issue be taken before its taker is called again (`take_for`), and
+    those calls as timers, one row per take."""
+    return [
+        f"""CREATE TABLE covers (
+    id {types.serial},
+    rotation TEXT NOT NULL,
+    person TEXT NOT NULL,
+    starts_at {types.time} NOT NULL,
+    ends_at {types.time} NOT NULL,
+    made_by TEXT NOT NULL,
+    made_at {types.time} NOT NULL
+)""",
+        "CREATE INDEX covers_by_end ON covers (ends_at)",
+        f"""CREATE TABLE people (
+    user_id {types.big} PRIMARY KEY,
+    username TEXT,
+    name TEXT NOT NULL,
+    started_at {types.time},
+    seen_at {types.time} NOT NULL
+)""",
+        "CREATE INDEX people_by_username ON people (username)",
+        f"""CREATE TABLE direct_calls (
+    user_id {types.big} NOT NULL,
+    chat TEXT NOT NULL,
+    message_id {types.big} NOT NULL,
+    called_at {types.time} NOT NULL,
+    PRIMARY KEY (user_id, chat, message_id)
+)""",
+        f"ALTER TABLE escalations ADD COLUMN direct {types.flag}",
+        f"ALTER TABLE sent_messages ADD COLUMN take_for {types.time}",
+        f"""CREATE TABLE recalls (
+    chat TEXT NOT NULL,
+    issue_id TEXT NOT NULL,
+    taken_at {types.time} NOT NULL,
+    message_id {types.big} NOT NULL,
+    thread {types.big},
+    taker TEXT NOT NULL,
+    round INTEGER NOT NULL DEFAULT 1,
+    due_at {types.time} NOT NULL,
+    state TEXT NOT NULL DEFAULT 'waiting',
+    PRIMARY KEY (chat, issue_id, taken_at)
+)""",
+        "CREATE INDEX recalls_due ON recalls (state, due_at)",
     ]

@@ -12,15 +12,35 @@ from ..words import Said, Words
 
 
 @dataclass(frozen=True)
+class Asked:
+    """A command as its answer reads it: in which chat (its key), what follows the command's
+    name, and who asked: as a mention names them (`@username`, or `tg:<user id>` for people
+    without one), and whether they may act (TELEGRAM_ACTION_USER_IDS). The chat is one the
+    relay serves; nothing else of the update is trusted."""
+
+    chat: str
+    args: str = ""
+    person: str | None = None
+    may_act: bool = False
+    user_id: int | None = None  # Telegram's id of who asked
+    name: str = ""  # their name, as Telegram gives it
+
+
+@dataclass(frozen=True)
 class BotCommand:
     name: str
     describe: Callable[[Words], str]
-    # Its answer in a chat (the chat's key), in the catalogue's words.
-    answer: Callable[[str, Words], Said]
+    # Its answer to a command, in the catalogue's words.
+    answer: Callable[[Asked, Words], Said]
+    # Asked in a person's private chat with the bot (`/start`), never in the chats it serves;
+    # not offered in Telegram's list.
+    private: bool = False
 
 
 def described(commands: Sequence[BotCommand], words: Words) -> list[dict[str, str]]:
     """The commands as setMyCommands takes them, described in the relay's language."""
     return [
-        {"command": command.name, "description": command.describe(words)} for command in commands
+        {"command": command.name, "description": command.describe(words)}
+        for command in commands
+        if not command.private
     ]

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..glitchtip.webhook import IssueAlert, parse_alert
 from ..message.trend import sparkline
-from ..telegram.bot_commands import BotCommand
+from ..telegram.bot_commands import Asked, BotCommand
 from ..words import Said, Words
 from .store import WatchedIssue, WatchStore
 
@@ -23,7 +23,8 @@ TITLE_SHOWN = 60
 def issues_command(watched: WatchStore, *, clock: Callable[[], float] = time.time) -> BotCommand:
     """`/issues`: the unresolved issues this chat receives, most events first."""
 
-    def answer(chat: str, words: Words) -> Said:
+    def answer(asked: Asked, words: Words) -> Said:
+        chat = asked.chat
         issues = [
             issue_data(issue)
             for issue in watched.overview(chat, now=clock())

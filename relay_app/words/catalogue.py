@@ -124,6 +124,21 @@ class Words:
     oncall_answer: str
     oncall_line: str
     oncall_none: str
+    oncall_covering: str  # after who is on duty, when they cover another's turn
+    oncall_covers: str  # the covers to come, below the rotations
+    oncall_cover_line: str
+    # Covers from the chat (oncall/command.py): /cover, and why one is refused.
+    command_cover: str
+    cover_made: str
+    cover_usage: str
+    cover_not_allowed: str
+    cover_no_rotation: str
+    cover_no_person: str
+    cover_unreadable_time: str
+    cover_past: str
+    cover_backwards: str
+    cover_too_long: str
+    cover_not_kept: str
     # An on-call handoff said in the chat (oncall/handoff_text.py).
     handoff: str
     silences_answer: str

@@ -103,6 +103,27 @@ ENGLISH = Words(
     oncall_answer="👥 On call:\n{lines}",
     oncall_line="{name}: {person} until {until}, then {next}",
     oncall_none="👥 No rotation: the routes file has no [[rotation]].",
+    oncall_covering=" (covering {person})",
+    oncall_covers="Covers to come:\n{lines}",
+    oncall_cover_line="{name}: {person} from {start} until {until}",
+    command_cover="cover a rotation: /cover ROTATION [@person] [from TIME] [until TIME]",
+    cover_made="🔁 {person} covers {rotation} from {start} until {until}, instead of {instead}.",
+    cover_usage=(
+        "Write /cover ROTATION, and if you like @person (else you), from TIME, until TIME or"
+        " for 2h: /cover payments until 18:00"
+    ),
+    cover_not_allowed="Only people allowed to act on alerts may change who is on call.",
+    cover_no_rotation="There is no rotation {rotation}: the routes file has {known}.",
+    cover_no_person="{person} is neither @username nor tg:<user id>.",
+    cover_unreadable_time=(
+        "{time} is not a time: write 18:00, 10.12 18:00, 2026-12-10 18:00, or for 2h."
+    ),
+    cover_past="That time is over: a cover must end later than now.",
+    cover_backwards="That cover ends before it starts.",
+    cover_too_long=(
+        "A cover lasts at most {days} days: a longer change belongs in the routes file."
+    ),
+    cover_not_kept="The cover could not be kept now (the relay's spool): try again in a minute.",
     handoff="🔁 On-call handoff, {rotation}: {person} is on call until {until}, then {next}.",
     silences_answer="🔇 Muted in this chat:\n{lines}",
     silences_line="{what} until {until} ({by})",

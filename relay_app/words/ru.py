@@ -123,6 +123,25 @@ RUSSIAN = Words(
     oncall_answer="👥 Дежурные:\n{lines}",
     oncall_line="{name}: {person} до {until}, затем {next}",
     oncall_none="👥 Ротаций нет: в файле маршрутов нет [[rotation]].",
+    oncall_covering=" (вместо {person})",
+    oncall_covers="Подмены впереди:\n{lines}",
+    oncall_cover_line="{name}: {person} с {start} до {until}",
+    command_cover="подменить дежурного: /cover РОТАЦИЯ [@кто] [с ВРЕМЯ] [до ВРЕМЯ]",
+    cover_made="🔁 {person} дежурит в {rotation} с {start} до {until} вместо {instead}.",
+    cover_usage=(
+        "Напишите /cover РОТАЦИЯ, при желании @кто (иначе вы), с ВРЕМЯ, до ВРЕМЯ или на 2h:"
+        " /cover payments до 18:00"
+    ),
+    cover_not_allowed="Менять дежурных могут только те, кому можно действовать с алертами.",
+    cover_no_rotation="Ротации {rotation} нет: в файле маршрутов есть {known}.",
+    cover_no_person="{person} — это не @username и не tg:<id пользователя>.",
+    cover_unreadable_time=(
+        "{time} — не время: напишите 18:00, 10.12 18:00, 2026-12-10 18:00 или на 2h."
+    ),
+    cover_past="Это время прошло: подмена должна кончаться позже, чем сейчас.",
+    cover_backwards="Подмена кончается раньше, чем начинается.",
+    cover_too_long="Подмена длится не больше {days} дней: дольше — правьте файл маршрутов.",
+    cover_not_kept="Подмену сейчас не сохранить (хранилище бота): попробуйте через минуту.",
     handoff="🔁 Смена дежурства, {rotation}: дежурит {person} до {until}, затем {next}.",
     silences_answer="🔇 Без звука в этом чате:\n{lines}",
     silences_line="{what} до {until} ({by})",

@@ -1,0 +1,298 @@
+"""Covers (oncall/covers.py, routes/rotation.py's Roster): someone on duty in a rotation for a
+while, whoever it says; the later made holds where two overlap, and a swap is two covers. Kept in
+the spool for every relay (SQLite and PostgreSQL alike), made from the chat (`/cover`) by someone
+allowed to act and from the command line, refused with the reason; applied to `oncall:NAME` in
+an alert's mention and an escalation's call from the moment each starts; shown by `/oncall`,
+`relay-app oncall` and a handoff's message."""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from relay_app import Relay
+from relay_app.cli import main
+from relay_app.core.routing import Destination
+from relay_app.delivery.render import OnCall, Renderer, ReplyUnder, Send
+from relay_app.oncall.covers import AskedCover, CoverStore, KeptCovers, Refused, checked_cover
+from relay_app.oncall.handoff_text import handoff_message
+from relay_app.routes import parse_routes
+from relay_app.routes.rotation import Cover, Roster
+from relay_app.spool import open_memory
+from relay_app.spool.model import NewJob, Precedence
+from relay_app.spool.store import Store
+from relay_app.words import ENGLISH, RUSSIAN, Said
+from tests.conftest import CHAT_ID, FakeTime
+from tests.in_process import Chat, ScriptedTelegram
+from tests.payloads import issue, issue_alert
+from tests.test_commands import command
+
+MOSCOW = ZoneInfo("Europe/Moscow")
+HERE = Destination(CHAT_ID)
+ROUTES = """
+[[rotation]]
+name = "payments"
+people = ["@anna_ops", "@boris_ops", "@vera_lead"]
+every = "1w"
+start = "2026-01-05T09:00"
+timezone = "Europe/Moscow"
+
+[[route]]
+name = "payments"
+chat = "-1002000000001"
+mention = ["oncall:payments"]
+escalate = [{ after = "10m", mention = ["oncall:payments"] }]
+"""
+TABLE = parse_routes(ROUTES, "r.toml")
+
+
+def at(wall: str) -> float:
+    """A wall-clock time in Moscow, as a Unix time."""
+    return datetime.fromisoformat(wall).replace(tzinfo=MOSCOW).timestamp()
+
+
+# Monday 7 December 2026 09:00 MSK: Anna's week begins (the rotation's 49th turn).
+ANNA_WEEK = at("2026-12-07T09:00")
+
+
+def roster(*covers: Cover) -> Roster:
+    return Roster(TABLE.on_call, MOSCOW, lambda now: [c for c in covers if c.ends_at > now])
+
+
+def test_a_cover_puts_someone_on_duty_for_its_interval_and_says_whose_turn_it_takes() -> None:
+    thursday = Cover(1, "payments", "@boris_ops", at("2026-12-10T09:00"), at("2026-12-11T09:00"))
+    covered = roster(thursday)
+    payments = covered.rotations["payments"]
+    before = covered.on_duty(payments, at("2026-12-09T12:00"))
+    assert (before.person, before.covering, before.next_person) == ("@anna_ops", None, "@boris_ops")
+    assert before.until == datetime(2026, 12, 10, 9, 0, tzinfo=MOSCOW)  # the cover's start
+    during = covered.on_duty(payments, at("2026-12-10T12:00"))
+    assert (during.person, during.covering) == ("@boris_ops", "@anna_ops")
+    assert during.until == datetime(2026, 12, 11, 9, 0, tzinfo=MOSCOW)
+    assert during.next_person == "@anna_ops"  # her turn again once it ends
+    assert covered.person("payments", at("2026-12-11T09:00")) == "@anna_ops"
+    assert covered.person("nope", ANNA_WEEK) is None
+
+
+def test_a_swap_is_two_covers_and_the_later_made_holds_where_two_overlap() -> None:
+    # Anna and Boris swap weeks: Boris takes Anna's, Anna takes Boris's.
+    boris_takes = Cover(1, "payments", "@boris_ops", ANNA_WEEK, ANNA_WEEK + 7 * 86400)
+    anna_takes = Cover(2, "payments", "@anna_ops", ANNA_WEEK + 7 * 86400, ANNA_WEEK + 14 * 86400)
+    # Then Vera covers one evening of it, made later: hers holds then.
+    evening = Cover(3, "payments", "@vera_lead", at("2026-12-08T18:00"), at("2026-12-08T23:00"))
+    swapped = roster(boris_takes, anna_takes, evening)
+    assert swapped.person("payments", at("2026-12-08T12:00")) == "@boris_ops"
+    assert swapped.person("payments", at("2026-12-08T19:00")) == "@vera_lead"
+    assert swapped.person("payments", at("2026-12-08T23:00")) == "@boris_ops"
+    assert swapped.person("payments", at("2026-12-15T12:00")) == "@anna_ops"
+    assert swapped.person("payments", at("2026-12-21T12:00")) == "@vera_lead"  # her own week
+
+
+@pytest.mark.parametrize(
+    ("asked", "word"),
+    [
+        (AskedCover("nope", "@boris_ops", ANNA_WEEK, ANNA_WEEK + 3600, "x"), "cover_no_rotation"),
+        (AskedCover("payments", "boris", ANNA_WEEK, ANNA_WEEK + 3600, "x"), "cover_no_person"),
+        (AskedCover("payments", "@boris_ops", 0, ANNA_WEEK - 60, "x"), "cover_past"),
+        (
+            AskedCover("payments", "@boris_ops", ANNA_WEEK + 7200, ANNA_WEEK + 3600, "x"),
+            "cover_backwards",
+        ),
+        (
+            AskedCover("payments", "@boris_ops", ANNA_WEEK, ANNA_WEEK + 100 * 86400, "x"),
+            "cover_too_long",
+        ),
+    ],
+)
+def test_a_cover_that_cannot_hold_is_refused_with_why(asked: AskedCover, word: str) -> None:
+    with pytest.raises(Refused) as refused:
+        checked_cover(asked, roster(), ANNA_WEEK)
+    assert refused.value.said.word == word
+    assert refused.value.said.text(ENGLISH)  # every reason has its words
+    assert refused.value.said.text(RUSSIAN)
+
+
+def test_a_cover_begun_already_starts_now_and_one_without_an_end_lasts_the_turn() -> None:
+    now = at("2026-12-09T12:00")
+    kept = checked_cover(AskedCover("payments", "@boris_ops", now - 3600, None, "x"), roster(), now)
+    assert (kept.starts_at, kept.until) == (now, at("2026-12-14T09:00"))
+
+
+def test_covers_are_kept_for_every_relay_on_the_spool(two_stores: tuple[Store, Store]) -> None:
+    mine, theirs = (CoverStore(store) for store in two_stores)
+    now = ANNA_WEEK
+    asked = AskedCover("payments", "@boris_ops", now + 3600, now + 7200, "@ada")
+    made = mine.add(checked_cover(asked, roster(), now), now=now)
+    old = mine.add(
+        AskedCover("payments", "@vera_lead", now - 9 * 86400, now - 8 * 86400, "x"), now=now
+    )
+    [seen] = theirs.in_force(now=now)
+    assert (seen.id, seen.person, seen.starts_at, seen.ends_at, seen.by) == (
+        made.id,
+        "@boris_ops",
+        now + 3600,
+        now + 7200,
+        "@ada",
+    )
+    kept = KeptCovers(theirs, clock=lambda: now)
+    assert [c.id for c in kept(now)] == [made.id]
+    assert theirs.remove(made.id, now=now) == made
+    assert theirs.remove(made.id, now=now) is None
+    kept.changed()  # made or removed in this process: read again at once
+    assert list(kept(now)) == []
+    assert mine.tidy(now=now) == 1  # ended more than a week ago
+    assert old.id not in [c.id for c in mine.in_force(now=now - 10 * 86400)]
+
+
+def test_oncall_in_a_mention_and_a_call_is_whoever_covers_when_it_is_sent() -> None:
+    evening = Cover(1, "payments", "@vera_lead", at("2026-12-08T18:00"), at("2026-12-08T23:00"))
+    renderer = Renderer(ENGLISH, late_after=60.0, on_call=OnCall(roster(evening)))
+    queue = open_memory().queue
+    about = {"webhook": issue_alert(issue(1)), "mentions": ["oncall:payments"]}
+    alert = queue.add(NewJob("alert", about, HERE, Precedence.ALERT), now=ANNA_WEEK)
+    for moment, called in (
+        (at("2026-12-08T17:59"), "@anna_ops"),
+        (at("2026-12-08T18:00"), "@vera_lead"),
+    ):
+        write = renderer.write([alert], now=moment)
+        assert isinstance(write, Send)
+        assert write.text.endswith(f"🔔 For {called}")
+    said = Said("escalation_call", {"minutes": "10", "people": "oncall:payments"})
+    call = queue.add(
+        NewJob(
+            "reply",
+            {"say": said.as_json(), "message_id": 5},
+            HERE,
+            Precedence.CALL,
+            lane=HERE.message_lane(5),
+        ),
+        now=ANNA_WEEK,
+    )
+    reply = renderer.write([call], now=at("2026-12-08T19:00"))
+    assert isinstance(reply, ReplyUnder)
+    assert reply.text.endswith(": @vera_lead")
+
+
+def test_a_handoff_says_whose_turn_a_cover_takes() -> None:
+    about = {
+        "rotation": "payments",
+        "person": "@boris_ops",
+        "next": "@anna_ops",
+        "until": at("2026-12-11T09:00"),
+        "zone": "Europe/Moscow",
+        "covering": "@anna_ops",
+    }
+    message = handoff_message(about, ENGLISH)
+    assert message.text == (
+        "🔁 On-call handoff, payments: @boris_ops (covering @anna_ops) is on call until"
+        " 11.12 09:00 (Europe/Moscow), then @anna_ops."
+    )
+
+
+@pytest.fixture
+def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
+    fake_time.now = at("2026-12-09T12:00")
+    routes = parse_routes(ROUTES.replace('"-1002000000001"', f'"{CHAT_ID}"'), "r.toml")
+    return Chat.of(built, fake_time, routes=routes, action_user_ids=frozenset({9, 10}))
+
+
+def asked(text: str, update_id: int, *, by: int = 9) -> dict[str, Any]:
+    """A command written by Bo (@bo_ops), or the person numbered `by`."""
+    update = command(text, update_id, by=by)
+    update["message"]["from"]["username"] = "bo_ops"
+    return update
+
+
+def said(chat: Chat) -> str:
+    chat.settle()
+    return chat.telegram.replies[-1][3]
+
+
+def test_cover_from_the_chat_is_kept_and_oncall_shows_it(chat: Chat) -> None:
+    chat.update(asked("/cover payments", 1))  # Bo (@bo_ops), allowed, covers himself
+    assert said(chat) == (
+        "🔁 @bo_ops covers payments from 09.12 12:00 MSK until 14.12 09:00 MSK,"
+        " instead of @anna_ops."
+    )
+    chat.update(asked("/cover payments @vera_lead from 10.12 09:00 until 10.12 18:00", 2, by=10))
+    assert said(chat).startswith(
+        "🔁 @vera_lead covers payments from 10.12 09:00 MSK until 10.12 18:00"
+    )
+    chat.clock.now += 5
+    chat.update(command("/oncall", 3))
+    assert said(chat).split("\n") == [
+        "👥 On call:",
+        "payments: @bo_ops (covering @anna_ops) until 10.12 09:00 MSK, then @vera_lead",
+        "Covers to come:",
+        "payments: @vera_lead from 10.12 09:00 MSK until 10.12 18:00 MSK",
+    ]
+    assert chat.relay.spool is not None
+    assert [c.person for c in chat.relay.spool.of(CoverStore).in_force(now=chat.clock.now)] == [
+        "@bo_ops",
+        "@vera_lead",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "by", "answer"),
+    [
+        ("/cover payments", 11, "Only people allowed to act on alerts may change who is on call."),
+        ("/cover nights", 9, "There is no rotation nights: the routes file has payments."),
+        ("/cover payments until yesterday", 9, "yesterday is not a time: write 18:00,"),
+        ("/cover payments from 2026-01-01 09:00 until 2026-01-02 09:00", 9, "That time is over"),
+        ("/cover", 9, "Write /cover ROTATION"),
+    ],
+)
+def test_cover_from_the_chat_is_refused_with_why(
+    chat: Chat, text: str, by: int, answer: str
+) -> None:
+    chat.update(asked(text, 1, by=by))
+    assert said(chat).startswith(answer)
+    assert chat.relay.spool is not None
+    assert chat.relay.spool.of(CoverStore).in_force(now=chat.clock.now) == []
+
+
+def test_relay_app_oncall_cover_keeps_lists_and_removes_covers(
+    tmp_path: Path, built: Callable[..., Relay], spool_path: str, fake_time: FakeTime
+) -> None:
+    fake_time.now = time.time()
+    service = built(ScriptedTelegram(clock=fake_time))
+    assert service.spool is not None
+    assert service.spool.of(CoverStore).in_force(now=fake_time.now) == []  # made by the service
+    routes = tmp_path / "routes.toml"
+    routes.write_text(ROUTES)
+    environ = {
+        "RELAY_ROUTES": str(routes),
+        "RELAY_SPOOL_PATH": spool_path,
+        "TELEGRAM_CHAT_ID": "-1001",
+    }
+
+    def run(*args: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["oncall", *args], environ=environ, out=out, err=err)
+        return code, out.getvalue(), err.getvalue()
+
+    code, out, err = run(
+        "cover", "payments", "@boris_ops", "--from", "2030-01-07 09:00", "--for", "1d"
+    )
+    assert code == 0, err
+    assert out.startswith("cover 1: @boris_ops is on call in payments from 2030-01-07 09:00 MSK")
+    code, out, _ = run("--at", "2030-01-07T10:00+03:00")
+    assert "@boris_ops (covering" in out.split("\n")[1]
+    code, out, _ = run("cover", "--list")
+    assert out.split("\n")[1].split()[:3] == ["1", "payments", "@boris_ops"]
+    code, _, err = run("cover", "nights", "@boris_ops", "--for", "1h")
+    assert (code, err.strip()) == (
+        1,
+        "relay-app: error: There is no rotation nights: the routes file has payments.",
+    )
+    assert run("cover", "--remove", "1")[:2] == (0, "cover 1 removed: @boris_ops in payments\n")
+    assert run("cover", "--remove", "1")[0] == 1
+    assert "(covering" not in run("--at", "2030-01-07T10:00+03:00")[1]
