@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -38,7 +38,10 @@ from .intake.hidden import HiddenIssues
 from .intake.last_webhook import LastWebhook
 from .intake.routed import RoutedWebhooks
 from .message.trend import Trend
+from .oncall.covers import CoverStore
+from .oncall.forgetting import Forgetting
 from .oncall.handoffs import Handoffs
+from .oncall.people import PeopleStore
 from .oncall.steps import Escalation
 from .oncall.steps_store import EscalationStore
 from .operating.config import Settings
@@ -75,7 +78,7 @@ from .words import Words, words_for
 
 Clock = Callable[[], float]
 # What the dispatcher's upkeep posts when its time comes.
-OnTime = DailySummaries | Handoffs | RefusedAgain
+OnTime = DailySummaries | Handoffs | RefusedAgain | Forgetting
 
 __all__ = [
     "Relay",
@@ -147,18 +150,19 @@ def assemble(
         dispatcher.wake()
 
     outbox = Outbox(shared.queue, answers=shared.answers, wake=wake, clock=clock)
-    escalation = Escalation(shared.of(EscalationStore), metrics=metrics, clock=clock)
+    roster, covers = roster_for(settings, shared, clock)
+    escalation = Escalation(shared.of(EscalationStore), roster=roster, metrics=metrics, clock=clock)
 
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
         post_escalating(webhooks, issue, found)
 
-    roster, covers = roster_for(settings, shared, clock)
     basis = Basis(settings, spool, metrics, clock, outbox, roster, covers)
     summaries = daily_summaries_for(basis)
     refused_again = RefusedAgain(
         settings.routes_in_force, every=timing.routes_refused_again, clock=clock
     )
-    on_time = (summaries, handoffs_for(basis), refused_again)
+    forgetting = Forgetting(shared.of(CoverStore), shared.of(PeopleStore), clock=clock)
+    on_time = (summaries, handoffs_for(basis), refused_again, forgetting)
     in_step, snoozing = following_glitchtip(basis, escalation)
     watcher = watcher_for(basis, posted_again, in_step, snoozing)
     outgoing = Outgoing(
@@ -171,7 +175,7 @@ def assemble(
             part.follow_up for part in (escalation, watcher, summaries) if part is not None
         ],
     )
-    renderer = _renderer(settings, shared, words, buttons=buttons, roster=roster)
+    renderer = _renderer(settings, shared, words, buttons=buttons, roster=roster, clock=clock)
     policy = RetryPolicy(
         attempts=settings.retry_attempts, wait=settings.retry_wait, max_age=settings.retry_max_age
     )
@@ -226,7 +230,7 @@ def assemble(
         glitchtip=issues,
     )
     hidden = _hidden_issues(settings, spool, webhooks, metrics, clock)
-    actions = PressActions(silencing, escalation, snoozing)
+    actions = PressActions(silencing, escalation, snoozing, shared.of(PeopleStore))
     from_the_chat = acting_from_the_chat(basis, telegram, health, actions, term)
     chores = _fleet_chores(from_the_chat.poller, watcher, setup)
     leadership = Leadership(shared.leader, chores, timing=timing, clock=clock)
@@ -347,7 +351,13 @@ def _spool(settings: Settings, clock: Clock) -> Spool | None:
 
 
 def _renderer(
-    settings: Settings, shared: Spool, words: Words, *, buttons: bool, roster: Roster
+    settings: Settings,
+    shared: Spool,
+    words: Words,
+    *,
+    buttons: bool,
+    roster: Roster,
+    clock: Clock,
 ) -> Renderer:
     """What every job writes, made when it is sent: with the capabilities' shapes of alert,
     their notes, and the cards' edits."""
@@ -357,7 +367,7 @@ def _renderer(
         late_after=settings.late_after,
         coalesce=settings.coalesce,
         buttons_at=settings.glitchtip_links if buttons else None,
-        on_call=OnCall(roster, zones),
+        on_call=OnCall(roster, zones, names=_names(shared.of(PeopleStore), clock)),
         added=Added(
             SHAPES,
             NOTES,
@@ -368,6 +378,22 @@ def _renderer(
             ),
         ),
     )
+
+
+def _names(people: PeopleStore, clock: Clock) -> Callable[[Sequence[str]], Mapping[str, str]]:
+    """The names of the people a message calls by `tg:<id>`, where the relay met them; none
+    when the spool cannot say now (the message calls them by number then)."""
+
+    def names(mentions: Sequence[str]) -> Mapping[str, str]:
+        try:
+            return people.names(mentions, now=clock())
+        except SpoolError as exc:
+            logging.getLogger(__name__).debug(
+                "the names of %s could not be read now: %s", mentions, exc
+            )
+            return {}
+
+    return names
 
 
 def _hidden_issues(

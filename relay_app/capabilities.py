@@ -8,7 +8,7 @@ from __future__ import annotations
 from .chat import link_card
 from .delivery.render import Note, Shape
 from .intake import hidden
-from .oncall import handoff_text
+from .oncall import direct, handoff_text
 from .oncall.cli import add_oncall_command
 from .operating.console import AddCommands
 from .silences import summary as silence_summary
@@ -23,6 +23,7 @@ SHAPES: tuple[Shape, ...] = (
     summary_text.SHAPE,
     handoff_text.SHAPE,
     link_card.SHAPE,
+    direct.SHAPE,
 )
 NOTES: tuple[Note, ...] = (watcher.ESCALATING, hidden.NAMED_HIDDEN)
 # Their `relay-app` subcommands, after the core's own.

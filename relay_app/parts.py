@@ -6,6 +6,7 @@ page."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,8 +20,9 @@ from .chat.presses import PressActions, Presses
 from .chat.replies import Replies
 from .chat.scope import ChatScope
 from .chat.taking import Taking
-from .chat.team import Team
+from .chat.team import Person, Team
 from .chat.updates import Handle, Poller, route_updates
+from .core.errors import SpoolError
 from .core.metrics import Metrics
 from .core.routing import Destination, chat_key, parse_chat_id
 from .delivery.health import Health
@@ -29,9 +31,10 @@ from .glitchtip.api import GlitchTipApi
 from .glitchtip.lookups import CALL_TIMEOUT
 from .intake.routed import RoutedWebhooks
 from .message.trend import Trend
-from .oncall.command import Covering, cover_command, oncall_command
+from .oncall.command import Covering, cover_command, oncall_command, start_command
 from .oncall.covers import CoverStore, KeptCovers
 from .oncall.handoffs import Handoffs
+from .oncall.people import Met, PeopleStore
 from .oncall.steps import Escalation
 from .operating.config import Settings
 from .routes.rotation import Roster
@@ -51,6 +54,8 @@ from .watch.issues import issues_command
 from .watch.store import Watched, WatchStore
 from .watch.watcher import AfterRound, Watcher, WatchPlan
 from .words import Words, words_for
+
+log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 
@@ -240,6 +245,7 @@ def acting_from_the_chat(
         words=words_for(settings.language),
         metrics=metrics,
         clock=clock,
+        met=met_by(spool.of(PeopleStore), clock),
     )
     links = _links(basis, spool, answering, team.glitchtip)
     route = route_updates(
@@ -294,7 +300,23 @@ def _commands(basis: Basis, spool: Spool, answering: Answering, health: Health) 
         may_act=lambda person: (
             not settings.action_user_ids or person.id in settings.action_user_ids
         ),
+        met=met_by(spool.of(PeopleStore), clock),
     )
+
+
+def met_by(people: PeopleStore, clock: Clock) -> Callable[[Person], None]:
+    """Keep the name and username of someone who asked or acted in a chat the relay serves
+    (a call by `tg:<id>` shows the name); what the spool cannot keep now waits for next time."""
+
+    def met(person: Person) -> None:
+        if person.id is None or person.id <= 0:
+            return
+        try:
+            people.seen(Met(person.id, person.username, person.name), now=clock())
+        except SpoolError as exc:
+            log.debug("%s could not be kept as met: %s", person.handle, exc)
+
+    return met
 
 
 def bot_commands(
@@ -313,6 +335,7 @@ def bot_commands(
         issues_command(spool.of(WatchStore), clock=clock),
         oncall_command(roster, clock=clock),
         cover_command(covering, clock=clock),
+        start_command(spool.of(PeopleStore), clock=clock),
         silences_command(spool.of(SilenceStore), clock=clock, zone_of=zones_for(settings).of),
         status_command(status),
     ]

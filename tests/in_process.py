@@ -57,6 +57,7 @@ class ScriptedTelegram:
         self.answers = answers
         self.reactions_on = reactions
         self.delivered: list[Message] = []
+        self.extras: list[object] = []  # each delivered message's (its buttons, its sound)
         # Where each delivered message went, and when Telegram had it (with a `clock`).
         self.accepted_to: list[Destination] = []
         self.accepted_at: list[float] = []
@@ -66,6 +67,7 @@ class ScriptedTelegram:
         self.edits: list[tuple[str, int, str, Any]] = []
         self.replies: list[tuple[str, int | None, int, str]] = []
         self.replies_silent: list[bool] = []  # each reply's: sent without sound
+        self.replies_html: list[str | None] = []  # each reply's HTML, when it calls by link
         self.reactions: list[tuple[str, int, str]] = []
         self.answered: list[tuple[str, str, bool]] = []
         self.times: list[float] = []
@@ -95,6 +97,7 @@ class ScriptedTelegram:
             self.destinations.append(destination)
             self._write("sendMessage", str(destination.chat))
             self.delivered.append(message)
+            self.extras.append(extras)
             self.accepted_to.append(destination)
             if self.clock is not None:
                 self.accepted_at.append(self.clock.now)
@@ -106,12 +109,20 @@ class ScriptedTelegram:
             self.edits.append((chat, message_id, html_text, keyboard))
 
     def reply(
-        self, chat: str, thread: int | None, message_id: int, text: str, *, silent: bool = False
+        self,
+        chat: str,
+        thread: int | None,
+        message_id: int,
+        text: str,
+        *,
+        silent: bool = False,
+        html: str | None = None,
     ) -> None:
         with self._lock:
             self._write("sendMessage (reply)", chat)
             self.replies.append((chat, thread, message_id, text))
             self.replies_silent.append(silent)
+            self.replies_html.append(html)
 
     def react(self, chat: str, message_id: int, emoji: str) -> None:
         with self._lock:

@@ -18,6 +18,7 @@ from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
 from relay_app.cards.sent import SentStore
 from relay_app.cli import main
+from relay_app.oncall.people import Met, PeopleStore
 from relay_app.oncall.steps_store import EscalationStore, Fired
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.routes.steps import Step
@@ -76,11 +77,24 @@ def test_each_step_calls_its_people_under_the_alert_once_when_nobody_acts(chat: 
     assert chat.telegram.replies_silent == [False]  # a call rings: it calls people
     assert fire(chat, SENT_AT + 900) == (0, 0)  # fired once
     assert fire(chat, SENT_AT + 1800) == (1, 0)
-    assert (
-        chat.telegram.replies[-1][3] == "⏰ Nobody has taken this alert in 30 min: @cto_ivan tg:42"
+    # Someone without a username is called by a link Telegram notifies, by name once met.
+    assert chat.telegram.replies[-1][3] == (
+        "⏰ Nobody has taken this alert in 30 min: @cto_ivan user 42"
     )
+    assert chat.telegram.replies_html[-1] == (
+        '⏰ Nobody has taken this alert in 30 min: @cto_ivan <a href="tg://user?id=42">user 42</a>'
+    )
+    assert chat.relay.spool is not None
+    chat.relay.spool.of(PeopleStore).seen(Met(42, None, "Ivan <b>Petrov</b>"), now=SENT_AT)
+    chat.relay.spool.of(EscalationStore).plan(CHAT, 7, 44, SENT_AT, [CTO])
+    assert fire(chat, SENT_AT + 1801) == (1, 0)  # another alert's call, once he was met
+    assert chat.telegram.replies_html[-1] == (
+        "⏰ Nobody has taken this alert in 30 min: @cto_ivan"
+        ' <a href="tg://user?id=42">Ivan &lt;b&gt;Petrov&lt;/b&gt;</a>'
+    )
+    assert chat.telegram.replies[-1][3].endswith("@cto_ivan Ivan <b>Petrov</b>")
     samples = parse(chat.relay.metrics.exposition().decode())
-    assert value(samples, "relay_escalation_steps_total", outcome="fired") == 2
+    assert value(samples, "relay_escalation_steps_total", outcome="fired") == 3
 
 
 def test_on_it_says_who_has_it_on_the_card_and_stops_the_calls(chat: Chat) -> None:

@@ -111,6 +111,9 @@ class Outgoing:
         return new_buttons(issues, _fresh_keys())
 
     def plan(self, alerts: Sequence[Message], destination: Destination) -> Plan:
+        own = next((alert.keyboard for alert in alerts if alert.keyboard is not None), None)
+        if own is not None:  # a private call: its alert's buttons, which act there
+            return Plan(Extras(dict(own)))
         if self._store is None:
             return NOTHING
         buttons = self._new_buttons(alerts)

@@ -132,6 +132,7 @@ class Commands:
         words: Words,
         count: Callable[[str], None] = lambda command: None,
         may_act: Callable[[Person], bool] = lambda person: False,
+        met: Callable[[Person], None] = lambda person: None,
     ) -> None:
         """`commands`: those the relay answers, its own and the capabilities'; `served`: the
         chats it answers in, and the bot's name, so that a command addressed to another bot is
@@ -145,6 +146,7 @@ class Commands:
         self._words = words
         self._count = count
         self._may_act = may_act
+        self._met = met
 
     def _to_this_bot(self, command: Command) -> bool:
         """`/issues@name`: whether `name` is this bot's; a bare `/issues` is anyone's."""
@@ -189,17 +191,23 @@ class Commands:
             return True  # another bot's: not answered, and not a reply to comment on
         if not self._asked_where_answered(command, answered):
             return True
-        keys = [f"update:{command.update_id}"] if command.update_id is not None else []
         try:
-            if keys and not self._first_time(keys):
-                return True  # Telegram delivered it again: answered the first time
-            if not self._answering.may_answer(command.asker):
-                return True  # its budget is spent: counted, and said once a minute
-            said = answered.answer(self._asked(command), self._words)
-            if self._answering.answer(command.asker, said):
-                self._count(command.name)
+            self._answer(command, answered)
         except SpoolError as exc:
             log.warning(
                 "/%s in chat %s could not be answered now: %s", command.name, command.chat, exc
             )
         return True
+
+    def _answer(self, command: Command, answered: BotCommand) -> None:
+        """Once per update, within the answers' budget. Raises SpoolError."""
+        keys = [f"update:{command.update_id}"] if command.update_id is not None else []
+        if keys and not self._first_time(keys):
+            return  # Telegram delivered it again: answered the first time
+        if not self._answering.may_answer(command.asker):
+            return  # its budget is spent: counted, and said once a minute
+        if command.by is not None:
+            self._met(command.by)  # their name, for a call by tg:<id>
+        said = answered.answer(self._asked(command), self._words)
+        if self._answering.answer(command.asker, said):
+            self._count(command.name)

@@ -47,6 +47,7 @@ from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
 from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..message.spans import place_time
+from ..oncall.people import PeopleStore
 from ..oncall.steps import Escalation
 from ..silences.silencing import Silencing
 from ..snoozes.snoozing import SnoozeFor, Snoozing
@@ -98,6 +99,8 @@ class PressActions:
     silencing: Silencing | None = None
     escalation: Escalation | None = None
     snoozing: Snoozing | None = None
+    # Who was called privately for which alert (oncall/people.py): their presses there count.
+    people: PeopleStore | None = None
 
 
 class Presses:
@@ -117,6 +120,7 @@ class Presses:
         self._silencing = actions.silencing
         self._escalation = actions.escalation
         self._snoozing = actions.snoozing
+        self._people = actions.people
         self._taking = Taking(team.store, outbox, actions.escalation, clock=team.clock)
 
     def handle_update(self, update: dict[str, Any]) -> None:
@@ -147,6 +151,7 @@ class Presses:
             )
             self._count("repeated")
             return
+        self._team.met(press.by)
         self._handle(press)
 
     def _handle(self, press: Press) -> None:
@@ -166,17 +171,28 @@ class Presses:
         except SpoolError as exc:
             self._unavailable(press, "could not be looked up", exc)
             return None
-        if (
-            parsed is None
-            or found is None
-            or found[0].chat != press.chat
-            or found[0].message_id != press.message_id
-        ):
+        if parsed is None or found is None or not self._where_shown(press, found[0]):
             log.info("a press by %s on a button this relay does not know: ignored", press.by.handle)
             self._count("unknown")
             self._answer(press, self._team.words.press_unknown, alert=True)
             return None
         return parsed[0], parsed[1], found[0], found[1]
+
+    def _where_shown(self, press: Press, message: SentMessage) -> bool:
+        """Whether the press came from the very message the button's record is of, or from
+        the private chat of someone the relay called there for it (oncall/direct.py)."""
+        if message.chat == press.chat and message.message_id == press.message_id:
+            return True
+        by = press.by.id
+        if self._people is None or by is None or press.chat != str(by):
+            return False
+        try:
+            return self._people.called_directly(
+                by, message.chat, message.message_id, now=self._team.clock()
+            )
+        except SpoolError as exc:
+            log.warning("a press in a private chat could not be looked up: %s", exc)
+            return False
 
     def _offered(self, verb: Verb, button: IssueButton) -> bool:
         """Whether the message still shows `verb`, and this relay can do it."""

@@ -90,6 +90,8 @@ class Team:
     words: Words
     metrics: Metrics | None = None
     clock: Clock = time.time
+    # Keeps who acted, by name (a call by `tg:<id>` shows it: oncall/people.py).
+    met: Callable[[Person], None] = lambda person: None
 
     def may_act(self, person: Person) -> bool:
         return not self.allowed_users or person.id in self.allowed_users

@@ -240,7 +240,12 @@ class Jobs:
             telegram.edit(write.chat, write.message_id, write.html, write.keyboard)
         elif isinstance(write, ReplyUnder):
             telegram.reply(
-                write.chat, write.thread, write.message_id, write.text, silent=write.silent
+                write.chat,
+                write.thread,
+                write.message_id,
+                write.text,
+                silent=write.silent,
+                html=write.html,
             )
         else:
             self._react(write)
@@ -258,6 +263,7 @@ class Jobs:
                 instead.message_id,
                 instead.text,
                 silent=instead.silent,
+                html=instead.html,
             )
 
     def _record(

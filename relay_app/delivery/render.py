@@ -21,6 +21,7 @@ its time is the time it arrived. Pure but for the card's record, which it reads.
 
 from __future__ import annotations
 
+import html
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +35,14 @@ from ..core.routing import ChatId
 from ..glitchtip.details import IssueDetails, details_from_json
 from ..glitchtip.webhook import IssueAlert, level_of, parse_alert
 from ..message.digest import compose, how_many_fit
-from ..message.formatting import Entry, Message, message_for, with_first_line, with_mentions
+from ..message.formatting import (
+    Entry,
+    Message,
+    linked_people,
+    message_for,
+    with_first_line,
+    with_mentions,
+)
 from ..message.lines import from_json as lines_from_json
 from ..message.spans import visible
 from ..message.subjects import Subjects, split_by_origin
@@ -89,6 +97,8 @@ class ReplyUnder:
     message_id: int
     text: str
     silent: bool = False  # an answer to what someone typed: it never rings
+    # The same as HTML, where it calls people without a username (a link Telegram notifies).
+    html: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +160,9 @@ class OnCall:
 
     roster: Roster = field(default_factory=Roster)
     places: Zones = field(default_factory=Zones)
+    # The names Telegram gave the people of these mentions (`tg:<id>`), where the relay met
+    # them (oncall/people.py): a mention of one without a username shows their name.
+    names: Callable[[Sequence[str]], Mapping[str, str]] = lambda people: {}
 
 
 class Renderer:
@@ -174,6 +187,7 @@ class Renderer:
         self._zone = on_call.roster.zone
         self._places = on_call.places
         self._roster = on_call.roster
+        self._names = on_call.names
         self._late_after = late_after
         self._coalesce = coalesce
         self._buttons_at = buttons_at
@@ -196,6 +210,16 @@ class Renderer:
             while len(self._kept) > KEPT_RENDERED:
                 self._kept.popitem(last=False)
         return message
+
+    @property
+    def roster(self) -> Roster:
+        """Who `oncall:NAME` names (the rotations, their covers)."""
+        return self._roster
+
+    def card(self, chat: str, message_id: int) -> Edit | None:
+        """A card of the chat as its record stands now (its text and buttons); None when it
+        is no longer kept, or the relay keeps no cards."""
+        return self._edits(chat, message_id, self.words) if self._edits is not None else None
 
     def zone_of(self, chat: ChatId) -> tzinfo:
         """The zone `chat` reads the times a message says in (routes/zones.py)."""
@@ -245,7 +269,15 @@ class Renderer:
         said = on_duty_in(said, self._roster, now)  # an escalation's people
         chat = str(first.destination.chat)
         answer = first.precedence == Precedence.ANSWER
-        reply = ReplyUnder(chat, first.destination.thread, number(first.data), said, answer)
+        shown, marked = linked_people(said, self._names, self.words)
+        reply = ReplyUnder(
+            chat,
+            first.destination.thread,
+            number(first.data),
+            shown,
+            answer,
+            marked if marked != html.escape(shown, quote=False) else None,
+        )
         if first.kind == "reply":
             return reply
         return Reaction(chat, reply.message_id, str(first.data.get("emoji", "")), reply)
@@ -289,7 +321,7 @@ class Renderer:
         # Whom the alerts' routes call, once for the message, however many alerts call them.
         called = dict.fromkeys(m for alert in alerts for m in alert.subjects.mentions)
         people = on_duty_now(list(called), self._roster, now)
-        message = with_mentions(message, people, self.words)
+        message = with_mentions(message, people, self.words, self._names(people))
         if any(_maybe_seen(job) for job in jobs):
             words = self.words
             repeat = words.repeat_note if len(jobs) == 1 else words.repeat_note_digest

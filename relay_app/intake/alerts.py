@@ -266,6 +266,8 @@ def _route_data(route: Route | None) -> dict[str, Any]:
         data["escalate"] = steps_as_json(route.escalate)
     if not route.reply_takes:
         data["reply_takes"] = False
+    if route.take_for is not None:
+        data["take_for"] = route.take_for
     return data
 
 

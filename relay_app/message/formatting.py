@@ -51,6 +51,9 @@ from .spans import (
 from .subjects import NO_SUBJECTS, Subjects, issue_ref, subjects_of
 
 TELEGRAM_TEXT_LIMIT = 4096
+# A person's name as a mention shows it, at most (Telegram's own first and last names are 64).
+MAX_NAME = 64
+_TG_MENTION = re.compile(r"(tg:[1-9][0-9]{0,19})")
 # Kept free in every message for the lines a late delivery and a second chance add
 # (`with_note`), so adding them never means shortening, that is rebuilding, a message that was
 # already accepted.
@@ -106,6 +109,9 @@ class Message:
     lines: tuple[Line, ...] = ()
     # The message of the chat it answers (a link's card: chat/links.py); None: none.
     reply_to: int | None = None
+    # Buttons of its own (a private call carries its alert's: oncall/direct.py); None: an
+    # alert's buttons are made for its issues when it is sent (cards/outgoing.py).
+    keyboard: Mapping[str, Any] | None = None
 
     @property
     def entry(self) -> Entry:
@@ -254,12 +260,18 @@ def with_note(message: Message, note: str) -> Message:
     )
 
 
-def with_mentions(message: Message, mentions: Sequence[str], words: Words) -> Message:
+def with_mentions(
+    message: Message,
+    mentions: Sequence[str],
+    words: Words,
+    names: Mapping[str, str] | None = None,
+) -> Message:
     """`message` with a last line calling `mentions` ('@username', or 'tg:<user id>' as a link
-    to that user, for people without a username), within the room kept for notes."""
+    to that user, for people without a username, named as `names` gives them), within the
+    room kept for notes."""
     if not mentions:
         return message
-    shown = [shown_mention(mention, words) for mention in mentions]
+    shown = [shown_mention(mention, words, (names or {}).get(mention)) for mention in mentions]
     shown_html, shown_text = [h for h, _ in shown], [t for _, t in shown]
     line_html = html.escape(words.mention_line.format(people="\x00"), quote=False)
     line_html = line_html.replace("\x00", ", ".join(shown_html))
@@ -271,14 +283,34 @@ def with_mentions(message: Message, mentions: Sequence[str], words: Words) -> Me
     )
 
 
-def shown_mention(mention: str, words: Words) -> tuple[str, str]:
+def shown_mention(mention: str, words: Words, name: str | None = None) -> tuple[str, str]:
     """A person as a message calls them, in HTML and as text: '@username', or 'tg:<user id>'
-    as a link to that user, for people without a username."""
+    as a link to that user (which notifies them), for people without a username: with the
+    `name` Telegram gave them, when the relay knows it."""
     if not mention.startswith("tg:"):
         return html.escape(mention), mention
     user = mention.removeprefix("tg:")
-    name = words.mention_user.format(id=user)
+    name = (name or "").strip()[:MAX_NAME] or words.mention_user.format(id=user)
     return f'<a href="tg://user?id={user}">{html.escape(name)}</a>', name
+
+
+def linked_people(
+    text: str, names: Callable[[Sequence[str]], Mapping[str, str]], words: Words
+) -> tuple[str, str]:
+    """A plain text that calls people (an escalation's reply), as text and as HTML: each
+    `tg:<user id>` in it made a link Telegram notifies, named as `shown_mention` names it."""
+    found = list(dict.fromkeys(_TG_MENTION.findall(text)))
+    if not found:
+        return text, html.escape(text, quote=False)
+    known = names(found)
+    shown = {mention: shown_mention(mention, words, known.get(mention)) for mention in found}
+    pieces = _TG_MENTION.split(text)
+    # split() with a group alternates text and mentions: text at even places, people at odd.
+    as_text = "".join(shown[p][1] if n % 2 else p for n, p in enumerate(pieces))
+    as_html = "".join(
+        shown[p][0] if n % 2 else html.escape(p, quote=False) for n, p in enumerate(pieces)
+    )
+    return as_text, as_html
 
 
 def with_first_line(message: Message, line: str) -> Message:

@@ -20,6 +20,7 @@ from ..routes.rotation import Roster
 from ..telegram.bot_commands import Asked, BotCommand
 from ..words import Said, Words
 from .covers import AskedCover, CoverStore, Refused, checked_cover, moment_of, span_of
+from .people import Met, PeopleStore
 
 # The covers to come /oncall lists, at most.
 COVERS_LISTED = 10
@@ -152,3 +153,20 @@ def _in_zone(at: float, roster: Roster, rotation: str) -> datetime:
 def _when(moment: datetime) -> str:
     """'10.12 18:00 MSK': a day and time as the chat reads them, with the zone's name."""
     return f"{moment:%d.%m} {place_time(moment.timestamp(), moment.tzinfo or ZoneInfo('UTC'))}"
+
+
+def start_command(people: PeopleStore, *, clock: Callable[[], float] = time.time) -> BotCommand:
+    """`/start` in a person's private chat with the bot: they may be called there from now on
+    (`direct = true` on a step or a route)."""
+
+    def answer(asked: Asked, words: Words) -> Said:
+        if asked.user_id is None:
+            return Said("start_unknown")
+        username = asked.person[1:] if asked.person and asked.person.startswith("@") else None
+        try:
+            people.started(Met(asked.user_id, username, asked.name), now=clock())
+        except SpoolError:
+            return Said("start_not_kept")
+        return Said("start_answer")
+
+    return BotCommand("start", lambda words: words.command_start, answer, private=True)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from ..core.errors import SpoolError
 from ..core.metrics import Metrics
 from ..delivery.job import Delivery
+from ..routes.rotation import ONCALL, Roster
 from ..routes.steps import steps_from_json
 from ..spool.store import Tx
 from .steps_store import EscalationStore, Fired, plan_in
@@ -27,9 +28,16 @@ Clock = Callable[[], float]
 
 class Escalation:
     def __init__(
-        self, store: EscalationStore, *, metrics: Metrics | None = None, clock: Clock = time.time
+        self,
+        store: EscalationStore,
+        *,
+        roster: Roster | None = None,
+        metrics: Metrics | None = None,
+        clock: Clock = time.time,
     ) -> None:
+        """`roster`: who `oncall:NAME` names when a step calls privately."""
         self._store = store
+        self._roster = roster or Roster()
         self._metrics = metrics
         self._clock = clock
 
@@ -62,8 +70,9 @@ class Escalation:
 
     def fire_due(self) -> Fired:
         """The dispatcher's upkeep: fire what is due, stop what was acted on meanwhile."""
+        now = self._clock()
         try:
-            done = self._store.fire_due(now=self._clock())
+            done = self._store.fire_due(now=now, who=lambda mention: self._who(mention, now))
         except SpoolError as exc:
             log.debug("escalation steps could not be looked at now: %s", exc)
             return Fired(0, 0)
@@ -74,6 +83,11 @@ class Escalation:
         self._count("fired", done.fired)
         self._count("stopped", done.stopped)
         return done
+
+    def _who(self, mention: str, at: float) -> str:
+        if not mention.startswith(ONCALL):
+            return mention
+        return self._roster.person(mention.removeprefix(ONCALL), at) or mention
 
     def _count(self, outcome: str, count: int) -> None:
         if self._metrics is not None:

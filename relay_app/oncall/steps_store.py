@@ -9,18 +9,22 @@ changes state once, so it fires once across every relay on the spool, restarts i
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..core.routing import Destination, parse_chat_id
-from ..routes.steps import Step
+from ..routes.steps import AT_DELIVERY, Step
 from ..spool import job_rows as rows
 from ..spool.model import NewJob, Precedence
 from ..spool.store import Row, Store, Tx, int_or_null
 from ..words import Said
+from .people import called_in, reachable_in
 
 # Steps fired in one go; the rest in the next second's.
 FIRE_AT_ONCE = 50
+
+# A mention made the person it names now (`oncall:NAME`, the roster's; anyone else, as is).
+Who = Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -57,10 +61,11 @@ class EscalationStore:
 
         return self._store.write(stop, now=now)
 
-    def fire_due(self, *, now: float) -> Fired:
+    def fire_due(self, *, now: float, who: Who = lambda mention: mention) -> Fired:
         """Fire the steps that are due (their replies queued in the same transaction), or stop
-        them where the alert was acted on meanwhile. A read first: nearly every second,
-        nothing is due, and no write is made."""
+        them where the alert was acted on meanwhile; `who` makes a mention the person it names
+        now (`oncall:NAME`: the roster's), for the private calls. A read first: nearly every
+        second, nothing is due, and no write is made."""
         due = self._store.read(
             lambda tx: tx.one(
                 "SELECT step FROM escalations WHERE state = 'waiting' AND due_at <= ? LIMIT 1",
@@ -70,7 +75,7 @@ class EscalationStore:
         )
         if due is None:
             return Fired(0, 0)
-        return self._store.write(_fire_due, now=now)
+        return self._store.write(lambda tx: _fire_due(tx, who), now=now)
 
 
 def plan_in(
@@ -84,7 +89,7 @@ def plan_in(
     """`EscalationStore.plan`, in a unit of work under way (a delivery's)."""
     tx.executemany(
         "INSERT INTO escalations (chat, message_id, step, thread, due_at, after_seconds,"
-        " people) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        " people, direct) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         [
             (
                 chat,
@@ -94,15 +99,16 @@ def plan_in(
                 tx.at.to_db(sent_at + step.after),
                 step.after,
                 json.dumps(step.people),
+                step.direct,
             )
             for number, step in enumerate(steps, 1)
         ],
     )
 
 
-def _fire_due(tx: Tx) -> Fired:
+def _fire_due(tx: Tx, who: Who) -> Fired:
     due = tx.all(
-        "SELECT chat, message_id, step, thread, after_seconds, people FROM escalations"
+        "SELECT chat, message_id, step, thread, after_seconds, people, direct FROM escalations"
         " WHERE state = 'waiting' AND due_at <= ? ORDER BY due_at LIMIT ?",
         (tx.at.db, FIRE_AT_ONCE),
     )
@@ -122,7 +128,7 @@ def _fire_due(tx: Tx) -> Fired:
         if acted:
             stopped += 1
             continue
-        _reply(tx, row, chat, message_id, left if len(issues) > 1 else [])
+        _call(tx, row, Calling(chat, message_id, left if len(issues) > 1 else [], who))
         fired += 1
     if fired:
         tx.notify()
@@ -149,17 +155,58 @@ def _issues(tx: Tx, chat: str, message_id: int) -> list[tuple[str, bool]]:
     ]
 
 
-def _reply(tx: Tx, row: Row, chat: str, message_id: int, left: Sequence[str]) -> None:
-    """The step's reply under the alert, as a job of the one path to the chat: naming the
-    issues it calls for (`left`: those of a message about several that nobody acted on)."""
-    people = " ".join(str(person) for person in json.loads(str(row["people"])))
+@dataclass(frozen=True)
+class Calling:
+    """A step that fires: under which message, the issues it calls for (`left`: those of a
+    message about several that nobody acted on), and who a mention names now."""
+
+    chat: str
+    message_id: int
+    left: Sequence[str]
+    who: Who
+
+
+def _call(tx: Tx, row: Row, calling: Calling) -> None:
+    """The step's reply under the alert, as a job of the one path to the chat, and with
+    `direct` a private call to each of its people who started a chat with the bot (the others
+    named in the reply with how to start one). A step at the alert's delivery (a route's
+    `direct = true`) calls only privately: the alert's own mention line called them there."""
+    people = [str(person) for person in json.loads(str(row["people"]))]
     minutes = str(max(1, round(float(row["after_seconds"]) / 60)))
-    values = {"minutes": minutes, "people": people}
+    values = {"minutes": minutes, "people": " ".join(people)}
     said = Said("escalation_call", values)
-    if left:
-        said = Said("escalation_call_issues", {**values, "labels": ", ".join(left)})
+    if calling.left:
+        said = Said("escalation_call_issues", {**values, "labels": ", ".join(calling.left)})
     thread = int_or_null(row["thread"])
-    where = Destination(parse_chat_id(chat) or chat, thread)
+    where = Destination(parse_chat_id(calling.chat) or calling.chat, thread)
+    at_delivery = float(row["after_seconds"]) == AT_DELIVERY
+    hint = None
+    if row["direct"]:
+        private = Said("direct_alert") if at_delivery else said
+        hint = _privately(tx, people, where, calling, private)
+    if not at_delivery:
+        said = Said("with_hint", {"call": said, "hint": hint}) if hint else said
+    elif hint is not None:
+        said = hint  # nobody could be called privately: the chat is told how
+    else:
+        return
+    _reply(tx, where, calling.message_id, said)
+
+
+def _privately(
+    tx: Tx, people: Sequence[str], where: Destination, calling: Calling, said: Said
+) -> Said | None:
+    """The private calls of a step to those of its people (as they are now: `oncall:NAME`'s
+    person) who started a chat with the bot; the hint for the others, if any."""
+    now_called = {person: calling.who(person) for person in people}
+    reached = reachable_in(tx, list(dict.fromkeys(now_called.values())))
+    for user_id in dict.fromkeys(reached.values()):
+        _private_call(tx, user_id, where, calling.message_id, said)
+    unreached = [person for person in people if now_called[person] not in reached]
+    return Said("direct_hint", {"people": " ".join(unreached)}) if unreached else None
+
+
+def _reply(tx: Tx, where: Destination, message_id: int, said: Said) -> None:
     rows.insert(
         tx,
         NewJob(
@@ -171,3 +218,20 @@ def _reply(tx: Tx, row: Row, chat: str, message_id: int, left: Sequence[str]) ->
         ),
         home="spool",
     )
+
+
+def _private_call(tx: Tx, user_id: int, about: Destination, message_id: int, said: Said) -> None:
+    """A private message to someone who started a chat with the bot: the call, a link to the
+    alert, and its card with its buttons as they stand when it is sent (oncall/direct.py)."""
+    chat = str(about.chat)
+    called_in(tx, user_id, chat, message_id)
+    data = {
+        "direct": {
+            "chat": chat,
+            "thread": about.thread,
+            "message_id": message_id,
+            "say": said.as_json(),
+        }
+    }
+    where = Destination(user_id)
+    rows.insert(tx, NewJob("alert", data, where, Precedence.CALL, lane=where.lane), home="spool")

@@ -26,22 +26,40 @@ Mentions = Callable[[object], tuple[str, ...]]
 
 @dataclass(frozen=True)
 class Step:
-    """A route's escalation step: `after` seconds from the alert's delivery, call `people`."""
+    """A route's escalation step: `after` seconds from the alert's delivery, call `people`;
+    `direct`: each also privately, where they started a chat with the bot (oncall/people.py).
+    A step at AT_DELIVERY is a route's `direct = true`: its alert's own mention line calls them
+    in the chat, so it calls only privately."""
 
     after: float
     people: tuple[str, ...]
+    direct: bool = False
+
+
+AT_DELIVERY = 0.0
 
 
 def steps_as_json(steps: Sequence[Step]) -> list[dict[str, Any]]:
     """As an alert's job keeps its route's steps, until it is delivered."""
-    return [{"after": step.after, "people": list(step.people)} for step in steps]
+    return [
+        {
+            "after": step.after,
+            "people": list(step.people),
+            **({"direct": True} if step.direct else {}),
+        }
+        for step in steps
+    ]
 
 
 def steps_from_json(raw: object) -> tuple[Step, ...]:
     if not isinstance(raw, list):
         return ()
     return tuple(
-        Step(float(step["after"]), tuple(str(person) for person in step["people"]))
+        Step(
+            float(step["after"]),
+            tuple(str(person) for person in step["people"]),
+            step.get("direct") is True,
+        )
         for step in raw
         if isinstance(step, dict)
         and isinstance(step.get("after"), int | float)
@@ -75,9 +93,14 @@ def steps_of(raw: object, mentions: Mentions, problem: Any) -> tuple[Step, ...]:
 
 
 def _step(number: int, table: Mapping[str, Any], mentions: Mentions, problem: Any) -> Step:
-    unknown = sorted(set(table) - {"after", "mention", "repeat", "every"})
+    unknown = sorted(set(table) - {"after", "mention", "repeat", "every", "direct"})
     if unknown:
-        raise problem("escalate", f"step {number}: unknown key {unknown[0]!r} (after, mention)")
+        raise problem(
+            "escalate", f"step {number}: unknown key {unknown[0]!r} (after, mention, direct)"
+        )
+    direct = table.get("direct", False)
+    if not isinstance(direct, bool):
+        raise problem("escalate", f"step {number}: direct must be true or false")
     after = seconds(table.get("after"))
     if after is None or not 0 < after <= MAX_AFTER:
         raise problem(
@@ -86,7 +109,7 @@ def _step(number: int, table: Mapping[str, Any], mentions: Mentions, problem: An
     people = mentions(table.get("mention"))
     if not people:
         raise problem("escalate", f"step {number}: mention names nobody to call")
-    return Step(after, people)
+    return Step(after, people, direct)
 
 
 def _repeats(table: Mapping[str, Any], last: Step, problem: Any) -> list[Step]:
@@ -98,4 +121,17 @@ def _repeats(table: Mapping[str, Any], last: Step, problem: Any) -> list[Step]:
     gap = seconds(every)
     if gap is None or gap < 60:
         raise problem("escalate", 'the last step\'s every must be like "30m" (at least 1 m)')
-    return [Step(last.after + gap * n, last.people) for n in range(1, times + 1)]
+    return [Step(last.after + gap * n, last.people, last.direct) for n in range(1, times + 1)]
+
+
+def called_directly(route_mentions: Sequence[str], steps: Sequence[Step]) -> tuple[Step, ...]:
+    """A route's steps with `direct = true` on the route: its own mentions called privately at
+    its alert's delivery, and every step privately too."""
+    at_delivery = (Step(AT_DELIVERY, tuple(route_mentions), True),) if route_mentions else ()
+    return (*at_delivery, *(Step(s.after, s.people, True) for s in steps))
+
+
+def duration_of(raw: object, *, least: float, most: float) -> float | None:
+    """A duration like "1h" (s, m or h) within [least, most]; None otherwise."""
+    found = seconds(raw)
+    return found if found is not None and least <= found <= most else None

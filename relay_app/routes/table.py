@@ -41,7 +41,7 @@ from ..core.routing import ChatId, Destination, chat_key, parse_chat_id, parse_t
 from ..glitchtip.webhook import level_of
 from .rotation import ONCALL, Rotation, named_rotations, rotation_of
 from .sound import RINGS, Sound, sound_of
-from .steps import Step, steps_of
+from .steps import MAX_AFTER, Step, called_directly, duration_of, steps_of
 from .summary_time import SummaryAt, summary_of
 
 MATCHERS = (
@@ -69,6 +69,8 @@ ACTIONS = (
     "escalate",
     "summary",
     "reply_takes",
+    "direct",
+    "take_for",
 )
 # GlitchTip's levels (its API's); the webhook's colour tells only error, warning and info.
 LEVELS = ("fatal", "error", "warning", "info", "debug")
@@ -134,6 +136,9 @@ class Route:
     summary: SummaryAt | None = None  # when its chat gets the daily summary
     # Whether a reply under its alert by someone allowed to act takes its issue (On it).
     reply_takes: bool = True
+    # How long an issue of its alerts may be taken, and stay open, before its taker is called
+    # again (docs/oncall.md); None: as long as they like.
+    take_for: float | None = None
 
     def matches(self, facts: Mapping[str, str | None]) -> bool:
         return all(matcher.matches(facts) for matcher in self.matchers)
@@ -335,11 +340,21 @@ def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) ->
     mention = _mentions(table.get("mention", []), problem)
     sound = sound_of(table, problem)
     escalate = steps_of(table.get("escalate"), lambda raw: _step_mentions(raw, problem), problem)
+    direct = table.get("direct", False)
+    if not isinstance(direct, bool):
+        raise problem("direct", "must be true or false")
+    if direct:
+        escalate = called_directly(mention, escalate)
     summary = summary_of(table, problem)
     reply_takes = table.get("reply_takes", True)
     if not isinstance(reply_takes, bool):
         raise problem("reply_takes", "must be true or false")
-    acts = any((chat, thread, mention, sound, escalate, summary, not reply_takes))
+    take_for = None
+    if "take_for" in table:
+        take_for = duration_of(table["take_for"], least=60.0, most=MAX_AFTER)
+        if take_for is None:
+            raise problem("take_for", 'must be a duration like "1h" (s, m or h; 1 m to 7 d)')
+    acts = any((chat, thread, mention, sound, escalate, summary, not reply_takes, take_for))
     drop = _drop(table.get("drop", False), acts, problem)
     route_name = table.get("name", f"route {number}")
     if not isinstance(route_name, str) or not route_name.strip():
@@ -356,6 +371,7 @@ def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) ->
         escalate,
         summary,
         reply_takes,
+        take_for,
     )
 
 

@@ -70,10 +70,17 @@ class Telegram(Protocol):
         """Put a reaction on a message of the chat; raises DeliveryError."""
 
     def reply(
-        self, chat: str, thread: int | None, message_id: int, text: str, *, silent: bool = False
+        self,
+        chat: str,
+        thread: int | None,
+        message_id: int,
+        text: str,
+        *,
+        silent: bool = False,
+        html: str | None = None,
     ) -> None:
-        """Answer a message of the chat with a short reply (plain text), without sound when
-        `silent`; raises DeliveryError."""
+        """Answer a message of the chat with a short reply (plain text, or `html` where it
+        calls people by a link), without sound when `silent`; raises DeliveryError."""
 
 
 class Courier:
@@ -163,17 +170,30 @@ class Courier:
         )
 
     def reply(
-        self, chat: str, thread: int | None, message_id: int, text: str, *, silent: bool = False
+        self,
+        chat: str,
+        thread: int | None,
+        message_id: int,
+        text: str,
+        *,
+        silent: bool = False,
+        html: str | None = None,
     ) -> None:
-        """A short plain-text reply to a message, within the attempt timeout; raises
-        DeliveryError."""
+        """A short reply to a message, plain text or `html` (as plain text when Telegram
+        rejects that), within the attempt timeout; raises DeliveryError."""
+        deadline = time.monotonic() + self._attempt_timeout
+        extras = Extras(reply_to=message_id, silent=silent)
+        where = parse_chat_id(chat) or chat
+        if html is not None:
+            try:
+                self._client.send_message(
+                    where, html, html=True, thread_id=thread, deadline=deadline, extras=extras
+                )
+                return
+            except MarkupRejected as exc:
+                log.warning("Telegram rejected a reply's HTML (%s); sending it as plain text", exc)
         self._client.send_message(
-            parse_chat_id(chat) or chat,
-            text,
-            html=False,
-            thread_id=thread,
-            deadline=time.monotonic() + self._attempt_timeout,
-            extras=Extras(reply_to=message_id, silent=silent),
+            where, text, html=False, thread_id=thread, deadline=deadline, extras=extras
         )
 
     def _follow_migration(self, old: ChatId, new: ChatId) -> ChatId:

@@ -139,6 +139,17 @@ class Words:
     cover_backwards: str
     cover_too_long: str
     cover_not_kept: str
+    # Calls that reach a person: /start in a private chat with the bot, a private call, and
+    # the hint in the chat for someone who has not started one (oncall/direct.py).
+    command_start: str
+    start_answer: str
+    start_unknown: str
+    start_not_kept: str
+    direct_call: str
+    direct_open: str
+    direct_hint: str
+    direct_alert: str  # a private call at the alert's delivery (a route's `direct = true`)
+    with_hint: str  # a call, and below it the hint for those it could not call privately
     # An on-call handoff said in the chat (oncall/handoff_text.py).
     handoff: str
     silences_answer: str

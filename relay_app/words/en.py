@@ -124,6 +124,18 @@ ENGLISH = Words(
         "A cover lasts at most {days} days: a longer change belongs in the routes file."
     ),
     cover_not_kept="The cover could not be kept now (the relay's spool): try again in a minute.",
+    command_start="be called here, privately, when a route calls you directly",
+    start_answer=(
+        "👋 From now on, when an alert's route or step calls you directly, you get it here too,"
+        " with its buttons. To stop, block the bot."
+    ),
+    start_unknown="Telegram did not say who you are: nothing was kept.",
+    start_not_kept="This could not be kept now (the relay's spool): send /start again in a minute.",
+    direct_call="📟 {said}",
+    direct_open="Open it in the chat",
+    direct_alert="An alert calls you:",
+    with_hint="{call}\n{hint}",
+    direct_hint=("📟 {people}: send /start to the bot in a private chat to be called there too."),
     handoff="🔁 On-call handoff, {rotation}: {person} is on call until {until}, then {next}.",
     silences_answer="🔇 Muted in this chat:\n{lines}",
     silences_line="{what} until {until} ({by})",

@@ -1,0 +1,69 @@
+"""A private call (docs/oncall.md): a step or a route with `direct = true` calls each of its
+people who started a private chat with the bot there too (oncall/people.py keeps who has), as a
+message from the bot: the call, a link to the alert in its chat, and the alert's card with its
+buttons as they stand when the call is sent. The buttons act on the alert in its chat (the
+presses accept them from the private chat of someone called for it: chat/presses.py); the
+private message itself keeps the card as it was sent.
+
+Queued with the step's reply, in its transaction (oncall/steps_store.py); its job holds where
+the alert is and the call's words, and its text is made when it is sent."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.json_values import json_int
+from ..core.routing import parse_chat_id
+from ..delivery.render import Renderer, Shape
+from ..message.formatting import TELEGRAM_TEXT_LIMIT, Message
+from ..message.spans import visible_length
+from ..routes.rotation import on_duty_in
+from ..spool.model import Job
+from ..words import Said
+
+# Room kept beside the card for the call and the link.
+_CALL_ROOM = 600
+
+
+def direct_message(job: Job, renderer: Renderer) -> Message:
+    about: Mapping[str, Any] = job.data["direct"]
+    words = renderer.words
+    chat, message_id = str(about["chat"]), int(about["message_id"])
+    said = on_duty_in(
+        Said.from_json(about.get("say")).text(words), renderer.roster, job.received_at
+    )
+    call = words.direct_call.format(said=said)
+    link = message_link(chat, json_int(about.get("thread")), message_id)
+    head_html = html.escape(call, quote=False)
+    head_text = call
+    if link is not None:
+        head_html += f'\n<a href="{html.escape(link)}">{html.escape(words.direct_open)}</a>'
+        head_text += f"\n{words.direct_open}: {link}"
+    card = renderer.card(chat, message_id)
+    if card is None or visible_length(card.html) > TELEGRAM_TEXT_LIMIT - _CALL_ROOM:
+        return Message(html=head_html, text=head_text, fallback=head_text)
+    return Message(
+        html=f"{head_html}\n\n{card.html}",
+        text=f"{head_text}\n\n{card.text}",
+        fallback=f"{head_text}\n\n{card.text}",
+        keyboard=card.keyboard,
+    )
+
+
+def message_link(chat: str, thread: int | None, message_id: int) -> str | None:
+    """A link to a message of a chat, for its members: a supergroup's (`-100…`) by its number,
+    a public chat's by its name; None for a basic group, which has no links."""
+    parsed = parse_chat_id(chat)
+    if isinstance(parsed, str):
+        return f"https://t.me/{parsed.lstrip('@')}/{message_id}"
+    if parsed is None or not str(parsed).startswith("-100"):
+        return None
+    number = str(parsed).removeprefix("-100")
+    topic = f"/{thread}" if thread is not None else ""
+    return f"https://t.me/c/{number}{topic}/{message_id}"
+
+
+# A private call, as its job holds it: goes alone, to the person's private chat.
+SHAPE = Shape("direct", direct_message, alone=True)

@@ -1,0 +1,158 @@
+"""The people the relay has met in the chats it serves, kept in the spool (docs/oncall.md): by
+Telegram's user id, with their username and the name Telegram gives them (a `tg:<id>` mention
+shows that name, as a link Telegram notifies), and, once they sent `/start` in a private chat
+with the bot, that they may be called there (`direct = true` on a step or a route). A private
+call queued is kept (`direct_calls`), so that a press on the buttons of the private message acts
+on the alert it is about, and on nothing else.
+
+Met when they send `/start`, type a command, press a button or reply in a chat the relay serves;
+nothing they send decides anything but their own name. At most MAX_PEOPLE are kept: the
+longest unseen who never sent /start go first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..spool.store import Store, Tx
+
+MAX_PEOPLE = 10_000
+# A private call is honoured (its buttons act) this long after it was made: a week, as long as
+# the alert's own record is kept.
+CALL_KEPT = 7 * 86400.0
+_TG = re.compile(r"tg:([1-9][0-9]{0,19})")
+
+
+@dataclass(frozen=True)
+class Met:
+    """Someone as Telegram names them in an update: id, username (without '@'), name."""
+
+    user_id: int
+    username: str | None
+    name: str
+
+
+class PeopleStore:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def started(self, person: Met, *, now: float) -> None:
+        """They sent /start in their private chat with the bot: they may be called there."""
+        self._store.write(lambda tx: _met(tx, person, started=True), now=now)
+
+    def seen(self, person: Met, *, now: float) -> None:
+        """They acted or asked in a chat the relay serves: their name and username kept."""
+        self._store.write(lambda tx: _met(tx, person, started=False), now=now)
+
+    def names(self, mentions: Sequence[str], *, now: float) -> dict[str, str]:
+        """The names of the `tg:<id>` people among `mentions`, where the relay met them."""
+        ids = {int(found.group(1)): m for m in mentions if (found := _TG.fullmatch(m))}
+        if not ids:
+            return {}
+
+        def read(tx: Tx) -> dict[str, str]:
+            # One look-up a person: a message calls six at most.
+            found = {
+                mention: tx.one("SELECT name FROM people WHERE user_id = ?", (user_id,))
+                for user_id, mention in ids.items()
+            }
+            return {m: str(row["name"]) for m, row in found.items() if row and row["name"]}
+
+        return self._store.read(read, now=now)
+
+    def called_directly(self, user_id: int, chat: str, message_id: int, *, now: float) -> bool:
+        """Whether the relay called this person privately for that message (lately)."""
+        found = self._store.read(
+            lambda tx: tx.one(
+                "SELECT user_id FROM direct_calls WHERE user_id = ? AND chat = ?"
+                " AND message_id = ? AND called_at > ?",
+                (user_id, chat, message_id, tx.at.db - CALL_KEPT),
+            ),
+            now=now,
+        )
+        return found is not None
+
+    def tidy(self, *, now: float) -> int:
+        """Forget the private calls whose buttons act no more; how many."""
+        gone = self._store.write(
+            lambda tx: tx.all(
+                "DELETE FROM direct_calls WHERE called_at < ? RETURNING user_id",
+                (tx.at.db - CALL_KEPT,),
+            ),
+            now=now,
+        )
+        return len(gone)
+
+    def reachable(self, *, now: float) -> list[Met]:
+        """Everyone who sent /start, for the operator (`relay-app check`, docs)."""
+        rows = self._store.read(
+            lambda tx: tx.all(
+                "SELECT user_id, username, name FROM people WHERE started_at IS NOT NULL"
+                " ORDER BY user_id"
+            ),
+            now=now,
+        )
+        return [Met(int(r["user_id"]), r["username"], str(r["name"])) for r in rows]
+
+
+def _met(tx: Tx, person: Met, *, started: bool) -> None:
+    username = person.username.casefold() if person.username else None
+    name = person.name[:64]
+    tx.execute(
+        "INSERT INTO people (user_id, username, name, started_at, seen_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id) DO UPDATE SET username = ?, name = ?,"
+        " seen_at = ?",
+        (person.user_id, username, name, None, tx.at.db, username, name, tx.at.db),
+    )
+    if started:
+        tx.execute("UPDATE people SET started_at = ? WHERE user_id = ?", (tx.at.db, person.user_id))
+    # The username is one person's at a time: whoever had it before has another now.
+    if username is not None:
+        tx.execute(
+            "UPDATE people SET username = NULL WHERE username = ? AND user_id <> ?",
+            (username, person.user_id),
+        )
+    _bounded(tx)
+
+
+def _bounded(tx: Tx) -> None:
+    over = tx.one("SELECT COUNT(*) AS n FROM people")
+    if over is None or int(over["n"]) <= MAX_PEOPLE:
+        return
+    tx.execute(
+        "DELETE FROM people WHERE user_id IN (SELECT user_id FROM people"
+        " WHERE started_at IS NULL ORDER BY seen_at LIMIT ?)",
+        (int(over["n"]) - MAX_PEOPLE,),
+    )
+
+
+def reachable_in(tx: Tx, people: Sequence[str]) -> Mapping[str, int]:
+    """Of these mentions (`@username`, `tg:<id>`), those who sent /start: their private chat."""
+    found: dict[str, int] = {}
+    for person in dict.fromkeys(people):  # a step calls six at most: one look-up each
+        if person.startswith("@"):
+            row = tx.one(
+                "SELECT user_id FROM people WHERE username = ? AND started_at IS NOT NULL",
+                (person[1:].casefold(),),
+            )
+        elif (tg := _TG.fullmatch(person)) is not None:
+            row = tx.one(
+                "SELECT user_id FROM people WHERE user_id = ? AND started_at IS NOT NULL",
+                (int(tg.group(1)),),
+            )
+        else:
+            row = None
+        if row is not None:
+            found[person] = int(row["user_id"])
+    return found
+
+
+def called_in(tx: Tx, user_id: int, chat: str, message_id: int) -> None:
+    """A private call queued for that message: its buttons may act on it."""
+    tx.execute(
+        "INSERT INTO direct_calls (user_id, chat, message_id, called_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (user_id, chat, message_id) DO UPDATE SET called_at = ?",
+        (user_id, chat, message_id, tx.at.db, tx.at.db),
+    )
