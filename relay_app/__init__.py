@@ -42,6 +42,7 @@ from .oncall.covers import CoverStore
 from .oncall.forgetting import Forgetting
 from .oncall.handoffs import Handoffs
 from .oncall.people import PeopleStore
+from .oncall.recalls import RecallStore
 from .oncall.steps import Escalation
 from .oncall.steps_store import EscalationStore
 from .operating.config import Settings
@@ -151,7 +152,13 @@ def assemble(
 
     outbox = Outbox(shared.queue, answers=shared.answers, wake=wake, clock=clock)
     roster, covers = roster_for(settings, shared, clock)
-    escalation = Escalation(shared.of(EscalationStore), roster=roster, metrics=metrics, clock=clock)
+    escalation = Escalation(
+        shared.of(EscalationStore),
+        recalls=shared.of(RecallStore),
+        roster=roster,
+        metrics=metrics,
+        clock=clock,
+    )
 
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
         post_escalating(webhooks, issue, found)

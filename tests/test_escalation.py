@@ -107,7 +107,8 @@ def test_on_it_says_who_has_it_on_the_card_and_stops_the_calls(chat: Chat) -> No
     assert html_text.endswith("👀 @ada is on it since 08:04 UTC")
     assert keyboard is not None
     labels = [button["text"] for row in keyboard["inline_keyboard"] for button in row]
-    assert labels == ["✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]  # nobody else takes it
+    # Nobody else takes it; its taker may let it go.
+    assert labels == ["↩️ Let go", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
     assert chat.store.message(CHAT, 41).buttons[0].taken_by == "@ada"  # type: ignore[union-attr]
     assert fire(chat, SENT_AT + 3600) == (0, 0)  # both steps stopped at the press
     assert chat.telegram.replies == []

@@ -27,6 +27,7 @@ from ..words import Words
 
 Verb = Literal[
     "take",
+    "let_go",
     "resolve",
     "ignore",
     "reopen",
@@ -57,6 +58,7 @@ SNOOZE_VERBS: tuple[Verb, ...] = ("snooze", "snooze_hour", "snooze_day", "snooze
 SNOOZE_FOR: dict[Verb, float] = {"snooze_hour": 3600.0, "snooze_day": 86400.0}
 _CODES: dict[Verb, str] = {
     "take": "t",
+    "let_go": "g",
     "resolve": "r",
     "ignore": "i",
     "reopen": "o",
@@ -116,16 +118,18 @@ class SentMessage:
     # Whether a reply under it by someone allowed to act takes its issue (its route's
     # `reply_takes`), as On it does.
     replies_take: bool = True
+    # How long its route lets an issue be taken and open before its taker is called again.
+    take_for: float | None = None
 
 
 def verbs_for(button: IssueButton) -> tuple[Verb, ...]:
     """The buttons an issue shows now: what a press may do. On it while it is open and nobody
-    has it; Reopen once it is resolved or ignored, Resolve and Ignore otherwise; Unmute while
-    it is muted here, Mute otherwise."""
+    has it, Let go while someone has it; Reopen once it is resolved or ignored, Resolve and
+    Ignore otherwise; Unmute while it is muted here, Mute otherwise."""
     closed = button.status in ("resolved", "ignored")
     if button.choosing and not closed:
         return SNOOZE_CHOICES
-    take: tuple[Verb, ...] = () if closed or button.taken_by is not None else ("take",)
+    take: tuple[Verb, ...] = () if closed else ("take",) if button.taken_by is None else ("let_go",)
     status: tuple[Verb, ...] = ("reopen",) if closed else ("resolve", "snooze")
     return (*take, *status, "unmute" if button.muted_until is not None else "mute")
 
@@ -165,6 +169,7 @@ def keyboard(
         return None
     labels: dict[Verb, str] = {
         "take": words.button_take,
+        "let_go": words.button_let_go,
         "resolve": words.button_resolve,
         "ignore": words.button_ignore_forever,
         "reopen": words.button_reopen,

@@ -54,6 +54,16 @@ class Plan:
 NOTHING = Plan()
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What the message's routes say of its issues: whether a reply under it takes its issue
+    (no alert's route says not), and how long one may be taken before its taker is called again
+    (the shortest any says; None: no limit)."""
+
+    replies_take: bool = True
+    take_for: float | None = None
+
+
 class OldRecords:
     """What the relay keeps of the messages it sent, forgotten `keep_for` seconds after each
     was sent (at least a week): the dispatcher's upkeep, at most once a minute."""
@@ -142,7 +152,13 @@ class Outgoing:
                 plan,
                 sent,
                 _outages_announced(sent, alerts, jobs, destination),
-                replies_take=all(job.data.get("reply_takes", True) for job in jobs),
+                Kept(
+                    replies_take=all(job.data.get("reply_takes", True) for job in jobs),
+                    take_for=min(
+                        (float(job.data["take_for"]) for job in jobs if "take_for" in job.data),
+                        default=None,
+                    ),
+                ),
             ),
             *(
                 self._said_over(outage, jobs[index].received_at - outage.down_at)
@@ -190,9 +206,8 @@ class Outgoing:
         )
 
     def _kept(
-        self, plan: Plan, sent: Sent, outages: Sequence[Outage], *, replies_take: bool
+        self, plan: Plan, sent: Sent, outages: Sequence[Outage], kept: Kept
     ) -> Callable[[Tx], None] | None:
-        """`replies_take`: a reply under it takes its issue (no alert's route says not)."""
         if self._store is None or (not plan.buttons and not outages):
             return None
         message = SentMessage(
@@ -202,7 +217,8 @@ class Outgoing:
             self._clock(),
             (),
             plan.buttons,
-            replies_take=replies_take,
+            replies_take=kept.replies_take,
+            take_for=kept.take_for,
         )
         outbox = self._outbox
 

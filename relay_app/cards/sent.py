@@ -115,6 +115,26 @@ class SentStore:
 
         return self._store.write(take, now=at)
 
+    def let_go(self, key: str, *, by: str, at: float) -> list[int] | None:
+        """Let go of the button's issue in its chat (`by` had it): nobody has it on any of
+        its messages there, each offering On it again. The messages changed; None when `by`
+        is not who has it (nobody, or another)."""
+
+        def let_go(tx: Tx) -> list[int] | None:
+            row = tx.one(
+                "SELECT chat, issue_id, origin, taken_by FROM issue_buttons WHERE key = ?", (key,)
+            )
+            if row is None or row["taken_by"] != by:
+                return None
+            changed = tx.all(
+                "UPDATE issue_buttons SET taken_by = NULL, taken_at = NULL WHERE chat = ?"
+                " AND issue_id = ? AND origin = ? AND taken_by = ? RETURNING message_id",
+                (row["chat"], row["issue_id"], row["origin"], by),
+            )
+            return sorted({int(found["message_id"]) for found in changed})
+
+        return self._store.write(let_go, now=at)
+
     def claim(
         self,
         key: str,
@@ -360,10 +380,10 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
     was someone's already in the chat (On it on an earlier message, the issue open since): its
     buttons say so too, and its card is to be edited to show it."""
     tx.execute(
-        "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at, replies_comment_only)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (chat, message_id) DO UPDATE"
+        "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at, replies_comment_only,"
+        " take_for) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat, message_id) DO UPDATE"
         " SET html = excluded.html, notes = excluded.notes, sent_at = excluded.sent_at,"
-        " replies_comment_only = excluded.replies_comment_only",
+        " replies_comment_only = excluded.replies_comment_only, take_for = excluded.take_for",
         (
             message.chat,
             message.message_id,
@@ -371,6 +391,7 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
             "\n".join(message.notes),
             tx.at.to_db(message.sent_at),
             not message.replies_take,
+            message.take_for,
         ),
     )
     tx.executemany(
@@ -487,6 +508,7 @@ def message_from_rows(row: Row, buttons: Sequence[Row]) -> SentMessage:
         notes=tuple(notes.split("\n")) if notes else (),
         buttons=tuple(_button(button) for button in buttons),
         replies_take=not row["replies_comment_only"],
+        take_for=float_or_null(row["take_for"]),
     )
 
 

@@ -239,6 +239,8 @@ class Presses:
         press."""
         if verb == "take":
             self._take(press, key, message, button)
+        elif verb == "let_go":
+            self._let_go(press, message, button)
         elif verb in SILENCE_VERBS:
             self._silence(press, verb, message, button)
         elif verb in ("snooze", "back"):
@@ -323,6 +325,28 @@ class Presses:
                 exc,
             )
         return said
+
+    def _let_go(self, press: Press, message: SentMessage, button: IssueButton) -> None:
+        """Let go: the issue is nobody's again, and its calls go on. Only its taker may."""
+        try:
+            shown = self._taking.let_go(message, button, press.by.handle)
+        except SpoolError as exc:
+            self._unavailable(press, "could not be recorded", exc)
+            return
+        if shown is None:
+            taker = button.taken_by or "?"
+            self._count("refused")
+            self._answer(press, self._team.words.let_go_not_yours.format(user=taker), alert=True)
+            return
+        said = self._team.words.notice_let_go.format(label=button.label)
+        log.info(
+            "%s let %s go",
+            press.by.handle,
+            button.label,
+            extra=event(event="press", issue=button.label, outcome="let_go", user=press.by.handle),
+        )
+        self._count("let_go")
+        self._answer(press, said, alert=False)
 
     def _take(self, press: Press, key: str, message: SentMessage, button: IssueButton) -> None:
         """On it: who has the issue is kept and shown on the card, and nobody else is called

@@ -39,6 +39,21 @@ class Taking:
         (none when someone has it already, or it is closed). Raises SpoolError."""
         shown = self._store.take(button.key, by=by, at=self._clock())
         self.spread(message.chat, shown, f"{by} is on {button.label}")
+        if shown and self._escalation is not None:
+            self._escalation.taken(button.key)
+        return shown
+
+    def let_go(self, message: SentMessage, button: IssueButton, by: str) -> list[int] | None:
+        """`by` lets the button's issue go: nobody has it on any message of the chat (each card
+        edited, On it offered again), and their calls go on where they stopped. The messages
+        changed; None when it is not `by`'s. Raises SpoolError."""
+        shown = self._store.let_go(button.key, by=by, at=self._clock())
+        if not shown:
+            return shown
+        for message_id in shown:
+            self._edit(message.chat, message_id, f"{by} let {button.label} go")
+        if self._escalation is not None:
+            self._escalation.let_go(message.chat, shown)
         return shown
 
     def spread(self, chat: str, message_ids: Sequence[int], what: str) -> None:
@@ -47,13 +62,16 @@ class Taking:
         for message_id in message_ids:
             if self._escalation is not None:
                 self._escalation.acted(chat, message_id)
-            try:
-                self._outbox.card(chat, message_id)
-            except SpoolError as exc:
-                log.warning(
-                    "%s, but message %d in chat %s could not be updated: %s",
-                    what,
-                    message_id,
-                    chat,
-                    exc,
-                )
+            self._edit(chat, message_id, what)
+
+    def _edit(self, chat: str, message_id: int, what: str) -> None:
+        try:
+            self._outbox.card(chat, message_id)
+        except SpoolError as exc:
+            log.warning(
+                "%s, but message %d in chat %s could not be updated: %s",
+                what,
+                message_id,
+                chat,
+                exc,
+            )

@@ -47,6 +47,7 @@ AttemptResult = Literal["delivered", "retryable_error", "permanent_error"]
 # handled before, GlitchTip or the spool failed).
 PressOutcome = Literal[
     "taken",
+    "let_go",
     "resolved",
     "ignored",
     "unresolved",
@@ -177,9 +178,10 @@ class Metrics:
         self.escalations = self._counter(
             "relay_escalation_steps",
             "Escalation steps of routes (docs/oncall.md), by outcome: fired (a reply under the "
-            "alert called their people) or stopped (someone acted on the alert first)",
+            "alert called their people), stopped (someone acted on the alert first), recalled "
+            "(a taker who went quiet past take_for called) or lapsed (their take ended)",
             ["outcome"],
-            series=("fired", "stopped"),
+            series=("fired", "stopped", "recalled", "lapsed"),
         )
         self.watcher_requests = self._counter(
             "relay_watcher_requests",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..core.errors import SpoolError
 from ..core.metrics import Metrics
@@ -19,6 +19,7 @@ from ..delivery.job import Delivery
 from ..routes.rotation import ONCALL, Roster
 from ..routes.steps import steps_from_json
 from ..spool.store import Tx
+from .recalls import RecallStore
 from .steps_store import EscalationStore, Fired, plan_in
 
 log = logging.getLogger(__name__)
@@ -31,12 +32,14 @@ class Escalation:
         self,
         store: EscalationStore,
         *,
+        recalls: RecallStore | None = None,
         roster: Roster | None = None,
         metrics: Metrics | None = None,
         clock: Clock = time.time,
     ) -> None:
         """`roster`: who `oncall:NAME` names when a step calls privately."""
         self._store = store
+        self._recalls = recalls
         self._roster = roster or Roster()
         self._metrics = metrics
         self._clock = clock
@@ -68,6 +71,26 @@ class Escalation:
             return
         self._count("stopped", stopped)
 
+    def taken(self, key: str) -> None:
+        """Someone took the button's issue: its taker is called again if it stays theirs and
+        open past its route's `take_for` (oncall/recalls.py)."""
+        if self._recalls is None:
+            return
+        try:
+            self._recalls.plan(key, now=self._clock())
+        except SpoolError as exc:
+            log.warning("a take's recall could not be planned; its taker is not called: %s", exc)
+
+    def let_go(self, chat: str, message_ids: Sequence[int]) -> None:
+        """The issue of these messages was let go: their calls go on where they stopped."""
+        try:
+            resumed = self._store.resume(chat, message_ids, now=self._clock())
+        except SpoolError as exc:
+            log.warning("the calls of a let-go issue could not be resumed now: %s", exc)
+            return
+        if resumed:
+            log.info("%d escalation step(s) resumed: an issue was let go", resumed)
+
     def fire_due(self) -> Fired:
         """The dispatcher's upkeep: fire what is due, stop what was acted on meanwhile."""
         now = self._clock()
@@ -82,7 +105,26 @@ class Escalation:
             )
         self._count("fired", done.fired)
         self._count("stopped", done.stopped)
+        self._recall(now)
         return done
+
+    def _recall(self, now: float) -> None:
+        """The takers who went quiet called, or their takes ended (oncall/recalls.py)."""
+        if self._recalls is None:
+            return
+        try:
+            recalled = self._recalls.fire_due(now=now)
+        except SpoolError as exc:
+            log.debug("recalls could not be looked at now: %s", exc)
+            return
+        if recalled.called or recalled.lapsed:
+            log.info(
+                "%d taker(s) of open issues called again, %d take(s) ended: nobody's again",
+                recalled.called,
+                recalled.lapsed,
+            )
+        self._count("recalled", recalled.called)
+        self._count("lapsed", recalled.lapsed)
 
     def _who(self, mention: str, at: float) -> str:
         if not mention.startswith(ONCALL):

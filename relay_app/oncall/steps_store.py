@@ -61,6 +61,10 @@ class EscalationStore:
 
         return self._store.write(stop, now=now)
 
+    def resume(self, chat: str, message_ids: Sequence[int], *, now: float) -> int:
+        """An issue of these messages was let go: their calls go on (`resume_in`)."""
+        return self._store.write(lambda tx: resume_in(tx, chat, message_ids), now=now)
+
     def fire_due(self, *, now: float, who: Who = lambda mention: mention) -> Fired:
         """Fire the steps that are due (their replies queued in the same transaction), or stop
         them where the alert was acted on meanwhile; `who` makes a mention the person it names
@@ -190,7 +194,7 @@ def _call(tx: Tx, row: Row, calling: Calling) -> None:
         said = hint  # nobody could be called privately: the chat is told how
     else:
         return
-    _reply(tx, where, calling.message_id, said)
+    reply_in(tx, where, calling.message_id, said)
 
 
 def _privately(
@@ -201,12 +205,13 @@ def _privately(
     now_called = {person: calling.who(person) for person in people}
     reached = reachable_in(tx, list(dict.fromkeys(now_called.values())))
     for user_id in dict.fromkeys(reached.values()):
-        _private_call(tx, user_id, where, calling.message_id, said)
+        private_call_in(tx, user_id, where, calling.message_id, said)
     unreached = [person for person in people if now_called[person] not in reached]
     return Said("direct_hint", {"people": " ".join(unreached)}) if unreached else None
 
 
-def _reply(tx: Tx, where: Destination, message_id: int, said: Said) -> None:
+def reply_in(tx: Tx, where: Destination, message_id: int, said: Said) -> None:
+    """A call under a message of the chat, as a job of the one path to the chat."""
     rows.insert(
         tx,
         NewJob(
@@ -220,7 +225,7 @@ def _reply(tx: Tx, where: Destination, message_id: int, said: Said) -> None:
     )
 
 
-def _private_call(tx: Tx, user_id: int, about: Destination, message_id: int, said: Said) -> None:
+def private_call_in(tx: Tx, user_id: int, about: Destination, message_id: int, said: Said) -> None:
     """A private message to someone who started a chat with the bot: the call, a link to the
     alert, and its card with its buttons as they stand when it is sent (oncall/direct.py)."""
     chat = str(about.chat)
@@ -235,3 +240,29 @@ def _private_call(tx: Tx, user_id: int, about: Destination, message_id: int, sai
     }
     where = Destination(user_id)
     rows.insert(tx, NewJob("alert", data, where, Precedence.CALL, lane=where.lane), home="spool")
+
+
+def resume_in(tx: Tx, chat: str, message_ids: Sequence[int]) -> int:
+    """The calls of these messages go on where they stopped (their issue was let go): the
+    first step not fired comes due now, the later ones keep their spacing from it; a step at
+    the alert's delivery (a private call) is not made again. How many."""
+    resumed = 0
+    for message_id in message_ids:
+        stopped = tx.all(
+            "SELECT step, after_seconds FROM escalations WHERE chat = ? AND message_id = ?"
+            " AND state = 'stopped' AND after_seconds > ? ORDER BY step",
+            (chat, message_id, AT_DELIVERY),
+        )
+        if not stopped:
+            continue
+        first = float(stopped[0]["after_seconds"])
+        tx.executemany(
+            "UPDATE escalations SET state = 'waiting', due_at = ? WHERE chat = ?"
+            " AND message_id = ? AND step = ? AND state = 'stopped'",
+            [
+                (tx.at.db + float(row["after_seconds"]) - first, chat, message_id, row["step"])
+                for row in stopped
+            ],
+        )
+        resumed += len(stopped)
+    return resumed

@@ -208,6 +208,15 @@ class Words:
     taken_by: str
     issue_taken_by: str
     notice_taken: str
+    # Let go of an issue one has (the card's button), and a taker who went quiet (a route's
+    # `take_for`): called first, then the issue is nobody's again and the calls go on.
+    button_let_go: str
+    notice_let_go: str
+    let_go_not_yours: str
+    recall_taker: str
+    recall_lapsed: str
+    span_minutes: str  # a route's `take_for`, as a call says it
+    span_hours: str
     escalation_call: str
     escalation_call_issues: str  # a step of a message about several issues: those left
     escalating: str

@@ -199,6 +199,19 @@ ENGLISH = Words(
     taken_by="👀 {user} is on it since {time}",
     issue_taken_by="👀 {user} is on {label} since {time}",
     notice_taken="You are on {label}: the chat sees it, and nobody else is called",
+    button_let_go="↩️ Let go",
+    notice_let_go="You let {label} go: it is nobody's, and the calls go on",
+    let_go_not_yours="Only {user} can let it go: it is theirs.",
+    recall_taker=(
+        "⏰ {label} is still open, {taker}'s for {duration}: still on it? Resolve it, or let it"
+        " go and the calls go on; in {duration} more it is nobody's."
+    ),
+    span_minutes="{n} min",
+    span_hours="{n} h",
+    recall_lapsed=(
+        "⏰ No word from {taker} on {label} in {duration}: it is nobody's again, and the calls"
+        " go on."
+    ),
     escalation_call="⏰ Nobody has taken this alert in {minutes} min: {people}",
     escalation_call_issues="⏰ Nobody has taken {labels} in {minutes} min: {people}",
     escalating="📈 Escalating: {count} events in the last hour · 24 h: {spark}",

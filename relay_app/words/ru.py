@@ -216,6 +216,18 @@ RUSSIAN = Words(
     taken_by="👀 {user} занимается этим с {time}",
     issue_taken_by="👀 {user} занимается {label} с {time}",
     notice_taken="{label} за вами: чат это видит, больше никого не зовём",
+    button_let_go="↩️ Отпустить",
+    notice_let_go="Вы отпустили {label}: она ничья, вызовы продолжаются",
+    let_go_not_yours="Отпустить может только {user}: проблема за ним.",
+    recall_taker=(
+        "⏰ {label} всё ещё открыта, за {taker} уже {duration}: вы ещё на ней? Закройте её или"
+        " отпустите, и вызовы продолжатся; через {duration} она станет ничьей."
+    ),
+    span_minutes="{n} мин",
+    span_hours="{n} ч",
+    recall_lapsed=(
+        "⏰ От {taker} ни слова по {label} за {duration}: она снова ничья, вызовы продолжаются."
+    ),
     escalation_call="⏰ За {minutes} мин алерт никто не взял: {people}",
     escalation_call_issues="⏰ За {minutes} мин никто не взял {labels}: {people}",
     escalating="📈 Резкий рост — событий за последний час: {count} · 24 ч: {spark}",

@@ -1,0 +1,187 @@
+"""A taker who goes quiet (docs/oncall.md): a route's `take_for = "1h"` lets an issue be someone's
+(On it, or a reply that takes it) for that long while it stays open. Then its taker is called
+first, under the message they took it on (and privately, if they started a chat with the bot);
+after as long again, still open and still theirs, it is nobody's again: On it comes back on every
+card of it in the chat and the alert's calls go on where they stopped (`resume_in`).
+
+A recall is a row, one per take, due at a time of the store's clock; the dispatcher's upkeep
+fires it with the escalation steps (oncall/steps.py), in one transaction that checks the take
+still stands. Resolve, Ignore, Mute or Let go end it: a recall whose take no longer stands, or
+whose issue was closed, is done without a word."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.routing import Destination, parse_chat_id
+from ..spool import job_rows as rows
+from ..spool.model import NewJob, Precedence
+from ..spool.store import Row, Store, Tx
+from ..words import Said
+from .people import reachable_in
+from .steps_store import private_call_in, reply_in, resume_in
+
+# Recalls fired in one go; the rest in the next second's.
+FIRE_AT_ONCE = 50
+
+
+@dataclass(frozen=True)
+class Recalled:
+    called: int  # takers called
+    lapsed: int  # takes ended: the issue nobody's again
+
+
+class RecallStore:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def plan(self, key: str, *, now: float) -> bool:
+        """The button's issue was just taken: its recall, when a message of it in the chat has
+        a `take_for` (the shortest). Whether one was planned."""
+        return self._store.write(lambda tx: _plan(tx, key), now=now)
+
+    def fire_due(self, *, now: float) -> Recalled:
+        """Call the takers whose time has come, and end the takes whose second time has. A
+        read first: nearly every second, nothing is due."""
+        due = self._store.read(
+            lambda tx: tx.one(
+                "SELECT chat FROM recalls WHERE state = 'waiting' AND due_at <= ? LIMIT 1",
+                (tx.at.db,),
+            ),
+            now=now,
+        )
+        if due is None:
+            return Recalled(0, 0)
+        return self._store.write(_fire_due, now=now)
+
+
+def _plan(tx: Tx, key: str) -> bool:
+    taken = tx.one(
+        "SELECT chat, message_id, issue_id, taken_by, taken_at FROM issue_buttons WHERE key = ?",
+        (key,),
+    )
+    if taken is None or taken["taken_by"] is None:
+        return False
+    limit = tx.one(
+        "SELECT MIN(s.take_for) AS take_for FROM sent_messages s JOIN issue_buttons b"
+        " ON s.chat = b.chat AND s.message_id = b.message_id"
+        " WHERE b.chat = ? AND b.issue_id = ? AND s.take_for IS NOT NULL",
+        (taken["chat"], taken["issue_id"]),
+    )
+    if limit is None or limit["take_for"] is None:
+        return False
+    taken_at = float(taken["taken_at"])
+    tx.execute(
+        "INSERT INTO recalls (chat, issue_id, taken_at, message_id, taker, due_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (
+            taken["chat"],
+            taken["issue_id"],
+            taken_at,
+            taken["message_id"],
+            taken["taken_by"],
+            taken_at + float(limit["take_for"]),
+        ),
+    )
+    return True
+
+
+def _fire_due(tx: Tx) -> Recalled:
+    due = tx.all(
+        "SELECT * FROM recalls WHERE state = 'waiting' AND due_at <= ? ORDER BY due_at LIMIT ?",
+        (tx.at.db, FIRE_AT_ONCE),
+    )
+    called = lapsed = 0
+    for recall in due:
+        holds = _still_held(tx, recall)
+        key = (recall["chat"], recall["issue_id"], recall["taken_at"])
+        if holds is None:
+            tx.execute(
+                "UPDATE recalls SET state = 'done' WHERE chat = ? AND issue_id = ?"
+                " AND taken_at = ?",
+                key,
+            )
+            continue
+        span = float(recall["due_at"]) - float(recall["taken_at"])
+        if int(recall["round"]) == 1:
+            span_said = _span(span)
+            _call_taker(tx, recall, holds, span_said)
+            tx.execute(
+                "UPDATE recalls SET round = 2, due_at = ? WHERE chat = ? AND issue_id = ?"
+                " AND taken_at = ?",
+                (float(recall["due_at"]) + span, *key),
+            )
+            called += 1
+        else:
+            _lapse(tx, recall, holds, _span(span / 2))
+            tx.execute(
+                "UPDATE recalls SET state = 'lapsed' WHERE chat = ? AND issue_id = ?"
+                " AND taken_at = ?",
+                key,
+            )
+            lapsed += 1
+    if called or lapsed:
+        tx.notify()
+    return Recalled(called, lapsed)
+
+
+def _still_held(tx: Tx, recall: Row) -> str | None:
+    """The issue's label while the take stands (the same taker since the same moment) and the
+    issue is open and not muted in the chat; None otherwise."""
+    found = tx.one(
+        "SELECT label FROM issue_buttons WHERE chat = ? AND issue_id = ? AND taken_by = ?"
+        " AND taken_at = ? AND (status IS NULL OR status = 'unresolved') AND silence_id IS NULL"
+        " LIMIT 1",
+        (recall["chat"], recall["issue_id"], recall["taker"], recall["taken_at"]),
+    )
+    return str(found["label"]) if found is not None else None
+
+
+def _call_taker(tx: Tx, recall: Row, label: str, span: Said) -> None:
+    taker = str(recall["taker"])
+    said = Said("recall_taker", {"label": label, "taker": taker, "duration": span})
+    where = _where(recall)
+    message_id = int(recall["message_id"])
+    reply_in(tx, where, message_id, said)
+    for user_id in reachable_in(tx, [taker]).values():
+        private_call_in(tx, user_id, where, message_id, said)
+
+
+def _lapse(tx: Tx, recall: Row, label: str, span: Said) -> None:
+    """The take ends: nobody has the issue on any message of the chat (each card edited in its
+    turn), the calls of those messages go on, and the chat is told."""
+    chat = str(recall["chat"])
+    changed = tx.all(
+        "UPDATE issue_buttons SET taken_by = NULL, taken_at = NULL WHERE chat = ?"
+        " AND issue_id = ? AND taken_by = ? RETURNING message_id",
+        (chat, recall["issue_id"], recall["taker"]),
+    )
+    messages = sorted({int(row["message_id"]) for row in changed})
+    for message_id in messages:
+        where = Destination(parse_chat_id(chat) or chat)
+        rows.insert(
+            tx,
+            NewJob(
+                "card",
+                {"message_id": message_id},
+                where,
+                Precedence.EDIT,
+                lane=where.message_lane(message_id),
+            ),
+            home="spool",
+        )
+    resume_in(tx, chat, messages)
+    said = Said("recall_lapsed", {"label": label, "taker": str(recall["taker"]), "duration": span})
+    reply_in(tx, _where(recall), int(recall["message_id"]), said)
+
+
+def _span(seconds: float) -> Said:
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return Said("span_hours", {"n": str(int(seconds // 3600))})
+    return Said("span_minutes", {"n": str(max(1, round(seconds / 60)))})
+
+
+def _where(recall: Row) -> Destination:
+    chat = str(recall["chat"])
+    thread = recall["thread"]
+    return Destination(parse_chat_id(chat) or chat, int(thread) if thread is not None else None)
