@@ -14,7 +14,7 @@ from .operating.console import AddCommands
 from .silences import summary as silence_summary
 from .silences.cli import add_silence_commands
 from .summaries import text as summary_text
-from .summaries.cli import add_summary_command
+from .summaries.cli import add_report_command, add_summary_command
 from .watch import watcher
 
 # Alerts that are not a webhook's: told apart by the key of their data.
@@ -31,4 +31,5 @@ COMMANDS: tuple[AddCommands, ...] = (
     add_silence_commands,
     add_oncall_command,
     add_summary_command,
+    add_report_command,
 )

@@ -45,6 +45,7 @@ from .snoozes.snoozing import BringBack, Snoozing
 from .snoozes.store import SnoozeStore
 from .spool import Spool
 from .summaries.daily import DailySummaries
+from .summaries.report import ReportStore
 from .summaries.store import SummaryStore
 from .telegram.bot_commands import BotCommand, described
 from .telegram.client import TelegramClient
@@ -165,6 +166,7 @@ def daily_summaries_for(basis: Basis) -> DailySummaries | None:
         places,
         spool.of(SummaryStore),
         spool.of(WatchStore),
+        reports=spool.of(ReportStore),
         zone=zone,
         posted=metrics.summaries.inc,
         clock=clock,
@@ -190,6 +192,7 @@ def handoffs_for(basis: Basis) -> Handoffs | None:
         spool.of(SummaryStore),
         roster=basis.roster,
         zone=zone,
+        reports=spool.of(ReportStore),
         posted=metrics.handoffs.inc,
         clock=clock,
     )

@@ -120,6 +120,7 @@ class SentMessage:
     replies_take: bool = True
     # How long its route lets an issue be taken and open before its taker is called again.
     take_for: float | None = None
+    thread: int | None = None  # the forum topic it went to
 
 
 def verbs_for(button: IssueButton) -> tuple[Verb, ...]:

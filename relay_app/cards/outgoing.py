@@ -60,6 +60,7 @@ class Kept:
     (no alert's route says not), and how long one may be taken before its taker is called again
     (the shortest any says; None: no limit)."""
 
+    thread: int | None = None  # where it went
     replies_take: bool = True
     take_for: float | None = None
 
@@ -153,6 +154,7 @@ class Outgoing:
                 sent,
                 _outages_announced(sent, alerts, jobs, destination),
                 Kept(
+                    thread=destination.thread,
                     replies_take=all(job.data.get("reply_takes", True) for job in jobs),
                     take_for=min(
                         (float(job.data["take_for"]) for job in jobs if "take_for" in job.data),
@@ -219,6 +221,7 @@ class Outgoing:
             plan.buttons,
             replies_take=kept.replies_take,
             take_for=kept.take_for,
+            thread=kept.thread,
         )
         outbox = self._outbox
 

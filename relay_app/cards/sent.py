@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
-from ..spool.store import Row, Store, Tx, float_or_null, text_or_null
+from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
 from .card import IssueButton, SentMessage
 
 # How a button that was never pressed stands: GlitchTip's state for a new issue.
@@ -381,9 +381,10 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
     buttons say so too, and its card is to be edited to show it."""
     tx.execute(
         "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at, replies_comment_only,"
-        " take_for) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat, message_id) DO UPDATE"
-        " SET html = excluded.html, notes = excluded.notes, sent_at = excluded.sent_at,"
-        " replies_comment_only = excluded.replies_comment_only, take_for = excluded.take_for",
+        " take_for, thread) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat, message_id)"
+        " DO UPDATE SET html = excluded.html, notes = excluded.notes,"
+        " sent_at = excluded.sent_at, replies_comment_only = excluded.replies_comment_only,"
+        " take_for = excluded.take_for, thread = excluded.thread",
         (
             message.chat,
             message.message_id,
@@ -392,6 +393,7 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
             tx.at.to_db(message.sent_at),
             not message.replies_take,
             message.take_for,
+            message.thread,
         ),
     )
     tx.executemany(
@@ -509,6 +511,7 @@ def message_from_rows(row: Row, buttons: Sequence[Row]) -> SentMessage:
         buttons=tuple(_button(button) for button in buttons),
         replies_take=not row["replies_comment_only"],
         take_for=float_or_null(row["take_for"]),
+        thread=int_or_null(row["thread"]),
     )
 
 

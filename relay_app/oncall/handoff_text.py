@@ -13,6 +13,8 @@ from zoneinfo import ZoneInfo
 
 from ..delivery.render import Shape
 from ..message.formatting import Message, shown_mention
+from ..summaries.report import OpenIssue
+from ..summaries.report_text import open_lines
 from ..words import Words
 
 
@@ -30,6 +32,11 @@ def handoff_message(about: Mapping[str, Any], words: Words) -> Message:
     # The template escaped with the people held out, then their HTML (a link for tg:<id>) put in.
     held = html.escape(words.handoff.format(**fields, person="\x00", next="\x01"), quote=False)
     shown = held.replace("\x00", person_html).replace("\x01", next_html)
+    if "open_count" in about:  # what the person taking over finds open there
+        issues = [OpenIssue(**issue) for issue in about.get("open", [])]
+        still = "\n".join(open_lines(int(about["open_count"]), issues, words))
+        text += f"\n\n{still}"
+        shown += f"\n\n{html.escape(still, quote=False)}"
     return Message(html=shown, text=text, fallback=text)
 
 

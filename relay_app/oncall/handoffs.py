@@ -14,14 +14,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..core.errors import SpoolError
 from ..core.routing import Destination
 from ..routes.rotation import Roster, Rotation
+from ..summaries.report import ReportStore
 from ..summaries.store import SummaryStore
 
 log = logging.getLogger(__name__)
+
+# How far back a handoff looks for what is still open: as long as the cards are kept.
+OPEN_SINCE = 7 * 86400.0
 
 
 class Handoffs:
@@ -32,6 +38,7 @@ class Handoffs:
         *,
         roster: Roster,
         zone: ZoneInfo,
+        reports: ReportStore | None = None,
         posted: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -40,6 +47,7 @@ class Handoffs:
         self._places = {place: tuple(rotations) for place, rotations in places.items()}
         self._store = store
         self._roster = roster
+        self._reports = reports
         self._zone = zone
         self._posted = posted
         self._clock = clock
@@ -61,6 +69,14 @@ class Handoffs:
                     )
         return posted
 
+    def _still_open(self, destination: Destination, now: float) -> dict[str, Any]:
+        """What the person taking over finds open in the place: the issues shown there in the
+        last week not resolved or ignored, each with who has it (the first ten)."""
+        if self._reports is None:
+            return {}
+        count, issues = self._reports.still_open(destination, since=now - OPEN_SINCE, now=now)
+        return {"open_count": count, "open": [asdict(issue) for issue in issues]}
+
     def _post_if_due(self, destination: Destination, rotation: Rotation, now: float) -> bool:
         # Handoffs come at the rotation's turns; who takes over, and until when, is the
         # roster's: a cover shows, with whose turn it takes.
@@ -76,6 +92,7 @@ class Handoffs:
             "until": duty.until.timestamp(),
             "zone": rotation.zone(self._zone).key,
             "covering": duty.covering,
+            **self._still_open(destination, now),
         }
         if not self._store.post(destination, {"handoff": handoff}, next_at=next_at, now=now, of=of):
             return False  # another process of the fleet posted it

@@ -12,6 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 _HOUR = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,16 @@ class SummaryAt:
 
     at: clock_time
     timezone: str | None = None
+    # The weekday (0: Monday) its summary also says what on call cost over the week (a
+    # route's `report = "monday"`); None: never.
+    report_on: int | None = None
+
+    def reports(self, now: float, default_zone: ZoneInfo) -> bool:
+        """Whether the summary made at `now` has the week's report: it is its day there."""
+        zone = ZoneInfo(self.timezone) if self.timezone else default_zone
+        return self.report_on is not None and datetime.fromtimestamp(now, zone).weekday() == (
+            self.report_on
+        )
 
     def next_after(self, now: float, default_zone: ZoneInfo) -> float:
         """The first time after `now` (Unix) that the clock in the zone shows `at`: a day's
@@ -44,4 +55,17 @@ def summary_of(table: Mapping[str, Any], problem: Any) -> SummaryAt | None:
     if found is None:
         raise problem("summary", 'must be a time of day, HH:MM: summary = "09:00"')
     zone = table.get("timezone")
-    return SummaryAt(clock_time(int(found.group(1)), int(found.group(2))), zone)
+    return SummaryAt(
+        clock_time(int(found.group(1)), int(found.group(2))), zone, _report(table, problem)
+    )
+
+
+def _report(table: Mapping[str, Any], problem: Any) -> int | None:
+    """A route's `report`: the day of the week its summary says what on call cost."""
+    raw = table.get("report")
+    if raw is None:
+        return None
+    day = raw.strip().casefold() if isinstance(raw, str) else None
+    if day not in WEEKDAYS:
+        raise problem("report", f"must be a day of the week: {', '.join(WEEKDAYS)}")
+    return WEEKDAYS.index(day)

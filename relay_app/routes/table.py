@@ -71,6 +71,7 @@ ACTIONS = (
     "reply_takes",
     "direct",
     "take_for",
+    "report",
 )
 # GlitchTip's levels (its API's); the webhook's colour tells only error, warning and info.
 LEVELS = ("fatal", "error", "warning", "info", "debug")
@@ -339,21 +340,13 @@ def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) ->
     thread = _thread(table.get("thread"), problem)
     mention = _mentions(table.get("mention", []), problem)
     sound = sound_of(table, problem)
-    escalate = steps_of(table.get("escalate"), lambda raw: _step_mentions(raw, problem), problem)
-    direct = table.get("direct", False)
-    if not isinstance(direct, bool):
-        raise problem("direct", "must be true or false")
-    if direct:
-        escalate = called_directly(mention, escalate)
+    escalate, take_for = _calls(table, mention, problem)
     summary = summary_of(table, problem)
+    if "report" in table and summary is None:
+        raise problem("report", "needs summary: the report is a part of the daily summary")
     reply_takes = table.get("reply_takes", True)
     if not isinstance(reply_takes, bool):
         raise problem("reply_takes", "must be true or false")
-    take_for = None
-    if "take_for" in table:
-        take_for = duration_of(table["take_for"], least=60.0, most=MAX_AFTER)
-        if take_for is None:
-            raise problem("take_for", 'must be a duration like "1h" (s, m or h; 1 m to 7 d)')
     acts = any((chat, thread, mention, sound, escalate, summary, not reply_takes, take_for))
     drop = _drop(table.get("drop", False), acts, problem)
     route_name = table.get("name", f"route {number}")
@@ -373,6 +366,25 @@ def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) ->
         reply_takes,
         take_for,
     )
+
+
+def _calls(
+    table: dict[str, Any], mention: tuple[str, ...], problem: Any
+) -> tuple[tuple[Step, ...], float | None]:
+    """Whom a route calls while nobody acts (`escalate`, and `direct`: privately too), and how
+    long an issue may be someone's before they are called again (`take_for`)."""
+    escalate = steps_of(table.get("escalate"), lambda raw: _step_mentions(raw, problem), problem)
+    direct = table.get("direct", False)
+    if not isinstance(direct, bool):
+        raise problem("direct", "must be true or false")
+    if direct:
+        escalate = called_directly(mention, escalate)
+    take_for = None
+    if "take_for" in table:
+        take_for = duration_of(table["take_for"], least=60.0, most=MAX_AFTER)
+        if take_for is None:
+            raise problem("take_for", 'must be a duration like "1h" (s, m or h; 1 m to 7 d)')
+    return escalate, take_for
 
 
 def _step_mentions(raw: object, problem: Any) -> tuple[str, ...]:

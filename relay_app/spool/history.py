@@ -522,12 +522,13 @@ def replies_that_only_comment(types: Types) -> list[str]:
 
 def on_call_from_the_chat(types: Types) -> list[str]:
     """On call run from the chat (docs/oncall.md): the covers (someone on duty in a rotation
-    for an interval, whoever it says); the people the relay has seen, by Telegram's id, with
-    their username and name (a `tg:<id>` mention says the name) and, once they sent /start, their
-    private chat with the bot; each private call queued, so that the buttons of the message it
-    carries act on the alert it is about; a step that also calls privately (`direct`); how long
-    a message's route lets an issue be taken before its taker is called again (`take_for`), and
-    those calls as timers, one row per take."""
+    for an interval, whoever it says); the topic of each sent message, for what is said of a
+    place (the report, a handoff's open issues); the people the relay has seen, by Telegram's
+    id, with their username and name (a `tg:<id>` mention says the name) and, once they sent
+    /start, their private chat with the bot; each private call queued, so that the buttons of
+    the message it carries act on the alert it is about; a step that also calls privately
+    (`direct`); how long a message's route lets an issue be taken before its taker is called
+    again (`take_for`), and those calls as timers, one row per take."""
     return [
         f"""CREATE TABLE covers (
     id {types.serial},
@@ -556,6 +557,7 @@ def on_call_from_the_chat(types: Types) -> list[str]:
 )""",
         f"ALTER TABLE escalations ADD COLUMN direct {types.flag}",
         f"ALTER TABLE sent_messages ADD COLUMN take_for {types.time}",
+        f"ALTER TABLE sent_messages ADD COLUMN thread {types.big}",
         f"""CREATE TABLE recalls (
     chat TEXT NOT NULL,
     issue_id TEXT NOT NULL,

@@ -1,6 +1,8 @@
 """`relay-app summary [--chat ID] [--send]`: the daily summary of a chat (summaries/daily.py)
 as it would be posted now, covering what happened since the last one (or the last day); with
 `--send`, queued for the relay to post in the chat's turn (the day's own summary stays due).
+`relay-app report [--days 7] [--route NAME]`: what on call cost (summaries/report.py), in
+every chat or where a route sends.
 Exit codes as the other commands: 0 done, 1 a spool that cannot be used, 2 wrong usage."""
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ from ..core.routing import Destination, chat_key, parse_chat_id
 from ..operating.config import ConfigError, Settings
 from ..operating.console import CommandLine, Console, Failed, OpenSpool, Usage
 from ..watch.store import WatchStore
-from ..words import words_for
+from ..words import ENGLISH, words_for
 from .daily import DailySummaries
+from .report import ReportStore
+from .report_text import report_lines
 from .store import SummaryStore
 from .text import summary_message
+
+# The longest period a report covers.
+MAX_REPORT_DAYS = 90
 
 
 def add_summary_command(line: CommandLine) -> None:
@@ -72,3 +79,53 @@ def _where(raw: str | None, default: Destination, places: dict[Destination, Any]
         if chat_key(place.chat) == chat_key(chat):
             return place
     return Destination(chat, default.thread if chat_key(chat) == default.chat_key else None)
+
+
+def add_report_command(line: CommandLine) -> None:
+    open_spool = line.open_spool
+    report = line.commands.add_parser(
+        "report", help="what on call cost: alerts, time to take and resolve, calls, who took what"
+    )
+    report.add_argument("--days", type=int, default=7, metavar="N", help="the last N days (7)")
+    report.add_argument("--route", metavar="NAME", help="the place a route sends to (all chats)")
+    report.set_defaults(run=lambda args, console: _report(args, console, open_spool))
+
+
+def _place_of(name: str | None, settings: Settings) -> Destination | None:
+    """Where the route named `name` sends (None: every chat)."""
+    if name is None:
+        return None
+    route = next((r for r in settings.routes.routes if r.name == name), None)
+    if route is None:
+        names = ", ".join(r.name for r in settings.routes.routes) or "none"
+        raise Usage(f"--route {name!r} names no route of the routes file ({names})")
+    return route.place(settings.default_destination)
+
+
+def _report(args: argparse.Namespace, console: Console, open_spool: OpenSpool) -> int:
+    if not 1 <= args.days <= MAX_REPORT_DAYS:
+        raise Usage(f"--days must be from 1 to {MAX_REPORT_DAYS}")
+    try:
+        settings = Settings.from_env(console.environ)
+    except ConfigError as exc:
+        raise Usage(str(exc)) from None
+    place = _place_of(args.route, settings)
+    spool = open_spool(console.environ)
+    try:
+        now = time.time()
+        found = spool.of(ReportStore).report(place, start=now - args.days * 86400, now=now)
+    except SpoolError as exc:
+        raise Failed(f"the spool cannot be used: {exc}") from None
+    finally:
+        spool.close()
+    where = place.describe() if place is not None else "every chat"
+    print(f"{where}, the last {args.days} day(s):", file=console.out)
+    for line in report_lines(found, ENGLISH, ZoneInfo(settings.timezone)):
+        print(line, file=console.out)
+    if args.days > 7:
+        print(
+            "(the spool keeps a message's record a week at least, RELAY_RETRY_MAX_AGE if longer:"
+            " the start of a longer period may be forgotten)",
+            file=console.out,
+        )
+    return 0

@@ -26,12 +26,14 @@ from ..routes.summary_time import SummaryAt
 from ..spool.store import Tx
 from ..watch.issues import issue_data
 from ..watch.store import WatchedIssue, WatchStore
+from .report import ReportStore
 from .store import Since, SummaryStore, counted_in
 
 log = logging.getLogger(__name__)
 
 # What a summary covers when none was posted before (the command's, for a place without one).
 A_DAY = 86400.0
+A_WEEK = 7 * A_DAY
 
 
 class DailySummaries:
@@ -41,6 +43,7 @@ class DailySummaries:
         store: SummaryStore,
         watched: WatchStore,
         *,
+        reports: ReportStore | None = None,
         zone: ZoneInfo,
         posted: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time,
@@ -50,6 +53,7 @@ class DailySummaries:
         self._places = dict(places)
         self._store = store
         self._watched = watched
+        self._reports = reports
         self._zone = zone
         self._posted = posted
         self._clock = clock
@@ -100,8 +104,16 @@ class DailySummaries:
                 "delivered": covered.delivered,
                 "digested": covered.digested,
                 "silenced": covered.silenced,
+                **self._weekly(destination, at, now),
             }
         }
+
+    def _weekly(self, destination: Destination, at: SummaryAt | None, now: float) -> dict[str, Any]:
+        """On its route's `report` day, what on call cost in the place over the week."""
+        if self._reports is None or at is None or not at.reports(now, self._zone):
+            return {}
+        report = self._reports.report(destination, start=now - A_WEEK, now=now)
+        return {"report": report.as_json()}
 
     def _post_if_due(self, destination: Destination, at: SummaryAt) -> int:
         now = self._clock()

@@ -16,6 +16,8 @@ from ..delivery.render import Shape
 from ..message.formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT, Message
 from ..watch.issues import open_issue_lines
 from ..words import Words
+from .report import Report
+from .report_text import report_lines
 
 # The unresolved issues listed by name; the rest are counted.
 MOST_LISTED = 15
@@ -37,6 +39,8 @@ def summary_message(about: Mapping[str, Any], words: Words) -> Message:
             silenced=int(about.get("silenced", 0)),
         )
     )
+    if isinstance(about.get("report"), dict):  # the route's weekly part
+        lines += ["", *report_lines(Report.from_json(about["report"]), words, zone)]
     body = _fitting(lines, len(head) + len(PARAGRAPH))
     text = f"{head}{PARAGRAPH}{body}"
     return Message(

@@ -215,6 +215,20 @@ class Words:
     let_go_not_yours: str
     recall_taker: str
     recall_lapsed: str
+    # What on call cost (summaries/report_text.py): `relay-app report`, and the weekly part of
+    # a daily summary (a route's `report`).
+    report_head: str
+    report_alerts: str
+    report_take: str
+    report_take_none: str
+    report_resolve: str
+    report_resolve_none: str
+    report_calls: str
+    report_takers: str
+    report_open: str
+    report_open_none: str
+    report_open_line: str
+    report_more: str
     span_minutes: str  # a route's `take_for`, as a call says it
     span_hours: str
     escalation_call: str

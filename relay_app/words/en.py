@@ -206,6 +206,18 @@ ENGLISH = Words(
         "⏰ {label} is still open, {taker}'s for {duration}: still on it? Resolve it, or let it"
         " go and the calls go on; in {duration} more it is nobody's."
     ),
+    report_head="📊 On call, {start} – {end}",
+    report_alerts="Alerts: {alerts} messages about {issues} issues",
+    report_take="Time to take: median {median}, worst {worst} ({taken} taken)",
+    report_take_none="Time to take: none was taken",
+    report_resolve="Time to resolve: median {median}, worst {worst} ({resolved} resolved)",
+    report_resolve_none="Time to resolve: none was resolved in the chat",
+    report_calls="Calls made: {calls}",
+    report_takers="Who took what: {takers}",
+    report_open="Still open ({count}):",
+    report_open_none="Nothing is still open.",
+    report_open_line="• {label} · {title} · {who}",
+    report_more="…and {count} more",
     span_minutes="{n} min",
     span_hours="{n} h",
     recall_lapsed=(

@@ -223,6 +223,18 @@ RUSSIAN = Words(
         "⏰ {label} всё ещё открыта, за {taker} уже {duration}: вы ещё на ней? Закройте её или"
         " отпустите, и вызовы продолжатся; через {duration} она станет ничьей."
     ),
+    report_head="📊 Дежурство, {start} – {end}",
+    report_alerts="Алерты: {alerts} сообщ. о {issues} проблемах",
+    report_take="Время до «Беру»: медиана {median}, худшее {worst} (взято: {taken})",
+    report_take_none="Время до «Беру»: ничего не взяли",
+    report_resolve="Время до решения: медиана {median}, худшее {worst} (решено: {resolved})",
+    report_resolve_none="Время до решения: в чате ничего не решили",
+    report_calls="Вызовов: {calls}",
+    report_takers="Кто что взял: {takers}",
+    report_open="Ещё открыты ({count}):",
+    report_open_none="Открытых не осталось.",
+    report_open_line="• {label} · {title} · {who}",
+    report_more="…и ещё {count}",
     span_minutes="{n} мин",
     span_hours="{n} ч",
     recall_lapsed=(

@@ -1,0 +1,199 @@
+"""What on call cost (docs/oncall.md): over a period, in a place (a chat, or a topic of it) or in
+every chat, read from what the spool already records of the messages with buttons it sent
+(cards/sent.py: when each went, who took each issue and when, what became of it) and of the calls
+(oncall/: the escalation steps fired, the takers called again):
+
+- alerts: the messages sent about issues, and the issues they were about;
+- time to take: from an issue's first message of the period to On it (median, worst);
+- time to resolve: to Resolve in the chat, or GlitchTip's own as the watcher saw it;
+- calls made; who took what; the issues still open, with who has each.
+
+For `relay-app report` and the weekly part of a place's daily summary (`report = "monday"`).
+The records are kept a week at least (RELAY_RETRY_MAX_AGE's longer), so a longer period may find
+its start forgotten. Data only: summaries/report_text.py writes it in words."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..core.routing import Destination
+from ..spool.store import Row, Store, Tx, float_or_null, text_or_null
+
+# The open issues a report or a handoff names; the rest are counted.
+OPEN_LISTED = 10
+
+
+@dataclass(frozen=True)
+class OpenIssue:
+    label: str
+    title: str
+    taken_by: str | None
+
+
+@dataclass(frozen=True)
+class Report:
+    start: float
+    end: float
+    alerts: int = 0
+    issues: int = 0
+    taken: int = 0
+    take_median: float | None = None
+    take_worst: float | None = None
+    resolved: int = 0
+    resolve_median: float | None = None
+    resolve_worst: float | None = None
+    calls: int = 0
+    takers: dict[str, int] = field(default_factory=dict)
+    open_count: int = 0
+    open: list[OpenIssue] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Report:
+        kept = {**raw, "open": [OpenIssue(**issue) for issue in raw.get("open", [])]}
+        return cls(**kept)
+
+
+class ReportStore:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def report(self, place: Destination | None, *, start: float, now: float) -> Report:
+        """What happened in `place` (None: every chat) from `start` to now."""
+        return self._store.read(lambda tx: _report(tx, place, start), now=now)
+
+    def still_open(
+        self, place: Destination, *, since: float, now: float
+    ) -> tuple[int, list[OpenIssue]]:
+        """The issues shown in `place` since `since` that are still open (not resolved or
+        ignored, as the chat or the watcher last knew it): how many, and the first of them."""
+
+        def read(tx: Tx) -> tuple[int, list[OpenIssue]]:
+            found = [i.as_open() for i in _issues(tx, place, tx.at.to_db(since)) if i.open]
+            return len(found), found[:OPEN_LISTED]
+
+        return self._store.read(read, now=now)
+
+
+@dataclass(frozen=True)
+class _Issue:
+    """An issue as its latest message of the period shows it, and when it was first shown."""
+
+    label: str
+    title: str
+    taken_by: str | None
+    taken_at: float | None
+    status: str | None
+    acted_at: float | None
+    first_at: float
+
+    @property
+    def open(self) -> bool:
+        return self.status not in ("resolved", "ignored")
+
+    def as_open(self) -> OpenIssue:
+        return OpenIssue(self.label, self.title, self.taken_by)
+
+
+def _issues(tx: Tx, place: Destination | None, since_db: float) -> list[_Issue]:
+    """Each issue shown since then (one per chat and issue), in the order first shown."""
+    rows = tx.all(
+        "SELECT b.chat, b.issue_id, b.label, b.title, b.taken_by, b.taken_at, b.status,"
+        " b.acted_at, s.sent_at FROM issue_buttons b JOIN sent_messages s"
+        " ON s.chat = b.chat AND s.message_id = b.message_id WHERE s.sent_at >= ?"
+        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))"
+        " ORDER BY s.sent_at, s.message_id",
+        (since_db, *_place(place)),
+    )
+    latest: dict[tuple[str, str], Row] = {}
+    first: dict[tuple[str, str], float] = {}
+    for row in rows:
+        key = (str(row["chat"]), str(row["issue_id"]))
+        first.setdefault(key, float(row["sent_at"]))
+        latest[key] = row
+    return [
+        _Issue(
+            str(row["label"]),
+            str(row["title"] or ""),
+            text_or_null(row["taken_by"]),
+            float_or_null(row["taken_at"]),
+            text_or_null(row["status"]),
+            float_or_null(row["acted_at"]),
+            first[key],
+        )
+        for key, row in latest.items()
+    ]
+
+
+def _place(place: Destination | None) -> tuple[Any, ...]:
+    """The parameters of `? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?)`: messages `s`
+    of one place (its chat, and its topic: a chat's main thread is its messages without one),
+    or of every chat."""
+    if place is None:
+        return (0, "", 0)
+    return (1, place.chat_key, place.thread or 0)
+
+
+def _report(tx: Tx, place: Destination | None, start: float) -> Report:
+    since = tx.at.to_db(start)
+    issues = _issues(tx, place, since)
+    take = [i.taken_at - i.first_at for i in issues if i.taken_at is not None]
+    resolve = [
+        i.acted_at - i.first_at for i in issues if i.status == "resolved" and i.acted_at is not None
+    ]
+    takers: dict[str, int] = {}
+    for issue in issues:
+        if issue.taken_by is not None:
+            takers[issue.taken_by] = takers.get(issue.taken_by, 0) + 1
+    still = [i.as_open() for i in issues if i.open]
+    return Report(
+        start=start,
+        end=tx.at.local,
+        alerts=_alerts(tx, place, since),
+        issues=len(issues),
+        taken=len(take),
+        take_median=_median(take),
+        take_worst=max(take, default=None),
+        resolved=len(resolve),
+        resolve_median=_median(resolve),
+        resolve_worst=max(resolve, default=None),
+        calls=_calls(tx, place, since),
+        takers=dict(sorted(takers.items(), key=lambda kv: (-kv[1], kv[0]))),
+        open_count=len(still),
+        open=still[:OPEN_LISTED],
+    )
+
+
+def _alerts(tx: Tx, place: Destination | None, since: float) -> int:
+    found = tx.one(
+        "SELECT COUNT(*) AS n FROM sent_messages s WHERE s.sent_at >= ?"
+        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))",
+        (since, *_place(place)),
+    )
+    return int(found["n"]) if found is not None else 0
+
+
+def _calls(tx: Tx, place: Destination | None, since: float) -> int:
+    """The steps fired under the period's messages, and the takers called again."""
+    steps = tx.one(
+        "SELECT COUNT(*) AS n FROM escalations e JOIN sent_messages s ON s.chat = e.chat"
+        " AND s.message_id = e.message_id WHERE e.state = 'fired' AND s.sent_at >= ?"
+        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))",
+        (since, *_place(place)),
+    )
+    recalled = tx.one(
+        "SELECT COUNT(*) AS n FROM recalls r JOIN sent_messages s ON s.chat = r.chat"
+        " AND s.message_id = r.message_id WHERE r.round > 1 AND s.sent_at >= ?"
+        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))",
+        (since, *_place(place)),
+    )
+    return sum(int(found["n"]) for found in (steps, recalled) if found is not None)
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None

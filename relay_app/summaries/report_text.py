@@ -1,0 +1,72 @@
+"""What on call cost, in words (summaries/report.py gathers it): alerts, time to take and to
+resolve (median and worst), calls made, who took what, and the issues still open with who has
+each, in the chat's language (the command line's: English). Pure functions, no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from ..words import Words
+from .report import OpenIssue, Report
+
+# A title in a report's line is cut to this many characters.
+TITLE_SHOWN = 60
+
+
+def report_lines(report: Report, words: Words, zone: ZoneInfo) -> list[str]:
+    head = words.report_head.format(
+        start=_when(report.start, zone), end=f"{_when(report.end, zone)} ({zone.key})"
+    )
+    lines = [head, words.report_alerts.format(alerts=report.alerts, issues=report.issues)]
+    if report.take_median is None or report.take_worst is None:
+        lines.append(words.report_take_none)
+    else:
+        lines.append(
+            words.report_take.format(
+                median=words.duration(report.take_median),
+                worst=words.duration(report.take_worst),
+                taken=report.taken,
+            )
+        )
+    if report.resolve_median is None or report.resolve_worst is None:
+        lines.append(words.report_resolve_none)
+    else:
+        lines.append(
+            words.report_resolve.format(
+                median=words.duration(report.resolve_median),
+                worst=words.duration(report.resolve_worst),
+                resolved=report.resolved,
+            )
+        )
+    lines.append(words.report_calls.format(calls=report.calls))
+    if report.takers:
+        takers = ", ".join(f"{who} {count}" for who, count in report.takers.items())
+        lines.append(words.report_takers.format(takers=takers))
+    return lines + open_lines(report.open_count, report.open, words)
+
+
+def open_lines(count: int, issues: Sequence[OpenIssue], words: Words) -> list[str]:
+    """The issues still open, each with who has it (at most those given; the rest counted)."""
+    if not count:
+        return [words.report_open_none]
+    lines = [words.report_open.format(count=count)]
+    for issue in issues:
+        title = (
+            issue.title if len(issue.title) <= TITLE_SHOWN else issue.title[: TITLE_SHOWN - 1] + "…"
+        )
+        lines.append(
+            words.report_open_line.format(
+                label=issue.label,
+                title=title,
+                who=f"👀 {issue.taken_by}" if issue.taken_by else "-",
+            )
+        )
+    if count > len(issues):
+        lines.append(words.report_more.format(count=count - len(issues)))
+    return lines
+
+
+def _when(at: float, zone: ZoneInfo) -> str:
+    return datetime.fromtimestamp(at, zone).strftime("%d.%m %H:%M")

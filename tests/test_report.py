@@ -1,0 +1,168 @@
+"""What on call cost (summaries/report.py, report_text.py): alerts, time to take and to resolve,
+calls made, who took what, and what is still open, read from the spool's records; printed by
+`relay-app report`, and said in a place's daily summary on its route's `report` day and, the open
+issues, in an on-call handoff. The relay as a whole against the scripted Telegram, on the test's
+clock."""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+import responses
+
+from relay_app import Relay
+from relay_app.cards.card import callback_data
+from relay_app.cli import main
+from relay_app.core.routing import Destination
+from relay_app.oncall.handoff_text import handoff_message
+from relay_app.routes import RoutesError, parse_routes
+from relay_app.summaries.report import ReportStore
+from relay_app.summaries.text import summary_message
+from relay_app.words import ENGLISH
+from tests.conftest import CHAT_ID, FakeTime
+from tests.in_process import GLITCHTIP, Chat
+from tests.payloads import issue, issue_alert
+
+CHAT = str(CHAT_ID)
+UTC = ZoneInfo("UTC")
+# Monday 7 December 2026, 09:00 UTC.
+MONDAY = datetime(2026, 12, 7, 9, 0, tzinfo=UTC).timestamp()
+ROUTES = f"""
+[[route]]
+name = "payments"
+chat = "{CHAT}"
+summary = "09:00"
+report = "monday"
+escalate = [{{ after = "10m", mention = ["@lead_one"] }}]
+"""
+HERE = Destination(CHAT_ID)
+
+
+def press(verb: str, key: str, update_id: int, message_id: int) -> dict[str, Any]:
+    return {
+        "update_id": update_id,
+        "callback_query": {
+            "id": f"p{update_id}",
+            "from": {"id": 7, "is_bot": False, "first_name": "Ada", "username": "ada_ops"},
+            "message": {"message_id": message_id, "chat": {"id": CHAT_ID}},
+            "data": callback_data(verb, key),  # type: ignore[arg-type]
+        },
+    }
+
+
+@pytest.fixture
+def week(
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
+) -> Chat:
+    """Two alerts on Sunday: Ada takes the first in 5 min and resolves it in 30; nobody takes
+    the second, so its step calls at 10 min."""
+    glitchtip.put(f"{GLITCHTIP}/api/0/issues/1/", json={"id": "1", "status": "resolved"})
+    start = MONDAY - 86400
+    fake_time.now = start
+    chat = Chat.of(built, fake_time, routes=parse_routes(ROUTES, "r.toml"))
+    for number in (1, 2):
+        payload = issue_alert(issue(number, link=f"{GLITCHTIP}/acme/issues/{number}"))
+        chat.relay.webhooks.take(payload, chat.relay.settings.default_destination, time.monotonic())
+        chat.settle()
+    first = chat.store.message(CHAT, 1)
+    assert first is not None
+    key = first.buttons[0].key
+    chat.clock.now = start + 300
+    chat.update(press("take", key, 1, 1))
+    chat.clock.now = start + 1800
+    chat.update(press("resolve", key, 2, 1))
+    chat.settle()
+    assert chat.relay.escalation is not None
+    chat.clock.now = start + 700  # the second went a few seconds after the first: its turn
+    chat.relay.escalation.fire_due()
+    chat.settle()
+    chat.clock.now = MONDAY
+    return chat
+
+
+def test_the_report_says_what_on_call_cost_from_the_spools_records(week: Chat) -> None:
+    assert week.relay.spool is not None
+    found = week.relay.spool.of(ReportStore).report(HERE, start=MONDAY - 7 * 86400, now=MONDAY)
+    assert (found.alerts, found.issues, found.taken, found.resolved, found.calls) == (2, 2, 1, 1, 1)
+    assert (found.take_median, found.take_worst) == (300, 300)
+    assert (found.resolve_median, found.resolve_worst) == (1800, 1800)
+    assert found.takers == {"@ada_ops": 1}
+    assert found.open_count == 1
+    assert [issue.title for issue in found.open] == ["ZeroDivisionError: division by zero #2"]
+    elsewhere = Destination(CHAT_ID, 77)  # another topic: none of it
+    assert week.relay.spool.of(ReportStore).report(elsewhere, start=0, now=MONDAY).alerts == 0
+
+
+def test_the_monday_summary_has_the_weeks_report(week: Chat) -> None:
+    assert week.relay.summaries is not None
+    data = week.relay.summaries.compose(HERE)
+    text = summary_message(data["summary"], ENGLISH).text
+    assert "📊 On call, 30.11 09:00 – 07.12 09:00 (UTC)" in text
+    assert "Time to take: median 5 min, worst 5 min (1 taken)" in text
+    assert "Time to resolve: median 30 min, worst 30 min (1 resolved)" in text
+    assert "Calls made: 1" in text
+    assert "• BACKEND-1A · ZeroDivisionError: division by zero #2 · -" in text
+    week.clock.now = MONDAY + 86400  # Tuesday: no report
+    assert "report" not in week.relay.summaries.compose(HERE)["summary"]
+
+
+def test_relay_app_report_prints_it_for_a_route(
+    week: Chat, tmp_path: Path, spool_path: str
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text(ROUTES)
+    environ = {
+        "RELAY_ROUTES": str(routes),
+        "RELAY_SPOOL_PATH": spool_path,
+        "TELEGRAM_CHAT_ID": CHAT,
+        "TELEGRAM_BOT_TOKEN": "123456789:AAE-a-token-as-botfather-prints-it-000",
+        "RELAY_WEBHOOK_SECRET": "s" * 32,
+    }
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        ["report", "--route", "payments", "--days", "30"], environ=environ, out=out, err=err
+    )
+    assert code == 0, err.getvalue()
+    lines = out.getvalue().split("\n")
+    assert lines[0] == f"chat {CHAT}, the last 30 day(s):"
+    assert "Who took what: @ada_ops 1" in lines
+    assert any(line.startswith("(the spool keeps") for line in lines)
+    code = main(["report", "--route", "nope"], environ=environ, out=out, err=err)
+    assert code == 2
+    assert "--route 'nope' names no route of the routes file (payments)" in err.getvalue()
+
+
+def test_a_handoff_lists_what_is_still_open_and_who_has_it() -> None:
+    about = {
+        "rotation": "payments",
+        "person": "@boris_ops",
+        "next": "@anna_ops",
+        "until": MONDAY + 7 * 86400,
+        "zone": "UTC",
+        "open_count": 12,
+        "open": [
+            {"label": "BACKEND-1A", "title": "TimeoutError", "taken_by": "@ada_ops"},
+            {"label": "BACKEND-2A", "title": "KeyError", "taken_by": None},
+        ],
+    }
+    lines = handoff_message(about, ENGLISH).text.split("\n")
+    assert lines[2:] == [
+        "Still open (12):",
+        "• BACKEND-1A · TimeoutError · 👀 @ada_ops",
+        "• BACKEND-2A · KeyError · -",
+        "…and 10 more",
+    ]
+
+
+def test_a_report_day_needs_a_summary_and_a_weekday() -> None:
+    with pytest.raises(RoutesError, match="report: needs summary"):
+        parse_routes(f'[[route]]\nchat = "{CHAT}"\nreport = "monday"\n', "r.toml")
+    with pytest.raises(RoutesError, match="report: must be a day of the week"):
+        parse_routes(f'[[route]]\nchat = "{CHAT}"\nsummary = "09:00"\nreport = "mon"\n', "r.toml")
