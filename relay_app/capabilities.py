@@ -9,7 +9,7 @@ from .chat import link_card
 from .delivery.render import Note, Shape
 from .intake import hidden
 from .oncall import direct, handoff_text
-from .oncall.cli import add_oncall_command
+from .oncall.cli import add_oncall_command, roster_with_covers
 from .operating.console import AddCommands
 from .silences import summary as silence_summary
 from .silences.cli import add_silence_commands
@@ -26,6 +26,8 @@ SHAPES: tuple[Shape, ...] = (
     direct.SHAPE,
 )
 NOTES: tuple[Note, ...] = (watcher.ESCALATING, hidden.NAMED_HIDDEN)
+# Who is on duty for `relay-app routes test`: the rotations with the covers the spool keeps.
+ROSTER = roster_with_covers
 # Their `relay-app` subcommands, after the core's own.
 COMMANDS: tuple[AddCommands, ...] = (
     add_silence_commands,

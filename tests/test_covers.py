@@ -8,6 +8,7 @@ an alert's mention and an escalation's call from the moment each starts; shown b
 from __future__ import annotations
 
 import io
+import json
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -296,3 +297,50 @@ def test_relay_app_oncall_cover_keeps_lists_and_removes_covers(
     assert run("cover", "--remove", "1")[:2] == (0, "cover 1 removed: @boris_ops in payments\n")
     assert run("cover", "--remove", "1")[0] == 1
     assert "(covering" not in run("--at", "2030-01-07T10:00+03:00")[1]
+
+
+def test_routes_test_says_who_a_webhook_calls_at_a_moment_and_its_steps(
+    tmp_path: Path, built: Callable[..., Relay], spool_path: str, fake_time: FakeTime
+) -> None:
+    fake_time.now = time.time()
+    service = built(ScriptedTelegram(clock=fake_time))
+    assert service.spool is not None
+    # Tuesday 8 January 2030 is in Vera's week; Anna covers its evening.
+    start, end = at("2030-01-08T18:00"), at("2030-01-08T23:00")
+    evening = AskedCover("payments", "@anna_ops", start, end, "x")
+    service.spool.of(CoverStore).add(evening, now=fake_time.now)
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        ROUTES.replace('escalate = [{ after = "10m", mention = ["oncall:payments"] }]', "")
+        + 'quiet_hours = "22:00-08:00"\nloud_levels = ["fatal"]\ntimezone = "Europe/Moscow"\n'
+        'escalate = [{ after = "10m", mention = ["oncall:payments"], direct = true }]\n'
+    )
+    hook = tmp_path / "hook.json"
+    hook.write_text(json.dumps(issue_alert(issue(1, color="#4b60b4"))))  # info: quiet at night
+    environ = {
+        "RELAY_ROUTES": str(routes),
+        "RELAY_SPOOL_PATH": spool_path,
+        "TELEGRAM_CHAT_ID": "-1001",
+        "RELAY_TIMEZONE": "Europe/Moscow",
+    }
+
+    def test_at(moment: str) -> list[str]:
+        out, err = io.StringIO(), io.StringIO()
+        code = main(
+            ["routes", "test", str(hook), "--at", moment], environ=environ, out=out, err=err
+        )
+        assert code == 0, err.getvalue()
+        return out.getvalue().split("\n")
+
+    assert test_at("2030-01-08T22:55") == [
+        "at 2030-01-08 22:55 MSK:",
+        "chat -1002000000001: route 1 “payments”",
+        "  BACKEND-1A ZeroDivisionError: division by zero #1",
+        "  calls @anna_ops (oncall:payments, covering @vera_lead)",
+        "  without sound (without sound 22:00-08:00 (Europe/Moscow) but fatal)",
+        "  after 10m (2030-01-08 23:05 MSK) if nobody acts: @vera_lead (oncall:payments),"
+        " privately too",
+        "nothing was sent",
+        "",
+    ]
+    assert test_at("2030-01-08T12:00")[3:5] == ["  calls @vera_lead (oncall:payments)", "  rings"]

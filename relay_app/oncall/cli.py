@@ -21,10 +21,11 @@ from typing import TextIO
 from zoneinfo import ZoneInfo
 
 from ..core.errors import SpoolError
+from ..operating.cli import open_spool_from_env
 from ..operating.console import CommandLine, Console, Failed, OpenSpool, Usage, print_table
 from ..operating.env_values import ConfigError, time_zone
 from ..operating.routes_cli import duration
-from ..routes import RoutesError, read_routes
+from ..routes import RoutesError, RouteTable, read_routes
 from ..routes.rotation import Cover, Roster
 from ..spool import Spool
 from ..words import ENGLISH
@@ -86,6 +87,23 @@ def _roster(
             raise
         print(f"(covers not shown: {exc})", file=shown_without)
         covers = []
+    return Roster(table.rotations, zone, lambda at: [c for c in covers if c.ends_at > at])
+
+
+def roster_with_covers(environ: Mapping[str, str], table: RouteTable) -> Roster:
+    """The rotations of `table` with the covers the spool the environment names keeps (none
+    when it names none or it cannot be read: `relay-app oncall cover --list` says why)."""
+    zone = ZoneInfo(time_zone(environ, "RELAY_TIMEZONE"))
+    try:
+        spool = open_spool_from_env(environ)
+    except (Usage, Failed, SpoolError):
+        return Roster(table.rotations, zone)
+    try:
+        covers = spool.of(CoverStore).in_force(now=time.time())
+    except SpoolError:
+        covers = []
+    finally:
+        spool.close()
     return Roster(table.rotations, zone, lambda at: [c for c in covers if c.ends_at > at])
 
 

@@ -54,7 +54,7 @@ from .config import (
 )
 from .console import AddCommands, CommandLine, Console, Failed, Usage
 from .glitchtip_connect import add_glitchtip_commands
-from .routes_cli import add_routes_commands
+from .routes_cli import RosterOf, add_routes_commands, rotations_only
 from .selfcheck import Verdict, run_checks
 from .spool_cli import add_spool_commands
 
@@ -75,12 +75,14 @@ def run(
     *,
     added: Sequence[AddCommands] = (),
     shapes: Sequence[Shape] = (),
+    roster_of: RosterOf = rotations_only,
 ) -> int:
     """`relay-app` with `argv` (None: the process's), its exit code. `added`: the
     capabilities' subcommands; `shapes`: the alerts they registered (what `spool list` shows
-    of a job)."""
+    of a job); `roster_of`: who is on duty (`routes test`), the covers the capabilities keep
+    applied."""
     err = console.err
-    parser = _parser(added, shapes)
+    parser = _parser(added, shapes, roster_of)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse has already printed the usage and the problem
@@ -95,7 +97,9 @@ def run(
         return EXIT_FAILED
 
 
-def _parser(added: Sequence[AddCommands], shapes: Sequence[Shape]) -> argparse.ArgumentParser:
+def _parser(
+    added: Sequence[AddCommands], shapes: Sequence[Shape], roster_of: RosterOf = rotations_only
+) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relay-app",
         description="Check the relay's configuration, preview its messages, and look after "
@@ -150,10 +154,10 @@ def _parser(added: Sequence[AddCommands], shapes: Sequence[Shape]) -> argparse.A
     )
     webhook_delete.set_defaults(run=_delete_telegram_webhook)
 
-    line = CommandLine(commands, _open_spool, parse_duration, shapes)
+    line = CommandLine(commands, open_spool_from_env, parse_duration, shapes)
     add_spool_commands(line)
-    add_glitchtip_commands(commands, open_spool=_open_spool)
-    add_routes_commands(commands)
+    add_glitchtip_commands(commands, open_spool=open_spool_from_env)
+    add_routes_commands(commands, roster_of)
     for add in added:
         add(line)
     return parser
@@ -327,7 +331,7 @@ def _preview(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
-def _open_spool(environ: Mapping[str, str]) -> Spool:
+def open_spool_from_env(environ: Mapping[str, str]) -> Spool:
     try:
         url = spool_url_from_env(environ)
         path = spool_path_from_env(environ)

@@ -2,34 +2,51 @@
 service.
 - `check [FILE]`: is the file one the relay would start with? Every route, or the problem with
   its file, line or key, and the fix.
-- `test FILE.json [--routes FILE]`: for each issue (or uptime monitor) of a saved GlitchTip
-  webhook, the route that takes it and the chat, topic and mentions it would go to. Sends
-  nothing.
+- `test FILE.json [--routes FILE] [--at TIME]`: for each issue (or uptime monitor) of a saved
+  GlitchTip webhook, the route that takes it, the chat and topic it would go to, who it calls
+  then (the person behind each `oncall:NAME`, covers applied), whether it rings, and its
+  escalation steps with their times and people. Now, or at TIME. Sends nothing.
 Exit codes as the other commands: 0 done, 1 a file that cannot be used, 2 wrong usage.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from ..core.routing import Destination
 from ..glitchtip.webhook import (
     IssueAlert,
     PayloadError,
     UptimeAlert,
+    level_of,
     parse_alert,
     payload_from_json,
 )
 from ..routes import Route, RoutesError, RouteTable, read_routes, split
-from ..routes.sound import Sound
+from ..routes.rotation import ONCALL, Roster
+from ..routes.sound import Sound, levels_of
+from ..routes.split import Part
 from ..routes.table import Matcher
 from .config import ConfigError, Settings
 from .console import Console, Failed, Usage
+from .env_values import time_zone
+
+# Who is on duty for a routes file, with the covers the spool keeps when the environment names
+# one (registered by the on-call capability: capabilities.py); the rotations alone otherwise.
+RosterOf = Callable[[Mapping[str, str], RouteTable], Roster]
 
 
-def add_routes_commands(commands: Any) -> None:
+def rotations_only(environ: Mapping[str, str], table: RouteTable) -> Roster:
+    return Roster(table.rotations, ZoneInfo(_zone_name(environ)))
+
+
+def add_routes_commands(commands: Any, roster_of: RosterOf = rotations_only) -> None:
     routes = commands.add_parser("routes", help="check the routes file, or test it on a webhook")
     actions = routes.add_subparsers(required=True, metavar="ACTION")
     check = actions.add_parser("check", help="check the routes file (default: RELAY_ROUTES)")
@@ -40,7 +57,12 @@ def add_routes_commands(commands: Any) -> None:
     )
     test.add_argument("payload", metavar="FILE.json", help="a webhook GlitchTip sent")
     test.add_argument("--routes", metavar="FILE", help="the routes file (default: RELAY_ROUTES)")
-    test.set_defaults(run=_test)
+    test.add_argument(
+        "--at",
+        metavar="TIME",
+        help="another moment: 2026-12-24T23:00 (RELAY_TIMEZONE's, unless it names its offset)",
+    )
+    test.set_defaults(run=lambda args, console: _test(args, console, roster_of))
 
 
 def _table(named: str | None, console: Console) -> RouteTable:
@@ -72,26 +94,99 @@ def _check(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _test(args: argparse.Namespace, console: Console) -> int:
+def _test(args: argparse.Namespace, console: Console, roster_of: RosterOf) -> int:
     table = _table(args.routes, console)
     payload = _payload(args.payload)
     default = _default(console)
+    zone = ZoneInfo(_zone_name(console.environ))
+    at = _moment(args.at, zone)
+    roster = roster_of(console.environ, table)
     routed = split(payload, table, default, default)
     out = console.out
+    print(f"at {_shown(at, zone)}:", file=out)
     for part in routed.parts:
         route = "no route (where the webhook URL says: the defaults here)"
         if part.route is not None:
             route = f"route {part.route.number} “{part.route.name}”"
-        mentions = f", calling {', '.join(part.mention)}" if part.mention else ""
-        print(f"{part.destination.describe()}{mentions}: {route}", file=out)
+        print(f"{part.destination.describe()}: {route}", file=out)
         for title in _titles(part.payload):
             print(f"  {title}", file=out)
+        if part.route is not None:
+            for line in _what_it_does(part, roster, at, zone):
+                print(f"  {line}", file=out)
     for dropped in routed.dropped:
         print(f"dropped: route {dropped.route.number} “{dropped.route.name}”", file=out)
         for title in dropped.titles:
             print(f"  {title}", file=out)
     print("nothing was sent", file=out)
     return 0
+
+
+def _what_it_does(part: Part, roster: Roster, at: float, zone: ZoneInfo) -> list[str]:
+    """Who the part's route calls at `at`, whether its message rings, and its steps."""
+    route = part.route
+    assert route is not None
+    lines = []
+    if route.mention:
+        lines.append(f"calls {_people(route.mention, roster, at)}")
+    levels = levels_of(_colours(part.payload))
+    rings = route.sound.rings(at, levels, zone)
+    lines.append("rings" if rings else f"without sound ({', '.join(_sound(route.sound))})")
+    for step in route.escalate:
+        when = at + step.after
+        privately = ", privately too" if step.direct else ""
+        if step.after == 0:
+            lines.append(f"at once, privately: {_people(step.people, roster, when)}")
+            continue
+        lines.append(
+            f"after {duration(step.after)} ({_shown(when, zone)}) if nobody acts: "
+            f"{_people(step.people, roster, when)}{privately}"
+        )
+    return lines
+
+
+def _people(mentions: Sequence[str], roster: Roster, at: float) -> str:
+    """'@anna_ops (oncall:payments), @vera_lead': each `oncall:NAME` made its person then."""
+    shown = []
+    for mention in mentions:
+        name = mention.removeprefix(ONCALL)
+        rotation = roster.rotations.get(name) if mention.startswith(ONCALL) else None
+        if rotation is None:
+            shown.append(mention)
+            continue
+        duty = roster.on_duty(rotation, at)
+        covering = f", covering {duty.covering}" if duty.covering else ""
+        shown.append(f"{duty.person} ({mention}{covering})")
+    return ", ".join(shown)
+
+
+def _colours(payload: dict[str, Any]) -> list[tuple[str | None, str]]:
+    alert = parse_alert(payload)
+    if not isinstance(alert, IssueAlert):
+        return [(None, "error")]  # a monitor's alert is its own: it rings as an error's
+    return [(None, level_of(issue.color)) for issue in alert.issues]
+
+
+def _zone_name(environ: Mapping[str, str]) -> str:
+    try:
+        return time_zone(environ, "RELAY_TIMEZONE")
+    except ConfigError as exc:
+        raise Usage(str(exc)) from None
+
+
+def _moment(raw: str | None, zone: ZoneInfo) -> float:
+    if raw is None:
+        return time.time()
+    try:
+        moment = datetime.fromisoformat(raw)
+    except ValueError:
+        raise Usage(f"--at {raw!r} is not a time like 2026-12-24T23:00") from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=zone)).timestamp()
+
+
+def _shown(at: float, zone: ZoneInfo) -> str:
+    moment = datetime.fromtimestamp(at, zone)
+    return f"{moment:%Y-%m-%d %H:%M} {moment.tzname()}"
 
 
 def _payload(path: str) -> dict[str, Any]:
