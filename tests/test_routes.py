@@ -433,11 +433,16 @@ def test_routes_check_and_test_say_what_would_happen_and_send_nothing(tmp_path: 
             )
         )
     )
-    code, out, _ = run("routes", "test", str(saved), RELAY_ROUTES=str(EXAMPLE))
+    code, out, _ = run(
+        "routes", "test", str(saved), "--at", "2026-12-07T12:00", RELAY_ROUTES=str(EXAMPLE)
+    )
     assert code == 0
     assert out.splitlines() == [
-        "chat -1002000000001, calling @oncall_ivan, tg:123456789: route 2 “payments on call”",
+        "at 2026-12-07 12:00 UTC:",
+        "chat -1002000000001: route 2 “payments on call”",
         "  BACKEND-1A ZeroDivisionError: division by zero #1",
+        "  calls @oncall_ivan, tg:123456789",
+        "  rings",
         "dropped: route 1 “health checks”",
         "  HealthCheck failed",
         "nothing was sent",
