@@ -280,7 +280,7 @@ class FakeTelegram(LocalService):
             "from": sender,
             "message": {
                 "message_id": posted.message_id,
-                "chat": {"id": _chat_number(posted.chat), "type": "supergroup"},
+                "chat": {"id": _chat_number(posted.chat), "type": _kind(posted.chat)},
                 "date": int(time.time()),
                 "text": posted.visible(),
             },
@@ -360,7 +360,7 @@ class FakeTelegram(LocalService):
         message: dict[str, Any] = {
             "message_id": message_id,
             "from": sender,
-            "chat": {"id": _chat_number(str(chat)), "type": "supergroup"},
+            "chat": {"id": _chat_number(str(chat)), "type": _kind(str(chat))},
             "date": int(time.time()),
             "text": text,
         }
@@ -737,6 +737,11 @@ class FakeTelegram(LocalService):
 
 def _object(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _kind(chat: str) -> str:
+    """A chat's type as Telegram says it: a person's private chat with the bot has their id."""
+    return "private" if chat.isdigit() else "supergroup"
 
 
 def _chat_number(chat: str) -> int | str:

@@ -197,7 +197,7 @@ def test_the_on_call_guide_s_routes_read_as_written_and_routes_check_says_them(
 ) -> None:
     guide = (Path(__file__).resolve().parents[1] / "docs" / "oncall.md").read_text()
     blocks = re.findall(r"```toml\n(.*?)```", guide, re.DOTALL)
-    assert len(blocks) == 4
+    assert len(blocks) == 6
     for block in blocks:
         parse_routes(block, "oncall.md")  # raises on anything the relay would refuse
     team = tmp_path / "routes.toml"
@@ -216,9 +216,11 @@ def test_the_on_call_guide_s_routes_read_as_written_and_routes_check_says_them(
     )
     assert (
         "chat -1002000000001, calling oncall:payments, without sound 22:00-08:00 "
-        "(Europe/Moscow) but fatal, then oncall:payments after 10m if nobody acts, then "
-        "@vera_lead after 30m if nobody "
-        "acts, then @vera_lead after 1h if nobody acts, then @vera_lead after 90m if nobody acts"
+        "(Europe/Moscow) but fatal, privately oncall:payments as it is delivered, then "
+        "oncall:payments after 10m if nobody acts (privately too), then @vera_lead after 30m if "
+        "nobody acts (privately too), then @vera_lead after 1h if nobody acts (privately too), "
+        "then @vera_lead after 90m if nobody acts (privately too), a taker called again after "
+        "1h, a daily summary at 09:00 (Europe/Moscow), with the week's report on mondays"
     ) in out.getvalue()
 
 

@@ -155,7 +155,7 @@ def glitchtip_resolves(glitchtip: Any) -> None:
     ("line", "said"),
     [
         ('take_for = "10"', 'route 1, take_for: must be a duration like "1h"'),
-        ('take_for = "30s"', 'route 1, take_for: must be a duration like "1h"'),
+        ('take_for = "8d"', 'route 1, take_for: must be a duration like "1h"'),
         ('direct = "yes"', "route 1, direct: must be true or false"),
     ],
 )

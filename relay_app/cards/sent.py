@@ -109,6 +109,12 @@ class SentStore:
                 " AND (status IS NULL OR status = 'unresolved') RETURNING message_id",
                 (by, tx.at.db, pressed["chat"], pressed["issue_id"], pressed["origin"], key),
             )
+            # Kept after a Let go: who took what, and how soon (summaries/report.py).
+            tx.execute(
+                "INSERT INTO takes (chat, issue_id, taken_by, taken_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (pressed["chat"], pressed["issue_id"], by, tx.at.db),
+            )
             shown = [int(pressed["message_id"])]
             shown += sorted({int(row["message_id"]) for row in others} - set(shown))
             return shown
@@ -363,6 +369,7 @@ class SentStore:
             cutoff = tx.at.to_db(before)
             tx.execute("DELETE FROM handled_updates WHERE at < ?", (cutoff,))
             tx.execute("DELETE FROM outages WHERE down_at < ?", (cutoff,))
+            tx.execute("DELETE FROM takes WHERE taken_at < ?", (cutoff,))
             tx.execute(
                 "DELETE FROM issue_buttons WHERE (chat, message_id) IN"
                 " (SELECT chat, message_id FROM sent_messages WHERE sent_at < ?)",

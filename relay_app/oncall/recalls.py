@@ -178,7 +178,9 @@ def _lapse(tx: Tx, recall: Row, label: str, span: Said) -> None:
 def _span(seconds: float) -> Said:
     if seconds >= 3600 and seconds % 3600 == 0:
         return Said("span_hours", {"n": str(int(seconds // 3600))})
-    return Said("span_minutes", {"n": str(max(1, round(seconds / 60)))})
+    if seconds < 60:
+        return Said("span_seconds", {"n": str(round(seconds))})
+    return Said("span_minutes", {"n": str(round(seconds / 60))})
 
 
 def _where(recall: Row) -> Destination:

@@ -32,6 +32,7 @@ from ..routes import Route, RoutesError, RouteTable, read_routes, split
 from ..routes.rotation import ONCALL, Roster
 from ..routes.sound import Sound, levels_of
 from ..routes.split import Part
+from ..routes.summary_time import WEEKDAYS
 from ..routes.table import Matcher
 from .config import ConfigError, Settings
 from .console import Console, Failed, Usage
@@ -227,12 +228,19 @@ def _describe(route: Route) -> str:
         where.append(f"calling {', '.join(route.mention)}")
     where += _sound(route.sound)
     where += [
-        f"then {', '.join(step.people)} after {duration(step.after)} if nobody acts"
+        f"privately {', '.join(step.people)} as it is delivered"
+        if step.after == 0
+        else f"then {', '.join(step.people)} after {duration(step.after)} if nobody acts"
+        + (" (privately too)" if step.direct else "")
         for step in route.escalate
     ]
+    if route.take_for is not None:
+        where.append(f"a taker called again after {duration(route.take_for)}")
     if route.summary is not None:
         zone = route.summary.timezone or "RELAY_TIMEZONE"
-        where.append(f"a daily summary at {route.summary.at:%H:%M} ({zone})")
+        weekly = route.summary.report_on
+        report = f", with the week's report on {WEEKDAYS[weekly]}s" if weekly is not None else ""
+        where.append(f"a daily summary at {route.summary.at:%H:%M} ({zone}){report}")
     return f"{matchers}: {', '.join(where)}"
 
 

@@ -381,9 +381,9 @@ def _calls(
         escalate = called_directly(mention, escalate)
     take_for = None
     if "take_for" in table:
-        take_for = duration_of(table["take_for"], least=60.0, most=MAX_AFTER)
+        take_for = duration_of(table["take_for"], least=1.0, most=MAX_AFTER)
         if take_for is None:
-            raise problem("take_for", 'must be a duration like "1h" (s, m or h; 1 m to 7 d)')
+            raise problem("take_for", 'must be a duration like "1h" (s, m or h; at most 7 d)')
     return escalate, take_for
 
 

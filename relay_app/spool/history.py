@@ -528,7 +528,8 @@ def on_call_from_the_chat(types: Types) -> list[str]:
     /start, their private chat with the bot; each private call queued, so that the buttons of
     the message it carries act on the alert it is about; a step that also calls privately
     (`direct`); how long a message's route lets an issue be taken before its taker is called
-    again (`take_for`), and those calls as timers, one row per take."""
+    again (`take_for`), and those calls as timers, one row per take; and every take, kept after
+    a Let go, for the report (who took what, and how soon)."""
     return [
         f"""CREATE TABLE covers (
     id {types.serial},
@@ -571,4 +572,12 @@ def on_call_from_the_chat(types: Types) -> list[str]:
     PRIMARY KEY (chat, issue_id, taken_at)
 )""",
         "CREATE INDEX recalls_due ON recalls (state, due_at)",
+        f"""CREATE TABLE takes (
+    chat TEXT NOT NULL,
+    issue_id TEXT NOT NULL,
+    taken_by TEXT NOT NULL,
+    taken_at {types.time} NOT NULL,
+    PRIMARY KEY (chat, issue_id, taken_at)
+)""",
+        "CREATE INDEX takes_by_time ON takes (taken_at)",
     ]

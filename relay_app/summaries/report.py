@@ -84,10 +84,11 @@ class ReportStore:
 class _Issue:
     """An issue as its latest message of the period shows it, and when it was first shown."""
 
+    chat: str
+    issue_id: str
     label: str
     title: str
     taken_by: str | None
-    taken_at: float | None
     status: str | None
     acted_at: float | None
     first_at: float
@@ -103,7 +104,7 @@ class _Issue:
 def _issues(tx: Tx, place: Destination | None, since_db: float) -> list[_Issue]:
     """Each issue shown since then (one per chat and issue), in the order first shown."""
     rows = tx.all(
-        "SELECT b.chat, b.issue_id, b.label, b.title, b.taken_by, b.taken_at, b.status,"
+        "SELECT b.chat, b.issue_id, b.label, b.title, b.taken_by, b.status,"
         " b.acted_at, s.sent_at FROM issue_buttons b JOIN sent_messages s"
         " ON s.chat = b.chat AND s.message_id = b.message_id WHERE s.sent_at >= ?"
         " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))"
@@ -118,10 +119,11 @@ def _issues(tx: Tx, place: Destination | None, since_db: float) -> list[_Issue]:
         latest[key] = row
     return [
         _Issue(
+            str(row["chat"]),
+            str(row["issue_id"]),
             str(row["label"]),
             str(row["title"] or ""),
             text_or_null(row["taken_by"]),
-            float_or_null(row["taken_at"]),
             text_or_null(row["status"]),
             float_or_null(row["acted_at"]),
             first[key],
@@ -142,14 +144,18 @@ def _place(place: Destination | None) -> tuple[Any, ...]:
 def _report(tx: Tx, place: Destination | None, start: float) -> Report:
     since = tx.at.to_db(start)
     issues = _issues(tx, place, since)
-    take = [i.taken_at - i.first_at for i in issues if i.taken_at is not None]
+    first_takes = _first_takes(tx, place, since)
+    take = [
+        taken_at - issue.first_at
+        for issue in issues
+        if (taken_at := first_takes.get((issue.chat, issue.issue_id), (None, None))[1]) is not None
+    ]
     resolve = [
         i.acted_at - i.first_at for i in issues if i.status == "resolved" and i.acted_at is not None
     ]
     takers: dict[str, int] = {}
-    for issue in issues:
-        if issue.taken_by is not None:
-            takers[issue.taken_by] = takers.get(issue.taken_by, 0) + 1
+    for taker, _ in first_takes.values():
+        takers[taker] = takers.get(taker, 0) + 1
     still = [i.as_open() for i in issues if i.open]
     return Report(
         start=start,
@@ -167,6 +173,26 @@ def _report(tx: Tx, place: Destination | None, start: float) -> Report:
         open_count=len(still),
         open=still[:OPEN_LISTED],
     )
+
+
+def _first_takes(
+    tx: Tx, place: Destination | None, since: float
+) -> dict[tuple[str, str], tuple[str, float]]:
+    """Each issue's first take in the period (kept after a Let go): who, and when."""
+    rows = tx.all(
+        "SELECT t.chat, t.issue_id, t.taken_by, t.taken_at FROM takes t WHERE t.taken_at >= ?"
+        " AND (? = 0 OR (t.chat = ? AND EXISTS (SELECT 1 FROM issue_buttons b JOIN"
+        " sent_messages s ON s.chat = b.chat AND s.message_id = b.message_id"
+        " WHERE b.chat = t.chat AND b.issue_id = t.issue_id AND COALESCE(s.thread, 0) = ?)))"
+        " ORDER BY t.taken_at",
+        (since, *_place(place)),
+    )
+    found: dict[tuple[str, str], tuple[str, float]] = {}
+    for row in rows:
+        found.setdefault(
+            (str(row["chat"]), str(row["issue_id"])), (str(row["taken_by"]), float(row["taken_at"]))
+        )
+    return found
 
 
 def _alerts(tx: Tx, place: Destination | None, since: float) -> int:

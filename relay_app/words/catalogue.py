@@ -229,7 +229,8 @@ class Words:
     report_open_none: str
     report_open_line: str
     report_more: str
-    span_minutes: str  # a route's `take_for`, as a call says it
+    span_seconds: str  # a route's `take_for`, as a call says it
+    span_minutes: str
     span_hours: str
     escalation_call: str
     escalation_call_issues: str  # a step of a message about several issues: those left

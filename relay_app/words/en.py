@@ -218,6 +218,7 @@ ENGLISH = Words(
     report_open_none="Nothing is still open.",
     report_open_line="• {label} · {title} · {who}",
     report_more="…and {count} more",
+    span_seconds="{n} s",
     span_minutes="{n} min",
     span_hours="{n} h",
     recall_lapsed=(

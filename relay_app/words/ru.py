@@ -235,6 +235,7 @@ RUSSIAN = Words(
     report_open_none="Открытых не осталось.",
     report_open_line="• {label} · {title} · {who}",
     report_more="…и ещё {count}",
+    span_seconds="{n} с",
     span_minutes="{n} мин",
     span_hours="{n} ч",
     recall_lapsed=(
