@@ -1,0 +1,79 @@
+"""On call's records, written once for every database (oncall/people.py, recalls.py,
+steps_store.py's resume, summaries/report.py), on a SQLite file and on PostgreSQL alike, two
+relays' connections to one spool: who sent /start and their names, private calls, a take's
+recall and its lapse, the calls going on after it, and the report read from all of it."""
+
+from __future__ import annotations
+
+from relay_app.cards.card import IssueButton, SentMessage
+from relay_app.cards.sent import SentStore
+from relay_app.core.routing import Destination
+from relay_app.oncall.people import Met, PeopleStore, called_in, reachable_in
+from relay_app.oncall.recalls import RecallStore
+from relay_app.oncall.steps_store import EscalationStore
+from relay_app.routes.steps import Step
+from relay_app.spool.store import Store
+from relay_app.summaries.report import ReportStore
+
+CHAT = "-1001234567890"
+NOW = 1_800_000_000.0
+GLITCHTIP = "https://glitchtip.example"
+
+
+def test_people_private_calls_recalls_and_the_report_on_either_database(
+    two_stores: tuple[Store, Store],
+) -> None:
+    mine, theirs = two_stores
+    people, others = PeopleStore(mine), PeopleStore(theirs)
+    people.started(Met(501, "Anna_Ops", "Anna"), now=NOW)
+    others.seen(Met(502, "boris_ops", "Boris <b>"), now=NOW)
+    others.seen(Met(503, "anna_ops", "Not Anna"), now=NOW)  # the username moved to 503
+    people.started(Met(501, None, "Anna"), now=NOW)
+    assert others.names(["tg:502", "tg:501", "@x"], now=NOW) == {
+        "tg:502": "Boris <b>",
+        "tg:501": "Anna",
+    }
+    reached = mine.write(
+        lambda tx: dict(reachable_in(tx, ["tg:501", "@boris_ops", "tg:502"])), now=NOW
+    )
+    assert reached == {"tg:501": 501}  # Boris never sent /start
+    mine.write(lambda tx: called_in(tx, 501, CHAT, 41), now=NOW)
+    assert others.called_directly(501, CHAT, 41, now=NOW + 60)
+    assert not others.called_directly(501, CHAT, 42, now=NOW + 60)
+    assert not others.called_directly(501, CHAT, 41, now=NOW + 8 * 86400)
+    assert people.tidy(now=NOW + 8 * 86400) == 1
+
+    # A card whose route says take_for 1 h, taken at once; its step stopped by the take.
+    card = SentMessage(
+        CHAT,
+        41,
+        "<b>alert</b>",
+        NOW,
+        buttons=(IssueButton("k1", "1", GLITCHTIP, "BACKEND-1A"),),
+        take_for=3600.0,
+    )
+    SentStore(mine).keep(card, [])
+    EscalationStore(mine).plan(CHAT, None, 41, NOW, [Step(600.0, ("@lead_one",))])
+    assert SentStore(theirs).take("k1", by="@ada_ops", at=NOW + 60) == [41]
+    assert EscalationStore(theirs).stop(CHAT, 41, now=NOW + 60) == 1
+    recalls, their_recalls = RecallStore(mine), RecallStore(theirs)
+    assert recalls.plan("k1", now=NOW + 60)
+    assert their_recalls.fire_due(now=NOW + 3659).called == 0
+    assert their_recalls.fire_due(now=NOW + 3660).called == 1
+    assert recalls.fire_due(now=NOW + 3661).called == 0  # once for the fleet
+    lapsed = recalls.fire_due(now=NOW + 7260)
+    assert (lapsed.called, lapsed.lapsed) == (0, 1)
+    kept = SentStore(theirs).message(CHAT, 41)
+    assert kept is not None
+    assert kept.buttons[0].taken_by is None  # nobody's again
+    fired = EscalationStore(theirs).fire_due(now=NOW + 7261)  # the calls go on
+    assert (fired.fired, fired.stopped) == (1, 0)
+
+    report = ReportStore(theirs).report(Destination(int(CHAT)), start=NOW - 60, now=NOW + 7300)
+    assert (report.alerts, report.issues, report.taken, report.calls) == (1, 1, 1, 2)
+    assert (report.take_median, report.takers) == (60.0, {"@ada_ops": 1})
+    assert (report.open_count, [i.label for i in report.open]) == (1, ["BACKEND-1A"])
+    elsewhere = ReportStore(mine).report(Destination(int(CHAT), 7), start=NOW - 60, now=NOW)
+    assert (elsewhere.alerts, elsewhere.taken) == (0, 0)
+    count, still = ReportStore(mine).still_open(Destination(int(CHAT)), since=NOW - 60, now=NOW)
+    assert (count, [i.taken_by for i in still]) == (1, [None])
