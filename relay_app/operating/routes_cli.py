@@ -32,6 +32,7 @@ from ..routes import Route, RoutesError, RouteTable, read_routes, split
 from ..routes.rotation import ONCALL, Roster
 from ..routes.sound import Sound, levels_of
 from ..routes.split import Part
+from ..routes.steps import AT_DELIVERY, Step
 from ..routes.summary_time import WEEKDAYS
 from ..routes.table import Matcher
 from .config import ConfigError, Settings
@@ -227,13 +228,7 @@ def _describe(route: Route) -> str:
     if route.mention:
         where.append(f"calling {', '.join(route.mention)}")
     where += _sound(route.sound)
-    where += [
-        f"privately {', '.join(step.people)} as it is delivered"
-        if step.after == 0
-        else f"then {', '.join(step.people)} after {duration(step.after)} if nobody acts"
-        + (" (privately too)" if step.direct else "")
-        for step in route.escalate
-    ]
+    where += [_step(step) for step in route.escalate]
     if route.take_for is not None:
         where.append(f"a taker called again after {duration(route.take_for)}")
     if route.summary is not None:
@@ -242,6 +237,13 @@ def _describe(route: Route) -> str:
         report = f", with the week's report on {WEEKDAYS[weekly]}s" if weekly is not None else ""
         where.append(f"a daily summary at {route.summary.at:%H:%M} ({zone}){report}")
     return f"{matchers}: {', '.join(where)}"
+
+
+def _step(step: Step) -> str:
+    if step.after == AT_DELIVERY:
+        return f"privately {', '.join(step.people)} as it is delivered"
+    privately = " (privately too)" if step.direct else ""
+    return f"then {', '.join(step.people)} after {duration(step.after)} if nobody acts{privately}"
 
 
 def _place(route: Route) -> list[str]:
