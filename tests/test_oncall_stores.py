@@ -10,7 +10,7 @@ from relay_app.cards.sent import SentStore
 from relay_app.core.routing import Destination
 from relay_app.oncall.people import Met, PeopleStore, called_in, reachable_in
 from relay_app.oncall.recalls import RecallStore
-from relay_app.oncall.steps_store import EscalationStore
+from relay_app.oncall.steps_store import CallsDue, EscalationStore
 from relay_app.routes.steps import Step
 from relay_app.spool.store import Store
 from relay_app.summaries.report import ReportStore
@@ -58,6 +58,9 @@ def test_people_private_calls_recalls_and_the_report_on_either_database(
     assert EscalationStore(theirs).stop(CHAT, 41, now=NOW + 60) == 1
     recalls, their_recalls = RecallStore(mine), RecallStore(theirs)
     assert recalls.plan("k1", now=NOW + 60)
+    due = EscalationStore(theirs).calls_due
+    assert due(now=NOW + 3659) == CallsDue(steps=False, recalls=False)  # one read says so
+    assert due(now=NOW + 3660) == CallsDue(steps=False, recalls=True)
     assert their_recalls.fire_due(now=NOW + 3659).called == 0
     assert their_recalls.fire_due(now=NOW + 3660).called == 1
     assert recalls.fire_due(now=NOW + 3661).called == 0  # once for the fleet
@@ -66,6 +69,7 @@ def test_people_private_calls_recalls_and_the_report_on_either_database(
     kept = SentStore(theirs).message(CHAT, 41)
     assert kept is not None
     assert kept.buttons[0].taken_by is None  # nobody's again
+    assert due(now=NOW + 7261) == CallsDue(steps=True, recalls=False)
     fired = EscalationStore(theirs).fire_due(now=NOW + 7261)  # the calls go on
     assert (fired.fired, fired.stopped) == (1, 0)
 

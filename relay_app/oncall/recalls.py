@@ -41,17 +41,8 @@ class RecallStore:
         return self._store.write(lambda tx: _plan(tx, key), now=now)
 
     def fire_due(self, *, now: float) -> Recalled:
-        """Call the takers whose time has come, and end the takes whose second time has. A
-        read first: nearly every second, nothing is due."""
-        due = self._store.read(
-            lambda tx: tx.one(
-                "SELECT chat FROM recalls WHERE state = 'waiting' AND due_at <= ? LIMIT 1",
-                (tx.at.db,),
-            ),
-            now=now,
-        )
-        if due is None:
-            return Recalled(0, 0)
+        """Call the takers whose time has come, and end the takes whose second time has (the
+        upkeep asks once its one read says some are: EscalationStore.calls_due)."""
         return self._store.write(_fire_due, now=now)
 
 

@@ -95,7 +95,12 @@ class Escalation:
         """The dispatcher's upkeep: fire what is due, stop what was acted on meanwhile."""
         now = self._clock()
         try:
-            done = self._store.fire_due(now=now, who=lambda mention: self._who(mention, now))
+            due = self._store.calls_due(now=now)
+            done = Fired(0, 0)
+            if due.steps:
+                # The covers read now: the unit of work that fires the steps reads no more.
+                roster = self._roster.as_at(now)
+                done = self._store.fire_due(now=now, who=lambda m: _who(roster, m, now))
         except SpoolError as exc:
             log.debug("escalation steps could not be looked at now: %s", exc)
             return Fired(0, 0)
@@ -105,7 +110,8 @@ class Escalation:
             )
         self._count("fired", done.fired)
         self._count("stopped", done.stopped)
-        self._recall(now)
+        if due.recalls:
+            self._recall(now)
         return done
 
     def _recall(self, now: float) -> None:
@@ -126,11 +132,13 @@ class Escalation:
         self._count("recalled", recalled.called)
         self._count("lapsed", recalled.lapsed)
 
-    def _who(self, mention: str, at: float) -> str:
-        if not mention.startswith(ONCALL):
-            return mention
-        return self._roster.person(mention.removeprefix(ONCALL), at) or mention
-
     def _count(self, outcome: str, count: int) -> None:
         if self._metrics is not None:
             self._metrics.escalation(outcome, count)
+
+
+def _who(roster: Roster, mention: str, at: float) -> str:
+    """The person a mention names at `at`: `oncall:NAME`'s on duty, anyone else as is."""
+    if not mention.startswith(ONCALL):
+        return mention
+    return roster.person(mention.removeprefix(ONCALL), at) or mention

@@ -28,6 +28,12 @@ Who = Callable[[str], str]
 
 
 @dataclass(frozen=True)
+class CallsDue:
+    steps: bool
+    recalls: bool
+
+
+@dataclass(frozen=True)
 class Fired:
     fired: int
     stopped: int
@@ -65,20 +71,25 @@ class EscalationStore:
         """An issue of these messages was let go: their calls go on (`resume_in`)."""
         return self._store.write(lambda tx: resume_in(tx, chat, message_ids), now=now)
 
-    def fire_due(self, *, now: float, who: Who = lambda mention: mention) -> Fired:
-        """Fire the steps that are due (their replies queued in the same transaction), or stop
-        them where the alert was acted on meanwhile; `who` makes a mention the person it names
-        now (`oncall:NAME`: the roster's), for the private calls. A read first: nearly every
-        second, nothing is due, and no write is made."""
-        due = self._store.read(
+    def calls_due(self, *, now: float) -> CallsDue:
+        """Whether any step, or any taker's recall (oncall/recalls.py), is due: one read,
+        which nearly every second finds nothing, so that no write is made."""
+        row = self._store.read(
             lambda tx: tx.one(
-                "SELECT step FROM escalations WHERE state = 'waiting' AND due_at <= ? LIMIT 1",
-                (tx.at.db,),
+                "SELECT EXISTS (SELECT 1 FROM escalations WHERE state = 'waiting'"
+                " AND due_at <= ?) AS steps, EXISTS (SELECT 1 FROM recalls"
+                " WHERE state = 'waiting' AND due_at <= ?) AS recalls",
+                (tx.at.db, tx.at.db),
             ),
             now=now,
         )
-        if due is None:
-            return Fired(0, 0)
+        return CallsDue(bool(row["steps"]), bool(row["recalls"]))
+
+    def fire_due(self, *, now: float, who: Who = lambda mention: mention) -> Fired:
+        """Fire the steps that are due (their replies queued in the same transaction), or stop
+        them where the alert was acted on meanwhile; `who` makes a mention the person it names
+        now (`oncall:NAME`: the roster's), for the private calls: it reads nothing, since it
+        is asked inside the transaction."""
         return self._store.write(lambda tx: _fire_due(tx, who), now=now)
 
 

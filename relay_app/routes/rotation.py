@@ -157,6 +157,13 @@ class Roster:
     def __bool__(self) -> bool:
         return bool(self.rotations)
 
+    def as_at(self, at: float) -> Roster:
+        """This roster with its covers read once now, as they are at `at`: for use inside a
+        unit of work of the spool, where reading them again (another unit of work) must not
+        happen."""
+        covers = tuple(self._covers(at))
+        return Roster(self.rotations, self.zone, lambda when: covers)
+
     def on_duty(self, rotation: Rotation, at: float) -> OnDuty:
         """Who is on duty in `rotation` at `at`, until the next change, and who then."""
         covers = [cover for cover in self._covers(at) if cover.rotation == rotation.name]
