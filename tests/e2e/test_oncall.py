@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import (
+    CHAT_SCALE,
     alert_for,
     labels,
     once_edited,
@@ -52,6 +53,7 @@ def test_a_cover_a_private_call_a_quiet_taker_and_let_go(
         "GLITCHTIP_URL": fake_glitchtip.url,
         "RELAY_ROUTES": str(routes),
         "RELAY_SPOOL_PATH": spool_path,
+        "RELAY_TIME_SCALE": CHAT_SCALE,  # the chat's pace, not the route's times
     }
     relay = start_relay(**variables)
 
