@@ -239,14 +239,7 @@ class Jobs:
         if isinstance(write, Edit):
             telegram.edit(write.chat, write.message_id, write.html, write.keyboard)
         elif isinstance(write, ReplyUnder):
-            telegram.reply(
-                write.chat,
-                write.thread,
-                write.message_id,
-                write.text,
-                silent=write.silent,
-                html=write.html,
-            )
+            self._reply(write)
         else:
             self._react(write)
         return None
@@ -256,15 +249,17 @@ class Jobs:
             self._telegram.react(reaction.chat, reaction.message_id, reaction.emoji)
         except PermanentDeliveryError as exc:  # reactions off in this chat, say
             log.info("a reaction was refused (%s); replying instead", exc)
-            instead = reaction.instead
-            self._telegram.reply(
-                instead.chat,
-                instead.thread,
-                instead.message_id,
-                instead.text,
-                silent=instead.silent,
-                html=instead.html,
-            )
+            self._reply(reaction.instead)
+
+    def _reply(self, reply: ReplyUnder) -> None:
+        self._telegram.reply(
+            reply.chat,
+            reply.thread,
+            reply.message_id,
+            reply.text,
+            silent=reply.silent,
+            html=reply.html,
+        )
 
     def _record(
         self,

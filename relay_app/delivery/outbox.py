@@ -52,18 +52,7 @@ class Outbox:
     def card_in(self, tx: Tx, chat: str, message_id: int) -> None:
         """`card`, in a unit of work of the queue's store under way (a delivery's); the
         dispatcher is told once it is done (`wake`)."""
-        where = _where(chat, None)
-        self._queue.add_in(
-            tx,
-            NewJob(
-                "card",
-                {"message_id": message_id},
-                where,
-                Precedence.EDIT,
-                lane=where.message_lane(message_id),
-            ),
-            once=True,
-        )
+        self._queue.add_in(tx, card_edit(chat, message_id), once=True)
 
     def wake(self) -> None:
         """Tell this process's dispatcher there is work (after `card_in`'s unit of work)."""
@@ -158,6 +147,18 @@ class Outbox:
         if queued is not None:
             self._wake()
         return queued is not None
+
+
+def card_edit(chat: str, message_id: int) -> NewJob:
+    """A card's edit as a job: it shows the card's record as it stands when it goes."""
+    where = _where(chat, None)
+    return NewJob(
+        "card",
+        {"message_id": message_id},
+        where,
+        Precedence.EDIT,
+        lane=where.message_lane(message_id),
+    )
 
 
 def _where(chat: str, thread: int | None) -> Destination:

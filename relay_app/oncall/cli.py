@@ -25,6 +25,7 @@ from ..operating.cli import open_spool_from_env
 from ..operating.console import CommandLine, Console, Failed, OpenSpool, Usage, print_table
 from ..operating.env_values import ConfigError, time_zone
 from ..operating.routes_cli import duration
+from ..operating.routes_cli import moment_of as at_moment
 from ..routes import RoutesError, RouteTable, read_routes
 from ..routes.rotation import Cover, Roster
 from ..spool import Spool
@@ -112,7 +113,7 @@ def _oncall(open_spool: OpenSpool) -> Run:
         spool = _spool_if_kept(open_spool, console)
         try:
             roster = _roster(console.environ, args.routes, spool, console.err)
-            return _said(roster, _moment(args.at), console)
+            return _said(roster, at_moment(args.at, ZoneInfo("UTC")), console)
         finally:
             if spool is not None:
                 spool.close()
@@ -247,15 +248,3 @@ def _login() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "relay-app"
-
-
-def _moment(raw: str | None) -> float:
-    if raw is None:
-        return time.time()
-    try:
-        moment = datetime.fromisoformat(raw)
-    except ValueError:
-        raise Usage(f"--at {raw!r} is not a time like 2026-12-24T23:00") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=ZoneInfo("UTC"))
-    return moment.timestamp()

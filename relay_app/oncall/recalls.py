@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.routing import Destination, parse_chat_id
+from ..delivery.outbox import card_edit
 from ..spool import job_rows as rows
-from ..spool.model import NewJob, Precedence
 from ..spool.store import Row, Store, Tx
 from ..words import Said
 from .people import reachable_in
@@ -149,18 +149,8 @@ def _lapse(tx: Tx, recall: Row, label: str, span: Said) -> None:
     )
     messages = sorted({int(row["message_id"]) for row in changed})
     for message_id in messages:
-        where = Destination(parse_chat_id(chat) or chat)
-        rows.insert(
-            tx,
-            NewJob(
-                "card",
-                {"message_id": message_id},
-                where,
-                Precedence.EDIT,
-                lane=where.message_lane(message_id),
-            ),
-            home="spool",
-        )
+        # Edits of one card waiting together make one write (delivery/render.py).
+        rows.insert(tx, card_edit(chat, message_id), home="spool")
     resume_in(tx, chat, messages)
     said = Said("recall_lapsed", {"label": label, "taker": str(recall["taker"]), "duration": span})
     reply_in(tx, _where(recall), int(recall["message_id"]), said)

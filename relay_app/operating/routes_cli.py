@@ -101,7 +101,7 @@ def _test(args: argparse.Namespace, console: Console, roster_of: RosterOf) -> in
     payload = _payload(args.payload)
     default = _default(console)
     zone = ZoneInfo(_zone_name(console.environ))
-    at = _moment(args.at, zone)
+    at = moment_of(args.at, zone)
     roster = roster_of(console.environ, table)
     routed = split(payload, table, default, default)
     out = console.out
@@ -176,7 +176,9 @@ def _zone_name(environ: Mapping[str, str]) -> str:
         raise Usage(str(exc)) from None
 
 
-def _moment(raw: str | None, zone: ZoneInfo) -> float:
+def moment_of(raw: str | None, zone: ZoneInfo) -> float:
+    """An `--at TIME` (`2026-12-24T23:00`, on `zone`'s wall clock unless it names its
+    offset) as a Unix time; now without one. Raises Usage."""
     if raw is None:
         return time.time()
     try:

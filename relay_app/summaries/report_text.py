@@ -20,26 +20,14 @@ def report_lines(report: Report, words: Words, zone: ZoneInfo) -> list[str]:
         start=_when(report.start, zone), end=f"{_when(report.end, zone)} ({zone.key})"
     )
     lines = [head, words.report_alerts.format(alerts=report.alerts, issues=report.issues)]
-    if report.take_median is None or report.take_worst is None:
-        lines.append(words.report_take_none)
-    else:
-        lines.append(
-            words.report_take.format(
-                median=words.duration(report.take_median),
-                worst=words.duration(report.take_worst),
-                taken=report.taken,
-            )
-        )
-    if report.resolve_median is None or report.resolve_worst is None:
-        lines.append(words.report_resolve_none)
-    else:
-        lines.append(
-            words.report_resolve.format(
-                median=words.duration(report.resolve_median),
-                worst=words.duration(report.resolve_worst),
-                resolved=report.resolved,
-            )
-        )
+    taken = _spread(report.take_median, report.take_worst, words)
+    resolved = _spread(report.resolve_median, report.resolve_worst, words)
+    lines += [
+        words.report_take.format(**taken, taken=report.taken) if taken else words.report_take_none,
+        words.report_resolve.format(**resolved, resolved=report.resolved)
+        if resolved
+        else words.report_resolve_none,
+    ]
     lines.append(words.report_calls.format(calls=report.calls))
     if report.takers:
         takers = ", ".join(f"{who} {count}" for who, count in report.takers.items())
@@ -66,6 +54,13 @@ def open_lines(count: int, issues: Sequence[OpenIssue], words: Words) -> list[st
     if count > len(issues):
         lines.append(words.report_more.format(count=count - len(issues)))
     return lines
+
+
+def _spread(median: float | None, worst: float | None, words: Words) -> dict[str, str]:
+    """A time's median and worst, in words; none when nothing was timed."""
+    if median is None or worst is None:
+        return {}
+    return {"median": words.duration(median), "worst": words.duration(worst)}
 
 
 def _when(at: float, zone: ZoneInfo) -> str:
