@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from .cards.sent import SentStore
 from .chat.answers import Answering, Served
-from .chat.commands import BotName, Commands, Status, status_command
+from .chat.commands import Askers, BotName, Commands, Status, status_command
 from .chat.links import Links
 from .chat.presses import PressActions, Presses
 from .chat.replies import Replies
@@ -44,7 +44,7 @@ from .silences.store import SilenceStore
 from .snoozes.snoozing import BringBack, Snoozing
 from .snoozes.store import SnoozeStore
 from .spool import Spool
-from .summaries.daily import DailySummaries
+from .summaries.daily import DailySummaries, Reading
 from .summaries.report import ReportStore
 from .summaries.store import SummaryStore
 from .telegram.bot_commands import BotCommand, described
@@ -165,8 +165,7 @@ def daily_summaries_for(basis: Basis) -> DailySummaries | None:
     return DailySummaries(
         places,
         spool.of(SummaryStore),
-        spool.of(WatchStore),
-        reports=spool.of(ReportStore),
+        Reading(spool.of(WatchStore), spool.of(ReportStore)),
         zone=zone,
         posted=metrics.summaries.inc,
         clock=clock,
@@ -186,12 +185,10 @@ def handoffs_for(basis: Basis) -> Handoffs | None:
     places = settings.routes.handoffs(settings.default_destination)
     if spool is None or not places:
         return None
-    zone = ZoneInfo(settings.timezone)
     return Handoffs(
         places,
         spool.of(SummaryStore),
         roster=basis.roster,
-        zone=zone,
         reports=spool.of(ReportStore),
         posted=metrics.handoffs.inc,
         clock=clock,
@@ -300,10 +297,12 @@ def _commands(basis: Basis, spool: Spool, answering: Answering, health: Health) 
         answering=answering,
         words=words_for(settings.language),
         count=lambda command: metrics.commands.labels(command).inc(),
-        may_act=lambda person: (
-            not settings.action_user_ids or person.id in settings.action_user_ids
+        askers=Askers(
+            may_act=lambda person: (
+                not settings.action_user_ids or person.id in settings.action_user_ids
+            ),
+            met=met_by(spool.of(PeopleStore), clock),
         ),
-        met=met_by(spool.of(PeopleStore), clock),
     )
 
 

@@ -62,7 +62,6 @@ def handoffs(table: RouteTable, built: Relay, clock: FakeTime) -> Handoffs:
         table.handoffs(default),
         built.spool.of(SummaryStore),
         roster=Roster(table.on_call, MOSCOW),
-        zone=MOSCOW,
         clock=clock,
     )
 
@@ -137,7 +136,6 @@ def test_the_fleet_says_a_handoff_once_and_a_relay_down_through_handoffs_says_on
             table.handoffs(Destination(int(CHAT), 77)),
             other_spool.of(SummaryStore),
             roster=Roster(table.on_call, MOSCOW),
-            zone=MOSCOW,
             clock=fake_time,
         )
         assert one.upkeep() + other.upkeep() == 0

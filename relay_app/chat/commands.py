@@ -121,6 +121,15 @@ def status_command(status: Callable[[Words], Status]) -> BotCommand:
     return BotCommand("status", lambda words: words.command_status, answer)
 
 
+@dataclass(frozen=True)
+class Askers:
+    """What the commands know of who asks: whether they may act (TELEGRAM_ACTION_USER_IDS:
+    `/cover` changes who is called), and what keeps their name (a call by `tg:<id>` shows it)."""
+
+    may_act: Callable[[Person], bool] = lambda person: False
+    met: Callable[[Person], None] = lambda person: None
+
+
 class Commands:
     def __init__(
         self,
@@ -131,8 +140,7 @@ class Commands:
         answering: Answering,
         words: Words,
         count: Callable[[str], None] = lambda command: None,
-        may_act: Callable[[Person], bool] = lambda person: False,
-        met: Callable[[Person], None] = lambda person: None,
+        askers: Askers | None = None,
     ) -> None:
         """`commands`: those the relay answers, its own and the capabilities'; `served`: the
         chats it answers in, and the bot's name, so that a command addressed to another bot is
@@ -145,8 +153,9 @@ class Commands:
         self._answering = answering
         self._words = words
         self._count = count
-        self._may_act = may_act
-        self._met = met
+        askers = askers or Askers()
+        self._may_act = askers.may_act
+        self._met = askers.met
 
     def _to_this_bot(self, command: Command) -> bool:
         """`/issues@name`: whether `name` is this bot's; a bare `/issues` is anyone's."""

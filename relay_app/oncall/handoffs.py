@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from ..core.errors import SpoolError
 from ..core.routing import Destination
@@ -37,18 +36,17 @@ class Handoffs:
         store: SummaryStore,
         *,
         roster: Roster,
-        zone: ZoneInfo,
         reports: ReportStore | None = None,
         posted: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """`places`: where each rotation's handoffs are said (RouteTable.handoffs); `zone`:
-        RELAY_TIMEZONE's, for a rotation that names none."""
+        """`places`: where each rotation's handoffs are said (RouteTable.handoffs); `roster`:
+        who is on duty, covers applied, and the zone of a rotation that names none."""
         self._places = {place: tuple(rotations) for place, rotations in places.items()}
         self._store = store
         self._roster = roster
         self._reports = reports
-        self._zone = zone
+        self._zone = roster.zone
         self._posted = posted
         self._clock = clock
 

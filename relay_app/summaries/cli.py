@@ -18,7 +18,7 @@ from ..operating.config import ConfigError, Settings
 from ..operating.console import CommandLine, Console, Failed, OpenSpool, Usage
 from ..watch.store import WatchStore
 from ..words import ENGLISH, words_for
-from .daily import DailySummaries
+from .daily import DailySummaries, Reading
 from .report import ReportStore
 from .report_text import report_lines
 from .store import SummaryStore
@@ -49,8 +49,9 @@ def _summary(args: argparse.Namespace, console: Console, open_spool: OpenSpool) 
     destination = _where(args.chat, settings.default_destination, places)
     spool = open_spool(console.environ)
     try:
+        reading = Reading(spool.of(WatchStore), spool.of(ReportStore))
         summaries = DailySummaries(
-            places, spool.of(SummaryStore), spool.of(WatchStore), zone=ZoneInfo(settings.timezone)
+            places, spool.of(SummaryStore), reading, zone=ZoneInfo(settings.timezone)
         )
         now = time.time()
         data = summaries.compose(destination, spool.of(SummaryStore).since(destination, now=now))

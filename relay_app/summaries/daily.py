@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -36,14 +37,22 @@ A_DAY = 86400.0
 A_WEEK = 7 * A_DAY
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What a summary is made from: the watcher's issues, and on a route's `report` day what
+    on call cost (None: no report)."""
+
+    watched: WatchStore
+    reports: ReportStore | None = None
+
+
 class DailySummaries:
     def __init__(
         self,
         places: Mapping[Destination, SummaryAt],
         store: SummaryStore,
-        watched: WatchStore,
+        reading: Reading,
         *,
-        reports: ReportStore | None = None,
         zone: ZoneInfo,
         posted: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time,
@@ -52,8 +61,8 @@ class DailySummaries:
         RELAY_TIMEZONE's, for a route that names none."""
         self._places = dict(places)
         self._store = store
-        self._watched = watched
-        self._reports = reports
+        self._watched = reading.watched
+        self._reports = reading.reports
         self._zone = zone
         self._posted = posted
         self._clock = clock
