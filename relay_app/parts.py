@@ -34,7 +34,7 @@ from .message.trend import Trend
 from .oncall.command import Covering, cover_command, oncall_command, start_command
 from .oncall.covers import CoverStore, KeptCovers
 from .oncall.handoffs import Handoffs
-from .oncall.people import Met, PeopleStore
+from .oncall.people import Met, PeopleStore, PrivateChats
 from .oncall.steps import Escalation
 from .operating.config import Settings
 from .routes.rotation import Roster
@@ -258,6 +258,7 @@ def acting_from_the_chat(
         ),
         _commands(basis, spool, answering, health),
         links,
+        PrivateChats(spool.of(PeopleStore), clock=clock),
     )
     if settings.telegram_updates != "poll":
         return FromTheChat(route, None, links)

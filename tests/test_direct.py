@@ -167,3 +167,40 @@ def test_a_message_link_names_the_chat_as_telegram_does() -> None:
     assert message_link("-1001234567890", 7, 41) == "https://t.me/c/1234567890/7/41"
     assert message_link("@ops_alerts", None, 41) == "https://t.me/ops_alerts/41"
     assert message_link("-4001", None, 41) is None  # a basic group has no links
+
+
+def blocked(update_id: int, user: int, status: str = "kicked") -> dict[str, Any]:
+    """Telegram's word that a person blocked the bot in their private chat with it."""
+    person = {"id": user, "is_bot": False, "first_name": "Anna"}
+    return {
+        "update_id": update_id,
+        "my_chat_member": {
+            "chat": {"id": user, "type": "private"},
+            "from": person,
+            "date": 1,
+            "old_chat_member": {"user": {"id": 1, "is_bot": True}, "status": "member"},
+            "new_chat_member": {"user": {"id": 1, "is_bot": True}, "status": status},
+        },
+    }
+
+
+def test_a_person_who_blocks_the_bot_is_named_in_the_chat_call_instead(chat: Chat) -> None:
+    chat.update(private("/start", 1, ANNA, "anna_ops"))
+    assert chat.relay.spool is not None
+    people = chat.relay.spool.of(PeopleStore)
+    # Someone else's word about Anna, or a group's change, is not hers: nothing changes.
+    other = blocked(2, ANNA)
+    other["my_chat_member"]["from"]["id"] = BORIS
+    chat.update(other)
+    group = blocked(3, ANNA)
+    group["my_chat_member"]["chat"] = {"id": CHAT_ID, "type": "supergroup"}
+    chat.update(group)
+    assert [m.user_id for m in people.reachable(now=NOW)] == [ANNA]
+    chat.update(blocked(4, ANNA))
+    assert people.reachable(now=NOW) == []
+    alert(chat)
+    fire(chat, chat.clock.now + 600)
+    assert chat.telegram.replies[-1][3].endswith(
+        "📟 @anna_ops @boris_ops: send /start to the bot in a private chat to be called there too."
+    )
+    assert all(to.chat != ANNA for to in chat.telegram.accepted_to)

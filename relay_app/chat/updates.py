@@ -48,13 +48,19 @@ def route_updates(
     replies: Handler,
     commands: Commands | None = None,
     links: Handler | None = None,
+    private_chats: Handler | None = None,
 ) -> Handle:
     """What handles each update: a press (`callback_query`), a command (`/issues`), or another
-    message: a reply to an alert (a comment), and any links to GlitchTip's issues it holds."""
+    message: a reply to an alert (a comment), and any links to GlitchTip's issues it holds; and
+    a change of the bot's private chat with a person (`my_chat_member`: they blocked it)."""
 
     def route(update: dict[str, Any]) -> None:
         if "callback_query" in update:
             presses.handle_update(update)
+            return
+        if "my_chat_member" in update:
+            if private_chats is not None:
+                private_chats.handle_update(update)
             return
         if "message" not in update:
             return

@@ -6,17 +6,25 @@ call queued is kept (`direct_calls`), so that a press on the buttons of the priv
 on the alert it is about, and on nothing else.
 
 Met when they send `/start`, type a command, press a button or reply in a chat the relay serves;
-nothing they send decides anything but their own name. At most MAX_PEOPLE are kept: the
-longest unseen who never sent /start go first.
+nothing they send decides anything but their own name. One who blocks the bot (Telegram says so
+in a `my_chat_member` update) is called privately no more (`PrivateChats`). At most MAX_PEOPLE
+are kept: the longest unseen who never sent /start go first.
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from ..core.errors import SpoolError
+from ..core.json_values import json_int, json_object
 from ..spool.store import Store, Tx
+
+log = logging.getLogger(__name__)
 
 MAX_PEOPLE = 10_000
 # A private call is honoured (its buttons act) this long after it was made: a week, as long as
@@ -41,6 +49,15 @@ class PeopleStore:
     def started(self, person: Met, *, now: float) -> None:
         """They sent /start in their private chat with the bot: they may be called there."""
         self._store.write(lambda tx: _met(tx, person, started=True), now=now)
+
+    def stopped(self, user_id: int, *, now: float) -> None:
+        """They blocked the bot: no private calls until they send /start again."""
+        self._store.write(
+            lambda tx: tx.execute(
+                "UPDATE people SET started_at = NULL WHERE user_id = ?", (user_id,)
+            ),
+            now=now,
+        )
 
     def seen(self, person: Met, *, now: float) -> None:
         """They acted or asked in a chat the relay serves: their name and username kept."""
@@ -95,6 +112,32 @@ class PeopleStore:
             now=now,
         )
         return [Met(int(r["user_id"]), r["username"], str(r["name"])) for r in rows]
+
+
+class PrivateChats:
+    """Telegram's word that a person blocked the bot in their private chat with it (a
+    `my_chat_member` update, status `kicked`): they are called there no more, until they send
+    /start again. It changes only that person's own record, once whichever way it comes."""
+
+    def __init__(self, people: PeopleStore, *, clock: Callable[[], float] = time.time) -> None:
+        self._people = people
+        self._clock = clock
+
+    def handle_update(self, update: Mapping[str, Any]) -> None:
+        change = json_object(update.get("my_chat_member"))
+        chat = json_object(change.get("chat"))
+        by = json_int(json_object(change.get("from")).get("id"))
+        status = json_object(change.get("new_chat_member")).get("status")
+        if chat.get("type") != "private" or by is None or json_int(chat.get("id")) != by:
+            return
+        if status not in ("kicked", "left"):
+            return  # a person who starts the bot sends /start, which is kept
+        try:
+            self._people.stopped(by, now=self._clock())
+        except SpoolError as exc:
+            log.warning("that user %d blocked the bot could not be kept now: %s", by, exc)
+            return
+        log.info("user %d blocked the bot: no more private calls to them", by)
 
 
 def _met(tx: Tx, person: Met, *, started: bool) -> None:

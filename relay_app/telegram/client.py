@@ -38,9 +38,10 @@ _MARKUP_PROBLEMS = ("can't parse entities", "message is too long", "text is too 
 CONNECTION_POOL_SIZE = 160
 
 
-# What the relay reads of Telegram's updates: presses on its buttons, and replies to its
-# messages. Telegram keeps this list for later calls, so every call that reads updates names it.
-ALLOWED_UPDATES = ["message", "callback_query"]
+# What the relay reads of Telegram's updates: presses on its buttons, replies to its messages,
+# and a person blocking the bot in their private chat with it (no more private calls there).
+# Telegram keeps this list for later calls, so every call that reads updates names it.
+ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"]
 
 # The methods a repeat of which can post a second message: a failed one that may have reached
 # Telegram is retried sparingly (delivery/policy.py). Any other method (an edit, a reaction, a

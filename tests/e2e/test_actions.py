@@ -308,7 +308,7 @@ def test_webhook_mode_takes_presses_with_telegrams_secret_header_and_refuses_the
     assert fake_glitchtip.status(6) == "resolved"
     assert fake_telegram.polls() == []  # nothing polls in this mode
     # Replies come the same way: Telegram was asked for messages as well as presses.
-    assert fake_telegram.webhook_allowed_updates == ["message", "callback_query"]
+    assert fake_telegram.webhook_allowed_updates == ["message", "callback_query", "my_chat_member"]
     fake_telegram.reply(posted, "Deployed the fix")
     assert wait_until(lambda: fake_glitchtip.comments(6), timeout=ANSWER_WITHIN)
     assert fake_glitchtip.comments(6) == [

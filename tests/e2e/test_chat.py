@@ -193,9 +193,10 @@ def test_a_reply_from_an_allowed_person_becomes_a_comment_and_a_strangers_does_n
 
     reply_id = fake_telegram.reply(alert, "Rolling back, give me ten minutes")
     assert wait_until(lambda: fake_glitchtip.comments(4), timeout=WITHIN)
-    # It came by a poll that asked for messages as well as presses.
+    # It came by a poll that asked for messages as well as presses (and the bot blocked in a
+    # private chat).
     assert {tuple(poll.body["allowed_updates"]) for poll in fake_telegram.polls()} == {
-        ("message", "callback_query")
+        ("message", "callback_query", "my_chat_member")
     }
     assert fake_glitchtip.comments(4) == [
         '"Ada Lovelace" (@ada, id 4242) in Telegram:\nRolling back, give me ten minutes'
