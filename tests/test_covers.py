@@ -344,3 +344,11 @@ def test_routes_test_says_who_a_webhook_calls_at_a_moment_and_its_steps(
         "",
     ]
     assert test_at("2030-01-08T12:00")[3:5] == ["  calls @vera_lead (oncall:payments)", "  rings"]
+
+
+def test_an_answer_never_turns_what_someone_typed_into_a_call(chat: Chat) -> None:
+    chat.update(asked("/cover payments until tg:123456789", 1))
+    assert said(chat) == (
+        "tg:123456789 is not a time: write 18:00, 10.12 18:00, 2026-12-10 18:00, or for 2h."
+    )
+    assert chat.telegram.replies_html[-1] is None  # plain text: nobody is notified

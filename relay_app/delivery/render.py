@@ -269,14 +269,16 @@ class Renderer:
         said = on_duty_in(said, self._roster, now)  # an escalation's people
         chat = str(first.destination.chat)
         answer = first.precedence == Precedence.ANSWER
-        shown, marked = linked_people(said, self._names, self.words)
+        # A call names people by link; an answer to what someone typed never does (its words
+        # may be theirs).
+        shown, marked = (said, None) if answer else linked_people(said, self._names, self.words)
         reply = ReplyUnder(
             chat,
             first.destination.thread,
             number(first.data),
             shown,
             answer,
-            marked if marked != html.escape(shown, quote=False) else None,
+            marked if marked is not None and marked != html.escape(shown, quote=False) else None,
         )
         if first.kind == "reply":
             return reply
