@@ -14,6 +14,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
+from ..cards.card import SNOOZE_VERBS, parse_callback
 from ..core.json_values import json_int
 from ..core.routing import parse_chat_id
 from ..delivery.render import Renderer, Shape
@@ -48,8 +49,27 @@ def direct_message(job: Job, renderer: Renderer) -> Message:
         html=f"{head_html}\n\n{card.html}",
         text=f"{head_text}\n\n{card.text}",
         fallback=f"{head_text}\n\n{card.text}",
-        keyboard=card.keyboard,
+        keyboard=_acting_at_once(card.keyboard),
     )
+
+
+def _acting_at_once(keyboard: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The card's buttons that act at once (On it, Resolve, Mute, Reopen, Let go): Ignore's
+    choices open on the card in its chat, which the private message does not show as it
+    changes, so they are left to the chat."""
+    if keyboard is None:
+        return None
+    rows = [
+        [button for button in row if _verb(button) not in SNOOZE_VERBS]
+        for row in keyboard.get("inline_keyboard", [])
+    ]
+    kept = [row for row in rows if row]
+    return {"inline_keyboard": kept} if kept else None
+
+
+def _verb(button: Mapping[str, Any]) -> str | None:
+    parsed = parse_callback(button.get("callback_data"))
+    return parsed[0] if parsed is not None else None
 
 
 def message_link(chat: str, thread: int | None, message_id: int) -> str | None:
