@@ -151,13 +151,13 @@ class Presses:
             )
             self._count("repeated")
             return
-        self._team.met(press.by)
         self._handle(press)
 
     def _handle(self, press: Press) -> None:
         found = self._look_up(press)
         if found is None:
             return
+        self._team.met(press.by)  # on a button of the relay's: their name, for a call by tg:<id>
         verb, key, message, button = found
         if self._may_act(press, verb, button):
             self._act(press, verb, key, message, button)

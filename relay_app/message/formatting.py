@@ -51,8 +51,9 @@ from .spans import (
 from .subjects import NO_SUBJECTS, Subjects, issue_ref, subjects_of
 
 TELEGRAM_TEXT_LIMIT = 4096
-# A person's name as a mention shows it, at most (Telegram's own first and last names are 64).
-MAX_NAME = 64
+# A person's name as a mention shows it, at most: six people called by name stay within the
+# room every message keeps for its notes (NOTES_ROOM).
+MAX_NAME = 32
 _TG_MENTION = re.compile(r"(tg:[1-9][0-9]{0,19})")
 # Kept free in every message for the lines a late delivery and a second chance add
 # (`with_note`), so adding them never means shortening, that is rebuilding, a message that was
