@@ -237,7 +237,9 @@ def assemble(
         glitchtip=issues,
     )
     hidden = _hidden_issues(settings, spool, webhooks, metrics, clock)
-    actions = PressActions(silencing, escalation, snoozing, shared.of(PeopleStore))
+    actions = PressActions(
+        silencing, escalation, snoozing, shared.of(PeopleStore).pressed_privately(clock=clock)
+    )
     from_the_chat = acting_from_the_chat(basis, telegram, health, actions, term)
     chores = _fleet_chores(from_the_chat.poller, watcher, setup)
     leadership = Leadership(shared.leader, chores, timing=timing, clock=clock)

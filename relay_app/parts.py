@@ -258,7 +258,7 @@ def acting_from_the_chat(
         ),
         _commands(basis, spool, answering, health),
         links,
-        PrivateChats(spool.of(PeopleStore), clock=clock),
+        by_kind={"my_chat_member": PrivateChats(spool.of(PeopleStore), clock=clock)},
     )
     if settings.telegram_updates != "poll":
         return FromTheChat(route, None, links)

@@ -47,7 +47,6 @@ from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
 from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..message.spans import place_time
-from ..oncall.people import PeopleStore
 from ..oncall.steps import Escalation
 from ..silences.silencing import Silencing
 from ..snoozes.snoozing import SnoozeFor, Snoozing
@@ -57,6 +56,11 @@ from .team import Person, Team
 log = logging.getLogger(__name__)
 
 # One of Ignore's choices: its condition, and the issue's organisation and alert's topic.
+
+
+# Whether the person numbered so, in their private chat with the bot, was given the buttons of
+# this message of this chat (chat, message id). Raises SpoolError.
+PressedElsewhere = Callable[[int, str, int], bool]
 
 
 class Answers(Protocol):
@@ -99,8 +103,9 @@ class PressActions:
     silencing: Silencing | None = None
     escalation: Escalation | None = None
     snoozing: Snoozing | None = None
-    # Who was called privately for which alert (oncall/people.py): their presses there count.
-    people: PeopleStore | None = None
+    # Where else a button may be pressed: a capability's answer to whether this person, in
+    # this private chat, was given the message's buttons (oncall/people.py: a private call).
+    pressed_elsewhere: PressedElsewhere | None = None
 
 
 class Presses:
@@ -120,7 +125,7 @@ class Presses:
         self._silencing = actions.silencing
         self._escalation = actions.escalation
         self._snoozing = actions.snoozing
-        self._people = actions.people
+        self._pressed_elsewhere = actions.pressed_elsewhere
         self._taking = Taking(team.store, outbox, actions.escalation, clock=team.clock)
 
     def handle_update(self, update: dict[str, Any]) -> None:
@@ -184,12 +189,10 @@ class Presses:
         if message.chat == press.chat and message.message_id == press.message_id:
             return True
         by = press.by.id
-        if self._people is None or by is None or press.chat != str(by):
+        if self._pressed_elsewhere is None or by is None or press.chat != str(by):
             return False
         try:
-            return self._people.called_directly(
-                by, message.chat, message.message_id, now=self._team.clock()
-            )
+            return self._pressed_elsewhere(by, message.chat, message.message_id)
         except SpoolError as exc:
             log.warning("a press in a private chat could not be looked up: %s", exc)
             return False

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ..core.errors import DeliveryError, PermanentDeliveryError, SpoolError
@@ -48,19 +48,20 @@ def route_updates(
     replies: Handler,
     commands: Commands | None = None,
     links: Handler | None = None,
-    private_chats: Handler | None = None,
+    by_kind: Mapping[str, Handler] | None = None,
 ) -> Handle:
     """What handles each update: a press (`callback_query`), a command (`/issues`), or another
-    message: a reply to an alert (a comment), and any links to GlitchTip's issues it holds; and
-    a change of the bot's private chat with a person (`my_chat_member`: they blocked it)."""
+    message: a reply to an alert (a comment), and any links to GlitchTip's issues it holds.
+    `by_kind`: the handlers other capabilities register for kinds of update of their own (the
+    on-call capability's `my_chat_member`: a person blocked the bot); each kind is named in
+    ALLOWED_UPDATES (telegram/client.py), which asks Telegram for it."""
+    # The kinds handled whole by one handler; a message goes on below.
+    kinds: dict[str, Handler] = {"callback_query": presses, **(by_kind or {})}
 
     def route(update: dict[str, Any]) -> None:
-        if "callback_query" in update:
-            presses.handle_update(update)
-            return
-        if "my_chat_member" in update:
-            if private_chats is not None:
-                private_chats.handle_update(update)
+        whole = next((handler for kind, handler in kinds.items() if kind in update), None)
+        if whole is not None:
+            whole.handle_update(update)
             return
         if "message" not in update:
             return

@@ -102,6 +102,15 @@ class PeopleStore:
         )
         return len(gone)
 
+    def pressed_privately(
+        self, *, clock: Callable[[], float] = time.time
+    ) -> Callable[[int, str, int], bool]:
+        """Where else a button may be pressed (chat/presses.py's PressActions): in the private
+        chat of someone called there for its message."""
+        return lambda user_id, chat, message_id: self.called_directly(
+            user_id, chat, message_id, now=clock()
+        )
+
     def reachable(self, *, now: float) -> list[Met]:
         """Everyone who sent /start, for the operator (`relay-app check`, docs)."""
         rows = self._store.read(
