@@ -12,7 +12,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from .capabilities import NOTES, SHAPES
+from .capabilities import NOTES, PAGES, SHAPES
 from .cards.edits import card_edits
 from .cards.outgoing import OldRecords, Outgoing
 from .cards.sent import SentStore
@@ -37,6 +37,7 @@ from .intake.alerts import GlitchTipIssues, WebhookAlerts
 from .intake.hidden import HiddenIssues
 from .intake.last_webhook import LastWebhook
 from .intake.routed import RoutedWebhooks
+from .message.subjects import NO_HOMES
 from .message.trend import Trend
 from .oncall.covers import CoverStore
 from .oncall.forgetting import Forgetting
@@ -74,7 +75,7 @@ from .watch.store import Watched, WatchStore
 from .web.framing import BODY_GATE
 from .web.misses import Misses
 from .web.relay import EXTENSION, Relay, relay_of
-from .web.views import RelayFlask, blueprint, body_gate
+from .web.views import RelayFlask, add_page, blueprint, body_gate
 from .words import Words, words_for
 
 Clock = Callable[[], float]
@@ -103,6 +104,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     relay = assemble(settings, clock=clock)
     app.extensions[EXTENSION] = relay
     app.register_blueprint(blueprint())
+    for page_of in PAGES:
+        if (page := page_of(relay, clock)) is not None:
+            add_page(app, page)
     # Asked by the worker before it tells a client to send its body (100 Continue).
     app.extensions[BODY_GATE] = body_gate(app.url_map, settings.webhook_secret)
 
@@ -145,7 +149,7 @@ def assemble(
     metrics.add_gauges(settings.routes_in_force)
     words = words_for(settings.language)
     # Buttons need the spool, which keeps what each one acts on (Settings.from_env says so).
-    buttons = settings.glitchtip_api_token is not None and spool is not None
+    buttons = settings.acts_on_issues and spool is not None
 
     def wake() -> None:  # the dispatcher, made below, looks at once
         dispatcher.wake()
@@ -221,7 +225,9 @@ def assemble(
     )
     intake = Intake(queues=queues, jobs=jobs, dispatcher=dispatcher, clock=clock)
     lookups = _issue_lookups(settings, metrics, shared, clock)
-    issues = GlitchTipIssues(settings.glitchtip_links, lookups, buttons=outgoing.buttons)
+    issues = GlitchTipIssues(
+        settings.glitchtip_links, lookups, buttons=outgoing.buttons, homes=settings.issue_homes
+    )
     webhooks = RoutedWebhooks(
         WebhookAlerts(
             intake=intake,
@@ -375,7 +381,7 @@ def _renderer(
         words,
         late_after=settings.late_after,
         coalesce=settings.coalesce,
-        buttons_at=settings.glitchtip_links if buttons else None,
+        buttons_at=settings.issue_homes if buttons else NO_HOMES,
         on_call=OnCall(roster, zones, names=_names(shared.of(PeopleStore), clock)),
         added=Added(
             SHAPES,

@@ -11,6 +11,7 @@ from .intake import hidden
 from .oncall import direct, handoff_text
 from .oncall.cli import add_oncall_command, roster_with_covers
 from .operating.console import AddCommands
+from .parts import sentry_page
 from .silences import summary as silence_summary
 from .silences.cli import add_silence_commands
 from .summaries import text as summary_text
@@ -28,6 +29,8 @@ SHAPES: tuple[Shape, ...] = (
 NOTES: tuple[Note, ...] = (watcher.ESCALATING, hidden.NAMED_HIDDEN)
 # Who is on duty for `relay-app routes test`: the rotations with the covers the spool keeps.
 ROSTER = roster_with_covers
+# Their pages beside the core's: Sentry's webhook, with SENTRY_CLIENT_SECRET.
+PAGES = (sentry_page,)
 # Their `relay-app` subcommands, after the core's own.
 COMMANDS: tuple[AddCommands, ...] = (
     add_silence_commands,

@@ -39,6 +39,9 @@ from .oncall.steps import Escalation
 from .operating.config import Settings
 from .routes.rotation import Roster
 from .routes.zones import Zones
+from .sentry.deliveries import DeliveryStore
+from .sentry.webhook import Intake as SentryIntake
+from .sentry.webhook import SentryPage
 from .silences.command import silences_command
 from .silences.store import SilenceStore
 from .snoozes.snoozing import BringBack, Snoozing
@@ -54,6 +57,7 @@ from .watch.in_step import CardsInStep
 from .watch.issues import issues_command
 from .watch.store import Watched, WatchStore
 from .watch.watcher import AfterRound, Watcher, WatchPlan
+from .web.relay import Relay
 from .words import Words, words_for
 
 log = logging.getLogger(__name__)
@@ -393,3 +397,28 @@ def bot_id(token: str) -> int | None:
 
 def _unpacked(basis: Basis) -> tuple[Settings, Spool | None, Outbox, Metrics, Clock]:
     return basis.settings, basis.spool, basis.outbox, basis.metrics, basis.clock
+
+
+def sentry_page(relay: Relay, clock: Clock) -> SentryPage | None:
+    """With SENTRY_CLIENT_SECRET: Sentry's webhook (sentry/webhook.py), and, with its token
+    and a spool, the cards of its issues kept in step by its issue webhooks."""
+    settings = relay.settings
+    config, origin = settings.sentry, settings.sentry_links
+    if config is None:
+        return None
+    in_step = None
+    if config.api_token and relay.spool is not None and relay.outbox is not None and origin:
+        in_step = CardsInStep(
+            relay.spool.of(SentStore),
+            relay.outbox,
+            origin=origin,
+            escalation=relay.escalation,
+            metrics=relay.metrics,
+            clock=clock,
+            source="Sentry",
+        )
+    intake = SentryIntake(
+        relay.webhooks, settings.routes, settings.default_destination, relay.last_webhook
+    )
+    deliveries = (relay.spool or relay.memory).of(DeliveryStore)
+    return SentryPage(config, intake, deliveries, in_step=in_step, clock=clock)

@@ -23,6 +23,7 @@ from relay_app.core.routing import Destination
 from relay_app.delivery.outbox import Outbox
 from relay_app.delivery.render import Added, Edit, Renderer
 from relay_app.message.formatting import Message
+from relay_app.message.subjects import IssueHomes
 from relay_app.spool import Claim, Claimant, Job, Lane, Taking, on_store, this_process
 from relay_app.spool.database import Database
 from relay_app.telegram.courier import Sent
@@ -124,7 +125,7 @@ def test_every_issue_of_every_alert_in_a_message_gets_its_buttons(spool: Spool) 
 
 
 def test_issues_whose_links_are_not_glitchtips_get_no_buttons() -> None:
-    links = "https://gt.example.org"
+    links = IssueHomes(glitchtip="https://gt.example.org")
     payload = issue_alert(
         issue(1, link="https://gt.example.org/acme/issues/1"),
         issue(2, link="http://169.254.169.254/latest/issues/2"),  # a webhook may name anything

@@ -7,7 +7,15 @@ from __future__ import annotations
 import pytest
 
 from relay_app.message.formatting import message_for
-from relay_app.message.subjects import IssueRef, MonitorRef, Subjects, origin_of, split_by_origin
+from relay_app.message.subjects import (
+    NO_HOMES,
+    IssueHomes,
+    IssueRef,
+    MonitorRef,
+    Subjects,
+    origin_of,
+    split_by_origin,
+)
 from relay_app.words import ENGLISH
 from tests.payloads import issue, issue_alert, uptime_alert
 
@@ -71,12 +79,32 @@ def test_only_issues_at_glitchtips_own_origin_are_kept_for_buttons() -> None:
         issue(4, link="http://gt.example.org/acme/issues/4"),  # another scheme: another origin
     )
     subjects = message_for(payload, ENGLISH).subjects
-    kept, left_out = split_by_origin(subjects, "https://gt.example.org")
+    homes = IssueHomes(glitchtip="https://gt.example.org")
+    kept, left_out = split_by_origin(subjects, homes)
     assert [issue.id for issue in kept.issues] == ["1", "3"]
     assert [issue.id for issue in left_out] == ["2", "4"]
-    assert split_by_origin(subjects, None)[0].issues == ()
-    everything = split_by_origin(kept, "https://gt.example.org")
+    assert split_by_origin(subjects, NO_HOMES)[0].issues == ()
+    everything = split_by_origin(kept, homes)
     assert everything == (kept, ())
+
+
+def test_sentrys_issues_are_told_apart_and_kept_only_at_sentrys_origin() -> None:
+    payload = issue_alert(
+        issue(1, link="https://sentry.example.org/organizations/acme/issues/1/"),
+        issue(2, link="https://gt.example.org/acme/issues/1"),
+        # Sentry's path at GlitchTip's address, and GlitchTip's at Sentry's: neither source's own.
+        issue(3, link="https://gt.example.org/organizations/acme/issues/3/"),
+        issue(4, link="https://sentry.example.org/acme/issues/4"),
+    )
+    subjects = message_for(payload, ENGLISH).subjects
+    assert [issue.id for issue in subjects.issues] == ["sentry:1", "1", "sentry:3", "4"]
+    assert IssueRef("sentry:1", "https://sentry.example.org").label == "#1"
+    both = IssueHomes(glitchtip="https://gt.example.org", sentry="https://sentry.example.org")
+    kept, left_out = split_by_origin(subjects, both)
+    assert [issue.id for issue in kept.issues] == ["sentry:1", "1"]
+    assert [issue.id for issue in left_out] == ["sentry:3", "4"]
+    only_sentry = IssueHomes(sentry="https://sentry.example.org")
+    assert [issue.id for issue in split_by_origin(subjects, only_sentry)[0].issues] == ["sentry:1"]
 
 
 def test_an_issue_without_a_usable_link_has_nothing_to_act_on() -> None:

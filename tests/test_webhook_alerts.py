@@ -171,13 +171,13 @@ def test_a_webhook_naming_issues_whose_links_are_not_glitchtips_says_so_once(
         caplog.at_level(logging.WARNING),
     ):
         assert client.post(WEBHOOK, json=foreign).status_code == 200
-        [warning] = [r for r in caplog.records if "not at GlitchTip's address" in r.getMessage()]
+        [warning] = [r for r in caplog.records if "not at its source's address" in r.getMessage()]
         assert "2 issue(s)" in warning.getMessage()
         assert "http://169.254.169.254, https://attacker.example" in warning.getMessage()
         caplog.clear()
         fake_time.now += 60
         assert client.post(WEBHOOK, json=alert_about(1)).status_code == 200  # GlitchTip's own
-    assert not [r for r in caplog.records if "not at GlitchTip's address" in r.getMessage()]
+    assert not [r for r in caplog.records if "not at its source's address" in r.getMessage()]
 
 
 def test_details_that_cannot_be_kept_do_not_hold_the_alert_back(

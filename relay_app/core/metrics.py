@@ -62,7 +62,13 @@ PressOutcome = Literal[
 
 # Why a request reached no page (web/misses.py).
 MissReason = Literal[
-    "webhook_secret", "webhook_path", "telegram_secret", "telegram_header", "method", "unknown_path"
+    "webhook_secret",
+    "webhook_path",
+    "telegram_secret",
+    "telegram_header",
+    "sentry_signature",
+    "method",
+    "unknown_path",
 ]
 MISS_REASONS: tuple[MissReason, ...] = get_args(MissReason)
 # What became of a reply in the chat to one of the relay's messages (chat/replies.py).

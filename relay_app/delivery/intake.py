@@ -46,7 +46,8 @@ ANSWER_WITHIN = 9.5
 KEPT_FOR_ANSWER = 0.25
 # Why a webhook's alert has no outcome yet: it waits (dispatcher.WaitReason), or its attempt
 # was still under way when the webhook had to be answered.
-Waiting = WaitReason | Literal["in_flight"]
+# "accepted": queued for the dispatcher, its webhook answered without waiting (`leave`).
+Waiting = WaitReason | Literal["in_flight", "accepted"]
 
 
 def deadline(started: float) -> float:
@@ -93,18 +94,15 @@ class Intake:
         started: float,
         text: str,
         due_in: float = 0.0,
+        held: bool = True,
     ) -> Job | None:
         """Queue the alert (`about`: its job's data), in the spool or, when the spool cannot
         take it, in this host's file, or in memory (and say so); due `due_in` from now; `text`:
-        its words, noted with its arrival. None when it can wait nowhere: its message's text is
-        logged."""
+        its words, noted with its arrival. `held` False: its webhook makes no attempt of its
+        own (`leave`), so it is due at once. None when it can wait nowhere: its message's text
+        is logged."""
         problems: list[str] = []
-        if due_in == 0.0 and self._dispatcher.turn_at(destination) is not None:
-            # Its chat's turn has not come: not held for a claim of its webhook's, which could
-            # not take it; due now, for the passes (`first_attempt`).
-            due = 0.0
-        else:
-            due = _held(started, due_in)
+        due = self._due(destination, started, due_in, held)
         for queue in self._on_disk:
             job = self._into(queue, about, destination, started, text, due)
             if isinstance(job, Refused):
@@ -144,6 +142,17 @@ class Intake:
                 said,
             )
         return job
+
+    def _due(self, destination: Destination, started: float, due_in: float, held: bool) -> float:
+        """When a new alert is due, from now: held for its webhook's first attempt, unless its
+        webhook makes none or its chat's turn has not come."""
+        if not held:
+            return due_in
+        if due_in == 0.0 and self._dispatcher.turn_at(destination) is not None:
+            # Its chat's turn has not come: not held for a claim of its webhook's, which could
+            # not take it; due now, for the passes (`first_attempt`).
+            return 0.0
+        return _held(started, due_in)
 
     def _text_of(self, about: Mapping[str, Any], destination: Destination) -> str:
         """The message an alert that waits nowhere would have been, for the log that is its
@@ -195,6 +204,11 @@ class Intake:
                 "alert %s could not be given its issues' details: it goes without them",
                 job.label,
             )
+
+    def leave(self, job: Job) -> Attempted:
+        """The alert, queued unheld, left to the dispatcher, which is woken to take it now."""
+        self._dispatcher.wake()
+        return self._waits(job, Attempted(None, waiting="accepted"))
 
     def first_attempt(self, job: Job, *, started: float) -> Attempted:
         """The alert's first attempt, made at once when its lane may go now, waited for until

@@ -45,7 +45,7 @@ from ..message.formatting import (
 )
 from ..message.lines import from_json as lines_from_json
 from ..message.spans import visible
-from ..message.subjects import Subjects, split_by_origin
+from ..message.subjects import NO_HOMES, IssueHomes, Subjects, split_by_origin
 from ..routes.rotation import Roster, on_duty_in, on_duty_now
 from ..routes.sound import Sound, levels_of
 from ..routes.zones import Zones
@@ -172,12 +172,12 @@ class Renderer:
         *,
         late_after: float,
         coalesce: bool = True,
-        buttons_at: str | None = None,
+        buttons_at: IssueHomes = NO_HOMES,
         on_call: OnCall | None = None,
         added: Added | None = None,
     ) -> None:
-        """`coalesce` False: one alert a message (RELAY_COALESCE=0); `buttons_at`: GlitchTip's
-        origin, when issues get buttons (only those whose links are there)."""
+        """`coalesce` False: one alert a message (RELAY_COALESCE=0); `buttons_at`: the sources'
+        origins, when issues get buttons (only those whose links are a source's own)."""
         added = added or Added()
         on_call = on_call or OnCall()
         self.words = words
@@ -405,11 +405,11 @@ class Renderer:
             self.words,
             details=details,
             now=received_at,
-            names_hidden_at=self._buttons_at,
+            names_hidden_at=self._buttons_at.glitchtip,
             again=again,
         )
         subjects = message.subjects
-        if self._buttons_at is not None and vetted:
+        if self._buttons_at and vetted:
             subjects, _ = split_by_origin(subjects, self._buttons_at)
         return replace(message, subjects=replace(subjects, mentions=tuple(mentions)))
 

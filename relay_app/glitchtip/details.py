@@ -60,9 +60,9 @@ def details_from_json(raw: object) -> IssueDetails | None:
             frame=Frame(**frame) if frame else None,
             count=_count(found.get("count")),
             first_seen=float(found["first_seen"]) if found.get("first_seen") is not None else None,
-            level=_text(found.get("level")),
-            exception_type=_text(found.get("exception_type")),
-            exception_value=_text(found.get("exception_value")),
+            level=field_text(found.get("level")),
+            exception_type=field_text(found.get("exception_type")),
+            exception_value=field_text(found.get("exception_value")),
             hourly=tuple(int(n) for n in found.get("hourly") or () if isinstance(n, int)),
         )
     except (TypeError, ValueError, KeyError):
@@ -77,9 +77,9 @@ def details_from(issue: dict[str, Any], event: dict[str, Any] | None) -> IssueDe
         frame=_frame(exception) if exception else None,
         count=_count(issue.get("count")),
         first_seen=_time(issue.get("firstSeen")),
-        level=_text(issue.get("level")),
-        exception_type=_text(exception.get("type")) or _text(metadata.get("type")),
-        exception_value=_text(exception.get("value")) or _text(metadata.get("value")),
+        level=field_text(issue.get("level")),
+        exception_type=field_text(exception.get("type")) or field_text(metadata.get("type")),
+        exception_value=field_text(exception.get("value")) or field_text(metadata.get("value")),
     )
 
 
@@ -106,8 +106,8 @@ def _frame(exception: dict[str, Any]) -> Frame | None:
     return Frame(
         filename=name,
         line=json_int(chosen.get("lineNo")),
-        function=_text(chosen.get("function")),
-        source=_text(chosen.get("context_line")),
+        function=field_text(chosen.get("function")),
+        source=field_text(chosen.get("context_line")),
     )
 
 
@@ -116,9 +116,9 @@ def _frames(exception: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _file_name(frame: dict[str, Any]) -> str | None:
-    name = _text(frame.get("filename")) or _text(frame.get("module"))
+    name = field_text(frame.get("filename")) or field_text(frame.get("module"))
     if name is None:
-        path = _text(frame.get("absPath"))
+        path = field_text(frame.get("absPath"))
         name = path.rsplit("/", 1)[-1] if path else None
     return name
 
@@ -141,7 +141,8 @@ def _time(value: object) -> float | None:
     return parsed.timestamp() if parsed.tzinfo is not None else None
 
 
-def _text(value: object) -> str | None:
+def field_text(value: object) -> str | None:
+    """A field of an issue or event as a message may show it: cleaned, cut, None if empty."""
     # An event's text is anyone's who holds the project's DSN: cleaned as a webhook's is.
     text = clean(value).strip() if isinstance(value, str) else ""
     return text[:MAX_FIELD_LENGTH] or None

@@ -23,6 +23,28 @@ MonitorState = Literal["down", "up", "unknown"]
 # and fatal, #4b60b4 for info, none for warning and the other levels.
 Level = Literal["error", "warning", "info", "other"]
 _LEVEL_BY_COLOR: dict[str, Level] = {"#e52b50": "error", "#4b60b4": "info"}
+# An issue's own level, where a payload says it (Sentry's, read into this shape: sentry/hooks.py).
+OWN_LEVELS = ("fatal", "error", "warning", "info", "debug")
+# The key that marks a payload read from another source into GlitchTip's shape, and names it
+# ("sentry"). GlitchTip's own webhooks never carry it; the view takes it out of theirs.
+SOURCE_KEY = "relay_source"
+# The key that marks an alert about an issue just created (Sentry's `issue.created`, value
+# "created"): the routes send it only where a route asks for that kind (routes/table.py).
+KIND_KEY = "relay_kind"
+# The sources an alert may come from, as the routes' `source` names them.
+SOURCES = ("glitchtip", "sentry")
+
+
+def as_glitchtips(payload: dict[str, Any]) -> dict[str, Any]:
+    """A webhook posted to GlitchTip's URL, as GlitchTip's: whatever marks it claims are taken
+    out, so that it cannot pass for another source's."""
+    return {key: value for key, value in payload.items() if key not in (SOURCE_KEY, KIND_KEY)}
+
+
+def source_of(payload: dict[str, Any]) -> str:
+    """Which source a payload is from: GlitchTip's, unless it is marked as another's."""
+    said = payload.get(SOURCE_KEY)
+    return said if isinstance(said, str) and said in SOURCES else "glitchtip"
 
 
 def level_of(color: str | None) -> Level:
@@ -47,6 +69,8 @@ class Issue:
     color: str | None
     short_id: str | None
     fields: tuple[Field, ...]
+    # Its own level, where the payload says it (GlitchTip's webhook says only a colour).
+    level: str | None = None
 
 
 @dataclass(frozen=True)
@@ -199,6 +223,7 @@ def _issue(item: dict[str, Any], index: int, short_ids: _ShortIds) -> Issue:
         color=_text(item.get("color")).lower() or None,
         short_id=short_ids.of(title, index),
         fields=_fields(item.get("fields")),
+        level=level if (level := item.get("level")) in OWN_LEVELS else None,
     )
 
 

@@ -31,7 +31,14 @@ from ..glitchtip.details import IssueDetails, details_as_json
 from ..glitchtip.lookups import IssueLookups
 from ..glitchtip.webhook import parse_alert, plain_text
 from ..message.formatting import Message, message_for
-from ..message.subjects import Subjects, split_by_origin, subjects_of
+from ..message.subjects import (
+    NO_HOMES,
+    IssueHomes,
+    Subjects,
+    is_sentrys,
+    split_by_origin,
+    subjects_of,
+)
 from ..routes import Route
 from ..routes.steps import steps_as_json
 from ..spool.model import Job
@@ -52,11 +59,13 @@ Clock = Callable[[], float]
 class GlitchTipIssues:
     """What the relay knows of GlitchTip's own issues: their links' origin (GLITCHTIP_PUBLIC_URL,
     or GLITCHTIP_URL; a webhook may name any link, and only these ids go to GlitchTip's API),
-    where their details are looked up (None: not at all), and whether they get buttons."""
+    where their details are looked up (None: not at all), and whether they get buttons; and
+    where each source's issues must be to get them (`homes`: Sentry's too)."""
 
     origin: str | None = None
     lookups: IssueLookups | None = None
     buttons: bool = False
+    homes: IssueHomes = NO_HOMES
 
 
 # No issue is known to be GlitchTip's own (GLITCHTIP_URL unset): none is looked up, none gets
@@ -113,6 +122,7 @@ class WebhookAlerts:
         self._intake = intake
         self._renderer = renderer
         self._buttons = glitchtip.buttons
+        self._homes = glitchtip.homes
         self._silencing = silencing
         self._jobs = jobs
         self._lookups = glitchtip.lookups
@@ -127,11 +137,14 @@ class WebhookAlerts:
         *,
         route: Route | None = None,
         also: Mapping[str, Any] | None = None,
+        attempt: bool = True,
     ) -> Taken:
         """`started`: when the webhook arrived (monotonic); `route`: the route that sent it
         here (None: no route; where the webhook's URL says), whose `mention` it calls, whose
         `sound` says when it rings (decided when it is sent), whose `escalate` steps call
-        while nobody acts (oncall/steps.py); `also`: more for its job."""
+        while nobody acts (oncall/steps.py); `also`: more for its job; `attempt` False: once it
+        is queued, it is left to the dispatcher, and the answer does not wait for a send
+        (a source that gives up on a slow answer: Sentry's)."""
         mentions = route.mention if route is not None else ()
         text = ""
         queued: Job | None = None
@@ -155,29 +168,32 @@ class WebhookAlerts:
                 # Kept in the spool and counted; its silence's summary says so when it ends.
                 return Taken("silenced", "silence", 200, silence=silence.id, text=text)
             called = {**(also or {}), **_route_data(route)}
-            queued = self._queued(payload, called, subjects, text, destination, started)
+            queued = self._queued(payload, called, subjects, text, destination, started, attempt)
             if queued is None:  # it could wait nowhere; its text is logged
                 return Taken(
                     "failed", "cannot_queue", 503, error="the alert could not be queued", text=text
                 )
+            if not attempt:
+                return _answer(queued, text, self._intake.leave(queued))
             return _answer(queued, text, self._intake.first_attempt(queued, started=started))
         except Exception as exc:
             return self._failed(payload, queued, exc)
 
     def _check_links(self, subjects: Subjects) -> None:
         """Say once, as its webhook arrives, that an alert names issues whose links are not at
-        GlitchTip's own address (GLITCHTIP_PUBLIC_URL, or GLITCHTIP_URL): they get no buttons."""
+        their source's own address (GLITCHTIP_PUBLIC_URL or GLITCHTIP_URL; SENTRY_URL): they get
+        no buttons."""
         if not self._buttons:
             return
-        _, left_out = split_by_origin(subjects, self._glitchtip_links)
+        _, left_out = split_by_origin(subjects, self._homes)
         if left_out:
             origins = sorted({issue.origin for issue in left_out})
             log.warning(
-                "an alert names %d issue(s) whose link is not at GlitchTip's address (%s): they "
+                "an alert names %d issue(s) whose link is not at its source's address (%s): they "
                 "get no buttons. Their links are at %s; if that is GlitchTip, set "
-                "GLITCHTIP_PUBLIC_URL to it",
+                "GLITCHTIP_PUBLIC_URL to it (for Sentry, SENTRY_URL)",
                 len(left_out),
-                self._glitchtip_links,
+                self._homes.described(),
                 ", ".join(origins[:3]) + (" and others" if len(origins) > 3 else ""),
             )
 
@@ -189,13 +205,14 @@ class WebhookAlerts:
         text: str,
         destination: Destination,
         started: float,
+        attempt: bool = True,
     ) -> Job | None:
         """The alert's job, with its issues' details that are known now; due when the rest
         come within their budget, or when the budget is spent."""
         about: dict[str, Any] = {"webhook": payload, **called}
         ids = self._detail_ids(subjects)
         if self._lookups is None or not ids:
-            return self._intake.admit(about, destination, started=started, text=text)
+            return self._intake.admit(about, destination, started=started, text=text, held=attempt)
         known = self._lookups.within(ids, 0.0)
         coming = [issue for issue in ids if issue not in known]
         about["details"] = _as_json(known)
@@ -210,7 +227,11 @@ class WebhookAlerts:
         if self._lookups is None:
             return []
         issues = subjects.issues
-        return [issue.id for issue in issues if issue.origin == self._glitchtip_links]
+        return [
+            issue.id
+            for issue in issues
+            if issue.origin == self._glitchtip_links and not is_sentrys(issue.id)
+        ]
 
     def _wait_for_details(
         self, job: Job, coming: list[str], known: dict[str, IssueDetails], started: float

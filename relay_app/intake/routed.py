@@ -52,12 +52,14 @@ class RoutedWebhooks:
         started: float,
         *,
         also: Mapping[str, Any] | None = None,
+        attempt: bool = True,
     ) -> list[Taken]:
         """What became of each part (at least one). `asked`: where the webhook's URL says;
         `started`: when it arrived (monotonic), which bounds every part's attempt together;
-        `also`: more for each part's job (an escalating issue's trend)."""
+        `also`: more for each part's job (an escalating issue's trend, a Sentry issue's
+        details); `attempt` False: no part's answer waits for its send."""
         if not self._routes:
-            return [self._alerts.take(payload, asked, started, also=also)]
+            return [self._alerts.take(payload, asked, started, also=also, attempt=attempt)]
         routed = split(payload, self._routes, asked, self._default, self._levels(payload, started))
         for dropped in routed.dropped:
             self._metrics.route(dropped.route.name, dropped.count, dropped=True)
@@ -74,7 +76,12 @@ class RoutedWebhooks:
             self._metrics.route(name, part.count)
             taken.append(
                 self._alerts.take(
-                    part.payload, part.destination, started, route=part.route, also=also
+                    part.payload,
+                    part.destination,
+                    started,
+                    route=part.route,
+                    also=also,
+                    attempt=attempt,
                 )
             )
         return taken or [Taken("dropped", "route", 200)]
@@ -108,6 +115,6 @@ def _issue_ids(payload: dict[str, Any], glitchtip_links: str | None) -> dict[str
     ids: dict[str, str] = {}
     for issue in alert.issues:
         ref = issue_ref(issue.link, issue.short_id)
-        if issue.link and ref is not None and ref.origin == glitchtip_links:
+        if issue.link and ref is not None and ref.origin == glitchtip_links and ref.id.isdigit():
             ids[issue.link] = ref.id
     return ids

@@ -16,6 +16,12 @@ from ..glitchtip.webhook import Alert, IssueAlert, MonitorState, UptimeAlert
 
 # GlitchTip's issue links end in the issue's id: <domain>/<org_slug>/issues/<id>.
 _ISSUE_PATH = re.compile(r"/issues/([0-9]{1,20})/?$")
+# Sentry's, as the relay writes them (sentry/hooks.py):
+# <SENTRY_URL>/organizations/<org>/issues/<id>/.
+# Its issues' ids are told apart from GlitchTip's by this prefix, in every record the relay keeps:
+# the two number their issues alike, and one relay may serve both.
+_SENTRY_PATH = re.compile(r"^/organizations/[A-Za-z0-9][A-Za-z0-9_-]{0,99}/issues/([0-9]{1,20})/?$")
+SENTRY_PREFIX = "sentry:"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -33,7 +39,7 @@ class IssueRef:
     @property
     def label(self) -> str:
         """How buttons and notices name it: 'BACKEND-1A', or '#4' without a short id."""
-        return self.short_id or f"#{self.id}"
+        return self.short_id or f"#{self.id.removeprefix(SENTRY_PREFIX)}"
 
 
 @dataclass(frozen=True)
@@ -113,11 +119,45 @@ def issue_ref(link: str | None, short_id: str | None, title: str | None = None) 
         parts = urlsplit(link)
     except ValueError:
         return None
-    found = _ISSUE_PATH.search(parts.path)
     origin = origin_of(link)
-    if origin is None or found is None:
+    if origin is None:
+        return None
+    if sentry := _SENTRY_PATH.match(parts.path):
+        return IssueRef(SENTRY_PREFIX + sentry.group(1), origin, short_id, title=title)
+    found = _ISSUE_PATH.search(parts.path)
+    if found is None:
         return None
     return IssueRef(found.group(1), origin, short_id, title=title)
+
+
+def is_sentrys(issue_id: str) -> bool:
+    """Whether the relay's id of an issue names one of Sentry's (`sentry:<id>`)."""
+    return issue_id.startswith(SENTRY_PREFIX)
+
+
+@dataclass(frozen=True)
+class IssueHomes:
+    """Where each source's issue links must be for an issue to get buttons: GlitchTip's origin
+    (GLITCHTIP_PUBLIC_URL, or GLITCHTIP_URL) and Sentry's (SENTRY_URL), None for a source with
+    no token. A webhook can name any link, and a press acts on the issue a link names: only a
+    source's own links, of its own issues, may become buttons."""
+
+    glitchtip: str | None = None
+    sentry: str | None = None
+
+    def owns(self, issue: IssueRef) -> bool:
+        home = self.sentry if is_sentrys(issue.id) else self.glitchtip
+        return home is not None and issue.origin == home
+
+    def __bool__(self) -> bool:
+        return self.glitchtip is not None or self.sentry is not None
+
+    def described(self) -> str:
+        """Its origins, for a log line."""
+        return " and ".join(home for home in (self.glitchtip, self.sentry) if home) or "none"
+
+
+NO_HOMES = IssueHomes()
 
 
 def org_of(link: str | None) -> str | None:
@@ -144,14 +184,11 @@ def origin_of(url: str) -> str | None:
     return f"{scheme}://{host}{shown_port}"
 
 
-def split_by_origin(
-    subjects: Subjects, origin: str | None
-) -> tuple[Subjects, tuple[IssueRef, ...]]:
-    """The subjects with only the issues whose links are at GlitchTip's `origin`, and the issues
-    left out. A webhook can name any link, and a press acts on the issue a link names: only
-    GlitchTip's own links may become buttons. `origin` None: none may."""
-    kept = tuple(issue for issue in subjects.issues if issue.origin == origin)
+def split_by_origin(subjects: Subjects, homes: IssueHomes) -> tuple[Subjects, tuple[IssueRef, ...]]:
+    """The subjects with only the issues a source with a token owns (`homes`), and the issues
+    left out: only those may become buttons."""
+    kept = tuple(issue for issue in subjects.issues if homes.owns(issue))
     if len(kept) == len(subjects.issues):
         return subjects, ()
-    left_out = tuple(issue for issue in subjects.issues if issue.origin != origin)
+    left_out = tuple(issue for issue in subjects.issues if not homes.owns(issue))
     return Subjects(kept, subjects.monitors), left_out

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from ..core.logs import LogFormat
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id
 from ..core.timing import PRODUCTION, Timing
-from ..message.subjects import origin_of
+from ..message.subjects import IssueHomes, origin_of
 from ..routes import NO_ROUTES, RouteTable
 from ..words import LANGUAGES
 from .binds import DEFAULT_BIND, admin_bind_from_env, bind_from_env
@@ -32,6 +32,7 @@ from .env_values import (
     time_zone,
 )
 from .routes_file import NOTHING_IN_FORCE, RoutesInForce, routes_from_env
+from .sentry_env import SentryConfig, sentry_from_env
 from .spool_env import (
     DEFAULT_SPOOL_PATH,
     local_spool_path_from_env,
@@ -133,6 +134,8 @@ class Settings:
     # What gunicorn's master made of that file: when it was accepted, whether it is refused now.
     routes_in_force: RoutesInForce = NOTHING_IN_FORCE
     watching: Watching = DEFAULT_WATCHING  # with the token: the watcher (watch_env.py)
+    # SENTRY_CLIENT_SECRET and the rest: Sentry as a second source (sentry_env.py); None: none.
+    sentry: SentryConfig | None = None
 
     @property
     def default_destination(self) -> Destination:
@@ -157,11 +160,35 @@ class Settings:
         return origin_of(public) if public is not None else None
 
     @property
+    def sentry_links(self) -> str | None:
+        """The origin Sentry's issue links have (SENTRY_URL's), when Sentry is a source."""
+        return origin_of(self.sentry.url) if self.sentry is not None else None
+
+    @property
+    def issue_homes(self) -> IssueHomes:
+        """Where each source's issues must be to get buttons: the sources with a token."""
+        sentry_token = self.sentry.api_token if self.sentry is not None else None
+        return IssueHomes(
+            glitchtip=self.glitchtip_links if self.glitchtip_api_token is not None else None,
+            sentry=self.sentry_links if sentry_token is not None else None,
+        )
+
+    @property
+    def acts_on_issues(self) -> bool:
+        """Whether an issue tracker's token is set (GlitchTip's or Sentry's): its issues get
+        buttons, and the chat is listened to."""
+        sentry_token = self.sentry.api_token if self.sentry is not None else None
+        return self.glitchtip_api_token is not None or sentry_token is not None
+
+    @property
     def secrets(self) -> tuple[str, ...]:
         """The values no log line or command output may show (the database password is
         registered by the PostgreSQL spool, which reads it out of RELAY_SPOOL_URL)."""
         values = (self.telegram_bot_token, self.webhook_secret, self.glitchtip_api_token)
-        return tuple(value for value in values if value)
+        sentry = (
+            (self.sentry.client_secret, self.sentry.api_token) if self.sentry is not None else ()
+        )
+        return tuple(value for value in (*values, *sentry) if value)
 
     @staticmethod
     def destination_from_env(environ: Mapping[str, str]) -> Destination:
@@ -185,6 +212,8 @@ class Settings:
         bind = read(lambda: bind_from_env(environ), DEFAULT_BIND)
         admin_bind = read(lambda: admin_bind_from_env(environ, bind), None)
         glitchtip_token = read(lambda: _glitchtip_token(environ), None)
+        sentry = read(lambda: sentry_from_env(environ), None)
+        issue_token = glitchtip_token or (sentry.api_token if sentry is not None else None)
         settings = cls(
             telegram_bot_token=read(lambda: bot_token_from_env(environ), ""),
             telegram_chat_id=read(lambda: _chat_id(environ), _NO_CHAT),
@@ -244,7 +273,7 @@ class Settings:
             glitchtip_url=read(lambda: _glitchtip_url(environ, glitchtip_token), None),
             glitchtip_public_url=read(lambda: _glitchtip_public_url(environ), None),
             details_budget=read(lambda: _details_budget(environ), None),
-            telegram_updates=read(lambda: _updates_mode(environ, glitchtip_token), "off"),
+            telegram_updates=read(lambda: _updates_mode(environ, issue_token), "off"),
             action_user_ids=read(lambda: _user_ids(environ), frozenset()),
             language=read(lambda: language_from_env(environ), "en"),
             time_scale=read(
@@ -252,14 +281,16 @@ class Settings:
             ),
             routes=read(lambda: routes_from_env(environ), NO_ROUTES),
             routes_in_force=RoutesInForce.from_env(environ),
+            sentry=sentry,
         )
-        if glitchtip_token is not None and settings.spool_path is None and not settings.spool_url:
+        if issue_token is not None and settings.spool_path is None and not settings.spool_url:
+            token_name = "GLITCHTIP_API_TOKEN" if glitchtip_token else "SENTRY_API_TOKEN"
             problems.append(
                 ConfigError(
-                    "GLITCHTIP_API_TOKEN",
+                    token_name,
                     "buttons need the spool, which keeps what each one acts on, and "
                     "RELAY_SPOOL_PATH=off has none: set RELAY_SPOOL_PATH (or RELAY_SPOOL_URL), or "
-                    "unset GLITCHTIP_API_TOKEN",
+                    f"unset {token_name}",
                 )
             )
         if problems:
@@ -355,19 +386,19 @@ def _glitchtip_public_url(environ: Mapping[str, str]) -> str | None:
     return credential_free(name, base_url(environ, name, "set it to GlitchTip's GLITCHTIP_DOMAIN"))
 
 
-def _updates_mode(environ: Mapping[str, str], glitchtip_token: str | None) -> UpdatesMode:
+def _updates_mode(environ: Mapping[str, str], issue_token: str | None) -> UpdatesMode:
     name = "TELEGRAM_UPDATES"
     raw = environ.get(name, "").strip().lower()
     if not raw:
-        return "poll" if glitchtip_token is not None else "off"
+        return "poll" if issue_token is not None else "off"
     mode = _UPDATES_MODES.get(raw)
     if mode is None:
         raise ConfigError(name, f"{raw!r} is not one of poll, webhook or off")
-    if mode != "off" and glitchtip_token is None:
+    if mode != "off" and issue_token is None:
         raise ConfigError(
             name,
             f"{raw} reads presses on the alerts' buttons, and there are none without "
-            "GLITCHTIP_API_TOKEN: set that too, or leave TELEGRAM_UPDATES unset",
+            "GLITCHTIP_API_TOKEN or SENTRY_API_TOKEN: set one, or leave TELEGRAM_UPDATES unset",
         )
     return mode
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.routing import Destination
-from ..glitchtip.webhook import IssueAlert, UptimeAlert, parse_alert
+from ..glitchtip.webhook import KIND_KEY, IssueAlert, UptimeAlert, parse_alert, source_of
 from .table import Route, RouteTable, facts_of_issue, facts_of_monitor
 
 _COUNT = re.compile(r"\s*\(\d+ issues?\)")
@@ -82,23 +82,37 @@ def _read(
     """What the routes read of each issue (or monitor), their titles, and how many GlitchTip
     counted in all."""
     alert = parse_alert(payload)
+    source = source_of(payload)
     if isinstance(alert, IssueAlert):
+        kind = "created" if payload.get(KIND_KEY) == "created" else "issue"
         facts = [
-            facts_of_issue(
-                i.title,
-                i.short_id,
-                i.color,
-                ((f.title, f.value) for f in i.fields),
-                levels.get(i.link) if i.link else None,
-            )
-            for i in alert.issues
+            {**each, "source": source, "kind": kind} for each in _facts_of_issues(alert, levels)
         ]
         return facts, [issue.title for issue in alert.issues], alert.total
     if isinstance(alert, UptimeAlert):
         monitors = alert.monitors
-        facts = [facts_of_monitor(m.name) for m in monitors]
+        facts = [{**facts_of_monitor(m.name), "source": source} for m in monitors]
         return facts, [m.name for m in monitors], alert.total
-    return [{}], [""], 1  # a payload the relay does not know: routed on nothing it could read
+    # A payload the relay does not know: routed on nothing it could read but its source.
+    return [{"source": source}], [""], 1
+
+
+def facts_of(payload: dict[str, Any]) -> list[dict[str, str | None]]:
+    """What the routes read of each issue (or monitor) of a payload."""
+    return _read(payload, {})[0]
+
+
+def _facts_of_issues(alert: IssueAlert, levels: Mapping[str, str]) -> list[dict[str, str | None]]:
+    return [
+        facts_of_issue(
+            i.title,
+            i.short_id,
+            i.color,
+            ((f.title, f.value) for f in i.fields),
+            (levels.get(i.link) if i.link else None) or i.level,
+        )
+        for i in alert.issues
+    ]
 
 
 def chat_for(

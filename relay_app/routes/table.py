@@ -45,6 +45,7 @@ from .steps import MAX_AFTER, Step, called_directly, duration_of, steps_of
 from .summary_time import SummaryAt, summary_of
 
 MATCHERS = (
+    "source",
     "kind",
     "project",
     "environment",
@@ -75,8 +76,11 @@ ACTIONS = (
 )
 # GlitchTip's levels (its API's); the webhook's colour tells only error, warning and info.
 LEVELS = ("fatal", "error", "warning", "info", "debug")
-# What an alert is about: GlitchTip's issue alerts, or its uptime monitors' (up or down).
-KINDS = ("issue", "uptime")
+# What an alert is about: an issue alert, an uptime monitor's (up or down), or an issue just
+# created (Sentry's `issue.created`, which only a route that names this kind takes).
+KINDS = ("issue", "uptime", "created")
+# Where an alert comes from.
+SOURCES = ("glitchtip", "sentry")
 # Per issue, the facts a matcher reads; GlitchTip's field names for each.
 FIELD_NAMES = {
     "project": "Project",
@@ -142,7 +146,17 @@ class Route:
     take_for: float | None = None
 
     def matches(self, facts: Mapping[str, str | None]) -> bool:
+        if facts.get("kind") == "created" and not self.asks_for_created:
+            # Sentry tells of every new issue; an alert for each goes only where it is asked for.
+            return False
         return all(matcher.matches(facts) for matcher in self.matchers)
+
+    @property
+    def asks_for_created(self) -> bool:
+        """Whether it names `kind = "created"`: Sentry's new issues are alerts there."""
+        return any(
+            m.key == "kind" and not m.negated and "created" in m.values for m in self.matchers
+        )
 
     @property
     def rotations_called(self) -> list[str]:
@@ -440,7 +454,8 @@ def _matcher(key: str, raw: object, problem: Any) -> Matcher:
 # The matchers whose values are a closed list, and what a wrong one is not.
 _CLOSED = {
     "level": (LEVELS, f"a level of GlitchTip's: {', '.join(LEVELS)}"),
-    "kind": (KINDS, 'a kind of alert: "issue" or "uptime"'),
+    "kind": (KINDS, 'a kind of alert: "issue", "uptime" or "created"'),
+    "source": (SOURCES, 'a source of alerts: "glitchtip" or "sentry"'),
 }
 
 

@@ -18,7 +18,7 @@ from .dialects import POSTGRES, SQLITE, Types
 __all__ = ["POSTGRES", "SCHEMA_VERSION", "SQLITE", "Types", "statements_after", "steps"]
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 23
+SCHEMA_VERSION = 24
 
 
 def steps(types: Types) -> dict[int, list[str]]:
@@ -44,6 +44,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         21: offset_in_the_leaders_term(types),
         22: replies_that_only_comment(types),
         23: on_call_from_the_chat(types),
+        24: sentry_deliveries(types),
     }
 
 
@@ -580,4 +581,16 @@ def on_call_from_the_chat(types: Types) -> list[str]:
     PRIMARY KEY (chat, issue_id, taken_at)
 )""",
         "CREATE INDEX takes_by_time ON takes (taken_at)",
+    ]
+
+
+def sentry_deliveries(types: Types) -> list[str]:
+    """Sentry as a second source (docs/sentry.md): the deliveries of its webhooks taken in, by
+    their Request-ID, so that the same one again does nothing (sentry/deliveries.py)."""
+    return [
+        f"""CREATE TABLE sentry_deliveries (
+    request_id TEXT PRIMARY KEY,
+    received_at {types.time} NOT NULL
+)""",
+        "CREATE INDEX sentry_deliveries_by_time ON sentry_deliveries (received_at)",
     ]

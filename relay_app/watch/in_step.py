@@ -40,8 +40,11 @@ class CardsInStep:
         escalation: Escalation | None = None,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.time,
+        source: str = "GlitchTip",
     ) -> None:
-        """`origin`: GlitchTip's, whose issues the buttons change (GLITCHTIP_URL's links)."""
+        """`origin`: the source's, whose issues the buttons change (GLITCHTIP_URL's links, or
+        SENTRY_URL's); `source`: its name, for the log."""
+        self._source = source
         self._sent = sent
         self._outbox = outbox
         self._origin = origin
@@ -52,9 +55,10 @@ class CardsInStep:
     def _noted(self, change: Synced) -> None:
         """A card now in step: logged, counted, and its escalation stopped unless open."""
         log.info(
-            "%s is %s in GlitchTip: its card in chat %s (message %d) says so",
+            "%s is %s in %s: its card in chat %s (message %d) says so",
             change.label,
             change.status,
+            self._source,
             change.chat,
             change.message_id,
         )

@@ -44,8 +44,19 @@ _ADVICE: dict[MissReason, str] = {
     "telegram_header": "an update posted without Telegram's secret header, refused: forged, or, "
     "if Telegram sent it, its registration is older than this relay or the bot token changed: "
     "run 'relay-app telegram-webhook set' again",
+    "sentry_signature": "a Sentry webhook whose Sentry-Hook-Signature is missing or wrong was "
+    "refused, and if Sentry sent it, its alert is lost. Set SENTRY_CLIENT_SECRET to the Client "
+    "Secret of the internal integration whose webhook URL this is (Sentry → Settings → Custom "
+    "Integrations; a secret rotated since?), then run relay-app check",
     "method": "a request with the wrong method (GlitchTip and Telegram POST)",
     "unknown_path": "a request for a path the relay does not serve",
+}
+
+
+# A page that refuses a request with a status of its own: a wrong header, a wrong signature.
+_REFUSED: dict[tuple[int, str], MissReason] = {
+    (403, "telegram"): "telegram_header",
+    (401, "sentry"): "sentry_signature",
 }
 
 
@@ -53,8 +64,8 @@ def miss_reason(method: str, path: str, status: int) -> MissReason:
     first, _, rest = path.lstrip("/").partition("/")
     if status == 405:
         return "method"
-    if status == 403 and first == "telegram":
-        return "telegram_header"
+    if (refused := _REFUSED.get((status, first))) is not None:
+        return refused
     if first == "webhook" and rest and "/" not in rest.rstrip("/"):
         return "webhook_secret"
     if first in ("webhook", "webhooks"):

@@ -30,8 +30,9 @@ from ..core.errors import SpoolError
 from ..core.logs import client_sample, event
 from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
 from ..core.routing import RouteError, destination_from_query
-from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, payload_from_json
+from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, as_glitchtips, payload_from_json
 from ..intake.alerts import Taken
+from ..intake.pages import Page, Said
 from ..message.formatting import message_for
 from ..telegram.updates_webhook import SECRET_HEADER, telegram_secret_token, webhook_path
 from ..words import ENGLISH
@@ -88,7 +89,7 @@ def _local_port(environ: dict[str, Any]) -> int | None:
     return int(port) if port.isdigit() else None
 
 
-def _body() -> bytes:
+def read_body() -> bytes:
     """The request's body, refused (413) past MAX_BODY_BYTES however it is sent. With a
     Content-Length, Flask refuses a larger one before reading it; a chunked body is read one
     byte past the limit to tell, since Flask would cut it at the limit and read on."""
@@ -109,8 +110,8 @@ def _utc(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
 
 
-def _answered(metrics: Metrics, started: float, taken: Taken) -> tuple[Response, int]:
-    """Count the webhook and log its one record, then answer GlitchTip."""
+def answered(metrics: Metrics, started: float, taken: Taken) -> tuple[Response, int]:
+    """Count the webhook and log its one record, then answer its sender."""
     metrics.webhook(taken.outcome, taken.reason)
     label = taken.alert.label if taken.alert is not None else None
     _log_webhook(taken, label, time.monotonic() - started)
@@ -281,13 +282,13 @@ def webhook(secret: str) -> tuple[Response, int]:
         metrics.webhook("rejected", "wrong_secret")
         raise NotFound()
     try:
-        payload = payload_from_json(_body())
+        payload = as_glitchtips(payload_from_json(read_body()))
     except RequestEntityTooLarge as exc:
-        return _answered(
+        return answered(
             metrics, started, Taken("rejected", "too_large", 413, error=exc.description)
         )
     except PayloadError as exc:
-        return _answered(metrics, started, Taken("rejected", "bad_body", 400, error=str(exc)))
+        return answered(metrics, started, Taken("rejected", "bad_body", 400, error=str(exc)))
     try:
         destination = destination_from_query(
             request.args.items(multi=True),
@@ -299,19 +300,48 @@ def webhook(secret: str) -> tuple[Response, int]:
         # text for the log, which stays English.
         text = message_for(payload, ENGLISH).text
         relay.jobs.undelivered(text, f"the webhook URL was refused: {exc}", None)
-        return _answered(metrics, started, Taken("rejected", "bad_route", 400, error=str(exc)))
+        return answered(metrics, started, Taken("rejected", "bad_route", 400, error=str(exc)))
     parts = relay.webhooks.take(payload, destination, started)
     for taken in parts:
         relay.last_webhook.accepted(taken.outcome, taken.in_spool, taken.text)
     if relay.hidden is not None:  # after its own alert is queued, and off this thread
         relay.hidden.after_webhook(payload, destination)
+    return _parts_answered(metrics, started, parts)
+
+
+def _parts_answered(metrics: Metrics, started: float, parts: list[Taken]) -> tuple[Response, int]:
+    """A webhook's answer: its alert's, or, split by the routes, the worst part's status and
+    each part's own answer."""
     if len(parts) == 1:
-        return _answered(metrics, started, parts[0])
-    answers = [_answered(metrics, started, taken) for taken in parts]
-    # Split by the routes: the worst part's status, and each part's own answer.
+        return answered(metrics, started, parts[0])
+    answers = [answered(metrics, started, taken) for taken in parts]
     worst = max(parts, key=lambda taken: _STATUS_RANK.index(taken.status))
     body = {"status": worst.outcome, "parts": [answer.get_json() for answer, _ in answers]}
     return jsonify(body), worst.status
+
+
+def add_page(app: Flask, page: Page) -> None:
+    """A capability's page (intake/pages.py), at its path with or without a trailing slash:
+    a POST whose body is read within MAX_BODY_BYTES, on the webhook's listener."""
+
+    def view() -> tuple[Response, int]:
+        started = time.monotonic()
+        one_listener_each()
+        relay = current_relay()
+        try:
+            body = read_body()
+        except PayloadError as exc:
+            return jsonify(error=str(exc)), 400
+        said = page.answer(body, request.headers.get, started)
+        if isinstance(said, Said):
+            if said.status == 401:  # counted, and said once a minute (misses.py)
+                relay.misses.record(request.method, page.path, 401)
+            return jsonify(said.body), said.status
+        return _parts_answered(relay.metrics, started, said)
+
+    endpoint = "page" + page.path.replace("/", "_")
+    app.add_url_rule(page.path, endpoint=endpoint, view_func=view, methods=["POST"])
+    app.add_url_rule(page.path + "/", endpoint=endpoint + "_", view_func=view, methods=["POST"])
 
 
 def telegram_update(secret: str) -> tuple[Response, int]:
@@ -331,7 +361,7 @@ def telegram_update(secret: str) -> tuple[Response, int]:
         relay.misses.record(request.method, request.path, 403)
         return jsonify(error="missing or wrong X-Telegram-Bot-Api-Secret-Token"), 403
     try:
-        update = payload_from_json(_body())
+        update = payload_from_json(read_body())
     except PayloadError as exc:
         return jsonify(error=str(exc)), 400
     handle_update(update, relay.updates)

@@ -101,7 +101,7 @@ def test_the_token_goes_only_to_glitchtip_url_whatever_an_alert_links_to(
         assert elsewhere.requests == []  # no token, no request: not even a look
     relay.stop()
     logs = relay.logs()
-    assert logs.count("whose link is not at GlitchTip's address") == 1
+    assert logs.count("whose link is not at its source's address") == 1
     assert "GLITCHTIP_PUBLIC_URL" in logs
     assert "hunter2" not in logs
 

@@ -1,0 +1,37 @@
+"""A page a capability adds beside the relay's own (Sentry's webhook: sentry/webhook.py), as the
+core takes it: a path that takes a POST, and what answers its body. The HTTP side (web/views.py)
+reads the body within its limit, answers on the right listener, counts and logs what it says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .alerts import Taken
+
+
+@dataclass(frozen=True)
+class Said:
+    """An answer that is no alert's: its JSON and status. A 401 is counted and said among the
+    requests refused (web/misses.py)."""
+
+    body: dict[str, Any] = field(default_factory=dict)
+    status: int = 200
+
+
+# What a page's answer is: said, or what became of each part of an alert it took in.
+Answer = Said | list[Taken]
+# A request's header, by name (any case); None when it has none.
+Header = Callable[[str], str | None]
+
+
+class Page(Protocol):
+    @property
+    def path(self) -> str: ...
+
+    def answer(self, body: bytes, header: Header, started: float) -> Answer:
+        """What the POST with this body (at most MAX_BODY_BYTES) is answered; `started`: when
+        it arrived (monotonic)."""
+        ...

@@ -1,0 +1,66 @@
+"""An issue's details (glitchtip/details.py's `IssueDetails`: the frame, the line, the count,
+the level, the exception) from what Sentry's webhook itself carries: the event of an issue
+alert, in Sentry's own event form (`exception.values[].stacktrace.frames[]`, snake_case), and
+the issue of an issue webhook. No look-up is needed, so none is made.
+
+Only the fields named here are read: a frame's `vars`, the event's request, user and tags hold
+passwords, tokens and personal data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.json_values import json_int, json_object, json_objects
+from ..glitchtip.details import Frame, IssueDetails, details_from
+from ..glitchtip.details import field_text as _text
+
+
+def details_of(event: dict[str, Any] | None, issue: dict[str, Any]) -> IssueDetails:
+    """The details of `issue` (Sentry's issue JSON, or what is known of it) and of `event`
+    (None: none came)."""
+    found = details_from(issue, None)
+    if not event:
+        return found
+    exception = _exception(event)
+    metadata = json_object(event.get("metadata"))
+    return IssueDetails(
+        frame=_frame(exception),
+        count=found.count,
+        first_seen=found.first_seen,
+        level=found.level,
+        exception_type=_text(exception.get("type")) or _text(metadata.get("type")),
+        exception_value=_text(exception.get("value")) or _text(metadata.get("value")),
+    )
+
+
+def _exception(event: dict[str, Any]) -> dict[str, Any]:
+    """Of a chain, the last exception with frames (Sentry's order runs from the first cause to
+    the exception caught)."""
+    values = json_objects(json_object(event.get("exception")).get("values"))
+    with_frames = [value for value in values if _frames(value)]
+    return (with_frames or values or [{}])[-1]
+
+
+def _frame(exception: dict[str, Any]) -> Frame | None:
+    """The innermost frame of the app's own code (`in_app`), else the innermost of all."""
+    frames = _frames(exception)
+    own = [frame for frame in frames if frame.get("in_app") is True]
+    if not frames:
+        return None
+    chosen = (own or frames)[-1]
+    name = _text(chosen.get("filename")) or _text(chosen.get("module"))
+    if name is None:
+        path = _text(chosen.get("abs_path"))
+        name = path.rsplit("/", 1)[-1] if path else None
+    if name is None:
+        return None
+    return Frame(
+        filename=name,
+        line=json_int(chosen.get("lineno")),
+        function=_text(chosen.get("function")),
+        source=_text(chosen.get("context_line")),
+    )
+
+
+def _frames(exception: dict[str, Any]) -> list[dict[str, Any]]:
+    return json_objects(json_object(exception.get("stacktrace")).get("frames"))

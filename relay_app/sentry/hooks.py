@@ -1,0 +1,313 @@
+"""A Sentry webhook, once its signature holds, read into what the relay does with it
+(`read_hook`): an alert to take in, in the shape of GlitchTip's webhook (what every other part of
+the relay reads), marked as Sentry's; issues' states to bring their cards in step with; or
+something only noted in the log.
+
+`Sentry-Hook-Resource` and the body's `action` say what it is:
+- `event_alert.triggered`: an issue alert rule fired (the integration is the rule's action);
+- `metric_alert.critical|warning|resolved`: a metric alert and its recovery;
+- `issue.created`: an alert only where a route asks for `kind = "created"`;
+  `issue.resolved|unresolved|ignored|archived`: the issue's new state;
+  `issue.assigned`: noted;
+- `installation.*` and anything else: noted.
+
+Payloads as Sentry's documentation and source give them (tests/sentry_samples/). An issue's link
+is written as `<SENTRY_URL>/organizations/<org>/issues/<id>/` whatever form Sentry sent it in
+(sentry.io sends `https://<org>.sentry.io/issues/<id>/`): one form, which message/subjects.py
+reads as Sentry's, and the origin of SENTRY_URL, which buttons require. Pure functions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..core.json_values import json_object
+from ..glitchtip.details import details_as_json
+from ..glitchtip.webhook import KIND_KEY, OWN_LEVELS, SOURCE_KEY
+from ..message.subjects import SENTRY_PREFIX
+from .details import details_of
+
+SOURCE = "sentry"
+# The colours GlitchTip's webhook gives each level: the relay's messages read them.
+_COLORS = {"fatal": "#e52b50", "error": "#e52b50", "info": "#4b60b4"}
+_SLUG = r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}"
+# Where a Sentry URL names the organization: its web pages, its API's, and sentry.io's own
+# subdomain for each organization.
+_ORG_IN_PATH = re.compile(rf"/(?:api/0/)?(?:organizations|projects)/({_SLUG})/")
+_SENTRY_IO_ORG = re.compile(rf"^({_SLUG})\.sentry\.io$")
+# sentry.io's hosts that are not an organization's.
+_SENTRY_IO_HOSTS = frozenset({"www", "us", "de", "api", "o1"})
+_PROJECT_IN_PATH = re.compile(rf"/api/0/projects/{_SLUG}/({_SLUG})/")
+# Sentry's words for an issue's states; `archived` is its newer name for ignored.
+_STATES = {
+    "resolved": "resolved",
+    "unresolved": "unresolved",
+    "ignored": "ignored",
+    "archived": "ignored",
+}
+_METRIC_LEVELS = {"critical": "error", "warning": "warning", "resolved": "info"}
+
+
+@dataclass(frozen=True)
+class Alerting:
+    """An alert to take in: `payload` in GlitchTip's shape, marked as Sentry's; `details`: its
+    issue's, by the relay's id of it, as a job keeps them."""
+
+    payload: dict[str, Any]
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def created(self) -> bool:
+        return self.payload.get(KIND_KEY) == "created"
+
+
+@dataclass(frozen=True)
+class InStep:
+    """Issues whose state changed in Sentry, by the relay's id of each."""
+
+    states: dict[str, str]
+    said: str
+
+
+@dataclass(frozen=True)
+class Noted:
+    """A webhook the relay has nothing to do with but say so in its log."""
+
+    said: str
+
+
+Hook = Alerting | InStep | Noted
+
+
+def read_hook(resource: str, body: dict[str, Any], *, sentry_url: str) -> Hook:
+    """What the webhook (`resource`: its Sentry-Hook-Resource; `body`: its parsed JSON) asks of
+    the relay. Never raises: what it cannot read is noted."""
+    action = body.get("action")
+    action = action if isinstance(action, str) else ""
+    data = json_object(body.get("data"))
+    if resource == "event_alert" and action == "triggered":
+        return _event_alert(data, sentry_url)
+    if resource == "metric_alert" and action in _METRIC_LEVELS:
+        return _metric_alert(action, data)
+    if resource == "issue":
+        return _issue_hook(action, json_object(data.get("issue")), sentry_url)
+    if resource == "installation":
+        installation = json_object(data.get("installation")) or json_object(
+            body.get("installation")
+        )
+        return Noted(f"the integration's installation {_said(installation.get('uuid'))} {action}")
+    return Noted(f"a {_said(resource)} webhook ({_said(action)}) the relay does not act on")
+
+
+def _event_alert(data: dict[str, Any], sentry_url: str) -> Hook:
+    event = json_object(data.get("event"))
+    rule = _text(data.get("triggered_rule")) or _text(
+        json_object(data.get("issue_alert")).get("title")
+    )
+    issue_id = _digits(event.get("issue_id"))
+    urls = (event.get("web_url"), event.get("issue_url"), event.get("url"))
+    org = _org_of(*urls)
+    if not event or issue_id is None:
+        return Noted("an event alert without an event or its issue's id")
+    level = _level(event.get("level"))
+    title = _text(event.get("title")) or _text(event.get("message")) or "(no title)"
+    link = _issue_link(sentry_url, org, issue_id) or _text(event.get("web_url"))
+    payload = _payload(
+        rule,
+        title=title,
+        link=link,
+        culprit=_text(event.get("culprit")) or _text(event.get("location")),
+        level=level,
+        fields=_event_fields(event),
+        short_id=None,
+    )
+    details = details_of(event, {"level": level})
+    return Alerting(payload, {SENTRY_PREFIX + issue_id: details_as_json(details)})
+
+
+def _event_fields(event: dict[str, Any]) -> list[dict[str, str]]:
+    """What the routes read of an event: its project (the slug in its API URL), environment,
+    server and release (its own, or its tags')."""
+    tags = _tags(event.get("tags"))
+    return _fields(
+        project=_project_of(event.get("url")) or _text(event.get("project")),
+        environment=_text(event.get("environment")) or tags.get("environment"),
+        server=tags.get("server_name"),
+        release=_text(event.get("release")) or tags.get("release"),
+    )
+
+
+def _metric_alert(action: str, data: dict[str, Any]) -> Hook:
+    incident = json_object(data.get("metric_alert"))
+    rule = json_object(incident.get("alert_rule"))
+    title = _text(data.get("description_title")) or _text(rule.get("name")) or "(metric alert)"
+    projects = [_text(p) for p in rule.get("projects") or incident.get("projects") or []]
+    fields = _fields(
+        project=", ".join(p for p in projects if p) or None,
+        environment=_text(rule.get("environment")),
+        server=None,
+        release=None,
+    )
+    payload = _payload(
+        _text(rule.get("name")),
+        title=title,
+        link=_text(data.get("web_url")),
+        culprit=_text(data.get("description_text")).replace("\\n", "\n") or None,
+        level=_METRIC_LEVELS[action],
+        fields=fields,
+        short_id=None,
+    )
+    return Alerting(payload)
+
+
+def _issue_hook(action: str, issue: dict[str, Any], sentry_url: str) -> Hook:
+    issue_id = _digits(issue.get("id"))
+    label = _text(issue.get("shortId")) or (f"#{issue_id}" if issue_id else "an issue")
+    if issue_id is None:
+        return Noted(f"an issue webhook ({_said(action)}) that names no issue")
+    if action in _STATES:
+        return InStep(
+            {SENTRY_PREFIX + issue_id: _STATES[action]}, f"issue {label} was {action} in Sentry"
+        )
+    if action == "assigned":
+        assignee = json_object(issue.get("assignedTo"))
+        who = _text(assignee.get("name")) or _text(assignee.get("email")) or "nobody"
+        return Noted(f"issue {label} was assigned to {who} in Sentry")
+    if action != "created":
+        return Noted(f"an issue webhook ({_said(action)}) the relay does not act on")
+    return _created(issue, issue_id, sentry_url)
+
+
+def _created(issue: dict[str, Any], issue_id: str, sentry_url: str) -> Alerting:
+    """A new issue, as an alert (which only a route asking for it takes)."""
+    project = json_object(issue.get("project"))
+    org = _org_of(issue.get("web_url"), issue.get("url"), issue.get("project_url"))
+    level = _level(issue.get("level"))
+    metadata = json_object(issue.get("metadata"))
+    payload = _payload(
+        "",
+        title=_text(issue.get("title")) or _text(metadata.get("value")) or "(no title)",
+        link=_issue_link(sentry_url, org, issue_id) or _text(issue.get("web_url")),
+        culprit=_text(issue.get("culprit")),
+        level=level,
+        fields=_fields(
+            project=_text(project.get("slug")) or _text(project.get("name")),
+            environment=None,
+            server=None,
+            release=None,
+        ),
+        short_id=_text(issue.get("shortId")),
+    )
+    payload[KIND_KEY] = "created"
+    details = details_of(None, issue)
+    return Alerting(payload, {SENTRY_PREFIX + issue_id: details_as_json(details)})
+
+
+def _payload(
+    heading: str,
+    *,
+    title: str,
+    link: str,
+    culprit: str | None,
+    level: str | None,
+    fields: list[dict[str, str]],
+    short_id: str | None,
+) -> dict[str, Any]:
+    """One issue's alert, as GlitchTip's webhook would say it, marked as Sentry's."""
+    attachment: dict[str, Any] = {
+        "title": title,
+        "title_link": link or None,
+        "text": culprit,
+        "color": _COLORS.get(level or ""),
+        "fields": fields,
+    }
+    if level:
+        attachment["level"] = level
+    payload: dict[str, Any] = {SOURCE_KEY: SOURCE, "text": heading, "attachments": [attachment]}
+    if short_id:
+        # Where GlitchTip's webhook gives an issue's short id (glitchtip/webhook.py).
+        payload["sections"] = [
+            {"activityTitle": title, "activitySubtitle": f"[View Issue {short_id}]({link})"}
+        ]
+    return payload
+
+
+def _fields(
+    *, project: str | None, environment: str | None, server: str | None, release: str | None
+) -> list[dict[str, str]]:
+    """The facts the routes read, under GlitchTip's names for them."""
+    named = (
+        ("Project", project),
+        ("Environment", environment),
+        ("Server Name", server),
+        ("Release", release),
+    )
+    return [{"title": name, "value": value} for name, value in named if value]
+
+
+def _issue_link(sentry_url: str, org: str | None, issue_id: str) -> str | None:
+    if org is None:
+        return None
+    return f"{sentry_url.rstrip('/')}/organizations/{org}/issues/{issue_id}/"
+
+
+def _org_of(*urls: object) -> str | None:
+    """The organization's slug, from the first of Sentry's URLs that names it."""
+    for url in urls:
+        if not isinstance(url, str):
+            continue
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            continue
+        if found := _ORG_IN_PATH.search(parts.path + "/"):
+            return found.group(1)
+        host = (parts.hostname or "").lower()
+        if (found := _SENTRY_IO_ORG.match(host)) and found.group(1) not in _SENTRY_IO_HOSTS:
+            return found.group(1)
+    return None
+
+
+def _project_of(url: object) -> str | None:
+    found = _PROJECT_IN_PATH.search(url) if isinstance(url, str) else None
+    return found.group(1) if found else None
+
+
+def _tags(raw: object) -> dict[str, str]:
+    """An event's tags, which Sentry gives as [key, value] pairs (or {key, value} objects)."""
+    tags: dict[str, str] = {}
+    for tag in raw if isinstance(raw, list) else []:
+        if isinstance(tag, list) and len(tag) == 2:
+            key, value = tag
+        elif isinstance(tag, dict):
+            key, value = tag.get("key"), tag.get("value")
+        else:
+            continue
+        if isinstance(key, str) and isinstance(value, str):
+            tags.setdefault(key, value)
+    return tags
+
+
+def _level(raw: object) -> str | None:
+    return raw if isinstance(raw, str) and raw in OWN_LEVELS else None
+
+
+def _digits(raw: object) -> str | None:
+    text = str(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else ""
+    return text if text.isascii() and text.isdigit() and len(text) <= 20 else None
+
+
+def _text(raw: object) -> str:
+    if isinstance(raw, str):
+        return raw.strip()
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return str(raw)
+    return ""
+
+
+def _said(raw: object) -> str:
+    """A stranger's word, short, for a log line."""
+    return repr(_text(raw)[:40])

@@ -1,0 +1,142 @@
+"""`POST /sentry/webhook`: a Sentry internal integration's webhooks (docs/sentry.md).
+
+What a stranger's bytes reach before the signature is checked is the body's size and the
+signature's comparison: the body is read (at most MAX_BODY_BYTES, web/views.py), its HMAC
+compared with `Sentry-Hook-Signature` in constant time, and only then parsed. A wrong or missing
+signature is answered 401, counted, and said at WARNING at most once a minute with the fix
+(web/misses.py); the body is never logged.
+
+Sentry waits about a second for the answer and disables an integration whose webhooks keep
+timing out, so an alert is answered as soon as it is queued (on disk, with a spool), 202, and
+the dispatcher sends it: the answer never waits for Telegram. A delivery taken in before (its
+`Request-ID`) is answered 200 and does nothing. Sentry reads no more than the status; the body
+says what became of the delivery, for whoever replays it by hand.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..core.errors import SpoolError
+from ..core.routing import Destination
+from ..glitchtip.webhook import PayloadError, payload_from_json
+from ..intake.last_webhook import LastWebhook
+from ..intake.pages import Answer, Header, Said
+from ..intake.routed import RoutedWebhooks
+from ..operating.sentry_env import SentryConfig
+from ..routes import RouteTable
+from ..routes.split import facts_of
+from ..watch.in_step import CardsInStep
+from .deliveries import MAX_ID, DeliveryStore
+from .hooks import Alerting, InStep, Noted, read_hook
+from .signature import SIGNATURE_HEADER, signed
+
+log = logging.getLogger(__name__)
+
+PATH = "/sentry/webhook"
+RESOURCE_HEADER = "Sentry-Hook-Resource"
+REQUEST_ID_HEADER = "Request-ID"
+
+
+@dataclass(frozen=True)
+class Intake:
+    """Where a Sentry alert goes: the relay's webhooks taken in by the routes (whose table says
+    whether a new issue is asked for), TELEGRAM_CHAT_ID's place when no route takes it, and
+    what notes when a source last reached the relay."""
+
+    webhooks: RoutedWebhooks
+    routes: RouteTable
+    default: Destination
+    last_webhook: LastWebhook
+
+
+class SentryPage:
+    def __init__(
+        self,
+        config: SentryConfig,
+        intake: Intake,
+        deliveries: DeliveryStore,
+        *,
+        in_step: CardsInStep | None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`in_step`: the cards of Sentry's issues, brought in step by its issue webhooks (None
+        without SENTRY_API_TOKEN: Sentry's issues have no buttons then)."""
+        self._config = config
+        self._intake = intake
+        self._deliveries = deliveries
+        self._in_step = in_step
+        self._clock = clock
+
+    @property
+    def path(self) -> str:
+        return PATH
+
+    def answer(self, body: bytes, header: Header, started: float) -> Answer:
+        if not signed(body, header(SIGNATURE_HEADER), self._config.client_secret):
+            return Said({"error": f"missing or wrong {SIGNATURE_HEADER}"}, 401)
+        try:
+            payload = payload_from_json(body)
+        except PayloadError as exc:
+            log.warning("a signed Sentry webhook was refused: %s", exc)
+            return Said({"error": str(exc)}, 400)
+        resource = (header(RESOURCE_HEADER) or "")[:40]
+        hook = read_hook(resource, payload, sentry_url=self._config.url)
+        if isinstance(hook, Noted):
+            log.info("Sentry webhook noted: %s", hook.said)
+            return Said({"status": "noted"})
+        if isinstance(hook, InStep):
+            return self._in_step_with(hook)
+        request_id = (header(REQUEST_ID_HEADER) or "").strip()[:MAX_ID] or None
+        return self._alert(hook, request_id, started)
+
+    def _in_step_with(self, hook: InStep) -> Said:
+        changed = 0
+        if self._in_step is not None:
+            changed = self._in_step.follow(hook.states, asked_at=self._clock(), settle=0)
+        log.info("Sentry webhook: %s; %d card button(s) changed", hook.said, changed)
+        return Said({"status": "in_step", "changed": changed})
+
+    def _alert(self, hook: Alerting, request_id: str | None, started: float) -> Answer:
+        if hook.created and not self._asked_for(hook):
+            log.info('Sentry webhook: a new issue, which no route asks for (kind = "created")')
+            return Said({"status": "dropped", "reason": "not_asked"})
+        if request_id is not None and not self._claimed(request_id):
+            log.info("Sentry's delivery %s was taken in before: answered, nothing done", request_id)
+            return Said({"status": "repeated"})
+        parts = self._intake.webhooks.take(
+            hook.payload,
+            self._intake.default,
+            started,
+            also={"details": hook.details} if hook.details else None,
+            attempt=False,
+        )
+        for taken in parts:
+            self._intake.last_webhook.accepted(taken.outcome, taken.in_spool, taken.text)
+        if request_id is not None and all(taken.alert is None for taken in parts):
+            self._release(request_id)  # nothing of it waits anywhere: its next try is taken
+        return parts
+
+    def _asked_for(self, hook: Alerting) -> bool:
+        """Whether a route takes the alert (a new issue goes only where one asks for it)."""
+        return any(self._intake.routes.first(facts) for facts in facts_of(hook.payload))
+
+    def _claimed(self, request_id: str) -> bool:
+        """Whether the delivery is new; when the spool cannot say, it is taken as new: a copy
+        in the chat is better than an alert lost."""
+        try:
+            return self._deliveries.claim(request_id, now=self._clock())
+        except SpoolError as exc:
+            log.warning(
+                "whether Sentry's delivery %s was seen could not be read: %s", request_id, exc
+            )
+            return True
+
+    def _release(self, request_id: str) -> None:
+        try:
+            self._deliveries.release(request_id, now=self._clock())
+        except SpoolError as exc:
+            log.warning("Sentry's delivery %s could not be given back: %s", request_id, exc)
