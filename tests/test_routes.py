@@ -119,7 +119,8 @@ def test_the_example_reads_as_written() -> None:
         ),
         (
             "[[route]]\nkind = 'monitor'\nchat = -1001\n",
-            'x.toml:2: route 1, kind: \'monitor\' is not a kind of alert: "issue", "uptime" or "created"',
+            "x.toml:2: route 1, kind: 'monitor' is not a kind of alert: "
+            '"issue", "uptime" or "created"',
         ),
         (
             "[[route]]\ntitle_prefx = 'Deploy'\nchat = -1001\n",

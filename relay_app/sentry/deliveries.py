@@ -1,9 +1,14 @@
-"""Sentry's deliveries already taken in, by their `Request-ID` header, kept in the spool for
-KEPT seconds: the same delivery again (a retry from Sentry, or a replay) is answered and does
-nothing. A delivery is claimed before its alert is queued, and given back when the alert could
-not be, so that the next try of it is taken."""
+"""Sentry's deliveries already taken in, kept in the spool for KEPT seconds by their
+`Request-ID` header and, for an issue alert, by its event and rule: the same delivery again is
+answered and does nothing. Sentry gives each request it builds a fresh Request-ID, and a task
+of its that timed out builds another (getsentry/sentry's sentry_apps/tasks/sentry_apps.py
+retries three times, five minutes apart); the event and rule catch that copy. A delivery is
+claimed before its alert is queued, and given back when the alert could not be, so that the
+next try of it is taken."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from ..spool.store import Store, Tx
 
@@ -17,25 +22,29 @@ class DeliveryStore:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    def claim(self, request_id: str, *, now: float) -> bool:
-        """Whether this delivery is new: then it is kept as taken in, until `release`."""
+    def claim(self, keys: Sequence[str], *, now: float) -> bool:
+        """Whether a delivery known by `keys` is new (none of them was taken in): then they
+        are kept, until `release`."""
 
         def claim(tx: Tx) -> bool:
             tx.execute("DELETE FROM sentry_deliveries WHERE received_at < ?", (now - KEPT,))
-            inserted = tx.execute(
+            for key in keys:
+                if tx.one("SELECT 1 FROM sentry_deliveries WHERE request_id = ?", (key,)):
+                    return False
+            tx.executemany(
                 "INSERT INTO sentry_deliveries (request_id, received_at) VALUES (?, ?)"
                 " ON CONFLICT (request_id) DO NOTHING",
-                (request_id, now),
+                [(key, now) for key in keys],
             )
-            return bool(inserted.rowcount)
+            return True
 
         return self._store.write(claim, now=now)
 
-    def release(self, request_id: str, *, now: float) -> None:
+    def release(self, keys: Sequence[str], *, now: float) -> None:
         """Its alert could not be queued: the next delivery of it is taken in."""
         self._store.write(
-            lambda tx: tx.execute(
-                "DELETE FROM sentry_deliveries WHERE request_id = ?", (request_id,)
+            lambda tx: tx.executemany(
+                "DELETE FROM sentry_deliveries WHERE request_id = ?", [(key,) for key in keys]
             ),
             now=now,
         )

@@ -58,6 +58,9 @@ class Alerting:
 
     payload: dict[str, Any]
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What tells a copy of it apart from another alert, beside the delivery's Request-ID: an
+    # issue alert's event and rule.
+    key: str | None = None
 
     @property
     def created(self) -> bool:
@@ -125,7 +128,12 @@ def _event_alert(data: dict[str, Any], sentry_url: str) -> Hook:
         short_id=None,
     )
     details = details_of(event, {"level": level})
-    return Alerting(payload, {SENTRY_PREFIX + issue_id: details_as_json(details)})
+    event_id = _text(event.get("event_id"))[:64]
+    return Alerting(
+        payload,
+        {SENTRY_PREFIX + issue_id: details_as_json(details)},
+        key=f"event:{event_id}:{rule[:200]}" if event_id else None,
+    )
 
 
 def _event_fields(event: dict[str, Any]) -> list[dict[str, str]]:

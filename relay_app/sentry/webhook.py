@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from ..core.errors import SpoolError
 from ..core.routing import Destination
 from ..glitchtip.webhook import PayloadError, payload_from_json
+from ..intake.alerts import Taken
 from ..intake.last_webhook import LastWebhook
 from ..intake.pages import Answer, Header, Said
 from ..intake.routed import RoutedWebhooks
@@ -104,9 +105,17 @@ class SentryPage:
         if hook.created and not self._asked_for(hook):
             log.info('Sentry webhook: a new issue, which no route asks for (kind = "created")')
             return Said({"status": "dropped", "reason": "not_asked"})
-        if request_id is not None and not self._claimed(request_id):
-            log.info("Sentry's delivery %s was taken in before: answered, nothing done", request_id)
+        keys = [key for key in (request_id, hook.key) if key is not None]
+        if keys and not self._claimed(keys):
+            log.info("Sentry's delivery %s was taken in before: answered, nothing done", keys[0])
             return Said({"status": "repeated"})
+        parts = self._taken(hook, started)
+        if keys and all(taken.alert is None for taken in parts):
+            self._release(keys)  # nothing of it waits anywhere: its next try is taken
+        return parts
+
+    def _taken(self, hook: Alerting, started: float) -> list[Taken]:
+        """The alert taken in by the routes, each part queued and left to the dispatcher."""
         parts = self._intake.webhooks.take(
             hook.payload,
             self._intake.default,
@@ -116,27 +125,23 @@ class SentryPage:
         )
         for taken in parts:
             self._intake.last_webhook.accepted(taken.outcome, taken.in_spool, taken.text)
-        if request_id is not None and all(taken.alert is None for taken in parts):
-            self._release(request_id)  # nothing of it waits anywhere: its next try is taken
         return parts
 
     def _asked_for(self, hook: Alerting) -> bool:
         """Whether a route takes the alert (a new issue goes only where one asks for it)."""
         return any(self._intake.routes.first(facts) for facts in facts_of(hook.payload))
 
-    def _claimed(self, request_id: str) -> bool:
+    def _claimed(self, keys: list[str]) -> bool:
         """Whether the delivery is new; when the spool cannot say, it is taken as new: a copy
         in the chat is better than an alert lost."""
         try:
-            return self._deliveries.claim(request_id, now=self._clock())
+            return self._deliveries.claim(keys, now=self._clock())
         except SpoolError as exc:
-            log.warning(
-                "whether Sentry's delivery %s was seen could not be read: %s", request_id, exc
-            )
+            log.warning("whether Sentry's delivery %s was seen could not be read: %s", keys[0], exc)
             return True
 
-    def _release(self, request_id: str) -> None:
+    def _release(self, keys: list[str]) -> None:
         try:
-            self._deliveries.release(request_id, now=self._clock())
+            self._deliveries.release(keys, now=self._clock())
         except SpoolError as exc:
-            log.warning("Sentry's delivery %s could not be given back: %s", request_id, exc)
+            log.warning("Sentry's delivery %s could not be given back: %s", keys[0], exc)

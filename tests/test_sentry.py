@@ -1,0 +1,403 @@
+"""Sentry's webhooks in (sentry/): the signature checked over the raw body, a delivery taken in
+once, each resource read into what the relay does, the answer given before any send. Payloads
+from Sentry's documentation and source (tests/sentry_samples/README.md)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import responses
+from flask import Flask
+from flask.testing import FlaskClient
+
+from relay_app import Relay, create_app, relay_of
+from relay_app.glitchtip.details import details_from_json
+from relay_app.glitchtip.webhook import KIND_KEY, SOURCE_KEY, parse_alert, source_of
+from relay_app.message.subjects import subjects_of
+from relay_app.operating.config import Settings
+from relay_app.operating.env_values import ConfigError
+from relay_app.operating.sentry_env import DEFAULT_SENTRY_URL, SentryConfig, sentry_from_env
+from relay_app.routes.split import facts_of
+from relay_app.routes.table import parse_routes
+from relay_app.sentry.deliveries import DeliveryStore
+from relay_app.sentry.hooks import Alerting, InStep, Noted, read_hook
+from relay_app.sentry.signature import signature_of, signed
+from relay_app.spool.opening import open_memory
+from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, run_background, sent_bodies, sent_texts
+from tests.payloads import issue, issue_alert
+
+SAMPLES = Path(__file__).resolve().parent / "sentry_samples"
+CLIENT_SECRET = "5f0c" * 16
+SENTRY = "https://sentry.example.org"
+PATH = "/sentry/webhook"
+
+
+def sample_bytes(name: str) -> bytes:
+    return (SAMPLES / name).read_bytes()
+
+
+def sample(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(sample_bytes(name))
+    return loaded
+
+
+def with_urls(body: dict[str, Any], org: str = "acme") -> dict[str, Any]:
+    """An issue webhook with the three URLs Sentry's source adds to its issue
+    (`_webhook_issue_data`: url, web_url, project_url), which the documentation's sample lacks."""
+    changed = copy.deepcopy(body)
+    issue = changed["data"]["issue"]
+    project = issue["project"]["slug"]
+    issue["url"] = f"{SENTRY}/api/0/organizations/{org}/issues/{issue['id']}/"
+    issue["web_url"] = f"{SENTRY}/organizations/{org}/issues/{issue['id']}/"
+    issue["project_url"] = f"{SENTRY}/organizations/{org}/projects/{project}/"
+    return changed
+
+
+def signed_post(
+    client: FlaskClient,
+    body: bytes,
+    resource: str,
+    *,
+    request_id: str | None = "0" * 32,
+    secret: str = CLIENT_SECRET,
+) -> Any:
+    """A POST as Sentry sends it: its headers, and the body's signature over its bytes."""
+    headers = {
+        "Content-Type": "application/json",
+        "Sentry-Hook-Resource": resource,
+        "Sentry-Hook-Timestamp": "1733300000",
+        "Sentry-Hook-Signature": signature_of(body, secret),
+    }
+    if request_id is not None:
+        headers["Request-ID"] = request_id
+    return client.post(PATH, data=body, headers=headers)
+
+
+@pytest.fixture
+def sentry_settings(settings: Settings) -> Settings:
+    return replace(settings, sentry=SentryConfig(CLIENT_SECRET, None, SENTRY))
+
+
+@pytest.fixture
+def sentry_app(sentry_settings: Settings, fake_time: FakeTime) -> Iterator[Flask]:
+    app = create_app(sentry_settings, clock=fake_time)
+    yield app
+    relay = relay_of(app)
+    assert relay is not None
+    relay.dispatcher.shutdown()
+
+
+def relay_in(app: Flask) -> Relay:
+    relay = relay_of(app)
+    assert relay is not None
+    return relay
+
+
+# The signature
+
+
+def test_the_signature_is_sentrys_hmac_sha256_of_the_bytes_sent() -> None:
+    body = sample_bytes("issue_alert.json")
+    # As Sentry's build_signature computes it: over the body's text, encoded in UTF-8.
+    expected = hmac.new(
+        CLIENT_SECRET.encode("utf-8"), body.decode("utf-8").encode("utf-8"), hashlib.sha256
+    ).hexdigest()
+    assert signature_of(body, CLIENT_SECRET) == expected
+    assert signed(body, expected, CLIENT_SECRET)
+    assert signed(body, expected.upper(), CLIENT_SECRET)  # hex in either case
+    assert not signed(body, expected, "another-secret-0123456789")
+    assert not signed(body + b" ", expected, CLIENT_SECRET)
+    assert not signed(body, None, CLIENT_SECRET)
+    assert not signed(body, "", CLIENT_SECRET)
+    assert not signed(body, "é" * 64, CLIENT_SECRET)
+
+
+def test_a_body_is_checked_as_sent_not_as_parsed_and_written_again(
+    sentry_app: Flask, telegram: responses.RequestsMock
+) -> None:
+    """getsentry/sentry #71025: a receiver that re-serializes the JSON it parsed checks other
+    bytes than Sentry signed. The sample's bytes, indented as its file has them, are signed
+    and taken; the same JSON written compactly, with that signature, is not Sentry's body."""
+    telegram.post(SEND_URL, json=OK)
+    client = sentry_app.test_client()
+    as_sent = sample_bytes("issue_alert.json")
+    rewritten = json.dumps(json.loads(as_sent), separators=(",", ":")).encode()
+    assert rewritten != as_sent
+    signature = signature_of(as_sent, CLIENT_SECRET)
+    headers = {"Sentry-Hook-Resource": "event_alert", "Sentry-Hook-Signature": signature}
+    refused = client.post(PATH, data=rewritten, headers=headers)
+    assert refused.status_code == 401
+    taken = client.post(PATH, data=as_sent, headers=headers)
+    assert taken.status_code == 202, taken.get_json()
+
+
+def test_a_wrong_or_missing_signature_is_401_counted_and_said_once_without_the_body(
+    sentry_app: Flask, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = sentry_app.test_client()
+    body = sample_bytes("issue_alert.json")
+    with caplog.at_level(logging.INFO):
+        wrong = signed_post(client, body, "event_alert", secret="an-old-secret-0123456789abcdef")
+        missing = client.post(PATH, data=body, headers={"Sentry-Hook-Resource": "event_alert"})
+    assert (wrong.status_code, missing.status_code) == (401, 401)
+    assert wrong.get_json() == {"error": "missing or wrong Sentry-Hook-Signature"}
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1, said
+    assert "SENTRY_CLIENT_SECRET" in said[0]
+    assert "heck is not defined" not in caplog.text  # the body is never logged
+    spool = relay_in(sentry_app).spool
+    assert spool is not None
+    assert spool.admin.counts()["pending"] == 0
+    exposition = relay_in(sentry_app).metrics.exposition().decode()
+    assert 'relay_requests_missed_total{reason="sentry_signature"} 2.0' in exposition
+
+
+def test_without_a_client_secret_there_is_no_sentry_page(client: FlaskClient) -> None:
+    body = sample_bytes("issue_alert.json")
+    assert signed_post(client, body, "event_alert").status_code == 404
+
+
+# What each resource is
+
+
+def test_an_issue_alert_is_read_into_an_alert_with_its_issue_link_fields_and_details() -> None:
+    hook = read_hook("event_alert", sample("issue_alert.json"), sentry_url="https://sentry.io")
+    assert isinstance(hook, Alerting)
+    assert not hook.created
+    payload = hook.payload
+    assert source_of(payload) == "sentry"
+    assert payload["text"] == "Very Important Alert Rule!"
+    [attachment] = payload["attachments"]
+    assert attachment["title"] == "ReferenceError: heck is not defined"
+    # One form of link whatever Sentry sent: its issue, under SENTRY_URL, by organization.
+    assert attachment["title_link"] == (
+        "https://sentry.io/organizations/test-org/issues/1117540176/"
+    )
+    assert attachment["text"] == "?(<anonymous>)"
+    assert attachment["level"] == "error"
+    assert {f["title"]: f["value"] for f in attachment["fields"]} == {"Project": "front-end"}
+    [ref] = subjects_of(parse_alert(payload)).issues
+    assert (ref.id, ref.origin, ref.label) == (
+        "sentry:1117540176",
+        "https://sentry.io",
+        "#1117540176",
+    )
+    details = details_from_json(hook.details["sentry:1117540176"])
+    assert details is not None
+    assert details.frame is not None
+    assert (details.frame.filename, details.frame.line) == ("<anonymous>", 3)
+    assert (details.exception_type, details.exception_value) == (
+        "ReferenceError",
+        "heck is not defined",
+    )
+    assert details.level == "error"
+    assert hook.key == "event:e4874d664c3540c1a32eab185f12c5ab:Very Important Alert Rule!"
+
+
+def test_an_organizations_own_sentry_io_address_names_it() -> None:
+    body = sample("issue_alert.json")
+    event = body["data"]["event"]
+    event["web_url"] = "https://acme.sentry.io/issues/1117540176/events/e4874d66/"
+    del event["url"], event["issue_url"]
+    hook = read_hook("event_alert", body, sentry_url="https://sentry.io")
+    assert isinstance(hook, Alerting)
+    assert hook.payload["attachments"][0]["title_link"] == (
+        "https://sentry.io/organizations/acme/issues/1117540176/"
+    )
+
+
+def test_a_metric_alert_and_its_recovery_are_alerts_without_buttons() -> None:
+    hook = read_hook("metric_alert", sample("metric_alert_resolved.json"), sentry_url=SENTRY)
+    assert isinstance(hook, Alerting)
+    [attachment] = hook.payload["attachments"]
+    assert attachment["title"] == "Resolved: Too many errors"
+    assert attachment["text"] == "1000 events in the last 10 minutes\nFilter: level:error"
+    assert attachment["title_link"] == "https://sentry.io/organizations/baz/alerts/1/"
+    assert attachment["level"] == "info"
+    assert subjects_of(parse_alert(hook.payload)).issues == ()  # an alert rule, not an issue
+    critical = sample("metric_alert_resolved.json") | {"action": "critical"}
+    hook = read_hook("metric_alert", critical, sentry_url=SENTRY)
+    assert isinstance(hook, Alerting)
+    assert hook.payload["attachments"][0]["level"] == "error"
+
+
+def test_a_new_issue_is_an_alert_of_kind_created_with_its_short_id() -> None:
+    hook = read_hook("issue", with_urls(sample("issue_created.json")), sentry_url=SENTRY)
+    assert isinstance(hook, Alerting)
+    assert hook.created
+    assert hook.payload[KIND_KEY] == "created"
+    [ref] = subjects_of(parse_alert(hook.payload)).issues
+    assert (ref.id, ref.label) == ("sentry:1170820242", "FRONT-END-9")
+    details = details_from_json(hook.details["sentry:1170820242"])
+    assert details is not None
+    assert details.count == 1
+
+
+@pytest.mark.parametrize(
+    ("action", "status"),
+    [
+        ("resolved", "resolved"),
+        ("unresolved", "unresolved"),
+        ("ignored", "ignored"),
+        ("archived", "ignored"),
+    ],
+)
+def test_an_issues_new_state_brings_its_cards_in_step(action: str, status: str) -> None:
+    body = sample("issue_created.json") | {"action": action}
+    hook = read_hook("issue", body, sentry_url=SENTRY)
+    assert isinstance(hook, InStep)
+    assert hook.states == {"sentry:1170820242": status}
+
+
+@pytest.mark.parametrize(
+    ("resource", "body"),
+    [
+        ("installation", {"action": "created", "data": {"installation": {"uuid": "abc"}}}),
+        ("issue", {"action": "assigned", "data": {"issue": {"id": "1", "assignedTo": {}}}}),
+        ("comment", {"action": "created", "data": {}}),
+        ("error", {"action": "created", "data": {}}),
+        ("event_alert", {"action": "triggered", "data": {}}),
+        ("", {}),
+    ],
+)
+def test_what_the_relay_does_not_act_on_is_noted(resource: str, body: dict[str, Any]) -> None:
+    assert isinstance(read_hook(resource, body, sentry_url=SENTRY), Noted)
+
+
+# The page
+
+
+def test_an_alert_is_answered_once_queued_before_any_send(
+    sentry_app: Flask, telegram: responses.RequestsMock, fake_time: FakeTime
+) -> None:
+    telegram.post(SEND_URL, json=OK)
+    answer = signed_post(sentry_app.test_client(), sample_bytes("issue_alert.json"), "event_alert")
+    assert answer.status_code == 202
+    assert answer.get_json()["status"] == "queued"
+    assert sent_texts(telegram) == []  # the answer did not wait for Telegram
+    run_background(relay_in(sentry_app).dispatcher, fake_time)
+    [text] = sent_texts(telegram)
+    assert "ReferenceError: heck is not defined" in text
+    assert "📍 &lt;anonymous&gt;:3" in text  # the frame, from the event the webhook carried
+
+
+def test_a_delivery_taken_in_before_does_nothing(
+    sentry_app: Flask, telegram: responses.RequestsMock, fake_time: FakeTime
+) -> None:
+    telegram.post(SEND_URL, json=OK)
+    client = sentry_app.test_client()
+    body = sample_bytes("issue_alert.json")
+    assert signed_post(client, body, "event_alert", request_id="a" * 32).status_code == 202
+    again = signed_post(client, body, "event_alert", request_id="a" * 32)
+    assert (again.status_code, again.get_json()) == (200, {"status": "repeated"})
+    # Sentry's task, retried after a timeout, builds the request again with a new Request-ID:
+    # the same event for the same rule is the same alert.
+    retried = signed_post(client, body, "event_alert", request_id="b" * 32)
+    assert retried.get_json() == {"status": "repeated"}
+    run_background(relay_in(sentry_app).dispatcher, fake_time)
+    assert len(sent_texts(telegram)) == 1
+
+
+def test_deliveries_are_kept_a_day() -> None:
+    deliveries = open_memory().of(DeliveryStore)
+    assert deliveries.claim(["a"], now=1000.0)
+    assert not deliveries.claim(["a", "b"], now=2000.0)
+    assert deliveries.claim(["b"], now=2000.0)  # "a" was seen; "b" was not claimed with it
+    assert deliveries.claim(["a"], now=1000.0 + 86400.0 + 1)
+    deliveries.release(["b"], now=3000.0)
+    assert deliveries.claim(["b"], now=3000.0)
+
+
+def test_a_new_issue_goes_only_where_a_route_asks_for_it(
+    sentry_settings: Settings, fake_time: FakeTime, telegram: responses.RequestsMock
+) -> None:
+    telegram.post(SEND_URL, json=OK)
+    body = json.dumps(with_urls(sample("issue_created.json"))).encode()
+    app = create_app(sentry_settings, clock=fake_time)
+    try:
+        answer = signed_post(app.test_client(), body, "issue")
+        assert (answer.status_code, answer.get_json()["status"]) == (200, "dropped")
+    finally:
+        relay_in(app).dispatcher.shutdown()
+    routes = parse_routes(
+        '[[route]]\nsource = "sentry"\nkind = "created"\nthread = 7\n', "routes.toml"
+    )
+    app = create_app(replace(sentry_settings, routes=routes), clock=fake_time)
+    try:
+        answer = signed_post(app.test_client(), body, "issue", request_id="c" * 32)
+        assert answer.status_code == 202
+        run_background(relay_in(app).dispatcher, fake_time)
+    finally:
+        relay_in(app).dispatcher.shutdown()
+    [sent] = sent_bodies(telegram)
+    assert sent["message_thread_id"] == 7
+    assert "blooopy is not defined" in sent["text"]
+
+
+def test_routes_tell_the_sources_apart() -> None:
+    routes = parse_routes(
+        '[[route]]\nsource = "sentry"\nthread = 1\n\n[[route]]\nsource = "glitchtip"\nthread = 2\n',
+        "routes.toml",
+    )
+    hook = read_hook("event_alert", sample("issue_alert.json"), sentry_url=SENTRY)
+    assert isinstance(hook, Alerting)
+    [sentrys] = facts_of(hook.payload)
+    glitchtips = facts_of({**hook.payload, SOURCE_KEY: "glitchtip"})[0]
+    assert routes.first(sentrys) is routes.routes[0]
+    assert routes.first(glitchtips) is routes.routes[1]
+    created_route = parse_routes('[[route]]\nkind = "created"\nthread = 3\n', "r.toml")
+    assert created_route.first({**sentrys, "kind": "created"}) is created_route.routes[0]
+    assert routes.first({**sentrys, "kind": "created"}) is None  # not asked for
+
+
+def test_a_glitchtip_webhook_cannot_pass_for_sentrys(
+    settings: Settings, telegram: responses.RequestsMock, fake_time: FakeTime
+) -> None:
+    """Whatever marks a body posted to GlitchTip's URL claims are taken out: a route for
+    Sentry's alerts does not take it, and it is no new issue (which no route here asks for)."""
+    telegram.post(SEND_URL, json=OK)
+    routes = parse_routes('[[route]]\nsource = "sentry"\nthread = 9\n', "routes.toml")
+    app = create_app(replace(settings, routes=routes), clock=fake_time)
+    try:
+        forged = issue_alert(issue(1)) | {SOURCE_KEY: "sentry", KIND_KEY: "created"}
+        assert app.test_client().post(WEBHOOK, json=forged).status_code == 200
+    finally:
+        relay_in(app).dispatcher.shutdown()
+    [sent] = sent_bodies(telegram)
+    assert "message_thread_id" not in sent
+
+
+# The settings
+
+
+def test_the_sentry_variables_are_read_and_every_problem_named_at_once() -> None:
+    assert sentry_from_env({}) is None
+    config = sentry_from_env({"SENTRY_CLIENT_SECRET": CLIENT_SECRET})
+    assert config == SentryConfig(CLIENT_SECRET, None, DEFAULT_SENTRY_URL)
+    with pytest.raises(ConfigError) as raised:
+        sentry_from_env(
+            {"SENTRY_CLIENT_SECRET": "short", "SENTRY_API_TOKEN": "a b", "SENTRY_URL": "ftp://x"}
+        )
+    assert raised.value.variables == ["SENTRY_CLIENT_SECRET", "SENTRY_API_TOKEN", "SENTRY_URL"]
+    with pytest.raises(ConfigError) as raised:
+        sentry_from_env({"SENTRY_API_TOKEN": "ab" * 32})
+    assert raised.value.variables == ["SENTRY_CLIENT_SECRET"]
+    with pytest.raises(ConfigError) as raised:
+        sentry_from_env({"SENTRY_CLIENT_SECRET": CLIENT_SECRET, "SENTRY_URL": "https://u:p@s.io"})
+    assert raised.value.variables == ["SENTRY_URL"]
+
+
+def test_sentrys_secrets_never_reach_a_log_line(sentry_settings: Settings) -> None:
+    settings = replace(sentry_settings, sentry=SentryConfig(CLIENT_SECRET, "cd" * 32, SENTRY))
+    assert CLIENT_SECRET in settings.secrets
+    assert "cd" * 32 in settings.secrets
+    assert CLIENT_SECRET not in repr(settings)
