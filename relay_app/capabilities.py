@@ -12,6 +12,7 @@ from .oncall import direct, handoff_text
 from .oncall.cli import add_oncall_command, roster_with_covers
 from .operating.console import AddCommands
 from .parts import sentry_page
+from .sentry.check import sentry_verdicts
 from .silences import summary as silence_summary
 from .silences.cli import add_silence_commands
 from .summaries import text as summary_text
@@ -31,6 +32,8 @@ NOTES: tuple[Note, ...] = (watcher.ESCALATING, hidden.NAMED_HIDDEN)
 ROSTER = roster_with_covers
 # Their pages beside the core's: Sentry's webhook, with SENTRY_CLIENT_SECRET.
 PAGES = (sentry_page,)
+# What `relay-app check` asks of them: Sentry's token, URL and secret.
+CHECKS = (sentry_verdicts,)
 # Their `relay-app` subcommands, after the core's own.
 COMMANDS: tuple[AddCommands, ...] = (
     add_silence_commands,

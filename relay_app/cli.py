@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
-from .capabilities import COMMANDS, ROSTER, SHAPES
+from .capabilities import CHECKS, COMMANDS, ROSTER, SHAPES
 from .operating import cli
 from .operating.console import Console
 
@@ -28,4 +28,4 @@ def main(
         err or sys.stderr,
         stdin or sys.stdin,
     )
-    return cli.run(argv, console, added=COMMANDS, shapes=SHAPES, roster_of=ROSTER)
+    return cli.run(argv, console, added=COMMANDS, shapes=SHAPES, roster_of=ROSTER, checks=CHECKS)

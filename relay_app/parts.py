@@ -39,7 +39,9 @@ from .oncall.steps import Escalation
 from .operating.config import Settings
 from .routes.rotation import Roster
 from .routes.zones import Zones
+from .sentry.api import SentryApi
 from .sentry.deliveries import DeliveryStore
+from .sentry.trackers import Trackers
 from .sentry.webhook import Intake as SentryIntake
 from .sentry.webhook import SentryPage
 from .silences.command import silences_command
@@ -231,9 +233,9 @@ def acting_from_the_chat(
     which polls while `term` names this process's term as the fleet's leader. `actions`: what
     a press does besides changing the issue in GlitchTip."""
     settings, spool, outbox, metrics, clock = _unpacked(basis)
-    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
-    if token is None or glitchtip_url is None or spool is None:
+    if not settings.acts_on_issues or spool is None:
         return FromTheChat()
+    glitchtip, sentry = issue_apis(settings, timeout=settings.send_timeout)
     answering = Answering(
         outbox,
         spool.answers,
@@ -244,14 +246,14 @@ def acting_from_the_chat(
     )
     team = Team(
         store=spool.of(SentStore),
-        glitchtip=GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout),
+        glitchtip=Trackers(glitchtip, sentry),
         allowed_users=settings.action_user_ids,
         words=words_for(settings.language),
         metrics=metrics,
         clock=clock,
         met=met_by(spool.of(PeopleStore), clock),
     )
-    links = _links(basis, spool, answering, team.glitchtip)
+    links = _links(basis, spool, answering, glitchtip) if glitchtip is not None else None
     route = route_updates(
         Presses(team, telegram, outbox, actions, zones_for(settings).of),
         Replies(
@@ -346,6 +348,18 @@ def bot_commands(
         silences_command(spool.of(SilenceStore), clock=clock, zone_of=zones_for(settings).of),
         status_command(status),
     ]
+
+
+def issue_apis(
+    settings: Settings, *, timeout: float
+) -> tuple[GlitchTipApi | None, SentryApi | None]:
+    """The sources' APIs that have a token: GlitchTip's (GLITCHTIP_API_TOKEN, to GLITCHTIP_URL)
+    and Sentry's (SENTRY_API_TOKEN, to SENTRY_URL or its region)."""
+    token, url, sentry = settings.glitchtip_api_token, settings.glitchtip_url, settings.sentry
+    glitchtip = GlitchTipApi(token, url, timeout=timeout) if token and url else None
+    if sentry is None or sentry.api_token is None:
+        return glitchtip, None
+    return glitchtip, SentryApi(sentry.api_token, sentry.url, timeout=timeout)
 
 
 def _links(

@@ -22,8 +22,9 @@ from typing import Any, Literal
 from ..glitchtip.api import IssueStatus
 from ..message.formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT
 from ..message.spans import place_time, visible, visible_length
-from ..message.subjects import IssueRef
+from ..message.subjects import IssueRef, source_name
 from ..words import Words
+from ..words.catalogue import in_source
 
 Verb = Literal[
     "take",
@@ -214,6 +215,13 @@ def done_line(
         "ignored": (words.ignored_in_glitchtip, words.issue_ignored_in_glitchtip),
         "unresolved": (words.reopened_in_glitchtip, words.issue_reopened_in_glitchtip),
     }
+    if button.acted_by is None:
+        words = in_source(words, source_name(button.issue_id))
+        in_glitchtip = {
+            "resolved": (words.resolved_in_glitchtip, words.issue_resolved_in_glitchtip),
+            "ignored": (words.ignored_in_glitchtip, words.issue_ignored_in_glitchtip),
+            "unresolved": (words.reopened_in_glitchtip, words.issue_reopened_in_glitchtip),
+        }
     one, many = (in_chat if button.acted_by is not None else in_glitchtip)[button.status]
     template = (many if several else one) + _snoozed(button, words, zone)
     return template.format(
@@ -258,7 +266,9 @@ def muted_line(
 
 
 def notice(button: IssueButton, status: IssueStatus, words: Words) -> str:
-    """The press's answer when GlitchTip made the change: 'Resolved BACKEND-1A in GlitchTip'."""
+    """The press's answer when the issue's source made the change: 'Resolved BACKEND-1A in
+    GlitchTip' (or 'in Sentry')."""
+    words = in_source(words, source_name(button.issue_id))
     template = {
         "resolved": words.notice_resolved,
         "ignored": words.notice_ignored,

@@ -47,9 +47,11 @@ from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
 from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..message.spans import place_time
+from ..message.subjects import source_name
 from ..oncall.steps import Escalation
 from ..silences.silencing import Silencing
 from ..snoozes.snoozing import SnoozeFor, Snoozing
+from ..words.catalogue import in_source
 from .taking import Taking
 from .team import Person, Team
 
@@ -304,7 +306,8 @@ class Presses:
             extra=event(event="press", issue=button.label, outcome="failed", error=str(exc)),
         )
         self._count("failed")
-        self._answer(press, glitchtip_notice(exc).text(self._team.words), alert=True)
+        words = in_source(self._team.words, source_name(button.issue_id))
+        self._answer(press, glitchtip_notice(exc).text(words), alert=True)
 
     def _keep_snooze(
         self,

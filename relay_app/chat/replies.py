@@ -23,6 +23,7 @@ from ..core.json_values import json_int, json_object
 from ..core.logs import event
 from ..core.metrics import ReplyOutcome
 from ..glitchtip.notices import glitchtip_notice, operator_fix
+from ..message.subjects import source_name
 from ..words import Said
 from .answers import Answering, Asker
 from .taking import Taking
@@ -210,7 +211,10 @@ class Replies:
                 "" if fix is None else f". FIX: {fix} (the person was told the operator has it)",
                 extra=event(event="reply", issue=button.label, outcome="failed", error=str(exc)),
             )
-            self._say(reply, Said("comment_not_posted", {"why": glitchtip_notice(exc)}))
+            source = source_name(button.issue_id)
+            self._say(
+                reply, Said("comment_not_posted", {"why": glitchtip_notice(exc)}, source=source)
+            )
             self._count("failed")
             return False
         log.info(
@@ -223,7 +227,9 @@ class Replies:
         )
         self._count("commented")
         # Where the chat takes no reactions, a reply says it instead.
-        posted = Said("comment_posted", {"label": button.label})
+        posted = Said(
+            "comment_posted", {"label": button.label}, source=source_name(button.issue_id)
+        )
         try:
             self._answering.react(reply.asker, POSTED, instead=posted)
         except SpoolError as exc:

@@ -16,7 +16,7 @@ from typing import Any
 from ..cards.sent import SentStore
 from ..core.json_values import json_int, json_object
 from ..core.metrics import Metrics
-from ..glitchtip.api import GlitchTipApi
+from ..glitchtip.api import IssueActions
 from ..words import Words
 from .answers import Asker
 
@@ -85,7 +85,8 @@ class Team:
     TELEGRAM_ACTION_USER_IDS: empty, everyone in the chat may act."""
 
     store: SentStore
-    glitchtip: GlitchTipApi
+    # The issue's source's API: GlitchTip's, Sentry's (sentry/trackers.py).
+    glitchtip: IssueActions
     allowed_users: frozenset[int]
     words: Words
     metrics: Metrics | None = None

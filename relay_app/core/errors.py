@@ -114,6 +114,8 @@ class GlitchTipError(Exception):
         super().__init__(message)
         self.detail = detail
         self.status = status
+        # Whose API it was: Sentry's is GlitchTip's to the relay (sentry/api.py).
+        self.source = "GlitchTip"
 
 
 # Why GlitchTip could not be reached at all: no answer in time, a refused connection,

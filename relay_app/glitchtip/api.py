@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 from urllib.parse import urlencode
 
 import requests
@@ -48,7 +48,21 @@ ISSUE_STATUSES: tuple[IssueStatus, ...] = ("resolved", "ignored", "unresolved")
 T = TypeVar("T")
 
 
+class IssueActions(Protocol):
+    """What a press and a reply change of an issue: its status, a comment on it (GlitchTip's
+    API, or, for Sentry's issues too, sentry/trackers.py)."""
+
+    def set_status(self, issue_id: str, status: IssueStatus) -> dict[str, Any]: ...
+
+    def comment(self, issue_id: str, text: str) -> dict[str, Any]: ...
+
+
 class GlitchTipApi:
+    # Who answers, and the variable that says where, as errors name them (Sentry's API is
+    # GlitchTip's to the calls the relay makes: sentry/api.py).
+    NAME = "GlitchTip"
+    URL_VARIABLE = "GLITCHTIP_URL"
+
     def __init__(self, token: str, base_url: str, *, timeout: float) -> None:
         """The token and the one address it is sent to (GLITCHTIP_URL) are bound here, so no
         call can name another."""
@@ -70,7 +84,10 @@ class GlitchTipApi:
         """Post a comment on the issue (its author is the token's user); GlitchTip's comment
         JSON, or a GlitchTipError."""
         _check_id(issue_id)
-        return self._call("POST", f"/api/0/issues/{issue_id}/comments/", {"data": {"text": text}})
+        return self._call("POST", f"/api/0/issues/{issue_id}/comments/", self._comment_body(text))
+
+    def _comment_body(self, text: str) -> dict[str, Any]:
+        return {"data": {"text": text}}
 
     def issue(self, issue_id: str) -> dict[str, Any]:
         """The issue as GlitchTip's API answers it (its title, short id, status, count, level,
@@ -181,13 +198,22 @@ class GlitchTipApi:
         if isinstance(reply, dict):
             return reply
         raise GlitchTipUnreachable(
-            f"{method} {self._base_url}{path}: GlitchTip's answer is not the JSON object its API "
-            "gives",
-            detail="an answer that is not GlitchTip's",
+            f"{method} {self._base_url}{path}: {self.NAME}'s answer is not the JSON object its "
+            "API gives",
+            detail=f"an answer that is not {self.NAME}'s",
         )
 
-    def _call_any(self, method: str, path: str, body: dict[str, Any] | None) -> object:
-        url = self._base_url + path
+    def _call_any(
+        self, method: str, path: str, body: dict[str, Any] | None, *, at: str | None = None
+    ) -> object:
+        """`at`: the base URL to ask (the configured one's, by default `_api_base`)."""
+        try:
+            return self._ask(method, (at or self._api_base()) + path, body)
+        except GlitchTipError as exc:
+            exc.source = self.NAME
+            raise
+
+    def _ask(self, method: str, url: str, body: dict[str, Any] | None) -> object:
         headers = {"Authorization": f"Bearer {self._token}"}
         with Deadline(self._timeout) as watchdog:
             try:
@@ -205,16 +231,21 @@ class GlitchTipApi:
                     answer = _bounded(response)
             except requests.RequestException as exc:
                 cause: Unreached = "timeout" if watchdog.expired else _cause(exc)
+                said = _SAID[cause].format(name=self.NAME)
                 raise GlitchTipUnreachable(
-                    f"{method} {url}: {_SAID[cause]}; check GLITCHTIP_URL ({self._base_url})",
+                    f"{method} {url}: {said}; check {self.URL_VARIABLE} ({self._base_url})",
                     cause=cause,
                 ) from None
         if 300 <= status < 400:
-            raise _redirected(method, url, status, location)
+            raise _redirected(method, url, status, location, self)
         reply = _json_of(answer)
         if status < 300 and isinstance(reply, dict | list):
             return reply
-        raise _refusal(method, url, status, reply)
+        raise _refusal(method, url, status, reply, self.NAME)
+
+    def _api_base(self) -> str:
+        """Where the API's paths are asked: the configured address."""
+        return self._base_url
 
 
 _SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
@@ -384,20 +415,22 @@ def _bounded(response: requests.Response) -> bytes | None:
     return bytes(body)
 
 
-def _redirected(method: str, url: str, status: int, location: str | None) -> GlitchTipError:
+def _redirected(
+    method: str, url: str, status: int, location: str | None, api: GlitchTipApi
+) -> GlitchTipError:
     where = redact(location)[:200] if location else "nowhere"
     return GlitchTipRedirected(
-        f"{method} {url}: GlitchTip answered {status}, a redirect to {where}, which the relay "
-        "does not follow: set GLITCHTIP_URL to GlitchTip's own address",
+        f"{method} {url}: {api.NAME} answered {status}, a redirect to {where}, which the relay "
+        f"does not follow: set {api.URL_VARIABLE} to {api.NAME}'s own address",
         detail=where,
         status=status,
     )
 
 
-def _refusal(method: str, url: str, status: int, reply: object) -> GlitchTipError:
+def _refusal(method: str, url: str, status: int, reply: object, name: str) -> GlitchTipError:
     detail = reply.get("detail") if isinstance(reply, dict) else None
     said = redact(str(detail))[:200] if detail else f"HTTP {status}"
-    logged = f"{method} {url}: GlitchTip answered {status}: {said}"
+    logged = f"{method} {url}: {name} answered {status}: {said}"
     if status == 401 or (status == 403 and "csrf" in said.lower()):
         return GlitchTipTokenRefused(logged, detail=said, status=status)
     if status == 403:
@@ -415,10 +448,10 @@ def _no_such_issue(status: int, said: str) -> bool:
 
 # How the log says why GlitchTip was not reached.
 _SAID: dict[Unreached, str] = {
-    "timeout": "GlitchTip did not answer in time",
-    "refused": "GlitchTip refused the connection (nothing listens at that address)",
-    "unresolvable": "GlitchTip's host name does not resolve",
-    "connection": "the connection to GlitchTip failed",
+    "timeout": "{name} did not answer in time",
+    "refused": "{name} refused the connection (nothing listens at that address)",
+    "unresolvable": "{name}'s host name does not resolve",
+    "connection": "the connection to {name} failed",
 }
 
 

@@ -40,9 +40,17 @@ def glitchtip_notice(error: GlitchTipError) -> Said:
     return Said("glitchtip_refused", {"detail": error.detail})
 
 
+_NEW_SENTRY_TOKEN = (
+    "add a token to the internal integration in Sentry (Settings → Custom Integrations), whose "  # noqa: S105 (a hint, not a password)
+    "permissions give Issue & Event: Read & Write, and set SENTRY_API_TOKEN to it"
+)
+
+
 def operator_fix(error: GlitchTipError) -> str | None:
     """What the relay's operator must change, naming the variable; None when nothing in the
     relay's setup is wrong (GlitchTip down, an issue deleted)."""
+    if error.source == "Sentry":
+        return _sentry_fix(error)
     if isinstance(error, GlitchTipTokenRefused):
         return f"GLITCHTIP_API_TOKEN is wrong or revoked: {_NEW_TOKEN}"
     if isinstance(error, GlitchTipScopeMissing):
@@ -57,4 +65,20 @@ def operator_fix(error: GlitchTipError) -> str | None:
         )
     if isinstance(error, GlitchTipUnreachable) and error.cause == "unresolvable":
         return "GLITCHTIP_URL's host name could not be resolved: check GLITCHTIP_URL and DNS"
+    return None
+
+
+def _sentry_fix(error: GlitchTipError) -> str | None:
+    """operator_fix, for Sentry's API."""
+    if isinstance(error, GlitchTipTokenRefused):
+        return f"SENTRY_API_TOKEN is wrong or revoked: {_NEW_SENTRY_TOKEN}"
+    if isinstance(error, GlitchTipScopeMissing):
+        return f"SENTRY_API_TOKEN may not change issues: {_NEW_SENTRY_TOKEN}"
+    if isinstance(error, GlitchTipRedirected):
+        return (
+            f"SENTRY_URL answers with a redirect (to {error.detail}), which the relay does not "
+            "follow (its token would go there): set SENTRY_URL to Sentry's own address"
+        )
+    if isinstance(error, GlitchTipUnreachable) and error.cause == "unresolvable":
+        return "SENTRY_URL's host name could not be resolved: check SENTRY_URL and DNS"
     return None

@@ -13,7 +13,7 @@ from .alerts import Taken
 
 
 @dataclass(frozen=True)
-class Said:
+class PageReply:
     """An answer that is no alert's: its JSON and status. A 401 is counted and said among the
     requests refused (web/misses.py)."""
 
@@ -22,7 +22,7 @@ class Said:
 
 
 # What a page's answer is: said, or what became of each part of an alert it took in.
-Answer = Said | list[Taken]
+Answer = PageReply | list[Taken]
 # A request's header, by name (any case); None when it has none.
 Header = Callable[[str], str | None]
 

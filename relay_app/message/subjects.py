@@ -135,6 +135,11 @@ def is_sentrys(issue_id: str) -> bool:
     return issue_id.startswith(SENTRY_PREFIX)
 
 
+def source_name(issue_id: str) -> str:
+    """The name of the issue's source, as the chat's words say it."""
+    return "Sentry" if is_sentrys(issue_id) else "GlitchTip"
+
+
 @dataclass(frozen=True)
 class IssueHomes:
     """Where each source's issue links must be for an issue to get buttons: GlitchTip's origin

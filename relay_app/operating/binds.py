@@ -39,3 +39,14 @@ def admin_bind_from_env(environ: Mapping[str, str], bind: str | None = None) -> 
             "port of its own, like 127.0.0.1:9187",
         )
     return raw
+
+
+# Addresses a listener binds to mean "every interface"; they are not addresses to ask.
+_ANY_ADDRESS = {"0.0.0.0", "::", "[::]", ""}  # noqa: S104
+
+
+def local_url(bind: str, path: str) -> str:
+    """Where a command on this host asks the relay listening at `bind` for `path`: a relay
+    listening on every address answers on loopback too."""
+    host, _, port = bind.rpartition(":")
+    return f"http://{'127.0.0.1' if host in _ANY_ADDRESS else host}:{port}{path}"

@@ -40,6 +40,7 @@ from ..spool import Spool, open_spool
 from ..telegram.client import TelegramClient
 from ..telegram.updates_webhook import shown_webhook_url, telegram_secret_token, webhook_path
 from ..words import words_for
+from .binds import local_url
 from .chats import find_chats, report
 from .config import (
     ConfigError,
@@ -55,7 +56,7 @@ from .config import (
 from .console import AddCommands, CommandLine, Console, Failed, Usage
 from .glitchtip_connect import add_glitchtip_commands
 from .routes_cli import RosterOf, add_routes_commands, rotations_only
-from .selfcheck import Verdict, run_checks
+from .selfcheck import MoreChecks, Verdict, run_checks
 from .spool_cli import add_spool_commands
 
 if TYPE_CHECKING:
@@ -76,13 +77,15 @@ def run(
     added: Sequence[AddCommands] = (),
     shapes: Sequence[Shape] = (),
     roster_of: RosterOf = rotations_only,
+    checks: Sequence[MoreChecks] = (),
 ) -> int:
     """`relay-app` with `argv` (None: the process's), its exit code. `added`: the
     capabilities' subcommands; `shapes`: the alerts they registered (what `spool list` shows
     of a job); `roster_of`: who is on duty (`routes test`), the covers the capabilities keep
-    applied."""
+    applied; `checks`: what `check` asks of the capabilities' settings too."""
     err = console.err
     parser = _parser(added, shapes, roster_of)
+    parser.set_defaults(more_checks=tuple(checks))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse has already printed the usage and the problem
@@ -180,7 +183,7 @@ def parse_duration(raw: str) -> float:
 
 def _check(args: argparse.Namespace, console: Console) -> int:
     passed = True
-    for verdict in run_checks(console.environ, send=args.send):
+    for verdict in run_checks(console.environ, send=args.send, more=args.more_checks):
         passed = passed and verdict.passed
         # Redacted again here: whatever Telegram or a proxy echoes back, never the token.
         print(redact(_verdict_line(verdict)), file=console.out, flush=True)
@@ -277,8 +280,6 @@ def _delete_telegram_webhook(args: argparse.Namespace, console: Console) -> int:
 
 # The Dockerfile's HEALTHCHECK gives the command 5 s.
 READY_TIMEOUT = 4.0
-# Addresses a listener binds to mean "every interface"; they are not addresses to ask.
-_ANY_ADDRESS = {"0.0.0.0", "::", "[::]", ""}  # noqa: S104
 
 
 def _ready(args: argparse.Namespace, console: Console) -> int:
@@ -286,9 +287,7 @@ def _ready(args: argparse.Namespace, console: Console) -> int:
         bind = admin_bind_from_env(console.environ) or bind_from_env(console.environ)
     except ConfigError as exc:
         raise Usage(str(exc)) from None
-    host, _, port = bind.rpartition(":")
-    # A relay listening on every address answers on loopback too.
-    url = f"http://{'127.0.0.1' if host in _ANY_ADDRESS else host}:{port}/readyz"
+    url = local_url(bind, "/readyz")
     try:
         reply = requests.get(url, timeout=READY_TIMEOUT)
     except requests.RequestException as exc:

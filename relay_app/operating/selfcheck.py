@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -64,7 +64,13 @@ class Verdict:
     unreached: bool = False
 
 
-def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
+# A capability's checks of its own settings (Sentry's: sentry/check.py), run after the core's.
+MoreChecks = Callable[[Settings], Iterator[Verdict]]
+
+
+def run_checks(
+    environ: Mapping[str, str], *, send: bool, more: Sequence[MoreChecks] = ()
+) -> Iterator[Verdict]:
     """Every check, in order; those that need something that failed say so and fail too."""
     try:
         settings = Settings.from_env(environ)
@@ -88,12 +94,22 @@ def run_checks(environ: Mapping[str, str], *, send: bool) -> Iterator[Verdict]:
     client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
     try:
         yield from telegram_verdicts(client, settings, send=send)
-        token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
-        if token is not None and glitchtip_url is not None:
-            yield _glitchtip_verdict(settings, token, glitchtip_url)
-            yield _presses_verdict(client, settings)
+        yield from _source_verdicts(client, settings, more)
     finally:
         client.close()
+
+
+def _source_verdicts(
+    client: TelegramClient, settings: Settings, more: Sequence[MoreChecks]
+) -> Iterator[Verdict]:
+    """GlitchTip's token, the presses when a source has one, and the capabilities' checks."""
+    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
+    if token is not None and glitchtip_url is not None:
+        yield _glitchtip_verdict(settings, token, glitchtip_url)
+    if settings.acts_on_issues:
+        yield _presses_verdict(client, settings)
+    for checks in more:
+        yield from checks(settings)
 
 
 def _last_good_routes(environ: Mapping[str, str]) -> str | None:

@@ -25,7 +25,7 @@ from ..core.routing import Destination
 from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..intake.alerts import Taken
 from ..intake.last_webhook import LastWebhook
-from ..intake.pages import Answer, Header, Said
+from ..intake.pages import Answer, Header, PageReply
 from ..intake.routed import RoutedWebhooks
 from ..operating.sentry_env import SentryConfig
 from ..routes import RouteTable
@@ -78,37 +78,37 @@ class SentryPage:
 
     def answer(self, body: bytes, header: Header, started: float) -> Answer:
         if not signed(body, header(SIGNATURE_HEADER), self._config.client_secret):
-            return Said({"error": f"missing or wrong {SIGNATURE_HEADER}"}, 401)
+            return PageReply({"error": f"missing or wrong {SIGNATURE_HEADER}"}, 401)
         try:
             payload = payload_from_json(body)
         except PayloadError as exc:
             log.warning("a signed Sentry webhook was refused: %s", exc)
-            return Said({"error": str(exc)}, 400)
+            return PageReply({"error": str(exc)}, 400)
         resource = (header(RESOURCE_HEADER) or "")[:40]
         hook = read_hook(resource, payload, sentry_url=self._config.url)
         if isinstance(hook, Noted):
             log.info("Sentry webhook noted: %s", hook.said)
-            return Said({"status": "noted"})
+            return PageReply({"status": "noted"})
         if isinstance(hook, InStep):
             return self._in_step_with(hook)
         request_id = (header(REQUEST_ID_HEADER) or "").strip()[:MAX_ID] or None
         return self._alert(hook, request_id, started)
 
-    def _in_step_with(self, hook: InStep) -> Said:
+    def _in_step_with(self, hook: InStep) -> PageReply:
         changed = 0
         if self._in_step is not None:
             changed = self._in_step.follow(hook.states, asked_at=self._clock(), settle=0)
         log.info("Sentry webhook: %s; %d card button(s) changed", hook.said, changed)
-        return Said({"status": "in_step", "changed": changed})
+        return PageReply({"status": "in_step", "changed": changed})
 
     def _alert(self, hook: Alerting, request_id: str | None, started: float) -> Answer:
         if hook.created and not self._asked_for(hook):
             log.info('Sentry webhook: a new issue, which no route asks for (kind = "created")')
-            return Said({"status": "dropped", "reason": "not_asked"})
+            return PageReply({"status": "dropped", "reason": "not_asked"})
         keys = [key for key in (request_id, hook.key) if key is not None]
         if keys and not self._claimed(keys):
             log.info("Sentry's delivery %s was taken in before: answered, nothing done", keys[0])
-            return Said({"status": "repeated"})
+            return PageReply({"status": "repeated"})
         parts = self._taken(hook, started)
         if keys and all(taken.alert is None for taken in parts):
             self._release(keys)  # nothing of it waits anywhere: its next try is taken

@@ -29,7 +29,7 @@ from ..delivery.job import Delivery
 from ..delivery.render import Note
 from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, GlitchTipApi, IssueState
 from ..glitchtip.webhook import IssueAlert, parse_alert
-from ..message.subjects import issue_ref, org_of
+from ..message.subjects import IssueRef, is_sentrys, issue_ref, org_of
 from ..message.trend import Trend, trend
 from ..snoozes.snoozing import Snoozing
 from ..spool.store import Tx
@@ -308,9 +308,14 @@ def _issues_of(
         ref = issue_ref(issue.link, issue.short_id, issue.title)
         org = org_of(issue.link)
         alone = _alone(payload, index)
-        if ref is not None and org is not None and ref.origin == links and alone is not None:
+        if ref is not None and _glitchtips(ref, links) and org is not None and alone is not None:
             found.append(Watched(ref.id, org, alone, chat, thread))
     return found
+
+
+def _glitchtips(ref: IssueRef, links: str) -> bool:
+    """Whether the issue is one of GlitchTip's own, which the watcher asks GlitchTip about."""
+    return ref.origin == links and not is_sentrys(ref.id)
 
 
 def _alone(payload: Mapping[str, Any], index: int) -> dict[str, Any] | None:

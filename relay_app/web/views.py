@@ -32,7 +32,7 @@ from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
 from ..core.routing import RouteError, destination_from_query
 from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, as_glitchtips, payload_from_json
 from ..intake.alerts import Taken
-from ..intake.pages import Page, Said
+from ..intake.pages import Page, PageReply
 from ..message.formatting import message_for
 from ..telegram.updates_webhook import SECRET_HEADER, telegram_secret_token, webhook_path
 from ..words import ENGLISH
@@ -333,7 +333,7 @@ def add_page(app: Flask, page: Page) -> None:
         except PayloadError as exc:
             return jsonify(error=str(exc)), 400
         said = page.answer(body, request.headers.get, started)
-        if isinstance(said, Said):
+        if isinstance(said, PageReply):
             if said.status == 401:  # counted, and said once a minute (misses.py)
                 relay.misses.record(request.method, page.path, 401)
             return jsonify(said.body), said.status

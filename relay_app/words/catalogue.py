@@ -10,8 +10,9 @@ Logs, metrics and the command line stay English: operators grep them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 
@@ -310,8 +311,12 @@ class Said:
 
     word: str
     values: Mapping[str, str | Said] = field(default_factory=dict)
+    # The source the words are about, where not GlitchTip ("Sentry": `in_source`).
+    source: str | None = None
 
     def text(self, words: Words) -> str:
+        if self.source is not None:
+            words = in_source(words, self.source)
         template = getattr(words, self.word, None)
         if not isinstance(template, str) or self.word == "language":
             raise KeyError(f"the catalogue has no word {self.word!r}")
@@ -322,13 +327,16 @@ class Said:
         return template.format(**shown)
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        said: dict[str, Any] = {
             "word": self.word,
             "values": {
                 name: value.as_json() if isinstance(value, Said) else value
                 for name, value in self.values.items()
             },
         }
+        if self.source is not None:
+            said["source"] = self.source
+        return said
 
     @classmethod
     def from_json(cls, raw: object) -> Said:
@@ -336,13 +344,39 @@ class Said:
         if not isinstance(raw, dict) or not isinstance(raw.get("word"), str):
             raise KeyError(f"not words to say: {raw!r:.80}")
         values = raw.get("values", {})
+        source = raw.get("source")
         return cls(
             raw["word"],
             {
                 str(name): cls.from_json(value) if isinstance(value, dict) else str(value)
                 for name, value in (values.items() if isinstance(values, dict) else ())
             },
+            source=source if isinstance(source, str) else None,
         )
+
+
+# The source every word names unless said otherwise.
+NAMED_SOURCE = "GlitchTip"
+
+
+@functools.lru_cache(maxsize=8)
+def in_source(words: Words, source: str) -> Words:
+    """The catalogue, its words about GlitchTip said of another source ("Sentry"): the
+    source's name is a name in every language, and its variable's (GLITCHTIP_API_TOKEN) too."""
+    if source == NAMED_SOURCE:
+        return words
+    upper = (NAMED_SOURCE.upper(), source.upper())
+
+    def moved(text: str) -> str:
+        return text.replace(NAMED_SOURCE, source).replace(*upper)
+
+    changed: dict[str, Any] = {}
+    for name, value in templates(words).items():
+        if isinstance(value, Plural):
+            changed[name] = Plural(tuple(moved(form) for form in value.forms))
+        else:
+            changed[name] = moved(value)
+    return replace(words, **changed)
 
 
 def templates(words: Words) -> dict[str, str | Plural]:

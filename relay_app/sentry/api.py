@@ -1,0 +1,100 @@
+"""Sentry's API, for the calls the relay makes of an issue: GlitchTip implements Sentry's issue
+API, so the calls are GlitchTip's (glitchtip/api.py) but for a comment's body (`{"text": …}`,
+Sentry's NoteSerializer) and where they are sent.
+
+The token goes to SENTRY_URL, or to the region host Sentry's own answer there names for the
+token's organization (`links.regionUrl` in `GET /api/0/organizations/`: sentry.io keeps an
+organization's data at us.sentry.io or de.sentry.io), and only to a host under SENTRY_URL's: an
+answer cannot send it elsewhere. Asked once, and again after a minute while it cannot be.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..core.errors import GlitchTipError
+from ..core.json_values import json_object, json_objects
+from ..glitchtip.api import GlitchTipApi
+
+log = logging.getLogger(__name__)
+
+# How long a region that could not be asked is left unasked: the calls go to SENTRY_URL meanwhile.
+ASK_AGAIN = 60.0
+_ORGANIZATIONS = "/api/0/organizations/"
+
+
+class SentryApi(GlitchTipApi):
+    NAME = "Sentry"
+    URL_VARIABLE = "SENTRY_URL"
+
+    def __init__(
+        self,
+        token: str,
+        base_url: str,
+        *,
+        timeout: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(token, base_url, timeout=timeout)
+        self._region: str | None = None
+        self._asked_at: float | None = None
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+
+    def organizations(self) -> list[dict[str, Any]]:
+        """The token's organizations, asked at SENTRY_URL itself (`org:read`): an internal
+        integration's token has one."""
+        return json_objects(self._call_any("GET", _ORGANIZATIONS, None, at=self._base_url))
+
+    def region(self) -> str:
+        """Where the API is asked: the token's organization's region host, or SENTRY_URL."""
+        return self._api_base()
+
+    def _comment_body(self, text: str) -> dict[str, Any]:
+        return {"text": text}
+
+    def _api_base(self) -> str:
+        with self._lock:
+            if self._region is not None:
+                return self._region
+            now = self._monotonic()
+            if self._asked_at is not None and now - self._asked_at < ASK_AGAIN:
+                return self._base_url
+            self._asked_at = now
+        try:
+            found = self._call_any("GET", _ORGANIZATIONS, None, at=self._base_url)
+        except GlitchTipError as exc:
+            log.warning("Sentry's region for the token could not be asked: %s", exc)
+            found = None
+        region = self._region_in(found)
+        with self._lock:
+            self._region = region
+            return region or self._base_url
+
+    def _region_in(self, organizations: object) -> str | None:
+        """The first organization's region host, where it is under SENTRY_URL's host; SENTRY_URL
+        when it names none (self-hosted Sentry); None when it could not be asked."""
+        if organizations is None:
+            return None
+        for organization in json_objects(organizations):
+            region = json_object(organization.get("links")).get("regionUrl")
+            if isinstance(region, str) and _under(region, self._base_url):
+                return region.rstrip("/")
+        return self._base_url
+
+
+def _under(region: str, base_url: str) -> bool:
+    """Whether `region` is `base_url`'s host or one under it, by the same scheme."""
+    try:
+        found, base = urlsplit(region), urlsplit(base_url)
+    except ValueError:
+        return False
+    host, base_host = (found.hostname or "").lower(), (base.hostname or "").lower()
+    if found.scheme != base.scheme or not host or found.username or found.path.strip("/"):
+        return False
+    return host == base_host or host.endswith("." + base_host)

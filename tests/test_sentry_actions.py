@@ -1,0 +1,188 @@
+"""Sentry's issues acted on from the chat (sentry/api.py, sentry/trackers.py): a press changes
+the issue through Sentry's API, at SENTRY_URL or the region its answer names under it, a reply
+is a comment in Sentry's form, Sentry's issue webhooks bring the cards in step, and an issue of
+GlitchTip's with the same number stays GlitchTip's. Sentry's API mocked by `responses` as its
+documentation says it answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import responses
+
+from relay_app import Relay
+from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.core.errors import GlitchTipScopeMissing
+from relay_app.glitchtip.notices import operator_fix
+from relay_app.operating.sentry_env import SentryConfig
+from relay_app.parts import sentry_page
+from relay_app.sentry.api import SentryApi
+from relay_app.sentry.signature import signature_of
+from tests.conftest import FakeTime
+from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram
+from tests.test_presses import press
+from tests.test_replies import reply
+
+CHAT = "-1001234567890"
+SENTRY = "https://sentry.example.org"
+SENTRY_TOKEN = "9f" * 32
+CLIENT_SECRET = "5f0c" * 16
+ORGANIZATIONS = f"{SENTRY}/api/0/organizations/"
+# One card of each source's issue numbered 4: the two must never be taken for each other.
+SENTRYS = SentMessage(
+    CHAT,
+    41,
+    "<b>🔴 Very Important Alert Rule!</b>",
+    1_800_000_000.0,
+    buttons=(IssueButton("s-key", "sentry:4", SENTRY, "FRONT-END-4"),),
+)
+GLITCHTIPS = SentMessage(
+    CHAT,
+    42,
+    "<b>🔴 GlitchTip Alert</b>",
+    1_800_000_000.0,
+    buttons=(IssueButton("g-key", "4", GLITCHTIP, "BACKEND-4A"),),
+)
+
+
+@pytest.fixture
+def sentry() -> Iterator[responses.RequestsMock]:
+    """GlitchTip's and Sentry's APIs over HTTP: a test registers the answers it needs."""
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        yield mock
+
+
+@pytest.fixture
+def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
+    fake_time.now = 1_800_000_240.0
+    config = SentryConfig(CLIENT_SECRET, SENTRY_TOKEN, SENTRY)
+    return Chat.of(built, fake_time, SENTRYS, GLITCHTIPS, sentry=config)
+
+
+def organizations(region: str | None) -> list[dict[str, Any]]:
+    """`GET /api/0/organizations/` as Sentry answers it (its `links` since the regions)."""
+    links = {"organizationUrl": "https://acme.sentry.example.org"}
+    if region is not None:
+        links["regionUrl"] = region
+    return [{"id": "1", "slug": "acme", "name": "Acme", "links": links}]
+
+
+def test_a_press_on_a_sentry_issue_changes_it_in_sentry_with_sentrys_token(
+    chat: Chat, sentry: responses.RequestsMock
+) -> None:
+    sentry.get(ORGANIZATIONS, json=organizations(None))
+    sentry.put(f"{SENTRY}/api/0/issues/4/", json={"id": "4", "status": "resolved"})
+    chat.update(press(callback_data("resolve", "s-key")))
+    put = [call for call in sentry.calls if call.request.method == "PUT"]
+    assert [call.request.url for call in put] == [f"{SENTRY}/api/0/issues/4/"]
+    assert put[0].request.headers["Authorization"] == f"Bearer {SENTRY_TOKEN}"
+    assert put[0].request.body == b'{"status": "resolved"}'
+    assert chat.answered() == [("Resolved FRONT-END-4 in Sentry", False)]
+    chat.settle()
+    [(_, message_id, html_text, _)] = chat.telegram.edits
+    assert message_id == 41
+    assert "✅ Resolved by @ada at 08:04 UTC" in html_text
+
+
+def test_glitchtips_issue_of_the_same_number_stays_glitchtips(
+    chat: Chat, sentry: responses.RequestsMock
+) -> None:
+    sentry.put(f"{GLITCHTIP}/api/0/issues/4/", json={"id": "4", "status": "ignored"})
+    chat.update(press(callback_data("ignore", "g-key"), message_id=42))
+    assert [call.request.url for call in sentry.calls] == [f"{GLITCHTIP}/api/0/issues/4/"]
+    assert chat.answered() == [("Ignored BACKEND-4A in GlitchTip", False)]
+
+
+@pytest.mark.parametrize(
+    ("region", "asked"),
+    [
+        ("https://us.sentry.example.org", "https://us.sentry.example.org"),
+        # Not under SENTRY_URL's host: the token does not go there, whatever the answer says.
+        ("https://sentry.attacker.example", SENTRY),
+        ("http://us.sentry.example.org", SENTRY),  # another scheme
+    ],
+)
+def test_the_tokens_region_is_asked_once_and_followed_only_under_sentry_url(
+    sentry: responses.RequestsMock, region: str, asked: str
+) -> None:
+    sentry.get(ORGANIZATIONS, json=organizations(region))
+    sentry.put(f"{asked}/api/0/issues/4/", json={"id": "4", "status": "resolved"})
+    api = SentryApi(SENTRY_TOKEN, SENTRY, timeout=2.0)
+    api.set_status("4", "resolved")
+    api.set_status("4", "resolved")
+    urls = [call.request.url for call in sentry.calls]
+    assert urls == [ORGANIZATIONS, f"{asked}/api/0/issues/4/", f"{asked}/api/0/issues/4/"]
+
+
+def test_a_region_that_cannot_be_asked_leaves_the_calls_at_sentry_url_for_a_while(
+    sentry: responses.RequestsMock,
+) -> None:
+    sentry.get(ORGANIZATIONS, status=503, json={"detail": "down"})
+    sentry.put(f"{SENTRY}/api/0/issues/4/", json={"id": "4", "status": "resolved"})
+    clock = FakeTime()
+    api = SentryApi(SENTRY_TOKEN, SENTRY, timeout=2.0, monotonic=lambda: clock.now)
+    api.set_status("4", "resolved")
+    api.set_status("4", "resolved")  # not asked again within the minute
+    clock.now += 61
+    api.set_status("4", "resolved")
+    asked = [call.request.url for call in sentry.calls if call.request.method == "GET"]
+    assert asked == [ORGANIZATIONS, ORGANIZATIONS]
+
+
+def test_a_reply_is_a_comment_in_sentrys_form(
+    built: Callable[..., Relay], fake_time: FakeTime, sentry: responses.RequestsMock
+) -> None:
+    sentry.get(ORGANIZATIONS, json=organizations(None))
+    sentry.post(f"{SENTRY}/api/0/issues/4/comments/", status=201, json={"id": "1"})
+    telegram = ScriptedTelegram(reactions=False)
+    config = SentryConfig(CLIENT_SECRET, SENTRY_TOKEN, SENTRY)
+    chat = Chat.of(built, fake_time, SENTRYS, telegram=telegram, sentry=config)
+    chat.update(reply("Rolling back", message_id=902, topic=77))
+    chat.settle()
+    [comment] = [call for call in sentry.calls if call.request.method == "POST"]
+    body = json.loads(comment.request.body or b"{}")
+    assert set(body) == {"text"}  # Sentry's NoteSerializer; GlitchTip's is {"data": {...}}
+    assert body["text"].endswith("Rolling back")
+    assert telegram.replies == [(CHAT, 77, 902, "💬 Posted as a comment on FRONT-END-4 in Sentry.")]
+
+
+def test_a_refusal_of_sentrys_names_sentrys_variable_for_the_operator(
+    chat: Chat, sentry: responses.RequestsMock
+) -> None:
+    sentry.get(ORGANIZATIONS, json=organizations(None))
+    sentry.put(f"{SENTRY}/api/0/issues/4/", status=403, json={"detail": "no permission"})
+    chat.update(press(callback_data("resolve", "s-key")))
+    [(text, alert)] = chat.answered()
+    assert alert
+    assert "Sentry" in text
+    error = GlitchTipScopeMissing("x")
+    error.source = "Sentry"
+    fix = operator_fix(error)
+    assert fix is not None
+    assert "SENTRY_API_TOKEN" in fix
+
+
+def test_sentrys_issue_webhook_brings_the_card_in_step(
+    chat: Chat, sentry: responses.RequestsMock
+) -> None:
+    page = sentry_page(chat.relay, chat.clock)
+    assert page is not None
+    body = json.dumps(
+        {"action": "resolved", "data": {"issue": {"id": "4", "shortId": "FRONT-END-4"}}}
+    ).encode()
+    headers = {
+        "Sentry-Hook-Resource": "issue",
+        "Sentry-Hook-Signature": signature_of(body, CLIENT_SECRET),
+    }
+    answer = page.answer(body, headers.get, 0.0)
+    assert not isinstance(answer, list)
+    assert answer.body == {"status": "in_step", "changed": 1}
+    chat.settle()
+    [(_, message_id, html_text, keyboard)] = chat.telegram.edits
+    assert message_id == 41
+    assert "✅ Resolved in Sentry at 08:04 UTC" in html_text
+    assert keyboard["inline_keyboard"][0][0]["callback_data"] == "o:s-key"  # Reopen
+    assert len(sentry.calls) == 0  # nothing asked of either API
