@@ -186,3 +186,43 @@ def test_sentrys_issue_webhook_brings_the_card_in_step(
     assert "✅ Resolved in Sentry at 08:04 UTC" in html_text
     assert keyboard["inline_keyboard"][0][0]["callback_data"] == "o:s-key"  # Reopen
     assert len(sentry.calls) == 0  # nothing asked of either API
+
+
+def test_check_proves_the_token_its_region_and_that_the_relay_takes_signed_requests(
+    sentry: responses.RequestsMock,
+) -> None:
+    from dataclasses import replace
+
+    from relay_app.operating.binds import DEFAULT_BIND, local_url
+    from relay_app.operating.config import Settings
+    from relay_app.sentry.check import sentry_verdicts
+    from relay_app.sentry.signature import signed
+
+    sentry.get(ORGANIZATIONS, json=organizations("https://us.sentry.example.org"))
+    relay_url = local_url(DEFAULT_BIND, "/sentry/webhook")
+
+    def relay_here(request: Any) -> tuple[int, dict[str, str], str]:
+        body = request.body if isinstance(request.body, bytes) else request.body.encode()
+        ok = signed(body, request.headers.get("Sentry-Hook-Signature"), CLIENT_SECRET)
+        return (200, {}, '{"status": "noted"}') if ok else (401, {}, "{}")
+
+    sentry.add_callback(responses.POST, relay_url, callback=relay_here)
+    settings = Settings(
+        telegram_bot_token="1:x",
+        telegram_chat_id=-1,
+        webhook_secret="s" * 32,
+        sentry=SentryConfig(CLIENT_SECRET, SENTRY_TOKEN, SENTRY),
+    )
+    token, webhook = sentry_verdicts(settings)
+    assert token.passed
+    assert "organization acme" in token.found
+    assert "https://us.sentry.example.org" in token.found
+    assert webhook.passed
+    assert relay_url in webhook.found
+    other = replace(settings, sentry=SentryConfig("another" * 8, None, SENTRY))
+    token, webhook = sentry_verdicts(other)
+    assert token.passed  # none set: said, not failed
+    assert "SENTRY_API_TOKEN unset" in token.found
+    assert not webhook.passed
+    assert webhook.hint is not None
+    assert "another secret" in webhook.hint
