@@ -382,6 +382,7 @@ def _renderer(
         late_after=settings.late_after,
         coalesce=settings.coalesce,
         buttons_at=settings.issue_homes if buttons else NO_HOMES,
+        names_sources=settings.sentry is not None and settings.glitchtip_url is not None,
         on_call=OnCall(roster, zones, names=_names(shared.of(PeopleStore), clock)),
         added=Added(
             SHAPES,

@@ -22,6 +22,7 @@ from flask.testing import FlaskClient
 from relay_app import Relay, create_app, relay_of
 from relay_app.glitchtip.details import details_from_json
 from relay_app.glitchtip.webhook import KIND_KEY, SOURCE_KEY, parse_alert, source_of
+from relay_app.message.formatting import message_for
 from relay_app.message.subjects import subjects_of
 from relay_app.operating.config import Settings
 from relay_app.operating.env_values import ConfigError
@@ -32,6 +33,7 @@ from relay_app.sentry.deliveries import DeliveryStore
 from relay_app.sentry.hooks import Alerting, InStep, Noted, read_hook
 from relay_app.sentry.signature import signature_of, signed
 from relay_app.spool.opening import open_memory
+from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, run_background, sent_bodies, sent_texts
 from tests.payloads import issue, issue_alert
 
@@ -401,3 +403,19 @@ def test_sentrys_secrets_never_reach_a_log_line(sentry_settings: Settings) -> No
     assert CLIENT_SECRET in settings.secrets
     assert "cd" * 32 in settings.secrets
     assert CLIENT_SECRET not in repr(settings)
+
+
+def test_a_message_names_its_source_only_where_the_relay_serves_both() -> None:
+    alert = read_hook("event_alert", sample("issue_alert.json"), sentry_url=SENTRY)
+    created = read_hook("issue", with_urls(sample("issue_created.json")), sentry_url=SENTRY)
+    assert isinstance(alert, Alerting)
+    assert isinstance(created, Alerting)
+    alone = message_for(alert.payload, ENGLISH)
+    assert alone.text.startswith("🔴 Very Important Alert Rule!\n")
+    both = message_for(alert.payload, ENGLISH, names_source=True)
+    assert both.text.startswith("🔴 Sentry · Very Important Alert Rule!\n")
+    # A new issue has no rule's name: its heading is the source's own, in the chat's language.
+    assert message_for(created.payload, ENGLISH).text.startswith("🔴 Sentry Alert\n")
+    assert message_for(created.payload, RUSSIAN).text.startswith("🔴 Алерт Sentry\n")
+    glitchtips = message_for(issue_alert(issue(1)), ENGLISH, names_source=True)
+    assert glitchtips.text.startswith("🔴 GlitchTip Alert\n")

@@ -13,14 +13,20 @@ from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.digest import compose
 from relay_app.message.formatting import format_alert
 from relay_app.operating.config import ConfigError, Settings
-from relay_app.words import ENGLISH, LANGUAGES, RUSSIAN, Plural, Words, words_for
-from relay_app.words.catalogue import russian_plural, templates
+from relay_app.words import ENGLISH, LANGUAGES, RUSSIAN, Plural, Said, Words, words_for
+from relay_app.words.catalogue import in_source, russian_plural, templates
 from tests import payloads
 from tests.telegram_rules import visible_text
 
 # Words allowed to read the same as in English (none yet: even "мин" is not "min").
 # Templates of placeholders and signs alone, the same in every language.
-SAME_EVERYWHERE: set[str] = {"link_card", "direct_call", "with_hint", "report_open_line"}
+SAME_EVERYWHERE: set[str] = {
+    "link_card",
+    "direct_call",
+    "with_hint",
+    "report_open_line",
+    "source_heading",
+}
 
 
 def placeholders(template: str) -> set[str]:
@@ -178,3 +184,19 @@ def test_the_russian_reads_as_a_russian_team_writes() -> None:
         "check",
         "send",
     ]
+
+
+@pytest.mark.parametrize("words", LANGUAGES.values(), ids=LANGUAGES.keys())
+def test_words_about_another_source_name_it_and_its_variable(words: Words) -> None:
+    sentrys = in_source(words, "Sentry")
+    assert in_source(words, "GlitchTip") is words
+    assert "GlitchTip" in words.notice_resolved
+    assert "GlitchTip" not in sentrys.notice_resolved
+    assert "Sentry" in sentrys.notice_resolved
+    said = [form for word in templates(sentrys).values() for form in forms(word)]
+    assert not [form for form in said if "GlitchTip" in form or "GLITCHTIP" in form]
+    assert Said("comment_posted", {"label": "X-1"}, source="Sentry").text(words) == (
+        sentrys.comment_posted.format(label="X-1")
+    )
+    kept = Said("comment_posted", {"label": "X-1"}, source="Sentry")
+    assert Said.from_json(kept.as_json()) == kept

@@ -175,9 +175,11 @@ class Renderer:
         buttons_at: IssueHomes = NO_HOMES,
         on_call: OnCall | None = None,
         added: Added | None = None,
+        names_sources: bool = False,
     ) -> None:
         """`coalesce` False: one alert a message (RELAY_COALESCE=0); `buttons_at`: the sources'
-        origins, when issues get buttons (only those whose links are a source's own)."""
+        origins, when issues get buttons (only those whose links are a source's own);
+        `names_sources`: GlitchTip and Sentry are both configured, so a message names its own."""
         added = added or Added()
         on_call = on_call or OnCall()
         self.words = words
@@ -191,6 +193,7 @@ class Renderer:
         self._late_after = late_after
         self._coalesce = coalesce
         self._buttons_at = buttons_at
+        self._names_sources = names_sources
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[object, ...], Message] = OrderedDict()
 
@@ -407,6 +410,7 @@ class Renderer:
             now=received_at,
             names_hidden_at=self._buttons_at.glitchtip,
             again=again,
+            names_source=self._names_sources,
         )
         subjects = message.subjects
         if self._buttons_at and vetted:

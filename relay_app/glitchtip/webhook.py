@@ -80,6 +80,8 @@ class IssueAlert:
     # GlitchTip attaches at most MAX_ISSUES_PER_ALERT issues but counts all of them here; so
     # does the relay, for those past MAX_ITEMS_READ.
     total: int
+    # Where it came from (SOURCES): GlitchTip, or another source read into its shape.
+    source: str = "glitchtip"
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,7 @@ def parse_alert(payload: dict[str, Any]) -> Alert:
     total = len(attachments)
     if total_match:
         total = max(int(total_match.group(1)), total)
-    return IssueAlert(heading, issues, total)
+    return IssueAlert(heading, issues, total, source=source_of(payload))
 
 
 # The words of a payload the relay does not know, at most: a log line's worth.

@@ -31,6 +31,7 @@ from ..glitchtip.webhook import (
     parse_alert,
 )
 from ..words import Plural, Words
+from ..words.catalogue import in_source
 from .details import detail_spans
 from .lines import Line, field_name, lines_of, monitor_state
 from .spans import (
@@ -127,13 +128,15 @@ def message_for(
     now: float = 0.0,
     names_hidden_at: str | None = None,
     again: bool = False,
+    names_source: bool = False,
 ) -> Message:
     """The message for a GlitchTip payload, in `words`' language, as a job renders it when it
     is sent and `relay-app preview` shows it: with its issues' details from GlitchTip's API
     (by issue id) when `details` gives them (`now` then says how long ago an issue was first
     seen). `names_hidden_at`: GlitchTip's origin when the relay names the issues an alert of
     its issues there counts and does not attach (intake/hidden.py); `again`: its issues posted
-    again (an escalating issue: watch/watcher.py), never said to be new."""
+    again (an escalating issue: watch/watcher.py), never said to be new; `names_source`: the
+    relay serves GlitchTip and Sentry both, so a heading that does not name its source does."""
     try:
         alert = parse_alert(payload)
         subjects = subjects_of(alert)
@@ -147,6 +150,8 @@ def message_for(
             and ref.id in details
         }
         named = any(ref.origin == names_hidden_at for ref in subjects.issues)
+        if isinstance(alert, IssueAlert):
+            alert = replace(alert, heading=_sourced(alert, words, names_source))
         formatted = format_alert(alert, words, by_link, now=now, hidden_named=named, again=again)
         return replace(formatted, subjects=subjects)
     except Exception:
@@ -337,6 +342,19 @@ def _issue_header(alert: IssueAlert, words: Words) -> list[Span]:
     # Not a value span: shortened here once, so that no fitting below shortens it differently.
     heading = shorten(clean(_heading(alert.heading, words), single_line=True), HEADING_LIMIT)
     return [Span(f"{worst} "), Span(heading, bold=True)]
+
+
+def _sourced(alert: IssueAlert, words: Words, names_source: bool) -> str:
+    """Another source's heading, in its words (Sentry's new issue has none: 'Sentry Alert'),
+    with its name before it where the relay serves two sources and it does not say it."""
+    if alert.source == "glitchtip":
+        return alert.heading
+    name = alert.source.capitalize()
+    if not alert.heading:
+        return in_source(words, name).glitchtip_alert
+    if not names_source:
+        return alert.heading
+    return words.source_heading.format(source=name, heading=alert.heading)
 
 
 def _heading(heading: str, words: Words) -> str:

@@ -52,6 +52,8 @@ class Words:
     # fixed ones), the issue's parts, GlitchTip's field names, and what was left out.
     glitchtip_alert: str
     glitchtip_alert_issues: Plural
+    # An alert's heading with its source named, where the relay serves two ('Sentry · Checkout').
+    source_heading: str
     untitled_issue: str
     raised_in: str
     field_project: str

@@ -14,6 +14,7 @@ ENGLISH = Words(
     unit_second="s",
     glitchtip_alert="GlitchTip Alert",
     glitchtip_alert_issues=Plural(("GlitchTip Alert ({n} issue)", "GlitchTip Alert ({n} issues)")),
+    source_heading="{source} · {heading}",
     untitled_issue="(untitled issue)",
     raised_in="in ",
     field_project="Project",

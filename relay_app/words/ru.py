@@ -24,6 +24,7 @@ RUSSIAN = Words(
             "Алерт GlitchTip ({n} проблем)",
         )
     ),
+    source_heading="{source} · {heading}",
     untitled_issue="(проблема без названия)",
     raised_in="в ",
     field_project="Проект",
