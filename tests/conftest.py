@@ -36,6 +36,7 @@ from relay_app.telegram.courier import Telegram
 from relay_app.words import ENGLISH
 from tests import postgres
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
+from tests.fake_sentry import FakeSentry, running_fake_sentry
 from tests.postgres import PostgresServer
 from tests.prometheus import Samples, parse
 
@@ -384,3 +385,10 @@ def hold_the_lock(spool_path: str, seconds: float) -> threading.Thread:
     thread.start()
     assert held.wait(5)
     return thread
+
+
+@pytest.fixture
+def fake_sentry() -> Iterator[FakeSentry]:
+    """Sentry on 127.0.0.1: its API, and its webhooks sent signed (tests/fake_sentry.py)."""
+    with running_fake_sentry() as fake:
+        yield fake

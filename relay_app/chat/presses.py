@@ -280,9 +280,10 @@ class Presses:
         if not self._update_message(press, message, said):
             said += self._team.words.not_updated
         log.info(
-            "%s by %s (GlitchTip answered in %.0f ms)",
+            "%s by %s (%s answered in %.0f ms)",
             said,
             press.by.handle,
+            source_name(button.issue_id),
             changed * 1000,
             extra=event(event="press", issue=button.label, outcome=status, user=press.by.handle),
         )

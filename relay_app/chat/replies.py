@@ -218,9 +218,10 @@ class Replies:
             self._count("failed")
             return False
         log.info(
-            "a reply by %s was posted as a comment on %s in GlitchTip",
+            "a reply by %s was posted as a comment on %s in %s",
             reply.by.handle,
             button.label,
+            source_name(button.issue_id),
             extra=event(
                 event="reply", issue=button.label, outcome="commented", user=reply.by.handle
             ),

@@ -1,0 +1,93 @@
+"""Sentry as a second source, end to end: the real `gunicorn wsgi:app` with 2 workers, the fake
+Telegram and the fake Sentry (its API, and its integration platform sending signed webhooks
+with its 1 s timeout). An issue alert is answered before it is sent and reaches the chat with
+its buttons; Resolve changes the issue in Sentry; a reply is a comment there; Sentry's own
+issue webhook brings the card in step; a forged webhook is refused and changes nothing; the
+same relay serves GlitchTip beside it, each card naming its source."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.conftest import StartRelay
+from tests.e2e.helpers import (
+    CHAT_SCALE,
+    alert_for,
+    answered,
+    labels,
+    once_edited,
+    only_message,
+    post,
+    wait_until,
+)
+from tests.e2e.relay_process import CHAT_ID
+from tests.fake_glitchtip import TOKEN as GLITCHTIP_TOKEN
+from tests.fake_glitchtip import FakeGlitchTip
+from tests.fake_sentry import CLIENT_SECRET, ORG, TOKEN, FakeSentry
+from tests.fake_telegram import FakeTelegram
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sentry_samples"
+
+
+def issue_alert(sentry: FakeSentry, issue_id: int) -> dict[str, Any]:
+    """The documentation's issue alert, about issue `issue_id` of the fake's organization."""
+    body: dict[str, Any] = json.loads((SAMPLES / "issue_alert.json").read_text())
+    event = body["data"]["event"]
+    event["issue_id"] = str(issue_id)
+    event["event_id"] = f"{issue_id:032x}"
+    event["web_url"] = f"{sentry.url}/organizations/{ORG}/issues/{issue_id}/events/{issue_id:032x}/"
+    event["url"] = f"{sentry.url}/api/0/projects/{ORG}/front-end/events/{issue_id:032x}/"
+    event["issue_url"] = f"{sentry.url}/api/0/organizations/{ORG}/issues/{issue_id}/"
+    return body
+
+
+def test_a_sentry_alert_is_answered_at_once_acted_on_and_kept_in_step(
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_sentry: FakeSentry,
+    fake_glitchtip: FakeGlitchTip,
+) -> None:
+    fake_sentry.add_issue(12)
+    relay = start_relay(
+        SENTRY_CLIENT_SECRET=CLIENT_SECRET,
+        SENTRY_API_TOKEN=TOKEN,
+        SENTRY_URL=fake_sentry.url,
+        GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN,
+        GLITCHTIP_URL=fake_glitchtip.url,
+        RELAY_TIME_SCALE=CHAT_SCALE,
+    )
+    forged = fake_sentry.send(
+        relay.url, "event_alert", issue_alert(fake_sentry, 12), secret="x" * 64
+    )
+    assert forged.status == 401
+
+    sent = fake_sentry.send(relay.url, "event_alert", issue_alert(fake_sentry, 12))
+    assert sent.status == 202, sent.body
+    assert sent.seconds < 1.0  # within Sentry's timeout, never waiting for Telegram
+    posted = only_message(fake_telegram)
+    assert posted.visible().startswith("🔴 Sentry · Very Important Alert Rule!")
+    assert labels(posted) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
+
+    answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve"))
+    assert answer["text"] == "Resolved #12 in Sentry"
+    assert fake_sentry.status(12) == "resolved"
+    once_edited(fake_telegram, posted, r"✅ Resolved by @ada at \d\d:\d\d UTC$")
+
+    fake_telegram.reply(posted, "Rolled back")
+    wait_until(lambda: fake_sentry.comments.get("12"), timeout=10)
+    assert fake_sentry.comments["12"][0].endswith("Rolled back")
+
+    # Reopened in Sentry itself: its issue webhook brings the card in step.
+    reopened = {"action": "unresolved", "data": {"issue": {"id": "12", "shortId": "FRONT-END-C"}}}
+    assert fake_sentry.send(relay.url, "issue", reopened).status == 200
+    once_edited(fake_telegram, posted, r"↩️ Reopened in Sentry at \d\d:\d\d UTC$")
+
+    # GlitchTip beside it, its own issue 12 untouched by all of this.
+    reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 12))
+    assert reply.status_code in (200, 202)  # 202: its turn comes after the card's edit
+    assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 2, timeout=10)
+    glitchtips = fake_telegram.posted_to(CHAT_ID)[-1]
+    assert glitchtips.visible().startswith("🔴 GlitchTip Alert")
+    assert fake_glitchtip.changes() == []

@@ -1,0 +1,162 @@
+"""A local stand-in for Sentry on 127.0.0.1, both of its sides the relay meets:
+
+- its API, as Sentry's documentation says it answers the calls the relay makes:
+  `GET /api/0/organizations/` (the token's organization, with `links.regionUrl`, here its own
+  address under another path-free host name is not possible on 127.0.0.1, so its own), `PUT
+  /api/0/issues/<id>/` (`status`), `POST /api/0/issues/<id>/comments/` (`{"text": …}`, 400
+  without it, as Sentry's NoteSerializer), 401 for another token, 404 for an issue it does not
+  have;
+- its integration platform: `send` posts a webhook to the relay as Sentry's `AppPlatformEvent`
+  does, with `Request-ID`, `Sentry-Hook-Resource`, `Sentry-Hook-Timestamp` and
+  `Sentry-Hook-Signature` over the exact bytes sent, and a timeout of 1 s as Sentry's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from tests.fake_http import Handler, LocalService
+
+TOKEN = "9a8b" * 16
+CLIENT_SECRET = "c0ffee" * 10 + "c0ff"
+ORG = "acme"
+_ISSUE = re.compile(r"/api/0/issues/([0-9]+)/")
+_COMMENTS = re.compile(r"/api/0/issues/([0-9]+)/comments/")
+# Sentry's integration platform gives a webhook this long to be answered.
+SENTRY_TIMEOUT = 1.0
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    path: str
+    body: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A webhook Sentry sent: its status, and how long the relay took to answer."""
+
+    status: int
+    seconds: float
+    body: Any
+
+
+class FakeSentry(LocalService):
+    name = "the fake Sentry"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.issues: dict[str, str] = {}  # id -> status
+        self.comments: dict[str, list[str]] = {}
+        self.calls: list[Call] = []
+
+    def add_issue(self, issue_id: int, status: str = "unresolved") -> None:
+        with self.lock:
+            self.issues[str(issue_id)] = status
+
+    def status(self, issue_id: int) -> str:
+        with self.lock:
+            return self.issues[str(issue_id)]
+
+    def send(
+        self, relay_url: str, resource: str, body: dict[str, Any], *, secret: str = CLIENT_SECRET
+    ) -> Sent:
+        """A webhook to the relay, signed over the bytes sent, as Sentry sends one."""
+        data = json.dumps(body).encode("utf-8")
+        headers = {
+            "Content-Type": "application/json",
+            "Request-ID": uuid.uuid4().hex,
+            "Sentry-Hook-Resource": resource,
+            "Sentry-Hook-Timestamp": str(int(time.time())),
+            "Sentry-Hook-Signature": hmac.new(
+                secret.encode("utf-8"), data, hashlib.sha256
+            ).hexdigest(),
+        }
+        started = time.monotonic()
+        answer = requests.post(
+            f"{relay_url}/sentry/webhook", data=data, headers=headers, timeout=SENTRY_TIMEOUT
+        )
+        seconds = time.monotonic() - started
+        try:
+            said = answer.json()
+        except ValueError:
+            said = answer.text
+        return Sent(answer.status_code, seconds, said)
+
+    def answer(
+        self, method: str, path: str, token: str | None, body: dict[str, Any] | None
+    ) -> tuple[int, Any]:
+        with self.lock:
+            self.calls.append(Call(method, path, body))
+            if token != TOKEN:
+                return 401, {"detail": "Invalid token"}
+            if method == "GET" and path == "/api/0/organizations/":
+                links = {"organizationUrl": self.url, "regionUrl": self.url}
+                return 200, [{"id": "1", "slug": ORG, "name": "Acme", "links": links}]
+            if method == "POST" and (found := _COMMENTS.fullmatch(path)):
+                return self._comment(found.group(1), body)
+            if method == "PUT" and (found := _ISSUE.fullmatch(path)):
+                return self._status(found.group(1), body)
+            return 404, {"detail": "The requested resource does not exist"}
+
+    def _comment(self, issue_id: str, body: dict[str, Any] | None) -> tuple[int, Any]:
+        if issue_id not in self.issues:
+            return 404, {"detail": "The requested resource does not exist"}
+        text = (body or {}).get("text")
+        if not isinstance(text, str) or not text:
+            return 400, {"text": ["This field is required."]}
+        self.comments.setdefault(issue_id, []).append(text)
+        return 201, {"id": "1", "type": "note", "data": {"text": text}}
+
+    def _status(self, issue_id: str, body: dict[str, Any] | None) -> tuple[int, Any]:
+        if issue_id not in self.issues:
+            return 404, {"detail": "The requested resource does not exist"}
+        status = (body or {}).get("status")
+        if status not in ("resolved", "unresolved", "ignored"):
+            return 400, {"status": ["Invalid status"]}
+        self.issues[issue_id] = status
+        return 200, {"id": issue_id, "status": status}
+
+
+@contextmanager
+def running_fake_sentry() -> Iterator[FakeSentry]:
+    fake = FakeSentry().start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+class _Handler(Handler):
+    def do_GET(self) -> None:
+        self._handle(None)
+
+    def do_POST(self) -> None:
+        body = self.json_body()
+        self._handle(body if isinstance(body, dict) else None)
+
+    do_PUT = do_POST
+
+    def _handle(self, body: dict[str, Any] | None) -> None:
+        fake: FakeSentry = self.service
+        auth = self.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else None
+        status, reply = fake.answer(self.command, self.path, token, body)
+        self.reply(status, reply)
+
+
+FakeSentry.handler = _Handler
