@@ -21,6 +21,7 @@ from relay_app.operating.sentry_env import SentryConfig
 from relay_app.parts import sentry_page
 from relay_app.sentry.api import SentryApi
 from relay_app.sentry.signature import signature_of
+from relay_app.snoozes.store import SnoozeStore
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram
 from tests.test_presses import press
@@ -226,3 +227,30 @@ def test_check_proves_the_token_its_region_and_that_the_relay_takes_signed_reque
     assert not webhook.passed
     assert webhook.hint is not None
     assert "another secret" in webhook.hint
+
+
+@pytest.mark.parametrize(
+    ("verb", "details", "said"),
+    [
+        ("snooze_hour", {"ignoreDuration": 60}, "Ignored FRONT-END-4 in Sentry until 09:04 UTC"),
+        ("snooze_day", {"ignoreDuration": 1440}, "Ignored FRONT-END-4 in Sentry until 08:04 UTC"),
+        (
+            "snooze_events",
+            {"ignoreCount": 100},
+            "Ignored FRONT-END-4 in Sentry until 100 more events",
+        ),
+    ],
+)
+def test_ignores_choices_on_a_sentry_issue_are_kept_by_sentry_itself(
+    chat: Chat, sentry: responses.RequestsMock, verb: str, details: dict[str, int], said: str
+) -> None:
+    sentry.get(ORGANIZATIONS, json=organizations(None))
+    sentry.put(f"{SENTRY}/api/0/issues/4/", json={"id": "4", "status": "ignored"})
+    chat.update(press(callback_data("snooze", "s-key")))  # Ignore… opens the choices
+    chat.update(press(callback_data(verb, "s-key")))  # type: ignore[arg-type]
+    [put] = [call for call in sentry.calls if call.request.method == "PUT"]
+    assert json.loads(put.request.body or b"{}") == {"status": "ignored", "statusDetails": details}
+    assert chat.answered()[-1] == (said, False)
+    assert chat.relay.spool is not None
+    # Nothing kept for the watcher: Sentry brings it back, and its webhook says so.
+    assert chat.relay.spool.of(SnoozeStore).open(now=chat.clock.now) == []

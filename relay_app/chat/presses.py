@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol
 
 from ..cards.card import (
     SILENCE_VERBS,
+    SNOOZE_EVENTS,
     SNOOZE_VERBS,
     STATUS_FOR,
     IssueButton,
@@ -47,10 +48,16 @@ from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
 from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..message.spans import place_time
-from ..message.subjects import source_name
+from ..message.subjects import is_sentrys, source_name
 from ..oncall.steps import Escalation
 from ..silences.silencing import Silencing
-from ..snoozes.snoozing import SnoozeFor, Snoozing
+from ..snoozes.snoozing import (
+    SnoozeFor,
+    Snoozing,
+    condition_of,
+    snooze_notice,
+    status_details,
+)
 from ..words.catalogue import in_source
 from .taking import Taking
 from .team import Person, Team
@@ -267,7 +274,9 @@ class Presses:
             return
         started = time.monotonic()
         try:
-            answer = self._team.glitchtip.set_status(button.issue_id, status)
+            answer = self._team.glitchtip.set_status(
+                button.issue_id, status, self._kept_by_source(button, snooze)
+            )
         except GlitchTipError as exc:
             self._refused(press, verb, button, claim, exc)
             return
@@ -310,6 +319,14 @@ class Presses:
         words = in_source(self._team.words, source_name(button.issue_id))
         self._answer(press, glitchtip_notice(exc).text(words), alert=True)
 
+    def _kept_by_source(
+        self, button: IssueButton, snooze: SnoozeFor | None
+    ) -> dict[str, int] | None:
+        """A choice of Ignore's on Sentry's issue, as the `statusDetails` Sentry keeps it by."""
+        if snooze is None or not is_sentrys(button.issue_id):
+            return None
+        return status_details(snooze.condition, now=self._team.clock())
+
     def _keep_snooze(
         self,
         press: Press,
@@ -319,7 +336,10 @@ class Presses:
         answer: dict[str, Any],
     ) -> str:
         """GlitchTip ignored the issue for one of Ignore's choices: the snooze kept for the
-        watcher; the press's notice."""
+        watcher; the press's notice. Sentry keeps its own (`_kept_by_source`)."""
+        if is_sentrys(button.issue_id):
+            words = in_source(self._team.words, "Sentry")
+            return snooze_notice(button, snooze.condition, words, self._zone_of(message.chat))
         assert self._snoozing is not None  # `_snooze_for` gives a snooze only with it
         said = self._snoozing.notice(button, snooze.condition, self._team.words, message.chat)
         try:
@@ -383,7 +403,11 @@ class Presses:
     ) -> SnoozeFor | Literal[False] | None:
         """A timed or counted choice's condition, and where the watcher finds the issue; None
         for any other verb; False (answered) when the issue is not watched, so nothing could
-        bring it back."""
+        bring it back. Sentry brings its issues back itself: a choice on one needs no watcher."""
+        if is_sentrys(button.issue_id):
+            events = self._snoozing.events if self._snoozing is not None else SNOOZE_EVENTS
+            found = condition_of(verb, now=self._team.clock(), events=events)
+            return SnoozeFor(found, org="", thread=None) if found is not None else None
         condition = self._snoozing.condition(verb) if self._snoozing is not None else None
         if condition is None or self._snoozing is None:
             return None

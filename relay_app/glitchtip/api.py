@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 from urllib.parse import urlencode
@@ -52,7 +52,9 @@ class IssueActions(Protocol):
     """What a press and a reply change of an issue: its status, a comment on it (GlitchTip's
     API, or, for Sentry's issues too, sentry/trackers.py)."""
 
-    def set_status(self, issue_id: str, status: IssueStatus) -> dict[str, Any]: ...
+    def set_status(
+        self, issue_id: str, status: IssueStatus, details: Mapping[str, int] | None = None
+    ) -> dict[str, Any]: ...
 
     def comment(self, issue_id: str, text: str) -> dict[str, Any]: ...
 
@@ -75,10 +77,16 @@ class GlitchTipApi:
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
 
-    def set_status(self, issue_id: str, status: IssueStatus) -> dict[str, Any]:
-        """Set the issue's status; GlitchTip's issue JSON, or a GlitchTipError."""
+    def set_status(
+        self, issue_id: str, status: IssueStatus, details: Mapping[str, int] | None = None
+    ) -> dict[str, Any]:
+        """Set the issue's status (`details`: Sentry's `statusDetails`, an ignore's condition
+        Sentry keeps itself); the issue's JSON, or a GlitchTipError."""
         _check_id(issue_id)
-        return self._call("PUT", f"/api/0/issues/{issue_id}/", {"status": status})
+        body: dict[str, Any] = {"status": status}
+        if details:
+            body["statusDetails"] = dict(details)
+        return self._call("PUT", f"/api/0/issues/{issue_id}/", body)
 
     def comment(self, issue_id: str, text: str) -> dict[str, Any]:
         """Post a comment on the issue (its author is the token's user); GlitchTip's comment

@@ -5,6 +5,7 @@ it, and a call that did would fail as any refused call does."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import GlitchTipError
@@ -18,9 +19,11 @@ class Trackers:
         self._glitchtip = glitchtip
         self._sentry = sentry
 
-    def set_status(self, issue_id: str, status: IssueStatus) -> dict[str, Any]:
+    def set_status(
+        self, issue_id: str, status: IssueStatus, details: Mapping[str, int] | None = None
+    ) -> dict[str, Any]:
         api, own_id = self._for(issue_id)
-        return api.set_status(own_id, status)
+        return api.set_status(own_id, status, details)
 
     def comment(self, issue_id: str, text: str) -> dict[str, Any]:
         api, own_id = self._for(issue_id)

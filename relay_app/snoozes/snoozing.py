@@ -16,6 +16,7 @@ watcher's round is one process's, and the end is recorded only on a snooze still
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -44,6 +45,34 @@ class SnoozeFor:
     condition: Condition
     org: str
     thread: int | None
+
+
+def condition_of(verb: Verb, *, now: float, events: int) -> Condition | None:
+    """What one of Ignore's choices ignores an issue until, from `now`: a time, or `events`
+    more events; None for forever (or a verb that is no choice)."""
+    if verb in SNOOZE_FOR:
+        return {"until": now + SNOOZE_FOR[verb]}
+    if verb == "snooze_events":
+        return {"events": float(events)}
+    return None
+
+
+def snooze_notice(button: IssueButton, condition: Condition, words: Words, zone: tzinfo) -> str:
+    """A snooze's press's answer: the issue ignored until a time (in `zone`) or a count."""
+    if "until" in condition:
+        until = place_time(condition["until"], zone)
+        return words.notice_snoozed_until.format(label=button.label, until=until)
+    count = int(condition["events"])
+    return words.notice_snoozed_events.format(label=button.label, count=count)
+
+
+def status_details(condition: Condition, *, now: float) -> dict[str, int]:
+    """The condition as Sentry's `statusDetails` for `ignored`, which Sentry keeps itself: an
+    ignore for so many minutes (`ignoreDuration`), or until so many more events
+    (`ignoreCount`). Sentry then sets the issue unresolved, and says so in its webhook."""
+    if "until" in condition:
+        return {"ignoreDuration": max(1, math.ceil((condition["until"] - now) / 60))}
+    return {"ignoreCount": int(condition["events"])}
 
 
 @dataclass(frozen=True)
@@ -85,11 +114,7 @@ class Snoozing:
 
     def condition(self, verb: Verb) -> Condition | None:
         """What a choice ignores the issue until, from now; None for forever (or no choice)."""
-        if verb in SNOOZE_FOR:
-            return {"until": self._clock() + SNOOZE_FOR[verb]}
-        if verb == "snooze_events":
-            return {"events": float(self.events)}
-        return None
+        return condition_of(verb, now=self._clock(), events=self.events)
 
     def place_of(self, button: IssueButton) -> tuple[str, int | None] | None:
         """The issue's organisation (which the watcher asks GlitchTip about it in) and its
@@ -131,11 +156,7 @@ class Snoozing:
 
     def notice(self, button: IssueButton, condition: Condition, words: Words, chat: str) -> str:
         """The press's answer: the issue ignored until a time (in `chat`'s zone) or a count."""
-        if "until" in condition:
-            until = place_time(condition["until"], self.zone_of(chat))
-            return words.notice_snoozed_until.format(label=button.label, until=until)
-        count = int(condition["events"])
-        return words.notice_snoozed_events.format(label=button.label, count=count)
+        return snooze_notice(button, condition, words, self.zone_of(chat))
 
     # --- the watcher's round -------------------------------------------------------------
 
