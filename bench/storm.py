@@ -11,27 +11,39 @@ The real `gunicorn wsgi:app` with the project's gunicorn.conf.py and the relay's
 twenty a minute take ten minutes; the run stops watching after --watch seconds (default 90)
 and reports what had arrived, unless --full waits for all of it. Run by hand:
 
-    .venv/bin/python bench/storm.py [--full] [--watch SECONDS] [--only on|off]
+    .venv/bin/python bench/storm.py [--full] [--watch SECONDS] [--only on|off|sentry]
 
 Target (issue 4): with digests, all 200 visible within 60 s, in at most 20 messages, none
 lost, none duplicated, every webhook answered within RELAY_SEND_TIMEOUT.
+
+`--only sentry` (issue 52): Sentry's signed webhooks, each a different issue alert, from 16
+clients at once, with Telegram healthy and then hanging (each send waits RELAY_SEND_TIMEOUT):
+the answer's p50, p99 and max, and whether every alert reached the chat once Telegram was
+back. Target: p99 well under Sentry's 1 s timeout whatever Telegram does.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
+import hmac
+import json
 import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import requests  # noqa: E402
 
 from bench.payload import with_new_issue  # noqa: E402
 from tests.e2e.helpers import post_paced  # noqa: E402
@@ -43,6 +55,7 @@ STORM_SECONDS = 10.0
 SEND_TIMEOUT = 5.0
 FULL_WATCH_SECONDS = 900.0  # ten minutes of 20 messages a minute, and margin
 STORM_TITLE = re.compile(r"Storm alert \d{3}")
+SENTRY_SAMPLE = ROOT / "tests" / "sentry_samples" / "issue_alert.json"
 
 
 @dataclass
@@ -116,12 +129,128 @@ def run(coalesce: bool, watch: float, workdir: Path) -> Result:
         )
 
 
+SENTRY_CLIENTS = 16
+SENTRY_PER_CLIENT = 25
+SENTRY_SECRET = "b3" * 32
+
+
+@dataclass
+class SentryRun:
+    telegram: str
+    times: list[float]
+    statuses: collections.Counter[int]
+    delivered: int
+    sent: int
+
+
+def sentry_storm(workdir: Path) -> list[SentryRun]:
+    """Signed Sentry issue alerts from SENTRY_CLIENTS clients, Telegram healthy then hanging."""
+    runs = []
+    with running_fake_telegram() as fake:
+        env = relay_env(
+            fake,
+            RELAY_SPOOL_PATH=str(workdir / "spool-sentry.sqlite3"),
+            RELAY_SEND_TIMEOUT=str(SEND_TIMEOUT),
+            RELAY_RETRY_WAIT="1",
+            SENTRY_CLIENT_SECRET=SENTRY_SECRET,
+        )
+        env.pop("TELEGRAM_THREAD_ID")
+        relay = RelayProcess(env, workdir / "relay-sentry.log").wait_ready()
+        try:
+            for telegram in ("healthy", "hanging"):
+                fake.set("ok" if telegram == "healthy" else "hang")
+                first = len(runs) * SENTRY_CLIENTS * SENTRY_PER_CLIENT
+                times, statuses = _signed_storm(relay.url, first)
+                fake.set("ok")
+                titles = {f"Sentry storm {n:04d}" for n in range(first, first + len(times))}
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline and not titles <= set(sentry_titles(fake)):
+                    time.sleep(0.2)
+                seen = titles & set(sentry_titles(fake))
+                runs.append(SentryRun(telegram, sorted(times), statuses, len(seen), len(times)))
+        finally:
+            relay.stop()
+    return runs
+
+
+def _signed_storm(relay_url: str, first: int) -> tuple[list[float], collections.Counter[int]]:
+    """Each client posts SENTRY_PER_CLIENT signed alerts, one after another."""
+    times: list[float] = []
+    statuses: collections.Counter[int] = collections.Counter()
+    lock = threading.Lock()
+
+    def client(index: int) -> None:
+        session = requests.Session()
+        for n in range(SENTRY_PER_CLIENT):
+            number = first + index * SENTRY_PER_CLIENT + n
+            body = json.dumps(sentry_alert(number)).encode()
+            headers = {
+                "Content-Type": "application/json",
+                "Request-ID": uuid.uuid4().hex,
+                "Sentry-Hook-Resource": "event_alert",
+                "Sentry-Hook-Signature": hmac.new(
+                    SENTRY_SECRET.encode(), body, hashlib.sha256
+                ).hexdigest(),
+            }
+            started = time.monotonic()
+            reply = session.post(
+                f"{relay_url}/sentry/webhook", data=body, headers=headers, timeout=15
+            )
+            took = time.monotonic() - started
+            with lock:
+                times.append(took)
+                statuses[reply.status_code] += 1
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(SENTRY_CLIENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return times, statuses
+
+
+def sentry_alert(number: int) -> dict[str, Any]:
+    """Sentry's documented issue alert (tests/sentry_samples), as its issue `number`."""
+    body: dict[str, Any] = json.loads(SENTRY_SAMPLE.read_text())
+    event = body["data"]["event"]
+    event["issue_id"] = str(10_000 + number)
+    event["event_id"] = f"{number:032x}"
+    event["title"] = f"Sentry storm {number:04d}"
+    return body
+
+
+def sentry_titles(fake: FakeTelegram) -> list[str]:
+    return [
+        found.group(0)
+        for message in fake.messages
+        for found in re.finditer(r"Sentry storm \d{4}", message.get("text", ""))
+    ]
+
+
+def print_sentry(runs: list[SentryRun]) -> None:
+    print(f"\nSentry's signed issue alerts, {SENTRY_CLIENTS} clients x {SENTRY_PER_CLIENT} each;")
+    print("2 workers, RELAY_SEND_TIMEOUT=5 (a hanging Telegram holds each send 5 s).\n")
+    print("| Telegram | webhooks | answers | p50 ms | p99 ms | max ms | in the chat, once Telegram was back |")
+    print("|---|---:|---|---:|---:|---:|---:|")
+    for r in runs:
+        answers = ", ".join(f"{n}x {code}" for code, n in sorted(r.statuses.items()))
+        p99 = r.times[int(len(r.times) * 0.99) - 1]
+        print(
+            f"| {r.telegram} | {r.sent} | {answers} | {statistics.median(r.times) * 1000:.1f} "
+            f"| {p99 * 1000:.1f} | {r.times[-1] * 1000:.1f} | {r.delivered}/{r.sent} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--watch", type=float, default=90.0, help="seconds to watch the chat")
     parser.add_argument("--full", action="store_true", help="wait until every alert arrived")
-    parser.add_argument("--only", choices=("on", "off"), help="run one mode only")
+    parser.add_argument("--only", choices=("on", "off", "sentry"), help="run one mode only")
     args = parser.parse_args()
+    if args.only == "sentry":
+        with tempfile.TemporaryDirectory() as directory:
+            print_sentry(sentry_storm(Path(directory)))
+        return
     watch = FULL_WATCH_SECONDS if args.full else args.watch
     modes = {"on": [True], "off": [False]}.get(args.only or "", [True, False])
     with tempfile.TemporaryDirectory() as directory:
