@@ -145,7 +145,7 @@ class SentryRun:
 
 def sentry_storm(workdir: Path) -> list[SentryRun]:
     """Signed Sentry issue alerts from SENTRY_CLIENTS clients, Telegram healthy then hanging."""
-    runs = []
+    runs: list[SentryRun] = []
     with running_fake_telegram() as fake:
         env = relay_env(
             fake,
@@ -230,7 +230,10 @@ def sentry_titles(fake: FakeTelegram) -> list[str]:
 def print_sentry(runs: list[SentryRun]) -> None:
     print(f"\nSentry's signed issue alerts, {SENTRY_CLIENTS} clients x {SENTRY_PER_CLIENT} each;")
     print("2 workers, RELAY_SEND_TIMEOUT=5 (a hanging Telegram holds each send 5 s).\n")
-    print("| Telegram | webhooks | answers | p50 ms | p99 ms | max ms | in the chat, once Telegram was back |")
+    print(
+        "| Telegram | webhooks | answers | p50 ms | p99 ms | max ms "
+        "| in the chat, once Telegram was back |"
+    )
     print("|---|---:|---|---:|---:|---:|---:|")
     for r in runs:
         answers = ", ".join(f"{n}x {code}" for code, n in sorted(r.statuses.items()))

@@ -29,6 +29,7 @@ from .delivery.health import Health
 from .delivery.outbox import Outbox
 from .glitchtip.api import GlitchTipApi
 from .glitchtip.lookups import CALL_TIMEOUT
+from .glitchtip.webhook import source_of
 from .intake.routed import RoutedWebhooks
 from .message.trend import Trend
 from .oncall.command import Covering, cover_command, oncall_command, start_command
@@ -127,18 +128,18 @@ def watcher_for(
     in_step: CardsInStep | None,
     snoozing: Snoozing | None,
 ) -> Watcher | None:
-    """With GLITCHTIP_API_TOKEN and a spool: the watcher of the issues the relay alerted on."""
+    """With a source's token (GlitchTip's, Sentry's) and a spool: the watcher of the issues
+    the relay alerted on."""
     settings, spool, _, metrics, clock = _unpacked(basis)
-    token, url = settings.glitchtip_api_token, settings.glitchtip_url
-    if token is None or url is None or spool is None:
+    if not settings.acts_on_issues or spool is None:
         return None
     return Watcher(
         spool.of(WatchStore),
-        GlitchTipApi(token, url, timeout=CALL_TIMEOUT),
+        Trackers(*issue_apis(settings, timeout=CALL_TIMEOUT)),
         WatchPlan(
             settings.watching.every,
             settings.watching.min_events,
-            settings.glitchtip_links,
+            settings.issue_homes,
             look_every=settings.timing.poll_interval,
         ),
         AfterRound(
@@ -153,7 +154,9 @@ def watcher_for(
 
 def post_escalating(webhooks: RoutedWebhooks, issue: Watched, found: Trend) -> None:
     """An escalating issue as a webhook of its own: routes, silences and mentions apply."""
-    payload = {"alias": "GlitchTip", "text": "GlitchTip Alert", **issue.alert}
+    # GlitchTip's heading; another source's alert has its own ("Sentry Alert").
+    heading = "GlitchTip Alert" if source_of(issue.alert) == "glitchtip" else ""
+    payload = {"alias": "GlitchTip", "text": heading, **issue.alert}
     where = Destination(parse_chat_id(issue.chat) or issue.chat, issue.thread)
     escalating = {"count": found.last_hour, "spark": found.sparkline}
     # Posted again: never said to be new, and its calls are its first message's (oncall/steps.py).

@@ -1,8 +1,10 @@
 """A local stand-in for Sentry on 127.0.0.1, both of its sides the relay meets:
 
-- its API, as Sentry's documentation says it answers the calls the relay makes:
-  `GET /api/0/organizations/` (the token's organization, with `links.regionUrl`, here its own
-  address under another path-free host name is not possible on 127.0.0.1, so its own), `PUT
+- its API, as Sentry's documentation and source say it answers the calls the relay makes:
+  `GET /api/0/organizations/` (the token's organization, with `links.regionUrl`: on
+  127.0.0.1 its own address), `GET /api/0/organizations/<org>/issues/?group=…` (the issues
+  asked for by id, with `stats["24h"]` when `groupStatsPeriod=24h`: organization_group_index.py
+  in getsentry/sentry), `PUT
   /api/0/issues/<id>/` (`status`), `POST /api/0/issues/<id>/comments/` (`{"text": …}`, 400
   without it, as Sentry's NoteSerializer), 401 for another token, 404 for an issue it does not
   have;
@@ -24,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs
 
 import requests
 
@@ -34,6 +37,7 @@ CLIENT_SECRET = "c0ffee" * 10 + "c0ff"
 ORG = "acme"
 _ISSUE = re.compile(r"/api/0/issues/([0-9]+)/")
 _COMMENTS = re.compile(r"/api/0/issues/([0-9]+)/comments/")
+_INDEX = re.compile(r"/api/0/organizations/([^/]+)/issues/\?(.*)")
 # Sentry's integration platform gives a webhook this long to be answered.
 SENTRY_TIMEOUT = 1.0
 
@@ -61,6 +65,8 @@ class FakeSentry(LocalService):
         super().__init__()
         self.lock = threading.Lock()
         self.issues: dict[str, str] = {}  # id -> status
+        self.counts: dict[str, int] = {}
+        self.hourly: dict[str, list[list[int]]] = {}
         self.comments: dict[str, list[str]] = {}
         self.calls: list[Call] = []
 
@@ -107,11 +113,32 @@ class FakeSentry(LocalService):
             if method == "GET" and path == "/api/0/organizations/":
                 links = {"organizationUrl": self.url, "regionUrl": self.url}
                 return 200, [{"id": "1", "slug": ORG, "name": "Acme", "links": links}]
+            if method == "GET" and (found := _INDEX.fullmatch(path)):
+                return self._index(found.group(1), parse_qs(found.group(2)))
             if method == "POST" and (found := _COMMENTS.fullmatch(path)):
                 return self._comment(found.group(1), body)
             if method == "PUT" and (found := _ISSUE.fullmatch(path)):
                 return self._status(found.group(1), body)
             return 404, {"detail": "The requested resource does not exist"}
+
+    def _index(self, org: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+        if org != ORG:
+            return 404, {"detail": "The requested resource does not exist"}
+        if query.get("project") != ["-1"]:
+            return 200, []  # no project the token is a member of: Sentry answers none
+        found = []
+        for issue_id in query.get("group", []):
+            if issue_id not in self.issues:
+                continue
+            issue: dict[str, Any] = {
+                "id": issue_id,
+                "status": self.issues[issue_id],
+                "count": str(self.counts.get(issue_id, 1)),
+            }
+            if query.get("groupStatsPeriod") == ["24h"]:
+                issue["stats"] = {"24h": self.hourly.get(issue_id, [])}
+            found.append(issue)
+        return 200, found
 
     def _comment(self, issue_id: str, body: dict[str, Any] | None) -> tuple[int, Any]:
         if issue_id not in self.issues:

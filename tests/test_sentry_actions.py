@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from relay_app.parts import sentry_page
 from relay_app.sentry.api import SentryApi
 from relay_app.sentry.signature import signature_of
 from relay_app.snoozes.store import SnoozeStore
-from tests.conftest import FakeTime
+from tests.conftest import FakeTime, run_background
 from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram
 from tests.test_presses import press
 from tests.test_replies import reply
@@ -254,3 +255,40 @@ def test_ignores_choices_on_a_sentry_issue_are_kept_by_sentry_itself(
     assert chat.relay.spool is not None
     # Nothing kept for the watcher: Sentry brings it back, and its webhook says so.
     assert chat.relay.spool.of(SnoozeStore).open(now=chat.clock.now) == []
+
+
+def test_the_watcher_asks_sentry_of_its_issues_and_posts_an_escalating_one_again(
+    built: Callable[..., Relay], fake_time: FakeTime
+) -> None:
+    from relay_app.sentry.hooks import Alerting, read_hook
+    from tests.fake_sentry import ORG, running_fake_sentry
+    from tests.fake_sentry import TOKEN as FAKE_TOKEN
+    from tests.test_watcher import NOW, quiet_day
+
+    telegram = ScriptedTelegram()
+    fake_time.now = NOW
+    with running_fake_sentry() as fake:
+        fake.add_issue(1117540176)
+        fake.hourly["1117540176"] = quiet_day(last_hour=3000)
+        config = SentryConfig(CLIENT_SECRET, FAKE_TOKEN, fake.url)
+        relay = built(telegram, sentry=config, details_budget=None)
+        body = json.loads(
+            (Path(__file__).parent / "sentry_samples" / "issue_alert.json").read_text()
+        )
+        event = body["data"]["event"]
+        event["web_url"] = f"{fake.url}/organizations/{ORG}/issues/1117540176/"
+        hook = read_hook("event_alert", body, sentry_url=fake.url)
+        assert isinstance(hook, Alerting)
+        assert relay.watcher is not None
+        relay.watcher.alerted([{"webhook": hook.payload}], CHAT, None)
+        done = relay.watcher.round()
+        assert (done.asked, done.escalating) == (2, 1)
+        run_background(relay.dispatcher, fake_time)
+        asked = [call.path for call in fake.calls if call.method == "GET"]
+    assert all("group=1117540176" in path and "project=-1" in path for path in asked[1:])
+    [sent] = telegram.delivered
+    first, _, heading = sent.text.split("\n")[:3]
+    assert first.startswith("📈 Escalating: 3000 events in the last hour")
+    assert heading == "🔴 Sentry Alert"  # posted again as Sentry's
+    # With its buttons, acting on Sentry's issue.
+    assert [issue.id for issue in sent.subjects.issues] == ["sentry:1117540176"]

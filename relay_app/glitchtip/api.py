@@ -59,6 +59,15 @@ class IssueActions(Protocol):
     def comment(self, issue_id: str, text: str) -> dict[str, Any]: ...
 
 
+class IssueWatch(Protocol):
+    """What the watcher asks of the issues it watches: their states, their last 24 hours
+    (GlitchTip's API, or both sources': sentry/trackers.py)."""
+
+    def issue_states(self, org: str, ids: Sequence[str]) -> Answered[IssueState]: ...
+
+    def issue_counts(self, org: str, ids: Sequence[str]) -> Answered[list[list[int]]]: ...
+
+
 class GlitchTipApi:
     # Who answers, and the variable that says where, as errors name them (Sentry's API is
     # GlitchTip's to the calls the relay makes: sentry/api.py).
@@ -108,7 +117,7 @@ class GlitchTipApi:
         a link's organization must be the issue's), and the tags of its latest event that the
         routes read (environment, server_name, release: ROUTED_TAGS, and no other), or a
         GlitchTipError."""
-        _check_ids(org, [issue_id], 1)
+        check_ids(org, [issue_id], 1)
         listed = self._call_any("GET", f"/api/0/organizations/{org}/issues/?id={issue_id}", None)
         if not any(str(found.get("id")) == issue_id for found in json_objects(listed)):
             raise GlitchTipIssueGone(
@@ -137,22 +146,22 @@ class GlitchTipApi:
         STATS_AT_ONCE ids; `event:read`): `[unix_hour, count]` for the hours that had any. An
         issue whose answer is not such whole numbers (a NaN, a count past MAX_COUNT, a string)
         is unreadable, alone."""
-        _check_ids(org, ids, STATS_AT_ONCE)
+        check_ids(org, ids, STATS_AT_ONCE)
         query = "&".join(f"groups={issue}" for issue in ids)
         reply = self._call_any(
             "GET", f"/api/0/organizations/{org}/issues-stats/?{query}&statsPeriod=24h", None
         )
-        return _answered(reply, ids, _hours)
+        return answered_about(reply, ids, hours_of)
 
     def issue_states(self, org: str, ids: Sequence[str]) -> Answered[IssueState]:
         """Each issue's status (`unresolved`, `resolved`, `ignored`) and events so far, at most
         STATES_AT_ONCE ids (the organisation's issues, filtered by id; `event:read`). An issue
         whose status is none of those, or whose count is not a whole number up to MAX_COUNT,
         is unreadable, alone."""
-        _check_ids(org, ids, STATES_AT_ONCE)
+        check_ids(org, ids, STATES_AT_ONCE)
         query = "&".join(f"id={issue}" for issue in ids)
         path = f"/api/0/organizations/{org}/issues/?{query}&limit={STATES_AT_ONCE}"
-        return _answered(self._call_any("GET", path, None), ids, _state)
+        return answered_about(self._call_any("GET", path, None), ids, state_of)
 
     def search_issues(self, org: str, words: str, *, limit: int = 5) -> list[dict[str, Any]]:
         """The organisation's issues GlitchTip's search finds for `words` (its `query`, full
@@ -166,7 +175,7 @@ class GlitchTipApi:
         """The project's unresolved issues, the latest seen first, at most `limit` (one page:
         at most STATES_AT_ONCE), each with `id`, `shortId`, `title`, `status`, `lastSeen`
         (`event:read`)."""
-        _check_ids(org, [project_id], 1)
+        check_ids(org, [project_id], 1)
         query = urlencode(
             {
                 "project": project_id,
@@ -316,7 +325,7 @@ def _whole(value: object, most: int) -> int | None:
     return None
 
 
-def _state(issue: dict[str, Any]) -> IssueState | str:
+def state_of(issue: dict[str, Any]) -> IssueState | str:
     status, count = issue.get("status"), issue.get("count")
     if status not in ISSUE_STATUSES:
         return f"its status is {str(status)[:40]!r}"
@@ -326,7 +335,7 @@ def _state(issue: dict[str, Any]) -> IssueState | str:
     return IssueState(status, events)
 
 
-def _hours(issue: dict[str, Any]) -> list[list[int]] | str:
+def hours_of(issue: dict[str, Any]) -> list[list[int]] | str:
     stats = issue.get("stats")
     hours = stats.get("24h") if isinstance(stats, dict) else None
     if hours is None:
@@ -343,7 +352,7 @@ def _hours(issue: dict[str, Any]) -> list[list[int]] | str:
     return counted
 
 
-def _answered(
+def answered_about(
     reply: object, asked: Sequence[str], read: Callable[[dict[str, Any]], T | str]
 ) -> Answered[T]:
     """Each asked issue's part of one answer about many, read by `read` (which says why when it
@@ -388,7 +397,7 @@ class ProjectPath:
         return f"{self.organization}/{self.project}"
 
 
-def _check_ids(org: str, ids: Sequence[str], most: int) -> None:
+def check_ids(org: str, ids: Sequence[str], most: int) -> None:
     if not _SLUG.fullmatch(org) or not 0 < len(ids) <= most:
         raise ValueError(f"an organisation's slug and 1 to {most} issue ids, not {org!r}")
     for issue in ids:

@@ -5,13 +5,15 @@ it, and a call that did would fail as any refused call does."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from ..core.errors import GlitchTipError
-from ..glitchtip.api import GlitchTipApi, IssueStatus
+from ..glitchtip.api import Answered, GlitchTipApi, IssueState, IssueStatus
 from ..message.subjects import SENTRY_PREFIX, is_sentrys
 from .api import SentryApi
+
+T = TypeVar("T")
 
 
 class Trackers:
@@ -28,6 +30,31 @@ class Trackers:
     def comment(self, issue_id: str, text: str) -> dict[str, Any]:
         api, own_id = self._for(issue_id)
         return api.comment(own_id, text)
+
+    def issue_states(self, org: str, ids: Sequence[str]) -> Answered[IssueState]:
+        """Each issue's state, asked of its source: the watcher's question."""
+        return self._asked(ids, lambda api, own: api.issue_states(org, own))
+
+    def issue_counts(self, org: str, ids: Sequence[str]) -> Answered[list[list[int]]]:
+        """Each issue's last 24 hours, asked of its source."""
+        return self._asked(ids, lambda api, own: api.issue_counts(org, own))
+
+    def _asked(
+        self, ids: Sequence[str], ask: Callable[[GlitchTipApi, list[str]], Answered[T]]
+    ) -> Answered[T]:
+        """One question about many issues, asked of each source for its own, the answers
+        named by the relay's ids. A source without a token is not asked."""
+        merged: Answered[T] = Answered()
+        for api, prefix in ((self._glitchtip, ""), (self._sentry, SENTRY_PREFIX)):
+            own = [i.removeprefix(prefix) for i in ids if is_sentrys(i) == bool(prefix)]
+            if api is None or not own:
+                continue
+            answered = ask(api, own)
+            merged.found.update({prefix + key: value for key, value in answered.found.items()})
+            merged.unreadable.update(
+                {prefix + key: why for key, why in answered.unreadable.items()}
+            )
+        return merged
 
     def _for(self, issue_id: str) -> tuple[GlitchTipApi, str]:
         """The API that owns the issue, and its id there."""

@@ -27,9 +27,9 @@ from ..core.metrics import Metrics
 from ..core.process import OwnThread
 from ..delivery.job import Delivery
 from ..delivery.render import Note
-from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, GlitchTipApi, IssueState
-from ..glitchtip.webhook import IssueAlert, parse_alert
-from ..message.subjects import IssueRef, is_sentrys, issue_ref, org_of
+from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, IssueState, IssueWatch
+from ..glitchtip.webhook import SOURCE_KEY, IssueAlert, parse_alert
+from ..message.subjects import IssueHomes, issue_ref, org_of
 from ..message.trend import Trend, trend
 from ..snoozes.snoozing import Snoozing
 from ..spool.store import Tx
@@ -59,12 +59,12 @@ class Round:
 class WatchPlan:
     """What the watcher watches and how often: a round `every` seconds
     (RELAY_WATCH_INTERVAL), looked for every `look_every`; an issue is escalating from
-    `min_events` events in its last hour (RELAY_ESCALATING_MIN_EVENTS); `links` is the origin
-    of the issue links whose issues are watched (GLITCHTIP_PUBLIC_URL, else GLITCHTIP_URL)."""
+    `min_events` events in its last hour (RELAY_ESCALATING_MIN_EVENTS); `links` says where the
+    issue links whose issues are watched are: each source's with a token (GlitchTip's, Sentry's)."""
 
     every: float
     min_events: int
-    links: str | None
+    links: IssueHomes
     look_every: float = LOOK_EVERY
 
 
@@ -85,7 +85,7 @@ class Watcher(OwnThread):
     def __init__(
         self,
         store: WatchStore,
-        api: GlitchTipApi,
+        api: IssueWatch,
         plan: WatchPlan,
         after: AfterRound,
         *,
@@ -296,26 +296,21 @@ def _batches(ids: Sequence[str], size: int) -> Iterable[list[str]]:
 
 
 def _issues_of(
-    data: Mapping[str, Any], links: str | None, chat: str, thread: int | None
+    data: Mapping[str, Any], links: IssueHomes, chat: str, thread: int | None
 ) -> list[Watched]:
-    """The GlitchTip issues of an alert's job (links at GlitchTip's origin), each alone."""
+    """The issues of an alert's job that a source with a token owns, each alone."""
     payload = data.get("webhook")
     alert = parse_alert(payload) if isinstance(payload, dict) else None
-    if not isinstance(alert, IssueAlert) or links is None or not isinstance(payload, dict):
+    if not isinstance(alert, IssueAlert) or not links or not isinstance(payload, dict):
         return []
     found = []
     for index, issue in enumerate(alert.issues):
         ref = issue_ref(issue.link, issue.short_id, issue.title)
         org = org_of(issue.link)
         alone = _alone(payload, index)
-        if ref is not None and _glitchtips(ref, links) and org is not None and alone is not None:
+        if ref is not None and links.owns(ref) and org is not None and alone is not None:
             found.append(Watched(ref.id, org, alone, chat, thread))
     return found
-
-
-def _glitchtips(ref: IssueRef, links: str) -> bool:
-    """Whether the issue is one of GlitchTip's own, which the watcher asks GlitchTip about."""
-    return ref.origin == links and not is_sentrys(ref.id)
 
 
 def _alone(payload: Mapping[str, Any], index: int) -> dict[str, Any] | None:
@@ -327,6 +322,8 @@ def _alone(payload: Mapping[str, Any], index: int) -> dict[str, Any] | None:
     alone: dict[str, Any] = {"attachments": [attachments[index]]}
     if index < len(sections):
         alone["sections"] = [sections[index]]
+    if SOURCE_KEY in payload:  # posted again as its source's
+        alone[SOURCE_KEY] = payload[SOURCE_KEY]
     return alone
 
 
