@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from .cards.sent import SentStore
 from .chat.answers import Answering, Served
 from .chat.commands import Askers, BotName, Commands, Status, status_command
-from .chat.links import Links
+from .chat.links import Links, LinkSource
 from .chat.presses import PressActions, Presses
 from .chat.replies import Replies
 from .chat.scope import ChatScope
@@ -256,7 +256,7 @@ def acting_from_the_chat(
         clock=clock,
         met=met_by(spool.of(PeopleStore), clock),
     )
-    links = _links(basis, spool, answering, glitchtip) if glitchtip is not None else None
+    links = _links(basis, spool, answering, _link_sources(settings, glitchtip, sentry))
     route = route_updates(
         Presses(team, telegram, outbox, actions, zones_for(settings).of),
         Replies(
@@ -365,13 +365,26 @@ def issue_apis(
     return glitchtip, SentryApi(sentry.api_token, sentry.url, timeout=timeout)
 
 
+def _link_sources(
+    settings: Settings, glitchtip: GlitchTipApi | None, sentry: SentryApi | None
+) -> list[LinkSource]:
+    """The sources with a token whose issue links get cards, each at its address."""
+    homes = settings.issue_homes
+    sources = []
+    if glitchtip is not None and homes.glitchtip is not None:
+        sources.append(LinkSource(homes.glitchtip, glitchtip))
+    if sentry is not None and homes.sentry is not None:
+        sources.append(LinkSource(homes.sentry, sentry, "sentry"))
+    return sources
+
+
 def _links(
-    basis: Basis, spool: Spool, answering: Answering, glitchtip: GlitchTipApi
+    basis: Basis, spool: Spool, answering: Answering, sources: Sequence[LinkSource]
 ) -> Links | None:
-    """Links to GlitchTip's issues pasted in the chats the relay serves, answered with cards
+    """Links to the sources' issues pasted in the chats the relay serves, answered with cards
     of the issues each chat follows."""
     settings, metrics = basis.settings, basis.metrics
-    if settings.glitchtip_links is None:
+    if not sources:
         return None
     scope = ChatScope(
         settings.routes,
@@ -381,8 +394,7 @@ def _links(
     )
     return Links(
         served=Served(frozenset(served_chats(settings))),
-        glitchtip=glitchtip,
-        origin=settings.glitchtip_links,
+        sources=sources,
         answering=answering,
         scope=scope,
         count=lambda outcome: metrics.link_cards.labels(outcome).inc(),

@@ -292,3 +292,39 @@ def test_the_watcher_asks_sentry_of_its_issues_and_posts_an_escalating_one_again
     assert heading == "🔴 Sentry Alert"  # posted again as Sentry's
     # With its buttons, acting on Sentry's issue.
     assert [issue.id for issue in sent.subjects.issues] == ["sentry:1117540176"]
+
+
+def test_a_pasted_sentry_link_gets_the_issues_card_read_from_sentry(
+    chat: Chat, sentry: responses.RequestsMock
+) -> None:
+    from relay_app.cards.sent import SentStore
+    from tests.test_links import message
+
+    sentry.get(ORGANIZATIONS, json=organizations(None))
+    issue = {
+        "id": "4",
+        "shortId": "FRONT-END-4",
+        "title": "ReferenceError: heck is not defined",
+        "culprit": "?(<anonymous>)",
+        "status": "unresolved",
+        "level": "error",
+        "count": "7",
+        "project": {"slug": "front-end", "name": "front-end"},
+    }
+    sentry.get(f"{SENTRY}/api/0/organizations/acme/issues/4/", json=issue)
+    sentry.get(f"{SENTRY}/api/0/organizations/acme/issues/4/events/latest/", status=404, json={})
+    # The chat follows it: the relay's card of Sentry's issue 4 is there (SENTRYS).
+    chat.update(message(f"again? {SENTRY}/organizations/acme/issues/4/", 1))
+    assert chat.relay.links is not None
+    assert chat.relay.links.look_ups.wait_idle(timeout=10)
+    chat.settle()
+    [card] = [sent for sent in chat.telegram.delivered if sent.reply_to is not None]
+    lines = card.text.split("\n")
+    assert lines[0] == "🔗 FRONT-END-4 · unresolved · seen 7 times"
+    assert "ReferenceError: heck is not defined" in lines
+    assert chat.relay.spool is not None
+    kept = chat.relay.spool.of(SentStore).message(CHAT, 1)  # the first the relay sent here
+    assert kept is not None
+    assert [(b.issue_id, b.origin) for b in kept.buttons] == [("sentry:4", SENTRY)]
+    asked = [call.request.url for call in sentry.calls]
+    assert f"{GLITCHTIP}/api/0/issues/4/" not in asked  # GlitchTip's issue 4 is another

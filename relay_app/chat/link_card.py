@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..delivery.render import Renderer, Shape, Unreadable, number
+from ..glitchtip.webhook import SOURCE_KEY
 from ..message.formatting import Message, with_first_line
 from ..spool.model import Job
 from ..words import Words
@@ -19,8 +20,10 @@ from ..words import Words
 _COLOURS = {"fatal": "#e52b50", "error": "#e52b50", "info": "#4b60b4"}
 
 
-def link_card_data(issue: Mapping[str, Any], link: str) -> dict[str, Any]:
-    """What a link's card is about, from GlitchTip's answer for the issue at `link`."""
+def link_card_data(
+    issue: Mapping[str, Any], link: str, *, source: str = "glitchtip"
+) -> dict[str, Any]:
+    """What a link's card is about, from its source's answer for the issue at `link`."""
     short_id = str(issue.get("shortId") or "")
     title = str(issue.get("title") or "")
     name = _project_name(issue.get("project"))
@@ -36,6 +39,8 @@ def link_card_data(issue: Mapping[str, Any], link: str) -> dict[str, Any]:
         "text": "GlitchTip",
         "attachments": [attachment],
     }
+    if source != "glitchtip":  # another source's, read into GlitchTip's shape
+        payload.update({SOURCE_KEY: source, "text": ""})
     if short_id:  # where GlitchTip's webhook names it
         subtitle = f"[View Issue {short_id}]({link})"
         payload["sections"] = [{"activityTitle": title, "activitySubtitle": subtitle}]

@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from ..core.errors import GlitchTipError, GlitchTipIssueGone, SpoolError
 from ..core.off_thread import OffThread
-from ..glitchtip.api import GlitchTipApi
-from ..message.subjects import origin_of
+from ..message.subjects import SENTRY_PREFIX, origin_of
 from ..words import Said
 from .answers import Answering, Asker, Served
 from .link_card import link_card_data
@@ -53,14 +52,40 @@ _ORG_ISSUE = re.compile(r"/([A-Za-z0-9][A-Za-z0-9_-]{0,99})/issues/([0-9]{1,20})
 _LOOKS_LIKE_AN_ISSUE = re.compile(r"/issues/[^/]")
 
 
+class IssueReader(Protocol):
+    """What a link's card reads of an issue: the issue among its organization's, and the tags
+    of its latest event the routes read (glitchtip/api.py; Sentry's: sentry/api.py)."""
+
+    def issue_in(self, org: str, issue_id: str) -> tuple[dict[str, Any], dict[str, str]]: ...
+
+
+@dataclass(frozen=True)
+class LinkSource:
+    """A source whose issue links get cards: the address its links have, what reads its
+    issues, and its name ("glitchtip", "sentry")."""
+
+    origin: str
+    reader: IssueReader
+    name: str = "glitchtip"
+
+    def relay_id(self, issue_id: str) -> str:
+        """The relay's id of the source's issue (`sentry:<id>` for Sentry's)."""
+        return SENTRY_PREFIX + issue_id if self.name == "sentry" else issue_id
+
+
 @dataclass(frozen=True)
 class Linked:
-    """An issue a pasted link names: its organization, its id, and the link as GlitchTip
-    writes it (without a query or fragment)."""
+    """An issue a pasted link names: its organization, its id at its source, and the link as
+    the source writes it (without a query or fragment)."""
 
     org: str
     issue_id: str
     link: str
+    source: LinkSource | None = None
+
+    @property
+    def relay_id(self) -> str:
+        return self.source.relay_id(self.issue_id) if self.source else self.issue_id
 
 
 def linked_issue(link: str, origin: str) -> Linked | None:
@@ -89,17 +114,15 @@ class Links:
         self,
         *,
         served: Served,
-        glitchtip: GlitchTipApi,
-        origin: str,
+        sources: Sequence[LinkSource],
         answering: Answering,
         scope: ChatScope,
         count: Callable[[str], None] = lambda outcome: None,
     ) -> None:
-        """`origin`: the address GlitchTip's links have (GLITCHTIP_PUBLIC_URL, else
-        GLITCHTIP_URL)."""
+        """`sources`: whose links get cards, each at its address (GlitchTip's:
+        GLITCHTIP_PUBLIC_URL, else GLITCHTIP_URL; Sentry's: SENTRY_URL)."""
         self._served = served.chats
-        self._glitchtip = glitchtip
-        self._origin = origin
+        self._sources = tuple(sources)
         self._answering = answering
         self._scope = scope
         self._count = count
@@ -132,10 +155,14 @@ class Links:
     def _issues_linked(self, text: str) -> list[Linked]:
         found: dict[str, Linked] = {}
         for link in _URL.findall(text):
-            linked = linked_issue(link, self._origin)
+            source = next((s for s in self._sources if origin_of(link) == s.origin), None)
+            if source is None:
+                continue
+            linked = linked_issue(link, source.origin)
             if linked is not None:
-                found.setdefault(linked.issue_id, linked)
-            elif origin_of(link) == self._origin and _LOOKS_LIKE_AN_ISSUE.search(link):
+                linked = replace(linked, source=source)
+                found.setdefault(linked.relay_id, linked)
+            elif _LOOKS_LIKE_AN_ISSUE.search(link):
                 # Before the budget: counted, and said at DEBUG only, or a flood of such links
                 # would cost a line each.
                 log.debug("a link in a chat names no issue as GlitchTip writes them: left alone")
@@ -153,15 +180,18 @@ class Links:
             log.warning("chat %s could not be told a link is not followed: %s", asker.chat, exc)
 
     def _card(self, asker: Asker, linked: Linked) -> str:
-        chat, issue_id = asker.chat, linked.issue_id
+        chat, issue_id = asker.chat, linked.relay_id
+        assert linked.source is not None  # every link read here is a source's
+        source = linked.source.name
         try:
             if not self._answering.first_in(f"link:{chat}:{linked.org}:{issue_id}", LINK_WINDOW):
                 log.info("issue %s linked again in chat %s: no second card", issue_id, chat)
                 return self._counted("repeated")
-            issue, tags = self._glitchtip.issue_in(linked.org, issue_id)
-            if not self._scope.follows(chat, linked.org, issue_id, issue, tags):
+            issue, tags = linked.source.reader.issue_in(linked.org, linked.issue_id)
+            if not self._scope.follows(chat, linked.org, issue_id, issue, tags, source=source):
                 return self._not_followed(linked, chat)
-            if not self._answering.link_card(asker, link_card_data(issue, linked.link)):
+            card = link_card_data(issue, linked.link, source=source)
+            if not self._answering.link_card(asker, card):
                 return self._counted("failed")  # the chat has as many answers waiting as it may
         except GlitchTipIssueGone:
             return self._not_followed(linked, chat)  # said alike: no such issue, or not this org's

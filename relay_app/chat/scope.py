@@ -40,15 +40,24 @@ class ChatScope:
         self._sent = sent
 
     def follows(
-        self, chat: str, org: str, issue_id: str, issue: Mapping[str, Any], tags: Mapping[str, str]
+        self,
+        chat: str,
+        org: str,
+        issue_id: str,
+        issue: Mapping[str, Any],
+        tags: Mapping[str, str],
+        *,
+        source: str = "glitchtip",
     ) -> bool:
-        """Whether `chat` follows the issue (`issue`: GlitchTip's answer for it, of `org`'s;
-        `tags`: its latest event's that the routes read). Raises SpoolError."""
+        """Whether `chat` follows the issue (`issue_id`: the relay's id of it; `issue`: its
+        source's answer for it, of `org`'s; `tags`: its latest event's that the routes read).
+        Raises SpoolError."""
         if self._watched.alerted_in(chat, issue_id) or self._sent.shows(chat, issue_id):
             return True
         if org not in self._watched.organizations():
             return False
-        return chat_for(facts_of(issue, tags), self._routes, self._default) == chat
+        facts = {**facts_of(issue, tags), "source": source}
+        return chat_for(facts, self._routes, self._default) == chat
 
 
 def facts_of(issue: Mapping[str, Any], tags: Mapping[str, str]) -> dict[str, str | None]:

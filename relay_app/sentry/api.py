@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..core.errors import GlitchTipError
+from ..core.errors import GlitchTipError, GlitchTipIssueGone
 from ..core.json_values import json_object, json_objects
 from ..glitchtip.api import (
     STATES_AT_ONCE,
@@ -27,6 +27,7 @@ from ..glitchtip.api import (
     answered_about,
     check_ids,
     hours_of,
+    routed_tags,
     state_of,
 )
 
@@ -63,6 +64,19 @@ class SentryApi(GlitchTipApi):
     def region(self) -> str:
         """Where the API is asked: the token's organization's region host, or SENTRY_URL."""
         return self._api_base()
+
+    def issue_in(self, org: str, issue_id: str) -> tuple[dict[str, Any], dict[str, str]]:
+        """The issue, asked for as `org`'s (404, GlitchTipIssueGone, when it is not one of its),
+        and the tags of its latest event that the routes read."""
+        check_ids(org, [issue_id], 1)
+        issue = self._call("GET", f"/api/0/organizations/{org}/issues/{issue_id}/", None)
+        try:
+            event = self._call(
+                "GET", f"/api/0/organizations/{org}/issues/{issue_id}/events/latest/", None
+            )
+        except GlitchTipIssueGone:
+            event = {}
+        return issue, routed_tags(event)
 
     def _comment_body(self, text: str) -> dict[str, Any]:
         return {"text": text}
