@@ -328,3 +328,20 @@ def test_a_pasted_sentry_link_gets_the_issues_card_read_from_sentry(
     assert [(b.issue_id, b.origin) for b in kept.buttons] == [("sentry:4", SENTRY)]
     asked = [call.request.url for call in sentry.calls]
     assert f"{GLITCHTIP}/api/0/issues/4/" not in asked  # GlitchTip's issue 4 is another
+
+
+def test_with_sentry_alone_ignores_choices_work_without_the_watchers_snoozes(
+    built: Callable[..., Relay], fake_time: FakeTime, sentry: responses.RequestsMock
+) -> None:
+    fake_time.now = 1_800_000_240.0
+    config = SentryConfig(CLIENT_SECRET, SENTRY_TOKEN, SENTRY)
+    chat = Chat.of(
+        built, fake_time, SENTRYS, sentry=config, glitchtip_api_token=None, glitchtip_url=None
+    )
+    sentry.get(ORGANIZATIONS, json=organizations(None))
+    sentry.put(f"{SENTRY}/api/0/issues/4/", json={"id": "4", "status": "ignored"})
+    chat.update(press(callback_data("snooze", "s-key")))
+    chat.update(press(callback_data("snooze_hour", "s-key")))
+    assert chat.answered()[-1] == ("Ignored FRONT-END-4 in Sentry until 09:04 UTC", False)
+    [put] = [call for call in sentry.calls if call.request.method == "PUT"]
+    assert json.loads(put.request.body or b"{}")["statusDetails"] == {"ignoreDuration": 60}

@@ -213,7 +213,9 @@ class Presses:
             return False
         if verb in SILENCE_VERBS:
             return self._silencing is not None
-        return verb not in SNOOZE_VERBS or self._snoozing is not None
+        # Sentry keeps its issues' snoozes itself; GlitchTip's need the watcher's.
+        snoozes = self._snoozing is not None or is_sentrys(button.issue_id)
+        return verb not in SNOOZE_VERBS or snoozes
 
     def _may_act(self, press: Press, verb: Verb, button: IssueButton) -> bool:
         """Whether the press may act: someone allowed, on a button the message still shows
