@@ -25,8 +25,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +34,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import requests
 
-from tests.fake_http import Handler, LocalService
+from tests.fake_http import Handler, LocalService, running
 from tests.payloads import issue, issue_alert
 
 TOKEN = "0123456789abcdef" * 4  # 64 hex characters, as GlitchTip makes them
@@ -376,13 +375,8 @@ class FakeGlitchTip(LocalService):
         return 201, comment
 
 
-@contextmanager
-def running_fake_glitchtip() -> Iterator[FakeGlitchTip]:
-    fake = FakeGlitchTip().start()
-    try:
-        yield fake
-    finally:
-        fake.stop()
+def running_fake_glitchtip() -> AbstractContextManager[FakeGlitchTip]:
+    return running(FakeGlitchTip())
 
 
 class _Handler(Handler):

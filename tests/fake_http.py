@@ -13,9 +13,10 @@ import socket
 import struct
 import sys
 import threading
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 # Below the kernel's ephemeral range (32768 and up): while a fake is down, the relay's
 # connection attempts take ephemeral ports, and one that happened to take the fake's port
@@ -94,6 +95,19 @@ class LocalService:
     def _closed(self, connection: socket.socket) -> None:
         with self._connections_lock:
             self._connections.discard(connection)
+
+
+S = TypeVar("S", bound="LocalService")
+
+
+@contextmanager
+def running(service: S) -> Iterator[S]:
+    """The service listening for the block's time."""
+    service.start()
+    try:
+        yield service
+    finally:
+        service.stop()
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -22,15 +22,14 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
 import requests
 
-from tests.fake_http import Handler, LocalService
+from tests.fake_http import Handler, LocalService, running
 
 TOKEN = "9a8b" * 16
 CLIENT_SECRET = "c0ffee" * 10 + "c0ff"
@@ -159,13 +158,8 @@ class FakeSentry(LocalService):
         return 200, {"id": issue_id, "status": status}
 
 
-@contextmanager
-def running_fake_sentry() -> Iterator[FakeSentry]:
-    fake = FakeSentry().start()
-    try:
-        yield fake
-    finally:
-        fake.stop()
+def running_fake_sentry() -> AbstractContextManager[FakeSentry]:
+    return running(FakeSentry())
 
 
 class _Handler(Handler):

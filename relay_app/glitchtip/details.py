@@ -74,7 +74,7 @@ def details_from(issue: dict[str, Any], event: dict[str, Any] | None) -> IssueDe
     metadata = json_object(issue.get("metadata"))
     exception = _exception(event) if event is not None else {}
     return IssueDetails(
-        frame=_frame(exception) if exception else None,
+        frame=frame_of(exception) if exception else None,
         count=_count(issue.get("count")),
         first_seen=_time(issue.get("firstSeen")),
         level=field_text(issue.get("level")),
@@ -90,35 +90,49 @@ def _exception(event: dict[str, Any]) -> dict[str, Any]:
         if entry.get("type") != "exception":
             continue
         values = json_objects(json_object(entry.get("data")).get("values"))
-        with_frames = [v for v in values if _frames(v)]
+        with_frames = [v for v in values if frames_of(v)]
         if with_frames or values:
             return (with_frames or values)[-1]
     return {}
 
 
-def _frame(exception: dict[str, Any]) -> Frame | None:
-    """The innermost frame marked as the app's own code (`inApp`), else the innermost of all:
-    frames run from the outermost call to the innermost."""
-    frames = _frames(exception)
-    own = [frame for frame in frames if frame.get("inApp") is True]
-    if not frames or (name := _file_name(chosen := (own or frames)[-1])) is None:
+@dataclass(frozen=True)
+class FrameKeys:
+    """How a frame's fields are spelt: as GlitchTip's (and Sentry's) API answers an event
+    (`inApp`, `lineNo`, `absPath`), or as an event itself has them, in Sentry's webhook."""
+
+    in_app: str = "inApp"
+    line: str = "lineNo"
+    abs_path: str = "absPath"
+
+
+API_FRAMES = FrameKeys()
+EVENT_FRAMES = FrameKeys("in_app", "lineno", "abs_path")
+
+
+def frame_of(exception: dict[str, Any], keys: FrameKeys = API_FRAMES) -> Frame | None:
+    """The innermost frame marked as the app's own code, else the innermost of all: frames
+    run from the outermost call to the innermost."""
+    frames = frames_of(exception)
+    own = [frame for frame in frames if frame.get(keys.in_app) is True]
+    if not frames or (name := _file_name(chosen := (own or frames)[-1], keys)) is None:
         return None
     return Frame(
         filename=name,
-        line=json_int(chosen.get("lineNo")),
+        line=json_int(chosen.get(keys.line)),
         function=field_text(chosen.get("function")),
         source=field_text(chosen.get("context_line")),
     )
 
 
-def _frames(exception: dict[str, Any]) -> list[dict[str, Any]]:
+def frames_of(exception: dict[str, Any]) -> list[dict[str, Any]]:
     return json_objects(json_object(exception.get("stacktrace")).get("frames"))
 
 
-def _file_name(frame: dict[str, Any]) -> str | None:
+def _file_name(frame: dict[str, Any], keys: FrameKeys) -> str | None:
     name = field_text(frame.get("filename")) or field_text(frame.get("module"))
     if name is None:
-        path = field_text(frame.get("absPath"))
+        path = field_text(frame.get(keys.abs_path))
         name = path.rsplit("/", 1)[-1] if path else None
     return name
 

@@ -5,6 +5,8 @@ scope and the fix, in English, in the log line (and from `relay-app check`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..core.errors import (
     GlitchTipError,
     GlitchTipIssueGone,
@@ -46,39 +48,38 @@ _NEW_SENTRY_TOKEN = (
 )
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """What a source's fixes name: its token's variable, its address's, how to make a token."""
+
+    token: str
+    url: str
+    new_token: str
+    scope: str
+
+
+_SETUPS = {
+    "GlitchTip": _Setup(
+        "GLITCHTIP_API_TOKEN", "GLITCHTIP_URL", _NEW_TOKEN, " (it lacks the event:write scope)"
+    ),
+    "Sentry": _Setup("SENTRY_API_TOKEN", "SENTRY_URL", _NEW_SENTRY_TOKEN, ""),
+}
+
+
 def operator_fix(error: GlitchTipError) -> str | None:
-    """What the relay's operator must change, naming the variable; None when nothing in the
-    relay's setup is wrong (GlitchTip down, an issue deleted)."""
-    if error.source == "Sentry":
-        return _sentry_fix(error)
+    """What the relay's operator must change, naming the variable of the source whose API
+    refused (GlitchTip's, Sentry's); None when nothing in the relay's setup is wrong (the
+    source down, an issue deleted)."""
+    setup = _SETUPS.get(error.source, _SETUPS["GlitchTip"])
     if isinstance(error, GlitchTipTokenRefused):
-        return f"GLITCHTIP_API_TOKEN is wrong or revoked: {_NEW_TOKEN}"
+        return f"{setup.token} is wrong or revoked: {setup.new_token}"
     if isinstance(error, GlitchTipScopeMissing):
-        return (
-            "GLITCHTIP_API_TOKEN may not change issues (it lacks the event:write scope): "
-            f"{_NEW_TOKEN}"
-        )
+        return f"{setup.token} may not change issues{setup.scope}: {setup.new_token}"
     if isinstance(error, GlitchTipRedirected):
         return (
-            f"GLITCHTIP_URL answers with a redirect (to {error.detail}), which the relay does not "
-            "follow (its token would go there): set GLITCHTIP_URL to GlitchTip's own address"
+            f"{setup.url} answers with a redirect (to {error.detail}), which the relay does not "
+            f"follow (its token would go there): set {setup.url} to {error.source}'s own address"
         )
     if isinstance(error, GlitchTipUnreachable) and error.cause == "unresolvable":
-        return "GLITCHTIP_URL's host name could not be resolved: check GLITCHTIP_URL and DNS"
-    return None
-
-
-def _sentry_fix(error: GlitchTipError) -> str | None:
-    """operator_fix, for Sentry's API."""
-    if isinstance(error, GlitchTipTokenRefused):
-        return f"SENTRY_API_TOKEN is wrong or revoked: {_NEW_SENTRY_TOKEN}"
-    if isinstance(error, GlitchTipScopeMissing):
-        return f"SENTRY_API_TOKEN may not change issues: {_NEW_SENTRY_TOKEN}"
-    if isinstance(error, GlitchTipRedirected):
-        return (
-            f"SENTRY_URL answers with a redirect (to {error.detail}), which the relay does not "
-            "follow (its token would go there): set SENTRY_URL to Sentry's own address"
-        )
-    if isinstance(error, GlitchTipUnreachable) and error.cause == "unresolvable":
-        return "SENTRY_URL's host name could not be resolved: check SENTRY_URL and DNS"
+        return f"{setup.url}'s host name could not be resolved: check {setup.url} and DNS"
     return None

@@ -130,12 +130,8 @@ def _glitchtip_verdict(settings: Settings, token: str, glitchtip_url: str) -> Ve
     api = GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout)
     try:
         user = api.whoami()
-    except GlitchTipUnreachable as exc:
-        return Verdict(name, False, str(exc), f"check GLITCHTIP_URL ({glitchtip_url})")
     except GlitchTipError as exc:
-        return Verdict(
-            name, False, str(exc), operator_fix(exc) or glitchtip_notice(exc).text(ENGLISH)
-        )
+        return refused_verdict(name, exc, f"GLITCHTIP_URL ({glitchtip_url})")
     who = user.get("username") or user.get("email") or "its user"
     return Verdict(
         name,
@@ -143,6 +139,14 @@ def _glitchtip_verdict(settings: Settings, token: str, glitchtip_url: str) -> Ve
         f"accepted at {glitchtip_url} ({who}); presses need its event:write scope, "
         "which only a press can show",
     )
+
+
+def refused_verdict(name: str, exc: GlitchTipError, where: str) -> Verdict:
+    """A source's API that did not answer the check (check `where`: its variable and value),
+    or refused it (the operator's fix)."""
+    if isinstance(exc, GlitchTipUnreachable):
+        return Verdict(name, False, str(exc), f"check {where}")
+    return Verdict(name, False, str(exc), operator_fix(exc) or glitchtip_notice(exc).text(ENGLISH))
 
 
 def _presses_verdict(client: TelegramClient, settings: Settings) -> Verdict:

@@ -9,14 +9,12 @@ from collections.abc import Iterator
 
 import requests
 
-from ..core.errors import GlitchTipError, GlitchTipUnreachable
+from ..core.errors import GlitchTipError
 from ..core.json_values import json_object
-from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..operating.binds import local_url
 from ..operating.config import Settings
-from ..operating.selfcheck import Verdict
+from ..operating.selfcheck import Verdict, refused_verdict
 from ..operating.sentry_env import SentryConfig
-from ..words import ENGLISH
 from .api import SentryApi
 from .signature import SIGNATURE_HEADER, signature_of
 from .webhook import PATH, RESOURCE_HEADER
@@ -45,11 +43,8 @@ def _token_verdict(config: SentryConfig, timeout: float) -> Verdict:
     try:
         organizations = api.organizations()
         region = api.region()
-    except GlitchTipUnreachable as exc:
-        return Verdict(name, False, str(exc), f"check SENTRY_URL ({config.url})")
     except GlitchTipError as exc:
-        hint = operator_fix(exc) or glitchtip_notice(exc).text(ENGLISH)
-        return Verdict(name, False, str(exc), hint)
+        return refused_verdict(name, exc, f"SENTRY_URL ({config.url})")
     if not organizations:
         return Verdict(
             name,

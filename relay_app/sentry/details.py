@@ -10,8 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.json_values import json_int, json_object, json_objects
-from ..glitchtip.details import Frame, IssueDetails, details_from
+from ..core.json_values import json_object, json_objects
+from ..glitchtip.details import (
+    EVENT_FRAMES,
+    IssueDetails,
+    details_from,
+    frame_of,
+    frames_of,
+)
 from ..glitchtip.details import field_text as _text
 
 
@@ -24,7 +30,7 @@ def details_of(event: dict[str, Any] | None, issue: dict[str, Any]) -> IssueDeta
     exception = _exception(event)
     metadata = json_object(event.get("metadata"))
     return IssueDetails(
-        frame=_frame(exception),
+        frame=frame_of(exception, EVENT_FRAMES),
         count=found.count,
         first_seen=found.first_seen,
         level=found.level,
@@ -37,30 +43,5 @@ def _exception(event: dict[str, Any]) -> dict[str, Any]:
     """Of a chain, the last exception with frames (Sentry's order runs from the first cause to
     the exception caught)."""
     values = json_objects(json_object(event.get("exception")).get("values"))
-    with_frames = [value for value in values if _frames(value)]
+    with_frames = [value for value in values if frames_of(value)]
     return (with_frames or values or [{}])[-1]
-
-
-def _frame(exception: dict[str, Any]) -> Frame | None:
-    """The innermost frame of the app's own code (`in_app`), else the innermost of all."""
-    frames = _frames(exception)
-    own = [frame for frame in frames if frame.get("in_app") is True]
-    if not frames:
-        return None
-    chosen = (own or frames)[-1]
-    name = _text(chosen.get("filename")) or _text(chosen.get("module"))
-    if name is None:
-        path = _text(chosen.get("abs_path"))
-        name = path.rsplit("/", 1)[-1] if path else None
-    if name is None:
-        return None
-    return Frame(
-        filename=name,
-        line=json_int(chosen.get("lineno")),
-        function=_text(chosen.get("function")),
-        source=_text(chosen.get("context_line")),
-    )
-
-
-def _frames(exception: dict[str, Any]) -> list[dict[str, Any]]:
-    return json_objects(json_object(exception.get("stacktrace")).get("frames"))
