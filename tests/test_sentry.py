@@ -217,19 +217,33 @@ def test_an_organizations_own_sentry_io_address_names_it() -> None:
     )
 
 
-def test_a_metric_alert_and_its_recovery_are_alerts_without_buttons() -> None:
-    hook = read_hook("metric_alert", sample("metric_alert_resolved.json"), sentry_url=SENTRY)
-    assert isinstance(hook, Alerting)
-    [attachment] = hook.payload["attachments"]
-    assert attachment["title"] == "Resolved: Too many errors"
-    assert attachment["text"] == "1000 events in the last 10 minutes\nFilter: level:error"
-    assert attachment["title_link"] == "https://sentry.io/organizations/baz/alerts/1/"
-    assert attachment["level"] == "info"
-    assert subjects_of(parse_alert(hook.payload)).issues == ()  # an alert rule, not an issue
-    critical = sample("metric_alert_resolved.json") | {"action": "critical"}
-    hook = read_hook("metric_alert", critical, sentry_url=SENTRY)
-    assert isinstance(hook, Alerting)
-    assert hook.payload["attachments"][0]["level"] == "error"
+def test_a_metric_alert_is_an_outage_and_its_recovery_without_buttons() -> None:
+    resolved = read_hook("metric_alert", sample("metric_alert_resolved.json"), sentry_url=SENTRY)
+    critical_body = sample("metric_alert_resolved.json") | {"action": "critical"}
+    critical = read_hook("metric_alert", critical_body, sentry_url=SENTRY)
+    assert isinstance(resolved, Alerting)
+    assert isinstance(critical, Alerting)
+    down, up = (
+        subjects_of(parse_alert(critical.payload)),
+        subjects_of(parse_alert(resolved.payload)),
+    )
+    assert (down.issues, up.issues) == ((), ())  # an alert rule, not an issue
+    # The incident's link tells an outage from another: the recovery goes under its own.
+    assert [(m.link, m.name, m.state) for m in down.monitors] == [
+        ("https://sentry.io/organizations/baz/alerts/1/", "Too many errors", "down")
+    ]
+    assert [m.state for m in up.monitors] == ["up"]
+    assert up.recovery
+    text = message_for(critical.payload, ENGLISH).text
+    assert text == (
+        "🔴 DOWN · Too many errors\n1000 events in the last 10 minutes Filter: level:error"
+    )
+    warning_body = sample("metric_alert_resolved.json") | {"action": "warning"}
+    warning = read_hook("metric_alert", warning_body, sentry_url=SENTRY)
+    assert isinstance(warning, Alerting)
+    [attachment] = warning.payload["attachments"]  # a warning: an alert of its own
+    assert attachment["level"] == "warning"
+    assert attachment["title"] == "Resolved: Too many errors"  # Sentry's own title for it
 
 
 def test_a_new_issue_is_an_alert_of_kind_created_with_its_short_id() -> None:
@@ -419,3 +433,24 @@ def test_a_message_names_its_source_only_where_the_relay_serves_both() -> None:
     assert message_for(created.payload, RUSSIAN).text.startswith("🔴 Алерт Sentry\n")
     glitchtips = message_for(issue_alert(issue(1)), ENGLISH, names_source=True)
     assert glitchtips.text.startswith("🔴 GlitchTip Alert\n")
+
+
+def test_a_metric_alerts_recovery_is_sent_under_its_outage_saying_how_long(
+    sentry_app: Flask, telegram: responses.RequestsMock, fake_time: FakeTime
+) -> None:
+    telegram.post(SEND_URL, json={"ok": True, "result": {"message_id": 31}})
+    telegram.post(SEND_URL.replace("sendMessage", "editMessageText"), json=OK)  # the outage's
+    client = sentry_app.test_client()
+    critical = sample("metric_alert_resolved.json") | {"action": "critical"}
+    body = json.dumps(critical).encode()
+    assert signed_post(client, body, "metric_alert", request_id="d" * 32).status_code == 202
+    run_background(relay_in(sentry_app).dispatcher, fake_time)
+    fake_time.now += 600
+    resolved = sample_bytes("metric_alert_resolved.json")
+    assert signed_post(client, resolved, "metric_alert", request_id="e" * 32).status_code == 202
+    run_background(relay_in(sentry_app).dispatcher, fake_time)
+    outage, recovery = sent_bodies(telegram)
+    assert outage["text"].startswith('🔴 <b>DOWN</b> · <b><a href="https://sentry.io/')
+    assert recovery["text"].startswith("✅ <b>UP</b> · ")
+    assert "Too many errors" in recovery["text"]
+    assert recovery["reply_parameters"]["message_id"] == 31

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeGuard
 
 from ..core.client_text import cleaned
@@ -28,8 +28,10 @@ OWN_LEVELS = ("fatal", "error", "warning", "info", "debug")
 # The key that marks a payload read from another source into GlitchTip's shape, and names it
 # ("sentry"). GlitchTip's own webhooks never carry it; the view takes it out of theirs.
 SOURCE_KEY = "relay_source"
-# The key that marks an alert about an issue just created (Sentry's `issue.created`, value
-# "created"): the routes send it only where a route asks for that kind (routes/table.py).
+# The key that marks what another source's alert is, where GlitchTip's shape cannot say it:
+# "created", an issue just created (Sentry's `issue.created`), which the routes send only where
+# a route asks for that kind (routes/table.py); "monitor", a change of state each attachment
+# names in its "state" (Sentry's metric alerts: critical is down, resolved up).
 KIND_KEY = "relay_kind"
 # The sources an alert may come from, as the routes' `source` names them.
 SOURCES = ("glitchtip", "sentry")
@@ -175,6 +177,9 @@ def parse_alert(payload: dict[str, Any]) -> Alert:
         return UnrecognizedPayload(payload)
     heading = heading or ""
     read = attachments[:MAX_ITEMS_READ]
+    if payload.get(KIND_KEY) == "monitor":
+        changes = tuple(_stated_change(item) for item in read)
+        return UptimeAlert(heading, changes, len(attachments))
     if "uptime" in heading.lower():
         return UptimeAlert(heading, tuple(_monitor_change(item) for item in read), len(attachments))
     short_ids = _ShortIds(payload.get("sections"))
@@ -243,6 +248,12 @@ def _monitor_change(item: dict[str, Any]) -> MonitorChange:
         sentence=sentence,
         state=state,
     )
+
+
+def _stated_change(item: dict[str, Any]) -> MonitorChange:
+    """A change of state whose attachment names it ("down", "up")."""
+    state = item.get("state")
+    return replace(_monitor_change(item), state=state if state in ("down", "up") else "unknown")
 
 
 def _fields(raw: object) -> tuple[Field, ...]:

@@ -149,6 +149,11 @@ def _event_fields(event: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def _metric_alert(action: str, data: dict[str, Any]) -> Hook:
+    """A metric alert. Critical and resolved are the alert rule's outage and its recovery, as
+    an uptime monitor's are: the recovery goes under the outage, saying how long it lasted
+    (its link, the incident's, tells them apart). A warning is an alert of its own."""
+    if action != "warning":
+        return _metric_change(action, data)
     incident = json_object(data.get("metric_alert"))
     rule = json_object(incident.get("alert_rule"))
     title = _text(data.get("description_title")) or _text(rule.get("name")) or "(metric alert)"
@@ -169,6 +174,20 @@ def _metric_alert(action: str, data: dict[str, Any]) -> Hook:
         short_id=None,
     )
     return Alerting(payload)
+
+
+def _metric_change(action: str, data: dict[str, Any]) -> Alerting:
+    rule = json_object(json_object(data.get("metric_alert")).get("alert_rule"))
+    name = _text(rule.get("name")) or _text(data.get("description_title")) or "(metric alert)"
+    change = {
+        "title": name,
+        "title_link": _text(data.get("web_url")) or None,
+        "text": _text(data.get("description_text")).replace("\\n", "\n") or None,
+        "state": "down" if action == "critical" else "up",
+    }
+    return Alerting(
+        {SOURCE_KEY: SOURCE, KIND_KEY: "monitor", "text": name, "attachments": [change]}
+    )
 
 
 def _issue_hook(action: str, issue: dict[str, Any], sentry_url: str) -> Hook:
