@@ -278,7 +278,6 @@ def test_an_issues_new_state_brings_its_cards_in_step(action: str, status: str) 
     ("resource", "body"),
     [
         ("installation", {"action": "created", "data": {"installation": {"uuid": "abc"}}}),
-        ("issue", {"action": "assigned", "data": {"issue": {"id": "1", "assignedTo": {}}}}),
         ("comment", {"action": "created", "data": {}}),
         ("error", {"action": "created", "data": {}}),
         ("event_alert", {"action": "triggered", "data": {}}),

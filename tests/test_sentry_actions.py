@@ -345,3 +345,33 @@ def test_with_sentry_alone_ignores_choices_work_without_the_watchers_snoozes(
     assert chat.answered()[-1] == ("Ignored FRONT-END-4 in Sentry until 09:04 UTC", False)
     [put] = [call for call in sentry.calls if call.request.method == "PUT"]
     assert json.loads(put.request.body or b"{}")["statusDetails"] == {"ignoreDuration": 60}
+
+
+def test_an_assignment_in_sentry_shows_on_the_issues_cards_and_goes_when_unassigned(
+    chat: Chat,
+) -> None:
+    page = sentry_page(chat.relay, chat.clock)
+    assert page is not None
+
+    def assigned(to: dict[str, str] | None) -> int:
+        issue = {"id": "4", "shortId": "FRONT-END-4", "assignedTo": to}
+        body = json.dumps({"action": "assigned", "data": {"issue": issue}}).encode()
+        headers = {
+            "Sentry-Hook-Resource": "issue",
+            "Sentry-Hook-Signature": signature_of(body, CLIENT_SECRET),
+        }
+        answer = page.answer(body, headers.get, 0.0)
+        assert not isinstance(answer, list)
+        changed: int = answer.body["changed"]
+        return changed
+
+    assert assigned({"type": "user", "id": "1", "name": "Ada Lovelace"}) == 1
+    assert assigned({"type": "user", "id": "1", "name": "Ada Lovelace"}) == 0  # as it was
+    chat.settle()
+    [(_, message_id, html_text, keyboard)] = chat.telegram.edits
+    assert message_id == 41
+    assert html_text.endswith("👤 Assigned to Ada Lovelace in Sentry at 08:04 UTC")
+    assert keyboard["inline_keyboard"][0][0]["text"] == "👀 On it"  # not On it: Sentry's person
+    assert assigned(None) == 1
+    chat.settle()
+    assert "Assigned" not in chat.telegram.edits[-1][2]

@@ -104,6 +104,9 @@ class IssueButton:
     choosing: bool = False
     # The condition it is ignored until (snoozing.py): {"until": unix time} or {"events": N}.
     snooze: dict[str, float] | None = None
+    # Whom its source says it is assigned to (Sentry's issue webhook), and since when.
+    assigned_to: str | None = None
+    assigned_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -251,6 +254,20 @@ def taken_line(
     )
 
 
+def assigned_line(
+    button: IssueButton, words: Words, *, several: bool, zone: tzinfo = UTC
+) -> str | None:
+    """'👤 Assigned to Ada Lovelace in Sentry at 10:42 UTC'; None when its source named nobody.
+    Not On it: the assignee is its source's person, whom the chat's calls do not know."""
+    if button.assigned_to is None or button.assigned_at is None:
+        return None
+    words = in_source(words, source_name(button.issue_id))
+    template = words.issue_assigned_in_glitchtip if several else words.assigned_in_glitchtip
+    return template.format(
+        label=button.label, user=button.assigned_to, time=place_time(button.assigned_at, zone)
+    )
+
+
 def muted_line(
     button: IssueButton, words: Words, *, several: bool, zone: tzinfo = UTC
 ) -> str | None:
@@ -306,6 +323,7 @@ def added_lines(message: SentMessage, words: Words, zone: tzinfo = UTC) -> list[
         for at, line in (
             (button.taken_at, taken_line(button, words, several=several, zone=zone)),
             (button.acted_at, done_line(button, words, several=several, zone=zone)),
+            (button.assigned_at, assigned_line(button, words, several=several, zone=zone)),
         )
         if line is not None
     ]

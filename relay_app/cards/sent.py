@@ -277,6 +277,24 @@ class SentStore:
 
         return self._store.write(change, now=now)
 
+    def assigned(
+        self, origin: str, issue_id: str, assignee: str | None, *, now: float
+    ) -> list[tuple[str, int]]:
+        """Whom the issue's source (at `origin`) says it is assigned to now (None: nobody), on
+        every button of it: the messages whose cards changed."""
+
+        def assign(tx: Tx) -> list[tuple[str, int]]:
+            rows = tx.all(
+                "UPDATE issue_buttons SET assigned_to = ?, assigned_at = ?"
+                " WHERE origin = ? AND issue_id = ?"
+                " AND COALESCE(assigned_to, '') != COALESCE(?, '')"
+                " RETURNING chat, message_id",
+                (assignee, tx.at.db if assignee else None, origin, issue_id, assignee),
+            )
+            return sorted({(str(row["chat"]), int(str(row["message_id"]))) for row in rows})
+
+        return self._store.write(assign, now=now)
+
     def unclaim(self, claim: StatusClaim) -> None:
         """GlitchTip refused the claimed change: the button shows what it did before, unless a
         later change has replaced the claim."""
@@ -500,6 +518,7 @@ def _message(tx: Tx, chat: str, message_id: int) -> SentMessage | None:
                 b,
                 acted_at=tx.at.to_local(b.acted_at) if b.acted_at is not None else None,
                 taken_at=tx.at.to_local(b.taken_at) if b.taken_at is not None else None,
+                assigned_at=tx.at.to_local(b.assigned_at) if b.assigned_at is not None else None,
                 muted_until=tx.at.to_local(b.muted_until) if b.muted_until is not None else None,
             )
             for b in message.buttons
@@ -541,6 +560,8 @@ def _button(row: Row) -> IssueButton:
         taken_at=float_or_null(row["taken_at"]),
         choosing=bool(row["choosing"]),
         snooze=_snooze(row["snooze"]),
+        assigned_to=text_or_null(row["assigned_to"]),
+        assigned_at=float_or_null(row["assigned_at"]),
     )
 
 

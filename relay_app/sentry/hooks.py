@@ -48,7 +48,8 @@ _STATES = {
     "ignored": "ignored",
     "archived": "ignored",
 }
-_METRIC_LEVELS = {"critical": "error", "warning": "warning", "resolved": "info"}
+# A metric alert's actions: its outage (critical), its recovery (resolved), a warning.
+_METRIC_ACTIONS = ("critical", "warning", "resolved")
 
 
 @dataclass(frozen=True)
@@ -76,13 +77,22 @@ class InStep:
 
 
 @dataclass(frozen=True)
+class Assigned:
+    """An issue assigned in Sentry, to someone (their name) or nobody."""
+
+    issue_id: str
+    assignee: str | None
+    said: str
+
+
+@dataclass(frozen=True)
 class Noted:
     """A webhook the relay has nothing to do with but say so in its log."""
 
     said: str
 
 
-Hook = Alerting | InStep | Noted
+Hook = Alerting | InStep | Assigned | Noted
 
 
 def read_hook(resource: str, body: dict[str, Any], *, sentry_url: str) -> Hook:
@@ -93,7 +103,7 @@ def read_hook(resource: str, body: dict[str, Any], *, sentry_url: str) -> Hook:
     data = json_object(body.get("data"))
     if resource == "event_alert" and action == "triggered":
         return _event_alert(data, sentry_url)
-    if resource == "metric_alert" and action in _METRIC_LEVELS:
+    if resource == "metric_alert" and action in _METRIC_ACTIONS:
         return _metric_alert(action, data)
     if resource == "issue":
         return _issue_hook(action, json_object(data.get("issue")), sentry_url)
@@ -152,8 +162,11 @@ def _metric_alert(action: str, data: dict[str, Any]) -> Hook:
     """A metric alert. Critical and resolved are the alert rule's outage and its recovery, as
     an uptime monitor's are: the recovery goes under the outage, saying how long it lasted
     (its link, the incident's, tells them apart). A warning is an alert of its own."""
-    if action != "warning":
-        return _metric_change(action, data)
+    return _metric_warning(data) if action == "warning" else _metric_change(action, data)
+
+
+def _metric_warning(data: dict[str, Any]) -> Alerting:
+    """A metric alert's warning: an alert of its own, with Sentry's title for it."""
     incident = json_object(data.get("metric_alert"))
     rule = json_object(incident.get("alert_rule"))
     title = _text(data.get("description_title")) or _text(rule.get("name")) or "(metric alert)"
@@ -169,7 +182,7 @@ def _metric_alert(action: str, data: dict[str, Any]) -> Hook:
         title=title,
         link=_text(data.get("web_url")),
         culprit=_text(data.get("description_text")).replace("\\n", "\n") or None,
-        level=_METRIC_LEVELS[action],
+        level="warning",
         fields=fields,
         short_id=None,
     )
@@ -200,12 +213,19 @@ def _issue_hook(action: str, issue: dict[str, Any], sentry_url: str) -> Hook:
             {SENTRY_PREFIX + issue_id: _STATES[action]}, f"issue {label} was {action} in Sentry"
         )
     if action == "assigned":
-        assignee = json_object(issue.get("assignedTo"))
-        who = _text(assignee.get("name")) or _text(assignee.get("email")) or "nobody"
-        return Noted(f"issue {label} was assigned to {who} in Sentry")
+        return _assigned(issue, issue_id, label)
     if action != "created":
         return Noted(f"an issue webhook ({_said(action)}) the relay does not act on")
     return _created(issue, issue_id, sentry_url)
+
+
+def _assigned(issue: dict[str, Any], issue_id: str, label: str) -> Assigned:
+    """Whom Sentry assigned the issue to (a user's name or e-mail, a team's name), or nobody."""
+    assignee = json_object(issue.get("assignedTo"))
+    who = (_text(assignee.get("name")) or _text(assignee.get("email")))[:100] or None
+    return Assigned(
+        SENTRY_PREFIX + issue_id, who, f"issue {label} was assigned to {who or 'nobody'} in Sentry"
+    )
 
 
 def _created(issue: dict[str, Any], issue_id: str, sentry_url: str) -> Alerting:

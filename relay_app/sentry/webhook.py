@@ -32,7 +32,7 @@ from ..routes import RouteTable
 from ..routes.split import facts_of
 from ..watch.in_step import CardsInStep
 from .deliveries import MAX_ID, DeliveryStore
-from .hooks import Alerting, InStep, Noted, read_hook
+from .hooks import Alerting, Assigned, InStep, Noted, read_hook
 from .signature import SIGNATURE_HEADER, signed
 
 log = logging.getLogger(__name__)
@@ -89,10 +89,19 @@ class SentryPage:
         if isinstance(hook, Noted):
             log.info("Sentry webhook noted: %s", hook.said)
             return PageReply({"status": "noted"})
+        if isinstance(hook, Assigned):
+            return self._assigned(hook)
         if isinstance(hook, InStep):
             return self._in_step_with(hook)
         request_id = (header(REQUEST_ID_HEADER) or "").strip()[:MAX_ID] or None
         return self._alert(hook, request_id, started)
+
+    def _assigned(self, hook: Assigned) -> PageReply:
+        changed = 0
+        if self._in_step is not None:
+            changed = self._in_step.assigned(hook.issue_id, hook.assignee)
+        log.info("Sentry webhook: %s; %d card(s) changed", hook.said, changed)
+        return PageReply({"status": "in_step", "changed": changed})
 
     def _in_step_with(self, hook: InStep) -> PageReply:
         changed = 0

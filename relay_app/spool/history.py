@@ -586,8 +586,12 @@ def on_call_from_the_chat(types: Types) -> list[str]:
 
 def sentry_deliveries(types: Types) -> list[str]:
     """Sentry as a second source (docs/sentry.md): the deliveries of its webhooks taken in, by
-    their Request-ID, so that the same one again does nothing (sentry/deliveries.py)."""
+    their Request-ID, so that the same one again does nothing (sentry/deliveries.py); and on
+    each card's button, whom its issue is assigned to in its source, and since when (Sentry
+    says so in its issue webhook)."""
     return [
+        "ALTER TABLE issue_buttons ADD COLUMN assigned_to TEXT",
+        f"ALTER TABLE issue_buttons ADD COLUMN assigned_at {types.time}",
         f"""CREATE TABLE sentry_deliveries (
     request_id TEXT PRIMARY KEY,
     received_at {types.time} NOT NULL

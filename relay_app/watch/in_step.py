@@ -67,6 +67,26 @@ class CardsInStep:
         if change.status != "unresolved" and self._escalation is not None:
             self._escalation.acted(change.chat, change.message_id)
 
+    def assigned(self, issue_id: str, assignee: str | None) -> int:
+        """Whom the source says the issue is assigned to now (None: nobody): every card of it
+        says so. How many cards changed."""
+        try:
+            changed = self._sent.assigned(self._origin, issue_id, assignee, now=self._clock())
+        except SpoolError as exc:
+            log.warning("cards could not show whom %s is assigned to now: %s", issue_id, exc)
+            return 0
+        for chat, message_id in changed:
+            try:
+                self._outbox.card(chat, message_id)
+            except SpoolError as exc:
+                log.warning(
+                    "message %d in chat %s could not be queued for its edit: %s",
+                    message_id,
+                    chat,
+                    exc,
+                )
+        return len(changed)
+
     def follow(self, states: Mapping[str, str], *, asked_at: float, settle: float = SETTLE) -> int:
         """GlitchTip's states of these issues, asked at `asked_at`: the cards that show
         another are edited; how many buttons changed. `settle` 0: the relay itself just made
