@@ -20,6 +20,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from relay_app import Relay, create_app, relay_of
+from relay_app.cards.card import IssueButton, SentMessage
+from relay_app.cards.sent import SentStore
 from relay_app.glitchtip.details import details_from_json
 from relay_app.glitchtip.webhook import KIND_KEY, SOURCE_KEY, parse_alert, source_of
 from relay_app.message.formatting import message_for
@@ -33,6 +35,7 @@ from relay_app.sentry.deliveries import DeliveryStore
 from relay_app.sentry.hooks import Alerting, InStep, Noted, read_hook
 from relay_app.sentry.signature import signature_of, signed
 from relay_app.spool.opening import open_memory
+from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, run_background, sent_bodies, sent_texts
 from tests.payloads import issue, issue_alert
@@ -453,3 +456,25 @@ def test_a_metric_alerts_recovery_is_sent_under_its_outage_saying_how_long(
     assert recovery["text"].startswith("✅ <b>UP</b> · ")
     assert "Too many errors" in recovery["text"]
     assert recovery["reply_parameters"]["message_id"] == 31
+
+
+def test_deliveries_and_assignments_are_kept_alike_on_either_database(
+    two_stores: tuple[Store, Store],
+) -> None:
+    mine, theirs = two_stores
+    now = 1_800_000_000.0
+    # One relay takes a delivery in; another, on the same spool, sees it taken.
+    assert DeliveryStore(mine).claim(["req-1", "event:e1:rule"], now=now)
+    assert not DeliveryStore(theirs).claim(["req-2", "event:e1:rule"], now=now + 1)
+    DeliveryStore(theirs).release(["req-1", "event:e1:rule"], now=now + 2)
+    assert DeliveryStore(mine).claim(["req-3", "event:e1:rule"], now=now + 3)
+    # Whom Sentry assigned an issue to, on every card of it.
+    sentrys = IssueButton("k1", "sentry:4", SENTRY, "FRONT-END-4")
+    SentStore(mine).keep(SentMessage("-1001", 41, "<b>a</b>", now, buttons=(sentrys,)), [])
+    assert SentStore(theirs).assigned(SENTRY, "sentry:4", "Ada", now=now) == [("-1001", 41)]
+    assert SentStore(mine).assigned(SENTRY, "sentry:4", "Ada", now=now) == []
+    kept = SentStore(mine).message("-1001", 41)
+    assert kept is not None
+    assert kept.buttons[0].assigned_to == "Ada"
+    assert kept.buttons[0].assigned_at == now
+    assert SentStore(theirs).assigned(SENTRY, "sentry:4", None, now=now) == [("-1001", 41)]
