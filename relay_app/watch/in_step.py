@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..cards.sent import SentStore, Synced
 from ..core.errors import SpoolError
@@ -75,16 +75,7 @@ class CardsInStep:
         except SpoolError as exc:
             log.warning("cards could not show whom %s is assigned to now: %s", issue_id, exc)
             return 0
-        for chat, message_id in changed:
-            try:
-                self._outbox.card(chat, message_id)
-            except SpoolError as exc:
-                log.warning(
-                    "message %d in chat %s could not be queued for its edit: %s",
-                    message_id,
-                    chat,
-                    exc,
-                )
+        self._edited(changed, f"show whom {issue_id} is assigned to in {self._source}")
         return len(changed)
 
     def follow(self, states: Mapping[str, str], *, asked_at: float, settle: float = SETTLE) -> int:
@@ -99,22 +90,27 @@ class CardsInStep:
                 self._origin, known, asked_at=asked_at, settle=settle, now=self._clock()
             )
         except SpoolError as exc:
-            log.warning("cards could not be brought in step with GlitchTip now: %s", exc)
+            log.warning("cards could not be brought in step with %s now: %s", self._source, exc)
             return 0
         for change in synced:
             self._noted(change)
-        for chat, message_id in {(change.chat, change.message_id) for change in synced}:
+        cards = sorted({(change.chat, change.message_id) for change in synced})
+        self._edited(cards, f"show {self._source}'s status")
+        return len(synced)
+
+    def _edited(self, cards: Iterable[tuple[str, int]], why: str) -> None:
+        """Each card's edit queued, as every write to a chat is (`why`: for the log)."""
+        for chat, message_id in cards:
             try:
                 self._outbox.card(chat, message_id)
             except SpoolError as exc:
                 log.warning(
-                    "message %d in chat %s could not be queued for its edit to show GlitchTip's "
-                    "status: %s",
+                    "message %d in chat %s could not be queued for its edit to %s: %s",
                     message_id,
                     chat,
+                    why,
                     exc,
                 )
-        return len(synced)
 
 
 def _status(raw: str) -> IssueStatus | None:
