@@ -234,7 +234,8 @@ class Metrics:
             "relay_requests_missed",
             "Requests that reached no page, by reason: webhook_secret (a webhook URL with a "
             "wrong secret), webhook_path (a near miss of the webhook's path), telegram_secret "
-            "(Telegram posting to an old address), method, unknown_path",
+            "(Telegram posting to an old address), telegram_header, sentry_signature (a Sentry "
+            "webhook without the client secret's signature), method, unknown_path",
             ["reason"],
             series=MISS_REASONS,
         )
