@@ -43,8 +43,7 @@ from .routes.zones import Zones
 from .sentry.api import SentryApi
 from .sentry.deliveries import DeliveryStore
 from .sentry.trackers import Trackers
-from .sentry.webhook import Intake as SentryIntake
-from .sentry.webhook import SentryPage
+from .sentry.webhook import SentryIntake, SentryPage
 from .silences.command import silences_command
 from .silences.store import SilenceStore
 from .snoozes.snoozing import BringBack, Snoozing

@@ -221,6 +221,8 @@ def test_check_proves_the_token_its_region_and_that_the_relay_takes_signed_reque
     assert "https://us.sentry.example.org" in token.found
     assert webhook.passed
     assert relay_url in webhook.found
+    # The organizations asked once: their answer names the region too.
+    assert [call.request.url for call in sentry.calls].count(ORGANIZATIONS) == 1
     other = replace(settings, sentry=SentryConfig("another" * 8, None, SENTRY))
     token, webhook = sentry_verdicts(other)
     assert token.passed  # none set: said, not failed

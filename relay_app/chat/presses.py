@@ -340,7 +340,7 @@ class Presses:
         """GlitchTip ignored the issue for one of Ignore's choices: the snooze kept for the
         watcher; the press's notice. Sentry keeps its own (`_kept_by_source`)."""
         if is_sentrys(button.issue_id):
-            words = in_source(self._team.words, "Sentry")
+            words = in_source(self._team.words, source_name(button.issue_id))
             return snooze_notice(button, snooze.condition, words, self._zone_of(message.chat))
         assert self._snoozing is not None  # `_snooze_for` gives a snooze only with it
         said = self._snoozing.notice(button, snooze.condition, self._team.words, message.chat)

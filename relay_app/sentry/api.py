@@ -58,8 +58,12 @@ class SentryApi(GlitchTipApi):
 
     def organizations(self) -> list[dict[str, Any]]:
         """The token's organizations, asked at SENTRY_URL itself (`org:read`): an internal
-        integration's token has one."""
-        return json_objects(self._call_any("GET", _ORGANIZATIONS, None, at=self._base_url))
+        integration's token has one. Its answer says the region the API is asked at from
+        then on."""
+        found = json_objects(self._call_any("GET", _ORGANIZATIONS, None, at=self._base_url))
+        with self._lock:
+            self._region = self._region_in(found)
+        return found
 
     def region(self) -> str:
         """Where the API is asked: the token's organization's region host, or SENTRY_URL."""
@@ -103,21 +107,16 @@ class SentryApi(GlitchTipApi):
                 return self._base_url
             self._asked_at = now
         try:
-            found = self._call_any("GET", _ORGANIZATIONS, None, at=self._base_url)
+            self.organizations()
         except GlitchTipError as exc:
             log.warning("Sentry's region for the token could not be asked: %s", exc)
-            found = None
-        region = self._region_in(found)
         with self._lock:
-            self._region = region
-            return region or self._base_url
+            return self._region or self._base_url
 
-    def _region_in(self, organizations: object) -> str | None:
+    def _region_in(self, organizations: list[dict[str, Any]]) -> str:
         """The first organization's region host, where it is under SENTRY_URL's host; SENTRY_URL
-        when it names none (self-hosted Sentry); None when it could not be asked."""
-        if organizations is None:
-            return None
-        for organization in json_objects(organizations):
+        when it names none (self-hosted Sentry)."""
+        for organization in organizations:
             region = json_object(organization.get("links")).get("regionUrl")
             if isinstance(region, str) and _under(region, self._base_url):
                 return region.rstrip("/")

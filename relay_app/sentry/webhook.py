@@ -43,7 +43,7 @@ REQUEST_ID_HEADER = "Request-ID"
 
 
 @dataclass(frozen=True)
-class Intake:
+class SentryIntake:
     """Where a Sentry alert goes: the relay's webhooks taken in by the routes (whose table says
     whether a new issue is asked for), TELEGRAM_CHAT_ID's place when no route takes it, and
     what notes when a source last reached the relay."""
@@ -58,7 +58,7 @@ class SentryPage:
     def __init__(
         self,
         config: SentryConfig,
-        intake: Intake,
+        intake: SentryIntake,
         deliveries: DeliveryStore,
         *,
         in_step: CardsInStep | None,
