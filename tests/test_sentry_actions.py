@@ -161,7 +161,7 @@ def test_a_refusal_of_sentrys_names_sentrys_variable_for_the_operator(
     assert alert
     assert "Sentry" in text
     error = GlitchTipScopeMissing("x")
-    error.source = "Sentry"
+    error.setup = SentryApi.SETUP
     fix = operator_fix(error)
     assert fix is not None
     assert "SENTRY_API_TOKEN" in fix

@@ -7,6 +7,7 @@ errors; everything above them decides only between "try again later" and "never 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from .routing import ChatId
@@ -105,6 +106,25 @@ class QueueFull(Exception):
     MAX_MEMORY_ALERTS in memory)."""
 
 
+@dataclass(frozen=True)
+class SourceSetup:
+    """What an operator's fix names of the source whose API refused: its name, its token's
+    variable, its address's, how to make a token, and what a token that may not change issues
+    lacks (glitchtip/notices.py)."""
+
+    name: str = "GlitchTip"
+    token: str = "GLITCHTIP_API_TOKEN"  # noqa: S105 (a variable's name, not a password)
+    url: str = "GLITCHTIP_URL"
+    new_token: str = (
+        "make a new token in GlitchTip (Profile → Auth Tokens) with the event:write scope and "  # noqa: S105 (a hint, not a password)
+        "set GLITCHTIP_API_TOKEN to it"
+    )
+    lacking: str = " (it lacks the event:write scope)"
+
+
+GLITCHTIP_SETUP = SourceSetup()
+
+
 class GlitchTipError(Exception):
     """GlitchTip's API did not do what a press or a reply asked. The message is for the relay's
     log; `detail` is what GlitchTip said (or where it redirected), for the notice the person
@@ -114,8 +134,13 @@ class GlitchTipError(Exception):
         super().__init__(message)
         self.detail = detail
         self.status = status
-        # Whose API it was: Sentry's is GlitchTip's to the relay (sentry/api.py).
-        self.source = "GlitchTip"
+        # Whose API it was, as the operator's fix names it: Sentry's is GlitchTip's to the
+        # relay, with a setup of its own (sentry/api.py).
+        self.setup = GLITCHTIP_SETUP
+
+    @property
+    def source(self) -> str:
+        return self.setup.name
 
 
 # Why GlitchTip could not be reached at all: no answer in time, a refused connection,

@@ -20,6 +20,7 @@ import requests
 
 from ..core.client_text import cleaned
 from ..core.errors import (
+    GLITCHTIP_SETUP,
     GlitchTipError,
     GlitchTipIssueGone,
     GlitchTipRedirected,
@@ -71,8 +72,7 @@ class IssueWatch(Protocol):
 class GlitchTipApi:
     # Who answers, and the variable that says where, as errors name them (Sentry's API is
     # GlitchTip's to the calls the relay makes: sentry/api.py).
-    NAME = "GlitchTip"
-    URL_VARIABLE = "GLITCHTIP_URL"
+    SETUP = GLITCHTIP_SETUP
 
     def __init__(self, token: str, base_url: str, *, timeout: float) -> None:
         """The token and the one address it is sent to (GLITCHTIP_URL) are bound here, so no
@@ -215,9 +215,9 @@ class GlitchTipApi:
         if isinstance(reply, dict):
             return reply
         raise GlitchTipUnreachable(
-            f"{method} {self._base_url}{path}: {self.NAME}'s answer is not the JSON object its "
-            "API gives",
-            detail=f"an answer that is not {self.NAME}'s",
+            f"{method} {self._base_url}{path}: {self.SETUP.name}'s answer is not the JSON object "
+            "its API gives",
+            detail=f"an answer that is not {self.SETUP.name}'s",
         )
 
     def _call_any(
@@ -227,7 +227,7 @@ class GlitchTipApi:
         try:
             return self._ask(method, (at or self._api_base()) + path, body)
         except GlitchTipError as exc:
-            exc.source = self.NAME
+            exc.setup = self.SETUP
             raise
 
     def _ask(self, method: str, url: str, body: dict[str, Any] | None) -> object:
@@ -248,9 +248,9 @@ class GlitchTipApi:
                     answer = _bounded(response)
             except requests.RequestException as exc:
                 cause: Unreached = "timeout" if watchdog.expired else _cause(exc)
-                said = _SAID[cause].format(name=self.NAME)
+                said = _SAID[cause].format(name=self.SETUP.name)
                 raise GlitchTipUnreachable(
-                    f"{method} {url}: {said}; check {self.URL_VARIABLE} ({self._base_url})",
+                    f"{method} {url}: {said}; check {self.SETUP.url} ({self._base_url})",
                     cause=cause,
                 ) from None
         if 300 <= status < 400:
@@ -258,7 +258,7 @@ class GlitchTipApi:
         reply = _json_of(answer)
         if status < 300 and isinstance(reply, dict | list):
             return reply
-        raise _refusal(method, url, status, reply, self.NAME)
+        raise _refusal(method, url, status, reply, self.SETUP.name)
 
     def _api_base(self) -> str:
         """Where the API's paths are asked: the configured address."""
@@ -437,8 +437,8 @@ def _redirected(
 ) -> GlitchTipError:
     where = redact(location)[:200] if location else "nowhere"
     return GlitchTipRedirected(
-        f"{method} {url}: {api.NAME} answered {status}, a redirect to {where}, which the relay "
-        f"does not follow: set {api.URL_VARIABLE} to {api.NAME}'s own address",
+        f"{method} {url}: {api.SETUP.name} answered {status}, a redirect to {where}, which the "
+        f"relay does not follow: set {api.SETUP.url} to {api.SETUP.name}'s own address",
         detail=where,
         status=status,
     )

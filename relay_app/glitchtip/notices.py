@@ -5,8 +5,6 @@ scope and the fix, in English, in the log line (and from `relay-app check`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..core.errors import (
     GlitchTipError,
     GlitchTipIssueGone,
@@ -16,11 +14,6 @@ from ..core.errors import (
     GlitchTipUnreachable,
 )
 from ..words import Said
-
-_NEW_TOKEN = (
-    "make a new token in GlitchTip (Profile → Auth Tokens) with the event:write scope and set "  # noqa: S105 (a hint, not a password)
-    "GLITCHTIP_API_TOKEN to it"
-)
 
 
 def glitchtip_notice(error: GlitchTipError) -> Said:
@@ -42,43 +35,19 @@ def glitchtip_notice(error: GlitchTipError) -> Said:
     return Said("glitchtip_refused", {"detail": error.detail})
 
 
-_NEW_SENTRY_TOKEN = (
-    "add a token to the internal integration in Sentry (Settings → Custom Integrations), whose "  # noqa: S105 (a hint, not a password)
-    "permissions give Issue & Event: Read & Write, and set SENTRY_API_TOKEN to it"
-)
-
-
-@dataclass(frozen=True)
-class _Setup:
-    """What a source's fixes name: its token's variable, its address's, how to make a token."""
-
-    token: str
-    url: str
-    new_token: str
-    scope: str
-
-
-_SETUPS = {
-    "GlitchTip": _Setup(
-        "GLITCHTIP_API_TOKEN", "GLITCHTIP_URL", _NEW_TOKEN, " (it lacks the event:write scope)"
-    ),
-    "Sentry": _Setup("SENTRY_API_TOKEN", "SENTRY_URL", _NEW_SENTRY_TOKEN, ""),
-}
-
-
 def operator_fix(error: GlitchTipError) -> str | None:
     """What the relay's operator must change, naming the variable of the source whose API
     refused (GlitchTip's, Sentry's); None when nothing in the relay's setup is wrong (the
     source down, an issue deleted)."""
-    setup = _SETUPS.get(error.source, _SETUPS["GlitchTip"])
+    setup = error.setup
     if isinstance(error, GlitchTipTokenRefused):
         return f"{setup.token} is wrong or revoked: {setup.new_token}"
     if isinstance(error, GlitchTipScopeMissing):
-        return f"{setup.token} may not change issues{setup.scope}: {setup.new_token}"
+        return f"{setup.token} may not change issues{setup.lacking}: {setup.new_token}"
     if isinstance(error, GlitchTipRedirected):
         return (
             f"{setup.url} answers with a redirect (to {error.detail}), which the relay does not "
-            f"follow (its token would go there): set {setup.url} to {error.source}'s own address"
+            f"follow (its token would go there): set {setup.url} to {setup.name}'s own address"
         )
     if isinstance(error, GlitchTipUnreachable) and error.cause == "unresolvable":
         return f"{setup.url}'s host name could not be resolved: check {setup.url} and DNS"

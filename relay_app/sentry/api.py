@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..core.errors import GlitchTipError, GlitchTipIssueGone
+from ..core.errors import GlitchTipError, GlitchTipIssueGone, SourceSetup
 from ..core.json_values import json_object, json_objects
 from ..glitchtip.api import (
     STATES_AT_ONCE,
@@ -39,8 +39,14 @@ _ORGANIZATIONS = "/api/0/organizations/"
 
 
 class SentryApi(GlitchTipApi):
-    NAME = "Sentry"
-    URL_VARIABLE = "SENTRY_URL"
+    SETUP = SourceSetup(
+        "Sentry",
+        "SENTRY_API_TOKEN",
+        "SENTRY_URL",
+        "add a token to the internal integration in Sentry (Settings → Custom Integrations), "
+        "whose permissions give Issue & Event: Read & Write, and set SENTRY_API_TOKEN to it",
+        "",
+    )
 
     def __init__(
         self,
