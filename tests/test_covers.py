@@ -110,6 +110,26 @@ def test_a_swap_is_two_covers_and_the_later_made_holds_where_two_overlap() -> No
             AskedCover("payments", "@boris_ops", ANNA_WEEK, ANNA_WEEK + 100 * 86400, "x"),
             "cover_too_long",
         ),
+        # A user id past Telegram's 2^52 fits no column: refused here, never stored.
+        (
+            AskedCover("payments", "tg:99999999999999999999", ANNA_WEEK, ANNA_WEEK + 3600, "x"),
+            "cover_no_person",
+        ),
+        # Its end would be in the year 10000, which no clock of the relay's can show.
+        (
+            AskedCover("payments", "@boris_ops", at("9998-12-30T10:00"), None, "x"),
+            "cover_too_far",
+        ),
+        (
+            AskedCover(
+                "payments",
+                "@boris_ops",
+                at("9998-12-29T10:00"),
+                at("9998-12-29T10:00") + 92 * 86400,
+                "x",
+            ),
+            "cover_too_far",
+        ),
     ],
 )
 def test_a_cover_that_cannot_hold_is_refused_with_why(asked: AskedCover, word: str) -> None:
@@ -181,6 +201,42 @@ def test_oncall_in_a_mention_and_a_call_is_whoever_covers_when_it_is_sent() -> N
     assert reply.text.endswith(": @vera_lead")
 
 
+def test_an_alert_whose_calls_cannot_be_worked_out_goes_without_them_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A cover or a name the spool holds that cannot be read (before: "Python int too large to
+    convert to SQLite INTEGER", and every alert of the route a dead letter) costs the call,
+    never the alert; a call's reply goes as written."""
+
+    def unreadable(at: float) -> list[Cover]:
+        raise OverflowError("Python int too large to convert to SQLite INTEGER")
+
+    on_call = OnCall(Roster(TABLE.on_call, MOSCOW, unreadable))
+    renderer = Renderer(ENGLISH, late_after=60.0, on_call=on_call)
+    queue = open_memory().queue
+    about = {"webhook": issue_alert(issue(1)), "mentions": ["oncall:payments", "@ada_ops"]}
+    alert = queue.add(NewJob("alert", about, HERE, Precedence.ALERT), now=ANNA_WEEK)
+    write = renderer.write([alert], now=ANNA_WEEK)
+    assert isinstance(write, Send)
+    assert write.text.endswith(
+        "\n\n⚠️ Whom this alert calls could not be worked out: the relay's log says why."
+    )
+    assert write.text.startswith("🔴 GlitchTip Alert\n\nZeroDivisionError: division by zero #1")
+    [logged] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert logged.getMessage() == (
+        f"whom alert {alert.label} calls (oncall:payments, @ada_ops) could not be worked out:"
+        " it goes without the call"
+    )
+    said = Said("escalation_call", {"minutes": "10", "people": "oncall:payments"})
+    call = queue.add(
+        NewJob("reply", {"say": said.as_json(), "message_id": 5}, HERE, Precedence.CALL),
+        now=ANNA_WEEK,
+    )
+    reply = renderer.write([call], now=ANNA_WEEK)
+    assert isinstance(reply, ReplyUnder)
+    assert "oncall:payments" in reply.text
+
+
 def test_a_handoff_says_whose_turn_a_cover_takes() -> None:
     about = {
         "rotation": "payments",
@@ -249,6 +305,15 @@ def test_cover_from_the_chat_is_kept_and_oncall_shows_it(chat: Chat) -> None:
         ("/cover payments until yesterday", 9, "yesterday is not a time: write 18:00,"),
         ("/cover payments from 2026-01-01 09:00 until 2026-01-02 09:00", 9, "That time is over"),
         ("/cover", 9, "Write /cover ROTATION"),
+        ("/cover payments tg:99999999999999999999 for 1h", 9, "tg:99999999999999999999 is neither"),
+        ("/cover payments @anna_ops from 9999-11-29 10:00 for 92d", 9, "9999-11-29 10:00 is not"),
+        (
+            "/cover payments @anna_ops from 9998-12-30 10:00 for 92d",
+            9,
+            "A cover ends by 9998-12-31",
+        ),
+        ("/cover payments @anna_ops from 9999-12-31 10:00", 9, "9999-12-31 10:00 is not a time"),
+        ("/cover payments @anna_ops for 99999999w", 9, "99999999w is not a time"),
     ],
 )
 def test_cover_from_the_chat_is_refused_with_why(
@@ -352,3 +417,36 @@ def test_an_answer_never_turns_what_someone_typed_into_a_call(chat: Chat) -> Non
         "tg:123456789 is not a time: write 18:00, 10.12 18:00, 2026-12-10 18:00, or for 2h."
     )
     assert chat.telegram.replies_html[-1] is None  # plain text: nobody is notified
+
+
+def test_a_kept_cover_that_cannot_be_read_is_left_out_named_once_and_removable(
+    chat: Chat, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kept by an older relay, or by hand: a person past Telegram's range, an end in the year
+    10000. Neither stops /oncall, the command line or an alert; each is named at ERROR once,
+    with the command that removes it."""
+    assert chat.relay.spool is not None
+    store = chat.relay.spool.of(CoverStore)
+    now = chat.clock.now
+    good = store.add(AskedCover("payments", "@vera_lead", now, now + 3600, "x"), now=now)
+    huge = store.add(
+        AskedCover("payments", "tg:99999999999999999999", now, now + 3600, "x"), now=now
+    )
+    far = store.add(
+        AskedCover("payments", "@anna_ops", now, 253_402_300_800.0 + 86400, "x"), now=now
+    )
+    for _ in range(2):
+        assert [c.id for c in store.in_force(now=now)] == [good.id]
+    named = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert named == [
+        f"cover {cover} in the spool cannot be read (its person or its times are out of range):"
+        " it is left out, and nobody is on duty by it. Remove it with"
+        f" 'relay-app oncall cover --remove {cover}'"
+        for cover in (huge.id, far.id)
+    ]
+    chat.clock.now += 5
+    chat.update(command("/oncall", 3))
+    assert said(chat).split("\n")[1].startswith("payments: @vera_lead (covering @anna_ops)")
+    removed = store.remove(far.id, now=now)
+    assert removed is not None
+    assert removed.person == "@anna_ops"

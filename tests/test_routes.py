@@ -106,8 +106,8 @@ def test_the_example_reads_as_written() -> None:
         ),
         (
             "[[route]]\nchat = -1001\nmention = ['ivan']\n",
-            "x.toml:3: route 1, mention: 'ivan' is neither @username, tg:<user id> (digits only)"
-            " nor oncall:NAME",
+            "x.toml:3: route 1, mention: 'ivan' is neither @username,"
+            " tg:<user id> (1 to 4503599627370496) nor oncall:NAME",
         ),
         (
             "[[route]]\nchat = -1001\nthread = 0\n",

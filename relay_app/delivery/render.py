@@ -22,6 +22,7 @@ its time is the time it arrived. Pure but for the card's record, which it reads.
 from __future__ import annotations
 
 import html
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +43,7 @@ from ..message.formatting import (
     message_for,
     with_first_line,
     with_mentions,
+    with_note,
 )
 from ..message.lines import from_json as lines_from_json
 from ..message.spans import visible
@@ -51,6 +53,8 @@ from ..routes.sound import Sound, levels_of
 from ..routes.zones import Zones
 from ..spool.model import Job, Precedence
 from ..words import Said, Words
+
+log = logging.getLogger(__name__)
 
 # Alerts rendered, kept for the claims that follow (each claim measures what fits again).
 KEPT_RENDERED = 1000
@@ -269,12 +273,9 @@ class Renderer:
             said = Said.from_json(first.data.get("say")).text(self.words)
         except KeyError as exc:
             raise Unreadable(str(exc)) from None
-        said = on_duty_in(said, self._roster, now)  # an escalation's people
         chat = str(first.destination.chat)
         answer = first.precedence == Precedence.ANSWER
-        # A call names people by link; an answer to what someone typed never does (its words
-        # may be theirs).
-        shown, marked = (said, None) if answer else linked_people(said, self._names, self.words)
+        shown, marked = self._people_in(said, first, now, answer=answer)
         reply = ReplyUnder(
             chat,
             first.destination.thread,
@@ -286,6 +287,22 @@ class Renderer:
         if first.kind == "reply":
             return reply
         return Reaction(chat, reply.message_id, str(first.data.get("emoji", "")), reply)
+
+    def _people_in(
+        self, said: str, job: Job, now: float, *, answer: bool
+    ) -> tuple[str, str | None]:
+        """A reply's words with the people it calls: each `oncall:NAME` the person on duty,
+        and each `tg:<id>` a link to them (a call names people by link; an answer to what
+        someone typed never does: its words may be theirs). When the people cannot be worked
+        out, the words as they are, said in the log."""
+        try:
+            said = on_duty_in(said, self._roster, now)  # an escalation's people
+            return (said, None) if answer else linked_people(said, self._names, self.words)
+        except Exception:
+            log.exception(
+                "whom %s %s calls could not be worked out: it goes as written", job.kind, job.label
+            )
+            return said, None
 
     def text_of(self, job: Job, *, now: float) -> str:
         """What the job would write, for a log line that must say it; the reason when that
@@ -323,10 +340,7 @@ class Renderer:
             late_after=self._late_after,
             zone=self.zone_of(jobs[0].destination.chat),
         )
-        # Whom the alerts' routes call, once for the message, however many alerts call them.
-        called = dict.fromkeys(m for alert in alerts for m in alert.subjects.mentions)
-        people = on_duty_now(list(called), self._roster, now)
-        message = with_mentions(message, people, self.words, self._names(people))
+        message = self._calling(message, alerts, jobs[0].label, now)
         if any(_maybe_seen(job) for job in jobs):
             words = self.words
             repeat = words.repeat_note if len(jobs) == 1 else words.repeat_note_digest
@@ -337,6 +351,25 @@ class Renderer:
             self._rings(job, now) for job in jobs if job.precedence != Precedence.ANSWER
         )
         return Send(message, alerts, silent)
+
+    def _calling(
+        self, message: Message, alerts: Sequence[Message], label: str, now: float
+    ) -> Message:
+        """The message calling whom its alerts' routes call, once each however many alerts call
+        them. When that cannot be worked out (a cover or a name the spool holds that cannot be
+        read), the alert goes without the call, and says so in itself and in the log: what
+        people typed never costs an alert."""
+        called = list(dict.fromkeys(m for alert in alerts for m in alert.subjects.mentions))
+        try:
+            people = on_duty_now(called, self._roster, now)
+            return with_mentions(message, people, self.words, self._names(people))
+        except Exception:
+            log.exception(
+                "whom alert %s calls (%s) could not be worked out: it goes without the call",
+                label,
+                ", ".join(called),
+            )
+            return with_note(message, self.words.mentions_lost)
 
     def _rings(self, job: Job, now: float) -> bool:
         sound = Sound.from_json(job.data.get("sound"))
@@ -385,7 +418,15 @@ class Renderer:
     def _noted(self, message: Message, data: Mapping[str, Any]) -> Message:
         """The message under the first lines the capabilities' notes put above it."""
         for note in self._notes:
-            if note.key in data and (line := note.line(data[note.key], self.words)):
+            if note.key not in data:
+                continue
+            try:
+                line = note.line(data[note.key], self.words)
+            except Exception:
+                # A note is a detail: one that cannot be read costs itself, never the alert.
+                log.exception("the %r note of an alert could not be read: left out", note.key)
+                continue
+            if line:
                 message = replace(with_first_line(message, line), subjects=message.subjects)
         return message
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, tzinfo
 from typing import Any
 
+from ..core.typed import tg_users_in
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.webhook import (
     Alert,
@@ -55,7 +56,8 @@ TELEGRAM_TEXT_LIMIT = 4096
 # A person's name as a mention shows it, at most: six people called by name stay within the
 # room every message keeps for its notes (NOTES_ROOM).
 MAX_NAME = 32
-_TG_MENTION = re.compile(r"(tg:[1-9][0-9]{0,19})")
+# A `tg:<user id>` in a text, whole: one past Telegram's range (core/typed.py) stays text.
+_TG_MENTION = re.compile(r"(tg:[1-9][0-9]{0,15})(?![0-9])")
 # Kept free in every message for the lines a late delivery and a second chance add
 # (`with_note`), so adding them never means shortening, that is rebuilding, a message that was
 # already accepted.
@@ -305,18 +307,16 @@ def linked_people(
 ) -> tuple[str, str]:
     """A plain text that calls people (an escalation's reply), as text and as HTML: each
     `tg:<user id>` in it made a link Telegram notifies, named as `shown_mention` names it."""
-    found = list(dict.fromkeys(_TG_MENTION.findall(text)))
-    if not found:
-        return text, html.escape(text, quote=False)
-    known = names(found)
+    found = tg_users_in(text)
+    known = names(found) if found else {}
     shown = {mention: shown_mention(mention, words, known.get(mention)) for mention in found}
-    pieces = _TG_MENTION.split(text)
-    # split() with a group alternates text and mentions: text at even places, people at odd.
-    as_text = "".join(shown[p][1] if n % 2 else p for n, p in enumerate(pieces))
-    as_html = "".join(
-        shown[p][0] if n % 2 else html.escape(p, quote=False) for n, p in enumerate(pieces)
-    )
-    return as_text, as_html
+    # split() with a group alternates text and candidates: text at even places. A candidate
+    # out of Telegram's range is not in `shown`, and stays text.
+    pieces = [
+        shown.get(piece) or (html.escape(piece, quote=False), piece)
+        for piece in _TG_MENTION.split(text)
+    ]
+    return "".join(said for _, said in pieces), "".join(marked for marked, _ in pieces)
 
 
 def with_first_line(message: Message, line: str) -> Message:

@@ -21,6 +21,7 @@ from typing import TextIO
 from zoneinfo import ZoneInfo
 
 from ..core.errors import SpoolError
+from ..core.typed import moment_of, span_of
 from ..operating.cli import open_spool_from_env
 from ..operating.console import CommandLine, Console, Failed, OpenSpool, Usage, print_table
 from ..operating.env_values import ConfigError, time_zone
@@ -30,7 +31,7 @@ from ..routes import RoutesError, RouteTable, read_routes
 from ..routes.rotation import Cover, Roster
 from ..spool import Spool
 from ..words import ENGLISH
-from .covers import AskedCover, CoverStore, Refused, checked_cover, moment_of, span_of
+from .covers import AskedCover, CoverStore, Refused, checked_cover
 
 Run = Callable[[argparse.Namespace, Console], int]
 

@@ -15,11 +15,12 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from ..core.errors import SpoolError
+from ..core.typed import moment_of, span_of
 from ..message.spans import place_time
 from ..routes.rotation import Roster
 from ..telegram.bot_commands import Asked, BotCommand
 from ..words import Said, Words
-from .covers import AskedCover, CoverStore, Refused, checked_cover, moment_of, span_of
+from .covers import AskedCover, CoverStore, Refused, checked_cover
 from .people import Met, PeopleStore
 
 # The covers to come /oncall lists, at most.

@@ -16,17 +16,15 @@ process is seen at once, one made elsewhere within KEPT_FOR seconds."""
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
+from datetime import UTC, datetime
 
 from ..core.errors import SpoolError
+from ..core.typed import FIRST_MOMENT, LAST_MOMENT, is_person, within_calendar
 from ..routes.rotation import Cover, Roster
-from ..routes.table import is_person
 from ..spool.store import Row, Store, Tx
 from ..words import Said
 
@@ -40,10 +38,6 @@ MAX_COVER = 92 * 86400.0
 MAX_COVERS = 500
 # How long a process keeps what it read of the covers before it reads them again.
 KEPT_FOR = 5.0
-_CLOCK = re.compile(r"(\d{1,2}):(\d{2})")
-_DAY = re.compile(r"(\d{1,2})\.(\d{1,2}) (\d{1,2}):(\d{2})")
-_SPAN = re.compile(r"(\d{1,4})\s*([mhdw])")
-_SPAN_UNIT = {"m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
 
 
 @dataclass(frozen=True)
@@ -62,46 +56,6 @@ class AskedCover:
     starts_at: float
     until: float | None
     by: str
-
-
-def moment_of(text: str, zone: ZoneInfo, now: float) -> float | None:
-    """A time as people write it, on `zone`'s wall clock: `18:00` (the next one to come),
-    `2026-12-10 18:00` (or with `T`), `10.12 18:00` (this year's, or next year's once it has
-    passed), or with its offset (`2026-12-10T18:00+03:00`); None for anything else."""
-    text = " ".join(text.split())
-    today = datetime.fromtimestamp(now, zone)
-    clock = _CLOCK.fullmatch(text)
-    if clock is not None:
-        hour, minute = int(clock.group(1)), int(clock.group(2))
-        if hour > 23 or minute > 59:
-            return None
-        moment = today.replace(hour=hour, minute=minute, second=0, microsecond=0)
-        if moment.timestamp() <= now:
-            moment = (moment.replace(tzinfo=None) + timedelta(days=1)).replace(tzinfo=zone)
-        return moment.timestamp()
-    day = _DAY.fullmatch(text)
-    try:
-        if day is not None:
-            found = datetime(
-                today.year,
-                int(day.group(2)),
-                int(day.group(1)),
-                int(day.group(3)),
-                int(day.group(4)),
-            )
-            if found.replace(tzinfo=zone).timestamp() <= now:
-                found = found.replace(year=today.year + 1)
-        else:
-            found = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return (found if found.tzinfo else found.replace(tzinfo=zone)).timestamp()
-
-
-def span_of(text: str) -> float | None:
-    """`2h`, `90m`, `3d`, `1w` in seconds; None for anything else."""
-    found = _SPAN.fullmatch(text.strip())
-    return int(found.group(1)) * _SPAN_UNIT[found.group(2)] if found else None
 
 
 def checked_cover(asked: AskedCover, roster: Roster, now: float) -> AskedCover:
@@ -123,12 +77,18 @@ def checked_cover(asked: AskedCover, roster: Roster, now: float) -> AskedCover:
         raise Refused(Said("cover_backwards", {}))
     if until - starts_at > MAX_COVER:
         raise Refused(Said("cover_too_long", {"days": str(int(MAX_COVER // 86400))}))
+    if not (within_calendar(starts_at) and within_calendar(until)):
+        last = datetime.fromtimestamp(LAST_MOMENT, UTC).date().isoformat()
+        raise Refused(Said("cover_too_far", {"last": last}))
     return AskedCover(asked.rotation, asked.person, starts_at, until, asked.by)
 
 
 class CoverStore:
     def __init__(self, store: Store) -> None:
         self._store = store
+        # The unreadable covers this process has named at ERROR: once each.
+        self._named: set[int] = set()
+        self._lock = threading.Lock()
 
     def add(self, cover: AskedCover, *, now: float) -> Cover:
         """Keep a cover checked with `checked_cover`; numbered by the spool."""
@@ -148,30 +108,34 @@ class CoverStore:
                     tx.at.db,
                 ),
             )
-            return _cover(row, tx)
+            return _cover(row, tx) or _as_kept(row)
 
         return self._store.write(add, now=now)
 
     def remove(self, cover_id: int, *, now: float) -> Cover | None:
-        """Remove a cover (it no longer holds); None for no cover of that number."""
+        """Remove a cover (it no longer holds), readable or not; None for no cover of that
+        number."""
 
         def remove(tx: Tx) -> Cover | None:
             row = tx.one("DELETE FROM covers WHERE id = ? RETURNING *", (cover_id,))
-            return _cover(row, tx) if row is not None else None
+            return (_cover(row, tx) or _as_kept(row)) if row is not None else None
 
         return self._store.write(remove, now=now)
 
     def in_force(self, *, now: float) -> list[Cover]:
-        """The covers that have not ended: holding now, or to come; soonest first."""
+        """The covers that have not ended: holding now, or to come; soonest first. One that
+        cannot be read (kept by an older relay, or by hand) is left out, and named."""
 
-        def read(tx: Tx) -> list[Cover]:
+        def read(tx: Tx) -> list[Cover | int]:
             rows = tx.all(
                 "SELECT * FROM covers WHERE ends_at > ? ORDER BY starts_at, id LIMIT ?",
                 (tx.at.db, MAX_COVERS),
             )
-            return [_cover(row, tx) for row in rows]
+            return [_cover(row, tx) or int(row["id"]) for row in rows]
 
-        return self._store.read(read, now=now)
+        found = self._store.read(read, now=now)
+        self._name_unreadable([cover for cover in found if isinstance(cover, int)])
+        return [cover for cover in found if isinstance(cover, Cover)]
 
     def tidy(self, *, now: float) -> int:
         """Forget the covers that ended more than a week ago; how many."""
@@ -184,14 +148,52 @@ class CoverStore:
 
         return self._store.write(tidy, now=now)
 
+    def _name_unreadable(self, ids: list[int]) -> None:
+        """Each cover that cannot be read, at ERROR once in this process, with its fix: it
+        never stops /oncall, the command line or an alert, but nobody is called by it."""
+        with self._lock:
+            new = [cover_id for cover_id in ids if cover_id not in self._named]
+            self._named.update(new)
+        for cover_id in new:
+            log.error(
+                "cover %d in the spool cannot be read (its person or its times are out of "
+                "range): it is left out, and nobody is on duty by it. Remove it with "
+                "'relay-app oncall cover --remove %d'",
+                cover_id,
+                cover_id,
+            )
 
-def _cover(row: Row, tx: Tx) -> Cover:
+
+def _cover(row: Row, tx: Tx) -> Cover | None:
+    """The cover a row keeps; None when it cannot be one (a person or a time out of range)."""
+    try:
+        person = str(row["person"])
+        starts_at = tx.at.to_local(float(row["starts_at"]))
+        ends_at = tx.at.to_local(float(row["ends_at"]))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if not is_person(person) or not (within_calendar(starts_at) and within_calendar(ends_at)):
+        return None
+    return Cover(
+        int(row["id"]), str(row["rotation"]), person, starts_at, ends_at, str(row["made_by"])
+    )
+
+
+def _as_kept(row: Row) -> Cover:
+    """A row as it is kept, for saying what was removed: its times only as far as they read."""
+
+    def moment(raw: object) -> float:
+        try:
+            return min(max(float(str(raw)), FIRST_MOMENT), LAST_MOMENT)
+        except ValueError:
+            return FIRST_MOMENT
+
     return Cover(
         int(row["id"]),
         str(row["rotation"]),
         str(row["person"]),
-        tx.at.to_local(float(row["starts_at"])),
-        tx.at.to_local(float(row["ends_at"])),
+        moment(row["starts_at"]),
+        moment(row["ends_at"]),
         str(row["made_by"]),
     )
 

@@ -14,7 +14,6 @@ are kept: the longest unseen who never sent /start go first.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 
 from ..core.errors import SpoolError
 from ..core.json_values import json_int, json_object
+from ..core.typed import tg_user
 from ..spool.store import Store, Tx
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,6 @@ MAX_PEOPLE = 10_000
 # A private call is honoured (its buttons act) this long after it was made: a week, as long as
 # the alert's own record is kept.
 CALL_KEPT = 7 * 86400.0
-_TG = re.compile(r"tg:([1-9][0-9]{0,19})")
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ class PeopleStore:
 
     def names(self, mentions: Sequence[str], *, now: float) -> dict[str, str]:
         """The names of the `tg:<id>` people among `mentions`, where the relay met them."""
-        ids = {int(found.group(1)): m for m in mentions if (found := _TG.fullmatch(m))}
+        ids = {user: m for m in mentions if (user := tg_user(m)) is not None}
         if not ids:
             return {}
 
@@ -189,10 +188,9 @@ def reachable_in(tx: Tx, people: Sequence[str]) -> Mapping[str, int]:
                 "SELECT user_id FROM people WHERE username = ? AND started_at IS NOT NULL",
                 (person[1:].casefold(),),
             )
-        elif (tg := _TG.fullmatch(person)) is not None:
+        elif (user := tg_user(person)) is not None:
             row = tx.one(
-                "SELECT user_id FROM people WHERE user_id = ? AND started_at IS NOT NULL",
-                (int(tg.group(1)),),
+                "SELECT user_id FROM people WHERE user_id = ? AND started_at IS NOT NULL", (user,)
             )
         else:
             row = None

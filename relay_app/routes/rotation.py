@@ -25,10 +25,13 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ..core.typed import MAX_USER_ID, is_person, wall_clock_of
 from .sound import SoundError, zone_of
 
 ONCALL = "oncall:"
-_PERIOD = re.compile(r"^(\d+)\s*([hdw])$")
+_PERIOD = re.compile(r"^(\d{1,4})\s*([hdw])$")
+# The longest turn, in days: a year.
+MAX_PERIOD_DAYS = 366
 _PERIOD_UNIT = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 MAX_PEOPLE = 50
@@ -78,11 +81,8 @@ class Rotation:
         return OnDuty(self.people[periods % count], until, self.people[(periods + 1) % count])
 
 
-def rotation_of(
-    table: Mapping[str, Any], number: int, problem: Any, *, is_person: Callable[[str], bool]
-) -> Rotation:
-    """A `[[rotation]]` table, checked; `problem(key, said)` makes the error; `is_person`
-    tells a mention of one person (not of a rotation)."""
+def rotation_of(table: Mapping[str, Any], number: int, problem: Any) -> Rotation:
+    """A `[[rotation]]` table, checked; `problem(key, said)` makes the error."""
     unknown = sorted(set(table) - {"name", "people", "every", "start", "timezone", "announce"})
     if unknown:
         keys = "name, people, every, start, timezone, announce"
@@ -90,7 +90,7 @@ def rotation_of(
     name = table.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         raise problem("name", "must be a name of letters, digits, '_', '.' or '-', as oncall:NAME")
-    people = _people(table.get("people"), problem, is_person)
+    people = _people(table.get("people"), problem)
     every = _period(table.get("every"), problem)
     start = _start(table.get("start"), problem)
     announce = table.get("announce", False)
@@ -99,11 +99,13 @@ def rotation_of(
     return Rotation(name, people, every, start, _zone(table.get("timezone"), problem), announce)
 
 
-def _people(raw: object, problem: Any, is_person: Callable[[str], bool]) -> tuple[str, ...]:
+def _people(raw: object, problem: Any) -> tuple[str, ...]:
     if not isinstance(raw, list) or not raw or not all(isinstance(p, str) for p in raw):
         raise problem("people", 'must be a list of people: ["@anna_ops", "@boris_ops"]')
     if wrong := [person for person in raw if not is_person(person)]:
-        raise problem("people", f"{wrong[0]!r} is neither @username nor tg:<user id>")
+        raise problem(
+            "people", f"{wrong[0]!r} is neither @username nor tg:<user id> (1 to {MAX_USER_ID})"
+        )
     if len(raw) > MAX_PEOPLE:
         raise problem("people", f"names {len(raw)}; a rotation may have {MAX_PEOPLE}")
     return tuple(raw)
@@ -123,17 +125,15 @@ def _zone(raw: object, problem: Any) -> str | None:
 
 def _period(raw: object, problem: Any) -> timedelta:
     found = _PERIOD.match(raw.strip()) if isinstance(raw, str) else None
-    if found is None or int(found.group(1)) == 0:
-        raise problem("every", 'must be a period like "1d" or "1w" (h, d or w)')
-    return int(found.group(1)) * _PERIOD_UNIT[found.group(2)]
+    period = int(found.group(1)) * _PERIOD_UNIT[found.group(2)] if found else timedelta(0)
+    if not timedelta(0) < period <= timedelta(days=MAX_PERIOD_DAYS):
+        raise problem("every", 'must be a period like "1d" or "1w" (h, d or w), a year at most')
+    return period
 
 
 def _start(raw: object, problem: Any) -> datetime:
-    try:
-        start = datetime.fromisoformat(raw) if isinstance(raw, str) else None
-    except ValueError:
-        start = None
-    if start is None or start.tzinfo is not None:
+    start = wall_clock_of(raw) if isinstance(raw, str) else None
+    if start is None:
         raise problem("start", 'must be a wall-clock time like "2026-01-01T09:00" (timezone apart)')
     return start
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id, parse_thread_id
+from ..core.typed import MAX_USER_ID, is_person
 from ..glitchtip.webhook import level_of
 from .rotation import ONCALL, Rotation, named_rotations, rotation_of
 from .sound import RINGS, Sound, sound_of
@@ -96,9 +97,7 @@ MAX_MENTIONS = 6
 # is refused, before any of it is parsed for the size.
 MAX_ROUTES_BYTES = 512 * 1024
 MAX_ROUTES = 1000
-_MENTION = re.compile(
-    r"@[A-Za-z][A-Za-z0-9_]{3,31}|tg:[1-9][0-9]{0,19}|oncall:[A-Za-z0-9_.-]{1,40}"
-)
+_ROTATION = re.compile(r"oncall:[A-Za-z0-9_.-]{1,40}")
 
 
 class RoutesError(ValueError):
@@ -318,16 +317,16 @@ def _rotations(raw: object, name: str, lines: _RouteLines) -> tuple[Rotation, ..
             where = lines.of(number, key, table="rotation")
             return RoutesError(f"{name}:{where}: rotation {number}, {key}: {said}")
 
-        rotation = rotation_of(table, number, problem, is_person=is_person)
+        rotation = rotation_of(table, number, problem)
         if any(other.name == rotation.name for other in rotations):
             raise problem("name", f"{rotation.name!r} names another rotation too")
         rotations.append(rotation)
     return tuple(rotations)
 
 
-def is_person(mention: str) -> bool:
-    """Whether `mention` names one person: `@username` or `tg:<user id>`, not a rotation."""
-    return _MENTION.fullmatch(mention) is not None and not mention.startswith(ONCALL)
+def _mentioned(mention: str) -> bool:
+    """Whether `mention` names one person (core/typed.py) or a rotation (`oncall:NAME`)."""
+    return is_person(mention) or _ROTATION.fullmatch(mention) is not None
 
 
 def _oncall_named(routes: Sequence[Route], known: set[str], name: str, lines: _RouteLines) -> None:
@@ -490,11 +489,11 @@ def _mentions(raw: object, problem: Any) -> tuple[str, ...]:
     values = _strings("mention", raw, problem) if raw != [] else []
     if len(values) > MAX_MENTIONS:
         raise problem("mention", f"names {len(values)} people; a route may call {MAX_MENTIONS}")
-    wrong = [value for value in values if not _MENTION.fullmatch(value)]
+    wrong = [value for value in values if not _mentioned(value)]
     if wrong:
         raise problem(
             "mention",
-            f"{wrong[0]!r} is neither @username, tg:<user id> (digits only) nor oncall:NAME",
+            f"{wrong[0]!r} is neither @username, tg:<user id> (1 to {MAX_USER_ID}) nor oncall:NAME",
         )
     return tuple(dict.fromkeys(values))
 

@@ -141,6 +141,7 @@ class Words:
     cover_past: str
     cover_backwards: str
     cover_too_long: str
+    cover_too_far: str
     cover_not_kept: str
     # Calls that reach a person: /start in a private chat with the bot, a private call, and
     # the hint in the chat for someone who has not started one (oncall/direct.py).
@@ -283,6 +284,8 @@ class Words:
     # without a username is named by a link, its text this.
     mention_line: str
     mention_user: str
+    # An alert whose route's people could not be worked out (a cover the spool cannot read).
+    mentions_lost: str
 
     def count(self, word: Plural, n: int) -> str:
         """`word` for the number `n`: '5 alerts', '5 алертов'."""

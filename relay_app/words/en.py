@@ -115,7 +115,7 @@ ENGLISH = Words(
     ),
     cover_not_allowed="Only people allowed to act on alerts may change who is on call.",
     cover_no_rotation="There is no rotation {rotation}: the routes file has {known}.",
-    cover_no_person="{person} is neither @username nor tg:<user id>.",
+    cover_no_person="{person} is neither @username nor tg:<user id> (a Telegram user id).",
     cover_unreadable_time=(
         "{time} is not a time: write 18:00, 10.12 18:00, 2026-12-10 18:00, or for 2h."
     ),
@@ -124,6 +124,7 @@ ENGLISH = Words(
     cover_too_long=(
         "A cover lasts at most {days} days: a longer change belongs in the routes file."
     ),
+    cover_too_far=("A cover ends by {last} at the latest: the relay's calendar goes no further."),
     cover_not_kept="The cover could not be kept now (the relay's spool): try again in a minute.",
     command_start="be called here, privately, when a route calls you directly",
     start_answer=(
@@ -273,6 +274,7 @@ ENGLISH = Words(
     glitchtip_refused="GlitchTip refused the change ({detail}).",
     mention_line="🔔 For {people}",
     mention_user="user {id}",
+    mentions_lost="⚠️ Whom this alert calls could not be worked out: the relay's log says why.",
     test_message=(
         "✅ <b>relay_app test message</b>\n"
         "Sent by <code>relay-app check --send</code>: GlitchTip alerts for this chat will arrive "
