@@ -21,13 +21,14 @@ import pytest
 from relay_app import Relay
 from relay_app.cli import main
 from relay_app.core.routing import Destination
-from relay_app.delivery.render import OnCall, Renderer, ReplyUnder, Send
+from relay_app.delivery.render import Added, OnCall, Renderer, ReplyUnder, Send, Shape
+from relay_app.message.formatting import Message
 from relay_app.oncall.covers import AskedCover, CoverStore, KeptCovers, Refused, checked_cover
 from relay_app.oncall.handoff_text import handoff_message
 from relay_app.routes import parse_routes
 from relay_app.routes.rotation import Cover, Roster
 from relay_app.spool import open_memory
-from relay_app.spool.model import NewJob, Precedence
+from relay_app.spool.model import Job, NewJob, Precedence
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN, Said
 from tests.conftest import CHAT_ID, FakeTime
@@ -235,6 +236,23 @@ def test_an_alert_whose_calls_cannot_be_worked_out_goes_without_them_and_says_so
     reply = renderer.write([call], now=ANNA_WEEK)
     assert isinstance(reply, ReplyUnder)
     assert "oncall:payments" in reply.text
+
+
+def test_a_job_that_cannot_be_rendered_is_said_in_the_log_as_it_is_kept() -> None:
+    """Whatever fails while a job's words are made, the line that gives it up holds what it
+    kept: the text is never lost to a bug."""
+
+    def broken(job: Job, renderer: Renderer) -> Message:
+        raise OverflowError("Python int too large to convert to SQLite INTEGER")
+
+    renderer = Renderer(ENGLISH, late_after=60.0, added=Added(shapes=(Shape("broken", broken),)))
+    queue = open_memory().queue
+    about = {"broken": {"title": "Payments are down"}}
+    job = queue.add(NewJob("alert", about, HERE, Precedence.ALERT), now=ANNA_WEEK)
+    assert renderer.text_of(job, now=ANNA_WEEK) == (
+        "(unreadable: Python int too large to convert to SQLite INTEGER;"
+        ' as kept: {"broken": {"title": "Payments are down"}})'
+    )
 
 
 def test_a_handoff_says_whose_turn_a_cover_takes() -> None:

@@ -5,9 +5,12 @@ recall and its lapse, the calls going on after it, and the report read from all 
 
 from __future__ import annotations
 
+import pytest
+
 from relay_app.cards.card import IssueButton, SentMessage
 from relay_app.cards.sent import SentStore
 from relay_app.core.routing import Destination
+from relay_app.oncall import people as people_module
 from relay_app.oncall.people import Met, PeopleStore, called_in, reachable_in
 from relay_app.oncall.recalls import RecallStore
 from relay_app.oncall.steps_store import CallsDue, EscalationStore
@@ -81,3 +84,24 @@ def test_people_private_calls_recalls_and_the_report_on_either_database(
     assert (elsewhere.alerts, elsewhere.taken) == (0, 0)
     count, still = ReportStore(mine).still_open(Destination(int(CHAT)), since=NOW - 60, now=NOW)
     assert (count, [i.taken_by for i in still]) == (1, [None])
+
+
+def test_people_are_kept_to_their_cap_whether_or_not_they_sent_start(
+    two_stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cap holds whoever they are (10,500 rows of people who only sent /start held it past
+    10,000 before): the longest unseen go first."""
+    monkeypatch.setattr(people_module, "MAX_PEOPLE", 3)
+    mine, theirs = two_stores
+    people = PeopleStore(mine)
+    for n in range(4):
+        people.started(Met(600 + n, None, f"Starter {n}"), now=NOW + n)
+    people.seen(Met(700, None, "Seen once"), now=NOW + 10)
+    count = theirs.read(lambda tx: tx.one("SELECT COUNT(*) AS n FROM people"))
+    assert count is not None
+    assert int(count["n"]) == 3
+    kept = [met.user_id for met in PeopleStore(theirs).reachable(now=NOW + 11)]
+    assert kept == [602, 603]  # and 700, seen last
+    people.seen(Met(602, None, "Starter 2"), now=NOW + 20)  # acts: seen again
+    people.started(Met(701, None, "Late"), now=NOW + 21)
+    assert [met.user_id for met in PeopleStore(theirs).reachable(now=NOW + 22)] == [602, 701]

@@ -22,6 +22,7 @@ its time is the time it arrived. Pure but for the card's record, which it reads.
 from __future__ import annotations
 
 import html
+import json
 import logging
 import threading
 from collections import OrderedDict
@@ -56,6 +57,8 @@ from ..words import Said, Words
 
 log = logging.getLogger(__name__)
 
+# What a log line shows of a job that cannot be rendered, at most (characters of its data).
+KEPT_SHOWN = 8192
 # Alerts rendered, kept for the claims that follow (each claim measures what fits again).
 KEPT_RENDERED = 1000
 
@@ -305,12 +308,14 @@ class Renderer:
             return said, None
 
     def text_of(self, job: Job, *, now: float) -> str:
-        """What the job would write, for a log line that must say it; the reason when that
-        cannot be made."""
+        """What the job would write, for a log line that must say it: when that cannot be made,
+        the reason and what the job holds, as it is kept (a given-up job's words are in the log
+        whatever went wrong)."""
         try:
             write = self.write([job], now=now)
-        except Unreadable as exc:
-            return f"(unreadable: {exc})"
+        except Exception as exc:
+            kept = json.dumps(job.data, ensure_ascii=False, default=str)[:KEPT_SHOWN]
+            return f"(unreadable: {exc}; as kept: {kept})"
         return write.text if write is not None else "(nothing: the card is no longer kept)"
 
     def about(self, job: Job, *, now: float) -> str:

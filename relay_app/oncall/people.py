@@ -8,7 +8,7 @@ on the alert it is about, and on nothing else.
 Met when they send `/start`, type a command, press a button or reply in a chat the relay serves;
 nothing they send decides anything but their own name. One who blocks the bot (Telegram says so
 in a `my_chat_member` update) is called privately no more (`PrivateChats`). At most MAX_PEOPLE
-are kept: the longest unseen who never sent /start go first.
+are kept: the longest unseen go first, whether they sent /start or not.
 """
 
 from __future__ import annotations
@@ -169,12 +169,15 @@ def _met(tx: Tx, person: Met, *, started: bool) -> None:
 
 
 def _bounded(tx: Tx) -> None:
+    """At most MAX_PEOPLE: the longest unseen go first, whether they sent /start or not (those
+    who had were never let go, and 10,500 of them held the cap past its bound). One let go
+    who sends /start again, or acts, is kept again."""
     over = tx.one("SELECT COUNT(*) AS n FROM people")
     if over is None or int(over["n"]) <= MAX_PEOPLE:
         return
     tx.execute(
         "DELETE FROM people WHERE user_id IN (SELECT user_id FROM people"
-        " WHERE started_at IS NULL ORDER BY seen_at LIMIT ?)",
+        " ORDER BY seen_at, user_id LIMIT ?)",
         (int(over["n"]) - MAX_PEOPLE,),
     )
 
