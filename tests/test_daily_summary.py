@@ -86,7 +86,7 @@ def test_a_summary_says_what_happened_and_what_is_still_open_once_a_day(
     made.spool.of(SentStore).keep(
         SentMessage(CHAT, 41, "<b>alert</b>", BEFORE, buttons=(button,)), []
     )
-    assert made.spool.of(SentStore).take("k1", by="@ada", at=BEFORE)  # On it
+    assert made.spool.of(SentStore).take("k1", by="@ada", by_id=4242, at=BEFORE)  # On it
     made.summaries.delivered(Destination(int(CHAT)), 3)  # a digest of three
     made.summaries.delivered(Destination(int(CHAT)), 1)
     made.summaries.held(Destination(int(CHAT)))

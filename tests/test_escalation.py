@@ -148,7 +148,7 @@ def test_a_step_fires_once_across_relays_and_an_act_found_at_its_time_stops_it(
     # The card was acted on (On it, by another relay's press) before the second step's time.
     spool = on_store(two_stores[1])
     spool.of(SentStore).keep(SENT, [])
-    assert spool.of(SentStore).take("the-key", by="@ada", at=SENT_AT + 700)
+    assert spool.of(SentStore).take("the-key", by="@ada", by_id=4242, at=SENT_AT + 700)
     assert second.fire_due(now=SENT_AT + 1800) == Fired(0, 1)
 
 

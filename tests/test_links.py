@@ -151,7 +151,7 @@ def test_a_links_card_of_an_issue_someone_has_says_who_and_offers_no_on_it(chat:
     )
     store = chat.store
     store.keep(first, [])
-    assert store.take("first-key", by="@ada", at=NOW - 300) == [41]
+    assert store.take("first-key", by="@ada", by_id=4242, at=NOW - 300) == [41]
     chat.update(message(f"who has this? {LINK}", 1))
     [card] = cards(chat)
     assert card.text.startswith("🔗 BACKEND-4A · unresolved")

@@ -57,7 +57,7 @@ def test_people_private_calls_recalls_and_the_report_on_either_database(
     )
     SentStore(mine).keep(card, [])
     EscalationStore(mine).plan(CHAT, None, 41, NOW, [Step(600.0, ("@lead_one",))])
-    assert SentStore(theirs).take("k1", by="@ada_ops", at=NOW + 60) == [41]
+    assert SentStore(theirs).take("k1", by="@ada_ops", by_id=4242, at=NOW + 60) == [41]
     assert EscalationStore(theirs).stop(CHAT, 41, now=NOW + 60) == 1
     recalls, their_recalls = RecallStore(mine), RecallStore(theirs)
     assert recalls.plan("k1", now=NOW + 60)

@@ -146,6 +146,42 @@ def test_only_the_taker_lets_go_and_the_calls_go_on_where_they_stopped(chat: Cha
     assert len(chat.telegram.replies) == 2
 
 
+def pressed_by(
+    verb: str, key: str, update_id: int, message_id: int, who: dict[str, Any]
+) -> dict[str, Any]:
+    """A press by whoever `who` says Telegram names (id, names, perhaps a username)."""
+    update = press(verb, key, update_id, message_id)
+    update["callback_query"]["from"] = {"is_bot": False, **who}
+    return update
+
+
+def test_a_person_is_their_user_id_and_a_name_is_shown_never_trusted(chat: Chat) -> None:
+    """A first name that reads as the taker's username, or two accounts showing one name: Let
+    go and On it go by Telegram's id, and the card never shows a name as a mention it is not."""
+    message_id, key = card(chat)
+    chat.update(press("take", key, 1, message_id))  # @ada_ops, id 7
+    impostor = {"id": 66, "first_name": "@ada_ops"}
+    chat.update(pressed_by("let_go", key, 2, message_id, impostor))
+    assert chat.answered()[-1] == ("Only @ada_ops can let it go: it is theirs.", True)
+    chat.update(press("let_go", key, 3, message_id))  # the taker, by id
+    assert chat.answered()[-1][1] is False
+    # Two accounts with one name and no username: either is only themselves.
+    first, second = {"id": 501, "first_name": "Sam"}, {"id": 502, "first_name": "Sam"}
+    chat.update(pressed_by("take", key, 4, message_id, first))
+    chat.update(pressed_by("let_go", key, 5, message_id, second))
+    assert chat.answered()[-1] == ("Only Sam can let it go: it is theirs.", True)
+    chat.update(pressed_by("let_go", key, 6, message_id, first))
+    assert chat.answered()[-1][1] is False
+    # A first name that reads as the lead's username is shown as a name, not a mention.
+    chat.update(pressed_by("take", key, 7, message_id, {"id": 67, "first_name": "@vera_lead"}))
+    chat.settle()
+    found = chat.store.pressed(key)
+    assert found is not None
+    assert (found[1].taken_by, found[1].taker_id) == ("＠vera_lead", 67)
+    assert "👀 ＠vera_lead is on it since" in chat.telegram.edits[-1][2]
+    assert "@vera_lead" not in chat.telegram.edits[-1][2]
+
+
 @pytest.fixture
 def glitchtip_resolves(glitchtip: Any) -> None:
     glitchtip.put(f"{GLITCHTIP}/api/0/issues/1/", json={"id": "1", "status": "resolved"})

@@ -23,7 +23,7 @@ from relay_app.cli import main
 from relay_app.core.routing import Destination
 from relay_app.oncall.handoff_text import handoff_message
 from relay_app.routes import RoutesError, parse_routes
-from relay_app.summaries.report import ReportStore
+from relay_app.summaries.report import ReportStore, _Taker, _takers
 from relay_app.summaries.text import summary_message
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, FakeTime
@@ -166,3 +166,14 @@ def test_a_report_day_needs_a_summary_and_a_weekday() -> None:
         parse_routes(f'[[route]]\nchat = "{CHAT}"\nreport = "monday"\n', "r.toml")
     with pytest.raises(RoutesError, match="report: must be a day of the week"):
         parse_routes(f'[[route]]\nchat = "{CHAT}"\nsummary = "09:00"\nreport = "mon"\n', "r.toml")
+
+
+def test_takers_are_counted_by_their_id_and_told_apart_where_they_share_a_name() -> None:
+    takes = [
+        (_Taker(501, "Sam"), 1.0),
+        (_Taker(502, "Sam"), 2.0),
+        (_Taker(501, "Sam"), 3.0),
+        (_Taker(7, "@ada_ops"), 4.0),
+        (_Taker(None, "Old take"), 5.0),  # kept before ids were
+    ]
+    assert _takers(takes) == {"Sam (id 501)": 2, "@ada_ops": 1, "Old take": 1, "Sam (id 502)": 1}

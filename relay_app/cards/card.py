@@ -98,7 +98,8 @@ class IssueButton:
     muted_until: float | None = None
     title: str | None = None  # the issue's, as the message showed it
     # "On it": who said they have it, and when (GlitchTip has no assignee here).
-    taken_by: str | None = None
+    taken_by: str | None = None  # shown: '@ada', or a name
+    taker_id: int | None = None  # who: Telegram's user id (None for a take kept without one)
     taken_at: float | None = None
     # Ignore's choices shown in place of its row (a press on Ignore opened them).
     choosing: bool = False

@@ -88,32 +88,33 @@ class SentStore:
         """A kept message (a reply names it); None when not (or no longer) kept."""
         return self._store.read(lambda tx: _message(tx, chat, message_id))
 
-    def take(self, key: str, *, by: str, at: float) -> list[int]:
-        """Record "On it" for the button's issue, in its chat: on every message there that
-        shows it, so each card says who has it and none offers On it again. Of presses at the
-        same moment, one takes it. The messages now showing the taker (the pressed one first);
-        none when it is not kept, someone has it already, or it is resolved or ignored."""
+    def take(self, key: str, *, by: str, by_id: int | None, at: float) -> list[int]:
+        """Record "On it" for the button's issue, in its chat, by the person `by_id` (Telegram's
+        id: who they are) shown as `by`: on every message there that shows it, so each card
+        says who has it and none offers On it again. Of presses at the same moment, one takes
+        it. The messages now showing the taker (the pressed one first); none when it is not
+        kept, someone has it already, or it is resolved or ignored."""
 
         def take(tx: Tx) -> list[int]:
             pressed = tx.one(
-                "UPDATE issue_buttons SET taken_by = ?, taken_at = ? WHERE key = ?"
+                "UPDATE issue_buttons SET taken_by = ?, taker_id = ?, taken_at = ? WHERE key = ?"
                 " AND taken_by IS NULL AND (status IS NULL OR status = 'unresolved')"
                 " RETURNING chat, message_id, issue_id, origin",
-                (by, tx.at.db, key),
+                (by, by_id, tx.at.db, key),
             )
             if pressed is None:
                 return []
             others = tx.all(
-                "UPDATE issue_buttons SET taken_by = ?, taken_at = ? WHERE chat = ?"
+                "UPDATE issue_buttons SET taken_by = ?, taker_id = ?, taken_at = ? WHERE chat = ?"
                 " AND issue_id = ? AND origin = ? AND key != ? AND taken_by IS NULL"
                 " AND (status IS NULL OR status = 'unresolved') RETURNING message_id",
-                (by, tx.at.db, pressed["chat"], pressed["issue_id"], pressed["origin"], key),
+                (by, by_id, tx.at.db, pressed["chat"], pressed["issue_id"], pressed["origin"], key),
             )
             # Kept after a Let go: who took what, and how soon (summaries/report.py).
             tx.execute(
-                "INSERT INTO takes (chat, issue_id, taken_by, taken_at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT DO NOTHING",
-                (pressed["chat"], pressed["issue_id"], by, tx.at.db),
+                "INSERT INTO takes (chat, issue_id, taken_by, taker_id, taken_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (pressed["chat"], pressed["issue_id"], by, by_id, tx.at.db),
             )
             shown = [int(pressed["message_id"])]
             shown += sorted({int(row["message_id"]) for row in others} - set(shown))
@@ -121,21 +122,29 @@ class SentStore:
 
         return self._store.write(take, now=at)
 
-    def let_go(self, key: str, *, by: str, at: float) -> list[int] | None:
-        """Let go of the button's issue in its chat (`by` had it): nobody has it on any of
-        its messages there, each offering On it again. The messages changed; None when `by`
-        is not who has it (nobody, or another)."""
+    def let_go(self, key: str, *, by_id: int | None, at: float) -> list[int] | None:
+        """Let go of the button's issue in its chat (the person `by_id` had it): nobody has it
+        on any of its messages there, each offering On it again. The messages changed; None
+        when they do not have it (nobody does, or another person: compared by Telegram's id,
+        never by a name, which anyone can take). A take kept with no id (before ids were kept)
+        may be let go by anyone allowed to act."""
 
         def let_go(tx: Tx) -> list[int] | None:
             row = tx.one(
-                "SELECT chat, issue_id, origin, taken_by FROM issue_buttons WHERE key = ?", (key,)
+                "SELECT chat, issue_id, origin, taken_by, taker_id FROM issue_buttons"
+                " WHERE key = ?",
+                (key,),
             )
-            if row is None or row["taken_by"] != by:
+            if row is None or row["taken_by"] is None or by_id is None:
+                return None
+            taker = int_or_null(row["taker_id"])
+            if taker is not None and taker != by_id:
                 return None
             changed = tx.all(
-                "UPDATE issue_buttons SET taken_by = NULL, taken_at = NULL WHERE chat = ?"
-                " AND issue_id = ? AND origin = ? AND taken_by = ? RETURNING message_id",
-                (row["chat"], row["issue_id"], row["origin"], by),
+                "UPDATE issue_buttons SET taken_by = NULL, taker_id = NULL, taken_at = NULL"
+                " WHERE chat = ? AND issue_id = ? AND origin = ? AND taken_by IS NOT NULL"
+                " AND (taker_id = ? OR taker_id IS NULL) RETURNING message_id",
+                (row["chat"], row["issue_id"], row["origin"], by_id),
             )
             return sorted({int(found["message_id"]) for found in changed})
 
@@ -457,7 +466,8 @@ _EARLIER = (
 )
 _INHERIT_TAKER = (
     f"UPDATE issue_buttons SET taken_by = (SELECT o.taken_by {_EARLIER} ORDER BY o.taken_at"  # noqa: S608 (fixed text)
-    f" LIMIT 1), taken_at = (SELECT min(o.taken_at) {_EARLIER})"
+    f" LIMIT 1), taker_id = (SELECT o.taker_id {_EARLIER} ORDER BY o.taken_at LIMIT 1),"
+    f" taken_at = (SELECT min(o.taken_at) {_EARLIER})"
     " WHERE chat = ? AND message_id = ? AND taken_by IS NULL"
     f" AND EXISTS (SELECT 1 {_EARLIER}) RETURNING key"
 )
@@ -557,6 +567,7 @@ def _button(row: Row) -> IssueButton:
         muted_by=text_or_null(row["muted_by"]),
         muted_until=float_or_null(row["muted_until"]),
         taken_by=text_or_null(row["taken_by"]),
+        taker_id=int_or_null(row["taker_id"]),
         taken_at=float_or_null(row["taken_at"]),
         choosing=bool(row["choosing"]),
         snooze=_snooze(row["snooze"]),

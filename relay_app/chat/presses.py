@@ -358,7 +358,7 @@ class Presses:
     def _let_go(self, press: Press, message: SentMessage, button: IssueButton) -> None:
         """Let go: the issue is nobody's again, and its calls go on. Only its taker may."""
         try:
-            shown = self._taking.let_go(message, button, press.by.handle)
+            shown = self._taking.let_go(message, button, press.by)
         except SpoolError as exc:
             self._unavailable(press, "could not be recorded", exc)
             return
@@ -383,7 +383,7 @@ class Presses:
         try:
             # Every message of the chat that shows the issue says who has it, and its calls
             # stop once each of its issues is taken or closed.
-            shown = self._taking.take(message, button, press.by.handle)
+            shown = self._taking.take(message, button, press.by)
         except SpoolError as exc:
             self._unavailable(press, "could not be recorded", exc)
             return

@@ -143,7 +143,7 @@ class Replies:
         if self._taking is None:
             return
         try:
-            shown = self._taking.take(kept, button, reply.by.handle)
+            shown = self._taking.take(kept, button, reply.by)
         except SpoolError as exc:
             log.warning(
                 "a reply by %s was a comment on %s, but taking it could not be recorded: %s",

@@ -16,6 +16,7 @@ from ..cards.sent import SentStore
 from ..core.errors import SpoolError
 from ..delivery.outbox import Outbox
 from ..oncall.steps import Escalation
+from .team import Person
 
 log = logging.getLogger(__name__)
 
@@ -34,24 +35,27 @@ class Taking:
         self._escalation = escalation
         self._clock = clock
 
-    def take(self, message: SentMessage, button: IssueButton, by: str) -> list[int]:
+    def take(self, message: SentMessage, button: IssueButton, by: Person) -> list[int]:
         """Record that `by` has the button's issue: the messages of the chat that now show it
         (none when someone has it already, or it is closed). Raises SpoolError."""
-        shown = self._store.take(button.key, by=by, at=self._clock())
-        self.spread(message.chat, shown, f"{by} is on {button.label}")
+        shown = self._store.take(button.key, by=by.handle, by_id=by.id, at=self._clock())
+        self.spread(message.chat, shown, f"{by.handle} (user id {by.id}) is on {button.label}")
         if shown and self._escalation is not None:
             self._escalation.taken(button.key)
         return shown
 
-    def let_go(self, message: SentMessage, button: IssueButton, by: str) -> list[int] | None:
+    def let_go(self, message: SentMessage, button: IssueButton, by: Person) -> list[int] | None:
         """`by` lets the button's issue go: nobody has it on any message of the chat (each card
         edited, On it offered again), and their calls go on where they stopped. The messages
-        changed; None when it is not `by`'s. Raises SpoolError."""
-        shown = self._store.let_go(button.key, by=by, at=self._clock())
+        changed; None when it is not theirs (by Telegram's id: a name proves nothing). Raises
+        SpoolError."""
+        shown = self._store.let_go(button.key, by_id=by.id, at=self._clock())
         if not shown:
             return shown
         for message_id in shown:
-            self._edit(message.chat, message_id, f"{by} let {button.label} go")
+            self._edit(
+                message.chat, message_id, f"{by.handle} (user id {by.id}) let {button.label} go"
+            )
         if self._escalation is not None:
             self._escalation.let_go(message.chat, shown)
         return shown

@@ -16,6 +16,7 @@ from typing import Any
 from ..cards.sent import SentStore
 from ..core.json_values import json_int, json_object
 from ..core.metrics import Metrics
+from ..core.typed import shown_name, user_id_of
 from ..glitchtip.api import IssueActions
 from ..words import Words
 from .answers import Asker
@@ -25,10 +26,14 @@ Clock = Callable[[], float]
 
 @dataclass(frozen=True)
 class Person:
-    """Someone in the chat, as Telegram names the sender of an update."""
+    """Someone in the chat, as Telegram names the sender of an update. Who they are is `id`,
+    Telegram's and no one else's: a take, Let go, a cover, a press and a reply compare it,
+    never a name; `handle` and `name` are only shown."""
 
     id: int | None
-    handle: str  # '@ada', or the name without a username: for logs and notices
+    # '@ada' (a username Telegram gave with the update), or the name without one, never shown
+    # as a mention (core/typed.py's shown_name): for the chat's lines, notices and logs.
+    handle: str
     # '"Ada Lovelace" (@ada, id 4242)': for a comment in GlitchTip. The id is Telegram's and no
     # one else's; the name is anyone's, so it is quoted (its quotes and line breaks escaped) and
     # cannot end the author line or pass for another person's.
@@ -53,15 +58,16 @@ class Person:
         name = " ".join(
             str(part) for part in (found.get("first_name"), found.get("last_name")) if part
         )[:64]
-        user_id = json_int(found.get("id"))
-        # One line, whatever the name holds: it is shown in the chat's messages too.
-        handle = account or " ".join(name.split()) or "someone"
+        user_id = user_id_of(found.get("id"))
+        # One line, whatever the name holds, and never a mention it is not: it is shown in the
+        # chat's messages too.
+        handle = account or shown_name(name) or "someone"
         return cls(
             id=user_id,
             handle=handle[:64],
             signature=_signature(name, account, user_id),
             username=account[1:] if account else None,
-            name=" ".join(name.split()),
+            name=shown_name(name),
         )
 
 

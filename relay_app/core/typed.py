@@ -69,6 +69,15 @@ def tg_users_in(text: str) -> list[str]:
     return list(dict.fromkeys(m for m in found if tg_user(m) is not None))
 
 
+def shown_name(name: str) -> str:
+    """A name a person gave themselves, as the relay shows it: one line, and never a mention it
+    is not. Telegram turns `@handle` in a message into a link to whoever has that username, so
+    a first name `@vera_lead` would read as the lead: each `@` of a name is shown as `＠`, which
+    Telegram links to nobody. A username is shown as `@username` only where Telegram said it is
+    that person's."""
+    return " ".join(name.split()).replace("@", "\uff20")
+
+
 def within_calendar(at: float) -> bool:
     """Whether a Unix time is a moment the relay keeps (FIRST_MOMENT to LAST_MOMENT)."""
     return FIRST_MOMENT <= at <= LAST_MOMENT

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, tzinfo
 from typing import Any
 
-from ..core.typed import tg_users_in
+from ..core.typed import shown_name, tg_users_in
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.webhook import (
     Alert,
@@ -298,7 +298,7 @@ def shown_mention(mention: str, words: Words, name: str | None = None) -> tuple[
     if not mention.startswith("tg:"):
         return html.escape(mention), mention
     user = mention.removeprefix("tg:")
-    name = (name or "").strip()[:MAX_NAME] or words.mention_user.format(id=user)
+    name = shown_name(name or "")[:MAX_NAME] or words.mention_user.format(id=user)
     return f'<a href="tg://user?id={user}">{html.escape(name)}</a>', name
 
 

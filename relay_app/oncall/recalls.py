@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..core.routing import Destination, parse_chat_id
 from ..delivery.outbox import card_edit
 from ..spool import job_rows as rows
-from ..spool.store import Row, Store, Tx
+from ..spool.store import Row, Store, Tx, int_or_null
 from ..words import Said
 from .people import reachable_in
 from .steps_store import private_call_in, reply_in, resume_in
@@ -48,7 +48,8 @@ class RecallStore:
 
 def _plan(tx: Tx, key: str) -> bool:
     taken = tx.one(
-        "SELECT chat, message_id, issue_id, taken_by, taken_at FROM issue_buttons WHERE key = ?",
+        "SELECT chat, message_id, issue_id, taken_by, taker_id, taken_at FROM issue_buttons"
+        " WHERE key = ?",
         (key,),
     )
     if taken is None or taken["taken_by"] is None:
@@ -63,14 +64,15 @@ def _plan(tx: Tx, key: str) -> bool:
         return False
     taken_at = float(taken["taken_at"])
     tx.execute(
-        "INSERT INTO recalls (chat, issue_id, taken_at, message_id, taker, due_at)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        "INSERT INTO recalls (chat, issue_id, taken_at, message_id, taker, taker_id, due_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (
             taken["chat"],
             taken["issue_id"],
             taken_at,
             taken["message_id"],
             taken["taken_by"],
+            taken["taker_id"],
             taken_at + float(limit["take_for"]),
         ),
     )
@@ -116,25 +118,46 @@ def _fire_due(tx: Tx) -> Recalled:
     return Recalled(called, lapsed)
 
 
+def _same_take(recall: Row) -> tuple[str, tuple[object, ...]]:
+    """The take a recall is of, as a condition on the issue's buttons and its values: the same
+    taker (by Telegram's id; by the name shown, for a take kept without one) since the same
+    moment."""
+    where = "chat = ? AND issue_id = ? AND taken_at = ?"
+    values = (recall["chat"], recall["issue_id"], recall["taken_at"])
+    if recall["taker_id"] is None:
+        return f"{where} AND taker_id IS NULL AND taken_by = ?", (*values, recall["taker"])
+    return f"{where} AND taker_id = ?", (*values, recall["taker_id"])
+
+
 def _still_held(tx: Tx, recall: Row) -> str | None:
     """The issue's label while the take stands (the same taker since the same moment) and the
     issue is open and not muted in the chat; None otherwise."""
+    take, values = _same_take(recall)
     found = tx.one(
-        "SELECT label FROM issue_buttons WHERE chat = ? AND issue_id = ? AND taken_by = ?"
-        " AND taken_at = ? AND (status IS NULL OR status = 'unresolved') AND silence_id IS NULL"
-        " LIMIT 1",
-        (recall["chat"], recall["issue_id"], recall["taker"], recall["taken_at"]),
+        f"SELECT label FROM issue_buttons WHERE {take}"  # noqa: S608 (fixed text)
+        " AND (status IS NULL OR status = 'unresolved') AND silence_id IS NULL LIMIT 1",
+        values,
     )
     return str(found["label"]) if found is not None else None
 
 
+def _taker(recall: Row) -> str:
+    """How a call names the taker: by the username Telegram gave with their take, or else by
+    their id (`tg:<id>`, a link shown with their name); never by a name they gave themselves,
+    which anyone can take (a name is never kept with an '@': chat/team.py)."""
+    shown, taker_id = str(recall["taker"]), int_or_null(recall["taker_id"])
+    return f"tg:{taker_id}" if taker_id is not None and not shown.startswith("@") else shown
+
+
 def _call_taker(tx: Tx, recall: Row, label: str, span: Said) -> None:
-    taker = str(recall["taker"])
+    taker = _taker(recall)
     said = Said("recall_taker", {"label": label, "taker": taker, "duration": span})
     where = _where(recall)
     message_id = int(recall["message_id"])
     reply_in(tx, where, message_id, said)
-    for user_id in reachable_in(tx, [taker]).values():
+    # Their private chat is found by their id: a username may have changed hands since.
+    taker_id = int_or_null(recall["taker_id"])
+    for user_id in reachable_in(tx, [f"tg:{taker_id}" if taker_id else taker]).values():
         private_call_in(tx, user_id, where, message_id, said)
 
 
@@ -142,17 +165,15 @@ def _lapse(tx: Tx, recall: Row, label: str, span: Said) -> None:
     """The take ends: nobody has the issue on any message of the chat (each card edited in its
     turn), the calls of those messages go on, and the chat is told."""
     chat = str(recall["chat"])
-    changed = tx.all(
-        "UPDATE issue_buttons SET taken_by = NULL, taken_at = NULL WHERE chat = ?"
-        " AND issue_id = ? AND taken_by = ? RETURNING message_id",
-        (chat, recall["issue_id"], recall["taker"]),
-    )
+    take, values = _same_take(recall)
+    cleared = "UPDATE issue_buttons SET taken_by = NULL, taker_id = NULL, taken_at = NULL"
+    changed = tx.all(f"{cleared} WHERE {take} RETURNING message_id", values)
     messages = sorted({int(row["message_id"]) for row in changed})
     for message_id in messages:
         # Edits of one card waiting together make one write (delivery/render.py).
         rows.insert(tx, card_edit(chat, message_id), home="spool")
     resume_in(tx, chat, messages)
-    said = Said("recall_lapsed", {"label": label, "taker": str(recall["taker"]), "duration": span})
+    said = Said("recall_lapsed", {"label": label, "taker": _taker(recall), "duration": span})
     reply_in(tx, _where(recall), int(recall["message_id"]), said)
 
 

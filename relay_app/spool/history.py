@@ -18,7 +18,7 @@ from .dialects import POSTGRES, SQLITE, Types
 __all__ = ["POSTGRES", "SCHEMA_VERSION", "SQLITE", "Types", "statements_after", "steps"]
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 24
+SCHEMA_VERSION = 25
 
 
 def steps(types: Types) -> dict[int, list[str]]:
@@ -45,6 +45,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         22: replies_that_only_comment(types),
         23: on_call_from_the_chat(types),
         24: sentry_deliveries(types),
+        25: takers_by_id(types),
     }
 
 
@@ -597,4 +598,22 @@ def sentry_deliveries(types: Types) -> list[str]:
     received_at {types.time} NOT NULL
 )""",
         "CREATE INDEX sentry_deliveries_by_time ON sentry_deliveries (received_at)",
+    ]
+
+
+def takers_by_id(types: Types) -> list[str]:
+    """A person is their Telegram user id (docs/security.md): who has an issue (On it) is kept
+    by id on its buttons, its takes and its recalls, beside the name shown; Let go and a recall
+    compare ids, never names. Takes kept before by a username the relay has met get its id; the
+    others keep none (any one allowed to act may let go of those)."""
+    return [
+        f"ALTER TABLE issue_buttons ADD COLUMN taker_id {types.big}",
+        f"ALTER TABLE takes ADD COLUMN taker_id {types.big}",
+        f"ALTER TABLE recalls ADD COLUMN taker_id {types.big}",
+        "UPDATE issue_buttons SET taker_id = (SELECT p.user_id FROM people p"
+        " WHERE '@' || p.username = lower(issue_buttons.taken_by)) WHERE taken_by LIKE '@%'",
+        "UPDATE takes SET taker_id = (SELECT p.user_id FROM people p"
+        " WHERE '@' || p.username = lower(takes.taken_by)) WHERE taken_by LIKE '@%'",
+        "UPDATE recalls SET taker_id = (SELECT p.user_id FROM people p"
+        " WHERE '@' || p.username = lower(recalls.taker)) WHERE taker LIKE '@%'",
     ]

@@ -15,12 +15,13 @@ its start forgotten. Data only: summaries/report_text.py writes it in words."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core.routing import Destination
-from ..spool.store import Row, Store, Tx, float_or_null, text_or_null
+from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
 
 # The open issues a report or a handoff names; the rest are counted.
 OPEN_LISTED = 10
@@ -153,9 +154,7 @@ def _report(tx: Tx, place: Destination | None, start: float) -> Report:
     resolve = [
         i.acted_at - i.first_at for i in issues if i.status == "resolved" and i.acted_at is not None
     ]
-    takers: dict[str, int] = {}
-    for taker, _ in first_takes.values():
-        takers[taker] = takers.get(taker, 0) + 1
+    takers = _takers(first_takes.values())
     still = [i.as_open() for i in issues if i.open]
     return Report(
         start=start,
@@ -169,29 +168,57 @@ def _report(tx: Tx, place: Destination | None, start: float) -> Report:
         resolve_median=_median(resolve),
         resolve_worst=max(resolve, default=None),
         calls=_calls(tx, place, since),
-        takers=dict(sorted(takers.items(), key=lambda kv: (-kv[1], kv[0]))),
+        takers=takers,
         open_count=len(still),
         open=still[:OPEN_LISTED],
     )
 
 
+@dataclass(frozen=True)
+class _Taker:
+    """Who took an issue: their Telegram id (None for a take kept without one), and their name
+    as shown then."""
+
+    id: int | None
+    shown: str
+
+
+def _takers(takes: Iterable[tuple[_Taker, float]]) -> dict[str, int]:
+    """Issues taken, by person: counted by Telegram's id, never by the name shown (two people
+    may show one name, and anyone may take another's), each named as last shown, and their id
+    said where two share a name. Most first."""
+    counted: dict[int | str, int] = {}
+    named: dict[int | str, str] = {}
+    for taker, _ in takes:
+        who: int | str = taker.id if taker.id is not None else taker.shown
+        counted[who] = counted.get(who, 0) + 1
+        named[who] = taker.shown
+    shared = {name for name, people in Counter(named.values()).items() if people > 1}
+    shown = {
+        who: f"{name} (id {who})" if name in shared and isinstance(who, int) else name
+        for who, name in named.items()
+    }
+    ranked = sorted(((shown[who], n) for who, n in counted.items()), key=lambda kv: (-kv[1], kv[0]))
+    return dict(ranked)
+
+
 def _first_takes(
     tx: Tx, place: Destination | None, since: float
-) -> dict[tuple[str, str], tuple[str, float]]:
+) -> dict[tuple[str, str], tuple[_Taker, float]]:
     """Each issue's first take in the period (kept after a Let go): who, and when."""
     rows = tx.all(
-        "SELECT t.chat, t.issue_id, t.taken_by, t.taken_at FROM takes t WHERE t.taken_at >= ?"
+        "SELECT t.chat, t.issue_id, t.taken_by, t.taker_id, t.taken_at FROM takes t"
+        " WHERE t.taken_at >= ?"
         " AND (? = 0 OR (t.chat = ? AND EXISTS (SELECT 1 FROM issue_buttons b JOIN"
         " sent_messages s ON s.chat = b.chat AND s.message_id = b.message_id"
         " WHERE b.chat = t.chat AND b.issue_id = t.issue_id AND COALESCE(s.thread, 0) = ?)))"
         " ORDER BY t.taken_at",
         (since, *_place(place)),
     )
-    found: dict[tuple[str, str], tuple[str, float]] = {}
+    found: dict[tuple[str, str], tuple[_Taker, float]] = {}
     for row in rows:
-        found.setdefault(
-            (str(row["chat"]), str(row["issue_id"])), (str(row["taken_by"]), float(row["taken_at"]))
-        )
+        taker = _Taker(int_or_null(row["taker_id"]), str(row["taken_by"]))
+        found.setdefault((str(row["chat"]), str(row["issue_id"])), (taker, float(row["taken_at"])))
     return found
 
 
