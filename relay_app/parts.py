@@ -25,6 +25,7 @@ from .chat.updates import Handle, Poller, route_updates
 from .core.errors import SpoolError
 from .core.metrics import Metrics
 from .core.routing import Destination, chat_key, parse_chat_id
+from .core.typed import user_id_of
 from .delivery.health import Health
 from .delivery.outbox import Outbox
 from .glitchtip.api import GlitchTipApi
@@ -420,7 +421,7 @@ def command_list(settings: Settings, spool: Spool | None) -> list[dict[str, str]
 def bot_id(token: str) -> int | None:
     """The bot's own user id: the part of its token before the colon."""
     head = token.partition(":")[0]
-    return int(head) if head.isdigit() else None
+    return user_id_of(head)
 
 
 def _unpacked(basis: Basis) -> tuple[Settings, Spool | None, Outbox, Metrics, Clock]:

@@ -1,7 +1,9 @@
+import pytest
+
 from relay_app.chat.presses import Press
 from relay_app.chat.replies import Reply
 from relay_app.chat.team import Written
-from relay_app.core.json_values import json_int, json_object, json_objects
+from relay_app.core.json_values import json_count, json_int, json_object, json_objects
 
 
 def test_a_number_is_an_int_and_true_is_not_one() -> None:
@@ -49,3 +51,28 @@ def test_telegrams_updates_never_take_true_for_a_message_or_topic_id() -> None:
 
     press = Press.of({"id": "q1", "message": {"message_id": True, "chat": chat}, "data": "x"})
     assert press.message_id is None
+
+
+@pytest.mark.parametrize(
+    ("value", "count"),
+    [
+        (12, 12),
+        ("12", 12),
+        (" 12 ", 12),
+        (12.0, 12),
+        (2**53, 2**53),
+        (2**53 + 1, None),
+        ("²", None),  # "²".isdigit() holds, and int("²") raises
+        ("٤٢", None),  # another script's digits
+        ("9" * 5000, None),  # past Python's 4,300 digits, int() raises
+        ("1e3", None),
+        ("-3", None),
+        (-3, None),
+        (1.5, None),
+        (float("nan"), None),
+        (True, None),
+        (None, None),
+    ],
+)
+def test_a_count_is_read_strictly_and_never_raises(value: object, count: int | None) -> None:
+    assert json_count(value) == count

@@ -21,9 +21,11 @@ from requests import PreparedRequest
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
 from relay_app.cards.sent import SentStore
+from relay_app.chat.link_card import link_card_data, link_card_line
 from relay_app.chat.links import LINK_WINDOW, linked_issue
 from relay_app.routes import parse_routes
 from relay_app.watch.store import Watched, WatchStore
+from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat, alone
 from tests.prometheus import parse, value
@@ -343,3 +345,10 @@ def test_a_link_names_an_organization_and_issue_only_as_glitchtip_writes_them(
     if linked is not None:
         assert "?" not in linked.link
         assert "#" not in linked.link
+
+
+@pytest.mark.parametrize("count", ["²", "9" * 5000, None, -1])
+def test_a_links_card_whose_count_is_no_count_says_so_and_is_made(count: object) -> None:
+    """The same count from the tracker's API (before: the card was lost to a ValueError)."""
+    about = link_card_data({"id": "4", "shortId": "BACKEND-4A", "count": count}, "")
+    assert link_card_line(about, ENGLISH) == "🔗 BACKEND-4A · unresolved · seen ? times"

@@ -361,6 +361,29 @@ def test_a_new_issue_goes_only_where_a_route_asks_for_it(
     assert "blooopy is not defined" in sent["text"]
 
 
+@pytest.mark.parametrize("count", ["²", "9" * 5000, "1e309", -4])
+def test_a_count_that_is_no_count_costs_the_count_never_the_alert(
+    sentry_settings: Settings, fake_time: FakeTime, telegram: responses.RequestsMock, count: object
+) -> None:
+    """A signed `issue.created` whose count is "²" (which `str.isdigit` takes) or 5,000 digits
+    (which `int` refuses) was answered 500 with a traceback, and its alert lost."""
+    telegram.post(SEND_URL, json=OK)
+    created = with_urls(sample("issue_created.json"))
+    created["data"]["issue"]["count"] = count
+    routes = parse_routes(
+        '[[route]]\nsource = "sentry"\nkind = "created"\nthread = 7\n', "routes.toml"
+    )
+    app = create_app(replace(sentry_settings, routes=routes), clock=fake_time)
+    try:
+        answer = signed_post(app.test_client(), json.dumps(created).encode(), "issue")
+        assert answer.status_code == 202
+        run_background(relay_in(app).dispatcher, fake_time)
+    finally:
+        relay_in(app).dispatcher.shutdown()
+    [text] = sent_texts(telegram)
+    assert "blooopy is not defined" in text
+
+
 def test_routes_tell_the_sources_apart() -> None:
     routes = parse_routes(
         '[[route]]\nsource = "sentry"\nthread = 1\n\n[[route]]\nsource = "glitchtip"\nthread = 2\n',

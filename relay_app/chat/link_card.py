@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ..core.json_values import json_count
 from ..delivery.render import Renderer, Shape, Unreadable, number
 from ..glitchtip.webhook import SOURCE_KEY
 from ..message.formatting import Message, with_first_line
@@ -47,7 +48,7 @@ def link_card_data(
     return {
         "payload": payload,
         "status": str(issue.get("status") or "unresolved"),
-        "events": str(issue.get("count") or "?"),
+        "events": str(count) if (count := json_count(issue.get("count"))) is not None else "?",
         "label": short_id or f"#{issue.get('id')}",
     }
 
@@ -65,11 +66,11 @@ def link_card_line(about: Mapping[str, Any], words: Words) -> str:
         "resolved": words.link_card_resolved,
         "ignored": words.link_card_ignored,
     }.get(str(about.get("status")), words.link_card_unresolved)
-    count = str(about.get("events"))
+    count = json_count(about.get("events"))
     events = (
-        words.count(words.seen_times, int(count))
-        if count.isdigit()
-        else words.seen_times.forms[-1].format(n="?")  # GlitchTip did not say
+        words.count(words.seen_times, count)
+        if count is not None
+        else words.seen_times.forms[-1].format(n="?")  # its source did not say, or not a count
     )
     return words.link_card.format(
         label=str(about.get("label") or "?"), status=status, events=events

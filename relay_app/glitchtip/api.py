@@ -30,7 +30,7 @@ from ..core.errors import (
     Unreached,
 )
 from ..core.http_deadline import Deadline, DeadlineAdapter
-from ..core.json_values import json_objects
+from ..core.json_values import MAX_COUNT, json_count, json_objects
 from ..core.logs import redact, register_secret
 from .details import IssueDetails, details_from
 
@@ -299,8 +299,6 @@ class Answered(Generic[T]):
     unreadable: dict[str, str] = field(default_factory=dict)
 
 
-# GlitchTip's counts are whole numbers within JSON's exact integers; anything past is not a count.
-MAX_COUNT = 2**53
 # An hour of issues-stats is a Unix time (seconds) before this, in the year 5138.
 MAX_HOUR = 10**11
 
@@ -308,21 +306,7 @@ MAX_HOUR = 10**11
 def events_of(issue: dict[str, Any]) -> int | None:
     """An issue's `count` as GlitchTip answers it (a string), as a number; None when it has
     none, or one that is not a whole number up to MAX_COUNT."""
-    return _whole(issue.get("count"), MAX_COUNT)
-
-
-def _whole(value: object, most: int) -> int | None:
-    """A whole number from 0 to `most`, as GlitchTip writes one (a JSON number, or a string of
-    digits); None for anything else: a fraction, NaN, a bool, a sign, an exponent."""
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 20:
-        number: object = int(value)
-    elif isinstance(value, float) and value.is_integer():
-        number = int(value)
-    else:
-        number = value
-    if isinstance(number, int) and not isinstance(number, bool) and 0 <= number <= most:
-        return number
-    return None
+    return json_count(issue.get("count"), MAX_COUNT)
 
 
 def state_of(issue: dict[str, Any]) -> IssueState | str:
@@ -344,8 +328,8 @@ def hours_of(issue: dict[str, Any]) -> list[list[int]] | str:
         return "its 24 hours are not a list"
     counted: list[list[int]] = []
     for pair in hours:
-        hour = _whole(pair[0], MAX_HOUR) if isinstance(pair, list) and len(pair) == 2 else None
-        count = _whole(pair[1], MAX_COUNT) if hour is not None else None
+        hour = json_count(pair[0], MAX_HOUR) if isinstance(pair, list) and len(pair) == 2 else None
+        count = json_count(pair[1], MAX_COUNT) if hour is not None else None
         if hour is None or count is None:
             return f"an hour of its 24 is {str(pair)[:60]}"
         counted.append([hour, count])

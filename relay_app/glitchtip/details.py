@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from ..core.client_text import clean
-from ..core.json_values import json_int, json_object, json_objects
+from ..core.json_values import json_count, json_int, json_object, json_objects
 
 # Longer values say nothing more in a chat; GlitchTip keeps them whole.
 MAX_FIELD_LENGTH = 500
@@ -138,10 +138,9 @@ def _file_name(frame: dict[str, Any], keys: FrameKeys) -> str | None:
 
 
 def _count(value: object) -> int | None:
-    """GlitchTip's counts are strings in some answers ("count": "12"), numbers in others."""
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return json_int(value)
+    """GlitchTip's counts are strings in some answers ("count": "12"), numbers in others; one
+    that is neither is no count ("?" where it is shown), never an error."""
+    return json_count(value)
 
 
 def _time(value: object) -> float | None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.errors import GlitchTipError, SpoolError
+from ..core.json_values import json_count
 from ..core.metrics import Metrics
 from ..core.process import OwnThread
 from ..delivery.job import Delivery
@@ -331,8 +332,9 @@ def escalating_line(about: object, words: Words) -> str | None:
     """The first line of an escalating issue posted again: why it is posted."""
     if not isinstance(about, dict):
         return None
+    count = json_count(about.get("count"))
     return words.escalating.format(
-        count=int(about.get("count", 0)), spark=str(about.get("spark", ""))
+        count="?" if count is None else count, spark=str(about.get("spark", ""))
     )
 
 

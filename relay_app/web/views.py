@@ -86,7 +86,7 @@ def _local_port(environ: dict[str, Any]) -> int | None:
         except (OSError, IndexError, TypeError, ValueError):
             return None
     port = str(environ.get("SERVER_PORT", ""))
-    return int(port) if port.isdigit() else None
+    return int(port) if port.isascii() and port.isdigit() and len(port) <= 5 else None
 
 
 def read_body() -> bytes:
