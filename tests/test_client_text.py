@@ -34,6 +34,18 @@ from tests.payloads import issue, issue_alert
         # Where scripts and emoji need a joiner, between their own characters, it stays.
         ("👨\u200d👩\u200d👧 family", "👨\u200d👩\u200d👧 family"),
         ("می\u200cخواهم", "می\u200cخواهم"),
+        # Every format character and invisible letter that reached the chat before: the marks
+        # LRM, RLM and ALM, the invisible operators, tag characters, the Hangul fillers, the
+        # combining grapheme joiner, the Mongolian vowel separator, the blank braille pattern.
+        ("\u200fBACKEND\u200e-1A\u061c", "BACKEND-1A"),
+        ("BACK\u2061\u2062\u2063\u2064END-1A", "BACKEND-1A"),
+        ("BACKEND-1A\U000e0041\U000e0042\U000e007f", "BACKEND-1A"),
+        ("\u3164BACKEND\u115f\u1160-1A\uffa0", "BACKEND-1A"),
+        ("BACK\u034fEND\u180e-1A\u2800", "BACKEND-1A"),
+        ("Ошибка\u200e: деление\u2800", "Ошибка: деление"),
+        # What shows stays: Arabic's number sign, an emoji's variation selector.
+        ("\u0600١٢", "\u0600١٢"),
+        ("❤\ufe0f ok", "❤\ufe0f ok"),
     ],
 )
 def test_clean_keeps_what_people_write_and_drops_what_disguises_it(given: str, kept: str) -> None:
