@@ -105,6 +105,19 @@ def test_glitchtips_issue_of_the_same_number_stays_glitchtips(
         # Not under SENTRY_URL's host: the token does not go there, whatever the answer says.
         ("https://sentry.attacker.example", SENTRY),
         ("http://us.sentry.example.org", SENTRY),  # another scheme
+        # SENTRY_URL's host at another port received the token before (13 requests, one PUT).
+        ("https://sentry.example.org:8443", SENTRY),
+        ("https://us.sentry.example.org:8443", SENTRY),
+        # Forms that read as one host and sent the token to '/' at another before.
+        ("https://us.sentry.example.org#@sentry.attacker.example", SENTRY),
+        ("https://sentry.attacker.example#@us.sentry.example.org", SENTRY),
+        ("https://us.sentry.example.org@sentry.attacker.example", SENTRY),
+        ("https://user:pw@us.sentry.example.org", SENTRY),
+        ("https://us.sentry.example.org/api/", SENTRY),
+        ("https://us.sentry.example.org?x=1", SENTRY),
+        ("https://sentry.example.org:443/", SENTRY),  # SENTRY_URL's own origin
+        ("https://de.example.org", "https://de.example.org"),  # under its parent domain
+        ("https://US.Sentry.Example.org/", "https://us.sentry.example.org"),
     ],
 )
 def test_the_tokens_region_is_asked_once_and_followed_only_under_sentry_url(

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from ..core.origins import origin_of as parsed_origin
 from ..glitchtip.webhook import Alert, IssueAlert, MonitorState, UptimeAlert
 
 # GlitchTip's issue links end in the issue's id: <domain>/<org_slug>/issues/<id>.
@@ -22,7 +23,6 @@ _ISSUE_PATH = re.compile(r"/issues/([0-9]{1,20})/?$")
 # the two number their issues alike, and one relay may serve both.
 _SENTRY_PATH = re.compile(r"^/organizations/[A-Za-z0-9][A-Za-z0-9_-]{0,99}/issues/([0-9]{1,20})/?$")
 SENTRY_PREFIX = "sentry:"
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True)
@@ -173,20 +173,11 @@ def org_of(link: str | None) -> str | None:
 
 def origin_of(url: str) -> str | None:
     """'https://glitchtip.example.org' for any http(s) URL there: scheme, host and port, as a
-    browser compares them (lower case, the scheme's default port left out, and never a user
-    or password). None for anything else."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None
-    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
-    if scheme not in _DEFAULT_PORTS or not host:
-        return None
-    if ":" in host:
-        host = f"[{host}]"  # an IPv6 address
-    shown_port = f":{port}" if port is not None and port != _DEFAULT_PORTS[scheme] else ""
-    return f"{scheme}://{host}{shown_port}"
+    browser compares them (lower case, the scheme's default port left out), read as a request
+    would go (core/origins.py). None for anything else, and for a URL with a user, a password
+    or a fragment, which no tracker's link holds."""
+    found = parsed_origin(url)
+    return str(found) if found is not None else None
 
 
 def split_by_origin(subjects: Subjects, homes: IssueHomes) -> tuple[Subjects, tuple[IssueRef, ...]]:

@@ -2,10 +2,12 @@
 API, so the calls are GlitchTip's (glitchtip/api.py) but for a comment's body (`{"text": …}`,
 Sentry's NoteSerializer) and where they are sent.
 
-The token goes to SENTRY_URL, or to the region host Sentry's own answer there names for the
-token's organization (`links.regionUrl` in `GET /api/0/organizations/`: sentry.io keeps an
-organization's data at us.sentry.io or de.sentry.io), and only to a host under SENTRY_URL's: an
-answer cannot send it elsewhere. Asked once, and again after a minute while it cannot be.
+The token goes to SENTRY_URL's origin exactly (scheme, host and port), or to the region host
+Sentry's own answer there names for the token's organization (`links.regionUrl` in `GET
+/api/0/organizations/`: sentry.io keeps an organization's data at us.sentry.io or de.sentry.io),
+and only to one under SENTRY_URL's parent domain by the same scheme and port, named as an origin
+alone (core/origins.py: no user, path, query or fragment): an answer cannot send it elsewhere.
+Asked once, and again after a minute while it cannot be.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..core.errors import GlitchTipError, GlitchTipIssueGone, SourceSetup
 from ..core.json_values import json_object, json_objects
+from ..core.origins import origin_of
 from ..glitchtip.api import (
     STATES_AT_ONCE,
     Answered,
@@ -120,12 +122,23 @@ class SentryApi(GlitchTipApi):
             return self._region or self._base_url
 
     def _region_in(self, organizations: list[dict[str, Any]]) -> str:
-        """The first organization's region host, where it is under SENTRY_URL's host; SENTRY_URL
-        when it names none (self-hosted Sentry)."""
+        """The first organization's region host, where SENTRY_URL's origin holds it; SENTRY_URL
+        when it names none (self-hosted Sentry), or only regions it does not hold (said)."""
+        base = origin_of(self._base_url)
         for organization in organizations:
             region = json_object(organization.get("links")).get("regionUrl")
-            if isinstance(region, str) and _under(region, self._base_url):
-                return region.rstrip("/")
+            if not isinstance(region, str):
+                continue
+            found = origin_of(region, bare=True)
+            if base is not None and found is not None and base.holds(found):
+                return self._base_url if found == base else str(found)
+            log.warning(
+                "Sentry named %r as the token's region: not an origin under SENTRY_URL's (%s) by"
+                " its scheme and port, so the token is not sent there; the API is asked at"
+                " SENTRY_URL",
+                region[:200],
+                self._base_url,
+            )
         return self._base_url
 
 
@@ -135,15 +148,3 @@ def _by_ids(org: str, ids: Sequence[str], most: int) -> str:
     check_ids(org, ids, most)
     groups = "&".join(f"group={issue}" for issue in ids)
     return f"/api/0/organizations/{org}/issues/?{groups}&project=-1&limit={most}"
-
-
-def _under(region: str, base_url: str) -> bool:
-    """Whether `region` is `base_url`'s host or one under it, by the same scheme."""
-    try:
-        found, base = urlsplit(region), urlsplit(base_url)
-    except ValueError:
-        return False
-    host, base_host = (found.hostname or "").lower(), (base.hostname or "").lower()
-    if found.scheme != base.scheme or not host or found.username or found.path.strip("/"):
-        return False
-    return host == base_host or host.endswith("." + base_host)
