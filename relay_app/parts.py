@@ -391,6 +391,7 @@ def _links(
         settings.default_destination,
         watched=spool.of(WatchStore),
         sent=spool.of(SentStore),
+        glitchtip_orgs=settings.glitchtip_organizations,
     )
     return Links(
         served=Served(frozenset(served_chats(settings))),

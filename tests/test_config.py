@@ -280,6 +280,23 @@ def test_glitchtips_public_address_is_where_the_links_must_point() -> None:
     assert settings.glitchtip_links == "https://glitchtip.example.org"  # the links' origin
 
 
+def test_glitchtip_organizations_are_the_only_ones_whose_issues_get_buttons() -> None:
+    settings = Settings.from_env(
+        env(
+            GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN,
+            GLITCHTIP_URL=GLITCHTIP_URL,
+            GLITCHTIP_ORGANIZATIONS=" acme, acme-staging ,",
+        )
+    )
+    assert settings.glitchtip_organizations == frozenset({"acme", "acme-staging"})
+    assert settings.issue_homes.glitchtip_orgs == frozenset({"acme", "acme-staging"})
+    assert Settings.from_env(env()).glitchtip_organizations is None
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(env(GLITCHTIP_ORGANIZATIONS="acme, ../secret", TELEGRAM_CHAT_ID=""))
+    assert raised.value.variables == ["TELEGRAM_CHAT_ID", "GLITCHTIP_ORGANIZATIONS"]
+    assert "'../secret' is not an organization's slug" in str(raised.value)
+
+
 def test_every_secret_is_listed_for_redaction() -> None:
     settings = Settings.from_env(
         env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, GLITCHTIP_URL=GLITCHTIP_URL)

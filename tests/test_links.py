@@ -24,7 +24,7 @@ from relay_app.cards.sent import SentStore
 from relay_app.chat.link_card import link_card_data, link_card_line
 from relay_app.chat.links import LINK_WINDOW, linked_issue
 from relay_app.routes import parse_routes
-from relay_app.watch.store import Watched, WatchStore
+from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat, alone
@@ -88,11 +88,12 @@ def message(
 
 
 def alerted_on(chat: Chat, number: int, where: str = CHAT, org: str = "acme") -> None:
-    """The relay alerted on issue `number` in `where`: the watcher keeps it."""
+    """The relay alerted on issue `number` in `where`: the watcher keeps it, and GlitchTip's
+    answer to its round showed the issue is `org`'s."""
     assert chat.relay.spool is not None
-    chat.relay.spool.of(WatchStore).watch(
-        [Watched(str(number), org, alone(number, "Seen"), where, None)], now=NOW
-    )
+    watched = chat.relay.spool.of(WatchStore)
+    watched.watch([Watched(str(number), org, alone(number, "Seen"), where, None)], now=NOW)
+    watched.seen({str(number): Seen("unresolved", 3, (0,) * 24)}, now=NOW)
 
 
 @pytest.fixture
@@ -212,6 +213,33 @@ def test_an_issue_of_an_organization_the_relay_has_no_alerts_of_gets_no_card(
     assert said(chat) == [NOT_FOLLOWED]  # no title, no buttons, nothing changed in GlitchTip
     assert "Payroll" not in " ".join(said(chat))
     assert value(samples(chat), "relay_link_cards_total", outcome="not_followed") == 1
+
+
+def test_an_organization_a_webhooks_link_named_is_not_followed_until_the_tracker_says_so(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    """Anyone with GlitchTip's webhook URL may post an alert linking another organization's
+    issue. Before, the chat then followed that organization: its links showed their titles.
+    Now only the tracker's own answer (the watcher's round) makes an organization followed."""
+    assert chat.relay.spool is not None
+    forged = Watched("1001", "secret", alone(1001, "Forged"), CHAT, None)
+    chat.relay.spool.of(WatchStore).watch([forged], now=NOW)  # a webhook's alert, unverified
+    glitchtip_has(glitchtip, 1002, org="secret", title="Payroll export failed for ACME-CFO")
+    chat.update(message(f"{GLITCHTIP}/secret/issues/1002", 1))
+    assert cards(chat) == []
+    assert said(chat) == [NOT_FOLLOWED]
+
+
+def test_with_glitchtip_organizations_only_those_are_followed_whatever_was_alerted(
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
+) -> None:
+    fake_time.now = NOW
+    chat = Chat.of(built, fake_time, glitchtip_organizations=frozenset({"acme"}))
+    alerted_on(chat, 1002, org="secret")  # even alerted here, and shown by the tracker
+    glitchtip_has(glitchtip, 1002, org="secret", title="Payroll export failed for ACME-CFO")
+    chat.update(message(f"{GLITCHTIP}/secret/issues/1002", 1))
+    assert cards(chat) == []
+    assert said(chat) == [NOT_FOLLOWED]
 
 
 def test_the_path_must_name_the_issues_own_organization(

@@ -414,3 +414,29 @@ def test_six_presses_at_once_in_a_rate_limited_chat_each_show_on_their_card(
     assert telegram.refused == []  # paced with the chat's sends: no 429 at all
     gaps = [b - a for a, b in itertools.pairwise(telegram.times)]
     assert min(gaps) >= 3.0
+
+
+def test_a_press_acts_only_among_the_issues_of_the_organization_its_alert_named(
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
+) -> None:
+    """GlitchTip's webhook signs nothing: a link `/acme/issues/1002` may name another
+    organization's issue. The press asks for it among acme's issues, so GlitchTip refuses any
+    other's (404), whatever the token may reach."""
+    card = SentMessage(
+        CHAT,
+        43,
+        "<b>🔴 GlitchTip Alert</b>",
+        fake_time.now,
+        buttons=(IssueButton("org-key", "1002", GLITCHTIP, "SECRET-1", org="acme"),),
+    )
+    chat = Chat.of(built, fake_time, card)
+    scoped = f"{GLITCHTIP}/api/0/organizations/acme/issues/1002/"
+    glitchtip.put(scoped, status=404, json={"detail": "Not Found"})
+    chat.update(press(callback_data("resolve", "org-key"), message_id=43))
+    assert [call.request.url for call in glitchtip.calls] == [scoped]
+    [(said, alert)] = chat.answered()
+    assert alert is True
+    assert said == (
+        "GlitchTip has no such issue any more (deleted, or in an organization the token's user"
+        " is not in); nothing was changed."
+    )

@@ -184,7 +184,9 @@ def test_a_person_is_their_user_id_and_a_name_is_shown_never_trusted(chat: Chat)
 
 @pytest.fixture
 def glitchtip_resolves(glitchtip: Any) -> None:
-    glitchtip.put(f"{GLITCHTIP}/api/0/issues/1/", json={"id": "1", "status": "resolved"})
+    glitchtip.put(
+        f"{GLITCHTIP}/api/0/organizations/acme/issues/1/", json={"id": "1", "status": "resolved"}
+    )
 
 
 @pytest.mark.parametrize(

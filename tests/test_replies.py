@@ -261,3 +261,27 @@ def test_reply_takes_false_on_a_route_is_kept_with_the_message_its_alert_goes_in
     assert kept is not None
     assert kept.buttons[0].label == "BACKEND-7A"
     assert not kept.replies_take
+
+
+def test_a_reply_is_posted_only_on_an_issue_of_the_organization_its_alert_named(
+    built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
+) -> None:
+    """GlitchTip has no comments path under an organization: the issue is first asked for
+    among the alert's organization's issues, and nothing is posted when it is not one."""
+    card = SentMessage(
+        CHAT,
+        41,
+        "<b>🔴 GlitchTip Alert</b>",
+        fake_time.now,
+        buttons=(IssueButton("k4", "4", GLITCHTIP, "BACKEND-4A", org="acme"),),
+    )
+    chat = Chat.of(built, fake_time, card)
+    listed = f"{GLITCHTIP}/api/0/organizations/acme/issues/?id=4"
+    glitchtip.get(listed, json=[])  # not one of acme's
+    glitchtip.post(COMMENTS, status=201, json={"id": 1})
+    chat.update(reply("Rolling back"))
+    assert [call.request.method for call in glitchtip.calls] == ["GET"]
+    assert posted(glitchtip) == []
+    glitchtip.replace(responses.GET, listed, json=[{"id": "4", "status": "unresolved"}])
+    chat.update(reply("Rolling back, again"))
+    assert len(posted(glitchtip)) == 1

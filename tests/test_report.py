@@ -63,7 +63,9 @@ def week(
 ) -> Chat:
     """Two alerts on Sunday: Ada takes the first in 5 min and resolves it in 30; nobody takes
     the second, so its step calls at 10 min."""
-    glitchtip.put(f"{GLITCHTIP}/api/0/issues/1/", json={"id": "1", "status": "resolved"})
+    glitchtip.put(
+        f"{GLITCHTIP}/api/0/organizations/acme/issues/1/", json={"id": "1", "status": "resolved"}
+    )
     start = MONDAY - 86400
     fake_time.now = start
     chat = Chat.of(built, fake_time, routes=parse_routes(ROUTES, "r.toml"))

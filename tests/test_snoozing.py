@@ -28,6 +28,8 @@ THREAD = 77
 SENT_AT = 1_800_000_000.0  # 08:00 UTC
 PRESSED_AT = SENT_AT + 240  # 08:04 UTC
 ISSUE_URL = f"{GLITCHTIP}/api/0/issues/4/"
+# Where the watcher reopens it: among its organization's issues, as its alert named them.
+REOPEN_URL = f"{GLITCHTIP}/api/0/organizations/acme/issues/4/"
 STATES = f"{GLITCHTIP}/api/0/organizations/acme/issues/"
 COUNTS = f"{GLITCHTIP}/api/0/organizations/acme/issues-stats/"
 SENT = SentMessage(
@@ -126,7 +128,7 @@ def test_until_more_events_brings_the_issue_back_once_with_the_count_and_who(
     assert chat.watcher_round(PRESSED_AT + 60).back == 0
     assert chat.telegram.replies == []
 
-    glitchtip.put(ISSUE_URL, json={"id": "4", "status": "unresolved"})
+    glitchtip.put(REOPEN_URL, json={"id": "4", "status": "unresolved"})
     glitchtip_has(glitchtip, "ignored", events=133)
     assert chat.watcher_round(PRESSED_AT + 120).back == 1
     assert changes(glitchtip)[-1] == b'{"status": "unresolved"}'
@@ -163,7 +165,7 @@ def test_an_hour_is_an_hour_on_the_relays_clock(
     assert chat.answered()[-1] == ("Ignored BACKEND-4A in GlitchTip until 09:04 UTC", False)
     glitchtip_has(glitchtip, "ignored", events=3)
     assert chat.watcher_round(PRESSED_AT + 3599).back == 0
-    glitchtip.put(ISSUE_URL, json={"id": "4", "status": "unresolved"})
+    glitchtip.put(REOPEN_URL, json={"id": "4", "status": "unresolved"})
     assert chat.watcher_round(PRESSED_AT + 3600).back == 1
     assert chat.telegram.replies[-1][3] == (
         "🔔 BACKEND-4A is back: @ada ignored it until 09:04 UTC, and that time has come"
@@ -237,7 +239,7 @@ def test_a_snoozed_issue_comes_back_though_glitchtips_answer_spoils_another_issu
     other = {"attachments": [issue(9)]}
     chat.relay.spool.of(WatchStore).watch([Watched("9", "acme", other, CHAT, None)], now=SENT_AT)
     snoozed(chat, glitchtip, "snooze_events", events_then=3)
-    glitchtip.put(ISSUE_URL, json={"id": "4", "status": "unresolved"})
+    glitchtip.put(REOPEN_URL, json={"id": "4", "status": "unresolved"})
     states = [
         {"id": "4", "status": "ignored", "count": "133"},
         {"id": "9", "status": "unresolved", "count": str(10**30)},

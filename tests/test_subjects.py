@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from relay_app.glitchtip.webhook import SOURCE_KEY
 from relay_app.message.formatting import message_for
 from relay_app.message.subjects import (
     NO_HOMES,
@@ -32,12 +33,14 @@ def test_each_issue_is_named_by_its_links_id_and_origin() -> None:
             "https://gt.example.org",
             "BACKEND-1A",
             title="ZeroDivisionError: division by zero #1",
+            org="acme",
         ),
         IssueRef(
             "77",
             "http://10.0.0.5:8000",
             "BACKEND-2A",
             title="ZeroDivisionError: division by zero #2",
+            org="other-org",
         ),
     )
     assert [ref.label for ref in subjects.issues] == ["BACKEND-1A", "BACKEND-2A"]
@@ -90,23 +93,55 @@ def test_only_issues_at_glitchtips_own_origin_are_kept_for_buttons() -> None:
     assert everything == (kept, ())
 
 
-def test_sentrys_issues_are_told_apart_and_kept_only_at_sentrys_origin() -> None:
+def test_the_intake_decides_the_tracker_never_the_links_form() -> None:
+    """A body posted to GlitchTip's URL is GlitchTip's, whatever its links look like: a link to
+    Sentry's issue (before: it got Sentry's buttons, and Resolve went to Sentry with Sentry's
+    token) names no Sentry issue. Only a body Sentry signed names Sentry's issues."""
+    links = (
+        "https://sentry.example.org/organizations/acme/issues/7778/",
+        "https://gt.example.org/acme/issues/1",
+        "https://gt.example.org/organizations/acme/issues/3/",
+        "https://sentry.example.org/acme/issues/4",
+    )
+    payload = issue_alert(*(issue(n, link=link) for n, link in enumerate(links, 1)))
+    both = IssueHomes(glitchtip="https://gt.example.org", sentry="https://sentry.example.org")
+    glitchtips = message_for(payload, ENGLISH).subjects
+    assert [issue.id for issue in glitchtips.issues] == ["7778", "1", "3", "4"]
+    kept, left_out = split_by_origin(glitchtips, both)
+    assert [(issue.id, issue.origin) for issue in kept.issues] == [
+        ("1", "https://gt.example.org"),
+        ("3", "https://gt.example.org"),
+    ]
+    assert [issue.id for issue in left_out] == ["7778", "4"]  # at Sentry's address: no buttons
+    sentrys = message_for({**payload, SOURCE_KEY: "sentry"}, ENGLISH).subjects
+    assert [issue.id for issue in sentrys.issues] == ["sentry:7778", "sentry:3"]
+    kept, left_out = split_by_origin(sentrys, both)
+    assert [issue.id for issue in kept.issues] == ["sentry:7778"]
+    assert [issue.id for issue in left_out] == ["sentry:3"]
+    assert IssueRef("sentry:1", "https://sentry.example.org").label == "#1"
+
+
+def test_a_glitchtip_issue_gets_buttons_only_in_the_organizations_the_relay_serves() -> None:
+    """GlitchTip's webhook signs nothing: anyone with its URL may link another organization's
+    issue. With GLITCHTIP_ORGANIZATIONS only those organizations' issues get buttons, and any
+    button acts only among its link's organization's issues (glitchtip/api.py)."""
     payload = issue_alert(
-        issue(1, link="https://sentry.example.org/organizations/acme/issues/1/"),
-        issue(2, link="https://gt.example.org/acme/issues/1"),
-        # Sentry's path at GlitchTip's address, and GlitchTip's at Sentry's: neither source's own.
-        issue(3, link="https://gt.example.org/organizations/acme/issues/3/"),
-        issue(4, link="https://sentry.example.org/acme/issues/4"),
+        issue(1, link="https://gt.example.org/acme/issues/1"),
+        issue(2, link="https://gt.example.org/secret/issues/1002"),
+        issue(3, link="https://gt.example.org/issues/3"),  # no organization named
     )
     subjects = message_for(payload, ENGLISH).subjects
-    assert [issue.id for issue in subjects.issues] == ["sentry:1", "1", "sentry:3", "4"]
-    assert IssueRef("sentry:1", "https://sentry.example.org").label == "#1"
-    both = IssueHomes(glitchtip="https://gt.example.org", sentry="https://sentry.example.org")
-    kept, left_out = split_by_origin(subjects, both)
-    assert [issue.id for issue in kept.issues] == ["sentry:1", "1"]
-    assert [issue.id for issue in left_out] == ["sentry:3", "4"]
-    only_sentry = IssueHomes(sentry="https://sentry.example.org")
-    assert [issue.id for issue in split_by_origin(subjects, only_sentry)[0].issues] == ["sentry:1"]
+    assert [(ref.id, ref.org) for ref in subjects.issues] == [
+        ("1", "acme"),
+        ("1002", "secret"),
+        ("3", None),
+    ]
+    served = IssueHomes(glitchtip="https://gt.example.org", glitchtip_orgs=frozenset({"acme"}))
+    kept, left_out = split_by_origin(subjects, served)
+    assert [ref.id for ref in kept.issues] == ["1"]
+    assert [ref.id for ref in left_out] == ["1002", "3"]
+    anyone = IssueHomes(glitchtip="https://gt.example.org")
+    assert [ref.id for ref in split_by_origin(subjects, anyone)[0].issues] == ["1", "1002"]
 
 
 def test_an_issue_without_a_usable_link_has_nothing_to_act_on() -> None:

@@ -108,6 +108,9 @@ class IssueButton:
     # Whom its source says it is assigned to (Sentry's issue webhook), and since when.
     assigned_to: str | None = None
     assigned_at: float | None = None
+    # A GlitchTip issue's organization, as its alert named it: presses and replies act on the
+    # issue only as one of its (None on a card kept before it was kept).
+    org: str | None = None
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,9 @@ def new_buttons(issues: Iterable[IssueRef], keys: Iterable[str]) -> tuple[IssueB
     for issue, key in zip(issues, keys, strict=False):
         if len(buttons) == MAX_ISSUES_WITH_BUTTONS:
             break
-        buttons.append(IssueButton(key, issue.id, issue.origin, issue.label, title=issue.title))
+        buttons.append(
+            IssueButton(key, issue.id, issue.origin, issue.label, title=issue.title, org=issue.org)
+        )
     return tuple(buttons)
 
 

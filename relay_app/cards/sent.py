@@ -432,7 +432,7 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
     )
     tx.executemany(
         "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin,"
-        " label, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+        " label, title, org) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
         [
             (
                 b.key,
@@ -443,6 +443,7 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
                 b.origin,
                 b.label,
                 b.title,
+                b.org,
             )
             for n, b in enumerate(message.buttons)
         ],
@@ -573,6 +574,7 @@ def _button(row: Row) -> IssueButton:
         snooze=_snooze(row["snooze"]),
         assigned_to=text_or_null(row["assigned_to"]),
         assigned_at=float_or_null(row["assigned_at"]),
+        org=text_or_null(row["org"]),
     )
 
 

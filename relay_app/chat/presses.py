@@ -277,7 +277,7 @@ class Presses:
         started = time.monotonic()
         try:
             answer = self._team.glitchtip.set_status(
-                button.issue_id, status, self._kept_by_source(button, snooze)
+                button.issue_id, status, self._kept_by_source(button, snooze), org=button.org
             )
         except GlitchTipError as exc:
             self._refused(press, verb, button, claim, exc)

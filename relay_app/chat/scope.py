@@ -3,8 +3,10 @@ issue that chat follows, whatever the link says and whatever the token may read:
 
 - one the relay alerted on in that chat (the watcher keeps each issue's last alert for 7 days:
   watch/store.py; the cards the relay keeps show which chats saw it: cards/sent.py); or
-- one of an organisation GlitchTip has ever sent the relay alerts of (the token may read
-  others) that the routes send to that chat: its facts as GlitchTip's API gives them (its
+- one of an organisation the relay was alerted on, as the tracker's own answers showed it
+  (the watcher asks for each alerted issue among its organization's issues; a webhook's link
+  alone proves nothing) and, with GLITCHTIP_ORGANIZATIONS, one of those (the token may read
+  others), that the routes send to that chat: its facts as GlitchTip's API gives them (its
   project, level, title and short id, and its latest event's environment, server and release),
   routed as a webhook's issue would be with no chat in the webhook's URL (so to
   TELEGRAM_CHAT_ID when no route takes it; nowhere when one drops it). A relay that has had no
@@ -31,13 +33,21 @@ from ..watch.store import WatchStore
 
 class ChatScope:
     def __init__(
-        self, routes: RouteTable, default: Destination, *, watched: WatchStore, sent: SentStore
+        self,
+        routes: RouteTable,
+        default: Destination,
+        *,
+        watched: WatchStore,
+        sent: SentStore,
+        glitchtip_orgs: frozenset[str] | None = None,
     ) -> None:
-        """`default`: TELEGRAM_CHAT_ID's destination, where what no route takes goes."""
+        """`default`: TELEGRAM_CHAT_ID's destination, where what no route takes goes;
+        `glitchtip_orgs`: GLITCHTIP_ORGANIZATIONS (None: any the trackers showed)."""
         self._routes = routes
         self._default = default
         self._watched = watched
         self._sent = sent
+        self._glitchtip_orgs = glitchtip_orgs
 
     def follows(
         self,
@@ -52,6 +62,9 @@ class ChatScope:
         """Whether `chat` follows the issue (`issue_id`: the relay's id of it; `issue`: its
         source's answer for it, of `org`'s; `tags`: its latest event's that the routes read).
         Raises SpoolError."""
+        allowed = self._glitchtip_orgs if source == "glitchtip" else None
+        if allowed is not None and org not in allowed:
+            return False  # whatever a webhook named
         if self._watched.alerted_in(chat, issue_id) or self._sent.shows(chat, issue_id):
             return True
         if org not in self._watched.organizations():

@@ -54,10 +54,15 @@ class IssueActions(Protocol):
     API, or, for Sentry's issues too, sentry/trackers.py)."""
 
     def set_status(
-        self, issue_id: str, status: IssueStatus, details: Mapping[str, int] | None = None
+        self,
+        issue_id: str,
+        status: IssueStatus,
+        details: Mapping[str, int] | None = None,
+        *,
+        org: str | None = None,
     ) -> dict[str, Any]: ...
 
-    def comment(self, issue_id: str, text: str) -> dict[str, Any]: ...
+    def comment(self, issue_id: str, text: str, *, org: str | None = None) -> dict[str, Any]: ...
 
 
 class IssueWatch(Protocol):
@@ -87,21 +92,46 @@ class GlitchTipApi:
         self._session.mount("https://", adapter)
 
     def set_status(
-        self, issue_id: str, status: IssueStatus, details: Mapping[str, int] | None = None
+        self,
+        issue_id: str,
+        status: IssueStatus,
+        details: Mapping[str, int] | None = None,
+        *,
+        org: str | None = None,
     ) -> dict[str, Any]:
         """Set the issue's status (`details`: Sentry's `statusDetails`, an ignore's condition
-        Sentry keeps itself); the issue's JSON, or a GlitchTipError."""
+        Sentry keeps itself); the issue's JSON, or a GlitchTipError. `org`: the organization the
+        issue must be of, as its alert named it: asked among that organization's issues, GlitchTip
+        answers 404 (GlitchTipIssueGone) for any other's, whatever the token may reach."""
         _check_id(issue_id)
         body: dict[str, Any] = {"status": status}
         if details:
             body["statusDetails"] = dict(details)
-        return self._call("PUT", f"/api/0/issues/{issue_id}/", body)
+        return self._call("PUT", self._issue_path(issue_id, org), body)
 
-    def comment(self, issue_id: str, text: str) -> dict[str, Any]:
+    def comment(self, issue_id: str, text: str, *, org: str | None = None) -> dict[str, Any]:
         """Post a comment on the issue (its author is the token's user); GlitchTip's comment
-        JSON, or a GlitchTipError."""
+        JSON, or a GlitchTipError. `org`: as `set_status`'s; GlitchTip has no comments path under
+        an organization, so the issue is first asked for among its issues."""
         _check_id(issue_id)
+        if org is not None:
+            self._of_org(org, issue_id)
         return self._call("POST", f"/api/0/issues/{issue_id}/comments/", self._comment_body(text))
+
+    def _issue_path(self, issue_id: str, org: str | None) -> str:
+        if org is None:
+            return f"/api/0/issues/{issue_id}/"
+        check_ids(org, [issue_id], 1)
+        return f"/api/0/organizations/{org}/issues/{issue_id}/"
+
+    def _of_org(self, org: str, issue_id: str) -> None:
+        """Raises GlitchTipIssueGone unless the issue is one of the organization's."""
+        check_ids(org, [issue_id], 1)
+        listed = self._call_any("GET", f"/api/0/organizations/{org}/issues/?id={issue_id}", None)
+        if not any(str(found.get("id")) == issue_id for found in json_objects(listed)):
+            raise GlitchTipIssueGone(
+                f"issue {issue_id} is not one of organization {org}'s", detail="not found"
+            )
 
     def _comment_body(self, text: str) -> dict[str, Any]:
         return {"data": {"text": text}}
@@ -117,12 +147,7 @@ class GlitchTipApi:
         a link's organization must be the issue's), and the tags of its latest event that the
         routes read (environment, server_name, release: ROUTED_TAGS, and no other), or a
         GlitchTipError."""
-        check_ids(org, [issue_id], 1)
-        listed = self._call_any("GET", f"/api/0/organizations/{org}/issues/?id={issue_id}", None)
-        if not any(str(found.get("id")) == issue_id for found in json_objects(listed)):
-            raise GlitchTipIssueGone(
-                f"issue {issue_id} is not one of organization {org}'s", detail="not found"
-            )
+        self._of_org(org, issue_id)
         issue = self._call("GET", f"/api/0/issues/{issue_id}/", None)
         try:
             event = self._call("GET", f"/api/0/issues/{issue_id}/events/latest/", None)

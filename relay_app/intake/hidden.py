@@ -96,7 +96,7 @@ def _attached_at(alert: IssueAlert, origin: str) -> tuple[str, tuple[str, ...]] 
     found = [
         (ref.id, org)
         for issue in alert.issues
-        if (ref := issue_ref(issue.link, issue.short_id)) is not None
+        if (ref := issue_ref(issue.link, issue.short_id, source=alert.source)) is not None
         and ref.origin == origin
         and (org := org_of(issue.link)) is not None
     ]

@@ -114,7 +114,7 @@ def _issue_ids(payload: dict[str, Any], glitchtip_links: str | None) -> dict[str
         return {}
     ids: dict[str, str] = {}
     for issue in alert.issues:
-        ref = issue_ref(issue.link, issue.short_id)
+        ref = issue_ref(issue.link, issue.short_id, source=alert.source)
         if issue.link and ref is not None and ref.origin == glitchtip_links and ref.id.isdigit():
             ids[issue.link] = ref.id
     return ids

@@ -142,13 +142,13 @@ def message_for(
     try:
         alert = parse_alert(payload)
         subjects = subjects_of(alert)
-        issues = alert.issues if isinstance(alert, IssueAlert) else ()
+        issues, source = (alert.issues, alert.source) if isinstance(alert, IssueAlert) else ((), "")
         by_link = {
             issue.link: details[ref.id]
             for issue in issues
             if details
             and issue.link
-            and (ref := issue_ref(issue.link, issue.short_id))
+            and (ref := issue_ref(issue.link, issue.short_id, source=source))
             and ref.id in details
         }
         named = any(ref.origin == names_hidden_at for ref in subjects.issues)

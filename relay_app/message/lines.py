@@ -26,7 +26,7 @@ from ..glitchtip.webhook import Alert, Issue, IssueAlert, UptimeAlert
 from ..words import Words
 from .details import where
 from .spans import Span, clean, least_length, safe_link, shorten, value
-from .subjects import issue_ref
+from .subjects import number_in_link
 
 # Longer titles never fit a line; kept shorter so the spool's copy stays small.
 KEPT_LENGTH = 200
@@ -217,7 +217,7 @@ def _told_apart(
     all issue lines share (a common beginning of their titles, the place they were raised) is
     said once, in the head, and each line keeps what differs; lines of distinct issues that
     still read the same are told apart by GlitchTip's number for the issue."""
-    issues = [line for line, _ in counted if issue_ref(line.key, None) is not None]
+    issues = [line for line, _ in counted if number_in_link(line.key) is not None]
     said = _SaidOnce()
     if len(issues) >= 2:
         said = _SaidOnce(_common_start([line.title for line in issues]), _common_where(issues))
@@ -236,8 +236,8 @@ def _numbered_where_alike(
     for alike in (indices for indices in readings.values() if len(indices) > 1):
         for index in alike:
             line, times = lines[index]
-            if (issue := issue_ref(line.key, None)) is not None:  # GlitchTip's number for it
-                lines[index] = (replace(line, title=f"{line.title} (#{issue.id})"), times)
+            if (number := number_in_link(line.key)) is not None:  # its tracker's number for it
+                lines[index] = (replace(line, title=f"{line.title} (#{number})"), times)
     return lines
 
 

@@ -23,6 +23,8 @@ _ISSUE_PATH = re.compile(r"/issues/([0-9]{1,20})/?$")
 # the two number their issues alike, and one relay may serve both.
 _SENTRY_PATH = re.compile(r"^/organizations/[A-Za-z0-9][A-Za-z0-9_-]{0,99}/issues/([0-9]{1,20})/?$")
 SENTRY_PREFIX = "sentry:"
+# The sources, as an alert names its own (glitchtip/webhook.py's SOURCES).
+GLITCHTIP, SENTRY = "glitchtip", "sentry"
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,9 @@ class IssueRef:
     short_id: str | None = None
     # Its title as the message showed it: how `relay-app silence list` names a muted issue.
     title: str | None = None
+    # A GlitchTip issue's organization, as its link names it: the one organization a button
+    # may act in (GlitchTip refuses the id in any other: glitchtip/api.py).
+    org: str | None = None
 
     @property
     def label(self) -> str:
@@ -99,7 +104,10 @@ NO_SUBJECTS = Subjects()
 
 def subjects_of(alert: Alert) -> Subjects:
     if isinstance(alert, IssueAlert):
-        refs = (issue_ref(issue.link, issue.short_id, issue.title) for issue in alert.issues)
+        refs = (
+            issue_ref(issue.link, issue.short_id, issue.title, source=alert.source)
+            for issue in alert.issues
+        )
         return Subjects(issues=tuple(ref for ref in refs if ref is not None))
     if isinstance(alert, UptimeAlert):
         return Subjects(
@@ -112,22 +120,40 @@ def subjects_of(alert: Alert) -> Subjects:
     return NO_SUBJECTS
 
 
-def issue_ref(link: str | None, short_id: str | None, title: str | None = None) -> IssueRef | None:
+def issue_ref(
+    link: str | None, short_id: str | None, title: str | None = None, *, source: str
+) -> IssueRef | None:
+    """The issue an alert's link names, read as its `source`'s link (the intake it came
+    through decides: a body at GlitchTip's URL is GlitchTip's, one signed by Sentry is
+    Sentry's), never as the link's own form says: a GlitchTip webhook linking Sentry's issue
+    names no Sentry issue, so nothing of it reaches Sentry's API or token. None for a link that
+    is not an issue of that source's."""
     if not link:
         return None
     try:
-        parts = urlsplit(link)
+        path = urlsplit(link).path
     except ValueError:
         return None
     origin = origin_of(link)
     if origin is None:
         return None
-    if sentry := _SENTRY_PATH.match(parts.path):
-        return IssueRef(SENTRY_PREFIX + sentry.group(1), origin, short_id, title=title)
-    found = _ISSUE_PATH.search(parts.path)
-    if found is None:
+    found = _SENTRY_PATH.match(path) if source == SENTRY else _ISSUE_PATH.search(path)
+    if found is None or source not in (GLITCHTIP, SENTRY):
         return None
-    return IssueRef(found.group(1), origin, short_id, title=title)
+    if source == SENTRY:
+        return IssueRef(SENTRY_PREFIX + found[1], origin, short_id, title=title)
+    return IssueRef(found[1], origin, short_id, title=title, org=org_of(link))
+
+
+def number_in_link(link: str | None) -> str | None:
+    """The issue's number an issue's link ends in, whichever source's form it has: to tell two
+    lines of a message apart, and for a silence that names an issue by number; never to act."""
+    try:
+        path = urlsplit(link or "").path
+    except ValueError:
+        return None
+    found = _SENTRY_PATH.match(path) or _ISSUE_PATH.search(path)
+    return found[1] if found else None
 
 
 def is_sentrys(issue_id: str) -> bool:
@@ -149,10 +175,19 @@ class IssueHomes:
 
     glitchtip: str | None = None
     sentry: str | None = None
+    # GLITCHTIP_ORGANIZATIONS: the organizations whose issues get buttons; None: any the
+    # token reaches.
+    glitchtip_orgs: frozenset[str] | None = None
 
     def owns(self, issue: IssueRef) -> bool:
-        home = self.sentry if is_sentrys(issue.id) else self.glitchtip
-        return home is not None and issue.origin == home
+        if is_sentrys(issue.id):
+            return self.sentry is not None and issue.origin == self.sentry
+        return (
+            self.glitchtip is not None
+            and issue.origin == self.glitchtip
+            and issue.org is not None
+            and (self.glitchtip_orgs is None or issue.org in self.glitchtip_orgs)
+        )
 
     def __bool__(self) -> bool:
         return self.glitchtip is not None or self.sentry is not None

@@ -119,6 +119,9 @@ class Settings:
     glitchtip_api_token: str | None = field(default=None, repr=False)
     glitchtip_url: str | None = None
     glitchtip_public_url: str | None = None
+    # GLITCHTIP_ORGANIZATIONS: the organizations whose issues get buttons and links' cards;
+    # None: any the token reaches (GlitchTip's webhook signs nothing, and names any link).
+    glitchtip_organizations: frozenset[str] | None = None
     # With the token, how long an alert waits for its issues' details from GlitchTip's API;
     # None (RELAY_DETAILS_BUDGET=off): no look-ups.
     details_budget: float | None = DEFAULT_DETAILS_BUDGET
@@ -171,6 +174,7 @@ class Settings:
         return IssueHomes(
             glitchtip=self.glitchtip_links if self.glitchtip_api_token is not None else None,
             sentry=self.sentry_links if sentry_token is not None else None,
+            glitchtip_orgs=self.glitchtip_organizations,
         )
 
     @property
@@ -272,6 +276,7 @@ class Settings:
             glitchtip_api_token=glitchtip_token,
             glitchtip_url=read(lambda: _glitchtip_url(environ, glitchtip_token), None),
             glitchtip_public_url=read(lambda: _glitchtip_public_url(environ), None),
+            glitchtip_organizations=read(lambda: _glitchtip_organizations(environ), None),
             details_budget=read(lambda: _details_budget(environ), None),
             telegram_updates=read(lambda: _updates_mode(environ, issue_token), "off"),
             action_user_ids=read(lambda: _user_ids(environ), frozenset()),
@@ -384,6 +389,27 @@ def _glitchtip_public_url(environ: Mapping[str, str]) -> str | None:
     the relay reaches GlitchTip by another (GLITCHTIP_URL)."""
     name = "GLITCHTIP_PUBLIC_URL"
     return credential_free(name, base_url(environ, name, "set it to GlitchTip's GLITCHTIP_DOMAIN"))
+
+
+_ORG_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+
+
+def _glitchtip_organizations(environ: Mapping[str, str]) -> frozenset[str] | None:
+    """GLITCHTIP_ORGANIZATIONS: the slugs of the organizations the relay acts in, comma
+    separated; None when unset (any the token reaches)."""
+    name = "GLITCHTIP_ORGANIZATIONS"
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    slugs = [slug.strip() for slug in raw.split(",") if slug.strip()]
+    wrong = [slug for slug in slugs if not _ORG_SLUG.fullmatch(slug)]
+    if not slugs or wrong:
+        raise ConfigError(
+            name,
+            f"{(wrong or [raw])[0]!r} is not an organization's slug: give the slugs in GlitchTip's"
+            " links (https://glitchtip.example.org/<slug>/issues/4), comma separated",
+        )
+    return frozenset(slugs)
 
 
 def _updates_mode(environ: Mapping[str, str], issue_token: str | None) -> UpdatesMode:

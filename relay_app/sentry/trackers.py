@@ -22,14 +22,25 @@ class Trackers:
         self._sentry = sentry
 
     def set_status(
-        self, issue_id: str, status: IssueStatus, details: Mapping[str, int] | None = None
+        self,
+        issue_id: str,
+        status: IssueStatus,
+        details: Mapping[str, int] | None = None,
+        *,
+        org: str | None = None,
     ) -> dict[str, Any]:
         api, own_id = self._for(issue_id)
-        return api.set_status(own_id, status, details)
+        return api.set_status(own_id, status, details, org=self._org(issue_id, org))
 
-    def comment(self, issue_id: str, text: str) -> dict[str, Any]:
+    def comment(self, issue_id: str, text: str, *, org: str | None = None) -> dict[str, Any]:
         api, own_id = self._for(issue_id)
-        return api.comment(own_id, text)
+        return api.comment(own_id, text, org=self._org(issue_id, org))
+
+    @staticmethod
+    def _org(issue_id: str, org: str | None) -> str | None:
+        """The organization a GlitchTip issue is acted on in (its alert's, which an unsigned
+        webhook names); a Sentry issue's alert came signed, so its id alone is asked for."""
+        return None if is_sentrys(issue_id) else org
 
     def issue_states(self, org: str, ids: Sequence[str]) -> Answered[IssueState]:
         """Each issue's state, asked of its source: the watcher's question."""

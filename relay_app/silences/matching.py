@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..message.formatting import Message
 from ..message.lines import MORE, Line
-from ..message.subjects import issue_ref
+from ..message.subjects import number_in_link
 from ..words import Words
 
 
@@ -80,6 +80,5 @@ def _line_matches(matchers: Matchers, line: Line) -> bool:
 
 def _same_issue(wanted: str, line: Line) -> bool:
     if wanted.isdigit():
-        ref = issue_ref(line.key, line.label) if line.key else None
-        return ref is not None and ref.id == wanted
+        return number_in_link(line.key) == wanted
     return line.label.casefold() == wanted.casefold()

@@ -189,7 +189,7 @@ class Snoozing:
 
     def _bring_back(self, snooze: Snooze, state: IssueState, now: float) -> int:
         try:
-            self._glitchtip.set_status(snooze.issue_id, "unresolved")
+            self._glitchtip.set_status(snooze.issue_id, "unresolved", org=snooze.org)
         except GlitchTipError as exc:
             log.warning(
                 "snoozed issue %s is due back, but GlitchTip did not reopen it (%s): the next "

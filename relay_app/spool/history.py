@@ -602,11 +602,17 @@ def sentry_deliveries(types: Types) -> list[str]:
 
 
 def takers_by_id(types: Types) -> list[str]:
-    """A person is their Telegram user id (docs/security.md): who has an issue (On it) is kept
-    by id on its buttons, its takes and its recalls, beside the name shown; Let go and a recall
-    compare ids, never names. Takes kept before by a username the relay has met get its id; the
-    others keep none (any one allowed to act may let go of those)."""
+    """Who acts, on what (docs/security.md). A person is their Telegram user id: who has an
+    issue (On it) is kept by id on its buttons, its takes and its recalls, beside the name
+    shown; Let go and a recall compare ids, never names. Takes kept before by a username the
+    relay has met get its id; the others keep none (any one allowed to act may let go of
+    those). And a GlitchTip issue's button keeps the organization its alert named, the only one
+    a press or a reply acts in. The organizations a chat follows are those the trackers' own
+    answers showed (the watcher's), no longer those webhooks' links named: the ones kept from
+    links are forgotten, and the watcher's next round names them again."""
     return [
+        "ALTER TABLE issue_buttons ADD COLUMN org TEXT",
+        "DELETE FROM organizations",
         f"ALTER TABLE issue_buttons ADD COLUMN taker_id {types.big}",
         f"ALTER TABLE takes ADD COLUMN taker_id {types.big}",
         f"ALTER TABLE recalls ADD COLUMN taker_id {types.big}",

@@ -111,7 +111,9 @@ class WatchStore:
         return self._store.write(read, now=now)
 
     def seen(self, states: Mapping[str, Seen], *, now: float) -> None:
-        """What the watcher read of these issues this round, kept for the chat's overviews."""
+        """What the watcher read of these issues this round, kept for the chat's overviews; and
+        their organizations, which the tracker's answer has now shown hold them (asked among an
+        organization's issues, it answers for its own alone)."""
         if not states:
             return
 
@@ -122,6 +124,16 @@ class WatchStore:
                     (seen.status, seen.events, json.dumps(list(seen.hourly)), issue_id)
                     for issue_id, seen in states.items()
                 ],
+            )
+            orgs = {
+                str(row["org"])
+                for issue_id in states
+                if (row := tx.one("SELECT org FROM watched WHERE issue_id = ?", (issue_id,)))
+            }
+            tx.executemany(
+                "INSERT INTO organizations (org, alerted_at) VALUES (?, ?) ON CONFLICT (org)"
+                " DO UPDATE SET alerted_at = excluded.alerted_at",
+                [(org, tx.at.db) for org in sorted(orgs)],
             )
 
         self._store.write(keep, now=now)
@@ -173,8 +185,10 @@ class WatchStore:
         return row is not None
 
     def organizations(self) -> set[str]:
-        """The organisations GlitchTip has ever sent the relay alerts of (kept for good, where
-        the issues are forgotten after WATCHED_FOR)."""
+        """The organisations whose issues the relay was alerted on, as the tracker's own answers
+        showed them (the watcher asks for each issue among its organization's): never as a
+        webhook's link says, which anyone with GlitchTip's webhook URL writes. Kept for good,
+        where the issues are forgotten after WATCHED_FOR."""
         rows = self._store.read(lambda tx: tx.all("SELECT org FROM organizations"))
         return {str(row["org"]) for row in rows}
 
@@ -214,11 +228,6 @@ def watch_in(tx: Tx, issues: Sequence[Watched]) -> None:
             (i.issue_id, i.org, json.dumps(i.alert), i.chat, i.thread, tx.at.db, tx.at.db)
             for i in issues
         ],
-    )
-    tx.executemany(
-        "INSERT INTO organizations (org, alerted_at) VALUES (?, ?) ON CONFLICT (org)"
-        " DO UPDATE SET alerted_at = excluded.alerted_at",
-        [(org, tx.at.db) for org in sorted({i.org for i in issues})],
     )
 
 

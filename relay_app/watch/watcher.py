@@ -306,7 +306,7 @@ def _issues_of(
         return []
     found = []
     for index, issue in enumerate(alert.issues):
-        ref = issue_ref(issue.link, issue.short_id, issue.title)
+        ref = issue_ref(issue.link, issue.short_id, issue.title, source=alert.source)
         org = org_of(issue.link)
         alone = _alone(payload, index)
         if ref is not None and links.owns(ref) and org is not None and alone is not None:
