@@ -31,7 +31,7 @@ from relay_app.operating.env_values import ConfigError
 from relay_app.operating.sentry_env import DEFAULT_SENTRY_URL, SentryConfig, sentry_from_env
 from relay_app.routes.split import facts_of
 from relay_app.routes.table import parse_routes
-from relay_app.sentry.deliveries import DeliveryStore
+from relay_app.sentry.deliveries import KEPT, DeliveryStore
 from relay_app.sentry.hooks import Alerting, InStep, Noted, read_hook
 from relay_app.sentry.signature import signature_of, signed
 from relay_app.spool.opening import open_memory
@@ -74,12 +74,14 @@ def signed_post(
     *,
     request_id: str | None = "0" * 32,
     secret: str = CLIENT_SECRET,
+    stamp: float = FakeTime().now,
 ) -> Any:
-    """A POST as Sentry sends it: its headers, and the body's signature over its bytes."""
+    """A POST as Sentry sends it: its headers (stamped, by default, when the test's clock
+    starts), and the body's signature over its bytes."""
     headers = {
         "Content-Type": "application/json",
         "Sentry-Hook-Resource": resource,
-        "Sentry-Hook-Timestamp": "1733300000",
+        "Sentry-Hook-Timestamp": str(int(stamp)),
         "Sentry-Hook-Signature": signature_of(body, secret),
     }
     if request_id is not None:
@@ -325,12 +327,13 @@ def test_a_delivery_taken_in_before_does_nothing(
     assert len(sent_texts(telegram)) == 1
 
 
-def test_deliveries_are_kept_a_day() -> None:
+def test_deliveries_are_kept_a_week() -> None:
     deliveries = open_memory().of(DeliveryStore)
     assert deliveries.claim(["a"], now=1000.0)
     assert not deliveries.claim(["a", "b"], now=2000.0)
     assert deliveries.claim(["b"], now=2000.0)  # "a" was seen; "b" was not claimed with it
-    assert deliveries.claim(["a"], now=1000.0 + 86400.0 + 1)
+    assert not deliveries.claim(["a"], now=1000.0 + 6 * 86400.0)
+    assert deliveries.claim(["a"], now=1000.0 + KEPT + 1)
     deliveries.release(["b"], now=3000.0)
     assert deliveries.claim(["b"], now=3000.0)
 
@@ -501,3 +504,46 @@ def test_deliveries_and_assignments_are_kept_alike_on_either_database(
     assert kept.buttons[0].assigned_to == "Ada"
     assert kept.buttons[0].assigned_at == now
     assert SentStore(theirs).assigned(SENTRY, "sentry:4", None, now=now) == [("-1001", 41)]
+
+
+@pytest.mark.parametrize(
+    ("resource", "name", "action"),
+    [
+        ("metric_alert", "metric_alert_resolved.json", "critical"),
+        ("metric_alert", "metric_alert_resolved.json", "warning"),
+        ("issue", "issue_created.json", "created"),
+        ("event_alert", "issue_alert.json", "triggered"),
+    ],
+)
+def test_sentrys_retries_of_a_delivery_count_once(
+    sentry_settings: Settings,
+    fake_time: FakeTime,
+    telegram: responses.RequestsMock,
+    resource: str,
+    name: str,
+    action: str,
+) -> None:
+    """Sentry's retry builds a new Request-ID: three deliveries of one metric alert made three
+    entries before, `issue.created` three, and an event alert delivered again after a day a
+    second message. Now each counts once, a week long."""
+    telegram.post(SEND_URL, json=OK)
+    payload = with_urls(sample(name)) if resource == "issue" else sample(name)
+    body = json.dumps(payload | {"action": action}).encode()
+    routes = parse_routes(
+        '[[route]]\nkind = "created"\nthread = 7\n[[route]]\nchat = "-1001"\n', "r.toml"
+    )
+    app = create_app(replace(sentry_settings, routes=routes), clock=fake_time)
+    try:
+        client = app.test_client()
+        statuses = []
+        for n, later in enumerate((0, 900, 3 * 86400)):
+            fake_time.now += later
+            answer = signed_post(
+                client, body, resource, request_id=f"{n}" * 32, stamp=fake_time.now
+            )
+            statuses.append(answer.get_json()["status"])
+            run_background(relay_in(app).dispatcher, fake_time)
+    finally:
+        relay_in(app).dispatcher.shutdown()
+    assert statuses == ["queued", "repeated", "repeated"]
+    assert len(sent_texts(telegram)) == 1

@@ -368,8 +368,8 @@ def test_an_assignment_in_sentry_shows_on_the_issues_cards_and_goes_when_unassig
     page = sentry_page(chat.relay, chat.clock)
     assert page is not None
 
-    def assigned(to: dict[str, str] | None) -> int:
-        issue = {"id": "4", "shortId": "FRONT-END-4", "assignedTo": to}
+    def assigned(to: dict[str, str] | None, *, note: str = "") -> int | str:
+        issue = {"id": "4", "shortId": "FRONT-END-4", "assignedTo": to, "note": note}
         body = json.dumps({"action": "assigned", "data": {"issue": issue}}).encode()
         headers = {
             "Sentry-Hook-Resource": "issue",
@@ -377,11 +377,13 @@ def test_an_assignment_in_sentry_shows_on_the_issues_cards_and_goes_when_unassig
         }
         answer = page.answer(body, headers.get, 0.0)
         assert not isinstance(answer, list)
-        changed: int = answer.body["changed"]
+        changed: int | str = answer.body.get("changed", answer.body["status"])
         return changed
 
     assert assigned({"type": "user", "id": "1", "name": "Ada Lovelace"}) == 1
-    assert assigned({"type": "user", "id": "1", "name": "Ada Lovelace"}) == 0  # as it was
+    # The same delivery again (Sentry's retry, a new Request-ID): taken in once.
+    assert assigned({"type": "user", "id": "1", "name": "Ada Lovelace"}) == "repeated"
+    assert assigned({"type": "user", "id": "1", "name": "Ada Lovelace"}, note="again") == 0
     chat.settle()
     [(_, message_id, html_text, keyboard)] = chat.telegram.edits
     assert message_id == 41
@@ -390,3 +392,55 @@ def test_an_assignment_in_sentry_shows_on_the_issues_cards_and_goes_when_unassig
     assert assigned(None) == 1
     chat.settle()
     assert "Assigned" not in chat.telegram.edits[-1][2]
+
+
+def test_an_issues_old_state_delivered_again_leaves_its_card_as_it_now_stands(chat: Chat) -> None:
+    """Before: an old `issue.unresolved` delivered again after `issue.resolved` reopened the
+    card. Now the same delivery again is taken once (its body), and a state stamped before the
+    card's last change is older than it."""
+    page = sentry_page(chat.relay, chat.clock)
+    assert page is not None
+    now = chat.clock.now
+
+    def changed(action: str, stamp: float, request_id: str, count: int = 1) -> object:
+        issue = {"id": "4", "shortId": "FRONT-END-4", "status": action, "count": str(count)}
+        body = json.dumps({"action": action, "data": {"issue": issue}}).encode()
+        headers = {
+            "Sentry-Hook-Resource": "issue",
+            "Sentry-Hook-Signature": signature_of(body, CLIENT_SECRET),
+            "Sentry-Hook-Timestamp": str(int(stamp)),
+            "Request-ID": request_id,
+        }
+        answer = page.answer(body, headers.get, 0.0)
+        assert not isinstance(answer, list)
+        return answer.body.get("changed", answer.body["status"])
+
+    def status() -> str | None:
+        found = chat.store.pressed("s-key")
+        assert found is not None
+        return found[1].status
+
+    assert changed("unresolved", now - 120, "r1") == 0  # as it stands
+    assert changed("resolved", now - 60, "r2") == 1
+    assert status() == "resolved"
+    assert changed("unresolved", now - 120, "r3") == "repeated"  # Sentry's retry: its body
+    assert status() == "resolved"
+    assert changed("resolved", now - 60, "r4") == "repeated"
+    # Another body of an older state (Sentry wrote it again): older than the card's.
+    older = {"id": "4", "shortId": "FRONT-END-4", "status": "unresolved", "count": "7"}
+    body = json.dumps({"action": "unresolved", "data": {"issue": older}}).encode()
+    headers = {
+        "Sentry-Hook-Resource": "issue",
+        "Sentry-Hook-Signature": signature_of(body, CLIENT_SECRET),
+        "Sentry-Hook-Timestamp": str(int(now - 90)),
+    }
+    answer = page.answer(body, headers.get, 0.0)
+    assert not isinstance(answer, list)
+    assert answer.body == {"status": "in_step", "changed": 0}
+    assert status() == "resolved"
+    assert changed("unresolved", now - 10, "r5", count=2) == 1  # reopened since: newer
+    assert status() == "unresolved"
+    # Stamped before the week deliveries are kept, or ahead of the relay's clock: a replay.
+    assert changed("resolved", now - 8 * 86400, "r6") == "stale"
+    assert changed("resolved", now + 3600, "r7") == "stale"
+    assert status() == "unresolved"

@@ -238,6 +238,7 @@ class SentStore:
         asked_at: float,
         settle: float,
         now: float,
+        newer_wins: bool = False,
     ) -> list[Synced]:
         """Make the buttons of these issues (GlitchTip's at `origin`) show the status GlitchTip
         gave for each when asked at `asked_at` (the caller's clock, as `now`); by nobody in the
@@ -245,7 +246,10 @@ class SentStore:
         A button a press changed after `asked_at - settle` is left: GlitchTip's answer may
         predate that press's change (a press claims first, then asks GlitchTip within
         `settle`); a change that came from GlitchTip itself needs no such wait. Read first: on
-        most rounds nothing changed, and nothing is written."""
+        most rounds nothing changed, and nothing is written. `newer_wins`: a button changed after
+        `asked_at - settle` by anyone (a press, or the source's own later state) is left."""
+        # What says a button was changed since, so that it is left: a press, or any change.
+        changer = "acted_at" if newer_wins else "acted_by"
 
         def stale(tx: Tx) -> list[Row]:
             cutoff = tx.at.to_db(asked_at - settle)
@@ -254,7 +258,7 @@ class SentStore:
                 " WHERE origin = ?",
                 (origin,),
             )
-            return [row for row in rows if _behind(row, states, cutoff)]
+            return [row for row in rows if _behind(row, states, cutoff, by=row[changer])]
 
         found = self._store.read(stale, now=now)
         if not found:
@@ -262,16 +266,15 @@ class SentStore:
 
         def change(tx: Tx) -> list[Synced]:
             cutoff = tx.at.to_db(asked_at - settle)
+            # A webhook's state is as of its stamp, which the next one's is compared with.
+            changed_at = tx.at.to_db(asked_at) if newer_wins else tx.at.db
             synced = []
             for row in found:
                 status = states[str(row["issue_id"])]
                 # Only while it stands as read: a press in between wins.
                 done = tx.one(
-                    "UPDATE issue_buttons SET status = ?, acted_by = NULL, acted_at = ?,"
-                    " choosing = ?, snooze = NULL WHERE key = ?"
-                    " AND COALESCE(status, 'unresolved') = ?"
-                    " AND (acted_by IS NULL OR acted_at < ?) RETURNING chat, message_id, label",
-                    (status, tx.at.db, False, row["key"], row["status"] or _UNRESOLVED, cutoff),
+                    _IN_STEP[newer_wins],
+                    (status, changed_at, False, row["key"], row["status"] or _UNRESOLVED, cutoff),
                 )
                 if done is not None:
                     synced.append(
@@ -489,13 +492,25 @@ def recovered_in(tx: Tx, outage: Outage, note: str) -> SentMessage | None:
     return _noted(tx, outage.chat, outage.message_id, note)
 
 
-def _behind(row: Row, states: Mapping[str, IssueStatus], cutoff: float) -> bool:
-    """Whether the button shows another status than GlitchTip's, and no press changed it
-    since `cutoff` (the store's time)."""
+# A button made to show its source's status while it stands as read: unless a press changed it
+# since (False), or anyone did (True: the status is a webhook's, as of its stamp).
+_SYNCED = (
+    "UPDATE issue_buttons SET status = ?, acted_by = NULL, acted_at = ?, choosing = ?,"
+    " snooze = NULL WHERE key = ? AND COALESCE(status, 'unresolved') = ?"
+)
+_IN_STEP = {
+    False: _SYNCED + " AND (acted_by IS NULL OR acted_at < ?) RETURNING chat, message_id, label",
+    True: _SYNCED + " AND (acted_at IS NULL OR acted_at < ?) RETURNING chat, message_id, label",
+}
+
+
+def _behind(row: Row, states: Mapping[str, IssueStatus], cutoff: float, *, by: object) -> bool:
+    """Whether the button shows another status than GlitchTip's, and nobody (`by`: what says
+    who changed it, or None) changed it since `cutoff` (the store's time)."""
     status = states.get(str(row["issue_id"]))
     acted_at = row["acted_at"]
-    pressed_lately = row["acted_by"] is not None and float(str(acted_at)) >= cutoff
-    return status is not None and (row["status"] or _UNRESOLVED) != status and not pressed_lately
+    changed_lately = by is not None and float(str(acted_at)) >= cutoff
+    return status is not None and (row["status"] or _UNRESOLVED) != status and not changed_lately
 
 
 def _noted(tx: Tx, chat: str, message_id: int, note: str) -> SentMessage | None:

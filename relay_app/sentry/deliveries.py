@@ -1,10 +1,10 @@
 """Sentry's deliveries already taken in, kept in the spool for KEPT seconds by their
-`Request-ID` header and, for an issue alert, by its event and rule: the same delivery again is
-answered and does nothing. Sentry gives each request it builds a fresh Request-ID, and a task
-of its that timed out builds another (getsentry/sentry's sentry_apps/tasks/sentry_apps.py
-retries three times, five minutes apart); the event and rule catch that copy. A delivery is
-claimed before its alert is queued, and given back when the alert could not be, so that the
-next try of it is taken."""
+`Request-ID` header and by what each is about (sentry/webhook.py: an event and its rule, an
+incident and its state, an issue and its change): the same delivery again is answered and does
+nothing. Sentry gives each request it builds a fresh Request-ID, and a task of its that timed
+out builds another (getsentry/sentry's sentry_apps/tasks/sentry_apps.py retries three times,
+five minutes apart); what it is about catches that copy. A delivery is claimed before its alert
+is queued, and given back when the alert could not be, so that the next try of it is taken."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from collections.abc import Sequence
 
 from ..spool.store import Store, Tx
 
-# Sentry sends a delivery again within minutes if at all; a day covers any replay by hand.
-KEPT = 86400.0
+# Sentry sends a delivery again within minutes if at all (its retries, fifteen minutes); a week
+# covers a relay down for days while Sentry's queue held its deliveries, and any replay by hand.
+# One stamped before it is refused (sentry/webhook.py), so a key is never needed longer.
+KEPT = 7 * 86400.0
 # What a Request-ID may be (Sentry's are 32 hex characters): longer ones are not kept.
 MAX_ID = 128
 

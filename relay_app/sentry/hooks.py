@@ -59,8 +59,9 @@ class Alerting:
 
     payload: dict[str, Any]
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # What tells a copy of it apart from another alert, beside the delivery's Request-ID: an
-    # issue alert's event and rule.
+    # What tells a copy of it apart from another alert, beside the delivery's Request-ID
+    # (Sentry's retry of a delivery builds a new one): an issue alert's event and rule, a metric
+    # alert's incident and state, a new issue's id.
     key: str | None = None
 
     @property
@@ -74,6 +75,9 @@ class InStep:
 
     states: dict[str, str]
     said: str
+    # The issue and what befell it: with the body's digest, what tells Sentry's retry of this
+    # delivery apart from the next change of the issue (sentry/webhook.py).
+    key: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,7 @@ class Assigned:
     issue_id: str
     assignee: str | None
     said: str
+    key: str = ""
 
 
 @dataclass(frozen=True)
@@ -186,11 +191,12 @@ def _metric_warning(data: dict[str, Any]) -> Alerting:
         fields=fields,
         short_id=None,
     )
-    return Alerting(payload)
+    return Alerting(payload, key=_incident_key(incident, "warning"))
 
 
 def _metric_change(action: str, data: dict[str, Any]) -> Alerting:
-    rule = json_object(json_object(data.get("metric_alert")).get("alert_rule"))
+    incident = json_object(data.get("metric_alert"))
+    rule = json_object(incident.get("alert_rule"))
     name = _text(rule.get("name")) or _text(data.get("description_title")) or "(metric alert)"
     change = {
         "title": name,
@@ -199,8 +205,15 @@ def _metric_change(action: str, data: dict[str, Any]) -> Alerting:
         "state": "down" if action == "critical" else "up",
     }
     return Alerting(
-        {SOURCE_KEY: SOURCE, KIND_KEY: "monitor", "text": name, "attachments": [change]}
+        {SOURCE_KEY: SOURCE, KIND_KEY: "monitor", "text": name, "attachments": [change]},
+        key=_incident_key(incident, action),
     )
+
+
+def _incident_key(incident: dict[str, Any], action: str) -> str | None:
+    """A metric alert's incident and state: Sentry's retry of it builds another Request-ID."""
+    incident_id = _digits(incident.get("id"))
+    return f"metric:{incident_id}:{action}" if incident_id else None
 
 
 def _issue_hook(action: str, issue: dict[str, Any], sentry_url: str) -> Hook:
@@ -210,7 +223,9 @@ def _issue_hook(action: str, issue: dict[str, Any], sentry_url: str) -> Hook:
         return Noted(f"an issue webhook ({_said(action)}) that names no issue")
     if action in _STATES:
         return InStep(
-            {SENTRY_PREFIX + issue_id: _STATES[action]}, f"issue {label} was {action} in Sentry"
+            {SENTRY_PREFIX + issue_id: _STATES[action]},
+            f"issue {label} was {action} in Sentry",
+            key=f"issue:{issue_id}:{action}",
         )
     if action == "assigned":
         return _assigned(issue, issue_id, label)
@@ -224,7 +239,10 @@ def _assigned(issue: dict[str, Any], issue_id: str, label: str) -> Assigned:
     assignee = json_object(issue.get("assignedTo"))
     who = (_text(assignee.get("name")) or _text(assignee.get("email")))[:100] or None
     return Assigned(
-        SENTRY_PREFIX + issue_id, who, f"issue {label} was assigned to {who or 'nobody'} in Sentry"
+        SENTRY_PREFIX + issue_id,
+        who,
+        f"issue {label} was assigned to {who or 'nobody'} in Sentry",
+        key=f"issue:{issue_id}:assigned",
     )
 
 
@@ -250,7 +268,11 @@ def _created(issue: dict[str, Any], issue_id: str, sentry_url: str) -> Alerting:
     )
     payload[KIND_KEY] = "created"
     details = details_of(None, issue)
-    return Alerting(payload, {SENTRY_PREFIX + issue_id: details_as_json(details)})
+    return Alerting(
+        payload,
+        {SENTRY_PREFIX + issue_id: details_as_json(details)},
+        key=f"issue:{issue_id}:created",
+    )
 
 
 def _payload(

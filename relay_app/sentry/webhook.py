@@ -8,13 +8,23 @@ signature is answered 401, counted, and said at WARNING at most once a minute wi
 
 Sentry waits about a second for the answer and disables an integration whose webhooks keep
 timing out, so an alert is answered as soon as it is queued (on disk, with a spool), 202, and
-the dispatcher sends it: the answer never waits for Telegram. A delivery taken in before (its
-`Request-ID`) is answered 200 and does nothing. Sentry reads no more than the status; the body
-says what became of the delivery, for whoever replays it by hand.
+the dispatcher sends it: the answer never waits for Telegram. Sentry reads no more than the
+status; the body says what became of the delivery, for whoever replays it by hand.
+
+Each delivery counts once (sentry/deliveries.py keeps what was taken in for KEPT, a week): by its
+`Request-ID`, and, since Sentry's retry of a delivery builds a new one, by what it is about: an
+event alert by its event and rule, a metric alert by its incident and state, a new issue by its
+id, an issue's change by the issue, the change and the body's digest (the same issue resolved
+again later is another body). One stamped (`Sentry-Hook-Timestamp`) before that week, or
+minutes ahead of the relay's clock, is a replay: answered 200 and not taken in. The stamp is
+not signed, so it bounds a replay of the bytes as sent, not a forger who changes it; and a
+change of an issue stamped before its card last changed (a press, or a later webhook) is older
+than what the card shows, and leaves it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -31,7 +41,7 @@ from ..operating.sentry_env import SentryConfig
 from ..routes import RouteTable
 from ..routes.split import facts_of
 from ..watch.in_step import CardsInStep
-from .deliveries import MAX_ID, DeliveryStore
+from .deliveries import KEPT, MAX_ID, DeliveryStore
 from .hooks import Alerting, Assigned, InStep, Noted, read_hook
 from .signature import SIGNATURE_HEADER, signed
 
@@ -40,6 +50,10 @@ log = logging.getLogger(__name__)
 PATH = "/sentry/webhook"
 RESOURCE_HEADER = "Sentry-Hook-Resource"
 REQUEST_ID_HEADER = "Request-ID"
+STAMP_HEADER = "Sentry-Hook-Timestamp"
+# How far ahead of the relay's clock a stamp may be: Sentry's clock and the relay's differ a
+# little.
+STAMP_AHEAD = 300.0
 
 
 @dataclass(frozen=True)
@@ -85,16 +99,49 @@ class SentryPage:
             log.warning("a signed Sentry webhook was refused: %s", exc)
             return PageReply({"error": str(exc)}, 400)
         resource = (header(RESOURCE_HEADER) or "")[:40]
+        stamped = self._stamped(header(STAMP_HEADER), resource)
+        if stamped is None:
+            return PageReply({"status": "stale"})
         hook = read_hook(resource, payload, sentry_url=self._config.url)
+        request_id = (header(REQUEST_ID_HEADER) or "").strip()[:MAX_ID] or None
+        if isinstance(hook, Alerting):
+            return self._alert(hook, request_id, started)
+        return self._changed(hook, request_id, _digest(body), stamped)
+
+    def _changed(
+        self, hook: InStep | Assigned | Noted, request_id: str | None, digest: str, stamped: float
+    ) -> PageReply:
+        """An issue's change, once: the same change again is the same body (Sentry's retry
+        sends the data it had; `digest`), and the issue's next change is another."""
         if isinstance(hook, Noted):
             log.info("Sentry webhook noted: %s", hook.said)
             return PageReply({"status": "noted"})
+        keys = [key for key in (request_id, f"{hook.key}:{digest}") if key]
+        if not self._claimed(keys):
+            return self._repeated(keys)
         if isinstance(hook, Assigned):
             return self._assigned(hook)
-        if isinstance(hook, InStep):
-            return self._in_step_with(hook)
-        request_id = (header(REQUEST_ID_HEADER) or "").strip()[:MAX_ID] or None
-        return self._alert(hook, request_id, started)
+        return self._in_step_with(hook, stamped)
+
+    def _stamped(self, raw: str | None, resource: str) -> float | None:
+        """When the delivery says it was sent (`Sentry-Hook-Timestamp`; now, without one), no
+        later than now; None (said) for a replay: stamped before the week deliveries are kept,
+        or ahead of the relay's clock."""
+        now = self._clock()
+        stamp = _stamp(raw)
+        if stamp is None:
+            return now
+        if now - KEPT <= stamp <= now + STAMP_AHEAD:
+            return min(float(stamp), now)
+        log.warning(
+            "a signed Sentry delivery (%s) stamped %d was not taken in: more than %d days"
+            " before the relay's clock (%d), or ahead of it; a replay",
+            resource or "no resource",
+            stamp,
+            KEPT // 86400,
+            now,
+        )
+        return None
 
     def _assigned(self, hook: Assigned) -> PageReply:
         changed = 0
@@ -103,10 +150,12 @@ class SentryPage:
         log.info("Sentry webhook: %s; %d card(s) changed", hook.said, changed)
         return PageReply({"status": "in_step", "changed": changed})
 
-    def _in_step_with(self, hook: InStep) -> PageReply:
+    def _in_step_with(self, hook: InStep, stamped: float) -> PageReply:
+        """The issue's new state on its cards, unless a card changed since the delivery was
+        stamped (by a press, or a later change of Sentry's): that is newer."""
         changed = 0
         if self._in_step is not None:
-            changed = self._in_step.follow(hook.states, asked_at=self._clock(), settle=0)
+            changed = self._in_step.follow(hook.states, asked_at=stamped, settle=0, newer_wins=True)
         log.info("Sentry webhook: %s; %d card button(s) changed", hook.said, changed)
         return PageReply({"status": "in_step", "changed": changed})
 
@@ -116,12 +165,15 @@ class SentryPage:
             return PageReply({"status": "dropped", "reason": "not_asked"})
         keys = [key for key in (request_id, hook.key) if key is not None]
         if keys and not self._claimed(keys):
-            log.info("Sentry's delivery %s was taken in before: answered, nothing done", keys[0])
-            return PageReply({"status": "repeated"})
+            return self._repeated(keys)
         parts = self._taken(hook, started)
         if keys and all(taken.alert is None for taken in parts):
             self._release(keys)  # nothing of it waits anywhere: its next try is taken
         return parts
+
+    def _repeated(self, keys: list[str]) -> PageReply:
+        log.info("Sentry's delivery %s was taken in before: answered, nothing done", keys[0])
+        return PageReply({"status": "repeated"})
 
     def _taken(self, hook: Alerting, started: float) -> list[Taken]:
         """The alert taken in by the routes, each part queued and left to the dispatcher."""
@@ -154,3 +206,13 @@ class SentryPage:
             self._deliveries.release(keys, now=self._clock())
         except SpoolError as exc:
             log.warning("Sentry's delivery %s could not be given back: %s", keys[0], exc)
+
+
+def _stamp(raw: str | None) -> int | None:
+    """`Sentry-Hook-Timestamp`: whole seconds of Unix time; None when absent or unreadable."""
+    text = (raw or "").strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
+
+
+def _digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()[:32]

@@ -78,16 +78,30 @@ class CardsInStep:
         self._edited(changed, f"show whom {issue_id} is assigned to in {self._source}")
         return len(changed)
 
-    def follow(self, states: Mapping[str, str], *, asked_at: float, settle: float = SETTLE) -> int:
+    def follow(
+        self,
+        states: Mapping[str, str],
+        *,
+        asked_at: float,
+        settle: float = SETTLE,
+        newer_wins: bool = False,
+    ) -> int:
         """GlitchTip's states of these issues, asked at `asked_at`: the cards that show
         another are edited; how many buttons changed. `settle` 0: the relay itself just made
-        the change (a snooze's end), so no press can be newer than the state."""
+        the change (a snooze's end), so no press can be newer than the state. `newer_wins`:
+        the states are as of `asked_at` (a webhook's stamp), so a card changed since, by a press
+        or by another state, is newer and left."""
         known = {
             issue: status for issue, raw in states.items() if (status := _status(raw)) is not None
         }
         try:
             synced = self._sent.in_step(
-                self._origin, known, asked_at=asked_at, settle=settle, now=self._clock()
+                self._origin,
+                known,
+                asked_at=asked_at,
+                settle=settle,
+                now=self._clock(),
+                newer_wins=newer_wins,
             )
         except SpoolError as exc:
             log.warning("cards could not be brought in step with %s now: %s", self._source, exc)
