@@ -16,7 +16,7 @@ from .cards.sent import SentStore
 from .chat.answers import Answering, Served
 from .chat.commands import Askers, BotName, Commands, Status, status_command
 from .chat.links import Links, LinkSource
-from .chat.presses import PressActions, Presses
+from .chat.presses import PRESS_THREADS, PRESSES_WAITING, PressActions, Presses
 from .chat.replies import Replies
 from .chat.scope import ChatScope
 from .chat.taking import Taking
@@ -24,6 +24,7 @@ from .chat.team import Person, Team
 from .chat.updates import Handle, Poller, route_updates
 from .core.errors import SpoolError
 from .core.metrics import Metrics
+from .core.off_thread import OffThread
 from .core.routing import Destination, chat_key, parse_chat_id
 from .core.typed import user_id_of
 from .delivery.health import Health
@@ -257,13 +258,21 @@ def acting_from_the_chat(
         met=met_by(spool.of(PeopleStore), clock),
     )
     links = _links(basis, spool, answering, _link_sources(settings, glitchtip, sentry))
+    # Polled, presses and replies' comments are handled off the one thread that reads updates;
+    # posted to the webhook, each has a request's thread of its own already.
+    acting = (
+        OffThread("relay-presses", threads=PRESS_THREADS, most_waiting=PRESSES_WAITING)
+        if settings.telegram_updates == "poll"
+        else None
+    )
     route = route_updates(
-        Presses(team, telegram, outbox, actions, zones_for(settings).of),
+        Presses(team, telegram, outbox, actions, zones_for(settings).of, acting=acting),
         Replies(
             team,
             answering,
             bot_id=bot_id(settings.telegram_bot_token),
             taking=Taking(team.store, outbox, actions.escalation, clock=clock),
+            acting=acting,
         ),
         _commands(basis, spool, answering, health),
         links,
@@ -278,6 +287,7 @@ def acting_from_the_chat(
         handle=route,
         attempt_timeout=settings.send_timeout,
         timing=settings.timing,
+        acting=acting,
     )
     return FromTheChat(route, poller, links)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +30,7 @@ from relay_app.core.errors import (
     SpoolError,
 )
 from relay_app.core.logs import configure_logging
+from relay_app.core.off_thread import OffThread
 from relay_app.delivery.outbox import Outbox
 from relay_app.glitchtip.api import MAX_ANSWER_BYTES, GlitchTipApi
 from relay_app.glitchtip.notices import glitchtip_notice, operator_fix
@@ -440,3 +443,94 @@ def test_a_press_acts_only_among_the_issues_of_the_organization_its_alert_named(
         "GlitchTip has no such issue any more (deleted, or in an organization the token's user"
         " is not in); nothing was changed."
     )
+
+
+class HangingTracker:
+    """A tracker that holds every call until the test lets it go, then refuses or accepts."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.fails = True
+        self.calls: list[str] = []
+
+    def set_status(
+        self,
+        issue_id: str,
+        status: Any,
+        details: Any = None,
+        *,
+        org: str | None = None,
+    ) -> dict[str, Any]:
+        self.calls.append(issue_id)
+        assert self.release.wait(10)
+        if self.fails:
+            raise GlitchTipUnreachable("PUT: no answer in time", cause="timeout")
+        return {"id": issue_id, "status": status}
+
+    def comment(self, issue_id: str, text: str, *, org: str | None = None) -> dict[str, Any]:
+        raise AssertionError("no comment here")
+
+
+def test_presses_never_wait_behind_a_tracker_that_hangs(
+    built: Callable[..., Relay], fake_time: FakeTime
+) -> None:
+    """Before, with Sentry's API hanging, three presses at once in poll mode were answered at 5,
+    10 and 15 s. Now each is handled off the thread that reads the updates and answered within
+    `answer_within`; how the call ended is said under its card."""
+    cards = [
+        SentMessage(
+            CHAT,
+            60 + n,
+            f"<b>🔴 alert {n}</b>",
+            fake_time.now,
+            buttons=(IssueButton(f"hang-{n}", str(n), GLITCHTIP, f"BACKEND-{n}A"),),
+        )
+        for n in range(3)
+    ]
+    chat = Chat.of(built, fake_time, *cards)
+    tracker = HangingTracker()
+    answers = ScriptedTelegram()
+    assert chat.relay.spool is not None
+    team = Team(
+        store=chat.store,
+        glitchtip=tracker,
+        allowed_users=frozenset(),
+        words=ENGLISH,
+        clock=lambda: chat.clock.now,
+    )
+    acting = OffThread("test-presses", threads=4, most_waiting=8)
+    presses = Presses(
+        team,
+        answers,
+        Outbox(chat.relay.spool.queue, clock=chat.clock),
+        acting=acting,
+        answer_within=0.2,
+    )
+    started = time.monotonic()
+    for n in range(3):
+        presses.handle_update(press(callback_data("resolve", f"hang-{n}"), message_id=60 + n))
+    assert time.monotonic() - started < 0.5  # the thread that read them went on at once
+    deadline = time.monotonic() + 5
+    while len(answers.answered) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    answered_in = time.monotonic() - started
+    assert sorted(text for _, text, _ in answers.answered) == [
+        f"⏳ Asked GlitchTip about BACKEND-{n}A: the message will show when it is done"
+        for n in range(3)
+    ]
+    assert answered_in < 1.5
+    tracker.release.set()
+    assert acting.wait_idle(timeout=10)
+    acting.shutdown()
+    chat.settle()
+    said = sorted(text for _, _, _, text in chat.telegram.replies)
+    assert said == [
+        f"⚠️ @ada's press on BACKEND-{n}A did not change it: GlitchTip could not be reached (it"
+        " did not answer in time); nothing was changed. Try again in a while; if it goes on,"
+        " tell the relay's operator."
+        for n in range(3)
+    ]
+    for n in range(3):  # each claim taken back: the buttons offer Resolve again
+        found = chat.store.pressed(f"hang-{n}")
+        assert found is not None
+        assert found[1].status is None

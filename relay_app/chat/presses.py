@@ -16,14 +16,22 @@ is not called. When GlitchTip fails, the press is answered with what went wrong 
 it, the card is left as it is, and a WARNING is logged.
 
 Mute and Unmute change no issue: they start and end a silence in the chat (silencing.py).
+
+A press never waits behind a tracker that hangs: with TELEGRAM_UPDATES=poll each press is handled
+off the thread that reads the updates (`acting`, a few threads per process), so one press's call
+holds up no other; and whatever the tracker does, a press is answered within ANSWER_WITHIN: a
+call not answered by then is answered "asked GlitchTip, the card will say", and its end is shown
+on the card, or, when the tracker refused or never answered, said under it (its call keeps its
+own deadline, RELAY_SEND_TIMEOUT).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any, Literal, Protocol
 
@@ -44,6 +52,7 @@ from ..core.errors import DeliveryError, GlitchTipError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.logs import event
 from ..core.metrics import PressOutcome
+from ..core.off_thread import OffThread
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
 from ..glitchtip.notices import glitchtip_notice, operator_fix
@@ -58,13 +67,20 @@ from ..snoozes.snoozing import (
     snooze_notice,
     status_details,
 )
+from ..words import Said
 from ..words.catalogue import in_source
 from .taking import Taking
 from .team import Person, Team
 
 log = logging.getLogger(__name__)
 
-# One of Ignore's choices: its condition, and the issue's organisation and alert's topic.
+# How long a press waits for its tracker before it is answered that the call is under way:
+# Telegram shows the presser a spinner until the answer, and they press again.
+ANSWER_WITHIN = 1.5
+# Presses handled at once off the thread that reads Telegram's updates, and waiting at most:
+# past that a press is answered that the relay is busy (a flood, or every tracker hanging).
+PRESS_THREADS = 4
+PRESSES_WAITING = 64
 
 
 # Whether the person numbered so, in their private chat with the bot, was given the buttons of
@@ -78,6 +94,21 @@ class Answers(Protocol):
     def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None: ...
 
 
+class _Once:
+    """A press's one answer: Telegram takes one, and a press answered early ('asked GlitchTip')
+    must not be answered again when the call ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._given = False
+
+    def take(self) -> bool:
+        """Whether this is the answer (the first asked for)."""
+        with self._lock:
+            given, self._given = self._given, True
+            return not given
+
+
 @dataclass(frozen=True)
 class Press:
     """A callback query, as far as the relay reads it."""
@@ -87,6 +118,7 @@ class Press:
     chat: str | None
     message_id: int | None
     data: object
+    answer: _Once = field(default_factory=_Once, compare=False, repr=False)
 
     @classmethod
     def of(cls, query: dict[str, Any]) -> Press:
@@ -125,9 +157,16 @@ class Presses:
         outbox: Outbox,
         actions: PressActions = PressActions(),
         zone_of: Callable[[str], tzinfo] = lambda chat: UTC,
+        *,
+        acting: OffThread | None = None,
+        answer_within: float = ANSWER_WITHIN,
     ) -> None:
-        """`zone_of`: the zone a chat reads times in (routes/zones.py)."""
+        """`zone_of`: the zone a chat reads times in (routes/zones.py); `acting`: the threads
+        presses are handled on, off the one that reads Telegram's updates (None: on it);
+        `answer_within`: how long a press waits for its tracker before it is answered."""
         self._zone_of = zone_of
+        self._acting = acting
+        self._answer_within = answer_within
         self._team = team
         self._answers = answers
         self._outbox = outbox
@@ -165,7 +204,12 @@ class Presses:
             )
             self._count("repeated")
             return
-        self._handle(press)
+        if self._acting is None:
+            self._handle(press)
+        elif not self._acting.submit(lambda: self._handle(press)):
+            log.warning("a press by %s could not be handled now: too many wait", press.by.handle)
+            self._count("failed")
+            self._answer(press, self._team.words.press_unavailable, alert=True)
 
     def _handle(self, press: Press) -> None:
         found = self._look_up(press)
@@ -275,13 +319,21 @@ class Presses:
         if claim is None:
             return
         started = time.monotonic()
+        details = self._kept_by_source(button, snooze)
+        # Answered within answer_within whatever the tracker does; the call keeps its deadline.
+        early = threading.Timer(self._answer_within, self._asking, (press, button))
+        early.daemon = True
+        early.start()
         try:
             answer = self._team.glitchtip.set_status(
-                button.issue_id, status, self._kept_by_source(button, snooze), org=button.org
+                button.issue_id, status, details, org=button.org
             )
         except GlitchTipError as exc:
-            self._refused(press, verb, button, claim, exc)
+            early.cancel()
+            self._refused(press, verb, button, claim, exc, message=message)
             return
+        finally:
+            early.cancel()
         changed = time.monotonic() - started
         self._acted_on(message)
         said = notice(button, status, self._team.words)
@@ -301,10 +353,23 @@ class Presses:
         self._count(status)
         self._answer(press, said, alert=False)
 
+    def _asking(self, press: Press, button: IssueButton) -> None:
+        """The press answered while its tracker has not: the card will say how it ended."""
+        words = in_source(self._team.words, source_name(button.issue_id))
+        self._answer(press, words.notice_asking.format(label=button.label), alert=False)
+
     def _refused(
-        self, press: Press, verb: Verb, button: IssueButton, claim: StatusClaim, exc: GlitchTipError
+        self,
+        press: Press,
+        verb: Verb,
+        button: IssueButton,
+        claim: StatusClaim,
+        exc: GlitchTipError,
+        *,
+        message: SentMessage,
     ) -> None:
-        """GlitchTip did not make the change: the claim taken back, and the presser told."""
+        """GlitchTip did not make the change: the claim taken back, and the presser told (under
+        the card, when the press was answered already while the call went on)."""
         self._unclaim(claim)
         fix = operator_fix(exc)
         log.log(
@@ -319,7 +384,18 @@ class Presses:
         )
         self._count("failed")
         words = in_source(self._team.words, source_name(button.issue_id))
-        self._answer(press, glitchtip_notice(exc).text(words), alert=True)
+        notice = glitchtip_notice(exc)
+        if self._answer(press, notice.text(words), alert=True):
+            return
+        said = Said(
+            "press_failed_late",
+            {"label": button.label, "user": press.by.handle, "why": notice},
+            source=source_name(button.issue_id) if is_sentrys(button.issue_id) else None,
+        )
+        try:
+            self._outbox.call(message.chat, message.thread, message.message_id, said)
+        except SpoolError as exc_spool:
+            log.warning("that a press failed could not be said in the chat: %s", exc_spool)
 
     def _kept_by_source(
         self, button: IssueButton, snooze: SnoozeFor | None
@@ -546,12 +622,17 @@ class Presses:
         if self._team.metrics is not None:
             self._team.metrics.press(outcome)
 
-    def _answer(self, press: Press, text: str, *, alert: bool) -> None:
+    def _answer(self, press: Press, text: str, *, alert: bool) -> bool:
+        """The press's one answer; False when it was answered already (early, while its
+        tracker was asked)."""
+        if not press.answer.take():
+            return False
         try:
             self._answers.answer(press.id, text, alert=alert)
         except DeliveryError as exc:
             # Telegram forgets a press after a while; the change, if any, stands.
             log.info("the press by %s could not be answered: %s", press.by.handle, exc)
+        return True
 
 
 def _open(button: IssueButton) -> bool:

@@ -22,6 +22,7 @@ from ..core.errors import GlitchTipError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.logs import event
 from ..core.metrics import ReplyOutcome
+from ..core.off_thread import OffThread
 from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..message.subjects import source_name
 from ..words import Said
@@ -95,15 +96,19 @@ class Replies:
         *,
         bot_id: int | None = None,
         taking: Taking | None = None,
+        acting: OffThread | None = None,
     ) -> None:
         """`answering`: where the answers go; `bot_id`: the relay's bot (its token's first
         part), so a reply to one of its messages the relay no longer keeps is answered, and
         replies to anyone else's are not; `taking`: a reply takes the issue it comments on,
-        as On it does, where the message's route lets it (`reply_takes`)."""
+        as On it does, where the message's route lets it (`reply_takes`); `acting`: the
+        threads a reply's comment is posted on, off the one that reads Telegram's updates, so
+        that a tracker that hangs holds up no press (None: on it)."""
         self._team = team
         self._answering = answering
         self._bot_id = bot_id
         self._taking = taking
+        self._acting = acting
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates with a message: a reply to the relay's is handled, once;
@@ -122,7 +127,11 @@ class Replies:
         if kept is None or not kept.buttons:
             self._not_ours(reply, kept is not None)
             return
-        self._act_on(reply, kept)
+        if self._acting is None:
+            self._act_on(reply, kept)
+        elif not self._acting.submit(lambda: self._act_on(reply, kept)):
+            log.warning("a reply by %s could not be posted now: too much waits", reply.by.handle)
+            self._count("failed")
 
     def _act_on(self, reply: Reply, kept: SentMessage) -> None:
         """The reply as a comment on the issue it addresses (the message's one, or the one

@@ -204,6 +204,10 @@ class Words:
     notice_resolved: str
     notice_ignored: str
     notice_reopened: str
+    # A press answered while its tracker has not answered yet; and, under the card, that the
+    # change did not happen after all.
+    notice_asking: str
+    press_failed_late: str
     not_updated: str
     press_unknown: str
     press_not_allowed: str

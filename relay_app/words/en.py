@@ -185,6 +185,8 @@ ENGLISH = Words(
     notice_resolved="Resolved {label} in GlitchTip",
     notice_ignored="Ignored {label} in GlitchTip",
     notice_reopened="Reopened {label} in GlitchTip",
+    notice_asking="⏳ Asked GlitchTip about {label}: the message will show when it is done",
+    press_failed_late="⚠️ {user}'s press on {label} did not change it: {why}",
     not_updated=" (the message could not be updated)",
     press_unknown=(
         "This button is not one this relay knows: the message is older than the relay keeps "

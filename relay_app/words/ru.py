@@ -202,6 +202,8 @@ RUSSIAN = Words(
     notice_resolved="{label} закрыта в GlitchTip",
     notice_ignored="{label} теперь игнорируется в GlitchTip",
     notice_reopened="{label} снова открыта в GlitchTip",
+    notice_asking="⏳ Запрос про {label} отправлен в GlitchTip: сообщение покажет, когда готово",
+    press_failed_late="⚠️ Нажатие {user} на {label} ничего не изменило: {why}",
     not_updated=" (но сообщение обновить не удалось)",
     press_unknown=(
         "Бот не знает эту кнопку: сообщение старше, чем бот хранит кнопки, или его отправил "
