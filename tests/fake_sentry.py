@@ -68,6 +68,8 @@ class FakeSentry(LocalService):
         self.hourly: dict[str, list[list[int]]] = {}
         self.comments: dict[str, list[str]] = {}
         self.calls: list[Call] = []
+        # Seconds each change (PUT, POST) waits before it is answered: a Sentry that hangs.
+        self.write_delay = 0.0
 
     def add_issue(self, issue_id: int, status: str = "unresolved") -> None:
         with self.lock:
@@ -105,6 +107,8 @@ class FakeSentry(LocalService):
     def answer(
         self, method: str, path: str, token: str | None, body: dict[str, Any] | None
     ) -> tuple[int, Any]:
+        if method in ("PUT", "POST") and self.write_delay:
+            time.sleep(self.write_delay)  # this request's own thread: a Sentry that hangs
         with self.lock:
             self.calls.append(Call(method, path, body))
             if token != TOKEN:

@@ -260,6 +260,7 @@ class FakeTelegram(LocalService):
         *,
         user_id: int = 4242,
         username: str | None = "ada",
+        first_name: str = "Ada",
     ) -> str:
         """Press the button labelled `label` (its text, or the start of it) under a posted
         message, as a person in the chat would: a callback query goes to the bot, by its webhook
@@ -272,7 +273,7 @@ class FakeTelegram(LocalService):
         if button is None:
             raise AssertionError(f"no button {label!r} under the message: {posted.buttons()}")
         press_id = f"press-{random.randrange(10**12)}"
-        sender: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": "Ada"}
+        sender: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name}
         if username is not None:
             sender["username"] = username
         query = {
