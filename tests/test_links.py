@@ -23,6 +23,7 @@ from relay_app.cards.card import IssueButton, SentMessage, callback_data
 from relay_app.cards.sent import SentStore
 from relay_app.chat.link_card import link_card_data, link_card_line
 from relay_app.chat.links import LINK_WINDOW, linked_issue
+from relay_app.chat.scope import facts_of
 from relay_app.routes import parse_routes
 from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH
@@ -380,3 +381,12 @@ def test_a_links_card_whose_count_is_no_count_says_so_and_is_made(count: object)
     """The same count from the tracker's API (before: the card was lost to a ValueError)."""
     about = link_card_data({"id": "4", "shortId": "BACKEND-4A", "count": count}, "")
     assert link_card_line(about, ENGLISH) == "🔗 BACKEND-4A · unresolved · seen ? times"
+
+
+def test_a_sentry_projects_slug_is_what_its_webhooks_and_a_links_card_are_routed_by() -> None:
+    """A Sentry project named otherwise than its slug: its webhooks name the slug, so a link's
+    card is routed by the slug too (before: the card went by the name, and the chat that does
+    not follow the project got it while the one that does got 🔒)."""
+    issue = {"title": "x", "project": {"slug": "checkout-web", "name": "Checkout (web)"}}
+    assert facts_of(issue, {}, source="sentry")["project"] == "checkout-web"
+    assert facts_of(issue, {})["project"] == "Checkout (web)"  # GlitchTip's webhook: its name

@@ -69,15 +69,19 @@ class ChatScope:
             return True
         if org not in self._watched.organizations():
             return False
-        facts = {**facts_of(issue, tags), "source": source}
+        facts = {**facts_of(issue, tags, source=source), "source": source}
         return chat_for(facts, self._routes, self._default) == chat
 
 
-def facts_of(issue: Mapping[str, Any], tags: Mapping[str, str]) -> dict[str, str | None]:
-    """What a route's matchers read of an issue, from GlitchTip's API: as its webhook would
-    give them (the project's name, then the tags' fields), with its own level."""
+def facts_of(
+    issue: Mapping[str, Any], tags: Mapping[str, str], *, source: str = "glitchtip"
+) -> dict[str, str | None]:
+    """What a route's matchers read of an issue, from its source's API: as its webhook would
+    give them (the project as the webhook names it: GlitchTip's by its name, Sentry's by its
+    slug; then the tags' fields), with its own level."""
     project = json_object(issue.get("project"))
-    name = project.get("name") or project.get("slug")
+    order = ("slug", "name") if source == "sentry" else ("name", "slug")
+    name = project.get(order[0]) or project.get(order[1])
     fields = [("Project", str(name))] if name else []
     level, short_id = issue.get("level"), issue.get("shortId")
     return facts_of_issue(
