@@ -329,7 +329,7 @@ class Presses:
                 button.issue_id, status, details, org=button.org
             )
         except GlitchTipError as exc:
-            early.cancel()
+            early.cancel()  # what went wrong is the answer, when it is still to be given
             self._refused(press, verb, button, claim, exc, message=message)
             return
         finally:
