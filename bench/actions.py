@@ -6,7 +6,9 @@ fake GlitchTip API on 127.0.0.1, once with presses read by polling (TELEGRAM_UPD
 default) and once posted to the relay's webhook (TELEGRAM_UPDATES=webhook). One alert is sent,
 then its button is pressed N times (Resolve, Reopen, Resolve, ...), each press waiting for the
 last one's answer, as a person would. Both fakes answer at once, so this measures the relay's
-own part: a real Telegram and GlitchTip add their round trips. Run by hand (about a minute):
+own part: a real Telegram and GlitchTip add their round trips. Then, with GlitchTip hanging
+(each change held 8 s, past RELAY_SEND_TIMEOUT), three presses at once on three alerts: when each
+is answered. Run by hand (about a minute and a half):
 
     .venv/bin/python bench/actions.py [--presses N]
 """
@@ -60,6 +62,39 @@ def measure(mode: str, presses: int, workdir: Path) -> list[tuple[float, float, 
     return timings
 
 
+def hanging(mode: str, workdir: Path, at_once: int = 3) -> list[tuple[float, str]]:
+    """`at_once` presses made together on as many alerts while GlitchTip holds every change
+    past the relay's deadline: seconds to each answer, and its words."""
+    with running_fake_telegram() as telegram, running_fake_glitchtip() as glitchtip:
+        env = relay_env(
+            telegram,
+            GLITCHTIP_API_TOKEN=TOKEN,
+            GLITCHTIP_URL=glitchtip.url,
+            TELEGRAM_UPDATES=mode,
+            RELAY_SPOOL_PATH=str(workdir / f"hanging-{mode}.sqlite3"),
+            **DEFAULTS,
+        )
+        relay = RelayProcess(env, workdir / f"hanging-{mode}.log").wait_ready()
+        try:
+            if mode == "webhook":
+                telegram.webhook_url = f"{relay.url}/telegram/{env['RELAY_WEBHOOK_SECRET']}"
+                telegram.webhook_secret_token = telegram_secret_token(env["TELEGRAM_BOT_TOKEN"])
+            for number in range(1, at_once + 1):  # one card each, not a digest
+                link = glitchtip.add_issue(number, f"BACKEND-{number}A")
+                post(relay.webhook_url, issue_alert(issue(number, link=link)))
+                if not wait_until(lambda n=number: len(telegram.posted_to(CHAT_ID)) == n, 10):
+                    raise SystemExit("an alert never reached the fake Telegram")
+            glitchtip.write_delay = 8.0
+            pressed = time.monotonic()
+            ids = [telegram.press(card, "✅ Resolve") for card in telegram.posted_to(CHAT_ID)]
+            answers = [telegram.wait_for_answer(i, timeout=ANSWER_WITHIN) for i in ids]
+            if any(answer is None for answer in answers):
+                raise SystemExit(f"a press was never answered: {answers}")
+            return [(a["at"] - pressed, str(a["text"])) for a in answers if a is not None]
+        finally:
+            relay.stop()
+
+
 def send_one_alert(relay: RelayProcess, telegram: FakeTelegram, glitchtip: FakeGlitchTip) -> int:
     link = glitchtip.add_issue(4, "BACKEND-4A")
     post(relay.webhook_url, issue_alert(issue(4, link=link)))
@@ -102,6 +137,13 @@ def main() -> None:
             timings = measure(mode, args.presses, Path(directory))
             columns = [summary([t[i] for t in timings]) for i in range(3)]
             print(f"| {mode} | {len(timings)} | " + " | ".join(columns) + " |", flush=True)
+        print("\n| updates | presses at once, GlitchTip hanging | answered after (s) | said |")
+        print("|---|---:|---|---|")
+        for mode in ("poll", "webhook"):
+            answered = sorted(hanging(mode, Path(directory)))
+            after = ", ".join(f"{seconds:.2f}" for seconds, _ in answered)
+            said = answered[0][1].split(":")[0]
+            print(f"| {mode} | {len(answered)} | {after} | {said} |", flush=True)
 
 
 def summary(seconds: list[float]) -> str:
