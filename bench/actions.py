@@ -112,11 +112,12 @@ def one_press(
     pressed = time.monotonic()
     press_id = telegram.press(current, label)
     answer = telegram.wait_for_answer(press_id, timeout=ANSWER_WITHIN)
-    if (
-        answer is None
-        or len(glitchtip.changes()) != changes + 1
-        or len(telegram.edits) != edits + 1
-    ):
+    # The edit is a job, sent in the chat's turn: it may come a moment after the answer.
+    done = wait_until(
+        lambda: len(glitchtip.changes()) == changes + 1 and len(telegram.edits) == edits + 1,
+        timeout=ANSWER_WITHIN,
+    )
+    if answer is None or not done:
         raise SystemExit(f"press {number} was not carried out: {answer}")
     changed = glitchtip.changes()[-1].at
     edited = telegram.edits[-1]["at"]

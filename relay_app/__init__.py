@@ -271,6 +271,7 @@ def assemble(
         updates=from_the_chat.updates,
         poller=from_the_chat.poller,
         links=from_the_chat.links,
+        acting=from_the_chat.acting,
         hidden=hidden,
         leadership=leadership,
         setup=setup,
@@ -529,5 +530,7 @@ def stop_background_work(app: object) -> None:
             relay.lookups.shutdown()
         if relay.links is not None:
             relay.links.shutdown()
+        if relay.acting is not None:
+            relay.acting.shutdown()
         if relay.hidden is not None:
             relay.hidden.shutdown()

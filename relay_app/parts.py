@@ -223,6 +223,8 @@ class FromTheChat:
     updates: Handle | None = None
     poller: Poller | None = None
     links: Links | None = None
+    # The threads presses and replies' comments are handled on, off the one that read them.
+    acting: OffThread | None = None
 
 
 def acting_from_the_chat(
@@ -258,11 +260,12 @@ def acting_from_the_chat(
         met=met_by(spool.of(PeopleStore), clock),
     )
     links = _links(basis, spool, answering, _link_sources(settings, glitchtip, sentry))
-    # Polled, presses and replies' comments are handled off the one thread that reads updates;
-    # posted to the webhook, each has a request's thread of its own already.
+    # Presses and replies' comments are handled off the thread that read their update: polled,
+    # the one that reads them all; posted, the request Telegram waits on before it posts the
+    # next (an update answered at once lets the next come). Off, no update comes.
     acting = (
         OffThread("relay-presses", threads=PRESS_THREADS, most_waiting=PRESSES_WAITING)
-        if settings.telegram_updates == "poll"
+        if settings.telegram_updates != "off"
         else None
     )
     route = route_updates(
@@ -279,7 +282,7 @@ def acting_from_the_chat(
         by_kind={"my_chat_member": PrivateChats(spool.of(PeopleStore), clock=clock)},
     )
     if settings.telegram_updates != "poll":
-        return FromTheChat(route, None, links)
+        return FromTheChat(route, None, links, acting)
     poller = Poller(
         client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
         offset=spool.leader,
@@ -287,9 +290,8 @@ def acting_from_the_chat(
         handle=route,
         attempt_timeout=settings.send_timeout,
         timing=settings.timing,
-        acting=acting,
     )
-    return FromTheChat(route, poller, links)
+    return FromTheChat(route, poller, links, acting)
 
 
 def _commands(basis: Basis, spool: Spool, answering: Answering, health: Health) -> Commands:

@@ -17,9 +17,10 @@ it, the card is left as it is, and a WARNING is logged.
 
 Mute and Unmute change no issue: they start and end a silence in the chat (silencing.py).
 
-A press never waits behind a tracker that hangs: with TELEGRAM_UPDATES=poll each press is handled
-off the thread that reads the updates (`acting`, a few threads per process), so one press's call
-holds up no other; and whatever the tracker does, a press is answered within ANSWER_WITHIN: a
+A press never waits behind a tracker that hangs: each press is handled off the thread that read
+its update (`acting`, a few threads per process: polled, the one thread that reads them all;
+posted to the webhook, the request Telegram waits on before it posts the next), so one press's
+call holds up no other; and whatever the tracker does, a press is answered within ANSWER_WITHIN: a
 call not answered by then is answered "asked GlitchTip, the card will say", and its end is shown
 on the card, or, when the tracker refused or never answered, said under it (its call keeps its
 own deadline, RELAY_SEND_TIMEOUT).

@@ -102,8 +102,8 @@ class Replies:
         part), so a reply to one of its messages the relay no longer keeps is answered, and
         replies to anyone else's are not; `taking`: a reply takes the issue it comments on,
         as On it does, where the message's route lets it (`reply_takes`); `acting`: the
-        threads a reply's comment is posted on, off the one that reads Telegram's updates, so
-        that a tracker that hangs holds up no press (None: on it)."""
+        threads a reply's comment is posted on, off the one that read its update, so that a
+        tracker that hangs holds up no press (None: on it)."""
         self._team = team
         self._answering = answering
         self._bot_id = bot_id

@@ -25,7 +25,6 @@ from typing import Any, Protocol
 from ..core.errors import DeliveryError, PermanentDeliveryError, SpoolError
 from ..core.http_deadline import Deadline
 from ..core.json_values import json_int
-from ..core.off_thread import OffThread
 from ..core.process import OwnThread
 from ..core.timing import PRODUCTION, Timing
 from ..telegram.client import TelegramClient
@@ -95,9 +94,7 @@ class UpdatesOffset(Protocol):
 class Poller(OwnThread):
     """This process's poll for Telegram's updates, run while it leads the fleet
     (delivery/leadership.py): from the offset kept beside the leader's lease, moved on under
-    its term (spool/leader.py). It owns the threads it hands presses to (`acting`: presses.py
-    handles each there, so one that waits on its tracker holds up no other update), and stops
-    them when it is shut down."""
+    its term (spool/leader.py)."""
 
     thread_name = "relay-updates"
 
@@ -110,10 +107,8 @@ class Poller(OwnThread):
         handle: Handle,
         attempt_timeout: float,
         timing: Timing = PRODUCTION,
-        acting: OffThread | None = None,
     ) -> None:
         self._client = client
-        self._acting = acting
         self._offsets = offset
         self._term = term
         self._handle = handle
@@ -129,12 +124,6 @@ class Poller(OwnThread):
         super()._start_over()
         self._current: Deadline | None = None
         self._polling = False
-
-    def shutdown(self) -> None:
-        """End the poll for good, and the threads presses are handled on."""
-        super().shutdown()
-        if self._acting is not None:
-            self._acting.shutdown()
 
     def _stopping(self) -> None:
         """End the poll in flight, so Telegram sees no poller left behind when the next

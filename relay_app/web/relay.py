@@ -11,6 +11,7 @@ from ..cards.outgoing import Outgoing
 from ..chat.links import Links
 from ..chat.updates import Handle, Poller
 from ..core.metrics import Metrics
+from ..core.off_thread import OffThread
 from ..delivery.dispatcher import Dispatcher
 from ..delivery.intake import Intake
 from ..delivery.job import Jobs
@@ -69,6 +70,8 @@ class Relay:
     poller: Poller | None = None
     # Links pasted in a chat: their look-ups, off the thread that read the update.
     links: Links | None = None
+    # Presses and replies' comments, handled off the thread that read their update.
+    acting: OffThread | None = None
     # With GLITCHTIP_API_TOKEN: the issues an alert counts and does not attach, named.
     hidden: HiddenIssues | None = None
     # Whether this process leads the fleet's chores, and their start and stop.
