@@ -20,6 +20,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,63 +38,54 @@ DEFAULTS = {"RELAY_SEND_TIMEOUT": "5", "WEB_CONCURRENCY": "2"}
 ANSWER_WITHIN = 15.0
 
 
-def measure(mode: str, presses: int, workdir: Path) -> list[tuple[float, float, float]]:
-    """Per press: seconds to GlitchTip's change, to the edit, and to the answer."""
-    timings = []
+@contextmanager
+def relay_with_buttons(
+    mode: str, workdir: Path, name: str
+) -> Iterator[tuple[RelayProcess, FakeTelegram, FakeGlitchTip]]:
+    """The relay under gunicorn with buttons in the fake GlitchTip, its presses read as `mode`
+    says (webhook: registered as 'relay-app telegram-webhook set' does); stopped after."""
     with running_fake_telegram() as telegram, running_fake_glitchtip() as glitchtip:
         env = relay_env(
             telegram,
             GLITCHTIP_API_TOKEN=TOKEN,
             GLITCHTIP_URL=glitchtip.url,
             TELEGRAM_UPDATES=mode,
-            RELAY_SPOOL_PATH=str(workdir / f"{mode}.sqlite3"),
+            RELAY_SPOOL_PATH=str(workdir / f"{name}.sqlite3"),
             **DEFAULTS,
         )
-        relay = RelayProcess(env, workdir / f"{mode}.log").wait_ready()
+        relay = RelayProcess(env, workdir / f"{name}.log").wait_ready()
         try:
-            if mode == "webhook":  # as 'relay-app telegram-webhook set' registers it
-                secret = env["RELAY_WEBHOOK_SECRET"]
-                telegram.webhook_url = f"{relay.url}/telegram/{secret}"
+            if mode == "webhook":
+                telegram.webhook_url = f"{relay.url}/telegram/{env['RELAY_WEBHOOK_SECRET']}"
                 telegram.webhook_secret_token = telegram_secret_token(env["TELEGRAM_BOT_TOKEN"])
-            posted = send_one_alert(relay, telegram, glitchtip)
-            for number in range(presses):
-                timings.append(one_press(telegram, glitchtip, posted, number))
+            yield relay, telegram, glitchtip
         finally:
             relay.stop()
-    return timings
+
+
+def measure(mode: str, presses: int, workdir: Path) -> list[tuple[float, float, float]]:
+    """Per press: seconds to GlitchTip's change, to the edit, and to the answer."""
+    with relay_with_buttons(mode, workdir, mode) as (relay, telegram, glitchtip):
+        posted = send_one_alert(relay, telegram, glitchtip)
+        return [one_press(telegram, glitchtip, posted, number) for number in range(presses)]
 
 
 def hanging(mode: str, workdir: Path, at_once: int = 3) -> list[tuple[float, str]]:
     """`at_once` presses made together on as many alerts while GlitchTip holds every change
     past the relay's deadline: seconds to each answer, and its words."""
-    with running_fake_telegram() as telegram, running_fake_glitchtip() as glitchtip:
-        env = relay_env(
-            telegram,
-            GLITCHTIP_API_TOKEN=TOKEN,
-            GLITCHTIP_URL=glitchtip.url,
-            TELEGRAM_UPDATES=mode,
-            RELAY_SPOOL_PATH=str(workdir / f"hanging-{mode}.sqlite3"),
-            **DEFAULTS,
-        )
-        relay = RelayProcess(env, workdir / f"hanging-{mode}.log").wait_ready()
-        try:
-            if mode == "webhook":
-                telegram.webhook_url = f"{relay.url}/telegram/{env['RELAY_WEBHOOK_SECRET']}"
-                telegram.webhook_secret_token = telegram_secret_token(env["TELEGRAM_BOT_TOKEN"])
-            for number in range(1, at_once + 1):  # one card each, not a digest
-                link = glitchtip.add_issue(number, f"BACKEND-{number}A")
-                post(relay.webhook_url, issue_alert(issue(number, link=link)))
-                if not wait_until(lambda n=number: len(telegram.posted_to(CHAT_ID)) == n, 10):
-                    raise SystemExit("an alert never reached the fake Telegram")
-            glitchtip.write_delay = 8.0
-            pressed = time.monotonic()
-            ids = [telegram.press(card, "✅ Resolve") for card in telegram.posted_to(CHAT_ID)]
-            answers = [telegram.wait_for_answer(i, timeout=ANSWER_WITHIN) for i in ids]
-            if any(answer is None for answer in answers):
-                raise SystemExit(f"a press was never answered: {answers}")
-            return [(a["at"] - pressed, str(a["text"])) for a in answers if a is not None]
-        finally:
-            relay.stop()
+    with relay_with_buttons(mode, workdir, f"hanging-{mode}") as (relay, telegram, glitchtip):
+        for number in range(1, at_once + 1):  # one card each, not a digest
+            link = glitchtip.add_issue(number, f"BACKEND-{number}A")
+            post(relay.webhook_url, issue_alert(issue(number, link=link)))
+            if not wait_until(lambda n=number: len(telegram.posted_to(CHAT_ID)) == n, 10):
+                raise SystemExit("an alert never reached the fake Telegram")
+        glitchtip.write_delay = 8.0
+        pressed = time.monotonic()
+        ids = [telegram.press(card, "✅ Resolve") for card in telegram.posted_to(CHAT_ID)]
+        answers = [telegram.wait_for_answer(i, timeout=ANSWER_WITHIN) for i in ids]
+        if any(answer is None for answer in answers):
+            raise SystemExit(f"a press was never answered: {answers}")
+        return [(a["at"] - pressed, str(a["text"])) for a in answers if a is not None]
 
 
 def send_one_alert(relay: RelayProcess, telegram: FakeTelegram, glitchtip: FakeGlitchTip) -> int:

@@ -142,7 +142,7 @@ def issue_ref(
         return None
     if source == SENTRY:
         return IssueRef(SENTRY_PREFIX + found[1], origin, short_id, title=title)
-    return IssueRef(found[1], origin, short_id, title=title, org=org_of(link))
+    return IssueRef(found[1], origin, short_id, title=title, org=_org_in(path))
 
 
 def number_in_link(link: str | None) -> str | None:
@@ -202,7 +202,14 @@ NO_HOMES = IssueHomes()
 
 def org_of(link: str | None) -> str | None:
     """The organization's slug in a GlitchTip issue's link: <domain>/<org_slug>/issues/<id>."""
-    parts = urlsplit(link or "").path.strip("/").split("/")
+    try:
+        return _org_in(urlsplit(link or "").path)
+    except ValueError:
+        return None
+
+
+def _org_in(path: str) -> str | None:
+    parts = path.strip("/").split("/")
     return parts[-3] if len(parts) >= 3 and parts[-2] == "issues" else None
 
 

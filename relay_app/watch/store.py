@@ -125,11 +125,10 @@ class WatchStore:
                     for issue_id, seen in states.items()
                 ],
             )
-            orgs = {
-                str(row["org"])
-                for issue_id in states
-                if (row := tx.one("SELECT org FROM watched WHERE issue_id = ?", (issue_id,)))
-            }
+            asked = list(states)
+            read = "SELECT DISTINCT org FROM watched WHERE issue_id IN ({})"
+            rows = tx.all(read.format(", ".join("?" * len(asked))), asked)
+            orgs = {str(row["org"]) for row in rows}
             tx.executemany(
                 "INSERT INTO organizations (org, alerted_at) VALUES (?, ?) ON CONFLICT (org)"
                 " DO UPDATE SET alerted_at = excluded.alerted_at",
