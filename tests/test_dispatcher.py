@@ -44,7 +44,7 @@ from relay_app.spool import Admin, Claimant, Holder, Taking, on_store, this_proc
 from relay_app.spool.database import Database
 from relay_app.spool.model import Claim, Job, Lane
 from relay_app.telegram.courier import Sent
-from relay_app.words import ENGLISH
+from relay_app.words import ENGLISH, Said
 from tests.conftest import (
     CHAT_ID,
     DESTINATION,
@@ -702,6 +702,25 @@ def test_an_alert_resumed_at_its_ceiling_is_not_sent_again(
     assert [dead.id for dead in admin(relay).alerts("dead")] == [alert_id]
     [record] = lost_alert_records(caplog)
     assert "another could post it twice" in record.getMessage()
+
+
+def test_a_job_of_a_kind_this_relay_does_not_know_is_given_up_named_never_sent_as_another(
+    built: Callable[..., Relay],
+    clock: FakeTime,
+    spool_path: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    telegram = ScriptedTelegram()
+    relay = built(telegram)
+    relay.outbox.call(str(CHAT_ID), None, 41, Said("issues_none"))
+    # A newer relay's kind of write (or a person's edit), its data a reply's.
+    Database(spool_path).write(lambda tx: tx.execute("UPDATE jobs SET kind = 'photo'"))
+    run_background(relay.dispatcher, clock)
+    assert telegram.calls == 0  # not written as a reply, nor as an alert
+    assert admin(relay).counts() == {"pending": 0, "dead": 0}  # given up, no alert among them
+    [record] = [r for r in caplog.records if "CHAT NOT UPDATED" in r.getMessage()]
+    assert record.levelno == logging.ERROR
+    assert "a job of kind 'photo', which this relay does not know" in record.getMessage()
 
 
 # --- clocks -----------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ from ..message.subjects import NO_HOMES, IssueHomes, Subjects, split_by_origin
 from ..routes.rotation import Roster, on_duty_in, on_duty_now
 from ..routes.sound import Sound, levels_of
 from ..routes.zones import Zones
-from ..spool.model import Job, Precedence
+from ..spool.model import JOB_KINDS, Job, Precedence
 from ..words import Said, Words
 
 log = logging.getLogger(__name__)
@@ -272,6 +272,8 @@ class Renderer:
             return self._send(jobs, now)
         if first.kind == "card":
             return self._edit(first)
+        if first.kind not in JOB_KINDS:
+            raise Unreadable(f"a job of kind {first.kind!r}, which this relay does not know")
         try:
             said = Said.from_json(first.data.get("say")).text(self.words)
         except KeyError as exc:

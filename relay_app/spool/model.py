@@ -71,9 +71,10 @@ def label_for(home: Home, job_id: int) -> str:
 @dataclass(frozen=True)
 class Job:
     """A write to a chat on its way: a queue row as it was read (what it is about, `data`,
-    rendered when it is sent), and the ledger `policy` reads."""
+    rendered when it is sent), and the ledger `policy` reads. Its kind is the row's as written:
+    one of JOB_KINDS, or one this relay does not know, which renders as unreadable."""
 
-    kind: JobKind
+    kind: str
     data: Mapping[str, Any]
     destination: Destination
     received_at: float
