@@ -7,24 +7,26 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from .capabilities import NOTES, PAGES, SHAPES
+from .capabilities import NOTES, PAGES, REGISTRY
 from .cards.edits import card_edits
 from .cards.outgoing import OldRecords, Outgoing
 from .cards.sent import SentStore
+from .cards.verbs import CALLS
 from .chat.presses import PressActions
 from .core.errors import SpoolError
 from .core.logs import configure_logging
 from .core.metrics import Metrics
 from .core.routing import Destination
+from .core.services import Services
 from .delivery.dispatcher import Chores, Dispatcher
 from .delivery.health import Health, MemoryHealthStore
 from .delivery.intake import Intake
-from .delivery.job import Attempts, Jobs, Writing
+from .delivery.job import Attempts, FollowUp, Jobs, Writing
 from .delivery.leadership import Chore, Leadership, Upkeep, WhenLeading
 from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
@@ -33,7 +35,7 @@ from .glitchtip.api import GlitchTipApi
 from .glitchtip.details import IssueDetails
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
-from .intake.alerts import GlitchTipIssues, WebhookAlerts
+from .intake.alerts import HELD_NOTED, HOLD, GlitchTipIssues, WebhookAlerts
 from .intake.hidden import HiddenIssues
 from .intake.last_webhook import LastWebhook
 from .intake.routed import RoutedWebhooks
@@ -46,6 +48,7 @@ from .oncall.people import PeopleStore
 from .oncall.recalls import RecallStore
 from .oncall.steps import Escalation
 from .oncall.steps_store import EscalationStore
+from .operating.capability import Core, Registry, Running
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.routes_file import RefusedAgain
@@ -63,15 +66,13 @@ from .parts import (
     zones_for,
 )
 from .routes.rotation import Roster
-from .silences.gauges import SilenceGauges
-from .silences.silencing import Silencing
-from .silences.store import SilenceStore
 from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
 from .spool.setup_found import SetupFound
 from .summaries.daily import DailySummaries
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
 from .watch.store import Watched, WatchStore
+from .watch.watcher import Watcher
 from .web.framing import BODY_GATE
 from .web.misses import Misses
 from .web.relay import EXTENSION, Relay, relay_of
@@ -133,6 +134,7 @@ def assemble(
     local = _local_spool(settings, spool)
     queues = _queues(spool, local, memory)
     health, metrics = _health_and_metrics(spool, local, queues, timing.probe_interval)
+    registry = REGISTRY.on(settings)  # asked once, here
 
     def term() -> str | None:  # this process's term, while it leads the fleet (made below)
         return leadership.term()
@@ -147,7 +149,7 @@ def assemble(
     last_webhook = LastWebhook(shared.arrivals, clock=clock)
     metrics.add_gauges(last_webhook)
     metrics.add_gauges(settings.routes_in_force)
-    words = words_for(settings.language)
+    words = registry.words_in(words_for(settings.language))
     # Buttons need the spool, which keeps what each one acts on (Settings.from_env says so).
     buttons = settings.acts_on_issues and spool is not None
 
@@ -176,17 +178,20 @@ def assemble(
     on_time = (summaries, handoffs_for(basis), refused_again, forgetting)
     in_step, snoozing = following_glitchtip(basis, escalation)
     watcher = watcher_for(basis, posted_again, in_step, snoozing)
+    services = _services(escalation, summaries)
+    running = registry.start(Core(settings, spool, shared, metrics, clock, outbox, words, services))
     outgoing = Outgoing(
         spool.of(SentStore) if spool is not None else None,
         outbox,
         buttons=buttons,
         words=words,
+        theirs=registry.buttons,
         clock=clock,
-        follow_ups=[
-            part.follow_up for part in (escalation, watcher, summaries) if part is not None
-        ],
+        follow_ups=_follow_ups(running, escalation, watcher, summaries),
     )
-    renderer = _renderer(settings, shared, words, buttons=buttons, roster=roster, clock=clock)
+    renderer = _renderer(
+        settings, shared, words, buttons=buttons, roster=roster, registry=registry, clock=clock
+    )
     policy = RetryPolicy(
         attempts=settings.retry_attempts, wait=settings.retry_wait, max_age=settings.retry_max_age
     )
@@ -204,13 +209,9 @@ def assemble(
         clock=clock,
     )
 
-    held = _held(metrics, summaries)
-    silencing = Silencing(
-        shared.of(SilenceStore), shared.of(SentStore), outbox=outbox, held=held, clock=clock
-    )
     upkeep = _upkeep(
         OldRecords(shared.of(SentStore), keep_for=settings.retry_max_age, clock=clock),
-        silencing,
+        [each for part in running for each in part.upkeep],
         escalation,
         on_time,
         leads,
@@ -232,7 +233,7 @@ def assemble(
         WebhookAlerts(
             intake=intake,
             renderer=renderer,
-            silencing=silencing,
+            silencing=services.find(HOLD),
             jobs=jobs,
             glitchtip=issues,
             clock=clock,
@@ -244,7 +245,11 @@ def assemble(
     )
     hidden = _hidden_issues(settings, spool, webhooks, metrics, clock)
     actions = PressActions(
-        silencing, escalation, snoozing, shared.of(PeopleStore).pressed_privately(clock=clock)
+        buttons=tuple(registry.buttons),
+        theirs={verb: press for part in running for verb, press in part.presses.items()},
+        calls=escalation,
+        snoozing=snoozing,
+        pressed_elsewhere=shared.of(PeopleStore).pressed_privately(clock=clock),
     )
     from_the_chat = acting_from_the_chat(basis, telegram, health, actions, term)
     chores = _fleet_chores(from_the_chat.poller, watcher, setup)
@@ -264,7 +269,7 @@ def assemble(
         webhooks=webhooks,
         misses=Misses(metrics.missed, shared=shared.warnings.says),
         outbox=outbox,
-        silencing=silencing,
+        silencing=services.find(HOLD),
         escalation=escalation,
         watcher=watcher,
         summaries=summaries,
@@ -275,7 +280,25 @@ def assemble(
         hidden=hidden,
         leadership=leadership,
         setup=setup,
+        running=tuple(running),
     )
+
+
+def _follow_ups(
+    running: Sequence[Running], *parts: Escalation | Watcher | DailySummaries | None
+) -> list[FollowUp]:
+    """What follows a delivery: the capabilities' started, and the parts the wiring builds."""
+    theirs = [each for part in running for each in part.follow_ups]
+    return [*theirs, *(part.follow_up for part in parts if part is not None)]
+
+
+def _services(escalation: Escalation, summaries: DailySummaries | None) -> Services:
+    """What the parts the wiring still builds provide the capabilities started after them."""
+    services = Services()
+    services.provide(CALLS, escalation)
+    if summaries is not None:
+        services.provide(HELD_NOTED, summaries)
+    return services
 
 
 def _local_spool(settings: Settings, spool: Spool | None) -> LocalSpool | None:
@@ -327,30 +350,20 @@ def _fleet_chores(*parts: Chore | SetupWatch | None) -> list[Chore]:
     ]
 
 
-def _held(metrics: Metrics, summaries: DailySummaries | None) -> Callable[[Destination], None]:
-    """What is told of an alert a silence held: the counter, and the place's next summary."""
-
-    def held(destination: Destination) -> None:
-        metrics.silenced.inc()
-        if summaries is not None:
-            summaries.held(destination)
-
-    return held
-
-
 def _upkeep(
     records: OldRecords,
-    silencing: Silencing,
+    theirs: Sequence[Callable[[], None]],
     escalation: Escalation,
     on_time: Iterable[OnTime | None],
     leads: Callable[[], bool],
 ) -> Upkeep:
     """The dispatcher's upkeep, once a second where the fleet's leader is: old records
-    forgotten, silences that ran out ended (each at most as often as it asks for), escalation
+    forgotten, the capabilities' own (silences that ran out ended, each at most as often as it
+    asks for), escalation
     steps that are due fired, and what is posted or said at its time (daily summaries, on-call
     handoffs, a routes file still refused) when it has come."""
     posts = [each.upkeep for each in on_time if each is not None]
-    return Upkeep([records.tidy, silencing.sweep, escalation.fire_due, *posts], leads=leads)
+    return Upkeep([records.tidy, *theirs, escalation.fire_due, *posts], leads=leads)
 
 
 def _spool(settings: Settings, clock: Clock) -> Spool | None:
@@ -373,6 +386,7 @@ def _renderer(
     *,
     buttons: bool,
     roster: Roster,
+    registry: Registry,
     clock: Clock,
 ) -> Renderer:
     """What every job writes, made when it is sent: with the capabilities' shapes of alert,
@@ -386,12 +400,14 @@ def _renderer(
         names_sources=settings.sentry is not None and settings.glitchtip_url is not None,
         on_call=OnCall(roster, zones, names=_names(shared.of(PeopleStore), clock)),
         added=Added(
-            SHAPES,
+            # Every capability's, on or not: a job one left in the spool is still written.
+            REGISTRY.shapes,
             NOTES,
             card_edits(
                 shared.of(SentStore).message,
                 snooze_events=settings.watching.snooze_events,
                 zone_of=zones.of,
+                theirs=registry.buttons,
             ),
         ),
     )
@@ -480,10 +496,9 @@ def _health_and_metrics(
     the counters, with the gauges read from both."""
     if spool is None:
         health = Health(MemoryHealthStore(), queues=queues, probe_interval=probe_interval)
-        return health, Metrics(SpoolGauges(None, health))
+        return health, Metrics(SpoolGauges(None, health), counters=REGISTRY.counters)
     health = Health(spool.health, queues=queues, probe_interval=probe_interval)
-    metrics = Metrics(SpoolGauges(spool.admin, health))
-    metrics.add_gauges(SilenceGauges(spool.of(SilenceStore)))
+    metrics = Metrics(SpoolGauges(spool.admin, health), counters=REGISTRY.counters)
     if local is not None:
         metrics.add_gauges(LocalSpoolGauge(local.spool.admin))
     spool.count_lock_waits(metrics.lock_wait)
@@ -514,23 +529,22 @@ def start_background_work(app: object) -> None:
 def stop_background_work(app: object) -> None:
     """Stop deliberately (gunicorn's worker_exit hook): the fleet's chores first, the poll in
     flight ended and the leader's lease given back, so another process takes over at once
-    (Leadership.shutdown), then Dispatcher.shutdown."""
+    (Leadership.shutdown), then Dispatcher.shutdown, then the pools of look-ups and presses,
+    then the capabilities started."""
     relay = relay_of(app)
-    if relay is not None:
-        if relay.leadership is not None:
-            relay.leadership.shutdown()
-        if relay.poller is not None:
-            relay.poller.shutdown()
-        if relay.setup is not None:
-            relay.setup.shutdown()
-        if relay.watcher is not None:
-            relay.watcher.shutdown()
-        relay.dispatcher.shutdown()
-        if relay.lookups is not None:
-            relay.lookups.shutdown()
-        if relay.links is not None:
-            relay.links.shutdown()
-        if relay.acting is not None:
-            relay.acting.shutdown()
-        if relay.hidden is not None:
-            relay.hidden.shutdown()
+    if relay is None:
+        return
+    _shut_down(relay.leadership, relay.poller, relay.setup, relay.watcher, relay.dispatcher)
+    _shut_down(relay.lookups, relay.links, relay.acting, relay.hidden)
+    for part in relay.running:
+        part.stop()
+
+
+class _Stops(Protocol):
+    def shutdown(self) -> None: ...
+
+
+def _shut_down(*parts: _Stops | None) -> None:
+    for part in parts:
+        if part is not None:
+            part.shutdown()

@@ -8,9 +8,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
-from .capabilities import CHECKS, COMMANDS, ROSTER, SHAPES
+from .capabilities import REGISTRY
 from .operating import cli
 from .operating.console import Console
+from .operating.routes_cli import rotations_only
 
 
 def main(
@@ -28,4 +29,11 @@ def main(
         err or sys.stderr,
         stdin or sys.stdin,
     )
-    return cli.run(argv, console, added=COMMANDS, shapes=SHAPES, roster_of=ROSTER, checks=CHECKS)
+    return cli.run(
+        argv,
+        console,
+        added=REGISTRY.cli,
+        shapes=REGISTRY.shapes,
+        roster_of=REGISTRY.roster or rotations_only,
+        checks=REGISTRY.checks,
+    )

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 from .cards.sent import SentStore
 from .chat.answers import Answering, Served
 from .chat.commands import Askers, BotName, Commands, Status, status_command
+from .chat.counters import ANSWERS_REFUSED, COMMANDS, LINK_CARDS
 from .chat.links import Links, LinkSource
 from .chat.presses import PRESS_THREADS, PRESSES_WAITING, PressActions, Presses
 from .chat.replies import Replies
@@ -35,6 +36,7 @@ from .glitchtip.webhook import source_of
 from .intake.routed import RoutedWebhooks
 from .message.trend import Trend
 from .oncall.command import Covering, cover_command, oncall_command, start_command
+from .oncall.counters import HANDOFFS
 from .oncall.covers import CoverStore, KeptCovers
 from .oncall.handoffs import Handoffs
 from .oncall.people import Met, PeopleStore, PrivateChats
@@ -51,6 +53,7 @@ from .silences.store import SilenceStore
 from .snoozes.snoozing import BringBack, Snoozing
 from .snoozes.store import SnoozeStore
 from .spool import Spool
+from .summaries.counters import SUMMARIES
 from .summaries.daily import DailySummaries, Reading
 from .summaries.report import ReportStore
 from .summaries.store import SummaryStore
@@ -177,7 +180,7 @@ def daily_summaries_for(basis: Basis) -> DailySummaries | None:
         spool.of(SummaryStore),
         Reading(spool.of(WatchStore), spool.of(ReportStore)),
         zone=zone,
-        posted=metrics.summaries.inc,
+        posted=metrics.of(SUMMARIES).inc,
         clock=clock,
     )
 
@@ -200,7 +203,7 @@ def handoffs_for(basis: Basis) -> Handoffs | None:
         spool.of(SummaryStore),
         roster=basis.roster,
         reports=spool.of(ReportStore),
-        posted=metrics.handoffs.inc,
+        posted=metrics.of(HANDOFFS).inc,
         clock=clock,
     )
 
@@ -246,7 +249,7 @@ def acting_from_the_chat(
         outbox,
         spool.answers,
         first_in=lambda key, window: spool.of(SentStore).first_in(key, window=window, at=clock()),
-        refused=metrics.answer_refused,
+        refused=lambda reason: metrics.of(ANSWERS_REFUSED).labels(reason).inc(),
         shared=spool.warnings.says,
         clock=clock,
     )
@@ -274,7 +277,7 @@ def acting_from_the_chat(
             team,
             answering,
             bot_id=bot_id(settings.telegram_bot_token),
-            taking=Taking(team.store, outbox, actions.escalation, clock=clock),
+            taking=Taking(team.store, outbox, actions.calls, clock=clock),
             acting=acting,
         ),
         _commands(basis, spool, answering, health),
@@ -318,7 +321,7 @@ def _commands(basis: Basis, spool: Spool, answering: Answering, health: Health) 
         first_time=lambda keys: spool.of(SentStore).first_time(keys, at=clock()),
         answering=answering,
         words=words_for(settings.language),
-        count=lambda command: metrics.commands.labels(command).inc(),
+        count=lambda command: metrics.of(COMMANDS).labels(command).inc(),
         askers=Askers(
             may_act=lambda person: (
                 not settings.action_user_ids or person.id in settings.action_user_ids
@@ -410,7 +413,7 @@ def _links(
         sources=sources,
         answering=answering,
         scope=scope,
-        count=lambda outcome: metrics.link_cards.labels(outcome).inc(),
+        count=lambda outcome: metrics.of(LINK_CARDS).labels(outcome).inc(),
     )
 
 

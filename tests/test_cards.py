@@ -6,6 +6,7 @@ import html
 from dataclasses import replace
 from zoneinfo import ZoneInfo
 
+from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import (
     MAX_ISSUES_WITH_BUTTONS,
     IssueButton,
@@ -22,6 +23,9 @@ from relay_app.message.subjects import IssueRef
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.telegram_rules import visible_text
 
+# The capabilities' buttons, as the relay registers them (Mute and Unmute: silences').
+THEIRS = tuple(REGISTRY.buttons)
+
 AT_0804 = 1_800_000_240.0  # 2027-01-15 08:04 UTC
 ISSUE = IssueButton("k1", "4", "https://gt", "BACKEND-4A")
 
@@ -34,14 +38,14 @@ def texts(markup: dict[str, object] | None) -> list[list[str]]:
 
 
 def test_one_issue_gets_resolve_ignore_and_mute_without_its_name() -> None:
-    assert texts(keyboard([ISSUE], ENGLISH)) == [
+    assert texts(keyboard([ISSUE], ENGLISH, theirs=THEIRS)) == [
         ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
     ]
 
 
 def test_several_issues_are_named_and_an_acted_one_offers_reopen() -> None:
     resolved = IssueButton("k2", "5", "https://gt", "BACKEND-5A", "resolved", "@ada", AT_0804)
-    assert texts(keyboard([ISSUE, resolved], ENGLISH)) == [
+    assert texts(keyboard([ISSUE, resolved], ENGLISH, theirs=THEIRS)) == [
         [
             "👀 On it BACKEND-4A",
             "✅ Resolve BACKEND-4A",
@@ -50,12 +54,12 @@ def test_several_issues_are_named_and_an_acted_one_offers_reopen() -> None:
         ],
         ["↩️ Reopen BACKEND-5A", "🔇 Mute 1 h BACKEND-5A"],
     ]
-    assert keyboard([], ENGLISH) is None
+    assert keyboard([], ENGLISH, theirs=THEIRS) is None
 
 
 def test_a_muted_issue_offers_unmute_and_its_message_says_until_when() -> None:
     muted = replace(ISSUE, silence_id=3, muted_by="@ada", muted_until=AT_0804 + 3600)
-    assert texts(keyboard([muted], ENGLISH)) == [
+    assert texts(keyboard([muted], ENGLISH, theirs=THEIRS)) == [
         ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔊 Unmute"]
     ]
     message = SentMessage("-100", 1, "<b>🔴 GlitchTip Alert</b>", AT_0804, (), (muted,))
@@ -63,7 +67,7 @@ def test_a_muted_issue_offers_unmute_and_its_message_says_until_when() -> None:
     assert shown.endswith("🔇 Muted in this chat by @ada until 09:04 UTC")
     russian = visible_text(rendered(message, RUSSIAN), parse_mode="HTML")
     assert russian.endswith("🔇 Без звука в этом чате до 09:04 UTC (@ada)")
-    assert texts(keyboard([muted], RUSSIAN)) == [
+    assert texts(keyboard([muted], RUSSIAN, theirs=THEIRS)) == [
         ["👀 Беру", "✅ Закрыть", "🔕 Игнорировать…", "🔊 Включить звук"]
     ]
 
@@ -81,7 +85,7 @@ def test_buttons_stop_at_telegrams_limits() -> None:
     issues = [IssueRef(str(n), "https://gt", f"B-{n}") for n in range(60)]
     buttons = new_buttons(issues, (f"key{n}" for n in range(60)))
     assert len(buttons) == MAX_ISSUES_WITH_BUTTONS
-    rows = texts(keyboard(buttons, ENGLISH))
+    rows = texts(keyboard(buttons, ENGLISH, theirs=THEIRS))
     assert sum(len(row) for row in rows) <= 100
     assert max(len(row) for row in rows) <= 8
 

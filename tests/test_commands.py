@@ -24,6 +24,7 @@ from relay_app.operating.config import Settings
 from relay_app.parts import bot_commands
 from relay_app.routes import parse_routes
 from relay_app.routes.rotation import Roster
+from relay_app.silences.buttons import MUTE
 from relay_app.spool import open_memory
 from relay_app.telegram.bot_commands import described
 from relay_app.watch.store import Seen, Watched, WatchStore
@@ -132,7 +133,7 @@ def test_oncall_silences_and_status_tell_what_the_relay_knows(chat: Chat) -> Non
             "id": "p6",
             "from": {"id": 7, "is_bot": False, "first_name": "Ada", "username": "ada"},
             "message": {"message_id": 41, "chat": {"id": CHAT_ID}},
-            "data": callback_data("mute", "k"),
+            "data": callback_data(MUTE, "k"),
         },
     }
     chat.update(press)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from relay_app import Relay
+from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import parse_callback
 from relay_app.oncall.direct import message_link
 from relay_app.oncall.people import PeopleStore
@@ -119,7 +120,7 @@ def test_a_direct_route_calls_privately_with_the_link_and_the_buttons(chat: Chat
     assert isinstance(extras, Extras)
     assert extras.keyboard is not None
     verbs = [
-        parse_callback(b["callback_data"])
+        parse_callback(b["callback_data"], REGISTRY.buttons)
         for row in extras.keyboard["inline_keyboard"]
         for b in row
     ]

@@ -712,6 +712,7 @@ def test_a_job_of_a_kind_this_relay_does_not_know_is_given_up_named_never_sent_a
 ) -> None:
     telegram = ScriptedTelegram()
     relay = built(telegram)
+    assert relay.outbox is not None
     relay.outbox.call(str(CHAT_ID), None, 41, Said("issues_none"))
     # A newer relay's kind of write (or a person's edit), its data a reply's.
     Database(spool_path).write(lambda tx: tx.execute("UPDATE jobs SET kind = 'photo'"))

@@ -22,6 +22,7 @@ from relay_app.oncall.people import Met, PeopleStore
 from relay_app.oncall.steps_store import EscalationStore, Fired
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.routes.steps import Step
+from relay_app.silences.buttons import MUTE
 from relay_app.spool import on_store
 from relay_app.spool.store import Store
 from tests.conftest import FakeTime
@@ -130,7 +131,7 @@ def test_resolve_stops_the_calls_and_so_does_an_act_recorded_by_another_relay(
 
 
 def test_mute_stops_the_calls(chat: Chat) -> None:
-    chat.update(press(callback_data("mute", "the-key"), 4))
+    chat.update(press(callback_data(MUTE, "the-key"), 4))
     assert fire(chat, SENT_AT + 3600) == (0, 0)
     assert chat.telegram.replies == []
 

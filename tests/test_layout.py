@@ -37,12 +37,13 @@ CORE = [
     "telegram",
     "spool",
     "delivery",
+    "cards",
     "intake",
     "operating",
 ]
 # One layer: each registers what it adds when the relay is assembled; one may use another's
 # parts (a press mutes), never in a cycle.
-CAPABILITIES = ["cards", "silences", "snoozes", "oncall", "watch", "summaries", "chat", "sentry"]
+CAPABILITIES = ["silences", "snoozes", "oncall", "watch", "summaries", "chat", "sentry"]
 # Above them: the relay's HTTP server. The wiring (relay_app/__init__.py, cli.py,
 # capabilities.py) sits above them all.
 TOP = ["web"]

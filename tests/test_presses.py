@@ -35,6 +35,7 @@ from relay_app.delivery.outbox import Outbox
 from relay_app.glitchtip.api import MAX_ANSWER_BYTES, GlitchTipApi
 from relay_app.glitchtip.notices import glitchtip_notice, operator_fix
 from relay_app.routes import parse_routes
+from relay_app.silences.buttons import MUTE
 from relay_app.words import ENGLISH
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, GT_TOKEN, Chat, LimitedTelegram, ScriptedTelegram
@@ -289,7 +290,7 @@ def test_a_card_and_a_notice_say_their_times_in_the_chats_zone(
     chat = Chat.of(built, fake_time, SENT, routes=routes)
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
     chat.update(press(callback_data("resolve", "the-key")))
-    chat.update(press(callback_data("mute", "the-key"), user_id=8))
+    chat.update(press(callback_data(MUTE, "the-key"), user_id=8))
     chat.settle()
     html_text = chat.telegram.edits[-1][2]
     assert html_text.endswith(
@@ -408,7 +409,7 @@ def test_six_presses_at_once_in_a_rate_limited_chat_each_show_on_their_card(
     telegram.limits.group_interval = 3.0
     chat = Chat.of(built, fake_time, *cards, telegram=telegram)
     for n in range(6):
-        chat.update(press(callback_data("mute", f"key-{n}"), message_id=50 + n))
+        chat.update(press(callback_data(MUTE, f"key-{n}"), message_id=50 + n))
     assert len(chat.answered()) == 6  # each press answered at once
     chat.settle()
     shown = {message_id: html for _, message_id, html, _ in telegram.edits}

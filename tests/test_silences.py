@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from relay_app import Relay
-from relay_app.capabilities import SHAPES
+from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
 from relay_app.cards.sent import SentStore
 from relay_app.cli import main
@@ -24,6 +24,7 @@ from relay_app.delivery.outbox import Outbox
 from relay_app.delivery.render import Added, Renderer
 from relay_app.message.formatting import Message, message_for
 from relay_app.silences import store as silences
+from relay_app.silences.buttons import MUTE, UNMUTE
 from relay_app.silences.matching import Matchers, matches
 from relay_app.silences.silencing import Silencing
 from relay_app.silences.store import NewSilence, SilenceStore
@@ -71,7 +72,7 @@ def silencing(spool: Spool, clock: FakeTime) -> Silencing:
 
 def text_of(job: Job) -> str:
     """The summary as the relay renders it when it sends it, in English."""
-    return Renderer(ENGLISH, late_after=3600.0, added=Added(SHAPES)).alert(job).text
+    return Renderer(ENGLISH, late_after=3600.0, added=Added(REGISTRY.shapes)).alert(job).text
 
 
 def test_matchers_hold_an_issue_alert_only_when_every_issue_matches() -> None:
@@ -204,7 +205,7 @@ def test_mute_and_unmute_from_the_chat_edit_the_card_and_change_nothing_in_glitc
 ) -> None:
     # No GlitchTip answers here: any call would fail the press.
     chat = Chat.of(built, fake_time, SENT)
-    chat.update(press(callback_data("mute", "the-key")))
+    chat.update(press(callback_data(MUTE, "the-key")))
     [(said, alert_box)] = chat.answered()
     assert said == "Muted BACKEND-4A in this chat until 09:00 UTC; GlitchTip is not changed"
     assert not alert_box
@@ -219,9 +220,9 @@ def test_mute_and_unmute_from_the_chat_edit_the_card_and_change_nothing_in_glitc
     assert chat.relay.silencing is not None
     assert chat.relay.silencing.hold(alert(4), HERE) is not None
 
-    chat.update(press(callback_data("mute", "the-key")))  # a stale Mute: nothing
+    chat.update(press(callback_data(MUTE, "the-key")))  # a stale Mute: nothing
     assert "out of date" in chat.answered()[-1][0]
-    chat.update(press(callback_data("unmute", "the-key")))
+    chat.update(press(callback_data(UNMUTE, "the-key")))
     assert chat.answered()[-1][0] == "Unmuted BACKEND-4A in this chat"
     chat.settle()
     assert chat.telegram.edits[-1][3]["inline_keyboard"][0][-1]["text"] == "🔇 Mute 1 h"
@@ -377,7 +378,7 @@ def test_the_list_names_a_muted_issue_as_the_chat_did(
     path = str(tmp_path / "spool.sqlite3")
     shown = replace(SENT, buttons=(replace(SENT.buttons[0], title=title),))
     chat = Chat.of(built, fake_time, shown, spool_path=path)
-    chat.update(press(callback_data("mute", "the-key")))
+    chat.update(press(callback_data(MUTE, "the-key")))
     more = ("--for", "1h", "--by", "ops", "--comment", "rollback")
     code, out, _ = run_cli(path, "silence", "add", "--issue", "4", *more)
     assert code == 0

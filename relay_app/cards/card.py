@@ -14,7 +14,7 @@ by whom and when, and one per issue muted, until when.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Literal
@@ -32,8 +32,6 @@ Verb = Literal[
     "resolve",
     "ignore",
     "reopen",
-    "mute",
-    "unmute",
     "snooze",
     "snooze_hour",
     "snooze_day",
@@ -48,8 +46,6 @@ STATUS_FOR: dict[Verb, IssueStatus] = {
     "snooze_day": "ignored",
     "snooze_events": "ignored",
 }
-# The verbs that change nothing in GlitchTip: a silence in the chat (silences/silencing.py).
-SILENCE_VERBS: tuple[Verb, ...] = ("mute", "unmute")
 # Ignore's choices, shown in place of the issue's row while it is chosen (snooze opens them,
 # back closes them): each but back ignores the issue in GlitchTip (snoozes/snoozing.py).
 SNOOZE_CHOICES: tuple[Verb, ...] = ("snooze_hour", "snooze_day", "snooze_events", "ignore", "back")
@@ -63,8 +59,6 @@ _CODES: dict[Verb, str] = {
     "resolve": "r",
     "ignore": "i",
     "reopen": "o",
-    "mute": "m",
-    "unmute": "u",
     "snooze": "s",
     "snooze_hour": "h",
     "snooze_day": "d",
@@ -114,6 +108,17 @@ class IssueButton:
 
 
 @dataclass(frozen=True)
+class Button:
+    """A button on an issue's row: its verb (logs, counters), its code in the callback data, the
+    word its label is, and whether a row shows it now (from the card's record of the issue)."""
+
+    verb: str
+    code: str
+    label: str
+    shown: Callable[[IssueButton], bool]
+
+
+@dataclass(frozen=True)
 class SentMessage:
     """A card's record: the message as sent, and what changed since."""
 
@@ -132,27 +137,49 @@ class SentMessage:
 
 
 def verbs_for(button: IssueButton) -> tuple[Verb, ...]:
-    """The buttons an issue shows now: what a press may do. On it while it is open and nobody
-    has it, Let go while someone has it; Reopen once it is resolved or ignored, Resolve and
-    Ignore otherwise; Unmute while it is muted here, Mute otherwise."""
+    """The core's buttons an issue shows now: what a press may do. On it while it is open and
+    nobody has it, Let go while someone has it; Reopen once it is resolved or ignored, Resolve
+    and Ignore otherwise. The capabilities' buttons follow (`shows_theirs`)."""
     closed = button.status in ("resolved", "ignored")
-    if button.choosing and not closed:
+    if choosing(button):
         return SNOOZE_CHOICES
     take: tuple[Verb, ...] = () if closed else ("take",) if button.taken_by is None else ("let_go",)
     status: tuple[Verb, ...] = ("reopen",) if closed else ("resolve", "snooze")
-    return (*take, *status, "unmute" if button.muted_until is not None else "mute")
+    return (*take, *status)
 
 
-def callback_data(verb: Verb, key: str) -> str:
-    return f"{_CODES[verb]}:{key}"
+def core_verb(name: str) -> Verb | None:
+    """The core's verb of this name; None for a capability's."""
+    for verb in _CODES:
+        if verb == name:
+            return verb
+    return None
 
 
-def parse_callback(data: object) -> tuple[Verb, str] | None:
-    """The verb and key of a button's data; None for anything this relay did not write."""
+def choosing(button: IssueButton) -> bool:
+    """Whether the row shows Ignore's choices in place of its buttons (theirs too)."""
+    return button.choosing and button.status not in ("resolved", "ignored")
+
+
+def shows_theirs(button: IssueButton, theirs: Sequence[Button]) -> list[Button]:
+    """The capabilities' buttons the issue's row shows now, after the core's."""
+    return [] if choosing(button) else [each for each in theirs if each.shown(button)]
+
+
+def callback_data(verb: Verb | Button, key: str) -> str:
+    code = verb.code if isinstance(verb, Button) else _CODES[verb]
+    return f"{code}:{key}"
+
+
+def parse_callback(data: object, theirs: Sequence[Button] = ()) -> tuple[str, str] | None:
+    """The verb and key of a button's data, the core's or a capability's; None for anything
+    this relay did not write."""
     if not isinstance(data, str):
         return None
     code, colon, key = data.partition(":")
-    verb = _VERBS.get(code)
+    verb: str | None = _VERBS.get(code)
+    if verb is None:
+        verb = next((each.verb for each in theirs if each.code == code), None)
     if not colon or verb is None or not key or len(key) > 32 or not key.isascii():
         return None
     return verb, key
@@ -171,11 +198,15 @@ def new_buttons(issues: Iterable[IssueRef], keys: Iterable[str]) -> tuple[IssueB
 
 
 def keyboard(
-    buttons: Sequence[IssueButton], words: Words, *, snooze_events: int = SNOOZE_EVENTS
+    buttons: Sequence[IssueButton],
+    words: Words,
+    *,
+    snooze_events: int = SNOOZE_EVENTS,
+    theirs: Sequence[Button] = (),
 ) -> dict[str, Any] | None:
     """The inline keyboard for these issues' buttons; None when there are none. Labels name
     each issue only when there are several to tell apart. `snooze_events`: the N of Ignore's
-    "until N more events" (RELAY_SNOOZE_EVENTS)."""
+    "until N more events" (RELAY_SNOOZE_EVENTS); `theirs`: the capabilities' buttons."""
     if not buttons:
         return None
     labels: dict[Verb, str] = {
@@ -184,8 +215,6 @@ def keyboard(
         "resolve": words.button_resolve,
         "ignore": words.button_ignore_forever,
         "reopen": words.button_reopen,
-        "mute": words.button_mute,
-        "unmute": words.button_unmute,
         "snooze": words.button_ignore,
         "snooze_hour": words.button_snooze_hour,
         "snooze_day": words.button_snooze_day,
@@ -198,8 +227,17 @@ def keyboard(
         named = f" {button.label}" if several else ""
         rows.append(
             [
-                {"text": labels[verb] + named, "callback_data": callback_data(verb, button.key)}
-                for verb in verbs_for(button)
+                *(
+                    {"text": labels[verb] + named, "callback_data": callback_data(verb, button.key)}
+                    for verb in verbs_for(button)
+                ),
+                *(
+                    {
+                        "text": words.word(each.label) + named,
+                        "callback_data": callback_data(each, button.key),
+                    }
+                    for each in shows_theirs(button, theirs)
+                ),
             ]
         )
     return {"inline_keyboard": rows}

@@ -5,12 +5,12 @@ this."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, tzinfo
 
 from ..delivery.render import Edit, Edits
 from ..words import Words
-from .card import SNOOZE_EVENTS, SentMessage, keyboard, rendered
+from .card import SNOOZE_EVENTS, Button, SentMessage, keyboard, rendered
 
 # A card's record as it stands (cards/sent.py); None when it is no longer kept.
 Cards = Callable[[str, int], SentMessage | None]
@@ -21,9 +21,10 @@ def card_edits(
     *,
     snooze_events: int = SNOOZE_EVENTS,
     zone_of: Callable[[str], tzinfo] = lambda chat: UTC,
+    theirs: Sequence[Button] = (),
 ) -> Edits:
     """`snooze_events`: Ignore's "until N more events" (RELAY_SNOOZE_EVENTS); `zone_of`: the
-    zone a chat reads times in (routes/zones.py)."""
+    zone a chat reads times in (routes/zones.py); `theirs`: the capabilities' buttons."""
 
     def edit(chat: str, message_id: int, words: Words) -> Edit | None:
         card = cards(chat, message_id)
@@ -33,7 +34,7 @@ def card_edits(
             card.chat,
             card.message_id,
             rendered(card, words, zone_of(card.chat)),
-            keyboard(card.buttons, words, snooze_events=snooze_events),
+            keyboard(card.buttons, words, snooze_events=snooze_events, theirs=theirs),
         )
 
     return edit

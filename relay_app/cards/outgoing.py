@@ -33,7 +33,7 @@ from ..spool.store import Tx
 from ..telegram.client import NO_EXTRAS, Extras
 from ..telegram.courier import Sent
 from ..words import Words
-from .card import IssueButton, SentMessage, keyboard, new_buttons
+from .card import Button, IssueButton, SentMessage, keyboard, new_buttons
 from .sent import KEPT_AT_LEAST, Outage, SentStore, keep_in, recovered_in
 
 log = logging.getLogger(__name__)
@@ -97,11 +97,12 @@ class Outgoing:
         words: Words,
         clock: Clock = time.time,
         follow_ups: Sequence[FollowUp] = (),
+        theirs: Sequence[Button] = (),
     ) -> None:
         """`store` None: nothing is kept (no spool), so there are neither buttons nor threads;
         `outbox`: on the spool's queue (or memory's, without one), where what follows a
         delivery is written and the cards' edits queued; `buttons`: whether the issues at
-        GlitchTip's own address get buttons."""
+        GlitchTip's own address get buttons; `theirs`: the capabilities' buttons on each."""
         self._store = store
         self._queue = outbox.queue
         self._outbox = outbox
@@ -109,6 +110,7 @@ class Outgoing:
         self._buttons = buttons and store is not None
         self._clock = clock
         self._follow_ups = tuple(follow_ups)
+        self._theirs = tuple(theirs)
 
     @property
     def buttons(self) -> bool:
@@ -133,7 +135,11 @@ class Outgoing:
         reply_to = recoveries[-1][1].message_id if recoveries else answering
         if not buttons and reply_to is None:
             return NOTHING
-        return Plan(Extras(keyboard(buttons, self._words), reply_to), buttons, recoveries)
+        return Plan(
+            Extras(keyboard(buttons, self._words, theirs=self._theirs), reply_to),
+            buttons,
+            recoveries,
+        )
 
     def records(
         self,

@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.metrics import AnswerRefusal
 from ..core.routing import Destination, parse_chat_id
 from ..core.tally import Tally
 from ..delivery.outbox import Outbox
 from ..spool.answers import Answers
 from ..words import Said
+from .counters import AnswerRefusal
 
 log = logging.getLogger(__name__)
 

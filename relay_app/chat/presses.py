@@ -31,36 +31,36 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any, Literal, Protocol
 
 from ..cards.card import (
-    SILENCE_VERBS,
     SNOOZE_EVENTS,
     SNOOZE_VERBS,
     STATUS_FOR,
+    Button,
     IssueButton,
     SentMessage,
     Verb,
+    core_verb,
     notice,
     parse_callback,
+    shows_theirs,
     verbs_for,
 )
 from ..cards.sent import StatusClaim
+from ..cards.verbs import Calls, Pressed
+from ..cards.verbs import Press as TheirPress
 from ..core.errors import DeliveryError, GlitchTipError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.logs import event
-from ..core.metrics import PressOutcome
 from ..core.off_thread import OffThread
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
 from ..glitchtip.notices import glitchtip_notice, operator_fix
-from ..message.spans import place_time
 from ..message.subjects import is_sentrys, source_name
-from ..oncall.steps import Escalation
-from ..silences.silencing import Silencing
 from ..snoozes.snoozing import (
     SnoozeFor,
     Snoozing,
@@ -137,13 +137,14 @@ class Press:
 
 @dataclass(frozen=True)
 class PressActions:
-    """What a press does besides changing its issue in GlitchTip: what Mute and Unmute do
-    (`silencing`; unset: they are not offered), the route's calls, which any act on an alert
-    stops (`escalation`), and Ignore's timed and counted choices (`snoozing`; unset: Ignore
-    is forever)."""
+    """What a press does besides changing its issue in GlitchTip: the capabilities' buttons
+    (`buttons`) and what a press of each does (`theirs`, by verb; a button without one is not
+    offered), the route's calls, which any act on an alert stops (`calls`), and Ignore's timed
+    and counted choices (`snoozing`; unset: Ignore is forever)."""
 
-    silencing: Silencing | None = None
-    escalation: Escalation | None = None
+    buttons: tuple[Button, ...] = ()
+    theirs: Mapping[str, TheirPress] = field(default_factory=dict)
+    calls: Calls | None = None
     snoozing: Snoozing | None = None
     # Where else a button may be pressed: a capability's answer to whether this person, in
     # this private chat, was given the message's buttons (oncall/people.py: a private call).
@@ -171,11 +172,12 @@ class Presses:
         self._team = team
         self._answers = answers
         self._outbox = outbox
-        self._silencing = actions.silencing
-        self._escalation = actions.escalation
+        self._buttons = tuple(b for b in actions.buttons if b.verb in actions.theirs)
+        self._theirs = actions.theirs
+        self._calls = actions.calls
         self._snoozing = actions.snoozing
         self._pressed_elsewhere = actions.pressed_elsewhere
-        self._taking = Taking(team.store, outbox, actions.escalation, clock=team.clock)
+        self._taking = Taking(team.store, outbox, actions.calls, clock=team.clock)
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates, polled or posted to the webhook: a press is handled, once;
@@ -221,10 +223,10 @@ class Presses:
         if self._may_act(press, verb, button):
             self._act(press, verb, key, message, button)
 
-    def _look_up(self, press: Press) -> tuple[Verb, str, SentMessage, IssueButton] | None:
+    def _look_up(self, press: Press) -> tuple[str, str, SentMessage, IssueButton] | None:
         """The verb and key the button names, and the message and button kept for it; None
         (answered) when the relay does not know it."""
-        parsed = parse_callback(press.data)
+        parsed = parse_callback(press.data, self._buttons)
         try:
             found = self._team.store.pressed(parsed[1]) if parsed is not None else None
         except SpoolError as exc:
@@ -251,18 +253,18 @@ class Presses:
             log.warning("a press in a private chat could not be looked up: %s", exc)
             return False
 
-    def _offered(self, verb: Verb, button: IssueButton) -> bool:
+    def _offered(self, verb: str, button: IssueButton) -> bool:
         """Whether the message still shows `verb`, and this relay can do it."""
+        if verb in self._theirs:
+            return any(each.verb == verb for each in shows_theirs(button, self._buttons))
         # An Ignore on a card from before its choices ignores for ever, as it said.
         if verb not in verbs_for(button) and not (verb == "ignore" and _open(button)):
             return False
-        if verb in SILENCE_VERBS:
-            return self._silencing is not None
         # Sentry keeps its issues' snoozes itself; GlitchTip's need the watcher's.
         snoozes = self._snoozing is not None or is_sentrys(button.issue_id)
         return verb not in SNOOZE_VERBS or snoozes
 
-    def _may_act(self, press: Press, verb: Verb, button: IssueButton) -> bool:
+    def _may_act(self, press: Press, verb: str, button: IssueButton) -> bool:
         """Whether the press may act: someone allowed, on a button the message still shows
         (otherwise it is answered here)."""
         if not self._team.may_act(press.by):
@@ -282,7 +284,7 @@ class Presses:
             return False
         return True
 
-    def _out_of_date(self, press: Press, verb: Verb, button: IssueButton, why: str) -> None:
+    def _out_of_date(self, press: Press, verb: str, button: IssueButton, why: str) -> None:
         """Nothing done: the button no longer offers this, or another press changed it first."""
         log.info(
             "a press by %s to %s %s %s: nothing done", press.by.handle, verb, button.label, why
@@ -291,21 +293,41 @@ class Presses:
         self._answer(press, self._team.words.press_out_of_date, alert=True)
 
     def _act(
-        self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
+        self, press: Press, verb: str, key: str, message: SentMessage, button: IssueButton
     ) -> None:
-        """Claim the change on the button (so that of presses at the same moment one acts),
-        change the issue in GlitchTip (or mute it in the chat), then the message; answer the
-        press."""
-        if verb == "take":
+        """A capability's button: what its owner registered for it. The core's: claim the
+        change on the button (so that of presses at the same moment one acts), change the
+        issue in its tracker, then the message; answer the press."""
+        core = core_verb(verb)
+        if core is None:
+            self._theirs[verb](self._pressed(press, verb, key, message, button))
+        elif core == "take":
             self._take(press, key, message, button)
-        elif verb == "let_go":
+        elif core == "let_go":
             self._let_go(press, message, button)
-        elif verb in SILENCE_VERBS:
-            self._silence(press, verb, message, button)
-        elif verb in ("snooze", "back"):
-            self._choose(press, verb, key, message, button)
+        elif core in ("snooze", "back"):
+            self._choose(press, core, key, message, button)
         else:
-            self._change(press, verb, key, message, button)
+            self._change(press, core, key, message, button)
+
+    def _pressed(
+        self, press: Press, verb: str, key: str, message: SentMessage, button: IssueButton
+    ) -> Pressed:
+        """What a capability's press is given: the checked press, and what it may do."""
+        return Pressed(
+            verb=verb,
+            key=key,
+            message=message,
+            button=button,
+            by=press.by.handle,
+            by_id=press.by.id,
+            zone=self._zone_of(message.chat),
+            words=self._team.words,
+            answer=lambda text, alert: _ignored(self._answer(press, text, alert=alert)),
+            count=self._count,
+            edit=lambda: self._update_message(press, message, f"{verb} {button.label}"),
+            acted_on=lambda: self._acted_on(message),
+        )
 
     def _change(
         self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
@@ -535,8 +557,8 @@ class Presses:
         self._taking.spread(message.chat, others, f"{said} by {press.by.handle}")
 
     def _acted_on(self, message: SentMessage) -> None:
-        if self._escalation is not None:
-            self._escalation.acted(message.chat, message.message_id)
+        if self._calls is not None:
+            self._calls.acted(message.chat, message.message_id)
 
     def _claim(
         self,
@@ -587,39 +609,13 @@ class Presses:
             return False
         return True
 
-    def _silence(self, press: Press, verb: Verb, message: SentMessage, button: IssueButton) -> None:
-        """Mute the button's issue in this chat, or end its silence; GlitchTip is not changed."""
-        assert self._silencing is not None  # `_may_act` lets no silence verb through without
-        words = self._team.words
-        try:
-            if verb == "mute":
-                silence = self._silencing.mute(message.chat, button, by=press.by.handle)
-                self._acted_on(message)
-                until = place_time(silence.ends_at, self._zone_of(message.chat))
-                said = words.notice_muted.format(label=button.label, until=until)
-                self._count("muted")
-            else:
-                # It may have run out, or been expired from the command line, meanwhile.
-                was_muted = self._silencing.unmute(message.chat, button, by=press.by.handle)
-                template = words.notice_unmuted if was_muted else words.notice_not_muted
-                said = template.format(label=button.label)
-                self._count("unmuted")
-        except (SpoolError, DeliveryError) as exc:
-            log.warning(
-                "a press by %s to %s %s failed: %s", press.by.handle, verb, button.label, exc
-            )
-            self._count("failed")
-            self._answer(press, words.press_unavailable, alert=True)
-            return
-        self._answer(press, said, alert=False)
-
     def _unavailable(self, press: Press, what: str, exc: Exception) -> None:
         """The spool failed the press: nothing was changed, and the presser may try again."""
         log.warning("a press by %s %s: %s", press.by.handle, what, exc)
         self._count("failed")
         self._answer(press, self._team.words.press_unavailable, alert=True)
 
-    def _count(self, outcome: PressOutcome) -> None:
+    def _count(self, outcome: str) -> None:
         if self._team.metrics is not None:
             self._team.metrics.press(outcome)
 
@@ -638,3 +634,7 @@ class Presses:
 
 def _open(button: IssueButton) -> bool:
     return button.status in (None, "unresolved")
+
+
+def _ignored(answered: bool) -> None:
+    """A capability's press answers; whether it was the first answer is the core's business."""

@@ -21,12 +21,12 @@ from ..cards.card import IssueButton, SentMessage
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.logs import event
-from ..core.metrics import ReplyOutcome
 from ..core.off_thread import OffThread
 from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..message.subjects import source_name
 from ..words import Said
 from .answers import Answering, Asker
+from .counters import REPLIES, ReplyOutcome
 from .taking import Taking
 from .team import Person, Team
 
@@ -256,7 +256,7 @@ class Replies:
 
     def _count(self, outcome: ReplyOutcome) -> None:
         if self._team.metrics is not None:
-            self._team.metrics.reply(outcome)
+            self._team.metrics.of(REPLIES).labels(outcome).inc()
 
 
 def _addressed(buttons: tuple[IssueButton, ...], text: str) -> tuple[IssueButton | None, str]:

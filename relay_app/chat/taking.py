@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 
 from ..cards.card import IssueButton, SentMessage
 from ..cards.sent import SentStore
+from ..cards.verbs import Calls
 from ..core.errors import SpoolError
 from ..delivery.outbox import Outbox
-from ..oncall.steps import Escalation
 from .team import Person
 
 log = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ class Taking:
         self,
         store: SentStore,
         outbox: Outbox,
-        escalation: Escalation | None = None,
+        escalation: Calls | None = None,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:

@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
 if TYPE_CHECKING:
@@ -71,12 +72,18 @@ MissReason = Literal[
     "unknown_path",
 ]
 MISS_REASONS: tuple[MissReason, ...] = get_args(MissReason)
-# What became of a reply in the chat to one of the relay's messages (chat/replies.py).
-ReplyOutcome = Literal["commented", "asked", "refused", "unknown", "repeated", "failed"]
-REPLY_OUTCOMES: tuple[ReplyOutcome, ...] = get_args(ReplyOutcome)
-# Why a message in a chat was not answered: its budget was spent (chat/answers.py).
-AnswerRefusal = Literal["person", "chat", "lookups"]
-ANSWER_REFUSALS: tuple[AnswerRefusal, ...] = get_args(AnswerRefusal)
+
+
+@dataclass(frozen=True)
+class CounterSpec:
+    """A counter a capability adds: its name (without `_total`), its help, its labels, and the
+    values of its one label present from the start at 0 (so that a rule reading it has it
+    before its first count)."""
+
+    name: str
+    help: str
+    labels: tuple[str, ...] = ()
+    series: tuple[str, ...] = ()
 
 
 class Collector(Protocol):
@@ -88,8 +95,11 @@ class Collector(Protocol):
 class Metrics:
     """The relay's counters: one per app, each with a registry of its own."""
 
-    def __init__(self, gauges: Collector | None = None) -> None:
-        """`gauges` are read at each scrape (gauges.py: the spool and Telegram's health)."""
+    def __init__(
+        self, gauges: Collector | None = None, counters: Iterable[CounterSpec] = ()
+    ) -> None:
+        """`gauges` are read at each scrape (gauges.py: the spool and Telegram's health);
+        `counters`: the capabilities' own (each capability's `counters`), the core's beside."""
         # Imported here, not at the top: see the module's docstring.
         from prometheus_client import CollectorRegistry, Histogram
 
@@ -181,54 +191,13 @@ class Metrics:
             ["outcome"],
             series=LOOKUP_OUTCOMES,
         )
-        self.escalations = self._counter(
-            "relay_escalation_steps",
-            "Escalation steps of routes (docs/oncall.md), by outcome: fired (a reply under the "
-            "alert called their people), stopped (someone acted on the alert first), recalled "
-            "(a taker who went quiet past take_for called) or lapsed (their take ended)",
+        self.hidden_issues = self._counter(
+            "relay_hidden_issues",
+            "Issues an alert counted and GlitchTip did not attach, by what became of them: "
+            "named (found through GlitchTip's API and sent on), not_found (none new to the "
+            "chat in the window), failed (GlitchTip did not answer)",
             ["outcome"],
-            series=("fired", "stopped", "recalled", "lapsed"),
-        )
-        self.watcher_requests = self._counter(
-            "relay_watcher_requests",
-            "Requests the watcher of GlitchTip made about the issues the relay alerted on, by "
-            "outcome: answered, or failed (GlitchTip down, slow, or refusing the token)",
-            ["outcome"],
-            series=("answered", "failed"),
-        )
-        self.cards_in_step = self._counter(
-            "relay_cards_in_step",
-            "Issue buttons on cards made to show the status GlitchTip has for the issue, changed "
-            "outside the chat (its UI or API), by that status",
-            ["status"],
-            series=("resolved", "ignored", "unresolved"),
-        )
-        self.snoozes = self._counter(
-            "relay_snoozes",
-            "Issues ignored from a card until a time or so many more events, by outcome: made, "
-            "back (the condition met: unresolved again in GlitchTip, said under the alert), or "
-            "cancelled (no longer ignored meanwhile)",
-            ["outcome"],
-            series=("made", "back", "cancelled"),
-        )
-        self._chat_counters()
-        self.escalating_posts = self._counter(
-            "relay_escalating_posts",
-            "Unresolved issues the relay alerted on, posted again because they are escalating",
-        )
-        self.silenced = self._counter(
-            "relay_alerts_silenced",
-            "Alerts held back from their chat by a silence: kept in the spool, counted, and "
-            "summed up in one message when the silence ends",
-        )
-        self.replies = self._counter(
-            "relay_replies",
-            "Replies in the chat to the relay's messages, by outcome: commented (posted on the "
-            "issue in GlitchTip), asked (which issue, for a message about several), refused "
-            "(the author may not act), unknown (a message the relay does not keep), repeated, "
-            "failed",
-            ["outcome"],
-            series=REPLY_OUTCOMES,
+            series=("named", "not_found", "failed"),
         )
         self.misses = self._counter(
             "relay_requests_missed",
@@ -242,51 +211,16 @@ class Metrics:
         self._gauges: list[Collector] = []
         if gauges is not None:
             self.add_gauges(gauges)
+        self._theirs: dict[CounterSpec, Counter] = {}
+        for spec in counters:
+            self._theirs[spec] = self._counter(
+                spec.name, spec.help, spec.labels, series=spec.series
+            )
 
-    def _chat_counters(self) -> None:
-        """The counters of what the relay writes to the chat beyond alerts: summaries, handoffs,
-        answers to commands, links' cards."""
-        self.summaries = self._counter(
-            "relay_summaries",
-            "Daily summaries posted (a route's summary), once a day per place for the fleet",
-        )
-        self.handoffs = self._counter(
-            "relay_handoffs",
-            "On-call handoffs said in the chat (a rotation's announce), once a handoff per place "
-            "for the fleet",
-        )
-        self.commands = self._counter(
-            "relay_commands",
-            "Commands answered in the chats the relay serves, by command",
-            ["command"],
-            series=("issues", "oncall", "silences", "status"),
-        )
-        self.link_cards = self._counter(
-            "relay_link_cards",
-            "Links to GlitchTip's issues pasted in the chats, by outcome: posted (the issue's "
-            "card), repeated (linked again within 10 min), failed (GlitchTip or the spool), "
-            "not_followed (an issue the chat does not follow: no card), unreadable (a link "
-            "that names no issue of an organization, as GlitchTip writes them)",
-            ["outcome"],
-            series=("posted", "repeated", "failed", "not_followed", "unreadable"),
-        )
-        self.answers_refused = self._counter(
-            "relay_answers_refused",
-            "Messages in a chat (commands, links, replies) not answered because their budget "
-            "was spent, by reason: person (asked again within the person's seconds; told once "
-            "to try again), chat (as many answers already waited for the chat), lookups (as "
-            "many links already waited for GlitchTip in this process)",
-            ["reason"],
-            series=ANSWER_REFUSALS,
-        )
-        self.hidden_issues = self._counter(
-            "relay_hidden_issues",
-            "Issues an alert counted and GlitchTip did not attach, by what became of them: "
-            "named (found through GlitchTip's API and sent on), not_found (none new to the "
-            "chat in the window), failed (GlitchTip did not answer)",
-            ["outcome"],
-            series=("named", "not_found", "failed"),
-        )
+    def of(self, spec: CounterSpec) -> Counter:
+        """A capability's counter, as it registered it (operating/capability.py). Raises
+        KeyError for one that was not: a count would otherwise go nowhere, unseen."""
+        return self._theirs[spec]
 
     def _counter(
         self,
@@ -329,21 +263,12 @@ class Metrics:
         if error_code == 429:
             self.rate_limited.inc()
 
-    def escalation(self, outcome: str, count: int) -> None:
-        if count:
-            self.escalations.labels(outcome).inc(count)
-
-    def press(self, outcome: PressOutcome) -> None:
+    def press(self, outcome: PressOutcome | str) -> None:
+        """A press's outcome: the core's (PressOutcome), or one a capability's button says."""
         self.presses.labels(outcome).inc()
 
     def missed(self, reason: MissReason) -> None:
         self.misses.labels(reason).inc()
-
-    def reply(self, outcome: ReplyOutcome) -> None:
-        self.replies.labels(outcome).inc()
-
-    def answer_refused(self, reason: AnswerRefusal) -> None:
-        self.answers_refused.labels(reason).inc()
 
     def hidden(self, outcome: str, count: int) -> None:
         self.hidden_issues.labels(outcome).inc(count)

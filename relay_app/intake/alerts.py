@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..core.metrics import WebhookOutcome
 from ..core.outcomes import Dead, Delivered, RetryAt
 from ..core.routing import Destination
+from ..core.services import Key
 from ..delivery.intake import deadline
 from ..glitchtip.details import IssueDetails, details_as_json
 from ..glitchtip.lookups import IssueLookups
@@ -87,6 +88,16 @@ class Hold(Protocol):
     def hold(
         self, message: Message | Callable[[], Message], destination: Destination
     ) -> Silence | None: ...
+
+
+class HeldNoted(Protocol):
+    """Told of each alert a hold kept back from its place (the daily summaries count it)."""
+
+    def held(self, destination: Destination) -> None: ...
+
+
+HOLD: Key[Hold] = Key("hold")
+HELD_NOTED: Key[HeldNoted] = Key("held noted")
 
 
 @dataclass(frozen=True)

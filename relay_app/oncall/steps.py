@@ -19,6 +19,7 @@ from ..delivery.job import Delivery
 from ..routes.rotation import ONCALL, Roster
 from ..routes.steps import steps_from_json
 from ..spool.store import Tx
+from .counters import ESCALATION_STEPS
 from .recalls import RecallStore
 from .steps_store import EscalationStore, Fired, plan_in
 
@@ -134,7 +135,7 @@ class Escalation:
 
     def _count(self, outcome: str, count: int) -> None:
         if self._metrics is not None:
-            self._metrics.escalation(outcome, count)
+            self._metrics.of(ESCALATION_STEPS).labels(outcome).inc(count)
 
 
 def _who(roster: Roster, mention: str, at: float) -> str:

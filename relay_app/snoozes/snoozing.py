@@ -30,6 +30,7 @@ from ..glitchtip.api import GlitchTipApi, IssueState, events_of
 from ..message.spans import place_time
 from ..watch.store import WatchStore
 from ..words import Said, Words
+from .counters import SNOOZES
 from .store import Ended, Snooze, SnoozeStore
 
 log = logging.getLogger(__name__)
@@ -233,7 +234,7 @@ class Snoozing:
 
     def _count(self, outcome: str) -> None:
         if self._metrics is not None:
-            self._metrics.snoozes.labels(outcome).inc()
+            self._metrics.of(SNOOZES).labels(outcome).inc()
 
 
 def _met(snooze: Snooze, state: IssueState, now: float) -> bool:

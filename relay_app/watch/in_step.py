@@ -21,6 +21,7 @@ from ..core.metrics import Metrics
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
 from ..oncall.steps import Escalation
+from .counters import CARDS_IN_STEP
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class CardsInStep:
             change.message_id,
         )
         if self._metrics is not None:
-            self._metrics.cards_in_step.labels(change.status).inc()
+            self._metrics.of(CARDS_IN_STEP).labels(change.status).inc()
         if change.status != "unresolved" and self._escalation is not None:
             self._escalation.acted(change.chat, change.message_id)
 

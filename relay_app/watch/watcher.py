@@ -35,6 +35,7 @@ from ..message.trend import Trend, trend
 from ..snoozes.snoozing import Snoozing
 from ..spool.store import Tx
 from ..words import Words
+from .counters import ESCALATING_POSTS, WATCHER_REQUESTS
 from .store import Seen, Watched, WatchStore, watch_in
 
 log = logging.getLogger(__name__)
@@ -257,7 +258,7 @@ class Watcher(OwnThread):
         )
         self._post(issue, found)
         if self._metrics is not None:
-            self._metrics.escalating_posts.inc()
+            self._metrics.of(ESCALATING_POSTS).inc()
         return 1
 
     def _failed(self, asked: int, said: str) -> None:
@@ -278,7 +279,7 @@ class Watcher(OwnThread):
 
     def _count(self, outcome: str, requests: int) -> None:
         if self._metrics is not None and requests:
-            self._metrics.watcher_requests.labels(outcome).inc(requests)
+            self._metrics.of(WATCHER_REQUESTS).labels(outcome).inc(requests)
 
 
 @dataclass

@@ -18,13 +18,14 @@ from ..delivery.job import Jobs
 from ..delivery.leadership import Leadership
 from ..delivery.outbox import Outbox
 from ..glitchtip.lookups import IssueLookups
+from ..intake.alerts import Hold
 from ..intake.hidden import HiddenIssues
 from ..intake.last_webhook import LastWebhook
 from ..intake.routed import RoutedWebhooks
 from ..oncall.steps import Escalation
+from ..operating.capability import Running
 from ..operating.config import Settings
 from ..operating.setup_watch import SetupWatch
-from ..silences.silencing import Silencing
 from ..spool import LocalSpool, Spool
 from ..summaries.daily import DailySummaries
 from ..watch.watcher import Watcher
@@ -59,7 +60,7 @@ class Relay:
     # The writes to the chat other than alerts (with a spool).
     outbox: Outbox | None = None
     # Silences (with a spool): what holds alerts back from a chat, and ends them.
-    silencing: Silencing | None = None
+    silencing: Hold | None = None  # the silences' (a capability's), while they are on
     escalation: Escalation | None = None
     watcher: Watcher | None = None
     # A route's `summary`: each place's daily summary, posted by the dispatcher's upkeep.
@@ -78,6 +79,8 @@ class Relay:
     leadership: Leadership | None = None
     # Asks Telegram at start whether the token and chats work (not with a stand-in Telegram).
     setup: SetupWatch | None = None
+    # The capabilities started (operating/capability.py), stopped with the rest.
+    running: tuple[Running, ...] = ()
 
 
 def relay_of(app: object) -> Relay | None:

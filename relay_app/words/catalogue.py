@@ -291,6 +291,21 @@ class Words:
     # An alert whose route's people could not be worked out (a cover the spool cannot read).
     mentions_lost: str
 
+    # The capabilities' own words (operating/capability.py), by name: what `word` finds beside
+    # the catalogue's.
+    theirs: tuple[tuple[str, str], ...] = ()
+
+    def word(self, name: str) -> str:
+        """A word's template by its name, the catalogue's or a capability's. Raises KeyError
+        for one neither has."""
+        template = getattr(self, name, None) if name not in ("language", "theirs") else None
+        if isinstance(template, str):
+            return template
+        for their_name, text in self.theirs:
+            if their_name == name:
+                return text
+        raise KeyError(f"the catalogue has no word {name!r}")
+
     def count(self, word: Plural, n: int) -> str:
         """`word` for the number `n`: '5 alerts', '5 алертов'."""
         return word.forms[self.plural_rule(n)].format(n=n)
@@ -329,9 +344,7 @@ class Said:
     def text(self, words: Words) -> str:
         if self.source is not None:
             words = in_source(words, self.source)
-        template = getattr(words, self.word, None)
-        if not isinstance(template, str) or self.word == "language":
-            raise KeyError(f"the catalogue has no word {self.word!r}")
+        template = words.word(self.word)
         shown = {
             name: value.text(words) if isinstance(value, Said) else value
             for name, value in self.values.items()

@@ -1,0 +1,159 @@
+"""The capability contract: what one feature adds to the relay, declared in one object and reached
+only through the registry (relay_app/capabilities.py). The core builds itself, asks each
+capability once whether it is on (`on`, from the settings), and hands the ones that are its
+services (`Core`); a capability's running parts come back as `Running`.
+
+What a capability may declare, each optional:
+- `counters`: its metrics (core/metrics.py registers them, their names and help its own);
+- `shapes` and `notes`: the alerts its jobs hold and the first lines it puts above a webhook's
+  message (delivery/render.py);
+- `buttons`: the buttons it adds to every issue's row of a card, and (from `start`) what a
+  press of each does (cards/verbs.py);
+- `words`: the words its buttons and answers say, per language, beside the catalogue's;
+- `cli`: its `relay-app` subcommands; `checks`: what `relay-app check` asks of its settings;
+  `roster`: who is on duty for `relay-app routes test` (on call's);
+- `tables`: the tables it owns: only its own modules name them in SQL (tests/test_tables.py);
+- `start`: given the core's services, its running parts: the presses of its buttons, its
+  upkeep (run by the fleet's leader, once a second), what follows a delivery, what it provides
+  to other capabilities (`provides`), and how it stops.
+
+A capability talks to another only through a service the core defines (a Protocol in the core,
+such as `cards.verbs.Calls`, named by a `core.services.Key`) and the other provides; never by
+importing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..cards.verbs import Button, Press
+from ..core.metrics import CounterSpec, Metrics
+from ..core.services import Services
+from ..delivery.job import FollowUp
+from ..delivery.outbox import Outbox
+from ..delivery.render import Note, Shape
+from ..spool import Spool
+from ..words import Words
+from .config import Settings
+from .console import AddCommands
+from .routes_cli import RosterOf
+from .selfcheck import MoreChecks
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Core:
+    """The core's services, as a capability's `start` gets them."""
+
+    settings: Settings
+    spool: Spool | None  # None with RELAY_SPOOL_PATH=off
+    shared: Spool  # the spool, or with RELAY_SPOOL_PATH=off this process's memory
+    metrics: Metrics
+    clock: Clock
+    outbox: Outbox
+    words: Words
+    services: Services
+
+
+@dataclass(frozen=True)
+class Running:
+    """A started capability's parts, as the core runs them."""
+
+    presses: Mapping[str, Press] = field(default_factory=dict)  # by its buttons' verbs
+    upkeep: Sequence[Callable[[], None]] = ()
+    follow_ups: Sequence[FollowUp] = ()
+    stop: Callable[[], None] = lambda: None
+
+
+def _always(settings: Settings) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One feature, all it adds (the module's docstring says what each field is)."""
+
+    name: str
+    on: Callable[[Settings], bool] = _always
+    counters: tuple[CounterSpec, ...] = ()
+    shapes: tuple[Shape, ...] = ()
+    notes: tuple[Note, ...] = ()
+    buttons: tuple[Button, ...] = ()
+    # Per language ('en', 'ru'): a word's name, and its text.
+    words: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    cli: tuple[AddCommands, ...] = ()
+    checks: tuple[MoreChecks, ...] = ()
+    roster: RosterOf | None = None
+    tables: tuple[str, ...] = ()
+    start: Callable[[Core], Running] | None = None
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The capabilities, in the order their buttons, shapes and subcommands come."""
+
+    capabilities: tuple[Capability, ...]
+
+    def __post_init__(self) -> None:
+        _one_each("capability", [each.name for each in self.capabilities])
+        _one_each("button verb", [b.verb for b in self.buttons])
+        _one_each("button code", [b.code for b in self.buttons])
+        _one_each("table", [table for each in self.capabilities for table in each.tables])
+
+    def on(self, settings: Settings) -> Registry:
+        """Those the settings turn on: asked once, here."""
+        return Registry(tuple(each for each in self.capabilities if each.on(settings)))
+
+    @property
+    def counters(self) -> list[CounterSpec]:
+        return [spec for each in self.capabilities for spec in each.counters]
+
+    @property
+    def shapes(self) -> list[Shape]:
+        return [shape for each in self.capabilities for shape in each.shapes]
+
+    @property
+    def notes(self) -> list[Note]:
+        return [note for each in self.capabilities for note in each.notes]
+
+    @property
+    def buttons(self) -> list[Button]:
+        return [button for each in self.capabilities for button in each.buttons]
+
+    @property
+    def cli(self) -> list[AddCommands]:
+        return [add for each in self.capabilities for add in each.cli]
+
+    @property
+    def checks(self) -> list[MoreChecks]:
+        return [check for each in self.capabilities for check in each.checks]
+
+    @property
+    def roster(self) -> RosterOf | None:
+        return next((each.roster for each in self.capabilities if each.roster), None)
+
+    def words(self, language: str) -> dict[str, str]:
+        """Their words in a language, in English where one has none in it."""
+        return {
+            name: text
+            for each in self.capabilities
+            for name, text in each.words.get(language, each.words.get("en", {})).items()
+        }
+
+    def words_in(self, words: Words) -> Words:
+        """The catalogue, with their words in its language."""
+        return replace(words, theirs=tuple(self.words(words.language).items()))
+
+    def start(self, core: Core) -> list[Running]:
+        return [each.start(core) for each in self.capabilities if each.start is not None]
+
+
+def _one_each(what: str, names: Iterable[Any]) -> None:
+    seen: set[Any] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"the {what} {name!r} is registered twice")
+        seen.add(name)

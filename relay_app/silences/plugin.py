@@ -1,0 +1,51 @@
+"""Silences, as a capability: Mute and Unmute on every card, `relay-app silence`, the alerts a
+silence held summed up when it ends, and the tables that keep them."""
+
+from __future__ import annotations
+
+from ..cards.sent import SentStore
+from ..core.routing import Destination
+from ..intake.alerts import HELD_NOTED, HOLD
+from ..operating.capability import Capability, Core, Running
+from . import summary
+from .buttons import MUTE, UNMUTE, presses
+from .cli import add_silence_commands
+from .counters import ALERTS_SILENCED
+from .gauges import SilenceGauges
+from .silencing import Silencing
+from .store import SilenceStore
+
+
+def _start(core: Core) -> Running:
+    """This process's silencing: it holds alerts (the core's `Hold`), answers Mute and Unmute,
+    and ends the silences that ran out where the fleet's leader is."""
+    noted = core.services.find(HELD_NOTED)
+    counted = core.metrics.of(ALERTS_SILENCED)
+
+    def held(destination: Destination) -> None:
+        counted.inc()
+        if noted is not None:
+            noted.held(destination)
+
+    silencing = Silencing(
+        core.shared.of(SilenceStore),
+        core.shared.of(SentStore),
+        outbox=core.outbox,
+        held=held,
+        clock=core.clock,
+    )
+    core.services.provide(HOLD, silencing)
+    if core.spool is not None:
+        core.metrics.add_gauges(SilenceGauges(core.spool.of(SilenceStore)))
+    return Running(presses=presses(silencing), upkeep=(silencing.sweep,))
+
+
+CAPABILITY = Capability(
+    "silences",
+    counters=(ALERTS_SILENCED,),
+    shapes=(summary.SHAPE,),
+    buttons=(MUTE, UNMUTE),
+    cli=(add_silence_commands,),
+    tables=("silences", "held_alerts"),
+    start=_start,
+)
