@@ -12,7 +12,9 @@ whose issue was closed, is done without a word."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from ..cards import records
 from ..core.routing import Destination, parse_chat_id
 from ..delivery.outbox import card_edit
 from ..spool import job_rows as rows
@@ -47,20 +49,11 @@ class RecallStore:
 
 
 def _plan(tx: Tx, key: str) -> bool:
-    taken = tx.one(
-        "SELECT chat, message_id, issue_id, taken_by, taker_id, taken_at FROM issue_buttons"
-        " WHERE key = ?",
-        (key,),
-    )
+    taken = records.button(tx, key)
     if taken is None or taken["taken_by"] is None:
         return False
-    limit = tx.one(
-        "SELECT MIN(s.take_for) AS take_for FROM sent_messages s JOIN issue_buttons b"
-        " ON s.chat = b.chat AND s.message_id = b.message_id"
-        " WHERE b.chat = ? AND b.issue_id = ? AND s.take_for IS NOT NULL",
-        (taken["chat"], taken["issue_id"]),
-    )
-    if limit is None or limit["take_for"] is None:
+    take_for = records.shortest_take_for(tx, str(taken["chat"]), str(taken["issue_id"]))
+    if take_for is None:
         return False
     taken_at = float(taken["taken_at"])
     tx.execute(
@@ -73,7 +66,7 @@ def _plan(tx: Tx, key: str) -> bool:
             taken["message_id"],
             taken["taken_by"],
             taken["taker_id"],
-            taken_at + float(limit["take_for"]),
+            taken_at + take_for,
         ),
     )
     return True
@@ -118,27 +111,22 @@ def _fire_due(tx: Tx) -> Recalled:
     return Recalled(called, lapsed)
 
 
-def _same_take(recall: Row) -> tuple[str, tuple[object, ...]]:
-    """The take a recall is of, as a condition on the issue's buttons and its values: the same
-    taker (by Telegram's id; by the name shown, for a take kept without one) since the same
-    moment."""
-    where = "chat = ? AND issue_id = ? AND taken_at = ?"
-    values = (recall["chat"], recall["issue_id"], recall["taken_at"])
-    if recall["taker_id"] is None:
-        return f"{where} AND taker_id IS NULL AND taken_by = ?", (*values, recall["taker"])
-    return f"{where} AND taker_id = ?", (*values, recall["taker_id"])
+def _take_of(recall: Row) -> tuple[str, str, Any, int | None, str]:
+    """The take a recall is of: the same taker (by Telegram's id; by the name shown, for a
+    take kept without one) since the same moment."""
+    return (
+        str(recall["chat"]),
+        str(recall["issue_id"]),
+        recall["taken_at"],
+        int_or_null(recall["taker_id"]),
+        str(recall["taker"]),
+    )
 
 
 def _still_held(tx: Tx, recall: Row) -> str | None:
     """The issue's label while the take stands (the same taker since the same moment) and the
     issue is open and not muted in the chat; None otherwise."""
-    take, values = _same_take(recall)
-    found = tx.one(
-        f"SELECT label FROM issue_buttons WHERE {take}"  # noqa: S608 (fixed text)
-        " AND (status IS NULL OR status = 'unresolved') AND silence_id IS NULL LIMIT 1",
-        values,
-    )
-    return str(found["label"]) if found is not None else None
+    return records.held_label(tx, *_take_of(recall))
 
 
 def _taker(recall: Row) -> str:
@@ -165,10 +153,7 @@ def _lapse(tx: Tx, recall: Row, label: str, span: Said) -> None:
     """The take ends: nobody has the issue on any message of the chat (each card edited in its
     turn), the calls of those messages go on, and the chat is told."""
     chat = str(recall["chat"])
-    take, values = _same_take(recall)
-    cleared = "UPDATE issue_buttons SET taken_by = NULL, taker_id = NULL, taken_at = NULL"
-    changed = tx.all(f"{cleared} WHERE {take} RETURNING message_id", values)
-    messages = sorted({int(row["message_id"]) for row in changed})
+    messages = records.end_take(tx, *_take_of(recall))
     for message_id in messages:
         # Edits of one card waiting together make one write (delivery/render.py).
         rows.insert(tx, card_edit(chat, message_id), home="spool")

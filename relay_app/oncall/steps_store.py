@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..cards import records
 from ..core.routing import Destination, parse_chat_id
 from ..routes.steps import AT_DELIVERY, Step
 from ..spool import job_rows as rows
@@ -154,11 +155,7 @@ def _issues(tx: Tx, chat: str, message_id: int) -> list[tuple[str, bool]]:
     """The message's issues in its order, each with whether it is still open to a call:
     nobody took, resolved, ignored or muted it. None kept (an alert about no issue): its steps
     call until they are done."""
-    found = tx.all(
-        "SELECT label, taken_at, status, silence_id FROM issue_buttons"
-        " WHERE chat = ? AND message_id = ? ORDER BY position",
-        (chat, message_id),
-    )
+    found = records.issues_under(tx, chat, message_id)
     return [
         (
             str(row["label"]),

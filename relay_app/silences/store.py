@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from ..cards import records
 from ..core.routing import Destination
 from ..message.lines import Line
 from ..message.lines import to_json as lines_to_json
@@ -99,11 +100,7 @@ class SilenceStore:
         def add(tx: Tx) -> Silence:
             shown_as = (new.label, new.issue_title)
             if new.label is None and matchers.issue is not None:
-                shown = tx.one(
-                    "SELECT label, title FROM issue_buttons WHERE issue_id = ?"
-                    " ORDER BY message_id DESC LIMIT 1",
-                    (matchers.issue,),
-                )
+                shown = records.latest_shown(tx, matchers.issue)
                 if shown is not None:
                     shown_as = (shown["label"], shown["title"])
             row = tx.one(
@@ -136,17 +133,11 @@ class SilenceStore:
         that Unmute on any of them ends it. None when the button is no longer kept."""
 
         def mute(tx: Tx) -> Muted | None:
-            button = tx.one(
-                "SELECT issue_id, label, title FROM issue_buttons WHERE key = ?", (key,)
-            )
+            button = records.button(tx, key)
             if button is None:
                 return None
             issue = str(button["issue_id"])
-            tx.all(
-                "SELECT key FROM issue_buttons WHERE chat = ? AND issue_id = ? ORDER BY key"
-                " FOR UPDATE",
-                (chat, issue),
-            )
+            records.lock_issue(tx, chat, issue)
             found = tx.one(
                 "SELECT * FROM silences WHERE chat = ? AND issue = ? AND comment = ?"
                 " AND project IS NULL AND environment IS NULL AND title IS NULL"
@@ -170,12 +161,14 @@ class SilenceStore:
                     ),
                 )
             silence = _silence(found, tx)
-            shown = tx.all(
-                "UPDATE issue_buttons SET silence_id = ?, muted_by = ?, muted_until = ?"
-                " WHERE chat = ? AND issue_id = ? RETURNING message_id",
-                (silence.id, silence.created_by, found["ends_at"], chat, issue),
+            messages = records.show_muted(
+                tx,
+                chat,
+                issue,
+                silence_id=silence.id,
+                by=silence.created_by,
+                until=float(found["ends_at"]),
             )
-            messages = tuple(sorted({int(row["message_id"]) for row in shown}))
             return Muted(silence, made, messages)
 
         return self._store.write(mute, now=now)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..cards import records
 from ..core.routing import Destination
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
 
@@ -104,14 +105,7 @@ class _Issue:
 
 def _issues(tx: Tx, place: Destination | None, since_db: float) -> list[_Issue]:
     """Each issue shown since then (one per chat and issue), in the order first shown."""
-    rows = tx.all(
-        "SELECT b.chat, b.issue_id, b.label, b.title, b.taken_by, b.status,"
-        " b.acted_at, s.sent_at FROM issue_buttons b JOIN sent_messages s"
-        " ON s.chat = b.chat AND s.message_id = b.message_id WHERE s.sent_at >= ?"
-        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))"
-        " ORDER BY s.sent_at, s.message_id",
-        (since_db, *_place(place)),
-    )
+    rows = records.shown_since(tx, place, since_db)
     latest: dict[tuple[str, str], Row] = {}
     first: dict[tuple[str, str], float] = {}
     for row in rows:
@@ -206,15 +200,7 @@ def _first_takes(
     tx: Tx, place: Destination | None, since: float
 ) -> dict[tuple[str, str], tuple[_Taker, float]]:
     """Each issue's first take in the period (kept after a Let go): who, and when."""
-    rows = tx.all(
-        "SELECT t.chat, t.issue_id, t.taken_by, t.taker_id, t.taken_at FROM takes t"
-        " WHERE t.taken_at >= ?"
-        " AND (? = 0 OR (t.chat = ? AND EXISTS (SELECT 1 FROM issue_buttons b JOIN"
-        " sent_messages s ON s.chat = b.chat AND s.message_id = b.message_id"
-        " WHERE b.chat = t.chat AND b.issue_id = t.issue_id AND COALESCE(s.thread, 0) = ?)))"
-        " ORDER BY t.taken_at",
-        (since, *_place(place)),
-    )
+    rows = records.takes_since(tx, place, since)
     found: dict[tuple[str, str], tuple[_Taker, float]] = {}
     for row in rows:
         taker = _Taker(int_or_null(row["taker_id"]), str(row["taken_by"]))
@@ -223,29 +209,23 @@ def _first_takes(
 
 
 def _alerts(tx: Tx, place: Destination | None, since: float) -> int:
-    found = tx.one(
-        "SELECT COUNT(*) AS n FROM sent_messages s WHERE s.sent_at >= ?"
-        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))",
-        (since, *_place(place)),
-    )
-    return int(found["n"]) if found is not None else 0
+    return len(records.messages_since(tx, place, since))
 
 
 def _calls(tx: Tx, place: Destination | None, since: float) -> int:
-    """The steps fired under the period's messages, and the takers called again."""
-    steps = tx.one(
-        "SELECT COUNT(*) AS n FROM escalations e JOIN sent_messages s ON s.chat = e.chat"
-        " AND s.message_id = e.message_id WHERE e.state = 'fired' AND s.sent_at >= ?"
-        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))",
-        (since, *_place(place)),
+    """The steps fired under the period's messages, and the takers called again (each after
+    its message was sent, so at or after the period's start)."""
+    messages = set(records.messages_since(tx, place, since))
+    steps = tx.all(
+        "SELECT chat, message_id FROM escalations WHERE state = 'fired' AND due_at >= ?",
+        (since,),
     )
-    recalled = tx.one(
-        "SELECT COUNT(*) AS n FROM recalls r JOIN sent_messages s ON s.chat = r.chat"
-        " AND s.message_id = r.message_id WHERE r.round > 1 AND s.sent_at >= ?"
-        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))",
-        (since, *_place(place)),
+    recalled = tx.all(
+        "SELECT chat, message_id FROM recalls WHERE round > 1 AND taken_at >= ?", (since,)
     )
-    return sum(int(found["n"]) for found in (steps, recalled) if found is not None)
+    return sum(
+        1 for row in (*steps, *recalled) if (str(row["chat"]), int(row["message_id"])) in messages
+    )
 
 
 def _median(values: Sequence[float]) -> float | None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..cards import records
 from ..core.json_values import json_object
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
 
@@ -144,13 +145,12 @@ class WatchStore:
         def read(tx: Tx) -> list[WatchedIssue]:
             rows = tx.all(
                 "SELECT w.issue_id, w.alert, w.thread, w.status, w.events, w.hourly,"
-                " w.alerted_at, w.first_alerted_at, w.escalated_at,"
-                " (SELECT b.taken_by FROM issue_buttons b WHERE b.issue_id = w.issue_id"
-                "  AND b.taken_by IS NOT NULL ORDER BY b.taken_at DESC LIMIT 1) AS taken_by"
+                " w.alerted_at, w.first_alerted_at, w.escalated_at"
                 " FROM watched w WHERE w.chat = ? AND w.alerted_at >= ?",
                 (chat, tx.at.db - WATCHED_FOR),
             )
-            found = [_watched_issue(tx, row) for row in rows]
+            takers = records.latest_takers(tx, [str(row["issue_id"]) for row in rows])
+            found = [_watched_issue(tx, row, takers.get(str(row["issue_id"]))) for row in rows]
             return sorted(found, key=lambda issue: -(issue.events or 0))
 
         return self._store.read(read, now=now)
@@ -230,7 +230,7 @@ def watch_in(tx: Tx, issues: Sequence[Watched]) -> None:
     )
 
 
-def _watched_issue(tx: Tx, row: Row) -> WatchedIssue:
+def _watched_issue(tx: Tx, row: Row, taken_by: str | None) -> WatchedIssue:
     alert = json.loads(str(row["alert"]))
     hourly = json.loads(str(row["hourly"])) if row["hourly"] is not None else []
     escalated = float_or_null(row["escalated_at"])
@@ -244,5 +244,5 @@ def _watched_issue(tx: Tx, row: Row) -> WatchedIssue:
         alerted_at=tx.at.to_local(float(str(row["alerted_at"]))),
         first_alerted_at=tx.at.to_local(float(str(row["first_alerted_at"]))),
         escalated_at=tx.at.to_local(escalated) if escalated is not None else None,
-        taken_by=text_or_null(row["taken_by"]),
+        taken_by=taken_by,
     )

@@ -1,0 +1,166 @@
+"""A card's record read and changed inside another's unit of work: the statements on the cards'
+tables (`sent_messages`, `issue_buttons`, `takes`) that capabilities need in their own
+transactions, so that only the cards name those tables (tests/test_tables.py). Each takes the
+caller's `Tx`; none commits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..core.routing import Destination
+from ..spool.store import Row, Tx
+
+
+def button(tx: Tx, key: str) -> Row | None:
+    """An issue's button by its key, as kept."""
+    found: Row | None = tx.one("SELECT * FROM issue_buttons WHERE key = ?", (key,))
+    return found
+
+
+def latest_shown(tx: Tx, issue_id: str) -> Row | None:
+    """The label and title the latest card of the issue showed."""
+    found: Row | None = tx.one(
+        "SELECT label, title FROM issue_buttons WHERE issue_id = ?"
+        " ORDER BY message_id DESC LIMIT 1",
+        (issue_id,),
+    )
+    return found
+
+
+def lock_issue(tx: Tx, chat: str, issue_id: str) -> None:
+    """Every button of the issue in the chat locked, in one order (presses at once wait for
+    each other, never deadlock)."""
+    tx.all(
+        "SELECT key FROM issue_buttons WHERE chat = ? AND issue_id = ? ORDER BY key FOR UPDATE",
+        (chat, issue_id),
+    )
+
+
+def show_muted(
+    tx: Tx, chat: str, issue_id: str, *, silence_id: int, by: str, until: float
+) -> tuple[int, ...]:
+    """Every card of the issue in the chat shown muted by this silence: their message ids."""
+    shown = tx.all(
+        "UPDATE issue_buttons SET silence_id = ?, muted_by = ?, muted_until = ?"
+        " WHERE chat = ? AND issue_id = ? RETURNING message_id",
+        (silence_id, by, until, chat, issue_id),
+    )
+    return tuple(sorted({int(row["message_id"]) for row in shown}))
+
+
+def issues_under(tx: Tx, chat: str, message_id: int) -> list[Row]:
+    """A message's issues in its order: label, when taken, status, silence."""
+    return tx.all(
+        "SELECT label, taken_at, status, silence_id FROM issue_buttons"
+        " WHERE chat = ? AND message_id = ? ORDER BY position",
+        (chat, message_id),
+    )
+
+
+def shortest_take_for(tx: Tx, chat: str, issue_id: str) -> float | None:
+    """The shortest `take_for` of the chat's messages that show the issue; None when none
+    has one."""
+    found = tx.one(
+        "SELECT MIN(s.take_for) AS take_for FROM sent_messages s JOIN issue_buttons b"
+        " ON s.chat = b.chat AND s.message_id = b.message_id"
+        " WHERE b.chat = ? AND b.issue_id = ? AND s.take_for IS NOT NULL",
+        (chat, issue_id),
+    )
+    return float(found["take_for"]) if found is not None and found["take_for"] is not None else None
+
+
+def _same_take(
+    chat: str, issue_id: str, taken_at: Any, taker_id: int | None, taker: str
+) -> tuple[str, tuple[object, ...]]:
+    """A take as a condition on the issue's buttons: the same taker (by Telegram's id; by the
+    name shown, for a take kept without one) since the same moment."""
+    where = "chat = ? AND issue_id = ? AND taken_at = ?"
+    values = (chat, issue_id, taken_at)
+    if taker_id is None:
+        return f"{where} AND taker_id IS NULL AND taken_by = ?", (*values, taker)
+    return f"{where} AND taker_id = ?", (*values, taker_id)
+
+
+def held_label(
+    tx: Tx, chat: str, issue_id: str, taken_at: Any, taker_id: int | None, taker: str
+) -> str | None:
+    """The issue's label while this take stands and the issue is open and not muted in the
+    chat; None otherwise."""
+    take, values = _same_take(chat, issue_id, taken_at, taker_id, taker)
+    found = tx.one(
+        f"SELECT label FROM issue_buttons WHERE {take}"  # noqa: S608 (fixed text)
+        " AND (status IS NULL OR status = 'unresolved') AND silence_id IS NULL LIMIT 1",
+        values,
+    )
+    return str(found["label"]) if found is not None else None
+
+
+def end_take(
+    tx: Tx, chat: str, issue_id: str, taken_at: Any, taker_id: int | None, taker: str
+) -> list[int]:
+    """This take ended on every card of the chat that shows it: their message ids."""
+    take, values = _same_take(chat, issue_id, taken_at, taker_id, taker)
+    cleared = "UPDATE issue_buttons SET taken_by = NULL, taker_id = NULL, taken_at = NULL"
+    changed = tx.all(f"{cleared} WHERE {take} RETURNING message_id", values)
+    return sorted({int(row["message_id"]) for row in changed})
+
+
+def latest_takers(tx: Tx, issue_ids: Sequence[str]) -> dict[str, str]:
+    """Who has each of these issues now, on its latest take (any chat)."""
+    found: dict[str, str] = {}
+    for issue_id in dict.fromkeys(issue_ids):
+        row = tx.one(
+            "SELECT taken_by FROM issue_buttons WHERE issue_id = ? AND taken_by IS NOT NULL"
+            " ORDER BY taken_at DESC LIMIT 1",
+            (issue_id,),
+        )
+        if row is not None:
+            found[issue_id] = str(row["taken_by"])
+    return found
+
+
+def _place(place: Destination | None) -> tuple[Any, ...]:
+    """The parameters of `? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?)`: messages `s`
+    of one place (its chat, and its topic: a chat's main thread is its messages without one),
+    or of every chat."""
+    if place is None:
+        return (0, "", 0)
+    return (1, place.chat_key, place.thread or 0)
+
+
+def shown_since(tx: Tx, place: Destination | None, since_db: float) -> list[Row]:
+    """Each issue shown in the place since then, on each of its messages, oldest first: the
+    card's record of it, and when its message was sent."""
+    return tx.all(
+        "SELECT b.chat, b.issue_id, b.label, b.title, b.taken_by, b.status,"
+        " b.acted_at, s.sent_at FROM issue_buttons b JOIN sent_messages s"
+        " ON s.chat = b.chat AND s.message_id = b.message_id WHERE s.sent_at >= ?"
+        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))"
+        " ORDER BY s.sent_at, s.message_id",
+        (since_db, *_place(place)),
+    )
+
+
+def takes_since(tx: Tx, place: Destination | None, since: float) -> list[Row]:
+    """Every take since then (kept after a Let go) of an issue shown in the place, oldest
+    first."""
+    return tx.all(
+        "SELECT t.chat, t.issue_id, t.taken_by, t.taker_id, t.taken_at FROM takes t"
+        " WHERE t.taken_at >= ?"
+        " AND (? = 0 OR (t.chat = ? AND EXISTS (SELECT 1 FROM issue_buttons b JOIN"
+        " sent_messages s ON s.chat = b.chat AND s.message_id = b.message_id"
+        " WHERE b.chat = t.chat AND b.issue_id = t.issue_id AND COALESCE(s.thread, 0) = ?)))"
+        " ORDER BY t.taken_at",
+        (since, *_place(place)),
+    )
+
+
+def messages_since(tx: Tx, place: Destination | None, since: float) -> list[tuple[str, int]]:
+    """The messages sent to the place since then: chat and message id."""
+    rows = tx.all(
+        "SELECT s.chat, s.message_id FROM sent_messages s WHERE s.sent_at >= ?"
+        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))",
+        (since, *_place(place)),
+    )
+    return [(str(row["chat"]), int(row["message_id"])) for row in rows]
