@@ -141,6 +141,11 @@ class PostgresServer:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{self.port}/{database}"
 
+    @property
+    def programs(self) -> Path:
+        """Where the server's programs are (pg_dump beside pg_ctl)."""
+        return self._bin
+
     def new_database(self) -> str:
         """A fresh, empty database; its URL."""
         name = f"relay_test_{os.getpid()}_{next(_databases)}"

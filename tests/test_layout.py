@@ -18,7 +18,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from enum import Enum
-from pathlib import Path
+from pathlib import Path, PurePath
 from types import MappingProxyType, ModuleType
 from typing import Any
 
@@ -67,6 +67,7 @@ IMMUTABLE = (
     MappingProxyType,
     type,
     ModuleType,
+    PurePath,  # a path is a value: its methods make new ones
 )
 # The methods by which a dict, list or set at a module's top level would be changed.
 MUTATORS = frozenset(

@@ -1,4 +1,5 @@
-"""The spool file's schema: the one history (history.py) in SQLite's types, recorded as every
+"""The spool file's schema: a fresh file made from the current schema (current.py), an older one
+taken through the one history (history.py) in SQLite's types, recorded as every
 spool records it, in the `relay_schema` table. A file from before that history (its version in
 `user_version`, no `relay_schema`) first takes its own old steps (legacy_sqlite.py). The file's
 `user_version` still holds the version too, for one reason: a relay from before reads only that,
@@ -11,6 +12,7 @@ import sqlite3
 
 from ..core.routing import Destination
 from . import legacy_sqlite
+from .current import fresh_sqlite
 from .history import SCHEMA_VERSION, SQLITE, statements_after
 
 
@@ -32,7 +34,9 @@ def upgrade(connection: sqlite3.Connection, default: Destination | None) -> None
         old = int(connection.execute("PRAGMA user_version").fetchone()[0])
         version = legacy_sqlite.join(connection, old, default) if old else 0
         connection.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
-    for statement in statements_after(version, SQLITE):
+    # A fresh file is made whole from the current schema; an older one takes the steps after
+    # its version.
+    for statement in fresh_sqlite() if version == 0 else statements_after(version, SQLITE):
         connection.execute(statement)
     connection.execute("DELETE FROM relay_schema")
     connection.execute("INSERT INTO relay_schema VALUES (?)", (SCHEMA_VERSION,))

@@ -38,6 +38,7 @@ from ...core.errors import SpoolBusy, SpoolError, SpoolMissing, SpoolOutdated
 from ...core.http_deadline import Deadline
 from ...core.logs import redacted_url, register_secret
 from ...core.process import PerProcess
+from ..current import fresh_postgres
 from ..history import POSTGRES, SCHEMA_VERSION, statements_after
 from ..store import POSTGRESQL, Now, Tx, Work
 from .coming_back import ComingBack
@@ -364,7 +365,9 @@ class PgDatabase(PerProcess):
             raise SpoolOutdated(
                 f"the spool {self.path} is from an older relay: start the relay once to upgrade it"
             )
-        for statement in statements_after(version, POSTGRES):
+        if version == 0:  # a fresh spool: the current schema whole
+            cursor.execute(fresh_postgres())
+        for statement in statements_after(version, POSTGRES) if version else ():
             cursor.execute(statement)
         cursor.execute("DELETE FROM relay_schema")
         cursor.execute("INSERT INTO relay_schema VALUES (%s)", (SCHEMA_VERSION,))
