@@ -332,7 +332,7 @@ def _bot_api(
         settings,
         Fleet(shared.of(SetupFound), leads),
         ask_again=AskAgain(
-            unreached=settings.timing.reach_again, leads=settings.timing.leader_look
+            unreached=settings.timing.reach_again, spool=settings.timing.reach_again
         ),
         reach=Reach(lambda: health.send_failed(clock()), lambda: health.current().sending),
         commands=command_list(settings, spool),

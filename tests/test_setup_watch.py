@@ -103,7 +103,7 @@ def test_every_process_says_what_the_leader_found_and_a_new_term_says_it_again(
     leading = {"first"}  # which of the two leads the fleet
     # A process that does not lead looks again a minute later: the handover's cue, not that
     # look, makes the new leader ask.
-    ask_again = AskAgain(refused=60, leads=60)
+    ask_again = AskAgain(refused=60, spool=60)
 
     def watch(database: Database, name: str) -> SetupWatch:
         fleet = Fleet(SetupFound(database), lambda: name in leading)

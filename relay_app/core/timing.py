@@ -29,8 +29,11 @@ class Timing:
     # Of that margin, what an attempt leaves for the writes after it: one that could not end
     # this long before its lease runs out is not made.
     settle_margin: float = 1.0
-    # The longest the dispatcher waits before it looks at the queue again.
+    # The longest the dispatcher waits before it looks at the queue again; and, where the
+    # spool tells of news (PostgreSQL's NOTIFY: work queued, a lane freed) and nothing is due
+    # sooner, the longest an idle one waits (its upkeep, the leader's chores, runs as often).
     poll_interval: float = 1.0
+    idle_interval: float = 5.0
     # How often a failing Telegram is asked whether it answers again.
     probe_interval: float = 2.0
     # How long one getUpdates waits for a press (Telegram's long poll; whole seconds).
@@ -58,6 +61,7 @@ class Timing:
             lease_margin=max(FLOOR, self.lease_margin * factor),
             settle_margin=max(FLOOR, self.settle_margin * factor),
             poll_interval=max(FLOOR, self.poll_interval * factor),
+            idle_interval=max(FLOOR, self.idle_interval * factor),
             probe_interval=max(FLOOR, self.probe_interval * factor),
             long_poll=max(1, round(self.long_poll * factor)),
             leader_look=max(FLOOR, self.leader_look * factor),

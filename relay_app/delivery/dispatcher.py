@@ -108,6 +108,7 @@ class Dispatcher(PerProcess):
         self._metrics = metrics
         self._lease_for = jobs.attempts.timeout + timing.lease_margin
         self._poll_interval = timing.poll_interval
+        self._idle_interval = timing.idle_interval
         self._clock = clock
         self._start_in_this_process()
 
@@ -265,6 +266,7 @@ class Dispatcher(PerProcess):
         try:
             lanes = queue.lanes(now=now, holder=this_process(), in_flight=self._in_flight_now())
             paced: set[str] = set()
+            yield from _held_ends(lanes)
             for lane in lanes:
                 if not lane.free or lane.destination.chat_key in paced:
                     continue
@@ -326,13 +328,18 @@ class Dispatcher(PerProcess):
             with self._lock:
                 self._wake.clear()  # wakes until now are in _next_pass_at; later ones set it
                 self._next_pass_at = min(
-                    self._next_pass_at, now + self._poll_interval, soonest or float("inf")
+                    self._next_pass_at, now + self._longest_wait(), soonest or float("inf")
                 )
                 # Waits are monotonic: a wall-clock step changes when things are due, not how
                 # long this sleeps (at most the poll interval).
                 timeout = max(0.0, self._next_pass_at - now)
             if not self._stop.is_set():
                 self._wake.wait(timeout)
+
+    def _longest_wait(self) -> float:
+        """The poll interval; the idle one while the spool tells of news (another process's
+        work wakes this one at once, and every lease held is waited for by its end)."""
+        return self._idle_interval if self.queues[0].hears() else self._poll_interval
 
     # --- jobs ----------------------------------------------------------------------------------
 
@@ -470,3 +477,9 @@ class Dispatcher(PerProcess):
 
 def _earliest(soonest: float | None, at: float) -> float:
     return at if soonest is None else min(soonest, at)
+
+
+def _held_ends(lanes: list[Lane]) -> list[float]:
+    """When the lanes another process holds are free, should their holders not settle first
+    (a settlement tells of it at once where the spool tells of news)."""
+    return [lane.held_until for lane in lanes if not lane.free and lane.held_until is not None]

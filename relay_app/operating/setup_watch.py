@@ -64,11 +64,12 @@ class AskAgain:
     """When the check asks again: while Telegram refuses something or left a question
     unanswered (`refused`), and, while it could not be reached, how often it looks whether
     the relay's prober heard Telegram since (`unreached`); how often a process that does not
-    lead looks whether it does now (`leads`)."""
+    lead looks whether the spool can say what the leader found (`spool`: coming to lead wakes
+    it at once, so this is only for a spool that cannot be used, which nobody leads)."""
 
     refused: float = RECHECK_EVERY
     unreached: float = REACH_AGAIN_EVERY
-    leads: float = PRODUCTION.leader_look
+    spool: float = REACH_AGAIN_EVERY
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ class SetupWatch(OwnThread):
         self._settings = settings
         fleet = fleet or Fleet(SetupFound(Database(MEMORY)))
         self._found, self._leads = fleet.found, fleet.leads
-        self._look_every = ask_again.leads
+        self._look_every = ask_again.spool
         self._client = client or (
             lambda: TelegramClient(
                 settings.telegram_api_url, settings.telegram_bot_token, user_agent=USER_AGENT

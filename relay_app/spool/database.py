@@ -248,6 +248,9 @@ class Database(PerProcess):
     def stop_listening(self) -> None:
         """Nothing to stop."""
 
+    def hears(self) -> bool:
+        return False
+
     def close(self) -> None:
         self._here()
         with self._lock:

@@ -139,6 +139,8 @@ class Lane:
     destination: Destination
     due_at: float
     free: bool
+    # When the lease another holds ends (None: free, or held by this process's own work).
+    held_until: float | None = None
 
 
 @dataclass(frozen=True)

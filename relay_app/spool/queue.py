@@ -41,7 +41,7 @@ from ..core.routing import Destination
 from . import job_rows as rows
 from .arrivals import note_arrival
 from .holders import Holder, row_is_free
-from .model import Claim, Home, Job, JobKind, Lane, Later, NewJob, Precedence, Settled, Settlement
+from .model import Claim, Home, Job, Lane, Later, NewJob, Precedence, Settled, Settlement
 from .pacer import next_turn, take_turn, turn_settled
 from .precedence import owed_first
 from .store import Store, Tx
@@ -165,7 +165,7 @@ class Queue:
         Raises SpoolError."""
         self._store.write(work, now=now)
 
-    def _waiting(self, tx: Tx, lane: str, kind: JobKind) -> Job | None:
+    def _waiting(self, tx: Tx, lane: str, kind: str) -> Job | None:
         row = tx.one(
             "SELECT * FROM jobs WHERE lane = ? AND kind = ? AND state = 'pending'"
             " AND attempts = 0 ORDER BY id DESC LIMIT 1",
@@ -199,15 +199,7 @@ class Queue:
                 " (SELECT id FROM jobs WHERE lane = l.lane AND state = 'pending'"
                 " ORDER BY precedence, id LIMIT 1) ORDER BY h.precedence, h.id"
             )
-            return [
-                Lane(
-                    str(row["lane"]),
-                    rows.destination_of(self.name, row["chat"], row["thread"]),
-                    tx.at.to_local(_due_at(row, tx)),
-                    _free(row, tx, holder, in_flight),
-                )
-                for row in found
-            ]
+            return [_lane(self.name, row, tx, holder, in_flight) for row in found]
 
         return self._store.read(read, now=now)
 
@@ -265,7 +257,9 @@ class Queue:
             "SELECT holder, token, until FROM lanes WHERE lane = ? FOR UPDATE SKIP LOCKED",
             (lane,),
         )
-        if lease is None or not _free(lease, tx, by.holder, by.in_flight):
+        if lease is None or not row_is_free(
+            lease, now=tx.at.db, me=by.holder, in_flight=by.in_flight
+        ):
             return False
         if oldest is None:
             return True
@@ -463,6 +457,10 @@ class Queue:
 
         self._store.write(tidy)
 
+    def hears(self) -> bool:
+        """Whether news of other processes' work reaches `subscribe`'s callback now."""
+        return self._store.hears()
+
     def subscribe(self, on_news: Callable[[], None]) -> None:
         """Call `on_news` when another process queues work or frees a lane, where the store
         can tell (PostgreSQL's NOTIFY); the dispatcher polls anyway."""
@@ -512,8 +510,16 @@ class Queue:
         return rows.job_from_row(row, tx.at, store=self.name, home=self.home)
 
 
-def _free(lease: Any, tx: Tx, holder: Holder, in_flight: Container[str]) -> bool:
-    return row_is_free(lease, now=tx.at.db, me=holder, in_flight=in_flight)
+def _lane(store: str, row: Any, tx: Tx, holder: Holder, in_flight: Container[str]) -> Lane:
+    free = row_is_free(row, now=tx.at.db, me=holder, in_flight=in_flight)
+    until = row["until"]
+    return Lane(
+        str(row["lane"]),
+        rows.destination_of(store, row["chat"], row["thread"]),
+        tx.at.to_local(_due_at(row, tx)),
+        free,
+        held_until=tx.at.to_local(float(until)) if not free and until is not None else None,
+    )
 
 
 def _in_db(tx: Tx, local: float | None) -> float | None:

@@ -201,4 +201,7 @@ class Store(Protocol):
 
     def stop_listening(self) -> None: ...
 
+    def hears(self) -> bool:
+        """Whether `listen`'s callback is told of news now (a connection listening)."""
+
     def close(self) -> None: ...

@@ -66,16 +66,18 @@ class WatchStore:
         """Run `work` (`watch_in`'s, say) in a unit of work of its own."""
         self._store.write(work, now=now)
 
-    def take_round(self, *, now: float, every: float) -> bool:
-        """Whether this process asks GlitchTip this round: one process per `every`, across
-        every relay on the spool. A read first: each process looks every second, and a
-        round is due once a minute."""
-        due = self._store.read(
-            lambda tx: tx.one("SELECT id FROM watch_round WHERE next_at <= ?", (tx.at.db,)),
+    def take_round(self, *, now: float, every: float) -> float | None:
+        """None when this process asks GlitchTip this round: one process per `every`, across
+        every relay on the spool; else how long until the next round is due (its leader
+        looks again then, not every second). A read first: a round is due once a minute."""
+        next_at = self._store.read(
+            lambda tx: tx.at.to_local(
+                float(tx.one("SELECT next_at FROM watch_round WHERE id = 1")["next_at"])
+            ),
             now=now,
         )
-        if due is None:
-            return False
+        if next_at > now:
+            return next_at - now
 
         def take(tx: Tx) -> bool:
             taken = tx.one(
@@ -84,7 +86,7 @@ class WatchStore:
             )
             return taken is not None
 
-        return self._store.write(take, now=now)
+        return None if self._store.write(take, now=now) else 0.0
 
     def watched(self, *, now: float) -> list[Watched]:
         """The issues alerted on within WATCHED_FOR, newest first, MOST_WATCHED at most; the

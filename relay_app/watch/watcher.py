@@ -135,10 +135,15 @@ class Watcher(OwnThread):
         return lambda tx: watch_in(tx, issues)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self._look_every):
+        wait = self._look_every
+        while not self._stop.wait(wait):
+            wait = self._look_every
             try:
-                if self._store.take_round(now=self._clock(), every=self._every):
+                until_due = self._store.take_round(now=self._clock(), every=self._every)
+                if until_due is None:
                     self.round()
+                else:  # the round's time is kept in the spool: asked again when it comes
+                    wait = min(max(until_due, self._look_every), self._every)
             except SpoolError as exc:
                 log.debug("the watcher could not read the spool now: %s", exc)
             except Exception:  # the watcher must outlive any one bad round

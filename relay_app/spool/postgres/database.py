@@ -265,6 +265,11 @@ class PgDatabase(PerProcess):
             if self._listener is None or not self._listener.alive:
                 self._listener = Listener(self.url, on_news, connect_timeout=CONNECT_TIMEOUT)
 
+    def hears(self) -> bool:
+        with self._lock:
+            listener = self._listener
+        return listener is not None and listener.listening
+
     def stop_listening(self) -> None:
         self._here()
         with self._lock:

@@ -23,12 +23,18 @@ class Listener:
         self._connect_timeout = connect_timeout
         self._on_news = on_news
         self._stop = threading.Event()
+        # Set while a connection LISTENs: news reaches `on_news` then, and only then.
+        self._listening = threading.Event()
         self._thread = threading.Thread(target=self._run, name="relay-spool-listener", daemon=True)
         self._thread.start()
 
     @property
     def alive(self) -> bool:
         return self._thread.is_alive()
+
+    @property
+    def listening(self) -> bool:
+        return self._listening.is_set()
 
     def stop(self) -> None:
         self._stop.set()
@@ -43,11 +49,13 @@ class Listener:
                 ) as connection:
                     connection.execute(f"LISTEN {CHANNEL}")
                     pause = 0.5
+                    self._listening.set()
                     self._on_news()  # anything queued while not listening
                     while not self._stop.is_set():
                         if any(True for _ in connection.notifies(timeout=LISTEN_SLICE)):
                             self._on_news()
             except psycopg.Error:
+                self._listening.clear()
                 # The poll goes on meanwhile; the next connection catches up.
                 self._stop.wait(pause)
                 pause = min(pause * 2, 5.0)
