@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from .capabilities import NOTES, PAGES, REGISTRY
+from .capabilities import PAGES, REGISTRY
 from .cards.edits import card_edits
 from .cards.outgoing import OldRecords, Outgoing
 from .cards.sent import SentStore
@@ -20,7 +20,7 @@ from .cards.verbs import CALLS
 from .chat.presses import PressActions
 from .core.errors import SpoolError
 from .core.logs import configure_logging
-from .core.metrics import Metrics
+from .core.metrics import CounterSpec, Metrics
 from .core.routing import Destination
 from .core.services import Services
 from .delivery.dispatcher import Chores, Dispatcher
@@ -36,7 +36,7 @@ from .glitchtip.details import IssueDetails
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .intake.alerts import HELD_NOTED, HOLD, GlitchTipIssues, WebhookAlerts
-from .intake.hidden import HiddenIssues
+from .intake.hidden import NAMED_HIDDEN, HiddenIssues
 from .intake.last_webhook import LastWebhook
 from .intake.routed import RoutedWebhooks
 from .message.subjects import NO_HOMES
@@ -121,10 +121,14 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
 
 
 def assemble(
-    settings: Settings, *, clock: Clock = time.time, telegram: Telegram | None = None
+    settings: Settings,
+    *,
+    clock: Clock = time.time,
+    telegram: Telegram | None = None,
+    capabilities: Registry = REGISTRY,
 ) -> Relay:
     """The relay's parts, wired: what `create_app` serves. `telegram` replaces the Bot API
-    (tests script its answers)."""
+    (tests script its answers); `capabilities`, the registry's (a test adds its own)."""
     timing = settings.timing
     memory = open_memory(pace=timing.pace)
     spool = _spool(settings, clock)
@@ -133,8 +137,10 @@ def assemble(
     shared = spool or memory
     local = _local_spool(settings, spool)
     queues = _queues(spool, local, memory)
-    health, metrics = _health_and_metrics(spool, local, queues, timing.probe_interval)
-    registry = REGISTRY.on(settings)  # asked once, here
+    health, metrics = _health_and_metrics(
+        spool, local, queues, timing.probe_interval, counters=capabilities.counters
+    )
+    registry = capabilities.on(settings)  # asked once, here
 
     def term() -> str | None:  # this process's term, while it leads the fleet (made below)
         return leadership.term()
@@ -169,7 +175,7 @@ def assemble(
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
         post_escalating(webhooks, issue, found)
 
-    basis = Basis(settings, spool, metrics, clock, outbox, roster, covers)
+    basis = Basis(settings, spool, metrics, clock, outbox, words, roster, covers)
     summaries = daily_summaries_for(basis)
     refused_again = RefusedAgain(
         settings.routes_in_force, every=timing.routes_refused_again, clock=clock
@@ -190,7 +196,16 @@ def assemble(
         follow_ups=_follow_ups(running, escalation, watcher, summaries),
     )
     renderer = _renderer(
-        settings, shared, words, buttons=buttons, roster=roster, registry=registry, clock=clock
+        settings,
+        shared,
+        words,
+        buttons=buttons,
+        roster=roster,
+        registry=registry,
+        # Every capability's shapes, notes and kinds of write, on or not: a job one left in
+        # the spool is still written.
+        everything=capabilities,
+        clock=clock,
     )
     policy = RetryPolicy(
         attempts=settings.retry_attempts, wait=settings.retry_wait, max_age=settings.retry_max_age
@@ -387,6 +402,7 @@ def _renderer(
     buttons: bool,
     roster: Roster,
     registry: Registry,
+    everything: Registry,
     clock: Clock,
 ) -> Renderer:
     """What every job writes, made when it is sent: with the capabilities' shapes of alert,
@@ -400,15 +416,15 @@ def _renderer(
         names_sources=settings.sentry is not None and settings.glitchtip_url is not None,
         on_call=OnCall(roster, zones, names=_names(shared.of(PeopleStore), clock)),
         added=Added(
-            # Every capability's, on or not: a job one left in the spool is still written.
-            REGISTRY.shapes,
-            NOTES,
+            everything.shapes,
+            [*everything.notes, NAMED_HIDDEN],
             card_edits(
                 shared.of(SentStore).message,
                 snooze_events=settings.watching.snooze_events,
                 zone_of=zones.of,
                 theirs=registry.buttons,
             ),
+            writers=everything.writers,
         ),
     )
 
@@ -490,15 +506,20 @@ def _with_hours(
 
 
 def _health_and_metrics(
-    spool: Spool | None, local: LocalSpool | None, queues: list[Queue], probe_interval: float
+    spool: Spool | None,
+    local: LocalSpool | None,
+    queues: list[Queue],
+    probe_interval: float,
+    *,
+    counters: Sequence[CounterSpec],
 ) -> tuple[Health, Metrics]:
     """Telegram's health, kept in the spool when there is one (every process shares it), and
     the counters, with the gauges read from both."""
     if spool is None:
         health = Health(MemoryHealthStore(), queues=queues, probe_interval=probe_interval)
-        return health, Metrics(SpoolGauges(None, health), counters=REGISTRY.counters)
+        return health, Metrics(SpoolGauges(None, health), counters=counters)
     health = Health(spool.health, queues=queues, probe_interval=probe_interval)
-    metrics = Metrics(SpoolGauges(spool.admin, health), counters=REGISTRY.counters)
+    metrics = Metrics(SpoolGauges(spool.admin, health), counters=counters)
     if local is not None:
         metrics.add_gauges(LocalSpoolGauge(local.spool.admin))
     spool.count_lock_waits(metrics.lock_wait)

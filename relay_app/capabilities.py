@@ -5,8 +5,6 @@ it theirs, asks each once whether it is on, and starts those that are."""
 from __future__ import annotations
 
 from .chat import plugin as chat
-from .delivery.render import Note
-from .intake import hidden
 from .oncall import plugin as oncall
 from .operating.capability import Registry
 from .parts import sentry_page
@@ -28,7 +26,6 @@ REGISTRY = Registry(
     )
 )
 
-# Not yet declared by a capability: the core's own note of the issues GlitchTip did not attach,
-# and Sentry's page, which needs parts the wiring still builds (parts.py).
-NOTES: tuple[Note, ...] = (*REGISTRY.notes, hidden.NAMED_HIDDEN)
+# Not yet declared by a capability: Sentry's page, which needs parts the wiring still builds
+# (parts.py).
 PAGES = (sentry_page,)

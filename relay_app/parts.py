@@ -82,6 +82,7 @@ class Basis:
     metrics: Metrics
     clock: Clock
     outbox: Outbox
+    words: Words  # the catalogue in the relay's language, the capabilities' words with it
     # Who is on duty in each rotation, the covers applied (`roster_for`).
     roster: Roster = field(default_factory=Roster)
     covers: KeptCovers | None = None
@@ -257,7 +258,7 @@ def acting_from_the_chat(
         store=spool.of(SentStore),
         glitchtip=Trackers(glitchtip, sentry),
         allowed_users=settings.action_user_ids,
-        words=words_for(settings.language),
+        words=basis.words,
         metrics=metrics,
         clock=clock,
         met=met_by(spool.of(PeopleStore), clock),
@@ -320,7 +321,7 @@ def _commands(basis: Basis, spool: Spool, answering: Answering, health: Health) 
         served=served,
         first_time=lambda keys: spool.of(SentStore).first_time(keys, at=clock()),
         answering=answering,
-        words=words_for(settings.language),
+        words=basis.words,
         count=lambda command: metrics.of(COMMANDS).labels(command).inc(),
         askers=Askers(
             may_act=lambda person: (

@@ -64,6 +64,19 @@ class Outbox:
         about = {"say": said.as_json()}
         self._add("reply", _where(chat, thread), message_id, about, Precedence.CALL)
 
+    def write(
+        self,
+        kind: str,
+        chat: str,
+        thread: int | None,
+        message_id: int,
+        about: Mapping[str, Any],
+        precedence: Precedence = Precedence.CALL,
+    ) -> None:
+        """A capability's kind of write about a message of the chat (its Writer makes it when
+        it goes): in the message's lane, after the chat's alerts. Raises SpoolError."""
+        self._add(kind, _where(chat, thread), message_id, about, precedence)
+
     def answer(
         self, chat: str, thread: int | None, message_id: int, said: Said, *, most_waiting: int
     ) -> bool:
@@ -105,7 +118,7 @@ class Outbox:
 
     def _add(
         self,
-        kind: JobKind,
+        kind: JobKind | str,
         where: Destination,
         message_id: int,
         about: Mapping[str, Any],

@@ -149,13 +149,26 @@ class Note:
 
 
 @dataclass(frozen=True)
+class Writer:
+    """A kind of write to the chat a capability adds: the job kind it queues (never one of
+    JOB_KINDS), and what a job of it writes when it goes, one of the Bot API's writes the
+    courier makes (None: nothing is left to write). Its jobs go alone, paced and retried as
+    every write; raising Unreadable gives the job up, named."""
+
+    kind: str
+    write: Callable[[Job, Renderer], Write | None]
+
+
+@dataclass(frozen=True)
 class Added:
     """What the capabilities add to what jobs write, registered when the relay is assembled:
-    shapes of alert, notes above a webhook's message, and how a card's edit is made."""
+    shapes of alert, notes above a webhook's message, kinds of write, and how a card's edit
+    is made."""
 
     shapes: Sequence[Shape] = ()
     notes: Sequence[Note] = ()
     edits: Edits | None = None
+    writers: Sequence[Writer] = ()
 
 
 @dataclass(frozen=True)
@@ -192,6 +205,7 @@ class Renderer:
         self.words = words
         self._shapes = {shape.key: shape for shape in added.shapes}
         self._notes = tuple(added.notes)
+        self._writers = {writer.kind: writer for writer in added.writers}
         self._edits = added.edits
         self._zone = on_call.roster.zone
         self._places = on_call.places
@@ -272,6 +286,8 @@ class Renderer:
             return self._send(jobs, now)
         if first.kind == "card":
             return self._edit(first)
+        if (writer := self._writers.get(first.kind)) is not None:
+            return writer.write(first, self)
         if first.kind not in JOB_KINDS:
             raise Unreadable(f"a job of kind {first.kind!r}, which this relay does not know")
         try:

@@ -13,6 +13,10 @@ What a capability may declare, each optional:
 - `cli`: its `relay-app` subcommands; `checks`: what `relay-app check` asks of its settings;
   `roster`: who is on duty for `relay-app routes test` (on call's);
 - `tables`: the tables it owns: only its own modules name them in SQL (tests/test_tables.py);
+  a table it adds after the history's last step its own store makes where it is not yet
+  (`CREATE TABLE IF NOT EXISTS`, in the spool's types: `spool.dialects.types_of`);
+- `writers`: its kinds of write to the chat: a job kind, and the Bot API write it makes
+  (delivery/render.py's `Writer`), queued through the outbox (`Outbox.write`);
 - `start`: given the core's services, its running parts: the presses of its buttons, its
   upkeep (run by the fleet's leader, once a second), what follows a delivery, what it provides
   to other capabilities (`provides`), and how it stops.
@@ -33,7 +37,7 @@ from ..core.metrics import CounterSpec, Metrics
 from ..core.services import Services
 from ..delivery.job import FollowUp
 from ..delivery.outbox import Outbox
-from ..delivery.render import Note, Shape
+from ..delivery.render import Note, Shape, Writer
 from ..spool import Spool
 from ..words import Words
 from .config import Settings
@@ -88,6 +92,7 @@ class Capability:
     checks: tuple[MoreChecks, ...] = ()
     roster: RosterOf | None = None
     tables: tuple[str, ...] = ()
+    writers: tuple[Writer, ...] = ()
     start: Callable[[Core], Running] | None = None
 
 
@@ -102,6 +107,7 @@ class Registry:
         _one_each("button verb", [b.verb for b in self.buttons])
         _one_each("button code", [b.code for b in self.buttons])
         _one_each("table", [table for each in self.capabilities for table in each.tables])
+        _one_each("kind of write", [writer.kind for writer in self.writers])
 
     def on(self, settings: Settings) -> Registry:
         """Those the settings turn on: asked once, here."""
@@ -118,6 +124,10 @@ class Registry:
     @property
     def notes(self) -> list[Note]:
         return [note for each in self.capabilities for note in each.notes]
+
+    @property
+    def writers(self) -> list[Writer]:
+        return [writer for each in self.capabilities for writer in each.writers]
 
     @property
     def buttons(self) -> list[Button]:
@@ -144,8 +154,9 @@ class Registry:
         }
 
     def words_in(self, words: Words) -> Words:
-        """The catalogue, with their words in its language."""
-        return replace(words, theirs=tuple(self.words(words.language).items()))
+        """The catalogue, with their words in its language (itself when they have none)."""
+        theirs = tuple(self.words(words.language).items())
+        return replace(words, theirs=theirs) if theirs != words.theirs else words
 
     def start(self, core: Core) -> list[Running]:
         return [each.start(core) for each in self.capabilities if each.start is not None]

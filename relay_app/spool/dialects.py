@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .store import Tx
+
 
 @dataclass(frozen=True)
 class Types:
@@ -24,6 +26,11 @@ class Types:
     json_object: str
     # Sixteen random hexadecimal digits.
     random_name: str
+
+
+def types_of(tx: Tx) -> Types:
+    """The types of the store this unit of work runs on."""
+    return SQLITE if tx.dialect.name == "sqlite" else POSTGRES
 
 
 SQLITE = Types(

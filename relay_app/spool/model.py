@@ -39,7 +39,7 @@ class NewJob:
     goes, its precedence among its chat's writes, its lane (an alert's: its destination's; a
     card's edits: its message's), due `due_in` seconds from now."""
 
-    kind: JobKind
+    kind: JobKind | str  # the core's, or a capability's (delivery/render.py's Writer)
     data: Mapping[str, Any]
     destination: Destination
     precedence: Precedence

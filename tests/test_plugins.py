@@ -1,0 +1,129 @@
+"""The capability contract, proved by a capability added as a maintainer would add one
+(tests/thanks/: its folder, its words, one line of a registry): its button on every card, its
+press found by its registration and answered, its table made and kept, its counter, its kind of
+write queued, paced and written in the chat's words. And the registry's own rules: one owner per
+verb, code, table, kind and capability name, each capability asked once whether it is on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+import pytest
+
+from relay_app import Relay, assemble
+from relay_app.capabilities import REGISTRY
+from relay_app.cards.card import Button, callback_data
+from relay_app.operating.capability import Capability, Registry
+from relay_app.operating.config import Settings
+from relay_app.silences.buttons import MUTE
+from relay_app.words import ENGLISH
+from tests.conftest import FakeTime
+from tests.in_process import GLITCHTIP, GT_TOKEN, Chat, ScriptedTelegram
+from tests.prometheus import parse, value
+from tests.test_presses import SENT, press
+from tests.thanks import plugin as thanks
+
+WITH_THANKS = Registry((*REGISTRY.capabilities, thanks.CAPABILITY))
+
+
+@pytest.fixture
+def chat_with(settings: Settings, fake_time: FakeTime) -> Iterator[Callable[..., Chat]]:
+    relays: list[Relay] = []
+
+    def build(registry: Registry = WITH_THANKS, **overrides: object) -> Chat:
+        telegram = ScriptedTelegram(clock=fake_time)
+        configured = replace(
+            settings,
+            glitchtip_api_token=GT_TOKEN,
+            glitchtip_url=GLITCHTIP,
+            details_budget=None,
+            **overrides,  # type: ignore[arg-type]
+        )
+        relay = assemble(configured, clock=fake_time, telegram=telegram, capabilities=registry)
+        relays.append(relay)
+        chat = Chat(relay, telegram, fake_time)
+        chat.store.keep(SENT, [])
+        return chat
+
+    yield build
+    for relay in relays:
+        relay.dispatcher.shutdown()
+
+
+def test_a_capability_adds_a_button_a_press_a_table_a_counter_a_write_and_words(
+    chat_with: Callable[..., Chat],
+) -> None:
+    chat = chat_with()
+    chat.update(press(callback_data(thanks.THANKS, "the-key")))
+    assert chat.answered() == [("Thanked", False)]
+    chat.update(press(callback_data(thanks.THANKS, "the-key"), user_id=8))
+    chat.settle()
+    # Its kind of write, each in its turn under the card, in its own words.
+    assert [(message_id, text) for _, _, message_id, text in chat.telegram.replies] == [
+        (41, "🙏 @ada says thanks (1)"),
+        (41, "🙏 @ada says thanks (2)"),
+    ]
+    found = parse(chat.relay.metrics.exposition().decode())
+    assert value(found, "relay_thanks_total", outcome="said") == 2
+    assert value(found, "relay_button_presses_total", outcome="thanked") == 2
+    assert (
+        value(found, "relay_chat_writes_total", job="thanks", result="delivered", error_code="")
+        == 2
+    )
+
+
+def test_its_button_is_on_every_card_in_the_chats_language(
+    chat_with: Callable[..., Chat],
+) -> None:
+    chat = chat_with(language="ru")
+    chat.update(press(callback_data(MUTE, "the-key")))  # any edit shows the keyboard
+    chat.settle()
+    [*_, (_, _, _, keyboard)] = chat.telegram.edits
+    assert keyboard is not None
+    [row] = keyboard["inline_keyboard"]
+    assert row[-1] == {"text": "🙏 Спасибо", "callback_data": "k:the-key"}
+
+
+def test_without_the_capability_its_button_is_unknown_and_nothing_is_done(
+    chat_with: Callable[..., Chat],
+) -> None:
+    chat = chat_with(REGISTRY)
+    chat.update(press(callback_data(thanks.THANKS, "the-key")))
+    assert chat.answered() == [(ENGLISH.press_unknown, True)]
+    chat.settle()
+    assert chat.telegram.replies == []
+
+
+def test_a_capability_the_settings_turn_off_adds_no_button_and_answers_no_press(
+    chat_with: Callable[..., Chat],
+) -> None:
+    off = replace(thanks.CAPABILITY, on=lambda settings: False)
+    chat = chat_with(Registry((*REGISTRY.capabilities, off)))
+    chat.update(press(callback_data(thanks.THANKS, "the-key")))
+    assert chat.answered() == [(ENGLISH.press_unknown, True)]  # not a button it offers
+    chat.settle()
+    assert chat.telegram.replies == []
+
+
+def test_the_registry_refuses_two_owners_of_one_name() -> None:
+    twin = Button("thanks_again", thanks.THANKS.code, "button_thanks", lambda button: True)
+    with pytest.raises(ValueError, match="button code 'k'"):
+        Registry((thanks.CAPABILITY, Capability("more", buttons=(twin,))))
+    with pytest.raises(ValueError, match="table 'thanks'"):
+        Registry((thanks.CAPABILITY, Capability("more", tables=("thanks",))))
+    with pytest.raises(ValueError, match="capability 'silences'"):
+        Registry((*REGISTRY.capabilities, Capability("silences")))
+
+
+def test_whether_a_capability_is_on_is_asked_once(settings: Settings) -> None:
+    asked: list[Settings] = []
+
+    def on(given: Settings) -> bool:
+        asked.append(given)
+        return True
+
+    counted = Capability("counted", on=on)
+    relay = assemble(settings, capabilities=Registry((*REGISTRY.capabilities, counted)))
+    relay.dispatcher.shutdown()
+    assert asked == [settings]
