@@ -41,13 +41,7 @@ from .intake.last_webhook import LastWebhook
 from .intake.routed import RoutedWebhooks
 from .message.subjects import NO_HOMES
 from .message.trend import Trend
-from .oncall.covers import CoverStore
-from .oncall.forgetting import Forgetting
-from .oncall.handoffs import Handoffs
 from .oncall.people import PeopleStore
-from .oncall.recalls import RecallStore
-from .oncall.steps import Escalation
-from .oncall.steps_store import EscalationStore
 from .operating.capability import Core, Registry, Running
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
@@ -59,13 +53,12 @@ from .parts import (
     command_list,
     daily_summaries_for,
     following_glitchtip,
-    handoffs_for,
     post_escalating,
     roster_for,
     watcher_for,
     zones_for,
 )
-from .routes.rotation import Roster
+from .routes.rotation import ROSTER, Roster
 from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
 from .spool.setup_found import SetupFound
 from .summaries.daily import DailySummaries
@@ -81,7 +74,7 @@ from .words import Words, words_for
 
 Clock = Callable[[], float]
 # What the dispatcher's upkeep posts when its time comes.
-OnTime = DailySummaries | Handoffs | RefusedAgain | Forgetting
+OnTime = DailySummaries | RefusedAgain
 
 __all__ = [
     "Relay",
@@ -164,13 +157,6 @@ def assemble(
 
     outbox = Outbox(shared.queue, answers=shared.answers, wake=wake, clock=clock)
     roster, covers = roster_for(settings, shared, clock)
-    escalation = Escalation(
-        shared.of(EscalationStore),
-        recalls=shared.of(RecallStore),
-        roster=roster,
-        metrics=metrics,
-        clock=clock,
-    )
 
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
         post_escalating(webhooks, issue, found)
@@ -180,12 +166,12 @@ def assemble(
     refused_again = RefusedAgain(
         settings.routes_in_force, every=timing.routes_refused_again, clock=clock
     )
-    forgetting = Forgetting(shared.of(CoverStore), shared.of(PeopleStore), clock=clock)
-    on_time = (summaries, handoffs_for(basis), refused_again, forgetting)
-    in_step, snoozing = following_glitchtip(basis, escalation)
-    watcher = watcher_for(basis, posted_again, in_step, snoozing)
-    services = _services(escalation, summaries)
+    on_time = (summaries, refused_again)
+    services = _services(roster, summaries)
     running = registry.start(Core(settings, spool, shared, metrics, clock, outbox, words, services))
+    calls = services.find(CALLS)  # on call's, started above
+    in_step, snoozing = following_glitchtip(basis, calls)
+    watcher = watcher_for(basis, posted_again, in_step, snoozing)
     outgoing = Outgoing(
         spool.of(SentStore) if spool is not None else None,
         outbox,
@@ -193,7 +179,7 @@ def assemble(
         words=words,
         theirs=registry.buttons,
         clock=clock,
-        follow_ups=_follow_ups(running, escalation, watcher, summaries),
+        follow_ups=_follow_ups(running, watcher, summaries),
     )
     renderer = _renderer(
         settings,
@@ -227,7 +213,6 @@ def assemble(
     upkeep = _upkeep(
         OldRecords(shared.of(SentStore), keep_for=settings.retry_max_age, clock=clock),
         [each for part in running for each in part.upkeep],
-        escalation,
         on_time,
         leads,
     )
@@ -262,7 +247,7 @@ def assemble(
     actions = PressActions(
         buttons=tuple(registry.buttons),
         theirs={verb: press for part in running for verb, press in part.presses.items()},
-        calls=escalation,
+        calls=calls,
         snoozing=snoozing,
         pressed_elsewhere=shared.of(PeopleStore).pressed_privately(clock=clock),
     )
@@ -285,7 +270,7 @@ def assemble(
         misses=Misses(metrics.missed, shared=shared.warnings.says),
         outbox=outbox,
         silencing=services.find(HOLD),
-        escalation=escalation,
+        services=services,
         watcher=watcher,
         summaries=summaries,
         updates=from_the_chat.updates,
@@ -300,17 +285,18 @@ def assemble(
 
 
 def _follow_ups(
-    running: Sequence[Running], *parts: Escalation | Watcher | DailySummaries | None
+    running: Sequence[Running], *parts: Watcher | DailySummaries | None
 ) -> list[FollowUp]:
     """What follows a delivery: the capabilities' started, and the parts the wiring builds."""
     theirs = [each for part in running for each in part.follow_ups]
     return [*theirs, *(part.follow_up for part in parts if part is not None)]
 
 
-def _services(escalation: Escalation, summaries: DailySummaries | None) -> Services:
-    """What the parts the wiring still builds provide the capabilities started after them."""
+def _services(roster: Roster, summaries: DailySummaries | None) -> Services:
+    """What the core and the parts the wiring still builds provide the capabilities started
+    after them."""
     services = Services()
-    services.provide(CALLS, escalation)
+    services.provide(ROSTER, roster)
     if summaries is not None:
         services.provide(HELD_NOTED, summaries)
     return services
@@ -367,18 +353,16 @@ def _fleet_chores(*parts: Chore | SetupWatch | None) -> list[Chore]:
 
 def _upkeep(
     records: OldRecords,
-    theirs: Sequence[Callable[[], None]],
-    escalation: Escalation,
+    theirs: Sequence[Callable[[], object]],
     on_time: Iterable[OnTime | None],
     leads: Callable[[], bool],
 ) -> Upkeep:
     """The dispatcher's upkeep, once a second where the fleet's leader is: old records
-    forgotten, the capabilities' own (silences that ran out ended, each at most as often as it
-    asks for), escalation
-    steps that are due fired, and what is posted or said at its time (daily summaries, on-call
-    handoffs, a routes file still refused) when it has come."""
+    forgotten, the capabilities' own (silences that ran out ended, escalation steps that are due
+    fired, on-call handoffs said, each at most as often as it asks for), and what is posted or
+    said at its time (daily summaries, a routes file still refused) when it has come."""
     posts = [each.upkeep for each in on_time if each is not None]
-    return Upkeep([records.tidy, *theirs, escalation.fire_due, *posts], leads=leads)
+    return Upkeep([records.tidy, *theirs, *posts], leads=leads)
 
 
 def _spool(settings: Settings, clock: Clock) -> Spool | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from .cards.sent import SentStore
+from .cards.verbs import CALLS, Calls
 from .chat.answers import Answering, Served
 from .chat.commands import Askers, BotName, Commands, Status, status_command
 from .chat.counters import ANSWERS_REFUSED, COMMANDS, LINK_CARDS
@@ -36,11 +37,8 @@ from .glitchtip.webhook import source_of
 from .intake.routed import RoutedWebhooks
 from .message.trend import Trend
 from .oncall.command import Covering, cover_command, oncall_command, start_command
-from .oncall.counters import HANDOFFS
 from .oncall.covers import CoverStore, KeptCovers
-from .oncall.handoffs import Handoffs
 from .oncall.people import Met, PeopleStore, PrivateChats
-from .oncall.steps import Escalation
 from .operating.config import Settings
 from .routes.rotation import Roster
 from .routes.zones import Zones
@@ -89,7 +87,7 @@ class Basis:
 
 
 def following_glitchtip(
-    basis: Basis, escalation: Escalation
+    basis: Basis, calls: Calls | None
 ) -> tuple[CardsInStep | None, Snoozing | None]:
     """With GLITCHTIP_API_TOKEN and a spool: what the watcher's rounds keep in step with
     GlitchTip, the cards (in_step.py) and the snoozes (snoozing.py)."""
@@ -105,7 +103,7 @@ def following_glitchtip(
         spool.of(SentStore),
         outbox,
         origin=links,
-        escalation=escalation,
+        escalation=calls,
         metrics=metrics,
         clock=clock,
     )
@@ -191,22 +189,6 @@ def roster_for(settings: Settings, shared: Spool, clock: Clock) -> tuple[Roster,
     (the spool, or this process's memory without one), as this process last read them."""
     covers = KeptCovers(shared.of(CoverStore), clock=clock)
     return Roster(settings.routes.on_call, ZoneInfo(settings.timezone), covers), covers
-
-
-def handoffs_for(basis: Basis) -> Handoffs | None:
-    """With a spool and a rotation that says `announce`, named by a route: its handoffs."""
-    settings, spool, _, metrics, clock = _unpacked(basis)
-    places = settings.routes.handoffs(settings.default_destination)
-    if spool is None or not places:
-        return None
-    return Handoffs(
-        places,
-        spool.of(SummaryStore),
-        roster=basis.roster,
-        reports=spool.of(ReportStore),
-        posted=metrics.of(HANDOFFS).inc,
-        clock=clock,
-    )
 
 
 def zones_for(settings: Settings) -> Zones:
@@ -458,7 +440,7 @@ def sentry_page(relay: Relay, clock: Clock) -> SentryPage | None:
             relay.spool.of(SentStore),
             relay.outbox,
             origin=origin,
-            escalation=relay.escalation,
+            escalation=relay.services.find(CALLS),
             metrics=relay.metrics,
             clock=clock,
             source="Sentry",

@@ -16,10 +16,12 @@ from typing import Any
 from relay_app import Relay
 from relay_app.cards.card import SentMessage
 from relay_app.cards.sent import SentStore
+from relay_app.cards.verbs import CALLS
 from relay_app.core.errors import PermanentDeliveryError, RateLimited
 from relay_app.core.outcomes import Outcome
 from relay_app.core.routing import Destination
 from relay_app.message.formatting import Message, message_for
+from relay_app.oncall.steps import Escalation
 from relay_app.telegram.courier import Sent
 from relay_app.watch.watcher import Round
 from relay_app.words import ENGLISH
@@ -281,3 +283,10 @@ class Chat:
 
     def answered(self) -> list[tuple[str, bool]]:
         return [(text, alert) for _, text, alert in self.telegram.answered]
+
+
+def escalation_of(relay: Relay) -> Escalation:
+    """On call's escalation, as the relay started it (the calls it provides)."""
+    found = relay.services.find(CALLS)
+    assert isinstance(found, Escalation)
+    return found

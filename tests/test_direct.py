@@ -21,7 +21,7 @@ from relay_app.oncall.people import PeopleStore
 from relay_app.routes import parse_routes
 from relay_app.telegram.client import Extras
 from tests.conftest import CHAT_ID, FakeTime
-from tests.in_process import GLITCHTIP, Chat
+from tests.in_process import GLITCHTIP, Chat, escalation_of
 from tests.payloads import issue, issue_alert
 
 CHAT = str(CHAT_ID)
@@ -82,9 +82,8 @@ def alert(chat: Chat, number: int = 1) -> None:
 
 
 def fire(chat: Chat, at: float) -> None:
-    assert chat.relay.escalation is not None
     chat.clock.now = at
-    chat.relay.escalation.fire_due()
+    escalation_of(chat.relay).fire_due()
     chat.settle()
 
 

@@ -26,7 +26,7 @@ from relay_app.silences.buttons import MUTE
 from relay_app.spool import on_store
 from relay_app.spool.store import Store
 from tests.conftest import FakeTime
-from tests.in_process import GLITCHTIP, Chat
+from tests.in_process import GLITCHTIP, Chat, escalation_of
 from tests.in_process import press_by_ada as press
 from tests.prometheus import parse, value
 
@@ -62,9 +62,8 @@ def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
 
 def fire(chat: Chat, at: float) -> tuple[int, int]:
     """The dispatcher's upkeep at `at`, then what it queued sent."""
-    assert chat.relay.escalation is not None
     chat.clock.now = at
-    done = chat.relay.escalation.fire_due()
+    done = escalation_of(chat.relay).fire_due()
     chat.settle()
     return done.fired, done.stopped
 

@@ -19,7 +19,7 @@ from relay_app.routes.steps import Step
 from relay_app.watch.in_step import SETTLE
 from relay_app.watch.store import Watched, WatchStore
 from tests.conftest import FakeTime
-from tests.in_process import GLITCHTIP, Chat
+from tests.in_process import GLITCHTIP, Chat, escalation_of
 from tests.in_process import press_by_ada as press
 from tests.payloads import issue
 from tests.prometheus import parse, value
@@ -142,9 +142,8 @@ def test_closed_in_glitchtip_stops_the_alerts_escalation(
     chat.relay.spool.of(EscalationStore).plan(CHAT, None, 41, SENT_AT, [Step(600.0, ("@lead",))])
     glitchtip_says(glitchtip, **{"4": "ignored", "5": "unresolved"})
     assert chat.watcher_round(SENT_AT + 300).in_step == 2
-    assert chat.relay.escalation is not None
     chat.clock.now = SENT_AT + 700
-    assert chat.relay.escalation.fire_due().fired == 0
+    assert escalation_of(chat.relay).fire_due().fired == 0
     samples = parse(chat.relay.metrics.exposition().decode())
     assert value(samples, "relay_escalation_steps_total", outcome="stopped") == 1
 

@@ -16,7 +16,7 @@ from relay_app import Relay
 from relay_app.cards.card import callback_data
 from relay_app.routes import RoutesError, parse_routes
 from tests.conftest import CHAT_ID, FakeTime
-from tests.in_process import GLITCHTIP, Chat
+from tests.in_process import GLITCHTIP, Chat, escalation_of
 from tests.payloads import issue, issue_alert
 from tests.prometheus import parse, value
 
@@ -72,9 +72,8 @@ def _kept(chat: Chat) -> list[tuple[int, str]]:
 
 
 def at(chat: Chat, moment: float) -> None:
-    assert chat.relay.escalation is not None
     chat.clock.now = moment
-    chat.relay.escalation.fire_due()
+    escalation_of(chat.relay).fire_due()
     chat.settle()
 
 

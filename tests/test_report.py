@@ -27,7 +27,7 @@ from relay_app.summaries.report import ReportStore, _Taker, _takers
 from relay_app.summaries.text import summary_message
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, FakeTime
-from tests.in_process import GLITCHTIP, Chat
+from tests.in_process import GLITCHTIP, Chat, escalation_of
 from tests.payloads import issue, issue_alert
 
 CHAT = str(CHAT_ID)
@@ -81,9 +81,8 @@ def week(
     chat.clock.now = start + 1800
     chat.update(press("resolve", key, 2, 1))
     chat.settle()
-    assert chat.relay.escalation is not None
     chat.clock.now = start + 700  # the second went a few seconds after the first: its turn
-    chat.relay.escalation.fire_due()
+    escalation_of(chat.relay).fire_due()
     chat.settle()
     chat.clock.now = MONDAY
     return chat

@@ -1,13 +1,67 @@
-"""On call, as a capability: rotations with their covers, escalation steps, direct calls,
-handoffs, `relay-app oncall`, and the tables that keep them. Its parts are still built by the
-wiring (parts.py) and it provides `cards.verbs.Calls` there."""
+"""On call, as a capability: escalation steps and the calls they make (it provides the core's
+`cards.verbs.CALLS`, which presses, replies and the watcher stop and resume), takers called
+again, handoffs, direct calls, covers, `relay-app oncall`, and the tables that keep them. Who is
+on duty comes from the core's `routes.rotation.ROSTER`."""
 
 from __future__ import annotations
 
-from ..operating.capability import Capability
+from collections.abc import Callable
+
+from ..cards.verbs import CALLS
+from ..operating.capability import Capability, Core, Running
+from ..routes.rotation import ROSTER, Roster
+from ..summaries.report import ReportStore
+from ..summaries.store import SummaryStore
 from . import direct, handoff_text
 from .cli import add_oncall_command, roster_with_covers
 from .counters import ESCALATION_STEPS, HANDOFFS
+from .covers import CoverStore
+from .forgetting import Forgetting
+from .handoffs import Handoffs
+from .people import PeopleStore
+from .recalls import RecallStore
+from .steps import Escalation
+from .steps_store import EscalationStore
+
+
+def _start(core: Core) -> Running:
+    """The escalation (provided as CALLS), the handoffs of the rotations that announce, and
+    the forgetting of old covers and private calls: run by the fleet's leader's upkeep."""
+    roster = core.services.find(ROSTER) or Roster()
+    escalation = Escalation(
+        core.shared.of(EscalationStore),
+        recalls=core.shared.of(RecallStore),
+        roster=roster,
+        metrics=core.metrics,
+        clock=core.clock,
+    )
+    core.services.provide(CALLS, escalation)
+    upkeep: list[Callable[[], object]] = [escalation.fire_due]
+    handoffs = _handoffs(core, roster)
+    if handoffs is not None:
+        upkeep.append(handoffs.upkeep)
+    forgetting = Forgetting(
+        core.shared.of(CoverStore), core.shared.of(PeopleStore), clock=core.clock
+    )
+    upkeep.append(forgetting.upkeep)
+    return Running(upkeep=upkeep, follow_ups=(escalation.follow_up,))
+
+
+def _handoffs(core: Core, roster: Roster) -> Handoffs | None:
+    """With a spool and a rotation that says `announce`, named by a route: its handoffs."""
+    settings, spool = core.settings, core.spool
+    places = settings.routes.handoffs(settings.default_destination)
+    if spool is None or not places:
+        return None
+    return Handoffs(
+        places,
+        spool.of(SummaryStore),
+        roster=roster,
+        reports=spool.of(ReportStore),
+        posted=core.metrics.of(HANDOFFS).inc,
+        clock=core.clock,
+    )
+
 
 CAPABILITY = Capability(
     "oncall",
@@ -16,4 +70,5 @@ CAPABILITY = Capability(
     cli=(add_oncall_command,),
     roster=roster_with_covers,
     tables=("escalations", "recalls", "covers", "people", "direct_calls"),
+    start=_start,
 )

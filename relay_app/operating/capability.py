@@ -67,7 +67,7 @@ class Running:
     """A started capability's parts, as the core runs them."""
 
     presses: Mapping[str, Press] = field(default_factory=dict)  # by its buttons' verbs
-    upkeep: Sequence[Callable[[], None]] = ()
+    upkeep: Sequence[Callable[[], object]] = ()
     follow_ups: Sequence[FollowUp] = ()
     stop: Callable[[], None] = lambda: None
 

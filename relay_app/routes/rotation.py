@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ..core.services import Key
 from ..core.typed import MAX_USER_ID, is_person, wall_clock_of
 from .sound import SoundError, zone_of
 
@@ -226,3 +227,8 @@ def on_duty_now(people: Sequence[str], roster: Roster, at: float) -> list[str]:
         for person in people
     ]
     return list(dict.fromkeys(found))
+
+
+# Who is on duty in each rotation, the covers applied: the wiring provides it (its covers are
+# kept by on call), on call's escalation and handoffs ask for it.
+ROSTER: Key[Roster] = Key("roster")

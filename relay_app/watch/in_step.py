@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from ..cards.sent import SentStore, Synced
+from ..cards.verbs import Calls
 from ..core.errors import SpoolError
 from ..core.metrics import Metrics
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
-from ..oncall.steps import Escalation
 from .counters import CARDS_IN_STEP
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ class CardsInStep:
         outbox: Outbox,
         *,
         origin: str,
-        escalation: Escalation | None = None,
+        escalation: Calls | None = None,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.time,
         source: str = "GlitchTip",

@@ -3,7 +3,7 @@ worker's hooks and the tests reach through the Flask app (`relay_of`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flask import current_app
 
@@ -12,6 +12,7 @@ from ..chat.links import Links
 from ..chat.updates import Handle, Poller
 from ..core.metrics import Metrics
 from ..core.off_thread import OffThread
+from ..core.services import Services
 from ..delivery.dispatcher import Dispatcher
 from ..delivery.intake import Intake
 from ..delivery.job import Jobs
@@ -22,7 +23,6 @@ from ..intake.alerts import Hold
 from ..intake.hidden import HiddenIssues
 from ..intake.last_webhook import LastWebhook
 from ..intake.routed import RoutedWebhooks
-from ..oncall.steps import Escalation
 from ..operating.capability import Running
 from ..operating.config import Settings
 from ..operating.setup_watch import SetupWatch
@@ -61,7 +61,8 @@ class Relay:
     outbox: Outbox | None = None
     # Silences (with a spool): what holds alerts back from a chat, and ends them.
     silencing: Hold | None = None  # the silences' (a capability's), while they are on
-    escalation: Escalation | None = None
+    # What the capabilities provide one another (core/services.py): on call's calls, say.
+    services: Services = field(default_factory=Services)
     watcher: Watcher | None = None
     # A route's `summary`: each place's daily summary, posted by the dispatcher's upkeep.
     summaries: DailySummaries | None = None
