@@ -35,7 +35,7 @@ from .glitchtip.api import GlitchTipApi
 from .glitchtip.details import IssueDetails
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
-from .intake.alerts import HELD_NOTED, HOLD, GlitchTipIssues, WebhookAlerts
+from .intake.alerts import HOLD, GlitchTipIssues, WebhookAlerts
 from .intake.hidden import NAMED_HIDDEN, HiddenIssues
 from .intake.last_webhook import LastWebhook
 from .intake.routed import RoutedWebhooks
@@ -51,7 +51,6 @@ from .parts import (
     Basis,
     acting_from_the_chat,
     command_list,
-    daily_summaries_for,
     following_glitchtip,
     post_escalating,
     roster_for,
@@ -61,7 +60,6 @@ from .parts import (
 from .routes.rotation import ROSTER, Roster
 from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
 from .spool.setup_found import SetupFound
-from .summaries.daily import DailySummaries
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
 from .watch.store import Watched, WatchStore
@@ -74,7 +72,7 @@ from .words import Words, words_for
 
 Clock = Callable[[], float]
 # What the dispatcher's upkeep posts when its time comes.
-OnTime = DailySummaries | RefusedAgain
+OnTime = RefusedAgain
 
 __all__ = [
     "Relay",
@@ -162,12 +160,11 @@ def assemble(
         post_escalating(webhooks, issue, found)
 
     basis = Basis(settings, spool, metrics, clock, outbox, words, roster, covers)
-    summaries = daily_summaries_for(basis)
     refused_again = RefusedAgain(
         settings.routes_in_force, every=timing.routes_refused_again, clock=clock
     )
-    on_time = (summaries, refused_again)
-    services = _services(roster, summaries)
+    on_time = (refused_again,)
+    services = _services(roster)
     running = registry.start(Core(settings, spool, shared, metrics, clock, outbox, words, services))
     calls = services.find(CALLS)  # on call's, started above
     in_step, snoozing = following_glitchtip(basis, calls)
@@ -179,7 +176,7 @@ def assemble(
         words=words,
         theirs=registry.buttons,
         clock=clock,
-        follow_ups=_follow_ups(running, watcher, summaries),
+        follow_ups=_follow_ups(running, watcher),
     )
     renderer = _renderer(
         settings,
@@ -272,7 +269,6 @@ def assemble(
         silencing=services.find(HOLD),
         services=services,
         watcher=watcher,
-        summaries=summaries,
         updates=from_the_chat.updates,
         poller=from_the_chat.poller,
         links=from_the_chat.links,
@@ -284,21 +280,16 @@ def assemble(
     )
 
 
-def _follow_ups(
-    running: Sequence[Running], *parts: Watcher | DailySummaries | None
-) -> list[FollowUp]:
+def _follow_ups(running: Sequence[Running], *parts: Watcher | None) -> list[FollowUp]:
     """What follows a delivery: the capabilities' started, and the parts the wiring builds."""
     theirs = [each for part in running for each in part.follow_ups]
     return [*theirs, *(part.follow_up for part in parts if part is not None)]
 
 
-def _services(roster: Roster, summaries: DailySummaries | None) -> Services:
-    """What the core and the parts the wiring still builds provide the capabilities started
-    after them."""
+def _services(roster: Roster) -> Services:
+    """What the core provides the capabilities it starts: who is on duty."""
     services = Services()
     services.provide(ROSTER, roster)
-    if summaries is not None:
-        services.provide(HELD_NOTED, summaries)
     return services
 
 

@@ -51,10 +51,6 @@ from .silences.store import SilenceStore
 from .snoozes.snoozing import BringBack, Snoozing
 from .snoozes.store import SnoozeStore
 from .spool import Spool
-from .summaries.counters import SUMMARIES
-from .summaries.daily import DailySummaries, Reading
-from .summaries.report import ReportStore
-from .summaries.store import SummaryStore
 from .telegram.bot_commands import BotCommand, described
 from .telegram.client import TelegramClient
 from .telegram.courier import Telegram
@@ -165,23 +161,6 @@ def post_escalating(webhooks: RoutedWebhooks, issue: Watched, found: Trend) -> N
     # Posted again: never said to be new, and its calls are its first message's (oncall/steps.py).
     also = {"escalating": escalating, "again": True}
     webhooks.take(payload, where, time.monotonic(), also=also)
-
-
-def daily_summaries_for(basis: Basis) -> DailySummaries | None:
-    """With a spool and a route that says `summary`: the daily summaries."""
-    settings, spool, _, metrics, clock = _unpacked(basis)
-    places = settings.routes.summaries(settings.default_destination)
-    if spool is None or not places:
-        return None
-    zone = ZoneInfo(settings.timezone)
-    return DailySummaries(
-        places,
-        spool.of(SummaryStore),
-        Reading(spool.of(WatchStore), spool.of(ReportStore)),
-        zone=zone,
-        posted=metrics.of(SUMMARIES).inc,
-        clock=clock,
-    )
 
 
 def roster_for(settings: Settings, shared: Spool, clock: Clock) -> tuple[Roster, KeptCovers]:

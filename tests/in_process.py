@@ -20,8 +20,10 @@ from relay_app.cards.verbs import CALLS
 from relay_app.core.errors import PermanentDeliveryError, RateLimited
 from relay_app.core.outcomes import Outcome
 from relay_app.core.routing import Destination
+from relay_app.intake.alerts import HELD_NOTED
 from relay_app.message.formatting import Message, message_for
 from relay_app.oncall.steps import Escalation
+from relay_app.summaries.daily import DailySummaries
 from relay_app.telegram.courier import Sent
 from relay_app.watch.watcher import Round
 from relay_app.words import ENGLISH
@@ -289,4 +291,11 @@ def escalation_of(relay: Relay) -> Escalation:
     """On call's escalation, as the relay started it (the calls it provides)."""
     found = relay.services.find(CALLS)
     assert isinstance(found, Escalation)
+    return found
+
+
+def summaries_of(relay: Relay) -> DailySummaries:
+    """The daily summaries, as the relay started them (they count what silences hold)."""
+    found = relay.services.find(HELD_NOTED)
+    assert isinstance(found, DailySummaries)
     return found

@@ -23,7 +23,7 @@ from relay_app.routes import RoutesError, parse_routes
 from relay_app.routes.summary_time import SummaryAt
 from relay_app.watch.store import Seen, Watched, WatchStore
 from tests.conftest import FakeTime, run_background
-from tests.in_process import GLITCHTIP, GT_TOKEN, ScriptedTelegram, alone
+from tests.in_process import GLITCHTIP, GT_TOKEN, ScriptedTelegram, alone, summaries_of
 from tests.prometheus import parse, value
 
 CHAT = "-1001234567890"
@@ -51,8 +51,7 @@ def relay(built: Callable[..., Relay], fake_time: FakeTime) -> tuple[Relay, Scri
         glitchtip_url=GLITCHTIP,
         details_budget=None,
     )
-    assert made.summaries is not None
-    assert made.summaries.upkeep() == 0  # its first look: the place is due at 09:00
+    assert summaries_of(made).upkeep() == 0  # its first look: the place is due at 09:00
     return made, telegram
 
 
@@ -61,7 +60,6 @@ def test_a_summary_says_what_happened_and_what_is_still_open_once_a_day(
 ) -> None:
     made, telegram = relay
     assert made.spool is not None
-    assert made.summaries is not None
     watched = made.spool.of(WatchStore)
     # Alerted yesterday and still open, the busiest; alerted just now (new); resolved.
     fake_time.now = BEFORE - 86400
@@ -87,15 +85,15 @@ def test_a_summary_says_what_happened_and_what_is_still_open_once_a_day(
         SentMessage(CHAT, 41, "<b>alert</b>", BEFORE, buttons=(button,)), []
     )
     assert made.spool.of(SentStore).take("k1", by="@ada", by_id=4242, at=BEFORE)  # On it
-    made.summaries.delivered(Destination(int(CHAT)), 3)  # a digest of three
-    made.summaries.delivered(Destination(int(CHAT)), 1)
-    made.summaries.held(Destination(int(CHAT)))
+    summaries_of(made).delivered(Destination(int(CHAT)), 3)  # a digest of three
+    summaries_of(made).delivered(Destination(int(CHAT)), 1)
+    summaries_of(made).held(Destination(int(CHAT)))
 
     fake_time.now = NINE - 1
-    assert made.summaries.upkeep() == 0
+    assert summaries_of(made).upkeep() == 0
     fake_time.now = NINE
-    assert made.summaries.upkeep() == 1
-    assert made.summaries.upkeep() == 0  # once
+    assert summaries_of(made).upkeep() == 1
+    assert summaries_of(made).upkeep() == 0  # once
     run_background(made.dispatcher, fake_time)
     [sent] = telegram.delivered
     lines = sent.text.split("\n")
@@ -112,7 +110,7 @@ def test_a_summary_says_what_happened_and_what_is_still_open_once_a_day(
 
     # The next day: only what happened since (nothing), and the counts start again.
     fake_time.now = NINE + 86400
-    assert made.summaries.upkeep() == 1
+    assert summaries_of(made).upkeep() == 1
     run_background(made.dispatcher, fake_time)
     again = telegram.delivered[-1].text.split("\n")
     assert again[0] == "📋 Daily summary, 03.12 09:00 – 04.12 09:00 (Europe/Moscow)"

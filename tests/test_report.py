@@ -27,7 +27,7 @@ from relay_app.summaries.report import ReportStore, _Taker, _takers
 from relay_app.summaries.text import summary_message
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, FakeTime
-from tests.in_process import GLITCHTIP, Chat, escalation_of
+from tests.in_process import GLITCHTIP, Chat, escalation_of, summaries_of
 from tests.payloads import issue, issue_alert
 
 CHAT = str(CHAT_ID)
@@ -102,8 +102,7 @@ def test_the_report_says_what_on_call_cost_from_the_spools_records(week: Chat) -
 
 
 def test_the_monday_summary_has_the_weeks_report(week: Chat) -> None:
-    assert week.relay.summaries is not None
-    data = week.relay.summaries.compose(HERE)
+    data = summaries_of(week.relay).compose(HERE)
     text = summary_message(data["summary"], ENGLISH).text
     assert "📊 On call, 30.11 09:00 – 07.12 09:00 (UTC)" in text
     assert "Time to take: median 5 min, worst 5 min (1 taken)" in text
@@ -111,7 +110,7 @@ def test_the_monday_summary_has_the_weeks_report(week: Chat) -> None:
     assert "Calls made: 1" in text
     assert "• BACKEND-1A · ZeroDivisionError: division by zero #2 · -" in text
     week.clock.now = MONDAY + 86400  # Tuesday: no report
-    assert "report" not in week.relay.summaries.compose(HERE)["summary"]
+    assert "report" not in summaries_of(week.relay).compose(HERE)["summary"]
 
 
 def test_relay_app_report_prints_it_for_a_route(

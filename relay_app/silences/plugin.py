@@ -19,12 +19,12 @@ from .store import SilenceStore
 def _start(core: Core) -> Running:
     """This process's silencing: it holds alerts (the core's `Hold`), answers Mute and Unmute,
     and ends the silences that ran out where the fleet's leader is."""
-    noted = core.services.find(HELD_NOTED)
     counted = core.metrics.of(ALERTS_SILENCED)
 
     def held(destination: Destination) -> None:
         counted.inc()
-        if noted is not None:
+        # Asked when an alert is held: the summaries start in their turn, before or after.
+        if (noted := core.services.find(HELD_NOTED)) is not None:
             noted.held(destination)
 
     silencing = Silencing(

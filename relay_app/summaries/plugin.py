@@ -1,12 +1,40 @@
-"""Summaries, as a capability: a route's daily summary and weekly report, `relay-app summary`
-and `relay-app report`. Its parts are still built by the wiring (parts.py)."""
+"""Summaries, as a capability: a route's daily summary (and its weekly report) posted by the
+fleet's leader's upkeep, what it counts after each delivery and of each alert a silence held
+(it provides the core's `intake.alerts.HELD_NOTED`), `relay-app summary` and `relay-app
+report`."""
 
 from __future__ import annotations
 
-from ..operating.capability import Capability
+from zoneinfo import ZoneInfo
+
+from ..intake.alerts import HELD_NOTED
+from ..operating.capability import Capability, Core, Running
+from ..watch.store import WatchStore
 from . import text
 from .cli import add_report_command, add_summary_command
 from .counters import SUMMARIES
+from .daily import DailySummaries, Reading
+from .report import ReportStore
+from .store import SummaryStore
+
+
+def _start(core: Core) -> Running:
+    """With a spool and a route that says `summary`: the daily summaries."""
+    settings, spool = core.settings, core.spool
+    places = settings.routes.summaries(settings.default_destination)
+    if spool is None or not places:
+        return Running()
+    summaries = DailySummaries(
+        places,
+        spool.of(SummaryStore),
+        Reading(spool.of(WatchStore), spool.of(ReportStore)),
+        zone=ZoneInfo(settings.timezone),
+        posted=core.metrics.of(SUMMARIES).inc,
+        clock=core.clock,
+    )
+    core.services.provide(HELD_NOTED, summaries)
+    return Running(upkeep=(summaries.upkeep,), follow_ups=(summaries.follow_up,))
+
 
 CAPABILITY = Capability(
     "summaries",
@@ -14,4 +42,5 @@ CAPABILITY = Capability(
     shapes=(text.SHAPE,),
     cli=(add_summary_command, add_report_command),
     tables=("summaries",),
+    start=_start,
 )

@@ -27,7 +27,6 @@ from ..operating.capability import Running
 from ..operating.config import Settings
 from ..operating.setup_watch import SetupWatch
 from ..spool import LocalSpool, Spool
-from ..summaries.daily import DailySummaries
 from ..watch.watcher import Watcher
 from .misses import Misses
 
@@ -64,8 +63,6 @@ class Relay:
     # What the capabilities provide one another (core/services.py): on call's calls, say.
     services: Services = field(default_factory=Services)
     watcher: Watcher | None = None
-    # A route's `summary`: each place's daily summary, posted by the dispatcher's upkeep.
-    summaries: DailySummaries | None = None
     # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles each of Telegram's
     # updates (a press or a reply), and this process's poller for them (TELEGRAM_UPDATES=poll).
     updates: Handle | None = None
