@@ -127,15 +127,6 @@ def _issues(tx: Tx, place: Destination | None, since_db: float) -> list[_Issue]:
     ]
 
 
-def _place(place: Destination | None) -> tuple[Any, ...]:
-    """The parameters of `? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?)`: messages `s`
-    of one place (its chat, and its topic: a chat's main thread is its messages without one),
-    or of every chat."""
-    if place is None:
-        return (0, "", 0)
-    return (1, place.chat_key, place.thread or 0)
-
-
 def _report(tx: Tx, place: Destination | None, start: float) -> Report:
     since = tx.at.to_db(start)
     issues = _issues(tx, place, since)
