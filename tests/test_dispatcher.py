@@ -1005,6 +1005,34 @@ def test_a_claim_held_up_past_its_lease_sends_nothing_where_another_relay_took_o
     assert admin(relay).counts() == {"pending": 0, "dead": 0}
 
 
+def test_a_lane_another_process_holds_is_looked_at_again_when_its_lease_ends(
+    built: Callable[..., Relay], clock: FakeTime
+) -> None:
+    # Where the spool tells of news, an idle dispatcher waits 5 s between looks: a lane held by
+    # a process that died must still be looked at when its lease ends, not a look later.
+    telegram = ScriptedTelegram(clock=clock)
+    relay = built(telegram)
+    assert relay.spool is not None
+    queue = relay.spool.queue
+    queue_alert(queue, PAYLOAD, now=clock.now)
+    gone = Holder("host-gone", "boot", 1, "1")
+    [lane] = queue.lanes(now=clock.now, holder=gone, in_flight=())
+    lease_for = 7.0
+    held = queue.claim(
+        lane,
+        Claimant(gone, "token-gone", lease_for, {"token-gone"}),
+        Taking(fit=relay.jobs.fit, retire=lambda alert, now: None, send=True),
+        now=clock.now,
+    )
+    assert isinstance(held, Claim)
+    assert relay.dispatcher.pass_once() == pytest.approx(clock.now + lease_for)
+    assert telegram.calls == 0
+    clock.now += lease_for
+    [free] = queue.lanes(now=clock.now, holder=gone, in_flight=())
+    assert free.free
+    assert free.held_until is None
+
+
 def test_a_chats_pace_runs_from_when_telegram_had_the_message_however_late_it_went(
     built: Callable[..., Relay], clock: FakeTime
 ) -> None:
