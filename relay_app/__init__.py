@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
+from zoneinfo import ZoneInfo
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
@@ -26,7 +27,7 @@ from .core.services import Services
 from .delivery.dispatcher import Chores, Dispatcher
 from .delivery.health import Health, MemoryHealthStore
 from .delivery.intake import Intake
-from .delivery.job import Attempts, FollowUp, Jobs, Writing
+from .delivery.job import Attempts, Jobs, Writing
 from .delivery.leadership import Chore, Leadership, Upkeep, WhenLeading
 from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
@@ -42,7 +43,7 @@ from .intake.routed import RoutedWebhooks
 from .message.subjects import NO_HOMES
 from .message.trend import Trend
 from .oncall.people import PeopleStore
-from .operating.capability import Core, Registry, Running
+from .operating.capability import Core, Registry
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.routes_file import RefusedAgain
@@ -50,10 +51,10 @@ from .operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
 from .parts import (
     Basis,
     acting_from_the_chat,
+    bot_commands,
     command_list,
     following_glitchtip,
     post_escalating,
-    roster_for,
     watcher_for,
     zones_for,
 )
@@ -63,7 +64,6 @@ from .spool.setup_found import SetupFound
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
 from .watch.store import Watched, WatchStore
-from .watch.watcher import Watcher
 from .web.framing import BODY_GATE
 from .web.misses import Misses
 from .web.relay import EXTENSION, Relay, relay_of
@@ -139,9 +139,12 @@ def assemble(
     def leads() -> bool:
         return term() is not None
 
+    def commands() -> list[dict[str, str]]:  # asked once Telegram answers: all started by then
+        return command_list(settings, spool, listed)
+
     setup = None
     if telegram is None:
-        telegram, setup = _bot_api(settings, spool, shared, health, clock, leads)
+        telegram, setup = _bot_api(settings, shared, health, clock, leads, commands)
         metrics.add_gauges(setup)
     last_webhook = LastWebhook(shared.arrivals, clock=clock)
     metrics.add_gauges(last_webhook)
@@ -154,18 +157,21 @@ def assemble(
         dispatcher.wake()
 
     outbox = Outbox(shared.queue, answers=shared.answers, wake=wake, clock=clock)
-    roster, covers = roster_for(settings, shared, clock)
 
     def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
         post_escalating(webhooks, issue, found)
 
-    basis = Basis(settings, spool, metrics, clock, outbox, words, roster, covers)
     refused_again = RefusedAgain(
         settings.routes_in_force, every=timing.routes_refused_again, clock=clock
     )
     on_time = (refused_again,)
-    services = _services(roster)
-    running = registry.start(Core(settings, spool, shared, metrics, clock, outbox, words, services))
+    services = Services()
+    zones = zones_for(settings)
+    running = registry.start(
+        Core(settings, spool, shared, metrics, clock, outbox, words, services, zones.of)
+    )
+    listed = bot_commands(shared, running.commands)  # as Telegram lists them
+    basis = Basis(settings, spool, metrics, clock, outbox, words, running.commands)
     calls = services.find(CALLS)  # on call's, started above
     in_step, snoozing = following_glitchtip(basis, calls)
     watcher = watcher_for(basis, posted_again, in_step, snoozing)
@@ -176,14 +182,14 @@ def assemble(
         words=words,
         theirs=registry.buttons,
         clock=clock,
-        follow_ups=_follow_ups(running, watcher),
+        follow_ups=[*running.follow_ups, *([watcher.follow_up] if watcher else [])],
     )
     renderer = _renderer(
         settings,
         shared,
         words,
         buttons=buttons,
-        roster=roster,
+        roster=_roster(settings, services),
         registry=registry,
         # Every capability's shapes, notes and kinds of write, on or not: a job one left in
         # the spool is still written.
@@ -209,7 +215,7 @@ def assemble(
 
     upkeep = _upkeep(
         OldRecords(shared.of(SentStore), keep_for=settings.retry_max_age, clock=clock),
-        [each for part in running for each in part.upkeep],
+        running.upkeep,
         on_time,
         leads,
     )
@@ -243,7 +249,7 @@ def assemble(
     hidden = _hidden_issues(settings, spool, webhooks, metrics, clock)
     actions = PressActions(
         buttons=tuple(registry.buttons),
-        theirs={verb: press for part in running for verb, press in part.presses.items()},
+        theirs=running.presses,
         calls=calls,
         snoozing=snoozing,
         pressed_elsewhere=shared.of(PeopleStore).pressed_privately(clock=clock),
@@ -276,21 +282,17 @@ def assemble(
         hidden=hidden,
         leadership=leadership,
         setup=setup,
-        running=tuple(running),
+        running=running,
+        commands=tuple(listed),
     )
 
 
-def _follow_ups(running: Sequence[Running], *parts: Watcher | None) -> list[FollowUp]:
-    """What follows a delivery: the capabilities' started, and the parts the wiring builds."""
-    theirs = [each for part in running for each in part.follow_ups]
-    return [*theirs, *(part.follow_up for part in parts if part is not None)]
-
-
-def _services(roster: Roster) -> Services:
-    """What the core provides the capabilities it starts: who is on duty."""
-    services = Services()
-    services.provide(ROSTER, roster)
-    return services
+def _roster(settings: Settings, services: Services) -> Roster:
+    """Who is on duty, the covers applied: on call's; the rotations alone without it."""
+    found = services.find(ROSTER)
+    return (
+        found if found is not None else Roster(settings.routes.on_call, ZoneInfo(settings.timezone))
+    )
 
 
 def _local_spool(settings: Settings, spool: Spool | None) -> LocalSpool | None:
@@ -311,14 +313,14 @@ def _queues(spool: Spool | None, local: LocalSpool | None, memory: Spool) -> lis
 
 def _bot_api(
     settings: Settings,
-    spool: Spool | None,
     shared: Spool,
     health: Health,
     clock: Clock,
     leads: Callable[[], bool],
+    commands: Callable[[], list[dict[str, str]]],
 ) -> tuple[Courier, SetupWatch]:
     """Telegram's Bot API, and the watch over what the relay's setup needs of it, asked by the
-    fleet's leader (`leads`)."""
+    fleet's leader (`leads`), the chat's `commands` registered with it."""
     client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
     setup = SetupWatch(
         settings,
@@ -327,7 +329,7 @@ def _bot_api(
             unreached=settings.timing.reach_again, spool=settings.timing.reach_again
         ),
         reach=Reach(lambda: health.send_failed(clock()), lambda: health.current().sending),
-        commands=command_list(settings, spool),
+        commands=commands,
     )
     return Courier(client, attempt_timeout=settings.send_timeout), setup
 
@@ -532,8 +534,7 @@ def stop_background_work(app: object) -> None:
         return
     _shut_down(relay.leadership, relay.poller, relay.setup, relay.watcher, relay.dispatcher)
     _shut_down(relay.lookups, relay.links, relay.acting, relay.hidden)
-    for part in relay.running:
-        part.stop()
+    relay.running.stop()
 
 
 class _Stops(Protocol):

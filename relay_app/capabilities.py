@@ -16,8 +16,8 @@ from .watch import plugin as watch
 
 REGISTRY = Registry(
     (
-        silences.CAPABILITY,
         oncall.CAPABILITY,
+        silences.CAPABILITY,
         summaries.CAPABILITY,
         chat.CAPABILITY,
         watch.CAPABILITY,

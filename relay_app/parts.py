@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from .cards.sent import SentStore
@@ -36,18 +36,13 @@ from .glitchtip.lookups import CALL_TIMEOUT
 from .glitchtip.webhook import source_of
 from .intake.routed import RoutedWebhooks
 from .message.trend import Trend
-from .oncall.command import Covering, cover_command, oncall_command, start_command
-from .oncall.covers import CoverStore, KeptCovers
 from .oncall.people import Met, PeopleStore, PrivateChats
 from .operating.config import Settings
-from .routes.rotation import Roster
 from .routes.zones import Zones
 from .sentry.api import SentryApi
 from .sentry.deliveries import DeliveryStore
 from .sentry.trackers import Trackers
 from .sentry.webhook import SentryIntake, SentryPage
-from .silences.command import silences_command
-from .silences.store import SilenceStore
 from .snoozes.snoozing import BringBack, Snoozing
 from .snoozes.store import SnoozeStore
 from .spool import Spool
@@ -69,7 +64,8 @@ Clock = Callable[[], float]
 @dataclass(frozen=True)
 class Basis:
     """What every part here is made from: the settings, the spool (None: RELAY_SPOOL_PATH=off),
-    the counters, the clock, the outbox every write to a chat is queued in, and the roster."""
+    the counters, the clock, the outbox every write to a chat is queued in, the words, and the
+    chat's commands the capabilities answer."""
 
     settings: Settings
     spool: Spool | None
@@ -77,9 +73,7 @@ class Basis:
     clock: Clock
     outbox: Outbox
     words: Words  # the catalogue in the relay's language, the capabilities' words with it
-    # Who is on duty in each rotation, the covers applied (`roster_for`).
-    roster: Roster = field(default_factory=Roster)
-    covers: KeptCovers | None = None
+    commands: Sequence[BotCommand] = ()
 
 
 def following_glitchtip(
@@ -161,13 +155,6 @@ def post_escalating(webhooks: RoutedWebhooks, issue: Watched, found: Trend) -> N
     # Posted again: never said to be new, and its calls are its first message's (oncall/steps.py).
     also = {"escalating": escalating, "again": True}
     webhooks.take(payload, where, time.monotonic(), also=also)
-
-
-def roster_for(settings: Settings, shared: Spool, clock: Clock) -> tuple[Roster, KeptCovers]:
-    """Who is on duty in each rotation of the routes file, with the covers kept in `shared`
-    (the spool, or this process's memory without one), as this process last read them."""
-    covers = KeptCovers(shared.of(CoverStore), clock=clock)
-    return Roster(settings.routes.on_call, ZoneInfo(settings.timezone), covers), covers
 
 
 def zones_for(settings: Settings) -> Zones:
@@ -278,7 +265,7 @@ def _commands(basis: Basis, spool: Spool, answering: Answering, health: Health) 
         )
 
     return Commands(
-        commands=bot_commands(settings, spool, status, clock, basis.roster, basis.covers),
+        commands=bot_commands(spool, basis.commands, status, clock),
         served=served,
         first_time=lambda keys: spool.of(SentStore).first_time(keys, at=clock()),
         answering=answering,
@@ -309,25 +296,14 @@ def met_by(people: PeopleStore, clock: Clock) -> Callable[[Person], None]:
 
 
 def bot_commands(
-    settings: Settings,
     spool: Spool,
+    theirs: Sequence[BotCommand],
     status: Callable[[Words], Status] = lambda words: Status("", "", ""),
     clock: Clock = time.time,
-    roster: Roster | None = None,
-    covers: KeptCovers | None = None,
 ) -> list[BotCommand]:
-    """The chat's commands, the capabilities' and the relay's own, in the order Telegram
-    lists them."""
-    roster = roster or Roster(settings.routes.on_call, ZoneInfo(settings.timezone))
-    covering = Covering(roster, spool.of(CoverStore), covers.changed if covers else lambda: None)
-    return [
-        issues_command(spool.of(WatchStore), clock=clock),
-        oncall_command(roster, clock=clock),
-        cover_command(covering, clock=clock),
-        start_command(spool.of(PeopleStore), clock=clock),
-        silences_command(spool.of(SilenceStore), clock=clock, zone_of=zones_for(settings).of),
-        status_command(status),
-    ]
+    """The chat's commands in the order Telegram lists them: `/issues`, the capabilities', then
+    `/status`."""
+    return [issues_command(spool.of(WatchStore), clock=clock), *theirs, status_command(status)]
 
 
 def issue_apis(
@@ -388,12 +364,14 @@ def served_chats(settings: Settings) -> set[str]:
     }
 
 
-def command_list(settings: Settings, spool: Spool | None) -> list[dict[str, str]]:
+def command_list(
+    settings: Settings, spool: Spool | None, commands: Sequence[BotCommand]
+) -> list[dict[str, str]]:
     """The commands Telegram offers as people type `/`, described in the relay's language;
     none when the relay reads no updates (no GLITCHTIP_API_TOKEN or no spool)."""
     if settings.glitchtip_api_token is None or spool is None:
         return []
-    return described(bot_commands(settings, spool), words_for(settings.language))
+    return described(commands, words_for(settings.language))
 
 
 def bot_id(token: str) -> int | None:

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from relay_app import Relay
+from relay_app import Relay, assemble
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
 from relay_app.cards.sent import SentStore
 from relay_app.chat.answers import Served
@@ -21,16 +21,14 @@ from relay_app.chat.commands import Command, Commands
 from relay_app.core.routing import Destination
 from relay_app.oncall.command import oncall_command
 from relay_app.operating.config import Settings
-from relay_app.parts import bot_commands
 from relay_app.routes import parse_routes
 from relay_app.routes.rotation import Roster
 from relay_app.silences.buttons import MUTE
-from relay_app.spool import open_memory
 from relay_app.telegram.bot_commands import described
 from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import CHAT_ID, FakeTime
-from tests.in_process import GLITCHTIP, MESSAGE, PAYLOAD, Chat, alone
+from tests.in_process import GLITCHTIP, MESSAGE, PAYLOAD, Chat, ScriptedTelegram, alone
 from tests.prometheus import parse, value
 
 CHAT = str(CHAT_ID)
@@ -180,8 +178,9 @@ def test_a_command_for_another_bot_is_left_to_it_and_an_unknown_one_goes_on() ->
 
 
 def test_the_commands_are_described_in_the_relays_language(settings: Settings) -> None:
-    commands = bot_commands(settings, open_memory())
-    listed = described(commands, RUSSIAN)
+    relay = assemble(settings, telegram=ScriptedTelegram())
+    relay.dispatcher.shutdown()
+    listed = described(relay.commands, RUSSIAN)
     assert [c["command"] for c in listed] == ["issues", "oncall", "cover", "silences", "status"]
     assert [c["description"] for c in listed] == [
         RUSSIAN.command_issues,
@@ -190,7 +189,7 @@ def test_the_commands_are_described_in_the_relays_language(settings: Settings) -
         RUSSIAN.command_silences,
         RUSSIAN.command_status,
     ]
-    pairs = zip(listed, described(commands, ENGLISH), strict=True)
+    pairs = zip(listed, described(relay.commands, ENGLISH), strict=True)
     assert all(ru["description"] != en["description"] for ru, en in pairs)
 
 

@@ -1,11 +1,13 @@
 """On call, as a capability: escalation steps and the calls they make (it provides the core's
 `cards.verbs.CALLS`, which presses, replies and the watcher stop and resume), takers called
-again, handoffs, direct calls, covers, `relay-app oncall`, and the tables that keep them. Who is
-on duty comes from the core's `routes.rotation.ROSTER`."""
+again, handoffs, direct calls, covers, `/oncall`, `/cover` and `/start`, `relay-app oncall`,
+and the tables that keep them. Who is on duty, the covers applied, it provides as the core's
+`routes.rotation.ROSTER`, which the renderer asks for to name the people a call mentions."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from zoneinfo import ZoneInfo
 
 from ..cards.verbs import CALLS
 from ..operating.capability import Capability, Core, Running
@@ -14,8 +16,9 @@ from ..summaries.report import ReportStore
 from ..summaries.store import SummaryStore
 from . import direct, handoff_text
 from .cli import add_oncall_command, roster_with_covers
+from .command import Covering, cover_command, oncall_command, start_command
 from .counters import ESCALATION_STEPS, HANDOFFS
-from .covers import CoverStore
+from .covers import CoverStore, KeptCovers
 from .forgetting import Forgetting
 from .handoffs import Handoffs
 from .people import PeopleStore
@@ -27,7 +30,10 @@ from .steps_store import EscalationStore
 def _start(core: Core) -> Running:
     """The escalation (provided as CALLS), the handoffs of the rotations that announce, and
     the forgetting of old covers and private calls: run by the fleet's leader's upkeep."""
-    roster = core.services.find(ROSTER) or Roster()
+    settings = core.settings
+    covers = KeptCovers(core.shared.of(CoverStore), clock=core.clock)
+    roster = Roster(settings.routes.on_call, ZoneInfo(settings.timezone), covers)
+    core.services.provide(ROSTER, roster)
     escalation = Escalation(
         core.shared.of(EscalationStore),
         recalls=core.shared.of(RecallStore),
@@ -44,7 +50,13 @@ def _start(core: Core) -> Running:
         core.shared.of(CoverStore), core.shared.of(PeopleStore), clock=core.clock
     )
     upkeep.append(forgetting.upkeep)
-    return Running(upkeep=upkeep, follow_ups=(escalation.follow_up,))
+    covering = Covering(roster, core.shared.of(CoverStore), covers.changed)
+    commands = (
+        oncall_command(roster, clock=core.clock),
+        cover_command(covering, clock=core.clock),
+        start_command(core.shared.of(PeopleStore), clock=core.clock),
+    )
+    return Running(commands=commands, upkeep=upkeep, follow_ups=(escalation.follow_up,))
 
 
 def _handoffs(core: Core, roster: Roster) -> Handoffs | None:

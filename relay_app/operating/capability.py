@@ -17,9 +17,10 @@ What a capability may declare, each optional:
   (`CREATE TABLE IF NOT EXISTS`, in the spool's types: `spool.dialects.types_of`);
 - `writers`: its kinds of write to the chat: a job kind, and the Bot API write it makes
   (delivery/render.py's `Writer`), queued through the outbox (`Outbox.write`);
-- `start`: given the core's services, its running parts: the presses of its buttons, its
-  upkeep (run by the fleet's leader, once a second), what follows a delivery, what it provides
-  to other capabilities (`provides`), and how it stops.
+- `start`: given the core's services, its running parts: the presses of its buttons, the
+  chat's commands it answers, its upkeep (run by the fleet's leader, at each look at the
+  queue), what follows a delivery, and how it stops; what it provides to other capabilities
+  it provides then (`core.services.provide`).
 
 A capability talks to another only through a service the core defines (a Protocol in the core,
 such as `cards.verbs.Calls`, named by a `core.services.Key`) and the other provides; never by
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import tzinfo
 from typing import Any
 
 from ..cards.verbs import Button, Press
@@ -39,6 +41,7 @@ from ..delivery.job import FollowUp
 from ..delivery.outbox import Outbox
 from ..delivery.render import Note, Shape, Writer
 from ..spool import Spool
+from ..telegram.bot_commands import BotCommand
 from ..words import Words
 from .config import Settings
 from .console import AddCommands
@@ -60,6 +63,8 @@ class Core:
     outbox: Outbox
     words: Words
     services: Services
+    # The zone a chat reads times in: its routes' `timezone`, else RELAY_TIMEZONE.
+    zone_of: Callable[[str], tzinfo]
 
 
 @dataclass(frozen=True)
@@ -67,9 +72,39 @@ class Running:
     """A started capability's parts, as the core runs them."""
 
     presses: Mapping[str, Press] = field(default_factory=dict)  # by its buttons' verbs
+    # The chat's commands it answers, in the order Telegram lists them (after the core's
+    # `/issues`, before `/status`).
+    commands: Sequence[BotCommand] = ()
     upkeep: Sequence[Callable[[], object]] = ()
     follow_ups: Sequence[FollowUp] = ()
     stop: Callable[[], None] = lambda: None
+
+
+@dataclass(frozen=True)
+class Started:
+    """The capabilities started, their parts together as the core runs them."""
+
+    parts: tuple[Running, ...] = ()
+
+    @property
+    def presses(self) -> dict[str, Press]:
+        return {verb: press for part in self.parts for verb, press in part.presses.items()}
+
+    @property
+    def commands(self) -> list[BotCommand]:
+        return [command for part in self.parts for command in part.commands]
+
+    @property
+    def upkeep(self) -> list[Callable[[], object]]:
+        return [chore for part in self.parts for chore in part.upkeep]
+
+    @property
+    def follow_ups(self) -> list[FollowUp]:
+        return [each for part in self.parts for each in part.follow_ups]
+
+    def stop(self) -> None:
+        for part in self.parts:
+            part.stop()
 
 
 def _always(settings: Settings) -> bool:
@@ -158,8 +193,12 @@ class Registry:
         theirs = tuple(self.words(words.language).items())
         return replace(words, theirs=theirs) if theirs != words.theirs else words
 
-    def start(self, core: Core) -> list[Running]:
-        return [each.start(core) for each in self.capabilities if each.start is not None]
+    def start(self, core: Core) -> Started:
+        """Each capability that starts, in the registry's order (a service one provides is
+        there for those after it)."""
+        return Started(
+            tuple(each.start(core) for each in self.capabilities if each.start is not None)
+        )
 
 
 def _one_each(what: str, names: Iterable[Any]) -> None:

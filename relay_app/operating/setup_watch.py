@@ -114,10 +114,11 @@ class SetupWatch(OwnThread):
         client: Callable[[], TelegramClient] | None = None,
         ask_again: AskAgain = AskAgain(),
         reach: Reach = Reach(),
-        commands: Sequence[Mapping[str, str]] = (),
+        commands: Callable[[], Sequence[Mapping[str, str]]] = lambda: (),
     ) -> None:
         """`commands`: the chat's commands, with their descriptions, registered (setMyCommands)
-        once Telegram answers."""
+        once Telegram answers (asked then: the capabilities that answer them start after this
+        watch is made)."""
         self._settings = settings
         fleet = fleet or Fleet(SetupFound(Database(MEMORY)))
         self._found, self._leads = fleet.found, fleet.leads
@@ -131,7 +132,7 @@ class SetupWatch(OwnThread):
         self._reach_again_every = ask_again.unreached
         self._failing = reach.failing
         self._telegram_answers = reach.answers
-        self._commands = [dict(command) for command in commands]
+        self._commands = commands
         self._start_in_this_process()
 
     def _start_over(self) -> None:
@@ -262,13 +263,14 @@ class SetupWatch(OwnThread):
     def _register_commands(self) -> None:
         """The chat's commands, so that Telegram offers them as people type `/`: once a process,
         the first time Telegram answers (the same list from every worker)."""
-        if not self._commands or self._commands_registered:
+        commands = [dict(command) for command in self._commands()]
+        if not commands or self._commands_registered:
             return
         client = self._client()
         try:
             client.call(
                 "setMyCommands",
-                {"commands": self._commands},
+                {"commands": commands},
                 deadline=time.monotonic() + self._settings.send_timeout,
             )
             self._commands_registered = True

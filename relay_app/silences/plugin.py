@@ -10,6 +10,7 @@ from ..operating.capability import Capability, Core, Running
 from . import summary
 from .buttons import MUTE, UNMUTE, presses
 from .cli import add_silence_commands
+from .command import silences_command
 from .counters import ALERTS_SILENCED
 from .gauges import SilenceGauges
 from .silencing import Silencing
@@ -37,7 +38,8 @@ def _start(core: Core) -> Running:
     core.services.provide(HOLD, silencing)
     if core.spool is not None:
         core.metrics.add_gauges(SilenceGauges(core.spool.of(SilenceStore)))
-    return Running(presses=presses(silencing), upkeep=(silencing.sweep,))
+    listed = silences_command(core.shared.of(SilenceStore), clock=core.clock, zone_of=core.zone_of)
+    return Running(presses=presses(silencing), commands=(listed,), upkeep=(silencing.sweep,))
 
 
 CAPABILITY = Capability(

@@ -23,10 +23,11 @@ from ..intake.alerts import Hold
 from ..intake.hidden import HiddenIssues
 from ..intake.last_webhook import LastWebhook
 from ..intake.routed import RoutedWebhooks
-from ..operating.capability import Running
+from ..operating.capability import Started
 from ..operating.config import Settings
 from ..operating.setup_watch import SetupWatch
 from ..spool import LocalSpool, Spool
+from ..telegram.bot_commands import BotCommand
 from ..watch.watcher import Watcher
 from .misses import Misses
 
@@ -78,7 +79,9 @@ class Relay:
     # Asks Telegram at start whether the token and chats work (not with a stand-in Telegram).
     setup: SetupWatch | None = None
     # The capabilities started (operating/capability.py), stopped with the rest.
-    running: tuple[Running, ...] = ()
+    running: Started = field(default_factory=Started)
+    # The chat's commands, as Telegram lists them (setMyCommands).
+    commands: tuple[BotCommand, ...] = ()
 
 
 def relay_of(app: object) -> Relay | None:
