@@ -42,7 +42,6 @@ from .intake.last_webhook import LastWebhook
 from .intake.routed import RoutedWebhooks
 from .message.subjects import NO_HOMES
 from .message.trend import Trend
-from .oncall.people import PeopleStore
 from .operating.capability import Core, Registry
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
@@ -63,6 +62,7 @@ from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, 
 from .spool.setup_found import SetupFound
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
+from .telegram.people import PEOPLE, People
 from .watch.store import Watched, WatchStore
 from .web.framing import BODY_GATE
 from .web.misses import Misses
@@ -171,7 +171,9 @@ def assemble(
         Core(settings, spool, shared, metrics, clock, outbox, words, services, zones.of)
     )
     listed = bot_commands(shared, running.commands)  # as Telegram lists them
-    basis = Basis(settings, spool, metrics, clock, outbox, words, running.commands)
+    basis = Basis(
+        settings, spool, metrics, clock, outbox, words, running.commands, services.find(PEOPLE)
+    )
     calls = services.find(CALLS)  # on call's, started above
     in_step, snoozing = following_glitchtip(basis, calls)
     watcher = watcher_for(basis, posted_again, in_step, snoozing)
@@ -194,7 +196,7 @@ def assemble(
         # Every capability's shapes, notes and kinds of write, on or not: a job one left in
         # the spool is still written.
         everything=capabilities,
-        clock=clock,
+        people=services.find(PEOPLE),
     )
     policy = RetryPolicy(
         attempts=settings.retry_attempts, wait=settings.retry_wait, max_age=settings.retry_max_age
@@ -252,9 +254,9 @@ def assemble(
         theirs=running.presses,
         calls=calls,
         snoozing=snoozing,
-        pressed_elsewhere=shared.of(PeopleStore).pressed_privately(clock=clock),
+        pressed_elsewhere=_pressed_elsewhere(services.find(PEOPLE)),
     )
-    from_the_chat = acting_from_the_chat(basis, telegram, health, actions, term)
+    from_the_chat = acting_from_the_chat(basis, telegram, health, actions, term, running.updates)
     chores = _fleet_chores(from_the_chat.poller, watcher, setup)
     leadership = Leadership(shared.leader, chores, timing=timing, clock=clock)
     return Relay(
@@ -380,7 +382,7 @@ def _renderer(
     roster: Roster,
     registry: Registry,
     everything: Registry,
-    clock: Clock,
+    people: People | None,
 ) -> Renderer:
     """What every job writes, made when it is sent: with the capabilities' shapes of alert,
     their notes, and the cards' edits."""
@@ -391,7 +393,7 @@ def _renderer(
         coalesce=settings.coalesce,
         buttons_at=settings.issue_homes if buttons else NO_HOMES,
         names_sources=settings.sentry is not None and settings.glitchtip_url is not None,
-        on_call=OnCall(roster, zones, names=_names(shared.of(PeopleStore), clock)),
+        on_call=OnCall(roster, zones, names=_names(people)),
         added=Added(
             everything.shapes,
             [*everything.notes, NAMED_HIDDEN],
@@ -406,13 +408,16 @@ def _renderer(
     )
 
 
-def _names(people: PeopleStore, clock: Clock) -> Callable[[Sequence[str]], Mapping[str, str]]:
-    """The names of the people a message calls by `tg:<id>`, where the relay met them; none
-    when the spool cannot say now (the message calls them by number then)."""
+def _names(people: People | None) -> Callable[[Sequence[str]], Mapping[str, str]]:
+    """The names of the people a message calls by `tg:<id>`, where the relay met them (on
+    call keeps them); none when the spool cannot say now, or nobody keeps them (the message
+    calls them by number then)."""
 
     def names(mentions: Sequence[str]) -> Mapping[str, str]:
+        if people is None:
+            return {}
         try:
-            return people.names(mentions, now=clock())
+            return people.names(mentions)
         except SpoolError as exc:
             logging.getLogger(__name__).debug(
                 "the names of %s could not be read now: %s", mentions, exc
@@ -420,6 +425,12 @@ def _names(people: PeopleStore, clock: Clock) -> Callable[[Sequence[str]], Mappi
             return {}
 
     return names
+
+
+def _pressed_elsewhere(people: People | None) -> Callable[[int, str, int], bool] | None:
+    """Where else a button may be pressed: in the private chat of someone called there for its
+    message (on call's direct calls)."""
+    return people.pressed_privately if people is not None else None
 
 
 def _hidden_issues(

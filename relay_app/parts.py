@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
@@ -36,7 +36,6 @@ from .glitchtip.lookups import CALL_TIMEOUT
 from .glitchtip.webhook import source_of
 from .intake.routed import RoutedWebhooks
 from .message.trend import Trend
-from .oncall.people import Met, PeopleStore, PrivateChats
 from .operating.config import Settings
 from .routes.zones import Zones
 from .sentry.api import SentryApi
@@ -49,6 +48,8 @@ from .spool import Spool
 from .telegram.bot_commands import BotCommand, described
 from .telegram.client import TelegramClient
 from .telegram.courier import Telegram
+from .telegram.people import People
+from .telegram.updates_webhook import Handler
 from .watch.in_step import CardsInStep
 from .watch.issues import issues_command
 from .watch.store import Watched, WatchStore
@@ -74,6 +75,7 @@ class Basis:
     outbox: Outbox
     words: Words  # the catalogue in the relay's language, the capabilities' words with it
     commands: Sequence[BotCommand] = ()
+    people: People | None = None  # the people the relay met (on call's), where it keeps them
 
 
 def following_glitchtip(
@@ -185,11 +187,13 @@ def acting_from_the_chat(
     health: Health,
     actions: PressActions,
     term: Callable[[], str | None],
+    kinds: Mapping[str, Handler],
 ) -> FromTheChat:
     """With GLITCHTIP_API_TOKEN (and a spool to keep the sent messages in): what handles each
     update, a press or a reply, and with TELEGRAM_UPDATES=poll this process's poller for them,
     which polls while `term` names this process's term as the fleet's leader. `actions`: what
-    a press does besides changing the issue in GlitchTip."""
+    a press does besides changing the issue in GlitchTip; `kinds`: the capabilities' own kinds
+    of update, each by its handler."""
     settings, spool, outbox, metrics, clock = _unpacked(basis)
     if not settings.acts_on_issues or spool is None:
         return FromTheChat()
@@ -209,7 +213,7 @@ def acting_from_the_chat(
         words=basis.words,
         metrics=metrics,
         clock=clock,
-        met=met_by(spool.of(PeopleStore), clock),
+        met=met_by(basis.people),
     )
     links = _links(basis, spool, answering, _link_sources(settings, glitchtip, sentry))
     # Presses and replies' comments are handled off the thread that read their update: polled,
@@ -231,7 +235,7 @@ def acting_from_the_chat(
         ),
         _commands(basis, spool, answering, health),
         links,
-        by_kind={"my_chat_member": PrivateChats(spool.of(PeopleStore), clock=clock)},
+        by_kind=kinds,
     )
     if settings.telegram_updates != "poll":
         return FromTheChat(route, None, links, acting)
@@ -275,20 +279,21 @@ def _commands(basis: Basis, spool: Spool, answering: Answering, health: Health) 
             may_act=lambda person: (
                 not settings.action_user_ids or person.id in settings.action_user_ids
             ),
-            met=met_by(spool.of(PeopleStore), clock),
+            met=met_by(basis.people),
         ),
     )
 
 
-def met_by(people: PeopleStore, clock: Clock) -> Callable[[Person], None]:
+def met_by(people: People | None) -> Callable[[Person], None]:
     """Keep the name and username of someone who asked or acted in a chat the relay serves
-    (a call by `tg:<id>` shows the name); what the spool cannot keep now waits for next time."""
+    (a call by `tg:<id>` shows the name), where someone keeps them (on call); what the spool
+    cannot keep now waits for next time."""
 
     def met(person: Person) -> None:
-        if person.id is None or person.id <= 0:
+        if people is None or person.id is None or person.id <= 0:
             return
         try:
-            people.seen(Met(person.id, person.username, person.name), now=clock())
+            people.met(person.id, person.username, person.name)
         except SpoolError as exc:
             log.debug("%s could not be kept as met: %s", person.handle, exc)
 

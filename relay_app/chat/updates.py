@@ -28,6 +28,7 @@ from ..core.json_values import json_int
 from ..core.process import OwnThread
 from ..core.timing import PRODUCTION, Timing
 from ..telegram.client import TelegramClient
+from ..telegram.updates_webhook import Handler
 from .commands import Command, Commands
 
 log = logging.getLogger(__name__)
@@ -37,10 +38,6 @@ Handle = Callable[[dict[str, Any]], None]
 
 # After a failed poll, the next waits 1 s, doubling up to this.
 MAX_BACKOFF = 30.0
-
-
-class Handler(Protocol):
-    def handle_update(self, update: dict[str, Any]) -> None: ...
 
 
 def route_updates(

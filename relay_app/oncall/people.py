@@ -101,15 +101,6 @@ class PeopleStore:
         )
         return len(gone)
 
-    def pressed_privately(
-        self, *, clock: Callable[[], float] = time.time
-    ) -> Callable[[int, str, int], bool]:
-        """Where else a button may be pressed (chat/presses.py's PressActions): in the private
-        chat of someone called there for its message."""
-        return lambda user_id, chat, message_id: self.called_directly(
-            user_id, chat, message_id, now=clock()
-        )
-
     def reachable(self, *, now: float) -> list[Met]:
         """Everyone who sent /start, for the operator (`relay-app check`, docs)."""
         rows = self._store.read(
@@ -120,6 +111,24 @@ class PeopleStore:
             now=now,
         )
         return [Met(int(r["user_id"]), r["username"], str(r["name"])) for r in rows]
+
+
+class KnownPeople:
+    """The people kept, as the core asks for them (telegram/people.py's `People`), on the
+    relay's clock."""
+
+    def __init__(self, store: PeopleStore, *, clock: Callable[[], float] = time.time) -> None:
+        self._store = store
+        self._clock = clock
+
+    def met(self, user_id: int, username: str | None, name: str) -> None:
+        self._store.seen(Met(user_id, username, name), now=self._clock())
+
+    def names(self, mentions: Sequence[str]) -> Mapping[str, str]:
+        return self._store.names(mentions, now=self._clock())
+
+    def pressed_privately(self, user_id: int, chat: str, message_id: int) -> bool:
+        return self._store.called_directly(user_id, chat, message_id, now=self._clock())
 
 
 class PrivateChats:

@@ -14,6 +14,7 @@ from ..operating.capability import Capability, Core, Running
 from ..routes.rotation import ROSTER, Roster
 from ..summaries.report import ReportStore
 from ..summaries.store import SummaryStore
+from ..telegram.people import PEOPLE
 from . import direct, handoff_text
 from .cli import add_oncall_command, roster_with_covers
 from .command import Covering, cover_command, oncall_command, start_command
@@ -21,7 +22,7 @@ from .counters import ESCALATION_STEPS, HANDOFFS
 from .covers import CoverStore, KeptCovers
 from .forgetting import Forgetting
 from .handoffs import Handoffs
-from .people import PeopleStore
+from .people import KnownPeople, PeopleStore, PrivateChats
 from .recalls import RecallStore
 from .steps import Escalation
 from .steps_store import EscalationStore
@@ -56,7 +57,15 @@ def _start(core: Core) -> Running:
         cover_command(covering, clock=core.clock),
         start_command(core.shared.of(PeopleStore), clock=core.clock),
     )
-    return Running(commands=commands, upkeep=upkeep, follow_ups=(escalation.follow_up,))
+    people = core.shared.of(PeopleStore)
+    core.services.provide(PEOPLE, KnownPeople(people, clock=core.clock))
+    return Running(
+        commands=commands,
+        # A person who blocked the bot in their private chat is called there no more.
+        updates={"my_chat_member": PrivateChats(people, clock=core.clock)},
+        upkeep=upkeep,
+        follow_ups=(escalation.follow_up,),
+    )
 
 
 def _handoffs(core: Core, roster: Roster) -> Handoffs | None:

@@ -42,6 +42,7 @@ from ..delivery.outbox import Outbox
 from ..delivery.render import Note, Shape, Writer
 from ..spool import Spool
 from ..telegram.bot_commands import BotCommand
+from ..telegram.updates_webhook import Handler
 from ..words import Words
 from .config import Settings
 from .console import AddCommands
@@ -75,6 +76,8 @@ class Running:
     # The chat's commands it answers, in the order Telegram lists them (after the core's
     # `/issues`, before `/status`).
     commands: Sequence[BotCommand] = ()
+    # The kinds of Telegram's update it handles (`my_chat_member`), each by its handler.
+    updates: Mapping[str, Handler] = field(default_factory=dict)
     upkeep: Sequence[Callable[[], object]] = ()
     follow_ups: Sequence[FollowUp] = ()
     stop: Callable[[], None] = lambda: None
@@ -89,6 +92,10 @@ class Started:
     @property
     def presses(self) -> dict[str, Press]:
         return {verb: press for part in self.parts for verb, press in part.presses.items()}
+
+    @property
+    def updates(self) -> dict[str, Handler]:
+        return {kind: handler for part in self.parts for kind, handler in part.updates.items()}
 
     @property
     def commands(self) -> list[BotCommand]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from typing import Any, Protocol
 
 # Telegram's header on the updates it posts to a webhook.
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 (a header's name)
@@ -40,3 +41,9 @@ def telegram_secret_token(bot_token: str) -> str:
     everyone who can read its alert settings."""
     key = bot_token.encode()
     return hmac.new(key, b"relay_app telegram-updates secret_token", hashlib.sha256).hexdigest()
+
+
+class Handler(Protocol):
+    """What handles one kind of Telegram's updates (a press, a reply, a capability's own)."""
+
+    def handle_update(self, update: dict[str, Any]) -> None: ...
