@@ -181,8 +181,7 @@ def walks() -> Iterator[tuple[str, tuple[int, int, int, int]]]:
             )
         finally:
             relay.dispatcher.shutdown()
-            if relay.acting is not None:
-                relay.acting.shutdown()
+            relay.running.stop()
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from .cards.edits import card_edits
 from .cards.outgoing import OldRecords, Outgoing
 from .cards.sent import SentStore
 from .cards.verbs import CALLS
-from .chat.presses import PressActions
+from .chat.links import LINK_SOURCES
 from .core.errors import SpoolError
 from .core.logs import configure_logging
 from .core.metrics import CounterSpec, Metrics
@@ -32,7 +32,7 @@ from .delivery.leadership import Chore, Leadership, Upkeep, WhenLeading
 from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
 from .delivery.render import Added, OnCall, Renderer
-from .glitchtip.api import GlitchTipApi
+from .glitchtip.api import ISSUE_ACTIONS, GlitchTipApi
 from .glitchtip.details import IssueDetails
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
@@ -49,20 +49,23 @@ from .operating.routes_file import RefusedAgain
 from .operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
 from .parts import (
     Basis,
-    acting_from_the_chat,
-    bot_commands,
-    command_list,
     following_glitchtip,
+    issue_apis,
+    link_sources,
     post_escalating,
     watcher_for,
     zones_for,
 )
 from .routes.rotation import ROSTER, Roster
+from .sentry.trackers import Trackers
+from .snoozes.snoozing import SNOOZING
 from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
 from .spool.setup_found import SetupFound
+from .telegram.bot_commands import COMMANDS, BotCommand, described
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
 from .telegram.people import PEOPLE, People
+from .telegram.updates_webhook import UPDATES
 from .watch.store import Watched, WatchStore
 from .web.framing import BODY_GATE
 from .web.misses import Misses
@@ -140,7 +143,8 @@ def assemble(
         return term() is not None
 
     def commands() -> list[dict[str, str]]:  # asked once Telegram answers: all started by then
-        return command_list(settings, spool, listed)
+        listed = services.find(COMMANDS)
+        return described(listed, words) if listed is not None else []
 
     setup = None
     if telegram is None:
@@ -165,17 +169,29 @@ def assemble(
         settings.routes_in_force, every=timing.routes_refused_again, clock=clock
     )
     on_time = (refused_again,)
-    services = Services()
+    services = _sources(settings)
     zones = zones_for(settings)
     running = registry.start(
-        Core(settings, spool, shared, metrics, clock, outbox, words, services, zones.of)
+        Core(
+            settings,
+            spool,
+            shared,
+            metrics,
+            clock,
+            outbox,
+            words,
+            services,
+            zones.of,
+            telegram,
+            health,
+            term,
+            buttons=tuple(registry.buttons),
+        )
     )
-    listed = bot_commands(shared, running.commands)  # as Telegram lists them
-    basis = Basis(
-        settings, spool, metrics, clock, outbox, words, running.commands, services.find(PEOPLE)
-    )
-    calls = services.find(CALLS)  # on call's, started above
-    in_step, snoozing = following_glitchtip(basis, calls)
+    basis = Basis(settings, spool, metrics, clock, outbox, words)
+    in_step, snoozing = following_glitchtip(basis, services.find(CALLS))
+    if snoozing is not None:
+        services.provide(SNOOZING, snoozing)
     watcher = watcher_for(basis, posted_again, in_step, snoozing)
     outgoing = Outgoing(
         spool.of(SentStore) if spool is not None else None,
@@ -249,15 +265,7 @@ def assemble(
         glitchtip=issues,
     )
     hidden = _hidden_issues(settings, spool, webhooks, metrics, clock)
-    actions = PressActions(
-        buttons=tuple(registry.buttons),
-        theirs=running.presses,
-        calls=calls,
-        snoozing=snoozing,
-        pressed_elsewhere=_pressed_elsewhere(services.find(PEOPLE)),
-    )
-    from_the_chat = acting_from_the_chat(basis, telegram, health, actions, term, running.updates)
-    chores = _fleet_chores(from_the_chat.poller, watcher, setup)
+    chores = _fleet_chores(*running.chores, watcher, setup)
     leadership = Leadership(shared.leader, chores, timing=timing, clock=clock)
     return Relay(
         settings=settings,
@@ -277,16 +285,30 @@ def assemble(
         silencing=services.find(HOLD),
         services=services,
         watcher=watcher,
-        updates=from_the_chat.updates,
-        poller=from_the_chat.poller,
-        links=from_the_chat.links,
-        acting=from_the_chat.acting,
+        updates=services.find(UPDATES),
         hidden=hidden,
         leadership=leadership,
         setup=setup,
         running=running,
-        commands=tuple(listed),
+        commands=_listed(services),
     )
+
+
+def _listed(services: Services) -> tuple[BotCommand, ...]:
+    """The chat's commands as Telegram lists them; none while nothing answers them."""
+    listed = services.find(COMMANDS)
+    return listed if listed is not None else ()
+
+
+def _sources(settings: Settings) -> Services:
+    """What the sources' tokens make, for the capabilities to ask for: what changes their
+    issues (a press, a reply), and the sources whose links get cards."""
+    services = Services()
+    glitchtip, sentry = issue_apis(settings, timeout=settings.send_timeout)
+    if glitchtip is not None or sentry is not None:
+        services.provide(ISSUE_ACTIONS, Trackers(glitchtip, sentry))
+    services.provide(LINK_SOURCES, tuple(link_sources(settings, glitchtip, sentry)))
+    return services
 
 
 def _roster(settings: Settings, services: Services) -> Roster:
@@ -427,12 +449,6 @@ def _names(people: People | None) -> Callable[[Sequence[str]], Mapping[str, str]
     return names
 
 
-def _pressed_elsewhere(people: People | None) -> Callable[[int, str, int], bool] | None:
-    """Where else a button may be pressed: in the private chat of someone called there for its
-    message (on call's direct calls)."""
-    return people.pressed_privately if people is not None else None
-
-
 def _hidden_issues(
     settings: Settings,
     spool: Spool | None,
@@ -536,16 +552,16 @@ def start_background_work(app: object) -> None:
 
 
 def stop_background_work(app: object) -> None:
-    """Stop deliberately (gunicorn's worker_exit hook): the fleet's chores first, the poll in
-    flight ended and the leader's lease given back, so another process takes over at once
-    (Leadership.shutdown), then Dispatcher.shutdown, then the pools of look-ups and presses,
-    then the capabilities started."""
+    """Stop deliberately (gunicorn's worker_exit hook): the fleet's chores first, the leader's
+    lease given back, so another process takes over at once (Leadership.shutdown), then the
+    capabilities started (the poll in flight ended, the presses' threads), then
+    Dispatcher.shutdown, then the look-ups."""
     relay = relay_of(app)
     if relay is None:
         return
-    _shut_down(relay.leadership, relay.poller, relay.setup, relay.watcher, relay.dispatcher)
-    _shut_down(relay.lookups, relay.links, relay.acting, relay.hidden)
+    _shut_down(relay.leadership, relay.setup, relay.watcher)
     relay.running.stop()
+    _shut_down(relay.dispatcher, relay.lookups, relay.hidden)
 
 
 class _Stops(Protocol):

@@ -19,10 +19,11 @@ REGISTRY = Registry(
         oncall.CAPABILITY,
         silences.CAPABILITY,
         summaries.CAPABILITY,
-        chat.CAPABILITY,
         watch.CAPABILITY,
         snoozes.CAPABILITY,
         sentry.CAPABILITY,
+        # It dispatches the others' presses, commands and kinds of update: it starts last.
+        chat.CAPABILITY,
     )
 )
 

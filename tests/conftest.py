@@ -191,8 +191,7 @@ def built(settings: Settings, fake_time: FakeTime) -> Iterator[Callable[..., Rel
     yield build
     for relay in relays:
         relay.dispatcher.shutdown()
-        if relay.links is not None:
-            relay.links.shutdown()
+        relay.running.stop()  # the capabilities' threads: links' look-ups, presses
 
 
 @pytest.fixture

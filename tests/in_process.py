@@ -17,6 +17,7 @@ from relay_app import Relay
 from relay_app.cards.card import SentMessage
 from relay_app.cards.sent import SentStore
 from relay_app.cards.verbs import CALLS
+from relay_app.chat.links import LINKS
 from relay_app.core.errors import PermanentDeliveryError, RateLimited
 from relay_app.core.outcomes import Outcome
 from relay_app.core.routing import Destination
@@ -271,8 +272,8 @@ class Chat:
     def settle(self) -> None:
         """The links' look-ups under way ended, then every write queued so far sent, each when
         its turn comes (on the test's clock)."""
-        if self.relay.links is not None:
-            assert self.relay.links.look_ups.wait_idle(timeout=10)
+        if (links := self.relay.services.find(LINKS)) is not None:
+            assert links.look_ups.wait_idle(timeout=10)
         run_background(self.relay.dispatcher, self.clock)
 
     def watcher_round(self, at: float) -> Round:

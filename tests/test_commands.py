@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -28,7 +29,7 @@ from relay_app.telegram.bot_commands import described
 from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import CHAT_ID, FakeTime
-from tests.in_process import GLITCHTIP, MESSAGE, PAYLOAD, Chat, ScriptedTelegram, alone
+from tests.in_process import GLITCHTIP, GT_TOKEN, MESSAGE, PAYLOAD, Chat, ScriptedTelegram, alone
 from tests.prometheus import parse, value
 
 CHAT = str(CHAT_ID)
@@ -178,7 +179,8 @@ def test_a_command_for_another_bot_is_left_to_it_and_an_unknown_one_goes_on() ->
 
 
 def test_the_commands_are_described_in_the_relays_language(settings: Settings) -> None:
-    relay = assemble(settings, telegram=ScriptedTelegram())
+    with_token = replace(settings, glitchtip_api_token=GT_TOKEN, glitchtip_url=GLITCHTIP)
+    relay = assemble(with_token, telegram=ScriptedTelegram())
     relay.dispatcher.shutdown()
     listed = described(relay.commands, RUSSIAN)
     assert [c["command"] for c in listed] == ["issues", "oncall", "cover", "silences", "status"]

@@ -16,6 +16,7 @@ import responses
 
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.chat.links import LINKS
 from relay_app.core.errors import GlitchTipScopeMissing
 from relay_app.glitchtip.notices import operator_fix
 from relay_app.operating.sentry_env import SentryConfig
@@ -330,8 +331,9 @@ def test_a_pasted_sentry_link_gets_the_issues_card_read_from_sentry(
     sentry.get(f"{SENTRY}/api/0/organizations/acme/issues/4/events/latest/", status=404, json={})
     # The chat follows it: the relay's card of Sentry's issue 4 is there (SENTRYS).
     chat.update(message(f"again? {SENTRY}/organizations/acme/issues/4/", 1))
-    assert chat.relay.links is not None
-    assert chat.relay.links.look_ups.wait_idle(timeout=10)
+    links = chat.relay.services.find(LINKS)
+    assert links is not None
+    assert links.look_ups.wait_idle(timeout=10)
     chat.settle()
     [card] = [sent for sent in chat.telegram.delivered if sent.reply_to is not None]
     lines = card.text.split("\n")

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..core.errors import GlitchTipError, GlitchTipIssueGone, SpoolError
 from ..core.off_thread import OffThread
+from ..core.services import Key
 from ..message.subjects import SENTRY_PREFIX, origin_of
 from ..words import Said
 from .answers import Answering, Asker, Served
@@ -223,3 +224,12 @@ def _answers_a_bot(message: Any) -> bool:
     answered = message.get("reply_to_message") if isinstance(message, dict) else None
     sender = answered.get("from") if isinstance(answered, dict) else None
     return isinstance(sender, dict) and bool(sender.get("is_bot"))
+
+
+# The sources with a token whose links get cards, each at its address: the wiring makes them
+# (a source's API is its own), acting from the chat asks for them.
+LINK_SOURCES: Key[tuple[LinkSource, ...]] = Key("link sources")
+
+
+# The links' look-ups of this relay (acting from the chat's): a test waits for them to end.
+LINKS: Key[Links] = Key("links")

@@ -145,7 +145,8 @@ class PressActions:
     buttons: tuple[Button, ...] = ()
     theirs: Mapping[str, TheirPress] = field(default_factory=dict)
     calls: Calls | None = None
-    snoozing: Snoozing | None = None
+    # Asked at each press: the watcher's part, made after the capabilities start.
+    snoozing: Callable[[], Snoozing | None] = lambda: None
     # Where else a button may be pressed: a capability's answer to whether this person, in
     # this private chat, was given the message's buttons (oncall/people.py: a private call).
     pressed_elsewhere: PressedElsewhere | None = None
@@ -175,9 +176,13 @@ class Presses:
         self._buttons = tuple(b for b in actions.buttons if b.verb in actions.theirs)
         self._theirs = actions.theirs
         self._calls = actions.calls
-        self._snoozing = actions.snoozing
+        self._snoozings = actions.snoozing
         self._pressed_elsewhere = actions.pressed_elsewhere
         self._taking = Taking(team.store, outbox, actions.calls, clock=team.clock)
+
+    @property
+    def _snoozing(self) -> Snoozing | None:
+        return self._snoozings()
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates, polled or posted to the webhook: a press is handled, once;

@@ -32,6 +32,7 @@ from ..core.errors import (
 from ..core.http_deadline import Deadline, DeadlineAdapter
 from ..core.json_values import MAX_COUNT, json_count, json_objects
 from ..core.logs import redact, register_secret
+from ..core.services import Key
 from .details import IssueDetails, details_from
 
 # GlitchTip's answers here are a few kilobytes; a larger one is not its API answering.
@@ -63,6 +64,11 @@ class IssueActions(Protocol):
     ) -> dict[str, Any]: ...
 
     def comment(self, issue_id: str, text: str, *, org: str | None = None) -> dict[str, Any]: ...
+
+
+# What changes the sources' issues (GlitchTip's, Sentry's), as the wiring makes it from their
+# tokens: acting from the chat asks for it.
+ISSUE_ACTIONS: Key[IssueActions] = Key("issue actions")
 
 
 class IssueWatch(Protocol):

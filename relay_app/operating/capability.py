@@ -37,11 +37,14 @@ from typing import Any
 from ..cards.verbs import Button, Press
 from ..core.metrics import CounterSpec, Metrics
 from ..core.services import Services
+from ..delivery.health import Health
 from ..delivery.job import FollowUp
+from ..delivery.leadership import Chore
 from ..delivery.outbox import Outbox
 from ..delivery.render import Note, Shape, Writer
 from ..spool import Spool
 from ..telegram.bot_commands import BotCommand
+from ..telegram.courier import Telegram
 from ..telegram.updates_webhook import Handler
 from ..words import Words
 from .config import Settings
@@ -66,6 +69,15 @@ class Core:
     services: Services
     # The zone a chat reads times in: its routes' `timezone`, else RELAY_TIMEZONE.
     zone_of: Callable[[str], tzinfo]
+    # Telegram's Bot API (a press's answer), whether it answers, and this process's term as
+    # the fleet's leader while it leads (None otherwise).
+    telegram: Telegram
+    health: Health
+    term: Callable[[], str | None]
+    # The buttons of the capabilities that are on, and what those started before this one
+    # added (their presses, commands, kinds of update): acting from the chat starts last.
+    buttons: tuple[Button, ...] = ()
+    before: Started = field(default_factory=lambda: Started())
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,9 @@ class Running:
     commands: Sequence[BotCommand] = ()
     # The kinds of Telegram's update it handles (`my_chat_member`), each by its handler.
     updates: Mapping[str, Handler] = field(default_factory=dict)
+    # Its threads that run where the fleet's leader is (the updates' poller): started as this
+    # process comes to lead, stopped when it no longer does.
+    chores: Sequence[Chore] = ()
     upkeep: Sequence[Callable[[], object]] = ()
     follow_ups: Sequence[FollowUp] = ()
     stop: Callable[[], None] = lambda: None
@@ -100,6 +115,10 @@ class Started:
     @property
     def commands(self) -> list[BotCommand]:
         return [command for part in self.parts for command in part.commands]
+
+    @property
+    def chores(self) -> list[Chore]:
+        return [chore for part in self.parts for chore in part.chores]
 
     @property
     def upkeep(self) -> list[Callable[[], object]]:
@@ -136,6 +155,9 @@ class Capability:
     tables: tuple[str, ...] = ()
     writers: tuple[Writer, ...] = ()
     start: Callable[[Core], Running] | None = None
+    # Whether it dispatches what the others add (their presses, commands and kinds of update:
+    # acting from the chat): it starts after all of them, wherever the registry lists it.
+    dispatches: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,6 +172,7 @@ class Registry:
         _one_each("button code", [b.code for b in self.buttons])
         _one_each("table", [table for each in self.capabilities for table in each.tables])
         _one_each("kind of write", [writer.kind for writer in self.writers])
+        _one_each("dispatcher", [each.dispatches for each in self.capabilities if each.dispatches])
 
     def on(self, settings: Settings) -> Registry:
         """Those the settings turn on: asked once, here."""
@@ -201,11 +224,13 @@ class Registry:
         return replace(words, theirs=theirs) if theirs != words.theirs else words
 
     def start(self, core: Core) -> Started:
-        """Each capability that starts, in the registry's order (a service one provides is
-        there for those after it)."""
-        return Started(
-            tuple(each.start(core) for each in self.capabilities if each.start is not None)
-        )
+        """Each capability that starts, in the registry's order: a service one provides is
+        there for those after it, and each is told what those before it started."""
+        parts: list[Running] = []
+        for each in sorted(self.capabilities, key=lambda capability: capability.dispatches):
+            if each.start is not None:
+                parts.append(each.start(replace(core, before=Started(tuple(parts)))))
+        return Started(tuple(parts))
 
 
 def _one_each(what: str, names: Iterable[Any]) -> None:

@@ -25,6 +25,7 @@ from datetime import UTC, tzinfo
 from ..cards.card import SNOOZE_FOR, IssueButton, SentMessage, Verb, clock_time
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.metrics import Metrics
+from ..core.services import Key
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import GlitchTipApi, IssueState, events_of
 from ..message.spans import place_time
@@ -259,3 +260,8 @@ def _why(snooze: Snooze, state: IssueState) -> str:
         return f"ignored by {snooze.by} until {clock_time(snooze.until_at)} UTC"
     more = (state.events or 0) - (snooze.baseline or 0)
     return f"{more} more events since {snooze.by} ignored it until {snooze.events} more"
+
+
+# Ignore's choices kept and brought back: the watcher's part (with GLITCHTIP_API_TOKEN), which
+# the wiring provides; the presses ask for it.
+SNOOZING: Key[Snoozing] = Key("snoozing")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..core.services import Key
 from ..words import Said, Words
 
 
@@ -44,3 +45,8 @@ def described(commands: Sequence[BotCommand], words: Words) -> list[dict[str, st
         for command in commands
         if not command.private
     ]
+
+
+# The chat's commands, as Telegram lists them: acting from the chat provides them (setMyCommands
+# asks for the list once Telegram answers).
+COMMANDS: Key[tuple[BotCommand, ...]] = Key("commands")

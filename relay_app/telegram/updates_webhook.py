@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 from typing import Any, Protocol
+
+from ..core.services import Key
 
 # Telegram's header on the updates it posts to a webhook.
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 (a header's name)
@@ -47,3 +50,9 @@ class Handler(Protocol):
     """What handles one kind of Telegram's updates (a press, a reply, a capability's own)."""
 
     def handle_update(self, update: dict[str, Any]) -> None: ...
+
+
+# What handles each of Telegram's updates, polled or posted: acting from the chat provides it,
+# the webhook's view hands it what Telegram posts.
+Handle = Callable[[dict[str, Any]], None]
+UPDATES: Key[Handle] = Key("updates")

@@ -8,10 +8,7 @@ from dataclasses import dataclass, field
 from flask import current_app
 
 from ..cards.outgoing import Outgoing
-from ..chat.links import Links
-from ..chat.updates import Handle, Poller
 from ..core.metrics import Metrics
-from ..core.off_thread import OffThread
 from ..core.services import Services
 from ..delivery.dispatcher import Dispatcher
 from ..delivery.intake import Intake
@@ -28,6 +25,7 @@ from ..operating.config import Settings
 from ..operating.setup_watch import SetupWatch
 from ..spool import LocalSpool, Spool
 from ..telegram.bot_commands import BotCommand
+from ..telegram.updates_webhook import Handle
 from ..watch.watcher import Watcher
 from .misses import Misses
 
@@ -64,14 +62,9 @@ class Relay:
     # What the capabilities provide one another (core/services.py): on call's calls, say.
     services: Services = field(default_factory=Services)
     watcher: Watcher | None = None
-    # Acting on alerts from the chat (GLITCHTIP_API_TOKEN): what handles each of Telegram's
-    # updates (a press or a reply), and this process's poller for them (TELEGRAM_UPDATES=poll).
+    # Acting on alerts from the chat (a source's token): what handles each of Telegram's
+    # updates, posted to the webhook (TELEGRAM_UPDATES=webhook) or polled.
     updates: Handle | None = None
-    poller: Poller | None = None
-    # Links pasted in a chat: their look-ups, off the thread that read the update.
-    links: Links | None = None
-    # Presses and replies' comments, handled off the thread that read their update.
-    acting: OffThread | None = None
     # With GLITCHTIP_API_TOKEN: the issues an alert counts and does not attach, named.
     hidden: HiddenIssues | None = None
     # Whether this process leads the fleet's chores, and their start and stop.
