@@ -165,13 +165,20 @@ def test_a_chat_sees_only_the_issues_it_follows_whatever_its_links_name(
     routes.write_text(f'[[route]]\nproject = "frontend"\nchat = "{FRONTEND_CHAT}"\n')
     fake_telegram.add_chat(FRONTEND_CHAT, forum=False)
     relay = start_relay(
-        **acting(fake_glitchtip, RELAY_ROUTES=str(routes), RELAY_WATCH_INTERVAL="3600")
+        **acting(fake_glitchtip, RELAY_ROUTES=str(routes), RELAY_WATCH_INTERVAL="2")
     )
     # GlitchTip sends the relay acme's alerts: one of frontend's, to its chat.
     frontend = [{"title": "Project", "value": "frontend", "short": True}]
     first = fake_glitchtip.add_issue(11, "FRONTEND-11", org="acme", project="frontend")
     reply, _ = post(relay.webhook_url, issue_alert(issue(11, link=first, fields=frontend)))
     assert reply.status_code == 200, reply.text
+
+    # The relay's organizations are those GlitchTip's answers to the watcher show: a round
+    # after the alert asks acme (a round before it, with nothing to watch, asks nobody).
+    def asked_acme() -> bool:
+        return any("/organizations/acme/issues/" in r.path for r in fake_glitchtip.requests)
+
+    assert wait_until(asked_acme, timeout=10)
     other = fake_glitchtip.add_issue(12, "FRONTEND-12", org="acme", project="frontend")
     backend = fake_glitchtip.add_issue(13, "BACKEND-13", org="acme", project="backend")
     secret = fake_glitchtip.add_issue(
