@@ -17,7 +17,6 @@ from .capabilities import PAGES, REGISTRY
 from .cards.edits import card_edits
 from .cards.outgoing import OldRecords, Outgoing
 from .cards.sent import SentStore
-from .cards.verbs import CALLS
 from .chat.links import LINK_SOURCES
 from .core.errors import SpoolError
 from .core.logs import configure_logging
@@ -32,33 +31,23 @@ from .delivery.leadership import Chore, Leadership, Upkeep, WhenLeading
 from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
 from .delivery.render import Added, OnCall, Renderer
-from .glitchtip.api import ISSUE_ACTIONS, GlitchTipApi
+from .glitchtip.api import ISSUE_ACTIONS, ISSUE_WATCH, GlitchTipApi
 from .glitchtip.details import IssueDetails
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .intake.alerts import HOLD, GlitchTipIssues, WebhookAlerts
 from .intake.hidden import NAMED_HIDDEN, HiddenIssues
 from .intake.last_webhook import LastWebhook
-from .intake.routed import RoutedWebhooks
+from .intake.routed import TAKE_IN, RoutedWebhooks
 from .message.subjects import NO_HOMES
-from .message.trend import Trend
 from .operating.capability import Core, Registry
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.routes_file import RefusedAgain
 from .operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
-from .parts import (
-    Basis,
-    following_glitchtip,
-    issue_apis,
-    link_sources,
-    post_escalating,
-    watcher_for,
-    zones_for,
-)
+from .parts import issue_apis, link_sources, zones_for
 from .routes.rotation import ROSTER, Roster
 from .sentry.trackers import Trackers
-from .snoozes.snoozing import SNOOZING
 from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
 from .spool.setup_found import SetupFound
 from .telegram.bot_commands import COMMANDS, BotCommand, described
@@ -66,7 +55,7 @@ from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
 from .telegram.people import PEOPLE, People
 from .telegram.updates_webhook import UPDATES
-from .watch.store import Watched, WatchStore
+from .watch.store import WatchStore
 from .web.framing import BODY_GATE
 from .web.misses import Misses
 from .web.relay import EXTENSION, Relay, relay_of
@@ -162,9 +151,6 @@ def assemble(
 
     outbox = Outbox(shared.queue, answers=shared.answers, wake=wake, clock=clock)
 
-    def posted_again(issue: Watched, found: Trend) -> None:  # through the routes, made below
-        post_escalating(webhooks, issue, found)
-
     refused_again = RefusedAgain(
         settings.routes_in_force, every=timing.routes_refused_again, clock=clock
     )
@@ -188,11 +174,6 @@ def assemble(
             buttons=tuple(registry.buttons),
         )
     )
-    basis = Basis(settings, spool, metrics, clock, outbox, words)
-    in_step, snoozing = following_glitchtip(basis, services.find(CALLS))
-    if snoozing is not None:
-        services.provide(SNOOZING, snoozing)
-    watcher = watcher_for(basis, posted_again, in_step, snoozing)
     outgoing = Outgoing(
         spool.of(SentStore) if spool is not None else None,
         outbox,
@@ -200,7 +181,7 @@ def assemble(
         words=words,
         theirs=registry.buttons,
         clock=clock,
-        follow_ups=[*running.follow_ups, *([watcher.follow_up] if watcher else [])],
+        follow_ups=running.follow_ups,
     )
     renderer = _renderer(
         settings,
@@ -264,8 +245,9 @@ def assemble(
         metrics=metrics,
         glitchtip=issues,
     )
+    services.provide(TAKE_IN, webhooks)  # an escalating issue posted again (the watcher's)
     hidden = _hidden_issues(settings, spool, webhooks, metrics, clock)
-    chores = _fleet_chores(*running.chores, watcher, setup)
+    chores = _fleet_chores(*running.chores, setup)
     leadership = Leadership(shared.leader, chores, timing=timing, clock=clock)
     return Relay(
         settings=settings,
@@ -284,7 +266,6 @@ def assemble(
         outbox=outbox,
         silencing=services.find(HOLD),
         services=services,
-        watcher=watcher,
         updates=services.find(UPDATES),
         hidden=hidden,
         leadership=leadership,
@@ -307,6 +288,8 @@ def _sources(settings: Settings) -> Services:
     glitchtip, sentry = issue_apis(settings, timeout=settings.send_timeout)
     if glitchtip is not None or sentry is not None:
         services.provide(ISSUE_ACTIONS, Trackers(glitchtip, sentry))
+        # The watcher's calls keep their own, shorter deadline (it asks in batches).
+        services.provide(ISSUE_WATCH, Trackers(*issue_apis(settings, timeout=CALL_TIMEOUT)))
     services.provide(LINK_SOURCES, tuple(link_sources(settings, glitchtip, sentry)))
     return services
 
@@ -559,7 +542,7 @@ def stop_background_work(app: object) -> None:
     relay = relay_of(app)
     if relay is None:
         return
-    _shut_down(relay.leadership, relay.setup, relay.watcher)
+    _shut_down(relay.leadership, relay.setup)
     relay.running.stop()
     _shut_down(relay.dispatcher, relay.lookups, relay.hidden)
 

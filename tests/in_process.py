@@ -26,7 +26,7 @@ from relay_app.message.formatting import Message, message_for
 from relay_app.oncall.steps import Escalation
 from relay_app.summaries.daily import DailySummaries
 from relay_app.telegram.courier import Sent
-from relay_app.watch.watcher import Round
+from relay_app.watch.watcher import WATCHER, Round, Watcher
 from relay_app.words import ENGLISH
 from tests.conftest import DESTINATION, FakeTime, run_background
 from tests.payloads import issue, issue_alert
@@ -278,9 +278,8 @@ class Chat:
 
     def watcher_round(self, at: float) -> Round:
         """The watcher's round at `at` (one process's for the fleet), then what it queued sent."""
-        assert self.relay.watcher is not None
         self.clock.now = at
-        done = self.relay.watcher.round()
+        done = watcher_of(self.relay).round()
         self.settle()
         return done
 
@@ -299,4 +298,11 @@ def summaries_of(relay: Relay) -> DailySummaries:
     """The daily summaries, as the relay started them (they count what silences hold)."""
     found = relay.services.find(HELD_NOTED)
     assert isinstance(found, DailySummaries)
+    return found
+
+
+def watcher_of(relay: Relay) -> Watcher:
+    """The watcher, as the relay started it (with a source's token and a spool)."""
+    found = relay.services.find(WATCHER)
+    assert found is not None
     return found

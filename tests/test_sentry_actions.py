@@ -25,7 +25,7 @@ from relay_app.sentry.api import SentryApi
 from relay_app.sentry.signature import signature_of
 from relay_app.snoozes.store import SnoozeStore
 from tests.conftest import FakeTime, run_background
-from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram
+from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram, watcher_of
 from tests.test_presses import press
 from tests.test_replies import reply
 
@@ -295,9 +295,8 @@ def test_the_watcher_asks_sentry_of_its_issues_and_posts_an_escalating_one_again
         event["web_url"] = f"{fake.url}/organizations/{ORG}/issues/1117540176/"
         hook = read_hook("event_alert", body, sentry_url=fake.url)
         assert isinstance(hook, Alerting)
-        assert relay.watcher is not None
-        relay.watcher.alerted([{"webhook": hook.payload}], CHAT, None)
-        done = relay.watcher.round()
+        watcher_of(relay).alerted([{"webhook": hook.payload}], CHAT, None)
+        done = watcher_of(relay).round()
         assert (done.asked, done.escalating) == (2, 1)
         run_background(relay.dispatcher, fake_time)
         asked = [call.path for call in fake.calls if call.method == "GET"]

@@ -17,7 +17,7 @@ from relay_app.routes import parse_routes
 from relay_app.watch.store import Watched, WatchStore
 from tests.conftest import FakeTime, run_background
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip, iso_time, running_fake_glitchtip
-from tests.in_process import ScriptedTelegram
+from tests.in_process import ScriptedTelegram, watcher_of
 from tests.payloads import issue, issue_alert
 from tests.prometheus import parse, value
 
@@ -77,8 +77,7 @@ def alerted(relay: Relay, fake: FakeGlitchTip, fake_time: FakeTime, *numbers: in
     payload = issue_alert(
         *(issue(n, title=f"Boom {n}", link=link) for n, link in zip(numbers, links, strict=True))
     )
-    assert relay.watcher is not None
-    relay.watcher.alerted([{"webhook": payload}], "-1001234567890", None)
+    watcher_of(relay).alerted([{"webhook": payload}], "-1001234567890", None)
 
 
 def test_an_escalating_issue_is_posted_again_once_a_day_with_its_count_and_sparkline(
@@ -90,8 +89,7 @@ def test_an_escalating_issue_is_posted_again_once_a_day_with_its_count_and_spark
     fake.hourly["2"] = quiet_day(last_hour=5)  # quiet
     fake.hourly["3"] = quiet_day(last_hour=4000)
     fake.issues["3"]["status"] = "resolved"  # not watched for spikes once resolved
-    assert relay.watcher is not None
-    done = relay.watcher.round()
+    done = watcher_of(relay).round()
     assert (done.asked, done.escalating) == (2, 1)  # the states, then the counts
     run_background(relay.dispatcher, fake_time)
     [sent] = telegram.delivered
@@ -100,10 +98,10 @@ def test_an_escalating_issue_is_posted_again_once_a_day_with_its_count_and_spark
     assert first.endswith("▁" * 23 + "█")
     assert "Boom 1" in sent.text
     # Once a day: the next round finds it escalating still, and posts nothing.
-    assert relay.watcher.round().escalating == 0
+    assert watcher_of(relay).round().escalating == 0
     fake_time.now += 86400
     fake.hourly["1"] = [[pair[0] + 86400, pair[1]] for pair in quiet_day(last_hour=3000)]
-    assert relay.watcher.round().escalating == 1
+    assert watcher_of(relay).round().escalating == 1
     samples = parse(relay.metrics.exposition().decode())
     assert value(samples, "relay_escalating_posts_total") == 2
     assert value(samples, "relay_watcher_requests_total", outcome="answered") == 6  # 3 rounds
@@ -125,10 +123,9 @@ def test_a_round_for_a_thousand_issues_takes_a_few_requests(
     )
     for spiking in range(991, 1001):
         fake.hourly[str(spiking)] = quiet_day(last_hour=5000)
-    assert relay.watcher is not None
     before = len(fake.requests)
     # The states of all, 100 a request (cards in step); their counts, 200 a request.
-    done = relay.watcher.round()
+    done = watcher_of(relay).round()
     assert (done.asked, done.escalating) == (15, 10)
     assert len(fake.requests) - before == 15
 
@@ -156,9 +153,8 @@ def test_glitchtip_refusing_the_token_is_said_once_and_costs_no_alert(
     relay, _ = relay_for(built, fake, fake_time)
     alerted(relay, fake, fake_time, 1)
     fake.tokens.pop(TOKEN)
-    assert relay.watcher is not None
     for _ in range(3):
-        assert relay.watcher.round().escalating == 0
+        assert watcher_of(relay).round().escalating == 0
     said = [r.getMessage() for r in caplog.records if "the watcher cannot ask" in r.getMessage()]
     assert len(said) == 1
     samples = parse(relay.metrics.exposition().decode())
@@ -174,8 +170,7 @@ def test_routes_and_mentions_apply_to_the_escalating_post(
     relay, telegram = relay_for(built, fake, fake_time, routes=routes)
     alerted(relay, fake, fake_time, 1)
     fake.hourly["1"] = quiet_day(last_hour=500)
-    assert relay.watcher is not None
-    assert relay.watcher.round().escalating == 1
+    assert watcher_of(relay).round().escalating == 1
     run_background(relay.dispatcher, fake_time)
     [sent] = telegram.delivered
     assert telegram.accepted_to[0].chat == -1002000000001
@@ -189,8 +184,7 @@ def test_an_issue_alerted_on_again_shows_its_last_day_in_its_details(
     relay, telegram = relay_for(built, fake, fake_time, details_budget=2.0)
     alerted(relay, fake, fake_time, 1)
     fake.hourly["1"] = quiet_day(last_hour=40, each_before=1)
-    assert relay.watcher is not None
-    relay.watcher.round()  # what it read is kept
+    watcher_of(relay).round()  # what it read is kept
     # GlitchTip alerts on the issue again (resolved, then a new event): its hours go with it.
     link = f"{fake.url}/acme/issues/1"
     again = issue_alert(issue(1, title="Boom 1", link=link))
@@ -215,8 +209,7 @@ def test_an_answer_that_cannot_be_glitchtips_spoils_its_issue_alone_said_once(
     fake.hourly["3"] = [[HOUR, 10**30]]
     fake.issues["4"]["status"] = "on fire"
     fake.hourly["5"] = quiet_day(last_hour=3000)  # escalating, and readable
-    assert relay.watcher is not None
-    done = relay.watcher.round()
+    done = watcher_of(relay).round()
     assert (done.escalating, done.unreadable) == (1, 4)
     run_background(relay.dispatcher, fake_time)
     [sent] = telegram.delivered
@@ -226,7 +219,7 @@ def test_an_answer_that_cannot_be_glitchtips_spoils_its_issue_alone_said_once(
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
     # Said once while it lasts: the next round leaves them out without a word.
     caplog.clear()
-    assert relay.watcher.round().unreadable == 4
+    assert watcher_of(relay).round().unreadable == 4
     assert not [r for r in caplog.records if "cannot be read" in r.getMessage()]
     assert relay.spool is not None
     seen = {
@@ -247,8 +240,7 @@ def test_an_escalating_post_of_a_new_issue_says_why_never_new_and_starts_no_seco
     alerted(relay, fake, fake_time, 1)
     fake.issues["1"]["firstSeen"] = iso_time(NOW - 300)  # five minutes old, and spiking
     fake.hourly["1"] = quiet_day(last_hour=500)
-    assert relay.watcher is not None
-    assert relay.watcher.round().escalating == 1
+    assert watcher_of(relay).round().escalating == 1
     run_background(relay.dispatcher, fake_time)
     [sent] = telegram.delivered
     assert sent.text.startswith("📈 Escalating: 500 events in the last hour")

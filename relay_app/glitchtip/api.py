@@ -80,6 +80,11 @@ class IssueWatch(Protocol):
     def issue_counts(self, org: str, ids: Sequence[str]) -> Answered[list[list[int]]]: ...
 
 
+# What the watcher asks the sources (GlitchTip's, Sentry's) about the issues it watches, as the
+# wiring makes it from their tokens.
+ISSUE_WATCH: Key[IssueWatch] = Key("issue watch")
+
+
 class GlitchTipApi:
     # Who answers, and the variable that says where, as errors name them (Sentry's API is
     # GlitchTip's to the calls the relay makes: sentry/api.py).

@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.logs import event
 from ..core.metrics import Metrics
 from ..core.routing import Destination
+from ..core.services import Key
 from ..delivery.intake import deadline
 from ..glitchtip.webhook import IssueAlert, parse_alert
 from ..message.subjects import issue_ref
@@ -118,3 +119,20 @@ def _issue_ids(payload: dict[str, Any], glitchtip_links: str | None) -> dict[str
         if issue.link and ref is not None and ref.origin == glitchtip_links and ref.id.isdigit():
             ids[issue.link] = ref.id
     return ids
+
+
+class TakeIn(Protocol):
+    """What takes an alert in as a webhook of its own (an escalating issue posted again): the
+    routes, silences and mentions apply as to any."""
+
+    def take(
+        self,
+        payload: dict[str, Any],
+        asked: Destination,
+        started: float,
+        *,
+        also: Mapping[str, Any] | None = None,
+    ) -> list[Taken]: ...
+
+
+TAKE_IN: Key[TakeIn] = Key("take in")

@@ -26,6 +26,7 @@ from ..core.errors import GlitchTipError, SpoolError
 from ..core.json_values import json_count
 from ..core.metrics import Metrics
 from ..core.process import OwnThread
+from ..core.services import Key
 from ..delivery.job import Delivery
 from ..delivery.render import Note
 from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, IssueState, IssueWatch
@@ -346,3 +347,7 @@ def escalating_line(about: object, words: Words) -> str | None:
 
 # The watcher's re-post of an escalating issue says why, above the issue's own message.
 ESCALATING = Note("escalating", escalating_line)
+
+
+# This relay's watcher, as the watch capability started it (tests ask it for a round).
+WATCHER: Key[Watcher] = Key("watcher")

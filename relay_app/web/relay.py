@@ -26,7 +26,6 @@ from ..operating.setup_watch import SetupWatch
 from ..spool import LocalSpool, Spool
 from ..telegram.bot_commands import BotCommand
 from ..telegram.updates_webhook import Handle
-from ..watch.watcher import Watcher
 from .misses import Misses
 
 EXTENSION = "relay_app"
@@ -61,7 +60,6 @@ class Relay:
     silencing: Hold | None = None  # the silences' (a capability's), while they are on
     # What the capabilities provide one another (core/services.py): on call's calls, say.
     services: Services = field(default_factory=Services)
-    watcher: Watcher | None = None
     # Acting on alerts from the chat (a source's token): what handles each of Telegram's
     # updates, posted to the webhook (TELEGRAM_UPDATES=webhook) or polled.
     updates: Handle | None = None
