@@ -445,3 +445,35 @@ def test_an_issues_old_state_delivered_again_leaves_its_card_as_it_now_stands(ch
     assert changed("resolved", now - 8 * 86400, "r6") == "stale"
     assert changed("resolved", now + 3600, "r7") == "stale"
     assert status() == "unresolved"
+
+
+def test_a_change_sentry_stamps_in_the_second_of_a_press_is_not_older_than_it(
+    chat: Chat,
+) -> None:
+    """Sentry stamps whole seconds. Before: Resolve pressed at S + 0.7 hid a reopening in
+    Sentry's UI stamped S (S < S + 0.7), and the card said resolved while Sentry said not."""
+    page = sentry_page(chat.relay, chat.clock)
+    assert page is not None
+    chat.clock.now = float(int(chat.clock.now)) + 0.7
+    second = int(chat.clock.now)
+    assert chat.store.claim("s-key", None, "resolved", by="@ada", at=chat.clock.now) is not None
+
+    def changed(action: str, stamp: int, request_id: str, count: int) -> object:
+        issue = {"id": "4", "shortId": "FRONT-END-4", "status": action, "count": str(count)}
+        body = json.dumps({"action": action, "data": {"issue": issue}}).encode()
+        headers = {
+            "Sentry-Hook-Resource": "issue",
+            "Sentry-Hook-Signature": signature_of(body, CLIENT_SECRET),
+            "Sentry-Hook-Timestamp": str(stamp),
+            "Request-ID": request_id,
+        }
+        answer = page.answer(body, headers.get, 0.0)
+        assert not isinstance(answer, list)
+        return answer.body.get("changed", answer.body["status"])
+
+    assert changed("unresolved", second - 1, "t1", 3) == 0  # the second before: older
+    chat.clock.now += 0.2  # the webhook comes a moment later
+    assert changed("unresolved", second, "t2", 4) == 1  # its own second: Sentry's word
+    found = chat.store.pressed("s-key")
+    assert found is not None
+    assert found[1].status == "unresolved"

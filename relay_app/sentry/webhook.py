@@ -51,6 +51,8 @@ PATH = "/sentry/webhook"
 RESOURCE_HEADER = "Sentry-Hook-Resource"
 REQUEST_ID_HEADER = "Request-ID"
 STAMP_HEADER = "Sentry-Hook-Timestamp"
+# What a whole-second stamp covers: the latest moment of its second.
+STAMP_SECOND = 0.999
 # How far ahead of the relay's clock a stamp may be: Sentry's clock and the relay's differ a
 # little.
 STAMP_AHEAD = 300.0
@@ -132,7 +134,11 @@ class SentryPage:
         if stamp is None:
             return now
         if now - KEPT <= stamp <= now + STAMP_AHEAD:
-            return min(float(stamp), now)
+            # Whole seconds: a change stamped S happened before S + 1. Taken as of the end of
+            # its second, so that a press earlier in that second does not hide what Sentry
+            # says (which of the two came last cannot be told; Sentry's state is the truth, and
+            # the watcher's next round reads it again).
+            return min(stamp + STAMP_SECOND, now)
         log.warning(
             "a signed Sentry delivery (%s) stamped %d was not taken in: more than %d days"
             " before the relay's clock (%d), or ahead of it; a replay",
