@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from .capabilities import PAGES, REGISTRY
+from .capabilities import REGISTRY
 from .cards.edits import card_edits
 from .cards.outgoing import OldRecords, Outgoing
 from .cards.sent import SentStore
@@ -88,8 +88,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     relay = assemble(settings, clock=clock)
     app.extensions[EXTENSION] = relay
     app.register_blueprint(blueprint())
-    for page_of in PAGES:
-        if (page := page_of(relay, clock)) is not None:
+    for make in relay.running.pages:  # the capabilities' (Sentry's webhook)
+        if (page := make()) is not None:
             add_page(app, page)
     # Asked by the worker before it tells a client to send its body (100 Continue).
     app.extensions[BODY_GATE] = body_gate(app.url_map, settings.webhook_secret)
@@ -171,6 +171,7 @@ def assemble(
             telegram,
             health,
             term,
+            last_webhook,
             buttons=tuple(registry.buttons),
         )
     )

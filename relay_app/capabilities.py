@@ -7,7 +7,6 @@ from __future__ import annotations
 from .chat import plugin as chat
 from .oncall import plugin as oncall
 from .operating.capability import Registry
-from .parts import sentry_page
 from .sentry import plugin as sentry
 from .silences import plugin as silences
 from .snoozes import plugin as snoozes
@@ -26,7 +25,3 @@ REGISTRY = Registry(
         chat.CAPABILITY,
     )
 )
-
-# Not yet declared by a capability: Sentry's page, which needs parts the wiring still builds
-# (parts.py).
-PAGES = (sentry_page,)

@@ -1,6 +1,5 @@
-"""What the wiring still builds apart from `relay_app.assemble`: the sources' APIs from their
-tokens (which the capabilities ask for as services), the zone each chat reads times in, and
-Sentry's page, which its capability does not make itself yet."""
+"""What the wiring builds apart from `relay_app.assemble`: the sources' APIs from their tokens
+(which the capabilities ask for as services) and the zone each chat reads times in."""
 
 from __future__ import annotations
 
@@ -8,17 +7,11 @@ import logging
 from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
-from .cards.sent import SentStore
-from .cards.verbs import CALLS
 from .chat.links import LinkSource
 from .glitchtip.api import GlitchTipApi
 from .operating.config import Settings
 from .routes.zones import Zones
 from .sentry.api import SentryApi
-from .sentry.deliveries import DeliveryStore
-from .sentry.webhook import SentryIntake, SentryPage
-from .watch.in_step import CardsInStep
-from .web.relay import Relay
 
 log = logging.getLogger(__name__)
 
@@ -57,28 +50,3 @@ def link_sources(
     if sentry is not None and homes.sentry is not None:
         sources.append(LinkSource(homes.sentry, sentry, "sentry"))
     return sources
-
-
-def sentry_page(relay: Relay, clock: Clock) -> SentryPage | None:
-    """With SENTRY_CLIENT_SECRET: Sentry's webhook (sentry/webhook.py), and, with its token
-    and a spool, the cards of its issues kept in step by its issue webhooks."""
-    settings = relay.settings
-    config, origin = settings.sentry, settings.sentry_links
-    if config is None:
-        return None
-    in_step = None
-    if config.api_token and relay.spool is not None and relay.outbox is not None and origin:
-        in_step = CardsInStep(
-            relay.spool.of(SentStore),
-            relay.outbox,
-            origin=origin,
-            escalation=relay.services.find(CALLS),
-            metrics=relay.metrics,
-            clock=clock,
-            source="Sentry",
-        )
-    intake = SentryIntake(
-        relay.webhooks, settings.routes, settings.default_destination, relay.last_webhook
-    )
-    deliveries = (relay.spool or relay.memory).of(DeliveryStore)
-    return SentryPage(config, intake, deliveries, in_step=in_step, clock=clock)

@@ -22,6 +22,7 @@ from relay_app.core.errors import PermanentDeliveryError, RateLimited
 from relay_app.core.outcomes import Outcome
 from relay_app.core.routing import Destination
 from relay_app.intake.alerts import HELD_NOTED
+from relay_app.intake.pages import Page
 from relay_app.message.formatting import Message, message_for
 from relay_app.oncall.steps import Escalation
 from relay_app.summaries.daily import DailySummaries
@@ -306,3 +307,10 @@ def watcher_of(relay: Relay) -> Watcher:
     found = relay.services.find(WATCHER)
     assert found is not None
     return found
+
+
+def sentry_page_of(relay: Relay) -> Page | None:
+    """Sentry's page, as its capability makes it once the relay is assembled (None without
+    SENTRY_CLIENT_SECRET)."""
+    made = [page for make in relay.running.pages if (page := make()) is not None]
+    return made[0] if made else None

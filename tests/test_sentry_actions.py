@@ -20,12 +20,11 @@ from relay_app.chat.links import LINKS
 from relay_app.core.errors import GlitchTipScopeMissing
 from relay_app.glitchtip.notices import operator_fix
 from relay_app.operating.sentry_env import SentryConfig
-from relay_app.parts import sentry_page
 from relay_app.sentry.api import SentryApi
 from relay_app.sentry.signature import signature_of
 from relay_app.snoozes.store import SnoozeStore
 from tests.conftest import FakeTime, run_background
-from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram, watcher_of
+from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram, sentry_page_of, watcher_of
 from tests.test_presses import press
 from tests.test_replies import reply
 
@@ -184,7 +183,7 @@ def test_a_refusal_of_sentrys_names_sentrys_variable_for_the_operator(
 def test_sentrys_issue_webhook_brings_the_card_in_step(
     chat: Chat, sentry: responses.RequestsMock
 ) -> None:
-    page = sentry_page(chat.relay, chat.clock)
+    page = sentry_page_of(chat.relay)
     assert page is not None
     body = json.dumps(
         {"action": "resolved", "data": {"issue": {"id": "4", "shortId": "FRONT-END-4"}}}
@@ -366,7 +365,7 @@ def test_with_sentry_alone_ignores_choices_work_without_the_watchers_snoozes(
 def test_an_assignment_in_sentry_shows_on_the_issues_cards_and_goes_when_unassigned(
     chat: Chat,
 ) -> None:
-    page = sentry_page(chat.relay, chat.clock)
+    page = sentry_page_of(chat.relay)
     assert page is not None
 
     def assigned(to: dict[str, str] | None, *, note: str = "") -> int | str:
@@ -399,7 +398,7 @@ def test_an_issues_old_state_delivered_again_leaves_its_card_as_it_now_stands(ch
     """Before: an old `issue.unresolved` delivered again after `issue.resolved` reopened the
     card. Now the same delivery again is taken once (its body), and a state stamped before the
     card's last change is older than it."""
-    page = sentry_page(chat.relay, chat.clock)
+    page = sentry_page_of(chat.relay)
     assert page is not None
     now = chat.clock.now
 
@@ -452,7 +451,7 @@ def test_a_change_sentry_stamps_in_the_second_of_a_press_is_not_older_than_it(
 ) -> None:
     """Sentry stamps whole seconds. Before: Resolve pressed at S + 0.7 hid a reopening in
     Sentry's UI stamped S (S < S + 0.7), and the card said resolved while Sentry said not."""
-    page = sentry_page(chat.relay, chat.clock)
+    page = sentry_page_of(chat.relay)
     assert page is not None
     chat.clock.now = float(int(chat.clock.now)) + 0.7
     second = int(chat.clock.now)

@@ -132,6 +132,7 @@ class TakeIn(Protocol):
         started: float,
         *,
         also: Mapping[str, Any] | None = None,
+        attempt: bool = True,
     ) -> list[Taken]: ...
 
 

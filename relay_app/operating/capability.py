@@ -42,6 +42,8 @@ from ..delivery.job import FollowUp
 from ..delivery.leadership import Chore
 from ..delivery.outbox import Outbox
 from ..delivery.render import Note, Shape, Writer
+from ..intake.last_webhook import LastWebhook
+from ..intake.pages import Page
 from ..spool import Spool
 from ..telegram.bot_commands import BotCommand
 from ..telegram.courier import Telegram
@@ -74,6 +76,8 @@ class Core:
     telegram: Telegram
     health: Health
     term: Callable[[], str | None]
+    # When a source last reached the relay (/readyz, `check`): a page of a capability's notes it.
+    last_webhook: LastWebhook
     # The buttons of the capabilities that are on, and what those started before this one
     # added (their presses, commands, kinds of update): acting from the chat starts last.
     buttons: tuple[Button, ...] = ()
@@ -93,6 +97,9 @@ class Running:
     # Its threads that run where the fleet's leader is (the updates' poller): started as this
     # process comes to lead, stopped when it no longer does.
     chores: Sequence[Chore] = ()
+    # Its pages beside the core's (a path that takes a POST), each made once the relay is
+    # assembled (None: not served with these settings).
+    pages: Sequence[Callable[[], Page | None]] = ()
     upkeep: Sequence[Callable[[], object]] = ()
     follow_ups: Sequence[FollowUp] = ()
     stop: Callable[[], None] = lambda: None
@@ -119,6 +126,10 @@ class Started:
     @property
     def chores(self) -> list[Chore]:
         return [chore for part in self.parts for chore in part.chores]
+
+    @property
+    def pages(self) -> list[Callable[[], Page | None]]:
+        return [page for part in self.parts for page in part.pages]
 
     @property
     def upkeep(self) -> list[Callable[[], object]]:

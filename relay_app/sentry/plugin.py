@@ -1,14 +1,60 @@
-"""Sentry, as a capability: `relay-app check`'s questions of its settings and the deliveries it
-counted once. Its page is still built by the wiring (parts.py)."""
+"""Sentry, as a capability: its webhook's page (with SENTRY_CLIENT_SECRET), its issues' cards
+kept in step by its issue webhooks (with SENTRY_API_TOKEN and a spool), `relay-app check`'s
+questions of its settings, and the deliveries it counted once."""
 
 from __future__ import annotations
 
-from ..operating.capability import Capability
+import logging
+
+from ..cards.sent import SentStore
+from ..cards.verbs import CALLS
+from ..intake.routed import TAKE_IN
+from ..operating.capability import Capability, Core, Running
+from ..watch.in_step import CardsInStep
 from .check import sentry_verdicts
+from .deliveries import DeliveryStore
+from .webhook import SentryIntake, SentryPage
+
+log = logging.getLogger(__name__)
+
+
+def _start(core: Core) -> Running:
+    """Its page, made once the relay is assembled (its alerts go in through the routes)."""
+    settings = core.settings
+    config = settings.sentry
+    if config is None:
+        return Running()
+
+    def page() -> SentryPage | None:
+        take_in = core.services.find(TAKE_IN)
+        if take_in is None:
+            log.error("Sentry's webhook is not served: nothing takes alerts in")
+            return None
+        origin, spool = settings.sentry_links, core.spool
+        in_step = None
+        if config.api_token and spool is not None and origin:
+            in_step = CardsInStep(
+                spool.of(SentStore),
+                core.outbox,
+                origin=origin,
+                escalation=core.services.find(CALLS),
+                metrics=core.metrics,
+                clock=core.clock,
+                source="Sentry",
+            )
+        intake = SentryIntake(
+            take_in, settings.routes, settings.default_destination, core.last_webhook
+        )
+        deliveries = core.shared.of(DeliveryStore)
+        return SentryPage(config, intake, deliveries, in_step=in_step, clock=core.clock)
+
+    return Running(pages=(page,))
+
 
 CAPABILITY = Capability(
     "sentry",
     on=lambda settings: settings.sentry is not None,
     checks=(sentry_verdicts,),
     tables=("sentry_deliveries",),
+    start=_start,
 )

@@ -36,7 +36,7 @@ from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..intake.alerts import Taken
 from ..intake.last_webhook import LastWebhook
 from ..intake.pages import Answer, Header, PageReply
-from ..intake.routed import RoutedWebhooks
+from ..intake.routed import TakeIn
 from ..operating.sentry_env import SentryConfig
 from ..routes import RouteTable
 from ..routes.split import facts_of
@@ -64,7 +64,7 @@ class SentryIntake:
     whether a new issue is asked for), TELEGRAM_CHAT_ID's place when no route takes it, and
     what notes when a source last reached the relay."""
 
-    webhooks: RoutedWebhooks
+    webhooks: TakeIn
     routes: RouteTable
     default: Destination
     last_webhook: LastWebhook
