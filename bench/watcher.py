@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from relay_app.cards.card import IssueButton, SentMessage  # noqa: E402
+from relay_app.cards.in_step import CardsInStep  # noqa: E402
 from relay_app.cards.sent import SentStore  # noqa: E402
 from relay_app.delivery.outbox import Outbox  # noqa: E402
 from relay_app.glitchtip.api import GlitchTipApi  # noqa: E402
@@ -26,7 +27,6 @@ from relay_app.message.subjects import IssueHomes  # noqa: E402
 from relay_app.operating.console import print_table  # noqa: E402
 from relay_app.spool import on_store  # noqa: E402
 from relay_app.spool.database import Database  # noqa: E402
-from relay_app.watch.in_step import CardsInStep  # noqa: E402
 from relay_app.watch.store import (  # noqa: E402
     Watched,
     WatchStore,

@@ -15,6 +15,7 @@ from werkzeug.exceptions import HTTPException
 
 from .capabilities import REGISTRY
 from .cards.edits import card_edits
+from .cards.in_step import CARDS_IN_STEP
 from .cards.outgoing import OldRecords, Outgoing
 from .cards.sent import SentStore
 from .chat.links import LINK_SOURCES
@@ -121,7 +122,11 @@ def assemble(
     local = _local_spool(settings, spool)
     queues = _queues(spool, local, memory)
     health, metrics = _health_and_metrics(
-        spool, local, queues, timing.probe_interval, counters=capabilities.counters
+        spool,
+        local,
+        queues,
+        timing.probe_interval,
+        counters=[CARDS_IN_STEP, *capabilities.counters],
     )
     registry = capabilities.on(settings)  # asked once, here
 

@@ -14,9 +14,9 @@ import responses
 
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.cards.in_step import SETTLE
 from relay_app.oncall.steps_store import EscalationStore
 from relay_app.routes.steps import Step
-from relay_app.watch.in_step import SETTLE
 from relay_app.watch.store import Watched, WatchStore
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, Chat, escalation_of

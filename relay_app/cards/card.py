@@ -251,7 +251,7 @@ def done_line(
     if button.status is None or button.acted_at is None:
         return None
     # (one issue's card, several issues' card), by someone in the chat or in GlitchTip itself
-    # (the watcher saw it: watch/in_step.py; GlitchTip does not say who).
+    # (the watcher saw it: cards/in_step.py; GlitchTip does not say who).
     in_chat = {
         "resolved": (words.resolved_by, words.issue_resolved_by),
         "ignored": (words.ignored_by, words.issue_ignored_by),

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import logging
 
+from ..cards.in_step import CardsInStep
 from ..cards.sent import SentStore
 from ..cards.verbs import CALLS
 from ..intake.routed import TAKE_IN
 from ..operating.capability import Capability, Core, Running
-from ..watch.in_step import CardsInStep
 from .check import sentry_verdicts
 from .deliveries import DeliveryStore
 from .webhook import SentryIntake, SentryPage

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..cards.in_step import CardsInStep
 from ..core.errors import SpoolError
 from ..core.routing import Destination
 from ..glitchtip.webhook import PayloadError, payload_from_json
@@ -40,7 +41,6 @@ from ..intake.routed import TakeIn
 from ..operating.sentry_env import SentryConfig
 from ..routes import RouteTable
 from ..routes.split import facts_of
-from ..watch.in_step import CardsInStep
 from .deliveries import KEPT, MAX_ID, DeliveryStore
 from .hooks import Alerting, Assigned, InStep, Noted, read_hook
 from .signature import SIGNATURE_HEADER, signed

@@ -8,7 +8,7 @@ snooze in the spool (snoozes/store.py) with the issue's events at that moment.
 The watcher (watcher.py) asks GlitchTip about every open snooze's issue each round, with the
 issues it watches. When the condition is met, the issue is set unresolved in GlitchTip and the
 relay replies under the alert that it is back, naming the issue, why, and who ignored it; its
-cards follow at once (in_step.py). An issue no longer ignored meanwhile (reopened or
+cards follow at once (cards/in_step.py). An issue no longer ignored meanwhile (reopened or
 resolved, in the chat or in GlitchTip) ends its snooze silently. Each snooze ends once: the
 watcher's round is one process's, and the end is recorded only on a snooze still open.
 """
@@ -81,7 +81,7 @@ def status_details(condition: Condition, *, now: float) -> dict[str, int]:
 class BringBack:
     """How an issue whose snooze is over is brought back: set unresolved through `glitchtip`,
     said under its alert through `outbox`, and its cards followed at once (`reopened`,
-    in_step.py)."""
+    cards/in_step.py)."""
 
     glitchtip: GlitchTipApi
     outbox: Outbox

@@ -1,5 +1,5 @@
-"""What the watcher of GlitchTip counts: its requests, the cards it keeps in step, the issues it
-posts again (registered in plugin.py)."""
+"""What the watcher of GlitchTip counts: its requests and the issues it posts again
+(registered in plugin.py)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,6 @@ WATCHER_REQUESTS = CounterSpec(
     ),
     ("outcome",),
     ("answered", "failed"),
-)
-
-CARDS_IN_STEP = CounterSpec(
-    "relay_cards_in_step",
-    (
-        "Issue buttons on cards made to show the status GlitchTip has for the issue, changed "
-        "outside the chat (its UI or API), by that status"
-    ),
-    ("status",),
-    ("resolved", "ignored", "unresolved"),
 )
 
 ESCALATING_POSTS = CounterSpec(

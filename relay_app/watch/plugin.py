@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 
+from ..cards.in_step import CardsInStep
 from ..cards.sent import SentStore
 from ..cards.verbs import CALLS
 from ..core.routing import Destination, parse_chat_id
@@ -19,8 +20,7 @@ from ..operating.capability import Capability, Core, Running
 from ..snoozes.snoozing import SNOOZING, BringBack, Snoozing
 from ..snoozes.store import SnoozeStore
 from ..spool import Spool
-from .counters import CARDS_IN_STEP, ESCALATING_POSTS, WATCHER_REQUESTS
-from .in_step import CardsInStep
+from .counters import ESCALATING_POSTS, WATCHER_REQUESTS
 from .store import Watched, WatchStore
 from .watcher import ESCALATING, WATCHER, AfterRound, Watcher, WatchPlan
 
@@ -64,7 +64,7 @@ def _start(core: Core) -> Running:
 
 def _following_glitchtip(core: Core, spool: Spool) -> tuple[CardsInStep | None, Snoozing | None]:
     """With GLITCHTIP_API_TOKEN: what the watcher's rounds keep in step with GlitchTip, the
-    cards (in_step.py) and the snoozes (snoozes/snoozing.py)."""
+    cards (cards/in_step.py) and the snoozes (snoozes/snoozing.py)."""
     settings, clock = core.settings, core.clock
     token, url, links = (
         settings.glitchtip_api_token,
@@ -117,7 +117,7 @@ def post_escalating(core: Core, issue: Watched, found: Trend) -> None:
 
 CAPABILITY = Capability(
     "watch",
-    counters=(WATCHER_REQUESTS, CARDS_IN_STEP, ESCALATING_POSTS),
+    counters=(WATCHER_REQUESTS, ESCALATING_POSTS),
     notes=(ESCALATING,),
     tables=("watched", "watch_round", "organizations"),
     start=_start,

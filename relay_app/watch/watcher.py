@@ -5,7 +5,7 @@ of the fleet asks GlitchTip about them in batches (their hourly counts, 200 a re
 states, 100 a request: 15 requests for 1,000 issues), posts each unresolved one that is
 escalating (message/trend.py) again, at most once a day, through the routes, silences and
 mentions any alert goes through, and brings the cards of those changed outside the chat in
-step (in_step.py).
+step (cards/in_step.py).
 
 GlitchTip down, slow or refusing the token is said once, when it starts and when it ends; it
 costs no alert, and the next round asks again. An answer about one issue that cannot be
@@ -74,7 +74,7 @@ class WatchPlan:
 @dataclass(frozen=True)
 class AfterRound:
     """What a round's findings lead to: `post`, an escalating issue posted again; `follow`,
-    the cards brought in step with the states read (in_step.py); `snoozing`, the snoozes whose
+    the cards brought in step with the states read (cards/in_step.py); `snoozing`, the snoozes whose
     condition is met brought back (snoozes/)."""
 
     post: Post

@@ -1,12 +1,13 @@
-"""Cards in step with GlitchTip (docs/actions.md): GlitchTip sends no webhook when someone
-resolves, ignores or reopens an issue in its UI, so the watcher (watcher.py) reads the states
+"""Cards in step with their source (docs/actions.md): GlitchTip sends no webhook when someone
+resolves, ignores or reopens an issue in its UI, so the watcher (watch/watcher.py) reads the states
 of the issues the relay alerted on each round, and every card whose buttons show another status
 is made to show GlitchTip's: the status line says it was changed in GlitchTip, and the buttons
 that fit follow (Reopen after resolve or ignore; Resolve and Ignore when it is open again). The
 edit is a job like every write to a chat (delivery/outbox.py): paced, coalesced, retried.
 
 GlitchTip's answer says nothing of who changed an issue, so neither does the card. An issue
-closed in GlitchTip stops its alert's escalation, as a Resolve pressed in the chat does.
+closed in GlitchTip stops its alert's escalation, as a Resolve pressed in the chat does. Sentry's
+issue webhooks bring its cards in step the same way (sentry/webhook.py): a card's, the core's.
 """
 
 from __future__ import annotations
@@ -15,15 +16,25 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from ..cards.sent import SentStore, Synced
-from ..cards.verbs import Calls
 from ..core.errors import SpoolError
-from ..core.metrics import Metrics
+from ..core.metrics import CounterSpec, Metrics
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
-from .counters import CARDS_IN_STEP
+from .sent import SentStore, Synced
+from .verbs import Calls
 
 log = logging.getLogger(__name__)
+
+# The core's own counter of it (the wiring registers it with the capabilities').
+CARDS_IN_STEP = CounterSpec(
+    "relay_cards_in_step",
+    (
+        "Issue buttons on cards made to show the status GlitchTip has for the issue, changed "
+        "outside the chat (its UI or API), by that status"
+    ),
+    ("status",),
+    ("resolved", "ignored", "unresolved"),
+)
 
 # A press claims its change on the button, then asks GlitchTip (within RELAY_SEND_TIMEOUT, at
 # most 9 s): a state GlitchTip gave before that could be the old one, so a button pressed less
