@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
 from .chat.links import LinkSource
@@ -12,10 +10,6 @@ from .glitchtip.api import GlitchTipApi
 from .operating.config import Settings
 from .routes.zones import Zones
 from .sentry.api import SentryApi
-
-log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
 
 
 def zones_for(settings: Settings) -> Zones:
