@@ -33,7 +33,7 @@ from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
 from .delivery.render import Added, OnCall, Renderer
 from .glitchtip.api import ISSUE_ACTIONS, ISSUE_WATCH, GlitchTipApi
-from .glitchtip.details import IssueDetails
+from .glitchtip.details import HOURLY, Hourly, IssueDetails
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .intake.alerts import HOLD, GlitchTipIssues, WebhookAlerts
@@ -56,7 +56,6 @@ from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
 from .telegram.people import PEOPLE, People
 from .telegram.updates_webhook import UPDATES
-from .watch.store import WatchStore
 from .web.framing import BODY_GATE
 from .web.misses import Misses
 from .web.relay import EXTENSION, Relay, relay_of
@@ -233,7 +232,7 @@ def assemble(
         timing=timing,
     )
     intake = Intake(queues=queues, jobs=jobs, dispatcher=dispatcher, clock=clock)
-    lookups = _issue_lookups(settings, metrics, shared, clock)
+    lookups = _issue_lookups(settings, metrics, shared, services.find(HOURLY))
     issues = GlitchTipIssues(
         settings.glitchtip_links, lookups, buttons=outgoing.buttons, homes=settings.issue_homes
     )
@@ -466,7 +465,7 @@ def _hidden_issues(
 
 
 def _issue_lookups(
-    settings: Settings, metrics: Metrics, shared: Spool, clock: Clock
+    settings: Settings, metrics: Metrics, shared: Spool, hourly: Hourly | None
 ) -> IssueLookups | None:
     """With GLITCHTIP_API_TOKEN, unless RELAY_DETAILS_BUDGET=off: what reads issues' details."""
     token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
@@ -474,7 +473,7 @@ def _issue_lookups(
         return None
     api = GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT)
     return IssueLookups(
-        _with_hours(api.details, shared.of(WatchStore), clock),
+        _with_hours(api.details, hourly),
         budget=settings.details_budget,
         count=metrics.glitchtip_lookup,
         health=shared.glitchtip_health,
@@ -482,15 +481,17 @@ def _issue_lookups(
 
 
 def _with_hours(
-    read: Callable[[str], IssueDetails], watched: WatchStore, clock: Clock
+    read: Callable[[str], IssueDetails], hourly: Hourly | None
 ) -> Callable[[str], IssueDetails]:
     """An issue's details from GlitchTip's API, with its last 24 hours where the watcher has
     read them: looked up with them, within the details' budget, off the webhook's own path."""
 
     def with_hours(issue_id: str) -> IssueDetails:
         details = read(issue_id)
+        if hourly is None:
+            return details
         try:
-            hours = watched.hourly_of([issue_id], now=clock()).get(issue_id)
+            hours = hourly(issue_id)
         except SpoolError:  # the details go without them
             return details
         return replace(details, hourly=tuple(hours)) if hours else details

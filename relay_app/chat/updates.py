@@ -28,7 +28,7 @@ from ..core.json_values import json_int
 from ..core.process import OwnThread
 from ..core.timing import PRODUCTION, Timing
 from ..telegram.client import TelegramClient
-from ..telegram.updates_webhook import Handler
+from ..telegram.updates_webhook import Handler, handle_update
 from .commands import Command, Commands
 
 log = logging.getLogger(__name__)
@@ -70,14 +70,6 @@ def route_updates(
             links.handle_update(update)
 
     return route
-
-
-def handle_update(update: dict[str, Any], handle: Handle) -> None:
-    """One update, of whichever way it came (presses.Presses.handle_update)."""
-    try:
-        handle(update)
-    except Exception:  # one bad update must not stop the others
-        log.exception("handling an update failed")
 
 
 class UpdatesOffset(Protocol):

@@ -10,12 +10,14 @@ nothing of them can reach a message. Pure functions, no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
 from ..core.client_text import clean
 from ..core.json_values import json_count, json_int, json_object, json_objects
+from ..core.services import Key
 
 # Longer values say nothing more in a chat; GlitchTip keeps them whole.
 MAX_FIELD_LENGTH = 500
@@ -159,3 +161,9 @@ def field_text(value: object) -> str | None:
     # An event's text is anyone's who holds the project's DSN: cleaned as a webhook's is.
     text = clean(value).strip() if isinstance(value, str) else ""
     return text[:MAX_FIELD_LENGTH] or None
+
+
+# An issue's last 24 hours, as the watcher last read them (None: not read, or no events).
+# Raises SpoolError. The watcher provides it; an issue's details are looked up with them.
+Hourly = Callable[[str], Sequence[int] | None]
+HOURLY: Key[Hourly] = Key("hourly")

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..core.services import Key
+
+log = logging.getLogger(__name__)
 
 # Telegram's header on the updates it posts to a webhook.
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 (a header's name)
@@ -56,3 +59,12 @@ class Handler(Protocol):
 # the webhook's view hands it what Telegram posts.
 Handle = Callable[[dict[str, Any]], None]
 UPDATES: Key[Handle] = Key("updates")
+
+
+def handle_update(update: dict[str, Any], handle: Handle) -> None:
+    """One update, whichever way it came (posted to the webhook, or polled): handed to what
+    handles it, and one bad update never stops the others."""
+    try:
+        handle(update)
+    except Exception:  # one bad update must not stop the others
+        log.exception("handling an update failed")

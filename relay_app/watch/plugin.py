@@ -13,6 +13,7 @@ from ..cards.sent import SentStore
 from ..cards.verbs import CALLS
 from ..core.routing import Destination, parse_chat_id
 from ..glitchtip.api import ISSUE_WATCH, GlitchTipApi
+from ..glitchtip.details import HOURLY
 from ..glitchtip.webhook import source_of
 from ..intake.routed import TAKE_IN
 from ..message.trend import Trend
@@ -59,6 +60,10 @@ def _start(core: Core) -> Running:
         clock=core.clock,
     )
     core.services.provide(WATCHER, watcher)
+    watched = spool.of(WatchStore)
+    core.services.provide(
+        HOURLY, lambda issue_id: watched.hourly_of([issue_id], now=core.clock()).get(issue_id)
+    )
     return Running(chores=(watcher,), follow_ups=(watcher.follow_up,), stop=watcher.shutdown)
 
 

@@ -25,7 +25,6 @@ from flask import Blueprint, Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException, NotFound, RequestEntityTooLarge
 from werkzeug.routing import Map
 
-from ..chat.updates import handle_update
 from ..core.errors import SpoolError
 from ..core.logs import client_sample, event
 from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
@@ -34,7 +33,12 @@ from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, as_glitchtips, pay
 from ..intake.alerts import Taken
 from ..intake.pages import Page, PageReply
 from ..message.formatting import message_for
-from ..telegram.updates_webhook import SECRET_HEADER, telegram_secret_token, webhook_path
+from ..telegram.updates_webhook import (
+    SECRET_HEADER,
+    handle_update,
+    telegram_secret_token,
+    webhook_path,
+)
 from ..words import ENGLISH
 from .relay import Relay, current_relay
 
