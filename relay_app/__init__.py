@@ -41,7 +41,7 @@ from .intake.hidden import NAMED_HIDDEN, HiddenIssues
 from .intake.last_webhook import LastWebhook
 from .intake.routed import TAKE_IN, RoutedWebhooks
 from .message.subjects import NO_HOMES
-from .operating.capability import Core, Registry
+from .operating.capability import Core, Registry, Started
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.routes_file import RefusedAgain
@@ -199,6 +199,7 @@ def assemble(
         # the spool is still written.
         everything=capabilities,
         people=services.find(PEOPLE),
+        started=running,
     )
     policy = RetryPolicy(
         attempts=settings.retry_attempts, wait=settings.retry_wait, max_age=settings.retry_max_age
@@ -215,6 +216,7 @@ def assemble(
         health=health,
         metrics=metrics,
         clock=clock,
+        places=running.places,
     )
 
     upkeep = _upkeep(
@@ -393,6 +395,7 @@ def _renderer(
     registry: Registry,
     everything: Registry,
     people: People | None,
+    started: Started,
 ) -> Renderer:
     """What every job writes, made when it is sent: with the capabilities' shapes of alert,
     their notes, and the cards' edits."""
@@ -413,7 +416,8 @@ def _renderer(
                 zone_of=zones.of,
                 theirs=registry.buttons,
             ),
-            writers=everything.writers,
+            # Those started here write with what they keep; the rest as they declare.
+            writers=[*everything.writers, *started.writers],
         ),
     )
 

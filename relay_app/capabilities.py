@@ -7,6 +7,7 @@ from __future__ import annotations
 from .chat import plugin as chat
 from .oncall import plugin as oncall
 from .operating.capability import Registry
+from .rooms import plugin as rooms
 from .sentry import plugin as sentry
 from .silences import plugin as silences
 from .snoozes import plugin as snoozes
@@ -21,6 +22,7 @@ REGISTRY = Registry(
         watch.CAPABILITY,
         snoozes.CAPABILITY,
         sentry.CAPABILITY,
+        rooms.CAPABILITY,
         # It dispatches the others' presses, commands and kinds of update: it starts last.
         chat.CAPABILITY,
     )

@@ -91,6 +91,32 @@ class Posted:
         return [button for row in rows for button in row]
 
 
+@dataclass
+class Topic:
+    """A forum topic, as the fake holds it (the bot's writes change it)."""
+
+    chat: str
+    thread: int
+    name: str
+    icon_color: int | None
+    closed: bool = False
+
+
+FORUM_METHODS = (
+    "createForumTopic",
+    "editForumTopic",
+    "closeForumTopic",
+    "reopenForumTopic",
+    "pinChatMessage",
+    "unpinChatMessage",
+)
+TOPIC_NOT_MODIFIED = "Bad Request: TOPIC_NOT_MODIFIED"
+NOT_A_FORUM = "Bad Request: the chat is not a forum"
+NO_TOPIC_RIGHTS = "Bad Request: not enough rights to create a topic"
+NO_PIN_RIGHTS = "Bad Request: not enough rights to manage pinned messages in the chat"
+THREAD_NOT_FOUND = "Bad Request: message thread not found"
+
+
 @dataclass(frozen=True)
 class Received:
     at: float  # time.monotonic()
@@ -166,6 +192,16 @@ class FakeTelegram(LocalService):
         self.reactions_off = False
         # People's messages in the chats (`reply`), which the bot may reply to.
         self._people_said: set[tuple[str, int]] = set()
+        # Forum topics by chat and thread (createForumTopic and the rest change them), every
+        # accepted forum write in order (with its method), and the messages pinned in each
+        # chat, the latest last. A chat's `rights` (the bot an administrator with them:
+        # can_manage_topics, can_pin_messages) are in `add_chat`'s; a chat not added takes
+        # every forum write, as a forum where the bot may do anything.
+        self.topics: dict[tuple[str, int], Topic] = {}
+        self.forum_writes: list[dict[str, Any]] = []
+        self.pinned: dict[str, list[int]] = {}
+        self.rights: dict[str, dict[str, bool]] = {}
+        self._thread_ids = itertools.count(500)
         # Long polls cut short by a later one (Telegram's 409 to the earlier poller), and the
         # statuses the relay's webhook answered the updates `press` posted to it.
         self.conflicts = 0
@@ -242,8 +278,10 @@ class FakeTelegram(LocalService):
         forum: bool = True,
         kind: str = "supergroup",
         status: str = "member",
+        rights: dict[str, bool] | None = None,
     ) -> None:
-        """Put the bot in a chat, so that getChat and getChatMember know it."""
+        """Put the bot in a chat, so that getChat and getChatMember know it; `rights`: an
+        administrator's (can_manage_topics, can_pin_messages), which make the bot one."""
         with self._lock:
             self.chats[str(chat)] = {
                 "id": chat,
@@ -251,7 +289,33 @@ class FakeTelegram(LocalService):
                 "title": f"Chat {chat}",
                 "is_forum": forum,
             }
-            self.bot_status[str(chat)] = status
+            self.bot_status[str(chat)] = "administrator" if rights is not None else status
+            self.rights[str(chat)] = dict(rights or {})
+
+    def delete_topic(self, chat: int | str, thread: int) -> None:
+        """A person deletes a topic by hand: writes there are 'message thread not found'."""
+        with self._lock:
+            self.topics.pop((str(chat), thread), None)
+            self.missing_threads.add(thread)
+
+    def unpin(self, chat: int | str, message_id: int) -> None:
+        """A person unpins a message by hand."""
+        with self._lock:
+            pins = self.pinned.get(str(chat), [])
+            if message_id in pins:
+                pins.remove(message_id)
+
+    def delete_message(self, chat: int | str, message_id: int) -> None:
+        """A person deletes a message by hand."""
+        with self._lock:
+            self.posted.pop((str(chat), message_id), None)
+            pins = self.pinned.get(str(chat), [])
+            if message_id in pins:
+                pins.remove(message_id)
+
+    def topics_of(self, chat: int | str) -> list[Topic]:
+        with self._lock:
+            return [topic for (where, _), topic in self.topics.items() if where == str(chat)]
 
     def press(
         self,
@@ -370,6 +434,18 @@ class FakeTelegram(LocalService):
             message["entities"] = [{"type": "bot_command", "offset": 0, "length": length}]
         if thread is not None:
             message.update(message_thread_id=thread, is_topic_message=True)
+            with self._lock:
+                topic = self.topics.get((str(chat), thread))
+            if topic is not None:  # as Telegram: it answers the message that made the topic
+                message["reply_to_message"] = {
+                    "message_id": thread,
+                    "from": BOT,
+                    "chat": message["chat"],
+                    "date": int(time.time()),
+                    "forum_topic_created": {"name": topic.name},
+                    "message_thread_id": thread,
+                    "is_topic_message": True,
+                }
         self._person_wrote(message)
         return message_id
 
@@ -554,6 +630,8 @@ class FakeTelegram(LocalService):
             with self._lock:
                 self.my_commands = list(body.get("commands") or [])
             return Behaviour("result", result=True)
+        if method in FORUM_METHODS:
+            return self._forum(method, body)
         if method == "setMessageReaction":
             with self._lock:
                 if self.reactions_off:
@@ -565,9 +643,14 @@ class FakeTelegram(LocalService):
         if known is None:
             return Behaviour("error", status=400, description=CHAT_NOT_FOUND)
         if method == "getChat":
-            return Behaviour("result", result=known)
+            with self._lock:
+                pins = self.pinned.get(chat)
+                found = {**known, "pinned_message": {"message_id": pins[-1]}} if pins else known
+            return Behaviour("result", result=found)
         if method == "getChatMember":
-            return Behaviour("result", result={"user": BOT, "status": status})
+            with self._lock:
+                rights = self.rights.get(chat, {})
+            return Behaviour("result", result={"user": BOT, "status": status, **rights})
         if status in ("left", "kicked"):
             return Behaviour(
                 "error",
@@ -578,6 +661,70 @@ class FakeTelegram(LocalService):
             return Behaviour(
                 "error", status=400, description="Bad Request: message thread not found"
             )
+        return Behaviour("result", result=True)
+
+    def _forum(self, method: str, body: dict[str, Any]) -> Behaviour:
+        """Forum topics and pins, with Telegram's refusals: a chat that is not a forum, a bot
+        without the right, a topic deleted, a change that changes nothing."""
+        chat = str(body.get("chat_id"))
+        thread = body.get("message_thread_id")
+        with self._lock:
+            known = self.chats.get(chat)
+            rights = self.rights.get(chat)
+            pins = method in ("pinChatMessage", "unpinChatMessage")
+            if not pins and known is not None and not known.get("is_forum"):
+                return Behaviour("error", status=400, description=NOT_A_FORUM)
+            right = "can_pin_messages" if pins else "can_manage_topics"
+            if rights is not None and not rights.get(right):
+                refusal = NO_PIN_RIGHTS if pins else NO_TOPIC_RIGHTS
+                return Behaviour("error", status=400, description=refusal)
+            if self.limits and not pins and (wait := self.rate_limits.wait(chat)) is not None:
+                return Behaviour(
+                    "error",
+                    status=429,
+                    description=f"{TOO_MANY} {wait}",
+                    parameters={"retry_after": wait},
+                )
+            if method == "createForumTopic":
+                made = Topic(
+                    chat, next(self._thread_ids), str(body["name"]), body.get("icon_color")
+                )
+                self.topics[(chat, made.thread)] = made
+                self.forum_writes.append({"method": method, **body, "thread": made.thread})
+                result = {"message_thread_id": made.thread, "name": made.name}
+                return Behaviour("result", result=result)
+            if pins:
+                return self._pin(method, chat, body)
+            topic = self.topics.get((chat, thread)) if isinstance(thread, int) else None
+            if topic is None:
+                return Behaviour("error", status=400, description=THREAD_NOT_FOUND)
+            changed = {
+                "closeForumTopic": lambda: not topic.closed,
+                "reopenForumTopic": lambda: topic.closed,
+                "editForumTopic": lambda: body.get("name") not in (None, topic.name),
+            }[method]()
+            if not changed:
+                return Behaviour("error", status=400, description=TOPIC_NOT_MODIFIED)
+            if method == "editForumTopic":
+                topic.name = str(body["name"])
+            else:
+                topic.closed = method == "closeForumTopic"
+            self.forum_writes.append({"method": method, **body})
+        return Behaviour("result", result=True)
+
+    def _pin(self, method: str, chat: str, body: dict[str, Any]) -> Behaviour:
+        """(The lock is held.)"""
+        message_id = body.get("message_id")
+        if (chat, message_id) not in self.posted:
+            return Behaviour(
+                "error", status=400, description="Bad Request: message to pin not found"
+            )
+        pins = self.pinned.setdefault(chat, [])
+        if message_id in pins:
+            pins.remove(message_id)
+        if method == "pinChatMessage":
+            pins.append(int(message_id))  # type: ignore[arg-type]
+        self.forum_writes.append({"method": method, **body})
         return Behaviour("result", result=True)
 
     def _updates(self, body: dict[str, Any], connection: socket.socket | None) -> Behaviour:

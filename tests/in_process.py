@@ -9,7 +9,7 @@ import itertools
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,8 +79,14 @@ class ScriptedTelegram:
         self.times: list[float] = []
         self.probe_times: list[float] = []
         self.calls = 0  # sendMessage's
+        # The Bot API's other writes (forum topics, pins), as (chat, method, parameters); a
+        # method in `refusing` is refused with its error, whatever it is asked.
+        self.other_calls: list[tuple[str, str, dict[str, Any]]] = []
+        self.refusing: dict[str, BaseException] = {}
+        self.pinned: dict[str, int] = {}  # by chat, the message pinned last
         self._lock = threading.Lock()
         self._message_ids = itertools.count(1)
+        self._thread_ids = itertools.count(1000)
 
     def _write(self, method: str, chat: str) -> None:
         """A write begun: it takes its time, then fails as scripted. Called under the lock."""
@@ -144,6 +150,24 @@ class ScriptedTelegram:
     def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None:
         with self._lock:
             self.answered.append((callback_query_id, text, alert))
+
+    def call(self, chat: str, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """A forum topic made answers its new id; a message sent, its id; getChat, the message
+        pinned last; the rest, true."""
+        with self._lock:
+            self._write(method, chat)
+            if method in self.refusing:
+                raise self.refusing[method]
+            self.other_calls.append((chat, method, dict(params)))
+            if method == "createForumTopic":
+                return {"message_thread_id": next(self._thread_ids), "name": params["name"]}
+            if method == "pinChatMessage":
+                self.pinned[chat] = int(params["message_id"])
+            if method == "getChat" and chat in self.pinned:
+                return {"pinned_message": {"message_id": self.pinned[chat]}}
+            if method == "sendMessage":
+                return {"message_id": next(self._message_ids)}
+            return {}
 
     def probe(self) -> bool:
         with self._lock:

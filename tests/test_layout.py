@@ -43,7 +43,17 @@ CORE = [
 ]
 # One layer: each registers what it adds when the relay is assembled; one may use another's
 # parts (a press mutes), never in a cycle.
-CAPABILITIES = ["silences", "snoozes", "oncall", "watch", "summaries", "chat", "sentry"]
+CAPABILITIES = [
+    "silences",
+    "snoozes",
+    "oncall",
+    "watch",
+    "summaries",
+    "chat",
+    "sentry",
+    "rooms",
+    "board",
+]
 # Above them: the relay's HTTP server. The wiring (relay_app/__init__.py, cli.py,
 # capabilities.py) sits above them all.
 TOP = ["web"]

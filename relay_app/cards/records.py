@@ -164,3 +164,19 @@ def messages_since(tx: Tx, place: Destination | None, since: float) -> list[tupl
         (since, *_place(place)),
     )
     return [(str(row["chat"]), int(row["message_id"])) for row in rows]
+
+
+def latest_in_chat(tx: Tx, chat: str, issue_ids: Sequence[str]) -> dict[str, Row]:
+    """Each of these issues as its latest card in the chat shows it: its status (None: open,
+    as alerted), who has it (`taken_by`) and since when (`taken_at`); an issue without a card
+    there is left out."""
+    found: dict[str, Row] = {}
+    for issue_id in dict.fromkeys(issue_ids):
+        row = tx.one(
+            "SELECT status, taken_by, taken_at, message_id FROM issue_buttons"
+            " WHERE chat = ? AND issue_id = ? ORDER BY message_id DESC LIMIT 1",
+            (chat, issue_id),
+        )
+        if row is not None:
+            found[issue_id] = row
+    return found

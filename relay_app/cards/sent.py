@@ -14,9 +14,10 @@ reaches. Telegram keeps an update for at most 24 hours.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from ..core.services import Key
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
 from .card import IssueButton, SentMessage
@@ -25,6 +26,11 @@ from .card import IssueButton, SentMessage
 _UNRESOLVED = "unresolved"
 # The shortest the records are kept; RELAY_RETRY_MAX_AGE when longer.
 KEPT_AT_LEAST = 7 * 86400.0
+
+# The card a forum topic of the chat is about, where a topic is one issue's own (a capability
+# provides it: rooms/): a message written there is about that card's issue.
+ThreadCard = Callable[[str, int], int | None]
+THREAD_CARD: Key[ThreadCard] = Key("thread card")
 
 
 @dataclass(frozen=True)

@@ -108,14 +108,22 @@ class Status:
     telegram: str
     glitchtip: str
     queue: str
+    # What the capabilities say of the chat asked in (a right the bot lacks there), a line each.
+    more: tuple[str, ...] = ()
 
 
-def status_command(status: Callable[[Words], Status]) -> BotCommand:
-    """`/status`: what the relay knows of Telegram, GlitchTip and its queue."""
+def status_command(status: Callable[[Words, str], Status]) -> BotCommand:
+    """`/status`: what the relay knows of Telegram, GlitchTip and its queue, and what the
+    capabilities say of the chat it is asked in."""
 
     def answer(asked: Asked, words: Words) -> Said:
-        found = status(words)
-        values = {"telegram": found.telegram, "glitchtip": found.glitchtip, "queue": found.queue}
+        found = status(words, asked.chat)
+        values = {
+            "telegram": found.telegram,
+            "glitchtip": found.glitchtip,
+            "queue": found.queue,
+            "more": "".join(f"\n{line}" for line in found.more),
+        }
         return Said("status_answer", values)
 
     return BotCommand("status", lambda words: words.command_status, answer)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from ..cards.sent import SentStore
+from ..cards.sent import THREAD_CARD, SentStore
 from ..cards.verbs import CALLS
 from ..core.errors import SpoolError
 from ..core.off_thread import OffThread
@@ -104,6 +104,7 @@ def _start(core: Core) -> Running:
             bot_id=bot_id(settings.telegram_bot_token),
             taking=Taking(team.store, core.outbox, calls, clock=core.clock),
             acting=acting,
+            thread_card=core.services.find(THREAD_CARD),
         ),
         commands,
         links,
@@ -141,14 +142,16 @@ def _listed(core: Core, spool: Spool) -> tuple[BotCommand, ...]:
     capabilities started before (`/oncall`, `/cover`, `/start`, `/silences`), `/status`."""
     health = core.health
 
-    def status(words: Words) -> Status:
+    def status(words: Words, chat: str) -> Status:
         telegram = health.current().sending
         paused = spool.glitchtip_health.paused()
         counts = spool.admin.counts()
+        more = (line(chat, words) for line in core.before.status)
         return Status(
             telegram=words.status_telegram_up if telegram else words.status_telegram_down,
             glitchtip=words.status_glitchtip_failing if paused else words.status_glitchtip_up,
             queue=words.status_queue.format(pending=counts["pending"], dead=counts["dead"]),
+            more=tuple(said for said in more if said),
         )
 
     return (

@@ -1,7 +1,8 @@
 """A reply in the chat to an alert's message, posted as a comment on its issue in GlitchTip,
 prefixed with who wrote it in Telegram (GlitchTip names the token's user as the author).
 
-Only replies to messages this relay sent and keeps count (cards/sent.py): the issue is the
+Only replies to messages this relay sent and keeps count (cards/sent.py), and messages in a
+forum topic that is one issue's own (rooms/: about the card posted there): the issue is the
 record's, never anything the client sent. A message about several issues (a digest) takes a
 reply that begins with one of their short ids; any other reply to it is answered with the
 question which one. Replies from anyone not in TELEGRAM_ACTION_USER_IDS (when it is set) are
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cards.card import IssueButton, SentMessage
+from ..cards.sent import ThreadCard
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.logs import event
@@ -63,6 +65,10 @@ class Reply:
         chat = json_object(message.get("chat"))
         text, message_id = message.get("text"), json_int(message.get("message_id"))
         replied_to = json_int(answered.get("message_id"))
+        if replied_to is None and message.get("is_topic_message"):
+            # A message in a forum topic answers the topic itself, whose first message (the
+            # one that made it) has the topic's id.
+            replied_to = json_int(message.get("message_thread_id"))
         if not (isinstance(text, str) and text.strip() and replied_to is not None):
             return None
         if message_id is None or chat.get("id") is None:
@@ -97,14 +103,17 @@ class Replies:
         bot_id: int | None = None,
         taking: Taking | None = None,
         acting: OffThread | None = None,
+        thread_card: ThreadCard | None = None,
     ) -> None:
         """`answering`: where the answers go; `bot_id`: the relay's bot (its token's first
         part), so a reply to one of its messages the relay no longer keeps is answered, and
         replies to anyone else's are not; `taking`: a reply takes the issue it comments on,
         as On it does, where the message's route lets it (`reply_takes`); `acting`: the
         threads a reply's comment is posted on, off the one that read its update, so that a
-        tracker that hangs holds up no press (None: on it)."""
+        tracker that hangs holds up no press (None: on it); `thread_card`: the card a forum
+        topic of one issue's own is about, where a capability keeps such topics."""
         self._team = team
+        self._thread_card = thread_card
         self._answering = answering
         self._bot_id = bot_id
         self._taking = taking
@@ -119,7 +128,7 @@ class Replies:
         try:
             if not self._first_time(reply, update.get("update_id")):
                 return
-            kept = self._team.store.message(reply.chat, reply.replied_to)
+            kept = self._kept(reply)
         except SpoolError as exc:
             log.warning("a reply by %s could not be handled: %s", reply.by.handle, exc)
             self._count("failed")
@@ -132,6 +141,18 @@ class Replies:
         elif not self._acting.submit(lambda: self._act_on(reply, kept)):
             log.warning("a reply by %s could not be posted now: too much waits", reply.by.handle)
             self._count("failed")
+
+    def _kept(self, reply: Reply) -> SentMessage | None:
+        """The message the reply is about: the one it answers, or, in a forum topic of one
+        issue's own (rooms/), the card posted there: any message written in it is about its
+        issue, as a reply under that card. Raises SpoolError."""
+        store = self._team.store
+        kept = store.message(reply.chat, reply.replied_to)
+        if (kept is not None and kept.buttons) or reply.thread is None:
+            return kept
+        finds = self._thread_card
+        card = finds(reply.chat, reply.thread) if finds is not None else None
+        return (store.message(reply.chat, card) if card is not None else None) or kept
 
     def _act_on(self, reply: Reply, kept: SentMessage) -> None:
         """The reply as a comment on the issue it addresses (the message's one, or the one

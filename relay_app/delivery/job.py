@@ -37,7 +37,7 @@ from ..telegram.client import NO_EXTRAS, Extras
 from ..telegram.courier import Sent, Telegram
 from .health import Health
 from .policy import RetryPolicy
-from .render import Edit, Reaction, Renderer, ReplyUnder, Send, Write
+from .render import Call, Edit, Reaction, Renderer, ReplyUnder, Send, Write
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,22 @@ class Delivery:
 # summary's count), registered when the relay is assembled: a write of the delivery's unit of
 # work, or None.
 FollowUp = Callable[[Delivery], Callable[[Tx], None] | None]
+
+
+class Placing(Protocol):
+    """Where a claim's alerts go, as a capability decides it when they are sent (a forum topic
+    of their issue's own, rooms/): None, where they were queued; another place in the same
+    chat; or a write that must go first (the topic made, or opened again), in this turn of the
+    chat, the alerts going at its next. A `Call` it asks for must handle every refusal of its
+    own (`Call.refused`): an alert never waits on a write that cannot be made."""
+
+    def place(
+        self, jobs: Sequence[Job], alerts: Sequence[Message], destination: Destination
+    ) -> Destination | Call | None: ...
+
+    def lost(self, placed: Destination, destination: Destination) -> None:
+        """Telegram says the place it chose is gone (a topic deleted by hand): the alerts go
+        again, to be placed anew."""
 
 
 class Planned(Protocol):
@@ -131,9 +147,12 @@ class Jobs:
         health: Health,
         metrics: Metrics,
         clock: Clock = time.time,
+        places: Sequence[Placing] = (),
     ) -> None:
-        """`health` is Telegram's, which every attempt tells and the dispatcher reads."""
+        """`health` is Telegram's, which every attempt tells and the dispatcher reads;
+        `places`: the capabilities that may choose where an alert goes when it is sent."""
         self._telegram = telegram
+        self._places = tuple(places)
         self.renderer = writing.renderer
         self._outgoing = writing.outgoing
         self.attempts = attempts
@@ -156,24 +175,17 @@ class Jobs:
         if self._too_late(claim):
             return self._not_attempted(queue, claim)
         started = time.monotonic()
-        write: Write | None = None
-        plan: Any = None
-        sent = error = sent_at = None
-        try:
-            write = self.renderer.write(claim.jobs, now=self._clock())
-            if isinstance(write, Send):
-                plan = self._outgoing.plan(write.alerts, claim.destination)
-        except Exception as exc:  # unreadable data, or a bug in rendering: no request is made
-            error = exc
+        sent = sent_at = None
+        write, placed, plan, error = self._prepared(claim)
         if error is None and write is not None:
-            sent, error, sent_at = self._attempt(write, claim.destination, plan)
-        self._attempt_made(claim, kind, error, time.monotonic() - started)
+            sent, error, sent_at = self._attempt(write, placed.destination, plan)
+        self._attempt_made(claim, kind, error, time.monotonic() - started, first=placed.first)
         now = self._clock()
-        settlement = replace(self._settlement(claim, error, now), sent_at=sent_at)
+        settlement = replace(self._settlement(claim, error, now, placed), sent_at=sent_at)
         records = None
         if isinstance(write, Send) and sent is not None:
             records = self._outgoing.records(
-                plan, sent, write.alerts, claim.jobs, claim.destination
+                plan, sent, write.alerts, claim.jobs, placed.destination
             )
             if not self._outgoing.records_with(queue):
                 # Kept before the claim is settled: once its lane is free, a press on the
@@ -188,6 +200,40 @@ class Jobs:
                 self._outgoing.not_recorded(sent, settled.also_failed)
         self._report(queue, claim, settlement, settled, error)
         return settlement
+
+    def _prepared(self, claim: Claim) -> tuple[Write | None, _Placed, Any, Exception | None]:
+        """What the claim writes (the write its alerts' place needs first, when it needs one),
+        where, with what (`plan`); or why nothing can be written."""
+        placed = _Placed(claim.destination)
+        try:
+            write = self.renderer.write(claim.jobs, now=self._clock())
+            if not isinstance(write, Send):
+                return write, placed, None, None
+            placed = self._placed(claim, write.alerts)
+            if placed.first is not None:
+                return placed.first, placed, None, None
+            return write, placed, self._outgoing.plan(write.alerts, placed.destination), None
+        except Exception as exc:  # unreadable data, or a bug in rendering: no request is made
+            return None, placed, None, exc
+
+    def _placed(self, claim: Claim, alerts: Sequence[Message]) -> _Placed:
+        """Where the claim's alerts go, as the first capability that decides it says; where
+        they were queued when none does, or when deciding fails (a bug there never costs an
+        alert its delivery)."""
+        for placing in self._places:
+            try:
+                found = placing.place(claim.jobs, alerts, claim.destination)
+            except Exception:
+                log.exception(
+                    "where %s go could not be decided: they go where they were queued",
+                    _what(claim.jobs),
+                )
+                return _Placed(claim.destination)
+            if isinstance(found, Call):
+                return _Placed(claim.destination, placing, first=found)
+            if found is not None:
+                return _Placed(found, placing)
+        return _Placed(claim.destination)
 
     def _too_late(self, claim: Claim) -> bool:
         """Whether an attempt starting now could outlast the claim's lease: this process was
@@ -236,13 +282,26 @@ class Jobs:
             return telegram.deliver(
                 write.message, destination, replace(extras, silent=write.silent)
             )
-        if isinstance(write, Edit):
+        if isinstance(write, Call):
+            self._call(write)
+        elif isinstance(write, Edit):
             telegram.edit(write.chat, write.message_id, write.html, write.keyboard)
         elif isinstance(write, ReplyUnder):
             self._reply(write)
         else:
             self._react(write)
         return None
+
+    def _call(self, call: Call) -> None:
+        """A capability's write, and what it keeps of the answer; a refusal it handles is its
+        own (the job is done)."""
+        try:
+            result = self._telegram.call(call.chat, call.method, call.params)
+        except PermanentDeliveryError as exc:
+            if not call.refused(exc):
+                raise
+            return
+        call.done(result)
 
     def _react(self, reaction: Reaction) -> None:
         try:
@@ -316,9 +375,14 @@ class Jobs:
 
     # --- the attempt's outcome ---------------------------------------------------------------
 
-    def _settlement(self, claim: Claim, error: Exception | None, now: float) -> Settlement:
+    def _settlement(
+        self, claim: Claim, error: Exception | None, now: float, placed: _Placed
+    ) -> Settlement:
         """What the attempt decided for each job, and what it says of Telegram."""
         jobs = claim.jobs
+        anew = self._placed_anew(claim, error, now, placed)
+        if anew is not None:
+            return anew
         if error is None:
             since = now - self.attempts.policy.max_age if self.attempts.second_chance else None
             return Settlement(_each(jobs, Delivered()), "answered", second_chance_since=since)
@@ -333,6 +397,29 @@ class Jobs:
             return Settlement(_each(jobs, dead), "answered", "unsure", str(error))
         dead = Dead("internal", "the relay failed while sending it")
         return Settlement(_each(jobs, dead), error=str(error))
+
+    def _placed_anew(
+        self, claim: Claim, error: Exception | None, now: float, placed: _Placed
+    ) -> Settlement | None:
+        """The alerts due again at once, to be placed anew: the write their place needed
+        first took this turn (or was refused, and its capability recorded why), or the place
+        chosen is gone (a topic deleted by hand); None otherwise."""
+        jobs, again = claim.jobs, RetryAt(now, after_failure=False)
+        if placed.first is not None and not isinstance(error, RetryableDeliveryError):
+            if error is not None:
+                log.error(
+                    "%s could not be made before %s (%s): they go again, placed anew",
+                    placed.first.text,
+                    _what(jobs),
+                    error,
+                )
+            why = str(error) if error is not None else None
+            return Settlement(_each(jobs, again), "answered", "attempt", why)
+        moved = placed.by is not None and placed.destination != claim.destination
+        if isinstance(error, ThreadNotFound) and moved and placed.by is not None:
+            placed.by.lost(placed.destination, claim.destination)
+            return Settlement(_each(jobs, again), "answered", "attempt", str(error))
+        return None
 
     def _to_retry(
         self, jobs: Sequence[Job], error: RetryableDeliveryError, now: float
@@ -450,20 +537,27 @@ class Jobs:
         )
 
     def _attempt_made(
-        self, claim: Claim, kind: AttemptKind, error: BaseException | None, seconds: float
+        self,
+        claim: Claim,
+        kind: AttemptKind,
+        error: BaseException | None,
+        seconds: float,
+        *,
+        first: Call | None = None,
     ) -> None:
         """One record per attempt, the webhook's or a background one, naming every job in
-        it, so a job's whole story greps by its label; and its counts."""
+        it, so a job's whole story greps by its label; and its counts. `first`: the write the
+        alerts' place needed, which this turn made instead of them."""
         jobs, destination = claim.jobs, claim.destination
         error_code = getattr(error, "error_code", None)
         attempt = max(job.attempts for job in jobs)
         now = self._clock()
         arrived = [job.received_at for job in jobs]
         waited = now - min(arrived)
-        job_kind = jobs[0].kind
+        job_kind = jobs[0].kind if first is None else "place"
         if error is None and job_kind == "alert":
             self._metrics.delivered(arrived, now)
-        level, outcome, said = _verdict(jobs, error, waited)
+        level, outcome, said = _verdict(jobs, error, waited, first)
         self._metrics.attempt(kind, outcome, error_code, job=job_kind)
         digest = f" (a digest of {len(jobs)})" if len(jobs) > 1 and job_kind == "alert" else ""
         log.log(
@@ -493,9 +587,12 @@ class Jobs:
 
 
 def _verdict(
-    jobs: Sequence[Job], error: BaseException | None, waited: float
+    jobs: Sequence[Job], error: BaseException | None, waited: float, made: Call | None = None
 ) -> tuple[int, AttemptResult, str]:
-    """How an attempt is logged: its level, its outcome, and what it says."""
+    """How an attempt is logged: its level, its outcome, and what it says (`made`: the write
+    their place needed, which this turn made instead of them)."""
+    if error is None and made is not None:
+        return logging.INFO, "delivered", f"{made.text} made first; they go at the next turn"
     if error is None:
         first = "the first" if jobs[1:] else "it"
         return logging.INFO, "delivered", f"delivered {waited:.1f} s after {first} arrived"
@@ -507,6 +604,16 @@ def _verdict(
     loud = error.maybe_delivered or never_sent & (never_sent - 1) == 0
     level = logging.WARNING if loud else logging.INFO
     return level, "retryable_error", f"failed (retryable): {error}"
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """Where a claim's alerts go (`destination`), which capability said so (`by`), and the
+    write it needs made first (`first`)."""
+
+    destination: Destination
+    by: Placing | None = None
+    first: Call | None = None
 
 
 def _each(jobs: Sequence[Job], outcome: Outcome) -> list[tuple[Job, Outcome]]:

@@ -72,10 +72,16 @@ class Outbox:
         message_id: int,
         about: Mapping[str, Any],
         precedence: Precedence = Precedence.CALL,
+        *,
+        lane: str | None = None,
+        once: bool = False,
     ) -> None:
         """A capability's kind of write about a message of the chat (its Writer makes it when
-        it goes): in the message's lane, after the chat's alerts. Raises SpoolError."""
-        self._add(kind, _where(chat, thread), message_id, about, precedence)
+        it goes): in the message's lane (or `lane`, a key of the chat's own: `chat_lane`),
+        after the chat's alerts; `once`: one of its kind waiting in the lane is this one too.
+        Raises SpoolError."""
+        where = _where(chat, thread)
+        self._add(kind, where, message_id, about, precedence, once=once, lane=lane)
 
     def answer(
         self, chat: str, thread: int | None, message_id: int, said: Said, *, most_waiting: int
@@ -125,6 +131,7 @@ class Outbox:
         precedence: Precedence,
         *,
         once: bool = False,
+        lane: str | None = None,
     ) -> None:
         self._queue.add(
             NewJob(
@@ -132,7 +139,7 @@ class Outbox:
                 {**about, "message_id": message_id},
                 where,
                 precedence,
-                lane=where.message_lane(message_id),
+                lane=where.message_lane(message_id) if lane is None else lane,
             ),
             now=self._clock(),
             once=once,
@@ -172,6 +179,12 @@ def card_edit(chat: str, message_id: int) -> NewJob:
         Precedence.EDIT,
         lane=where.message_lane(message_id),
     )
+
+
+def chat_lane(chat: str, name: str) -> str:
+    """A lane of the chat's own for a capability's writes (`name`: what they are about): they
+    go in order, apart from its alerts but at its pace."""
+    return f"{_where(chat, None).chat_key}/{name}"
 
 
 def _where(chat: str, thread: int | None) -> Destination:

@@ -32,6 +32,7 @@ from datetime import tzinfo
 from itertools import takewhile
 from typing import Any
 
+from ..core.errors import PermanentDeliveryError
 from ..core.json_values import json_int
 from ..core.routing import ChatId
 from ..glitchtip.details import IssueDetails, details_from_json
@@ -122,7 +123,28 @@ class Reaction:
         return self.emoji
 
 
-Write = Send | Edit | ReplyUnder | Reaction
+@dataclass(frozen=True)
+class Call:
+    """One of the Bot API's other writes, as a capability makes it (a forum topic made, closed
+    or renamed, a message pinned): the method and its parameters, what to keep of Telegram's
+    answer once it came (`done`, given its `result`), and which refusals are its own to
+    handle (`refused`: True when it handled one, and the job is done; False: the job's
+    ordinary fate, given up named). Either runs on the dispatcher's pool, after the request."""
+
+    chat: str
+    method: str
+    params: Mapping[str, Any]
+    done: Callable[[Mapping[str, Any]], None] = lambda result: None
+    refused: Callable[[PermanentDeliveryError], bool] = lambda error: False
+    # What a log line says of it (never its parameters, which may hold a person's words).
+    said: str = ""
+
+    @property
+    def text(self) -> str:
+        return self.said or self.method
+
+
+Write = Send | Edit | ReplyUnder | Reaction | Call
 # A card's edit as its record stands now (chat, message id, the relay's words); None when the
 # card is no longer kept.
 Edits = Callable[[str, int, Words], Edit | None]

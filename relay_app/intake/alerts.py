@@ -307,6 +307,15 @@ def _as_json(details: Mapping[str, IssueDetails]) -> dict[str, Any]:
     return {issue: details_as_json(found) for issue, found in details.items()}
 
 
+def _again(job: Job, text: str, outcome: RetryAt, error: str | None) -> Taken:
+    """An alert due again after its first attempt: with the retrier (502), or, where its turn
+    made what its place needs first (its issue's topic), in the queue for its next (202)."""
+    if not outcome.after_failure and error is None:
+        return Taken("queued", "paced", 202, job, text=text)
+    reason = "topic_not_found" if outcome.destination is not None else "attempt_failed"
+    return Taken("queued", reason, 502, job, error=error, text=text)
+
+
 def _answer(job: Job, text: str, attempted: Attempted) -> Taken:
     outcome, error = attempted.outcome, attempted.error
     if outcome is None:
@@ -315,9 +324,8 @@ def _answer(job: Job, text: str, attempted: Attempted) -> Taken:
         return Taken("queued", attempted.waiting or "paced", 202, job, text=text)
     if isinstance(outcome, Delivered):
         return Taken("sent", "delivered", 200, job, text=text)
-    if isinstance(outcome, RetryAt):  # already with the retrier: its row is due again
-        reason = "topic_not_found" if outcome.destination is not None else "attempt_failed"
-        return Taken("queued", reason, 502, job, error=error, text=text)
+    if isinstance(outcome, RetryAt):
+        return _again(job, text, outcome, error)
     assert isinstance(outcome, Dead)  # kept as a dead letter, and logged with its text
     if outcome.kind == "internal":
         return Taken("failed", "internal_error", 500, job, error=INTERNAL_ERROR, text=text)

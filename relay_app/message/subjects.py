@@ -9,11 +9,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
+from ..core.json_values import json_object
 from ..core.origins import origin_of as parsed_origin
-from ..glitchtip.webhook import Alert, IssueAlert, MonitorState, UptimeAlert
+from ..glitchtip.details import details_from_json
+from ..glitchtip.webhook import (
+    Alert,
+    IssueAlert,
+    MonitorState,
+    UptimeAlert,
+    level_of,
+    parse_alert,
+)
 
 # GlitchTip's issue links end in the issue's id: <domain>/<org_slug>/issues/<id>.
 _ISSUE_PATH = re.compile(r"/issues/([0-9]{1,20})/?$")
@@ -230,3 +241,31 @@ def split_by_origin(subjects: Subjects, homes: IssueHomes) -> tuple[Subjects, tu
         return subjects, ()
     left_out = tuple(issue for issue in subjects.issues if not homes.owns(issue))
     return Subjects(kept, subjects.monitors), left_out
+
+
+@dataclass(frozen=True)
+class Alerted:
+    """An issue a webhook's alert is about, as its job keeps it: the issue as its source names
+    it, its link, and its level (its details' or the payload's own, else its colour's)."""
+
+    issue: IssueRef
+    link: str
+    level: str
+
+
+def alerted_in(data: Mapping[str, Any]) -> list[Alerted]:
+    """The issues of a job's webhook (none for another shape of alert)."""
+    payload = json_object(data.get("webhook"))
+    alert = parse_alert(dict(payload)) if payload else None
+    if not isinstance(alert, IssueAlert):
+        return []
+    details = json_object(data.get("details"))
+    found = []
+    for issue in alert.issues:
+        ref = issue_ref(issue.link, issue.short_id, issue.title, source=alert.source)
+        if ref is None or issue.link is None:
+            continue
+        known = details_from_json(details[ref.id]) if ref.id in details else None
+        level = (known.level if known is not None else None) or issue.level
+        found.append(Alerted(ref, issue.link, level or str(level_of(issue.color))))
+    return found

@@ -19,8 +19,10 @@ What a capability may declare, each optional:
   (delivery/render.py's `Writer`), queued through the outbox (`Outbox.write`);
 - `start`: given the core's services, its running parts: the presses of its buttons, the
   chat's commands it answers, its upkeep (run by the fleet's leader, at each look at the
-  queue), what follows a delivery, and how it stops; what it provides to other capabilities
-  it provides then (`core.services.provide`).
+  queue), what follows a delivery, where an alert goes when it is sent (`places`,
+  delivery/job.py's `Placing`), its lines of `/status`, its writes as they run (`writers`,
+  with its store), and how it stops; what it provides to other capabilities it provides
+  then (`core.services.provide`).
 
 A capability talks to another only through a service the core defines (a Protocol in the core,
 such as `cards.verbs.Calls`, named by a `core.services.Key`) and the other provides; never by
@@ -38,7 +40,7 @@ from ..cards.verbs import Button, Press
 from ..core.metrics import CounterSpec, Metrics
 from ..core.services import Services
 from ..delivery.health import Health
-from ..delivery.job import FollowUp
+from ..delivery.job import FollowUp, Placing
 from ..delivery.leadership import Chore
 from ..delivery.outbox import Outbox
 from ..delivery.render import Note, Shape, Writer
@@ -102,6 +104,14 @@ class Running:
     pages: Sequence[Callable[[], Page | None]] = ()
     upkeep: Sequence[Callable[[], object]] = ()
     follow_ups: Sequence[FollowUp] = ()
+    # Where an alert goes when it is sent, where it says so (a forum topic of its issue's own).
+    places: Sequence[Placing] = ()
+    # Its kinds of write as they run here, with what they keep of Telegram's answers (its
+    # store): in place of those it declares (`Capability.writers`, which write a job it left
+    # in the spool when it is off).
+    writers: Sequence[Writer] = ()
+    # A line of /status for a chat (its id), in the chat's words; None: nothing to say there.
+    status: Sequence[Callable[[str, Words], str | None]] = ()
     stop: Callable[[], None] = lambda: None
 
 
@@ -138,6 +148,18 @@ class Started:
     @property
     def follow_ups(self) -> list[FollowUp]:
         return [each for part in self.parts for each in part.follow_ups]
+
+    @property
+    def writers(self) -> list[Writer]:
+        return [each for part in self.parts for each in part.writers]
+
+    @property
+    def places(self) -> list[Placing]:
+        return [each for part in self.parts for each in part.places]
+
+    @property
+    def status(self) -> list[Callable[[str, Words], str | None]]:
+        return [each for part in self.parts for each in part.status]
 
     def stop(self) -> None:
         for part in self.parts:

@@ -220,6 +220,51 @@ def telegram_verdicts(
     yield _test_message_verdict(client, settings.default_destination, deadline, api, words)
 
 
+@dataclass(frozen=True)
+class BotInChat:
+    """What Telegram says of a chat (getChat) and of the bot there (getChatMember): what a
+    capability's check reads the rights it needs from (`can_manage_topics`, ...)."""
+
+    chat: ChatId
+    info: Mapping[str, Any]
+    member: Mapping[str, Any]
+
+    def may(self, right: str) -> bool:
+        """Whether the bot has an administrator's right here (its creator has every one)."""
+        status = self.member.get("status")
+        return status == "creator" or (status == "administrator" and self.member.get(right) is True)
+
+
+def bot_in_chats(
+    settings: Settings, chats: Sequence[ChatId], check: str
+) -> Iterator[BotInChat | Verdict]:
+    """Telegram's word on each chat and the bot in it, or a failed `check` naming why it could
+    not be asked."""
+    client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
+
+    def deadline() -> float:
+        return time.monotonic() + settings.send_timeout
+
+    api = settings.telegram_api_url
+    try:
+        try:
+            bot_id = int(client.get_me(deadline=deadline()).get("id", 0))
+        except DeliveryError as exc:
+            yield Verdict(check, False, str(exc), _hint(exc, api, "token"), _unreached(exc))
+            return
+        for chat in chats:
+            try:
+                info = client.get_chat(chat, deadline=deadline())
+                member = client.get_chat_member(chat, bot_id, deadline=deadline())
+            except DeliveryError as exc:
+                name = f"{check} in chat {chat}"
+                yield Verdict(name, False, str(exc), _hint(exc, api, "chat"), _unreached(exc))
+                continue
+            yield BotInChat(chat, info, member)
+    finally:
+        client.close()
+
+
 def _chats(settings: Settings) -> list[ChatId]:
     """Every chat the relay may write to, each once: the default, the allowed, the routes'."""
     chats: list[ChatId] = [settings.default_destination.chat]

@@ -14,7 +14,9 @@ lacks the fact (`monitor = "!x"` is not every issue). Case does not matter, as i
 silences' matchers. What a route does: `chat` and `thread` (where; a
 `thread` alone is a topic of TELEGRAM_CHAT_ID), `mention` (`@username`, or `tg:<user id>` for
 people without one), its sound (`silent`, `quiet_hours` with `timezone` and `loud_levels`:
-sound.py), or `drop = true`; `name` names it in logs and metrics.
+sound.py), `topics = "per_issue"` (in a forum, each issue a topic of its own: rooms/),
+`board = true` (a live list of its open issues pinned where it sends: board/), or
+`drop = true`; `name` names it in logs and metrics.
 
 A file that does not parse, a key that is not one of these (a typo), a value of the wrong kind, a
 chat that is no chat id, a file over MAX_ROUTES_BYTES or MAX_ROUTES: a RoutesError naming the
@@ -74,7 +76,11 @@ ACTIONS = (
     "direct",
     "take_for",
     "report",
+    "topics",
+    "board",
 )
+# What `topics` may say: `per_issue`, each issue a forum topic of its own (rooms/).
+TOPICS = ("per_issue",)
 # GlitchTip's levels (its API's); the webhook's colour tells only error, warning and info.
 LEVELS = ("fatal", "error", "warning", "info", "debug")
 # What an alert is about: an issue alert, an uptime monitor's (up or down), or an issue just
@@ -143,6 +149,9 @@ class Route:
     # How long an issue of its alerts may be taken, and stay open, before its taker is called
     # again (docs/oncall.md); None: as long as they like.
     take_for: float | None = None
+    # In a forum: "per_issue", each issue it alerts on a topic of its own (rooms/).
+    topics: str | None = None
+    board: bool = False  # a live list of its open issues kept pinned where it sends (board/)
 
     def matches(self, facts: Mapping[str, str | None]) -> bool:
         if facts.get("kind") == "created" and not self.asks_for_created:
@@ -223,6 +232,16 @@ class RouteTable:
             if route.summary is not None:
                 found.setdefault(route.place(default), route.summary)
         return found
+
+    def rooms(self, default: Destination) -> frozenset[Destination]:
+        """The places whose issues each get a forum topic of their own: where a route with
+        `topics = "per_issue"` sends."""
+        return frozenset(route.place(default) for route in self.routes if route.topics)
+
+    def boards(self, default: Destination) -> tuple[Destination, ...]:
+        """Where a board of the open issues is kept: where a route with `board` sends, once
+        each, in the file's order."""
+        return tuple(dict.fromkeys(r.place(default) for r in self.routes if r.board and not r.drop))
 
     def handoffs(self, default: Destination) -> dict[Destination, tuple[Rotation, ...]]:
         """Where each handoff of a rotation with `announce` is said: where its callers send."""
@@ -360,7 +379,10 @@ def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) ->
     reply_takes = table.get("reply_takes", True)
     if not isinstance(reply_takes, bool):
         raise problem("reply_takes", "must be true or false")
-    acts = any((chat, thread, mention, sound, escalate, summary, not reply_takes, take_for))
+    topics, board = _rooms(table, problem)
+    acts = any(
+        (chat, thread, mention, sound, escalate, summary, not reply_takes, take_for, topics, board)
+    )
     drop = _drop(table.get("drop", False), acts, problem)
     route_name = table.get("name", f"route {number}")
     if not isinstance(route_name, str) or not route_name.strip():
@@ -378,7 +400,22 @@ def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) ->
         summary,
         reply_takes,
         take_for,
+        topics,
+        board,
     )
+
+
+def _rooms(table: dict[str, Any], problem: Any) -> tuple[str | None, bool]:
+    """Whether its issues get a forum topic each (`topics`), and whether it keeps a board."""
+    topics = table.get("topics")
+    if topics is not None and topics not in TOPICS:
+        raise problem(
+            "topics", 'must be "per_issue" (each issue a forum topic of its own), or left out'
+        )
+    board = table.get("board", False)
+    if not isinstance(board, bool):
+        raise problem("board", "must be true or false")
+    return topics, board
 
 
 def _calls(

@@ -1,4 +1,4 @@
--- The spool's schema at version 25, as PostgreSQL says it: what a fresh spool is
+-- The spool's schema at version 26, as PostgreSQL says it: what a fresh spool is
 -- made of (relay_app/spool/current.py). Written by `python -m tests.schema_files` from a
 -- spool that took every step of relay_app/spool/history.py; tests/test_schema_files.py
 -- checks that the two agree. Do not edit by hand.
@@ -48,6 +48,28 @@ CREATE SEQUENCE alerts_id_seq
     CACHE 1;
 
 ALTER SEQUENCE alerts_id_seq OWNED BY jobs.id;
+
+CREATE TABLE board_issues (
+    chat text NOT NULL,
+    thread bigint NOT NULL,
+    issue_id text NOT NULL,
+    label text NOT NULL,
+    title text NOT NULL,
+    link text NOT NULL,
+    level text NOT NULL,
+    first_at double precision NOT NULL,
+    last_at double precision NOT NULL
+);
+
+CREATE TABLE boards (
+    chat text NOT NULL,
+    thread bigint NOT NULL,
+    message_id bigint,
+    shown text DEFAULT ''::text NOT NULL,
+    edited_at double precision,
+    clear_since double precision,
+    pinned boolean DEFAULT false NOT NULL
+);
 
 CREATE TABLE bot (
     id integer NOT NULL,
@@ -206,6 +228,27 @@ CREATE TABLE recalls (
     due_at double precision NOT NULL,
     state text DEFAULT 'waiting'::text NOT NULL,
     taker_id bigint
+);
+
+CREATE TABLE room_refusals (
+    chat text NOT NULL,
+    reason text NOT NULL,
+    at double precision NOT NULL
+);
+
+CREATE TABLE rooms (
+    chat text NOT NULL,
+    issue_id text NOT NULL,
+    thread bigint,
+    state text NOT NULL,
+    label text NOT NULL,
+    title text NOT NULL,
+    level text NOT NULL,
+    home bigint,
+    card bigint,
+    why text,
+    maker text,
+    changed_at double precision NOT NULL
 );
 
 CREATE TABLE sends (
@@ -384,6 +427,12 @@ ALTER TABLE ONLY webhooks_seen ALTER COLUMN id SET DEFAULT nextval('webhooks_see
 ALTER TABLE ONLY jobs
     ADD CONSTRAINT alerts_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY board_issues
+    ADD CONSTRAINT board_issues_pkey PRIMARY KEY (chat, thread, issue_id);
+
+ALTER TABLE ONLY boards
+    ADD CONSTRAINT boards_pkey PRIMARY KEY (chat, thread);
+
 ALTER TABLE ONLY bot
     ADD CONSTRAINT bot_pkey PRIMARY KEY (id);
 
@@ -431,6 +480,12 @@ ALTER TABLE ONLY people
 
 ALTER TABLE ONLY recalls
     ADD CONSTRAINT recalls_pkey PRIMARY KEY (chat, issue_id, taken_at);
+
+ALTER TABLE ONLY room_refusals
+    ADD CONSTRAINT room_refusals_pkey PRIMARY KEY (chat);
+
+ALTER TABLE ONLY rooms
+    ADD CONSTRAINT rooms_pkey PRIMARY KEY (chat, issue_id);
 
 ALTER TABLE ONLY sent_messages
     ADD CONSTRAINT sent_messages_pkey PRIMARY KEY (chat, message_id);
@@ -501,6 +556,8 @@ CREATE INDEX jobs_in_lane_by_precedence ON jobs USING btree (lane, state, preced
 CREATE INDEX people_by_username ON people USING btree (username);
 
 CREATE INDEX recalls_due ON recalls USING btree (state, due_at);
+
+CREATE INDEX rooms_by_thread ON rooms USING btree (chat, thread);
 
 CREATE INDEX sends_by_chat ON sends USING btree (chat, at);
 

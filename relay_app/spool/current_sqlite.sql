@@ -1,4 +1,4 @@
--- The spool's schema at version 25, as SQLite says it: what a fresh spool is
+-- The spool's schema at version 26, as SQLite says it: what a fresh spool is
 -- made of (relay_app/spool/current.py). Written by `python -m tests.schema_files` from a
 -- spool that took every step of relay_app/spool/history.py; tests/test_schema_files.py
 -- checks that the two agree. Do not edit by hand.
@@ -312,6 +312,54 @@ CREATE TABLE sentry_deliveries (
 );
 
 CREATE INDEX sentry_deliveries_by_time ON sentry_deliveries (received_at);
+
+CREATE TABLE rooms (
+    chat TEXT NOT NULL,
+    issue_id TEXT NOT NULL,
+    thread INTEGER,
+    state TEXT NOT NULL,
+    label TEXT NOT NULL,
+    title TEXT NOT NULL,
+    level TEXT NOT NULL,
+    home INTEGER,
+    card INTEGER,
+    why TEXT,
+    maker TEXT,
+    changed_at REAL NOT NULL,
+    PRIMARY KEY (chat, issue_id)
+);
+
+CREATE INDEX rooms_by_thread ON rooms (chat, thread);
+
+CREATE TABLE room_refusals (
+    chat TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    at REAL NOT NULL
+);
+
+CREATE TABLE boards (
+    chat TEXT NOT NULL,
+    thread INTEGER NOT NULL,
+    message_id INTEGER,
+    shown TEXT NOT NULL DEFAULT '',
+    edited_at REAL,
+    clear_since REAL,
+    pinned INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (chat, thread)
+);
+
+CREATE TABLE board_issues (
+    chat TEXT NOT NULL,
+    thread INTEGER NOT NULL,
+    issue_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    title TEXT NOT NULL,
+    link TEXT NOT NULL,
+    level TEXT NOT NULL,
+    first_at REAL NOT NULL,
+    last_at REAL NOT NULL,
+    PRIMARY KEY (chat, thread, issue_id)
+);
 
 INSERT INTO bot (id) VALUES (1);
 

@@ -18,7 +18,7 @@ from .dialects import POSTGRES, SQLITE, Types
 __all__ = ["POSTGRES", "SCHEMA_VERSION", "SQLITE", "Types", "statements_after", "steps"]
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 25
+SCHEMA_VERSION = 26
 
 
 def steps(types: Types) -> dict[int, list[str]]:
@@ -46,6 +46,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         23: on_call_from_the_chat(types),
         24: sentry_deliveries(types),
         25: takers_by_id(types),
+        26: rooms_and_boards(types),
     }
 
 
@@ -622,4 +623,55 @@ def takers_by_id(types: Types) -> list[str]:
         " WHERE '@' || p.username = lower(takes.taken_by)) WHERE taken_by LIKE '@%'",
         "UPDATE recalls SET taker_id = (SELECT p.user_id FROM people p"
         " WHERE '@' || p.username = lower(recalls.taker)) WHERE taker LIKE '@%'",
+    ]
+
+
+def rooms_and_boards(types: Types) -> list[str]:
+    """Incident rooms (docs/rooms.md): each issue's forum topic in a chat, and the chats where
+    Telegram refused topics (rooms/); the boards kept pinned, and the issues each lists
+    (board/)."""
+    return [
+        f"""CREATE TABLE rooms (
+    chat TEXT NOT NULL,
+    issue_id TEXT NOT NULL,
+    thread {types.big},
+    state TEXT NOT NULL,
+    label TEXT NOT NULL,
+    title TEXT NOT NULL,
+    level TEXT NOT NULL,
+    home {types.big},
+    card {types.big},
+    why TEXT,
+    maker TEXT,
+    changed_at {types.time} NOT NULL,
+    PRIMARY KEY (chat, issue_id)
+)""",
+        "CREATE INDEX rooms_by_thread ON rooms (chat, thread)",
+        f"""CREATE TABLE room_refusals (
+    chat TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    at {types.time} NOT NULL
+)""",
+        f"""CREATE TABLE boards (
+    chat TEXT NOT NULL,
+    thread {types.big} NOT NULL,
+    message_id {types.big},
+    shown TEXT NOT NULL DEFAULT '',
+    edited_at {types.time},
+    clear_since {types.time},
+    pinned {types.flag},
+    PRIMARY KEY (chat, thread)
+)""",
+        f"""CREATE TABLE board_issues (
+    chat TEXT NOT NULL,
+    thread {types.big} NOT NULL,
+    issue_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    title TEXT NOT NULL,
+    link TEXT NOT NULL,
+    level TEXT NOT NULL,
+    first_at {types.time} NOT NULL,
+    last_at {types.time} NOT NULL,
+    PRIMARY KEY (chat, thread, issue_id)
+)""",
     ]

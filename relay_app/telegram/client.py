@@ -43,11 +43,11 @@ CONNECTION_POOL_SIZE = 160
 # Telegram keeps this list for later calls, so every call that reads updates names it.
 ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"]
 
-# The methods a repeat of which can post a second message: a failed one that may have reached
-# Telegram is retried sparingly (delivery/policy.py). Any other method (an edit, a reaction, a
-# question) done twice leaves what once does, so it is retried on the quick backoff whatever
-# became of it.
-POSTING_METHODS = frozenset({"sendMessage"})
+# The methods a repeat of which can post a second message (or topic): a failed one that may
+# have reached Telegram is retried sparingly (delivery/policy.py). Any other method (an edit,
+# a reaction, a question) done twice leaves what once does, so it is retried on the quick
+# backoff whatever became of it. A forum topic made twice is two topics.
+POSTING_METHODS = frozenset({"sendMessage", "createForumTopic"})
 
 
 @dataclass(frozen=True)

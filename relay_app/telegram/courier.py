@@ -14,6 +14,7 @@ import html
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -65,6 +66,10 @@ class Telegram(Protocol):
 
     def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None:
         """Answer a press on a button with a notice; raises DeliveryError."""
+
+    def call(self, chat: str, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Another of the Bot API's methods about a chat (a forum topic made, a message
+        pinned): its `result` ({} for a bare true); raises DeliveryError."""
 
     def react(self, chat: str, message_id: int, emoji: str) -> None:
         """Put a reaction on a message of the chat; raises DeliveryError."""
@@ -157,6 +162,17 @@ class Courier:
             callback_query_id,
             text,
             alert=alert,
+            deadline=time.monotonic() + self._attempt_timeout,
+        )
+
+    def call(self, chat: str, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Another method about a chat, within the attempt timeout; raises DeliveryError."""
+        with self._lock:
+            where = parse_chat_id(chat) or chat
+            where = self._migrated.get(where, where)
+        return self._client.call(
+            method,
+            {"chat_id": where, **params},
             deadline=time.monotonic() + self._attempt_timeout,
         )
 

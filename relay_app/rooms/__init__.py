@@ -1,0 +1,1 @@
+"""Incident rooms: in a forum, each issue a topic of its own that opens and closes with it."""

@@ -1,0 +1,212 @@
+"""Incident rooms (rooms/): in a forum, each issue of a per-issue route a topic of its own, made
+by the alert's own turn of the chat, closed and reopened with the issue, and a message there a
+comment on it; Telegram's refusals never cost an alert. In process, on the test's clock, against
+the scripted Telegram."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import responses
+
+from relay_app import Relay
+from relay_app.cards.card import callback_data
+from relay_app.core.errors import PermanentDeliveryError, ThreadNotFound
+from relay_app.core.routing import Destination
+from relay_app.rooms.store import MAKING_FOR, Room, RoomStore
+from relay_app.routes import parse_routes
+from tests.conftest import CHAT_ID, FakeTime
+from tests.in_process import GLITCHTIP, Chat, alone, webhook
+from tests.payloads import issue, issue_alert
+from tests.prometheus import parse, value
+from tests.test_presses import press
+
+ROUTES = parse_routes('[[route]]\nname = "ops"\nthread = 7\ntopics = "per_issue"\n', "routes.toml")
+HOME = Destination(CHAT_ID, 7)
+CHAT = str(CHAT_ID)
+
+
+def alert(number: int = 4, title: str = "KeyError: 'cart' in checkout") -> dict[str, Any]:
+    return {"text": "GlitchTip Alert", **alone(number, title)}
+
+
+@pytest.fixture
+def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
+    fake_time.now = 1_800_000_000.0
+    return Chat.of(built, fake_time, routes=ROUTES)
+
+
+def calls(chat: Chat, method: str) -> list[dict[str, Any]]:
+    return [params for _, name, params in chat.telegram.other_calls if name == method]
+
+
+def upkeep(chat: Chat) -> None:
+    """The leader's upkeep, as the dispatcher runs it, then what it queued sent."""
+    chat.clock.now += 10
+    for each in chat.relay.running.upkeep:
+        each()
+    chat.settle()
+
+
+def rooms(chat: Chat) -> RoomStore:
+    assert chat.relay.spool is not None
+    return chat.relay.spool.of(RoomStore)
+
+
+def test_an_issue_gets_a_topic_of_its_own_its_alerts_go_there_and_the_route_topic_points_to_it(
+    chat: Chat,
+) -> None:
+    webhook(chat.relay, alert(), HOME)  # its turn makes the topic first
+    chat.settle()
+    [made] = calls(chat, "createForumTopic")
+    assert made["name"] == "🔴 BACKEND-4A · KeyError: 'cart' in checkout"
+    assert made["icon_color"] == 0xFB6F5F
+    # The alert went into the topic, with its buttons; its card is kept there.
+    assert chat.telegram.accepted_to == [Destination(CHAT_ID, 1000)]
+    kept = chat.store.message(CHAT, 1)
+    assert kept is not None
+    assert kept.thread == 1000
+    # One short line in the route's own topic points to the room.
+    [pointer] = calls(chat, "sendMessage")
+    assert pointer["message_thread_id"] == 7
+    assert pointer["text"] == (
+        "🧵 BACKEND-4A · KeyError: 'cart' in checkout\nhttps://t.me/c/1234567890/1000"
+    )
+    # The issue's next alert goes to its topic; no second topic is made.
+    webhook(chat.relay, alert(), HOME)
+    chat.settle()
+    assert len(calls(chat, "createForumTopic")) == 1
+    assert chat.telegram.accepted_to[-1] == Destination(CHAT_ID, 1000)
+    samples = parse(chat.relay.metrics.exposition().decode())
+    assert value(samples, "relay_rooms_total", outcome="made") == 1
+    assert value(samples, "relay_rooms_total", outcome="pointed") == 1
+
+
+def test_a_digest_goes_to_the_route_topic_and_makes_no_topic(chat: Chat) -> None:
+    two = issue_alert(
+        issue(4, link=f"{GLITCHTIP}/acme/issues/4"), issue(5, link=f"{GLITCHTIP}/acme/issues/5")
+    )
+    webhook(chat.relay, two, HOME)
+    chat.settle()
+    assert calls(chat, "createForumTopic") == []
+    assert chat.telegram.accepted_to == [HOME]
+
+
+def test_the_topic_closes_when_the_issue_is_resolved_and_reopens_when_it_alerts_again(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    webhook(chat.relay, alert(), HOME)
+    chat.settle()
+    [key] = [b.key for b in chat.store.message(CHAT, 1).buttons]  # type: ignore[union-attr]
+    glitchtip.put(
+        f"{GLITCHTIP}/api/0/organizations/acme/issues/4/", json={"id": "4", "status": "resolved"}
+    )
+    chat.update(press(callback_data("resolve", key), chat=CHAT, message_id=1))
+    chat.settle()
+    upkeep(chat)
+    renamed, closed = chat.telegram.other_calls[-2:]
+    assert renamed[1:] == (
+        "editForumTopic",
+        {"message_thread_id": 1000, "name": "✅ 🔴 BACKEND-4A · KeyError: 'cart' in checkout"},
+    )
+    assert closed[1:] == ("closeForumTopic", {"message_thread_id": 1000})
+    upkeep(chat)  # in step: nothing more
+    assert len(chat.telegram.other_calls) == 4
+    # It alerts again: its turn reopens the topic, the alert goes there, the name comes back.
+    webhook(chat.relay, alert(), HOME)
+    chat.settle()
+    methods = [name for _, name, _ in chat.telegram.other_calls[4:]]
+    assert methods == ["reopenForumTopic", "editForumTopic"]
+    assert (
+        chat.telegram.other_calls[-1][2]["name"] == "🔴 BACKEND-4A · KeyError: 'cart' in checkout"
+    )
+    assert chat.telegram.accepted_to[-1] == Destination(CHAT_ID, 1000)
+    assert len(calls(chat, "createForumTopic")) == 1
+
+
+def test_without_the_right_to_manage_topics_alerts_go_to_the_route_topic_and_it_is_said_once(
+    chat: Chat, caplog: pytest.LogCaptureFixture
+) -> None:
+    chat.telegram.refusing["createForumTopic"] = PermanentDeliveryError(
+        "Telegram refused createForumTopic (400): not enough rights",
+        error_code=400,
+        description="Bad Request: not enough rights to create a topic",
+    )
+    with caplog.at_level(logging.ERROR):
+        for number in (4, 5):
+            webhook(chat.relay, alert(number), HOME)
+            chat.settle()
+    # Both delivered to the route's own topic; the topic asked for once, not again for 10 min.
+    assert chat.telegram.accepted_to == [HOME, HOME]
+    assert chat.telegram.writes.count("createForumTopic") == 1
+    [said] = [r for r in caplog.records if "TOPICS REFUSED" in r.getMessage()]
+    assert "can_manage_topics" in said.getMessage()
+    assert rooms(chat).refusal(CHAT, since=0, now=chat.clock.now) == "rights"
+    # Granted since: ten minutes on, the next alert gets its topic.
+    del chat.telegram.refusing["createForumTopic"]
+    chat.clock.now += 601
+    webhook(chat.relay, alert(6), HOME)
+    chat.settle()
+    assert chat.telegram.accepted_to[-1] == Destination(CHAT_ID, 1000)
+    assert rooms(chat).refusal(CHAT, since=0, now=chat.clock.now) is None
+
+
+def test_a_topic_deleted_by_hand_sends_its_issue_back_to_the_route_topic(
+    chat: Chat, caplog: pytest.LogCaptureFixture
+) -> None:
+    webhook(chat.relay, alert(), HOME)
+    chat.settle()
+    chat.telegram.errors.append(
+        ThreadNotFound(
+            "Telegram refused the message (400): message thread not found",
+            error_code=400,
+            description="Bad Request: message thread not found",
+        )
+    )
+    with caplog.at_level(logging.ERROR):
+        webhook(chat.relay, alert(), HOME)
+        chat.settle()
+    assert chat.telegram.accepted_to[-1] == HOME
+    assert any("TOPIC DELETED" in r.getMessage() for r in caplog.records)
+    webhook(chat.relay, alert(), HOME)
+    chat.settle()
+    assert chat.telegram.accepted_to[-1] == HOME
+    assert len(calls(chat, "createForumTopic")) == 1
+
+
+def test_a_message_written_in_the_topic_is_a_comment_on_its_issue(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    webhook(chat.relay, alert(), HOME)
+    chat.settle()
+    glitchtip.get(f"{GLITCHTIP}/api/0/organizations/acme/issues/?id=4", json=[{"id": "4"}])
+    comments = glitchtip.post(f"{GLITCHTIP}/api/0/issues/4/comments/", status=201, json={"id": 1})
+    message = {
+        "message_id": 90,
+        "from": {"id": 7, "is_bot": False, "first_name": "Ada", "username": "ada"},
+        "chat": {"id": CHAT_ID, "type": "supergroup", "is_forum": True},
+        "date": 1_800_000_000,
+        "text": "rolling back the cart service",
+        "message_thread_id": 1000,
+        "is_topic_message": True,
+    }
+    chat.update({"update_id": 5, "message": message})
+    chat.settle()
+    assert comments.call_count == 1
+    assert b"rolling back the cart service" in comments.calls[0].request.body
+
+
+def test_one_topic_per_issue_and_chat_whatever_the_race(chat: Chat) -> None:
+    store = rooms(chat)
+    room = Room(CHAT, "4", None, "making", "BACKEND-4A", "t", "error", 7, None)
+    now = chat.clock.now
+    assert store.start_making(room, "alert 1", now=now)
+    assert not store.start_making(room, "alert 2", now=now)
+    assert store.start_making(room, "alert 1", now=now + 1)  # its own attempt, again
+    # The relay that was making it stopped: after MAKING_FOR another may.
+    assert store.start_making(room, "alert 2", now=now + MAKING_FOR + 2)
+    store.made(CHAT, "4", 1000, now=now + MAKING_FOR + 3)
+    assert not store.start_making(room, "alert 3", now=now + 10 * MAKING_FOR)
