@@ -4,6 +4,7 @@ it theirs, asks each once whether it is on, and starts those that are."""
 
 from __future__ import annotations
 
+from .board import plugin as board
 from .chat import plugin as chat
 from .oncall import plugin as oncall
 from .operating.capability import Registry
@@ -23,6 +24,7 @@ REGISTRY = Registry(
         snoozes.CAPABILITY,
         sentry.CAPABILITY,
         rooms.CAPABILITY,
+        board.CAPABILITY,
         # It dispatches the others' presses, commands and kinds of update: it starts last.
         chat.CAPABILITY,
     )
