@@ -569,3 +569,33 @@ def test_each_chat_reads_times_in_its_routes_zone_else_the_relays() -> None:
     assert zones.of(-1002) == ZoneInfo("Europe/Moscow")
     assert zones.of("-1001") == ZoneInfo("Asia/Tokyo")  # a route with no chat: the default chat's
     assert zones.of("-1003") == ZoneInfo("America/New_York")  # no route names one: the relay's
+
+
+def test_a_route_may_give_each_issue_a_topic_and_keep_a_board(tmp_path: Path) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        '[[route]]\nname = "ops"\nchat = -1002000000001\nthread = 7\ntopics = "per_issue"\n'
+        "board = true\n"
+    )
+    table = read_routes(str(routes))
+    place = Destination(-1002000000001, 7)
+    assert table.rooms(Destination(1)) == frozenset({place})
+    assert table.boards(Destination(1)) == (place,)
+    code, out, _ = run("routes", "check", str(routes))
+    assert code == 0
+    assert "a forum topic per issue, a pinned board of its open issues" in out
+    saved = tmp_path / "webhook.json"
+    saved.write_text(json.dumps(payloads.issue_alert(payloads.issue(1))))
+    code, out, _ = run("routes", "test", str(saved), RELAY_ROUTES=str(routes))
+    assert code == 0
+    assert (
+        "  each issue in a forum topic of its own (made by its first card sent alone; a digest,"
+        " or where Telegram refuses topics: chat -1002000000001 topic 7)"
+    ) in out.splitlines()
+    assert "  listed on the board pinned in chat -1002000000001 topic 7" in out.splitlines()
+    for wrong, said in (
+        ('topics = "per_chat"', 'topics: must be "per_issue"'),
+        ("board = 1", "board: must be true or false"),
+    ):
+        with pytest.raises(RoutesError, match=said):
+            parse_routes(f"[[route]]\nchat = -1001\n{wrong}\n", "x.toml")

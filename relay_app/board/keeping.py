@@ -56,7 +56,11 @@ class Boards:
         count: Callable[[str], None],
         clock: Clock,
         every: float = EVERY,
+        look_every: float = LOOK_EVERY,
     ) -> None:
+        """`every`: at most one write of a board this often; `look_every`: how often the
+        boards are looked at."""
+        self._look_every = look_every
         self._store = store
         self._outbox = outbox
         self._telegram = telegram
@@ -75,9 +79,9 @@ class Boards:
 
     def upkeep(self, words: Words) -> None:
         now = self._clock()
-        if self._next - LOOK_EVERY <= now < self._next:  # a step back of the clock: look now
+        if self._next - self._look_every <= now < self._next:  # a step back: look now
             return
-        self._next = now + LOOK_EVERY
+        self._next = now + self._look_every
         for place in self._places:
             board = self._store.board(place, now=now)
             if board.edited_at is not None and now - board.edited_at < self._every:

@@ -10,7 +10,7 @@ from ..operating.capability import Capability, Core, Running
 from ..operating.config import Settings
 from .check import board_verdicts
 from .counters import BOARDS
-from .keeping import KIND, Boards, left_behind
+from .keeping import EVERY, KIND, LOOK_EVERY, Boards, left_behind
 from .store import BoardStore
 
 
@@ -29,6 +29,8 @@ def _start(core: Core) -> Running:
         hourly=core.services.find(HOURLY),
         count=lambda outcome: counted.labels(outcome).inc(),
         clock=core.clock,
+        every=core.settings.timing.of(EVERY),
+        look_every=core.settings.timing.of(LOOK_EVERY),
     )
     return Running(
         upkeep=(lambda: boards.upkeep(core.words),),

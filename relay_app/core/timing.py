@@ -48,6 +48,13 @@ class Timing:
     reach_again: float = 5.0
     # How often the leader says again, at ERROR, that the routes file on disk is refused.
     routes_refused_again: float = 60.0
+    # What every interval is multiplied by (RELAY_TIME_SCALE): a capability's own, too (`of`).
+    factor: float = 1.0
+
+    def of(self, seconds: float) -> float:
+        """A capability's own interval (a board's pace, a refusal asked again), compressed as
+        every other."""
+        return seconds if self.factor == 1.0 else max(FLOOR, seconds * self.factor)
 
     def scaled(self, factor: float, *, keep_telegrams_pace: bool) -> Timing:
         """Every interval times `factor` (at least FLOOR); the pace kept as it is when the
@@ -68,6 +75,7 @@ class Timing:
             leader_term=max(FLOOR, self.leader_term * factor),
             reach_again=max(FLOOR, self.reach_again * factor),
             routes_refused_again=max(FLOOR, self.routes_refused_again * factor),
+            factor=self.factor * factor,
         )
 
 

@@ -134,6 +134,13 @@ def _what_it_does(part: Part, roster: Roster, at: float, zone: ZoneInfo) -> list
     levels = levels_of(_colours(part.payload))
     rings = route.sound.rings(at, levels, zone)
     lines.append("rings" if rings else f"without sound ({', '.join(_sound(route.sound))})")
+    if route.topics:
+        lines.append(
+            f"each issue in a forum topic of its own (made by its first card sent alone; a "
+            f"digest, or where Telegram refuses topics: {part.destination.describe()})"
+        )
+    if route.board:
+        lines.append(f"listed on the board pinned in {part.destination.describe()}")
     for step in route.escalate:
         when = at + step.after
         privately = ", privately too" if step.direct else ""
@@ -238,6 +245,10 @@ def _describe(route: Route) -> str:
         weekly = route.summary.report_on
         report = f", with the week's report on {WEEKDAYS[weekly]}s" if weekly is not None else ""
         where.append(f"a daily summary at {route.summary.at:%H:%M} ({zone}){report}")
+    if route.topics:
+        where.append("a forum topic per issue")
+    if route.board:
+        where.append("a pinned board of its open issues")
     return f"{matchers}: {', '.join(where)}"
 
 

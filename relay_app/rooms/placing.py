@@ -60,8 +60,11 @@ class Rooms:
         words: Words,
         count: Callable[[str], None],
         clock: Clock,
+        refused_for: float = REFUSED_FOR,
     ) -> None:
-        """`places`: where per-issue routes send; `count`: the metric, by outcome."""
+        """`places`: where per-issue routes send; `count`: the metric, by outcome;
+        `refused_for`: how long after a refusal topics are asked for again there."""
+        self._refused_for = refused_for
         self._store = store
         self._outbox = outbox
         self._places = places
@@ -81,7 +84,7 @@ class Rooms:
             return Destination(destination.chat, kept.thread)
         if kept is not None and kept.state == "gone":
             return None
-        if self._store.refusal(room.chat, since=now - REFUSED_FOR, now=now) is not None:
+        if self._store.refusal(room.chat, since=now - self._refused_for, now=now) is not None:
             return None
         if kept is not None and kept.state == "closed":
             return self._reopen(kept)
@@ -194,5 +197,5 @@ class Rooms:
                 error,
                 room.label,
                 FIXES[reason],
-                REFUSED_FOR // 60,
+                max(1, round(self._refused_for / 60)),
             )

@@ -16,7 +16,7 @@ from ..spool.store import Tx
 from ..words import Words
 from .check import rooms_verdicts
 from .counters import ROOMS
-from .following import Following
+from .following import EVERY, Following
 from .placing import KIND, REFUSED_FOR, Rooms
 from .store import RoomStore
 from .writes import RoomWrites, left_behind
@@ -34,8 +34,18 @@ def _start(core: Core) -> Running:
     def count(outcome: str) -> None:
         counted.labels(outcome).inc()
 
-    rooms = Rooms(store, core.outbox, places, words=core.words, count=count, clock=core.clock)
-    following = Following(store, core.outbox, count=count, clock=core.clock)
+    timing = core.settings.timing
+    refused_for = timing.of(REFUSED_FOR)
+    rooms = Rooms(
+        store,
+        core.outbox,
+        places,
+        words=core.words,
+        count=count,
+        clock=core.clock,
+        refused_for=refused_for,
+    )
+    following = Following(store, core.outbox, count=count, clock=core.clock, every=timing.of(EVERY))
     writes = RoomWrites(store, count=count, clock=core.clock)
 
     def card_of(chat: str, thread: int) -> int | None:
@@ -54,7 +64,7 @@ def _start(core: Core) -> Running:
 
     def status(chat: str, words: Words) -> str | None:
         now = core.clock()
-        reason = store.refusal(chat, since=now - REFUSED_FOR, now=now)
+        reason = store.refusal(chat, since=now - refused_for, now=now)
         if reason is None:
             return None
         return words.word("room_refused").format(fix=words.word(f"room_fix_{reason}"))
