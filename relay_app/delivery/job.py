@@ -82,6 +82,9 @@ class Placing(Protocol):
         """Telegram says the place it chose is gone (a topic deleted by hand): the alerts go
         again, to be placed anew."""
 
+    def made_for(self, job: Job) -> bool:
+        """Whether the job's last turn made its place (it goes alone now, into it)."""
+
 
 class Planned(Protocol):
     @property
@@ -165,7 +168,10 @@ class Jobs:
         return self._telegram.probe()
 
     def fit(self, jobs: list[Job]) -> int:
-        """How many of these waiting jobs, oldest first, go in the next write."""
+        """How many of these waiting jobs, oldest first, go in the next write: one where its
+        place was made for it (its issue's topic, by its last turn), never a digest."""
+        if jobs and any(_made_for(placing, jobs[0]) for placing in self._places):
+            return 1
         return self.renderer.how_many(jobs)
 
     def run(self, queue: Queue, claim: Claim, *, kind: AttemptKind) -> Settlement:
@@ -604,6 +610,14 @@ def _verdict(
     loud = error.maybe_delivered or never_sent & (never_sent - 1) == 0
     level = logging.WARNING if loud else logging.INFO
     return level, "retryable_error", f"failed (retryable): {error}"
+
+
+def _made_for(placing: Placing, job: Job) -> bool:
+    try:
+        return placing.made_for(job)
+    except Exception:  # a bug there never stops a claim: the job goes as it would
+        log.exception("whether %s goes alone could not be told", _what([job]))
+        return False
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ route's place."""
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -33,6 +35,8 @@ Clock = Callable[[], float]
 # How long after Telegram refused a topic in a chat the relay asks again (a right granted
 # since takes effect then, without a restart).
 REFUSED_FOR = 600.0
+# The rooms made by an alert's turn that this process remembers, till each alert goes there.
+KEPT_MADE = 1000
 KIND = "room"  # the rooms' own writes: a topic closed, reopened, renamed, pointed to
 FIXES = {
     "rights": "make the bot an administrator of the group with the right to manage topics "
@@ -65,6 +69,9 @@ class Rooms:
         """`places`: where per-issue routes send; `count`: the metric, by outcome;
         `refused_for`: how long after a refusal topics are asked for again there."""
         self._refused_for = refused_for
+        # The alerts whose turn made (or reopened) their room, till they go into it.
+        self._made: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
         self._store = store
         self._outbox = outbox
         self._places = places
@@ -81,21 +88,32 @@ class Rooms:
         now = self._clock()
         kept = self._store.room(room.chat, room.issue_id, now=now)
         if kept is not None and kept.thread is not None and kept.state == "open":
+            with self._lock:
+                self._made.pop(_maker(jobs[0]), None)
             return Destination(destination.chat, kept.thread)
         if kept is not None and kept.state == "gone":
             return None
         if self._store.refusal(room.chat, since=now - self._refused_for, now=now) is not None:
             return None
         if kept is not None and kept.state == "closed":
-            return self._reopen(kept)
+            return self._reopen(kept, _maker(jobs[0]))
         return self._made_by(jobs[0], room, now)  # none yet, or one being made
 
     def _made_by(self, job: Job, room: Room, now: float) -> Call | None:
         """The topic made by this alert's turn, unless another alert makes it now (this one
         goes to the route's place then)."""
-        if not self._store.start_making(room, f"{job.id}@{job.received_at}", now=now):
+        if not self._store.start_making(room, _maker(job), now=now):
             return None  # another relay makes it now: this alert goes to the route's place
-        return self._make(room)
+        return self._make(room, _maker(job))
+
+    def made_for(self, job: Job) -> bool:
+        """Asked as a claim is taken, inside the queue's unit of work: from this process's
+        memory of the rooms its alerts' turns made, never the store. Should another process
+        take the alert up, it may go in a digest to the route's place: nothing is lost."""
+        if job.kind != "alert":
+            return False
+        with self._lock:
+            return _maker(job) in self._made
 
     def lost(self, placed: Destination, destination: Destination) -> None:
         if placed.thread is None:
@@ -136,7 +154,13 @@ class Rooms:
             card=None,
         )
 
-    def _make(self, room: Room) -> Call:
+    def _made_room(self, maker: str) -> None:
+        with self._lock:
+            self._made[maker] = None
+            while len(self._made) > KEPT_MADE:
+                self._made.popitem(last=False)
+
+    def _make(self, room: Room, maker: str) -> Call:
         def done(result: Mapping[str, Any]) -> None:
             thread = result.get("message_thread_id")
             if not isinstance(thread, int) or isinstance(thread, bool):
@@ -144,6 +168,7 @@ class Rooms:
                 self._store.not_made(room.chat, room.issue_id, now=self._clock())
                 return
             self._store.made(room.chat, room.issue_id, thread, now=self._clock())
+            self._made_room(maker)
             self._store.allowed(room.chat, now=self._clock())
             self._count("made")
             log.info("made topic %d for %s in chat %s", thread, room.label, room.chat)
@@ -159,13 +184,14 @@ class Rooms:
         said = f"the topic of {room.label}"
         return Call(room.chat, "createForumTopic", params, done, refused, said)
 
-    def _reopen(self, room: Room) -> Call | None:
-        """The closed topic opened again by this alert's turn."""
+    def _reopen(self, room: Room, maker: str) -> Call | None:
+        """The closed topic opened again by this alert's turn (`maker`)."""
         if room.thread is None:
             return None
 
         def done(result: Mapping[str, Any]) -> None:
             self._store.opened(room.chat, room.issue_id, now=self._clock())
+            self._made_room(maker)
             self._count("reopened")
             room_job(self._outbox, room, "rename")
 
@@ -199,3 +225,8 @@ class Rooms:
                 FIXES[reason],
                 max(1, round(self._refused_for / 60)),
             )
+
+
+def _maker(job: Job) -> str:
+    """The alert that makes a room, as the room keeps it."""
+    return f"{job.id}@{job.received_at}"
