@@ -240,16 +240,22 @@ def _describe(route: Route) -> str:
     where += [_step(step) for step in route.escalate]
     if route.take_for is not None:
         where.append(f"a taker called again after {duration(route.take_for)}")
+    return f"{matchers}: {', '.join(where + _kept_there(route))}"
+
+
+def _kept_there(route: Route) -> list[str]:
+    """What the route keeps where it sends: a daily summary, a topic per issue, a board."""
+    kept = []
     if route.summary is not None:
         zone = route.summary.timezone or "RELAY_TIMEZONE"
         weekly = route.summary.report_on
         report = f", with the week's report on {WEEKDAYS[weekly]}s" if weekly is not None else ""
-        where.append(f"a daily summary at {route.summary.at:%H:%M} ({zone}){report}")
+        kept.append(f"a daily summary at {route.summary.at:%H:%M} ({zone}){report}")
     if route.topics:
-        where.append("a forum topic per issue")
+        kept.append("a forum topic per issue")
     if route.board:
-        where.append("a pinned board of its open issues")
-    return f"{matchers}: {', '.join(where)}"
+        kept.append("a pinned board of its open issues")
+    return kept
 
 
 def _step(step: Step) -> str:
