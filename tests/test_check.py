@@ -499,3 +499,33 @@ def test_a_command_that_reads_the_settings_redacts_the_glitchtip_token_from_its_
     out, err = io.StringIO(), io.StringIO()
     assert main(["telegram-webhook", "delete"], environ=environ, out=out, err=err) == 0
     assert redact(f"token {token}") == f"token {REDACTED}"
+
+
+def test_rooms_and_boards_need_a_forum_and_the_rights_to_manage_topics_and_pin(
+    fake: FakeTelegram, spool_path: str, tmp_path: Path
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        "[[route]]\nname = 'ops'\nproject = 'ops'\nthread = 78\ntopics = 'per_issue'\n"
+        "board = true\n"
+        f"[[route]]\nname = 'web'\nproject = 'web'\nchat = {OTHER_CHAT}\n"
+        "topics = 'per_issue'\nboard = true\n"
+    )
+    fake.add_chat(CHAT, rights={"can_manage_topics": True, "can_pin_messages": False})
+    code, lines = check(environment(fake, spool_path, RELAY_ROUTES=str(routes)))
+    assert code == 1
+    assert line_for(lines, f"topics per issue in chat {CHAT}").startswith(
+        "ok    topics per issue in chat -1001234567890: a forum, and the bot may manage"
+    )
+    no_pin = line_for(lines, f"board in chat {CHAT}")
+    assert no_pin.startswith("FAIL")
+    assert "the right to pin messages" in no_pin
+    no_forum = line_for(lines, f"topics per issue in chat {OTHER_CHAT}")
+    assert "the chat is not a forum" in no_forum
+    assert "turn Topics on" in no_forum
+    # The bot a member, not an administrator: it may neither manage topics nor pin.
+    assert line_for(lines, f"board in chat {OTHER_CHAT}").startswith("FAIL")
+    fake.add_chat(CHAT, rights={"can_manage_topics": True, "can_pin_messages": True})
+    fake.add_chat(OTHER_CHAT, rights={"can_manage_topics": True, "can_pin_messages": True})
+    code, lines = check(environment(fake, spool_path, RELAY_ROUTES=str(routes)))
+    assert line_for(lines, f"board in chat {CHAT}").startswith("ok")
