@@ -5,24 +5,32 @@ the scripted Telegram."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import responses
 
-from relay_app import Relay
+from relay_app import Relay, create_app, relay_of
 from relay_app.cards.card import callback_data
 from relay_app.core.errors import PermanentDeliveryError, ThreadNotFound
 from relay_app.core.routing import Destination
+from relay_app.operating.config import Settings
+from relay_app.operating.sentry_env import SentryConfig
 from relay_app.rooms.store import MAKING_FOR, Room, RoomStore
 from relay_app.routes import parse_routes
-from tests.conftest import CHAT_ID, FakeTime
+from tests.conftest import API_URL, CHAT_ID, OK, TOKEN, FakeTime, run_background, sent_bodies
 from tests.in_process import GLITCHTIP, Chat, alone, webhook
 from tests.payloads import issue, issue_alert
 from tests.prometheus import parse, value
 from tests.test_presses import press
+from tests.test_sentry import CLIENT_SECRET as SENTRY_SECRET
+from tests.test_sentry import SENTRY, with_urls
+from tests.test_sentry import sample_bytes as sentry_sample
+from tests.test_sentry import signed_post as sentry_post
 
 ROUTES = parse_routes('[[route]]\nname = "ops"\nthread = 7\ntopics = "per_issue"\n', "routes.toml")
 HOME = Destination(CHAT_ID, 7)
@@ -210,3 +218,42 @@ def test_one_topic_per_issue_and_chat_whatever_the_race(chat: Chat) -> None:
     assert store.start_making(room, "alert 2", now=now + MAKING_FOR + 2)
     store.made(CHAT, "4", 1000, now=now + MAKING_FOR + 3)
     assert not store.start_making(room, "alert 3", now=now + 10 * MAKING_FOR)
+
+
+def test_a_sentry_issue_gets_its_room_and_closes_it_when_sentry_says_it_is_resolved(
+    settings: Settings, telegram: responses.RequestsMock, fake_time: FakeTime
+) -> None:
+    sentry = SentryConfig(SENTRY_SECRET, "b" * 64, SENTRY)
+    app = create_app(replace(settings, sentry=sentry, routes=ROUTES), clock=fake_time)
+    relay = relay_of(app)
+    assert relay is not None
+    api = f"{API_URL}/bot{TOKEN}"
+    telegram.post(
+        f"{api}/createForumTopic", json={"ok": True, "result": {"message_thread_id": 900}}
+    )
+    telegram.post(f"{api}/sendMessage", json=OK)
+    for method in ("editForumTopic", "closeForumTopic", "editMessageText"):
+        telegram.post(f"{api}/{method}", json={"ok": True, "result": True})
+    alert = sentry_sample("issue_alert.json").replace(b"https://sentry.io", SENTRY.encode())
+    client = app.test_client()
+    assert sentry_post(client, alert, "event_alert", request_id="a" * 32).status_code == 202
+    run_background(relay.dispatcher, fake_time)
+    made = [c for c in telegram.calls if str(c.request.url).endswith("/createForumTopic")]
+    assert len(made) == 1
+    alerts = [body for body in sent_bodies(telegram) if "reply_markup" in body]
+    assert [body["message_thread_id"] for body in alerts] == [900]
+    # Resolved in Sentry's UI: its issue webhook says so, and the topic closes.
+    resolved = sentry_sample("issue_created.json").replace(b"1170820242", b"1117540176")
+    body = with_urls(json.loads(resolved) | {"action": "resolved"}, org="test-org")
+    fake_time.now += 1
+    said = sentry_post(client, json.dumps(body).encode(), "issue", request_id="b" * 32)
+    assert said.status_code == 200
+    run_background(relay.dispatcher, fake_time)
+    fake_time.now += 10
+    for chore in relay.running.upkeep:
+        chore()
+    run_background(relay.dispatcher, fake_time)
+    closed = [c for c in telegram.calls if str(c.request.url).endswith("/closeForumTopic")]
+    assert len(closed) == 1
+    assert json.loads(closed[0].request.body)["message_thread_id"] == 900  # type: ignore[arg-type]
+    relay.dispatcher.shutdown()
