@@ -257,3 +257,37 @@ def test_a_sentry_issue_gets_its_room_and_closes_it_when_sentry_says_it_is_resol
     assert len(closed) == 1
     assert json.loads(closed[0].request.body)["message_thread_id"] == 900  # type: ignore[arg-type]
     relay.dispatcher.shutdown()
+
+
+def test_a_topic_already_as_asked_is_done_and_one_gone_is_forgotten(
+    chat: Chat, glitchtip: responses.RequestsMock, caplog: pytest.LogCaptureFixture
+) -> None:
+    webhook(chat.relay, alert(), HOME)
+    chat.settle()
+    # Someone closed it by hand already: Telegram's TOPIC_NOT_MODIFIED is the close done.
+    chat.telegram.refusing["closeForumTopic"] = PermanentDeliveryError(
+        "Telegram refused closeForumTopic (400): TOPIC_NOT_MODIFIED",
+        error_code=400,
+        description="Bad Request: TOPIC_NOT_MODIFIED",
+    )
+    [key] = [b.key for b in chat.store.message(CHAT, 1).buttons]  # type: ignore[union-attr]
+    glitchtip.put(
+        f"{GLITCHTIP}/api/0/organizations/acme/issues/4/", json={"id": "4", "status": "resolved"}
+    )
+    chat.update(press(callback_data("resolve", key), chat=CHAT, message_id=1))
+    chat.settle()
+    with caplog.at_level(logging.ERROR):
+        upkeep(chat)
+    assert not [r for r in caplog.records if "CHAT NOT UPDATED" in r.getMessage()]
+    assert chat.relay.spool is not None
+    assert chat.relay.spool.queue.pending() == 0
+    # Deleted by hand before it is renamed back: forgotten, and the issue's alerts go home.
+    chat.telegram.refusing["reopenForumTopic"] = ThreadNotFound(
+        "Telegram refused reopenForumTopic (400): message thread not found",
+        error_code=400,
+        description="Bad Request: message thread not found",
+    )
+    webhook(chat.relay, alert(), HOME)
+    chat.settle()
+    assert chat.telegram.accepted_to[-1] == HOME
+    assert rooms(chat).room(CHAT, "4", now=chat.clock.now).state == "gone"  # type: ignore[union-attr]
