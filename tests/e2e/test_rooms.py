@@ -19,6 +19,8 @@ from tests.fake_telegram import FakeTelegram, Posted, Topic
 CHAT = str(CHAT_ID)
 HOME = 77  # the route's own topic
 ROUTES = '[[route]]\nname = "ops"\nthread = 77\ntopics = "per_issue"\nboard = true\n'
+# A board's writes at most every 15 s, the rooms' and boards' looks every 5 s: a tenth of that.
+ROOM_SCALE = "0.1"
 ALL_RIGHTS = {"can_manage_topics": True, "can_pin_messages": True}
 
 
@@ -53,7 +55,7 @@ def test_an_issue_gets_a_room_that_closes_and_opens_with_it_and_the_board_follow
         GLITCHTIP_API_TOKEN=TOKEN,
         GLITCHTIP_URL=fake_glitchtip.url,
         RELAY_ROUTES=str(routes),
-        RELAY_TIME_SCALE=CHAT_SCALE,
+        RELAY_TIME_SCALE=ROOM_SCALE,
         RELAY_WATCH_INTERVAL="1",
     )
     reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 1))
