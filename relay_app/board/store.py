@@ -86,27 +86,35 @@ class BoardStore:
         """The place's open issues, those that closed or were forgotten taken off."""
         chat, thread = _key(place)
 
-        def read(tx: Tx) -> list[Listed]:
+        def read(tx: Tx) -> tuple[list[Listed], list[tuple[str, float]]]:
             rows = tx.all(
                 "SELECT * FROM board_issues WHERE chat = ? AND thread = ?", (chat, thread)
             )
             states = records.latest_in_chat(tx, chat, [str(row["issue_id"]) for row in rows])
-            listed, gone = [], []
+            listed: list[Listed] = []
+            gone: list[tuple[str, float]] = []  # and when each last alerted, as read
             for row in rows:
                 state = states.get(str(row["issue_id"]))
                 if _off(state, float(row["last_at"]), tx.at.db):
-                    gone.append(row["issue_id"])
+                    gone.append((str(row["issue_id"]), float(row["last_at"])))
                 else:
                     taken = state["taken_by"] if state is not None else None
                     listed.append(_listed(row, tx, taken))
-            for issue_id in gone:
-                tx.execute(
-                    "DELETE FROM board_issues WHERE chat = ? AND thread = ? AND issue_id = ?",
-                    (chat, thread, issue_id),
-                )
-            return listed
+            return listed, gone
 
-        return self._write(read, now)
+        listed, gone = self._store.read(read, now=now)
+        if gone:
+
+            def forget(tx: Tx) -> None:
+                # Not one that alerted again since it was read (a regression): it stays.
+                tx.executemany(
+                    "DELETE FROM board_issues WHERE chat = ? AND thread = ? AND issue_id = ?"
+                    " AND last_at = ?",
+                    [(chat, thread, issue_id, last_at) for issue_id, last_at in gone],
+                )
+
+            self._write(forget, now)
+        return listed
 
     def board(self, place: Destination, *, now: float) -> Board:
         chat, thread = _key(place)

@@ -20,6 +20,8 @@ Clock = Callable[[], float]
 # the queue).
 EVERY = 5.0
 CLOSED_BY = ("resolved", "ignored")
+# How often rooms closed long ago are forgotten.
+FORGET_EVERY = 3600.0
 
 
 class Following:
@@ -38,14 +40,17 @@ class Following:
         self._clock = clock
         self._every = every
         self._next = 0.0  # on the clock
+        self._forget_at = 0.0
 
     def upkeep(self) -> None:
         now = self._clock()
         if self._next - self._every <= now < self._next:  # a step back of the clock: look now
             return
         self._next = now + self._every
-        for room in self._store.kept(now=now):
-            status = self._store.status_of(room.chat, room.issue_id, now=now)
+        if now >= self._forget_at:
+            self._forget_at = now + FORGET_EVERY
+            self._store.forget_old(now=now)
+        for room, status in self._store.kept(now=now):
             if room.state == "open" and status in CLOSED_BY:
                 self._store.closed(room.chat, room.issue_id, status, now=now)
                 room_job(self._outbox, room, "rename")

@@ -135,28 +135,38 @@ class RoomStore:
             "UPDATE rooms SET card = ? WHERE chat = ? AND thread = ?", (message_id, chat, thread)
         )
 
-    def kept(self, *, now: float) -> list[Room]:
-        """Every room whose topic is open, or closed within KEPT_CLOSED (older ones are
-        forgotten: a new alert of their issue makes a new topic)."""
+    def kept(self, *, now: float) -> list[tuple[Room, str | None]]:
+        """Every room whose topic is open or closed, with its issue's state as its latest card
+        in the chat shows it (None: open, as alerted), in one read."""
 
-        def tidy(tx: Tx) -> list[Room]:
-            tx.execute(
-                "DELETE FROM rooms WHERE state IN ('closed', 'gone') AND changed_at < ?",
-                (tx.at.db - KEPT_CLOSED,),
-            )
-            rows = tx.all("SELECT * FROM rooms WHERE state IN ('open', 'closed')")
-            return [_room(row) for row in rows]
-
-        return self._write(tidy, now)
-
-    def status_of(self, chat: str, issue_id: str, *, now: float) -> str | None:
-        """The issue's state as its latest card in the chat shows it (None: open)."""
-
-        def read(tx: Tx) -> str | None:
-            row = records.latest_in_chat(tx, chat, [issue_id]).get(issue_id)
-            return str(row["status"]) if row is not None and row["status"] else None
+        def read(tx: Tx) -> list[tuple[Room, str | None]]:
+            rooms = [
+                _room(row)
+                for row in tx.all("SELECT * FROM rooms WHERE state IN ('open', 'closed')")
+            ]
+            found = []
+            for room in rooms:
+                row = records.latest_in_chat(tx, room.chat, [room.issue_id]).get(room.issue_id)
+                found.append(
+                    (room, str(row["status"]) if row is not None and row["status"] else None)
+                )
+            return found
 
         return self._read(read, now)
+
+    def forget_old(self, *, now: float) -> int:
+        """Rooms closed or gone for KEPT_CLOSED forgotten (a new alert of their issue makes a
+        new topic): how many."""
+
+        def forget(tx: Tx) -> int:
+            gone = tx.all(
+                "DELETE FROM rooms WHERE state IN ('closed', 'gone') AND changed_at < ?"
+                " RETURNING issue_id",
+                (tx.at.db - KEPT_CLOSED,),
+            )
+            return len(gone)
+
+        return self._write(forget, now)
 
     def refused(self, chat: str, reason: str, *, now: float) -> bool:
         """Telegram refused a topic in the chat: whether this is news (it was not refused
