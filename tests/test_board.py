@@ -5,6 +5,7 @@ test's clock, against the scripted Telegram; its text, pure."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -13,7 +14,7 @@ import pytest
 import responses
 
 from relay_app import Relay
-from relay_app.board.keeping import EVERY
+from relay_app.board.keeping import EVERY, HELD_FOR
 from relay_app.board.store import Listed
 from relay_app.board.text import MOST, board_text
 from relay_app.capabilities import REGISTRY
@@ -202,3 +203,23 @@ def test_an_unpinned_board_is_noticed_at_its_next_write_and_posted_and_pinned_an
     assert chat.telegram.pinned[CHAT] == 4  # the new one (message 3 is the second alert)
     samples = parse(chat.relay.metrics.exposition().decode())
     assert value(samples, "relay_boards_total", outcome="unpinned") == 1
+
+
+def test_a_board_telegram_refuses_is_said_once_and_written_again_after_a_while(
+    chat: Chat, caplog: pytest.LogCaptureFixture
+) -> None:
+    chat.telegram.refusing["sendMessage"] = PermanentDeliveryError(
+        "Telegram refused sendMessage (400): not enough rights to send text messages",
+        error_code=400,
+        description="Bad Request: not enough rights to send text messages to the chat",
+    )
+    with caplog.at_level(logging.ERROR):
+        for _ in range(10):  # 160 s of looks
+            upkeep(chat)
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(said) == 1
+    assert said[0].startswith("BOARD NOT UPDATED in chat -1001234567890 topic 7")
+    assert chat.telegram.writes.count("sendMessage") == 1
+    del chat.telegram.refusing["sendMessage"]
+    upkeep(chat, after=HELD_FOR)
+    assert calls(chat, "sendMessage")[-1][1]["text"].startswith("✅ <b>All clear</b>")

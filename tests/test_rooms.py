@@ -15,13 +15,16 @@ import pytest
 import responses
 
 from relay_app import Relay, create_app, relay_of
+from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import callback_data
 from relay_app.core.errors import PermanentDeliveryError, ThreadNotFound
 from relay_app.core.routing import Destination
 from relay_app.operating.config import Settings
 from relay_app.operating.sentry_env import SentryConfig
 from relay_app.rooms.store import MAKING_FOR, Room, RoomStore
+from relay_app.rooms.topics import name_of
 from relay_app.routes import parse_routes
+from relay_app.words import ENGLISH
 from tests.conftest import API_URL, CHAT_ID, OK, TOKEN, FakeTime, run_background, sent_bodies
 from tests.in_process import GLITCHTIP, Chat, alone, webhook
 from tests.payloads import issue, issue_alert
@@ -291,3 +294,13 @@ def test_a_topic_already_as_asked_is_done_and_one_gone_is_forgotten(
     chat.settle()
     assert chat.telegram.accepted_to[-1] == HOME
     assert rooms(chat).room(CHAT, "4", now=chat.clock.now).state == "gone"  # type: ignore[union-attr]
+
+
+def test_a_topics_name_fits_telegrams_128_characters_as_telegram_counts_them() -> None:
+    room = Room(CHAT, "4", None, "open", "BACKEND-4A", "🔥" * 200, "fatal", 7, None)
+    name = name_of(room, ENGLISH)
+    assert len(name.encode("utf-16-le")) // 2 <= 128
+    assert name.startswith("💀 BACKEND-4A · 🔥")
+    assert name.endswith("…")
+    closed = replace(room, state="closed", why="ignored")
+    assert name_of(closed, REGISTRY.words_in(ENGLISH)).startswith("🔕 💀 BACKEND-4A")

@@ -36,6 +36,7 @@ Clock = Callable[[], float]
 KIND = "board"
 EVERY = 15.0  # at most one write of a board this often
 LOOK_EVERY = 5.0
+HELD_FOR = 900.0  # after Telegram refused a board's write, the next one
 
 
 def left_behind(job: Job, renderer: Renderer) -> None:
@@ -57,10 +58,13 @@ class Boards:
         clock: Clock,
         every: float = EVERY,
         look_every: float = LOOK_EVERY,
+        held_for: float = HELD_FOR,
     ) -> None:
         """`every`: at most one write of a board this often; `look_every`: how often the
-        boards are looked at."""
+        boards are looked at; `held_for`: how long after Telegram refused one none is
+        queued."""
         self._look_every = look_every
+        self._held_for = held_for
         self._store = store
         self._outbox = outbox
         self._telegram = telegram
@@ -85,6 +89,8 @@ class Boards:
         for place in self._places:
             board = self._store.board(place, now=now)
             if board.edited_at is not None and now - board.edited_at < self._every:
+                continue
+            if board.held_until is not None and now < board.held_until:
                 continue
             text, _ = self._text(place, words, now)
             if board.message_id is not None and digest_of(text) == board.shown:
@@ -212,7 +218,7 @@ class Boards:
                 self._store.lost(place, now=self._clock())
                 self._queue(place)
                 return True
-            return False
+            return self._held(place, error)
 
         params = {
             "message_id": message_id,
@@ -243,7 +249,27 @@ class Boards:
         }
         if place.thread is not None:
             params["message_thread_id"] = place.thread
-        return Call(chat, "sendMessage", params, done, said=f"the board of {place.describe()}")
+        return Call(
+            chat,
+            "sendMessage",
+            params,
+            done,
+            lambda error: self._held(place, error),
+            f"the board of {place.describe()}",
+        )
+
+    def _held(self, place: Destination, error: PermanentDeliveryError) -> bool:
+        """Telegram refused the board's write: said at ERROR, and none is queued for a while
+        (the chat's alerts are not the board's to crowd out with refusals)."""
+        self._count("refused")
+        self._store.hold(place, self._held_for, now=self._clock())
+        log.error(
+            "BOARD NOT UPDATED in %s (%s): the relay writes it again in %d minutes",
+            place.describe(),
+            error,
+            max(1, round(self._held_for / 60)),
+        )
+        return True
 
     def _pin(self, place: Destination, message_id: int) -> Call:
         chat = str(place.chat)

@@ -10,7 +10,7 @@ from ..operating.capability import Capability, Core, Running
 from ..operating.config import Settings
 from .check import board_verdicts
 from .counters import BOARDS
-from .keeping import EVERY, KIND, LOOK_EVERY, Boards, left_behind
+from .keeping import EVERY, HELD_FOR, KIND, LOOK_EVERY, Boards, left_behind
 from .store import BoardStore
 
 
@@ -31,6 +31,7 @@ def _start(core: Core) -> Running:
         clock=core.clock,
         every=core.settings.timing.of(EVERY),
         look_every=core.settings.timing.of(LOOK_EVERY),
+        held_for=core.settings.timing.of(HELD_FOR),
     )
     return Running(
         upkeep=(lambda: boards.upkeep(core.words),),

@@ -41,6 +41,8 @@ class Board:
     edited_at: float | None  # this process's clock
     clear_since: float | None  # when its list last became empty
     pinned: bool = False  # the relay pinned this message (and may tell when it is unpinned)
+    # Telegram refused its last write: none is queued before this (this process's clock).
+    held_until: float | None = None
 
 
 def _key(place: Destination) -> tuple[str, int]:
@@ -129,6 +131,7 @@ class BoardStore:
                 _local(tx, row["edited_at"]),
                 _local(tx, row["clear_since"]),
                 bool(row["pinned"]),
+                _local(tx, row["held_until"]),
             )
 
         result: Board = self._store.read(read, now=now)
@@ -163,6 +166,19 @@ class BoardStore:
                 "UPDATE boards SET clear_since = CASE WHEN ? = 1 THEN COALESCE(clear_since, ?)"
                 " END WHERE chat = ? AND thread = ?",
                 (int(clear), tx.at.db, chat, thread),
+            )
+
+        self._write(write, now)
+
+    def hold(self, place: Destination, seconds: float, *, now: float) -> None:
+        """Telegram refused the board's write: no other is queued for `seconds`."""
+        chat, thread = _key(place)
+
+        def write(tx: Tx) -> None:
+            tx.execute(
+                "INSERT INTO boards (chat, thread, held_until) VALUES (?, ?, ?)"
+                " ON CONFLICT (chat, thread) DO UPDATE SET held_until = ?",
+                (chat, thread, tx.at.db + seconds, tx.at.db + seconds),
             )
 
         self._write(write, now)

@@ -31,7 +31,21 @@ def name_of(room: Room, words: Words) -> str:
     if room.state == "closed" and room.why:
         said = words.word(f"room_{room.why}")
         name = said.format(name=name)
-    return name if len(name) <= MAX_NAME else name[: MAX_NAME - 1] + "…"
+    return _within(name, MAX_NAME)
+
+
+def _within(text: str, most: int) -> str:
+    """`text` cut to `most` of Telegram's characters (UTF-16 code units: an emoji is two),
+    ending with an ellipsis when cut."""
+    if _units(text) <= most:
+        return text
+    while _units(text) > most - 1:
+        text = text[:-1]
+    return text + "…"
+
+
+def _units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
 
 
 def colour_of(level: str) -> int:

@@ -68,7 +68,8 @@ CREATE TABLE boards (
     shown text DEFAULT ''::text NOT NULL,
     edited_at double precision,
     clear_since double precision,
-    pinned boolean DEFAULT false NOT NULL
+    pinned boolean DEFAULT false NOT NULL,
+    held_until double precision
 );
 
 CREATE TABLE bot (

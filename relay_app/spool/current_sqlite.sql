@@ -345,6 +345,7 @@ CREATE TABLE boards (
     edited_at REAL,
     clear_since REAL,
     pinned INTEGER NOT NULL DEFAULT 0,
+    held_until REAL,
     PRIMARY KEY (chat, thread)
 );
 

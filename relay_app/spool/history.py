@@ -660,6 +660,7 @@ def rooms_and_boards(types: Types) -> list[str]:
     edited_at {types.time},
     clear_since {types.time},
     pinned {types.flag},
+    held_until {types.time},
     PRIMARY KEY (chat, thread)
 )""",
         f"""CREATE TABLE board_issues (
