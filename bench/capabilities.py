@@ -51,6 +51,8 @@ NAMED_BY = {
     "summaries": r"summar|\breport",
     "sentry": r"sentry",
     "chat": r"\brepl(y|ies)\b|\bcommands?\b|link_card|links?'? card",
+    "rooms": r"\brooms?\b|forumtopic|per_issue",
+    "board": r"\bboards?\b",
 }
 
 
