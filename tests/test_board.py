@@ -15,13 +15,14 @@ import responses
 
 from relay_app import Relay
 from relay_app.board.keeping import EVERY, HELD_FOR
-from relay_app.board.store import Listed
+from relay_app.board.store import FORGET_AFTER, BoardStore, Listed
 from relay_app.board.text import MOST, board_text
 from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import callback_data
 from relay_app.core.errors import PermanentDeliveryError
 from relay_app.core.routing import Destination
 from relay_app.routes import parse_routes
+from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN
 from relay_app.words.catalogue import Words
 from tests.conftest import CHAT_ID, FakeTime
@@ -223,3 +224,34 @@ def test_a_board_telegram_refuses_is_said_once_and_written_again_after_a_while(
     del chat.telegram.refusing["sendMessage"]
     upkeep(chat, after=HELD_FOR)
     assert calls(chat, "sendMessage")[-1][1]["text"].startswith("✅ <b>All clear</b>")
+
+
+def test_boards_are_kept_alike_for_every_relay_on_either_database(
+    two_stores: tuple[Store, Store],
+) -> None:
+    mine, theirs = (BoardStore(store) for store in two_stores)
+    place = Destination(CHAT_ID, 7)
+    issue = Listed("4", "BACKEND-4A", "KeyError", f"{GLITCHTIP}/acme/issues/4", "error", 0.0)
+    two_stores[0].write(lambda tx: mine.note(tx, place, [issue]), now=NOW)
+    two_stores[1].write(lambda tx: theirs.note(tx, place, [issue]), now=NOW + 60)  # again
+    [listed] = theirs.open_issues(place, now=NOW + 61)
+    assert (listed.label, listed.first_at) == ("BACKEND-4A", NOW)  # first alerted then
+    assert mine.board(place, now=NOW).message_id is None
+    theirs.shown(place, 41, "digest", clear=False, now=NOW + 62)
+    mine.pinned(place, 41, now=NOW + 63)
+    board = theirs.board(place, now=NOW + 64)
+    assert (board.message_id, board.shown, board.pinned, board.clear_since) == (
+        41,
+        "digest",
+        True,
+        None,
+    )
+    mine.shown(place, 42, "other", clear=True, now=NOW + 65)  # a new post: not pinned yet
+    board = theirs.board(place, now=NOW + 66)
+    assert (board.message_id, board.pinned, board.clear_since) == (42, False, NOW + 65)
+    theirs.hold(place, 900, now=NOW + 67)
+    assert mine.board(place, now=NOW + 68).held_until == NOW + 967
+    mine.lost(place, now=NOW + 69)
+    assert theirs.board(place, now=NOW + 70).message_id is None
+    # Without a card to say it closed, an issue leaves a day after it last alerted.
+    assert mine.open_issues(place, now=NOW + 60 + FORGET_AFTER + 1) == []

@@ -21,9 +21,10 @@ from relay_app.core.errors import PermanentDeliveryError, ThreadNotFound
 from relay_app.core.routing import Destination
 from relay_app.operating.config import Settings
 from relay_app.operating.sentry_env import SentryConfig
-from relay_app.rooms.store import MAKING_FOR, Room, RoomStore
+from relay_app.rooms.store import KEPT_CLOSED, MAKING_FOR, Room, RoomStore
 from relay_app.rooms.topics import name_of
 from relay_app.routes import parse_routes
+from relay_app.spool.store import Store
 from relay_app.words import ENGLISH
 from tests.conftest import API_URL, CHAT_ID, OK, TOKEN, FakeTime, run_background, sent_bodies
 from tests.in_process import GLITCHTIP, Chat, alone, webhook
@@ -38,6 +39,7 @@ from tests.test_sentry import signed_post as sentry_post
 ROUTES = parse_routes('[[route]]\nname = "ops"\nthread = 7\ntopics = "per_issue"\n', "routes.toml")
 HOME = Destination(CHAT_ID, 7)
 CHAT = str(CHAT_ID)
+NOW = 1_800_000_000.0
 
 
 def alert(number: int = 4, title: str = "KeyError: 'cart' in checkout") -> dict[str, Any]:
@@ -304,3 +306,33 @@ def test_a_topics_name_fits_telegrams_128_characters_as_telegram_counts_them() -
     assert name.endswith("…")
     closed = replace(room, state="closed", why="ignored")
     assert name_of(closed, REGISTRY.words_in(ENGLISH)).startswith("🔕 💀 BACKEND-4A")
+
+
+def test_rooms_are_kept_alike_for_every_relay_on_either_database(
+    two_stores: tuple[Store, Store],
+) -> None:
+    """Two relays' connections to one spool: one makes a topic, the other never makes a second
+    one; the state each reads is the other's; a closed room whose cards were forgotten is not
+    taken for open."""
+    mine, theirs = (RoomStore(store) for store in two_stores)
+    room = Room(CHAT, "4", None, "making", "BACKEND-4A", "t", "error", 7, None)
+    assert mine.start_making(room, "alert 1", now=NOW)
+    assert not theirs.start_making(room, "alert 2", now=NOW + 1)
+    mine.made(CHAT, "4", 1000, now=NOW + 2)
+    found = theirs.in_thread(CHAT, 1000, now=NOW + 3)
+    assert found is not None
+    assert (found.state, found.thread, found.home) == ("open", 1000, 7)
+    two_stores[1].write(lambda tx: theirs.carded(tx, CHAT, 1000, 41), now=NOW + 4)
+    assert mine.room(CHAT, "4", now=NOW + 5).card == 41  # type: ignore[union-attr]
+    theirs.closed(CHAT, "4", "resolved", now=NOW + 6)
+    [(kept, status)] = mine.kept(now=NOW + 7)
+    assert (kept.state, kept.why, status) == ("closed", "resolved", None)  # no card kept
+    assert theirs.refused(CHAT, "rights", now=NOW + 8)
+    assert not mine.refused(CHAT, "rights", now=NOW + 9)  # said once, across the fleet
+    assert mine.refusal(CHAT, since=NOW, now=NOW + 10) == "rights"
+    theirs.allowed(CHAT, now=NOW + 11)
+    assert mine.refusal(CHAT, since=NOW, now=NOW + 12) is None
+    assert theirs.gone(CHAT, 1000, now=NOW + 13) is not None
+    assert mine.gone(CHAT, 1000, now=NOW + 14) is None  # gone once
+    assert mine.forget_old(now=NOW + 15 + KEPT_CLOSED) == 1
+    assert theirs.room(CHAT, "4", now=NOW + 16 + KEPT_CLOSED) is None

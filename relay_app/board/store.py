@@ -147,7 +147,7 @@ class BoardStore:
             tx.execute(
                 "INSERT INTO boards (chat, thread, message_id, shown, edited_at, clear_since)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (chat, thread) DO UPDATE SET"
-                " pinned = CASE WHEN message_id = ? THEN pinned ELSE 0 END,"
+                " pinned = CASE WHEN boards.message_id = ? THEN boards.pinned ELSE ? END,"
                 " message_id = ?, shown = ?, edited_at = ?",
                 (
                     chat,
@@ -157,6 +157,7 @@ class BoardStore:
                     tx.at.db,
                     None,
                     message_id,
+                    False,
                     message_id,
                     shown,
                     tx.at.db,
@@ -189,8 +190,8 @@ class BoardStore:
 
         def write(tx: Tx) -> None:
             tx.execute(
-                "UPDATE boards SET pinned = 1 WHERE chat = ? AND thread = ? AND message_id = ?",
-                (chat, thread, message_id),
+                "UPDATE boards SET pinned = ? WHERE chat = ? AND thread = ? AND message_id = ?",
+                (True, chat, thread, message_id),
             )
 
         self._write(write, now)
@@ -201,9 +202,9 @@ class BoardStore:
 
         def write(tx: Tx) -> None:
             tx.execute(
-                "UPDATE boards SET message_id = NULL, shown = '', pinned = 0"
+                "UPDATE boards SET message_id = NULL, shown = '', pinned = ?"
                 " WHERE chat = ? AND thread = ?",
-                (chat, thread),
+                (False, chat, thread),
             )
 
         self._write(write, now)

@@ -2,7 +2,8 @@
 was resolved or ignored (a press in the chat, or the source's UI as the watcher or Sentry's
 issue webhook tell) is renamed to say so and closed; a closed one whose issue is open again
 (unresolved in the UI, or alerting again in a digest) is reopened and renamed back. Its
-issue's state is its latest card's in the chat (cards/records.py)."""
+issue's state is its latest card's in the chat (cards/records.py); a room whose cards are no
+longer kept (forgotten after a week) stays as it is."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ class Following:
                 room_job(self._outbox, room, "rename")
                 room_job(self._outbox, room, "close")
                 log.info("closing the topic of %s in chat %s: %s", room.label, room.chat, status)
-            elif room.state == "closed" and status not in CLOSED_BY:
+            elif room.state == "closed" and status is not None and status not in CLOSED_BY:
                 self._store.opened(room.chat, room.issue_id, now=now)
                 room_job(self._outbox, room, "reopen")
                 room_job(self._outbox, room, "rename")

@@ -16,6 +16,7 @@ from ..cards import records
 from ..spool.store import Row, Store, Tx
 
 T = TypeVar("T")
+OPEN = "open"  # an issue's card that shows no change since its alert
 RoomState = Literal["making", "open", "closed", "gone"]
 # How long a closed room is kept: a new alert of its issue reopens it till then.
 KEPT_CLOSED = 30 * 86400.0
@@ -137,19 +138,21 @@ class RoomStore:
 
     def kept(self, *, now: float) -> list[tuple[Room, str | None]]:
         """Every room whose topic is open or closed, with its issue's state as its latest card
-        in the chat shows it (None: open, as alerted), in one read."""
+        in the chat shows it (`open`: as alerted; None: no card of it is kept any more, which
+        says nothing), in one read."""
 
         def read(tx: Tx) -> list[tuple[Room, str | None]]:
             rooms = [
                 _room(row)
                 for row in tx.all("SELECT * FROM rooms WHERE state IN ('open', 'closed')")
             ]
-            found = []
+            found: list[tuple[Room, str | None]] = []
             for room in rooms:
                 row = records.latest_in_chat(tx, room.chat, [room.issue_id]).get(room.issue_id)
-                found.append(
-                    (room, str(row["status"]) if row is not None and row["status"] else None)
-                )
+                if row is None:
+                    found.append((room, None))
+                else:
+                    found.append((room, str(row["status"]) if row["status"] else OPEN))
             return found
 
         return self._read(read, now)
