@@ -110,6 +110,12 @@ def live(fake: FakeTelegram, api: requests.Session, relay: RelayProcess) -> None
     [card] = in_thread(fake, topic.thread)
     labels = [b["text"] for b in card.buttons()]
     print(f"       card: {card.visible().splitlines()[0]!r}, buttons {labels}")
+    folded = card.text.split("<blockquote expandable>")[1:]
+    print(
+        f"       its stack, folded: {folded[0].split('</blockquote>')[0]!r}"
+        if folded
+        else "       no stack"
+    )
     issue_id = card.text.split("/issues/")[1].split('"')[0].split("/")[0]
     step("a line in the route's topic points to it", started, lambda: in_thread(fake, 77, "🧵"), 30)
     print(f"       {in_thread(fake, 77, '🧵')[0].text!r}")

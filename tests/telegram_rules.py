@@ -105,7 +105,7 @@ def _tag(match: re.Match[str], open_tags: list[str]) -> None:
         # <a href="tg://user?id=123456789">inline mention of a user</a>).
         if not target.startswith(("http://", "https://")) and not _USER_MENTION.fullmatch(target):
             raise TelegramRejection("Bad Request: can't parse entities: bad link")
-    elif attrs.strip():
+    elif attrs.strip() and not (name == "blockquote" and attrs.strip() == "expandable"):
         raise TelegramRejection(
             f"Bad Request: can't parse entities: unexpected attribute on {name}"
         )

@@ -21,6 +21,8 @@ from ..core.services import Key
 
 # Longer values say nothing more in a chat; GlitchTip keeps them whole.
 MAX_FIELD_LENGTH = 500
+# The frames of a stack a card holds, at most: the innermost of the app's own code.
+MAX_STACK = 8
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,9 @@ class IssueDetails:
     # Its last 24 hours' events, hour by hour, as the watcher last read them (watch/watcher.py);
     # empty when it has not.
     hourly: tuple[int, ...] = ()
+    # The latest event's stack: the app's own frames, innermost first, at most MAX_STACK (all
+    # frames' innermost where none is marked the app's); empty when it has none.
+    stack: tuple[Frame, ...] = ()
 
 
 def details_as_json(details: IssueDetails) -> dict[str, Any]:
@@ -56,19 +61,27 @@ def details_from_json(raw: object) -> IssueDetails | None:
     found = json_object(raw)
     if not found:
         return None
-    frame = json_object(found.get("frame"))
     try:
+        frame, stack = _frames_from_json(found)
         return IssueDetails(
-            frame=Frame(**frame) if frame else None,
+            frame=frame,
             count=_count(found.get("count")),
             first_seen=float(found["first_seen"]) if found.get("first_seen") is not None else None,
             level=field_text(found.get("level")),
             exception_type=field_text(found.get("exception_type")),
             exception_value=field_text(found.get("exception_value")),
             hourly=tuple(int(n) for n in found.get("hourly") or () if isinstance(n, int)),
+            stack=stack,
         )
     except (TypeError, ValueError, KeyError):
         return None
+
+
+def _frames_from_json(found: dict[str, Any]) -> tuple[Frame | None, tuple[Frame, ...]]:
+    """The frame and the stack `details_as_json` wrote. Raises TypeError on another shape."""
+    frame = json_object(found.get("frame"))
+    stack = tuple(Frame(**f) for f in found.get("stack") or () if isinstance(f, dict))
+    return (Frame(**frame) if frame else None), stack
 
 
 def details_from(issue: dict[str, Any], event: dict[str, Any] | None) -> IssueDetails:
@@ -77,6 +90,7 @@ def details_from(issue: dict[str, Any], event: dict[str, Any] | None) -> IssueDe
     exception = _exception(event) if event is not None else {}
     return IssueDetails(
         frame=frame_of(exception) if exception else None,
+        stack=stack_of(exception) if exception else (),
         count=_count(issue.get("count")),
         first_seen=_time(issue.get("firstSeen")),
         level=field_text(issue.get("level")),
@@ -125,6 +139,23 @@ def frame_of(exception: dict[str, Any], keys: FrameKeys = API_FRAMES) -> Frame |
         function=field_text(chosen.get("function")),
         source=field_text(chosen.get("context_line")),
     )
+
+
+def stack_of(exception: dict[str, Any], keys: FrameKeys = API_FRAMES) -> tuple[Frame, ...]:
+    """The frames of the app's own code, innermost first, at most MAX_STACK (where none is
+    marked the app's, the innermost of all); a frame without a file's name is left out."""
+    frames = frames_of(exception)
+    own = [frame for frame in frames if frame.get(keys.in_app) is True] or frames
+    stack = []
+    for frame in reversed(own):
+        name = _file_name(frame, keys)
+        if name is None:
+            continue
+        line = json_int(frame.get(keys.line))
+        stack.append(Frame(name, line, field_text(frame.get("function")), None))
+        if len(stack) == MAX_STACK:
+            break
+    return tuple(stack)
 
 
 def frames_of(exception: dict[str, Any]) -> list[dict[str, Any]]:

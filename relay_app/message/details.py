@@ -5,6 +5,8 @@ error, and the exception's value when the title cut it. Pure functions, no I/O.
     📍 shop/cart.py:4 in total
     return subtotal / discount
     🆕 New issue, first seen 2 min ago · seen 3 times
+
+and, under a message of one issue, the latest event's stack folded (`stack_spans`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,15 @@ def detail_spans(
     if cut_value:
         spans += [Span(f"\n{words.value}"), value(shorten(clean(cut_value), VALUE_LIMIT))]
     return spans
+
+
+def stack_spans(details: IssueDetails, words: Words) -> list[Span]:
+    """The latest event's stack, the app's innermost frame first, folded under the card (one
+    line until tapped): 'shop/cart.py:4 in total', a line each; none without frames."""
+    if not details.stack:
+        return []
+    lines = [shorten(clean(frame_where(frame, words)), WHERE_LIMIT) for frame in details.stack]
+    return [Span("\n"), Span("\n".join(lines), value=True, folded=True)]
 
 
 def seen_words(details: IssueDetails, words: Words, *, now: float, new: bool = True) -> str:

@@ -33,7 +33,7 @@ from ..glitchtip.webhook import (
 )
 from ..words import Plural, Words
 from ..words.catalogue import in_source
-from .details import detail_spans
+from .details import detail_spans, stack_spans
 from .lines import Line, field_name, lines_of, monitor_state
 from .spans import (
     MIN_VALUE_LENGTH,
@@ -382,14 +382,33 @@ def _issue_block(
         spans.append(Span(f"{_severity(issue.color)} "))
     title = issue.title or words.untitled_issue
     spans.append(value(title, bold=True, href=safe_link(issue.link)))
-    if issue.culprit and (details is None or details.frame is None):
-        spans += [Span(f"\n{words.raised_in}"), value(issue.culprit, code=True)]
-    if details is not None:
-        spans += detail_spans(details, words, title=title, now=now, new=not again)
+    spans += _where_it_broke(issue, details, words, title=title, now=now, again=again)
     for index, fact in enumerate(_facts(issue, words)):
         spans.append(Span("\n" if index == 0 else " · "))
         spans += fact
+    if details is not None and not numbered:  # a message of one issue: its stack, folded
+        spans += stack_spans(details, words)
     return spans
+
+
+def _where_it_broke(
+    issue: Issue,
+    details: IssueDetails | None,
+    words: Words,
+    *,
+    title: str,
+    now: float,
+    again: bool,
+) -> list[Span]:
+    """The issue's details from its source, or without them the webhook's culprit."""
+    if details is None:
+        return (
+            [Span(f"\n{words.raised_in}"), value(issue.culprit, code=True)] if issue.culprit else []
+        )
+    culprit = []
+    if issue.culprit and details.frame is None:
+        culprit = [Span(f"\n{words.raised_in}"), value(issue.culprit, code=True)]
+    return culprit + detail_spans(details, words, title=title, now=now, new=not again)
 
 
 def _facts(issue: Issue, words: Words) -> list[list[Span]]:

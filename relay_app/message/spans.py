@@ -31,6 +31,9 @@ class Span(NamedTuple):
     pre: bool = False
     href: str | None = None
     value: bool = False  # user data, which may be shortened to fit; labels never are
+    # Folded under the message: a quote shown as a line or two until tapped (Bot API 7.4's
+    # <blockquote expandable>); its lines are one span.
+    folded: bool = False
 
 
 def visible_length(text: str) -> int:
@@ -152,6 +155,8 @@ def span_html(span: Span) -> str:
         markup = f'<a href="{html.escape(span.href, quote=True)}">{markup}</a>'
     if span.bold:
         markup = f"<b>{markup}</b>"
+    if span.folded:
+        markup = f"<blockquote expandable>{markup}</blockquote>"
     return markup
 
 

@@ -17,6 +17,7 @@ from ..glitchtip.details import (
     details_from,
     frame_of,
     frames_of,
+    stack_of,
 )
 from ..glitchtip.details import field_text as _text
 
@@ -31,6 +32,7 @@ def details_of(event: dict[str, Any] | None, issue: dict[str, Any]) -> IssueDeta
     metadata = json_object(event.get("metadata"))
     return IssueDetails(
         frame=frame_of(exception, EVENT_FRAMES),
+        stack=stack_of(exception, EVENT_FRAMES),
         count=found.count,
         first_seen=found.first_seen,
         level=found.level,

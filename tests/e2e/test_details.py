@@ -58,6 +58,11 @@ def test_an_alert_says_where_it_broke_how_often_and_since_when(
     assert lines[5].startswith("🆕 New issue, first seen 1 min")
     assert lines[5].endswith("ago · seen 3 times")
     assert "<code>return subtotal / discount</code>" in new.text
+    # The latest event's stack, the app's innermost frame first, folded under the card.
+    assert new.text.endswith(
+        "<blockquote expandable>shop/cart.py:4 in total\nshop/views.py:6 in checkout\n"
+        "run_event.py:10 in &lt;module&gt;</blockquote>"
+    )
 
     post(relay.webhook_url, alert_about(fake_glitchtip, 4, count=1204))
     old = posted(fake_telegram, 2)[1]
