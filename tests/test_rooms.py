@@ -17,7 +17,7 @@ import responses
 from relay_app import Relay, create_app, relay_of
 from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import callback_data
-from relay_app.core.errors import PermanentDeliveryError, ThreadNotFound
+from relay_app.core.errors import PermanentDeliveryError, SpoolError, ThreadNotFound
 from relay_app.core.routing import Destination
 from relay_app.operating.config import Settings
 from relay_app.operating.sentry_env import SentryConfig
@@ -336,3 +336,21 @@ def test_rooms_are_kept_alike_for_every_relay_on_either_database(
     assert mine.gone(CHAT, 1000, now=NOW + 14) is None  # gone once
     assert mine.forget_old(now=NOW + 15 + KEPT_CLOSED) == 1
     assert theirs.room(CHAT, "4", now=NOW + 16 + KEPT_CLOSED) is None
+
+
+def test_a_spool_that_cannot_say_where_costs_the_alert_nothing(
+    chat: Chat, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def stalled(*args: object, **kwargs: object) -> None:
+        raise SpoolError("the spool was busy for too long")
+
+    monkeypatch.setattr(RoomStore, "room", stalled)
+    monkeypatch.setattr(RoomStore, "kept", stalled)
+    with caplog.at_level(logging.WARNING):
+        webhook(chat.relay, alert(), HOME)
+        chat.settle()
+        upkeep(chat)  # the rooms' look waits for the next
+    assert chat.telegram.accepted_to == [HOME]
+    [said] = [r for r in caplog.records if "could not be decided" in r.getMessage()]
+    assert said.levelno == logging.WARNING
+    assert said.exc_info is None

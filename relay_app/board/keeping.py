@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import tzinfo
 from typing import Any
 
-from ..core.errors import DeliveryError, PermanentDeliveryError
+from ..core.errors import DeliveryError, PermanentDeliveryError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.routing import Destination
 from ..delivery.job import Delivery
@@ -87,14 +87,20 @@ class Boards:
             return
         self._next = now + self._look_every
         for place in self._places:
-            board = self._store.board(place, now=now)
-            if board.edited_at is not None and now - board.edited_at < self._every:
-                continue
-            if board.held_until is not None and now < board.held_until:
-                continue
-            text, _ = self._text(place, words, now)
-            if board.message_id is not None and digest_of(text) == board.shown:
-                continue
+            try:
+                self._look_at(place, words, now)
+            except SpoolError as exc:  # the spool said why; the next look tries again
+                log.debug("the board of %s could not be looked at now: %s", place.describe(), exc)
+
+    def _look_at(self, place: Destination, words: Words, now: float) -> None:
+        """One write of the board queued, when its text would change and its time has come."""
+        board = self._store.board(place, now=now)
+        if board.edited_at is not None and now - board.edited_at < self._every:
+            return
+        if board.held_until is not None and now < board.held_until:
+            return
+        text, _ = self._text(place, words, now)
+        if board.message_id is None or digest_of(text) != board.shown:
             self._queue(place)
 
     def _queue(self, place: Destination, **about: Any) -> None:

@@ -229,6 +229,13 @@ class Jobs:
         for placing in self._places:
             try:
                 found = placing.place(claim.jobs, alerts, claim.destination)
+            except SpoolError as exc:  # the spool said why (a stall): no trace per alert
+                log.warning(
+                    "where %s go could not be decided (%s): they go where they were queued",
+                    _what(claim.jobs),
+                    exc,
+                )
+                return _Placed(claim.destination)
             except Exception:
                 log.exception(
                     "where %s go could not be decided: they go where they were queued",

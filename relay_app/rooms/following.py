@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from ..core.errors import SpoolError
 from ..delivery.outbox import Outbox
 from .placing import room_job
 from .store import RoomStore
@@ -48,6 +49,12 @@ class Following:
         if self._next - self._every <= now < self._next:  # a step back of the clock: look now
             return
         self._next = now + self._every
+        try:
+            self._follow(now)
+        except SpoolError as exc:  # the spool said why; the next look tries again
+            log.debug("the rooms could not be looked at now: %s", exc)
+
+    def _follow(self, now: float) -> None:
         if now >= self._forget_at:
             self._forget_at = now + FORGET_EVERY
             self._store.forget_old(now=now)
