@@ -259,9 +259,15 @@ GLITCHTIP_DATA = ("shop/cart.py:4", "cart.py:4", "total", "division by zero")
 
 
 def words_of(posted: Posted) -> str:
-    """A message's visible text without GlitchTip's own data: its code (the source line) and
-    the sample event's file, function and exception value."""
-    without_code = re.sub(r"<code>.*?</code>|<pre>.*?</pre>", "", posted.text, flags=re.DOTALL)
+    """A message's visible text without GlitchTip's own data: its code (the source line), the
+    stack folded under it (files and functions, whose words are the app's), and the sample
+    event's file, function and exception value."""
+    without_code = re.sub(
+        r"<code>.*?</code>|<pre>.*?</pre>|<blockquote expandable>.*?</blockquote>",
+        "",
+        posted.text,
+        flags=re.DOTALL,
+    )
     text = visible_text(without_code, parse_mode=posted.parse_mode)
     for data in GLITCHTIP_DATA:
         text = text.replace(data, "")
