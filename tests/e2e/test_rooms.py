@@ -11,7 +11,7 @@ import copy
 from pathlib import Path
 
 from tests.e2e.conftest import StartRelay
-from tests.e2e.helpers import CHAT_SCALE, alert_for, answered, labels, post, wait_until
+from tests.e2e.helpers import alert_for, answered, labels, post, wait_until
 from tests.e2e.relay_process import CHAT_ID
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip
 from tests.fake_telegram import FakeTelegram, Posted, Topic
@@ -131,14 +131,21 @@ def test_without_rights_or_with_a_topic_deleted_every_alert_reaches_the_route_to
     fake_glitchtip: FakeGlitchTip,
     tmp_path: Path,
 ) -> None:
+    # The default chat: the bot may not manage topics. Another: it may, and a topic is deleted.
+    other = -1009999999999
     fake_telegram.add_chat(CHAT_ID, rights={"can_manage_topics": False})
+    fake_telegram.add_chat(other, rights={"can_manage_topics": True})
     routes = tmp_path / "routes.toml"
-    routes.write_text(ROUTES.replace("board = true\n", ""))
+    routes.write_text(
+        '[[route]]\nissue = ["BACKEND-1A", "BACKEND-2A"]\nthread = 77\ntopics = "per_issue"\n'
+        f'[[route]]\nissue = "BACKEND-3A"\nchat = {other}\nthread = 77\ntopics = "per_issue"\n'
+    )
     relay = start_relay(
         GLITCHTIP_API_TOKEN=TOKEN,
         GLITCHTIP_URL=fake_glitchtip.url,
         RELAY_ROUTES=str(routes),
-        RELAY_TIME_SCALE=CHAT_SCALE,
+        RELAY_TIME_SCALE=ROOM_SCALE,
+        TELEGRAM_ALLOWED_CHAT_IDS=str(other),
     )
     post(relay.webhook_url, alert_for(fake_glitchtip, 1))
     assert wait_until(lambda: in_thread(fake_telegram, HOME), timeout=15), relay.logs()
@@ -152,20 +159,7 @@ def test_without_rights_or_with_a_topic_deleted_every_alert_reaches_the_route_to
         timeout=15,
     ), relay.logs()
 
-    # The right granted (as the relay asks again later, here at once: a second chat) and the
-    # topic deleted by hand: its issue's alerts go to the route's topic again.
-    other = -1009999999999
-    fake_telegram.add_chat(other, rights={"can_manage_topics": True})
-    moved = tmp_path / "other.toml"
-    moved.write_text(ROUTES.replace("board = true\n", f"chat = {other}\n"))
-    relay.stop()
-    relay = start_relay(
-        GLITCHTIP_API_TOKEN=TOKEN,
-        GLITCHTIP_URL=fake_glitchtip.url,
-        RELAY_ROUTES=str(moved),
-        RELAY_TIME_SCALE=CHAT_SCALE,
-        TELEGRAM_ALLOWED_CHAT_IDS=str(other),
-    )
+    # A topic deleted by hand: its issue's alerts go to the route's topic again.
     alert = alert_for(fake_glitchtip, 3)
     post(relay.webhook_url, copy.deepcopy(alert))
     assert wait_until(lambda: fake_telegram.topics_of(other), timeout=15), relay.logs()
