@@ -13,8 +13,7 @@ FIX = "make the bot an administrator of the group with the right to pin messages
 
 def board_verdicts(settings: Settings) -> Iterator[Verdict]:
     places = settings.routes.boards(settings.default_destination)
-    chats = list({place.chat_key: place.chat for place in places}.values())
-    for found in bot_in_chats(settings, chats, "board"):
+    for found in bot_in_chats(settings, places, "board"):
         if isinstance(found, Verdict):
             yield found
             continue

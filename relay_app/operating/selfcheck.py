@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -236,10 +236,11 @@ class BotInChat:
 
 
 def bot_in_chats(
-    settings: Settings, chats: Sequence[ChatId], check: str
+    settings: Settings, places: Iterable[Destination], check: str
 ) -> Iterator[BotInChat | Verdict]:
-    """Telegram's word on each chat and the bot in it, or a failed `check` naming why it could
-    not be asked."""
+    """Telegram's word on each chat of these places (once each) and the bot in it, or a failed
+    `check` naming why it could not be asked."""
+    chats = list({place.chat_key: place.chat for place in places}.values())
     client = TelegramClient(settings.telegram_api_url, settings.telegram_bot_token)
 
     def deadline() -> float:

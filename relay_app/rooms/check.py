@@ -12,8 +12,7 @@ from .placing import FIXES
 
 def rooms_verdicts(settings: Settings) -> Iterator[Verdict]:
     places = settings.routes.rooms(settings.default_destination)
-    chats = list({place.chat_key: place.chat for place in places}.values())
-    for found in bot_in_chats(settings, chats, "topics per issue"):
+    for found in bot_in_chats(settings, places, "topics per issue"):
         if isinstance(found, Verdict):
             yield found
             continue
