@@ -36,6 +36,7 @@ from ..spool.store import Tx
 from ..telegram.client import NO_EXTRAS, Extras
 from ..telegram.courier import Sent, Telegram
 from .health import Health
+from .placing import Placed, Placing, made_for_any, placed_anew, placed_by
 from .policy import RetryPolicy
 from .render import Call, Edit, Reaction, Renderer, ReplyUnder, Send, Write
 
@@ -65,25 +66,6 @@ class Delivery:
 # summary's count), registered when the relay is assembled: a write of the delivery's unit of
 # work, or None.
 FollowUp = Callable[[Delivery], Callable[[Tx], None] | None]
-
-
-class Placing(Protocol):
-    """Where a claim's alerts go, as a capability decides it when they are sent (a forum topic
-    of their issue's own, rooms/): None, where they were queued; another place in the same
-    chat; or a write that must go first (the topic made, or opened again), in this turn of the
-    chat, the alerts going at its next. A `Call` it asks for must handle every refusal of its
-    own (`Call.refused`): an alert never waits on a write that cannot be made."""
-
-    def place(
-        self, jobs: Sequence[Job], alerts: Sequence[Message], destination: Destination
-    ) -> Destination | Call | None: ...
-
-    def lost(self, placed: Destination, destination: Destination) -> None:
-        """Telegram says the place it chose is gone (a topic deleted by hand): the alerts go
-        again, to be placed anew."""
-
-    def made_for(self, job: Job) -> bool:
-        """Whether the job's last turn made its place (it goes alone now, into it)."""
 
 
 class Planned(Protocol):
@@ -170,7 +152,7 @@ class Jobs:
     def fit(self, jobs: list[Job]) -> int:
         """How many of these waiting jobs, oldest first, go in the next write: one where its
         place was made for it (its issue's topic, by its last turn), never a digest."""
-        if jobs and any(_made_for(placing, jobs[0]) for placing in self._places):
+        if jobs and made_for_any(self._places, jobs[0]):
             return 1
         return self.renderer.how_many(jobs)
 
@@ -207,46 +189,20 @@ class Jobs:
         self._report(queue, claim, settlement, settled, error)
         return settlement
 
-    def _prepared(self, claim: Claim) -> tuple[Write | None, _Placed, Any, Exception | None]:
+    def _prepared(self, claim: Claim) -> tuple[Write | None, Placed, Any, Exception | None]:
         """What the claim writes (the write its alerts' place needs first, when it needs one),
         where, with what (`plan`); or why nothing can be written."""
-        placed = _Placed(claim.destination)
+        placed = Placed(claim.destination)
         try:
             write = self.renderer.write(claim.jobs, now=self._clock())
             if not isinstance(write, Send):
                 return write, placed, None, None
-            placed = self._placed(claim, write.alerts)
+            placed = placed_by(self._places, claim, write.alerts)
             if placed.first is not None:
                 return placed.first, placed, None, None
             return write, placed, self._outgoing.plan(write.alerts, placed.destination), None
         except Exception as exc:  # unreadable data, or a bug in rendering: no request is made
             return None, placed, None, exc
-
-    def _placed(self, claim: Claim, alerts: Sequence[Message]) -> _Placed:
-        """Where the claim's alerts go, as the first capability that decides it says; where
-        they were queued when none does, or when deciding fails (a bug there never costs an
-        alert its delivery)."""
-        for placing in self._places:
-            try:
-                found = placing.place(claim.jobs, alerts, claim.destination)
-            except SpoolError as exc:  # the spool said why (a stall): no trace per alert
-                log.warning(
-                    "where %s go could not be decided (%s): they go where they were queued",
-                    _what(claim.jobs),
-                    exc,
-                )
-                return _Placed(claim.destination)
-            except Exception:
-                log.exception(
-                    "where %s go could not be decided: they go where they were queued",
-                    _what(claim.jobs),
-                )
-                return _Placed(claim.destination)
-            if isinstance(found, Call):
-                return _Placed(claim.destination, placing, first=found)
-            if found is not None:
-                return _Placed(found, placing)
-        return _Placed(claim.destination)
 
     def _too_late(self, claim: Claim) -> bool:
         """Whether an attempt starting now could outlast the claim's lease: this process was
@@ -389,11 +345,11 @@ class Jobs:
     # --- the attempt's outcome ---------------------------------------------------------------
 
     def _settlement(
-        self, claim: Claim, error: Exception | None, now: float, placed: _Placed
+        self, claim: Claim, error: Exception | None, now: float, placed: Placed
     ) -> Settlement:
         """What the attempt decided for each job, and what it says of Telegram."""
         jobs = claim.jobs
-        anew = self._placed_anew(claim, error, now, placed)
+        anew = placed_anew(claim, error, now, placed)
         if anew is not None:
             return anew
         if error is None:
@@ -410,29 +366,6 @@ class Jobs:
             return Settlement(_each(jobs, dead), "answered", "unsure", str(error))
         dead = Dead("internal", "the relay failed while sending it")
         return Settlement(_each(jobs, dead), error=str(error))
-
-    def _placed_anew(
-        self, claim: Claim, error: Exception | None, now: float, placed: _Placed
-    ) -> Settlement | None:
-        """The alerts due again at once, to be placed anew: the write their place needed
-        first took this turn (or was refused, and its capability recorded why), or the place
-        chosen is gone (a topic deleted by hand); None otherwise."""
-        jobs, again = claim.jobs, RetryAt(now, after_failure=False)
-        if placed.first is not None and not isinstance(error, RetryableDeliveryError):
-            if error is not None:
-                log.error(
-                    "%s could not be made before %s (%s): they go again, placed anew",
-                    placed.first.text,
-                    _what(jobs),
-                    error,
-                )
-            why = str(error) if error is not None else None
-            return Settlement(_each(jobs, again), "answered", "attempt", why)
-        moved = placed.by is not None and placed.destination != claim.destination
-        if isinstance(error, ThreadNotFound) and moved and placed.by is not None:
-            placed.by.lost(placed.destination, claim.destination)
-            return Settlement(_each(jobs, again), "answered", "attempt", str(error))
-        return None
 
     def _to_retry(
         self, jobs: Sequence[Job], error: RetryableDeliveryError, now: float
@@ -617,24 +550,6 @@ def _verdict(
     loud = error.maybe_delivered or never_sent & (never_sent - 1) == 0
     level = logging.WARNING if loud else logging.INFO
     return level, "retryable_error", f"failed (retryable): {error}"
-
-
-def _made_for(placing: Placing, job: Job) -> bool:
-    try:
-        return placing.made_for(job)
-    except Exception:  # a bug there never stops a claim: the job goes as it would
-        log.exception("whether %s goes alone could not be told", _what([job]))
-        return False
-
-
-@dataclass(frozen=True)
-class _Placed:
-    """Where a claim's alerts go (`destination`), which capability said so (`by`), and the
-    write it needs made first (`first`)."""
-
-    destination: Destination
-    by: Placing | None = None
-    first: Call | None = None
 
 
 def _each(jobs: Sequence[Job], outcome: Outcome) -> list[tuple[Job, Outcome]]:

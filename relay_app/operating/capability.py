@@ -20,7 +20,7 @@ What a capability may declare, each optional:
 - `start`: given the core's services, its running parts: the presses of its buttons, the
   chat's commands it answers, its upkeep (run by the fleet's leader, at each look at the
   queue), what follows a delivery, where an alert goes when it is sent (`places`,
-  delivery/job.py's `Placing`), its lines of `/status`, its writes as they run (`writers`,
+  delivery/placing.py's `Placing`), its lines of `/status`, its writes as they run (`writers`,
   with its store), and how it stops; what it provides to other capabilities it provides
   then (`core.services.provide`).
 
@@ -40,9 +40,10 @@ from ..cards.verbs import Button, Press
 from ..core.metrics import CounterSpec, Metrics
 from ..core.services import Services
 from ..delivery.health import Health
-from ..delivery.job import FollowUp, Placing
+from ..delivery.job import FollowUp
 from ..delivery.leadership import Chore
 from ..delivery.outbox import Outbox
+from ..delivery.placing import Placing
 from ..delivery.render import Note, Shape, Writer
 from ..intake.last_webhook import LastWebhook
 from ..intake.pages import Page

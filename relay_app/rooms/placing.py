@@ -1,4 +1,4 @@
-"""Where an alert of a per-issue route goes when it is sent (delivery/job.py's `Placing`): the
+"""Where an alert of a per-issue route goes when it is sent (delivery/placing.py's `Placing`): the
 topic of its issue, made first when it has none, opened again when it was closed.
 
 Only an alert about one issue, sent alone, gets its room: a digest of a storm goes to its
