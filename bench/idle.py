@@ -5,9 +5,11 @@ polling for Telegram's updates on: GLITCHTIP_API_TOKEN, TELEGRAM_UPDATES=poll) w
 in a PostgreSQL database of its own (tests/postgres.py starts the server), the fake Telegram
 answering and the fake GlitchTip with nothing to say. Nothing arrives. After a warm-up, the
 database's committed and rolled-back transactions (pg_stat_database) are read over a window,
-and each worker's threads (/proc/<pid>/status). Run by hand:
+and each worker's threads (/proc/<pid>/status). `--routes FILE`: with that routes file in
+force (a route with `topics = "per_issue"` and `board = true` costs what their looks cost).
+Run by hand:
 
-    .venv/bin/python bench/idle.py [--seconds N]
+    .venv/bin/python bench/idle.py [--seconds N] [--routes FILE]
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def threads_of(pid: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--routes", help="a routes file in force (RELAY_ROUTES)")
     args = parser.parse_args()
     server = PostgresServer()
     try:
@@ -69,6 +72,7 @@ def main() -> None:
                 GLITCHTIP_URL=glitchtip.url,
                 RELAY_SEND_TIMEOUT="5",
                 WEB_CONCURRENCY="2",
+                **({"RELAY_ROUTES": str(Path(args.routes).resolve())} if args.routes else {}),
             )
             relay = RelayProcess(env, Path(directory) / "relay.log").wait_ready()
             try:

@@ -27,7 +27,7 @@ from ..spool.model import Job, Precedence
 from ..spool.store import Tx
 from ..telegram.courier import Telegram
 from ..words import Words
-from .store import BoardStore, Listed
+from .store import Board, BoardStore, Listed
 from .text import board_text, digest_of
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ class Boards:
             return
         if board.held_until is not None and now < board.held_until:
             return
-        text, _ = self._text(place, words, now)
+        text, _ = self._text(place, board, words, now)
         if board.message_id is None or digest_of(text) != board.shown:
             self._queue(place)
 
@@ -155,16 +155,17 @@ class Boards:
                 raise Unreadable(f"a board's pin of {pin!r}")
             return self._pin(place, message_id)
         now = self._clock()
-        text, clear = self._text(place, renderer.words, now)
         board = self._store.board(place, now=now)
+        text, clear = self._text(place, board, renderer.words, now)
         pinned = not board.pinned or self._still_pinned(place, board.message_id)
         if board.message_id is not None and pinned:
             return self._edit(place, board.message_id, text, clear)
         return self._post(place, text, clear)
 
-    def _text(self, place: Destination, words: Words, now: float) -> tuple[str, bool]:
+    def _text(self, place: Destination, board: Board, words: Words, now: float) -> tuple[str, bool]:
+        """The board's text as it stands now (its message as kept: `board`), and whether no
+        issue is open."""
         issues = self._store.open_issues(place, now=now)
-        board = self._store.board(place, now=now)
         text = board_text(
             issues,
             self._events([issue.issue_id for issue in issues]),
