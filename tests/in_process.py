@@ -176,6 +176,17 @@ class ScriptedTelegram:
         return self.answers() if callable(self.answers) else self.answers
 
 
+def refused(
+    method: str, description: str, kind: type[PermanentDeliveryError] = PermanentDeliveryError
+) -> PermanentDeliveryError:
+    """Telegram's 400 to `method`, as the client makes it of the answer's description."""
+    return kind(
+        f"Telegram refused {method} (400): {description.removeprefix('Bad Request: ')}",
+        error_code=400,
+        description=description,
+    )
+
+
 class LimitedTelegram(ScriptedTelegram):
     """Telegram keeping its rate limits on the test's clock (tests/telegram_rules.py, as the
     fake Telegram server does on real time), for sends and edits alike: a write that would

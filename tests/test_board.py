@@ -19,14 +19,14 @@ from relay_app.board.store import FORGET_AFTER, BoardStore, Listed
 from relay_app.board.text import MOST, board_text
 from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import callback_data
-from relay_app.core.errors import PermanentDeliveryError
 from relay_app.core.routing import Destination
+from relay_app.message.subjects import Alerted, IssueRef
 from relay_app.routes import parse_routes
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN
 from relay_app.words.catalogue import Words
 from tests.conftest import CHAT_ID, FakeTime
-from tests.in_process import GLITCHTIP, Chat, alone, webhook
+from tests.in_process import GLITCHTIP, Chat, alone, refused, webhook
 from tests.prometheus import parse, value
 from tests.test_presses import press
 
@@ -119,10 +119,8 @@ def test_a_deleted_board_is_posted_anew(chat: Chat) -> None:
     webhook(chat.relay, alert(4), HOME)
     chat.settle()
     upkeep(chat)
-    chat.telegram.refusing["editMessageText"] = PermanentDeliveryError(
-        "Telegram refused editMessageText (400): message to edit not found",
-        error_code=400,
-        description="Bad Request: message to edit not found",
+    chat.telegram.refusing["editMessageText"] = refused(
+        "editMessageText", "Bad Request: message to edit not found"
     )
     webhook(chat.relay, alert(5), HOME)
     chat.settle()
@@ -136,10 +134,8 @@ def test_a_deleted_board_is_posted_anew(chat: Chat) -> None:
 
 
 def test_without_the_right_to_pin_the_board_is_still_kept(chat: Chat) -> None:
-    chat.telegram.refusing["pinChatMessage"] = PermanentDeliveryError(
-        "Telegram refused pinChatMessage (400): not enough rights",
-        error_code=400,
-        description="Bad Request: not enough rights to manage pinned messages in the chat",
+    chat.telegram.refusing["pinChatMessage"] = refused(
+        "pinChatMessage", "Bad Request: not enough rights to manage pinned messages in the chat"
     )
     webhook(chat.relay, alert(4), HOME)
     chat.settle()
@@ -209,10 +205,8 @@ def test_an_unpinned_board_is_noticed_at_its_next_write_and_posted_and_pinned_an
 def test_a_board_telegram_refuses_is_said_once_and_written_again_after_a_while(
     chat: Chat, caplog: pytest.LogCaptureFixture
 ) -> None:
-    chat.telegram.refusing["sendMessage"] = PermanentDeliveryError(
-        "Telegram refused sendMessage (400): not enough rights to send text messages",
-        error_code=400,
-        description="Bad Request: not enough rights to send text messages to the chat",
+    chat.telegram.refusing["sendMessage"] = refused(
+        "sendMessage", "Bad Request: not enough rights to send text messages to the chat"
     )
     with caplog.at_level(logging.ERROR):
         for _ in range(10):  # 160 s of looks
@@ -231,7 +225,8 @@ def test_boards_are_kept_alike_for_every_relay_on_either_database(
 ) -> None:
     mine, theirs = (BoardStore(store) for store in two_stores)
     place = Destination(CHAT_ID, 7)
-    issue = Listed("4", "BACKEND-4A", "KeyError", f"{GLITCHTIP}/acme/issues/4", "error", 0.0)
+    link = f"{GLITCHTIP}/acme/issues/4"
+    issue = Alerted(IssueRef("4", GLITCHTIP, "BACKEND-4A", title="KeyError"), link, "error")
     two_stores[0].write(lambda tx: mine.note(tx, place, [issue]), now=NOW)
     two_stores[1].write(lambda tx: theirs.note(tx, place, [issue]), now=NOW + 60)  # again
     [listed] = theirs.open_issues(place, now=NOW + 61)

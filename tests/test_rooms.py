@@ -17,7 +17,7 @@ import responses
 from relay_app import Relay, create_app, relay_of
 from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import callback_data
-from relay_app.core.errors import PermanentDeliveryError, SpoolError, ThreadNotFound
+from relay_app.core.errors import SpoolError, ThreadNotFound
 from relay_app.core.routing import Destination
 from relay_app.operating.config import Settings
 from relay_app.operating.sentry_env import SentryConfig
@@ -27,7 +27,7 @@ from relay_app.routes import parse_routes
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH
 from tests.conftest import API_URL, CHAT_ID, OK, TOKEN, FakeTime, run_background, sent_bodies
-from tests.in_process import GLITCHTIP, Chat, alone, webhook
+from tests.in_process import GLITCHTIP, Chat, alone, refused, webhook
 from tests.payloads import issue, issue_alert
 from tests.prometheus import parse, value
 from tests.test_presses import press
@@ -143,10 +143,8 @@ def test_the_topic_closes_when_the_issue_is_resolved_and_reopens_when_it_alerts_
 def test_without_the_right_to_manage_topics_alerts_go_to_the_route_topic_and_it_is_said_once(
     chat: Chat, caplog: pytest.LogCaptureFixture
 ) -> None:
-    chat.telegram.refusing["createForumTopic"] = PermanentDeliveryError(
-        "Telegram refused createForumTopic (400): not enough rights",
-        error_code=400,
-        description="Bad Request: not enough rights to create a topic",
+    chat.telegram.refusing["createForumTopic"] = refused(
+        "createForumTopic", "Bad Request: not enough rights to create a topic"
     )
     with caplog.at_level(logging.ERROR):
         for number in (4, 5):
@@ -173,11 +171,7 @@ def test_a_topic_deleted_by_hand_sends_its_issue_back_to_the_route_topic(
     webhook(chat.relay, alert(), HOME)
     chat.settle()
     chat.telegram.errors.append(
-        ThreadNotFound(
-            "Telegram refused the message (400): message thread not found",
-            error_code=400,
-            description="Bad Request: message thread not found",
-        )
+        refused("the message", "Bad Request: message thread not found", ThreadNotFound)
     )
     with caplog.at_level(logging.ERROR):
         webhook(chat.relay, alert(), HOME)
@@ -270,10 +264,8 @@ def test_a_topic_already_as_asked_is_done_and_one_gone_is_forgotten(
     webhook(chat.relay, alert(), HOME)
     chat.settle()
     # Someone closed it by hand already: Telegram's TOPIC_NOT_MODIFIED is the close done.
-    chat.telegram.refusing["closeForumTopic"] = PermanentDeliveryError(
-        "Telegram refused closeForumTopic (400): TOPIC_NOT_MODIFIED",
-        error_code=400,
-        description="Bad Request: TOPIC_NOT_MODIFIED",
+    chat.telegram.refusing["closeForumTopic"] = refused(
+        "closeForumTopic", "Bad Request: TOPIC_NOT_MODIFIED"
     )
     [key] = [b.key for b in chat.store.message(CHAT, 1).buttons]  # type: ignore[union-attr]
     glitchtip.put(
@@ -287,10 +279,8 @@ def test_a_topic_already_as_asked_is_done_and_one_gone_is_forgotten(
     assert chat.relay.spool is not None
     assert chat.relay.spool.queue.pending() == 0
     # Deleted by hand before it is renamed back: forgotten, and the issue's alerts go home.
-    chat.telegram.refusing["reopenForumTopic"] = ThreadNotFound(
-        "Telegram refused reopenForumTopic (400): message thread not found",
-        error_code=400,
-        description="Bad Request: message thread not found",
+    chat.telegram.refusing["reopenForumTopic"] = refused(
+        "reopenForumTopic", "Bad Request: message thread not found", ThreadNotFound
     )
     webhook(chat.relay, alert(), HOME)
     chat.settle()

@@ -22,12 +22,12 @@ from ..delivery.job import Delivery
 from ..delivery.outbox import Outbox, chat_lane
 from ..delivery.render import Call, Renderer, Unreadable
 from ..glitchtip.details import Hourly
-from ..message.subjects import alerted_in
+from ..message.subjects import Alerted, alerted_in
 from ..spool.model import Job, Precedence
 from ..spool.store import Tx
 from ..telegram.courier import Telegram
 from ..words import Words
-from .store import Board, BoardStore, Listed
+from .store import Board, BoardStore
 from .text import board_text, digest_of
 
 log = logging.getLogger(__name__)
@@ -117,30 +117,18 @@ class Boards:
     def follow_up(self, delivery: Delivery) -> Callable[[Tx], None] | None:
         """The issues of an alert sent where a board lists them (the place its route sends to,
         though it went to a topic of the issue's own)."""
-        noted: list[tuple[Destination, list[Listed]]] = []
+        noted: list[tuple[Destination, list[Alerted]]] = []
         for job in delivery.jobs:
             place = Destination(job.destination.chat, job.destination.thread)
-            if place not in self._places:
-                continue
-            listed = [
-                Listed(
-                    each.issue.id,
-                    each.issue.label,
-                    each.issue.title or "",
-                    each.link,
-                    each.level,
-                    0.0,
-                )
-                for each in alerted_in(job.data)
-            ]
-            if listed:
-                noted.append((place, listed))
+            alerted = alerted_in(job.data) if place in self._places else []
+            if alerted:
+                noted.append((place, alerted))
         if not noted:
             return None
 
         def note(tx: Tx) -> None:
-            for place, listed in noted:
-                self._store.note(tx, place, listed)
+            for place, alerted in noted:
+                self._store.note(tx, place, alerted)
 
         return note
 

@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from ..cards import records
 from ..core.routing import Destination
+from ..message.subjects import Alerted
 from ..spool.store import Row, Store, Tx
 
 T = TypeVar("T")
@@ -57,31 +58,18 @@ class BoardStore:
         result: T = self._store.write(work, now=now)
         return result
 
-    def note(self, tx: Tx, place: Destination, issues: Sequence[Listed]) -> None:
-        """Issues alerted in the place (in the delivery's unit of work)."""
+    def note(self, tx: Tx, place: Destination, alerted: Sequence[Alerted]) -> None:
+        """Issues alerted in the place (in the delivery's unit of work): first alerted now, or
+        kept as first alerted before, and their label, title, link and level as now said."""
         chat, thread = _key(place)
-        for issue in issues:
+        for each in alerted:
+            shown = (each.issue.label, each.issue.title or "", each.link, each.level)
             tx.execute(
                 "INSERT INTO board_issues (chat, thread, issue_id, label, title, link, level,"
                 " first_at, last_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (chat, thread, issue_id) DO UPDATE SET label = ?, title = ?,"
                 " link = ?, level = ?, last_at = ?",
-                (
-                    chat,
-                    thread,
-                    issue.issue_id,
-                    issue.label,
-                    issue.title,
-                    issue.link,
-                    issue.level,
-                    tx.at.db,
-                    tx.at.db,
-                    issue.label,
-                    issue.title,
-                    issue.link,
-                    issue.level,
-                    tx.at.db,
-                ),
+                (chat, thread, each.issue.id, *shown, tx.at.db, tx.at.db, *shown, tx.at.db),
             )
 
     def open_issues(self, place: Destination, *, now: float) -> list[Listed]:

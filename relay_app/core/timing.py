@@ -52,8 +52,8 @@ class Timing:
     factor: float = 1.0
 
     def of(self, seconds: float) -> float:
-        """A capability's own interval (a board's pace, a refusal asked again), compressed as
-        every other."""
+        """A capability's own interval (how often it writes, how long before it asks again),
+        compressed as every other."""
         return seconds if self.factor == 1.0 else max(FLOOR, seconds * self.factor)
 
     def scaled(self, factor: float, *, keep_telegrams_pace: bool) -> Timing:
