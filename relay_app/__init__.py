@@ -32,7 +32,7 @@ from .delivery.leadership import Chore, Leadership, Upkeep, WhenLeading
 from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
 from .delivery.render import Added, OnCall, Renderer
-from .glitchtip.api import ISSUE_ACTIONS, ISSUE_WATCH, GlitchTipApi
+from .glitchtip.api import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH, GlitchTipApi
 from .glitchtip.details import HOURLY, Hourly, IssueDetails
 from .glitchtip.lookups import CALL_TIMEOUT, IssueLookups
 from .glitchtip.webhook import MAX_BODY_BYTES
@@ -295,6 +295,7 @@ def _sources(settings: Settings) -> Services:
     glitchtip, sentry = issue_apis(settings, timeout=settings.send_timeout)
     if glitchtip is not None or sentry is not None:
         services.provide(ISSUE_ACTIONS, Trackers(glitchtip, sentry))
+        services.provide(ISSUE_HISTORY, Trackers(glitchtip, sentry))
         # The watcher's calls keep their own, shorter deadline (it asks in batches).
         services.provide(ISSUE_WATCH, Trackers(*issue_apis(settings, timeout=CALL_TIMEOUT)))
     services.provide(LINK_SOURCES, tuple(link_sources(settings, glitchtip, sentry)))

@@ -218,6 +218,17 @@ class FakeGlitchTip(LocalService):
                 issue["status"] = (body or {})["status"]
             return 200, dict(issue)
 
+    def _stats(self, issue: str, period: str) -> list[list[int]]:
+        """An issue's events by hour (`24h`) as set in `hourly`, or by day (`14d`): its hours
+        summed into their days, as GlitchTip counts them, for the days that had events."""
+        hours = self.hourly.get(issue, [])
+        if period != "14d":
+            return hours
+        days: dict[int, int] = {}
+        for hour, count in hours:
+            days[hour // 86400 * 86400] = days.get(hour // 86400 * 86400, 0) + count
+        return [[day, count] for day, count in sorted(days.items())]
+
     def _batch(
         self, org: str, which: str, query: dict[str, list[str]], scopes: set[str] | None
     ) -> tuple[int, Any]:
@@ -232,11 +243,14 @@ class FakeGlitchTip(LocalService):
             ids = query.get("groups", [])
             if len(ids) > 200:
                 return 400, {"detail": "too many groups"}
+            period = query.get("statsPeriod", ["24h"])[0]
             return 200, [
                 {
                     "id": issue,
                     "count": self.issues[issue]["count"],
-                    "stats": {"24h": self.hourly.get(issue, [])},
+                    "firstSeen": self.issues[issue]["firstSeen"],
+                    "lastSeen": self.issues[issue]["lastSeen"],
+                    "stats": {period: self._stats(issue, period)},
                 }
                 for issue in ids
                 if issue in self.issues and self.org_of.get(issue) == org

@@ -2,7 +2,8 @@
 inline keyboards and replies), the calls `relay-app check` makes (getMe, getChat,
 getChatMember, sendChatAction), and what acting on alerts from the chat needs: getUpdates (a
 long poll with offsets, and 409 Conflict for the earlier of two concurrent pollers, as Telegram
-answers), answerCallbackQuery, editMessageText, editMessageReplyMarkup, setWebhook,
+answers), sendPhoto (multipart or a file_id), answerCallbackQuery, editMessageText,
+editMessageCaption, editMessageReplyMarkup, setWebhook,
 deleteWebhook and getWebhookInfo. A test presses a button with `press`.
 
 It applies Telegram's text rules (tests/telegram_rules.py) to what it receives, records every
@@ -16,6 +17,7 @@ test imposes on a chat. Used by the end-to-end tests and by bench/.
 
 from __future__ import annotations
 
+import email.policy
 import itertools
 import json
 import random
@@ -27,6 +29,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from email.parser import BytesParser
 from typing import Any, Literal
 
 import requests
@@ -82,6 +85,8 @@ class Posted:
     keyboard: dict[str, Any] | None
     thread: int | None
     reply_to: int | None
+    # A photo's bytes (its text is then its caption), as it was uploaded.
+    photo: bytes | None = None
 
     def visible(self) -> str:
         return visible_text(self.text, parse_mode=self.parse_mode)
@@ -115,6 +120,16 @@ NOT_A_FORUM = "Bad Request: the chat is not a forum"
 NO_TOPIC_RIGHTS = "Bad Request: not enough rights to create a topic"
 NO_PIN_RIGHTS = "Bad Request: not enough rights to manage pinned messages in the chat"
 THREAD_NOT_FOUND = "Bad Request: message thread not found"
+# Telegram's refusals of a photo, and of an edit of the wrong kind of message.
+IMAGE_PROCESS_FAILED = "Bad Request: IMAGE_PROCESS_FAILED"
+WRONG_FILE_ID = "Bad Request: wrong file identifier/HTTP URL specified"
+CAPTION_TOO_LONG = "Bad Request: message caption is too long"
+NO_PHOTO_RIGHTS = "Bad Request: not enough rights to send photos to the chat"
+NO_TEXT_TO_EDIT = "Bad Request: there is no text in the message to edit"
+NO_CAPTION_TO_EDIT = "Bad Request: there is no caption in the message to edit"
+MAX_CAPTION = 1024
+MAX_PHOTO_BYTES = 10 * 1024 * 1024
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 @dataclass(frozen=True)
@@ -177,6 +192,9 @@ class FakeTelegram(LocalService):
         self.webhook_allowed_updates: list[str] | None = None
         # What the relay posted, by chat and message id; edits change it.
         self.posted: dict[tuple[str, int], Posted] = {}
+        # Photos: by file_id, the pictures Telegram keeps; each sendPhoto accepted, in order.
+        self.files: dict[str, bytes] = {}
+        self.photos_sent: list[dict[str, Any]] = []
         self._message_ids = itertools.count(1)
         self._update_ids = itertools.count(1)
         # Presses not yet answered, and the answers (answerCallbackQuery) by press.
@@ -522,6 +540,12 @@ class FakeTelegram(LocalService):
         with self._lock:
             return [r for r in self.received if r.method == "getMe"]
 
+    def requests_for(self, method: str) -> list[dict[str, Any]]:
+        """The bodies of every request of `method`, in order, whatever became of each (a
+        multipart form's fields as the Bot API reads them, a file as its bytes)."""
+        with self._lock:
+            return [r.body for r in self.received if r.method == method]
+
     def texts(self) -> list[str]:
         return [visible_text(m["text"], parse_mode=m.get("parse_mode")) for m in self.messages]
 
@@ -622,8 +646,10 @@ class FakeTelegram(LocalService):
                 return Behaviour("result", result={"url": self.webhook_url})
         if method in ("setWebhook", "deleteWebhook"):
             return self._set_webhook(body if method == "setWebhook" else {})
-        if method in ("editMessageText", "editMessageReplyMarkup"):
+        if method in ("editMessageText", "editMessageReplyMarkup", "editMessageCaption"):
             return self._edit(method, body)
+        if method == "sendPhoto":
+            return self._photo(chat, body)
         if method == "answerCallbackQuery":
             return self._answer_press(body)
         if method == "setMyCommands":
@@ -780,9 +806,12 @@ class FakeTelegram(LocalService):
 
     def _edit(self, method: str, body: dict[str, Any]) -> Behaviour:
         key = (str(body.get("chat_id")), int(body.get("message_id") or 0))
+        field = {"editMessageText": "text", "editMessageCaption": "caption"}.get(method)
         try:
-            if method == "editMessageText":
-                visible_text(str(body.get("text", "")), parse_mode=body.get("parse_mode"))
+            if field is not None:
+                shown = visible_text(str(body.get(field, "")), parse_mode=body.get("parse_mode"))
+                if field == "caption" and len(shown) > MAX_CAPTION:
+                    raise TelegramRejection(CAPTION_TOO_LONG)
             _check_keyboard(body.get("reply_markup"))
         except TelegramRejection as exc:
             return Behaviour("error", status=400, description=str(exc))
@@ -792,14 +821,58 @@ class FakeTelegram(LocalService):
                 return Behaviour(
                     "error", status=400, description="Bad Request: message to edit not found"
                 )
-            text = str(body["text"]) if method == "editMessageText" else posted.text
-            mode = body.get("parse_mode") if method == "editMessageText" else posted.parse_mode
+            if field == "text" and posted.photo is not None:
+                return Behaviour("error", status=400, description=NO_TEXT_TO_EDIT)
+            if field == "caption" and posted.photo is None:
+                return Behaviour("error", status=400, description=NO_CAPTION_TO_EDIT)
+            text = str(body[field]) if field is not None else posted.text
+            mode = body.get("parse_mode") if field is not None else posted.parse_mode
             keyboard = body.get("reply_markup")
             if (text, mode, keyboard) == (posted.text, posted.parse_mode, posted.keyboard):
                 return Behaviour("error", status=400, description=NOT_MODIFIED)
             posted.text, posted.parse_mode, posted.keyboard = text, mode, keyboard
             self.edits.append({"method": method, "at": time.monotonic(), **body})
         return Behaviour("result", result=True)
+
+    def _photo(self, chat: str, body: dict[str, Any]) -> Behaviour:
+        """A photo, uploaded as multipart form data (`photo` its bytes) or named by the file_id
+        of one sent before: posted as a message whose text is its caption; refused as Telegram
+        refuses one (not a picture, too large, an unknown file_id, a caption past 1,024
+        characters, a chat whose rights forbid photos)."""
+        photo = body.get("photo")
+        with self._lock:
+            rights = self.rights.get(chat, {})
+            kept = self.files.get(photo) if isinstance(photo, str) else None
+        try:
+            shown = visible_text(str(body.get("caption", "")), parse_mode=body.get("parse_mode"))
+            _check_keyboard(body.get("reply_markup"))
+        except TelegramRejection as exc:
+            return Behaviour("error", status=400, description=str(exc))
+        refusal = None
+        if rights.get("can_send_photos") is False:
+            refusal = NO_PHOTO_RIGHTS
+        elif isinstance(photo, str) and kept is None:
+            refusal = WRONG_FILE_ID
+        elif isinstance(photo, bytes) and len(photo) > MAX_PHOTO_BYTES:
+            return Behaviour("error", status=413, description="Request Entity Too Large")
+        elif isinstance(photo, bytes) and not photo.startswith(PNG_SIGNATURE):
+            refusal = IMAGE_PROCESS_FAILED
+        elif photo is None:
+            refusal = "Bad Request: there is no photo in the request"
+        elif len(shown) > MAX_CAPTION:
+            refusal = CAPTION_TOO_LONG
+        if refusal is not None:
+            return Behaviour("error", status=400, description=refusal)
+        picture = kept if kept is not None else photo
+        assert isinstance(picture, bytes)
+        message = self._post({**body, "text": body.get("caption", "")}, photo=picture)
+        file_id = f"photo-{message['message_id']}"
+        with self._lock:
+            self.files[file_id] = picture
+            self.photos_sent.append({"at": time.monotonic(), **body, "photo": picture})
+        sizes = [{"file_id": f"{file_id}-small", "width": 90, "height": 51}]
+        sizes.append({"file_id": file_id, "width": 800, "height": 450, "file_size": len(picture)})
+        return Behaviour("result", result={**message, "photo": sizes})
 
     def _answer_press(self, body: dict[str, Any]) -> Behaviour:
         press_id = str(body.get("callback_query_id"))
@@ -813,8 +886,9 @@ class FakeTelegram(LocalService):
             self.press_answers[press_id] = {"at": time.monotonic(), **body}
         return Behaviour("result", result=True)
 
-    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Hold a message the relay posted; Telegram's Message for it."""
+    def _post(self, body: dict[str, Any], *, photo: bytes | None = None) -> dict[str, Any]:
+        """Hold a message the relay posted (a photo's, its caption its text); Telegram's
+        Message for it."""
         chat = str(body.get("chat_id"))
         reply_to = _object(body.get("reply_parameters")).get("message_id")
         with self._lock:
@@ -829,6 +903,7 @@ class FakeTelegram(LocalService):
                 body.get("reply_markup"),
                 body.get("message_thread_id"),
                 reply_to,
+                photo,
             )
         return {
             "message_id": message_id,
@@ -950,7 +1025,7 @@ class _Handler(Handler):
 
     def do_POST(self) -> None:
         fake: FakeTelegram = self.service
-        found = self.json_body()
+        found = self.form_body() if self._multipart() else self.json_body()
         body: dict[str, Any] = found if isinstance(found, dict) else {}
         if START_UP_CHECK in self.headers.get("User-Agent", ""):
             self.asked_at_start_up = True
@@ -1002,6 +1077,36 @@ class _Handler(Handler):
         else:
             fake._record(body, "dropped", self.path)
             self.abort()
+
+    def _multipart(self) -> bool:
+        return self.headers.get_content_type() == "multipart/form-data"
+
+    def form_body(self) -> dict[str, Any]:
+        """A multipart form's fields as the Bot API reads them: a file's bytes, and each other
+        field as JSON where it is (the buttons), else as text."""
+        length = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(length) if length else b""
+        head = f"Content-Type: {self.headers.get('Content-Type')}\r\n\r\n".encode()
+        form = BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
+        fields: dict[str, Any] = {}
+        for part in form.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            payload = part.get_payload(decode=True)
+            value = payload if isinstance(payload, bytes) else b""
+            if not isinstance(name, str):
+                continue
+            if part.get_filename() is not None:
+                fields[name] = value
+                continue
+            text = value.decode("utf-8", "replace")
+            if name in ("caption", "parse_mode", "photo"):
+                fields[name] = text
+                continue
+            try:
+                fields[name] = json.loads(text)
+            except ValueError:
+                fields[name] = text
+        return fields
 
     def _drip(self, release: threading.Event) -> None:
         """Headers at once, then the body one byte every half second: no single read times out."""

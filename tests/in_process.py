@@ -26,7 +26,7 @@ from relay_app.intake.pages import Page
 from relay_app.message.formatting import Message, message_for
 from relay_app.oncall.steps import Escalation
 from relay_app.summaries.daily import DailySummaries
-from relay_app.telegram.courier import Sent
+from relay_app.telegram.courier import Picture, Sent
 from relay_app.watch.watcher import WATCHER, Round, Watcher
 from relay_app.words import ENGLISH
 from tests.conftest import DESTINATION, FakeTime, run_background
@@ -84,6 +84,10 @@ class ScriptedTelegram:
         self.other_calls: list[tuple[str, str, dict[str, Any]]] = []
         self.refusing: dict[str, BaseException] = {}
         self.pinned: dict[str, int] = {}  # by chat, the message pinned last
+        # Photos sent, where; those refused (their text went instead); captions edited.
+        self.photos: list[tuple[Destination, Picture]] = []
+        self.photos_refused: list[Picture] = []
+        self.caption_edits: list[tuple[str, int, str, Any]] = []
         self._lock = threading.Lock()
         self._message_ids = itertools.count(1)
         self._thread_ids = itertools.count(1000)
@@ -115,10 +119,33 @@ class ScriptedTelegram:
                 self.accepted_at.append(self.clock.now)
             return Sent(str(destination.chat), next(self._message_ids), message.html)
 
-    def edit(self, chat: str, message_id: int, html_text: str, keyboard: object) -> None:
+    def edit(
+        self,
+        chat: str,
+        message_id: int,
+        html_text: str,
+        keyboard: object,
+        *,
+        caption: bool = False,
+    ) -> None:
         with self._lock:
-            self._write("editMessageText", chat)
+            self._write("editMessageCaption" if caption else "editMessageText", chat)
             self.edits.append((chat, message_id, html_text, keyboard))
+            if caption:
+                self.caption_edits.append((chat, message_id, html_text, keyboard))
+
+    def send_photo(self, photo: Picture, destination: Destination) -> tuple[Sent, str | None]:
+        """A photo kept as sent, its file_id 'file-N'; with sendPhoto in `refusing`, its text
+        as a message instead (as the courier does)."""
+        with self._lock:
+            self._write("sendPhoto", str(destination.chat))
+            message_id = next(self._message_ids)
+            if "sendPhoto" in self.refusing:
+                self.photos_refused.append(photo)
+                self.other_calls.append((str(destination.chat), "sendMessage", {}))
+                return Sent(str(destination.chat), message_id, photo.instead), None
+            self.photos.append((destination, photo))
+            return Sent(str(destination.chat), message_id, photo.caption), f"file-{message_id}"
 
     def reply(
         self,

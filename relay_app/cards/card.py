@@ -20,7 +20,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any, Literal
 
 from ..glitchtip.api import IssueStatus
-from ..message.formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT
+from ..message.formatting import CAPTION_LIMIT, PARAGRAPH, TELEGRAM_TEXT_LIMIT
 from ..message.spans import place_time, visible, visible_length
 from ..message.subjects import IssueRef, source_name
 from ..words import Words
@@ -67,8 +67,10 @@ _CODES: dict[Verb, str] = {
 }
 _VERBS: dict[str, Verb] = {code: verb for verb, code in _CODES.items()}
 # Telegram takes at most 100 inline buttons (8 to a row) and about 10 KB of markup: four a row
-# for this many issues stays well inside both. Issues past it in one message get none.
+# for this many issues stays well inside both. Issues past it in one message get none, and
+# the capabilities' spare buttons go where a message would pass MAX_BUTTONS.
 MAX_ISSUES_WITH_BUTTONS = 25
+MAX_BUTTONS = 100
 # How long the mute button silences an issue in its chat.
 MUTE_FOR = 3600.0
 # Ignore's "until N more events", unless RELAY_SNOOZE_EVENTS says.
@@ -116,6 +118,9 @@ class Button:
     code: str
     label: str
     shown: Callable[[IssueButton], bool]
+    # Shown only where the message has room for it: a message whose rows would pass
+    # Telegram's MAX_BUTTONS goes without it on every row (a digest of many issues).
+    spare: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,9 @@ class SentMessage:
     # How long its route lets an issue be taken and open before its taker is called again.
     take_for: float | None = None
     thread: int | None = None  # the forum topic it went to
+    # A photo (a chart) whose caption is its text: edited with editMessageCaption, within
+    # Telegram's 1,024 characters.
+    captioned: bool = False
 
 
 def verbs_for(button: IssueButton) -> tuple[Verb, ...]:
@@ -221,6 +229,18 @@ def keyboard(
         "snooze_events": words.button_snooze_events.format(count=snooze_events),
         "back": words.button_back,
     }
+    rows = _rows(buttons, words, labels, theirs)
+    if sum(len(row) for row in rows) > MAX_BUTTONS:
+        rows = _rows(buttons, words, labels, [each for each in theirs if not each.spare])
+    return {"inline_keyboard": rows}
+
+
+def _rows(
+    buttons: Sequence[IssueButton],
+    words: Words,
+    labels: dict[Verb, str],
+    theirs: Sequence[Button],
+) -> list[list[dict[str, str]]]:
     several = len(buttons) > 1
     rows = []
     for button in buttons:
@@ -240,7 +260,7 @@ def keyboard(
                 ),
             ]
         )
-    return {"inline_keyboard": rows}
+    return rows
 
 
 def done_line(
@@ -345,13 +365,14 @@ def clock_time(at: float) -> str:
 
 def rendered(message: SentMessage, words: Words, zone: tzinfo = UTC) -> str:
     """The message's HTML as it now stands: as sent, then its added lines, then what presses
-    did, their times in `zone` (the chat's). Within Telegram's limit: when the lines do not
-    all fit, the oldest ones give way."""
+    did, their times in `zone` (the chat's). Within Telegram's limit (a photo's caption's, for
+    a photo): when the lines do not all fit, the oldest ones give way."""
     lines = added_lines(message, words, zone)
     base = visible_length(visible(message.html)) + len(PARAGRAPH)
+    limit = CAPTION_LIMIT if message.captioned else TELEGRAM_TEXT_LIMIT
     while lines:
         text = "\n".join(lines)
-        if base + visible_length(text) <= TELEGRAM_TEXT_LIMIT:
+        if base + visible_length(text) <= limit:
             return f"{message.html}{PARAGRAPH}{html.escape(text, quote=False)}"
         lines = lines[1:]  # the oldest gives way
     return message.html

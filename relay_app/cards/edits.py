@@ -35,6 +35,7 @@ def card_edits(
             card.message_id,
             rendered(card, words, zone_of(card.chat)),
             keyboard(card.buttons, words, snooze_events=snooze_events, theirs=theirs),
+            caption=card.captioned,
         )
 
     return edit

@@ -90,6 +90,42 @@ class SentStore:
 
         return self._store.read(read)
 
+    def keep_copy(self, message: SentMessage, like: str) -> None:
+        """Record a message just sent that shows one issue's row as another card shows it now
+        (a chart under the card): its buttons stand as the button `like` does (resolved or
+        ignored, by whom, muted, assigned), and its taker is the issue's in the chat."""
+
+        def keep(tx: Tx) -> None:
+            keep_in(tx, message, ())
+            tx.execute(
+                "UPDATE issue_buttons SET (status, acted_by, acted_at, snooze, silence_id,"
+                " muted_by, muted_until, assigned_to, assigned_at) = (SELECT status, acted_by,"
+                " acted_at, snooze, silence_id, muted_by, muted_until, assigned_to, assigned_at"
+                " FROM issue_buttons WHERE key = ?) WHERE chat = ? AND message_id = ?"
+                " AND EXISTS (SELECT 1 FROM issue_buttons WHERE key = ?)",
+                (like, message.chat, message.message_id, like),
+            )
+
+        self._store.write(keep)
+
+    def shown_in(self, chat: str, named: str) -> tuple[SentMessage, IssueButton] | None:
+        """The latest card in the chat with a row for the issue `named` (its short id, any
+        case; its number; `sentry:` and its number), and that row; None when the chat was
+        never shown it (or no longer keeps its card)."""
+
+        def read(tx: Tx) -> tuple[SentMessage, IssueButton] | None:
+            row = tx.one(
+                "SELECT key, message_id FROM issue_buttons WHERE chat = ? AND (lower(label) ="
+                " lower(?) OR issue_id = ?) ORDER BY message_id DESC LIMIT 1",
+                (chat, named, named),
+            )
+            message = _message(tx, chat, row["message_id"]) if row is not None else None
+            if row is None or message is None:
+                return None
+            return message, next(b for b in message.buttons if b.key == row["key"])
+
+        return self._store.read(read)
+
     def message(self, chat: str, message_id: int) -> SentMessage | None:
         """A kept message (a reply names it); None when not (or no longer) kept."""
         return self._store.read(lambda tx: _message(tx, chat, message_id))
@@ -424,10 +460,11 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
     buttons say so too, and its card is to be edited to show it."""
     tx.execute(
         "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at, replies_comment_only,"
-        " take_for, thread) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat, message_id)"
-        " DO UPDATE SET html = excluded.html, notes = excluded.notes,"
-        " sent_at = excluded.sent_at, replies_comment_only = excluded.replies_comment_only,"
-        " take_for = excluded.take_for, thread = excluded.thread",
+        " take_for, thread, captioned) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (chat, message_id) DO UPDATE SET html = excluded.html,"
+        " notes = excluded.notes, sent_at = excluded.sent_at,"
+        " replies_comment_only = excluded.replies_comment_only,"
+        " take_for = excluded.take_for, thread = excluded.thread, captioned = excluded.captioned",
         (
             message.chat,
             message.message_id,
@@ -437,6 +474,7 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
             not message.replies_take,
             message.take_for,
             message.thread,
+            message.captioned,
         ),
     )
     tx.executemany(
@@ -570,6 +608,7 @@ def message_from_rows(row: Row, buttons: Sequence[Row]) -> SentMessage:
         replies_take=not row["replies_comment_only"],
         take_for=float_or_null(row["take_for"]),
         thread=int_or_null(row["thread"]),
+        captioned=bool(row["captioned"]),
     )
 
 

@@ -40,6 +40,10 @@ class Pressed:
     count: Callable[[str], None]
     edit: Callable[[], bool]
     acted_on: Callable[[], None]
+    # Whether a write in answer (a chart) may go now, out of the typed-input budget of the
+    # person and the chat (chat/answers.py): then it has taken the person's turn; otherwise
+    # the refusal is counted and said as the budget says.
+    may_answer: Callable[[], bool]
 
 
 Press = Callable[[Pressed], None]

@@ -24,7 +24,7 @@ from typing import Any
 from ..core.routing import Destination, parse_chat_id
 from ..core.tally import Tally
 from ..delivery.outbox import Outbox
-from ..spool.answers import Answers
+from ..spool.answers import ANSWERS_WAITING, Answers
 from ..words import Said
 from .counters import AnswerRefusal
 
@@ -32,8 +32,8 @@ log = logging.getLogger(__name__)
 
 # One answer per person and chat in this many seconds.
 PER_PERSON = 5.0
-# Answers waiting to go out to one chat, at most.
-WAITING_PER_CHAT = 3
+# Answers waiting to go out to one chat, at most (the spool's count, for every kind).
+WAITING_PER_CHAT = ANSWERS_WAITING
 
 Clock = Callable[[], float]
 

@@ -196,6 +196,8 @@ class Commands:
             may_act=by is not None and self._may_act(by),
             user_id=by.id if by is not None else None,
             name=(by.name or by.handle) if by is not None else "",
+            message_id=command.asker.message_id,
+            thread=command.asker.thread,
         )
 
     def handle(self, command: Command) -> bool:
@@ -226,5 +228,5 @@ class Commands:
         if command.by is not None:
             self._met(command.by)  # their name, for a call by tg:<id>
         said = answered.answer(self._asked(command), self._words)
-        if self._answering.answer(command.asker, said):
+        if said is None or self._answering.answer(command.asker, said):
             self._count(command.name)

@@ -92,6 +92,7 @@ def _start(core: Core) -> Running:
         calls=calls,
         snoozing=lambda: core.services.find(SNOOZING),
         pressed_elsewhere=people.pressed_privately if people is not None else None,
+        budget=answering,
     )
     listed = _listed(core, spool)
     core.services.provide(COMMANDS, listed)

@@ -70,6 +70,7 @@ from ..snoozes.snoozing import (
 )
 from ..words import Said
 from ..words.catalogue import in_source
+from .answers import Answering, Asker
 from .taking import Taking
 from .team import Person, Team
 
@@ -150,6 +151,8 @@ class PressActions:
     # Where else a button may be pressed: a capability's answer to whether this person, in
     # this private chat, was given the message's buttons (oncall/people.py: a private call).
     pressed_elsewhere: PressedElsewhere | None = None
+    # The typed-input budget a press that writes an answer (a chart) spends (None: none may).
+    budget: Answering | None = None
 
 
 class Presses:
@@ -178,6 +181,7 @@ class Presses:
         self._calls = actions.calls
         self._snoozings = actions.snoozing
         self._pressed_elsewhere = actions.pressed_elsewhere
+        self._budget = actions.budget
         self._taking = Taking(team.store, outbox, actions.calls, clock=team.clock)
 
     @property
@@ -332,7 +336,15 @@ class Presses:
             count=self._count,
             edit=lambda: self._update_message(press, message, f"{verb} {button.label}"),
             acted_on=lambda: self._acted_on(message),
+            may_answer=lambda: self._may_answer(press, message),
         )
+
+    def _may_answer(self, press: Press, message: SentMessage) -> bool:
+        """The typed-input budget of the presser and the card's chat. Raises SpoolError."""
+        if self._budget is None or press.by.id is None:
+            return False
+        asker = Asker(message.chat, message.thread, message.message_id, str(press.by.id))
+        return self._budget.may_answer(asker)
 
     def _change(
         self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton

@@ -180,3 +180,8 @@ class GlitchTipScopeMissing(GlitchTipError):
 
 class GlitchTipIssueGone(GlitchTipError):
     """No such issue for the token's user: deleted, or in an organization it is not in."""
+
+
+class DrawingFailed(Exception):
+    """A picture could not be drawn within its bounds (time, memory), or its drawing process
+    failed: what it would have shown goes as text."""

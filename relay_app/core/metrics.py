@@ -179,8 +179,9 @@ class Metrics:
             "relay_button_presses",
             "Presses on alerts' buttons, by outcome: someone on it (taken), the status "
             "GlitchTip now has (resolved, ignored, unresolved), a silence started or ended in "
-            "the chat (muted, unmuted), or why nothing changed (refused, unknown, stale, "
-            "repeated, failed)",
+            "the chat (muted, unmuted), a chart asked for (charted), or why nothing changed "
+            "(refused, unknown, stale, repeated, failed; not_now: the asker's turn to be "
+            "answered had not come)",
             ["outcome"],
         )
         self.glitchtip_lookups = self._counter(

@@ -38,7 +38,7 @@ from ..telegram.courier import Sent, Telegram
 from .health import Health
 from .placing import Placed, Placing, made_for_any, placed_anew, placed_by
 from .policy import RetryPolicy
-from .render import Call, Edit, Reaction, Renderer, ReplyUnder, Send, Write
+from .render import Call, Edit, Photo, Reaction, Renderer, ReplyUnder, Send, Write
 
 log = logging.getLogger(__name__)
 
@@ -251,10 +251,15 @@ class Jobs:
             return telegram.deliver(
                 write.message, destination, replace(extras, silent=write.silent)
             )
-        if isinstance(write, Call):
+        if isinstance(write, Photo):
+            sent, file_id = telegram.send_photo(write.picture, destination)
+            write.done(sent, file_id)
+        elif isinstance(write, Call):
             self._call(write)
         elif isinstance(write, Edit):
-            telegram.edit(write.chat, write.message_id, write.html, write.keyboard)
+            telegram.edit(
+                write.chat, write.message_id, write.html, write.keyboard, caption=write.caption
+            )
         elif isinstance(write, ReplyUnder):
             self._reply(write)
         else:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.routing import Destination, parse_chat_id
-from ..spool.answers import Answers
+from ..spool.answers import ANSWERS_WAITING, Answers
 from ..spool.model import JobKind, NewJob, Precedence
 from ..spool.queue import Queue
 from ..spool.store import Tx
@@ -107,6 +107,19 @@ class Outbox:
         about = {"emoji": emoji, "say": instead.as_json()}
         return self._answer("reaction", _where(chat, thread), message_id, about, most_waiting)
 
+    def answer_with(
+        self,
+        kind: str,
+        chat: str,
+        thread: int | None,
+        message_id: int,
+        about: Mapping[str, Any],
+    ) -> bool:
+        """A capability's kind of write in answer to what someone typed or pressed (a chart),
+        under that message, after everything else the chat is owed, counted among the answers
+        that wait for the chat (at most ANSWERS_WAITING). As `answer`."""
+        return self._answer(kind, _where(chat, thread), message_id, about, ANSWERS_WAITING)
+
     def link_card(
         self,
         chat: str,
@@ -148,7 +161,7 @@ class Outbox:
 
     def _answer(
         self,
-        kind: JobKind,
+        kind: JobKind | str,
         where: Destination,
         message_id: int,
         about: Mapping[str, Any],

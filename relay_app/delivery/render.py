@@ -54,6 +54,7 @@ from ..routes.rotation import Roster, on_duty_in, on_duty_now
 from ..routes.sound import Sound, levels_of
 from ..routes.zones import Zones
 from ..spool.model import JOB_KINDS, Job, Precedence
+from ..telegram.courier import Picture, Sent
 from ..words import Said, Words
 
 log = logging.getLogger(__name__)
@@ -84,12 +85,14 @@ class Send:
 
 @dataclass(frozen=True)
 class Edit:
-    """A card as its record says it stands now; None in `keyboard`: no buttons."""
+    """A card as its record says it stands now; None in `keyboard`: no buttons. `caption`:
+    the card is a photo, whose caption is edited (within Telegram's 1,024 characters)."""
 
     chat: str
     message_id: int
     html: str
     keyboard: dict[str, Any] | None
+    caption: bool = False
 
     @property
     def text(self) -> str:
@@ -144,7 +147,24 @@ class Call:
         return self.said or self.method
 
 
-Write = Send | Edit | ReplyUnder | Reaction | Call
+@dataclass(frozen=True)
+class Photo:
+    """A picture a capability sends (a chart): a PNG's bytes, or the file_id of one Telegram
+    keeps, with its caption (HTML, within 1,024 characters) and buttons, under a message of
+    the chat in the job's topic. Where Telegram refuses the photo, its text (`instead`, HTML)
+    goes as a message with the same buttons: nothing is lost. `done` is given where it went,
+    and the file_id Telegram keeps of the picture (None: it went as text); it runs on the
+    dispatcher's pool, after the request."""
+
+    picture: Picture
+    done: Callable[[Sent, str | None], None] = lambda sent, file_id: None
+
+    @property
+    def text(self) -> str:
+        return f"{self.picture.said}: {visible(self.picture.caption)}"
+
+
+Write = Send | Edit | ReplyUnder | Reaction | Call | Photo
 # A card's edit as its record stands now (chat, message id, the relay's words); None when the
 # card is no longer kept.
 Edits = Callable[[str, int, Words], Edit | None]

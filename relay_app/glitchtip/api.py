@@ -10,6 +10,7 @@ The one place where requests' exceptions and GlitchTip's answers become the Glit
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,9 @@ from ..core.http_deadline import Deadline, DeadlineAdapter
 from ..core.json_values import MAX_COUNT, json_count, json_objects
 from ..core.logs import redact, register_secret
 from ..core.services import Key
-from .details import IssueDetails, details_from
+from .details import IssueDetails, details_from, field_text, iso_time
+
+log = logging.getLogger(__name__)
 
 # GlitchTip's answers here are a few kilobytes; a larger one is not its API answering.
 MAX_ANSWER_BYTES = 1024 * 1024
@@ -69,6 +72,30 @@ class IssueActions(Protocol):
 # What changes the sources' issues (GlitchTip's, Sentry's), as the wiring makes it from their
 # tokens: acting from the chat asks for it.
 ISSUE_ACTIONS: Key[IssueActions] = Key("issue actions")
+
+
+@dataclass(frozen=True)
+class IssueHistory:
+    """What an issue's chart is drawn from, as its source answered: `[unix_time, count]` pairs
+    for the hours (24 h) and days (14 days) that had events, when it was first seen (Unix
+    time), and its latest event's release."""
+
+    hours: list[list[int]]
+    days: list[list[int]]
+    first_seen: float | None = None
+    release: str | None = None
+
+
+class IssueHistories(Protocol):
+    """What a chart asks of an issue's source (GlitchTip's API, or Sentry's for Sentry's
+    issues: sentry/trackers.py), by the relay's id of the issue and its organization."""
+
+    def issue_history(self, org: str, issue_id: str) -> IssueHistory: ...
+
+
+# What a chart asks the sources about an issue's events, as the wiring makes it from their
+# tokens.
+ISSUE_HISTORY: Key[IssueHistories] = Key("issue history")
 
 
 class IssueWatch(Protocol):
@@ -188,6 +215,42 @@ class GlitchTipApi:
             "GET", f"/api/0/organizations/{org}/issues-stats/?{query}&statsPeriod=24h", None
         )
         return answered_about(reply, ids, hours_of)
+
+    def issue_history(self, org: str, issue_id: str) -> IssueHistory:
+        """One issue's events by hour over the last 24 h and by day over 14 days, when it was
+        first seen, and the release of its latest event (`event:read`): the chart's. Raises
+        GlitchTipError, for the stats; the latest event is a detail, whose failure costs only
+        the release."""
+        check_ids(org, [issue_id], 1)
+        periods: dict[str, list[list[int]]] = {}
+        first_seen = None
+        for period in ("24h", "14d"):
+            answered = self._call_any("GET", self._stats_path(org, issue_id, period), None)
+            issue = next(
+                (each for each in json_objects(answered) if str(each.get("id")) == issue_id), {}
+            )
+            found = counts_of(issue, period)
+            if isinstance(found, str):
+                raise GlitchTipUnreachable(
+                    f"{self.SETUP.name}'s stats of issue {issue_id} cannot be read: {found}",
+                    detail="unreadable stats",
+                )
+            periods[period] = found
+            first_seen = first_seen or iso_time(issue.get("firstSeen"))
+        try:
+            event = self._call("GET", self._latest_event_path(org, issue_id), None)
+        except GlitchTipError as exc:
+            log.info("issue %s's latest event could not be read (%s): no release", issue_id, exc)
+            event = {}
+        # A tag of the event: anyone's who holds the project's DSN, shown cleaned and short.
+        release = field_text(routed_tags(event).get("Release"))
+        return IssueHistory(periods["24h"], periods["14d"], first_seen, release)
+
+    def _stats_path(self, org: str, issue_id: str, period: str) -> str:
+        return f"/api/0/organizations/{org}/issues-stats/?groups={issue_id}&statsPeriod={period}"
+
+    def _latest_event_path(self, org: str, issue_id: str) -> str:
+        return f"/api/0/issues/{issue_id}/events/latest/"
 
     def issue_states(self, org: str, ids: Sequence[str]) -> Answered[IssueState]:
         """Each issue's status (`unresolved`, `resolved`, `ignored`) and events so far, at most
@@ -356,19 +419,26 @@ def state_of(issue: dict[str, Any]) -> IssueState | str:
 
 
 def hours_of(issue: dict[str, Any]) -> list[list[int]] | str:
+    """An issue's `stats["24h"]`: `[unix_hour, count]` for the hours that had events."""
+    return counts_of(issue, "24h")
+
+
+def counts_of(issue: dict[str, Any], period: str) -> list[list[int]] | str:
+    """An issue's `stats[period]` (`24h`: by hour; `14d`: by day), `[unix_time, count]` pairs
+    for the hours or days that had events; why, when they are not such whole numbers."""
     stats = issue.get("stats")
-    hours = stats.get("24h") if isinstance(stats, dict) else None
-    if hours is None:
+    spans = stats.get(period) if isinstance(stats, dict) else None
+    if spans is None:
         return []
-    if not isinstance(hours, list):
-        return "its 24 hours are not a list"
+    if not isinstance(spans, list):
+        return f"its {period} are not a list"
     counted: list[list[int]] = []
-    for pair in hours:
-        hour = json_count(pair[0], MAX_HOUR) if isinstance(pair, list) and len(pair) == 2 else None
-        count = json_count(pair[1], MAX_COUNT) if hour is not None else None
-        if hour is None or count is None:
-            return f"an hour of its 24 is {str(pair)[:60]}"
-        counted.append([hour, count])
+    for pair in spans:
+        at = json_count(pair[0], MAX_HOUR) if isinstance(pair, list) and len(pair) == 2 else None
+        count = json_count(pair[1], MAX_COUNT) if at is not None else None
+        if at is None or count is None:
+            return f"a part of its {period} is {str(pair)[:60]}"
+        counted.append([at, count])
     return counted
 
 

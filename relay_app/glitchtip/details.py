@@ -92,7 +92,7 @@ def details_from(issue: dict[str, Any], event: dict[str, Any] | None) -> IssueDe
         frame=frame_of(exception) if exception else None,
         stack=stack_of(exception) if exception else (),
         count=_count(issue.get("count")),
-        first_seen=_time(issue.get("firstSeen")),
+        first_seen=iso_time(issue.get("firstSeen")),
         level=field_text(issue.get("level")),
         exception_type=field_text(exception.get("type")) or field_text(metadata.get("type")),
         exception_value=field_text(exception.get("value")) or field_text(metadata.get("value")),
@@ -176,7 +176,7 @@ def _count(value: object) -> int | None:
     return json_count(value)
 
 
-def _time(value: object) -> float | None:
+def iso_time(value: object) -> float | None:
     """GlitchTip's ISO 8601 time ('2026-12-01T17:09:24.024Z') as a Unix time."""
     if not isinstance(value, str):
         return None

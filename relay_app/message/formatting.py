@@ -53,6 +53,8 @@ from .spans import (
 from .subjects import NO_SUBJECTS, Subjects, issue_ref, subjects_of
 
 TELEGRAM_TEXT_LIMIT = 4096
+# A photo's caption: Telegram's limit, in the same visible characters.
+CAPTION_LIMIT = 1024
 # A person's name as a mention shows it, at most: six people called by name stay within the
 # room every message keeps for its notes (NOTES_ROOM).
 MAX_NAME = 32

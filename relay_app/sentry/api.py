@@ -106,6 +106,14 @@ class SentryApi(GlitchTipApi):
         path = _by_ids(org, ids, STATES_AT_ONCE) + "&groupStatsPeriod=24h"
         return answered_about(self._call_any("GET", path, None), ids, hours_of)
 
+    def _stats_path(self, org: str, issue_id: str, period: str) -> str:
+        """The issue alone in the organization's index, with its stats over `period` (Sentry
+        has no issues-stats of GlitchTip's kind)."""
+        return _by_ids(org, [issue_id], 1) + f"&groupStatsPeriod={period}"
+
+    def _latest_event_path(self, org: str, issue_id: str) -> str:
+        return f"/api/0/organizations/{org}/issues/{issue_id}/events/latest/"
+
     def _api_base(self) -> str:
         with self._lock:
             if self._region is not None:

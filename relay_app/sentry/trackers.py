@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..core.errors import GlitchTipError
-from ..glitchtip.api import Answered, GlitchTipApi, IssueState, IssueStatus
+from ..glitchtip.api import Answered, GlitchTipApi, IssueHistory, IssueState, IssueStatus
 from ..message.subjects import SENTRY_PREFIX, is_sentrys
 from .api import SentryApi
 
@@ -49,6 +49,11 @@ class Trackers:
     def issue_counts(self, org: str, ids: Sequence[str]) -> Answered[list[list[int]]]:
         """Each issue's last 24 hours, asked of its source."""
         return self._asked(ids, lambda api, own: api.issue_counts(org, own))
+
+    def issue_history(self, org: str, issue_id: str) -> IssueHistory:
+        """One issue's events over a day and two weeks, asked of its source: a chart's."""
+        api, own_id = self._for(issue_id)
+        return api.issue_history(org, own_id)
 
     def _asked(
         self, ids: Sequence[str], ask: Callable[[GlitchTipApi, list[str]], Answered[T]]

@@ -1,8 +1,8 @@
 """Answers to what people typed in a chat (a command, a link, a reply), queued as jobs of the
 lowest precedence (model.Precedence.ANSWER): every alert, call and edit of the chat goes before
 them, they never count against RELAY_SPOOL_MAX_PENDING, and at most so many wait for one chat
-(chat/answers.py says how many), counted under the chat's row lock so that relays answering
-at once keep to it between them."""
+(ANSWERS_WAITING), counted under the chat's row lock so that relays answering at once keep to
+it between them."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ from . import job_rows as rows
 from .model import Home, Job, JobKind, NewJob, Precedence
 from .store import Store, Tx
 
+# Answers waiting to go out to one chat, at most: past it, nothing more is answered there until
+# one has gone (chat/answers.py).
+ANSWERS_WAITING = 3
+
 
 class Answers:
     def __init__(self, store: Store, *, home: Home) -> None:
@@ -22,7 +26,7 @@ class Answers:
 
     def add(
         self,
-        kind: JobKind,
+        kind: JobKind | str,
         data: Mapping[str, Any],
         destination: Destination,
         *,

@@ -1,4 +1,4 @@
--- The spool's schema at version 26, as PostgreSQL says it: what a fresh spool is
+-- The spool's schema at version 27, as PostgreSQL says it: what a fresh spool is
 -- made of (relay_app/spool/current.py). Written by `python -m tests.schema_files` from a
 -- spool that took every step of relay_app/spool/history.py; tests/test_schema_files.py
 -- checks that the two agree. Do not edit by hand.
@@ -265,7 +265,8 @@ CREATE TABLE sent_messages (
     sent_at double precision NOT NULL,
     replies_comment_only boolean DEFAULT false NOT NULL,
     take_for double precision,
-    thread bigint
+    thread bigint,
+    captioned boolean DEFAULT false NOT NULL
 );
 
 CREATE TABLE sentry_deliveries (

@@ -1,4 +1,4 @@
--- The spool's schema at version 26, as SQLite says it: what a fresh spool is
+-- The spool's schema at version 27, as SQLite says it: what a fresh spool is
 -- made of (relay_app/spool/current.py). Written by `python -m tests.schema_files` from a
 -- spool that took every step of relay_app/spool/history.py; tests/test_schema_files.py
 -- checks that the two agree. Do not edit by hand.
@@ -66,7 +66,7 @@ CREATE TABLE sent_messages (
     message_id INTEGER NOT NULL,
     html TEXT NOT NULL,             -- as sent, for the edits that add to it
     notes TEXT NOT NULL DEFAULT '', -- lines added since (a recovery), one per line
-    sent_at REAL NOT NULL, replies_comment_only INTEGER NOT NULL DEFAULT 0, take_for REAL, thread INTEGER,
+    sent_at REAL NOT NULL, replies_comment_only INTEGER NOT NULL DEFAULT 0, take_for REAL, thread INTEGER, captioned INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (chat, message_id)
 );
 

@@ -18,7 +18,7 @@ from .dialects import POSTGRES, SQLITE, Types
 __all__ = ["POSTGRES", "SCHEMA_VERSION", "SQLITE", "Types", "statements_after", "steps"]
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 26
+SCHEMA_VERSION = 27
 
 
 def steps(types: Types) -> dict[int, list[str]]:
@@ -47,6 +47,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         24: sentry_deliveries(types),
         25: takers_by_id(types),
         26: rooms_and_boards(types),
+        27: photo_cards(types),
     }
 
 
@@ -676,3 +677,9 @@ def rooms_and_boards(types: Types) -> list[str]:
     PRIMARY KEY (chat, thread, issue_id)
 )""",
     ]
+
+
+def photo_cards(types: Types) -> list[str]:
+    """27: a card may be a photo (a chart with its issue's buttons), whose caption its edits
+    change (editMessageCaption), within 1,024 characters."""
+    return [f"ALTER TABLE sent_messages ADD COLUMN captioned {types.flag}"]

@@ -25,14 +25,19 @@ class Asked:
     may_act: bool = False
     user_id: int | None = None  # Telegram's id of who asked
     name: str = ""  # their name, as Telegram gives it
+    # The command's message, and the forum topic it was written in: where an answer of the
+    # capability's own kind goes (a chart), under it.
+    message_id: int = 0
+    thread: int | None = None
 
 
 @dataclass(frozen=True)
 class BotCommand:
     name: str
     describe: Callable[[Words], str]
-    # Its answer to a command, in the catalogue's words.
-    answer: Callable[[Asked, Words], Said]
+    # Its answer to a command, in the catalogue's words; None: it answers with a write of
+    # its own kind, which it queues itself (a chart, once drawn), the person's turn taken.
+    answer: Callable[[Asked, Words], Said | None]
     # Asked in a person's private chat with the bot (`/start`), never in the chats it serves;
     # not offered in Telegram's list.
     private: bool = False

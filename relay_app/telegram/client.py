@@ -1,12 +1,14 @@
-"""The Telegram Bot API client: `sendMessage` for the relay, and for acting on alerts from the
-chat `editMessageText`, `answerCallbackQuery`, a long-polling `getUpdates`, `setWebhook` and
-`deleteWebhook`; `getMe`, `getChat`, `getChatMember` and `sendChatAction` for `relay-app check`,
-`getUpdates` and `getWebhookInfo` for `relay-app chats`; and the one place where requests'
-exceptions and Telegram's replies become the relay's delivery errors.
+"""The Telegram Bot API client: `sendMessage` for the relay (and `sendPhoto`, a picture as
+multipart form data, for a chart), and for acting on alerts from the chat `editMessageText`
+(`editMessageCaption` for a photo's), `answerCallbackQuery`, a long-polling `getUpdates`,
+`setWebhook` and `deleteWebhook`; `getMe`, `getChat`, `getChatMember` and `sendChatAction`
+for `relay-app check`, `getUpdates` and `getWebhookInfo` for `relay-app chats`; and the one
+place where requests' exceptions and Telegram's replies become the relay's delivery errors.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from collections.abc import Callable
@@ -32,7 +34,12 @@ from ..core.logs import redact, register_secret
 from ..core.routing import ChatId
 
 # Descriptions (lower-cased) of 400s that plain text cures: our markup or our length.
-_MARKUP_PROBLEMS = ("can't parse entities", "message is too long", "text is too long")
+_MARKUP_PROBLEMS = (
+    "can't parse entities",
+    "message is too long",
+    "text is too long",
+    "caption is too long",
+)
 # Enough for gunicorn's request threads plus the background retrier's, so connections to
 # Telegram are reused rather than discarded with a "pool is full" warning.
 CONNECTION_POOL_SIZE = 160
@@ -47,7 +54,7 @@ ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"]
 # have reached Telegram is retried sparingly (delivery/policy.py). Any other method (an edit,
 # a reaction, a question) done twice leaves what once does, so it is retried on the quick
 # backoff whatever became of it. A forum topic made twice is two topics.
-POSTING_METHODS = frozenset({"sendMessage", "createForumTopic"})
+POSTING_METHODS = frozenset({"sendMessage", "sendPhoto", "createForumTopic"})
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,59 @@ class TelegramClient:
         if extras.silent:
             body["disable_notification"] = True
         return self.call("sendMessage", body, deadline=deadline)
+
+    def send_photo(
+        self,
+        chat_id: ChatId,
+        photo: bytes | str,
+        caption: str,
+        *,
+        html: bool,
+        thread_id: int | None,
+        deadline: float,
+        extras: Extras = NO_EXTRAS,
+    ) -> dict[str, Any]:
+        """Send a picture (`photo`: a PNG's bytes, uploaded as multipart form data; or the
+        file_id of one Telegram keeps) with `caption` (at most 1,024 characters), as
+        `send_message` sends text. Returns Telegram's `result` (the Message, whose `photo` lists
+        the sizes it keeps, each with its file_id); raises a DeliveryError subclass."""
+        keyboard, reply_to = extras.keyboard, extras.reply_to
+        body: dict[str, Any] = {"chat_id": chat_id, "caption": caption}
+        if html:
+            body["parse_mode"] = "HTML"
+        if thread_id is not None:
+            body["message_thread_id"] = thread_id
+        if keyboard is not None:
+            body["reply_markup"] = keyboard
+        if reply_to is not None:
+            body["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
+        if extras.silent:
+            body["disable_notification"] = True
+        if isinstance(photo, str):
+            return self.call("sendPhoto", {**body, "photo": photo}, deadline=deadline)
+        files = {"photo": ("chart.png", photo, "image/png")}
+        return json_object(self.call_for_any("sendPhoto", body, deadline=deadline, files=files))
+
+    def edit_message_caption(
+        self,
+        chat_id: ChatId,
+        message_id: int,
+        html: str,
+        *,
+        keyboard: dict[str, Any] | None,
+        deadline: float,
+    ) -> None:
+        """Replace a photo's caption (HTML) and its buttons: Telegram refuses editMessageText
+        on a message that has no text."""
+        body: dict[str, Any] = {
+            "chat_id": chat_id,
+            "message_id": message_id,
+            "caption": html,
+            "parse_mode": "HTML",
+        }
+        if keyboard is not None:
+            body["reply_markup"] = keyboard
+        self.call_for_any("editMessageCaption", body, deadline=deadline)
 
     def edit_message_text(
         self,
@@ -222,8 +282,11 @@ class TelegramClient:
         *,
         deadline: float,
         watch: Callable[[Deadline], None] | None = None,
+        files: dict[str, tuple[str, bytes, str]] | None = None,
     ) -> object:
-        """`call` for the methods whose `result` is not an object (getUpdates: a list)."""
+        """`call` for the methods whose `result` is not an object (getUpdates: a list). With
+        `files`, the body goes as multipart form data: each field as text (JSON for one that
+        is not a string or number), beside the files."""
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise RetryableDeliveryError(
@@ -233,8 +296,17 @@ class TelegramClient:
             if watch is not None:
                 watch(watchdog)
             try:
-                response = self._session.post(
-                    self._method_url + method, json=body, timeout=(remaining, remaining)
+                response = (
+                    self._session.post(
+                        self._method_url + method, json=body, timeout=(remaining, remaining)
+                    )
+                    if files is None
+                    else self._session.post(
+                        self._method_url + method,
+                        data=_form_fields(body),
+                        files=files,
+                        timeout=(remaining, remaining),
+                    )
                 )
             except requests.RequestException as exc:
                 raise _network_error(exc, watchdog.expired, remaining, method) from None
@@ -242,6 +314,15 @@ class TelegramClient:
 
     def close(self) -> None:
         self._session.close()
+
+
+def _form_fields(body: dict[str, Any]) -> dict[str, str]:
+    """A JSON body as multipart form fields: Telegram reads a field that is an object (the
+    buttons, the reply's parameters) as JSON text."""
+    return {
+        name: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        for name, value in body.items()
+    }
 
 
 def _network_error(

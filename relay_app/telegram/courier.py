@@ -1,4 +1,5 @@
-"""One delivery attempt of a prebuilt message, with the two recoveries that must not lose it;
+"""One delivery attempt of a prebuilt message, with the two recoveries that must not lose it (and a
+photo's third: refused, its text goes instead);
 the question that tells whether Telegram answers at all (`probe`); and the later changes to a
 sent message that acting on alerts makes (`edit`, `answer`).
 
@@ -23,11 +24,13 @@ from ..core.errors import (
     DeliveryError,
     MarkupRejected,
     PermanentDeliveryError,
+    ThreadNotFound,
     says_telegram_is_failing,
 )
 from ..core.json_values import json_int
 from ..core.routing import ChatId, Destination, parse_chat_id
 from ..message.formatting import Message
+from ..message.spans import visible
 from .client import NO_EXTRAS, Extras, TelegramClient
 
 log = logging.getLogger(__name__)
@@ -47,6 +50,20 @@ class Sent:
     html: str
 
 
+@dataclass(frozen=True)
+class Picture:
+    """A picture to send (delivery/render.py's Photo): a PNG's bytes or the file_id of one
+    Telegram keeps, its caption (HTML), the text that goes where Telegram refuses it (HTML),
+    its buttons, the message it answers, and what a log line calls it."""
+
+    photo: bytes | str
+    caption: str
+    instead: str
+    keyboard: dict[str, Any] | None = None
+    reply_to: int | None = None
+    said: str = "a photo"
+
+
 class Telegram(Protocol):
     """What the relay needs of Telegram: `Courier` over the Bot API, or a test's stand-in."""
 
@@ -60,9 +77,21 @@ class Telegram(Protocol):
         """Whether Telegram answers a question that posts nothing."""
 
     def edit(
-        self, chat: str, message_id: int, html_text: str, keyboard: dict[str, Any] | None
+        self,
+        chat: str,
+        message_id: int,
+        html_text: str,
+        keyboard: dict[str, Any] | None,
+        *,
+        caption: bool = False,
     ) -> None:
-        """Replace a sent message's text and buttons; raises DeliveryError."""
+        """Replace a sent message's text and buttons (a photo's caption, with `caption`);
+        raises DeliveryError."""
+
+    def send_photo(self, photo: Picture, destination: Destination) -> tuple[Sent, str | None]:
+        """One attempt to send a picture, its text in its place where Telegram refuses the
+        picture: where it went, and the file_id Telegram keeps of it (None: it went as text).
+        Raises DeliveryError."""
 
     def answer(self, callback_query_id: str, text: str, *, alert: bool = False) -> None:
         """Answer a press on a button with a notice; raises DeliveryError."""
@@ -130,6 +159,50 @@ class Courier:
                 chat_id = self._follow_migration(destination.chat, exc.new_chat_id)
                 tried_chats.add(chat_id)
 
+    def send_photo(self, photo: Picture, destination: Destination) -> tuple[Sent, str | None]:
+        """One attempt to send a picture, within the attempt timeout: where it went, and the
+        file_id Telegram keeps of it. A caption Telegram cannot parse goes as plain text; a
+        picture it refuses (its size or kind, a chat where the bot may not send photos, a
+        file_id it no longer knows) goes as its text, a message with the same buttons, in the
+        time left. Raises DeliveryError."""
+        deadline = time.monotonic() + self._attempt_timeout
+        with self._lock:
+            chat_id = self._migrated.get(destination.chat, destination.chat)
+        extras = Extras(keyboard=photo.keyboard, reply_to=photo.reply_to)
+        as_html = True
+        while True:
+            try:
+                result = self._client.send_photo(
+                    chat_id,
+                    photo.photo,
+                    photo.caption if as_html else visible(photo.caption),
+                    html=as_html,
+                    thread_id=destination.thread,
+                    deadline=deadline,
+                    extras=extras,
+                )
+                shown = photo.caption if as_html else html.escape(visible(photo.caption))
+                return _sent(result, chat_id, shown), _largest_file(result)
+            except MarkupRejected as exc:
+                if not as_html:
+                    break
+                log.warning("Telegram rejected a photo's caption (%s); sending it plainly", exc)
+                as_html = False
+            except (ChatMigrated, ThreadNotFound):
+                raise  # the text would meet the same: the job's own fate
+            except PermanentDeliveryError as exc:
+                log.warning("Telegram refused %s (%s); sending its text instead", photo.said, exc)
+                break
+        result = self._client.send_message(
+            chat_id,
+            photo.instead,
+            html=True,
+            thread_id=destination.thread,
+            deadline=deadline,
+            extras=extras,
+        )
+        return _sent(result, chat_id, photo.instead), None
+
     def probe(self) -> bool:
         """Ask Telegram something that can never post anything (getMe), within the attempt
         timeout: True when it answered, whatever it said."""
@@ -140,12 +213,20 @@ class Courier:
         return True
 
     def edit(
-        self, chat: str, message_id: int, html_text: str, keyboard: dict[str, Any] | None
+        self,
+        chat: str,
+        message_id: int,
+        html_text: str,
+        keyboard: dict[str, Any] | None,
+        *,
+        caption: bool = False,
     ) -> None:
-        """Replace a sent message's text and buttons, within the attempt timeout; raises
-        DeliveryError (an edit that changes nothing is no error)."""
+        """Replace a sent message's text and buttons (a photo's caption, with `caption`),
+        within the attempt timeout; raises DeliveryError (an edit that changes nothing is no
+        error)."""
+        edit = self._client.edit_message_caption if caption else self._client.edit_message_text
         try:
-            self._client.edit_message_text(
+            edit(
                 parse_chat_id(chat) or chat,
                 message_id,
                 html_text,
@@ -226,6 +307,14 @@ class Courier:
             new,
         )
         return new
+
+
+def _largest_file(result: dict[str, Any]) -> str | None:
+    """The file_id of the largest size Telegram keeps of a photo it took (its `photo` lists
+    them smallest first): sent again by it, the picture is not uploaded again."""
+    sizes = [size for size in result.get("photo") or () if isinstance(size, dict)]
+    file_id = sizes[-1].get("file_id") if sizes else None
+    return file_id if isinstance(file_id, str) and file_id else None
 
 
 def _sent(result: dict[str, Any], chat_id: ChatId, shown: str) -> Sent:
