@@ -5,6 +5,7 @@ it theirs, asks each once whether it is on, and starts those that are."""
 from __future__ import annotations
 
 from .board import plugin as board
+from .charts import plugin as charts
 from .chat import plugin as chat
 from .oncall import plugin as oncall
 from .operating.capability import Registry
@@ -25,6 +26,7 @@ REGISTRY = Registry(
         sentry.CAPABILITY,
         rooms.CAPABILITY,
         board.CAPABILITY,
+        charts.CAPABILITY,
         # It dispatches the others' presses, commands and kinds of update: it starts last.
         chat.CAPABILITY,
     )

@@ -20,11 +20,15 @@ from relay_app.cards.card import (
 from relay_app.message.formatting import TELEGRAM_TEXT_LIMIT
 from relay_app.message.spans import visible_length
 from relay_app.message.subjects import IssueRef
-from relay_app.words import ENGLISH, RUSSIAN
+from relay_app.words import ENGLISH as CATALOGUE_ENGLISH
+from relay_app.words import RUSSIAN as CATALOGUE_RUSSIAN
 from tests.telegram_rules import visible_text
 
-# The capabilities' buttons, as the relay registers them (Mute and Unmute: silences').
+# The capabilities' buttons, as the relay registers them (Mute and Unmute: silences'; 📈:
+# charts'), and the words the relay speaks with theirs.
 THEIRS = tuple(REGISTRY.buttons)
+ENGLISH = REGISTRY.words_in(CATALOGUE_ENGLISH)
+RUSSIAN = REGISTRY.words_in(CATALOGUE_RUSSIAN)
 
 AT_0804 = 1_800_000_240.0  # 2027-01-15 08:04 UTC
 ISSUE = IssueButton("k1", "4", "https://gt", "BACKEND-4A")
@@ -39,7 +43,7 @@ def texts(markup: dict[str, object] | None) -> list[list[str]]:
 
 def test_one_issue_gets_resolve_ignore_and_mute_without_its_name() -> None:
     assert texts(keyboard([ISSUE], ENGLISH, theirs=THEIRS)) == [
-        ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
+        ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h", "📈"]
     ]
 
 
@@ -51,8 +55,9 @@ def test_several_issues_are_named_and_an_acted_one_offers_reopen() -> None:
             "✅ Resolve BACKEND-4A",
             "🔕 Ignore… BACKEND-4A",
             "🔇 Mute 1 h BACKEND-4A",
+            "📈 BACKEND-4A",
         ],
-        ["↩️ Reopen BACKEND-5A", "🔇 Mute 1 h BACKEND-5A"],
+        ["↩️ Reopen BACKEND-5A", "🔇 Mute 1 h BACKEND-5A", "📈 BACKEND-5A"],
     ]
     assert keyboard([], ENGLISH, theirs=THEIRS) is None
 
@@ -60,7 +65,7 @@ def test_several_issues_are_named_and_an_acted_one_offers_reopen() -> None:
 def test_a_muted_issue_offers_unmute_and_its_message_says_until_when() -> None:
     muted = replace(ISSUE, silence_id=3, muted_by="@ada", muted_until=AT_0804 + 3600)
     assert texts(keyboard([muted], ENGLISH, theirs=THEIRS)) == [
-        ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔊 Unmute"]
+        ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔊 Unmute", "📈"]
     ]
     message = SentMessage("-100", 1, "<b>🔴 GlitchTip Alert</b>", AT_0804, (), (muted,))
     shown = visible_text(rendered(message, ENGLISH), parse_mode="HTML")
@@ -68,7 +73,7 @@ def test_a_muted_issue_offers_unmute_and_its_message_says_until_when() -> None:
     russian = visible_text(rendered(message, RUSSIAN), parse_mode="HTML")
     assert russian.endswith("🔇 Без звука в этом чате до 09:04 UTC (@ada)")
     assert texts(keyboard([muted], RUSSIAN, theirs=THEIRS)) == [
-        ["👀 Беру", "✅ Закрыть", "🔕 Игнорировать…", "🔊 Включить звук"]
+        ["👀 Беру", "✅ Закрыть", "🔕 Игнорировать…", "🔊 Включить звук", "📈"]
     ]
 
 
@@ -88,6 +93,10 @@ def test_buttons_stop_at_telegrams_limits() -> None:
     rows = texts(keyboard(buttons, ENGLISH, theirs=THEIRS))
     assert sum(len(row) for row in rows) <= 100
     assert max(len(row) for row in rows) <= 8
+    # Four a row for 25 issues is all Telegram takes: the spare 📈 gives way on every row,
+    # and stays where a message has room for it.
+    assert not any(label.startswith("📈") for row in rows for label in row)
+    assert texts(keyboard(buttons[:20], ENGLISH, theirs=THEIRS))[0][-1] == "📈 B-0"
 
 
 def test_the_edited_message_says_what_was_done_by_whom_and_when() -> None:

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from relay_app import Relay, assemble
+from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
 from relay_app.cards.sent import SentStore
 from relay_app.chat.answers import Served
@@ -182,16 +183,25 @@ def test_the_commands_are_described_in_the_relays_language(settings: Settings) -
     with_token = replace(settings, glitchtip_api_token=GT_TOKEN, glitchtip_url=GLITCHTIP)
     relay = assemble(with_token, telegram=ScriptedTelegram())
     relay.dispatcher.shutdown()
-    listed = described(relay.commands, RUSSIAN)
-    assert [c["command"] for c in listed] == ["issues", "oncall", "cover", "silences", "status"]
+    russian, english = REGISTRY.words_in(RUSSIAN), REGISTRY.words_in(ENGLISH)
+    listed = described(relay.commands, russian)
+    assert [c["command"] for c in listed] == [
+        "issues",
+        "oncall",
+        "cover",
+        "silences",
+        "chart",
+        "status",
+    ]
     assert [c["description"] for c in listed] == [
         RUSSIAN.command_issues,
         RUSSIAN.command_oncall,
         RUSSIAN.command_cover,
         RUSSIAN.command_silences,
+        russian.word("command_chart"),
         RUSSIAN.command_status,
     ]
-    pairs = zip(listed, described(relay.commands, ENGLISH), strict=True)
+    pairs = zip(listed, described(relay.commands, english), strict=True)
     assert all(ru["description"] != en["description"] for ru, en in pairs)
 
 

@@ -124,7 +124,7 @@ def test_a_direct_route_calls_privately_with_the_link_and_the_buttons(chat: Chat
         for b in row
     ]
     # Ignore's choices open on the card in the chat: not offered privately.
-    assert [v[0] for v in verbs if v] == ["take", "resolve", "mute"]
+    assert [v[0] for v in verbs if v] == ["take", "resolve", "mute", "chart"]
     assert "🔔 For @anna_ops" in group_alert.text
 
 

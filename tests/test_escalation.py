@@ -108,7 +108,7 @@ def test_on_it_says_who_has_it_on_the_card_and_stops_the_calls(chat: Chat) -> No
     assert keyboard is not None
     labels = [button["text"] for row in keyboard["inline_keyboard"] for button in row]
     # Nobody else takes it; its taker may let it go.
-    assert labels == ["↩️ Let go", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
+    assert labels == ["↩️ Let go", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h", "📈"]
     assert chat.store.message(CHAT, 41).buttons[0].taken_by == "@ada"  # type: ignore[union-attr]
     assert fire(chat, SENT_AT + 3600) == (0, 0)  # both steps stopped at the press
     assert chat.telegram.replies == []

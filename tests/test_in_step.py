@@ -80,17 +80,19 @@ def test_an_issue_resolved_in_glitchtip_changes_every_card_that_shows_it(
     assert sorted(edits) == [41, 42]
     text, keyboard = edits[41]
     assert text.endswith("\n\n✅ Resolved in GlitchTip at 08:05 UTC")
-    assert labels(keyboard) == ["↩️ Reopen", "🔇 Mute 1 h"]
+    assert labels(keyboard) == ["↩️ Reopen", "🔇 Mute 1 h", "📈"]
     several, keyboard = edits[42]
     assert several.endswith("\n\n✅ BACKEND-4A resolved in GlitchTip at 08:05 UTC")
     # BACKEND-5A, still open, keeps what it offered.
     assert labels(keyboard) == [
         "↩️ Reopen BACKEND-4A",
         "🔇 Mute 1 h BACKEND-4A",
+        "📈 BACKEND-4A",
         "👀 On it BACKEND-5A",
         "✅ Resolve BACKEND-5A",
         "🔕 Ignore… BACKEND-5A",
         "🔇 Mute 1 h BACKEND-5A",
+        "📈 BACKEND-5A",
     ]
     # The next round finds them in step: nothing is written or sent again.
     assert chat.watcher_round(SENT_AT + 360).in_step == 0
@@ -113,7 +115,7 @@ def test_reopened_in_glitchtip_after_a_resolve_in_the_chat_offers_resolve_again(
     last = {message_id: (text, keyboard) for _, message_id, text, keyboard in chat.telegram.edits}
     text, keyboard = last[41]
     assert text.endswith("\n\n↩️ Reopened in GlitchTip at 08:04 UTC")
-    assert labels(keyboard) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
+    assert labels(keyboard) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h", "📈"]
 
 
 def test_an_answer_glitchtip_gave_before_a_press_took_effect_does_not_undo_it(

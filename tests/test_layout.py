@@ -53,6 +53,7 @@ CAPABILITIES = [
     "sentry",
     "rooms",
     "board",
+    "charts",
 ]
 # Above them: the relay's HTTP server. The wiring (relay_app/__init__.py, cli.py,
 # capabilities.py) sits above them all.

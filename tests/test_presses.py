@@ -114,6 +114,7 @@ def test_a_press_changes_the_issue_is_answered_at_once_and_its_card_edited_in_tu
             [
                 {"text": "↩️ Reopen", "callback_data": "o:the-key"},
                 {"text": "🔇 Mute 1 h", "callback_data": "m:the-key"},
+                {"text": "📈", "callback_data": "c:the-key"},
             ]
         ]
     }

@@ -213,7 +213,7 @@ def test_mute_and_unmute_from_the_chat_edit_the_card_and_change_nothing_in_glitc
     [(_, _, html_text, keyboard)] = chat.telegram.edits
     assert html_text.endswith("🔇 Muted in this chat by @ada until 09:00 UTC")
     assert keyboard is not None
-    assert keyboard["inline_keyboard"][0][-1] == {
+    assert keyboard["inline_keyboard"][0][-2] == {
         "text": "🔊 Unmute",
         "callback_data": "u:the-key",
     }
@@ -225,7 +225,7 @@ def test_mute_and_unmute_from_the_chat_edit_the_card_and_change_nothing_in_glitc
     chat.update(press(callback_data(UNMUTE, "the-key")))
     assert chat.answered()[-1][0] == "Unmuted BACKEND-4A in this chat"
     chat.settle()
-    assert chat.telegram.edits[-1][3]["inline_keyboard"][0][-1]["text"] == "🔇 Mute 1 h"
+    assert chat.telegram.edits[-1][3]["inline_keyboard"][0][-2]["text"] == "🔇 Mute 1 h"
     [summary] = chat.telegram.delivered
     assert "1 alert held meanwhile" in summary.text
 

@@ -41,7 +41,7 @@ SENT = SentMessage(
 )
 
 # An open issue's row.
-OPEN = ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
+OPEN = ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h", "📈"]
 
 
 @pytest.fixture
@@ -107,6 +107,7 @@ def test_ignore_opens_its_choices_on_the_card_and_back_puts_them_away(
         "✅ Resolve",
         "🔕 Ignore…",
         "🔇 Mute 1 h",
+        "📈",
     ]
     # A second Back (a stale client) finds them put away already: nothing changes.
     chat.update(press("back", 3))
@@ -122,7 +123,7 @@ def test_until_more_events_brings_the_issue_back_once_with_the_count_and_who(
     assert changes(glitchtip) == [b'{"status": "ignored"}']
     text = chat.telegram.edits[-1][2]
     assert text.endswith("🔕 Ignored by @ada at 08:04 UTC until 100 more events")
-    assert labels(chat.telegram.edits[-1][3]) == ["↩️ Reopen", "🔇 Mute 1 h"]
+    assert labels(chat.telegram.edits[-1][3]) == ["↩️ Reopen", "🔇 Mute 1 h", "📈"]
 
     glitchtip_has(glitchtip, "ignored", events=102)  # 99 more: not yet
     assert chat.watcher_round(PRESSED_AT + 60).back == 0
@@ -147,12 +148,7 @@ def test_until_more_events_brings_the_issue_back_once_with_the_count_and_who(
     assert chat.watcher_round(PRESSED_AT + 180).back == 0
     assert len(chat.telegram.replies) == 1
     # The card follows GlitchTip: Resolve and Ignore… again.
-    assert labels(chat.telegram.edits[-1][3]) == [
-        "👀 On it",
-        "✅ Resolve",
-        "🔕 Ignore…",
-        "🔇 Mute 1 h",
-    ]
+    assert labels(chat.telegram.edits[-1][3]) == OPEN
     samples = parse(chat.relay.metrics.exposition().decode())
     assert value(samples, "relay_snoozes_total", outcome="made") == 1
     assert value(samples, "relay_snoozes_total", outcome="back") == 1

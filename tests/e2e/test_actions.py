@@ -60,7 +60,7 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
     reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 4))
     assert reply.status_code == 200
     posted = only_message(fake_telegram)
-    assert labels(posted) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
+    assert labels(posted) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h", "📈"]
 
     answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve"))
     assert answer["text"] == "Resolved BACKEND-4A in GlitchTip"
@@ -69,14 +69,14 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
     assert [change.body for change in fake_glitchtip.changes()] == [{"status": "resolved"}]
     edited = once_edited(fake_telegram, posted, DONE_LINE.format("✅ Resolved"))
     assert edited.visible().startswith(posted.visible())
-    assert labels(edited) == ["↩️ Reopen", "🔇 Mute 1 h"]
+    assert labels(edited) == ["↩️ Reopen", "🔇 Mute 1 h", "📈"]
 
     answer = answered(fake_telegram, fake_telegram.press(edited, "↩️ Reopen"))
     assert answer["text"] == "Reopened BACKEND-4A in GlitchTip"
     assert fake_glitchtip.status(4) == "unresolved"
     reopened = once_edited(fake_telegram, posted, DONE_LINE.format("↩️ Reopened"))
     assert "Resolved by" not in reopened.visible()  # one line per issue: what it is now
-    assert labels(reopened) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
+    assert labels(reopened) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h", "📈"]
 
 
 def test_a_cards_edit_that_met_telegrams_500s_catches_up_within_seconds_of_its_return(
@@ -107,7 +107,7 @@ def test_a_cards_edit_that_met_telegrams_500s_catches_up_within_seconds_of_its_r
     back = time.monotonic()
     edited = once_edited(fake_telegram, posted, DONE_LINE.format("✅ Resolved"), timeout=10)
     assert time.monotonic() - back < 3.0
-    assert labels(edited) == ["↩️ Reopen", "🔇 Mute 1 h"]
+    assert labels(edited) == ["↩️ Reopen", "🔇 Mute 1 h", "📈"]
 
 
 def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
@@ -129,13 +129,15 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
         "✅ Resolve BACKEND-2A",
         "🔕 Ignore… BACKEND-2A",
         "🔇 Mute 1 h BACKEND-2A",
+        "📈 BACKEND-2A",
         "👀 On it BACKEND-3A",
         "✅ Resolve BACKEND-3A",
         "🔕 Ignore… BACKEND-3A",
         "🔇 Mute 1 h BACKEND-3A",
+        "📈 BACKEND-3A",
     ]
     rows = digest.keyboard["inline_keyboard"] if digest.keyboard else []
-    assert [len(row) for row in rows] == [4, 4]
+    assert [len(row) for row in rows] == [5, 5]
     # Telegram shows the digest a moment before the relay has kept its buttons; a person's
     # press comes seconds later, the test's at once.
     assert wait_until(lambda: spool_settled(spool_path), timeout=10)
@@ -157,12 +159,13 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
     edited = once_edited(fake_telegram, digest, DONE_LINE.format("🔕 BACKEND-2A ignored"))
     edited_rows = edited.keyboard["inline_keyboard"] if edited.keyboard else []
     assert [[b["text"] for b in row] for row in edited_rows] == [
-        ["↩️ Reopen BACKEND-2A", "🔇 Mute 1 h BACKEND-2A"],
+        ["↩️ Reopen BACKEND-2A", "🔇 Mute 1 h BACKEND-2A", "📈 BACKEND-2A"],
         [
             "👀 On it BACKEND-3A",
             "✅ Resolve BACKEND-3A",
             "🔕 Ignore… BACKEND-3A",
             "🔇 Mute 1 h BACKEND-3A",
+            "📈 BACKEND-3A",
         ],
     ]
 

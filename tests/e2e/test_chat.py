@@ -85,7 +85,7 @@ def test_a_muted_issue_is_held_across_a_restart_and_unmute_says_how_many_came(
         answer["text"],
     )
     muted = once_edited(fake_telegram, first, r"🔇 Muted in this chat by @ada until \d\d:\d\d UTC$")
-    assert labels(muted) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔊 Unmute"]
+    assert labels(muted) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔊 Unmute", "📈"]
     assert fake_glitchtip.changes() == []  # GlitchTip is not changed
 
     held, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 4))
@@ -115,7 +115,7 @@ def test_a_muted_issue_is_held_across_a_restart_and_unmute_says_how_many_came(
         summary.visible(),
     )
     assert re.search(r"BACKEND-4A .* ×2$", summary.visible())
-    assert labels(once_offering(fake_telegram, first, "🔇 Mute 1 h"))[-1] == "🔇 Mute 1 h"
+    assert labels(once_offering(fake_telegram, first, "🔇 Mute 1 h"))[-2] == "🔇 Mute 1 h"
     assert value(metrics(relay.url), "relay_silences_active") == 0
 
     after, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 4))

@@ -68,7 +68,7 @@ def test_a_sentry_alert_is_answered_at_once_acted_on_and_kept_in_step(
     assert sent.seconds < 1.0  # within Sentry's timeout, never waiting for Telegram
     posted = only_message(fake_telegram)
     assert posted.visible().startswith("🔴 Sentry · Very Important Alert Rule!")
-    assert labels(posted) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
+    assert labels(posted) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h", "📈"]
 
     answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve"))
     assert answer["text"] == "Resolved #12 in Sentry"

@@ -94,7 +94,7 @@ def test_the_token_goes_only_to_glitchtip_url_whatever_an_alert_links_to(
         assert reply.status_code == 200
         posted = only_message(fake_telegram)
         # Buttons for GlitchTip's own issue only (named without a label: it is the only one).
-        assert labels(posted) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h"]
+        assert labels(posted) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h", "📈"]
         press = fake_telegram.press(posted, "✅ Resolve")
         assert fake_telegram.wait_for_answer(press, timeout=ANSWER_WITHIN) is not None
         assert fake_glitchtip.status(4) == "resolved"
@@ -196,7 +196,7 @@ def test_presses_at_the_same_moment_make_one_change(
     out_of_date = [a for a in answers if a is not None and a["text"] == ENGLISH.press_out_of_date]
     assert len(out_of_date) == 5
     edited = once_edited(fake_telegram, posted, "Resolved by @user")
-    assert labels(edited) == ["↩️ Reopen", "🔇 Mute 1 h"]
+    assert labels(edited) == ["↩️ Reopen", "🔇 Mute 1 h", "📈"]
     assert fake_glitchtip.status(4) == "resolved"
 
 
@@ -211,6 +211,7 @@ def test_a_button_the_message_no_longer_shows_changes_nothing(
     assert labels(once_edited(fake_telegram, posted, "Resolved by @ada")) == [
         "↩️ Reopen",
         "🔇 Mute 1 h",
+        "📈",
     ]
 
     # A client that still shows the first keyboard (or a forged press) sends Ignore.

@@ -136,12 +136,13 @@ def test_commands_are_registered_at_start_and_answered_only_where_the_relay_post
     start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
 ) -> None:
     relay = start_relay(**watching(fake_glitchtip, RELAY_LANGUAGE="ru"))
-    assert wait_until(lambda: len(fake_telegram.my_commands) == 5, timeout=15), relay.logs()
+    assert wait_until(lambda: len(fake_telegram.my_commands) == 6, timeout=15), relay.logs()
     assert [c["command"] for c in fake_telegram.my_commands] == [
         "issues",
         "oncall",
         "cover",
         "silences",
+        "chart",
         "status",
     ]  # and /start, a private chat's, is not offered in the group's list
     assert fake_telegram.my_commands[0]["description"].startswith("незакрытые проблемы")

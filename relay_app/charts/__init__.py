@@ -1,0 +1,1 @@
+"""Charts of an issue asked for in the chat (plugin.py)."""
