@@ -19,9 +19,10 @@ import responses
 from relay_app import Relay
 from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import IssueButton, SentMessage, callback_data, rendered
-from relay_app.charts.drawing import PNG, draw, spec_of
+from relay_app.charts.figure import spec_of
 from relay_app.charts.series import Series, series_of
 from relay_app.charts.writes import caption_of
+from relay_app.core.drawing import PNG, draw
 from relay_app.core.errors import DrawingFailed, GlitchTipError
 from relay_app.glitchtip.api import GlitchTipApi, IssueHistory
 from relay_app.message.formatting import CAPTION_LIMIT
@@ -159,9 +160,9 @@ def test_a_chart_is_drawn_in_a_bounded_process_that_knows_no_secret() -> None:
         words=REGISTRY.words_in(RUSSIAN),
         zone=ZoneInfo("Europe/Moscow"),
     )
-    assert spec["hours"]["labels"][-1] == "11:00"  # 08:00 UTC in Moscow
+    assert spec["panels"][0]["labels"][-1] == "11:00"  # 08:00 UTC in Moscow
     # 06:04 UTC: four minutes into the bar of 06:00, the 22nd of 24 (centred on 21).
-    [mark] = spec["hours"]["marks"]
+    [mark] = spec["panels"][0]["marks"]
     assert mark == {"at": pytest.approx(21 - 0.5 + 4 / 60), "label": "впервые"}
     png = draw(spec)
     assert png.startswith(PNG)
@@ -175,7 +176,7 @@ def test_a_chart_is_drawn_in_a_bounded_process_that_knows_no_secret() -> None:
 def test_the_drawing_process_is_given_none_of_the_relays_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from relay_app.charts import drawing
+    from relay_app.core import drawing
 
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123:secret")
     given = drawing._environment()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,14 @@ import responses
 from relay_app import Relay
 from relay_app.cards.card import callback_data
 from relay_app.cli import main
+from relay_app.core.drawing import PNG
 from relay_app.core.routing import Destination
 from relay_app.oncall.handoff_text import handoff_message
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.summaries.report import ReportStore, _Taker, _takers
+from relay_app.summaries.report_chart import report_spec, with_chart_words
 from relay_app.summaries.text import summary_message
-from relay_app.words import ENGLISH
+from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat, escalation_of, summaries_of
 from tests.payloads import issue, issue_alert
@@ -137,6 +140,80 @@ def test_relay_app_report_prints_it_for_a_route(
     code = main(["report", "--route", "nope"], environ=environ, out=out, err=err)
     assert code == 2
     assert "--route 'nope' names no route of the routes file (payments)" in err.getvalue()
+
+
+def test_the_report_counts_each_days_alerts_by_level_and_each_place(week: Chat) -> None:
+    assert week.relay.spool is not None
+    store = week.relay.spool.of(ReportStore)
+    found = store.report(None, start=MONDAY - 7 * 86400, now=MONDAY, zone=ZoneInfo("Asia/Tokyo"))
+    # Every day of the period in the place's zone (Sunday 09:00 UTC is 18:00 in Tokyo).
+    assert list(found.by_day) == [f"2026-11-{d}" for d in (30,)] + [
+        f"2026-12-0{d}" for d in range(1, 8)
+    ]
+    assert found.by_day["2026-12-06"] == {"error": 2}
+    assert sum(sum(levels.values()) for levels in found.by_day.values()) == found.alerts == 2
+    assert found.by_place == {CHAT: 2}
+    # A copy of a card's row (a chart under it) is no alert.
+    first = week.store.message(CHAT, 1)
+    assert first is not None
+    copy = replace(first, message_id=99, buttons=(replace(first.buttons[0], key="copy"),))
+    week.store.keep_copy(copy, first.buttons[0].key)
+    again = store.report(None, start=MONDAY - 7 * 86400, now=MONDAY)
+    assert (again.alerts, again.by_place) == (2, {CHAT: 2})
+
+
+def test_the_report_as_a_picture_from_the_command_line_and_after_the_monday_summary(
+    week: Chat, tmp_path: Path, spool_path: str
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text(ROUTES)
+    environ = {
+        "RELAY_ROUTES": str(routes),
+        "RELAY_SPOOL_PATH": spool_path,
+        "TELEGRAM_CHAT_ID": CHAT,
+        "TELEGRAM_BOT_TOKEN": "123456789:AAE-a-token-as-botfather-prints-it-000",
+        "RELAY_WEBHOOK_SECRET": "s" * 32,
+        "RELAY_LANGUAGE": "ru",
+    }
+    picture = tmp_path / "week.png"
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["report", "--chart", str(picture)], environ=environ, out=out, err=err)
+    assert code == 0, err.getvalue()
+    assert picture.read_bytes().startswith(PNG)
+    assert out.getvalue().splitlines()[-1].startswith(f"the picture: {picture} (")
+    assert week.relay.spool is not None
+    spec = report_spec(
+        week.relay.spool.of(ReportStore).report(None, start=MONDAY - 7 * 86400, now=MONDAY),
+        with_chart_words(RUSSIAN),
+        UTC,
+        {CHAT: "payments"},
+    )
+    assert spec["title"] == "Дежурство 30.11 – 07.12: алертов 2, вызовов 1"
+    [days, times] = spec["panels"]  # one place: no panel of places
+    assert [stack["name"] for stack in days["stacks"]] == ["ошибки"]
+    assert times["shown"] == ["5 мин", "5 мин", "30 мин", "30 мин"]
+    unwritable = main(
+        ["report", "--chart", str(tmp_path / "no" / "such.png")], environ=environ, out=out, err=err
+    )
+    assert unwritable == 1
+
+    # Monday's summary posts the week's report, and its picture follows as a photo.
+    week.clock.now = MONDAY - 60
+    assert summaries_of(week.relay).upkeep() == 0  # its first look: due at 09:00
+    week.clock.now = MONDAY
+    assert summaries_of(week.relay).upkeep() == 1
+    deadline = time.monotonic() + 20
+    while not week.telegram.photos and time.monotonic() < deadline:
+        week.settle()
+        time.sleep(0.05)
+    [(where, photo)] = week.telegram.photos
+    assert where == HERE
+    assert isinstance(photo.photo, bytes)
+    assert photo.photo.startswith(PNG)
+    assert photo.caption.splitlines()[0] == "📊 On call, 30.11 09:00 – 07.12 09:00 (UTC)"
+    summary = week.telegram.delivered[-1]
+    assert summary.text.startswith("📋")
+    assert week.telegram.writes.index("sendPhoto") > week.telegram.writes.index("sendMessage")
 
 
 def test_a_handoff_lists_what_is_still_open_and_who_has_it() -> None:

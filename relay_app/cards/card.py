@@ -107,6 +107,9 @@ class IssueButton:
     # A GlitchTip issue's organization, as its alert named it: presses and replies act on the
     # issue only as one of its (None on a card kept before it was kept).
     org: str | None = None
+    # Its level as its alert said it (fatal, error, warning, info; None: not said, or kept
+    # before levels were): the weekly report counts alerts by it.
+    level: str | None = None
 
 
 @dataclass(frozen=True)

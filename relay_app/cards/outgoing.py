@@ -20,13 +20,14 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..core.errors import SpoolError
 from ..core.routing import Destination
 from ..delivery.job import Delivery, FollowUp
 from ..delivery.outbox import Outbox
 from ..message.formatting import Message
+from ..message.subjects import alerted_in
 from ..spool.model import Job
 from ..spool.queue import Queue
 from ..spool.store import Tx
@@ -153,6 +154,7 @@ class Outgoing:
         need (a press may come any moment), each outage it ends marked over (its card's edit
         queued), and what each capability records after it (`follow_ups`)."""
         delivery = Delivery(sent, jobs, destination, self._clock())
+        plan = _with_levels(plan, jobs)
         writes = [
             *(follow_up(delivery) for follow_up in self._follow_ups),
             self._kept(
@@ -282,6 +284,15 @@ def _outages_announced(
         for monitor in alert.subjects.monitors
         if monitor.state == "down"
     ]
+
+
+def _with_levels(plan: Plan, jobs: Sequence[Job]) -> Plan:
+    """The plan's buttons with each issue's level as its alert said it (the weekly report
+    counts alerts by it)."""
+    levels = {found.issue.id: found.level for job in jobs for found in alerted_in(job.data)}
+    return replace(
+        plan, buttons=tuple(replace(b, level=levels.get(b.issue_id)) for b in plan.buttons)
+    )
 
 
 def _fresh_keys() -> Iterator[str]:

@@ -130,13 +130,14 @@ def _place(place: Destination | None) -> tuple[Any, ...]:
 
 
 def shown_since(tx: Tx, place: Destination | None, since_db: float) -> list[Row]:
-    """Each issue shown in the place since then, on each of its messages, oldest first: the
-    card's record of it, and when its message was sent."""
+    """Each issue shown in the place since then, on each of its alerts' messages (not a copy of
+    a card's row: a chart), oldest first: the card's record of it, its level, and when its
+    message was sent."""
     return tx.all(
         "SELECT b.chat, b.issue_id, b.label, b.title, b.taken_by, b.status,"
-        " b.acted_at, s.sent_at FROM issue_buttons b JOIN sent_messages s"
+        " b.acted_at, b.level, s.sent_at FROM issue_buttons b JOIN sent_messages s"
         " ON s.chat = b.chat AND s.message_id = b.message_id WHERE s.sent_at >= ?"
-        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))"
+        " AND s.copies IS NULL AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))"
         " ORDER BY s.sent_at, s.message_id",
         (since_db, *_place(place)),
     )
@@ -157,13 +158,28 @@ def takes_since(tx: Tx, place: Destination | None, since: float) -> list[Row]:
 
 
 def messages_since(tx: Tx, place: Destination | None, since: float) -> list[tuple[str, int]]:
-    """The messages sent to the place since then: chat and message id."""
+    """The alerts' messages sent to the place since then (not a copy of a card's row: a
+    chart): chat and message id."""
     rows = tx.all(
         "SELECT s.chat, s.message_id FROM sent_messages s WHERE s.sent_at >= ?"
-        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))",
+        " AND s.copies IS NULL AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))",
         (since, *_place(place)),
     )
     return [(str(row["chat"]), int(row["message_id"])) for row in rows]
+
+
+def alerts_since(tx: Tx, place: Destination | None, since: float) -> list[Row]:
+    """The alerts' messages sent to the place since then (no copy of a card's row), each once
+    for each issue it showed (once, with no level, for one that showed none): chat, thread,
+    message id, when it was sent, and the issue's level as its alert said it."""
+    return tx.all(
+        "SELECT s.chat, s.thread, s.message_id, s.sent_at, b.level FROM sent_messages s"
+        " LEFT JOIN issue_buttons b ON b.chat = s.chat AND b.message_id = s.message_id"
+        " WHERE s.sent_at >= ? AND s.copies IS NULL"
+        " AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))"
+        " ORDER BY s.sent_at",
+        (since, *_place(place)),
+    )
 
 
 def latest_in_chat(tx: Tx, chat: str, issue_ids: Sequence[str]) -> dict[str, Row]:

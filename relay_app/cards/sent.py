@@ -98,6 +98,10 @@ class SentStore:
         def keep(tx: Tx) -> None:
             keep_in(tx, message, ())
             tx.execute(
+                "UPDATE sent_messages SET copies = ? WHERE chat = ? AND message_id = ?",
+                (like, message.chat, message.message_id),
+            )
+            tx.execute(
                 "UPDATE issue_buttons SET (status, acted_by, acted_at, snooze, silence_id,"
                 " muted_by, muted_until, assigned_to, assigned_at) = (SELECT status, acted_by,"
                 " acted_at, snooze, silence_id, muted_by, muted_until, assigned_to, assigned_at"
@@ -479,7 +483,8 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
     )
     tx.executemany(
         "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin,"
-        " label, title, org) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+        " label, title, org, level) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (key) DO NOTHING",
         [
             (
                 b.key,
@@ -491,6 +496,7 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
                 b.label,
                 b.title,
                 b.org,
+                b.level,
             )
             for n, b in enumerate(message.buttons)
         ],
@@ -635,6 +641,7 @@ def _button(row: Row) -> IssueButton:
         assigned_to=text_or_null(row["assigned_to"]),
         assigned_at=float_or_null(row["assigned_at"]),
         org=text_or_null(row["org"]),
+        level=text_or_null(row["level"]),
     )
 
 

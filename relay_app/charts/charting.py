@@ -20,9 +20,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import tzinfo
-from typing import Literal
+from typing import Any, Literal
 
 from ..cards.card import IssueButton
+from ..core.drawing import draw
 from ..core.errors import DrawingFailed, GlitchTipError, SpoolError
 from ..core.off_thread import OffThread
 from ..delivery.outbox import Outbox
@@ -30,7 +31,7 @@ from ..glitchtip.api import IssueHistories
 from ..message.subjects import source_name
 from ..spool.answers import ANSWERS_WAITING
 from ..words import Said, Words
-from .drawing import draw, spec_of
+from .figure import spec_of
 from .series import Series, series_of
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ class Charts:
         zone_of: Callable[[str], tzinfo],
         count: Callable[[str], None] = lambda outcome: None,
         clock: Callable[[], float] = time.time,
-        drawing: Callable[[dict[str, object]], bytes] = draw,
+        drawing: Callable[[dict[str, Any]], bytes] = draw,
         cached_for: float = CACHED_FOR,
     ) -> None:
         """`words`: the relay's, which the picture's titles are in; `zone_of`: the zone a

@@ -164,7 +164,8 @@ CREATE TABLE issue_buttons (
     assigned_to text,
     assigned_at double precision,
     org text,
-    taker_id bigint
+    taker_id bigint,
+    level text
 );
 
 CREATE TABLE lanes (
@@ -266,7 +267,8 @@ CREATE TABLE sent_messages (
     replies_comment_only boolean DEFAULT false NOT NULL,
     take_for double precision,
     thread bigint,
-    captioned boolean DEFAULT false NOT NULL
+    captioned boolean DEFAULT false NOT NULL,
+    copies text
 );
 
 CREATE TABLE sentry_deliveries (

@@ -66,7 +66,7 @@ CREATE TABLE sent_messages (
     message_id INTEGER NOT NULL,
     html TEXT NOT NULL,             -- as sent, for the edits that add to it
     notes TEXT NOT NULL DEFAULT '', -- lines added since (a recovery), one per line
-    sent_at REAL NOT NULL, replies_comment_only INTEGER NOT NULL DEFAULT 0, take_for REAL, thread INTEGER, captioned INTEGER NOT NULL DEFAULT 0,
+    sent_at REAL NOT NULL, replies_comment_only INTEGER NOT NULL DEFAULT 0, take_for REAL, thread INTEGER, captioned INTEGER NOT NULL DEFAULT 0, copies TEXT,
     PRIMARY KEY (chat, message_id)
 );
 
@@ -83,7 +83,7 @@ CREATE TABLE issue_buttons (
     status TEXT,                    -- as the last press set it in GlitchTip
     acted_by TEXT,
     acted_at REAL
-, silence_id INTEGER, muted_by TEXT, muted_until REAL, title TEXT, taken_by TEXT, taken_at REAL, choosing INTEGER NOT NULL DEFAULT 0, snooze TEXT, assigned_to TEXT, assigned_at REAL, org TEXT, taker_id INTEGER);
+, silence_id INTEGER, muted_by TEXT, muted_until REAL, title TEXT, taken_by TEXT, taken_at REAL, choosing INTEGER NOT NULL DEFAULT 0, snooze TEXT, assigned_to TEXT, assigned_at REAL, org TEXT, taker_id INTEGER, level TEXT);
 
 CREATE INDEX issue_buttons_by_message ON issue_buttons (chat, message_id, position);
 

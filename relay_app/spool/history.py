@@ -681,5 +681,11 @@ def rooms_and_boards(types: Types) -> list[str]:
 
 def photo_cards(types: Types) -> list[str]:
     """27: a card may be a photo (a chart with its issue's buttons), whose caption its edits
-    change (editMessageCaption), within 1,024 characters."""
-    return [f"ALTER TABLE sent_messages ADD COLUMN captioned {types.flag}"]
+    change (editMessageCaption), within 1,024 characters; a message that copies a card's row
+    (a chart under it) says whose, and is no alert; each issue's row keeps the level its alert
+    said (the weekly report's picture counts alerts by it)."""
+    return [
+        f"ALTER TABLE sent_messages ADD COLUMN captioned {types.flag}",
+        "ALTER TABLE sent_messages ADD COLUMN copies TEXT",
+        "ALTER TABLE issue_buttons ADD COLUMN level TEXT",
+    ]

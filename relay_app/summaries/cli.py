@@ -1,8 +1,9 @@
 """`relay-app summary [--chat ID] [--send]`: the daily summary of a chat (summaries/daily.py)
 as it would be posted now, covering what happened since the last one (or the last day); with
 `--send`, queued for the relay to post in the chat's turn (the day's own summary stays due).
-`relay-app report [--days 7] [--route NAME]`: what on call cost (summaries/report.py), in
-every chat or where a route sends.
+`relay-app report [--days 7] [--route NAME] [--chart FILE.png]`: what on call cost
+(summaries/report.py), in every chat or where a route sends; with `--chart`, also as a picture
+(report_chart.py) in the relay's language, written to FILE.png.
 Exit codes as the other commands: 0 done, 1 a spool that cannot be used, 2 wrong usage."""
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ import time
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ..core.errors import SpoolError
+from ..core.drawing import draw
+from ..core.errors import DrawingFailed, SpoolError
 from ..core.routing import Destination, chat_key, parse_chat_id
 from ..operating.config import ConfigError, Settings
 from ..operating.console import CommandLine, Console, Failed, OpenSpool, Usage
 from ..watch.store import WatchStore
 from ..words import ENGLISH, words_for
 from .daily import DailySummaries, Reading
-from .report import ReportStore
+from .names import place_names
+from .report import Report, ReportStore
+from .report_chart import report_spec, with_chart_words
 from .report_text import report_lines
 from .store import SummaryStore
 from .text import summary_message
@@ -89,7 +93,26 @@ def add_report_command(line: CommandLine) -> None:
     )
     report.add_argument("--days", type=int, default=7, metavar="N", help="the last N days (7)")
     report.add_argument("--route", metavar="NAME", help="the place a route sends to (all chats)")
+    report.add_argument(
+        "--chart", metavar="FILE.png", help="also draw it as a picture, written to FILE.png"
+    )
     report.set_defaults(run=lambda args, console: _report(args, console, open_spool))
+
+
+def _chart(path: str, found: Report, settings: Settings, console: Console) -> None:
+    """The report as a picture, in the relay's language, written to `path`."""
+    words = with_chart_words(words_for(settings.language))
+    spec = report_spec(found, words, ZoneInfo(settings.timezone), place_names(settings))
+    try:
+        png = draw(spec)
+    except DrawingFailed as exc:
+        raise Failed(f"the report's picture could not be drawn: {exc}") from None
+    try:
+        with open(path, "wb") as out:
+            out.write(png)
+    except OSError as exc:
+        raise Failed(f"the report's picture could not be written to {path}: {exc}") from None
+    print(f"the picture: {path} ({len(png) // 1024} KB)", file=console.out)
 
 
 def _place_of(name: str | None, settings: Settings) -> Destination | None:
@@ -111,18 +134,23 @@ def _report(args: argparse.Namespace, console: Console, open_spool: OpenSpool) -
     except ConfigError as exc:
         raise Usage(str(exc)) from None
     place = _place_of(args.route, settings)
+    zone = ZoneInfo(settings.timezone)
     spool = open_spool(console.environ)
     try:
         now = time.time()
-        found = spool.of(ReportStore).report(place, start=now - args.days * 86400, now=now)
+        found = spool.of(ReportStore).report(
+            place, start=now - args.days * 86400, now=now, zone=zone
+        )
     except SpoolError as exc:
         raise Failed(f"the spool cannot be used: {exc}") from None
     finally:
         spool.close()
     where = place.describe() if place is not None else "every chat"
     print(f"{where}, the last {args.days} day(s):", file=console.out)
-    for line in report_lines(found, ENGLISH, ZoneInfo(settings.timezone)):
+    for line in report_lines(found, ENGLISH, zone):
         print(line, file=console.out)
+    if args.chart is not None:
+        _chart(args.chart, found, settings, console)
     if args.days > 7:
         print(
             "(the spool keeps a message's record a week at least, RELAY_RETRY_MAX_AGE if longer:"

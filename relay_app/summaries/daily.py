@@ -27,7 +27,7 @@ from ..routes.summary_time import SummaryAt
 from ..spool.store import Tx
 from ..watch.issues import issue_data
 from ..watch.store import WatchedIssue, WatchStore
-from .report import ReportStore
+from .report import Report, ReportStore
 from .store import Since, SummaryStore, counted_in
 
 log = logging.getLogger(__name__)
@@ -55,16 +55,19 @@ class DailySummaries:
         *,
         zone: ZoneInfo,
         posted: Callable[[], None] = lambda: None,
+        pictured: Callable[[Destination, Report, ZoneInfo], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`places`: where a summary goes, and when (RouteTable.summaries); `zone`:
-        RELAY_TIMEZONE's, for a route that names none."""
+        RELAY_TIMEZONE's, for a route that names none; `pictured`: given a weekly report
+        queued with its summary, in its place's zone (its picture follows)."""
         self._places = dict(places)
         self._store = store
         self._watched = reading.watched
         self._reports = reading.reports
         self._zone = zone
         self._posted = posted
+        self._pictured = pictured
         self._clock = clock
 
     def upkeep(self) -> int:
@@ -100,7 +103,7 @@ class DailySummaries:
         """The summary's data for a place, now: since the last one (`since`), or a day."""
         now = self._clock()
         at = self._places.get(destination)
-        zone = ZoneInfo(at.timezone) if at is not None and at.timezone else self._zone
+        zone = self._zone_of(at)
         covered = since or Since(now - A_DAY, 0, 0, 0)
         issues = self._watched.overview(str(destination.chat_key), now=now)
         here = [i for i in issues if destination.thread is None or i.thread == destination.thread]
@@ -117,11 +120,15 @@ class DailySummaries:
             }
         }
 
+    def _zone_of(self, at: SummaryAt | None) -> ZoneInfo:
+        return ZoneInfo(at.timezone) if at is not None and at.timezone else self._zone
+
     def _weekly(self, destination: Destination, at: SummaryAt | None, now: float) -> dict[str, Any]:
         """On its route's `report` day, what on call cost in the place over the week."""
         if self._reports is None or at is None or not at.reports(now, self._zone):
             return {}
-        report = self._reports.report(destination, start=now - A_WEEK, now=now)
+        zone = self._zone_of(at)
+        report = self._reports.report(destination, start=now - A_WEEK, now=now, zone=zone)
         return {"report": report.as_json()}
 
     def _post_if_due(self, destination: Destination, at: SummaryAt) -> int:
@@ -135,6 +142,9 @@ class DailySummaries:
             return 0  # another process of the fleet posted it first
         log.info("the daily summary of %s is queued", destination.describe())
         self._posted()
+        report = data["summary"].get("report")
+        if report is not None and self._pictured is not None:
+            self._pictured(destination, Report.from_json(report), self._zone_of(at))
         return 1
 
     def _count(self, destination: Destination, *, delivered: int = 0, silenced: int = 0) -> None:

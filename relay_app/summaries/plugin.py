@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo
 
+from ..delivery.render import Writer
 from ..intake.alerts import HELD_NOTED
 from ..operating.capability import Capability, Core, Running
 from ..watch.store import WatchStore
@@ -14,8 +15,11 @@ from . import text
 from .cli import add_report_command, add_summary_command
 from .counters import SUMMARIES
 from .daily import DailySummaries, Reading
+from .names import place_names
 from .report import ReportStore
+from .report_chart import CHART_WORDS
 from .store import SummaryStore
+from .weekly_photo import KIND, WeeklyPhotos, write
 
 
 def _start(core: Core) -> Running:
@@ -24,16 +28,20 @@ def _start(core: Core) -> Running:
     places = settings.routes.summaries(settings.default_destination)
     if spool is None or not places:
         return Running()
+    photos = WeeklyPhotos(core.outbox, core.words, names=place_names(settings))
     summaries = DailySummaries(
         places,
         spool.of(SummaryStore),
         Reading(spool.of(WatchStore), spool.of(ReportStore)),
         zone=ZoneInfo(settings.timezone),
         posted=core.metrics.of(SUMMARIES).inc,
+        pictured=photos.post,
         clock=core.clock,
     )
     core.services.provide(HELD_NOTED, summaries)
-    return Running(upkeep=(summaries.upkeep,), follow_ups=(summaries.follow_up,))
+    return Running(
+        upkeep=(summaries.upkeep,), follow_ups=(summaries.follow_up,), stop=photos.shutdown
+    )
 
 
 CAPABILITY = Capability(
@@ -42,5 +50,7 @@ CAPABILITY = Capability(
     shapes=(text.SHAPE,),
     cli=(add_summary_command, add_report_command),
     tables=("summaries",),
+    writers=(Writer(KIND, write),),
+    words=CHART_WORDS,
     start=_start,
 )

@@ -3,7 +3,8 @@ every chat, read from what the spool already records of the messages with button
 (cards/sent.py: when each went, who took each issue and when, what became of it) and of the calls
 (oncall/: the escalation steps fired, the takers called again):
 
-- alerts: the messages sent about issues, and the issues they were about;
+- alerts: the messages sent about issues, and the issues they were about; each day's (in the
+  place's time zone) by level, a message counted at its most severe issue's; and each place's;
 - time to take: from an issue's first message of the period to On it (median, worst);
 - time to resolve: to Resolve in the chat, or GlitchTip's own as the watcher saw it;
 - calls made; who took what; the issues still open, with who has each.
@@ -18,6 +19,7 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from ..cards import records
@@ -51,6 +53,10 @@ class Report:
     takers: dict[str, int] = field(default_factory=dict)
     open_count: int = 0
     open: list[OpenIssue] = field(default_factory=list)
+    # Alerts each day of the period ('2026-12-01', in the place's zone, every day listed), by
+    # level ('other': none said); and by place ('-100123', or '-100123/42' for a topic).
+    by_day: dict[str, dict[str, int]] = field(default_factory=dict)
+    by_place: dict[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,9 +71,12 @@ class ReportStore:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    def report(self, place: Destination | None, *, start: float, now: float) -> Report:
-        """What happened in `place` (None: every chat) from `start` to now."""
-        return self._store.read(lambda tx: _report(tx, place, start), now=now)
+    def report(
+        self, place: Destination | None, *, start: float, now: float, zone: tzinfo = UTC
+    ) -> Report:
+        """What happened in `place` (None: every chat) from `start` to now, its days in
+        `zone`."""
+        return self._store.read(lambda tx: _report(tx, place, start, zone), now=now)
 
     def still_open(
         self, place: Destination, *, since: float, now: float
@@ -127,7 +136,7 @@ def _issues(tx: Tx, place: Destination | None, since_db: float) -> list[_Issue]:
     ]
 
 
-def _report(tx: Tx, place: Destination | None, start: float) -> Report:
+def _report(tx: Tx, place: Destination | None, start: float, zone: tzinfo) -> Report:
     since = tx.at.to_db(start)
     issues = _issues(tx, place, since)
     first_takes = _first_takes(tx, place, since)
@@ -156,7 +165,42 @@ def _report(tx: Tx, place: Destination | None, start: float) -> Report:
         takers=takers,
         open_count=len(still),
         open=still[:OPEN_LISTED],
+        **_counted(tx, place, since, (start, tx.at.local), zone),
     )
+
+
+# Levels from the most severe: a message is counted at its most severe issue's.
+LEVELS = ("fatal", "error", "warning", "info", "other")
+
+
+def _counted(
+    tx: Tx, place: Destination | None, since: float, period: tuple[float, float], zone: tzinfo
+) -> dict[str, Any]:
+    """The alerts of the period by day (every day of it, in `zone`) and level, and by place."""
+    worst: dict[tuple[str, int], tuple[int, float, str]] = {}
+    for row in records.alerts_since(tx, place, since):
+        level = str(row["level"] or "other")
+        rank = LEVELS.index(level) if level in LEVELS else LEVELS.index("other")
+        where = str(row["chat"]) + (f"/{row['thread']}" if row["thread"] is not None else "")
+        key = (where, int(row["message_id"]))
+        sent_at = tx.at.to_local(float(row["sent_at"]))
+        if key not in worst or rank < worst[key][0]:
+            worst[key] = (rank, sent_at, where)
+    days = _days(*period, zone)
+    by_day: dict[str, dict[str, int]] = {day: {} for day in days}
+    by_place: dict[str, int] = {}
+    for rank, sent_at, where in worst.values():
+        day = by_day.setdefault(datetime.fromtimestamp(sent_at, zone).strftime("%Y-%m-%d"), {})
+        day[LEVELS[rank]] = day.get(LEVELS[rank], 0) + 1
+        by_place[where] = by_place.get(where, 0) + 1
+    return {"by_day": dict(sorted(by_day.items())), "by_place": by_place}
+
+
+def _days(start: float, end: float, zone: tzinfo) -> list[str]:
+    """Every day from `start`'s to `end`'s, in `zone`."""
+    first = datetime.fromtimestamp(start, zone).date()
+    last = datetime.fromtimestamp(end, zone).date()
+    return [str(first + timedelta(days=n)) for n in range((last - first).days + 1)]
 
 
 @dataclass(frozen=True)
