@@ -7,6 +7,7 @@ cached a minute, the budget kept, and every refusal ending in text that loses no
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -300,6 +301,8 @@ def test_the_chart_button_answers_under_the_card_with_a_photo_that_is_a_card(
     assert 41 not in edited
     assert value(samples(chat), "relay_charts_total", outcome="drawn") == 1
     assert value(samples(chat), "relay_charts_total", outcome="sent") == 1
+    # Drawn by a process of its own: the relay's never loads matplotlib.
+    assert "matplotlib" not in sys.modules
 
 
 def test_a_chart_asked_again_within_a_minute_goes_by_telegrams_file_id(

@@ -42,6 +42,10 @@ CACHED_FOR = 60.0
 # Charts drawn at once in a process, and asked for at most (drawing or waiting to).
 DRAW_THREADS = 2
 DRAWS_WAITING = 8
+# Answers waiting for a chat past which a chart drawn is not queued. More than a command's
+# answer may find (spool/answers.py): the person was told it is on its way when it was asked
+# for, and the chat's alerts, which go first, may keep the answers waiting meanwhile.
+QUEUED_UNDER = ANSWERS_WAITING + DRAWS_WAITING
 
 Asking = Literal["queued", "drawing", "busy"]
 
@@ -185,9 +189,20 @@ class Charts:
         elif drawn.png is not None:
             about["png"] = base64.b64encode(drawn.png).decode("ascii")
         queued = self._outbox.answer_with(
-            KIND, asked.chat, asked.thread, asked.reply_to, {"chart": about}
+            KIND,
+            asked.chat,
+            asked.thread,
+            asked.reply_to,
+            {"chart": about},
+            most_waiting=QUEUED_UNDER,
         )
         if not queued:
+            log.warning(
+                "a chart of %s was not queued: %d answers already wait for chat %s",
+                issue.label,
+                QUEUED_UNDER,
+                asked.chat,
+            )
             self._count("refused")
         return queued
 

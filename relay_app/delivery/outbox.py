@@ -114,11 +114,13 @@ class Outbox:
         thread: int | None,
         message_id: int,
         about: Mapping[str, Any],
+        *,
+        most_waiting: int = ANSWERS_WAITING,
     ) -> bool:
         """A capability's kind of write in answer to what someone typed or pressed (a chart),
         under that message, after everything else the chat is owed, counted among the answers
-        that wait for the chat (at most ANSWERS_WAITING). As `answer`."""
-        return self._answer(kind, _where(chat, thread), message_id, about, ANSWERS_WAITING)
+        that wait for the chat (at most `most_waiting`). As `answer`."""
+        return self._answer(kind, _where(chat, thread), message_id, about, most_waiting)
 
     def link_card(
         self,

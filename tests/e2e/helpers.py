@@ -198,6 +198,23 @@ def spool_settled(spool: str) -> bool:
     return int(busy["busy"]) == 0
 
 
+def card_kept(spool: str, posted: Posted) -> bool:
+    """Whether the relay keeps the posted message as a card: Telegram shows it a moment before
+    the relay has recorded its buttons, and a person's press comes seconds later, a test's at
+    once."""
+    store = Database(spool, for_service=False)
+    try:
+        found = store.read(
+            lambda tx: tx.one(
+                "SELECT 1 AS kept FROM issue_buttons WHERE chat = ? AND message_id = ?",
+                (posted.chat, posted.message_id),
+            )
+        )
+    finally:
+        store.close()
+    return found is not None
+
+
 def turn_has_come(spool_path: str, destination: Destination, pace: Pace = TELEGRAMS) -> bool:
     """Whether the chat's turn has come, as the relays on this spool pace it (their `pace`):
     the next webhook for it is attempted at once."""

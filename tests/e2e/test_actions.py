@@ -26,6 +26,7 @@ from tests.e2e.helpers import (
     CHAT_SCALE,
     alert_for,
     answered,
+    card_kept,
     labels,
     once_edited,
     once_offering,
@@ -365,6 +366,7 @@ def test_nobody_on_it_calls_the_routes_people_under_the_alert_and_on_it_stops_th
     fake_telegram: FakeTelegram,
     fake_glitchtip: FakeGlitchTip,
     tmp_path: Path,
+    spool_path: str,
 ) -> None:
     routes = tmp_path / "routes.toml"
     routes.write_text(
@@ -382,6 +384,7 @@ def test_nobody_on_it_calls_the_routes_people_under_the_alert_and_on_it_stops_th
     post(relay.webhook_url, alert_for(fake_glitchtip, 2))
     assert wait_until(lambda: len(fake_telegram.posted_to(CHAT_ID)) == 2, timeout=10)
     taken = fake_telegram.posted_to(CHAT_ID)[1]
+    assert wait_until(lambda: card_kept(spool_path, taken), timeout=10)
     answer = answered(fake_telegram, fake_telegram.press(taken, "👀 On it"))
     assert answer["text"].startswith("You are on BACKEND-2A")
     once_edited(fake_telegram, taken, r"👀 @ada is on it since \d\d:\d\d UTC$")

@@ -14,6 +14,7 @@ from tests.e2e.helpers import (
     CHAT_SCALE,
     alert_for,
     answered,
+    card_kept,
     labels,
     once_edited,
     only_message,
@@ -45,7 +46,10 @@ def _photo_under(fake: FakeTelegram, card: Posted, count: int = 1) -> Posted:
 
 
 def test_the_chart_button_posts_a_photo_card_whose_caption_its_buttons_edit(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    spool_path: str,
 ) -> None:
     relay = start_relay(
         GLITCHTIP_API_TOKEN=TOKEN, GLITCHTIP_URL=fake_glitchtip.url, RELAY_TIME_SCALE=CHAT_SCALE
@@ -55,6 +59,7 @@ def test_the_chart_button_posts_a_photo_card_whose_caption_its_buttons_edit(
     reply, _ = post(relay.webhook_url, payload)
     assert reply.status_code == 200
     card = only_message(fake_telegram)
+    assert wait_until(lambda: card_kept(spool_path, card), timeout=10)
     answer = answered(fake_telegram, fake_telegram.press(card, "📈"))
     assert answer["text"] == "📈 The chart of BACKEND-4A is on its way"
 
@@ -73,6 +78,7 @@ def test_the_chart_button_posts_a_photo_card_whose_caption_its_buttons_edit(
     by_day = [r.path for r in fake_glitchtip.requests if "statsPeriod=14d" in r.path]
     assert by_day == ["/api/0/organizations/acme/issues-stats/?groups=4&statsPeriod=14d"]
 
+    assert wait_until(lambda: card_kept(spool_path, photo), timeout=10)
     answer = answered(fake_telegram, fake_telegram.press(photo, "✅ Resolve"))
     assert answer["text"] == "Resolved BACKEND-4A in GlitchTip"
     edited = once_edited(fake_telegram, photo, r"✅ Resolved by @ada at \d\d:\d\d UTC$")
@@ -114,7 +120,10 @@ def metrics_of(url: str) -> str:
 
 
 def test_a_chat_that_takes_no_photos_gets_the_charts_text_and_nothing_is_lost(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    spool_path: str,
 ) -> None:
     fake_telegram.add_chat(CHAT_ID, forum=False, rights={"can_send_photos": False})
     relay = start_relay(
@@ -124,6 +133,7 @@ def test_a_chat_that_takes_no_photos_gets_the_charts_text_and_nothing_is_lost(
     _with_events(fake_glitchtip, 5)
     post(relay.webhook_url, payload)
     card = only_message(fake_telegram)
+    assert wait_until(lambda: card_kept(spool_path, card), timeout=10)
     fake_telegram.press(card, "📈")
     text = _photo_under(fake_telegram, card)
     assert text.photo is None
@@ -134,6 +144,7 @@ def test_a_chat_that_takes_no_photos_gets_the_charts_text_and_nothing_is_lost(
     [tried] = fake_telegram.requests_for("sendPhoto")  # as a photo first, refused
     assert tried["photo"].startswith(PNG_SIGNATURE)
     # Its buttons work as a card's, edited as text.
+    assert wait_until(lambda: card_kept(spool_path, text), timeout=10)
     answered(fake_telegram, fake_telegram.press(text, "✅ Resolve"))
     once_edited(fake_telegram, text, r"✅ Resolved by @ada at \d\d:\d\d UTC$")
     methods = {e["method"] for e in fake_telegram.edits if e["message_id"] == text.message_id}
