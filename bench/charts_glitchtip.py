@@ -61,7 +61,7 @@ def photos_under(fake: FakeTelegram, card: Posted) -> list[Posted]:
 
 
 def main() -> None:
-    token = glitchtip_token()
+    token = glitchtip_token("project:read")  # the bench's own question: the project's DSN
     api = requests.Session()
     api.headers["Authorization"] = f"Bearer {token}"
     with running_fake_telegram() as fake, tempfile.TemporaryDirectory() as directory:

@@ -41,12 +41,13 @@ ROUTES = '[[route]]\nname = "ops"\nthread = 77\ntopics = "per_issue"\nboard = tr
 SHARED = ROOT.parent / "shared" / "glitchtip-live"
 
 
-def glitchtip_token() -> str:
+def glitchtip_token(*more: str) -> str:
     """A token for GlitchTip's admin, minted through its ORM (gt_token.py, in GT_ROOT or in
-    ../shared/glitchtip-live)."""
+    ../shared/glitchtip-live): the relay's scopes, and `more`."""
     script = GT / "gt_token.py" if (GT / "gt_token.py").exists() else SHARED / "gt_token.py"
+    scopes = " ".join(("event:read", "event:write", "org:read", *more))
     minted = subprocess.run(
-        ["bash", "-c", f". ./env.sh && venv/bin/python {script} event:read event:write org:read"],
+        ["bash", "-c", f". ./env.sh && venv/bin/python {script} {scopes}"],
         cwd=GT,
         capture_output=True,
         text=True,

@@ -78,14 +78,19 @@ def _panel(ax: Any, panel: dict[str, Any]) -> None:
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
+    bars = len(panel.get("labels") or ())
     for mark in panel.get("marks") or ():
-        ax.axvline(float(mark["at"]), color="#555555", linestyle="--", linewidth=1)
+        at = float(mark["at"])
+        ax.axvline(at, color="#555555", linestyle="--", linewidth=1)
+        # Its words on the side with room: left of a mark near the right edge.
+        right = at > 0.75 * bars
         ax.annotate(
             str(mark["label"]),
-            (float(mark["at"]), 1.0),
+            (at, 1.0),
             xycoords=("data", "axes fraction"),
-            xytext=(3, -10),
+            xytext=(-3 if right else 3, -10),
             textcoords="offset points",
+            ha="right" if right else "left",
             fontsize=8,
             color="#333333",
         )
