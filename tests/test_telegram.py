@@ -21,7 +21,9 @@ from relay_app.core.errors import (
     RetryableDeliveryError,
     ThreadNotFound,
 )
+from relay_app.core.routing import Destination
 from relay_app.telegram.client import TelegramClient
+from relay_app.telegram.courier import Courier, Picture
 from tests.conftest import API_URL, SEND_URL, TOKEN, refusal
 
 
@@ -337,3 +339,99 @@ def test_the_deadline_holds_however_slowly_telegram_answers(reply: bytes, drip: 
         assert "within 0.5 s" in str(raised.value)
         assert raised.value.maybe_delivered  # the request went out before the silence
         client.close()
+
+
+PHOTO_URL = f"{API_URL}/bot{TOKEN}/sendPhoto"
+PNG_BYTES = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+PHOTO_SENT = {
+    "ok": True,
+    "result": {
+        "message_id": 9,
+        "chat": {"id": -100},
+        "photo": [{"file_id": "small"}, {"file_id": "large"}],
+    },
+}
+
+
+def _form(body: bytes | str | None, content_type: str) -> dict[str, Any]:
+    """A multipart form's fields, as Telegram reads them."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    raw = body.encode() if isinstance(body, str) else body or b""
+    form = BytesParser(policy=HTTP).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + raw
+    )
+    return {
+        str(part.get_param("name", header="content-disposition")): part.get_payload(decode=True)
+        for part in form.iter_parts()
+    }
+
+
+def test_a_photo_goes_as_multipart_form_data_with_its_buttons_as_json(
+    client: TelegramClient, telegram: responses.RequestsMock
+) -> None:
+    telegram.post(PHOTO_URL, json=PHOTO_SENT)
+    keyboard = {"inline_keyboard": [[{"text": "📈", "callback_data": "c:k"}]]}
+    courier = Courier(client, attempt_timeout=2)
+    picture = Picture(PNG_BYTES, "<b>A-1</b> title", "<b>A-1</b> title\nLast 24 h: ▁", keyboard, 41)
+    sent, file_id = courier.send_photo(picture, Destination(-100, 12))
+    assert (sent.message_id, sent.html, file_id) == (9, "<b>A-1</b> title", "large")
+    request = telegram.calls[0].request
+    fields = _form(request.body, request.headers["Content-Type"])
+    assert fields["photo"] == PNG_BYTES
+    assert fields["caption"] == b"<b>A-1</b> title"
+    assert fields["parse_mode"] == b"HTML"
+    assert fields["message_thread_id"] == b"12"
+    assert json.loads(fields["reply_markup"]) == keyboard
+    assert json.loads(fields["reply_parameters"]) == {
+        "message_id": 41,
+        "allow_sending_without_reply": True,
+    }
+    # Sent again by the file_id Telegram keeps: plain JSON, no upload.
+    telegram.post(PHOTO_URL, json=PHOTO_SENT)
+    courier.send_photo(Picture("large", "c", "c"), Destination(-100))
+    assert json.loads(telegram.calls[1].request.body or b"")["photo"] == "large"
+
+
+def test_a_refused_photo_goes_as_its_text_with_its_buttons(
+    client: TelegramClient, telegram: responses.RequestsMock
+) -> None:
+    courier = Courier(client, attempt_timeout=2)
+    keyboard = {"inline_keyboard": [[{"text": "📈", "callback_data": "c:k"}]]}
+    picture = Picture(PNG_BYTES, "<b>A-1</b>", "<b>A-1</b>\nLast 24 h: ▁", keyboard, 41)
+    telegram.post(
+        PHOTO_URL, status=400, json=refusal(400, "Bad Request: message caption is too long")
+    )
+    telegram.post(PHOTO_URL, status=400, json=refusal(400, "Bad Request: IMAGE_PROCESS_FAILED"))
+    telegram.post(SEND_URL, json={"ok": True, "result": {"message_id": 10}})
+    sent, file_id = courier.send_photo(picture, Destination(-100))
+    assert (sent.message_id, sent.html, file_id) == (10, picture.instead, None)
+    methods = [str(call.request.url).rsplit("/", 1)[-1] for call in telegram.calls]
+    assert methods == ["sendPhoto", "sendPhoto", "sendMessage"]
+    plain = _form(telegram.calls[1].request.body, telegram.calls[1].request.headers["Content-Type"])
+    assert plain["caption"] == b"A-1"  # the caption's text, plainly
+    assert "parse_mode" not in plain
+    text = json.loads(telegram.calls[2].request.body or b"")
+    assert (text["text"], text["reply_markup"]) == (picture.instead, keyboard)
+    # A refusal the text would meet too is the job's own fate: no text is tried.
+    telegram.post(PHOTO_URL, status=400, json=refusal(400, "Bad Request: message thread not found"))
+    with pytest.raises(ThreadNotFound):
+        courier.send_photo(picture, Destination(-100, 5))
+    assert len(telegram.calls) == 4
+
+
+def test_a_photos_caption_is_edited_by_edit_message_caption(
+    client: TelegramClient, telegram: responses.RequestsMock
+) -> None:
+    caption_url = f"{API_URL}/bot{TOKEN}/editMessageCaption"
+    telegram.post(caption_url, json={"ok": True, "result": True})
+    Courier(client, attempt_timeout=2).edit(
+        "-100", 9, "<b>A-1</b>\n\n✅ Resolved", None, caption=True
+    )
+    assert json.loads(telegram.calls[0].request.body or b"") == {
+        "chat_id": -100,
+        "message_id": 9,
+        "caption": "<b>A-1</b>\n\n✅ Resolved",
+        "parse_mode": "HTML",
+    }
