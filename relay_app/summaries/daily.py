@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 # What a summary covers when none was posted before (the command's, for a place without one).
 A_DAY = 86400.0
+# How long a summary with the week's report waits for the report's picture (drawn in about a
+# second, queued due at once): the photo goes first, its text after; without it, the text alone.
+PICTURE_FIRST = 20.0
 A_WEEK = 7 * A_DAY
 
 
@@ -56,11 +59,13 @@ class DailySummaries:
         zone: ZoneInfo,
         posted: Callable[[], None] = lambda: None,
         pictured: Callable[[Destination, Report, ZoneInfo], None] | None = None,
+        picture_first: float = PICTURE_FIRST,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`places`: where a summary goes, and when (RouteTable.summaries); `zone`:
         RELAY_TIMEZONE's, for a route that names none; `pictured`: given a weekly report
-        queued with its summary, in its place's zone (its picture follows)."""
+        queued with its summary, in its place's zone (its picture goes first: the summary waits
+        `picture_first` for it)."""
         self._places = dict(places)
         self._store = store
         self._watched = reading.watched
@@ -68,6 +73,7 @@ class DailySummaries:
         self._zone = zone
         self._posted = posted
         self._pictured = pictured
+        self._picture_first = picture_first
         self._clock = clock
 
     def upkeep(self) -> int:
@@ -138,11 +144,12 @@ class DailySummaries:
         if since is None:
             return 0
         data = self.compose(destination, since)
-        if not self._store.post(destination, data, next_at=next_at, now=now):
+        report = data["summary"].get("report") if self._pictured is not None else None
+        due_in = self._picture_first if report is not None else 0.0
+        if not self._store.post(destination, data, next_at=next_at, now=now, due_in=due_in):
             return 0  # another process of the fleet posted it first
         log.info("the daily summary of %s is queued", destination.describe())
         self._posted()
-        report = data["summary"].get("report")
         if report is not None and self._pictured is not None:
             self._pictured(destination, Report.from_json(report), self._zone_of(at))
         return 1

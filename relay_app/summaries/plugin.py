@@ -14,7 +14,7 @@ from ..watch.store import WatchStore
 from . import text
 from .cli import add_report_command, add_summary_command
 from .counters import SUMMARIES
-from .daily import DailySummaries, Reading
+from .daily import PICTURE_FIRST, DailySummaries, Reading
 from .names import place_names
 from .report import ReportStore
 from .report_chart import CHART_WORDS
@@ -36,6 +36,7 @@ def _start(core: Core) -> Running:
         zone=ZoneInfo(settings.timezone),
         posted=core.metrics.of(SUMMARIES).inc,
         pictured=photos.post,
+        picture_first=settings.timing.of(PICTURE_FIRST),
         clock=core.clock,
     )
     core.services.provide(HELD_NOTED, summaries)

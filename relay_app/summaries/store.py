@@ -86,9 +86,11 @@ class SummaryStore:
         next_at: float,
         now: float,
         of: str = "",
+        due_in: float = 0.0,
     ) -> bool:
-        """Queue the place's summary (an alert job holding `data`), and move its next time to
-        `next_at`, while it is still due; False when another process posted it first."""
+        """Queue the place's summary (an alert job holding `data`, due `due_in` seconds from
+        now), and move its next time to `next_at`, while it is still due; False when another
+        process posted it first."""
         place = place_key(destination, of)
 
         def post(tx: Tx) -> bool:
@@ -99,7 +101,7 @@ class SummaryStore:
             )
             if moved is None:
                 return False
-            _queue(tx, destination, data, self._home)
+            _queue(tx, destination, data, self._home, due_in)
             return True
 
         return self._store.write(post, now=now)
@@ -130,10 +132,13 @@ def counted_in(tx: Tx, destination: Destination, *, delivered: int = 0, silenced
     )
 
 
-def _queue(tx: Tx, destination: Destination, data: Mapping[str, Any], home: Home) -> None:
+def _queue(
+    tx: Tx, destination: Destination, data: Mapping[str, Any], home: Home, due_in: float = 0.0
+) -> None:
     """A summary or a handoff, in its place's lane: after the alerts waiting there."""
     lane, precedence = destination.lane, Precedence.CALL
-    job_rows.insert(tx, NewJob("alert", data, destination, precedence, lane=lane), home=home)
+    job = NewJob("alert", data, destination, precedence, lane=lane, due_in=due_in)
+    job_rows.insert(tx, job, home=home)
 
 
 def _read(tx: Tx, place: str) -> tuple[float, Since] | None:

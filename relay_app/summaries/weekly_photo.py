@@ -1,8 +1,9 @@
-"""The weekly report as a picture: on a route's `report` day, once its summary is queued, the
-report's picture (report_chart.py) is drawn off the upkeep's thread, on this process's one
-drawing thread (core/drawing.py's bounded process), and queued as a photo after the summary,
-in the place's turn, with the report's first lines as its caption. A picture that cannot be
-drawn costs itself (logged at ERROR): the summary's text holds the report whole."""
+"""The weekly report as a picture: on a route's `report` day, once its summary is queued (due a
+little later: daily.py's PICTURE_FIRST), the report's picture (report_chart.py) is drawn off
+the upkeep's thread, on this process's one drawing thread (core/drawing.py's bounded process),
+and queued as a photo due at once, so that it goes before the summary, in the place's turn, with
+the report's first lines as its caption, the summary's text the message after. A picture that
+cannot be drawn costs itself (logged at ERROR): the summary's text holds the report whole."""
 
 from __future__ import annotations
 
