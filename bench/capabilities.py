@@ -53,6 +53,7 @@ NAMED_BY = {
     "chat": r"\brepl(y|ies)\b|\bcommands?\b|link_card|links?'? card",
     "rooms": r"\brooms?\b|forumtopic|per_issue",
     "board": r"\bboards?\b",
+    "charts": r"\bcharts?\b|📈",
 }
 
 
