@@ -28,6 +28,7 @@ from relay_app.routes import RoutesError, parse_routes
 from relay_app.summaries.report import ReportStore, _Taker, _takers
 from relay_app.summaries.report_chart import report_spec, with_chart_words
 from relay_app.summaries.text import summary_message
+from relay_app.summaries.weekly_photo import KIND
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat, escalation_of, summaries_of
@@ -188,14 +189,15 @@ def test_the_report_as_a_picture_from_the_command_line_and_after_the_monday_summ
         UTC,
         {CHAT: "payments"},
     )
+    unwritable = main(
+        ["report", "--chart", str(tmp_path / "no" / "such.png")], environ=environ, out=out, err=err
+    )
+    assert unwritable == 1  # said before anything is drawn
+    assert "could not be written to" in err.getvalue()
     assert spec["title"] == "Дежурство 30.11 – 07.12: алертов 2, вызовов 1"
     [days, times] = spec["panels"]  # one place: no panel of places
     assert [stack["name"] for stack in days["stacks"]] == ["ошибки"]
     assert times["shown"] == ["5 мин", "5 мин", "30 мин", "30 мин"]
-    unwritable = main(
-        ["report", "--chart", str(tmp_path / "no" / "such.png")], environ=environ, out=out, err=err
-    )
-    assert unwritable == 1
 
     # Monday's summary with the week's report: its picture goes first, as a photo, the text
     # after it (the summary waits a little for the picture: PICTURE_FIRST).
@@ -203,10 +205,17 @@ def test_the_report_as_a_picture_from_the_command_line_and_after_the_monday_summ
     assert summaries_of(week.relay).upkeep() == 0  # its first look: due at 09:00
     week.clock.now = MONDAY
     assert summaries_of(week.relay).upkeep() == 1
-    spool = week.relay.spool
-    assert spool is not None
+    assert week.relay.spool is not None
+    store = week.relay.spool.of(lambda store: store)
+
+    def pictures() -> int:
+        found = store.read(
+            lambda tx: tx.one("SELECT count(*) AS n FROM jobs WHERE kind = ?", (KIND,))
+        )
+        return int(found["n"])
+
     deadline = time.monotonic() + 20
-    while spool.admin.counts()["pending"] < 2 and time.monotonic() < deadline:
+    while not pictures() and time.monotonic() < deadline:
         time.sleep(0.05)  # drawn off the upkeep's thread, then queued due at once
     week.settle()
     [(where, photo)] = week.telegram.photos

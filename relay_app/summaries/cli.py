@@ -9,6 +9,7 @@ Exit codes as the other commands: 0 done, 1 a spool that cannot be used, 2 wrong
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -104,14 +105,16 @@ def _chart(path: str, found: Report, settings: Settings, console: Console) -> No
     words = with_chart_words(words_for(settings.language))
     spec = report_spec(found, words, ZoneInfo(settings.timezone), place_names(settings))
     try:
-        png = draw(spec)
-    except DrawingFailed as exc:
-        raise Failed(f"the report's picture could not be drawn: {exc}") from None
-    try:
-        with open(path, "wb") as out:
-            out.write(png)
+        out = open(path, "wb")  # noqa: SIM115 (opened before drawing: a wrong path fails at once)
     except OSError as exc:
         raise Failed(f"the report's picture could not be written to {path}: {exc}") from None
+    with out:
+        try:
+            png = draw(spec)
+        except DrawingFailed as exc:
+            os.remove(path)  # no empty picture left behind
+            raise Failed(f"the report's picture could not be drawn: {exc}") from None
+        out.write(png)
     print(f"the picture: {path} ({len(png) // 1024} KB)", file=console.out)
 
 
