@@ -325,21 +325,24 @@ def test_a_chart_asked_again_within_a_minute_goes_by_telegrams_file_id(
     assert value(samples(chat), "relay_charts_total", outcome="cached") == 1
 
 
-def test_a_person_pressing_again_at_once_is_told_to_wait(
+def test_a_double_tap_is_one_chart_and_a_spent_turn_is_told_to_wait(
     chat: Chat, glitchtip: responses.RequestsMock
 ) -> None:
     _gt_has(glitchtip, [[HOUR, 5]])
     chart = callback_data(REGISTRY.buttons[-1], "the-key")
-    chat.update(press(chart, 1))
-    chat.update(press(chart, 2))
+    for n in range(1, 4):  # tapped thrice while it is drawn: one chart
+        chat.update(press(chart, n))
+    assert {text for text, _ in chat.answered()} == {"📈 The chart of BACKEND-4A is on its way"}
+    until(chat, lambda: bool(chat.telegram.photos))
+    for n in range(4, 7):  # three more answers in a row: the person's burst spent
+        chat.update(command(f"/status {n}", n, by=7))
+    chat.update(press(chart, 7))
     assert chat.answered()[-1] == ("📈 Not now: ask again in a few seconds", False)
-    until(chat, lambda: bool(chat.telegram.photos) and bool(chat.telegram.replies))
+    until(chat, lambda: any(text.startswith("⏳") for *_, text in chat.telegram.replies))
     assert len(chat.telegram.photos) == 1
-    assert [text for *_, text in chat.telegram.replies] == [
-        "⏳ One answer at a time: ask again in 5 s."
-    ]
+    assert chat.telegram.replies[-1][3] == "⏳ 3 answers in a row at most: ask again in 15 s."
     assert value(samples(chat), "relay_button_presses_total", outcome="not_now") == 1
-    assert value(samples(chat), "relay_button_presses_total", outcome="charted") == 1
+    assert value(samples(chat), "relay_button_presses_total", outcome="charted") == 3
 
 
 def test_a_source_that_cannot_be_asked_gets_one_short_answer(

@@ -205,36 +205,46 @@ def test_the_commands_are_described_in_the_relays_language(settings: Settings) -
     assert all(ru["description"] != en["description"] for ru, en in pairs)
 
 
-def test_a_flood_of_commands_costs_one_answer_a_person_and_a_line_a_minute(
+def test_a_flood_of_commands_costs_a_persons_burst_and_a_line_a_minute(
     chat: Chat, caplog: pytest.LogCaptureFixture
 ) -> None:
     for update_id in range(1, 1001):
         chat.update(command("/issues", update_id))
     firsts = [text.split("\n")[0] for *_, text in answers(chat)]
     assert firsts == [
-        "📋 Unresolved issues here, most events first (2):",
-        "⏳ One answer at a time: ask again in 5 s.",  # told once, not 999 times
+        *["📋 Unresolved issues here, most events first (2):"] * 3,  # three in a row
+        "⏳ 3 answers in a row at most: ask again in 15 s.",  # told once, not 997 times
     ]
     samples = parse(chat.relay.metrics.exposition().decode())
-    assert value(samples, "relay_answers_refused_total", reason="person") == 999
+    assert value(samples, "relay_answers_refused_total", reason="person") == 997
     lines = [r.getMessage() for r in caplog.records if "not answered since" in r.getMessage()]
     assert len(lines) == 1  # and a line a minute, with how many
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
-    chat.clock.now += 5  # the person's turn has come again
     chat.update(command("/issues", 1001))
-    assert len(answers(chat)) == 3
+    assert len(answers(chat)) == 4  # nothing more
+    chat.clock.now += 15  # the person's turns have come again
+    chat.update(command("/issues", 1002))
+    assert len(answers(chat)) == 5
 
 
-def test_at_most_three_answers_wait_for_a_chat_whoever_asks(chat: Chat) -> None:
+def test_a_persons_short_burst_is_answered(chat: Chat) -> None:
+    for update_id, asked in enumerate(("/issues", "/oncall", "/status"), start=1):
+        chat.update(command(asked, update_id))
+    said = [text.split("\n")[0] for *_, text in answers(chat)]
+    assert len(said) == 3
+    assert not any(text.startswith("⏳") for text in said)
+
+
+def test_at_most_five_answers_wait_for_a_chat_whoever_asks(chat: Chat) -> None:
     assert chat.relay.spool is not None
     for person in range(20):
         chat.update(command("/status", 100 + person, by=1000 + person))
-    assert chat.relay.spool.answers.waiting(HERE, now=chat.clock.now) == 3
-    assert len(answers(chat)) == 3
+    assert chat.relay.spool.answers.waiting(HERE, now=chat.clock.now) == 5
+    assert len(answers(chat)) == 5
     samples = parse(chat.relay.metrics.exposition().decode())
-    assert value(samples, "relay_answers_refused_total", reason="chat") == 17
+    assert value(samples, "relay_answers_refused_total", reason="chat") == 15
     chat.update(command("/status", 200, by=2000))  # once they went, the chat is answered again
-    assert len(answers(chat)) == 4
+    assert len(answers(chat)) == 6
 
 
 def test_answers_never_push_an_alert_out_of_the_spool(
@@ -249,5 +259,5 @@ def test_answers_never_push_an_alert_out_of_the_spool(
     )
     assert job is not None
     assert job.home == "spool"  # not kept in memory only
-    assert len(answers(chat)) == 3
+    assert len(answers(chat)) == 5
     assert [m.text for m in chat.telegram.delivered] == [MESSAGE.text]

@@ -294,15 +294,15 @@ def test_a_link_cards_text_from_glitchtip_is_cleaned_as_a_webhooks_is(
     assert not {"\u202e", "\u200b", "\u2066"} & set(card.text)
 
 
-def test_a_flood_of_links_costs_one_answer_a_person_and_a_line_a_minute(
+def test_a_flood_of_links_costs_a_persons_burst_and_a_line_a_minute(
     chat: Chat, glitchtip: responses.RequestsMock, caplog: pytest.LogCaptureFixture
 ) -> None:
     for update in range(1, 51):
         chat.update(message(LINK, update))
     assert len(cards(chat)) == 1
-    assert said(chat) == ["⏳ One answer at a time: ask again in 5 s."]  # told once
-    assert len(glitchtip.calls) == 3  # one look-up
-    assert value(samples(chat), "relay_answers_refused_total", reason="person") == 49
+    assert said(chat) == ["⏳ 3 answers in a row at most: ask again in 15 s."]  # told once
+    assert len(glitchtip.calls) == 3  # one look-up: the same link again gets no second card
+    assert value(samples(chat), "relay_answers_refused_total", reason="person") == 47
     refused = [r for r in caplog.records if "not answered since" in r.getMessage()]
     assert len(refused) == 1
 

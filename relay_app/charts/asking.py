@@ -33,18 +33,22 @@ def chart_press(charts: Charts) -> Press:
 
     def press(pressed: Pressed) -> None:
         words, button = pressed.words, pressed.button
+        asked = ChartAsked(
+            pressed.message.chat,
+            pressed.message.thread,
+            pressed.message.message_id,
+            button.key,
+            button,
+        )
+        if charts.coming(asked):  # a double tap: the same chart, and no turn spent
+            pressed.count("charted")
+            pressed.answer(_toast("drawing", button.label, words), False)
+            return
         try:
             if not pressed.may_answer():
                 pressed.count("not_now")
                 pressed.answer(words.word("chart_not_now"), False)
                 return
-            asked = ChartAsked(
-                pressed.message.chat,
-                pressed.message.thread,
-                pressed.message.message_id,
-                button.key,
-                button,
-            )
             asking = charts.ask(asked)
         except SpoolError as exc:
             log.warning("a chart of %s could not be asked for: %s", button.label, exc)

@@ -95,7 +95,15 @@ class Charts:
         self._cached_for = cached_for
         self._lock = threading.Lock()
         self._drawn: dict[str, Drawn] = {}
+        # The charts being made here, each under its message: asked for again meanwhile (a
+        # double tap), it is the same chart.
+        self._making: set[tuple[str, int, str]] = set()
         self._worker = OffThread("relay-charts", threads=DRAW_THREADS, most_waiting=DRAWS_WAITING)
+
+    def coming(self, asked: ChartAsked) -> bool:
+        """Whether this chart is being made here under that message already."""
+        with self._lock:
+            return _making(asked) in self._making
 
     def ask(self, asked: ChartAsked) -> Asking:
         """Queue the chart now when one drawn here is recent; else draw it (off this thread).
@@ -104,7 +112,11 @@ class Charts:
         if drawn is not None:
             self._count("cached")
             return "queued" if self._queue(asked, drawn) else "busy"
+        with self._lock:
+            self._making.add(_making(asked))
         if not self._worker.submit(lambda: self._made(asked)):
+            with self._lock:
+                self._making.discard(_making(asked))
             self._count("busy")
             return "busy"
         return "drawing"
@@ -133,6 +145,13 @@ class Charts:
 
     def _made(self, asked: ChartAsked) -> None:
         """Off the thread that asked: the issue's events asked of its source, drawn, queued."""
+        try:
+            self._make(asked)
+        finally:
+            with self._lock:
+                self._making.discard(_making(asked))
+
+    def _make(self, asked: ChartAsked) -> None:
         issue = asked.issue
         try:
             history = self._histories.issue_history(issue.org or "", issue.issue_id)
@@ -214,3 +233,7 @@ class Charts:
             )
         except SpoolError as exc:
             log.warning("a chart's refusal could not be queued: %s", exc)
+
+
+def _making(asked: ChartAsked) -> tuple[str, int, str]:
+    return (asked.chat, asked.reply_to, asked.issue.issue_id)

@@ -2,8 +2,9 @@
 typed in a chat (a command's answer, a link's card or the word that it gets none, a reply's
 confirmation) comes out of a small budget, the whole fleet's, kept in the spool:
 
-- per person and chat, one answer every PER_PERSON seconds: someone who asks again sooner is
-  told once in that time to ask again, and not answered after that;
+- per person and chat, a short burst: BURST answers in a row, each of them free again
+  BURST_WINDOW seconds after it was given (one every 5 s on average); someone who asks past
+  it is told once in that time to ask again, and not answered until a turn is free;
 - per chat, at most WAITING_PER_CHAT answers waiting to go out (they go after every alert, call
   and edit the chat is owed: spool/model.Precedence); past it, nothing more is answered there
   until one has gone, and nobody is told.
@@ -30,8 +31,10 @@ from .counters import AnswerRefusal
 
 log = logging.getLogger(__name__)
 
-# One answer per person and chat in this many seconds.
-PER_PERSON = 5.0
+# Answers a person may have in a row in a chat, each turn free again this many seconds after
+# it was taken: a person's `/issues` then `/oncall` is answered, a flood is not.
+BURST = 3
+BURST_WINDOW = 15.0
 # Answers waiting to go out to one chat, at most (the spool's count, for every kind).
 WAITING_PER_CHAT = ANSWERS_WAITING
 
@@ -53,7 +56,7 @@ class Asker:
 
 
 _BECAUSE: dict[AnswerRefusal, str] = {
-    "person": f"each asked again within {PER_PERSON:.0f} s of an answer (told once to wait)",
+    "person": (f"each asked past {BURST} answers in {BURST_WINDOW:.0f} s (told once to wait)"),
     "chat": f"{WAITING_PER_CHAT} answers already waited to go out there",
     "lookups": "as many links already waited for GlitchTip in this process",
 }
@@ -97,10 +100,14 @@ class Answering:
         if self._answers.waiting(asker.destination, now=self._clock()) >= WAITING_PER_CHAT:
             self.refused("chat", asker)
             return False
-        if self.first_in(f"asked:{asker.chat}:{asker.person}", PER_PERSON):
+        if any(
+            self.first_in(f"asked:{asker.chat}:{asker.person}:{turn}", BURST_WINDOW)
+            for turn in range(BURST)  # the first free turn is taken, and no other
+        ):
             return True
-        if self.first_in(f"told to wait:{asker.chat}:{asker.person}", PER_PERSON):
-            self.answer(asker, Said("answer_busy", {"seconds": f"{PER_PERSON:.0f}"}))
+        if self.first_in(f"told to wait:{asker.chat}:{asker.person}", BURST_WINDOW):
+            said = Said("answer_busy", {"count": str(BURST), "seconds": f"{BURST_WINDOW:.0f}"})
+            self.answer(asker, said)
         self.refused("person", asker)
         return False
 

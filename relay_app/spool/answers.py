@@ -15,8 +15,8 @@ from .model import Home, Job, JobKind, NewJob, Precedence
 from .store import Store, Tx
 
 # Answers waiting to go out to one chat, at most: past it, nothing more is answered there until
-# one has gone (chat/answers.py).
-ANSWERS_WAITING = 3
+# one has gone (chat/answers.py). A person's burst of three, and the word to wait, fit in it.
+ANSWERS_WAITING = 5
 
 
 class Answers:
