@@ -23,8 +23,10 @@ from relay_app.chat.commands import Command, Commands
 from relay_app.core.routing import Destination
 from relay_app.oncall.command import oncall_command
 from relay_app.operating.config import Settings
+from relay_app.operating.sentry_env import SentryConfig
 from relay_app.routes import parse_routes
 from relay_app.routes.rotation import Roster
+from relay_app.sentry.deliveries import DeliveryStore
 from relay_app.silences.buttons import MUTE
 from relay_app.telegram.bot_commands import described
 from relay_app.watch.store import Seen, Watched, WatchStore
@@ -203,6 +205,41 @@ def test_the_commands_are_described_in_the_relays_language(settings: Settings) -
     ]
     pairs = zip(listed, described(relay.commands, english), strict=True)
     assert all(ru["description"] != en["description"] for ru, en in pairs)
+
+
+def test_the_commands_are_offered_whenever_any_source_can_act(settings: Settings) -> None:
+    sentry = SentryConfig("c" * 64, "t" * 64, "https://sentry.example.org")
+    relay = assemble(replace(settings, sentry=sentry), telegram=ScriptedTelegram())
+    relay.dispatcher.shutdown()
+    relay.running.stop()
+    assert [c.name for c in relay.commands if not c.private] == [
+        "issues",
+        "oncall",
+        "cover",
+        "silences",
+        "chart",
+        "status",
+    ]
+    signed_only = replace(settings, sentry=SentryConfig("c" * 64, None, "https://sentry.io"))
+    quiet = assemble(signed_only, telegram=ScriptedTelegram())
+    quiet.dispatcher.shutdown()
+    assert quiet.commands == ()  # nothing answers them: none is offered
+
+
+def test_status_says_each_sources_state(built: Callable[..., Relay], fake_time: FakeTime) -> None:
+    fake_time.now = NOW
+    sentry = SentryConfig("c" * 64, "t" * 64, "https://sentry.example.org")
+    chat = Chat.of(built, fake_time, sentry=sentry, glitchtip_api_token=None, glitchtip_url=None)
+    chat.update(command("/status", 1))
+    said = answers(chat)[-1][3].splitlines()
+    assert said[1] == "GlitchTip: not connected (no GLITCHTIP_API_TOKEN)"
+    assert said[-1] == "Sentry: signed alerts and buttons; no delivery in the last 7 days"
+    assert chat.relay.spool is not None
+    chat.relay.spool.of(DeliveryStore).claim(["request-1"], now=NOW - 120)
+    chat.update(command("/status", 2, by=10))
+    assert answers(chat)[-1][3].splitlines()[-1] == (
+        "Sentry: signed alerts and buttons; last delivery 2027-01-15 07:58:00 UTC"
+    )
 
 
 def test_a_flood_of_commands_costs_a_persons_burst_and_a_line_a_minute(

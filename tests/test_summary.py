@@ -40,9 +40,9 @@ def test_the_summary_names_what_an_operator_asks_first(monkeypatch: pytest.Monke
     assert line == (
         f"relay_app {version()}: listening on 127.0.0.1:8780, 127.0.0.1:9187; chat "
         "-1001234567890 topic 77; spool /var/lib/relay-app/relay-spool.sqlite3; language ru; "
-        "buttons on (presses: TELEGRAM_UPDATES=poll); Telegram at https://api.telegram.org "
-        "through the proxy socks5h://proxy.example:1080; GlitchTip at "
-        "https://glitchtip.example.org"
+        "GlitchTip: alerts, buttons, details and the watcher (https://glitchtip.example.org); "
+        "Sentry off (no SENTRY_CLIENT_SECRET); presses: TELEGRAM_UPDATES=poll; Telegram at "
+        "https://api.telegram.org through the proxy socks5h://proxy.example:1080"
     )
     assert version() != "unknown"  # installed: the package's own version
 
@@ -60,7 +60,7 @@ def test_the_summary_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     for secret in (TOKEN, SECRET, "pg-password", "api-password"):
         assert secret not in line
     assert "spool postgresql://relay:***@db.example/relay" in line
-    assert "buttons off (no GLITCHTIP_API_TOKEN)" in line
+    assert "GlitchTip: alerts only (no GLITCHTIP_API_TOKEN: no buttons)" in line
     assert "Telegram at https://bot:***@bots.example.org directly" in line
 
 
@@ -69,3 +69,20 @@ def test_the_summary_counts_the_routes_in_force() -> None:
     line = summary_line(settings(RELAY_ROUTES=example), ["127.0.0.1:8780"])
     assert line.endswith(f"; 4 routes from {example}")
     assert "routes" not in summary_line(settings(), ["127.0.0.1:8780"])
+
+
+def test_the_summary_names_each_source_and_what_it_enables() -> None:
+    sentry_alone = summary_line(
+        settings(SENTRY_CLIENT_SECRET="c" * 64, SENTRY_API_TOKEN="t" * 64), ["127.0.0.1:8780"]
+    )
+    assert (
+        "GlitchTip: alerts only (no GLITCHTIP_API_TOKEN: no buttons); Sentry: signed alerts and "
+        "buttons (https://sentry.io); presses: TELEGRAM_UPDATES=poll"
+    ) in sentry_alone
+    assert "c" * 64 not in sentry_alone
+    assert "t" * 64 not in sentry_alone
+    signed_only = summary_line(settings(SENTRY_CLIENT_SECRET="c" * 64), ["127.0.0.1:8780"])
+    assert (
+        "Sentry: signed alerts only (https://sentry.io; no SENTRY_API_TOKEN: no buttons); "
+        "no presses (no source's token)"
+    ) in signed_only

@@ -150,7 +150,13 @@ def _listed(core: Core, spool: Spool) -> tuple[BotCommand, ...]:
         more = (line(chat, words) for line in core.before.status)
         return Status(
             telegram=words.status_telegram_up if telegram else words.status_telegram_down,
-            glitchtip=words.status_glitchtip_failing if paused else words.status_glitchtip_up,
+            glitchtip=(
+                words.status_glitchtip_off
+                if core.settings.glitchtip_api_token is None
+                else words.status_glitchtip_failing
+                if paused
+                else words.status_glitchtip_up
+            ),
             queue=words.status_queue.format(pending=counts["pending"], dead=counts["dead"]),
             more=tuple(said for said in more if said),
         )

@@ -36,6 +36,30 @@ def _spool(settings: Settings) -> str:
     )
 
 
+def sources(settings: Settings) -> str:
+    """Each source, and what its variables enable: 'GlitchTip: alerts, buttons, details and the
+    watcher (https://gt.example.org); Sentry off (no SENTRY_CLIENT_SECRET); presses:
+    TELEGRAM_UPDATES=poll'."""
+    where = f" ({settings.glitchtip_url})" if settings.glitchtip_url is not None else ""
+    if settings.glitchtip_api_token is not None:
+        glitchtip = f"GlitchTip: alerts, buttons, details and the watcher{where}"
+    else:
+        glitchtip = f"GlitchTip: alerts only{where} (no GLITCHTIP_API_TOKEN: no buttons)"
+    sentry = settings.sentry
+    if sentry is None:
+        said = "Sentry off (no SENTRY_CLIENT_SECRET)"
+    elif sentry.api_token is not None:
+        said = f"Sentry: signed alerts and buttons ({sentry.url})"
+    else:
+        said = f"Sentry: signed alerts only ({sentry.url}; no SENTRY_API_TOKEN: no buttons)"
+    presses = (
+        f"presses: TELEGRAM_UPDATES={settings.telegram_updates}"
+        if settings.acts_on_issues
+        else "no presses (no source's token)"
+    )
+    return f"{glitchtip}; {said}; {presses}"
+
+
 def summary_line(settings: Settings, listening: Sequence[str]) -> str:
     """What the relay is about to do, in one line. `listening`: the addresses gunicorn binds
     (its -b, its config or RELAY_BIND), which the webhook and the admin endpoints share unless
@@ -47,21 +71,14 @@ def summary_line(settings: Settings, listening: Sequence[str]) -> str:
     if settings.allowed_chat_ids:
         chat += f" (and {len(settings.allowed_chat_ids)} more allowed by ?chat_id=)"
     spool = _spool(settings)
-    if settings.glitchtip_api_token is None:
-        buttons = "buttons off (no GLITCHTIP_API_TOKEN)"
-    else:
-        buttons = f"buttons on (presses: TELEGRAM_UPDATES={settings.telegram_updates})"
     api = redacted_url(settings.telegram_api_url)
     proxy = proxy_for(settings.telegram_api_url)
     telegram = f"Telegram at {api}" + (f" through the proxy {proxy}" if proxy else " directly")
-    glitchtip = (
-        f"; GlitchTip at {settings.glitchtip_url}" if settings.glitchtip_url is not None else ""
-    )
     routes = settings.routes
     # The routes in force: after a reload that refused a broken file, the last good one's.
     count = len(routes.routes)
     routed = f"; {count} route{'' if count == 1 else 's'} from {routes.source}" if routes else ""
     return (
         f"relay_app {version()}: listening on {', '.join(listening)}; {chat}; {spool}; "
-        f"language {settings.language}; {buttons}; {telegram}{glitchtip}{routed}"
+        f"language {settings.language}; {sources(settings)}; {telegram}{routed}"
     )

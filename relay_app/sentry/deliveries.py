@@ -42,6 +42,14 @@ class DeliveryStore:
 
         return self._store.write(claim, now=now)
 
+    def last(self, *, now: float) -> float | None:
+        """When Sentry's last delivery was taken in (within KEPT), Unix seconds; None when
+        none was."""
+        row = self._store.read(
+            lambda tx: tx.one("SELECT max(received_at) AS last FROM sentry_deliveries"), now=now
+        )
+        return float(row["last"]) if row is not None and row["last"] is not None else None
+
     def release(self, keys: Sequence[str], *, now: float) -> None:
         """Its alert could not be queued: the next delivery of it is taken in."""
         self._store.write(

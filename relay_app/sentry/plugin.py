@@ -13,6 +13,7 @@ from ..intake.routed import TAKE_IN
 from ..operating.capability import Capability, Core, Running
 from .check import sentry_verdicts
 from .deliveries import DeliveryStore
+from .status import sentry_status
 from .webhook import SentryIntake, SentryPage
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,13 @@ def _start(core: Core) -> Running:
         deliveries = core.shared.of(DeliveryStore)
         return SentryPage(config, intake, deliveries, in_step=in_step, clock=core.clock)
 
-    return Running(pages=(page,))
+    status = sentry_status(
+        core.shared.of(DeliveryStore),
+        buttons=config.api_token is not None,
+        zone_of=core.zone_of,
+        clock=core.clock,
+    )
+    return Running(pages=(page,), status=(status,))
 
 
 CAPABILITY = Capability(
@@ -56,5 +63,23 @@ CAPABILITY = Capability(
     on=lambda settings: settings.sentry is not None,
     checks=(sentry_verdicts,),
     tables=("sentry_deliveries",),
+    words={
+        "en": {
+            "status_sentry": "Sentry: {state}; {last}",
+            "status_sentry_buttons": "signed alerts and buttons",
+            "status_sentry_alerts_only": "signed alerts only (no SENTRY_API_TOKEN: no buttons)",
+            "status_sentry_last": "last delivery {when}",
+            "status_sentry_none": "no delivery in the last 7 days",
+        },
+        "ru": {
+            "status_sentry": "Sentry: {state}; {last}",
+            "status_sentry_buttons": "подписанные алерты и кнопки",
+            "status_sentry_alerts_only": (
+                "только подписанные алерты (нет SENTRY_API_TOKEN: нет кнопок)"
+            ),
+            "status_sentry_last": "последняя доставка {when}",
+            "status_sentry_none": "доставок не было 7 дней",
+        },
+    },
     start=_start,
 )
