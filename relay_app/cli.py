@@ -36,4 +36,5 @@ def main(
         shapes=REGISTRY.shapes,
         roster_of=REGISTRY.roster or rotations_only,
         checks=REGISTRY.checks,
+        readers=REGISTRY.readers,
     )

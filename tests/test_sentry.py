@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import hmac
+import io
 import json
 import logging
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from flask.testing import FlaskClient
 from relay_app import Relay, create_app, relay_of
 from relay_app.cards.card import IssueButton, SentMessage
 from relay_app.cards.sent import SentStore
+from relay_app.cli import main
 from relay_app.glitchtip.details import details_from_json
 from relay_app.glitchtip.webhook import KIND_KEY, SOURCE_KEY, parse_alert, source_of
 from relay_app.message.formatting import message_for
@@ -547,3 +549,61 @@ def test_sentrys_retries_of_a_delivery_count_once(
         relay_in(app).dispatcher.shutdown()
     assert statuses == ["queued", "repeated", "repeated"]
     assert len(sent_texts(telegram)) == 1
+
+
+def run_cli(*argv: str, **environ: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    base = {"TELEGRAM_CHAT_ID": "-1001234567890"}
+    code = main(list(argv), environ={**base, **environ}, out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_preview_and_routes_test_read_sentrys_webhooks_as_glitchtips(tmp_path: Path) -> None:
+    samples = Path(__file__).resolve().parent / "sentry_samples"
+    code, html, _ = run_cli("preview", str(samples / "issue_alert.json"))
+    assert code == 0
+    assert html.startswith("🔴 <b>Very Important Alert Rule!</b>")
+    assert "ReferenceError: heck is not defined" in html
+    assert "<blockquote expandable>" in html  # its event's stack, as the relay would show it
+    code, html, _ = run_cli("preview", str(samples / "issue_created.json"))
+    assert (code, "<b>FRONT-END-9</b>" in html) == (0, True)
+    code, html, _ = run_cli("preview", str(samples / "metric_alert_resolved.json"))
+    assert (code, html.startswith("✅ <b>UP</b>")) == (0, True)
+    resolved = tmp_path / "resolved.json"
+    resolved.write_text(
+        json.dumps(
+            {"action": "resolved", "installation": {"uuid": "u"}, "data": {"issue": {"id": "7"}}}
+        )
+    )
+    code, _, err = run_cli("preview", str(resolved))
+    assert code == 1
+    assert "Sentry's that sends no message: issue #7 was resolved in Sentry" in err
+
+    routes = tmp_path / "routes.toml"
+    routes.write_text('[[route]]\nname = "from-sentry"\nsource = "sentry"\nthread = 9\n')
+    code, said, _ = run_cli(
+        "routes", "test", str(samples / "issue_alert.json"), RELAY_ROUTES=str(routes)
+    )
+    assert code == 0
+    lines = said.splitlines()
+    assert lines[1] == "chat -1001234567890 topic 9: route 1 “from-sentry”"
+    assert lines[2] == "  ? ReferenceError: heck is not defined"
+    code, said, _ = run_cli("routes", "test", str(resolved), RELAY_ROUTES=str(routes))
+    assert said.splitlines() == [
+        "a webhook of Sentry's that sends no message: issue #7 was resolved in Sentry",
+        "nothing was sent",
+    ]
+    # GlitchTip's own body is read as it is.
+    glitchtip = Path(__file__).resolve().parents[1] / "examples" / "issue-alert.json"
+    code, said, _ = run_cli("routes", "test", str(glitchtip), RELAY_ROUTES=str(routes))
+    assert "no route (where the webhook URL says: the defaults here)" in said
+
+
+def test_the_sentry_examples_are_its_documentations_payloads() -> None:
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    samples = Path(__file__).resolve().parent / "sentry_samples"
+    for example, sample in (
+        ("sentry-issue-alert.json", "issue_alert.json"),
+        ("sentry-issue-created.json", "issue_created.json"),
+    ):
+        assert (examples / example).read_bytes() == (samples / sample).read_bytes()

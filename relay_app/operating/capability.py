@@ -11,6 +11,7 @@ What a capability may declare, each optional:
   press of each does (cards/verbs.py);
 - `words`: the words its buttons and answers say, per language, beside the catalogue's;
 - `cli`: its `relay-app` subcommands; `checks`: what `relay-app check` asks of its settings;
+  `readers`: how `preview` and `routes test` read its source's webhooks (operating/readers.py);
   `roster`: who is on duty for `relay-app routes test` (on call's);
 - `tables`: the tables it owns: only its own modules name them in SQL (tests/test_tables.py);
   a table it adds after the history's last step its own store makes where it is not yet
@@ -54,6 +55,7 @@ from ..telegram.updates_webhook import Handler
 from ..words import Words
 from .config import Settings
 from .console import AddCommands
+from .readers import PayloadReader
 from .routes_cli import RosterOf
 from .selfcheck import MoreChecks
 
@@ -185,6 +187,7 @@ class Capability:
     words: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     cli: tuple[AddCommands, ...] = ()
     checks: tuple[MoreChecks, ...] = ()
+    readers: tuple[PayloadReader, ...] = ()
     roster: RosterOf | None = None
     tables: tuple[str, ...] = ()
     writers: tuple[Writer, ...] = ()
@@ -239,6 +242,10 @@ class Registry:
     @property
     def checks(self) -> list[MoreChecks]:
         return [check for each in self.capabilities for check in each.checks]
+
+    @property
+    def readers(self) -> list[PayloadReader]:
+        return [reader for each in self.capabilities for reader in each.readers]
 
     @property
     def roster(self) -> RosterOf | None:

@@ -33,6 +33,7 @@ import requests
 
 from ..core.errors import DeliveryError, SpoolError
 from ..core.logs import redact, register_secret
+from ..glitchtip.details import details_from_json
 from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..message.formatting import TELEGRAM_TEXT_LIMIT, message_for
 from ..message.spans import visible_length
@@ -55,6 +56,7 @@ from .config import (
 )
 from .console import AddCommands, CommandLine, Console, Failed, Usage
 from .glitchtip_connect import add_glitchtip_commands
+from .readers import PayloadReader, read_payload
 from .routes_cli import RosterOf, add_routes_commands, rotations_only
 from .selfcheck import MoreChecks, Verdict, run_checks
 from .spool_cli import add_spool_commands
@@ -78,14 +80,16 @@ def run(
     shapes: Sequence[Shape] = (),
     roster_of: RosterOf = rotations_only,
     checks: Sequence[MoreChecks] = (),
+    readers: Sequence[PayloadReader] = (),
 ) -> int:
     """`relay-app` with `argv` (None: the process's), its exit code. `added`: the
     capabilities' subcommands; `shapes`: the alerts they registered (what `spool list` shows
     of a job); `roster_of`: who is on duty (`routes test`), the covers the capabilities keep
-    applied; `checks`: what `check` asks of the capabilities' settings too."""
+    applied; `checks`: what `check` asks of the capabilities' settings too; `readers`: how
+    `preview` and `routes test` read the other sources' webhooks."""
     err = console.err
     parser = _parser(added, shapes, roster_of)
-    parser.set_defaults(more_checks=tuple(checks))
+    parser.set_defaults(more_checks=tuple(checks), readers=tuple(readers))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse has already printed the usage and the problem
@@ -132,7 +136,9 @@ def _parser(
     ready.set_defaults(run=_ready)
 
     preview = commands.add_parser(
-        "preview", help="print the HTML the relay would send for a GlitchTip payload"
+        "preview",
+        help="print the HTML the relay would send for a webhook's body (GlitchTip's, or a "
+        "source's the relay takes: Sentry's)",
     )
     preview.add_argument(
         "file", nargs="?", default="-", metavar="FILE.json", help="the payload; '-' or none: stdin"
@@ -318,9 +324,17 @@ def _preview(args: argparse.Namespace, console: Console) -> int:
     except ConfigError as exc:
         raise Usage(str(exc)) from None
     try:
-        message = message_for(payload_from_json(body), words)
+        found = read_payload(payload_from_json(body), args.readers, console.environ)
     except PayloadError as exc:
         raise Failed(str(exc)) from None
+    if found.payload is None:
+        raise Failed(f"a webhook of {found.source}'s that sends no message: {found.said}")
+    details = {
+        issue: read
+        for issue, value in found.details.items()
+        if (read := details_from_json(value)) is not None
+    }
+    message = message_for(found.payload, words, details=details)
     # stdout holds exactly the text field the relay posts; the rest goes to stderr.
     console.out.write(message.html + "\n")
     console.err.write(

@@ -38,6 +38,7 @@ from ..routes.table import Matcher
 from .config import ConfigError, Settings
 from .console import Console, Failed, Usage
 from .env_values import time_zone
+from .readers import read_payload
 
 # Who is on duty for a routes file, with the covers the spool keeps when the environment names
 # one (registered by the on-call capability: capabilities.py); the rotations alone otherwise.
@@ -57,7 +58,11 @@ def add_routes_commands(commands: Any, roster_of: RosterOf = rotations_only) -> 
     test = actions.add_parser(
         "test", help="say where each issue of a saved webhook would go; sends nothing"
     )
-    test.add_argument("payload", metavar="FILE.json", help="a webhook GlitchTip sent")
+    test.add_argument(
+        "payload",
+        metavar="FILE.json",
+        help="a webhook's body: GlitchTip's, or a source's the relay takes (Sentry's)",
+    )
     test.add_argument("--routes", metavar="FILE", help="the routes file (default: RELAY_ROUTES)")
     test.add_argument(
         "--at",
@@ -98,13 +103,18 @@ def _check(args: argparse.Namespace, console: Console) -> int:
 
 def _test(args: argparse.Namespace, console: Console, roster_of: RosterOf) -> int:
     table = _table(args.routes, console)
-    payload = _payload(args.payload)
+    out = console.out
+    found = read_payload(_payload(args.payload), args.readers, console.environ)
+    if found.payload is None:
+        print(f"a webhook of {found.source}'s that sends no message: {found.said}", file=out)
+        print("nothing was sent", file=out)
+        return 0
+    payload = found.payload
     default = _default(console)
     zone = ZoneInfo(_zone_name(console.environ))
     at = moment_of(args.at, zone)
     roster = roster_of(console.environ, table)
     routed = split(payload, table, default, default)
-    out = console.out
     print(f"at {_shown(at, zone)}:", file=out)
     for part in routed.parts:
         route = "no route (where the webhook URL says: the defaults here)"

@@ -12,7 +12,9 @@ from ..cards.verbs import CALLS
 from ..intake.routed import TAKE_IN
 from ..operating.capability import Capability, Core, Running
 from .check import sentry_verdicts
+from .cli import add_sentry_commands
 from .deliveries import DeliveryStore
+from .reading import read_sentry
 from .status import sentry_status
 from .webhook import SentryIntake, SentryPage
 
@@ -62,6 +64,8 @@ CAPABILITY = Capability(
     "sentry",
     on=lambda settings: settings.sentry is not None,
     checks=(sentry_verdicts,),
+    readers=(read_sentry,),
+    cli=(add_sentry_commands,),
     tables=("sentry_deliveries",),
     words={
         "en": {

@@ -20,6 +20,7 @@ from tests.e2e.helpers import (
     once_edited,
     only_message,
     post,
+    run_relay_app,
     wait_until,
 )
 from tests.e2e.relay_process import CHAT_ID
@@ -29,6 +30,7 @@ from tests.fake_sentry import CLIENT_SECRET, ORG, TOKEN, FakeSentry
 from tests.fake_telegram import FakeTelegram
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sentry_samples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def issue_alert(sentry: FakeSentry, issue_id: int) -> dict[str, Any]:
@@ -91,3 +93,30 @@ def test_a_sentry_alert_is_answered_at_once_acted_on_and_kept_in_step(
     glitchtips = fake_telegram.posted_to(CHAT_ID)[-1]
     assert glitchtips.visible().startswith("🔴 GlitchTip Alert")
     assert fake_glitchtip.changes() == []
+
+
+def test_a_sentry_card_without_sentry_signed_and_sent_by_relay_app(
+    start_relay: StartRelay, fake_telegram: FakeTelegram
+) -> None:
+    secret = "f" * 64  # any 64 characters: the relay and the command share it
+    relay = start_relay(SENTRY_CLIENT_SECRET=secret, RELAY_TIME_SCALE=CHAT_SCALE)
+    example = str(EXAMPLES / "sentry-issue-alert.json")
+    sent = run_relay_app(
+        {"SENTRY_CLIENT_SECRET": secret}, "sentry", "send", example, "--relay-url", relay.url
+    )
+    assert sent.returncode == 0, sent.stderr
+    assert sent.stdout.startswith(f"{relay.url}/sentry/webhook: 202 ")  # queued: answered at once
+    card = only_message(fake_telegram)
+    assert card.visible().splitlines()[0] == "🔴 Very Important Alert Rule!"
+    assert "ReferenceError: heck is not defined" in card.visible()
+    # The same file again is Sentry's retry: counted once.
+    again = run_relay_app(
+        {"SENTRY_CLIENT_SECRET": secret}, "sentry", "send", example, "--relay-url", relay.url
+    )
+    assert '"repeated"' in again.stdout
+    wrong = run_relay_app(
+        {"SENTRY_CLIENT_SECRET": "0" * 64}, "sentry", "send", example, "--relay-url", relay.url
+    )
+    assert wrong.returncode == 1
+    assert ": 401 " in wrong.stdout
+    assert len(fake_telegram.posted_to(CHAT_ID)) == 1

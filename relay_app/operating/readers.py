@@ -1,0 +1,39 @@
+"""How the tools (`relay-app preview`, `relay-app routes test`) read a webhook of a source other
+than GlitchTip: each such source's capability registers a reader (operating/capability.py's
+`readers`) that turns its body into what the relay reads, GlitchTip's shape marked as its own,
+with its issues' details, or says what the body is when it sends no message (an issue's change).
+GlitchTip's own body is read as it is; a body no reader knows is said to be unknown."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Read:
+    """A body as a source's reader read it: the alert it makes (None: it makes none, `said`
+    says what it is), and its issues' details, as a job keeps them."""
+
+    source: str
+    payload: dict[str, Any] | None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    said: str = ""
+
+
+# A source's reader: the body and the environment (where its URL is) to what it is; None when
+# the body is not one of its.
+PayloadReader = Callable[[dict[str, Any], Mapping[str, str]], Read | None]
+
+
+def read_payload(
+    body: dict[str, Any], readers: Sequence[PayloadReader], environ: Mapping[str, str]
+) -> Read:
+    """What the relay makes of `body`: the first source's reader that knows it, else
+    GlitchTip's webhook as it is."""
+    for reader in readers:
+        found = reader(body, environ)
+        if found is not None:
+            return found
+    return Read("glitchtip", body)
