@@ -59,7 +59,7 @@ from .telegram.updates_webhook import UPDATES
 from .web.framing import BODY_GATE
 from .web.misses import Misses
 from .web.relay import EXTENSION, Relay, relay_of
-from .web.views import RelayFlask, add_page, blueprint, body_gate
+from .web.views import RelayFlask, add_feed, add_page, blueprint, body_gate
 from .words import Words, words_for
 
 Clock = Callable[[], float]
@@ -91,6 +91,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     for make in relay.running.pages:  # the capabilities' (Sentry's webhook)
         if (page := make()) is not None:
             add_page(app, page)
+    for make_feed in relay.running.feeds:  # the capabilities' (on call's calendars)
+        if (feed := make_feed()) is not None:
+            add_feed(app, feed)
     # Asked by the worker before it tells a client to send its body (100 Continue).
     app.extensions[BODY_GATE] = body_gate(app.url_map, settings.webhook_secret)
 

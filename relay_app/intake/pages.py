@@ -1,6 +1,9 @@
 """A page a capability adds beside the relay's own (Sentry's webhook: sentry/webhook.py), as the
 core takes it: a path that takes a POST, and what answers its body. The HTTP side (web/views.py)
 reads the body within its limit, answers on the right listener, counts and logs what it says.
+
+A feed a capability adds (on call's calendars: oncall/calendar_feed.py): the paths under a
+prefix that take a GET, and what answers each; a missing one is 404, counted as any miss.
 """
 
 from __future__ import annotations
@@ -34,4 +37,23 @@ class Page(Protocol):
     def answer(self, body: bytes, header: Header, started: float) -> Answer:
         """What the POST with this body (at most MAX_BODY_BYTES) is answered; `started`: when
         it arrived (monotonic)."""
+        ...
+
+
+@dataclass(frozen=True)
+class FeedReply:
+    """A feed's answer: its bytes and their media type; None in `body`: there is none (404)."""
+
+    body: bytes | None
+    content_type: str = "application/octet-stream"
+
+
+class Feed(Protocol):
+    @property
+    def prefix(self) -> str:
+        """Where its paths begin: '/calendar'."""
+        ...
+
+    def get(self, tail: str) -> FeedReply:
+        """What a GET of `prefix/tail` is answered."""
         ...

@@ -2,6 +2,9 @@
 (RELAY_ROUTES), who is on call now (or at TIME), with the covers kept in the spool, until the
 next change, and who is next; then the covers to come.
 
+`relay-app oncall calendar ROTATION [--days N] [-o FILE.ics]`: the rotation as iCalendar, one
+event per shift with its person, the covers applied (oncall/calendar.py), for a calendar app.
+
 `relay-app oncall cover ROTATION PERSON [--from TIME] [--until TIME | --for 2h]`: a cover kept in
 the spool for every relay on it (oncall/covers.py); without an end it lasts to the end of the turn
 it starts in. `--list` lists the covers in force and to come; `--remove ID` removes one. A time
@@ -31,6 +34,7 @@ from ..routes import RoutesError, RouteTable, read_routes
 from ..routes.rotation import Cover, Roster
 from ..spool import Spool
 from ..words import ENGLISH
+from .calendar import DAYS, MAX_DAYS, calendar_of
 from .covers import AskedCover, CoverStore, Refused, checked_cover
 
 Run = Callable[[argparse.Namespace, Console], int]
@@ -60,6 +64,15 @@ def add_oncall_command(line: CommandLine) -> None:
     cover.add_argument("--list", action="store_true", help="the covers in force and to come")
     cover.add_argument("--remove", type=int, metavar="ID", help="remove a cover")
     cover.set_defaults(run=_cover(line.open_spool))
+    calendar = actions.add_parser(
+        "calendar", help="a rotation's shifts as iCalendar (.ics), covers applied"
+    )
+    calendar.add_argument("rotation", metavar="ROTATION")
+    calendar.add_argument(
+        "--days", type=int, default=DAYS, metavar="N", help=f"how far ahead ({DAYS} days)"
+    )
+    calendar.add_argument("-o", "--out", metavar="FILE.ics", help="write it there (stdout)")
+    calendar.set_defaults(run=_calendar(line.open_spool))
 
 
 def _roster(
@@ -118,6 +131,34 @@ def _oncall(open_spool: OpenSpool) -> Run:
         finally:
             if spool is not None:
                 spool.close()
+
+    return run
+
+
+def _calendar(open_spool: OpenSpool) -> Run:
+    def run(args: argparse.Namespace, console: Console) -> int:
+        if not 1 <= args.days <= MAX_DAYS:
+            raise Usage(f"--days must be from 1 to {MAX_DAYS}")
+        spool = _spool_if_kept(open_spool, console)
+        try:
+            roster = _roster(console.environ, args.routes, spool, console.err)
+        finally:
+            if spool is not None:
+                spool.close()
+        if args.rotation not in roster.rotations:
+            names = ", ".join(roster.rotations) or "none"
+            raise Failed(f"no rotation {args.rotation!r} in the routes file ({names})")
+        written = calendar_of(roster, args.rotation, now=time.time(), days=args.days)
+        if args.out is None:
+            console.out.write(written.decode("utf-8"))
+            return 0
+        try:
+            with open(args.out, "wb") as out:
+                out.write(written)
+        except OSError as exc:
+            raise Failed(f"{args.out}: {exc.strerror or exc}") from None
+        print(f"{args.out}: {args.rotation}, the next {args.days} days", file=console.out)
+        return 0
 
     return run
 

@@ -16,6 +16,7 @@ from ..summaries.report import ReportStore
 from ..summaries.store import SummaryStore
 from ..telegram.people import PEOPLE
 from . import direct, handoff_text
+from .calendar_feed import CalendarFeed
 from .cli import add_oncall_command, roster_with_covers
 from .command import Covering, cover_command, oncall_command, start_command
 from .counters import ESCALATION_STEPS, HANDOFFS
@@ -59,12 +60,19 @@ def _start(core: Core) -> Running:
     )
     people = core.shared.of(PeopleStore)
     core.services.provide(PEOPLE, KnownPeople(people, clock=core.clock))
+    secret = settings.calendar_secret
+    feeds = (
+        (lambda: CalendarFeed(secret, lambda: roster, clock=core.clock),)
+        if secret is not None and roster
+        else ()
+    )
     return Running(
         commands=commands,
         # A person who blocked the bot in their private chat is called there no more.
         updates={"my_chat_member": PrivateChats(people, clock=core.clock)},
         upkeep=upkeep,
         follow_ups=(escalation.follow_up,),
+        feeds=feeds,
     )
 
 

@@ -47,7 +47,7 @@ from ..delivery.outbox import Outbox
 from ..delivery.placing import Placing
 from ..delivery.render import Note, Shape, Writer
 from ..intake.last_webhook import LastWebhook
-from ..intake.pages import Page
+from ..intake.pages import Feed, Page
 from ..spool import Spool
 from ..telegram.bot_commands import BotCommand
 from ..telegram.courier import Telegram
@@ -105,6 +105,8 @@ class Running:
     # Its pages beside the core's (a path that takes a POST), each made once the relay is
     # assembled (None: not served with these settings).
     pages: Sequence[Callable[[], Page | None]] = ()
+    # Its feeds (a prefix whose paths take a GET), each made once the relay is assembled.
+    feeds: Sequence[Callable[[], Feed | None]] = ()
     upkeep: Sequence[Callable[[], object]] = ()
     follow_ups: Sequence[FollowUp] = ()
     # Where an alert goes when it is sent, where it says so (a forum topic of its issue's own).
@@ -143,6 +145,10 @@ class Started:
     @property
     def pages(self) -> list[Callable[[], Page | None]]:
         return [page for part in self.parts for page in part.pages]
+
+    @property
+    def feeds(self) -> list[Callable[[], Feed | None]]:
+        return [feed for part in self.parts for feed in part.feeds]
 
     @property
     def upkeep(self) -> list[Callable[[], object]]:

@@ -139,6 +139,9 @@ class Settings:
     watching: Watching = DEFAULT_WATCHING  # with the token: the watcher (watch_env.py)
     # SENTRY_CLIENT_SECRET and the rest: Sentry as a second source (sentry_env.py); None: none.
     sentry: SentryConfig | None = None
+    # RELAY_CALENDAR_SECRET: the rotations as calendar feeds at /calendar/<secret>/<name>.ics;
+    # None: no feed.
+    calendar_secret: str | None = field(default=None, repr=False)
 
     @property
     def default_destination(self) -> Destination:
@@ -188,7 +191,12 @@ class Settings:
     def secrets(self) -> tuple[str, ...]:
         """The values no log line or command output may show (the database password is
         registered by the PostgreSQL spool, which reads it out of RELAY_SPOOL_URL)."""
-        values = (self.telegram_bot_token, self.webhook_secret, self.glitchtip_api_token)
+        values = (
+            self.telegram_bot_token,
+            self.webhook_secret,
+            self.glitchtip_api_token,
+            self.calendar_secret,
+        )
         sentry = (
             (self.sentry.client_secret, self.sentry.api_token) if self.sentry is not None else ()
         )
@@ -222,6 +230,7 @@ class Settings:
             telegram_bot_token=read(lambda: bot_token_from_env(environ), ""),
             telegram_chat_id=read(lambda: _chat_id(environ), _NO_CHAT),
             webhook_secret=read(lambda: _webhook_secret(environ), ""),
+            calendar_secret=read(lambda: _calendar_secret(environ), None),
             telegram_thread_id=read(
                 lambda: _optional_positive_int(environ, "TELEGRAM_THREAD_ID"), None
             ),
@@ -475,6 +484,27 @@ def _allowed_chat_ids(environ: Mapping[str, str]) -> frozenset[str]:
         "commas, like -1001234567890,-1009876543210",
     )
     return frozenset(chat_key(chat) for chat in chats)
+
+
+def _calendar_secret(environ: Mapping[str, str]) -> str | None:
+    """RELAY_CALENDAR_SECRET, checked as the webhook's; None when it is not set."""
+    name = "RELAY_CALENDAR_SECRET"
+    secret = environ.get(name, "").strip()
+    if not secret:
+        return None
+    if len(secret) < MIN_SECRET_LENGTH or not _URL_SAFE.fullmatch(secret):
+        raise ConfigError(
+            name,
+            f"must be at least {MIN_SECRET_LENGTH} URL-safe characters "
+            f"(letters, digits, '-', '_', '.', '~'); {_SECRET_HINT}",
+        )
+    if secret == environ.get("RELAY_WEBHOOK_SECRET", "").strip():
+        raise ConfigError(
+            name,
+            "is RELAY_WEBHOOK_SECRET: a calendar's address is shared with calendar apps, which "
+            f"must not learn where alerts are posted; {_SECRET_HINT}",
+        )
+    return secret
 
 
 def _webhook_secret(environ: Mapping[str, str]) -> str:

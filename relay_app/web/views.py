@@ -31,7 +31,7 @@ from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
 from ..core.routing import RouteError, destination_from_query
 from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, as_glitchtips, payload_from_json
 from ..intake.alerts import Taken
-from ..intake.pages import Page, PageReply
+from ..intake.pages import Feed, Page, PageReply
 from ..message.formatting import message_for
 from ..telegram.updates_webhook import (
     SECRET_HEADER,
@@ -346,6 +346,21 @@ def add_page(app: Flask, page: Page) -> None:
     endpoint = "page" + page.path.replace("/", "_")
     app.add_url_rule(page.path, endpoint=endpoint, view_func=view, methods=["POST"])
     app.add_url_rule(page.path + "/", endpoint=endpoint + "_", view_func=view, methods=["POST"])
+
+
+def add_feed(app: Flask, feed: Feed) -> None:
+    """A capability's feed (intake/pages.py): every path under its prefix, by GET, on the
+    webhook's listener; one it has nothing at is 404, counted as any miss."""
+
+    def view(tail: str) -> Response:
+        one_listener_each()
+        found = feed.get(tail)
+        if found.body is None:
+            raise NotFound()
+        return Response(found.body, mimetype=found.content_type)
+
+    endpoint = "feed" + feed.prefix.replace("/", "_")
+    app.add_url_rule(f"{feed.prefix}/<path:tail>", endpoint=endpoint, view_func=view)
 
 
 def telegram_update(secret: str) -> tuple[Response, int]:
