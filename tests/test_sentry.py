@@ -38,6 +38,8 @@ from relay_app.sentry.hooks import Alerting, InStep, Noted, read_hook
 from relay_app.sentry.signature import signature_of, signed
 from relay_app.spool.opening import open_memory
 from relay_app.spool.store import Store
+from relay_app.watch.issues import issue_data
+from relay_app.watch.store import WatchedIssue
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, run_background, sent_bodies, sent_texts
 from tests.payloads import issue, issue_alert
@@ -607,3 +609,12 @@ def test_the_sentry_examples_are_its_documentations_payloads() -> None:
         ("sentry-issue-created.json", "issue_created.json"),
     ):
         assert (examples / example).read_bytes() == (samples / sample).read_bytes()
+
+
+def test_issues_names_a_sentry_issue_as_its_card_does() -> None:
+    hook = read_hook("event_alert", sample("issue_alert.json"), sentry_url=SENTRY)
+    assert isinstance(hook, Alerting)
+    watched = WatchedIssue(
+        "sentry:1117540176", hook.payload, None, "unresolved", 3, (), 0.0, 0.0, None, None
+    )
+    assert issue_data(watched)["label"] == "#1117540176"  # never the relay's 'sentry:' id

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..glitchtip.webhook import IssueAlert, parse_alert
+from ..message.subjects import SENTRY_PREFIX
 from ..message.trend import sparkline
 from ..telegram.bot_commands import Asked, BotCommand
 from ..words import Said, Words
@@ -42,7 +43,10 @@ def issue_data(issue: WatchedIssue) -> dict[str, Any]:
     alert = parse_alert({"text": "", **issue.alert})
     first = alert.issues[0] if isinstance(alert, IssueAlert) and alert.issues else None
     return {
-        "label": (first.short_id if first is not None else None) or f"#{issue.issue_id}",
+        # As a card names it: its short id, else its number at its source ('#4242', never the
+        # relay's 'sentry:4242').
+        "label": (first.short_id if first is not None else None)
+        or f"#{issue.issue_id.removeprefix(SENTRY_PREFIX)}",
         "title": first.title if first is not None else "",
         "events": issue.events,
         "hourly": list(issue.hourly),
