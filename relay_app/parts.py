@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from zoneinfo import ZoneInfo
 
 from .chat.links import LinkSource
@@ -10,6 +11,7 @@ from .glitchtip.api import GlitchTipApi
 from .operating.config import Settings
 from .routes.zones import Zones
 from .sentry.api import SentryApi
+from .sentry.hooks import customer_domain_issue
 
 
 def zones_for(settings: Settings) -> Zones:
@@ -41,6 +43,8 @@ def link_sources(
     sources = []
     if glitchtip is not None and homes.glitchtip is not None:
         sources.append(LinkSource(homes.glitchtip, glitchtip))
-    if sentry is not None and homes.sentry is not None:
-        sources.append(LinkSource(homes.sentry, sentry, "sentry"))
+    if sentry is not None and homes.sentry is not None and settings.sentry is not None:
+        url = settings.sentry.url
+        written_as = partial(customer_domain_issue, sentry_url=url)
+        sources.append(LinkSource(homes.sentry, sentry, "sentry", written_as))
     return sources

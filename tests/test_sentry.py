@@ -34,7 +34,7 @@ from relay_app.operating.sentry_env import DEFAULT_SENTRY_URL, SentryConfig, sen
 from relay_app.routes.split import facts_of
 from relay_app.routes.table import parse_routes
 from relay_app.sentry.deliveries import KEPT, DeliveryStore
-from relay_app.sentry.hooks import Alerting, InStep, Noted, read_hook
+from relay_app.sentry.hooks import Alerting, InStep, Noted, customer_domain_issue, read_hook
 from relay_app.sentry.signature import signature_of, signed
 from relay_app.spool.opening import open_memory
 from relay_app.spool.store import Store
@@ -618,3 +618,28 @@ def test_issues_names_a_sentry_issue_as_its_card_does() -> None:
         "sentry:1117540176", hook.payload, None, "unresolved", 3, (), 0.0, 0.0, None, None
     )
     assert issue_data(watched)["label"] == "#1117540176"  # never the relay's 'sentry:' id
+
+
+def test_a_customer_domains_issue_link_is_read_as_sentrys_own() -> None:
+    io_url = "https://sentry.io"
+    assert customer_domain_issue("https://acme.sentry.io/issues/4/", io_url) == (
+        "https://sentry.io/organizations/acme/issues/4/"
+    )
+    assert customer_domain_issue("https://acme.sentry.io/issues/4", "https://de.sentry.io") == (
+        "https://de.sentry.io/organizations/acme/issues/4/"
+    )
+    for not_one in (
+        "https://acme.sentry.io/issues/4/events/abc/",
+        "https://acme.sentry.io/issues/4/?project=1",
+        "https://acme.sentry.io/issues/4/#top",
+        "http://acme.sentry.io/issues/4/",
+        "https://acme.sentry.io:8443/issues/4/",
+        "https://ada@acme.sentry.io/issues/4/",
+        "https://www.sentry.io/issues/4/",
+        "https://acme.sentry.io.evil.example/issues/4/",
+        "https://acme.sentry.io/issues/../4/",
+        "https://acme.sentry.io/organizations/acme/issues/4/",
+    ):
+        assert customer_domain_issue(not_one, io_url) is None, not_one
+    # A self-hosted Sentry has no customer domains.
+    assert customer_domain_issue("https://acme.sentry.io/issues/4/", SENTRY) is None

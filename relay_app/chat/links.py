@@ -68,6 +68,9 @@ class LinkSource:
     origin: str
     reader: IssueReader
     name: str = "glitchtip"
+    # Another address its issues have (sentry.io's customer domains), as the link at `origin`
+    # that names the same issue; None for a link that is none of its.
+    written_as: Callable[[str], str | None] = lambda link: None
 
     def relay_id(self, issue_id: str) -> str:
         """The relay's id of the source's issue (`sentry:<id>` for Sentry's)."""
@@ -155,8 +158,8 @@ class Links:
 
     def _issues_linked(self, text: str) -> list[Linked]:
         found: dict[str, Linked] = {}
-        for link in _URL.findall(text):
-            source = next((s for s in self._sources if origin_of(link) == s.origin), None)
+        for found_link in _URL.findall(text):
+            link, source = self._at_a_source(found_link)
             if source is None:
                 continue
             linked = linked_issue(link, source.origin)
@@ -169,6 +172,16 @@ class Links:
                 log.debug("a link in a chat names no issue as GlitchTip writes them: left alone")
                 self._count("unreadable")
         return list(found.values())
+
+    def _at_a_source(self, link: str) -> tuple[str, LinkSource | None]:
+        """The link as its source writes it at its address, and the source; None when no
+        source's."""
+        for source in self._sources:
+            if origin_of(link) == source.origin:
+                return link, source
+            if (written := source.written_as(link)) is not None:
+                return written, source
+        return link, None
 
     def _answer(self, asker: Asker, linked: list[Linked]) -> None:
         """Each linked issue's card, and one word for all those the chat does not follow."""

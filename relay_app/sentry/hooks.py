@@ -340,6 +340,33 @@ def _org_of(*urls: object) -> str | None:
     return None
 
 
+# A customer domain's address of an issue on sentry.io: `https://<org>.sentry.io/issues/<id>/`.
+_CUSTOMER_ISSUE = re.compile(r"^/issues/([0-9]{1,20})/?$")
+
+
+def customer_domain_issue(link: str, sentry_url: str) -> str | None:
+    """The issue a link on one of sentry.io's customer domains names, written in the form the
+    relay reads Sentry's links in (`<SENTRY_URL>/organizations/<org>/issues/<id>/`); None for
+    any other link, or with a SENTRY_URL that is not sentry.io's (a self-hosted Sentry has no
+    customer domains). Read strictly: https, no port, no user, no query or fragment."""
+    try:
+        parts, home = urlsplit(link), urlsplit(sentry_url)
+    except ValueError:
+        return None
+    home_host = (home.hostname or "").lower()
+    if home_host != "sentry.io" and not home_host.endswith(".sentry.io"):
+        return None
+    host = (parts.hostname or "").lower()
+    found = _SENTRY_IO_ORG.match(host)
+    issue = _CUSTOMER_ISSUE.match(parts.path)
+    plain = parts.scheme == "https" and parts.port is None and "@" not in parts.netloc
+    if not (found and issue and plain) or parts.query or parts.fragment:
+        return None
+    if found.group(1) in _SENTRY_IO_HOSTS:
+        return None
+    return _issue_link(sentry_url, found.group(1), issue.group(1))
+
+
 def _project_of(url: object) -> str | None:
     found = _PROJECT_IN_PATH.search(url) if isinstance(url, str) else None
     return found.group(1) if found else None
