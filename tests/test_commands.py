@@ -94,6 +94,7 @@ def answers(chat: Chat) -> list[tuple[str, int | None, int, str]]:
 
 
 def test_issues_lists_the_unresolved_ones_most_events_first_under_the_command(chat: Chat) -> None:
+    chat.clock.now += 30
     chat.update(command("/issues", 1))
     [(where, thread, replied_to, text)] = answers(chat)
     assert (where, thread, replied_to) == (CHAT, None, 501)
@@ -101,6 +102,7 @@ def test_issues_lists_the_unresolved_ones_most_events_first_under_the_command(ch
         "📋 Unresolved issues here, most events first (2):",
         "• BACKEND-2A · seen 900 times · " + "▁" * 22 + "▂█ · Busy one",
         "• BACKEND-1A · seen 4 times · " + "▁" * 23 + "█ · Quiet one",
+        "🕑 As read 30 s ago.",
     ]
     assert chat.telegram.replies_silent == [True]  # an answer never rings
     # Telegram delivers the update again: answered once.
@@ -108,6 +110,32 @@ def test_issues_lists_the_unresolved_ones_most_events_first_under_the_command(ch
     assert len(answers(chat)) == 1
     samples = parse(chat.relay.metrics.exposition().decode())
     assert value(samples, "relay_commands_total", command="issues") == 1
+
+
+def test_issues_lists_one_not_yet_read_and_asks_the_tracker_for_an_old_list(chat: Chat) -> None:
+    assert chat.relay.spool is not None
+    watched = chat.relay.spool.of(WatchStore)
+    store = chat.relay.spool.of(lambda store: store)
+
+    def next_round() -> float:
+        return float(store.read(lambda tx: tx.one("SELECT next_at FROM watch_round")["next_at"]))
+
+    watched.take_round(now=NOW, every=60.0)  # a round now: the next one a minute on
+    assert next_round() > NOW
+    chat.clock.now = NOW + 14
+    watched.watch([Watched("4", "acme", alone(4, "Brand new"), CHAT, None)], now=NOW + 14)
+    chat.update(command("/issues", 7))
+    text = answers(chat)[-1][3].split("\n")
+    assert text[0] == "📋 Unresolved issues here, most events first (3):"  # the new one too
+    assert "• BACKEND-4A · ? · ▁ · Brand new" in text  # alerted on, not read yet
+    assert text[-1] == "🕑 As read 14 s ago; asking again now."
+    assert next_round() <= NOW + 14  # the leader's next look asks the tracker
+    watched.seen({"4": Seen("unresolved", 1, (0,) * 24)}, now=NOW + 15)
+    watched.take_round(now=NOW + 15, every=60.0)
+    chat.clock.now = NOW + 200  # past two rounds since the list was read
+    chat.update(command("/issues", 8, by=10))
+    assert answers(chat)[-1][3].split("\n")[-1] == "🕑 As read 3 min 20 s ago; asking again now."
+    assert next_round() <= NOW + 200
 
 
 def test_a_chat_the_relay_does_not_serve_gets_no_answer(chat: Chat) -> None:

@@ -634,6 +634,8 @@ def test_a_customer_domains_issue_link_is_read_as_sentrys_own() -> None:
         "https://acme.sentry.io/issues/4/#top",
         "http://acme.sentry.io/issues/4/",
         "https://acme.sentry.io:8443/issues/4/",
+        "https://acme.sentry.io:99999/issues/4/",
+        "https://acme.sentry.io:x/issues/4/",
         "https://ada@acme.sentry.io/issues/4/",
         "https://www.sentry.io/issues/4/",
         "https://acme.sentry.io.evil.example/issues/4/",

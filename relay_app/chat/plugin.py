@@ -162,7 +162,11 @@ def _listed(core: Core, spool: Spool) -> tuple[BotCommand, ...]:
         )
 
     return (
-        issues_command(spool.of(WatchStore), clock=core.clock),
+        issues_command(
+            spool.of(WatchStore),
+            every=core.settings.watching.every,
+            clock=core.clock,
+        ),
         *core.before.commands,
         status_command(status),
     )

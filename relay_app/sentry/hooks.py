@@ -353,18 +353,30 @@ def customer_domain_issue(link: str, sentry_url: str) -> str | None:
         parts, home = urlsplit(link), urlsplit(sentry_url)
     except ValueError:
         return None
-    home_host = (home.hostname or "").lower()
-    if home_host != "sentry.io" and not home_host.endswith(".sentry.io"):
+    if not _on_sentry_io(home.hostname) or not _bare_https(link):
         return None
-    host = (parts.hostname or "").lower()
-    found = _SENTRY_IO_ORG.match(host)
+    found = _SENTRY_IO_ORG.match((parts.hostname or "").lower())
     issue = _CUSTOMER_ISSUE.match(parts.path)
-    plain = parts.scheme == "https" and parts.port is None and "@" not in parts.netloc
-    if not (found and issue and plain) or parts.query or parts.fragment:
-        return None
-    if found.group(1) in _SENTRY_IO_HOSTS:
+    if found is None or issue is None or found.group(1) in _SENTRY_IO_HOSTS:
         return None
     return _issue_link(sentry_url, found.group(1), issue.group(1))
+
+
+def _on_sentry_io(host: str | None) -> bool:
+    """Whether a SENTRY_URL's host is sentry.io's (or one of its regions')."""
+    found = (host or "").lower()
+    return found == "sentry.io" or found.endswith(".sentry.io")
+
+
+def _bare_https(link: str) -> bool:
+    """https, with no port, user, query or fragment (a port that is no number is one)."""
+    parts = urlsplit(link)
+    try:
+        port = parts.port
+    except ValueError:
+        return False
+    plain = parts.scheme == "https" and port is None and "@" not in parts.netloc
+    return plain and not parts.query and not parts.fragment
 
 
 def _project_of(url: object) -> str | None:

@@ -398,7 +398,8 @@ CREATE TABLE watched (
     status text,
     events bigint,
     hourly text,
-    first_alerted_at double precision
+    first_alerted_at double precision,
+    read_at double precision
 );
 
 CREATE TABLE webhooks_seen (

@@ -183,7 +183,7 @@ CREATE TABLE watched (
     thread INTEGER,
     alerted_at REAL NOT NULL,
     escalated_at REAL
-, status TEXT, events INTEGER, hourly TEXT, first_alerted_at REAL);
+, status TEXT, events INTEGER, hourly TEXT, first_alerted_at REAL, read_at REAL);
 
 CREATE INDEX watched_by_time ON watched (alerted_at);
 

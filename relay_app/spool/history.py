@@ -683,9 +683,11 @@ def photo_cards(types: Types) -> list[str]:
     """27: a card may be a photo (a chart with its issue's buttons), whose caption its edits
     change (editMessageCaption), within 1,024 characters; a message that copies a card's row
     (a chart under it) says whose, and is no alert; each issue's row keeps the level its alert
-    said (the weekly report's picture counts alerts by it)."""
+    said (the weekly report's picture counts alerts by it); each watched issue when the watcher
+    last read it (`/issues` says how old its list is)."""
     return [
         f"ALTER TABLE sent_messages ADD COLUMN captioned {types.flag}",
         "ALTER TABLE sent_messages ADD COLUMN copies TEXT",
         "ALTER TABLE issue_buttons ADD COLUMN level TEXT",
+        f"ALTER TABLE watched ADD COLUMN read_at {types.time}",
     ]

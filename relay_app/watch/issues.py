@@ -21,22 +21,44 @@ MOST_LISTED = 20
 TITLE_SHOWN = 60
 
 
-def issues_command(watched: WatchStore, *, clock: Callable[[], float] = time.time) -> BotCommand:
-    """`/issues`: the unresolved issues this chat receives, most events first."""
+def issues_command(
+    watched: WatchStore, *, every: float = 60.0, clock: Callable[[], float] = time.time
+) -> BotCommand:
+    """`/issues`: the unresolved issues this chat receives, most events first (one alerted on
+    and not yet read is listed, as open), and how old the list is: past two of the watcher's
+    rounds (`every`), or not yet read, the next round is asked for at once."""
 
     def answer(asked: Asked, words: Words) -> Said:
-        chat = asked.chat
-        issues = [
-            issue_data(issue)
-            for issue in watched.overview(chat, now=clock())
-            if issue.status == "unresolved"
-        ]
-        if not issues:
+        chat, now = asked.chat, clock()
+        listed = [i for i in watched.overview(chat, now=now) if i.status in ("unresolved", None)]
+        if not listed:
             return Said("issues_none")
-        lines = open_issue_lines(issues, words, most=MOST_LISTED)
-        return Said("issues_answer", {"count": str(len(issues)), "lines": "\n".join(lines)})
+        lines = open_issue_lines([issue_data(i) for i in listed], words, most=MOST_LISTED)
+        values: dict[str, str | Said] = {
+            "count": str(len(listed)),
+            "lines": "\n".join(lines),
+            "read": _how_old(listed, watched, words, now=now, every=every),
+        }
+        return Said("issues_answer", values)
 
     return BotCommand("issues", lambda words: words.command_issues, answer)
+
+
+def _how_old(
+    listed: Sequence[WatchedIssue], watched: WatchStore, words: Words, *, now: float, every: float
+) -> Said:
+    """How old the list is (its oldest read); past two rounds, or with an issue not yet read,
+    the next round asked for at once."""
+    oldest = min((i.read_at for i in listed if i.read_at is not None), default=None)
+    stale = any(i.read_at is None for i in listed) or (
+        oldest is not None and now - oldest > 2 * every
+    )
+    if stale:
+        watched.round_now(now=now)
+    if oldest is None:
+        return Said("issues_not_read")
+    ago = words.duration(max(0.0, now - oldest))
+    return Said("issues_read_asking" if stale else "issues_read", {"ago": ago})
 
 
 def issue_data(issue: WatchedIssue) -> dict[str, Any]:

@@ -52,6 +52,7 @@ class WatchedIssue:
     first_alerted_at: float
     escalated_at: float | None
     taken_by: str | None
+    read_at: float | None = None  # when the watcher last read it (None: not yet)
 
 
 class WatchStore:
@@ -88,6 +89,17 @@ class WatchStore:
 
         return None if self._store.write(take, now=now) else 0.0
 
+    def round_now(self, *, now: float) -> None:
+        """The next round due at once (a person asked what the watcher read long ago): the
+        fleet's leader asks within a look, as one round."""
+        self._store.write(
+            lambda tx: tx.execute(
+                "UPDATE watch_round SET next_at = ? WHERE id = 1 AND next_at > ?",
+                (tx.at.db, tx.at.db),
+            ),
+            now=now,
+        )
+
     def watched(self, *, now: float) -> list[Watched]:
         """The issues alerted on within WATCHED_FOR, newest first, MOST_WATCHED at most; the
         older ones are forgotten."""
@@ -122,9 +134,10 @@ class WatchStore:
 
         def keep(tx: Tx) -> None:
             tx.executemany(
-                "UPDATE watched SET status = ?, events = ?, hourly = ? WHERE issue_id = ?",
+                "UPDATE watched SET status = ?, events = ?, hourly = ?, read_at = ?"
+                " WHERE issue_id = ?",
                 [
-                    (seen.status, seen.events, json.dumps(list(seen.hourly)), issue_id)
+                    (seen.status, seen.events, json.dumps(list(seen.hourly)), tx.at.db, issue_id)
                     for issue_id, seen in states.items()
                 ],
             )
@@ -147,7 +160,7 @@ class WatchStore:
         def read(tx: Tx) -> list[WatchedIssue]:
             rows = tx.all(
                 "SELECT w.issue_id, w.alert, w.thread, w.status, w.events, w.hourly,"
-                " w.alerted_at, w.first_alerted_at, w.escalated_at"
+                " w.alerted_at, w.first_alerted_at, w.escalated_at, w.read_at"
                 " FROM watched w WHERE w.chat = ? AND w.alerted_at >= ?",
                 (chat, tx.at.db - WATCHED_FOR),
             )
@@ -247,4 +260,5 @@ def _watched_issue(tx: Tx, row: Row, taken_by: str | None) -> WatchedIssue:
         first_alerted_at=tx.at.to_local(float(str(row["first_alerted_at"]))),
         escalated_at=tx.at.to_local(escalated) if escalated is not None else None,
         taken_by=taken_by,
+        read_at=tx.at.to_local(read) if (read := float_or_null(row["read_at"])) else None,
     )

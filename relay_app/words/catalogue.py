@@ -123,6 +123,9 @@ class Words:
     command_silences: str
     command_status: str
     issues_answer: str
+    issues_read: str
+    issues_read_asking: str
+    issues_not_read: str
     issues_none: str
     oncall_answer: str
     oncall_line: str

@@ -118,8 +118,11 @@ RUSSIAN = Words(
     command_silences="что здесь без звука и до какого времени",
     command_status="что бот знает о Telegram, GlitchTip и своей очереди",
     issues_answer=(
-        "📋 Незакрытые проблемы этого чата, больше всего событий сверху ({count}):\n{lines}"
+        "📋 Незакрытые проблемы этого чата, больше всего событий сверху ({count}):\n{lines}\n{read}"
     ),
+    issues_read="🕑 Как прочитано {ago} назад.",
+    issues_read_asking="🕑 Как прочитано {ago} назад; спрашиваю снова.",
+    issues_not_read="🕑 Ещё не прочитано у трекера; спрашиваю сейчас.",
     issues_none="📋 Здесь нет незакрытых проблем, о которых были алерты за последние 7 дней.",
     oncall_answer="👥 Дежурные:\n{lines}",
     oncall_line="{name}: {person} до {until}, затем {next}",
