@@ -166,6 +166,29 @@ def test_a_links_card_of_an_issue_someone_has_says_who_and_offers_no_on_it(chat:
     assert "👀 On it" not in json.dumps(keyboard, ensure_ascii=False)
 
 
+def test_a_links_card_of_a_resolved_issue_offers_reopen(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    """One issue, one state: the card a link gets offers what the issue is now."""
+    glitchtip.get(f"{GLITCHTIP}/api/0/issues/9/", json={**issue_answer(9), "status": "resolved"})
+    glitchtip.get(
+        f"{GLITCHTIP}/api/0/organizations/acme/issues/?id=9",
+        json=[{"id": "9", "status": "resolved", "count": "120"}],
+    )
+    glitchtip.get(f"{GLITCHTIP}/api/0/issues/9/events/latest/", json={"tags": []})
+    alerted_on(chat, 9)
+    chat.update(message(f"{GLITCHTIP}/acme/issues/9", 1))
+    [card] = cards(chat)
+    assert card.text.startswith("🔗 BACKEND-9A · resolved")
+    [(_, message_id, _, keyboard)] = chat.telegram.edits  # its buttons follow at once
+    labels = [b["text"] for row in keyboard["inline_keyboard"] for b in row]
+    assert labels[0] == "↩️ Reopen"
+    assert "✅ Resolve" not in labels
+    kept = chat.store.message(CHAT, message_id)
+    assert kept is not None
+    assert [b.status for b in kept.buttons] == ["resolved"]
+
+
 def test_a_link_again_within_ten_minutes_gets_no_second_card(chat: Chat) -> None:
     chat.update(message(LINK, 1))
     chat.update(message(f"again: {LINK}", 2, by=10))

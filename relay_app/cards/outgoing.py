@@ -23,9 +23,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from ..core.errors import SpoolError
+from ..core.json_values import json_object
 from ..core.routing import Destination
 from ..delivery.job import Delivery, FollowUp
 from ..delivery.outbox import Outbox
+from ..glitchtip.api import IssueStatus
 from ..message.formatting import Message
 from ..message.subjects import alerted_in
 from ..spool.model import Job
@@ -288,10 +290,20 @@ def _outages_announced(
 
 def _with_levels(plan: Plan, jobs: Sequence[Job]) -> Plan:
     """The plan's buttons with each issue's level as its alert said it (the weekly report
-    counts alerts by it)."""
+    counts alerts by it), and its state where the job says what its source said it is (a
+    link's card of a resolved issue offers Reopen: its edit follows at once)."""
     levels = {found.issue.id: found.level for job in jobs for found in alerted_in(job.data)}
+    states: dict[str, IssueStatus] = {}
+    for job in jobs:
+        for issue_id, status in json_object(job.data.get("states")).items():
+            if status in ("resolved", "ignored"):
+                states[str(issue_id)] = status
     return replace(
-        plan, buttons=tuple(replace(b, level=levels.get(b.issue_id)) for b in plan.buttons)
+        plan,
+        buttons=tuple(
+            replace(b, level=levels.get(b.issue_id), status=states.get(b.issue_id))
+            for b in plan.buttons
+        ),
     )
 
 

@@ -483,7 +483,7 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
     )
     tx.executemany(
         "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin,"
-        " label, title, org, level) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " label, title, org, level, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (key) DO NOTHING",
         [
             (
@@ -497,11 +497,15 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
                 b.title,
                 b.org,
                 b.level,
+                b.status,
             )
             for n, b in enumerate(message.buttons)
         ],
     )
     inherited = _taken_already(tx, message) if message.buttons else False
+    # A state its source said when it was queued (a link's card of a resolved issue): the
+    # buttons sent offered what an open issue's do, and its edit shows what it is.
+    inherited = inherited or any(b.status is not None for b in message.buttons)
     tx.executemany(
         "INSERT INTO outages (lane, link, chat, message_id, name, down_at)"
         " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (lane, link) DO UPDATE"

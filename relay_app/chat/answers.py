@@ -136,12 +136,20 @@ class Answering:
             ),
         )
 
-    def link_card(self, asker: Asker, about: Mapping[str, Any]) -> bool:
-        """An issue's card in reply to the message; as `answer`."""
+    def link_card(
+        self, asker: Asker, about: Mapping[str, Any], *, states: Mapping[str, str]
+    ) -> bool:
+        """An issue's card in reply to the message, its buttons as `states` say the issues
+        are (by the relay's id); as `answer`."""
         return self._queued(
             asker,
             self._outbox.link_card(
-                asker.chat, asker.thread, asker.message_id, about, most_waiting=WAITING_PER_CHAT
+                asker.chat,
+                asker.thread,
+                asker.message_id,
+                about,
+                most_waiting=WAITING_PER_CHAT,
+                states=states,
             ),
         )
 

@@ -205,7 +205,8 @@ class Links:
             if not self._scope.follows(chat, linked.org, issue_id, issue, tags, source=source):
                 return self._not_followed(linked, chat)
             card = link_card_data(issue, linked.link, source=source)
-            if not self._answering.link_card(asker, card):
+            states = {issue_id: str(card["status"])}  # its buttons offer what it is now
+            if not self._answering.link_card(asker, card, states=states):
                 return self._counted("failed")  # the chat has as many answers waiting as it may
         except GlitchTipIssueGone:
             return self._not_followed(linked, chat)  # said alike: no such issue, or not this org's

@@ -130,11 +130,15 @@ class Outbox:
         about: Mapping[str, Any],
         *,
         most_waiting: int,
+        states: Mapping[str, str] | None = None,
     ) -> bool:
         """An issue's card in reply to the message that linked to it (chat/links.py): an
         alert's message and buttons, alone (never in a digest), in the message's own lane,
-        paced with the chat's writes after all of them. As `answer`."""
-        card = {"link_card": dict(about)}
+        paced with the chat's writes after all of them; `states`: its issues' states as their
+        source said them, which its buttons follow (cards/outgoing.py). As `answer`."""
+        card: dict[str, Any] = {"link_card": dict(about)}
+        if states:
+            card["states"] = dict(states)
         return self._answer("alert", _where(chat, thread), message_id, card, most_waiting)
 
     def _add(
