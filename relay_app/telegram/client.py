@@ -100,23 +100,12 @@ class TelegramClient:
         does, with its `extras`: inline buttons, and as a reply to a message of the chat (sent
         plainly when that message is gone), without sound. Returns Telegram's `result` (the
         Message); raises a DeliveryError subclass otherwise."""
-        keyboard, reply_to = extras.keyboard, extras.reply_to
         body: dict[str, Any] = {
             "chat_id": chat_id,
             "text": text,
             "link_preview_options": {"is_disabled": True},
         }
-        if html:
-            body["parse_mode"] = "HTML"
-        if thread_id is not None:
-            body["message_thread_id"] = thread_id
-        if keyboard is not None:
-            body["reply_markup"] = keyboard
-        if reply_to is not None:
-            body["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
-        if extras.silent:
-            body["disable_notification"] = True
-        return self.call("sendMessage", body, deadline=deadline)
+        return self.call("sendMessage", _placed(body, html, thread_id, extras), deadline=deadline)
 
     def send_photo(
         self,
@@ -133,18 +122,7 @@ class TelegramClient:
         file_id of one Telegram keeps) with `caption` (at most 1,024 characters), as
         `send_message` sends text. Returns Telegram's `result` (the Message, whose `photo` lists
         the sizes it keeps, each with its file_id); raises a DeliveryError subclass."""
-        keyboard, reply_to = extras.keyboard, extras.reply_to
-        body: dict[str, Any] = {"chat_id": chat_id, "caption": caption}
-        if html:
-            body["parse_mode"] = "HTML"
-        if thread_id is not None:
-            body["message_thread_id"] = thread_id
-        if keyboard is not None:
-            body["reply_markup"] = keyboard
-        if reply_to is not None:
-            body["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
-        if extras.silent:
-            body["disable_notification"] = True
+        body = _placed({"chat_id": chat_id, "caption": caption}, html, thread_id, extras)
         if isinstance(photo, str):
             return self.call("sendPhoto", {**body, "photo": photo}, deadline=deadline)
         files = {"photo": ("chart.png", photo, "image/png")}
@@ -314,6 +292,28 @@ class TelegramClient:
 
     def close(self) -> None:
         self._session.close()
+
+
+def _placed(
+    body: dict[str, Any], html: bool, thread_id: int | None, extras: Extras
+) -> dict[str, Any]:
+    """A message's or a photo's body with where it goes and what it carries: HTML, the forum
+    topic, inline buttons, the message it answers (sent plainly when that message is gone), no
+    sound."""
+    if html:
+        body["parse_mode"] = "HTML"
+    if thread_id is not None:
+        body["message_thread_id"] = thread_id
+    if extras.keyboard is not None:
+        body["reply_markup"] = extras.keyboard
+    if extras.reply_to is not None:
+        body["reply_parameters"] = {
+            "message_id": extras.reply_to,
+            "allow_sending_without_reply": True,
+        }
+    if extras.silent:
+        body["disable_notification"] = True
+    return body
 
 
 def _form_fields(body: dict[str, Any]) -> dict[str, str]:
