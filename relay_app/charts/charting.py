@@ -2,8 +2,9 @@
 source and drawn off the thread that read the press or the command, on this process's few
 drawing threads (at most DRAWS_WAITING asked at once: past that, the person is told to ask again),
 then queued as a job like every write to the chat: paced, retried, after the chat's alerts,
-counted among the answers waiting for it. A chart drawn here is kept CACHED_FOR per issue: asked
-again meanwhile, it goes at once, by the file_id Telegram gave it once it was sent.
+counted among the answers waiting for it. A chart drawn here is kept CACHED_FOR per issue and time
+zone (its hours are the chat's): asked again meanwhile, it goes at once, by the file_id Telegram
+gave it once it was sent.
 
 A chart asked for as this process stops is not drawn: the person asks again (it is an answer,
 never an alert). When the source cannot be asked, one short reply says so; when the picture
@@ -94,7 +95,7 @@ class Charts:
         self._draw = drawing
         self._cached_for = cached_for
         self._lock = threading.Lock()
-        self._drawn: dict[str, Drawn] = {}
+        self._drawn: dict[tuple[str, str], Drawn] = {}  # by issue and the zone drawn in
         # The charts being made here, each under its message: asked for again meanwhile (a
         # double tap), it is the same chart.
         self._making: set[tuple[str, int, str]] = set()
@@ -108,7 +109,7 @@ class Charts:
     def ask(self, asked: ChartAsked) -> Asking:
         """Queue the chart now when one drawn here is recent; else draw it (off this thread).
         Raises SpoolError (queued now)."""
-        drawn = self._recent(asked.issue.issue_id)
+        drawn = self._recent(self._drawn_key(asked.issue.issue_id, asked.chat))
         if drawn is not None:
             self._count("cached")
             return "queued" if self._queue(asked, drawn) else "busy"
@@ -121,27 +122,27 @@ class Charts:
             return "busy"
         return "drawing"
 
-    def sent(self, issue_id: str, file_id: str | None) -> None:
+    def sent(self, issue_id: str, chat: str, file_id: str | None) -> None:
         """A chart of the issue reached the chat, Telegram keeping it as `file_id`."""
         self._count("sent" if file_id is not None else "as_text")
+        key = self._drawn_key(issue_id, chat)
         with self._lock:
-            drawn = self._drawn.get(issue_id)
+            drawn = self._drawn.get(key)
             if drawn is not None and file_id is not None:
-                self._drawn[issue_id] = replace(drawn, file_id=file_id)
+                self._drawn[key] = replace(drawn, file_id=file_id)
 
     def shutdown(self) -> None:
         self._worker.shutdown()
 
-    def wait_idle(self, timeout: float) -> bool:
-        """Whether every chart asked for has been drawn or given up (tests)."""
-        return self._worker.wait_idle(timeout)
+    def _drawn_key(self, issue_id: str, chat: str) -> tuple[str, str]:
+        return issue_id, str(self._zone_of(chat))
 
-    def _recent(self, issue_id: str) -> Drawn | None:
+    def _recent(self, key: tuple[str, str]) -> Drawn | None:
         now = self._clock()
         with self._lock:
-            for key in [k for k, d in self._drawn.items() if now - d.at >= self._cached_for]:
-                del self._drawn[key]
-            return self._drawn.get(issue_id)
+            for old in [k for k, d in self._drawn.items() if now - d.at >= self._cached_for]:
+                del self._drawn[old]
+            return self._drawn.get(key)
 
     def _made(self, asked: ChartAsked) -> None:
         """Off the thread that asked: the issue's events asked of its source, drawn, queued."""
@@ -182,7 +183,7 @@ class Charts:
         drawn = Drawn(series, png, now)
         if png is not None:
             with self._lock:
-                self._drawn[issue.issue_id] = drawn
+                self._drawn[self._drawn_key(issue.issue_id, asked.chat)] = drawn
         try:
             self._queue(asked, drawn)
         except SpoolError as exc:

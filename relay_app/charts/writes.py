@@ -56,7 +56,7 @@ def chart_writer(
     *,
     theirs: Sequence[Button],
     snooze_events: int = SNOOZE_EVENTS,
-    sent_to: Callable[[str, str | None], None] = lambda issue_id, file_id: None,
+    sent_to: Callable[[str, str, str | None], None] = lambda issue_id, chat, file_id: None,
     clock: Callable[[], float] = time.time,
 ) -> Callable[[Job, Renderer], Write | None]:
     """What a chart's job writes here: `sent` keeps the photo as a card; `theirs`: the
@@ -92,7 +92,7 @@ def chart_writer(
                 captioned=file_id is not None,
             )
             sent.keep_copy(kept, like)
-            sent_to(issue.issue_id, file_id)
+            sent_to(issue.issue_id, where.chat, file_id)
 
         return Photo(
             Picture(

@@ -61,10 +61,6 @@ class WeeklyPhotos:
     def shutdown(self) -> None:
         self._worker.shutdown()
 
-    def wait_idle(self, timeout: float) -> bool:
-        """Whether every picture asked for has been drawn and queued, or given up (tests)."""
-        return self._worker.wait_idle(timeout)
-
     def _made(self, destination: Destination, report: Report, zone: ZoneInfo) -> None:
         try:
             png = self._draw(report_spec(report, self._words, zone, self._names))
