@@ -250,9 +250,9 @@ def test_a_metric_alert_is_an_outage_and_its_recovery_without_buttons() -> None:
     warning_body = sample("metric_alert_resolved.json") | {"action": "warning"}
     warning = read_hook("metric_alert", warning_body, sentry_url=SENTRY)
     assert isinstance(warning, Alerting)
-    [attachment] = warning.payload["attachments"]  # a warning: an alert of its own
-    assert attachment["level"] == "warning"
-    assert attachment["title"] == "Resolved: Too many errors"  # Sentry's own title for it
+    # A warning begins the incident's thread, as its critical would.
+    assert [m.state for m in subjects_of(parse_alert(warning.payload)).monitors] == ["warning"]
+    assert message_for(warning.payload, ENGLISH).text.startswith("🟡 WARNING · Too many errors")
 
 
 def test_a_new_issue_is_an_alert_of_kind_created_with_its_short_id() -> None:
@@ -486,6 +486,31 @@ def test_a_metric_alerts_recovery_is_sent_under_its_outage_saying_how_long(
     assert recovery["text"].startswith("✅ <b>UP</b> · ")
     assert "Too many errors" in recovery["text"]
     assert recovery["reply_parameters"]["message_id"] == 31
+
+
+def test_a_metric_alerts_warning_critical_and_resolution_are_one_thread(
+    sentry_app: Flask, telegram: responses.RequestsMock, fake_time: FakeTime
+) -> None:
+    for message_id in (31, 32, 33):
+        telegram.post(SEND_URL, json={"ok": True, "result": {"message_id": message_id}})
+    telegram.post(SEND_URL.replace("sendMessage", "editMessageText"), json=OK)  # the warning's
+    client = sentry_app.test_client()
+    for n, action in enumerate(("warning", "critical")):
+        body = json.dumps(sample("metric_alert_resolved.json") | {"action": action}).encode()
+        assert signed_post(client, body, "metric_alert", request_id=f"{n}" * 32).status_code == 202
+        run_background(relay_in(sentry_app).dispatcher, fake_time)
+        fake_time.now += 300
+    resolved = sample_bytes("metric_alert_resolved.json")
+    assert signed_post(client, resolved, "metric_alert", request_id="e" * 32).status_code == 202
+    run_background(relay_in(sentry_app).dispatcher, fake_time)
+    warning, critical, recovery = sent_bodies(telegram)
+    assert warning["text"].startswith("🟡 <b>WARNING</b> · ")
+    assert "reply_parameters" not in warning
+    assert critical["text"].startswith("🔴 <b>DOWN</b> · ")
+    assert critical["reply_parameters"]["message_id"] == 31  # under the warning
+    assert recovery["text"].startswith("✅ <b>UP</b> · ")
+    assert recovery["reply_parameters"]["message_id"] == 31  # the thread's first
+    assert "10 min" in recovery["text"]  # since the warning
 
 
 def test_deliveries_and_assignments_are_kept_alike_on_either_database(

@@ -55,6 +55,8 @@ class Plan:
 
 
 NOTHING = Plan()
+# The states that begin an outage's thread (its recovery replies under its first message).
+OPENING = ("down", "warning")
 
 
 @dataclass(frozen=True)
@@ -134,8 +136,7 @@ class Outgoing:
             return NOTHING
         buttons = self._new_buttons(alerts)
         recoveries = tuple(self._outages_ended(alerts, destination))
-        answering = next((alert.reply_to for alert in alerts if alert.reply_to is not None), None)
-        reply_to = recoveries[-1][1].message_id if recoveries else answering
+        reply_to = self._reply_to(alerts, destination, recoveries)
         if not buttons and reply_to is None:
             return NOTHING
         return Plan(
@@ -256,6 +257,38 @@ class Outgoing:
                 if outage is not None:
                     yield index, outage
 
+    def _reply_to(
+        self,
+        alerts: Sequence[Message],
+        destination: Destination,
+        recoveries: Sequence[tuple[int, Outage]],
+    ) -> int | None:
+        """What the message answers: the outage a recovery ends, the message an answer is to,
+        or the first message of an outage still going on (a warning turned critical)."""
+        if recoveries:
+            return recoveries[-1][1].message_id
+        answering = next((alert.reply_to for alert in alerts if alert.reply_to is not None), None)
+        if answering is not None:
+            return answering
+        return next(self._outages_going_on(alerts, destination), None)
+
+    def _outages_going_on(
+        self, alerts: Sequence[Message], destination: Destination
+    ) -> Iterator[int]:
+        """The message that began an outage still going on, for each alert that says it again
+        (a metric alert's warning, then its critical): the thread it goes in."""
+        assert self._store is not None
+        for alert in alerts:
+            for monitor in alert.subjects.monitors:
+                if monitor.state not in OPENING:
+                    continue
+                try:
+                    outage = self._store.outage(destination.lane, monitor.link)
+                except SpoolError:
+                    outage = None  # sent plainly, as a first outage is
+                if outage is not None:
+                    yield outage.message_id
+
     def _said_over(self, outage: Outage, lasted: float) -> Callable[[Tx], None]:
         """The outage's card gets a line saying the monitor is back, and its edit is queued."""
         words = self._words
@@ -284,7 +317,7 @@ def _outages_announced(
         )
         for alert, job in zip(alerts, jobs, strict=True)
         for monitor in alert.subjects.monitors
-        if monitor.state == "down"
+        if monitor.state in OPENING
     ]
 
 

@@ -507,10 +507,10 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
     # buttons sent offered what an open issue's do, and its edit shows what it is.
     inherited = inherited or any(b.status is not None for b in message.buttons)
     tx.executemany(
+        # An outage going on keeps the message that began it (a warning's, when its critical
+        # follows): the thread's first, which its recovery answers.
         "INSERT INTO outages (lane, link, chat, message_id, name, down_at)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (lane, link) DO UPDATE"
-        " SET chat = excluded.chat, message_id = excluded.message_id,"
-        " name = excluded.name, down_at = excluded.down_at",
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (lane, link) DO NOTHING",
         [(o.lane, o.link, o.chat, o.message_id, o.name, tx.at.to_db(o.down_at)) for o in outages],
     )
     return inherited

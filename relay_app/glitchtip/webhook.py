@@ -18,7 +18,10 @@ from ..core.json_values import json_objects
 _ISSUE_TOTAL = re.compile(r"\((\d+) issues?\)")
 _SHORT_ID = re.compile(r"\[View Issue ([^\]]+)\]")
 
-MonitorState = Literal["down", "up", "unknown"]
+# "warning": a source's state short of down (Sentry's metric alert), which opens the same
+# thread an outage does.
+MonitorState = Literal["down", "warning", "up", "unknown"]
+_STATED = ("down", "warning", "up")
 # The issue's level, as the webhook tells it: only by the attachment's colour, #e52b50 for error
 # and fatal, #4b60b4 for info, none for warning and the other levels.
 Level = Literal["error", "warning", "info", "other"]
@@ -253,9 +256,9 @@ def _monitor_change(item: dict[str, Any]) -> MonitorChange:
 
 
 def _stated_change(item: dict[str, Any]) -> MonitorChange:
-    """A change of state whose attachment names it ("down", "up")."""
+    """A change of state whose attachment names it ("down", "warning", "up")."""
     state = item.get("state")
-    return replace(_monitor_change(item), state=state if state in ("down", "up") else "unknown")
+    return replace(_monitor_change(item), state=state if state in _STATED else "unknown")
 
 
 def _fields(raw: object) -> tuple[Field, ...]:

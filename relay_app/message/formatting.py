@@ -86,7 +86,7 @@ SITE_UP = "The monitored site is back up."
 
 SEVERITY_BY_LEVEL: dict[Level, str] = {"error": "🔴", "warning": "🟠", "other": "⚪", "info": "🔵"}
 _SEVERITY_RANK = list(SEVERITY_BY_LEVEL.values())  # the worst first
-MONITOR_MARKERS = {"down": "🔴", "up": "✅", "unknown": "ℹ️"}
+MONITOR_MARKERS = {"down": "🔴", "warning": "🟡", "up": "✅", "unknown": "ℹ️"}
 
 
 @dataclass(frozen=True)

@@ -81,8 +81,9 @@ def lines_of(
 
 
 def monitor_state(state: str, words: Words) -> str:
-    """'DOWN', 'UP', or 'UPTIME' when GlitchTip's sentence said neither."""
-    return {"down": words.monitor_down, "up": words.monitor_up}.get(state, words.monitor_unknown)
+    """'DOWN', 'WARNING', 'UP', or 'UPTIME' when GlitchTip's sentence said neither."""
+    said = {"down": words.monitor_down, "warning": words.monitor_warning, "up": words.monitor_up}
+    return said.get(state, words.monitor_unknown)
 
 
 def field_name(title: str, words: Words) -> str:

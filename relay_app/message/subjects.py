@@ -101,7 +101,11 @@ class Subjects:
                 for i, o, s, *rest in data.get("issues", [])
             )
             monitors = tuple(
-                MonitorRef(str(link), str(name), state if state in ("down", "up") else "unknown")
+                MonitorRef(
+                    str(link),
+                    str(name),
+                    state if state in ("down", "warning", "up") else "unknown",
+                )
                 for link, name, state in data.get("monitors", [])
             )
             mentions = tuple(str(m) for m in data.get("mentions", []))

@@ -164,34 +164,11 @@ def _event_fields(event: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def _metric_alert(action: str, data: dict[str, Any]) -> Hook:
-    """A metric alert. Critical and resolved are the alert rule's outage and its recovery, as
-    an uptime monitor's are: the recovery goes under the outage, saying how long it lasted
-    (its link, the incident's, tells them apart). A warning is an alert of its own."""
-    return _metric_warning(data) if action == "warning" else _metric_change(action, data)
-
-
-def _metric_warning(data: dict[str, Any]) -> Alerting:
-    """A metric alert's warning: an alert of its own, with Sentry's title for it."""
-    incident = json_object(data.get("metric_alert"))
-    rule = json_object(incident.get("alert_rule"))
-    title = _text(data.get("description_title")) or _text(rule.get("name")) or "(metric alert)"
-    projects = [_text(p) for p in rule.get("projects") or incident.get("projects") or []]
-    fields = _fields(
-        project=", ".join(p for p in projects if p) or None,
-        environment=_text(rule.get("environment")),
-        server=None,
-        release=None,
-    )
-    payload = _payload(
-        _text(rule.get("name")),
-        title=title,
-        link=_text(data.get("web_url")),
-        culprit=_text(data.get("description_text")).replace("\\n", "\n") or None,
-        level="warning",
-        fields=fields,
-        short_id=None,
-    )
-    return Alerting(payload, key=_incident_key(incident, "warning"))
+    """A metric alert, one thread an incident: its warning or critical begins it, as an uptime
+    monitor's outage does (a critical after the warning goes under the warning's message), and
+    its resolution goes under the first, saying how long it lasted (its link, the incident's,
+    tells incidents apart)."""
+    return _metric_change(action, data)
 
 
 def _metric_change(action: str, data: dict[str, Any]) -> Alerting:
@@ -202,7 +179,7 @@ def _metric_change(action: str, data: dict[str, Any]) -> Alerting:
         "title": name,
         "title_link": _text(data.get("web_url")) or None,
         "text": _text(data.get("description_text")).replace("\\n", "\n") or None,
-        "state": "down" if action == "critical" else "up",
+        "state": {"critical": "down", "warning": "warning"}.get(action, "up"),
     }
     return Alerting(
         {SOURCE_KEY: SOURCE, KIND_KEY: "monitor", "text": name, "attachments": [change]},

@@ -67,6 +67,7 @@ class Words:
 
     # An uptime monitor's alert.
     monitor_down: str
+    monitor_warning: str
     monitor_up: str
     monitor_unknown: str
     unnamed_monitor: str

@@ -40,6 +40,7 @@ ENGLISH = Words(
     issue_label="Issue",
     unknown_payload="Webhook payload in a shape the relay does not know",
     monitor_down="DOWN",
+    monitor_warning="WARNING",
     monitor_up="UP",
     monitor_unknown="UPTIME",
     unnamed_monitor="(unnamed monitor)",

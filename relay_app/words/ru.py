@@ -54,6 +54,7 @@ RUSSIAN = Words(
     issue_label="Проблема",
     unknown_payload="Вебхук в формате, которого бот не знает",
     monitor_down="НЕ РАБОТАЕТ",
+    monitor_warning="ПРЕДУПРЕЖДЕНИЕ",
     monitor_up="РАБОТАЕТ",
     monitor_unknown="МОНИТОРИНГ",
     unnamed_monitor="(монитор без названия)",
