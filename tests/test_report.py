@@ -117,18 +117,24 @@ def test_the_monday_summary_has_the_weeks_report(week: Chat) -> None:
     assert "report" not in summaries_of(week.relay).compose(HERE)["summary"]
 
 
-def test_relay_app_report_prints_it_for_a_route(
-    week: Chat, tmp_path: Path, spool_path: str
-) -> None:
+def cli_environ(tmp_path: Path, spool_path: str, **more: str) -> dict[str, str]:
+    """What `relay-app report` reads: the routes file, the week's spool, the relay's own."""
     routes = tmp_path / "routes.toml"
     routes.write_text(ROUTES)
-    environ = {
+    return {
         "RELAY_ROUTES": str(routes),
         "RELAY_SPOOL_PATH": spool_path,
         "TELEGRAM_CHAT_ID": CHAT,
         "TELEGRAM_BOT_TOKEN": "123456789:AAE-a-token-as-botfather-prints-it-000",
         "RELAY_WEBHOOK_SECRET": "s" * 32,
+        **more,
     }
+
+
+def test_relay_app_report_prints_it_for_a_route(
+    week: Chat, tmp_path: Path, spool_path: str
+) -> None:
+    environ = cli_environ(tmp_path, spool_path)
     out, err = io.StringIO(), io.StringIO()
     code = main(
         ["report", "--route", "payments", "--days", "30"], environ=environ, out=out, err=err
@@ -166,16 +172,7 @@ def test_the_report_counts_each_days_alerts_by_level_and_each_place(week: Chat) 
 def test_the_report_as_a_picture_from_the_command_line_and_after_the_monday_summary(
     week: Chat, tmp_path: Path, spool_path: str
 ) -> None:
-    routes = tmp_path / "routes.toml"
-    routes.write_text(ROUTES)
-    environ = {
-        "RELAY_ROUTES": str(routes),
-        "RELAY_SPOOL_PATH": spool_path,
-        "TELEGRAM_CHAT_ID": CHAT,
-        "TELEGRAM_BOT_TOKEN": "123456789:AAE-a-token-as-botfather-prints-it-000",
-        "RELAY_WEBHOOK_SECRET": "s" * 32,
-        "RELAY_LANGUAGE": "ru",
-    }
+    environ = cli_environ(tmp_path, spool_path, RELAY_LANGUAGE="ru")
     picture = tmp_path / "week.png"
     out, err = io.StringIO(), io.StringIO()
     code = main(["report", "--chart", str(picture)], environ=environ, out=out, err=err)

@@ -71,9 +71,7 @@ def chart_writer(
         found = sent.pressed(like) if like else None
         row = replace(found[1], key=str(chart["key"])) if found is not None else issue
         caption = caption_of(series, row, words, zone)
-        instead = (
-            caption + "\n" + words.word("chart_instead").format(spark=sparkline(series.hourly))
-        )
+        instead = _as_text(caption, series, words)
         reply_to = number(job.data)
         picture = _picture(chart)
         if picture is None:
@@ -114,9 +112,14 @@ def left_behind(job: Job, renderer: Renderer) -> Write | None:
     _, series, issue = _read(job)
     words = renderer.words
     caption = caption_of(series, issue, words, renderer.zone_of(job.destination.chat))
-    text = caption + "\n" + words.word("chart_instead").format(spark=sparkline(series.hourly))
+    text = _as_text(caption, series, words)
     chat = str(job.destination.chat)
     return ReplyUnder(chat, job.destination.thread, number(job.data), visible(text), html=text)
+
+
+def _as_text(caption: str, series: Series, words: Words) -> str:
+    """The chart as text, where no picture goes: its caption, and its 24 hours as a sparkline."""
+    return caption + "\n" + words.word("chart_instead").format(spark=sparkline(series.hourly))
 
 
 def _read(job: Job) -> tuple[dict[str, Any], Series, IssueButton]:

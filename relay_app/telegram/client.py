@@ -1,6 +1,6 @@
 """The Telegram Bot API client: `sendMessage` for the relay (and `sendPhoto`, a picture as
 multipart form data, for a chart), and for acting on alerts from the chat `editMessageText`
-(`editMessageCaption` for a photo's), `answerCallbackQuery`, a long-polling `getUpdates`,
+(`editMessageCaption` for a photo's caption), `answerCallbackQuery`, a long-polling `getUpdates`,
 `setWebhook` and `deleteWebhook`; `getMe`, `getChat`, `getChatMember` and `sendChatAction`
 for `relay-app check`, `getUpdates` and `getWebhookInfo` for `relay-app chats`; and the one
 place where requests' exceptions and Telegram's replies become the relay's delivery errors.
@@ -128,27 +128,6 @@ class TelegramClient:
         files = {"photo": ("chart.png", photo, "image/png")}
         return json_object(self.call_for_any("sendPhoto", body, deadline=deadline, files=files))
 
-    def edit_message_caption(
-        self,
-        chat_id: ChatId,
-        message_id: int,
-        html: str,
-        *,
-        keyboard: dict[str, Any] | None,
-        deadline: float,
-    ) -> None:
-        """Replace a photo's caption (HTML) and its buttons: Telegram refuses editMessageText
-        on a message that has no text."""
-        body: dict[str, Any] = {
-            "chat_id": chat_id,
-            "message_id": message_id,
-            "caption": html,
-            "parse_mode": "HTML",
-        }
-        if keyboard is not None:
-            body["reply_markup"] = keyboard
-        self.call_for_any("editMessageCaption", body, deadline=deadline)
-
     def edit_message_text(
         self,
         chat_id: ChatId,
@@ -157,18 +136,22 @@ class TelegramClient:
         *,
         keyboard: dict[str, Any] | None,
         deadline: float,
+        caption: bool = False,
     ) -> None:
-        """Replace a message's text (HTML) and its buttons: without `keyboard`, it has none."""
-        body: dict[str, Any] = {
-            "chat_id": chat_id,
-            "message_id": message_id,
-            "text": html,
-            "parse_mode": "HTML",
-            "link_preview_options": {"is_disabled": True},
-        }
+        """Replace a message's text (HTML) and its buttons: without `keyboard`, it has none.
+        With `caption`, a photo's caption (editMessageCaption: Telegram refuses
+        editMessageText on a message that has no text)."""
+        body: dict[str, Any] = {"chat_id": chat_id, "message_id": message_id}
+        if caption:
+            body["caption"] = html
+        else:
+            body["text"] = html
+            body["link_preview_options"] = {"is_disabled": True}
+        body["parse_mode"] = "HTML"
         if keyboard is not None:
             body["reply_markup"] = keyboard
-        self.call_for_any("editMessageText", body, deadline=deadline)
+        method = "editMessageCaption" if caption else "editMessageText"
+        self.call_for_any(method, body, deadline=deadline)
 
     def answer_callback_query(
         self, callback_query_id: str, text: str, *, alert: bool, deadline: float

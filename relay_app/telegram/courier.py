@@ -224,14 +224,14 @@ class Courier:
         """Replace a sent message's text and buttons (a photo's caption, with `caption`),
         within the attempt timeout; raises DeliveryError (an edit that changes nothing is no
         error)."""
-        edit = self._client.edit_message_caption if caption else self._client.edit_message_text
         try:
-            edit(
+            self._client.edit_message_text(
                 parse_chat_id(chat) or chat,
                 message_id,
                 html_text,
                 keyboard=keyboard,
                 deadline=time.monotonic() + self._attempt_timeout,
+                caption=caption,
             )
         except PermanentDeliveryError as exc:
             if _NOT_MODIFIED not in exc.description.lower():
