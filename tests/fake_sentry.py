@@ -5,7 +5,9 @@
   127.0.0.1 its own address), `GET /api/0/organizations/<org>/issues/?group=…` (the issues
   asked for by id, with `stats["24h"]` when `groupStatsPeriod=24h`: organization_group_index.py
   in getsentry/sentry), `PUT
-  /api/0/issues/<id>/` (`status`), `POST /api/0/issues/<id>/comments/` (`{"text": …}`, 400
+  /api/0/issues/<id>/` (`status`), `GET /api/0/issues/<id>/` (the issue: its `shortId`, count,
+  first seen, level) and `GET /api/0/issues/<id>/events/latest/` (the event `latest` holds,
+  404 without one), `POST /api/0/issues/<id>/comments/` (`{"text": …}`, 400
   without it, as Sentry's NoteSerializer), 401 for another token, 404 for an issue it does not
   have;
 - its integration platform: `send` posts a webhook to the relay as Sentry's `AppPlatformEvent`
@@ -36,7 +38,9 @@ CLIENT_SECRET = "c0ffee" * 10 + "c0ff"
 ORG = "acme"
 _ISSUE = re.compile(r"/api/0/issues/([0-9]+)/")
 _COMMENTS = re.compile(r"/api/0/issues/([0-9]+)/comments/")
+_LATEST = re.compile(r"/api/0/issues/([0-9]+)/events/latest/")
 _INDEX = re.compile(r"/api/0/organizations/([^/]+)/issues/\?(.*)")
+_NOT_FOUND = {"detail": "The requested resource does not exist"}
 # Sentry's integration platform gives a webhook this long to be answered.
 SENTRY_TIMEOUT = 1.0
 
@@ -67,13 +71,20 @@ class FakeSentry(LocalService):
         self.counts: dict[str, int] = {}
         self.hourly: dict[str, list[list[int]]] = {}
         self.comments: dict[str, list[str]] = {}
+        self.short_ids: dict[str, str] = {}
+        # An issue's latest event, as Sentry's API answers it (`entries`, camelCase frames).
+        self.latest: dict[str, dict[str, Any]] = {}
         self.calls: list[Call] = []
         # Seconds each change (PUT, POST) waits before it is answered: a Sentry that hangs.
         self.write_delay = 0.0
 
-    def add_issue(self, issue_id: int, status: str = "unresolved") -> None:
+    def add_issue(
+        self, issue_id: int, status: str = "unresolved", *, short_id: str | None = None
+    ) -> None:
         with self.lock:
             self.issues[str(issue_id)] = status
+            if short_id is not None:
+                self.short_ids[str(issue_id)] = short_id
 
     def status(self, issue_id: int) -> str:
         with self.lock:
@@ -118,6 +129,11 @@ class FakeSentry(LocalService):
                 return 200, [{"id": "1", "slug": ORG, "name": "Acme", "links": links}]
             if method == "GET" and (found := _INDEX.fullmatch(path)):
                 return self._index(found.group(1), parse_qs(found.group(2)))
+            if method == "GET" and (found := _ISSUE.fullmatch(path)):
+                return self._issue(found.group(1))
+            if method == "GET" and (found := _LATEST.fullmatch(path)):
+                event = self.latest.get(found.group(1))
+                return (200, event) if event is not None else (404, _NOT_FOUND)
             if method == "POST" and (found := _COMMENTS.fullmatch(path)):
                 return self._comment(found.group(1), body)
             if method == "PUT" and (found := _ISSUE.fullmatch(path)):
@@ -142,6 +158,23 @@ class FakeSentry(LocalService):
                 issue["stats"] = {"24h": self.hourly.get(issue_id, [])}
             found.append(issue)
         return 200, found
+
+    def _issue(self, issue_id: str) -> tuple[int, Any]:
+        """The issue as Sentry's issue details answer it (the fields the relay reads)."""
+        if issue_id not in self.issues:
+            return 404, _NOT_FOUND
+        return 200, {
+            "id": issue_id,
+            "shortId": self.short_ids.get(issue_id, f"FRONT-END-{issue_id}"),
+            "title": "ReferenceError: heck is not defined",
+            "culprit": "?(runner)",
+            "level": "error",
+            "status": self.issues[issue_id],
+            "count": str(self.counts.get(issue_id, 1)),
+            "firstSeen": "2026-12-01T17:09:24.024000Z",
+            "project": {"id": "2", "name": "Front End", "slug": "front-end"},
+            "metadata": {"type": "ReferenceError", "value": "heck is not defined"},
+        }
 
     def _comment(self, issue_id: str, body: dict[str, Any] | None) -> tuple[int, Any]:
         if issue_id not in self.issues:

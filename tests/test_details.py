@@ -7,22 +7,36 @@ import copy
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import responses
 
-from relay_app.core.errors import GlitchTipIssueGone, GlitchTipTokenRefused, GlitchTipUnreachable
+from relay_app.core.errors import (
+    GlitchTipIssueGone,
+    GlitchTipTokenRefused,
+    GlitchTipUnreachable,
+    SourceSetup,
+)
 from relay_app.glitchtip.api import GlitchTipApi
 from relay_app.glitchtip.details import (
+    Frame,
     IssueDetails,
     details_as_json,
     details_from,
     details_from_json,
+    filled,
 )
-from relay_app.glitchtip.lookups import FRESH_FOR, PAUSE_AFTER_FAILURE, WARN_EVERY, IssueLookups
-from relay_app.glitchtip.webhook import parse_alert
+from relay_app.glitchtip.lookups import (
+    FRESH_FOR,
+    PAUSE_AFTER_FAILURE,
+    WARN_EVERY,
+    EachSource,
+    IssueLookups,
+)
+from relay_app.glitchtip.webhook import parse_alert, with_short_ids
 from relay_app.message.details import frame_where
 from relay_app.message.formatting import format_alert, message_for
 from relay_app.spool.database import Database
@@ -420,3 +434,71 @@ def test_every_process_on_the_spool_knows_glitchtip_fails_and_one_warns(
     first.answered()
     assert not SpoolGlitchTipHealth(shared_stores[2]).paused()
     assert third.failed(60, 0) is True  # past its time, a warning is due again
+
+
+# --- each source's look-ups, as one ----------------------------------------------------------
+
+
+def test_each_issue_is_asked_of_its_own_source_and_one_failing_costs_the_other_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    glitchtips, sentrys = FakeReads(), FakeReads()
+    sentrys.error = GlitchTipUnreachable("Sentry is down")
+    sentry = SourceSetup("Sentry", "SENTRY_API_TOKEN", "SENTRY_URL")
+    both = EachSource(
+        [
+            (
+                lambda issue_id: not issue_id.startswith("sentry:"),
+                IssueLookups(glitchtips, budget=1.0),
+            ),
+            (
+                lambda issue_id: issue_id.startswith("sentry:"),
+                IssueLookups(sentrys, budget=0.5, setup=sentry),
+            ),
+        ]
+    )
+    try:
+        assert both.budget == 1.0
+        with caplog.at_level(logging.WARNING):
+            found = both.within(["3", "sentry:12"], both.budget)
+        assert found == {"3": sample_details()}
+        assert (glitchtips.calls, sentrys.calls) == (["3"], ["sentry:12"])
+        assert "could not be read from Sentry" in caplog.text
+        assert "SENTRY_URL, and that SENTRY_API_TOKEN" in caplog.text
+        # Sentry's pause is its own: GlitchTip's next issue is asked all the same.
+        assert both.within(["4", "sentry:13"], both.budget) == {"4": sample_details()}
+        assert sentrys.calls == ["sentry:12"]
+        came: list[Mapping[str, IssueDetails]] = []
+        both.when_known(["5", "sentry:14"], came.append)
+        assert wait_until(lambda: came, timeout=5)
+        assert came == [{"5": sample_details()}]
+        both.when_known([], came.append)
+        assert came[-1] == {}
+    finally:
+        both.shutdown()
+
+
+def test_a_webhooks_own_details_are_filled_in_by_its_sources_answer() -> None:
+    frame = Frame("<anonymous>", 3, None, None)
+    own = IssueDetails(frame, None, None, "error", "ReferenceError", "heck", stack=(frame,))
+    answered = replace(sample_details(), short_id="FRONT-END-C")
+    both = filled(own, answered)
+    assert (both.frame, both.stack, both.exception_type) == (frame, (frame,), "ReferenceError")
+    assert (both.count, both.first_seen) == (answered.count, answered.first_seen)
+    assert both.short_id == "FRONT-END-C"
+    assert details_from_json(details_as_json(both)) == both
+
+
+def test_a_short_id_is_named_where_the_webhook_did_not_and_never_over_glitchtips() -> None:
+    link = "https://sentry.example.org/organizations/acme/issues/12/"
+    payload = {"text": "", "attachments": [{"title": "heck", "title_link": link}]}
+    named = with_short_ids(payload, {link: "FRONT-END-C"}.get)
+    [alerted] = parse_alert(named).issues  # type: ignore[union-attr]
+    assert alerted.short_id == "FRONT-END-C"
+    assert "sections" not in payload  # the job's own payload is not changed in place
+    assert with_short_ids(payload, lambda link: None) is payload
+    glitchtips = issue_alert(issue(3))
+    assert with_short_ids(glitchtips, lambda link: "OTHER-1") is glitchtips
+    # Only a short id's characters: a forged one is not named.
+    forged = {**SAMPLE_ISSUE, "shortId": "X](javascript:alert(1))"}
+    assert details_from(forged, SAMPLE_EVENT).short_id is None

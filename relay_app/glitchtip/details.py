@@ -10,6 +10,7 @@ nothing of them can reach a message. Pure functions, no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -21,6 +22,8 @@ from ..core.services import Key
 
 # Longer values say nothing more in a chat; GlitchTip keeps them whole.
 MAX_FIELD_LENGTH = 500
+# A tracker's short id: the project's slug in capitals and the issue's number (`PAYMENTS-7`).
+_SHORT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 # The frames of a stack a card holds, at most: the innermost of the app's own code.
 MAX_STACK = 8
 
@@ -49,11 +52,25 @@ class IssueDetails:
     # The latest event's stack: the app's own frames, innermost first, at most MAX_STACK (all
     # frames' innermost where none is marked the app's); empty when it has none.
     stack: tuple[Frame, ...] = ()
+    # Its source's short id (`PAYMENTS-7`), for an alert whose webhook does not name it (a
+    # Sentry event alert's).
+    short_id: str | None = None
 
 
 def details_as_json(details: IssueDetails) -> dict[str, Any]:
     """As a job keeps them (spool), to be read back by `details_from_json`."""
     return asdict(details)
+
+
+def filled(first: IssueDetails, more: IssueDetails) -> IssueDetails:
+    """`first`, each of its fields it lacks taken from `more`: a webhook's own details of its
+    issue (the event that fired it) filled in by what its source's API says."""
+    return IssueDetails(
+        **{
+            name: value if value not in (None, ()) else getattr(more, name)
+            for name, value in vars(first).items()
+        }
+    )
 
 
 def details_from_json(raw: object) -> IssueDetails | None:
@@ -72,6 +89,7 @@ def details_from_json(raw: object) -> IssueDetails | None:
             exception_value=field_text(found.get("exception_value")),
             hourly=tuple(int(n) for n in found.get("hourly") or () if isinstance(n, int)),
             stack=stack,
+            short_id=short_id_of(found.get("short_id")),
         )
     except (TypeError, ValueError, KeyError):
         return None
@@ -96,7 +114,13 @@ def details_from(issue: dict[str, Any], event: dict[str, Any] | None) -> IssueDe
         level=field_text(issue.get("level")),
         exception_type=field_text(exception.get("type")) or field_text(metadata.get("type")),
         exception_value=field_text(exception.get("value")) or field_text(metadata.get("value")),
+        short_id=short_id_of(issue.get("shortId")),
     )
+
+
+def short_id_of(value: object) -> str | None:
+    """An issue's short id (its `shortId`), where it is one: letters, digits and dashes."""
+    return value if isinstance(value, str) and _SHORT_ID.fullmatch(value) else None
 
 
 def _exception(event: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Protocol
 
-from ..core.errors import GlitchTipError, GlitchTipIssueGone
+from ..core.errors import GLITCHTIP_SETUP, GlitchTipError, GlitchTipIssueGone, SourceSetup
 from ..core.metrics import LookupOutcome
 from ..core.process import PerProcess
 from .details import IssueDetails
@@ -100,11 +100,14 @@ class IssueLookups(PerProcess):
         budget: float,
         count: Count | None = None,
         health: ApiHealth | None = None,
+        setup: SourceSetup = GLITCHTIP_SETUP,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`read` is GlitchTipApi.details; `budget` the seconds an alert may wait for it;
-        `health` where GlitchTip's failing is known (unset: in this process)."""
+        """`read` is its source's `details` (GlitchTipApi's, or SentryApi's: `setup` names the
+        source); `budget` the seconds an alert may wait for it; `health` where the source's
+        failing is known (unset: in this process)."""
         self._read = read
+        self._setup = setup
         self.budget = budget
         self._count = count or (lambda outcome: None)
         self._health = health if health is not None else LocalApiHealth(monotonic)
@@ -193,7 +196,8 @@ class IssueLookups(PerProcess):
             self._count("skipped")
             return None
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="relay-glitchtip")
+            prefix = f"relay-{self._setup.name.lower()}"
+            self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix=prefix)
         future = self._pool.submit(self._look_up, issue_id)
         self._reading[issue_id] = future
         return future
@@ -210,7 +214,7 @@ class IssueLookups(PerProcess):
             self._failed(exc)
         except Exception as exc:  # a bug reading an answer must not cost more than the details
             outcome = "failed"
-            log.exception("reading GlitchTip issue %s's details failed", issue_id)
+            log.exception("reading %s issue %s's details failed", self._setup.name, issue_id)
             self._failed(exc, logged=True)
         if outcome != "failed":
             self._health.answered()
@@ -228,14 +232,19 @@ class IssueLookups(PerProcess):
     def _failed(self, exc: Exception, *, logged: bool = False) -> None:
         if not self._health.failed(PAUSE_AFTER_FAILURE, WARN_EVERY) or logged:
             return
+        setup = self._setup
         log.warning(
-            "issue details could not be read from GlitchTip (%s): alerts go without them, and "
+            "issue details could not be read from %s (%s): alerts go without them, and "
             "no look-up is tried for %.0f s; this is said once every %.0f min while it lasts "
-            "(relay_glitchtip_lookups_total counts each). Check GLITCHTIP_URL, and that "
-            "GLITCHTIP_API_TOKEN may read events (event:read)",
+            "(relay_%s_lookups_total counts each). Check %s, and that %s may read issues and "
+            "events",
+            setup.name,
             exc,
             PAUSE_AFTER_FAILURE,
             WARN_EVERY / 60,
+            setup.name.lower(),
+            setup.url,
+            setup.token,
         )
 
 
@@ -259,3 +268,77 @@ def _results(futures: Mapping[str, Future[IssueDetails | None]]) -> dict[str, Is
             if details is not None:
                 found[issue_id] = details
     return found
+
+
+class Lookups(Protocol):
+    """What reads issues' details for alerts: one source's look-ups, or each source's."""
+
+    budget: float
+
+    def within(self, issue_ids: Sequence[str], seconds: float) -> dict[str, IssueDetails]: ...
+
+    def when_known(self, issue_ids: Sequence[str], then: Known) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+Owns = Callable[[str], bool]
+
+
+class EachSource:
+    """Each source's look-ups as one (GlitchTip's API for its issues, Sentry's for Sentry's): an
+    issue is asked of the first source that owns its id, and of none when no source does. Each
+    source keeps its own cache, pool and health, so that one failing costs the other nothing."""
+
+    def __init__(
+        self,
+        sources: Sequence[tuple[Owns, IssueLookups]],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._sources = tuple(sources)
+        self._monotonic = monotonic
+        self.budget = max(lookups.budget for _, lookups in self._sources)
+
+    def within(self, issue_ids: Sequence[str], seconds: float) -> dict[str, IssueDetails]:
+        until = self._monotonic() + seconds
+        asked = self._by_source(issue_ids)
+        # Every source's look-ups begin before any is waited for.
+        found = {k: v for lookups, ids in asked for k, v in lookups.within(ids, 0.0).items()}
+        for lookups, ids in asked:
+            missing = [issue for issue in ids if issue not in found]
+            if missing and seconds > 0:
+                found |= lookups.within(missing, max(0.0, until - self._monotonic()))
+        return found
+
+    def when_known(self, issue_ids: Sequence[str], then: Known) -> None:
+        asked = self._by_source(issue_ids)
+        if not asked:
+            then({})
+            return
+        guard = threading.Lock()
+        found: dict[str, IssueDetails] = {}
+        left = [len(asked)]
+
+        def one_known(came: Mapping[str, IssueDetails]) -> None:
+            with guard:
+                found.update(came)
+                left[0] -= 1
+                if left[0] != 0:
+                    return
+            then(dict(found))
+
+        for lookups, ids in asked:
+            lookups.when_known(ids, one_known)
+
+    def shutdown(self) -> None:
+        for _, lookups in self._sources:
+            lookups.shutdown()
+
+    def _by_source(self, issue_ids: Sequence[str]) -> list[tuple[IssueLookups, list[str]]]:
+        asked: dict[int, tuple[IssueLookups, list[str]]] = {}
+        for issue_id in dict.fromkeys(issue_ids):
+            for index, (owns, lookups) in enumerate(self._sources):
+                if owns(issue_id):
+                    asked.setdefault(index, (lookups, []))[1].append(issue_id)
+                    break
+        return [asked[index] for index in sorted(asked)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeGuard
 
@@ -271,6 +272,27 @@ def _fields(raw: object) -> tuple[Field, ...]:
         elif item is not None:
             fields.append(Field("", _text(item)))
     return tuple(field for field in fields if field.title or field.value)
+
+
+def with_short_ids(
+    payload: dict[str, Any], short_id_of: Callable[[str], str | None]
+) -> dict[str, Any]:
+    """The payload naming its issues' short ids where `short_id_of` knows them (by the
+    issue's link), as GlitchTip's own webhook does in its `sections`; as it was when it has
+    sections already (GlitchTip's) or none is known."""
+    if payload.get("sections"):
+        return payload
+    sections: list[dict[str, Any]] = []
+    for item in json_objects(payload.get("attachments")):
+        link, title = item.get("title_link"), _text(item.get("title"))
+        short_id = short_id_of(link) if isinstance(link, str) and link else None
+        section: dict[str, Any] = {"activityTitle": title}
+        if short_id:
+            section["activitySubtitle"] = f"[View Issue {short_id}]({link})"
+        sections.append(section)
+    if not any("activitySubtitle" in section for section in sections):
+        return payload
+    return {**payload, "sections": sections}
 
 
 class _ShortIds:

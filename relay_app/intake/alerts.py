@@ -28,15 +28,16 @@ from ..core.outcomes import Dead, Delivered, RetryAt
 from ..core.routing import Destination
 from ..core.services import Key
 from ..delivery.intake import deadline
-from ..glitchtip.details import IssueDetails, details_as_json
-from ..glitchtip.lookups import IssueLookups
-from ..glitchtip.webhook import parse_alert, plain_text
+from ..glitchtip.details import IssueDetails, details_as_json, details_from_json, filled
+from ..glitchtip.lookups import Lookups
+from ..glitchtip.webhook import IssueAlert, parse_alert, plain_text, with_short_ids
 from ..message.formatting import Message, message_for
 from ..message.subjects import (
     NO_HOMES,
     IssueHomes,
     Subjects,
     is_sentrys,
+    issue_ref,
     split_by_origin,
     subjects_of,
 )
@@ -60,11 +61,11 @@ Clock = Callable[[], float]
 class GlitchTipIssues:
     """What the relay knows of GlitchTip's own issues: their links' origin (GLITCHTIP_PUBLIC_URL,
     or GLITCHTIP_URL; a webhook may name any link, and only these ids go to GlitchTip's API),
-    where their details are looked up (None: not at all), and whether they get buttons; and
-    where each source's issues must be to get them (`homes`: Sentry's too)."""
+    and whether they get buttons; where each source's issues must be to get them (`homes`:
+    Sentry's too); and where each source's issues' details are looked up (None: not at all)."""
 
     origin: str | None = None
-    lookups: IssueLookups | None = None
+    lookups: Lookups | None = None
     buttons: bool = False
     homes: IssueHomes = NO_HOMES
 
@@ -219,56 +220,75 @@ class WebhookAlerts:
         attempt: bool = True,
     ) -> Job | None:
         """The alert's job, with its issues' details that are known now; due when the rest
-        come within their budget, or when the budget is spent."""
+        come within their budget, or when the budget is spent. Without a first attempt of its
+        webhook's (`attempt` False), the webhook's answer does not wait for them."""
         about: dict[str, Any] = {"webhook": payload, **called}
         ids = self._detail_ids(subjects)
         if self._lookups is None or not ids:
             return self._intake.admit(about, destination, started=started, text=text, held=attempt)
+        # What the webhook itself said of its issues (Sentry's event): the look-ups fill in.
+        found = _Found(payload, _read(called.get("details")))
         known = self._lookups.within(ids, 0.0)
         coming = [issue for issue in ids if issue not in known]
-        about["details"] = _as_json(known)
+        about |= found.with_details(known)
         due_in = self._lookups.budget if coming else 0.0
-        job = self._intake.admit(about, destination, started=started, text=text, due_in=due_in)
+        job = self._intake.admit(
+            about, destination, started=started, text=text, due_in=due_in, held=attempt
+        )
         if job is not None and coming:
-            self._wait_for_details(job, coming, dict(known), started)
+            if attempt:
+                self._wait_for_details(job, found, coming, dict(known), started)
+            else:
+                self._given_later(job, found, coming, dict(known))
         return job
 
     def _detail_ids(self, subjects: Subjects) -> list[str]:
-        """The ids of the alert's issues whose details GlitchTip's API is asked for."""
+        """The ids of the alert's issues whose details their source's API is asked for: at
+        GlitchTip's address, or Sentry's own (signed)."""
         if self._lookups is None:
             return []
-        issues = subjects.issues
         return [
             issue.id
-            for issue in issues
-            if issue.origin == self._glitchtip_links and not is_sentrys(issue.id)
+            for issue in subjects.issues
+            if (issue.origin == self._glitchtip_links and not is_sentrys(issue.id))
+            or (is_sentrys(issue.id) and self._homes.owns(issue))
         ]
 
     def _wait_for_details(
-        self, job: Job, coming: list[str], known: dict[str, IssueDetails], started: float
+        self,
+        job: Job,
+        found: _Found,
+        coming: list[str],
+        known: dict[str, IssueDetails],
+        started: float,
     ) -> None:
         """Wait for the details still coming, within the budget from the webhook's arrival,
         and add what came to the job; what comes later is added while it waits its turn."""
         assert self._lookups is not None
-        lookups = self._lookups
-        until = min(started + lookups.budget, deadline(started))
+        until = min(started + self._lookups.budget, deadline(started))
         try:
-            found = lookups.within(coming, max(0.0, until - time.monotonic()))
+            came = self._lookups.within(coming, max(0.0, until - time.monotonic()))
         except Exception:  # a bug here must not cost the alert: it goes without them
             log.exception("looking up the details of issue(s) %s failed", ", ".join(coming))
             return
-        known.update(found)
+        known.update(came)
         # Due now, with what came: the budget is spent.
-        self._intake.merge(job, {"details": _as_json(known)}, wake=False)
-        missing = [issue for issue in coming if issue not in found]
-        if not missing:
-            return
+        self._intake.merge(job, found.with_details(known), wake=False)
+        missing = [issue for issue in coming if issue not in came]
+        if missing:
+            self._given_later(job, found, missing, known)
+
+    def _given_later(
+        self, job: Job, found: _Found, coming: list[str], known: dict[str, IssueDetails]
+    ) -> None:
+        """The details still coming, given to the job while it waits its turn (due at once)."""
+        assert self._lookups is not None
 
         def later(came: Mapping[str, IssueDetails]) -> None:
             if came:
-                self._intake.merge(job, {"details": _as_json({**known, **came})})
+                self._intake.merge(job, found.with_details({**known, **came}))
 
-        lookups.when_known(missing, later)
+        self._lookups.when_known(coming, later)
 
     def _failed(self, payload: dict[str, Any], queued: Job | None, exc: Exception) -> Taken:
         if queued is not None:
@@ -303,8 +323,50 @@ def _route_data(route: Route | None) -> dict[str, Any]:
     return data
 
 
-def _as_json(details: Mapping[str, IssueDetails]) -> dict[str, Any]:
-    return {issue: details_as_json(found) for issue, found in details.items()}
+@dataclass(frozen=True)
+class _Found:
+    """An alert's webhook and the details it gave of its issues itself (by issue id), to which
+    its source's answers add: what a job keeps of them."""
+
+    payload: dict[str, Any]
+    given: Mapping[str, IssueDetails]
+
+    def with_details(self, looked_up: Mapping[str, IssueDetails]) -> dict[str, Any]:
+        """The job's `details` (the webhook's own, filled in by the looked-up), and its
+        `webhook`, naming each issue's short id where it did not and its source does."""
+        details = dict(looked_up)
+        for issue, own in self.given.items():
+            details[issue] = filled(own, looked_up[issue]) if issue in looked_up else own
+        return {
+            "details": {issue: details_as_json(found) for issue, found in details.items()},
+            "webhook": _short_ids_named(self.payload, details),
+        }
+
+
+def _read(raw: object) -> dict[str, IssueDetails]:
+    """Details as a job keeps them (by issue id), those that can be read."""
+    return {
+        issue: found
+        for issue, value in (raw.items() if isinstance(raw, dict) else ())
+        if (found := details_from_json(value)) is not None
+    }
+
+
+def _short_ids_named(
+    payload: dict[str, Any], details: Mapping[str, IssueDetails]
+) -> dict[str, Any]:
+    """The payload naming the short ids its source gave of its issues where it did not (a
+    Sentry event alert names none): what every reader of the job then reads."""
+    alert = parse_alert(payload)
+    if not isinstance(alert, IssueAlert):
+        return payload
+
+    def short_id_of(link: str) -> str | None:
+        ref = issue_ref(link, None, source=alert.source)
+        known = details.get(ref.id) if ref is not None else None
+        return known.short_id if known is not None else None
+
+    return with_short_ids(payload, short_id_of)
 
 
 def _again(job: Job, text: str, outcome: RetryAt, error: str | None) -> Taken:

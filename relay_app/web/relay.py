@@ -15,7 +15,7 @@ from ..delivery.intake import Intake
 from ..delivery.job import Jobs
 from ..delivery.leadership import Leadership
 from ..delivery.outbox import Outbox
-from ..glitchtip.lookups import IssueLookups
+from ..glitchtip.lookups import Lookups
 from ..intake.alerts import Hold
 from ..intake.hidden import HiddenIssues
 from ..intake.last_webhook import LastWebhook
@@ -46,7 +46,7 @@ class Relay:
     memory: Spool
     outgoing: Outgoing
     # Reading issues' details from GlitchTip for the messages (GLITCHTIP_API_TOKEN).
-    lookups: IssueLookups | None
+    lookups: Lookups | None
     # When GlitchTip last reached the relay.
     last_webhook: LastWebhook
     # A webhook taken in: by the routes, each part's alert queued and attempted.

@@ -51,7 +51,8 @@ def test_a_sentry_alert_is_answered_at_once_acted_on_and_kept_in_step(
     fake_sentry: FakeSentry,
     fake_glitchtip: FakeGlitchTip,
 ) -> None:
-    fake_sentry.add_issue(12)
+    fake_sentry.add_issue(12, short_id="FRONT-END-C")
+    fake_sentry.counts["12"] = 40
     relay = start_relay(
         SENTRY_CLIENT_SECRET=CLIENT_SECRET,
         SENTRY_API_TOKEN=TOKEN,
@@ -71,9 +72,14 @@ def test_a_sentry_alert_is_answered_at_once_acted_on_and_kept_in_step(
     posted = only_message(fake_telegram)
     assert posted.visible().startswith("🔴 Sentry · Very Important Alert Rule!")
     assert labels(posted) == ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h", "📈"]
+    # The event alert names no short id: one look-up of the issue in Sentry's API gave it,
+    # and its count, beside the frame the event carried.
+    assert "FRONT-END-C" in posted.visible()
+    assert "🔁 Seen 40 times" in posted.visible()
+    assert "📍 <anonymous>:3" in posted.visible()
 
     answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve"))
-    assert answer["text"] == "Resolved #12 in Sentry"
+    assert answer["text"] == "Resolved FRONT-END-C in Sentry"
     assert fake_sentry.status(12) == "resolved"
     once_edited(fake_telegram, posted, r"✅ Resolved by @ada at \d\d:\d\d UTC$")
 
@@ -120,3 +126,37 @@ def test_a_sentry_card_without_sentry_signed_and_sent_by_relay_app(
     assert wrong.returncode == 1
     assert ": 401 " in wrong.stdout
     assert len(fake_telegram.posted_to(CHAT_ID)) == 1
+
+
+def test_a_new_issues_card_gets_its_frame_by_one_look_up(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_sentry: FakeSentry, tmp_path: Path
+) -> None:
+    """Sentry's issue.created carries no event: its card's frame and stack come from the
+    issue's latest event, asked of Sentry's API once, before the card is sent."""
+    issue_id = 1170820242
+    fake_sentry.add_issue(issue_id, short_id="BACKEND-7")
+    # Sentry's API answers an event as GlitchTip's does (GlitchTip copies it): entries,
+    # camelCase frames.
+    fake_sentry.latest[str(issue_id)] = json.loads(
+        (SAMPLES.parent / "glitchtip_samples" / "issue-latest-event.json").read_text()
+    )
+    routes = tmp_path / "routes.toml"
+    routes.write_text(f'[[route]]\nkind = "created"\nchat = "{CHAT_ID}"\n')
+    relay = start_relay(
+        SENTRY_CLIENT_SECRET=CLIENT_SECRET,
+        SENTRY_API_TOKEN=TOKEN,
+        SENTRY_URL=fake_sentry.url,
+        RELAY_ROUTES=str(routes),
+        RELAY_TIME_SCALE=CHAT_SCALE,
+    )
+    created: dict[str, Any] = json.loads((SAMPLES / "issue_created.json").read_text())
+    created["data"]["issue"]["web_url"] = (
+        f"{fake_sentry.url}/organizations/{ORG}/issues/{issue_id}/"
+    )
+    sent = fake_sentry.send(relay.url, "issue", created)
+    assert sent.status == 202, sent.body
+    assert sent.seconds < 1.0
+    card = only_message(fake_telegram)
+    assert "📍 shop/cart.py:4 in total" in card.visible(), card.visible()
+    looked_up = [call.path for call in fake_sentry.calls if call.method == "GET"]
+    assert looked_up.count(f"/api/0/issues/{issue_id}/events/latest/") == 1
