@@ -77,12 +77,18 @@ def test_a_working_configuration_passes_every_check(fake: FakeTelegram, spool_pa
     assert code == 0
     assert [line.split(":")[0] for line in lines] == [
         "ok    configuration",
+        "ok    sources",
         "ok    spool",
         "ok    token",
         f"ok    chat {CHAT}",
         f"ok    topic {TOPIC} of chat {CHAT}",
         f"ok    chat {OTHER_CHAT}",
     ]
+    # Each source's state: GlitchTip's webhook alone here, and no Sentry.
+    assert line_for(lines, "sources") == (
+        "ok    sources: GlitchTip: alerts only (no GLITCHTIP_API_TOKEN: no buttons); Sentry off"
+        " (no SENTRY_CLIENT_SECRET); no presses (no source's token)"
+    )
     assert "the bot is @relay_bot" in line_for(lines, "token")
     assert "does not exist yet; the relay creates it" in line_for(lines, "spool")
     assert fake.messages == []  # nothing is posted without --send
@@ -414,6 +420,7 @@ def test_check_asks_glitchtip_about_the_token_and_telegram_how_presses_arrive(
         code, lines = check(environ)
         assert code == 0
         assert "accepted at" in line_for(lines, "GlitchTip token")
+        assert "GlitchTip: alerts, buttons, details and the watcher" in line_for(lines, "sources")
         assert "read by polling" in line_for(lines, "button presses")
 
         glitchtip.tokens.clear()  # GlitchTip no longer knows the token

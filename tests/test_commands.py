@@ -261,12 +261,12 @@ def test_status_says_each_sources_state(built: Callable[..., Relay], fake_time: 
     chat.update(command("/status", 1))
     said = answers(chat)[-1][3].splitlines()
     assert said[1] == "GlitchTip: not connected (no GLITCHTIP_API_TOKEN)"
-    assert said[-1] == "Sentry: signed alerts and buttons; no delivery in the last 7 days"
+    assert said[-1] == "Sentry: signed alerts, buttons and details; no delivery in the last 7 days"
     assert chat.relay.spool is not None
     chat.relay.spool.of(DeliveryStore).claim(["request-1"], now=NOW - 120)
     chat.update(command("/status", 2, by=10))
     assert answers(chat)[-1][3].splitlines()[-1] == (
-        "Sentry: signed alerts and buttons; last delivery 2027-01-15 07:58:00 UTC"
+        "Sentry: signed alerts, buttons and details; last delivery 2027-01-15 07:58:00 UTC"
     )
 
 

@@ -76,8 +76,8 @@ def test_the_summary_names_each_source_and_what_it_enables() -> None:
         settings(SENTRY_CLIENT_SECRET="c" * 64, SENTRY_API_TOKEN="t" * 64), ["127.0.0.1:8780"]
     )
     assert (
-        "GlitchTip: alerts only (no GLITCHTIP_API_TOKEN: no buttons); Sentry: signed alerts and "
-        "buttons (https://sentry.io); presses: TELEGRAM_UPDATES=poll"
+        "GlitchTip: alerts only (no GLITCHTIP_API_TOKEN: no buttons); Sentry: signed alerts, "
+        "buttons and details (https://sentry.io); presses: TELEGRAM_UPDATES=poll"
     ) in sentry_alone
     assert "c" * 64 not in sentry_alone
     assert "t" * 64 not in sentry_alone

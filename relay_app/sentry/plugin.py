@@ -70,14 +70,14 @@ CAPABILITY = Capability(
     words={
         "en": {
             "status_sentry": "Sentry: {state}; {last}",
-            "status_sentry_buttons": "signed alerts and buttons",
+            "status_sentry_buttons": "signed alerts, buttons and details",
             "status_sentry_alerts_only": "signed alerts only (no SENTRY_API_TOKEN: no buttons)",
             "status_sentry_last": "last delivery {when}",
             "status_sentry_none": "no delivery in the last 7 days",
         },
         "ru": {
             "status_sentry": "Sentry: {state}; {last}",
-            "status_sentry_buttons": "подписанные алерты и кнопки",
+            "status_sentry_buttons": "подписанные алерты, кнопки и подробности",
             "status_sentry_alerts_only": (
                 "только подписанные алерты (нет SENTRY_API_TOKEN: нет кнопок)"
             ),
