@@ -126,7 +126,7 @@ def test_the_readme_quick_start_puts_the_sample_alert_then_glitchtips_own_in_the
         relay.stop()
 
 
-@pytest.mark.parametrize("line", ["chats", "check --send", "glitchtip connect"])
+@pytest.mark.parametrize("line", ["chats", "check --send", "glitchtip connect", "sentry send"])
 def test_the_commands_the_quick_start_names_exist(line: str) -> None:
     assert f"relay-app {line}" in README
     usage = run_here(
