@@ -77,6 +77,8 @@ class FakeSentry(LocalService):
         self.calls: list[Call] = []
         # Seconds each change (PUT, POST) waits before it is answered: a Sentry that hangs.
         self.write_delay = 0.0
+        # Seconds each read (GET) waits before it is answered: a Sentry whose API hangs.
+        self.read_delay = 0.0
 
     def add_issue(
         self, issue_id: int, status: str = "unresolved", *, short_id: str | None = None
@@ -120,6 +122,8 @@ class FakeSentry(LocalService):
     ) -> tuple[int, Any]:
         if method in ("PUT", "POST") and self.write_delay:
             time.sleep(self.write_delay)  # this request's own thread: a Sentry that hangs
+        if method == "GET" and self.read_delay:
+            time.sleep(self.read_delay)
         with self.lock:
             self.calls.append(Call(method, path, body))
             if token != TOKEN:
