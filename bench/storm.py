@@ -148,6 +148,7 @@ class SentryRun:
     delivered: int
     sent: int
     short_ids: int
+    lookups: dict[str, float]
 
 
 # (Telegram, Sentry's API) in each run.
@@ -173,6 +174,7 @@ def sentry_storm(workdir: Path) -> list[SentryRun]:
         )
         env.pop("TELEGRAM_THREAD_ID")
         relay = RelayProcess(env, workdir / "relay-sentry.log").wait_ready()
+        before: dict[str, float] = {}
         try:
             for telegram, api in SENTRY_RUNS:
                 first = len(runs) * SENTRY_CLIENTS * SENTRY_PER_CLIENT
@@ -188,13 +190,34 @@ def sentry_storm(workdir: Path) -> list[SentryRun]:
                     time.sleep(0.2)
                 seen = titles & set(sentry_titles(fake))
                 named = _with_short_ids(fake, first, len(times))
+                counted = _lookups(relay.url)
+                lookups = {k: v - before.get(k, 0.0) for k, v in counted.items()}
+                before = counted
                 runs.append(
-                    SentryRun(telegram, api, sorted(times), statuses, len(seen), len(times), named)
+                    SentryRun(
+                        telegram,
+                        api,
+                        sorted(times),
+                        statuses,
+                        len(seen),
+                        len(times),
+                        named,
+                        lookups,
+                    )
                 )
                 sentry.read_delay = 0.0
         finally:
             relay.stop()
     return runs
+
+
+LOOKUP_LINE = re.compile(r'^relay_sentry_lookups_total\{outcome="(\w+)"\} ([0-9.e+]+)$', re.M)
+
+
+def _lookups(relay_url: str) -> dict[str, float]:
+    """relay_sentry_lookups_total by outcome, as the relay's /metrics says it now."""
+    text = requests.get(f"{relay_url}/metrics", timeout=5).text
+    return {outcome: float(value) for outcome, value in LOOKUP_LINE.findall(text)}
 
 
 def _with_short_ids(fake: FakeTelegram, first: int, count: int) -> int:
@@ -274,16 +297,17 @@ def print_sentry(runs: list[SentryRun]) -> None:
     )
     print(
         "| Telegram | Sentry's API | webhooks | answers | p50 ms | p99 ms | max ms "
-        "| in the chat, once Telegram was back | with their short id |"
+        "| in the chat, once Telegram was back | with their short id | look-ups |"
     )
-    print("|---|---|---:|---|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---|")
     for r in runs:
         answers = ", ".join(f"{n}x {code}" for code, n in sorted(r.statuses.items()))
         p99 = r.times[int(len(r.times) * 0.99) - 1]
         print(
             f"| {r.telegram} | {r.api} | {r.sent} | {answers} "
             f"| {statistics.median(r.times) * 1000:.1f} | {p99 * 1000:.1f} "
-            f"| {r.times[-1] * 1000:.1f} | {r.delivered}/{r.sent} | {r.short_ids}/{r.sent} |"
+            f"| {r.times[-1] * 1000:.1f} | {r.delivered}/{r.sent} | {r.short_ids}/{r.sent} "
+            f"| {', '.join(f'{k} {v:g}' for k, v in sorted(r.lookups.items()) if v)} |"
         )
 
 
