@@ -10,6 +10,7 @@ import hmac
 import io
 import json
 import logging
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 import responses
 from flask import Flask
 from flask.testing import FlaskClient
+from requests import PreparedRequest
 
 from relay_app import Relay, create_app, relay_of
 from relay_app.cards.card import IssueButton, SentMessage
@@ -42,6 +44,7 @@ from relay_app.watch.issues import issue_data
 from relay_app.watch.store import WatchedIssue
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, run_background, sent_bodies, sent_texts
+from tests.e2e.helpers import wait_until
 from tests.payloads import issue, issue_alert
 
 SAMPLES = Path(__file__).resolve().parent / "sentry_samples"
@@ -670,3 +673,50 @@ def test_a_customer_domains_issue_link_is_read_as_sentrys_own() -> None:
         assert customer_domain_issue(not_one, io_url) is None, not_one
     # A self-hosted Sentry has no customer domains.
     assert customer_domain_issue("https://acme.sentry.io/issues/4/", SENTRY) is None
+
+
+def test_a_sentry_alert_is_answered_before_its_issue_is_looked_up_and_goes_with_its_short_id(
+    sentry_settings: Settings, fake_time: FakeTime, telegram: responses.RequestsMock
+) -> None:
+    """Sentry's event alert names no short id: with SENTRY_API_TOKEN its issue is looked up
+    once, after the webhook is answered (Sentry waits a second), and the card names it."""
+    asked = threading.Event()
+    answer_now = threading.Event()
+
+    def issue_answer(_request: PreparedRequest) -> tuple[int, dict[str, str], str]:
+        asked.set()
+        answer_now.wait(5)
+        answered = {"id": "1117540176", "shortId": "FRONT-END-C", "count": "40", "level": "error"}
+        return 200, {}, json.dumps(answered)
+
+    telegram.get(f"{SENTRY}/api/0/organizations/", json=[{"slug": "test-org", "links": {}}])
+    telegram.add_callback(responses.GET, f"{SENTRY}/api/0/issues/1117540176/", issue_answer)
+    telegram.get(
+        f"{SENTRY}/api/0/issues/1117540176/events/latest/", status=404, json={"detail": "no"}
+    )
+    telegram.post(SEND_URL, json=OK)
+    config = SentryConfig(CLIENT_SECRET, "cd" * 32, SENTRY)
+    app = create_app(replace(sentry_settings, sentry=config, details_budget=2.0), clock=fake_time)
+    try:
+        answer = signed_post(app.test_client(), sample_bytes("issue_alert.json"), "event_alert")
+        assert answer.status_code == 202  # queued, the look-up still under way
+        assert asked.wait(5)
+        assert sent_bodies(telegram) == []
+        answer_now.set()
+        relay = relay_in(app)
+        assert wait_until(lambda: relay.spool is not None and _details_in(relay), timeout=5)
+        run_background(relay.dispatcher, fake_time)
+    finally:
+        answer_now.set()
+        relay_in(app).dispatcher.shutdown()
+    [sent] = sent_texts(telegram)
+    assert "FRONT-END-C" in sent
+    assert "🔁 Seen 40 times" in sent
+    assert "📍 &lt;anonymous&gt;:3" in sent  # the event's own frame, kept
+
+
+def _details_in(relay: Relay) -> bool:
+    """Whether the queued alert holds its issue's looked-up short id."""
+    assert relay.spool is not None
+    pending = relay.spool.admin.alerts("pending")
+    return any("FRONT-END-C" in json.dumps(job.data.get("details")) for job in pending)

@@ -212,6 +212,7 @@ def test_relay_app_check_with_the_services_environment(fake_telegram: FakeTelegr
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert [line.split(":")[0] for line in passed.stdout.splitlines()] == [
         "ok    configuration",
+        "ok    sources",
         "ok    spool",
         "ok    token",
         f"ok    chat {CHAT_ID}",
