@@ -204,9 +204,11 @@ def _settings_or_exit(server: Any) -> Settings:
 
 
 def _summarise(server: Any, settings: Settings, doing: str) -> None:
+    from relay_app.capabilities import REGISTRY
     from relay_app.operating.summary import summary_line
 
-    server.log.info("relay_app %s: %s", doing, summary_line(settings, list(server.cfg.bind)))
+    line = summary_line(settings, list(server.cfg.bind), REGISTRY.says)
+    server.log.info("relay_app %s: %s", doing, line)
 
 
 def _sockets_inherited() -> bool:

@@ -37,4 +37,5 @@ def main(
         roster_of=REGISTRY.roster or rotations_only,
         checks=REGISTRY.checks,
         readers=REGISTRY.readers,
+        said=REGISTRY.says,
     )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from relay_app.capabilities import REGISTRY
 from relay_app.operating.config import Settings
 from relay_app.operating.summary import summary_line, version
 
@@ -36,6 +37,7 @@ def test_the_summary_names_what_an_operator_asks_first(monkeypatch: pytest.Monke
             TELEGRAM_UPDATES="poll",
         ),
         ["127.0.0.1:8780", "127.0.0.1:9187"],
+        REGISTRY.says,
     )
     assert line == (
         f"relay_app {version()}: listening on 127.0.0.1:8780, 127.0.0.1:9187; chat "
@@ -72,8 +74,11 @@ def test_the_summary_counts_the_routes_in_force() -> None:
 
 
 def test_the_summary_names_each_source_and_what_it_enables() -> None:
+    # Sentry, a capability, says its own state; the line asks every one, on or off.
     sentry_alone = summary_line(
-        settings(SENTRY_CLIENT_SECRET="c" * 64, SENTRY_API_TOKEN="t" * 64), ["127.0.0.1:8780"]
+        settings(SENTRY_CLIENT_SECRET="c" * 64, SENTRY_API_TOKEN="t" * 64),
+        ["127.0.0.1:8780"],
+        REGISTRY.says,
     )
     assert (
         "GlitchTip: alerts only (no GLITCHTIP_API_TOKEN: no buttons); Sentry: signed alerts, "
@@ -81,8 +86,13 @@ def test_the_summary_names_each_source_and_what_it_enables() -> None:
     ) in sentry_alone
     assert "c" * 64 not in sentry_alone
     assert "t" * 64 not in sentry_alone
-    signed_only = summary_line(settings(SENTRY_CLIENT_SECRET="c" * 64), ["127.0.0.1:8780"])
+    signed_only = summary_line(
+        settings(SENTRY_CLIENT_SECRET="c" * 64), ["127.0.0.1:8780"], REGISTRY.says
+    )
     assert (
         "Sentry: signed alerts only (https://sentry.io; no SENTRY_API_TOKEN: no buttons); "
         "no presses (no source's token)"
     ) in signed_only
+    off = summary_line(settings(), ["127.0.0.1:8780"], REGISTRY.says)
+    assert "; Sentry off (no SENTRY_CLIENT_SECRET); " in off
+    assert "Sentry" not in summary_line(settings(), ["127.0.0.1:8780"])  # the core names none

@@ -12,7 +12,9 @@ What a capability may declare, each optional:
 - `words`: the words its buttons and answers say, per language, beside the catalogue's;
 - `cli`: its `relay-app` subcommands; `checks`: what `relay-app check` asks of its settings;
   `readers`: how `preview` and `routes test` read its source's webhooks (operating/readers.py);
-  `roster`: who is on duty for `relay-app routes test` (on call's);
+  `roster`: who is on duty for `relay-app routes test` (on call's); `says`: for a source of
+  alerts, its state in the start-up line and `relay-app check` (asked of every capability, on
+  or off: off, it says what would turn it on);
 - `tables`: the tables it owns: only its own modules name them in SQL (tests/test_tables.py);
   a table it adds after the history's last step its own store makes where it is not yet
   (`CREATE TABLE IF NOT EXISTS`, in the spool's types: `spool.dialects.types_of`);
@@ -58,6 +60,7 @@ from .console import AddCommands
 from .readers import PayloadReader
 from .routes_cli import RosterOf
 from .selfcheck import MoreChecks
+from .sources import SaysState
 
 Clock = Callable[[], float]
 
@@ -194,6 +197,7 @@ class Capability:
     cli: tuple[AddCommands, ...] = ()
     checks: tuple[MoreChecks, ...] = ()
     readers: tuple[PayloadReader, ...] = ()
+    says: tuple[SaysState, ...] = ()
     roster: RosterOf | None = None
     tables: tuple[str, ...] = ()
     writers: tuple[Writer, ...] = ()
@@ -252,6 +256,10 @@ class Registry:
     @property
     def readers(self) -> list[PayloadReader]:
         return [reader for each in self.capabilities for reader in each.readers]
+
+    @property
+    def says(self) -> list[SaysState]:
+        return [say for each in self.capabilities for say in each.says]
 
     @property
     def roster(self) -> RosterOf | None:

@@ -59,6 +59,7 @@ from .glitchtip_connect import add_glitchtip_commands
 from .readers import PayloadReader, read_payload
 from .routes_cli import RosterOf, add_routes_commands, rotations_only
 from .selfcheck import MoreChecks, Verdict, run_checks
+from .sources import SaysState
 from .spool_cli import add_spool_commands
 
 if TYPE_CHECKING:
@@ -81,15 +82,17 @@ def run(
     roster_of: RosterOf = rotations_only,
     checks: Sequence[MoreChecks] = (),
     readers: Sequence[PayloadReader] = (),
+    said: Sequence[SaysState] = (),
 ) -> int:
     """`relay-app` with `argv` (None: the process's), its exit code. `added`: the
     capabilities' subcommands; `shapes`: the alerts they registered (what `spool list` shows
     of a job); `roster_of`: who is on duty (`routes test`), the covers the capabilities keep
     applied; `checks`: what `check` asks of the capabilities' settings too; `readers`: how
-    `preview` and `routes test` read the other sources' webhooks."""
+    `preview` and `routes test` read the other sources' webhooks; `said`: what the sources
+    among them say of their state (`check`'s sources line)."""
     err = console.err
     parser = _parser(added, shapes, roster_of)
-    parser.set_defaults(more_checks=tuple(checks), readers=tuple(readers))
+    parser.set_defaults(more_checks=tuple(checks), readers=tuple(readers), said=tuple(said))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse has already printed the usage and the problem
@@ -189,7 +192,9 @@ def parse_duration(raw: str) -> float:
 
 def _check(args: argparse.Namespace, console: Console) -> int:
     passed = True
-    for verdict in run_checks(console.environ, send=args.send, more=args.more_checks):
+    for verdict in run_checks(
+        console.environ, send=args.send, more=args.more_checks, said=args.said
+    ):
         passed = passed and verdict.passed
         # Redacted again here: whatever Telegram or a proxy echoes back, never the token.
         print(redact(_verdict_line(verdict)), file=console.out, flush=True)

@@ -40,7 +40,7 @@ from ..telegram.updates_webhook import shown_webhook_url, webhook_path
 from ..words import ENGLISH, Words, words_for
 from .config import ConfigError, Settings
 from .routes_file import last_good_path
-from .sources import sources
+from .sources import SaysState, sources
 
 # getChatMember's statuses, said plainly; the first four may post in a group (a restricted
 # member only if allowed to send).
@@ -70,7 +70,11 @@ MoreChecks = Callable[[Settings], Iterator[Verdict]]
 
 
 def run_checks(
-    environ: Mapping[str, str], *, send: bool, more: Sequence[MoreChecks] = ()
+    environ: Mapping[str, str],
+    *,
+    send: bool,
+    more: Sequence[MoreChecks] = (),
+    said: Sequence[SaysState] = (),
 ) -> Iterator[Verdict]:
     """Every check, in order; those that need something that failed say so and fail too."""
     try:
@@ -86,7 +90,7 @@ def run_checks(
         register_secret(secret)  # nothing this command prints shows them
     yield Verdict("configuration", True, "every variable is set and well-formed")
     # Each source's state, as the relay's start-up line says it: what its variables enable.
-    yield Verdict("sources", True, sources(settings))
+    yield Verdict("sources", True, sources(settings, said))
     if settings.spool_url is not None:
         yield _database_verdict(settings.spool_url)
         if settings.local_spool_path is not None:

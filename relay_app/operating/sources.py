@@ -1,12 +1,19 @@
 """Each source the relay serves, and what its variables enable, in one line: the start-up
-summary's (summary.py) and `relay-app check`'s (selfcheck.py)."""
+summary's (summary.py) and `relay-app check`'s (selfcheck.py). GlitchTip's is the core's; a
+capability that is a source of its own (Sentry's) says its state itself (`Capability.says`),
+off included, so that the line names what would turn it on."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from .config import Settings
 
+# A source's state as a capability says it: 'Sentry off (no SENTRY_CLIENT_SECRET)'.
+SaysState = Callable[[Settings], str]
 
-def sources(settings: Settings) -> str:
+
+def sources(settings: Settings, said: Sequence[SaysState] = ()) -> str:
     """Each source, and what its variables enable: 'GlitchTip: alerts, buttons, details and the
     watcher (https://gt.example.org); Sentry off (no SENTRY_CLIENT_SECRET); presses:
     TELEGRAM_UPDATES=poll'."""
@@ -15,16 +22,9 @@ def sources(settings: Settings) -> str:
         glitchtip = f"GlitchTip: alerts, buttons, details and the watcher{where}"
     else:
         glitchtip = f"GlitchTip: alerts only{where} (no GLITCHTIP_API_TOKEN: no buttons)"
-    sentry = settings.sentry
-    if sentry is None:
-        said = "Sentry off (no SENTRY_CLIENT_SECRET)"
-    elif sentry.api_token is not None:
-        said = f"Sentry: signed alerts, buttons and details ({sentry.url})"
-    else:
-        said = f"Sentry: signed alerts only ({sentry.url}; no SENTRY_API_TOKEN: no buttons)"
     presses = (
         f"presses: TELEGRAM_UPDATES={settings.telegram_updates}"
         if settings.acts_on_issues
         else "no presses (no source's token)"
     )
-    return f"{glitchtip}; {said}; {presses}"
+    return "; ".join([glitchtip, *(say(settings) for say in said), presses])

@@ -11,7 +11,7 @@ from importlib import metadata
 from ..core.logs import redacted_url
 from .config import Settings
 from .selfcheck import proxy_for
-from .sources import sources
+from .sources import SaysState, sources
 
 DISTRIBUTION = "relay-app"
 
@@ -37,10 +37,13 @@ def _spool(settings: Settings) -> str:
     )
 
 
-def summary_line(settings: Settings, listening: Sequence[str]) -> str:
+def summary_line(
+    settings: Settings, listening: Sequence[str], said: Sequence[SaysState] = ()
+) -> str:
     """What the relay is about to do, in one line. `listening`: the addresses gunicorn binds
     (its -b, its config or RELAY_BIND), which the webhook and the admin endpoints share unless
-    RELAY_ADMIN_BIND is one of them."""
+    RELAY_ADMIN_BIND is one of them. `said`: what the capabilities that are sources say of
+    their state (the registry's `says`)."""
     destination = settings.default_destination
     chat = f"chat {destination.chat}" + (
         f" topic {destination.thread}" if destination.thread is not None else ""
@@ -57,5 +60,5 @@ def summary_line(settings: Settings, listening: Sequence[str]) -> str:
     routed = f"; {count} route{'' if count == 1 else 's'} from {routes.source}" if routes else ""
     return (
         f"relay_app {version()}: listening on {', '.join(listening)}; {chat}; {spool}; "
-        f"language {settings.language}; {sources(settings)}; {telegram}{routed}"
+        f"language {settings.language}; {sources(settings, said)}; {telegram}{routed}"
     )

@@ -15,7 +15,7 @@ from .check import sentry_verdicts
 from .cli import add_sentry_commands
 from .deliveries import DeliveryStore
 from .reading import read_sentry
-from .status import sentry_status
+from .status import sentry_state, sentry_status
 from .webhook import SentryIntake, SentryPage
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,7 @@ CAPABILITY = Capability(
     on=lambda settings: settings.sentry is not None,
     checks=(sentry_verdicts,),
     readers=(read_sentry,),
+    says=(sentry_state,),
     cli=(add_sentry_commands,),
     tables=("sentry_deliveries",),
     words={

@@ -1,5 +1,6 @@
-"""Sentry's line of `/status`: whether its issues get buttons (SENTRY_API_TOKEN), and when its
-last signed delivery was taken in, in the chat's time zone."""
+"""Sentry's state, as the relay says it: its line of `/status` (whether its issues get buttons,
+SENTRY_API_TOKEN, and when its last signed delivery was taken in, in the chat's time zone), and
+its part of the start-up line and of `relay-app check` (what its variables enable)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import tzinfo
 
 from ..core.errors import SpoolError
 from ..message.spans import place_moment
+from ..operating.config import Settings
 from ..words import Words
 from .deliveries import DeliveryStore
 
@@ -35,3 +37,14 @@ def sentry_status(
         return words.word("status_sentry").format(state=state, last=when)
 
     return line
+
+
+def sentry_state(settings: Settings) -> str:
+    """What Sentry's variables enable, off included: 'Sentry: signed alerts, buttons and details
+    (https://sentry.io)'."""
+    config = settings.sentry
+    if config is None:
+        return "Sentry off (no SENTRY_CLIENT_SECRET)"
+    if config.api_token is not None:
+        return f"Sentry: signed alerts, buttons and details ({config.url})"
+    return f"Sentry: signed alerts only ({config.url}; no SENTRY_API_TOKEN: no buttons)"

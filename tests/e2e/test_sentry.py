@@ -61,6 +61,12 @@ def test_a_sentry_alert_is_answered_at_once_acted_on_and_kept_in_step(
         GLITCHTIP_URL=fake_glitchtip.url,
         RELAY_TIME_SCALE=CHAT_SCALE,
     )
+    # The start-up line names each source and what its variables enable (Sentry's said by
+    # its capability).
+    assert (
+        f"GlitchTip: alerts, buttons, details and the watcher ({fake_glitchtip.url}); Sentry: "
+        f"signed alerts, buttons and details ({fake_sentry.url}); presses: TELEGRAM_UPDATES=poll"
+    ) in relay.logs()
     forged = fake_sentry.send(
         relay.url, "event_alert", issue_alert(fake_sentry, 12), secret="x" * 64
     )
