@@ -1,5 +1,6 @@
-"""The drawing process: `python -m relay_app.core.draw MEMORY CPU` reads a figure's spec (JSON)
-on stdin and writes its PNG on stdout. It bounds itself before it imports anything large: its
+"""The drawing process: `python -P relay_app/core/draw.py MEMORY CPU` reads a figure's spec
+(JSON) on stdin and writes its PNG on stdout (run as a file: the relay's package is never
+imported here). It bounds itself before it imports anything large: its
 address space to MEMORY bytes and its processor time to CPU seconds (the parent also kills it
 after its wall-clock deadline: drawing.py). Matplotlib is imported here and nowhere else, so
 the relay's processes never load it: their start and the webhook's answer do not pay for it.
