@@ -166,3 +166,26 @@ def test_a_new_issues_card_gets_its_frame_by_one_look_up(
     assert "📍 shop/cart.py:4 in total" in card.visible(), card.visible()
     looked_up = [call.path for call in fake_sentry.calls if call.method == "GET"]
     assert looked_up.count(f"/api/0/issues/{issue_id}/events/latest/") == 1
+
+
+def test_a_metric_alerts_warning_critical_and_resolution_are_one_thread_in_the_chat(
+    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_sentry: FakeSentry
+) -> None:
+    """Sentry's metric alert warns, goes critical, then resolves: three deliveries, one
+    thread under the warning's message, its recovery saying how long since the warning."""
+    relay = start_relay(
+        SENTRY_CLIENT_SECRET=CLIENT_SECRET, SENTRY_URL=fake_sentry.url, RELAY_TIME_SCALE=CHAT_SCALE
+    )
+    body: dict[str, Any] = json.loads((SAMPLES / "metric_alert_resolved.json").read_text())
+    for n, action in enumerate(("warning", "critical", "resolved"), 1):
+        sent = fake_sentry.send(relay.url, "metric_alert", body | {"action": action})
+        assert sent.status == 202, sent.body
+        assert wait_until(lambda n=n: len(fake_telegram.posted_to(CHAT_ID)) == n, timeout=10), (
+            relay.logs()
+        )
+    warning, critical, recovery = fake_telegram.posted_to(CHAT_ID)
+    assert warning.visible().startswith("🟡 WARNING · ")
+    assert warning.reply_to is None
+    assert critical.visible().startswith("🔴 DOWN · ")
+    assert recovery.visible().startswith("✅ UP · ")
+    assert critical.reply_to == recovery.reply_to == warning.message_id

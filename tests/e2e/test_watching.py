@@ -162,6 +162,8 @@ def test_commands_are_registered_at_start_and_answered_only_where_the_relay_post
     [answer] = fake_telegram.replies_to(CHAT_ID, asked)
     assert answer.visible().startswith("📋 Незакрытые проблемы этого чата")
     assert "BACKEND-11A — событий: 3" in answer.visible()
+    # It says how old its list is: read by the watcher's last round, seconds ago.
+    assert re.search(r"🕑 Как прочитано \d+ с назад\.$", answer.visible()), answer.visible()
     assert fake_telegram.posted_to(stranger) == []
 
 
