@@ -329,3 +329,5 @@ def test_a_relay_on_a_file_does_not_load_the_postgresql_driver(tmp_path: Path) -
     ).stdout.split()
     assert "relay_app.cli" in loaded
     assert [name for name in loaded if name.split(".")[0] in ("psycopg", "psycopg_pool")] == []
+    # Nor what only a picture or a calendar needs: the relay's start does not pay for them.
+    assert [n for n in loaded if n.split(".")[0] in ("matplotlib", "numpy", "icalendar")] == []

@@ -11,8 +11,6 @@ import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from icalendar import Calendar, Event
-
 from ..routes.rotation import Roster, Rotation
 
 # How far ahead a calendar goes, by default and at most.
@@ -58,6 +56,10 @@ def shifts(roster: Roster, rotation: Rotation, *, now: float, days: int) -> list
 
 def calendar_of(roster: Roster, name: str, *, now: float, days: int = DAYS) -> bytes:
     """The rotation `name` as iCalendar. Raises KeyError for no rotation of that name."""
+    # Imported here, where a calendar is written: every process of the relay would otherwise
+    # pay its import (about 45 ms) at start, for a feed asked for now and then.
+    from icalendar import Calendar, Event
+
     rotation = roster.rotations[name]
     zone = rotation.zone(roster.zone)
     calendar = Calendar()
