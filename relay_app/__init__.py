@@ -7,7 +7,6 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from functools import partial
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
@@ -35,13 +34,20 @@ from .delivery.policy import RetryPolicy
 from .delivery.render import Added, OnCall, Renderer
 from .glitchtip.api import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH, GlitchTipApi
 from .glitchtip.details import HOURLY, Hourly, IssueDetails
-from .glitchtip.lookups import CALL_TIMEOUT, EachSource, IssueLookups, Lookups
+from .glitchtip.lookups import (
+    CALL_TIMEOUT,
+    DETAIL_SOURCE,
+    DetailSource,
+    EachSource,
+    IssueLookups,
+    Lookups,
+)
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .intake.alerts import HOLD, GlitchTipIssues, WebhookAlerts
 from .intake.hidden import NAMED_HIDDEN, HiddenIssues
 from .intake.last_webhook import LastWebhook
 from .intake.routed import TAKE_IN, RoutedWebhooks
-from .message.subjects import NO_HOMES, SENTRY_PREFIX, is_sentrys
+from .message.subjects import NO_HOMES
 from .operating.capability import Core, Registry, Started
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
@@ -238,7 +244,9 @@ def assemble(
         timing=timing,
     )
     intake = Intake(queues=queues, jobs=jobs, dispatcher=dispatcher, clock=clock)
-    lookups = _issue_lookups(settings, metrics, shared, services.find(HOURLY))
+    lookups = _issue_lookups(
+        settings, metrics, shared, services.find(HOURLY), services.find(DETAIL_SOURCE)
+    )
     issues = GlitchTipIssues(
         settings.glitchtip_links, lookups, buttons=outgoing.buttons, homes=settings.issue_homes
     )
@@ -474,39 +482,35 @@ def _hidden_issues(
 
 
 def _issue_lookups(
-    settings: Settings, metrics: Metrics, shared: Spool, hourly: Hourly | None
+    settings: Settings,
+    metrics: Metrics,
+    shared: Spool,
+    hourly: Hourly | None,
+    other: DetailSource | None,
 ) -> Lookups | None:
     """Unless RELAY_DETAILS_BUDGET=off, what reads issues' details: GlitchTip's API with
-    GLITCHTIP_API_TOKEN (its failing known to every process on the spool), Sentry's with
-    SENTRY_API_TOKEN (a Sentry event alert names no short id, a new issue's no frame)."""
-    if settings.details_budget is None:
+    GLITCHTIP_API_TOKEN (its failing known to every process on the spool), and another
+    source's as its capability provides it (`other`: Sentry's, with SENTRY_API_TOKEN)."""
+    budget = settings.details_budget
+    if budget is None:
         return None
-    glitchtip, sentry = issue_apis(settings, timeout=CALL_TIMEOUT)
     sources: list[tuple[Callable[[str], bool], IssueLookups]] = []
-    if glitchtip is not None:
-        lookups = IssueLookups(
-            _with_hours(glitchtip.details, hourly),
-            budget=settings.details_budget,
-            count=metrics.glitchtip_lookup,
-            health=shared.glitchtip_health,
+    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
+    if token is not None and glitchtip_url is not None:
+        api = GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT)
+        read = _with_hours(api.details, hourly)
+        found = IssueLookups(
+            read, budget=budget, count=metrics.glitchtip_lookup, health=shared.glitchtip_health
         )
-        sources.append((lambda issue_id: not is_sentrys(issue_id), lookups))
-    if sentry is not None:
-        lookups = IssueLookups(
-            _with_hours(partial(_own_id, sentry.details), hourly),
-            budget=settings.details_budget,
-            count=metrics.sentry_lookup,
-            setup=sentry.SETUP,
-        )
-        sources.append((is_sentrys, lookups))
+        # GlitchTip's ids are those no other source owns.
+        sources.append((lambda issue_id: other is None or not other.owns(issue_id), found))
+    if other is not None:
+        read = _with_hours(other.read, hourly)
+        found = IssueLookups(read, budget=budget, count=other.count, setup=other.setup)
+        sources.insert(0, (other.owns, found))
     if not sources:
         return None
     return sources[0][1] if len(sources) == 1 else EachSource(sources)
-
-
-def _own_id(read: Callable[[str], IssueDetails], issue_id: str) -> IssueDetails:
-    """Sentry's issue read by its own id (the relay's is `sentry:<id>`)."""
-    return read(issue_id.removeprefix(SENTRY_PREFIX))
 
 
 def _with_hours(

@@ -192,14 +192,6 @@ class Metrics:
             ["outcome"],
             series=LOOKUP_OUTCOMES,
         )
-        self.sentry_lookups = self._counter(
-            "relay_sentry_lookups",
-            "Look-ups of a Sentry issue's details in Sentry's API for an alert's message (an "
-            "event alert's short id and count, a new issue's frame), by outcome, as "
-            "relay_glitchtip_lookups",
-            ["outcome"],
-            series=LOOKUP_OUTCOMES,
-        )
         self.hidden_issues = self._counter(
             "relay_hidden_issues",
             "Issues an alert counted and GlitchTip did not attach, by what became of them: "
@@ -284,9 +276,6 @@ class Metrics:
 
     def glitchtip_lookup(self, outcome: LookupOutcome) -> None:
         self.glitchtip_lookups.labels(outcome).inc()
-
-    def sentry_lookup(self, outcome: LookupOutcome) -> None:
-        self.sentry_lookups.labels(outcome).inc()
 
     def probe(self, answered: bool) -> None:
         self.probes.labels("answered" if answered else "failed").inc()

@@ -23,11 +23,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..core.errors import GLITCHTIP_SETUP, GlitchTipError, GlitchTipIssueGone, SourceSetup
 from ..core.metrics import LookupOutcome
 from ..core.process import PerProcess
+from ..core.services import Key
 from .details import IssueDetails
 
 log = logging.getLogger(__name__)
@@ -342,3 +344,19 @@ class EachSource:
                     asked.setdefault(index, (lookups, []))[1].append(issue_id)
                     break
         return [asked[index] for index in sorted(asked)]
+
+
+@dataclass(frozen=True)
+class DetailSource:
+    """Another source's issues' details, as a capability that is a source provides them (Sentry's:
+    sentry/plugin.py): which of the relay's issue ids are its (`owns`), how one is read, the
+    fix its failure names, and its counter. The wiring looks them up beside GlitchTip's, each
+    source with its own cache, pool and pause (EachSource)."""
+
+    owns: Owns
+    read: Read
+    setup: SourceSetup
+    count: Count
+
+
+DETAIL_SOURCE: Key[DetailSource] = Key("another source's details")

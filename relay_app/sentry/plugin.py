@@ -9,10 +9,16 @@ import logging
 from ..cards.in_step import CardsInStep
 from ..cards.sent import SentStore
 from ..cards.verbs import CALLS
+from ..glitchtip.details import IssueDetails
+from ..glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE, DetailSource
 from ..intake.routed import TAKE_IN
+from ..message.subjects import SENTRY_PREFIX, is_sentrys
 from ..operating.capability import Capability, Core, Running
+from ..operating.sentry_env import SentryConfig
+from .api import SentryApi
 from .check import sentry_verdicts
 from .cli import add_sentry_commands
+from .counters import LOOKUPS
 from .deliveries import DeliveryStore
 from .reading import read_sentry
 from .status import sentry_state, sentry_status
@@ -22,11 +28,14 @@ log = logging.getLogger(__name__)
 
 
 def _start(core: Core) -> Running:
-    """Its page, made once the relay is assembled (its alerts go in through the routes)."""
+    """Its page, made once the relay is assembled (its alerts go in through the routes), and
+    with its token what the relay reads of its issues."""
     settings = core.settings
     config = settings.sentry
     if config is None:
         return Running()
+    if config.api_token is not None:
+        core.services.provide(DETAIL_SOURCE, _details(config, core))
 
     def page() -> SentryPage | None:
         take_in = core.services.find(TAKE_IN)
@@ -60,9 +69,25 @@ def _start(core: Core) -> Running:
     return Running(pages=(page,), status=(status,))
 
 
+def _details(config: SentryConfig, core: Core) -> DetailSource:
+    """Its issues' details, read in its API (`details`: the issue, and its latest event) by
+    Sentry's own id, each call within the look-ups' deadline."""
+    assert config.api_token is not None
+    api = SentryApi(config.api_token, config.url, timeout=CALL_TIMEOUT)
+    counted = core.metrics.of(LOOKUPS)
+
+    def read(issue_id: str) -> IssueDetails:
+        return api.details(issue_id.removeprefix(SENTRY_PREFIX))
+
+    return DetailSource(
+        is_sentrys, read, SentryApi.SETUP, lambda outcome: counted.labels(outcome).inc()
+    )
+
+
 CAPABILITY = Capability(
     "sentry",
     on=lambda settings: settings.sentry is not None,
+    counters=(LOOKUPS,),
     checks=(sentry_verdicts,),
     readers=(read_sentry,),
     says=(sentry_state,),
