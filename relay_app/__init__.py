@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
@@ -41,6 +42,7 @@ from .glitchtip.lookups import (
     EachSource,
     IssueLookups,
     Lookups,
+    unscoped,
 )
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .intake.alerts import HOLD, GlitchTipIssues, WebhookAlerts
@@ -498,7 +500,7 @@ def _issue_lookups(
     token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
     if token is not None and glitchtip_url is not None:
         api = GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT)
-        read = _with_hours(api.details, hourly)
+        read = _with_hours(partial(_as_its_organizations, api), hourly)
         found = IssueLookups(
             read, budget=budget, count=metrics.glitchtip_lookup, health=shared.glitchtip_health
         )
@@ -513,18 +515,24 @@ def _issue_lookups(
     return sources[0][1] if len(sources) == 1 else EachSource(sources)
 
 
+def _as_its_organizations(api: GlitchTipApi, key: str) -> IssueDetails:
+    """A GlitchTip issue's details, read as the organization its look-up key names (`acme/12`)."""
+    org, issue_id = unscoped(key)
+    return api.details(issue_id, org=org)
+
+
 def _with_hours(
     read: Callable[[str], IssueDetails], hourly: Hourly | None
 ) -> Callable[[str], IssueDetails]:
-    """An issue's details from GlitchTip's API, with its last 24 hours where the watcher has
+    """An issue's details from its source's API, with its last 24 hours where the watcher has
     read them: looked up with them, within the details' budget, off the webhook's own path."""
 
-    def with_hours(issue_id: str) -> IssueDetails:
-        details = read(issue_id)
+    def with_hours(key: str) -> IssueDetails:
+        details = read(key)
         if hourly is None:
             return details
         try:
-            hours = hourly(issue_id)
+            hours = hourly(unscoped(key)[1])
         except SpoolError:  # the details go without them
             return details
         return replace(details, hourly=tuple(hours)) if hours else details

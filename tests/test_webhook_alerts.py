@@ -55,10 +55,19 @@ def with_glitchtip(settings: Settings, **overrides: Any) -> Settings:
 
 
 def answers_details(mock: responses.RequestsMock, *numbers: int) -> None:
-    """GlitchTip's API, on the mock Telegram's HTTP layer too (requests has one to replace)."""
+    """GlitchTip's API, on the mock Telegram's HTTP layer too (requests has one to replace):
+    each issue one of acme's, as its alert's link names it."""
     for number in numbers:
+        of_acme(mock, number)
         mock.get(f"{GLITCHTIP}/api/0/issues/{number}/", json=SAMPLE_ISSUE)
         mock.get(f"{GLITCHTIP}/api/0/issues/{number}/events/latest/", json=SAMPLE_EVENT)
+
+
+def of_acme(mock: responses.RequestsMock, number: int) -> None:
+    """The organization's issues asked for by id: GlitchTip's answer when the issue is its."""
+    mock.get(
+        f"{GLITCHTIP}/api/0/organizations/acme/issues/?id={number}", json=[{"id": str(number)}]
+    )
 
 
 def alert_about(number: int) -> dict[str, Any]:
@@ -140,6 +149,7 @@ def test_an_alert_is_on_disk_while_glitchtip_is_asked_for_its_details(
         pending_while_asked.append(spool.counts()["pending"])
         return 200, {}, json.dumps(SAMPLE_ISSUE)
 
+    of_acme(telegram, 3)
     telegram.add_callback(responses.GET, f"{GLITCHTIP}/api/0/issues/3/", issue_answer)
     telegram.get(f"{GLITCHTIP}/api/0/issues/3/events/latest/", json=SAMPLE_EVENT)
     telegram.post(SEND_URL, json=OK)
@@ -210,7 +220,7 @@ def test_an_alert_that_waits_its_turn_gets_its_details_before_it_goes(
         # The second waits for the group's next turn; its details come meanwhile.
         lookups = relay.lookups
         assert lookups is not None
-        assert wait_until(lambda: len(lookups.within(["4"], 0.0)) == 1, timeout=5)
+        assert wait_until(lambda: len(lookups.within(["acme/4"], 0.0)) == 1, timeout=5)
         run_background(relay.dispatcher, fake_time)
     _, second = sent_texts(telegram)
     assert "first seen" in second
@@ -286,3 +296,26 @@ def test_forged_updates_are_logged_once_a_minute_with_how_many(
     said = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(said) == 1
     assert "without Telegram's secret header" in said[0].getMessage()
+
+
+def test_an_issue_of_another_organization_is_not_read_into_the_chat(
+    settings: Settings, fake_time: FakeTime, telegram: responses.RequestsMock
+) -> None:
+    """A webhook may name any link: one at acme's path whose id is another organization's
+    issue (the token's user is in both) gets none of that issue's details in the chat, and
+    GlitchTip is not asked for it."""
+    telegram.get(f"{GLITCHTIP}/api/0/organizations/acme/issues/?id=1002", json=[])  # not acme's
+    secret = dict(SAMPLE_ISSUE, metadata={"type": "KeyError", "value": "their-secret-value"})
+    telegram.get(f"{GLITCHTIP}/api/0/issues/1002/", json=secret)
+    telegram.get(f"{GLITCHTIP}/api/0/issues/1002/events/latest/", json=SAMPLE_EVENT)
+    telegram.post(SEND_URL, json=OK)
+    with serving(with_glitchtip(settings, details_budget=2.0), fake_time) as (client, relay):
+        assert client.post(WEBHOOK, json=alert_about(1002)).status_code == 200
+        lookups = relay.lookups
+        assert lookups is not None
+        assert lookups.within(["acme/1002"], 0.0) == {}  # gone: not acme's
+    [sent] = sent_texts(telegram)
+    assert "their-secret-value" not in sent
+    assert "📍" not in sent
+    asked = [call.request.url for call in telegram.calls if "/api/0/" in str(call.request.url)]
+    assert asked == [f"{GLITCHTIP}/api/0/organizations/acme/issues/?id=1002"]

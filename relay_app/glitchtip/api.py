@@ -193,10 +193,14 @@ class GlitchTipApi:
             event = {}
         return issue, routed_tags(event)
 
-    def details(self, issue_id: str) -> IssueDetails:
+    def details(self, issue_id: str, *, org: str | None = None) -> IssueDetails:
         """What the issue and its latest event say (details.py), or a GlitchTipError. An issue
-        without events yet still has its count and first sighting."""
+        without events yet still has its count and first sighting. `org`: the organization its
+        alert's link names, which must be the issue's (GlitchTipIssueGone otherwise): a webhook
+        may name any link, and the token's user may be in several organizations."""
         _check_id(issue_id)
+        if org is not None:
+            self._of_org(org, issue_id)
         issue = self._call("GET", f"/api/0/issues/{issue_id}/", None)
         try:
             event = self._call("GET", f"/api/0/issues/{issue_id}/events/latest/", None)

@@ -346,6 +346,18 @@ class EachSource:
         return [asked[index] for index in sorted(asked)]
 
 
+def scoped(org: str, issue_id: str) -> str:
+    """A GlitchTip issue's look-up key: its id as its alert's link's organization's (`acme/12`),
+    so that it is read, and kept, as that organization's alone."""
+    return f"{org}/{issue_id}"
+
+
+def unscoped(key: str) -> tuple[str | None, str]:
+    """A look-up key's organization (None for a key without one: Sentry's) and issue id."""
+    org, _, issue_id = key.rpartition("/")
+    return org or None, issue_id
+
+
 @dataclass(frozen=True)
 class DetailSource:
     """Another source's issues' details, as a capability that is a source provides them (Sentry's:

@@ -29,7 +29,7 @@ from ..core.routing import Destination
 from ..core.services import Key
 from ..delivery.intake import deadline
 from ..glitchtip.details import IssueDetails, details_as_json, details_from_json, filled
-from ..glitchtip.lookups import Lookups
+from ..glitchtip.lookups import Lookups, scoped
 from ..glitchtip.webhook import IssueAlert, parse_alert, plain_text, with_short_ids
 from ..message.formatting import Message, message_for
 from ..message.subjects import (
@@ -138,7 +138,6 @@ class WebhookAlerts:
         self._silencing = silencing
         self._jobs = jobs
         self._lookups = glitchtip.lookups
-        self._glitchtip_links = glitchtip.origin
         self._clock = clock
 
     def take(
@@ -223,13 +222,13 @@ class WebhookAlerts:
         come within their budget, or when the budget is spent. Without a first attempt of its
         webhook's (`attempt` False), the webhook's answer does not wait for them."""
         about: dict[str, Any] = {"webhook": payload, **called}
-        ids = self._detail_ids(subjects)
-        if self._lookups is None or not ids:
+        keys = self._detail_keys(subjects)
+        if self._lookups is None or not keys:
             return self._intake.admit(about, destination, started=started, text=text, held=attempt)
         # What the webhook itself said of its issues (Sentry's event): the look-ups fill in.
-        found = _Found(payload, _read(called.get("details")))
-        known = self._lookups.within(ids, 0.0)
-        coming = [issue for issue in ids if issue not in known]
+        found = _Found(payload, _read(called.get("details")), keys)
+        known = self._lookups.within(list(keys.values()), 0.0)
+        coming = [key for key in keys.values() if key not in known]
         about |= found.with_details(known)
         due_in = self._lookups.budget if coming else 0.0
         job = self._intake.admit(
@@ -242,17 +241,21 @@ class WebhookAlerts:
                 self._given_later(job, found, coming, dict(known))
         return job
 
-    def _detail_ids(self, subjects: Subjects) -> list[str]:
-        """The ids of the alert's issues whose details their source's API is asked for: at
-        GlitchTip's address, or Sentry's own (signed)."""
+    def _detail_keys(self, subjects: Subjects) -> dict[str, str]:
+        """The look-up key of each of the alert's issues whose details their source's API is
+        asked for, by the relay's id of it: those of a source's own (the issues that get
+        buttons: `homes`), a GlitchTip issue as the organization its link names (a webhook may
+        name any link: it is read as that organization's, or not at all), a Sentry issue by
+        its id (its alert came signed)."""
         if self._lookups is None:
-            return []
-        return [
-            issue.id
+            return {}
+        return {
+            issue.id: scoped(issue.org, issue.id)
+            if issue.org and not is_sentrys(issue.id)
+            else issue.id
             for issue in subjects.issues
-            if (issue.origin == self._glitchtip_links and not is_sentrys(issue.id))
-            or (is_sentrys(issue.id) and self._homes.owns(issue))
-        ]
+            if self._homes.owns(issue)
+        }
 
     def _wait_for_details(
         self,
@@ -274,7 +277,7 @@ class WebhookAlerts:
         known.update(came)
         # Due now, with what came: the budget is spent.
         self._intake.merge(job, found.with_details(known), wake=False)
-        missing = [issue for issue in coming if issue not in came]
+        missing = [key for key in coming if key not in came]
         if missing:
             self._given_later(job, found, missing, known)
 
@@ -326,17 +329,20 @@ def _route_data(route: Route | None) -> dict[str, Any]:
 @dataclass(frozen=True)
 class _Found:
     """An alert's webhook and the details it gave of its issues itself (by issue id), to which
-    its source's answers add: what a job keeps of them."""
+    its sources' answers add: what a job keeps of them."""
 
     payload: dict[str, Any]
     given: Mapping[str, IssueDetails]
+    # Each issue's look-up key, by the relay's id of it.
+    keys: Mapping[str, str]
 
     def with_details(self, looked_up: Mapping[str, IssueDetails]) -> dict[str, Any]:
-        """The job's `details` (the webhook's own, filled in by the looked-up), and its
-        `webhook`, naming each issue's short id where it did not and its source does."""
-        details = dict(looked_up)
+        """The job's `details` by issue (the webhook's own, filled in by those looked up by
+        key), and its `webhook`, naming each issue's short id where it did not and its source
+        does."""
+        details = {issue: looked_up[key] for issue, key in self.keys.items() if key in looked_up}
         for issue, own in self.given.items():
-            details[issue] = filled(own, looked_up[issue]) if issue in looked_up else own
+            details[issue] = filled(own, details[issue]) if issue in details else own
         return {
             "details": {issue: details_as_json(found) for issue, found in details.items()},
             "webhook": _short_ids_named(self.payload, details),

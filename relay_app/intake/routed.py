@@ -19,6 +19,7 @@ from ..core.metrics import Metrics
 from ..core.routing import Destination
 from ..core.services import Key
 from ..delivery.intake import deadline
+from ..glitchtip.lookups import scoped
 from ..glitchtip.webhook import IssueAlert, parse_alert
 from ..message.subjects import issue_ref
 from ..routes import RouteTable, split
@@ -109,15 +110,22 @@ class RoutedWebhooks:
 
 
 def _issue_ids(payload: dict[str, Any], glitchtip_links: str | None) -> dict[str, str]:
-    """The ids of the webhook's issues at GlitchTip's address, by each issue's link."""
+    """The look-up keys of the webhook's issues at GlitchTip's address, by each issue's link:
+    each as the organization its link names (glitchtip/lookups.py's `scoped`)."""
     alert = parse_alert(payload)
     if not isinstance(alert, IssueAlert):
         return {}
     ids: dict[str, str] = {}
     for issue in alert.issues:
         ref = issue_ref(issue.link, issue.short_id, source=alert.source)
-        if issue.link and ref is not None and ref.origin == glitchtip_links and ref.id.isdigit():
-            ids[issue.link] = ref.id
+        if (
+            issue.link
+            and ref is not None
+            and ref.origin == glitchtip_links
+            and ref.id.isdigit()
+            and ref.org is not None
+        ):
+            ids[issue.link] = scoped(ref.org, ref.id)
     return ids
 
 
