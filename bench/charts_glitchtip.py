@@ -24,10 +24,17 @@ sys.path.insert(0, str(ROOT))
 
 import requests  # noqa: E402
 
-from bench.rooms_glitchtip import GLITCHTIP, GT, ORG, SHARED, glitchtip_token, step  # noqa: E402
+from bench.rooms_glitchtip import (  # noqa: E402
+    GLITCHTIP,
+    GT,
+    ORG,
+    SHARED,
+    relay_against_glitchtip,
+    step,
+)
 from relay_app.glitchtip.api import GlitchTipApi  # noqa: E402
-from tests.e2e.relay_process import CHAT_ID, RelayProcess, relay_env  # noqa: E402
-from tests.fake_telegram import FakeTelegram, Posted, running_fake_telegram  # noqa: E402
+from tests.e2e.relay_process import CHAT_ID, RelayProcess  # noqa: E402
+from tests.fake_telegram import FakeTelegram, Posted  # noqa: E402
 
 MORE_EVENTS = 4
 PICTURE = Path(tempfile.gettempdir()) / "chart-glitchtip.png"
@@ -61,21 +68,9 @@ def photos_under(fake: FakeTelegram, card: Posted) -> list[Posted]:
 
 
 def main() -> None:
-    token = glitchtip_token("project:read")  # the bench's own question: the project's DSN
-    api = requests.Session()
-    api.headers["Authorization"] = f"Bearer {token}"
-    with running_fake_telegram() as fake, tempfile.TemporaryDirectory() as directory:
-        env = relay_env(
-            fake,
-            GLITCHTIP_API_TOKEN=token,
-            GLITCHTIP_URL=GLITCHTIP,
-            RELAY_SPOOL_PATH=f"{directory}/spool.sqlite3",
-        )
-        relay = RelayProcess(env, Path(directory) / "relay.log", telegram=fake).wait_ready()
-        try:
-            live(fake, api, token, relay)
-        finally:
-            relay.stop()
+    # The bench's own question needs project:read: the project's DSN, for more events.
+    with relay_against_glitchtip("project:read") as live_relay:
+        live(live_relay.fake, live_relay.api, live_relay.token, live_relay.relay)
 
 
 def live(fake: FakeTelegram, api: requests.Session, token: str, relay: RelayProcess) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import closing
 from pathlib import Path
@@ -28,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 
 import requests  # noqa: E402
 
-from bench.rooms_glitchtip import GLITCHTIP, GT, ORG, glitchtip_token, step  # noqa: E402
-from tests.e2e.relay_process import CHAT_ID, RelayProcess, relay_env  # noqa: E402
-from tests.fake_telegram import FakeTelegram, Posted, running_fake_telegram  # noqa: E402
+from bench.rooms_glitchtip import GLITCHTIP, GT, ORG, relay_against_glitchtip, step  # noqa: E402
+from tests.e2e.relay_process import CHAT_ID, RelayProcess  # noqa: E402
+from tests.fake_telegram import FakeTelegram, Posted  # noqa: E402
 
 # The watcher's round, short: a link gets a card once GlitchTip's own answer shows the chat's
 # organization holds the issue.
@@ -38,22 +37,8 @@ WATCH_INTERVAL = "2"
 
 
 def main() -> None:
-    token = glitchtip_token()
-    api = requests.Session()
-    api.headers["Authorization"] = f"Bearer {token}"
-    with running_fake_telegram() as fake, tempfile.TemporaryDirectory() as directory:
-        env = relay_env(
-            fake,
-            GLITCHTIP_API_TOKEN=token,
-            GLITCHTIP_URL=GLITCHTIP,
-            RELAY_SPOOL_PATH=f"{directory}/spool.sqlite3",
-            RELAY_WATCH_INTERVAL=WATCH_INTERVAL,
-        )
-        relay = RelayProcess(env, Path(directory) / "relay.log", telegram=fake).wait_ready()
-        try:
-            live(fake, api, relay, f"{directory}/spool.sqlite3")
-        finally:
-            relay.stop()
+    with relay_against_glitchtip(RELAY_WATCH_INTERVAL=WATCH_INTERVAL) as live_relay:
+        live(live_relay.fake, live_relay.api, live_relay.relay, live_relay.spool)
 
 
 def replies(fake: FakeTelegram, asked: int) -> list[Posted]:

@@ -19,7 +19,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,49 @@ def glitchtip_token(*more: str) -> str:
     return minted.stdout.strip().splitlines()[-1]
 
 
+@dataclass(frozen=True)
+class Live:
+    """A relay under gunicorn against the fake Telegram and the real GlitchTip: the token it
+    acts with, a session of GlitchTip's API with it (the bench's own questions), and its
+    spool's file."""
+
+    fake: FakeTelegram
+    relay: RelayProcess
+    token: str
+    api: requests.Session
+    spool: str
+
+
+@contextmanager
+def relay_against_glitchtip(
+    *scopes: str,
+    prepare: Callable[[FakeTelegram, Path], Mapping[str, str]] = lambda fake, directory: {},
+    **env: str,
+) -> Iterator[Live]:
+    """The relay with GLITCHTIP_API_TOKEN (the relay's scopes and `scopes`) and GLITCHTIP_URL,
+    a fresh spool, `env`, and what `prepare` makes of the fake Telegram and the directory (a
+    routes file's variable, say); stopped after."""
+    token = glitchtip_token(*scopes)
+    api = requests.Session()
+    api.headers["Authorization"] = f"Bearer {token}"
+    with running_fake_telegram() as fake, tempfile.TemporaryDirectory() as directory:
+        spool = f"{directory}/spool.sqlite3"
+        more = prepare(fake, Path(directory))
+        variables = relay_env(
+            fake,
+            GLITCHTIP_API_TOKEN=token,
+            GLITCHTIP_URL=GLITCHTIP,
+            RELAY_SPOOL_PATH=spool,
+            **{**env, **more},
+        )
+        relay = RelayProcess(variables, Path(directory) / "relay.log", telegram=fake)
+        relay.wait_ready()
+        try:
+            yield Live(fake, relay, token, api, spool)
+        finally:
+            relay.stop()
+
+
 def step(said: str, started: float, condition: Callable[[], object], timeout: float) -> None:
     ok = wait_until(condition, timeout=timeout)
     print(f"{'ok  ' if ok else 'FAIL'} {time.monotonic() - started:6.1f} s  {said}")
@@ -79,26 +124,14 @@ def commented(api: requests.Session, issue_id: str) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    token = glitchtip_token()
-    api = requests.Session()
-    api.headers["Authorization"] = f"Bearer {token}"
-    with running_fake_telegram() as fake, tempfile.TemporaryDirectory() as directory:
+    def forum(fake: FakeTelegram, directory: Path) -> dict[str, str]:
         fake.add_chat(CHAT_ID, rights={"can_manage_topics": True, "can_pin_messages": True})
-        routes = Path(directory) / "routes.toml"
+        routes = directory / "routes.toml"
         routes.write_text(ROUTES)
-        env = relay_env(
-            fake,
-            GLITCHTIP_API_TOKEN=token,
-            GLITCHTIP_URL=GLITCHTIP,
-            RELAY_ROUTES=str(routes),
-            RELAY_WATCH_INTERVAL="2",
-            RELAY_SPOOL_PATH=f"{directory}/spool.sqlite3",
-        )
-        relay = RelayProcess(env, Path(directory) / "relay.log", telegram=fake).wait_ready()
-        try:
-            live(fake, api, relay)
-        finally:
-            relay.stop()
+        return {"RELAY_ROUTES": str(routes)}
+
+    with relay_against_glitchtip(prepare=forum, RELAY_WATCH_INTERVAL="2") as live_relay:
+        live(live_relay.fake, live_relay.api, live_relay.relay)
 
 
 def live(fake: FakeTelegram, api: requests.Session, relay: RelayProcess) -> None:
