@@ -26,6 +26,7 @@ import time
 import uuid
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -197,6 +198,23 @@ class FakeSentry(LocalService):
             return 400, {"status": ["Invalid status"]}
         self.issues[issue_id] = status
         return 200, {"id": issue_id, "status": status}
+
+
+# A routes file whose one route takes every alert to the tests' chat, Sentry's new issues
+# (`issue.created`) included, which only a route naming them takes.
+NEW_ISSUES_ROUTE = '[[route]]\nkind = "created"\nchat = "{chat}"\n'
+
+
+def relay_variables(sentry: FakeSentry, routes: Path, chat: str) -> dict[str, str]:
+    """A relay's variables for the fake Sentry: its signed webhooks taken, its issues acted on
+    and looked up, and a routes file (written at `routes`) that takes its new issues too."""
+    routes.write_text(NEW_ISSUES_ROUTE.format(chat=chat))
+    return {
+        "SENTRY_CLIENT_SECRET": CLIENT_SECRET,
+        "SENTRY_API_TOKEN": TOKEN,
+        "SENTRY_URL": sentry.url,
+        "RELAY_ROUTES": str(routes),
+    }
 
 
 def running_fake_sentry() -> AbstractContextManager[FakeSentry]:

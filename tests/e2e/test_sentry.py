@@ -26,7 +26,7 @@ from tests.e2e.helpers import (
 from tests.e2e.relay_process import CHAT_ID
 from tests.fake_glitchtip import TOKEN as GLITCHTIP_TOKEN
 from tests.fake_glitchtip import FakeGlitchTip
-from tests.fake_sentry import CLIENT_SECRET, ORG, TOKEN, FakeSentry
+from tests.fake_sentry import CLIENT_SECRET, ORG, TOKEN, FakeSentry, relay_variables
 from tests.fake_telegram import FakeTelegram
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sentry_samples"
@@ -146,13 +146,8 @@ def test_a_new_issues_card_gets_its_frame_by_one_look_up(
     fake_sentry.latest[str(issue_id)] = json.loads(
         (SAMPLES.parent / "glitchtip_samples" / "issue-latest-event.json").read_text()
     )
-    routes = tmp_path / "routes.toml"
-    routes.write_text(f'[[route]]\nkind = "created"\nchat = "{CHAT_ID}"\n')
     relay = start_relay(
-        SENTRY_CLIENT_SECRET=CLIENT_SECRET,
-        SENTRY_API_TOKEN=TOKEN,
-        SENTRY_URL=fake_sentry.url,
-        RELAY_ROUTES=str(routes),
+        **relay_variables(fake_sentry, tmp_path / "routes.toml", CHAT_ID),
         RELAY_TIME_SCALE=CHAT_SCALE,
     )
     created: dict[str, Any] = json.loads((SAMPLES / "issue_created.json").read_text())

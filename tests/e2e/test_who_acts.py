@@ -33,7 +33,7 @@ from tests.e2e.helpers import (
 from tests.e2e.relay_process import CHAT_ID, relay_env
 from tests.fake_glitchtip import TOKEN as GLITCHTIP_TOKEN
 from tests.fake_glitchtip import FakeGlitchTip
-from tests.fake_sentry import CLIENT_SECRET, ORG, TOKEN, FakeSentry
+from tests.fake_sentry import CLIENT_SECRET, ORG, TOKEN, FakeSentry, relay_variables
 from tests.fake_telegram import FakeTelegram, Posted
 from tests.payloads import issue, issue_alert
 
@@ -150,13 +150,8 @@ def test_sentrys_deliveries_count_once_and_presses_outpace_a_sentry_that_hangs(
     fake_sentry: FakeSentry,
     tmp_path: Path,
 ) -> None:
-    routes = tmp_path / "routes.toml"
-    routes.write_text(f'[[route]]\nkind = "created"\nchat = "{CHAT_ID}"\n')
     relay = start_relay(
-        SENTRY_CLIENT_SECRET=CLIENT_SECRET,
-        SENTRY_API_TOKEN=TOKEN,
-        SENTRY_URL=fake_sentry.url,
-        RELAY_ROUTES=str(routes),
+        **relay_variables(fake_sentry, tmp_path / "routes.toml", CHAT_ID),
         RELAY_TIME_SCALE=CHAT_SCALE,
         RELAY_SEND_TIMEOUT="5",  # the default: each call to Sentry waits this long at most
     )
