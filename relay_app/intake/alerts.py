@@ -362,7 +362,10 @@ def _short_ids_named(
     payload: dict[str, Any], details: Mapping[str, IssueDetails]
 ) -> dict[str, Any]:
     """The payload naming the short ids its source gave of its issues where it did not (a
-    Sentry event alert names none): what every reader of the job then reads."""
+    Sentry event alert names none): what every reader of the job then reads. GlitchTip's own
+    names them (its `sections`), and is not read again."""
+    if payload.get("sections") or not any(found.short_id for found in details.values()):
+        return payload
     alert = parse_alert(payload)
     if not isinstance(alert, IssueAlert):
         return payload
