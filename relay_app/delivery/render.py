@@ -35,7 +35,7 @@ from typing import Any
 from ..core.errors import PermanentDeliveryError
 from ..core.json_values import json_int
 from ..core.routing import ChatId
-from ..glitchtip.details import IssueDetails, details_from_json
+from ..glitchtip.details import IssueDetails, details_by_issue, details_from_json
 from ..glitchtip.webhook import IssueAlert, level_of, parse_alert
 from ..message.digest import compose, how_many_fit
 from ..message.formatting import (
@@ -464,12 +464,7 @@ class Renderer:
         payload = job.data["webhook"]
         if not isinstance(payload, dict):
             raise Unreadable(f"alert {job.label}'s webhook is not a JSON object")
-        raw = job.data.get("details") or {}
-        details = {
-            str(issue): found
-            for issue, value in (raw.items() if isinstance(raw, dict) else ())
-            if (found := details_from_json(value)) is not None
-        }
+        details = details_by_issue(job.data.get("details"))
         mentions = tuple(str(m) for m in job.data.get("mentions") or ())
         message = self.webhook(
             payload,

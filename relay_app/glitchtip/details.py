@@ -95,6 +95,16 @@ def details_from_json(raw: object) -> IssueDetails | None:
         return None
 
 
+def details_by_issue(raw: object) -> dict[str, IssueDetails]:
+    """A job's `details` (by issue id, as `details_as_json` wrote each), those that can be
+    read; none for anything else."""
+    return {
+        str(issue): found
+        for issue, value in (raw.items() if isinstance(raw, dict) else ())
+        if (found := details_from_json(value)) is not None
+    }
+
+
 def _frames_from_json(found: dict[str, Any]) -> tuple[Frame | None, tuple[Frame, ...]]:
     """The frame and the stack `details_as_json` wrote. Raises TypeError on another shape."""
     frame = json_object(found.get("frame"))

@@ -28,7 +28,7 @@ from ..core.outcomes import Dead, Delivered, RetryAt
 from ..core.routing import Destination
 from ..core.services import Key
 from ..delivery.intake import deadline
-from ..glitchtip.details import IssueDetails, details_as_json, details_from_json, filled
+from ..glitchtip.details import IssueDetails, details_as_json, details_by_issue, filled
 from ..glitchtip.lookups import Lookups, scoped
 from ..glitchtip.webhook import IssueAlert, parse_alert, plain_text, with_short_ids
 from ..message.formatting import Message, message_for
@@ -226,7 +226,7 @@ class WebhookAlerts:
         if self._lookups is None or not keys:
             return self._intake.admit(about, destination, started=started, text=text, held=attempt)
         # What the webhook itself said of its issues (Sentry's event): the look-ups fill in.
-        found = _Found(payload, _read(called.get("details")), keys)
+        found = _Found(payload, details_by_issue(called.get("details")), keys)
         known = self._lookups.within(list(keys.values()), 0.0)
         coming = [key for key in keys.values() if key not in known]
         about |= found.with_details(known)
@@ -347,15 +347,6 @@ class _Found:
             "details": {issue: details_as_json(found) for issue, found in details.items()},
             "webhook": _short_ids_named(self.payload, details),
         }
-
-
-def _read(raw: object) -> dict[str, IssueDetails]:
-    """Details as a job keeps them (by issue id), those that can be read."""
-    return {
-        issue: found
-        for issue, value in (raw.items() if isinstance(raw, dict) else ())
-        if (found := details_from_json(value)) is not None
-    }
 
 
 def _short_ids_named(

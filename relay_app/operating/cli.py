@@ -33,7 +33,7 @@ import requests
 
 from ..core.errors import DeliveryError, SpoolError
 from ..core.logs import redact, register_secret
-from ..glitchtip.details import details_from_json
+from ..glitchtip.details import details_by_issue
 from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..message.formatting import TELEGRAM_TEXT_LIMIT, message_for
 from ..message.spans import visible_length
@@ -334,12 +334,7 @@ def _preview(args: argparse.Namespace, console: Console) -> int:
         raise Failed(str(exc)) from None
     if found.payload is None:
         raise Failed(f"a webhook of {found.source}'s that sends no message: {found.said}")
-    details = {
-        issue: read
-        for issue, value in found.details.items()
-        if (read := details_from_json(value)) is not None
-    }
-    message = message_for(found.payload, words, details=details)
+    message = message_for(found.payload, words, details=details_by_issue(found.details))
     # stdout holds exactly the text field the relay posts; the rest goes to stderr.
     console.out.write(message.html + "\n")
     console.err.write(
