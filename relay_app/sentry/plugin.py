@@ -1,6 +1,7 @@
 """Sentry, as a capability: its webhook's page (with SENTRY_CLIENT_SECRET), its issues' cards
-kept in step by its issue webhooks (with SENTRY_API_TOKEN and a spool), `relay-app check`'s
-questions of its settings, and the deliveries it counted once."""
+kept in step by its issue webhooks and their details looked up in its API (with
+SENTRY_API_TOKEN), `relay-app check`'s questions of its settings, its state in the start-up
+line, and the deliveries it counted once."""
 
 from __future__ import annotations
 
