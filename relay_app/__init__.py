@@ -6,8 +6,6 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
-from functools import partial
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
@@ -34,16 +32,8 @@ from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
 from .delivery.render import Added, OnCall, Renderer
 from .glitchtip.api import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH, GlitchTipApi
-from .glitchtip.details import HOURLY, Hourly, IssueDetails
-from .glitchtip.lookups import (
-    CALL_TIMEOUT,
-    DETAIL_SOURCE,
-    DetailSource,
-    EachSource,
-    IssueLookups,
-    Lookups,
-    unscoped,
-)
+from .glitchtip.details import HOURLY
+from .glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .intake.alerts import HOLD, GlitchTipIssues, WebhookAlerts
 from .intake.hidden import NAMED_HIDDEN, HiddenIssues
@@ -55,7 +45,7 @@ from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.routes_file import RefusedAgain
 from .operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
-from .parts import issue_apis, link_sources, zones_for
+from .parts import issue_apis, issue_lookups, link_sources, zones_for
 from .routes.rotation import ROSTER, Roster
 from .sentry.trackers import Trackers
 from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
@@ -246,7 +236,7 @@ def assemble(
         timing=timing,
     )
     intake = Intake(queues=queues, jobs=jobs, dispatcher=dispatcher, clock=clock)
-    lookups = _issue_lookups(
+    lookups = issue_lookups(
         settings, metrics, shared, services.find(HOURLY), services.find(DETAIL_SOURCE)
     )
     issues = GlitchTipIssues(
@@ -481,63 +471,6 @@ def _hidden_issues(
         counted=metrics.hidden,
         clock=clock,
     )
-
-
-def _issue_lookups(
-    settings: Settings,
-    metrics: Metrics,
-    shared: Spool,
-    hourly: Hourly | None,
-    other: DetailSource | None,
-) -> Lookups | None:
-    """Unless RELAY_DETAILS_BUDGET=off, what reads issues' details: GlitchTip's API with
-    GLITCHTIP_API_TOKEN (its failing known to every process on the spool), and another
-    source's as its capability provides it (`other`: Sentry's, with SENTRY_API_TOKEN)."""
-    budget = settings.details_budget
-    if budget is None:
-        return None
-    sources: list[tuple[Callable[[str], bool], IssueLookups]] = []
-    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
-    if token is not None and glitchtip_url is not None:
-        api = GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT)
-        read = _with_hours(partial(_as_its_organizations, api), hourly)
-        found = IssueLookups(
-            read, budget=budget, count=metrics.glitchtip_lookup, health=shared.glitchtip_health
-        )
-        # GlitchTip's ids are those no other source owns.
-        sources.append((lambda issue_id: other is None or not other.owns(issue_id), found))
-    if other is not None:
-        read = _with_hours(other.read, hourly)
-        found = IssueLookups(read, budget=budget, count=other.count, setup=other.setup)
-        sources.insert(0, (other.owns, found))
-    if not sources:
-        return None
-    return sources[0][1] if len(sources) == 1 else EachSource(sources)
-
-
-def _as_its_organizations(api: GlitchTipApi, key: str) -> IssueDetails:
-    """A GlitchTip issue's details, read as the organization its look-up key names (`acme/12`)."""
-    org, issue_id = unscoped(key)
-    return api.details(issue_id, org=org)
-
-
-def _with_hours(
-    read: Callable[[str], IssueDetails], hourly: Hourly | None
-) -> Callable[[str], IssueDetails]:
-    """An issue's details from its source's API, with its last 24 hours where the watcher has
-    read them: looked up with them, within the details' budget, off the webhook's own path."""
-
-    def with_hours(key: str) -> IssueDetails:
-        details = read(key)
-        if hourly is None:
-            return details
-        try:
-            hours = hourly(unscoped(key)[1])
-        except SpoolError:  # the details go without them
-            return details
-        return replace(details, hourly=tuple(hours)) if hours else details
-
-    return with_hours
 
 
 def _health_and_metrics(

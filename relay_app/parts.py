@@ -1,17 +1,32 @@
 """What the wiring builds apart from `relay_app.assemble`: the sources' APIs from their tokens
-(which the capabilities ask for as services) and the zone each chat reads times in."""
+(which the capabilities ask for as services), what reads their issues' details for alerts, and
+the zone each chat reads times in."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from zoneinfo import ZoneInfo
 
 from .chat.links import LinkSource
+from .core.errors import SpoolError
+from .core.metrics import Metrics
 from .glitchtip.api import GlitchTipApi
+from .glitchtip.details import Hourly, IssueDetails
+from .glitchtip.lookups import (
+    CALL_TIMEOUT,
+    DetailSource,
+    EachSource,
+    IssueLookups,
+    Lookups,
+    unscoped,
+)
 from .operating.config import Settings
 from .routes.zones import Zones
 from .sentry.api import SentryApi
 from .sentry.hooks import customer_domain_issue
+from .spool import Spool
 
 
 def zones_for(settings: Settings) -> Zones:
@@ -48,3 +63,60 @@ def link_sources(
         written_as = partial(customer_domain_issue, sentry_url=url)
         sources.append(LinkSource(homes.sentry, sentry, "sentry", written_as))
     return sources
+
+
+def issue_lookups(
+    settings: Settings,
+    metrics: Metrics,
+    shared: Spool,
+    hourly: Hourly | None,
+    other: DetailSource | None,
+) -> Lookups | None:
+    """Unless RELAY_DETAILS_BUDGET=off, what reads issues' details: GlitchTip's API with
+    GLITCHTIP_API_TOKEN (its failing known to every process on the spool), and another
+    source's as its capability provides it (`other`: Sentry's, with SENTRY_API_TOKEN)."""
+    budget = settings.details_budget
+    if budget is None:
+        return None
+    sources: list[tuple[Callable[[str], bool], IssueLookups]] = []
+    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
+    if token is not None and glitchtip_url is not None:
+        api = GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT)
+        read = _with_hours(partial(_as_its_organizations, api), hourly)
+        found = IssueLookups(
+            read, budget=budget, count=metrics.glitchtip_lookup, health=shared.glitchtip_health
+        )
+        # GlitchTip's ids are those no other source owns.
+        sources.append((lambda issue_id: other is None or not other.owns(issue_id), found))
+    if other is not None:
+        read = _with_hours(other.read, hourly)
+        found = IssueLookups(read, budget=budget, count=other.count, setup=other.setup)
+        sources.insert(0, (other.owns, found))
+    if not sources:
+        return None
+    return sources[0][1] if len(sources) == 1 else EachSource(sources)
+
+
+def _as_its_organizations(api: GlitchTipApi, key: str) -> IssueDetails:
+    """A GlitchTip issue's details, read as the organization its look-up key names (`acme/12`)."""
+    org, issue_id = unscoped(key)
+    return api.details(issue_id, org=org)
+
+
+def _with_hours(
+    read: Callable[[str], IssueDetails], hourly: Hourly | None
+) -> Callable[[str], IssueDetails]:
+    """An issue's details from its source's API, with its last 24 hours where the watcher has
+    read them: looked up with them, within the details' budget, off the webhook's own path."""
+
+    def with_hours(key: str) -> IssueDetails:
+        details = read(key)
+        if hourly is None:
+            return details
+        try:
+            hours = hourly(unscoped(key)[1])
+        except SpoolError:  # the details go without them
+            return details
+        return replace(details, hourly=tuple(hours)) if hours else details
+
+    return with_hours
