@@ -16,8 +16,7 @@ from ..operating.config import Settings
 from ..operating.selfcheck import Verdict, refused_verdict
 from ..operating.sentry_env import SentryConfig
 from .api import SentryApi
-from .signature import SIGNATURE_HEADER, signature_of
-from .webhook import PATH, RESOURCE_HEADER
+from .webhook import PATH, signed_headers
 
 # The relay answers a webhook it only notes at once; this covers a busy host.
 ASK_TIMEOUT = 5.0
@@ -68,11 +67,7 @@ def _signed_verdict(config: SentryConfig, bind: str) -> Verdict:
     name = "Sentry webhook"
     url = local_url(bind, PATH)
     body = json.dumps({"action": "check", "data": {}, "installation": {"uuid": "relay-app check"}})
-    headers = {
-        "Content-Type": "application/json",
-        RESOURCE_HEADER: "installation",
-        SIGNATURE_HEADER: signature_of(body.encode(), config.client_secret),
-    }
+    headers = signed_headers(body.encode(), config.client_secret, "installation")
     try:
         answer = requests.post(url, data=body.encode(), headers=headers, timeout=ASK_TIMEOUT)
     except requests.RequestException as exc:

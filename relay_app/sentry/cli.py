@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import time
-import uuid
 
 import requests
 
@@ -19,8 +17,7 @@ from ..operating.config import ConfigError
 from ..operating.console import CommandLine, Console, Failed, Usage
 from ..operating.sentry_env import sentry_from_env
 from .reading import resource_of
-from .signature import SIGNATURE_HEADER, signature_of
-from .webhook import PATH, REQUEST_ID_HEADER, RESOURCE_HEADER, STAMP_HEADER
+from .webhook import PATH, signed_headers
 
 # Where the README's quick start runs the relay.
 LOCAL_RELAY = "http://127.0.0.1:8780"
@@ -58,13 +55,7 @@ def _send(args: argparse.Namespace, console: Console) -> int:
     if resource is None:
         raise Failed(f"{args.file} is not a Sentry webhook's body (action, installation, data)")
     url = args.relay_url.rstrip("/") + PATH
-    headers = {
-        "Content-Type": "application/json",
-        SIGNATURE_HEADER: signature_of(body, config.client_secret),
-        RESOURCE_HEADER: resource or "installation",
-        STAMP_HEADER: str(int(time.time())),
-        REQUEST_ID_HEADER: uuid.uuid4().hex,
-    }
+    headers = signed_headers(body, config.client_secret, resource or "installation")
     try:
         reply = requests.post(url, data=body, headers=headers, timeout=10)
     except requests.RequestException as exc:

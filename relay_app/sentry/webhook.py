@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,7 +44,7 @@ from ..routes import RouteTable
 from ..routes.split import facts_of
 from .deliveries import KEPT, MAX_ID, DeliveryStore
 from .hooks import Alerting, Assigned, InStep, Noted, read_hook
-from .signature import SIGNATURE_HEADER, signed
+from .signature import SIGNATURE_HEADER, signature_of, signed
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,19 @@ STAMP_SECOND = 0.999
 # How far ahead of the relay's clock a stamp may be: Sentry's clock and the relay's differ a
 # little.
 STAMP_AHEAD = 300.0
+
+
+def signed_headers(body: bytes, secret: str, resource: str) -> dict[str, str]:
+    """The headers Sentry posts a webhook's body with, signed with the client secret, stamped
+    now and named anew: what `relay-app sentry send` and `relay-app check` post as Sentry
+    would."""
+    return {
+        "Content-Type": "application/json",
+        SIGNATURE_HEADER: signature_of(body, secret),
+        RESOURCE_HEADER: resource,
+        STAMP_HEADER: str(int(time.time())),
+        REQUEST_ID_HEADER: uuid.uuid4().hex,
+    }
 
 
 @dataclass(frozen=True)
