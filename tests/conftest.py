@@ -46,6 +46,9 @@ API_URL = "https://telegram.test"
 SEND_URL = f"{API_URL}/bot{TOKEN}/sendMessage"
 GET_ME_URL = f"{API_URL}/bot{TOKEN}/getMe"
 WEBHOOK = f"/webhook/{SECRET}"
+# The commands the relay offers Telegram for a group, in the registry's order (/start, a private
+# chat's, is not among them).
+OFFERED_COMMANDS = ["issues", "oncall", "cover", "silences", "chart", "status"]
 OK = {"ok": True, "result": {"message_id": 1}}  # Telegram's answer to an accepted message
 ME = {"ok": True, "result": {"id": 123456789, "is_bot": True, "username": "relay_bot"}}
 CHAT_ID = -1001234567890

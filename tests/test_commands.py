@@ -31,7 +31,7 @@ from relay_app.silences.buttons import MUTE
 from relay_app.telegram.bot_commands import described
 from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH, RUSSIAN
-from tests.conftest import CHAT_ID, FakeTime
+from tests.conftest import CHAT_ID, OFFERED_COMMANDS, FakeTime
 from tests.in_process import GLITCHTIP, GT_TOKEN, MESSAGE, PAYLOAD, Chat, ScriptedTelegram, alone
 from tests.prometheus import parse, value
 
@@ -215,14 +215,7 @@ def test_the_commands_are_described_in_the_relays_language(settings: Settings) -
     relay.dispatcher.shutdown()
     russian, english = REGISTRY.words_in(RUSSIAN), REGISTRY.words_in(ENGLISH)
     listed = described(relay.commands, russian)
-    assert [c["command"] for c in listed] == [
-        "issues",
-        "oncall",
-        "cover",
-        "silences",
-        "chart",
-        "status",
-    ]
+    assert [c["command"] for c in listed] == OFFERED_COMMANDS
     assert [c["description"] for c in listed] == [
         RUSSIAN.command_issues,
         RUSSIAN.command_oncall,
@@ -240,14 +233,7 @@ def test_the_commands_are_offered_whenever_any_source_can_act(settings: Settings
     relay = assemble(replace(settings, sentry=sentry), telegram=ScriptedTelegram())
     relay.dispatcher.shutdown()
     relay.running.stop()
-    assert [c.name for c in relay.commands if not c.private] == [
-        "issues",
-        "oncall",
-        "cover",
-        "silences",
-        "chart",
-        "status",
-    ]
+    assert [c.name for c in relay.commands if not c.private] == OFFERED_COMMANDS
     signed_only = replace(settings, sentry=SentryConfig("c" * 64, None, "https://sentry.io"))
     quiet = assemble(signed_only, telegram=ScriptedTelegram())
     quiet.dispatcher.shutdown()

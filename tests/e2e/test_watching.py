@@ -11,6 +11,7 @@ import sqlite3
 import time
 from contextlib import closing
 
+from tests.conftest import OFFERED_COMMANDS
 from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import (
     CHAT_SCALE,
@@ -137,14 +138,9 @@ def test_commands_are_registered_at_start_and_answered_only_where_the_relay_post
 ) -> None:
     relay = start_relay(**watching(fake_glitchtip, RELAY_LANGUAGE="ru"))
     assert wait_until(lambda: len(fake_telegram.my_commands) == 6, timeout=15), relay.logs()
-    assert [c["command"] for c in fake_telegram.my_commands] == [
-        "issues",
-        "oncall",
-        "cover",
-        "silences",
-        "chart",
-        "status",
-    ]  # and /start, a private chat's, is not offered in the group's list
+    assert [
+        c["command"] for c in fake_telegram.my_commands
+    ] == OFFERED_COMMANDS  # and /start, a private chat's, is not offered in the group's list
     assert fake_telegram.my_commands[0]["description"].startswith("незакрытые проблемы")
     reply, _ = post(relay.webhook_url, alert_for(fake_glitchtip, 11))
     assert reply.status_code == 200
