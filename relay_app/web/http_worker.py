@@ -20,13 +20,17 @@ reads exactly its bytes, never the socket. Limits:
   the most is answered 503 and closed;
 - an answer must be taken by the client within WRITE_TIMEOUT, and a connection serves at most
   MAX_REQUESTS_PER_CONNECTION requests: a client that pipelines requests and reads nothing
-  holds a thread for seconds at most;
+  holds a thread for seconds at most. It is then reset (nginx's reset_timedout_connection), not
+  closed: a close queues its FIN behind the answers the client never takes, and the kernel
+  kept such a connection for minutes after the worker let go of it (FIN-WAIT-1, both windows
+  shut), holding the answers, while the client could not even see that it was closed;
 - what h11 refuses (framing, a Transfer-Encoding, a head too large) is answered 400, 411 or 431
   by the loop itself, and closed;
 - after its last answer a connection is half-closed, and the loop reads and drops what the
   client still sends until it closes too, LINGER_BYTES arrived, or LINGER passed: never a
   wait of the loop's (gunicorn's own close waits up to 2 s in the loop for each such client,
-  and 32 clients that never close held GlitchTip's webhook past its 10 s).
+  and 32 clients that never close held GlitchTip's webhook past its 10 s). One whose client
+  has by then not taken all of its answers is reset, as above.
 
 Every refusal is counted by its kind (a status and a fixed reason, never the refused bytes),
 and logged at most once a minute, with the first bytes of one request of each kind, and once
@@ -47,12 +51,15 @@ tests/e2e/test_edge.py tries each as behaviour; docs/security.md says how an upg
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import queue
 import selectors
 import signal
 import socket
+import struct
+import termios
 import threading
 import time
 from dataclasses import dataclass
@@ -98,7 +105,10 @@ _OTHER_KINDS = "refused for other reasons"
 
 _TIMED_OUT = Refused(408, f"did not arrive whole within {REQUEST_READ_TIMEOUT:.0f} s")
 _OVER_WORKER_HOLD = Refused(503, "the largest arriving when the worker held too much")
-_SLOW_READER = f"did not take its answer within {WRITE_TIMEOUT:.0f} s, and was closed"
+_SLOW_READER = f"did not take its answer within {WRITE_TIMEOUT:.0f} s, and was reset"
+_UNTAKEN = f"had not taken its last answers {LINGER:.0f} s after them, and was reset"
+# SO_LINGER on, with no time: close() resets the connection and the kernel drops what it holds.
+_RESET_ON_CLOSE = struct.pack("ii", 1, 0)
 # gunicorn's own line for each request its parser refuses, which the refusals' count replaces.
 _GUNICORN_REFUSAL_LINE = "Invalid request from ip="
 
@@ -114,6 +124,7 @@ class _Connection:
     drained: int = 0  # read from it while it lingers
     whole: Whole | None = None  # for the thread that takes it
     last: bool = False  # the request a thread has now is the connection's last
+    not_reading: bool = False  # an answer was not taken within WRITE_TIMEOUT
 
 
 class _Refusals:
@@ -346,15 +357,25 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
 
     def finish_request(self, conn: Any, fs: Any) -> None:
         """A thread is done with the connection. A pipelined request already read is read on
-        at once: the socket may never be readable for it. One that is done lingers."""
+        at once: the socket may never be readable for it. One that is done is let go of."""
         state: _Connection | None = getattr(conn, "relay", None)
+        if state is None:
+            super().finish_request(conn, fs)
+            return
         result = None if fs.cancelled() or fs.exception() is not None else fs.result()
-        if state is not None and result is False:
-            self._linger(conn)
-        elif state is not None and state.leftover and result is True:
+        if result is False:
+            self._let_go(conn)
+        elif state.leftover and result is True:
             self.enqueue_req(conn)
         else:
             super().finish_request(conn, fs)
+
+    def _let_go(self, conn: Any) -> None:
+        """Reset when its client did not take an answer; otherwise it lingers."""
+        if conn.relay.not_reading:
+            self._reset(conn)
+        else:
+            self._linger(conn)
 
     def _linger(self, conn: Any) -> None:
         """Its last answer sent: the write side closed (FIN), then what the client still sends
@@ -378,13 +399,24 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
         except OSError:
             data = b""
         conn.relay.drained += len(data)
-        if not data or conn.relay.drained >= LINGER_BYTES:
+        if not data:
+            self._closed_lingering(conn, client_closed=True)
+        elif conn.relay.drained >= LINGER_BYTES:
             self._closed_lingering(conn)
 
-    def _closed_lingering(self, conn: Any) -> None:
+    def _closed_lingering(self, conn: Any, *, client_closed: bool = False) -> None:
         del self._lingering[conn]
         with contextlib.suppress(KeyError, ValueError, OSError):
             self.poller.unregister(conn.sock)
+        if not client_closed and _answers_untaken(conn.sock):
+            self._refusals.add(_UNTAKEN, conn.client)
+            self._reset(conn)
+        else:
+            self._close(conn)
+
+    def _reset(self, conn: Any) -> None:
+        with contextlib.suppress(OSError):
+            conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET_ON_CLOSE)
         self._close(conn)
 
     def _close(self, conn: Any) -> None:
@@ -423,6 +455,7 @@ class WholeRequestWorker(ThreadWorker):  # type: ignore[misc]
         except TimeoutError:
             # Logged with the loop's refusals, once a minute: an attack must not flood the log.
             self._refusals.add(_SLOW_READER, conn.client)
+            conn.relay.not_reading = True
             return False
 
     def handle_error(self, req: Any, client: Any, addr: Any, einfo: Any) -> None:
@@ -441,6 +474,17 @@ def _send_quietly(sock: socket.socket, data: bytes) -> None:
     # Best effort on a socket that does not block: a client that does not read loses the line.
     with contextlib.suppress(OSError):
         sock.send(data)
+
+
+def _answers_untaken(sock: socket.socket) -> bool:
+    """Whether the client has yet to acknowledge some of what was sent to it (Linux's
+    SIOCOUTQ: bytes sent but not acknowledged, and not sent yet). False where that cannot be
+    asked: the connection is then closed as before."""
+    try:
+        queued = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+    except (OSError, ValueError):
+        return False
+    return bool(struct.unpack("i", queued)[0])
 
 
 def _peer(client: object) -> str:
