@@ -54,7 +54,7 @@ ME = {"ok": True, "result": {"id": 123456789, "is_bot": True, "username": "relay
 CHAT_ID = -1001234567890
 DESTINATION = Destination(CHAT_ID)
 END_TO_END = Path(__file__).resolve().parent / "e2e"
-pytest_plugins = ["tests.slowest_first"]
+pytest_plugins = ["tests.slowest_first", "tests.compiled_once"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
