@@ -1,9 +1,61 @@
-"""Snoozes, as a capability: Ignore's timed and counted choices, brought back by the watcher.
-Its parts are still built by the wiring (parts.py), and its choices are still the core card's."""
+"""Snoozes, as a capability: Ignore's timed and counted choices kept (its table), and brought back
+when their time or count comes, on the watcher's rounds, which it joins (glitchtip/rounds.py);
+it provides SNOOZING, which the presses ask for. Its choices are still the core card's verbs."""
 
 from __future__ import annotations
 
-from ..operating.capability import Capability
+from ..cards.in_step import CardsInStep
+from ..cards.sent import SentStore
+from ..cards.verbs import CALLS
+from ..glitchtip.api import GlitchTipApi
+from ..glitchtip.rounds import ISSUE_PLACES, ROUNDS
+from ..operating.capability import Capability, Core, Running
 from .counters import SNOOZES
+from .snoozing import SNOOZING, BringBack, Snoozing
+from .store import SnoozeStore
 
-CAPABILITY = Capability("snoozes", counters=(SNOOZES,), tables=("snoozes",))
+
+def _start(core: Core) -> Running:
+    """With GLITCHTIP_API_TOKEN, a spool and the watcher's rounds: the snoozes kept, asked
+    about each round, and brought back."""
+    settings, spool, clock = core.settings, core.spool, core.clock
+    token, url, links = (
+        settings.glitchtip_api_token,
+        settings.glitchtip_url,
+        settings.glitchtip_links,
+    )
+    rounds, places = core.services.find(ROUNDS), core.services.find(ISSUE_PLACES)
+    if token is None or url is None or links is None or spool is None:
+        return Running()
+    if rounds is None or places is None:
+        return Running()
+    # Its cards follow at once when an issue comes back, not at the next round.
+    in_step = CardsInStep(
+        spool.of(SentStore),
+        core.outbox,
+        origin=links,
+        escalation=core.services.find(CALLS),
+        metrics=core.metrics,
+        clock=clock,
+    )
+    snoozing = Snoozing(
+        spool.of(SnoozeStore),
+        places,
+        BringBack(
+            GlitchTipApi(token, url, timeout=settings.send_timeout),
+            core.outbox,
+            reopened=lambda issue: in_step.follow(
+                {issue: "unresolved"}, asked_at=clock(), settle=0
+            ),
+            zone_of=core.zone_of,
+        ),
+        events=settings.watching.snooze_events,
+        metrics=core.metrics,
+        clock=clock,
+    )
+    core.services.provide(SNOOZING, snoozing)
+    rounds.join(snoozing)
+    return Running()
+
+
+CAPABILITY = Capability("snoozes", counters=(SNOOZES,), tables=("snoozes",), start=_start)

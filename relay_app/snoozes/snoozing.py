@@ -28,8 +28,8 @@ from ..core.metrics import Metrics
 from ..core.services import Key
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import GlitchTipApi, IssueState, events_of
+from ..glitchtip.rounds import IssuePlaces
 from ..message.spans import place_time
-from ..watch.store import WatchStore
 from ..words import Said, Words
 from .counters import SNOOZES
 from .store import Ended, Snooze, SnoozeStore
@@ -94,7 +94,7 @@ class Snoozing:
     def __init__(
         self,
         snoozes: SnoozeStore,
-        watched: WatchStore,
+        places: IssuePlaces,
         back: BringBack,
         *,
         events: int,
@@ -103,7 +103,7 @@ class Snoozing:
     ) -> None:
         """`events`: the N of "until N more events" (RELAY_SNOOZE_EVENTS)."""
         self._snoozes = snoozes
-        self._watched = watched
+        self._places = places
         self._outbox = back.outbox
         self._glitchtip = back.glitchtip
         self.events = events
@@ -123,7 +123,7 @@ class Snoozing:
         alert's topic; None when the relay does not watch the issue (a card from before the
         watcher), or the spool cannot say now."""
         try:
-            return self._watched.place_of(button.issue_id)
+            return self._places.place_of(button.issue_id)
         except SpoolError:
             return None
 
@@ -262,6 +262,6 @@ def _why(snooze: Snooze, state: IssueState) -> str:
     return f"{more} more events since {snooze.by} ignored it until {snooze.events} more"
 
 
-# Ignore's choices kept and brought back: the watcher's part (with GLITCHTIP_API_TOKEN), which
-# the wiring provides; the presses ask for it.
+# Ignore's choices kept and brought back (with GLITCHTIP_API_TOKEN), which snoozes/plugin.py
+# provides; the presses ask for it.
 SNOOZING: Key[Snoozing] = Key("snoozing")

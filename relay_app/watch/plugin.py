@@ -1,7 +1,7 @@
 """The watcher of GlitchTip, as a capability: the issues the relay alerted on asked about each
 interval by the fleet's leader, the cards kept in step with what their source says, escalating
-issues posted again, and the snoozes brought back (it provides snoozes' SNOOZING, which the
-presses ask for); the tables of what it watches."""
+issues posted again; the tables of what it watches. It provides its rounds to those who would
+join them (ROUNDS: snoozes/ does) and where it finds a watched issue (ISSUE_PLACES)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,13 @@ from ..cards.in_step import CardsInStep
 from ..cards.sent import SentStore
 from ..cards.verbs import CALLS
 from ..core.routing import Destination, parse_chat_id
-from ..glitchtip.api import ISSUE_WATCH, GlitchTipApi
+from ..glitchtip.api import ISSUE_WATCH
 from ..glitchtip.details import HOURLY
+from ..glitchtip.rounds import ISSUE_PLACES, ROUNDS
 from ..glitchtip.webhook import source_of
 from ..intake.routed import TAKE_IN
 from ..message.trend import Trend
 from ..operating.capability import Capability, Core, Running
-from ..snoozes.snoozing import SNOOZING, BringBack, Snoozing
-from ..snoozes.store import SnoozeStore
 from ..spool import Spool
 from .counters import ESCALATING_POSTS, WATCHER_REQUESTS
 from .store import Watched, WatchStore
@@ -30,14 +29,12 @@ log = logging.getLogger(__name__)
 
 def _start(core: Core) -> Running:
     """With a source's token (GlitchTip's, Sentry's) and a spool: the watcher, a chore of the
-    fleet's leader; with GlitchTip's, the cards it keeps in step and the snoozes."""
+    fleet's leader; with GlitchTip's, the cards it keeps in step."""
     settings, spool = core.settings, core.spool
     api = core.services.find(ISSUE_WATCH)
     if not settings.acts_on_issues or spool is None or api is None:
         return Running()
-    in_step, snoozing = _following_glitchtip(core, spool)
-    if snoozing is not None:
-        core.services.provide(SNOOZING, snoozing)
+    in_step = _following_glitchtip(core, spool)
 
     def post(issue: Watched, found: Trend) -> None:
         post_escalating(core, issue, found)
@@ -54,54 +51,35 @@ def _start(core: Core) -> Running:
         AfterRound(
             post,
             follow=(lambda states, at: in_step.follow(states, asked_at=at)) if in_step else None,
-            snoozing=snoozing,
         ),
         metrics=core.metrics,
         clock=core.clock,
     )
     core.services.provide(WATCHER, watcher)
+    core.services.provide(ROUNDS, watcher)
     watched = spool.of(WatchStore)
+    core.services.provide(ISSUE_PLACES, watched)
     core.services.provide(
         HOURLY, lambda issue_id: watched.hourly_of([issue_id], now=core.clock()).get(issue_id)
     )
     return Running(chores=(watcher,), follow_ups=(watcher.follow_up,), stop=watcher.shutdown)
 
 
-def _following_glitchtip(core: Core, spool: Spool) -> tuple[CardsInStep | None, Snoozing | None]:
-    """With GLITCHTIP_API_TOKEN: what the watcher's rounds keep in step with GlitchTip, the
-    cards (cards/in_step.py) and the snoozes (snoozes/snoozing.py)."""
-    settings, clock = core.settings, core.clock
-    token, url, links = (
-        settings.glitchtip_api_token,
-        settings.glitchtip_url,
-        settings.glitchtip_links,
-    )
-    if token is None or url is None or links is None:
-        return None, None
-    in_step = CardsInStep(
+def _following_glitchtip(core: Core, spool: Spool) -> CardsInStep | None:
+    """With GLITCHTIP_API_TOKEN: the cards the watcher's rounds keep in step with GlitchTip
+    (cards/in_step.py)."""
+    settings = core.settings
+    links = settings.glitchtip_links
+    if settings.glitchtip_api_token is None or settings.glitchtip_url is None or links is None:
+        return None
+    return CardsInStep(
         spool.of(SentStore),
         core.outbox,
         origin=links,
         escalation=core.services.find(CALLS),
         metrics=core.metrics,
-        clock=clock,
+        clock=core.clock,
     )
-    snoozing = Snoozing(
-        spool.of(SnoozeStore),
-        spool.of(WatchStore),
-        BringBack(
-            GlitchTipApi(token, url, timeout=settings.send_timeout),
-            core.outbox,
-            reopened=lambda issue: in_step.follow(
-                {issue: "unresolved"}, asked_at=clock(), settle=0
-            ),
-            zone_of=core.zone_of,
-        ),
-        events=settings.watching.snooze_events,
-        metrics=core.metrics,
-        clock=clock,
-    )
-    return in_step, snoozing
 
 
 def post_escalating(core: Core, issue: Watched, found: Trend) -> None:

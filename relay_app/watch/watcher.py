@@ -30,10 +30,10 @@ from ..core.services import Key
 from ..delivery.job import Delivery
 from ..delivery.render import Note
 from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, IssueState, IssueWatch
+from ..glitchtip.rounds import RoundFollower
 from ..glitchtip.webhook import SOURCE_KEY, IssueAlert, parse_alert
 from ..message.subjects import IssueHomes, issue_ref, org_of
 from ..message.trend import Trend, trend
-from ..snoozes.snoozing import Snoozing
 from ..spool.store import Tx
 from ..words import Words
 from .counters import ESCALATING_POSTS, WATCHER_REQUESTS
@@ -54,7 +54,7 @@ class Round:
     asked: int  # requests made to GlitchTip
     escalating: int  # issues posted again
     in_step: int = 0  # buttons made to show a status changed outside the chat
-    back: int = 0  # snoozed issues whose condition was met: unresolved again
+    back: int = 0  # issues those who joined the rounds brought back (snoozes whose time came)
     unreadable: int = 0  # issues left out: GlitchTip's answer about them was not readable
 
 
@@ -74,12 +74,11 @@ class WatchPlan:
 @dataclass(frozen=True)
 class AfterRound:
     """What a round's findings lead to: `post`, an escalating issue posted again; `follow`,
-    the cards brought in step with the states read (cards/in_step.py); `snoozing`, the snoozes whose
-    condition is met brought back (snoozes/)."""
+    the cards brought in step with the states read (cards/in_step.py). Those who `join` the
+    rounds (glitchtip/rounds.py) are told the states too."""
 
     post: Post
     follow: Follow | None = None
-    snoozing: Snoozing | None = None
 
 
 class Watcher(OwnThread):
@@ -103,7 +102,8 @@ class Watcher(OwnThread):
         self._links = plan.links
         self._metrics = metrics
         self._follow = after.follow
-        self._snoozing = after.snoozing
+        # Replaced whole, never changed in place: the round's thread reads it as it is.
+        self._followers: tuple[RoundFollower, ...] = ()
         self._clock = clock
         self._look_every = plan.look_every
         self._failing: str | None = None
@@ -112,6 +112,10 @@ class Watcher(OwnThread):
         self._unreadable: set[str] = set()
         self.join_for = plan.look_every + 1
         self._start_in_this_process()
+
+    def join(self, follower: RoundFollower) -> None:
+        """Rounds (glitchtip/rounds.py): `follower`'s issues asked about from the next round."""
+        self._followers = (*self._followers, follower)
 
     def alerted(self, about: Iterable[Mapping[str, Any]], chat: str, thread: int | None) -> None:
         """Alerts just delivered to `chat`: their GlitchTip issues are watched from now."""
@@ -151,17 +155,17 @@ class Watcher(OwnThread):
                 log.exception("a round of the watcher failed; the next one tries again")
 
     def round(self) -> Round:
-        """Ask GlitchTip about the watched issues (and the snoozed ones) once; post those
-        escalating, bring the cards in step and the snoozed issues due back."""
+        """Ask GlitchTip about the watched issues (and those the rounds' followers want) once;
+        post those escalating, bring the cards in step, and tell the followers."""
         now = self._clock()
         by_org: dict[str, list[Watched]] = {}
         for issue in self._store.watched(now=now):
             by_org.setdefault(issue.org, []).append(issue)
-        snoozed = self._snoozing.wanted() if self._snoozing is not None else {}
+        wanted = self._wanted()
         done = Round(0, 0)
-        for org in [*by_org, *(org for org in snoozed if org not in by_org)]:
+        for org in [*by_org, *(org for org in wanted if org not in by_org)]:
             issues = by_org.get(org, [])
-            ids = list(dict.fromkeys([*(i.issue_id for i in issues), *snoozed.get(org, [])]))
+            ids = list(dict.fromkeys([*(i.issue_id for i in issues), *wanted.get(org, [])]))
             try:
                 asked = self._ask(org, ids, issues, now)
             except GlitchTipError as exc:
@@ -171,14 +175,21 @@ class Watcher(OwnThread):
         self._answered(done.asked)
         return done
 
+    def _wanted(self) -> dict[str, list[str]]:
+        wanted: dict[str, list[str]] = {}
+        for follower in self._followers:
+            for org, ids in follower.wanted().items():
+                wanted.setdefault(org, []).extend(ids)
+        return wanted
+
     def _settle(self, done: Round, org: str, asked: Asked, now: float) -> Round:
         """What one organisation's answers lead to, added to the round's tally."""
         synced = back = 0
         states = asked.states
         if self._follow is not None:
             synced = self._follow({i: state.status for i, state in states.items()}, now)
-        if self._snoozing is not None:
-            back = self._snoozing.settle(org, states, unreadable=asked.unreadable)
+        for follower in self._followers:
+            back += follower.settle(org, states, unreadable=asked.unreadable)
         posted = sum(self._posted(issue, found, now) for issue, found in asked.escalating)
         return Round(
             done.asked + asked.made,
