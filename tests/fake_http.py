@@ -21,7 +21,7 @@ from typing import Any, Self, TypeVar
 # Below the kernel's ephemeral range (32768 and up): while a fake is down, the relay's
 # connection attempts take ephemeral ports, and one that happened to take the fake's port
 # would connect to itself and keep the fake from listening again. And above the relays' own
-# (tests/e2e/relay_process.py: 1,500 from 20000 for each of up to 5 xdist workers): a fake
+# (tests/e2e/relay_process.py: from 20000, 1,000 for each of up to 8 xdist workers): a fake
 # that took the port a relay had just found free would keep gunicorn from starting.
 PORTS = (28000, 32700)
 # How long a stop waits for the serving loop to notice it.

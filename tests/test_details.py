@@ -312,10 +312,16 @@ def ticking() -> Ticking:
     return Ticking()
 
 
+SHORT_BUDGET = 0.2
+
+
 @pytest.fixture
 def lookups(reads: FakeReads, ticking: Ticking) -> Iterator[IssueLookups]:
     counted: list[str] = []
-    made = IssueLookups(reads, budget=0.2, count=counted.append, monotonic=ticking)
+    # A budget no answer of the fake's needs, however loaded the machine: a test of what a slow
+    # answer costs gives a short one of its own (0.2 s here failed a warned-once test under
+    # eight test processes on two busy cores, its pool's thread not run in time).
+    made = IssueLookups(reads, budget=2.0, count=counted.append, monotonic=ticking)
     made.counted = counted  # type: ignore[attr-defined]
     yield made
     made.shutdown()
@@ -341,8 +347,8 @@ def test_slow_details_cost_the_alert_only_the_budget_and_arrive_later(
 ) -> None:
     reads.delay = 1.0
     started = time.monotonic()
-    assert lookups.within(["3"], lookups.budget) == {}
-    assert time.monotonic() - started < 0.6
+    assert lookups.within(["3"], SHORT_BUDGET) == {}
+    assert time.monotonic() - started < SHORT_BUDGET + 0.4
     came: list[dict[str, IssueDetails]] = []
     lookups.when_known(["3"], lambda found: came.append(dict(found)))
     assert wait_until(lambda: bool(came), timeout=5)

@@ -19,6 +19,7 @@ from typing import IO
 
 import requests
 
+from tests.fake_http import PORTS as FAKE_PORTS
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
 from tests.prometheus import parse, value
 
@@ -45,12 +46,13 @@ def relay_env(fake: FakeTelegram, **overrides: str) -> dict[str, str]:
     }
 
 
-# Ports handed out here: a range of each xdist worker's own, below Linux's ephemeral ports
-# (32768 and up, which the clients' sockets and the fakes' own binds take). A port the kernel
-# gave one worker's probe was given to another's too, before either relay had bound it: the
-# second relay could not start, and its webhooks went to the first.
-PORTS_PER_WORKER = 1500
+# Ports handed out here: a range of each xdist worker's own, below the fakes' (fake_http.py's
+# PORTS) and Linux's ephemeral ports (32768 and up, which the clients' sockets take). A port the
+# kernel gave one worker's probe was given to another's too, before either relay had bound it:
+# the second relay could not start, and its webhooks went to the first.
 FIRST_PORT = 20000
+MAX_XDIST_WORKERS = 8  # pyproject.toml's -n, at most
+PORTS_PER_WORKER = (FAKE_PORTS[0] - FIRST_PORT) // MAX_XDIST_WORKERS
 _next_ports: dict[int, int] = {}
 
 
@@ -59,6 +61,11 @@ def free_port() -> int:
     worker's."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     index = int(worker) if worker.isdigit() else 0
+    if index >= MAX_XDIST_WORKERS:
+        raise RuntimeError(
+            f"xdist's process gw{index}: the relays' ports are cut for {MAX_XDIST_WORKERS} "
+            "processes (tests/e2e/relay_process.py's MAX_XDIST_WORKERS)"
+        )
     first = FIRST_PORT + index * PORTS_PER_WORKER
     for _ in range(PORTS_PER_WORKER):
         offset = _next_ports.get(index, 0)
