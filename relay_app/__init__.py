@@ -179,6 +179,7 @@ def assemble(
             term,
             last_webhook,
             buttons=tuple(registry.buttons),
+            lending=registry.lending,
         )
     )
     outgoing = Outgoing(

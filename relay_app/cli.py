@@ -38,4 +38,5 @@ def main(
         checks=REGISTRY.checks,
         readers=REGISTRY.readers,
         said=REGISTRY.says,
+        lending=REGISTRY.lending,
     )

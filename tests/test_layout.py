@@ -60,7 +60,6 @@ CAPABILITIES = [
 STILL_IMPORTED = {
     "chat": {"snoozes", "watch"},
     "oncall": {"summaries"},
-    "summaries": {"watch"},
 }
 # Above them: the relay's HTTP server. The wiring (relay_app/__init__.py, cli.py,
 # capabilities.py) sits above them all.

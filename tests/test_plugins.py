@@ -14,9 +14,13 @@ import pytest
 from relay_app import Relay, assemble
 from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import Button, callback_data
+from relay_app.core.services import Lent
+from relay_app.message.open_issues import CHAT_ISSUES
 from relay_app.operating.capability import Capability, Registry
 from relay_app.operating.config import Settings
 from relay_app.silences.buttons import MUTE
+from relay_app.spool.opening import open_memory
+from relay_app.watch.store import WatchStore
 from relay_app.words import ENGLISH
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, GT_TOKEN, Chat, ScriptedTelegram
@@ -114,6 +118,22 @@ def test_the_registry_refuses_two_owners_of_one_name() -> None:
         Registry((thanks.CAPABILITY, Capability("more", tables=("thanks",))))
     with pytest.raises(ValueError, match="capability 'silences'"):
         Registry((*REGISTRY.capabilities, Capability("silences")))
+    with pytest.raises(ValueError, match='lent store "a chat\'s issues"'):
+        Registry(
+            (*REGISTRY.capabilities, Capability("more", lends=(Lent(CHAT_ISSUES, WatchStore),)))
+        )
+
+
+def test_a_lent_store_is_made_on_the_spool_it_is_asked_on_and_is_none_without_its_lender() -> None:
+    spool = open_memory()
+    try:
+        issues = REGISTRY.lending.of(CHAT_ISSUES, spool)
+        assert isinstance(issues, WatchStore)
+        assert issues.overview("-100123", now=1_000_000.0) == []
+        without_watch = Registry(tuple(c for c in REGISTRY.capabilities if c.name != "watch"))
+        assert without_watch.lending.of(CHAT_ISSUES, spool) is None
+    finally:
+        spool.close()
 
 
 def test_whether_a_capability_is_on_is_asked_once(settings: Settings) -> None:

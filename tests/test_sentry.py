@@ -29,6 +29,7 @@ from relay_app.cli import main
 from relay_app.glitchtip.details import details_from_json
 from relay_app.glitchtip.webhook import KIND_KEY, SOURCE_KEY, parse_alert, source_of
 from relay_app.message.formatting import message_for
+from relay_app.message.open_issues import WatchedIssue, issue_data
 from relay_app.message.subjects import subjects_of
 from relay_app.operating.config import Settings
 from relay_app.operating.env_values import ConfigError
@@ -40,8 +41,6 @@ from relay_app.sentry.hooks import Alerting, InStep, Noted, customer_domain_issu
 from relay_app.sentry.signature import signature_of, signed
 from relay_app.spool.opening import open_memory
 from relay_app.spool.store import Store
-from relay_app.watch.issues import issue_data
-from relay_app.watch.store import WatchedIssue
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, run_background, sent_bodies, sent_texts
 from tests.e2e.helpers import wait_until

@@ -1,11 +1,17 @@
 """What capabilities provide one another: each service is a Protocol of the core's, named by a
 `Key` beside it, and provided by one capability when it starts (operating/capability.py). A
-capability asks by the key, never by importing the one that provides it."""
+capability asks by the key, never by importing the one that provides it.
+
+A store one capability lends the others (`Lent`: what they may read of its tables) is named the
+same way, and declared rather than provided: made on a spool where it is asked for
+(`Lending.of`), so that a command-line run, which starts no capability, reads it as the relay
+does."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 Service = TypeVar("Service")
 
@@ -32,3 +38,35 @@ class Services:
     def find(self, key: Key[Service]) -> Service | None:
         # What `provide` was given under this key, which typed it.
         return self._provided.get(key.name)  # type: ignore[return-value]
+
+
+class Stores(Protocol):
+    """A spool, as lending sees it: it makes a store of its own on its database."""
+
+    def of(self, kind: Callable[[Any], Service]) -> Service: ...
+
+
+@dataclass(frozen=True)
+class Lent(Generic[Service]):
+    """A store a capability lends: its key, and how it is made on a spool's database (its
+    class, taking the spool's store)."""
+
+    key: Key[Service]
+    make: Callable[[Any], Service]
+
+
+class Lending:
+    """The stores lent in one relay (or one command-line run): one lender each. Asked for one
+    nobody lends, the answer is None (the capability that would is off), never a stand-in."""
+
+    def __init__(self, lent: Iterable[Lent[Any]] = ()) -> None:
+        self._makers: dict[str, Callable[[Any], Any]] = {}
+        for each in lent:
+            if each.key.name in self._makers:
+                raise ValueError(f"the store {each.key.name!r} is lent twice")
+            self._makers[each.key.name] = each.make
+
+    def of(self, key: Key[Service], spool: Stores) -> Service | None:
+        make = self._makers.get(key.name)
+        # What `Lent` was given under this key, which typed it.
+        return None if make is None else spool.of(make)

@@ -18,6 +18,9 @@ What a capability may declare, each optional:
 - `tables`: the tables it owns: only its own modules name them in SQL (tests/test_tables.py);
   a table it adds after the history's last step its own store makes where it is not yet
   (`CREATE TABLE IF NOT EXISTS`, in the spool's types: `spool.dialects.types_of`);
+- `lends`: what the others may read of its tables, each a store named by a key of the core's
+  (`core.services.Lent`), made on a spool where it is asked for (`Core.lending`, and
+  `CommandLine.lending` for its commands): the relay and a command-line run alike;
 - `writers`: its kinds of write to the chat: a job kind, and the Bot API write it makes
   (delivery/render.py's `Writer`), queued through the outbox (`Outbox.write`);
 - `start`: given the core's services, its running parts: the presses of its buttons, the
@@ -41,7 +44,7 @@ from typing import Any
 
 from ..cards.verbs import Button, Press
 from ..core.metrics import CounterSpec, Metrics
-from ..core.services import Services
+from ..core.services import Lending, Lent, Services
 from ..delivery.health import Health
 from ..delivery.job import FollowUp
 from ..delivery.leadership import Chore
@@ -90,6 +93,8 @@ class Core:
     # added (their presses, commands, kinds of update): acting from the chat starts last.
     buttons: tuple[Button, ...] = ()
     before: Started = field(default_factory=lambda: Started())
+    # The stores the capabilities that are on lend one another (their `lends`).
+    lending: Lending = field(default_factory=Lending)
 
 
 @dataclass(frozen=True)
@@ -200,6 +205,7 @@ class Capability:
     says: tuple[SaysState, ...] = ()
     roster: RosterOf | None = None
     tables: tuple[str, ...] = ()
+    lends: tuple[Lent[Any], ...] = ()
     writers: tuple[Writer, ...] = ()
     start: Callable[[Core], Running] | None = None
     # Whether it dispatches what the others add (their presses, commands and kinds of update:
@@ -218,6 +224,7 @@ class Registry:
         _one_each("button verb", [b.verb for b in self.buttons])
         _one_each("button code", [b.code for b in self.buttons])
         _one_each("table", [table for each in self.capabilities for table in each.tables])
+        _one_each("lent store", [lent.key.name for lent in self.lent])
         _one_each("kind of write", [writer.kind for writer in self.writers])
         _one_each("dispatcher", [each.dispatches for each in self.capabilities if each.dispatches])
 
@@ -244,6 +251,14 @@ class Registry:
     @property
     def buttons(self) -> list[Button]:
         return [button for each in self.capabilities for button in each.buttons]
+
+    @property
+    def lent(self) -> list[Lent[Any]]:
+        return [lent for each in self.capabilities for lent in each.lends]
+
+    @property
+    def lending(self) -> Lending:
+        return Lending(self.lent)
 
     @property
     def cli(self) -> list[AddCommands]:

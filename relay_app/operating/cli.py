@@ -33,6 +33,7 @@ import requests
 
 from ..core.errors import DeliveryError, SpoolError
 from ..core.logs import redact, register_secret
+from ..core.services import Lending
 from ..glitchtip.details import details_by_issue
 from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..message.formatting import TELEGRAM_TEXT_LIMIT, message_for
@@ -83,15 +84,17 @@ def run(
     checks: Sequence[MoreChecks] = (),
     readers: Sequence[PayloadReader] = (),
     said: Sequence[SaysState] = (),
+    lending: Lending | None = None,
 ) -> int:
     """`relay-app` with `argv` (None: the process's), its exit code. `added`: the
     capabilities' subcommands; `shapes`: the alerts they registered (what `spool list` shows
     of a job); `roster_of`: who is on duty (`routes test`), the covers the capabilities keep
     applied; `checks`: what `check` asks of the capabilities' settings too; `readers`: how
     `preview` and `routes test` read the other sources' webhooks; `said`: what the sources
-    among them say of their state (`check`'s sources line)."""
+    among them say of their state (`check`'s sources line); `lending`: the stores they lend
+    one another."""
     err = console.err
-    parser = _parser(added, shapes, roster_of)
+    parser = _parser(added, shapes, roster_of, lending or Lending())
     parser.set_defaults(more_checks=tuple(checks), readers=tuple(readers), said=tuple(said))
     try:
         args = parser.parse_args(argv)
@@ -108,7 +111,10 @@ def run(
 
 
 def _parser(
-    added: Sequence[AddCommands], shapes: Sequence[Shape], roster_of: RosterOf = rotations_only
+    added: Sequence[AddCommands],
+    shapes: Sequence[Shape],
+    roster_of: RosterOf = rotations_only,
+    lending: Lending | None = None,
 ) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relay-app",
@@ -166,7 +172,9 @@ def _parser(
     )
     webhook_delete.set_defaults(run=_delete_telegram_webhook)
 
-    line = CommandLine(commands, open_spool_from_env, parse_duration, shapes)
+    line = CommandLine(
+        commands, open_spool_from_env, parse_duration, shapes, lending=lending or Lending()
+    )
     add_spool_commands(line)
     add_glitchtip_commands(commands, open_spool=open_spool_from_env)
     add_routes_commands(commands, roster_of)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
+
+from ..core.services import Lending
 
 if TYPE_CHECKING:
     from ..delivery.render import Shape
@@ -39,13 +41,15 @@ Duration = Callable[[str], float]
 @dataclass(frozen=True)
 class CommandLine:
     """What a capability's `relay-app` subcommands are added with (relay_app/cli.py registers
-    them): argparse's subparsers, how a command opens the spool, how it reads a duration, and
-    the alerts' shapes the capabilities registered (to show a job's text)."""
+    them): argparse's subparsers, how a command opens the spool, how it reads a duration, the
+    alerts' shapes the capabilities registered (to show a job's text), and the stores they
+    lend one another (`lending.of(KEY, spool)`)."""
 
     commands: Any  # argparse's _SubParsersAction, a private name
     open_spool: OpenSpool
     duration: Duration
     shapes: Sequence[Shape] = ()
+    lending: Lending = field(default_factory=Lending)
 
 
 AddCommands = Callable[[CommandLine], None]

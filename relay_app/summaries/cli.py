@@ -17,9 +17,9 @@ from zoneinfo import ZoneInfo
 from ..core.drawing import draw
 from ..core.errors import DrawingFailed, SpoolError
 from ..core.routing import Destination, chat_key, parse_chat_id
+from ..message.open_issues import CHAT_ISSUES
 from ..operating.config import ConfigError, Settings
 from ..operating.console import CommandLine, Console, Failed, OpenSpool, Usage
-from ..watch.store import WatchStore
 from ..words import ENGLISH, words_for
 from .daily import DailySummaries, Reading
 from .names import place_names
@@ -34,7 +34,6 @@ MAX_REPORT_DAYS = 90
 
 
 def add_summary_command(line: CommandLine) -> None:
-    open_spool = line.open_spool
     summary = line.commands.add_parser(
         "summary", help="the daily summary of a chat now (with --send, posted there)"
     )
@@ -42,19 +41,19 @@ def add_summary_command(line: CommandLine) -> None:
         "--chat", metavar="ID", help="the chat (default: TELEGRAM_CHAT_ID, in its topic)"
     )
     summary.add_argument("--send", action="store_true", help="post it to the chat")
-    summary.set_defaults(run=lambda args, console: _summary(args, console, open_spool))
+    summary.set_defaults(run=lambda args, console: _summary(args, console, line))
 
 
-def _summary(args: argparse.Namespace, console: Console, open_spool: OpenSpool) -> int:
+def _summary(args: argparse.Namespace, console: Console, line: CommandLine) -> int:
     try:
         settings = Settings.from_env(console.environ)
     except ConfigError as exc:
         raise Usage(str(exc)) from None
     places = settings.routes.summaries(settings.default_destination)
     destination = _where(args.chat, settings.default_destination, places)
-    spool = open_spool(console.environ)
+    spool = line.open_spool(console.environ)
     try:
-        reading = Reading(spool.of(WatchStore), spool.of(ReportStore))
+        reading = Reading(line.lending.of(CHAT_ISSUES, spool), spool.of(ReportStore))
         summaries = DailySummaries(
             places, spool.of(SummaryStore), reading, zone=ZoneInfo(settings.timezone)
         )

@@ -23,10 +23,9 @@ from zoneinfo import ZoneInfo
 from ..core.errors import SpoolError
 from ..core.routing import Destination
 from ..delivery.job import Delivery
+from ..message.open_issues import ChatIssues, WatchedIssue, issue_data
 from ..routes.summary_time import SummaryAt
 from ..spool.store import Tx
-from ..watch.issues import issue_data
-from ..watch.store import WatchedIssue, WatchStore
 from .report import Report, ReportStore
 from .store import Since, SummaryStore, counted_in
 
@@ -42,10 +41,11 @@ A_WEEK = 7 * A_DAY
 
 @dataclass(frozen=True)
 class Reading:
-    """What a summary is made from: the watcher's issues, and on a route's `report` day what
-    on call cost (None: no report)."""
+    """What a summary is made from: the watcher's issues (lent by it: None without a watcher,
+    and the summary lists none), and on a route's `report` day what on call cost (None: no
+    report)."""
 
-    watched: WatchStore
+    watched: ChatIssues | None
     reports: ReportStore | None = None
 
 
@@ -111,7 +111,8 @@ class DailySummaries:
         at = self._places.get(destination)
         zone = self._zone_of(at)
         covered = since or Since(now - A_DAY, 0, 0, 0)
-        issues = self._watched.overview(str(destination.chat_key), now=now)
+        watched = self._watched
+        issues = watched.overview(str(destination.chat_key), now=now) if watched else []
         here = [i for i in issues if destination.thread is None or i.thread == destination.thread]
         return {
             "summary": {

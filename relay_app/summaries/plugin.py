@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 
 from ..delivery.render import Writer
 from ..intake.alerts import HELD_NOTED
+from ..message.open_issues import CHAT_ISSUES
 from ..operating.capability import Capability, Core, Running
-from ..watch.store import WatchStore
 from . import text
 from .cli import add_report_command, add_summary_command
 from .counters import SUMMARIES
@@ -32,7 +32,7 @@ def _start(core: Core) -> Running:
     summaries = DailySummaries(
         places,
         spool.of(SummaryStore),
-        Reading(spool.of(WatchStore), spool.of(ReportStore)),
+        Reading(core.lending.of(CHAT_ISSUES, spool), spool.of(ReportStore)),
         zone=ZoneInfo(settings.timezone),
         posted=core.metrics.of(SUMMARIES).inc,
         pictured=photos.post,

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from ..delivery.render import Shape
 from ..message.formatting import PARAGRAPH, TELEGRAM_TEXT_LIMIT, Message
-from ..watch.issues import open_issue_lines
+from ..message.open_issues import open_issue_lines
 from ..words import Words
 from .report import Report
 from .report_text import report_lines

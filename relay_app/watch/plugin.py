@@ -12,11 +12,13 @@ from ..cards.in_step import CardsInStep
 from ..cards.sent import SentStore
 from ..cards.verbs import CALLS
 from ..core.routing import Destination, parse_chat_id
+from ..core.services import Lent
 from ..glitchtip.api import ISSUE_WATCH
 from ..glitchtip.details import HOURLY
 from ..glitchtip.rounds import ISSUE_PLACES, ROUNDS
 from ..glitchtip.webhook import source_of
 from ..intake.routed import TAKE_IN
+from ..message.open_issues import CHAT_ISSUES
 from ..message.trend import Trend
 from ..operating.capability import Capability, Core, Running
 from ..spool import Spool
@@ -103,5 +105,6 @@ CAPABILITY = Capability(
     counters=(WATCHER_REQUESTS, ESCALATING_POSTS),
     notes=(ESCALATING,),
     tables=("watched", "watch_round", "organizations"),
+    lends=(Lent(CHAT_ISSUES, WatchStore),),
     start=_start,
 )

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..cards import records
 from ..core.json_values import json_object
+from ..message.open_issues import WatchedIssue
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
 
 WATCHED_FOR = 7 * 86400.0
@@ -36,23 +37,6 @@ class Seen:
     status: str
     events: int | None
     hourly: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class WatchedIssue:
-    """An issue alerted on in a chat, as the watcher last read it (status None: not yet)."""
-
-    issue_id: str
-    alert: dict[str, Any]  # the issue alone, as GlitchTip's webhook had it
-    thread: int | None
-    status: str | None
-    events: int | None
-    hourly: tuple[int, ...]
-    alerted_at: float  # last (the caller's clock)
-    first_alerted_at: float
-    escalated_at: float | None
-    taken_by: str | None
-    read_at: float | None = None  # when the watcher last read it (None: not yet)
 
 
 class WatchStore:

@@ -1,0 +1,84 @@
+"""The unresolved issues a chat receives, as the watcher last read them (watch/ lends its table
+as CHAT_ISSUES), in lines: one an issue, most events first ('• BACKEND-1A · seen 5000 times ·
+▁▁▂█ · TimeoutError in checkout · 👀 @ada'), for `/issues` and the daily summary (summaries/)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..core.services import Key
+from ..glitchtip.webhook import IssueAlert, parse_alert
+from ..words import Words
+from .subjects import SENTRY_PREFIX
+from .trend import sparkline
+
+# A title in a line is cut to this many characters.
+TITLE_SHOWN = 60
+
+
+@dataclass(frozen=True)
+class WatchedIssue:
+    """An issue alerted on in a chat, as the watcher last read it (status None: not yet)."""
+
+    issue_id: str
+    alert: dict[str, Any]  # the issue alone, as GlitchTip's webhook had it
+    thread: int | None
+    status: str | None
+    events: int | None
+    hourly: tuple[int, ...]
+    alerted_at: float  # last (the caller's clock)
+    first_alerted_at: float
+    escalated_at: float | None
+    taken_by: str | None
+    read_at: float | None = None  # when the watcher last read it (None: not yet)
+
+
+class ChatIssues(Protocol):
+    def overview(self, chat: str, *, now: float) -> list[WatchedIssue]:
+        """The issues alerted on in `chat` lately, as the watcher last read them, most events
+        first. Raises SpoolError."""
+        ...
+
+
+CHAT_ISSUES: Key[ChatIssues] = Key("a chat's issues")
+
+
+def issue_data(issue: WatchedIssue) -> dict[str, Any]:
+    alert = parse_alert({"text": "", **issue.alert})
+    first = alert.issues[0] if isinstance(alert, IssueAlert) and alert.issues else None
+    return {
+        # As a card names it: its short id, else its number at its source ('#4242', never the
+        # relay's 'sentry:4242').
+        "label": (first.short_id if first is not None else None)
+        or f"#{issue.issue_id.removeprefix(SENTRY_PREFIX)}",
+        "title": first.title if first is not None else "",
+        "events": issue.events,
+        "hourly": list(issue.hourly),
+        "taken_by": issue.taken_by,
+    }
+
+
+def open_issue_lines(issues: Sequence[Mapping[str, Any]], words: Words, *, most: int) -> list[str]:
+    """One line an unresolved issue, the first `most` of them, then how many more: '• BACKEND-1A
+    · seen 5000 times · ▁▁▂█ · TimeoutError in checkout · 👀 @ada' (the summary, /issues)."""
+    lines = []
+    for issue in issues[:most]:
+        events = issue.get("events")
+        line = words.summary_open_line.format(
+            label=issue["label"],
+            events=words.count(words.seen_times, int(events)) if events is not None else "?",
+            spark=sparkline([int(n) for n in issue.get("hourly") or [0]]),
+            title=_cut(str(issue.get("title") or "")),
+        )
+        if issue.get("taken_by"):
+            line += words.summary_taken.format(user=issue["taken_by"])
+        lines.append(line)
+    if len(issues) > most:
+        lines.append(words.summary_more.format(count=len(issues) - most))
+    return lines
+
+
+def _cut(title: str) -> str:
+    return title if len(title) <= TITLE_SHOWN else title[: TITLE_SHOWN - 1] + "…"
