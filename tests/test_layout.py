@@ -58,7 +58,7 @@ CAPABILITIES = [
 # A capability talks to another through a service the core defines (operating/capability.py),
 # never by importing it. What is left of before, by importer: the list only shrinks.
 STILL_IMPORTED = {
-    "chat": {"snoozes", "watch"},
+    "chat": {"snoozes"},
     "oncall": {"summaries"},
 }
 # Above them: the relay's HTTP server. The wiring (relay_app/__init__.py, cli.py,

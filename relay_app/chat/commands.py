@@ -1,6 +1,6 @@
 """The chat's commands (docs/actions.md): `/status` (what the relay knows of Telegram, GlitchTip
 and its queue), and those the capabilities register when the relay is assembled: `/issues`
-(watch/issues.py), `/oncall` (oncall/command.py), `/silences` (silences/command.py). They only
+(chat/issues.py), `/oncall` (oncall/command.py), `/silences` (silences/command.py). They only
 tell: anyone in a chat the relay serves may ask, and the answer is a reply under the command, a
 job like every write to the chat (paced and retried), after every alert, call and edit the
 chat is owed, out of the answers' small budget (answers.py): a flood of commands costs a

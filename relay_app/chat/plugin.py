@@ -18,6 +18,7 @@ from ..core.off_thread import OffThread
 from ..core.routing import chat_key
 from ..core.typed import user_id_of
 from ..glitchtip.api import ISSUE_ACTIONS
+from ..message.open_issues import CHAT_ISSUES
 from ..operating.capability import Capability, Core, Running
 from ..operating.config import Settings
 from ..snoozes.snoozing import SNOOZING
@@ -26,14 +27,13 @@ from ..telegram.bot_commands import COMMANDS, BotCommand
 from ..telegram.client import TelegramClient
 from ..telegram.people import PEOPLE, People
 from ..telegram.updates_webhook import UPDATES
-from ..watch.issues import issues_command
-from ..watch.store import WatchStore
 from ..words import Words
 from . import link_card
 from .answers import Answering, Served
 from .commands import Askers, BotName, Commands, Status, status_command
 from .counters import ANSWERS_REFUSED, LINK_CARDS, REPLIES
 from .counters import COMMANDS as COMMANDS_COUNTED
+from .issues import issues_command
 from .links import LINK_SOURCES, LINKS, Links, LinkSource
 from .presses import PRESS_THREADS, PRESSES_WAITING, PressActions, Presses
 from .replies import Replies
@@ -163,7 +163,7 @@ def _listed(core: Core, spool: Spool) -> tuple[BotCommand, ...]:
 
     return (
         issues_command(
-            spool.of(WatchStore),
+            core.lending.of(CHAT_ISSUES, spool),
             every=core.settings.watching.every,
             clock=core.clock,
         ),
@@ -212,7 +212,7 @@ def _links(
     scope = ChatScope(
         settings.routes,
         settings.default_destination,
-        watched=spool.of(WatchStore),
+        watched=core.lending.of(CHAT_ISSUES, spool),
         sent=spool.of(SentStore),
         glitchtip_orgs=settings.glitchtip_organizations,
     )

@@ -1,8 +1,9 @@
 """A chat sees its own issues (docs/security.md): a link's card is shown in a chat only for an
 issue that chat follows, whatever the link says and whatever the token may read:
 
-- one the relay alerted on in that chat (the watcher keeps each issue's last alert for 7 days:
-  watch/store.py; the cards the relay keeps show which chats saw it: cards/sent.py); or
+- one the relay alerted on in that chat (the watcher keeps each issue's last alert for 7 days,
+  and lends what it keeps: message/open_issues.py; the cards the relay keeps show which chats
+  saw it: cards/sent.py); or
 - one of an organisation the relay was alerted on, as the tracker's own answers showed it
   (the watcher asks for each alerted issue among its organization's issues; a webhook's link
   alone proves nothing) and, with GLITCHTIP_ORGANIZATIONS, one of those (the token may read
@@ -26,9 +27,9 @@ from typing import Any
 from ..cards.sent import SentStore
 from ..core.json_values import json_object
 from ..core.routing import Destination
+from ..message.open_issues import ChatIssues
 from ..routes.split import chat_for
 from ..routes.table import RouteTable, facts_of_issue
-from ..watch.store import WatchStore
 
 
 class ChatScope:
@@ -37,12 +38,14 @@ class ChatScope:
         routes: RouteTable,
         default: Destination,
         *,
-        watched: WatchStore,
+        watched: ChatIssues | None,
         sent: SentStore,
         glitchtip_orgs: frozenset[str] | None = None,
     ) -> None:
         """`default`: TELEGRAM_CHAT_ID's destination, where what no route takes goes;
-        `glitchtip_orgs`: GLITCHTIP_ORGANIZATIONS (None: any the trackers showed)."""
+        `watched`: what the watcher lends of its table (None without one: a chat then follows
+        the issues of the cards it was shown alone); `glitchtip_orgs`: GLITCHTIP_ORGANIZATIONS
+        (None: any the trackers showed)."""
         self._routes = routes
         self._default = default
         self._watched = watched
@@ -65,9 +68,10 @@ class ChatScope:
         allowed = self._glitchtip_orgs if source == "glitchtip" else None
         if allowed is not None and org not in allowed:
             return False  # whatever a webhook named
-        if self._watched.alerted_in(chat, issue_id) or self._sent.shows(chat, issue_id):
+        watched = self._watched
+        if self._sent.shows(chat, issue_id) or (watched and watched.alerted_in(chat, issue_id)):
             return True
-        if org not in self._watched.organizations():
+        if watched is None or org not in watched.organizations():
             return False
         facts = {**facts_of(issue, tags, source=source), "source": source}
         return chat_for(facts, self._routes, self._default) == chat

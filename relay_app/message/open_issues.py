@@ -1,6 +1,8 @@
-"""The unresolved issues a chat receives, as the watcher last read them (watch/ lends its table
-as CHAT_ISSUES), in lines: one an issue, most events first ('• BACKEND-1A · seen 5000 times ·
-▁▁▂█ · TimeoutError in checkout · 👀 @ada'), for `/issues` and the daily summary (summaries/)."""
+"""The issues a chat receives, as the watcher last read them (watch/ lends its table as
+CHAT_ISSUES: what a chat was alerted on, and the organisations the trackers showed, which say
+what else it follows: chat/scope.py), and the unresolved ones in lines: one an issue, most
+events first ('• BACKEND-1A · seen 5000 times · ▁▁▂█ · TimeoutError in checkout · 👀 @ada'),
+for `/issues` (chat/issues.py) and the daily summary (summaries/)."""
 
 from __future__ import annotations
 
@@ -39,6 +41,20 @@ class ChatIssues(Protocol):
     def overview(self, chat: str, *, now: float) -> list[WatchedIssue]:
         """The issues alerted on in `chat` lately, as the watcher last read them, most events
         first. Raises SpoolError."""
+        ...
+
+    def round_now(self, *, now: float) -> None:
+        """The watcher's next round due at once (someone asked what it read long ago). Raises
+        SpoolError."""
+        ...
+
+    def alerted_in(self, chat: str, issue_id: str) -> bool:
+        """Whether the issue's last alert, lately, went to `chat`. Raises SpoolError."""
+        ...
+
+    def organizations(self) -> set[str]:
+        """The organisations whose issues the relay was alerted on, as the trackers' own
+        answers showed them (never as a webhook's link says). Raises SpoolError."""
         ...
 
 

@@ -381,7 +381,7 @@ def snoozes(types: Types) -> list[str]:
     or until so many more events, set unresolved again by the watcher when it is met; and on
     each card's button, whether it shows the choices of Ignore, and the snooze it shows. What
     the watcher last read of each watched issue (its status, events, last 24 hours) and when it
-    was first alerted on, for the daily summary and the chat's commands (watch/issues.py);
+    was first alerted on, for the daily summary and the chat's commands (chat/issues.py);
     and when each chat's next summary is due, which one process posts."""
     return [
         "ALTER TABLE watched ADD COLUMN status TEXT",

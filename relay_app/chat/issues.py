@@ -1,22 +1,22 @@
-"""`/issues`: the unresolved issues a chat receives, as the watcher last read them, in lines
-(message/open_issues.py), and how old the list is."""
+"""`/issues`: the unresolved issues a chat receives, as the watcher last read them (its lent
+CHAT_ISSUES; without a watcher, none), in lines (message/open_issues.py), and how old the list
+is."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
 
-from ..message.open_issues import WatchedIssue, issue_data, open_issue_lines
+from ..message.open_issues import ChatIssues, WatchedIssue, issue_data, open_issue_lines
 from ..telegram.bot_commands import Asked, BotCommand
 from ..words import Said, Words
-from .store import WatchStore
 
 # The issues /issues names; the rest are counted.
 MOST_LISTED = 20
 
 
 def issues_command(
-    watched: WatchStore, *, every: float = 60.0, clock: Callable[[], float] = time.time
+    watched: ChatIssues | None, *, every: float = 60.0, clock: Callable[[], float] = time.time
 ) -> BotCommand:
     """`/issues`: the unresolved issues this chat receives, most events first (one alerted on
     and not yet read is listed, as open), and how old the list is: past two of the watcher's
@@ -24,8 +24,9 @@ def issues_command(
 
     def answer(asked: Asked, words: Words) -> Said:
         chat, now = asked.chat, clock()
-        listed = [i for i in watched.overview(chat, now=now) if i.status in ("unresolved", None)]
-        if not listed:
+        issues = watched.overview(chat, now=now) if watched is not None else []
+        listed = [i for i in issues if i.status in ("unresolved", None)]
+        if watched is None or not listed:
             return Said("issues_none")
         lines = open_issue_lines([issue_data(i) for i in listed], words, most=MOST_LISTED)
         values: dict[str, str | Said] = {
@@ -39,7 +40,7 @@ def issues_command(
 
 
 def _how_old(
-    listed: Sequence[WatchedIssue], watched: WatchStore, words: Words, *, now: float, every: float
+    listed: Sequence[WatchedIssue], watched: ChatIssues, words: Words, *, now: float, every: float
 ) -> Said:
     """How old the list is (its oldest read); past two rounds, or with an issue not yet read,
     the next round asked for at once."""
