@@ -59,7 +59,6 @@ CAPABILITIES = [
 # never by importing it. What is left of before, by importer: the list only shrinks.
 STILL_IMPORTED = {
     "chat": {"snoozes"},
-    "oncall": {"summaries"},
 }
 # Above them: the relay's HTTP server. The wiring (relay_app/__init__.py, cli.py,
 # capabilities.py) sits above them all.

@@ -18,6 +18,7 @@ from relay_app.core.services import Lent
 from relay_app.message.open_issues import CHAT_ISSUES
 from relay_app.operating.capability import Capability, Registry
 from relay_app.operating.config import Settings
+from relay_app.routes import parse_routes
 from relay_app.silences.buttons import MUTE
 from relay_app.spool.opening import open_memory
 from relay_app.watch.store import WatchStore
@@ -25,6 +26,7 @@ from relay_app.words import ENGLISH
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, GT_TOKEN, Chat, ScriptedTelegram
 from tests.prometheus import parse, value
+from tests.test_handoffs import ROUTES as HANDOFF_ROUTES
 from tests.test_presses import SENT, press
 from tests.thanks import plugin as thanks
 
@@ -147,3 +149,16 @@ def test_whether_a_capability_is_on_is_asked_once(settings: Settings) -> None:
     relay = assemble(settings, capabilities=Registry((*REGISTRY.capabilities, counted)))
     relay.dispatcher.shutdown()
     assert asked == [settings]
+
+
+def test_handoffs_without_the_posts_the_summaries_lend_are_not_said_and_that_is_said(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    announcing = replace(settings, routes=parse_routes(HANDOFF_ROUTES, "r.toml"))
+    without = Registry(tuple(each for each in REGISTRY.capabilities if each.name != "summaries"))
+    relay = assemble(announcing, capabilities=without)
+    relay.dispatcher.shutdown()
+    assert "rotations announce their handoffs, but nothing keeps posts made once" in caplog.text
+    relay = assemble(announcing)
+    relay.dispatcher.shutdown()
+    assert caplog.text.count("nothing keeps posts made once") == 1

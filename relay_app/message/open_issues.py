@@ -2,7 +2,9 @@
 CHAT_ISSUES: what a chat was alerted on, and the organisations the trackers showed, which say
 what else it follows: chat/scope.py), and the unresolved ones in lines: one an issue, most
 events first ('• BACKEND-1A · seen 5000 times · ▁▁▂█ · TimeoutError in checkout · 👀 @ada'),
-for `/issues` (chat/issues.py) and the daily summary (summaries/)."""
+for `/issues` (chat/issues.py) and the daily summary (summaries/). And those still open in a
+place, with who has each (STILL_OPEN, lent by the summaries), in the lines of the weekly report
+and of an on-call handoff."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..core.routing import Destination
 from ..core.services import Key
 from ..glitchtip.webhook import IssueAlert, parse_alert
 from ..words import Words
@@ -61,6 +64,29 @@ class ChatIssues(Protocol):
 CHAT_ISSUES: Key[ChatIssues] = Key("a chat's issues")
 
 
+@dataclass(frozen=True)
+class OpenIssue:
+    """An issue shown in a place and still open, with who has it: the weekly report's list, and
+    what an on-call handoff leaves the person taking over."""
+
+    label: str
+    title: str
+    taken_by: str | None
+
+
+class StillOpen(Protocol):
+    def still_open(
+        self, place: Destination, *, since: float, now: float
+    ) -> tuple[int, list[OpenIssue]]:
+        """The issues shown in `place` since `since` that are still open: how many, and the
+        first of them. Raises SpoolError."""
+        ...
+
+
+# Lent by the summaries (summaries/report.py), which keep what on call cost.
+STILL_OPEN: Key[StillOpen] = Key("issues still open")
+
+
 def issue_data(issue: WatchedIssue) -> dict[str, Any]:
     alert = parse_alert({"text": "", **issue.alert})
     first = alert.issues[0] if isinstance(alert, IssueAlert) and alert.issues else None
@@ -98,3 +124,21 @@ def open_issue_lines(issues: Sequence[Mapping[str, Any]], words: Words, *, most:
 
 def _cut(title: str) -> str:
     return title if len(title) <= TITLE_SHOWN else title[: TITLE_SHOWN - 1] + "…"
+
+
+def open_lines(count: int, issues: Sequence[OpenIssue], words: Words) -> list[str]:
+    """The issues still open, each with who has it (at most those given; the rest counted)."""
+    if not count:
+        return [words.report_open_none]
+    lines = [words.report_open.format(count=count)]
+    for issue in issues:
+        lines.append(
+            words.report_open_line.format(
+                label=issue.label,
+                title=_cut(issue.title),
+                who=f"👀 {issue.taken_by}" if issue.taken_by else "-",
+            )
+        )
+    if count > len(issues):
+        lines.append(words.report_more.format(count=count - len(issues)))
+    return lines

@@ -13,8 +13,7 @@ from zoneinfo import ZoneInfo
 
 from ..delivery.render import Shape
 from ..message.formatting import Message, shown_mention
-from ..summaries.report import OpenIssue
-from ..summaries.report_text import open_lines
+from ..message.open_issues import OpenIssue, open_lines
 from ..words import Words
 
 

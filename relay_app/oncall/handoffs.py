@@ -3,8 +3,8 @@ at each handoff, who is on call now, until when and who comes next, where the ro
 it (`oncall:NAME`) send their alerts; the person now on call is called by name.
 
 The dispatcher's upkeep looks each second, a read per rotation and place; a handoff is posted
-once for the whole fleet, as a daily summary is (summaries/store.py: the job is queued in the
-transaction that moves the next handoff on). A place seen for the first time waits for the next
+once for the whole fleet, as a daily summary is (delivery/posted_once.py: the job is queued in
+the transaction that moves the next handoff on). A place seen for the first time waits for the next
 handoff: a relay that starts says nothing. After a relay was down through handoffs, one message
 says who is on call now. The job holds the handoff's data; its text is made when it is sent
 (oncall/handoff_text.py)."""
@@ -19,9 +19,9 @@ from typing import Any
 
 from ..core.errors import SpoolError
 from ..core.routing import Destination
+from ..delivery.posted_once import PostedOnce
+from ..message.open_issues import StillOpen
 from ..routes.rotation import Roster, Rotation
-from ..summaries.report import ReportStore
-from ..summaries.store import SummaryStore
 
 log = logging.getLogger(__name__)
 
@@ -33,15 +33,17 @@ class Handoffs:
     def __init__(
         self,
         places: Mapping[Destination, Sequence[Rotation]],
-        store: SummaryStore,
+        store: PostedOnce,
         *,
         roster: Roster,
-        reports: ReportStore | None = None,
+        reports: StillOpen | None = None,
         posted: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """`places`: where each rotation's handoffs are said (RouteTable.handoffs); `roster`:
-        who is on duty, covers applied, and the zone of a rotation that names none."""
+        """`places`: where each rotation's handoffs are said (RouteTable.handoffs); `store`:
+        the posts made once for the fleet (the summaries lend theirs); `roster`: who is on
+        duty, covers applied, and the zone of a rotation that names none; `reports`: what is
+        still open in a place (None: not said)."""
         self._places = {place: tuple(rotations) for place, rotations in places.items()}
         self._store = store
         self._roster = roster

@@ -6,14 +6,15 @@ and the tables that keep them. Who is on duty, the covers applied, it provides a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
 from ..cards.verbs import CALLS
+from ..delivery.posted_once import POSTED_ONCE
+from ..message.open_issues import STILL_OPEN
 from ..operating.capability import Capability, Core, Running
 from ..routes.rotation import ROSTER, Roster
-from ..summaries.report import ReportStore
-from ..summaries.store import SummaryStore
 from ..telegram.people import PEOPLE
 from . import direct, handoff_text
 from .calendar_feed import CalendarFeed
@@ -27,6 +28,8 @@ from .people import KnownPeople, PeopleStore, PrivateChats
 from .recalls import RecallStore
 from .steps import Escalation
 from .steps_store import EscalationStore
+
+log = logging.getLogger(__name__)
 
 
 def _start(core: Core) -> Running:
@@ -77,16 +80,21 @@ def _start(core: Core) -> Running:
 
 
 def _handoffs(core: Core, roster: Roster) -> Handoffs | None:
-    """With a spool and a rotation that says `announce`, named by a route: its handoffs."""
+    """With a spool and a rotation that says `announce`, named by a route: its handoffs,
+    posted once for the fleet where the summaries keep such posts (they lend them)."""
     settings, spool = core.settings, core.spool
     places = settings.routes.handoffs(settings.default_destination)
     if spool is None or not places:
         return None
+    posts = core.lending.of(POSTED_ONCE, spool)
+    if posts is None:
+        log.error("rotations announce their handoffs, but nothing keeps posts made once: none said")
+        return None
     return Handoffs(
         places,
-        spool.of(SummaryStore),
+        posts,
         roster=roster,
-        reports=spool.of(ReportStore),
+        reports=core.lending.of(STILL_OPEN, spool),
         posted=core.metrics.of(HANDOFFS).inc,
         clock=core.clock,
     )

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo
 
+from ..core.services import Lent
+from ..delivery.posted_once import POSTED_ONCE
 from ..delivery.render import Writer
 from ..intake.alerts import HELD_NOTED
-from ..message.open_issues import CHAT_ISSUES
+from ..message.open_issues import CHAT_ISSUES, STILL_OPEN
 from ..operating.capability import Capability, Core, Running
 from . import text
 from .cli import add_report_command, add_summary_command
@@ -51,6 +53,7 @@ CAPABILITY = Capability(
     shapes=(text.SHAPE,),
     cli=(add_summary_command, add_report_command),
     tables=("summaries",),
+    lends=(Lent(POSTED_ONCE, SummaryStore), Lent(STILL_OPEN, ReportStore)),
     writers=(Writer(KIND, write),),
     words=CHART_WORDS,
     start=_start,

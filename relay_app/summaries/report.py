@@ -24,17 +24,11 @@ from typing import Any
 
 from ..cards import records
 from ..core.routing import Destination
+from ..message.open_issues import OpenIssue
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
 
 # The open issues a report or a handoff names; the rest are counted.
 OPEN_LISTED = 10
-
-
-@dataclass(frozen=True)
-class OpenIssue:
-    label: str
-    title: str
-    taken_by: str | None
 
 
 @dataclass(frozen=True)

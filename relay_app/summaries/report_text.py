@@ -4,15 +4,12 @@ each, in the chat's language (the command line's: English). Pure functions, no I
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from ..message.open_issues import open_lines
 from ..words import Words
-from .report import OpenIssue, Report
-
-# A title in a report's line is cut to this many characters.
-TITLE_SHOWN = 60
+from .report import Report
 
 
 def report_lines(report: Report, words: Words, zone: ZoneInfo) -> list[str]:
@@ -33,27 +30,6 @@ def report_lines(report: Report, words: Words, zone: ZoneInfo) -> list[str]:
         takers = ", ".join(f"{who} {count}" for who, count in report.takers.items())
         lines.append(words.report_takers.format(takers=takers))
     return lines + open_lines(report.open_count, report.open, words)
-
-
-def open_lines(count: int, issues: Sequence[OpenIssue], words: Words) -> list[str]:
-    """The issues still open, each with who has it (at most those given; the rest counted)."""
-    if not count:
-        return [words.report_open_none]
-    lines = [words.report_open.format(count=count)]
-    for issue in issues:
-        title = (
-            issue.title if len(issue.title) <= TITLE_SHOWN else issue.title[: TITLE_SHOWN - 1] + "…"
-        )
-        lines.append(
-            words.report_open_line.format(
-                label=issue.label,
-                title=title,
-                who=f"👀 {issue.taken_by}" if issue.taken_by else "-",
-            )
-        )
-    if count > len(issues):
-        lines.append(words.report_more.format(count=count - len(issues)))
-    return lines
 
 
 def _spread(median: float | None, worst: float | None, words: Words) -> dict[str, str]:
