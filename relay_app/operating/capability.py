@@ -42,7 +42,9 @@ from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from typing import Any
 
-from ..cards.verbs import Button, Press
+from ..cards.in_step import CardsInStep
+from ..cards.sent import SentStore
+from ..cards.verbs import CALLS, Button, Press
 from ..core.metrics import CounterSpec, Metrics
 from ..core.services import Lending, Lent, Services
 from ..delivery.health import Health
@@ -95,6 +97,20 @@ class Core:
     before: Started = field(default_factory=lambda: Started())
     # The stores the capabilities that are on lend one another (their `lends`).
     lending: Lending = field(default_factory=Lending)
+
+    def cards_in_step(self, spool: Spool, *, origin: str, source: str = "GlitchTip") -> CardsInStep:
+        """The cards kept in step with what a source says of its issues (cards/in_step.py),
+        for the buttons whose links are `origin`'s: what the watcher's rounds, a snooze that
+        comes back and Sentry's issue webhook each bring the cards in step with."""
+        return CardsInStep(
+            spool.of(SentStore),
+            self.outbox,
+            origin=origin,
+            escalation=self.services.find(CALLS),
+            metrics=self.metrics,
+            clock=self.clock,
+            source=source,
+        )
 
 
 @dataclass(frozen=True)

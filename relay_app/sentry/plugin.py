@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import logging
 
-from ..cards.in_step import CardsInStep
-from ..cards.sent import SentStore
-from ..cards.verbs import CALLS
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE, DetailSource
 from ..intake.routed import TAKE_IN
@@ -46,15 +43,7 @@ def _start(core: Core) -> Running:
         origin, spool = settings.sentry_links, core.spool
         in_step = None
         if config.api_token and spool is not None and origin:
-            in_step = CardsInStep(
-                spool.of(SentStore),
-                core.outbox,
-                origin=origin,
-                escalation=core.services.find(CALLS),
-                metrics=core.metrics,
-                clock=core.clock,
-                source="Sentry",
-            )
+            in_step = core.cards_in_step(spool, origin=origin, source="Sentry")
         intake = SentryIntake(
             take_in, settings.routes, settings.default_destination, core.last_webhook
         )

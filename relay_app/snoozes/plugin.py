@@ -4,9 +4,6 @@ it provides SNOOZING, which the presses ask for. Its choices are still the core 
 
 from __future__ import annotations
 
-from ..cards.in_step import CardsInStep
-from ..cards.sent import SentStore
-from ..cards.verbs import CALLS
 from ..glitchtip.api import GlitchTipApi
 from ..glitchtip.rounds import ISSUE_PLACES, ROUNDS
 from ..operating.capability import Capability, Core, Running
@@ -30,14 +27,7 @@ def _start(core: Core) -> Running:
     if rounds is None or places is None:
         return Running()
     # Its cards follow at once when an issue comes back, not at the next round.
-    in_step = CardsInStep(
-        spool.of(SentStore),
-        core.outbox,
-        origin=links,
-        escalation=core.services.find(CALLS),
-        metrics=core.metrics,
-        clock=clock,
-    )
+    in_step = core.cards_in_step(spool, origin=links)
     snoozing = Snoozing(
         spool.of(SnoozeStore),
         places,

@@ -9,8 +9,6 @@ import logging
 import time
 
 from ..cards.in_step import CardsInStep
-from ..cards.sent import SentStore
-from ..cards.verbs import CALLS
 from ..core.routing import Destination, parse_chat_id
 from ..core.services import Lent
 from ..glitchtip.api import ISSUE_WATCH
@@ -74,14 +72,7 @@ def _following_glitchtip(core: Core, spool: Spool) -> CardsInStep | None:
     links = settings.glitchtip_links
     if settings.glitchtip_api_token is None or settings.glitchtip_url is None or links is None:
         return None
-    return CardsInStep(
-        spool.of(SentStore),
-        core.outbox,
-        origin=links,
-        escalation=core.services.find(CALLS),
-        metrics=core.metrics,
-        clock=core.clock,
-    )
+    return core.cards_in_step(spool, origin=links)
 
 
 def post_escalating(core: Core, issue: Watched, found: Trend) -> None:
