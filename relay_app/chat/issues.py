@@ -24,9 +24,10 @@ def issues_command(
 
     def answer(asked: Asked, words: Words) -> Said:
         chat, now = asked.chat, clock()
-        issues = watched.overview(chat, now=now) if watched is not None else []
-        listed = [i for i in issues if i.status in ("unresolved", None)]
-        if watched is None or not listed:
+        if watched is None:  # no watcher: nothing was read
+            return Said("issues_none")
+        listed = [i for i in watched.overview(chat, now=now) if i.status in ("unresolved", None)]
+        if not listed:
             return Said("issues_none")
         lines = open_issue_lines([issue_data(i) for i in listed], words, most=MOST_LISTED)
         values: dict[str, str | Said] = {

@@ -14,7 +14,7 @@ from ..core.services import Key
 
 class PostedOnce(Protocol):
     def due(
-        self, destination: Destination, *, next_at: float, now: float, of: str = ""
+        self, destination: Destination, *, next_at: float, now: float, of: str
     ) -> object | None:
         """Something when the post named `of` is due in `destination` now; None when it is
         not. A place seen for the first time is due first at `next_at`. Raises SpoolError."""
@@ -27,8 +27,7 @@ class PostedOnce(Protocol):
         *,
         next_at: float,
         now: float,
-        of: str = "",
-        due_in: float = 0.0,
+        of: str,
     ) -> bool:
         """Queue the post (a job holding `data`) and move its next time to `next_at`, while it
         is still due; False when another process posted it first. Raises SpoolError."""
