@@ -11,6 +11,7 @@ from relay_app.cards.card import IssueButton, SentMessage
 from relay_app.cards.sent import SentStore
 from relay_app.core.routing import Destination
 from relay_app.oncall import people as people_module
+from relay_app.oncall.calls_made import CallsMadeStore
 from relay_app.oncall.people import Met, PeopleStore, called_in, reachable_in
 from relay_app.oncall.recalls import RecallStore
 from relay_app.oncall.steps_store import CallsDue, EscalationStore
@@ -76,7 +77,9 @@ def test_people_private_calls_recalls_and_the_report_on_either_database(
     fired = EscalationStore(theirs).fire_due(now=NOW + 7261)  # the calls go on
     assert (fired.fired, fired.stopped) == (1, 0)
 
-    report = ReportStore(theirs).report(Destination(int(CHAT)), start=NOW - 60, now=NOW + 7300)
+    report = ReportStore(theirs).report(
+        Destination(int(CHAT)), start=NOW - 60, now=NOW + 7300, calls=CallsMadeStore(mine)
+    )
     assert (report.alerts, report.issues, report.taken, report.calls) == (1, 1, 1, 2)
     assert (report.take_median, report.takers) == (60.0, {"@ada_ops": 1})
     assert (report.open_count, [i.label for i in report.open]) == (1, ["BACKEND-1A"])

@@ -23,6 +23,7 @@ from relay_app.cards.card import callback_data
 from relay_app.cli import main
 from relay_app.core.drawing import PNG
 from relay_app.core.routing import Destination
+from relay_app.oncall.calls_made import CallsMadeStore
 from relay_app.oncall.handoff_text import handoff_message
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.summaries.report import ReportStore, _Taker, _takers
@@ -94,8 +95,14 @@ def week(
 
 def test_the_report_says_what_on_call_cost_from_the_spools_records(week: Chat) -> None:
     assert week.relay.spool is not None
-    found = week.relay.spool.of(ReportStore).report(HERE, start=MONDAY - 7 * 86400, now=MONDAY)
+    calls = week.relay.spool.of(CallsMadeStore)
+    found = week.relay.spool.of(ReportStore).report(
+        HERE, start=MONDAY - 7 * 86400, now=MONDAY, calls=calls
+    )
     assert (found.alerts, found.issues, found.taken, found.resolved, found.calls) == (2, 2, 1, 1, 1)
+    # Without on call lending its calls, none are counted; the rest is the same.
+    alone = week.relay.spool.of(ReportStore).report(HERE, start=MONDAY - 7 * 86400, now=MONDAY)
+    assert (alone.alerts, alone.taken, alone.calls) == (2, 1, 0)
     assert (found.take_median, found.take_worst) == (300, 300)
     assert (found.resolve_median, found.resolve_worst) == (1800, 1800)
     assert found.takers == {"@ada_ops": 1}
@@ -181,7 +188,12 @@ def test_the_report_as_a_picture_from_the_command_line_and_after_the_monday_summ
     assert out.getvalue().splitlines()[-1].startswith(f"the picture: {picture} (")
     assert week.relay.spool is not None
     spec = report_spec(
-        week.relay.spool.of(ReportStore).report(None, start=MONDAY - 7 * 86400, now=MONDAY),
+        week.relay.spool.of(ReportStore).report(
+            None,
+            start=MONDAY - 7 * 86400,
+            now=MONDAY,
+            calls=week.relay.spool.of(CallsMadeStore),
+        ),
         with_chart_words(RUSSIAN),
         UTC,
         {CHAT: "payments"},

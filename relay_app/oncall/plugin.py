@@ -10,7 +10,9 @@ import logging
 from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
+from ..cards.calls_made import CALLS_MADE
 from ..cards.verbs import CALLS
+from ..core.services import Lent
 from ..delivery.posted_once import POSTED_ONCE
 from ..message.open_issues import STILL_OPEN
 from ..operating.capability import Capability, Core, Running
@@ -18,6 +20,7 @@ from ..routes.rotation import ROSTER, Roster
 from ..telegram.people import PEOPLE
 from . import direct, handoff_text
 from .calendar_feed import CalendarFeed
+from .calls_made import CallsMadeStore
 from .cli import add_oncall_command, roster_with_covers
 from .command import Covering, cover_command, oncall_command, start_command
 from .counters import ESCALATION_STEPS, HANDOFFS
@@ -107,5 +110,6 @@ CAPABILITY = Capability(
     cli=(add_oncall_command,),
     roster=roster_with_covers,
     tables=("escalations", "recalls", "covers", "people", "direct_calls"),
+    lends=(Lent(CALLS_MADE, CallsMadeStore),),
     start=_start,
 )

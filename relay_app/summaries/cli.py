@@ -14,12 +14,13 @@ import time
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ..cards.calls_made import CALLS_MADE
 from ..core.drawing import draw
 from ..core.errors import DrawingFailed, SpoolError
 from ..core.routing import Destination, chat_key, parse_chat_id
 from ..message.open_issues import CHAT_ISSUES
 from ..operating.config import ConfigError, Settings
-from ..operating.console import CommandLine, Console, Failed, OpenSpool, Usage
+from ..operating.console import CommandLine, Console, Failed, Usage
 from ..words import ENGLISH, words_for
 from .daily import DailySummaries, Reading
 from .names import place_names
@@ -53,7 +54,11 @@ def _summary(args: argparse.Namespace, console: Console, line: CommandLine) -> i
     destination = _where(args.chat, settings.default_destination, places)
     spool = line.open_spool(console.environ)
     try:
-        reading = Reading(line.lending.of(CHAT_ISSUES, spool), spool.of(ReportStore))
+        reading = Reading(
+            line.lending.of(CHAT_ISSUES, spool),
+            spool.of(ReportStore),
+            line.lending.of(CALLS_MADE, spool),
+        )
         summaries = DailySummaries(
             places, spool.of(SummaryStore), reading, zone=ZoneInfo(settings.timezone)
         )
@@ -87,7 +92,6 @@ def _where(raw: str | None, default: Destination, places: dict[Destination, Any]
 
 
 def add_report_command(line: CommandLine) -> None:
-    open_spool = line.open_spool
     report = line.commands.add_parser(
         "report", help="what on call cost: alerts, time to take and resolve, calls, who took what"
     )
@@ -96,7 +100,7 @@ def add_report_command(line: CommandLine) -> None:
     report.add_argument(
         "--chart", metavar="FILE.png", help="also draw it as a picture, written to FILE.png"
     )
-    report.set_defaults(run=lambda args, console: _report(args, console, open_spool))
+    report.set_defaults(run=lambda args, console: _report(args, console, line))
 
 
 def _chart(path: str, found: Report, settings: Settings, console: Console) -> None:
@@ -128,7 +132,7 @@ def _place_of(name: str | None, settings: Settings) -> Destination | None:
     return route.place(settings.default_destination)
 
 
-def _report(args: argparse.Namespace, console: Console, open_spool: OpenSpool) -> int:
+def _report(args: argparse.Namespace, console: Console, line: CommandLine) -> int:
     if not 1 <= args.days <= MAX_REPORT_DAYS:
         raise Usage(f"--days must be from 1 to {MAX_REPORT_DAYS}")
     try:
@@ -137,11 +141,15 @@ def _report(args: argparse.Namespace, console: Console, open_spool: OpenSpool) -
         raise Usage(str(exc)) from None
     place = _place_of(args.route, settings)
     zone = ZoneInfo(settings.timezone)
-    spool = open_spool(console.environ)
+    spool = line.open_spool(console.environ)
     try:
         now = time.time()
         found = spool.of(ReportStore).report(
-            place, start=now - args.days * 86400, now=now, zone=zone
+            place,
+            start=now - args.days * 86400,
+            now=now,
+            zone=zone,
+            calls=line.lending.of(CALLS_MADE, spool),
         )
     except SpoolError as exc:
         raise Failed(f"the spool cannot be used: {exc}") from None
@@ -149,8 +157,8 @@ def _report(args: argparse.Namespace, console: Console, open_spool: OpenSpool) -
         spool.close()
     where = place.describe() if place is not None else "every chat"
     print(f"{where}, the last {args.days} day(s):", file=console.out)
-    for line in report_lines(found, ENGLISH, zone):
-        print(line, file=console.out)
+    for text in report_lines(found, ENGLISH, zone):
+        print(text, file=console.out)
     if args.chart is not None:
         _chart(args.chart, found, settings, console)
     if args.days > 7:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ..cards.calls_made import CallsMade
 from ..core.errors import SpoolError
 from ..core.routing import Destination
 from ..delivery.job import Delivery
@@ -43,10 +44,11 @@ A_WEEK = 7 * A_DAY
 class Reading:
     """What a summary is made from: the watcher's issues (lent by it: None without a watcher,
     and the summary lists none), and on a route's `report` day what on call cost (None: no
-    report)."""
+    report), with the calls on call made (lent by it: None without on call, none counted)."""
 
     watched: ChatIssues | None
     reports: ReportStore | None = None
+    calls: CallsMade | None = None
 
 
 class DailySummaries:
@@ -70,6 +72,7 @@ class DailySummaries:
         self._store = store
         self._watched = reading.watched
         self._reports = reading.reports
+        self._calls = reading.calls
         self._zone = zone
         self._posted = posted
         self._pictured = pictured
@@ -135,7 +138,9 @@ class DailySummaries:
         if self._reports is None or at is None or not at.reports(now, self._zone):
             return {}
         zone = self._zone_of(at)
-        report = self._reports.report(destination, start=now - A_WEEK, now=now, zone=zone)
+        report = self._reports.report(
+            destination, start=now - A_WEEK, now=now, zone=zone, calls=self._calls
+        )
         return {"report": report.as_json()}
 
     def _post_if_due(self, destination: Destination, at: SummaryAt) -> int:

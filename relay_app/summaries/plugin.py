@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo
 
+from ..cards.calls_made import CALLS_MADE
 from ..core.services import Lent
 from ..delivery.posted_once import POSTED_ONCE
 from ..delivery.render import Writer
@@ -34,7 +35,11 @@ def _start(core: Core) -> Running:
     summaries = DailySummaries(
         places,
         spool.of(SummaryStore),
-        Reading(core.lending.of(CHAT_ISSUES, spool), spool.of(ReportStore)),
+        Reading(
+            core.lending.of(CHAT_ISSUES, spool),
+            spool.of(ReportStore),
+            core.lending.of(CALLS_MADE, spool),
+        ),
         zone=ZoneInfo(settings.timezone),
         posted=core.metrics.of(SUMMARIES).inc,
         pictured=photos.post,

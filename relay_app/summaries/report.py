@@ -1,7 +1,8 @@
 """What on call cost (docs/oncall.md): over a period, in a place (a chat, or a topic of it) or in
 every chat, read from what the spool already records of the messages with buttons it sent
 (cards/sent.py: when each went, who took each issue and when, what became of it) and of the calls
-(oncall/: the escalation steps fired, the takers called again):
+(as on call lends them, cards/calls_made.py: the escalation steps fired, the takers called
+again):
 
 - alerts: the messages sent about issues, and the issues they were about; each day's (in the
   place's time zone) by level, a message counted at its most severe issue's; and each place's;
@@ -23,6 +24,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from ..cards import records
+from ..cards.calls_made import CallsMade
 from ..core.routing import Destination
 from ..message.open_issues import OpenIssue
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
@@ -66,11 +68,18 @@ class ReportStore:
         self._store = store
 
     def report(
-        self, place: Destination | None, *, start: float, now: float, zone: tzinfo = UTC
+        self,
+        place: Destination | None,
+        *,
+        start: float,
+        now: float,
+        zone: tzinfo = UTC,
+        calls: CallsMade | None = None,
     ) -> Report:
         """What happened in `place` (None: every chat) from `start` to now, its days in
-        `zone`."""
-        return self._store.read(lambda tx: _report(tx, place, start, zone), now=now)
+        `zone`; the calls made as `calls` lends them (None: without on call, none)."""
+        made = calls.made_since(start, now=now) if calls is not None else []
+        return self._store.read(lambda tx: _report(tx, place, start, zone, made), now=now)
 
     def still_open(
         self, place: Destination, *, since: float, now: float
@@ -130,7 +139,13 @@ def _issues(tx: Tx, place: Destination | None, since_db: float) -> list[_Issue]:
     ]
 
 
-def _report(tx: Tx, place: Destination | None, start: float, zone: tzinfo) -> Report:
+def _report(
+    tx: Tx,
+    place: Destination | None,
+    start: float,
+    zone: tzinfo,
+    made: Sequence[tuple[str, int]],
+) -> Report:
     since = tx.at.to_db(start)
     issues = _issues(tx, place, since)
     first_takes = _first_takes(tx, place, since)
@@ -155,7 +170,7 @@ def _report(tx: Tx, place: Destination | None, start: float, zone: tzinfo) -> Re
         resolved=len(resolve),
         resolve_median=_median(resolve),
         resolve_worst=max(resolve, default=None),
-        calls=_calls(tx, place, since),
+        calls=_calls(tx, place, since, made),
         takers=takers,
         open_count=len(still),
         open=still[:OPEN_LISTED],
@@ -241,20 +256,10 @@ def _alerts(tx: Tx, place: Destination | None, since: float) -> int:
     return len(records.messages_since(tx, place, since))
 
 
-def _calls(tx: Tx, place: Destination | None, since: float) -> int:
-    """The steps fired under the period's messages, and the takers called again (each after
-    its message was sent, so at or after the period's start)."""
+def _calls(tx: Tx, place: Destination | None, since: float, made: Sequence[tuple[str, int]]) -> int:
+    """The calls made (as on call lends them) under the period's messages in the place."""
     messages = set(records.messages_since(tx, place, since))
-    steps = tx.all(
-        "SELECT chat, message_id FROM escalations WHERE state = 'fired' AND due_at >= ?",
-        (since,),
-    )
-    recalled = tx.all(
-        "SELECT chat, message_id FROM recalls WHERE round > 1 AND taken_at >= ?", (since,)
-    )
-    return sum(
-        1 for row in (*steps, *recalled) if (str(row["chat"]), int(row["message_id"])) in messages
-    )
+    return sum(1 for call in made if call in messages)
 
 
 def _median(values: Sequence[float]) -> float | None:
