@@ -130,6 +130,9 @@ def assemble(
         counters=[CARDS_IN_STEP, *capabilities.counters],
     )
     registry = capabilities.on(settings)  # asked once, here
+    marks = registry.marks
+    # The cards, read with what the capabilities mark on them (a mute).
+    sent = shared.of(lambda store: SentStore(store, marks))
 
     def term() -> str | None:  # this process's term, while it leads the fleet (made below)
         return leadership.term()
@@ -180,10 +183,11 @@ def assemble(
             last_webhook,
             buttons=tuple(registry.buttons),
             lending=registry.lending,
+            marks=marks,
         )
     )
     outgoing = Outgoing(
-        spool.of(SentStore) if spool is not None else None,
+        sent if spool is not None else None,
         outbox,
         buttons=buttons,
         words=words,
@@ -193,7 +197,7 @@ def assemble(
     )
     renderer = _renderer(
         settings,
-        shared,
+        sent,
         words,
         buttons=buttons,
         roster=_roster(settings, services),
@@ -223,7 +227,7 @@ def assemble(
     )
 
     upkeep = _upkeep(
-        OldRecords(shared.of(SentStore), keep_for=settings.retry_max_age, clock=clock),
+        OldRecords(sent, keep_for=settings.retry_max_age, clock=clock),
         running.upkeep,
         on_time,
         leads,
@@ -393,7 +397,7 @@ def _spool(settings: Settings, clock: Clock) -> Spool | None:
 
 def _renderer(
     settings: Settings,
-    shared: Spool,
+    sent: SentStore,
     words: Words,
     *,
     buttons: bool,
@@ -417,7 +421,7 @@ def _renderer(
             everything.shapes,
             [*everything.notes, NAMED_HIDDEN],
             card_edits(
-                shared.of(SentStore).message,
+                sent.message,
                 snooze_events=settings.watching.snooze_events,
                 zone_of=zones.of,
                 theirs=registry.buttons,

@@ -17,6 +17,7 @@ from relay_app.cards.card import (
     parse_callback,
     rendered,
 )
+from relay_app.cards.marks import Mark
 from relay_app.message.formatting import TELEGRAM_TEXT_LIMIT
 from relay_app.message.spans import visible_length
 from relay_app.message.subjects import IssueRef
@@ -63,7 +64,8 @@ def test_several_issues_are_named_and_an_acted_one_offers_reopen() -> None:
 
 
 def test_a_muted_issue_offers_unmute_and_its_message_says_until_when() -> None:
-    muted = replace(ISSUE, silence_id=3, muted_by="@ada", muted_until=AT_0804 + 3600)
+    mark = Mark("muted", 3, "@ada", AT_0804 + 3600, "muted_by", "issue_muted_by", quiets=True)
+    muted = replace(ISSUE, marks=(mark,))
     assert texts(keyboard([muted], ENGLISH, theirs=THEIRS)) == [
         ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔊 Unmute", "📈"]
     ]

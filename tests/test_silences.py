@@ -5,6 +5,7 @@ one summary of it is queued once, whichever process ends the silence, in both sp
 from __future__ import annotations
 
 import io
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,11 +13,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from relay_app import Relay
 from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.cards.marks import Mark, Marks
 from relay_app.cards.sent import SentStore
 from relay_app.cli import main
 from relay_app.core.routing import Destination
@@ -25,6 +28,7 @@ from relay_app.delivery.render import Added, Renderer
 from relay_app.message.formatting import Message, message_for
 from relay_app.silences import store as silences
 from relay_app.silences.buttons import MUTE, UNMUTE
+from relay_app.silences.marks import MUTED, muted
 from relay_app.silences.matching import Matchers, matches
 from relay_app.silences.silencing import Silencing
 from relay_app.silences.store import NewSilence, SilenceStore
@@ -35,6 +39,7 @@ from relay_app.words import ENGLISH
 from tests import payloads
 from tests.conftest import FakeTime
 from tests.in_process import Chat
+from tests.old_spools import old_postgres, one_history_sqlite
 from tests.test_presses import press
 
 CHAT = "-1001234567890"
@@ -441,8 +446,13 @@ def test_twenty_mute_presses_at_once_make_one_silence_and_unmute_ends_it(
     [silence] = first.of(SilenceStore).active(CHAT, now=fake_time())
     assert silence.id in made
     assert first.of(SilenceStore).active(str(ELSEWHERE.chat), now=fake_time()) == []
-    shown = [first.of(SentStore).message(CHAT, message_id) for message_id in buttons]
-    assert [m.buttons[0].silence_id for m in shown if m is not None] == [silence.id] * 2
+    cards = first.of(lambda store: SentStore(store, Marks([muted])))
+    shown = [cards.message(CHAT, message_id) for message_id in buttons]
+    marks = [m.buttons[0].marked(MUTED) for m in shown if m is not None]
+    assert [mark.ref if mark is not None else None for mark in marks] == [silence.id] * 2
+    # The card's record keeps none of it: read without the silences' marks, it shows none.
+    assert shown[0] is not None
+    assert first.of(SentStore).message(CHAT, 41) == replace(shown[0], buttons=(buttons[41],))
     # Unmute on either card ends it: the issue's next alert goes.
     [button] = shown[1].buttons if shown[1] is not None else ()
     assert fleet[0].unmute(CHAT, button, by="@ada")
@@ -469,7 +479,60 @@ def test_unmute_ends_every_silence_mute_made_of_the_issue_in_the_chat(
         NewSilence(CHAT, Matchers(issue="4"), by="ops", comment="deploy", seconds=3600),
         now=fake_time(),
     )
-    button = IssueButton("k", "4", "https://gt.example.org", "BACKEND-4A", silence_id=1)
+    mark = Mark(MUTED, 1, "@ada", fake_time() + 3600, "muted_by", "issue_muted_by", quiets=True)
+    button = IssueButton("k", "4", "https://gt.example.org", "BACKEND-4A", marks=(mark,))
     spool.of(SentStore).keep(SentMessage(CHAT, 41, "<b>alert</b>", 0.0, buttons=(button,)), [])
     assert silencing(spool, fake_time).unmute(CHAT, button, by="@ada")
     assert [s.id for s in spool.of(SilenceStore).active(CHAT, now=fake_time())] == [kept.id]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_mute_kept_in_the_cards_record_before_is_shown_from_its_silence_after_the_upgrade(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, fake_time: FakeTime
+) -> None:
+    """Step 28 drops the mute from the card's record: a mute under way at the upgrade is still
+    shown, from the silence Mute made, which is where it always was."""
+    now = fake_time()
+    made = [
+        "INSERT INTO sent_messages (chat, message_id, html, sent_at) VALUES"
+        f" ('{CHAT}', 41, '<b>alert</b>', {now})",
+        "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin, label,"
+        f" silence_id, muted_by, muted_until) VALUES ('k41', '{CHAT}', 41, 0, '4',"
+        f" 'https://gt.example.org', 'BACKEND-4A', 1, '@ada', {now + 3600})",
+        "INSERT INTO silences (chat, issue, label, created_by, comment, starts_at, ends_at)"
+        f" VALUES ('{CHAT}', '4', 'BACKEND-4A', '@ada', '{silences.MUTED_FROM_THE_CHAT}',"
+        f" {now}, {now + 3600})",
+    ]
+    if kind == "sqlite":
+        path = str(tmp_path / "spool.sqlite3")
+        with sqlite3.connect(path) as db:
+            one_history_sqlite(db, 27)
+            for statement in made:
+                db.execute(statement)
+        db.close()
+        store: Database | PgDatabase = Database(path)
+    else:
+        url = request.getfixturevalue("pg_url")
+        with psycopg.connect(url, autocommit=True) as pg:
+            old_postgres(pg, 27)
+            for statement in made:
+                pg.execute(statement)
+        store = PgDatabase(url, caller_skew=0.0)
+    try:
+        spool = on_store(store)
+        card = spool.of(lambda kept: SentStore(kept, Marks([muted]))).message(CHAT, 41)
+        assert card is not None
+        [button] = card.buttons
+        mark = button.marked(MUTED)
+        assert mark is not None
+        assert mark.by == "@ada"
+        assert mark.until == pytest.approx(now + 3600, abs=5)
+        columns = store.read(lambda tx: tx.one("SELECT * FROM issue_buttons WHERE key = 'k41'"))
+        assert "silence_id" not in dict(columns)
+        # Unmute on it ends that silence; the card is shown without it.
+        assert silencing(spool, fake_time).unmute(CHAT, button, by="@bo")
+        again = spool.of(lambda kept: SentStore(kept, Marks([muted]))).message(CHAT, 41)
+        assert again is not None
+        assert again.buttons[0].marks == ()
+    finally:
+        store.close()

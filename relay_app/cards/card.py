@@ -4,11 +4,11 @@ keeps a card's record (cards/sent.py), and a card's edit, a job like any write t
 rendered from it when it is sent (delivery/render.py).
 
 Each issue of an issue alert gets a row: On it while it is open and nobody has it; Resolve and
-Ignore, or Reopen once it is resolved or ignored; and Mute, or Unmute while it is muted in the
-chat. A button's callback data is a verb
-and a key the relay keeps, never an issue id. An edited card is the message as sent, the lines
-added since (an uptime monitor back up), one line per issue that a press changed, saying what,
-by whom and when, and one per issue muted, until when.
+Ignore, or Reopen once it is resolved or ignored; then the capabilities' buttons (Mute, or
+Unmute while it is muted in the chat). A button's callback data is a verb and a key the relay
+keeps, never an issue id. An edited card is the message as sent, the lines added since (an
+uptime monitor back up), one line per issue that a press changed, saying what, by whom and
+when, and one per mark a capability has on an issue (muted, until when: cards/marks.py).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ..message.spans import place_time, visible, visible_length
 from ..message.subjects import IssueRef, source_name
 from ..words import Words
 from ..words.catalogue import in_source
+from .marks import Mark
 
 Verb = Literal[
     "take",
@@ -88,10 +89,6 @@ class IssueButton:
     status: IssueStatus | None = None
     acted_by: str | None = None
     acted_at: float | None = None
-    # Muted in the message's chat from its Mute button (silences/store.py): until when, by whom.
-    silence_id: int | None = None
-    muted_by: str | None = None
-    muted_until: float | None = None
     title: str | None = None  # the issue's, as the message showed it
     # "On it": who said they have it, and when (GlitchTip has no assignee here).
     taken_by: str | None = None  # shown: '@ada', or a name
@@ -110,6 +107,13 @@ class IssueButton:
     # Its level as its alert said it (fatal, error, warning, info; None: not said, or kept
     # before levels were): the weekly report counts alerts by it.
     level: str | None = None
+    # What the capabilities say of the issue in the card's chat now (cards/marks.py: Mute's
+    # silence, until when and by whom), read with the card; never kept in its record.
+    marks: tuple[Mark, ...] = ()
+
+    def marked(self, name: str) -> Mark | None:
+        """Its mark of this name (a capability's), if one holds."""
+        return next((mark for mark in self.marks if mark.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -335,18 +339,17 @@ def assigned_line(
     )
 
 
-def muted_line(
+def mark_lines(
     button: IssueButton, words: Words, *, several: bool, zone: tzinfo = UTC
-) -> str | None:
-    """'🔇 Muted in this chat by @ada until 13:04 UTC'; None when it is not muted."""
-    if button.muted_until is None:
-        return None
-    template = words.issue_muted_by if several else words.muted_by
-    return template.format(
-        label=button.label,
-        user=button.muted_by or "?",
-        until=place_time(button.muted_until, zone),
-    )
+) -> list[str]:
+    """'🔇 Muted in this chat by @ada until 13:04 UTC': each of its marks, in its capability's
+    words (with the issue's label when there are several)."""
+    return [
+        words.word(mark.line_of_several if several else mark.line).format(
+            label=button.label, user=mark.by, until=place_time(mark.until, zone)
+        )
+        for mark in button.marks
+    ]
 
 
 def notice(button: IssueButton, status: IssueStatus, words: Words) -> str:
@@ -383,7 +386,7 @@ def rendered(message: SentMessage, words: Words, zone: tzinfo = UTC) -> str:
 
 def added_lines(message: SentMessage, words: Words, zone: tzinfo = UTC) -> list[str]:
     """The lines under the message, oldest first: its notes, then who took and who did what
-    in the order it was done, then the mutes that hold."""
+    in the order it was done, then the marks that hold (a mute)."""
     several = len(message.buttons) > 1
     done = [
         (at or 0.0, line)
@@ -395,9 +398,9 @@ def added_lines(message: SentMessage, words: Words, zone: tzinfo = UTC) -> list[
         )
         if line is not None
     ]
-    muted = [muted_line(button, words, several=several, zone=zone) for button in message.buttons]
-    return [
-        *message.notes,
-        *(line for _, line in sorted(done)),
-        *(line for line in muted if line is not None),
+    marked = [
+        line
+        for button in message.buttons
+        for line in mark_lines(button, words, several=several, zone=zone)
     ]
+    return [*message.notes, *(line for _, line in sorted(done)), *marked]

@@ -37,22 +37,20 @@ def lock_issue(tx: Tx, chat: str, issue_id: str) -> None:
     )
 
 
-def show_muted(
-    tx: Tx, chat: str, issue_id: str, *, silence_id: int, by: str, until: float
-) -> tuple[int, ...]:
-    """Every card of the issue in the chat shown muted by this silence: their message ids."""
+def messages_showing(tx: Tx, chat: str, issue_id: str) -> tuple[int, ...]:
+    """The kept messages of the chat that show the issue: their ids, oldest first."""
     shown = tx.all(
-        "UPDATE issue_buttons SET silence_id = ?, muted_by = ?, muted_until = ?"
-        " WHERE chat = ? AND issue_id = ? RETURNING message_id",
-        (silence_id, by, until, chat, issue_id),
+        "SELECT DISTINCT message_id FROM issue_buttons WHERE chat = ? AND issue_id = ?"
+        " ORDER BY message_id",
+        (chat, issue_id),
     )
-    return tuple(sorted({int(row["message_id"]) for row in shown}))
+    return tuple(int(row["message_id"]) for row in shown)
 
 
 def issues_under(tx: Tx, chat: str, message_id: int) -> list[Row]:
-    """A message's issues in its order: label, when taken, status, silence."""
+    """A message's issues in its order: id, label, when taken, status."""
     return tx.all(
-        "SELECT label, taken_at, status, silence_id FROM issue_buttons"
+        "SELECT issue_id, label, taken_at, status FROM issue_buttons"
         " WHERE chat = ? AND message_id = ? ORDER BY position",
         (chat, message_id),
     )
@@ -85,12 +83,12 @@ def _same_take(
 def held_label(
     tx: Tx, chat: str, issue_id: str, taken_at: Any, taker_id: int | None, taker: str
 ) -> str | None:
-    """The issue's label while this take stands and the issue is open and not muted in the
-    chat; None otherwise."""
+    """The issue's label while this take stands and the issue is open in the chat; None
+    otherwise."""
     take, values = _same_take(chat, issue_id, taken_at, taker_id, taker)
     found = tx.one(
         f"SELECT label FROM issue_buttons WHERE {take}"  # noqa: S608 (fixed text)
-        " AND (status IS NULL OR status = 'unresolved') AND silence_id IS NULL LIMIT 1",
+        " AND (status IS NULL OR status = 'unresolved') LIMIT 1",
         values,
     )
     return str(found["label"]) if found is not None else None

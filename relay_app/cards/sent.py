@@ -20,7 +20,9 @@ from dataclasses import dataclass, replace
 from ..core.services import Key
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
+from . import records
 from .card import IssueButton, SentMessage
+from .marks import Marks
 
 # How a button that was never pressed stands: GlitchTip's state for a new issue.
 _UNRESOLVED = "unresolved"
@@ -71,8 +73,11 @@ class SentStore:
     """The records in the spool (store.py): times stored on the store's clock, handed out on
     the caller's."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, marks: Marks | None = None) -> None:
+        """`marks`: what the capabilities that are on mark on an issue's cards (a mute), read
+        with each card."""
         self._store = store
+        self._marks = marks if marks is not None else Marks()
 
     def keep(self, message: SentMessage, outages: Sequence[Outage]) -> None:
         """Record a message just sent, with its buttons, and the outages it announced."""
@@ -83,7 +88,7 @@ class SentStore:
 
         def read(tx: Tx) -> tuple[SentMessage, IssueButton] | None:
             row = tx.one("SELECT chat, message_id FROM issue_buttons WHERE key = ?", (key,))
-            message = _message(tx, row["chat"], row["message_id"]) if row else None
+            message = _message(tx, row["chat"], row["message_id"], self._marks) if row else None
             if message is None:
                 return None
             return message, next(b for b in message.buttons if b.key == key)
@@ -102,10 +107,9 @@ class SentStore:
                 (like, message.chat, message.message_id),
             )
             tx.execute(
-                "UPDATE issue_buttons SET (status, acted_by, acted_at, snooze, silence_id,"
-                " muted_by, muted_until, assigned_to, assigned_at) = (SELECT status, acted_by,"
-                " acted_at, snooze, silence_id, muted_by, muted_until, assigned_to, assigned_at"
-                " FROM issue_buttons WHERE key = ?) WHERE chat = ? AND message_id = ?"
+                "UPDATE issue_buttons SET (status, acted_by, acted_at, snooze, assigned_to,"
+                " assigned_at) = (SELECT status, acted_by, acted_at, snooze, assigned_to,"
+                " assigned_at FROM issue_buttons WHERE key = ?) WHERE chat = ? AND message_id = ?"
                 " AND EXISTS (SELECT 1 FROM issue_buttons WHERE key = ?)",
                 (like, message.chat, message.message_id, like),
             )
@@ -123,16 +127,16 @@ class SentStore:
                 " lower(?) OR issue_id = ?) ORDER BY message_id DESC LIMIT 1",
                 (chat, named, named),
             )
-            message = _message(tx, chat, row["message_id"]) if row is not None else None
-            if row is None or message is None:
+            found = _message(tx, chat, row["message_id"], self._marks) if row is not None else None
+            if row is None or found is None:
                 return None
-            return message, next(b for b in message.buttons if b.key == row["key"])
+            return found, next(b for b in found.buttons if b.key == row["key"])
 
         return self._store.read(read)
 
     def message(self, chat: str, message_id: int) -> SentMessage | None:
         """A kept message (a reply names it); None when not (or no longer) kept."""
-        return self._store.read(lambda tx: _message(tx, chat, message_id))
+        return self._store.read(lambda tx: _message(tx, chat, message_id, self._marks))
 
     def take(self, key: str, *, by: str, by_id: int | None, at: float) -> list[int]:
         """Record "On it" for the button's issue, in its chat, by the person `by_id` (Telegram's
@@ -366,19 +370,18 @@ class SentStore:
 
         self._store.write(unclaim)
 
-    def unmuted(self, silence_id: int) -> list[SentMessage]:
-        """The silence is over: the messages whose buttons it muted, as they now stand."""
+    def showing(self, chat: str, issue_id: str) -> list[SentMessage]:
+        """The kept messages of the chat that show the issue, as they now stand (a mark of it
+        came or went: silences/marks.py)."""
 
-        def unmute(tx: Tx) -> list[SentMessage]:
-            rows = tx.all(
-                "UPDATE issue_buttons SET silence_id = NULL, muted_by = NULL, muted_until = NULL"
-                " WHERE silence_id = ? RETURNING chat, message_id",
-                (silence_id,),
+        def read(tx: Tx) -> list[SentMessage]:
+            found = (
+                _message(tx, chat, message_id, self._marks)
+                for message_id in records.messages_showing(tx, chat, issue_id)
             )
-            found = (_message(tx, row["chat"], row["message_id"]) for row in rows)
             return [message for message in found if message is not None]
 
-        return self._store.write(unmute)
+        return self._store.read(read)
 
     def outage(self, lane: str, link: str) -> Outage | None:
         """The outage a monitor's recovery in this lane ends, if one is kept."""
@@ -579,7 +582,7 @@ def _noted(tx: Tx, chat: str, message_id: int, note: str) -> SentMessage | None:
     return replace(message, notes=notes)
 
 
-def _message(tx: Tx, chat: str, message_id: int) -> SentMessage | None:
+def _message(tx: Tx, chat: str, message_id: int, marks: Marks | None = None) -> SentMessage | None:
     row = tx.one(
         "SELECT * FROM sent_messages WHERE chat = ? AND message_id = ?", (chat, message_id)
     )
@@ -590,6 +593,8 @@ def _message(tx: Tx, chat: str, message_id: int) -> SentMessage | None:
         (chat, message_id),
     )
     message = message_from_rows(row, buttons)
+    issue_ids = [b.issue_id for b in message.buttons]
+    marked = marks.of(tx, message.chat, issue_ids) if marks is not None else {}
     return replace(
         message,
         sent_at=tx.at.to_local(message.sent_at),
@@ -599,7 +604,7 @@ def _message(tx: Tx, chat: str, message_id: int) -> SentMessage | None:
                 acted_at=tx.at.to_local(b.acted_at) if b.acted_at is not None else None,
                 taken_at=tx.at.to_local(b.taken_at) if b.taken_at is not None else None,
                 assigned_at=tx.at.to_local(b.assigned_at) if b.assigned_at is not None else None,
-                muted_until=tx.at.to_local(b.muted_until) if b.muted_until is not None else None,
+                marks=marked.get(b.issue_id, ()),
             )
             for b in message.buttons
         ),
@@ -624,7 +629,6 @@ def message_from_rows(row: Row, buttons: Sequence[Row]) -> SentMessage:
 
 def _button(row: Row) -> IssueButton:
     status = row["status"]
-    silence_id = row["silence_id"]
     return IssueButton(
         key=str(row["key"]),
         issue_id=str(row["issue_id"]),
@@ -634,9 +638,6 @@ def _button(row: Row) -> IssueButton:
         status=next((known for known in ISSUE_STATUSES if known == status), None),
         acted_by=text_or_null(row["acted_by"]),
         acted_at=float_or_null(row["acted_at"]),
-        silence_id=int(str(silence_id)) if silence_id is not None else None,
-        muted_by=text_or_null(row["muted_by"]),
-        muted_until=float_or_null(row["muted_until"]),
         taken_by=text_or_null(row["taken_by"]),
         taker_id=int_or_null(row["taker_id"]),
         taken_at=float_or_null(row["taken_at"]),

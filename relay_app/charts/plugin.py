@@ -5,7 +5,6 @@ issue's buttons (writes.py). It owns no table: a chart sent is kept as a card (c
 
 from __future__ import annotations
 
-from ..cards.sent import SentStore
 from ..delivery.render import Writer
 from ..glitchtip.api import ISSUE_HISTORY
 from ..operating.capability import Capability, Core, Running
@@ -25,7 +24,7 @@ def _start(core: Core) -> Running:
     if core.spool is None or histories is None:
         return Running()
     counted = core.metrics.of(CHARTS)
-    sent = core.spool.of(SentStore)
+    sent = core.sent_store(core.spool)
     charts = Charts(
         histories,
         core.outbox,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from ..cards.sent import THREAD_CARD, SentStore
+from ..cards.sent import THREAD_CARD
 from ..cards.verbs import CALLS
 from ..core.errors import SpoolError
 from ..core.off_thread import OffThread
@@ -57,7 +57,7 @@ def _start(core: Core) -> Running:
     answering = Answering(
         core.outbox,
         spool.answers,
-        first_in=lambda key, window: spool.of(SentStore).first_in(
+        first_in=lambda key, window: core.sent_store(spool).first_in(
             key, window=window, at=core.clock()
         ),
         refused=lambda reason: core.metrics.of(ANSWERS_REFUSED).labels(reason).inc(),
@@ -65,7 +65,7 @@ def _start(core: Core) -> Running:
         clock=core.clock,
     )
     team = Team(
-        store=spool.of(SentStore),
+        store=core.sent_store(spool),
         glitchtip=trackers,
         allowed_users=settings.action_user_ids,
         words=core.words,
@@ -188,7 +188,7 @@ def _commands(
     return Commands(
         commands=listed,
         served=served,
-        first_time=lambda keys: spool.of(SentStore).first_time(keys, at=clock()),
+        first_time=lambda keys: core.sent_store(spool).first_time(keys, at=clock()),
         answering=answering,
         words=core.words,
         count=lambda command: core.metrics.of(COMMANDS_COUNTED).labels(command).inc(),
@@ -213,7 +213,7 @@ def _links(
         settings.routes,
         settings.default_destination,
         watched=core.lending.of(CHAT_ISSUES, spool),
-        sent=spool.of(SentStore),
+        sent=core.sent_store(spool),
         glitchtip_orgs=settings.glitchtip_organizations,
     )
     return Links(

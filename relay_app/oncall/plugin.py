@@ -43,8 +43,9 @@ def _start(core: Core) -> Running:
     roster = Roster(settings.routes.on_call, ZoneInfo(settings.timezone), covers)
     core.services.provide(ROSTER, roster)
     escalation = Escalation(
-        core.shared.of(EscalationStore),
-        recalls=core.shared.of(RecallStore),
+        # A mute (a capability's mark that quiets an issue) counts as an act on it.
+        core.shared.of(lambda store: EscalationStore(store, core.marks)),
+        recalls=core.shared.of(lambda store: RecallStore(store, core.marks)),
         roster=roster,
         metrics=core.metrics,
         clock=core.clock,

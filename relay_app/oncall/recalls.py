@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cards import records
+from ..cards.marks import Marks
 from ..core.routing import Destination, parse_chat_id
 from ..delivery.outbox import card_edit
 from ..spool import job_rows as rows
@@ -34,8 +35,11 @@ class Recalled:
 
 
 class RecallStore:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, marks: Marks | None = None) -> None:
+        """`marks`: what the capabilities mark on an issue's cards; a taker is not called
+        about an issue one quiets in the chat (a mute)."""
         self._store = store
+        self._marks = marks if marks is not None else Marks()
 
     def plan(self, key: str, *, now: float) -> bool:
         """The button's issue was just taken: its recall, when a message of it in the chat has
@@ -45,7 +49,7 @@ class RecallStore:
     def fire_due(self, *, now: float) -> Recalled:
         """Call the takers whose time has come, and end the takes whose second time has (the
         upkeep asks once its one read says some are: EscalationStore.calls_due)."""
-        return self._store.write(_fire_due, now=now)
+        return self._store.write(lambda tx: _fire_due(tx, self._marks), now=now)
 
 
 def _plan(tx: Tx, key: str) -> bool:
@@ -72,14 +76,14 @@ def _plan(tx: Tx, key: str) -> bool:
     return True
 
 
-def _fire_due(tx: Tx) -> Recalled:
+def _fire_due(tx: Tx, marks: Marks) -> Recalled:
     due = tx.all(
         "SELECT * FROM recalls WHERE state = 'waiting' AND due_at <= ? ORDER BY due_at LIMIT ?",
         (tx.at.db, FIRE_AT_ONCE),
     )
     called = lapsed = 0
     for recall in due:
-        holds = _still_held(tx, recall)
+        holds = _still_held(tx, recall, marks)
         key = (recall["chat"], recall["issue_id"], recall["taken_at"])
         if holds is None:
             tx.execute(
@@ -123,9 +127,12 @@ def _take_of(recall: Row) -> tuple[str, str, Any, int | None, str]:
     )
 
 
-def _still_held(tx: Tx, recall: Row) -> str | None:
+def _still_held(tx: Tx, recall: Row, marks: Marks) -> str | None:
     """The issue's label while the take stands (the same taker since the same moment) and the
-    issue is open and not muted in the chat; None otherwise."""
+    issue is open and not quieted (muted) in the chat; None otherwise."""
+    chat, issue_id = str(recall["chat"]), str(recall["issue_id"])
+    if marks.quiet(tx, chat, [issue_id]):
+        return None
     return records.held_label(tx, *_take_of(recall))
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..cards import records
+from ..cards.marks import Marks
 from ..core.routing import Destination, parse_chat_id
 from ..routes.steps import AT_DELIVERY, Step
 from ..spool import job_rows as rows
@@ -41,8 +42,11 @@ class Fired:
 
 
 class EscalationStore:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, marks: Marks | None = None) -> None:
+        """`marks`: what the capabilities mark on an issue's cards; one that quiets it (a
+        mute) counts as an act, as a take does."""
         self._store = store
+        self._marks = marks if marks is not None else Marks()
 
     def plan(
         self, chat: str, thread: int | None, message_id: int, sent_at: float, steps: Sequence[Step]
@@ -57,7 +61,7 @@ class EscalationStore:
         ignored or muted, its steps still waiting will not fire. How many were stopped."""
 
         def stop(tx: Tx) -> int:
-            if any(open_ for _, open_ in _issues(tx, chat, message_id)):
+            if any(open_ for _, open_ in _issues(tx, chat, message_id, self._marks)):
                 return 0  # its other issues still call
             stopped = tx.all(
                 "UPDATE escalations SET state = 'stopped' WHERE chat = ? AND message_id = ?"
@@ -91,7 +95,7 @@ class EscalationStore:
         them where the alert was acted on meanwhile; `who` makes a mention the person it names
         now (`oncall:NAME`: the roster's), for the private calls: it reads nothing, since it
         is asked inside the transaction."""
-        return self._store.write(lambda tx: _fire_due(tx, who), now=now)
+        return self._store.write(lambda tx: _fire_due(tx, who, self._marks), now=now)
 
 
 def plan_in(
@@ -122,7 +126,7 @@ def plan_in(
     )
 
 
-def _fire_due(tx: Tx, who: Who) -> Fired:
+def _fire_due(tx: Tx, who: Who, marks: Marks) -> Fired:
     due = tx.all(
         "SELECT chat, message_id, step, thread, after_seconds, people, direct FROM escalations"
         " WHERE state = 'waiting' AND due_at <= ? ORDER BY due_at LIMIT ?",
@@ -131,7 +135,7 @@ def _fire_due(tx: Tx, who: Who) -> Fired:
     fired = stopped = 0
     for row in due:
         chat, message_id = str(row["chat"]), int(row["message_id"])
-        issues = _issues(tx, chat, message_id)
+        issues = _issues(tx, chat, message_id, marks)
         left = [label for label, open_ in issues if open_]
         acted = bool(issues) and not left
         changed = tx.one(
@@ -151,17 +155,18 @@ def _fire_due(tx: Tx, who: Who) -> Fired:
     return Fired(fired, stopped)
 
 
-def _issues(tx: Tx, chat: str, message_id: int) -> list[tuple[str, bool]]:
+def _issues(tx: Tx, chat: str, message_id: int, marks: Marks) -> list[tuple[str, bool]]:
     """The message's issues in its order, each with whether it is still open to a call:
-    nobody took, resolved, ignored or muted it. None kept (an alert about no issue): its steps
-    call until they are done."""
+    nobody took, resolved, ignored or quieted it (muted it in the chat). None kept (an alert
+    about no issue): its steps call until they are done."""
     found = records.issues_under(tx, chat, message_id)
+    quiet = marks.quiet(tx, chat, [str(row["issue_id"]) for row in found])
     return [
         (
             str(row["label"]),
             row["taken_at"] is None
             and row["status"] not in ("resolved", "ignored")
-            and row["silence_id"] is None,
+            and str(row["issue_id"]) not in quiet,
         )
         for row in found
     ]

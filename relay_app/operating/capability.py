@@ -9,6 +9,8 @@ What a capability may declare, each optional:
   message (delivery/render.py);
 - `buttons`: the buttons it adds to every issue's row of a card, and (from `start`) what a
   press of each does (cards/verbs.py);
+- `marks`: what it says of an issue on each of the issue's cards in a chat (a mute, until when,
+  by whom), read from its own tables with the card (cards/marks.py); never kept in the card;
 - `words`: the words its buttons and answers say, per language, beside the catalogue's;
 - `cli`: its `relay-app` subcommands; `checks`: what `relay-app check` asks of its settings;
   `readers`: how `preview` and `routes test` read its source's webhooks (operating/readers.py);
@@ -43,6 +45,7 @@ from datetime import tzinfo
 from typing import Any
 
 from ..cards.in_step import CardsInStep
+from ..cards.marks import MarkReader, Marks
 from ..cards.sent import SentStore
 from ..cards.verbs import CALLS, Button, Press
 from ..core.metrics import CounterSpec, Metrics
@@ -97,13 +100,20 @@ class Core:
     before: Started = field(default_factory=lambda: Started())
     # The stores the capabilities that are on lend one another (their `lends`).
     lending: Lending = field(default_factory=Lending)
+    # What the capabilities that are on mark on an issue's cards (a mute), read with a card.
+    marks: Marks = field(default_factory=Marks)
+
+    def sent_store(self, spool: Spool) -> SentStore:
+        """The cards kept on `spool`, each read with the marks of the capabilities that are
+        on: what every capability that reads a card asks for."""
+        return spool.of(lambda store: SentStore(store, self.marks))
 
     def cards_in_step(self, spool: Spool, *, origin: str, source: str = "GlitchTip") -> CardsInStep:
         """The cards kept in step with what a source says of its issues (cards/in_step.py),
         for the buttons whose links are `origin`'s: what the watcher's rounds, a snooze that
         comes back and Sentry's issue webhook each bring the cards in step with."""
         return CardsInStep(
-            spool.of(SentStore),
+            self.sent_store(spool),
             self.outbox,
             origin=origin,
             escalation=self.services.find(CALLS),
@@ -213,6 +223,7 @@ class Capability:
     shapes: tuple[Shape, ...] = ()
     notes: tuple[Note, ...] = ()
     buttons: tuple[Button, ...] = ()
+    marks: tuple[MarkReader, ...] = ()
     # Per language ('en', 'ru'): a word's name, and its text.
     words: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     cli: tuple[AddCommands, ...] = ()
@@ -267,6 +278,10 @@ class Registry:
     @property
     def buttons(self) -> list[Button]:
         return [button for each in self.capabilities for button in each.buttons]
+
+    @property
+    def marks(self) -> Marks:
+        return Marks([read for each in self.capabilities for read in each.marks])
 
     @property
     def lent(self) -> list[Lent[Any]]:

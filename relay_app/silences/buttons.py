@@ -11,6 +11,7 @@ from ..cards.card import Button, IssueButton
 from ..cards.verbs import Press, Pressed
 from ..core.errors import DeliveryError, SpoolError
 from ..message.spans import place_time
+from .marks import MUTED
 from .silencing import Silencing
 
 log = logging.getLogger(__name__)
@@ -18,11 +19,11 @@ T = TypeVar("T")
 
 
 def _unmuted(button: IssueButton) -> bool:
-    return button.muted_until is None
+    return button.marked(MUTED) is None
 
 
 def _muted(button: IssueButton) -> bool:
-    return button.muted_until is not None
+    return button.marked(MUTED) is not None
 
 
 MUTE = Button("mute", "m", "button_mute", _unmuted)

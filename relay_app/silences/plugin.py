@@ -3,7 +3,6 @@ silence held summed up when it ends, and the tables that keep them."""
 
 from __future__ import annotations
 
-from ..cards.sent import SentStore
 from ..core.routing import Destination
 from ..intake.alerts import HELD_NOTED, HOLD
 from ..operating.capability import Capability, Core, Running
@@ -13,6 +12,7 @@ from .cli import add_silence_commands
 from .command import silences_command
 from .counters import ALERTS_SILENCED
 from .gauges import SilenceGauges
+from .marks import muted
 from .silencing import Silencing
 from .store import SilenceStore
 
@@ -30,7 +30,7 @@ def _start(core: Core) -> Running:
 
     silencing = Silencing(
         core.shared.of(SilenceStore),
-        core.shared.of(SentStore),
+        core.sent_store(core.shared),
         outbox=core.outbox,
         held=held,
         clock=core.clock,
@@ -47,6 +47,17 @@ CAPABILITY = Capability(
     counters=(ALERTS_SILENCED,),
     shapes=(summary.SHAPE,),
     buttons=(MUTE, UNMUTE),
+    marks=(muted,),
+    words={
+        "en": {
+            "muted_by": "🔇 Muted in this chat by {user} until {until}",
+            "issue_muted_by": "🔇 {label} muted in this chat by {user} until {until}",
+        },
+        "ru": {
+            "muted_by": "🔇 Без звука в этом чате до {until} ({user})",
+            "issue_muted_by": "🔇 {label}: без звука в этом чате до {until} ({user})",
+        },
+    },
     cli=(add_silence_commands,),
     tables=("silences", "held_alerts"),
     start=_start,

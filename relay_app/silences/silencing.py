@@ -21,8 +21,9 @@ from ..core.logs import event
 from ..core.routing import Destination
 from ..delivery.outbox import Outbox
 from ..message.formatting import Message
+from .marks import MUTED
 from .matching import matches
-from .store import Ended, Held, Silence, SilenceStore
+from .store import MUTED_FROM_THE_CHAT, Ended, Held, Silence, SilenceStore
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +125,7 @@ class Silencing:
             f"; their summary is alert #{ended.summary_alert}" if ended.summary_alert else "",
             extra=event(event="silence", silence=silence_id, outcome="ended", held=ended.held),
         )
-        for message in self._sent.unmuted(silence_id):
-            self._show(message)
+        self._show_issue(ended.silence)
         return ended
 
     def unmute(self, chat: str, button: IssueButton, *, by: str) -> bool:
@@ -134,11 +134,12 @@ class Silencing:
         them. Whether one still held (it may have run out, or been expired from the command
         line, since the button was shown). Raises SpoolError."""
         made = self._store.mutes_of(chat, button.issue_id, now=self._clock())
+        shown = button.marked(MUTED)
         ended = False
-        for silence_id in dict.fromkeys([*made, *filter(None, [button.silence_id])]):
+        for silence_id in dict.fromkeys([*made, *([shown.ref] if shown is not None else [])]):
             ended = self.end(silence_id, by=by) is not None or ended
-        if not ended and button.silence_id is not None:
-            for message in self._sent.unmuted(button.silence_id):  # the button was stale
+        if not ended:  # the card showed a mute that had run out: shown as it stands
+            for message in self._sent.showing(chat, button.issue_id):
                 self._show(message)
         return ended
 
@@ -157,6 +158,14 @@ class Silencing:
                 self._store.prune(before=self._clock() - KEPT_AFTER_END)
         except SpoolError as exc:
             log.debug("silences that ran out could not be ended now: %s", exc)
+
+    def _show_issue(self, silence: Silence) -> None:
+        """The cards of a silence's issue in its chat shown as they now stand: a mute's mark
+        is gone from them. Raises SpoolError."""
+        if silence.comment != MUTED_FROM_THE_CHAT or silence.matchers.issue is None:
+            return
+        for message in self._sent.showing(silence.chat, silence.matchers.issue):
+            self._show(message)
 
     def _show(self, message: SentMessage) -> None:
         """Queue the card's edit, to show its silence as it stands. Raises SpoolError."""

@@ -160,16 +160,9 @@ class SilenceStore:
                         tx.at.db + seconds,
                     ),
                 )
-            silence = _silence(found, tx)
-            messages = records.show_muted(
-                tx,
-                chat,
-                issue,
-                silence_id=silence.id,
-                by=silence.created_by,
-                until=float(found["ends_at"]),
-            )
-            return Muted(silence, made, messages)
+            # Every card of the issue in the chat is marked by it now (silences/marks.py).
+            messages = records.messages_showing(tx, chat, issue)
+            return Muted(_silence(found, tx), made, messages)
 
         return self._store.write(mute, now=now)
 

@@ -1,4 +1,4 @@
--- The spool's schema at version 27, as PostgreSQL says it: what a fresh spool is
+-- The spool's schema at version 28, as PostgreSQL says it: what a fresh spool is
 -- made of (relay_app/spool/current.py). Written by `python -m tests.schema_files` from a
 -- spool that took every step of relay_app/spool/history.py; tests/test_schema_files.py
 -- checks that the two agree. Do not edit by hand.
@@ -153,9 +153,6 @@ CREATE TABLE issue_buttons (
     status text,
     acted_by text,
     acted_at double precision,
-    silence_id bigint,
-    muted_by text,
-    muted_until double precision,
     title text,
     taken_by text,
     taken_at double precision,
@@ -551,8 +548,6 @@ CREATE INDEX held_alerts_by_silence ON held_alerts USING btree (silence_id);
 CREATE INDEX issue_buttons_by_issue ON issue_buttons USING btree (chat, issue_id);
 
 CREATE INDEX issue_buttons_by_message ON issue_buttons USING btree (chat, message_id, "position");
-
-CREATE INDEX issue_buttons_by_silence ON issue_buttons USING btree (silence_id);
 
 CREATE INDEX jobs_by_chat_and_precedence ON jobs USING btree (chat, state, precedence);
 

@@ -1,4 +1,4 @@
--- The spool's schema at version 27, as SQLite says it: what a fresh spool is
+-- The spool's schema at version 28, as SQLite says it: what a fresh spool is
 -- made of (relay_app/spool/current.py). Written by `python -m tests.schema_files` from a
 -- spool that took every step of relay_app/spool/history.py; tests/test_schema_files.py
 -- checks that the two agree. Do not edit by hand.
@@ -83,7 +83,7 @@ CREATE TABLE issue_buttons (
     status TEXT,                    -- as the last press set it in GlitchTip
     acted_by TEXT,
     acted_at REAL
-, silence_id INTEGER, muted_by TEXT, muted_until REAL, title TEXT, taken_by TEXT, taken_at REAL, choosing INTEGER NOT NULL DEFAULT 0, snooze TEXT, assigned_to TEXT, assigned_at REAL, org TEXT, taker_id INTEGER, level TEXT);
+, title TEXT, taken_by TEXT, taken_at REAL, choosing INTEGER NOT NULL DEFAULT 0, snooze TEXT, assigned_to TEXT, assigned_at REAL, org TEXT, taker_id INTEGER, level TEXT);
 
 CREATE INDEX issue_buttons_by_message ON issue_buttons (chat, message_id, position);
 
@@ -144,8 +144,6 @@ CREATE TABLE held_alerts (
 );
 
 CREATE INDEX held_alerts_by_silence ON held_alerts (silence_id);
-
-CREATE INDEX issue_buttons_by_silence ON issue_buttons (silence_id);
 
 CREATE TABLE warnings (key TEXT PRIMARY KEY, warned_at REAL NOT NULL);
 

@@ -18,7 +18,7 @@ from .dialects import POSTGRES, SQLITE, Types
 __all__ = ["POSTGRES", "SCHEMA_VERSION", "SQLITE", "Types", "statements_after", "steps"]
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 27
+SCHEMA_VERSION = 28
 
 
 def steps(types: Types) -> dict[int, list[str]]:
@@ -48,6 +48,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         25: takers_by_id(types),
         26: rooms_and_boards(types),
         27: photo_cards(types),
+        28: marks_of_their_own(),
     }
 
 
@@ -690,4 +691,17 @@ def photo_cards(types: Types) -> list[str]:
         "ALTER TABLE sent_messages ADD COLUMN copies TEXT",
         "ALTER TABLE issue_buttons ADD COLUMN level TEXT",
         f"ALTER TABLE watched ADD COLUMN read_at {types.time}",
+    ]
+
+
+def marks_of_their_own() -> list[str]:
+    """28: a mute is no longer kept in the card's record: each card of a muted issue shows the
+    silence Mute made of it in the chat, read from the silences as the card is (cards/marks.py,
+    silences/marks.py). A mute under way stays shown: its silence is where it always was."""
+    return [
+        "DROP INDEX issue_buttons_by_silence",
+        *(
+            f"ALTER TABLE issue_buttons DROP COLUMN {column}"
+            for column in ("silence_id", "muted_by", "muted_until")
+        ),
     ]

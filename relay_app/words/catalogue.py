@@ -253,8 +253,6 @@ class Words:
     named_hidden: str  # the first line of the issues an alert counted but did not attach
 
     # Silences.
-    muted_by: str
-    issue_muted_by: str
     notice_muted: str
     notice_unmuted: str
     notice_not_muted: str

@@ -242,8 +242,6 @@ ENGLISH = Words(
         "🔎 Named from GlitchTip: an alert counted {total} issues and attached {attached}; "
         "these are the others"
     ),
-    muted_by="🔇 Muted in this chat by {user} until {until}",
-    issue_muted_by="🔇 {label} muted in this chat by {user} until {until}",
     notice_muted="Muted {label} in this chat until {until}; GlitchTip is not changed",
     notice_unmuted="Unmuted {label} in this chat",
     notice_not_muted="{label} was no longer muted here",

@@ -258,8 +258,6 @@ RUSSIAN = Words(
         "🔎 Найдено в GlitchTip: алерт насчитал проблем: {total}, приложил: {attached}; "
         "вот остальные"
     ),
-    muted_by="🔇 Без звука в этом чате до {until} ({user})",
-    issue_muted_by="🔇 {label}: без звука в этом чате до {until} ({user})",
     notice_muted="{label}: без звука в этом чате до {until}; в GlitchTip ничего не изменено",
     notice_unmuted="{label}: звук в этом чате включён",
     notice_not_muted="{label}: звук здесь уже включён",

@@ -1,0 +1,43 @@
+"""Mute's mark on an issue's cards (cards/marks.py): while a silence Mute made holds the issue
+in a chat, each of its cards there says so, until when and by whom, offers Unmute, and nobody is
+called about it. Read from the silences themselves, so a card shows the mute that holds when it
+is read (a card sent after the press too), and the card's record keeps nothing of it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..cards.marks import Mark
+from ..spool.store import Tx
+from .store import MUTED_FROM_THE_CHAT
+
+MUTED = "muted"
+
+
+def muted(tx: Tx, chat: str, issue_ids: Sequence[str]) -> dict[str, list[Mark]]:
+    """The issues of these a Mute holds in the chat now, each with its silence's mark (the
+    oldest, where presses at once of an older relay made two)."""
+    wanted = ", ".join("?" for _ in issue_ids)  # placeholders only: the ids are parameters
+    sql = (
+        "SELECT id, issue, created_by, ends_at FROM silences WHERE chat = ? AND comment = ?"  # noqa: S608
+        " AND project IS NULL AND environment IS NULL AND title IS NULL"
+        f" AND ended_at IS NULL AND ends_at > ? AND issue IN ({wanted}) ORDER BY id"
+    )
+    rows = tx.all(sql, (chat, MUTED_FROM_THE_CHAT, tx.at.db, *issue_ids))
+    found: dict[str, list[Mark]] = {}
+    for row in rows:
+        found.setdefault(
+            str(row["issue"]),
+            [
+                Mark(
+                    MUTED,
+                    int(row["id"]),
+                    str(row["created_by"]),
+                    tx.at.to_local(float(row["ends_at"])),
+                    line="muted_by",
+                    line_of_several="issue_muted_by",
+                    quiets=True,
+                )
+            ],
+        )
+    return found
