@@ -64,7 +64,7 @@ def test_several_issues_are_named_and_an_acted_one_offers_reopen() -> None:
 
 
 def test_a_muted_issue_offers_unmute_and_its_message_says_until_when() -> None:
-    mark = Mark("muted", 3, "@ada", AT_0804 + 3600, "muted_by", "issue_muted_by", quiets=True)
+    mark = Mark("muted", "@ada", AT_0804, "muted_by", "issue_muted_by", until=AT_0804 + 3600, ref=3)
     muted = replace(ISSUE, marks=(mark,))
     assert texts(keyboard([muted], ENGLISH, theirs=THEIRS)) == [
         ["👀 On it", "✅ Resolve", "🔕 Ignore…", "🔊 Unmute", "📈"]

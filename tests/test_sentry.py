@@ -10,12 +10,14 @@ import hmac
 import io
 import json
 import logging
+import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import responses
 from flask import Flask
@@ -24,6 +26,7 @@ from requests import PreparedRequest
 
 from relay_app import Relay, create_app, relay_of
 from relay_app.cards.card import IssueButton, SentMessage
+from relay_app.cards.marks import Marks
 from relay_app.cards.sent import SentStore
 from relay_app.cli import main
 from relay_app.glitchtip.details import details_from_json
@@ -36,14 +39,18 @@ from relay_app.operating.env_values import ConfigError
 from relay_app.operating.sentry_env import DEFAULT_SENTRY_URL, SentryConfig, sentry_from_env
 from relay_app.routes.split import facts_of
 from relay_app.routes.table import parse_routes
+from relay_app.sentry.assignments import AssignmentStore, assigned
 from relay_app.sentry.deliveries import KEPT, DeliveryStore
 from relay_app.sentry.hooks import Alerting, InStep, Noted, customer_domain_issue, read_hook
 from relay_app.sentry.signature import signature_of, signed
+from relay_app.spool.database import Database
 from relay_app.spool.opening import open_memory
+from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, run_background, sent_bodies, sent_texts
 from tests.e2e.helpers import wait_until
+from tests.old_spools import old_postgres, one_history_sqlite
 from tests.payloads import issue, issue_alert
 
 SAMPLES = Path(__file__).resolve().parent / "sentry_samples"
@@ -525,16 +532,23 @@ def test_deliveries_and_assignments_are_kept_alike_on_either_database(
     assert not DeliveryStore(theirs).claim(["req-2", "event:e1:rule"], now=now + 1)
     DeliveryStore(theirs).release(["req-1", "event:e1:rule"], now=now + 2)
     assert DeliveryStore(mine).claim(["req-3", "event:e1:rule"], now=now + 3)
-    # Whom Sentry assigned an issue to, on every card of it.
+    # Whom Sentry assigned an issue to, kept by Sentry's capability, shown on every card of it.
     sentrys = IssueButton("k1", "sentry:4", SENTRY, "FRONT-END-4")
     SentStore(mine).keep(SentMessage("-1001", 41, "<b>a</b>", now, buttons=(sentrys,)), [])
-    assert SentStore(theirs).assigned(SENTRY, "sentry:4", "Ada", now=now) == [("-1001", 41)]
-    assert SentStore(mine).assigned(SENTRY, "sentry:4", "Ada", now=now) == []
-    kept = SentStore(mine).message("-1001", 41)
+    assert AssignmentStore(theirs).assign("sentry:4", "Ada", now=now)
+    assert not AssignmentStore(mine).assign("sentry:4", "Ada", now=now)  # the same: no change
+    assert SentStore(theirs).cards_of(SENTRY, "sentry:4") == [("-1001", 41)]
+    kept = SentStore(mine, Marks([assigned])).message("-1001", 41)
     assert kept is not None
-    assert kept.buttons[0].assigned_to == "Ada"
-    assert kept.buttons[0].assigned_at == now
-    assert SentStore(theirs).assigned(SENTRY, "sentry:4", None, now=now) == [("-1001", 41)]
+    [mark] = kept.buttons[0].marks
+    assert (mark.name, mark.by, mark.until) == ("assigned", "Ada", None)
+    assert mark.at == pytest.approx(now, abs=5)
+    assert AssignmentStore(mine).assign("sentry:4", "Bo", now=now)
+    assert AssignmentStore(theirs).assign("sentry:4", None, now=now)
+    assert not AssignmentStore(theirs).assign("sentry:4", None, now=now)
+    again = SentStore(mine, Marks([assigned])).message("-1001", 41)
+    assert again is not None
+    assert again.buttons[0].marks == ()
 
 
 @pytest.mark.parametrize(
@@ -719,3 +733,41 @@ def _details_in(relay: Relay) -> bool:
     assert relay.spool is not None
     pending = relay.spool.admin.alerts("pending")
     return any("FRONT-END-C" in json.dumps(job.data.get("details")) for job in pending)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_an_assignee_kept_on_the_cards_before_is_sentrys_own_after_the_upgrade(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Step 28 moves each issue's latest assignee from its cards' rows to Sentry's table."""
+    made = [
+        "INSERT INTO sent_messages (chat, message_id, html, sent_at) VALUES"
+        " ('-1001', 41, '<b>a</b>', 100), ('-1001', 42, '<b>b</b>', 200)",
+        "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin, label,"
+        f" assigned_to, assigned_at) VALUES ('k41', '-1001', 41, 0, 'sentry:4', '{SENTRY}',"
+        f" 'FRONT-END-4', 'Ada', 100), ('k42', '-1001', 42, 0, 'sentry:4', '{SENTRY}',"
+        " 'FRONT-END-4', 'Bo', 200)",
+    ]
+    if kind == "sqlite":
+        path = str(tmp_path / "spool.sqlite3")
+        with sqlite3.connect(path) as db:
+            one_history_sqlite(db, 27)
+            for statement in made:
+                db.execute(statement)
+        db.close()
+        store: Database | PgDatabase = Database(path)
+    else:
+        url = request.getfixturevalue("pg_url")
+        with psycopg.connect(url, autocommit=True) as pg:
+            old_postgres(pg, 27)
+            for statement in made:
+                pg.execute(statement)
+        store = PgDatabase(url, caller_skew=0.0)
+    try:
+        kept = SentStore(store, Marks([assigned])).message("-1001", 41)
+        assert kept is not None
+        assert [mark.by for mark in kept.buttons[0].marks] == ["Bo"]  # the latest, on both
+        rows = store.read(lambda tx: tx.all("SELECT * FROM sentry_assignments"))
+        assert [(row["issue_id"], row["assigned_to"]) for row in rows] == [("sentry:4", "Bo")]
+    finally:
+        store.close()

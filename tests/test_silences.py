@@ -479,7 +479,8 @@ def test_unmute_ends_every_silence_mute_made_of_the_issue_in_the_chat(
         NewSilence(CHAT, Matchers(issue="4"), by="ops", comment="deploy", seconds=3600),
         now=fake_time(),
     )
-    mark = Mark(MUTED, 1, "@ada", fake_time() + 3600, "muted_by", "issue_muted_by", quiets=True)
+    at = fake_time()
+    mark = Mark(MUTED, "@ada", at, "muted_by", "issue_muted_by", until=at + 3600, ref=1)
     button = IssueButton("k", "4", "https://gt.example.org", "BACKEND-4A", marks=(mark,))
     spool.of(SentStore).keep(SentMessage(CHAT, 41, "<b>alert</b>", 0.0, buttons=(button,)), [])
     assert silencing(spool, fake_time).unmute(CHAT, button, by="@ada")

@@ -98,9 +98,6 @@ class IssueButton:
     choosing: bool = False
     # The condition it is ignored until (snoozing.py): {"until": unix time} or {"events": N}.
     snooze: dict[str, float] | None = None
-    # Whom its source says it is assigned to (Sentry's issue webhook), and since when.
-    assigned_to: str | None = None
-    assigned_at: float | None = None
     # A GlitchTip issue's organization, as its alert named it: presses and replies act on the
     # issue only as one of its (None on a card kept before it was kept).
     org: str | None = None
@@ -108,7 +105,7 @@ class IssueButton:
     # before levels were): the weekly report counts alerts by it.
     level: str | None = None
     # What the capabilities say of the issue in the card's chat now (cards/marks.py: Mute's
-    # silence, until when and by whom), read with the card; never kept in its record.
+    # silence, Sentry's assignee), read with the card; never kept in its record.
     marks: tuple[Mark, ...] = ()
 
     def marked(self, name: str) -> Mark | None:
@@ -325,31 +322,17 @@ def taken_line(
     )
 
 
-def assigned_line(
-    button: IssueButton, words: Words, *, several: bool, zone: tzinfo = UTC
-) -> str | None:
-    """'👤 Assigned to Ada Lovelace in Sentry at 10:42 UTC'; None when its source named nobody.
-    Not On it: the assignee is its source's person, whom the chat's calls do not know."""
-    if button.assigned_to is None or button.assigned_at is None:
-        return None
-    words = in_source(words, source_name(button.issue_id))
-    template = words.issue_assigned_in_glitchtip if several else words.assigned_in_glitchtip
-    return template.format(
-        label=button.label, user=button.assigned_to, time=place_time(button.assigned_at, zone)
-    )
-
-
-def mark_lines(
-    button: IssueButton, words: Words, *, several: bool, zone: tzinfo = UTC
-) -> list[str]:
-    """'🔇 Muted in this chat by @ada until 13:04 UTC': each of its marks, in its capability's
+def mark_line(
+    button: IssueButton, mark: Mark, words: Words, *, several: bool, zone: tzinfo = UTC
+) -> str:
+    """'🔇 Muted in this chat by @ada until 13:04 UTC': a mark of the issue, in its capability's
     words (with the issue's label when there are several)."""
-    return [
-        words.word(mark.line_of_several if several else mark.line).format(
-            label=button.label, user=mark.by, until=place_time(mark.until, zone)
-        )
-        for mark in button.marks
-    ]
+    return words.word(mark.line_of_several if several else mark.line).format(
+        label=button.label,
+        user=mark.by,
+        time=place_time(mark.at, zone),
+        until=place_time(mark.until, zone) if mark.until is not None else "",
+    )
 
 
 def notice(button: IssueButton, status: IssueStatus, words: Words) -> str:
@@ -385,8 +368,9 @@ def rendered(message: SentMessage, words: Words, zone: tzinfo = UTC) -> str:
 
 
 def added_lines(message: SentMessage, words: Words, zone: tzinfo = UTC) -> list[str]:
-    """The lines under the message, oldest first: its notes, then who took and who did what
-    in the order it was done, then the marks that hold (a mute)."""
+    """The lines under the message, oldest first: its notes, then who took and who did what,
+    and the capabilities' marks that hold (a mute, an assignment), in the order each was
+    made."""
     several = len(message.buttons) > 1
     done = [
         (at or 0.0, line)
@@ -394,13 +378,11 @@ def added_lines(message: SentMessage, words: Words, zone: tzinfo = UTC) -> list[
         for at, line in (
             (button.taken_at, taken_line(button, words, several=several, zone=zone)),
             (button.acted_at, done_line(button, words, several=several, zone=zone)),
-            (button.assigned_at, assigned_line(button, words, several=several, zone=zone)),
+            *(
+                (mark.at, mark_line(button, mark, words, several=several, zone=zone))
+                for mark in button.marks
+            ),
         )
         if line is not None
     ]
-    marked = [
-        line
-        for button in message.buttons
-        for line in mark_lines(button, words, several=several, zone=zone)
-    ]
-    return [*message.notes, *(line for _, line in sorted(done)), *marked]
+    return [*message.notes, *(line for _, line in sorted(done))]

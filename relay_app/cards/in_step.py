@@ -79,16 +79,17 @@ class CardsInStep:
         if change.status != "unresolved" and self._escalation is not None:
             self._escalation.acted(change.chat, change.message_id)
 
-    def assigned(self, issue_id: str, assignee: str | None) -> int:
-        """Whom the source says the issue is assigned to now (None: nobody): every card of it
-        says so. How many cards changed."""
+    def shown_again(self, issue_id: str, why: str) -> int:
+        """Every card of the issue, in every chat, shown again as it now stands: what its
+        source says of it changed outside its status (whom Sentry assigned it to, a mark of
+        Sentry's). How many cards."""
         try:
-            changed = self._sent.assigned(self._origin, issue_id, assignee, now=self._clock())
+            cards = self._sent.cards_of(self._origin, issue_id)
         except SpoolError as exc:
-            log.warning("cards could not show whom %s is assigned to now: %s", issue_id, exc)
+            log.warning("the cards of %s could not be shown again (%s): %s", issue_id, why, exc)
             return 0
-        self._edited(changed, f"show whom {issue_id} is assigned to in {self._source}")
-        return len(changed)
+        self._edited(cards, why)
+        return len(cards)
 
     def follow(
         self,

@@ -1,9 +1,10 @@
 """Marks: what a capability says of an issue in a chat, on each of the issue's cards there,
 kept in the capability's own tables and read, through what it declares (`Capability.marks`),
 where the core reads a card. A mark is a line under the card (in the capability's words), by
-whom and until when, and may hold the issue's calls meanwhile. Mute is one: an issue muted in
-a chat is marked on its every card there by the silence that holds it (silences/marks.py), and
-the card's record keeps nothing of it.
+whom, since and until when, and may hold the issue's calls meanwhile. Mute is one: an issue
+muted in a chat is marked on its every card there by the silence that holds it
+(silences/marks.py); Sentry's assignment is another (sentry/assignments.py). The card's record
+keeps nothing of either.
 
 The card's rows and their marks are read in one unit of work, so a card shows what holds when
 it is read: a mark that ran out is gone from it at once, whoever ends it later."""
@@ -20,16 +21,19 @@ from ..spool.store import Tx
 class Mark:
     """One capability's mark of an issue in a chat. `name` tells its capability's buttons
     which the row shows (Mute's 'muted': Unmute); `ref` is the capability's own id of it (a
-    silence's); `until` is on the caller's clock; `line` and `line_of_several` are the names
-    of its words under a card of one issue, and of several (naming the issue's `{label}`),
-    each given `{user}` and `{until}`; `quiets`: nobody is called about the issue meanwhile."""
+    silence's); `by` who made it (a person, or whom its source names); `at` since when and
+    `until` till when (None: until its capability says otherwise), on the caller's clock;
+    `line` and `line_of_several` are the names of its words under a card of one issue, and of
+    several (naming the issue's `{label}`), each given `{user}`, `{time}` (`at`) and `{until}`;
+    `quiets`: nobody is called about the issue meanwhile."""
 
     name: str
-    ref: int
     by: str
-    until: float
+    at: float
     line: str
     line_of_several: str
+    until: float | None = None
+    ref: int | None = None
     quiets: bool = False
 
 

@@ -107,9 +107,9 @@ class SentStore:
                 (like, message.chat, message.message_id),
             )
             tx.execute(
-                "UPDATE issue_buttons SET (status, acted_by, acted_at, snooze, assigned_to,"
-                " assigned_at) = (SELECT status, acted_by, acted_at, snooze, assigned_to,"
-                " assigned_at FROM issue_buttons WHERE key = ?) WHERE chat = ? AND message_id = ?"
+                "UPDATE issue_buttons SET (status, acted_by, acted_at, snooze) = (SELECT status,"
+                " acted_by, acted_at, snooze FROM issue_buttons WHERE key = ?)"
+                " WHERE chat = ? AND message_id = ?"
                 " AND EXISTS (SELECT 1 FROM issue_buttons WHERE key = ?)",
                 (like, message.chat, message.message_id, like),
             )
@@ -339,23 +339,17 @@ class SentStore:
 
         return self._store.write(change, now=now)
 
-    def assigned(
-        self, origin: str, issue_id: str, assignee: str | None, *, now: float
-    ) -> list[tuple[str, int]]:
-        """Whom the issue's source (at `origin`) says it is assigned to now (None: nobody), on
-        every button of it: the messages whose cards changed."""
-
-        def assign(tx: Tx) -> list[tuple[str, int]]:
-            rows = tx.all(
-                "UPDATE issue_buttons SET assigned_to = ?, assigned_at = ?"
-                " WHERE origin = ? AND issue_id = ?"
-                " AND COALESCE(assigned_to, '') != COALESCE(?, '')"
-                " RETURNING chat, message_id",
-                (assignee, tx.at.db if assignee else None, origin, issue_id, assignee),
+    def cards_of(self, origin: str, issue_id: str) -> list[tuple[str, int]]:
+        """The kept messages, in every chat, that show the issue at `origin`: their chats and
+        ids (a mark of it came or went everywhere: Sentry's assignment)."""
+        rows = self._store.read(
+            lambda tx: tx.all(
+                "SELECT DISTINCT chat, message_id FROM issue_buttons"
+                " WHERE origin = ? AND issue_id = ? ORDER BY chat, message_id",
+                (origin, issue_id),
             )
-            return sorted({(str(row["chat"]), int(str(row["message_id"]))) for row in rows})
-
-        return self._store.write(assign, now=now)
+        )
+        return [(str(row["chat"]), int(str(row["message_id"]))) for row in rows]
 
     def unclaim(self, claim: StatusClaim) -> None:
         """GlitchTip refused the claimed change: the button shows what it did before, unless a
@@ -603,7 +597,6 @@ def _message(tx: Tx, chat: str, message_id: int, marks: Marks | None = None) -> 
                 b,
                 acted_at=tx.at.to_local(b.acted_at) if b.acted_at is not None else None,
                 taken_at=tx.at.to_local(b.taken_at) if b.taken_at is not None else None,
-                assigned_at=tx.at.to_local(b.assigned_at) if b.assigned_at is not None else None,
                 marks=marked.get(b.issue_id, ()),
             )
             for b in message.buttons
@@ -643,8 +636,6 @@ def _button(row: Row) -> IssueButton:
         taken_at=float_or_null(row["taken_at"]),
         choosing=bool(row["choosing"]),
         snooze=_snooze(row["snooze"]),
-        assigned_to=text_or_null(row["assigned_to"]),
-        assigned_at=float_or_null(row["assigned_at"]),
         org=text_or_null(row["org"]),
         level=text_or_null(row["level"]),
     )

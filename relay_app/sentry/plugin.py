@@ -14,6 +14,7 @@ from ..message.subjects import SENTRY_PREFIX, is_sentrys
 from ..operating.capability import Capability, Core, Running
 from ..operating.sentry_env import SentryConfig
 from .api import SentryApi
+from .assignments import AssignmentStore, assigned
 from .check import sentry_verdicts
 from .cli import add_sentry_commands
 from .counters import LOOKUPS
@@ -48,7 +49,14 @@ def _start(core: Core) -> Running:
             take_in, settings.routes, settings.default_destination, core.last_webhook
         )
         deliveries = core.shared.of(DeliveryStore)
-        return SentryPage(config, intake, deliveries, in_step=in_step, clock=core.clock)
+        return SentryPage(
+            config,
+            intake,
+            deliveries,
+            in_step=in_step,
+            assignments=core.shared.of(AssignmentStore),
+            clock=core.clock,
+        )
 
     status = sentry_status(
         core.shared.of(DeliveryStore),
@@ -82,10 +90,13 @@ CAPABILITY = Capability(
     readers=(read_sentry,),
     says=(sentry_state,),
     cli=(add_sentry_commands,),
-    tables=("sentry_deliveries",),
+    tables=("sentry_deliveries", "sentry_assignments"),
+    marks=(assigned,),
     words={
         "en": {
             "status_sentry": "Sentry: {state}; {last}",
+            "assigned_in_sentry": "👤 Assigned to {user} in Sentry at {time}",
+            "issue_assigned_in_sentry": "👤 {label} assigned to {user} in Sentry at {time}",
             "status_sentry_buttons": "signed alerts, buttons and details",
             "status_sentry_alerts_only": "signed alerts only (no SENTRY_API_TOKEN: no buttons)",
             "status_sentry_last": "last delivery {when}",
@@ -93,6 +104,8 @@ CAPABILITY = Capability(
         },
         "ru": {
             "status_sentry": "Sentry: {state}; {last}",
+            "assigned_in_sentry": "👤 Назначена в Sentry: {user} ({time})",
+            "issue_assigned_in_sentry": "👤 {label}: назначена в Sentry: {user} ({time})",
             "status_sentry_buttons": "подписанные алерты, кнопки и подробности",
             "status_sentry_alerts_only": (
                 "только подписанные алерты (нет SENTRY_API_TOKEN: нет кнопок)"

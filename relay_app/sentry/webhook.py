@@ -42,6 +42,7 @@ from ..intake.routed import TakeIn
 from ..operating.sentry_env import SentryConfig
 from ..routes import RouteTable
 from ..routes.split import facts_of
+from .assignments import AssignmentStore
 from .deliveries import KEPT, MAX_ID, DeliveryStore
 from .hooks import Alerting, Assigned, InStep, Noted, read_hook
 from .signature import SIGNATURE_HEADER, signature_of, signed
@@ -92,14 +93,17 @@ class SentryPage:
         deliveries: DeliveryStore,
         *,
         in_step: CardsInStep | None,
+        assignments: AssignmentStore,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`in_step`: the cards of Sentry's issues, brought in step by its issue webhooks (None
-        without SENTRY_API_TOKEN: Sentry's issues have no buttons then)."""
+        without SENTRY_API_TOKEN: Sentry's issues have no buttons then); `assignments`: whom
+        its issues are assigned to, which their cards show."""
         self._config = config
         self._intake = intake
         self._deliveries = deliveries
         self._in_step = in_step
+        self._assignments = assignments
         self._clock = clock
 
     @property
@@ -165,10 +169,18 @@ class SentryPage:
 
     def _assigned(self, hook: Assigned) -> PageReply:
         changed = 0
-        if self._in_step is not None:
-            changed = self._in_step.assigned(hook.issue_id, hook.assignee)
+        if self._in_step is not None and self._assign(hook):
+            changed = self._in_step.shown_again(hook.issue_id, "show whom it is assigned to")
         log.info("Sentry webhook: %s; %d card(s) changed", hook.said, changed)
         return PageReply({"status": "in_step", "changed": changed})
+
+    def _assign(self, hook: Assigned) -> bool:
+        """Whether whom the issue is assigned to changed (kept for its cards to show)."""
+        try:
+            return self._assignments.assign(hook.issue_id, hook.assignee, now=self._clock())
+        except SpoolError as exc:
+            log.warning("whom %s is assigned to could not be kept: %s", hook.issue_id, exc)
+            return False
 
     def _in_step_with(self, hook: InStep, stamped: float) -> PageReply:
         """The issue's new state on its cards, unless a card changed since the delivery was

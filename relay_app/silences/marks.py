@@ -19,7 +19,8 @@ def muted(tx: Tx, chat: str, issue_ids: Sequence[str]) -> dict[str, list[Mark]]:
     oldest, where presses at once of an older relay made two)."""
     wanted = ", ".join("?" for _ in issue_ids)  # placeholders only: the ids are parameters
     sql = (
-        "SELECT id, issue, created_by, ends_at FROM silences WHERE chat = ? AND comment = ?"  # noqa: S608
+        "SELECT id, issue, created_by, starts_at, ends_at FROM silences"  # noqa: S608
+        " WHERE chat = ? AND comment = ?"
         " AND project IS NULL AND environment IS NULL AND title IS NULL"
         f" AND ended_at IS NULL AND ends_at > ? AND issue IN ({wanted}) ORDER BY id"
     )
@@ -31,11 +32,12 @@ def muted(tx: Tx, chat: str, issue_ids: Sequence[str]) -> dict[str, list[Mark]]:
             [
                 Mark(
                     MUTED,
-                    int(row["id"]),
                     str(row["created_by"]),
-                    tx.at.to_local(float(row["ends_at"])),
+                    tx.at.to_local(float(row["starts_at"])),
                     line="muted_by",
                     line_of_several="issue_muted_by",
+                    until=tx.at.to_local(float(row["ends_at"])),
+                    ref=int(row["id"]),
                     quiets=True,
                 )
             ],

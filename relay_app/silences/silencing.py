@@ -136,7 +136,8 @@ class Silencing:
         made = self._store.mutes_of(chat, button.issue_id, now=self._clock())
         shown = button.marked(MUTED)
         ended = False
-        for silence_id in dict.fromkeys([*made, *([shown.ref] if shown is not None else [])]):
+        shown_ref = [shown.ref] if shown is not None and shown.ref is not None else []
+        for silence_id in dict.fromkeys([*made, *shown_ref]):
             ended = self.end(silence_id, by=by) is not None or ended
         if not ended:  # the card showed a mute that had run out: shown as it stands
             for message in self._sent.showing(chat, button.issue_id):

@@ -158,8 +158,6 @@ CREATE TABLE issue_buttons (
     taken_at double precision,
     choosing boolean DEFAULT false NOT NULL,
     snooze text,
-    assigned_to text,
-    assigned_at double precision,
     org text,
     taker_id bigint,
     level text
@@ -266,6 +264,12 @@ CREATE TABLE sent_messages (
     thread bigint,
     captioned boolean DEFAULT false NOT NULL,
     copies text
+);
+
+CREATE TABLE sentry_assignments (
+    issue_id text NOT NULL,
+    assigned_to text NOT NULL,
+    assigned_at double precision NOT NULL
 );
 
 CREATE TABLE sentry_deliveries (
@@ -491,6 +495,9 @@ ALTER TABLE ONLY rooms
 
 ALTER TABLE ONLY sent_messages
     ADD CONSTRAINT sent_messages_pkey PRIMARY KEY (chat, message_id);
+
+ALTER TABLE ONLY sentry_assignments
+    ADD CONSTRAINT sentry_assignments_pkey PRIMARY KEY (issue_id);
 
 ALTER TABLE ONLY sentry_deliveries
     ADD CONSTRAINT sentry_deliveries_pkey PRIMARY KEY (request_id);

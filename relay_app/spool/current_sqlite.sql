@@ -83,7 +83,7 @@ CREATE TABLE issue_buttons (
     status TEXT,                    -- as the last press set it in GlitchTip
     acted_by TEXT,
     acted_at REAL
-, title TEXT, taken_by TEXT, taken_at REAL, choosing INTEGER NOT NULL DEFAULT 0, snooze TEXT, assigned_to TEXT, assigned_at REAL, org TEXT, taker_id INTEGER, level TEXT);
+, title TEXT, taken_by TEXT, taken_at REAL, choosing INTEGER NOT NULL DEFAULT 0, snooze TEXT, org TEXT, taker_id INTEGER, level TEXT);
 
 CREATE INDEX issue_buttons_by_message ON issue_buttons (chat, message_id, position);
 
@@ -358,6 +358,12 @@ CREATE TABLE board_issues (
     first_at REAL NOT NULL,
     last_at REAL NOT NULL,
     PRIMARY KEY (chat, thread, issue_id)
+);
+
+CREATE TABLE sentry_assignments (
+    issue_id TEXT PRIMARY KEY,      -- 'sentry:<id>'
+    assigned_to TEXT NOT NULL,      -- as Sentry names the assignee: a user, or a team
+    assigned_at REAL NOT NULL
 );
 
 INSERT INTO bot (id) VALUES (1);

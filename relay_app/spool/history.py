@@ -48,7 +48,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         25: takers_by_id(types),
         26: rooms_and_boards(types),
         27: photo_cards(types),
-        28: marks_of_their_own(),
+        28: marks_of_their_own(types),
     }
 
 
@@ -694,14 +694,26 @@ def photo_cards(types: Types) -> list[str]:
     ]
 
 
-def marks_of_their_own() -> list[str]:
-    """28: a mute is no longer kept in the card's record: each card of a muted issue shows the
-    silence Mute made of it in the chat, read from the silences as the card is (cards/marks.py,
-    silences/marks.py). A mute under way stays shown: its silence is where it always was."""
+def marks_of_their_own(types: Types) -> list[str]:
+    """28: what a capability says of an issue on its cards is no longer kept in the card's
+    record, but read from the capability's own tables with the card (cards/marks.py): a mute
+    from the silence Mute made (silences/marks.py), Sentry's assignment from its own table
+    (sentry/assignments.py), each issue's latest as its cards showed it. A mute under way at
+    the upgrade stays shown: its silence is where it always was."""
     return [
+        f"""CREATE TABLE sentry_assignments (
+    issue_id TEXT PRIMARY KEY,      -- 'sentry:<id>'
+    assigned_to TEXT NOT NULL,      -- as Sentry names the assignee: a user, or a team
+    assigned_at {types.time} NOT NULL
+)""",
+        "INSERT INTO sentry_assignments (issue_id, assigned_to, assigned_at)"
+        " SELECT issue_id, MAX(assigned_to), MAX(assigned_at) FROM issue_buttons b"
+        " WHERE assigned_to IS NOT NULL AND assigned_at = (SELECT MAX(assigned_at)"
+        " FROM issue_buttons c WHERE c.issue_id = b.issue_id AND c.assigned_to IS NOT NULL)"
+        " GROUP BY issue_id",
         "DROP INDEX issue_buttons_by_silence",
         *(
             f"ALTER TABLE issue_buttons DROP COLUMN {column}"
-            for column in ("silence_id", "muted_by", "muted_until")
+            for column in ("silence_id", "muted_by", "muted_until", "assigned_to", "assigned_at")
         ),
     ]

@@ -201,8 +201,6 @@ class Words:
     reopened_in_glitchtip: str
     issue_resolved_in_glitchtip: str
     # Whom its source says the issue is assigned to ('Ada Lovelace'), and when.
-    assigned_in_glitchtip: str
-    issue_assigned_in_glitchtip: str
     issue_ignored_in_glitchtip: str
     issue_reopened_in_glitchtip: str
     notice_resolved: str
