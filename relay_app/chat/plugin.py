@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from ..cards.ignore_choices import SNOOZING
 from ..cards.sent import THREAD_CARD
 from ..cards.verbs import CALLS
 from ..core.errors import SpoolError
@@ -21,7 +22,6 @@ from ..glitchtip.api import ISSUE_ACTIONS
 from ..message.open_issues import CHAT_ISSUES
 from ..operating.capability import Capability, Core, Running
 from ..operating.config import Settings
-from ..snoozes.snoozing import SNOOZING
 from ..spool import Spool
 from ..telegram.bot_commands import COMMANDS, BotCommand
 from ..telegram.client import TelegramClient

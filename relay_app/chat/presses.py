@@ -50,6 +50,13 @@ from ..cards.card import (
     shows_theirs,
     verbs_for,
 )
+from ..cards.ignore_choices import (
+    SnoozeFor,
+    Snoozer,
+    condition_of,
+    snooze_notice,
+    status_details,
+)
 from ..cards.sent import StatusClaim
 from ..cards.verbs import Calls, Pressed
 from ..cards.verbs import Press as TheirPress
@@ -61,13 +68,6 @@ from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
 from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..message.subjects import is_sentrys, source_name
-from ..snoozes.snoozing import (
-    SnoozeFor,
-    Snoozing,
-    condition_of,
-    snooze_notice,
-    status_details,
-)
 from ..words import Said
 from ..words.catalogue import in_source
 from .answers import Answering, Asker
@@ -147,7 +147,7 @@ class PressActions:
     theirs: Mapping[str, TheirPress] = field(default_factory=dict)
     calls: Calls | None = None
     # Asked at each press: the watcher's part, made after the capabilities start.
-    snoozing: Callable[[], Snoozing | None] = lambda: None
+    snoozing: Callable[[], Snoozer | None] = lambda: None
     # Where else a button may be pressed: a capability's answer to whether this person, in
     # this private chat, was given the message's buttons (oncall/people.py: a private call).
     pressed_elsewhere: PressedElsewhere | None = None
@@ -185,7 +185,7 @@ class Presses:
         self._taking = Taking(team.store, outbox, actions.calls, clock=team.clock)
 
     @property
-    def _snoozing(self) -> Snoozing | None:
+    def _snoozing(self) -> Snoozer | None:
         return self._snoozings()
 
     def handle_update(self, update: dict[str, Any]) -> None:

@@ -1,14 +1,16 @@
 """Snoozes, as a capability: Ignore's timed and counted choices kept (its table), and brought back
 when their time or count comes, on the watcher's rounds, which it joins (glitchtip/rounds.py);
-it provides SNOOZING, which the presses ask for. Its choices are still the core card's verbs."""
+it provides the core's SNOOZING (cards/ignore_choices.py), which the presses ask for: the
+choices are the core card's verbs."""
 
 from __future__ import annotations
 
+from ..cards.ignore_choices import SNOOZING
 from ..glitchtip.api import GlitchTipApi
 from ..glitchtip.rounds import ISSUE_PLACES, ROUNDS
 from ..operating.capability import Capability, Core, Running
 from .counters import SNOOZES
-from .snoozing import SNOOZING, BringBack, Snoozing
+from .snoozing import BringBack, Snoozing
 from .store import SnoozeStore
 
 

@@ -16,16 +16,15 @@ watcher's round is one process's, and the end is recorded only on a snooze still
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, tzinfo
 
-from ..cards.card import SNOOZE_FOR, IssueButton, SentMessage, Verb, clock_time
+from ..cards.card import IssueButton, SentMessage, Verb, clock_time
+from ..cards.ignore_choices import Condition, SnoozeFor, condition_of, snooze_notice
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.metrics import Metrics
-from ..core.services import Key
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import GlitchTipApi, IssueState, events_of
 from ..glitchtip.rounds import IssuePlaces
@@ -35,46 +34,6 @@ from .counters import SNOOZES
 from .store import Ended, Snooze, SnoozeStore
 
 log = logging.getLogger(__name__)
-
-Condition = dict[str, float]
-
-
-@dataclass(frozen=True)
-class SnoozeFor:
-    """One of Ignore's timed or counted choices for an issue: until what (`condition`), and
-    where the watcher finds the issue (its organisation, its alert's topic)."""
-
-    condition: Condition
-    org: str
-    thread: int | None
-
-
-def condition_of(verb: Verb, *, now: float, events: int) -> Condition | None:
-    """What one of Ignore's choices ignores an issue until, from `now`: a time, or `events`
-    more events; None for forever (or a verb that is no choice)."""
-    if verb in SNOOZE_FOR:
-        return {"until": now + SNOOZE_FOR[verb]}
-    if verb == "snooze_events":
-        return {"events": float(events)}
-    return None
-
-
-def snooze_notice(button: IssueButton, condition: Condition, words: Words, zone: tzinfo) -> str:
-    """A snooze's press's answer: the issue ignored until a time (in `zone`) or a count."""
-    if "until" in condition:
-        until = place_time(condition["until"], zone)
-        return words.notice_snoozed_until.format(label=button.label, until=until)
-    count = int(condition["events"])
-    return words.notice_snoozed_events.format(label=button.label, count=count)
-
-
-def status_details(condition: Condition, *, now: float) -> dict[str, int]:
-    """The condition as Sentry's `statusDetails` for `ignored`, which Sentry keeps itself: an
-    ignore for so many minutes (`ignoreDuration`), or until so many more events
-    (`ignoreCount`). Sentry then sets the issue unresolved, and says so in its webhook."""
-    if "until" in condition:
-        return {"ignoreDuration": max(1, math.ceil((condition["until"] - now) / 60))}
-    return {"ignoreCount": int(condition["events"])}
 
 
 @dataclass(frozen=True)
@@ -91,6 +50,9 @@ class BringBack:
 
 
 class Snoozing:
+    """The snoozes of GlitchTip's issues (the core's `Snoozer`, provided as SNOOZING): a
+    choice kept when a press makes it, and brought back on the watcher's rounds."""
+
     def __init__(
         self,
         snoozes: SnoozeStore,
@@ -260,8 +222,3 @@ def _why(snooze: Snooze, state: IssueState) -> str:
         return f"ignored by {snooze.by} until {clock_time(snooze.until_at)} UTC"
     more = (state.events or 0) - (snooze.baseline or 0)
     return f"{more} more events since {snooze.by} ignored it until {snooze.events} more"
-
-
-# Ignore's choices kept and brought back (with GLITCHTIP_API_TOKEN), which snoozes/plugin.py
-# provides; the presses ask for it.
-SNOOZING: Key[Snoozing] = Key("snoozing")
