@@ -3,6 +3,7 @@ mentions named once per message, and `relay-app routes check|test`."""
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import logging
@@ -14,8 +15,13 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from relay_app.cli import main
+from relay_app.core.metrics import Metrics
 from relay_app.core.routing import Destination
 from relay_app.glitchtip.webhook import parse_alert
+from relay_app.intake import alerts as alerts_module
+from relay_app.intake import routed as routed_module
+from relay_app.intake.alerts import Taken
+from relay_app.intake.routed import RoutedWebhooks
 from relay_app.message.digest import compose
 from relay_app.message.formatting import format_alert, with_mentions
 from relay_app.operating.config import ConfigError, Settings
@@ -299,6 +305,51 @@ def test_each_issue_goes_on_its_own_and_each_part_reads_as_glitchtip_would_send_
     whole = payloads.issue_alert(issue(1, "shop", "dev"))
     [unrouted] = split(whole, example(), asked, DEFAULT).parts
     assert (unrouted.payload, unrouted.destination, unrouted.route) == (whole, asked, None)
+
+
+class TakenParts:
+    """What the routes hand on: each part's payload and the reading it comes with."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[dict[str, Any], Any]] = []
+
+    def take(self, payload: dict[str, Any], *args: Any, alert: Any = None, **kwargs: Any) -> Any:
+        self.parts.append((payload, alert))
+        return Taken("queued", "attempt", 202)
+
+
+def test_a_webhook_is_read_once_on_its_way_in_and_each_part_once_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The routes, the levels they read and the intake after them read one reading of the
+    payload (before: each read it again). A part split off is a webhook of its own: read once."""
+    reads: list[object] = []
+
+    def counted(payload: dict[str, Any]) -> Any:
+        reads.append(payload)
+        return parse_alert(payload)
+
+    split_module = importlib.import_module("relay_app.routes.split")  # `split` names its function
+    for module in (routed_module, split_module, alerts_module):
+        monkeypatch.setattr(module, "parse_alert", counted)
+    taken = TakenParts()
+    routed = RoutedWebhooks(
+        taken,  # type: ignore[arg-type]
+        example(),
+        default=DEFAULT,
+        metrics=Metrics(),
+    )
+    whole = payloads.issue_alert(issue(1, "shop", "dev"))
+    routed.take(whole, DEFAULT, 0.0)
+    assert reads == [whole]
+    [(payload, alert)] = taken.parts
+    assert payload is whole
+    assert alert == parse_alert(whole)
+    reads.clear()
+    several = payloads.issue_alert(issue(1, "payments", "prod"), issue(2, "shop", "staging"))
+    routed.take(several, DEFAULT, 0.0)
+    assert len(reads) == 3  # the webhook, then each of its two parts
+    assert [alert == parse_alert(payload) for payload, alert in taken.parts[1:]] == [True, True]
 
 
 def test_mentions_are_named_once_per_message_in_the_chats_language() -> None:

@@ -30,7 +30,7 @@ from ..core.services import Key
 from ..delivery.intake import deadline
 from ..glitchtip.details import IssueDetails, details_as_json, details_by_issue, filled
 from ..glitchtip.lookups import Lookups, scoped
-from ..glitchtip.webhook import IssueAlert, parse_alert, plain_text, with_short_ids
+from ..glitchtip.webhook import Alert, IssueAlert, parse_alert, plain_text, with_short_ids
 from ..message.formatting import Message, message_for
 from ..message.subjects import (
     NO_HOMES,
@@ -149,18 +149,20 @@ class WebhookAlerts:
         route: Route | None = None,
         also: Mapping[str, Any] | None = None,
         attempt: bool = True,
+        alert: Alert | None = None,
     ) -> Taken:
         """`started`: when the webhook arrived (monotonic); `route`: the route that sent it
         here (None: no route; where the webhook's URL says), whose `mention` it calls, whose
         `sound` says when it rings (decided when it is sent), whose `escalate` steps call
         while nobody acts (oncall/steps.py); `also`: more for its job; `attempt` False: once it
         is queued, it is left to the dispatcher, and the answer does not wait for a send
-        (a source that gives up on a slow answer: Sentry's)."""
+        (a source that gives up on a slow answer: Sentry's); `alert`: the payload as the
+        routes read it already (read here otherwise: it is read once on the way in)."""
         mentions = route.mention if route is not None else ()
         text = ""
         queued: Job | None = None
         try:
-            alert = parse_alert(payload)
+            alert = alert if alert is not None else parse_alert(payload)
             text = plain_text(alert)
             # Every issue it names: which are not GlitchTip's is said here.
             subjects = subjects_of(alert)

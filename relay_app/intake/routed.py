@@ -20,7 +20,7 @@ from ..core.routing import Destination
 from ..core.services import Key
 from ..delivery.intake import deadline
 from ..glitchtip.lookups import scoped
-from ..glitchtip.webhook import IssueAlert, parse_alert
+from ..glitchtip.webhook import Alert, IssueAlert, parse_alert
 from ..message.subjects import issue_ref
 from ..routes import RouteTable, split
 from .alerts import NOT_GLITCHTIPS, GlitchTipIssues, Taken, WebhookAlerts
@@ -60,9 +60,14 @@ class RoutedWebhooks:
         `started`: when it arrived (monotonic), which bounds every part's attempt together;
         `also`: more for each part's job (an escalating issue's trend, a Sentry issue's
         details); `attempt` False: no part's answer waits for its send."""
+        # Read once: every stage after this one reads the alert, not the payload again.
+        alert = parse_alert(payload)
         if not self._routes:
-            return [self._alerts.take(payload, asked, started, also=also, attempt=attempt)]
-        routed = split(payload, self._routes, asked, self._default, self._levels(payload, started))
+            return [
+                self._alerts.take(payload, asked, started, also=also, attempt=attempt, alert=alert)
+            ]
+        levels = self._levels(alert, started)
+        routed = split(payload, self._routes, asked, self._default, levels, alert=alert)
         for dropped in routed.dropped:
             self._metrics.route(dropped.route.name, dropped.count, dropped=True)
             log.info(
@@ -84,16 +89,17 @@ class RoutedWebhooks:
                     route=part.route,
                     also=also,
                     attempt=attempt,
+                    alert=part.alert,
                 )
             )
         return taken or [Taken("dropped", "route", 200)]
 
-    def _levels(self, payload: dict[str, Any], started: float) -> dict[str, str]:
+    def _levels(self, alert: Alert, started: float) -> dict[str, str]:
         """The levels of the webhook's issues that GlitchTip's API tells within the details'
         budget, by each issue's link; none unless a route reads them."""
         if not self._routes.reads_levels or self._lookups is None:
             return {}
-        ids = _issue_ids(payload, self._glitchtip_links)
+        ids = _issue_ids(alert, self._glitchtip_links)
         if not ids:
             return {}
         until = min(started + self._lookups.budget, deadline(started))
@@ -109,10 +115,9 @@ class RoutedWebhooks:
         }
 
 
-def _issue_ids(payload: dict[str, Any], glitchtip_links: str | None) -> dict[str, str]:
+def _issue_ids(alert: Alert, glitchtip_links: str | None) -> dict[str, str]:
     """The look-up keys of the webhook's issues at GlitchTip's address, by each issue's link:
     each as the organization its link names (glitchtip/lookups.py's `scoped`)."""
-    alert = parse_alert(payload)
     if not isinstance(alert, IssueAlert):
         return {}
     ids: dict[str, str] = {}

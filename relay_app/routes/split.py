@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.routing import Destination
-from ..glitchtip.webhook import KIND_KEY, IssueAlert, UptimeAlert, parse_alert, source_of
+from ..glitchtip.webhook import (
+    KIND_KEY,
+    Alert,
+    IssueAlert,
+    UptimeAlert,
+    parse_alert,
+    source_of,
+)
 from .table import Route, RouteTable, facts_of_issue, facts_of_monitor
 
 _COUNT = re.compile(r"\s*\(\d+ issues?\)")
@@ -27,6 +34,7 @@ class Part:
     destination: Destination
     route: Route | None  # None: no route matched; where the webhook URL says
     count: int  # its issues (or monitors), the unlisted ones included
+    alert: Alert  # its payload, read: what each stage after the split reads
 
     @property
     def mention(self) -> tuple[str, ...]:
@@ -52,11 +60,15 @@ def split(
     asked: Destination,
     default: Destination,
     levels: Mapping[str, str] | None = None,
+    *,
+    alert: Alert | None = None,
 ) -> Split:
     """The webhook's parts by route. `asked`: where its URL says (the default unless it names a
     chat or topic); `default`: TELEGRAM_CHAT_ID's, for a route that names only a topic;
-    `levels`: the issues' own levels that are known, by the issue's link."""
-    facts, titles, total = _read(payload, levels or {})
+    `levels`: the issues' own levels that are known, by the issue's link; `alert`: the payload
+    as read already (read here otherwise). A part that is the whole webhook keeps that
+    reading; each other part, a webhook of its own, is read once here."""
+    alert, (facts, titles, total) = _read(payload, alert, levels or {})
     chosen = [table.first(each) for each in facts]
     groups: dict[int, list[int]] = {}
     for index, route in enumerate(chosen):
@@ -71,17 +83,23 @@ def split(
             dropped.append(Dropped(route, len(indices), tuple(titles[i] for i in indices)))
             continue
         count, unlisted = len(indices) + unlisted, 0
-        part = payload if whole else _part_of(payload, indices, count)
-        parts.append(Part(part, _where(route, asked, default), route, count))
+        part, read = (payload, alert) if whole else _read_part(payload, indices, count)
+        parts.append(Part(part, _where(route, asked, default), route, count, read))
     return Split(tuple(parts), tuple(dropped))
 
 
 def _read(
-    payload: dict[str, Any], levels: Mapping[str, str]
+    payload: dict[str, Any], alert: Alert | None, levels: Mapping[str, str]
+) -> tuple[Alert, tuple[list[dict[str, str | None]], list[str], int]]:
+    """The payload read (`alert`, unless read already), and what the routes read of each
+    issue (or monitor), their titles, and how many GlitchTip counted in all."""
+    alert = parse_alert(payload) if alert is None else alert
+    return alert, _facts(payload, alert, levels)
+
+
+def _facts(
+    payload: dict[str, Any], alert: Alert, levels: Mapping[str, str]
 ) -> tuple[list[dict[str, str | None]], list[str], int]:
-    """What the routes read of each issue (or monitor), their titles, and how many GlitchTip
-    counted in all."""
-    alert = parse_alert(payload)
     source = source_of(payload)
     if isinstance(alert, IssueAlert):
         kind = "created" if payload.get(KIND_KEY) == "created" else "issue"
@@ -99,7 +117,7 @@ def _read(
 
 def facts_of(payload: dict[str, Any]) -> list[dict[str, str | None]]:
     """What the routes read of each issue (or monitor) of a payload."""
-    return _read(payload, {})[0]
+    return _read(payload, None, {})[1][0]
 
 
 def _facts_of_issues(alert: IssueAlert, levels: Mapping[str, str]) -> list[dict[str, str | None]]:
@@ -132,6 +150,14 @@ def _where(route: Route | None, asked: Destination, default: Destination) -> Des
     if route.chat is None:  # a topic of TELEGRAM_CHAT_ID
         return Destination(default.chat, route.thread)
     return Destination(route.chat, route.thread)
+
+
+def _read_part(
+    payload: Mapping[str, Any], indices: list[int], count: int
+) -> tuple[dict[str, Any], Alert]:
+    """The part of these attachments, and its reading: a webhook of its own."""
+    part = _part_of(payload, indices, count)
+    return part, parse_alert(part)
 
 
 def _part_of(payload: Mapping[str, Any], indices: list[int], count: int) -> dict[str, Any]:
