@@ -90,6 +90,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     for make in relay.running.pages:  # the capabilities' (Sentry's webhook)
         if (page := make()) is not None:
             add_page(app, page)
+            relay.metrics.may_miss(page.refusal.reason)
     for make_feed in relay.running.feeds:  # the capabilities' (on call's calendars)
         if (feed := make_feed()) is not None:
             add_feed(app, feed)

@@ -165,6 +165,9 @@ def test_a_wrong_or_missing_signature_is_401_counted_and_said_once_without_the_b
 ) -> None:
     client = sentry_app.test_client()
     body = sample_bytes("issue_alert.json")
+    # Sentry's page says what its 401 means: counted at 0 from the start, for a rule to read.
+    before = relay_in(sentry_app).metrics.exposition().decode()
+    assert 'relay_requests_missed_total{reason="sentry_signature"} 0.0' in before
     with caplog.at_level(logging.INFO):
         wrong = signed_post(client, body, "event_alert", secret="an-old-secret-0123456789abcdef")
         missing = client.post(PATH, data=body, headers={"Sentry-Hook-Resource": "event_alert"})

@@ -67,7 +67,6 @@ MissReason = Literal[
     "webhook_path",
     "telegram_secret",
     "telegram_header",
-    "sentry_signature",
     "method",
     "unknown_path",
 ]
@@ -202,10 +201,10 @@ class Metrics:
         )
         self.misses = self._counter(
             "relay_requests_missed",
-            "Requests that reached no page, by reason: webhook_secret (a webhook URL with a "
-            "wrong secret), webhook_path (a near miss of the webhook's path), telegram_secret "
-            "(Telegram posting to an old address), telegram_header, sentry_signature (a Sentry "
-            "webhook without the client secret's signature), method, unknown_path",
+            "Requests that reached no page or were refused, by reason: webhook_secret (a "
+            "webhook URL with a wrong secret), webhook_path (a near miss of the webhook's "
+            "path), telegram_secret (Telegram posting to an old address), telegram_header, "
+            "method, unknown_path, and each of the capabilities' pages' own (docs/operating.md)",
             ["reason"],
             series=MISS_REASONS,
         )
@@ -268,8 +267,12 @@ class Metrics:
         """A press's outcome: the core's (PressOutcome), or one a capability's button says."""
         self.presses.labels(outcome).inc()
 
-    def missed(self, reason: MissReason) -> None:
+    def missed(self, reason: str) -> None:
         self.misses.labels(reason).inc()
+
+    def may_miss(self, reason: str) -> None:
+        """A reason a page may refuse with, counted at 0 from the start (a rule reads it)."""
+        self.misses.labels(reason)
 
     def hidden(self, outcome: str, count: int) -> None:
         self.hidden_issues.labels(outcome).inc(count)

@@ -18,7 +18,7 @@ from .alerts import Taken
 @dataclass(frozen=True)
 class PageReply:
     """An answer that is no alert's: its JSON and status. A 401 is counted and said among the
-    requests refused (web/misses.py)."""
+    requests refused (web/misses.py), by its page's `refusal`."""
 
     body: dict[str, Any] = field(default_factory=dict)
     status: int = 200
@@ -30,9 +30,23 @@ Answer = PageReply | list[Taken]
 Header = Callable[[str], str | None]
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """What a page's 401 means, as the requests refused count and say it (web/misses.py): its
+    reason (a value of `relay_requests_missed_total`'s label) and what to do about it."""
+
+    reason: str
+    advice: str
+
+
 class Page(Protocol):
     @property
     def path(self) -> str: ...
+
+    @property
+    def refusal(self) -> Refusal:
+        """What its 401 means (a wrong signature, say)."""
+        ...
 
     def answer(self, body: bytes, header: Header, started: float) -> Answer:
         """What the POST with this body (at most MAX_BODY_BYTES) is answered; `started`: when

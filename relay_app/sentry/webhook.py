@@ -37,7 +37,7 @@ from ..core.routing import Destination
 from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..intake.alerts import Taken
 from ..intake.last_webhook import LastWebhook
-from ..intake.pages import Answer, Header, PageReply
+from ..intake.pages import Answer, Header, PageReply, Refusal
 from ..intake.routed import TakeIn
 from ..operating.sentry_env import SentryConfig
 from ..routes import RouteTable
@@ -48,6 +48,15 @@ from .hooks import Alerting, Assigned, InStep, Noted, read_hook
 from .signature import SIGNATURE_HEADER, signature_of, signed
 
 log = logging.getLogger(__name__)
+
+# What its 401 means, counted in relay_requests_missed_total and said once a minute.
+SIGNATURE_REFUSED = Refusal(
+    "sentry_signature",
+    "a Sentry webhook whose Sentry-Hook-Signature is missing or wrong was refused, and if Sentry"
+    " sent it, its alert is lost. Set SENTRY_CLIENT_SECRET to the Client Secret of the internal"
+    " integration whose webhook URL this is (Sentry → Settings → Custom Integrations; a secret"
+    " rotated since?), then run relay-app check",
+)
 
 PATH = "/sentry/webhook"
 RESOURCE_HEADER = "Sentry-Hook-Resource"
@@ -105,6 +114,10 @@ class SentryPage:
         self._in_step = in_step
         self._assignments = assignments
         self._clock = clock
+
+    @property
+    def refusal(self) -> Refusal:
+        return SIGNATURE_REFUSED
 
     @property
     def path(self) -> str:

@@ -6,7 +6,8 @@ Reasons: `webhook_secret` (POST /webhook/<something else than the secret>), `web
 (anything else under /webhook or /webhooks: `/webhook/`, `/webhook/<secret>/more`),
 `telegram_secret` (/telegram/<a wrong secret>: Telegram posting to an old address),
 `telegram_header` (an update posted without Telegram's secret header: forged, or an old
-registration), `method` (a GET to the webhook, say), `unknown_path` (anything else). Each
+registration), `method` (a GET to the webhook, say), `unknown_path` (anything else); and a
+capability's page's own (`Refusal`, intake/pages.py: Sentry's `sentry_signature`). Each
 reason's WARNING comes at most once a minute with how many there were, never with a secret:
 only the path's first segment is shown, cut to SHOWN_CHARS (and the method likewise). A
 stranger's thousand guesses make one short line.
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from ..core.logs import REDACTED, client_sample
 from ..core.metrics import MissReason
 from ..core.tally import EVERY, Tally
+from ..intake.pages import Refusal
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +46,6 @@ _ADVICE: dict[MissReason, str] = {
     "telegram_header": "an update posted without Telegram's secret header, refused: forged, or, "
     "if Telegram sent it, its registration is older than this relay or the bot token changed: "
     "run 'relay-app telegram-webhook set' again",
-    "sentry_signature": "a Sentry webhook whose Sentry-Hook-Signature is missing or wrong was "
-    "refused, and if Sentry sent it, its alert is lost. Set SENTRY_CLIENT_SECRET to the Client "
-    "Secret of the internal integration whose webhook URL this is (Sentry → Settings → Custom "
-    "Integrations; a secret rotated since?), then run relay-app check",
     "method": "a request with the wrong method (GlitchTip and Telegram POST)",
     "unknown_path": "a request for a path the relay does not serve",
 }
@@ -56,7 +54,6 @@ _ADVICE: dict[MissReason, str] = {
 # A page that refuses a request with a status of its own: a wrong header, a wrong signature.
 _REFUSED: dict[tuple[int, str], MissReason] = {
     (403, "telegram"): "telegram_header",
-    (401, "sentry"): "sentry_signature",
 }
 
 
@@ -78,7 +75,7 @@ def miss_reason(method: str, path: str, status: int) -> MissReason:
 class Misses:
     def __init__(
         self,
-        count: Callable[[MissReason], None],
+        count: Callable[[str], None],
         *,
         shared: Callable[[str, float], bool] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
@@ -88,8 +85,14 @@ class Misses:
         self._count = count
         self._tally = Tally(every=WARN_EVERY, shared=shared, monotonic=monotonic)
 
-    def record(self, method: str, path: str, status: int) -> None:
-        reason = miss_reason(method, path, status)
+    def record(
+        self, method: str, path: str, status: int, *, refusal: Refusal | None = None
+    ) -> None:
+        """A request that reached no page, or that a page refused (its `refusal`)."""
+        reason: str = refusal.reason if refusal is not None else miss_reason(method, path, status)
+        advice = (
+            refusal.advice if refusal is not None else _ADVICE[miss_reason(method, path, status)]
+        )
         self._count(reason)
         count = self._tally.note(f"missed:{reason}")
         if count is None:
@@ -102,7 +105,7 @@ class Misses:
             client_sample(method, SHOWN_CHARS),
             shown,
             status,
-            _ADVICE[reason],
+            advice,
             "once" if count == 1 else f"{count} times since this process last said so",
             reason,
         )

@@ -339,7 +339,7 @@ def add_page(app: Flask, page: Page) -> None:
         said = page.answer(body, request.headers.get, started)
         if isinstance(said, PageReply):
             if said.status == 401:  # counted, and said once a minute (misses.py)
-                relay.misses.record(request.method, page.path, 401)
+                relay.misses.record(request.method, page.path, 401, refusal=page.refusal)
             return jsonify(said.body), said.status
         return _parts_answered(relay.metrics, started, said)
 
