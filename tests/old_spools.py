@@ -5,11 +5,14 @@ PostgreSQL database at a version of the one history (spool/history.py)."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 import psycopg
 
+from relay_app.spool.database import Database
 from relay_app.spool.history import POSTGRES, SQLITE, steps
 from relay_app.spool.legacy_sqlite import STEPS
+from relay_app.spool.postgres import PgDatabase
 
 
 def old_sqlite(db: sqlite3.Connection, version: int) -> None:
@@ -40,3 +43,23 @@ def one_history_sqlite(db: sqlite3.Connection, version: int) -> None:
             db.execute(statement)
     db.execute("CREATE TABLE relay_schema (version INTEGER NOT NULL)")
     db.execute("INSERT INTO relay_schema VALUES (?)", (version,))
+
+
+def upgraded_from(
+    kind: str, where: str, version: int, rows: Sequence[str]
+) -> Database | PgDatabase:
+    """A spool left at `version` of the one history holding `rows` (statements, as an older
+    relay wrote them), then opened by this relay, which upgrades it: a SQLite file at `where`
+    (`kind` "sqlite"), or the PostgreSQL database `where` names."""
+    if kind == "sqlite":
+        with sqlite3.connect(where) as db:
+            one_history_sqlite(db, version)
+            for statement in rows:
+                db.execute(statement)
+        db.close()
+        return Database(where)
+    with psycopg.connect(where, autocommit=True) as pg:
+        old_postgres(pg, version)
+        for statement in rows:
+            pg.execute(statement)
+    return PgDatabase(where, caller_skew=0.0)

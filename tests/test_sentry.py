@@ -10,14 +10,12 @@ import hmac
 import io
 import json
 import logging
-import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import responses
 from flask import Flask
@@ -43,14 +41,12 @@ from relay_app.sentry.assignments import AssignmentStore, assigned
 from relay_app.sentry.deliveries import KEPT, DeliveryStore
 from relay_app.sentry.hooks import Alerting, InStep, Noted, customer_domain_issue, read_hook
 from relay_app.sentry.signature import signature_of, signed
-from relay_app.spool.database import Database
 from relay_app.spool.opening import open_memory
-from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, run_background, sent_bodies, sent_texts
 from tests.e2e.helpers import wait_until
-from tests.old_spools import old_postgres, one_history_sqlite
+from tests.old_spools import upgraded_from
 from tests.payloads import issue, issue_alert
 
 SAMPLES = Path(__file__).resolve().parent / "sentry_samples"
@@ -751,21 +747,10 @@ def test_an_assignee_kept_on_the_cards_before_is_sentrys_own_after_the_upgrade(
         f" 'FRONT-END-4', 'Ada', 100), ('k42', '-1001', 42, 0, 'sentry:4', '{SENTRY}',"
         " 'FRONT-END-4', 'Bo', 200)",
     ]
-    if kind == "sqlite":
-        path = str(tmp_path / "spool.sqlite3")
-        with sqlite3.connect(path) as db:
-            one_history_sqlite(db, 27)
-            for statement in made:
-                db.execute(statement)
-        db.close()
-        store: Database | PgDatabase = Database(path)
-    else:
-        url = request.getfixturevalue("pg_url")
-        with psycopg.connect(url, autocommit=True) as pg:
-            old_postgres(pg, 27)
-            for statement in made:
-                pg.execute(statement)
-        store = PgDatabase(url, caller_skew=0.0)
+    where = (
+        str(tmp_path / "spool.sqlite3") if kind == "sqlite" else request.getfixturevalue("pg_url")
+    )
+    store = upgraded_from(kind, where, 27, made)
     try:
         kept = SentStore(store, Marks([assigned])).message("-1001", 41)
         assert kept is not None

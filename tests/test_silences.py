@@ -5,7 +5,6 @@ one summary of it is queued once, whichever process ends the silence, in both sp
 from __future__ import annotations
 
 import io
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,7 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from relay_app import Relay
@@ -39,7 +37,7 @@ from relay_app.words import ENGLISH
 from tests import payloads
 from tests.conftest import FakeTime
 from tests.in_process import Chat
-from tests.old_spools import old_postgres, one_history_sqlite
+from tests.old_spools import upgraded_from
 from tests.test_presses import press
 
 CHAT = "-1001234567890"
@@ -504,21 +502,10 @@ def test_a_mute_kept_in_the_cards_record_before_is_shown_from_its_silence_after_
         f" VALUES ('{CHAT}', '4', 'BACKEND-4A', '@ada', '{silences.MUTED_FROM_THE_CHAT}',"
         f" {now}, {now + 3600})",
     ]
-    if kind == "sqlite":
-        path = str(tmp_path / "spool.sqlite3")
-        with sqlite3.connect(path) as db:
-            one_history_sqlite(db, 27)
-            for statement in made:
-                db.execute(statement)
-        db.close()
-        store: Database | PgDatabase = Database(path)
-    else:
-        url = request.getfixturevalue("pg_url")
-        with psycopg.connect(url, autocommit=True) as pg:
-            old_postgres(pg, 27)
-            for statement in made:
-                pg.execute(statement)
-        store = PgDatabase(url, caller_skew=0.0)
+    where = (
+        str(tmp_path / "spool.sqlite3") if kind == "sqlite" else request.getfixturevalue("pg_url")
+    )
+    store = upgraded_from(kind, where, 27, made)
     try:
         spool = on_store(store)
         card = spool.of(lambda kept: SentStore(kept, Marks([muted]))).message(CHAT, 41)
