@@ -364,18 +364,10 @@ class SentStore:
 
         self._store.write(unclaim)
 
-    def showing(self, chat: str, issue_id: str) -> list[SentMessage]:
-        """The kept messages of the chat that show the issue, as they now stand (a mark of it
-        came or went: silences/marks.py)."""
-
-        def read(tx: Tx) -> list[SentMessage]:
-            found = (
-                _message(tx, chat, message_id, self._marks)
-                for message_id in records.messages_showing(tx, chat, issue_id)
-            )
-            return [message for message in found if message is not None]
-
-        return self._store.read(read)
+    def messages_showing(self, chat: str, issue_id: str) -> tuple[int, ...]:
+        """The kept messages of the chat that show the issue: their ids (a mark of it came or
+        went: silences/marks.py)."""
+        return self._store.read(lambda tx: records.messages_showing(tx, chat, issue_id))
 
     def outage(self, lane: str, link: str) -> Outage | None:
         """The outage a monitor's recovery in this lane ends, if one is kept."""

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from ..cards.card import MUTE_FOR, IssueButton, SentMessage, clock_time
+from ..cards.card import MUTE_FOR, IssueButton, clock_time
 from ..cards.sent import SentStore
 from ..core.errors import SpoolError
 from ..core.logs import event
@@ -106,8 +106,7 @@ class Silencing:
                 outcome="added" if muted.made else "kept",
             ),
         )
-        for message_id in muted.messages:
-            self._outbox.card(chat, message_id)
+        self._show(chat, muted.messages)
         return silence
 
     def end(self, silence_id: int, *, by: str | None) -> Ended | None:
@@ -140,8 +139,7 @@ class Silencing:
         for silence_id in dict.fromkeys([*made, *shown_ref]):
             ended = self.end(silence_id, by=by) is not None or ended
         if not ended:  # the card showed a mute that had run out: shown as it stands
-            for message in self._sent.showing(chat, button.issue_id):
-                self._show(message)
+            self._show(chat, self._sent.messages_showing(chat, button.issue_id))
         return ended
 
     def sweep(self) -> None:
@@ -165,9 +163,10 @@ class Silencing:
         is gone from them. Raises SpoolError."""
         if silence.comment != MUTED_FROM_THE_CHAT or silence.matchers.issue is None:
             return
-        for message in self._sent.showing(silence.chat, silence.matchers.issue):
-            self._show(message)
+        self._show(silence.chat, self._sent.messages_showing(silence.chat, silence.matchers.issue))
 
-    def _show(self, message: SentMessage) -> None:
-        """Queue the card's edit, to show its silence as it stands. Raises SpoolError."""
-        self._outbox.card(message.chat, message.message_id)
+    def _show(self, chat: str, message_ids: Iterable[int]) -> None:
+        """Queue these cards' edits, to show their issue's mute as it stands. Raises
+        SpoolError."""
+        for message_id in message_ids:
+            self._outbox.card(chat, message_id)
