@@ -5,6 +5,7 @@ SIGHUP (`systemctl reload`), the way the relay takes new code without closing it
 """
 
 import contextlib
+import gc
 import os
 import sys
 import time
@@ -136,6 +137,7 @@ def on_starting(server: Any) -> None:
     # A directory the user named may hold an earlier run's counts.
     metrics.clear_stale_files(os.environ)
     _summarise(server, settings, "starting")
+    _settled()
 
 
 def on_reload(server: Any) -> None:
@@ -167,6 +169,7 @@ def post_worker_init(worker: Any) -> None:
     from relay_app import start_background_work
 
     start_background_work(worker.wsgi)
+    _settled()
 
 
 def worker_exit(server: Any, worker: Any) -> None:
@@ -174,6 +177,15 @@ def worker_exit(server: Any, worker: Any) -> None:
     from relay_app import stop_background_work
 
     stop_background_work(getattr(worker, "wsgi", None))
+
+
+def _settled() -> None:
+    # What a process made to start (modules, classes, the app) lives as long as it does: kept
+    # out of the collector's full passes, which would walk all of it again at each one and once
+    # more at exit (half of a relay's stop: bench/start.py). The garbage made on the way to
+    # here is collected first, so none is kept for good.
+    gc.collect()
+    gc.freeze()
 
 
 def _routes_refused(server: Any, in_force: RoutesInForce, when: str) -> None:
