@@ -19,6 +19,7 @@ from tests.e2e.conftest import StartRelay
 from tests.e2e.helpers import (
     alert_for,
     answered,
+    card_kept,
     labels,
     once_edited,
     once_offering,
@@ -73,11 +74,17 @@ def metrics(url: str) -> dict[Any, float]:
 
 
 def test_a_muted_issue_is_held_across_a_restart_and_unmute_says_how_many_came(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    spool_path: str,
 ) -> None:
     relay = start_relay(**with_glitchtip(fake_glitchtip))
     post(relay.webhook_url, alert_for(fake_glitchtip, 4))
     first = nth_message(fake_telegram, 1)
+    # Telegram shows it a moment before the relay has kept its buttons (it went in the
+    # background); a person's press comes later than a test's.
+    assert wait_until(lambda: card_kept(spool_path, first), timeout=10), relay.logs()
 
     answer = answered(fake_telegram, fake_telegram.press(first, "🔇 Mute 1 h"))
     assert re.fullmatch(
