@@ -288,6 +288,14 @@ def only_message(fake: FakeTelegram) -> Posted:
     return posted
 
 
+def only_card(fake: FakeTelegram, spool: str) -> Posted:
+    """The one message in the default chat, once the relay keeps it as a card (a message sent
+    in the background is shown a moment before: a test's press would come first)."""
+    posted = only_message(fake)
+    assert wait_until(lambda: card_kept(spool, posted), timeout=10)
+    return posted
+
+
 def alert_for(fake_glitchtip: Any, *numbers: int) -> dict[str, Any]:
     """An issue alert for issues the fake GlitchTip has, numbered as given, short ids
     BACKEND-<n>A (in each issue's section, as GlitchTip names them)."""

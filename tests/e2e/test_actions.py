@@ -30,6 +30,7 @@ from tests.e2e.helpers import (
     labels,
     once_edited,
     once_offering,
+    only_card,
     only_message,
     post,
     run_relay_app,
@@ -81,7 +82,10 @@ def test_resolve_then_reopen_changes_the_issue_in_glitchtip_and_says_so_in_the_m
 
 
 def test_a_cards_edit_that_met_telegrams_500s_catches_up_within_seconds_of_its_return(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    spool_path: str,
 ) -> None:
     """An edit cannot post twice: one that failed is tried again 1, 2, 4 s later, not after
     the 30 s (RELAY_RETRY_WAIT, production's here) meant for a send that may have been
@@ -94,7 +98,7 @@ def test_a_cards_edit_that_met_telegrams_500s_catches_up_within_seconds_of_its_r
         RELAY_RETRY_ATTEMPTS="5",
     )
     post(relay.webhook_url, alert_for(fake_glitchtip, 4))
-    posted = only_message(fake_telegram)
+    posted = only_card(fake_telegram, spool_path)
     fake_telegram.set("error", methods={"editMessageText"}, status=500)
 
     answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve"))
@@ -172,7 +176,10 @@ def test_a_digest_has_buttons_for_each_issue_and_a_press_changes_only_its_own(
 
 
 def test_a_press_by_someone_not_on_the_list_is_refused_and_glitchtip_is_not_called(
-    start_relay: StartRelay, fake_telegram: FakeTelegram, fake_glitchtip: FakeGlitchTip
+    start_relay: StartRelay,
+    fake_telegram: FakeTelegram,
+    fake_glitchtip: FakeGlitchTip,
+    spool_path: str,
 ) -> None:
     relay = start_relay(
         GLITCHTIP_API_TOKEN=TOKEN,
@@ -180,7 +187,7 @@ def test_a_press_by_someone_not_on_the_list_is_refused_and_glitchtip_is_not_call
         TELEGRAM_ACTION_USER_IDS="1111,2222",
     )
     post(relay.webhook_url, alert_for(fake_glitchtip, 7))
-    posted = only_message(fake_telegram)
+    posted = only_card(fake_telegram, spool_path)
 
     answer = answered(fake_telegram, fake_telegram.press(posted, "✅ Resolve", user_id=4242))
     assert (answer["text"], answer["show_alert"]) == (ENGLISH.press_not_allowed, True)
@@ -207,11 +214,12 @@ def test_when_glitchtip_fails_the_press_says_what_to_do_and_the_message_stays(
     fake_glitchtip: FakeGlitchTip,
     failure: str,
     notice: str,
+    spool_path: str,
 ) -> None:
     token = {"bad token": "9" * 64, "missing scope": READ_ONLY_TOKEN}.get(failure, TOKEN)
     relay = start_relay(GLITCHTIP_API_TOKEN=token, GLITCHTIP_URL=fake_glitchtip.url)
     post(relay.webhook_url, alert_for(fake_glitchtip, 9))
-    posted = only_message(fake_telegram)
+    posted = only_card(fake_telegram, spool_path)
     if failure == "down":
         fake_glitchtip.stop()
 
