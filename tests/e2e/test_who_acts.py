@@ -153,6 +153,7 @@ def test_sentrys_deliveries_count_once_and_presses_outpace_a_sentry_that_hangs(
     fake_telegram: FakeTelegram,
     fake_sentry: FakeSentry,
     tmp_path: Path,
+    spool_path: str,
 ) -> None:
     relay = start_relay(
         **relay_variables(fake_sentry, tmp_path / "routes.toml", CHAT_ID),
@@ -191,6 +192,10 @@ def test_sentrys_deliveries_count_once_and_presses_outpace_a_sentry_that_hangs(
     cards = posted("TypeError in checkout")
     assert all(labels(card)[:2] == ["👀 On it", "✅ Resolve"] for card in cards)
     assert len(posted("DOWN")) == 1  # still one: the retries made nothing
+    # Sentry's alerts go in the background: each card is kept a moment after Telegram shows it.
+    assert wait_until(lambda: all(card_kept(spool_path, card) for card in cards), timeout=10), (
+        relay.logs()
+    )
     fake_sentry.write_delay = 8.0  # past RELAY_SEND_TIMEOUT
     started = time.monotonic()
     pressed = [fake_telegram.press(card, "✅ Resolve") for card in cards]
