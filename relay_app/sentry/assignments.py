@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..cards.marks import Mark
-from ..spool.store import Store, Tx
+from ..message.subjects import is_sentrys
+from ..spool.store import Store, Tx, placeholders
 
 ASSIGNED = "assigned"
 # An assignment older than this is forgotten at the next one: the cards that showed it are
@@ -47,11 +48,14 @@ class AssignmentStore:
 
 
 def assigned(tx: Tx, chat: str, issue_ids: Sequence[str]) -> dict[str, list[Mark]]:
-    """The mark of each of these issues Sentry assigned to someone (in every chat alike)."""
-    wanted = ", ".join("?" for _ in issue_ids)  # placeholders only: the ids are parameters
+    """The mark of each of these issues Sentry assigned to someone (in every chat alike); a
+    card of GlitchTip's issues alone asks nothing."""
+    sentrys = [issue_id for issue_id in issue_ids if is_sentrys(issue_id)]
+    if not sentrys:
+        return {}
     sql = (
         "SELECT issue_id, assigned_to, assigned_at FROM sentry_assignments"  # noqa: S608
-        f" WHERE issue_id IN ({wanted})"
+        f" WHERE issue_id IN ({placeholders(sentrys)})"
     )
     return {
         str(row["issue_id"]): [
@@ -63,5 +67,5 @@ def assigned(tx: Tx, chat: str, issue_ids: Sequence[str]) -> dict[str, list[Mark
                 line_of_several="issue_assigned_in_sentry",
             )
         ]
-        for row in tx.all(sql, tuple(issue_ids))
+        for row in tx.all(sql, sentrys)
     }

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..cards.marks import Mark
-from ..spool.store import Tx
+from ..spool.store import Tx, placeholders
 from .store import MUTED_FROM_THE_CHAT
 
 MUTED = "muted"
@@ -17,12 +17,12 @@ MUTED = "muted"
 def muted(tx: Tx, chat: str, issue_ids: Sequence[str]) -> dict[str, list[Mark]]:
     """The issues of these a Mute holds in the chat now, each with its silence's mark (the
     oldest, where presses at once of an older relay made two)."""
-    wanted = ", ".join("?" for _ in issue_ids)  # placeholders only: the ids are parameters
     sql = (
         "SELECT id, issue, created_by, starts_at, ends_at FROM silences"  # noqa: S608
         " WHERE chat = ? AND comment = ?"
         " AND project IS NULL AND environment IS NULL AND title IS NULL"
-        f" AND ended_at IS NULL AND ends_at > ? AND issue IN ({wanted}) ORDER BY id"
+        f" AND ended_at IS NULL AND ends_at > ? AND issue IN ({placeholders(issue_ids)})"
+        " ORDER BY id"
     )
     rows = tx.all(sql, (chat, MUTED_FROM_THE_CHAT, tx.at.db, *issue_ids))
     found: dict[str, list[Mark]] = {}

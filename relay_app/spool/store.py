@@ -19,7 +19,7 @@ own: two rules, and the same statements tested on both databases and in memory.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol, TypeVar
@@ -146,6 +146,12 @@ class Tx:
 
 
 Work = Callable[[Tx], T]
+
+
+def placeholders(values: Sized) -> str:
+    """'?, ?, ?': an `IN (...)` list of one placeholder per value, the values given as
+    parameters (never written into the statement)."""
+    return ", ".join("?" * len(values))
 
 
 def text_or_null(value: object) -> str | None:

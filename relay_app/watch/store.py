@@ -13,7 +13,7 @@ from typing import Any
 from ..cards import records
 from ..core.json_values import json_object
 from ..message.open_issues import WatchedIssue
-from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
+from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, placeholders, text_or_null
 
 WATCHED_FOR = 7 * 86400.0
 # Bounds a round: at most 5 questions about states and 5 about counts per organisation.
@@ -127,7 +127,7 @@ class WatchStore:
             )
             asked = list(states)
             read = "SELECT DISTINCT org FROM watched WHERE issue_id IN ({})"
-            rows = tx.all(read.format(", ".join("?" * len(asked))), asked)
+            rows = tx.all(read.format(placeholders(asked)), asked)
             orgs = {str(row["org"]) for row in rows}
             tx.executemany(
                 "INSERT INTO organizations (org, alerted_at) VALUES (?, ?) ON CONFLICT (org)"
