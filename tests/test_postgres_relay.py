@@ -257,6 +257,27 @@ def test_a_unit_of_work_that_succeeds_ends_the_verdict_that_the_database_cannot_
         database.close()
 
 
+def test_a_unit_begun_with_its_budget_nearly_spent_outlives_a_pause_between_its_statements(
+    pg_url: str,
+) -> None:
+    # A loaded host (or the schema made first) can leave a unit of work milliseconds of its
+    # budget; the server ending its session at the first pause between two statements dropped
+    # a healthy connection and reported DURABILITY LOST (CI, test_leadership, on a busy host).
+    database = PgDatabase(pg_url)
+    try:
+        database.read(lambda tx: None, wait_until=time.monotonic() + 30)  # the schema made
+
+        def paused(tx: Tx) -> object:
+            tx.execute("SELECT 1")
+            time.sleep(0.15)  # the pause of a loaded host, not a wait for something to happen
+            return tx.one("SELECT 2 AS two")
+
+        assert database.write(paused, wait_until=time.monotonic() + 0.02) == {"two": 2}
+        assert database.problem() is None
+    finally:
+        database.close()
+
+
 def _answers(database: PgDatabase) -> bool:
     try:
         return database.read(lambda tx: True, wait_until=time.monotonic() + 2)

@@ -6,8 +6,9 @@ pool, made lazily (gunicorn forks after import) and again in a forked child. A u
 one transaction, bounded by the caller's budget (a webhook's is well inside GlitchTip's 10 s)
 through `statement_timeout` and `lock_timeout`: a busy database is not a broken one. And
 `idle_in_transaction_session_timeout`: a relay that stalls inside a unit of work (a stopped
-process, a host cut off) has its session ended by the server past that budget, so the rows it
-locked (a lane, a chat's turn, the leader's lease) are free again for the others. A database
+process, a host cut off) has its session ended by the server past that budget and a short
+grace (when this process's own watchdog gives up on it too), so the rows it locked (a lane, a
+chat's turn, the leader's lease) are free again for the others. A database
 that cannot be reached is: the caller falls back to memory, and the next unit of work tries the
 database again, so the relay returns to it without a restart.
 
@@ -231,14 +232,20 @@ class PgDatabase(PerProcess):
         """Bound the transaction by the caller's budget, and read the database's clock: one
         round trip, on every unit of work's path. _Stale when the connection turns out broken."""
         seconds = max(0.001, deadline - time.monotonic())
-        budget = f"{max(1, int(seconds * 1000))}ms"
         with _first_answer(connection, sock, seconds):
             row = cursor.execute(
                 "SELECT set_config('statement_timeout', %(budget)s, true),"
                 " set_config('lock_timeout', %(budget)s, true),"
-                " set_config('idle_in_transaction_session_timeout', %(budget)s, true),"
+                " set_config('idle_in_transaction_session_timeout', %(idle)s, true),"
                 " extract(epoch FROM clock_timestamp())::float8 AS now",
-                {"budget": budget},
+                # A unit begun with its budget nearly spent (the schema made first, a loaded
+                # host) may pause between statements longer than what is left: ending the
+                # session then would drop a healthy connection and report the spool lost. A
+                # stalled one is ended when this process's own watchdog would give up on it.
+                {
+                    "budget": _milliseconds(seconds),
+                    "idle": _milliseconds(seconds + SERVER_TIMEOUT_GRACE),
+                },
             ).fetchone()
         assert row is not None
         if self._caller_skew is not None:
@@ -405,6 +412,12 @@ class PgDatabase(PerProcess):
             if version < SCHEMA_VERSION:
                 self._upgrade(cursor, version)
         self._schema_ready = True
+
+
+def _milliseconds(seconds: float) -> str:
+    """A duration as PostgreSQL's settings take it: whole milliseconds, at least one (0 would
+    mean no limit at all)."""
+    return f"{max(1, int(seconds * 1000))}ms"
 
 
 # What a pooled connection says first after the server behind it restarted or failed over.
