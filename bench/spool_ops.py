@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.payload import PAYLOAD  # noqa: E402
+from relay_app.capabilities import REGISTRY  # noqa: E402
 from relay_app.core.outcomes import Delivered  # noqa: E402
 from relay_app.core.pacing import GROUP_INTERVAL  # noqa: E402
 from relay_app.core.routing import Destination  # noqa: E402
@@ -50,7 +51,9 @@ from relay_app.spool.model import (  # noqa: E402
 )
 from relay_app.words import ENGLISH  # noqa: E402
 
-RENDERER = Renderer(ENGLISH, late_after=60.0)
+SOURCES = REGISTRY.sources
+
+RENDERER = Renderer(ENGLISH, late_after=60.0, sources=SOURCES)
 PAIRS = 300
 WAITING = Destination(-100123)  # the chat the pending alerts wait for
 CONTENTION_SECONDS = 3.0

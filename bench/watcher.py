@@ -23,7 +23,8 @@ from relay_app.cards.in_step import CardsInStep  # noqa: E402
 from relay_app.cards.sent import SentStore  # noqa: E402
 from relay_app.delivery.outbox import Outbox  # noqa: E402
 from relay_app.glitchtip.api import GlitchTipApi  # noqa: E402
-from relay_app.message.subjects import IssueHomes  # noqa: E402
+from relay_app.glitchtip.source import GLITCHTIP  # noqa: E402
+from relay_app.message.subjects import Home, IssueHomes  # noqa: E402
 from relay_app.operating.console import print_table  # noqa: E402
 from relay_app.spool import on_store  # noqa: E402
 from relay_app.spool.database import Database  # noqa: E402
@@ -68,7 +69,7 @@ def one(watched: int, resolved_share: float, directory: Path) -> list[str]:
         watcher = Watcher(
             spool.of(WatchStore),
             GlitchTipApi(TOKEN, fake.url, timeout=5.0),
-            WatchPlan(every=60.0, min_events=100, links=IssueHomes(glitchtip=fake.url)),
+            WatchPlan(every=60.0, min_events=100, links=IssueHomes(((GLITCHTIP, Home(fake.url)),))),
             AfterRound(
                 lambda found, _trend: posted.append(found.issue_id),
                 follow=lambda states, at: cards.follow(states, asked_at=at),

@@ -34,6 +34,7 @@ from .delivery.render import Added, OnCall, Renderer
 from .glitchtip.api import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH, GlitchTipApi
 from .glitchtip.details import HOURLY
 from .glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE
+from .glitchtip.source import GLITCHTIP
 from .glitchtip.webhook import MAX_BODY_BYTES
 from .intake.alerts import HOLD, GlitchTipIssues, WebhookAlerts
 from .intake.hidden import NAMED_HIDDEN, HiddenIssues
@@ -45,7 +46,7 @@ from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.routes_file import RefusedAgain
 from .operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
-from .parts import issue_apis, issue_lookups, link_sources, zones_for
+from .parts import issue_apis, issue_homes, issue_lookups, link_sources, zones_for
 from .routes.rotation import ROSTER, Roster
 from .sentry.trackers import Trackers
 from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
@@ -182,6 +183,8 @@ def assemble(
             health,
             term,
             last_webhook,
+            capabilities.sources,
+            issue_homes(settings),
             buttons=tuple(registry.buttons),
             lending=registry.lending,
             marks=marks,
@@ -192,6 +195,7 @@ def assemble(
         outbox,
         buttons=buttons,
         words=words,
+        sources=capabilities.sources,
         theirs=registry.buttons,
         clock=clock,
         follow_ups=running.follow_ups,
@@ -246,7 +250,7 @@ def assemble(
         settings, metrics, shared, services.find(HOURLY), services.find(DETAIL_SOURCE)
     )
     issues = GlitchTipIssues(
-        settings.glitchtip_links, lookups, buttons=outgoing.buttons, homes=settings.issue_homes
+        settings.glitchtip_links, lookups, buttons=outgoing.buttons, homes=issue_homes(settings)
     )
     webhooks = RoutedWebhooks(
         WebhookAlerts(
@@ -268,6 +272,7 @@ def assemble(
     leadership = Leadership(shared.leader, chores, timing=timing, clock=clock)
     return Relay(
         settings=settings,
+        sources=capabilities.sources,
         intake=intake,
         dispatcher=dispatcher,
         jobs=jobs,
@@ -411,11 +416,15 @@ def _renderer(
     """What every job writes, made when it is sent: with the capabilities' shapes of alert,
     their notes, and the cards' edits."""
     zones = zones_for(settings)
+    homes = issue_homes(settings)
+    glitchtips = homes.of(GLITCHTIP.name)
     return Renderer(
         words,
         late_after=settings.late_after,
         coalesce=settings.coalesce,
-        buttons_at=settings.issue_homes if buttons else NO_HOMES,
+        sources=everything.sources,
+        buttons_at=homes if buttons else NO_HOMES,
+        hidden_named_at=glitchtips.origin if buttons and glitchtips is not None else None,
         names_sources=settings.sentry is not None and settings.glitchtip_url is not None,
         on_call=OnCall(roster, zones, names=_names(people)),
         added=Added(

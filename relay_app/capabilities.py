@@ -7,6 +7,7 @@ from __future__ import annotations
 from .board import plugin as board
 from .charts import plugin as charts
 from .chat import plugin as chat
+from .glitchtip.source import GLITCHTIP
 from .oncall import plugin as oncall
 from .operating.capability import Registry
 from .rooms import plugin as rooms
@@ -29,5 +30,7 @@ REGISTRY = Registry(
         charts.CAPABILITY,
         # It dispatches the others' presses, commands and kinds of update: it starts last.
         chat.CAPABILITY,
-    )
+    ),
+    # The relay's first source: its issues' ids have no prefix.
+    sources_first=(GLITCHTIP,),
 )

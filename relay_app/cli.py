@@ -32,6 +32,7 @@ def main(
     return cli.run(
         argv,
         console,
+        sources=REGISTRY.sources,
         added=REGISTRY.cli,
         shapes=REGISTRY.shapes,
         roster_of=REGISTRY.roster or rotations_only,

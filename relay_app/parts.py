@@ -22,10 +22,13 @@ from .glitchtip.lookups import (
     Lookups,
     unscoped,
 )
+from .glitchtip.source import GLITCHTIP
+from .message.subjects import Home, IssueHomes
 from .operating.config import Settings
 from .routes.zones import Zones
 from .sentry.api import SentryApi
 from .sentry.hooks import customer_domain_issue
+from .sentry.source import SENTRY
 from .spool import Spool
 
 
@@ -50,18 +53,30 @@ def issue_apis(
     return glitchtip, SentryApi(sentry.api_token, sentry.url, timeout=timeout)
 
 
+def issue_homes(settings: Settings) -> IssueHomes:
+    """Where each source's issues must be to get buttons: the sources with a token, each at
+    its links' origin (GLITCHTIP_PUBLIC_URL or GLITCHTIP_URL, within GLITCHTIP_ORGANIZATIONS;
+    SENTRY_URL)."""
+    homes = []
+    if settings.glitchtip_api_token is not None and settings.glitchtip_links is not None:
+        homes.append((GLITCHTIP, Home(settings.glitchtip_links, settings.glitchtip_organizations)))
+    sentry_token = settings.sentry.api_token if settings.sentry is not None else None
+    if sentry_token is not None and settings.sentry_links is not None:
+        homes.append((SENTRY, Home(settings.sentry_links)))
+    return IssueHomes(tuple(homes))
+
+
 def link_sources(
     settings: Settings, glitchtip: GlitchTipApi | None, sentry: SentryApi | None
 ) -> list[LinkSource]:
     """The sources with a token whose issue links get cards, each at its address."""
-    homes = settings.issue_homes
+    homes = issue_homes(settings)
     sources = []
-    if glitchtip is not None and homes.glitchtip is not None:
-        sources.append(LinkSource(homes.glitchtip, glitchtip))
-    if sentry is not None and homes.sentry is not None and settings.sentry is not None:
-        url = settings.sentry.url
-        written_as = partial(customer_domain_issue, sentry_url=url)
-        sources.append(LinkSource(homes.sentry, sentry, "sentry", written_as))
+    if glitchtip is not None and (home := homes.of(GLITCHTIP.name)) is not None:
+        sources.append(LinkSource(home.origin, glitchtip, GLITCHTIP))
+    if sentry is not None and (home := homes.of(SENTRY.name)) is not None and settings.sentry:
+        written_as = partial(customer_domain_issue, sentry_url=settings.sentry.url)
+        sources.append(LinkSource(home.origin, sentry, SENTRY, written_as))
     return sources
 
 

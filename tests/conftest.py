@@ -18,6 +18,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from relay_app import Relay, assemble, create_app, relay_of
+from relay_app.capabilities import REGISTRY
 from relay_app.core.errors import SpoolError
 from relay_app.core.logs import configure_logging
 from relay_app.core.outcomes import Dead
@@ -39,6 +40,9 @@ from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
 from tests.fake_sentry import FakeSentry, running_fake_sentry
 from tests.postgres import PostgresServer
 from tests.prometheus import Samples, parse
+
+# Every source the relay reads alerts of (core/sources.py), as the registry declares them.
+SOURCES = REGISTRY.sources
 
 TOKEN = "123456789:unit-test-token-abcdefghijklmnop"
 SECRET = "unit-test-webhook-secret-0123456789"
@@ -345,7 +349,7 @@ def queue_alert(
     about: dict[str, Any] = {"webhook": payload}
     if mentions:
         about["mentions"] = list(mentions)
-    arrival = message_for(payload, ENGLISH).text
+    arrival = message_for(payload, ENGLISH, sources=SOURCES).text
     return queue.add(
         NewJob("alert", about, destination, Precedence.ALERT), now=now, arrival=arrival
     )

@@ -29,13 +29,13 @@ from relay_app.summaries.daily import DailySummaries
 from relay_app.telegram.courier import Picture, Sent
 from relay_app.watch.watcher import WATCHER, Round, Watcher
 from relay_app.words import ENGLISH
-from tests.conftest import DESTINATION, FakeTime, run_background
+from tests.conftest import DESTINATION, SOURCES, FakeTime, run_background
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import RateLimits
 
 PAYLOAD = issue_alert(issue(1))
 # Its message as the relay renders it when it sends it.
-MESSAGE = message_for(PAYLOAD, ENGLISH)
+MESSAGE = message_for(PAYLOAD, ENGLISH, sources=SOURCES)
 
 
 class ScriptedTelegram:
@@ -245,7 +245,7 @@ def webhook(
 
 def text_of(payload: dict[str, Any]) -> str:
     """A webhook's alert's text, as the relay renders it in English."""
-    return message_for(payload, ENGLISH).text
+    return message_for(payload, ENGLISH, sources=SOURCES).text
 
 
 def waits(telegram: ScriptedTelegram, since: float) -> list[float]:

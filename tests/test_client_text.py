@@ -11,6 +11,7 @@ from relay_app.core.client_text import clean, cleaned
 from relay_app.glitchtip.webhook import payload_from_json
 from relay_app.message.formatting import message_for
 from relay_app.words import ENGLISH
+from tests.conftest import SOURCES
 from tests.payloads import issue, issue_alert
 
 
@@ -63,7 +64,7 @@ def test_a_webhook_with_lone_surrogates_reads_as_an_alert_with_its_text() -> Non
     body = json.dumps(alert).replace("/issues/7", "/issues/7\\ud800")
     body = body.replace('"Boom"', '"Bo\\udc00om \\u202eftw"')
     payload = payload_from_json(body.encode())
-    message = message_for(payload, ENGLISH)
+    message = message_for(payload, ENGLISH, sources=SOURCES)
     assert "Bo\ufffdom ftw" in message.text
     message.html.encode()  # every string can now be encoded, for the spool and for Telegram
     message.text.encode()

@@ -289,7 +289,7 @@ def test_glitchtip_organizations_are_the_only_ones_whose_issues_get_buttons() ->
         )
     )
     assert settings.glitchtip_organizations == frozenset({"acme", "acme-staging"})
-    assert settings.issue_homes.glitchtip_orgs == frozenset({"acme", "acme-staging"})
+    assert settings.glitchtip_organizations == frozenset({"acme", "acme-staging"})
     assert Settings.from_env(env()).glitchtip_organizations is None
     with pytest.raises(ConfigError) as raised:
         Settings.from_env(env(GLITCHTIP_ORGANIZATIONS="acme, ../secret", TELEGRAM_CHAT_ID=""))

@@ -31,7 +31,7 @@ from relay_app.spool import open_memory
 from relay_app.spool.model import Job, NewJob, Precedence
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN, Said
-from tests.conftest import CHAT_ID, FakeTime
+from tests.conftest import CHAT_ID, SOURCES, FakeTime
 from tests.in_process import Chat, ScriptedTelegram
 from tests.payloads import issue, issue_alert
 from tests.test_commands import command
@@ -175,7 +175,7 @@ def test_covers_are_kept_for_every_relay_on_the_spool(two_stores: tuple[Store, S
 
 def test_oncall_in_a_mention_and_a_call_is_whoever_covers_when_it_is_sent() -> None:
     evening = Cover(1, "payments", "@vera_lead", at("2026-12-08T18:00"), at("2026-12-08T23:00"))
-    renderer = Renderer(ENGLISH, late_after=60.0, on_call=OnCall(roster(evening)))
+    renderer = Renderer(ENGLISH, late_after=60.0, on_call=OnCall(roster(evening)), sources=SOURCES)
     queue = open_memory().queue
     about = {"webhook": issue_alert(issue(1)), "mentions": ["oncall:payments"]}
     alert = queue.add(NewJob("alert", about, HERE, Precedence.ALERT), now=ANNA_WEEK)
@@ -213,7 +213,7 @@ def test_an_alert_whose_calls_cannot_be_worked_out_goes_without_them_and_says_so
         raise OverflowError("Python int too large to convert to SQLite INTEGER")
 
     on_call = OnCall(Roster(TABLE.on_call, MOSCOW, unreadable))
-    renderer = Renderer(ENGLISH, late_after=60.0, on_call=on_call)
+    renderer = Renderer(ENGLISH, late_after=60.0, on_call=on_call, sources=SOURCES)
     queue = open_memory().queue
     about = {"webhook": issue_alert(issue(1)), "mentions": ["oncall:payments", "@ada_ops"]}
     alert = queue.add(NewJob("alert", about, HERE, Precedence.ALERT), now=ANNA_WEEK)
@@ -245,7 +245,9 @@ def test_a_job_that_cannot_be_rendered_is_said_in_the_log_as_it_is_kept() -> Non
     def broken(job: Job, renderer: Renderer) -> Message:
         raise OverflowError("Python int too large to convert to SQLite INTEGER")
 
-    renderer = Renderer(ENGLISH, late_after=60.0, added=Added(shapes=(Shape("broken", broken),)))
+    renderer = Renderer(
+        ENGLISH, late_after=60.0, added=Added(shapes=(Shape("broken", broken),)), sources=SOURCES
+    )
     queue = open_memory().queue
     about = {"broken": {"title": "Payments are down"}}
     job = queue.add(NewJob("alert", about, HERE, Precedence.ALERT), now=ANNA_WEEK)

@@ -44,6 +44,7 @@ from relay_app.spool.glitchtip_health import SpoolGlitchTipHealth
 from relay_app.spool.postgres.database import PgDatabase
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN
+from tests.conftest import SOURCES
 from tests.e2e.helpers import wait_until
 from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
 from tests.payloads import issue, issue_alert
@@ -215,10 +216,12 @@ def test_message_for_shows_the_details_it_is_given_by_issue_id() -> None:
         issue(3, title="ZeroDivisionError: division by zero", link=f"{GLITCHTIP}/acme/issues/3"),
         issue(4, link=f"{GLITCHTIP}/acme/issues/4"),
     )
-    message = message_for(payload, ENGLISH, details={"3": sample_details()}, now=FIRST_SEEN + 60)
+    message = message_for(
+        payload, ENGLISH, details={"3": sample_details()}, now=FIRST_SEEN + 60, sources=SOURCES
+    )
     assert message.text.count("📍 shop/cart.py:4 in total") == 1
     assert [ref.id for ref in message.subjects.issues] == ["3", "4"]
-    assert message_for(payload, ENGLISH).text.count("📍") == 0
+    assert message_for(payload, ENGLISH, sources=SOURCES).text.count("📍") == 0
 
 
 def test_details_read_back_as_a_job_keeps_them() -> None:

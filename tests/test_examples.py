@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from relay_app.glitchtip.webhook import IssueAlert, UptimeAlert, parse_alert, payload_from_json
 from relay_app.message.formatting import message_for
 from relay_app.words import ENGLISH
-from tests.conftest import OK, SEND_URL, WEBHOOK
+from tests.conftest import OK, SEND_URL, SOURCES, WEBHOOK
 from tests.payloads import issue, issue_alert, uptime_alert
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -48,7 +48,9 @@ def test_the_issue_example_is_one_error_with_its_fields() -> None:
     alert = parse_alert(payload_from_json(example("issue-alert.json")))
     assert isinstance(alert, IssueAlert)
     assert [i.title for i in alert.issues] == ["ZeroDivisionError: division by zero"]
-    assert message_for(payload_from_json(example("issue-alert.json")), ENGLISH).text == (
+    assert message_for(
+        payload_from_json(example("issue-alert.json")), ENGLISH, sources=SOURCES
+    ).text == (
         "🔴 GlitchTip Alert\n"
         "\n"
         "ZeroDivisionError: division by zero\n"
@@ -62,7 +64,9 @@ def test_the_twelve_issue_example_shows_three_and_counts_the_rest() -> None:
     alert = parse_alert(payload_from_json(example("issue-alert-12-issues.json")))
     assert isinstance(alert, IssueAlert)
     assert (len(alert.issues), alert.total) == (3, 12)
-    text = message_for(payload_from_json(example("issue-alert-12-issues.json")), ENGLISH).text
+    text = message_for(
+        payload_from_json(example("issue-alert-12-issues.json")), ENGLISH, sources=SOURCES
+    ).text
     assert text.startswith("🔴 GlitchTip Alert (12 issues)\n\n🔴 ZeroDivisionError")
     assert "🟠 KeyError: 'user_id'\nin billing.tasks.charge <retry>" in text
     assert text.endswith(f"…and 9 more issues{UNNAMED}")
@@ -72,7 +76,9 @@ def test_the_twelve_issue_example_shows_three_and_counts_the_rest() -> None:
 def test_the_uptime_examples_say_down_and_up(state: str, first_line: str) -> None:
     payload = payload_from_json(example(f"uptime-{state}.json"))
     assert isinstance(parse_alert(payload), UptimeAlert)
-    assert message_for(payload, ENGLISH).text.startswith(f"{first_line} · Checkout API\n")
+    assert message_for(payload, ENGLISH, sources=SOURCES).text.startswith(
+        f"{first_line} · Checkout API\n"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.json")))

@@ -20,6 +20,7 @@ from relay_app.glitchtip.api import GlitchTipApi
 from relay_app.intake.hidden import FALLBACK_WINDOW, HiddenIssues, hidden_in, named_payload
 from relay_app.message.formatting import message_for
 from relay_app.words import ENGLISH
+from tests.conftest import SOURCES
 
 SAMPLE = json.loads(
     (Path(__file__).parent / "glitchtip_samples" / "five-issues-alert.json").read_text()
@@ -186,12 +187,12 @@ def test_an_alert_that_attaches_all_it_counts_or_not_glitchtips_own_leaves_nothi
 
 
 def test_the_message_says_what_becomes_of_the_issues_it_does_not_attach() -> None:
-    unnamed = message_for(SAMPLE["webhook"], ENGLISH).text
+    unnamed = message_for(SAMPLE["webhook"], ENGLISH, sources=SOURCES).text
     assert unnamed.endswith(
         "…and 2 more issues GlitchTip did not attach: set GLITCHTIP_API_TOKEN for the relay to "
         "name them"
     )
-    named = message_for(SAMPLE["webhook"], ENGLISH, names_hidden_at=ORIGIN).text
+    named = message_for(SAMPLE["webhook"], ENGLISH, names_hidden_at=ORIGIN, sources=SOURCES).text
     assert named.endswith(
         "…and 2 more issues GlitchTip did not attach: named from GlitchTip in a message of "
         "their own"
@@ -199,6 +200,6 @@ def test_the_message_says_what_becomes_of_the_issues_it_does_not_attach() -> Non
     hidden = hidden_in(SAMPLE["webhook"], ORIGIN, CHAT, RECEIVED)
     assert hidden is not None
     found = [(SAMPLE["issues"]["8"], {"Environment": "local-test"})]
-    shown = message_for(named_payload(found, hidden), ENGLISH).text
+    shown = message_for(named_payload(found, hidden), ENGLISH, sources=SOURCES).text
     assert "Synthetic error for alert test five-4-27018" in shown
     assert "Environment: local-test" in shown

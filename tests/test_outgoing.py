@@ -22,19 +22,20 @@ from relay_app.core.outcomes import Delivered
 from relay_app.core.routing import Destination
 from relay_app.delivery.outbox import Outbox
 from relay_app.delivery.render import Added, Edit, Renderer
+from relay_app.glitchtip.source import GLITCHTIP as GLITCHTIP_SOURCE
 from relay_app.message.formatting import Message
-from relay_app.message.subjects import IssueHomes
+from relay_app.message.subjects import Home, IssueHomes
 from relay_app.spool import Claim, Claimant, Job, Lane, Taking, on_store, this_process
 from relay_app.spool.database import Database
 from relay_app.telegram.courier import Sent
 from relay_app.words import ENGLISH
-from tests.conftest import DESTINATION, FakeTime
+from tests.conftest import DESTINATION, SOURCES, FakeTime
 from tests.in_process import GLITCHTIP, Chat, webhook
 from tests.payloads import issue, issue_alert, uptime_alert
 
 NOW = 1_800_000_000.0
 TOPIC = Destination(-1001234567890, 77)
-RENDERER = Renderer(ENGLISH, late_after=60.0)
+RENDERER = Renderer(ENGLISH, late_after=60.0, sources=SOURCES)
 
 
 _ids = itertools.count(1)
@@ -79,13 +80,18 @@ class Spool:
 
     def outgoing(self, *, buttons: bool, links: str | None = None) -> Outgoing:
         outbox = Outbox(on_store(self.database).queue, clock=lambda: NOW)
-        return Outgoing(self.sent, outbox, buttons=buttons, clock=lambda: NOW, words=ENGLISH)
+        return Outgoing(
+            self.sent, outbox, buttons=buttons, clock=lambda: NOW, words=ENGLISH, sources=SOURCES
+        )
 
     def edits_queued(self) -> list[Edit]:
         """The card edits waiting, each as it would be sent now."""
         queue = on_store(self.database).queue
         renderer = Renderer(
-            ENGLISH, late_after=60.0, added=Added(edits=card_edits(self.sent.message))
+            ENGLISH,
+            late_after=60.0,
+            added=Added(edits=card_edits(self.sent.message)),
+            sources=SOURCES,
         )
         edits = []
         for lane in queue.lanes(now=NOW, holder=this_process(), in_flight=()):
@@ -125,13 +131,15 @@ def test_every_issue_of_every_alert_in_a_message_gets_its_buttons(spool: Spool) 
 
 
 def test_issues_whose_links_are_not_glitchtips_get_no_buttons() -> None:
-    links = IssueHomes(glitchtip="https://gt.example.org")
+    links = IssueHomes(((GLITCHTIP_SOURCE, Home("https://gt.example.org")),))
     payload = issue_alert(
         issue(1, link="https://gt.example.org/acme/issues/1"),
         issue(2, link="http://169.254.169.254/latest/issues/2"),  # a webhook may name anything
         issue(3, link="https://attacker.example/acme/issues/3"),
     )
-    as_sent = Renderer(ENGLISH, late_after=60.0, buttons_at=links).alert(job(payload))
+    as_sent = Renderer(ENGLISH, late_after=60.0, buttons_at=links, sources=SOURCES).alert(
+        job(payload)
+    )
     assert [issue.id for issue in as_sent.subjects.issues] == ["1"]
     assert as_sent.html == RENDERER.alert(job(payload)).html  # the alert itself is as it was
 
@@ -180,7 +188,9 @@ def test_a_record_that_cannot_be_kept_costs_the_alert_nothing(
     database = Database(str(tmp_path / "spool.sqlite3"))
     spool = on_store(database)
     database.write(lambda tx: tx.execute("DROP TABLE sent_messages"), now=NOW)
-    outgoing = Outgoing(spool.of(SentStore), Outbox(spool.queue), buttons=True, words=ENGLISH)
+    outgoing = Outgoing(
+        spool.of(SentStore), Outbox(spool.queue), buttons=True, words=ENGLISH, sources=SOURCES
+    )
     jobs = [job(issue_alert(issue(1)))]
     alerts = rendered(*jobs)
     with caplog.at_level(logging.WARNING):

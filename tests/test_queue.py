@@ -45,7 +45,7 @@ from relay_app.spool.pacer import MAX_SEND_DELAY
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.store import Store, Tx
 from relay_app.words import ENGLISH
-from tests.conftest import CHAT_ID, DESTINATION, FakeTime, queue_alert
+from tests.conftest import CHAT_ID, DESTINATION, SOURCES, FakeTime, queue_alert
 from tests.old_spools import old_postgres, old_sqlite, one_history_sqlite
 from tests.payloads import issue, issue_alert
 
@@ -942,7 +942,7 @@ def test_a_spool_from_the_relay_before_is_upgraded_in_place(
         assert (old.attempts, old.unsure_attempts, new.attempts) == (2, 2, 1)
         # The alert rendered before jobs held data goes as it was rendered then.
         assert (old.kind, set(old.data)) == ("alert", {"rendered"})
-        shown = Renderer(ENGLISH, late_after=3600).alert(old)
+        shown = Renderer(ENGLISH, late_after=3600, sources=SOURCES).alert(old)
         assert (shown.html, shown.text) == (OLD_MESSAGE.html, OLD_MESSAGE.text)
     finally:
         while _opened:

@@ -44,7 +44,16 @@ from relay_app.sentry.signature import signature_of, signed
 from relay_app.spool.opening import open_memory
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN
-from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, run_background, sent_bodies, sent_texts
+from tests.conftest import (
+    OK,
+    SEND_URL,
+    SOURCES,
+    WEBHOOK,
+    FakeTime,
+    run_background,
+    sent_bodies,
+    sent_texts,
+)
 from tests.e2e.helpers import wait_until
 from tests.old_spools import upgraded_from
 from tests.payloads import issue, issue_alert
@@ -204,7 +213,7 @@ def test_an_issue_alert_is_read_into_an_alert_with_its_issue_link_fields_and_det
     assert attachment["text"] == "?(<anonymous>)"
     assert attachment["level"] == "error"
     assert {f["title"]: f["value"] for f in attachment["fields"]} == {"Project": "front-end"}
-    [ref] = subjects_of(parse_alert(payload)).issues
+    [ref] = subjects_of(parse_alert(payload), sources=SOURCES).issues
     assert (ref.id, ref.origin, ref.label) == (
         "sentry:1117540176",
         "https://sentry.io",
@@ -241,8 +250,8 @@ def test_a_metric_alert_is_an_outage_and_its_recovery_without_buttons() -> None:
     assert isinstance(resolved, Alerting)
     assert isinstance(critical, Alerting)
     down, up = (
-        subjects_of(parse_alert(critical.payload)),
-        subjects_of(parse_alert(resolved.payload)),
+        subjects_of(parse_alert(critical.payload), sources=SOURCES),
+        subjects_of(parse_alert(resolved.payload), sources=SOURCES),
     )
     assert (down.issues, up.issues) == ((), ())  # an alert rule, not an issue
     # The incident's link tells an outage from another: the recovery goes under its own.
@@ -251,7 +260,7 @@ def test_a_metric_alert_is_an_outage_and_its_recovery_without_buttons() -> None:
     ]
     assert [m.state for m in up.monitors] == ["up"]
     assert up.recovery
-    text = message_for(critical.payload, ENGLISH).text
+    text = message_for(critical.payload, ENGLISH, sources=SOURCES).text
     assert text == (
         "🔴 DOWN · Too many errors\n1000 events in the last 10 minutes Filter: level:error"
     )
@@ -259,8 +268,12 @@ def test_a_metric_alert_is_an_outage_and_its_recovery_without_buttons() -> None:
     warning = read_hook("metric_alert", warning_body, sentry_url=SENTRY)
     assert isinstance(warning, Alerting)
     # A warning begins the incident's thread, as its critical would.
-    assert [m.state for m in subjects_of(parse_alert(warning.payload)).monitors] == ["warning"]
-    assert message_for(warning.payload, ENGLISH).text.startswith("🟡 WARNING · Too many errors")
+    assert [
+        m.state for m in subjects_of(parse_alert(warning.payload), sources=SOURCES).monitors
+    ] == ["warning"]
+    assert message_for(warning.payload, ENGLISH, sources=SOURCES).text.startswith(
+        "🟡 WARNING · Too many errors"
+    )
 
 
 def test_a_new_issue_is_an_alert_of_kind_created_with_its_short_id() -> None:
@@ -268,7 +281,7 @@ def test_a_new_issue_is_an_alert_of_kind_created_with_its_short_id() -> None:
     assert isinstance(hook, Alerting)
     assert hook.created
     assert hook.payload[KIND_KEY] == "created"
-    [ref] = subjects_of(parse_alert(hook.payload)).issues
+    [ref] = subjects_of(parse_alert(hook.payload), sources=SOURCES).issues
     assert (ref.id, ref.label) == ("sentry:1170820242", "FRONT-END-9")
     details = details_from_json(hook.details["sentry:1170820242"])
     assert details is not None
@@ -464,14 +477,18 @@ def test_a_message_names_its_source_only_where_the_relay_serves_both() -> None:
     created = read_hook("issue", with_urls(sample("issue_created.json")), sentry_url=SENTRY)
     assert isinstance(alert, Alerting)
     assert isinstance(created, Alerting)
-    alone = message_for(alert.payload, ENGLISH)
+    alone = message_for(alert.payload, ENGLISH, sources=SOURCES)
     assert alone.text.startswith("🔴 Very Important Alert Rule!\n")
-    both = message_for(alert.payload, ENGLISH, names_source=True)
+    both = message_for(alert.payload, ENGLISH, names_source=True, sources=SOURCES)
     assert both.text.startswith("🔴 Sentry · Very Important Alert Rule!\n")
     # A new issue has no rule's name: its heading is the source's own, in the chat's language.
-    assert message_for(created.payload, ENGLISH).text.startswith("🔴 Sentry Alert\n")
-    assert message_for(created.payload, RUSSIAN).text.startswith("🔴 Алерт Sentry\n")
-    glitchtips = message_for(issue_alert(issue(1)), ENGLISH, names_source=True)
+    assert message_for(created.payload, ENGLISH, sources=SOURCES).text.startswith(
+        "🔴 Sentry Alert\n"
+    )
+    assert message_for(created.payload, RUSSIAN, sources=SOURCES).text.startswith(
+        "🔴 Алерт Sentry\n"
+    )
+    glitchtips = message_for(issue_alert(issue(1)), ENGLISH, names_source=True, sources=SOURCES)
     assert glitchtips.text.startswith("🔴 GlitchTip Alert\n")
 
 

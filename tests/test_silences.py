@@ -35,7 +35,7 @@ from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase
 from relay_app.words import ENGLISH
 from tests import payloads
-from tests.conftest import FakeTime
+from tests.conftest import SOURCES, FakeTime
 from tests.in_process import Chat
 from tests.old_spools import upgraded_from
 from tests.test_presses import press
@@ -51,7 +51,7 @@ def alert(number: int, *, environment: str = "production", title: str | None = N
         {"title": "Environment", "value": environment, "short": True},
     ]
     payload = payloads.issue_alert(payloads.issue(number, title=title, fields=fields))
-    return message_for(payload, ENGLISH)
+    return message_for(payload, ENGLISH, sources=SOURCES)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -75,7 +75,11 @@ def silencing(spool: Spool, clock: FakeTime) -> Silencing:
 
 def text_of(job: Job) -> str:
     """The summary as the relay renders it when it sends it, in English."""
-    return Renderer(ENGLISH, late_after=3600.0, added=Added(REGISTRY.shapes)).alert(job).text
+    return (
+        Renderer(ENGLISH, late_after=3600.0, added=Added(REGISTRY.shapes), sources=SOURCES)
+        .alert(job)
+        .text
+    )
 
 
 def test_matchers_hold_an_issue_alert_only_when_every_issue_matches() -> None:
@@ -86,12 +90,14 @@ def test_matchers_hold_an_issue_alert_only_when_every_issue_matches() -> None:
     assert matches(Matchers(environment="STAGING"), other)
     assert matches(Matchers(title="checkout", project="backend"), other)
     assert not matches(Matchers(title="checkout", project="frontend"), other)
-    both = message_for(payloads.issue_alert(payloads.issue(4), payloads.issue(5)), ENGLISH)
+    both = message_for(
+        payloads.issue_alert(payloads.issue(4), payloads.issue(5)), ENGLISH, sources=SOURCES
+    )
     assert not matches(Matchers(issue="4"), both)  # the other issue still goes, with it
     assert matches(Matchers(project="backend"), both)
-    many = message_for(payloads.issue_alert(payloads.issue(4), total=12), ENGLISH)
+    many = message_for(payloads.issue_alert(payloads.issue(4), total=12), ENGLISH, sources=SOURCES)
     assert not matches(Matchers(project="backend"), many)  # it names issues it does not list
-    uptime = message_for(payloads.uptime_alert(down=True), ENGLISH)
+    uptime = message_for(payloads.uptime_alert(down=True), ENGLISH, sources=SOURCES)
     assert not matches(Matchers(title="My API"), uptime)
     assert not matches(Matchers(), one)
 

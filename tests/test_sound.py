@@ -23,7 +23,7 @@ from relay_app.spool import Precedence, Queue, open_memory
 from relay_app.spool.model import NewJob
 from relay_app.telegram.client import Extras, TelegramClient
 from relay_app.words import ENGLISH
-from tests.conftest import API_URL, OK, SEND_URL, TOKEN
+from tests.conftest import API_URL, OK, SEND_URL, SOURCES, TOKEN
 from tests.payloads import issue, issue_alert
 
 UTC = ZoneInfo("UTC")
@@ -70,7 +70,7 @@ def test_a_colour_that_says_error_may_be_fatal_and_the_api_tells_them_apart() ->
 
 
 def renderer() -> Renderer:
-    return Renderer(ENGLISH, late_after=60.0)
+    return Renderer(ENGLISH, late_after=60.0, sources=SOURCES)
 
 
 def job_with(sound: Sound | None, *, level: str | None = None, number: int = 1) -> Any:

@@ -31,7 +31,7 @@ from relay_app.spool.schema import upgrade, version_of
 from relay_app.spool.store import Tx
 from relay_app.spool.warnings import SpoolWarnings
 from relay_app.words import ENGLISH
-from tests.conftest import CHAT_ID, DESTINATION, FakeTime, hold_the_lock, queue_alert
+from tests.conftest import CHAT_ID, DESTINATION, SOURCES, FakeTime, hold_the_lock, queue_alert
 from tests.old_spools import old_sqlite
 from tests.payloads import issue, issue_alert
 
@@ -150,7 +150,9 @@ def test_a_spool_from_an_older_relay_is_upgraded_with_its_alerts_intact(
     [old] = Admin(upgraded).alerts("pending")
     # Spooled before headings and lines were kept: a digest shows its entry whole.
     assert (old.id, old.destination) == (1, destination)
-    assert Renderer(ENGLISH, late_after=60.0).alert(old) == replace(MESSAGE, heading=None, lines=())
+    assert Renderer(ENGLISH, late_after=60.0, sources=SOURCES).alert(old) == replace(
+        MESSAGE, heading=None, lines=()
+    )
     assert (old.attempts, old.unsure_attempts) == (1, 1)  # its attempt may have arrived
     assert Admin(Database(spool_path, for_service=False)).counts() == {
         "pending": 1,

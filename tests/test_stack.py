@@ -23,6 +23,7 @@ from relay_app.glitchtip.details import (
 from relay_app.message.formatting import TELEGRAM_TEXT_LIMIT, message_for
 from relay_app.sentry.details import details_of
 from relay_app.words import ENGLISH, RUSSIAN
+from tests.conftest import SOURCES
 from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
 from tests.payloads import issue, issue_alert
 from tests.telegram_rules import visible_text
@@ -72,16 +73,16 @@ def test_at_most_eight_of_the_apps_own_and_the_innermost_of_all_where_none_is() 
 
 def test_a_card_of_one_issue_holds_its_stack_folded_a_digest_none() -> None:
     details = details_from(copy.deepcopy(SAMPLE_ISSUE), copy.deepcopy(SAMPLE_EVENT))
-    card = message_for(one_issue(), ENGLISH, details={"3": details})
+    card = message_for(one_issue(), ENGLISH, details={"3": details}, sources=SOURCES)
     assert card.html.endswith(FOLDED)
     visible_text(card.html, parse_mode="HTML")  # as Telegram takes it
     assert "shop/views.py:6 in checkout" in card.text
-    russian = message_for(one_issue(), RUSSIAN, details={"3": details})
+    russian = message_for(one_issue(), RUSSIAN, details={"3": details}, sources=SOURCES)
     assert "shop/cart.py:4, в функции total" in russian.html.split("<blockquote expandable>")[1]
     two = issue_alert(
         issue(3, link=f"{GLITCHTIP}/acme/issues/3"), issue(4, link=f"{GLITCHTIP}/acme/issues/4")
     )
-    digest = message_for(two, ENGLISH, details={"3": details, "4": details})
+    digest = message_for(two, ENGLISH, details={"3": details, "4": details}, sources=SOURCES)
     assert "blockquote" not in digest.html
 
 
@@ -96,7 +97,7 @@ def test_a_card_with_a_deep_stack_and_a_long_title_stays_within_telegrams_limit(
         for n in range(20)
     ]
     details = details_from(copy.deepcopy(SAMPLE_ISSUE), event_with(frames))
-    card = message_for(one_issue("E" * 5000), ENGLISH, details={"3": details})
+    card = message_for(one_issue("E" * 5000), ENGLISH, details={"3": details}, sources=SOURCES)
     shown = visible_text(card.html, parse_mode="HTML")
     assert len(shown.encode("utf-16-le")) // 2 <= TELEGRAM_TEXT_LIMIT
     assert "<blockquote expandable>" in card.html
@@ -111,7 +112,7 @@ def test_a_missing_or_unreadable_event_costs_the_frames_never_the_alert() -> Non
     ):
         details = details_from(copy.deepcopy(SAMPLE_ISSUE), event)
         assert details.stack == ()
-        card = message_for(one_issue(), ENGLISH, details={"3": details})
+        card = message_for(one_issue(), ENGLISH, details={"3": details}, sources=SOURCES)
         assert "blockquote" not in card.html
         assert "ZeroDivisionError" in card.text
 

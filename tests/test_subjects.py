@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from relay_app.glitchtip.source import GLITCHTIP
 from relay_app.glitchtip.webhook import SOURCE_KEY
 from relay_app.message.formatting import message_for
 from relay_app.message.subjects import (
     NO_HOMES,
+    Home,
     IssueHomes,
     IssueRef,
     MonitorRef,
@@ -17,8 +19,19 @@ from relay_app.message.subjects import (
     origin_of,
     split_by_origin,
 )
+from relay_app.sentry.source import SENTRY
 from relay_app.words import ENGLISH
+from tests.conftest import SOURCES
 from tests.payloads import issue, issue_alert, uptime_alert
+
+
+def homes_of(
+    *, glitchtip: str | None = None, sentry: str | None = None, orgs: frozenset[str] | None = None
+) -> IssueHomes:
+    """Where each source's issues get buttons, as the wiring makes it (parts.py)."""
+    found = [] if glitchtip is None else [(GLITCHTIP, Home(glitchtip, orgs))]
+    found += [] if sentry is None else [(SENTRY, Home(sentry))]
+    return IssueHomes(tuple(found))
 
 
 def test_each_issue_is_named_by_its_links_id_and_origin() -> None:
@@ -26,7 +39,7 @@ def test_each_issue_is_named_by_its_links_id_and_origin() -> None:
         issue(1, link="https://gt.example.org/acme/issues/1234"),
         issue(2, link="http://10.0.0.5:8000/other-org/issues/77/"),
     )
-    subjects = message_for(payload, ENGLISH).subjects
+    subjects = message_for(payload, ENGLISH, sources=SOURCES).subjects
     assert subjects.issues == (
         IssueRef(
             "1234",
@@ -82,8 +95,8 @@ def test_only_issues_at_glitchtips_own_origin_are_kept_for_buttons() -> None:
         issue(3, link="https://ada:pw@gt.example.org:443/acme/issues/3"),
         issue(4, link="http://gt.example.org/acme/issues/4"),  # another scheme: another origin
     )
-    subjects = message_for(payload, ENGLISH).subjects
-    homes = IssueHomes(glitchtip="https://gt.example.org")
+    subjects = message_for(payload, ENGLISH, sources=SOURCES).subjects
+    homes = homes_of(glitchtip="https://gt.example.org")
     kept, left_out = split_by_origin(subjects, homes)
     # A link with a user and password names no origin (core/origins.py): no buttons, whatever host.
     assert [issue.id for issue in kept.issues] == ["1"]
@@ -104,8 +117,8 @@ def test_the_intake_decides_the_tracker_never_the_links_form() -> None:
         "https://sentry.example.org/acme/issues/4",
     )
     payload = issue_alert(*(issue(n, link=link) for n, link in enumerate(links, 1)))
-    both = IssueHomes(glitchtip="https://gt.example.org", sentry="https://sentry.example.org")
-    glitchtips = message_for(payload, ENGLISH).subjects
+    both = homes_of(glitchtip="https://gt.example.org", sentry="https://sentry.example.org")
+    glitchtips = message_for(payload, ENGLISH, sources=SOURCES).subjects
     assert [issue.id for issue in glitchtips.issues] == ["7778", "1", "3", "4"]
     kept, left_out = split_by_origin(glitchtips, both)
     assert [(issue.id, issue.origin) for issue in kept.issues] == [
@@ -113,7 +126,7 @@ def test_the_intake_decides_the_tracker_never_the_links_form() -> None:
         ("3", "https://gt.example.org"),
     ]
     assert [issue.id for issue in left_out] == ["7778", "4"]  # at Sentry's address: no buttons
-    sentrys = message_for({**payload, SOURCE_KEY: "sentry"}, ENGLISH).subjects
+    sentrys = message_for({**payload, SOURCE_KEY: "sentry"}, ENGLISH, sources=SOURCES).subjects
     assert [issue.id for issue in sentrys.issues] == ["sentry:7778", "sentry:3"]
     kept, left_out = split_by_origin(sentrys, both)
     assert [issue.id for issue in kept.issues] == ["sentry:7778"]
@@ -130,17 +143,17 @@ def test_a_glitchtip_issue_gets_buttons_only_in_the_organizations_the_relay_serv
         issue(2, link="https://gt.example.org/secret/issues/1002"),
         issue(3, link="https://gt.example.org/issues/3"),  # no organization named
     )
-    subjects = message_for(payload, ENGLISH).subjects
+    subjects = message_for(payload, ENGLISH, sources=SOURCES).subjects
     assert [(ref.id, ref.org) for ref in subjects.issues] == [
         ("1", "acme"),
         ("1002", "secret"),
         ("3", None),
     ]
-    served = IssueHomes(glitchtip="https://gt.example.org", glitchtip_orgs=frozenset({"acme"}))
+    served = homes_of(glitchtip="https://gt.example.org", orgs=frozenset({"acme"}))
     kept, left_out = split_by_origin(subjects, served)
     assert [ref.id for ref in kept.issues] == ["1"]
     assert [ref.id for ref in left_out] == ["1002", "3"]
-    anyone = IssueHomes(glitchtip="https://gt.example.org")
+    anyone = homes_of(glitchtip="https://gt.example.org")
     assert [ref.id for ref in split_by_origin(subjects, anyone)[0].issues] == ["1", "1002"]
 
 
@@ -150,12 +163,12 @@ def test_an_issue_without_a_usable_link_has_nothing_to_act_on() -> None:
         issue(2, link="javascript:alert(1)/issues/4"),
         issue(3, link=""),
     )
-    assert message_for(payload, ENGLISH).subjects.issues == ()
+    assert message_for(payload, ENGLISH, sources=SOURCES).subjects.issues == ()
 
 
 def test_an_uptime_alert_names_its_monitor_and_whether_it_went_down_or_came_back() -> None:
-    down = message_for(uptime_alert(down=True), ENGLISH).subjects
-    up = message_for(uptime_alert(down=False), ENGLISH).subjects
+    down = message_for(uptime_alert(down=True), ENGLISH, sources=SOURCES).subjects
+    up = message_for(uptime_alert(down=False), ENGLISH, sources=SOURCES).subjects
     link = "https://glitchtip.example.org/acme/uptime-monitors/42"
     assert down.monitors == (MonitorRef(link, "My API", "down"),)
     assert up.monitors == (MonitorRef(link, "My API", "up"),)

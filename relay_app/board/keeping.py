@@ -18,6 +18,7 @@ from typing import Any
 from ..core.errors import DeliveryError, PermanentDeliveryError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.routing import Destination
+from ..core.sources import Sources
 from ..delivery.job import Delivery
 from ..delivery.outbox import Outbox, chat_lane
 from ..delivery.render import Call, Renderer, Unreadable
@@ -52,6 +53,7 @@ class Boards:
         telegram: Telegram,
         places: Sequence[Destination],
         *,
+        sources: Sources,
         zone_of: Callable[[str], tzinfo],
         hourly: Hourly | None,
         count: Callable[[str], None],
@@ -66,6 +68,7 @@ class Boards:
         self._look_every = look_every
         self._held_for = held_for
         self._store = store
+        self._sources = sources
         self._outbox = outbox
         self._telegram = telegram
         self._places = tuple(places)
@@ -120,7 +123,7 @@ class Boards:
         noted: list[tuple[Destination, list[Alerted]]] = []
         for job in delivery.jobs:
             place = Destination(job.destination.chat, job.destination.thread)
-            alerted = alerted_in(job.data) if place in self._places else []
+            alerted = alerted_in(job.data, self._sources) if place in self._places else []
             if alerted:
                 noted.append((place, alerted))
         if not noted:

@@ -25,6 +25,7 @@ def _start(core: Core) -> Running:
         core.outbox,
         core.telegram,
         core.settings.routes.boards(core.settings.default_destination),
+        sources=core.sources,
         zone_of=core.zone_of,
         hourly=core.services.find(HOURLY),
         count=lambda outcome: counted.labels(outcome).inc(),

@@ -22,9 +22,9 @@ from typing import Any, Literal
 from ..glitchtip.api import IssueStatus
 from ..message.formatting import CAPTION_LIMIT, PARAGRAPH, TELEGRAM_TEXT_LIMIT
 from ..message.spans import place_time, visible, visible_length
-from ..message.subjects import IssueRef, source_name
+from ..message.subjects import IssueRef
 from ..words import Words
-from ..words.catalogue import in_source
+from ..words.catalogue import of_source
 from .marks import Mark
 
 Verb = Literal[
@@ -287,7 +287,7 @@ def done_line(
         "unresolved": (words.reopened_in_glitchtip, words.issue_reopened_in_glitchtip),
     }
     if button.acted_by is None:
-        words = in_source(words, source_name(button.issue_id))
+        words = of_source(words, button.issue_id)
         in_glitchtip = {
             "resolved": (words.resolved_in_glitchtip, words.issue_resolved_in_glitchtip),
             "ignored": (words.ignored_in_glitchtip, words.issue_ignored_in_glitchtip),
@@ -338,7 +338,7 @@ def mark_line(
 def notice(button: IssueButton, status: IssueStatus, words: Words) -> str:
     """The press's answer when the issue's source made the change: 'Resolved BACKEND-1A in
     GlitchTip' (or 'in Sentry')."""
-    words = in_source(words, source_name(button.issue_id))
+    words = of_source(words, button.issue_id)
     template = {
         "resolved": words.notice_resolved,
         "ignored": words.notice_ignored,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from ..core.errors import SpoolError
 from ..core.json_values import json_object
 from ..core.routing import Destination
+from ..core.sources import Sources
 from ..delivery.job import Delivery, FollowUp
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
@@ -100,6 +101,7 @@ class Outgoing:
         *,
         buttons: bool,
         words: Words,
+        sources: Sources,
         clock: Clock = time.time,
         follow_ups: Sequence[FollowUp] = (),
         theirs: Sequence[Button] = (),
@@ -109,6 +111,7 @@ class Outgoing:
         delivery is written and the cards' edits queued; `buttons`: whether the issues at
         GlitchTip's own address get buttons; `theirs`: the capabilities' buttons on each."""
         self._store = store
+        self._sources = sources
         self._queue = outbox.queue
         self._outbox = outbox
         self._words = words
@@ -157,7 +160,7 @@ class Outgoing:
         need (a press may come any moment), each outage it ends marked over (its card's edit
         queued), and what each capability records after it (`follow_ups`)."""
         delivery = Delivery(sent, jobs, destination, self._clock())
-        plan = _with_levels(plan, jobs)
+        plan = _with_levels(plan, jobs, self._sources)
         writes = [
             *(follow_up(delivery) for follow_up in self._follow_ups),
             self._kept(
@@ -321,11 +324,13 @@ def _outages_announced(
     ]
 
 
-def _with_levels(plan: Plan, jobs: Sequence[Job]) -> Plan:
+def _with_levels(plan: Plan, jobs: Sequence[Job], sources: Sources) -> Plan:
     """The plan's buttons with each issue's level as its alert said it (the weekly report
     counts alerts by it), and its state where the job says what its source said it is (a
     link's card of a resolved issue offers Reopen: its edit follows at once)."""
-    levels = {found.issue.id: found.level for job in jobs for found in alerted_in(job.data)}
+    levels = {
+        found.issue.id: found.level for job in jobs for found in alerted_in(job.data, sources)
+    }
     states: dict[str, IssueStatus] = {}
     for job in jobs:
         for issue_id, status in json_object(job.data.get("states")).items():

@@ -11,6 +11,7 @@ from ..cards.card import Button, IssueButton
 from ..cards.sent import SentStore
 from ..cards.verbs import Press, Pressed
 from ..core.errors import SpoolError
+from ..core.sources import Sources
 from ..message.subjects import issue_ref
 from ..telegram.bot_commands import Asked, BotCommand
 from ..words import Said, Words
@@ -66,14 +67,14 @@ def _toast(asking: Asking, label: str, words: Words) -> str:
     return words.word(name).format(label=label)
 
 
-def chart_command(charts: Charts, sent: SentStore) -> BotCommand:
+def chart_command(charts: Charts, sent: SentStore, sources: Sources) -> BotCommand:
     """`/chart ISSUE`, answered under the command with the chart once drawn."""
 
     def answer(asked: Asked, words: Words) -> Said | None:
         named = asked.args.split()[0] if asked.args.split() else ""
         if not named:
             return Said("chart_usage")
-        found = _found(sent, asked.chat, named)
+        found = _found(sent, asked.chat, named, sources)
         if found is None:
             return Said("chart_unknown", {"issue": named[:60]})
         asking = charts.ask(
@@ -84,16 +85,19 @@ def chart_command(charts: Charts, sent: SentStore) -> BotCommand:
     return BotCommand("chart", lambda words: words.word("command_chart"), answer)
 
 
-def _found(sent: SentStore, chat: str, named: str) -> IssueButton | None:
-    """The issue `named` among those the chat was shown cards of: by link (either source's,
-    its origin as the card's), short id or number. Raises SpoolError."""
+def _found(sent: SentStore, chat: str, named: str, sources: Sources) -> IssueButton | None:
+    """The issue `named` among those the chat was shown cards of: by link (any source's, its
+    origin as the card's), short id or number. Raises SpoolError."""
     if "://" in named:
-        for source in ("glitchtip", "sentry"):
+        for source in sources:
             ref = issue_ref(named, None, source=source)
             shown = sent.shown_in(chat, ref.id) if ref is not None else None
             if ref is not None and shown is not None and shown[1].origin == ref.origin:
                 return shown[1]
         return None
     wanted = named.removeprefix("#")
-    shown = sent.shown_in(chat, wanted) or sent.shown_in(chat, f"sentry:{wanted}")
-    return shown[1] if shown is not None else None
+    for source in sources:
+        shown = sent.shown_in(chat, source.relay_id(wanted))
+        if shown is not None:
+            return shown[1]
+    return None

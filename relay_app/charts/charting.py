@@ -29,9 +29,9 @@ from ..core.errors import DrawingFailed, GlitchTipError, SpoolError
 from ..core.off_thread import OffThread
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueHistories
-from ..message.subjects import source_name
 from ..spool.answers import ANSWERS_WAITING
 from ..words import Said, Words
+from ..words.catalogue import source_shown
 from .figure import spec_of
 from .series import Series, series_of
 
@@ -160,7 +160,8 @@ class Charts:
             log.warning("a chart of %s could not be made: its source said %s", issue.label, exc)
             self._count("unavailable")
             said = Said(
-                "chart_unavailable", {"label": issue.label, "source": source_name(issue.issue_id)}
+                "chart_unavailable",
+                {"label": issue.label, "source": source_shown(self._words, issue.issue_id)},
             )
             self._say(asked, said)
             return

@@ -42,7 +42,7 @@ def _start(core: Core) -> Running:
     )
     return Running(
         presses={CHART.verb: chart_press(charts)},
-        commands=(chart_command(charts, sent),),
+        commands=(chart_command(charts, sent, core.sources),),
         writers=(Writer(KIND, writer),),
         stop=charts.shutdown,
     )

@@ -31,7 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 from ..core.errors import GlitchTipError, GlitchTipIssueGone, SpoolError
 from ..core.off_thread import OffThread
 from ..core.services import Key
-from ..message.subjects import SENTRY_PREFIX, origin_of
+from ..core.sources import Source
+from ..message.subjects import origin_of
 from ..words import Said
 from .answers import Answering, Asker, Served
 from .link_card import link_card_data
@@ -63,18 +64,22 @@ class IssueReader(Protocol):
 @dataclass(frozen=True)
 class LinkSource:
     """A source whose issue links get cards: the address its links have, what reads its
-    issues, and its name ("glitchtip", "sentry")."""
+    issues, and the source it is (its name, its issues' ids: core/sources.py)."""
 
     origin: str
     reader: IssueReader
-    name: str = "glitchtip"
+    source: Source
     # Another address its issues have (sentry.io's customer domains), as the link at `origin`
     # that names the same issue; None for a link that is none of its.
     written_as: Callable[[str], str | None] = lambda link: None
 
+    @property
+    def name(self) -> str:
+        return self.source.name
+
     def relay_id(self, issue_id: str) -> str:
-        """The relay's id of the source's issue (`sentry:<id>` for Sentry's)."""
-        return SENTRY_PREFIX + issue_id if self.name == "sentry" else issue_id
+        """The relay's id of the source's issue."""
+        return self.source.relay_id(issue_id)
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,7 @@ def _start(core: Core) -> Running:
         snoozing=lambda: core.services.find(SNOOZING),
         pressed_elsewhere=people.pressed_privately if people is not None else None,
         budget=answering,
+        sources=core.sources,
     )
     listed = _listed(core, spool)
     core.services.provide(COMMANDS, listed)

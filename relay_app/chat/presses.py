@@ -64,12 +64,12 @@ from ..core.errors import DeliveryError, GlitchTipError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.logs import event
 from ..core.off_thread import OffThread
+from ..core.sources import Sources, has_prefix
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
 from ..glitchtip.notices import glitchtip_notice, operator_fix
-from ..message.subjects import is_sentrys, source_name
 from ..words import Said
-from ..words.catalogue import in_source
+from ..words.catalogue import of_source, source_shown
 from .answers import Answering, Asker
 from .taking import Taking
 from .team import Person, Team
@@ -153,6 +153,8 @@ class PressActions:
     pressed_elsewhere: PressedElsewhere | None = None
     # The typed-input budget a press that writes an answer (a chart) spends (None: none may).
     budget: Answering | None = None
+    # The sources of the issues pressed on (what each one keeps itself: core/sources.py).
+    sources: Sources = field(default_factory=lambda: Sources(()))
 
 
 class Presses:
@@ -182,6 +184,7 @@ class Presses:
         self._snoozings = actions.snoozing
         self._pressed_elsewhere = actions.pressed_elsewhere
         self._budget = actions.budget
+        self._sources = actions.sources
         self._taking = Taking(team.store, outbox, actions.calls, clock=team.clock)
 
     @property
@@ -269,8 +272,8 @@ class Presses:
         # An Ignore on a card from before its choices ignores for ever, as it said.
         if verb not in verbs_for(button) and not (verb == "ignore" and _open(button)):
             return False
-        # Sentry keeps its issues' snoozes itself; GlitchTip's need the watcher's.
-        snoozes = self._snoozing is not None or is_sentrys(button.issue_id)
+        # A source may keep its issues' snoozes itself; the others need the watcher's.
+        snoozes = self._snoozing is not None or self._keeps_snoozes(button)
         return verb not in SNOOZE_VERBS or snoozes
 
     def _may_act(self, press: Press, verb: str, button: IssueButton) -> bool:
@@ -386,7 +389,7 @@ class Presses:
             "%s by %s (%s answered in %.0f ms)",
             said,
             press.by.handle,
-            source_name(button.issue_id),
+            source_shown(self._team.words, button.issue_id),
             changed * 1000,
             extra=event(event="press", issue=button.label, outcome=status, user=press.by.handle),
         )
@@ -395,7 +398,7 @@ class Presses:
 
     def _asking(self, press: Press, button: IssueButton) -> None:
         """The press answered while its tracker has not: the card will say how it ended."""
-        words = in_source(self._team.words, source_name(button.issue_id))
+        words = of_source(self._team.words, button.issue_id)
         self._answer(press, words.notice_asking.format(label=button.label), alert=False)
 
     def _refused(
@@ -423,25 +426,31 @@ class Presses:
             extra=event(event="press", issue=button.label, outcome="failed", error=str(exc)),
         )
         self._count("failed")
-        words = in_source(self._team.words, source_name(button.issue_id))
+        words = of_source(self._team.words, button.issue_id)
         notice = glitchtip_notice(exc)
         if self._answer(press, notice.text(words), alert=True):
             return
         said = Said(
             "press_failed_late",
             {"label": button.label, "user": press.by.handle, "why": notice},
-            source=source_name(button.issue_id) if is_sentrys(button.issue_id) else None,
+            source=source_shown(words, button.issue_id) if has_prefix(button.issue_id) else None,
         )
         try:
             self._outbox.call(message.chat, message.thread, message.message_id, said)
         except SpoolError as exc_spool:
             log.warning("that a press failed could not be said in the chat: %s", exc_spool)
 
+    def _keeps_snoozes(self, button: IssueButton) -> bool:
+        """Whether the issue's source brings it back itself when Ignore's choice is met."""
+        source = self._sources.of(button.issue_id)
+        return source is not None and source.keeps_snoozes
+
     def _kept_by_source(
         self, button: IssueButton, snooze: SnoozeFor | None
     ) -> dict[str, int] | None:
-        """A choice of Ignore's on Sentry's issue, as the `statusDetails` Sentry keeps it by."""
-        if snooze is None or not is_sentrys(button.issue_id):
+        """A choice of Ignore's on the issue of a source that keeps snoozes itself, as it keeps
+        them (`statusDetails`)."""
+        if snooze is None or not self._keeps_snoozes(button):
             return None
         return status_details(snooze.condition, now=self._team.clock())
 
@@ -454,9 +463,9 @@ class Presses:
         answer: dict[str, Any],
     ) -> str:
         """GlitchTip ignored the issue for one of Ignore's choices: the snooze kept for the
-        watcher; the press's notice. Sentry keeps its own (`_kept_by_source`)."""
-        if is_sentrys(button.issue_id):
-            words = in_source(self._team.words, source_name(button.issue_id))
+        watcher; the press's notice. A source may keep its own (`_kept_by_source`)."""
+        if self._keeps_snoozes(button):
+            words = of_source(self._team.words, button.issue_id)
             return snooze_notice(button, snooze.condition, words, self._zone_of(message.chat))
         assert self._snoozing is not None  # `_snooze_for` gives a snooze only with it
         said = self._snoozing.notice(button, snooze.condition, self._team.words, message.chat)
@@ -521,8 +530,9 @@ class Presses:
     ) -> SnoozeFor | Literal[False] | None:
         """A timed or counted choice's condition, and where the watcher finds the issue; None
         for any other verb; False (answered) when the issue is not watched, so nothing could
-        bring it back. Sentry brings its issues back itself: a choice on one needs no watcher."""
-        if is_sentrys(button.issue_id):
+        bring it back. A source may bring its issues back itself: a choice on one needs no
+        watcher."""
+        if self._keeps_snoozes(button):
             events = self._snoozing.events if self._snoozing is not None else SNOOZE_EVENTS
             found = condition_of(verb, now=self._team.clock(), events=events)
             return SnoozeFor(found, org="", thread=None) if found is not None else None

@@ -25,8 +25,8 @@ from ..core.json_values import json_int, json_object
 from ..core.logs import event
 from ..core.off_thread import OffThread
 from ..glitchtip.notices import glitchtip_notice, operator_fix
-from ..message.subjects import source_name
 from ..words import Said
+from ..words.catalogue import source_shown
 from .answers import Answering, Asker
 from .counters import REPLIES, ReplyOutcome
 from .taking import Taking
@@ -241,7 +241,7 @@ class Replies:
                 "" if fix is None else f". FIX: {fix} (the person was told the operator has it)",
                 extra=event(event="reply", issue=button.label, outcome="failed", error=str(exc)),
             )
-            source = source_name(button.issue_id)
+            source = source_shown(self._team.words, button.issue_id)
             self._say(
                 reply, Said("comment_not_posted", {"why": glitchtip_notice(exc)}, source=source)
             )
@@ -251,7 +251,7 @@ class Replies:
             "a reply by %s was posted as a comment on %s in %s",
             reply.by.handle,
             button.label,
-            source_name(button.issue_id),
+            source_shown(self._team.words, button.issue_id),
             extra=event(
                 event="reply", issue=button.label, outcome="commented", user=reply.by.handle
             ),
@@ -259,7 +259,9 @@ class Replies:
         self._count("commented")
         # Where the chat takes no reactions, a reply says it instead.
         posted = Said(
-            "comment_posted", {"label": button.label}, source=source_name(button.issue_id)
+            "comment_posted",
+            {"label": button.label},
+            source=source_shown(self._team.words, button.issue_id),
         )
         try:
             self._answering.react(reply.asker, POSTED, instead=posted)

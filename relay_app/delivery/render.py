@@ -35,6 +35,7 @@ from typing import Any
 from ..core.errors import PermanentDeliveryError
 from ..core.json_values import json_int
 from ..core.routing import ChatId
+from ..core.sources import Sources
 from ..glitchtip.details import IssueDetails, details_by_issue, details_from_json
 from ..glitchtip.webhook import IssueAlert, level_of, parse_alert
 from ..message.digest import compose, how_many_fit
@@ -232,16 +233,20 @@ class Renderer:
         self,
         words: Words,
         *,
+        sources: Sources,
         late_after: float,
         coalesce: bool = True,
         buttons_at: IssueHomes = NO_HOMES,
+        hidden_named_at: str | None = None,
         on_call: OnCall | None = None,
         added: Added | None = None,
         names_sources: bool = False,
     ) -> None:
-        """`coalesce` False: one alert a message (RELAY_COALESCE=0); `buttons_at`: the sources'
-        origins, when issues get buttons (only those whose links are a source's own);
-        `names_sources`: GlitchTip and Sentry are both configured, so a message names its own."""
+        """`sources`: whose issues a webhook's links name (core/sources.py); `coalesce` False:
+        one alert a message (RELAY_COALESCE=0); `buttons_at`: the sources' origins, when issues
+        get buttons (only those whose links are a source's own); `hidden_named_at`: the origin
+        whose alerts' issues left out are named in a message of their own (intake/hidden.py);
+        `names_sources`: two sources are configured, so a message names its own."""
         added = added or Added()
         on_call = on_call or OnCall()
         self.words = words
@@ -255,7 +260,9 @@ class Renderer:
         self._names = on_call.names
         self._late_after = late_after
         self._coalesce = coalesce
+        self._sources = sources
         self._buttons_at = buttons_at
+        self._hidden_named_at = hidden_named_at
         self._names_sources = names_sources
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[object, ...], Message] = OrderedDict()
@@ -490,6 +497,11 @@ class Renderer:
                 message = replace(with_first_line(message, line), subjects=message.subjects)
         return message
 
+    @property
+    def sources(self) -> Sources:
+        """Whose issues the alerts' links name (core/sources.py)."""
+        return self._sources
+
     def webhook(
         self,
         payload: dict[str, Any],
@@ -500,16 +512,17 @@ class Renderer:
         vetted: bool = True,
         again: bool = False,
     ) -> Message:
-        """A webhook's alert as its job renders it (`details`: its issues' from GlitchTip's
-        API, by issue id): its issues whose links are not GlitchTip's own get no buttons;
+        """A webhook's alert as its job renders it (`details`: its issues' from their source's
+        API, by issue id): its issues whose links are not their source's own get no buttons;
         with `vetted` False, every issue it names is among its subjects still (for the
-        webhook to say which are not GlitchTip's)."""
+        webhook to say which are not)."""
         message = message_for(
             payload,
             self.words,
+            sources=self._sources,
             details=details,
             now=received_at,
-            names_hidden_at=self._buttons_at.glitchtip,
+            names_hidden_at=self._hidden_named_at,
             again=again,
             names_source=self._names_sources,
         )

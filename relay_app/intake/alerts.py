@@ -27,6 +27,7 @@ from ..core.metrics import WebhookOutcome
 from ..core.outcomes import Dead, Delivered, RetryAt
 from ..core.routing import Destination
 from ..core.services import Key
+from ..core.sources import Sources
 from ..delivery.intake import deadline
 from ..glitchtip.details import IssueDetails, details_as_json, details_by_issue, filled
 from ..glitchtip.lookups import Lookups, scoped
@@ -36,7 +37,6 @@ from ..message.subjects import (
     NO_HOMES,
     IssueHomes,
     Subjects,
-    is_sentrys,
     issue_ref,
     split_by_origin,
     subjects_of,
@@ -165,7 +165,7 @@ class WebhookAlerts:
             alert = alert if alert is not None else parse_alert(payload)
             text = plain_text(alert)
             # Every issue it names: which are not GlitchTip's is said here.
-            subjects = subjects_of(alert)
+            subjects = subjects_of(alert, self._renderer.sources)
             self._check_links(subjects)
             received_at = self._clock()
 
@@ -228,7 +228,9 @@ class WebhookAlerts:
         if self._lookups is None or not keys:
             return self._intake.admit(about, destination, started=started, text=text, held=attempt)
         # What the webhook itself said of its issues (Sentry's event): the look-ups fill in.
-        found = _Found(payload, details_by_issue(called.get("details")), keys)
+        found = _Found(
+            payload, details_by_issue(called.get("details")), keys, self._renderer.sources
+        )
         known = self._lookups.within(list(keys.values()), 0.0)
         coming = [key for key in keys.values() if key not in known]
         about |= found.with_details(known)
@@ -252,9 +254,7 @@ class WebhookAlerts:
         if self._lookups is None:
             return {}
         return {
-            issue.id: scoped(issue.org, issue.id)
-            if issue.org and not is_sentrys(issue.id)
-            else issue.id
+            issue.id: scoped(issue.org, issue.id) if issue.org else issue.id
             for issue in subjects.issues
             if self._homes.owns(issue)
         }
@@ -304,7 +304,7 @@ class WebhookAlerts:
             )
             return Taken("queued", "internal_error", 500, queued, error=INTERNAL_ERROR)
         # Its text as the log can hold it, whatever failed: the payload's raw form at worst.
-        text = message_for(payload, ENGLISH).text
+        text = message_for(payload, ENGLISH, sources=self._renderer.sources).text
         self._jobs.undelivered(text, "the relay failed while taking it in", exc, exc_info=True)
         return Taken("failed", "internal_error", 500, error=INTERNAL_ERROR)
 
@@ -337,6 +337,7 @@ class _Found:
     given: Mapping[str, IssueDetails]
     # Each issue's look-up key, by the relay's id of it.
     keys: Mapping[str, str]
+    sources: Sources
 
     def with_details(self, looked_up: Mapping[str, IssueDetails]) -> dict[str, Any]:
         """The job's `details` by issue (the webhook's own, filled in by those looked up by
@@ -347,12 +348,12 @@ class _Found:
             details[issue] = filled(own, details[issue]) if issue in details else own
         return {
             "details": {issue: details_as_json(found) for issue, found in details.items()},
-            "webhook": _short_ids_named(self.payload, details),
+            "webhook": _short_ids_named(self.payload, details, self.sources),
         }
 
 
 def _short_ids_named(
-    payload: dict[str, Any], details: Mapping[str, IssueDetails]
+    payload: dict[str, Any], details: Mapping[str, IssueDetails], sources: Sources
 ) -> dict[str, Any]:
     """The payload naming the short ids its source gave of its issues where it did not (a
     Sentry event alert names none): what every reader of the job then reads. GlitchTip's own
@@ -364,7 +365,7 @@ def _short_ids_named(
         return payload
 
     def short_id_of(link: str) -> str | None:
-        ref = issue_ref(link, None, source=alert.source)
+        ref = issue_ref(link, None, source=sources.named(alert.source))
         known = details.get(ref.id) if ref is not None else None
         return known.short_id if known is not None else None
 

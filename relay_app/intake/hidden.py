@@ -35,6 +35,7 @@ from ..core.off_thread import OffThread
 from ..core.routing import Destination
 from ..delivery.render import Note
 from ..glitchtip.api import ROUTED_TAGS, GlitchTipApi, ProjectPath
+from ..glitchtip.source import GLITCHTIP
 from ..glitchtip.webhook import IssueAlert, parse_alert
 from ..message.subjects import issue_ref, org_of
 from ..words import Words
@@ -93,10 +94,11 @@ def hidden_in(
 def _attached_at(alert: IssueAlert, origin: str) -> tuple[str, tuple[str, ...]] | None:
     """The organization and the ids of the alert's issues at GlitchTip's `origin`; None when
     none is, or they are of several organizations (one rule alerts on one project's)."""
+    glitchtips = GLITCHTIP if alert.source == GLITCHTIP.name else None
     found = [
         (ref.id, org)
         for issue in alert.issues
-        if (ref := issue_ref(issue.link, issue.short_id, source=alert.source)) is not None
+        if (ref := issue_ref(issue.link, issue.short_id, source=glitchtips)) is not None
         and ref.origin == origin
         and (org := org_of(issue.link)) is not None
     ]

@@ -20,6 +20,7 @@ from ..core.routing import Destination
 from ..core.services import Key
 from ..delivery.intake import deadline
 from ..glitchtip.lookups import scoped
+from ..glitchtip.source import GLITCHTIP
 from ..glitchtip.webhook import Alert, IssueAlert, parse_alert
 from ..message.subjects import issue_ref
 from ..routes import RouteTable, split
@@ -121,8 +122,9 @@ def _issue_ids(alert: Alert, glitchtip_links: str | None) -> dict[str, str]:
     if not isinstance(alert, IssueAlert):
         return {}
     ids: dict[str, str] = {}
+    glitchtips = GLITCHTIP if alert.source == GLITCHTIP.name else None
     for issue in alert.issues:
-        ref = issue_ref(issue.link, issue.short_id, source=alert.source)
+        ref = issue_ref(issue.link, issue.short_id, source=glitchtips)
         if (
             issue.link
             and ref is not None

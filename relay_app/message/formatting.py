@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, tzinfo
 from typing import Any
 
+from ..core.sources import Source, Sources
 from ..core.typed import shown_name, tg_users_in
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.webhook import (
@@ -128,6 +129,7 @@ def message_for(
     payload: dict[str, Any],
     words: Words,
     *,
+    sources: Sources,
     details: Mapping[str, IssueDetails] | None = None,
     now: float = 0.0,
     names_hidden_at: str | None = None,
@@ -143,8 +145,12 @@ def message_for(
     relay serves GlitchTip and Sentry both, so a heading that does not name its source does."""
     try:
         alert = parse_alert(payload)
-        subjects = subjects_of(alert)
-        issues, source = (alert.issues, alert.source) if isinstance(alert, IssueAlert) else ((), "")
+        subjects = subjects_of(alert, sources)
+        issues, source = (
+            (alert.issues, sources.named(alert.source))
+            if isinstance(alert, IssueAlert)
+            else ((), None)
+        )
         by_link = {
             issue.link: details[ref.id]
             for issue in issues
@@ -155,7 +161,7 @@ def message_for(
         }
         named = any(ref.origin == names_hidden_at for ref in subjects.issues)
         if isinstance(alert, IssueAlert):
-            alert = replace(alert, heading=_sourced(alert, words, names_source))
+            alert = replace(alert, heading=_sourced(alert, words, names_source, source))
         formatted = format_alert(alert, words, by_link, now=now, hidden_named=named, again=again)
         return replace(formatted, subjects=subjects)
     except Exception:
@@ -346,12 +352,13 @@ def _issue_header(alert: IssueAlert, words: Words) -> list[Span]:
     return [Span(f"{worst} "), Span(heading, bold=True)]
 
 
-def _sourced(alert: IssueAlert, words: Words, names_source: bool) -> str:
+def _sourced(alert: IssueAlert, words: Words, names_source: bool, source: Source | None) -> str:
     """Another source's heading, in its words (Sentry's new issue has none: 'Sentry Alert'),
-    with its name before it where the relay serves two sources and it does not say it."""
-    if alert.source == "glitchtip":
+    with its name before it where the relay serves two sources and it does not say it. The
+    first source's headings (core/sources.py) are the payload's own."""
+    if source is None or not source.prefix:
         return alert.heading
-    name = alert.source.capitalize()
+    name = source.shown
     if not alert.heading:
         return in_source(words, name).glitchtip_alert
     if not names_source:

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 
 from ..core.routing import Destination
 from ..core.services import Key
+from ..core.sources import number_of
 from ..glitchtip.webhook import IssueAlert, parse_alert
 from ..words import Words
-from .subjects import SENTRY_PREFIX
 from .trend import sparkline
 
 # A title in a line is cut to this many characters.
@@ -92,9 +92,8 @@ def issue_data(issue: WatchedIssue) -> dict[str, Any]:
     first = alert.issues[0] if isinstance(alert, IssueAlert) and alert.issues else None
     return {
         # As a card names it: its short id, else its number at its source ('#4242', never the
-        # relay's 'sentry:4242').
-        "label": (first.short_id if first is not None else None)
-        or f"#{issue.issue_id.removeprefix(SENTRY_PREFIX)}",
+        # relay's id with its source's prefix).
+        "label": (first.short_id if first is not None else None) or f"#{number_of(issue.issue_id)}",
         "title": first.title if first is not None else "",
         "events": issue.events,
         "hourly": list(issue.hourly),

@@ -1,8 +1,9 @@
-"""What an alert is about: the GlitchTip issues and uptime monitors it names, read from the
-payload once, when the webhook arrives, and kept with the alert's message. The relay needs them
-after the message is sent: to put Resolve and Ignore buttons under each issue, and to thread an
-uptime monitor's recovery under its outage. Pure data, and
-the JSON an alert's row kept it as before jobs held data.
+"""What an alert is about: the issues and uptime monitors it names, read from the payload once,
+when the webhook arrives, and kept with the alert's message. The relay needs them after the
+message is sent: to put Resolve and Ignore buttons under each issue, and to thread an uptime
+monitor's recovery under its outage. Pure data, and the JSON an alert's row kept it as before
+jobs held data. An issue's link is read as its source writes them (core/sources.py): this
+module spells no source's.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 
 from ..core.json_values import json_object
 from ..core.origins import origin_of as parsed_origin
+from ..core.sources import Source, Sources, number_of
 from ..glitchtip.details import details_from_json
 from ..glitchtip.webhook import (
     Alert,
@@ -26,36 +28,28 @@ from ..glitchtip.webhook import (
     parse_alert,
 )
 
-# GlitchTip's issue links end in the issue's id: <domain>/<org_slug>/issues/<id>.
-_ISSUE_PATH = re.compile(r"/issues/([0-9]{1,20})/?$")
-# Sentry's, as the relay writes them (sentry/hooks.py):
-# <SENTRY_URL>/organizations/<org>/issues/<id>/.
-# Its issues' ids are told apart from GlitchTip's by this prefix, in every record the relay keeps:
-# the two number their issues alike, and one relay may serve both.
-_SENTRY_PATH = re.compile(r"^/organizations/[A-Za-z0-9][A-Za-z0-9_-]{0,99}/issues/([0-9]{1,20})/?$")
-SENTRY_PREFIX = "sentry:"
-# The sources, as an alert names its own (glitchtip/webhook.py's SOURCES).
-GLITCHTIP, SENTRY = "glitchtip", "sentry"
+# Every tracker's issue links end in the issue's number: `.../issues/<id>/`.
+_ANY_ISSUE_PATH = re.compile(r"/issues/([0-9]{1,20})/?$")
 
 
 @dataclass(frozen=True)
 class IssueRef:
-    """An issue GlitchTip's API can change: `id` as its API names it, and the origin of the
-    alert's link, which must be GlitchTip's own for the issue to get buttons."""
+    """An issue its source's API can change: `id`, the relay's (core/sources.py), and the origin
+    of the alert's link, which must be its source's own for the issue to get buttons."""
 
     id: str
     origin: str
     short_id: str | None = None
     # Its title as the message showed it: how `relay-app silence list` names a muted issue.
     title: str | None = None
-    # A GlitchTip issue's organization, as its link names it: the one organization a button
-    # may act in (GlitchTip refuses the id in any other: glitchtip/api.py).
+    # The issue's organization, as its link names it, for a source whose links name one: the
+    # one organization a button may act in (its API refuses the id in any other).
     org: str | None = None
 
     @property
     def label(self) -> str:
         """How buttons and notices name it: 'BACKEND-1A', or '#4' without a short id."""
-        return self.short_id or f"#{self.id.removeprefix(SENTRY_PREFIX)}"
+        return self.short_id or f"#{number_of(self.id)}"
 
 
 @dataclass(frozen=True)
@@ -117,10 +111,11 @@ class Subjects:
 NO_SUBJECTS = Subjects()
 
 
-def subjects_of(alert: Alert) -> Subjects:
+def subjects_of(alert: Alert, sources: Sources) -> Subjects:
     if isinstance(alert, IssueAlert):
+        source = sources.named(alert.source)
         refs = (
-            issue_ref(issue.link, issue.short_id, issue.title, source=alert.source)
+            issue_ref(issue.link, issue.short_id, issue.title, source=source)
             for issue in alert.issues
         )
         return Subjects(issues=tuple(ref for ref in refs if ref is not None))
@@ -136,87 +131,88 @@ def subjects_of(alert: Alert) -> Subjects:
 
 
 def issue_ref(
-    link: str | None, short_id: str | None, title: str | None = None, *, source: str
+    link: str | None, short_id: str | None, title: str | None = None, *, source: Source | None
 ) -> IssueRef | None:
     """The issue an alert's link names, read as its `source`'s link (the intake it came
-    through decides: a body at GlitchTip's URL is GlitchTip's, one signed by Sentry is
-    Sentry's), never as the link's own form says: a GlitchTip webhook linking Sentry's issue
-    names no Sentry issue, so nothing of it reaches Sentry's API or token. None for a link that
-    is not an issue of that source's."""
-    if not link:
+    through decides: a body at one source's URL is that source's, one signed by another is
+    the other's), never as the link's own form says: a webhook of one source linking another's
+    issue names no issue of the other's, so nothing of it reaches the other's API or token.
+    None for a link that is not an issue of that source's, and for no source."""
+    if not link or source is None:
         return None
     try:
         path = urlsplit(link).path
     except ValueError:
         return None
     origin = origin_of(link)
-    if origin is None:
+    number = source.number_in(path)
+    if origin is None or number is None:
         return None
-    found = _SENTRY_PATH.match(path) if source == SENTRY else _ISSUE_PATH.search(path)
-    if found is None or source not in (GLITCHTIP, SENTRY):
-        return None
-    if source == SENTRY:
-        return IssueRef(SENTRY_PREFIX + found[1], origin, short_id, title=title)
-    return IssueRef(found[1], origin, short_id, title=title, org=_org_in(path))
+    org = _org_in(path) if source.org_in_link else None
+    return IssueRef(source.relay_id(number), origin, short_id, title=title, org=org)
 
 
 def number_in_link(link: str | None) -> str | None:
-    """The issue's number an issue's link ends in, whichever source's form it has: to tell two
+    """The issue's number an issue's link ends in, whichever source's it is: to tell two
     lines of a message apart, and for a silence that names an issue by number; never to act."""
     try:
         path = urlsplit(link or "").path
     except ValueError:
         return None
-    found = _SENTRY_PATH.match(path) or _ISSUE_PATH.search(path)
+    found = _ANY_ISSUE_PATH.search(path)
     return found[1] if found else None
 
 
-def is_sentrys(issue_id: str) -> bool:
-    """Whether the relay's id of an issue names one of Sentry's (`sentry:<id>`)."""
-    return issue_id.startswith(SENTRY_PREFIX)
+@dataclass(frozen=True)
+class Home:
+    """Where a source's issue links must be (its origin) for its issues to get buttons, and,
+    for a source whose links name an organization, the organizations whose issues get them
+    (None: any its token reaches)."""
 
-
-def source_name(issue_id: str) -> str:
-    """The name of the issue's source, as the chat's words say it."""
-    return "Sentry" if is_sentrys(issue_id) else "GlitchTip"
+    origin: str
+    orgs: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
 class IssueHomes:
-    """Where each source's issue links must be for an issue to get buttons: GlitchTip's origin
-    (GLITCHTIP_PUBLIC_URL, or GLITCHTIP_URL) and Sentry's (SENTRY_URL), None for a source with
-    no token. A webhook can name any link, and a press acts on the issue a link names: only a
-    source's own links, of its own issues, may become buttons."""
+    """Each source with a token, and its `Home`. A webhook can name any link, and a press acts
+    on the issue a link names: only a source's own links, of its own issues, may become
+    buttons."""
 
-    glitchtip: str | None = None
-    sentry: str | None = None
-    # GLITCHTIP_ORGANIZATIONS: the organizations whose issues get buttons; None: any the
-    # token reaches.
-    glitchtip_orgs: frozenset[str] | None = None
+    homes: tuple[tuple[Source, Home], ...] = ()
 
     def owns(self, issue: IssueRef) -> bool:
-        if is_sentrys(issue.id):
-            return self.sentry is not None and issue.origin == self.sentry
-        return (
-            self.glitchtip is not None
-            and issue.origin == self.glitchtip
-            and issue.org is not None
-            and (self.glitchtip_orgs is None or issue.org in self.glitchtip_orgs)
+        found = next((pair for pair in self.homes if pair[0].holds(issue.id)), None)
+        if found is None:
+            return False
+        source, home = found
+        if issue.origin != home.origin:
+            return False
+        return not source.org_in_link or (
+            issue.org is not None and (home.orgs is None or issue.org in home.orgs)
         )
 
+    def source(self, name: str) -> Source | None:
+        """The source of that name, when it has a token."""
+        return next((source for source, _ in self.homes if source.name == name), None)
+
+    def of(self, name: str) -> Home | None:
+        """The home of the source of that name, when it has a token."""
+        return next((home for source, home in self.homes if source.name == name), None)
+
     def __bool__(self) -> bool:
-        return self.glitchtip is not None or self.sentry is not None
+        return bool(self.homes)
 
     def described(self) -> str:
         """Its origins, for a log line."""
-        return " and ".join(home for home in (self.glitchtip, self.sentry) if home) or "none"
+        return " and ".join(home.origin for _, home in self.homes) or "none"
 
 
 NO_HOMES = IssueHomes()
 
 
 def org_of(link: str | None) -> str | None:
-    """The organization's slug in a GlitchTip issue's link: <domain>/<org_slug>/issues/<id>."""
+    """The organization's slug in an issue's link that names one: <domain>/<org>/issues/<id>."""
     try:
         return _org_in(urlsplit(link or "").path)
     except ValueError:
@@ -257,16 +253,17 @@ class Alerted:
     level: str
 
 
-def alerted_in(data: Mapping[str, Any]) -> list[Alerted]:
+def alerted_in(data: Mapping[str, Any], sources: Sources) -> list[Alerted]:
     """The issues of a job's webhook (none for another shape of alert)."""
     payload = json_object(data.get("webhook"))
     alert = parse_alert(dict(payload)) if payload else None
     if not isinstance(alert, IssueAlert):
         return []
     details = json_object(data.get("details"))
+    source = sources.named(alert.source)
     found = []
     for issue in alert.issues:
-        ref = issue_ref(issue.link, issue.short_id, issue.title, source=alert.source)
+        ref = issue_ref(issue.link, issue.short_id, issue.title, source=source)
         if ref is None or issue.link is None:
             continue
         known = details_from_json(details[ref.id]) if ref.id in details else None

@@ -50,6 +50,7 @@ from ..cards.sent import SentStore
 from ..cards.verbs import CALLS, Button, Press
 from ..core.metrics import CounterSpec, Metrics
 from ..core.services import Lending, Lent, Services
+from ..core.sources import Source, Sources
 from ..delivery.health import Health
 from ..delivery.job import FollowUp
 from ..delivery.leadership import Chore
@@ -58,6 +59,7 @@ from ..delivery.placing import Placing
 from ..delivery.render import Note, Shape, Writer
 from ..intake.last_webhook import LastWebhook
 from ..intake.pages import Feed, Page
+from ..message.subjects import IssueHomes
 from ..spool import Spool
 from ..telegram.bot_commands import BotCommand
 from ..telegram.courier import Telegram
@@ -94,6 +96,10 @@ class Core:
     term: Callable[[], str | None]
     # When a source last reached the relay (/readyz, `check`): a page of a capability's notes it.
     last_webhook: LastWebhook
+    # The sources of alerts (an issue's source, from its id or its alert's name), and where
+    # each one's issue links must be for its issues to get buttons (those with a token).
+    sources: Sources
+    homes: IssueHomes
     # The buttons of the capabilities that are on, and what those started before this one
     # added (their presses, commands, kinds of update): acting from the chat starts last.
     buttons: tuple[Button, ...] = ()
@@ -108,7 +114,7 @@ class Core:
         on: what every capability that reads a card asks for."""
         return spool.of(lambda store: SentStore(store, self.marks))
 
-    def cards_in_step(self, spool: Spool, *, origin: str, source: str = "GlitchTip") -> CardsInStep:
+    def cards_in_step(self, spool: Spool, *, origin: str, source: str) -> CardsInStep:
         """The cards kept in step with what a source says of its issues (cards/in_step.py),
         for the buttons whose links are `origin`'s: what the watcher's rounds, a snooze that
         comes back and Sentry's issue webhook each bring the cards in step with."""
@@ -238,6 +244,8 @@ class Capability:
     # Whether it dispatches what the others add (their presses, commands and kinds of update:
     # acting from the chat): it starts after all of them, wherever the registry lists it.
     dispatches: bool = False
+    # The source of alerts it is (its issues' ids and links, its name: core/sources.py).
+    source: Source | None = None
 
 
 @dataclass(frozen=True)
@@ -245,6 +253,9 @@ class Registry:
     """The capabilities, in the order their buttons, shapes and subcommands come."""
 
     capabilities: tuple[Capability, ...]
+    # The sources the core reads before the capabilities' own (the wiring's: the first one's
+    # ids have no prefix).
+    sources_first: tuple[Source, ...] = ()
 
     def __post_init__(self) -> None:
         _one_each("capability", [each.name for each in self.capabilities])
@@ -257,7 +268,21 @@ class Registry:
 
     def on(self, settings: Settings) -> Registry:
         """Those the settings turn on: asked once, here."""
-        return Registry(tuple(each for each in self.capabilities if each.on(settings)))
+        # Every source stays known, on or not: an issue kept of a source since turned off is
+        # still its, never another's.
+        return Registry(
+            tuple(each for each in self.capabilities if each.on(settings)), tuple(self.sources)
+        )
+
+    @property
+    def sources(self) -> Sources:
+        known = {source.name for source in self.sources_first}
+        theirs = (
+            each.source
+            for each in self.capabilities
+            if each.source is not None and each.source.name not in known
+        )
+        return Sources((*self.sources_first, *theirs))
 
     @property
     def counters(self) -> list[CounterSpec]:
@@ -322,7 +347,7 @@ class Registry:
     def words_in(self, words: Words) -> Words:
         """The catalogue, with their words in its language (itself when they have none)."""
         theirs = tuple(self.words(words.language).items())
-        return replace(words, theirs=theirs) if theirs != words.theirs else words
+        return replace(words, theirs=theirs, sources=self.sources)
 
     def start(self, core: Core) -> Started:
         """Each capability that starts, in the registry's order: a service one provides is

@@ -34,6 +34,7 @@ import requests
 from ..core.errors import DeliveryError, SpoolError
 from ..core.logs import redact, register_secret
 from ..core.services import Lending
+from ..core.sources import Sources
 from ..glitchtip.details import details_by_issue
 from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..message.formatting import TELEGRAM_TEXT_LIMIT, message_for
@@ -78,6 +79,7 @@ def run(
     argv: Sequence[str] | None,
     console: Console,
     *,
+    sources: Sources,
     added: Sequence[AddCommands] = (),
     shapes: Sequence[Shape] = (),
     roster_of: RosterOf = rotations_only,
@@ -86,7 +88,8 @@ def run(
     said: Sequence[SaysState] = (),
     lending: Lending | None = None,
 ) -> int:
-    """`relay-app` with `argv` (None: the process's), its exit code. `added`: the
+    """`relay-app` with `argv` (None: the process's), its exit code. `sources`: whose issues
+    an alert's links name (core/sources.py); `added`: the
     capabilities' subcommands; `shapes`: the alerts they registered (what `spool list` shows
     of a job); `roster_of`: who is on duty (`routes test`), the covers the capabilities keep
     applied; `checks`: what `check` asks of the capabilities' settings too; `readers`: how
@@ -94,8 +97,10 @@ def run(
     among them say of their state (`check`'s sources line); `lending`: the stores they lend
     one another."""
     err = console.err
-    parser = _parser(added, shapes, roster_of, lending or Lending())
-    parser.set_defaults(more_checks=tuple(checks), readers=tuple(readers), said=tuple(said))
+    parser = _parser(added, shapes, sources, roster_of, lending or Lending())
+    parser.set_defaults(
+        more_checks=tuple(checks), readers=tuple(readers), said=tuple(said), sources=sources
+    )
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse has already printed the usage and the problem
@@ -113,6 +118,7 @@ def run(
 def _parser(
     added: Sequence[AddCommands],
     shapes: Sequence[Shape],
+    sources: Sources,
     roster_of: RosterOf = rotations_only,
     lending: Lending | None = None,
 ) -> argparse.ArgumentParser:
@@ -173,7 +179,12 @@ def _parser(
     webhook_delete.set_defaults(run=_delete_telegram_webhook)
 
     line = CommandLine(
-        commands, open_spool_from_env, parse_duration, shapes, lending=lending or Lending()
+        commands,
+        open_spool_from_env,
+        parse_duration,
+        sources,
+        shapes,
+        lending=lending or Lending(),
     )
     add_spool_commands(line)
     add_glitchtip_commands(commands, open_spool=open_spool_from_env)
@@ -342,7 +353,9 @@ def _preview(args: argparse.Namespace, console: Console) -> int:
         raise Failed(str(exc)) from None
     if found.payload is None:
         raise Failed(f"a webhook of {found.source}'s that sends no message: {found.said}")
-    message = message_for(found.payload, words, details=details_by_issue(found.details))
+    message = message_for(
+        found.payload, words, sources=args.sources, details=details_by_issue(found.details)
+    )
     # stdout holds exactly the text field the relay posts; the rest goes to stderr.
     console.out.write(message.html + "\n")
     console.err.write(

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from ..core.logs import LogFormat
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id
 from ..core.timing import PRODUCTION, Timing
-from ..message.subjects import IssueHomes, origin_of
+from ..message.subjects import origin_of
 from ..routes import NO_ROUTES, RouteTable
 from ..words import LANGUAGES
 from .binds import DEFAULT_BIND, admin_bind_from_env, bind_from_env
@@ -169,16 +169,6 @@ class Settings:
     def sentry_links(self) -> str | None:
         """The origin Sentry's issue links have (SENTRY_URL's), when Sentry is a source."""
         return origin_of(self.sentry.url) if self.sentry is not None else None
-
-    @property
-    def issue_homes(self) -> IssueHomes:
-        """Where each source's issues must be to get buttons: the sources with a token."""
-        sentry_token = self.sentry.api_token if self.sentry is not None else None
-        return IssueHomes(
-            glitchtip=self.glitchtip_links if self.glitchtip_api_token is not None else None,
-            sentry=self.sentry_links if sentry_token is not None else None,
-            glitchtip_orgs=self.glitchtip_organizations,
-        )
 
     @property
     def acts_on_issues(self) -> bool:

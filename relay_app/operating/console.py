@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.services import Lending
+from ..core.sources import Sources
 
 if TYPE_CHECKING:
     from ..delivery.render import Shape
@@ -48,6 +49,7 @@ class CommandLine:
     commands: Any  # argparse's _SubParsersAction, a private name
     open_spool: OpenSpool
     duration: Duration
+    sources: Sources
     shapes: Sequence[Shape] = ()
     lending: Lending = field(default_factory=Lending)
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 from ..core.routing import ChatId, Destination, parse_chat_id, parse_thread_id
+from ..core.sources import Sources
 from ..delivery.render import Added, Renderer, Shape
 from ..message.spans import utc_time
 from ..spool import Job, Spool
@@ -38,7 +39,7 @@ def add_spool_commands(line: CommandLine) -> None:
 
     listing = actions.add_parser("list", help="list pending alerts (or dead ones with --dead)")
     listing.add_argument("--dead", action="store_true", help="list dead letters instead")
-    listing.set_defaults(run=on_spool(partial(_list, shapes=line.shapes)))
+    listing.set_defaults(run=on_spool(partial(_list, shapes=line.shapes, sources=line.sources)))
 
     retry = actions.add_parser(
         "retry", help="make dead alerts pending again; a running relay resends them"
@@ -99,7 +100,12 @@ def _alert_id(raw: str) -> int:
 
 
 def _list(
-    found: Spool, args: argparse.Namespace, console: Console, *, shapes: Sequence[Shape]
+    found: Spool,
+    args: argparse.Namespace,
+    console: Console,
+    *,
+    shapes: Sequence[Shape],
+    sources: Sources,
 ) -> int:
     out, spool = console.out, found.admin
     alerts = spool.alerts("dead" if args.dead else "pending")
@@ -108,7 +114,7 @@ def _list(
         ("ID", "RECEIVED (UTC)", "TRIES", when, "TO", "ALERT", "LAST ERROR")
     ]
     # Each alert as the relay renders it, in English: this is the operator's table.
-    renderer = Renderer(ENGLISH, late_after=float("inf"), added=Added(shapes))
+    renderer = Renderer(ENGLISH, sources=sources, late_after=float("inf"), added=Added(shapes))
     rows += [_row(alert, renderer.about(alert, now=time.time())) for alert in alerts]
     print_table(rows, out)
     counts = spool.counts()

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core.errors import PermanentDeliveryError
 from ..core.routing import Destination, chat_key
+from ..core.sources import Sources
 from ..delivery.outbox import Outbox, chat_lane
 from ..delivery.render import Call
 from ..message.formatting import Message
@@ -62,6 +63,7 @@ class Rooms:
         places: frozenset[Destination],
         *,
         words: Words,
+        sources: Sources,
         count: Callable[[str], None],
         clock: Clock,
         refused_for: float = REFUSED_FOR,
@@ -76,6 +78,7 @@ class Rooms:
         self._outbox = outbox
         self._places = places
         self._words = words
+        self._sources = sources
         self._count = count
         self._clock = clock
 
@@ -149,7 +152,7 @@ class Rooms:
             state="making",
             label=issue.label,
             title=issue.title or "",
-            level=level_in(job, issue.id),
+            level=level_in(job, issue.id, self._sources),
             home=destination.thread,
             card=None,
         )

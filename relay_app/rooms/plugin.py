@@ -41,6 +41,7 @@ def _start(core: Core) -> Running:
         core.outbox,
         places,
         words=core.words,
+        sources=core.sources,
         count=count,
         clock=core.clock,
         refused_for=refused_for,

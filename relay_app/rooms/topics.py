@@ -6,6 +6,7 @@ an icon colour by level (one of the six Telegram allows); a closed one says why 
 from __future__ import annotations
 
 from ..core.routing import parse_chat_id
+from ..core.sources import Sources
 from ..message.subjects import alerted_in
 from ..spool.model import Job
 from ..words import Words
@@ -52,9 +53,10 @@ def colour_of(level: str) -> int:
     return ICON_COLOURS.get(level, OTHER_COLOUR)
 
 
-def level_in(job: Job, issue_id: str) -> str:
+def level_in(job: Job, issue_id: str, sources: Sources) -> str:
     """The issue's level as its alert tells (message/subjects.py); 'error' when it does not."""
-    found = next((each.level for each in alerted_in(job.data) if each.issue.id == issue_id), None)
+    alerted = alerted_in(job.data, sources)
+    found = next((each.level for each in alerted if each.issue.id == issue_id), None)
     return found if found in LEVEL_MARKS else "error"
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..cards.marks import Mark
-from ..message.subjects import is_sentrys
 from ..spool.store import Store, Tx, placeholders
+from .source import SENTRY
 
 ASSIGNED = "assigned"
 # An assignment older than this is forgotten at the next one: the cards that showed it are
@@ -50,7 +50,7 @@ class AssignmentStore:
 def assigned(tx: Tx, chat: str, issue_ids: Sequence[str]) -> dict[str, list[Mark]]:
     """The mark of each of these issues Sentry assigned to someone (in every chat alike); a
     card of GlitchTip's issues alone asks nothing."""
-    sentrys = [issue_id for issue_id in issue_ids if is_sentrys(issue_id)]
+    sentrys = [issue_id for issue_id in issue_ids if SENTRY.holds(issue_id)]
     if not sentrys:
         return {}
     sql = (

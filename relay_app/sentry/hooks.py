@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 from ..core.json_values import json_object
 from ..glitchtip.details import details_as_json
 from ..glitchtip.webhook import KIND_KEY, OWN_LEVELS, SOURCE_KEY
-from ..message.subjects import SENTRY_PREFIX
 from .details import details_of
+from .source import SENTRY
 
 SOURCE = "sentry"
 # The colours GlitchTip's webhook gives each level: the relay's messages read them.
@@ -146,7 +146,7 @@ def _event_alert(data: dict[str, Any], sentry_url: str) -> Hook:
     event_id = _text(event.get("event_id"))[:64]
     return Alerting(
         payload,
-        {SENTRY_PREFIX + issue_id: details_as_json(details)},
+        {SENTRY.relay_id(issue_id): details_as_json(details)},
         key=f"event:{event_id}:{rule[:200]}" if event_id else None,
     )
 
@@ -200,7 +200,7 @@ def _issue_hook(action: str, issue: dict[str, Any], sentry_url: str) -> Hook:
         return Noted(f"an issue webhook ({_said(action)}) that names no issue")
     if action in _STATES:
         return InStep(
-            {SENTRY_PREFIX + issue_id: _STATES[action]},
+            {SENTRY.relay_id(issue_id): _STATES[action]},
             f"issue {label} was {action} in Sentry",
             key=f"issue:{issue_id}:{action}",
         )
@@ -216,7 +216,7 @@ def _assigned(issue: dict[str, Any], issue_id: str, label: str) -> Assigned:
     assignee = json_object(issue.get("assignedTo"))
     who = (_text(assignee.get("name")) or _text(assignee.get("email")))[:100] or None
     return Assigned(
-        SENTRY_PREFIX + issue_id,
+        SENTRY.relay_id(issue_id),
         who,
         f"issue {label} was assigned to {who or 'nobody'} in Sentry",
         key=f"issue:{issue_id}:assigned",
@@ -247,7 +247,7 @@ def _created(issue: dict[str, Any], issue_id: str, sentry_url: str) -> Alerting:
     details = details_of(None, issue)
     return Alerting(
         payload,
-        {SENTRY_PREFIX + issue_id: details_as_json(details)},
+        {SENTRY.relay_id(issue_id): details_as_json(details)},
         key=f"issue:{issue_id}:created",
     )
 

@@ -10,7 +10,6 @@ import logging
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE, DetailSource
 from ..intake.routed import TAKE_IN
-from ..message.subjects import SENTRY_PREFIX, is_sentrys
 from ..operating.capability import Capability, Core, Running
 from ..operating.sentry_env import SentryConfig
 from .api import SentryApi
@@ -20,6 +19,7 @@ from .cli import add_sentry_commands
 from .counters import LOOKUPS
 from .deliveries import DeliveryStore
 from .reading import read_sentry
+from .source import SENTRY
 from .status import sentry_state, sentry_status
 from .webhook import SentryIntake, SentryPage
 
@@ -44,7 +44,7 @@ def _start(core: Core) -> Running:
         origin, spool = settings.sentry_links, core.spool
         in_step = None
         if config.api_token and spool is not None and origin:
-            in_step = core.cards_in_step(spool, origin=origin, source="Sentry")
+            in_step = core.cards_in_step(spool, origin=origin, source=SENTRY.shown)
         intake = SentryIntake(
             take_in, settings.routes, settings.default_destination, core.last_webhook
         )
@@ -75,10 +75,10 @@ def _details(config: SentryConfig, core: Core) -> DetailSource:
     counted = core.metrics.of(LOOKUPS)
 
     def read(issue_id: str) -> IssueDetails:
-        return api.details(issue_id.removeprefix(SENTRY_PREFIX))
+        return api.details(SENTRY.own_id(issue_id))
 
     return DetailSource(
-        is_sentrys, read, SentryApi.SETUP, lambda outcome: counted.labels(outcome).inc()
+        SENTRY.holds, read, SentryApi.SETUP, lambda outcome: counted.labels(outcome).inc()
     )
 
 
@@ -92,6 +92,7 @@ CAPABILITY = Capability(
     cli=(add_sentry_commands,),
     tables=("sentry_deliveries", "sentry_assignments"),
     marks=(assigned,),
+    source=SENTRY,
     words={
         "en": {
             "status_sentry": "Sentry: {state}; {last}",

@@ -9,9 +9,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..core.errors import GlitchTipError
+from ..core.sources import Source
 from ..glitchtip.api import Answered, GlitchTipApi, IssueHistory, IssueState, IssueStatus
-from ..message.subjects import SENTRY_PREFIX, is_sentrys
+from ..glitchtip.source import GLITCHTIP
 from .api import SentryApi
+from .source import SENTRY
 
 T = TypeVar("T")
 
@@ -40,7 +42,7 @@ class Trackers:
     def _org(issue_id: str, org: str | None) -> str | None:
         """The organization a GlitchTip issue is acted on in (its alert's, which an unsigned
         webhook names); a Sentry issue's alert came signed, so its id alone is asked for."""
-        return None if is_sentrys(issue_id) else org
+        return None if SENTRY.holds(issue_id) else org
 
     def issue_states(self, org: str, ids: Sequence[str]) -> Answered[IssueState]:
         """Each issue's state, asked of its source: the watcher's question."""
@@ -61,22 +63,28 @@ class Trackers:
         """One question about many issues, asked of each source for its own, the answers
         named by the relay's ids. A source without a token is not asked."""
         merged: Answered[T] = Answered()
-        for api, prefix in ((self._glitchtip, ""), (self._sentry, SENTRY_PREFIX)):
-            own = [i.removeprefix(prefix) for i in ids if is_sentrys(i) == bool(prefix)]
+        apis: tuple[tuple[GlitchTipApi | None, Source], ...] = (
+            (self._glitchtip, GLITCHTIP),
+            (self._sentry, SENTRY),
+        )
+        for api, source in apis:
+            own = [source.own_id(i) for i in ids if source.holds(i)]
             if api is None or not own:
                 continue
             answered = ask(api, own)
-            merged.found.update({prefix + key: value for key, value in answered.found.items()})
+            merged.found.update(
+                {source.relay_id(key): value for key, value in answered.found.items()}
+            )
             merged.unreadable.update(
-                {prefix + key: why for key, why in answered.unreadable.items()}
+                {source.relay_id(key): why for key, why in answered.unreadable.items()}
             )
         return merged
 
     def _for(self, issue_id: str) -> tuple[GlitchTipApi, str]:
         """The API that owns the issue, and its id there."""
-        if is_sentrys(issue_id):
+        if SENTRY.holds(issue_id):
             api: GlitchTipApi | None = self._sentry
-            own_id, name = issue_id.removeprefix(SENTRY_PREFIX), "SENTRY_API_TOKEN"
+            own_id, name = SENTRY.own_id(issue_id), "SENTRY_API_TOKEN"
         else:
             api, own_id, name = self._glitchtip, issue_id, "GLITCHTIP_API_TOKEN"
         if api is None:

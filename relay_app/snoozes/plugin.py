@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..cards.ignore_choices import SNOOZING
 from ..glitchtip.api import GlitchTipApi
 from ..glitchtip.rounds import ISSUE_PLACES, ROUNDS
+from ..glitchtip.source import GLITCHTIP
 from ..operating.capability import Capability, Core, Running
 from .counters import SNOOZES
 from .snoozing import BringBack, Snoozing
@@ -29,7 +30,7 @@ def _start(core: Core) -> Running:
     if rounds is None or places is None:
         return Running()
     # Its cards follow at once when an issue comes back, not at the next round.
-    in_step = core.cards_in_step(spool, origin=links)
+    in_step = core.cards_in_step(spool, origin=links, source=GLITCHTIP.shown)
     snoozing = Snoozing(
         spool.of(SnoozeStore),
         places,

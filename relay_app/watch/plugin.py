@@ -14,6 +14,7 @@ from ..core.services import Lent
 from ..glitchtip.api import ISSUE_WATCH
 from ..glitchtip.details import HOURLY
 from ..glitchtip.rounds import ISSUE_PLACES, ROUNDS
+from ..glitchtip.source import GLITCHTIP
 from ..glitchtip.webhook import source_of
 from ..intake.routed import TAKE_IN
 from ..message.open_issues import CHAT_ISSUES
@@ -45,7 +46,7 @@ def _start(core: Core) -> Running:
         WatchPlan(
             settings.watching.every,
             settings.watching.min_events,
-            settings.issue_homes,
+            core.homes,
             look_every=settings.timing.poll_interval,
         ),
         AfterRound(
@@ -72,7 +73,7 @@ def _following_glitchtip(core: Core, spool: Spool) -> CardsInStep | None:
     links = settings.glitchtip_links
     if settings.glitchtip_api_token is None or settings.glitchtip_url is None or links is None:
         return None
-    return core.cards_in_step(spool, origin=links)
+    return core.cards_in_step(spool, origin=links, source=GLITCHTIP.shown)
 
 
 def post_escalating(core: Core, issue: Watched, found: Trend) -> None:

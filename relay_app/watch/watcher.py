@@ -324,7 +324,8 @@ def _issues_of(
         return []
     found = []
     for index, issue in enumerate(alert.issues):
-        ref = issue_ref(issue.link, issue.short_id, issue.title, source=alert.source)
+        source = links.source(alert.source)
+        ref = issue_ref(issue.link, issue.short_id, issue.title, source=source)
         org = org_of(issue.link)
         alone = _alone(payload, index)
         if ref is not None and links.owns(ref) and org is not None and alone is not None:

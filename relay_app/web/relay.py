@@ -10,6 +10,7 @@ from flask import current_app
 from ..cards.outgoing import Outgoing
 from ..core.metrics import Metrics
 from ..core.services import Services
+from ..core.sources import Sources
 from ..delivery.dispatcher import Dispatcher
 from ..delivery.intake import Intake
 from ..delivery.job import Jobs
@@ -36,6 +37,8 @@ class Relay:
     """The parts of one app that the views, gunicorn's hooks and tests reach."""
 
     settings: Settings
+    # Whose issues an alert's links name (core/sources.py).
+    sources: Sources
     intake: Intake
     dispatcher: Dispatcher
     jobs: Jobs

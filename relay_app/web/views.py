@@ -302,7 +302,7 @@ def webhook(secret: str) -> tuple[Response, int]:
     except RouteError as exc:
         # GlitchTip ignores the 400 and never resends: the log is the alert's last trace. Its
         # text for the log, which stays English.
-        text = message_for(payload, ENGLISH).text
+        text = message_for(payload, ENGLISH, sources=relay.sources).text
         relay.jobs.undelivered(text, f"the webhook URL was refused: {exc}", None)
         return answered(metrics, started, Taken("rejected", "bad_route", 400, error=str(exc)))
     parts = relay.webhooks.take(payload, destination, started)

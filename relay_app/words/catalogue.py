@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from ..core.sources import Sources, has_prefix
+
 
 @dataclass(frozen=True)
 class Plural:
@@ -294,11 +296,16 @@ class Words:
     # The capabilities' own words (operating/capability.py), by name: what `word` finds beside
     # the catalogue's.
     theirs: tuple[tuple[str, str], ...] = ()
+    # The sources' names as people read them (core/sources.py): the words about an issue are
+    # said of its source (`of_source`).
+    sources: Sources = field(default_factory=lambda: Sources(()))
 
     def word(self, name: str) -> str:
         """A word's template by its name, the catalogue's or a capability's. Raises KeyError
         for one neither has."""
-        template = getattr(self, name, None) if name not in ("language", "theirs") else None
+        template = (
+            getattr(self, name, None) if name not in ("language", "theirs", "sources") else None
+        )
         if isinstance(template, str):
             return template
         for their_name, text in self.theirs:
@@ -402,6 +409,21 @@ def in_source(words: Words, source: str) -> Words:
         else:
             changed[name] = moved(value)
     return replace(words, **changed)
+
+
+def of_source(words: Words, relay_id: str) -> Words:
+    """The catalogue, its words said of the source of the issue the relay's id names."""
+    return in_source(words, source_shown(words, relay_id))
+
+
+def source_shown(words: Words, relay_id: str) -> str:
+    """The name people read for the source of an issue: the catalogue's own for the first
+    source's (its ids have no prefix), else its source's, else (a source no longer
+    declared) the name its ids carry."""
+    if not has_prefix(relay_id):
+        return NAMED_SOURCE
+    found = words.sources.of(relay_id)
+    return found.shown if found is not None else relay_id.partition(":")[0]
 
 
 def templates(words: Words) -> dict[str, str | Plural]:

@@ -1,0 +1,94 @@
+"""The sources of alerts, as the core knows them: each one a `Source` value that its own package
+declares (the trackers' packages, handed over by the wiring and the registry), so the core
+reads an issue's id, its link and its source's name without spelling any source.
+
+The relay's id of an issue is its source's own id behind the source's prefix (`<prefix><id>`):
+two sources number their issues alike, and one relay may serve both. One source, the first the
+relay had, has no prefix: its ids were kept bare before a second source came, and stay so."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Source:
+    # As an alert, a route's `source` and the logs name it.
+    name: str
+    # As people read it, in the chat's words ('GlitchTip').
+    shown: str
+    # What the relay's ids of its issues begin with: '' for the one source without, else the
+    # source's name and a colon.
+    prefix: str
+    # An issue's link's path, as the source writes it (searched): its group `number` is the
+    # issue's own id.
+    issue_path: re.Pattern[str]
+    # Whether its issue links name an organization that a button must act in (the segment
+    # before `issues/`): its API refuses the issue's id in any other.
+    org_in_link: bool = False
+    # Whether it brings an ignored issue back by itself, as Ignore's choice asked (a snooze
+    # kept by the source), so that no watcher of the relay's needs to.
+    keeps_snoozes: bool = False
+
+    def __post_init__(self) -> None:
+        if self.prefix not in ("", f"{self.name}:"):
+            raise ValueError(f"the source {self.name}'s prefix must be '' or '{self.name}:'")
+        if "number" not in self.issue_path.groupindex:
+            raise ValueError(f"the source {self.name}'s issue path names no group 'number'")
+
+    def relay_id(self, own_id: str) -> str:
+        """The relay's id of one of its issues."""
+        return self.prefix + own_id
+
+    def own_id(self, relay_id: str) -> str:
+        """The id its API knows an issue by."""
+        return relay_id.removeprefix(self.prefix)
+
+    def holds(self, relay_id: str) -> bool:
+        """Whether the relay's id names one of its issues."""
+        return relay_id.startswith(self.prefix) if self.prefix else not has_prefix(relay_id)
+
+    def number_in(self, path: str) -> str | None:
+        """The issue's own id that a link's path names, as this source writes its links."""
+        found = self.issue_path.search(path)
+        return found["number"] if found is not None else None
+
+
+def has_prefix(relay_id: str) -> bool:
+    """Whether the relay's id of an issue carries a source's prefix (its own ids are numbers)."""
+    return ":" in relay_id
+
+
+def number_of(relay_id: str) -> str:
+    """The issue's own id, whichever source's: how a notice names an issue with no short id."""
+    return relay_id.rpartition(":")[2]
+
+
+class Sources:
+    """The relay's sources, the first the one whose ids have no prefix. A source asked for that
+    it does not have (a name in an old row, an id of a source since taken out) is None, never
+    another source's."""
+
+    def __init__(self, sources: Iterable[Source]) -> None:
+        self._all = tuple(sources)
+        names = [source.name for source in self._all]
+        if len(set(names)) != len(names):
+            raise ValueError(f"a source is declared twice among {names}")
+        if [source.prefix for source in self._all].count("") > 1:
+            raise ValueError("only one source's ids may have no prefix")
+
+    def __iter__(self) -> Iterator[Source]:
+        return iter(self._all)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(source.name for source in self._all)
+
+    def named(self, name: str) -> Source | None:
+        return next((source for source in self._all if source.name == name), None)
+
+    def of(self, relay_id: str) -> Source | None:
+        """The source whose issue the relay's id names."""
+        return next((source for source in self._all if source.holds(relay_id)), None)

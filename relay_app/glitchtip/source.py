@@ -1,0 +1,17 @@
+"""GlitchTip as a source of alerts, as the core reads its issues: ids kept bare (it was the
+relay's first source), links `<domain>/<org_slug>/issues/<id>`, and each button acting in the
+organization its link names."""
+
+from __future__ import annotations
+
+import re
+
+from ..core.sources import Source
+
+GLITCHTIP = Source(
+    name="glitchtip",
+    shown="GlitchTip",
+    prefix="",
+    issue_path=re.compile(r"/issues/(?P<number>[0-9]{1,20})/?$"),
+    org_in_link=True,
+)

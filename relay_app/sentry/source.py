@@ -1,0 +1,20 @@
+"""Sentry as a source of alerts, as the core reads its issues: the relay's ids `sentry:<id>`,
+and its links as its webhooks are read into the relay's shape (hooks.py):
+`<SENTRY_URL>/organizations/<org>/issues/<id>/`. Sentry keeps an ignored issue's condition
+itself (`statusDetails`), and brings the issue back when it is met."""
+
+from __future__ import annotations
+
+import re
+
+from ..core.sources import Source
+
+SENTRY = Source(
+    name="sentry",
+    shown="Sentry",
+    prefix="sentry:",
+    issue_path=re.compile(
+        r"^/organizations/[A-Za-z0-9][A-Za-z0-9_-]{0,99}/issues/(?P<number>[0-9]{1,20})/?$"
+    ),
+    keeps_snoozes=True,
+)

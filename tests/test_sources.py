@@ -1,0 +1,122 @@
+"""The sources of alerts as the core reads them (core/sources.py): each declared by its own
+package, found by its name or by the relay's id of one of its issues, never mistaken for
+another; and the modules that read issues spell no capability's source in their code."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from relay_app.capabilities import REGISTRY
+from relay_app.core.sources import Source, Sources, has_prefix, number_of
+from relay_app.glitchtip.source import GLITCHTIP
+from relay_app.message.subjects import issue_ref
+from relay_app.operating.config import Settings
+from relay_app.sentry.source import SENTRY
+from relay_app.words import ENGLISH
+from relay_app.words.catalogue import of_source, source_shown
+
+ROOT = Path(__file__).resolve().parents[1] / "relay_app"
+
+
+def test_each_issue_id_names_its_source_and_an_unknown_prefix_names_none() -> None:
+    sources = Sources((GLITCHTIP, SENTRY))
+    assert sources.of("4242") is GLITCHTIP
+    assert sources.of("sentry:4242") is SENTRY
+    assert sources.of("jira:4242") is None  # a source since taken out is no other's
+    assert Sources((GLITCHTIP,)).of("sentry:4242") is None
+    assert sources.named("sentry") is SENTRY
+    assert sources.named("jira") is None
+    assert (SENTRY.relay_id("7"), SENTRY.own_id("sentry:7"), GLITCHTIP.relay_id("7")) == (
+        "sentry:7",
+        "7",
+        "7",
+    )
+    assert (has_prefix("sentry:7"), has_prefix("7"), number_of("sentry:7"), number_of("7")) == (
+        True,
+        False,
+        "7",
+        "7",
+    )
+
+
+def test_a_source_is_declared_whole_and_once() -> None:
+    path = re.compile(r"/issues/(?P<number>[0-9]+)/$")
+    with pytest.raises(ValueError, match="prefix"):
+        Source("jira", "Jira", "sentry:", path)
+    with pytest.raises(ValueError, match="number"):
+        Source("jira", "Jira", "jira:", re.compile(r"/issues/([0-9]+)/$"))
+    with pytest.raises(ValueError, match="declared twice"):
+        Sources((GLITCHTIP, GLITCHTIP))
+    with pytest.raises(ValueError, match="no prefix"):
+        Sources((GLITCHTIP, Source("jira", "Jira", "", path)))
+
+
+def test_the_registry_knows_every_source_whether_its_capability_is_on_or_not(
+    settings: Settings,
+) -> None:
+    assert settings.sentry is None  # Sentry's capability is off
+    assert REGISTRY.on(settings).sources.names == ("glitchtip", "sentry")
+    assert REGISTRY.sources.names == ("glitchtip", "sentry")
+
+
+def test_a_link_is_read_as_its_sources_form_alone() -> None:
+    sentrys = "https://sentry.example.org/organizations/acme/issues/7/"
+    glitchtips = "https://gt.example.org/acme/issues/7"
+    found = issue_ref(sentrys, None, source=SENTRY)
+    assert found is not None
+    assert (found.id, found.org) == ("sentry:7", None)
+    found = issue_ref(glitchtips, None, source=GLITCHTIP)
+    assert found is not None
+    assert (found.id, found.org) == ("7", "acme")
+    # The intake, not the link, decides the source: Sentry's form refuses GlitchTip's link.
+    assert issue_ref(glitchtips, None, source=SENTRY) is None
+    assert issue_ref(sentrys, None, source=None) is None
+
+
+def test_words_about_an_issue_are_said_of_its_source() -> None:
+    words = REGISTRY.words_in(ENGLISH)
+    assert (source_shown(words, "7"), source_shown(words, "sentry:7")) == ("GlitchTip", "Sentry")
+    assert source_shown(words, "jira:7") == "jira"  # no longer declared: its ids' own name
+    assert "Sentry" in of_source(words, "sentry:7").notice_resolved
+    assert of_source(words, "7") == words
+
+
+# The core's modules that read an issue's id, its link or its source's name: a source beside
+# the core's own (GlitchTip's package is still the core's: docs/development.md) is a value they
+# are given, never a name they spell (comments and docstrings may name one).
+SPELL_NO_SOURCE = [
+    "message/subjects.py",
+    "message/formatting.py",
+    "message/open_issues.py",
+    "cards/card.py",
+    "cards/outgoing.py",
+    "delivery/render.py",
+    "intake/alerts.py",
+    "chat/presses.py",
+    "chat/replies.py",
+    "chat/links.py",
+    "charts/asking.py",
+    "charts/charting.py",
+]
+
+
+_A_NAME = re.compile(r"""[rbf]*["'][\w:/.-]*sentry[\w:/.-]*["']""")
+
+
+@pytest.mark.parametrize("module", SPELL_NO_SOURCE)
+def test_the_modules_that_read_issues_spell_no_other_source_in_their_code(module: str) -> None:
+    text = (ROOT / module).read_text()
+    spelled = [
+        f"{token.start[0]}: {token.string}"
+        for token in tokenize.generate_tokens(io.StringIO(text).readline)
+        if (token.type == tokenize.NAME and "sentry" in token.string.lower())
+        # A value compared or keyed on ("sentry", 'sentry:'); a log line may name one for
+        # the operator.
+        or (token.type == tokenize.STRING and _A_NAME.fullmatch(token.string.lower()))
+    ]
+    assert spelled == []
