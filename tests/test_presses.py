@@ -18,7 +18,7 @@ import responses
 
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
-from relay_app.chat.presses import Presses
+from relay_app.chat.presses import PressActions, Presses
 from relay_app.chat.team import Team
 from relay_app.core.errors import (
     GlitchTipError,
@@ -37,7 +37,7 @@ from relay_app.glitchtip.notices import glitchtip_notice, operator_fix
 from relay_app.routes import parse_routes
 from relay_app.silences.buttons import MUTE
 from relay_app.words import ENGLISH
-from tests.conftest import FakeTime
+from tests.conftest import SOURCES, FakeTime
 from tests.in_process import GLITCHTIP, GT_TOKEN, Chat, LimitedTelegram, ScriptedTelegram
 from tests.prometheus import parse, value
 
@@ -138,7 +138,7 @@ def test_an_update_acts_once_however_often_it_arrives(
         metrics=chat.relay.metrics,
         clock=lambda: chat.clock.now,
     )
-    another_process = Presses(team, answers, Outbox(chat.relay.spool.queue))
+    another_process = Presses(team, answers, Outbox(chat.relay.spool.queue), PressActions(SOURCES))
     another_process.handle_update(first)
     replayed = press(callback_data("resolve", "the-key"), press_id=first["callback_query"]["id"])
     another_process.handle_update(replayed)
@@ -505,6 +505,7 @@ def test_presses_never_wait_behind_a_tracker_that_hangs(
         team,
         answers,
         Outbox(chat.relay.spool.queue, clock=chat.clock),
+        PressActions(SOURCES),
         acting=acting,
         answer_within=0.2,
     )

@@ -143,6 +143,8 @@ class PressActions:
     offered), the route's calls, which any act on an alert stops (`calls`), and Ignore's timed
     and counted choices (`snoozing`; unset: Ignore is forever)."""
 
+    # The sources of the issues pressed on (what each one keeps itself: core/sources.py).
+    sources: Sources
     buttons: tuple[Button, ...] = ()
     theirs: Mapping[str, TheirPress] = field(default_factory=dict)
     calls: Calls | None = None
@@ -153,8 +155,6 @@ class PressActions:
     pressed_elsewhere: PressedElsewhere | None = None
     # The typed-input budget a press that writes an answer (a chart) spends (None: none may).
     budget: Answering | None = None
-    # The sources of the issues pressed on (what each one keeps itself: core/sources.py).
-    sources: Sources = field(default_factory=lambda: Sources(()))
 
 
 class Presses:
@@ -163,7 +163,7 @@ class Presses:
         team: Team,
         answers: Answers,
         outbox: Outbox,
-        actions: PressActions = PressActions(),
+        actions: PressActions,
         zone_of: Callable[[str], tzinfo] = lambda chat: UTC,
         *,
         acting: OffThread | None = None,
