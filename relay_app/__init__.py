@@ -40,7 +40,7 @@ from .intake.alerts import HOLD, GlitchTipIssues, WebhookAlerts
 from .intake.hidden import NAMED_HIDDEN, HiddenIssues
 from .intake.last_webhook import LastWebhook
 from .intake.routed import TAKE_IN, RoutedWebhooks
-from .message.subjects import NO_HOMES
+from .message.subjects import NO_HOMES, IssueHomes
 from .operating.capability import Core, Registry, Started
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
@@ -133,6 +133,7 @@ def assemble(
     )
     registry = capabilities.on(settings)  # asked once, here
     marks = registry.marks
+    homes = issue_homes(settings)  # where each source's issues get buttons
     # The cards, read with what the capabilities mark on them (a mute).
     sent = shared.of(lambda store: SentStore(store, marks))
 
@@ -184,7 +185,7 @@ def assemble(
             term,
             last_webhook,
             capabilities.sources,
-            issue_homes(settings),
+            homes,
             buttons=tuple(registry.buttons),
             lending=registry.lending,
             marks=marks,
@@ -205,6 +206,7 @@ def assemble(
         sent,
         words,
         buttons=buttons,
+        homes=homes,
         roster=_roster(settings, services),
         registry=registry,
         # Every capability's shapes, notes and kinds of write, on or not: a job one left in
@@ -250,7 +252,7 @@ def assemble(
         settings, metrics, shared, services.find(HOURLY), services.find(DETAIL_SOURCE)
     )
     issues = GlitchTipIssues(
-        settings.glitchtip_links, lookups, buttons=outgoing.buttons, homes=issue_homes(settings)
+        settings.glitchtip_links, lookups, buttons=outgoing.buttons, homes=homes
     )
     webhooks = RoutedWebhooks(
         WebhookAlerts(
@@ -407,6 +409,7 @@ def _renderer(
     words: Words,
     *,
     buttons: bool,
+    homes: IssueHomes,
     roster: Roster,
     registry: Registry,
     everything: Registry,
@@ -416,7 +419,6 @@ def _renderer(
     """What every job writes, made when it is sent: with the capabilities' shapes of alert,
     their notes, and the cards' edits."""
     zones = zones_for(settings)
-    homes = issue_homes(settings)
     glitchtips = homes.of(GLITCHTIP.name)
     return Renderer(
         words,
