@@ -46,7 +46,7 @@ from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.routes_file import RefusedAgain
 from .operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
-from .parts import issue_apis, issue_homes, issue_lookups, link_sources, zones_for
+from .parts import issue_apis, issue_lookups, link_sources, zones_for
 from .routes.rotation import ROSTER, Roster
 from .sentry.trackers import Trackers
 from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
@@ -116,6 +116,10 @@ def assemble(
 ) -> Relay:
     """The relay's parts, wired: what `create_app` serves. `telegram` replaces the Bot API
     (tests script its answers); `capabilities`, the registry's (a test adds its own)."""
+    if all(each.source.prefix for each in capabilities.sources_declared):
+        # The first source's issues (their ids bare) would be read as no source's: no buttons,
+        # no details, silently.
+        raise ValueError("the registry declares no first source (capabilities.py's sources)")
     timing = settings.timing
     memory = open_memory(pace=timing.pace)
     spool = _spool(settings, clock)
@@ -133,7 +137,7 @@ def assemble(
     )
     registry = capabilities.on(settings)  # asked once, here
     marks = registry.marks
-    homes = issue_homes(settings)  # where each source's issues get buttons
+    homes = capabilities.homes(settings)  # where each source's issues get buttons
     # The cards, read with what the capabilities mark on them (a mute).
     sent = shared.of(lambda store: SentStore(store, marks))
 
@@ -167,7 +171,7 @@ def assemble(
         settings.routes_in_force, every=timing.routes_refused_again, clock=clock
     )
     on_time = (refused_again,)
-    services = _sources(settings)
+    services = _sources(settings, homes)
     zones = zones_for(settings)
     running = registry.start(
         Core(
@@ -305,9 +309,9 @@ def _listed(services: Services) -> tuple[BotCommand, ...]:
     return listed if listed is not None else ()
 
 
-def _sources(settings: Settings) -> Services:
+def _sources(settings: Settings, homes: IssueHomes) -> Services:
     """What the sources' tokens make, for the capabilities to ask for: what changes their
-    issues (a press, a reply), and the sources whose links get cards."""
+    issues (a press, a reply), and the sources whose links get cards (at their `homes`)."""
     services = Services()
     glitchtip, sentry = issue_apis(settings, timeout=settings.send_timeout)
     if glitchtip is not None or sentry is not None:
@@ -315,7 +319,7 @@ def _sources(settings: Settings) -> Services:
         services.provide(ISSUE_HISTORY, Trackers(glitchtip, sentry))
         # The watcher's calls keep their own, shorter deadline (it asks in batches).
         services.provide(ISSUE_WATCH, Trackers(*issue_apis(settings, timeout=CALL_TIMEOUT)))
-    services.provide(LINK_SOURCES, tuple(link_sources(settings, glitchtip, sentry)))
+    services.provide(LINK_SOURCES, tuple(link_sources(settings, homes, glitchtip, sentry)))
     return services
 
 

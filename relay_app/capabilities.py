@@ -7,9 +7,9 @@ from __future__ import annotations
 from .board import plugin as board
 from .charts import plugin as charts
 from .chat import plugin as chat
-from .glitchtip.source import GLITCHTIP
 from .oncall import plugin as oncall
 from .operating.capability import Registry
+from .parts import GLITCHTIPS
 from .rooms import plugin as rooms
 from .sentry import plugin as sentry
 from .silences import plugin as silences
@@ -32,5 +32,5 @@ REGISTRY = Registry(
         chat.CAPABILITY,
     ),
     # The relay's first source: its issues' ids have no prefix.
-    sources_first=(GLITCHTIP,),
+    sources_first=(GLITCHTIPS,),
 )

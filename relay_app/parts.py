@@ -24,6 +24,7 @@ from .glitchtip.lookups import (
 )
 from .glitchtip.source import GLITCHTIP
 from .message.subjects import Home, IssueHomes
+from .operating.capability import SourceOf
 from .operating.config import Settings
 from .routes.zones import Zones
 from .sentry.api import SentryApi
@@ -53,24 +54,25 @@ def issue_apis(
     return glitchtip, SentryApi(sentry.api_token, sentry.url, timeout=timeout)
 
 
-def issue_homes(settings: Settings) -> IssueHomes:
-    """Where each source's issues must be to get buttons: the sources with a token, each at
-    its links' origin (GLITCHTIP_PUBLIC_URL or GLITCHTIP_URL, within GLITCHTIP_ORGANIZATIONS;
-    SENTRY_URL)."""
-    homes = []
-    if settings.glitchtip_api_token is not None and settings.glitchtip_links is not None:
-        homes.append((GLITCHTIP, Home(settings.glitchtip_links, settings.glitchtip_organizations)))
-    sentry_token = settings.sentry.api_token if settings.sentry is not None else None
-    if sentry_token is not None and settings.sentry_links is not None:
-        homes.append((SENTRY, Home(settings.sentry_links)))
-    return IssueHomes(tuple(homes))
+def glitchtip_home(settings: Settings) -> Home | None:
+    """Where GlitchTip's issues get buttons, with GLITCHTIP_API_TOKEN: its links' origin
+    (GLITCHTIP_PUBLIC_URL, or GLITCHTIP_URL), within GLITCHTIP_ORGANIZATIONS."""
+    if settings.glitchtip_api_token is None or settings.glitchtip_links is None:
+        return None
+    return Home(settings.glitchtip_links, settings.glitchtip_organizations)
+
+
+# The relay's first source, handed to the registry (capabilities.py): its ids have no prefix.
+GLITCHTIPS = SourceOf(GLITCHTIP, glitchtip_home)
 
 
 def link_sources(
-    settings: Settings, glitchtip: GlitchTipApi | None, sentry: SentryApi | None
+    settings: Settings,
+    homes: IssueHomes,
+    glitchtip: GlitchTipApi | None,
+    sentry: SentryApi | None,
 ) -> list[LinkSource]:
-    """The sources with a token whose issue links get cards, each at its address."""
-    homes = issue_homes(settings)
+    """The sources with a token whose issue links get cards, each at its address (`homes`)."""
     sources = []
     if glitchtip is not None and (home := homes.of(GLITCHTIP.name)) is not None:
         sources.append(LinkSource(home.origin, glitchtip, GLITCHTIP))

@@ -30,7 +30,7 @@ from tests.test_handoffs import ROUTES as HANDOFF_ROUTES
 from tests.test_presses import SENT, press
 from tests.thanks import plugin as thanks
 
-WITH_THANKS = Registry((*REGISTRY.capabilities, thanks.CAPABILITY))
+WITH_THANKS = Registry((*REGISTRY.capabilities, thanks.CAPABILITY), REGISTRY.sources_first)
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def test_a_capability_the_settings_turn_off_adds_no_button_and_answers_no_press(
     chat_with: Callable[..., Chat],
 ) -> None:
     off = replace(thanks.CAPABILITY, on=lambda settings: False)
-    chat = chat_with(Registry((*REGISTRY.capabilities, off)))
+    chat = chat_with(Registry((*REGISTRY.capabilities, off), REGISTRY.sources_first))
     chat.update(press(callback_data(thanks.THANKS, "the-key")))
     assert chat.answered() == [(ENGLISH.press_unknown, True)]  # not a button it offers
     chat.settle()
@@ -132,7 +132,9 @@ def test_a_lent_store_is_made_on_the_spool_it_is_asked_on_and_is_none_without_it
         issues = REGISTRY.lending.of(CHAT_ISSUES, spool)
         assert isinstance(issues, WatchStore)
         assert issues.overview("-100123", now=1_000_000.0) == []
-        without_watch = Registry(tuple(c for c in REGISTRY.capabilities if c.name != "watch"))
+        without_watch = Registry(
+            tuple(c for c in REGISTRY.capabilities if c.name != "watch"), REGISTRY.sources_first
+        )
         assert without_watch.lending.of(CHAT_ISSUES, spool) is None
     finally:
         spool.close()
@@ -146,7 +148,9 @@ def test_whether_a_capability_is_on_is_asked_once(settings: Settings) -> None:
         return True
 
     counted = Capability("counted", on=on)
-    relay = assemble(settings, capabilities=Registry((*REGISTRY.capabilities, counted)))
+    relay = assemble(
+        settings, capabilities=Registry((*REGISTRY.capabilities, counted), REGISTRY.sources_first)
+    )
     relay.dispatcher.shutdown()
     assert asked == [settings]
 
@@ -155,7 +159,10 @@ def test_handoffs_without_the_posts_the_summaries_lend_are_not_said_and_that_is_
     settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     announcing = replace(settings, routes=parse_routes(HANDOFF_ROUTES, "r.toml"))
-    without = Registry(tuple(each for each in REGISTRY.capabilities if each.name != "summaries"))
+    without = Registry(
+        tuple(each for each in REGISTRY.capabilities if each.name != "summaries"),
+        REGISTRY.sources_first,
+    )
     relay = assemble(announcing, capabilities=without)
     relay.dispatcher.shutdown()
     assert "rotations announce their handoffs, but nothing keeps posts made once" in caplog.text

@@ -7,15 +7,19 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from relay_app import assemble
 from relay_app.capabilities import REGISTRY
 from relay_app.core.sources import Source, Sources, has_prefix, number_of
 from relay_app.glitchtip.source import GLITCHTIP
-from relay_app.message.subjects import issue_ref
+from relay_app.message.subjects import Home, issue_ref
+from relay_app.operating.capability import Registry
 from relay_app.operating.config import Settings
+from relay_app.operating.sentry_env import SentryConfig
 from relay_app.sentry.source import SENTRY
 from relay_app.words import ENGLISH
 from relay_app.words.catalogue import of_source, source_shown
@@ -62,6 +66,28 @@ def test_the_registry_knows_every_source_whether_its_capability_is_on_or_not(
     assert settings.sentry is None  # Sentry's capability is off
     assert REGISTRY.on(settings).sources.names == ("glitchtip", "sentry")
     assert REGISTRY.sources.names == ("glitchtip", "sentry")
+
+
+def test_each_source_gets_buttons_where_its_capability_or_the_wiring_says(
+    settings: Settings,
+) -> None:
+    assert not REGISTRY.homes(settings)  # no token, no buttons
+    both = replace(
+        settings,
+        glitchtip_api_token="t",
+        glitchtip_url="https://gt.example.org",
+        sentry=SentryConfig("secret", api_token="s", url="https://sentry.example.org"),
+    )
+    homes = REGISTRY.homes(both)
+    assert [source.name for source, _ in homes.homes] == ["glitchtip", "sentry"]
+    assert homes.of("sentry") == Home("https://sentry.example.org")
+
+
+def test_a_relay_is_not_assembled_from_a_registry_without_its_first_source(
+    settings: Settings,
+) -> None:
+    with pytest.raises(ValueError, match="no first source"):
+        assemble(settings, capabilities=Registry(REGISTRY.capabilities))
 
 
 def test_a_link_is_read_as_its_sources_form_alone() -> None:

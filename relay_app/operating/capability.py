@@ -59,7 +59,7 @@ from ..delivery.placing import Placing
 from ..delivery.render import Note, Shape, Writer
 from ..intake.last_webhook import LastWebhook
 from ..intake.pages import Feed, Page
-from ..message.subjects import IssueHomes
+from ..message.subjects import Home, IssueHomes
 from ..spool import Spool
 from ..telegram.bot_commands import BotCommand
 from ..telegram.courier import Telegram
@@ -220,6 +220,16 @@ def _always(settings: Settings) -> bool:
 
 
 @dataclass(frozen=True)
+class SourceOf:
+    """A source of alerts as the relay is assembled with it: the `Source` the core reads
+    (core/sources.py), and where its issue links must be for its issues to get buttons, from
+    the settings (None: it has no token, and its issues get none)."""
+
+    source: Source
+    home: Callable[[Settings], Home | None]
+
+
+@dataclass(frozen=True)
 class Capability:
     """One feature, all it adds (the module's docstring says what each field is)."""
 
@@ -244,8 +254,8 @@ class Capability:
     # Whether it dispatches what the others add (their presses, commands and kinds of update:
     # acting from the chat): it starts after all of them, wherever the registry lists it.
     dispatches: bool = False
-    # The source of alerts it is (its issues' ids and links, its name: core/sources.py).
-    source: Source | None = None
+    # The source of alerts it is (its issues' ids and links, its name, where they get buttons).
+    source: SourceOf | None = None
 
 
 @dataclass(frozen=True)
@@ -255,7 +265,7 @@ class Registry:
     capabilities: tuple[Capability, ...]
     # The sources the core reads before the capabilities' own (the wiring's: the first one's
     # ids have no prefix).
-    sources_first: tuple[Source, ...] = ()
+    sources_first: tuple[SourceOf, ...] = ()
 
     def __post_init__(self) -> None:
         _one_each("capability", [each.name for each in self.capabilities])
@@ -271,18 +281,28 @@ class Registry:
         # Every source stays known, on or not: an issue kept of a source since turned off is
         # still its, never another's.
         return Registry(
-            tuple(each for each in self.capabilities if each.on(settings)), tuple(self.sources)
+            tuple(each for each in self.capabilities if each.on(settings)),
+            self.sources_declared,
         )
 
     @property
-    def sources(self) -> Sources:
-        known = {source.name for source in self.sources_first}
+    def sources_declared(self) -> tuple[SourceOf, ...]:
+        known = {each.source.name for each in self.sources_first}
         theirs = (
             each.source
             for each in self.capabilities
-            if each.source is not None and each.source.name not in known
+            if each.source is not None and each.source.source.name not in known
         )
-        return Sources((*self.sources_first, *theirs))
+        return (*self.sources_first, *theirs)
+
+    @property
+    def sources(self) -> Sources:
+        return Sources(each.source for each in self.sources_declared)
+
+    def homes(self, settings: Settings) -> IssueHomes:
+        """Where each source's issues get buttons: those with a token, each at its home."""
+        found = ((each.source, each.home(settings)) for each in self.sources_declared)
+        return IssueHomes(tuple((source, home) for source, home in found if home is not None))
 
     @property
     def counters(self) -> list[CounterSpec]:

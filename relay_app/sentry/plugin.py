@@ -10,7 +10,7 @@ import logging
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE, DetailSource
 from ..intake.routed import TAKE_IN
-from ..operating.capability import Capability, Core, Running
+from ..operating.capability import Capability, Core, Running, SourceOf
 from ..operating.sentry_env import SentryConfig
 from .api import SentryApi
 from .assignments import AssignmentStore, assigned
@@ -19,7 +19,7 @@ from .cli import add_sentry_commands
 from .counters import LOOKUPS
 from .deliveries import DeliveryStore
 from .reading import read_sentry
-from .source import SENTRY
+from .source import SENTRY, sentry_home
 from .status import sentry_state, sentry_status
 from .webhook import SentryIntake, SentryPage
 
@@ -92,7 +92,7 @@ CAPABILITY = Capability(
     cli=(add_sentry_commands,),
     tables=("sentry_deliveries", "sentry_assignments"),
     marks=(assigned,),
-    source=SENTRY,
+    source=SourceOf(SENTRY, sentry_home),
     words={
         "en": {
             "status_sentry": "Sentry: {state}; {last}",

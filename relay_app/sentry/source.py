@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 
 from ..core.sources import Source
+from ..message.subjects import Home
+from ..operating.config import Settings
 
 SENTRY = Source(
     name="sentry",
@@ -18,3 +20,11 @@ SENTRY = Source(
     ),
     keeps_snoozes=True,
 )
+
+
+def sentry_home(settings: Settings) -> Home | None:
+    """Where Sentry's issues get buttons, with SENTRY_API_TOKEN: SENTRY_URL's origin."""
+    token = settings.sentry.api_token if settings.sentry is not None else None
+    if token is None or settings.sentry_links is None:
+        return None
+    return Home(settings.sentry_links)
