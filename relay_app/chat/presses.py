@@ -34,11 +34,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from ..cards.card import (
-    SNOOZE_EVENTS,
-    SNOOZE_VERBS,
     STATUS_FOR,
     Button,
     IssueButton,
@@ -51,11 +49,7 @@ from ..cards.card import (
     verbs_for,
 )
 from ..cards.ignore_choices import (
-    SnoozeFor,
     Snoozer,
-    condition_of,
-    snooze_notice,
-    status_details,
 )
 from ..cards.sent import StatusClaim
 from ..cards.verbs import Calls, Pressed
@@ -71,6 +65,7 @@ from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..words import Said
 from ..words.catalogue import of_source, source_shown
 from .answers import Answering, Asker
+from .ignoring import NOT_WATCHED, IgnoreChoices
 from .taking import Taking
 from .team import Person, Team
 
@@ -181,15 +176,12 @@ class Presses:
         self._buttons = tuple(b for b in actions.buttons if b.verb in actions.theirs)
         self._theirs = actions.theirs
         self._calls = actions.calls
-        self._snoozings = actions.snoozing
         self._pressed_elsewhere = actions.pressed_elsewhere
         self._budget = actions.budget
-        self._sources = actions.sources
+        self._ignoring = IgnoreChoices(
+            actions.sources, actions.snoozing, clock=team.clock, zone_of=zone_of
+        )
         self._taking = Taking(team.store, outbox, actions.calls, clock=team.clock)
-
-    @property
-    def _snoozing(self) -> Snoozer | None:
-        return self._snoozings()
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates, polled or posted to the webhook: a press is handled, once;
@@ -272,9 +264,7 @@ class Presses:
         # An Ignore on a card from before its choices ignores for ever, as it said.
         if verb not in verbs_for(button) and not (verb == "ignore" and _open(button)):
             return False
-        # A source may keep its issues' snoozes itself; the others need the watcher's.
-        snoozes = self._snoozing is not None or self._keeps_snoozes(button)
-        return verb not in SNOOZE_VERBS or snoozes
+        return self._ignoring.offered(verb, button)
 
     def _may_act(self, press: Press, verb: str, button: IssueButton) -> bool:
         """Whether the press may act: someone allowed, on a button the message still shows
@@ -354,15 +344,16 @@ class Presses:
     ) -> None:
         """The issue's status changed in GlitchTip (for one of Ignore's choices, the snooze
         kept), then the card."""
-        snooze = self._snooze_for(press, verb, button)
-        if snooze is False:
+        snooze = self._ignoring.snooze_for(verb, button)
+        if snooze == NOT_WATCHED:
+            self._not_watched(press, verb, button)
             return
         status = STATUS_FOR[verb]
         claim = self._claim(press, verb, key, button, status, snooze.condition if snooze else None)
         if claim is None:
             return
         started = time.monotonic()
-        details = self._kept_by_source(button, snooze)
+        details = self._ignoring.sent_with(button, snooze)
         # Answered within answer_within whatever the tracker does; the call keeps its deadline.
         early = threading.Timer(self._answer_within, self._asking, (press, button))
         early.daemon = True
@@ -382,7 +373,9 @@ class Presses:
         said = notice(button, status, self._team.words)
         self._mirrored(press, message, key, said)
         if snooze is not None:
-            said = self._keep_snooze(press, message, button, snooze, answer)
+            said = self._ignoring.kept(
+                message, button, snooze, self._team.words, by=press.by.handle, answer=answer
+            )
         if not self._update_message(press, message, said):
             said += self._team.words.not_updated
         log.info(
@@ -440,46 +433,6 @@ class Presses:
         except SpoolError as exc_spool:
             log.warning("that a press failed could not be said in the chat: %s", exc_spool)
 
-    def _keeps_snoozes(self, button: IssueButton) -> bool:
-        """Whether the issue's source brings it back itself when Ignore's choice is met."""
-        source = self._sources.of(button.issue_id)
-        return source is not None and source.keeps_snoozes
-
-    def _kept_by_source(
-        self, button: IssueButton, snooze: SnoozeFor | None
-    ) -> dict[str, int] | None:
-        """A choice of Ignore's on the issue of a source that keeps snoozes itself, as it keeps
-        them (`statusDetails`)."""
-        if snooze is None or not self._keeps_snoozes(button):
-            return None
-        return status_details(snooze.condition, now=self._team.clock())
-
-    def _keep_snooze(
-        self,
-        press: Press,
-        message: SentMessage,
-        button: IssueButton,
-        snooze: SnoozeFor,
-        answer: dict[str, Any],
-    ) -> str:
-        """GlitchTip ignored the issue for one of Ignore's choices: the snooze kept for the
-        watcher; the press's notice. A source may keep its own (`_kept_by_source`)."""
-        if self._keeps_snoozes(button):
-            words = of_source(self._team.words, button.issue_id)
-            return snooze_notice(button, snooze.condition, words, self._zone_of(message.chat))
-        assert self._snoozing is not None  # `_snooze_for` gives a snooze only with it
-        said = self._snoozing.notice(button, snooze.condition, self._team.words, message.chat)
-        try:
-            self._snoozing.snoozed(message, button, snooze, by=press.by.handle, answer=answer)
-        except SpoolError as exc:
-            log.warning(
-                "%s, but the snooze could not be kept: it stays ignored until someone reopens "
-                "it (%s)",
-                said,
-                exc,
-            )
-        return said
-
     def _let_go(self, press: Press, message: SentMessage, button: IssueButton) -> None:
         """Let go: the issue is nobody's again, and its calls go on. Only its taker may."""
         try:
@@ -525,34 +478,17 @@ class Presses:
         self._count("taken")
         self._answer(press, said, alert=False)
 
-    def _snooze_for(
-        self, press: Press, verb: Verb, button: IssueButton
-    ) -> SnoozeFor | Literal[False] | None:
-        """A timed or counted choice's condition, and where the watcher finds the issue; None
-        for any other verb; False (answered) when the issue is not watched, so nothing could
-        bring it back. A source may bring its issues back itself: a choice on one needs no
-        watcher."""
-        if self._keeps_snoozes(button):
-            events = self._snoozing.events if self._snoozing is not None else SNOOZE_EVENTS
-            found = condition_of(verb, now=self._team.clock(), events=events)
-            return SnoozeFor(found, org="", thread=None) if found is not None else None
-        condition = self._snoozing.condition(verb) if self._snoozing is not None else None
-        if condition is None or self._snoozing is None:
-            return None
-        place = self._snoozing.place_of(button)
-        if place is None:
-            log.info(
-                "a press by %s to %s %s: the relay does not watch the issue, so nothing could "
-                "bring it back; nothing done",
-                press.by.handle,
-                verb,
-                button.label,
-            )
-            self._count("stale")
-            words = self._team.words
-            self._answer(press, words.notice_cannot_snooze.format(label=button.label), alert=True)
-            return False
-        return SnoozeFor(condition, *place)
+    def _not_watched(self, press: Press, verb: Verb, button: IssueButton) -> None:
+        log.info(
+            "a press by %s to %s %s: the relay does not watch the issue, so nothing could "
+            "bring it back; nothing done",
+            press.by.handle,
+            verb,
+            button.label,
+        )
+        self._count("stale")
+        words = self._team.words
+        self._answer(press, words.notice_cannot_snooze.format(label=button.label), alert=True)
 
     def _choose(
         self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
