@@ -17,7 +17,6 @@ from .cards.edits import card_edits
 from .cards.in_step import CARDS_IN_STEP
 from .cards.outgoing import OldRecords, Outgoing
 from .cards.sent import SentStore
-from .chat.links import LINK_SOURCES
 from .core.errors import SpoolError
 from .core.logs import configure_logging
 from .core.metrics import CounterSpec, Metrics
@@ -31,7 +30,7 @@ from .delivery.leadership import Chore, Leadership, Upkeep, WhenLeading
 from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
 from .delivery.render import Added, OnCall, Renderer
-from .glitchtip.api import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH, GlitchTipApi
+from .glitchtip.api import GlitchTipApi
 from .glitchtip.details import HOURLY
 from .glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE
 from .glitchtip.source import GLITCHTIP
@@ -46,9 +45,8 @@ from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.routes_file import RefusedAgain
 from .operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
-from .parts import issue_apis, issue_lookups, link_sources, zones_for
+from .parts import issue_lookups, source_services, zones_for
 from .routes.rotation import ROSTER, Roster
-from .sentry.trackers import Trackers
 from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
 from .spool.setup_found import SetupFound
 from .telegram.bot_commands import COMMANDS, BotCommand, described
@@ -171,7 +169,7 @@ def assemble(
         settings.routes_in_force, every=timing.routes_refused_again, clock=clock
     )
     on_time = (refused_again,)
-    services = _sources(settings, homes)
+    services = source_services(settings, homes)
     zones = zones_for(settings)
     running = registry.start(
         Core(
@@ -307,20 +305,6 @@ def _listed(services: Services) -> tuple[BotCommand, ...]:
     """The chat's commands as Telegram lists them; none while nothing answers them."""
     listed = services.find(COMMANDS)
     return listed if listed is not None else ()
-
-
-def _sources(settings: Settings, homes: IssueHomes) -> Services:
-    """What the sources' tokens make, for the capabilities to ask for: what changes their
-    issues (a press, a reply), and the sources whose links get cards (at their `homes`)."""
-    services = Services()
-    glitchtip, sentry = issue_apis(settings, timeout=settings.send_timeout)
-    if glitchtip is not None or sentry is not None:
-        services.provide(ISSUE_ACTIONS, Trackers(glitchtip, sentry))
-        services.provide(ISSUE_HISTORY, Trackers(glitchtip, sentry))
-        # The watcher's calls keep their own, shorter deadline (it asks in batches).
-        services.provide(ISSUE_WATCH, Trackers(*issue_apis(settings, timeout=CALL_TIMEOUT)))
-    services.provide(LINK_SOURCES, tuple(link_sources(settings, homes, glitchtip, sentry)))
-    return services
 
 
 def _roster(settings: Settings, services: Services) -> Roster:

@@ -1,6 +1,6 @@
-"""What the wiring builds apart from `relay_app.assemble`: the sources' APIs from their tokens
-(which the capabilities ask for as services), what reads their issues' details for alerts, and
-the zone each chat reads times in."""
+"""What the wiring builds apart from `relay_app.assemble`: the sources (GlitchTip's, the first;
+its home), their APIs from their tokens and the services the capabilities ask for of them,
+what reads their issues' details for alerts, and the zone each chat reads times in."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from dataclasses import replace
 from functools import partial
 from zoneinfo import ZoneInfo
 
-from .chat.links import LinkSource
+from .chat.links import LINK_SOURCES, LinkSource
 from .core.errors import SpoolError
 from .core.metrics import Metrics
-from .glitchtip.api import GlitchTipApi
+from .core.services import Services
+from .glitchtip.api import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH, GlitchTipApi
 from .glitchtip.details import Hourly, IssueDetails
 from .glitchtip.lookups import (
     CALL_TIMEOUT,
@@ -30,6 +31,7 @@ from .routes.zones import Zones
 from .sentry.api import SentryApi
 from .sentry.hooks import customer_domain_issue
 from .sentry.source import SENTRY
+from .sentry.trackers import Trackers
 from .spool import Spool
 
 
@@ -80,6 +82,20 @@ def link_sources(
         written_as = partial(customer_domain_issue, sentry_url=settings.sentry.url)
         sources.append(LinkSource(home.origin, sentry, SENTRY, written_as))
     return sources
+
+
+def source_services(settings: Settings, homes: IssueHomes) -> Services:
+    """What the sources' tokens make, for the capabilities to ask for: what changes their
+    issues (a press, a reply), and the sources whose links get cards (at their `homes`)."""
+    services = Services()
+    glitchtip, sentry = issue_apis(settings, timeout=settings.send_timeout)
+    if glitchtip is not None or sentry is not None:
+        services.provide(ISSUE_ACTIONS, Trackers(glitchtip, sentry))
+        services.provide(ISSUE_HISTORY, Trackers(glitchtip, sentry))
+        # The watcher's calls keep their own, shorter deadline (it asks in batches).
+        services.provide(ISSUE_WATCH, Trackers(*issue_apis(settings, timeout=CALL_TIMEOUT)))
+    services.provide(LINK_SOURCES, tuple(link_sources(settings, homes, glitchtip, sentry)))
+    return services
 
 
 def issue_lookups(
