@@ -435,13 +435,18 @@ def shared_stores(request: pytest.FixtureRequest, spool_path: str) -> Iterator[l
 def test_every_process_on_the_spool_knows_glitchtip_fails_and_one_warns(
     shared_stores: list[Store],
 ) -> None:
-    first, second, third = (SpoolGlitchTipHealth(store) for store in shared_stores)
+    # A webhook's quarter of a second to ask is not what is tested here: on a loaded host it
+    # falls back to what the process knows, which is not what another process kept.
+    def health(store: Store) -> SpoolGlitchTipHealth:
+        return SpoolGlitchTipHealth(store, read_budget=10.0)
+
+    first, second, third = (health(store) for store in shared_stores)
     assert not second.paused()
     assert first.failed(60, 300) is True  # the one to warn
-    assert SpoolGlitchTipHealth(shared_stores[1]).paused()  # another process pauses too
+    assert health(shared_stores[1]).paused()  # another process pauses too
     assert third.failed(60, 300) is False  # and does not warn again
     first.answered()
-    assert not SpoolGlitchTipHealth(shared_stores[2]).paused()
+    assert not health(shared_stores[2]).paused()
     assert third.failed(60, 0) is True  # past its time, a warning is due again
 
 

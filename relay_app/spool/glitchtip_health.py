@@ -24,8 +24,11 @@ WARNING = "glitchtip-api-failing"
 
 
 class SpoolGlitchTipHealth:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, read_budget: float = READ_BUDGET) -> None:
+        """`read_budget`: how long a webhook waits to learn whether GlitchTip is paused, before
+        it goes by what this process knows."""
         self._store = store
+        self._read_budget = read_budget
         # One process of all those on the spool logs the WARNING, once per period.
         self._warnings = SpoolWarnings(store)
         self._lock = threading.Lock()
@@ -38,7 +41,7 @@ class SpoolGlitchTipHealth:
             if self._known is not None and time.monotonic() - self._known[0] < REMEMBERED_FOR:
                 return self._known[1]
         try:
-            paused = self._store.read(_paused, wait_until=time.monotonic() + READ_BUDGET)
+            paused = self._store.read(_paused, wait_until=time.monotonic() + self._read_budget)
         except SpoolError:
             return self._fallback.paused()
         self._remember(paused)
