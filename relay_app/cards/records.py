@@ -68,56 +68,6 @@ def shortest_take_for(tx: Tx, chat: str, issue_id: str) -> float | None:
     return float(found["take_for"]) if found is not None and found["take_for"] is not None else None
 
 
-def _same_take(
-    chat: str, issue_id: str, taken_at: Any, taker_id: int | None, taker: str
-) -> tuple[str, tuple[object, ...]]:
-    """A take as a condition on the issue's buttons: the same taker (by Telegram's id; by the
-    name shown, for a take kept without one) since the same moment."""
-    where = "chat = ? AND issue_id = ? AND taken_at = ?"
-    values = (chat, issue_id, taken_at)
-    if taker_id is None:
-        return f"{where} AND taker_id IS NULL AND taken_by = ?", (*values, taker)
-    return f"{where} AND taker_id = ?", (*values, taker_id)
-
-
-def held_label(
-    tx: Tx, chat: str, issue_id: str, taken_at: Any, taker_id: int | None, taker: str
-) -> str | None:
-    """The issue's label while this take stands and the issue is open in the chat; None
-    otherwise."""
-    take, values = _same_take(chat, issue_id, taken_at, taker_id, taker)
-    found = tx.one(
-        f"SELECT label FROM issue_buttons WHERE {take}"  # noqa: S608 (fixed text)
-        " AND (status IS NULL OR status = 'unresolved') LIMIT 1",
-        values,
-    )
-    return str(found["label"]) if found is not None else None
-
-
-def end_take(
-    tx: Tx, chat: str, issue_id: str, taken_at: Any, taker_id: int | None, taker: str
-) -> list[int]:
-    """This take ended on every card of the chat that shows it: their message ids."""
-    take, values = _same_take(chat, issue_id, taken_at, taker_id, taker)
-    cleared = "UPDATE issue_buttons SET taken_by = NULL, taker_id = NULL, taken_at = NULL"
-    changed = tx.all(f"{cleared} WHERE {take} RETURNING message_id", values)
-    return sorted({int(row["message_id"]) for row in changed})
-
-
-def latest_takers(tx: Tx, issue_ids: Sequence[str]) -> dict[str, str]:
-    """Who has each of these issues now, on its latest take (any chat)."""
-    found: dict[str, str] = {}
-    for issue_id in dict.fromkeys(issue_ids):
-        row = tx.one(
-            "SELECT taken_by FROM issue_buttons WHERE issue_id = ? AND taken_by IS NOT NULL"
-            " ORDER BY taken_at DESC LIMIT 1",
-            (issue_id,),
-        )
-        if row is not None:
-            found[issue_id] = str(row["taken_by"])
-    return found
-
-
 def _place(place: Destination | None) -> tuple[Any, ...]:
     """The parameters of `? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?)`: messages `s`
     of one place (its chat, and its topic: a chat's main thread is its messages without one),

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from ..core.services import Key
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
-from . import records
+from . import records, takes
 from .card import IssueButton, SentMessage
 from .marks import Marks
 
@@ -139,66 +139,15 @@ class SentStore:
         return self._store.read(lambda tx: _message(tx, chat, message_id, self._marks))
 
     def take(self, key: str, *, by: str, by_id: int | None, at: float) -> list[int]:
-        """Record "On it" for the button's issue, in its chat, by the person `by_id` (Telegram's
-        id: who they are) shown as `by`: on every message there that shows it, so each card
-        says who has it and none offers On it again. Of presses at the same moment, one takes
-        it. The messages now showing the taker (the pressed one first); none when it is not
-        kept, someone has it already, or it is resolved or ignored."""
-
-        def take(tx: Tx) -> list[int]:
-            pressed = tx.one(
-                "UPDATE issue_buttons SET taken_by = ?, taker_id = ?, taken_at = ? WHERE key = ?"
-                " AND taken_by IS NULL AND (status IS NULL OR status = 'unresolved')"
-                " RETURNING chat, message_id, issue_id, origin",
-                (by, by_id, tx.at.db, key),
-            )
-            if pressed is None:
-                return []
-            others = tx.all(
-                "UPDATE issue_buttons SET taken_by = ?, taker_id = ?, taken_at = ? WHERE chat = ?"
-                " AND issue_id = ? AND origin = ? AND key != ? AND taken_by IS NULL"
-                " AND (status IS NULL OR status = 'unresolved') RETURNING message_id",
-                (by, by_id, tx.at.db, pressed["chat"], pressed["issue_id"], pressed["origin"], key),
-            )
-            # Kept after a Let go: who took what, and how soon (summaries/report.py).
-            tx.execute(
-                "INSERT INTO takes (chat, issue_id, taken_by, taker_id, taken_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (pressed["chat"], pressed["issue_id"], by, by_id, tx.at.db),
-            )
-            shown = [int(pressed["message_id"])]
-            shown += sorted({int(row["message_id"]) for row in others} - set(shown))
-            return shown
-
-        return self._store.write(take, now=at)
+        """Record "On it" for the button's issue in its chat (cards/takes.py): the messages
+        now showing the taker, the pressed one first; none when it is not kept, someone has
+        it already, or it is resolved or ignored."""
+        return self._store.write(lambda tx: takes.take(tx, key, by=by, by_id=by_id), now=at)
 
     def let_go(self, key: str, *, by_id: int | None, at: float) -> list[int] | None:
-        """Let go of the button's issue in its chat (the person `by_id` had it): nobody has it
-        on any of its messages there, each offering On it again. The messages changed; None
-        when they do not have it (nobody does, or another person: compared by Telegram's id,
-        never by a name, which anyone can take). A take kept with no id (before ids were kept)
-        may be let go by anyone allowed to act."""
-
-        def let_go(tx: Tx) -> list[int] | None:
-            row = tx.one(
-                "SELECT chat, issue_id, origin, taken_by, taker_id FROM issue_buttons"
-                " WHERE key = ?",
-                (key,),
-            )
-            if row is None or row["taken_by"] is None or by_id is None:
-                return None
-            taker = int_or_null(row["taker_id"])
-            if taker is not None and taker != by_id:
-                return None
-            changed = tx.all(
-                "UPDATE issue_buttons SET taken_by = NULL, taker_id = NULL, taken_at = NULL"
-                " WHERE chat = ? AND issue_id = ? AND origin = ? AND taken_by IS NOT NULL"
-                " AND (taker_id = ? OR taker_id IS NULL) RETURNING message_id",
-                (row["chat"], row["issue_id"], row["origin"], by_id),
-            )
-            return sorted({int(found["message_id"]) for found in changed})
-
-        return self._store.write(let_go, now=at)
+        """Let go of the button's issue in its chat (cards/takes.py): the messages changed;
+        None when the person `by_id` does not have it."""
+        return self._store.write(lambda tx: takes.let_go(tx, key, by_id=by_id), now=at)
 
     def claim(
         self,
@@ -491,7 +440,7 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
             for n, b in enumerate(message.buttons)
         ],
     )
-    inherited = _taken_already(tx, message) if message.buttons else False
+    inherited = takes.inherited(tx, message) if message.buttons else False
     # A state its source said when it was queued (a link's card of a resolved issue): the
     # buttons sent offered what an open issue's do, and its edit shows what it is.
     inherited = inherited or any(b.status is not None for b in message.buttons)
@@ -503,27 +452,6 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
         [(o.lane, o.link, o.chat, o.message_id, o.name, tx.at.to_db(o.down_at)) for o in outages],
     )
     return inherited
-
-
-# An issue's earlier button in the chat, taken and open since (the row updated is the new one's).
-_EARLIER = (
-    "FROM issue_buttons AS o WHERE o.chat = issue_buttons.chat"
-    " AND o.issue_id = issue_buttons.issue_id AND o.origin = issue_buttons.origin"
-    " AND o.taken_by IS NOT NULL AND (o.status IS NULL OR o.status = 'unresolved')"
-)
-_INHERIT_TAKER = (
-    f"UPDATE issue_buttons SET taken_by = (SELECT o.taken_by {_EARLIER} ORDER BY o.taken_at"  # noqa: S608 (fixed text)
-    f" LIMIT 1), taker_id = (SELECT o.taker_id {_EARLIER} ORDER BY o.taken_at LIMIT 1),"
-    f" taken_at = (SELECT min(o.taken_at) {_EARLIER})"
-    " WHERE chat = ? AND message_id = ? AND taken_by IS NULL"
-    f" AND EXISTS (SELECT 1 {_EARLIER}) RETURNING key"
-)
-
-
-def _taken_already(tx: Tx, message: SentMessage) -> bool:
-    """The message's issues that someone has in the chat, taken on another of its messages and
-    open since, marked as theirs here too. Whether there were any."""
-    return bool(tx.all(_INHERIT_TAKER, (message.chat, message.message_id)))
 
 
 def recovered_in(tx: Tx, outage: Outage, note: str) -> SentMessage | None:

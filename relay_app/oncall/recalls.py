@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..cards import records
+from ..cards import records, takes
 from ..cards.marks import Marks
 from ..core.routing import Destination, parse_chat_id
 from ..delivery.outbox import card_edit
@@ -133,7 +133,7 @@ def _still_held(tx: Tx, recall: Row, marks: Marks) -> str | None:
     chat, issue_id = str(recall["chat"]), str(recall["issue_id"])
     if marks.quiet(tx, chat, [issue_id]):
         return None
-    return records.held_label(tx, *_take_of(recall))
+    return takes.held_label(tx, *_take_of(recall))
 
 
 def _taker(recall: Row) -> str:
@@ -160,7 +160,7 @@ def _lapse(tx: Tx, recall: Row, label: str, span: Said) -> None:
     """The take ends: nobody has the issue on any message of the chat (each card edited in its
     turn), the calls of those messages go on, and the chat is told."""
     chat = str(recall["chat"])
-    messages = records.end_take(tx, *_take_of(recall))
+    messages = takes.end_take(tx, *_take_of(recall))
     for message_id in messages:
         # Edits of one card waiting together make one write (delivery/render.py).
         rows.insert(tx, card_edit(chat, message_id), home="spool")

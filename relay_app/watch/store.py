@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..cards import records
+from ..cards import takes
 from ..core.json_values import json_object
 from ..message.open_issues import WatchedIssue
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, placeholders, text_or_null
@@ -148,7 +148,7 @@ class WatchStore:
                 " FROM watched w WHERE w.chat = ? AND w.alerted_at >= ?",
                 (chat, tx.at.db - WATCHED_FOR),
             )
-            takers = records.latest_takers(tx, [str(row["issue_id"]) for row in rows])
+            takers = takes.latest_takers(tx, [str(row["issue_id"]) for row in rows])
             found = [_watched_issue(tx, row, takers.get(str(row["issue_id"]))) for row in rows]
             return sorted(found, key=lambda issue: -(issue.events or 0))
 
