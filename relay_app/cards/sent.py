@@ -384,6 +384,7 @@ class SentStore:
             tx.execute("DELETE FROM handled_updates WHERE at < ?", (cutoff,))
             tx.execute("DELETE FROM outages WHERE down_at < ?", (cutoff,))
             tx.execute("DELETE FROM takes WHERE taken_at < ?", (cutoff,))
+            takes.forget_of_messages(tx, cutoff)
             tx.execute(
                 "DELETE FROM issue_buttons WHERE (chat, message_id) IN"
                 " (SELECT chat, message_id FROM sent_messages WHERE sent_at < ?)",
@@ -503,7 +504,8 @@ def _message(tx: Tx, chat: str, message_id: int, marks: Marks | None = None) -> 
     if row is None:
         return None
     buttons = tx.all(
-        "SELECT * FROM issue_buttons WHERE chat = ? AND message_id = ? ORDER BY position",
+        f"SELECT {takes.WITH_TAKE} FROM {takes.BUTTONS_WITH_TAKES}"  # noqa: S608 (fixed text)
+        " WHERE b.chat = ? AND b.message_id = ? ORDER BY b.position",
         (chat, message_id),
     )
     message = message_from_rows(row, buttons)

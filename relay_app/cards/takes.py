@@ -1,16 +1,24 @@
 """Who has an issue in a chat (On it): every statement on a take. A take is kept on each card
 of the chat that shows the issue, so each says who has it and none offers On it again; a card
 sent later of an issue someone has takes it too; Let go, or a recall that ends it, clears it on
-each; and every take is kept after it ends, for the weekly report (`takes`). A person is their
-Telegram user id; the name is only what a card shows. Each function takes the caller's `Tx`."""
+each; and every take is kept after it ends, for the weekly report (`takes`). A take is a row of
+its own (`issue_takes`), keyed by the card's row of the issue, never a column of the card's
+record. A person is their Telegram user id; the name is only what a card shows. Each function
+takes the caller's `Tx`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from ..spool.store import Tx, int_or_null
+from ..spool.store import Tx, int_or_null, placeholders
 from .card import SentMessage
+
+# A card's rows of its issues, each with its take when someone has the issue (the table is
+# keyed by the row): what reads a row whole selects from, and what it selects.
+BUTTONS_WITH_TAKES = "issue_buttons b LEFT JOIN issue_takes t ON t.key = b.key"
+WITH_TAKE = "b.*, t.taken_by, t.taker_id, t.taken_at"
+_OPEN = "(b.status IS NULL OR b.status = 'unresolved')"
 
 
 def take(tx: Tx, key: str, *, by: str, by_id: int | None) -> list[int]:
@@ -19,20 +27,21 @@ def take(tx: Tx, key: str, *, by: str, by_id: int | None) -> list[int]:
     says who has it and none offers On it again. Of presses at the same moment, one takes
     it. The messages now showing the taker (the pressed one first); none when it is not
     kept, someone has it already, or it is resolved or ignored."""
+    # The pressed row first, then the others, each locked before it is read (PostgreSQL): a
+    # press that closes the issue meanwhile waits, or is waited for.
     pressed = tx.one(
-        "UPDATE issue_buttons SET taken_by = ?, taker_id = ?, taken_at = ? WHERE key = ?"
-        " AND taken_by IS NULL AND (status IS NULL OR status = 'unresolved')"
-        " RETURNING chat, message_id, issue_id, origin",
-        (by, by_id, tx.at.db, key),
+        f"SELECT b.chat, b.message_id, b.issue_id, b.origin FROM issue_buttons b"  # noqa: S608 (fixed text)
+        f" WHERE b.key = ? AND {_OPEN} FOR UPDATE",
+        (key,),
     )
-    if pressed is None:
+    if pressed is None or not _taken(tx, [key], by, by_id):
         return []
     others = tx.all(
-        "UPDATE issue_buttons SET taken_by = ?, taker_id = ?, taken_at = ? WHERE chat = ?"
-        " AND issue_id = ? AND origin = ? AND key != ? AND taken_by IS NULL"
-        " AND (status IS NULL OR status = 'unresolved') RETURNING message_id",
-        (by, by_id, tx.at.db, pressed["chat"], pressed["issue_id"], pressed["origin"], key),
+        f"SELECT b.key, b.message_id FROM issue_buttons b WHERE b.chat = ?"  # noqa: S608 (fixed text)
+        f" AND b.issue_id = ? AND b.origin = ? AND b.key != ? AND {_OPEN} FOR UPDATE",
+        (pressed["chat"], pressed["issue_id"], pressed["origin"], key),
     )
+    taken_too = _taken(tx, [str(row["key"]) for row in others], by, by_id)
     # Kept after a Let go: who took what, and how soon (summaries/report.py).
     tx.execute(
         "INSERT INTO takes (chat, issue_id, taken_by, taker_id, taken_at)"
@@ -40,8 +49,22 @@ def take(tx: Tx, key: str, *, by: str, by_id: int | None) -> list[int]:
         (pressed["chat"], pressed["issue_id"], by, by_id, tx.at.db),
     )
     shown = [int(pressed["message_id"])]
-    shown += sorted({int(row["message_id"]) for row in others} - set(shown))
-    return shown
+    also = {int(row["message_id"]) for row in others if str(row["key"]) in taken_too}
+    return shown + sorted(also - set(shown))
+
+
+def _taken(tx: Tx, keys: list[str], by: str, by_id: int | None) -> set[str]:
+    """The take recorded on each of these rows that nobody has yet: the keys it was."""
+    taken: set[str] = set()
+    for key in keys:
+        row = tx.one(
+            "INSERT INTO issue_takes (key, taken_by, taker_id, taken_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (key) DO NOTHING RETURNING key",
+            (key, by, by_id, tx.at.db),
+        )
+        if row is not None:
+            taken.add(key)
+    return taken
 
 
 def let_go(tx: Tx, key: str, *, by_id: int | None) -> list[int] | None:
@@ -51,7 +74,8 @@ def let_go(tx: Tx, key: str, *, by_id: int | None) -> list[int] | None:
     never by a name, which anyone can take). A take kept with no id (before ids were kept)
     may be let go by anyone allowed to act."""
     row = tx.one(
-        "SELECT chat, issue_id, origin, taken_by, taker_id FROM issue_buttons WHERE key = ?",
+        f"SELECT b.chat, b.issue_id, b.origin, t.taken_by, t.taker_id"  # noqa: S608 (fixed text)
+        f" FROM {BUTTONS_WITH_TAKES} WHERE b.key = ?",
         (key,),
     )
     if row is None or row["taken_by"] is None or by_id is None:
@@ -59,27 +83,36 @@ def let_go(tx: Tx, key: str, *, by_id: int | None) -> list[int] | None:
     taker = int_or_null(row["taker_id"])
     if taker is not None and taker != by_id:
         return None
-    changed = tx.all(
-        "UPDATE issue_buttons SET taken_by = NULL, taker_id = NULL, taken_at = NULL"
-        " WHERE chat = ? AND issue_id = ? AND origin = ? AND taken_by IS NOT NULL"
-        " AND (taker_id = ? OR taker_id IS NULL) RETURNING message_id",
+    held = tx.all(
+        "SELECT b.key, b.message_id FROM issue_buttons b JOIN issue_takes t ON t.key = b.key"
+        " WHERE b.chat = ? AND b.issue_id = ? AND b.origin = ?"
+        " AND (t.taker_id = ? OR t.taker_id IS NULL)",
         (row["chat"], row["issue_id"], row["origin"], by_id),
     )
-    return sorted({int(found["message_id"]) for found in changed})
+    return _ended(tx, held)
 
 
-# An issue's earlier button in the chat, taken and open since (the row updated is the new one's).
+def _ended(tx: Tx, held: list[Any]) -> list[int]:
+    """These rows' takes ended: their messages' ids."""
+    keys = [str(found["key"]) for found in held]
+    if keys:
+        tx.execute(f"DELETE FROM issue_takes WHERE key IN ({placeholders(keys)})", keys)  # noqa: S608 (placeholders)
+    return sorted({int(found["message_id"]) for found in held})
+
+
+# An issue's earlier row in the chat, taken and open since (`b` is the new row).
 _EARLIER = (
-    "FROM issue_buttons AS o WHERE o.chat = issue_buttons.chat"
-    " AND o.issue_id = issue_buttons.issue_id AND o.origin = issue_buttons.origin"
-    " AND o.taken_by IS NOT NULL AND (o.status IS NULL OR o.status = 'unresolved')"
+    "FROM issue_buttons o JOIN issue_takes ot ON ot.key = o.key WHERE o.chat = b.chat"
+    " AND o.issue_id = b.issue_id AND o.origin = b.origin AND o.key != b.key"
+    " AND (o.status IS NULL OR o.status = 'unresolved')"
 )
 _INHERIT_TAKER = (
-    f"UPDATE issue_buttons SET taken_by = (SELECT o.taken_by {_EARLIER} ORDER BY o.taken_at"  # noqa: S608 (fixed text)
-    f" LIMIT 1), taker_id = (SELECT o.taker_id {_EARLIER} ORDER BY o.taken_at LIMIT 1),"
-    f" taken_at = (SELECT min(o.taken_at) {_EARLIER})"
-    " WHERE chat = ? AND message_id = ? AND taken_by IS NULL"
-    f" AND EXISTS (SELECT 1 {_EARLIER}) RETURNING key"
+    "INSERT INTO issue_takes (key, taken_by, taker_id, taken_at) SELECT b.key,"  # noqa: S608 (fixed text)
+    f" (SELECT ot.taken_by {_EARLIER} ORDER BY ot.taken_at LIMIT 1),"
+    f" (SELECT ot.taker_id {_EARLIER} ORDER BY ot.taken_at LIMIT 1),"
+    f" (SELECT min(ot.taken_at) {_EARLIER})"
+    " FROM issue_buttons b WHERE b.chat = ? AND b.message_id = ?"
+    f" AND EXISTS (SELECT 1 {_EARLIER}) ON CONFLICT (key) DO NOTHING RETURNING key"
 )
 
 
@@ -92,13 +125,14 @@ def inherited(tx: Tx, message: SentMessage) -> bool:
 def _same_take(
     chat: str, issue_id: str, taken_at: Any, taker_id: int | None, taker: str
 ) -> tuple[str, tuple[object, ...]]:
-    """A take as a condition on the issue's buttons: the same taker (by Telegram's id; by the
-    name shown, for a take kept without one) since the same moment."""
-    where = "chat = ? AND issue_id = ? AND taken_at = ?"
+    """A take as a condition on the issue's rows and their takes (`b`, `t`): the same taker
+    (by Telegram's id; by the name shown, for a take kept without one) since the same
+    moment."""
+    where = "b.chat = ? AND b.issue_id = ? AND t.taken_at = ?"
     values = (chat, issue_id, taken_at)
     if taker_id is None:
-        return f"{where} AND taker_id IS NULL AND taken_by = ?", (*values, taker)
-    return f"{where} AND taker_id = ?", (*values, taker_id)
+        return f"{where} AND t.taker_id IS NULL AND t.taken_by = ?", (*values, taker)
+    return f"{where} AND t.taker_id = ?", (*values, taker_id)
 
 
 def held_label(
@@ -108,8 +142,8 @@ def held_label(
     otherwise."""
     take, values = _same_take(chat, issue_id, taken_at, taker_id, taker)
     found = tx.one(
-        f"SELECT label FROM issue_buttons WHERE {take}"  # noqa: S608 (fixed text)
-        " AND (status IS NULL OR status = 'unresolved') LIMIT 1",
+        "SELECT b.label FROM issue_buttons b JOIN issue_takes t ON t.key = b.key"  # noqa: S608 (fixed text)
+        f" WHERE {take} AND {_OPEN} LIMIT 1",
         values,
     )
     return str(found["label"]) if found is not None else None
@@ -120,9 +154,12 @@ def end_take(
 ) -> list[int]:
     """This take ended on every card of the chat that shows it: their message ids."""
     take, values = _same_take(chat, issue_id, taken_at, taker_id, taker)
-    cleared = "UPDATE issue_buttons SET taken_by = NULL, taker_id = NULL, taken_at = NULL"
-    changed = tx.all(f"{cleared} WHERE {take} RETURNING message_id", values)
-    return sorted({int(row["message_id"]) for row in changed})
+    held = tx.all(
+        "SELECT b.key, b.message_id FROM issue_buttons b JOIN issue_takes t ON t.key = b.key"  # noqa: S608 (fixed text)
+        f" WHERE {take}",
+        values,
+    )
+    return _ended(tx, held)
 
 
 def latest_takers(tx: Tx, issue_ids: Sequence[str]) -> dict[str, str]:
@@ -130,10 +167,21 @@ def latest_takers(tx: Tx, issue_ids: Sequence[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for issue_id in dict.fromkeys(issue_ids):
         row = tx.one(
-            "SELECT taken_by FROM issue_buttons WHERE issue_id = ? AND taken_by IS NOT NULL"
-            " ORDER BY taken_at DESC LIMIT 1",
+            "SELECT t.taken_by FROM issue_buttons b JOIN issue_takes t ON t.key = b.key"
+            " WHERE b.issue_id = ? ORDER BY t.taken_at DESC LIMIT 1",
             (issue_id,),
         )
         if row is not None:
             found[issue_id] = str(row["taken_by"])
     return found
+
+
+def forget_of_messages(tx: Tx, cutoff: Any) -> None:
+    """The takes on the rows of messages sent before `cutoff` (the store's time), which are
+    forgotten with them."""
+    tx.execute(
+        "DELETE FROM issue_takes WHERE key IN (SELECT b.key FROM issue_buttons b"
+        " JOIN sent_messages s ON s.chat = b.chat AND s.message_id = b.message_id"
+        " WHERE s.sent_at < ?)",
+        (cutoff,),
+    )

@@ -1,4 +1,4 @@
--- The spool's schema at version 28, as PostgreSQL says it: what a fresh spool is
+-- The spool's schema at version 29, as PostgreSQL says it: what a fresh spool is
 -- made of (relay_app/spool/current.py). Written by `python -m tests.schema_files` from a
 -- spool that took every step of relay_app/spool/history.py; tests/test_schema_files.py
 -- checks that the two agree. Do not edit by hand.
@@ -154,13 +154,17 @@ CREATE TABLE issue_buttons (
     acted_by text,
     acted_at double precision,
     title text,
-    taken_by text,
-    taken_at double precision,
     choosing boolean DEFAULT false NOT NULL,
     snooze text,
     org text,
-    taker_id bigint,
     level text
+);
+
+CREATE TABLE issue_takes (
+    key text NOT NULL,
+    taken_by text NOT NULL,
+    taker_id bigint,
+    taken_at double precision
 );
 
 CREATE TABLE lanes (
@@ -462,6 +466,9 @@ ALTER TABLE ONLY handled_updates
 
 ALTER TABLE ONLY issue_buttons
     ADD CONSTRAINT issue_buttons_pkey PRIMARY KEY (key);
+
+ALTER TABLE ONLY issue_takes
+    ADD CONSTRAINT issue_takes_pkey PRIMARY KEY (key);
 
 ALTER TABLE ONLY lanes
     ADD CONSTRAINT lanes_pkey PRIMARY KEY (lane);

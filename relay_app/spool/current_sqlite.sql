@@ -1,4 +1,4 @@
--- The spool's schema at version 28, as SQLite says it: what a fresh spool is
+-- The spool's schema at version 29, as SQLite says it: what a fresh spool is
 -- made of (relay_app/spool/current.py). Written by `python -m tests.schema_files` from a
 -- spool that took every step of relay_app/spool/history.py; tests/test_schema_files.py
 -- checks that the two agree. Do not edit by hand.
@@ -83,7 +83,7 @@ CREATE TABLE issue_buttons (
     status TEXT,                    -- as the last press set it in GlitchTip
     acted_by TEXT,
     acted_at REAL
-, title TEXT, taken_by TEXT, taken_at REAL, choosing INTEGER NOT NULL DEFAULT 0, snooze TEXT, org TEXT, taker_id INTEGER, level TEXT);
+, title TEXT, choosing INTEGER NOT NULL DEFAULT 0, snooze TEXT, org TEXT, level TEXT);
 
 CREATE INDEX issue_buttons_by_message ON issue_buttons (chat, message_id, position);
 
@@ -364,6 +364,13 @@ CREATE TABLE sentry_assignments (
     issue_id TEXT PRIMARY KEY,      -- 'sentry:<id>'
     assigned_to TEXT NOT NULL,      -- as Sentry names the assignee: a user, or a team
     assigned_at REAL NOT NULL
+);
+
+CREATE TABLE issue_takes (
+    key TEXT PRIMARY KEY,  -- the card's row of the issue (issue_buttons.key)
+    taken_by TEXT NOT NULL,  -- as the card shows the taker: '@ada', or a name
+    taker_id INTEGER,  -- who: Telegram's user id (NULL: kept before ids were)
+    taken_at REAL  -- NULL only for a take kept before its time was
 );
 
 INSERT INTO bot (id) VALUES (1);

@@ -18,7 +18,7 @@ from .dialects import POSTGRES, SQLITE, Types
 __all__ = ["POSTGRES", "SCHEMA_VERSION", "SQLITE", "Types", "statements_after", "steps"]
 
 # The version this code writes. A spool at a later one is a newer relay's: refused.
-SCHEMA_VERSION = 28
+SCHEMA_VERSION = 29
 
 
 def steps(types: Types) -> dict[int, list[str]]:
@@ -49,6 +49,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         26: rooms_and_boards(types),
         27: photo_cards(types),
         28: marks_of_their_own(types),
+        29: takes_of_their_own(types),
     }
 
 
@@ -715,5 +716,25 @@ def marks_of_their_own(types: Types) -> list[str]:
         *(
             f"ALTER TABLE issue_buttons DROP COLUMN {column}"
             for column in ("silence_id", "muted_by", "muted_until", "assigned_to", "assigned_at")
+        ),
+    ]
+
+
+def takes_of_their_own(types: Types) -> list[str]:
+    """29: who has an issue (On it) is kept in a table of its own, keyed by the card's row of
+    it (cards/takes.py), no longer in the card's record: each take under way moves there as it
+    stood, on the same cards."""
+    return [
+        f"""CREATE TABLE issue_takes (
+    key TEXT PRIMARY KEY,  -- the card's row of the issue (issue_buttons.key)
+    taken_by TEXT NOT NULL,  -- as the card shows the taker: '@ada', or a name
+    taker_id {types.big},  -- who: Telegram's user id (NULL: kept before ids were)
+    taken_at {types.time}  -- NULL only for a take kept before its time was
+)""",
+        "INSERT INTO issue_takes (key, taken_by, taker_id, taken_at)"
+        " SELECT key, taken_by, taker_id, taken_at FROM issue_buttons WHERE taken_by IS NOT NULL",
+        *(
+            f"ALTER TABLE issue_buttons DROP COLUMN {column}"
+            for column in ("taken_by", "taker_id", "taken_at")
         ),
     ]

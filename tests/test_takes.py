@@ -1,0 +1,85 @@
+"""Who has an issue (cards/takes.py), kept in a table of its own keyed by the card's row: a
+take marks every open card of the issue in the chat and one sent later, Let go clears them; and
+a take under way when a spool is upgraded to step 29 (out of the card's record) stays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from relay_app.cards.card import IssueButton, SentMessage
+from relay_app.cards.sent import SentStore
+from relay_app.spool import on_store
+from relay_app.spool.database import Database
+from tests.conftest import FakeTime
+from tests.old_spools import upgraded_from
+
+CHAT = "-100123"
+ORIGIN = "https://gt.example.org"
+
+
+def card(message_id: int, key: str, status: str | None = None) -> SentMessage:
+    button = IssueButton(key, "4", ORIGIN, "BACKEND-4A", status=status)  # type: ignore[arg-type]
+    return SentMessage(CHAT, message_id, "<b>alert</b>", 0.0, buttons=(button,))
+
+
+def takers(sent: SentStore, *message_ids: int) -> list[str | None]:
+    found = [sent.message(CHAT, message_id) for message_id in message_ids]
+    return [message.buttons[0].taken_by if message else "gone" for message in found]
+
+
+def test_a_take_marks_the_open_cards_and_a_later_one_and_let_go_clears_them(
+    tmp_path: Path, fake_time: FakeTime
+) -> None:
+    sent = on_store(Database(str(tmp_path / "spool.sqlite3"))).of(SentStore)
+    sent.keep(card(41, "k41"), [])
+    sent.keep(card(42, "k42", status="resolved"), [])
+    sent.keep(card(43, "k43"), [])
+    assert sent.take("k43", by="@ada", by_id=7, at=fake_time()) == [43, 41]
+    assert sent.take("k41", by="@bo", by_id=8, at=fake_time()) == []  # someone has it
+    assert takers(sent, 41, 42, 43) == ["@ada", None, "@ada"]  # not the resolved card
+    sent.keep(card(44, "k44"), [])
+    assert takers(sent, 44) == ["@ada"]  # sent later: it says who has it
+    assert sent.let_go("k44", by_id=8, at=fake_time()) is None  # not theirs
+    assert sent.let_go("k44", by_id=7, at=fake_time()) == [41, 43, 44]
+    assert takers(sent, 41, 43, 44) == [None, None, None]
+    assert sent.take("k42", by="@ada", by_id=7, at=fake_time()) == []  # resolved: no take
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_take_kept_in_the_cards_record_before_stays_after_the_upgrade(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, fake_time: FakeTime
+) -> None:
+    """Step 29 moves who has an issue out of the card's record: a take under way stays, on the
+    same cards, and its taker may let go of it."""
+    now = fake_time()
+    made = [
+        "INSERT INTO sent_messages (chat, message_id, html, sent_at) VALUES"
+        f" ('{CHAT}', {n}, '<b>alert</b>', {now})"
+        for n in (41, 42)
+    ] + [
+        "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin, label,"
+        f" taken_by, taker_id, taken_at) VALUES ('k41', '{CHAT}', 41, 0, '4', '{ORIGIN}',"
+        f" 'BACKEND-4A', '@ada', 7, {now})",
+        "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin, label)"
+        f" VALUES ('k42', '{CHAT}', 42, 0, '5', '{ORIGIN}', 'BACKEND-5A')",
+    ]
+    where = (
+        str(tmp_path / "spool.sqlite3") if kind == "sqlite" else request.getfixturevalue("pg_url")
+    )
+    store = upgraded_from(kind, where, 28, made)
+    try:
+        sent = on_store(store).of(SentStore)
+        message = sent.message(CHAT, 41)
+        assert message is not None
+        [button] = message.buttons
+        assert (button.taken_by, button.taker_id) == ("@ada", 7)
+        assert button.taken_at == pytest.approx(now, abs=5)
+        assert takers(sent, 42) == [None]
+        columns = store.read(lambda tx: tx.one("SELECT * FROM issue_buttons WHERE key = 'k41'"))
+        assert "taken_by" not in dict(columns)
+        assert sent.let_go("k41", by_id=7, at=fake_time()) == [41]
+        assert takers(sent, 41) == [None]
+    finally:
+        store.close()
