@@ -1,6 +1,8 @@
-"""Who has an issue (cards/takes.py), kept in a table of its own keyed by the card's row: a
-take marks every open card of the issue in the chat and one sent later, Let go clears them; and
-a take under way when a spool is upgraded to step 29 (out of the card's record) stays."""
+"""Who has an issue (cards/takes.py) and Ignore's state on a card (cards/ignore_state.py), each
+kept in a table of its own keyed by the card's row: a take marks every open card of the issue
+in the chat and one sent later, Let go clears them; Ignore's choices open once and close with
+the status; and what was under way when a spool is upgraded to step 29 (out of the card's
+record) stays."""
 
 from __future__ import annotations
 
@@ -47,6 +49,29 @@ def test_a_take_marks_the_open_cards_and_a_later_one_and_let_go_clears_them(
     assert sent.take("k42", by="@ada", by_id=7, at=fake_time()) == []  # resolved: no take
 
 
+def test_ignores_choices_open_once_and_an_ignores_condition_goes_with_its_status(
+    tmp_path: Path, fake_time: FakeTime
+) -> None:
+    sent = on_store(Database(str(tmp_path / "spool.sqlite3"))).of(SentStore)
+    sent.keep(card(41, "k41"), [])
+    sent.keep(card(42, "k42"), [])
+    assert sent.choose("k41", choosing=True, at=fake_time())
+    assert not sent.choose("k41", choosing=True, at=fake_time())  # another press came first
+    until = {"until": fake_time() + 3600}
+    claim = sent.claim("k41", None, "ignored", by="@ada", at=fake_time(), snooze=until)
+    assert claim is not None
+    assert sent.mirror("k41") == [42]
+    for message_id in (41, 42):
+        message = sent.message(CHAT, message_id)
+        assert message is not None
+        assert (message.buttons[0].choosing, message.buttons[0].snooze) == (False, until)
+    assert not sent.choose("k41", choosing=True, at=fake_time())  # ignored: no choices
+    sent.unclaim(claim)  # the tracker refused: as it was, without a condition
+    message = sent.message(CHAT, 41)
+    assert message is not None
+    assert (message.buttons[0].status, message.buttons[0].snooze) == (None, None)
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_a_take_kept_in_the_cards_record_before_stays_after_the_upgrade(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path, fake_time: FakeTime
@@ -54,6 +79,7 @@ def test_a_take_kept_in_the_cards_record_before_stays_after_the_upgrade(
     """Step 29 moves who has an issue out of the card's record: a take under way stays, on the
     same cards, and its taker may let go of it."""
     now = fake_time()
+    true, false = ("1", "0") if kind == "sqlite" else ("true", "false")
     made = [
         "INSERT INTO sent_messages (chat, message_id, html, sent_at) VALUES"
         f" ('{CHAT}', {n}, '<b>alert</b>', {now})"
@@ -62,8 +88,12 @@ def test_a_take_kept_in_the_cards_record_before_stays_after_the_upgrade(
         "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin, label,"
         f" taken_by, taker_id, taken_at) VALUES ('k41', '{CHAT}', 41, 0, '4', '{ORIGIN}',"
         f" 'BACKEND-4A', '@ada', 7, {now})",
-        "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin, label)"
-        f" VALUES ('k42', '{CHAT}', 42, 0, '5', '{ORIGIN}', 'BACKEND-5A')",
+        "INSERT INTO issue_buttons (key, chat, message_id, position, issue_id, origin, label,"
+        " choosing) VALUES"
+        f" ('k42', '{CHAT}', 42, 0, '5', '{ORIGIN}', 'BACKEND-5A', {true}),"
+        f" ('k43', '{CHAT}', 42, 1, '6', '{ORIGIN}', 'BACKEND-6A', {false})",
+        "UPDATE issue_buttons SET status = 'ignored', snooze = '{\"until\": 2000000000}'"
+        " WHERE key = 'k43'",
     ]
     where = (
         str(tmp_path / "spool.sqlite3") if kind == "sqlite" else request.getfixturevalue("pg_url")
@@ -76,9 +106,12 @@ def test_a_take_kept_in_the_cards_record_before_stays_after_the_upgrade(
         [button] = message.buttons
         assert (button.taken_by, button.taker_id) == ("@ada", 7)
         assert button.taken_at == pytest.approx(now, abs=5)
-        assert takers(sent, 42) == [None]
+        choosing, ignored = sent.message(CHAT, 42).buttons  # type: ignore[union-attr]
+        assert (choosing.taken_by, choosing.choosing, choosing.snooze) == (None, True, None)
+        assert (ignored.status, ignored.choosing) == ("ignored", False)
+        assert ignored.snooze == {"until": 2_000_000_000}
         columns = store.read(lambda tx: tx.one("SELECT * FROM issue_buttons WHERE key = 'k41'"))
-        assert "taken_by" not in dict(columns)
+        assert not {"taken_by", "choosing", "snooze"} & set(dict(columns))
         assert sent.let_go("k41", by_id=7, at=fake_time()) == [41]
         assert takers(sent, 41) == [None]
     finally:

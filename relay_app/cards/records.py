@@ -1,5 +1,5 @@
 """A card's record read and changed inside another's unit of work: the statements on the cards'
-tables (`sent_messages`, `issue_buttons`, `issue_takes`, `takes`) that capabilities need in
+tables (`sent_messages`, `issue_buttons` and its rows' state, `takes`) that capabilities need in
 their own transactions, so that only the cards name those tables (tests/test_tables.py). Each
 takes the caller's `Tx`; none commits."""
 
@@ -10,13 +10,13 @@ from typing import Any
 
 from ..core.routing import Destination
 from ..spool.store import Row, Tx
-from .takes import BUTTONS_WITH_TAKES, WITH_TAKE
+from .rows import ROW, ROWS
 
 
 def button(tx: Tx, key: str) -> Row | None:
     """An issue's button by its key, as kept."""
     found: Row | None = tx.one(
-        f"SELECT {WITH_TAKE} FROM {BUTTONS_WITH_TAKES} WHERE b.key = ?",  # noqa: S608 (fixed text)
+        f"SELECT {ROW} FROM {ROWS} WHERE b.key = ?",  # noqa: S608 (fixed text)
         (key,),
     )
     return found
@@ -54,7 +54,7 @@ def messages_showing(tx: Tx, chat: str, issue_id: str) -> tuple[int, ...]:
 def issues_under(tx: Tx, chat: str, message_id: int) -> list[Row]:
     """A message's issues in its order: id, label, when taken, status."""
     return tx.all(
-        f"SELECT b.issue_id, b.label, t.taken_at, b.status FROM {BUTTONS_WITH_TAKES}"  # noqa: S608 (fixed text)
+        f"SELECT b.issue_id, b.label, t.taken_at, b.status FROM {ROWS}"  # noqa: S608 (fixed text)
         " WHERE b.chat = ? AND b.message_id = ? ORDER BY b.position",
         (chat, message_id),
     )
@@ -87,7 +87,7 @@ def shown_since(tx: Tx, place: Destination | None, since_db: float) -> list[Row]
     message was sent."""
     return tx.all(
         "SELECT b.chat, b.issue_id, b.label, b.title, t.taken_by, b.status,"  # noqa: S608 (fixed text)
-        f" b.acted_at, b.level, s.sent_at FROM {BUTTONS_WITH_TAKES} JOIN sent_messages s"
+        f" b.acted_at, b.level, s.sent_at FROM {ROWS} JOIN sent_messages s"
         " ON s.chat = b.chat AND s.message_id = b.message_id WHERE s.sent_at >= ?"
         " AND s.copies IS NULL AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))"
         " ORDER BY s.sent_at, s.message_id",
@@ -141,7 +141,7 @@ def latest_in_chat(tx: Tx, chat: str, issue_ids: Sequence[str]) -> dict[str, Row
     found: dict[str, Row] = {}
     for issue_id in dict.fromkeys(issue_ids):
         row = tx.one(
-            f"SELECT b.status, t.taken_by, t.taken_at, b.message_id FROM {BUTTONS_WITH_TAKES}"  # noqa: S608 (fixed text)
+            f"SELECT b.status, t.taken_by, t.taken_at, b.message_id FROM {ROWS}"  # noqa: S608 (fixed text)
             " WHERE b.chat = ? AND b.issue_id = ? ORDER BY b.message_id DESC LIMIT 1",
             (chat, issue_id),
         )

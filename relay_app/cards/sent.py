@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from ..core.services import Key
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
-from . import records, takes
+from . import ignore_state, records, rows, takes
 from .card import IssueButton, SentMessage
 from .marks import Marks
 
@@ -106,13 +106,15 @@ class SentStore:
                 "UPDATE sent_messages SET copies = ? WHERE chat = ? AND message_id = ?",
                 (like, message.chat, message.message_id),
             )
-            tx.execute(
-                "UPDATE issue_buttons SET (status, acted_by, acted_at, snooze) = (SELECT status,"
-                " acted_by, acted_at, snooze FROM issue_buttons WHERE key = ?)"
+            copied = tx.all(
+                "UPDATE issue_buttons SET (status, acted_by, acted_at) = (SELECT status,"
+                " acted_by, acted_at FROM issue_buttons WHERE key = ?)"
                 " WHERE chat = ? AND message_id = ?"
-                " AND EXISTS (SELECT 1 FROM issue_buttons WHERE key = ?)",
+                " AND EXISTS (SELECT 1 FROM issue_buttons WHERE key = ?) RETURNING key",
                 (like, message.chat, message.message_id, like),
             )
+            keys = [str(row["key"]) for row in copied]
+            ignore_state.settle(tx, keys, ignore_state.snooze_of(tx, like))
 
         self._store.write(keep)
 
@@ -166,18 +168,18 @@ class SentStore:
 
         def claim(tx: Tx) -> StatusClaim | None:
             row = tx.one(
-                "SELECT status, acted_by, acted_at, snooze FROM issue_buttons WHERE key = ?"
-                " FOR UPDATE",
+                "SELECT status, acted_by, acted_at FROM issue_buttons WHERE key = ? FOR UPDATE",
                 (key,),
             )
             if row is None or (row["status"] or _UNRESOLVED) != (shown or _UNRESOLVED):
                 return None
+            before_snooze = ignore_state.snooze_of(tx, key)
             tx.execute(
-                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?, choosing = ?,"
-                " snooze = ? WHERE key = ?",
-                (status, by, tx.at.db, False, json.dumps(snooze) if snooze else None, key),
+                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ? WHERE key = ?",
+                (status, by, tx.at.db, key),
             )
-            before = (row["status"], row["acted_by"], row["acted_at"], row["snooze"])
+            ignore_state.settle(tx, [key], json.dumps(snooze) if snooze else None)
+            before = (row["status"], row["acted_by"], row["acted_at"], before_snooze)
             return StatusClaim(key, status, by, tx.at.db, before)
 
         return self._store.write(claim, now=at)
@@ -189,28 +191,28 @@ class SentStore:
 
         def mirror(tx: Tx) -> list[int]:
             row = tx.one(
-                "SELECT chat, issue_id, origin, status, acted_by, acted_at, snooze"
+                "SELECT chat, issue_id, origin, status, acted_by, acted_at"
                 " FROM issue_buttons WHERE key = ?",
                 (key,),
             )
             if row is None:
                 return []
             changed = tx.all(
-                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?, snooze = ?,"
-                " choosing = ? WHERE chat = ? AND issue_id = ? AND origin = ? AND key != ?"
-                " RETURNING message_id",
+                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?"
+                " WHERE chat = ? AND issue_id = ? AND origin = ? AND key != ?"
+                " RETURNING key, message_id",
                 (
                     row["status"],
                     row["acted_by"],
                     row["acted_at"],
-                    row["snooze"],
-                    False,
                     row["chat"],
                     row["issue_id"],
                     row["origin"],
                     key,
                 ),
             )
+            keys = [str(found["key"]) for found in changed]
+            ignore_state.settle(tx, keys, ignore_state.snooze_of(tx, key))
             return sorted({int(found["message_id"]) for found in changed})
 
         return self._store.write(mirror)
@@ -219,15 +221,7 @@ class SentStore:
         """Show Ignore's choices in place of the button's row (or close them); False when the
         issue is not open, or they already stand so (another press came first)."""
 
-        def choose(tx: Tx) -> bool:
-            changed = tx.one(
-                "UPDATE issue_buttons SET choosing = ? WHERE key = ? AND choosing = ?"
-                " AND (status IS NULL OR status = 'unresolved') RETURNING key",
-                (choosing, key, not choosing),
-            )
-            return changed is not None
-
-        return self._store.write(choose, now=at)
+        return self._store.write(lambda tx: ignore_state.choose(tx, key, choosing=choosing), now=at)
 
     def in_step(
         self,
@@ -273,9 +267,10 @@ class SentStore:
                 # Only while it stands as read: a press in between wins.
                 done = tx.one(
                     _IN_STEP[newer_wins],
-                    (status, changed_at, False, row["key"], row["status"] or _UNRESOLVED, cutoff),
+                    (status, changed_at, row["key"], row["status"] or _UNRESOLVED, cutoff),
                 )
                 if done is not None:
+                    ignore_state.settle(tx, [str(row["key"])], None)
                     synced.append(
                         Synced(
                             str(done["chat"]),
@@ -305,11 +300,14 @@ class SentStore:
         later change has replaced the claim."""
 
         def unclaim(tx: Tx) -> None:
-            tx.execute(
-                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?, snooze = ?"
-                " WHERE key = ? AND status = ? AND acted_by = ? AND acted_at = ?",
-                (*claim.before, claim.key, claim.status, claim.by, claim.at),
+            status, acted_by, acted_at, snooze = claim.before
+            undone = tx.one(
+                "UPDATE issue_buttons SET status = ?, acted_by = ?, acted_at = ?"
+                " WHERE key = ? AND status = ? AND acted_by = ? AND acted_at = ? RETURNING key",
+                (status, acted_by, acted_at, claim.key, claim.status, claim.by, claim.at),
             )
+            if undone is not None:
+                ignore_state.settle(tx, [claim.key], None if snooze is None else str(snooze))
 
         self._store.write(unclaim)
 
@@ -384,7 +382,7 @@ class SentStore:
             tx.execute("DELETE FROM handled_updates WHERE at < ?", (cutoff,))
             tx.execute("DELETE FROM outages WHERE down_at < ?", (cutoff,))
             tx.execute("DELETE FROM takes WHERE taken_at < ?", (cutoff,))
-            takes.forget_of_messages(tx, cutoff)
+            rows.forget_state_of_messages(tx, cutoff)
             tx.execute(
                 "DELETE FROM issue_buttons WHERE (chat, message_id) IN"
                 " (SELECT chat, message_id FROM sent_messages WHERE sent_at < ?)",
@@ -467,8 +465,8 @@ def recovered_in(tx: Tx, outage: Outage, note: str) -> SentMessage | None:
 # A button made to show its source's status while it stands as read: unless a press changed it
 # since (False), or anyone did (True: the status is a webhook's, as of its stamp).
 _SYNCED = (
-    "UPDATE issue_buttons SET status = ?, acted_by = NULL, acted_at = ?, choosing = ?,"
-    " snooze = NULL WHERE key = ? AND COALESCE(status, 'unresolved') = ?"
+    "UPDATE issue_buttons SET status = ?, acted_by = NULL, acted_at = ?"
+    " WHERE key = ? AND COALESCE(status, 'unresolved') = ?"
 )
 _IN_STEP = {
     False: _SYNCED + " AND (acted_by IS NULL OR acted_at < ?) RETURNING chat, message_id, label",
@@ -504,7 +502,7 @@ def _message(tx: Tx, chat: str, message_id: int, marks: Marks | None = None) -> 
     if row is None:
         return None
     buttons = tx.all(
-        f"SELECT {takes.WITH_TAKE} FROM {takes.BUTTONS_WITH_TAKES}"  # noqa: S608 (fixed text)
+        f"SELECT {rows.ROW} FROM {rows.ROWS}"  # noqa: S608 (fixed text)
         " WHERE b.chat = ? AND b.message_id = ? ORDER BY b.position",
         (chat, message_id),
     )

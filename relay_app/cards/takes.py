@@ -14,10 +14,6 @@ from typing import Any
 from ..spool.store import Tx, int_or_null, placeholders
 from .card import SentMessage
 
-# A card's rows of its issues, each with its take when someone has the issue (the table is
-# keyed by the row): what reads a row whole selects from, and what it selects.
-BUTTONS_WITH_TAKES = "issue_buttons b LEFT JOIN issue_takes t ON t.key = b.key"
-WITH_TAKE = "b.*, t.taken_by, t.taker_id, t.taken_at"
 _OPEN = "(b.status IS NULL OR b.status = 'unresolved')"
 
 
@@ -74,8 +70,8 @@ def let_go(tx: Tx, key: str, *, by_id: int | None) -> list[int] | None:
     never by a name, which anyone can take). A take kept with no id (before ids were kept)
     may be let go by anyone allowed to act."""
     row = tx.one(
-        f"SELECT b.chat, b.issue_id, b.origin, t.taken_by, t.taker_id"  # noqa: S608 (fixed text)
-        f" FROM {BUTTONS_WITH_TAKES} WHERE b.key = ?",
+        "SELECT b.chat, b.issue_id, b.origin, t.taken_by, t.taker_id FROM issue_buttons b"
+        " LEFT JOIN issue_takes t ON t.key = b.key WHERE b.key = ?",
         (key,),
     )
     if row is None or row["taken_by"] is None or by_id is None:
@@ -174,14 +170,3 @@ def latest_takers(tx: Tx, issue_ids: Sequence[str]) -> dict[str, str]:
         if row is not None:
             found[issue_id] = str(row["taken_by"])
     return found
-
-
-def forget_of_messages(tx: Tx, cutoff: Any) -> None:
-    """The takes on the rows of messages sent before `cutoff` (the store's time), which are
-    forgotten with them."""
-    tx.execute(
-        "DELETE FROM issue_takes WHERE key IN (SELECT b.key FROM issue_buttons b"
-        " JOIN sent_messages s ON s.chat = b.chat AND s.message_id = b.message_id"
-        " WHERE s.sent_at < ?)",
-        (cutoff,),
-    )

@@ -154,10 +154,14 @@ CREATE TABLE issue_buttons (
     acted_by text,
     acted_at double precision,
     title text,
-    choosing boolean DEFAULT false NOT NULL,
-    snooze text,
     org text,
     level text
+);
+
+CREATE TABLE issue_ignores (
+    key text NOT NULL,
+    choosing boolean DEFAULT false NOT NULL,
+    snooze text
 );
 
 CREATE TABLE issue_takes (
@@ -466,6 +470,9 @@ ALTER TABLE ONLY handled_updates
 
 ALTER TABLE ONLY issue_buttons
     ADD CONSTRAINT issue_buttons_pkey PRIMARY KEY (key);
+
+ALTER TABLE ONLY issue_ignores
+    ADD CONSTRAINT issue_ignores_pkey PRIMARY KEY (key);
 
 ALTER TABLE ONLY issue_takes
     ADD CONSTRAINT issue_takes_pkey PRIMARY KEY (key);

@@ -83,7 +83,7 @@ CREATE TABLE issue_buttons (
     status TEXT,                    -- as the last press set it in GlitchTip
     acted_by TEXT,
     acted_at REAL
-, title TEXT, choosing INTEGER NOT NULL DEFAULT 0, snooze TEXT, org TEXT, level TEXT);
+, title TEXT, org TEXT, level TEXT);
 
 CREATE INDEX issue_buttons_by_message ON issue_buttons (chat, message_id, position);
 
@@ -371,6 +371,12 @@ CREATE TABLE issue_takes (
     taken_by TEXT NOT NULL,  -- as the card shows the taker: '@ada', or a name
     taker_id INTEGER,  -- who: Telegram's user id (NULL: kept before ids were)
     taken_at REAL  -- NULL only for a take kept before its time was
+);
+
+CREATE TABLE issue_ignores (
+    key TEXT PRIMARY KEY,  -- the card's row of the issue (issue_buttons.key)
+    choosing INTEGER NOT NULL DEFAULT 0,  -- Ignore's choices shown in place of the row
+    snooze TEXT  -- JSON: the condition an ignore lasts until, as the card shows it
 );
 
 INSERT INTO bot (id) VALUES (1);

@@ -49,7 +49,7 @@ def steps(types: Types) -> dict[int, list[str]]:
         26: rooms_and_boards(types),
         27: photo_cards(types),
         28: marks_of_their_own(types),
-        29: takes_of_their_own(types),
+        29: card_state_of_its_own(types),
     }
 
 
@@ -720,10 +720,11 @@ def marks_of_their_own(types: Types) -> list[str]:
     ]
 
 
-def takes_of_their_own(types: Types) -> list[str]:
-    """29: who has an issue (On it) is kept in a table of its own, keyed by the card's row of
-    it (cards/takes.py), no longer in the card's record: each take under way moves there as it
-    stood, on the same cards."""
+def card_state_of_its_own(types: Types) -> list[str]:
+    """29: who has an issue (On it) and Ignore's state on a card (its choices shown, the
+    condition an ignore lasts until) are kept in tables of their own, keyed by the card's row
+    of the issue (cards/takes.py, cards/ignore_state.py), no longer in the card's record: each
+    take, choice and condition under way moves there as it stood, on the same cards."""
     return [
         f"""CREATE TABLE issue_takes (
     key TEXT PRIMARY KEY,  -- the card's row of the issue (issue_buttons.key)
@@ -733,8 +734,15 @@ def takes_of_their_own(types: Types) -> list[str]:
 )""",
         "INSERT INTO issue_takes (key, taken_by, taker_id, taken_at)"
         " SELECT key, taken_by, taker_id, taken_at FROM issue_buttons WHERE taken_by IS NOT NULL",
+        f"""CREATE TABLE issue_ignores (
+    key TEXT PRIMARY KEY,  -- the card's row of the issue (issue_buttons.key)
+    choosing {types.flag},  -- Ignore's choices shown in place of the row
+    snooze TEXT  -- JSON: the condition an ignore lasts until, as the card shows it
+)""",
+        "INSERT INTO issue_ignores (key, choosing, snooze)"
+        " SELECT key, choosing, snooze FROM issue_buttons WHERE choosing OR snooze IS NOT NULL",
         *(
             f"ALTER TABLE issue_buttons DROP COLUMN {column}"
-            for column in ("taken_by", "taker_id", "taken_at")
+            for column in ("taken_by", "taker_id", "taken_at", "choosing", "snooze")
         ),
     ]
