@@ -122,6 +122,20 @@ class Walk:
         sys.setprofile(None)
         threading.setprofile(None)
 
+    def stages(self) -> list[str]:
+        """The pipeline's stages the walk entered, in order (tests/test_pipeline.py's map)."""
+        try:
+            from tests.test_pipeline import STAGE_OF
+        except ImportError:  # a commit from before the stages were named
+            return []
+        entered: list[str] = []
+        for file in self.files:
+            folder, _, name = file.rpartition("/")
+            stage = STAGE_OF.get(name) if folder == "pipeline" else None
+            if stage is not None and (not entered or entered[-1] != stage):
+                entered.append(stage)
+        return entered
+
     def report(self) -> tuple[int, int, int, int]:
         packages = [f.split("/")[0] if "/" in f else "(wiring)" for f in self.files]
         changes = back = 0
@@ -154,6 +168,10 @@ def until(done: Callable[[], bool], seconds: float = 10.0) -> None:
         time.sleep(0.005)
 
 
+# The stages of the pipeline one webhook entered, in order (filled by `walks`).
+STAGES: list[str] = []
+
+
 def walks() -> Iterator[tuple[str, tuple[int, int, int, int]]]:
     with tempfile.TemporaryDirectory() as directory:
         telegram = ScriptedTelegram()
@@ -169,6 +187,7 @@ def walks() -> Iterator[tuple[str, tuple[int, int, int, int]]]:
             with Walk() as walk:
                 client.post(f"/webhook/{SECRET}", json=PAYLOAD)
                 until(lambda: telegram.calls >= 2)
+            STAGES.extend(walk.stages())
             yield "one webhook, from the view to sendMessage", walk.report()
             assert relay.spool is not None
             assert relay.updates is not None
@@ -202,6 +221,9 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|")
     for what, (frames, files, changes, back) in walks():
         print(f"| {what} | {frames} | {files} | {changes} | {back} |")
+    if STAGES:
+        back = sum(1 for i, stage in enumerate(STAGES) if stage in STAGES[:i])
+        print(f"\nThe webhook's stages, in order: {' → '.join(STAGES)} (back into one: {back})")
     try:
         from tests.test_tables import namers
     except ImportError:  # a commit from before its test

@@ -24,7 +24,6 @@ from .core.routing import Destination
 from .core.services import Services
 from .delivery.dispatcher import Chores, Dispatcher
 from .delivery.health import Health, MemoryHealthStore
-from .delivery.intake import Intake
 from .delivery.job import Attempts, Jobs, Writing
 from .delivery.leadership import Chore, Leadership, Upkeep, WhenLeading
 from .delivery.outbox import Outbox
@@ -35,10 +34,6 @@ from .glitchtip.details import HOURLY
 from .glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE
 from .glitchtip.source import GLITCHTIP
 from .glitchtip.webhook import MAX_BODY_BYTES
-from .intake.alerts import HOLD, GlitchTipIssues, WebhookAlerts
-from .intake.hidden import NAMED_HIDDEN, HiddenIssues
-from .intake.last_webhook import LastWebhook
-from .intake.routed import TAKE_IN, RoutedWebhooks
 from .message.subjects import NO_HOMES, IssueHomes
 from .operating.capability import Core, Registry, Started
 from .operating.config import Settings
@@ -46,6 +41,14 @@ from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.routes_file import RefusedAgain
 from .operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
 from .parts import issue_lookups, source_services, zones_for
+from .pipeline.alerts import GlitchTipIssues, WebhookAlerts
+from .pipeline.attempt import FirstAttempts
+from .pipeline.hidden import NAMED_HIDDEN, HiddenIssues
+from .pipeline.hold import HOLD
+from .pipeline.queue import AlertQueue
+from .pipeline.receive import receive
+from .pipeline.record import LastWebhook
+from .pipeline.route import TAKE_IN, RoutedWebhooks
 from .routes.rotation import ROSTER, Roster
 from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
 from .spool.setup_found import SetupFound
@@ -249,7 +252,8 @@ def assemble(
         clock=clock,
         timing=timing,
     )
-    intake = Intake(queues=queues, jobs=jobs, dispatcher=dispatcher, clock=clock)
+    alert_queue = AlertQueue(queues=queues, jobs=jobs, dispatcher=dispatcher, clock=clock)
+    attempts = FirstAttempts(queues=queues, dispatcher=dispatcher, clock=clock)
     lookups = issue_lookups(
         settings, metrics, shared, services.find(HOURLY), services.find(DETAIL_SOURCE)
     )
@@ -258,7 +262,8 @@ def assemble(
     )
     webhooks = RoutedWebhooks(
         WebhookAlerts(
-            intake=intake,
+            queue=alert_queue,
+            attempts=attempts,
             renderer=renderer,
             silencing=services.find(HOLD),
             jobs=jobs,
@@ -277,7 +282,8 @@ def assemble(
     return Relay(
         settings=settings,
         sources=capabilities.sources,
-        intake=intake,
+        alert_queue=alert_queue,
+        attempts=attempts,
         dispatcher=dispatcher,
         jobs=jobs,
         metrics=metrics,
@@ -466,7 +472,7 @@ def _hidden_issues(
         return None
 
     def take(payload: dict[str, Any], destination: Destination, also: Mapping[str, Any]) -> None:
-        webhooks.take(payload, destination, time.monotonic(), also=also)
+        webhooks.route(receive(payload, destination, time.monotonic(), also=also))
 
     return HiddenIssues(
         GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT),

@@ -21,10 +21,11 @@ from relay_app.chat.links import LINKS
 from relay_app.core.errors import PermanentDeliveryError, RateLimited
 from relay_app.core.outcomes import Outcome
 from relay_app.core.routing import Destination
-from relay_app.intake.alerts import HELD_NOTED
-from relay_app.intake.pages import Page
 from relay_app.message.formatting import Message, message_for
 from relay_app.oncall.steps import Escalation
+from relay_app.pipeline.hold import HELD_NOTED
+from relay_app.pipeline.pages import Page
+from relay_app.pipeline.receive import deadline
 from relay_app.summaries.daily import DailySummaries
 from relay_app.telegram.courier import Picture, Sent
 from relay_app.watch.watcher import WATCHER, Round, Watcher
@@ -238,9 +239,11 @@ def webhook(
     """What the view does: queue the alert, and wait for its first attempt when it may go
     now. None: it waits."""
     started = time.monotonic()
-    job = relay.intake.admit({"webhook": payload}, to, started=started, text=text_of(payload))
+    job = relay.alert_queue.admit(
+        {"webhook": payload}, to, by=deadline(started), text=text_of(payload)
+    )
     assert job is not None
-    return relay.intake.first_attempt(job, started=started).outcome
+    return relay.attempts.first_attempt(job, by=deadline(started)).outcome
 
 
 def text_of(payload: dict[str, Any]) -> str:

@@ -24,6 +24,7 @@ from relay_app.core.routing import Destination
 from relay_app.oncall.command import oncall_command
 from relay_app.operating.config import Settings
 from relay_app.operating.sentry_env import SentryConfig
+from relay_app.pipeline.receive import deadline
 from relay_app.routes import parse_routes
 from relay_app.routes.rotation import Roster
 from relay_app.sentry.deliveries import DeliveryStore
@@ -305,8 +306,8 @@ def test_answers_never_push_an_alert_out_of_the_spool(
     chat = Chat.of(built, fake_time, spool_max_pending=1)
     for person in range(250):
         chat.update(command("/status", 300 + person, by=3000 + person))
-    job = chat.relay.intake.admit(
-        {"webhook": PAYLOAD}, HERE, started=time.monotonic(), text="an alert"
+    job = chat.relay.alert_queue.admit(
+        {"webhook": PAYLOAD}, HERE, by=deadline(time.monotonic()), text="an alert"
     )
     assert job is not None
     assert job.home == "spool"  # not kept in memory only

@@ -18,6 +18,7 @@ from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import parse_callback
 from relay_app.oncall.direct import message_link
 from relay_app.oncall.people import PeopleStore
+from relay_app.pipeline.receive import receive
 from relay_app.routes import parse_routes
 from relay_app.telegram.client import Extras
 from tests.conftest import CHAT_ID, FakeTime
@@ -76,7 +77,9 @@ def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
 
 def alert(chat: Chat, number: int = 1) -> None:
     payload = issue_alert(issue(number, link=f"{GLITCHTIP}/acme/issues/{number}"))
-    chat.relay.webhooks.take(payload, chat.relay.settings.default_destination, time.monotonic())
+    chat.relay.webhooks.route(
+        receive(payload, chat.relay.settings.default_destination, time.monotonic())
+    )
     chat.settle()
     fire(chat, chat.clock.now)  # the upkeep's next second: what is due at delivery
 

@@ -1,6 +1,6 @@
-"""Delivery after the webhook, on fake time: the intake, the dispatcher, the jobs, the policy
-and the spool together, against a scripted Telegram. Every wait is a due time in the queue, so
-hours of retries run in milliseconds."""
+"""Delivery after the webhook, on fake time: the queue and the first attempt, the dispatcher,
+the jobs, the policy and the spool together, against a scripted Telegram. Every wait is a due
+time in the queue, so hours of retries run in milliseconds."""
 
 from __future__ import annotations
 
@@ -34,12 +34,12 @@ from relay_app.core.outcomes import Delivered, RetryAt
 from relay_app.core.pacing import GROUP_INTERVAL
 from relay_app.core.routing import Destination
 from relay_app.delivery.health import PROBE_INTERVAL
-from relay_app.delivery.intake import ANSWER_WITHIN
 from relay_app.message.formatting import (
     Message,
     with_first_line,
 )
 from relay_app.operating.config import Settings
+from relay_app.pipeline.receive import ANSWER_WITHIN, deadline
 from relay_app.spool import Admin, Claimant, Holder, Taking, on_store, this_process
 from relay_app.spool.database import Database
 from relay_app.spool.model import Claim, Job, Lane
@@ -319,7 +319,7 @@ def test_a_webhook_joins_older_alerts_for_its_chat_instead_of_going_first(
 def queued_by_a_webhook(relay: Relay, payload: dict[str, Any] = PAYLOAD) -> tuple[Job, float]:
     """What the view does first: the alert queued, held for its webhook; and when it came."""
     started = time.monotonic()
-    job = relay.intake.admit({"webhook": payload}, DESTINATION, started=started, text="")
+    job = relay.alert_queue.admit({"webhook": payload}, DESTINATION, by=deadline(started), text="")
     assert job is not None
     return job, started
 
@@ -337,7 +337,7 @@ def test_no_pass_of_another_worker_takes_a_webhooks_alert_before_its_webhook_cla
     other_worker.dispatcher.pass_once()
     this_worker.dispatcher.pass_once()
     assert telegram.calls == 0
-    attempted = this_worker.intake.first_attempt(job, started=started)
+    attempted = this_worker.attempts.first_attempt(job, by=deadline(started))
     assert isinstance(attempted.outcome, Delivered)
     assert telegram.calls == 1
 
@@ -351,7 +351,7 @@ def test_a_webhooks_alert_it_cannot_send_is_left_to_the_passes_at_once(
     this_worker, other_worker = built(telegram), built(telegram)
     assert isinstance(webhook(this_worker, numbered(1)[0]), Delivered)
     job, started = queued_by_a_webhook(this_worker, numbered(2)[1])
-    assert this_worker.intake.first_attempt(job, started=started).waiting == "paced"
+    assert this_worker.attempts.first_attempt(job, by=deadline(started)).waiting == "paced"
     clock.now += GROUP_INTERVAL
     other_worker.dispatcher.pass_once()
     assert other_worker.dispatcher.wait_idle(10)
@@ -369,7 +369,7 @@ def test_a_webhook_whose_chat_is_known_to_wait_makes_no_claim_and_its_alert_goes
     assert isinstance(webhook(relay, numbered(1)[0]), Delivered)
     job, started = queued_by_a_webhook(relay, numbered(2)[1])
     assert relay.dispatcher.turn_at(DESTINATION) is None  # no claim has found it waits yet
-    assert relay.intake.first_attempt(job, started=started).waiting == "paced"
+    assert relay.attempts.first_attempt(job, by=deadline(started)).waiting == "paced"
     assert relay.dispatcher.turn_at(DESTINATION) == pytest.approx(clock.now + GROUP_INTERVAL)
     assert relay.spool is not None
     queue, claims = relay.spool.queue, []
@@ -382,7 +382,7 @@ def test_a_webhook_whose_chat_is_known_to_wait_makes_no_claim_and_its_alert_goes
     monkeypatch.setattr(queue, "claim", counted)
     third, started = queued_by_a_webhook(relay, numbered(3)[2])
     assert third.next_attempt_at <= clock.now  # due now, not held for its webhook
-    assert relay.intake.first_attempt(third, started=started).waiting == "paced"
+    assert relay.attempts.first_attempt(third, by=deadline(started)).waiting == "paced"
     assert claims == []
     clock.now += GROUP_INTERVAL
     assert relay.dispatcher.turn_at(DESTINATION) is None  # its time has passed
@@ -398,7 +398,7 @@ def test_a_webhooks_alert_is_left_to_the_passes_when_telegram_is_down(
     relay = built(telegram)
     relay.dispatcher.health.send_failed(clock.now)
     job, started = queued_by_a_webhook(relay)
-    assert relay.intake.first_attempt(job, started=started).waiting == "telegram_down"
+    assert relay.attempts.first_attempt(job, by=deadline(started)).waiting == "telegram_down"
     relay.dispatcher.health.probed(True, clock.now)  # Telegram answers again at once
     relay.dispatcher.pass_once()
     assert relay.dispatcher.wait_idle(10)
@@ -898,7 +898,7 @@ def test_an_overflowing_memory_refuses_loudly(
     webhook(relay)
     webhook(relay)
     about = {"webhook": PAYLOAD}
-    assert relay.intake.admit(about, DESTINATION, started=0.0, text=MESSAGE.text) is None
+    assert relay.alert_queue.admit(about, DESTINATION, by=deadline(0.0), text=MESSAGE.text) is None
     [record] = lost_alert_records(caplog)
     assert "2 alerts are already waiting in memory" in record.getMessage()
     assert escape_controls(MESSAGE.text) in record.getMessage()  # one line: logs.py

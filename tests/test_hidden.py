@@ -1,5 +1,5 @@
 """The issues an alert counts and GlitchTip does not attach, named through its API
-(intake/hidden.py): read from a real GlitchTip's webhook and answers (glitchtip_samples/
+(pipeline/hidden.py): read from a real GlitchTip's webhook and answers (glitchtip_samples/
 five-issues-alert.json: five new issues in one rule's window, three attached), its HTTP layer
 mocked by `responses`."""
 
@@ -17,8 +17,9 @@ import responses
 
 from relay_app.core.routing import Destination
 from relay_app.glitchtip.api import GlitchTipApi
-from relay_app.intake.hidden import FALLBACK_WINDOW, HiddenIssues, hidden_in, named_payload
+from relay_app.glitchtip.webhook import parse_alert
 from relay_app.message.formatting import message_for
+from relay_app.pipeline.hidden import FALLBACK_WINDOW, HiddenIssues, hidden_in, named_payload
 from relay_app.words import ENGLISH
 from tests.conftest import SOURCES
 
@@ -81,7 +82,7 @@ def hidden_issues(
 def test_the_two_issues_the_real_alert_did_not_attach_are_named_as_glitchtip_would_attach_them(
     glitchtip: Any,
 ) -> None:
-    hidden = hidden_in(SAMPLE["webhook"], ORIGIN, CHAT, RECEIVED)
+    hidden = hidden_in(parse_alert(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED)
     assert hidden is not None
     assert (hidden.org, hidden.attached, hidden.count, hidden.total) == (
         "local-org",
@@ -119,7 +120,7 @@ def test_the_two_issues_the_real_alert_did_not_attach_are_named_as_glitchtip_wou
 def test_an_issue_the_chat_was_told_of_is_left_out_and_the_next_newest_named(
     glitchtip: Any,
 ) -> None:
-    hidden = hidden_in(SAMPLE["webhook"], ORIGIN, CHAT, RECEIVED)
+    hidden = hidden_in(parse_alert(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED)
     assert hidden is not None
     taken = Taken()
     glitchtip.get(f"{API}/issues/3/", json={**SAMPLE["issues"]["7"], "id": "3"})
@@ -142,7 +143,7 @@ def test_the_rules_window_when_the_token_may_read_it(glitchtip: Any) -> None:
         f"{API}/projects/local-org/alert-test/alerts/",
         json=[{"id": 1, "name": "r", "timespanMinutes": 1, "quantity": 1, "uptime": False}],
     )
-    hidden = hidden_in(SAMPLE["webhook"], ORIGIN, CHAT, RECEIVED + 600)
+    hidden = hidden_in(parse_alert(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED + 600)
     assert hidden is not None
     taken = Taken()
     outcomes: dict[str, int] = {}
@@ -157,7 +158,7 @@ def test_a_glitchtip_that_fails_names_none_and_says_so_once(
     glitchtip: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     glitchtip.replace(responses.GET, f"{API}/issues/4/", status=502, body="Bad Gateway")
-    hidden = hidden_in(SAMPLE["webhook"], ORIGIN, CHAT, RECEIVED)
+    hidden = hidden_in(parse_alert(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED)
     assert hidden is not None
     taken = Taken()
     counted: list[tuple[str, int]] = []
@@ -182,8 +183,11 @@ def test_a_glitchtip_that_fails_names_none_and_says_so_once(
 
 def test_an_alert_that_attaches_all_it_counts_or_not_glitchtips_own_leaves_nothing() -> None:
     whole = {**SAMPLE["webhook"], "text": "GlitchTip Alert (3 issues)"}
-    assert hidden_in(whole, ORIGIN, CHAT, RECEIVED) is None
-    assert hidden_in(SAMPLE["webhook"], "https://elsewhere.example", CHAT, RECEIVED) is None
+    assert hidden_in(parse_alert(whole), ORIGIN, CHAT, RECEIVED) is None
+    assert (
+        hidden_in(parse_alert(SAMPLE["webhook"]), "https://elsewhere.example", CHAT, RECEIVED)
+        is None
+    )
 
 
 def test_the_message_says_what_becomes_of_the_issues_it_does_not_attach() -> None:
@@ -197,7 +201,7 @@ def test_the_message_says_what_becomes_of_the_issues_it_does_not_attach() -> Non
         "…and 2 more issues GlitchTip did not attach: named from GlitchTip in a message of "
         "their own"
     )
-    hidden = hidden_in(SAMPLE["webhook"], ORIGIN, CHAT, RECEIVED)
+    hidden = hidden_in(parse_alert(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED)
     assert hidden is not None
     found = [(SAMPLE["issues"]["8"], {"Environment": "local-test"})]
     shown = message_for(named_payload(found, hidden), ENGLISH, sources=SOURCES).text

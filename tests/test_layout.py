@@ -38,7 +38,7 @@ CORE = [
     "spool",
     "delivery",
     "cards",
-    "intake",
+    "pipeline",
     "operating",
 ]
 # One layer: each registers what it adds when the relay is assembled; one may use another's

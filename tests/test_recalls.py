@@ -14,6 +14,7 @@ import pytest
 
 from relay_app import Relay
 from relay_app.cards.card import callback_data
+from relay_app.pipeline.receive import receive
 from relay_app.routes import RoutesError, parse_routes
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat, escalation_of
@@ -51,7 +52,9 @@ def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
     fake_time.now = NOW
     chat = Chat.of(built, fake_time, routes=parse_routes(ROUTES, "r.toml"))
     payload = issue_alert(issue(1, link=f"{GLITCHTIP}/acme/issues/1"))
-    chat.relay.webhooks.take(payload, chat.relay.settings.default_destination, time.monotonic())
+    chat.relay.webhooks.route(
+        receive(payload, chat.relay.settings.default_destination, time.monotonic())
+    )
     chat.settle()
     return chat
 

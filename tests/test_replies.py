@@ -17,6 +17,7 @@ import responses
 
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage
+from relay_app.pipeline.receive import receive
 from relay_app.routes import RoutesError, parse_routes
 from tests.conftest import TOKEN, FakeTime
 from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram, alone
@@ -254,7 +255,9 @@ def test_reply_takes_false_on_a_route_is_kept_with_the_message_its_alert_goes_in
         parse_routes("[[route]]\nreply_takes = 'no'\n", "r.toml")
     chat = Chat.of(built, fake_time, routes=routes)
     payload = {"alias": "GlitchTip", "text": "GlitchTip Alert", **alone(7, "Payment failed")}
-    chat.relay.webhooks.take(payload, chat.relay.settings.default_destination, time.monotonic())
+    chat.relay.webhooks.route(
+        receive(payload, chat.relay.settings.default_destination, time.monotonic())
+    )
     chat.settle()
     [message_id] = [sent_id for sent_id in range(1, 5) if chat.store.message(CHAT, sent_id)]
     kept = chat.store.message(CHAT, message_id)

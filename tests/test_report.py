@@ -25,6 +25,7 @@ from relay_app.core.drawing import PNG
 from relay_app.core.routing import Destination
 from relay_app.oncall.calls_made import CallsMadeStore
 from relay_app.oncall.handoff_text import handoff_message
+from relay_app.pipeline.receive import receive
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.summaries.report import ReportStore, _Taker, _takers
 from relay_app.summaries.report_chart import report_spec, with_chart_words
@@ -76,7 +77,9 @@ def week(
     chat = Chat.of(built, fake_time, routes=parse_routes(ROUTES, "r.toml"))
     for number in (1, 2):
         payload = issue_alert(issue(number, link=f"{GLITCHTIP}/acme/issues/{number}"))
-        chat.relay.webhooks.take(payload, chat.relay.settings.default_destination, time.monotonic())
+        chat.relay.webhooks.route(
+            receive(payload, chat.relay.settings.default_destination, time.monotonic())
+        )
         chat.settle()
     first = chat.store.message(CHAT, 1)
     assert first is not None

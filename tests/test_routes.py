@@ -18,10 +18,6 @@ from relay_app.cli import main
 from relay_app.core.metrics import Metrics
 from relay_app.core.routing import Destination
 from relay_app.glitchtip.webhook import parse_alert
-from relay_app.intake import alerts as alerts_module
-from relay_app.intake import routed as routed_module
-from relay_app.intake.alerts import Taken
-from relay_app.intake.routed import RoutedWebhooks
 from relay_app.message.digest import compose
 from relay_app.message.formatting import format_alert, with_mentions
 from relay_app.operating.config import ConfigError, Settings
@@ -33,6 +29,10 @@ from relay_app.operating.routes_file import (
     put_in_force,
     routes_from_env,
 )
+from relay_app.pipeline import receive as receive_module
+from relay_app.pipeline.receive import Received
+from relay_app.pipeline.route import RoutedWebhooks
+from relay_app.pipeline.taken import Taken
 from relay_app.routes import RoutesError, RouteTable, parse_routes, read_routes, split
 from relay_app.routes import table as table_module
 from relay_app.routes.table import MAX_ROUTES, MAX_ROUTES_BYTES
@@ -313,16 +313,17 @@ class TakenParts:
     def __init__(self) -> None:
         self.parts: list[tuple[dict[str, Any], Any]] = []
 
-    def take(self, payload: dict[str, Any], *args: Any, alert: Any = None, **kwargs: Any) -> Any:
-        self.parts.append((payload, alert))
+    def take(self, part: Received, *args: Any, **kwargs: Any) -> Any:
+        self.parts.append((part.payload, part.alert))
         return Taken("queued", "attempt", 202)
 
 
 def test_a_webhook_is_read_once_on_its_way_in_and_each_part_once_more(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The routes, the levels they read and the intake after them read one reading of the
-    payload (before: each read it again). A part split off is a webhook of its own: read once."""
+    """The routes, the levels they read and the stages after them read one reading of the
+    payload, made as it is received (before: each read it again). A part split off is a webhook
+    of its own: read once."""
     reads: list[object] = []
 
     def counted(payload: dict[str, Any]) -> Any:
@@ -330,7 +331,7 @@ def test_a_webhook_is_read_once_on_its_way_in_and_each_part_once_more(
         return parse_alert(payload)
 
     split_module = importlib.import_module("relay_app.routes.split")  # `split` names its function
-    for module in (routed_module, split_module, alerts_module):
+    for module in (receive_module, split_module):
         monkeypatch.setattr(module, "parse_alert", counted)
     taken = TakenParts()
     routed = RoutedWebhooks(
@@ -340,14 +341,14 @@ def test_a_webhook_is_read_once_on_its_way_in_and_each_part_once_more(
         metrics=Metrics(),
     )
     whole = payloads.issue_alert(issue(1, "shop", "dev"))
-    routed.take(whole, DEFAULT, 0.0)
+    routed.route(receive_module.receive(whole, DEFAULT, 0.0))
     assert reads == [whole]
     [(payload, alert)] = taken.parts
     assert payload is whole
     assert alert == parse_alert(whole)
     reads.clear()
     several = payloads.issue_alert(issue(1, "payments", "prod"), issue(2, "shop", "staging"))
-    routed.take(several, DEFAULT, 0.0)
+    routed.route(receive_module.receive(several, DEFAULT, 0.0))
     assert len(reads) == 3  # the webhook, then each of its two parts
     assert [alert == parse_alert(payload) for payload, alert in taken.parts[1:]] == [True, True]
 

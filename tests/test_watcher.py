@@ -13,6 +13,7 @@ import pytest
 
 from relay_app import Relay
 from relay_app.message.trend import sparkline, trend
+from relay_app.pipeline.receive import receive
 from relay_app.routes import parse_routes
 from relay_app.watch.store import Watched, WatchStore
 from tests.conftest import FakeTime, run_background
@@ -188,7 +189,7 @@ def test_an_issue_alerted_on_again_shows_its_last_day_in_its_details(
     # GlitchTip alerts on the issue again (resolved, then a new event): its hours go with it.
     link = f"{fake.url}/acme/issues/1"
     again = issue_alert(issue(1, title="Boom 1", link=link))
-    relay.webhooks.take(again, relay.settings.default_destination, time.monotonic())
+    relay.webhooks.route(receive(again, relay.settings.default_destination, time.monotonic()))
     run_background(relay.dispatcher, fake_time)
     [sent] = telegram.delivered
     [line] = [line for line in sent.text.split("\n") if "24 h: " in line]

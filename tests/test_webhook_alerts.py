@@ -1,4 +1,4 @@
-"""A webhook's alert taken in (intake/alerts.py): on disk before anything slow, never lost
+"""A webhook's alert taken in (pipeline/alerts.py): on disk before anything slow, never lost
 to an error of the relay's own, and what strangers get wrong logged once a minute, counted."""
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def test_a_failure_before_the_alert_is_queued_logs_it_with_its_text(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(relay.intake, "admit", raising(RuntimeError("a bug")))
+    monkeypatch.setattr(relay.alert_queue, "admit", raising(RuntimeError("a bug")))
     reply = client.post(WEBHOOK, json=issue_alert(issue(1, title="Remember me")))
     assert reply.status_code == 500
     assert reply.json == {"status": "failed", "error": "internal error; see the relay's log"}
@@ -124,7 +124,7 @@ def test_a_failure_after_the_alert_is_queued_leaves_it_to_the_retrier(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(relay.intake, "first_attempt", raising(RuntimeError("a bug")))
+    monkeypatch.setattr(relay.attempts, "first_attempt", raising(RuntimeError("a bug")))
     reply = client.post(WEBHOOK, json=issue_alert(issue(1)))
     assert reply.status_code == 500
     assert reply.json is not None

@@ -1,3 +1,4 @@
-"""Delivery: the webhook's side (`intake.py`: admit, try at once), the retrier (`dispatcher.py`:
-a lazily made ThreadPoolExecutor of jobs), one attempt with its outcome (`job.py`), the retry
-policy declared with tenacity (`policy.py`), and Telegram's health (`health.py`)."""
+"""Delivery: the retrier (`dispatcher.py`: a lazily made ThreadPoolExecutor of jobs, on which a
+webhook's first attempt is made too, pipeline/attempt.py), one attempt with its outcome
+(`job.py`), the retry policy declared with tenacity (`policy.py`), and Telegram's health
+(`health.py`)."""

@@ -1,6 +1,6 @@
-"""Every write to a chat but a webhook's alert (intake.py queues those), queued as a job in the
-spool, so that each keeps the chat's pace and is retried: a card's edit after a press, a mute or
-a recovery; a reply under an alert the team is owed; and the answers to what people typed (a
+"""Every write to a chat but a webhook's alert (pipeline/queue.py queues those), queued as a job
+in the spool, so that each keeps the chat's pace and is retried: a card's edit after a press, a
+mute or a recovery; a reply under an alert the team is owed; and the answers to what people typed (a
 reply under their message, a reaction on it, a link's card), which go after everything else
 the chat is owed and of which at most so many wait for a chat (chat/answers.py). Each holds
 what it is about, and is made text when it is sent (render.py).

@@ -57,9 +57,9 @@ from ..delivery.leadership import Chore
 from ..delivery.outbox import Outbox
 from ..delivery.placing import Placing
 from ..delivery.render import Note, Shape, Writer
-from ..intake.last_webhook import LastWebhook
-from ..intake.pages import Feed, Page
 from ..message.subjects import Home, IssueHomes
+from ..pipeline.pages import Feed, Page
+from ..pipeline.record import LastWebhook
 from ..spool import Spool
 from ..telegram.bot_commands import BotCommand
 from ..telegram.courier import Telegram

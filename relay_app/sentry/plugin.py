@@ -9,9 +9,9 @@ import logging
 
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE, DetailSource
-from ..intake.routed import TAKE_IN
 from ..operating.capability import Capability, Core, Running, SourceOf
 from ..operating.sentry_env import SentryConfig
+from ..pipeline.route import TAKE_IN
 from .api import SentryApi
 from .assignments import AssignmentStore, assigned
 from .check import sentry_verdicts

@@ -35,11 +35,12 @@ from ..cards.in_step import CardsInStep
 from ..core.errors import SpoolError
 from ..core.routing import Destination
 from ..glitchtip.webhook import PayloadError, payload_from_json
-from ..intake.alerts import Taken
-from ..intake.last_webhook import LastWebhook
-from ..intake.pages import Answer, Header, PageReply, Refusal
-from ..intake.routed import TakeIn
 from ..operating.sentry_env import SentryConfig
+from ..pipeline.pages import Answer, Header, PageReply, Refusal
+from ..pipeline.receive import receive
+from ..pipeline.record import LastWebhook
+from ..pipeline.route import TakeIn
+from ..pipeline.taken import Taken
 from ..routes import RouteTable
 from ..routes.split import facts_of
 from .assignments import AssignmentStore
@@ -222,13 +223,14 @@ class SentryPage:
 
     def _taken(self, hook: Alerting, started: float) -> list[Taken]:
         """The alert taken in by the routes, each part queued and left to the dispatcher."""
-        parts = self._intake.webhooks.take(
+        received = receive(
             hook.payload,
             self._intake.default,
             started,
             also={"details": hook.details} if hook.details else None,
             attempt=False,
         )
+        parts = self._intake.webhooks.route(received)
         for taken in parts:
             self._intake.last_webhook.accepted(taken.outcome, taken.in_spool, taken.text)
         return parts

@@ -16,10 +16,11 @@ from ..glitchtip.details import HOURLY
 from ..glitchtip.rounds import ISSUE_PLACES, ROUNDS
 from ..glitchtip.source import GLITCHTIP
 from ..glitchtip.webhook import source_of
-from ..intake.routed import TAKE_IN
 from ..message.open_issues import CHAT_ISSUES
 from ..message.trend import Trend
 from ..operating.capability import Capability, Core, Running
+from ..pipeline.receive import receive
+from ..pipeline.route import TAKE_IN
 from ..spool import Spool
 from .counters import ESCALATING_POSTS, WATCHER_REQUESTS
 from .store import Watched, WatchStore
@@ -89,7 +90,7 @@ def post_escalating(core: Core, issue: Watched, found: Trend) -> None:
     escalating = {"count": found.last_hour, "spark": found.sparkline}
     # Posted again: never said to be new, and its calls are its first message's (oncall/steps.py).
     also = {"escalating": escalating, "again": True}
-    take_in.take(payload, where, time.monotonic(), also=also)
+    take_in.route(receive(payload, where, time.monotonic(), also=also))
 
 
 CAPABILITY = Capability(

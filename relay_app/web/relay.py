@@ -12,18 +12,19 @@ from ..core.metrics import Metrics
 from ..core.services import Services
 from ..core.sources import Sources
 from ..delivery.dispatcher import Dispatcher
-from ..delivery.intake import Intake
 from ..delivery.job import Jobs
 from ..delivery.leadership import Leadership
 from ..delivery.outbox import Outbox
 from ..glitchtip.lookups import Lookups
-from ..intake.alerts import Hold
-from ..intake.hidden import HiddenIssues
-from ..intake.last_webhook import LastWebhook
-from ..intake.routed import RoutedWebhooks
 from ..operating.capability import Started
 from ..operating.config import Settings
 from ..operating.setup_watch import SetupWatch
+from ..pipeline.attempt import FirstAttempts
+from ..pipeline.hidden import HiddenIssues
+from ..pipeline.hold import Hold
+from ..pipeline.queue import AlertQueue
+from ..pipeline.record import LastWebhook
+from ..pipeline.route import RoutedWebhooks
 from ..spool import LocalSpool, Spool
 from ..telegram.bot_commands import BotCommand
 from ..telegram.updates_webhook import Handle
@@ -39,7 +40,8 @@ class Relay:
     settings: Settings
     # Whose issues an alert's links name (core/sources.py).
     sources: Sources
-    intake: Intake
+    alert_queue: AlertQueue
+    attempts: FirstAttempts
     dispatcher: Dispatcher
     jobs: Jobs
     metrics: Metrics

@@ -1,4 +1,8 @@
-"""When GlitchTip last reached the relay. A relay that hears nothing cannot otherwise tell "no
+"""The last stage: what a webhook leaves once each part has its answer. Its arrival is noted
+(`LastWebhook`), and what follows a webhook is started off its thread (`AfterWebhook`: the
+issues its alert counted and did not attach, named: hidden.py).
+
+When GlitchTip last reached the relay. A relay that hears nothing cannot otherwise tell "no
 errors happened" from "GlitchTip cannot reach me" (its container posting to 127.0.0.1, a
 firewall, a wrong URL): the time of the last accepted webhook is in /readyz's body, in
 `relay-app check` and in a gauge an alert rule can watch.
@@ -15,10 +19,12 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import SpoolError
 from ..spool.arrivals import SpoolArrivals
+from .receive import Received
+from .taken import Taken
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
@@ -68,3 +74,22 @@ class LastWebhook:
         if last is not None:  # none yet: no sample, rather than 1970
             gauge.add_metric([], last)
         yield gauge
+
+
+class AfterWebhook(Protocol):
+    """What follows a webhook once its alerts are queued, off its thread (hidden.py)."""
+
+    def after_webhook(self, received: Received) -> bool: ...
+
+
+def record(
+    received: Received,
+    parts: list[Taken],
+    last_webhook: LastWebhook,
+    after: AfterWebhook | None,
+) -> None:
+    """The webhook's arrival noted, by each part's answer, and what follows it started."""
+    for taken in parts:
+        last_webhook.accepted(taken.outcome, taken.in_spool, taken.text)
+    if after is not None:  # after its own alerts are queued, and off this thread
+        after.after_webhook(received)

@@ -1,6 +1,7 @@
-"""A webhook taken in by the routes (RELAY_ROUTES, routes/): each part, one destination's
-issues, taken in as a webhook of its own; what the routes dropped counted and logged at INFO.
-Without a routes file, the webhook is taken in whole, where its URL says.
+"""The stage after the webhook is received: the routes (RELAY_ROUTES, routes/) split it, and
+each part, one destination's issues, walks on down the stages as a webhook of its own
+(alerts.py); what the routes dropped is counted and logged at INFO. Without a routes file, the
+webhook goes on whole, where its URL says.
 
 A route that matches on `level` needs the issue's own level, which only GlitchTip's API tells
 (the webhook's colour is the same for error and fatal): such a table waits for the issues'
@@ -11,20 +12,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Protocol
 
 from ..core.logs import event
 from ..core.metrics import Metrics
 from ..core.routing import Destination
 from ..core.services import Key
-from ..delivery.intake import deadline
 from ..glitchtip.lookups import scoped
 from ..glitchtip.source import GLITCHTIP
-from ..glitchtip.webhook import Alert, IssueAlert, parse_alert
+from ..glitchtip.webhook import Alert, IssueAlert
 from ..message.subjects import issue_ref
 from ..routes import RouteTable, split
-from .alerts import NOT_GLITCHTIPS, GlitchTipIssues, Taken, WebhookAlerts
+from .alerts import NOT_GLITCHTIPS, GlitchTipIssues, WebhookAlerts
+from .receive import Received
+from .taken import Taken
 
 log = logging.getLogger(__name__)
 
@@ -48,27 +50,21 @@ class RoutedWebhooks:
         self._lookups = glitchtip.lookups
         self._glitchtip_links = glitchtip.origin
 
-    def take(
-        self,
-        payload: dict[str, Any],
-        asked: Destination,
-        started: float,
-        *,
-        also: Mapping[str, Any] | None = None,
-        attempt: bool = True,
-    ) -> list[Taken]:
-        """What became of each part (at least one). `asked`: where the webhook's URL says;
-        `started`: when it arrived (monotonic), which bounds every part's attempt together;
-        `also`: more for each part's job (an escalating issue's trend, a Sentry issue's
-        details); `attempt` False: no part's answer waits for its send."""
-        # Read once: every stage after this one reads the alert, not the payload again.
-        alert = parse_alert(payload)
+    def route(self, received: Received) -> list[Taken]:
+        """What became of each part (at least one). `received.started` bounds every part's
+        attempt together; `received.also`: more for each part's job; `received.attempt`
+        False: no part's answer waits for its send."""
         if not self._routes:
-            return [
-                self._alerts.take(payload, asked, started, also=also, attempt=attempt, alert=alert)
-            ]
-        levels = self._levels(alert, started)
-        routed = split(payload, self._routes, asked, self._default, levels, alert=alert)
+            return [self._alerts.take(received, received.asked)]
+        levels = self._levels(received)
+        routed = split(
+            received.payload,
+            self._routes,
+            received.asked,
+            self._default,
+            levels,
+            alert=received.alert,
+        )
         for dropped in routed.dropped:
             self._metrics.route(dropped.route.name, dropped.count, dropped=True)
             log.info(
@@ -82,28 +78,19 @@ class RoutedWebhooks:
         for part in routed.parts:
             name = part.route.name if part.route is not None else None
             self._metrics.route(name, part.count)
-            taken.append(
-                self._alerts.take(
-                    part.payload,
-                    part.destination,
-                    started,
-                    route=part.route,
-                    also=also,
-                    attempt=attempt,
-                    alert=part.alert,
-                )
-            )
+            walked = replace(received, payload=part.payload, alert=part.alert)
+            taken.append(self._alerts.take(walked, part.destination, route=part.route))
         return taken or [Taken("dropped", "route", 200)]
 
-    def _levels(self, alert: Alert, started: float) -> dict[str, str]:
+    def _levels(self, received: Received) -> dict[str, str]:
         """The levels of the webhook's issues that GlitchTip's API tells within the details'
         budget, by each issue's link; none unless a route reads them."""
         if not self._routes.reads_levels or self._lookups is None:
             return {}
-        ids = _issue_ids(alert, self._glitchtip_links)
+        ids = _issue_ids(received.alert, self._glitchtip_links)
         if not ids:
             return {}
-        until = min(started + self._lookups.budget, deadline(started))
+        until = min(received.started + self._lookups.budget, received.deadline)
         try:
             known = self._lookups.within(list(ids.values()), max(0.0, until - time.monotonic()))
         except Exception:  # a bug here must not cost the alert: it is routed by its colour
@@ -137,18 +124,11 @@ def _issue_ids(alert: Alert, glitchtip_links: str | None) -> dict[str, str]:
 
 
 class TakeIn(Protocol):
-    """What takes an alert in as a webhook of its own (an escalating issue posted again): the
-    routes, silences and mentions apply as to any."""
+    """What takes an alert in as a webhook of its own (an escalating issue posted again, a
+    hidden issue named, Sentry's page), once it is received (receive.py): the routes, holds and
+    mentions apply as to any."""
 
-    def take(
-        self,
-        payload: dict[str, Any],
-        asked: Destination,
-        started: float,
-        *,
-        also: Mapping[str, Any] | None = None,
-        attempt: bool = True,
-    ) -> list[Taken]: ...
+    def route(self, received: Received) -> list[Taken]: ...
 
 
 TAKE_IN: Key[TakeIn] = Key("take in")

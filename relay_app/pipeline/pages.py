@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .alerts import Taken
+from .taken import Taken
 
 
 @dataclass(frozen=True)

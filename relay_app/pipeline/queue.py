@@ -1,20 +1,12 @@
-"""The webhook's side of delivery: its alert queued as a job (on disk before anything slow),
-then its first attempt, made at once when its lane may go now (dispatcher.first_attempt), and
-waited for until the webhook must be answered: 200 when Telegram has the alert, 502 when that
-attempt failed (the job waits in the queue for its retry), 202 when it waits its turn or is
-still in flight.
+"""The stage after the holds: a webhook's alert queued as a job, on disk before anything slow
+(the spool, or this host's own file when the spool in PostgreSQL cannot take it in time, or
+memory last), and given its issues' details while it waits (details.py).
 
 The job is held for its webhook: due at the webhook's deadline, so no pass of any process or
 relay takes it up between its queueing and its webhook's claim (a pass that did would leave the
 webhook a 202 while Telegram was healthy and the chat's turn had come). The claim takes it as
-due; a webhook that cannot claim it leaves it to the passes at once (due now), and one whose
-process dies first leaves it to them at its deadline.
-
-GlitchTip waits at most 10 s for the answer and never sends again. Every wait of the webhook's
-(the spool's lock, its issues' details, its attempt) ends by one deadline, `deadline(started)`,
-computed here only; an attempt the webhook stops waiting for goes on, on the dispatcher's pool,
-and its outcome is recorded as any other's. So an attempt never needs time reserved for it:
-any RELAY_SEND_TIMEOUT the relay takes leaves the webhook its attempt.
+due (attempt.py); a webhook that cannot claim it leaves it to the passes at once (due now), and
+one whose process dies first leaves it to them at its deadline.
 """
 
 from __future__ import annotations
@@ -22,47 +14,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from ..core.errors import QueueFull, SpoolBusy, SpoolError
-from ..core.outcomes import Dead, Delivered, Outcome
 from ..core.routing import Destination
-from ..spool.model import Job, NewJob, Precedence, Settlement
+from ..delivery.dispatcher import Dispatcher
+from ..delivery.job import Jobs
+from ..spool.model import Job, NewJob, Precedence
 from ..spool.queue import Queue
-from .dispatcher import Dispatcher, WaitReason
-from .job import Jobs
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-
-# GlitchTip's wait for the answer (10 s), less a margin for the network.
-ANSWER_WITHIN = 9.5
-# Of that, what is kept back for what follows the last wait: the alert written to memory when
-# the spool could not take it, and the answer itself.
-KEPT_FOR_ANSWER = 0.25
-# Why a webhook's alert has no outcome yet: it waits (dispatcher.WaitReason), or its attempt
-# was still under way when the webhook had to be answered.
-# "accepted": queued for the dispatcher, its webhook answered without waiting (`leave`).
-Waiting = WaitReason | Literal["in_flight", "accepted"]
-
-
-def deadline(started: float) -> float:
-    """When every wait of a webhook that arrived at `started` (monotonic) ends."""
-    return started + ANSWER_WITHIN - KEPT_FOR_ANSWER
-
-
-@dataclass(frozen=True)
-class Attempted:
-    """What became of the alert while the webhook waited: its first attempt's outcome (and
-    Telegram's error when it failed), or why it has none yet."""
-
-    outcome: Outcome | None
-    error: str | None = None
-    waiting: Waiting | None = None
 
 
 @dataclass(frozen=True)
@@ -73,7 +37,7 @@ class Refused:
     full: bool = False
 
 
-class Intake:
+class AlertQueue:
     def __init__(
         self, *, queues: list[Queue], jobs: Jobs, dispatcher: Dispatcher, clock: Clock = time.time
     ) -> None:
@@ -91,20 +55,21 @@ class Intake:
         about: Mapping[str, Any],
         destination: Destination,
         *,
-        started: float,
+        by: float,
         text: str,
         due_in: float = 0.0,
         held: bool = True,
     ) -> Job | None:
         """Queue the alert (`about`: its job's data), in the spool or, when the spool cannot
-        take it, in this host's file, or in memory (and say so); due `due_in` from now; `text`:
+        take it, in this host's file, or in memory (and say so); due `due_in` from now; `by`: its
+        webhook's deadline (receive.py), which bounds the wait for the spool; `text`:
         its words, noted with its arrival. `held` False: its webhook makes no attempt of its
         own (`leave`), so it is due at once. None when it can wait nowhere: its message's text
         is logged."""
         problems: list[str] = []
-        due = self._due(destination, started, due_in, held)
+        due = self._due(destination, by, due_in, held)
         for queue in self._on_disk:
-            job = self._into(queue, about, destination, started, text, due)
+            job = self._into(queue, about, destination, by, text, due)
             if isinstance(job, Refused):
                 problems.append(job.problem)
                 if job.full:
@@ -143,7 +108,7 @@ class Intake:
             )
         return job
 
-    def _due(self, destination: Destination, started: float, due_in: float, held: bool) -> float:
+    def _due(self, destination: Destination, by: float, due_in: float, held: bool) -> float:
         """When a new alert is due, from now: held for its webhook's first attempt, unless its
         webhook makes none or its chat's turn has not come."""
         if not held:
@@ -152,7 +117,7 @@ class Intake:
             # Its chat's turn has not come: not held for a claim of its webhook's, which could
             # not take it; due now, for the passes (`first_attempt`).
             return 0.0
-        return _held(started, due_in)
+        return _held(by, due_in)
 
     def _text_of(self, about: Mapping[str, Any], destination: Destination) -> str:
         """The message an alert that waits nowhere would have been, for the log that is its
@@ -166,7 +131,7 @@ class Intake:
         queue: Queue,
         about: Mapping[str, Any],
         destination: Destination,
-        started: float,
+        by: float,
         text: str,
         due: float,
     ) -> Job | Refused:
@@ -176,7 +141,7 @@ class Intake:
             job = queue.add(
                 NewJob("alert", about, destination, Precedence.ALERT, due_in=due),
                 now=self._clock(),
-                wait_until=deadline(started),
+                wait_until=by,
                 arrival=text,
                 quiet=True,
             )
@@ -205,60 +170,11 @@ class Intake:
                 job.label,
             )
 
-    def leave(self, job: Job) -> Attempted:
-        """The alert, queued unheld, left to the dispatcher, which is woken to take it now."""
-        self._dispatcher.wake()
-        return self._waits(job, Attempted(None, waiting="accepted"))
-
-    def first_attempt(self, job: Job, *, started: float) -> Attempted:
-        """The alert's first attempt, made at once when its lane may go now, waited for until
-        the webhook's deadline. When it failed, the job is back in its queue, due when the
-        retry policy says, before this returns."""
-        by = deadline(started)
-        turn = self._dispatcher.turn_at(job.destination)
-        if turn is not None and job.next_attempt_at <= self._clock():
-            # Left to the passes as it was queued (`admit`): no claim, and a look at its turn.
-            self._dispatcher.wake(turn)
-            return self._waits(job, Attempted(None, waiting="paced"))
-        tried = self._dispatcher.first_attempt(self._queue(job), job, wait_until=by)
-        if isinstance(tried, Future):
-            attempted = _waited_for(tried, job, by)
-        else:
-            self._dispatcher.wake()  # its lane is known to the thread, which takes it in turn
-            attempted = Attempted(None, waiting=tried)
-        return self._waits(job, attempted)
-
-    def _waits(self, job: Job, attempted: Attempted) -> Attempted:
-        if not self._on_disk and not isinstance(attempted.outcome, Delivered | Dead):
-            self._kept_in_memory(job, attempted)
-        return attempted
-
     def _queue(self, job: Job) -> Queue:
         return self._queues[job.home]
 
-    def _kept_in_memory(self, job: Job, attempted: Attempted) -> None:
-        """RELAY_SPOOL_PATH=off: the operator's choice, so a WARNING when an alert must wait."""
-        log.warning(
-            "alert %s is kept in memory only (RELAY_SPOOL_PATH=off): it is lost if this process "
-            "stops first; %s",
-            job.label,
-            f"last error: {attempted.error}" if attempted.error else f"({attempted.waiting})",
-        )
 
-
-def _held(started: float, due_in: float) -> float:
-    """When a webhook's alert is due: at the webhook's deadline, held for it until then, or
-    later when it waits for its issues' details longer."""
-    return max(due_in, deadline(started) - time.monotonic())
-
-
-def _waited_for(attempt: Future[Settlement], job: Job, by: float) -> Attempted:
-    """The attempt's outcome for `job`, if it ends by `by` (monotonic)."""
-    try:
-        settlement = attempt.result(timeout=max(0.0, by - time.monotonic()))
-    except FutureTimeout:
-        return Attempted(None, waiting="in_flight")
-    except Exception as exc:  # a bug: the run logged its alerts with their text
-        return Attempted(Dead("internal", "the relay failed while sending it"), str(exc))
-    outcome = settlement.outcome_of(job)
-    return Attempted(outcome, None if isinstance(outcome, Delivered) else settlement.error)
+def _held(by: float, due_in: float) -> float:
+    """When a webhook's alert is due: at the webhook's deadline (`by`), held for it until then,
+    or later when it waits for its issues' details longer."""
+    return max(due_in, by - time.monotonic())

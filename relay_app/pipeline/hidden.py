@@ -22,7 +22,6 @@ look-up names none: the alert's own message still says how many it did not attac
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,9 +35,10 @@ from ..core.routing import Destination
 from ..delivery.render import Note
 from ..glitchtip.api import ROUTED_TAGS, GlitchTipApi, ProjectPath
 from ..glitchtip.source import GLITCHTIP
-from ..glitchtip.webhook import IssueAlert, parse_alert
+from ..glitchtip.webhook import Alert, IssueAlert
 from ..message.subjects import issue_ref, org_of
 from ..words import Words
+from .receive import Received
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +51,6 @@ MOST_NAMED = 20
 MOST_WAITING = 20
 # The issues of the project read, newest event first: one page.
 READ_AT_ONCE = 100
-# GlitchTip's alert's text when it counts several issues: "GlitchTip Alert (5 issues)".
-_COUNTED = re.compile(r"\((\d{1,9}) issues\)\s*$")
 # GlitchTip's colours by level, as its webhooks give them (apps/issue_events/models.py).
 _COLOR_BY_LEVEL = {"fatal": "#e52b50", "error": "#e52b50", "info": "#4b60b4"}
 
@@ -72,15 +70,11 @@ class Hidden:
 
 
 def hidden_in(
-    payload: Mapping[str, Any], origin: str, destination: Destination, received_at: float
+    alert: Alert, origin: str, destination: Destination, received_at: float
 ) -> Hidden | None:
-    """What the payload's alert counts and does not attach, when its attached issues are
-    GlitchTip's own (at `origin`); None when it attaches every issue it counts. Every webhook
-    comes here: its text says first whether the alert counts more than it attaches, so the
-    payload is read again only then."""
-    if not _counts_more(payload):
-        return None
-    alert = parse_alert(dict(payload))
+    """What the webhook's alert (as it was received) counts and does not attach, when its
+    attached issues are GlitchTip's own (at `origin`); None when it attaches every issue it
+    counts."""
     if not isinstance(alert, IssueAlert) or alert.total <= len(alert.issues):
         return None
     attached = _attached_at(alert, origin)
@@ -108,13 +102,6 @@ def _attached_at(alert: IssueAlert, origin: str) -> tuple[str, tuple[str, ...]] 
     return orgs.pop(), tuple(issue_id for issue_id, _ in found)
 
 
-def _counts_more(payload: Mapping[str, Any]) -> bool:
-    """Whether the payload's text counts more issues than it attaches, without reading it."""
-    counted = _COUNTED.search(str(payload.get("text") or ""))
-    attached = payload.get("attachments")
-    return counted is not None and isinstance(attached, list) and int(counted[1]) > len(attached)
-
-
 class HiddenIssues:
     """This process's naming of hidden issues: each alert's look-up one task off the webhook's
     thread (core/off_thread.py: one thread, a bounded backlog, made lazily after a fork)."""
@@ -140,10 +127,10 @@ class HiddenIssues:
         self._clock = clock
         self._off_thread = OffThread("relay-hidden", threads=1, most_waiting=MOST_WAITING)
 
-    def after_webhook(self, payload: Mapping[str, Any], destination: Destination) -> bool:
+    def after_webhook(self, received: Received) -> bool:
         """A webhook was taken in: when its alert counts issues it does not attach, name them
         off the caller's thread. Whether it does."""
-        hidden = hidden_in(payload, self._origin, destination, self._clock())
+        hidden = hidden_in(received.alert, self._origin, received.asked, self._clock())
         if hidden is not None:
             self.name_later(hidden)
         return hidden is not None
