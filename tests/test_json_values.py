@@ -1,8 +1,8 @@
 import pytest
 
-from relay_app.chat.presses import Press
+from relay_app.cards.presses import Press
 from relay_app.chat.replies import Reply
-from relay_app.chat.team import Written
+from relay_app.chat.written import Written
 from relay_app.core.json_values import json_count, json_int, json_object, json_objects
 
 

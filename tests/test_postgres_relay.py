@@ -269,10 +269,13 @@ def test_a_unit_begun_with_its_budget_nearly_spent_outlives_a_pause_between_its_
 
         def paused(tx: Tx) -> object:
             tx.execute("SELECT 1")
-            time.sleep(0.15)  # the pause of a loaded host, not a wait for something to happen
+            # The pause of a loaded host, not a wait for something to happen: longer than the
+            # budget left, shorter than the watchdog's grace past it.
+            time.sleep(0.3)
             return tx.one("SELECT 2 AS two")
 
-        assert database.write(paused, wait_until=time.monotonic() + 0.02) == {"two": 2}
+        # A tenth of a second: little enough to show the bug, enough for a loaded host to begin.
+        assert database.write(paused, wait_until=time.monotonic() + 0.1) == {"two": 2}
         assert database.problem() is None
     finally:
         database.close()

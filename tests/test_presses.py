@@ -18,8 +18,8 @@ import responses
 
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
-from relay_app.chat.presses import PressActions, Presses
-from relay_app.chat.team import Team
+from relay_app.cards.presses import PressActions, Presses
+from relay_app.cards.team import Team
 from relay_app.core.errors import (
     GlitchTipError,
     GlitchTipIssueGone,

@@ -20,13 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..cards.team import Person
 from ..core.errors import DeliveryError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..telegram.bot_commands import Asked, BotCommand
 from ..telegram.client import TelegramClient
 from ..words import Said, Words
 from .answers import Answering, Asker, Served
-from .team import Person, Written
+from .written import Written
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from ..words import Said
 from .answers import Answering, Asker, Served
 from .link_card import link_card_data
 from .scope import ChatScope
-from .team import Written
+from .written import Written
 
 log = logging.getLogger(__name__)
 

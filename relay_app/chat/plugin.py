@@ -11,8 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from ..cards.card import SentMessage
 from ..cards.ignore_choices import SNOOZING
+from ..cards.presses import PRESS_THREADS, PRESSES_WAITING, PressActions, Presses
 from ..cards.sent import THREAD_CARD
+from ..cards.taking import Taking
+from ..cards.team import Person, Team
 from ..cards.verbs import CALLS
 from ..core.errors import SpoolError
 from ..core.off_thread import OffThread
@@ -26,21 +30,19 @@ from ..spool import Spool
 from ..telegram.bot_commands import COMMANDS, BotCommand
 from ..telegram.client import TelegramClient
 from ..telegram.people import PEOPLE, People
+from ..telegram.poller import Poller
 from ..telegram.updates_webhook import UPDATES
 from ..words import Words
 from . import link_card
-from .answers import Answering, Served
+from .answers import Answering, Asker, Served
 from .commands import Askers, BotName, Commands, Status, status_command
 from .counters import ANSWERS_REFUSED, LINK_CARDS, REPLIES
 from .counters import COMMANDS as COMMANDS_COUNTED
 from .issues import issues_command
 from .links import LINK_SOURCES, LINKS, Links, LinkSource
-from .presses import PRESS_THREADS, PRESSES_WAITING, PressActions, Presses
 from .replies import Replies
 from .scope import ChatScope
-from .taking import Taking
-from .team import Person, Team
-from .updates import Poller, route_updates
+from .updates import route_updates
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +94,7 @@ def _start(core: Core) -> Running:
         calls=calls,
         snoozing=lambda: core.services.find(SNOOZING),
         pressed_elsewhere=people.pressed_privately if people is not None else None,
-        budget=answering,
+        budget=answered_under(answering),
         sources=core.sources,
     )
     listed = _listed(core, spool)
@@ -224,6 +226,16 @@ def _links(
         scope=scope,
         count=lambda outcome: core.metrics.of(LINK_CARDS).labels(outcome).inc(),
     )
+
+
+def answered_under(answering: Answering) -> Callable[[int, SentMessage], bool]:
+    """Whether a press may have an answer written under its card (a chart): the presser's and
+    the chat's typed-input budget, spent when it may."""
+
+    def may(by: int, card: SentMessage) -> bool:
+        return answering.may_answer(Asker(card.chat, card.thread, card.message_id, str(by)))
+
+    return may
 
 
 def met_by(people: People | None) -> Callable[[Person], None]:

@@ -20,6 +20,8 @@ from typing import Any
 
 from ..cards.card import IssueButton, SentMessage
 from ..cards.sent import ThreadCard
+from ..cards.taking import Taking
+from ..cards.team import Person, Team
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.logs import event
@@ -29,8 +31,6 @@ from ..words import Said
 from ..words.catalogue import source_shown
 from .answers import Answering, Asker
 from .counters import REPLIES, ReplyOutcome
-from .taking import Taking
-from .team import Person, Team
 
 log = logging.getLogger(__name__)
 

@@ -139,7 +139,7 @@ def _still_held(tx: Tx, recall: Row, marks: Marks) -> str | None:
 def _taker(recall: Row) -> str:
     """How a call names the taker: by the username Telegram gave with their take, or else by
     their id (`tg:<id>`, a link shown with their name); never by a name they gave themselves,
-    which anyone can take (a name is never kept with an '@': chat/team.py)."""
+    which anyone can take (a name is never kept with an '@': cards/team.py)."""
     shown, taker_id = str(recall["taker"]), int_or_null(recall["taker_id"])
     return f"tg:{taker_id}" if taker_id is not None and not shown.startswith("@") else shown
 

@@ -501,7 +501,7 @@ def setup_found(types: Types) -> list[str]:
 
 def offset_in_the_leaders_term(types: Types) -> list[str]:
     """The offset of Telegram's updates, moved on by the leader under its term's token
-    (chat/updates.py, spool/leader.py). The poller's own lease goes: it only ever named the
+    (telegram/poller.py, spool/leader.py). The poller's own lease goes: it only ever named the
     leader again. The offset keeps a row of its own, apart from the lease's: a leader stopped
     while it confirms an update (a SIGSTOP) holds that row's lock, never the lease's."""
     return [

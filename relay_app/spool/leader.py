@@ -9,7 +9,7 @@ lapses, and the chores go on elsewhere; each chore is its own unit of work in th
 that a late leader still runs is never done twice. A holder gone from this host (crashed,
 killed) frees it at once. Times are the store's.
 
-The offset of Telegram's updates (`getUpdates`), which the leader polls (chat/updates.py), is
+The offset of Telegram's updates (`getUpdates`), which the leader polls (telegram/poller.py), is
 read and moved on only under the term's token, so a leader that stalled past its term, and
 still handles what its last poll brought, moves nothing once another leads; the next leader
 reads on from the first update the last did not confirm. It keeps a row of its own

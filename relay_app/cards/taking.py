@@ -11,12 +11,12 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-from ..cards.card import IssueButton, SentMessage
-from ..cards.sent import SentStore
-from ..cards.verbs import Calls
 from ..core.errors import SpoolError
 from ..delivery.outbox import Outbox
+from .card import IssueButton, SentMessage
+from .sent import SentStore
 from .team import Person
+from .verbs import Calls
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any, Protocol
 
-from ..cards.card import (
+from ..core.errors import DeliveryError, GlitchTipError, SpoolError
+from ..core.json_values import json_int, json_object
+from ..core.logs import event
+from ..core.off_thread import OffThread
+from ..core.sources import Sources, has_prefix
+from ..delivery.outbox import Outbox
+from ..glitchtip.api import IssueStatus
+from ..glitchtip.notices import glitchtip_notice, operator_fix
+from ..words import Said
+from ..words.catalogue import of_source, source_shown
+from .card import (
     STATUS_FOR,
     Button,
     IssueButton,
@@ -48,26 +58,15 @@ from ..cards.card import (
     shows_theirs,
     verbs_for,
 )
-from ..cards.ignore_choices import (
+from .ignore_choices import (
     Snoozer,
 )
-from ..cards.sent import StatusClaim
-from ..cards.verbs import Calls, Pressed
-from ..cards.verbs import Press as TheirPress
-from ..core.errors import DeliveryError, GlitchTipError, SpoolError
-from ..core.json_values import json_int, json_object
-from ..core.logs import event
-from ..core.off_thread import OffThread
-from ..core.sources import Sources, has_prefix
-from ..delivery.outbox import Outbox
-from ..glitchtip.api import IssueStatus
-from ..glitchtip.notices import glitchtip_notice, operator_fix
-from ..words import Said
-from ..words.catalogue import of_source, source_shown
-from .answers import Answering, Asker
 from .ignoring import NOT_WATCHED, IgnoreChoices
+from .sent import StatusClaim
 from .taking import Taking
 from .team import Person, Team
+from .verbs import Calls, Pressed
+from .verbs import Press as TheirPress
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +82,9 @@ PRESSES_WAITING = 64
 # Whether the person numbered so, in their private chat with the bot, was given the buttons of
 # this message of this chat (chat, message id). Raises SpoolError.
 PressedElsewhere = Callable[[int, str, int], bool]
+# Whether the person numbered so may have an answer written under this card now, out of their
+# and the chat's typed-input budget (then it is spent). Raises SpoolError.
+AnswerBudget = Callable[[int, SentMessage], bool]
 
 
 class Answers(Protocol):
@@ -148,8 +150,9 @@ class PressActions:
     # Where else a button may be pressed: a capability's answer to whether this person, in
     # this private chat, was given the message's buttons (oncall/people.py: a private call).
     pressed_elsewhere: PressedElsewhere | None = None
-    # The typed-input budget a press that writes an answer (a chart) spends (None: none may).
-    budget: Answering | None = None
+    # Whether a press that writes an answer (a chart) may, by the presser's user id and the
+    # card: the typed-input budget it spends (chat/answers.py); None: none may.
+    budget: AnswerBudget | None = None
 
 
 class Presses:
@@ -336,8 +339,7 @@ class Presses:
         """The typed-input budget of the presser and the card's chat. Raises SpoolError."""
         if self._budget is None or press.by.id is None:
             return False
-        asker = Asker(message.chat, message.thread, message.message_id, str(press.by.id))
-        return self._budget.may_answer(asker)
+        return self._budget(press.by.id, message)
 
     def _change(
         self, press: Press, verb: Verb, key: str, message: SentMessage, button: IssueButton
