@@ -40,7 +40,14 @@ from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.routes_file import RefusedAgain
 from .operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
-from .parts import issue_lookups, source_services, zones_for
+from .parts import (
+    acting_threads,
+    issue_lookups,
+    poller_for,
+    source_services,
+    updates_handled,
+    zones_for,
+)
 from .pipeline.alerts import GlitchTipIssues, WebhookAlerts
 from .pipeline.attempt import FirstAttempts
 from .pipeline.hidden import NAMED_HIDDEN, HiddenIssues
@@ -56,7 +63,6 @@ from .telegram.bot_commands import COMMANDS, BotCommand, described
 from .telegram.client import TelegramClient
 from .telegram.courier import Courier, Telegram
 from .telegram.people import PEOPLE, People
-from .telegram.updates_webhook import UPDATES
 from .web.framing import BODY_GATE
 from .web.misses import Misses
 from .web.relay import EXTENSION, Relay, relay_of
@@ -174,28 +180,32 @@ def assemble(
     on_time = (refused_again,)
     services = source_services(settings, homes)
     zones = zones_for(settings)
-    running = registry.start(
-        Core(
-            settings,
-            spool,
-            shared,
-            metrics,
-            clock,
-            outbox,
-            words,
-            services,
-            zones.of,
-            telegram,
-            health,
-            term,
-            last_webhook,
-            capabilities.sources,
-            homes,
-            buttons=tuple(registry.buttons),
-            lending=registry.lending,
-            marks=marks,
-        )
+    acting = acting_threads(settings)
+    core = Core(
+        settings,
+        spool,
+        shared,
+        metrics,
+        clock,
+        outbox,
+        words,
+        services,
+        zones.of,
+        telegram,
+        health,
+        term,
+        last_webhook,
+        capabilities.sources,
+        homes,
+        buttons=tuple(registry.buttons),
+        lending=registry.lending,
+        marks=marks,
+        acting=acting,
     )
+    running = registry.start(core)
+    # Telegram's updates: the core's presses, given what the capabilities started added.
+    updates = updates_handled(core, running)
+    poller = poller_for(settings, shared, term, updates)
     outgoing = Outgoing(
         sent if spool is not None else None,
         outbox,
@@ -277,7 +287,7 @@ def assemble(
     )
     services.provide(TAKE_IN, webhooks)  # an escalating issue posted again (the watcher's)
     hidden = _hidden_issues(settings, spool, webhooks, metrics, clock)
-    chores = _fleet_chores(*running.chores, setup)
+    chores = _fleet_chores(*running.chores, poller, setup)
     leadership = Leadership(shared.leader, chores, timing=timing, clock=clock)
     return Relay(
         settings=settings,
@@ -298,7 +308,9 @@ def assemble(
         outbox=outbox,
         silencing=services.find(HOLD),
         services=services,
-        updates=services.find(UPDATES),
+        updates=updates,
+        acting=acting,
+        poller=poller,
         hidden=hidden,
         leadership=leadership,
         setup=setup,
@@ -529,14 +541,14 @@ def start_background_work(app: object) -> None:
 def stop_background_work(app: object) -> None:
     """Stop deliberately (gunicorn's worker_exit hook): the fleet's chores first, the leader's
     lease given back, so another process takes over at once (Leadership.shutdown), then the
-    capabilities started (the poll in flight ended, the presses' threads), then
+    poll in flight ended, then the capabilities started, the presses' threads, then
     Dispatcher.shutdown, then the look-ups."""
     relay = relay_of(app)
     if relay is None:
         return
-    _shut_down(relay.leadership, relay.setup)
+    _shut_down(relay.leadership, relay.setup, relay.poller)
     relay.running.stop()
-    _shut_down(relay.dispatcher, relay.lookups, relay.hidden)
+    _shut_down(relay.acting, relay.dispatcher, relay.lookups, relay.hidden)
 
 
 class _Stops(Protocol):

@@ -9,9 +9,20 @@ from dataclasses import replace
 from functools import partial
 from zoneinfo import ZoneInfo
 
+from .cards.ignore_choices import SNOOZING
+from .cards.presses import (
+    PRESS_ANSWER_BUDGET,
+    PRESS_THREADS,
+    PRESSES_WAITING,
+    PressActions,
+    Presses,
+)
+from .cards.team import Team, met_by
+from .cards.verbs import CALLS
 from .chat.links import LINK_SOURCES, LinkSource
 from .core.errors import SpoolError
 from .core.metrics import Metrics
+from .core.off_thread import OffThread
 from .core.services import Services
 from .glitchtip.api import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH, GlitchTipApi
 from .glitchtip.details import Hourly, IssueDetails
@@ -25,7 +36,7 @@ from .glitchtip.lookups import (
 )
 from .glitchtip.source import GLITCHTIP
 from .message.subjects import Home, IssueHomes
-from .operating.capability import SourceOf
+from .operating.capability import Core, SourceOf, Started
 from .operating.config import Settings
 from .routes.zones import Zones
 from .sentry.api import SentryApi
@@ -33,6 +44,11 @@ from .sentry.hooks import customer_domain_issue
 from .sentry.source import SENTRY
 from .sentry.trackers import Trackers
 from .spool import Spool
+from .telegram.client import TelegramClient
+from .telegram.people import PEOPLE
+from .telegram.poller import Poller
+from .telegram.updates import route_updates
+from .telegram.updates_webhook import Handle
 
 
 def zones_for(settings: Settings) -> Zones:
@@ -153,3 +169,60 @@ def _with_hours(
         return replace(details, hourly=tuple(hours)) if hours else details
 
     return with_hours
+
+
+def acting_threads(settings: Settings) -> OffThread | None:
+    """The threads presses and comments are handled on, off the thread that read their update:
+    polled, the one that reads them all; posted, the request Telegram waits on before it posts
+    the next (an update answered at once lets the next come). Off, no update comes."""
+    if settings.telegram_updates == "off":
+        return None
+    return OffThread("relay-presses", threads=PRESS_THREADS, most_waiting=PRESSES_WAITING)
+
+
+def updates_handled(core: Core, started: Started) -> Handle | None:
+    """What handles each of Telegram's updates (telegram/updates.py): a press by the core's
+    dispatcher, given every capability's buttons and presses, the others by the kind each
+    capability registered; None without a tracker's token (and a spool), where no update is
+    read."""
+    settings, spool = core.settings, core.spool
+    trackers = core.services.find(ISSUE_ACTIONS)
+    if not settings.acts_on_issues or spool is None or trackers is None:
+        return None
+    people = core.services.find(PEOPLE)
+    team = Team(
+        store=core.sent_store(spool),
+        glitchtip=trackers,
+        allowed_users=settings.action_user_ids,
+        words=core.words,
+        metrics=core.metrics,
+        clock=core.clock,
+        met=met_by(people),
+    )
+    actions = PressActions(
+        buttons=core.buttons,
+        theirs=started.presses,
+        calls=core.services.find(CALLS),
+        snoozing=lambda: core.services.find(SNOOZING),
+        pressed_elsewhere=people.pressed_privately if people is not None else None,
+        budget=core.services.find(PRESS_ANSWER_BUDGET),
+        sources=core.sources,
+    )
+    presses = Presses(team, core.telegram, core.outbox, actions, core.zone_of, acting=core.acting)
+    return route_updates(presses, started.updates)
+
+
+def poller_for(
+    settings: Settings, spool: Spool, term: Callable[[], str | None], handle: Handle | None
+) -> Poller | None:
+    """With TELEGRAM_UPDATES=poll: this process's poll for the updates, while it leads."""
+    if settings.telegram_updates != "poll" or handle is None:
+        return None
+    return Poller(
+        client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
+        offset=spool.leader,
+        term=term,
+        handle=handle,
+        attempt_timeout=settings.send_timeout,
+        timing=settings.timing,
+    )

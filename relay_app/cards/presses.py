@@ -40,6 +40,7 @@ from ..core.errors import DeliveryError, GlitchTipError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.logs import event
 from ..core.off_thread import OffThread
+from ..core.services import Key
 from ..core.sources import Sources, has_prefix
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import IssueStatus
@@ -85,6 +86,8 @@ PressedElsewhere = Callable[[int, str, int], bool]
 # Whether the person numbered so may have an answer written under this card now, out of their
 # and the chat's typed-input budget (then it is spent). Raises SpoolError.
 AnswerBudget = Callable[[int, SentMessage], bool]
+# The budget of what people type, lent to the presses by whoever keeps it (the chat's).
+PRESS_ANSWER_BUDGET: Key[AnswerBudget] = Key("press answer budget")
 
 
 class Answers(Protocol):

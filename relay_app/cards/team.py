@@ -7,17 +7,22 @@ clock.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..core.errors import SpoolError
 from ..core.json_values import json_object
 from ..core.metrics import Metrics
 from ..core.typed import shown_name, user_id_of
 from ..glitchtip.api import IssueActions
+from ..telegram.people import People
 from ..words import Words
 from .sent import SentStore
+
+log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 
@@ -100,3 +105,19 @@ class Team:
 
     def may_act(self, person: Person) -> bool:
         return not self.allowed_users or person.id in self.allowed_users
+
+
+def met_by(people: People | None) -> Callable[[Person], None]:
+    """Keep the name and username of someone who asked or acted in a chat the relay serves
+    (a call by `tg:<id>` shows the name), where someone keeps them (on call); what the spool
+    cannot keep now waits for next time."""
+
+    def met(person: Person) -> None:
+        if people is None or person.id is None or person.id <= 0:
+            return
+        try:
+            people.met(person.id, person.username, person.name)
+        except SpoolError as exc:
+            log.debug("%s could not be kept as met: %s", person.handle, exc)
+
+    return met

@@ -1,10 +1,9 @@
-"""Acting from the chat, as a capability: what handles each of Telegram's updates (a press, a
-reply, a command, a link, and the kinds of update the capabilities before it registered), this
-process's poller for them (TELEGRAM_UPDATES=poll, run where the fleet's leader is), and the
-budget that keeps what people type behind the alerts. It starts last: the buttons' presses, the
-commands and the kinds of update of the capabilities before it are its to dispatch. It provides
-the core's UPDATES (the webhook's view hands it what Telegram posts) and COMMANDS (the list
-Telegram offers)."""
+"""Acting from the chat, as a capability: what handles a person's message (a command, a reply,
+a link: the `message` kind of Telegram's updates, which the core routes here beside its own
+presses: telegram/updates.py), and the budget that keeps what people type behind the alerts,
+which the core's presses that write an answer (a chart) spend too (`PRESS_ANSWER_BUDGET`). It
+starts last: the commands of the capabilities before it are its to list and answer. It
+provides the core's COMMANDS (the list Telegram offers)."""
 
 from __future__ import annotations
 
@@ -12,14 +11,11 @@ import logging
 from collections.abc import Callable, Sequence
 
 from ..cards.card import SentMessage
-from ..cards.ignore_choices import SNOOZING
-from ..cards.presses import PRESS_THREADS, PRESSES_WAITING, PressActions, Presses
+from ..cards.presses import PRESS_ANSWER_BUDGET
 from ..cards.sent import THREAD_CARD
 from ..cards.taking import Taking
-from ..cards.team import Person, Team
+from ..cards.team import Team, met_by
 from ..cards.verbs import CALLS
-from ..core.errors import SpoolError
-from ..core.off_thread import OffThread
 from ..core.routing import chat_key
 from ..core.typed import user_id_of
 from ..glitchtip.api import ISSUE_ACTIONS
@@ -28,10 +24,7 @@ from ..operating.capability import Capability, Core, Running
 from ..operating.config import Settings
 from ..spool import Spool
 from ..telegram.bot_commands import COMMANDS, BotCommand
-from ..telegram.client import TelegramClient
 from ..telegram.people import PEOPLE, People
-from ..telegram.poller import Poller
-from ..telegram.updates_webhook import UPDATES
 from ..words import Words
 from . import link_card
 from .answers import Answering, Asker, Served
@@ -40,17 +33,17 @@ from .counters import ANSWERS_REFUSED, LINK_CARDS, REPLIES
 from .counters import COMMANDS as COMMANDS_COUNTED
 from .issues import issues_command
 from .links import LINK_SOURCES, LINKS, Links, LinkSource
+from .messages import Messages
 from .replies import Replies
 from .scope import ChatScope
-from .updates import route_updates
 
 log = logging.getLogger(__name__)
 
 
 def _start(core: Core) -> Running:
     """With GLITCHTIP_API_TOKEN or Sentry's (and a spool to keep the sent messages in): what
-    handles each update, and with TELEGRAM_UPDATES=poll this process's poller for them, which
-    polls while this process leads the fleet."""
+    handles a person's message (a command, a reply, a link: the `message` kind of update), and
+    the typed-input budget the presses that write an answer spend too."""
     settings, spool = core.settings, core.spool
     trackers = core.services.find(ISSUE_ACTIONS)
     if not settings.acts_on_issues or spool is None or trackers is None:
@@ -66,6 +59,7 @@ def _start(core: Core) -> Running:
         shared=spool.warnings.says,
         clock=core.clock,
     )
+    core.services.provide(PRESS_ANSWER_BUDGET, answered_under(answering))
     team = Team(
         store=core.sent_store(spool),
         glitchtip=trackers,
@@ -79,66 +73,24 @@ def _start(core: Core) -> Running:
     links = _links(core, spool, answering, sources if sources is not None else ())
     if links is not None:
         core.services.provide(LINKS, links)
-    # Presses and replies' comments are handled off the thread that read their update: polled,
-    # the one that reads them all; posted, the request Telegram waits on before it posts the
-    # next (an update answered at once lets the next come). Off, no update comes.
-    acting = (
-        OffThread("relay-presses", threads=PRESS_THREADS, most_waiting=PRESSES_WAITING)
-        if settings.telegram_updates != "off"
-        else None
-    )
-    calls = core.services.find(CALLS)
-    actions = PressActions(
-        buttons=core.buttons,
-        theirs=core.before.presses,
-        calls=calls,
-        snoozing=lambda: core.services.find(SNOOZING),
-        pressed_elsewhere=people.pressed_privately if people is not None else None,
-        budget=answered_under(answering),
-        sources=core.sources,
-    )
     listed = _listed(core, spool)
     core.services.provide(COMMANDS, listed)
     commands = _commands(core, spool, answering, people, listed)
-    route = route_updates(
-        Presses(team, core.telegram, core.outbox, actions, core.zone_of, acting=acting),
-        Replies(
-            team,
-            answering,
-            bot_id=bot_id(settings.telegram_bot_token),
-            taking=Taking(team.store, core.outbox, calls, clock=core.clock),
-            acting=acting,
-            thread_card=core.services.find(THREAD_CARD),
-        ),
-        commands,
-        links,
-        by_kind=core.before.updates,
+    replies = Replies(
+        team,
+        answering,
+        bot_id=bot_id(settings.telegram_bot_token),
+        taking=Taking(team.store, core.outbox, core.services.find(CALLS), clock=core.clock),
+        # Off the thread that read the update, on the threads the presses are handled on.
+        acting=core.acting,
+        thread_card=core.services.find(THREAD_CARD),
     )
-    core.services.provide(UPDATES, route)
-    poller = _poller(settings, spool, core.term, route)
 
     def stop() -> None:
-        for part in (poller, links, acting):
-            if part is not None:
-                part.shutdown()
+        if links is not None:
+            links.shutdown()
 
-    return Running(chores=(poller,) if poller is not None else (), stop=stop)
-
-
-def _poller(
-    settings: Settings, spool: Spool, term: Callable[[], str | None], route: Callable[..., None]
-) -> Poller | None:
-    """With TELEGRAM_UPDATES=poll: this process's poll for the updates, while it leads."""
-    if settings.telegram_updates != "poll":
-        return None
-    return Poller(
-        client=TelegramClient(settings.telegram_api_url, settings.telegram_bot_token),
-        offset=spool.leader,
-        term=term,
-        handle=route,
-        attempt_timeout=settings.send_timeout,
-        timing=settings.timing,
-    )
+    return Running(updates={"message": Messages(replies, commands, links)}, stop=stop)
 
 
 def _listed(core: Core, spool: Spool) -> tuple[BotCommand, ...]:
@@ -236,22 +188,6 @@ def answered_under(answering: Answering) -> Callable[[int, SentMessage], bool]:
         return answering.may_answer(Asker(card.chat, card.thread, card.message_id, str(by)))
 
     return may
-
-
-def met_by(people: People | None) -> Callable[[Person], None]:
-    """Keep the name and username of someone who asked or acted in a chat the relay serves
-    (a call by `tg:<id>` shows the name), where someone keeps them (on call); what the spool
-    cannot keep now waits for next time."""
-
-    def met(person: Person) -> None:
-        if people is None or person.id is None or person.id <= 0:
-            return
-        try:
-            people.met(person.id, person.username, person.name)
-        except SpoolError as exc:
-            log.debug("%s could not be kept as met: %s", person.handle, exc)
-
-    return met
 
 
 def served_chats(settings: Settings) -> set[str]:

@@ -49,6 +49,7 @@ from ..cards.marks import MarkReader, Marks
 from ..cards.sent import SentStore
 from ..cards.verbs import CALLS, Button, Press
 from ..core.metrics import CounterSpec, Metrics
+from ..core.off_thread import OffThread
 from ..core.services import Lending, Lent, Services
 from ..core.sources import Source, Sources
 from ..delivery.health import Health
@@ -101,13 +102,17 @@ class Core:
     sources: Sources
     homes: IssueHomes
     # The buttons of the capabilities that are on, and what those started before this one
-    # added (their presses, commands, kinds of update): acting from the chat starts last.
+    # added (their commands, lines of /status): acting from the chat starts last.
     buttons: tuple[Button, ...] = ()
     before: Started = field(default_factory=lambda: Started())
     # The stores the capabilities that are on lend one another (their `lends`).
     lending: Lending = field(default_factory=Lending)
     # What the capabilities that are on mark on an issue's cards (a mute), read with a card.
     marks: Marks = field(default_factory=Marks)
+    # The threads a press or a comment is handled on, off the one that read its update (None:
+    # no update comes, TELEGRAM_UPDATES=off): the core's presses and the chat's replies share
+    # them, and the relay stops them.
+    acting: OffThread | None = None
 
     def sent_store(self, spool: Spool) -> SentStore:
         """The cards kept on `spool`, each read with the marks of the capabilities that are
@@ -251,8 +256,9 @@ class Capability:
     lends: tuple[Lent[Any], ...] = ()
     writers: tuple[Writer, ...] = ()
     start: Callable[[Core], Running] | None = None
-    # Whether it dispatches what the others add (their presses, commands and kinds of update:
-    # acting from the chat): it starts after all of them, wherever the registry lists it.
+    # Whether it answers the commands the others add (acting from the chat: it lists them to
+    # Telegram): it starts after all of them, wherever the registry lists it. Their presses
+    # and kinds of update are the core's to dispatch (cards/presses.py, telegram/updates.py).
     dispatches: bool = False
     # The source of alerts it is (its issues' ids and links, its name, where they get buttons).
     source: SourceOf | None = None

@@ -4,8 +4,8 @@ it (delivery/leadership.py): it long-polls `getUpdates` from the offset kept bes
 lease, which only the current term moves on (spool/leader.py), so a leader that hands over late
 confirms nothing. Telegram answers a second concurrent poller with 409 Conflict, so a leader
 that stops ends its poll before it lets its lease go, and the next leader takes over at once.
-Each update goes to what handles the relay's updates (`UPDATES`: updates_webhook.py), as one
-posted to the webhook does."""
+Each update goes to what handles the relay's updates (updates.py), as one posted to the
+webhook does."""
 
 from __future__ import annotations
 

@@ -11,8 +11,6 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..core.services import Key
-
 log = logging.getLogger(__name__)
 
 # Telegram's header on the updates it posts to a webhook.
@@ -55,10 +53,9 @@ class Handler(Protocol):
     def handle_update(self, update: dict[str, Any]) -> None: ...
 
 
-# What handles each of Telegram's updates, polled or posted: acting from the chat provides it,
-# the webhook's view hands it what Telegram posts.
+# What handles each of Telegram's updates, polled or posted (updates.py's `route_updates`, made
+# by the wiring): the webhook's view hands it what Telegram posts.
 Handle = Callable[[dict[str, Any]], None]
-UPDATES: Key[Handle] = Key("updates")
 
 
 def handle_update(update: dict[str, Any], handle: Handle) -> None:

@@ -9,6 +9,7 @@ from flask import current_app
 
 from ..cards.outgoing import Outgoing
 from ..core.metrics import Metrics
+from ..core.off_thread import OffThread
 from ..core.services import Services
 from ..core.sources import Sources
 from ..delivery.dispatcher import Dispatcher
@@ -27,6 +28,7 @@ from ..pipeline.record import LastWebhook
 from ..pipeline.route import RoutedWebhooks
 from ..spool import LocalSpool, Spool
 from ..telegram.bot_commands import BotCommand
+from ..telegram.poller import Poller
 from ..telegram.updates_webhook import Handle
 from .misses import Misses
 
@@ -70,6 +72,9 @@ class Relay:
     updates: Handle | None = None
     # With GLITCHTIP_API_TOKEN: the issues an alert counts and does not attach, named.
     hidden: HiddenIssues | None = None
+    # The threads presses and comments are handled on, and this process's poll for updates.
+    acting: OffThread | None = None
+    poller: Poller | None = None
     # Whether this process leads the fleet's chores, and their start and stop.
     leadership: Leadership | None = None
     # Asks Telegram at start whether the token and chats work (not with a stand-in Telegram).
