@@ -122,16 +122,18 @@ class Walk:
         sys.setprofile(None)
         threading.setprofile(None)
 
-    def stages(self) -> list[str]:
-        """The pipeline's stages the walk entered, in order (tests/test_pipeline.py's map)."""
+    def stages(self, package: str) -> list[str]:
+        """The stages of `package` (pipeline, presses) the walk entered, in order
+        (tests/test_pipeline.py's maps)."""
         try:
-            from tests.test_pipeline import STAGE_OF
+            from tests.test_pipeline import PRESS_STAGE_OF, STAGE_OF
         except ImportError:  # a commit from before the stages were named
             return []
+        stage_of = STAGE_OF if package == "pipeline" else PRESS_STAGE_OF
         entered: list[str] = []
         for file in self.files:
             folder, _, name = file.rpartition("/")
-            stage = STAGE_OF.get(name) if folder == "pipeline" else None
+            stage = stage_of.get(name) if folder == package else None
             if stage is not None and (not entered or entered[-1] != stage):
                 entered.append(stage)
         return entered
@@ -168,8 +170,8 @@ def until(done: Callable[[], bool], seconds: float = 10.0) -> None:
         time.sleep(0.005)
 
 
-# The stages of the pipeline one webhook entered, in order (filled by `walks`).
-STAGES: list[str] = []
+# The stages one webhook and one press entered, in order (filled by `walks`).
+STAGES: dict[str, list[str]] = {}
 
 
 def walks() -> Iterator[tuple[str, tuple[int, int, int, int]]]:
@@ -187,7 +189,7 @@ def walks() -> Iterator[tuple[str, tuple[int, int, int, int]]]:
             with Walk() as walk:
                 client.post(f"/webhook/{SECRET}", json=PAYLOAD)
                 until(lambda: telegram.calls >= 2)
-            STAGES.extend(walk.stages())
+            STAGES["webhook"] = walk.stages("pipeline")
             yield "one webhook, from the view to sendMessage", walk.report()
             assert relay.spool is not None
             assert relay.updates is not None
@@ -197,6 +199,7 @@ def walks() -> Iterator[tuple[str, tuple[int, int, int, int]]]:
             with Walk() as walk:
                 relay.updates(press(callback_data("take", "the-key"), chat=str(CHAT_ID)))
                 until(lambda: len(telegram.answered) > answered and len(telegram.edits) >= 1)
+            STAGES["press"] = walk.stages("presses")
             yield (
                 "one press (On it), from the update to its answer and the card's edit",
                 (walk.report()),
@@ -221,9 +224,9 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|")
     for what, (frames, files, changes, back) in walks():
         print(f"| {what} | {frames} | {files} | {changes} | {back} |")
-    if STAGES:
-        back = sum(1 for i, stage in enumerate(STAGES) if stage in STAGES[:i])
-        print(f"\nThe webhook's stages, in order: {' → '.join(STAGES)} (back into one: {back})")
+    for what, stages in STAGES.items():
+        back = sum(1 for i, stage in enumerate(stages) if stage in stages[:i])
+        print(f"\nOne {what}'s stages, in order: {' → '.join(stages)} (back into one: {back})")
     try:
         from tests.test_tables import namers
     except ImportError:  # a commit from before its test

@@ -38,6 +38,7 @@ CORE = [
     "spool",
     "delivery",
     "cards",
+    "presses",
     "pipeline",
     "operating",
 ]

@@ -1,31 +1,37 @@
-"""The pipeline a webhook walks down (relay_app/pipeline/): receive, route, hold, queue,
-attempt, record, each stage entered in that order and never again once left (each part the
-routes make walks hold, queue and attempt of its own). Read from the frames of one real
-webhook through the Flask app: a stage's module is entered when one of its functions is
-called."""
+"""The stages a webhook (relay_app/pipeline/) and a press (relay_app/presses/) walk down:
+receive, route, hold, queue, attempt, record, each stage entered in that order and never again
+once left (each part the routes make walks hold, queue and attempt of its own). Read from the
+frames of one real webhook through the Flask app, and of real presses through the relay: a
+stage's module is entered when one of its functions is called."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
+import pytest
 import responses
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from relay_app import create_app, relay_of
+from relay_app import Relay, create_app, relay_of
+from relay_app.cards.card import Button, Verb, callback_data
 from relay_app.operating.config import Settings
 from relay_app.operating.sentry_env import SentryConfig
 from relay_app.routes.table import read_routes
+from relay_app.silences.buttons import MUTE
 from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime
+from tests.in_process import Chat
 from tests.payloads import issue, issue_alert
+from tests.test_presses import ISSUE_URL, SENT, press
 from tests.test_sentry import CLIENT_SECRET, SENTRY, sample_bytes, signed_post
 
 PIPELINE = Path(__file__).resolve().parents[1] / "relay_app" / "pipeline"
+PRESSES = PIPELINE.parent / "presses"
 EXAMPLE_ROUTES = PIPELINE.parents[1] / "examples" / "routes.toml"
 # Each module of the pipeline by the stage it is; the rest are the walk's driver (alerts.py:
 # one part down hold, queue and attempt), values, or another door in (pages.py).
@@ -40,23 +46,34 @@ STAGE_OF = {
     "hidden.py": "record",
 }
 NOT_STAGES = {"__init__.py", "alerts.py", "taken.py", "pages.py"}
+# A press's: its stages by the same names; the rest drive the walk (presses.py), answer it
+# once (told.py), or are Ignore's choices the stages ask (ignoring.py).
+PRESS_STAGE_OF = {
+    name: name.removesuffix(".py")
+    for name in ("receive.py", "route.py", "hold.py", "queue.py", "attempt.py", "record.py")
+}
+NOT_PRESS_STAGES = {"__init__.py", "presses.py", "told.py", "ignoring.py"}
 
 
 def test_every_module_of_the_pipeline_is_a_stage_or_said_not_to_be() -> None:
     found = {path.name for path in PIPELINE.glob("*.py")}
     assert found == set(STAGE_OF) | NOT_STAGES
+    found = {path.name for path in PRESSES.glob("*.py")}
+    assert found == set(PRESS_STAGE_OF) | NOT_PRESS_STAGES
 
 
 @contextmanager
-def stages_entered() -> Iterator[list[str]]:
-    """The stages this thread enters, in order, once each time it enters one."""
+def stages_entered(
+    package: Path = PIPELINE, stage_of: Mapping[str, str] = STAGE_OF
+) -> Iterator[list[str]]:
+    """The stages of `package` this thread enters, in order, once each time it enters one."""
     entered: list[str] = []
 
     def profile(frame: FrameType, event: str, arg: object) -> None:
         if event != "call":
             return
         path = Path(frame.f_code.co_filename)
-        stage = STAGE_OF.get(path.name) if path.parent == PIPELINE else None
+        stage = stage_of.get(path.name) if path.parent == package else None
         if stage is not None and (not entered or entered[-1] != stage):
             entered.append(stage)
 
@@ -132,3 +149,46 @@ def test_a_capabilitys_page_sends_its_alert_down_the_same_stages(
         status=202,
     )
     assert entered == ["receive", "route", "hold", "queue", "attempt", "record"]
+
+
+# A press's walk: on the card kept for an alert (tests/test_presses.py's), by a person allowed.
+
+
+@pytest.fixture
+def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
+    fake_time.now = SENT.sent_at + 240
+    return Chat.of(built, fake_time, SENT)
+
+
+def pressed(chat: Chat, verb: Verb | Button) -> list[str]:
+    with stages_entered(PRESSES, PRESS_STAGE_OF) as entered:
+        chat.update(press(callback_data(verb, "the-key")))
+    return entered
+
+
+def test_a_press_goes_down_the_same_stages_in_order(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
+    assert pressed(chat, "resolve") == ["receive", "route", "hold", "queue", "attempt", "record"]
+    assert chat.answered() == [("Resolved BACKEND-4A in GlitchTip", False)]
+
+
+def test_a_press_the_tracker_refuses_ends_in_the_record_too(
+    chat: Chat, glitchtip: responses.RequestsMock
+) -> None:
+    """The claim is taken back by the record of the refusal, not by going back to the queue."""
+    glitchtip.put(ISSUE_URL, status=403, json={"detail": "no"})
+    assert pressed(chat, "resolve") == ["receive", "route", "hold", "queue", "attempt", "record"]
+    [(_, alert)] = chat.answered()
+    assert alert
+
+
+def test_on_it_and_a_capabilitys_press_go_to_their_owner_after_the_hold(chat: Chat) -> None:
+    """On it is the card's own (cards/taking.py edits the cards); Mute is silences', and the
+    card's edit it asks for is the record's."""
+    assert pressed(chat, "take") == ["receive", "route", "hold"]
+    [(said, alert)] = chat.answered()
+    assert "BACKEND-4A" in said
+    assert not alert
+    assert pressed(chat, MUTE) == ["receive", "route", "hold", "record"]

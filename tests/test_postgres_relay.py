@@ -271,7 +271,7 @@ def test_a_unit_begun_with_its_budget_nearly_spent_outlives_a_pause_between_its_
             tx.execute("SELECT 1")
             # The pause of a loaded host, not a wait for something to happen: longer than the
             # budget left, shorter than the watchdog's grace past it.
-            time.sleep(0.3)
+            time.sleep(0.15)
             return tx.one("SELECT 2 AS two")
 
         # A tenth of a second: little enough to show the bug, enough for a loaded host to begin.

@@ -1,4 +1,4 @@
-"""A taker who goes quiet (oncall/recalls.py) and Let go (cards/presses.py, cards/taking.py): with a
+"""A taker who goes quiet (oncall/recalls.py) and Let go (presses/, cards/taking.py): with a
 route's `take_for`, an issue taken and still open is called again to its taker after that long,
 and after as long again it is nobody's: On it comes back on its cards and the alert's calls go on
 where they stopped. Resolve, Mute or Let go end it quietly. Only the taker may let go. The relay

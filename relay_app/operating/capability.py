@@ -258,7 +258,7 @@ class Capability:
     start: Callable[[Core], Running] | None = None
     # Whether it answers the commands the others add (acting from the chat: it lists them to
     # Telegram): it starts after all of them, wherever the registry lists it. Their presses
-    # and kinds of update are the core's to dispatch (cards/presses.py, telegram/updates.py).
+    # and kinds of update are the core's to dispatch (presses/presses.py, telegram/updates.py).
     dispatches: bool = False
     # The source of alerts it is (its issues' ids and links, its name, where they get buttons).
     source: SourceOf | None = None
