@@ -132,6 +132,7 @@ SPELL_NO_SOURCE = [
     "presses/record.py",
     "presses/attempt.py",
     "presses/ignoring.py",
+    "cards/ignore_choices.py",
     "chat/replies.py",
     "chat/links.py",
     "charts/asking.py",

@@ -1,13 +1,13 @@
 """Ignore's choices, the core card's verbs (cards/card.py: `SNOOZE_CHOICES`): what each ignores
 an issue until (`condition_of`: an hour, a day, N more events; forever is GlitchTip's own
-ignore), the press's answer that says so, and the form Sentry keeps a choice in itself
-(`status_details`). A GlitchTip issue's choice is kept for the watcher to bring it back by the
+ignore) and the press's answer that says so. A source that keeps a choice itself says in what
+form it is sent (core/sources.py's `snoozes_sent_as`: Sentry's `statusDetails`). A GlitchTip
+issue's choice is kept for the watcher to bring it back by the
 capability that provides `SNOOZING` (snoozes/); the presses ask for it, and without it a
 GlitchTip issue's Ignore is forever."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import tzinfo
@@ -48,15 +48,6 @@ def snooze_notice(button: IssueButton, condition: Condition, words: Words, zone:
         return words.notice_snoozed_until.format(label=button.label, until=until)
     count = int(condition["events"])
     return words.notice_snoozed_events.format(label=button.label, count=count)
-
-
-def status_details(condition: Condition, *, now: float) -> dict[str, int]:
-    """The condition as Sentry's `statusDetails` for `ignored`, which Sentry keeps itself: an
-    ignore for so many minutes (`ignoreDuration`), or until so many more events
-    (`ignoreCount`). Sentry then sets the issue unresolved, and says so in its webhook."""
-    if "until" in condition:
-        return {"ignoreDuration": max(1, math.ceil((condition["until"] - now) / 60))}
-    return {"ignoreCount": int(condition["events"])}
 
 
 class Snoozer(Protocol):

@@ -9,7 +9,7 @@ relay had, has no prefix: its ids were kept bare before a second source came, an
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 
@@ -28,15 +28,22 @@ class Source:
     # Whether its issue links name an organization that a button must act in (the segment
     # before `issues/`): its API refuses the issue's id in any other.
     org_in_link: bool = False
-    # Whether it brings an ignored issue back by itself, as Ignore's choice asked (a snooze
-    # kept by the source), so that no watcher of the relay's needs to.
-    keeps_snoozes: bool = False
+    # How it is sent one of Ignore's timed or counted choices, where it brings an ignored issue
+    # back by itself as the choice asked (a snooze kept by the source: no watcher of the
+    # relay's needs to): the condition ({"until": unix time} or {"events": N}) and the time
+    # now in, the details its API takes with the status out. None: it keeps no snooze.
+    snoozes_sent_as: Callable[[Mapping[str, float], float], dict[str, int]] | None = None
 
     def __post_init__(self) -> None:
         if self.prefix not in ("", f"{self.name}:"):
             raise ValueError(f"the source {self.name}'s prefix must be '' or '{self.name}:'")
         if "number" not in self.issue_path.groupindex:
             raise ValueError(f"the source {self.name}'s issue path names no group 'number'")
+
+    @property
+    def keeps_snoozes(self) -> bool:
+        """Whether it brings an ignored issue back by itself, as Ignore's choice asked."""
+        return self.snoozes_sent_as is not None
 
     def relay_id(self, own_id: str) -> str:
         """The relay's id of one of its issues."""

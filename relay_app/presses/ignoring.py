@@ -1,7 +1,7 @@
 """What Ignore's timed and counted choices are on a press ("for 1 h", "until 100 more events"):
 whether the card can offer them, the condition each one is, what the tracker is sent with it,
 and what keeps it afterwards. A source that brings an ignored issue back itself (its
-`keeps_snoozes`: Sentry's `statusDetails`) is sent the condition and keeps nothing here; the
+`snoozes_sent_as`: Sentry's `statusDetails`) is sent the condition and keeps nothing here; the
 others' issues are brought back by the watcher, so a choice needs the snoozes capability
 (`SNOOZING`) and an issue the watcher finds."""
 
@@ -18,7 +18,6 @@ from ..cards.ignore_choices import (
     Snoozer,
     condition_of,
     snooze_notice,
-    status_details,
 )
 from ..core.errors import SpoolError
 from ..core.sources import Sources
@@ -74,9 +73,10 @@ class IgnoreChoices:
     def sent_with(self, button: IssueButton, snooze: SnoozeFor | None) -> dict[str, int] | None:
         """What the tracker is sent with the status: the condition, as a source that keeps
         snoozes itself keeps them (`statusDetails`); None for the others."""
-        if snooze is None or not self._kept_by_source(button):
+        source = self._sources.of(button.issue_id)
+        if snooze is None or source is None or source.snoozes_sent_as is None:
             return None
-        return status_details(snooze.condition, now=self._clock())
+        return source.snoozes_sent_as(snooze.condition, self._clock())
 
     def kept(
         self,

@@ -5,11 +5,23 @@ itself (`statusDetails`), and brings the issue back when it is met."""
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
 
 from ..core.sources import Source
 from ..message.subjects import Home
 from ..operating.config import Settings
+
+
+def status_details(condition: Mapping[str, float], now: float) -> dict[str, int]:
+    """The condition as Sentry's `statusDetails` for `ignored`, which Sentry keeps itself: an
+    ignore for so many minutes (`ignoreDuration`), or until so many more events
+    (`ignoreCount`). Sentry then sets the issue unresolved, and says so in its webhook."""
+    if "until" in condition:
+        return {"ignoreDuration": max(1, math.ceil((condition["until"] - now) / 60))}
+    return {"ignoreCount": int(condition["events"])}
+
 
 SENTRY = Source(
     name="sentry",
@@ -18,7 +30,7 @@ SENTRY = Source(
     issue_path=re.compile(
         r"^/organizations/[A-Za-z0-9][A-Za-z0-9_-]{0,99}/issues/(?P<number>[0-9]{1,20})/?$"
     ),
-    keeps_snoozes=True,
+    snoozes_sent_as=status_details,
 )
 
 
