@@ -150,8 +150,10 @@ def on_reload(server: Any) -> None:
     # The new workers (forked after this) run the code now on disk. A variable that code
     # refuses is said here; exiting would close the port, so gunicorn goes on and the workers
     # that cannot boot say it again.
+    from relay_app.capabilities import REGISTRY
+
     try:
-        settings = Settings.from_env(os.environ)
+        settings = Settings.from_env(os.environ, REGISTRY.settings)
     except ConfigError as exc:
         server.log.error("relay_app: the reloaded code refuses the configuration: %s", exc)
         return
@@ -208,8 +210,10 @@ def _routes_refused(server: Any, in_force: RoutesInForce, when: str) -> None:
 
 
 def _settings_or_exit(server: Any) -> Settings:
+    from relay_app.capabilities import REGISTRY
+
     try:
-        return Settings.from_env(os.environ)
+        return Settings.from_env(os.environ, REGISTRY.settings)
     except ConfigError as exc:
         server.log.error("relay_app cannot start: %s", exc)
         sys.exit(2)

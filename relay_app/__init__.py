@@ -88,7 +88,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     `clock` replaces wall-clock time, so tests can move it. Background work starts separately,
     in each worker: `start_background_work`."""
     if settings is None:
-        settings = Settings.from_env(os.environ)
+        settings = Settings.from_env(os.environ, REGISTRY.settings)
     configure_logging(*settings.secrets, log_format=settings.log_format)
     app = RelayFlask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
@@ -433,7 +433,9 @@ def _renderer(
         sources=everything.sources,
         buttons_at=homes if buttons else NO_HOMES,
         hidden_named_at=glitchtips.origin if buttons and glitchtips is not None else None,
-        names_sources=settings.sentry is not None and settings.glitchtip_url is not None,
+        # Both GlitchTip and another source configured: a rule-named heading says whose.
+        names_sources=settings.glitchtip_url is not None
+        and any(each.source is not None for each in registry.capabilities),
         on_call=OnCall(roster, zones, names=_names(people)),
         added=Added(
             everything.shapes,

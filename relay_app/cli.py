@@ -28,6 +28,7 @@ def main(
         out or sys.stdout,
         err or sys.stderr,
         stdin or sys.stdin,
+        REGISTRY.settings,
     )
     return cli.run(
         argv,

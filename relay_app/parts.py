@@ -41,6 +41,7 @@ from .presses.presses import (
 from .routes.zones import Zones
 from .sentry.api import SentryApi
 from .sentry.hooks import customer_domain_issue
+from .sentry.settings import SENTRY_SETTINGS
 from .sentry.source import SENTRY
 from .sentry.trackers import Trackers
 from .spool import Spool
@@ -65,7 +66,8 @@ def issue_apis(
 ) -> tuple[GlitchTipApi | None, SentryApi | None]:
     """The sources' APIs that have a token: GlitchTip's (GLITCHTIP_API_TOKEN, to GLITCHTIP_URL)
     and Sentry's (SENTRY_API_TOKEN, to SENTRY_URL or its region)."""
-    token, url, sentry = settings.glitchtip_api_token, settings.glitchtip_url, settings.sentry
+    token, url = settings.glitchtip_api_token, settings.glitchtip_url
+    sentry = settings.of(SENTRY_SETTINGS)
     glitchtip = GlitchTipApi(token, url, timeout=timeout) if token and url else None
     if sentry is None or sentry.api_token is None:
         return glitchtip, None
@@ -94,8 +96,9 @@ def link_sources(
     sources = []
     if glitchtip is not None and (home := homes.of(GLITCHTIP.name)) is not None:
         sources.append(LinkSource(home.origin, glitchtip, GLITCHTIP))
-    if sentry is not None and (home := homes.of(SENTRY.name)) is not None and settings.sentry:
-        written_as = partial(customer_domain_issue, sentry_url=settings.sentry.url)
+    config = settings.of(SENTRY_SETTINGS)
+    if sentry is not None and (home := homes.of(SENTRY.name)) is not None and config:
+        written_as = partial(customer_domain_issue, sentry_url=config.url)
         sources.append(LinkSource(home.origin, sentry, SENTRY, written_as))
     return sources
 

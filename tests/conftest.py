@@ -27,6 +27,8 @@ from relay_app.delivery.dispatcher import POLL_INTERVAL, Dispatcher
 from relay_app.message.formatting import Message, message_for
 from relay_app.message.lines import to_json as lines_to_json
 from relay_app.operating.config import Settings
+from relay_app.operating.settings_of import SettingsOf
+from relay_app.sentry.settings import SENTRY_SETTINGS, SentryConfig
 from relay_app.spool import Job, Precedence, Queue, on_store
 from relay_app.spool.database import Database
 from relay_app.spool.job_rows import bury
@@ -43,6 +45,14 @@ from tests.prometheus import Samples, parse
 
 # Every source the relay reads alerts of (core/sources.py), as the registry declares them.
 SOURCES = REGISTRY.sources
+# What the capabilities read of the environment themselves, as the relay reads it.
+THEIRS = REGISTRY.settings
+
+
+def sentry_on(config: SentryConfig | None) -> tuple[tuple[SettingsOf[Any], object], ...]:
+    """Settings' `theirs` with Sentry's (None: Sentry off), for `replace(settings, ...)`."""
+    return ((SENTRY_SETTINGS, config),) if config is not None else ()
+
 
 TOKEN = "123456789:unit-test-token-abcdefghijklmnop"
 SECRET = "unit-test-webhook-secret-0123456789"

@@ -20,7 +20,7 @@ from relay_app.oncall.calendar import calendar_of, shifts
 from relay_app.operating.config import ConfigError, Settings
 from relay_app.routes import parse_routes
 from relay_app.routes.rotation import Cover, Roster
-from tests.conftest import FakeTime
+from tests.conftest import THEIRS, FakeTime
 
 MOSCOW = ZoneInfo("Europe/Moscow")
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -163,9 +163,12 @@ def test_the_calendars_secret_is_checked_as_the_webhooks() -> None:
         "TELEGRAM_CHAT_ID": "-100123",
         "RELAY_WEBHOOK_SECRET": "w" * 32,
     }
-    assert Settings.from_env({**base, "RELAY_CALENDAR_SECRET": SECRET}).calendar_secret == SECRET
+    assert (
+        Settings.from_env({**base, "RELAY_CALENDAR_SECRET": SECRET}, THEIRS).calendar_secret
+        == SECRET
+    )
     for wrong in ("short", "w" * 32, "has spaces in it, sixteen+"):
         with pytest.raises(ConfigError, match="RELAY_CALENDAR_SECRET"):
-            Settings.from_env({**base, "RELAY_CALENDAR_SECRET": wrong})
-    settings = Settings.from_env({**base, "RELAY_CALENDAR_SECRET": SECRET})
+            Settings.from_env({**base, "RELAY_CALENDAR_SECRET": wrong}, THEIRS)
+    settings = Settings.from_env({**base, "RELAY_CALENDAR_SECRET": SECRET}, THEIRS)
     assert SECRET in settings.secrets  # no log line shows it

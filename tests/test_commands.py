@@ -23,16 +23,16 @@ from relay_app.chat.commands import Command, Commands
 from relay_app.core.routing import Destination
 from relay_app.oncall.command import oncall_command
 from relay_app.operating.config import Settings
-from relay_app.operating.sentry_env import SentryConfig
 from relay_app.pipeline.receive import deadline
 from relay_app.routes import parse_routes
 from relay_app.routes.rotation import Roster
 from relay_app.sentry.deliveries import DeliveryStore
+from relay_app.sentry.settings import SentryConfig
 from relay_app.silences.buttons import MUTE
 from relay_app.telegram.bot_commands import described
 from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH, RUSSIAN
-from tests.conftest import CHAT_ID, OFFERED_COMMANDS, FakeTime
+from tests.conftest import CHAT_ID, OFFERED_COMMANDS, FakeTime, sentry_on
 from tests.in_process import GLITCHTIP, GT_TOKEN, MESSAGE, PAYLOAD, Chat, ScriptedTelegram, alone
 from tests.prometheus import parse, value
 
@@ -231,11 +231,13 @@ def test_the_commands_are_described_in_the_relays_language(settings: Settings) -
 
 def test_the_commands_are_offered_whenever_any_source_can_act(settings: Settings) -> None:
     sentry = SentryConfig("c" * 64, "t" * 64, "https://sentry.example.org")
-    relay = assemble(replace(settings, sentry=sentry), telegram=ScriptedTelegram())
+    relay = assemble(replace(settings, theirs=sentry_on(sentry)), telegram=ScriptedTelegram())
     relay.dispatcher.shutdown()
     relay.running.stop()
     assert [c.name for c in relay.commands if not c.private] == OFFERED_COMMANDS
-    signed_only = replace(settings, sentry=SentryConfig("c" * 64, None, "https://sentry.io"))
+    signed_only = replace(
+        settings, theirs=sentry_on(SentryConfig("c" * 64, None, "https://sentry.io"))
+    )
     quiet = assemble(signed_only, telegram=ScriptedTelegram())
     quiet.dispatcher.shutdown()
     assert quiet.commands == ()  # nothing answers them: none is offered
@@ -244,7 +246,9 @@ def test_the_commands_are_offered_whenever_any_source_can_act(settings: Settings
 def test_status_says_each_sources_state(built: Callable[..., Relay], fake_time: FakeTime) -> None:
     fake_time.now = NOW
     sentry = SentryConfig("c" * 64, "t" * 64, "https://sentry.example.org")
-    chat = Chat.of(built, fake_time, sentry=sentry, glitchtip_api_token=None, glitchtip_url=None)
+    chat = Chat.of(
+        built, fake_time, theirs=sentry_on(sentry), glitchtip_api_token=None, glitchtip_url=None
+    )
     chat.update(command("/status", 1))
     said = answers(chat)[-1][3].splitlines()
     assert said[1] == "GlitchTip: not connected (no GLITCHTIP_API_TOKEN)"

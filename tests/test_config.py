@@ -4,6 +4,7 @@ import pytest
 
 from relay_app.core.timing import FLOOR, PRODUCTION
 from relay_app.operating.config import ConfigError, Settings
+from tests.conftest import THEIRS
 
 TOKEN = "123456789:AAE-config-test-token_abcdefghij"
 SECRET = "config-test-secret-0123456789"
@@ -20,7 +21,7 @@ def env(**overrides: str) -> dict[str, str]:
 
 
 def test_defaults_fill_everything_but_the_three_required_variables() -> None:
-    settings = Settings.from_env(env())
+    settings = Settings.from_env(env(), THEIRS)
     assert settings == Settings(
         telegram_bot_token=TOKEN,
         telegram_chat_id=-1001234567890,
@@ -63,7 +64,8 @@ def test_every_variable_is_read() -> None:
             RELAY_LOG_FORMAT=" JSON ",
             RELAY_BIND="0.0.0.0:8780",
             RELAY_ADMIN_BIND="127.0.0.1:9187",
-        )
+        ),
+        THEIRS,
     )
     assert settings.telegram_chat_id == "@alerts_channel"
     assert settings.telegram_thread_id == 42
@@ -84,7 +86,7 @@ def test_every_variable_is_read() -> None:
 
 
 def test_the_spool_can_be_switched_off() -> None:
-    assert Settings.from_env(env(RELAY_SPOOL_PATH="off")).spool_path is None
+    assert Settings.from_env(env(RELAY_SPOOL_PATH="off"), THEIRS).spool_path is None
 
 
 @pytest.mark.parametrize(
@@ -131,7 +133,7 @@ def test_the_spool_can_be_switched_off() -> None:
 )
 def test_a_bad_variable_is_named_with_how_to_fix_it(variable: str, value: str, says: str) -> None:
     with pytest.raises(ConfigError) as raised:
-        Settings.from_env(env(**{variable: value}))
+        Settings.from_env(env(**{variable: value}), THEIRS)
     assert raised.value.variable == variable
     assert str(raised.value).startswith(f"{variable}: ")
     assert says in str(raised.value)
@@ -140,22 +142,22 @@ def test_a_bad_variable_is_named_with_how_to_fix_it(variable: str, value: str, s
 def test_secrets_stay_out_of_errors_and_repr() -> None:
     bad_token = "123456789:short"
     with pytest.raises(ConfigError) as raised:
-        Settings.from_env(env(TELEGRAM_BOT_TOKEN=bad_token))
+        Settings.from_env(env(TELEGRAM_BOT_TOKEN=bad_token), THEIRS)
     assert bad_token not in str(raised.value)
-    shown = repr(Settings.from_env(env()))
+    shown = repr(Settings.from_env(env(), THEIRS))
     assert TOKEN not in shown
     assert SECRET not in shown
 
 
 def test_settings_are_frozen() -> None:
-    settings = Settings.from_env(env())
+    settings = Settings.from_env(env(), THEIRS)
     with pytest.raises(AttributeError):
         settings.retry_attempts = 5  # type: ignore[misc]
 
 
 def test_with_nothing_set_every_required_variable_is_named_at_once() -> None:
     with pytest.raises(ConfigError) as raised:
-        Settings.from_env({})
+        Settings.from_env({}, THEIRS)
     assert raised.value.variables == [
         "TELEGRAM_BOT_TOKEN",
         "TELEGRAM_CHAT_ID",
@@ -176,7 +178,8 @@ def test_bad_values_are_all_reported_with_the_missing_ones() -> None:
                 RELAY_SEND_TIMEOUT="soon",
                 RELAY_COALESCE="maybe",
                 RELAY_ADMIN_BIND="0.0.0.0:8780",
-            )
+            ),
+            THEIRS,
         )
     assert raised.value.variables == [
         "RELAY_ADMIN_BIND",
@@ -192,29 +195,31 @@ def test_bad_values_are_all_reported_with_the_missing_ones() -> None:
 
 def test_the_admin_listener_must_differ_from_the_webhook_listener_given_in_relay_bind() -> None:
     with pytest.raises(ConfigError) as raised:
-        Settings.from_env(env(RELAY_BIND="0.0.0.0:9000", RELAY_ADMIN_BIND="127.0.0.1:9000"))
+        Settings.from_env(env(RELAY_BIND="0.0.0.0:9000", RELAY_ADMIN_BIND="127.0.0.1:9000"), THEIRS)
     assert raised.value.variables == ["RELAY_ADMIN_BIND"]
-    settings = Settings.from_env(env(RELAY_BIND="0.0.0.0:9000", RELAY_ADMIN_BIND="[::1]:9187"))
+    settings = Settings.from_env(
+        env(RELAY_BIND="0.0.0.0:9000", RELAY_ADMIN_BIND="[::1]:9187"), THEIRS
+    )
     assert settings.admin_port == 9187
 
 
 def test_a_postgresql_url_replaces_the_spool_file_and_never_shows_its_password() -> None:
     url = "postgresql://relay:s3cret-pw@db.internal:5432/relay"
-    settings = Settings.from_env(env(RELAY_SPOOL_URL=url))
+    settings = Settings.from_env(env(RELAY_SPOOL_URL=url), THEIRS)
     assert (settings.spool_url, settings.spool_path) == (url, None)
     assert "s3cret-pw" not in repr(settings)
-    other = Settings.from_env(env(RELAY_SPOOL_URL="postgres://relay:pw@db/relay"))
+    other = Settings.from_env(env(RELAY_SPOOL_URL="postgres://relay:pw@db/relay"), THEIRS)
     assert other.spool_url == "postgres://relay:pw@db/relay"
 
 
 def test_a_spool_url_and_a_spool_path_together_are_refused_without_showing_the_url() -> None:
     url = "postgresql://relay:s3cret-pw@db.internal:5432/relay"
     with pytest.raises(ConfigError) as raised:
-        Settings.from_env(env(RELAY_SPOOL_URL=url, RELAY_SPOOL_PATH="/data/spool.sqlite3"))
+        Settings.from_env(env(RELAY_SPOOL_URL=url, RELAY_SPOOL_PATH="/data/spool.sqlite3"), THEIRS)
     assert raised.value.variables == ["RELAY_SPOOL_URL"]
     assert "both set" in str(raised.value)
     with pytest.raises(ConfigError) as bad:
-        Settings.from_env(env(RELAY_SPOOL_URL="mysql://relay:s3cret-pw@db/relay"))
+        Settings.from_env(env(RELAY_SPOOL_URL="mysql://relay:s3cret-pw@db/relay"), THEIRS)
     assert "s3cret-pw" not in str(bad.value)
 
 
@@ -226,19 +231,19 @@ GLITCHTIP_URL = "https://glitchtip.example.org"
 
 def test_a_glitchtip_token_turns_buttons_on_and_polls_for_their_presses() -> None:
     settings = Settings.from_env(
-        env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, GLITCHTIP_URL=GLITCHTIP_URL)
+        env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, GLITCHTIP_URL=GLITCHTIP_URL), THEIRS
     )
     assert settings.glitchtip_api_token == GLITCHTIP_TOKEN
     assert GLITCHTIP_TOKEN not in repr(settings)
     assert settings.telegram_updates == "poll"
     assert settings.glitchtip_links == GLITCHTIP_URL  # issues with links there get buttons
     assert settings.action_user_ids == frozenset()
-    assert Settings.from_env(env()).telegram_updates == "off"
+    assert Settings.from_env(env(), THEIRS).telegram_updates == "off"
 
 
 def test_the_glitchtip_token_needs_the_address_it_goes_to_named_at_start() -> None:
     with pytest.raises(ConfigError) as raised:
-        Settings.from_env(env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, TELEGRAM_CHAT_ID=""))
+        Settings.from_env(env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, TELEGRAM_CHAT_ID=""), THEIRS)
     # Reported with the others, at start: not guessed from the links of the alerts.
     assert raised.value.variables == ["TELEGRAM_CHAT_ID", "GLITCHTIP_URL"]
     assert "the token is sent there and nowhere else" in str(raised.value)
@@ -252,7 +257,8 @@ def test_glitchtip_addresses_may_not_carry_a_login(variable: str) -> None:
             env(
                 GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN,
                 **{"GLITCHTIP_URL": GLITCHTIP_URL, variable: "https://ada:hunter2@gt.example"},
-            )
+            ),
+            THEIRS,
         )
     assert raised.value.variables == [variable]
     assert "hunter2" not in str(raised.value)
@@ -263,7 +269,7 @@ def test_glitchtip_addresses_may_not_carry_a_login(variable: str) -> None:
 )
 def test_a_url_that_is_refused_is_named_without_its_password(url: str) -> None:
     with pytest.raises(ConfigError) as raised:
-        Settings.from_env(env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, GLITCHTIP_URL=url))
+        Settings.from_env(env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, GLITCHTIP_URL=url), THEIRS)
     assert raised.value.variables == ["GLITCHTIP_URL"]
     assert "hunter2" not in str(raised.value)
 
@@ -274,7 +280,8 @@ def test_glitchtips_public_address_is_where_the_links_must_point() -> None:
             GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN,
             GLITCHTIP_URL="http://web:8000",
             GLITCHTIP_PUBLIC_URL="HTTPS://GlitchTip.Example.org:443/",
-        )
+        ),
+        THEIRS,
     )
     assert settings.glitchtip_url == "http://web:8000"  # where the token goes
     assert settings.glitchtip_links == "https://glitchtip.example.org"  # the links' origin
@@ -286,20 +293,23 @@ def test_glitchtip_organizations_are_the_only_ones_whose_issues_get_buttons() ->
             GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN,
             GLITCHTIP_URL=GLITCHTIP_URL,
             GLITCHTIP_ORGANIZATIONS=" acme, acme-staging ,",
-        )
+        ),
+        THEIRS,
     )
     assert settings.glitchtip_organizations == frozenset({"acme", "acme-staging"})
     assert settings.glitchtip_organizations == frozenset({"acme", "acme-staging"})
-    assert Settings.from_env(env()).glitchtip_organizations is None
+    assert Settings.from_env(env(), THEIRS).glitchtip_organizations is None
     with pytest.raises(ConfigError) as raised:
-        Settings.from_env(env(GLITCHTIP_ORGANIZATIONS="acme, ../secret", TELEGRAM_CHAT_ID=""))
+        Settings.from_env(
+            env(GLITCHTIP_ORGANIZATIONS="acme, ../secret", TELEGRAM_CHAT_ID=""), THEIRS
+        )
     assert raised.value.variables == ["TELEGRAM_CHAT_ID", "GLITCHTIP_ORGANIZATIONS"]
     assert "'../secret' is not an organization's slug" in str(raised.value)
 
 
 def test_every_secret_is_listed_for_redaction() -> None:
     settings = Settings.from_env(
-        env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, GLITCHTIP_URL=GLITCHTIP_URL)
+        env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, GLITCHTIP_URL=GLITCHTIP_URL), THEIRS
     )
     assert set(settings.secrets) == {
         settings.telegram_bot_token,
@@ -315,7 +325,8 @@ def test_every_variable_for_acting_on_alerts_is_read() -> None:
             GLITCHTIP_URL="https://glitchtip.internal:8000/",
             TELEGRAM_UPDATES="Webhook",
             TELEGRAM_ACTION_USER_IDS="12345678, 87654321,,",
-        )
+        ),
+        THEIRS,
     )
     assert settings.glitchtip_url == "https://glitchtip.internal:8000"
     assert settings.telegram_updates == "webhook"
@@ -330,7 +341,8 @@ def test_every_problem_with_acting_on_alerts_is_named_at_once() -> None:
                 GLITCHTIP_URL="glitchtip.example.org",
                 TELEGRAM_UPDATES="sometimes",
                 TELEGRAM_ACTION_USER_IDS="@ada",
-            )
+            ),
+            THEIRS,
         )
     assert raised.value.variables == [
         "GLITCHTIP_API_TOKEN",
@@ -344,7 +356,7 @@ def test_every_problem_with_acting_on_alerts_is_named_at_once() -> None:
 @pytest.mark.parametrize("mode", ["poll", "webhook"])
 def test_reading_presses_without_buttons_is_a_mistake_said_plainly(mode: str) -> None:
     with pytest.raises(ConfigError) as raised:
-        Settings.from_env(env(TELEGRAM_UPDATES=mode))
+        Settings.from_env(env(TELEGRAM_UPDATES=mode), THEIRS)
     assert raised.value.variables == ["TELEGRAM_UPDATES"]
     assert "GLITCHTIP_API_TOKEN" in str(raised.value)
 
@@ -356,7 +368,8 @@ def test_buttons_need_a_spool_to_keep_what_they_act_on() -> None:
                 GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN,
                 GLITCHTIP_URL=GLITCHTIP_URL,
                 RELAY_SPOOL_PATH="off",
-            )
+            ),
+            THEIRS,
         )
     assert raised.value.variables == ["GLITCHTIP_API_TOKEN"]
     assert "RELAY_SPOOL_PATH=off" in str(raised.value)
@@ -365,24 +378,26 @@ def test_buttons_need_a_spool_to_keep_what_they_act_on() -> None:
 @pytest.mark.parametrize("token", ["abc", "g" * 64, "a" * 63, "a" * 65, "é" * 64])
 def test_a_glitchtip_token_is_64_hex_characters_and_is_never_echoed(token: str) -> None:
     with pytest.raises(ConfigError) as raised:
-        Settings.from_env(env(GLITCHTIP_API_TOKEN=token, GLITCHTIP_URL="https://gt.example"))
+        Settings.from_env(
+            env(GLITCHTIP_API_TOKEN=token, GLITCHTIP_URL="https://gt.example"), THEIRS
+        )
     said = str(raised.value)
     assert "GLITCHTIP_API_TOKEN: is not a GlitchTip API token: GlitchTip's are 64 hex" in said
     assert token not in said
 
 
 def test_the_default_destination_is_marked_as_the_one_alerts_follow() -> None:
-    settings = Settings.from_env(env())
+    settings = Settings.from_env(env(), THEIRS)
     assert settings.default_destination.default
     assert Settings.destination_from_env(env()) == settings.default_destination
 
 
 def test_time_is_one_setting_that_compresses_every_interval_but_telegrams_own_pace() -> None:
-    production = Settings.from_env(env()).timing
+    production = Settings.from_env(env(), THEIRS).timing
     assert production == PRODUCTION
     assert production.pace.group_interval == 61.0 / 20  # Telegram's limits, with their margin
     stand_in = Settings.from_env(
-        env(RELAY_TIME_SCALE="0.1", TELEGRAM_API_URL="http://127.0.0.1:8081")
+        env(RELAY_TIME_SCALE="0.1", TELEGRAM_API_URL="http://127.0.0.1:8081"), THEIRS
     ).timing
     assert stand_in.pace.group_interval == pytest.approx(0.305)
     assert stand_in.pace.chat_interval == pytest.approx(0.12)
@@ -391,16 +406,16 @@ def test_time_is_one_setting_that_compresses_every_interval_but_telegrams_own_pa
     assert stand_in.probe_interval == pytest.approx(0.2)
     # Talking to Telegram itself, its pace holds whatever the scale: only the relay's own
     # intervals shrink, and none below the floor.
-    telegram = Settings.from_env(env(RELAY_TIME_SCALE="0.01")).timing
+    telegram = Settings.from_env(env(RELAY_TIME_SCALE="0.01"), THEIRS).timing
     assert telegram.pace == PRODUCTION.pace
     assert telegram.poll_interval == FLOOR
     with pytest.raises(ConfigError, match="RELAY_TIME_SCALE"):
-        Settings.from_env(env(RELAY_TIME_SCALE="2"))
+        Settings.from_env(env(RELAY_TIME_SCALE="2"), THEIRS)
 
 
 def test_the_pollers_intervals_are_compressed_in_whole_seconds_of_long_poll() -> None:
     timing = Settings.from_env(
-        env(RELAY_TIME_SCALE="0.25", TELEGRAM_API_URL="http://127.0.0.1:8081")
+        env(RELAY_TIME_SCALE="0.25", TELEGRAM_API_URL="http://127.0.0.1:8081"), THEIRS
     ).timing
     assert (timing.long_poll, timing.leader_look) == (2, 0.25)  # getUpdates takes whole s
-    assert Settings.from_env(env(RELAY_TIME_SCALE="0.01")).timing.long_poll == 1
+    assert Settings.from_env(env(RELAY_TIME_SCALE="0.01"), THEIRS).timing.long_poll == 1

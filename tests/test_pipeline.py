@@ -21,10 +21,10 @@ from werkzeug.test import TestResponse
 from relay_app import Relay, create_app, relay_of
 from relay_app.cards.card import Button, Verb, callback_data
 from relay_app.operating.config import Settings
-from relay_app.operating.sentry_env import SentryConfig
 from relay_app.routes.table import read_routes
+from relay_app.sentry.settings import SentryConfig
 from relay_app.silences.buttons import MUTE
-from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime
+from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, sentry_on
 from tests.in_process import Chat
 from tests.payloads import issue, issue_alert
 from tests.test_presses import ISSUE_URL, SENT, press
@@ -140,7 +140,7 @@ def test_a_capabilitys_page_sends_its_alert_down_the_same_stages(
 ) -> None:
     """Sentry's signed webhook: its answer waits for no attempt, which is left to the
     dispatcher (the attempt stage leaves it), then the arrival is recorded."""
-    with_sentry = replace(settings, sentry=SentryConfig(CLIENT_SECRET, None, SENTRY))
+    with_sentry = replace(settings, theirs=sentry_on(SentryConfig(CLIENT_SECRET, None, SENTRY)))
     body = sample_bytes("issue_alert.json")
     entered = walked(
         with_sentry,

@@ -2,12 +2,13 @@
 (tests/thanks/: its folder, its words, one line of a registry): its button on every card, its
 press found by its registration and answered, its table made and kept, its counter, its kind of
 write queued, paced and written in the chat's words. And the registry's own rules: one owner per
-verb, code, table, kind and capability name, each capability asked once whether it is on."""
+verb, code, table, kind and capability name, each capability asked once whether it is on, and
+what a capability reads of the environment read with the relay's settings."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -17,7 +18,8 @@ from relay_app.cards.card import Button, callback_data
 from relay_app.core.services import Lent
 from relay_app.message.open_issues import CHAT_ISSUES
 from relay_app.operating.capability import Capability, Registry
-from relay_app.operating.config import Settings
+from relay_app.operating.config import ConfigError, Settings
+from relay_app.operating.settings_of import SettingsOf
 from relay_app.routes import parse_routes
 from relay_app.silences.buttons import MUTE
 from relay_app.spool.opening import open_memory
@@ -169,3 +171,65 @@ def test_handoffs_without_the_posts_the_summaries_lend_are_not_said_and_that_is_
     relay = assemble(announcing)
     relay.dispatcher.shutdown()
     assert caplog.text.count("nothing keeps posts made once") == 1
+
+
+@dataclass(frozen=True)
+class JiraConfig:
+    token: str
+    url: str
+
+
+def jira_from_env(environ: Mapping[str, str]) -> JiraConfig | None:
+    token, url = environ.get("JIRA_TOKEN", ""), environ.get("JIRA_URL", "")
+    if not token and not url:
+        return None
+    problems = []
+    if not token:
+        problems.append(ConfigError("JIRA_TOKEN", "is not set, and JIRA_URL is"))
+    if url and not url.startswith("https://"):
+        problems.append(ConfigError("JIRA_URL", "is not an https:// address"))
+    if problems:
+        raise ConfigError.gathered(problems)
+    return JiraConfig(token, url)
+
+
+JIRA_SETTINGS = SettingsOf(
+    "jira",
+    jira_from_env,
+    token=lambda config: config.token,
+    token_name="JIRA_TOKEN",
+    secrets=lambda config: (config.token,),
+)
+
+
+def test_a_capability_reads_its_own_settings_with_the_relays_and_their_problems_together() -> None:
+    theirs = (*REGISTRY.settings, JIRA_SETTINGS)
+    base = {
+        "TELEGRAM_BOT_TOKEN": "123456789:AAE-plugin-test-token_abcdefghij",
+        "TELEGRAM_CHAT_ID": "-1001234567890",
+        "RELAY_WEBHOOK_SECRET": "plugin-test-secret-0123456789",
+    }
+    quiet = Settings.from_env(base, theirs)
+    assert quiet.of(JIRA_SETTINGS) is None
+    assert not quiet.acts_on_issues
+    with pytest.raises(ConfigError) as refused:
+        Settings.from_env(
+            {**base, "JIRA_URL": "http://jira", "RELAY_RETRY_WAIT": "0", "SENTRY_URL": "x"},
+            theirs,
+        )
+    # One error, every problem: the core's, Sentry's and the new capability's.
+    assert set(refused.value.variables) == {
+        "RELAY_RETRY_WAIT",
+        "SENTRY_URL",
+        "JIRA_TOKEN",
+        "JIRA_URL",
+    }
+    on = Settings.from_env({**base, "JIRA_TOKEN": "jira-token-42", "JIRA_URL": "https://j"}, theirs)
+    assert on.of(JIRA_SETTINGS) == JiraConfig("jira-token-42", "https://j")
+    assert on.acts_on_issues  # its token puts buttons under its issues
+    assert on.telegram_updates == "poll"
+    assert "jira-token-42" in on.secrets  # never shown in a log line
+    with pytest.raises(ConfigError, match="GLITCHTIP_API_TOKEN or SENTRY_API_TOKEN or JIRA_TOKEN"):
+        Settings.from_env({**base, "TELEGRAM_UPDATES": "poll"}, theirs)
+    with pytest.raises(ValueError, match="settings are named jira"):
+        Capability("tracker", settings=JIRA_SETTINGS)

@@ -20,13 +20,22 @@ from relay_app.cards.card import callback_data
 from relay_app.core.errors import SpoolError, ThreadNotFound
 from relay_app.core.routing import Destination
 from relay_app.operating.config import Settings
-from relay_app.operating.sentry_env import SentryConfig
 from relay_app.rooms.store import KEPT_CLOSED, MAKING_FOR, Room, RoomStore
 from relay_app.rooms.topics import name_of
 from relay_app.routes import parse_routes
+from relay_app.sentry.settings import SentryConfig
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH
-from tests.conftest import API_URL, CHAT_ID, OK, TOKEN, FakeTime, run_background, sent_bodies
+from tests.conftest import (
+    API_URL,
+    CHAT_ID,
+    OK,
+    TOKEN,
+    FakeTime,
+    run_background,
+    sent_bodies,
+    sentry_on,
+)
 from tests.in_process import GLITCHTIP, Chat, alone, refused, webhook
 from tests.payloads import issue, issue_alert
 from tests.prometheus import parse, value
@@ -223,7 +232,7 @@ def test_a_sentry_issue_gets_its_room_and_closes_it_when_sentry_says_it_is_resol
     settings: Settings, telegram: responses.RequestsMock, fake_time: FakeTime
 ) -> None:
     sentry = SentryConfig(SENTRY_SECRET, "b" * 64, SENTRY)
-    app = create_app(replace(settings, sentry=sentry, routes=ROUTES), clock=fake_time)
+    app = create_app(replace(settings, theirs=sentry_on(sentry), routes=ROUTES), clock=fake_time)
     relay = relay_of(app)
     assert relay is not None
     api = f"{API_URL}/bot{TOKEN}"

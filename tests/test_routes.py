@@ -39,7 +39,7 @@ from relay_app.routes.table import MAX_ROUTES, MAX_ROUTES_BYTES
 from relay_app.routes.zones import Zones
 from relay_app.words import ENGLISH, RUSSIAN
 from tests import payloads
-from tests.conftest import FakeTime
+from tests.conftest import THEIRS, FakeTime
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "routes.toml"
@@ -379,13 +379,13 @@ def test_relay_routes_is_read_with_the_other_variables_and_the_last_good_stays_i
         "RELAY_ROUTES": str(good),
         "RELAY_SPOOL_PATH": str(tmp_path / "spool.sqlite3"),
     }
-    assert len(Settings.from_env(base).routes.routes) == 4
+    assert len(Settings.from_env(base, THEIRS).routes.routes) == 4
     environ = dict(base)
     put_in_force(environ)
     kept = environ[IN_FORCE]
     good.write_text("[[route]]\ntitel = 'x'\nchat = -1001\n")  # a typo, then a reload
     with pytest.raises(ConfigError, match=r"routes.toml:2: route 1, titel: unknown key"):
-        Settings.from_env(base)
+        Settings.from_env(base, THEIRS)
     refused = put_in_force(environ)
     assert refused.refused is not None
     assert "route 1, titel: unknown key" in refused.refused
@@ -561,7 +561,7 @@ def test_a_file_over_a_cap_is_refused_at_start_and_on_reload_and_the_last_good_s
     put_in_force(environ)
     routes.write_text("".join(a_route(number) for number in range(1, MAX_ROUTES + 2)))
     with pytest.raises(ConfigError, match=rf"RELAY_ROUTES.*over the cap of {MAX_ROUTES}"):
-        Settings.from_env({key: v for key, v in environ.items() if key != IN_FORCE})
+        Settings.from_env({key: v for key, v in environ.items() if key != IN_FORCE}, THEIRS)
     refused = put_in_force(environ).refused  # a reload: refused
     assert refused is not None
     assert "over the cap" in refused
@@ -597,13 +597,13 @@ def test_the_file_is_parsed_once_per_process_for_each_content_it_has(
     # gunicorn's master at start: the file put in force, then the variables checked; then a
     # worker, forked from it, reads the copy in force.
     put_in_force(environ)
-    Settings.from_env(environ)
-    Settings.from_env(environ)
+    Settings.from_env(environ, THEIRS)
+    Settings.from_env(environ, THEIRS)
     assert parses.calls == 1
     # A reload with a changed file: parsed once again, for its new content.
     routes.write_text(a_route(1))
     put_in_force(environ)
-    assert len(Settings.from_env(environ).routes.routes) == 1
+    assert len(Settings.from_env(environ, THEIRS).routes.routes) == 1
     assert parses.calls == 2
 
 

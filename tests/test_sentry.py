@@ -34,12 +34,12 @@ from relay_app.message.open_issues import WatchedIssue, issue_data
 from relay_app.message.subjects import subjects_of
 from relay_app.operating.config import Settings
 from relay_app.operating.env_values import ConfigError
-from relay_app.operating.sentry_env import DEFAULT_SENTRY_URL, SentryConfig, sentry_from_env
 from relay_app.routes.split import facts_of
 from relay_app.routes.table import parse_routes
 from relay_app.sentry.assignments import AssignmentStore, assigned
 from relay_app.sentry.deliveries import KEPT, DeliveryStore
 from relay_app.sentry.hooks import Alerting, InStep, Noted, customer_domain_issue, read_hook
+from relay_app.sentry.settings import DEFAULT_SENTRY_URL, SentryConfig, sentry_from_env
 from relay_app.sentry.signature import signature_of, signed
 from relay_app.spool.opening import open_memory
 from relay_app.spool.store import Store
@@ -53,6 +53,7 @@ from tests.conftest import (
     run_background,
     sent_bodies,
     sent_texts,
+    sentry_on,
 )
 from tests.e2e.helpers import wait_until
 from tests.old_spools import upgraded_from
@@ -109,7 +110,7 @@ def signed_post(
 
 @pytest.fixture
 def sentry_settings(settings: Settings) -> Settings:
-    return replace(settings, sentry=SentryConfig(CLIENT_SECRET, None, SENTRY))
+    return replace(settings, theirs=sentry_on(SentryConfig(CLIENT_SECRET, None, SENTRY)))
 
 
 @pytest.fixture
@@ -466,7 +467,9 @@ def test_the_sentry_variables_are_read_and_every_problem_named_at_once() -> None
 
 
 def test_sentrys_secrets_never_reach_a_log_line(sentry_settings: Settings) -> None:
-    settings = replace(sentry_settings, sentry=SentryConfig(CLIENT_SECRET, "cd" * 32, SENTRY))
+    settings = replace(
+        sentry_settings, theirs=sentry_on(SentryConfig(CLIENT_SECRET, "cd" * 32, SENTRY))
+    )
     assert CLIENT_SECRET in settings.secrets
     assert "cd" * 32 in settings.secrets
     assert CLIENT_SECRET not in repr(settings)
@@ -727,7 +730,9 @@ def test_a_sentry_alert_is_answered_before_its_issue_is_looked_up_and_goes_with_
     )
     telegram.post(SEND_URL, json=OK)
     config = SentryConfig(CLIENT_SECRET, "cd" * 32, SENTRY)
-    app = create_app(replace(sentry_settings, sentry=config, details_budget=2.0), clock=fake_time)
+    app = create_app(
+        replace(sentry_settings, theirs=sentry_on(config), details_budget=2.0), clock=fake_time
+    )
     try:
         answer = signed_post(app.test_client(), sample_bytes("issue_alert.json"), "event_alert")
         assert answer.status_code == 202  # queued, the look-up still under way

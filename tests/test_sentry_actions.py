@@ -19,11 +19,11 @@ from relay_app.cards.card import IssueButton, SentMessage, callback_data
 from relay_app.chat.links import LINKS
 from relay_app.core.errors import GlitchTipScopeMissing
 from relay_app.glitchtip.notices import operator_fix
-from relay_app.operating.sentry_env import SentryConfig
 from relay_app.sentry.api import SentryApi
+from relay_app.sentry.settings import SentryConfig
 from relay_app.sentry.signature import signature_of
 from relay_app.snoozes.store import SnoozeStore
-from tests.conftest import FakeTime, run_background
+from tests.conftest import FakeTime, run_background, sentry_on
 from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram, sentry_page_of, watcher_of
 from tests.test_presses import press
 from tests.test_replies import reply
@@ -61,7 +61,7 @@ def sentry() -> Iterator[responses.RequestsMock]:
 def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
     fake_time.now = 1_800_000_240.0
     config = SentryConfig(CLIENT_SECRET, SENTRY_TOKEN, SENTRY)
-    return Chat.of(built, fake_time, SENTRYS, GLITCHTIPS, sentry=config)
+    return Chat.of(built, fake_time, SENTRYS, GLITCHTIPS, theirs=sentry_on(config))
 
 
 def organizations(region: str | None) -> list[dict[str, Any]]:
@@ -154,7 +154,7 @@ def test_a_reply_is_a_comment_in_sentrys_form(
     sentry.post(f"{SENTRY}/api/0/issues/4/comments/", status=201, json={"id": "1"})
     telegram = ScriptedTelegram(reactions=False)
     config = SentryConfig(CLIENT_SECRET, SENTRY_TOKEN, SENTRY)
-    chat = Chat.of(built, fake_time, SENTRYS, telegram=telegram, sentry=config)
+    chat = Chat.of(built, fake_time, SENTRYS, telegram=telegram, theirs=sentry_on(config))
     chat.update(reply("Rolling back", message_id=902, topic=77))
     chat.settle()
     [comment] = [call for call in sentry.calls if call.request.method == "POST"]
@@ -226,7 +226,7 @@ def test_check_proves_the_token_its_region_and_that_the_relay_takes_signed_reque
         telegram_bot_token="1:x",
         telegram_chat_id=-1,
         webhook_secret="s" * 32,
-        sentry=SentryConfig(CLIENT_SECRET, SENTRY_TOKEN, SENTRY),
+        theirs=sentry_on(SentryConfig(CLIENT_SECRET, SENTRY_TOKEN, SENTRY)),
     )
     token, webhook = sentry_verdicts(settings)
     assert token.passed
@@ -236,7 +236,7 @@ def test_check_proves_the_token_its_region_and_that_the_relay_takes_signed_reque
     assert relay_url in webhook.found
     # The organizations asked once: their answer names the region too.
     assert [call.request.url for call in sentry.calls].count(ORGANIZATIONS) == 1
-    other = replace(settings, sentry=SentryConfig("another" * 8, None, SENTRY))
+    other = replace(settings, theirs=sentry_on(SentryConfig("another" * 8, None, SENTRY)))
     token, webhook = sentry_verdicts(other)
     assert token.passed  # none set: said, not failed
     assert "SENTRY_API_TOKEN unset" in token.found
@@ -286,7 +286,7 @@ def test_the_watcher_asks_sentry_of_its_issues_and_posts_an_escalating_one_again
         fake.add_issue(1117540176)
         fake.hourly["1117540176"] = quiet_day(last_hour=3000)
         config = SentryConfig(CLIENT_SECRET, FAKE_TOKEN, fake.url)
-        relay = built(telegram, sentry=config, details_budget=None)
+        relay = built(telegram, theirs=sentry_on(config), details_budget=None)
         body = json.loads(
             (Path(__file__).parent / "sentry_samples" / "issue_alert.json").read_text()
         )
@@ -351,7 +351,12 @@ def test_with_sentry_alone_ignores_choices_work_without_the_watchers_snoozes(
     fake_time.now = 1_800_000_240.0
     config = SentryConfig(CLIENT_SECRET, SENTRY_TOKEN, SENTRY)
     chat = Chat.of(
-        built, fake_time, SENTRYS, sentry=config, glitchtip_api_token=None, glitchtip_url=None
+        built,
+        fake_time,
+        SENTRYS,
+        theirs=sentry_on(config),
+        glitchtip_api_token=None,
+        glitchtip_url=None,
     )
     sentry.get(ORGANIZATIONS, json=organizations(None))
     sentry.put(f"{SENTRY}/api/0/issues/4/", json={"id": "4", "status": "ignored"})

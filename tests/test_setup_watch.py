@@ -20,6 +20,7 @@ from relay_app.spool.database import Database
 from relay_app.spool.postgres import PgDatabase
 from relay_app.spool.setup_found import NOTHING_YET, Found, SetupFound
 from relay_app.telegram.client import TelegramClient
+from tests.conftest import THEIRS
 from tests.e2e.helpers import wait_until
 from tests.e2e.relay_process import free_port
 from tests.fake_telegram import TOKEN, FakeTelegram, running_fake_telegram
@@ -43,7 +44,8 @@ def settings_for(fake: FakeTelegram, **more: str) -> Settings:
             "TELEGRAM_API_URL": fake.url,
             "RELAY_SEND_TIMEOUT": "2",
             **more,
-        }
+        },
+        THEIRS,
     )
 
 
@@ -73,7 +75,8 @@ def test_a_refused_chat_names_its_variable_once_and_a_fix_is_noticed(
             "RELAY_WEBHOOK_SECRET": "s" * 32,
             "TELEGRAM_API_URL": fake.url,
             "RELAY_SEND_TIMEOUT": "2",
-        }
+        },
+        THEIRS,
     )
     watch = SetupWatch(settings, ask_again=AskAgain(refused=0.05))
     assert gauge(watch) == []  # not asked yet: neither ok nor refused

@@ -19,10 +19,11 @@ from relay_app.glitchtip.source import GLITCHTIP
 from relay_app.message.subjects import Home, issue_ref
 from relay_app.operating.capability import Registry
 from relay_app.operating.config import Settings
-from relay_app.operating.sentry_env import SentryConfig
+from relay_app.sentry.settings import SENTRY_SETTINGS, SentryConfig
 from relay_app.sentry.source import SENTRY
 from relay_app.words import ENGLISH
 from relay_app.words.catalogue import of_source, source_shown
+from tests.conftest import sentry_on
 
 ROOT = Path(__file__).resolve().parents[1] / "relay_app"
 
@@ -63,7 +64,7 @@ def test_a_source_is_declared_whole_and_once() -> None:
 def test_the_registry_knows_every_source_whether_its_capability_is_on_or_not(
     settings: Settings,
 ) -> None:
-    assert settings.sentry is None  # Sentry's capability is off
+    assert settings.of(SENTRY_SETTINGS) is None  # Sentry's capability is off
     assert REGISTRY.on(settings).sources.names == ("glitchtip", "sentry")
     assert REGISTRY.sources.names == ("glitchtip", "sentry")
 
@@ -76,7 +77,7 @@ def test_each_source_gets_buttons_where_its_capability_or_the_wiring_says(
         settings,
         glitchtip_api_token="t",
         glitchtip_url="https://gt.example.org",
-        sentry=SentryConfig("secret", api_token="s", url="https://sentry.example.org"),
+        theirs=sentry_on(SentryConfig("secret", api_token="s", url="https://sentry.example.org")),
     )
     homes = REGISTRY.homes(both)
     assert [source.name for source, _ in homes.homes] == ["glitchtip", "sentry"]

@@ -9,6 +9,7 @@ import pytest
 from relay_app.capabilities import REGISTRY
 from relay_app.operating.config import Settings
 from relay_app.operating.summary import summary_line, version
+from tests.conftest import THEIRS
 
 TOKEN = "123456:" + "A" * 35
 SECRET = "s" * 32
@@ -21,7 +22,8 @@ def settings(**extra: str) -> Settings:
             "TELEGRAM_CHAT_ID": "-1001234567890",
             "RELAY_WEBHOOK_SECRET": SECRET,
             **extra,
-        }
+        },
+        THEIRS,
     )
 
 

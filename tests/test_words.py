@@ -16,6 +16,7 @@ from relay_app.operating.config import ConfigError, Settings
 from relay_app.words import ENGLISH, LANGUAGES, RUSSIAN, Plural, Said, Words, words_for
 from relay_app.words.catalogue import in_source, russian_plural, templates
 from tests import payloads
+from tests.conftest import THEIRS
 from tests.telegram_rules import visible_text
 
 # Words allowed to read the same as in English (none yet: even "мин" is not "min").
@@ -143,11 +144,13 @@ def test_relay_language_is_checked_with_the_other_variables() -> None:
         "TELEGRAM_CHAT_ID": "-1001",
         "RELAY_WEBHOOK_SECRET": "s" * 32,
     }
-    assert Settings.from_env(base).language == "en"
-    assert Settings.from_env({**base, "RELAY_LANGUAGE": "RU"}).language == "ru"
+    assert Settings.from_env(base, THEIRS).language == "en"
+    assert Settings.from_env({**base, "RELAY_LANGUAGE": "RU"}, THEIRS).language == "ru"
     with pytest.raises(ConfigError, match=r"RELAY_LANGUAGE: 'de' is not a language .* en or ru"):
-        Settings.from_env({**base, "RELAY_LANGUAGE": "de"})
-    assert words_for(Settings.from_env({**base, "RELAY_LANGUAGE": "ru"}).language) is RUSSIAN
+        Settings.from_env({**base, "RELAY_LANGUAGE": "de"}, THEIRS)
+    assert (
+        words_for(Settings.from_env({**base, "RELAY_LANGUAGE": "ru"}, THEIRS).language) is RUSSIAN
+    )
 
 
 def test_the_russian_reads_as_a_russian_team_writes() -> None:

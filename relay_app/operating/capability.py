@@ -4,6 +4,9 @@ capability once whether it is on (`on`, from the settings), and hands the ones t
 services (`Core`); a capability's running parts come back as `Running`.
 
 What a capability may declare, each optional:
+- `settings`: what it reads of the environment itself (operating/settings_of.py: Sentry's
+  SENTRY_* variables), read with every other variable, its problems reported with theirs;
+- `source`: the source of alerts it is (core/sources.py), and where its issues get buttons;
 - `counters`: its metrics (core/metrics.py registers them, their names and help its own);
 - `shapes` and `notes`: the alerts its jobs hold and the first lines it puts above a webhook's
   message (delivery/render.py);
@@ -71,6 +74,7 @@ from .console import AddCommands
 from .readers import PayloadReader
 from .routes_cli import RosterOf
 from .selfcheck import MoreChecks
+from .settings_of import SettingsOf
 from .sources import SaysState
 
 Clock = Callable[[], float]
@@ -262,6 +266,16 @@ class Capability:
     dispatches: bool = False
     # The source of alerts it is (its issues' ids and links, its name, where they get buttons).
     source: SourceOf | None = None
+    # What it reads of the environment itself (Sentry's SENTRY_* variables), read with every
+    # other variable (`Settings.of(...)` gives it back), whether it is on or not: `on` asks it.
+    settings: SettingsOf[Any] | None = None
+
+    def __post_init__(self) -> None:
+        # Settings are kept by their capability's name (`Settings.of`): one each, as names are.
+        if self.settings is not None and self.settings.name != self.name:
+            raise ValueError(
+                f"the capability {self.name}'s settings are named {self.settings.name}"
+            )
 
 
 @dataclass(frozen=True)
@@ -309,6 +323,12 @@ class Registry:
         """Where each source's issues get buttons: those with a token, each at its home."""
         found = ((each.source, each.home(settings)) for each in self.sources_declared)
         return IssueHomes(tuple((source, home) for source, home in found if home is not None))
+
+    @property
+    def settings(self) -> tuple[SettingsOf[Any], ...]:
+        """What every capability reads of the environment itself: `Settings.from_env`'s
+        `theirs` (read before the settings say which are on)."""
+        return tuple(each.settings for each in self.capabilities if each.settings is not None)
 
     @property
     def counters(self) -> list[CounterSpec]:

@@ -212,7 +212,11 @@ def parse_duration(raw: str) -> float:
 def _check(args: argparse.Namespace, console: Console) -> int:
     passed = True
     for verdict in run_checks(
-        console.environ, send=args.send, more=args.more_checks, said=args.said
+        console.environ,
+        theirs=console.theirs,
+        send=args.send,
+        more=args.more_checks,
+        said=args.said,
     ):
         passed = passed and verdict.passed
         # Redacted again here: whatever Telegram or a proxy echoes back, never the token.
@@ -255,7 +259,7 @@ def _chats(args: argparse.Namespace, console: Console) -> int:
 
 def _settings(console: Console) -> Settings:
     try:
-        settings = Settings.from_env(console.environ)
+        settings = console.settings()
     except ConfigError as exc:
         raise Usage(str(exc)) from None
     for secret in settings.secrets:

@@ -7,9 +7,9 @@ names the variable to fix. Secret values are never echoed back in these messages
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from ..core.logs import LogFormat
@@ -32,7 +32,7 @@ from .env_values import (
     time_zone,
 )
 from .routes_file import NOTHING_IN_FORCE, RoutesInForce, routes_from_env
-from .sentry_env import SentryConfig, sentry_from_env
+from .settings_of import SettingsOf
 from .spool_env import (
     DEFAULT_SPOOL_PATH,
     local_spool_path_from_env,
@@ -137,8 +137,9 @@ class Settings:
     # What gunicorn's master made of that file: when it was accepted, whether it is refused now.
     routes_in_force: RoutesInForce = NOTHING_IN_FORCE
     watching: Watching = DEFAULT_WATCHING  # with the token: the watcher (watch_env.py)
-    # SENTRY_CLIENT_SECRET and the rest: Sentry as a second source (sentry_env.py); None: none.
-    sentry: SentryConfig | None = None
+    # What the capabilities read of the environment themselves (Sentry's SENTRY_* variables:
+    # sentry/settings.py), each with what read it; one whose variables are unset is absent.
+    theirs: tuple[tuple[SettingsOf[Any], object], ...] = ()
     # RELAY_CALENDAR_SECRET: the rotations as calendar feeds at /calendar/<secret>/<name>.ics;
     # None: no feed.
     calendar_secret: str | None = field(default=None, repr=False)
@@ -165,17 +166,23 @@ class Settings:
         public = self.glitchtip_public_url or self.glitchtip_url
         return origin_of(public) if public is not None else None
 
-    @property
-    def sentry_links(self) -> str | None:
-        """The origin Sentry's issue links have (SENTRY_URL's), when Sentry is a source."""
-        return origin_of(self.sentry.url) if self.sentry is not None else None
+    def of(self, settings_of: SettingsOf[T]) -> T | None:
+        """What a capability read of the environment (`settings_of`'s value); None when none of
+        its variables is set."""
+        found = next((value for read, value in self.theirs if read.name == settings_of.name), None)
+        return found  # type: ignore[return-value]  # kept by the reader that reads it as T
+
+    def with_their(self, settings_of: SettingsOf[T], value: T | None) -> Settings:
+        """These settings with a capability's own as `value` (None: unset)."""
+        kept = tuple((read, had) for read, had in self.theirs if read.name != settings_of.name)
+        return replace(self, theirs=kept if value is None else (*kept, (settings_of, value)))
 
     @property
     def acts_on_issues(self) -> bool:
-        """Whether an issue tracker's token is set (GlitchTip's or Sentry's): its issues get
-        buttons, and the chat is listened to."""
-        sentry_token = self.sentry.api_token if self.sentry is not None else None
-        return self.glitchtip_api_token is not None or sentry_token is not None
+        """Whether an issue tracker's token is set (GlitchTip's, or a capability's source's):
+        its issues get buttons, and the chat is listened to."""
+        theirs = any(read.token(value) is not None for read, value in self.theirs)
+        return self.glitchtip_api_token is not None or theirs
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -187,10 +194,8 @@ class Settings:
             self.glitchtip_api_token,
             self.calendar_secret,
         )
-        sentry = (
-            (self.sentry.client_secret, self.sentry.api_token) if self.sentry is not None else ()
-        )
-        return tuple(value for value in (*values, *sentry) if value)
+        theirs = (secret for read, value in self.theirs for secret in read.secrets(value))
+        return tuple(value for value in (*values, *theirs) if value)
 
     @staticmethod
     def destination_from_env(environ: Mapping[str, str]) -> Destination:
@@ -200,8 +205,10 @@ class Settings:
         return Destination(_chat_id(environ), thread, default=True)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        """Every variable read; every problem found is reported at once, in one ConfigError."""
+    def from_env(cls, environ: Mapping[str, str], theirs: Sequence[SettingsOf[Any]]) -> Settings:
+        """Every variable read, the core's and those the capabilities read themselves
+        (`theirs`: the registry's, capabilities.py); every problem found is reported at once,
+        in one ConfigError."""
         problems: list[ConfigError] = []
 
         def read(reader: Callable[[], T], fallback: T) -> T:
@@ -214,8 +221,10 @@ class Settings:
         bind = read(lambda: bind_from_env(environ), DEFAULT_BIND)
         admin_bind = read(lambda: admin_bind_from_env(environ, bind), None)
         glitchtip_token = read(lambda: _glitchtip_token(environ), None)
-        sentry = read(lambda: sentry_from_env(environ), None)
-        issue_token = glitchtip_token or (sentry.api_token if sentry is not None else None)
+        found = read(lambda: _theirs(environ, theirs), Theirs(()))
+        # Whose token puts buttons under their issues: GlitchTip's first, then theirs.
+        token_name = "GLITCHTIP_API_TOKEN" if glitchtip_token is not None else found.token_name
+        token_names = " or ".join(["GLITCHTIP_API_TOKEN", *found.could_be])
         settings = cls(
             telegram_bot_token=read(lambda: bot_token_from_env(environ), ""),
             telegram_chat_id=read(lambda: _chat_id(environ), _NO_CHAT),
@@ -277,7 +286,9 @@ class Settings:
             glitchtip_public_url=read(lambda: _glitchtip_public_url(environ), None),
             glitchtip_organizations=read(lambda: _glitchtip_organizations(environ), None),
             details_budget=read(lambda: _details_budget(environ), None),
-            telegram_updates=read(lambda: _updates_mode(environ, issue_token), "off"),
+            telegram_updates=read(
+                lambda: _updates_mode(environ, token_name is not None, token_names), "off"
+            ),
             action_user_ids=read(lambda: _user_ids(environ), frozenset()),
             language=read(lambda: language_from_env(environ), "en"),
             time_scale=read(
@@ -285,10 +296,9 @@ class Settings:
             ),
             routes=read(lambda: routes_from_env(environ), NO_ROUTES),
             routes_in_force=RoutesInForce.from_env(environ),
-            sentry=sentry,
+            theirs=found.values,
         )
-        if issue_token is not None and settings.spool_path is None and not settings.spool_url:
-            token_name = "GLITCHTIP_API_TOKEN" if glitchtip_token else "SENTRY_API_TOKEN"
+        if token_name is not None and settings.spool_path is None and not settings.spool_url:
             problems.append(
                 ConfigError(
                     token_name,
@@ -303,6 +313,35 @@ class Settings:
             # One spool: the database's. The file's default does not apply.
             settings = replace(settings, spool_path=None)
         return settings
+
+
+@dataclass(frozen=True)
+class Theirs:
+    """What the capabilities read of the environment themselves, each with its reader; whose
+    token is set first (`token_name`), and the tokens that could be (`could_be`)."""
+
+    values: tuple[tuple[SettingsOf[Any], object], ...]
+    token_name: str | None = None
+    could_be: tuple[str, ...] = ()
+
+
+def _theirs(environ: Mapping[str, str], theirs: Sequence[SettingsOf[Any]]) -> Theirs:
+    """Each capability's settings read; every problem of theirs in one ConfigError."""
+    problems: list[ConfigError] = []
+    values: list[tuple[SettingsOf[Any], object]] = []
+    for each in theirs:
+        try:
+            value = each.read(environ)
+        except ConfigError as exc:
+            problems.append(exc)
+            continue
+        if value is not None:
+            values.append((each, value))
+    if problems:
+        raise ConfigError.gathered(problems)
+    tokened = (each.token_name for each, value in values if each.token(value) is not None)
+    could_be = tuple(each.token_name for each in theirs if each.token_name)
+    return Theirs(tuple(values), next(tokened, None), could_be)
 
 
 def language_from_env(environ: Mapping[str, str]) -> str:
@@ -411,19 +450,21 @@ def _glitchtip_organizations(environ: Mapping[str, str]) -> frozenset[str] | Non
     return frozenset(slugs)
 
 
-def _updates_mode(environ: Mapping[str, str], issue_token: str | None) -> UpdatesMode:
+def _updates_mode(environ: Mapping[str, str], tokened: bool, token_names: str) -> UpdatesMode:
+    """TELEGRAM_UPDATES; `tokened`: whether a tracker's token is set (`token_names`: which
+    could be)."""
     name = "TELEGRAM_UPDATES"
     raw = environ.get(name, "").strip().lower()
     if not raw:
-        return "poll" if issue_token is not None else "off"
+        return "poll" if tokened else "off"
     mode = _UPDATES_MODES.get(raw)
     if mode is None:
         raise ConfigError(name, f"{raw!r} is not one of poll, webhook or off")
-    if mode != "off" and issue_token is None:
+    if mode != "off" and not tokened:
         raise ConfigError(
             name,
             f"{raw} reads presses on the alerts' buttons, and there are none without "
-            "GLITCHTIP_API_TOKEN or SENTRY_API_TOKEN: set one, or leave TELEGRAM_UPDATES unset",
+            f"{token_names}: set one, or leave TELEGRAM_UPDATES unset",
         )
     return mode
 

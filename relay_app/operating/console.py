@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.services import Lending
 from ..core.sources import Sources
+from .config import Settings
+from .settings_of import SettingsOf
 
 if TYPE_CHECKING:
     from ..delivery.render import Shape
@@ -31,6 +33,13 @@ class Console:
     out: TextIO
     err: TextIO
     stdin: TextIO
+    # What the capabilities read of the environment themselves (the registry's), read with
+    # the rest wherever a command reads the relay's settings (`settings`).
+    theirs: Sequence[SettingsOf[Any]]
+
+    def settings(self) -> Settings:
+        """The relay's settings from this environment. Raises ConfigError."""
+        return Settings.from_env(self.environ, self.theirs)
 
 
 OpenSpool = Callable[[Mapping[str, str]], "Spool"]

@@ -207,7 +207,7 @@ def _rule_id(rule: dict[str, Any]) -> int:
 def _settings_and_token(console: Console) -> tuple[Settings, str]:
     """The relay's settings, and the token that may change its project's alert rules."""
     try:
-        settings = Settings.from_env(console.environ)
+        settings = console.settings()
     except ConfigError as exc:
         raise Usage(str(exc)) from None
     token = console.environ.get(SETUP_TOKEN, "").strip() or settings.glitchtip_api_token

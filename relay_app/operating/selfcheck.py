@@ -40,6 +40,7 @@ from ..telegram.updates_webhook import shown_webhook_url, webhook_path
 from ..words import ENGLISH, Words, words_for
 from .config import ConfigError, Settings
 from .routes_file import last_good_path
+from .settings_of import SettingsOf
 from .sources import SaysState, sources
 
 # getChatMember's statuses, said plainly; the first four may post in a group (a restricted
@@ -72,13 +73,14 @@ MoreChecks = Callable[[Settings], Iterator[Verdict]]
 def run_checks(
     environ: Mapping[str, str],
     *,
+    theirs: Sequence[SettingsOf[Any]],
     send: bool,
     more: Sequence[MoreChecks] = (),
     said: Sequence[SaysState] = (),
 ) -> Iterator[Verdict]:
     """Every check, in order; those that need something that failed say so and fail too."""
     try:
-        settings = Settings.from_env(environ)
+        settings = Settings.from_env(environ, theirs)
     except ConfigError as exc:
         for variable, problem in exc.problems:
             hint = "fix it and run this again"

@@ -14,8 +14,8 @@ from ..core.json_values import json_object
 from ..operating.binds import local_url
 from ..operating.config import Settings
 from ..operating.selfcheck import Verdict, refused_verdict
-from ..operating.sentry_env import SentryConfig
 from .api import SentryApi
+from .settings import SENTRY_SETTINGS, SentryConfig
 from .webhook import PATH, signed_headers
 
 # The relay answers a webhook it only notes at once; this covers a busy host.
@@ -23,7 +23,7 @@ ASK_TIMEOUT = 5.0
 
 
 def sentry_verdicts(settings: Settings) -> Iterator[Verdict]:
-    config = settings.sentry
+    config = settings.of(SENTRY_SETTINGS)
     if config is None:
         return
     yield _token_verdict(config, settings.send_timeout)

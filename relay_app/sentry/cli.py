@@ -15,8 +15,8 @@ import requests
 from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..operating.config import ConfigError
 from ..operating.console import CommandLine, Console, Failed, Usage
-from ..operating.sentry_env import sentry_from_env
 from .reading import resource_of
+from .settings import sentry_from_env
 from .webhook import PATH, signed_headers
 
 # Where the README's quick start runs the relay.

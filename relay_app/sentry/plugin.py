@@ -10,7 +10,6 @@ import logging
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE, DetailSource
 from ..operating.capability import Capability, Core, Running, SourceOf
-from ..operating.sentry_env import SentryConfig
 from ..pipeline.route import TAKE_IN
 from .api import SentryApi
 from .assignments import AssignmentStore, assigned
@@ -19,6 +18,7 @@ from .cli import add_sentry_commands
 from .counters import LOOKUPS
 from .deliveries import DeliveryStore
 from .reading import read_sentry
+from .settings import SENTRY_SETTINGS, SentryConfig, sentry_links
 from .source import SENTRY, sentry_home
 from .status import sentry_state, sentry_status
 from .webhook import SentryIntake, SentryPage
@@ -30,7 +30,7 @@ def _start(core: Core) -> Running:
     """Its page, made once the relay is assembled (its alerts go in through the routes), and
     with its token what the relay reads of its issues."""
     settings = core.settings
-    config = settings.sentry
+    config = settings.of(SENTRY_SETTINGS)
     if config is None:
         return Running()
     if config.api_token is not None:
@@ -41,7 +41,7 @@ def _start(core: Core) -> Running:
         if take_in is None:
             log.error("Sentry's webhook is not served: nothing takes alerts in")
             return None
-        origin, spool = settings.sentry_links, core.spool
+        origin, spool = sentry_links(config), core.spool
         in_step = None
         if config.api_token and spool is not None and origin:
             in_step = core.cards_in_step(spool, origin=origin, source=SENTRY.shown)
@@ -84,7 +84,8 @@ def _details(config: SentryConfig, core: Core) -> DetailSource:
 
 CAPABILITY = Capability(
     "sentry",
-    on=lambda settings: settings.sentry is not None,
+    on=lambda settings: settings.of(SENTRY_SETTINGS) is not None,
+    settings=SENTRY_SETTINGS,
     counters=(LOOKUPS,),
     checks=(sentry_verdicts,),
     readers=(read_sentry,),

@@ -12,8 +12,8 @@ from typing import Any
 
 from ..core.json_values import json_object
 from ..operating.readers import Read
-from ..operating.sentry_env import DEFAULT_SENTRY_URL
 from .hooks import Alerting, read_hook
+from .settings import DEFAULT_SENTRY_URL
 
 # What a body's `data` holds, by the resource Sentry names it with.
 _RESOURCES = (("event", "event_alert"), ("metric_alert", "metric_alert"), ("issue", "issue"))

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from ..core.sources import Source
 from ..message.subjects import Home
 from ..operating.config import Settings
+from .settings import SENTRY_SETTINGS, sentry_links
 
 
 def status_details(condition: Mapping[str, float], now: float) -> dict[str, int]:
@@ -36,7 +37,8 @@ SENTRY = Source(
 
 def sentry_home(settings: Settings) -> Home | None:
     """Where Sentry's issues get buttons, with SENTRY_API_TOKEN: SENTRY_URL's origin."""
-    token = settings.sentry.api_token if settings.sentry is not None else None
-    if token is None or settings.sentry_links is None:
+    config = settings.of(SENTRY_SETTINGS)
+    links = sentry_links(config)
+    if config is None or config.api_token is None or links is None:
         return None
-    return Home(settings.sentry_links)
+    return Home(links)

@@ -12,6 +12,7 @@ from ..message.spans import place_moment
 from ..operating.config import Settings
 from ..words import Words
 from .deliveries import DeliveryStore
+from .settings import SENTRY_SETTINGS
 
 
 def sentry_status(
@@ -42,7 +43,7 @@ def sentry_status(
 def sentry_state(settings: Settings) -> str:
     """What Sentry's variables enable, off included: 'Sentry: signed alerts, buttons and details
     (https://sentry.io)'."""
-    config = settings.sentry
+    config = settings.of(SENTRY_SETTINGS)
     if config is None:
         return "Sentry off (no SENTRY_CLIENT_SECRET)"
     if config.api_token is not None:

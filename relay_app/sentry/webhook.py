@@ -35,7 +35,6 @@ from ..cards.in_step import CardsInStep
 from ..core.errors import SpoolError
 from ..core.routing import Destination
 from ..glitchtip.webhook import PayloadError, payload_from_json
-from ..operating.sentry_env import SentryConfig
 from ..pipeline.pages import Answer, Header, PageReply, Refusal
 from ..pipeline.receive import receive
 from ..pipeline.record import LastWebhook
@@ -46,6 +45,7 @@ from ..routes.split import facts_of
 from .assignments import AssignmentStore
 from .deliveries import KEPT, MAX_ID, DeliveryStore
 from .hooks import Alerting, Assigned, InStep, Noted, read_hook
+from .settings import SentryConfig
 from .signature import SIGNATURE_HEADER, signature_of, signed
 
 log = logging.getLogger(__name__)

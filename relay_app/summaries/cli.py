@@ -47,7 +47,7 @@ def add_summary_command(line: CommandLine) -> None:
 
 def _summary(args: argparse.Namespace, console: Console, line: CommandLine) -> int:
     try:
-        settings = Settings.from_env(console.environ)
+        settings = console.settings()
     except ConfigError as exc:
         raise Usage(str(exc)) from None
     places = settings.routes.summaries(settings.default_destination)
@@ -136,7 +136,7 @@ def _report(args: argparse.Namespace, console: Console, line: CommandLine) -> in
     if not 1 <= args.days <= MAX_REPORT_DAYS:
         raise Usage(f"--days must be from 1 to {MAX_REPORT_DAYS}")
     try:
-        settings = Settings.from_env(console.environ)
+        settings = console.settings()
     except ConfigError as exc:
         raise Usage(str(exc)) from None
     place = _place_of(args.route, settings)

@@ -1,14 +1,17 @@
 """SENTRY_CLIENT_SECRET, SENTRY_API_TOKEN and SENTRY_URL: Sentry as a second source of alerts
 (docs/sentry.md). The client secret of a Sentry internal integration turns on `POST
 /sentry/webhook`, whose requests it signs; its token puts buttons under Sentry's issues and
-goes to SENTRY_URL alone (sentry.io's region hosts are asked of it: sentry/api.py)."""
+goes to SENTRY_URL alone (sentry.io's region hosts are asked of it: sentry/api.py). Read with
+every other variable, as Sentry's capability declares them (`SENTRY_SETTINGS`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .env_values import ConfigError, base_url, credential_free
+from ..message.subjects import origin_of
+from ..operating.env_values import ConfigError, base_url, credential_free
+from ..operating.settings_of import SettingsOf
 
 DEFAULT_SENTRY_URL = "https://sentry.io"
 # Sentry's client secrets and internal integration tokens are 64 hex characters; older tokens
@@ -70,3 +73,21 @@ def _secret(environ: Mapping[str, str], name: str, problems: list[ConfigError]) 
         )
         return None
     return raw
+
+
+def _secrets(config: SentryConfig) -> tuple[str, ...]:
+    return tuple(value for value in (config.client_secret, config.api_token) if value)
+
+
+SENTRY_SETTINGS: SettingsOf[SentryConfig] = SettingsOf(
+    "sentry",
+    sentry_from_env,
+    token=lambda config: config.api_token,
+    token_name="SENTRY_API_TOKEN",  # noqa: S106 (a variable's name, not a token)
+    secrets=_secrets,
+)
+
+
+def sentry_links(config: SentryConfig | None) -> str | None:
+    """The origin Sentry's issue links have (SENTRY_URL's), when Sentry is a source."""
+    return origin_of(config.url) if config is not None else None
