@@ -123,13 +123,13 @@ class Walk:
         threading.setprofile(None)
 
     def stages(self, package: str) -> list[str]:
-        """The stages of `package` (pipeline, presses) the walk entered, in order
+        """The stages of `package` (intake, cards/presses) the walk entered, in order
         (tests/test_pipeline.py's maps)."""
         try:
             from tests.test_pipeline import PRESS_STAGE_OF, STAGE_OF
         except ImportError:  # a commit from before the stages were named
             return []
-        stage_of = STAGE_OF if package == "pipeline" else PRESS_STAGE_OF
+        stage_of = STAGE_OF if package == "intake" else PRESS_STAGE_OF
         entered: list[str] = []
         for file in self.files:
             folder, _, name = file.rpartition("/")
@@ -189,7 +189,7 @@ def walks() -> Iterator[tuple[str, tuple[int, int, int, int]]]:
             with Walk() as walk:
                 client.post(f"/webhook/{SECRET}", json=PAYLOAD)
                 until(lambda: telegram.calls >= 2)
-            STAGES["webhook"] = walk.stages("pipeline")
+            STAGES["webhook"] = walk.stages("intake")
             yield "one webhook, from the view to sendMessage", walk.report()
             assert relay.spool is not None
             assert relay.updates is not None
@@ -199,7 +199,7 @@ def walks() -> Iterator[tuple[str, tuple[int, int, int, int]]]:
             with Walk() as walk:
                 relay.updates(press(callback_data("take", "the-key"), chat=str(CHAT_ID)))
                 until(lambda: len(telegram.answered) > answered and len(telegram.edits) >= 1)
-            STAGES["press"] = walk.stages("presses")
+            STAGES["press"] = walk.stages("cards/presses")
             yield (
                 "one press (On it), from the update to its answer and the card's edit",
                 (walk.report()),

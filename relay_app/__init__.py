@@ -34,6 +34,14 @@ from .glitchtip.details import HOURLY
 from .glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE
 from .glitchtip.source import GLITCHTIP
 from .glitchtip.webhook import MAX_BODY_BYTES
+from .intake.alerts import GlitchTipIssues, WebhookAlerts
+from .intake.attempt import FirstAttempts
+from .intake.hidden import NAMED_HIDDEN, HiddenIssues
+from .intake.hold import HOLD
+from .intake.queue import AlertQueue
+from .intake.receive import receive
+from .intake.record import LastWebhook
+from .intake.route import TAKE_IN, RoutedWebhooks
 from .message.subjects import NO_HOMES, IssueHomes
 from .operating.capability import Core, Registry, Started
 from .operating.config import Settings
@@ -48,14 +56,6 @@ from .parts import (
     updates_handled,
     zones_for,
 )
-from .pipeline.alerts import GlitchTipIssues, WebhookAlerts
-from .pipeline.attempt import FirstAttempts
-from .pipeline.hidden import NAMED_HIDDEN, HiddenIssues
-from .pipeline.hold import HOLD
-from .pipeline.queue import AlertQueue
-from .pipeline.receive import receive
-from .pipeline.record import LastWebhook
-from .pipeline.route import TAKE_IN, RoutedWebhooks
 from .routes.rotation import ROSTER, Roster
 from .spool import LocalSpool, Queue, Spool, on_store, open_local, open_memory, open_store
 from .spool.setup_found import SetupFound

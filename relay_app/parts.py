@@ -10,6 +10,13 @@ from functools import partial
 from zoneinfo import ZoneInfo
 
 from .cards.ignore_choices import SNOOZING
+from .cards.presses.presses import (
+    PRESS_ANSWER_BUDGET,
+    PRESS_THREADS,
+    PRESSES_WAITING,
+    PressActions,
+    Presses,
+)
 from .cards.team import Team, met_by
 from .cards.verbs import CALLS
 from .chat.links import LINK_SOURCES, LinkSource
@@ -31,13 +38,6 @@ from .glitchtip.source import GLITCHTIP
 from .message.subjects import Home, IssueHomes
 from .operating.capability import Core, SourceOf, Started
 from .operating.config import Settings
-from .presses.presses import (
-    PRESS_ANSWER_BUDGET,
-    PRESS_THREADS,
-    PRESSES_WAITING,
-    PressActions,
-    Presses,
-)
 from .routes.zones import Zones
 from .sentry.api import SentryApi
 from .sentry.hooks import customer_domain_issue

@@ -21,11 +21,11 @@ from relay_app.chat.links import LINKS
 from relay_app.core.errors import PermanentDeliveryError, RateLimited
 from relay_app.core.outcomes import Outcome
 from relay_app.core.routing import Destination
+from relay_app.intake.hold import HELD_NOTED
+from relay_app.intake.pages import Page
+from relay_app.intake.receive import deadline
 from relay_app.message.formatting import Message, message_for
 from relay_app.oncall.steps import Escalation
-from relay_app.pipeline.hold import HELD_NOTED
-from relay_app.pipeline.pages import Page
-from relay_app.pipeline.receive import deadline
 from relay_app.summaries.daily import DailySummaries
 from relay_app.telegram.courier import Picture, Sent
 from relay_app.watch.watcher import WATCHER, Round, Watcher

@@ -21,9 +21,9 @@ from relay_app.cards.sent import SentStore
 from relay_app.chat.answers import Served
 from relay_app.chat.commands import Command, Commands
 from relay_app.core.routing import Destination
+from relay_app.intake.receive import deadline
 from relay_app.oncall.command import oncall_command
 from relay_app.operating.config import Settings
-from relay_app.pipeline.receive import deadline
 from relay_app.routes import parse_routes
 from relay_app.routes.rotation import Roster
 from relay_app.sentry.deliveries import DeliveryStore

@@ -16,9 +16,9 @@ import pytest
 from relay_app import Relay
 from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import parse_callback
+from relay_app.intake.receive import receive
 from relay_app.oncall.direct import message_link
 from relay_app.oncall.people import PeopleStore
-from relay_app.pipeline.receive import receive
 from relay_app.routes import parse_routes
 from relay_app.telegram.client import Extras
 from tests.conftest import CHAT_ID, FakeTime

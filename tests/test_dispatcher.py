@@ -34,12 +34,12 @@ from relay_app.core.outcomes import Delivered, RetryAt
 from relay_app.core.pacing import GROUP_INTERVAL
 from relay_app.core.routing import Destination
 from relay_app.delivery.health import PROBE_INTERVAL
+from relay_app.intake.receive import ANSWER_WITHIN, deadline
 from relay_app.message.formatting import (
     Message,
     with_first_line,
 )
 from relay_app.operating.config import Settings
-from relay_app.pipeline.receive import ANSWER_WITHIN, deadline
 from relay_app.spool import Admin, Claimant, Holder, Taking, on_store, this_process
 from relay_app.spool.database import Database
 from relay_app.spool.model import Claim, Job, Lane

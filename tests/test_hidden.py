@@ -1,5 +1,5 @@
 """The issues an alert counts and GlitchTip does not attach, named through its API
-(pipeline/hidden.py): read from a real GlitchTip's webhook and answers (glitchtip_samples/
+(intake/hidden.py): read from a real GlitchTip's webhook and answers (glitchtip_samples/
 five-issues-alert.json: five new issues in one rule's window, three attached), its HTTP layer
 mocked by `responses`."""
 
@@ -18,8 +18,8 @@ import responses
 from relay_app.core.routing import Destination
 from relay_app.glitchtip.api import GlitchTipApi
 from relay_app.glitchtip.webhook import parse_alert
+from relay_app.intake.hidden import FALLBACK_WINDOW, HiddenIssues, hidden_in, named_payload
 from relay_app.message.formatting import message_for
-from relay_app.pipeline.hidden import FALLBACK_WINDOW, HiddenIssues, hidden_in, named_payload
 from relay_app.words import ENGLISH
 from tests.conftest import SOURCES
 

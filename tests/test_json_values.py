@@ -1,9 +1,9 @@
 import pytest
 
+from relay_app.cards.presses.receive import Press
 from relay_app.chat.replies import Reply
 from relay_app.chat.written import Written
 from relay_app.core.json_values import json_count, json_int, json_object, json_objects
-from relay_app.presses.receive import Press
 
 
 def test_a_number_is_an_int_and_true_is_not_one() -> None:

@@ -1,4 +1,4 @@
-"""When GlitchTip last reached the relay (pipeline/record.py, spool/arrivals.py): shared through
+"""When GlitchTip last reached the relay (intake/record.py, spool/arrivals.py): shared through
 the spool, what each webhook became kept for the last RECENT_WEBHOOKS, and kept in memory when the
 spool cannot take it."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from relay_app.core.errors import SpoolError
-from relay_app.pipeline.record import LastWebhook
+from relay_app.intake.record import LastWebhook
 from relay_app.spool.arrivals import RECENT_WEBHOOKS, SeenWebhook, SpoolArrivals
 from relay_app.spool.database import Database
 from tests.conftest import FakeTime

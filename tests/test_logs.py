@@ -152,17 +152,17 @@ def test_json_records_are_redacted_fields_and_tracebacks_included(
     assert f"/bot{REDACTED}/sendMessage" in record["exception"]
 
 
-FORGED = "ada\n[2026-12-01 10:00:00 +0000] [1] [INFO] relay_app.presses: Resolved by the boss"
+FORGED = "ada\n[2026-12-01 10:00:00 +0000] [1] [INFO] relay_app.cards.presses: Resolved by the boss"
 
 
 def test_a_value_from_a_client_cannot_start_a_line_of_its_own() -> None:
-    ours = logging.getLogger("relay_app.presses")
+    ours = logging.getLogger("relay_app.cards.presses")
     with captured(ours.name, TEXT) as output:
         ours.warning("a press by %s failed: %s", FORGED, ValueError("bad\r\nthing\x1b[31m"))
         ours.warning("%(who)s pressed", {"who": "eve\u2028mallory"})
         ours.info("attempt %d took %.1f ms", 2, 12.25)  # numbers as they are
     assert output.getvalue().splitlines() == [
-        "WARNING a press by ada\\n[2026-12-01 10:00:00 +0000] [1] [INFO] relay_app.presses: "
+        "WARNING a press by ada\\n[2026-12-01 10:00:00 +0000] [1] [INFO] relay_app.cards.presses: "
         "Resolved by the boss failed: bad\\r\\nthing\\x1b[31m",
         "WARNING eve\\u2028mallory pressed",
         "INFO attempt 2 took 12.2 ms",
@@ -170,7 +170,7 @@ def test_a_value_from_a_client_cannot_start_a_line_of_its_own() -> None:
 
 
 def test_json_records_escape_a_clients_values_as_well() -> None:
-    ours = logging.getLogger("relay_app.presses")
+    ours = logging.getLogger("relay_app.cards.presses")
     with captured(ours.name, JsonFormatter()) as stream:
         ours.warning("a press by %s failed", FORGED, extra=event(user=FORGED))
     [line] = stream.getvalue().splitlines()

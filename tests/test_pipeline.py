@@ -1,4 +1,4 @@
-"""The stages a webhook (relay_app/pipeline/) and a press (relay_app/presses/) walk down:
+"""The stages a webhook (relay_app/intake/) and a press (relay_app/cards/presses/) walk down:
 receive, route, hold, queue, attempt, record, each stage entered in that order and never again
 once left (each part the routes make walks hold, queue and attempt of its own). Read from the
 frames of one real webhook through the Flask app, and of real presses through the relay: a
@@ -30,9 +30,10 @@ from tests.payloads import issue, issue_alert
 from tests.test_presses import ISSUE_URL, SENT, press
 from tests.test_sentry import CLIENT_SECRET, SENTRY, sample_bytes, signed_post
 
-PIPELINE = Path(__file__).resolve().parents[1] / "relay_app" / "pipeline"
-PRESSES = PIPELINE.parent / "presses"
-EXAMPLE_ROUTES = PIPELINE.parents[1] / "examples" / "routes.toml"
+PACKAGE = Path(__file__).resolve().parents[1] / "relay_app"
+PIPELINE = PACKAGE / "intake"
+PRESSES = PACKAGE / "cards" / "presses"
+EXAMPLE_ROUTES = PACKAGE.parent / "examples" / "routes.toml"
 # Each module of the pipeline by the stage it is; the rest are the walk's driver (alerts.py:
 # one part down hold, queue and attempt), values, or another door in (pages.py).
 STAGE_OF = {

@@ -14,7 +14,7 @@ import pytest
 
 from relay_app import Relay
 from relay_app.cards.card import callback_data
-from relay_app.pipeline.receive import receive
+from relay_app.intake.receive import receive
 from relay_app.routes import RoutesError, parse_routes
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat, escalation_of

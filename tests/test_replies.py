@@ -17,7 +17,7 @@ import responses
 
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage
-from relay_app.pipeline.receive import receive
+from relay_app.intake.receive import receive
 from relay_app.routes import RoutesError, parse_routes
 from tests.conftest import TOKEN, FakeTime
 from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram, alone

@@ -23,9 +23,9 @@ from relay_app.cards.card import callback_data
 from relay_app.cli import main
 from relay_app.core.drawing import PNG
 from relay_app.core.routing import Destination
+from relay_app.intake.receive import receive
 from relay_app.oncall.calls_made import CallsMadeStore
 from relay_app.oncall.handoff_text import handoff_message
-from relay_app.pipeline.receive import receive
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.summaries.report import ReportStore, _Taker, _takers
 from relay_app.summaries.report_chart import report_spec, with_chart_words

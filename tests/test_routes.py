@@ -18,6 +18,10 @@ from relay_app.cli import main
 from relay_app.core.metrics import Metrics
 from relay_app.core.routing import Destination
 from relay_app.glitchtip.webhook import parse_alert
+from relay_app.intake import receive as receive_module
+from relay_app.intake.receive import Received
+from relay_app.intake.route import RoutedWebhooks
+from relay_app.intake.taken import Taken
 from relay_app.message.digest import compose
 from relay_app.message.formatting import format_alert, with_mentions
 from relay_app.operating.config import ConfigError, Settings
@@ -29,10 +33,6 @@ from relay_app.operating.routes_file import (
     put_in_force,
     routes_from_env,
 )
-from relay_app.pipeline import receive as receive_module
-from relay_app.pipeline.receive import Received
-from relay_app.pipeline.route import RoutedWebhooks
-from relay_app.pipeline.taken import Taken
 from relay_app.routes import RoutesError, RouteTable, parse_routes, read_routes, split
 from relay_app.routes import table as table_module
 from relay_app.routes.table import MAX_ROUTES, MAX_ROUTES_BYTES

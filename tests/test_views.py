@@ -95,7 +95,7 @@ def test_an_attempt_still_under_way_at_the_deadline_is_answered_202_and_goes_on(
 ) -> None:
     caplog.set_level(logging.INFO)
     # The webhook's one deadline, brought near (it is 9.25 s after arrival).
-    monkeypatch.setattr("relay_app.pipeline.receive.ANSWER_WITHIN", 0.5)
+    monkeypatch.setattr("relay_app.intake.receive.ANSWER_WITHIN", 0.5)
     answered = threading.Event()
 
     def slow_telegram(request: PreparedRequest) -> tuple[int, dict[str, str], str]:

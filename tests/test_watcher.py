@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from relay_app import Relay
+from relay_app.intake.receive import receive
 from relay_app.message.trend import sparkline, trend
-from relay_app.pipeline.receive import receive
 from relay_app.routes import parse_routes
 from relay_app.watch.store import Watched, WatchStore
 from tests.conftest import FakeTime, run_background

@@ -1,4 +1,4 @@
-"""A webhook's alert taken in (pipeline/alerts.py): on disk before anything slow, never lost
+"""A webhook's alert taken in (intake/alerts.py): on disk before anything slow, never lost
 to an error of the relay's own, and what strangers get wrong logged once a minute, counted."""
 
 from __future__ import annotations

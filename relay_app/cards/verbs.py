@@ -1,6 +1,6 @@
 """The buttons a capability adds to every issue's row of a card, and what a press of one is
-given: the core keeps the card and finds the press's owner by its verb (presses/presses.py); the
-capability says what the press does (operating/capability.py registers both).
+given: the core keeps the card and finds the press's owner by its verb (presses/presses.py);
+the capability says what the press does (operating/capability.py registers both).
 
 A button's callback data is its code and the card's key (card.py), never an issue id; codes are
 one or two ASCII letters, each registered once, none the core's own.

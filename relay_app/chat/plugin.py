@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from ..cards.card import SentMessage
+from ..cards.presses.presses import PRESS_ANSWER_BUDGET
 from ..cards.sent import THREAD_CARD
 from ..cards.taking import Taking
 from ..cards.team import Team, met_by
@@ -21,7 +22,6 @@ from ..glitchtip.api import ISSUE_ACTIONS
 from ..message.open_issues import CHAT_ISSUES
 from ..operating.capability import Capability, Core, Running
 from ..operating.config import Settings
-from ..presses.presses import PRESS_ANSWER_BUDGET
 from ..spool import Spool
 from ..telegram.bot_commands import COMMANDS, BotCommand
 from ..telegram.people import PEOPLE, People

@@ -167,7 +167,7 @@ class Dispatcher(PerProcess):
     def first_attempt(
         self, queue: Queue, job: Job, *, wait_until: float | None = None
     ) -> Future[Settlement] | WaitReason:
-        """A webhook's alert, just queued and held for it (pipeline/queue.py): its lane claimed
+        """A webhook's alert, just queued and held for it (intake/queue.py): its lane claimed
         now, on the caller's thread, as a pass would claim it, and the job run on the pool (the
         future of its settlement, which holds the alert's outcome); or why it waits, left to
         the passes. `wait_until` (monotonic) bounds the wait for the spool's lock."""

@@ -1,4 +1,4 @@
-"""Every write to a chat but a webhook's alert (pipeline/queue.py queues those), queued as a job
+"""Every write to a chat but a webhook's alert (intake/queue.py queues those), queued as a job
 in the spool, so that each keeps the chat's pace and is retried: a card's edit after a press, a
 mute or a recovery; a reply under an alert the team is owed; and the answers to what people typed (a
 reply under their message, a reaction on it, a link's card), which go after everything else

@@ -11,7 +11,7 @@ import hmac
 import re
 from collections.abc import Callable
 
-from ..pipeline.pages import FeedReply
+from ..intake.pages import FeedReply
 from ..routes.rotation import Roster
 from .calendar import DAYS, calendar_of
 

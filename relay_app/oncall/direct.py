@@ -2,7 +2,7 @@
 people who started a private chat with the bot there too (oncall/people.py keeps who has), as a
 message from the bot: the call, a link to the alert in its chat, and the alert's card with its
 buttons as they stand when the call is sent. The buttons act on the alert in its chat (the
-presses accept them from the private chat of someone called for it: presses/presses.py); the
+presses accept them from the private chat of someone called for it: cards/presses/presses.py); the
 private message itself keeps the card as it was sent.
 
 Queued with the step's reply, in its transaction (oncall/steps_store.py); its job holds where

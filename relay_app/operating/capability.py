@@ -61,9 +61,9 @@ from ..delivery.leadership import Chore
 from ..delivery.outbox import Outbox
 from ..delivery.placing import Placing
 from ..delivery.render import Note, Shape, Writer
+from ..intake.pages import Feed, Page
+from ..intake.record import LastWebhook
 from ..message.subjects import Home, IssueHomes
-from ..pipeline.pages import Feed, Page
-from ..pipeline.record import LastWebhook
 from ..spool import Spool
 from ..telegram.bot_commands import BotCommand
 from ..telegram.courier import Telegram
@@ -262,7 +262,7 @@ class Capability:
     start: Callable[[Core], Running] | None = None
     # Whether it answers the commands the others add (acting from the chat: it lists them to
     # Telegram): it starts after all of them, wherever the registry lists it. Their presses
-    # and kinds of update are the core's to dispatch (presses/presses.py, telegram/updates.py).
+    # and kinds of update are the core's to dispatch (cards/presses/, telegram/updates.py).
     dispatches: bool = False
     # The source of alerts it is (its issues' ids and links, its name, where they get buttons).
     source: SourceOf | None = None

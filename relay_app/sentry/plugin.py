@@ -9,8 +9,8 @@ import logging
 
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE, DetailSource
+from ..intake.route import TAKE_IN
 from ..operating.capability import Capability, Core, Running, SourceOf
-from ..pipeline.route import TAKE_IN
 from .api import SentryApi
 from .assignments import AssignmentStore, assigned
 from .check import sentry_verdicts

@@ -35,11 +35,11 @@ from ..cards.in_step import CardsInStep
 from ..core.errors import SpoolError
 from ..core.routing import Destination
 from ..glitchtip.webhook import PayloadError, payload_from_json
-from ..pipeline.pages import Answer, Header, PageReply, Refusal
-from ..pipeline.receive import receive
-from ..pipeline.record import LastWebhook
-from ..pipeline.route import TakeIn
-from ..pipeline.taken import Taken
+from ..intake.pages import Answer, Header, PageReply, Refusal
+from ..intake.receive import receive
+from ..intake.record import LastWebhook
+from ..intake.route import TakeIn
+from ..intake.taken import Taken
 from ..routes import RouteTable
 from ..routes.split import facts_of
 from .assignments import AssignmentStore

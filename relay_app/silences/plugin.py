@@ -4,8 +4,8 @@ silence held summed up when it ends, and the tables that keep them."""
 from __future__ import annotations
 
 from ..core.routing import Destination
+from ..intake.hold import HELD_NOTED, HOLD
 from ..operating.capability import Capability, Core, Running
-from ..pipeline.hold import HELD_NOTED, HOLD
 from . import summary
 from .buttons import MUTE, UNMUTE, presses
 from .cli import add_silence_commands

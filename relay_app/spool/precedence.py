@@ -9,7 +9,7 @@ from ..core.clock import STEP_TOLERANCE
 from .model import Precedence
 from .store import Tx
 
-# A fresh alert is held for its webhook (pipeline/queue.py) or for its issues' details a few seconds
+# A fresh alert is held for its webhook (intake/queue.py) or for its issues' details a few seconds
 # at most; until then, nothing that goes after it takes its chat's turn.
 FRESH_ALERT_DUE_WITHIN = 15.0
 

@@ -1,6 +1,6 @@
 """Summaries, as a capability: a route's daily summary (and its weekly report) posted by the
 fleet's leader's upkeep, what it counts after each delivery and of each alert a silence held
-(it provides the core's `pipeline.hold.HELD_NOTED`), `relay-app summary` and `relay-app
+(it provides the core's `intake.hold.HELD_NOTED`), `relay-app summary` and `relay-app
 report`."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from ..cards.calls_made import CALLS_MADE
 from ..core.services import Lent
 from ..delivery.posted_once import POSTED_ONCE
 from ..delivery.render import Writer
+from ..intake.hold import HELD_NOTED
 from ..message.open_issues import CHAT_ISSUES, STILL_OPEN
 from ..operating.capability import Capability, Core, Running
-from ..pipeline.hold import HELD_NOTED
 from . import text
 from .cli import add_report_command, add_summary_command
 from .counters import SUMMARIES

@@ -1,6 +1,6 @@
 """Each of Telegram's updates to what handles its kind, polled (poller.py) or posted to the
 relay's webhook (updates_webhook.py): a press (`callback_query`) to the core's press dispatcher
-(presses/presses.py), and every other kind to the capability that registered it (a person's
+(cards/presses/presses.py), and every other kind to the capability that registered it (a person's
 message: the chat's commands, replies and links; `my_chat_member`: on call's). Each kind is
 named in ALLOWED_UPDATES (client.py), which asks Telegram for it; an update of a kind nobody
 handles is not the relay's."""

@@ -16,11 +16,11 @@ from ..glitchtip.details import HOURLY
 from ..glitchtip.rounds import ISSUE_PLACES, ROUNDS
 from ..glitchtip.source import GLITCHTIP
 from ..glitchtip.webhook import source_of
+from ..intake.receive import receive
+from ..intake.route import TAKE_IN
 from ..message.open_issues import CHAT_ISSUES
 from ..message.trend import Trend
 from ..operating.capability import Capability, Core, Running
-from ..pipeline.receive import receive
-from ..pipeline.route import TAKE_IN
 from ..spool import Spool
 from .counters import ESCALATING_POSTS, WATCHER_REQUESTS
 from .store import Watched, WatchStore

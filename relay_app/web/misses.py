@@ -7,7 +7,7 @@ Reasons: `webhook_secret` (POST /webhook/<something else than the secret>), `web
 `telegram_secret` (/telegram/<a wrong secret>: Telegram posting to an old address),
 `telegram_header` (an update posted without Telegram's secret header: forged, or an old
 registration), `method` (a GET to the webhook, say), `unknown_path` (anything else); and a
-capability's page's own (`Refusal`, pipeline/pages.py: Sentry's `sentry_signature`). Each
+capability's page's own (`Refusal`, intake/pages.py: Sentry's `sentry_signature`). Each
 reason's WARNING comes at most once a minute with how many there were, never with a secret:
 only the path's first segment is shown, cut to SHOWN_CHARS (and the method likewise). A
 stranger's thousand guesses make one short line.
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from ..core.logs import REDACTED, client_sample
 from ..core.metrics import MissReason
 from ..core.tally import EVERY, Tally
-from ..pipeline.pages import Refusal
+from ..intake.pages import Refusal
 
 log = logging.getLogger(__name__)
 

@@ -17,15 +17,15 @@ from ..delivery.job import Jobs
 from ..delivery.leadership import Leadership
 from ..delivery.outbox import Outbox
 from ..glitchtip.lookups import Lookups
+from ..intake.attempt import FirstAttempts
+from ..intake.hidden import HiddenIssues
+from ..intake.hold import Hold
+from ..intake.queue import AlertQueue
+from ..intake.record import LastWebhook
+from ..intake.route import RoutedWebhooks
 from ..operating.capability import Started
 from ..operating.config import Settings
 from ..operating.setup_watch import SetupWatch
-from ..pipeline.attempt import FirstAttempts
-from ..pipeline.hidden import HiddenIssues
-from ..pipeline.hold import Hold
-from ..pipeline.queue import AlertQueue
-from ..pipeline.record import LastWebhook
-from ..pipeline.route import RoutedWebhooks
 from ..spool import LocalSpool, Spool
 from ..telegram.bot_commands import BotCommand
 from ..telegram.poller import Poller

@@ -30,11 +30,11 @@ from ..core.logs import client_sample, event
 from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
 from ..core.routing import RouteError, destination_from_query
 from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, as_glitchtips, payload_from_json
+from ..intake.pages import Feed, Page, PageReply
+from ..intake.receive import receive
+from ..intake.record import record
+from ..intake.taken import Taken
 from ..message.formatting import message_for
-from ..pipeline.pages import Feed, Page, PageReply
-from ..pipeline.receive import receive
-from ..pipeline.record import record
-from ..pipeline.taken import Taken
 from ..telegram.updates_webhook import (
     SECRET_HEADER,
     handle_update,
@@ -211,7 +211,7 @@ def readyz() -> tuple[Response, int]:
     """Liveness is /healthz: an unusable spool is no reason to restart the relay, which still
     delivers; it is a reason to look, and to stop routing to this instance if others work.
     When GlitchTip last reached the relay, in every answer: null, with alerts expected, says
-    GlitchTip cannot reach it (pipeline/record.py)."""
+    GlitchTip cannot reach it (intake/record.py)."""
     relay = current_relay()
     last = relay.last_webhook.last()
     seen = {
@@ -325,7 +325,7 @@ def _parts_answered(metrics: Metrics, started: float, parts: list[Taken]) -> tup
 
 
 def add_page(app: Flask, page: Page) -> None:
-    """A capability's page (pipeline/pages.py), at its path with or without a trailing slash:
+    """A capability's page (intake/pages.py), at its path with or without a trailing slash:
     a POST whose body is read within MAX_BODY_BYTES, on the webhook's listener."""
 
     def view() -> tuple[Response, int]:
@@ -349,7 +349,7 @@ def add_page(app: Flask, page: Page) -> None:
 
 
 def add_feed(app: Flask, feed: Feed) -> None:
-    """A capability's feed (pipeline/pages.py): every path under its prefix, by GET, on the
+    """A capability's feed (intake/pages.py): every path under its prefix, by GET, on the
     webhook's listener; one it has nothing at is 404, counted as any miss."""
 
     def view(tail: str) -> Response:

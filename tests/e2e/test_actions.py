@@ -235,7 +235,7 @@ def test_when_glitchtip_fails_the_press_says_what_to_do_and_the_message_stays(
     logs = relay.logs()
     level = "WARNING" if failure == "down" else "ERROR"
     assert re.search(
-        rf"\[{level}\] relay_app.presses: a press by @ada to resolve BACKEND-9A failed", logs
+        rf"\[{level}\] relay_app.cards.presses: a press by @ada to resolve BACKEND-9A failed", logs
     )
     if failure != "down":  # the operator's fix, and where to make a new token
         assert "FIX: GLITCHTIP_API_TOKEN " in logs

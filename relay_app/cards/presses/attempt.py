@@ -12,11 +12,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..cards.card import IssueButton
-from ..cards.team import Team
-from ..core.errors import GlitchTipError
-from ..glitchtip.api import IssueStatus
-from ..words.catalogue import of_source
+from ...core.errors import GlitchTipError
+from ...glitchtip.api import IssueStatus
+from ...words.catalogue import of_source
+from ..card import IssueButton
+from ..team import Team
 from .receive import Press
 from .told import Told
 

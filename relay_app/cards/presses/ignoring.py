@@ -12,17 +12,17 @@ from collections.abc import Callable, Mapping
 from datetime import tzinfo
 from typing import Literal
 
-from ..cards.card import SNOOZE_EVENTS, SNOOZE_VERBS, IssueButton, SentMessage, Verb
-from ..cards.ignore_choices import (
+from ...core.errors import SpoolError
+from ...core.sources import Sources
+from ...words import Words
+from ...words.catalogue import of_source
+from ..card import SNOOZE_EVENTS, SNOOZE_VERBS, IssueButton, SentMessage, Verb
+from ..ignore_choices import (
     SnoozeFor,
     Snoozer,
     condition_of,
     snooze_notice,
 )
-from ..core.errors import SpoolError
-from ..core.sources import Sources
-from ..words import Words
-from ..words.catalogue import of_source
 
 log = logging.getLogger(__name__)
 

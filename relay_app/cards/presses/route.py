@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..cards.card import Button, IssueButton, SentMessage, parse_callback
-from ..cards.team import Team
-from ..core.errors import SpoolError
+from ...core.errors import SpoolError
+from ..card import Button, IssueButton, SentMessage, parse_callback
+from ..team import Team
 from .receive import Press
 from .told import Told, log
 

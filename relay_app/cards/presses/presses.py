@@ -22,19 +22,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any
 
-from ..cards.card import STATUS_FOR, Button, SentMessage, core_verb
-from ..cards.ignore_choices import Snoozer
-from ..cards.taking import Taking
-from ..cards.team import Team
-from ..cards.verbs import Calls, Pressed
-from ..cards.verbs import Press as TheirPress
-from ..core.errors import GlitchTipError, SpoolError
-from ..core.logs import event
-from ..core.off_thread import OffThread
-from ..core.services import Key
-from ..core.sources import Sources
-from ..delivery.outbox import Outbox
-from ..glitchtip.api import IssueStatus
+from ...core.errors import GlitchTipError, SpoolError
+from ...core.logs import event
+from ...core.off_thread import OffThread
+from ...core.services import Key
+from ...core.sources import Sources
+from ...delivery.outbox import Outbox
+from ...glitchtip.api import IssueStatus
+from ..card import STATUS_FOR, Button, SentMessage, core_verb
+from ..ignore_choices import Snoozer
+from ..taking import Taking
+from ..team import Team
+from ..verbs import Calls, Pressed
+from ..verbs import Press as TheirPress
 from .attempt import TrackerCalls
 from .hold import Allowed, Holding
 from .ignoring import IgnoreChoices

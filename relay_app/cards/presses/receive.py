@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cards.team import Person, Team
-from ..core.errors import SpoolError
-from ..core.json_values import json_int, json_object
+from ...core.errors import SpoolError
+from ...core.json_values import json_int, json_object
+from ..team import Person, Team
 from .told import OneAnswer, log
 
 

@@ -6,11 +6,11 @@ claimed the same way."""
 
 from __future__ import annotations
 
-from ..cards.card import IssueButton
-from ..cards.sent import StatusClaim
-from ..cards.team import Team
-from ..core.errors import SpoolError
-from ..glitchtip.api import IssueStatus
+from ...core.errors import SpoolError
+from ...glitchtip.api import IssueStatus
+from ..card import IssueButton
+from ..sent import StatusClaim
+from ..team import Team
 from .receive import Press
 from .told import Told
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..cards.card import STATUS_FOR, Button, IssueButton, core_verb, shows_theirs, verbs_for
-from ..cards.ignore_choices import SnoozeFor
-from ..cards.team import Team
-from ..cards.verbs import Press as TheirPress
+from ..card import STATUS_FOR, Button, IssueButton, core_verb, shows_theirs, verbs_for
+from ..ignore_choices import SnoozeFor
+from ..team import Team
+from ..verbs import Press as TheirPress
 from .ignoring import NOT_WATCHED, IgnoreChoices
 from .receive import Press
 from .route import Found

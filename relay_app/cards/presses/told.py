@@ -8,12 +8,12 @@ import logging
 import threading
 from typing import Protocol
 
-from ..cards.card import IssueButton
-from ..cards.team import Person, Team
-from ..core.errors import DeliveryError
+from ...core.errors import DeliveryError
+from ..card import IssueButton
+from ..team import Person, Team
 
 # One name for every line a press's walk logs, whichever stage says it.
-log = logging.getLogger("relay_app.presses")
+log = logging.getLogger("relay_app.cards.presses")
 
 
 class OneAnswer:

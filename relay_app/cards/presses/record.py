@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import logging
 
-from ..cards.card import IssueButton, SentMessage, notice
-from ..cards.ignore_choices import SnoozeFor
-from ..cards.sent import StatusClaim
-from ..cards.taking import Taking
-from ..cards.team import Team
-from ..cards.verbs import Calls
-from ..core.errors import GlitchTipError, SpoolError
-from ..core.logs import event
-from ..core.sources import has_prefix
-from ..delivery.outbox import Outbox
-from ..glitchtip.api import IssueStatus
-from ..glitchtip.notices import glitchtip_notice, operator_fix
-from ..words import Said
-from ..words.catalogue import of_source, source_shown
+from ...core.errors import GlitchTipError, SpoolError
+from ...core.logs import event
+from ...core.sources import has_prefix
+from ...delivery.outbox import Outbox
+from ...glitchtip.api import IssueStatus
+from ...glitchtip.notices import glitchtip_notice, operator_fix
+from ...words import Said
+from ...words.catalogue import of_source, source_shown
+from ..card import IssueButton, SentMessage, notice
+from ..ignore_choices import SnoozeFor
+from ..sent import StatusClaim
+from ..taking import Taking
+from ..team import Team
+from ..verbs import Calls
 from .attempt import Changed
 from .ignoring import IgnoreChoices
 from .receive import Press
