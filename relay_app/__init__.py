@@ -178,7 +178,7 @@ def assemble(
         settings.routes_in_force, every=timing.routes_refused_again, clock=clock
     )
     on_time = (refused_again,)
-    services = source_services(settings, homes)
+    services = source_services(settings, capabilities.sources_declared)
     zones = zones_for(settings)
     acting = acting_threads(settings)
     core = Core(

@@ -1,10 +1,11 @@
-"""What the wiring builds apart from `relay_app.assemble`: the sources (GlitchTip's, the first;
-its home), their APIs from their tokens and the services the capabilities ask for of them,
-what reads their issues' details for alerts, and the zone each chat reads times in."""
+"""What the wiring builds apart from `relay_app.assemble`: the first source (GlitchTip's: its
+home and its API), the services the capabilities ask for of every source's API, what reads
+their issues' details for alerts, the zone each chat reads times in, and what handles
+Telegram's updates (the core's presses, the poller)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from zoneinfo import ZoneInfo
@@ -19,7 +20,6 @@ from .cards.presses.presses import (
 )
 from .cards.team import Team, met_by
 from .cards.verbs import CALLS
-from .chat.links import LINK_SOURCES, LinkSource
 from .core.errors import SpoolError
 from .core.metrics import Metrics
 from .core.off_thread import OffThread
@@ -35,15 +35,11 @@ from .glitchtip.lookups import (
     unscoped,
 )
 from .glitchtip.source import GLITCHTIP
-from .message.subjects import Home, IssueHomes
+from .glitchtip.trackers import TRACKERS, Tracker, Trackers
+from .message.subjects import Home
 from .operating.capability import Core, SourceOf, Started
 from .operating.config import Settings
 from .routes.zones import Zones
-from .sentry.api import SentryApi
-from .sentry.hooks import customer_domain_issue
-from .sentry.settings import SENTRY_SETTINGS
-from .sentry.source import SENTRY
-from .sentry.trackers import Trackers
 from .spool import Spool
 from .telegram.client import TelegramClient
 from .telegram.people import PEOPLE
@@ -61,17 +57,10 @@ def zones_for(settings: Settings) -> Zones:
     )
 
 
-def issue_apis(
-    settings: Settings, *, timeout: float
-) -> tuple[GlitchTipApi | None, SentryApi | None]:
-    """The sources' APIs that have a token: GlitchTip's (GLITCHTIP_API_TOKEN, to GLITCHTIP_URL)
-    and Sentry's (SENTRY_API_TOKEN, to SENTRY_URL or its region)."""
+def glitchtip_api(settings: Settings, timeout: float) -> GlitchTipApi | None:
+    """GlitchTip's API with GLITCHTIP_API_TOKEN, at GLITCHTIP_URL alone."""
     token, url = settings.glitchtip_api_token, settings.glitchtip_url
-    sentry = settings.of(SENTRY_SETTINGS)
-    glitchtip = GlitchTipApi(token, url, timeout=timeout) if token and url else None
-    if sentry is None or sentry.api_token is None:
-        return glitchtip, None
-    return glitchtip, SentryApi(sentry.api_token, sentry.url, timeout=timeout)
+    return GlitchTipApi(token, url, timeout=timeout) if token and url else None
 
 
 def glitchtip_home(settings: Settings) -> Home | None:
@@ -83,37 +72,27 @@ def glitchtip_home(settings: Settings) -> Home | None:
 
 
 # The relay's first source, handed to the registry (capabilities.py): its ids have no prefix.
-GLITCHTIPS = SourceOf(GLITCHTIP, glitchtip_home)
+GLITCHTIPS = SourceOf(GLITCHTIP, glitchtip_home, glitchtip_api, token_name="GLITCHTIP_API_TOKEN")  # noqa: S106
 
 
-def link_sources(
-    settings: Settings,
-    homes: IssueHomes,
-    glitchtip: GlitchTipApi | None,
-    sentry: SentryApi | None,
-) -> list[LinkSource]:
-    """The sources with a token whose issue links get cards, each at its address (`homes`)."""
-    sources = []
-    if glitchtip is not None and (home := homes.of(GLITCHTIP.name)) is not None:
-        sources.append(LinkSource(home.origin, glitchtip, GLITCHTIP))
-    config = settings.of(SENTRY_SETTINGS)
-    if sentry is not None and (home := homes.of(SENTRY.name)) is not None and config:
-        written_as = partial(customer_domain_issue, sentry_url=config.url)
-        sources.append(LinkSource(home.origin, sentry, SENTRY, written_as))
-    return sources
-
-
-def source_services(settings: Settings, homes: IssueHomes) -> Services:
+def source_services(settings: Settings, sources: Sequence[SourceOf]) -> Services:
     """What the sources' tokens make, for the capabilities to ask for: what changes their
-    issues (a press, a reply), and the sources whose links get cards (at their `homes`)."""
+    issues (a press, a reply), reads their histories (a chart) and watches them (the watcher's
+    calls keep their own, shorter deadline: it asks in batches), and each source's API (what
+    reads a pasted link's issue)."""
     services = Services()
-    glitchtip, sentry = issue_apis(settings, timeout=settings.send_timeout)
-    if glitchtip is not None or sentry is not None:
-        services.provide(ISSUE_ACTIONS, Trackers(glitchtip, sentry))
-        services.provide(ISSUE_HISTORY, Trackers(glitchtip, sentry))
-        # The watcher's calls keep their own, shorter deadline (it asks in batches).
-        services.provide(ISSUE_WATCH, Trackers(*issue_apis(settings, timeout=CALL_TIMEOUT)))
-    services.provide(LINK_SOURCES, tuple(link_sources(settings, homes, glitchtip, sentry)))
+
+    def trackers(timeout: float) -> Trackers:
+        return Trackers(
+            [Tracker(each.source, each.api(settings, timeout), each.token_name) for each in sources]
+        )
+
+    found = trackers(settings.send_timeout)
+    if found.any:
+        services.provide(ISSUE_ACTIONS, found)
+        services.provide(ISSUE_HISTORY, found)
+        services.provide(ISSUE_WATCH, trackers(CALL_TIMEOUT))
+        services.provide(TRACKERS, found)
     return services
 
 

@@ -245,10 +245,5 @@ def _answers_a_bot(message: Any) -> bool:
     return isinstance(sender, dict) and bool(sender.get("is_bot"))
 
 
-# The sources with a token whose links get cards, each at its address: the wiring makes them
-# (a source's API is its own), acting from the chat asks for them.
-LINK_SOURCES: Key[tuple[LinkSource, ...]] = Key("link sources")
-
-
 # The links' look-ups of this relay (acting from the chat's): a test waits for them to end.
 LINKS: Key[Links] = Key("links")

@@ -19,6 +19,7 @@ from ..cards.verbs import CALLS
 from ..core.routing import chat_key
 from ..core.typed import user_id_of
 from ..glitchtip.api import ISSUE_ACTIONS
+from ..glitchtip.trackers import TRACKERS
 from ..message.open_issues import CHAT_ISSUES
 from ..operating.capability import Capability, Core, Running
 from ..operating.config import Settings
@@ -32,7 +33,7 @@ from .commands import Askers, BotName, Commands, Status, status_command
 from .counters import ANSWERS_REFUSED, LINK_CARDS, REPLIES
 from .counters import COMMANDS as COMMANDS_COUNTED
 from .issues import issues_command
-from .links import LINK_SOURCES, LINKS, Links, LinkSource
+from .links import LINKS, Links, LinkSource
 from .messages import Messages
 from .replies import Replies
 from .scope import ChatScope
@@ -69,8 +70,7 @@ def _start(core: Core) -> Running:
         clock=core.clock,
         met=met_by(people),
     )
-    sources = core.services.find(LINK_SOURCES)
-    links = _links(core, spool, answering, sources if sources is not None else ())
+    links = _links(core, spool, answering, link_sources(core))
     if links is not None:
         core.services.provide(LINKS, links)
     listed = _listed(core, spool)
@@ -154,6 +154,25 @@ def _commands(
             met=met_by(people),
         ),
     )
+
+
+def link_sources(core: Core) -> list[LinkSource]:
+    """The sources with a token whose issue links get cards, each at its home's address (and
+    any other its links are written at: sentry.io's customer domains)."""
+    trackers = core.services.find(TRACKERS)
+    if trackers is None:
+        return []
+    found = []
+    for source, home in core.homes.homes:
+        api = trackers.api_of(source)
+        if api is not None:
+            written_as = home.written_as or _none_of_its
+            found.append(LinkSource(home.origin, api, source, written_as))
+    return found
+
+
+def _none_of_its(link: str) -> str | None:
+    return None
 
 
 def _links(

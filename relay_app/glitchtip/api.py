@@ -55,7 +55,7 @@ T = TypeVar("T")
 
 class IssueActions(Protocol):
     """What a press and a reply change of an issue: its status, a comment on it (GlitchTip's
-    API, or, for Sentry's issues too, sentry/trackers.py)."""
+    API, or, for Sentry's issues too, glitchtip/trackers.py)."""
 
     def set_status(
         self,
@@ -88,7 +88,7 @@ class IssueHistory:
 
 class IssueHistories(Protocol):
     """What a chart asks of an issue's source (GlitchTip's API, or Sentry's for Sentry's
-    issues: sentry/trackers.py), by the relay's id of the issue and its organization."""
+    issues: glitchtip/trackers.py), by the relay's id of the issue and its organization."""
 
     def issue_history(self, org: str, issue_id: str) -> IssueHistory: ...
 
@@ -100,7 +100,7 @@ ISSUE_HISTORY: Key[IssueHistories] = Key("issue history")
 
 class IssueWatch(Protocol):
     """What the watcher asks of the issues it watches: their states, their last 24 hours
-    (GlitchTip's API, or both sources': sentry/trackers.py)."""
+    (GlitchTip's API, or both sources': glitchtip/trackers.py)."""
 
     def issue_states(self, org: str, ids: Sequence[str]) -> Answered[IssueState]: ...
 

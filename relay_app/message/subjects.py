@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -171,6 +171,9 @@ class Home:
 
     origin: str
     orgs: frozenset[str] | None = None
+    # Another address its issues' links have (sentry.io's customer domains), read as the link
+    # at `origin` that names the same issue (None for a link that is none of its); unset: none.
+    written_as: Callable[[str], str | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ from ..delivery.leadership import Chore
 from ..delivery.outbox import Outbox
 from ..delivery.placing import Placing
 from ..delivery.render import Note, Shape, Writer
+from ..glitchtip.api import GlitchTipApi
 from ..intake.pages import Feed, Page
 from ..intake.record import LastWebhook
 from ..message.subjects import Home, IssueHomes
@@ -228,14 +229,21 @@ def _always(settings: Settings) -> bool:
     return True
 
 
+def _no_api(settings: Settings, timeout: float) -> GlitchTipApi | None:
+    return None
+
+
 @dataclass(frozen=True)
 class SourceOf:
     """A source of alerts as the relay is assembled with it: the `Source` the core reads
-    (core/sources.py), and where its issue links must be for its issues to get buttons, from
-    the settings (None: it has no token, and its issues get none)."""
+    (core/sources.py); where its issue links must be for its issues to get buttons, from the
+    settings (None: it has no token, and its issues get none); its tracker's API from its token,
+    each call within a timeout (None: no token); and the variable that token is."""
 
     source: Source
     home: Callable[[Settings], Home | None]
+    api: Callable[[Settings, float], GlitchTipApi | None] = _no_api
+    token_name: str = ""
 
 
 @dataclass(frozen=True)

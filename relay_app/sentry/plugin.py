@@ -6,20 +6,24 @@ line, and the deliveries it counted once."""
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from ..glitchtip.details import IssueDetails
 from ..glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE, DetailSource
 from ..intake.route import TAKE_IN
+from ..message.subjects import Home
 from ..operating.capability import Capability, Core, Running, SourceOf
+from ..operating.config import Settings
 from .api import SentryApi
 from .assignments import AssignmentStore, assigned
 from .check import sentry_verdicts
 from .cli import add_sentry_commands
 from .counters import LOOKUPS
 from .deliveries import DeliveryStore
+from .hooks import customer_domain_issue
 from .reading import read_sentry
 from .settings import SENTRY_SETTINGS, SentryConfig, sentry_links
-from .source import SENTRY, sentry_home
+from .source import SENTRY
 from .status import sentry_state, sentry_status
 from .webhook import SentryIntake, SentryPage
 
@@ -82,6 +86,24 @@ def _details(config: SentryConfig, core: Core) -> DetailSource:
     )
 
 
+def sentry_home(settings: Settings) -> Home | None:
+    """Where Sentry's issues get buttons, with SENTRY_API_TOKEN: SENTRY_URL's origin; a link
+    at one of sentry.io's customer domains is read as the same issue's there."""
+    config = settings.of(SENTRY_SETTINGS)
+    links = sentry_links(config)
+    if config is None or config.api_token is None or links is None:
+        return None
+    return Home(links, written_as=partial(customer_domain_issue, sentry_url=config.url))
+
+
+def sentry_api(settings: Settings, timeout: float) -> SentryApi | None:
+    """Sentry's API with SENTRY_API_TOKEN, at SENTRY_URL (or the region it names)."""
+    config = settings.of(SENTRY_SETTINGS)
+    if config is None or config.api_token is None:
+        return None
+    return SentryApi(config.api_token, config.url, timeout=timeout)
+
+
 CAPABILITY = Capability(
     "sentry",
     on=lambda settings: settings.of(SENTRY_SETTINGS) is not None,
@@ -93,7 +115,7 @@ CAPABILITY = Capability(
     cli=(add_sentry_commands,),
     tables=("sentry_deliveries", "sentry_assignments"),
     marks=(assigned,),
-    source=SourceOf(SENTRY, sentry_home),
+    source=SourceOf(SENTRY, sentry_home, sentry_api, token_name="SENTRY_API_TOKEN"),  # noqa: S106
     words={
         "en": {
             "status_sentry": "Sentry: {state}; {last}",

@@ -10,9 +10,6 @@ import re
 from collections.abc import Mapping
 
 from ..core.sources import Source
-from ..message.subjects import Home
-from ..operating.config import Settings
-from .settings import SENTRY_SETTINGS, sentry_links
 
 
 def status_details(condition: Mapping[str, float], now: float) -> dict[str, int]:
@@ -33,12 +30,3 @@ SENTRY = Source(
     ),
     snoozes_sent_as=status_details,
 )
-
-
-def sentry_home(settings: Settings) -> Home | None:
-    """Where Sentry's issues get buttons, with SENTRY_API_TOKEN: SENTRY_URL's origin."""
-    config = settings.of(SENTRY_SETTINGS)
-    links = sentry_links(config)
-    if config is None or config.api_token is None or links is None:
-        return None
-    return Home(links)
