@@ -436,7 +436,7 @@ def _renderer(
         # Both GlitchTip and another source configured: a rule-named heading says whose.
         names_sources=settings.glitchtip_url is not None
         and any(each.source is not None for each in registry.capabilities),
-        on_call=OnCall(roster, zones, names=_names(people)),
+        on_call=OnCall(roster, roster.zone, zones, names=_names(people)),
         added=Added(
             everything.shapes,
             [*everything.notes, NAMED_HIDDEN],

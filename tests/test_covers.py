@@ -175,7 +175,9 @@ def test_covers_are_kept_for_every_relay_on_the_spool(two_stores: tuple[Store, S
 
 def test_oncall_in_a_mention_and_a_call_is_whoever_covers_when_it_is_sent() -> None:
     evening = Cover(1, "payments", "@vera_lead", at("2026-12-08T18:00"), at("2026-12-08T23:00"))
-    renderer = Renderer(ENGLISH, late_after=60.0, on_call=OnCall(roster(evening)), sources=SOURCES)
+    covered = roster(evening)
+    on_call = OnCall(covered, covered.zone)
+    renderer = Renderer(ENGLISH, late_after=60.0, on_call=on_call, sources=SOURCES)
     queue = open_memory().queue
     about = {"webhook": issue_alert(issue(1)), "mentions": ["oncall:payments"]}
     alert = queue.add(NewJob("alert", about, HERE, Precedence.ALERT), now=ANNA_WEEK)
@@ -212,7 +214,7 @@ def test_an_alert_whose_calls_cannot_be_worked_out_goes_without_them_and_says_so
     def unreadable(at: float) -> list[Cover]:
         raise OverflowError("Python int too large to convert to SQLite INTEGER")
 
-    on_call = OnCall(Roster(TABLE.on_call, MOSCOW, unreadable))
+    on_call = OnCall(Roster(TABLE.on_call, MOSCOW, unreadable), MOSCOW)
     renderer = Renderer(ENGLISH, late_after=60.0, on_call=on_call, sources=SOURCES)
     queue = open_memory().queue
     about = {"webhook": issue_alert(issue(1)), "mentions": ["oncall:payments", "@ada_ops"]}

@@ -77,7 +77,7 @@ def test_a_rotation_without_a_zone_reads_relay_timezone() -> None:
 def test_oncall_becomes_the_person_on_duty_when_the_message_is_sent() -> None:
     table = parse_routes(FILE, "x.toml")
     renderer = Renderer(
-        ENGLISH, late_after=60.0, on_call=OnCall(Roster(table.on_call, UTC)), sources=SOURCES
+        ENGLISH, late_after=60.0, on_call=OnCall(Roster(table.on_call, UTC), UTC), sources=SOURCES
     )
     queue = open_memory().queue
     about = {"webhook": issue_alert(issue(1)), "mentions": ["oncall:payments", "@vera_lead"]}

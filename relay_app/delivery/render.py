@@ -30,7 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from itertools import takewhile
-from typing import Any
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
 
 from ..core.errors import PermanentDeliveryError
 from ..core.json_values import json_int
@@ -51,7 +52,6 @@ from ..message.formatting import (
 from ..message.lines import from_json as lines_from_json
 from ..message.spans import visible
 from ..message.subjects import NO_HOMES, IssueHomes, Subjects, split_by_origin
-from ..routes.rotation import Roster, on_duty_in, on_duty_now
 from ..routes.sound import Sound, levels_of
 from ..routes.zones import Zones
 from ..spool.model import JOB_KINDS, Job, Precedence
@@ -214,14 +214,38 @@ class Added:
     writers: Sequence[Writer] = ()
 
 
+class Mentioned(Protocol):
+    """Whom a message's mentions name when it goes: each `oncall:NAME` the person on duty then
+    (on call's roster with its covers, registered as `ROSTER`, or the routes' rotations
+    alone), any other mention as it is written."""
+
+    def named_now(self, people: Sequence[str], at: float) -> list[str]:
+        """The mentions as they name people at `at`, once each."""
+        ...
+
+    def named_in(self, text: str, at: float) -> str:
+        """`text` with each mention in it as it names a person at `at`."""
+        ...
+
+
+class AsWritten:
+    """Mentions that name no rotation: each as it is written."""
+
+    def named_now(self, people: Sequence[str], at: float) -> list[str]:
+        return list(dict.fromkeys(people))
+
+    def named_in(self, text: str, at: float) -> str:
+        return text
+
+
 @dataclass(frozen=True)
 class OnCall:
-    """Who `oncall:NAME` names when a message goes (the rotations with their covers), and the
-    time zone of a route (or rotation) that names none (RELAY_TIMEZONE, the roster's): for
-    quiet hours and who is on duty; and the zone each chat reads the times a message says in
-    (routes/zones.py)."""
+    """Whom a message's mentions name when it goes (`mentioned`), and the time zone of a route
+    that names none (RELAY_TIMEZONE): for quiet hours; and the zone each chat reads the times a
+    message says in (routes/zones.py)."""
 
-    roster: Roster = field(default_factory=Roster)
+    mentioned: Mentioned = field(default_factory=AsWritten)
+    zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
     places: Zones = field(default_factory=Zones)
     # The names Telegram gave the people of these mentions (`tg:<id>`), where the relay met
     # them (oncall/people.py): a mention of one without a username shows their name.
@@ -254,9 +278,9 @@ class Renderer:
         self._notes = tuple(added.notes)
         self._writers = {writer.kind: writer for writer in added.writers}
         self._edits = added.edits
-        self._zone = on_call.roster.zone
+        self._zone = on_call.zone
         self._places = on_call.places
-        self._roster = on_call.roster
+        self._mentioned = on_call.mentioned
         self._names = on_call.names
         self._late_after = late_after
         self._coalesce = coalesce
@@ -285,9 +309,9 @@ class Renderer:
         return message
 
     @property
-    def roster(self) -> Roster:
-        """Who `oncall:NAME` names (the rotations, their covers)."""
-        return self._roster
+    def mentioned(self) -> Mentioned:
+        """Whom mentions name when a message goes (`oncall:NAME`: who is on duty then)."""
+        return self._mentioned
 
     def card(self, chat: str, message_id: int) -> Edit | None:
         """A card of the chat as its record stands now (its text and buttons); None when it
@@ -366,7 +390,7 @@ class Renderer:
         someone typed never does: its words may be theirs). When the people cannot be worked
         out, the words as they are, said in the log."""
         try:
-            said = on_duty_in(said, self._roster, now)  # an escalation's people
+            said = self._mentioned.named_in(said, now)  # an escalation's people
             return (said, None) if answer else linked_people(said, self._names, self.words)
         except Exception:
             log.exception(
@@ -433,7 +457,7 @@ class Renderer:
         people typed never costs an alert."""
         called = list(dict.fromkeys(m for alert in alerts for m in alert.subjects.mentions))
         try:
-            people = on_duty_now(called, self._roster, now)
+            people = self._mentioned.named_now(called, now)
             return with_mentions(message, people, self.words, self._names(people))
         except Exception:
             log.exception(

@@ -20,7 +20,6 @@ from ..core.routing import parse_chat_id
 from ..delivery.render import Renderer, Shape
 from ..message.formatting import TELEGRAM_TEXT_LIMIT, Message
 from ..message.spans import visible_length
-from ..routes.rotation import on_duty_in
 from ..spool.model import Job
 from ..words import Said
 
@@ -32,8 +31,8 @@ def direct_message(job: Job, renderer: Renderer) -> Message:
     about: Mapping[str, Any] = job.data["direct"]
     words = renderer.words
     chat, message_id = str(about["chat"]), int(about["message_id"])
-    said = on_duty_in(
-        Said.from_json(about.get("say")).text(words), renderer.roster, job.received_at
+    said = renderer.mentioned.named_in(
+        Said.from_json(about.get("say")).text(words), job.received_at
     )
     call = words.direct_call.format(said=said)
     link = message_link(chat, json_int(about.get("thread")), message_id)

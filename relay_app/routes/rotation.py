@@ -158,6 +158,14 @@ class Roster:
     def __bool__(self) -> bool:
         return bool(self.rotations)
 
+    def named_now(self, people: Sequence[str], at: float) -> list[str]:
+        """The mentions with each `oncall:NAME` made the person on duty at `at`, once each."""
+        return on_duty_now(people, self, at)
+
+    def named_in(self, text: str, at: float) -> str:
+        """`text` with each `oncall:NAME` in it made the person on duty at `at`."""
+        return on_duty_in(text, self, at)
+
     def as_at(self, at: float) -> Roster:
         """This roster with its covers read once now, as they are at `at`: for use inside a
         unit of work of the spool, where reading them again (another unit of work) must not
