@@ -18,7 +18,6 @@ from .cards.presses.presses import (
     PressActions,
     Presses,
 )
-from .cards.team import Team, met_by
 from .cards.verbs import CALLS
 from .core.errors import SpoolError
 from .core.metrics import Metrics
@@ -172,15 +171,7 @@ def updates_handled(core: Core, started: Started) -> Handle | None:
     if not settings.acts_on_issues or spool is None or trackers is None:
         return None
     people = core.services.find(PEOPLE)
-    team = Team(
-        store=core.sent_store(spool),
-        glitchtip=trackers,
-        allowed_users=settings.action_user_ids,
-        words=core.words,
-        metrics=core.metrics,
-        clock=core.clock,
-        met=met_by(people),
-    )
+    team = core.team(spool, trackers)
     actions = PressActions(
         buttons=core.buttons,
         theirs=started.presses,

@@ -14,7 +14,7 @@ from ..cards.card import SentMessage
 from ..cards.presses.presses import PRESS_ANSWER_BUDGET
 from ..cards.sent import THREAD_CARD
 from ..cards.taking import Taking
-from ..cards.team import Team, met_by
+from ..cards.team import met_by
 from ..cards.verbs import CALLS
 from ..core.routing import chat_key
 from ..core.typed import user_id_of
@@ -61,15 +61,7 @@ def _start(core: Core) -> Running:
         clock=core.clock,
     )
     core.services.provide(PRESS_ANSWER_BUDGET, answered_under(answering))
-    team = Team(
-        store=core.sent_store(spool),
-        glitchtip=trackers,
-        allowed_users=settings.action_user_ids,
-        words=core.words,
-        metrics=core.metrics,
-        clock=core.clock,
-        met=met_by(people),
-    )
+    team = core.team(spool, trackers)
     links = _links(core, spool, answering, link_sources(core))
     if links is not None:
         core.services.provide(LINKS, links)

@@ -50,6 +50,7 @@ from typing import Any
 from ..cards.in_step import CardsInStep
 from ..cards.marks import MarkReader, Marks
 from ..cards.sent import SentStore
+from ..cards.team import Team, met_by
 from ..cards.verbs import CALLS, Button, Press
 from ..core.metrics import CounterSpec, Metrics
 from ..core.off_thread import OffThread
@@ -61,13 +62,14 @@ from ..delivery.leadership import Chore
 from ..delivery.outbox import Outbox
 from ..delivery.placing import Placing
 from ..delivery.render import Note, Shape, Writer
-from ..glitchtip.api import GlitchTipApi
+from ..glitchtip.api import GlitchTipApi, IssueActions
 from ..intake.pages import Feed, Page
 from ..intake.record import LastWebhook
 from ..message.subjects import Home, IssueHomes
 from ..spool import Spool
 from ..telegram.bot_commands import BotCommand
 from ..telegram.courier import Telegram
+from ..telegram.people import PEOPLE
 from ..telegram.updates_webhook import Handler
 from ..words import Words
 from .config import Settings
@@ -123,6 +125,19 @@ class Core:
         """The cards kept on `spool`, each read with the marks of the capabilities that are
         on: what every capability that reads a card asks for."""
         return spool.of(lambda store: SentStore(store, self.marks))
+
+    def team(self, spool: Spool, trackers: IssueActions) -> Team:
+        """Who may act from the chat (TELEGRAM_ACTION_USER_IDS), what they act on and with, and
+        who they are kept as once met (on call's people): a press's and a reply's alike."""
+        return Team(
+            store=self.sent_store(spool),
+            glitchtip=trackers,
+            allowed_users=self.settings.action_user_ids,
+            words=self.words,
+            metrics=self.metrics,
+            clock=self.clock,
+            met=met_by(self.services.find(PEOPLE)),
+        )
 
     def cards_in_step(self, spool: Spool, *, origin: str, source: str) -> CardsInStep:
         """The cards kept in step with what a source says of its issues (cards/in_step.py),
