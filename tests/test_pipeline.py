@@ -24,6 +24,8 @@ from relay_app.operating.config import Settings
 from relay_app.routes.table import read_routes
 from relay_app.sentry.settings import SentryConfig
 from relay_app.silences.buttons import MUTE
+from relay_app.silences.matching import Matchers
+from relay_app.silences.store import NewSilence, SilenceStore
 from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, sentry_on
 from tests.in_process import Chat
 from tests.payloads import issue, issue_alert
@@ -114,6 +116,30 @@ def test_a_webhook_goes_down_the_stages_in_order_never_back_into_one_it_left(
     telegram.post(SEND_URL, json=OK)
     entered = walked(settings, fake_time, posted(issue_alert(issue(1))))
     assert entered == ["receive", "route", "hold", "queue", "attempt", "record"]
+
+
+def test_an_alert_a_silence_holds_leaves_the_walk_at_the_hold_for_the_record(
+    settings: Settings, fake_time: FakeTime
+) -> None:
+    """Held back by a silence of its chat: neither queued nor attempted, its arrival noted."""
+    app = create_app(settings, clock=fake_time)
+    relay = relay_of(app)
+    assert relay is not None
+    try:
+        assert relay.spool is not None
+        chat = str(settings.telegram_chat_id)
+        relay.spool.of(SilenceStore).add(
+            NewSilence(chat, Matchers(issue="1"), by="@ada", comment="", seconds=3600),
+            now=fake_time(),
+        )
+        with stages_entered() as entered:
+            reply = app.test_client().post(WEBHOOK, json=issue_alert(issue(1)))
+        assert reply.status_code == 200, reply.json
+        assert reply.json is not None
+        assert reply.json["status"] == "silenced"
+    finally:
+        relay.dispatcher.shutdown()
+    assert entered == ["receive", "route", "hold", "record"]
 
 
 def where(project: str, environment: str) -> list[dict[str, object]]:
