@@ -26,9 +26,10 @@ from .delivery.dispatcher import Chores, Dispatcher
 from .delivery.health import Health, MemoryHealthStore
 from .delivery.job import Attempts, Jobs, Writing
 from .delivery.leadership import Chore, Leadership, Upkeep, WhenLeading
+from .delivery.mentions import OnCall
 from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
-from .delivery.render import Added, OnCall, Renderer
+from .delivery.render import Added, Renderer
 from .glitchtip.api import GlitchTipApi
 from .glitchtip.details import HOURLY
 from .glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE

@@ -21,7 +21,8 @@ import pytest
 from relay_app import Relay
 from relay_app.cli import main
 from relay_app.core.routing import Destination
-from relay_app.delivery.render import Added, OnCall, Renderer, ReplyUnder, Send, Shape
+from relay_app.delivery.mentions import OnCall
+from relay_app.delivery.render import Added, Renderer, ReplyUnder, Send, Shape
 from relay_app.message.formatting import Message
 from relay_app.oncall.covers import AskedCover, CoverStore, KeptCovers, Refused, checked_cover
 from relay_app.oncall.handoff_text import handoff_message

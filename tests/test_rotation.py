@@ -13,7 +13,8 @@ import pytest
 
 from relay_app.cli import main
 from relay_app.core.routing import Destination
-from relay_app.delivery.render import OnCall, Renderer, ReplyUnder, Send
+from relay_app.delivery.mentions import OnCall
+from relay_app.delivery.render import Renderer, ReplyUnder, Send
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.routes.rotation import Roster
 from relay_app.spool import Precedence, open_memory

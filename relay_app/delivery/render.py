@@ -27,11 +27,10 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import tzinfo
 from itertools import takewhile
-from typing import Any, Protocol
-from zoneinfo import ZoneInfo
+from typing import Any
 
 from ..core.errors import PermanentDeliveryError
 from ..core.json_values import json_int
@@ -53,10 +52,10 @@ from ..message.lines import from_json as lines_from_json
 from ..message.spans import visible
 from ..message.subjects import NO_HOMES, IssueHomes, Subjects, split_by_origin
 from ..routes.sound import Sound, levels_of
-from ..routes.zones import Zones
 from ..spool.model import JOB_KINDS, Job, Precedence
 from ..telegram.courier import Picture, Sent
 from ..words import Said, Words
+from .mentions import Mentioned, OnCall
 
 log = logging.getLogger(__name__)
 
@@ -212,44 +211,6 @@ class Added:
     notes: Sequence[Note] = ()
     edits: Edits | None = None
     writers: Sequence[Writer] = ()
-
-
-class Mentioned(Protocol):
-    """Whom a message's mentions name when it goes: each `oncall:NAME` the person on duty then
-    (on call's roster with its covers, registered as `ROSTER`, or the routes' rotations
-    alone), any other mention as it is written."""
-
-    def named_now(self, people: Sequence[str], at: float) -> list[str]:
-        """The mentions as they name people at `at`, once each."""
-        ...
-
-    def named_in(self, text: str, at: float) -> str:
-        """`text` with each mention in it as it names a person at `at`."""
-        ...
-
-
-class AsWritten:
-    """Mentions that name no rotation: each as it is written."""
-
-    def named_now(self, people: Sequence[str], at: float) -> list[str]:
-        return list(dict.fromkeys(people))
-
-    def named_in(self, text: str, at: float) -> str:
-        return text
-
-
-@dataclass(frozen=True)
-class OnCall:
-    """Whom a message's mentions name when it goes (`mentioned`), and the time zone of a route
-    that names none (RELAY_TIMEZONE): for quiet hours; and the zone each chat reads the times a
-    message says in (routes/zones.py)."""
-
-    mentioned: Mentioned = field(default_factory=AsWritten)
-    zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
-    places: Zones = field(default_factory=Zones)
-    # The names Telegram gave the people of these mentions (`tg:<id>`), where the relay met
-    # them (oncall/people.py): a mention of one without a username shows their name.
-    names: Callable[[Sequence[str]], Mapping[str, str]] = lambda people: {}
 
 
 class Renderer:
