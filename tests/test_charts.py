@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -31,6 +30,7 @@ from relay_app.message.spans import visible, visible_length
 from relay_app.sentry.api import SentryApi
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import FakeTime
+from tests.e2e.helpers import wait_until
 from tests.in_process import GLITCHTIP, GT_TOKEN, Chat, ScriptedTelegram, refused
 from tests.prometheus import parse, value
 
@@ -253,13 +253,13 @@ def command(text: str, n: int, *, by: int = 9) -> dict[str, Any]:
 def until(chat: Chat, done: Callable[[], bool], timeout: float = 20.0) -> None:
     """The chat's writes sent as they are queued, until `done` (a chart is drawn off the thread
     that asked: polled, never slept on)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def settled_and_done() -> bool:
         chat.settle()
-        if done():
-            return
-        time.sleep(0.05)
-    raise AssertionError("not done in time")
+        return done()
+
+    if not wait_until(settled_and_done, timeout):
+        raise AssertionError("not done in time")
 
 
 def samples(chat: Chat) -> Any:

@@ -33,6 +33,7 @@ from relay_app.summaries.text import summary_message
 from relay_app.summaries.weekly_photo import KIND
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import CHAT_ID, FakeTime
+from tests.e2e.helpers import wait_until
 from tests.in_process import GLITCHTIP, Chat, escalation_of, summaries_of
 from tests.payloads import issue, issue_alert
 
@@ -226,9 +227,8 @@ def test_the_report_as_a_picture_from_the_command_line_and_after_the_monday_summ
         )
         return int(found["n"])
 
-    deadline = time.monotonic() + 20
-    while not pictures() and time.monotonic() < deadline:
-        time.sleep(0.05)  # drawn off the upkeep's thread, then queued due at once
+    # Drawn off the upkeep's thread, then queued due at once.
+    assert wait_until(pictures, timeout=20)
     week.settle()
     [(where, photo)] = week.telegram.photos
     assert where == HERE
