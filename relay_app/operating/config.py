@@ -32,7 +32,7 @@ from .env_values import (
     time_zone,
 )
 from .routes_file import NOTHING_IN_FORCE, RoutesInForce, routes_from_env
-from .settings_of import SettingsOf
+from .settings_of import SettingsOf, Theirs, read_theirs
 from .spool_env import (
     DEFAULT_SPOOL_PATH,
     local_spool_path_from_env,
@@ -221,7 +221,7 @@ class Settings:
         bind = read(lambda: bind_from_env(environ), DEFAULT_BIND)
         admin_bind = read(lambda: admin_bind_from_env(environ, bind), None)
         glitchtip_token = read(lambda: _glitchtip_token(environ), None)
-        found = read(lambda: _theirs(environ, theirs), Theirs(()))
+        found = read(lambda: read_theirs(environ, theirs), Theirs(()))
         # Whose token puts buttons under their issues: GlitchTip's first, then theirs.
         token_name = "GLITCHTIP_API_TOKEN" if glitchtip_token is not None else found.token_name
         token_names = " or ".join(["GLITCHTIP_API_TOKEN", *found.could_be])
@@ -313,35 +313,6 @@ class Settings:
             # One spool: the database's. The file's default does not apply.
             settings = replace(settings, spool_path=None)
         return settings
-
-
-@dataclass(frozen=True)
-class Theirs:
-    """What the capabilities read of the environment themselves, each with its reader; whose
-    token is set first (`token_name`), and the tokens that could be (`could_be`)."""
-
-    values: tuple[tuple[SettingsOf[Any], object], ...]
-    token_name: str | None = None
-    could_be: tuple[str, ...] = ()
-
-
-def _theirs(environ: Mapping[str, str], theirs: Sequence[SettingsOf[Any]]) -> Theirs:
-    """Each capability's settings read; every problem of theirs in one ConfigError."""
-    problems: list[ConfigError] = []
-    values: list[tuple[SettingsOf[Any], object]] = []
-    for each in theirs:
-        try:
-            value = each.read(environ)
-        except ConfigError as exc:
-            problems.append(exc)
-            continue
-        if value is not None:
-            values.append((each, value))
-    if problems:
-        raise ConfigError.gathered(problems)
-    tokened = (each.token_name for each, value in values if each.token(value) is not None)
-    could_be = tuple(each.token_name for each in theirs if each.token_name)
-    return Theirs(tuple(values), next(tokened, None), could_be)
 
 
 def language_from_env(environ: Mapping[str, str]) -> str:
