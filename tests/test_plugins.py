@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 import pytest
+import responses
 
 from relay_app import Relay, assemble
 from relay_app.capabilities import REGISTRY
@@ -29,7 +30,7 @@ from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, GT_TOKEN, Chat, ScriptedTelegram
 from tests.prometheus import parse, value
 from tests.test_handoffs import ROUTES as HANDOFF_ROUTES
-from tests.test_presses import SENT, press
+from tests.test_presses import ISSUE_URL, SENT, press
 from tests.thanks import plugin as thanks
 
 WITH_THANKS = Registry((*REGISTRY.capabilities, thanks.CAPABILITY), REGISTRY.sources_first)
@@ -112,6 +113,21 @@ def test_a_capability_the_settings_turn_off_adds_no_button_and_answers_no_press(
     assert chat.answered() == [(ENGLISH.press_unknown, True)]  # not a button it offers
     chat.settle()
     assert chat.telegram.replies == []
+
+
+def test_a_press_is_the_cores_and_acts_with_the_chat_capability_off(
+    chat_with: Callable[..., Chat], glitchtip: responses.RequestsMock
+) -> None:
+    """The press dispatcher and the routing of Telegram's updates are the core's: without the
+    chat capability (its replies, commands and links) a press still changes its issue."""
+    glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
+    without_chat = Registry(
+        tuple(c for c in REGISTRY.capabilities if c.name != "chat"), REGISTRY.sources_first
+    )
+    chat = chat_with(without_chat)
+    chat.update(press(callback_data("resolve", "the-key")))
+    assert chat.answered() == [("Resolved BACKEND-4A in GlitchTip", False)]
+    assert len(glitchtip.calls) == 1
 
 
 def test_the_registry_refuses_two_owners_of_one_name() -> None:

@@ -172,11 +172,6 @@ class Settings:
         found = next((value for read, value in self.theirs if read.name == settings_of.name), None)
         return found  # type: ignore[return-value]  # kept by the reader that reads it as T
 
-    def with_their(self, settings_of: SettingsOf[T], value: T | None) -> Settings:
-        """These settings with a capability's own as `value` (None: unset)."""
-        kept = tuple((read, had) for read, had in self.theirs if read.name != settings_of.name)
-        return replace(self, theirs=kept if value is None else (*kept, (settings_of, value)))
-
     @property
     def acts_on_issues(self) -> bool:
         """Whether an issue tracker's token is set (GlitchTip's, or a capability's source's):

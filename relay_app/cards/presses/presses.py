@@ -29,7 +29,7 @@ from ...core.services import Key
 from ...core.sources import Sources
 from ...delivery.outbox import Outbox
 from ...glitchtip.api import IssueStatus
-from ..card import STATUS_FOR, Button, SentMessage, core_verb
+from ..card import STATUS_FOR, Button, IssueButton, SentMessage, core_verb
 from ..ignore_choices import Snoozer
 from ..taking import Taking
 from ..team import Team
@@ -216,14 +216,7 @@ class Presses:
             self._told.answer(press, words.let_go_not_yours.format(user=taker), alert=True)
             return
         said = self._team.words.notice_let_go.format(label=button.label)
-        log.info(
-            "%s let %s go",
-            press.by.handle,
-            button.label,
-            extra=event(event="press", issue=button.label, outcome="let_go", user=press.by.handle),
-        )
-        self._told.count("let_go")
-        self._told.answer(press, said, alert=False)
+        self._took(press, button, "let_go", "%s let %s go", said)
 
     def _take(self, press: Press, found: Found) -> None:
         """On it: who has the issue is kept and shown on the card, and nobody else is called
@@ -241,13 +234,19 @@ class Presses:
             self._told.out_of_date(press, "take", button, why)
             return
         said = self._team.words.notice_taken.format(label=button.label)
+        self._took(press, button, "taken", "%s is on %s", said)
+
+    def _took(
+        self, press: Press, button: IssueButton, outcome: str, logged: str, said: str
+    ) -> None:
+        """On it or Let go done: logged (`logged`: who, then the issue), counted, answered."""
         log.info(
-            "%s is on %s",
+            logged,
             press.by.handle,
             button.label,
-            extra=event(event="press", issue=button.label, outcome="taken", user=press.by.handle),
+            extra=event(event="press", issue=button.label, outcome=outcome, user=press.by.handle),
         )
-        self._told.count("taken")
+        self._told.count(outcome)
         self._told.answer(press, said, alert=False)
 
 
