@@ -34,6 +34,7 @@ from relay_app import assemble  # noqa: E402
 from relay_app.cards.card import callback_data  # noqa: E402
 from relay_app.cards.sent import SentStore  # noqa: E402
 from relay_app.operating.config import Settings  # noqa: E402
+from relay_app.takes.buttons import TAKE  # noqa: E402
 from relay_app.web.relay import EXTENSION  # noqa: E402
 from relay_app.web.views import RelayFlask, blueprint  # noqa: E402
 from tests.conftest import API_URL, CHAT_ID, SECRET, TOKEN  # noqa: E402
@@ -44,6 +45,9 @@ PACKAGE = ROOT / "relay_app"
 WIRING = {"__init__.py", "parts.py", "capabilities.py", "cli.py"}
 # The words a line names each capability by.
 NAMED_BY = {
+    # "take" alone is everyday English (a step takes, a unit takes its Tx): the words On it's
+    # own names are counted.
+    "takes": r"\btakers?\b|\btaken_by|\bissue_takes|\btakes/|\btakes\.|let[_ ]go|👀|\bon_it\b",
     "silences": r"silenc|\bmute|unmute",
     "snoozes": r"snooz",
     "oncall": r"on[_ ]?call|escalat|rotation|handoff|\bcover",
@@ -194,10 +198,10 @@ def walks() -> Iterator[tuple[str, tuple[int, int, int, int]]]:
             assert relay.spool is not None
             assert relay.updates is not None
             relay.spool.of(SentStore).keep(replace(SENT, chat=str(CHAT_ID)), [])
-            relay.updates(press(callback_data("take", "warm"), chat=str(CHAT_ID)))
+            relay.updates(press(callback_data(TAKE, "warm"), chat=str(CHAT_ID)))
             answered = len(telegram.answered)
             with Walk() as walk:
-                relay.updates(press(callback_data("take", "the-key"), chat=str(CHAT_ID)))
+                relay.updates(press(callback_data(TAKE, "the-key"), chat=str(CHAT_ID)))
                 until(lambda: len(telegram.answered) > answered and len(telegram.edits) >= 1)
             STAGES["press"] = walk.stages("cards/presses")
             yield (

@@ -15,10 +15,13 @@ from .sentry import plugin as sentry
 from .silences import plugin as silences
 from .snoozes import plugin as snoozes
 from .summaries import plugin as summaries
+from .takes import plugin as takes
 from .watch import plugin as watch
 
 REGISTRY = Registry(
     (
+        # Its buttons lead every open issue's row.
+        takes.CAPABILITY,
         oncall.CAPABILITY,
         silences.CAPABILITY,
         summaries.CAPABILITY,

@@ -32,6 +32,7 @@ from relay_app.watch.watcher import WATCHER, Round, Watcher
 from relay_app.words import ENGLISH
 from tests.conftest import DESTINATION, SOURCES, FakeTime, run_background
 from tests.payloads import issue, issue_alert
+from tests.taking import cards_of
 from tests.telegram_rules import RateLimits
 
 PAYLOAD = issue_alert(issue(1))
@@ -327,8 +328,9 @@ class Chat:
 
     @property
     def store(self) -> SentStore:
+        """The cards, as the relay reads them (with the capabilities' marks: who is on it)."""
         assert self.relay.spool is not None
-        return self.relay.spool.of(SentStore)
+        return cards_of(self.relay.spool)
 
     def update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates, as the poller or the webhook hands it on."""

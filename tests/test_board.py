@@ -23,6 +23,7 @@ from relay_app.core.routing import Destination
 from relay_app.message.subjects import Alerted, IssueRef
 from relay_app.routes import parse_routes
 from relay_app.spool.store import Store
+from relay_app.takes.buttons import TAKE
 from relay_app.words import ENGLISH, RUSSIAN
 from relay_app.words.catalogue import Words
 from tests.conftest import CHAT_ID, FakeTime
@@ -83,7 +84,7 @@ def test_the_board_is_posted_pinned_silently_and_edited_in_place(
     assert calls(chat, "editMessageText") == []
     # Ada takes it: the board says so, in place.
     [key] = [b.key for b in chat.store.message(CHAT, 1).buttons]  # type: ignore[union-attr]
-    chat.update(press(callback_data("take", key), chat=CHAT, message_id=1))
+    chat.update(press(callback_data(TAKE, key), chat=CHAT, message_id=1))
     chat.settle()
     upkeep(chat)
     [(_, edit)] = calls(chat, "editMessageText")

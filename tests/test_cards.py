@@ -21,6 +21,7 @@ from relay_app.cards.marks import Mark
 from relay_app.message.formatting import TELEGRAM_TEXT_LIMIT
 from relay_app.message.spans import visible_length
 from relay_app.message.subjects import IssueRef
+from relay_app.takes.store import taken_mark
 from relay_app.words import ENGLISH as CATALOGUE_ENGLISH
 from relay_app.words import RUSSIAN as CATALOGUE_RUSSIAN
 from tests.telegram_rules import visible_text
@@ -112,7 +113,7 @@ def test_the_lines_say_their_times_in_the_zone_given_with_its_name() -> None:
     message = SentMessage("-100", 1, "<b>🔴 GlitchTip Alert</b>", AT_0804)
     acted = IssueButton("k1", "4", "https://gt", "BACKEND-4A", "resolved", "@ada", AT_0804)
     taken = replace(acted, status=None, acted_by=None, acted_at=None)
-    taken = replace(taken, taken_by="@bo", taken_at=AT_0804 - 60)
+    taken = replace(taken, marks=(taken_mark("@bo", 8, AT_0804 - 60),))
     for button, said in (
         (acted, "✅ Resolved by @ada at 11:04 MSK"),
         (taken, "👀 @bo is on it since 11:03 MSK"),

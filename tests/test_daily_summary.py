@@ -25,6 +25,7 @@ from relay_app.watch.store import Seen, Watched, WatchStore
 from tests.conftest import FakeTime, run_background
 from tests.in_process import GLITCHTIP, GT_TOKEN, ScriptedTelegram, alone, summaries_of
 from tests.prometheus import parse, value
+from tests.taking import take
 
 CHAT = "-1001234567890"
 MOSCOW = ZoneInfo("Europe/Moscow")
@@ -84,7 +85,7 @@ def test_a_summary_says_what_happened_and_what_is_still_open_once_a_day(
     made.spool.of(SentStore).keep(
         SentMessage(CHAT, 41, "<b>alert</b>", BEFORE, buttons=(button,)), []
     )
-    assert made.spool.of(SentStore).take("k1", by="@ada", by_id=4242, at=BEFORE)  # On it
+    assert take(made.spool, "k1", by="@ada", by_id=4242, at=BEFORE)  # On it
     summaries_of(made).delivered(Destination(int(CHAT)), 3)  # a digest of three
     summaries_of(made).delivered(Destination(int(CHAT)), 1)
     summaries_of(made).held(Destination(int(CHAT)))

@@ -15,6 +15,7 @@ import pytest
 import responses
 
 from relay_app import Relay
+from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
 from relay_app.cards.sent import SentStore
 from relay_app.cli import main
@@ -25,10 +26,12 @@ from relay_app.routes.steps import Step
 from relay_app.silences.buttons import MUTE
 from relay_app.spool import on_store
 from relay_app.spool.store import Store
+from relay_app.takes.buttons import TAKE
 from tests.conftest import FakeTime
 from tests.in_process import GLITCHTIP, Chat, escalation_of
 from tests.in_process import press_by_ada as press
 from tests.prometheus import parse, value
+from tests.taking import take, taker
 
 CHAT = "-1001234567890"
 SENT_AT = 1_800_000_000.0
@@ -98,7 +101,7 @@ def test_each_step_calls_its_people_under_the_alert_once_when_nobody_acts(chat: 
 
 
 def test_on_it_says_who_has_it_on_the_card_and_stops_the_calls(chat: Chat) -> None:
-    chat.update(press(callback_data("take", "the-key"), 1))
+    chat.update(press(callback_data(TAKE, "the-key"), 1))
     assert chat.answered() == [
         ("You are on BACKEND-4A: the chat sees it, and nobody else is called", False)
     ]
@@ -109,14 +112,14 @@ def test_on_it_says_who_has_it_on_the_card_and_stops_the_calls(chat: Chat) -> No
     labels = [button["text"] for row in keyboard["inline_keyboard"] for button in row]
     # Nobody else takes it; its taker may let it go.
     assert labels == ["↩️ Let go", "✅ Resolve", "🔕 Ignore…", "🔇 Mute 1 h", "📈"]
-    assert chat.store.message(CHAT, 41).buttons[0].taken_by == "@ada"  # type: ignore[union-attr]
+    assert taker(chat.store.message(CHAT, 41).buttons[0]) == "@ada"  # type: ignore[union-attr]
     assert fire(chat, SENT_AT + 3600) == (0, 0)  # both steps stopped at the press
     assert chat.telegram.replies == []
     samples = parse(chat.relay.metrics.exposition().decode())
     assert value(samples, "relay_escalation_steps_total", outcome="stopped") == 2
     assert value(samples, "relay_button_presses_total", outcome="taken") == 1
     # A second press on it finds it taken: nothing changes.
-    chat.update(press(callback_data("take", "the-key"), 2))
+    chat.update(press(callback_data(TAKE, "the-key"), 2))
     assert chat.answered()[-1][1] is True
 
 
@@ -138,7 +141,7 @@ def test_mute_stops_the_calls(chat: Chat) -> None:
 def test_a_step_fires_once_across_relays_and_an_act_found_at_its_time_stops_it(
     two_stores: tuple[Store, Store],
 ) -> None:
-    first, second = (EscalationStore(store) for store in two_stores)
+    first, second = (EscalationStore(store, REGISTRY.marks) for store in two_stores)
     first.plan(CHAT, None, 41, SENT_AT, [LEAD, CTO])
     first.plan(CHAT, None, 41, SENT_AT, [LEAD, CTO])  # planned again: nothing twice
     fired = [store.fire_due(now=SENT_AT + 600).fired for store in (first, second)]
@@ -148,7 +151,7 @@ def test_a_step_fires_once_across_relays_and_an_act_found_at_its_time_stops_it(
     # The card was acted on (On it, by another relay's press) before the second step's time.
     spool = on_store(two_stores[1])
     spool.of(SentStore).keep(SENT, [])
-    assert spool.of(SentStore).take("the-key", by="@ada", by_id=4242, at=SENT_AT + 700)
+    assert take(spool, "the-key", by="@ada", by_id=4242, at=SENT_AT + 700)
     assert second.fire_due(now=SENT_AT + 1800) == Fired(0, 1)
 
 
@@ -248,7 +251,7 @@ def test_calls_follow_issues_one_resolved_of_a_digest_leaves_the_other_called_by
     chat.update(press(callback_data("resolve", "key-5"), 11, message_id=42))
     assert fire(chat, SENT_AT + 600) == (1, 0)  # BACKEND-6A is still nobody's
     assert chat.telegram.replies[-1][3] == "⏰ Nobody has taken BACKEND-6A in 10 min: @lead"
-    chat.update(press(callback_data("take", "key-6"), 12, message_id=42))
+    chat.update(press(callback_data(TAKE, "key-6"), 12, message_id=42))
     # Each issue taken or closed: the press stopped the calls left.
     assert fire(chat, SENT_AT + 1800) == (0, 0)
     assert len(chat.telegram.replies) == 1
@@ -264,7 +267,7 @@ def test_on_it_is_the_issues_on_every_message_of_the_chat_that_shows_it(
     assert chat.relay.spool is not None
     chat.relay.spool.of(EscalationStore).plan(CHAT, None, 41, SENT_AT, [LEAD])
     chat.relay.spool.of(EscalationStore).plan(CHAT, None, 43, SENT_AT + 100, [LEAD])
-    chat.update(press(callback_data("take", "again-key"), 13, message_id=43))
+    chat.update(press(callback_data(TAKE, "again-key"), 13, message_id=43))
     chat.settle()
     edited = {message_id: html for _, message_id, html, _ in chat.telegram.edits}
     assert sorted(edited) == [41, 43]
@@ -274,7 +277,7 @@ def test_on_it_is_the_issues_on_every_message_of_the_chat_that_shows_it(
     assert fire(chat, SENT_AT + 3600) == (0, 0)  # both stopped at the press
     assert chat.telegram.replies == []
     # On it pressed on the first card after: the issue is someone's already.
-    chat.update(press(callback_data("take", "the-key"), 14))
+    chat.update(press(callback_data(TAKE, "the-key"), 14))
     assert chat.answered()[-1][1] is True  # said as an alert: out of date
 
 

@@ -44,6 +44,7 @@ CORE = [
 # One layer: each registers what it adds when the relay is assembled; one may use another's
 # parts (a press mutes), never in a cycle.
 CAPABILITIES = [
+    "takes",
     "silences",
     "snoozes",
     "oncall",

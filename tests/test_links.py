@@ -25,11 +25,13 @@ from relay_app.chat.link_card import link_card_data, link_card_line
 from relay_app.chat.links import LINK_WINDOW, linked_issue
 from relay_app.chat.scope import facts_of
 from relay_app.routes import parse_routes
+from relay_app.takes.buttons import TAKE
 from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat, alone
 from tests.prometheus import parse, value
+from tests.taking import take
 
 CHAT = str(CHAT_ID)
 FRONTEND_CHAT = "-1005555555555"
@@ -155,7 +157,7 @@ def test_a_links_card_of_an_issue_someone_has_says_who_and_offers_no_on_it(chat:
     )
     store = chat.store
     store.keep(first, [])
-    assert store.take("first-key", by="@ada", by_id=4242, at=NOW - 300) == [41]
+    assert take(chat.relay.spool, "first-key", by="@ada", by_id=4242, at=NOW - 300) == [41]
     chat.update(message(f"who has this? {LINK}", 1))
     [card] = cards(chat)
     assert card.text.startswith("🔗 BACKEND-4A · unresolved")
@@ -360,7 +362,7 @@ def test_a_press_is_answered_while_glitchtip_hangs_on_a_links_look_up(
                 "id": "p2",
                 "from": {"id": 7, "is_bot": False, "first_name": "Ada", "username": "ada"},
                 "message": {"message_id": 41, "chat": {"id": CHAT_ID}},
-                "data": callback_data("take", "k"),
+                "data": callback_data(TAKE, "k"),
             },
         }
     )

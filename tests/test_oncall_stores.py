@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from relay_app.capabilities import REGISTRY
 from relay_app.cards.card import IssueButton, SentMessage
 from relay_app.cards.sent import SentStore
 from relay_app.core.routing import Destination
@@ -18,6 +19,8 @@ from relay_app.oncall.steps_store import CallsDue, EscalationStore
 from relay_app.routes.steps import Step
 from relay_app.spool.store import Store
 from relay_app.summaries.report import ReportStore
+from relay_app.takes.store import TakesStore
+from tests.taking import take, taker
 
 CHAT = "-1001234567890"
 NOW = 1_800_000_000.0
@@ -58,9 +61,10 @@ def test_people_private_calls_recalls_and_the_report_on_either_database(
     )
     SentStore(mine).keep(card, [])
     EscalationStore(mine).plan(CHAT, None, 41, NOW, [Step(600.0, ("@lead_one",))])
-    assert SentStore(theirs).take("k1", by="@ada_ops", by_id=4242, at=NOW + 60) == [41]
-    assert EscalationStore(theirs).stop(CHAT, 41, now=NOW + 60) == 1
-    recalls, their_recalls = RecallStore(mine), RecallStore(theirs)
+    assert take(theirs, "k1", by="@ada_ops", by_id=4242, at=NOW + 60) == [41]
+    assert EscalationStore(theirs, REGISTRY.marks).stop(CHAT, 41, now=NOW + 60) == 1
+    recalls = RecallStore(mine, REGISTRY.marks, TakesStore())
+    their_recalls = RecallStore(theirs, REGISTRY.marks, TakesStore())
     assert recalls.plan("k1", now=NOW + 60)
     due = EscalationStore(theirs).calls_due
     assert due(now=NOW + 3659) == CallsDue(steps=False, recalls=False)  # one read says so
@@ -70,22 +74,26 @@ def test_people_private_calls_recalls_and_the_report_on_either_database(
     assert recalls.fire_due(now=NOW + 3661).called == 0  # once for the fleet
     lapsed = recalls.fire_due(now=NOW + 7260)
     assert (lapsed.called, lapsed.lapsed) == (0, 1)
-    kept = SentStore(theirs).message(CHAT, 41)
+    kept = SentStore(theirs, REGISTRY.marks).message(CHAT, 41)
     assert kept is not None
-    assert kept.buttons[0].taken_by is None  # nobody's again
+    assert taker(kept.buttons[0]) is None  # nobody's again
     assert due(now=NOW + 7261) == CallsDue(steps=True, recalls=False)
     fired = EscalationStore(theirs).fire_due(now=NOW + 7261)  # the calls go on
     assert (fired.fired, fired.stopped) == (1, 0)
 
-    report = ReportStore(theirs).report(
+    report = ReportStore(theirs, TakesStore()).report(
         Destination(int(CHAT)), start=NOW - 60, now=NOW + 7300, calls=CallsMadeStore(mine)
     )
     assert (report.alerts, report.issues, report.taken, report.calls) == (1, 1, 1, 2)
     assert (report.take_median, report.takers) == (60.0, {"@ada_ops": 1})
     assert (report.open_count, [i.label for i in report.open]) == (1, ["BACKEND-1A"])
-    elsewhere = ReportStore(mine).report(Destination(int(CHAT), 7), start=NOW - 60, now=NOW)
+    elsewhere = ReportStore(mine, TakesStore()).report(
+        Destination(int(CHAT), 7), start=NOW - 60, now=NOW
+    )
     assert (elsewhere.alerts, elsewhere.taken) == (0, 0)
-    count, still = ReportStore(mine).still_open(Destination(int(CHAT)), since=NOW - 60, now=NOW)
+    count, still = ReportStore(mine, TakesStore()).still_open(
+        Destination(int(CHAT)), since=NOW - 60, now=NOW
+    )
     assert (count, [i.taken_by for i in still]) == (1, [None])
 
 

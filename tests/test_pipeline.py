@@ -26,6 +26,7 @@ from relay_app.sentry.settings import SentryConfig
 from relay_app.silences.buttons import MUTE
 from relay_app.silences.matching import Matchers
 from relay_app.silences.store import NewSilence, SilenceStore
+from relay_app.takes.buttons import TAKE
 from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, sentry_on
 from tests.in_process import Chat
 from tests.payloads import issue, issue_alert
@@ -212,9 +213,9 @@ def test_a_press_the_tracker_refuses_ends_in_the_record_too(
 
 
 def test_on_it_and_a_capabilitys_press_go_to_their_owner_after_the_hold(chat: Chat) -> None:
-    """On it is the card's own (cards/taking.py edits the cards); Mute is silences', and the
-    card's edit it asks for is the record's."""
-    assert pressed(chat, "take") == ["receive", "route", "hold"]
+    """On it is the takes' (takes/taking.py edits the cards itself); Mute is silences', and
+    the card's edit it asks for is the record's."""
+    assert pressed(chat, TAKE) == ["receive", "route", "hold"]
     [(said, alert)] = chat.answered()
     assert "BACKEND-4A" in said
     assert not alert

@@ -1,4 +1,4 @@
-"""A taker who goes quiet (oncall/recalls.py) and Let go (presses/, cards/taking.py): with a
+"""A taker who goes quiet (oncall/recalls.py) and Let go (takes/buttons.py): with a
 route's `take_for`, an issue taken and still open is called again to its taker after that long,
 and after as long again it is nobody's: On it comes back on its cards and the alert's calls go on
 where they stopped. Resolve, Mute or Let go end it quietly. Only the taker may let go. The relay
@@ -13,13 +13,15 @@ from typing import Any
 import pytest
 
 from relay_app import Relay
-from relay_app.cards.card import callback_data
+from relay_app.cards.card import Button, Verb, callback_data
 from relay_app.intake.receive import receive
 from relay_app.routes import RoutesError, parse_routes
+from relay_app.takes.buttons import LET_GO, TAKE
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat, escalation_of
 from tests.payloads import issue, issue_alert
 from tests.prometheus import parse, value
+from tests.taking import taker, taker_id
 
 CHAT = str(CHAT_ID)
 NOW = 1_800_000_000.0
@@ -34,7 +36,9 @@ escalate = [
 """
 
 
-def press(verb: str, key: str, update_id: int, message_id: int, *, by: int = 7) -> dict[str, Any]:
+def press(
+    verb: Verb | Button, key: str, update_id: int, message_id: int, *, by: int = 7
+) -> dict[str, Any]:
     name = {7: "ada_ops", 8: "bob_ops"}[by]
     return {
         "update_id": update_id,
@@ -42,7 +46,7 @@ def press(verb: str, key: str, update_id: int, message_id: int, *, by: int = 7) 
             "id": f"p{update_id}",
             "from": {"id": by, "is_bot": False, "first_name": name, "username": name},
             "message": {"message_id": message_id, "chat": {"id": CHAT_ID}},
-            "data": callback_data(verb, key),  # type: ignore[arg-type]
+            "data": callback_data(verb, key),
         },
     }
 
@@ -85,7 +89,7 @@ def test_a_quiet_taker_is_called_first_then_the_issue_is_nobodys_and_the_calls_g
 ) -> None:
     message_id, key = card(chat)
     chat.clock.now = NOW + 60
-    chat.update(press("take", key, 1, message_id))
+    chat.update(press(TAKE, key, 1, message_id))
     chat.settle()
     at(chat, NOW + 600)  # the 10 min step: stopped, Ada has it
     assert chat.telegram.replies == []
@@ -104,7 +108,7 @@ def test_a_quiet_taker_is_called_first_then_the_issue_is_nobodys_and_the_calls_g
     assert chat.telegram.replies[-1][3] == "⏰ Nobody has taken this alert in 10 min: @lead_one"
     found = chat.store.message(CHAT, message_id)
     assert found is not None
-    assert found.buttons[0].taken_by is None
+    assert taker(found.buttons[0]) is None
     keyboard = chat.telegram.edits[-1][3]
     assert keyboard["inline_keyboard"][0][0]["text"] == "👀 On it"
     samples = parse(chat.relay.metrics.exposition().decode())
@@ -114,7 +118,7 @@ def test_a_quiet_taker_is_called_first_then_the_issue_is_nobodys_and_the_calls_g
 
 def test_resolving_ends_the_recall_without_a_word(chat: Chat, glitchtip_resolves: None) -> None:
     message_id, key = card(chat)
-    chat.update(press("take", key, 1, message_id))
+    chat.update(press(TAKE, key, 1, message_id))
     chat.update(press("resolve", key, 2, message_id))
     chat.settle()
     at(chat, NOW + 3600)
@@ -124,12 +128,12 @@ def test_resolving_ends_the_recall_without_a_word(chat: Chat, glitchtip_resolves
 
 def test_only_the_taker_lets_go_and_the_calls_go_on_where_they_stopped(chat: Chat) -> None:
     message_id, key = card(chat)
-    chat.update(press("take", key, 1, message_id))
+    chat.update(press(TAKE, key, 1, message_id))
     chat.settle()
     at(chat, NOW + 900)  # the first step stopped
-    chat.update(press("let_go", key, 2, message_id, by=8))
+    chat.update(press(LET_GO, key, 2, message_id, by=8))
     assert chat.answered()[-1] == ("Only @ada_ops can let it go: it is theirs.", True)
-    chat.update(press("let_go", key, 3, message_id))
+    chat.update(press(LET_GO, key, 3, message_id))
     assert chat.answered()[-1] == (
         "You let BACKEND-1A go: it is nobody's, and the calls go on",
         False,
@@ -149,7 +153,7 @@ def test_only_the_taker_lets_go_and_the_calls_go_on_where_they_stopped(chat: Cha
 
 
 def pressed_by(
-    verb: str, key: str, update_id: int, message_id: int, who: dict[str, Any]
+    verb: Verb | Button, key: str, update_id: int, message_id: int, who: dict[str, Any]
 ) -> dict[str, Any]:
     """A press by whoever `who` says Telegram names (id, names, perhaps a username)."""
     update = press(verb, key, update_id, message_id)
@@ -161,25 +165,25 @@ def test_a_person_is_their_user_id_and_a_name_is_shown_never_trusted(chat: Chat)
     """A first name that reads as the taker's username, or two accounts showing one name: Let
     go and On it go by Telegram's id, and the card never shows a name as a mention it is not."""
     message_id, key = card(chat)
-    chat.update(press("take", key, 1, message_id))  # @ada_ops, id 7
+    chat.update(press(TAKE, key, 1, message_id))  # @ada_ops, id 7
     impostor = {"id": 66, "first_name": "@ada_ops"}
-    chat.update(pressed_by("let_go", key, 2, message_id, impostor))
+    chat.update(pressed_by(LET_GO, key, 2, message_id, impostor))
     assert chat.answered()[-1] == ("Only @ada_ops can let it go: it is theirs.", True)
-    chat.update(press("let_go", key, 3, message_id))  # the taker, by id
+    chat.update(press(LET_GO, key, 3, message_id))  # the taker, by id
     assert chat.answered()[-1][1] is False
     # Two accounts with one name and no username: either is only themselves.
     first, second = {"id": 501, "first_name": "Sam"}, {"id": 502, "first_name": "Sam"}
-    chat.update(pressed_by("take", key, 4, message_id, first))
-    chat.update(pressed_by("let_go", key, 5, message_id, second))
+    chat.update(pressed_by(TAKE, key, 4, message_id, first))
+    chat.update(pressed_by(LET_GO, key, 5, message_id, second))
     assert chat.answered()[-1] == ("Only Sam can let it go: it is theirs.", True)
-    chat.update(pressed_by("let_go", key, 6, message_id, first))
+    chat.update(pressed_by(LET_GO, key, 6, message_id, first))
     assert chat.answered()[-1][1] is False
     # A first name that reads as the lead's username is shown as a name, not a mention.
-    chat.update(pressed_by("take", key, 7, message_id, {"id": 67, "first_name": "@vera_lead"}))
+    chat.update(pressed_by(TAKE, key, 7, message_id, {"id": 67, "first_name": "@vera_lead"}))
     chat.settle()
     found = chat.store.pressed(key)
     assert found is not None
-    assert (found[1].taken_by, found[1].taker_id) == ("＠vera_lead", 67)
+    assert (taker(found[1]), taker_id(found[1])) == ("＠vera_lead", 67)
     assert "👀 ＠vera_lead is on it since" in chat.telegram.edits[-1][2]
     assert "@vera_lead" not in chat.telegram.edits[-1][2]
 

@@ -22,6 +22,7 @@ from relay_app.routes import RoutesError, parse_routes
 from tests.conftest import TOKEN, FakeTime
 from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram, alone
 from tests.prometheus import parse, value
+from tests.taking import taker
 from tests.test_presses import CHAT
 
 COMMENTS = f"{GLITCHTIP}/api/0/issues/4/comments/"
@@ -228,7 +229,7 @@ def test_a_reply_takes_its_issue_as_on_it_does_and_the_card_says_so(
     assert "👀 On it" not in json.dumps(keyboard, ensure_ascii=False)
     found = chat.store.message(CHAT, 41)
     assert found is not None
-    assert found.buttons[0].taken_by == "@ada"
+    assert taker(found.buttons[0]) == "@ada"
 
 
 def test_a_route_that_says_reply_takes_false_keeps_a_reply_a_comment_only(
@@ -242,7 +243,7 @@ def test_a_route_that_says_reply_takes_false_keeps_a_reply_a_comment_only(
     assert chat.telegram.edits == []
     found = chat.store.message(CHAT, 41)
     assert found is not None
-    assert found.buttons[0].taken_by is None
+    assert taker(found.buttons[0]) is None
     assert not found.replies_take  # kept so in the spool
 
 

@@ -19,7 +19,8 @@ import pytest
 import responses
 
 from relay_app import Relay
-from relay_app.cards.card import callback_data
+from relay_app.capabilities import REGISTRY
+from relay_app.cards.card import Button, Verb, callback_data
 from relay_app.cli import main
 from relay_app.core.drawing import PNG
 from relay_app.core.routing import Destination
@@ -31,6 +32,7 @@ from relay_app.summaries.report import ReportStore, _Taker, _takers
 from relay_app.summaries.report_chart import report_spec, with_chart_words
 from relay_app.summaries.text import summary_message
 from relay_app.summaries.weekly_photo import KIND
+from relay_app.takes.buttons import TAKE
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import CHAT_ID, FakeTime
 from tests.e2e.helpers import wait_until
@@ -52,14 +54,14 @@ escalate = [{{ after = "10m", mention = ["@lead_one"] }}]
 HERE = Destination(CHAT_ID)
 
 
-def press(verb: str, key: str, update_id: int, message_id: int) -> dict[str, Any]:
+def press(verb: Verb | Button, key: str, update_id: int, message_id: int) -> dict[str, Any]:
     return {
         "update_id": update_id,
         "callback_query": {
             "id": f"p{update_id}",
             "from": {"id": 7, "is_bot": False, "first_name": "Ada", "username": "ada_ops"},
             "message": {"message_id": message_id, "chat": {"id": CHAT_ID}},
-            "data": callback_data(verb, key),  # type: ignore[arg-type]
+            "data": callback_data(verb, key),
         },
     }
 
@@ -86,7 +88,7 @@ def week(
     assert first is not None
     key = first.buttons[0].key
     chat.clock.now = start + 300
-    chat.update(press("take", key, 1, 1))
+    chat.update(press(TAKE, key, 1, 1))
     chat.clock.now = start + 1800
     chat.update(press("resolve", key, 2, 1))
     chat.settle()
@@ -97,15 +99,22 @@ def week(
     return chat
 
 
+def reports_of(chat: Chat) -> ReportStore:
+    """The reports on the relay's spool, as the summaries make them: with On it's takes."""
+    assert chat.relay.spool is not None
+    reports: ReportStore = chat.relay.spool.of(
+        lambda store: ReportStore.lent(store, REGISTRY.lending)
+    )
+    return reports
+
+
 def test_the_report_says_what_on_call_cost_from_the_spools_records(week: Chat) -> None:
     assert week.relay.spool is not None
     calls = week.relay.spool.of(CallsMadeStore)
-    found = week.relay.spool.of(ReportStore).report(
-        HERE, start=MONDAY - 7 * 86400, now=MONDAY, calls=calls
-    )
+    found = reports_of(week).report(HERE, start=MONDAY - 7 * 86400, now=MONDAY, calls=calls)
     assert (found.alerts, found.issues, found.taken, found.resolved, found.calls) == (2, 2, 1, 1, 1)
     # Without on call lending its calls, none are counted; the rest is the same.
-    alone = week.relay.spool.of(ReportStore).report(HERE, start=MONDAY - 7 * 86400, now=MONDAY)
+    alone = reports_of(week).report(HERE, start=MONDAY - 7 * 86400, now=MONDAY)
     assert (alone.alerts, alone.taken, alone.calls) == (2, 1, 0)
     assert (found.take_median, found.take_worst) == (300, 300)
     assert (found.resolve_median, found.resolve_worst) == (1800, 1800)
@@ -113,7 +122,7 @@ def test_the_report_says_what_on_call_cost_from_the_spools_records(week: Chat) -
     assert found.open_count == 1
     assert [issue.title for issue in found.open] == ["ZeroDivisionError: division by zero #2"]
     elsewhere = Destination(CHAT_ID, 77)  # another topic: none of it
-    assert week.relay.spool.of(ReportStore).report(elsewhere, start=0, now=MONDAY).alerts == 0
+    assert reports_of(week).report(elsewhere, start=0, now=MONDAY).alerts == 0
 
 
 def test_the_monday_summary_has_the_weeks_report(week: Chat) -> None:
@@ -162,7 +171,7 @@ def test_relay_app_report_prints_it_for_a_route(
 
 def test_the_report_counts_each_days_alerts_by_level_and_each_place(week: Chat) -> None:
     assert week.relay.spool is not None
-    store = week.relay.spool.of(ReportStore)
+    store = reports_of(week)
     found = store.report(None, start=MONDAY - 7 * 86400, now=MONDAY, zone=ZoneInfo("Asia/Tokyo"))
     # Every day of the period in the place's zone (Sunday 09:00 UTC is 18:00 in Tokyo).
     assert list(found.by_day) == [f"2026-11-{d}" for d in (30,)] + [
@@ -192,7 +201,7 @@ def test_the_report_as_a_picture_from_the_command_line_and_after_the_monday_summ
     assert out.getvalue().splitlines()[-1].startswith(f"the picture: {picture} (")
     assert week.relay.spool is not None
     spec = report_spec(
-        week.relay.spool.of(ReportStore).report(
+        reports_of(week).report(
             None,
             start=MONDAY - 7 * 86400,
             now=MONDAY,

@@ -4,6 +4,7 @@ resolved or ignored (keeping.py). Its tables: `boards`, `board_issues`."""
 
 from __future__ import annotations
 
+from ..cards.takers import TAKES
 from ..delivery.render import Writer
 from ..glitchtip.details import HOURLY
 from ..operating.capability import Capability, Core, Running
@@ -21,7 +22,7 @@ def _on(settings: Settings) -> bool:
 def _start(core: Core) -> Running:
     counted = core.metrics.of(BOARDS)
     boards = Boards(
-        core.shared.of(BoardStore),
+        core.shared.of(lambda store: BoardStore(store, core.lending.of(TAKES, core.shared))),
         core.outbox,
         core.telegram,
         core.settings.routes.boards(core.settings.default_destination),

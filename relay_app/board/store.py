@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ..cards import records
+from ..cards.takers import Takes
 from ..core.routing import Destination
 from ..message.subjects import Alerted
 from ..spool.store import Row, Store, Tx
@@ -51,8 +52,10 @@ def _key(place: Destination) -> tuple[str, int]:
 
 
 class BoardStore:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, takes: Takes | None = None) -> None:
+        """`takes`: who has each issue (lent by On it's capability), which the board names."""
         self._store = store
+        self._takes = takes
 
     def _write(self, work: Callable[[Tx], T], now: float) -> T:
         result: T = self._store.write(work, now=now)
@@ -72,6 +75,13 @@ class BoardStore:
                 (chat, thread, each.issue.id, *shown, tx.at.db, tx.at.db, *shown, tx.at.db),
             )
 
+    def _taker(self, tx: Tx, state: Row | None) -> str | None:
+        """Who has the issue on its latest card in the chat (`state`), if anyone."""
+        if state is None or self._takes is None:
+            return None
+        take = self._takes.of_row(tx, str(state["key"]))
+        return take.by if take is not None else None
+
     def open_issues(self, place: Destination, *, now: float) -> list[Listed]:
         """The place's open issues, those that closed or were forgotten taken off."""
         chat, thread = _key(place)
@@ -88,7 +98,7 @@ class BoardStore:
                 if _off(state, float(row["last_at"]), tx.at.db):
                     gone.append((str(row["issue_id"]), float(row["last_at"])))
                 else:
-                    taken = state["taken_by"] if state is not None else None
+                    taken = self._taker(tx, state)
                     listed.append(_listed(row, tx, taken))
             return listed, gone
 

@@ -3,12 +3,14 @@ each issue, and as presses and recoveries change it. Pure data and functions, no
 keeps a card's record (cards/sent.py), and a card's edit, a job like any write to the chat, is
 rendered from it when it is sent (delivery/render.py).
 
-Each issue of an issue alert gets a row: On it while it is open and nobody has it; Resolve and
-Ignore, or Reopen once it is resolved or ignored; then the capabilities' buttons (Mute, or
-Unmute while it is muted in the chat). A button's callback data is a verb and a key the relay
+Each issue of an issue alert gets a row: the capabilities' buttons that lead (On it while it is
+open and nobody has it, Let go while someone has it: takes/); Resolve and Ignore, or Reopen once
+it is resolved or ignored; then the other capabilities' buttons (Mute, or Unmute while it is
+muted in the chat). A button's callback data is a verb and a key the relay
 keeps, never an issue id. An edited card is the message as sent, the lines added since (an
 uptime monitor back up), one line per issue that a press changed, saying what, by whom and
-when, and one per mark a capability has on an issue (muted, until when: cards/marks.py).
+when, and one per mark a capability has on an issue (who is on it, since when; muted, until
+when: cards/marks.py).
 """
 
 from __future__ import annotations
@@ -28,8 +30,6 @@ from ..words.catalogue import of_source
 from .marks import Mark
 
 Verb = Literal[
-    "take",
-    "let_go",
     "resolve",
     "ignore",
     "reopen",
@@ -55,8 +55,6 @@ SNOOZE_VERBS: tuple[Verb, ...] = ("snooze", "snooze_hour", "snooze_day", "snooze
 # How long the timed choices ignore an issue.
 SNOOZE_FOR: dict[Verb, float] = {"snooze_hour": 3600.0, "snooze_day": 86400.0}
 _CODES: dict[Verb, str] = {
-    "take": "t",
-    "let_go": "g",
     "resolve": "r",
     "ignore": "i",
     "reopen": "o",
@@ -90,10 +88,6 @@ class IssueButton:
     acted_by: str | None = None
     acted_at: float | None = None
     title: str | None = None  # the issue's, as the message showed it
-    # "On it": who said they have it, and when (GlitchTip has no assignee here).
-    taken_by: str | None = None  # shown: '@ada', or a name
-    taker_id: int | None = None  # who: Telegram's user id (None for a take kept without one)
-    taken_at: float | None = None
     # Ignore's choices shown in place of its row (a press on Ignore opened them).
     choosing: bool = False
     # The condition it is ignored until (snoozing.py): {"until": unix time} or {"events": N}.
@@ -104,8 +98,8 @@ class IssueButton:
     # Its level as its alert said it (fatal, error, warning, info; None: not said, or kept
     # before levels were): the weekly report counts alerts by it.
     level: str | None = None
-    # What the capabilities say of the issue in the card's chat now (cards/marks.py: Mute's
-    # silence, Sentry's assignee), read with the card; never kept in its record.
+    # What the capabilities say of the issue in the card's chat now (cards/marks.py: who is on
+    # it, Mute's silence, Sentry's assignee), read with the card; never kept in its record.
     marks: tuple[Mark, ...] = ()
 
     def marked(self, name: str) -> Mark | None:
@@ -125,6 +119,8 @@ class Button:
     # Shown only where the message has room for it: a message whose rows would pass
     # Telegram's MAX_BUTTONS goes without it on every row (a digest of many issues).
     spare: bool = False
+    # Shown before the core's buttons (On it), not after them.
+    leads: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,15 +145,17 @@ class SentMessage:
 
 
 def verbs_for(button: IssueButton) -> tuple[Verb, ...]:
-    """The core's buttons an issue shows now: what a press may do. On it while it is open and
-    nobody has it, Let go while someone has it; Reopen once it is resolved or ignored, Resolve
-    and Ignore otherwise. The capabilities' buttons follow (`shows_theirs`)."""
-    closed = button.status in ("resolved", "ignored")
+    """The core's buttons an issue shows now: what a press may do. Reopen once it is resolved
+    or ignored, Resolve and Ignore otherwise. The capabilities' buttons lead or follow them
+    (`shows_theirs`)."""
     if choosing(button):
         return SNOOZE_CHOICES
-    take: tuple[Verb, ...] = () if closed else ("take",) if button.taken_by is None else ("let_go",)
-    status: tuple[Verb, ...] = ("reopen",) if closed else ("resolve", "snooze")
-    return (*take, *status)
+    return ("resolve", "snooze") if is_open(button) else ("reopen",)
+
+
+def is_open(button: IssueButton) -> bool:
+    """Whether the issue stands open on this row: as alerted, or reopened."""
+    return button.status not in ("resolved", "ignored")
 
 
 def core_verb(name: str) -> Verb | None:
@@ -174,8 +172,9 @@ def choosing(button: IssueButton) -> bool:
 
 
 def shows_theirs(button: IssueButton, theirs: Sequence[Button]) -> list[Button]:
-    """The capabilities' buttons the issue's row shows now, after the core's."""
-    return [] if choosing(button) else [each for each in theirs if each.shown(button)]
+    """The capabilities' buttons the issue's row shows now, those that lead first."""
+    shown = [] if choosing(button) else [each for each in theirs if each.shown(button)]
+    return sorted(shown, key=lambda each: not each.leads)
 
 
 def callback_data(verb: Verb | Button, key: str) -> str:
@@ -222,8 +221,6 @@ def keyboard(
     if not buttons:
         return None
     labels: dict[Verb, str] = {
-        "take": words.button_take,
-        "let_go": words.button_let_go,
         "resolve": words.button_resolve,
         "ignore": words.button_ignore_forever,
         "reopen": words.button_reopen,
@@ -249,22 +246,26 @@ def _rows(
     rows = []
     for button in buttons:
         named = f" {button.label}" if several else ""
+        shown = shows_theirs(button, theirs)
         rows.append(
             [
+                *(_their(each, button, words, named) for each in shown if each.leads),
                 *(
                     {"text": labels[verb] + named, "callback_data": callback_data(verb, button.key)}
                     for verb in verbs_for(button)
                 ),
-                *(
-                    {
-                        "text": words.word(each.label) + named,
-                        "callback_data": callback_data(each, button.key),
-                    }
-                    for each in shows_theirs(button, theirs)
-                ),
+                *(_their(each, button, words, named) for each in shown if not each.leads),
             ]
         )
     return rows
+
+
+def _their(each: Button, button: IssueButton, words: Words, named: str) -> dict[str, str]:
+    """A capability's button on an issue's row, in its words."""
+    return {
+        "text": words.word(each.label) + named,
+        "callback_data": callback_data(each, button.key),
+    }
 
 
 def done_line(
@@ -310,23 +311,11 @@ def _snoozed(button: IssueButton, words: Words, zone: tzinfo) -> str:
     return words.snoozed_events.format(count=int(snooze.get("events", 0)))
 
 
-def taken_line(
-    button: IssueButton, words: Words, *, several: bool, zone: tzinfo = UTC
-) -> str | None:
-    """'👀 @ada is on it since 10:42 UTC'; None when nobody said so."""
-    if button.taken_by is None or button.taken_at is None:
-        return None
-    template = words.issue_taken_by if several else words.taken_by
-    return template.format(
-        label=button.label, user=button.taken_by, time=place_time(button.taken_at, zone)
-    )
-
-
 def mark_line(
     button: IssueButton, mark: Mark, words: Words, *, several: bool, zone: tzinfo = UTC
 ) -> str:
-    """'🔇 Muted in this chat by @ada until 13:04 UTC': a mark of the issue, in its capability's
-    words (with the issue's label when there are several)."""
+    """'👀 @ada is on it since 10:42 UTC', '🔇 Muted in this chat by @ada until 13:04 UTC': a mark
+    of the issue, in its capability's words (with the issue's label when there are several)."""
     return words.word(mark.line_of_several if several else mark.line).format(
         label=button.label,
         user=mark.by,
@@ -368,15 +357,14 @@ def rendered(message: SentMessage, words: Words, zone: tzinfo = UTC) -> str:
 
 
 def added_lines(message: SentMessage, words: Words, zone: tzinfo = UTC) -> list[str]:
-    """The lines under the message, oldest first: its notes, then who took and who did what,
-    and the capabilities' marks that hold (a mute, an assignment), in the order each was
+    """The lines under the message, oldest first: its notes, then who did what, and the
+    capabilities' marks that hold (who is on it, a mute, an assignment), in the order each was
     made."""
     several = len(message.buttons) > 1
     done = [
         (at or 0.0, line)
         for button in message.buttons
         for at, line in (
-            (button.taken_at, taken_line(button, words, several=several, zone=zone)),
             (button.acted_at, done_line(button, words, several=several, zone=zone)),
             *(
                 (mark.at, mark_line(button, mark, words, several=several, zone=zone))

@@ -38,7 +38,7 @@ from ..telegram.client import NO_EXTRAS, Extras
 from ..telegram.courier import Sent
 from ..words import Words
 from .card import Button, IssueButton, SentMessage, keyboard, new_buttons
-from .sent import KEPT_AT_LEAST, Outage, SentStore, keep_in, recovered_in
+from .sent import KEPT_AT_LEAST, Outage, SentStore, recovered_in
 
 log = logging.getLogger(__name__)
 
@@ -237,10 +237,10 @@ class Outgoing:
             take_for=kept.take_for,
             thread=kept.thread,
         )
-        outbox = self._outbox
+        outbox, store = self._outbox, self._store
 
         def keep(tx: Tx) -> None:
-            if keep_in(tx, message, outages):  # an issue someone has: the card says who
+            if store.keep_in(tx, message, outages):  # an issue someone has: the card says who
                 outbox.card_in(tx, sent.chat, sent.message_id)
 
         return keep

@@ -1,7 +1,7 @@
 """A card's record read and changed inside another's unit of work: the statements on the cards'
-tables (`sent_messages`, `issue_buttons` and its rows' state, `takes`) that capabilities need in
-their own transactions, so that only the cards name those tables (tests/test_tables.py). Each
-takes the caller's `Tx`; none commits."""
+tables (`sent_messages`, `issue_buttons` and its rows' state) that capabilities need in their
+own transactions, so that only the cards name those tables (tests/test_tables.py). Each takes
+the caller's `Tx`; none commits."""
 
 from __future__ import annotations
 
@@ -32,6 +32,45 @@ def latest_shown(tx: Tx, issue_id: str) -> Row | None:
     return found
 
 
+# An issue's row still open: as alerted, or reopened.
+_OPEN = "(b.status IS NULL OR b.status = 'unresolved')"
+
+
+def rows_of_issue(
+    tx: Tx, chat: str, issue_id: str, origin: str | None = None, *, open_only: bool = False
+) -> list[Row]:
+    """The issue's rows in the chat (of its source at `origin`, if given; only those open, if
+    asked), each locked before it is read, in one order (presses at once wait for each other,
+    never deadlock): key, message id, label, status."""
+    where = "b.chat = ? AND b.issue_id = ?" + (" AND b.origin = ?" if origin is not None else "")
+    values = (chat, issue_id) + ((origin,) if origin is not None else ())
+    return tx.all(
+        "SELECT b.key, b.message_id, b.label, b.status FROM issue_buttons b"  # noqa: S608 (fixed text)
+        f" WHERE {where}{' AND ' + _OPEN if open_only else ''} ORDER BY b.key FOR UPDATE",
+        values,
+    )
+
+
+def rows_anywhere(tx: Tx, issue_ids: Sequence[str]) -> list[Row]:
+    """Every row of these issues, in every chat: key, issue id."""
+    found: list[Row] = []
+    for issue_id in dict.fromkeys(issue_ids):
+        found += tx.all("SELECT key, issue_id FROM issue_buttons WHERE issue_id = ?", (issue_id,))
+    return found
+
+
+def shown_in(tx: Tx, place: Destination, issue_id: str) -> bool:
+    """Whether an alert's message kept in the place (its chat, and its topic: a chat's main
+    thread is its messages without one) shows the issue."""
+    found = tx.one(
+        "SELECT 1 AS shown FROM issue_buttons b JOIN sent_messages s ON s.chat = b.chat"
+        " AND s.message_id = b.message_id WHERE b.chat = ? AND b.issue_id = ?"
+        " AND COALESCE(s.thread, 0) = ? LIMIT 1",
+        (place.chat_key, issue_id, place.thread or 0),
+    )
+    return found is not None
+
+
 def lock_issue(tx: Tx, chat: str, issue_id: str) -> None:
     """Every button of the issue in the chat locked, in one order (presses at once wait for
     each other, never deadlock)."""
@@ -52,9 +91,9 @@ def messages_showing(tx: Tx, chat: str, issue_id: str) -> tuple[int, ...]:
 
 
 def issues_under(tx: Tx, chat: str, message_id: int) -> list[Row]:
-    """A message's issues in its order: id, label, when taken, status."""
+    """A message's issues in its order: its row's key, id, label, status."""
     return tx.all(
-        f"SELECT b.issue_id, b.label, t.taken_at, b.status FROM {ROWS}"  # noqa: S608 (fixed text)
+        "SELECT b.key, b.issue_id, b.label, b.status FROM issue_buttons b"
         " WHERE b.chat = ? AND b.message_id = ? ORDER BY b.position",
         (chat, message_id),
     )
@@ -86,26 +125,12 @@ def shown_since(tx: Tx, place: Destination | None, since_db: float) -> list[Row]
     a card's row: a chart), oldest first: the card's record of it, its level, and when its
     message was sent."""
     return tx.all(
-        "SELECT b.chat, b.issue_id, b.label, b.title, t.taken_by, b.status,"  # noqa: S608 (fixed text)
-        f" b.acted_at, b.level, s.sent_at FROM {ROWS} JOIN sent_messages s"
+        "SELECT b.key, b.chat, b.issue_id, b.label, b.title, b.status,"
+        " b.acted_at, b.level, s.sent_at FROM issue_buttons b JOIN sent_messages s"
         " ON s.chat = b.chat AND s.message_id = b.message_id WHERE s.sent_at >= ?"
         " AND s.copies IS NULL AND (? = 0 OR (s.chat = ? AND COALESCE(s.thread, 0) = ?))"
         " ORDER BY s.sent_at, s.message_id",
         (since_db, *_place(place)),
-    )
-
-
-def takes_since(tx: Tx, place: Destination | None, since: float) -> list[Row]:
-    """Every take since then (kept after a Let go) of an issue shown in the place, oldest
-    first."""
-    return tx.all(
-        "SELECT t.chat, t.issue_id, t.taken_by, t.taker_id, t.taken_at FROM takes t"
-        " WHERE t.taken_at >= ?"
-        " AND (? = 0 OR (t.chat = ? AND EXISTS (SELECT 1 FROM issue_buttons b JOIN"
-        " sent_messages s ON s.chat = b.chat AND s.message_id = b.message_id"
-        " WHERE b.chat = t.chat AND b.issue_id = t.issue_id AND COALESCE(s.thread, 0) = ?)))"
-        " ORDER BY t.taken_at",
-        (since, *_place(place)),
     )
 
 
@@ -135,13 +160,12 @@ def alerts_since(tx: Tx, place: Destination | None, since: float) -> list[Row]:
 
 
 def latest_in_chat(tx: Tx, chat: str, issue_ids: Sequence[str]) -> dict[str, Row]:
-    """Each of these issues as its latest card in the chat shows it: its status (None: open,
-    as alerted), who has it (`taken_by`) and since when (`taken_at`); an issue without a card
-    there is left out."""
+    """Each of these issues as its latest card in the chat shows it: its row's key, its status
+    (None: open, as alerted) and its message; an issue without a card there is left out."""
     found: dict[str, Row] = {}
     for issue_id in dict.fromkeys(issue_ids):
         row = tx.one(
-            f"SELECT b.status, t.taken_by, t.taken_at, b.message_id FROM {ROWS}"  # noqa: S608 (fixed text)
+            "SELECT b.key, b.status, b.message_id FROM issue_buttons b"
             " WHERE b.chat = ? AND b.issue_id = ? ORDER BY b.message_id DESC LIMIT 1",
             (chat, issue_id),
         )

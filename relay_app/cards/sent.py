@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 from ..core.services import Key
 from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
-from . import ignore_state, records, rows, takes
+from . import ignore_state, records, rows
 from .card import IssueButton, SentMessage
-from .marks import Marks
+from .marks import Marks, Shown
 
 # How a button that was never pressed stands: GlitchTip's state for a new issue.
 _UNRESOLVED = "unresolved"
@@ -81,7 +81,16 @@ class SentStore:
 
     def keep(self, message: SentMessage, outages: Sequence[Outage]) -> None:
         """Record a message just sent, with its buttons, and the outages it announced."""
-        self._store.write(lambda tx: keep_in(tx, message, outages))
+        self._store.write(lambda tx: self.keep_in(tx, message, outages))
+
+    def keep_in(self, tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
+        """`keep`, in a unit of work under way (a delivery's). Whether an issue it shows was
+        someone's already in the chat (On it on an earlier message, the issue open since), or
+        stood so with a capability otherwise: its buttons say so too, and its card is to be
+        edited to show it."""
+        changed = keep_in(tx, message, outages)
+        rows = [Shown(b.key, b.issue_id) for b in message.buttons]
+        return self._marks.carried(tx, message.chat, rows) or changed
 
     def pressed(self, key: str) -> tuple[SentMessage, IssueButton] | None:
         """The message a button belongs to, and the button; None when not (or no longer) kept."""
@@ -101,7 +110,7 @@ class SentStore:
         ignored, by whom, muted, assigned), and its taker is the issue's in the chat."""
 
         def keep(tx: Tx) -> None:
-            keep_in(tx, message, ())
+            self.keep_in(tx, message, ())
             tx.execute(
                 "UPDATE sent_messages SET copies = ? WHERE chat = ? AND message_id = ?",
                 (like, message.chat, message.message_id),
@@ -139,17 +148,6 @@ class SentStore:
     def message(self, chat: str, message_id: int) -> SentMessage | None:
         """A kept message (a reply names it); None when not (or no longer) kept."""
         return self._store.read(lambda tx: _message(tx, chat, message_id, self._marks))
-
-    def take(self, key: str, *, by: str, by_id: int | None, at: float) -> list[int]:
-        """Record "On it" for the button's issue in its chat (cards/takes.py): the messages
-        now showing the taker, the pressed one first; none when it is not kept, someone has
-        it already, or it is resolved or ignored."""
-        return self._store.write(lambda tx: takes.take(tx, key, by=by, by_id=by_id), now=at)
-
-    def let_go(self, key: str, *, by_id: int | None, at: float) -> list[int] | None:
-        """Let go of the button's issue in its chat (cards/takes.py): the messages changed;
-        None when the person `by_id` does not have it."""
-        return self._store.write(lambda tx: takes.let_go(tx, key, by_id=by_id), now=at)
 
     def claim(
         self,
@@ -381,7 +379,7 @@ class SentStore:
             cutoff = tx.at.to_db(before)
             tx.execute("DELETE FROM handled_updates WHERE at < ?", (cutoff,))
             tx.execute("DELETE FROM outages WHERE down_at < ?", (cutoff,))
-            tx.execute("DELETE FROM takes WHERE taken_at < ?", (cutoff,))
+            self._marks.forget(tx, rows.of_messages_before(tx, cutoff), cutoff)
             rows.forget_state_of_messages(tx, cutoff)
             tx.execute(
                 "DELETE FROM issue_buttons WHERE (chat, message_id) IN"
@@ -396,9 +394,9 @@ class SentStore:
 
 
 def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
-    """`SentStore.keep`, in a unit of work under way (a delivery's). Whether an issue it shows
-    was someone's already in the chat (On it on an earlier message, the issue open since): its
-    buttons say so too, and its card is to be edited to show it."""
+    """The message's record, its rows and the outages it announced, in a unit of work under
+    way (`SentStore.keep_in` tells the capabilities too). Whether a state its source said
+    stands on its buttons already: its card is to be edited to show it."""
     tx.execute(
         "INSERT INTO sent_messages (chat, message_id, html, notes, sent_at, replies_comment_only,"
         " take_for, thread, captioned) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -439,10 +437,9 @@ def keep_in(tx: Tx, message: SentMessage, outages: Sequence[Outage]) -> bool:
             for n, b in enumerate(message.buttons)
         ],
     )
-    inherited = takes.inherited(tx, message) if message.buttons else False
     # A state its source said when it was queued (a link's card of a resolved issue): the
     # buttons sent offered what an open issue's do, and its edit shows what it is.
-    inherited = inherited or any(b.status is not None for b in message.buttons)
+    inherited = any(b.status is not None for b in message.buttons)
     tx.executemany(
         # An outage going on keeps the message that began it (a warning's, when its critical
         # follows): the thread's first, which its recovery answers.
@@ -507,8 +504,8 @@ def _message(tx: Tx, chat: str, message_id: int, marks: Marks | None = None) -> 
         (chat, message_id),
     )
     message = message_from_rows(row, buttons)
-    issue_ids = [b.issue_id for b in message.buttons]
-    marked = marks.of(tx, message.chat, issue_ids) if marks is not None else {}
+    shown = [Shown(b.key, b.issue_id) for b in message.buttons]
+    marked = marks.of_rows(tx, message.chat, shown) if marks is not None else {}
     return replace(
         message,
         sent_at=tx.at.to_local(message.sent_at),
@@ -516,8 +513,7 @@ def _message(tx: Tx, chat: str, message_id: int, marks: Marks | None = None) -> 
             replace(
                 b,
                 acted_at=tx.at.to_local(b.acted_at) if b.acted_at is not None else None,
-                taken_at=tx.at.to_local(b.taken_at) if b.taken_at is not None else None,
-                marks=marked.get(b.issue_id, ()),
+                marks=marked.get(b.key, ()),
             )
             for b in message.buttons
         ),
@@ -551,9 +547,6 @@ def _button(row: Row) -> IssueButton:
         status=next((known for known in ISSUE_STATUSES if known == status), None),
         acted_by=text_or_null(row["acted_by"]),
         acted_at=float_or_null(row["acted_at"]),
-        taken_by=text_or_null(row["taken_by"]),
-        taker_id=int_or_null(row["taker_id"]),
-        taken_at=float_or_null(row["taken_at"]),
         choosing=bool(row["choosing"]),
         snooze=_snooze(row["snooze"]),
         org=text_or_null(row["org"]),

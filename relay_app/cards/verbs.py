@@ -44,6 +44,11 @@ class Pressed:
     # person and the chat (chat/answers.py): then it has taken the person's turn; otherwise
     # the refusal is counted and said as the budget says.
     may_answer: Callable[[], bool]
+    # The press came too late to do anything (why, for the log: another press came first, or
+    # the issue closed): logged, counted as stale, and answered so. The spool failed it (what
+    # failed, and why): logged, counted as failed, and answered that it may be tried again.
+    out_of_date: Callable[[str], None]
+    unavailable: Callable[[str, Exception], None]
 
 
 Press = Callable[[Pressed], None]

@@ -13,9 +13,8 @@ from collections.abc import Callable, Sequence
 from ..cards.card import SentMessage
 from ..cards.presses.presses import PRESS_ANSWER_BUDGET
 from ..cards.sent import THREAD_CARD
-from ..cards.taking import Taking
+from ..cards.takers import ON_IT
 from ..cards.team import met_by
-from ..cards.verbs import CALLS
 from ..core.routing import chat_key
 from ..core.typed import user_id_of
 from ..glitchtip.api import ISSUE_ACTIONS
@@ -72,7 +71,8 @@ def _start(core: Core) -> Running:
         team,
         answering,
         bot_id=bot_id(settings.telegram_bot_token),
-        taking=Taking(team.store, core.outbox, core.services.find(CALLS), clock=core.clock),
+        # On it's, which every capability started before the chat's provides.
+        taking=core.services.find(ON_IT),
         # Off the thread that read the update, on the threads the presses are handled on.
         acting=core.acting,
         thread_card=core.services.find(THREAD_CARD),

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..cards.card import IssueButton, SentMessage
 from ..cards.sent import ThreadCard
-from ..cards.taking import Taking
+from ..cards.takers import OnIt
 from ..cards.team import Person, Team
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.json_values import json_int, json_object
@@ -101,7 +101,7 @@ class Replies:
         answering: Answering,
         *,
         bot_id: int | None = None,
-        taking: Taking | None = None,
+        taking: OnIt | None = None,
         acting: OffThread | None = None,
         thread_card: ThreadCard | None = None,
     ) -> None:
@@ -173,7 +173,7 @@ class Replies:
         if self._taking is None:
             return
         try:
-            shown = self._taking.take(kept, button, reply.by)
+            shown = self._taking.take(kept, button, reply.by.handle, reply.by.id)
         except SpoolError as exc:
             log.warning(
                 "a reply by %s was a comment on %s, but taking it could not be recorded: %s",

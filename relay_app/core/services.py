@@ -49,10 +49,12 @@ class Stores(Protocol):
 @dataclass(frozen=True)
 class Lent(Generic[Service]):
     """A store a capability lends: its key, and how it is made on a spool's database (its
-    class, taking the spool's store)."""
+    class, taking the spool's store; with `borrows`, taking the lending too, so that it may
+    read what another lends in its own units of work: `Lending.beside`)."""
 
     key: Key[Service]
-    make: Callable[[Any], Service]
+    make: Callable[..., Service]
+    borrows: bool = False
 
 
 class Lending:
@@ -60,13 +62,22 @@ class Lending:
     nobody lends, the answer is None (the capability that would is off), never a stand-in."""
 
     def __init__(self, lent: Iterable[Lent[Any]] = ()) -> None:
-        self._makers: dict[str, Callable[[Any], Any]] = {}
+        self._lent: dict[str, Lent[Any]] = {}
         for each in lent:
-            if each.key.name in self._makers:
+            if each.key.name in self._lent:
                 raise ValueError(f"the store {each.key.name!r} is lent twice")
-            self._makers[each.key.name] = each.make
+            self._lent[each.key.name] = each
 
     def of(self, key: Key[Service], spool: Stores) -> Service | None:
-        make = self._makers.get(key.name)
+        lent = self._lent.get(key.name)
         # What `Lent` was given under this key, which typed it.
-        return None if make is None else spool.of(make)
+        return None if lent is None else spool.of(lambda store: self._made(lent, store))
+
+    def beside(self, key: Key[Service], store: Any) -> Service | None:
+        """The store lent under this key made on the same spool's store as the one asking (a
+        lent store that borrows): None when nobody lends it."""
+        lent = self._lent.get(key.name)
+        return None if lent is None else self._made(lent, store)
+
+    def _made(self, lent: Lent[Any], store: Any) -> Any:
+        return lent.make(store, self) if lent.borrows else lent.make(store)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
 from ..cards.calls_made import CALLS_MADE
+from ..cards.takers import TAKES
 from ..cards.verbs import CALLS
 from ..core.services import Lent
 from ..delivery.posted_once import POSTED_ONCE
@@ -45,7 +46,10 @@ def _start(core: Core) -> Running:
     escalation = Escalation(
         # A mute (a capability's mark that quiets an issue) counts as an act on it.
         core.shared.of(lambda store: EscalationStore(store, core.marks)),
-        recalls=core.shared.of(lambda store: RecallStore(store, core.marks)),
+        # Who has each issue: On it's takes, lent.
+        recalls=core.shared.of(
+            lambda store: RecallStore(store, core.marks, core.lending.of(TAKES, core.shared))
+        ),
         roster=roster,
         metrics=core.metrics,
         clock=core.clock,

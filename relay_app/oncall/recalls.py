@@ -12,10 +12,10 @@ whose issue was closed, is done without a word."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from ..cards import records, takes
+from ..cards import records
 from ..cards.marks import Marks
+from ..cards.takers import Take, Takes
 from ..core.routing import Destination, parse_chat_id
 from ..delivery.outbox import card_edit
 from ..spool import job_rows as rows
@@ -35,55 +35,66 @@ class Recalled:
 
 
 class RecallStore:
-    def __init__(self, store: Store, marks: Marks | None = None) -> None:
+    def __init__(
+        self, store: Store, marks: Marks | None = None, takes: Takes | None = None
+    ) -> None:
         """`marks`: what the capabilities mark on an issue's cards; a taker is not called
-        about an issue one quiets in the chat (a mute)."""
+        about an issue one quiets in the chat (a mute). `takes`: who has each issue (lent by
+        On it's capability); without them, nothing is recalled."""
         self._store = store
         self._marks = marks if marks is not None else Marks()
+        self._takes = takes
 
     def plan(self, key: str, *, now: float) -> bool:
         """The button's issue was just taken: its recall, when a message of it in the chat has
         a `take_for` (the shortest). Whether one was planned."""
-        return self._store.write(lambda tx: _plan(tx, key), now=now)
+        takes = self._takes
+        if takes is None:
+            return False
+        return self._store.write(lambda tx: _plan(tx, takes, key), now=now)
 
     def fire_due(self, *, now: float) -> Recalled:
         """Call the takers whose time has come, and end the takes whose second time has (the
         upkeep asks once its one read says some are: EscalationStore.calls_due)."""
-        return self._store.write(lambda tx: _fire_due(tx, self._marks), now=now)
+        takes = self._takes
+        if takes is None:
+            return Recalled(0, 0)
+        return self._store.write(lambda tx: _fire_due(tx, self._marks, takes), now=now)
 
 
-def _plan(tx: Tx, key: str) -> bool:
-    taken = records.button(tx, key)
-    if taken is None or taken["taken_by"] is None:
+def _plan(tx: Tx, takes: Takes, key: str) -> bool:
+    taken = takes.of_row(tx, key)
+    row = records.button(tx, key)
+    if taken is None or row is None:
         return False
-    take_for = records.shortest_take_for(tx, str(taken["chat"]), str(taken["issue_id"]))
+    take_for = records.shortest_take_for(tx, taken.chat, taken.issue_id)
     if take_for is None:
         return False
-    taken_at = float(taken["taken_at"])
+    taken_at = float(taken.at)
     tx.execute(
         "INSERT INTO recalls (chat, issue_id, taken_at, message_id, taker, taker_id, due_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (
-            taken["chat"],
-            taken["issue_id"],
-            taken_at,
-            taken["message_id"],
-            taken["taken_by"],
-            taken["taker_id"],
+            taken.chat,
+            taken.issue_id,
+            taken.at,
+            row["message_id"],
+            taken.by,
+            taken.by_id,
             taken_at + take_for,
         ),
     )
     return True
 
 
-def _fire_due(tx: Tx, marks: Marks) -> Recalled:
+def _fire_due(tx: Tx, marks: Marks, takes: Takes) -> Recalled:
     due = tx.all(
         "SELECT * FROM recalls WHERE state = 'waiting' AND due_at <= ? ORDER BY due_at LIMIT ?",
         (tx.at.db, FIRE_AT_ONCE),
     )
     called = lapsed = 0
     for recall in due:
-        holds = _still_held(tx, recall, marks)
+        holds = _still_held(tx, recall, marks, takes)
         key = (recall["chat"], recall["issue_id"], recall["taken_at"])
         if holds is None:
             tx.execute(
@@ -103,7 +114,7 @@ def _fire_due(tx: Tx, marks: Marks) -> Recalled:
             )
             called += 1
         else:
-            _lapse(tx, recall, holds, _span(span / 2))
+            _lapse(tx, recall, holds, _span(span / 2), takes)
             tx.execute(
                 "UPDATE recalls SET state = 'lapsed' WHERE chat = ? AND issue_id = ?"
                 " AND taken_at = ?",
@@ -115,25 +126,25 @@ def _fire_due(tx: Tx, marks: Marks) -> Recalled:
     return Recalled(called, lapsed)
 
 
-def _take_of(recall: Row) -> tuple[str, str, Any, int | None, str]:
+def _take_of(recall: Row) -> Take:
     """The take a recall is of: the same taker (by Telegram's id; by the name shown, for a
     take kept without one) since the same moment."""
-    return (
+    return Take(
         str(recall["chat"]),
         str(recall["issue_id"]),
-        recall["taken_at"],
-        int_or_null(recall["taker_id"]),
         str(recall["taker"]),
+        int_or_null(recall["taker_id"]),
+        recall["taken_at"],
     )
 
 
-def _still_held(tx: Tx, recall: Row, marks: Marks) -> str | None:
+def _still_held(tx: Tx, recall: Row, marks: Marks, takes: Takes) -> str | None:
     """The issue's label while the take stands (the same taker since the same moment) and the
     issue is open and not quieted (muted) in the chat; None otherwise."""
     chat, issue_id = str(recall["chat"]), str(recall["issue_id"])
     if marks.quiet(tx, chat, [issue_id]):
         return None
-    return takes.held_label(tx, *_take_of(recall))
+    return takes.held_label(tx, _take_of(recall))
 
 
 def _taker(recall: Row) -> str:
@@ -156,11 +167,11 @@ def _call_taker(tx: Tx, recall: Row, label: str, span: Said) -> None:
         private_call_in(tx, user_id, where, message_id, said)
 
 
-def _lapse(tx: Tx, recall: Row, label: str, span: Said) -> None:
+def _lapse(tx: Tx, recall: Row, label: str, span: Said, takes: Takes) -> None:
     """The take ends: nobody has the issue on any message of the chat (each card edited in its
     turn), the calls of those messages go on, and the chat is told."""
     chat = str(recall["chat"])
-    messages = takes.end_take(tx, *_take_of(recall))
+    messages = takes.end(tx, _take_of(recall))
     for message_id in messages:
         # Edits of one card waiting together make one write (delivery/render.py).
         rows.insert(tx, card_edit(chat, message_id), home="spool")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..cards import records
-from ..cards.marks import Marks
+from ..cards.marks import Marks, Shown
 from ..core.routing import Destination, parse_chat_id
 from ..routes.steps import AT_DELIVERY, Step
 from ..spool import job_rows as rows
@@ -157,16 +157,16 @@ def _fire_due(tx: Tx, who: Who, marks: Marks) -> Fired:
 
 def _issues(tx: Tx, chat: str, message_id: int, marks: Marks) -> list[tuple[str, bool]]:
     """The message's issues in its order, each with whether it is still open to a call:
-    nobody took, resolved, ignored or quieted it (muted it in the chat). None kept (an alert
+    nobody resolved, ignored or quieted it (a mark that quiets: someone is on it, or muted it
+    in the chat). None kept (an alert
     about no issue): its steps call until they are done."""
     found = records.issues_under(tx, chat, message_id)
-    quiet = marks.quiet(tx, chat, [str(row["issue_id"]) for row in found])
+    rows = [Shown(str(row["key"]), str(row["issue_id"])) for row in found]
+    quiet = marks.quiet_rows(tx, chat, rows)
     return [
         (
             str(row["label"]),
-            row["taken_at"] is None
-            and row["status"] not in ("resolved", "ignored")
-            and str(row["issue_id"]) not in quiet,
+            row["status"] not in ("resolved", "ignored") and str(row["key"]) not in quiet,
         )
         for row in found
     ]

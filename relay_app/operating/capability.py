@@ -14,6 +14,8 @@ What a capability may declare, each optional:
   press of each does (cards/verbs.py);
 - `marks`: what it says of an issue on each of the issue's cards in a chat (a mute, until when,
   by whom), read from its own tables with the card (cards/marks.py); never kept in the card;
+  `row_marks`: the same, kept by each card's row rather than by the issue (who is on it), told
+  when a card's rows are kept and forgotten;
 - `words`: the words its buttons and answers say, per language, beside the catalogue's;
 - `cli`: its `relay-app` subcommands; `checks`: what `relay-app check` asks of its settings;
   `readers`: how `preview` and `routes test` read its source's webhooks (operating/readers.py);
@@ -48,7 +50,7 @@ from datetime import tzinfo
 from typing import Any
 
 from ..cards.in_step import CardsInStep
-from ..cards.marks import MarkReader, Marks
+from ..cards.marks import MarkReader, Marks, RowMarks
 from ..cards.sent import SentStore
 from ..cards.team import Team, met_by
 from ..cards.verbs import CALLS, Button, Press
@@ -272,6 +274,7 @@ class Capability:
     notes: tuple[Note, ...] = ()
     buttons: tuple[Button, ...] = ()
     marks: tuple[MarkReader, ...] = ()
+    row_marks: tuple[RowMarks, ...] = ()
     # Per language ('en', 'ru'): a word's name, and its text.
     words: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     cli: tuple[AddCommands, ...] = ()
@@ -375,7 +378,10 @@ class Registry:
 
     @property
     def marks(self) -> Marks:
-        return Marks([read for each in self.capabilities for read in each.marks])
+        return Marks(
+            [read for each in self.capabilities for read in each.marks],
+            [rows for each in self.capabilities for rows in each.row_marks],
+        )
 
     @property
     def lent(self) -> list[Lent[Any]]:

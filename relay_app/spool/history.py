@@ -723,7 +723,7 @@ def marks_of_their_own(types: Types) -> list[str]:
 def card_state_of_its_own(types: Types) -> list[str]:
     """29: who has an issue (On it) and Ignore's state on a card (its choices shown, the
     condition an ignore lasts until) are kept in tables of their own, keyed by the card's row
-    of the issue (cards/takes.py, cards/ignore_state.py), no longer in the card's record: each
+    of the issue (takes/store.py, cards/ignore_state.py), no longer in the card's record: each
     take, choice and condition under way moves there as it stood, on the same cards."""
     return [
         f"""CREATE TABLE issue_takes (

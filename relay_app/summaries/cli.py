@@ -56,7 +56,7 @@ def _summary(args: argparse.Namespace, console: Console, line: CommandLine) -> i
     try:
         reading = Reading(
             line.lending.of(CHAT_ISSUES, spool),
-            spool.of(ReportStore),
+            spool.of(lambda store: ReportStore.lent(store, line.lending)),
             line.lending.of(CALLS_MADE, spool),
         )
         summaries = DailySummaries(
@@ -144,7 +144,7 @@ def _report(args: argparse.Namespace, console: Console, line: CommandLine) -> in
     spool = line.open_spool(console.environ)
     try:
         now = time.time()
-        found = spool.of(ReportStore).report(
+        found = spool.of(lambda store: ReportStore.lent(store, line.lending)).report(
             place,
             start=now - args.days * 86400,
             now=now,

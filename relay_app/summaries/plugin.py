@@ -37,7 +37,7 @@ def _start(core: Core) -> Running:
         spool.of(SummaryStore),
         Reading(
             core.lending.of(CHAT_ISSUES, spool),
-            spool.of(ReportStore),
+            spool.of(lambda store: ReportStore.lent(store, core.lending)),
             core.lending.of(CALLS_MADE, spool),
         ),
         zone=ZoneInfo(settings.timezone),
@@ -58,7 +58,7 @@ CAPABILITY = Capability(
     shapes=(text.SHAPE,),
     cli=(add_summary_command, add_report_command),
     tables=("summaries",),
-    lends=(Lent(POSTED_ONCE, SummaryStore), Lent(STILL_OPEN, ReportStore)),
+    lends=(Lent(POSTED_ONCE, SummaryStore), Lent(STILL_OPEN, ReportStore.lent, borrows=True)),
     writers=(Writer(KIND, write),),
     words=CHART_WORDS,
     start=_start,

@@ -1,8 +1,8 @@
 """What on call cost (docs/oncall.md): over a period, in a place (a chat, or a topic of it) or in
 every chat, read from what the spool already records of the messages with buttons it sent
-(cards/sent.py: when each went, who took each issue and when, what became of it) and of the calls
-(as on call lends them, cards/calls_made.py: the escalation steps fired, the takers called
-again):
+(cards/sent.py: when each went, what became of it), of who took each issue and when (as On it
+lends them: cards/takers.py) and of the calls (as on call lends them, cards/calls_made.py: the
+escalation steps fired, the takers called again):
 
 - alerts: the messages sent about issues, and the issues they were about; each day's (in the
   place's time zone) by level, a message counted at its most severe issue's; and each place's;
@@ -25,9 +25,11 @@ from typing import Any
 
 from ..cards import records
 from ..cards.calls_made import CallsMade
+from ..cards.takers import TAKES, Takes
 from ..core.routing import Destination
+from ..core.services import Lending
 from ..message.open_issues import OpenIssue
-from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
+from ..spool.store import Row, Store, Tx, float_or_null, text_or_null
 
 # The open issues a report or a handoff names; the rest are counted.
 OPEN_LISTED = 10
@@ -64,8 +66,16 @@ class Report:
 
 
 class ReportStore:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, takes: Takes | None = None) -> None:
+        """`takes`: who took each issue, and when (lent by On it's capability; None: nobody
+        took any)."""
         self._store = store
+        self._takes = takes
+
+    @classmethod
+    def lent(cls, store: Store, lending: Lending) -> ReportStore:
+        """As it is made where the capabilities lend: with the takes."""
+        return cls(store, lending.beside(TAKES, store))
 
     def report(
         self,
@@ -79,7 +89,8 @@ class ReportStore:
         """What happened in `place` (None: every chat) from `start` to now, its days in
         `zone`; the calls made as `calls` lends them (None: without on call, none)."""
         made = calls.made_since(start, now=now) if calls is not None else []
-        return self._store.read(lambda tx: _report(tx, place, start, zone, made), now=now)
+        takes = self._takes
+        return self._store.read(lambda tx: _report(tx, takes, place, start, zone, made), now=now)
 
     def still_open(
         self, place: Destination, *, since: float, now: float
@@ -88,7 +99,8 @@ class ReportStore:
         ignored, as the chat or the watcher last knew it): how many, and the first of them."""
 
         def read(tx: Tx) -> tuple[int, list[OpenIssue]]:
-            found = [i.as_open() for i in _issues(tx, place, tx.at.to_db(since)) if i.open]
+            issues = _issues(tx, self._takes, place, tx.at.to_db(since))
+            found = [i.as_open() for i in issues if i.open]
             return len(found), found[:OPEN_LISTED]
 
         return self._store.read(read, now=now)
@@ -115,8 +127,11 @@ class _Issue:
         return OpenIssue(self.label, self.title, self.taken_by)
 
 
-def _issues(tx: Tx, place: Destination | None, since_db: float) -> list[_Issue]:
-    """Each issue shown since then (one per chat and issue), in the order first shown."""
+def _issues(
+    tx: Tx, takes: Takes | None, place: Destination | None, since_db: float
+) -> list[_Issue]:
+    """Each issue shown since then (one per chat and issue), in the order first shown, with
+    who has it on its latest card."""
     rows = records.shown_since(tx, place, since_db)
     latest: dict[tuple[str, str], Row] = {}
     first: dict[tuple[str, str], float] = {}
@@ -130,7 +145,7 @@ def _issues(tx: Tx, place: Destination | None, since_db: float) -> list[_Issue]:
             str(row["issue_id"]),
             str(row["label"]),
             str(row["title"] or ""),
-            text_or_null(row["taken_by"]),
+            _taker(tx, takes, str(row["key"])),
             text_or_null(row["status"]),
             float_or_null(row["acted_at"]),
             first[key],
@@ -139,16 +154,23 @@ def _issues(tx: Tx, place: Destination | None, since_db: float) -> list[_Issue]:
     ]
 
 
+def _taker(tx: Tx, takes: Takes | None, key: str) -> str | None:
+    """Who has the issue on this card's row, if anyone."""
+    take = takes.of_row(tx, key) if takes is not None else None
+    return take.by if take is not None else None
+
+
 def _report(
     tx: Tx,
+    takes: Takes | None,
     place: Destination | None,
     start: float,
     zone: tzinfo,
     made: Sequence[tuple[str, int]],
 ) -> Report:
     since = tx.at.to_db(start)
-    issues = _issues(tx, place, since)
-    first_takes = _first_takes(tx, place, since)
+    issues = _issues(tx, takes, place, since)
+    first_takes = _first_takes(tx, takes, place, since)
     take = [
         taken_at - issue.first_at
         for issue in issues
@@ -241,14 +263,12 @@ def _takers(takes: Iterable[tuple[_Taker, float]]) -> dict[str, int]:
 
 
 def _first_takes(
-    tx: Tx, place: Destination | None, since: float
+    tx: Tx, takes: Takes | None, place: Destination | None, since: float
 ) -> dict[tuple[str, str], tuple[_Taker, float]]:
     """Each issue's first take in the period (kept after a Let go): who, and when."""
-    rows = records.takes_since(tx, place, since)
     found: dict[tuple[str, str], tuple[_Taker, float]] = {}
-    for row in rows:
-        taker = _Taker(int_or_null(row["taker_id"]), str(row["taken_by"]))
-        found.setdefault((str(row["chat"]), str(row["issue_id"])), (taker, float(row["taken_at"])))
+    for take in takes.since(tx, place, since) if takes is not None else []:
+        found.setdefault((take.chat, take.issue_id), (_Taker(take.by_id, take.by), float(take.at)))
     return found
 
 

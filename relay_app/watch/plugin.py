@@ -98,6 +98,6 @@ CAPABILITY = Capability(
     counters=(WATCHER_REQUESTS, ESCALATING_POSTS),
     notes=(ESCALATING,),
     tables=("watched", "watch_round", "organizations"),
-    lends=(Lent(CHAT_ISSUES, WatchStore),),
+    lends=(Lent(CHAT_ISSUES, WatchStore.lent, borrows=True),),
     start=_start,
 )

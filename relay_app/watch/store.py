@@ -10,8 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..cards import takes
+from ..cards.takers import TAKES, Takes
 from ..core.json_values import json_object
+from ..core.services import Lending
 from ..message.open_issues import WatchedIssue
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, placeholders, text_or_null
 
@@ -40,8 +41,15 @@ class Seen:
 
 
 class WatchStore:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, takes: Takes | None = None) -> None:
+        """`takes`: who has each issue (lent by On it's capability), which `overview` names."""
         self._store = store
+        self._takes = takes
+
+    @classmethod
+    def lent(cls, store: Store, lending: Lending) -> WatchStore:
+        """As it is lent (a chat's issues, for `/issues` and the summaries): with the takes."""
+        return cls(store, lending.beside(TAKES, store))
 
     def watch(self, issues: Sequence[Watched], *, now: float) -> None:
         """These issues were alerted on now: watched for WATCHED_FOR from now."""
@@ -148,7 +156,8 @@ class WatchStore:
                 " FROM watched w WHERE w.chat = ? AND w.alerted_at >= ?",
                 (chat, tx.at.db - WATCHED_FOR),
             )
-            takers = takes.latest_takers(tx, [str(row["issue_id"]) for row in rows])
+            ids = [str(row["issue_id"]) for row in rows]
+            takers = self._takes.latest(tx, ids) if self._takes is not None else {}
             found = [_watched_issue(tx, row, takers.get(str(row["issue_id"]))) for row in rows]
             return sorted(found, key=lambda issue: -(issue.events or 0))
 

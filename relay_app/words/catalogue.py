@@ -218,16 +218,8 @@ class Words:
     press_unavailable: str
     press_out_of_date: str
 
-    # Who has an alert, and calling people when nobody does (docs/oncall.md).
-    button_take: str
-    taken_by: str
-    issue_taken_by: str
-    notice_taken: str
-    # Let go of an issue one has (the card's button), and a taker who went quiet (a route's
-    # `take_for`): called first, then the issue is nobody's again and the calls go on.
-    button_let_go: str
-    notice_let_go: str
-    let_go_not_yours: str
+    # A taker who went quiet (a route's `take_for`): called first, then the issue is nobody's
+    # again and the calls go on (docs/oncall.md). On it's own words are its (takes/plugin.py).
     recall_taker: str
     recall_lapsed: str
     # What on call cost (summaries/report_text.py): `relay-app report`, and the weekly part of

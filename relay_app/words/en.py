@@ -203,13 +203,6 @@ ENGLISH = Words(
         "This button is out of date: the issue was changed since it was shown. Nothing was "
         "done; the message shows what can be done now."
     ),
-    button_take="👀 On it",
-    taken_by="👀 {user} is on it since {time}",
-    issue_taken_by="👀 {user} is on {label} since {time}",
-    notice_taken="You are on {label}: the chat sees it, and nobody else is called",
-    button_let_go="↩️ Let go",
-    notice_let_go="You let {label} go: it is nobody's, and the calls go on",
-    let_go_not_yours="Only {user} can let it go: it is theirs.",
     recall_taker=(
         "⏰ {label} is still open, {taker}'s for {duration}: still on it? Resolve it, or let it"
         " go and the calls go on; in {duration} more it is nobody's."

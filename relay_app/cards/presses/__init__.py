@@ -14,5 +14,5 @@ module each, each entered once and in order:
    taken back and the presser told.
 
 `presses.py` walks a press down them: after the hold, a capability's verb goes to its owner
-(what it asks of the card, its edit and its calls stopped, is the record's), and On it to the
-card's own `cards/taking.py`; `told.py` is how a press is answered, once."""
+(On it to the takes, Mute to the silences: what it asks of the card, its edit and its calls
+stopped, is the record's); `told.py` is how a press is answered, once."""

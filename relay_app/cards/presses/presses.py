@@ -6,8 +6,8 @@ and writes nothing to the chat). When the tracker fails, the press is answered w
 wrong and how to fix it, the card is left as it is, and a WARNING is logged.
 
 A capability's button is its owner's (found by its registration: cards/verbs.py's `Pressed` is
-what the owner is given); On it and Let go are the card's own (cards/taking.py); Mute and
-Unmute change no issue: they start and end a silence in the chat (silences/).
+what the owner is given): On it and Let go keep who has the issue (takes/), Mute and Unmute
+start and end a silence in the chat (silences/); none of them changes the issue in its tracker.
 
 A press never waits behind a tracker that hangs: each press is handled off the thread that read
 its update (`acting`, a few threads per process: polled, the one thread that reads them all;
@@ -22,16 +22,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any
 
-from ...core.errors import GlitchTipError, SpoolError
-from ...core.logs import event
+from ...core.errors import GlitchTipError
 from ...core.off_thread import OffThread
 from ...core.services import Key
 from ...core.sources import Sources
 from ...delivery.outbox import Outbox
 from ...glitchtip.api import IssueStatus
-from ..card import STATUS_FOR, Button, IssueButton, SentMessage, core_verb
+from ..card import STATUS_FOR, Button, SentMessage, core_verb
 from ..ignore_choices import Snoozer
-from ..taking import Taking
 from ..team import Team
 from ..verbs import Calls, Pressed
 from ..verbs import Press as TheirPress
@@ -106,13 +104,12 @@ class Presses:
             actions.sources, actions.snoozing, clock=team.clock, zone_of=zone_of
         )
         self._ignoring = ignoring
-        self._taking = Taking(team.store, outbox, actions.calls, clock=team.clock)
         self._told = Told(team, answers)
         self._routing = Routing(team, self._told, buttons, actions.pressed_elsewhere)
         self._holding = Holding(team, self._told, buttons, actions.theirs, ignoring)
         self._claims = Claims(team, self._told)
         self._trackers = TrackerCalls(team, self._told, answer_within)
-        self._recording = Recording(team, self._told, outbox, self._taking, ignoring, actions.calls)
+        self._recording = Recording(team, self._told, outbox, ignoring, actions.calls)
 
     def handle_update(self, update: dict[str, Any]) -> None:
         """One of Telegram's updates, polled or posted to the webhook: a press is handled, once;
@@ -143,16 +140,12 @@ class Presses:
             self._act(press, found, allowed)
 
     def _act(self, press: Press, found: Found, allowed: Allowed) -> None:
-        """A capability's button: what its owner registered for it. The core's: On it and Let
-        go (cards/taking.py); Ignore's choices opened or put away; a status change claimed on
-        the card, made in the issue's tracker, then recorded."""
+        """A capability's button: what its owner registered for it. The core's: Ignore's
+        choices opened or put away; a status change claimed on the card, made in the issue's
+        tracker, then recorded."""
         core = core_verb(found.verb)
         if core is None:
             self._theirs[found.verb](self._pressed(press, found))
-        elif core == "take":
-            self._take(press, found)
-        elif core == "let_go":
-            self._let_go(press, found)
         elif core in ("snooze", "back"):
             if self._claims.choose(press, core, found.key, found.button):
                 self._recording.chosen(press, core, found.message, found.button)
@@ -193,6 +186,8 @@ class Presses:
             edit=lambda: self._recording.card_edited(press, message, f"{verb} {button.label}"),
             acted_on=lambda: self._recording.acted_on(message),
             may_answer=lambda: self._may_answer(press, message),
+            out_of_date=lambda why: self._told.out_of_date(press, verb, button, why),
+            unavailable=lambda what, exc: self._told.unavailable(press, what, exc),
         )
 
     def _may_answer(self, press: Press, message: SentMessage) -> bool:
@@ -200,54 +195,6 @@ class Presses:
         if self._budget is None or press.by.id is None:
             return False
         return self._budget(press.by.id, message)
-
-    def _let_go(self, press: Press, found: Found) -> None:
-        """Let go: the issue is nobody's again, and its calls go on. Only its taker may."""
-        button = found.button
-        try:
-            shown = self._taking.let_go(found.message, button, press.by)
-        except SpoolError as exc:
-            self._told.unavailable(press, "could not be recorded", exc)
-            return
-        if shown is None:
-            taker = button.taken_by or "?"
-            self._told.count("refused")
-            words = self._team.words
-            self._told.answer(press, words.let_go_not_yours.format(user=taker), alert=True)
-            return
-        said = self._team.words.notice_let_go.format(label=button.label)
-        self._took(press, button, "let_go", "%s let %s go", said)
-
-    def _take(self, press: Press, found: Found) -> None:
-        """On it: who has the issue is kept and shown on the card, and nobody else is called
-        for the alert. The tracker is not changed (GlitchTip has no assignee here)."""
-        button = found.button
-        try:
-            # Every message of the chat that shows the issue says who has it, and its calls
-            # stop once each of its issues is taken or closed.
-            shown = self._taking.take(found.message, button, press.by)
-        except SpoolError as exc:
-            self._told.unavailable(press, "could not be recorded", exc)
-            return
-        if not shown:
-            why = "came as another took it, or it was closed"
-            self._told.out_of_date(press, "take", button, why)
-            return
-        said = self._team.words.notice_taken.format(label=button.label)
-        self._took(press, button, "taken", "%s is on %s", said)
-
-    def _took(
-        self, press: Press, button: IssueButton, outcome: str, logged: str, said: str
-    ) -> None:
-        """On it or Let go done: logged (`logged`: who, then the issue), counted, answered."""
-        log.info(
-            logged,
-            press.by.handle,
-            button.label,
-            extra=event(event="press", issue=button.label, outcome=outcome, user=press.by.handle),
-        )
-        self._told.count(outcome)
-        self._told.answer(press, said, alert=False)
 
 
 def _ignored(answered: bool) -> None:

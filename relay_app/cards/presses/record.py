@@ -21,7 +21,6 @@ from ...words.catalogue import of_source, source_shown
 from ..card import IssueButton, SentMessage, notice
 from ..ignore_choices import SnoozeFor
 from ..sent import StatusClaim
-from ..taking import Taking
 from ..team import Team
 from ..verbs import Calls
 from .attempt import Changed
@@ -36,14 +35,12 @@ class Recording:
         team: Team,
         told: Told,
         outbox: Outbox,
-        taking: Taking,
         ignoring: IgnoreChoices,
         calls: Calls | None,
     ) -> None:
         self._team = team
         self._told = told
         self._outbox = outbox
-        self._taking = taking
         self._ignoring = ignoring
         self._calls = calls
 
@@ -154,7 +151,21 @@ class Recording:
                 "%s, but the chat's other messages of the issue could not say so: %s", said, exc
             )
             return
-        self._taking.spread(message.chat, others, f"{said} by {press.by.handle}")
+        what = f"{said} by {press.by.handle}"
+        for message_id in others:
+            # Each card edited in its turn, and counted for its own calls.
+            if self._calls is not None:
+                self._calls.acted(message.chat, message_id)
+            try:
+                self._outbox.card(message.chat, message_id)
+            except SpoolError as exc:
+                log.warning(
+                    "%s, but message %d in chat %s could not be updated: %s",
+                    what,
+                    message_id,
+                    message.chat,
+                    exc,
+                )
 
     def _unclaim(self, claim: StatusClaim) -> None:
         try:
