@@ -38,7 +38,7 @@ from relay_app.capabilities import REGISTRY  # noqa: E402
 from relay_app.charts.figure import spec_of  # noqa: E402
 from relay_app.charts.series import series_of  # noqa: E402
 from relay_app.core.drawing import draw  # noqa: E402
-from relay_app.glitchtip.api import IssueHistory  # noqa: E402
+from relay_app.core.trackers import IssueHistory  # noqa: E402
 from relay_app.summaries.report import Report  # noqa: E402
 from relay_app.summaries.report_chart import report_spec, with_chart_words  # noqa: E402
 from relay_app.words import ENGLISH  # noqa: E402

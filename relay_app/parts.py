@@ -23,7 +23,8 @@ from .core.errors import SpoolError
 from .core.metrics import Metrics
 from .core.off_thread import OffThread
 from .core.services import Services
-from .glitchtip.api import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH, GlitchTipApi
+from .core.trackers import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH
+from .glitchtip.api import GlitchTipApi
 from .glitchtip.details import Hourly, IssueDetails
 from .glitchtip.lookups import (
     CALL_TIMEOUT,

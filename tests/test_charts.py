@@ -24,7 +24,8 @@ from relay_app.charts.series import Series, series_of
 from relay_app.charts.writes import caption_of
 from relay_app.core.drawing import PNG, draw
 from relay_app.core.errors import DrawingFailed, GlitchTipError
-from relay_app.glitchtip.api import GlitchTipApi, IssueHistory
+from relay_app.core.trackers import IssueHistory
+from relay_app.glitchtip.api import GlitchTipApi
 from relay_app.message.formatting import CAPTION_LIMIT
 from relay_app.message.spans import visible, visible_length
 from relay_app.sentry.api import SentryApi

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Literal
 
-from ..glitchtip.api import IssueStatus
+from ..core.trackers import IssueStatus
 from ..message.formatting import CAPTION_LIMIT, PARAGRAPH, TELEGRAM_TEXT_LIMIT
 from ..message.spans import place_time, visible, visible_length
 from ..message.subjects import IssueRef
@@ -70,8 +70,6 @@ _VERBS: dict[str, Verb] = {code: verb for verb, code in _CODES.items()}
 # the capabilities' spare buttons go where a message would pass MAX_BUTTONS.
 MAX_ISSUES_WITH_BUTTONS = 25
 MAX_BUTTONS = 100
-# How long the mute button silences an issue in its chat.
-MUTE_FOR = 3600.0
 # Ignore's "until N more events", unless RELAY_SNOOZE_EVENTS says.
 SNOOZE_EVENTS = 100
 

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..core.errors import SpoolError
 from ..core.metrics import CounterSpec, Metrics
+from ..core.trackers import ISSUE_STATUSES, IssueStatus
 from ..delivery.outbox import Outbox
-from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
 from .sent import SentStore, Synced
 from .verbs import Calls
 

@@ -26,9 +26,9 @@ from ..core.errors import SpoolError
 from ..core.json_values import json_object
 from ..core.routing import Destination
 from ..core.sources import Sources
+from ..core.trackers import IssueStatus
 from ..delivery.job import Delivery, FollowUp
 from ..delivery.outbox import Outbox
-from ..glitchtip.api import IssueStatus
 from ..message.formatting import Message
 from ..message.subjects import alerted_in
 from ..spool.model import Job

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.routing import Destination
-from ..spool.store import Row, Tx
+from ..spool.store import Row, Tx, placeholders
 from .rows import ROW, ROWS
 
 
@@ -49,6 +49,24 @@ def rows_of_issue(
         f" WHERE {where}{' AND ' + _OPEN if open_only else ''} ORDER BY b.key FOR UPDATE",
         values,
     )
+
+
+def open_others(tx: Tx, chat: str, keys: Sequence[str]) -> dict[str, list[str]]:
+    """For each of these rows of the chat, the other rows there of its issue (at the same
+    source) that stand open: their keys, by the row's key (a row with none left out)."""
+    if not keys:
+        return {}
+    rows = tx.all(
+        "SELECT b.key AS key, o.key AS other FROM issue_buttons b JOIN issue_buttons o"  # noqa: S608 (placeholders)
+        " ON o.chat = b.chat AND o.issue_id = b.issue_id AND o.origin = b.origin"
+        f" AND o.key != b.key WHERE b.chat = ? AND b.key IN ({placeholders(keys)})"
+        " AND (o.status IS NULL OR o.status = 'unresolved')",
+        (chat, *keys),
+    )
+    found: dict[str, list[str]] = {}
+    for row in rows:
+        found.setdefault(str(row["key"]), []).append(str(row["other"]))
+    return found
 
 
 def rows_anywhere(tx: Tx, issue_ids: Sequence[str]) -> list[Row]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..core.services import Key
-from ..glitchtip.api import ISSUE_STATUSES, IssueStatus
+from ..core.trackers import ISSUE_STATUSES, IssueStatus
 from ..spool.store import Row, Store, Tx, float_or_null, int_or_null, text_or_null
 from . import ignore_state, records, rows
 from .card import IssueButton, SentMessage

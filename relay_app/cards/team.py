@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from ..core.errors import SpoolError
 from ..core.json_values import json_object
 from ..core.metrics import Metrics
+from ..core.trackers import IssueActions
 from ..core.typed import shown_name, user_id_of
-from ..glitchtip.api import IssueActions
 from ..telegram.people import People
 from ..words import Words
 from .sent import SentStore

@@ -27,8 +27,8 @@ from ..cards.card import IssueButton
 from ..core.drawing import draw
 from ..core.errors import DrawingFailed, GlitchTipError, SpoolError
 from ..core.off_thread import OffThread
+from ..core.trackers import IssueHistories
 from ..delivery.outbox import Outbox
-from ..glitchtip.api import IssueHistories
 from ..spool.answers import ANSWERS_WAITING
 from ..words import Said, Words
 from ..words.catalogue import source_shown

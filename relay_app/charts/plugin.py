@@ -5,8 +5,8 @@ issue's buttons (writes.py). It owns no table: a chart sent is kept as a card (c
 
 from __future__ import annotations
 
+from ..core.trackers import ISSUE_HISTORY
 from ..delivery.render import Writer
-from ..glitchtip.api import ISSUE_HISTORY
 from ..operating.capability import Capability, Core, Running
 from ..operating.config import Settings
 from .asking import CHART, chart_command, chart_press

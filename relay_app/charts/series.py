@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..core.json_values import json_count
-from ..glitchtip.api import IssueHistory
+from ..core.trackers import IssueHistory
 
 HOUR = 3600
 DAY = 86400

@@ -10,7 +10,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
 from ..core.services import Key
-from .api import IssueState
+from ..core.trackers import IssueState
 
 
 class RoundFollower(Protocol):

@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 from ..core.errors import GlitchTipError
 from ..core.services import Key
 from ..core.sources import Source
-from .api import Answered, GlitchTipApi, IssueHistory, IssueState, IssueStatus
+from ..core.trackers import Answered, IssueHistory, IssueState, IssueStatus
+from .api import GlitchTipApi
 
 T = TypeVar("T")
 

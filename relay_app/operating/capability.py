@@ -58,13 +58,14 @@ from ..core.metrics import CounterSpec, Metrics
 from ..core.off_thread import OffThread
 from ..core.services import Lending, Lent, Services
 from ..core.sources import Source, Sources
+from ..core.trackers import IssueActions
 from ..delivery.health import Health
 from ..delivery.job import FollowUp
 from ..delivery.leadership import Chore
 from ..delivery.outbox import Outbox
 from ..delivery.placing import Placing
 from ..delivery.render import Note, Shape, Writer
-from ..glitchtip.api import GlitchTipApi, IssueActions
+from ..glitchtip.api import GlitchTipApi
 from ..intake.pages import Feed, Page
 from ..intake.record import LastWebhook
 from ..message.subjects import Home, IssueHomes

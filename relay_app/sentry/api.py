@@ -21,11 +21,10 @@ from typing import Any
 from ..core.errors import GlitchTipError, GlitchTipIssueGone, SourceSetup
 from ..core.json_values import json_object, json_objects
 from ..core.origins import origin_of
+from ..core.trackers import Answered, IssueState
 from ..glitchtip.api import (
     STATES_AT_ONCE,
-    Answered,
     GlitchTipApi,
-    IssueState,
     answered_about,
     check_ids,
     hours_of,

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from ..cards.card import MUTE_FOR, IssueButton, clock_time
+from ..cards.card import IssueButton, clock_time
 from ..cards.sent import SentStore
 from ..core.errors import SpoolError
 from ..core.logs import event
@@ -37,6 +37,8 @@ Count = Callable[[Destination], None]
 SWEEP_EVERY = 2.0
 # Silences are kept this long after they end, for `relay-app silence list --all`.
 KEPT_AFTER_END = 7 * 86400.0
+# How long the mute button silences an issue in its chat.
+MUTE_FOR = 3600.0
 
 
 class Silencing:

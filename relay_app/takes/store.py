@@ -108,27 +108,22 @@ def _ended(tx: Tx, held: Sequence[Row]) -> list[int]:
 def carried(tx: Tx, chat: str, rows: Sequence[Shown]) -> bool:
     """A card's rows just kept in the chat: each issue someone has there, taken on another of
     its cards and open since, marked as theirs here too (by its first taker, since the first
-    take). Whether there were any."""
+    take). Whether there were any. Two reads however many rows: it runs as each card is kept."""
+    others = records.open_others(tx, chat, [shown.key for shown in rows])
+    takes = _takes_of(tx, sorted({key for found in others.values() for key in found}))
     carried = False
-    for shown in rows:
-        row = records.button(tx, shown.key)
-        if row is None:
+    for key, found in others.items() if takes else ():
+        held = sorted(
+            (takes[other] for other in found if other in takes),
+            key=lambda take: float(take["taken_at"]),
+        )
+        if not held:
             continue
-        earlier = [
-            str(each["key"])
-            for each in records.rows_of_issue(
-                tx, chat, shown.issue_id, str(row["origin"]), open_only=True
-            )
-            if str(each["key"]) != shown.key
-        ]
-        takes = sorted(_takes_of(tx, earlier).values(), key=lambda take: float(take["taken_at"]))
-        if not takes:
-            continue
-        first = takes[0]
+        first = held[0]
         inherited = tx.one(
             "INSERT INTO issue_takes (key, taken_by, taker_id, taken_at) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (key) DO NOTHING RETURNING key",
-            (shown.key, first["taken_by"], first["taker_id"], first["taken_at"]),
+            (key, first["taken_by"], first["taker_id"], first["taken_at"]),
         )
         carried = carried or inherited is not None
     return carried

@@ -11,7 +11,7 @@ import time
 from ..cards.in_step import CardsInStep
 from ..core.routing import Destination, parse_chat_id
 from ..core.services import Lent
-from ..glitchtip.api import ISSUE_WATCH
+from ..core.trackers import ISSUE_WATCH
 from ..glitchtip.details import HOURLY
 from ..glitchtip.rounds import ISSUE_PLACES, ROUNDS
 from ..glitchtip.source import GLITCHTIP

@@ -27,9 +27,10 @@ from ..core.json_values import json_count
 from ..core.metrics import Metrics
 from ..core.process import OwnThread
 from ..core.services import Key
+from ..core.trackers import IssueState, IssueWatch
 from ..delivery.job import Delivery
 from ..delivery.render import Note
-from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE, IssueState, IssueWatch
+from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE
 from ..glitchtip.rounds import RoundFollower
 from ..glitchtip.webhook import SOURCE_KEY, IssueAlert, parse_alert
 from ..message.subjects import IssueHomes, issue_ref, org_of

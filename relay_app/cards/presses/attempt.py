@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...core.errors import GlitchTipError
-from ...glitchtip.api import IssueStatus
+from ...core.trackers import IssueStatus
 from ...words.catalogue import of_source
 from ..card import IssueButton
 from ..team import Team

@@ -26,8 +26,8 @@ from ...core.errors import GlitchTipError
 from ...core.off_thread import OffThread
 from ...core.services import Key
 from ...core.sources import Sources
+from ...core.trackers import IssueStatus
 from ...delivery.outbox import Outbox
-from ...glitchtip.api import IssueStatus
 from ..card import STATUS_FOR, Button, SentMessage, core_verb
 from ..ignore_choices import Snoozer
 from ..team import Team

@@ -7,7 +7,7 @@ claimed the same way."""
 from __future__ import annotations
 
 from ...core.errors import SpoolError
-from ...glitchtip.api import IssueStatus
+from ...core.trackers import IssueStatus
 from ..card import IssueButton
 from ..sent import StatusClaim
 from ..team import Team

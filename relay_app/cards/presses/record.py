@@ -13,8 +13,8 @@ import logging
 from ...core.errors import GlitchTipError, SpoolError
 from ...core.logs import event
 from ...core.sources import has_prefix
+from ...core.trackers import IssueStatus
 from ...delivery.outbox import Outbox
-from ...glitchtip.api import IssueStatus
 from ...glitchtip.notices import glitchtip_notice, operator_fix
 from ...words import Said
 from ...words.catalogue import of_source, source_shown
