@@ -23,7 +23,7 @@ from .core.errors import SpoolError
 from .core.metrics import Metrics
 from .core.off_thread import OffThread
 from .core.services import Services
-from .core.trackers import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH
+from .core.trackers import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH, TRACKERS, Tracker, Trackers
 from .glitchtip.api import GlitchTipApi
 from .glitchtip.details import Hourly, IssueDetails
 from .glitchtip.lookups import (
@@ -35,7 +35,6 @@ from .glitchtip.lookups import (
     unscoped,
 )
 from .glitchtip.source import GLITCHTIP
-from .glitchtip.trackers import TRACKERS, Tracker, Trackers
 from .message.subjects import Home
 from .operating.capability import Core, SourceOf, Started
 from .operating.config import Settings

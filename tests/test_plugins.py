@@ -24,6 +24,7 @@ from relay_app.operating.settings_of import SettingsOf
 from relay_app.routes import parse_routes
 from relay_app.silences.buttons import MUTE
 from relay_app.spool.opening import open_memory
+from relay_app.takes.buttons import TAKE
 from relay_app.watch.store import WatchStore
 from relay_app.words import ENGLISH
 from tests.conftest import FakeTime
@@ -128,6 +129,27 @@ def test_a_press_is_the_cores_and_acts_with_the_chat_capability_off(
     chat.update(press(callback_data("resolve", "the-key")))
     assert chat.answered() == [("Resolved BACKEND-4A in GlitchTip", False)]
     assert len(glitchtip.calls) == 1
+
+
+def test_on_it_is_a_plug_in_without_which_no_press_takes_and_the_core_acts_alone(
+    chat_with: Callable[..., Chat], glitchtip: responses.RequestsMock
+) -> None:
+    """On it is a capability like the others (takes/): the registry without it offers no On
+    it, knows no such press, and the card's own verbs act as ever."""
+    glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
+    without = Registry(
+        tuple(c for c in REGISTRY.capabilities if c.name != "takes"), REGISTRY.sources_first
+    )
+    assert TAKE in REGISTRY.buttons
+    assert TAKE not in without.buttons
+    chat = chat_with(without)
+    chat.update(press(callback_data(TAKE, "the-key")))
+    assert chat.answered() == [(ENGLISH.press_unknown, True)]
+    chat.update(press(callback_data("resolve", "the-key")))
+    assert chat.answered()[-1] == ("Resolved BACKEND-4A in GlitchTip", False)
+    chat.settle()
+    [edit] = chat.telegram.edits
+    assert "👀" not in str(edit)  # nobody is shown on it, and On it is never offered
 
 
 def test_the_registry_refuses_two_owners_of_one_name() -> None:

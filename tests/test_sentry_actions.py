@@ -1,4 +1,4 @@
-"""Sentry's issues acted on from the chat (sentry/api.py, glitchtip/trackers.py): a press changes
+"""Sentry's issues acted on from the chat (sentry/api.py, core/trackers.py): a press changes
 the issue through Sentry's API, at SENTRY_URL or the region its answer names under it, a reply
 is a comment in Sentry's form, Sentry's issue webhooks bring the cards in step, and an issue of
 GlitchTip's with the same number stays GlitchTip's. Sentry's API mocked by `responses` as its

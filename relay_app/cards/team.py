@@ -94,7 +94,7 @@ class Team:
     TELEGRAM_ACTION_USER_IDS: empty, everyone in the chat may act."""
 
     store: SentStore
-    # The issue's source's API: GlitchTip's, Sentry's (glitchtip/trackers.py).
+    # The issue's source's API: GlitchTip's, Sentry's (core/trackers.py).
     glitchtip: IssueActions
     allowed_users: frozenset[int]
     words: Words

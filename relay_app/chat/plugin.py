@@ -16,9 +16,8 @@ from ..cards.sent import THREAD_CARD
 from ..cards.takers import ON_IT
 from ..cards.team import met_by
 from ..core.routing import chat_key
-from ..core.trackers import ISSUE_ACTIONS
+from ..core.trackers import ISSUE_ACTIONS, TRACKERS
 from ..core.typed import user_id_of
-from ..glitchtip.trackers import TRACKERS
 from ..message.open_issues import CHAT_ISSUES
 from ..operating.capability import Capability, Core, Running
 from ..operating.config import Settings

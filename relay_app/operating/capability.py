@@ -58,14 +58,13 @@ from ..core.metrics import CounterSpec, Metrics
 from ..core.off_thread import OffThread
 from ..core.services import Lending, Lent, Services
 from ..core.sources import Source, Sources
-from ..core.trackers import IssueActions
+from ..core.trackers import IssueActions, TrackerApi
 from ..delivery.health import Health
 from ..delivery.job import FollowUp
 from ..delivery.leadership import Chore
 from ..delivery.outbox import Outbox
 from ..delivery.placing import Placing
 from ..delivery.render import Note, Shape, Writer
-from ..glitchtip.api import GlitchTipApi
 from ..intake.pages import Feed, Page
 from ..intake.record import LastWebhook
 from ..message.subjects import Home, IssueHomes
@@ -247,7 +246,7 @@ def _always(settings: Settings) -> bool:
     return True
 
 
-def _no_api(settings: Settings, timeout: float) -> GlitchTipApi | None:
+def _no_api(settings: Settings, timeout: float) -> TrackerApi | None:
     return None
 
 
@@ -260,7 +259,7 @@ class SourceOf:
 
     source: Source
     home: Callable[[Settings], Home | None]
-    api: Callable[[Settings, float], GlitchTipApi | None] = _no_api
+    api: Callable[[Settings, float], TrackerApi | None] = _no_api
     token_name: str = ""
 
 

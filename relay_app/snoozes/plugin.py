@@ -1,13 +1,13 @@
 """Snoozes, as a capability: Ignore's timed and counted choices kept (its table), and brought back
-when their time or count comes, on the watcher's rounds, which it joins (glitchtip/rounds.py);
+when their time or count comes, on the watcher's rounds, which it joins (core/rounds.py);
 it provides the core's SNOOZING (cards/ignore_choices.py), which the presses ask for: the
 choices are the core card's verbs."""
 
 from __future__ import annotations
 
 from ..cards.ignore_choices import SNOOZING
+from ..core.rounds import ISSUE_PLACES, ROUNDS
 from ..glitchtip.api import GlitchTipApi
-from ..glitchtip.rounds import ISSUE_PLACES, ROUNDS
 from ..glitchtip.source import GLITCHTIP
 from ..operating.capability import Capability, Core, Running
 from .counters import SNOOZES

@@ -25,10 +25,10 @@ from ..cards.card import IssueButton, SentMessage, Verb, clock_time
 from ..cards.ignore_choices import Condition, SnoozeFor, condition_of, snooze_notice
 from ..core.errors import GlitchTipError, SpoolError
 from ..core.metrics import Metrics
+from ..core.rounds import IssuePlaces
 from ..core.trackers import IssueState
 from ..delivery.outbox import Outbox
 from ..glitchtip.api import GlitchTipApi, events_of
-from ..glitchtip.rounds import IssuePlaces
 from ..message.spans import place_time
 from ..words import Said, Words
 from .counters import SNOOZES

@@ -37,7 +37,8 @@ CAPABILITY = Capability(
     buttons=(TAKE, LET_GO),
     row_marks=(RowMarks(store.marks, store.carried, store.forget),),
     tables=("issue_takes", "takes"),
-    lends=(Lent(TAKES, TakesStore),),
+    # Its reads run in the asker's units of work, whatever spool it is asked on.
+    lends=(Lent(TAKES, lambda store: TakesStore()),),
     words={
         "en": {
             "button_take": "👀 On it",

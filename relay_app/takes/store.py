@@ -15,7 +15,7 @@ from ..cards import records
 from ..cards.marks import Mark, Shown
 from ..cards.takers import TAKEN, Take
 from ..core.routing import Destination
-from ..spool.store import Row, Store, Tx, int_or_null, placeholders
+from ..spool.store import Row, Tx, int_or_null, placeholders
 
 
 def take(tx: Tx, key: str, *, by: str, by_id: int | None) -> list[int]:
@@ -162,11 +162,8 @@ def forget(tx: Tx, keys: Sequence[str], before: float) -> None:
 
 
 class TakesStore:
-    """The takes as the others read them (cards/takers.py's `Takes`): in the caller's unit of
-    work, whichever spool it is on."""
-
-    def __init__(self, store: Store | None = None) -> None:
-        self._store = store
+    """The takes as the others read them (cards/takers.py's `Takes`): each read in the caller's
+    unit of work, on whichever spool that is, so it keeps no store of its own."""
 
     def of_row(self, tx: Tx, key: str) -> Take | None:
         row = records.button(tx, key)

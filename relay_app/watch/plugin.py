@@ -9,11 +9,11 @@ import logging
 import time
 
 from ..cards.in_step import CardsInStep
+from ..core.rounds import ISSUE_PLACES, ROUNDS
 from ..core.routing import Destination, parse_chat_id
 from ..core.services import Lent
 from ..core.trackers import ISSUE_WATCH
 from ..glitchtip.details import HOURLY
-from ..glitchtip.rounds import ISSUE_PLACES, ROUNDS
 from ..glitchtip.source import GLITCHTIP
 from ..glitchtip.webhook import source_of
 from ..intake.receive import receive

@@ -26,12 +26,12 @@ from ..core.errors import GlitchTipError, SpoolError
 from ..core.json_values import json_count
 from ..core.metrics import Metrics
 from ..core.process import OwnThread
+from ..core.rounds import RoundFollower
 from ..core.services import Key
 from ..core.trackers import IssueState, IssueWatch
 from ..delivery.job import Delivery
 from ..delivery.render import Note
 from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE
-from ..glitchtip.rounds import RoundFollower
 from ..glitchtip.webhook import SOURCE_KEY, IssueAlert, parse_alert
 from ..message.subjects import IssueHomes, issue_ref, org_of
 from ..message.trend import Trend, trend
@@ -76,7 +76,7 @@ class WatchPlan:
 class AfterRound:
     """What a round's findings lead to: `post`, an escalating issue posted again; `follow`,
     the cards brought in step with the states read (cards/in_step.py). Those who `join` the
-    rounds (glitchtip/rounds.py) are told the states too."""
+    rounds (core/rounds.py) are told the states too."""
 
     post: Post
     follow: Follow | None = None
@@ -115,7 +115,7 @@ class Watcher(OwnThread):
         self._start_in_this_process()
 
     def join(self, follower: RoundFollower) -> None:
-        """Rounds (glitchtip/rounds.py): `follower`'s issues asked about from the next round."""
+        """Rounds (core/rounds.py): `follower`'s issues asked about from the next round."""
         self._followers = (*self._followers, follower)
 
     def alerted(self, about: Iterable[Mapping[str, Any]], chat: str, thread: int | None) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
-from ..core.services import Key
-from ..core.trackers import IssueState
+from .services import Key
+from .trackers import IssueState
 
 
 class RoundFollower(Protocol):
