@@ -18,6 +18,7 @@ from relay_app import Relay
 from relay_app.cards.edits import card_edits
 from relay_app.cards.outgoing import Outgoing, Plan
 from relay_app.cards.sent import SentStore
+from relay_app.core.errors import SpoolError
 from relay_app.core.outcomes import Delivered
 from relay_app.core.routing import Destination
 from relay_app.delivery.outbox import Outbox
@@ -231,3 +232,32 @@ def test_a_delivery_leaves_its_buttons_kept_and_one_whose_records_fail_stays_del
     assert "presses on it will be refused" in caplog.text
     assert spool.queue.pending() == 0
     assert len(chat.telegram.delivered) == 2
+
+
+class RefusingQueue:
+    """A queue the spool fails for one message's edit: the others are added."""
+
+    def __init__(self, refused: int) -> None:
+        self.refused = refused
+        self.added: list[int] = []
+
+    def add(self, job: Any, *, now: float, once: bool = False) -> None:
+        message_id = int(job.data["message_id"])
+        if message_id == self.refused:
+            raise SpoolError("the disk is full")
+        self.added.append(message_id)
+
+
+def test_the_cards_of_an_issue_are_each_edited_and_one_the_spool_refuses_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    queue = RefusingQueue(refused=42)
+    outbox = Outbox(queue)  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING, logger="relay_app.delivery.outbox"):
+        outbox.cards("-100123", [41, 42, 43], "@ada (user id 7) is on BACKEND-4A")
+    assert queue.added == [41, 43]  # the others are still edited
+    [record] = caplog.records
+    assert record.getMessage() == (
+        "@ada (user id 7) is on BACKEND-4A, but message 42 in chat -100123 could not be"
+        " updated: the disk is full"
+    )

@@ -32,8 +32,9 @@ def latest_shown(tx: Tx, issue_id: str) -> Row | None:
     return found
 
 
-# An issue's row still open: as alerted, or reopened.
-_OPEN = "(b.status IS NULL OR b.status = 'unresolved')"
+def _open(row: str) -> str:
+    """The condition that the row `row` (its alias) stands open: as alerted, or reopened."""
+    return f"({row}.status IS NULL OR {row}.status = 'unresolved')"
 
 
 def rows_of_issue(
@@ -46,7 +47,7 @@ def rows_of_issue(
     values = (chat, issue_id) + ((origin,) if origin is not None else ())
     return tx.all(
         "SELECT b.key, b.message_id, b.label, b.status FROM issue_buttons b"  # noqa: S608 (fixed text)
-        f" WHERE {where}{' AND ' + _OPEN if open_only else ''} ORDER BY b.key FOR UPDATE",
+        f" WHERE {where}{' AND ' + _open('b') if open_only else ''} ORDER BY b.key FOR UPDATE",
         values,
     )
 
@@ -60,7 +61,7 @@ def open_others(tx: Tx, chat: str, keys: Sequence[str]) -> dict[str, list[str]]:
         "SELECT b.key AS key, o.key AS other FROM issue_buttons b JOIN issue_buttons o"  # noqa: S608 (placeholders)
         " ON o.chat = b.chat AND o.issue_id = b.issue_id AND o.origin = b.origin"
         f" AND o.key != b.key WHERE b.chat = ? AND b.key IN ({placeholders(keys)})"
-        " AND (o.status IS NULL OR o.status = 'unresolved')",
+        f" AND {_open('o')}",
         (chat, *keys),
     )
     found: dict[str, list[str]] = {}

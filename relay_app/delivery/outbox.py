@@ -12,16 +12,20 @@ seconds, before Telegram gives up on it, and writes nothing to the chat; reading
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..core.errors import SpoolError
 from ..core.routing import Destination, parse_chat_id
 from ..spool.answers import ANSWERS_WAITING, Answers
 from ..spool.model import JobKind, NewJob, Precedence
 from ..spool.queue import Queue
 from ..spool.store import Tx
 from ..words import Said
+
+log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 
@@ -48,6 +52,22 @@ class Outbox:
         """Edit the card to show its record as it stands when the edit goes: edits asked for
         while one waits are that one. Raises SpoolError."""
         self._add("card", _where(chat, None), message_id, {}, Precedence.EDIT, once=True)
+
+    def cards(self, chat: str, message_ids: Iterable[int], what: str) -> None:
+        """Each of these cards of the chat edited in its turn, after `what` was done to their
+        issue (an issue taken, or resolved on another card): one the spool cannot queue now is
+        logged, and shows it at its next edit; the others are still edited."""
+        for message_id in message_ids:
+            try:
+                self.card(chat, message_id)
+            except SpoolError as exc:
+                log.warning(
+                    "%s, but message %d in chat %s could not be updated: %s",
+                    what,
+                    message_id,
+                    chat,
+                    exc,
+                )
 
     def card_in(self, tx: Tx, chat: str, message_id: int) -> None:
         """`card`, in a unit of work of the queue's store under way (a delivery's); the

@@ -6,18 +6,14 @@ is someone's or closed (on call's, asked through the core's `Calls`)."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 
 from ..cards.card import IssueButton, SentMessage
 from ..cards.verbs import Calls
-from ..core.errors import SpoolError
 from ..delivery.outbox import Outbox
 from ..spool.store import Store
 from . import store as takes
-
-log = logging.getLogger(__name__)
 
 
 class Taking:
@@ -45,11 +41,10 @@ class Taking:
             lambda tx: takes.take(tx, button.key, by=by, by_id=by_id), now=self._clock()
         )
         calls = self._calls()
-        what = f"{by} (user id {by_id}) is on {button.label}"
-        for message_id in shown:
-            if calls is not None:
+        if calls is not None:
+            for message_id in shown:
                 calls.acted(message.chat, message_id)
-            self._edit(message.chat, message_id, what)
+        self._outbox.cards(message.chat, shown, f"{by} (user id {by_id}) is on {button.label}")
         if shown and calls is not None:
             calls.taken(button.key)
         return shown
@@ -66,21 +61,8 @@ class Taking:
         )
         if not shown:
             return shown
-        for message_id in shown:
-            self._edit(message.chat, message_id, f"{by} (user id {by_id}) let {button.label} go")
+        self._outbox.cards(message.chat, shown, f"{by} (user id {by_id}) let {button.label} go")
         calls = self._calls()
         if calls is not None:
             calls.let_go(message.chat, shown)
         return shown
-
-    def _edit(self, chat: str, message_id: int, what: str) -> None:
-        try:
-            self._outbox.card(chat, message_id)
-        except SpoolError as exc:
-            log.warning(
-                "%s, but message %d in chat %s could not be updated: %s",
-                what,
-                message_id,
-                chat,
-                exc,
-            )

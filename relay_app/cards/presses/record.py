@@ -151,21 +151,10 @@ class Recording:
                 "%s, but the chat's other messages of the issue could not say so: %s", said, exc
             )
             return
-        what = f"{said} by {press.by.handle}"
-        for message_id in others:
-            # Each card edited in its turn, and counted for its own calls.
-            if self._calls is not None:
+        if self._calls is not None:
+            for message_id in others:  # each counts for its own calls
                 self._calls.acted(message.chat, message_id)
-            try:
-                self._outbox.card(message.chat, message_id)
-            except SpoolError as exc:
-                log.warning(
-                    "%s, but message %d in chat %s could not be updated: %s",
-                    what,
-                    message_id,
-                    message.chat,
-                    exc,
-                )
+        self._outbox.cards(message.chat, others, f"{said} by {press.by.handle}")
 
     def _unclaim(self, claim: StatusClaim) -> None:
         try:
