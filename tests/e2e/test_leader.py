@@ -59,7 +59,10 @@ def chores(glitchtip: FakeGlitchTip, **more: str) -> dict[str, str]:
 
 def card_in_the_chat(relay: RelayProcess, fake: FakeTelegram, glitchtip: FakeGlitchTip) -> Posted:
     reply, _ = post(relay.webhook_url, alert_for(glitchtip, 5))
-    assert reply.status_code == 200, reply.text
+    # Sent (200), or queued (202) when a loaded host keeps the spool's first answer past its
+    # second (the alert waits in this host's file, and goes once it moves in): the chat is
+    # where it is checked.
+    assert reply.status_code in (200, 202), reply.text
     assert wait_until(lambda: len(fake.posted_to(CHAT_ID)) == 1, timeout=10)
     return fake.posted_to(CHAT_ID)[0]
 
