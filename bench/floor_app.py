@@ -13,7 +13,7 @@ import requests
 from flask import Flask
 
 from bench.payload import PAYLOAD
-from relay_app.glitchtip.webhook import parse_alert
+from relay_app.glitchtip.webhook import read_webhook
 from relay_app.message.formatting import format_alert
 from relay_app.words import ENGLISH
 
@@ -21,7 +21,7 @@ SEND_URL = f"{os.environ['TELEGRAM_API_URL']}/bot{os.environ['TELEGRAM_BOT_TOKEN
 TIMEOUT = float(os.environ.get("RELAY_SEND_TIMEOUT", "5"))
 BODY = {
     "chat_id": int(os.environ["TELEGRAM_CHAT_ID"]),
-    "text": format_alert(parse_alert(PAYLOAD), ENGLISH).html,
+    "text": format_alert(read_webhook(PAYLOAD), ENGLISH).html,
     "link_preview_options": {"is_disabled": True},
     "parse_mode": "HTML",
 }

@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 from relay_app.cards.card import IssueButton, SentMessage  # noqa: E402
 from relay_app.cards.in_step import CardsInStep  # noqa: E402
 from relay_app.cards.sent import SentStore  # noqa: E402
+from relay_app.core.sources import Sources  # noqa: E402
 from relay_app.delivery.outbox import Outbox  # noqa: E402
 from relay_app.glitchtip.api import GlitchTipApi  # noqa: E402
 from relay_app.glitchtip.source import GLITCHTIP  # noqa: E402
@@ -69,7 +70,12 @@ def one(watched: int, resolved_share: float, directory: Path) -> list[str]:
         watcher = Watcher(
             spool.of(WatchStore),
             GlitchTipApi(TOKEN, fake.url, timeout=5.0),
-            WatchPlan(every=60.0, min_events=100, links=IssueHomes(((GLITCHTIP, Home(fake.url)),))),
+            WatchPlan(
+                every=60.0,
+                min_events=100,
+                links=IssueHomes(((GLITCHTIP, Home(fake.url)),)),
+                sources=Sources((GLITCHTIP,)),
+            ),
             AfterRound(
                 lambda found, _trend: posted.append(found.issue_id),
                 follow=lambda states, at: cards.follow(states, asked_at=at),

@@ -17,6 +17,7 @@ from .cards.edits import card_edits
 from .cards.in_step import CARDS_IN_STEP
 from .cards.outgoing import OldRecords, Outgoing
 from .cards.sent import SentStore
+from .core.alerts import Alert
 from .core.errors import SpoolError
 from .core.logs import configure_logging
 from .core.metrics import CounterSpec, Metrics
@@ -486,8 +487,8 @@ def _hidden_issues(
     if token is None or glitchtip_url is None or origin is None or spool is None:
         return None
 
-    def take(payload: dict[str, Any], destination: Destination, also: Mapping[str, Any]) -> None:
-        webhooks.route(receive(payload, destination, time.monotonic(), also=also))
+    def take(alert: Alert, destination: Destination, also: Mapping[str, Any]) -> None:
+        webhooks.route(receive(alert, destination, time.monotonic(), also=also))
 
     return HiddenIssues(
         GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT),

@@ -24,7 +24,7 @@ from relay_app.core.logs import configure_logging
 from relay_app.core.outcomes import Dead
 from relay_app.core.routing import Destination
 from relay_app.delivery.dispatcher import POLL_INTERVAL, Dispatcher
-from relay_app.message.formatting import Message, message_for
+from relay_app.message.formatting import Message
 from relay_app.message.lines import to_json as lines_to_json
 from relay_app.operating.config import Settings
 from relay_app.operating.settings_of import SettingsOf
@@ -40,6 +40,7 @@ from relay_app.words import ENGLISH
 from tests import postgres
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
 from tests.fake_sentry import FakeSentry, running_fake_sentry
+from tests.payloads import message_for
 from tests.postgres import PostgresServer
 from tests.prometheus import Samples, parse
 

@@ -24,14 +24,14 @@ from relay_app.core.routing import Destination
 from relay_app.intake.hold import HELD_NOTED
 from relay_app.intake.pages import Page
 from relay_app.intake.receive import deadline
-from relay_app.message.formatting import Message, message_for
+from relay_app.message.formatting import Message
 from relay_app.oncall.steps import Escalation
 from relay_app.summaries.daily import DailySummaries
 from relay_app.telegram.courier import Picture, Sent
 from relay_app.watch.watcher import WATCHER, Round, Watcher
 from relay_app.words import ENGLISH
 from tests.conftest import DESTINATION, SOURCES, FakeTime, run_background
-from tests.payloads import issue, issue_alert
+from tests.payloads import issue, issue_alert, message_for
 from tests.taking import cards_of
 from tests.telegram_rules import RateLimits
 

@@ -5,6 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from relay_app.core.alerts import Alert, IssueAlert, UnrecognizedPayload, UptimeAlert
+from relay_app.glitchtip.webhook import read_kept
+from relay_app.message.formatting import Message
+from relay_app.message.formatting import message_for as formatted_message_for
+from relay_app.words import Words
+
 ERROR_COLOR = "#e52b50"
 INFO_COLOR = "#4b60b4"
 
@@ -74,3 +80,17 @@ def uptime_alert(*, down: bool, name: str = "My API") -> dict[str, Any]:
         ],
         "sections": [{"activityTitle": name, "activitySubtitle": sentence}],
     }
+
+
+def read(body: dict[str, Any] | Alert) -> Alert:
+    """The alert the relay reads from a body: as GlitchTip's page reads it, or, for a body
+    marked as another source's (as relays before kept them), as that source's; an alert is
+    itself."""
+    if isinstance(body, IssueAlert | UptimeAlert | UnrecognizedPayload):
+        return body
+    return read_kept(body)
+
+
+def message_for(body: dict[str, Any] | Alert, words: Words, **given: Any) -> Message:
+    """The message for a body, as a job renders its alert (message/formatting.py)."""
+    return formatted_message_for(read(body), words, **given)

@@ -15,7 +15,7 @@ import pytest
 
 from relay_app.cli import main
 from relay_app.core.logs import REDACTED, redact, redacted_url
-from relay_app.glitchtip.webhook import parse_alert
+from relay_app.glitchtip.webhook import read_kept
 from relay_app.message.formatting import format_alert
 from relay_app.message.spans import visible_length
 from relay_app.spool import open_spool
@@ -373,7 +373,7 @@ def preview(*argv: str, stdin: str = "") -> tuple[int, str, str]:
 
 def test_preview_prints_the_exact_html_and_its_visible_length(tmp_path: Path) -> None:
     payload = issue_alert(issue(1, title="Crash <in> checkout & co"), issue(2), total=5)
-    expected = format_alert(parse_alert(payload), ENGLISH)
+    expected = format_alert(read_kept(payload), ENGLISH)
     path = tmp_path / "alert.json"
     path.write_text(json.dumps(payload))
     for code, out, err in (preview(str(path)), preview(stdin=json.dumps(payload))):

@@ -9,10 +9,9 @@ import pytest
 
 from relay_app.core.client_text import clean, cleaned
 from relay_app.glitchtip.webhook import payload_from_json
-from relay_app.message.formatting import message_for
 from relay_app.words import ENGLISH
 from tests.conftest import SOURCES
-from tests.payloads import issue, issue_alert
+from tests.payloads import issue, issue_alert, message_for
 
 
 @pytest.mark.parametrize(

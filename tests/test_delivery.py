@@ -19,7 +19,7 @@ from relay_app.core.errors import (
     RetryableDeliveryError,
 )
 from relay_app.core.routing import Destination
-from relay_app.glitchtip.webhook import parse_alert
+from relay_app.glitchtip.webhook import read_kept
 from relay_app.message.formatting import format_alert
 from relay_app.telegram.client import TelegramClient
 from relay_app.telegram.courier import Courier
@@ -27,7 +27,7 @@ from relay_app.words import ENGLISH
 from tests.conftest import API_URL, SEND_URL, TOKEN, refusal, sent_bodies
 from tests.payloads import issue, issue_alert
 
-MESSAGE = format_alert(parse_alert(issue_alert(issue(1, title="T" * 5000))), ENGLISH)
+MESSAGE = format_alert(read_kept(issue_alert(issue(1, title="T" * 5000))), ENGLISH)
 
 # Telegram's answers, in turn, to the courier's sendMessage (the last one repeats).
 Answer = dict[str, Any] | Exception

@@ -36,9 +36,10 @@ from relay_app.glitchtip.lookups import (
     EachSource,
     IssueLookups,
 )
-from relay_app.glitchtip.webhook import parse_alert, with_short_ids
+from relay_app.glitchtip.webhook import read_kept
+from relay_app.intake.details import with_short_ids
 from relay_app.message.details import frame_where
-from relay_app.message.formatting import format_alert, message_for
+from relay_app.message.formatting import format_alert
 from relay_app.spool.database import Database
 from relay_app.spool.glitchtip_health import SpoolGlitchTipHealth
 from relay_app.spool.postgres.database import PgDatabase
@@ -47,7 +48,7 @@ from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import SOURCES
 from tests.e2e.helpers import wait_until
 from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
-from tests.payloads import issue, issue_alert
+from tests.payloads import issue, issue_alert, message_for
 from tests.telegram_rules import visible_text
 
 FIRST_SEEN = 1796144964.024  # 2026-12-01T17:09:24.024Z, the sample issue's firstSeen
@@ -144,9 +145,7 @@ def sample_alert(**changes: Any) -> dict[str, Any]:
 
 def enriched(details: IssueDetails, *, now: float, payload: dict[str, Any] | None = None) -> str:
     link = f"{GLITCHTIP}/acme/issues/3"
-    message = format_alert(
-        parse_alert(payload or sample_alert()), ENGLISH, {link: details}, now=now
-    )
+    message = format_alert(read_kept(payload or sample_alert()), ENGLISH, {link: details}, now=now)
     assert visible_text(message.html, parse_mode="HTML") == message.text  # Telegram's rules
     return message.text
 
@@ -191,7 +190,7 @@ def test_a_secret_in_a_frames_variables_the_request_or_the_user_never_reaches_a_
     details = details_from(SAMPLE_ISSUE, with_secrets(SAMPLE_EVENT))
     assert SECRET not in repr(details)
     message = format_alert(
-        parse_alert(sample_alert()),
+        read_kept(sample_alert()),
         ENGLISH,
         {f"{GLITCHTIP}/acme/issues/3": details},
         now=FIRST_SEEN,
@@ -202,7 +201,7 @@ def test_a_secret_in_a_frames_variables_the_request_or_the_user_never_reaches_a_
 
 def test_a_backlog_line_says_where_from_the_details() -> None:
     message = format_alert(
-        parse_alert(sample_alert()),
+        read_kept(sample_alert()),
         ENGLISH,
         {f"{GLITCHTIP}/acme/issues/3": sample_details()},
         now=0,
@@ -505,13 +504,12 @@ def test_a_webhooks_own_details_are_filled_in_by_its_sources_answer() -> None:
 
 def test_a_short_id_is_named_where_the_webhook_did_not_and_never_over_glitchtips() -> None:
     link = "https://sentry.example.org/organizations/acme/issues/12/"
-    payload = {"text": "", "attachments": [{"title": "heck", "title_link": link}]}
-    named = with_short_ids(payload, {link: "FRONT-END-C"}.get)
-    [alerted] = parse_alert(named).issues  # type: ignore[union-attr]
+    alert = read_kept({"text": "", "attachments": [{"title": "heck", "title_link": link}]})
+    named = with_short_ids(alert, {link: "FRONT-END-C"}.get)
+    [alerted] = named.issues  # type: ignore[union-attr]
     assert alerted.short_id == "FRONT-END-C"
-    assert "sections" not in payload  # the job's own payload is not changed in place
-    assert with_short_ids(payload, lambda link: None) is payload
-    glitchtips = issue_alert(issue(3))
+    assert with_short_ids(alert, lambda link: None) is alert
+    glitchtips = read_kept(issue_alert(issue(3)))
     assert with_short_ids(glitchtips, lambda link: "OTHER-1") is glitchtips
     # Only a short id's characters: a forged one is not named.
     forged = {**SAMPLE_ISSUE, "shortId": "X](javascript:alert(1))"}

@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from relay_app.glitchtip.webhook import parse_alert
+from relay_app.glitchtip.webhook import read_kept
 from relay_app.message.digest import (
     HEADER_ROOM,
     MAX_ALERTS_PER_DIGEST,
@@ -39,7 +39,7 @@ def numbered(number: int, **changes: Any) -> Message:
     payload["sections"][0]["activitySubtitle"] = (
         f"[View Issue BACKEND-{number}]({payload['attachments'][0]['title_link']})"
     )
-    return format_alert(parse_alert(payload), ENGLISH)
+    return format_alert(read_kept(payload), ENGLISH)
 
 
 def test_as_many_oldest_alerts_as_fit_go_into_one_digest_and_never_none() -> None:
@@ -127,7 +127,7 @@ def test_facts_not_shared_by_every_alert_stay_on_their_lines() -> None:
 
 def test_alerts_without_lines_pack_as_entries_and_an_uptime_alert_gets_a_line() -> None:
     assert how_many_fit([sized(1900)] * 3, ENGLISH) == 2
-    down = format_alert(parse_alert(uptime_alert(down=True, name="Checkout")), ENGLISH)
+    down = format_alert(read_kept(uptime_alert(down=True, name="Checkout")), ENGLISH)
     backlog = [numbered(n) for n in range(1, 50)] + [down] + [sized(10)]
     count = how_many_fit(backlog, ENGLISH)
     assert count == 50  # up to the alert without lines, which goes on its own
@@ -136,7 +136,7 @@ def test_alerts_without_lines_pack_as_entries_and_an_uptime_alert_gets_a_line() 
 
 
 def test_an_alert_alone_goes_as_it_was_built_with_a_note_when_late() -> None:
-    message = format_alert(parse_alert(issue_alert(issue(1))), ENGLISH)
+    message = format_alert(read_kept(issue_alert(issue(1))), ENGLISH)
     assert compose([message], [START], ENGLISH, now=START + 10, late_after=60) == message
     late = compose([message], [START], ENGLISH, now=START + 90, late_after=60)
     note = "⏳ Late: GlitchTip sent this at 2027-01-15 08:00:00 UTC; delivered 1 min 30 s later."
@@ -145,9 +145,9 @@ def test_an_alert_alone_goes_as_it_was_built_with_a_note_when_late() -> None:
 
 def test_a_digest_says_how_many_and_when_then_holds_each_alert_whole_oldest_first() -> None:
     messages = [
-        format_alert(parse_alert(issue_alert(issue(1, title="First <b>&"))), ENGLISH),
-        format_alert(parse_alert(uptime_alert(down=True, name="Checkout")), ENGLISH),
-        format_alert(parse_alert(issue_alert(issue(3))), ENGLISH),
+        format_alert(read_kept(issue_alert(issue(1, title="First <b>&"))), ENGLISH),
+        format_alert(read_kept(uptime_alert(down=True, name="Checkout")), ENGLISH),
+        format_alert(read_kept(issue_alert(issue(3))), ENGLISH),
     ]  # no two issue alerts in a row: each keeps its own heading
     digest = compose(
         messages, [START, START + 4, START + 11], ENGLISH, now=START + 12, late_after=60
@@ -170,7 +170,7 @@ def test_a_late_digest_says_so_in_its_first_line() -> None:
 
 def test_a_long_alert_keeps_a_shorter_entry_for_digests() -> None:
     fields = [{"title": f"Tag {n}", "value": "v" * 300} for n in range(20)]
-    message = format_alert(parse_alert(issue_alert(issue(1, fields=fields))), ENGLISH)
+    message = format_alert(read_kept(issue_alert(issue(1, fields=fields))), ENGLISH)
     assert visible_length(message.text) > DIGEST_ENTRY_LIMIT
     entry = message.entry
     assert visible_length(entry.text) <= DIGEST_ENTRY_LIMIT
@@ -189,13 +189,13 @@ def test_alerts_that_do_not_fit_are_refused_rather_than_cut() -> None:
 
 def test_issue_alerts_in_a_row_share_one_heading_with_their_count() -> None:
     def alert(number: int, color: str = "#e52b50") -> Message:
-        return format_alert(parse_alert(issue_alert(issue(number, color=color))), ENGLISH)
+        return format_alert(read_kept(issue_alert(issue(number, color=color))), ENGLISH)
 
     messages = [
         alert(1),
         alert(2),
         alert(3),
-        format_alert(parse_alert(uptime_alert(down=True, name="Checkout")), ENGLISH),
+        format_alert(read_kept(uptime_alert(down=True, name="Checkout")), ENGLISH),
         alert(5),
         alert(6, color="#4b60b4"),  # info: another severity, another heading
         alert(7, color="#4b60b4"),
@@ -218,7 +218,7 @@ def test_issue_alerts_in_a_row_share_one_heading_with_their_count() -> None:
 
 
 def test_a_storm_of_one_heading_shows_it_once_and_fits_more_alerts() -> None:
-    storm = [format_alert(parse_alert(issue_alert(issue(n))), ENGLISH) for n in range(24)]
+    storm = [format_alert(read_kept(issue_alert(issue(n))), ENGLISH) for n in range(24)]
     each_with_its_heading = len("\n\n") + visible_length(storm[0].entry.text)
     would_fit = (TELEGRAM_TEXT_LIMIT - HEADER_ROOM) // each_with_its_heading
     assert would_fit < len(storm)
@@ -233,7 +233,7 @@ def test_the_fullest_message_late_and_sent_again_stays_within_telegrams_limit() 
     message keeps: adding them never means rebuilding a message that was already accepted."""
     much_later = START + 3 * 86400 + 3599
     issues = [issue(n, title="x" * 300) for n in range(1, 100)]
-    fullest = format_alert(parse_alert(issue_alert(*issues)), ENGLISH)
+    fullest = format_alert(read_kept(issue_alert(*issues)), ENGLISH)
     alone = compose([fullest], [START], ENGLISH, now=much_later, late_after=60)
     assert visible_length(with_first_line(alone, ENGLISH.repeat_note).text) <= TELEGRAM_TEXT_LIMIT
     for count in (2, 12, MAX_ALERTS_PER_DIGEST):
@@ -249,7 +249,7 @@ def test_the_fullest_message_late_and_sent_again_stays_within_telegrams_limit() 
 def test_issues_glitchtip_did_not_send_add_up_in_one_last_line() -> None:
     def three_of_twelve(number: int) -> Message:
         issues = [issue(number * 10 + n) for n in range(3)]
-        return format_alert(parse_alert(issue_alert(*issues, total=12)), ENGLISH)
+        return format_alert(read_kept(issue_alert(*issues, total=12)), ENGLISH)
 
     backlog = [three_of_twelve(n) for n in range(1, 80)]
     count = how_many_fit(backlog, ENGLISH)
@@ -279,7 +279,7 @@ def test_distinct_issues_whose_titles_share_a_beginning_never_read_the_same() ->
 
 
 def test_a_digests_first_line_and_a_late_note_are_in_the_places_zone() -> None:
-    message = format_alert(parse_alert(issue_alert(issue(1))), ENGLISH)
+    message = format_alert(read_kept(issue_alert(issue(1))), ENGLISH)
     moscow = ZoneInfo("Europe/Moscow")
     digest = compose(
         [message, message], [START, START + 11], ENGLISH, now=START + 12, late_after=60, zone=moscow

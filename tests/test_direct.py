@@ -23,7 +23,7 @@ from relay_app.routes import parse_routes
 from relay_app.telegram.client import Extras
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat, escalation_of
-from tests.payloads import issue, issue_alert
+from tests.payloads import issue, issue_alert, read
 
 CHAT = str(CHAT_ID)
 NOW = 1_800_000_000.0
@@ -78,7 +78,7 @@ def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
 def alert(chat: Chat, number: int = 1) -> None:
     payload = issue_alert(issue(number, link=f"{GLITCHTIP}/acme/issues/{number}"))
     chat.relay.webhooks.route(
-        receive(payload, chat.relay.settings.default_destination, time.monotonic())
+        receive(read(payload), chat.relay.settings.default_destination, time.monotonic())
     )
     chat.settle()
     fire(chat, chat.clock.now)  # the upkeep's next second: what is due at delivery

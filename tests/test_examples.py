@@ -10,11 +10,11 @@ import pytest
 import responses
 from flask.testing import FlaskClient
 
-from relay_app.glitchtip.webhook import IssueAlert, UptimeAlert, parse_alert, payload_from_json
-from relay_app.message.formatting import message_for
+from relay_app.core.alerts import IssueAlert, UptimeAlert
+from relay_app.glitchtip.webhook import payload_from_json, read_kept
 from relay_app.words import ENGLISH
 from tests.conftest import OK, SEND_URL, SOURCES, WEBHOOK
-from tests.payloads import issue, issue_alert, uptime_alert
+from tests.payloads import issue, issue_alert, message_for, uptime_alert
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -45,7 +45,7 @@ def test_the_examples_are_the_payloads_glitchtip_builds() -> None:
 
 
 def test_the_issue_example_is_one_error_with_its_fields() -> None:
-    alert = parse_alert(payload_from_json(example("issue-alert.json")))
+    alert = read_kept(payload_from_json(example("issue-alert.json")))
     assert isinstance(alert, IssueAlert)
     assert [i.title for i in alert.issues] == ["ZeroDivisionError: division by zero"]
     assert message_for(
@@ -61,7 +61,7 @@ def test_the_issue_example_is_one_error_with_its_fields() -> None:
 
 
 def test_the_twelve_issue_example_shows_three_and_counts_the_rest() -> None:
-    alert = parse_alert(payload_from_json(example("issue-alert-12-issues.json")))
+    alert = read_kept(payload_from_json(example("issue-alert-12-issues.json")))
     assert isinstance(alert, IssueAlert)
     assert (len(alert.issues), alert.total) == (3, 12)
     text = message_for(
@@ -75,7 +75,7 @@ def test_the_twelve_issue_example_shows_three_and_counts_the_rest() -> None:
 @pytest.mark.parametrize(("state", "first_line"), [("down", "🔴 DOWN"), ("up", "✅ UP")])
 def test_the_uptime_examples_say_down_and_up(state: str, first_line: str) -> None:
     payload = payload_from_json(example(f"uptime-{state}.json"))
-    assert isinstance(parse_alert(payload), UptimeAlert)
+    assert isinstance(read_kept(payload), UptimeAlert)
     assert message_for(payload, ENGLISH, sources=SOURCES).text.startswith(
         f"{first_line} · Checkout API\n"
     )

@@ -5,13 +5,8 @@ from typing import Any
 
 import pytest
 
-from relay_app.glitchtip.webhook import (
-    MAX_ITEMS_READ,
-    IssueAlert,
-    UnrecognizedPayload,
-    UptimeAlert,
-    parse_alert,
-)
+from relay_app.core.alerts import MAX_ITEMS_READ, IssueAlert, UnrecognizedPayload, UptimeAlert
+from relay_app.glitchtip.webhook import read_kept
 from relay_app.message import spans
 from relay_app.message.formatting import (
     MESSAGE_LIMIT,
@@ -35,7 +30,7 @@ UNNAMED = " GlitchTip did not attach: set GLITCHTIP_API_TOKEN for the relay to n
 
 
 def message_for(payload: dict[str, Any], words: Words = ENGLISH) -> Message:
-    message = format_alert(parse_alert(payload), words)
+    message = format_alert(read_kept(payload), words)
     # The contract with Telegram, checked by the same rules the fake Bot API server applies.
     shown = visible_text(message.html, parse_mode="HTML")
     assert shown == message.text
@@ -133,7 +128,7 @@ def test_uptime_down_and_up_are_told_apart_at_a_glance() -> None:
     assert down.text == "🔴 DOWN · My API\nThe monitored site has gone down."
     assert up.text == "✅ UP · My API\nThe monitored site is back up."
     assert '<a href="https://glitchtip.example.org/acme/uptime-monitors/42">My API</a>' in down.html
-    assert isinstance(parse_alert(uptime_alert(down=True)), UptimeAlert)
+    assert isinstance(read_kept(uptime_alert(down=True)), UptimeAlert)
 
 
 def test_hostile_values_arrive_intact_and_escaped() -> None:
@@ -202,7 +197,7 @@ def test_more_issues_than_fit_readably_give_way_to_the_remainder_count() -> None
 
 def test_an_unknown_json_object_is_forwarded_raw() -> None:
     payload = {"event": "deploy", "note": "<b>&", "nested": {"list": [1, 2]}}
-    alert = parse_alert(payload)
+    alert = read_kept(payload)
     assert isinstance(alert, UnrecognizedPayload)
     message = message_for(payload)
     assert message.text.startswith("⚠️ Webhook payload in a shape the relay does not know\n")
@@ -229,7 +224,7 @@ def test_a_huge_unknown_object_is_shortened_not_rejected() -> None:
 def test_shapes_that_are_not_glitchtip_alerts_are_recognised_as_such(
     payload: dict[str, Any],
 ) -> None:
-    assert isinstance(parse_alert(payload), UnrecognizedPayload)
+    assert isinstance(read_kept(payload), UnrecognizedPayload)
     message_for(payload)
 
 
@@ -252,7 +247,7 @@ def test_odd_but_readable_values_are_tolerated() -> None:
         ],
         "sections": "not a list",
     }
-    alert = parse_alert(odd)
+    alert = read_kept(odd)
     assert isinstance(alert, IssueAlert)
     message = message_for(odd)
     assert message.text.splitlines() == [
@@ -289,7 +284,7 @@ def test_thousands_of_fields_on_one_issue_are_cut_between_spans() -> None:
 
 def test_a_webhook_naming_thousands_of_issues_reads_the_first_and_counts_the_rest() -> None:
     payload = issue_alert(*(issue(n, fields=[]) for n in range(1, 2001)))
-    alert = parse_alert(payload)
+    alert = read_kept(payload)
     assert isinstance(alert, IssueAlert)
     assert (len(alert.issues), alert.total) == (MAX_ITEMS_READ, 2000)
     message = message_for(payload)
@@ -298,7 +293,7 @@ def test_a_webhook_naming_thousands_of_issues_reads_the_first_and_counts_the_res
     assert message.text.endswith(f"…and {2000 - shown} more issues{UNNAMED}")
     # The short ids still come from GlitchTip's sections, also when they do not line up.
     payload["sections"] = payload["sections"][1:] + payload["sections"][:1]
-    issues = parse_alert(payload).issues  # type: ignore[union-attr]
+    issues = read_kept(payload).issues  # type: ignore[union-attr]
     assert [i.short_id for i in issues[:3]] == ["BACKEND-1A", "BACKEND-2A", "BACKEND-3A"]
 
 

@@ -15,13 +15,14 @@ from typing import Any
 import pytest
 import responses
 
+from relay_app.core.alerts import Alert, IssueAlert
 from relay_app.core.routing import Destination
 from relay_app.glitchtip.api import GlitchTipApi
-from relay_app.glitchtip.webhook import parse_alert
-from relay_app.intake.hidden import FALLBACK_WINDOW, HiddenIssues, hidden_in, named_payload
-from relay_app.message.formatting import message_for
+from relay_app.glitchtip.webhook import read_kept, read_webhook
+from relay_app.intake.hidden import FALLBACK_WINDOW, HiddenIssues, hidden_in, named_alert
 from relay_app.words import ENGLISH
 from tests.conftest import SOURCES
+from tests.payloads import message_for
 
 SAMPLE = json.loads(
     (Path(__file__).parent / "glitchtip_samples" / "five-issues-alert.json").read_text()
@@ -38,12 +39,10 @@ class Taken:
     """The webhooks' way in, as the hidden issues reach it."""
 
     def __init__(self) -> None:
-        self.payloads: list[tuple[dict[str, Any], Destination, Mapping[str, Any]]] = []
+        self.payloads: list[tuple[Alert, Destination, Mapping[str, Any]]] = []
 
-    def __call__(
-        self, payload: dict[str, Any], destination: Destination, also: Mapping[str, Any]
-    ) -> None:
-        self.payloads.append((payload, destination, also))
+    def __call__(self, alert: Alert, destination: Destination, also: Mapping[str, Any]) -> None:
+        self.payloads.append((alert, destination, also))
 
 
 @pytest.fixture
@@ -82,7 +81,7 @@ def hidden_issues(
 def test_the_two_issues_the_real_alert_did_not_attach_are_named_as_glitchtip_would_attach_them(
     glitchtip: Any,
 ) -> None:
-    hidden = hidden_in(parse_alert(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED)
+    hidden = hidden_in(read_kept(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED)
     assert hidden is not None
     assert (hidden.org, hidden.attached, hidden.count, hidden.total) == (
         "local-org",
@@ -94,24 +93,23 @@ def test_the_two_issues_the_real_alert_did_not_attach_are_named_as_glitchtip_wou
     outcomes: dict[str, int] = {}
     assert hidden_issues(taken, counted=outcomes).name(hidden) == 2
     assert outcomes == {"named": 2}
-    [(payload, destination, also)] = taken.payloads
+    [(alert, destination, also)] = taken.payloads
     assert destination == CHAT
     assert also == {"named_hidden": {"attached": 3, "total": 5}}
-    assert payload["text"] == "GlitchTip Alert (2 issues)"
+    assert isinstance(alert, IssueAlert)
+    assert (alert.heading, alert.total) == ("GlitchTip Alert (2 issues)", 2)
     # The newest two of the project's unresolved issues not attached: ALERT-TEST-7 and -6.
-    assert [a["title_link"] for a in payload["attachments"]] == [
+    assert [issue.link for issue in alert.issues] == [
         f"{ORIGIN}/local-org/issues/8",
         f"{ORIGIN}/local-org/issues/7",
     ]
-    # Shaped as the real webhook's attachments: the same keys, fields, colour.
-    real = SAMPLE["webhook"]["attachments"][0]
-    named = payload["attachments"][0]
-    assert set(named) == set(real)
-    assert named["fields"] == real["fields"]
-    assert named["color"] == real["color"]
-    assert payload["sections"][1]["activitySubtitle"] == (
-        f"[View Issue ALERT-TEST-6]({ORIGIN}/local-org/issues/7)"
-    )
+    # As the real webhook's issues read: the same fields and shade, their short ids named.
+    real = read_webhook(SAMPLE["webhook"])
+    assert isinstance(real, IssueAlert)
+    named = alert.issues[0]
+    assert named.fields == real.issues[0].fields
+    assert named.shade == real.issues[0].shade
+    assert [issue.short_id for issue in alert.issues] == ["ALERT-TEST-7", "ALERT-TEST-6"]
     project_list = [c.request.url for c in glitchtip.calls if "organizations" in c.request.url]
     assert "project=1" in project_list[0]
     assert "query=is%3Aunresolved" in project_list[0]
@@ -120,7 +118,7 @@ def test_the_two_issues_the_real_alert_did_not_attach_are_named_as_glitchtip_wou
 def test_an_issue_the_chat_was_told_of_is_left_out_and_the_next_newest_named(
     glitchtip: Any,
 ) -> None:
-    hidden = hidden_in(parse_alert(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED)
+    hidden = hidden_in(read_kept(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED)
     assert hidden is not None
     taken = Taken()
     glitchtip.get(f"{API}/issues/3/", json={**SAMPLE["issues"]["7"], "id": "3"})
@@ -131,10 +129,11 @@ def test_an_issue_the_chat_was_told_of_is_left_out_and_the_next_newest_named(
         match=[responses.matchers.query_param_matcher({"id": "3"}, strict_match=False)],
     )
     hidden_issues(taken, told={"8"}).name(hidden)
-    [(payload, _, _)] = taken.payloads
+    [(alert, _, _)] = taken.payloads
+    assert isinstance(alert, IssueAlert)
     # ALERT-TEST-2 (issue 3), seen 19 s before the five, is named in ALERT-TEST-7's place: the
     # documented way this can be wrong (another rule's, or an earlier alert's, issue).
-    assert [a["title_link"].rsplit("/", 1)[1] for a in payload["attachments"]] == ["7", "3"]
+    assert [str(issue.link).rsplit("/", 1)[1] for issue in alert.issues] == ["7", "3"]
 
 
 def test_the_rules_window_when_the_token_may_read_it(glitchtip: Any) -> None:
@@ -143,7 +142,7 @@ def test_the_rules_window_when_the_token_may_read_it(glitchtip: Any) -> None:
         f"{API}/projects/local-org/alert-test/alerts/",
         json=[{"id": 1, "name": "r", "timespanMinutes": 1, "quantity": 1, "uptime": False}],
     )
-    hidden = hidden_in(parse_alert(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED + 600)
+    hidden = hidden_in(read_kept(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED + 600)
     assert hidden is not None
     taken = Taken()
     outcomes: dict[str, int] = {}
@@ -158,7 +157,7 @@ def test_a_glitchtip_that_fails_names_none_and_says_so_once(
     glitchtip: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     glitchtip.replace(responses.GET, f"{API}/issues/4/", status=502, body="Bad Gateway")
-    hidden = hidden_in(parse_alert(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED)
+    hidden = hidden_in(read_kept(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED)
     assert hidden is not None
     taken = Taken()
     counted: list[tuple[str, int]] = []
@@ -183,10 +182,9 @@ def test_a_glitchtip_that_fails_names_none_and_says_so_once(
 
 def test_an_alert_that_attaches_all_it_counts_or_not_glitchtips_own_leaves_nothing() -> None:
     whole = {**SAMPLE["webhook"], "text": "GlitchTip Alert (3 issues)"}
-    assert hidden_in(parse_alert(whole), ORIGIN, CHAT, RECEIVED) is None
+    assert hidden_in(read_kept(whole), ORIGIN, CHAT, RECEIVED) is None
     assert (
-        hidden_in(parse_alert(SAMPLE["webhook"]), "https://elsewhere.example", CHAT, RECEIVED)
-        is None
+        hidden_in(read_kept(SAMPLE["webhook"]), "https://elsewhere.example", CHAT, RECEIVED) is None
     )
 
 
@@ -201,9 +199,9 @@ def test_the_message_says_what_becomes_of_the_issues_it_does_not_attach() -> Non
         "…and 2 more issues GlitchTip did not attach: named from GlitchTip in a message of "
         "their own"
     )
-    hidden = hidden_in(parse_alert(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED)
+    hidden = hidden_in(read_kept(SAMPLE["webhook"]), ORIGIN, CHAT, RECEIVED)
     assert hidden is not None
     found = [(SAMPLE["issues"]["8"], {"Environment": "local-test"})]
-    shown = message_for(named_payload(found, hidden), ENGLISH, sources=SOURCES).text
+    shown = message_for(named_alert(found, hidden), ENGLISH, sources=SOURCES).text
     assert "Synthetic error for alert test five-4-27018" in shown
     assert "Environment: local-test" in shown

@@ -21,7 +21,7 @@ from relay_app.core.outcomes import Dead, Delivered, Outcome, RetryAt
 from relay_app.core.pacing import GROUP_INTERVAL
 from relay_app.core.routing import Destination
 from relay_app.delivery.render import Renderer
-from relay_app.glitchtip.webhook import parse_alert
+from relay_app.glitchtip.webhook import read_kept
 from relay_app.message.formatting import format_alert
 from relay_app.spool import (
     Admin,
@@ -915,7 +915,7 @@ OLD_ALERT = (
 )
 
 
-OLD_MESSAGE = format_alert(parse_alert(payload(1)), ENGLISH)
+OLD_MESSAGE = format_alert(read_kept(payload(1)), ENGLISH)
 
 
 def old_values(now: float) -> tuple[object, ...]:

@@ -19,7 +19,7 @@ from relay_app.routes import RoutesError, parse_routes
 from relay_app.takes.buttons import LET_GO, TAKE
 from tests.conftest import CHAT_ID, FakeTime
 from tests.in_process import GLITCHTIP, Chat, escalation_of
-from tests.payloads import issue, issue_alert
+from tests.payloads import issue, issue_alert, read
 from tests.prometheus import parse, value
 from tests.taking import taker, taker_id
 
@@ -57,7 +57,7 @@ def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
     chat = Chat.of(built, fake_time, routes=parse_routes(ROUTES, "r.toml"))
     payload = issue_alert(issue(1, link=f"{GLITCHTIP}/acme/issues/1"))
     chat.relay.webhooks.route(
-        receive(payload, chat.relay.settings.default_destination, time.monotonic())
+        receive(read(payload), chat.relay.settings.default_destination, time.monotonic())
     )
     chat.settle()
     return chat

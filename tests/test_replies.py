@@ -21,6 +21,7 @@ from relay_app.intake.receive import receive
 from relay_app.routes import RoutesError, parse_routes
 from tests.conftest import TOKEN, FakeTime
 from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram, alone
+from tests.payloads import read
 from tests.prometheus import parse, value
 from tests.taking import taker
 from tests.test_presses import CHAT
@@ -257,7 +258,7 @@ def test_reply_takes_false_on_a_route_is_kept_with_the_message_its_alert_goes_in
     chat = Chat.of(built, fake_time, routes=routes)
     payload = {"alias": "GlitchTip", "text": "GlitchTip Alert", **alone(7, "Payment failed")}
     chat.relay.webhooks.route(
-        receive(payload, chat.relay.settings.default_destination, time.monotonic())
+        receive(read(payload), chat.relay.settings.default_destination, time.monotonic())
     )
     chat.settle()
     [message_id] = [sent_id for sent_id in range(1, 5) if chat.store.message(CHAT, sent_id)]

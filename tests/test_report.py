@@ -37,7 +37,7 @@ from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import CHAT_ID, FakeTime
 from tests.e2e.helpers import wait_until
 from tests.in_process import GLITCHTIP, Chat, escalation_of, summaries_of
-from tests.payloads import issue, issue_alert
+from tests.payloads import issue, issue_alert, read
 
 CHAT = str(CHAT_ID)
 UTC = ZoneInfo("UTC")
@@ -81,7 +81,7 @@ def week(
     for number in (1, 2):
         payload = issue_alert(issue(number, link=f"{GLITCHTIP}/acme/issues/{number}"))
         chat.relay.webhooks.route(
-            receive(payload, chat.relay.settings.default_destination, time.monotonic())
+            receive(read(payload), chat.relay.settings.default_destination, time.monotonic())
         )
         chat.settle()
     first = chat.store.message(CHAT, 1)

@@ -3,7 +3,6 @@ mentions named once per message, and `relay-app routes check|test`."""
 
 from __future__ import annotations
 
-import importlib
 import io
 import json
 import logging
@@ -15,9 +14,11 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from relay_app.cli import main
+from relay_app.core.alerts import Alert, IssueAlert
 from relay_app.core.metrics import Metrics
 from relay_app.core.routing import Destination
-from relay_app.glitchtip.webhook import parse_alert
+from relay_app.glitchtip import webhook as glitchtip_webhook
+from relay_app.glitchtip.webhook import read_kept
 from relay_app.intake import receive as receive_module
 from relay_app.intake.receive import Received
 from relay_app.intake.route import RoutedWebhooks
@@ -40,6 +41,7 @@ from relay_app.routes.zones import Zones
 from relay_app.words import ENGLISH, RUSSIAN
 from tests import payloads
 from tests.conftest import THEIRS, FakeTime
+from tests.payloads import read
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "routes.toml"
@@ -169,7 +171,7 @@ chat = -1006
     titled = payloads.issue(3, title="Read TimeOut in cart")  # server web-1 in its fields
     other = issue(4, "shop", "production", color="#4b60b4")
     payload = payloads.issue_alert(warning, by_id, titled, other)
-    routed = split(payload, table, DEFAULT, DEFAULT)
+    routed = split(read(payload), table, DEFAULT, DEFAULT)
     chats = [(part.destination.chat, part.route and part.route.name) for part in routed.parts]
     assert chats == [
         (-1003, "not production warnings"),
@@ -177,7 +179,7 @@ chat = -1006
         (-1005, "titles"),
         (DEFAULT.chat, None),
     ]
-    uptime = split(payloads.uptime_alert(down=True, name="shop"), table, DEFAULT, DEFAULT)
+    uptime = split(read(payloads.uptime_alert(down=True, name="shop")), table, DEFAULT, DEFAULT)
     assert [part.destination.chat for part in uptime.parts] == [-1006]
 
 
@@ -207,7 +209,7 @@ def test_a_level_is_the_issues_own_when_its_details_came_and_its_colours_without
     own = {fatal["title_link"]: "fatal", error["title_link"]: "error", debug["title_link"]: "debug"}
 
     def routed(levels: dict[str, str]) -> list[tuple[int | str, str | None]]:
-        parts = split(payload, table, DEFAULT, DEFAULT, levels).parts
+        parts = split(read(payload), table, DEFAULT, DEFAULT, levels).parts
         return [(part.destination.chat, part.route.name if part.route else None) for part in parts]
 
     assert routed(own) == [(-1001, "fatal"), (-1002, "errors"), (-1003, "debug")]
@@ -243,7 +245,7 @@ chat = -1005
     )
 
     def route_of(payload: dict[str, Any]) -> str | None:
-        [part] = split(payload, table, DEFAULT, DEFAULT).parts
+        [part] = split(read(payload), table, DEFAULT, DEFAULT).parts
         return part.route.name if part.route is not None else None
 
     assert route_of(payloads.uptime_alert(down=True, name="API")) == "every monitor but the shop's"
@@ -279,23 +281,23 @@ def test_each_issue_goes_on_its_own_and_each_part_reads_as_glitchtip_would_send_
         total=9,
     )
     asked = Destination(-1009999999999, 5)
-    routed = split(payload, example(), asked, DEFAULT)
+    routed = split(read(payload), example(), asked, DEFAULT)
     on_call, staging = routed.parts
     assert (on_call.destination, on_call.mention) == (
         Destination(ON_CALL),
         ("@oncall_ivan", "tg:123456789"),
     )
-    assert on_call.payload["text"] == "GlitchTip Alert (7 issues)"  # the unlisted go first
-    assert [a["title"] for a in on_call.payload["attachments"]] == [
+    assert isinstance(on_call.alert, IssueAlert)
+    # The unlisted go first.
+    assert (on_call.alert.heading, on_call.alert.total) == ("GlitchTip Alert (7 issues)", 7)
+    assert [i.title for i in on_call.alert.issues] == [
         "ZeroDivisionError: division by zero #1",
         "ZeroDivisionError: division by zero #4",
     ]
-    assert [s["activitySubtitle"][:22] for s in on_call.payload["sections"]] == [
-        "[View Issue BACKEND-1A",
-        "[View Issue BACKEND-4A",
-    ]
+    assert [i.short_id for i in on_call.alert.issues] == ["BACKEND-1A", "BACKEND-4A"]
     assert staging.destination == Destination(DEFAULT.chat, 7)  # a topic of the default chat
-    assert staging.payload["text"] == "GlitchTip Alert"
+    assert isinstance(staging.alert, IssueAlert)
+    assert (staging.alert.heading, staging.alert.total) == ("GlitchTip Alert", 1)
     [dropped] = routed.dropped
     assert (dropped.route.name, dropped.count, dropped.titles) == (
         "health checks",
@@ -303,36 +305,38 @@ def test_each_issue_goes_on_its_own_and_each_part_reads_as_glitchtip_would_send_
         ("HealthCheck failed",),
     )
     whole = payloads.issue_alert(issue(1, "shop", "dev"))
-    [unrouted] = split(whole, example(), asked, DEFAULT).parts
-    assert (unrouted.payload, unrouted.destination, unrouted.route) == (whole, asked, None)
+    alert = read(whole)
+    [unrouted] = split(alert, example(), asked, DEFAULT).parts
+    assert (unrouted.alert, unrouted.destination, unrouted.route) == (alert, asked, None)
+    assert unrouted.alert is alert
 
 
 class TakenParts:
-    """What the routes hand on: each part's payload and the reading it comes with."""
+    """What the routes hand on: each part's alert."""
 
     def __init__(self) -> None:
-        self.parts: list[tuple[dict[str, Any], Any]] = []
+        self.parts: list[Alert] = []
 
     def take(self, part: Received, *args: Any, **kwargs: Any) -> Any:
-        self.parts.append((part.payload, part.alert))
+        self.parts.append(part.alert)
         return Taken("queued", "attempt", 202)
 
 
-def test_a_webhook_is_read_once_on_its_way_in_and_each_part_once_more(
+def test_a_webhook_is_read_once_by_its_page_and_never_again_on_its_way_in(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The routes, the levels they read and the stages after them read one reading of the
-    payload, made as it is received (before: each read it again). A part split off is a webhook
-    of its own: read once."""
+    """The routes, the levels they read and the stages after them read the one alert its
+    source's page read (before: each read the payload again, and each part split off was read
+    once more): a part is made from the alert, never read from a body."""
+    alert = read(payloads.issue_alert(issue(1, "shop", "dev")))
+    several = read(payloads.issue_alert(issue(1, "payments", "prod"), issue(2, "shop", "staging")))
     reads: list[object] = []
 
-    def counted(payload: dict[str, Any]) -> Any:
-        reads.append(payload)
-        return parse_alert(payload)
+    def counted(body: dict[str, Any], *, marked: bool) -> Any:
+        reads.append(body)
+        raise AssertionError("a stage after the page read a body")
 
-    split_module = importlib.import_module("relay_app.routes.split")  # `split` names its function
-    for module in (receive_module, split_module):
-        monkeypatch.setattr(module, "parse_alert", counted)
+    monkeypatch.setattr(glitchtip_webhook, "_read", counted)
     taken = TakenParts()
     routed = RoutedWebhooks(
         taken,  # type: ignore[arg-type]
@@ -340,21 +344,18 @@ def test_a_webhook_is_read_once_on_its_way_in_and_each_part_once_more(
         default=DEFAULT,
         metrics=Metrics(),
     )
-    whole = payloads.issue_alert(issue(1, "shop", "dev"))
-    routed.route(receive_module.receive(whole, DEFAULT, 0.0))
-    assert reads == [whole]
-    [(payload, alert)] = taken.parts
-    assert payload is whole
-    assert alert == parse_alert(whole)
-    reads.clear()
-    several = payloads.issue_alert(issue(1, "payments", "prod"), issue(2, "shop", "staging"))
+    routed.route(receive_module.receive(alert, DEFAULT, 0.0))
+    [whole] = taken.parts
+    assert whole is alert
     routed.route(receive_module.receive(several, DEFAULT, 0.0))
-    assert len(reads) == 3  # the webhook, then each of its two parts
-    assert [alert == parse_alert(payload) for payload, alert in taken.parts[1:]] == [True, True]
+    assert len(taken.parts) == 3  # the first webhook, then each of the second's two parts
+    assert isinstance(several, IssueAlert)
+    assert [part.issues for part in taken.parts[1:]] == [(i,) for i in several.issues]  # type: ignore[union-attr]
+    assert reads == []
 
 
 def test_mentions_are_named_once_per_message_in_the_chats_language() -> None:
-    message = format_alert(parse_alert(payloads.issue_alert(payloads.issue(1))), ENGLISH)
+    message = format_alert(read_kept(payloads.issue_alert(payloads.issue(1))), ENGLISH)
     called = with_mentions(message, ["@oncall_ivan", "tg:123456789"], ENGLISH)
     assert called.text.endswith("\n\n🔔 For @oncall_ivan, user 123456789")
     assert called.html.endswith(

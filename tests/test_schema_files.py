@@ -58,7 +58,7 @@ def test_a_fresh_sqlite_spool_made_from_the_file_equals_one_that_took_every_step
     stepped = upgraded_sqlite()
     assert sqlite_schema(fresh) == sqlite_schema(stepped)
     assert _rows(fresh) == _rows(stepped)
-    assert fresh.execute("SELECT version FROM relay_schema").fetchall() == [(29,)]
+    assert fresh.execute("SELECT version FROM relay_schema").fetchall() == [(30,)]
     # Its name is drawn afresh, as a step draws it.
     name = _spool_name(fresh.execute("SELECT * FROM spool_name"))
     assert NAME.fullmatch(name)
@@ -83,5 +83,5 @@ def test_a_fresh_postgresql_spool_made_from_the_file_equals_one_that_took_every_
     with psycopg.connect(fresh) as connection:
         [(version,)] = connection.execute("SELECT version FROM relay_schema").fetchall()
         [(name,)] = connection.execute("SELECT name FROM spool_name").fetchall()
-    assert version == 29
+    assert version == 30
     assert NAME.fullmatch(str(name))

@@ -27,9 +27,9 @@ from relay_app.cards.card import IssueButton, SentMessage
 from relay_app.cards.marks import Marks
 from relay_app.cards.sent import SentStore
 from relay_app.cli import main
+from relay_app.core.alerts import Field, IssueAlert, alert_as_json
 from relay_app.glitchtip.details import details_from_json
-from relay_app.glitchtip.webhook import KIND_KEY, SOURCE_KEY, parse_alert, source_of
-from relay_app.message.formatting import message_for
+from relay_app.glitchtip.webhook import KIND_KEY, SOURCE_KEY
 from relay_app.message.open_issues import WatchedIssue, issue_data
 from relay_app.message.subjects import subjects_of
 from relay_app.operating.config import Settings
@@ -57,7 +57,7 @@ from tests.conftest import (
 )
 from tests.e2e.helpers import wait_until
 from tests.old_spools import upgraded_from
-from tests.payloads import issue, issue_alert
+from tests.payloads import issue, issue_alert, message_for
 
 SAMPLES = Path(__file__).resolve().parent / "sentry_samples"
 CLIENT_SECRET = "5f0c" * 16
@@ -202,19 +202,18 @@ def test_an_issue_alert_is_read_into_an_alert_with_its_issue_link_fields_and_det
     hook = read_hook("event_alert", sample("issue_alert.json"), sentry_url="https://sentry.io")
     assert isinstance(hook, Alerting)
     assert not hook.created
-    payload = hook.payload
-    assert source_of(payload) == "sentry"
-    assert payload["text"] == "Very Important Alert Rule!"
-    [attachment] = payload["attachments"]
-    assert attachment["title"] == "ReferenceError: heck is not defined"
+    alert = hook.alert
+    assert isinstance(alert, IssueAlert)
+    assert (alert.source, alert.kind) == ("sentry", "issue")
+    assert alert.heading == "Very Important Alert Rule!"
+    [alerted] = alert.issues
+    assert alerted.title == "ReferenceError: heck is not defined"
     # One form of link whatever Sentry sent: its issue, under SENTRY_URL, by organization.
-    assert attachment["title_link"] == (
-        "https://sentry.io/organizations/test-org/issues/1117540176/"
-    )
-    assert attachment["text"] == "?(<anonymous>)"
-    assert attachment["level"] == "error"
-    assert {f["title"]: f["value"] for f in attachment["fields"]} == {"Project": "front-end"}
-    [ref] = subjects_of(parse_alert(payload), sources=SOURCES).issues
+    assert alerted.link == "https://sentry.io/organizations/test-org/issues/1117540176/"
+    assert alerted.culprit == "?(<anonymous>)"
+    assert (alerted.level, alerted.shade) == ("error", "error")
+    assert alerted.fields == (Field("Project", "front-end"),)
+    [ref] = subjects_of(alert, sources=SOURCES).issues
     assert (ref.id, ref.origin, ref.label) == (
         "sentry:1117540176",
         "https://sentry.io",
@@ -239,9 +238,8 @@ def test_an_organizations_own_sentry_io_address_names_it() -> None:
     del event["url"], event["issue_url"]
     hook = read_hook("event_alert", body, sentry_url="https://sentry.io")
     assert isinstance(hook, Alerting)
-    assert hook.payload["attachments"][0]["title_link"] == (
-        "https://sentry.io/organizations/acme/issues/1117540176/"
-    )
+    assert isinstance(hook.alert, IssueAlert)
+    assert hook.alert.issues[0].link == "https://sentry.io/organizations/acme/issues/1117540176/"
 
 
 def test_a_metric_alert_is_an_outage_and_its_recovery_without_buttons() -> None:
@@ -251,8 +249,8 @@ def test_a_metric_alert_is_an_outage_and_its_recovery_without_buttons() -> None:
     assert isinstance(resolved, Alerting)
     assert isinstance(critical, Alerting)
     down, up = (
-        subjects_of(parse_alert(critical.payload), sources=SOURCES),
-        subjects_of(parse_alert(resolved.payload), sources=SOURCES),
+        subjects_of(critical.alert, sources=SOURCES),
+        subjects_of(resolved.alert, sources=SOURCES),
     )
     assert (down.issues, up.issues) == ((), ())  # an alert rule, not an issue
     # The incident's link tells an outage from another: the recovery goes under its own.
@@ -261,7 +259,7 @@ def test_a_metric_alert_is_an_outage_and_its_recovery_without_buttons() -> None:
     ]
     assert [m.state for m in up.monitors] == ["up"]
     assert up.recovery
-    text = message_for(critical.payload, ENGLISH, sources=SOURCES).text
+    text = message_for(critical.alert, ENGLISH, sources=SOURCES).text
     assert text == (
         "🔴 DOWN · Too many errors\n1000 events in the last 10 minutes Filter: level:error"
     )
@@ -269,10 +267,8 @@ def test_a_metric_alert_is_an_outage_and_its_recovery_without_buttons() -> None:
     warning = read_hook("metric_alert", warning_body, sentry_url=SENTRY)
     assert isinstance(warning, Alerting)
     # A warning begins the incident's thread, as its critical would.
-    assert [
-        m.state for m in subjects_of(parse_alert(warning.payload), sources=SOURCES).monitors
-    ] == ["warning"]
-    assert message_for(warning.payload, ENGLISH, sources=SOURCES).text.startswith(
+    assert [m.state for m in subjects_of(warning.alert, sources=SOURCES).monitors] == ["warning"]
+    assert message_for(warning.alert, ENGLISH, sources=SOURCES).text.startswith(
         "🟡 WARNING · Too many errors"
     )
 
@@ -281,8 +277,9 @@ def test_a_new_issue_is_an_alert_of_kind_created_with_its_short_id() -> None:
     hook = read_hook("issue", with_urls(sample("issue_created.json")), sentry_url=SENTRY)
     assert isinstance(hook, Alerting)
     assert hook.created
-    assert hook.payload[KIND_KEY] == "created"
-    [ref] = subjects_of(parse_alert(hook.payload), sources=SOURCES).issues
+    assert isinstance(hook.alert, IssueAlert)
+    assert hook.alert.kind == "created"
+    [ref] = subjects_of(hook.alert, sources=SOURCES).issues
     assert (ref.id, ref.label) == ("sentry:1170820242", "FRONT-END-9")
     details = details_from_json(hook.details["sentry:1170820242"])
     assert details is not None
@@ -420,8 +417,8 @@ def test_routes_tell_the_sources_apart() -> None:
     )
     hook = read_hook("event_alert", sample("issue_alert.json"), sentry_url=SENTRY)
     assert isinstance(hook, Alerting)
-    [sentrys] = facts_of(hook.payload)
-    glitchtips = facts_of({**hook.payload, SOURCE_KEY: "glitchtip"})[0]
+    [sentrys] = facts_of(hook.alert)
+    glitchtips = facts_of(replace(hook.alert, source="glitchtip"))[0]
     assert routes.first(sentrys) is routes.routes[0]
     assert routes.first(glitchtips) is routes.routes[1]
     created_route = parse_routes('[[route]]\nkind = "created"\nthread = 3\n', "r.toml")
@@ -480,17 +477,13 @@ def test_a_message_names_its_source_only_where_the_relay_serves_both() -> None:
     created = read_hook("issue", with_urls(sample("issue_created.json")), sentry_url=SENTRY)
     assert isinstance(alert, Alerting)
     assert isinstance(created, Alerting)
-    alone = message_for(alert.payload, ENGLISH, sources=SOURCES)
+    alone = message_for(alert.alert, ENGLISH, sources=SOURCES)
     assert alone.text.startswith("🔴 Very Important Alert Rule!\n")
-    both = message_for(alert.payload, ENGLISH, names_source=True, sources=SOURCES)
+    both = message_for(alert.alert, ENGLISH, names_source=True, sources=SOURCES)
     assert both.text.startswith("🔴 Sentry · Very Important Alert Rule!\n")
     # A new issue has no rule's name: its heading is the source's own, in the chat's language.
-    assert message_for(created.payload, ENGLISH, sources=SOURCES).text.startswith(
-        "🔴 Sentry Alert\n"
-    )
-    assert message_for(created.payload, RUSSIAN, sources=SOURCES).text.startswith(
-        "🔴 Алерт Sentry\n"
-    )
+    assert message_for(created.alert, ENGLISH, sources=SOURCES).text.startswith("🔴 Sentry Alert\n")
+    assert message_for(created.alert, RUSSIAN, sources=SOURCES).text.startswith("🔴 Алерт Sentry\n")
     glitchtips = message_for(issue_alert(issue(1)), ENGLISH, names_source=True, sources=SOURCES)
     assert glitchtips.text.startswith("🔴 GlitchTip Alert\n")
 
@@ -677,9 +670,18 @@ def test_issues_names_a_sentry_issue_as_its_card_does() -> None:
     hook = read_hook("event_alert", sample("issue_alert.json"), sentry_url=SENTRY)
     assert isinstance(hook, Alerting)
     watched = WatchedIssue(
-        "sentry:1117540176", hook.payload, None, "unresolved", 3, (), 0.0, 0.0, None, None
+        "sentry:1117540176",
+        alert_as_json(hook.alert),
+        None,
+        "unresolved",
+        3,
+        (),
+        0.0,
+        0.0,
+        None,
+        None,
     )
-    assert issue_data(watched)["label"] == "#1117540176"  # never the relay's 'sentry:' id
+    assert issue_data(watched, SOURCES)["label"] == "#1117540176"  # never the relay's 'sentry:' id
 
 
 def test_a_customer_domains_issue_link_is_read_as_sentrys_own() -> None:

@@ -17,6 +17,7 @@ import responses
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
 from relay_app.chat.links import LINKS
+from relay_app.core.alerts import ALERT_KEY, alert_as_json
 from relay_app.core.errors import GlitchTipScopeMissing
 from relay_app.glitchtip.notices import operator_fix
 from relay_app.sentry.api import SentryApi
@@ -294,7 +295,7 @@ def test_the_watcher_asks_sentry_of_its_issues_and_posts_an_escalating_one_again
         event["web_url"] = f"{fake.url}/organizations/{ORG}/issues/1117540176/"
         hook = read_hook("event_alert", body, sentry_url=fake.url)
         assert isinstance(hook, Alerting)
-        watcher_of(relay).alerted([{"webhook": hook.payload}], CHAT, None)
+        watcher_of(relay).alerted([{ALERT_KEY: alert_as_json(hook.alert)}], CHAT, None)
         done = watcher_of(relay).round()
         assert (done.asked, done.escalating) == (2, 1)
         run_background(relay.dispatcher, fake_time)

@@ -23,7 +23,7 @@ from relay_app.cli import main
 from relay_app.core.routing import Destination
 from relay_app.delivery.outbox import Outbox
 from relay_app.delivery.render import Added, Renderer
-from relay_app.message.formatting import Message, message_for
+from relay_app.message.formatting import Message
 from relay_app.silences import store as silences
 from relay_app.silences.buttons import MUTE, UNMUTE
 from relay_app.silences.marks import MUTED, muted
@@ -38,6 +38,7 @@ from tests import payloads
 from tests.conftest import SOURCES, FakeTime
 from tests.in_process import Chat
 from tests.old_spools import upgraded_from
+from tests.payloads import message_for
 from tests.test_presses import press
 
 CHAT = "-1001234567890"

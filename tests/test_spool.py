@@ -21,7 +21,7 @@ from relay_app.core.errors import QueueFull, SpoolBusy, SpoolError
 from relay_app.core.pacing import BOT_LIMIT, BOT_WINDOW, CHAT_INTERVAL, GROUP_LIMIT, GROUP_WINDOW
 from relay_app.core.routing import Destination
 from relay_app.delivery.render import Renderer
-from relay_app.glitchtip.webhook import parse_alert
+from relay_app.glitchtip.webhook import read_kept
 from relay_app.message.formatting import format_alert
 from relay_app.spool import Admin, on_store, this_process
 from relay_app.spool.database import MEMORY, Database, readable_by_others
@@ -36,7 +36,7 @@ from tests.old_spools import old_sqlite
 from tests.payloads import issue, issue_alert
 
 PAYLOAD = issue_alert(issue(1))
-MESSAGE = format_alert(parse_alert(PAYLOAD), ENGLISH)
+MESSAGE = format_alert(read_kept(PAYLOAD), ENGLISH)
 
 
 @pytest.fixture

@@ -20,12 +20,12 @@ from relay_app.glitchtip.details import (
     details_from_json,
     stack_of,
 )
-from relay_app.message.formatting import TELEGRAM_TEXT_LIMIT, message_for
+from relay_app.message.formatting import TELEGRAM_TEXT_LIMIT
 from relay_app.sentry.details import details_of
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import SOURCES
 from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
-from tests.payloads import issue, issue_alert
+from tests.payloads import issue, issue_alert, message_for
 from tests.telegram_rules import visible_text
 
 GLITCHTIP = "https://glitchtip.example.org"

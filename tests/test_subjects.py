@@ -8,7 +8,6 @@ import pytest
 
 from relay_app.glitchtip.source import GLITCHTIP
 from relay_app.glitchtip.webhook import SOURCE_KEY
-from relay_app.message.formatting import message_for
 from relay_app.message.subjects import (
     NO_HOMES,
     Home,
@@ -22,7 +21,7 @@ from relay_app.message.subjects import (
 from relay_app.sentry.source import SENTRY
 from relay_app.words import ENGLISH
 from tests.conftest import SOURCES
-from tests.payloads import issue, issue_alert, uptime_alert
+from tests.payloads import issue, issue_alert, message_for, uptime_alert
 
 
 def homes_of(

@@ -16,9 +16,11 @@ from flask.testing import FlaskClient
 from requests import PreparedRequest
 
 from relay_app import Relay, create_app, relay_of
+from relay_app.core.alerts import ALERT_KEY, alert_as_json
 from relay_app.core.logs import EVENT_ATTRIBUTE
 from relay_app.core.pacing import GROUP_INTERVAL
 from relay_app.core.routing import Destination
+from relay_app.glitchtip.webhook import read_webhook
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin
 from relay_app.spool.arrivals import SpoolArrivals
@@ -315,10 +317,10 @@ def test_a_formatting_bug_forwards_the_payload_raw(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    def broken(payload: object) -> object:
+    def broken(*args: object, **kwargs: object) -> object:
         raise KeyError("a bug")
 
-    monkeypatch.setattr("relay_app.message.formatting.parse_alert", broken)
+    monkeypatch.setattr("relay_app.message.formatting.subjects_of", broken)
     telegram.post(SEND_URL, json=OK)
     reply = client.post(WEBHOOK, json=issue_alert())
     assert reply.status_code == 200
@@ -369,7 +371,8 @@ def test_a_permanent_refusal_is_kept_as_a_dead_letter(
     assert client.post(WEBHOOK, json=issue_alert()).status_code == 502
     [dead] = spool_at(spool_path).alerts("dead")
     assert dead.last_error == "Telegram refused the message (403): Forbidden: bot is not a member"
-    assert dead.data == {"webhook": issue_alert()}  # kept as the webhook queued it
+    # Kept as the webhook queued it: its alert, as GlitchTip's page read it.
+    assert dead.data == {ALERT_KEY: alert_as_json(read_webhook(issue_alert()))}
 
 
 def test_readyz_is_200_while_the_spool_works_and_says_when_a_webhook_last_came(

@@ -19,7 +19,7 @@ from relay_app.watch.store import Watched, WatchStore
 from tests.conftest import FakeTime, run_background
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip, iso_time, running_fake_glitchtip
 from tests.in_process import ScriptedTelegram, watcher_of
-from tests.payloads import issue, issue_alert
+from tests.payloads import issue, issue_alert, read
 from tests.prometheus import parse, value
 
 NOW = 1_800_003_000.0  # 50 minutes into an hour
@@ -189,7 +189,7 @@ def test_an_issue_alerted_on_again_shows_its_last_day_in_its_details(
     # GlitchTip alerts on the issue again (resolved, then a new event): its hours go with it.
     link = f"{fake.url}/acme/issues/1"
     again = issue_alert(issue(1, title="Boom 1", link=link))
-    relay.webhooks.route(receive(again, relay.settings.default_destination, time.monotonic()))
+    relay.webhooks.route(receive(read(again), relay.settings.default_destination, time.monotonic()))
     run_background(relay.dispatcher, fake_time)
     [sent] = telegram.delivered
     [line] = [line for line in sent.text.split("\n") if "24 h: " in line]

@@ -9,7 +9,7 @@ from dataclasses import fields
 
 import pytest
 
-from relay_app.glitchtip.webhook import parse_alert
+from relay_app.glitchtip.webhook import read_kept
 from relay_app.message.digest import compose
 from relay_app.message.formatting import format_alert
 from relay_app.operating.config import ConfigError, Settings
@@ -115,12 +115,12 @@ def russian_issue(number: int) -> dict[str, object]:
 
 
 def test_an_alert_a_digest_a_backlog_and_an_uptime_pair_in_russian_have_no_english_left() -> None:
-    single = format_alert(parse_alert(payloads.issue_alert(russian_issue(1))), RUSSIAN)
+    single = format_alert(read_kept(payloads.issue_alert(russian_issue(1))), RUSSIAN)
     several = format_alert(
-        parse_alert(payloads.issue_alert(russian_issue(1), russian_issue(2), total=5)), RUSSIAN
+        read_kept(payloads.issue_alert(russian_issue(1), russian_issue(2), total=5)), RUSSIAN
     )
-    down = format_alert(parse_alert(payloads.uptime_alert(down=True, name="Витрина")), RUSSIAN)
-    up = format_alert(parse_alert(payloads.uptime_alert(down=False, name="Витрина")), RUSSIAN)
+    down = format_alert(read_kept(payloads.uptime_alert(down=True, name="Витрина")), RUSSIAN)
+    up = format_alert(read_kept(payloads.uptime_alert(down=False, name="Витрина")), RUSSIAN)
     digest = compose([single, several, down], [0.0, 5.0, 9.0], RUSSIAN, now=200.0, late_after=60)
     backlog = compose(
         [single] * 120, [float(n) for n in range(120)], RUSSIAN, now=500.0, late_after=60

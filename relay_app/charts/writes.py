@@ -17,8 +17,9 @@ from typing import Any
 
 from ..cards.card import SNOOZE_EVENTS, Button, IssueButton, SentMessage, keyboard
 from ..cards.sent import SentStore
+from ..core.errors import Unreadable
 from ..core.routing import chat_key
-from ..delivery.render import Photo, Renderer, ReplyUnder, Unreadable, Write, number
+from ..delivery.render import Photo, Renderer, ReplyUnder, Write, number
 from ..message.spans import place_time, visible
 from ..message.trend import sparkline
 from ..spool.model import Job

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+from ..core.sources import Sources
 from ..message.open_issues import ChatIssues, WatchedIssue, issue_data, open_issue_lines
 from ..telegram.bot_commands import Asked, BotCommand
 from ..words import Said, Words
@@ -16,7 +17,11 @@ MOST_LISTED = 20
 
 
 def issues_command(
-    watched: ChatIssues | None, *, every: float = 60.0, clock: Callable[[], float] = time.time
+    watched: ChatIssues | None,
+    sources: Sources,
+    *,
+    every: float = 60.0,
+    clock: Callable[[], float] = time.time,
 ) -> BotCommand:
     """`/issues`: the unresolved issues this chat receives, most events first (one alerted on
     and not yet read is listed, as open), and how old the list is: past two of the watcher's
@@ -29,7 +34,7 @@ def issues_command(
         listed = [i for i in watched.overview(chat, now=now) if i.status in ("unresolved", None)]
         if not listed:
             return Said("issues_none")
-        lines = open_issue_lines([issue_data(i) for i in listed], words, most=MOST_LISTED)
+        lines = open_issue_lines([issue_data(i, sources) for i in listed], words, most=MOST_LISTED)
         values: dict[str, str | Said] = {
             "count": str(len(listed)),
             "lines": "\n".join(lines),

@@ -1,6 +1,6 @@
-"""An issue's card for a link to it pasted in the chat (chat/links.py): the issue as
-GlitchTip's API answered, written as GlitchTip's own webhook would carry it, so that it becomes
-a message like an alert's (its title, where, its fields, its buttons), with a first line that
+"""An issue's card for a link to it pasted in the chat (chat/links.py): the issue as its
+source's API answered, written as an alert of it (core/alerts.py), so that it becomes a
+message like an alert's (its title, where, its fields, its buttons), with a first line that
 says what it is now. The data is kept by the card's job, and made text when it is sent. Pure
 functions, no I/O."""
 
@@ -10,15 +10,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ..core.alerts import OWN_LEVELS, Field, Issue, IssueAlert, Level, alert_as_json
+from ..core.errors import Unreadable
 from ..core.json_values import json_count
-from ..delivery.render import Renderer, Shape, Unreadable, number
-from ..glitchtip.webhook import SOURCE_KEY
+from ..delivery.render import Renderer, Shape, number
 from ..message.formatting import Message, with_first_line
 from ..spool.model import Job
 from ..words import Words
 
-# GlitchTip's webhook colours by level (Issue.get_hex_color): none for warning and below.
-_COLOURS = {"fatal": "#e52b50", "error": "#e52b50", "info": "#4b60b4"}
+# How grave each level looks, as the trackers colour them: warning and below alike.
+_SHADES: dict[str, Level] = {"fatal": "error", "error": "error", "info": "info"}
 
 
 def link_card_data(
@@ -26,31 +27,31 @@ def link_card_data(
 ) -> dict[str, Any]:
     """What a link's card is about, from its source's answer for the issue at `link`."""
     short_id = str(issue.get("shortId") or "")
-    title = str(issue.get("title") or "")
-    name = _project_name(issue.get("project"))
-    attachment: dict[str, Any] = {
-        "title": title,
-        "title_link": link,
-        "text": issue.get("culprit"),
-        "color": _COLOURS.get(str(issue.get("level") or "")),
-        "fields": [{"title": "Project", "value": name, "short": True}] if name else [],
-    }
-    payload: dict[str, Any] = {
-        "alias": "GlitchTip",
-        "text": "GlitchTip",
-        "attachments": [attachment],
-    }
-    if source != "glitchtip":  # another source's, read into GlitchTip's shape
-        payload.update({SOURCE_KEY: source, "text": ""})
-    if short_id:  # where GlitchTip's webhook names it
-        subtitle = f"[View Issue {short_id}]({link})"
-        payload["sections"] = [{"activityTitle": title, "activitySubtitle": subtitle}]
+    # GlitchTip's alerts are headed by its name; another source's heading names it itself.
+    heading = "GlitchTip" if source == "glitchtip" else ""
+    alert = IssueAlert(heading, (_shown(issue, link, short_id),), 1, source)
     return {
-        "payload": payload,
+        "alert": alert_as_json(alert),
         "status": str(issue.get("status") or "unresolved"),
         "events": str(count) if (count := json_count(issue.get("count"))) is not None else "?",
         "label": short_id or f"#{issue.get('id')}",
     }
+
+
+def _shown(issue: Mapping[str, Any], link: str, short_id: str) -> Issue:
+    """The issue as an alert shows it: its title, where, its project, how grave."""
+    name = _project_name(issue.get("project"))
+    level = str(issue.get("level") or "")
+    culprit = issue.get("culprit")
+    return Issue(
+        title=str(issue.get("title") or ""),
+        link=link,
+        culprit=str(culprit) if culprit else None,
+        shade=_SHADES.get(level, "warning"),
+        short_id=short_id or None,
+        fields=(Field("Project", name),) if name else (),
+        level=level if level in OWN_LEVELS else None,
+    )
 
 
 def _project_name(project: object) -> str | None:
@@ -81,9 +82,15 @@ def link_card(job: Job, renderer: Renderer) -> Message:
     """A link's card: the issue as an alert's message would show it, its state first, in
     reply to the message that held the link."""
     about = job.data["link_card"]
-    if not isinstance(about, dict) or not isinstance(about.get("payload"), dict):
+    # "payload": the issue as its source's webhook body, where a relay before kept it so.
+    kept = about.get("alert", about.get("payload")) if isinstance(about, dict) else None
+    if not isinstance(about, dict) or not isinstance(kept, dict):
         raise Unreadable(f"alert {job.label}'s link card is not a JSON object")
-    message = renderer.webhook(about["payload"], received_at=job.received_at)
+    try:
+        alert = renderer.sources.alert_kept_as(kept)
+    except Unreadable as exc:
+        raise Unreadable(f"alert {job.label}'s link card: {exc}") from None
+    message = renderer.webhook(alert, received_at=job.received_at)
     line = link_card_line(about, renderer.words)
     message = replace(with_first_line(message, line), subjects=message.subjects)
     return replace(message, reply_to=number(job.data))

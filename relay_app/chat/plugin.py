@@ -110,6 +110,7 @@ def _listed(core: Core, spool: Spool) -> tuple[BotCommand, ...]:
     return (
         issues_command(
             core.lending.of(CHAT_ISSUES, spool),
+            core.sources,
             every=core.settings.watching.every,
             clock=core.clock,
         ),

@@ -91,7 +91,7 @@ def facts_of(
     return facts_of_issue(
         str(issue.get("title") or ""),
         short_id if isinstance(short_id, str) else None,
-        None,
+        "warning",  # the shade of an issue whose source marks no colour
         [*fields, *tags.items()],
         level if isinstance(level, str) else None,
     )

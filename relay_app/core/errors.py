@@ -101,6 +101,10 @@ class SpoolOutdated(SpoolError):
     """An older relay_app wrote the file; only the service upgrades it (relay-app does not)."""
 
 
+class Unreadable(ValueError):
+    """A job whose data this relay cannot read (a person's edit of the spool, say)."""
+
+
 class QueueFull(Exception):
     """The queue holds as many pending alerts as it may (RELAY_SPOOL_MAX_PENDING on disk,
     MAX_MEMORY_ALERTS in memory)."""

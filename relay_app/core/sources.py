@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from .alerts import Alert, alert_or_body, kept_alert
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,9 @@ class Source:
     # relay's needs to): the condition ({"until": unix time} or {"events": N}) and the time
     # now in, the details its API takes with the status out. None: it keeps no snooze.
     snoozes_sent_as: Callable[[Mapping[str, float], float], dict[str, int]] | None = None
+    # How an alert a relay before kept as this source's webhook body is read (the first
+    # source's shape was every alert's then: core/alerts.py). None: none was kept so.
+    reads_kept_bodies: Callable[[dict[str, Any]], Alert] | None = None
 
     def __post_init__(self) -> None:
         if self.prefix not in ("", f"{self.name}:"):
@@ -99,3 +105,18 @@ class Sources:
     def of(self, relay_id: str) -> Source | None:
         """The source whose issue the relay's id names."""
         return next((source for source in self._all if source.holds(relay_id)), None)
+
+    def alert_kept_in(self, data: Mapping[str, Any]) -> Alert | None:
+        """The alert a job's data (or a row's) keeps, as this relay writes it or as one before
+        did; None when it keeps none. Raises Unreadable (core/errors.py) when what it keeps
+        cannot be read back."""
+        return kept_alert(data, self._body_reader)
+
+    def alert_kept_as(self, raw: object) -> Alert:
+        """An alert a row keeps (`alert_as_json`'s, or a body a relay before kept instead).
+        Raises Unreadable when it cannot be read back."""
+        return alert_or_body(raw, self._body_reader)
+
+    @property
+    def _body_reader(self) -> Callable[[dict[str, Any]], Alert] | None:
+        return next((s.reads_kept_bodies for s in self._all if s.reads_kept_bodies), None)

@@ -3,8 +3,10 @@
 wording needs no step of the spool's schema, and a tool that queues a job (`relay-app silence
 expire`) queues data, never text in its own language.
 
-- An alert is its webhook's payload (with its issues' details from GlitchTip's API, when they
-  came before its first attempt, and whom its route calls), or, for an alert queued before
+- An alert is its webhook's alert as its source's page read it (core/alerts.py; a job queued
+  before it was kept so keeps its source's body, read by the first source), with its issues'
+  details from their source's API when they came before its first attempt, and whom its route
+  calls; or, for an alert queued before
   jobs held data, the message it was rendered into then; or a shape a capability registered
   when the relay was assembled (`Shape`: a silence's summary, a daily summary, an on-call
   handoff, a link's card), told by the key of its data. A capability may add a first line to
@@ -32,12 +34,12 @@ from datetime import tzinfo
 from itertools import takewhile
 from typing import Any
 
-from ..core.errors import PermanentDeliveryError
+from ..core.alerts import ALERT_KEY, KEPT_BODY_KEY, Alert, IssueAlert
+from ..core.errors import PermanentDeliveryError, Unreadable
 from ..core.json_values import json_int
 from ..core.routing import ChatId
 from ..core.sources import Sources
 from ..glitchtip.details import IssueDetails, details_by_issue, details_from_json
-from ..glitchtip.webhook import IssueAlert, level_of, parse_alert
 from ..message.digest import compose, how_many_fit
 from ..message.formatting import (
     Entry,
@@ -63,10 +65,6 @@ log = logging.getLogger(__name__)
 KEPT_SHOWN = 8192
 # Alerts rendered, kept for the claims that follow (each claim measures what fits again).
 KEPT_RENDERED = 1000
-
-
-class Unreadable(ValueError):
-    """A job whose data this relay cannot read (a person's edit of the spool, say)."""
 
 
 @dataclass(frozen=True)
@@ -432,7 +430,7 @@ class Renderer:
         sound = Sound.from_json(job.data.get("sound"))
         if sound is None:
             return True
-        return sound.rings(now, _levels(job.data), self._zone)
+        return sound.rings(now, _levels(job.data, self._sources), self._zone)
 
     def _edit(self, job: Job) -> Edit | None:
         if self._edits is None:
@@ -441,7 +439,7 @@ class Renderer:
 
     def _alert(self, job: Job) -> Message:
         data = job.data
-        if "webhook" in data:
+        if ALERT_KEY in data or KEPT_BODY_KEY in data:
             return self._webhook(job)
         for key, shape in self._shapes.items():
             if key in data:
@@ -449,17 +447,20 @@ class Renderer:
         if "rendered" in data:
             return _rendered(data["rendered"])
         raise Unreadable(
-            f"alert {job.label} holds none of " + ", ".join(["webhook", *self._shapes, "rendered"])
+            f"alert {job.label} holds none of "
+            + ", ".join([ALERT_KEY, KEPT_BODY_KEY, *self._shapes, "rendered"])
         )
 
     def _webhook(self, job: Job) -> Message:
-        payload = job.data["webhook"]
-        if not isinstance(payload, dict):
-            raise Unreadable(f"alert {job.label}'s webhook is not a JSON object")
+        try:
+            alert = self._sources.alert_kept_in(job.data)
+        except Unreadable as exc:
+            raise Unreadable(f"alert {job.label}: {exc}") from None
+        assert alert is not None  # it keeps one of the two keys
         details = details_by_issue(job.data.get("details"))
         mentions = tuple(str(m) for m in job.data.get("mentions") or ())
         message = self.webhook(
-            payload,
+            alert,
             mentions,
             details=details,
             received_at=job.received_at,
@@ -489,7 +490,7 @@ class Renderer:
 
     def webhook(
         self,
-        payload: dict[str, Any],
+        alert: Alert,
         mentions: Sequence[str] = (),
         *,
         details: Mapping[str, IssueDetails] | None = None,
@@ -502,7 +503,7 @@ class Renderer:
         with `vetted` False, every issue it names is among its subjects still (for the
         webhook to say which are not)."""
         message = message_for(
-            payload,
+            alert,
             self.words,
             sources=self._sources,
             details=details,
@@ -517,17 +518,16 @@ class Renderer:
         return replace(message, subjects=replace(subjects, mentions=tuple(mentions)))
 
 
-def _levels(data: Mapping[str, Any]) -> set[str]:
-    """The levels an alert's issues may have: from GlitchTip's API where its details came for
-    every issue, else what their colours may mean too (routes/sound.py)."""
-    payload = data.get("webhook")
-    alert = parse_alert(payload) if isinstance(payload, dict) else None
+def _levels(data: Mapping[str, Any], sources: Sources) -> set[str]:
+    """The levels an alert's issues may have: from their source's API where its details came
+    for every issue, else what their shades may mean too (routes/sound.py)."""
+    alert = sources.alert_kept_in(data)
     issues = alert.issues if isinstance(alert, IssueAlert) else ()
     known: list[tuple[str | None, str]] = [
         (level, "") for level in _known_levels(data.get("details"))
     ]
     if len(known) < len(issues):
-        known += [(None, level_of(issue.color)) for issue in issues]
+        known += [(None, issue.shade) for issue in issues]
     return levels_of(known)
 
 

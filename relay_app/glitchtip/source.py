@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from ..core.sources import Source
+from .webhook import read_kept
 
 GLITCHTIP = Source(
     name="glitchtip",
@@ -14,4 +15,5 @@ GLITCHTIP = Source(
     prefix="",
     issue_path=re.compile(r"/issues/(?P<number>[0-9]{1,20})/?$"),
     org_in_link=True,
+    reads_kept_bodies=read_kept,
 )

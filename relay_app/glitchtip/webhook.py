@@ -1,6 +1,7 @@
-"""GlitchTip's general ("Slack-compatible") webhook payload, read into plain data.
+"""GlitchTip's general ("Slack-compatible") webhook payload, read into the relay's alert
+(core/alerts.py).
 
-`parse_alert` accepts any JSON object and never raises: a payload it does not recognise comes
+`read_webhook` accepts any JSON object and never raises: a payload it does not recognise comes
 back as `UnrecognizedPayload`, to be forwarded as it is, because an alert we cannot read must
 still reach the chat. Shapes: ../shared/reference/glitchtip-webhooks.md.
 """
@@ -9,119 +10,54 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeGuard
+from dataclasses import replace
+from typing import Any, TypeGuard
 
+from ..core.alerts import (
+    MAX_ITEMS_READ,
+    OWN_LEVELS,
+    Alert,
+    Field,
+    Issue,
+    IssueAlert,
+    Level,
+    MonitorChange,
+    MonitorState,
+    UnrecognizedPayload,
+    UptimeAlert,
+)
 from ..core.client_text import cleaned
 from ..core.json_values import json_objects
 
 _ISSUE_TOTAL = re.compile(r"\((\d+) issues?\)")
 _SHORT_ID = re.compile(r"\[View Issue ([^\]]+)\]")
 
-# "warning": a source's state short of down (Sentry's metric alert), which opens the same
-# thread an outage does.
-MonitorState = Literal["down", "warning", "up", "unknown"]
 _STATED = ("down", "warning", "up")
-# The issue's level, as the webhook tells it: only by the attachment's colour, #e52b50 for error
-# and fatal, #4b60b4 for info, none for warning and the other levels.
-Level = Literal["error", "warning", "info", "other"]
-_LEVEL_BY_COLOR: dict[str, Level] = {"#e52b50": "error", "#4b60b4": "info"}
-# An issue's own level, where a payload says it (Sentry's, read into this shape: sentry/hooks.py).
-OWN_LEVELS = ("fatal", "error", "warning", "info", "debug")
-# The key that marks a payload read from another source into GlitchTip's shape, and names it
-# ("sentry"). GlitchTip's own webhooks never carry it; the view takes it out of theirs.
+# An issue's shade, as GlitchTip's webhook tells it: only by the attachment's colour, #e52b50
+# for error and fatal, #4b60b4 for info, none for warning and the other levels.
+_SHADE_BY_COLOR: dict[str, Level] = {"#e52b50": "error", "#4b60b4": "info"}
+# The marks a relay before the alert was kept whole (core/alerts.py) put in another source's
+# alert, kept in GlitchTip's shape: which source ("sentry"), and what it was where GlitchTip's
+# shape cannot say it ("created": an issue just created; "monitor": a change of state each
+# attachment names in its "state"). GlitchTip's own webhooks never carry them, and a webhook
+# posted to GlitchTip's URL is read without them.
 SOURCE_KEY = "relay_source"
-# The key that marks what another source's alert is, where GlitchTip's shape cannot say it:
-# "created", an issue just created (Sentry's `issue.created`), which the routes send only where
-# a route asks for that kind (routes/table.py); "monitor", a change of state each attachment
-# names in its "state" (Sentry's metric alerts: critical is down, resolved up).
 KIND_KEY = "relay_kind"
-# The sources an alert may come from, as the routes' `source` names them.
-SOURCES = ("glitchtip", "sentry")
+# The sources an alert kept that way may be from.
+_MARKED_SOURCES = ("glitchtip", "sentry")
 
 
-def as_glitchtips(payload: dict[str, Any]) -> dict[str, Any]:
-    """A webhook posted to GlitchTip's URL, as GlitchTip's: whatever marks it claims are taken
-    out, so that it cannot pass for another source's."""
-    if SOURCE_KEY not in payload and KIND_KEY not in payload:
-        return payload  # GlitchTip's own, as every one of them is: no copy on its way in
-    return {key: value for key, value in payload.items() if key not in (SOURCE_KEY, KIND_KEY)}
-
-
-def source_of(payload: dict[str, Any]) -> str:
-    """Which source a payload is from: GlitchTip's, unless it is marked as another's."""
-    said = payload.get(SOURCE_KEY)
-    return said if isinstance(said, str) and said in SOURCES else "glitchtip"
-
-
-def level_of(color: str | None) -> Level:
-    """An issue's level from its attachment's colour; 'other' for a colour GlitchTip never
+def shade_of(color: str | None) -> Level:
+    """An issue's shade from its attachment's colour; 'other' for a colour GlitchTip never
     sends."""
     if not color:
         return "warning"
-    return _LEVEL_BY_COLOR.get(color.lower(), "other")
-
-
-@dataclass(frozen=True)
-class Field:
-    title: str
-    value: str
-
-
-@dataclass(frozen=True)
-class Issue:
-    title: str
-    link: str | None
-    culprit: str | None
-    color: str | None
-    short_id: str | None
-    fields: tuple[Field, ...]
-    # Its own level, where the payload says it (GlitchTip's webhook says only a colour).
-    level: str | None = None
-
-
-@dataclass(frozen=True)
-class IssueAlert:
-    heading: str
-    issues: tuple[Issue, ...]  # the first MAX_ITEMS_READ of the payload's
-    # GlitchTip attaches at most MAX_ISSUES_PER_ALERT issues but counts all of them here; so
-    # does the relay, for those past MAX_ITEMS_READ.
-    total: int
-    # Where it came from (SOURCES): GlitchTip, or another source read into its shape.
-    source: str = "glitchtip"
-
-
-@dataclass(frozen=True)
-class MonitorChange:
-    name: str
-    link: str | None
-    sentence: str
-    state: MonitorState
-
-
-@dataclass(frozen=True)
-class UptimeAlert:
-    heading: str
-    monitors: tuple[MonitorChange, ...]  # the first MAX_ITEMS_READ of the payload's
-    total: int
-
-
-@dataclass(frozen=True)
-class UnrecognizedPayload:
-    payload: dict[str, Any]
-
-
-Alert = IssueAlert | UptimeAlert | UnrecognizedPayload
+    return _SHADE_BY_COLOR.get(color.lower(), "other")
 
 
 # GlitchTip's payloads are a few kilobytes; anything near this is not an alert (nor one of
 # Telegram's updates). Larger bodies are answered 413, however they are sent.
 MAX_BODY_BYTES = 1024 * 1024
-# Issues (or monitors) read from one webhook. GlitchTip sends 3 by default (its
-# MAX_ISSUES_PER_ALERT) and a message shows a few dozen at most; the rest are counted ("…and
-# 1900 more issues not shown here"), so a huge webhook costs no more than this many.
-MAX_ITEMS_READ = 100
 # GlitchTip's payloads nest four deep; anything past this is not an alert.
 MAX_JSON_DEPTH = 64
 _TOO_DEEP = f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels; GlitchTip's payloads do not"
@@ -176,46 +112,53 @@ def _json_kind(value: object) -> str:
     return "number"
 
 
-def parse_alert(payload: dict[str, Any]) -> Alert:
+def read_webhook(payload: dict[str, Any]) -> Alert:
+    """A webhook posted to GlitchTip's URL, read: GlitchTip's, whatever marks it claims."""
+    return _read(payload, marked=False)
+
+
+def read_kept(payload: dict[str, Any]) -> Alert:
+    """An alert a relay before this one kept as GlitchTip's webhook, another source's marked
+    in it (SOURCE_KEY, KIND_KEY): the reader the sources declare for such jobs."""
+    return _read(payload, marked=True)
+
+
+def _read(payload: dict[str, Any], *, marked: bool) -> Alert:
+    source, kind = _marks(payload) if marked else ("glitchtip", None)
     attachments = payload.get("attachments")
     heading = payload.get("text")
     if not _items(attachments) or not isinstance(heading, str | None):
-        return UnrecognizedPayload(payload)
+        return UnrecognizedPayload(payload, source)
     heading = heading or ""
-    read = attachments[:MAX_ITEMS_READ]
-    if payload.get(KIND_KEY) == "monitor":
-        changes = tuple(_stated_change(item) for item in read)
-        return UptimeAlert(heading, changes, len(attachments))
-    if "uptime" in heading.lower():
-        return UptimeAlert(heading, tuple(_monitor_change(item) for item in read), len(attachments))
+    if kind == "monitor" or "uptime" in heading.lower():
+        read_change = _stated_change if kind == "monitor" else _monitor_change
+        monitors = tuple(read_change(item) for item in attachments[:MAX_ITEMS_READ])
+        return UptimeAlert(heading, monitors, len(attachments), source)
+    return _issue_alert(payload, heading, attachments, source, created=kind == "created")
+
+
+def _issue_alert(
+    payload: dict[str, Any],
+    heading: str,
+    attachments: list[dict[str, Any]],
+    source: str,
+    *,
+    created: bool,
+) -> IssueAlert:
     short_ids = _ShortIds(payload.get("sections"))
+    read = attachments[:MAX_ITEMS_READ]
     issues = tuple(_issue(item, index, short_ids) for index, item in enumerate(read))
-    total_match = _ISSUE_TOTAL.search(heading)
-    total = len(attachments)
-    if total_match:
-        total = max(int(total_match.group(1)), total)
-    return IssueAlert(heading, issues, total, source=source_of(payload))
+    # GlitchTip attaches at most MAX_ISSUES_PER_ALERT issues but counts all of them here.
+    counted = _ISSUE_TOTAL.search(heading)
+    total = max(int(counted.group(1)) if counted else 0, len(attachments))
+    return IssueAlert(heading, issues, total, source, "created" if created else "issue")
 
 
-# The words of a payload the relay does not know, at most: a log line's worth.
-PLAIN_TEXT_CHARS = 1000
-
-
-def plain_text(alert: Alert) -> str:
-    """The alert's words without a message's markup or layout: its heading, then each issue's
-    title and culprit, or each monitor's name and sentence; a payload the relay does not know,
-    as its JSON. What its arrival's note keeps (`relay-app glitchtip connect --test` looks for
-    its mark there), made without rendering its message."""
-    if isinstance(alert, IssueAlert):
-        said = [
-            "\n".join(part for part in (issue.title, issue.culprit) if part)
-            for issue in alert.issues
-        ]
-    elif isinstance(alert, UptimeAlert):
-        said = [f"{monitor.name}: {monitor.sentence}" for monitor in alert.monitors]
-    else:
-        return json.dumps(alert.payload, ensure_ascii=False)[:PLAIN_TEXT_CHARS]
-    return "\n\n".join([alert.heading, *said]) if alert.heading else "\n\n".join(said)
+def _marks(payload: dict[str, Any]) -> tuple[str, object]:
+    """The source and the kind a relay before marked a body it kept with."""
+    said = payload.get(SOURCE_KEY)
+    source = said if isinstance(said, str) and said in _MARKED_SOURCES else "glitchtip"
+    return source, payload.get(KIND_KEY)
 
 
 def _items(attachments: object) -> TypeGuard[list[dict[str, Any]]]:
@@ -233,7 +176,7 @@ def _issue(item: dict[str, Any], index: int, short_ids: _ShortIds) -> Issue:
         title=title,
         link=_text(item.get("title_link")) or None,
         culprit=_text(item.get("text")) or None,
-        color=_text(item.get("color")).lower() or None,
+        shade=shade_of(_text(item.get("color")) or None),
         short_id=short_ids.of(title, index),
         fields=_fields(item.get("fields")),
         level=level if (level := item.get("level")) in OWN_LEVELS else None,
@@ -272,27 +215,6 @@ def _fields(raw: object) -> tuple[Field, ...]:
         elif item is not None:
             fields.append(Field("", _text(item)))
     return tuple(field for field in fields if field.title or field.value)
-
-
-def with_short_ids(
-    payload: dict[str, Any], short_id_of: Callable[[str], str | None]
-) -> dict[str, Any]:
-    """The payload naming its issues' short ids where `short_id_of` knows them (by the
-    issue's link), as GlitchTip's own webhook does in its `sections`; as it was when it has
-    sections already (GlitchTip's) or none is known."""
-    if payload.get("sections"):
-        return payload
-    sections: list[dict[str, Any]] = []
-    for item in json_objects(payload.get("attachments")):
-        link, title = item.get("title_link"), _text(item.get("title"))
-        short_id = short_id_of(link) if isinstance(link, str) and link else None
-        section: dict[str, Any] = {"activityTitle": title}
-        if short_id:
-            section["activitySubtitle"] = f"[View Issue {short_id}]({link})"
-        sections.append(section)
-    if not any("activitySubtitle" in section for section in sections):
-        return payload
-    return {**payload, "sections": sections}
 
 
 class _ShortIds:

@@ -1,7 +1,8 @@
 """The pipeline a webhook walks down, one module per stage, each called once and in order:
 
-1. `receive.py`: the payload read once into the alert every later stage reads; the deadline
-   every wait of the webhook's ends by;
+1. `receive.py`: the alert its source's page read from the body once (core/alerts.py), which
+   every later stage reads and the job keeps whole; the deadline every wait of the webhook's
+   ends by;
 2. `route.py`: the routes split it, each part one destination's (`alerts.py` walks each part
    down the rest);
 3. `hold.py`: a hold (a silence) keeps it back from its chat;

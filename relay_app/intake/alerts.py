@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.alerts import Alert, plain_text
 from ..core.routing import Destination
 from ..glitchtip.lookups import Lookups
-from ..glitchtip.webhook import plain_text
 from ..message.formatting import Message, message_for
 from ..message.subjects import NO_HOMES, IssueHomes, Subjects, split_by_origin, subjects_of
 from ..routes import Route
@@ -104,7 +104,7 @@ class WebhookAlerts:
 
             def message() -> Message:
                 return self._renderer.webhook(
-                    part.payload, mentions, received_at=received_at, vetted=False
+                    part.alert, mentions, received_at=received_at, vetted=False
                 )
 
             silence = held(self._silencing, message, destination)
@@ -122,7 +122,7 @@ class WebhookAlerts:
             attempted = self._attempts.first_attempt(queued, by=part.deadline)
             return answer_of(queued, text, attempted)
         except Exception as exc:
-            return self._failed(part.payload, queued, exc)
+            return self._failed(part.alert, queued, exc)
 
     def _check_links(self, subjects: Subjects) -> None:
         """Say once, as its webhook arrives, that an alert names issues whose links are not at
@@ -142,7 +142,7 @@ class WebhookAlerts:
                 ", ".join(origins[:3]) + (" and others" if len(origins) > 3 else ""),
             )
 
-    def _failed(self, payload: dict[str, Any], queued: Job | None, exc: Exception) -> Taken:
+    def _failed(self, alert: Alert, queued: Job | None, exc: Exception) -> Taken:
         if queued is not None:
             log.exception(
                 "taking alert %s in failed after it was queued: it waits there, and the "
@@ -150,8 +150,8 @@ class WebhookAlerts:
                 queued.label,
             )
             return Taken("queued", "internal_error", 500, queued, error=INTERNAL_ERROR)
-        # Its text as the log can hold it, whatever failed: the payload's raw form at worst.
-        text = message_for(payload, ENGLISH, sources=self._renderer.sources).text
+        # Its text as the log can hold it, whatever failed: the alert's raw form at worst.
+        text = message_for(alert, ENGLISH, sources=self._renderer.sources).text
         self._jobs.undelivered(text, "the relay failed while taking it in", exc, exc_info=True)
         return Taken("failed", "internal_error", 500, error=INTERNAL_ERROR)
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ..core.alerts import ALERT_KEY, Alert, Issue, IssueAlert, alert_as_json
 from ..core.routing import Destination
 from ..core.sources import Sources
 from ..glitchtip.details import IssueDetails, details_as_json, details_by_issue, filled
 from ..glitchtip.lookups import Lookups, scoped
-from ..glitchtip.webhook import Alert, IssueAlert, with_short_ids
 from ..message.subjects import IssueHomes, Subjects, issue_ref
 from ..spool.model import Job
 from .queue import AlertQueue
@@ -54,14 +54,12 @@ class Detailed:
         """The alert's job, with its issues' details that are known now. Without a first
         attempt of its webhook's (`part.attempt` False), the webhook's answer does not wait
         for them."""
-        about: dict[str, Any] = {"webhook": part.payload, **called}
+        about: dict[str, Any] = {ALERT_KEY: alert_as_json(part.alert), **called}
         started, by, attempt = part.started, part.deadline, part.attempt
         keys = self._detail_keys(subjects)
         if self._lookups is None or not keys:
             return self._queue.admit(about, destination, by=by, text=text, held=attempt)
-        found = _Found(
-            part.payload, part.alert, details_by_issue(called.get("details")), keys, self._sources
-        )
+        found = _Found(part.alert, details_by_issue(called.get("details")), keys, self._sources)
         known = self._lookups.within(list(keys.values()), 0.0)
         coming = [key for key in keys.values() if key not in known]
         about |= found.with_details(known)
@@ -129,10 +127,9 @@ class Detailed:
 
 @dataclass(frozen=True)
 class _Found:
-    """An alert's webhook and the details it gave of its issues itself (by issue id), to which
+    """An alert and the details its webhook gave of its issues itself (by issue id), to which
     its sources' answers add: what a job keeps of them."""
 
-    payload: dict[str, Any]
     alert: Alert
     given: Mapping[str, IssueDetails]
     # Each issue's look-up key, by the relay's id of it.
@@ -141,25 +138,22 @@ class _Found:
 
     def with_details(self, looked_up: Mapping[str, IssueDetails]) -> dict[str, Any]:
         """The job's `details` by issue (the webhook's own, filled in by those looked up by
-        key), and its `webhook`, naming each issue's short id where it did not and its source
+        key), and its alert, naming each issue's short id where it did not and its source
         does."""
         details = {issue: looked_up[key] for issue, key in self.keys.items() if key in looked_up}
         for issue, own in self.given.items():
             details[issue] = filled(own, details[issue]) if issue in details else own
         return {
             "details": {issue: details_as_json(found) for issue, found in details.items()},
-            "webhook": self._short_ids_named(details),
+            ALERT_KEY: alert_as_json(self._short_ids_named(details)),
         }
 
-    def _short_ids_named(self, details: Mapping[str, IssueDetails]) -> dict[str, Any]:
-        """The payload naming the short ids its source gave of its issues where it did not (a
-        Sentry event alert names none): what every reader of the job then reads. GlitchTip's
-        own names them (its `sections`)."""
-        payload, alert = self.payload, self.alert
-        if payload.get("sections") or not any(found.short_id for found in details.values()):
-            return payload
+    def _short_ids_named(self, details: Mapping[str, IssueDetails]) -> Alert:
+        """The alert naming the short ids its source gave of its issues where it did not (a
+        Sentry event alert names none): what every reader of the job then reads."""
+        alert = self.alert
         if not isinstance(alert, IssueAlert):
-            return payload
+            return alert
         source = self.sources.named(alert.source)
 
         def short_id_of(link: str) -> str | None:
@@ -167,4 +161,21 @@ class _Found:
             known = details.get(ref.id) if ref is not None else None
             return known.short_id if known is not None else None
 
-        return with_short_ids(payload, short_id_of)
+        return with_short_ids(alert, short_id_of)
+
+
+def with_short_ids(alert: Alert, short_id_of: Callable[[str], str | None]) -> Alert:
+    """The alert naming its issues' short ids where it did not and `short_id_of` knows them
+    (by the issue's link); never in place of one it named (GlitchTip's own webhook names
+    them)."""
+    if not isinstance(alert, IssueAlert):
+        return alert
+
+    def named(issue: Issue) -> Issue:
+        if issue.short_id or not issue.link:
+            return issue
+        short_id = short_id_of(issue.link)
+        return replace(issue, short_id=short_id) if short_id else issue
+
+    issues = tuple(named(issue) for issue in alert.issues)
+    return alert if issues == alert.issues else replace(alert, issues=issues)

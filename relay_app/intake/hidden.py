@@ -29,13 +29,13 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
+from ..core.alerts import Alert, Field, Issue, IssueAlert, Level
 from ..core.errors import GlitchTipError
 from ..core.off_thread import OffThread
 from ..core.routing import Destination
 from ..delivery.render import Note
 from ..glitchtip.api import ROUTED_TAGS, GlitchTipApi, ProjectPath
 from ..glitchtip.source import GLITCHTIP
-from ..glitchtip.webhook import Alert, IssueAlert
 from ..message.subjects import issue_ref, org_of
 from ..words import Words
 from .receive import Received
@@ -51,8 +51,9 @@ MOST_NAMED = 20
 MOST_WAITING = 20
 # The issues of the project read, newest event first: one page.
 READ_AT_ONCE = 100
-# GlitchTip's colours by level, as its webhooks give them (apps/issue_events/models.py).
-_COLOR_BY_LEVEL = {"fatal": "#e52b50", "error": "#e52b50", "info": "#4b60b4"}
+# How grave each level looks, as GlitchTip's webhooks colour them (apps/issue_events/
+# models.py): warning and below alike.
+_SHADE_BY_LEVEL: dict[str, Level] = {"fatal": "error", "error": "error", "info": "info"}
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ class HiddenIssues:
     def __init__(
         self,
         api: GlitchTipApi,
-        take: Callable[[dict[str, Any], Destination, Mapping[str, Any]], object],
+        take: Callable[[Alert, Destination, Mapping[str, Any]], object],
         *,
         origin: str,
         told: Callable[[str, str], bool],
@@ -177,7 +178,7 @@ class HiddenIssues:
             self._counted("not_found", hidden.count)
             return 0
         about = {"attached": len(hidden.attached), "total": hidden.total}
-        self._take(named_payload(found, hidden), hidden.destination, {"named_hidden": about})
+        self._take(named_alert(found, hidden), hidden.destination, {"named_hidden": about})
         log.info(
             "named %d of the %d issue(s) an alert counted and did not attach: %s",
             len(found),
@@ -232,45 +233,29 @@ def _candidates(listed: list[dict[str, Any]], hidden: Hidden, since: float) -> l
     ]
 
 
-def named_payload(
-    found: list[tuple[dict[str, Any], dict[str, str]]], hidden: Hidden
-) -> dict[str, Any]:
+def named_alert(found: list[tuple[dict[str, Any], dict[str, str]]], hidden: Hidden) -> Alert:
     """The issues found, as GlitchTip's webhook would have attached them (apps/alerts/
     webhooks.py), with `named_hidden` saying what they are."""
-    attachments, sections = [], []
+    issues = []
     for issue, tags in found:
-        link = f"{hidden.origin}/{hidden.org}/issues/{issue.get('id')}"
         project = issue.get("project") or {}
-        fields = [{"title": "Project", "value": str(project.get("name", "")), "short": True}]
+        fields = [Field("Project", str(project.get("name", "")))]
         # The tags GlitchTip's webhook puts in the fields, in its order, by the fields' titles.
-        fields += [
-            {"title": title, "value": tags[title], "short": key != "release"}
-            for key, title in ROUTED_TAGS.items()
-            if tags.get(title)
-        ]
-        title = str(issue.get("title") or "")
-        attachments.append(
-            {
-                "title": title,
-                "title_link": link,
-                "text": issue.get("culprit") or None,
-                "image_url": None,
-                "color": _COLOR_BY_LEVEL.get(str(issue.get("level", "")).lower()),
-                "fields": fields,
-                "mrkdown_in": ["text"],
-            }
+        fields += [Field(title, tags[title]) for title in ROUTED_TAGS.values() if tags.get(title)]
+        level = str(issue.get("level", "")).lower()
+        issues.append(
+            Issue(
+                title=str(issue.get("title") or ""),
+                link=f"{hidden.origin}/{hidden.org}/issues/{issue.get('id')}",
+                culprit=str(issue.get("culprit") or "") or None,
+                shade=_SHADE_BY_LEVEL.get(level, "warning"),
+                short_id=str(issue.get("shortId") or f"#{issue.get('id')}"),
+                fields=tuple(fields),
+            )
         )
-        short_id = issue.get("shortId") or f"#{issue.get('id')}"
-        sections.append(
-            {"activityTitle": title, "activitySubtitle": f"[View Issue {short_id}]({link})"}
-        )
-    count = len(attachments)
-    return {
-        "alias": "GlitchTip",
-        "text": "GlitchTip Alert" + (f" ({count} issues)" if count > 1 else ""),
-        "attachments": attachments,
-        "sections": sections,
-    }
+    count = len(issues)
+    heading = "GlitchTip Alert" + (f" ({count} issues)" if count > 1 else "")
+    return IssueAlert(heading, tuple(issues), count, GLITCHTIP.name)
 
 
 def named_hidden_line(about: object, words: Words) -> str | None:

@@ -1,6 +1,7 @@
-"""The first stage: a webhook received. Its payload is read once, here, into the alert every
-later stage reads (routes, holds, the queue's details, the hidden issues' count); and its
-arrival starts the one clock every wait of the webhook's ends by (`deadline`).
+"""The first stage: a webhook received, as its source's page read it (once) into the alert every
+later stage reads (routes, holds, the queue's details, the hidden issues' count, and the job,
+which keeps it whole: core/alerts.py); and its arrival starts the one clock every wait of the
+webhook's ends by (`deadline`).
 
 GlitchTip waits at most 10 s for the answer and never sends again. Every wait of the webhook's
 (the spool's lock, its issues' details, its attempt) ends by one deadline, `deadline(started)`,
@@ -15,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.alerts import Alert
 from ..core.routing import Destination
-from ..glitchtip.webhook import Alert, parse_alert
 
 # GlitchTip's wait for the answer (10 s), less a margin for the network.
 ANSWER_WITHIN = 9.5
@@ -32,13 +33,12 @@ def deadline(started: float) -> float:
 
 @dataclass(frozen=True)
 class Received:
-    """A webhook as every stage after this one reads it: its payload and the alert read from
-    it (once), where its URL says it goes (`asked`), when it arrived (monotonic), what more its
+    """A webhook as every stage after this one reads it: the alert its source's page read from
+    it, where its URL says it goes (`asked`), when it arrived (monotonic), what more its
     jobs carry (`also`: an escalating issue's trend, a Sentry issue's details), and whether its
     answer waits for a first attempt (`attempt` False: a source that gives up on a slow answer,
     Sentry's)."""
 
-    payload: dict[str, Any]
     alert: Alert
     asked: Destination
     started: float
@@ -50,13 +50,12 @@ class Received:
 
 
 def receive(
-    payload: dict[str, Any],
+    alert: Alert,
     asked: Destination,
     started: float,
     *,
     also: Mapping[str, Any] | None = None,
     attempt: bool = True,
 ) -> Received:
-    """The webhook read: its alert parsed from the payload, the one time it is."""
-    by = deadline(started)
-    return Received(payload, parse_alert(payload), asked, started, by, also, attempt)
+    """The webhook received: its alert, and when each of its waits ends."""
+    return Received(alert, asked, started, deadline(started), also, attempt)

@@ -15,13 +15,13 @@ import time
 from dataclasses import replace
 from typing import Protocol
 
+from ..core.alerts import Alert, IssueAlert
 from ..core.logs import event
 from ..core.metrics import Metrics
 from ..core.routing import Destination
 from ..core.services import Key
 from ..glitchtip.lookups import scoped
 from ..glitchtip.source import GLITCHTIP
-from ..glitchtip.webhook import Alert, IssueAlert
 from ..message.subjects import issue_ref
 from ..routes import RouteTable, split
 from .alerts import NOT_GLITCHTIPS, GlitchTipIssues, WebhookAlerts
@@ -57,14 +57,7 @@ class RoutedWebhooks:
         if not self._routes:
             return [self._alerts.take(received, received.asked)]
         levels = self._levels(received)
-        routed = split(
-            received.payload,
-            self._routes,
-            received.asked,
-            self._default,
-            levels,
-            alert=received.alert,
-        )
+        routed = split(received.alert, self._routes, received.asked, self._default, levels)
         for dropped in routed.dropped:
             self._metrics.route(dropped.route.name, dropped.count, dropped=True)
             log.info(
@@ -78,7 +71,7 @@ class RoutedWebhooks:
         for part in routed.parts:
             name = part.route.name if part.route is not None else None
             self._metrics.route(name, part.count)
-            walked = replace(received, payload=part.payload, alert=part.alert)
+            walked = replace(received, alert=part.alert)
             taken.append(self._alerts.take(walked, part.destination, route=part.route))
         return taken or [Taken("dropped", "route", 200)]
 

@@ -18,10 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, tzinfo
 from typing import Any
 
-from ..core.sources import Source, Sources
-from ..core.typed import shown_name, tg_users_in
-from ..glitchtip.details import IssueDetails
-from ..glitchtip.webhook import (
+from ..core.alerts import (
     Alert,
     Issue,
     IssueAlert,
@@ -29,9 +26,11 @@ from ..glitchtip.webhook import (
     MonitorChange,
     UnrecognizedPayload,
     UptimeAlert,
-    level_of,
-    parse_alert,
+    alert_as_json,
 )
+from ..core.sources import Source, Sources
+from ..core.typed import shown_name, tg_users_in
+from ..glitchtip.details import IssueDetails
 from ..words import Plural, Words
 from ..words.catalogue import in_source
 from .details import detail_spans, stack_spans
@@ -126,7 +125,7 @@ class Message:
 
 
 def message_for(
-    payload: dict[str, Any],
+    alert: Alert,
     words: Words,
     *,
     sources: Sources,
@@ -136,15 +135,15 @@ def message_for(
     again: bool = False,
     names_source: bool = False,
 ) -> Message:
-    """The message for a GlitchTip payload, in `words`' language, as a job renders it when it
+    """The message for an alert, in `words`' language, as a job renders it when it
     is sent and `relay-app preview` shows it: with its issues' details from GlitchTip's API
     (by issue id) when `details` gives them (`now` then says how long ago an issue was first
     seen). `names_hidden_at`: GlitchTip's origin when the relay names the issues an alert of
     its issues there counts and does not attach (intake/hidden.py); `again`: its issues posted
     again (an escalating issue: watch/watcher.py), never said to be new; `names_source`: the
     relay serves GlitchTip and Sentry both, so a heading that does not name its source does."""
+    read = alert
     try:
-        alert = parse_alert(payload)
         subjects = subjects_of(alert, sources)
         issues, source = (
             (alert.issues, sources.named(alert.source))
@@ -165,11 +164,9 @@ def message_for(
         formatted = format_alert(alert, words, by_link, now=now, hidden_named=named, again=again)
         return replace(formatted, subjects=subjects)
     except Exception:
-        # A bug in reading one payload shape must not cost the alert: forward it raw instead.
-        logging.getLogger(__name__).exception(
-            "could not format this payload as a GlitchTip alert; forwarding it raw"
-        )
-        return format_alert(UnrecognizedPayload(payload), words)
+        # A bug in formatting one alert's shape must not cost it: forward it raw instead.
+        logging.getLogger(__name__).exception("could not format this alert; forwarding it raw")
+        return format_alert(UnrecognizedPayload(alert_as_json(read), read.source), words)
 
 
 def format_alert(
@@ -191,7 +188,7 @@ def format_alert(
     message = render(parts.fit(MESSAGE_LIMIT))
     if isinstance(alert, IssueAlert):
         heading = render(parts.header)
-        markers = [_severity(issue.color) for issue in alert.issues]
+        markers = [SEVERITY_BY_LEVEL[issue.shade] for issue in alert.issues]
         message = replace(
             message,
             heading=Entry(heading.html, heading.text),
@@ -345,7 +342,7 @@ def late_note(received_at: float, now: float, words: Words, zone: tzinfo = UTC) 
 
 
 def _issue_header(alert: IssueAlert, words: Words) -> list[Span]:
-    markers = [_severity(issue.color) for issue in alert.issues]
+    markers = [SEVERITY_BY_LEVEL[issue.shade] for issue in alert.issues]
     worst = min(markers, key=_SEVERITY_RANK.index)
     # Not a value span: shortened here once, so that no fitting below shortens it differently.
     heading = shorten(clean(_heading(alert.heading, words), single_line=True), HEADING_LIMIT)
@@ -388,7 +385,7 @@ def _issue_block(
     """`again`: the issue is posted again, and never said to be new then."""
     spans = [Span("\n\n")]
     if numbered:
-        spans.append(Span(f"{_severity(issue.color)} "))
+        spans.append(Span(f"{SEVERITY_BY_LEVEL[issue.shade]} "))
     title = issue.title or words.untitled_issue
     spans.append(value(title, bold=True, href=safe_link(issue.link)))
     spans += _where_it_broke(issue, details, words, title=title, now=now, again=again)
@@ -452,10 +449,6 @@ def _monitor_block(monitor: MonitorChange, words: Words, *, first: bool) -> list
         )
         spans += [Span("\n"), value(sentence)]
     return spans
-
-
-def _severity(color: str | None) -> str:
-    return SEVERITY_BY_LEVEL[level_of(color)]
 
 
 # --- fitting into Telegram's limit ---------------------------------------------------------

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from ..core.alerts import Alert, Issue, IssueAlert, UptimeAlert
 from ..glitchtip.details import IssueDetails
-from ..glitchtip.webhook import Alert, Issue, IssueAlert, UptimeAlert
 from ..words import Words
 from .details import where
 from .spans import Span, clean, least_length, safe_link, shorten, value

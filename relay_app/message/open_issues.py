@@ -12,10 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..core.alerts import IssueAlert
+from ..core.errors import Unreadable
 from ..core.routing import Destination
 from ..core.services import Key
-from ..core.sources import number_of
-from ..glitchtip.webhook import IssueAlert, parse_alert
+from ..core.sources import Sources, number_of
 from ..words import Words
 from .trend import sparkline
 
@@ -28,7 +29,8 @@ class WatchedIssue:
     """An issue alerted on in a chat, as the watcher last read it (status None: not yet)."""
 
     issue_id: str
-    alert: dict[str, Any]  # the issue alone, as GlitchTip's webhook had it
+    # The issue alone, as its alert is kept (core/alerts.py; a row before: its source's body).
+    alert: dict[str, Any]
     thread: int | None
     status: str | None
     events: int | None
@@ -87,8 +89,13 @@ class StillOpen(Protocol):
 STILL_OPEN: Key[StillOpen] = Key("issues still open")
 
 
-def issue_data(issue: WatchedIssue) -> dict[str, Any]:
-    alert = parse_alert({"text": "", **issue.alert})
+def issue_data(issue: WatchedIssue, sources: Sources) -> dict[str, Any]:
+    """The issue as a summary's job and `/issues` keep it: labelled by its number alone when
+    its alert cannot be read."""
+    try:
+        alert = sources.alert_kept_as(issue.alert)
+    except Unreadable:
+        alert = None
     first = alert.issues[0] if isinstance(alert, IssueAlert) and alert.issues else None
     return {
         # As a card names it: its short id, else its number at its source ('#4242', never the

@@ -15,18 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..core.alerts import Alert, IssueAlert, MonitorState, UptimeAlert
+from ..core.errors import Unreadable
 from ..core.json_values import json_object
 from ..core.origins import origin_of as parsed_origin
 from ..core.sources import Source, Sources, number_of
 from ..glitchtip.details import details_from_json
-from ..glitchtip.webhook import (
-    Alert,
-    IssueAlert,
-    MonitorState,
-    UptimeAlert,
-    level_of,
-    parse_alert,
-)
 
 # Every tracker's issue links end in the issue's number: `.../issues/<id>/`.
 _ANY_ISSUE_PATH = re.compile(r"/issues/([0-9]{1,20})/?$")
@@ -257,9 +251,12 @@ class Alerted:
 
 
 def alerted_in(data: Mapping[str, Any], sources: Sources) -> list[Alerted]:
-    """The issues of a job's webhook (none for another shape of alert)."""
-    payload = json_object(data.get("webhook"))
-    alert = parse_alert(dict(payload)) if payload else None
+    """The issues of a job's alert (none for another shape of alert, or a job's data that
+    keeps none it can read)."""
+    try:
+        alert = sources.alert_kept_in(data)
+    except Unreadable:
+        return []
     if not isinstance(alert, IssueAlert):
         return []
     details = json_object(data.get("details"))
@@ -271,5 +268,5 @@ def alerted_in(data: Mapping[str, Any], sources: Sources) -> list[Alerted]:
             continue
         known = details_from_json(details[ref.id]) if ref.id in details else None
         level = (known.level if known is not None else None) or issue.level
-        found.append(Alerted(ref, issue.link, level or str(level_of(issue.color))))
+        found.append(Alerted(ref, issue.link, level or issue.shade))
     return found

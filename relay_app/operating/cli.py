@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from ..core.errors import DeliveryError, SpoolError
+from ..core.errors import DeliveryError, SpoolError, Unreadable
 from ..core.logs import redact, register_secret
 from ..core.services import Lending
 from ..core.sources import Sources
@@ -352,13 +352,15 @@ def _preview(args: argparse.Namespace, console: Console) -> int:
     except ConfigError as exc:
         raise Usage(str(exc)) from None
     try:
-        found = read_payload(payload_from_json(body), args.readers, console.environ)
+        found = read_payload(payload_from_json(body), args.readers, console.environ, args.sources)
     except PayloadError as exc:
         raise Failed(str(exc)) from None
-    if found.payload is None:
+    except Unreadable as exc:
+        raise Failed(f"the alert cannot be read: {exc}") from None
+    if found.alert is None:
         raise Failed(f"a webhook of {found.source}'s that sends no message: {found.said}")
     message = message_for(
-        found.payload, words, sources=args.sources, details=details_by_issue(found.details)
+        found.alert, words, sources=args.sources, details=details_by_issue(found.details)
     )
     # stdout holds exactly the text field the relay posts; the rest goes to stderr.
     console.out.write(message.html + "\n")

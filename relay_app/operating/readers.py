@@ -1,14 +1,18 @@
 """How the tools (`relay-app preview`, `relay-app routes test`) read a webhook of a source other
 than GlitchTip: each such source's capability registers a reader (operating/capability.py's
-`readers`) that turns its body into what the relay reads, GlitchTip's shape marked as its own,
-with its issues' details, or says what the body is when it sends no message (an issue's change).
-GlitchTip's own body is read as it is; a body no reader knows is said to be unknown."""
+`readers`) that turns its body into the alert the relay reads (core/alerts.py), with its issues'
+details, or says what the body is when it sends no message (an issue's change). A body no
+reader knows is read as the first source's webhook (GlitchTip's), whose page takes any body:
+one it cannot read either is an alert of a payload the relay does not know."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..core.alerts import Alert
+from ..core.sources import Sources
 
 
 @dataclass(frozen=True)
@@ -17,7 +21,7 @@ class Read:
     says what it is), and its issues' details, as a job keeps them."""
 
     source: str
-    payload: dict[str, Any] | None
+    alert: Alert | None
     details: Mapping[str, Any] = field(default_factory=dict)
     said: str = ""
 
@@ -28,12 +32,16 @@ PayloadReader = Callable[[dict[str, Any], Mapping[str, str]], Read | None]
 
 
 def read_payload(
-    body: dict[str, Any], readers: Sequence[PayloadReader], environ: Mapping[str, str]
+    body: dict[str, Any],
+    readers: Sequence[PayloadReader],
+    environ: Mapping[str, str],
+    sources: Sources,
 ) -> Read:
-    """What the relay makes of `body`: the first source's reader that knows it, else
-    GlitchTip's webhook as it is."""
+    """What the relay makes of `body`: the first source's reader that knows it, else the first
+    source's webhook (as `sources` read a body kept before the alert was kept whole)."""
     for reader in readers:
         found = reader(body, environ)
         if found is not None:
             return found
-    return Read("glitchtip", body)
+    alert = sources.alert_kept_as(body)
+    return Read(alert.source, alert)

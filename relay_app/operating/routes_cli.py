@@ -19,15 +19,10 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ..core.alerts import Alert, IssueAlert, UptimeAlert
+from ..core.errors import Unreadable
 from ..core.routing import Destination
-from ..glitchtip.webhook import (
-    IssueAlert,
-    PayloadError,
-    UptimeAlert,
-    level_of,
-    parse_alert,
-    payload_from_json,
-)
+from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..routes import Route, RoutesError, RouteTable, read_routes, split
 from ..routes.rotation import ONCALL, Roster
 from ..routes.sound import Sound, levels_of
@@ -104,24 +99,27 @@ def _check(args: argparse.Namespace, console: Console) -> int:
 def _test(args: argparse.Namespace, console: Console, roster_of: RosterOf) -> int:
     table = _table(args.routes, console)
     out = console.out
-    found = read_payload(_payload(args.payload), args.readers, console.environ)
-    if found.payload is None:
+    try:
+        found = read_payload(_payload(args.payload), args.readers, console.environ, args.sources)
+    except Unreadable as exc:
+        raise Failed(f"{args.payload}: the alert cannot be read: {exc}") from None
+    if found.alert is None:
         print(f"a webhook of {found.source}'s that sends no message: {found.said}", file=out)
         print("nothing was sent", file=out)
         return 0
-    payload = found.payload
+    alert = found.alert
     default = _default(console)
     zone = ZoneInfo(_zone_name(console.environ))
     at = moment_of(args.at, zone)
     roster = roster_of(console.environ, table)
-    routed = split(payload, table, default, default)
+    routed = split(alert, table, default, default)
     print(f"at {_shown(at, zone)}:", file=out)
     for part in routed.parts:
         route = "no route (where the webhook URL says: the defaults here)"
         if part.route is not None:
             route = f"route {part.route.number} “{part.route.name}”"
         print(f"{part.destination.describe()}: {route}", file=out)
-        for title in _titles(part.payload):
+        for title in _titles(part.alert):
             print(f"  {title}", file=out)
         if part.route is not None:
             for line in _what_it_does(part, roster, at, zone):
@@ -141,7 +139,7 @@ def _what_it_does(part: Part, roster: Roster, at: float, zone: ZoneInfo) -> list
     lines = []
     if route.mention:
         lines.append(f"calls {_people(route.mention, roster, at)}")
-    levels = levels_of(_colours(part.payload))
+    levels = levels_of(_shades(part.alert))
     rings = route.sound.rings(at, levels, zone)
     lines.append("rings" if rings else f"without sound ({', '.join(_sound(route.sound))})")
     if route.topics:
@@ -179,11 +177,10 @@ def _people(mentions: Sequence[str], roster: Roster, at: float) -> str:
     return ", ".join(shown)
 
 
-def _colours(payload: dict[str, Any]) -> list[tuple[str | None, str]]:
-    alert = parse_alert(payload)
+def _shades(alert: Alert) -> list[tuple[str | None, str]]:
     if not isinstance(alert, IssueAlert):
         return [(None, "error")]  # a monitor's alert is its own: it rings as an error's
-    return [(None, level_of(issue.color)) for issue in alert.issues]
+    return [(None, issue.shade) for issue in alert.issues]
 
 
 def _zone_name(environ: Mapping[str, str]) -> str:
@@ -228,8 +225,7 @@ def _default(console: Console) -> Destination:
         ) from None
 
 
-def _titles(payload: dict[str, Any]) -> list[str]:
-    alert = parse_alert(payload)
+def _titles(alert: Alert) -> list[str]:
     if isinstance(alert, IssueAlert):
         shown = [f"{i.short_id or '?'} {i.title}" for i in alert.issues]
         unlisted = alert.total - len(alert.issues)

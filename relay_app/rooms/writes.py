@@ -10,8 +10,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.errors import PermanentDeliveryError
-from ..delivery.render import Call, Renderer, Unreadable
+from ..core.errors import PermanentDeliveryError, Unreadable
+from ..delivery.render import Call, Renderer
 from ..spool.model import Job
 from .refusals import meaning_of
 from .store import Room, RoomStore

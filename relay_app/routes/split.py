@@ -1,5 +1,5 @@
-"""A webhook split by the routes: each of its issues (or uptime monitors) routed on its own, and
-the issues bound for one place put back together as a webhook of their own, as GlitchTip would
+"""An alert split by the routes: each of its issues (or uptime monitors) routed on its own, and
+the issues bound for one place put back together as an alert of their own, as its source would
 have sent it for them alone. Each part is then taken in like any webhook: its message, digest,
 pacing, silences, buttons, details and dead letters are its destination's.
 
@@ -11,18 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
+from ..core.alerts import Alert, IssueAlert, UptimeAlert
 from ..core.routing import Destination
-from ..glitchtip.webhook import (
-    KIND_KEY,
-    Alert,
-    IssueAlert,
-    UptimeAlert,
-    parse_alert,
-    source_of,
-)
 from .table import Route, RouteTable, facts_of_issue, facts_of_monitor
 
 _COUNT = re.compile(r"\s*\(\d+ issues?\)")
@@ -30,11 +22,10 @@ _COUNT = re.compile(r"\s*\(\d+ issues?\)")
 
 @dataclass(frozen=True)
 class Part:
-    payload: dict[str, Any]
+    alert: Alert  # its issues (or monitors) alone: what each stage after the split reads
     destination: Destination
     route: Route | None  # None: no route matched; where the webhook URL says
     count: int  # its issues (or monitors), the unlisted ones included
-    alert: Alert  # its payload, read: what each stage after the split reads
 
     @property
     def mention(self) -> tuple[str, ...]:
@@ -55,25 +46,22 @@ class Split:
 
 
 def split(
-    payload: dict[str, Any],
+    alert: Alert,
     table: RouteTable,
     asked: Destination,
     default: Destination,
     levels: Mapping[str, str] | None = None,
-    *,
-    alert: Alert | None = None,
 ) -> Split:
-    """The webhook's parts by route. `asked`: where its URL says (the default unless it names a
+    """The alert's parts by route. `asked`: where its URL says (the default unless it names a
     chat or topic); `default`: TELEGRAM_CHAT_ID's, for a route that names only a topic;
-    `levels`: the issues' own levels that are known, by the issue's link; `alert`: the payload
-    as read already (read here otherwise). A part that is the whole webhook keeps that
-    reading; each other part, a webhook of its own, is read once here."""
-    alert, (facts, titles, total) = _read(payload, alert, levels or {})
+    `levels`: the issues' own levels that are known, by the issue's link. A part that is the
+    whole alert is that alert; each other part, an alert of its own."""
+    facts, titles, total = _facts(alert, levels or {})
     chosen = [table.first(each) for each in facts]
     groups: dict[int, list[int]] = {}
     for index, route in enumerate(chosen):
         groups.setdefault(route.number if route is not None else 0, []).append(index)
-    whole = len(groups) == 1  # nothing to split: the webhook as GlitchTip sent it
+    whole = len(groups) == 1  # nothing to split: the alert as its source sent it
     parts: list[Part] = []
     dropped: list[Dropped] = []
     unlisted = total - len(facts)
@@ -83,41 +71,33 @@ def split(
             dropped.append(Dropped(route, len(indices), tuple(titles[i] for i in indices)))
             continue
         count, unlisted = len(indices) + unlisted, 0
-        part, read = (payload, alert) if whole else _read_part(payload, indices, count)
-        parts.append(Part(part, _where(route, asked, default), route, count, read))
+        part = alert if whole else _part_of(alert, indices, count)
+        parts.append(Part(part, _where(route, asked, default), route, count))
     return Split(tuple(parts), tuple(dropped))
 
 
-def _read(
-    payload: dict[str, Any], alert: Alert | None, levels: Mapping[str, str]
-) -> tuple[Alert, tuple[list[dict[str, str | None]], list[str], int]]:
-    """The payload read (`alert`, unless read already), and what the routes read of each
-    issue (or monitor), their titles, and how many GlitchTip counted in all."""
-    alert = parse_alert(payload) if alert is None else alert
-    return alert, _facts(payload, alert, levels)
-
-
 def _facts(
-    payload: dict[str, Any], alert: Alert, levels: Mapping[str, str]
+    alert: Alert, levels: Mapping[str, str]
 ) -> tuple[list[dict[str, str | None]], list[str], int]:
-    source = source_of(payload)
+    """What the routes read of each issue (or monitor), their titles, and how many its source
+    counted in all."""
     if isinstance(alert, IssueAlert):
-        kind = "created" if payload.get(KIND_KEY) == "created" else "issue"
         facts = [
-            {**each, "source": source, "kind": kind} for each in _facts_of_issues(alert, levels)
+            {**each, "source": alert.source, "kind": alert.kind}
+            for each in _facts_of_issues(alert, levels)
         ]
         return facts, [issue.title for issue in alert.issues], alert.total
     if isinstance(alert, UptimeAlert):
         monitors = alert.monitors
-        facts = [{**facts_of_monitor(m.name), "source": source} for m in monitors]
+        facts = [{**facts_of_monitor(m.name), "source": alert.source} for m in monitors]
         return facts, [m.name for m in monitors], alert.total
     # A payload the relay does not know: routed on nothing it could read but its source.
-    return [{"source": source}], [""], 1
+    return [{"source": alert.source}], [""], 1
 
 
-def facts_of(payload: dict[str, Any]) -> list[dict[str, str | None]]:
-    """What the routes read of each issue (or monitor) of a payload."""
-    return _read(payload, None, {})[1][0]
+def facts_of(alert: Alert) -> list[dict[str, str | None]]:
+    """What the routes read of each issue (or monitor) of an alert."""
+    return _facts(alert, {})[0]
 
 
 def _facts_of_issues(alert: IssueAlert, levels: Mapping[str, str]) -> list[dict[str, str | None]]:
@@ -125,7 +105,7 @@ def _facts_of_issues(alert: IssueAlert, levels: Mapping[str, str]) -> list[dict[
         facts_of_issue(
             i.title,
             i.short_id,
-            i.color,
+            i.shade,
             ((f.title, f.value) for f in i.fields),
             (levels.get(i.link) if i.link else None) or i.level,
         )
@@ -152,24 +132,14 @@ def _where(route: Route | None, asked: Destination, default: Destination) -> Des
     return Destination(route.chat, route.thread)
 
 
-def _read_part(
-    payload: Mapping[str, Any], indices: list[int], count: int
-) -> tuple[dict[str, Any], Alert]:
-    """The part of these attachments, and its reading: a webhook of its own."""
-    part = _part_of(payload, indices, count)
-    return part, parse_alert(part)
-
-
-def _part_of(payload: Mapping[str, Any], indices: list[int], count: int) -> dict[str, Any]:
-    """The webhook GlitchTip would have sent for these of its attachments alone."""
-    attachments = payload["attachments"]
-    part = dict(payload)
-    part["attachments"] = [attachments[i] for i in indices]
-    sections = payload.get("sections")
-    if isinstance(sections, list) and len(sections) == len(attachments):
-        part["sections"] = [sections[i] for i in indices]
-    heading = payload.get("text")
-    if isinstance(heading, str) and "uptime" not in heading.lower():
-        bare = _COUNT.sub("", heading)
-        part["text"] = bare + (f" ({count} issues)" if count > 1 else "")
-    return part
+def _part_of(alert: Alert, indices: list[int], count: int) -> Alert:
+    """The alert its source would have sent for these of its issues (or monitors) alone."""
+    if isinstance(alert, UptimeAlert):
+        return replace(alert, monitors=tuple(alert.monitors[i] for i in indices), total=count)
+    if not isinstance(alert, IssueAlert):
+        return alert  # one part only: never split
+    bare = _COUNT.sub("", alert.heading)
+    heading = bare + (f" ({count} issues)" if count > 1 else "")
+    return replace(
+        alert, heading=heading, issues=tuple(alert.issues[i] for i in indices), total=count
+    )

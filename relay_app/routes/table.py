@@ -41,7 +41,6 @@ from typing import Any
 
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id, parse_thread_id
 from ..core.typed import MAX_USER_ID, is_person
-from ..glitchtip.webhook import level_of
 from .rotation import ONCALL, Rotation, named_rotations, rotation_of
 from .sound import RINGS, Sound, sound_of
 from .steps import MAX_AFTER, Step, called_directly, duration_of, steps_of
@@ -543,12 +542,12 @@ def facts_of_monitor(name: str) -> dict[str, str | None]:
 def facts_of_issue(
     title: str,
     short_id: str | None,
-    color: str | None,
+    shade: str,
     fields: Iterable[tuple[str, str]],
     level: str | None = None,
 ) -> dict[str, str | None]:
-    """What a route's matchers read of one issue of an alert; `level`: its own, from GlitchTip's
-    API, when its details came (else its colour says what it can)."""
+    """What a route's matchers read of one issue of an alert; `level`: its own, from its
+    source's API when its details came (else its shade, core/alerts.py, says what it can)."""
     by_name = {name.casefold(): value for name, value in fields}
     facts: dict[str, str | None] = {
         key: by_name.get(field.casefold()) for key, field in FIELD_NAMES.items()
@@ -556,7 +555,7 @@ def facts_of_issue(
     facts["kind"] = "issue"
     facts["title"] = title
     facts["issue"] = short_id
-    facts["level"] = level.casefold() if level else level_of(color)
+    facts["level"] = level.casefold() if level else shade
     return facts
 
 

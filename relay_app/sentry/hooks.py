@@ -1,7 +1,6 @@
 """A Sentry webhook, once its signature holds, read into what the relay does with it
-(`read_hook`): an alert to take in, in the shape of GlitchTip's webhook (what every other part of
-the relay reads), marked as Sentry's; issues' states to bring their cards in step with; or
-something only noted in the log.
+(`read_hook`): an alert to take in (core/alerts.py), Sentry's; issues' states to bring their
+cards in step with; or something only noted in the log.
 
 `Sentry-Hook-Resource` and the body's `action` say what it is:
 - `event_alert.triggered`: an issue alert rule fired (the integration is the rule's action);
@@ -24,15 +23,26 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..core.alerts import (
+    OWN_LEVELS,
+    Alert,
+    Field,
+    Issue,
+    IssueAlert,
+    IssueKind,
+    Level,
+    MonitorChange,
+    MonitorState,
+    UptimeAlert,
+)
 from ..core.json_values import json_object
 from ..glitchtip.details import details_as_json
-from ..glitchtip.webhook import KIND_KEY, OWN_LEVELS, SOURCE_KEY
 from .details import details_of
 from .source import SENTRY
 
 SOURCE = "sentry"
-# The colours GlitchTip's webhook gives each level: the relay's messages read them.
-_COLORS = {"fatal": "#e52b50", "error": "#e52b50", "info": "#4b60b4"}
+# How grave each level looks (the trackers colour warning and below alike).
+_SHADES: dict[str, Level] = {"fatal": "error", "error": "error", "info": "info"}
 _SLUG = r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}"
 # Where a Sentry URL names the organization: its web pages, its API's, and sentry.io's own
 # subdomain for each organization.
@@ -50,14 +60,20 @@ _STATES = {
 }
 # A metric alert's actions: its outage (critical), its recovery (resolved), a warning.
 _METRIC_ACTIONS = ("critical", "warning", "resolved")
+# Each as the state of a monitor it reads as.
+_METRIC_STATES: dict[str, MonitorState] = {
+    "critical": "down",
+    "warning": "warning",
+    "resolved": "up",
+}
 
 
 @dataclass(frozen=True)
 class Alerting:
-    """An alert to take in: `payload` in GlitchTip's shape, marked as Sentry's; `details`: its
-    issue's, by the relay's id of it, as a job keeps them."""
+    """An alert to take in; `details`: its issue's, by the relay's id of it, as a job keeps
+    them."""
 
-    payload: dict[str, Any]
+    alert: Alert
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What tells a copy of it apart from another alert, beside the delivery's Request-ID
     # (Sentry's retry of a delivery builds a new one): an issue alert's event and rule, a metric
@@ -66,7 +82,7 @@ class Alerting:
 
     @property
     def created(self) -> bool:
-        return self.payload.get(KIND_KEY) == "created"
+        return isinstance(self.alert, IssueAlert) and self.alert.kind == "created"
 
 
 @dataclass(frozen=True)
@@ -133,7 +149,7 @@ def _event_alert(data: dict[str, Any], sentry_url: str) -> Hook:
     level = _level(event.get("level"))
     title = _text(event.get("title")) or _text(event.get("message")) or "(no title)"
     link = _issue_link(sentry_url, org, issue_id) or _text(event.get("web_url"))
-    payload = _payload(
+    alert = _alert(
         rule,
         title=title,
         link=link,
@@ -145,13 +161,13 @@ def _event_alert(data: dict[str, Any], sentry_url: str) -> Hook:
     details = details_of(event, {"level": level})
     event_id = _text(event.get("event_id"))[:64]
     return Alerting(
-        payload,
+        alert,
         {SENTRY.relay_id(issue_id): details_as_json(details)},
         key=f"event:{event_id}:{rule[:200]}" if event_id else None,
     )
 
 
-def _event_fields(event: dict[str, Any]) -> list[dict[str, str]]:
+def _event_fields(event: dict[str, Any]) -> tuple[Field, ...]:
     """What the routes read of an event: its project (the slug in its API URL), environment,
     server and release (its own, or its tags')."""
     tags = _tags(event.get("tags"))
@@ -175,16 +191,13 @@ def _metric_change(action: str, data: dict[str, Any]) -> Alerting:
     incident = json_object(data.get("metric_alert"))
     rule = json_object(incident.get("alert_rule"))
     name = _text(rule.get("name")) or _text(data.get("description_title")) or "(metric alert)"
-    change = {
-        "title": name,
-        "title_link": _text(data.get("web_url")) or None,
-        "text": _text(data.get("description_text")).replace("\\n", "\n") or None,
-        "state": {"critical": "down", "warning": "warning"}.get(action, "up"),
-    }
-    return Alerting(
-        {SOURCE_KEY: SOURCE, KIND_KEY: "monitor", "text": name, "attachments": [change]},
-        key=_incident_key(incident, action),
+    change = MonitorChange(
+        name=name,
+        link=_text(data.get("web_url")) or None,
+        sentence=_text(data.get("description_text")).replace("\\n", "\n"),
+        state=_METRIC_STATES.get(action, "up"),
     )
+    return Alerting(UptimeAlert(name, (change,), 1, SOURCE), key=_incident_key(incident, action))
 
 
 def _incident_key(incident: dict[str, Any], action: str) -> str | None:
@@ -229,7 +242,7 @@ def _created(issue: dict[str, Any], issue_id: str, sentry_url: str) -> Alerting:
     org = _org_of(issue.get("web_url"), issue.get("url"), issue.get("project_url"))
     level = _level(issue.get("level"))
     metadata = json_object(issue.get("metadata"))
-    payload = _payload(
+    alert = _alert(
         "",
         title=_text(issue.get("title")) or _text(metadata.get("value")) or "(no title)",
         link=_issue_link(sentry_url, org, issue_id) or _text(issue.get("web_url")),
@@ -242,48 +255,43 @@ def _created(issue: dict[str, Any], issue_id: str, sentry_url: str) -> Alerting:
             release=None,
         ),
         short_id=_text(issue.get("shortId")),
+        kind="created",
     )
-    payload[KIND_KEY] = "created"
     details = details_of(None, issue)
     return Alerting(
-        payload,
+        alert,
         {SENTRY.relay_id(issue_id): details_as_json(details)},
         key=f"issue:{issue_id}:created",
     )
 
 
-def _payload(
+def _alert(
     heading: str,
     *,
     title: str,
     link: str,
     culprit: str | None,
     level: str | None,
-    fields: list[dict[str, str]],
+    fields: tuple[Field, ...],
     short_id: str | None,
-) -> dict[str, Any]:
-    """One issue's alert, as GlitchTip's webhook would say it, marked as Sentry's."""
-    attachment: dict[str, Any] = {
-        "title": title,
-        "title_link": link or None,
-        "text": culprit,
-        "color": _COLORS.get(level or ""),
-        "fields": fields,
-    }
-    if level:
-        attachment["level"] = level
-    payload: dict[str, Any] = {SOURCE_KEY: SOURCE, "text": heading, "attachments": [attachment]}
-    if short_id:
-        # Where GlitchTip's webhook gives an issue's short id (glitchtip/webhook.py).
-        payload["sections"] = [
-            {"activityTitle": title, "activitySubtitle": f"[View Issue {short_id}]({link})"}
-        ]
-    return payload
+    kind: IssueKind = "issue",
+) -> IssueAlert:
+    """One issue's alert."""
+    issue = Issue(
+        title=title,
+        link=link or None,
+        culprit=culprit or None,
+        shade=_SHADES.get(level or "", "warning"),
+        short_id=short_id or None,
+        fields=fields,
+        level=level,
+    )
+    return IssueAlert(heading, (issue,), 1, SOURCE, kind)
 
 
 def _fields(
     *, project: str | None, environment: str | None, server: str | None, release: str | None
-) -> list[dict[str, str]]:
+) -> tuple[Field, ...]:
     """The facts the routes read, under GlitchTip's names for them."""
     named = (
         ("Project", project),
@@ -291,7 +299,7 @@ def _fields(
         ("Server Name", server),
         ("Release", release),
     )
-    return [{"title": name, "value": value} for name, value in named if value]
+    return tuple(Field(name, value) for name, value in named if value)
 
 
 def _issue_link(sentry_url: str, org: str | None, issue_id: str) -> str | None:

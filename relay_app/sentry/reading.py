@@ -39,5 +39,5 @@ def read_sentry(body: dict[str, Any], environ: Mapping[str, str]) -> Read | None
     url = (environ.get("SENTRY_URL") or DEFAULT_SENTRY_URL).strip().rstrip("/")
     hook = read_hook(resource, body, sentry_url=url)
     if isinstance(hook, Alerting):
-        return Read("Sentry", hook.payload, hook.details)
+        return Read("Sentry", hook.alert, hook.details)
     return Read("Sentry", None, said=hook.said)

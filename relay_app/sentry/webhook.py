@@ -224,7 +224,7 @@ class SentryPage:
     def _taken(self, hook: Alerting, started: float) -> list[Taken]:
         """The alert taken in by the routes, each part queued and left to the dispatcher."""
         received = receive(
-            hook.payload,
+            hook.alert,
             self._intake.default,
             started,
             also={"details": hook.details} if hook.details else None,
@@ -237,7 +237,7 @@ class SentryPage:
 
     def _asked_for(self, hook: Alerting) -> bool:
         """Whether a route takes the alert (a new issue goes only where one asks for it)."""
-        return any(self._intake.routes.first(facts) for facts in facts_of(hook.payload))
+        return any(self._intake.routes.first(facts) for facts in facts_of(hook.alert))
 
     def _claimed(self, keys: list[str]) -> bool:
         """Whether the delivery is new; when the spool cannot say, it is taken as new: a copy

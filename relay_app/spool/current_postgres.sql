@@ -1,4 +1,4 @@
--- The spool's schema at version 29, as PostgreSQL says it: what a fresh spool is
+-- The spool's schema at version 30, as PostgreSQL says it: what a fresh spool is
 -- made of (relay_app/spool/current.py). Written by `python -m tests.schema_files` from a
 -- spool that took every step of relay_app/spool/history.py; tests/test_schema_files.py
 -- checks that the two agree. Do not edit by hand.

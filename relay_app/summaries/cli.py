@@ -56,6 +56,7 @@ def _summary(args: argparse.Namespace, console: Console, line: CommandLine) -> i
     try:
         reading = Reading(
             line.lending.of(CHAT_ISSUES, spool),
+            line.sources,
             spool.of(lambda store: ReportStore.lent(store, line.lending)),
             line.lending.of(CALLS_MADE, spool),
         )

@@ -21,8 +21,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..cards.calls_made import CallsMade
+from ..core.alerts import ALERT_KEY, KEPT_BODY_KEY
 from ..core.errors import SpoolError
 from ..core.routing import Destination
+from ..core.sources import Sources
 from ..delivery.job import Delivery
 from ..message.open_issues import ChatIssues, WatchedIssue, issue_data
 from ..routes.summary_time import SummaryAt
@@ -47,6 +49,8 @@ class Reading:
     report), with the calls on call made (lent by it: None without on call, none counted)."""
 
     watched: ChatIssues | None
+    # Read the issues' alerts as their rows keep them.
+    sources: Sources
     reports: ReportStore | None = None
     calls: CallsMade | None = None
 
@@ -71,6 +75,7 @@ class DailySummaries:
         self._places = dict(places)
         self._store = store
         self._watched = reading.watched
+        self._sources = reading.sources
         self._reports = reading.reports
         self._calls = reading.calls
         self._zone = zone
@@ -99,7 +104,7 @@ class DailySummaries:
         """`delivered`, written in the delivery's unit of work (None: the place has no summary,
         or the message held no webhook's alert: a summary or a notice is not counted)."""
         destination = delivery.destination
-        alerts = sum(1 for data in delivery.about if "webhook" in data)
+        alerts = sum(1 for data in delivery.about if ALERT_KEY in data or KEPT_BODY_KEY in data)
         if destination not in self._places or not alerts:
             return None
         return lambda tx: counted_in(tx, destination, delivered=alerts)
@@ -122,7 +127,7 @@ class DailySummaries:
                 "from": covered.last_at,
                 "to": now,
                 "zone": zone.key,
-                **_sorted_out(here, covered.last_at),
+                **_sorted_out(here, covered.last_at, self._sources),
                 "delivered": covered.delivered,
                 "digested": covered.digested,
                 "silenced": covered.silenced,
@@ -171,16 +176,18 @@ class DailySummaries:
             log.debug("an alert of %s could not be counted for its summary: %s", destination, exc)
 
 
-def _sorted_out(issues: list[WatchedIssue], start: float) -> dict[str, list[dict[str, Any]]]:
+def _sorted_out(
+    issues: list[WatchedIssue], start: float, sources: Sources
+) -> dict[str, list[dict[str, Any]]]:
     """The place's issues by what happened to them since `start`, and those still open."""
+
+    def listed(chosen: Iterable[WatchedIssue]) -> list[dict[str, Any]]:
+        """As the summary's job keeps them: each issue's label, title, events, hours, taker."""
+        return [issue_data(issue, sources) for issue in chosen]
+
     return {
-        "new": _listed(i for i in issues if i.first_alerted_at >= start),
-        "escalating": _listed(i for i in issues if (i.escalated_at or 0.0) >= start),
-        "regressed": _listed(i for i in issues if i.first_alerted_at < start <= i.alerted_at),
-        "open": _listed(i for i in issues if i.status == "unresolved"),
+        "new": listed(i for i in issues if i.first_alerted_at >= start),
+        "escalating": listed(i for i in issues if (i.escalated_at or 0.0) >= start),
+        "regressed": listed(i for i in issues if i.first_alerted_at < start <= i.alerted_at),
+        "open": listed(i for i in issues if i.status == "unresolved"),
     }
-
-
-def _listed(issues: Iterable[WatchedIssue]) -> list[dict[str, Any]]:
-    """As the summary's job keeps them: each issue's label, title, events, hours and taker."""
-    return [issue_data(issue) for issue in issues]

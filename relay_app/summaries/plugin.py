@@ -37,6 +37,7 @@ def _start(core: Core) -> Running:
         spool.of(SummaryStore),
         Reading(
             core.lending.of(CHAT_ISSUES, spool),
+            core.sources,
             spool.of(lambda store: ReportStore.lent(store, core.lending)),
             core.lending.of(CALLS_MADE, spool),
         ),

@@ -16,11 +16,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..core.drawing import draw
-from ..core.errors import DrawingFailed, SpoolError
+from ..core.errors import DrawingFailed, SpoolError, Unreadable
 from ..core.off_thread import OffThread
 from ..core.routing import Destination
 from ..delivery.outbox import Outbox, chat_lane
-from ..delivery.render import Photo, Renderer, Unreadable, Write
+from ..delivery.render import Photo, Renderer, Write
 from ..spool.model import Job, Precedence
 from ..telegram.courier import Picture
 from ..words import Words

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from ..cards.in_step import CardsInStep
+from ..core.alerts import IssueAlert
+from ..core.errors import Unreadable
 from ..core.rounds import ISSUE_PLACES, ROUNDS
 from ..core.routing import Destination, parse_chat_id
 from ..core.services import Lent
 from ..core.trackers import ISSUE_WATCH
 from ..glitchtip.details import HOURLY
 from ..glitchtip.source import GLITCHTIP
-from ..glitchtip.webhook import source_of
 from ..intake.receive import receive
 from ..intake.route import TAKE_IN
 from ..message.open_issues import CHAT_ISSUES
@@ -48,6 +50,7 @@ def _start(core: Core) -> Running:
             settings.watching.every,
             settings.watching.min_events,
             core.homes,
+            core.sources,
             look_every=settings.timing.poll_interval,
         ),
         AfterRound(
@@ -83,14 +86,23 @@ def post_escalating(core: Core, issue: Watched, found: Trend) -> None:
     if take_in is None:  # the wiring provides it once the routes take webhooks in
         log.error("%s is escalating, but nothing takes alerts in to post it again", issue.issue_id)
         return
-    # GlitchTip's heading; another source's alert has its own ("Sentry Alert").
-    heading = "GlitchTip Alert" if source_of(issue.alert) == "glitchtip" else ""
-    payload = {"alias": "GlitchTip", "text": heading, **issue.alert}
+    try:
+        alert = core.sources.alert_kept_as(issue.alert)
+    except Unreadable as exc:
+        log.error(
+            "%s is escalating, but its alert cannot be read to post it again: %s",
+            issue.issue_id,
+            exc,
+        )
+        return
+    if isinstance(alert, IssueAlert) and alert.source == GLITCHTIP.name:
+        # GlitchTip's heading; another source's alert has its own ("Sentry Alert").
+        alert = replace(alert, heading="GlitchTip Alert")
     where = Destination(parse_chat_id(issue.chat) or issue.chat, issue.thread)
     escalating = {"count": found.last_hour, "spark": found.sparkline}
     # Posted again: never said to be new, and its calls are its first message's (oncall/steps.py).
     also = {"escalating": escalating, "again": True}
-    take_in.route(receive(payload, where, time.monotonic(), also=also))
+    take_in.route(receive(alert, where, time.monotonic(), also=also))
 
 
 CAPABILITY = Capability(

@@ -26,7 +26,8 @@ ONCE_IN = 86400.0
 class Watched:
     issue_id: str
     org: str
-    alert: dict[str, Any]  # the issue alone, as GlitchTip's webhook had it
+    # The issue alone, as its alert is kept (core/alerts.py; a row before: its source's body).
+    alert: dict[str, Any]
     chat: str
     thread: int | None
 

@@ -22,17 +22,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core.errors import GlitchTipError, SpoolError
+from ..core.alerts import IssueAlert, alert_as_json
+from ..core.errors import GlitchTipError, SpoolError, Unreadable
 from ..core.json_values import json_count
 from ..core.metrics import Metrics
 from ..core.process import OwnThread
 from ..core.rounds import RoundFollower
 from ..core.services import Key
+from ..core.sources import Sources
 from ..core.trackers import IssueState, IssueWatch
 from ..delivery.job import Delivery
 from ..delivery.render import Note
 from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE
-from ..glitchtip.webhook import SOURCE_KEY, IssueAlert, parse_alert
 from ..message.subjects import IssueHomes, issue_ref, org_of
 from ..message.trend import Trend, trend
 from ..spool.store import Tx
@@ -64,11 +65,13 @@ class WatchPlan:
     """What the watcher watches and how often: a round `every` seconds
     (RELAY_WATCH_INTERVAL), looked for every `look_every`; an issue is escalating from
     `min_events` events in its last hour (RELAY_ESCALATING_MIN_EVENTS); `links` says where the
-    issue links whose issues are watched are: each source's with a token (GlitchTip's, Sentry's)."""
+    issue links whose issues are watched are: each source's with a token (GlitchTip's, Sentry's);
+    `sources` read the alerts their jobs keep."""
 
     every: float
     min_events: int
     links: IssueHomes
+    sources: Sources
     look_every: float = LOOK_EVERY
 
 
@@ -101,6 +104,7 @@ class Watcher(OwnThread):
         self._every = plan.every
         self._min_events = plan.min_events
         self._links = plan.links
+        self._sources = plan.sources
         self._metrics = metrics
         self._follow = after.follow
         # Replaced whole, never changed in place: the round's thread reads it as it is.
@@ -135,7 +139,11 @@ class Watcher(OwnThread):
     def _watching(
         self, about: Iterable[Mapping[str, Any]], chat: str, thread: int | None
     ) -> Callable[[Tx], None] | None:
-        issues = [found for data in about for found in _issues_of(data, self._links, chat, thread)]
+        issues = [
+            found
+            for data in about
+            for found in _issues_of(data, self._links, self._sources, chat, thread)
+        ]
         if not issues:
             return None
         return lambda tx: watch_in(tx, issues)
@@ -316,36 +324,27 @@ def _batches(ids: Sequence[str], size: int) -> Iterable[list[str]]:
 
 
 def _issues_of(
-    data: Mapping[str, Any], links: IssueHomes, chat: str, thread: int | None
+    data: Mapping[str, Any], links: IssueHomes, sources: Sources, chat: str, thread: int | None
 ) -> list[Watched]:
     """The issues of an alert's job that a source with a token owns, each alone."""
-    payload = data.get("webhook")
-    alert = parse_alert(payload) if isinstance(payload, dict) else None
-    if not isinstance(alert, IssueAlert) or not links or not isinstance(payload, dict):
+    if not links:
+        return []
+    try:
+        alert = sources.alert_kept_in(data)
+    except Unreadable:
+        return []  # its delivery said so already
+    if not isinstance(alert, IssueAlert):
         return []
     found = []
-    for index, issue in enumerate(alert.issues):
-        source = links.source(alert.source)
+    source = links.source(alert.source)
+    for issue in alert.issues:
         ref = issue_ref(issue.link, issue.short_id, issue.title, source=source)
         org = org_of(issue.link)
-        alone = _alone(payload, index)
-        if ref is not None and links.owns(ref) and org is not None and alone is not None:
-            found.append(Watched(ref.id, org, alone, chat, thread))
+        if ref is not None and links.owns(ref) and org is not None:
+            # Posted again as an issue's alert, whatever kind first brought it.
+            alone = replace(alert, heading="", issues=(issue,), total=1, kind="issue")
+            found.append(Watched(ref.id, org, alert_as_json(alone), chat, thread))
     return found
-
-
-def _alone(payload: Mapping[str, Any], index: int) -> dict[str, Any] | None:
-    """The payload's `index`th issue alone: its attachment, and its section when it has one."""
-    attachments = payload.get("attachments") or []
-    sections = payload.get("sections") or []
-    if index >= len(attachments):
-        return None
-    alone: dict[str, Any] = {"attachments": [attachments[index]]}
-    if index < len(sections):
-        alone["sections"] = [sections[index]]
-    if SOURCE_KEY in payload:  # posted again as its source's
-        alone[SOURCE_KEY] = payload[SOURCE_KEY]
-    return alone
 
 
 def escalating_line(about: object, words: Words) -> str | None:

@@ -29,7 +29,7 @@ from ..core.errors import SpoolError
 from ..core.logs import client_sample, event
 from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
 from ..core.routing import RouteError, destination_from_query
-from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, as_glitchtips, payload_from_json
+from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, payload_from_json, read_webhook
 from ..intake.pages import Feed, Page, PageReply
 from ..intake.receive import receive
 from ..intake.record import record
@@ -288,7 +288,7 @@ def webhook(secret: str) -> tuple[Response, int]:
         metrics.webhook("rejected", "wrong_secret")
         raise NotFound()
     try:
-        payload = as_glitchtips(payload_from_json(read_body()))
+        alert = read_webhook(payload_from_json(read_body()))
     except RequestEntityTooLarge as exc:
         return answered(
             metrics, started, Taken("rejected", "too_large", 413, error=exc.description)
@@ -304,10 +304,10 @@ def webhook(secret: str) -> tuple[Response, int]:
     except RouteError as exc:
         # GlitchTip ignores the 400 and never resends: the log is the alert's last trace. Its
         # text for the log, which stays English.
-        text = message_for(payload, ENGLISH, sources=relay.sources).text
+        text = message_for(alert, ENGLISH, sources=relay.sources).text
         relay.jobs.undelivered(text, f"the webhook URL was refused: {exc}", None)
         return answered(metrics, started, Taken("rejected", "bad_route", 400, error=str(exc)))
-    received = receive(payload, destination, started)
+    received = receive(alert, destination, started)
     parts = relay.webhooks.route(received)
     record(received, parts, relay.last_webhook, relay.hidden)
     return _parts_answered(metrics, started, parts)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import requests
 
-from relay_app.glitchtip.webhook import parse_alert
+from relay_app.glitchtip.webhook import read_kept
 from relay_app.message.formatting import format_alert
 from relay_app.words import ENGLISH
 from tests.e2e.conftest import StartRelay
@@ -48,7 +48,7 @@ def test_an_alert_arrives_as_formatted(
     assert message["message_thread_id"] == 77
     assert message["parse_mode"] == "HTML"
     assert message["link_preview_options"] == {"is_disabled": True}
-    assert message["text"] == format_alert(parse_alert(payload), ENGLISH).html
+    assert message["text"] == format_alert(read_kept(payload), ENGLISH).html
 
     uptime, _ = post(relay.webhook_url, uptime_alert(down=False))
     assert (uptime.status_code, uptime.json()) == (202, {"status": "queued", "alert": "#2"})

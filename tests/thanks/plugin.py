@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from relay_app.cards.card import Button
 from relay_app.cards.verbs import Pressed
+from relay_app.core.errors import Unreadable
 from relay_app.core.metrics import CounterSpec
-from relay_app.delivery.render import Renderer, ReplyUnder, Unreadable, Writer
+from relay_app.delivery.render import Renderer, ReplyUnder, Writer
 from relay_app.operating.capability import Capability, Core, Running
 from relay_app.spool.model import Job
 from relay_app.words import Said
