@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from relay_app.capabilities import REGISTRY  # noqa: E402
-from relay_app.glitchtip.webhook import payload_from_json, read_webhook  # noqa: E402
+from relay_app.core.json_body import payload_from_json  # noqa: E402
+from relay_app.glitchtip.webhook import read_webhook  # noqa: E402
 from relay_app.message.formatting import message_for  # noqa: E402
 from relay_app.words import ENGLISH  # noqa: E402
 from tests.e2e.helpers import post  # noqa: E402

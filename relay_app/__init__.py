@@ -19,7 +19,10 @@ from .cards.outgoing import OldRecords, Outgoing
 from .cards.sent import SentStore
 from .core.alerts import Alert
 from .core.errors import SpoolError
+from .core.issue_details import HOURLY
+from .core.json_body import MAX_BODY_BYTES
 from .core.logs import configure_logging
+from .core.lookups import CALL_TIMEOUT, DETAIL_SOURCE
 from .core.metrics import CounterSpec, Metrics
 from .core.routing import Destination
 from .core.services import Services
@@ -32,10 +35,7 @@ from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
 from .delivery.render import Added, Renderer
 from .glitchtip.api import GlitchTipApi
-from .glitchtip.details import HOURLY
-from .glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE
 from .glitchtip.source import GLITCHTIP
-from .glitchtip.webhook import MAX_BODY_BYTES
 from .intake.alerts import GlitchTipIssues, WebhookAlerts
 from .intake.attempt import FirstAttempts
 from .intake.hidden import NAMED_HIDDEN, HiddenIssues

@@ -20,13 +20,8 @@ from .cards.presses.presses import (
 )
 from .cards.verbs import CALLS
 from .core.errors import SpoolError
-from .core.metrics import Metrics
-from .core.off_thread import OffThread
-from .core.services import Services
-from .core.trackers import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH, TRACKERS, Tracker, Trackers
-from .glitchtip.api import GlitchTipApi
-from .glitchtip.details import Hourly, IssueDetails
-from .glitchtip.lookups import (
+from .core.issue_details import Hourly, IssueDetails
+from .core.lookups import (
     CALL_TIMEOUT,
     DetailSource,
     EachSource,
@@ -34,6 +29,11 @@ from .glitchtip.lookups import (
     Lookups,
     unscoped,
 )
+from .core.metrics import Metrics
+from .core.off_thread import OffThread
+from .core.services import Services
+from .core.trackers import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH, TRACKERS, Tracker, Trackers
+from .glitchtip.api import GlitchTipApi
 from .glitchtip.source import GLITCHTIP
 from .message.subjects import Home
 from .operating.capability import Core, SourceOf, Started

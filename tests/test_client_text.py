@@ -8,7 +8,7 @@ import json
 import pytest
 
 from relay_app.core.client_text import clean, cleaned
-from relay_app.glitchtip.webhook import payload_from_json
+from relay_app.core.json_body import payload_from_json
 from relay_app.words import ENGLISH
 from tests.conftest import SOURCES
 from tests.payloads import issue, issue_alert, message_for

@@ -20,22 +20,22 @@ from relay_app.core.errors import (
     GlitchTipUnreachable,
     SourceSetup,
 )
-from relay_app.glitchtip.api import GlitchTipApi
-from relay_app.glitchtip.details import (
+from relay_app.core.issue_details import (
     Frame,
     IssueDetails,
     details_as_json,
-    details_from,
     details_from_json,
     filled,
 )
-from relay_app.glitchtip.lookups import (
+from relay_app.core.lookups import (
     FRESH_FOR,
     PAUSE_AFTER_FAILURE,
     WARN_EVERY,
     EachSource,
     IssueLookups,
 )
+from relay_app.glitchtip.api import GlitchTipApi
+from relay_app.glitchtip.details import details_from
 from relay_app.glitchtip.webhook import read_kept
 from relay_app.intake.details import with_short_ids
 from relay_app.message.details import frame_where

@@ -11,7 +11,8 @@ import responses
 from flask.testing import FlaskClient
 
 from relay_app.core.alerts import IssueAlert, UptimeAlert
-from relay_app.glitchtip.webhook import payload_from_json, read_kept
+from relay_app.core.json_body import payload_from_json
+from relay_app.glitchtip.webhook import read_kept
 from relay_app.words import ENGLISH
 from tests.conftest import OK, SEND_URL, SOURCES, WEBHOOK
 from tests.payloads import issue, issue_alert, message_for, uptime_alert

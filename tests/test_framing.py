@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from relay_app.glitchtip.webhook import MAX_BODY_BYTES
+from relay_app.core.json_body import MAX_BODY_BYTES
 from relay_app.web.framing import (
     CONTINUE,
     MAX_HEAD_BYTES,

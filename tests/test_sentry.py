@@ -28,7 +28,7 @@ from relay_app.cards.marks import Marks
 from relay_app.cards.sent import SentStore
 from relay_app.cli import main
 from relay_app.core.alerts import Field, IssueAlert, alert_as_json
-from relay_app.glitchtip.details import details_from_json
+from relay_app.core.issue_details import details_from_json
 from relay_app.glitchtip.webhook import KIND_KEY, SOURCE_KEY
 from relay_app.message.open_issues import WatchedIssue, issue_data
 from relay_app.message.subjects import subjects_of

@@ -12,9 +12,9 @@ from zoneinfo import ZoneInfo
 import pytest
 import responses
 
+from relay_app.core.issue_details import IssueDetails, details_as_json
 from relay_app.core.routing import Destination
 from relay_app.delivery.render import Renderer, Send
-from relay_app.glitchtip.details import IssueDetails, details_as_json
 from relay_app.operating.config import ConfigError
 from relay_app.operating.env_values import time_zone
 from relay_app.routes import RoutesError, parse_routes

@@ -16,13 +16,13 @@ from datetime import tzinfo
 from typing import Any
 
 from ..core.errors import DeliveryError, PermanentDeliveryError, SpoolError, Unreadable
+from ..core.issue_details import Hourly
 from ..core.json_values import json_int, json_object
 from ..core.routing import Destination
 from ..core.sources import Sources
 from ..delivery.job import Delivery
 from ..delivery.outbox import Outbox, chat_lane
 from ..delivery.render import Call, Renderer
-from ..glitchtip.details import Hourly
 from ..message.subjects import Alerted, alerted_in
 from ..spool.model import Job, Precedence
 from ..spool.store import Tx

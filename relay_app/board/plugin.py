@@ -5,8 +5,8 @@ resolved or ignored (keeping.py). Its tables: `boards`, `board_issues`."""
 from __future__ import annotations
 
 from ..cards.takers import TAKES
+from ..core.issue_details import HOURLY
 from ..delivery.render import Writer
-from ..glitchtip.details import HOURLY
 from ..operating.capability import Capability, Core, Running
 from ..operating.config import Settings
 from .check import board_verdicts

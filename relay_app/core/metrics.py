@@ -39,7 +39,7 @@ LOCK_WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10)
 
 WebhookOutcome = Literal["sent", "queued", "silenced", "dropped", "failed", "rejected"]
 AttemptKind = Literal["sync", "background"]
-# Of a look-up of an issue's details in GlitchTip's API (glitchtip/lookups.py).
+# Of a look-up of an issue's details in GlitchTip's API (core/lookups.py).
 LookupOutcome = Literal["read", "cached", "gone", "failed", "skipped"]
 LOOKUP_OUTCOMES: tuple[LookupOutcome, ...] = get_args(LookupOutcome)
 AttemptResult = Literal["delivered", "retryable_error", "permanent_error"]

@@ -36,10 +36,10 @@ from typing import Any
 
 from ..core.alerts import ALERT_KEY, KEPT_BODY_KEY, Alert, IssueAlert
 from ..core.errors import PermanentDeliveryError, Unreadable
+from ..core.issue_details import IssueDetails, details_by_issue, details_from_json
 from ..core.json_values import json_int
 from ..core.routing import ChatId
 from ..core.sources import Sources
-from ..glitchtip.details import IssueDetails, details_by_issue, details_from_json
 from ..message.digest import compose, how_many_fit
 from ..message.formatting import (
     Entry,

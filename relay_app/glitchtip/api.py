@@ -31,10 +31,11 @@ from ..core.errors import (
     Unreached,
 )
 from ..core.http_deadline import Deadline, DeadlineAdapter
+from ..core.issue_details import IssueDetails, field_text
 from ..core.json_values import MAX_COUNT, json_count, json_objects
 from ..core.logs import redact, register_secret
 from ..core.trackers import ISSUE_STATUSES, Answered, IssueHistory, IssueState, IssueStatus
-from .details import IssueDetails, details_from, field_text, iso_time
+from .details import details_from, iso_time
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,6 @@ still reach the chat. Shapes: ../shared/reference/glitchtip-webhooks.md.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from typing import Any, TypeGuard
@@ -26,7 +25,6 @@ from ..core.alerts import (
     UnrecognizedPayload,
     UptimeAlert,
 )
-from ..core.client_text import cleaned
 from ..core.json_values import json_objects
 
 _ISSUE_TOTAL = re.compile(r"\((\d+) issues?\)")
@@ -53,63 +51,6 @@ def shade_of(color: str | None) -> Level:
     if not color:
         return "warning"
     return _SHADE_BY_COLOR.get(color.lower(), "other")
-
-
-# GlitchTip's payloads are a few kilobytes; anything near this is not an alert (nor one of
-# Telegram's updates). Larger bodies are answered 413, however they are sent.
-MAX_BODY_BYTES = 1024 * 1024
-# GlitchTip's payloads nest four deep; anything past this is not an alert.
-MAX_JSON_DEPTH = 64
-_TOO_DEEP = f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels; GlitchTip's payloads do not"
-
-
-class PayloadError(ValueError):
-    """The webhook's body is not a JSON object: nothing the relay can forward."""
-
-
-def payload_from_json(body: bytes) -> dict[str, Any]:
-    """The webhook's body as a JSON object (GlitchTip always posts one), its strings cleaned
-    (core/client_text.py)."""
-    if not body.strip():
-        raise PayloadError("the body is empty; expected a JSON object from GlitchTip")
-    try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise PayloadError(f"the body is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise PayloadError(_TOO_DEEP) from None
-    if not isinstance(payload, dict):
-        raise PayloadError(f"expected a JSON object, got a JSON {_json_kind(payload)}")
-    if _depth_over(payload, MAX_JSON_DEPTH):
-        # Shallow enough for the parser, still too deep for what renders a payload it does
-        # not know (recursive, as json.dumps is): refused here, with a reason, not a crash.
-        raise PayloadError(_TOO_DEEP)
-    # Every string, once: no lone surrogate, control or bidirectional character goes further.
-    return dict(cleaned(payload))
-
-
-def _depth_over(value: dict[str, Any], limit: int) -> bool:
-    """Whether `value` nests objects and arrays more than `limit` deep (without recursion)."""
-    level: list[Any] = [value]
-    for _ in range(limit):
-        children: list[Any] = []
-        for container in level:
-            items = container.values() if isinstance(container, dict) else container
-            children += [item for item in items if isinstance(item, dict | list)]
-        if not children:
-            return False
-        level = children
-    return True
-
-
-def _json_kind(value: object) -> str:
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool) or value is None:
-        return "literal"
-    return "number"
 
 
 def read_webhook(payload: dict[str, Any]) -> Alert:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.alerts import Alert, plain_text
+from ..core.lookups import Lookups
 from ..core.routing import Destination
-from ..glitchtip.lookups import Lookups
 from ..message.formatting import Message, message_for
 from ..message.subjects import NO_HOMES, IssueHomes, Subjects, split_by_origin, subjects_of
 from ..routes import Route

@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.alerts import ALERT_KEY, Alert, Issue, IssueAlert, alert_as_json
+from ..core.issue_details import IssueDetails, details_as_json, details_by_issue, filled
+from ..core.lookups import Lookups, scoped
 from ..core.routing import Destination
 from ..core.sources import Sources
-from ..glitchtip.details import IssueDetails, details_as_json, details_by_issue, filled
-from ..glitchtip.lookups import Lookups, scoped
 from ..message.subjects import IssueHomes, Subjects, issue_ref
 from ..spool.model import Job
 from .queue import AlertQueue

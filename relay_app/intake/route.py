@@ -17,10 +17,10 @@ from typing import Protocol
 
 from ..core.alerts import Alert, IssueAlert
 from ..core.logs import event
+from ..core.lookups import scoped
 from ..core.metrics import Metrics
 from ..core.routing import Destination
 from ..core.services import Key
-from ..glitchtip.lookups import scoped
 from ..glitchtip.source import GLITCHTIP
 from ..message.subjects import issue_ref
 from ..routes import RouteTable, split
@@ -98,7 +98,7 @@ class RoutedWebhooks:
 
 def _issue_ids(alert: Alert, glitchtip_links: str | None) -> dict[str, str]:
     """The look-up keys of the webhook's issues at GlitchTip's address, by each issue's link:
-    each as the organization its link names (glitchtip/lookups.py's `scoped`)."""
+    each as the organization its link names (core/lookups.py's `scoped`)."""
     if not isinstance(alert, IssueAlert):
         return {}
     ids: dict[str, str] = {}

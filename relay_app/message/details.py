@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..glitchtip.details import Frame, IssueDetails
+from ..core.issue_details import Frame, IssueDetails
 from ..words import Words
 from .spans import Span, clean, shorten, value
 from .trend import sparkline

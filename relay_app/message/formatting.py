@@ -28,9 +28,9 @@ from ..core.alerts import (
     UptimeAlert,
     alert_as_json,
 )
+from ..core.issue_details import IssueDetails
 from ..core.sources import Source, Sources
 from ..core.typed import shown_name, tg_users_in
-from ..glitchtip.details import IssueDetails
 from ..words import Plural, Words
 from ..words.catalogue import in_source
 from .details import detail_spans, stack_spans

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..core.alerts import Alert, Issue, IssueAlert, UptimeAlert
-from ..glitchtip.details import IssueDetails
+from ..core.issue_details import IssueDetails
 from ..words import Words
 from .details import where
 from .spans import Span, clean, least_length, safe_link, shorten, value

@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 
 from ..core.alerts import Alert, IssueAlert, MonitorState, UptimeAlert
 from ..core.errors import Unreadable
+from ..core.issue_details import details_from_json
 from ..core.json_values import json_object
 from ..core.origins import origin_of as parsed_origin
 from ..core.sources import Source, Sources, number_of
-from ..glitchtip.details import details_from_json
 
 # Every tracker's issue links end in the issue's number: `.../issues/<id>/`.
 _ANY_ISSUE_PATH = re.compile(r"/issues/([0-9]{1,20})/?$")

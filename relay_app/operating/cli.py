@@ -32,11 +32,11 @@ from urllib.parse import urlsplit
 import requests
 
 from ..core.errors import DeliveryError, SpoolError, Unreadable
+from ..core.issue_details import details_by_issue
+from ..core.json_body import PayloadError, payload_from_json
 from ..core.logs import redact, register_secret
 from ..core.services import Lending
 from ..core.sources import Sources
-from ..glitchtip.details import details_by_issue
-from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..message.formatting import TELEGRAM_TEXT_LIMIT, message_for
 from ..message.spans import visible_length
 from ..spool import Spool, open_spool

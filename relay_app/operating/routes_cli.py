@@ -21,8 +21,8 @@ from zoneinfo import ZoneInfo
 
 from ..core.alerts import Alert, IssueAlert, UptimeAlert
 from ..core.errors import Unreadable
+from ..core.json_body import PayloadError, payload_from_json
 from ..core.routing import Destination
-from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..routes import Route, RoutesError, RouteTable, read_routes, split
 from ..routes.rotation import ONCALL, Roster
 from ..routes.sound import Sound, levels_of

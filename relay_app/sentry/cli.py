@@ -12,7 +12,7 @@ import json
 
 import requests
 
-from ..glitchtip.webhook import PayloadError, payload_from_json
+from ..core.json_body import PayloadError, payload_from_json
 from ..operating.config import ConfigError
 from ..operating.console import CommandLine, Console, Failed, Usage
 from .reading import resource_of

@@ -10,16 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.issue_details import IssueDetails
+from ..core.issue_details import field_text as _text
 from ..core.json_values import json_object, json_objects
-from ..glitchtip.details import (
-    EVENT_FRAMES,
-    IssueDetails,
-    details_from,
-    frame_of,
-    frames_of,
-    stack_of,
-)
-from ..glitchtip.details import field_text as _text
+from ..glitchtip.details import EVENT_FRAMES, details_from, frame_of, frames_of, stack_of
 
 
 def details_of(event: dict[str, Any] | None, issue: dict[str, Any]) -> IssueDetails:

@@ -35,8 +35,8 @@ from ..core.alerts import (
     MonitorState,
     UptimeAlert,
 )
+from ..core.issue_details import details_as_json
 from ..core.json_values import json_object
-from ..glitchtip.details import details_as_json
 from .details import details_of
 from .source import SENTRY
 

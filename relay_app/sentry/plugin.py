@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 from functools import partial
 
-from ..glitchtip.details import IssueDetails
-from ..glitchtip.lookups import CALL_TIMEOUT, DETAIL_SOURCE, DetailSource
+from ..core.issue_details import IssueDetails
+from ..core.lookups import CALL_TIMEOUT, DETAIL_SOURCE, DetailSource
 from ..intake.route import TAKE_IN
 from ..message.subjects import Home
 from ..operating.capability import Capability, Core, Running, SourceOf

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 from ..cards.in_step import CardsInStep
 from ..core.errors import SpoolError
+from ..core.json_body import PayloadError, payload_from_json
 from ..core.routing import Destination
-from ..glitchtip.webhook import PayloadError, payload_from_json
 from ..intake.pages import Answer, Header, PageReply, Refusal
 from ..intake.receive import receive
 from ..intake.record import LastWebhook

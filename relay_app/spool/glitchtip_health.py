@@ -1,4 +1,4 @@
-"""Whether GlitchTip's API is failing (glitchtip/lookups.py), kept in the spool: every process
+"""Whether GlitchTip's API is failing (core/lookups.py), kept in the spool: every process
 of the relay, and every relay on a shared database, then stops looking issues up together, and
 one of them logs the WARNING (warnings.py). Times are the store's clock, guarded against steps
 (clock.py)."""
@@ -11,7 +11,7 @@ from contextlib import suppress
 
 from ..core.clock import stepped_back
 from ..core.errors import SpoolError
-from ..glitchtip.lookups import LocalApiHealth
+from ..core.lookups import LocalApiHealth
 from .store import Store, Tx
 from .warnings import SpoolWarnings
 

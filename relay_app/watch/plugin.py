@@ -12,11 +12,11 @@ from dataclasses import replace
 from ..cards.in_step import CardsInStep
 from ..core.alerts import IssueAlert
 from ..core.errors import Unreadable
+from ..core.issue_details import HOURLY
 from ..core.rounds import ISSUE_PLACES, ROUNDS
 from ..core.routing import Destination, parse_chat_id
 from ..core.services import Lent
 from ..core.trackers import ISSUE_WATCH
-from ..glitchtip.details import HOURLY
 from ..glitchtip.source import GLITCHTIP
 from ..intake.receive import receive
 from ..intake.route import TAKE_IN

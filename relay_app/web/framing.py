@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import h11
 
-from ..glitchtip.webhook import MAX_BODY_BYTES
+from ..core.json_body import MAX_BODY_BYTES
 
 # A request's line and header fields together. gunicorn's own limits on one line (4094) and
 # one field (8190) are lower; this bounds what is held before they are checked.

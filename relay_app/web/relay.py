@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from flask import current_app
 
 from ..cards.outgoing import Outgoing
+from ..core.lookups import Lookups
 from ..core.metrics import Metrics
 from ..core.off_thread import OffThread
 from ..core.services import Services
@@ -16,7 +17,6 @@ from ..delivery.dispatcher import Dispatcher
 from ..delivery.job import Jobs
 from ..delivery.leadership import Leadership
 from ..delivery.outbox import Outbox
-from ..glitchtip.lookups import Lookups
 from ..intake.attempt import FirstAttempts
 from ..intake.hidden import HiddenIssues
 from ..intake.hold import Hold

@@ -26,10 +26,11 @@ from werkzeug.exceptions import HTTPException, NotFound, RequestEntityTooLarge
 from werkzeug.routing import Map
 
 from ..core.errors import SpoolError
+from ..core.json_body import MAX_BODY_BYTES, PayloadError, payload_from_json
 from ..core.logs import client_sample, event
 from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
 from ..core.routing import RouteError, destination_from_query
-from ..glitchtip.webhook import MAX_BODY_BYTES, PayloadError, payload_from_json, read_webhook
+from ..glitchtip.webhook import read_webhook
 from ..intake.pages import Feed, Page, PageReply
 from ..intake.receive import receive
 from ..intake.record import record

@@ -1,5 +1,5 @@
-"""Reading issues' details from GlitchTip's API for alert messages, without ever holding an alert
-back for them.
+"""Reading issues' details from their source's API for alert messages (each source's own
+look-ups: GlitchTip's, Sentry's), without ever holding an alert back for them.
 
 An alert waits for its issues' details at most a short budget (RELAY_DETAILS_BUDGET); what
 arrives later is given to it while it still waits its turn (`when_known`), and is not added
@@ -26,11 +26,11 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..core.errors import GLITCHTIP_SETUP, GlitchTipError, GlitchTipIssueGone, SourceSetup
-from ..core.metrics import LookupOutcome
-from ..core.process import PerProcess
-from ..core.services import Key
-from .details import IssueDetails
+from .errors import GLITCHTIP_SETUP, GlitchTipError, GlitchTipIssueGone, SourceSetup
+from .issue_details import IssueDetails
+from .metrics import LookupOutcome
+from .process import PerProcess
+from .services import Key
 
 log = logging.getLogger(__name__)
 
