@@ -18,6 +18,7 @@ import responses
 
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.cards.notices import glitchtip_notice, operator_fix
 from relay_app.cards.presses.presses import PressActions, Presses
 from relay_app.cards.team import Team
 from relay_app.core.errors import (
@@ -33,7 +34,6 @@ from relay_app.core.logs import configure_logging
 from relay_app.core.off_thread import OffThread
 from relay_app.delivery.outbox import Outbox
 from relay_app.glitchtip.api import MAX_ANSWER_BYTES, GlitchTipApi
-from relay_app.glitchtip.notices import glitchtip_notice, operator_fix
 from relay_app.routes import parse_routes
 from relay_app.silences.buttons import MUTE
 from relay_app.words import ENGLISH

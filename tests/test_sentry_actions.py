@@ -16,10 +16,10 @@ import responses
 
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
+from relay_app.cards.notices import operator_fix
 from relay_app.chat.links import LINKS
 from relay_app.core.alerts import ALERT_KEY, alert_as_json
 from relay_app.core.errors import GlitchTipScopeMissing
-from relay_app.glitchtip.notices import operator_fix
 from relay_app.sentry.api import SentryApi
 from relay_app.sentry.settings import SentryConfig
 from relay_app.sentry.signature import signature_of

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cards.card import IssueButton, SentMessage
+from ..cards.notices import glitchtip_notice, operator_fix
 from ..cards.sent import ThreadCard
 from ..cards.takers import OnIt
 from ..cards.team import Person, Team
@@ -26,7 +27,6 @@ from ..core.errors import GlitchTipError, SpoolError
 from ..core.json_values import json_int, json_object
 from ..core.logs import event
 from ..core.off_thread import OffThread
-from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..words import Said
 from ..words.catalogue import source_shown
 from .answers import Answering, Asker

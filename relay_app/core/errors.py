@@ -114,7 +114,7 @@ class QueueFull(Exception):
 class SourceSetup:
     """What an operator's fix names of the source whose API refused: its name, its token's
     variable, its address's, how to make a token, and what a token that may not change issues
-    lacks (glitchtip/notices.py)."""
+    lacks (cards/notices.py)."""
 
     name: str = "GlitchTip"
     token: str = "GLITCHTIP_API_TOKEN"  # noqa: S105 (a variable's name, not a password)
@@ -132,7 +132,7 @@ GLITCHTIP_SETUP = SourceSetup()
 class GlitchTipError(Exception):
     """GlitchTip's API did not do what a press or a reply asked. The message is for the relay's
     log; `detail` is what GlitchTip said (or where it redirected), for the notice the person
-    in the chat gets (glitchtip/notices.py), in the chat's language."""
+    in the chat gets (cards/notices.py), in the chat's language."""
 
     def __init__(self, message: str, *, detail: str = "", status: int | None = None) -> None:
         super().__init__(message)

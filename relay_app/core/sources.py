@@ -36,6 +36,10 @@ class Source:
     # relay's needs to): the condition ({"until": unix time} or {"events": N}) and the time
     # now in, the details its API takes with the status out. None: it keeps no snooze.
     snoozes_sent_as: Callable[[Mapping[str, float], float], dict[str, int]] | None = None
+    # How a body posted to the relay's own webhook URL (/webhook/<secret>) is read, where that
+    # URL is this source's (the first source's: GlitchTip's). None: its webhooks come by a page
+    # of its capability's own (Sentry's).
+    reads_webhook: Callable[[dict[str, Any]], Alert] | None = None
     # How an alert a relay before kept as this source's webhook body is read (the first
     # source's shape was every alert's then: core/alerts.py). None: none was kept so.
     reads_kept_bodies: Callable[[dict[str, Any]], Alert] | None = None
@@ -105,6 +109,13 @@ class Sources:
     def of(self, relay_id: str) -> Source | None:
         """The source whose issue the relay's id names."""
         return next((source for source in self._all if source.holds(relay_id)), None)
+
+    def read_posted(self, body: dict[str, Any]) -> Alert:
+        """A body posted to the relay's own webhook URL, read as the source whose URL it is."""
+        reader = next((s.reads_webhook for s in self._all if s.reads_webhook), None)
+        if reader is None:
+            raise ValueError("no source reads the webhook URL's bodies")
+        return reader(body)
 
     def alert_kept_in(self, data: Mapping[str, Any]) -> Alert | None:
         """The alert a job's data (or a row's) keeps, as this relay writes it or as one before

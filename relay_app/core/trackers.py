@@ -89,9 +89,16 @@ class IssueHistories(Protocol):
 ISSUE_HISTORY: Key[IssueHistories] = Key("issue history")
 
 
+# Issues asked about in one request, at most, of any source (the watcher batches by them; a
+# source's API refuses more): GlitchTip's issue list takes 100 a page, its issues-stats 200
+# groups, and Sentry's as many.
+STATES_AT_ONCE = 100
+STATS_AT_ONCE = 200
+
+
 class IssueWatch(Protocol):
-    """What the watcher asks of the issues it watches: their states, their last 24 hours
-    (GlitchTip's API, or both sources': core/trackers.py's `Trackers`)."""
+    """What the watcher asks of the issues it watches: their states (STATES_AT_ONCE at most),
+    their last 24 hours (STATS_AT_ONCE at most), of each source (`Trackers`)."""
 
     def issue_states(self, org: str, ids: Sequence[str]) -> Answered[IssueState]: ...
 

@@ -34,7 +34,15 @@ from ..core.http_deadline import Deadline, DeadlineAdapter
 from ..core.issue_details import IssueDetails, field_text
 from ..core.json_values import MAX_COUNT, json_count, json_objects
 from ..core.logs import redact, register_secret
-from ..core.trackers import ISSUE_STATUSES, Answered, IssueHistory, IssueState, IssueStatus
+from ..core.trackers import (
+    ISSUE_STATUSES,
+    STATES_AT_ONCE,
+    STATS_AT_ONCE,
+    Answered,
+    IssueHistory,
+    IssueState,
+    IssueStatus,
+)
 from .details import details_from, iso_time
 
 log = logging.getLogger(__name__)
@@ -44,9 +52,6 @@ MAX_ANSWER_BYTES = 1024 * 1024
 # GlitchTip answers a comment on an issue that does not exist with 400 and this (not 404).
 _NO_SUCH_ISSUE = "issue does not exist"
 
-# Issues asked about in one request: issues-stats takes 200 groups, the issue list 100 a page.
-STATS_AT_ONCE = 200
-STATES_AT_ONCE = 100
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ..core.sources import Source
-from .webhook import read_kept
+from .webhook import read_kept, read_webhook
 
 GLITCHTIP = Source(
     name="glitchtip",
@@ -15,5 +15,6 @@ GLITCHTIP = Source(
     prefix="",
     issue_path=re.compile(r"/issues/(?P<number>[0-9]{1,20})/?$"),
     org_in_link=True,
+    reads_webhook=read_webhook,
     reads_kept_bodies=read_kept,
 )

@@ -3,10 +3,11 @@ each part, one destination's issues, walks on down the stages as a webhook of it
 (alerts.py); what the routes dropped is counted and logged at INFO. Without a routes file, the
 webhook goes on whole, where its URL says.
 
-A route that matches on `level` needs the issue's own level, which only GlitchTip's API tells
-(the webhook's colour is the same for error and fatal): such a table waits for the issues'
-details within their budget (RELAY_DETAILS_BUDGET, inside the webhook's deadline) before it
-routes; the details are then known when the alert is queued, so the wait is paid once."""
+A route that matches on `level` needs the issue's own level, which GlitchTip's webhook does
+not say (its colour is the same for error and fatal) and its API tells: such a table waits for
+the details of the issues whose level their alert does not say, within their budget
+(RELAY_DETAILS_BUDGET, inside the webhook's deadline), before it routes; the details are then
+known when the alert is queued, so the wait is paid once."""
 
 from __future__ import annotations
 
@@ -21,8 +22,7 @@ from ..core.lookups import scoped
 from ..core.metrics import Metrics
 from ..core.routing import Destination
 from ..core.services import Key
-from ..glitchtip.source import GLITCHTIP
-from ..message.subjects import issue_ref
+from ..message.subjects import IssueHomes, issue_ref
 from ..routes import RouteTable, split
 from .alerts import NOT_GLITCHTIPS, GlitchTipIssues, WebhookAlerts
 from .receive import Received
@@ -48,7 +48,7 @@ class RoutedWebhooks:
         self._default = default
         self._metrics = metrics
         self._lookups = glitchtip.lookups
-        self._glitchtip_links = glitchtip.origin
+        self._homes = glitchtip.homes
 
     def route(self, received: Received) -> list[Taken]:
         """What became of each part (at least one). `received.started` bounds every part's
@@ -80,7 +80,7 @@ class RoutedWebhooks:
         budget, by each issue's link; none unless a route reads them."""
         if not self._routes.reads_levels or self._lookups is None:
             return {}
-        ids = _issue_ids(received.alert, self._glitchtip_links)
+        ids = _issue_ids(received.alert, self._homes)
         if not ids:
             return {}
         until = min(received.started + self._lookups.budget, received.deadline)
@@ -96,23 +96,18 @@ class RoutedWebhooks:
         }
 
 
-def _issue_ids(alert: Alert, glitchtip_links: str | None) -> dict[str, str]:
-    """The look-up keys of the webhook's issues at GlitchTip's address, by each issue's link:
-    each as the organization its link names (core/lookups.py's `scoped`)."""
-    if not isinstance(alert, IssueAlert):
+def _issue_ids(alert: Alert, homes: IssueHomes) -> dict[str, str]:
+    """The look-up keys of the alert's issues whose own level it does not say (GlitchTip's
+    webhook gives only a colour; Sentry's says it), of a source with a token, at its own
+    address (`homes`), by each issue's link: each as the organization its link names, where it
+    names one (core/lookups.py's `scoped`)."""
+    if not isinstance(alert, IssueAlert) or (source := homes.source(alert.source)) is None:
         return {}
     ids: dict[str, str] = {}
-    glitchtips = GLITCHTIP if alert.source == GLITCHTIP.name else None
     for issue in alert.issues:
-        ref = issue_ref(issue.link, issue.short_id, source=glitchtips)
-        if (
-            issue.link
-            and ref is not None
-            and ref.origin == glitchtip_links
-            and ref.id.isdigit()
-            and ref.org is not None
-        ):
-            ids[issue.link] = scoped(ref.org, ref.id)
+        ref = issue_ref(issue.link, issue.short_id, source=source) if issue.link else None
+        if issue.link and not issue.level and ref is not None and homes.owns(ref):
+            ids[issue.link] = scoped(ref.org, ref.id) if ref.org else ref.id
     return ids
 
 

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from ..cards.notices import glitchtip_notice, operator_fix
 from ..core.errors import (
     ChatMigrated,
     DeliveryError,
@@ -33,7 +34,6 @@ from ..core.errors import (
 from ..core.logs import register_secret
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id
 from ..glitchtip.api import GlitchTipApi
-from ..glitchtip.notices import glitchtip_notice, operator_fix
 from ..spool import Spool, open_spool
 from ..telegram.client import TelegramClient
 from ..telegram.updates_webhook import shown_webhook_url, webhook_path

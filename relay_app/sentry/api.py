@@ -21,9 +21,8 @@ from typing import Any
 from ..core.errors import GlitchTipError, GlitchTipIssueGone, SourceSetup
 from ..core.json_values import json_object, json_objects
 from ..core.origins import origin_of
-from ..core.trackers import Answered, IssueState
+from ..core.trackers import STATES_AT_ONCE, Answered, IssueState
 from ..glitchtip.api import (
-    STATES_AT_ONCE,
     GlitchTipApi,
     answered_about,
     check_ids,

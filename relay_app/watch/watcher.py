@@ -30,10 +30,9 @@ from ..core.process import OwnThread
 from ..core.rounds import RoundFollower
 from ..core.services import Key
 from ..core.sources import Sources
-from ..core.trackers import IssueState, IssueWatch
+from ..core.trackers import STATES_AT_ONCE, STATS_AT_ONCE, IssueState, IssueWatch
 from ..delivery.job import Delivery
 from ..delivery.render import Note
-from ..glitchtip.api import STATES_AT_ONCE, STATS_AT_ONCE
 from ..message.subjects import IssueHomes, issue_ref, org_of
 from ..message.trend import Trend, trend
 from ..spool.store import Tx

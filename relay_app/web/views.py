@@ -30,7 +30,6 @@ from ..core.json_body import MAX_BODY_BYTES, PayloadError, payload_from_json
 from ..core.logs import client_sample, event
 from ..core.metrics import CONTENT_TYPE, Metrics, WebhookOutcome
 from ..core.routing import RouteError, destination_from_query
-from ..glitchtip.webhook import read_webhook
 from ..intake.pages import Feed, Page, PageReply
 from ..intake.receive import receive
 from ..intake.record import record
@@ -289,7 +288,7 @@ def webhook(secret: str) -> tuple[Response, int]:
         metrics.webhook("rejected", "wrong_secret")
         raise NotFound()
     try:
-        alert = read_webhook(payload_from_json(read_body()))
+        alert = relay.sources.read_posted(payload_from_json(read_body()))
     except RequestEntityTooLarge as exc:
         return answered(
             metrics, started, Taken("rejected", "too_large", 413, error=exc.description)

@@ -15,11 +15,11 @@ from ...core.logs import event
 from ...core.sources import has_prefix
 from ...core.trackers import IssueStatus
 from ...delivery.outbox import Outbox
-from ...glitchtip.notices import glitchtip_notice, operator_fix
 from ...words import Said
 from ...words.catalogue import of_source, source_shown
 from ..card import IssueButton, SentMessage, notice
 from ..ignore_choices import SnoozeFor
+from ..notices import glitchtip_notice, operator_fix
 from ..sent import StatusClaim
 from ..team import Team
 from ..verbs import Calls

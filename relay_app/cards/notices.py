@@ -1,7 +1,8 @@
-"""What GlitchTip's failure to do what a press or reply asked means, for each of its two
-audiences. The person in the chat gets a short plain answer in the chat's language: whether to
-try again, or that the relay's operator has the details. The operator gets the variable, the
-scope and the fix, in English, in the log line (and from `relay-app check`)."""
+"""What a tracker's failure to do what a press or reply asked means (GlitchTip's, Sentry's: the
+core's errors, core/errors.py), for each of its two audiences. The person in the chat gets a
+short plain answer in the chat's language: whether to try again, or that the relay's operator
+has the details. The operator gets the variable, the scope and the fix, in English, in the log
+line (and from `relay-app check`)."""
 
 from __future__ import annotations
 
