@@ -24,11 +24,11 @@ from datetime import UTC, tzinfo
 from ..cards.card import IssueButton, SentMessage, Verb, clock_time
 from ..cards.ignore_choices import Condition, SnoozeFor, condition_of, snooze_notice
 from ..core.errors import GlitchTipError, SpoolError
+from ..core.issue_details import count_of
 from ..core.metrics import Metrics
 from ..core.rounds import IssuePlaces
-from ..core.trackers import IssueState
+from ..core.trackers import IssueActions, IssueState
 from ..delivery.outbox import Outbox
-from ..glitchtip.api import GlitchTipApi, events_of
 from ..message.spans import place_time
 from ..words import Said, Words
 from .counters import SNOOZES
@@ -39,11 +39,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class BringBack:
-    """How an issue whose snooze is over is brought back: set unresolved through `glitchtip`,
-    said under its alert through `outbox`, and its cards followed at once (`reopened`,
-    cards/in_step.py)."""
+    """How an issue whose snooze is over is brought back: set unresolved through its source's
+    API (`actions`: the trackers' contract), said under its alert through `outbox`, and its
+    cards followed at once (`reopened`, cards/in_step.py)."""
 
-    glitchtip: GlitchTipApi
+    actions: IssueActions
     outbox: Outbox
     reopened: Callable[[str], object] = lambda issue_id: None
     # The zone a chat reads times in (routes/zones.py): the "until" it says.
@@ -68,7 +68,7 @@ class Snoozing:
         self._snoozes = snoozes
         self._places = places
         self._outbox = back.outbox
-        self._glitchtip = back.glitchtip
+        self._actions = back.actions
         self.events = events
         self._metrics = metrics
         self._reopened = back.reopened
@@ -109,7 +109,7 @@ class Snoozing:
                 label=button.label,
                 until_at=condition.get("until"),
                 events=int(condition["events"]) if "events" in condition else None,
-                baseline=events_of(dict(answer)),
+                baseline=count_of(answer.get("count")),
                 by=by,
                 chat=message.chat,
                 thread=snooze.thread,
@@ -154,7 +154,7 @@ class Snoozing:
 
     def _bring_back(self, snooze: Snooze, state: IssueState, now: float) -> int:
         try:
-            self._glitchtip.set_status(snooze.issue_id, "unresolved", org=snooze.org)
+            self._actions.set_status(snooze.issue_id, "unresolved", org=snooze.org)
         except GlitchTipError as exc:
             log.warning(
                 "snoozed issue %s is due back, but GlitchTip did not reopen it (%s): the next "
