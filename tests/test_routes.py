@@ -14,17 +14,20 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from relay_app.cli import main
-from relay_app.core.alerts import Alert, IssueAlert
+from relay_app.core.alerts import Alert, Issue, IssueAlert
 from relay_app.core.metrics import Metrics
 from relay_app.core.routing import Destination
 from relay_app.glitchtip import webhook as glitchtip_webhook
+from relay_app.glitchtip.source import GLITCHTIP as GLITCHTIP_SOURCE
 from relay_app.glitchtip.webhook import read_kept
 from relay_app.intake import receive as receive_module
+from relay_app.intake import route as route_module
 from relay_app.intake.receive import Received
 from relay_app.intake.route import RoutedWebhooks
 from relay_app.intake.taken import Taken
 from relay_app.message.digest import compose
 from relay_app.message.formatting import format_alert, with_mentions
+from relay_app.message.subjects import Home, IssueHomes
 from relay_app.operating.config import ConfigError, Settings
 from relay_app.operating.routes_file import (
     IN_FORCE,
@@ -38,6 +41,7 @@ from relay_app.routes import RoutesError, RouteTable, parse_routes, read_routes,
 from relay_app.routes import table as table_module
 from relay_app.routes.table import MAX_ROUTES, MAX_ROUTES_BYTES
 from relay_app.routes.zones import Zones
+from relay_app.sentry.source import SENTRY as SENTRY_SOURCE
 from relay_app.words import ENGLISH, RUSSIAN
 from tests import payloads
 from tests.conftest import THEIRS, FakeTime
@@ -652,3 +656,26 @@ def test_a_route_may_give_each_issue_a_topic_and_keep_a_board(tmp_path: Path) ->
     ):
         with pytest.raises(RoutesError, match=said):
             parse_routes(f"[[route]]\nchat = -1001\n{wrong}\n", "x.toml")
+
+
+def test_a_routes_levels_are_looked_up_for_the_issues_whose_alert_does_not_say_theirs() -> None:
+    """Of a source with a token at its own address, whichever source: GlitchTip's say only a
+    colour; a Sentry alert says its event's level, unless the event had none."""
+    homes = IssueHomes(
+        (
+            (GLITCHTIP_SOURCE, Home("https://glitchtip.example.org")),
+            (SENTRY_SOURCE, Home("https://sentry.example.org")),
+        )
+    )
+    glitchtips = read(payloads.issue_alert(issue(1, "shop", "prod")))
+    [link] = [i.link for i in glitchtips.issues]  # type: ignore[union-attr]
+    assert route_module._issue_ids(glitchtips, homes) == {link: "acme/1"}
+    elsewhere = IssueHomes(((GLITCHTIP_SOURCE, Home("https://gt.example.org")),))
+    assert route_module._issue_ids(glitchtips, elsewhere) == {}
+    sentry_link = "https://sentry.example.org/organizations/acme/issues/12/"
+    said = Issue("Boom", sentry_link, None, "error", None, (), level="fatal")
+    unsaid = Issue("Bang", sentry_link.replace("12", "13"), None, "warning", None, ())
+    sentrys = IssueAlert("", (said, unsaid), 2, "sentry")
+    assert route_module._issue_ids(sentrys, homes) == {unsaid.link: "sentry:13"}
+    # A source without a token is asked nothing.
+    assert route_module._issue_ids(sentrys, elsewhere) == {}
