@@ -6,12 +6,11 @@ expire`) queues data, never text in its own language.
 - An alert is its webhook's alert as its source's page read it (core/alerts.py; a job queued
   before it was kept so keeps its source's body, read by the first source), with its issues'
   details from their source's API when they came before its first attempt, and whom its route
-  calls; or, for an alert queued before
-  jobs held data, the message it was rendered into then; or a shape a capability registered
-  when the relay was assembled (`Shape`: a silence's summary, a daily summary, an on-call
-  handoff, a link's card), told by the key of its data. A capability may add a first line to
-  a webhook's message from its data (`Note`: the watcher's re-post). Several go as a digest
-  (message/digest.py).
+  calls; or, for an alert queued before jobs held data, the message it was rendered into
+  then; or a shape a capability registered when the relay was assembled (`Shape`: a silence's
+  summary, a daily summary, an on-call handoff, a link's card), told by the key of its data.
+  A capability may add a first line to a webhook's message from its data (`Note`: the
+  watcher's re-post). Several go as a digest (message/digest.py).
 - A card's edit is its record's state when the edit goes, as the cards' capability makes it
   (`Edits`, cards/edits.py): the edits of one card waiting together make one write.
 - A reply, and a reaction (with the reply that says the same where reactions are off), are
@@ -520,8 +519,12 @@ class Renderer:
 
 def _levels(data: Mapping[str, Any], sources: Sources) -> set[str]:
     """The levels an alert's issues may have: from their source's API where its details came
-    for every issue, else what their shades may mean too (routes/sound.py)."""
-    alert = sources.alert_kept_in(data)
+    for every issue, else what their shades may mean too (routes/sound.py). An alert that
+    cannot be read is said so when it is rendered; here it names no level, and rings."""
+    try:
+        alert = sources.alert_kept_in(data)
+    except Unreadable:
+        alert = None
     issues = alert.issues if isinstance(alert, IssueAlert) else ()
     known: list[tuple[str | None, str]] = [
         (level, "") for level in _known_levels(data.get("details"))
