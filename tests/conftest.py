@@ -19,6 +19,7 @@ from flask.testing import FlaskClient
 
 from relay_app import Relay, assemble, create_app, relay_of
 from relay_app.capabilities import REGISTRY
+from relay_app.core.alerts import ALERT_KEY, alert_as_json
 from relay_app.core.errors import SpoolError
 from relay_app.core.logs import configure_logging
 from relay_app.core.outcomes import Dead
@@ -40,7 +41,7 @@ from relay_app.words import ENGLISH
 from tests import postgres
 from tests.fake_glitchtip import FakeGlitchTip, running_fake_glitchtip
 from tests.fake_sentry import FakeSentry, running_fake_sentry
-from tests.payloads import message_for
+from tests.payloads import message_for, read
 from tests.postgres import PostgresServer
 from tests.prometheus import Samples, parse
 
@@ -355,9 +356,9 @@ def queue_alert(
     now: float,
     mentions: tuple[str, ...] = (),
 ) -> Job:
-    """A webhook's alert queued as the webhook queues it: its payload, and whom its route
-    calls; its arrival noted with it."""
-    about: dict[str, Any] = {"webhook": payload}
+    """A webhook's alert queued as the webhook queues it: its alert as its page read it, and
+    whom its route calls; its arrival noted with it."""
+    about: dict[str, Any] = {ALERT_KEY: alert_as_json(read(payload))}
     if mentions:
         about["mentions"] = list(mentions)
     arrival = message_for(payload, ENGLISH, sources=SOURCES).text

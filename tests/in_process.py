@@ -18,6 +18,7 @@ from relay_app.cards.card import SentMessage
 from relay_app.cards.sent import SentStore
 from relay_app.cards.verbs import CALLS
 from relay_app.chat.links import LINKS
+from relay_app.core.alerts import ALERT_KEY, alert_as_json
 from relay_app.core.errors import PermanentDeliveryError, RateLimited
 from relay_app.core.outcomes import Outcome
 from relay_app.core.routing import Destination
@@ -31,7 +32,7 @@ from relay_app.telegram.courier import Picture, Sent
 from relay_app.watch.watcher import WATCHER, Round, Watcher
 from relay_app.words import ENGLISH
 from tests.conftest import DESTINATION, SOURCES, FakeTime, run_background
-from tests.payloads import issue, issue_alert, message_for
+from tests.payloads import issue, issue_alert, message_for, read
 from tests.taking import cards_of
 from tests.telegram_rules import RateLimits
 
@@ -241,7 +242,7 @@ def webhook(
     now. None: it waits."""
     started = time.monotonic()
     job = relay.alert_queue.admit(
-        {"webhook": payload}, to, by=deadline(started), text=text_of(payload)
+        {ALERT_KEY: alert_as_json(read(payload))}, to, by=deadline(started), text=text_of(payload)
     )
     assert job is not None
     return relay.attempts.first_attempt(job, by=deadline(started)).outcome

@@ -23,6 +23,7 @@ from relay_app import (
     start_background_work,
     stop_background_work,
 )
+from relay_app.core.alerts import ALERT_KEY, alert_as_json
 from relay_app.core.errors import (
     PermanentDeliveryError,
     RateLimited,
@@ -65,6 +66,7 @@ from tests.in_process import (
     waits,
     webhook,
 )
+from tests.payloads import read
 from tests.telegram_rules import visible_text
 
 # May have reached Telegram: counts toward RELAY_RETRY_ATTEMPTS.
@@ -135,7 +137,7 @@ def test_attempts_that_may_have_arrived_stop_at_the_ceiling_and_leave_a_dead_let
     assert (dead.last_error, dead.unsure_attempts, dead.data) == (
         str(last),
         4,
-        {"webhook": PAYLOAD},
+        {ALERT_KEY: alert_as_json(read(PAYLOAD))},
     )
     [record] = lost_alert_records(caplog)
     assert escape_controls(MESSAGE.text) in record.getMessage()  # one line: logs.py

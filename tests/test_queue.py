@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from relay_app.core.alerts import ALERT_KEY, IssueAlert, alert_as_json
 from relay_app.core.errors import QueueFull
 from relay_app.core.outcomes import Dead, Delivered, Outcome, RetryAt
 from relay_app.core.pacing import GROUP_INTERVAL
@@ -47,7 +48,7 @@ from relay_app.spool.store import Store, Tx
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, DESTINATION, SOURCES, FakeTime, queue_alert
 from tests.old_spools import old_postgres, old_sqlite, one_history_sqlite
-from tests.payloads import issue, issue_alert
+from tests.payloads import issue, issue_alert, read
 
 TOPIC = Destination(CHAT_ID, 7)
 ALERT, CALL, EDIT, ANSWER = Precedence
@@ -188,7 +189,9 @@ def claimed(queue: Queue, clock: FakeTime, tokens: Tokens, **kwargs: object) -> 
 
 def number_of(job: Job) -> int:
     """The number its test alert was made with (its issue's title ends in it)."""
-    return int(job.data["webhook"]["attachments"][0]["title"].rsplit("#", 1)[1])
+    alert = SOURCES.alert_kept_in(job.data)  # as written now, or by a relay before
+    assert isinstance(alert, IssueAlert)
+    return int(alert.issues[0].title.rsplit("#", 1)[1])
 
 
 def numbers(claim: Claim) -> list[int]:
@@ -245,7 +248,7 @@ def test_a_new_alert_is_written_ahead_of_any_attempt_and_due_at_once(
 ) -> None:
     job = admit(queue, clock)
     assert (job.kind, job.attempts, job.lane) == ("alert", 0, DESTINATION.lane)
-    assert job.data == {"webhook": payload(1)}  # what it is about, not its text
+    assert job.data == {ALERT_KEY: alert_as_json(read(payload(1)))}  # about, not its text
     assert queue.pending() == 1
     lane = lane_of(queue, clock, tokens)
     assert (lane.due_at, lane.free) == (clock.now, True)
@@ -879,7 +882,7 @@ def test_jobs_from_another_process_are_read_as_written(
     queue_alert(spool, long_one, TOPIC, now=clock.now, mentions=("@ada",))
     [job] = claimed(another_process(spool), clock, tokens, to=TOPIC).jobs
     assert (job.data, job.destination, job.received_at) == (
-        {"webhook": long_one, "mentions": ["@ada"]},
+        {ALERT_KEY: alert_as_json(read(long_one)), "mentions": ["@ada"]},
         TOPIC,
         clock.now,
     )
