@@ -166,7 +166,10 @@ def test_a_chart_is_drawn_in_a_bounded_process_that_knows_no_secret() -> None:
     # 06:04 UTC: four minutes into the bar of 06:00, the 22nd of 24 (centred on 21).
     [mark] = spec["panels"][0]["marks"]
     assert mark == {"at": pytest.approx(21 - 0.5 + 4 / 60), "label": "впервые"}
-    png = draw(spec)
+    # A relay's host draws one in about a second (bench/charts.py); a test machine loaded by
+    # the whole suite once took past DRAW_WITHIN (15 s) to start matplotlib: the bound itself
+    # is proved below, and the picture here.
+    png = draw(spec, within=60.0)
     assert png.startswith(PNG)
     assert 5_000 < len(png) < 200_000
     with pytest.raises(DrawingFailed, match="within"):
