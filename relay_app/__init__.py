@@ -36,7 +36,7 @@ from .delivery.policy import RetryPolicy
 from .delivery.render import Added, Renderer
 from .glitchtip.api import GlitchTipApi
 from .glitchtip.source import GLITCHTIP
-from .intake.alerts import GlitchTipIssues, WebhookAlerts
+from .intake.alerts import SourceIssues, WebhookAlerts
 from .intake.attempt import FirstAttempts
 from .intake.hidden import NAMED_HIDDEN, HiddenIssues
 from .intake.hold import HOLD
@@ -269,9 +269,7 @@ def assemble(
     lookups = issue_lookups(
         settings, metrics, shared, services.find(HOURLY), services.find(DETAIL_SOURCE)
     )
-    issues = GlitchTipIssues(
-        settings.glitchtip_links, lookups, buttons=outgoing.buttons, homes=homes
-    )
+    issues = SourceIssues(lookups, buttons=outgoing.buttons, homes=homes)
     webhooks = RoutedWebhooks(
         WebhookAlerts(
             queue=alert_queue,
@@ -279,13 +277,13 @@ def assemble(
             renderer=renderer,
             silencing=services.find(HOLD),
             jobs=jobs,
-            glitchtip=issues,
+            issues=issues,
             clock=clock,
         ),
         settings.routes,
         default=settings.default_destination,
         metrics=metrics,
-        glitchtip=issues,
+        issues=issues,
     )
     services.provide(TAKE_IN, webhooks)  # an escalating issue posted again (the watcher's)
     hidden = _hidden_issues(settings, spool, webhooks, metrics, clock)

@@ -10,16 +10,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..core.alerts import OWN_LEVELS, Field, Issue, IssueAlert, Level, alert_as_json
+from ..core.alerts import OWN_LEVELS, Field, Issue, IssueAlert, alert_as_json, shade_of_level
 from ..core.errors import Unreadable
 from ..core.json_values import json_count
 from ..delivery.render import Renderer, Shape, number
 from ..message.formatting import Message, with_first_line
 from ..spool.model import Job
 from ..words import Words
-
-# How grave each level looks, as the trackers colour them: warning and below alike.
-_SHADES: dict[str, Level] = {"fatal": "error", "error": "error", "info": "info"}
 
 
 def link_card_data(
@@ -47,7 +44,7 @@ def _shown(issue: Mapping[str, Any], link: str, short_id: str) -> Issue:
         title=str(issue.get("title") or ""),
         link=link,
         culprit=str(culprit) if culprit else None,
-        shade=_SHADES.get(level, "warning"),
+        shade=shade_of_level(level),
         short_id=short_id or None,
         fields=(Field("Project", name),) if name else (),
         level=level if level in OWN_LEVELS else None,

@@ -32,6 +32,9 @@ Level = Literal["error", "warning", "info", "other"]
 LEVELS: tuple[Level, ...] = ("error", "warning", "info", "other")
 # An issue's own level, where its source says it.
 OWN_LEVELS = ("fatal", "error", "warning", "info", "debug")
+# How grave each level looks, as the trackers colour them: fatal as error, warning and below
+# alike (uncoloured).
+_SHADE_OF_LEVEL: dict[str, Level] = {"fatal": "error", "error": "error", "info": "info"}
 # What an alert of issues is: their alert ("issue"), or issues just created, which the routes
 # send only where a route asks for that kind (routes/table.py).
 IssueKind = Literal["issue", "created"]
@@ -103,6 +106,12 @@ KEPT_BODY_KEY = "webhook"
 
 # The words of a payload the relay does not know, at most: a log line's worth.
 PLAIN_TEXT_CHARS = 1000
+
+
+def shade_of_level(level: str | None) -> Level:
+    """How an issue of its own `level` looks (an alert made from a tracker's answer, which says
+    the level rather than a colour): as its webhook would have coloured it."""
+    return _SHADE_OF_LEVEL.get(level or "", "warning")
 
 
 def plain_text(alert: Alert) -> str:

@@ -47,21 +47,19 @@ Clock = Callable[[], float]
 
 
 @dataclass(frozen=True)
-class GlitchTipIssues:
-    """What the relay knows of GlitchTip's own issues: their links' origin (GLITCHTIP_PUBLIC_URL,
-    or GLITCHTIP_URL; a webhook may name any link, and only these ids go to GlitchTip's API),
-    and whether they get buttons; where each source's issues must be to get them (`homes`:
-    Sentry's too); and where each source's issues' details are looked up (None: not at all)."""
+class SourceIssues:
+    """What the relay knows of its sources' issues: whether they get buttons; where each
+    source's issues must be to get them (`homes`: each source with a token, at its own address;
+    a webhook may name any link); and where each source's issues' details are looked up (None:
+    not at all)."""
 
-    origin: str | None = None
     lookups: Lookups | None = None
     buttons: bool = False
     homes: IssueHomes = NO_HOMES
 
 
-# No issue is known to be GlitchTip's own (GLITCHTIP_URL unset): none is looked up, none gets
-# buttons.
-NOT_GLITCHTIPS = GlitchTipIssues()
+# No source's issue is known (no source has a token): none is looked up, none gets buttons.
+NO_SOURCE_ISSUES = SourceIssues()
 
 
 class WebhookAlerts:
@@ -73,14 +71,14 @@ class WebhookAlerts:
         renderer: Renderer,
         silencing: Hold | None,
         jobs: Jobs,
-        glitchtip: GlitchTipIssues = NOT_GLITCHTIPS,
+        issues: SourceIssues = NO_SOURCE_ISSUES,
         clock: Clock = time.time,
     ) -> None:
-        self._detailed = Detailed(queue, glitchtip.lookups, glitchtip.homes, renderer.sources)
+        self._detailed = Detailed(queue, issues.lookups, issues.homes, renderer.sources)
         self._attempts = attempts
         self._renderer = renderer
-        self._buttons = glitchtip.buttons
-        self._homes = glitchtip.homes
+        self._buttons = issues.buttons
+        self._homes = issues.homes
         self._silencing = silencing
         self._jobs = jobs
         self._clock = clock

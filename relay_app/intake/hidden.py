@@ -29,7 +29,7 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
-from ..core.alerts import Alert, Field, Issue, IssueAlert, Level
+from ..core.alerts import Alert, Field, Issue, IssueAlert, shade_of_level
 from ..core.errors import GlitchTipError
 from ..core.off_thread import OffThread
 from ..core.routing import Destination
@@ -51,9 +51,6 @@ MOST_NAMED = 20
 MOST_WAITING = 20
 # The issues of the project read, newest event first: one page.
 READ_AT_ONCE = 100
-# How grave each level looks, as GlitchTip's webhooks colour them (apps/issue_events/
-# models.py): warning and below alike.
-_SHADE_BY_LEVEL: dict[str, Level] = {"fatal": "error", "error": "error", "info": "info"}
 
 
 @dataclass(frozen=True)
@@ -248,7 +245,7 @@ def named_alert(found: list[tuple[dict[str, Any], dict[str, str]]], hidden: Hidd
                 title=str(issue.get("title") or ""),
                 link=f"{hidden.origin}/{hidden.org}/issues/{issue.get('id')}",
                 culprit=str(issue.get("culprit") or "") or None,
-                shade=_SHADE_BY_LEVEL.get(level, "warning"),
+                shade=shade_of_level(level),
                 short_id=str(issue.get("shortId") or f"#{issue.get('id')}"),
                 fields=tuple(fields),
             )

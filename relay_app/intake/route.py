@@ -24,7 +24,7 @@ from ..core.routing import Destination
 from ..core.services import Key
 from ..message.subjects import IssueHomes, issue_ref
 from ..routes import RouteTable, split
-from .alerts import NOT_GLITCHTIPS, GlitchTipIssues, WebhookAlerts
+from .alerts import NO_SOURCE_ISSUES, SourceIssues, WebhookAlerts
 from .receive import Received
 from .taken import Taken
 
@@ -39,16 +39,16 @@ class RoutedWebhooks:
         *,
         default: Destination,
         metrics: Metrics,
-        glitchtip: GlitchTipIssues = NOT_GLITCHTIPS,
+        issues: SourceIssues = NO_SOURCE_ISSUES,
     ) -> None:
-        """`glitchtip`: its issues' details, for the levels a route reads (without them, the
+        """`issues`: their details, for the levels a route reads (without them, the
         routes read the colour alone)."""
         self._alerts = alerts
         self._routes = routes
         self._default = default
         self._metrics = metrics
-        self._lookups = glitchtip.lookups
-        self._homes = glitchtip.homes
+        self._lookups = issues.lookups
+        self._homes = issues.homes
 
     def route(self, received: Received) -> list[Taken]:
         """What became of each part (at least one). `received.started` bounds every part's

@@ -30,10 +30,10 @@ from ..core.alerts import (
     Issue,
     IssueAlert,
     IssueKind,
-    Level,
     MonitorChange,
     MonitorState,
     UptimeAlert,
+    shade_of_level,
 )
 from ..core.issue_details import details_as_json
 from ..core.json_values import json_object
@@ -41,8 +41,6 @@ from .details import details_of
 from .source import SENTRY
 
 SOURCE = "sentry"
-# How grave each level looks (the trackers colour warning and below alike).
-_SHADES: dict[str, Level] = {"fatal": "error", "error": "error", "info": "info"}
 _SLUG = r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}"
 # Where a Sentry URL names the organization: its web pages, its API's, and sentry.io's own
 # subdomain for each organization.
@@ -281,7 +279,7 @@ def _alert(
         title=title,
         link=link or None,
         culprit=culprit or None,
-        shade=_SHADES.get(level or "", "warning"),
+        shade=shade_of_level(level),
         short_id=short_id or None,
         fields=fields,
         level=level,
