@@ -114,7 +114,11 @@ def issue_lookups(
         api = GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT)
         read = _with_hours(partial(_as_its_organizations, api), hourly)
         found = IssueLookups(
-            read, budget=budget, count=metrics.glitchtip_lookup, health=shared.glitchtip_health
+            read,
+            setup=GlitchTipApi.SETUP,
+            budget=budget,
+            count=metrics.glitchtip_lookup,
+            health=shared.glitchtip_health,
         )
         # GlitchTip's ids are those no other source owns.
         sources.append((lambda issue_id: other is None or not other.owns(issue_id), found))

@@ -23,7 +23,7 @@ from relay_app.charts.figure import spec_of
 from relay_app.charts.series import Series, series_of
 from relay_app.charts.writes import caption_of
 from relay_app.core.drawing import PNG, draw
-from relay_app.core.errors import DrawingFailed, GlitchTipError
+from relay_app.core.errors import DrawingFailed, TrackerError
 from relay_app.core.trackers import IssueHistory
 from relay_app.glitchtip.api import GlitchTipApi
 from relay_app.message.formatting import CAPTION_LIMIT
@@ -116,7 +116,7 @@ def test_an_unreadable_count_refuses_the_chart_and_a_missing_event_costs_only_th
     api = GlitchTipApi(GT_TOKEN, GLITCHTIP, timeout=2)
     with responses.RequestsMock() as mock:
         _stats(mock, "24h", [{"id": "4", "stats": {"24h": [[HOUR, "²"]]}}])
-        with pytest.raises(GlitchTipError, match="cannot be read"):
+        with pytest.raises(TrackerError, match="cannot be read"):
             api.issue_history("acme", "4")
     with responses.RequestsMock() as mock:
         _stats(mock, "24h", [{"id": "4", "stats": {"24h": [[HOUR, 1]]}}])
@@ -126,7 +126,7 @@ def test_an_unreadable_count_refuses_the_chart_and_a_missing_event_costs_only_th
     assert found == IssueHistory([[HOUR, 1]], [], None, None)
     with responses.RequestsMock() as mock:
         _stats(mock, "24h", {"detail": "boom"}, status=502)
-        with pytest.raises(GlitchTipError):
+        with pytest.raises(TrackerError):
             api.issue_history("acme", "4")
 
 

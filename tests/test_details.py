@@ -15,10 +15,9 @@ import pytest
 import responses
 
 from relay_app.core.errors import (
-    GlitchTipIssueGone,
-    GlitchTipTokenRefused,
-    GlitchTipUnreachable,
-    SourceSetup,
+    IssueGone,
+    TokenRefused,
+    TrackerUnreachable,
 )
 from relay_app.core.issue_details import (
     Frame,
@@ -34,12 +33,13 @@ from relay_app.core.lookups import (
     EachSource,
     IssueLookups,
 )
-from relay_app.glitchtip.api import GlitchTipApi
-from relay_app.glitchtip.details import details_from
+from relay_app.glitchtip.api import GLITCHTIP_SETUP, GlitchTipApi
 from relay_app.glitchtip.webhook import read_kept
 from relay_app.intake.details import with_short_ids
+from relay_app.issue_api.details import details_from
 from relay_app.message.details import frame_where
 from relay_app.message.formatting import format_alert
+from relay_app.sentry.api import SentryApi
 from relay_app.spool.database import Database
 from relay_app.spool.glitchtip_health import SpoolGlitchTipHealth
 from relay_app.spool.postgres.database import PgDatabase
@@ -263,12 +263,12 @@ def test_an_issue_without_events_has_its_count_and_a_missing_one_is_gone(
     details = api.details("3")
     assert (details.count, details.frame) == (3, None)
     api_answers.get(f"{GLITCHTIP}/api/0/issues/9/", status=404, json={"detail": "Not Found"})
-    with pytest.raises(GlitchTipIssueGone):
+    with pytest.raises(IssueGone):
         api.details("9")
     api_answers.get(f"{GLITCHTIP}/api/0/issues/5/", status=401, json={"detail": "Unauthorized"})
-    with pytest.raises(GlitchTipTokenRefused):
+    with pytest.raises(TokenRefused):
         api.details("5")
-    with pytest.raises(ValueError, match="not a GlitchTip issue id"):
+    with pytest.raises(ValueError, match="not an issue's id"):
         api.details("3/../../users/me")
 
 
@@ -323,7 +323,9 @@ def lookups(reads: FakeReads, ticking: Ticking) -> Iterator[IssueLookups]:
     # A budget no answer of the fake's needs, however loaded the machine: a test of what a slow
     # answer costs gives a short one of its own (0.2 s here failed a warned-once test under
     # eight test processes on two busy cores, its pool's thread not run in time).
-    made = IssueLookups(reads, budget=2.0, count=counted.append, monotonic=ticking)
+    made = IssueLookups(
+        reads, setup=GLITCHTIP_SETUP, budget=2.0, count=counted.append, monotonic=ticking
+    )
     made.counted = counted  # type: ignore[attr-defined]
     yield made
     made.shutdown()
@@ -364,7 +366,7 @@ def test_a_failing_glitchtip_is_asked_no_more_for_a_while_and_warned_of_once(
     ticking: Ticking,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    reads.error = GlitchTipUnreachable("GET ...: GlitchTip refused the connection")
+    reads.error = TrackerUnreachable("GET ...: GlitchTip refused the connection")
     for issue_id in ("1", "2", "3"):
         assert lookups.within([issue_id], lookups.budget) == {}
     assert reads.calls == ["1"]  # after the failure, none is tried
@@ -386,7 +388,7 @@ def test_a_failing_glitchtip_is_asked_no_more_for_a_while_and_warned_of_once(
     assert counted.count("skipped") == 2
     assert counted.count("read") == 1
     found: list[object] = []
-    reads.error = GlitchTipUnreachable("down")
+    reads.error = TrackerUnreachable("down")
     lookups.within(["7"], lookups.budget)
     lookups.when_known(["8"], found.append)  # none may be made now: told at once
     assert found == [{}]
@@ -401,14 +403,14 @@ def test_details_are_kept_a_few_minutes_and_a_missing_issue_is_not_asked_again(
     ticking.now += FRESH_FOR + 1
     lookups.within(["3"], lookups.budget)
     assert reads.calls == ["3", "3"]
-    reads.error = GlitchTipIssueGone("404")
+    reads.error = IssueGone("404")
     assert lookups.within(["9"], lookups.budget) == {}
     assert lookups.within(["9"], lookups.budget) == {}
     assert reads.calls == ["3", "3", "9"]
 
 
 def test_the_cache_is_bounded(reads: FakeReads, ticking: Ticking) -> None:
-    lookups = IssueLookups(reads, budget=1.0, monotonic=ticking)
+    lookups = IssueLookups(reads, setup=GLITCHTIP_SETUP, budget=1.0, monotonic=ticking)
     try:
         for number in range(1100):
             lookups.within([str(number)], lookups.budget)
@@ -456,13 +458,13 @@ def test_each_issue_is_asked_of_its_own_source_and_one_failing_costs_the_other_n
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     glitchtips, sentrys = FakeReads(), FakeReads()
-    sentrys.error = GlitchTipUnreachable("Sentry is down")
-    sentry = SourceSetup("Sentry", "SENTRY_API_TOKEN", "SENTRY_URL")
+    sentrys.error = TrackerUnreachable("Sentry is down")
+    sentry = SentryApi.SETUP
     both = EachSource(
         [
             (
                 lambda issue_id: not issue_id.startswith("sentry:"),
-                IssueLookups(glitchtips, budget=1.0),
+                IssueLookups(glitchtips, setup=GLITCHTIP_SETUP, budget=1.0),
             ),
             (
                 lambda issue_id: issue_id.startswith("sentry:"),

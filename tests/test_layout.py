@@ -31,6 +31,7 @@ PACKAGE = ROOT / "relay_app"
 CORE = [
     "core",
     "words",
+    "issue_api",
     "glitchtip",
     "routes",
     "message",

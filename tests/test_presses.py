@@ -18,22 +18,23 @@ import responses
 
 from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage, callback_data
-from relay_app.cards.notices import glitchtip_notice, operator_fix
+from relay_app.cards.notices import operator_fix, tracker_notice
 from relay_app.cards.presses.presses import PressActions, Presses
 from relay_app.cards.team import Team
 from relay_app.core.errors import (
-    GlitchTipError,
-    GlitchTipIssueGone,
-    GlitchTipScopeMissing,
-    GlitchTipTokenRefused,
-    GlitchTipUnreachable,
+    IssueGone,
     RetryableDeliveryError,
+    ScopeMissing,
     SpoolError,
+    TokenRefused,
+    TrackerError,
+    TrackerUnreachable,
 )
 from relay_app.core.logs import configure_logging
 from relay_app.core.off_thread import OffThread
 from relay_app.delivery.outbox import Outbox
-from relay_app.glitchtip.api import MAX_ANSWER_BYTES, GlitchTipApi
+from relay_app.glitchtip.api import GlitchTipApi
+from relay_app.issue_api.client import MAX_ANSWER_BYTES
 from relay_app.routes import parse_routes
 from relay_app.silences.buttons import MUTE
 from relay_app.words import ENGLISH
@@ -211,7 +212,7 @@ OPERATOR_HAS_IT = "GlitchTip refused the change; the relay's operator has the de
         (
             403,
             {"detail": "CSRF check Failed"},
-            GlitchTipTokenRefused,
+            TokenRefused,
             OPERATOR_HAS_IT,
             "GLITCHTIP_API_TOKEN is wrong or revoked: make a new token in GlitchTip (Profile → "
             "Auth Tokens) with the event:write scope and set GLITCHTIP_API_TOKEN to it",
@@ -219,16 +220,16 @@ OPERATOR_HAS_IT = "GlitchTip refused the change; the relay's operator has the de
         (
             403,
             {"detail": "Permission denied"},
-            GlitchTipScopeMissing,
+            ScopeMissing,
             OPERATOR_HAS_IT,
             "GLITCHTIP_API_TOKEN may not change issues (it lacks the event:write scope)",
         ),
-        (404, {"detail": "Not Found"}, GlitchTipIssueGone, "no such issue any more", None),
-        (502, "<html>Bad Gateway</html>", GlitchTipUnreachable, "GlitchTip is failing", None),
+        (404, {"detail": "Not Found"}, IssueGone, "no such issue any more", None),
+        (502, "<html>Bad Gateway</html>", TrackerUnreachable, "GlitchTip is failing", None),
         (
             None,
             requests.ConnectionError("Connection refused"),
-            GlitchTipUnreachable,
+            TrackerUnreachable,
             "could not be reached",
             None,
         ),
@@ -255,8 +256,8 @@ def test_each_glitchtip_failure_is_named_for_the_presser_and_fixed_for_the_opera
         glitchtip.put(ISSUE_URL, status=status, body=str(body))
     with pytest.raises(error) as raised:
         api().set_status("4", "resolved")
-    assert isinstance(raised.value, GlitchTipError)
-    assert notice in glitchtip_notice(raised.value).text(ENGLISH)
+    assert isinstance(raised.value, TrackerError)
+    assert notice in tracker_notice(raised.value).text(ENGLISH)
     with caplog.at_level(logging.WARNING):
         chat.update(press(callback_data("resolve", "the-key")))
     chat.settle()
@@ -343,7 +344,7 @@ def test_the_token_check_tells_a_bad_token_from_a_good_one(
     glitchtip.get(me, json={"id": "1", "username": "ada"})
     assert api().whoami()["username"] == "ada"
     glitchtip.replace(responses.GET, me, status=401, json={"detail": "Unauthorized"})
-    with pytest.raises(GlitchTipTokenRefused):
+    with pytest.raises(TokenRefused):
         api().whoami()
 
 
@@ -353,11 +354,11 @@ def test_a_redirect_is_not_followed_and_its_location_is_named(
     elsewhere = "http://attacker.example/api/0/issues/4/"
     glitchtip.put(ISSUE_URL, status=302, headers={"Location": elsewhere})
     glitchtip.put(elsewhere, json={"id": "4", "status": "resolved"})
-    with pytest.raises(GlitchTipError) as raised:
+    with pytest.raises(TrackerError) as raised:
         api().set_status("4", "resolved")
     assert [call.request.url for call in glitchtip.calls] == [ISSUE_URL]
     assert elsewhere in str(raised.value)
-    assert glitchtip_notice(raised.value).text(ENGLISH) == OPERATOR_HAS_IT
+    assert tracker_notice(raised.value).text(ENGLISH) == OPERATOR_HAS_IT
     fix = operator_fix(raised.value)
     assert fix is not None
     assert fix.startswith(f"GLITCHTIP_URL answers with a redirect (to {elsewhere})")
@@ -368,13 +369,13 @@ def test_an_answer_larger_than_glitchtip_gives_is_not_read_to_its_end(
 ) -> None:
     huge = b'{"id": "4", "status": "resolved", "padding": "' + b"x" * MAX_ANSWER_BYTES + b'"}'
     glitchtip.put(ISSUE_URL, body=huge, content_type="application/json")
-    with pytest.raises(GlitchTipUnreachable) as raised:
+    with pytest.raises(TrackerUnreachable) as raised:
         api().set_status("4", "resolved")
-    assert "GlitchTip is failing" in glitchtip_notice(raised.value).text(ENGLISH)
+    assert "GlitchTip is failing" in tracker_notice(raised.value).text(ENGLISH)
 
 
 def test_an_issue_id_is_digits_only(glitchtip: responses.RequestsMock) -> None:
-    with pytest.raises(ValueError, match="not a GlitchTip issue id"):
+    with pytest.raises(ValueError, match="not an issue's id"):
         api().set_status("4/../../users/me", "resolved")
     assert len(glitchtip.calls) == 0
 
@@ -467,7 +468,7 @@ class HangingTracker:
         self.calls.append(issue_id)
         assert self.release.wait(10)
         if self.fails:
-            raise GlitchTipUnreachable("PUT: no answer in time", cause="timeout")
+            raise TrackerUnreachable("PUT: no answer in time", cause="timeout")
         return {"id": issue_id, "status": status}
 
     def comment(self, issue_id: str, text: str, *, org: str | None = None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from relay_app.cards.card import IssueButton, SentMessage, callback_data
 from relay_app.cards.notices import operator_fix
 from relay_app.chat.links import LINKS
 from relay_app.core.alerts import ALERT_KEY, alert_as_json
-from relay_app.core.errors import GlitchTipScopeMissing
+from relay_app.core.errors import ScopeMissing
 from relay_app.sentry.api import SentryApi
 from relay_app.sentry.settings import SentryConfig
 from relay_app.sentry.signature import signature_of
@@ -174,7 +174,7 @@ def test_a_refusal_of_sentrys_names_sentrys_variable_for_the_operator(
     [(text, alert)] = chat.answered()
     assert alert
     assert "Sentry" in text
-    error = GlitchTipScopeMissing("x")
+    error = ScopeMissing("x")
     error.setup = SentryApi.SETUP
     fix = operator_fix(error)
     assert fix is not None

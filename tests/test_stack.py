@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from relay_app.core.issue_details import MAX_STACK, Frame, details_as_json, details_from_json
-from relay_app.glitchtip.details import EVENT_FRAMES, details_from, stack_of
+from relay_app.issue_api.details import EVENT_FRAMES, details_from, stack_of
 from relay_app.message.formatting import TELEGRAM_TEXT_LIMIT
 from relay_app.sentry.details import details_of
 from relay_app.words import ENGLISH, RUSSIAN

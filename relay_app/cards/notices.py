@@ -7,19 +7,19 @@ line (and from `relay-app check`)."""
 from __future__ import annotations
 
 from ..core.errors import (
-    GlitchTipError,
-    GlitchTipIssueGone,
-    GlitchTipRedirected,
-    GlitchTipScopeMissing,
-    GlitchTipTokenRefused,
-    GlitchTipUnreachable,
+    IssueGone,
+    ScopeMissing,
+    TokenRefused,
+    TrackerError,
+    TrackerRedirected,
+    TrackerUnreachable,
 )
 from ..words import Said
 
 
-def glitchtip_notice(error: GlitchTipError) -> Said:
+def tracker_notice(error: TrackerError) -> Said:
     """What the person who pressed or replied is told."""
-    if isinstance(error, GlitchTipUnreachable):
+    if isinstance(error, TrackerUnreachable):
         if error.cause is None:
             return Said("glitchtip_failing", {"detail": error.detail})
         why = {
@@ -31,25 +31,27 @@ def glitchtip_notice(error: GlitchTipError) -> Said:
         return Said("glitchtip_unreachable", {"why": Said(why)})
     if operator_fix(error) is not None:
         return Said("glitchtip_operator")
-    if isinstance(error, GlitchTipIssueGone):
+    if isinstance(error, IssueGone):
         return Said("glitchtip_issue_gone")
     return Said("glitchtip_refused", {"detail": error.detail})
 
 
-def operator_fix(error: GlitchTipError) -> str | None:
+def operator_fix(error: TrackerError) -> str | None:
     """What the relay's operator must change, naming the variable of the source whose API
     refused (GlitchTip's, Sentry's); None when nothing in the relay's setup is wrong (the
-    source down, an issue deleted)."""
+    source down, an issue deleted, or no API asked)."""
     setup = error.setup
-    if isinstance(error, GlitchTipTokenRefused):
+    if setup is None:
+        return None
+    if isinstance(error, TokenRefused):
         return f"{setup.token} is wrong or revoked: {setup.new_token}"
-    if isinstance(error, GlitchTipScopeMissing):
+    if isinstance(error, ScopeMissing):
         return f"{setup.token} may not change issues{setup.lacking}: {setup.new_token}"
-    if isinstance(error, GlitchTipRedirected):
+    if isinstance(error, TrackerRedirected):
         return (
             f"{setup.url} answers with a redirect (to {error.detail}), which the relay does not "
             f"follow (its token would go there): set {setup.url} to {setup.name}'s own address"
         )
-    if isinstance(error, GlitchTipUnreachable) and error.cause == "unresolvable":
+    if isinstance(error, TrackerUnreachable) and error.cause == "unresolvable":
         return f"{setup.url}'s host name could not be resolved: check {setup.url} and DNS"
     return None

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from ..cards.card import IssueButton
 from ..core.drawing import draw
-from ..core.errors import DrawingFailed, GlitchTipError, SpoolError
+from ..core.errors import DrawingFailed, SpoolError, TrackerError
 from ..core.off_thread import OffThread
 from ..core.trackers import IssueHistories
 from ..delivery.outbox import Outbox
@@ -156,7 +156,7 @@ class Charts:
         issue = asked.issue
         try:
             history = self._histories.issue_history(issue.org or "", issue.issue_id)
-        except (GlitchTipError, ValueError) as exc:
+        except (TrackerError, ValueError) as exc:
             log.warning("a chart of %s could not be made: its source said %s", issue.label, exc)
             self._count("unavailable")
             said = Said(

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from ..core.errors import GlitchTipError, GlitchTipIssueGone, SpoolError
+from ..core.errors import IssueGone, SpoolError, TrackerError
 from ..core.off_thread import OffThread
 from ..core.services import Key
 from ..core.sources import Source
@@ -213,9 +213,9 @@ class Links:
             states = {issue_id: str(card["status"])}  # its buttons offer what it is now
             if not self._answering.link_card(asker, card, states=states):
                 return self._counted("failed")  # the chat has as many answers waiting as it may
-        except GlitchTipIssueGone:
+        except IssueGone:
             return self._not_followed(linked, chat)  # said alike: no such issue, or not this org's
-        except GlitchTipError as exc:
+        except TrackerError as exc:
             log.info("issue %s, linked in chat %s, cannot be read: %s", issue_id, chat, exc)
             return self._counted("failed")
         except SpoolError as exc:

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cards.card import IssueButton, SentMessage
-from ..cards.notices import glitchtip_notice, operator_fix
+from ..cards.notices import operator_fix, tracker_notice
 from ..cards.sent import ThreadCard
 from ..cards.takers import OnIt
 from ..cards.team import Person, Team
-from ..core.errors import GlitchTipError, SpoolError
+from ..core.errors import SpoolError, TrackerError
 from ..core.json_values import json_int, json_object
 from ..core.logs import event
 from ..core.off_thread import OffThread
@@ -230,7 +230,7 @@ class Replies:
         comment = f"{self._team.words.comment_author.format(author=reply.by.signature)}\n{text}"
         try:
             self._team.glitchtip.comment(button.issue_id, comment[:MAX_COMMENT], org=button.org)
-        except GlitchTipError as exc:
+        except TrackerError as exc:
             fix = operator_fix(exc)
             log.log(
                 logging.WARNING if fix is None else logging.ERROR,
@@ -243,7 +243,7 @@ class Replies:
             )
             source = source_shown(self._team.words, button.issue_id)
             self._say(
-                reply, Said("comment_not_posted", {"why": glitchtip_notice(exc)}, source=source)
+                reply, Said("comment_not_posted", {"why": tracker_notice(exc)}, source=source)
             )
             self._count("failed")
             return False

@@ -114,46 +114,43 @@ class QueueFull(Exception):
 class SourceSetup:
     """What an operator's fix names of the source whose API refused: its name, its token's
     variable, its address's, how to make a token, and what a token that may not change issues
-    lacks (cards/notices.py)."""
+    lacks (cards/notices.py). Each source's package declares its own."""
 
-    name: str = "GlitchTip"
-    token: str = "GLITCHTIP_API_TOKEN"  # noqa: S105 (a variable's name, not a password)
-    url: str = "GLITCHTIP_URL"
-    new_token: str = (
-        "make a new token in GlitchTip (Profile → Auth Tokens) with the event:write scope and "  # noqa: S105 (a hint, not a password)
-        "set GLITCHTIP_API_TOKEN to it"
-    )
-    lacking: str = " (it lacks the event:write scope)"
+    name: str
+    token: str
+    url: str
+    new_token: str
+    lacking: str
 
 
-GLITCHTIP_SETUP = SourceSetup()
+class TrackerError(Exception):
+    """A tracker's API (GlitchTip's, Sentry's) did not do what a press, a reply or a look-up
+    asked. The message is for the relay's log; `detail` is what the tracker said (or where it
+    redirected), for the notice the person in the chat gets (cards/notices.py), in the chat's
+    language; `setup` is whose API it was, as the operator's fix names it (None: no API was
+    asked, the relay itself could not)."""
 
-
-class GlitchTipError(Exception):
-    """GlitchTip's API did not do what a press or a reply asked. The message is for the relay's
-    log; `detail` is what GlitchTip said (or where it redirected), for the notice the person
-    in the chat gets (cards/notices.py), in the chat's language."""
-
-    def __init__(self, message: str, *, detail: str = "", status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        detail: str = "",
+        status: int | None = None,
+        setup: SourceSetup | None = None,
+    ) -> None:
         super().__init__(message)
         self.detail = detail
         self.status = status
-        # Whose API it was, as the operator's fix names it: Sentry's is GlitchTip's to the
-        # relay, with a setup of its own (sentry/api.py).
-        self.setup = GLITCHTIP_SETUP
-
-    @property
-    def source(self) -> str:
-        return self.setup.name
+        self.setup = setup
 
 
-# Why GlitchTip could not be reached at all: no answer in time, a refused connection,
-# GLITCHTIP_URL's host not resolved, another network failure.
+# Why a tracker could not be reached at all: no answer in time, a refused connection, its
+# address's host not resolved, another network failure.
 Unreached = Literal["timeout", "refused", "unresolvable", "connection"]
 
 
-class GlitchTipUnreachable(GlitchTipError):
-    """GlitchTip is down, restarting, slow, or behind a proxy that failed: try again later.
+class TrackerUnreachable(TrackerError):
+    """The tracker is down, restarting, slow, or behind a proxy that failed: try again later.
     `cause` says why it was not reached; None when it answered with a failure (a 5xx)."""
 
     def __init__(
@@ -163,26 +160,27 @@ class GlitchTipUnreachable(GlitchTipError):
         cause: Unreached | None = None,
         detail: str = "",
         status: int | None = None,
+        setup: SourceSetup | None = None,
     ) -> None:
-        super().__init__(message, detail=detail, status=status)
+        super().__init__(message, detail=detail, status=status, setup=setup)
         self.cause = cause
 
 
-class GlitchTipRedirected(GlitchTipError):
-    """GLITCHTIP_URL answers with a redirect, which the relay does not follow (the token would
-    go wherever it points); `detail` is where to."""
+class TrackerRedirected(TrackerError):
+    """The tracker's address answers with a redirect, which the relay does not follow (the
+    token would go wherever it points); `detail` is where to."""
 
 
-class GlitchTipTokenRefused(GlitchTipError):
-    """GLITCHTIP_API_TOKEN is wrong or revoked (GlitchTip answers a bad token's PUT with 403
+class TokenRefused(TrackerError):
+    """The tracker's token is wrong or revoked (GlitchTip answers a bad token's PUT with 403
     "CSRF check Failed", its GET with 401)."""
 
 
-class GlitchTipScopeMissing(GlitchTipError):
-    """The token is valid but lacks the event:write scope a status change needs."""
+class ScopeMissing(TrackerError):
+    """The token is valid but lacks the scope a status change needs."""
 
 
-class GlitchTipIssueGone(GlitchTipError):
+class IssueGone(TrackerError):
     """No such issue for the token's user: deleted, or in an organization it is not in."""
 
 

@@ -26,7 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import GLITCHTIP_SETUP, GlitchTipError, GlitchTipIssueGone, SourceSetup
+from .errors import IssueGone, SourceSetup, TrackerError
 from .issue_details import IssueDetails
 from .metrics import LookupOutcome
 from .process import PerProcess
@@ -99,10 +99,10 @@ class IssueLookups(PerProcess):
         self,
         read: Read,
         *,
+        setup: SourceSetup,
         budget: float,
         count: Count | None = None,
         health: ApiHealth | None = None,
-        setup: SourceSetup = GLITCHTIP_SETUP,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         """`read` is its source's `details` (GlitchTipApi's, or SentryApi's: `setup` names the
@@ -209,9 +209,9 @@ class IssueLookups(PerProcess):
         try:
             details = self._read(issue_id)
             outcome: LookupOutcome = "read"
-        except GlitchTipIssueGone:
+        except IssueGone:
             outcome = "gone"  # remembered as such: no need to ask again soon
-        except (GlitchTipError, ValueError) as exc:
+        except (TrackerError, ValueError) as exc:
             outcome = "failed"
             self._failed(exc)
         except Exception as exc:  # a bug reading an answer must not cost more than the details

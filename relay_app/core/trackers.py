@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from .errors import GlitchTipError
+from .errors import TrackerError
 from .services import Key
 from .sources import Source
 
@@ -194,10 +194,10 @@ class Trackers:
         """The source that owns the issue, and its API."""
         tracker = next((t for t in self._trackers if t.source.holds(issue_id)), None)
         if tracker is None:
-            raise GlitchTipError(f"issue {issue_id}: no source of this relay's holds it")
+            raise TrackerError(f"issue {issue_id}: no source of this relay's holds it")
         if tracker.api is None:
             name = tracker.token_name
-            raise GlitchTipError(f"issue {issue_id}: {name} is not set", detail=f"no {name}")
+            raise TrackerError(f"issue {issue_id}: {name} is not set", detail=f"no {name}")
         return tracker, tracker.api
 
 

@@ -30,12 +30,13 @@ from itertools import islice
 from typing import Any
 
 from ..core.alerts import Alert, Field, Issue, IssueAlert, shade_of_level
-from ..core.errors import GlitchTipError
+from ..core.errors import TrackerError
 from ..core.off_thread import OffThread
 from ..core.routing import Destination
 from ..delivery.render import Note
-from ..glitchtip.api import ROUTED_TAGS, GlitchTipApi, ProjectPath
+from ..glitchtip.api import GlitchTipApi, ProjectPath
 from ..glitchtip.source import GLITCHTIP
+from ..issue_api.client import ROUTED_TAGS
 from ..message.subjects import issue_ref, org_of
 from ..words import Words
 from .receive import Received
@@ -153,7 +154,7 @@ class HiddenIssues:
         """Look them up and take them in now; how many were named."""
         try:
             found = self._found(hidden)
-        except GlitchTipError as exc:
+        except TrackerError as exc:
             log.warning(
                 "the %d issue(s) an alert counted and did not attach could not be named: %s",
                 hidden.count,
@@ -195,7 +196,7 @@ class HiddenIssues:
         project = self._api.issue(hidden.attached[0]).get("project") or {}
         project_id, slug = str(project.get("id", "")), str(project.get("slug", ""))
         if not project_id.isdigit():
-            raise GlitchTipError(f"issue {hidden.attached[0]} names no project")
+            raise TrackerError(f"issue {hidden.attached[0]} names no project")
         since = hidden.received_at - self._window(hidden.org, slug)
         listed = self._api.project_issues(hidden.org, project_id, limit=READ_AT_ONCE)
         chat = str(hidden.destination.chat)
@@ -208,7 +209,7 @@ class HiddenIssues:
         read (the token's scopes) or say none."""
         try:
             rules = self._api.alert_rules(ProjectPath(org, slug))
-        except (GlitchTipError, ValueError):
+        except (TrackerError, ValueError):
             return FALLBACK_WINDOW
         minutes = [
             span

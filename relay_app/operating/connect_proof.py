@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from ..core.errors import GlitchTipError, SpoolError
+from ..core.errors import SpoolError, TrackerError
 from ..core.http_deadline import Deadline, DeadlineAdapter
 from ..glitchtip.api import GlitchTipApi, ProjectPath
 from ..spool import Spool
@@ -39,7 +39,7 @@ LOOPBACK_FIX = (
 )
 
 
-def scope_hint(exc: GlitchTipError) -> str:
+def scope_hint(exc: TrackerError) -> str:
     if exc.status in (401, 403):
         return (
             f"; alert rules need a token with the project:write scope, whose user is an "
@@ -92,7 +92,7 @@ def prove_path(
             return _follow(spool, mark, started, args, out)
         finally:
             print(_resolve_test_issue(api, project, mark), file=out)
-    except GlitchTipError as exc:
+    except TrackerError as exc:
         raise Failed(f"{exc}{scope_hint(exc)}") from None
     finally:
         spool.close()
@@ -107,7 +107,7 @@ def _resolve_test_issue(api: GlitchTipApi, project: ProjectPath, mark: str) -> s
             return f"the test issue “{mark}” was not found to resolve: resolve it in GlitchTip"
         label = str(found[0].get("shortId") or f"#{found[0].get('id')}")
         api.set_status(str(found[0].get("id")), "resolved")
-    except (GlitchTipError, ValueError) as exc:
+    except (TrackerError, ValueError) as exc:
         return f"the test issue “{mark}” is still open ({exc}): resolve it in GlitchTip"
     return f"the test issue {label} is resolved in GlitchTip"
 

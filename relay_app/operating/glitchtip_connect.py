@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from ..core.errors import GlitchTipError
+from ..core.errors import TrackerError
 from ..core.http_deadline import Deadline, DeadlineAdapter
 from ..core.logs import register_secret
 from ..glitchtip.api import GlitchTipApi, ProjectPath
@@ -265,7 +265,7 @@ def _rules_made(
             )
             refused |= plan.action == "refuse"
             print(_done(api, project, plan, uptime, url), file=out)
-    except GlitchTipError as exc:
+    except TrackerError as exc:
         raise Failed(f"{exc}{scope_hint(exc)}") from None
     return refused
 

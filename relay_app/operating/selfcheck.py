@@ -20,16 +20,16 @@ from urllib.parse import urlsplit
 
 import requests
 
-from ..cards.notices import glitchtip_notice, operator_fix
+from ..cards.notices import operator_fix, tracker_notice
 from ..core.errors import (
     ChatMigrated,
     DeliveryError,
-    GlitchTipError,
-    GlitchTipUnreachable,
     SpoolError,
     SpoolMissing,
     SpoolOutdated,
     ThreadNotFound,
+    TrackerError,
+    TrackerUnreachable,
 )
 from ..core.logs import register_secret
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id
@@ -139,7 +139,7 @@ def _glitchtip_verdict(settings: Settings, token: str, glitchtip_url: str) -> Ve
     api = GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout)
     try:
         user = api.whoami()
-    except GlitchTipError as exc:
+    except TrackerError as exc:
         return refused_verdict(name, exc, f"GLITCHTIP_URL ({glitchtip_url})")
     who = user.get("username") or user.get("email") or "its user"
     return Verdict(
@@ -150,12 +150,12 @@ def _glitchtip_verdict(settings: Settings, token: str, glitchtip_url: str) -> Ve
     )
 
 
-def refused_verdict(name: str, exc: GlitchTipError, where: str) -> Verdict:
+def refused_verdict(name: str, exc: TrackerError, where: str) -> Verdict:
     """A source's API that did not answer the check (check `where`: its variable and value),
     or refused it (the operator's fix)."""
-    if isinstance(exc, GlitchTipUnreachable):
+    if isinstance(exc, TrackerUnreachable):
         return Verdict(name, False, str(exc), f"check {where}")
-    return Verdict(name, False, str(exc), operator_fix(exc) or glitchtip_notice(exc).text(ENGLISH))
+    return Verdict(name, False, str(exc), operator_fix(exc) or tracker_notice(exc).text(ENGLISH))
 
 
 def _presses_verdict(client: TelegramClient, settings: Settings) -> Verdict:

@@ -1,6 +1,6 @@
-"""Sentry's API, for the calls the relay makes of an issue: GlitchTip implements Sentry's issue
-API, so the calls are GlitchTip's (glitchtip/api.py) but for a comment's body (`{"text": …}`,
-Sentry's NoteSerializer) and where they are sent.
+"""Sentry's API, for the calls the relay makes of an issue: the issue API's (issue_api/client.py,
+which GlitchTip implements too) but for a comment's body (`{"text": …}`, Sentry's
+NoteSerializer), its issues asked for by id (`group`), and where the calls are sent.
 
 The token goes to SENTRY_URL's origin exactly (scheme, host and port), or to the region host
 Sentry's own answer there names for the token's organization (`links.regionUrl` in `GET
@@ -18,12 +18,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..core.errors import GlitchTipError, GlitchTipIssueGone, SourceSetup
+from ..core.errors import IssueGone, SourceSetup, TrackerError
 from ..core.json_values import json_object, json_objects
 from ..core.origins import origin_of
 from ..core.trackers import STATES_AT_ONCE, Answered, IssueState
-from ..glitchtip.api import (
-    GlitchTipApi,
+from ..issue_api.client import (
+    IssueApi,
     answered_about,
     check_ids,
     hours_of,
@@ -38,7 +38,7 @@ ASK_AGAIN = 60.0
 _ORGANIZATIONS = "/api/0/organizations/"
 
 
-class SentryApi(GlitchTipApi):
+class SentryApi(IssueApi):
     SETUP = SourceSetup(
         "Sentry",
         "SENTRY_API_TOKEN",
@@ -76,7 +76,7 @@ class SentryApi(GlitchTipApi):
         return self._api_base()
 
     def issue_in(self, org: str, issue_id: str) -> tuple[dict[str, Any], dict[str, str]]:
-        """The issue, asked for as `org`'s (404, GlitchTipIssueGone, when it is not one of its),
+        """The issue, asked for as `org`'s (404, IssueGone, when it is not one of its),
         and the tags of its latest event that the routes read."""
         check_ids(org, [issue_id], 1)
         issue = self._call("GET", f"/api/0/organizations/{org}/issues/{issue_id}/", None)
@@ -84,7 +84,7 @@ class SentryApi(GlitchTipApi):
             event = self._call(
                 "GET", f"/api/0/organizations/{org}/issues/{issue_id}/events/latest/", None
             )
-        except GlitchTipIssueGone:
+        except IssueGone:
             event = {}
         return issue, routed_tags(event)
 
@@ -122,7 +122,7 @@ class SentryApi(GlitchTipApi):
             self._asked_at = now
         try:
             self.organizations()
-        except GlitchTipError as exc:
+        except TrackerError as exc:
             log.warning("Sentry's region for the token could not be asked: %s", exc)
         with self._lock:
             return self._region or self._base_url

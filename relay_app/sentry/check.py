@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import requests
 
-from ..core.errors import GlitchTipError
+from ..core.errors import TrackerError
 from ..core.json_values import json_object
 from ..operating.binds import local_url
 from ..operating.config import Settings
@@ -42,7 +42,7 @@ def _token_verdict(config: SentryConfig, timeout: float) -> Verdict:
     try:
         organizations = api.organizations()
         region = api.region()
-    except GlitchTipError as exc:
+    except TrackerError as exc:
         return refused_verdict(name, exc, f"SENTRY_URL ({config.url})")
     if not organizations:
         return Verdict(

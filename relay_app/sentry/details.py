@@ -1,4 +1,4 @@
-"""An issue's details (glitchtip/details.py's `IssueDetails`: the frame, the line, the count,
+"""An issue's details (core/issue_details.py's `IssueDetails`: the frame, the line, the count,
 the level, the exception) from what Sentry's webhook itself carries: the event of an issue
 alert, in Sentry's own event form (`exception.values[].stacktrace.frames[]`, snake_case), and
 the issue of an issue webhook. No look-up is needed, so none is made.
@@ -13,7 +13,7 @@ from typing import Any
 from ..core.issue_details import IssueDetails
 from ..core.issue_details import field_text as _text
 from ..core.json_values import json_object, json_objects
-from ..glitchtip.details import EVENT_FRAMES, details_from, frame_of, frames_of, stack_of
+from ..issue_api.details import EVENT_FRAMES, details_from, frame_of, frames_of, stack_of
 
 
 def details_of(event: dict[str, Any] | None, issue: dict[str, Any]) -> IssueDetails:

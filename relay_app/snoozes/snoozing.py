@@ -23,7 +23,7 @@ from datetime import UTC, tzinfo
 
 from ..cards.card import IssueButton, SentMessage, Verb, clock_time
 from ..cards.ignore_choices import Condition, SnoozeFor, condition_of, snooze_notice
-from ..core.errors import GlitchTipError, SpoolError
+from ..core.errors import SpoolError, TrackerError
 from ..core.issue_details import count_of
 from ..core.metrics import Metrics
 from ..core.rounds import IssuePlaces
@@ -155,7 +155,7 @@ class Snoozing:
     def _bring_back(self, snooze: Snooze, state: IssueState, now: float) -> int:
         try:
             self._actions.set_status(snooze.issue_id, "unresolved", org=snooze.org)
-        except GlitchTipError as exc:
+        except TrackerError as exc:
             log.warning(
                 "snoozed issue %s is due back, but GlitchTip did not reopen it (%s): the next "
                 "round tries again",

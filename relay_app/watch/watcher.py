@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.alerts import IssueAlert, alert_as_json
-from ..core.errors import GlitchTipError, SpoolError, Unreadable
+from ..core.errors import SpoolError, TrackerError, Unreadable
 from ..core.json_values import json_count
 from ..core.metrics import Metrics
 from ..core.process import OwnThread
@@ -176,7 +176,7 @@ class Watcher(OwnThread):
             ids = list(dict.fromkeys([*(i.issue_id for i in issues), *wanted.get(org, [])]))
             try:
                 asked = self._ask(org, ids, issues, now)
-            except GlitchTipError as exc:
+            except TrackerError as exc:
                 self._failed(done.asked + 1, str(exc))
                 return replace(done, asked=done.asked + 1)
             done = self._settle(done, org, asked, now)

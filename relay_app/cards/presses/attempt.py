@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...core.errors import GlitchTipError
+from ...core.errors import TrackerError
 from ...core.trackers import IssueStatus
 from ...words.catalogue import of_source
 from ..card import IssueButton
@@ -41,7 +41,7 @@ class TrackerCalls:
         button: IssueButton,
         status: IssueStatus,
         details: dict[str, int] | None,
-    ) -> Changed | GlitchTipError:
+    ) -> Changed | TrackerError:
         """The tracker's answer, or why it did not make the change."""
         started = time.monotonic()
         early = threading.Timer(self._answer_within, self._asking, (press, button))
@@ -51,7 +51,7 @@ class TrackerCalls:
             answer = self._team.glitchtip.set_status(
                 button.issue_id, status, details, org=button.org
             )
-        except GlitchTipError as exc:
+        except TrackerError as exc:
             return exc
         finally:
             early.cancel()  # what went wrong is the answer, when it is still to be given

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any
 
-from ...core.errors import GlitchTipError
+from ...core.errors import TrackerError
 from ...core.off_thread import OffThread
 from ...core.services import Key
 from ...core.sources import Sources
@@ -164,7 +164,7 @@ class Presses:
             return
         details = self._ignoring.sent_with(button, snooze)
         changed = self._trackers.set_status(press, button, status, details)
-        if isinstance(changed, GlitchTipError):
+        if isinstance(changed, TrackerError):
             self._recording.refused(press, verb, message, button, claim, changed)
             return
         self._recording.changed(press, key, message, button, status, snooze, changed)

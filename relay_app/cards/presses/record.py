@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from ...core.errors import GlitchTipError, SpoolError
+from ...core.errors import SpoolError, TrackerError
 from ...core.logs import event
 from ...core.sources import has_prefix
 from ...core.trackers import IssueStatus
@@ -19,7 +19,7 @@ from ...words import Said
 from ...words.catalogue import of_source, source_shown
 from ..card import IssueButton, SentMessage, notice
 from ..ignore_choices import SnoozeFor
-from ..notices import glitchtip_notice, operator_fix
+from ..notices import operator_fix, tracker_notice
 from ..sent import StatusClaim
 from ..team import Team
 from ..verbs import Calls
@@ -82,7 +82,7 @@ class Recording:
         message: SentMessage,
         button: IssueButton,
         claim: StatusClaim,
-        exc: GlitchTipError,
+        exc: TrackerError,
     ) -> None:
         """The tracker did not make the change: the claim taken back, and the presser told
         (under the card, when the press was answered already while the call went on)."""
@@ -100,7 +100,7 @@ class Recording:
         )
         self._told.count("failed")
         words = of_source(self._team.words, button.issue_id)
-        why = glitchtip_notice(exc)
+        why = tracker_notice(exc)
         if self._told.answer(press, why.text(words), alert=True):
             return
         said = Said(

@@ -1,6 +1,6 @@
-"""What GlitchTip's API says about an issue beyond the webhook, read into the core's details of
-an issue (core/issue_details.py): where the error was raised, how often and since when, its
-level, and the exception's whole value. Read from two answers
+"""What the issue API (GlitchTip's, Sentry's) says about an issue beyond the webhook, read into
+the core's details of an issue (core/issue_details.py): where the error was raised, how often
+and since when, its level, and the exception's whole value. Read from two answers
 (`GET /api/0/issues/<id>/` and `.../events/latest/`), as a real GlitchTip gives them:
 ../shared/reference/glitchtip-api.md and glitchtip-samples/ beside it.
 
