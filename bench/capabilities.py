@@ -45,6 +45,7 @@ PACKAGE = ROOT / "relay_app"
 WIRING = {"__init__.py", "parts.py", "capabilities.py", "cli.py"}
 # The words a line names each capability by.
 NAMED_BY = {
+    "glitchtip": r"glitchtip",
     # "take" alone is everyday English (a step takes, a unit takes its Tx): the words On it's
     # own names are counted.
     "takes": r"\btakers?\b|\btaken_by|\bissue_takes|\btakes/|\btakes\.|let[_ ]go|👀|\bon_it\b",

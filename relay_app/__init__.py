@@ -1,4 +1,5 @@
-"""relay_app: carries GlitchTip alert webhooks into Telegram, and does not lose them."""
+"""relay_app: carries GlitchTip's and Sentry's alert webhooks into Telegram, and does not lose
+them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from flask import Flask, Response, jsonify, request
@@ -17,14 +18,11 @@ from .cards.edits import card_edits
 from .cards.in_step import CARDS_IN_STEP
 from .cards.outgoing import OldRecords, Outgoing
 from .cards.sent import SentStore
-from .core.alerts import Alert
 from .core.errors import SpoolError
 from .core.issue_details import HOURLY
 from .core.json_body import MAX_BODY_BYTES
 from .core.logs import configure_logging
-from .core.lookups import CALL_TIMEOUT, DETAIL_SOURCE
 from .core.metrics import CounterSpec, Metrics
-from .core.routing import Destination
 from .core.services import Services
 from .delivery.dispatcher import Chores, Dispatcher
 from .delivery.health import Health, MemoryHealthStore
@@ -34,15 +32,11 @@ from .delivery.mentions import OnCall
 from .delivery.outbox import Outbox
 from .delivery.policy import RetryPolicy
 from .delivery.render import Added, Renderer
-from .glitchtip.api import GlitchTipApi
-from .glitchtip.source import GLITCHTIP
 from .intake.alerts import SourceIssues, WebhookAlerts
 from .intake.attempt import FirstAttempts
-from .intake.hidden import NAMED_HIDDEN, HiddenIssues
 from .intake.hold import HOLD
 from .intake.queue import AlertQueue
-from .intake.receive import receive
-from .intake.record import LastWebhook
+from .intake.record import AFTER_WEBHOOK, AfterWebhook, LastWebhook
 from .intake.route import TAKE_IN, RoutedWebhooks
 from .message.subjects import NO_HOMES, IssueHomes
 from .operating.capability import Core, Registry, Started
@@ -231,6 +225,7 @@ def assemble(
         everything=capabilities,
         people=services.find(PEOPLE),
         started=running,
+        after=services.find(AFTER_WEBHOOK),
     )
     policy = RetryPolicy(
         attempts=settings.retry_attempts, wait=settings.retry_wait, max_age=settings.retry_max_age
@@ -266,9 +261,7 @@ def assemble(
     )
     alert_queue = AlertQueue(queues=queues, jobs=jobs, dispatcher=dispatcher, clock=clock)
     attempts = FirstAttempts(queues=queues, dispatcher=dispatcher, clock=clock)
-    lookups = issue_lookups(
-        settings, metrics, shared, services.find(HOURLY), services.find(DETAIL_SOURCE)
-    )
+    lookups = issue_lookups(settings, services.find(HOURLY), running.details)
     issues = SourceIssues(lookups, buttons=outgoing.buttons, homes=homes)
     webhooks = RoutedWebhooks(
         WebhookAlerts(
@@ -286,7 +279,6 @@ def assemble(
         issues=issues,
     )
     services.provide(TAKE_IN, webhooks)  # an escalating issue posted again (the watcher's)
-    hidden = _hidden_issues(settings, spool, webhooks, metrics, clock)
     chores = _fleet_chores(*running.chores, poller, setup)
     leadership = Leadership(shared.leader, chores, timing=timing, clock=clock)
     return Relay(
@@ -311,7 +303,7 @@ def assemble(
         updates=updates,
         acting=acting,
         poller=poller,
-        hidden=hidden,
+        after_webhook=services.find(AFTER_WEBHOOK),
         leadership=leadership,
         setup=setup,
         running=running,
@@ -421,25 +413,28 @@ def _renderer(
     everything: Registry,
     people: People | None,
     started: Started,
+    after: AfterWebhook | None,
 ) -> Renderer:
     """What every job writes, made when it is sent: with the capabilities' shapes of alert,
     their notes, and the cards' edits."""
     zones = zones_for(settings)
-    glitchtips = homes.of(GLITCHTIP.name)
     return Renderer(
         words,
         late_after=settings.late_after,
         coalesce=settings.coalesce,
         sources=everything.sources,
         buttons_at=homes if buttons else NO_HOMES,
-        hidden_named_at=glitchtips.origin if buttons and glitchtips is not None else None,
-        # Both GlitchTip and another source configured: a rule-named heading says whose.
-        names_sources=settings.glitchtip_url is not None
-        and any(each.source is not None for each in registry.capabilities),
+        hidden_named_at=after.names_left_out_at if buttons and after is not None else None,
+        # Two sources configured (GlitchTip's and Sentry's): a rule-named heading says whose.
+        names_sources=sum(
+            each.source is not None and each.source.configured(settings)
+            for each in registry.capabilities
+        )
+        > 1,
         on_call=OnCall(roster, roster.zone, zones, names=_names(people)),
         added=Added(
             everything.shapes,
-            [*everything.notes, NAMED_HIDDEN],
+            everything.notes,
             card_edits(
                 sent.message,
                 snooze_events=settings.watching.snooze_events,
@@ -469,33 +464,6 @@ def _names(people: People | None) -> Callable[[Sequence[str]], Mapping[str, str]
             return {}
 
     return names
-
-
-def _hidden_issues(
-    settings: Settings,
-    spool: Spool | None,
-    webhooks: RoutedWebhooks,
-    metrics: Metrics,
-    clock: Clock,
-) -> HiddenIssues | None:
-    """With GLITCHTIP_API_TOKEN (and so a spool): the issues an alert counts and does not
-    attach, named through GlitchTip's API and taken in as a webhook of their own."""
-    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
-    origin = settings.glitchtip_links
-    if token is None or glitchtip_url is None or origin is None or spool is None:
-        return None
-
-    def take(alert: Alert, destination: Destination, also: Mapping[str, Any]) -> None:
-        webhooks.route(receive(alert, destination, time.monotonic(), also=also))
-
-    return HiddenIssues(
-        GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT),
-        take,
-        origin=origin,
-        told=spool.of(SentStore).shows,
-        counted=metrics.hidden,
-        clock=clock,
-    )
 
 
 def _health_and_metrics(
@@ -550,7 +518,7 @@ def stop_background_work(app: object) -> None:
         return
     _shut_down(relay.leadership, relay.setup, relay.poller)
     relay.running.stop()
-    _shut_down(relay.acting, relay.dispatcher, relay.lookups, relay.hidden)
+    _shut_down(relay.acting, relay.dispatcher, relay.lookups)
 
 
 class _Stops(Protocol):

@@ -7,9 +7,9 @@ from __future__ import annotations
 from .board import plugin as board
 from .charts import plugin as charts
 from .chat import plugin as chat
+from .glitchtip import plugin as glitchtip
 from .oncall import plugin as oncall
 from .operating.capability import Registry
-from .parts import GLITCHTIPS
 from .rooms import plugin as rooms
 from .sentry import plugin as sentry
 from .silences import plugin as silences
@@ -20,6 +20,9 @@ from .watch import plugin as watch
 
 REGISTRY = Registry(
     (
+        # The relay's first source: its issues' ids have no prefix. It starts first: the
+        # watcher follows the cards it keeps in step.
+        glitchtip.CAPABILITY,
         # Its buttons lead every open issue's row.
         takes.CAPABILITY,
         oncall.CAPABILITY,
@@ -34,6 +37,4 @@ REGISTRY = Registry(
         # It dispatches the others' presses, commands and kinds of update: it starts last.
         chat.CAPABILITY,
     ),
-    # The relay's first source: its issues' ids have no prefix.
-    sources_first=(GLITCHTIPS,),
 )

@@ -1,13 +1,11 @@
-"""What the wiring builds apart from `relay_app.assemble`: the first source (GlitchTip's: its
-home and its API), the services the capabilities ask for of every source's API, what reads
-their issues' details for alerts, the zone each chat reads times in, and what handles
-Telegram's updates (the core's presses, the poller)."""
+"""What the wiring builds apart from `relay_app.assemble`: the services the capabilities ask for
+of every source's API, what reads their issues' details for alerts, the zone each chat reads
+times in, and what handles Telegram's updates (the core's presses, the poller)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import partial
 from zoneinfo import ZoneInfo
 
 from .cards.ignore_choices import SNOOZING
@@ -29,13 +27,9 @@ from .core.lookups import (
     Lookups,
     unscoped,
 )
-from .core.metrics import Metrics
 from .core.off_thread import OffThread
 from .core.services import Services
 from .core.trackers import ISSUE_ACTIONS, ISSUE_HISTORY, ISSUE_WATCH, TRACKERS, Tracker, Trackers
-from .glitchtip.api import GlitchTipApi
-from .glitchtip.source import GLITCHTIP
-from .message.subjects import Home
 from .operating.capability import Core, SourceOf, Started
 from .operating.config import Settings
 from .routes.zones import Zones
@@ -54,24 +48,6 @@ def zones_for(settings: Settings) -> Zones:
         default_destination=settings.default_destination,
         default=ZoneInfo(settings.timezone),
     )
-
-
-def glitchtip_api(settings: Settings, timeout: float) -> GlitchTipApi | None:
-    """GlitchTip's API with GLITCHTIP_API_TOKEN, at GLITCHTIP_URL alone."""
-    token, url = settings.glitchtip_api_token, settings.glitchtip_url
-    return GlitchTipApi(token, url, timeout=timeout) if token and url else None
-
-
-def glitchtip_home(settings: Settings) -> Home | None:
-    """Where GlitchTip's issues get buttons, with GLITCHTIP_API_TOKEN: its links' origin
-    (GLITCHTIP_PUBLIC_URL, or GLITCHTIP_URL), within GLITCHTIP_ORGANIZATIONS."""
-    if settings.glitchtip_api_token is None or settings.glitchtip_links is None:
-        return None
-    return Home(settings.glitchtip_links, settings.glitchtip_organizations)
-
-
-# The relay's first source, handed to the registry (capabilities.py): its ids have no prefix.
-GLITCHTIPS = SourceOf(GLITCHTIP, glitchtip_home, glitchtip_api, token_name="GLITCHTIP_API_TOKEN")  # noqa: S106
 
 
 def source_services(settings: Settings, sources: Sequence[SourceOf]) -> Services:
@@ -96,45 +72,28 @@ def source_services(settings: Settings, sources: Sequence[SourceOf]) -> Services
 
 
 def issue_lookups(
-    settings: Settings,
-    metrics: Metrics,
-    shared: Spool,
-    hourly: Hourly | None,
-    other: DetailSource | None,
+    settings: Settings, hourly: Hourly | None, sources: Sequence[DetailSource]
 ) -> Lookups | None:
-    """Unless RELAY_DETAILS_BUDGET=off, what reads issues' details: GlitchTip's API with
-    GLITCHTIP_API_TOKEN (its failing known to every process on the spool), and another
-    source's as its capability provides it (`other`: Sentry's, with SENTRY_API_TOKEN)."""
+    """Unless RELAY_DETAILS_BUDGET=off, what reads issues' details: each source's as its
+    capability declares them (GlitchTip's with GLITCHTIP_API_TOKEN, Sentry's with
+    SENTRY_API_TOKEN), each with its own cache, pool and pause."""
     budget = settings.details_budget
-    if budget is None:
+    if budget is None or not sources:
         return None
-    sources: list[tuple[Callable[[str], bool], IssueLookups]] = []
-    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
-    if token is not None and glitchtip_url is not None:
-        api = GlitchTipApi(token, glitchtip_url, timeout=CALL_TIMEOUT)
-        read = _with_hours(partial(_as_its_organizations, api), hourly)
-        found = IssueLookups(
-            read,
-            setup=GlitchTipApi.SETUP,
-            budget=budget,
-            count=metrics.glitchtip_lookup,
-            health=shared.glitchtip_health,
+    each = [
+        (
+            source.owns,
+            IssueLookups(
+                _with_hours(source.read, hourly),
+                setup=source.setup,
+                budget=budget,
+                count=source.count,
+                health=source.health,
+            ),
         )
-        # GlitchTip's ids are those no other source owns.
-        sources.append((lambda issue_id: other is None or not other.owns(issue_id), found))
-    if other is not None:
-        read = _with_hours(other.read, hourly)
-        found = IssueLookups(read, budget=budget, count=other.count, setup=other.setup)
-        sources.insert(0, (other.owns, found))
-    if not sources:
-        return None
-    return sources[0][1] if len(sources) == 1 else EachSource(sources)
-
-
-def _as_its_organizations(api: GlitchTipApi, key: str) -> IssueDetails:
-    """A GlitchTip issue's details, read as the organization its look-up key names (`acme/12`)."""
-    org, issue_id = unscoped(key)
-    return api.details(issue_id, org=org)
+        for source in sources
+    ]
+    return each[0][1] if len(each) == 1 else EachSource(each)
 
 
 def _with_hours(

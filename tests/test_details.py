@@ -34,6 +34,7 @@ from relay_app.core.lookups import (
     IssueLookups,
 )
 from relay_app.glitchtip.api import GLITCHTIP_SETUP, GlitchTipApi
+from relay_app.glitchtip.health import SpoolGlitchTipHealth
 from relay_app.glitchtip.webhook import read_kept
 from relay_app.intake.details import with_short_ids
 from relay_app.issue_api.details import details_from
@@ -41,7 +42,6 @@ from relay_app.message.details import frame_where
 from relay_app.message.formatting import format_alert
 from relay_app.sentry.api import SentryApi
 from relay_app.spool.database import Database
-from relay_app.spool.glitchtip_health import SpoolGlitchTipHealth
 from relay_app.spool.postgres.database import PgDatabase
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from relay_app.glitchtip.api import ProjectPath
+from relay_app.glitchtip.connect import RULE_NAME, plan_rule, webhook_url
 from relay_app.operating.console import Usage
-from relay_app.operating.glitchtip_connect import RULE_NAME, plan_rule, webhook_url
 
 RELAY = "http://relay:8780"
 URL = f"{RELAY}/webhook/new-secret"

@@ -18,8 +18,8 @@ import responses
 from relay_app.core.alerts import Alert, IssueAlert
 from relay_app.core.routing import Destination
 from relay_app.glitchtip.api import GlitchTipApi
+from relay_app.glitchtip.hidden import FALLBACK_WINDOW, HiddenIssues, hidden_in, named_alert
 from relay_app.glitchtip.webhook import read_kept, read_webhook
-from relay_app.intake.hidden import FALLBACK_WINDOW, HiddenIssues, hidden_in, named_alert
 from relay_app.words import ENGLISH
 from tests.conftest import SOURCES
 from tests.payloads import message_for

@@ -32,7 +32,6 @@ CORE = [
     "core",
     "words",
     "issue_api",
-    "glitchtip",
     "routes",
     "message",
     "telegram",
@@ -45,6 +44,7 @@ CORE = [
 # One layer: each registers what it adds when the relay is assembled; one may use another's
 # parts (a press mutes), never in a cycle.
 CAPABILITIES = [
+    "glitchtip",
     "takes",
     "silences",
     "snoozes",

@@ -47,7 +47,6 @@ STAGE_OF = {
     "details.py": "queue",
     "attempt.py": "attempt",
     "record.py": "record",
-    "hidden.py": "record",
 }
 NOT_STAGES = {"__init__.py", "alerts.py", "taken.py", "pages.py"}
 # A press's: its stages by the same names; the rest drive the walk (presses.py), answer it

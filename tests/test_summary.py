@@ -60,6 +60,7 @@ def test_the_summary_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
             TELEGRAM_API_URL="https://bot:api-password@bots.example.org",
         ),
         ["0.0.0.0:8780"],
+        REGISTRY.says,
     )
     for secret in (TOKEN, SECRET, "pg-password", "api-password"):
         assert secret not in line

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..core.errors import SpoolError
 from ..core.metrics import CounterSpec, Metrics
+from ..core.services import Key
 from ..core.trackers import ISSUE_STATUSES, IssueStatus
 from ..delivery.outbox import Outbox
 from .sent import SentStore, Synced
@@ -142,3 +143,9 @@ class CardsInStep:
 
 def _status(raw: str) -> IssueStatus | None:
     return next((status for status in ISSUE_STATUSES if status == raw), None)
+
+
+# The cards the watcher's rounds keep in step with what they read of the issues' states: those
+# of a source that tells no change of its own (GlitchTip's; Sentry's issue webhooks tell its
+# own), provided by its capability, followed by the watcher's (watch/plugin.py).
+FOLLOWS_ROUNDS: Key[CardsInStep] = Key("the cards the watcher's rounds keep in step")

@@ -107,21 +107,22 @@ class Status:
     """What /status says, each part already in words."""
 
     telegram: str
-    glitchtip: str
+    # What the capabilities say of the outside services they call (GlitchTip's API), a line each.
+    services: tuple[str, ...]
     queue: str
     # What the capabilities say of the chat asked in (a right the bot lacks there), a line each.
     more: tuple[str, ...] = ()
 
 
 def status_command(status: Callable[[Words, str], Status]) -> BotCommand:
-    """`/status`: what the relay knows of Telegram, GlitchTip and its queue, and what the
-    capabilities say of the chat it is asked in."""
+    """`/status`: what the relay knows of Telegram, of the services the capabilities call
+    (GlitchTip) and of its queue, and what the capabilities say of the chat it is asked in."""
 
     def answer(asked: Asked, words: Words) -> Said:
         found = status(words, asked.chat)
         values = {
             "telegram": found.telegram,
-            "glitchtip": found.glitchtip,
+            "services": "".join(f"\n{line}" for line in found.services),
             "queue": found.queue,
             "more": "".join(f"\n{line}" for line in found.more),
         }

@@ -91,18 +91,12 @@ def _listed(core: Core, spool: Spool) -> tuple[BotCommand, ...]:
 
     def status(words: Words, chat: str) -> Status:
         telegram = health.current().sending
-        paused = spool.glitchtip_health.paused()
         counts = spool.admin.counts()
+        services = (line(chat, words) for line in core.before.service_status)
         more = (line(chat, words) for line in core.before.status)
         return Status(
             telegram=words.status_telegram_up if telegram else words.status_telegram_down,
-            glitchtip=(
-                words.status_glitchtip_off
-                if core.settings.glitchtip_api_token is None
-                else words.status_glitchtip_failing
-                if paused
-                else words.status_glitchtip_up
-            ),
+            services=tuple(said for said in services if said),
             queue=words.status_queue.format(pending=counts["pending"], dead=counts["dead"]),
             more=tuple(said for said in more if said),
         )

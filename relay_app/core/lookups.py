@@ -5,11 +5,11 @@ An alert waits for its issues' details at most a short budget (RELAY_DETAILS_BUD
 arrives later is given to it while it still waits its turn (`when_known`), and is not added
 after it was sent. Each
 issue is read once per few minutes, however many alerts name it (a storm about one issue reads
-it once), and remembered in a bounded cache. While GlitchTip's API fails, no look-up is made at
+it once), and remembered in a bounded cache. While a source's API fails, no look-up is made at
 all for a while, so that its outage costs the alerts nothing, and one WARNING every few
-minutes says so, never one per alert. That knowledge is shared by every process (and replica)
-on the spool (`ApiHealth`: spool/glitchtip_health.py), so a relay of several workers warns once
-too.
+minutes says so, never one per alert. A source may share that knowledge among every process
+(and replica) on the spool (`ApiHealth`: GlitchTip's, glitchtip/health.py), so a relay of
+several workers warns once too.
 
 The look-ups run on a small pool this object owns, per process (the one fork rule,
 core/process.py), shut down with the worker.
@@ -30,7 +30,6 @@ from .errors import IssueGone, SourceSetup, TrackerError
 from .issue_details import IssueDetails
 from .metrics import LookupOutcome
 from .process import PerProcess
-from .services import Key
 
 log = logging.getLogger(__name__)
 
@@ -360,15 +359,14 @@ def unscoped(key: str) -> tuple[str | None, str]:
 
 @dataclass(frozen=True)
 class DetailSource:
-    """Another source's issues' details, as a capability that is a source provides them (Sentry's:
-    sentry/plugin.py): which of the relay's issue ids are its (`owns`), how one is read, the
-    fix its failure names, and its counter. The wiring looks them up beside GlitchTip's, each
-    source with its own cache, pool and pause (EachSource)."""
+    """A source's issues' details, as the capability that is the source declares them when it
+    starts (`Running.details`: GlitchTip's, Sentry's): which of the relay's issue ids are its
+    (`owns`), how one is read, the fix its failure names, its counter, and where its API's
+    failing is known (None: in this process; GlitchTip's is on the spool). The wiring looks
+    each source's up with its own cache, pool and pause (EachSource)."""
 
     owns: Owns
     read: Read
     setup: SourceSetup
     count: Count
-
-
-DETAIL_SOURCE: Key[DetailSource] = Key("another source's details")
+    health: ApiHealth | None = None

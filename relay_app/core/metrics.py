@@ -39,13 +39,13 @@ LOCK_WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10)
 
 WebhookOutcome = Literal["sent", "queued", "silenced", "dropped", "failed", "rejected"]
 AttemptKind = Literal["sync", "background"]
-# Of a look-up of an issue's details in GlitchTip's API (core/lookups.py).
+# Of a look-up of an issue's details in its source's API (core/lookups.py).
 LookupOutcome = Literal["read", "cached", "gone", "failed", "skipped"]
 LOOKUP_OUTCOMES: tuple[LookupOutcome, ...] = get_args(LookupOutcome)
 AttemptResult = Literal["delivered", "retryable_error", "permanent_error"]
-# What became of a press on an alert's button: the status GlitchTip now has, or why nothing
+# What became of a press on an alert's button: the status its tracker now has, or why nothing
 # changed (someone not allowed, a button the relay does not know, one no longer shown, an update
-# handled before, GlitchTip or the spool failed).
+# handled before, the tracker or the spool failed).
 PressOutcome = Literal[
     "taken",
     "let_go",
@@ -183,22 +183,6 @@ class Metrics:
             "answered had not come)",
             ["outcome"],
         )
-        self.glitchtip_lookups = self._counter(
-            "relay_glitchtip_lookups",
-            "Look-ups of an issue's details in GlitchTip's API for an alert's message, by "
-            "outcome: read, cached (known already), gone (no such issue), failed (GlitchTip "
-            "down, slow, or refusing the token), skipped (none tried while it fails)",
-            ["outcome"],
-            series=LOOKUP_OUTCOMES,
-        )
-        self.hidden_issues = self._counter(
-            "relay_hidden_issues",
-            "Issues an alert counted and GlitchTip did not attach, by what became of them: "
-            "named (found through GlitchTip's API and sent on), not_found (none new to the "
-            "chat in the window), failed (GlitchTip did not answer)",
-            ["outcome"],
-            series=("named", "not_found", "failed"),
-        )
         self.misses = self._counter(
             "relay_requests_missed",
             "Requests that reached no page or were refused, by reason: webhook_secret (a "
@@ -273,12 +257,6 @@ class Metrics:
     def may_miss(self, reason: str) -> None:
         """A reason a page may refuse with, counted at 0 from the start (a rule reads it)."""
         self.misses.labels(reason)
-
-    def hidden(self, outcome: str, count: int) -> None:
-        self.hidden_issues.labels(outcome).inc(count)
-
-    def glitchtip_lookup(self, outcome: LookupOutcome) -> None:
-        self.glitchtip_lookups.labels(outcome).inc()
 
     def probe(self, answered: bool) -> None:
         self.probes.labels("answered" if answered else "failed").inc()

@@ -17,4 +17,5 @@ GLITCHTIP = Source(
     org_in_link=True,
     reads_webhook=read_webhook,
     reads_kept_bodies=read_kept,
+    alone_heading="GlitchTip Alert",
 )

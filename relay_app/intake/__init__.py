@@ -10,6 +10,6 @@
    their budget);
 5. `attempt.py`: its first attempt, waited for until the webhook must be answered, and what
    the answer says (`taken.py`);
-6. `record.py`: its arrival noted, and what follows it started (`hidden.py`).
+6. `record.py`: its arrival noted, and what follows it started (a capability's: `AFTER_WEBHOOK`).
 
 `pages.py` is the door a capability's own page (Sentry's webhook) comes in by."""

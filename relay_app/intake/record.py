@@ -1,6 +1,6 @@
 """The last stage: what a webhook leaves once each part has its answer. Its arrival is noted
 (`LastWebhook`), and what follows a webhook is started off its thread (`AfterWebhook`: the
-issues its alert counted and did not attach, named: hidden.py).
+issues its alert counted and did not attach, named: a capability's, glitchtip/hidden.py).
 
 When GlitchTip last reached the relay. A relay that hears nothing cannot otherwise tell "no
 errors happened" from "GlitchTip cannot reach me" (its container posting to 127.0.0.1, a
@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import SpoolError
+from ..core.services import Key
 from ..spool.arrivals import SpoolArrivals
 from .receive import Received
 from .taken import Taken
@@ -77,9 +78,18 @@ class LastWebhook:
 
 
 class AfterWebhook(Protocol):
-    """What follows a webhook once its alerts are queued, off its thread (hidden.py)."""
+    """What follows a webhook once its alerts are queued, off its thread: a capability's,
+    provided under AFTER_WEBHOOK (GlitchTip's naming of the issues an alert counted and did
+    not attach, glitchtip/hidden.py)."""
+
+    # The origin whose alerts' issues left unattached it names in a message of their own: the
+    # alert's own message says they will be (delivery/render.py).
+    names_left_out_at: str
 
     def after_webhook(self, received: Received) -> bool: ...
+
+
+AFTER_WEBHOOK: Key[AfterWebhook] = Key("what follows a webhook")
 
 
 def record(

@@ -33,9 +33,12 @@ What a capability may declare, each optional:
 - `start`: given the core's services, its running parts: the presses of its buttons, the
   chat's commands it answers, its upkeep (run by the fleet's leader, at each look at the
   queue), what follows a delivery, where an alert goes when it is sent (`places`,
-  delivery/placing.py's `Placing`), its lines of `/status`, its writes as they run (`writers`,
-  with its store), and how it stops; what it provides to other capabilities it provides
-  then (`core.services.provide`).
+  delivery/placing.py's `Placing`), its lines of `/status` (`service_status` for an outside
+  service it calls, beside Telegram's), its writes as they run (`writers`, with its store),
+  for a source its issues' details (`details`, core/lookups.py), and how it stops; what it
+  provides to other capabilities and to the core it provides then (`core.services.provide`:
+  what follows a webhook, `intake/record.py`'s AFTER_WEBHOOK; the cards the watcher's rounds
+  keep in step, `cards/in_step.py`'s FOLLOWS_ROUNDS).
 
 A capability talks to another only through a service the core defines (a Protocol in the core,
 such as `cards.verbs.Calls`, named by a `core.services.Key`) and the other provides; never by
@@ -54,6 +57,7 @@ from ..cards.marks import MarkReader, Marks, RowMarks
 from ..cards.sent import SentStore
 from ..cards.team import Team, met_by
 from ..cards.verbs import CALLS, Button, Press
+from ..core.lookups import DetailSource
 from ..core.metrics import CounterSpec, Metrics
 from ..core.off_thread import OffThread
 from ..core.services import Lending, Lent, Services
@@ -184,6 +188,12 @@ class Running:
     writers: Sequence[Writer] = ()
     # A line of /status for a chat (its id), in the chat's words; None: nothing to say there.
     status: Sequence[Callable[[str, Words], str | None]] = ()
+    # Its line of /status about an outside service it calls (GlitchTip's API: answers, or
+    # paused after failing), said beside Telegram's, above the queue's.
+    service_status: Sequence[Callable[[str, Words], str | None]] = ()
+    # Its source's issues' details, looked up for alerts' messages (core/lookups.py): the
+    # wiring looks each source's up with a cache, pool and pause of its own.
+    details: Sequence[DetailSource] = ()
     stop: Callable[[], None] = lambda: None
 
 
@@ -237,6 +247,14 @@ class Started:
     def status(self) -> list[Callable[[str, Words], str | None]]:
         return [each for part in self.parts for each in part.status]
 
+    @property
+    def service_status(self) -> list[Callable[[str, Words], str | None]]:
+        return [each for part in self.parts for each in part.service_status]
+
+    @property
+    def details(self) -> list[DetailSource]:
+        return [each for part in self.parts for each in part.details]
+
     def stop(self) -> None:
         for part in self.parts:
             part.stop()
@@ -261,6 +279,9 @@ class SourceOf:
     home: Callable[[Settings], Home | None]
     api: Callable[[Settings, float], TrackerApi | None] = _no_api
     token_name: str = ""
+    # Whether the settings name where it is (GLITCHTIP_URL): with another source's, an alert's
+    # heading that names a rule says whose it is.
+    configured: Callable[[Settings], bool] = _always
 
 
 @dataclass(frozen=True)

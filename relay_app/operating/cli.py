@@ -10,11 +10,10 @@ environment as the service.
 - `relay-app spool list|retry|purge` looks after the spool of a running (or stopped) relay
   (spool_cli.py).
 - `relay-app routes check|test`: the routes file before it is in service (routes_cli.py).
-- `relay-app glitchtip connect`: the project's alert rule that sends to this relay, and with
-  `--test` the whole path proved (glitchtip_connect.py).
-- and the capabilities' own, added by relay_app/cli.py: `relay-app silence add|list|expire`
-  (silences/cli.py), `relay-app oncall` (oncall/cli.py), `relay-app summary`
-  (summaries/cli.py).
+- and the capabilities' own, added by relay_app/cli.py: `relay-app glitchtip connect`, the
+  project's alert rule that sends to this relay, and with `--test` the whole path proved
+  (glitchtip/connect.py), `relay-app silence add|list|expire` (silences/cli.py), `relay-app
+  oncall` (oncall/cli.py), `relay-app summary` (summaries/cli.py).
 
 Exit codes: 0 done (every check passed), 1 something could not be done (a check failed, no
 spool, unknown id, a payload that is not JSON), 2 wrong usage or configuration.
@@ -57,7 +56,6 @@ from .config import (
     spool_url_from_env,
 )
 from .console import AddCommands, CommandLine, Console, Failed, Usage
-from .glitchtip_connect import add_glitchtip_commands
 from .readers import PayloadReader, read_payload
 from .routes_cli import RosterOf, add_routes_commands, rotations_only
 from .selfcheck import MoreChecks, Verdict, run_checks
@@ -187,7 +185,6 @@ def _parser(
         lending=lending or Lending(),
     )
     add_spool_commands(line)
-    add_glitchtip_commands(commands, open_spool=open_spool_from_env)
     add_routes_commands(commands, roster_of)
     for add in added:
         add(line)

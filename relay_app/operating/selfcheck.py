@@ -33,7 +33,6 @@ from ..core.errors import (
 )
 from ..core.logs import register_secret
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id
-from ..glitchtip.api import GlitchTipApi
 from ..spool import Spool, open_spool
 from ..telegram.client import TelegramClient
 from ..telegram.updates_webhook import shown_webhook_url, webhook_path
@@ -111,14 +110,12 @@ def run_checks(
 def _source_verdicts(
     client: TelegramClient, settings: Settings, more: Sequence[MoreChecks]
 ) -> Iterator[Verdict]:
-    """GlitchTip's token, the presses when a source has one, and the capabilities' checks."""
-    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
-    if token is not None and glitchtip_url is not None:
-        yield _glitchtip_verdict(settings, token, glitchtip_url)
-    if settings.acts_on_issues:
-        yield _presses_verdict(client, settings)
+    """The capabilities' checks (the sources' tokens first: GlitchTip's, Sentry's), and the
+    presses when a source has a token."""
     for checks in more:
         yield from checks(settings)
+    if settings.acts_on_issues:
+        yield _presses_verdict(client, settings)
 
 
 def _last_good_routes(environ: Mapping[str, str]) -> str | None:
@@ -131,22 +128,6 @@ def _last_good_routes(environ: Mapping[str, str]) -> str | None:
     return (
         f"the relay routes by the last good routes, accepted at {at} UTC and kept in {kept} "
         "(a relay started now starts on them)"
-    )
-
-
-def _glitchtip_verdict(settings: Settings, token: str, glitchtip_url: str) -> Verdict:
-    name = "GlitchTip token"
-    api = GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout)
-    try:
-        user = api.whoami()
-    except TrackerError as exc:
-        return refused_verdict(name, exc, f"GLITCHTIP_URL ({glitchtip_url})")
-    who = user.get("username") or user.get("email") or "its user"
-    return Verdict(
-        name,
-        True,
-        f"accepted at {glitchtip_url} ({who}); presses need its event:write scope, "
-        "which only a press can show",
     )
 
 

@@ -1,7 +1,7 @@
 """Each source the relay serves, and what its variables enable, in one line: the start-up
-summary's (summary.py) and `relay-app check`'s (selfcheck.py). GlitchTip's is the core's; a
-capability that is a source of its own (Sentry's) says its state itself (`Capability.says`),
-off included, so that the line names what would turn it on."""
+summary's (summary.py) and `relay-app check`'s (selfcheck.py). Each source's capability says
+its state itself (`Capability.says`: GlitchTip's, Sentry's), off included, so that the line
+names what would turn it on."""
 
 from __future__ import annotations
 
@@ -17,14 +17,9 @@ def sources(settings: Settings, said: Sequence[SaysState] = ()) -> str:
     """Each source, and what its variables enable: 'GlitchTip: alerts, buttons, details and the
     watcher (https://gt.example.org); Sentry off (no SENTRY_CLIENT_SECRET); presses:
     TELEGRAM_UPDATES=poll'."""
-    where = f" ({settings.glitchtip_url})" if settings.glitchtip_url is not None else ""
-    if settings.glitchtip_api_token is not None:
-        glitchtip = f"GlitchTip: alerts, buttons, details and the watcher{where}"
-    else:
-        glitchtip = f"GlitchTip: alerts only{where} (no GLITCHTIP_API_TOKEN: no buttons)"
     presses = (
         f"presses: TELEGRAM_UPDATES={settings.telegram_updates}"
         if settings.acts_on_issues
         else "no presses (no source's token)"
     )
-    return "; ".join([glitchtip, *(say(settings) for say in said), presses])
+    return "; ".join([*(say(settings) for say in said), presses])

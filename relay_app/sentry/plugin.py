@@ -9,7 +9,7 @@ import logging
 from functools import partial
 
 from ..core.issue_details import IssueDetails
-from ..core.lookups import CALL_TIMEOUT, DETAIL_SOURCE, DetailSource
+from ..core.lookups import CALL_TIMEOUT, DetailSource
 from ..intake.route import TAKE_IN
 from ..message.subjects import Home
 from ..operating.capability import Capability, Core, Running, SourceOf
@@ -37,8 +37,7 @@ def _start(core: Core) -> Running:
     config = settings.of(SENTRY_SETTINGS)
     if config is None:
         return Running()
-    if config.api_token is not None:
-        core.services.provide(DETAIL_SOURCE, _details(config, core))
+    details = (_details(config, core),) if config.api_token is not None else ()
 
     def page() -> SentryPage | None:
         take_in = core.services.find(TAKE_IN)
@@ -68,7 +67,7 @@ def _start(core: Core) -> Running:
         zone_of=core.zone_of,
         clock=core.clock,
     )
-    return Running(pages=(page,), status=(status,))
+    return Running(pages=(page,), status=(status,), details=details)
 
 
 def _details(config: SentryConfig, core: Core) -> DetailSource:

@@ -16,7 +16,6 @@ from .admin import Admin
 from .answers import Answers
 from .arrivals import SpoolArrivals
 from .database import MEMORY, Database
-from .glitchtip_health import SpoolGlitchTipHealth
 from .health_store import SpoolHealthStore
 from .leader import LeaderLease
 from .model import Home
@@ -39,7 +38,6 @@ class Spool:
     health: SpoolHealthStore
     warnings: SpoolWarnings
     leader: LeaderLease
-    glitchtip_health: SpoolGlitchTipHealth
     arrivals: SpoolArrivals
     _store: Store
 
@@ -142,7 +140,6 @@ def on_store(
         health=SpoolHealthStore(store),
         warnings=SpoolWarnings(store),
         leader=LeaderLease(store),
-        glitchtip_health=SpoolGlitchTipHealth(store),
         arrivals=SpoolArrivals(store),
         _store=store,
     )

@@ -1,5 +1,5 @@
-"""The watcher of GlitchTip, as a capability: the issues the relay alerted on asked about each
-interval by the fleet's leader, the cards kept in step with what their source says, escalating
+"""The watcher, as a capability: the issues the relay alerted on asked about each interval by
+the fleet's leader, the cards kept in step with what their source says, escalating
 issues posted again; the tables of what it watches. It provides its rounds to those who would
 join them (ROUNDS: snoozes/ does) and where it finds a watched issue (ISSUE_PLACES)."""
 
@@ -9,7 +9,7 @@ import logging
 import time
 from dataclasses import replace
 
-from ..cards.in_step import CardsInStep
+from ..cards.in_step import FOLLOWS_ROUNDS
 from ..core.alerts import IssueAlert
 from ..core.errors import Unreadable
 from ..core.issue_details import HOURLY
@@ -17,13 +17,11 @@ from ..core.rounds import ISSUE_PLACES, ROUNDS
 from ..core.routing import Destination, parse_chat_id
 from ..core.services import Lent
 from ..core.trackers import ISSUE_WATCH
-from ..glitchtip.source import GLITCHTIP
 from ..intake.receive import receive
 from ..intake.route import TAKE_IN
 from ..message.open_issues import CHAT_ISSUES
 from ..message.trend import Trend
 from ..operating.capability import Capability, Core, Running
-from ..spool import Spool
 from .counters import ESCALATING_POSTS, WATCHER_REQUESTS
 from .store import Watched, WatchStore
 from .watcher import ESCALATING, WATCHER, AfterRound, Watcher, WatchPlan
@@ -33,12 +31,13 @@ log = logging.getLogger(__name__)
 
 def _start(core: Core) -> Running:
     """With a source's token (GlitchTip's, Sentry's) and a spool: the watcher, a chore of the
-    fleet's leader; with GlitchTip's, the cards it keeps in step."""
+    fleet's leader; the cards it keeps in step, where a source's capability provides them
+    (FOLLOWS_ROUNDS: GlitchTip's)."""
     settings, spool = core.settings, core.spool
     api = core.services.find(ISSUE_WATCH)
     if not settings.acts_on_issues or spool is None or api is None:
         return Running()
-    in_step = _following_glitchtip(core, spool)
+    in_step = core.services.find(FOLLOWS_ROUNDS)
 
     def post(issue: Watched, found: Trend) -> None:
         post_escalating(core, issue, found)
@@ -70,16 +69,6 @@ def _start(core: Core) -> Running:
     return Running(chores=(watcher,), follow_ups=(watcher.follow_up,), stop=watcher.shutdown)
 
 
-def _following_glitchtip(core: Core, spool: Spool) -> CardsInStep | None:
-    """With GLITCHTIP_API_TOKEN: the cards the watcher's rounds keep in step with GlitchTip
-    (cards/in_step.py)."""
-    settings = core.settings
-    links = settings.glitchtip_links
-    if settings.glitchtip_api_token is None or settings.glitchtip_url is None or links is None:
-        return None
-    return core.cards_in_step(spool, origin=links, source=GLITCHTIP.shown)
-
-
 def post_escalating(core: Core, issue: Watched, found: Trend) -> None:
     """An escalating issue as a webhook of its own: routes, silences and mentions apply."""
     take_in = core.services.find(TAKE_IN)
@@ -95,9 +84,10 @@ def post_escalating(core: Core, issue: Watched, found: Trend) -> None:
             exc,
         )
         return
-    if isinstance(alert, IssueAlert) and alert.source == GLITCHTIP.name:
-        # GlitchTip's heading; another source's alert has its own ("Sentry Alert").
-        alert = replace(alert, heading="GlitchTip Alert")
+    source = core.sources.named(alert.source) if isinstance(alert, IssueAlert) else None
+    if isinstance(alert, IssueAlert) and source is not None and source.alone_heading:
+        # Its source's heading of one issue ('GlitchTip Alert'), not the count it came with.
+        alert = replace(alert, heading=source.alone_heading)
     where = Destination(parse_chat_id(issue.chat) or issue.chat, issue.thread)
     escalating = {"count": found.last_hour, "spark": found.sparkline}
     # Posted again: never said to be new, and its calls are its first message's (oncall/steps.py).

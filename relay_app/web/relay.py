@@ -18,10 +18,9 @@ from ..delivery.job import Jobs
 from ..delivery.leadership import Leadership
 from ..delivery.outbox import Outbox
 from ..intake.attempt import FirstAttempts
-from ..intake.hidden import HiddenIssues
 from ..intake.hold import Hold
 from ..intake.queue import AlertQueue
-from ..intake.record import LastWebhook
+from ..intake.record import AfterWebhook, LastWebhook
 from ..intake.route import RoutedWebhooks
 from ..operating.capability import Started
 from ..operating.config import Settings
@@ -70,8 +69,9 @@ class Relay:
     # Acting on alerts from the chat (a source's token): what handles each of Telegram's
     # updates, posted to the webhook (TELEGRAM_UPDATES=webhook) or polled.
     updates: Handle | None = None
-    # With GLITCHTIP_API_TOKEN: the issues an alert counts and does not attach, named.
-    hidden: HiddenIssues | None = None
+    # What follows a webhook, where a capability provides it (GlitchTip's: the issues an
+    # alert counts and does not attach, named).
+    after_webhook: AfterWebhook | None = None
     # The threads presses and comments are handled on, and this process's poll for updates.
     acting: OffThread | None = None
     poller: Poller | None = None

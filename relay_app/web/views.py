@@ -309,7 +309,7 @@ def webhook(secret: str) -> tuple[Response, int]:
         return answered(metrics, started, Taken("rejected", "bad_route", 400, error=str(exc)))
     received = receive(alert, destination, started)
     parts = relay.webhooks.route(received)
-    record(received, parts, relay.last_webhook, relay.hidden)
+    record(received, parts, relay.last_webhook, relay.after_webhook)
     return _parts_answered(metrics, started, parts)
 
 

@@ -168,9 +168,6 @@ class Words:
     status_answer: str
     status_telegram_up: str
     status_telegram_down: str
-    status_glitchtip_up: str
-    status_glitchtip_failing: str
-    status_glitchtip_off: str
     status_queue: str
     # The daily summary (summaries/text.py).
     summary_head: str

@@ -32,9 +32,10 @@ import requests
 from ..core.errors import TrackerError
 from ..core.http_deadline import Deadline, DeadlineAdapter
 from ..core.logs import register_secret
-from ..glitchtip.api import GlitchTipApi, ProjectPath
+from ..operating.config import ConfigError, Settings
+from ..operating.console import CommandLine, Console, Failed, OpenSpool, Usage
 from ..telegram.updates_webhook import shown_webhook_url
-from .config import ConfigError, Settings
+from .api import GlitchTipApi, ProjectPath
 from .connect_proof import (
     LOOPBACK_FIX,
     REQUEST_TIMEOUT,
@@ -43,7 +44,6 @@ from .connect_proof import (
     prove_path,
     scope_hint,
 )
-from .console import Console, Failed, OpenSpool, Usage
 
 RULE_NAME = "relay_app: Telegram"
 # GlitchTip checks its alert rules every so often (a new issue's webhook came tens of seconds
@@ -53,8 +53,11 @@ TEST_WAIT = 180.0
 RELAY_ANSWERS_WITHIN = 5.0
 
 
-def add_glitchtip_commands(commands: Any, *, open_spool: OpenSpool) -> None:
-    glitchtip = commands.add_parser("glitchtip", help="connect a GlitchTip project to the relay")
+def add_glitchtip_commands(line: CommandLine) -> None:
+    open_spool = line.open_spool
+    glitchtip = line.commands.add_parser(
+        "glitchtip", help="connect a GlitchTip project to the relay"
+    )
     actions = glitchtip.add_subparsers(required=True, metavar="ACTION")
     connect = actions.add_parser(
         "connect",

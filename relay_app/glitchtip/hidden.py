@@ -34,12 +34,12 @@ from ..core.errors import TrackerError
 from ..core.off_thread import OffThread
 from ..core.routing import Destination
 from ..delivery.render import Note
-from ..glitchtip.api import GlitchTipApi, ProjectPath
-from ..glitchtip.source import GLITCHTIP
+from ..intake.receive import Received
 from ..issue_api.client import ROUTED_TAGS
 from ..message.subjects import issue_ref, org_of
 from ..words import Words
-from .receive import Received
+from .api import GlitchTipApi, ProjectPath
+from .source import GLITCHTIP
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +120,8 @@ class HiddenIssues:
         whether a chat was told of an issue (by id); `counted`: each look-up's outcome."""
         self._api = api
         self._origin = origin
+        # Its alerts' messages say the issues they left out are named (intake/record.py).
+        self.names_left_out_at = origin
         self._take = take
         self._told = told
         self._counted = counted

@@ -12,8 +12,8 @@ from contextlib import suppress
 from ..core.clock import stepped_back
 from ..core.errors import SpoolError
 from ..core.lookups import LocalApiHealth
-from .store import Store, Tx
-from .warnings import SpoolWarnings
+from ..spool.store import Store, Tx
+from ..spool.warnings import SpoolWarnings
 
 # A webhook asks before it looks an issue up: it must not wait long for the answer...
 READ_BUDGET = 0.25

@@ -19,12 +19,12 @@ import requests
 
 from ..core.errors import SpoolError, TrackerError
 from ..core.http_deadline import Deadline, DeadlineAdapter
-from ..glitchtip.api import GlitchTipApi, ProjectPath
+from ..operating.config import Settings
+from ..operating.console import Console, Failed, OpenSpool, Usage
+from ..operating.summary import version
 from ..spool import Spool
 from ..spool.arrivals import SeenWebhook
-from .config import Settings
-from .console import Console, Failed, OpenSpool, Usage
-from .summary import version
+from .api import GlitchTipApi, ProjectPath
 
 # How often --test looks at the spool meanwhile.
 LOOK_EVERY = 0.5
