@@ -37,8 +37,14 @@ from relay_app.operating.config import Settings  # noqa: E402
 from relay_app.takes.buttons import TAKE  # noqa: E402
 from relay_app.web.relay import EXTENSION  # noqa: E402
 from relay_app.web.views import RelayFlask, blueprint  # noqa: E402
-from tests.conftest import API_URL, CHAT_ID, SECRET, TOKEN  # noqa: E402
-from tests.in_process import GLITCHTIP, GT_TOKEN, PAYLOAD, ScriptedTelegram  # noqa: E402
+from tests.conftest import (  # noqa: E402
+    API_URL,
+    CHAT_ID,
+    SECRET,
+    TOKEN,
+    glitchtip_on,
+)
+from tests.in_process import GLITCHTIP_ON, PAYLOAD, ScriptedTelegram  # noqa: E402
 from tests.test_presses import SENT, press  # noqa: E402
 
 PACKAGE = ROOT / "relay_app"
@@ -163,8 +169,7 @@ def settings_for(directory: str) -> Settings:
         telegram_api_url=API_URL,
         send_timeout=2.0,
         spool_path=str(Path(directory) / "spool.sqlite3"),
-        glitchtip_api_token=GT_TOKEN,
-        glitchtip_url=GLITCHTIP,
+        theirs=glitchtip_on(GLITCHTIP_ON),
         details_budget=None,
     )
 

@@ -35,8 +35,12 @@ from relay_app import assemble  # noqa: E402
 from relay_app.core.routing import Destination  # noqa: E402
 from relay_app.operating.config import Settings  # noqa: E402
 from relay_app.routes import parse_routes  # noqa: E402
-from tests.conftest import FakeTime, run_until  # noqa: E402
-from tests.in_process import GLITCHTIP, GT_TOKEN, LimitedTelegram, alone, webhook  # noqa: E402
+from tests.conftest import (  # noqa: E402
+    FakeTime,
+    glitchtip_on,
+    run_until,
+)
+from tests.in_process import GLITCHTIP_ON, LimitedTelegram, alone, webhook  # noqa: E402
 
 CHAT = -1001234567890
 HOME = Destination(CHAT, 7)
@@ -70,8 +74,7 @@ def storm(routes: str, over: float) -> dict[str, object]:
         )
         settings = replace(
             settings,
-            glitchtip_api_token=GT_TOKEN,
-            glitchtip_url=GLITCHTIP,
+            theirs=glitchtip_on(GLITCHTIP_ON),
             details_budget=None,
             routes=parse_routes(routes, "routes.toml"),
         )

@@ -25,6 +25,7 @@ from relay_app.core.logs import configure_logging
 from relay_app.core.outcomes import Dead
 from relay_app.core.routing import Destination
 from relay_app.delivery.dispatcher import POLL_INTERVAL, Dispatcher
+from relay_app.glitchtip.settings import GLITCHTIP_SETTINGS, GlitchTipConfig
 from relay_app.message.formatting import Message
 from relay_app.message.lines import to_json as lines_to_json
 from relay_app.operating.config import Settings
@@ -54,6 +55,12 @@ THEIRS = REGISTRY.settings
 def sentry_on(config: SentryConfig | None) -> tuple[tuple[SettingsOf[Any], object], ...]:
     """Settings' `theirs` with Sentry's (None: Sentry off), for `replace(settings, ...)`."""
     return ((SENTRY_SETTINGS, config),) if config is not None else ()
+
+
+def glitchtip_on(config: GlitchTipConfig | None) -> tuple[tuple[SettingsOf[Any], object], ...]:
+    """Settings' `theirs` with GlitchTip's variables (None: none of them set), for
+    `replace(settings, ...)`: with both sources', `theirs=(*glitchtip_on(..), *sentry_on(..))`."""
+    return ((GLITCHTIP_SETTINGS, config),) if config is not None else ()
 
 
 TOKEN = "123456789:unit-test-token-abcdefghijklmnop"

@@ -22,6 +22,7 @@ from relay_app.core.alerts import ALERT_KEY, alert_as_json
 from relay_app.core.errors import PermanentDeliveryError, RateLimited
 from relay_app.core.outcomes import Outcome
 from relay_app.core.routing import Destination
+from relay_app.glitchtip.settings import GlitchTipConfig
 from relay_app.intake.hold import HELD_NOTED
 from relay_app.intake.pages import Page
 from relay_app.intake.receive import deadline
@@ -31,7 +32,7 @@ from relay_app.summaries.daily import DailySummaries
 from relay_app.telegram.courier import Picture, Sent
 from relay_app.watch.watcher import WATCHER, Round, Watcher
 from relay_app.words import ENGLISH
-from tests.conftest import DESTINATION, SOURCES, FakeTime, run_background
+from tests.conftest import DESTINATION, SOURCES, FakeTime, glitchtip_on, run_background
 from tests.payloads import issue, issue_alert, message_for, read
 from tests.taking import cards_of
 from tests.telegram_rules import RateLimits
@@ -284,6 +285,8 @@ def alone(number: int, title: str) -> dict[str, object]:
 
 
 GT_TOKEN = "a1" * 32
+# GlitchTip's variables as an in-process relay's tests set them: its token, and where its API is.
+GLITCHTIP_ON = GlitchTipConfig(GT_TOKEN, GLITCHTIP)
 
 
 def press_by_ada(data: str, update_id: int, *, message_id: int = 41) -> dict[str, object]:
@@ -316,12 +319,15 @@ class Chat:
         clock: FakeTime,
         *cards: SentMessage,
         telegram: ScriptedTelegram | None = None,
+        glitchtip: GlitchTipConfig | None = GLITCHTIP_ON,
         **overrides: Any,
     ) -> Chat:
-        """`cards`: the messages with buttons the relay sent before, kept in its spool."""
+        """`cards`: the messages with buttons the relay sent before, kept in its spool;
+        `glitchtip`: GlitchTip's variables (GLITCHTIP_ON unless given; None: none set), beside
+        the other capabilities' (`theirs`)."""
         telegram = telegram or ScriptedTelegram(clock=clock)
-        settings = {"glitchtip_api_token": GT_TOKEN, "glitchtip_url": GLITCHTIP}
-        relay = built(telegram, **{"details_budget": None, **settings, **overrides})
+        theirs = (*glitchtip_on(glitchtip), *overrides.pop("theirs", ()))
+        relay = built(telegram, **{"details_budget": None, "theirs": theirs, **overrides})
         assert relay.spool is not None
         for card in cards:
             relay.spool.of(SentStore).keep(card, [])

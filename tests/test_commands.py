@@ -32,8 +32,16 @@ from relay_app.silences.buttons import MUTE
 from relay_app.telegram.bot_commands import described
 from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH, RUSSIAN
-from tests.conftest import CHAT_ID, OFFERED_COMMANDS, FakeTime, sentry_on
-from tests.in_process import GLITCHTIP, GT_TOKEN, MESSAGE, PAYLOAD, Chat, ScriptedTelegram, alone
+from tests.conftest import CHAT_ID, OFFERED_COMMANDS, FakeTime, glitchtip_on, sentry_on
+from tests.in_process import (
+    GLITCHTIP,
+    GLITCHTIP_ON,
+    MESSAGE,
+    PAYLOAD,
+    Chat,
+    ScriptedTelegram,
+    alone,
+)
 from tests.prometheus import parse, value
 
 CHAT = str(CHAT_ID)
@@ -211,7 +219,7 @@ def test_a_command_for_another_bot_is_left_to_it_and_an_unknown_one_goes_on() ->
 
 
 def test_the_commands_are_described_in_the_relays_language(settings: Settings) -> None:
-    with_token = replace(settings, glitchtip_api_token=GT_TOKEN, glitchtip_url=GLITCHTIP)
+    with_token = replace(settings, theirs=glitchtip_on(GLITCHTIP_ON))
     relay = assemble(with_token, telegram=ScriptedTelegram())
     relay.dispatcher.shutdown()
     russian, english = REGISTRY.words_in(RUSSIAN), REGISTRY.words_in(ENGLISH)
@@ -246,9 +254,7 @@ def test_the_commands_are_offered_whenever_any_source_can_act(settings: Settings
 def test_status_says_each_sources_state(built: Callable[..., Relay], fake_time: FakeTime) -> None:
     fake_time.now = NOW
     sentry = SentryConfig("c" * 64, "t" * 64, "https://sentry.example.org")
-    chat = Chat.of(
-        built, fake_time, theirs=sentry_on(sentry), glitchtip_api_token=None, glitchtip_url=None
-    )
+    chat = Chat.of(built, fake_time, theirs=sentry_on(sentry), glitchtip=None)
     chat.update(command("/status", 1))
     said = answers(chat)[-1][3].splitlines()
     assert said[1] == "GlitchTip: not connected (no GLITCHTIP_API_TOKEN)"

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from relay_app.core.timing import FLOOR, PRODUCTION
+from relay_app.glitchtip.settings import GLITCHTIP_SETTINGS, GlitchTipConfig
 from relay_app.operating.config import ConfigError, Settings
 from tests.conftest import THEIRS
 
@@ -229,14 +230,22 @@ GLITCHTIP_TOKEN = "0123456789abcdef" * 4
 GLITCHTIP_URL = "https://glitchtip.example.org"
 
 
+def glitchtip_of(settings: Settings) -> GlitchTipConfig:
+    """GlitchTip's variables as its capability read them: a test that set one finds them."""
+    found = settings.of(GLITCHTIP_SETTINGS)
+    assert found is not None
+    return found
+
+
 def test_a_glitchtip_token_turns_buttons_on_and_polls_for_their_presses() -> None:
     settings = Settings.from_env(
         env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, GLITCHTIP_URL=GLITCHTIP_URL), THEIRS
     )
-    assert settings.glitchtip_api_token == GLITCHTIP_TOKEN
+    glitchtip = glitchtip_of(settings)
+    assert glitchtip.api_token == GLITCHTIP_TOKEN
     assert GLITCHTIP_TOKEN not in repr(settings)
     assert settings.telegram_updates == "poll"
-    assert settings.glitchtip_links == GLITCHTIP_URL  # issues with links there get buttons
+    assert glitchtip.links == GLITCHTIP_URL  # issues with links there get buttons
     assert settings.action_user_ids == frozenset()
     assert Settings.from_env(env(), THEIRS).telegram_updates == "off"
 
@@ -245,7 +254,7 @@ def test_the_glitchtip_token_needs_the_address_it_goes_to_named_at_start() -> No
     with pytest.raises(ConfigError) as raised:
         Settings.from_env(env(GLITCHTIP_API_TOKEN=GLITCHTIP_TOKEN, TELEGRAM_CHAT_ID=""), THEIRS)
     # Reported with the others, at start: not guessed from the links of the alerts.
-    assert raised.value.variables == ["TELEGRAM_CHAT_ID", "GLITCHTIP_URL"]
+    assert raised.value.variables == ["GLITCHTIP_URL", "TELEGRAM_CHAT_ID"]
     assert "the token is sent there and nowhere else" in str(raised.value)
     assert GLITCHTIP_TOKEN not in str(raised.value)
 
@@ -283,8 +292,8 @@ def test_glitchtips_public_address_is_where_the_links_must_point() -> None:
         ),
         THEIRS,
     )
-    assert settings.glitchtip_url == "http://web:8000"  # where the token goes
-    assert settings.glitchtip_links == "https://glitchtip.example.org"  # the links' origin
+    assert glitchtip_of(settings).url == "http://web:8000"  # where the token goes
+    assert glitchtip_of(settings).links == "https://glitchtip.example.org"  # the links' origin
 
 
 def test_glitchtip_organizations_are_the_only_ones_whose_issues_get_buttons() -> None:
@@ -296,14 +305,13 @@ def test_glitchtip_organizations_are_the_only_ones_whose_issues_get_buttons() ->
         ),
         THEIRS,
     )
-    assert settings.glitchtip_organizations == frozenset({"acme", "acme-staging"})
-    assert settings.glitchtip_organizations == frozenset({"acme", "acme-staging"})
-    assert Settings.from_env(env(), THEIRS).glitchtip_organizations is None
+    assert glitchtip_of(settings).organizations == frozenset({"acme", "acme-staging"})
+    assert Settings.from_env(env(), THEIRS).of(GLITCHTIP_SETTINGS) is None  # none of them set
     with pytest.raises(ConfigError) as raised:
         Settings.from_env(
             env(GLITCHTIP_ORGANIZATIONS="acme, ../secret", TELEGRAM_CHAT_ID=""), THEIRS
         )
-    assert raised.value.variables == ["TELEGRAM_CHAT_ID", "GLITCHTIP_ORGANIZATIONS"]
+    assert raised.value.variables == ["GLITCHTIP_ORGANIZATIONS", "TELEGRAM_CHAT_ID"]
     assert "'../secret' is not an organization's slug" in str(raised.value)
 
 
@@ -328,7 +336,7 @@ def test_every_variable_for_acting_on_alerts_is_read() -> None:
         ),
         THEIRS,
     )
-    assert settings.glitchtip_url == "https://glitchtip.internal:8000"
+    assert glitchtip_of(settings).url == "https://glitchtip.internal:8000"
     assert settings.telegram_updates == "webhook"
     assert settings.action_user_ids == frozenset({12345678, 87654321})
 

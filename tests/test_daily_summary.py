@@ -22,8 +22,14 @@ from relay_app.core.routing import Destination
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.routes.summary_time import SummaryAt
 from relay_app.watch.store import Seen, Watched, WatchStore
-from tests.conftest import FakeTime, run_background
-from tests.in_process import GLITCHTIP, GT_TOKEN, ScriptedTelegram, alone, summaries_of
+from tests.conftest import FakeTime, glitchtip_on, run_background
+from tests.in_process import (
+    GLITCHTIP,
+    GLITCHTIP_ON,
+    ScriptedTelegram,
+    alone,
+    summaries_of,
+)
 from tests.prometheus import parse, value
 from tests.taking import take
 
@@ -48,8 +54,7 @@ def relay(built: Callable[..., Relay], fake_time: FakeTime) -> tuple[Relay, Scri
     made = built(
         telegram,
         routes=parse_routes(ROUTES, "r.toml"),
-        glitchtip_api_token=GT_TOKEN,
-        glitchtip_url=GLITCHTIP,
+        theirs=glitchtip_on(GLITCHTIP_ON),
         details_budget=None,
     )
     assert summaries_of(made).upkeep() == 0  # its first look: the place is due at 09:00

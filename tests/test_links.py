@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ from relay_app.takes.buttons import TAKE
 from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH
 from tests.conftest import CHAT_ID, FakeTime
-from tests.in_process import GLITCHTIP, Chat, alone
+from tests.in_process import GLITCHTIP, GLITCHTIP_ON, Chat, alone
 from tests.prometheus import parse, value
 from tests.taking import take
 
@@ -260,7 +261,8 @@ def test_with_glitchtip_organizations_only_those_are_followed_whatever_was_alert
     built: Callable[..., Relay], fake_time: FakeTime, glitchtip: responses.RequestsMock
 ) -> None:
     fake_time.now = NOW
-    chat = Chat.of(built, fake_time, glitchtip_organizations=frozenset({"acme"}))
+    only_acme = replace(GLITCHTIP_ON, organizations=frozenset({"acme"}))
+    chat = Chat.of(built, fake_time, glitchtip=only_acme)
     alerted_on(chat, 1002, org="secret")  # even alerted here, and shown by the tracker
     glitchtip_has(glitchtip, 1002, org="secret", title="Payroll export failed for ACME-CFO")
     chat.update(message(f"{GLITCHTIP}/secret/issues/1002", 1))

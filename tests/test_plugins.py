@@ -27,8 +27,8 @@ from relay_app.spool.opening import open_memory
 from relay_app.takes.buttons import TAKE
 from relay_app.watch.store import WatchStore
 from relay_app.words import ENGLISH
-from tests.conftest import FakeTime
-from tests.in_process import GLITCHTIP, GT_TOKEN, Chat, ScriptedTelegram
+from tests.conftest import FakeTime, glitchtip_on
+from tests.in_process import GLITCHTIP_ON, Chat, ScriptedTelegram
 from tests.prometheus import parse, value
 from tests.test_handoffs import ROUTES as HANDOFF_ROUTES
 from tests.test_presses import ISSUE_URL, SENT, press
@@ -45,8 +45,7 @@ def chat_with(settings: Settings, fake_time: FakeTime) -> Iterator[Callable[...,
         telegram = ScriptedTelegram(clock=fake_time)
         configured = replace(
             settings,
-            glitchtip_api_token=GT_TOKEN,
-            glitchtip_url=GLITCHTIP,
+            theirs=glitchtip_on(GLITCHTIP_ON),
             details_budget=None,
             **overrides,  # type: ignore[arg-type]
         )

@@ -356,8 +356,7 @@ def test_with_sentry_alone_ignores_choices_work_without_the_watchers_snoozes(
         fake_time,
         SENTRYS,
         theirs=sentry_on(config),
-        glitchtip_api_token=None,
-        glitchtip_url=None,
+        glitchtip=None,
     )
     sentry.get(ORGANIZATIONS, json=organizations(None))
     sentry.put(f"{SENTRY}/api/0/issues/4/", json={"id": "4", "status": "ignored"})

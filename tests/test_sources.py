@@ -15,6 +15,7 @@ import pytest
 from relay_app import assemble
 from relay_app.capabilities import REGISTRY
 from relay_app.core.sources import Source, Sources, has_prefix, number_of
+from relay_app.glitchtip.settings import GlitchTipConfig
 from relay_app.glitchtip.source import GLITCHTIP
 from relay_app.message.subjects import issue_ref
 from relay_app.operating.capability import Registry
@@ -23,7 +24,7 @@ from relay_app.sentry.settings import SENTRY_SETTINGS, SentryConfig
 from relay_app.sentry.source import SENTRY
 from relay_app.words import ENGLISH
 from relay_app.words.catalogue import of_source, source_shown
-from tests.conftest import sentry_on
+from tests.conftest import glitchtip_on, sentry_on
 
 ROOT = Path(__file__).resolve().parents[1] / "relay_app"
 
@@ -75,9 +76,10 @@ def test_each_source_gets_buttons_where_its_capability_or_the_wiring_says(
     assert not REGISTRY.homes(settings)  # no token, no buttons
     both = replace(
         settings,
-        glitchtip_api_token="t",
-        glitchtip_url="https://gt.example.org",
-        theirs=sentry_on(SentryConfig("secret", api_token="s", url="https://sentry.example.org")),
+        theirs=(
+            *glitchtip_on(GlitchTipConfig("t", "https://gt.example.org")),
+            *sentry_on(SentryConfig("secret", api_token="s", url="https://sentry.example.org")),
+        ),
     )
     homes = REGISTRY.homes(both)
     assert [source.name for source, _ in homes.homes] == ["glitchtip", "sentry"]

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from relay_app import Relay
+from relay_app.glitchtip.settings import GlitchTipConfig
 from relay_app.intake.receive import receive
 from relay_app.message.trend import sparkline, trend
 from relay_app.routes import parse_routes
 from relay_app.watch.store import Watched, WatchStore
-from tests.conftest import FakeTime, run_background
+from tests.conftest import FakeTime, glitchtip_on, run_background
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip, iso_time, running_fake_glitchtip
 from tests.in_process import ScriptedTelegram, watcher_of
 from tests.payloads import issue, issue_alert, read
@@ -65,8 +66,7 @@ def relay_for(
     fake_time.now = NOW
     relay = built(
         telegram,
-        glitchtip_api_token=TOKEN,
-        glitchtip_url=fake.url,
+        theirs=glitchtip_on(GlitchTipConfig(TOKEN, fake.url)),
         **{"details_budget": None, **more},
     )
     return relay, telegram

@@ -17,11 +17,21 @@ from requests import PreparedRequest
 
 from relay_app import Relay, create_app, relay_of, stop_background_work
 from relay_app.core.errors import SpoolError
+from relay_app.glitchtip.settings import GlitchTipConfig
 from relay_app.operating.config import Settings
 from relay_app.spool import Admin
 from relay_app.spool.database import Database
 from relay_app.web.misses import SHOWN_CHARS, Misses
-from tests.conftest import OK, SECRET, SEND_URL, WEBHOOK, FakeTime, run_background, sent_texts
+from tests.conftest import (
+    OK,
+    SECRET,
+    SEND_URL,
+    WEBHOOK,
+    FakeTime,
+    glitchtip_on,
+    run_background,
+    sent_texts,
+)
 from tests.e2e.helpers import wait_until
 from tests.fake_glitchtip import SAMPLE_EVENT, SAMPLE_ISSUE
 from tests.payloads import issue, issue_alert
@@ -51,7 +61,8 @@ def serving(settings: Settings, clock: FakeTime) -> Iterator[tuple[FlaskClient, 
 
 
 def with_glitchtip(settings: Settings, **overrides: Any) -> Settings:
-    return replace(settings, glitchtip_api_token="ab" * 32, glitchtip_url=GLITCHTIP, **overrides)
+    theirs = glitchtip_on(GlitchTipConfig("ab" * 32, GLITCHTIP))
+    return replace(settings, theirs=theirs, **overrides)
 
 
 def answers_details(mock: responses.RequestsMock, *numbers: int) -> None:

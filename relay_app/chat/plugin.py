@@ -174,7 +174,7 @@ def _links(
         settings.default_destination,
         watched=core.lending.of(CHAT_ISSUES, spool),
         sent=core.sent_store(spool),
-        glitchtip_orgs=settings.glitchtip_organizations,
+        homes=core.homes,
     )
     return Links(
         served=Served(frozenset(served_chats(settings))),

@@ -28,6 +28,7 @@ from ..cards.sent import SentStore
 from ..core.json_values import json_object
 from ..core.routing import Destination
 from ..message.open_issues import ChatIssues
+from ..message.subjects import NO_HOMES, IssueHomes
 from ..routes.split import chat_for
 from ..routes.table import RouteTable, facts_of_issue
 
@@ -40,17 +41,18 @@ class ChatScope:
         *,
         watched: ChatIssues | None,
         sent: SentStore,
-        glitchtip_orgs: frozenset[str] | None = None,
+        homes: IssueHomes = NO_HOMES,
     ) -> None:
         """`default`: TELEGRAM_CHAT_ID's destination, where what no route takes goes;
         `watched`: what the watcher lends of its table (None without one: a chat then follows
-        the issues of the cards it was shown alone); `glitchtip_orgs`: GLITCHTIP_ORGANIZATIONS
-        (None: any the trackers showed)."""
+        the issues of the cards it was shown alone); `homes`: each source's, with the
+        organizations the relay acts in where it names them (GLITCHTIP_ORGANIZATIONS; None:
+        any its tracker showed)."""
         self._routes = routes
         self._default = default
         self._watched = watched
         self._sent = sent
-        self._glitchtip_orgs = glitchtip_orgs
+        self._homes = homes
 
     def follows(
         self,
@@ -65,7 +67,8 @@ class ChatScope:
         """Whether `chat` follows the issue (`issue_id`: the relay's id of it; `issue`: its
         source's answer for it, of `org`'s; `tags`: its latest event's that the routes read).
         Raises SpoolError."""
-        allowed = self._glitchtip_orgs if source == "glitchtip" else None
+        home = self._homes.of(source)
+        allowed = home.orgs if home is not None else None
         if allowed is not None and org not in allowed:
             return False  # whatever a webhook named
         watched = self._watched

@@ -9,12 +9,14 @@ from ..core.errors import TrackerError
 from ..operating.config import Settings
 from ..operating.selfcheck import Verdict, refused_verdict
 from .api import GlitchTipApi
+from .settings import GLITCHTIP_SETTINGS
 
 
 def glitchtip_verdicts(settings: Settings) -> Iterator[Verdict]:
-    token, glitchtip_url = settings.glitchtip_api_token, settings.glitchtip_url
-    if token is None or glitchtip_url is None:
+    config = settings.of(GLITCHTIP_SETTINGS)
+    if config is None or config.api_token is None or config.url is None:
         return
+    token, glitchtip_url = config.api_token, config.url
     name = "GlitchTip token"
     api = GlitchTipApi(token, glitchtip_url, timeout=settings.send_timeout)
     try:

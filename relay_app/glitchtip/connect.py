@@ -44,6 +44,7 @@ from .connect_proof import (
     prove_path,
     scope_hint,
 )
+from .settings import GLITCHTIP_SETTINGS
 
 RULE_NAME = "relay_app: Telegram"
 # GlitchTip checks its alert rules every so often (a new issue's webhook came tens of seconds
@@ -207,31 +208,34 @@ def _rule_id(rule: dict[str, Any]) -> int:
     return int(str(rule.get("id")))
 
 
-def _settings_and_token(console: Console) -> tuple[Settings, str]:
-    """The relay's settings, and the token that may change its project's alert rules."""
+def _settings_and_token(console: Console) -> tuple[Settings, str, str]:
+    """The relay's settings, GLITCHTIP_URL, and the token that may change its project's alert
+    rules."""
     try:
         settings = console.settings()
     except ConfigError as exc:
         raise Usage(str(exc)) from None
-    token = console.environ.get(SETUP_TOKEN, "").strip() or settings.glitchtip_api_token
-    if not token or settings.glitchtip_url is None:
+    config = settings.of(GLITCHTIP_SETTINGS)
+    api_token = config.api_token if config is not None else None
+    glitchtip_url = config.url if config is not None else None
+    token = console.environ.get(SETUP_TOKEN, "").strip() or api_token
+    if not token or glitchtip_url is None:
         raise Usage(
             f"set GLITCHTIP_URL, and {SETUP_TOKEN} (or GLITCHTIP_API_TOKEN) to a GlitchTip token "
             "with the project:write scope (Profile → Auth Tokens in GlitchTip)"
         )
     register_secret(token)
-    return settings, token
+    return settings, glitchtip_url, token
 
 
 def _connect(args: argparse.Namespace, console: Console, open_spool: OpenSpool) -> int:
-    settings, token = _settings_and_token(console)
-    assert settings.glitchtip_url is not None  # checked with the token
+    settings, glitchtip_url, token = _settings_and_token(console)
     try:
         project = ProjectPath.parse(args.project)
     except ValueError as exc:
         raise Usage(f"--project: {exc}") from None
     url = webhook_url(args.relay_url, settings.webhook_secret)
-    api = GlitchTipApi(token, settings.glitchtip_url, timeout=REQUEST_TIMEOUT)
+    api = GlitchTipApi(token, glitchtip_url, timeout=REQUEST_TIMEOUT)
     out = console.out
     relay = args.relay_url.rstrip("/")
     silent = _relay_silent(relay)

@@ -32,6 +32,7 @@ from .connect import add_glitchtip_commands
 from .counters import HIDDEN, LOOKUPS
 from .health import SpoolGlitchTipHealth
 from .hidden import NAMED_HIDDEN, HiddenIssues
+from .settings import GLITCHTIP_SETTINGS
 from .source import GLITCHTIP
 from .status import glitchtip_state, glitchtip_status
 
@@ -40,26 +41,29 @@ log = logging.getLogger(__name__)
 
 def glitchtip_api(settings: Settings, timeout: float) -> GlitchTipApi | None:
     """GlitchTip's API with GLITCHTIP_API_TOKEN, at GLITCHTIP_URL alone."""
-    token, url = settings.glitchtip_api_token, settings.glitchtip_url
-    return GlitchTipApi(token, url, timeout=timeout) if token and url else None
+    config = settings.of(GLITCHTIP_SETTINGS)
+    if config is None or not config.api_token or not config.url:
+        return None
+    return GlitchTipApi(config.api_token, config.url, timeout=timeout)
 
 
 def glitchtip_home(settings: Settings) -> Home | None:
     """Where GlitchTip's issues get buttons, with GLITCHTIP_API_TOKEN: its links' origin
     (GLITCHTIP_PUBLIC_URL, or GLITCHTIP_URL), within GLITCHTIP_ORGANIZATIONS."""
-    if settings.glitchtip_api_token is None or settings.glitchtip_links is None:
+    config = settings.of(GLITCHTIP_SETTINGS)
+    if config is None or config.api_token is None or config.links is None:
         return None
-    return Home(settings.glitchtip_links, settings.glitchtip_organizations)
+    return Home(config.links, config.organizations)
 
 
 def _start(core: Core) -> Running:
     """Its line of /status; with its token, its issues' details; with a spool too, the cards
     the watcher's rounds keep in step and the naming of the issues an alert left out."""
-    settings = core.settings
+    config = core.settings.of(GLITCHTIP_SETTINGS)
     health = core.shared.of(SpoolGlitchTipHealth)
-    api = glitchtip_api(settings, CALL_TIMEOUT)
-    status = glitchtip_status(health, connected=settings.glitchtip_api_token is not None)
-    if api is None:
+    api = glitchtip_api(core.settings, CALL_TIMEOUT)
+    status = glitchtip_status(health, connected=api is not None)
+    if config is None or api is None:
         return Running(service_status=(status,))
     counted = core.metrics.of(LOOKUPS)
     details = DetailSource(
@@ -69,7 +73,7 @@ def _start(core: Core) -> Running:
         lambda outcome: counted.labels(outcome).inc(),
         health=health,
     )
-    spool, origin = core.spool, settings.glitchtip_links
+    spool, origin = core.spool, config.links
     if spool is None or origin is None:
         return Running(service_status=(status,), details=(details,))
     in_step = core.cards_in_step(spool, origin=origin, source=GLITCHTIP.shown)
@@ -107,8 +111,14 @@ def _hidden_issues(core: Core, api: GlitchTipApi, spool: Spool, origin: str) -> 
     )
 
 
+def _configured(settings: Settings) -> bool:
+    config = settings.of(GLITCHTIP_SETTINGS)
+    return config is not None and config.url is not None
+
+
 CAPABILITY = Capability(
     "glitchtip",
+    settings=GLITCHTIP_SETTINGS,
     counters=(LOOKUPS, HIDDEN),
     notes=(NAMED_HIDDEN,),
     checks=(glitchtip_verdicts,),
@@ -120,7 +130,7 @@ CAPABILITY = Capability(
         glitchtip_home,
         glitchtip_api,
         token_name="GLITCHTIP_API_TOKEN",  # noqa: S106 (a variable's name)
-        configured=lambda settings: settings.glitchtip_url is not None,
+        configured=_configured,
     ),
     words={
         "en": {

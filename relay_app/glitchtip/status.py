@@ -9,6 +9,7 @@ from collections.abc import Callable
 from ..operating.config import Settings
 from ..words import Words
 from .health import SpoolGlitchTipHealth
+from .settings import GLITCHTIP_SETTINGS
 
 
 def glitchtip_status(
@@ -29,7 +30,9 @@ def glitchtip_status(
 def glitchtip_state(settings: Settings) -> str:
     """What GlitchTip's variables enable: 'GlitchTip: alerts, buttons, details and the watcher
     (https://gt.example.org)'."""
-    where = f" ({settings.glitchtip_url})" if settings.glitchtip_url is not None else ""
-    if settings.glitchtip_api_token is not None:
+    config = settings.of(GLITCHTIP_SETTINGS)
+    url = config.url if config is not None else None
+    where = f" ({url})" if url is not None else ""
+    if config is not None and config.api_token is not None:
         return f"GlitchTip: alerts, buttons, details and the watcher{where}"
     return f"GlitchTip: alerts only{where} (no GLITCHTIP_API_TOKEN: no buttons)"

@@ -4,8 +4,9 @@ capability once whether it is on (`on`, from the settings), and hands the ones t
 services (`Core`); a capability's running parts come back as `Running`.
 
 What a capability may declare, each optional:
-- `settings`: what it reads of the environment itself (operating/settings_of.py: Sentry's
-  SENTRY_* variables), read with every other variable, its problems reported with theirs;
+- `settings`: what it reads of the environment itself (operating/settings_of.py: GlitchTip's
+  GLITCHTIP_* variables, Sentry's SENTRY_*), read with every other variable, its problems
+  reported with theirs;
 - `source`: the source of alerts it is (core/sources.py), and where its issues get buttons;
 - `counters`: its metrics (core/metrics.py registers them, their names and help its own);
 - `shapes` and `notes`: the alerts its jobs hold and the first lines it puts above a webhook's

@@ -15,14 +15,12 @@ from urllib.parse import urlsplit
 from ..core.logs import LogFormat
 from ..core.routing import ChatId, Destination, chat_key, parse_chat_id
 from ..core.timing import PRODUCTION, Timing
-from ..message.subjects import origin_of
 from ..routes import NO_ROUTES, RouteTable
 from ..words import LANGUAGES
 from .binds import DEFAULT_BIND, admin_bind_from_env, bind_from_env
 from .env_values import (
     ConfigError,
     base_url,
-    credential_free,
     integer,
     listed,
     number,
@@ -114,14 +112,6 @@ class Settings:
     bind: str = DEFAULT_BIND
     # A second listener for /metrics, /readyz and /healthz, which then leave the webhook's.
     admin_bind: str | None = None
-    # A GlitchTip API token (event:write) puts buttons under each issue; it goes to GLITCHTIP_URL
-    # alone, and only issues whose links are under GLITCHTIP_PUBLIC_URL get buttons.
-    glitchtip_api_token: str | None = field(default=None, repr=False)
-    glitchtip_url: str | None = None
-    glitchtip_public_url: str | None = None
-    # GLITCHTIP_ORGANIZATIONS: the organizations whose issues get buttons and links' cards;
-    # None: any the token reaches (GlitchTip's webhook signs nothing, and names any link).
-    glitchtip_organizations: frozenset[str] | None = None
     # With the token, how long an alert waits for its issues' details from GlitchTip's API;
     # None (RELAY_DETAILS_BUDGET=off): no look-ups.
     details_budget: float | None = DEFAULT_DETAILS_BUDGET
@@ -137,8 +127,9 @@ class Settings:
     # What gunicorn's master made of that file: when it was accepted, whether it is refused now.
     routes_in_force: RoutesInForce = NOTHING_IN_FORCE
     watching: Watching = DEFAULT_WATCHING  # with the token: the watcher (watch_env.py)
-    # What the capabilities read of the environment themselves (Sentry's SENTRY_* variables:
-    # sentry/settings.py), each with what read it; one whose variables are unset is absent.
+    # What the capabilities read of the environment themselves (GlitchTip's GLITCHTIP_*
+    # variables, glitchtip/settings.py; Sentry's SENTRY_*, sentry/settings.py), each with what
+    # read it; one whose variables are unset is absent.
     theirs: tuple[tuple[SettingsOf[Any], object], ...] = ()
     # RELAY_CALENDAR_SECRET: the rotations as calendar feeds at /calendar/<secret>/<name>.ics;
     # None: no feed.
@@ -160,12 +151,6 @@ class Settings:
     def admin_port(self) -> int | None:
         return port_of(self.admin_bind) if self.admin_bind is not None else None
 
-    @property
-    def glitchtip_links(self) -> str | None:
-        """The origin GlitchTip's issue links must have for an issue to get buttons."""
-        public = self.glitchtip_public_url or self.glitchtip_url
-        return origin_of(public) if public is not None else None
-
     def of(self, settings_of: SettingsOf[T]) -> T | None:
         """What a capability read of the environment (`settings_of`'s value); None when none of
         its variables is set."""
@@ -174,10 +159,9 @@ class Settings:
 
     @property
     def acts_on_issues(self) -> bool:
-        """Whether an issue tracker's token is set (GlitchTip's, or a capability's source's):
-        its issues get buttons, and the chat is listened to."""
-        theirs = any(read.token(value) is not None for read, value in self.theirs)
-        return self.glitchtip_api_token is not None or theirs
+        """Whether an issue tracker's token is set (a source's capability's: GlitchTip's,
+        Sentry's): its issues get buttons, and the chat is listened to."""
+        return any(read.token(value) is not None for read, value in self.theirs)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -186,7 +170,6 @@ class Settings:
         values = (
             self.telegram_bot_token,
             self.webhook_secret,
-            self.glitchtip_api_token,
             self.calendar_secret,
         )
         theirs = (secret for read, value in self.theirs for secret in read.secrets(value))
@@ -215,11 +198,11 @@ class Settings:
 
         bind = read(lambda: bind_from_env(environ), DEFAULT_BIND)
         admin_bind = read(lambda: admin_bind_from_env(environ, bind), None)
-        glitchtip_token = read(lambda: _glitchtip_token(environ), None)
         found = read(lambda: read_theirs(environ, theirs), Theirs(()))
-        # Whose token puts buttons under their issues: GlitchTip's first, then theirs.
-        token_name = "GLITCHTIP_API_TOKEN" if glitchtip_token is not None else found.token_name
-        token_names = " or ".join(["GLITCHTIP_API_TOKEN", *found.could_be])
+        # Whose token puts buttons under their issues, in the registry's order: GlitchTip's
+        # first.
+        token_name = found.token_name
+        token_names = " or ".join(found.could_be) or "a source's API token"
         settings = cls(
             telegram_bot_token=read(lambda: bot_token_from_env(environ), ""),
             telegram_chat_id=read(lambda: _chat_id(environ), _NO_CHAT),
@@ -276,10 +259,6 @@ class Settings:
             log_format=read(lambda: log_format_from_env(environ), "text"),
             bind=bind,
             admin_bind=admin_bind,
-            glitchtip_api_token=glitchtip_token,
-            glitchtip_url=read(lambda: _glitchtip_url(environ, glitchtip_token), None),
-            glitchtip_public_url=read(lambda: _glitchtip_public_url(environ), None),
-            glitchtip_organizations=read(lambda: _glitchtip_organizations(environ), None),
             details_budget=read(lambda: _details_budget(environ), None),
             telegram_updates=read(
                 lambda: _updates_mode(environ, token_name is not None, token_names), "off"
@@ -349,71 +328,6 @@ def log_format_from_env(environ: Mapping[str, str]) -> LogFormat:
     if raw == "json":
         return "json"
     raise ConfigError(name, f"{raw!r} is not a log format; use text (the default) or json")
-
-
-_API_TOKEN = re.compile(r"[0-9a-fA-F]{64}")
-
-
-def _glitchtip_token(environ: Mapping[str, str]) -> str | None:
-    """GLITCHTIP_API_TOKEN. Never echoed."""
-    name = "GLITCHTIP_API_TOKEN"
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return None
-    if not _API_TOKEN.fullmatch(raw):
-        raise ConfigError(
-            name,
-            f"is not a GlitchTip API token: GlitchTip's are 64 hex characters, this is "
-            f"{len(raw)} characters{'' if raw.isascii() else ', not all of them ASCII'}; copy "
-            "it from Profile → Auth Tokens in GlitchTip",
-        )
-    return raw
-
-
-def _glitchtip_url(environ: Mapping[str, str], glitchtip_token: str | None) -> str | None:
-    """GLITCHTIP_URL: where the relay reaches GlitchTip's API, the one place its token goes.
-    Required with the token: a token sent wherever an alert's link pointed would go to any
-    host whoever knows the webhook URL names."""
-    name = "GLITCHTIP_URL"
-    url = credential_free(
-        name, base_url(environ, name, "for example https://glitchtip.example.org")
-    )
-    if url is None and glitchtip_token is not None:
-        raise ConfigError(
-            name,
-            "is not set, and GLITCHTIP_API_TOKEN is: set it to the address where the relay "
-            "reaches GlitchTip (https://glitchtip.example.org, or http://web:8000 beside it in "
-            "Docker); the token is sent there and nowhere else",
-        )
-    return url
-
-
-def _glitchtip_public_url(environ: Mapping[str, str]) -> str | None:
-    """GLITCHTIP_PUBLIC_URL: the address in GlitchTip's issue links (its GLITCHTIP_DOMAIN), when
-    the relay reaches GlitchTip by another (GLITCHTIP_URL)."""
-    name = "GLITCHTIP_PUBLIC_URL"
-    return credential_free(name, base_url(environ, name, "set it to GlitchTip's GLITCHTIP_DOMAIN"))
-
-
-_ORG_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
-
-
-def _glitchtip_organizations(environ: Mapping[str, str]) -> frozenset[str] | None:
-    """GLITCHTIP_ORGANIZATIONS: the slugs of the organizations the relay acts in, comma
-    separated; None when unset (any the token reaches)."""
-    name = "GLITCHTIP_ORGANIZATIONS"
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return None
-    slugs = [slug.strip() for slug in raw.split(",") if slug.strip()]
-    wrong = [slug for slug in slugs if not _ORG_SLUG.fullmatch(slug)]
-    if not slugs or wrong:
-        raise ConfigError(
-            name,
-            f"{(wrong or [raw])[0]!r} is not an organization's slug: give the slugs in GlitchTip's"
-            " links (https://glitchtip.example.org/<slug>/issues/4), comma separated",
-        )
-    return frozenset(slugs)
 
 
 def _updates_mode(environ: Mapping[str, str], tokened: bool, token_names: str) -> UpdatesMode:

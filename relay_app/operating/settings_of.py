@@ -1,9 +1,9 @@
-"""What a capability reads of the environment itself (Sentry's SENTRY_* variables), declared
-with it (`Capability.settings`): read with every other variable by `Settings.from_env`, whose one
-ConfigError names every problem of theirs too, and kept in the frozen Settings
-(`Settings.of`). A source's tracker token says it acts on issues: buttons under them, and the
-chat listened to; its secrets are kept out of every log line and command output. `read_theirs`
-reads them all, as `Settings.from_env` does."""
+"""What a capability reads of the environment itself (GlitchTip's GLITCHTIP_* variables,
+Sentry's SENTRY_*), declared with it (`Capability.settings`): read with every other variable by
+`Settings.from_env`, whose one ConfigError names every problem of theirs too (theirs first), and
+kept in the frozen Settings (`Settings.of`). A source's tracker token says it acts on issues:
+buttons under them, and the chat listened to; its secrets are kept out of every log line and
+command output. `read_theirs` reads them all, as `Settings.from_env` does."""
 
 from __future__ import annotations
 
