@@ -199,6 +199,7 @@ def assemble(
         acting=acting,
     )
     running = registry.start(core)
+    after_webhook = services.find(AFTER_WEBHOOK)  # a capability's: GlitchTip's hidden issues
     # Telegram's updates: the core's presses, given what the capabilities started added.
     updates = updates_handled(core, running)
     poller = poller_for(settings, shared, term, updates)
@@ -225,7 +226,7 @@ def assemble(
         everything=capabilities,
         people=services.find(PEOPLE),
         started=running,
-        after=services.find(AFTER_WEBHOOK),
+        after=after_webhook,
     )
     policy = RetryPolicy(
         attempts=settings.retry_attempts, wait=settings.retry_wait, max_age=settings.retry_max_age
@@ -303,7 +304,7 @@ def assemble(
         updates=updates,
         acting=acting,
         poller=poller,
-        after_webhook=services.find(AFTER_WEBHOOK),
+        after_webhook=after_webhook,
         leadership=leadership,
         setup=setup,
         running=running,

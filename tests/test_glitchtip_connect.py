@@ -1,5 +1,5 @@
 """How `relay-app glitchtip connect` decides what to do with a project's alert rules
-(operating/glitchtip_connect.py): one rule of each kind sends to the relay, never two."""
+(glitchtip/connect.py): one rule of each kind sends to the relay, never two."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The issues an alert counts and GlitchTip does not attach, named through its API
-(intake/hidden.py): read from a real GlitchTip's webhook and answers (glitchtip_samples/
+(glitchtip/hidden.py): read from a real GlitchTip's webhook and answers (glitchtip_samples/
 five-issues-alert.json: five new issues in one rule's window, three attached), its HTTP layer
 mocked by `responses`."""
 

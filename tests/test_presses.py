@@ -134,7 +134,7 @@ def test_an_update_acts_once_however_often_it_arrives(
     assert chat.relay.spool is not None
     team = Team(
         store=chat.store,
-        glitchtip=api(),
+        trackers=api(),
         allowed_users=frozenset(),
         words=ENGLISH,
         metrics=chat.relay.metrics,
@@ -497,7 +497,7 @@ def test_presses_never_wait_behind_a_tracker_that_hangs(
     assert chat.relay.spool is not None
     team = Team(
         store=chat.store,
-        glitchtip=tracker,
+        trackers=tracker,
         allowed_users=frozenset(),
         words=ENGLISH,
         clock=lambda: chat.clock.now,

@@ -95,7 +95,7 @@ class Team:
 
     store: SentStore
     # The issue's source's API: GlitchTip's, Sentry's (core/trackers.py).
-    glitchtip: IssueActions
+    trackers: IssueActions
     allowed_users: frozenset[int]
     words: Words
     metrics: Metrics | None = None

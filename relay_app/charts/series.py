@@ -1,4 +1,4 @@
-"""What a chart shows of an issue, from its source's answer (glitchtip/api.py's IssueHistory):
+"""What a chart shows of an issue, from its source's answer (issue_api/client.py's issue_history):
 its events in each of the last 24 hours and the last 7 days (the current hour and day last, as
 far as they have gone), when it was first seen, and its latest event's release. Hours and days
 without events, which the sources leave out, count 0. Pure data; kept in the chart's job."""

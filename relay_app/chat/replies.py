@@ -229,7 +229,7 @@ class Replies:
         """The reply as a comment on the issue; whether GlitchTip took it."""
         comment = f"{self._team.words.comment_author.format(author=reply.by.signature)}\n{text}"
         try:
-            self._team.glitchtip.comment(button.issue_id, comment[:MAX_COMMENT], org=button.org)
+            self._team.trackers.comment(button.issue_id, comment[:MAX_COMMENT], org=button.org)
         except TrackerError as exc:
             fix = operator_fix(exc)
             log.log(

@@ -2,7 +2,7 @@
 source said it: where the error was raised, how often and since when, its level, the exception's
 whole value, its stack; and as a job keeps it (`details_as_json`, read back by
 `details_from_json`). Each source's package reads its own API's answers into it
-(glitchtip/details.py, sentry/details.py). Pure functions, no I/O.
+(issue_api/details.py, sentry/details.py). Pure functions, no I/O.
 """
 
 from __future__ import annotations

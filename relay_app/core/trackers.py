@@ -1,12 +1,12 @@
 """What the core asks of an issue's tracker, whichever source's it is: its statuses, what a press
 and a reply change (`IssueActions`), what a chart reads (`IssueHistories`), what the watcher
 asks (`IssueWatch`) and what a link's card reads, each named by a key the wiring provides from
-the sources' tokens. Each source's API implements them (`TrackerApi`: GlitchTip's is
-glitchtip/api.py, Sentry's extends it in sentry/api.py). One `Trackers` asks each issue's own
-source's API: an issue of a source with a prefix, such as Sentry's `sentry:<id>`, is sent as
-the source's own id. A source without a token has no API here: an issue of it has no buttons,
-so no press reaches this for it, and a call that did fails as any refused call does, naming
-the token to set."""
+the sources' tokens. Each source's API implements them (`TrackerApi`: GlitchTip's
+glitchtip/api.py and Sentry's sentry/api.py, each extending issue_api/client.py). One
+`Trackers` asks each issue's own source's API: an issue of a source with a prefix, such as
+Sentry's `sentry:<id>`, is sent as the source's own id. A source without a token has no API
+here: an issue of it has no buttons, so no press reaches this for it, and a call that did fails
+as any refused call does, naming the token to set."""
 
 from __future__ import annotations
 

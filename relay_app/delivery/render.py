@@ -227,7 +227,7 @@ class Renderer:
         """`sources`: whose issues a webhook's links name (core/sources.py); `coalesce` False:
         one alert a message (RELAY_COALESCE=0); `buttons_at`: the sources' origins, when issues
         get buttons (only those whose links are a source's own); `hidden_named_at`: the origin
-        whose alerts' issues left out are named in a message of their own (intake/hidden.py);
+        whose alerts' issues left out are named in a message of their own (glitchtip/hidden.py);
         `names_sources`: two sources are configured, so a message names its own."""
         added = added or Added()
         on_call = on_call or OnCall()

@@ -1,6 +1,6 @@
 """GlitchTip's API, where its calls are its own: a comment's body (`{"data": {"text": …}}`), its
 issues asked for by id (`id=`) and their stats (`issues-stats`), its search and a project's
-issues (the hidden issues', intake/hidden.py), and what `relay-app check` and `relay-app
+issues (the hidden issues', hidden.py), and what `relay-app check` and `relay-app
 glitchtip connect` ask (the token's user, a project's alert rules and keys). What every
 source's API answers alike is the issue API's client (issue_api/client.py).
 Facts: ../shared/reference/glitchtip-api.md.

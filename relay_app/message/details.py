@@ -1,4 +1,4 @@
-"""An issue's details from GlitchTip's API (glitchtip/details.py) as lines of its message: where
+"""An issue's details from GlitchTip's API (issue_api/details.py) as lines of its message: where
 the error was raised and its source line, how often and since when, its level when it is not an
 error, and the exception's value when the title cut it. Pure functions, no I/O.
 

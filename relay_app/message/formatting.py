@@ -139,7 +139,7 @@ def message_for(
     is sent and `relay-app preview` shows it: with its issues' details from GlitchTip's API
     (by issue id) when `details` gives them (`now` then says how long ago an issue was first
     seen). `names_hidden_at`: GlitchTip's origin when the relay names the issues an alert of
-    its issues there counts and does not attach (intake/hidden.py); `again`: its issues posted
+    its issues there counts and does not attach (glitchtip/hidden.py); `again`: its issues posted
     again (an escalating issue: watch/watcher.py), never said to be new; `names_source`: the
     relay serves GlitchTip and Sentry both, so a heading that does not name its source does."""
     read = alert

@@ -138,7 +138,7 @@ class Core:
         who they are kept as once met (on call's people): a press's and a reply's alike."""
         return Team(
             store=self.sent_store(spool),
-            glitchtip=trackers,
+            trackers=trackers,
             allowed_users=self.settings.action_user_ids,
             words=self.words,
             metrics=self.metrics,

@@ -202,7 +202,7 @@ def _pending_count(types: Types) -> list[str]:
 
 def lines_and_glitchtip(types: Types) -> list[str]:
     """An alert's lines in a backlog's digest (message/lines.py), as JSON; NULL: it packs as
-    entries. And whether GlitchTip's API is failing (spool/glitchtip_health.py)."""
+    entries. And whether GlitchTip's API is failing (glitchtip/health.py)."""
     return [
         "ALTER TABLE alerts ADD COLUMN lines TEXT",
         f"""CREATE TABLE glitchtip_api (

@@ -9,7 +9,7 @@ step (cards/in_step.py).
 
 GlitchTip down, slow or refusing the token is said once, when it starts and when it ends; it
 costs no alert, and the next round asks again. An answer about one issue that cannot be
-GlitchTip's (a NaN, a count of 10^30, a status it has no word for: glitchtip/api.py reads every
+GlitchTip's (a NaN, a count of 10^30, a status it has no word for: issue_api/client.py reads every
 number and type) spoils that issue alone: the round goes on without it, and it is said once
 (a day, for the fleet) while it lasts.
 """

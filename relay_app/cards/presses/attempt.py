@@ -48,7 +48,7 @@ class TrackerCalls:
         early.daemon = True
         early.start()
         try:
-            answer = self._team.glitchtip.set_status(
+            answer = self._team.trackers.set_status(
                 button.issue_id, status, details, org=button.org
             )
         except TrackerError as exc:
