@@ -108,24 +108,6 @@ def test_an_escalating_issue_is_posted_again_once_a_day_with_its_count_and_spark
     assert value(samples, "relay_watcher_requests_total", outcome="answered") == 6  # 3 rounds
 
 
-def test_an_issue_posted_again_alone_has_its_sources_heading_of_one_issue(
-    built: Callable[..., Relay], fake: FakeGlitchTip, fake_time: FakeTime
-) -> None:
-    relay, telegram = relay_for(built, fake, fake_time)
-    assert relay.spool is not None
-    fake.add_issue(1, "BACKEND-1")
-    # As a relay before kept it: the webhook's body, its heading counting the alert's issues.
-    body = {"text": "GlitchTip Alert (3 issues)", "attachments": [issue(1)]}
-    relay.spool.of(WatchStore).watch([Watched("1", "acme", body, "-1001234567890", None)], now=NOW)
-    fake.hourly["1"] = quiet_day(last_hour=3000)
-    assert watcher_of(relay).round().escalating == 1
-    run_background(relay.dispatcher, fake_time)
-    [sent] = telegram.delivered
-    # GlitchTip's heading of one issue (glitchtip/source.py), not the count it came with.
-    assert "GlitchTip Alert\n" in sent.text
-    assert "issues)" not in sent.text
-
-
 def test_a_round_for_a_thousand_issues_takes_a_few_requests(
     built: Callable[..., Relay], fake: FakeGlitchTip, fake_time: FakeTime
 ) -> None:

@@ -43,10 +43,6 @@ class Source:
     # How an alert a relay before kept as this source's webhook body is read (the first
     # source's shape was every alert's then: core/alerts.py). None: none was kept so.
     reads_kept_bodies: Callable[[dict[str, Any]], Alert] | None = None
-    # The heading its webhooks give an alert of one issue, where an alert's heading counts its
-    # issues ('GlitchTip Alert (5 issues)'): an issue posted again alone says it. None: its
-    # headings count none (Sentry's), and one posted again keeps its own.
-    alone_heading: str | None = None
 
     def __post_init__(self) -> None:
         if self.prefix not in ("", f"{self.name}:"):

@@ -17,5 +17,4 @@ GLITCHTIP = Source(
     org_in_link=True,
     reads_webhook=read_webhook,
     reads_kept_bodies=read_kept,
-    alone_heading="GlitchTip Alert",
 )

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 
 from ..cards.in_step import FOLLOWS_ROUNDS
-from ..core.alerts import IssueAlert
 from ..core.errors import Unreadable
 from ..core.issue_details import HOURLY
 from ..core.rounds import ISSUE_PLACES, ROUNDS
@@ -84,10 +82,6 @@ def post_escalating(core: Core, issue: Watched, found: Trend) -> None:
             exc,
         )
         return
-    source = core.sources.named(alert.source) if isinstance(alert, IssueAlert) else None
-    if isinstance(alert, IssueAlert) and source is not None and source.alone_heading:
-        # Its source's heading of one issue ('GlitchTip Alert'), not the count it came with.
-        alert = replace(alert, heading=source.alone_heading)
     where = Destination(parse_chat_id(issue.chat) or issue.chat, issue.thread)
     escalating = {"count": found.last_hour, "spark": found.sparkline}
     # Posted again: never said to be new, and its calls are its first message's (oncall/steps.py).
