@@ -64,7 +64,10 @@ def one(watched: int, resolved_share: float, directory: Path) -> list[str]:
             card = SentMessage("-1001", number, "<b>alert</b>", now, buttons=(button,))
             spool.of(SentStore).keep(card, [])
         cards = CardsInStep(
-            spool.of(SentStore), Outbox(spool.queue, wake=lambda: None), origin=fake.url
+            spool.of(SentStore),
+            Outbox(spool.queue, wake=lambda: None),
+            origin=fake.url,
+            source=GLITCHTIP.shown,
         )
         posted: list[str] = []
         watcher = Watcher(

@@ -30,8 +30,8 @@ log = logging.getLogger(__name__)
 CARDS_IN_STEP = CounterSpec(
     "relay_cards_in_step",
     (
-        "Issue buttons on cards made to show the status GlitchTip has for the issue, changed "
-        "outside the chat (its UI or API), by that status"
+        "Issue buttons on cards made to show the status its tracker (GlitchTip, Sentry) has "
+        "for the issue, changed outside the chat (its UI or API), by that status"
     ),
     ("status",),
     ("resolved", "ignored", "unresolved"),
@@ -50,10 +50,10 @@ class CardsInStep:
         outbox: Outbox,
         *,
         origin: str,
+        source: str,
         escalation: Calls | None = None,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.time,
-        source: str = "GlitchTip",
     ) -> None:
         """`origin`: the source's, whose issues the buttons change (GLITCHTIP_URL's links, or
         SENTRY_URL's); `source`: its name, for the log."""
