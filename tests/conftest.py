@@ -141,10 +141,10 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 @pytest.fixture
 def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
-    """A fresh, empty database on it, dropped after the test."""
-    url = postgres_server.new_database()
+    """An empty database on it, as fresh as a new one, emptied after the test for the next."""
+    url = postgres_server.lend_database()
     yield url
-    postgres_server.drop_database(url)
+    postgres_server.give_back(url)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

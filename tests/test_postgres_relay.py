@@ -333,3 +333,50 @@ def test_both_databases_keep_the_same_tables_under_the_same_column_names(
         in_postgres.setdefault(row["table_name"], []).append(row["column_name"])
     assert {table: sorted(columns) for table, columns in in_postgres.items()} == in_sqlite
     assert [row["version"] for row in versions] == [SCHEMA_VERSION]
+
+
+def _as_made(url: str) -> tuple[object, ...]:
+    """What a test could see of a database: its schema `public` (owner, rights, comment) and
+    everything in it."""
+    with psycopg.connect(url) as connection:
+        schema = connection.execute(
+            "SELECT nspowner::regrole::text, nspacl::text, obj_description(oid, 'pg_namespace')"
+            " FROM pg_namespace WHERE nspname = 'public'"
+        ).fetchone()
+        objects = connection.execute(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = 'public'"
+        ).fetchone()
+        types = connection.execute(
+            "SELECT count(*) FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace"
+            " WHERE n.nspname = 'public'"
+        ).fetchone()
+        functions = connection.execute(
+            "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+            " WHERE n.nspname = 'public'"
+        ).fetchone()
+    return schema, objects, types, functions
+
+
+def test_a_database_given_back_is_lent_again_as_a_new_one_is(
+    postgres_server: PostgresServer,
+) -> None:
+    """The tests' databases are emptied between tests rather than made anew (tests/postgres.py):
+    what one test left, a relay's whole spool and a session still open, is gone for the next."""
+    new = postgres_server.new_database()
+    url = postgres_server.lend_database()
+    spool = PgDatabase(url, caller_skew=0.0)
+    left_open = psycopg.connect(url)
+    try:
+        spool.write(lambda tx: tx.execute("SELECT 1"))  # the relay's whole schema, made
+        assert _as_made(url) != _as_made(new)
+        postgres_server.give_back(url)
+        assert postgres_server.lend_database() == url  # the same database, lent again
+        assert _as_made(url) == _as_made(new)
+        with pytest.raises(psycopg.OperationalError):
+            left_open.execute("SELECT 1")  # its session was ended
+    finally:
+        spool.close()
+        left_open.close()
+        postgres_server.give_back(url)
+        postgres_server.drop_database(new)
