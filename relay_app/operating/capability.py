@@ -331,8 +331,9 @@ class Registry:
     """The capabilities, in the order their buttons, shapes and subcommands come."""
 
     capabilities: tuple[Capability, ...]
-    # The sources the core reads before the capabilities' own (the wiring's: the first one's
-    # ids have no prefix).
+    # The sources read before those of the capabilities listed (`on` keeps here those of the
+    # capabilities it leaves out, so that an issue kept of a source since turned off is never
+    # read as another's); the first one's ids have no prefix.
     sources_first: tuple[SourceOf, ...] = ()
 
     def __post_init__(self) -> None:
