@@ -1,4 +1,6 @@
-"""GlitchTip: its webhook's payload (`webhook.py`), its API (`api.py`), which presses and
-replies call, and an issue's details read from it for the messages (`details.py`,
-`lookups.py`), and what its failures mean to the person who asked and to the operator
-(`notices.py`)."""
+"""GlitchTip, the relay's first source, as a capability (`plugin.py`): its webhook's payload read
+into the alert (`webhook.py`), its `Source` (`source.py`), its API where its calls are its own
+(`api.py`, an `issue_api` client), its variables (`settings.py`), the issues an alert counted and
+did not attach, named (`hidden.py`), its API's failing shared on the spool (`health.py`), its
+check, its state, its counters, and `relay-app glitchtip connect` (`connect.py`,
+`connect_proof.py`)."""
