@@ -28,6 +28,7 @@ from relay_app.core.alerts import (
 from relay_app.core.errors import Unreadable
 from relay_app.core.routing import Destination
 from relay_app.delivery.render import Renderer
+from relay_app.glitchtip.source import GLITCHTIP as GLITCHTIP_SOURCE
 from relay_app.glitchtip.webhook import KIND_KEY, SOURCE_KEY, read_kept, read_webhook
 from relay_app.message.open_issues import WatchedIssue, issue_data
 from relay_app.sentry.hooks import Alerting, read_hook
@@ -209,7 +210,7 @@ def test_a_watched_issues_row_of_either_form_names_the_issue_alike() -> None:
 def test_a_links_card_a_relay_before_queued_renders_as_one_queued_now() -> None:
     found = {"id": "4", "shortId": "BACKEND-4A", "title": "Boom", "level": "fatal", "count": 3}
     link = "https://glitchtip.example.org/acme/issues/4"
-    about = link_card_data(found, link)
+    about = link_card_data(found, link, source=GLITCHTIP_SOURCE)
     before = {key: value for key, value in about.items() if key != "alert"}
     before["payload"] = {
         "alias": "GlitchTip",

@@ -25,7 +25,9 @@ from relay_app.cards.sent import SentStore
 from relay_app.chat.link_card import link_card_data, link_card_line
 from relay_app.chat.links import LINK_WINDOW, linked_issue
 from relay_app.chat.scope import facts_of
+from relay_app.glitchtip.source import GLITCHTIP as GLITCHTIP_SOURCE
 from relay_app.routes import parse_routes
+from relay_app.sentry.source import SENTRY
 from relay_app.takes.buttons import TAKE
 from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH
@@ -406,7 +408,9 @@ def test_a_link_names_an_organization_and_issue_only_as_glitchtip_writes_them(
 @pytest.mark.parametrize("count", ["²", "9" * 5000, None, -1])
 def test_a_links_card_whose_count_is_no_count_says_so_and_is_made(count: object) -> None:
     """The same count from the tracker's API (before: the card was lost to a ValueError)."""
-    about = link_card_data({"id": "4", "shortId": "BACKEND-4A", "count": count}, "")
+    about = link_card_data(
+        {"id": "4", "shortId": "BACKEND-4A", "count": count}, "", source=GLITCHTIP_SOURCE
+    )
     assert link_card_line(about, ENGLISH) == "🔗 BACKEND-4A · unresolved · seen ? times"
 
 
@@ -415,5 +419,9 @@ def test_a_sentry_projects_slug_is_what_its_webhooks_and_a_links_card_are_routed
     card is routed by the slug too (before: the card went by the name, and the chat that does
     not follow the project got it while the one that does got 🔒)."""
     issue = {"title": "x", "project": {"slug": "checkout-web", "name": "Checkout (web)"}}
-    assert facts_of(issue, {}, source="sentry")["project"] == "checkout-web"
-    assert facts_of(issue, {})["project"] == "Checkout (web)"  # GlitchTip's webhook: its name
+    assert facts_of(issue, {}, source=SENTRY)["project"] == "checkout-web"
+    # GlitchTip's webhook names its name
+    assert facts_of(issue, {}, source=GLITCHTIP_SOURCE)["project"] == "Checkout (web)"
+    # Each project named by the other field where the first is missing.
+    assert facts_of({"project": {"slug": "web"}}, {}, source=GLITCHTIP_SOURCE)["project"] == "web"
+    assert facts_of({"project": {"name": "Web"}}, {}, source=SENTRY)["project"] == "Web"

@@ -14,15 +14,18 @@ import pytest
 
 from relay_app import assemble
 from relay_app.capabilities import REGISTRY
+from relay_app.core.alerts import Issue, IssueAlert
 from relay_app.core.sources import Source, Sources, has_prefix, number_of
 from relay_app.glitchtip.settings import GlitchTipConfig
 from relay_app.glitchtip.source import GLITCHTIP
+from relay_app.glitchtip.webhook import read_heading
+from relay_app.message.formatting import message_for
 from relay_app.message.subjects import issue_ref
 from relay_app.operating.capability import Registry
 from relay_app.operating.config import Settings
 from relay_app.sentry.settings import SENTRY_SETTINGS, SentryConfig
 from relay_app.sentry.source import SENTRY
-from relay_app.words import ENGLISH
+from relay_app.words import ENGLISH, RUSSIAN
 from relay_app.words.catalogue import of_source, source_shown
 from tests.conftest import glitchtip_on, sentry_on
 
@@ -149,15 +152,64 @@ SPELL_NO_SOURCE = [
 _A_NAME = re.compile(r"""[rbf]*["'][\w:/.-]*sentry[\w:/.-]*["']""")
 
 
-@pytest.mark.parametrize("module", SPELL_NO_SOURCE)
-def test_the_modules_that_read_issues_spell_no_other_source_in_their_code(module: str) -> None:
+# A capability's modules that read an issue of any source: what differs between sources
+# (how a project is named, a card's heading) is the source's declaration (core/sources.py).
+SPELL_NEITHER = ["chat/scope.py", "chat/link_card.py", "chat/links.py"]
+
+_EITHER = re.compile(r"""[rbf]*["'][\w:/.-]*(sentry|glitchtip)[\w:/.-]*["']""")
+
+
+def _spelled(module: str, names: tuple[str, ...], a_name: re.Pattern[str]) -> list[str]:
     text = (ROOT / module).read_text()
-    spelled = [
+    return [
         f"{token.start[0]}: {token.string}"
         for token in tokenize.generate_tokens(io.StringIO(text).readline)
-        if (token.type == tokenize.NAME and "sentry" in token.string.lower())
+        if (token.type == tokenize.NAME and any(n in token.string.lower() for n in names))
         # A value compared or keyed on ("sentry", 'sentry:'); a log line may name one for
         # the operator.
-        or (token.type == tokenize.STRING and _A_NAME.fullmatch(token.string.lower()))
+        or (token.type == tokenize.STRING and a_name.fullmatch(token.string.lower()))
     ]
-    assert spelled == []
+
+
+@pytest.mark.parametrize("module", SPELL_NO_SOURCE)
+def test_the_modules_that_read_issues_spell_no_other_source_in_their_code(module: str) -> None:
+    assert _spelled(module, ("sentry",), _A_NAME) == []
+
+
+@pytest.mark.parametrize("module", SPELL_NEITHER)
+def test_the_chats_links_spell_no_source_in_their_code(module: str) -> None:
+    assert _spelled(module, ("sentry", "glitchtip"), _EITHER) == []
+
+
+def test_a_heading_a_source_wrote_in_its_own_words_is_said_in_the_chats() -> None:
+    """Each source reads its own headings (GlitchTip's: glitchtip/webhook.py); the formatter
+    says them in the chat's language for whichever source wrote them."""
+    assert [read_heading(h) for h in ("GlitchTip Alert", "GlitchTip Alert (5 issues)")] == [0, 5]
+    assert read_heading("GlitchTip Alert (5 issues) for prod") is None
+    path = re.compile(r"/browse/(?P<number>[0-9]+)$")
+
+    def jiras(heading: str) -> int | None:
+        return 3 if heading == "3 tickets" else None
+
+    jira = Source("jira", "Jira", "jira:", path, reads_heading=jiras)
+    sources = Sources((GLITCHTIP, jira))
+    issue = Issue("Boom", None, None, "error", None, ())
+
+    def heading(alert: IssueAlert) -> str:
+        return message_for(alert, RUSSIAN, sources=sources).text.split("\n")[0]
+
+    assert heading(IssueAlert("3 tickets", (issue,), 3, "jira")) == "🔴 Алерт Jira (3 проблемы)"
+    assert heading(IssueAlert("", (issue,), 1, "jira")) == "🔴 Алерт Jira"
+    assert heading(IssueAlert("Deploy failed", (issue,), 1, "jira")) == "🔴 Deploy failed"
+    # Another source's own words are no heading of GlitchTip's, and the reverse.
+    assert heading(IssueAlert("3 tickets", (issue,), 3, "glitchtip")) == "🔴 3 tickets"
+    glitchtips = IssueAlert("GlitchTip Alert (5 issues)", (issue,), 5, "glitchtip")
+    assert heading(glitchtips) == "🔴 Алерт GlitchTip (5 проблем)"
+    assert heading(replace(glitchtips, source="jira")) == "🔴 GlitchTip Alert (5 issues)"
+
+
+def test_a_source_says_how_its_webhooks_name_a_project() -> None:
+    path = re.compile(r"/issues/(?P<number>[0-9]+)/$")
+    with pytest.raises(ValueError, match="'name' or 'slug'"):
+        Source("jira", "Jira", "jira:", path, project_named_by="key")
+    assert (GLITCHTIP.project_named_by, SENTRY.project_named_by) == ("name", "slug")

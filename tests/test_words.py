@@ -11,12 +11,12 @@ import pytest
 
 from relay_app.glitchtip.webhook import read_kept
 from relay_app.message.digest import compose
-from relay_app.message.formatting import format_alert
+from relay_app.message.formatting import Message, message_for
 from relay_app.operating.config import ConfigError, Settings
 from relay_app.words import ENGLISH, LANGUAGES, RUSSIAN, Plural, Said, Words, words_for
 from relay_app.words.catalogue import in_source, russian_plural, templates
 from tests import payloads
-from tests.conftest import THEIRS
+from tests.conftest import SOURCES, THEIRS
 from tests.telegram_rules import visible_text
 
 # Words allowed to read the same as in English (none yet: even "мин" is not "min").
@@ -114,13 +114,15 @@ def russian_issue(number: int) -> dict[str, object]:
     return payloads.issue(number, title="Деление на ноль", culprit=None, fields=RUSSIAN_FIELDS)
 
 
+def in_russian(payload: dict[str, object]) -> Message:
+    return message_for(read_kept(payload), RUSSIAN, sources=SOURCES)
+
+
 def test_an_alert_a_digest_a_backlog_and_an_uptime_pair_in_russian_have_no_english_left() -> None:
-    single = format_alert(read_kept(payloads.issue_alert(russian_issue(1))), RUSSIAN)
-    several = format_alert(
-        read_kept(payloads.issue_alert(russian_issue(1), russian_issue(2), total=5)), RUSSIAN
-    )
-    down = format_alert(read_kept(payloads.uptime_alert(down=True, name="Витрина")), RUSSIAN)
-    up = format_alert(read_kept(payloads.uptime_alert(down=False, name="Витрина")), RUSSIAN)
+    single = in_russian(payloads.issue_alert(russian_issue(1)))
+    several = in_russian(payloads.issue_alert(russian_issue(1), russian_issue(2), total=5))
+    down = in_russian(payloads.uptime_alert(down=True, name="Витрина"))
+    up = in_russian(payloads.uptime_alert(down=False, name="Витрина"))
     digest = compose([single, several, down], [0.0, 5.0, 9.0], RUSSIAN, now=200.0, late_after=60)
     backlog = compose(
         [single] * 120, [float(n) for n in range(120)], RUSSIAN, now=500.0, late_after=60

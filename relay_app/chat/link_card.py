@@ -13,20 +13,18 @@ from typing import Any
 from ..core.alerts import OWN_LEVELS, Field, Issue, IssueAlert, alert_as_json, shade_of_level
 from ..core.errors import Unreadable
 from ..core.json_values import json_count
+from ..core.sources import Source
 from ..delivery.render import Renderer, Shape, number
 from ..message.formatting import Message, with_first_line
 from ..spool.model import Job
 from ..words import Words
 
 
-def link_card_data(
-    issue: Mapping[str, Any], link: str, *, source: str = "glitchtip"
-) -> dict[str, Any]:
-    """What a link's card is about, from its source's answer for the issue at `link`."""
+def link_card_data(issue: Mapping[str, Any], link: str, *, source: Source) -> dict[str, Any]:
+    """What a link's card is about, from its source's answer for the issue at `link`, headed
+    as the source heads an alert of it."""
     short_id = str(issue.get("shortId") or "")
-    # GlitchTip's alerts are headed by its name; another source's heading names it itself.
-    heading = "GlitchTip" if source == "glitchtip" else ""
-    alert = IssueAlert(heading, (_shown(issue, link, short_id),), 1, source)
+    alert = IssueAlert(source.card_heading, (_shown(issue, link, short_id),), 1, source.name)
     return {
         "alert": alert_as_json(alert),
         "status": str(issue.get("status") or "unresolved"),

@@ -201,7 +201,7 @@ class Links:
     def _card(self, asker: Asker, linked: Linked) -> str:
         chat, issue_id = asker.chat, linked.relay_id
         assert linked.source is not None  # every link read here is a source's
-        source = linked.source.name
+        source = linked.source.source
         try:
             if not self._answering.first_in(f"link:{chat}:{linked.org}:{issue_id}", LINK_WINDOW):
                 log.info("issue %s linked again in chat %s: no second card", issue_id, chat)

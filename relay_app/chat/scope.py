@@ -27,6 +27,7 @@ from typing import Any
 from ..cards.sent import SentStore
 from ..core.json_values import json_object
 from ..core.routing import Destination
+from ..core.sources import Source
 from ..message.open_issues import ChatIssues
 from ..message.subjects import NO_HOMES, IssueHomes
 from ..routes.split import chat_for
@@ -62,12 +63,12 @@ class ChatScope:
         issue: Mapping[str, Any],
         tags: Mapping[str, str],
         *,
-        source: str = "glitchtip",
+        source: Source,
     ) -> bool:
         """Whether `chat` follows the issue (`issue_id`: the relay's id of it; `issue`: its
         source's answer for it, of `org`'s; `tags`: its latest event's that the routes read).
         Raises SpoolError."""
-        home = self._homes.of(source)
+        home = self._homes.of(source.name)
         allowed = home.orgs if home is not None else None
         if allowed is not None and org not in allowed:
             return False  # whatever a webhook named
@@ -76,19 +77,19 @@ class ChatScope:
             return True
         if watched is None or org not in watched.organizations():
             return False
-        facts = {**facts_of(issue, tags, source=source), "source": source}
+        facts = {**facts_of(issue, tags, source=source), "source": source.name}
         return chat_for(facts, self._routes, self._default) == chat
 
 
 def facts_of(
-    issue: Mapping[str, Any], tags: Mapping[str, str], *, source: str = "glitchtip"
+    issue: Mapping[str, Any], tags: Mapping[str, str], *, source: Source
 ) -> dict[str, str | None]:
     """What a route's matchers read of an issue, from its source's API: as its webhook would
-    give them (the project as the webhook names it: GlitchTip's by its name, Sentry's by its
-    slug; then the tags' fields), with its own level."""
+    give them (the project as its webhooks name it, `Source.project_named_by`; then the tags'
+    fields), with its own level."""
     project = json_object(issue.get("project"))
-    order = ("slug", "name") if source == "sentry" else ("name", "slug")
-    name = project.get(order[0]) or project.get(order[1])
+    other = "slug" if source.project_named_by == "name" else "name"
+    name = project.get(source.project_named_by) or project.get(other)
     fields = [("Project", str(name))] if name else []
     level, short_id = issue.get("level"), issue.get("shortId")
     return facts_of_issue(

@@ -43,12 +43,24 @@ class Source:
     # How an alert a relay before kept as this source's webhook body is read (the first
     # source's shape was every alert's then: core/alerts.py). None: none was kept so.
     reads_kept_bodies: Callable[[dict[str, Any]], Alert] | None = None
+    # Which of its API's fields of a project its webhooks name the project by ('name' or
+    # 'slug'): a route's `project` then takes a link's card of an issue as it takes its alerts.
+    project_named_by: str = "name"
+    # The heading of a link's card of one of its issues, as its webhooks head their alerts; ''
+    # for the heading of one issue the chat's words give it (message/formatting.py).
+    card_heading: str = ""
+    # How it reads a heading its webhooks write in their own words, which the chat then reads
+    # in its language: the number of issues the heading counts (0: one that counts none), or
+    # None for a heading of other words, shown as it came. None: every heading as it came.
+    reads_heading: Callable[[str], int | None] | None = None
 
     def __post_init__(self) -> None:
         if self.prefix not in ("", f"{self.name}:"):
             raise ValueError(f"the source {self.name}'s prefix must be '' or '{self.name}:'")
         if "number" not in self.issue_path.groupindex:
             raise ValueError(f"the source {self.name}'s issue path names no group 'number'")
+        if self.project_named_by not in ("name", "slug"):
+            raise ValueError(f"the source {self.name} names a project by 'name' or 'slug'")
 
     @property
     def keeps_snoozes(self) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ..core.sources import Source
-from .webhook import read_kept, read_webhook
+from .webhook import read_heading, read_kept, read_webhook
 
 GLITCHTIP = Source(
     name="glitchtip",
@@ -17,4 +17,8 @@ GLITCHTIP = Source(
     org_in_link=True,
     reads_webhook=read_webhook,
     reads_kept_bodies=read_kept,
+    # Its webhooks name a project by its name, and head an alert of one issue 'GlitchTip'.
+    project_named_by="name",
+    card_heading="GlitchTip",
+    reads_heading=read_heading,
 )

@@ -28,6 +28,9 @@ from ..core.alerts import (
 from ..core.json_values import json_objects
 
 _ISSUE_TOTAL = re.compile(r"\((\d+) issues?\)")
+# GlitchTip's own headings, which the chat reads in its language (read_heading).
+_OWN_HEADING = "GlitchTip Alert"
+_COUNTED_HEADING = re.compile(r"GlitchTip Alert \((\d+) issues?\)")
 _SHORT_ID = re.compile(r"\[View Issue ([^\]]+)\]")
 
 _STATED = ("down", "warning", "up")
@@ -56,6 +59,15 @@ def shade_of(color: str | None) -> Level:
 def read_webhook(payload: dict[str, Any]) -> Alert:
     """A webhook posted to GlitchTip's URL, read: GlitchTip's, whatever marks it claims."""
     return _read(payload, marked=False)
+
+
+def read_heading(heading: str) -> int | None:
+    """A heading GlitchTip writes in its own words: the issues it counts ('GlitchTip Alert (5
+    issues)': 5; 'GlitchTip Alert': 0); None for any other, shown as it came."""
+    if heading == _OWN_HEADING:
+        return 0
+    counted = _COUNTED_HEADING.fullmatch(heading)
+    return int(counted.group(1)) if counted else None
 
 
 def read_kept(payload: dict[str, Any]) -> Alert:

@@ -78,9 +78,6 @@ PARAGRAPH = "\n\n"
 # backlog, where not even those fit, an alert is its lines (lines.py).
 DIGEST_ENTRY_LIMIT = 1000
 
-# GlitchTip's own words, which the chat shows in its language.
-GLITCHTIP_HEADING = "GlitchTip Alert"
-_COUNTED_HEADING = re.compile(r"GlitchTip Alert \((\d+) issues?\)")
 SITE_DOWN = "The monitored site has gone down."
 SITE_UP = "The monitored site is back up."
 
@@ -350,28 +347,27 @@ def _issue_header(alert: IssueAlert, words: Words) -> list[Span]:
 
 
 def _sourced(alert: IssueAlert, words: Words, names_source: bool, source: Source | None) -> str:
-    """Another source's heading, in its words (Sentry's new issue has none: 'Sentry Alert'),
-    with its name before it where the relay serves two sources and it does not say it. The
-    first source's headings (core/sources.py) are the payload's own."""
-    if source is None or not source.prefix:
+    """The alert's heading in the chat's words where its source wrote it in its own (as the
+    source reads its headings: 'GlitchTip Alert (12 issues)'), or wrote none (Sentry's new
+    issue: 'Sentry Alert'). Any other as it came, with its source's name before it where the
+    relay serves two sources and it does not say it; the first source's (core/sources.py)
+    are its payloads' own."""
+    if source is None:
         return alert.heading
-    name = source.shown
-    if not alert.heading:
-        return in_source(words, name).glitchtip_alert
-    if not names_source:
+    counted = source.reads_heading(alert.heading) if source.reads_heading else None
+    if not alert.heading or counted is not None:
+        said = in_source(words, source.shown)
+        if not counted:
+            return said.glitchtip_alert
+        return said.count(said.glitchtip_alert_issues, counted)
+    if not source.prefix or not names_source:
         return alert.heading
-    return words.source_heading.format(source=name, heading=alert.heading)
+    return words.source_heading.format(source=source.shown, heading=alert.heading)
 
 
 def _heading(heading: str, words: Words) -> str:
-    """GlitchTip's heading, in the chat's language when it is one of GlitchTip's own ('GlitchTip
-    Alert', 'GlitchTip Alert (12 issues)'); anything else as it came."""
-    if not heading or heading == GLITCHTIP_HEADING:
-        return words.glitchtip_alert
-    counted = _COUNTED_HEADING.fullmatch(heading)
-    if counted:
-        return words.count(words.glitchtip_alert_issues, int(counted.group(1)))
-    return heading
+    """The heading as `message_for` said it; with none, an alert's, in the chat's words."""
+    return heading or words.glitchtip_alert
 
 
 def _issue_block(

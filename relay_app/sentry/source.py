@@ -29,4 +29,6 @@ SENTRY = Source(
         r"^/organizations/[A-Za-z0-9][A-Za-z0-9_-]{0,99}/issues/(?P<number>[0-9]{1,20})/?$"
     ),
     snoozes_sent_as=status_details,
+    # Its webhooks name a project by its slug (a project's name may differ from it).
+    project_named_by="slug",
 )
