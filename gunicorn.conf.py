@@ -114,7 +114,7 @@ def on_starting(server: Any) -> None:
     # refused file leaves the last good copy kept beside the spool in force. With none, the
     # variables' check names the file's problem, with any other's.
     with contextlib.suppress(RoutesError):
-        _routes_refused(server, put_in_force(os.environ), "at start")
+        _routes_refused(server, put_in_force(os.environ, _sources()), "at start")
     settings = _settings_or_exit(server)
     # Once for the relay, here, rather than once in each worker that opens the file.
     if settings.spool_path is not None and (loose := readable_by_others(settings.spool_path)):
@@ -144,7 +144,7 @@ def on_reload(server: Any) -> None:
     # The routes file as it is now, for the workers started by this reload; a broken one is
     # refused, and they keep the last good one: a reload never takes the relay down.
     try:
-        _routes_refused(server, put_in_force(os.environ), "on reload")
+        _routes_refused(server, put_in_force(os.environ, _sources()), "on reload")
     except RoutesError as exc:  # nothing in force to keep: none was before either
         server.log.error("relay_app: RELAY_ROUTES REFUSED on reload: %s", exc)
     # The new workers (forked after this) run the code now on disk. A variable that code
@@ -207,6 +207,14 @@ def _routes_refused(server: Any, in_force: RoutesInForce, when: str) -> None:
             in_force.last_good,
             in_force.not_kept,
         )
+
+
+def _sources() -> tuple[str, ...]:
+    """What a route's `source` may name: the registry's sources, of the code now on disk."""
+    from relay_app.capabilities import REGISTRY
+    from relay_app.operating.settings_of import sources_named
+
+    return sources_named(REGISTRY.settings)
 
 
 def _settings_or_exit(server: Any) -> Settings:

@@ -32,9 +32,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from relay_app import assemble  # noqa: E402
+from relay_app.capabilities import REGISTRY  # noqa: E402
 from relay_app.core.routing import Destination  # noqa: E402
 from relay_app.operating.config import Settings  # noqa: E402
+from relay_app.operating.settings_of import sources_named  # noqa: E402
 from relay_app.routes import parse_routes  # noqa: E402
+
+# What a route's `source` may name, as the relay's parse is told.
+ROUTE_SOURCES = sources_named(REGISTRY.settings)
 from tests.conftest import (  # noqa: E402
     FakeTime,
     glitchtip_on,
@@ -76,7 +81,7 @@ def storm(routes: str, over: float) -> dict[str, object]:
             settings,
             theirs=glitchtip_on(GLITCHTIP_ON),
             details_budget=None,
-            routes=parse_routes(routes, "routes.toml"),
+            routes=parse_routes(routes, "routes.toml", ROUTE_SOURCES),
         )
         relay = assemble(settings, clock=clock, telegram=telegram)
         started, wall = clock.now, time.perf_counter()

@@ -21,8 +21,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from relay_app.capabilities import REGISTRY  # noqa: E402
+from relay_app.operating.settings_of import sources_named  # noqa: E402
 from relay_app.routes import RoutesError, read_routes  # noqa: E402
 from relay_app.routes.table import MAX_ROUTES, MAX_ROUTES_BYTES, parse_routes  # noqa: E402
+
+ROUTE_SOURCES = sources_named(REGISTRY.settings)  # what a route's `source` may name
 
 # What one issue of a webhook looks like to the routes; no route below takes it.
 ISSUE = {
@@ -55,13 +59,13 @@ def parse_ms(path: Path, repeat: int) -> float:
     for _ in range(repeat):
         parse_routes.cache_clear()  # as a process that has not parsed it yet
         started = time.perf_counter()
-        read_routes(str(path))
+        read_routes(str(path), ROUTE_SOURCES)
         took.append(time.perf_counter() - started)
     return median_ms(took)
 
 
 def routing_ms(path: Path, repeat: int) -> float:
-    table = read_routes(str(path))
+    table = read_routes(str(path), ROUTE_SOURCES)
     took = []
     for _ in range(repeat):
         started = time.perf_counter()
@@ -75,7 +79,7 @@ def refusal_ms(path: Path, repeat: int) -> float:
     for _ in range(repeat):
         started = time.perf_counter()
         try:
-            read_routes(str(path))
+            read_routes(str(path), ROUTE_SOURCES)
         except RoutesError:
             took.append(time.perf_counter() - started)
         else:

@@ -43,6 +43,7 @@ from .operating.capability import Core, Registry, Started
 from .operating.config import Settings
 from .operating.gauges import LocalSpoolGauge, SpoolGauges
 from .operating.routes_file import RefusedAgain
+from .operating.settings_of import sources_named
 from .operating.setup_watch import AskAgain, Fleet, Reach, SetupWatch
 from .parts import (
     acting_threads,
@@ -171,7 +172,10 @@ def assemble(
     outbox = Outbox(shared.queue, answers=shared.answers, wake=wake, clock=clock)
 
     refused_again = RefusedAgain(
-        settings.routes_in_force, every=timing.routes_refused_again, clock=clock
+        settings.routes_in_force,
+        sources_named(capabilities.settings),
+        every=timing.routes_refused_again,
+        clock=clock,
     )
     on_time = (refused_again,)
     services = source_services(settings, capabilities.sources_declared)

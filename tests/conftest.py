@@ -29,7 +29,7 @@ from relay_app.glitchtip.settings import GLITCHTIP_SETTINGS, GlitchTipConfig
 from relay_app.message.formatting import Message
 from relay_app.message.lines import to_json as lines_to_json
 from relay_app.operating.config import Settings
-from relay_app.operating.settings_of import SettingsOf
+from relay_app.operating.settings_of import SettingsOf, sources_named
 from relay_app.sentry.settings import SENTRY_SETTINGS, SentryConfig
 from relay_app.spool import Job, Precedence, Queue, on_store
 from relay_app.spool.database import Database
@@ -50,6 +50,8 @@ from tests.prometheus import Samples, parse
 SOURCES = REGISTRY.sources
 # What the capabilities read of the environment themselves, as the relay reads it.
 THEIRS = REGISTRY.settings
+# What a route's `source` may name, as the relay's parse of a routes file is told.
+ROUTE_SOURCES = sources_named(THEIRS)
 
 
 def sentry_on(config: SentryConfig | None) -> tuple[tuple[SettingsOf[Any], object], ...]:

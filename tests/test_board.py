@@ -26,12 +26,14 @@ from relay_app.spool.store import Store
 from relay_app.takes.buttons import TAKE
 from relay_app.words import ENGLISH, RUSSIAN
 from relay_app.words.catalogue import Words
-from tests.conftest import CHAT_ID, FakeTime
+from tests.conftest import CHAT_ID, ROUTE_SOURCES, FakeTime
 from tests.in_process import GLITCHTIP, Chat, alone, refused, webhook
 from tests.prometheus import parse, value
 from tests.test_presses import press
 
-ROUTES = parse_routes('[[route]]\nname = "ops"\nthread = 7\nboard = true\n', "routes.toml")
+ROUTES = parse_routes(
+    '[[route]]\nname = "ops"\nthread = 7\nboard = true\n', "routes.toml", ROUTE_SOURCES
+)
 HOME = Destination(CHAT_ID, 7)
 CHAT = str(CHAT_ID)
 NOW = 1_800_000_000.0  # 2027-01-15 08:00 UTC

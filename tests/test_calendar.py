@@ -20,7 +20,7 @@ from relay_app.oncall.calendar import calendar_of, shifts
 from relay_app.operating.config import ConfigError, Settings
 from relay_app.routes import parse_routes
 from relay_app.routes.rotation import Cover, Roster
-from tests.conftest import THEIRS, FakeTime
+from tests.conftest import ROUTE_SOURCES, THEIRS, FakeTime
 
 MOSCOW = ZoneInfo("Europe/Moscow")
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -39,7 +39,7 @@ every = "1d"
 start = "2027-03-25T21:00"
 timezone = "Europe/Berlin"
 """
-TABLE = parse_routes(ROUTES, "routes.toml")
+TABLE = parse_routes(ROUTES, "routes.toml", ROUTE_SOURCES)
 # Thursday 10 December 2026, 12:00 in Moscow.
 NOW = datetime(2026, 12, 10, 12, 0, tzinfo=MOSCOW).timestamp()
 SECRET = "calendar-secret-0123456789abcdef"

@@ -32,7 +32,14 @@ from relay_app.silences.buttons import MUTE
 from relay_app.telegram.bot_commands import described
 from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH, RUSSIAN
-from tests.conftest import CHAT_ID, OFFERED_COMMANDS, FakeTime, glitchtip_on, sentry_on
+from tests.conftest import (
+    CHAT_ID,
+    OFFERED_COMMANDS,
+    ROUTE_SOURCES,
+    FakeTime,
+    glitchtip_on,
+    sentry_on,
+)
 from tests.in_process import (
     GLITCHTIP,
     GLITCHTIP_ON,
@@ -74,6 +81,7 @@ def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
         "[[rotation]]\nname = 'shop'\npeople = ['@anna_ops', '@boris_ops']\nevery = '1d'\n"
         f"start = '{start:%Y-%m-%dT%H:%M}'\ntimezone = 'UTC'\n",
         "r.toml",
+        ROUTE_SOURCES,
     )
     chat = Chat.of(built, fake_time, routes=routes)
     assert chat.relay.spool is not None

@@ -32,7 +32,7 @@ from relay_app.spool import open_memory
 from relay_app.spool.model import Job, NewJob, Precedence
 from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN, Said
-from tests.conftest import CHAT_ID, SOURCES, FakeTime
+from tests.conftest import CHAT_ID, ROUTE_SOURCES, SOURCES, FakeTime
 from tests.in_process import Chat, ScriptedTelegram
 from tests.payloads import issue, issue_alert
 from tests.test_commands import command
@@ -53,7 +53,7 @@ chat = "-1002000000001"
 mention = ["oncall:payments"]
 escalate = [{ after = "10m", mention = ["oncall:payments"] }]
 """
-TABLE = parse_routes(ROUTES, "r.toml")
+TABLE = parse_routes(ROUTES, "r.toml", ROUTE_SOURCES)
 
 
 def at(wall: str) -> float:
@@ -279,7 +279,9 @@ def test_a_handoff_says_whose_turn_a_cover_takes() -> None:
 @pytest.fixture
 def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
     fake_time.now = at("2026-12-09T12:00")
-    routes = parse_routes(ROUTES.replace('"-1002000000001"', f'"{CHAT_ID}"'), "r.toml")
+    routes = parse_routes(
+        ROUTES.replace('"-1002000000001"', f'"{CHAT_ID}"'), "r.toml", ROUTE_SOURCES
+    )
     return Chat.of(built, fake_time, routes=routes, action_user_ids=frozenset({9, 10}))
 
 

@@ -22,7 +22,7 @@ from relay_app.core.routing import Destination
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.routes.summary_time import SummaryAt
 from relay_app.watch.store import Seen, Watched, WatchStore
-from tests.conftest import FakeTime, glitchtip_on, run_background
+from tests.conftest import ROUTE_SOURCES, FakeTime, glitchtip_on, run_background
 from tests.in_process import (
     GLITCHTIP,
     GLITCHTIP_ON,
@@ -53,7 +53,7 @@ def relay(built: Callable[..., Relay], fake_time: FakeTime) -> tuple[Relay, Scri
     telegram = ScriptedTelegram(clock=fake_time)
     made = built(
         telegram,
-        routes=parse_routes(ROUTES, "r.toml"),
+        routes=parse_routes(ROUTES, "r.toml", ROUTE_SOURCES),
         theirs=glitchtip_on(GLITCHTIP_ON),
         details_budget=None,
     )
@@ -137,11 +137,12 @@ def test_a_summary_time_is_a_time_of_day_in_its_zone_across_daylight_saving() ->
     with pytest.raises(
         RoutesError, match='summary: must be a time of day, HH:MM: summary = "09:00"'
     ):
-        parse_routes("[[route]]\nchat = -1001\nsummary = '9am'\n", "r.toml")
+        parse_routes("[[route]]\nchat = -1001\nsummary = '9am'\n", "r.toml", ROUTE_SOURCES)
     table = parse_routes(
         "[[route]]\nsummary = '09:00'\ntimezone = 'Asia/Tokyo'\n"
         "[[route]]\nproject = 'x'\nchat = -1002\nthread = 5\nsummary = '18:30'\n",
         "r.toml",
+        ROUTE_SOURCES,
     )
     default = Destination(int(CHAT), 77)
     assert {str(place.describe()): str(at) for place, at in table.summaries(default).items()} == {

@@ -21,7 +21,7 @@ from relay_app.oncall.direct import message_link
 from relay_app.oncall.people import PeopleStore
 from relay_app.routes import parse_routes
 from relay_app.telegram.client import Extras
-from tests.conftest import CHAT_ID, FakeTime
+from tests.conftest import CHAT_ID, ROUTE_SOURCES, FakeTime
 from tests.in_process import GLITCHTIP, Chat, escalation_of
 from tests.payloads import issue, issue_alert, read
 
@@ -72,7 +72,7 @@ def press(data: str, update_id: int, user: int, chat: int, message_id: int) -> d
 @pytest.fixture
 def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
     fake_time.now = NOW
-    return Chat.of(built, fake_time, routes=parse_routes(ROUTES, "r.toml"))
+    return Chat.of(built, fake_time, routes=parse_routes(ROUTES, "r.toml", ROUTE_SOURCES))
 
 
 def alert(chat: Chat, number: int = 1) -> None:

@@ -27,7 +27,7 @@ from relay_app.silences.buttons import MUTE
 from relay_app.spool import on_store
 from relay_app.spool.store import Store
 from relay_app.takes.buttons import TAKE
-from tests.conftest import FakeTime
+from tests.conftest import ROUTE_SOURCES, FakeTime
 from tests.in_process import GLITCHTIP, Chat, escalation_of
 from tests.in_process import press_by_ada as press
 from tests.prometheus import parse, value
@@ -166,6 +166,7 @@ escalate = [
 ]
 """,
         "x.toml",
+        ROUTE_SOURCES,
     )
     assert table.routes[0].escalate == (
         Step(600.0, ("@lead",)),
@@ -192,7 +193,7 @@ escalate = [
 )
 def test_escalate_that_cannot_be_used_is_refused_naming_the_step(steps: str, said: str) -> None:
     with pytest.raises(RoutesError, match=said):
-        parse_routes(f"[[route]]\nchat = -1001\nescalate = {steps}\n", "x.toml")
+        parse_routes(f"[[route]]\nchat = -1001\nescalate = {steps}\n", "x.toml", ROUTE_SOURCES)
 
 
 def test_the_on_call_guide_s_routes_read_as_written_and_routes_check_says_them(
@@ -202,7 +203,7 @@ def test_the_on_call_guide_s_routes_read_as_written_and_routes_check_says_them(
     blocks = re.findall(r"```toml\n(.*?)```", guide, re.DOTALL)
     assert len(blocks) == 6
     for block in blocks:
-        parse_routes(block, "oncall.md")  # raises on anything the relay would refuse
+        parse_routes(block, "oncall.md", ROUTE_SOURCES)  # raises on anything the relay would refuse
     team = tmp_path / "routes.toml"
     [example] = [block for block in blocks if 'report = "monday"' in block]  # the team of three
     team.write_text(example)

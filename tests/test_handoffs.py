@@ -19,7 +19,7 @@ from relay_app.routes.rotation import Roster
 from relay_app.routes.table import RouteTable
 from relay_app.spool import open_spool
 from relay_app.summaries.store import SummaryStore
-from tests.conftest import FakeTime, run_background
+from tests.conftest import ROUTE_SOURCES, FakeTime, run_background
 from tests.in_process import ScriptedTelegram
 
 CHAT = "-1001234567890"
@@ -68,7 +68,7 @@ def handoffs(table: RouteTable, built: Relay, clock: FakeTime) -> Handoffs:
 
 @pytest.fixture
 def table() -> RouteTable:
-    return parse_routes(ROUTES, "r.toml")
+    return parse_routes(ROUTES, "r.toml", ROUTE_SOURCES)
 
 
 def test_only_announcing_rotations_are_said_and_where_the_routes_naming_them_send(
@@ -155,7 +155,7 @@ def test_announce_is_true_or_false() -> None:
         "start = '2026-01-01T09:00'\nannounce = 'yes'\n"
     )
     with pytest.raises(RoutesError) as raised:
-        parse_routes(text, "x.toml")
+        parse_routes(text, "x.toml", ROUTE_SOURCES)
     assert str(raised.value) == "x.toml:6: rotation 1, announce: must be true or false"
 
 
@@ -169,7 +169,9 @@ def test_a_rotation_changed_to_hand_over_sooner_is_said_at_its_new_time(
     assert weekly.upkeep() == 0
     # The file now says daily: the next handoff is today at 09:00, not Monday's.
     daily = handoffs(
-        parse_routes(ROUTES.replace('every = "1w"', 'every = "1d"'), "r.toml"), relay, fake_time
+        parse_routes(ROUTES.replace('every = "1w"', 'every = "1d"'), "r.toml", ROUTE_SOURCES),
+        relay,
+        fake_time,
     )
     fake_time.now += 60
     assert daily.upkeep() == 0

@@ -31,7 +31,7 @@ from relay_app.sentry.source import SENTRY
 from relay_app.takes.buttons import TAKE
 from relay_app.watch.store import Seen, Watched, WatchStore
 from relay_app.words import ENGLISH
-from tests.conftest import CHAT_ID, FakeTime
+from tests.conftest import CHAT_ID, ROUTE_SOURCES, FakeTime
 from tests.in_process import GLITCHTIP, GLITCHTIP_ON, Chat, alone
 from tests.prometheus import parse, value
 from tests.taking import take
@@ -296,6 +296,7 @@ def test_an_issue_the_routes_send_to_another_chat_gets_no_card_unless_alerted_he
         f'[[route]]\nproject = "frontend"\nchat = "{FRONTEND_CHAT}"\n'
         '[[route]]\nenvironment = "staging"\ndrop = true\n',
         "r.toml",
+        ROUTE_SOURCES,
     )
     chat = Chat.of(built, fake_time, routes=routes)
     alerted_on(chat, 1)

@@ -27,7 +27,7 @@ from relay_app.silences.buttons import MUTE
 from relay_app.silences.matching import Matchers
 from relay_app.silences.store import NewSilence, SilenceStore
 from relay_app.takes.buttons import TAKE
-from tests.conftest import OK, SEND_URL, WEBHOOK, FakeTime, sentry_on
+from tests.conftest import OK, ROUTE_SOURCES, SEND_URL, WEBHOOK, FakeTime, sentry_on
 from tests.in_process import Chat
 from tests.payloads import issue, issue_alert
 from tests.test_presses import ISSUE_URL, SENT, press
@@ -153,7 +153,7 @@ def test_each_part_the_routes_make_walks_the_stages_after_them_on_its_own(
     settings: Settings, telegram: responses.RequestsMock, fake_time: FakeTime
 ) -> None:
     telegram.post(SEND_URL, json=OK)
-    routed = replace(settings, routes=read_routes(str(EXAMPLE_ROUTES)))
+    routed = replace(settings, routes=read_routes(str(EXAMPLE_ROUTES), ROUTE_SOURCES))
     two_parts = issue_alert(
         issue(1, fields=where("payments", "prod")), issue(2, fields=where("shop", "staging"))
     )

@@ -27,7 +27,7 @@ from relay_app.spool.opening import open_memory
 from relay_app.takes.buttons import TAKE
 from relay_app.watch.store import WatchStore
 from relay_app.words import ENGLISH
-from tests.conftest import FakeTime, glitchtip_on
+from tests.conftest import ROUTE_SOURCES, FakeTime, glitchtip_on
 from tests.in_process import GLITCHTIP_ON, Chat, ScriptedTelegram
 from tests.prometheus import parse, value
 from tests.test_handoffs import ROUTES as HANDOFF_ROUTES
@@ -197,7 +197,7 @@ def test_whether_a_capability_is_on_is_asked_once(settings: Settings) -> None:
 def test_handoffs_without_the_posts_the_summaries_lend_are_not_said_and_that_is_said(
     settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    announcing = replace(settings, routes=parse_routes(HANDOFF_ROUTES, "r.toml"))
+    announcing = replace(settings, routes=parse_routes(HANDOFF_ROUTES, "r.toml", ROUTE_SOURCES))
     without = Registry(
         tuple(each for each in REGISTRY.capabilities if each.name != "summaries"),
         REGISTRY.sources_first,

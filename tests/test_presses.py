@@ -38,7 +38,7 @@ from relay_app.issue_api.client import MAX_ANSWER_BYTES
 from relay_app.routes import parse_routes
 from relay_app.silences.buttons import MUTE
 from relay_app.words import ENGLISH
-from tests.conftest import SOURCES, FakeTime
+from tests.conftest import ROUTE_SOURCES, SOURCES, FakeTime
 from tests.e2e.helpers import wait_until
 from tests.in_process import GLITCHTIP, GT_TOKEN, Chat, LimitedTelegram, ScriptedTelegram
 from tests.prometheus import parse, value
@@ -289,7 +289,9 @@ def test_a_card_and_a_notice_say_their_times_in_the_chats_zone(
     """The chat's route names Europe/Moscow: its cards and notices say 11:04 MSK, as its
     handoffs and summary do, not 08:04 UTC."""
     fake_time.now = 1_800_000_240.0
-    routes = parse_routes(f"[[route]]\nchat = '{CHAT}'\ntimezone = 'Europe/Moscow'\n", "r.toml")
+    routes = parse_routes(
+        f"[[route]]\nchat = '{CHAT}'\ntimezone = 'Europe/Moscow'\n", "r.toml", ROUTE_SOURCES
+    )
     chat = Chat.of(built, fake_time, SENT, routes=routes)
     glitchtip.put(ISSUE_URL, json={"id": "4", "status": "resolved"})
     chat.update(press(callback_data("resolve", "the-key")))

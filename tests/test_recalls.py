@@ -17,7 +17,7 @@ from relay_app.cards.card import Button, Verb, callback_data
 from relay_app.intake.receive import receive
 from relay_app.routes import RoutesError, parse_routes
 from relay_app.takes.buttons import LET_GO, TAKE
-from tests.conftest import CHAT_ID, FakeTime
+from tests.conftest import CHAT_ID, ROUTE_SOURCES, FakeTime
 from tests.in_process import GLITCHTIP, Chat, escalation_of
 from tests.payloads import issue, issue_alert, read
 from tests.prometheus import parse, value
@@ -54,7 +54,7 @@ def press(
 @pytest.fixture
 def chat(built: Callable[..., Relay], fake_time: FakeTime) -> Chat:
     fake_time.now = NOW
-    chat = Chat.of(built, fake_time, routes=parse_routes(ROUTES, "r.toml"))
+    chat = Chat.of(built, fake_time, routes=parse_routes(ROUTES, "r.toml", ROUTE_SOURCES))
     payload = issue_alert(issue(1, link=f"{GLITCHTIP}/acme/issues/1"))
     chat.relay.webhooks.route(
         receive(read(payload), chat.relay.settings.default_destination, time.monotonic())
@@ -205,5 +205,5 @@ def glitchtip_resolves(glitchtip: Any) -> None:
 )
 def test_a_route_with_a_wrong_take_for_or_direct_is_refused(line: str, said: str) -> None:
     with pytest.raises(RoutesError) as refused:
-        parse_routes(f'[[route]]\nchat = "{CHAT}"\n{line}\n', "r.toml")
+        parse_routes(f'[[route]]\nchat = "{CHAT}"\n{line}\n', "r.toml", ROUTE_SOURCES)
     assert said in str(refused.value)

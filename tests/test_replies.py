@@ -19,7 +19,7 @@ from relay_app import Relay
 from relay_app.cards.card import IssueButton, SentMessage
 from relay_app.intake.receive import receive
 from relay_app.routes import RoutesError, parse_routes
-from tests.conftest import TOKEN, FakeTime
+from tests.conftest import ROUTE_SOURCES, TOKEN, FakeTime
 from tests.in_process import GLITCHTIP, Chat, ScriptedTelegram, alone
 from tests.payloads import read
 from tests.prometheus import parse, value
@@ -251,10 +251,10 @@ def test_a_route_that_says_reply_takes_false_keeps_a_reply_a_comment_only(
 def test_reply_takes_false_on_a_route_is_kept_with_the_message_its_alert_goes_in(
     built: Callable[..., Relay], fake_time: FakeTime
 ) -> None:
-    routes = parse_routes("[[route]]\nname = 'ops'\nreply_takes = false\n", "r.toml")
+    routes = parse_routes("[[route]]\nname = 'ops'\nreply_takes = false\n", "r.toml", ROUTE_SOURCES)
     assert not routes.routes[0].reply_takes
     with pytest.raises(RoutesError, match="route 1, reply_takes: must be true or false"):
-        parse_routes("[[route]]\nreply_takes = 'no'\n", "r.toml")
+        parse_routes("[[route]]\nreply_takes = 'no'\n", "r.toml", ROUTE_SOURCES)
     chat = Chat.of(built, fake_time, routes=routes)
     payload = {"alias": "GlitchTip", "text": "GlitchTip Alert", **alone(7, "Payment failed")}
     chat.relay.webhooks.route(

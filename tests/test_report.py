@@ -34,7 +34,7 @@ from relay_app.summaries.text import summary_message
 from relay_app.summaries.weekly_photo import KIND
 from relay_app.takes.buttons import TAKE
 from relay_app.words import ENGLISH, RUSSIAN
-from tests.conftest import CHAT_ID, FakeTime
+from tests.conftest import CHAT_ID, ROUTE_SOURCES, FakeTime
 from tests.e2e.helpers import wait_until
 from tests.in_process import GLITCHTIP, Chat, escalation_of, summaries_of
 from tests.payloads import issue, issue_alert, read
@@ -77,7 +77,7 @@ def week(
     )
     start = MONDAY - 86400
     fake_time.now = start
-    chat = Chat.of(built, fake_time, routes=parse_routes(ROUTES, "r.toml"))
+    chat = Chat.of(built, fake_time, routes=parse_routes(ROUTES, "r.toml", ROUTE_SOURCES))
     for number in (1, 2):
         payload = issue_alert(issue(number, link=f"{GLITCHTIP}/acme/issues/{number}"))
         chat.relay.webhooks.route(
@@ -273,9 +273,13 @@ def test_a_handoff_lists_what_is_still_open_and_who_has_it() -> None:
 
 def test_a_report_day_needs_a_summary_and_a_weekday() -> None:
     with pytest.raises(RoutesError, match="report: needs summary"):
-        parse_routes(f'[[route]]\nchat = "{CHAT}"\nreport = "monday"\n', "r.toml")
+        parse_routes(f'[[route]]\nchat = "{CHAT}"\nreport = "monday"\n', "r.toml", ROUTE_SOURCES)
     with pytest.raises(RoutesError, match="report: must be a day of the week"):
-        parse_routes(f'[[route]]\nchat = "{CHAT}"\nsummary = "09:00"\nreport = "mon"\n', "r.toml")
+        parse_routes(
+            f'[[route]]\nchat = "{CHAT}"\nsummary = "09:00"\nreport = "mon"\n',
+            "r.toml",
+            ROUTE_SOURCES,
+        )
 
 
 def test_takers_are_counted_by_their_id_and_told_apart_where_they_share_a_name() -> None:

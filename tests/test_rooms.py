@@ -30,6 +30,7 @@ from tests.conftest import (
     API_URL,
     CHAT_ID,
     OK,
+    ROUTE_SOURCES,
     TOKEN,
     FakeTime,
     run_background,
@@ -45,7 +46,9 @@ from tests.test_sentry import SENTRY, with_urls
 from tests.test_sentry import sample_bytes as sentry_sample
 from tests.test_sentry import signed_post as sentry_post
 
-ROUTES = parse_routes('[[route]]\nname = "ops"\nthread = 7\ntopics = "per_issue"\n', "routes.toml")
+ROUTES = parse_routes(
+    '[[route]]\nname = "ops"\nthread = 7\ntopics = "per_issue"\n', "routes.toml", ROUTE_SOURCES
+)
 HOME = Destination(CHAT_ID, 7)
 CHAT = str(CHAT_ID)
 NOW = 1_800_000_000.0

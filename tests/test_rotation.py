@@ -20,7 +20,7 @@ from relay_app.routes.rotation import Roster
 from relay_app.spool import Precedence, open_memory
 from relay_app.spool.model import NewJob
 from relay_app.words import ENGLISH, Said
-from tests.conftest import SOURCES
+from tests.conftest import ROUTE_SOURCES, SOURCES
 from tests.payloads import issue, issue_alert
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -45,7 +45,7 @@ def at(when: str, zone: ZoneInfo = BERLIN) -> float:
 
 
 def test_a_daily_rotation_hands_over_at_its_hour_on_both_sides_of_summer_time() -> None:
-    [rotation] = parse_routes(FILE, "x.toml").rotations
+    [rotation] = parse_routes(FILE, "x.toml", ROUTE_SOURCES).rotations
     # Berlin moves its clocks forward on 2026-03-29 at 02:00.
     people = [
         rotation.on_duty(at(moment), UTC).person
@@ -67,7 +67,7 @@ def test_a_daily_rotation_hands_over_at_its_hour_on_both_sides_of_summer_time() 
 
 
 def test_a_rotation_without_a_zone_reads_relay_timezone() -> None:
-    table = parse_routes(FILE.replace('timezone = "Europe/Berlin"\n', ""), "x.toml")
+    table = parse_routes(FILE.replace('timezone = "Europe/Berlin"\n', ""), "x.toml", ROUTE_SOURCES)
     [rotation] = table.rotations
     # 08:30 UTC is before 09:00 in UTC, and after it in Berlin (UTC+1 in March).
     moment = at("2026-03-26T08:30", UTC)
@@ -76,7 +76,7 @@ def test_a_rotation_without_a_zone_reads_relay_timezone() -> None:
 
 
 def test_oncall_becomes_the_person_on_duty_when_the_message_is_sent() -> None:
-    table = parse_routes(FILE, "x.toml")
+    table = parse_routes(FILE, "x.toml", ROUTE_SOURCES)
     renderer = Renderer(
         ENGLISH, late_after=60.0, on_call=OnCall(Roster(table.on_call, UTC), UTC), sources=SOURCES
     )
@@ -140,7 +140,7 @@ def test_oncall_becomes_the_person_on_duty_when_the_message_is_sent() -> None:
 )
 def test_a_rotation_that_cannot_be_used_is_refused_naming_its_line(text: str, said: str) -> None:
     with pytest.raises(RoutesError) as raised:
-        parse_routes(text, "x.toml")
+        parse_routes(text, "x.toml", ROUTE_SOURCES)
     assert str(raised.value).startswith(said), str(raised.value)
 
 

@@ -44,7 +44,7 @@ from relay_app.routes.zones import Zones
 from relay_app.sentry.source import SENTRY as SENTRY_SOURCE
 from relay_app.words import ENGLISH, RUSSIAN
 from tests import payloads
-from tests.conftest import THEIRS, FakeTime
+from tests.conftest import ROUTE_SOURCES, THEIRS, FakeTime
 from tests.payloads import read
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +65,7 @@ def issue(number: int, project: str, environment: str, **more: Any) -> dict[str,
 
 
 def example() -> RouteTable:
-    return read_routes(str(EXAMPLE))
+    return read_routes(str(EXAMPLE), ROUTE_SOURCES)
 
 
 def test_the_example_reads_as_written() -> None:
@@ -106,6 +106,11 @@ def test_the_example_reads_as_written() -> None:
             "[[route]]\nlevel = 'critical'\nchat = -1001\n",
             "x.toml:2: route 1, level: 'critical' is not a level of GlitchTip's: fatal, error,",
         ),
+        (
+            "[[route]]\nsource = 'sentyr'\nchat = -1001\n",
+            "x.toml:2: route 1, source: 'sentyr' is not a source of alerts: "
+            '"glitchtip" or "sentry"',
+        ),
         ("[[route]]\ntitle = 'x'\n", "x.toml:1: route 1: says nothing to do"),
         # A blank line before a route or a key is not where it is.
         (
@@ -142,7 +147,7 @@ def test_the_example_reads_as_written() -> None:
 )
 def test_a_file_that_cannot_be_used_names_its_line_and_key(text: str, said: str) -> None:
     with pytest.raises(RoutesError) as raised:
-        parse_routes(text, "x.toml")
+        parse_routes(text, "x.toml", ROUTE_SOURCES)
     assert str(raised.value).startswith(said)
 
 
@@ -169,6 +174,7 @@ monitor = "Shop"
 chat = -1006
 """,
         "x.toml",
+        ROUTE_SOURCES,
     )
     warning = issue(1, "shop", "staging", color=None)
     by_id = issue(2, "shop", "production")
@@ -204,9 +210,9 @@ chat = -1003
 
 
 def test_a_level_is_the_issues_own_when_its_details_came_and_its_colours_without() -> None:
-    table = parse_routes(LEVEL_ROUTES, "x.toml")
+    table = parse_routes(LEVEL_ROUTES, "x.toml", ROUTE_SOURCES)
     assert table.reads_levels
-    assert not parse_routes("[[route]]\nchat = 1\n", "x.toml").reads_levels
+    assert not parse_routes("[[route]]\nchat = 1\n", "x.toml", ROUTE_SOURCES).reads_levels
     fatal, error, debug = issue(1, "shop", "prod"), issue(2, "shop", "prod"), issue(3, "s", "p")
     debug["color"] = None
     payload = payloads.issue_alert(fatal, error, debug)
@@ -246,6 +252,7 @@ kind = "issue"
 chat = -1005
 """,
         "x.toml",
+        ROUTE_SOURCES,
     )
 
     def route_of(payload: dict[str, Any]) -> str | None:
@@ -386,20 +393,20 @@ def test_relay_routes_is_read_with_the_other_variables_and_the_last_good_stays_i
     }
     assert len(Settings.from_env(base, THEIRS).routes.routes) == 4
     environ = dict(base)
-    put_in_force(environ)
+    put_in_force(environ, ROUTE_SOURCES)
     kept = environ[IN_FORCE]
     good.write_text("[[route]]\ntitel = 'x'\nchat = -1001\n")  # a typo, then a reload
     with pytest.raises(ConfigError, match=r"routes.toml:2: route 1, titel: unknown key"):
         Settings.from_env(base, THEIRS)
-    refused = put_in_force(environ)
+    refused = put_in_force(environ, ROUTE_SOURCES)
     assert refused.refused is not None
     assert "route 1, titel: unknown key" in refused.refused
     assert environ[IN_FORCE] == kept  # the workers started now still read the last good one
-    assert len(routes_from_env(environ).routes) == 4
+    assert len(routes_from_env(environ, ROUTE_SOURCES).routes) == 4
     good.write_text("[[route]]\ntitle = 'x'\nchat = -1001\n")
-    assert put_in_force(environ).refused is None
+    assert put_in_force(environ, ROUTE_SOURCES).refused is None
     assert not Path(kept).exists()  # the older copy is gone
-    assert routes_from_env(environ).routes[0].chat == -1001
+    assert routes_from_env(environ, ROUTE_SOURCES).routes[0].chat == -1001
 
 
 def test_the_last_good_routes_are_kept_beside_the_spool_and_a_broken_file_starts_on_them(
@@ -409,7 +416,7 @@ def test_the_last_good_routes_are_kept_beside_the_spool_and_a_broken_file_starts
     routes.write_text(EXAMPLE.read_text())
     spool = tmp_path / "spool.sqlite3"
     environ = {"RELAY_ROUTES": str(routes), "RELAY_SPOOL_PATH": str(spool)}
-    accepted = put_in_force(environ, now=1_800_000_000.0)
+    accepted = put_in_force(environ, ROUTE_SOURCES, now=1_800_000_000.0)
     kept = Path(f"{spool}.last-good-routes.toml")
     assert (accepted.refused, accepted.accepted_at, accepted.last_good) == (
         None,
@@ -422,19 +429,21 @@ def test_the_last_good_routes_are_kept_beside_the_spool_and_a_broken_file_starts
     # good routes, and says when they were accepted and why the file is refused.
     routes.write_text("[[route]]\ntitel = 'x'\nchat = -1001\n")
     restarted = {"RELAY_ROUTES": str(routes), "RELAY_SPOOL_PATH": str(spool)}
-    in_force = put_in_force(restarted)
+    in_force = put_in_force(restarted, ROUTE_SOURCES)
     assert in_force.refused is not None
     assert "route 1, titel: unknown key" in in_force.refused
     assert in_force.accepted_at == kept.stat().st_mtime
     assert in_force == RoutesInForce.from_env(restarted)  # as every worker reads it
-    assert len(routes_from_env(restarted).routes) == 4
+    assert len(routes_from_env(restarted, ROUTE_SOURCES).routes) == 4
     assert kept.read_bytes() != routes.read_bytes()  # a refused file never replaces it
     forget_in_force(restarted)
 
     # Nothing to start on: the first start, or no spool file to keep the copy beside.
     for elsewhere in (str(tmp_path / "other.sqlite3"), "off"):
         with pytest.raises(RoutesError, match="titel: unknown key"):
-            put_in_force({"RELAY_ROUTES": str(routes), "RELAY_SPOOL_PATH": elsewhere})
+            put_in_force(
+                {"RELAY_ROUTES": str(routes), "RELAY_SPOOL_PATH": elsewhere}, ROUTE_SOURCES
+            )
 
 
 def test_a_refused_file_is_said_again_at_error_each_interval_until_it_reads_well(
@@ -443,7 +452,7 @@ def test_a_refused_file_is_said_again_at_error_each_interval_until_it_reads_well
     routes = tmp_path / "routes.toml"
     routes.write_text("[[route]]\ntitel = 'x'\nchat = -1001\n")
     in_force = RoutesInForce(str(routes), 1_800_000_000.0, "titel: unknown key", "kept.toml")
-    again = RefusedAgain(in_force, every=60, clock=fake_time)
+    again = RefusedAgain(in_force, ROUTE_SOURCES, every=60, clock=fake_time)
 
     def said(level: int) -> list[str]:
         return [r.getMessage() for r in caplog.records if r.levelno == level]
@@ -523,27 +532,27 @@ def test_a_file_over_its_size_is_refused_naming_the_cap_before_any_of_it_is_pars
     # Valid TOML all the way: the size alone refuses it.
     big.write_text(a_route(1) + "# " + "x" * MAX_ROUTES_BYTES + "\n")
     with pytest.raises(RoutesError) as raised:
-        read_routes(str(big))
+        read_routes(str(big), ROUTE_SOURCES)
     said = str(raised.value)
     assert f"holds {big.stat().st_size} bytes, over the cap of {MAX_ROUTES_BYTES} bytes" in said
     assert said.startswith(str(big))
     # Exactly at the cap it is read.
     big.write_text(a_route(1) + "#" * (MAX_ROUTES_BYTES - len(a_route(1)) - 1) + "\n")
     assert big.stat().st_size == MAX_ROUTES_BYTES
-    assert len(read_routes(str(big)).routes) == 1
+    assert len(read_routes(str(big), ROUTE_SOURCES).routes) == 1
 
 
 def test_a_file_that_never_ends_is_read_no_further_than_its_cap() -> None:
     # A device (or a file still growing) ends at the cap, refused, instead of filling memory.
     with pytest.raises(RoutesError, match=r"/dev/zero: holds more, over the cap of"):
-        read_routes("/dev/zero")
+        read_routes("/dev/zero", ROUTE_SOURCES)
 
 
 def test_a_file_with_more_routes_than_the_cap_is_refused_naming_the_route_past_it() -> None:
     at_cap = "".join(a_route(number) for number in range(1, MAX_ROUTES + 1))
-    assert len(parse_routes(at_cap, "x.toml").routes) == MAX_ROUTES
+    assert len(parse_routes(at_cap, "x.toml", ROUTE_SOURCES).routes) == MAX_ROUTES
     with pytest.raises(RoutesError) as raised:
-        parse_routes(at_cap + a_route(MAX_ROUTES + 1), "x.toml")
+        parse_routes(at_cap + a_route(MAX_ROUTES + 1), "x.toml", ROUTE_SOURCES)
     line = at_cap.count("\n") + 1
     assert str(raised.value).startswith(
         f"x.toml:{line}: route {MAX_ROUTES + 1}: the file holds {MAX_ROUTES + 1} routes, "
@@ -563,14 +572,16 @@ def test_a_file_over_a_cap_is_refused_at_start_and_on_reload_and_the_last_good_s
         "RELAY_ROUTES": str(routes),
         "RELAY_SPOOL_PATH": str(tmp_path / "spool.sqlite3"),
     }
-    put_in_force(environ)
+    put_in_force(environ, ROUTE_SOURCES)
     routes.write_text("".join(a_route(number) for number in range(1, MAX_ROUTES + 2)))
     with pytest.raises(ConfigError, match=rf"RELAY_ROUTES.*over the cap of {MAX_ROUTES}"):
         Settings.from_env({key: v for key, v in environ.items() if key != IN_FORCE}, THEIRS)
-    refused = put_in_force(environ).refused  # a reload: refused
+    refused = put_in_force(environ, ROUTE_SOURCES).refused  # a reload: refused
     assert refused is not None
     assert "over the cap" in refused
-    assert len(routes_from_env(environ).routes) == 4  # the last good file stays in force
+    assert (
+        len(routes_from_env(environ, ROUTE_SOURCES).routes) == 4
+    )  # the last good file stays in force
 
 
 class CountedParses:
@@ -601,13 +612,13 @@ def test_the_file_is_parsed_once_per_process_for_each_content_it_has(
     }
     # gunicorn's master at start: the file put in force, then the variables checked; then a
     # worker, forked from it, reads the copy in force.
-    put_in_force(environ)
+    put_in_force(environ, ROUTE_SOURCES)
     Settings.from_env(environ, THEIRS)
     Settings.from_env(environ, THEIRS)
     assert parses.calls == 1
     # A reload with a changed file: parsed once again, for its new content.
     routes.write_text(a_route(1))
-    put_in_force(environ)
+    put_in_force(environ, ROUTE_SOURCES)
     assert len(Settings.from_env(environ, THEIRS).routes.routes) == 1
     assert parses.calls == 2
 
@@ -618,6 +629,7 @@ def test_each_chat_reads_times_in_its_routes_zone_else_the_relays() -> None:
         "[[route]]\nproject = 'shop-eu'\nchat = '-1002'\ntimezone = 'Europe/Berlin'\n"
         "[[route]]\nenvironment = 'staging'\nthread = 7\ntimezone = 'Asia/Tokyo'\n",
         "r.toml",
+        ROUTE_SOURCES,
     )
     zones = Zones(
         routes, default_destination=Destination(-1001), default=ZoneInfo("America/New_York")
@@ -634,7 +646,7 @@ def test_a_route_may_give_each_issue_a_topic_and_keep_a_board(tmp_path: Path) ->
         '[[route]]\nname = "ops"\nchat = -1002000000001\nthread = 7\ntopics = "per_issue"\n'
         "board = true\n"
     )
-    table = read_routes(str(routes))
+    table = read_routes(str(routes), ROUTE_SOURCES)
     place = Destination(-1002000000001, 7)
     assert table.rooms(Destination(1)) == frozenset({place})
     assert table.boards(Destination(1)) == (place,)
@@ -655,7 +667,7 @@ def test_a_route_may_give_each_issue_a_topic_and_keep_a_board(tmp_path: Path) ->
         ("board = 1", "board: must be true or false"),
     ):
         with pytest.raises(RoutesError, match=said):
-            parse_routes(f"[[route]]\nchat = -1001\n{wrong}\n", "x.toml")
+            parse_routes(f"[[route]]\nchat = -1001\n{wrong}\n", "x.toml", ROUTE_SOURCES)
 
 
 def test_a_routes_levels_are_looked_up_for_the_issues_whose_alert_does_not_say_theirs() -> None:
@@ -679,3 +691,16 @@ def test_a_routes_levels_are_looked_up_for_the_issues_whose_alert_does_not_say_t
     assert route_module._issue_ids(sentrys, homes) == {unsaid.link: "sentry:13"}
     # A source without a token is asked nothing.
     assert route_module._issue_ids(sentrys, elsewhere) == {}
+
+
+def test_a_routes_source_is_one_the_registry_declares() -> None:
+    """The sources a route may name are the registry's (each source's capability's), given to
+    the parse: the routes' parser names none itself."""
+    text = "[[route]]\nsource = ['glitchtip', 'jira']\nchat = -1001\n"
+    with pytest.raises(RoutesError, match="'jira' is not a source of alerts"):
+        parse_routes(text, "x.toml", ROUTE_SOURCES)
+    [route] = parse_routes(text, "x.toml", (*ROUTE_SOURCES, "jira")).routes
+    assert route.matchers[0].values == ("glitchtip", "jira")
+    with pytest.raises(RoutesError, match="a source of alerts: the relay has none"):
+        parse_routes(text, "x.toml", ())
+    assert ROUTE_SOURCES == ("glitchtip", "sentry")  # the registry's, in its order

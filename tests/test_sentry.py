@@ -46,6 +46,7 @@ from relay_app.spool.store import Store
 from relay_app.words import ENGLISH, RUSSIAN
 from tests.conftest import (
     OK,
+    ROUTE_SOURCES,
     SEND_URL,
     SOURCES,
     WEBHOOK,
@@ -373,7 +374,7 @@ def test_a_new_issue_goes_only_where_a_route_asks_for_it(
     finally:
         relay_in(app).dispatcher.shutdown()
     routes = parse_routes(
-        '[[route]]\nsource = "sentry"\nkind = "created"\nthread = 7\n', "routes.toml"
+        '[[route]]\nsource = "sentry"\nkind = "created"\nthread = 7\n', "routes.toml", ROUTE_SOURCES
     )
     app = create_app(replace(sentry_settings, routes=routes), clock=fake_time)
     try:
@@ -397,7 +398,7 @@ def test_a_count_that_is_no_count_costs_the_count_never_the_alert(
     created = with_urls(sample("issue_created.json"))
     created["data"]["issue"]["count"] = count
     routes = parse_routes(
-        '[[route]]\nsource = "sentry"\nkind = "created"\nthread = 7\n', "routes.toml"
+        '[[route]]\nsource = "sentry"\nkind = "created"\nthread = 7\n', "routes.toml", ROUTE_SOURCES
     )
     app = create_app(replace(sentry_settings, routes=routes), clock=fake_time)
     try:
@@ -414,6 +415,7 @@ def test_routes_tell_the_sources_apart() -> None:
     routes = parse_routes(
         '[[route]]\nsource = "sentry"\nthread = 1\n\n[[route]]\nsource = "glitchtip"\nthread = 2\n',
         "routes.toml",
+        ROUTE_SOURCES,
     )
     hook = read_hook("event_alert", sample("issue_alert.json"), sentry_url=SENTRY)
     assert isinstance(hook, Alerting)
@@ -421,7 +423,9 @@ def test_routes_tell_the_sources_apart() -> None:
     glitchtips = facts_of(replace(hook.alert, source="glitchtip"))[0]
     assert routes.first(sentrys) is routes.routes[0]
     assert routes.first(glitchtips) is routes.routes[1]
-    created_route = parse_routes('[[route]]\nkind = "created"\nthread = 3\n', "r.toml")
+    created_route = parse_routes(
+        '[[route]]\nkind = "created"\nthread = 3\n', "r.toml", ROUTE_SOURCES
+    )
     assert created_route.first({**sentrys, "kind": "created"}) is created_route.routes[0]
     assert routes.first({**sentrys, "kind": "created"}) is None  # not asked for
 
@@ -432,7 +436,9 @@ def test_a_glitchtip_webhook_cannot_pass_for_sentrys(
     """Whatever marks a body posted to GlitchTip's URL claims are taken out: a route for
     Sentry's alerts does not take it, and it is no new issue (which no route here asks for)."""
     telegram.post(SEND_URL, json=OK)
-    routes = parse_routes('[[route]]\nsource = "sentry"\nthread = 9\n', "routes.toml")
+    routes = parse_routes(
+        '[[route]]\nsource = "sentry"\nthread = 9\n', "routes.toml", ROUTE_SOURCES
+    )
     app = create_app(replace(settings, routes=routes), clock=fake_time)
     try:
         forged = issue_alert(issue(1)) | {SOURCE_KEY: "sentry", KIND_KEY: "created"}
@@ -589,7 +595,9 @@ def test_sentrys_retries_of_a_delivery_count_once(
     payload = with_urls(sample(name)) if resource == "issue" else sample(name)
     body = json.dumps(payload | {"action": action}).encode()
     routes = parse_routes(
-        '[[route]]\nkind = "created"\nthread = 7\n[[route]]\nchat = "-1001"\n', "r.toml"
+        '[[route]]\nkind = "created"\nthread = 7\n[[route]]\nchat = "-1001"\n',
+        "r.toml",
+        ROUTE_SOURCES,
     )
     app = create_app(replace(sentry_settings, routes=routes), clock=fake_time)
     try:

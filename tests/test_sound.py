@@ -23,7 +23,7 @@ from relay_app.spool import Precedence, Queue, open_memory
 from relay_app.spool.model import NewJob
 from relay_app.telegram.client import Extras, TelegramClient
 from relay_app.words import ENGLISH
-from tests.conftest import API_URL, OK, SEND_URL, SOURCES, TOKEN
+from tests.conftest import API_URL, OK, ROUTE_SOURCES, SEND_URL, SOURCES, TOKEN
 from tests.payloads import issue, issue_alert
 
 UTC = ZoneInfo("UTC")
@@ -142,7 +142,7 @@ def test_telegram_is_asked_for_a_message_without_sound() -> None:
 )
 def test_sound_keys_that_cannot_be_used_are_refused_naming_the_key(keys: str, said: str) -> None:
     with pytest.raises(RoutesError, match=said):
-        parse_routes(f"[[route]]\nchat = -1001\n{keys}\n", "x.toml")
+        parse_routes(f"[[route]]\nchat = -1001\n{keys}\n", "x.toml", ROUTE_SOURCES)
 
 
 def test_a_route_may_say_only_how_its_alerts_sound() -> None:
@@ -151,6 +151,7 @@ def test_a_route_may_say_only_how_its_alerts_sound() -> None:
         "[[route]]\nquiet_hours = '22:00-08:00'\ntimezone = 'Europe/Moscow'\n"
         "loud_levels = ['Fatal']\n",
         "x.toml",
+        ROUTE_SOURCES,
     )
     staging, nights = table.routes
     assert staging.sound == Sound(silent=True)

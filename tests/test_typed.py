@@ -26,7 +26,7 @@ from relay_app.core.typed import (
 )
 from relay_app.oncall.covers import CoverStore
 from relay_app.routes import RoutesError, parse_routes
-from tests.conftest import FakeTime
+from tests.conftest import ROUTE_SOURCES, FakeTime
 from tests.in_process import ScriptedTelegram
 
 UTC = ZoneInfo("UTC")
@@ -157,7 +157,7 @@ def test_a_rotations_start_is_a_wall_clock_time_in_the_calendar() -> None:
 )
 def test_the_routes_file_refuses_what_the_chat_and_the_cli_refuse(text: str, said: str) -> None:
     with pytest.raises(RoutesError) as refused:
-        parse_routes(text, "x.toml")
+        parse_routes(text, "x.toml", ROUTE_SOURCES)
     assert str(refused.value).startswith(said)
 
 

@@ -17,7 +17,7 @@ from relay_app.intake.receive import receive
 from relay_app.message.trend import sparkline, trend
 from relay_app.routes import parse_routes
 from relay_app.watch.store import Watched, WatchStore
-from tests.conftest import FakeTime, glitchtip_on, run_background
+from tests.conftest import ROUTE_SOURCES, FakeTime, glitchtip_on, run_background
 from tests.fake_glitchtip import TOKEN, FakeGlitchTip, iso_time, running_fake_glitchtip
 from tests.in_process import ScriptedTelegram, watcher_of
 from tests.payloads import issue, issue_alert, read
@@ -166,7 +166,9 @@ def test_routes_and_mentions_apply_to_the_escalating_post(
     built: Callable[..., Relay], fake: FakeGlitchTip, fake_time: FakeTime
 ) -> None:
     routes = parse_routes(
-        "[[route]]\ntitle = 'Boom'\nchat = -1002000000001\nmention = ['@anna_ops']\n", "r.toml"
+        "[[route]]\ntitle = 'Boom'\nchat = -1002000000001\nmention = ['@anna_ops']\n",
+        "r.toml",
+        ROUTE_SOURCES,
     )
     relay, telegram = relay_for(built, fake, fake_time, routes=routes)
     alerted(relay, fake, fake_time, 1)
@@ -236,6 +238,7 @@ def test_an_escalating_post_of_a_new_issue_says_why_never_new_and_starts_no_seco
     routes = parse_routes(
         "[[route]]\ntitle = 'Boom'\nescalate = [{ after = '10m', mention = ['@lead'] }]\n",
         "r.toml",
+        ROUTE_SOURCES,
     )
     relay, telegram = relay_for(built, fake, fake_time, routes=routes, details_budget=2.0)
     alerted(relay, fake, fake_time, 1)

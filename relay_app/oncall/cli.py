@@ -76,18 +76,19 @@ def add_oncall_command(line: CommandLine) -> None:
 
 
 def _roster(
-    environ: Mapping[str, str],
+    console: Console,
     routes: str | None,
     spool: Spool | None,
     shown_without: TextIO | None = None,
 ) -> Roster:
     """The rotations of the routes file, with the spool's covers; `shown_without`: where to
     say the covers could not be read, and go on without them (else it raises)."""
+    environ = console.environ
     path = routes or environ.get("RELAY_ROUTES", "").strip()
     if not path:
         raise Usage("name the routes file with --routes, or set RELAY_ROUTES")
     try:
-        table = read_routes(path)
+        table = read_routes(path, console.route_sources)
         zone = ZoneInfo(time_zone(environ, "RELAY_TIMEZONE"))
     except (RoutesError, ConfigError) as exc:
         raise Failed(str(exc)) from None
@@ -126,7 +127,7 @@ def _oncall(open_spool: OpenSpool) -> Run:
     def run(args: argparse.Namespace, console: Console) -> int:
         spool = _spool_if_kept(open_spool, console)
         try:
-            roster = _roster(console.environ, args.routes, spool, console.err)
+            roster = _roster(console, args.routes, spool, console.err)
             return _said(roster, at_moment(args.at, ZoneInfo("UTC")), console)
         finally:
             if spool is not None:
@@ -141,7 +142,7 @@ def _calendar(open_spool: OpenSpool) -> Run:
             raise Usage(f"--days must be from 1 to {MAX_DAYS}")
         spool = _spool_if_kept(open_spool, console)
         try:
-            roster = _roster(console.environ, args.routes, spool, console.err)
+            roster = _roster(console, args.routes, spool, console.err)
         finally:
             if spool is not None:
                 spool.close()
@@ -201,7 +202,7 @@ def _cover(open_spool: OpenSpool) -> Run:
     def run(args: argparse.Namespace, console: Console) -> int:
         spool = open_spool(console.environ)
         try:
-            roster = _roster(console.environ, None, spool)
+            roster = _roster(console, None, spool)
             store = spool.of(CoverStore)
             if args.list:
                 covers = roster.covers(time.time())

@@ -376,8 +376,15 @@ class Registry:
     @property
     def settings(self) -> tuple[SettingsOf[Any], ...]:
         """What every capability reads of the environment itself: `Settings.from_env`'s
-        `theirs` (read before the settings say which are on)."""
-        return tuple(each.settings for each in self.capabilities if each.settings is not None)
+        `theirs` (read before the settings say which are on), a source's with its name, which
+        a route's `source` may name (`sources_named`)."""
+        return tuple(
+            replace(each.settings, source=each.source.source.name)
+            if each.source is not None
+            else each.settings
+            for each in self.capabilities
+            if each.settings is not None
+        )
 
     @property
     def counters(self) -> list[CounterSpec]:

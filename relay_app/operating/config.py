@@ -30,7 +30,7 @@ from .env_values import (
     time_zone,
 )
 from .routes_file import NOTHING_IN_FORCE, RoutesInForce, routes_from_env
-from .settings_of import SettingsOf, Theirs, read_theirs
+from .settings_of import SettingsOf, Theirs, read_theirs, sources_named
 from .spool_env import (
     DEFAULT_SPOOL_PATH,
     local_spool_path_from_env,
@@ -268,7 +268,7 @@ class Settings:
             time_scale=read(
                 lambda: number(environ, "RELAY_TIME_SCALE", default=1.0, low=0.01, high=1.0), 1.0
             ),
-            routes=read(lambda: routes_from_env(environ), NO_ROUTES),
+            routes=read(lambda: routes_from_env(environ, sources_named(theirs)), NO_ROUTES),
             routes_in_force=RoutesInForce.from_env(environ),
             theirs=found.values,
         )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..core.services import Lending
 from ..core.sources import Sources
 from .config import Settings
-from .settings_of import SettingsOf
+from .settings_of import SettingsOf, sources_named
 
 if TYPE_CHECKING:
     from ..delivery.render import Shape
@@ -40,6 +40,11 @@ class Console:
     def settings(self) -> Settings:
         """The relay's settings from this environment. Raises ConfigError."""
         return Settings.from_env(self.environ, self.theirs)
+
+    @property
+    def route_sources(self) -> tuple[str, ...]:
+        """What a route's `source` may name: the registry's sources."""
+        return sources_named(self.theirs)
 
 
 OpenSpool = Callable[[Mapping[str, str]], "Spool"]

@@ -72,7 +72,7 @@ def _table(named: str | None, console: Console) -> RouteTable:
     if not path:
         raise Usage("name the routes file, or set RELAY_ROUTES")
     try:
-        return read_routes(path)
+        return read_routes(path, console.route_sources)
     except RoutesError as exc:
         raise Failed(str(exc)) from None
 

@@ -88,15 +88,16 @@ class RoutesInForce:
 NOTHING_IN_FORCE = RoutesInForce()
 
 
-def routes_from_env(environ: Mapping[str, str]) -> RouteTable:
+def routes_from_env(environ: Mapping[str, str], sources: tuple[str, ...]) -> RouteTable:
     """The routes in force: the master's accepted copy, else the file RELAY_ROUTES names; none
-    without it. Raises ConfigError naming RELAY_ROUTES."""
+    without it. `sources`: what a route's `source` may name (`sources_named`). Raises
+    ConfigError naming RELAY_ROUTES."""
     named = environ.get(NAMED, "").strip()
     if not named:
         return NO_ROUTES
     in_force = environ.get(IN_FORCE, "").strip()
     try:
-        return read_routes(in_force or named, shown_as=named)
+        return read_routes(in_force or named, sources, shown_as=named)
     except RoutesError as exc:
         raise ConfigError(NAMED, str(exc)) from None
 
@@ -115,11 +116,14 @@ def last_good_path(environ: Mapping[str, str]) -> str | None:
     return None if beside is None else os.path.abspath(beside + LAST_GOOD_SUFFIX)
 
 
-def put_in_force(environ: MutableMapping[str, str], *, now: float | None = None) -> RoutesInForce:
-    """Check the file RELAY_ROUTES names now, and make it the one the workers started from now
-    on read (gunicorn's master, at start and on each reload), and the last good one. A file it
-    refuses leaves the copy in force as it was, or at start puts the last good one in force.
-    Raises RoutesError when it refuses the file and there is no good copy to route by."""
+def put_in_force(
+    environ: MutableMapping[str, str], sources: tuple[str, ...], *, now: float | None = None
+) -> RoutesInForce:
+    """Check the file RELAY_ROUTES names now (its routes' `source` naming `sources`), and make
+    it the one the workers started from now on read (gunicorn's master, at start and on each
+    reload), and the last good one. A file it refuses leaves the copy in force as it was, or at
+    start puts the last good one in force. Raises RoutesError when it refuses the file and
+    there is no good copy to route by."""
     named = environ.get(NAMED, "").strip()
     if not named:
         forget_in_force(environ)
@@ -128,10 +132,10 @@ def put_in_force(environ: MutableMapping[str, str], *, now: float | None = None)
         return RoutesInForce()
     try:
         raw = routes_bytes(named, named)
-        parse_routes(raw.decode("utf-8", errors="replace"), named)
+        parse_routes(raw.decode("utf-8", errors="replace"), named, sources)
     except RoutesError as exc:
         if not environ.get(IN_FORCE, "").strip():
-            _last_good_in_force(environ, named, exc)
+            _last_good_in_force(environ, named, exc, sources)
         environ[REFUSED] = str(exc)
         return RoutesInForce.from_env(environ)
     _in_force(environ, raw)
@@ -141,7 +145,7 @@ def put_in_force(environ: MutableMapping[str, str], *, now: float | None = None)
 
 
 def _last_good_in_force(
-    environ: MutableMapping[str, str], named: str, refused: RoutesError
+    environ: MutableMapping[str, str], named: str, refused: RoutesError, sources: tuple[str, ...]
 ) -> None:
     """At start, with the file refused: the last good copy in force, accepted when it was kept.
     Raises `refused` when there is none, or the code now running refuses it too."""
@@ -150,7 +154,7 @@ def _last_good_in_force(
         raise refused
     try:
         raw = routes_bytes(last_good, last_good)
-        parse_routes(raw.decode("utf-8", errors="replace"), named)
+        parse_routes(raw.decode("utf-8", errors="replace"), named, sources)
         accepted_at = os.path.getmtime(last_good)
     except (RoutesError, OSError):
         raise refused from None
@@ -205,11 +209,13 @@ class RefusedAgain:
     def __init__(
         self,
         in_force: RoutesInForce,
+        sources: tuple[str, ...],
         *,
         every: float = PRODUCTION.routes_refused_again,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._in_force = in_force
+        self._sources = sources
         self._every = every
         self._clock = clock
         self._next_at = clock() + every
@@ -222,7 +228,7 @@ class RefusedAgain:
         self._next_at = now + self._every
         named = self._in_force.named or ""
         try:
-            read_routes(named)
+            read_routes(named, self._sources)
         except RoutesError as exc:
             log.error(
                 "RELAY_ROUTES REFUSED: %s; the relay routes by the last good file (accepted at "

@@ -37,6 +37,9 @@ class SettingsOf(Generic[T]):
     token_name: str = ""
     # The values no log line or command output may show.
     secrets: Callable[[T], tuple[str, ...]] = _no_secrets
+    # The name of the source of alerts its capability is, as a route's `source` names it; ''
+    # for a capability that is none. The registry sets it from the capability's source.
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,12 @@ class Theirs:
     values: tuple[tuple[SettingsOf[Any], object], ...]
     token_name: str | None = None
     could_be: tuple[str, ...] = ()
+
+
+def sources_named(theirs: Sequence[SettingsOf[Any]]) -> tuple[str, ...]:
+    """The sources of alerts a route's `source` may name: every source's capability's, on or
+    off, in the registry's order."""
+    return tuple(each.source for each in theirs if each.source)
 
 
 def read_theirs(environ: Mapping[str, str], theirs: Sequence[SettingsOf[Any]]) -> Theirs:

@@ -85,8 +85,6 @@ LEVELS = ("fatal", "error", "warning", "info", "debug")
 # What an alert is about: an issue alert, an uptime monitor's (up or down), or an issue just
 # created (Sentry's `issue.created`, which only a route that names this kind takes).
 KINDS = ("issue", "uptime", "created")
-# Where an alert comes from.
-SOURCES = ("glitchtip", "sentry")
 # Per issue, the facts a matcher reads; GlitchTip's field names for each.
 FIELD_NAMES = {
     "project": "Project",
@@ -266,11 +264,11 @@ def _may_match(matcher: Matcher, known: Mapping[str, str]) -> bool:
 NO_ROUTES = RouteTable()
 
 
-def read_routes(path: str, *, shown_as: str | None = None) -> RouteTable:
-    """The routes in the file at `path` (named `shown_as` in what it says). Raises
-    RoutesError."""
+def read_routes(path: str, sources: tuple[str, ...], *, shown_as: str | None = None) -> RouteTable:
+    """The routes in the file at `path` (named `shown_as` in what it says), whose `source` may
+    name `sources` (the registry's: `sources_named`). Raises RoutesError."""
     name = shown_as or path
-    return parse_routes(routes_bytes(path, name).decode("utf-8", errors="replace"), name)
+    return parse_routes(routes_bytes(path, name).decode("utf-8", errors="replace"), name, sources)
 
 
 def routes_bytes(path: str, name: str) -> bytes:
@@ -296,9 +294,10 @@ def routes_bytes(path: str, name: str) -> bytes:
 
 
 @functools.lru_cache(maxsize=1)
-def parse_routes(text: str, name: str) -> RouteTable:
-    """The table `text` holds. The last one made is kept for the same text and name (the
-    module's docstring says why); a RouteTable cannot be changed, so it is safe to share."""
+def parse_routes(text: str, name: str, sources: tuple[str, ...]) -> RouteTable:
+    """The table `text` holds, whose `source` may name `sources` (the registry's sources'
+    names). The last one made is kept for the same arguments (the module's docstring says
+    why); a RouteTable cannot be changed, so it is safe to share."""
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -320,7 +319,10 @@ def parse_routes(text: str, name: str) -> RouteTable:
             f"{len(tables)} routes, over the cap of {MAX_ROUTES}: merge routes that go to the "
             'same place (one route may list several values: project = ["a", "b"])'
         )
-    routes = tuple(_route(table, number, name, lines) for number, table in enumerate(tables, 1))
+    closed = {**_CLOSED, "source": (sources, _sources_said(sources))}
+    routes = tuple(
+        _route(table, number, name, lines, closed) for number, table in enumerate(tables, 1)
+    )
     _oncall_named(routes, {rotation.name for rotation in rotations}, name, lines)
     return RouteTable(routes, source=name, rotations=rotations)
 
@@ -360,13 +362,15 @@ def _oncall_named(routes: Sequence[Route], known: set[str], name: str, lines: _R
                 )
 
 
-def _route(table: dict[str, Any], number: int, name: str, lines: _RouteLines) -> Route:
+def _route(
+    table: dict[str, Any], number: int, name: str, lines: _RouteLines, closed: _Closed
+) -> Route:
     def problem(key: str | None, said: str) -> RoutesError:
         where = lines.of(number, key)
         return RoutesError(f"{name}:{where}: route {number}{f', {key}' if key else ''}: {said}")
 
     _known_keys(table, problem)
-    matchers = tuple(_matcher(key, table[key], problem) for key in MATCHERS if key in table)
+    matchers = tuple(_matcher(key, table[key], problem, closed) for key in MATCHERS if key in table)
     chat = _chat(table.get("chat"), problem)
     thread = _thread(table.get("thread"), problem)
     mention = _mentions(table.get("mention", []), problem)
@@ -472,7 +476,7 @@ def _drop(raw: object, goes_somewhere: bool, problem: Any) -> bool:
     return raw
 
 
-def _matcher(key: str, raw: object, problem: Any) -> Matcher:
+def _matcher(key: str, raw: object, problem: Any, closed: _Closed) -> Matcher:
     values = _strings(key, raw, problem)
     negated = {value.startswith("!") for value in values}
     if len(negated) > 1:
@@ -480,18 +484,24 @@ def _matcher(key: str, raw: object, problem: Any) -> Matcher:
     stripped = [value.removeprefix("!").strip() for value in values]
     if not all(stripped):
         raise problem(key, "has an empty value")
-    allowed, said = _CLOSED.get(key, (None, ""))
-    if allowed is not None and (wrong := [v for v in stripped if v.casefold() not in allowed]):
+    allowed, said = closed.get(key, ((), ""))
+    if key in closed and (wrong := [v for v in stripped if v.casefold() not in allowed]):
         raise problem(key, f"{wrong[0]!r} is not {said}")
     return Matcher(key, tuple(v.casefold() for v in stripped), negated.pop())
 
 
-# The matchers whose values are a closed list, and what a wrong one is not.
-_CLOSED = {
+# The matchers whose values are a closed list, and what a wrong one is not; `source`'s is the
+# registry's sources', given to the parse.
+_Closed = Mapping[str, tuple[tuple[str, ...], str]]
+_CLOSED: _Closed = {
     "level": (LEVELS, f"a level of GlitchTip's: {', '.join(LEVELS)}"),
     "kind": (KINDS, 'a kind of alert: "issue", "uptime" or "created"'),
-    "source": (SOURCES, 'a source of alerts: "glitchtip" or "sentry"'),
 }
+
+
+def _sources_said(sources: tuple[str, ...]) -> str:
+    named = " or ".join(f'"{source}"' for source in sources)
+    return f"a source of alerts: {named}" if sources else "a source of alerts: the relay has none"
 
 
 def _strings(key: str, raw: object, problem: Any) -> list[str]:

@@ -77,7 +77,7 @@ def _add(spool: Spool, args: argparse.Namespace, console: Console) -> int:
         raise Usage("a silence needs at least one of --issue, --project, --environment, --title")
     if args.seconds <= 0:
         raise Usage("--for must be longer than 0")
-    chats, why = _chats(args.chat, matchers, console.environ)
+    chats, why = _chats(args.chat, matchers, console)
     now = time.time()
     for chat in chats:
         silence = spool.of(SilenceStore).add(
@@ -108,16 +108,15 @@ def _as_routes_read(matchers: Matchers) -> dict[str, str]:
     return known
 
 
-def _chats(
-    given: str | None, matchers: Matchers, environ: Mapping[str, str]
-) -> tuple[list[str], str]:
+def _chats(given: str | None, matchers: Matchers, console: Console) -> tuple[list[str], str]:
     """The chats the silence goes in, and why those: --chat's alone; else, with routes in
     force, every chat they may send such alerts to and TELEGRAM_CHAT_ID; else that one."""
+    environ = console.environ
     if given is not None:
         return [_chat(given, environ)], "Only in that chat (--chat)."
     default = _chat(None, environ)
     try:
-        table = routes_from_env(environ)
+        table = routes_from_env(environ, console.route_sources)
     except ConfigError as exc:
         raise Failed(f"{exc}; or give --chat") from None
     if not table:
